@@ -1,0 +1,172 @@
+"""Ablation declarations, profiles and grid expansion.
+
+An ablation is a YAML file in ``ablations/`` (or any path given on the command line), loaded
+with a safe loader and validated here. It declares the question, the claims it tests, the axes
+of the grid, the baseline (a point of the grid), the tasks with their primary metric, gate and
+convergence target, and the profiles (``smoke``, ``cpu``, ``gpu``). Expansion resolves every run
+config in this order, later entries winning:
+
+    RunConfig defaults < ``base`` < task ``config`` < profile ``overrides`` < profile ``tasks``
+    < command-line overrides < the variant's axis values
+
+Length-dependent metrics are named relative to the training length L (``acc@x4`` is accuracy at
+4L), so a profile can shrink lengths without breaking a claim. A profile may not change an axis.
+"""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+
+from harness.config import check_path, format_validation_error
+from harness.errors import AblateError
+from harness.registry import did_you_mean
+
+ABLATIONS_DIR = Path(__file__).resolve().parent.parent / "ablations"
+PROFILES = ("smoke", "cpu", "gpu")
+
+
+class _Decl(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetricSpec(_Decl):
+    """The primary metric of a task: name, direction and smallest effect size of interest."""
+
+    metric: str
+    higher_is_better: bool
+    sesoi: float = Field(gt=0, description="smallest effect of interest, in the metric's units")
+
+
+class Threshold(_Decl):
+    """A bound on a metric: ``min`` (value must be >= min) and/or ``max`` (<= max)."""
+
+    metric: str
+    min: float | None = None
+    max: float | None = None
+
+    def passes(self, value: float | None) -> bool:
+        if value is None or value != value:  # missing or NaN
+            return False
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def describe(self) -> str:
+        parts = [f">= {self.min:g}" if self.min is not None else "", f"<= {self.max:g}" if self.max is not None else ""]
+        return f"{self.metric} {' and '.join(p for p in parts if p)}"
+
+
+class TaskEntry(_Decl):
+    params: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict, description="dotted overrides for this task")
+    primary: MetricSpec
+    gate: Threshold | None = Field(None, description="runs below it did not learn the task at L")
+    target: Threshold | None = Field(None, description="convergence target: steps_to_target")
+
+
+class Profile(_Decl):
+    description: str = ""
+    seeds: list[StrictInt] = Field(min_length=1)
+    confirmatory: bool = True
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class Ablation(_Decl):
+    name: str
+    question: str
+    claims: list[str] = Field(default_factory=list)
+    axes: dict[str, list[Any]] = Field(min_length=1)
+    baseline: dict[str, Any]
+    base: dict[str, Any] = Field(default_factory=dict)
+    tasks: dict[str, TaskEntry] = Field(min_length=1)
+    profiles: dict[str, Profile]
+    default_profile: str = "cpu"
+    notes: str = ""
+    source: str = Field("", exclude=True)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Ablation:
+        for path, values in self.axes.items():
+            check_path(path)
+            if not values:
+                raise ValueError(f"axis {path!r} has no values")
+        if set(self.baseline) != set(self.axes):
+            raise ValueError(f"baseline must give one value per axis {sorted(self.axes)}, got {sorted(self.baseline)}")
+        for path, value in self.baseline.items():
+            if value not in self.axes[path]:
+                raise ValueError(f"baseline {path}={value!r} is not in the grid {self.axes[path]}")
+        for name, prof in self.profiles.items():
+            touched = set(prof.overrides) | {k for t in prof.tasks.values() for k in t}
+            if clash := touched & set(self.axes):
+                raise ValueError(f"profile {name!r} may not change an axis: {sorted(clash)}")
+            if unknown := set(prof.tasks) - set(self.tasks):
+                raise ValueError(f"profile {name!r} names tasks not in the ablation: {sorted(unknown)}")
+        for path in itertools.chain(self.base, *(t.config for t in self.tasks.values()),
+                                    *(p.overrides for p in self.profiles.values()),
+                                    *(v for p in self.profiles.values() for v in p.tasks.values())):
+            check_path(path)
+        if self.default_profile not in self.profiles:
+            raise ValueError(f"default_profile {self.default_profile!r} is not a profile")
+        return self
+
+    def profile(self, name: str | None) -> tuple[str, Profile]:
+        """The named profile (default: ``default_profile``); unknown names raise AblateError."""
+        name = name or self.default_profile
+        if name not in self.profiles:
+            raise AblateError(f"ablation {self.name!r} has no profile {name!r}"
+                              f"{did_you_mean(name, list(self.profiles))}; profiles: {', '.join(self.profiles)}")
+        return name, self.profiles[name]
+
+    def variants(self) -> list[dict[str, Any]]:
+        """Every point of the grid, in declaration order, as ``{path: value}``."""
+        keys = list(self.axes)
+        return [dict(zip(keys, combo)) for combo in itertools.product(*(self.axes[k] for k in keys))]
+
+    def label(self, variant: dict[str, Any]) -> str:
+        """Short display name: the value for one axis, ``key=value`` pairs for several."""
+        if len(variant) == 1:
+            return str(next(iter(variant.values())))
+        return ",".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in variant.items())
+
+    @property
+    def baseline_label(self) -> str:
+        return self.label(self.baseline)
+
+
+def available() -> dict[str, Path]:
+    """Registered ablations: ``{name: path}`` for every YAML file in ``ablations/``."""
+    return {p.stem: p for p in sorted(ABLATIONS_DIR.glob("*.yaml")) if not p.stem.startswith("_")}
+
+
+def load(name_or_path: str) -> Ablation:
+    """Load an ablation by registered name or from a YAML file path.
+
+    Raises:
+        AblateError: unknown name (with the closest one), unreadable or malformed YAML, or a
+            declaration that fails validation (each problem named).
+    """
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        known = available()
+        if name_or_path not in known:
+            raise AblateError(f"unknown ablation {name_or_path!r}{did_you_mean(name_or_path, list(known))}; "
+                              f"run `ablate list` to see them")
+        path = known[name_or_path]
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise AblateError(f"cannot read ablation file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise AblateError(f"ablation file {path} is not valid YAML: {exc}".replace("\n", " ")) from None
+    if not isinstance(data, dict):
+        raise AblateError(f"ablation file {path} must hold a mapping (name, question, axes, ...)")
+    try:
+        abl = Ablation.model_validate({**data, "source": str(path)})
+    except ValidationError as exc:
+        raise AblateError(format_validation_error(exc, f"ablation {path.name}").replace("invalid config", "invalid declaration")) from None
+    if abl.name != path.stem:
+        raise AblateError(f"ablation file {path} declares name {abl.name!r}; the file must be named {abl.name}.yaml")
+    return abl

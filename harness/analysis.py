@@ -1,0 +1,169 @@
+"""From the run store to comparison tables: gates, pairing by seed, families, claim verdicts.
+
+Everything here is computed from the store's tidy rows (:func:`harness.store.tidy`); nothing is
+typed in. Families for multiple comparisons: the primary metric of every task of an ablation
+(each variant against the baseline) is one Holm family; every other metric and length is
+exploratory (Benjamini-Hochberg within that metric).
+
+Gate: a run that did not learn the task at L (below the task's declared gate) is left out of the
+comparisons of metrics beyond L (``@x2``, ``@x4``, ...), since extrapolation means nothing for a
+run that never learned the task; it is counted in the table's ``excluded`` column.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness import stats
+from harness.ablation import Ablation, MetricSpec
+from harness.store import StoreScan, scan, tidy
+
+_LENGTH = re.compile(r"^(?P<base>[a-z_]+)@x(?P<mult>\d+)$")
+
+
+@dataclass
+class Table:
+    """One comparison: a task, a metric, and a row per variant (baseline first)."""
+
+    task: str
+    metric: str
+    higher_is_better: bool
+    family: str              # "primary (Holm over k comparisons)" or "exploratory (BH)"
+    frame: pd.DataFrame
+    sesoi: float | None = None
+
+
+@dataclass
+class Analysis:
+    ablation: Ablation
+    profile: str
+    runs: pd.DataFrame                       # one row per run: status, gate, seed, variant, task
+    rows: pd.DataFrame                       # tidy metric rows of runs with status ok
+    scan: StoreScan
+    tables: list[Table] = field(default_factory=list)
+
+    def table(self, task: str, metric: str) -> Table | None:
+        return next((t for t in self.tables if t.task == task and t.metric == metric), None)
+
+
+def direction(metric: str, spec: MetricSpec | None = None) -> bool:
+    """Whether higher is better for a metric name (``acc``/``exact`` yes; ``loss``/``ppl``/steps no)."""
+    if spec is not None and spec.metric == metric:
+        return spec.higher_is_better
+    base = _LENGTH.match(metric).group("base") if _LENGTH.match(metric) else metric
+    return base in ("acc", "exact", "tokens_per_s", "target_reached")
+
+
+def beyond_training(metric: str) -> bool:
+    m = _LENGTH.match(metric)
+    return bool(m) and int(m.group("mult")) > 1
+
+
+def metric_order(metrics: list[str]) -> list[str]:
+    def key(m: str) -> tuple:
+        mm = _LENGTH.match(m)
+        return (0, mm.group("base"), int(mm.group("mult"))) if mm else (1, m, 0)
+
+    return sorted(metrics, key=key)
+
+
+def compared_metrics(frame: pd.DataFrame) -> list[str]:
+    keep = [m for m in frame["metric"].unique() if _LENGTH.match(m) or m == "steps_to_target"]
+    return metric_order(keep)
+
+
+def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05) -> Analysis:
+    """Read the store and build every comparison table of one ablation/profile."""
+    found = scan(results, abl.name, profile)
+    frame = tidy(found.records)
+    runs = _runs(abl, found.records)
+    ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
+    rows = frame[frame["run_id"].isin(ok_ids)]
+    prof = abl.profiles[profile]
+    out = Analysis(abl, profile, runs, rows, found)
+    primaries: list[Table] = []
+    for task, entry in abl.tasks.items():
+        sub = rows[rows["task"] == task]
+        for metric in compared_metrics(sub):
+            hib = direction(metric, entry.primary)
+            is_primary = metric == entry.primary.metric
+            table = _compare(abl, runs, sub, task, metric, hib, entry.primary.sesoi if is_primary else None,
+                             prof.confirmatory, alpha, "fdr_bh")
+            table.family = "primary" if is_primary else "exploratory (BH)"
+            (primaries if is_primary else out.tables).append(table)
+    _holm_across(primaries, alpha, prof.confirmatory)
+    out.tables = primaries + out.tables
+    return out
+
+
+def _runs(abl: Ablation, records: list[dict[str, Any]]) -> pd.DataFrame:
+    cols = ["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"]
+    rows = []
+    for rec in records:
+        entry = abl.tasks.get(rec.get("task"))
+        metrics = rec.get("metrics") or {}
+        gate = entry.gate if entry is not None else None
+        passed = rec.get("status") == "ok" and (gate is None or gate.passes(metrics.get(gate.metric)))
+        rows.append({"run_id": rec.get("run_id"), "task": rec.get("task"), "variant": rec.get("variant_label"),
+                     "seed": rec.get("seed"), "status": rec.get("status"), "reason": rec.get("reason"),
+                     "passed_gate": passed, "n_params": rec.get("n_params"), "wall_time_s": rec.get("wall_time_s")})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _compare(abl: Ablation, runs: pd.DataFrame, rows: pd.DataFrame, task: str, metric: str, hib: bool,
+             sesoi: float | None, confirmatory: bool, alpha: float, p_adjust: str) -> Table:
+    data = rows[rows["metric"] == metric]
+    task_runs = runs[runs["task"] == task]
+    excluded = pd.Series(dtype=int)
+    if beyond_training(metric):
+        gated = task_runs[(task_runs["status"] == "ok") & ~task_runs["passed_gate"]]
+        data = data[~data["run_id"].isin(set(gated["run_id"]))]
+        excluded = gated.groupby("variant").size()
+    not_ok = task_runs[task_runs["status"] != "ok"].groupby("variant").size()
+    order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
+    present = [v for v in order if v in set(task_runs["variant"])]
+    if abl.baseline_label in set(data["variant"]):
+        frame = stats.compare(data[["variant", "seed", "value"]], baseline=abl.baseline_label,
+                              higher_is_better=hib, sesoi=sesoi, alpha=alpha,
+                              confirmatory=confirmatory, p_adjust=p_adjust)
+        frame = frame.set_index("variant").reindex(present).reset_index()
+    else:
+        frame = pd.DataFrame({"variant": present})
+    frame["below_gate"] = [int(excluded.get(v, 0)) for v in frame["variant"]]
+    frame["not_ok"] = [int(not_ok.get(v, 0)) for v in frame["variant"]]
+    params = task_runs.groupby("variant")["n_params"].first()
+    walls = task_runs.groupby("variant")["wall_time_s"].mean()
+    frame["n_params"] = [params.get(v, np.nan) for v in frame["variant"]]
+    frame["wall_time_s"] = [walls.get(v, np.nan) for v in frame["variant"]]
+    return Table(task, metric, hib, "", frame, sesoi)
+
+
+def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
+    """Re-adjust the primary comparisons of all tasks as one Holm family, and redo verdicts."""
+    pvals, where = [], []
+    for ti, table in enumerate(tables):
+        if "p" not in table.frame:
+            continue
+        for ri, p in enumerate(table.frame["p"]):
+            if p == p and ri > 0:
+                pvals.append(p)
+                where.append((ti, ri))
+    if not pvals:
+        return
+    adjusted, k = stats.adjust(pvals, method="holm")
+    for (ti, ri), p_adj in zip(where, adjusted):
+        frame = tables[ti].frame
+        frame.loc[ri, "p_adj"] = p_adj
+        frame.loc[ri, "family_size"] = k
+        frame.loc[ri, "verdict"] = stats.verdict(
+            p_adj, frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"],
+            sesoi=tables[ti].sesoi, tost_p=frame.loc[ri, "p_tost"], alpha=alpha,
+            confirmatory=confirmatory, mde=frame.loc[ri, "mde"])
+    for table in tables:
+        table.family = f"primary (Holm over {k} comparisons)"
+

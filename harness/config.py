@@ -1,0 +1,192 @@
+"""Validated run configs, dotted overrides and a stable config hash.
+
+A run config has one section per component family (``model``, ``attention``, ``block``, ``ffn``)
+plus ``train`` and ``eval``. Every key is addressed by a dotted path (``model.position``,
+``train.steps``): ablation axes, profile overrides and CLI overrides all use those paths, and
+all of them are validated here, before any run starts. This module imports neither torch nor
+Lightning, so ``ablate list`` and ``ablate --help`` stay fast.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.errors import AblateError
+from harness.registry import did_you_mean
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelSection(_Section):
+    """Model shape and positional encoding (Transformer LM, decoder-only)."""
+
+    d_model: int = Field(64, gt=0)
+    n_heads: int = Field(4, gt=0)
+    n_layers: int = Field(2, gt=0)
+    position: str = "sinusoidal"
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    max_len: int | None = Field(None, gt=0, description="learned table size; None: longest eval length")
+    learned_init_std: float = Field(0.02, gt=0)
+    tie_embeddings: bool = True
+
+
+class AttentionSection(_Section):
+    kernel: str = "sdpa"
+
+
+class BlockSection(_Section):
+    norm: str = "layernorm"
+    norm_position: str = "pre"
+
+
+class FFNSection(_Section):
+    d_ff: int | None = Field(None, gt=0, description="None: 4 x d_model")
+    activation: str = "gelu"
+
+
+class TrainSection(_Section):
+    """Optimisation. AdamW; linear warm-up then cosine decay to ``min_lr_ratio`` x lr."""
+
+    steps: int = Field(1000, gt=0)
+    batch_size: int = Field(32, gt=0)
+    seq_len: int = Field(32, gt=0, description="training length L in tokens")
+    lr: float = Field(1e-3, gt=0)
+    warmup_steps: int = Field(100, ge=0)
+    min_lr_ratio: float = Field(0.1, ge=0, le=1)
+    weight_decay: float = Field(0.1, ge=0)
+    grad_clip: float = Field(1.0, ge=0, description="0 disables clipping")
+    precision: Literal["32-true", "bf16-mixed"] = "32-true"
+    val_every: int = Field(100, gt=0, description="steps between validation passes at length L")
+
+
+class EvalSection(_Section):
+    length_multipliers: list[int] = Field(default_factory=lambda: [1])
+    n_examples: int = Field(256, gt=0, description="test examples per evaluation length")
+    val_examples: int = Field(128, gt=0, description="validation examples (length L) per pass")
+    batch_size: int = Field(64, gt=0)
+
+    @model_validator(mode="after")
+    def _multipliers(self) -> EvalSection:
+        if not self.length_multipliers or any(m < 1 for m in self.length_multipliers):
+            raise ValueError("length_multipliers must be a non-empty list of integers >= 1")
+        return self
+
+
+class RunConfig(_Section):
+    """Everything that determines a run's numbers, except the seed and the task."""
+
+    model: ModelSection = Field(default_factory=ModelSection)
+    attention: AttentionSection = Field(default_factory=AttentionSection)
+    block: BlockSection = Field(default_factory=BlockSection)
+    ffn: FFNSection = Field(default_factory=FFNSection)
+    train: TrainSection = Field(default_factory=TrainSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> RunConfig:
+        if self.model.d_model % self.model.n_heads:
+            raise ValueError(
+                f"model.d_model={self.model.d_model} is not divisible by "
+                f"model.n_heads={self.model.n_heads}; pick n_heads among "
+                f"{[h for h in range(1, self.model.d_model + 1) if self.model.d_model % h == 0][:8]}"
+            )
+        return self
+
+    def eval_lengths(self) -> list[int]:
+        """Evaluation lengths in tokens, one per multiplier of ``train.seq_len``."""
+        return [m * self.train.seq_len for m in self.eval.length_multipliers]
+
+
+def valid_paths(model: type[BaseModel] = RunConfig, prefix: str = "") -> list[str]:
+    """Every dotted key a config accepts (``model.d_model``, ``train.steps``, ...)."""
+    paths = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            paths += valid_paths(ann, f"{prefix}{name}.")
+        else:
+            paths.append(f"{prefix}{name}")
+    return paths
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parse one ``key=value`` argument; the value is read as YAML (``128`` -> int).
+
+    Raises:
+        AblateError: no ``=`` or an empty key.
+    """
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise AblateError(f"override {text!r} is not of the form key=value (e.g. model.d_model=128)")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def check_path(path: str) -> None:
+    """Raise :class:`AblateError` (with the closest valid key) unless ``path`` is a config key."""
+    paths = valid_paths()
+    if path not in paths:
+        raise AblateError(f"unknown config key {path!r}{did_you_mean(path, paths)}; "
+                          f"valid keys: {', '.join(paths)}")
+
+
+def apply_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of nested dict ``base`` with dotted ``overrides`` set (keys checked)."""
+    out = copy.deepcopy(dict(base))
+    for path, value in overrides.items():
+        check_path(path)
+        node = out
+        *parents, leaf = path.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
+def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:
+    """Validate a nested dict into a :class:`RunConfig`.
+
+    Raises:
+        AblateError: one line per problem, each naming the dotted key and what is wrong.
+    """
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise AblateError(format_validation_error(exc, context)) from None
+
+
+def format_validation_error(exc: ValidationError, context: str = "") -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key{did_you_mean(loc, valid_paths())}"
+        got = f" (got {err['input']!r})" if "input" in err and err["type"] != "extra_forbidden" else ""
+        lines.append(f"{loc}: {msg}{got}" if loc else f"{msg}")
+    head = f"invalid config{' for ' + context if context else ''}: "
+    return head + "; ".join(lines)
+
+
+def get_path(cfg: RunConfig, path: str) -> Any:
+    node: Any = cfg
+    for part in path.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def config_hash(payload: Mapping[str, Any], length: int = 12) -> str:
+    """Stable hex digest of a JSON-serialisable mapping (sorted keys, no whitespace)."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]

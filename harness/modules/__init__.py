@@ -1,0 +1,35 @@
+"""Pure-PyTorch model components (never imports Lightning).
+
+Shape notation, used in docstrings and at every reshape:
+
+    B  batch size
+    T  query length (sequence length)
+    S  key length (== T without a KV cache, which this package does not implement)
+    H  attention heads
+    D  head dim (d_head = C / H)
+    C  model width (d_model)
+    V  vocabulary size
+
+Each component family is a ``harness.registry.Registry``; importing this package registers
+every entry: ``POSITIONAL`` (positional.py), ``KERNELS`` (attention.py), ``NORMS`` (norms.py),
+``ACTIVATIONS`` (ffn.py) and ``BLOCKS`` (transformer.py).
+"""
+from harness.modules.attention import KERNELS, AttentionKernel, MultiHeadAttention
+from harness.modules.ffn import ACTIVATIONS, FeedForward
+from harness.modules.norms import NORMS
+from harness.modules.positional import POSITIONAL, PositionalEncoding
+from harness.modules.transformer import BLOCKS, TransformerConfig, TransformerLM
+
+__all__ = [
+    "ACTIVATIONS",
+    "BLOCKS",
+    "KERNELS",
+    "NORMS",
+    "POSITIONAL",
+    "AttentionKernel",
+    "FeedForward",
+    "MultiHeadAttention",
+    "PositionalEncoding",
+    "TransformerConfig",
+    "TransformerLM",
+]

@@ -1,0 +1,38 @@
+"""Normalisation layers, built as ``NORMS.get(name)(d_model)``; both act on the last dim (C)."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from harness.registry import Registry
+
+NORMS: Registry[type[nn.Module]] = Registry("norm")
+
+# Layer normalisation (Ba et al., 2016): centre and scale over C, learned gain and bias, eps 1e-5.
+NORMS.register("layernorm")(nn.LayerNorm)
+
+
+@NORMS.register("rmsnorm")
+class RMSNorm(nn.Module):
+    """Root-mean-square layer normalisation (Zhang & Sennrich, NeurIPS 2019):
+    ``y = x / sqrt(mean(x^2) + eps) * g``, no centring and no bias. Normalises in float32 and
+    casts back to the input dtype (as LLaMA does).
+
+    Args:
+        d_model: C, the normalised (last) dimension.
+        eps: added to the mean square.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(..., C) -> (..., C)."""
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return (xf * self.weight.float()).to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.numel()}, eps={self.eps}"

@@ -1,0 +1,229 @@
+"""Positional encodings: one base class with identity hooks, one registry entry per variant.
+
+Each variant acts in one place of the model, and overrides only that hook:
+
+- ``add_to_embeddings(x)``: ``sinusoidal``, ``learned`` (added to the token embeddings).
+- ``rotate_qk(q, k)``: ``rope`` (rotates queries and keys in every layer).
+- ``attention_bias(t, s)``: ``alibi`` (an additive bias on the attention scores).
+- nothing: ``nope``.
+
+Every variant is built as ``POSITIONAL.get(name)(cfg)`` from a ``TransformerConfig``. One
+instance is shared by all layers; the attention layers receive it in ``forward``.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor, nn
+
+from harness.registry import Registry
+
+if TYPE_CHECKING:
+    from harness.modules.transformer import TransformerConfig
+
+POSITIONAL: Registry[type[PositionalEncoding]] = Registry("positional encoding")
+
+
+class PositionalEncoding(nn.Module):
+    """Base: every hook is the identity. A variant overrides only what it needs.
+
+    Args:
+        cfg: the model config (``d_model``, ``n_heads``, ``max_len``, ...).
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.check_config(cfg)
+        self.n_heads = cfg.n_heads
+        self.d_model = cfg.d_model
+
+    @classmethod
+    def check_config(cls, cfg: TransformerConfig) -> None:
+        """Raise ``ValueError`` if ``cfg`` cannot be used with this encoding (called by the config)."""
+
+    @classmethod
+    def max_positions(cls, cfg: TransformerConfig) -> int | None:
+        """Longest sequence the encoding can represent; ``None`` for any length."""
+        return None
+
+    def add_to_embeddings(self, x: Tensor) -> Tensor:
+        """(B, T, C) -> (B, T, C)."""
+        return x
+
+    def rotate_qk(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+        """(B, H, T, D), (B, H, S, D) -> same shapes."""
+        return q, k
+
+    def attention_bias(self, t: int, s: int) -> Tensor | None:
+        """Additive float32 bias of shape (H, T, S) for T queries and S keys, or ``None``."""
+        return None
+
+
+@POSITIONAL.register("sinusoidal")
+class Sinusoidal(PositionalEncoding):
+    """Fixed sinusoids added to the embeddings (Vaswani et al., 2017, §3.5):
+    ``PE[p, 2i] = sin(p / 10000^(2i/C))``, ``PE[p, 2i+1] = cos(p / 10000^(2i/C))``.
+
+    Computed for any length on every forward (no table, no length limit). The angles are taken in
+    float64 and the table is rounded once to float32, so it equals the float64 closed form to
+    about 1e-7 even at positions in the thousands. An odd ``C`` drops the last cosine column.
+    """
+
+    def table(self, t: int, device: torch.device | None = None) -> Tensor:
+        """The float32 table of shape (T, C)."""
+        pos = torch.arange(t, dtype=torch.float64, device=device)[:, None]  # (T, 1)
+        two_i = torch.arange(0, self.d_model, 2, dtype=torch.float64, device=device)  # (ceil(C/2),)
+        angle = pos * torch.exp(two_i * (-math.log(10000.0) / self.d_model))  # (T, ceil(C/2))
+        pe = torch.empty(t, self.d_model, dtype=torch.float64, device=device)  # (T, C)
+        pe[:, 0::2] = torch.sin(angle)
+        pe[:, 1::2] = torch.cos(angle[:, : self.d_model // 2])
+        return pe.float()
+
+    def add_to_embeddings(self, x: Tensor) -> Tensor:
+        """(B, T, C) -> (B, T, C); the table is cast to ``x``'s dtype."""
+        return x + self.table(x.size(1), x.device).to(x.dtype)
+
+
+@POSITIONAL.register("learned")
+class Learned(PositionalEncoding):
+    """A trained table of absolute position embeddings (GPT-style; Gehring et al., 2017), one row
+    per position up to ``cfg.max_len``, initialised N(0, ``cfg.learned_init_std``).
+
+    Positions beyond ``max_len`` raise ``ValueError``. Rows for positions never seen in training
+    keep their initial values exactly: the training layer puts embeddings outside weight decay
+    (``TransformerLM.parameter_groups``), their gradient is exactly zero, and AdamW's update for a
+    zero gradient with zero moments is exactly zero. Evaluating beyond the training length thus
+    uses random, untrained rows: this is the extrapolation failure the harness measures.
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__(cfg)
+        self.max_len: int = cfg.max_len  # type: ignore[assignment]  # checked by check_config
+        self.table = nn.Embedding(self.max_len, cfg.d_model)
+        nn.init.normal_(self.table.weight, mean=0.0, std=cfg.learned_init_std)
+
+    @classmethod
+    def check_config(cls, cfg: TransformerConfig) -> None:
+        if cfg.max_len is None:
+            raise ValueError("position 'learned' needs max_len (the number of table rows)")
+
+    @classmethod
+    def max_positions(cls, cfg: TransformerConfig) -> int | None:
+        return cfg.max_len
+
+    def add_to_embeddings(self, x: Tensor) -> Tensor:
+        """(B, T, C) -> (B, T, C).
+
+        Raises:
+            ValueError: ``T > max_len``.
+        """
+        t = x.size(1)
+        if t > self.max_len:
+            raise ValueError(f"sequence length T={t} exceeds max_len={self.max_len} of the learned table")
+        return x + self.table(torch.arange(t, device=x.device)).to(x.dtype)  # (T, C) broadcast
+
+
+@POSITIONAL.register("rope")
+class RoPE(PositionalEncoding):
+    """Rotary position embedding (Su et al., 2021, RoFormer), rotate-half convention of
+    GPT-NeoX / LLaMA (Hugging Face): dimension ``i`` is paired with ``i + D/2`` and the pair is
+    rotated by ``p * base^(-2i/D)``, base 10000, applied to q and k of every head in every layer.
+
+    Angles, cos and sin are computed in float32 whatever the dtype of q/k (bf16 cannot even
+    represent position 4000 + 1), the rotation is done in float32 and cast back. Queries are the
+    last ``T`` of the ``S`` key positions. Requires an even head dim. No cache of cos/sin.
+    """
+
+    base: float = 10000.0
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__(cfg)
+        self.d_head = cfg.d_head
+
+    @classmethod
+    def check_config(cls, cfg: TransformerConfig) -> None:
+        if cfg.d_head % 2:
+            raise ValueError(f"position 'rope' needs an even head dim, got d_head={cfg.d_head}")
+
+    def cos_sin(self, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """cos and sin of the angles, float32, each of shape (N, D), for integer positions (N,)."""
+        two_i = torch.arange(0, self.d_head, 2, dtype=torch.float32, device=positions.device)
+        inv_freq = self.base ** (-two_i / self.d_head)  # (D/2,)
+        angle = positions.float()[:, None] * inv_freq[None, :]  # (N, D/2)
+        angle = torch.cat([angle, angle], dim=-1)  # (N, D): pair i and i + D/2 share an angle
+        return angle.cos(), angle.sin()
+
+    @staticmethod
+    def rotate_half(x: Tensor) -> Tensor:
+        """(..., D) -> (..., D): ``[x1, x2] -> [-x2, x1]``."""
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat([-x2, x1], dim=-1)
+
+    def _rotate(self, x: Tensor, positions: Tensor) -> Tensor:
+        cos, sin = self.cos_sin(positions)  # (N, D) each, float32
+        xf = x.float()
+        return (xf * cos + self.rotate_half(xf) * sin).to(x.dtype)
+
+    def rotate_qk(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+        """(B, H, T, D), (B, H, S, D) -> same shapes and dtypes."""
+        t, s = q.size(-2), k.size(-2)
+        k_pos = torch.arange(s, device=k.device)  # (S,)
+        return self._rotate(q, k_pos[s - t :]), self._rotate(k, k_pos)
+
+
+def alibi_slopes(n: int) -> list[float]:
+    """Per-head ALiBi slopes, as ``get_slopes`` of the reference implementation
+    (ofirpress/attention_with_linear_biases): the geometric sequence with start and ratio
+    ``2^(-8/n)`` for ``n`` a power of two; otherwise the slopes of the closest lower power of two
+    ``m``, followed by every other slope of ``2m``, ``n - m`` of them.
+    """
+    if n < 1:
+        raise ValueError(f"number of heads must be positive, got {n}")
+    m = 2 ** math.floor(math.log2(n))
+    start = 2.0 ** (-8.0 / m)
+    slopes = [start ** (i + 1) for i in range(m)]
+    if m == n:
+        return slopes
+    return slopes + alibi_slopes(2 * m)[0::2][: n - m]
+
+
+@POSITIONAL.register("alibi")
+class ALiBi(PositionalEncoding):
+    """Attention with Linear Biases (Press et al., ICLR 2022): a fixed per-head penalty
+    proportional to query-key distance, ``bias[h, i, j] = -slope_h * (i - j)``, added to the
+    scores. No parameters; slopes follow the paper's geometric sequence, including its rule for
+    head counts that are not powers of two (:func:`alibi_slopes`).
+
+    The bias is float32 on the module's device; entries above the diagonal (``j > i``) are left
+    positive, since the kernel masks them (always causal).
+    """
+
+    slopes: Tensor
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__(cfg)
+        self.slope_values = alibi_slopes(cfg.n_heads)
+        self.register_buffer("slopes", torch.tensor(self.slope_values, dtype=torch.float32), persistent=False)
+
+    def _apply(self, fn, recurse=True):  # noqa: ANN001
+        # Module.to(dtype) / .half() would round the slopes; rebuild them exactly in float32.
+        super()._apply(fn, recurse)
+        self.slopes = torch.tensor(self.slope_values, dtype=torch.float32, device=self.slopes.device)
+        return self
+
+    def attention_bias(self, t: int, s: int) -> Tensor:
+        """(H, T, S) float32; query ``i`` sits at position ``i + S - T``."""
+        dev = self.slopes.device
+        q_pos = torch.arange(s - t, s, device=dev, dtype=torch.float32)  # (T,)
+        k_pos = torch.arange(s, device=dev, dtype=torch.float32)  # (S,)
+        distance = q_pos[:, None] - k_pos[None, :]  # (T, S)
+        return -self.slopes[:, None, None] * distance  # (H, T, S)
+
+
+@POSITIONAL.register("nope")
+class NoPE(PositionalEncoding):
+    """No positional information (Kazemnejad et al., NeurIPS 2023): a causal decoder can still
+    infer positions from the mask alone. Every hook is the identity.
+    """

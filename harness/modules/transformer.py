@@ -1,0 +1,215 @@
+"""A decoder-only Transformer language model whose components are picked by name.
+
+``TransformerConfig`` holds the names (``position``, ``kernel``, ``norm``, ``norm_position``,
+``activation``) and is validated when built; ``TransformerLM`` wires the registered classes.
+Blocks are built as ``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos)``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from torch import Tensor, nn
+
+from harness.modules.attention import KERNELS, MultiHeadAttention
+from harness.modules.ffn import ACTIVATIONS, FeedForward
+from harness.modules.norms import NORMS
+from harness.modules.positional import POSITIONAL, PositionalEncoding
+from harness.registry import Registry
+
+BLOCKS: Registry[type[Block]] = Registry("block (norm position)")
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Architecture of a ``TransformerLM``; string fields name registry entries.
+
+    Raises (when built):
+        ValueError: non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1), or a
+            config the positional encoding rejects (``learned`` without ``max_len``, ``rope``
+            with an odd head dim).
+        UnknownNameError: a name no registry holds; the message suggests the closest names.
+    """
+
+    vocab_size: int
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int | None = None  # None -> 4 * d_model
+    max_len: int | None = None  # positions a bounded encoding (learned) must cover
+    position: str = "sinusoidal"  # POSITIONAL registry
+    kernel: str = "sdpa"  # KERNELS registry
+    norm: str = "layernorm"  # NORMS registry
+    norm_position: str = "pre"  # BLOCKS registry
+    activation: str = "gelu"  # ACTIVATIONS registry
+    dropout: float = 0.0
+    learned_init_std: float = 0.02  # init std of the learned position table
+    tie_embeddings: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        KERNELS.canonical(self.kernel)
+        NORMS.canonical(self.norm)
+        BLOCKS.canonical(self.norm_position)
+        ACTIVATIONS.canonical(self.activation)
+        POSITIONAL.get(self.position).check_config(self)
+
+    @property
+    def d_head(self) -> int:
+        """D = C / H."""
+        return self.d_model // self.n_heads
+
+    @property
+    def ffn_dim(self) -> int:
+        """Hidden width of the feed-forward network: ``d_ff`` or ``4 * d_model``."""
+        return self.d_ff if self.d_ff is not None else 4 * self.d_model
+
+
+class Block(nn.Module):
+    """Base of the Transformer blocks: one attention and one feed-forward sub-layer, each with
+    its norm. ``final_norm`` says whether the model needs a norm after the last block.
+
+    Args:
+        cfg: the model config.
+    """
+
+    final_norm: ClassVar[bool] = True
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.norm1 = NORMS.get(cfg.norm)(cfg.d_model)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kernel, cfg.dropout)
+        self.norm2 = NORMS.get(cfg.norm)(cfg.d_model)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.dropout)
+
+    def forward(self, x: Tensor, pos: PositionalEncoding) -> Tensor:
+        """(B, T, C) -> (B, T, C)."""
+        raise NotImplementedError
+
+
+@BLOCKS.register("pre")
+class PreNormBlock(Block):
+    """Pre-LN (Xiong et al., ICML 2020; GPT-2): ``x + attn(norm1(x))``, ``x + ffn(norm2(x))``;
+    the residual stream is never normalised, so the model applies a final norm before the head.
+    """
+
+    final_norm = True
+
+    def forward(self, x: Tensor, pos: PositionalEncoding) -> Tensor:
+        x = x + self.attn(self.norm1(x), pos)[0]  # (B, T, C)
+        return x + self.ffn(self.norm2(x))
+
+
+@BLOCKS.register("post")
+class PostNormBlock(Block):
+    """Post-LN, as in Vaswani et al. (2017): ``norm1(x + attn(x))``, ``norm2(x + ffn(x))``;
+    the output is already normalised, so no final norm.
+    """
+
+    final_norm = False
+
+    def forward(self, x: Tensor, pos: PositionalEncoding) -> Tensor:
+        x = self.norm1(x + self.attn(x, pos)[0])  # (B, T, C)
+        return self.norm2(x + self.ffn(x))
+
+
+class TransformerLM(nn.Module):
+    """Decoder-only causal language model: token embedding, positional hooks, ``n_layers``
+    blocks, optional final norm, and a linear head to the vocabulary.
+
+    Init choices:
+        - token embedding ~ N(0, 1/C) and multiplied by sqrt(C) in ``forward`` (Vaswani et al.,
+          2017, §3.4), so tokens enter at unit scale, like the sinusoidal signal; with a tied head
+          the logits then start with unit scale as well.
+        - every ``nn.Linear`` weight ~ N(0, 0.02) (GPT-2), biases zero; norms gain 1, bias 0.
+        - the learned position table is initialised by its encoding (N(0, ``learned_init_std``)).
+        - the head shares the token embedding's weight when ``cfg.tie_embeddings``.
+
+    No KV cache, no generation loop; sequences beyond ``max_positions`` raise ``ValueError``.
+
+    Args:
+        cfg: the architecture.
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        block_cls = BLOCKS.get(cfg.norm_position)
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos = POSITIONAL.get(cfg.position)(cfg)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(block_cls(cfg) for _ in range(cfg.n_layers))
+        self.norm_f = NORMS.get(cfg.norm)(cfg.d_model) if block_cls.final_norm else nn.Identity()
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self._init_weights()
+        if cfg.tie_embeddings:
+            self.head.weight = self.tok_emb.weight
+
+    def _init_weights(self) -> None:
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        nn.init.normal_(self.tok_emb.weight, mean=0.0, std=self.cfg.d_model**-0.5)
+
+    def forward(self, idx: Tensor) -> Tensor:
+        """Next-token logits.
+
+        Args:
+            idx: (B, T) token ids in ``[0, V)``.
+
+        Returns:
+            logits (B, T, V).
+
+        Raises:
+            ValueError: ``idx`` is not 2-D, or ``T`` exceeds the encoding's ``max_positions``.
+        """
+        if idx.dim() != 2:
+            raise ValueError(f"idx must have shape (B, T), got {tuple(idx.shape)}")
+        T = idx.size(1)
+        limit = self.pos.max_positions(self.cfg)
+        if limit is not None and T > limit:
+            raise ValueError(
+                f"sequence length T={T} exceeds max_len={limit} of position '{self.cfg.position}'"
+            )
+        x = self.tok_emb(idx) * math.sqrt(self.cfg.d_model)  # (B, T, C)
+        x = self.drop(self.pos.add_to_embeddings(x))  # (B, T, C)
+        for block in self.blocks:
+            x = block(x, self.pos)  # (B, T, C)
+        return self.head(self.norm_f(x))  # (B, T, V)
+
+    def num_parameters(self) -> int:
+        """Number of distinct parameters (a tied head counts once)."""
+        return sum(p.numel() for p in self.parameters())
+
+    def parameter_groups(self, weight_decay: float) -> list[dict[str, Any]]:
+        """Two AdamW parameter groups covering every parameter exactly once.
+
+        Decay: weights of ``nn.Linear`` layers only. No decay: embeddings (tokens, learned
+        positions, and so a tied head), norms and biases.
+
+        Args:
+            weight_decay: the decay of the first group.
+
+        Returns:
+            ``[{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}]``.
+        """
+        embeddings = {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}
+        linear = {id(m.weight) for m in self.modules() if isinstance(m, nn.Linear)}
+        decay_ids = linear - embeddings
+        params = list(self.parameters())  # shared parameters appear once
+        decay = [p for p in params if id(p) in decay_ids]
+        rest = [p for p in params if id(p) not in decay_ids]
+        return [
+            {"params": decay, "weight_decay": weight_decay},
+            {"params": rest, "weight_decay": 0.0},
+        ]

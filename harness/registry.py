@@ -1,0 +1,101 @@
+"""One registry class; one instance per component family.
+
+Components are selected by a short, permanent, lower_snake name written in the run config
+(``model.position=rope``). An unknown name fails when the config is built, with the closest
+valid names (pattern of EleutherAI/lm-evaluation-harness ``api/registry.py``).
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class UnknownNameError(KeyError, ValueError):
+    """Raised for a name that no entry of a registry carries; the message suggests close names."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0])
+
+
+def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str:
+    """Return ``" (did you mean 'x'?)"`` for the closest of ``choices``, or ``""``."""
+    close = difflib.get_close_matches(name, list(choices), n=2, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
+class Registry(Generic[T]):
+    """Maps names (and aliases) to objects, usually classes.
+
+    Args:
+        family: what the registry holds, used in messages (``"positional encoding"``).
+
+    Example:
+        >>> POSITIONAL = Registry("positional encoding")
+        >>> @POSITIONAL.register("rope")
+        ... class RoPE: ...
+        >>> POSITIONAL.get("rope") is RoPE
+        True
+    """
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self._entries: dict[str, T] = {}
+        self._aliases: dict[str, str] = {}
+
+    def register(self, name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[T], T]:
+        """Decorator that registers an object under ``name`` (and ``aliases``).
+
+        Raises:
+            ValueError: the name or an alias is already taken.
+        """
+
+        def deco(obj: T) -> T:
+            for key in (name, *aliases):
+                if key in self._entries or key in self._aliases:
+                    raise ValueError(f"{self.family} {key!r} is already registered")
+            self._entries[name] = obj
+            for alias in aliases:
+                self._aliases[alias] = name
+            return obj
+
+        return deco
+
+    def canonical(self, name: str) -> str:
+        """The registered name for ``name`` or one of its aliases.
+
+        Raises:
+            UnknownNameError: no such name; the message lists close matches and all names.
+        """
+        if name in self._entries:
+            return name
+        if name in self._aliases:
+            return self._aliases[name]
+        raise UnknownNameError(
+            f"unknown {self.family} {name!r}{did_you_mean(name, self.names() + list(self._aliases))}; "
+            f"choose one of: {', '.join(self.names())}"
+        )
+
+    def get(self, name: str) -> T:
+        """The object registered as ``name``; raises :class:`UnknownNameError` otherwise."""
+        return self._entries[self.canonical(name)]
+
+    def names(self) -> list[str]:
+        """Registered names in registration order (aliases excluded)."""
+        return list(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries or name in self._aliases
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.family!r}, {self.names()})"

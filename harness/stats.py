@@ -1,0 +1,342 @@
+"""Statistics over repeated seeds: thin wrappers over scipy and statsmodels.
+
+Every test, interval and power calculation is the library's own; only one-line quantities are
+written here (d_z, wins/ties/losses). Orientation is fixed once: a positive ``delta`` always
+means the variant is better, whatever the metric's direction (``higher_is_better``).
+
+Degenerate input never raises: fewer than 2 values (or pairs) gives NaN statistics. Constant
+paired differences follow scipy's ``ttest_rel``: all equal and non-zero give ``t = ±inf, p = 0``
+with a zero-width CI; all zero give ``t = p = NaN``. Invalid input (duplicate seeds, unknown
+baseline) raises ``ValueError``.
+
+Does not do: mixed models, bootstrap intervals (percentile bootstrap undercovers at n <= 10),
+corrections across several ``compare`` calls (collect the raw ``p`` and call ``adjust``).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import warnings
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.meta_analysis import effectsize_smd
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import TTestPower
+from statsmodels.stats.weightstats import ttost_paired
+
+NAN = float("nan")
+EXACT_PERMUTATIONS = 2**16  # sign-flip test is exact for n <= 16 pairs, Monte Carlo above
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence scipy's precision / divide warnings on the documented degenerate inputs."""
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def _clean(values) -> tuple[np.ndarray, int]:
+    x = np.asarray(values, dtype=float).ravel()
+    keep = ~np.isnan(x)
+    return x[keep], int((~keep).sum())
+
+
+@dataclass(frozen=True)
+class Descriptives:
+    n: int           # values used (NaNs dropped)
+    n_nan: int       # NaNs dropped
+    mean: float
+    sd: float        # ddof=1
+    ci_low: float    # t-interval of the mean
+    ci_high: float
+
+
+def describe(values, confidence: float = 0.95) -> Descriptives:
+    """Mean, SD (ddof=1) and t-interval of the mean (``scipy.stats.ttest_1samp`` CI).
+
+    NaNs are dropped and counted. n=1 gives NaN sd and CI; n=0 NaN everything.
+    """
+    x, n_nan = _clean(values)
+    n = len(x)
+    if n < 2:
+        return Descriptives(n, n_nan, float(x.mean()) if n else NAN, NAN, NAN, NAN)
+    with _quiet():
+        ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
+    return Descriptives(n, n_nan, float(x.mean()), float(x.std(ddof=1)), float(ci.low),
+                        float(ci.high))
+
+
+@dataclass(frozen=True)
+class Paired:
+    n_pairs: int
+    n_dropped: int           # seeds missing on either side, or NaN on either side
+    delta: float             # mean(variant - baseline), oriented: > 0 means variant better
+    ci_low: float            # t-interval of delta (ttest_rel CI), oriented
+    ci_high: float
+    t: float                 # oriented
+    p: float                 # two-sided paired t-test
+    p_perm: float            # two-sided sign-flip permutation test on the differences
+    d_z: float               # delta / sd_diff; ±inf when sd_diff = 0 and delta != 0
+    sd_diff: float
+    prob_improvement: float  # (wins + ties / 2) / n_pairs: share of seeds where the variant
+    #                          is better, ties half (not the unpaired common-language effect size)
+    wins: int
+    ties: int                # exactly equal values
+    losses: int
+    diffs: tuple[float, ...]  # oriented per-seed differences, in seed order
+
+
+def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarray, int]:
+    for s in (baseline, variant):
+        if s.index.has_duplicates:
+            raise ValueError(f"duplicate seeds: {sorted(set(s.index[s.index.duplicated()]))}")
+    both = pd.concat({"b": baseline, "v": variant}, axis=1, join="outer").sort_index()
+    ok = both.notna().all(axis=1)
+    return both["b"][ok].to_numpy(float), both["v"][ok].to_numpy(float), int((~ok).sum())
+
+
+def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool,
+                confidence: float = 0.95) -> Paired:
+    """Paired comparison on the seeds both series share (Series indexed by seed).
+
+    ``p`` from ``scipy.stats.ttest_rel``, CI from its ``confidence_interval``; ``p_perm`` from
+    ``scipy.stats.permutation_test(permutation_type='samples')`` on the differences, exact up
+    to 16 pairs (minimum two-sided p is 2 / 2**n: 0.0625 at n=5), seeded Monte Carlo above.
+    """
+    b, v, dropped = _pair(baseline, variant)
+    sign = 1.0 if higher_is_better else -1.0
+    d = sign * (v - b)
+    n = len(d)
+    wins, ties, losses = int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())
+    prob = (wins + ties / 2) / n if n else NAN
+    if n < 2:
+        delta = float(d.mean()) if n else NAN
+        return Paired(n, dropped, delta, NAN, NAN, NAN, NAN, NAN, NAN, NAN, prob,
+                      wins, ties, losses, tuple(d))
+    with _quiet():
+        res = stats.ttest_rel(sign * v, sign * b)
+        ci = res.confidence_interval(confidence)
+        perm = stats.permutation_test((d,), np.mean, permutation_type="samples", axis=-1,
+                                      vectorized=True, n_resamples=EXACT_PERMUTATIONS,
+                                      rng=np.random.default_rng(0))
+        sd = float(d.std(ddof=1))
+        d_z = float(np.float64(d.mean()) / sd)
+    return Paired(n, dropped, float(d.mean()), float(ci.low), float(ci.high),
+                  float(res.statistic), float(res.pvalue), float(perm.pvalue), d_z, sd, prob,
+                  wins, ties, losses, tuple(d))
+
+
+@dataclass(frozen=True)
+class Welch:
+    n_baseline: int
+    n_variant: int
+    delta: float          # mean(variant) - mean(baseline), oriented
+    ci_low: float         # Welch t-interval of delta, oriented
+    ci_high: float
+    t: float
+    df: float             # Welch-Satterthwaite
+    p: float              # two-sided Welch t-test
+    hedges_g: float       # bias-corrected standardised mean difference, oriented
+    p_mannwhitney: float  # two-sided Mann-Whitney U
+
+
+def welch_test(baseline, variant, higher_is_better: bool, confidence: float = 0.95) -> Welch:
+    """Unpaired comparison: ``scipy.stats.ttest_ind(equal_var=False)`` with its CI,
+    Hedges' g from ``statsmodels.stats.meta_analysis.effectsize_smd`` (pooled SD, correction
+    J = 1 - 3 / (4 (n1 + n2) - 9); Hedges 1981), ``scipy.stats.mannwhitneyu``. NaNs dropped.
+    """
+    sign = 1.0 if higher_is_better else -1.0
+    a, _ = _clean(baseline)
+    b, _ = _clean(variant)
+    if len(a) < 2 or len(b) < 2:
+        delta = sign * (b.mean() - a.mean()) if len(a) and len(b) else NAN
+        return Welch(len(a), len(b), float(delta), NAN, NAN, NAN, NAN, NAN, NAN, NAN)
+    a, b = sign * a, sign * b
+    with _quiet():
+        res = stats.ttest_ind(b, a, equal_var=False)
+        ci = res.confidence_interval(confidence)
+        g, _ = effectsize_smd(b.mean(), b.std(ddof=1), len(b), a.mean(), a.std(ddof=1), len(a))
+        mw = stats.mannwhitneyu(b, a, alternative="two-sided")
+    return Welch(len(a), len(b), float(b.mean() - a.mean()), float(ci.low), float(ci.high),
+                 float(res.statistic), float(res.df), float(res.pvalue), float(g), float(mw.pvalue))
+
+
+class Adjusted(NamedTuple):
+    p_adj: np.ndarray  # same shape as the input; NaN where the input was NaN
+    family_size: int   # number of non-NaN p-values adjusted together
+
+
+def adjust(pvalues, method: str = "holm") -> Adjusted:
+    """Multiplicity adjustment by ``statsmodels.stats.multitest.multipletests``.
+
+    ``method`` is always passed explicitly: statsmodels' own default is Holm-Sidak ("hs").
+    Use "holm" for confirmatory families, "fdr_bh" for exploratory ones. NaN p-values are
+    skipped: they stay NaN and do not count in the family. To correct across several slices
+    or metrics, collect the raw ``p`` column of several ``compare`` outputs and call this once.
+    """
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, NAN)
+    ok = ~np.isnan(p)
+    if ok.sum() == 1:  # every method is the identity for a family of one; skipping it also
+        out[ok] = p[ok]  # avoids the gc.collect() that statsmodels' Holm runs on every call
+    elif ok.any():
+        out[ok] = multipletests(p[ok], method=method)[1]
+    return Adjusted(out, int(ok.sum()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _detectable_effect(n: int, alpha: float, power: float) -> float:
+    return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))
+
+
+def mde(n: int, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Minimum detectable mean difference of a two-sided paired t-test with ``n`` pairs:
+    ``TTestPower().solve_power(effect_size=None, ...)`` (standardised, d_z) times ``sd_diff``.
+    About 0.996 SD at n=10, alpha 0.05, power 0.8. NaN for n < 2 or a NaN sd.
+    """
+    if n < 2 or not np.isfinite(sd_diff):
+        return NAN
+    return _detectable_effect(int(n), float(alpha), float(power)) * float(sd_diff)
+
+
+def seeds_needed(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Pairs (seeds) a two-sided paired t-test needs to detect ``effect`` with ``power``:
+    ``TTestPower().solve_power(nobs=None, ...)``, rounded up. The inverse of ``mde``.
+
+    Raises:
+        ValueError: if ``effect`` is 0 or ``sd_diff`` is not positive.
+    """
+    if effect == 0 or not sd_diff > 0:
+        raise ValueError(f"need effect != 0 and sd_diff > 0, got {effect=} {sd_diff=}")
+    es, solver = abs(effect) / sd_diff, TTestPower()
+    for small in (2, 3):  # the root finder fails below 3 and scipy's nct.cdf gives NaN for
+        # the far lower tail there: use the upper tail alone (the other is < 1e-6 at such es)
+        if solver.power(es, nobs=small, alpha=alpha / 2, alternative="larger") >= power:
+            return small
+    n = solver.solve_power(effect_size=es, nobs=None, alpha=alpha, power=power)
+    return math.ceil(float(n) - 1e-3)  # tolerance: the root finder is good to ~1e-6 seeds
+
+
+def tost_paired(diffs, sesoi: float) -> float:
+    """Equivalence p (two one-sided tests, margin ±sesoi) on paired differences, by
+    ``statsmodels.stats.weightstats.ttost_paired``. Equivalent at level alpha iff p < alpha.
+    NaN for fewer than 2 differences.
+    """
+    d, _ = _clean(diffs)
+    if len(d) < 2 or not sesoi > 0:
+        return NAN
+    with _quiet():
+        return float(ttost_paired(d, np.zeros_like(d), -sesoi, sesoi)[0])
+
+
+def verdict(p_adj: float, ci_low: float, ci_high: float, *, sesoi: float | None = None,
+            tost_p: float = NAN, alpha: float = 0.05, confirmatory: bool = True,
+            mde: float = NAN) -> str:
+    """One short word for a comparison, in this order:
+
+    - ``"pilot"``: not a confirmatory run; no claim is made.
+    - ``"better"`` / ``"worse"``: adjusted p < alpha; sign of the CI midpoint (= delta). This
+      wins over equivalence: a significant effect smaller than sesoi still reads "better".
+    - ``"equivalent (±sesoi)"``: TOST p < alpha.
+    - ``"inconclusive (MDE x.xxx)"``: neither; MDE omitted when unknown (n < 2).
+    """
+    if not confirmatory:
+        return "pilot"
+    if p_adj < alpha:
+        return "better" if (ci_low + ci_high) / 2 > 0 else "worse"
+    if sesoi is not None and tost_p < alpha:
+        return f"equivalent (±{sesoi:g})"
+    return f"inconclusive (MDE {mde:.3f})" if np.isfinite(mde) else "inconclusive"
+
+
+@dataclass(frozen=True)
+class Friedman:
+    statistic: float
+    p: float
+    n_seeds: int            # complete seeds used
+    mean_ranks: pd.Series   # per variant; 1 = best
+
+
+def friedman(table: pd.DataFrame, higher_is_better: bool = True) -> Friedman:
+    """Friedman test over variants (rows = seeds, columns = variants), complete seeds only:
+    ``scipy.stats.friedmanchisquare``; mean ranks by ``scipy.stats.rankdata`` (1 = best,
+    ties averaged). Fewer than 3 variants or 2 complete seeds gives NaN statistic and p.
+    """
+    full = table.dropna()
+    ranks = stats.rankdata(-full.to_numpy(float) if higher_is_better else full.to_numpy(float),
+                           axis=1)
+    mean_ranks = pd.Series(ranks.mean(axis=0) if len(full) else NAN, index=table.columns)
+    if table.shape[1] < 3 or len(full) < 2:
+        return Friedman(NAN, NAN, len(full), mean_ranks)
+    with _quiet():
+        res = stats.friedmanchisquare(*full.to_numpy(float).T)
+    return Friedman(float(res.statistic), float(res.pvalue), len(full), mean_ranks)
+
+
+COLUMNS = ["variant", "n", "mean", "sd", "ci_low", "ci_high", "n_pairs", "delta", "delta_ci_low",
+           "delta_ci_high", "wins", "ties", "losses", "d_z", "prob_improvement", "t", "p",
+           "p_perm", "p_adj", "family_size", "p_tost", "mde", "verdict"]
+
+
+def compare(df: pd.DataFrame, *, baseline: str, higher_is_better: bool,
+            sesoi: float | None = None, alpha: float = 0.05, confidence: float = 0.95,
+            confirmatory: bool = True, p_adjust: str = "holm") -> pd.DataFrame:
+    """Every variant against the baseline, paired by seed, for one metric in one slice.
+
+    Args:
+        df: tidy rows with columns ``variant``, ``seed``, ``value``; one row per (variant, seed).
+        baseline: the variant the others are compared with.
+        higher_is_better: direction of the metric; ``delta > 0`` always means better.
+        sesoi: smallest effect size of interest (metric units); enables the TOST equivalence.
+        alpha, confidence: test level; level of the t-intervals.
+        confirmatory: False gives the verdict ``"pilot"`` for every variant.
+        p_adjust: ``multipletests`` method, applied within this call's family (all variants vs
+            the baseline) to ``p`` (-> ``p_adj``) and to the TOST p (-> ``p_tost``).
+
+    Returns:
+        One row per variant, baseline first (descriptives only, verdict ``"baseline"``), then the
+        others in order of appearance, with the columns of ``COLUMNS``. ``mde`` is the minimum
+        detectable delta at 80 % power with the observed sd of differences and alpha divided by
+        the family size (the first, strictest Holm step). To adjust across several slices,
+        re-run ``adjust`` on the concatenated raw ``p`` columns.
+
+    Raises:
+        ValueError: missing columns, duplicate (variant, seed) rows or an unknown baseline.
+    """
+    missing = {"variant", "seed", "value"} - set(df.columns)
+    if missing:
+        raise ValueError(f"compare needs columns variant, seed, value; missing {sorted(missing)}")
+    if df.duplicated(["variant", "seed"]).any():
+        raise ValueError("duplicate (variant, seed) rows; select one metric and one slice first")
+    names = list(pd.unique(df["variant"]))
+    if baseline not in names:
+        raise ValueError(f"baseline {baseline!r} not among variants {names}")
+    names = [baseline] + [v for v in names if v != baseline]
+    series = {v: g.set_index("seed")["value"].astype(float) for v, g in df.groupby("variant")}
+
+    rows = [vars(describe(series[baseline], confidence)) | {"variant": baseline}]
+    tests = [paired_test(series[baseline], series[v], higher_is_better, confidence)
+             for v in names[1:]]
+    p_adj, m = adjust([t.p for t in tests], p_adjust)
+    tost = [tost_paired(t.diffs, sesoi) if sesoi else NAN for t in tests]
+    p_tost = adjust(tost, p_adjust).p_adj
+    for v, t, pa, pt in zip(names[1:], tests, p_adj, p_tost):
+        m_de = mde(t.n_pairs, t.sd_diff, alpha / max(m, 1))
+        rows.append(vars(describe(series[v], confidence)) | {
+            "variant": v, "n_pairs": t.n_pairs, "delta": t.delta, "delta_ci_low": t.ci_low,
+            "delta_ci_high": t.ci_high, "wins": t.wins, "ties": t.ties, "losses": t.losses,
+            "d_z": t.d_z, "prob_improvement": t.prob_improvement, "t": t.t, "p": t.p,
+            "p_perm": t.p_perm, "p_adj": pa, "family_size": m, "p_tost": pt, "mde": m_de,
+            "verdict": verdict(pa, t.ci_low, t.ci_high, sesoi=sesoi, tost_p=pt, alpha=alpha,
+                               confirmatory=confirmatory, mde=m_de)})
+    rows[0]["verdict"] = "baseline"
+    out = {c: [r.get(c, NAN) for r in rows] for c in COLUMNS}
+    for c in ("n", "n_pairs", "wins", "ties", "losses", "family_size"):
+        out[c] = pd.array(out[c], dtype="Int64")  # NA on the baseline row
+    return pd.DataFrame(out)

@@ -1,0 +1,252 @@
+"""The training layer: the only module that imports Lightning.
+
+A :class:`LitLM` LightningModule wraps the pure-torch :class:`~harness.modules.TransformerLM`;
+a :class:`TaskData` LightningDataModule serves one task's batches from the seeded streams of
+:mod:`harness.seeding`. :func:`train_and_evaluate` runs one (config, task, seed): it trains for
+``train.steps`` AdamW steps with a linear warm-up and cosine decay, validates at length L every
+``train.val_every`` steps on the validation split (convergence curve, ``steps_to_target``), then
+tests at every evaluation length on the test split. Loggers: CSV always; W&B (offline unless a
+key is set, one W&B run per training run, finished afterwards).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as L
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, IterableDataset, TensorDataset
+
+from harness.modules import TransformerLM
+from harness.seeding import numpy_rng, stream_seed
+from tasks import IGNORE_INDEX
+
+logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
+
+
+class Diverged(RuntimeError):
+    """The training loss became NaN or inf; carries the step and the last finite loss."""
+
+    def __init__(self, step: int, last_finite: float | None) -> None:
+        super().__init__(f"non-finite training loss at step {step} (last finite loss: {last_finite})")
+        self.step, self.last_finite = step, last_finite
+
+
+class _TrainStream(IterableDataset):
+    """``steps`` training batches drawn from the run's data stream (same for every variant)."""
+
+    def __init__(self, task: Any, batch_size: int, seq_len: int, steps: int, seed: int) -> None:
+        self.task, self.batch_size, self.seq_len, self.steps, self.seed = task, batch_size, seq_len, steps, seed
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        rng = numpy_rng(self.seed, "data")
+        for _ in range(self.steps):
+            yield self.task.sample(self.batch_size, self.seq_len, rng, "train")
+
+    def __len__(self) -> int:
+        return self.steps
+
+
+class TaskData(L.LightningDataModule):
+    """Training stream, validation set at L (val split) and one test set per evaluation length.
+
+    The validation and test sets depend only on (task, seed, length), never on the variant.
+    """
+
+    def __init__(self, task: Any, cfg: Any, seed: int) -> None:
+        super().__init__()
+        self.task, self.cfg, self.seed = task, cfg, seed
+        self.lengths = cfg.eval_lengths()
+
+    def train_dataloader(self) -> DataLoader:
+        t = self.cfg.train
+        return DataLoader(_TrainStream(self.task, t.batch_size, t.seq_len, t.steps, self.seed), batch_size=None)
+
+    def val_dataloader(self) -> DataLoader:
+        x, y = self.task.sample(self.cfg.eval.val_examples, self.cfg.train.seq_len, numpy_rng(self.seed, "val"), "val")
+        return DataLoader(TensorDataset(x, y), batch_size=self.cfg.eval.batch_size)
+
+    def test_dataloader(self) -> list[DataLoader]:
+        loaders = []
+        for mult, length in zip(self.cfg.eval.length_multipliers, self.lengths):
+            x, y = self.task.sample(self.cfg.eval.n_examples, length, numpy_rng(self.seed, "test", mult), "test")
+            loaders.append(DataLoader(TensorDataset(x, y), batch_size=self._eval_batch(length)))
+        return loaders
+
+    def _eval_batch(self, length: int) -> int:
+        # keep eval memory roughly constant across lengths: batch x length <= eval.batch x L
+        return max(1, self.cfg.eval.batch_size * self.cfg.train.seq_len // length)
+
+
+def score(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, float]:
+    """Sums for loss and accuracy over scored positions (targets != IGNORE_INDEX).
+
+    Args:
+        logits: (B, T, V) float.
+        targets: (B, T) long, IGNORE_INDEX where no loss is taken.
+
+    Returns:
+        ``loss_sum`` (nats), ``tokens``, ``correct``, ``seqs`` (rows with a scored position) and
+        ``exact`` (rows whose every scored position is right).
+    """
+    mask = targets != IGNORE_INDEX                                           # (B, T)
+    loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX, reduction="sum")
+    hit = (logits.argmax(-1) == targets) & mask                              # (B, T)
+    has = mask.any(-1)                                                       # (B,)
+    exact = ((hit | ~mask).all(-1) & has)
+    return {"loss_sum": loss.item(), "tokens": mask.sum().item(), "correct": hit.sum().item(),
+            "seqs": has.sum().item(), "exact": exact.sum().item()}
+
+
+def summarise(sums: dict[str, float], kind: str, suffix: str) -> dict[str, float]:
+    """Metrics from summed counts: ``loss`` (nats/token) always; ``acc``/``exact`` for synthetic
+    tasks (answer positions only); ``ppl`` = exp(loss) for language modelling."""
+    loss = sums["loss_sum"] / max(sums["tokens"], 1)
+    out = {f"loss{suffix}": loss}
+    if kind == "lm":
+        out[f"ppl{suffix}"] = math.exp(min(loss, 50.0))
+    else:
+        out[f"acc{suffix}"] = sums["correct"] / max(sums["tokens"], 1)
+        out[f"exact{suffix}"] = sums["exact"] / max(sums["seqs"], 1)
+    return out
+
+
+def _add(acc: dict[str, float], new: dict[str, float]) -> None:
+    for k, v in new.items():
+        acc[k] = acc.get(k, 0.0) + v
+
+
+class LitLM(L.LightningModule):
+    """Causal LM training around a pure :class:`TransformerLM`.
+
+    Loss: token-level cross-entropy (nats) over scored positions. Optimiser: AdamW with
+    ``model.parameter_groups`` (weight decay on Linear weights only: embeddings, including the
+    learned position table, are not decayed, so rows never trained keep their initial values).
+    """
+
+    def __init__(self, model: TransformerLM, cfg: Any, task_kind: str, target: Any = None) -> None:
+        super().__init__()
+        self.model, self.cfg, self.kind, self.target = model, cfg, task_kind, target
+        self.multipliers = list(cfg.eval.length_multipliers)
+        self.history: list[dict[str, float]] = []
+        self.test_metrics: dict[str, float] = {}
+        self.steps_to_target: int | None = None
+        self._last_finite: float | None = None
+        self._sums: dict[int, dict[str, float]] = {}
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.model(idx)
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        logits = self.model(x)                                               # (B, T, V)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), ignore_index=IGNORE_INDEX)
+        if not torch.isfinite(loss):
+            raise Diverged(self.global_step, self._last_finite)
+        self._last_finite = loss.item()
+        self.log("train/loss", loss, on_step=True, on_epoch=False)
+        self.log("train/lr", self.lr_schedulers().get_last_lr()[0], on_step=True, on_epoch=False)
+        return loss
+
+    def on_validation_epoch_start(self) -> None:
+        self._sums = {0: {}}
+
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+        _add(self._sums[0], score(self.model(batch[0]), batch[1]))
+
+    def on_validation_epoch_end(self) -> None:
+        metrics = summarise(self._sums[0], self.kind, "")
+        self.log_dict({f"val/{k}": v for k, v in metrics.items()})
+        self.history.append({"step": self.global_step, **metrics})
+        if self.target is not None and self.steps_to_target is None:
+            if self.target.passes(metrics.get(self.target.metric)):
+                self.steps_to_target = self.global_step
+
+    def on_test_epoch_start(self) -> None:
+        self._sums = {i: {} for i in range(len(self.multipliers))}
+
+    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+        _add(self._sums[dataloader_idx], score(self.model(batch[0]), batch[1]))
+
+    def on_test_epoch_end(self) -> None:
+        for i, mult in enumerate(self.multipliers):
+            self.test_metrics.update(summarise(self._sums[i], self.kind, f"@x{mult}"))
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        t = self.cfg.train
+        opt = torch.optim.AdamW(self.model.parameter_groups(t.weight_decay), lr=t.lr, betas=(0.9, 0.95))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, t.warmup_steps, t.steps, t.min_lr_ratio))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
+    """Linear warm-up over ``warmup`` steps, then cosine decay to ``min_ratio`` at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: Path,
+                       target: Any = None, wandb: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Train one run and evaluate it at every length; returns metrics, history and timings.
+
+    Args:
+        model_cfg: the :class:`~harness.modules.TransformerConfig` of the run.
+        cfg: the validated :class:`~harness.config.RunConfig`.
+        task: a built task (``tasks.build_task``).
+        seed: the run seed, split into streams by :mod:`harness.seeding`.
+        run_dir: the run's folder; the CSV log goes to ``run_dir/csv``, W&B to ``run_dir/wandb``.
+        target: a :class:`~harness.ablation.Threshold` on a validation metric, or None.
+        wandb: keyword arguments for ``WandbLogger`` (mode, project, group, name, ...), or None.
+
+    Raises:
+        Diverged: the training loss became non-finite.
+    """
+    torch.manual_seed(stream_seed(seed, "init"))
+    model = TransformerLM(model_cfg)
+    torch.manual_seed(stream_seed(seed, "dropout"))
+    lit = LitLM(model, cfg, task.kind, target)
+    loggers: list[Any] = [L.loggers.CSVLogger(run_dir, name="csv", version="")]
+    if wandb is not None:
+        loggers.append(L.loggers.WandbLogger(save_dir=str(run_dir), **wandb))
+    trainer = L.Trainer(
+        max_steps=cfg.train.steps, accelerator="auto", devices=1, precision=cfg.train.precision,
+        logger=loggers, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        val_check_interval=min(cfg.train.val_every, cfg.train.steps), check_val_every_n_epoch=None,
+        num_sanity_val_steps=0, gradient_clip_val=cfg.train.grad_clip or None,
+        log_every_n_steps=min(25, cfg.train.steps),
+    )
+    data = TaskData(task, cfg, seed)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=UserWarning)
+            warnings.filterwarnings("ignore", category=FutureWarning)
+            t0 = time.perf_counter()
+            trainer.fit(lit, datamodule=data)
+            train_s = time.perf_counter() - t0
+            trainer.test(lit, datamodule=data, verbose=False)
+            test_s = time.perf_counter() - t0 - train_s
+        metrics = dict(lit.test_metrics)
+        metrics["steps_to_target"] = float(lit.steps_to_target if lit.steps_to_target is not None else cfg.train.steps)
+        metrics["target_reached"] = float(lit.steps_to_target is not None)
+        metrics["train_loss_final"] = float(lit._last_finite) if lit._last_finite is not None else float("nan")
+        tokens = cfg.train.steps * cfg.train.batch_size * cfg.train.seq_len
+        metrics["tokens_per_s"] = tokens / train_s
+        if wandb is not None:
+            loggers[1].experiment.summary.update(metrics)
+        return {"metrics": metrics, "history": lit.history, "train_time_s": train_s, "test_time_s": test_s,
+                "n_params": model.num_parameters(), "device": str(trainer.strategy.root_device),
+                "precision": str(trainer.precision), "wandb_id": loggers[1].experiment.id if wandb else None}
+    finally:
+        if wandb is not None:
+            import wandb as wandb_lib
+
+            wandb_lib.finish(quiet=True)

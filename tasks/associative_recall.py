@@ -1,0 +1,98 @@
+"""Multi-query associative recall (MQAR).
+
+After Arora, Eyuboglu et al. 2023, "Zoology: Measuring and Improving Recall in Efficient Language
+Models" (HazyResearch/zoology, ``zoology/data/associative_recall.py``, ``multiquery_ar``). A row
+opens with ``n_pairs`` key-value pairs ``k_1 v_1 .. k_P v_P``; every key is then queried once, in
+random order, and the model must produce the value paired with it earlier in the row.
+
+Differences from Zoology's generator, deliberate: filler is the single token 0 (Zoology fills with
+random tokens); query positions are uniform over all non-overlapping placements (Zoology draws
+gaps from a power law, favouring short ones); values are drawn with replacement; the value also
+follows its query in the input, so the full sequence stays a valid key-value stream. The number
+of pairs is the same at every length, so a longer sequence means longer query distances, as in
+Zoology. Every split draws from the same distribution.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pydantic
+import torch
+from torch import Tensor
+
+from tasks import TASKS
+from tasks.base import IGNORE_INDEX, Split, Task, TaskParams
+
+FILLER = 0
+
+
+class AssociativeRecallParams(TaskParams):
+    """Parameters of ``associative_recall``."""
+
+    n_pairs: int = pydantic.Field(4, ge=1, description="key-value pairs (and queries) per row")
+    n_keys: int = pydantic.Field(16, ge=1, description="size of the key vocabulary")
+    n_values: int = pydantic.Field(16, ge=1, description="size of the value vocabulary")
+
+    @pydantic.model_validator(mode="after")
+    def _enough_keys(self) -> AssociativeRecallParams:
+        if self.n_keys < self.n_pairs:
+            raise ValueError(f"n_keys ({self.n_keys}) must be >= n_pairs ({self.n_pairs}): "
+                             "keys are distinct within a row")
+        return self
+
+
+@TASKS.register("associative_recall", aliases=("mqar",))
+class AssociativeRecall(Task):
+    """MQAR. Tokens: filler 0, keys ``1 .. n_keys``, values ``n_keys + 1 .. n_keys + n_values``.
+
+    Loss only at the ``n_pairs`` positions whose target is a queried value. Needs
+    ``T >= 4 * n_pairs``: the pairs take ``2P`` tokens and the queries with their answers ``2P``.
+    """
+
+    name = "associative_recall"
+    version = "1"
+    kind = "synthetic"
+    Params = AssociativeRecallParams
+
+    @property
+    def vocab_size(self) -> int:
+        return 1 + self.params.n_keys + self.params.n_values
+
+    @property
+    def min_seq_len(self) -> int:
+        return 4 * self.params.n_pairs
+
+    def _generate(self, n: int, seq_len: int, rng: np.random.Generator,
+                  split: Split) -> tuple[Tensor, Tensor]:
+        p = self.params
+        n_pairs = p.n_pairs
+        keys = _distinct(rng, n, p.n_keys, n_pairs) + 1                          # (N, P)
+        values = rng.integers(p.n_keys + 1, p.n_keys + p.n_values + 1, size=(n, n_pairs))
+        order = _distinct(rng, n, n_pairs, n_pairs)                               # (N, P)
+        query_pos = 2 * n_pairs + _non_overlapping_starts(rng, n, seq_len + 1 - 2 * n_pairs,
+                                                          n_pairs)                # (N, P)
+
+        seq = np.full((n, seq_len + 1), FILLER, dtype=np.int64)                   # (N, T + 1)
+        seq[:, 0:2 * n_pairs:2] = keys
+        seq[:, 1:2 * n_pairs:2] = values
+        rows = np.arange(n)[:, None]                                              # (N, 1)
+        seq[rows, query_pos] = np.take_along_axis(keys, order, axis=1)
+        seq[rows, query_pos + 1] = np.take_along_axis(values, order, axis=1)
+
+        targets = np.full((n, seq_len), IGNORE_INDEX, dtype=np.int64)             # (N, T)
+        targets[rows, query_pos] = seq[rows, query_pos + 1]
+        return torch.from_numpy(seq[:, :-1].copy()), torch.from_numpy(targets)
+
+
+def _distinct(rng: np.random.Generator, n: int, high: int, k: int) -> np.ndarray:
+    """(N, k) int64: per row, ``k`` distinct integers from ``0 .. high - 1`` in random order."""
+    return np.argsort(rng.random((n, high)), axis=1)[:, :k]
+
+
+def _non_overlapping_starts(rng: np.random.Generator, n: int, span: int, k: int) -> np.ndarray:
+    """(N, k) sorted starts of ``k`` disjoint 2-token slots in ``0 .. span - 1``, per row.
+
+    Uniform over all placements: choose ``k`` of ``span - k`` positions, then shift the i-th
+    (sorted) by ``i`` so consecutive slots never touch the same token.
+    """
+    chosen = np.sort(_distinct(rng, n, span - k, k), axis=1)                    # (N, k)
+    return chosen + np.arange(k)[None, :]

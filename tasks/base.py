@@ -1,0 +1,151 @@
+"""The task contract: every task is a causal language-modelling problem.
+
+A task turns a numpy ``Generator`` into a batch of ``inputs`` and next-token ``targets``, both
+``(N, T)`` int64, where ``T`` is the model's input length. Targets equal :data:`IGNORE_INDEX`
+where no loss is taken. Synthetic tasks score only their answer positions; language-modelling
+tasks score every position. All randomness comes from the generator passed in, so the same
+generator state always gives identical tensors.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pydantic
+import torch
+from torch import Tensor
+
+from harness.registry import did_you_mean
+
+IGNORE_INDEX = -100
+"""Target value for positions that take no loss (PyTorch's ``cross_entropy`` default)."""
+
+SPLITS = ("train", "val", "test")
+Split = Literal["train", "val", "test"]
+
+
+class DataUnavailableError(RuntimeError):
+    """A task's data file could not be found, downloaded or verified; the message says the fix."""
+
+
+class TaskParams(pydantic.BaseModel):
+    """Base of every task's ``Params``: unknown fields are errors, instances are immutable."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+
+class Task(ABC):
+    """Base class of all tasks.
+
+    A subclass sets the class attributes, defines ``Params`` (a :class:`TaskParams` subclass),
+    the ``vocab_size`` and ``min_seq_len`` properties, and implements :meth:`_generate`. The
+    public :meth:`sample` checks its arguments and the shapes of what ``_generate`` returns.
+
+    Attributes:
+        name: the registry name, permanent.
+        version: bumped whenever the data generated for a given seed changes; stored with results.
+        kind: ``"synthetic"`` (answer positions scored: accuracy, exact match) or ``"lm"``
+            (every position scored: loss in nats/token, perplexity).
+        params: the validated parameters, an instance of ``Params``.
+
+    Args:
+        params: task parameters; ``None`` means all defaults.
+        data_dir: directory holding data files (used by tasks that read files only).
+
+    Raises:
+        ValueError: a parameter is unknown or invalid; the message names it.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    kind: ClassVar[Literal["synthetic", "lm"]]
+    Params: ClassVar[type[TaskParams]] = TaskParams
+
+    def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None):
+        self.params = validate_params(self.Params, params, task=self.name)
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int:
+        """Number of token ids; every input and every scored target is in ``[0, vocab_size)``."""
+
+    @property
+    def min_seq_len(self) -> int:
+        """Smallest ``seq_len`` this task can generate; :meth:`sample` raises below it."""
+        return 1
+
+    def check_available(self) -> None:
+        """Make sure the task's data can be loaded, before any run starts.
+
+        Synthetic tasks need nothing. File-backed tasks find, download or verify their file here.
+
+        Raises:
+            DataUnavailableError: the data cannot be had; the message says how to provide it.
+        """
+
+    def sample(self, n: int, seq_len: int, rng: np.random.Generator,
+               split: Split = "train") -> tuple[Tensor, Tensor]:
+        """Draw ``n`` problems of input length ``seq_len``.
+
+        Args:
+            n: number of rows N, at least 1.
+            seq_len: input length T, at least :attr:`min_seq_len`.
+            rng: the only source of randomness.
+            split: ``"train"``, ``"val"`` (tuning) or ``"test"`` (comparisons).
+
+        Returns:
+            ``(inputs, targets)``, each ``(N, T)`` int64; ``targets[i, t]`` is the token that
+            follows ``inputs[i, :t + 1]``, or :data:`IGNORE_INDEX` where no loss is taken.
+
+        Raises:
+            ValueError: ``n`` < 1, ``seq_len`` below :attr:`min_seq_len`, or an unknown split.
+        """
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}{did_you_mean(str(split), SPLITS)}; "
+                             f"choose one of: {', '.join(SPLITS)}")
+        if int(n) != n or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        if int(seq_len) != seq_len or seq_len < self.min_seq_len:
+            raise ValueError(f"task {self.name!r} with {self.params!r} needs seq_len >= "
+                             f"{self.min_seq_len}, got {seq_len!r}")
+        inputs, targets = self._generate(int(n), int(seq_len), rng, split)
+        assert inputs.shape == targets.shape == (n, seq_len), (inputs.shape, targets.shape)
+        assert inputs.dtype == targets.dtype == torch.long
+        return inputs, targets
+
+    @abstractmethod
+    def _generate(self, n: int, seq_len: int, rng: np.random.Generator,
+                  split: Split) -> tuple[Tensor, Tensor]:
+        """Produce ``(inputs, targets)``, each ``(N, T)`` int64; arguments are already checked."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.params!r})"
+
+
+def validate_params(model: type[TaskParams], params: Mapping[str, Any] | None,
+                    task: str) -> TaskParams:
+    """Validate ``params`` against ``model``; a ``ValueError`` names every bad field.
+
+    Raises:
+        ValueError: an unknown field (with the closest valid name) or an invalid value. The
+            pydantic ``ValidationError`` is chained as the cause.
+    """
+    try:
+        return model.model_validate(dict(params or {}))
+    except pydantic.ValidationError as err:
+        fields = list(model.model_fields)
+        problems = []
+        for e in err.errors():
+            field = ".".join(str(p) for p in e["loc"])
+            if not field:  # a check across fields; its message names them
+                problems.append(str(e["msg"]).removeprefix("Value error, "))
+            elif e["type"] == "extra_forbidden":
+                problems.append(f"unknown param {field!r}{did_you_mean(field, fields)}; "
+                                f"valid params: {', '.join(fields) or 'none'}")
+            else:
+                problems.append(f"param {field!r}: {e['msg']} (got {e.get('input')!r})")
+        raise ValueError(f"invalid params for task {task!r}: " + "; ".join(problems)) from err

@@ -1,0 +1,194 @@
+"""Tiny Shakespeare, character-level language modelling.
+
+The 1,115,394-character corpus of karpathy/char-rnn (``data/tinyshakespeare/input.txt``), as used
+by nanoGPT's ``shakespeare_char``. The vocabulary is the file's 65 distinct characters, sorted.
+Splits by position: the first 90 % trains; of the last 10 %, the first half is ``val`` (tuning)
+and the second half ``test`` (comparisons). A row is a random window of ``T + 1`` characters of
+its split; every position is scored. Windows may overlap; no document boundaries, no BPE.
+
+Where the file comes from, in order: ``data_dir`` (else ``$ABLATE_DATA_DIR``)
+``/tinyshakespeare.txt``; the cache ``$ABLATE_CACHE_DIR`` (else ``$XDG_CACHE_HOME/ablate``, else
+``~/.cache/ablate``) ``/tinyshakespeare.txt``; a download into that cache. Every file used is
+checked against its sha256.
+"""
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import tempfile
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from tasks import TASKS
+from tasks.base import DataUnavailableError, Split, Task
+
+FILENAME = "tinyshakespeare.txt"
+URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+SIZE = 1_115_394
+SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+"""sorted(set(text)) of the file with the checksum above; fixed by that checksum."""
+DOWNLOAD_TIMEOUT_S = 20.0
+TRAIN_FRACTION = 0.9
+
+_ENCODED: dict[Path, Tensor] = {}  # per process: verified file -> (SIZE,) uint8 token ids
+
+
+class DataChecksumError(DataUnavailableError):
+    """A data file exists but its sha256 is not the expected one."""
+
+
+def cache_dir() -> Path:
+    """Where downloads go: ``$ABLATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ablate``, else
+    ``~/.cache/ablate``."""
+    if os.environ.get("ABLATE_CACHE_DIR"):
+        return Path(os.environ["ABLATE_CACHE_DIR"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "ablate"
+
+
+def locate(data_dir: Path | None = None, download: bool = True) -> Path:
+    """Find (or download) a verified copy of the corpus and return its path.
+
+    Args:
+        data_dir: directory to look in first; ``None`` means ``$ABLATE_DATA_DIR`` if set.
+        download: whether to try the network when no local copy exists.
+
+    Raises:
+        DataChecksumError: a copy was found or downloaded but its sha256 is wrong.
+        DataUnavailableError: no local copy and the download failed (or was not allowed).
+    """
+    if data_dir is None and os.environ.get("ABLATE_DATA_DIR"):
+        data_dir = Path(os.environ["ABLATE_DATA_DIR"]).expanduser()
+    cached = cache_dir() / FILENAME
+    for path in ([Path(data_dir) / FILENAME] if data_dir is not None else []) + [cached]:
+        if path.is_file():
+            _verify(path.read_bytes(), path)
+            return path
+    if not download:
+        raise DataUnavailableError(_unavailable_message(data_dir, cached, "downloads disabled"))
+    try:
+        payload = _download()
+    except (OSError, http.client.HTTPException) as err:  # URLError, timeouts, resets
+        raise DataUnavailableError(_unavailable_message(data_dir, cached, repr(err))) from err
+    _verify(payload, URL)
+    try:
+        _write_atomically(cached, payload)
+    except OSError as err:
+        raise DataUnavailableError(
+            _unavailable_message(data_dir, cached, f"downloaded but could not save: {err!r}")
+        ) from err
+    return cached
+
+
+def load_encoded(data_dir: Path | None = None) -> Tensor:
+    """The corpus as (SIZE,) uint8 ids into :data:`VOCAB`, loaded and checked once per process."""
+    path = locate(data_dir).resolve()
+    if path not in _ENCODED:
+        raw = np.frombuffer(path.read_bytes(), dtype=np.uint8)
+        lut = np.full(256, 255, dtype=np.uint8)
+        lut[np.frombuffer(VOCAB.encode("ascii"), dtype=np.uint8)] = np.arange(len(VOCAB))
+        ids = lut[raw]
+        assert (ids != 255).all(), "a character outside VOCAB in a checksum-verified file"
+        _ENCODED[path] = torch.from_numpy(ids)
+    return _ENCODED[path]
+
+
+def split_bounds(size: int = SIZE) -> dict[str, tuple[int, int]]:
+    """``[start, stop)`` character offsets of each split: 90 % train, then val and test halves."""
+    train_end = int(size * TRAIN_FRACTION)
+    val_end = train_end + (size - train_end) // 2
+    return {"train": (0, train_end), "val": (train_end, val_end), "test": (val_end, size)}
+
+
+@TASKS.register("tinyshakespeare", aliases=("shakespeare_char",))
+class TinyShakespeare(Task):
+    """Character-level LM on Tiny Shakespeare; 65 tokens; every position scored.
+
+    The file is read on the first :meth:`sample` (or :meth:`check_available`), not at
+    construction, so ``vocab_size`` is known without the data.
+    """
+
+    name = "tinyshakespeare"
+    version = "1"
+    kind = "lm"
+
+    def __init__(self, params: Mapping[str, Any] | None = None,
+                 data_dir: Path | None = None) -> None:
+        super().__init__(params, data_dir)
+        self._data: Tensor | None = None  # (SIZE,) uint8, loaded on first use
+
+    @property
+    def vocab_size(self) -> int:
+        return len(VOCAB)
+
+    def check_available(self) -> None:
+        """Find, download or verify the file now; raises :class:`DataUnavailableError`."""
+        locate(self.data_dir)
+
+    def _generate(self, n: int, seq_len: int, rng: np.random.Generator,
+                  split: Split) -> tuple[Tensor, Tensor]:
+        start, stop = split_bounds()[split]
+        if stop - start < seq_len + 1:
+            raise ValueError(f"split {split!r} has {stop - start} characters, fewer than "
+                             f"seq_len + 1 = {seq_len + 1}")
+        if self._data is None:
+            self._data = load_encoded(self.data_dir)
+        data = self._data
+        offsets = start + rng.integers(0, stop - start - seq_len, size=n)       # (N,)
+        idx = torch.from_numpy(offsets)[:, None] + torch.arange(seq_len + 1)    # (N, T + 1)
+        windows = data[idx].long()                                              # (N, T + 1)
+        return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+
+
+def _download() -> bytes:
+    with urllib.request.urlopen(URL, timeout=DOWNLOAD_TIMEOUT_S) as response:
+        return response.read()
+
+
+def _write_atomically(path: Path, payload: bytes) -> None:
+    """Write to a temporary file next to ``path``, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _verify(payload: bytes, source: Path | str) -> None:
+    """Raise :class:`DataChecksumError` unless ``payload`` is the expected corpus."""
+    digest = hashlib.sha256(payload).hexdigest()
+    if digest == SHA256:
+        return
+    if isinstance(source, Path):
+        fix = (f"The file is corrupt, truncated or a different text: delete it and put a fresh "
+               f"copy of {URL} in its place (or delete it and let ablate download it).")
+    else:
+        fix = (f"The server sent something else (a proxy or error page?): download {URL} by "
+               f"hand to {cache_dir() / FILENAME} or $ABLATE_DATA_DIR/{FILENAME}.")
+    raise DataChecksumError(
+        f"tinyshakespeare: {source} has sha256 {digest} ({len(payload):,} bytes), expected "
+        f"{SHA256} ({SIZE:,} bytes). {fix}"
+    )
+
+
+def _unavailable_message(data_dir: Path | None, cached: Path, reason: str) -> str:
+    where = (f"{Path(data_dir) / FILENAME} (data_dir / $ABLATE_DATA_DIR)" if data_dir is not None
+             else "$ABLATE_DATA_DIR/tinyshakespeare.txt (ABLATE_DATA_DIR is not set)")
+    return (
+        f"tinyshakespeare: {FILENAME} could not be found or downloaded (download from {URL} "
+        f"failed: {reason}). Put the file ({SIZE:,} bytes, sha256 {SHA256}) at {where} or at "
+        f"{cached}, e.g. on a machine with network access: curl -fLo {cached} {URL}"
+    )

@@ -1,0 +1,26 @@
+"""Norms: a contract over every registered norm, RMSNorm against a float64 formula."""
+import pytest
+import torch
+
+from harness.modules import NORMS
+
+
+@pytest.mark.parametrize("name", NORMS.names())
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_norm_keeps_shape_and_dtype_and_normalises_scale(name, dtype):
+    norm = NORMS.get(name)(16).to(dtype)
+    x = (torch.randn(2, 5, 16) * 30 + 3).to(dtype)
+    y = norm(x)
+    assert y.shape == x.shape and y.dtype == dtype
+    rms = y.float().pow(2).mean(-1).sqrt()
+    torch.testing.assert_close(rms, torch.ones_like(rms), atol=2e-2, rtol=0)
+
+
+def test_rmsnorm_matches_float64_formula():
+    norm = NORMS.get("rmsnorm")(16, eps=1e-5)
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(16))
+    x = torch.randn(3, 4, 16) * 5
+    x64, g64 = x.double(), norm.weight.detach().double()
+    want = x64 / torch.sqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-5) * g64
+    torch.testing.assert_close(norm(x).double(), want, atol=1e-5, rtol=1e-6)

@@ -1,0 +1,151 @@
+"""TransformerConfig validation, TransformerLM contracts over every registry, parameter groups."""
+import itertools
+
+import pytest
+import torch
+from torch import nn
+
+from harness.modules import (
+    ACTIVATIONS,
+    BLOCKS,
+    KERNELS,
+    NORMS,
+    POSITIONAL,
+    TransformerConfig,
+    TransformerLM,
+)
+from harness.registry import UnknownNameError
+
+V = 13
+
+
+def tiny(**kw) -> TransformerLM:
+    torch.manual_seed(0)
+    base = {"vocab_size": V, "d_model": 16, "n_heads": 2, "n_layers": 2, "max_len": 16}
+    cfg = TransformerConfig(**{**base, **kw})
+    return TransformerLM(cfg).eval()
+
+
+def assert_causal(model: TransformerLM, t: int = 5, length: int = 12) -> None:
+    """Changing tokens after position t never changes the logits at positions <= t."""
+    idx = torch.randint(0, V, (2, length))
+    other = idx.clone()
+    other[:, t + 1 :] = torch.randint(0, V, (2, length - t - 1))
+    with torch.no_grad():
+        a, b = model(idx), model(other)
+    assert a.shape == (2, length, V)
+    torch.testing.assert_close(a[:, : t + 1], b[:, : t + 1], atol=1e-6, rtol=0)
+    assert not torch.allclose(a[:, t + 1 :], b[:, t + 1 :])
+
+
+# --- contracts over every registered component -----------------------------------------------
+
+
+@pytest.mark.parametrize(("position", "kernel"), list(itertools.product(POSITIONAL.names(), KERNELS.names())))
+def test_causal_for_every_position_and_kernel(position, kernel):
+    assert_causal(tiny(position=position, kernel=kernel))
+
+
+@pytest.mark.parametrize(
+    ("block", "norm", "activation"),
+    list(itertools.product(BLOCKS.names(), NORMS.names(), ACTIVATIONS.names())),
+)
+def test_causal_for_every_block_norm_activation(block, norm, activation):
+    assert_causal(tiny(norm_position=block, norm=norm, activation=activation, position="rope"))
+
+
+@pytest.mark.parametrize("block", BLOCKS.names())
+def test_final_norm_follows_block(block):
+    model = tiny(norm_position=block)
+    assert isinstance(model.norm_f, nn.Identity) != BLOCKS.get(block).final_norm
+
+
+# --- config ----------------------------------------------------------------------------------
+
+
+def test_config_heads_must_divide_width():
+    with pytest.raises(ValueError, match="d_model=64 is not divisible by n_heads=3"):
+        TransformerConfig(vocab_size=V, d_model=64, n_heads=3)
+
+
+@pytest.mark.parametrize(
+    ("field", "typo", "suggestion"),
+    [("position", "rop", "rope"), ("kernel", "sdp", "sdpa"), ("norm", "rms_norm", "rmsnorm"),
+     ("norm_position", "pree", "pre"), ("activation", "gleu", "gelu")],
+)
+def test_config_unknown_name_suggests(field, typo, suggestion):
+    with pytest.raises(UnknownNameError, match=f"did you mean '{suggestion}'"):
+        TransformerConfig(vocab_size=V, **{field: typo})
+
+
+def test_config_learned_needs_max_len():
+    with pytest.raises(ValueError, match="max_len"):
+        TransformerConfig(vocab_size=V, position="learned")
+
+
+@pytest.mark.parametrize("bad", [{"vocab_size": 0}, {"n_layers": 0}, {"dropout": 1.0}, {"d_ff": -1}])
+def test_config_rejects_bad_values(bad):
+    with pytest.raises(ValueError):
+        TransformerConfig(**{"vocab_size": V, **bad})
+
+
+def test_config_derived_fields():
+    cfg = TransformerConfig(vocab_size=V, d_model=32, n_heads=4)
+    assert (cfg.d_head, cfg.ffn_dim) == (8, 128)
+    assert TransformerConfig(vocab_size=V, d_ff=10).ffn_dim == 10
+
+
+# --- model -----------------------------------------------------------------------------------
+
+
+def test_learned_beyond_max_len_raises():
+    model = tiny(position="learned", max_len=8)
+    model(torch.zeros(1, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"T=9.*max_len=8"):
+        model(torch.zeros(1, 9, dtype=torch.long))
+
+
+def test_init_and_tying():
+    model = tiny(d_model=64, n_heads=4, vocab_size=500)
+    assert model.head.weight is model.tok_emb.weight
+    assert model.tok_emb.weight.std().item() == pytest.approx(64**-0.5, rel=0.1)
+    assert model.blocks[0].attn.q_proj.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    assert (model.blocks[0].ffn.fc_in.bias == 0).all()
+    untied = tiny(tie_embeddings=False)
+    assert untied.head.weight is not untied.tok_emb.weight
+    n_head = V * 16
+    assert untied.num_parameters() == tiny().num_parameters() + n_head
+
+
+@pytest.mark.parametrize(("position", "tie"), [("learned", True), ("learned", False), ("rope", True)])
+@pytest.mark.parametrize("block", BLOCKS.names())
+def test_parameter_groups_cover_every_parameter_once(position, tie, block):
+    model = tiny(position=position, tie_embeddings=tie, norm_position=block)
+    decay, rest = model.parameter_groups(0.1)
+    assert decay["weight_decay"] == 0.1 and rest["weight_decay"] == 0.0
+    ids = [id(p) for p in decay["params"]] + [id(p) for p in rest["params"]]
+    assert len(ids) == len(set(ids))
+    assert set(ids) == {id(p) for p in model.parameters()}
+    linear = {id(m.weight) for m in model.modules() if isinstance(m, nn.Linear)}
+    assert {id(p) for p in decay["params"]} <= linear
+    assert all(p.dim() == 2 for p in decay["params"])
+    assert id(model.tok_emb.weight) not in {id(p) for p in decay["params"]}
+    if position == "learned":
+        assert id(model.pos.table.weight) in {id(p) for p in rest["params"]}
+    torch.optim.AdamW(model.parameter_groups(0.1))  # accepted as is
+
+
+def test_unseen_learned_positions_keep_initial_values():
+    """The phenomenon the learned docstring documents: rows never trained stay exactly at init."""
+    model = tiny(position="learned", max_len=16).train()
+    before = model.pos.table.weight.detach().clone()
+    opt = torch.optim.AdamW(model.parameter_groups(0.1), lr=1e-2)
+    for _ in range(3):
+        idx = torch.randint(0, V, (4, 6))
+        loss = nn.functional.cross_entropy(model(idx).flatten(0, 1), idx.flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    after = model.pos.table.weight.detach()
+    assert not torch.equal(after[:6], before[:6])
+    assert torch.equal(after[6:], before[6:])

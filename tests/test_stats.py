@@ -1,0 +1,324 @@
+"""harness.stats: each wrapper pinned to a direct scipy / statsmodels call, a published value or
+an independent computation written out here."""
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.weightstats import ttost_paired
+
+from harness import stats as S
+
+
+def series(values, seeds=None):
+    return pd.Series(values, index=range(len(values)) if seeds is None else seeds, dtype=float)
+
+
+@pytest.fixture
+def pair():
+    rng = np.random.default_rng(0)
+    seed_effect = rng.normal(size=12)
+    return (series(seed_effect + rng.normal(0, 0.3, 12)),
+            series(seed_effect + 0.2 + rng.normal(0, 0.3, 12)))
+
+
+# ---------------------------------------------------------------- describe
+
+def test_describe_matches_t_interval():
+    x = np.array([0.61, 0.58, 0.66, 0.70, 0.59, 0.63])
+    d = S.describe(x, confidence=0.9)
+    lo, hi = st.t.interval(0.9, len(x) - 1, loc=x.mean(), scale=st.sem(x))
+    assert (d.n, d.n_nan) == (6, 0)
+    assert d.mean == pytest.approx(x.mean()) and d.sd == pytest.approx(x.std(ddof=1))
+    assert (d.ci_low, d.ci_high) == pytest.approx((lo, hi))
+
+
+def test_describe_nan_and_small_n():
+    d = S.describe([1.0, np.nan, 3.0, np.nan])
+    assert (d.n, d.n_nan, d.mean) == (2, 2, 2.0)
+    one = S.describe([5.0, np.nan])
+    assert (one.n, one.n_nan, one.mean) == (1, 1, 5.0)
+    assert all(math.isnan(v) for v in (one.sd, one.ci_low, one.ci_high))
+    assert math.isnan(S.describe([]).mean)
+    const = S.describe([2.0, 2.0, 2.0])
+    assert (const.sd, const.ci_low, const.ci_high) == (0.0, 2.0, 2.0)
+
+
+# ---------------------------------------------------------------- paired_test
+
+def test_paired_matches_ttest_rel(pair):
+    base, var = pair
+    r = S.paired_test(base, var, higher_is_better=True, confidence=0.9)
+    ref = st.ttest_rel(var, base)
+    ci = ref.confidence_interval(0.9)
+    assert r.n_pairs == 12 and r.n_dropped == 0
+    assert (r.t, r.p) == pytest.approx((ref.statistic, ref.pvalue))
+    assert (r.ci_low, r.ci_high) == pytest.approx((ci.low, ci.high))
+    d = var - base
+    assert r.delta == pytest.approx(d.mean())
+    assert r.d_z == pytest.approx(d.mean() / d.std(ddof=1))
+    assert (r.wins, r.ties, r.losses) == ((d > 0).sum(), 0, (d < 0).sum())
+    assert r.prob_improvement == pytest.approx((d > 0).mean())
+
+
+def test_paired_orientation_flips(pair):
+    base, var = pair
+    up = S.paired_test(base, var, higher_is_better=True)
+    down = S.paired_test(base, var, higher_is_better=False)
+    assert down.delta == pytest.approx(-up.delta) and down.t == pytest.approx(-up.t)
+    assert (down.ci_low, down.ci_high) == pytest.approx((-up.ci_high, -up.ci_low))
+    assert down.p == pytest.approx(up.p) and down.p_perm == pytest.approx(up.p_perm)
+    assert (down.wins, down.losses) == (up.losses, up.wins)
+    assert down.prob_improvement == pytest.approx(1 - up.prob_improvement)
+
+
+def test_paired_on_common_seeds_any_order():
+    base = series([1.0, 2.0, 3.0, 4.0, np.nan], seeds=[0, 1, 2, 3, 4])
+    var = series([3.5, 2.5, 1.5, 9.0], seeds=[2, 1, 0, 7])  # shuffled; 3, 4 and 7 unpaired
+    r = S.paired_test(base, var, higher_is_better=True)
+    assert (r.n_pairs, r.n_dropped) == (3, 3)
+    assert r.diffs == (0.5, 0.5, 0.5)
+
+
+def test_paired_small_n_gives_nan():
+    r = S.paired_test(series([1.0, 2.0]), series([2.0], seeds=[1]), higher_is_better=True)
+    assert (r.n_pairs, r.n_dropped, r.delta) == (1, 1, 0.0)
+    assert all(math.isnan(v) for v in (r.t, r.p, r.p_perm, r.ci_low, r.d_z))
+    empty = S.paired_test(series([]), series([]), higher_is_better=True)
+    assert empty.n_pairs == 0 and math.isnan(empty.delta)
+
+
+def test_paired_constant_differences_follow_scipy():
+    base = series([0.0, 1.0, 2.0, 3.0, 4.0])
+    shifted = S.paired_test(base, base + 0.5, higher_is_better=True)  # exact in binary
+    assert (shifted.t, shifted.p, shifted.d_z) == (np.inf, 0.0, np.inf)
+    assert (shifted.ci_low, shifted.ci_high) == (0.5, 0.5)
+    assert shifted.p_perm == pytest.approx(2 / 2**5)
+    same = S.paired_test(base, base, higher_is_better=True)
+    assert math.isnan(same.p) and math.isnan(same.t) and math.isnan(same.d_z)
+    assert (same.ties, same.prob_improvement, same.p_perm) == (5, 0.5, 1.0)
+
+
+def test_sign_flip_minimum_p_at_five_seeds():
+    r = S.paired_test(series(np.zeros(5)), series([0.1, 0.3, 0.2, 0.5, 0.4]), True)
+    assert r.p_perm == pytest.approx(0.0625)
+    assert r.p < 0.05  # the t-test can go lower; the exact test cannot
+
+
+def test_sign_flip_equals_enumeration():
+    d = np.array([0.3, -0.1, 0.4, 0.2, -0.05, 0.25, 0.1, -0.2])
+    flips = np.array(list(itertools.product([1, -1], repeat=len(d))))
+    null = (flips * d).mean(axis=1)
+    upper, lower = (null >= d.mean() - 1e-12).mean(), (null <= d.mean() + 1e-12).mean()
+    expected = min(1.0, 2 * min(upper, lower))
+    r = S.paired_test(series(np.zeros(8)), series(d), higher_is_better=True)
+    assert r.p_perm == pytest.approx(expected)
+
+
+def test_duplicate_seeds_raise():
+    with pytest.raises(ValueError, match="duplicate"):
+        S.paired_test(series([1.0, 2.0], seeds=[0, 0]), series([1.0, 2.0]), True)
+
+
+# ---------------------------------------------------------------- welch_test
+
+def test_welch_matches_scipy():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(0, 1, 8), rng.normal(0.5, 2, 11)
+    r = S.welch_test(a, b, higher_is_better=True)
+    ref = st.ttest_ind(b, a, equal_var=False)
+    ci = ref.confidence_interval()
+    assert (r.t, r.p, r.df) == pytest.approx((ref.statistic, ref.pvalue, ref.df))
+    assert (r.ci_low, r.ci_high) == pytest.approx((ci.low, ci.high))
+    assert r.p_mannwhitney == pytest.approx(st.mannwhitneyu(b, a).pvalue)
+    flipped = S.welch_test(a, b, higher_is_better=False)
+    assert flipped.hedges_g == pytest.approx(-r.hedges_g)
+    assert (flipped.ci_low, flipped.ci_high) == pytest.approx((-r.ci_high, -r.ci_low))
+
+
+def _with_moments(mean, sd, n, rng):
+    z = rng.normal(size=n)
+    return mean + sd * (z - z.mean()) / z.std(ddof=1)
+
+
+def test_hedges_g_textbook():
+    # Borenstein et al. (2009), Introduction to Meta-Analysis, ch. 4: means 103 / 100,
+    # SDs 5.5 / 4.5, n 50 / 50 -> d = 0.5970, J = 0.9923, g = 0.5924.
+    rng = np.random.default_rng(2)
+    treated, control = _with_moments(103, 5.5, 50, rng), _with_moments(100, 4.5, 50, rng)
+    r = S.welch_test(control, treated, higher_is_better=True)
+    sp = math.sqrt((49 * 5.5**2 + 49 * 4.5**2) / 98)
+    j = 1 - 3 / (4 * 98 - 1)  # Hedges (1981)
+    assert r.hedges_g == pytest.approx(j * 3 / sp)
+    assert r.hedges_g == pytest.approx(0.5924, abs=1e-4)
+
+
+def test_welch_small_n_and_nan():
+    r = S.welch_test([1.0, np.nan], [2.0, 3.0], higher_is_better=True)
+    assert (r.n_baseline, r.n_variant, r.delta) == (1, 2, 1.5)
+    assert math.isnan(r.p) and math.isnan(r.hedges_g)
+
+
+# ---------------------------------------------------------------- adjust
+
+P = [0.01, 0.04, 0.03, 0.005, 0.2]
+
+
+def test_holm_equals_statsmodels_and_not_its_default():
+    adj, m = S.adjust(P)
+    assert m == 5
+    np.testing.assert_allclose(adj, multipletests(P, method="holm")[1])
+    assert not np.allclose(adj, multipletests(P)[1])  # statsmodels' default is Holm-Sidak
+
+
+def test_adjust_skips_nan_and_passes_method():
+    adj, m = S.adjust([0.01, np.nan, 0.04, 0.03], method="fdr_bh")
+    assert m == 3 and math.isnan(adj[1])
+    ref = multipletests([0.01, 0.04, 0.03], method="fdr_bh")[1]
+    np.testing.assert_allclose(adj[[0, 2, 3]], ref)
+    assert S.adjust([np.nan, 0.03]).p_adj[1] == 0.03 and S.adjust([np.nan]).family_size == 0
+
+
+# ---------------------------------------------------------------- power
+
+def test_mde_known_value():
+    assert S.mde(10, 1.0) == pytest.approx(0.996, abs=1e-3)
+    assert S.mde(10, 0.02) == pytest.approx(0.02 * S.mde(10, 1.0))
+    assert math.isnan(S.mde(1, 1.0)) and math.isnan(S.mde(5, np.nan))
+
+
+def test_mde_has_the_stated_power():
+    rng = np.random.default_rng(3)
+    diffs = rng.normal(S.mde(10, 1.0), 1.0, size=(20_000, 10))
+    power = (st.ttest_1samp(diffs, 0.0, axis=1).pvalue < 0.05).mean()
+    assert power == pytest.approx(0.8, abs=0.015)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 10, 20])
+def test_seeds_needed_inverts_mde(n):
+    assert S.seeds_needed(S.mde(n, 0.3), 0.3) == n
+    assert S.seeds_needed(-S.mde(n, 0.3), 0.3) == n
+    assert S.seeds_needed(0.99 * S.mde(n, 0.3), 0.3) == n + 1
+
+
+def test_seeds_needed_edges():
+    assert S.seeds_needed(100.0, 1.0) == 2
+    with pytest.raises(ValueError):
+        S.seeds_needed(0.0, 1.0)
+
+
+# ---------------------------------------------------------------- tost, verdict
+
+def test_tost_matches_two_one_sided_ttests():
+    d = np.array([0.01, -0.02, 0.0, 0.015, -0.005, 0.012])
+    p = S.tost_paired(d, 0.03)
+    lower = st.ttest_1samp(d, -0.03, alternative="greater").pvalue
+    upper = st.ttest_1samp(d, 0.03, alternative="less").pvalue
+    assert p == pytest.approx(max(lower, upper))
+    assert p == pytest.approx(ttost_paired(d, np.zeros_like(d), -0.03, 0.03)[0])
+    assert math.isnan(S.tost_paired([0.1], 0.03))
+
+
+@pytest.mark.parametrize("kw, expected", [
+    (dict(p_adj=0.01, ci_low=0.1, ci_high=0.3), "better"),
+    (dict(p_adj=0.01, ci_low=-0.3, ci_high=-0.1), "worse"),
+    (dict(p_adj=0.01, ci_low=0.1, ci_high=0.3, confirmatory=False), "pilot"),
+    (dict(p_adj=0.5, ci_low=-0.01, ci_high=0.01, sesoi=0.05, tost_p=0.01), "equivalent (±0.05)"),
+    (dict(p_adj=0.5, ci_low=-0.1, ci_high=0.1, sesoi=0.05, tost_p=0.2, mde=0.1234),
+     "inconclusive (MDE 0.123)"),
+    (dict(p_adj=np.nan, ci_low=np.nan, ci_high=np.nan), "inconclusive"),
+])
+def test_verdict(kw, expected):
+    assert S.verdict(**kw) == expected
+
+
+# ---------------------------------------------------------------- friedman
+
+def test_friedman_matches_scipy_on_complete_seeds():
+    rng = np.random.default_rng(4)
+    table = pd.DataFrame(rng.normal(size=(8, 3)) + [0.0, 0.5, 1.0], columns=["a", "b", "c"])
+    table.iloc[2, 1] = np.nan
+    r = S.friedman(table)
+    full = table.dropna().to_numpy()
+    ref = st.friedmanchisquare(*full.T)
+    assert r.n_seeds == 7 and (r.statistic, r.p) == pytest.approx((ref.statistic, ref.pvalue))
+    ranks = np.array([[sorted(row, reverse=True).index(v) + 1 for v in row] for row in full])
+    np.testing.assert_allclose(r.mean_ranks.to_numpy(), ranks.mean(axis=0))
+    assert r.mean_ranks.idxmin() == "c"
+    assert S.friedman(table, higher_is_better=False).mean_ranks.idxmin() == "a"
+
+
+def test_friedman_degenerate_is_nan():
+    two = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [2.0, 3.0, 4.0]})
+    assert math.isnan(S.friedman(two).p)
+    one_seed = pd.DataFrame({"a": [1.0], "b": [2.0], "c": [3.0]})
+    assert math.isnan(S.friedman(one_seed).statistic) and S.friedman(one_seed).n_seeds == 1
+
+
+# ---------------------------------------------------------------- compare
+
+def tidy(wide: dict[str, np.ndarray]) -> pd.DataFrame:
+    return pd.DataFrame([{"variant": v, "seed": s, "value": x}
+                         for v, xs in wide.items() for s, x in enumerate(xs)])
+
+
+@pytest.fixture
+def table():
+    rng = np.random.default_rng(5)
+    seed = rng.normal(size=10)
+    noise = lambda: rng.normal(0, 0.1, 10)  # noqa: E731
+    return tidy({"rope": seed + 0.3 + noise(), "base": seed + noise(),
+                 "alibi": seed + 0.001 + noise(), "nope": seed - 0.02 + noise()})
+
+
+def test_compare_layout_and_family(table):
+    out = S.compare(table, baseline="base", higher_is_better=True)
+    assert list(out.columns) == S.COLUMNS
+    assert list(out.variant) == ["base", "rope", "alibi", "nope"]
+    base = out.iloc[0]
+    assert base.verdict == "baseline" and math.isnan(base.p) and base.n == 10
+    rest = out.iloc[1:]
+    assert (rest.family_size == 3).all()
+    np.testing.assert_allclose(rest.p_adj, multipletests(rest.p, method="holm")[1])
+    ref = st.ttest_rel(table.value[table.variant == "rope"], table.value[table.variant == "base"])
+    assert rest.p.iloc[0] == pytest.approx(ref.pvalue)
+    assert rest.verdict.iloc[0] == "better"
+    d = (table.value[table.variant == "rope"].to_numpy()
+         - table.value[table.variant == "base"].to_numpy())
+    assert rest.mde.iloc[0] == pytest.approx(S.mde(10, d.std(ddof=1), alpha=0.05 / 3))
+
+
+def test_compare_lower_is_better_and_equivalence(table):
+    out = S.compare(table, baseline="base", higher_is_better=False, sesoi=0.2).set_index("variant")
+    assert out.loc["rope", "verdict"] == "worse" and out.loc["rope", "delta"] < 0
+    assert out.loc["alibi", "verdict"] == "equivalent (±0.2)"
+    pilot = S.compare(table, baseline="base", higher_is_better=True, confirmatory=False)
+    assert set(pilot.verdict[1:]) == {"pilot"}
+
+
+def test_compare_missing_seeds_and_errors(table):
+    out = S.compare(table.drop(index=[0, 1]), baseline="base", higher_is_better=True)
+    assert out.set_index("variant").loc["rope", ["n", "n_pairs"]].tolist() == [8, 8]
+    with pytest.raises(ValueError, match="duplicate"):
+        S.compare(pd.concat([table, table.head(1)]), baseline="base", higher_is_better=True)
+    with pytest.raises(ValueError, match="not among"):
+        S.compare(table, baseline="sinusoidal", higher_is_better=True)
+
+
+def test_aa_false_positive_rate():
+    """1,000 A/A tables (10 seeds, identical arms, seed-level shared noise): claims of
+    better/worse should occur at about alpha."""
+    rng = np.random.default_rng(6)
+    n_sim, n_seeds = 1000, 10
+    seeds = np.tile(np.arange(n_seeds), 2)
+    variant = np.repeat(["base", "same"], n_seeds)
+    claims = 0
+    for _ in range(n_sim):
+        value = np.tile(rng.normal(0, 1, n_seeds), 2) + rng.normal(0, 0.2, 2 * n_seeds)
+        df = pd.DataFrame({"variant": variant, "seed": seeds, "value": value})
+        out = S.compare(df, baseline="base", higher_is_better=True)
+        claims += out.verdict.iloc[1] in ("better", "worse")
+    assert 0.025 <= claims / n_sim <= 0.08, claims / n_sim
