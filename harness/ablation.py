@@ -70,6 +70,7 @@ class Profile(_Decl):
     description: str = ""
     seeds: list[StrictInt] = Field(min_length=1)
     confirmatory: bool = True
+    apply_gate: bool = Field(True, description="False: runs below a task's gate stay in every comparison")
     overrides: dict[str, Any] = Field(default_factory=dict)
     tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

@@ -45,6 +45,7 @@ class Analysis:
     runs: pd.DataFrame                       # one row per run: status, gate, seed, variant, task
     rows: pd.DataFrame                       # tidy metric rows of runs with status ok
     scan: StoreScan
+    results: Path
     tables: list[Table] = field(default_factory=list)
 
     def table(self, task: str, metric: str) -> Table | None:
@@ -82,10 +83,11 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05) -> 
     found = scan(results, abl.name, profile)
     frame = tidy(found.records)
     runs = _runs(abl, found.records)
+    runs.attrs["profile"] = profile
     ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
     rows = frame[frame["run_id"].isin(ok_ids)]
     prof = abl.profiles[profile]
-    out = Analysis(abl, profile, runs, rows, found)
+    out = Analysis(abl, profile, runs, rows, found, Path(results))
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
@@ -120,7 +122,7 @@ def _compare(abl: Ablation, runs: pd.DataFrame, rows: pd.DataFrame, task: str, m
     data = rows[rows["metric"] == metric]
     task_runs = runs[runs["task"] == task]
     excluded = pd.Series(dtype=int)
-    if beyond_training(metric):
+    if beyond_training(metric) and abl.profiles[runs.attrs["profile"]].apply_gate:
         gated = task_runs[(task_runs["status"] == "ok") & ~task_runs["passed_gate"]]
         data = data[~data["run_id"].isin(set(gated["run_id"]))]
         excluded = gated.groupby("variant").size()

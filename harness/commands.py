@@ -14,7 +14,7 @@ from rich.table import Table as RichTable
 from harness import ablation as ablation_mod
 from harness.errors import AblateError
 
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)
 
 
 def _data_dir() -> Path | None:
@@ -167,6 +167,8 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
     if not tables:
         console.print(f"no finished runs of {abl.name} / {profile} in {results}")
         return
+    if fmt == "table" and not console.is_terminal:
+        fmt = "md"  # piped or captured: plain markdown instead of box drawing
     console.print(render(tables, fmt, console))
 
 

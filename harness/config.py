@@ -12,10 +12,10 @@ import copy
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from harness.errors import AblateError
 from harness.registry import did_you_mean
@@ -23,6 +23,17 @@ from harness.registry import did_you_mean
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """Reject ``true``/``false`` for numeric keys: pydantic's lax mode would read
+        ``train.steps=true`` as 1 and ``train.grad_clip=false`` as 0, silently."""
+        ann = cls.model_fields[info.field_name].annotation
+        numeric = {int, float} & {ann, *get_args(ann)}
+        if numeric and (isinstance(value, bool) or (isinstance(value, list) and any(isinstance(v, bool) for v in value))):
+            raise ValueError("expected a number, not a boolean")
+        return value
 
 
 class ModelSection(_Section):
@@ -166,14 +177,22 @@ def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:
         raise AblateError(format_validation_error(exc, context)) from None
 
 
-def format_validation_error(exc: ValidationError, context: str = "") -> str:
+def format_validation_error(exc: ValidationError, context: str = "", keys: list[str] | None = None) -> str:
+    """One line per problem of ``exc``, each naming its dotted location.
+
+    Args:
+        keys: the valid names an unknown key is matched against (its last part); ``None``
+            means the dotted config keys (:func:`valid_paths`).
+    """
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = f"unknown key{did_you_mean(loc, valid_paths())}"
-        got = f" (got {err['input']!r})" if "input" in err and err["type"] != "extra_forbidden" else ""
+            hint = did_you_mean(loc, valid_paths()) if keys is None else did_you_mean(str(err["loc"][-1]), keys)
+            msg = f"unknown key{hint}"
+        # a missing key's "input" is the whole enclosing mapping: not worth quoting
+        got = f" (got {err['input']!r})" if "input" in err and err["type"] not in ("extra_forbidden", "missing") else ""
         lines.append(f"{loc}: {msg}{got}" if loc else f"{msg}")
     head = f"invalid config{' for ' + context if context else ''}: "
     return head + "; ".join(lines)

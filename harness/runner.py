@@ -221,6 +221,7 @@ def _write_history(folder: Path, history: list[dict[str, float]]) -> None:
 def _wandb_kwargs(spec: RunSpec, mode: str, results: Path) -> dict[str, Any] | None:
     if mode == "off":
         return None
+    os.environ.setdefault("WANDB_SILENT", "true")
     return {"project": os.environ.get("WANDB_PROJECT", "ablate"), "mode": mode,
             "group": f"{spec.ablation}/{spec.profile}", "name": f"{spec.variant_label}-s{spec.seed}",
             "job_type": spec.task, "tags": [spec.variant_label, f"seed:{spec.seed}", spec.task, spec.profile],

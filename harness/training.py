@@ -249,4 +249,4 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
         if wandb is not None:
             import wandb as wandb_lib
 
-            wandb_lib.finish(quiet=True)
+            wandb_lib.finish()

@@ -1,0 +1,109 @@
+"""The main job end to end at the smoke profile: run, resume, compare, report.
+
+The report's numbers must equal the store's (computed independently here from record.json).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import commands
+from harness.ablation import load
+from harness.runner import plan
+from harness.store import scan
+
+ABL = "pe_extrapolation"
+
+
+@pytest.fixture(scope="module")
+def smoke_store(tmp_path_factory: pytest.TempPathFactory, data_dir: Path):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ABLATE_DATA_DIR", str(data_dir))
+    results = tmp_path_factory.mktemp("results")
+    code = commands.run(ABL, "smoke", [], results, workers=1, wandb="off")
+    assert code == 0
+    yield results
+    mp.undo()
+
+
+def test_every_run_finished_once(smoke_store: Path) -> None:
+    abl = load(ABL)
+    _, specs = plan(abl, "smoke")
+    found = scan(smoke_store, ABL, "smoke")
+    assert len(specs) == 20
+    assert sorted(r["run_id"] for r in found.records) == sorted(s.run_id for s in specs)
+    assert all(r["status"] == "ok" for r in found.records)
+    assert not found.problems and not found.incomplete
+    rec = found.records[0]
+    for key in ("config", "metrics", "versions", "commit", "wall_time_s", "n_params", "task_version", "seed"):
+        assert key in rec
+    assert {"acc@x1", "acc@x2", "acc@x4", "steps_to_target"} <= set(
+        next(r for r in found.records if r["task"] == "copy")["metrics"])
+    assert {"loss@x1", "ppl@x4"} <= set(next(r for r in found.records if r["task"] == "tinyshakespeare")["metrics"])
+
+
+def test_second_run_starts_nothing(smoke_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = sorted(smoke_store.glob(f"{ABL}/smoke/*/record.json"))
+    before = {p: p.stat().st_mtime_ns for p in records}
+    assert commands.run(ABL, "smoke", [], smoke_store, workers=1, wandb="off") == 0
+    out = capsys.readouterr().out
+    assert "20 already in" in out and "0 to run" in out
+    assert {p: p.stat().st_mtime_ns for p in records} == before
+
+
+def _store_means(results: Path, task: str, metric: str) -> dict[str, float]:
+    values: dict[str, list[float]] = {}
+    for path in results.glob(f"{ABL}/smoke/*/record.json"):
+        rec = json.loads(path.read_text())
+        if rec["task"] == task:
+            values.setdefault(rec["variant_label"], []).append(rec["metrics"][metric])
+    return {v: float(np.mean(x)) for v, x in values.items()}
+
+
+def test_report_numbers_equal_store(smoke_store: Path, tmp_path: Path) -> None:
+    path = commands.report(ABL, "smoke", smoke_store, tmp_path)
+    text = path.read_text()
+    assert path.name == "pe_extrapolation.smoke.md"
+    for heading in ("## Question", "## Claims", "## Setup", "## Results", "## Reproduce"):
+        assert heading in text
+    assert "ablate run pe_extrapolation --profile smoke" in text
+    for png in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text):
+        assert (path.parent / png).is_file() and (path.parent / png).stat().st_size > 1000
+    checked = 0
+    for task, metric in (("copy", "acc@x4"), ("tinyshakespeare", "loss@x4"), ("copy", "acc@x1")):
+        block = text.split(f"**{task} · {metric} ")[1].split("\n\n")[1]
+        means = _store_means(smoke_store, task, metric)
+        for line in block.splitlines()[2:]:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            variant = cells[0].removesuffix(" (baseline)")
+            shown = float(cells[3].split(" ± ")[0])
+            assert shown == pytest.approx(means[variant], rel=1e-3, abs=1e-6), (task, metric, variant)
+            checked += 1
+    assert checked == 15
+
+
+def test_compare_formats(smoke_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    commands.compare(ABL, "smoke", smoke_store, metric="acc@x2", fmt="json")
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["variant"] for r in rows][0] == "sinusoidal"
+    assert {r["metric"] for r in rows} == {"acc@x2"}
+    means = _store_means(smoke_store, "copy", "acc@x2")
+    for r in rows:
+        assert r["mean"] == pytest.approx(means[r["variant"]])
+    # smoke is a pilot profile: no verdicts, only descriptives
+    assert {r["verdict"] for r in rows[1:]} == {"pilot"}
+    commands.compare(ABL, "smoke", smoke_store, fmt="csv")
+    assert capsys.readouterr().out.startswith("variant,")
+
+
+def test_status_counts(smoke_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (smoke_store / ABL / "smoke" / "stray.txt").write_text("not a run")
+    commands.status(ABL, "smoke", smoke_store)
+    out = capsys.readouterr().out
+    assert "stray.txt" in out and "store problem" in out
+    assert out.count("sinusoidal") >= 2
+    (smoke_store / ABL / "smoke" / "stray.txt").unlink()

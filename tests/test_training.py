@@ -1,0 +1,147 @@
+"""Training layer and runner: determinism, seed pairing, bad runs recorded as data, W&B runs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness import training
+from harness.ablation import load
+from harness.executors import run_grid
+from harness.runner import execute, plan, transformer_config
+from harness.training import TaskData, lr_factor
+
+TINY = """
+name: tiny
+question: tiny?
+axes: {model.position: [sinusoidal, learned]}
+baseline: {model.position: sinusoidal}
+base: {model.d_model: 16, model.n_heads: 2, model.n_layers: 1, train.steps: 12, train.seq_len: 8,
+       train.val_every: 6, train.warmup_steps: 2, eval.length_multipliers: [1, 2], eval.n_examples: 16,
+       eval.val_examples: 16}
+tasks:
+  copy:
+    params: {n_symbols: 6}
+    primary: {metric: acc@x2, higher_is_better: true, sesoi: 0.05}
+    target: {metric: acc, min: 0.0}
+profiles:
+  cpu: {seeds: [0, 1]}
+"""
+
+TIMING = {"tokens_per_s"}
+
+
+@pytest.fixture
+def tiny(tmp_path: Path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY)
+    abl = load(str(path))
+    _, specs = plan(abl, "cpu")
+    return abl, specs
+
+
+def test_same_config_and_seed_give_identical_metrics(tiny, tmp_path: Path) -> None:
+    abl, specs = tiny
+    torch.set_num_threads(1)
+    a = execute(specs[0], tmp_path / "a", abl=abl)
+    b = execute(specs[0], tmp_path / "b", abl=abl)
+    assert a["status"] == b["status"] == "ok"
+    strip = lambda m: {k: v for k, v in m.items() if k not in TIMING}  # noqa: E731
+    assert strip(a["metrics"]) == strip(b["metrics"])  # bit for bit
+    c = execute(specs[2], tmp_path / "c", abl=abl)  # same variant, seed 1
+    assert strip(c["metrics"]) != strip(a["metrics"])
+
+
+def test_every_variant_sees_the_same_batches_and_eval_sets(tiny, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    abl, specs = tiny
+    sin, learned = specs[0], specs[1]
+    assert sin.seed == learned.seed and sin.variant_label != learned.variant_label
+    seen: dict[str, list[torch.Tensor]] = {}
+    original = training.LitLM.training_step
+
+    def spy(self, batch, batch_idx):
+        seen.setdefault(self.model.cfg.position, []).append(batch[0].clone())
+        return original(self, batch, batch_idx)
+
+    monkeypatch.setattr(training.LitLM, "training_step", spy)
+    recs = [execute(s, tmp_path, abl=abl) for s in (sin, learned)]
+    assert recs[0]["n_params"] != recs[1]["n_params"]  # the learned table consumes the init stream differently
+    assert len(seen["sinusoidal"]) == len(seen["learned"]) == 12
+    for x, y in zip(seen["sinusoidal"], seen["learned"]):
+        assert torch.equal(x, y)
+    from tasks import build_task
+
+    task = build_task("copy", {"n_symbols": 6})
+    for loaders in zip(TaskData(task, sin.config, 0).test_dataloader(), TaskData(task, learned.config, 0).test_dataloader()):
+        assert all(torch.equal(a, b) for a, b in zip(loaders[0].dataset.tensors, loaders[1].dataset.tensors))
+
+
+def test_divergence_is_recorded_and_grid_goes_on(tiny, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    abl, specs = tiny
+    original = training.TransformerLM.forward
+
+    def nan_after_step_3(self, idx):
+        out = original(self, idx)
+        if self.training and self.cfg.position == "learned":
+            nan_after_step_3.calls += 1
+            if nan_after_step_3.calls > 3:
+                return out * float("nan")
+        return out
+
+    nan_after_step_3.calls = 0
+    monkeypatch.setattr(training.TransformerLM, "forward", nan_after_step_3)
+    recs = run_grid(specs[:2], tmp_path, abl, workers=1)
+    assert [r["status"] for r in recs] == ["ok", "diverged"]
+    assert recs[1]["diverged_step"] == 3 and recs[1]["last_finite_loss"] > 0
+    assert "non-finite" in recs[1]["reason"]
+
+
+def test_exception_is_recorded_with_traceback(tiny, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    abl, specs = tiny
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("value cannot be converted to type c10::Half without overflow")
+
+    monkeypatch.setattr(training, "TransformerLM", boom)
+    rec = execute(specs[0], tmp_path, abl=abl)
+    assert rec["status"] == "failed" and "RuntimeError: value cannot be converted" in rec["reason"]
+    folder = tmp_path / "tiny" / "cpu" / specs[0].run_id
+    assert "Traceback" in (folder / "traceback.txt").read_text()
+    assert json.loads((folder / "record.json").read_text())["status"] == "failed"
+
+
+def test_finished_run_is_never_overwritten_and_interrupted_one_is_redone(tiny, tmp_path: Path) -> None:
+    abl, specs = tiny
+    first = execute(specs[0], tmp_path, abl=abl)
+    again = execute(specs[0], tmp_path, abl=abl)
+    assert again["finished_at"] == first["finished_at"]
+    half = tmp_path / "tiny" / "cpu" / specs[1].run_id
+    half.mkdir(parents=True)
+    (half / "csv").mkdir()  # an attempt killed before its record was written
+    assert execute(specs[1], tmp_path, abl=abl)["status"] == "ok"
+
+
+def test_wandb_offline_one_run_per_training_run(tiny, tmp_path: Path) -> None:
+    abl, specs = tiny
+    recs = [execute(s, tmp_path, wandb_mode="offline", abl=abl) for s in specs[:2]]
+    assert all(r["status"] == "ok" for r in recs)
+    ids = [r["wandb_id"] for r in recs]
+    assert len(set(ids)) == 2 and None not in ids
+    for rec in recs:
+        runs = list((tmp_path / "tiny" / "cpu" / rec["run_id"] / "wandb").glob("offline-run-*"))
+        assert len(runs) == 1 and runs[0].name.endswith(rec["wandb_id"])
+
+
+def test_lr_schedule() -> None:
+    assert lr_factor(0, 10, 100, 0.1) == pytest.approx(0.1)
+    assert lr_factor(9, 10, 100, 0.1) == pytest.approx(1.0)
+    assert lr_factor(100, 10, 100, 0.1) == pytest.approx(0.1)
+    assert lr_factor(55, 10, 100, 0.1) == pytest.approx(0.55)
+
+
+def test_model_config_carries_the_resolved_max_len(tiny) -> None:
+    _, specs = tiny
+    mcfg = transformer_config(specs[1].config, 8)
+    assert mcfg.max_len == 16 and mcfg.position == "learned"
