@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
 from harness.config import check_path, format_validation_error
 from harness.errors import AblateError
@@ -68,11 +68,19 @@ class TaskEntry(_Decl):
 
 class Profile(_Decl):
     description: str = ""
-    seeds: list[StrictInt] = Field(min_length=1)
+    seeds: list[Annotated[StrictInt, Field(ge=0)]] = Field(min_length=1)
     confirmatory: bool = True
     apply_gate: bool = Field(True, description="False: runs below a task's gate stay in every comparison")
     overrides: dict[str, Any] = Field(default_factory=dict)
     tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct(cls, seeds: list[int]) -> list[int]:
+        # a repeated seed repeats a run id: two workers would write one folder, pairs would break
+        if dupes := sorted({s for s in seeds if seeds.count(s) > 1}):
+            raise ValueError(f"seeds must be distinct; repeated: {dupes}")
+        return seeds
 
 
 class Ablation(_Decl):
@@ -91,9 +99,11 @@ class Ablation(_Decl):
     @model_validator(mode="after")
     def _consistent(self) -> Ablation:
         for path, values in self.axes.items():
-            check_path(path)
+            _check_key(path, "axes")
             if not values:
                 raise ValueError(f"axis {path!r} has no values")
+            if dupes := [v for i, v in enumerate(values) if v in values[:i]]:
+                raise ValueError(f"axis {path!r} repeats {dupes}; each value must appear once")
         if set(self.baseline) != set(self.axes):
             raise ValueError(f"baseline must give one value per axis {sorted(self.axes)}, got {sorted(self.baseline)}")
         for path, value in self.baseline.items():
@@ -105,10 +115,12 @@ class Ablation(_Decl):
                 raise ValueError(f"profile {name!r} may not change an axis: {sorted(clash)}")
             if unknown := set(prof.tasks) - set(self.tasks):
                 raise ValueError(f"profile {name!r} names tasks not in the ablation: {sorted(unknown)}")
-        for path in itertools.chain(self.base, *(t.config for t in self.tasks.values()),
-                                    *(p.overrides for p in self.profiles.values()),
-                                    *(v for p in self.profiles.values() for v in p.tasks.values())):
-            check_path(path)
+        layers = [("base", self.base), *((f"tasks.{t}.config", e.config) for t, e in self.tasks.items()),
+                  *((f"profiles.{p}.overrides", prof.overrides) for p, prof in self.profiles.items()),
+                  *((f"profiles.{p}.tasks.{t}", v) for p, prof in self.profiles.items() for t, v in prof.tasks.items())]
+        for where, layer in layers:
+            for path in layer:
+                _check_key(path, where)
         if self.default_profile not in self.profiles:
             raise ValueError(f"default_profile {self.default_profile!r} is not a profile")
         return self
@@ -137,6 +149,19 @@ class Ablation(_Decl):
         return self.label(self.baseline)
 
 
+def _check_key(path: str, where: str) -> None:
+    """:func:`check_path` as a ValueError naming the declaration section (for pydantic)."""
+    try:
+        check_path(path)
+    except AblateError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+DECLARATION_KEYS = sorted({f for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold)
+                           for f in m.model_fields if f != "source"})
+"""Every key a declaration may hold, at any level (suggestions for a misspelt one)."""
+
+
 def available() -> dict[str, Path]:
     """Registered ablations: ``{name: path}`` for every YAML file in ``ablations/``."""
     return {p.stem: p for p in sorted(ABLATIONS_DIR.glob("*.yaml")) if not p.stem.startswith("_")}
@@ -161,13 +186,17 @@ def load(name_or_path: str) -> Ablation:
     except OSError as exc:
         raise AblateError(f"cannot read ablation file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise AblateError(f"ablation file {path} is not valid YAML: {exc}".replace("\n", " ")) from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        what = getattr(exc, "problem", None) or str(exc).replace("\n", " ")
+        raise AblateError(f"ablation file {path} is not valid YAML{where}: {what}") from None
     if not isinstance(data, dict):
         raise AblateError(f"ablation file {path} must hold a mapping (name, question, axes, ...)")
     try:
         abl = Ablation.model_validate({**data, "source": str(path)})
     except ValidationError as exc:
-        raise AblateError(format_validation_error(exc, f"ablation {path.name}").replace("invalid config", "invalid declaration")) from None
+        raise AblateError(format_validation_error(exc, f"ablation {path.name}", keys=DECLARATION_KEYS)
+                          .replace("invalid config", "invalid declaration", 1)) from None
     if abl.name != path.stem:
         raise AblateError(f"ablation file {path} declares name {abl.name!r}; the file must be named {abl.name}.yaml")
     return abl

@@ -83,7 +83,6 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05) -> 
     found = scan(results, abl.name, profile)
     frame = tidy(found.records)
     runs = _runs(abl, found.records)
-    runs.attrs["profile"] = profile
     ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
     rows = frame[frame["run_id"].isin(ok_ids)]
     prof = abl.profiles[profile]
@@ -95,7 +94,7 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05) -> 
             hib = direction(metric, entry.primary)
             is_primary = metric == entry.primary.metric
             table = _compare(abl, runs, sub, task, metric, hib, entry.primary.sesoi if is_primary else None,
-                             prof.confirmatory, alpha, "fdr_bh")
+                             prof.confirmatory, prof.apply_gate, alpha, "fdr_bh")
             table.family = "primary" if is_primary else "exploratory (BH)"
             (primaries if is_primary else out.tables).append(table)
     _holm_across(primaries, alpha, prof.confirmatory)
@@ -118,11 +117,11 @@ def _runs(abl: Ablation, records: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def _compare(abl: Ablation, runs: pd.DataFrame, rows: pd.DataFrame, task: str, metric: str, hib: bool,
-             sesoi: float | None, confirmatory: bool, alpha: float, p_adjust: str) -> Table:
+             sesoi: float | None, confirmatory: bool, apply_gate: bool, alpha: float, p_adjust: str) -> Table:
     data = rows[rows["metric"] == metric]
     task_runs = runs[runs["task"] == task]
     excluded = pd.Series(dtype=int)
-    if beyond_training(metric) and abl.profiles[runs.attrs["profile"]].apply_gate:
+    if beyond_training(metric) and apply_gate:
         gated = task_runs[(task_runs["status"] == "ok") & ~task_runs["passed_gate"]]
         data = data[~data["run_id"].isin(set(gated["run_id"]))]
         excluded = gated.groupby("variant").size()

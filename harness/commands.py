@@ -5,6 +5,8 @@ Each raises :class:`~harness.errors.AblateError` for bad input, before any run s
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,21 +87,38 @@ def run(name: str, profile: str | None, overrides: list[str], results: Path, *, 
     console.print(f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo)} already in "
                   f"{results}, {len(todo)} to run ({workers} worker(s) x {threads} thread(s), W&B {wandb})")
 
-    def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
-        metric = abl.tasks[rec["task"]].primary.metric
-        value = (rec.get("metrics") or {}).get(metric)
-        shown = f"{metric}={value:.4f}" if isinstance(value, float) else rec.get("reason") or ""
-        console.print(f"[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
-                      f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)})")
+    with _grid_progress(len(todo)) as advance:
+        def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
+            metric = abl.tasks[rec["task"]].primary.metric
+            value = (rec.get("metrics") or {}).get(metric)
+            shown = f"{metric}={value:.4f}" if isinstance(value, float) else rec.get("reason") or ""
+            console.print(f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
+                          f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)})")
+            advance()
 
-    records = run_grid(todo, results, abl, workers=workers, threads=threads, wandb_mode=wandb,
-                       data_dir=_data_dir(), on_done=on_done)
+        records = run_grid(todo, results, abl, workers=workers, threads=threads, wandb_mode=wandb,
+                           data_dir=_data_dir(), on_done=on_done)
     failed = [r for r in records if r["status"] == "failed"]
     _print_tables(abl, prof_name, results, primary_only=True)
     for rec in failed:
         console.print(f"[red]failed[/] {rec['task']} {rec['variant_label']} seed {rec['seed']}: {rec['reason']} "
                       f"(traceback in {run_dir(results, abl.name, prof_name, rec['run_id']) / 'traceback.txt'})")
     return 1 if failed else 0
+
+
+@contextmanager
+def _grid_progress(total: int) -> Iterator[Callable[[], None]]:
+    """A live grid-level bar (runs done / total, elapsed, ETA) in a terminal; nothing when piped,
+    where the per-run lines carry the same figures."""
+    if not console.is_terminal or total == 0:
+        yield lambda: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress("runs", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), "ETA", TimeRemainingColumn(),
+                  console=console, transient=True) as progress:
+        bar = progress.add_task("grid", total=total)
+        yield lambda: progress.advance(bar)
 
 
 def _clock(seconds: float) -> str:
@@ -156,6 +175,9 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
     from harness.tables import render
 
     result = analyse(abl, profile, results)
+    if not result.tables:
+        console.print(f"no finished runs of {abl.name} / {profile} in {results}")
+        return
     tables = [t for t in result.tables if (t.family.startswith("primary") if primary_only else True)]
     if metric is not None:
         tables = [t for t in tables if t.metric == metric]

@@ -31,7 +31,8 @@ class _Section(BaseModel):
         ``train.steps=true`` as 1 and ``train.grad_clip=false`` as 0, silently."""
         ann = cls.model_fields[info.field_name].annotation
         numeric = {int, float} & {ann, *get_args(ann)}
-        if numeric and (isinstance(value, bool) or (isinstance(value, list) and any(isinstance(v, bool) for v in value))):
+        items = value if isinstance(value, list) else [value]
+        if numeric and any(isinstance(v, bool) for v in items):
             raise ValueError("expected a number, not a boolean")
         return value
 

@@ -1,0 +1,276 @@
+"""The real ``ablate`` CLI on bad input: one clear message on stderr, exit code 2, nothing written.
+
+Driven in-process through ``typer.testing.CliRunner`` (``harness.cli.app``) and, for the real exit
+status of the installed script, through a subprocess. No test trains anything: every bad input
+must be refused by the plan, before the first run starts.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+from typer.testing import CliRunner
+
+from harness import commands, executors
+from harness.cli import app
+
+# as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
+DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+ABLATE = Path(sys.executable).parent / "ablate"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Shared read-only data, a private empty cache, no network, an empty working directory and
+    a wide console (rich would otherwise truncate run ids in tables)."""
+    monkeypatch.setenv("ABLATE_DATA_DIR", str(DATA_DIR))
+    monkeypatch.setenv("ABLATE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+
+    def no_network(*args, **kwargs):
+        raise urllib.error.URLError("network disabled in tests")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+
+    def no_runs(*args, **kwargs):  # should validation regress, fail instead of training
+        raise AssertionError("a run was about to start")
+
+    monkeypatch.setattr(executors, "run_grid", no_runs)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(commands, "console", Console(highlight=False, width=250))
+    return cwd
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return tmp_path / "results"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def assert_refused(result, *words: str) -> str:
+    """Exit 2, one ``error:`` line on stderr containing ``words``, nothing on stdout, no traceback."""
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    err = result.stderr.strip()
+    assert err.startswith("error: "), err
+    assert "\n" not in err, err
+    assert "Traceback" not in result.output
+    assert result.stdout == ""
+    for w in words:
+        assert w in err, (w, err)
+    return err
+
+
+def assert_nothing_written(results: Path) -> None:
+    assert not results.exists()
+    assert list(Path.cwd().iterdir()) == []          # no ./results, ./reports, ./wandb
+    cache = Path(os.environ["ABLATE_CACHE_DIR"])
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+# --- help and read-only commands ----------------------------------------------------------------
+
+def test_help_lists_the_commands():
+    result = invoke("--help")
+    assert result.exit_code == 0
+    for cmd in ("list", "show", "run", "status", "compare", "report"):
+        assert cmd in result.stdout
+
+
+def test_no_arguments_shows_help():
+    result = invoke()
+    assert result.exit_code in (0, 2)  # click's no_args_is_help exits 2 from click 8.2 on
+    assert "Usage" in result.output
+
+
+def test_list_shows_the_ablation_and_the_four_tasks():
+    result = invoke("list")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "pe_extrapolation" in out and "5 variants x 2 tasks" in out
+    for task in ("copy", "reverse", "associative_recall", "tinyshakespeare"):
+        assert f"task {task} " in out
+    assert_nothing_written(Path("results"))
+
+
+def test_show_prints_the_smoke_grid_and_writes_nothing(results):
+    from harness.ablation import load
+    from harness.runner import plan
+
+    if not (DATA_DIR / "tinyshakespeare.txt").is_file():
+        pytest.skip(f"no tinyshakespeare.txt in {DATA_DIR}")
+    result = invoke("show", "pe_extrapolation", "--profile", "smoke")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "20 runs (smoke profile, seeds [0, 1])" in out
+    assert "profile smoke (selected)" in out
+    assert "baseline: sinusoidal" in out
+    assert "axis model.position: sinusoidal, learned, rope, alibi, nope" in out
+    for spec in plan(load("pe_extrapolation"), "smoke", [], DATA_DIR)[1]:
+        assert spec.run_id in out
+    assert result.stderr == ""
+    assert_nothing_written(results)
+
+
+def test_compare_on_an_empty_store_says_so(results):
+    result = invoke("compare", "pe_extrapolation", "--results-dir", str(results))
+    assert result.exit_code == 0, result.output
+    assert "no finished runs of pe_extrapolation / cpu" in result.stdout
+    assert_nothing_written(results)
+
+
+def test_compare_one_metric_on_an_empty_store_says_there_are_no_runs(results):
+    result = invoke("compare", "pe_extrapolation", "--metric", "acc@x9", "--results-dir", str(results))
+    assert result.exit_code == 0, result.output
+    assert "no finished runs of pe_extrapolation / cpu" in result.stdout
+    assert_nothing_written(results)
+
+
+# --- bad input: exit 2, one message, nothing written ---------------------------------------------
+
+@pytest.mark.parametrize("overrides, words", [
+    (["model.n_heads=3"], ["model.d_model=64", "model.n_heads=3", "not divisible"]),
+    (["model.positon=rope"], ["unknown config key 'model.positon'", "did you mean 'model.position'"]),
+    (["train.steps=-5"], ["train.steps", "greater than 0", "-5"]),
+    (["train.steps=abc"], ["train.steps", "valid integer", "'abc'"]),
+    (["train.steps=true"], ["train.steps", "not a boolean"]),
+    (["train.precision=fp16"], ["train.precision", "'fp16'"]),
+    (["model.max_len=40"], ["model.position=learned", "can represent 40 positions", "128 tokens",
+                            "model.max_len"]),
+    (["model.position=rope"], ["['model.position'] is an axis of pe_extrapolation"]),
+    (["noequals"], ["'noequals' is not of the form key=value"]),
+    (["=5"], ["is not of the form key=value"]),
+    (["model=5"], ["unknown config key 'model'"]),
+])
+def test_run_refuses_bad_overrides(results, overrides, words):
+    result = invoke("run", "pe_extrapolation", *overrides, "--profile", "cpu", "--results-dir", str(results),
+                    "--wandb", "off")
+    assert_refused(result, *words)
+    assert_nothing_written(results)
+
+
+def test_run_unknown_ablation_suggests_the_closest(results):
+    result = invoke("run", "pe_extrapolatoin", "--results-dir", str(results))
+    assert_refused(result, "unknown ablation 'pe_extrapolatoin'", "did you mean 'pe_extrapolation'")
+    assert_nothing_written(results)
+
+
+def test_run_unknown_profile_lists_the_profiles(results):
+    result = invoke("run", "pe_extrapolation", "--profile", "laptop", "--results-dir", str(results))
+    assert_refused(result, "no profile 'laptop'", "profiles: smoke, cpu, gpu")
+    assert_nothing_written(results)
+
+
+@pytest.mark.parametrize("cmd", ["show", "compare", "status", "report"])
+def test_other_commands_refuse_an_unknown_ablation(results, cmd):
+    extra = [] if cmd == "show" else ["--results-dir", str(results)]
+    result = invoke(cmd, "pe_extrapolatoin", *extra)
+    assert_refused(result, "unknown ablation 'pe_extrapolatoin'", "did you mean 'pe_extrapolation'")
+    assert_nothing_written(results)
+
+
+def test_show_refuses_bad_overrides_too():
+    assert_refused(invoke("show", "pe_extrapolation", "model.n_heads=3"), "model.n_heads=3")
+    assert_nothing_written(Path("results"))
+
+
+def _user_file(tmp_path: Path, **base) -> Path:
+    d = {
+        "name": "mini", "question": "Does the kernel matter?",
+        "axes": {"attention.kernel": ["sdpa", "math"]}, "baseline": {"attention.kernel": "sdpa"},
+        "base": {"model.d_model": 32, "model.n_heads": 2, **base},
+        "tasks": {"copy": {"params": {"n_symbols": 8}, "config": {"train.seq_len": 8},
+                           "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05}}},
+        "profiles": {"cpu": {"seeds": [0]}},
+    }
+    path = tmp_path / "decl" / "mini.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(d))
+    return path
+
+
+def test_unknown_component_name_in_a_user_file_suggests_the_closest(tmp_path, results):
+    path = _user_file(tmp_path, **{"model.position": "rop"})
+    result = invoke("run", str(path), "--results-dir", str(results), "--wandb", "off")
+    assert_refused(result, "unknown positional encoding 'rop'", "did you mean 'rope'")
+    assert_nothing_written(results)
+
+
+def test_unknown_config_key_in_a_user_file_names_the_file(tmp_path, results):
+    path = _user_file(tmp_path, **{"model.positon": "rope"})
+    result = invoke("run", str(path), "--results-dir", str(results), "--wandb", "off")
+    assert_refused(result, "mini.yaml", "base: unknown config key 'model.positon'", "did you mean 'model.position'")
+    assert_nothing_written(results)
+
+
+def test_malformed_user_file(tmp_path, results):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\naxes: [unclosed\n")
+    assert_refused(invoke("run", str(path), "--results-dir", str(results)), "bad.yaml", "not valid YAML")
+    assert_nothing_written(results)
+
+
+def test_missing_data_file_and_no_network_says_where_to_put_it(tmp_path, results, monkeypatch):
+    empty, cache = tmp_path / "empty", tmp_path / "cache"
+    empty.mkdir()
+    cache.mkdir()
+    monkeypatch.setenv("ABLATE_DATA_DIR", str(empty))
+    monkeypatch.setenv("ABLATE_CACHE_DIR", str(cache))
+    result = invoke("run", "pe_extrapolation", "--profile", "smoke", "--results-dir", str(results), "--wandb", "off")
+    assert_refused(result, "tinyshakespeare.txt could not be found or downloaded", "network disabled",
+                   str(empty / "tinyshakespeare.txt"), str(cache / "tinyshakespeare.txt"), "curl")
+    assert_nothing_written(results)
+    assert list(cache.iterdir()) == []
+
+
+def test_results_dir_that_is_a_file_is_refused(tmp_path):
+    # the grid is valid; the store is not: refused before any run, the file left alone
+    store = tmp_path / "store"
+    store.write_text("not a folder")
+    result = invoke("run", "pe_extrapolation", "--profile", "smoke", "--results-dir", str(store), "--wandb", "off")
+    assert_refused(result, "exists and is not a folder")
+    assert store.read_text() == "not a folder"
+
+
+# --- the installed script: the real exit status --------------------------------------------------
+
+def _ablate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    if not ABLATE.exists():
+        pytest.skip(f"no ablate script next to {sys.executable}")
+    env = {**os.environ, "ABLATE_DATA_DIR": str(DATA_DIR)}
+    return subprocess.run([str(ABLATE), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_script_exit_code_for_an_unknown_ablation(tmp_path, results):
+    proc = _ablate("run", "pe_extrapolatoin", "--results-dir", str(results), cwd=Path.cwd())
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.strip() == ("error: unknown ablation 'pe_extrapolatoin' (did you mean 'pe_extrapolation'?); "
+                                   "run `ablate list` to see them")
+    assert_nothing_written(results)
+
+
+def test_script_exit_code_for_heads_not_dividing_d_model(tmp_path, results):
+    # a --results-dir that cannot be created: should the check regress, the run still cannot start
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    proc = _ablate("run", "pe_extrapolation", "model.n_heads=3", "--results-dir", str(blocker / "results"),
+                   "--wandb", "off", cwd=Path.cwd())
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    err = proc.stderr.strip()
+    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err
+    assert "model.d_model=64" in err and "model.n_heads=3" in err
+    assert_nothing_written(results)
