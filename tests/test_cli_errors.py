@@ -147,7 +147,7 @@ def test_compare_one_metric_on_an_empty_store_says_there_are_no_runs(results):
     (["train.steps=abc"], ["train.steps", "valid integer", "'abc'"]),
     (["train.steps=true"], ["train.steps", "not a boolean"]),
     (["train.precision=fp16"], ["train.precision", "'fp16'"]),
-    (["model.max_len=40"], ["model.position=learned", "can represent 40 positions", "128 tokens",
+    (["model.max_len=40"], ["model.position=learned", "can represent 40 positions", "evaluates at 64 tokens",
                             "model.max_len"]),
     (["model.position=rope"], ["['model.position'] is an axis of pe_extrapolation"]),
     (["noequals"], ["'noequals' is not of the form key=value"]),
