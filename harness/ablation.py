@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, f
 from harness.config import check_path, format_validation_error
 from harness.errors import AblateError
 from harness.registry import did_you_mean
+from harness.space import ParamSpec
 
 ABLATIONS_DIR = Path(__file__).resolve().parent.parent / "ablations"
 PROFILES = ("smoke", "cpu", "gpu")
@@ -73,6 +74,7 @@ class Profile(_Decl):
     apply_gate: bool = Field(True, description="False: runs below a task's gate stay in every comparison")
     overrides: dict[str, Any] = Field(default_factory=dict)
     tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (ablate tune)")
 
     @field_validator("seeds")
     @classmethod
@@ -94,6 +96,7 @@ class Ablation(_Decl):
     profiles: dict[str, Profile]
     default_profile: str = "cpu"
     notes: str = ""
+    tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (harness/space.py)")
     source: str = Field("", exclude=True)
 
     @model_validator(mode="after")
@@ -121,9 +124,19 @@ class Ablation(_Decl):
         for where, layer in layers:
             for path in layer:
                 _check_key(path, where)
+        self._check_tune()
         if self.default_profile not in self.profiles:
             raise ValueError(f"default_profile {self.default_profile!r} is not a profile")
         return self
+
+    def _check_tune(self) -> None:
+        """Tuned keys (ablation and profile ``tune:``) are config keys and never axes."""
+        layers = [("tune", self.tune), *((f"profiles.{p}.tune", prof.tune) for p, prof in self.profiles.items())]
+        for where, layer in layers:
+            for path in layer:
+                _check_key(path, where)
+                if path in self.axes:
+                    raise ValueError(f"{where}: {path} is an axis of the ablation; an axis cannot be tuned")
 
     def profile(self, name: str | None) -> tuple[str, Profile]:
         """The named profile (default: ``default_profile``); unknown names raise AblateError."""
@@ -157,7 +170,7 @@ def _check_key(path: str, where: str) -> None:
         raise ValueError(f"{where}: {exc}") from None
 
 
-DECLARATION_KEYS = sorted({f for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold)
+DECLARATION_KEYS = sorted({f for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec)
                            for f in m.model_fields if f != "source"})
 """Every key a declaration may hold, at any level (suggestions for a misspelt one)."""
 

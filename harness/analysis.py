@@ -73,14 +73,30 @@ def metric_order(metrics: list[str]) -> list[str]:
     return sorted(metrics, key=key)
 
 
-def compared_metrics(frame: pd.DataFrame) -> list[str]:
-    keep = [m for m in frame["metric"].unique() if _LENGTH.match(m) or m == "steps_to_target"]
+def compared_metrics(frame: pd.DataFrame, extra: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Metrics compared across variants: length metrics, steps_to_target, and ``extra``."""
+    keep = [m for m in frame["metric"].unique() if _LENGTH.match(m) or m == "steps_to_target" or m in extra]
     return metric_order(keep)
 
 
-def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05) -> Analysis:
-    """Read the store and build every comparison table of one ablation/profile."""
-    found = scan(results, abl.name, profile)
+def claimed_metrics(abl: Ablation, task: str) -> set[str]:
+    """Metrics an evidence entry of the ablation's claims names for ``task`` (e.g. ``tokens_per_s``)."""
+    from harness.report import load_claims  # here: report imports this module
+
+    claims = load_claims()
+    return {ev["metric"] for cid in abl.claims for ev in claims.get(cid, {}).get("evidence", []) if ev["task"] == task}
+
+
+def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
+            store_profile: str | None = None) -> Analysis:
+    """Read the store and build every comparison table of one ablation/profile.
+
+    Args:
+        store_profile: the store folder to read when it is not ``profile`` itself: the tuned runs
+            of ``ablate run --tuned`` live under ``<profile>+tuned`` and are analysed with the
+            declaration's ``profile`` (seeds, gate, confirmatory), apart from the untuned ones.
+    """
+    found = scan(results, abl.name, store_profile or profile)
     frame = tidy(found.records)
     runs = _runs(abl, found.records)
     ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
@@ -90,14 +106,17 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05) -> 
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
-        for metric in compared_metrics(sub):
+        for metric in compared_metrics(sub, claimed_metrics(abl, task)):
             hib = direction(metric, entry.primary)
             is_primary = metric == entry.primary.metric
             table = _compare(abl, runs, sub, task, metric, hib, entry.primary.sesoi if is_primary else None,
                              prof.confirmatory, prof.apply_gate, alpha, "fdr_bh")
             table.family = "primary" if is_primary else "exploratory (BH)"
+            table.frame["planned"] = len(prof.seeds)
             (primaries if is_primary else out.tables).append(table)
     _holm_across(primaries, alpha, prof.confirmatory)
+    for table in primaries + out.tables:
+        _mark_too_few(table)
     out.tables = primaries + out.tables
     return out
 
@@ -167,4 +186,13 @@ def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
             confirmatory=confirmatory, mde=frame.loc[ri, "mde"])
     for table in tables:
         table.family = f"primary (Holm over {k} comparisons)"
+
+
+def _mark_too_few(table: Table) -> None:
+    """No test, hence no verdict, for a variant with fewer than 2 seeds paired with the baseline."""
+    if "n_pairs" not in table.frame:
+        return
+    few = table.frame["n_pairs"].fillna(0).astype(int) < 2
+    few.iloc[0] = False  # the baseline row
+    table.frame.loc[few, "verdict"] = "too few pairs"
 

@@ -18,6 +18,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="smoke | cpu | gpu (default: the ablation's default, cpu)")]
 ResultsOpt = Annotated[Path, typer.Option("--results-dir", help="run store")]
+StorageOpt = Annotated[Optional[str], typer.Option(
+    help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)")]
 
 
 class WandbMode(str, Enum):
@@ -25,6 +27,12 @@ class WandbMode(str, Enum):
     off = "off"
     offline = "offline"
     online = "online"
+
+
+class Executor(str, Enum):
+    local = "local"
+    ray = "ray"
+    slurm = "slurm"
 
 
 class Format(str, Enum):
@@ -70,12 +78,37 @@ def run(
     workers: Annotated[Optional[int], typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")] = None,
     threads: Annotated[int, typer.Option(min=1, help="torch threads per run")] = 1,
     wandb: Annotated[WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")] = WandbMode.auto,
+    tuned: Annotated[bool, typer.Option("--tuned", help="each variant at its study's best parameters (ablate tune); stored as profile P+tuned")] = False,
+    storage: StorageOpt = None,
+    executor: Annotated[Executor, typer.Option(help="local: this machine (--workers); ray: a Ray cluster; slurm: SLURM jobs through submitit")] = Executor.local,
+    address: Annotated[Optional[str], typer.Option(help="Ray cluster to connect to (auto, HOST:PORT, ray://HOST:10001); default: a local instance")] = None,
+    gpus_per_run: Annotated[Optional[int], typer.Option(help="GPUs per run; default 1 when GPUs are visible (one worker per GPU), 0: CPU only")] = None,
+    devices: Annotated[str, typer.Option(help="Lightning devices for one run (e.g. 2, with --strategy ddp)")] = "1",
+    strategy: Annotated[str, typer.Option(help="Lightning strategy for one run")] = "auto",
+    resume: Annotated[bool, typer.Option("--resume/--no-resume", help="continue interrupted runs from their last checkpoint")] = True,
+    keep_checkpoints: Annotated[bool, typer.Option("--keep-checkpoints", help="keep checkpoints of finished runs")] = False,
+    run_timeout: Annotated[Optional[float], typer.Option(help="seconds; a run over it is stopped and recorded as timeout")] = None,
+    retry: Annotated[Optional[str], typer.Option(help="also rerun finished runs with these statuses, e.g. failed,diverged,timeout")] = None,
+    claim_timeout: Annotated[float, typer.Option(help="seconds without a heartbeat after which another process's claim on a run is taken over")] = 600.0,
+    slurm_partition: Annotated[Optional[str], typer.Option(help="SLURM partition (--executor slurm)")] = None,
+    slurm_time: Annotated[Optional[int], typer.Option(min=1, help="SLURM time limit per run, minutes (default 60)")] = None,
+    submitit_cluster: Annotated[str, typer.Option(help="slurm; or local / debug: the same submitit jobs without SLURM")] = "slurm",
 ) -> None:
     """Train every run of the grid not yet in the store, then print the comparison table."""
     from harness import commands
+    from harness.attempts import RunOptions
+    from harness.executors_cluster import Engine
+    from harness.launch import Launch
 
+    launch = Launch(
+        options=RunOptions(resume=resume, keep_checkpoints=keep_checkpoints, run_timeout=run_timeout,
+                           claim_timeout=claim_timeout, devices=int(devices) if devices.isdigit() else devices,
+                           strategy=strategy),
+        engine=Engine(executor.value, address=address, partition=slurm_partition, time_min=slurm_time,
+                      cluster=submitit_cluster),
+        gpus_per_run=gpus_per_run, retry=retry)
     code = _guard(commands.run, name, profile, overrides or [], results_dir, workers=workers or None,
-                  threads=threads, wandb=_wandb_mode(wandb))
+                  threads=threads, wandb=_wandb_mode(wandb), tuned=tuned, storage=storage, launch=launch)
     raise typer.Exit(code)
 
 
@@ -90,20 +123,50 @@ def status(name: str, profile: ProfileOpt = None, results_dir: ResultsOpt = Path
 @app.command()
 def compare(name: str, profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results"),
             metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
-            fmt: Annotated[Format, typer.Option("--format")] = Format.table) -> None:
+            fmt: Annotated[Format, typer.Option("--format")] = Format.table,
+            tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False) -> None:
     """The statistical comparison table, from the store."""
     from harness import commands
 
-    _guard(commands.compare, name, profile, results_dir, metric=metric, fmt=fmt.value)
+    _guard(commands.compare, name, profile, results_dir, metric=metric, fmt=fmt.value, tuned=tuned)
 
 
 @app.command()
 def report(name: str, profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results"),
-           out: Annotated[Path, typer.Option(help="folder for the markdown and figures")] = Path("reports")) -> None:
+           out: Annotated[Path, typer.Option(help="folder for the markdown and figures")] = Path("reports"),
+           storage: StorageOpt = None) -> None:
     """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures."""
     from harness import commands
 
-    _guard(commands.report, name, profile, results_dir, out)
+    _guard(commands.report, name, profile, results_dir, out, storage=storage)
+
+
+class Pruner(str, Enum):
+    median = "median"
+    hyperband = "hyperband"
+    none = "none"
+
+
+@app.command()
+def tune(
+    name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
+    overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides (as for run)")] = None,
+    profile: ProfileOpt = None,
+    trials: Annotated[int, typer.Option(min=1, help="finished trials (complete + pruned + failed) per study")] = 20,
+    variant: Annotated[Optional[list[str]], typer.Option(help="only variants with this axis value, e.g. position=rope (repeatable)")] = None,
+    task: Annotated[Optional[list[str]], typer.Option(help="only this task (repeatable)")] = None,
+    storage: StorageOpt = None,
+    results_dir: ResultsOpt = Path("results"),
+    pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = Pruner.median,
+    threads: Annotated[int, typer.Option(min=1, help="torch threads for this worker")] = 1,
+    heartbeat: Annotated[Optional[int], typer.Option(min=1, help="seconds between heartbeats; a trial silent 3x as long is failed (default 10)")] = None,
+) -> None:
+    """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
+    from harness import commands
+
+    code = _guard(commands.tune, name, profile, overrides or [], results_dir, trials=trials, tasks=task or None,
+                  variants=variant or None, storage=storage, pruner=pruner.value, threads=threads, heartbeat=heartbeat)
+    raise typer.Exit(code)
 
 
 def _wandb_mode(mode: WandbMode) -> str:

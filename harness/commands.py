@@ -5,6 +5,7 @@ Each raises :class:`~harness.errors.AblateError` for bad input, before any run s
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +17,8 @@ from rich.table import Table as RichTable
 from harness import ablation as ablation_mod
 from harness.errors import AblateError
 
-console = Console(highlight=False, soft_wrap=True)
+# Piped or captured output gets a wide virtual terminal so that tables are not squeezed to 80 columns.
+console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
 
 def _data_dir() -> Path | None:
@@ -61,6 +63,7 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
         mark = " (selected)" if pname == prof_name else ""
         console.print(f"profile {pname}{mark}: {len(p.seeds)} seeds, "
                       f"{'confirmatory' if p.confirmatory else 'pilot'} — {p.description}")
+    _show_space(abl, prof_name)
     table = RichTable(title=f"{len(specs)} runs ({prof_name} profile, seeds {prof.seeds})")
     for col in ("run id", "task", "variant", "seed", "d_model", "layers", "steps", "train L", "eval lengths"):
         table.add_column(col)
@@ -71,21 +74,42 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
     console.print(table)
 
 
+def _show_space(abl: Any, profile: str) -> None:
+    from harness.space import resolve_space
+
+    space = resolve_space(abl, profile)
+    console.print(f"tune space ({profile}): " + ("; ".join(f"{k} {v.describe()}" for k, v in space.items()) or "empty"))
+
+
 def run(name: str, profile: str | None, overrides: list[str], results: Path, *, workers: int | None = None,
-        threads: int = 1, wandb: str = "off") -> int:
+        threads: int = 1, wandb: str = "off", tuned: bool = False, storage: str | None = None,
+        launch: Any = None) -> int:
     """Run every unfinished run of the grid; print progress and the comparison. Returns the exit
-    code: 1 when some runs failed (raised), else 0."""
+    code: 1 when some runs failed (raised, timed out or crashed), else 0.
+
+    ``launch``: execution options (:class:`harness.launch.Launch`: executor, GPUs, resume,
+    checkpoints, run timeout, ``--retry``); checked before any run starts.
+
+    ``tuned``: each (task, variant) at its Optuna study's best parameters (``storage``, default
+    ``<results>/optuna.db``), stored under profile ``<profile>+tuned`` (:mod:`harness.tune`)."""
     from harness.executors import run_grid
+    from harness.launch import Launch, outcome_lines, progress_note
     from harness.runner import plan
-    from harness.store import read_record, run_dir
 
     abl = ablation_mod.load(name)
     prof_name, specs = plan(abl, profile, overrides, _data_dir())
+    launch = launch or Launch()
+    retry = launch.check(results, workers, threads)
     _check_results_dir(results)
-    todo = [s for s in specs if read_record(run_dir(results, abl.name, prof_name, s.run_id)) is None]
-    workers = workers or max(1, min(os.cpu_count() or 1, len(todo)))
-    console.print(f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo)} already in "
-                  f"{results}, {len(todo)} to run ({workers} worker(s) x {threads} thread(s), W&B {wandb})")
+    if tuned:
+        from harness.tune import tuned_specs
+
+        specs = tuned_specs(abl, prof_name, specs, results, storage, _data_dir())
+    todo, retried = launch.select(specs, results, abl.name, retry)
+    placement = launch.place(workers, len(todo), threads)
+    again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
+    console.print(f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
+                  f"{results}, {len(todo)} to run{again} ({launch.describe(placement, threads)}, W&B {wandb})")
 
     with _grid_progress(len(todo)) as advance:
         def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
@@ -93,17 +117,16 @@ def run(name: str, profile: str | None, overrides: list[str], results: Path, *, 
             value = (rec.get("metrics") or {}).get(metric)
             shown = f"{metric}={value:.4f}" if isinstance(value, float) else rec.get("reason") or ""
             console.print(f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
-                          f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)})")
+                          f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)}){progress_note(rec)}")
             advance()
 
-        records = run_grid(todo, results, abl, workers=workers, threads=threads, wandb_mode=wandb,
-                           data_dir=_data_dir(), on_done=on_done)
-    failed = [r for r in records if r["status"] == "failed"]
-    _print_tables(abl, prof_name, results, primary_only=True)
-    for rec in failed:
-        console.print(f"[red]failed[/] {rec['task']} {rec['variant_label']} seed {rec['seed']}: {rec['reason']} "
-                      f"(traceback in {run_dir(results, abl.name, prof_name, rec['run_id']) / 'traceback.txt'})")
-    return 1 if failed else 0
+        records = run_grid(todo, results, abl, workers=placement.workers, threads=threads, wandb_mode=wandb,
+                           data_dir=_data_dir(), on_done=on_done, **launch.grid_kwargs(placement, retried))
+    _print_tables(abl, prof_name, results, primary_only=True, tuned=tuned)
+    lines, code = outcome_lines(records, results, abl.name)
+    for line in lines:
+        console.print(line)
+    return code
 
 
 @contextmanager
@@ -137,46 +160,68 @@ def _check_results_dir(results: Path) -> None:
         raise AblateError(f"--results-dir {results} is not writable; pass a folder you can write to")
 
 
+def _check_results_readable(results: Path) -> None:
+    """For the commands that read the store: a results path that is a file or cannot be read."""
+    if results.exists() and not results.is_dir():
+        raise AblateError(f"--results-dir {results} is not a folder; pass the folder `ablate run` wrote to")
+    if results.is_dir() and not os.access(results, os.R_OK | os.X_OK):
+        raise AblateError(f"--results-dir {results} cannot be read (permission denied); "
+                          f"fix its permissions or pass a readable copy")
+
+
 def status(name: str, profile: str | None, results: Path) -> None:
-    """Per task and variant: ok / diverged / failed / pending counts, and unreadable store files."""
+    """Per task and variant: ok / diverged / failed / timeout / running / pending counts, the runs
+    in progress or interrupted, and every store file that is not a readable run (with its path)."""
+    from harness.attempts import unfinished_state
     from harness.runner import plan
-    from harness.store import read_record, run_dir, scan
+    from harness.store import STATUSES, read_record, run_dir, scan
 
     abl = ablation_mod.load(name)
     prof_name, specs = plan(abl, profile, (), _data_dir())
+    _check_results_readable(results)
+    columns = (*STATUSES, "running", "pending")
     table = RichTable(title=f"{abl.name} / {prof_name} in {results}")
-    for col in ("task", "variant", "ok", "diverged", "failed", "pending"):
+    for col in ("task", "variant", *columns):
         table.add_column(col)
     counts: dict[tuple[str, str], dict[str, int]] = {}
+    notes = []
     for s in specs:
-        rec = read_record(run_dir(results, abl.name, prof_name, s.run_id))
-        c = counts.setdefault((s.task, s.variant_label), {"ok": 0, "diverged": 0, "failed": 0, "pending": 0})
-        c[rec["status"] if rec else "pending"] += 1
+        folder = run_dir(results, abl.name, prof_name, s.run_id)
+        rec = read_record(folder)
+        state, why = (rec["status"], "") if rec else unfinished_state(folder)
+        counts.setdefault((s.task, s.variant_label), dict.fromkeys(columns, 0))[state] += 1
+        if rec is None and why != "not started":
+            notes.append(f"{state} ({why}): {folder}")
     for (task, variant), c in counts.items():
-        table.add_row(task, variant, *(str(c[k]) for k in ("ok", "diverged", "failed", "pending")))
+        table.add_row(task, variant, *(str(c[k]) for k in columns))
     console.print(table)
     found = scan(results, abl.name, prof_name)
     for problem in found.problems:
         console.print(f"[yellow]store problem[/] {problem}")
-    for folder in found.incomplete:
-        console.print(f"interrupted (will rerun): {folder}")
+    for note in notes:
+        console.print(note)
 
 
-def compare(name: str, profile: str | None, results: Path, metric: str | None = None, fmt: str = "table") -> None:
-    """The comparison table(s) from the store: every primary metric, or one ``metric``."""
+def compare(name: str, profile: str | None, results: Path, metric: str | None = None, fmt: str = "table",
+            tuned: bool = False) -> None:
+    """The comparison table(s) from the store: every primary metric, or one ``metric``; ``tuned``:
+    the runs of ``ablate run --tuned`` instead of the untuned ones."""
     abl = ablation_mod.load(name)
     prof_name, _ = abl.profile(profile)
-    _print_tables(abl, prof_name, results, primary_only=metric is None, metric=metric, fmt=fmt)
+    _check_results_readable(results)
+    _print_tables(abl, prof_name, results, primary_only=metric is None, metric=metric, fmt=fmt, tuned=tuned)
 
 
 def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, metric: str | None = None,
-                  fmt: str = "table") -> None:
+                  fmt: str = "table", tuned: bool = False) -> None:
     from harness.analysis import analyse
     from harness.tables import render
+    from harness.tune import tuned_profile
 
-    result = analyse(abl, profile, results)
+    store = tuned_profile(profile) if tuned else profile
+    result = analyse(abl, profile, results, store_profile=store)
     if not result.tables:
-        console.print(f"no finished runs of {abl.name} / {profile} in {results}")
+        console.print(f"no finished runs of {abl.name} / {store} in {results}")
         return
     tables = [t for t in result.tables if (t.family.startswith("primary") if primary_only else True)]
     if metric is not None:
@@ -194,12 +239,51 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
     console.print(render(tables, fmt, console))
 
 
-def report(name: str, profile: str | None, results: Path, out: Path) -> Path:
-    """Write the markdown report and its figures; returns the markdown path."""
+def report(name: str, profile: str | None, results: Path, out: Path, storage: str | None = None) -> Path:
+    """Write the markdown report and its figures; returns the markdown path. ``storage``: the
+    Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists)."""
     from harness.report import write_report
 
     abl = ablation_mod.load(name)
     prof_name, _ = abl.profile(profile)
-    path = write_report(abl, prof_name, results, out, data_dir=_data_dir())
+    _check_results_readable(results)
+    path = write_report(abl, prof_name, results, out, data_dir=_data_dir(), storage=storage)
     console.print(f"wrote {path}")
     return path
+
+
+def tune(name: str, profile: str | None, overrides: list[str], results: Path, *, trials: int,
+         tasks: list[str] | None = None, variants: list[str] | None = None, storage: str | None = None,
+         pruner: str = "median", threads: int = 1, heartbeat: int | None = None) -> int:
+    """Top up one Optuna study per (task, variant) to ``trials`` finished trials, then print a
+    summary. Returns 1 when some study has no complete trial (its line says why), else 0."""
+    import torch
+    from rich.markup import escape
+
+    from harness import tune as tune_mod
+
+    abl = ablation_mod.load(name)
+    prof_name, plans = tune_mod.plan_studies(abl, profile, overrides, tasks, variants, _data_dir())
+    if storage is None:  # the default storage lives in the results directory
+        _check_results_dir(results)
+    torch.set_num_threads(threads)
+    done = tune_mod.tune(abl, prof_name, plans, results, trials=trials, overrides=overrides,
+                         storage=storage, data_dir=_data_dir(), pruner=pruner,
+                         heartbeat=heartbeat or tune_mod.HEARTBEAT_S, echo=lambda line: console.print(escape(line)))
+    table = RichTable(title="tuning (objective on the validation split)")
+    for col in ("study", "complete", "pruned", "failed (diverged)", "best value", "best parameters"):
+        table.add_column(col)
+    empty = []
+    for study_plan, c in done:
+        best = "–" if c["best_value"] is None else f"{c['best_value']:.4g}"
+        params = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items())
+        table.add_row(study_plan.name, str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})", best, params)
+        if c["best_value"] is None:
+            empty.append((study_plan.name, c))
+    if done:
+        console.print(table)
+    for study_name, c in empty:
+        console.print(f"[red]no complete trial[/] in {study_name}: {c['pruned']} pruned, {c['failed']} failed"
+                      + (f" (last failure: {c['last_reason']})" if c["last_reason"] else "")
+                      + "; `ablate run --tuned` will refuse this variant")
+    return 1 if empty else 0

@@ -51,7 +51,18 @@ class ModelSection(_Section):
 
 
 class AttentionSection(_Section):
+    """Attention, each key a registry name checked when the model config is built
+    (``harness.modules``): ``kernel`` (math, sdpa, flash, linear), ``qkv`` (separate, fused,
+    shared), ``scale`` (d_head: 1/sqrt(d_model / n_heads); d_model: 1/sqrt(d_model)),
+    ``mask_fill`` (-inf, -1e9, -1e4, dtype_min; written into the scores by kernel ``math`` only,
+    other kernels accept only -inf) and ``head_split`` (correct, transpose_missing: a deliberately
+    wrong negative control)."""
+
     kernel: str = "sdpa"
+    qkv: str = "separate"
+    scale: str = "d_head"
+    mask_fill: str = "-inf"
+    head_split: str = "correct"
 
 
 class BlockSection(_Section):
@@ -60,12 +71,39 @@ class BlockSection(_Section):
 
 
 class FFNSection(_Section):
-    d_ff: int | None = Field(None, gt=0, description="None: 4 x d_model")
+    """Feed-forward width and activation (relu, gelu, swiglu).
+
+    The hidden width is ``d_ff`` (absolute) or ``d_ff_mult`` x ``model.d_model`` (rounded to the
+    nearest integer); set at most one of them (both is an error), neither means 4 x d_model.
+    With ``swiglu`` the width is that of the gated hidden layer: the FFN then has 3 d_model x
+    d_ff weights instead of 2 (set d_ff_mult 8/3 for the parameters of a 4x ungated FFN).
+    """
+
+    d_ff: int | None = Field(None, gt=0, description="None: d_ff_mult x d_model, else 4 x d_model")
+    d_ff_mult: float | None = Field(None, gt=0, description="hidden width as a multiple of d_model")
     activation: str = "gelu"
+
+    @model_validator(mode="after")
+    def _one_width(self) -> FFNSection:
+        if self.d_ff is not None and self.d_ff_mult is not None:
+            raise ValueError(f"set ffn.d_ff ({self.d_ff}) or ffn.d_ff_mult ({self.d_ff_mult}), not both")
+        return self
+
+    def width(self, d_model: int) -> int | None:
+        """The hidden width for ``d_model``; None for the model's default (4 x d_model)."""
+        if self.d_ff_mult is not None:
+            return max(1, round(self.d_ff_mult * d_model))
+        return self.d_ff
 
 
 class TrainSection(_Section):
-    """Optimisation. AdamW; linear warm-up then cosine decay to ``min_lr_ratio`` x lr."""
+    """Optimisation. AdamW; linear warm-up then cosine decay to ``min_lr_ratio`` x lr.
+
+    ``precision``: the run records the precision that actually ran. ``16-mixed`` is float16
+    autocast with a gradient scaler on CUDA *and* on CPU (Lightning alone would silently run
+    bfloat16 on CPU; the training layer passes its own float16 plugin instead). ``16-true`` casts
+    the weights to float16 and uses AdamW eps 1e-4 (the default 1e-8 is 0 in float16).
+    """
 
     steps: int = Field(1000, gt=0)
     batch_size: int = Field(32, gt=0)
@@ -75,7 +113,8 @@ class TrainSection(_Section):
     min_lr_ratio: float = Field(0.1, ge=0, le=1)
     weight_decay: float = Field(0.1, ge=0)
     grad_clip: float = Field(1.0, ge=0, description="0 disables clipping")
-    precision: Literal["32-true", "bf16-mixed"] = "32-true"
+    precision: Literal["32-true", "bf16-mixed", "16-mixed", "16-true"] = Field(
+        "32-true", description="16-mixed on CPU: float16 autocast (never bf16); 16-true: AdamW eps 1e-4")
     val_every: int = Field(100, gt=0, description="steps between validation passes at length L")
 
 
@@ -84,6 +123,9 @@ class EvalSection(_Section):
     n_examples: int = Field(256, gt=0, description="test examples per evaluation length")
     val_examples: int = Field(128, gt=0, description="validation examples (length L) per pass")
     batch_size: int = Field(64, gt=0)
+    probes: list[Literal["grad_norm_init", "leakage", "masked_attention"]] = Field(
+        default_factory=list, description="extra measurements (harness/measure.py): gradient norm per "
+        "layer at init, causal leakage and attention on masked keys at init and after training")
 
     @model_validator(mode="after")
     def _multipliers(self) -> EvalSection:
@@ -112,9 +154,26 @@ class RunConfig(_Section):
             )
         return self
 
+    def hash_dump(self) -> dict[str, Any]:
+        """``model_dump(mode="json")`` without the :data:`ADDED_KEYS` that hold their default:
+        what a run id hashes, so that runs stored before those keys existed keep their ids."""
+        data = self.model_dump(mode="json")
+        for path, default in ADDED_KEYS.items():
+            section, key = path.split(".")
+            if data[section].get(key) == default:
+                data[section].pop(key, None)
+        return data
+
     def eval_lengths(self) -> list[int]:
         """Evaluation lengths in tokens, one per multiplier of ``train.seq_len``."""
         return [m * self.train.seq_len for m in self.eval.length_multipliers]
+
+
+ADDED_KEYS: dict[str, Any] = {
+    "attention.qkv": "separate", "attention.scale": "d_head", "attention.mask_fill": "-inf",
+    "attention.head_split": "correct", "ffn.d_ff_mult": None, "eval.probes": [],
+}
+"""Keys added after run ids were first stored, with their defaults (see ``RunConfig.hash_dump``)."""
 
 
 def valid_paths(model: type[BaseModel] = RunConfig, prefix: str = "") -> list[str]:

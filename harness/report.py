@@ -67,8 +67,12 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
     return "inconclusive", lines
 
 
-def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir: Path | None = None) -> Path:
-    """Write the markdown report and its PNG figures under ``out``; returns the markdown path."""
+def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir: Path | None = None,
+                 storage: str | None = None) -> Path:
+    """Write the markdown report and its PNG figures under ``out``; returns the markdown path.
+
+    ``storage``: the Optuna storage URL of a "Tuning" section (default ``<results>/optuna.db``);
+    the section appears when that storage holds studies of this ablation and profile."""
     result = analyse(abl, profile, results)
     path = report_path(abl, profile, out)
     fig_dir = Path(out) / "figures"
@@ -82,11 +86,19 @@ def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir
     parts += _setup_section(abl, profile, records)
     parts += _results_section(abl, profile, result, fig_dir, path.parent)
     parts += _failures_section(result)
+    parts += _tuning_section(abl, profile, results, storage, fig_dir, path.parent)
     if abl.notes:
         parts += ["## Notes on the design", "", abl.notes, ""]
     parts += ["## Reproduce", "", "```", *_commands(abl, profile, records), "```", ""]
     path.write_text("\n".join(parts))
     return path
+
+
+def _tuning_section(abl: Ablation, profile: str, results: Path, storage: str | None, fig_dir: Path,
+                    md_dir: Path) -> list[str]:
+    from harness.tune_report import tuning_section
+
+    return tuning_section(abl, profile, results, storage, fig_dir, md_dir)
 
 
 def _claims_section(abl: Ablation, result: Analysis) -> list[str]:
@@ -126,7 +138,7 @@ def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -
             f"{m['n_layers']} layers, d_ff {c['ffn']['d_ff'] or 4 * m['d_model']}, {c['block']['norm_position']}-"
             f"{c['block']['norm']}, {c['ffn']['activation']}, kernel {c['attention']['kernel']}; "
             f"{t['steps']} steps x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
-            f"(warm-up {t['warmup_steps']}, cosine to {t['min_lr_ratio']:g} x), weight decay {t['weight_decay']:g}, "
+            f"(warm-up {t['warmup_steps']}, {_decay(t['min_lr_ratio'])}), weight decay {t['weight_decay']:g}, "
             f"precision {r.get('precision', t['precision'])}; evaluated on {e['n_examples']} held-out examples at "
             f"{', '.join(str(x * t['seq_len']) for x in e['length_multipliers'])} tokens; primary "
             f"`{entry.primary.metric}`" + (f"; gate `{entry.gate.describe()}`" if entry.gate else "") +
@@ -144,6 +156,10 @@ def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -
             f"- Runs: {len(records)} in the store ({len(ok)} ok); summed run wall time {total / 60:.1f} min.",
         ]
     return lines + [""]
+
+
+def _decay(min_ratio: float) -> str:
+    return "then constant" if min_ratio == 1 else f"cosine to {min_ratio:g} x"
 
 
 def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Path, md_dir: Path) -> list[str]:
@@ -169,8 +185,12 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
         fig = figures.metric_vs_length(rows, base, variants, train_len, f"{task}: {base} against evaluation length",
                                        fig_dir / f"{stem}-{task}-{base}-vs-length.png")
         lines += [f"![{task}: {base} against length]({fig.relative_to(md_dir).as_posix()})", ""]
-        for table in tables:
+        for table in _report_tables(tables, base):
             lines += [f"**{title(table)}**", "", markdown(table), ""]
+        others = sorted({t.metric for t in tables} - {t.metric for t in _report_tables(tables, base)})
+        if others:
+            lines += [f"Other metrics ({', '.join(f'`{m}`' for m in others)}): "
+                      f"`ablate compare {abl.name} --profile {profile} --metric NAME`.", ""]
         hist = _history(result, task)
         if not hist.empty:
             metric = "acc" if "acc" in hist else "loss"
@@ -178,6 +198,13 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
                                             fig_dir / f"{stem}-{task}-validation-{metric}.png")
             lines += [f"![{task}: validation curves]({fig.relative_to(md_dir).as_posix()})", ""]
     return lines
+
+
+def _report_tables(tables: list, base: str) -> list:
+    """The primary metric at every length, then the convergence metric; the rest stays in
+    ``ablate compare`` so that the report is not drowned in exploratory tables."""
+    keep = [t for t in tables if t.metric.split("@")[0] == base]
+    return keep + [t for t in tables if t.metric == "steps_to_target"]
 
 
 def _train_len(result: Analysis, task: str) -> int:
@@ -202,8 +229,15 @@ def _history(result: Analysis, task: str) -> pd.DataFrame:
         if rec["task"] != task or rec.get("status") != "ok":
             continue
         f = run_dir(result.results, rec["ablation"], rec["profile"], rec["run_id"]) / "history.csv"
-        if f.exists():
-            frames.append(pd.read_csv(f).assign(variant=rec["variant_label"], seed=rec["seed"]))
+        try:
+            frame = pd.read_csv(f)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:  # a damaged curve: reported, never fatal
+            result.scan.problems.append(f"{f}: unreadable validation history ({type(exc).__name__})")
+            continue
+        if {"step", "loss"} <= set(frame.columns):
+            frames.append(frame.assign(variant=rec["variant_label"], seed=rec["seed"]))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -214,10 +248,19 @@ def _failures_section(result: Analysis) -> list[str]:
     if bad.empty and not result.scan.problems:
         return lines + ["None: every run finished and passed its task's gate.", ""]
     for _, r in bad.sort_values(["task", "variant", "seed"]).iterrows():
-        why = r["reason"] if r["status"] != "ok" else "below the gate (did not learn the task at L)"
-        lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{r['status']}** — {why}")
+        why = r["reason"] if r["status"] != "ok" else _gate_reason(result, r)
+        status = r["status"] if r["status"] != "ok" else "below gate"
+        lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{status}** — {why}")
     lines += [f"- unreadable store entry: `{p}`" for p in result.scan.problems]
     return lines + [""]
+
+
+def _gate_reason(result: Analysis, run: pd.Series) -> str:
+    gate = result.ablation.tasks[run["task"]].gate
+    rec = next(x for x in result.scan.records if x["run_id"] == run["run_id"])
+    value = (rec.get("metrics") or {}).get(gate.metric)
+    return (f"did not learn the task at L: `{gate.metric}` = {value:.4g}, gate {gate.describe()}; "
+            "left out of the comparisons beyond L")
 
 
 def _commands(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> list[str]:

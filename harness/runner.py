@@ -22,6 +22,7 @@ from typing import Any
 
 from harness import __version__
 from harness.ablation import Ablation
+from harness.attempts import RunOptions
 from harness.config import RunConfig, apply_overrides, build_config, config_hash, parse_override
 from harness.errors import AblateError
 from harness.store import read_record, run_dir, write_json_atomic
@@ -29,7 +30,11 @@ from harness.store import read_record, run_dir, write_json_atomic
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of a grid: a resolved config, a task and a seed."""
+    """One run of a grid: a resolved config, a task and a seed.
+
+    ``tuned_params`` (``ablate run --tuned``): the Optuna study's best parameters, already merged
+    into ``config``; such runs are stored under profile ``<profile>+tuned`` (harness/tune.py).
+    """
 
     ablation: str
     profile: str
@@ -40,11 +45,15 @@ class RunSpec:
     variant_label: str
     seed: int
     config: RunConfig
+    tuned_params: dict[str, Any] | None = None
 
     def payload(self) -> dict[str, Any]:
         """What the run id hashes: everything that determines the run's numbers."""
-        return {"task": self.task, "task_version": self.task_version, "task_params": self.task_params,
-                "config": self.config.model_dump(mode="json"), "seed": self.seed}
+        out = {"task": self.task, "task_version": self.task_version, "task_params": self.task_params,
+               "config": self.config.hash_dump(), "seed": self.seed}
+        if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
+            out["tuned_params"] = self.tuned_params
+        return out
 
     @property
     def run_id(self) -> str:
@@ -69,13 +78,28 @@ def transformer_config(cfg: RunConfig, vocab_size: int):
     """The pure-torch model config of a run (``harness.modules.TransformerConfig``)."""
     from harness.modules import TransformerConfig
 
-    m = cfg.model
+    m, a = cfg.model, cfg.attention
     return TransformerConfig(
         vocab_size=vocab_size, d_model=m.d_model, n_heads=m.n_heads, n_layers=m.n_layers,
-        d_ff=cfg.ffn.d_ff, max_len=m.max_len, position=m.position, kernel=cfg.attention.kernel,
+        d_ff=cfg.ffn.width(m.d_model), max_len=m.max_len, position=m.position, kernel=a.kernel,
+        qkv=a.qkv, scale=a.scale, mask_fill=a.mask_fill, head_split=a.head_split,
         norm=cfg.block.norm, norm_position=cfg.block.norm_position, activation=cfg.ffn.activation,
         dropout=m.dropout, learned_init_std=m.learned_init_std, tie_embeddings=m.tie_embeddings,
     )
+
+
+def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) -> None:
+    """The attention kernel can run where this process would train (e.g. ``flash``: never a
+    silent fallback to another backend), with the run's dtype and masks."""
+    from harness.modules import KERNELS, POSITIONAL
+    from harness.precision import compute_dtype, run_device
+
+    with_mask = POSITIONAL.get(mcfg.position).adds_bias() or getattr(task, "pad_id", None) is not None
+    try:
+        KERNELS.get(mcfg.kernel).check_available(run_device(), compute_dtype(cfg.train.precision),
+                                                 with_mask=with_mask, dropout=mcfg.dropout)
+    except ValueError as exc:
+        raise AblateError(f"{where}: {exc}") from None
 
 
 def _check_variant(cfg: RunConfig, task: Any, where: str) -> None:
@@ -86,6 +110,7 @@ def _check_variant(cfg: RunConfig, task: Any, where: str) -> None:
         mcfg = transformer_config(cfg, task.vocab_size)
     except (KeyError, ValueError) as exc:
         raise AblateError(f"{where}: {exc}") from None
+    _check_kernel_available(cfg, mcfg, task, where)
     longest = max(cfg.eval_lengths())
     capacity = POSITIONAL.get(mcfg.position).max_positions(mcfg)
     if capacity is not None and longest > capacity:
@@ -167,43 +192,83 @@ def git_commit() -> str | None:
 
 
 def execute(spec: RunSpec, results: Path, wandb_mode: str = "off", data_dir: Path | None = None,
-            abl: Ablation | None = None, commit: str | None = None) -> dict[str, Any]:
-    """Run one spec and write its record; returns the record. Never raises for a bad run."""
-    import shutil
+            abl: Ablation | None = None, commit: str | None = None,
+            options: RunOptions | None = None) -> dict[str, Any]:
+    """Claim one spec, run it and write its record; returns the record. Never raises for a bad run.
 
+    A finished run is returned as stored, unless ``options.retry`` names that very attempt (it
+    is then archived as ``record.attempt-N.json`` and run again). A run another live process
+    has claimed is not touched: the returned entry has status ``claimed`` and is not stored.
+    An interrupted attempt resumes from its last checkpoint (``options.resume``).
+    """
+    from harness import attempts
+    from harness.locks import append_event, holder, try_claim
+
+    opts = options or RunOptions()
+    folder = run_dir(results, spec.ablation, spec.profile, spec.run_id)
+    if (done := read_record(folder)) is not None and not opts.wants_retry(done):
+        return done
+    claim = try_claim(folder, opts.claim_timeout)
+    if claim is None:
+        return attempts.claimed_elsewhere(spec, holder(folder))
+    with claim:
+        if (done := read_record(folder)) is not None and not opts.wants_retry(done):
+            return done  # finished by another process since we looked
+        if done is not None:
+            attempts.archive(folder, done)
+        attempts.prepare(folder, opts.resume)
+        record = _attempt(spec, folder, results, wandb_mode, data_dir, abl, commit, opts)
+        if claim.took_over:
+            record["took_over"] = claim.took_over
+        write_json_atomic(folder / "record.json", record)
+        append_event(folder, "finish", status=record["status"], attempt=record["attempt"])
+        attempts.finish(folder, opts.keep_checkpoints)
+    return record
+
+
+def _attempt(spec: RunSpec, folder: Path, results: Path, wandb_mode: str, data_dir: Path | None,
+             abl: Ablation | None, commit: str | None, opts: RunOptions) -> dict[str, Any]:
+    """Train and evaluate one claimed run; the record of the outcome (ok, diverged, failed, timeout)."""
     from tasks import build_task
 
+    from harness.attempts import CHECKPOINTS, archived_attempts
+    from harness.locks import append_event
+    from harness.redact import redact
+    from harness.callbacks import TimedOut
     from harness.training import Diverged, train_and_evaluate
 
-    folder = run_dir(results, spec.ablation, spec.profile, spec.run_id)
-    if (done := read_record(folder)) is not None:
-        return done
-    if folder.exists():  # an interrupted attempt: start afresh, nothing in it was finished
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
     record: dict[str, Any] = {
         "run_id": spec.run_id, "ablation": spec.ablation, "profile": spec.profile, "task": spec.task,
         "task_params": spec.task_params, "task_version": spec.task_version, "variant": spec.variant,
         "variant_label": spec.variant_label, "seed": spec.seed, "config": spec.config.model_dump(mode="json"),
+        **({"tuned_params": spec.tuned_params} if spec.tuned_params else {}),
         "started_at": datetime.now(timezone.utc).isoformat(), "commit": commit, **environment(),
+        "attempt": archived_attempts(folder) + 1,
     }
     t0 = time.perf_counter()
     try:
         task = build_task(spec.task, spec.task_params, data_dir=data_dir)
         target = abl.tasks[spec.task].target if abl is not None else None
         out = train_and_evaluate(transformer_config(spec.config, task.vocab_size), spec.config, task, spec.seed,
-                                 folder, target=target, wandb=_wandb_kwargs(spec, wandb_mode, results))
+                                 folder, target=target, wandb=_wandb_kwargs(spec, wandb_mode, results),
+                                 checkpoint_dir=folder / CHECKPOINTS, resume=opts.resume, timeout_s=opts.run_timeout,
+                                 devices=opts.devices, strategy=opts.strategy)
         history = out.pop("history")
         record.update(status="ok", reason=None, **out)
         _write_history(folder, history)
+        if out.get("resumed_from_step"):
+            append_event(folder, "resume", step=out["resumed_from_step"])
     except Diverged as exc:
-        record.update(status="diverged", reason=str(exc), diverged_step=exc.step, last_finite_loss=exc.last_finite)
+        record.update(status="diverged", reason=str(exc), diverged_step=exc.step, last_finite_loss=exc.last_finite,
+                      metrics=getattr(exc, "partial_metrics", {}))  # probes measured before training
+    except TimedOut as exc:
+        record.update(status="timeout", reason=str(exc), timeout_step=exc.step, run_timeout_s=exc.limit)
     except Exception as exc:  # a bad run is data: record it and let the grid go on
-        (folder / "traceback.txt").write_text(traceback.format_exc())
-        record.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
+        (folder / "traceback.txt").write_text(redact(traceback.format_exc()))
+        record.update(status="failed", reason=redact(f"{type(exc).__name__}: {exc}"),
+                      metrics=getattr(exc, "partial_metrics", {}))
     record["wall_time_s"] = time.perf_counter() - t0
     record["finished_at"] = datetime.now(timezone.utc).isoformat()
-    write_json_atomic(folder / "record.json", record)
     return record
 
 

@@ -19,8 +19,10 @@ def _num(x: Any, digits: int = 4) -> str:
     if isinstance(x, float) and math.isinf(x):
         return "∞" if x > 0 else "-∞"
     x = float(x)
-    if x != 0 and (abs(x) >= 1e5 or abs(x) < 1e-3):
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
         return f"{x:.2e}"
+    if abs(x) >= 10 ** digits:  # e.g. steps: 1267, not 1.27e+03
+        return f"{x:.0f}"
     return f"{x:.{digits}g}"
 
 
@@ -39,10 +41,10 @@ def formatted(table: Table) -> pd.DataFrame:
         if r.get("below_gate"):
             excl.append(f"{int(r['below_gate'])} below gate")
         if r.get("not_ok"):
-            excl.append(f"{int(r['not_ok'])} failed/diverged")
+            excl.append(f"{int(r['not_ok'])} failed/diverged/timeout")
         rows.append({
             "variant": f"{r['variant']} (baseline)" if base else r["variant"],
-            "n": "0" if pd.isna(r.get("n")) else str(int(r["n"])),
+            "n": ("0" if pd.isna(r.get("n")) else str(int(r["n"]))) + (f"/{int(r['planned'])}" if r.get("planned") else ""),
             "excluded": ", ".join(excl) or "0",
             "mean ± SD": f"{_num(r.get('mean'))} ± {_num(r.get('sd'), 2)}",
             "95% CI": f"[{_num(r.get('ci_low'))}, {_num(r.get('ci_high'))}]",
@@ -55,7 +57,7 @@ def formatted(table: Table) -> pd.DataFrame:
             "p adj": "" if base else _p(r.get("p_adj")),
             "MDE": "" if base else _num(r.get("mde"), 3),
             "verdict": "" if base else str(r.get("verdict") if isinstance(r.get("verdict"), str) else "–"),
-            "params": _num(r.get("n_params"), 6) if not pd.isna(r.get("n_params")) else "–",
+            "params": f"{int(r['n_params']):,}" if not pd.isna(r.get("n_params")) else "–",
             "s/run": _num(r.get("wall_time_s"), 3),
         })
     return pd.DataFrame(rows, columns=HEADERS)
@@ -67,7 +69,7 @@ def title(table: Table) -> str:
 
 
 def markdown(table: Table) -> str:
-    return formatted(table).to_markdown(index=False)
+    return formatted(table).to_markdown(index=False, disable_numparse=True)
 
 
 def render(tables: list[Table], fmt: str, console: Any = None) -> Any:

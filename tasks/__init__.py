@@ -22,6 +22,7 @@ TASKS: Registry[type[Task]] = Registry("task")
 from tasks import copy  # noqa: E402,F401  isort: skip
 from tasks import associative_recall  # noqa: E402,F401  isort: skip
 from tasks import tinyshakespeare  # noqa: E402,F401  isort: skip
+from tasks import padded  # noqa: E402,F401  isort: skip
 from tasks.tinyshakespeare import DataChecksumError  # noqa: E402  isort: skip
 
 

@@ -14,13 +14,16 @@ Zoology. Every split draws from the same distribution.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pydantic
-import torch
-from torch import Tensor
 
 from tasks import TASKS
 from tasks.base import IGNORE_INDEX, Split, Task, TaskParams
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 FILLER = 0
 
@@ -80,6 +83,8 @@ class AssociativeRecall(Task):
 
         targets = np.full((n, seq_len), IGNORE_INDEX, dtype=np.int64)             # (N, T)
         targets[rows, query_pos] = seq[rows, query_pos + 1]
+        import torch
+
         return torch.from_numpy(seq[:, :-1].copy()), torch.from_numpy(targets)
 
 

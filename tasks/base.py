@@ -11,14 +11,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pydantic
-import torch
-from torch import Tensor
 
 from harness.registry import did_you_mean
+
+if TYPE_CHECKING:  # torch is imported where tensors are made: `ablate list` stays fast
+    from torch import Tensor
 
 IGNORE_INDEX = -100
 """Target value for positions that take no loss (PyTorch's ``cross_entropy`` default)."""
@@ -114,6 +115,8 @@ class Task(ABC):
                              f"{self.min_seq_len}, got {seq_len!r}")
         inputs, targets = self._generate(int(n), int(seq_len), rng, split)
         assert inputs.shape == targets.shape == (n, seq_len), (inputs.shape, targets.shape)
+        import torch
+
         assert inputs.dtype == targets.dtype == torch.long
         return inputs, targets
 

@@ -13,15 +13,16 @@ Training rows draw ``n`` uniformly from ``min_len .. T // 2``; evaluation rows (
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pydantic
-import torch
-from torch import Tensor
 
 from tasks import TASKS
 from tasks.base import IGNORE_INDEX, Split, Task, TaskParams
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 PAD = 0
 SEP = 1
@@ -71,6 +72,8 @@ class Copy(Task):
         scored = (pos >= lens) & (pos < 2 * lens)      # input positions whose next token is y_i
         targets = np.where(scored, seq[:, 1:], IGNORE_INDEX)                    # (N, T)
         inputs = np.where(pos < 2 * lens, seq[:, :-1], PAD)   # y_n is only ever a target
+        import torch
+
         return torch.from_numpy(inputs), torch.from_numpy(targets)
 
 

@@ -20,14 +20,15 @@ import tempfile
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from tasks import TASKS
 from tasks.base import DataUnavailableError, Split, Task
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 FILENAME = "tinyshakespeare.txt"
 URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
@@ -98,6 +99,8 @@ def load_encoded(data_dir: Path | None = None) -> Tensor:
         lut[np.frombuffer(VOCAB.encode("ascii"), dtype=np.uint8)] = np.arange(len(VOCAB))
         ids = lut[raw]
         assert (ids != 255).all(), "a character outside VOCAB in a checksum-verified file"
+        import torch
+
         _ENCODED[path] = torch.from_numpy(ids)
     return _ENCODED[path]
 
@@ -144,6 +147,8 @@ class TinyShakespeare(Task):
             self._data = load_encoded(self.data_dir)
         data = self._data
         offsets = start + rng.integers(0, stop - start - seq_len, size=n)       # (N,)
+        import torch
+
         idx = torch.from_numpy(offsets)[:, None] + torch.arange(seq_len + 1)    # (N, T + 1)
         windows = data[idx].long()                                              # (N, T + 1)
         return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()

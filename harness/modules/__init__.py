@@ -11,10 +11,21 @@ Shape notation, used in docstrings and at every reshape:
     V  vocabulary size
 
 Each component family is a ``harness.registry.Registry``; importing this package registers
-every entry: ``POSITIONAL`` (positional.py), ``KERNELS`` (attention.py), ``NORMS`` (norms.py),
-``ACTIVATIONS`` (ffn.py) and ``BLOCKS`` (transformer.py).
+every entry: ``POSITIONAL`` (positional.py), ``KERNELS`` and ``MASK_FILLS`` (kernels.py,
+linear_attention.py), ``QKV``, ``SCALES`` and ``HEAD_SPLITS`` (attention.py), ``NORMS``
+(norms.py), ``ACTIVATIONS`` (ffn.py) and ``BLOCKS`` (transformer.py). Probes that measure a
+model rather than train it (causal leakage, attention on masked keys, gradient norms per layer)
+are in probes.py.
 """
-from harness.modules.attention import KERNELS, AttentionKernel, MultiHeadAttention
+from harness.modules.attention import (
+    HEAD_SPLITS,
+    KERNELS,
+    MASK_FILLS,
+    QKV,
+    SCALES,
+    AttentionKernel,
+    MultiHeadAttention,
+)
 from harness.modules.ffn import ACTIVATIONS, FeedForward
 from harness.modules.norms import NORMS
 from harness.modules.positional import POSITIONAL, PositionalEncoding
@@ -23,9 +34,13 @@ from harness.modules.transformer import BLOCKS, TransformerConfig, TransformerLM
 __all__ = [
     "ACTIVATIONS",
     "BLOCKS",
+    "HEAD_SPLITS",
     "KERNELS",
+    "MASK_FILLS",
     "NORMS",
     "POSITIONAL",
+    "QKV",
+    "SCALES",
     "AttentionKernel",
     "FeedForward",
     "MultiHeadAttention",

@@ -1,111 +1,142 @@
-"""Causal attention: kernels (how softmax(q k^T / sqrt(D) + bias) v is computed) and the
-multi-head layer that wires projections, positional hooks and a kernel.
+"""Causal multi-head self-attention: projections, head split, scale and a kernel, each by name.
 
-Kernels are built as ``KERNELS.get(name)(dropout=p)``; every kernel is causal and takes the
-additive float bias (H, T, S) of the positional encoding. Queries are the last T of the S key
-positions (T == S without a KV cache, which this package does not implement).
+Registries defined here:
+
+- ``QKV``: how q, k, v are projected from x: ``separate`` (three C x C matrices), ``fused``
+  (one C x 3C matrix, the same function), ``shared`` (one C x C matrix used for q, k and v).
+- ``SCALES``: the factor on ``q k^T``: ``d_head`` (1/sqrt(D), Vaswani et al., 2017) or
+  ``d_model`` (1/sqrt(C), smaller by sqrt(H)).
+- ``HEAD_SPLITS``: ``correct`` (view then transpose) or ``transpose_missing``, a deliberately
+  wrong negative control.
+
+The kernels (``KERNELS``: math, sdpa, flash, linear) are in :mod:`harness.modules.kernels` and
+:mod:`harness.modules.linear_attention`; they are re-exported here.
 """
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
+from collections.abc import Callable
+
 from torch import Tensor, nn
 
+from harness.modules.kernels import KERNELS, MASK_FILLS, AttentionKernel, causal_mask
+from harness.modules.linear_attention import LinearAttention
 from harness.modules.positional import PositionalEncoding
 from harness.registry import Registry
 
-KERNELS: Registry[type[AttentionKernel]] = Registry("attention kernel")
+__all__ = ["HEAD_SPLITS", "KERNELS", "MASK_FILLS", "QKV", "SCALES", "AttentionKernel", "LinearAttention",
+           "MultiHeadAttention", "causal_mask"]
+
+QKV: Registry[type[nn.Module]] = Registry("q/k/v projection")
+SCALES: Registry[Callable[[int, int], float]] = Registry("attention scale")
+HEAD_SPLITS: Registry[type[HeadSplit]] = Registry("head split")
+
+SCALES.register("d_head")(lambda d_model, n_heads: (d_model // n_heads) ** -0.5)  # Vaswani et al. (2017), Eq. 1
+SCALES.register("d_model")(lambda d_model, n_heads: d_model**-0.5)  # the claimed mistake (claim scale-dk)
 
 
-def causal_mask(t: int, s: int, device: torch.device | None = None) -> Tensor:
-    """Boolean (T, S), True where key ``j`` lies after query ``i`` (at position ``i + S - T``).
-
-    Raises:
-        ValueError: ``T > S`` (some queries would have no key).
-    """
-    if t > s:
-        raise ValueError(f"causal attention needs T <= S, got T={t}, S={s}")
-    return torch.ones(t, s, dtype=torch.bool, device=device).triu(s - t + 1)
-
-
-class AttentionKernel(nn.Module):
-    """Base: causal scaled dot-product attention with an optional additive bias.
+@QKV.register("separate")
+class SeparateQKV(nn.Module):
+    """Three projections ``q = x Wq + bq``, ``k = x Wk + bk``, ``v = x Wv + bv`` (3 C^2 weights).
 
     Args:
-        dropout: dropout probability on the attention weights, applied only in training.
+        d_model: C.
+        bias: whether the projections have biases.
     """
 
-    def __init__(self, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, bias: bool = True) -> None:
         super().__init__()
-        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(
-        self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        """Causal attention.
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(B, T, C) -> q, k, v, each (B, T, C)."""
+        return self.q_proj(x), self.k_proj(x), self.v_proj(x)
 
-        Args:
-            q: (B, H, T, D) queries.
-            k: (B, H, S, D) keys.
-            v: (B, H, S, D) values.
-            bias: additive float (H, T, S), cast to the scores' dtype; ``None`` for no bias.
-            need_weights: also return the attention weights.
 
-        Returns:
-            out (B, H, T, D) and weights (B, H, T, S) before dropout, or ``None``.
-        """
+@QKV.register("fused")
+class FusedQKV(nn.Module):
+    """One (C, 3C) projection split into q, k, v (GPT-2's ``c_attn``): the same function as
+    ``separate``, as one matrix multiply (rows ``[Wq; Wk; Wv]`` of the weight)."""
+
+    def __init__(self, d_model: int, bias: bool = True) -> None:
+        super().__init__()
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(B, T, C) -> q, k, v, each (B, T, C)."""
+        q, k, v = self.qkv_proj(x).chunk(3, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
+        return q, k, v
+
+
+@QKV.register("shared")
+class SharedQKV(nn.Module):
+    """One projection ``y = x W + b`` used as q, k and v alike (C^2 weights instead of 3 C^2):
+    what claim ``qkv-shared`` says removes the difference between "what I look for" and "what I
+    offer". The scores ``y y^T`` are then symmetric before the mask and positional hooks."""
+
+    def __init__(self, d_model: int, bias: bool = True) -> None:
+        super().__init__()
+        self.proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(B, T, C) -> q = k = v, (B, T, C)."""
+        y = self.proj(x)
+        return y, y, y
+
+
+class HeadSplit:
+    """How (B, T, C) is cut into heads (B, H, T, D) and put back (the exact inverse)."""
+
+    @staticmethod
+    def split(x: Tensor, n_heads: int) -> Tensor:
+        raise NotImplementedError
+
+    @staticmethod
+    def merge(y: Tensor) -> Tensor:
         raise NotImplementedError
 
 
-@KERNELS.register("math")
-class MathAttention(AttentionKernel):
-    """Explicit scores, as written in Vaswani et al. (2017), Eq. 1: ``q @ k^T / sqrt(D) + bias``,
-    causal mask filled with -inf in the scores' dtype, softmax in float32 then cast back.
-    The reference kernel; the only one that returns weights. Memory O(B H T S).
+@HEAD_SPLITS.register("correct")
+class CorrectSplit(HeadSplit):
+    """``x.view(B, T, H, D).transpose(1, 2)``: head h holds channels ``h*D .. h*D + D - 1`` of
+    every position (Vaswani et al., 2017; nanoGPT)."""
+
+    @staticmethod
+    def split(x: Tensor, n_heads: int) -> Tensor:
+        B, T, C = x.shape
+        return x.view(B, T, n_heads, C // n_heads).transpose(1, 2)  # (B, H, T, D)
+
+    @staticmethod
+    def merge(y: Tensor) -> Tensor:
+        B, H, T, D = y.shape
+        return y.transpose(1, 2).contiguous().view(B, T, H * D)  # (B, T, C)
+
+
+@HEAD_SPLITS.register("transpose_missing")
+class TransposeMissingSplit(HeadSplit):
+    """The bug of claim ``head-split-bug``, kept as a negative control: ``x.view(B, H, T, D)``
+    without the transpose. Shapes are right, so nothing fails; but "head" h now holds positions
+    ``h*T/H ..`` of the sequence cut into D-wide pieces, and "position" i of a head is the piece
+    ``(h*T + i) mod H`` of token ``(h*T + i) // H``. Token order is kept within a head, so the
+    model stays causal: it is a different, worse function, not a leak. Merge is its inverse.
     """
 
-    def forward(
-        self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        t, s = q.size(-2), k.size(-2)
-        scores = (q @ k.transpose(-2, -1)) * q.size(-1) ** -0.5  # (B, H, T, S)
-        if bias is not None:
-            scores = scores + bias.to(scores.dtype)  # (H, T, S) broadcast over B
-        scores = scores.masked_fill(causal_mask(t, s, q.device), float("-inf"))
-        weights = F.softmax(scores.float(), dim=-1).to(q.dtype)  # (B, H, T, S)
-        out = F.dropout(weights, self.dropout, self.training) @ v  # (B, H, T, D)
-        return out, (weights if need_weights else None)
+    @staticmethod
+    def split(x: Tensor, n_heads: int) -> Tensor:
+        B, T, C = x.shape
+        return x.contiguous().view(B, n_heads, T, C // n_heads)  # (B, H, T, D) in shape only
 
-
-@KERNELS.register("sdpa")
-class SDPAttention(AttentionKernel):
-    """``torch.nn.functional.scaled_dot_product_attention``, which dispatches to a fused kernel
-    (FlashAttention, memory-efficient or math) for the device and dtype. Without a bias and with
-    T == S it uses ``is_causal=True``; otherwise the bias and the causal mask are folded into one
-    float ``attn_mask`` (-inf above the diagonal). Does not return weights.
-    """
-
-    def forward(
-        self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
-        if need_weights:
-            raise ValueError("kernel 'sdpa' does not return attention weights; use kernel 'math'")
-        t, s = q.size(-2), k.size(-2)
-        p = self.dropout if self.training else 0.0
-        if bias is None and t == s:
-            return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True), None
-        mask = causal_mask(t, s, q.device)  # (T, S)
-        if bias is None:
-            attn_mask = torch.zeros(t, s, dtype=q.dtype, device=q.device)  # (T, S)
-        else:
-            attn_mask = bias.to(q.dtype)  # (H, T, S)
-        attn_mask = attn_mask.masked_fill(mask, float("-inf"))
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p), None
+    @staticmethod
+    def merge(y: Tensor) -> Tensor:
+        B, H, T, D = y.shape
+        return y.contiguous().view(B, T, H * D)  # (B, T, C)
 
 
 class MultiHeadAttention(nn.Module):
-    """Causal multi-head self-attention (Vaswani et al., 2017, §3.2.2) with separate q/k/v
-    projections, positional hooks (``rotate_qk``, ``attention_bias``) and a registered kernel.
+    """Causal multi-head self-attention (Vaswani et al., 2017, §3.2.2) with registered q/k/v
+    projections, head split, score scale and kernel, and the positional hooks (``rotate_qk``,
+    ``attention_bias``).
 
     Args:
         d_model: C, the model width.
@@ -113,46 +144,46 @@ class MultiHeadAttention(nn.Module):
         kernel: a ``KERNELS`` name.
         dropout: on the attention weights (inside the kernel) and on the output projection.
         bias: whether the projections have biases.
+        qkv: a ``QKV`` name.
+        scale: a ``SCALES`` name.
+        mask_fill: a ``MASK_FILLS`` name (kernel ``math`` only).
+        head_split: a ``HEAD_SPLITS`` name.
 
     Raises:
         ValueError: ``d_model`` not divisible by ``n_heads``.
-        UnknownNameError: unknown kernel.
+        UnknownNameError: an unknown name.
     """
 
-    def __init__(
-        self, d_model: int, n_heads: int, kernel: str = "sdpa", dropout: float = 0.0, bias: bool = True
-    ) -> None:
+    def __init__(self, d_model: int, n_heads: int, kernel: str = "sdpa", dropout: float = 0.0, bias: bool = True,
+                 qkv: str = "separate", scale: str = "d_head", mask_fill: str = "-inf",
+                 head_split: str = "correct") -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads = n_heads
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.qkv = QKV.get(qkv)(d_model, bias=bias)
+        self.head_split = HEAD_SPLITS.get(head_split)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.kernel = KERNELS.get(kernel)(dropout=dropout)
+        self.kernel = KERNELS.get(kernel)(dropout=dropout, scale=SCALES.get(scale)(d_model, n_heads), mask_fill=mask_fill)
         self.resid_drop = nn.Dropout(dropout)
 
-    def forward(
-        self, x: Tensor, pos: PositionalEncoding, need_weights: bool = False
-    ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, x: Tensor, pos: PositionalEncoding, need_weights: bool = False,
+                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Self-attention over ``x``.
 
         Args:
             x: (B, T, C).
             pos: the positional encoding shared by all layers.
             need_weights: also return the weights (kernel 'math' only).
+            key_padding_mask: (B, T) bool, True for padding tokens no query may attend to.
 
         Returns:
             out (B, T, C) and weights (B, H, T, T) or ``None``.
         """
-        B, T, C = x.shape
-        H, D = self.n_heads, C // self.n_heads
-        q = self.q_proj(x).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
-        k = self.k_proj(x).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
-        v = self.v_proj(x).view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+        T = x.size(1)
+        q, k, v = (self.head_split.split(t, self.n_heads) for t in self.qkv(x))  # (B, H, T, D) each
         q, k = pos.rotate_qk(q, k)
         bias = pos.attention_bias(T, T)  # (H, T, T) or None
-        y, weights = self.kernel(q, k, v, bias, need_weights)  # (B, H, T, D)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
+        y, weights = self.kernel(q, k, v, bias, need_weights, key_padding_mask)  # (B, H, T, D)
+        y = self.head_split.merge(y)  # (B, T, C)
         return self.resid_drop(self.out_proj(y)), weights

@@ -1,6 +1,14 @@
-"""Position-wise feed-forward network and its activations (``ACTIVATIONS.get(name)()``)."""
+"""Position-wise feed-forward network and its activations (``ACTIVATIONS.get(name)()``).
+
+An activation class with ``gated = True`` (``swiglu``) receives a hidden vector twice as wide
+(``[a, b]``, each ``d_ff`` wide) and returns ``d_ff`` values; :class:`FeedForward` sizes its
+input projection accordingly.
+"""
 from __future__ import annotations
 
+from typing import ClassVar
+
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from harness.registry import Registry
@@ -13,14 +21,35 @@ ACTIVATIONS.register("relu")(nn.ReLU)
 ACTIVATIONS.register("gelu")(nn.GELU)
 
 
+@ACTIVATIONS.register("swiglu")
+class SwiGLU(nn.Module):
+    """The gated linear unit with Swish (SiLU) of Shazeer (2020), "GLU Variants Improve
+    Transformer", Eq. 6: ``FFN(x) = (Swish(x W) * (x V)) W2``. Here ``[x W, x V]`` is the output
+    of the FFN's input projection, split in halves: ``silu(a) * b``, (..., 2F) -> (..., F).
+
+    Parameters: the FFN then has three C x F matrices (3 C F weights, plus biases) instead of
+    two (2 C F): at the same ``d_ff`` SwiGLU has 1.5x the FFN parameters. Shazeer, and LLaMA,
+    shrink the hidden width to 2/3 to compare at equal parameters: set ``ffn.d_ff`` (or
+    ``ffn.d_ff_mult``) accordingly; the run records ``n_params`` either way. Unlike Shazeer we
+    keep the projections' biases (zero at init), like the other FFNs here.
+    """
+
+    gated: ClassVar[bool] = True
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(..., 2F) -> (..., F)."""
+        a, b = x.chunk(2, dim=-1)
+        return F.silu(a) * b
+
+
 class FeedForward(nn.Module):
     """``Linear(C, d_ff) -> activation -> Linear(d_ff, C) -> dropout`` (Vaswani et al., 2017,
-    §3.3), applied to each position independently. Ungated: a gated unit (SwiGLU) would need its
-    own module, not just an activation.
+    §3.3), applied to each position independently. With a gated activation (``swiglu``) the
+    input projection is ``Linear(C, 2 d_ff)`` and the activation gates one half with the other.
 
     Args:
         d_model: C.
-        d_ff: hidden width.
+        d_ff: hidden width F (after the gate, for gated activations).
         activation: an ``ACTIVATIONS`` name.
         dropout: on the output.
 
@@ -30,11 +59,13 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", dropout: float = 0.0) -> None:
         super().__init__()
-        self.fc_in = nn.Linear(d_model, d_ff)
-        self.act = ACTIVATIONS.get(activation)()
+        act_cls = ACTIVATIONS.get(activation)
+        width = 2 * d_ff if getattr(act_cls, "gated", False) else d_ff
+        self.fc_in = nn.Linear(d_model, width)
+        self.act = act_cls()
         self.fc_out = nn.Linear(d_ff, d_model)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         """(B, T, C) -> (B, T, C)."""
-        return self.drop(self.fc_out(self.act(self.fc_in(x))))  # hidden (B, T, d_ff)
+        return self.drop(self.fc_out(self.act(self.fc_in(x))))  # hidden (B, T, d_ff) or (B, T, 2 d_ff)

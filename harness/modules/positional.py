@@ -48,6 +48,11 @@ class PositionalEncoding(nn.Module):
         """Longest sequence the encoding can represent; ``None`` for any length."""
         return None
 
+    @classmethod
+    def adds_bias(cls) -> bool:
+        """Whether this encoding overrides :meth:`attention_bias` (kernels without a bias refuse it)."""
+        return cls.attention_bias is not PositionalEncoding.attention_bias
+
     def add_to_embeddings(self, x: Tensor) -> Tensor:
         """(B, T, C) -> (B, T, C)."""
         return x

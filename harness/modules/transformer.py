@@ -1,8 +1,9 @@
 """A decoder-only Transformer language model whose components are picked by name.
 
-``TransformerConfig`` holds the names (``position``, ``kernel``, ``norm``, ``norm_position``,
-``activation``) and is validated when built; ``TransformerLM`` wires the registered classes.
-Blocks are built as ``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos)``.
+``TransformerConfig`` holds the names (``position``, ``kernel``, ``qkv``, ``scale``,
+``mask_fill``, ``head_split``, ``norm``, ``norm_position``, ``activation``) and is validated when
+built; ``TransformerLM`` wires the registered classes. Blocks are built as
+``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos, key_padding_mask)``.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
-from harness.modules.attention import KERNELS, MultiHeadAttention
+from harness.modules.attention import HEAD_SPLITS, KERNELS, MASK_FILLS, QKV, SCALES, MultiHeadAttention
 from harness.modules.ffn import ACTIVATIONS, FeedForward
 from harness.modules.norms import NORMS
 from harness.modules.positional import POSITIONAL, PositionalEncoding
@@ -26,9 +27,11 @@ class TransformerConfig:
     """Architecture of a ``TransformerLM``; string fields name registry entries.
 
     Raises (when built):
-        ValueError: non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1), or a
+        ValueError: non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1), a
             config the positional encoding rejects (``learned`` without ``max_len``, ``rope``
-            with an odd head dim).
+            with an odd head dim) or the kernel rejects (``linear`` with ``alibi``, dropout or
+            scale ``d_model``; a ``mask_fill`` other than ``-inf`` with a kernel other than
+            ``math``).
         UnknownNameError: a name no registry holds; the message suggests the closest names.
     """
 
@@ -40,6 +43,10 @@ class TransformerConfig:
     max_len: int | None = None  # positions a bounded encoding (learned) must cover
     position: str = "sinusoidal"  # POSITIONAL registry
     kernel: str = "sdpa"  # KERNELS registry
+    qkv: str = "separate"  # QKV registry
+    scale: str = "d_head"  # SCALES registry
+    mask_fill: str = "-inf"  # MASK_FILLS registry (kernel math only)
+    head_split: str = "correct"  # HEAD_SPLITS registry
     norm: str = "layernorm"  # NORMS registry
     norm_position: str = "pre"  # BLOCKS registry
     activation: str = "gelu"  # ACTIVATIONS registry
@@ -56,11 +63,14 @@ class TransformerConfig:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        KERNELS.canonical(self.kernel)
+        for registry, name in ((QKV, self.qkv), (SCALES, self.scale), (MASK_FILLS, self.mask_fill),
+                               (HEAD_SPLITS, self.head_split)):
+            registry.canonical(name)
         NORMS.canonical(self.norm)
         BLOCKS.canonical(self.norm_position)
         ACTIVATIONS.canonical(self.activation)
         POSITIONAL.get(self.position).check_config(self)
+        KERNELS.get(self.kernel).check_config(self)
 
     @property
     def d_head(self) -> int:
@@ -86,12 +96,13 @@ class Block(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.norm1 = NORMS.get(cfg.norm)(cfg.d_model)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kernel, cfg.dropout)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kernel, cfg.dropout, qkv=cfg.qkv,
+                                       scale=cfg.scale, mask_fill=cfg.mask_fill, head_split=cfg.head_split)
         self.norm2 = NORMS.get(cfg.norm)(cfg.d_model)
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.dropout)
 
-    def forward(self, x: Tensor, pos: PositionalEncoding) -> Tensor:
-        """(B, T, C) -> (B, T, C)."""
+    def forward(self, x: Tensor, pos: PositionalEncoding, key_padding_mask: Tensor | None = None) -> Tensor:
+        """(B, T, C) -> (B, T, C); ``key_padding_mask`` (B, T) hides padding keys."""
         raise NotImplementedError
 
 
@@ -103,8 +114,8 @@ class PreNormBlock(Block):
 
     final_norm = True
 
-    def forward(self, x: Tensor, pos: PositionalEncoding) -> Tensor:
-        x = x + self.attn(self.norm1(x), pos)[0]  # (B, T, C)
+    def forward(self, x: Tensor, pos: PositionalEncoding, key_padding_mask: Tensor | None = None) -> Tensor:
+        x = x + self.attn(self.norm1(x), pos, key_padding_mask=key_padding_mask)[0]  # (B, T, C)
         return x + self.ffn(self.norm2(x))
 
 
@@ -116,8 +127,8 @@ class PostNormBlock(Block):
 
     final_norm = False
 
-    def forward(self, x: Tensor, pos: PositionalEncoding) -> Tensor:
-        x = self.norm1(x + self.attn(x, pos)[0])  # (B, T, C)
+    def forward(self, x: Tensor, pos: PositionalEncoding, key_padding_mask: Tensor | None = None) -> Tensor:
+        x = self.norm1(x + self.attn(x, pos, key_padding_mask=key_padding_mask)[0])  # (B, T, C)
         return self.norm2(x + self.ffn(x))
 
 
@@ -161,11 +172,13 @@ class TransformerLM(nn.Module):
                     nn.init.zeros_(module.bias)
         nn.init.normal_(self.tok_emb.weight, mean=0.0, std=self.cfg.d_model**-0.5)
 
-    def forward(self, idx: Tensor) -> Tensor:
+    def forward(self, idx: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         """Next-token logits.
 
         Args:
             idx: (B, T) token ids in ``[0, V)``.
+            key_padding_mask: (B, T) bool, True at padding tokens, which no query attends to
+                (with left padding, the queries at padding positions see no key at all).
 
         Returns:
             logits (B, T, V).
@@ -184,8 +197,12 @@ class TransformerLM(nn.Module):
         x = self.tok_emb(idx) * math.sqrt(self.cfg.d_model)  # (B, T, C)
         x = self.drop(self.pos.add_to_embeddings(x))  # (B, T, C)
         for block in self.blocks:
-            x = block(x, self.pos)  # (B, T, C)
+            x = block(x, self.pos, key_padding_mask)  # (B, T, C)
         return self.head(self.norm_f(x))  # (B, T, V)
+
+    def kernel_backends(self) -> list[str]:
+        """Sorted names of the attention backends that have run (e.g. ``flash_attention``)."""
+        return sorted({b for block in self.blocks for b in block.attn.kernel.backends})
 
     def num_parameters(self) -> int:
         """Number of distinct parameters (a tied head counts once)."""

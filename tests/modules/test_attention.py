@@ -1,11 +1,14 @@
-"""Attention kernels against each other and against torch.nn.MultiheadAttention."""
+"""Multi-head attention: projections, head split and scale by name, against torch.nn.MultiheadAttention
+and against each other."""
 import pytest
 import torch
 from torch import nn
 
-from harness.modules import KERNELS, POSITIONAL, MultiHeadAttention, TransformerConfig
+from harness.modules import HEAD_SPLITS, KERNELS, POSITIONAL, QKV, SCALES, MultiHeadAttention, TransformerConfig
+from harness.modules.kernels import available_kernels
 
 C, H, T = 16, 4, 7
+SOFTMAX = [k for k in available_kernels("cpu") if KERNELS.get(k).softmax]
 
 
 def positional(name: str, n_heads: int = H):
@@ -13,15 +16,19 @@ def positional(name: str, n_heads: int = H):
     return POSITIONAL.get(name)(cfg)
 
 
-def mha_pair(kernel_a: str, kernel_b: str) -> tuple[MultiHeadAttention, MultiHeadAttention]:
+def mha_pair(kernel_a: str, kernel_b: str, **kw) -> tuple[MultiHeadAttention, MultiHeadAttention]:
     torch.manual_seed(0)
-    a = MultiHeadAttention(C, H, kernel=kernel_a).eval()
-    b = MultiHeadAttention(C, H, kernel=kernel_b).eval()
+    a = MultiHeadAttention(C, H, kernel=kernel_a, **kw).eval()
+    b = MultiHeadAttention(C, H, kernel=kernel_b, **kw).eval()
     b.load_state_dict(a.state_dict())
     return a, b
 
 
-@pytest.mark.parametrize("kernel", KERNELS.names())
+def n_params(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+@pytest.mark.parametrize("kernel", SOFTMAX)
 def test_kernel_matches_torch_multihead_attention(kernel):
     torch.manual_seed(0)
     ref = nn.MultiheadAttention(C, H, bias=True, batch_first=True).eval()
@@ -31,7 +38,7 @@ def test_kernel_matches_torch_multihead_attention(kernel):
     wq, wk, wv = ref.in_proj_weight.chunk(3)
     bq, bk, bv = ref.in_proj_bias.chunk(3)
     with torch.no_grad():
-        for proj, w, b in [(ours.q_proj, wq, bq), (ours.k_proj, wk, bk), (ours.v_proj, wv, bv)]:
+        for proj, w, b in [(ours.qkv.q_proj, wq, bq), (ours.qkv.k_proj, wk, bk), (ours.qkv.v_proj, wv, bv)]:
             proj.weight.copy_(w)
             proj.bias.copy_(b)
         ours.out_proj.weight.copy_(ref.out_proj.weight)
@@ -41,69 +48,102 @@ def test_kernel_matches_torch_multihead_attention(kernel):
     want, want_w = ref(x, x, x, attn_mask=mask, need_weights=True, average_attn_weights=False)
     got, _ = ours(x, positional("nope"))
     torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
-    if kernel == "math":
+    if KERNELS.get(kernel).returns_weights:
         _, got_w = ours(x, positional("nope"), need_weights=True)
         torch.testing.assert_close(got_w, want_w, atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("position", POSITIONAL.names())
-@pytest.mark.parametrize("kernel", [k for k in KERNELS.names() if k != "math"])
-def test_kernel_matches_math(kernel, position):
-    ref, ours = mha_pair("math", kernel)
+@pytest.mark.parametrize("kernel", [k for k in SOFTMAX if k != "math"])
+@pytest.mark.parametrize("qkv", QKV.names())
+def test_kernel_matches_math(kernel, position, qkv):
+    ref, ours = mha_pair("math", kernel, qkv=qkv)
     pe = positional(position)
     x = torch.randn(2, T, C)
     torch.testing.assert_close(ours(x, pe)[0], ref(x, pe)[0], atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("kernel", KERNELS.names())
-@pytest.mark.parametrize("with_bias", [False, True])
-def test_kernel_fewer_queries_than_keys(kernel, with_bias):
-    """Queries are the last T of S positions (bottom-right causal alignment)."""
+# --- q/k/v projections -------------------------------------------------------------------------
+
+
+def test_fused_equals_separate_as_functions():
     torch.manual_seed(0)
-    q, k, v = torch.randn(2, H, 3, 4), torch.randn(2, H, 6, 4), torch.randn(2, H, 6, 4)
-    bias = positional("alibi").attention_bias(6, 6) if with_bias else None
-    full, _ = KERNELS.get("math")()(torch.cat([torch.randn(2, H, 3, 4), q], dim=2), k, v, bias)
-    part, _ = KERNELS.get(kernel)()(q, k, v, None if bias is None else bias[:, 3:])
-    torch.testing.assert_close(part, full[:, :, 3:], atol=1e-5, rtol=0)
+    sep = MultiHeadAttention(C, H, kernel="math", qkv="separate").eval()
+    fused = MultiHeadAttention(C, H, kernel="math", qkv="fused").eval()
+    with torch.no_grad():
+        p = sep.qkv
+        fused.qkv.qkv_proj.weight.copy_(torch.cat([p.q_proj.weight, p.k_proj.weight, p.v_proj.weight]))
+        fused.qkv.qkv_proj.bias.copy_(torch.cat([p.q_proj.bias, p.k_proj.bias, p.v_proj.bias]))
+        fused.out_proj.load_state_dict(sep.out_proj.state_dict())
+    x = torch.randn(2, T, C)
+    assert n_params(fused) == n_params(sep)
+    torch.testing.assert_close(fused(x, positional("rope"))[0], sep(x, positional("rope"))[0], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("kernel", KERNELS.names())
-def test_kernel_bfloat16_with_float32_bias(kernel):
+def test_shared_uses_one_projection_for_q_k_v():
+    sep, shared = MultiHeadAttention(C, H, qkv="separate"), MultiHeadAttention(C, H, qkv="shared")
+    assert n_params(sep) - n_params(shared) == 2 * (C * C + C)  # C*C (+ bias) instead of 3*C*C
+    q, k, v = shared.qkv(torch.randn(2, T, C))
+    assert torch.equal(q, k) and torch.equal(k, v)
+
+
+@pytest.mark.parametrize("qkv", QKV.names())
+def test_every_projection_gives_three_c_wide_tensors(qkv):
+    out = QKV.get(qkv)(C)(torch.randn(2, T, C))
+    assert len(out) == 3 and all(t.shape == (2, T, C) for t in out)
+
+
+# --- head split --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", HEAD_SPLITS.names())
+def test_head_split_merge_is_the_inverse(name):
+    split = HEAD_SPLITS.get(name)
+    x = torch.randn(2, T, C)
+    heads = split.split(x, H)
+    assert heads.shape == (2, H, T, C // H)
+    assert torch.equal(split.merge(heads), x)
+
+
+def test_correct_split_matches_the_reference_layout():
+    x = torch.randn(2, T, C)
+    heads = HEAD_SPLITS.get("correct").split(x, H)
+    for h in range(H):  # head h holds channels h*D .. (h+1)*D of every position
+        assert torch.equal(heads[:, h], x[:, :, h * (C // H) : (h + 1) * (C // H)])
+
+
+@pytest.mark.parametrize("kernel", available_kernels("cpu"))
+def test_transpose_missing_computes_a_different_function(kernel):
+    """The negative control: same shapes, same weights, different outputs (random weights)."""
+    good, bad = mha_pair(kernel, kernel)
+    bad.head_split = HEAD_SPLITS.get("transpose_missing")
+    x = torch.randn(2, T, C)
+    a, b = good(x, positional("nope"))[0], bad(x, positional("nope"))[0]
+    assert a.shape == b.shape
+    assert (a - b).abs().max() > 1e-2
+
+
+# --- scale -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SCALES.names())
+def test_scales_are_positive_and_d_head_is_the_default(name):
+    assert SCALES.get(name)(C, H) > 0
+    assert MultiHeadAttention(C, H).kernel.scale == pytest.approx((C // H) ** -0.5)
+
+
+def test_d_model_scale_divides_logits_by_sqrt_heads():
+    """Claim scale-dk: 1/sqrt(C) instead of 1/sqrt(D) divides every logit by sqrt(H): flatter weights."""
     torch.manual_seed(0)
-    q, k, v = (torch.randn(1, H, T, 8) for _ in range(3))
-    bias = positional("alibi").attention_bias(T, T)
-    want, _ = KERNELS.get("math")()(q, k, v, bias)
-    got, _ = KERNELS.get(kernel)()(q.bfloat16(), k.bfloat16(), v.bfloat16(), bias)
-    assert got.dtype == torch.bfloat16
-    torch.testing.assert_close(got.float(), want, atol=5e-2, rtol=0)
-
-
-@pytest.mark.parametrize("kernel", KERNELS.names())
-def test_kernel_dropout_only_in_training(kernel):
-    q, k, v = (torch.randn(1, H, T, 8) for _ in range(3))
-    attn = KERNELS.get(kernel)(dropout=0.5).eval()
-    torch.testing.assert_close(attn(q, k, v)[0], KERNELS.get("math")()(q, k, v)[0], atol=1e-5, rtol=0)
-    attn.train()
-    assert not torch.allclose(attn(q, k, v)[0], attn.eval()(q, k, v)[0])
-
-
-def test_math_weights_are_causal_and_normalised():
-    q, k, v = (torch.randn(2, H, T, 8) for _ in range(3))
-    _, w = KERNELS.get("math")()(q, k, v, need_weights=True)
-    assert w.shape == (2, H, T, T)
-    assert (w.triu(1) == 0).all()
-    torch.testing.assert_close(w.sum(-1), torch.ones(2, H, T))
-
-
-def test_sdpa_refuses_weights():
-    q = torch.randn(1, H, T, 8)
-    with pytest.raises(ValueError, match="use kernel 'math'"):
-        KERNELS.get("sdpa")()(q, q, q, need_weights=True)
-
-
-def test_more_queries_than_keys_raises():
-    with pytest.raises(ValueError, match="T <= S"):
-        KERNELS.get("math")()(torch.randn(1, 1, 4, 2), torch.randn(1, 1, 3, 2), torch.randn(1, 1, 3, 2))
+    q, k, v = (torch.randn(2, H, T, C // H) * 3 for _ in range(3))
+    logits = (q @ k.transpose(-2, -1)) * (C // H) ** -0.5  # (B, H, T, T), the reference
+    logits = logits.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    w = {name: KERNELS.get("math")(scale=SCALES.get(name)(C, H))(q, k, v, need_weights=True)[1]
+         for name in ("d_head", "d_model")}
+    torch.testing.assert_close(w["d_head"], logits.softmax(-1))
+    torch.testing.assert_close(w["d_model"], (logits / H**0.5).softmax(-1))
+    entropy = {n: -(x * x.clamp_min(1e-12).log()).sum(-1).mean() for n, x in w.items()}
+    assert entropy["d_model"] > entropy["d_head"]
 
 
 def test_heads_must_divide_width():

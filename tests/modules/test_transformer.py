@@ -8,12 +8,17 @@ from torch import nn
 from harness.modules import (
     ACTIVATIONS,
     BLOCKS,
+    HEAD_SPLITS,
     KERNELS,
+    MASK_FILLS,
     NORMS,
     POSITIONAL,
+    QKV,
+    SCALES,
     TransformerConfig,
     TransformerLM,
 )
+from harness.modules.kernels import available_kernels
 from harness.registry import UnknownNameError
 
 V = 13
@@ -41,9 +46,62 @@ def assert_causal(model: TransformerLM, t: int = 5, length: int = 12) -> None:
 # --- contracts over every registered component -----------------------------------------------
 
 
-@pytest.mark.parametrize(("position", "kernel"), list(itertools.product(POSITIONAL.names(), KERNELS.names())))
+def supported(**kw) -> bool:
+    """Whether the config accepts this combination (a refusal is tested in test_unsupported_...)."""
+    try:
+        TransformerConfig(vocab_size=V, d_model=16, n_heads=2, max_len=16, **kw)
+        return True
+    except ValueError:
+        return False
+
+
+POSITION_KERNEL = [(p, k) for p, k in itertools.product(POSITIONAL.names(), available_kernels("cpu"))
+                   if supported(position=p, kernel=k)]
+
+
+@pytest.mark.parametrize(("position", "kernel"), POSITION_KERNEL)
 def test_causal_for_every_position_and_kernel(position, kernel):
     assert_causal(tiny(position=position, kernel=kernel))
+
+
+@pytest.mark.parametrize(("position", "kernel"), POSITION_KERNEL)
+def test_causal_with_left_padding(position, kernel):
+    """With padding keys hidden, future tokens still never reach earlier logits."""
+    model = tiny(position=position, kernel=kernel, mask_fill="-1e4" if kernel == "math" else "-inf")
+    idx = torch.randint(1, V, (2, 12))
+    pad = torch.zeros(2, 12, dtype=torch.bool)
+    pad[0, :3] = True
+    other = idx.clone()
+    other[:, 6:] = torch.randint(1, V, (2, 6))
+    with torch.no_grad():
+        a, b = model(idx, pad), model(other, pad)
+    visible = ~pad[:, :6, None].expand(2, 6, V)  # fully masked rows are a kernel's choice (see probes)
+    torch.testing.assert_close(a[:, :6][visible], b[:, :6][visible], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("qkv", "scale", "head_split", "fill"),
+    list(itertools.product(QKV.names(), SCALES.names(), HEAD_SPLITS.names(), MASK_FILLS.names())),
+)
+def test_causal_for_every_projection_scale_split_and_fill(qkv, scale, head_split, fill):
+    assert_causal(tiny(qkv=qkv, scale=scale, head_split=head_split, mask_fill=fill, kernel="math", position="rope"))
+
+
+def test_unsupported_combinations_fail_at_config_time():
+    with pytest.raises(ValueError, match="kernel 'linear' cannot add the attention bias of position 'alibi'"):
+        TransformerConfig(vocab_size=V, kernel="linear", position="alibi")
+    with pytest.raises(ValueError, match="set model.dropout=0"):
+        TransformerConfig(vocab_size=V, kernel="linear", dropout=0.1)
+    with pytest.raises(ValueError, match="no score scale"):
+        TransformerConfig(vocab_size=V, kernel="linear", scale="d_model")
+    with pytest.raises(ValueError, match="needs explicit scores"):
+        TransformerConfig(vocab_size=V, kernel="sdpa", mask_fill="-1e9")
+
+
+def test_kernel_backends_are_reported():
+    model = tiny(kernel="flash")
+    model(torch.zeros(1, 4, dtype=torch.long))
+    assert model.kernel_backends() == ["flash_attention"]
 
 
 @pytest.mark.parametrize(
@@ -71,7 +129,8 @@ def test_config_heads_must_divide_width():
 @pytest.mark.parametrize(
     ("field", "typo", "suggestion"),
     [("position", "rop", "rope"), ("kernel", "sdp", "sdpa"), ("norm", "rms_norm", "rmsnorm"),
-     ("norm_position", "pree", "pre"), ("activation", "gleu", "gelu")],
+     ("norm_position", "pree", "pre"), ("activation", "gleu", "gelu"), ("qkv", "shard", "shared"),
+     ("scale", "d_heads", "d_head"), ("mask_fill", "-1e8", "-1e9"), ("head_split", "corect", "correct")],
 )
 def test_config_unknown_name_suggests(field, typo, suggestion):
     with pytest.raises(UnknownNameError, match=f"did you mean '{suggestion}'"):
@@ -109,7 +168,7 @@ def test_init_and_tying():
     model = tiny(d_model=64, n_heads=4, vocab_size=500)
     assert model.head.weight is model.tok_emb.weight
     assert model.tok_emb.weight.std().item() == pytest.approx(64**-0.5, rel=0.1)
-    assert model.blocks[0].attn.q_proj.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    assert model.blocks[0].attn.qkv.q_proj.weight.std().item() == pytest.approx(0.02, rel=0.1)
     assert (model.blocks[0].ffn.fc_in.bias == 0).all()
     untied = tiny(tie_embeddings=False)
     assert untied.head.weight is not untied.tok_emb.weight

@@ -1,0 +1,246 @@
+"""Claims: one process at a time owns a run folder, so no run is executed twice.
+
+A run is claimed before it starts by creating ``<run folder>/claim.lock``, a small JSON file
+naming its owner (user, host, pid and the pid's start time) and the claim time. Creation is
+atomic and exclusive: the content is written to a private temporary file first and then
+hard-linked to ``claim.lock`` (``os.link`` fails if the name exists), so a claim is never seen
+half-written; where hard links are not supported, ``O_CREAT | O_EXCL`` is used instead.
+While it runs, the owner touches the file every :data:`HEARTBEAT_S` seconds.
+
+A claim is *stale*, and is taken over, when its owner is on this host and its process is gone
+(or the pid now belongs to another process), or when its heartbeat is older than the stated
+timeout (``--claim-timeout``, default :data:`DEFAULT_STALE_S` s: an owner on another host that
+stopped touching it). Takeovers are serialised by a second lock file, checked against the
+exact bytes judged stale, logged through :mod:`logging` and appended to the run's
+``events.jsonl``. No third-party locking library: stdlib only.
+"""
+from __future__ import annotations
+
+import getpass
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+CLAIM = "claim.lock"
+TAKEOVER = "claim.lock.takeover"
+EVENTS = "events.jsonl"
+HEARTBEAT_S = 30.0
+DEFAULT_STALE_S = 600.0
+TAKEOVER_STALE_S = 60.0  # a takeover lock left by a process killed mid-takeover
+log = logging.getLogger("ablate.claims")
+
+
+def pid_start(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (Linux ``/proc``), None elsewhere."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def owner() -> dict[str, Any]:
+    """Who is claiming: user, host, pid, the pid's start time and the claim time."""
+    pid = os.getpid()
+    return {"owner": f"{_user()}@{socket.gethostname()}:{pid}", "host": socket.gethostname(), "pid": pid,
+            "pid_start": pid_start(pid), "claimed_at": datetime.now(timezone.utc).isoformat(),
+            "token": uuid.uuid4().hex}
+
+
+def pid_alive(pid: int, start: int | None = None) -> bool:
+    """Whether ``pid`` runs on this host and, when ``start`` is known, is the same process."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    now = pid_start(pid)
+    return start is None or now is None or now == start
+
+
+def stale_reason(raw: bytes, age_s: float, stale_after: float) -> str | None:
+    """Why a claim (its bytes and heartbeat age) may be taken over, or None if it holds."""
+    try:
+        info = json.loads(raw)
+        host, pid = info["host"], int(info["pid"])
+    except (ValueError, KeyError, TypeError):
+        return "unreadable claim file" if age_s > 30 else None
+    if host == socket.gethostname() and pid == os.getpid():
+        return "left by this process"
+    if host == socket.gethostname() and not pid_alive(pid, info.get("pid_start")):
+        return f"process {pid} on {host} is gone"
+    if age_s > stale_after:
+        return f"no heartbeat from {info.get('owner', pid)} for {age_s:.0f} s (claim timeout {stale_after:.0f} s)"
+    return None
+
+
+def append_event(folder: Path, event: str, **data: Any) -> None:
+    """Append one JSON line to the run's ``events.jsonl`` (a single ``O_APPEND`` write)."""
+    line = json.dumps({"event": event, "at": datetime.now(timezone.utc).isoformat(), "pid": os.getpid(),
+                       "host": socket.gethostname(), **data}, default=str) + "\n"
+    fd = os.open(folder / EVENTS, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def read_events(folder: Path) -> list[dict[str, Any]]:
+    """The parseable lines of a run's ``events.jsonl`` (a torn last line is skipped)."""
+    try:
+        lines = (folder / EVENTS).read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def _create(path: Path, payload: bytes) -> bool:
+    """Atomically create ``path`` holding ``payload``; False if it already exists."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    tmp.write_bytes(payload)
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:  # no hard links on this filesystem: exclusive create, then write
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _read(path: Path) -> tuple[bytes, float] | None:
+    try:
+        raw = path.read_bytes()
+        return raw, time.time() - path.stat().st_mtime
+    except OSError:
+        return None
+
+
+@dataclass
+class Claim:
+    """A held claim; :meth:`release` it (or use it as a context manager)."""
+
+    folder: Path
+    info: dict[str, Any]
+    took_over: dict[str, Any] | None = None
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def start_heartbeat(self, every: float = HEARTBEAT_S) -> None:
+        def beat() -> None:
+            while not self._stop.wait(every):
+                try:
+                    os.utime(self.folder / CLAIM)
+                except OSError:
+                    return
+
+        threading.Thread(target=beat, name="ablate-claim-heartbeat", daemon=True).start()
+
+    def release(self) -> None:
+        """Stop the heartbeat and remove the claim file if it is still this claim."""
+        self._stop.set()
+        held = _read(self.folder / CLAIM)
+        if held is not None and self.info["token"].encode() in held[0]:
+            (self.folder / CLAIM).unlink(missing_ok=True)
+
+    def __enter__(self) -> Claim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _take_over(folder: Path, raw: bytes, reason: str) -> dict[str, Any] | None:
+    """Remove a stale claim if it is still exactly ``raw``; returns what was taken over."""
+    mutex = folder / TAKEOVER
+    if not _create(mutex, json.dumps(owner()).encode()):
+        held = _read(mutex)
+        if held is None or held[1] < TAKEOVER_STALE_S:
+            return None                      # someone else is taking it over right now
+        mutex.unlink(missing_ok=True)       # a takeover killed half-way
+        if not _create(mutex, json.dumps(owner()).encode()):
+            return None
+    try:
+        now = _read(folder / CLAIM)
+        if now is None or now[0] != raw:
+            return None
+        (folder / CLAIM).unlink()
+    finally:
+        mutex.unlink(missing_ok=True)
+    try:
+        previous = json.loads(raw)
+    except ValueError:
+        previous = {"raw": raw[:200].decode(errors="replace")}
+    taken = {"previous": previous, "reason": reason}
+    log.warning("took over the claim on %s: %s", folder, reason)
+    append_event(folder, "takeover", **taken)
+    return taken
+
+
+def try_claim(folder: Path, stale_after: float = DEFAULT_STALE_S, heartbeat: float = HEARTBEAT_S) -> Claim | None:
+    """Claim a run folder (created if needed); None while another live process holds it.
+
+    Args:
+        folder: the run folder.
+        stale_after: seconds without a heartbeat after which any owner's claim is stale.
+        heartbeat: seconds between touches of the claim file while it is held.
+
+    Returns:
+        The :class:`Claim` (its ``took_over`` says whose stale claim it replaced), or None.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    taken = None
+    for _ in range(3):
+        info = owner()
+        if _create(folder / CLAIM, json.dumps(info, indent=1).encode()):
+            claim = Claim(folder, info, taken)
+            append_event(folder, "claim", owner=info["owner"], token=info["token"])
+            claim.start_heartbeat(heartbeat)
+            return claim
+        held = _read(folder / CLAIM)
+        if held is None:
+            continue                         # released in between: try again
+        reason = stale_reason(held[0], held[1], stale_after)
+        if reason is None:
+            return None
+        taken = _take_over(folder, held[0], reason) or taken
+    return None
+
+
+def holder(folder: Path) -> dict[str, Any] | None:
+    """The claim currently on a run folder, parsed, or None."""
+    held = _read(folder / CLAIM)
+    if held is None:
+        return None
+    try:
+        return {**json.loads(held[0]), "heartbeat_age_s": held[1]}
+    except ValueError:
+        return {"owner": "unreadable claim file", "heartbeat_age_s": held[1]}

@@ -1,0 +1,84 @@
+"""Probe metrics of a run, beyond its loss (``eval.probes``), computed by the training layer.
+
+``grad_norm_init``: the gradient norm of each block at initialisation (Xiong et al., 2020),
+before the first step: ``grad_norm_init_l<i>`` per layer and ``grad_norm_init_top_over_bottom``.
+``leakage``: :func:`harness.modules.probes.causal_leakage` at init (``*_init``) and after
+training. ``masked_attention``: :func:`harness.modules.probes.masked_attention` likewise (kernel
+``math`` only; NaN otherwise).
+
+All probes run on one probe batch of the validation distribution at length L (its own
+sub-stream of the run seed, the same for every variant), in the run's precision (the precision
+plugin's forward context), with the task's padding mask. Torch only; no Lightning import.
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import torch
+
+from harness.modules.probes import causal_leakage, grad_norm_per_layer, masked_attention
+from harness.modules.transformer import TransformerLM
+from harness.seeding import numpy_rng
+
+PROBES = ("grad_norm_init", "leakage", "masked_attention")
+PROBE_STREAM = 1000  # sub-stream of "val" for the probe batch: permanent
+PROBE_ROWS = 16
+
+
+def probe_batch(task: Any, cfg: Any, seed: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
+    """``(inputs, targets, key_padding_mask or None)``: PROBE_ROWS rows at length L."""
+    x, y = task.sample(PROBE_ROWS, cfg.train.seq_len, numpy_rng(seed, "val", PROBE_STREAM), "val")
+    pad_id = getattr(task, "pad_id", None)
+    pad = (x == pad_id).to(device) if pad_id is not None else None
+    return x.to(device), y.to(device), pad
+
+
+def _guarded(name: str, fn: Callable[[], dict[str, float]]) -> dict[str, float]:
+    """Run one probe; an exception it raises (float16 overflow of a -1e9 fill) is an outcome:
+    ``<name>_raised`` = 1 and the metric values absent."""
+    try:
+        return {**fn(), f"{name}_raised": 0.0}
+    except RuntimeError:
+        return {f"{name}_raised": 1.0}
+
+
+def _grad_norms(net: TransformerLM, x: torch.Tensor, y: torch.Tensor, pad: torch.Tensor | None) -> dict[str, float]:
+    norms = grad_norm_per_layer(net, x, y, key_padding_mask=pad)
+    out = {f"grad_norm_init_l{i}": n for i, n in enumerate(norms)}
+    out["grad_norm_init_top_over_bottom"] = norms[-1] / norms[0] if norms[0] else float("nan")
+    return out
+
+
+def measure(model: TransformerLM, cfg: Any, task: Any, seed: int, context: Callable[[], AbstractContextManager],
+            device: torch.device | str, when: str, convert: Callable[[TransformerLM], Any] | None = None
+            ) -> dict[str, float]:
+    """The probes ``cfg.eval.probes`` asks for, at ``when`` = ``"init"`` (on a copy of the model,
+    converted by ``convert``, e.g. to float16 for ``16-true``) or ``"final"`` (the trained model).
+
+    Returns:
+        Metric name -> value; names carry ``_init`` for ``when="init"``.
+    """
+    wanted = set(cfg.eval.probes)
+    if not wanted or (when == "final" and not wanted - {"grad_norm_init"}):
+        return {}
+    net = copy.deepcopy(model).to(device) if when == "init" else model
+    if convert is not None and when == "init":
+        net = convert(net) or net
+    was_training = net.training
+    net.eval()
+    x, y, pad = probe_batch(task, cfg, seed, device)
+    out: dict[str, float] = {}
+    with context():
+        if "grad_norm_init" in wanted and when == "init":
+            out |= _guarded("grad_norm_init", lambda: _grad_norms(net, x, y, pad))
+        if "leakage" in wanted:
+            t = max(0, x.size(1) // 2 - 1)
+            out |= _guarded("leak", lambda: causal_leakage(net, x, t, pad, seed=seed))
+        if "masked_attention" in wanted:
+            out |= _guarded("attn", lambda: masked_attention(net, x, pad))
+    net.train(was_training)
+    suffix = "_init" if when == "init" else ""
+    return {f"{k}{suffix}" if not k.startswith("grad_norm_init") else k: float(v) for k, v in out.items()}

@@ -1,0 +1,226 @@
+"""Attention kernels: how causal ``softmax(q k^T * scale + bias) v`` is computed.
+
+Each kernel is built as ``KERNELS.get(name)(dropout=p, scale=s, mask_fill=f)`` and called as
+``kernel(q, k, v, bias, need_weights, key_padding_mask)``. Every kernel is causal and takes the
+additive float bias (H, T, S) of the positional encoding. Queries are the last T of the S key
+positions (T == S without a KV cache, which this package does not implement).
+``key_padding_mask`` (B, S) hides padding keys from every query; a query whose visible keys are
+all hidden (a left-padding position) has a *fully masked row*.
+
+The values ``mask_fill`` may name are in :data:`MASK_FILLS`; only kernels with
+``honours_mask_fill`` (``math``) write them into scores, and the config refuses any other value
+than ``-inf`` for the others. ``linear`` lives in :mod:`harness.modules.linear_attention`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from harness.registry import Registry
+
+if TYPE_CHECKING:
+    from harness.modules.transformer import TransformerConfig
+
+KERNELS: Registry[type[AttentionKernel]] = Registry("attention kernel")
+MASK_FILLS: Registry[Callable[[torch.dtype], float]] = Registry("mask fill")
+
+# The value written into masked scores, as a function of the scores' dtype.
+MASK_FILLS.register("-inf")(lambda dtype: float("-inf"))  # exact: exp(-inf) = 0; a fully masked row is NaN
+MASK_FILLS.register("-1e9")(lambda dtype: -1e9)  # overflows float16: masked_fill raises
+MASK_FILLS.register("-1e4")(lambda dtype: -1e4)  # fits float16 (max 65504)
+MASK_FILLS.register("dtype_min")(lambda dtype: torch.finfo(dtype).min)  # as Hugging Face
+
+
+def causal_mask(t: int, s: int, device: torch.device | None = None) -> Tensor:
+    """Boolean (T, S), True where key ``j`` lies after query ``i`` (at position ``i + S - T``).
+
+    Raises:
+        ValueError: ``T > S`` (some queries would have no key).
+    """
+    if t > s:
+        raise ValueError(f"causal attention needs T <= S, got T={t}, S={s}")
+    return torch.ones(t, s, dtype=torch.bool, device=device).triu(s - t + 1)
+
+
+def hidden_keys(t: int, s: int, key_padding_mask: Tensor | None, device: torch.device) -> Tensor:
+    """True where a query may not see a key: the causal mask, or'ed with padding keys.
+
+    Returns:
+        (T, S) without ``key_padding_mask``; (B, 1, T, S) with a (B, S) ``key_padding_mask``.
+    """
+    mask = causal_mask(t, s, device)  # (T, S)
+    if key_padding_mask is None:
+        return mask
+    return mask[None, None] | key_padding_mask[:, None, None, :].to(torch.bool)  # (B, 1, T, S)
+
+
+class AttentionKernel(nn.Module):
+    """Base: causal scaled dot-product attention with an optional additive bias.
+
+    Args:
+        dropout: dropout probability on the attention weights, applied only in training.
+        scale: multiplies ``q k^T``; ``None`` is ``1 / sqrt(D)`` (Vaswani et al., 2017).
+        mask_fill: a :data:`MASK_FILLS` name, the value written into masked scores.
+
+    Attributes:
+        backends: names of the backends that computed this kernel's outputs so far
+            (``SDPBackend`` names for SDPA kernels), for the run record.
+    """
+
+    softmax: ClassVar[bool] = True  # computes softmax attention (agrees with ``math``)
+    honours_mask_fill: ClassVar[bool] = False  # writes ``mask_fill`` into explicit scores
+    returns_weights: ClassVar[bool] = False  # honours ``need_weights``
+
+    def __init__(self, dropout: float = 0.0, scale: float | None = None, mask_fill: str = "-inf") -> None:
+        super().__init__()
+        self.dropout, self.scale = dropout, scale
+        self.mask_fill = MASK_FILLS.canonical(mask_fill)
+        self.backends: set[str] = set()
+
+    @classmethod
+    def check_config(cls, cfg: TransformerConfig) -> None:
+        """Raise ``ValueError`` for a model config this kernel cannot compute faithfully."""
+        if not cls.honours_mask_fill and MASK_FILLS.canonical(cfg.mask_fill) != "-inf":
+            raise ValueError(f"attention.mask_fill={cfg.mask_fill} needs explicit scores (kernel 'math'); "
+                             f"kernel '{cfg.kernel}' masks on its own")
+
+    @classmethod
+    def check_available(cls, device: torch.device | str, dtype: torch.dtype, with_mask: bool = False,
+                        dropout: float = 0.0) -> None:
+        """Raise ``ValueError`` if the kernel cannot run on ``device`` with inputs of ``dtype``
+        (with a float attention mask: a bias or padding; with attention dropout in training)."""
+
+    def scale_for(self, q: Tensor) -> float:
+        return self.scale if self.scale is not None else q.size(-1) ** -0.5
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False,
+                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """Causal attention.
+
+        Args:
+            q: (B, H, T, D) queries.
+            k: (B, H, S, D) keys.
+            v: (B, H, S, D) values.
+            bias: additive float (H, T, S), cast to the scores' dtype; ``None`` for no bias.
+            need_weights: also return the attention weights.
+            key_padding_mask: (B, S) bool, True for keys no query may see; ``None``: none.
+
+        Returns:
+            out (B, H, T, D) and weights (B, H, T, S) before dropout, or ``None``.
+        """
+        raise NotImplementedError
+
+
+@KERNELS.register("math")
+class MathAttention(AttentionKernel):
+    """Explicit scores, as written in Vaswani et al. (2017), Eq. 1, and as a hand-written
+    implementation does it: ``scores = q @ k^T * scale + bias`` in the inputs' dtype, then
+    ``scores.masked_fill(hidden, fill)`` *in the scores' dtype* (so ``-1e9`` on float16 scores
+    raises torch's overflow error, and ``-inf`` makes a fully masked row NaN), softmax in float32
+    then cast back. The reference kernel; the only one that returns weights. Memory O(B H T S).
+    """
+
+    honours_mask_fill = True
+    returns_weights = True
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False,
+                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        t, s = q.size(-2), k.size(-2)
+        scores = (q @ k.transpose(-2, -1)) * self.scale_for(q)  # (B, H, T, S)
+        if bias is not None:
+            scores = scores + bias.to(scores.dtype)  # (H, T, S) broadcast over B
+        hidden = hidden_keys(t, s, key_padding_mask, q.device)  # (T, S) or (B, 1, T, S)
+        scores = scores.masked_fill(hidden, MASK_FILLS.get(self.mask_fill)(scores.dtype))
+        weights = F.softmax(scores.float(), dim=-1).to(q.dtype)  # (B, H, T, S)
+        out = F.dropout(weights, self.dropout, self.training) @ v  # (B, H, T, D)
+        self.backends.add("math")
+        return out, (weights if need_weights else None)
+
+
+@KERNELS.register("sdpa")
+class SDPAttention(AttentionKernel):
+    """``torch.nn.functional.scaled_dot_product_attention``, which dispatches to a fused kernel
+    (FlashAttention, memory-efficient, cuDNN or math) for the device, dtype and mask. Without a
+    bias or padding and with T == S it uses ``is_causal=True``; otherwise the bias, the causal
+    mask and the padding are folded into one float ``attn_mask`` (-inf where hidden). Fully
+    masked rows come out as zeros on CPU. Does not return weights. The backend torch picks
+    (``torch._fused_sdp_choice``, private but the only way torch tells) is added to ``backends``.
+    """
+
+    forced: ClassVar[SDPBackend | None] = None
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False,
+                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        if need_weights:
+            raise ValueError(f"kernel '{type(self).__name__}' does not return attention weights; use kernel 'math'")
+        t, s = q.size(-2), k.size(-2)
+        p = self.dropout if self.training else 0.0
+        attn_mask = None
+        if bias is not None or key_padding_mask is not None or t != s:
+            hidden = hidden_keys(t, s, key_padding_mask, q.device)  # (T, S) or (B, 1, T, S)
+            base = bias.to(q.dtype) if bias is not None else torch.zeros(t, s, dtype=q.dtype, device=q.device)
+            attn_mask = base.masked_fill(hidden, float("-inf"))  # (H, T, S), (T, S) or (B, H|1, T, S)
+            if attn_mask.dim() == 3:
+                attn_mask = attn_mask[None]  # (1, H, T, S): flash on CPU takes 2-D or 4-D masks only
+        causal = attn_mask is None
+        self._note_backend(q, k, v, attn_mask, p, causal)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=causal,
+                                              scale=self.scale_for(q)), None
+
+    def _note_backend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float, causal: bool) -> None:
+        try:
+            choice = torch._fused_sdp_choice(q, k, v, mask, p, causal, scale=self.scale_for(q))
+            self.backends.add(SDPBackend(choice).name.lower())
+        except (AttributeError, RuntimeError, TypeError, ValueError):  # private API: best effort only
+            self.backends.add("unknown")
+
+
+@KERNELS.register("flash")
+class FlashAttention(SDPAttention):
+    """SDPA restricted to the FlashAttention backend (Dao et al., 2022) with
+    ``torch.nn.attention.sdpa_kernel(SDPBackend.FLASH_ATTENTION)``: where torch has no flash
+    kernel for the device, dtype or mask, it raises instead of falling back to another backend.
+    On CPU (torch 2.13) flash runs in float32 and bfloat16, with or without masks; on CUDA it
+    needs float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run.
+    """
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False,
+                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return super().forward(q, k, v, bias, need_weights, key_padding_mask)
+
+    @classmethod
+    def check_available(cls, device: torch.device | str, dtype: torch.dtype, with_mask: bool = False,
+                        dropout: float = 0.0) -> None:
+        """Run one tiny forced-flash call on ``device`` in ``dtype`` (CPU flash has no dropout).
+
+        Raises:
+            ValueError: torch has no flash kernel there (the message says what to use instead).
+        """
+        q = torch.randn(1, 1, 8, 16, device=device, dtype=dtype)
+        mask = torch.zeros(8, 8, device=device, dtype=dtype) if with_mask else None
+        try:
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                F.scaled_dot_product_attention(q, q, q, attn_mask=mask, dropout_p=dropout, is_causal=mask is None)
+        except RuntimeError as exc:  # torch warns the reasons and raises "No available kernel"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            extra = (" and an attention mask" if with_mask else "") + (f" and dropout {dropout}" if dropout else "")
+            raise ValueError(f"kernel 'flash' is not available on {device} with {dtype}{extra} ({first}); "
+                             "use attention.kernel=sdpa, or a precision/device flash supports") from None
+
+
+def available_kernels(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> list[str]:
+    """Registered kernel names that can run on ``device`` with ``dtype`` (for tests and bench)."""
+    names = []
+    for name in KERNELS.names():
+        try:
+            KERNELS.get(name).check_available(device, dtype)
+            names.append(name)
+        except ValueError:
+            pass
+    return names

@@ -1,0 +1,132 @@
+"""Measurements of a model that are not its loss: causal leakage, attention on masked keys, and
+gradient norms per layer. Pure torch; the caller picks the precision (autocast) to run them in.
+
+Every function returns plain floats (NaN where the model produced NaN/inf), ready for a run
+record. None of them changes the model's parameters or leaves gradients behind.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from harness.modules.kernels import hidden_keys
+from harness.modules.transformer import TransformerLM
+
+
+def _finite_max(x: Tensor) -> float:
+    """Largest finite entry of ``x``, 0.0 if none is finite (non-finite entries are counted apart)."""
+    x = x.detach().float()
+    finite = x[torch.isfinite(x)]
+    return finite.max().item() if finite.numel() else 0.0
+
+
+def causal_leakage(model: TransformerLM, idx: Tensor, t: int, key_padding_mask: Tensor | None = None,
+                   seed: int = 0) -> dict[str, float]:
+    """Does anything after position ``t`` reach the logits at positions ``<= t``?
+
+    Replaces the tokens after ``t`` with random tokens (the padding mask is kept) and compares,
+    then back-propagates a random projection of the logits at ``<= t`` to the input embeddings.
+    A correct causal mask gives exactly 0 for both, whatever the precision.
+
+    Args:
+        model: the model, in the mode it should be measured in (eval).
+        idx: (B, T) token ids, ``t < T - 1``.
+        t: last position whose logits are compared.
+        key_padding_mask: (B, T) bool, True at padding, passed to both forwards.
+        seed: for the replacement tokens and the projection.
+
+    Returns:
+        ``leak_logits`` (largest finite |change| of logits at ``<= t``), ``leak_grad`` (largest
+        finite |d logits[<= t] / d embedding[> t]|), ``nonfinite_logits`` (fraction of logits
+        at ``<= t`` that are NaN/inf) and ``nonfinite_grad`` (fraction of embedding gradients
+        that are NaN/inf).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    other = idx.clone()
+    other[:, t + 1 :] = torch.randint(0, model.cfg.vocab_size, (idx.size(0), idx.size(1) - t - 1), generator=gen)
+    store: dict[str, Tensor] = {}
+
+    def keep(module: torch.nn.Module, inputs: tuple[Tensor, ...], out: Tensor) -> Tensor:
+        out.retain_grad()
+        store["emb"] = out
+        return out
+
+    handle = model.tok_emb.register_forward_hook(keep)
+    try:
+        with torch.enable_grad():
+            a = model(idx, key_padding_mask)[:, : t + 1]  # (B, t + 1, V)
+            w = torch.randn(a.shape, generator=gen).to(a.device)
+            (a.float() * w).sum().backward()
+    finally:
+        handle.remove()
+    grad = store["emb"].grad  # (B, T, C)
+    model.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        b = model(other, key_padding_mask)[:, : t + 1]
+    diff = (a.detach().float() - b.float()).abs()
+    return {"leak_logits": _finite_max(diff), "leak_grad": _finite_max(grad[:, t + 1 :].abs()),
+            "nonfinite_logits": (~torch.isfinite(a.detach())).float().mean().item(),
+            "nonfinite_grad": (~torch.isfinite(grad)).float().mean().item()}
+
+
+def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor | None = None) -> dict[str, float]:
+    """Attention probability on keys a query must not see (future or padding), every layer.
+
+    Needs a kernel that returns weights (``math``); for others every value is NaN.
+
+    Returns:
+        ``attn_masked_max``: the largest probability on a hidden key, over rows with at least
+        one visible key (0 for an exact mask); ``attn_fully_masked_rows``: fraction of rows with
+        no visible key (a property of the padding); ``attn_fully_masked_mass``: mean probability
+        mass on hidden keys in those rows (1 when a finite fill spreads them uniformly, NaN if no
+        such row or all NaN); ``attn_nonfinite_rows``: fraction of rows whose weights hold NaN/inf.
+    """
+    kernels = [block.attn.kernel for block in model.blocks]
+    nan = float("nan")
+    if not all(getattr(k, "returns_weights", False) for k in kernels):
+        return dict.fromkeys(("attn_masked_max", "attn_fully_masked_rows", "attn_fully_masked_mass",
+                              "attn_nonfinite_rows"), nan)
+    weights: list[Tensor] = []
+    hooks = [k.register_forward_hook(lambda m, i, out: weights.append(out[1])) for k in kernels]
+    pre = [k.register_forward_pre_hook(lambda m, args: (*args[:4], True, *args[5:])) for k in kernels]
+    try:
+        with torch.no_grad():
+            model(idx, key_padding_mask)
+    finally:
+        for h in hooks + pre:
+            h.remove()
+    w = torch.stack([x.float() for x in weights])  # (L, B, H, T, S)
+    T = idx.size(1)
+    hidden = hidden_keys(T, T, key_padding_mask, idx.device).expand(w.shape[1:])  # (B, H, T, S)
+    full = hidden.all(-1).expand(w.shape[:-1])  # (L, B, H, T)
+    on_hidden = w.masked_fill(~hidden, 0.0)  # (L, B, H, T, S)
+    nonfinite = ~torch.isfinite(w).all(-1)  # (L, B, H, T)
+    mass = on_hidden.sum(-1)[full & ~nonfinite]
+    return {"attn_masked_max": _finite_max(on_hidden.amax(-1)[~full]),
+            "attn_fully_masked_rows": full.float().mean().item(),
+            "attn_fully_masked_mass": mass.mean().item() if mass.numel() else nan,
+            "attn_nonfinite_rows": nonfinite.float().mean().item()}
+
+
+def grad_norm_per_layer(model: TransformerLM, idx: Tensor, targets: Tensor, ignore_index: int = -100,
+                        key_padding_mask: Tensor | None = None) -> list[float]:
+    """L2 norm of the loss gradient over each block's parameters, bottom block first.
+
+    At initialisation this is the quantity Xiong et al. (ICML 2020, Fig. 3) compare: Post-LN's
+    gradient norm grows toward the top layers, Pre-LN's stays flat. ``.grad`` is left untouched.
+
+    Args:
+        idx: (B, T) inputs; targets: (B, T), ``ignore_index`` where no loss is taken.
+    """
+    with torch.enable_grad():
+        logits = model(idx, key_padding_mask)  # (B, T, V)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=ignore_index)
+        params = [list(block.parameters()) for block in model.blocks]
+        grads = torch.autograd.grad(loss, [p for ps in params for p in ps], allow_unused=True)
+    norms, i = [], 0
+    for ps in params:
+        g = [x for x in grads[i : i + len(ps)] if x is not None]
+        i += len(ps)
+        norms.append(torch.linalg.vector_norm(torch.stack([x.float().norm() for x in g])).item() if g else 0.0)
+    return norms

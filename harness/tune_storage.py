@@ -1,0 +1,150 @@
+"""Optuna storage for ``ablate tune``: URLs, masking, opening, and creating studies safely.
+
+SQLite under the results directory by default (``sqlite:///<results>/optuna.db``; one file that
+optuna-dashboard opens as it is); any SQLAlchemy RDB URL otherwise, e.g.
+``postgresql+psycopg2://user:password@host/db`` for many workers (``pip install psycopg2-binary``).
+A URL is only ever printed with its password masked. Several processes creating one fresh SQLite
+schema or study at the same moment race ("table alembic_version already exists", UNIQUE
+constraint): opening and creating are retried a few times on those errors only.
+"""
+from __future__ import annotations
+
+import random
+import re
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from harness.errors import AblateError
+
+_RACE = ("already exists", "unique constraint", "duplicate key", "database is locked", "integrityerror")
+ATTEMPTS = 8
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (also for URLs SQLAlchemy cannot parse)."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - unparsable: mask by pattern
+        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+
+
+def _password(url: str) -> str | None:
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).password
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def default_storage(results: Path) -> str:
+    """``sqlite:///<absolute results dir>/optuna.db``."""
+    return f"sqlite:///{(Path(results) / 'optuna.db').resolve()}"
+
+
+def sqlite_exists(url: str) -> bool:
+    """False only for a SQLite URL whose database file does not exist (opening would create it)."""
+    if not url.startswith("sqlite"):
+        return True
+    from sqlalchemy.engine import make_url
+
+    database = make_url(url).database
+    return bool(database) and database != ":memory:" and Path(database).is_file()
+
+
+def _reason(exc: BaseException, url: str) -> str:
+    """The driver's own first line, with any password removed."""
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    secret = _password(url)
+    return text.replace(secret, "***") if secret else text
+
+
+def _is_race(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(marker in text for marker in _RACE)
+
+
+def _engine_kwargs(url: str) -> dict[str, Any]:
+    if url.startswith("sqlite"):
+        return {"connect_args": {"timeout": 60}}
+    if url.startswith("postgresql"):
+        return {"connect_args": {"connect_timeout": 10}, "pool_pre_ping": True}
+    return {"pool_pre_ping": True}
+
+
+def open_storage(url: str, heartbeat: int | None = None) -> Any:
+    """An ``optuna.storages.RDBStorage`` on ``url``; with ``heartbeat`` (seconds) each running
+    trial sends heartbeats, and a trial silent for 3 x ``heartbeat`` is failed by the next worker.
+
+    Raises:
+        AblateError: an unparsable URL, a missing driver, an unreachable or unwritable database;
+            the message names the URL with its password masked.
+    """
+    import optuna
+    import sqlalchemy.exc
+
+    if url.startswith("sqlite"):
+        _make_parent(url)
+    beat = {"heartbeat_interval": heartbeat, "grace_period": 3 * heartbeat} if heartbeat else {}
+    for attempt in range(ATTEMPTS):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url), **beat)
+        except ImportError as exc:  # optuna re-raises the driver's ModuleNotFoundError as ImportError
+            driver = getattr(exc.__cause__, "name", None) or getattr(exc, "name", None) or "?"
+            raise AblateError(f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}; "
+                              f"install it (PostgreSQL: pip install psycopg2-binary)") from None
+        except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
+            raise AblateError(f"{mask_url(url)} is not a database URL ({_reason(exc, url)}); e.g. "
+                              f"sqlite:///results/optuna.db or postgresql+psycopg2://user@host/db") from None
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            if attempt + 1 < ATTEMPTS and _is_race(exc):
+                time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
+                continue
+            raise AblateError(f"cannot open the Optuna storage {mask_url(url)}: {_reason(exc, url)}") from None
+    raise AssertionError("unreachable")
+
+
+def _make_parent(url: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    try:
+        database = make_url(url).database
+    except Exception:  # noqa: BLE001 - reported by open_storage
+        return
+    if database and database != ":memory:":
+        try:
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AblateError(f"cannot create the folder of {mask_url(url)}: {exc.strerror}") from None
+
+
+def ensure_study(storage: Any, name: str, direction: str, attrs: dict[str, Any]) -> None:
+    """Create study ``name`` unless it exists (``load_if_exists``), retrying on the creation race;
+    a new study gets ``attrs`` as user attributes (shown by optuna-dashboard).
+
+    Raises:
+        AblateError: the study exists with the other direction, or creation kept failing.
+    """
+    import optuna
+    import sqlalchemy.exc
+
+    for attempt in range(ATTEMPTS):
+        try:
+            study = optuna.create_study(storage=storage, study_name=name, direction=direction, load_if_exists=True)
+            break
+        except (optuna.exceptions.DuplicatedStudyError, sqlalchemy.exc.SQLAlchemyError) as exc:
+            if attempt + 1 == ATTEMPTS:
+                raise AblateError(f"cannot create study {name!r}: {type(exc).__name__}: {exc}") from None
+            time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
+    if study.direction.name.lower() != direction:
+        raise AblateError(f"study {name!r} exists and {study.direction.name.lower()}s, but the ablation's primary "
+                          f"metric asks to {direction}; delete the study or use another --storage")
+    if not study.user_attrs:
+        for key, value in attrs.items():
+            study.set_user_attr(key, value)

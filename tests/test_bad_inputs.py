@@ -1,0 +1,183 @@
+"""The bad-input catalogue (docs/bad-inputs.md): the rows not already covered elsewhere, and a
+check that every row of the catalogue names a test that exists.
+
+Each bad input: one ``error:`` line that names the problem and the fix, exit code 2, nothing
+written, nothing in the store changed; no run starts (``executors.run_grid`` is replaced by a
+function that fails the test, as in test_cli_errors.py, whose helpers are reused here).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from test_cli_errors import _isolated, _user_file, assert_nothing_written, assert_refused, invoke, results  # noqa: F401
+
+from harness import commands, executors_cluster
+from harness.errors import AblateError
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOGUE = ROOT / "docs" / "bad-inputs.md"
+
+
+def _tiny(tmp_path: Path, **changes) -> Path:
+    path = _user_file(tmp_path)
+    decl = yaml.safe_load(path.read_text())
+    decl.update(changes)
+    path.write_text(yaml.safe_dump(decl))
+    return path
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# --- options of `ablate run` ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, words", [
+    (["--retry", "failed,divergd"], ["--retry: 'divergd' is not a status that can be retried",
+                                     "did you mean 'diverged'", "diverged, failed, timeout"]),
+    (["--run-timeout", "0"], ["--run-timeout must be a positive number of seconds"]),
+    (["--address", "auto"], ["--address is the Ray cluster to connect to; add --executor ray"]),
+    (["--executor", "ray", "--address", "http//head"], ["not a Ray address", "ray://HOST:10001"]),
+    (["--slurm-partition", "gpu"], ["--slurm-partition only apply to --executor slurm"]),
+    (["--executor", "slurm"], ["sbatch not found", "--submitit-cluster local"]),
+    (["--results-dir", "s3://bucket/ablate"], ["is a URL", "shared filesystem"]),
+])
+def test_run_refuses_bad_execution_options(tmp_path, args, words):
+    extra = [] if "--results-dir" in args else ["--results-dir", str(tmp_path / "results")]
+    assert_refused(invoke("run", str(_user_file(tmp_path)), *args, *extra), *words)
+    assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.parametrize("engine", ["ray", "slurm"])
+def test_missing_cluster_engine_says_which_extra_to_install(tmp_path, monkeypatch, engine):
+    real = executors_cluster.importlib.util.find_spec
+    monkeypatch.setattr(executors_cluster.importlib.util, "find_spec",
+                        lambda name: None if name in ("ray", "submitit") else real(name))
+    result = invoke("run", str(_user_file(tmp_path)), "--executor", engine, "--results-dir", str(tmp_path / "results"))
+    assert_refused(result, f"--executor {engine} needs the", f"pip install 'ablate[{engine}]'")
+    assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.parametrize("visible, args, words", [
+    ("", ["--gpus-per-run", "1"], ["--gpus-per-run 1 needs 1 GPU(s), none visible", "--gpus-per-run 0"]),
+    ("0,1", ["--workers", "3"], ["--workers 3 but only 2 GPU slot(s)", "--workers 2 or fewer"]),
+    ("0", ["--gpus-per-run", "2"], ["--gpus-per-run 2 needs 2 GPU(s), 1 visible (0)"]),
+])
+def test_gpu_requests_that_cannot_be_met(tmp_path, monkeypatch, visible, args, words):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert_refused(invoke("run", str(_user_file(tmp_path)), *args, "--results-dir", str(tmp_path / "results")), *words)
+    assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.parametrize("args, option", [(["--workers", "0"], "--workers"), (["--threads", "0"], "--threads"),
+                                          (["--executor", "k8s"], "--executor")])
+def test_option_values_the_parser_refuses(tmp_path, args, option):
+    result = invoke("run", str(_user_file(tmp_path)), *args, "--results-dir", str(tmp_path / "results"))
+    assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output, result.output
+    assert_nothing_written(tmp_path / "results")
+
+
+# --- ablation files and task parameters ----------------------------------------------------------
+
+def test_axis_value_the_registry_does_not_know(tmp_path):
+    path = _tiny(tmp_path, axes={"model.position": ["sinusoidal", "rop"]}, baseline={"model.position": "sinusoidal"})
+    assert_refused(invoke("run", str(path), "--results-dir", str(tmp_path / "results")),
+                   "variant 'rop'", "unknown positional encoding 'rop'", "did you mean 'rope'")
+    assert_nothing_written(tmp_path / "results")
+
+
+def test_yaml_tags_that_would_run_code_are_refused(tmp_path):
+    path = tmp_path / "evil.yaml"
+    marker = tmp_path / "pwned"
+    path.write_text(f"name: !!python/object/apply:os.system ['touch {marker}']\n")
+    assert_refused(invoke("run", str(path), "--results-dir", str(tmp_path / "results")), "evil.yaml", "not valid YAML")
+    assert not marker.exists()
+    assert_nothing_written(tmp_path / "results")
+
+
+def test_training_length_below_the_task_minimum(tmp_path):
+    result = invoke("run", str(_user_file(tmp_path)), "train.seq_len=1", "--results-dir", str(tmp_path / "results"))
+    assert_refused(result, "task 'copy' needs seq_len >= 2, got 1")
+    assert_nothing_written(tmp_path / "results")
+
+
+# --- data files ----------------------------------------------------------------------------------
+
+def test_data_file_with_the_wrong_checksum(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "tinyshakespeare.txt").write_text("To be, or not to be: not the corpus.\n")
+    monkeypatch.setenv("ABLATE_DATA_DIR", str(data))
+    result = invoke("run", "pe_extrapolation", "--profile", "smoke", "--results-dir", str(tmp_path / "results"))
+    assert_refused(result, str(data / "tinyshakespeare.txt"), "sha256")
+    assert_nothing_written(tmp_path / "results")
+    assert (data / "tinyshakespeare.txt").read_text().startswith("To be")  # the user's file left alone
+
+
+# --- the results folder --------------------------------------------------------------------------
+
+def test_results_dir_that_cannot_be_created(tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    assert_refused(invoke("run", str(_user_file(tmp_path)), "--results-dir", str(blocker / "results")),
+                   "cannot create --results-dir", str(blocker / "results"))
+    assert blocker.read_text() == ""
+
+
+def test_results_dir_that_is_not_writable(tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    store.mkdir()
+    real = os.access  # root ignores chmod: deny writing to the store the way a non-root user is denied
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == store and mode & os.W_OK else real(p, mode))
+    assert_refused(invoke("run", str(_user_file(tmp_path)), "--results-dir", str(store)), "is not writable")
+    assert list(store.iterdir()) == []
+
+
+@pytest.mark.parametrize("cmd", ["status", "compare", "report"])
+def test_reading_commands_refuse_a_results_dir_that_is_a_file_or_unreadable(tmp_path, monkeypatch, cmd):
+    store = tmp_path / "store"
+    store.write_text("not a folder")
+    assert_refused(invoke(cmd, "pe_extrapolation", "--results-dir", str(store)), "is not a folder")
+    store.unlink()
+    store.mkdir()
+    real = os.access  # root ignores chmod: deny reading the way a non-root user is denied
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == store else real(p, mode))
+    result = invoke(cmd, "pe_extrapolation", "--results-dir", str(store))  # the option parser refuses first
+    assert result.exit_code == 2 and "is not readable" in result.output, result.output
+    call = {"status": lambda: commands.status("pe_extrapolation", None, store),
+            "compare": lambda: commands.compare("pe_extrapolation", None, store),
+            "report": lambda: commands.report("pe_extrapolation", None, store, Path("reports"))}[cmd]
+    with pytest.raises(AblateError, match="cannot be read"):  # and the command itself, called directly
+        call()
+    assert list(Path.cwd().iterdir()) == []  # no report written
+
+
+def test_bad_input_leaves_an_existing_store_unchanged(tmp_path):
+    store = tmp_path / "store"
+    run = store / "mini" / "cpu" / "0123456789ab"
+    run.mkdir(parents=True)
+    (run / "record.json").write_text('{"status": "ok"}')
+    (run / "notes.txt").write_text("keep me")
+    before = _digest(store)
+    path = _user_file(tmp_path)
+    for args in (["model.n_heads=3"], ["--retry", "bogus"], ["--gpus-per-run", "-1"]):
+        assert invoke("run", str(path), *args, "--results-dir", str(store)).exit_code == 2
+    assert _digest(store) == before
+
+
+# --- the catalogue itself ------------------------------------------------------------------------
+
+def test_every_catalogue_row_names_an_existing_test():
+    rows = [line for line in CATALOGUE.read_text().splitlines() if re.match(r"^\|\s*\d+\s*\|", line)]
+    assert len(rows) >= 25
+    for row in rows:
+        refs = re.findall(r"`(tests/[\w/]+\.py)::(\w+)", row)
+        assert refs, row
+        for file, name in refs:
+            assert re.search(rf"^def {name}\(", (ROOT / file).read_text(), re.M), (file, name)

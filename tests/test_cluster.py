@@ -1,0 +1,57 @@
+"""Ray (a local instance) and SLURM through submitit (its local executor): the same runs, the same
+store, the same numbers as in-process execution."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness import commands
+from harness.ablation import load
+from harness.executors_cluster import Engine
+from harness.launch import Launch
+from harness.runner import execute, plan
+from harness.store import scan
+from tiny_grid import numbers, write_tiny
+
+
+def _reference(path: Path, tmp_path: Path) -> dict[str, dict]:
+    abl = load(str(path))
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return {s.run_id: execute(s, tmp_path / "reference", abl=abl) for s in plan(abl, "cpu")[1]}
+    finally:
+        torch.set_num_threads(before)
+
+
+def _same_store(results: Path, reference: dict[str, dict]) -> None:
+    found = scan(results, "tiny", "cpu")
+    assert not found.problems and not found.incomplete
+    got = {r["run_id"]: r for r in found.records}
+    assert sorted(got) == sorted(reference)
+    for run_id, rec in got.items():
+        assert rec["status"] == "ok" and rec["torch_threads"] == 1
+        assert numbers(rec) == numbers(reference[run_id])
+        assert set(rec) == set(reference[run_id])  # one record format, whatever the executor
+
+
+def test_ray_local_instance(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    path = write_tiny(tmp_path / "decl", steps=20, seeds=(0,))
+    results = tmp_path / "results"
+    assert commands.run(str(path), None, [], results, launch=Launch(engine=Engine("ray"))) == 0
+    _same_store(results, _reference(path, tmp_path))
+
+
+@pytest.mark.parametrize("cluster", ["local", "debug"])
+def test_submitit_without_slurm(tmp_path: Path, cluster: str) -> None:
+    pytest.importorskip("submitit")
+    path = write_tiny(tmp_path / "decl", steps=20, seeds=(0,))
+    results = tmp_path / "results"
+    launch = Launch(engine=Engine("slurm", cluster=cluster, time_min=5))
+    assert commands.run(str(path), None, [], results, launch=launch) == 0
+    _same_store(results, _reference(path, tmp_path))
+    if cluster == "local":
+        assert any((results / ".submitit").iterdir())  # the job logs, beside the runs

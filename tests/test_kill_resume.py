@@ -1,0 +1,130 @@
+"""No run lost, none run twice: ``kill -9`` at random moments, and two ``ablate run`` at once.
+
+Both tests start ``ablate run`` (the function behind it, in processes forked from the
+harness's own forkserver, so each start costs milliseconds instead of an import of torch and
+Lightning; tests/test_cli_errors.py runs the installed script). The kill test kills it with
+SIGKILL at seeded random moments, each soon after a fresh checkpoint (so mostly while a run is
+between two checkpoints), and finally lets it finish. The store must then hold every run exactly once, each
+record parseable and complete, with the same numbers as runs that were never interrupted.
+"""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness import commands
+from harness.ablation import load
+from harness.executors import pool_context
+from harness.locks import read_events
+from harness.runner import execute, plan
+from harness.store import load_record, scan
+from tiny_grid import numbers, write_tiny
+
+def _store_is_complete(results: Path, specs: list, reference: dict[str, dict] | None = None) -> dict[str, list]:
+    """Every run once, parseable and complete; returns each run's events."""
+    found = scan(results, "tiny", "cpu")
+    assert not found.problems and not found.incomplete
+    assert sorted(r["run_id"] for r in found.records) == sorted(s.run_id for s in specs)
+    events = {}
+    for spec in specs:
+        folder = results / "tiny" / "cpu" / spec.run_id
+        rec, problem = load_record(folder)
+        assert problem is None and rec["status"] == "ok", (spec.run_id, problem)
+        for key in ("metrics", "config", "versions", "torch_threads", "device", "attempt", "finished_at"):
+            assert key in rec
+        assert not (folder / "checkpoints").exists() and not (folder / "claim.lock").exists()
+        assert not list(folder.glob("record.attempt-*"))
+        events[spec.run_id] = [e["event"] for e in read_events(folder)]
+        # executed to the end once (a kill between the record and its event may drop the event)
+        assert events[spec.run_id].count("finish") <= 1
+        if reference is not None:
+            assert numbers(rec) == numbers(reference[spec.run_id]), spec.run_id
+    return events
+
+
+def _wait_for_a_checkpoint(results: Path, proc, since: float, timeout: float = 60) -> None:
+    """Until the process has written a checkpoint (a run is under way and has progressed)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.is_alive():
+        for ckpt in results.glob("tiny/cpu/*/checkpoints/last.ckpt"):
+            try:
+                if ckpt.stat().st_mtime >= since:
+                    return
+            except FileNotFoundError:
+                continue
+        time.sleep(0.005)
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory: pytest.TempPathFactory):
+    """The tiny grid (4 runs of 60 steps, a checkpoint every 10) and its uninterrupted records."""
+    root = tmp_path_factory.mktemp("grid")
+    path = write_tiny(root / "decl", steps=60, val_every=10)
+    abl = load(str(path))
+    specs = plan(abl, "cpu")[1]
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        reference = {s.run_id: execute(s, root / "reference", abl=abl) for s in specs}
+    finally:
+        torch.set_num_threads(before)
+    return path, specs, reference
+
+
+def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(grid, tmp_path: Path) -> None:
+    path, specs, reference = grid
+    results, rng, ctx, kills = tmp_path / "results", random.Random(6), pool_context(), 0
+    for _ in range(6):
+        proc = ctx.Process(target=commands.run, args=(str(path), None, [], results), kwargs={"workers": 1})
+        since = time.time()
+        proc.start()
+        _wait_for_a_checkpoint(results, proc, since)
+        time.sleep(rng.uniform(0.0, 0.25))
+        if proc.is_alive():
+            os.kill(proc.pid, signal.SIGKILL)
+            kills += 1
+        proc.join()
+    assert kills >= 3
+    assert commands.run(str(path), None, [], results, workers=1) == 0
+    events = _store_is_complete(results, specs, reference)
+    assert sum(e.count("resume") for e in events.values()) >= 1  # killed mid-run, resumed, same numbers
+    assert sum(e.count("takeover") for e in events.values()) >= 1  # a dead process's claim taken over
+
+
+def _ablate_run(*args, **kwargs) -> None:
+    """``ablate run`` in a child process: its exit code is the command's."""
+    sys.exit(commands.run(*args, **kwargs))
+
+
+def test_two_ablate_processes_on_one_grid_never_run_the_same_run(tmp_path: Path) -> None:
+    path = write_tiny(tmp_path / "decl", steps=30, val_every=10, seeds=(0, 1, 2))
+    results = tmp_path / "results"
+    ctx = pool_context()
+    procs = [ctx.Process(target=_ablate_run, args=(str(path), None, [], results), kwargs={"workers": 1})
+             for _ in range(2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(300)
+    assert [p.exitcode for p in procs] == [0, 0]
+    specs = plan(load(str(path)), "cpu")[1]
+    events = _store_is_complete(results, specs)
+    assert all(e == ["claim", "finish"] for e in events.values()), events  # one claim each: never run twice
+    finishers = {e["pid"] for s in specs for e in read_events(results / "tiny" / "cpu" / s.run_id)
+                 if e["event"] == "finish"}
+    assert finishers <= {p.pid for p in procs}
+
+
+def test_two_workers_give_the_numbers_of_one(grid, tmp_path: Path) -> None:
+    path, specs, reference = grid
+    assert commands.run(str(path), None, [], tmp_path / "results", workers=2) == 0
+    events = _store_is_complete(tmp_path / "results", specs, reference)
+    pids = {e["pid"] for s in specs for e in read_events(tmp_path / "results" / "tiny" / "cpu" / s.run_id)}
+    assert len(pids) == 2 and os.getpid() not in pids and all(e == ["claim", "finish"] for e in events.values())

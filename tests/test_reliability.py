@@ -1,0 +1,186 @@
+"""A store that never loses a run, in one process: resume from checkpoints, timeouts, retries,
+runs claimed elsewhere (harness/runner.py, attempts.py, training.py).
+
+The multi-process guarantees (kill -9, two ``ablate run`` at once) are in test_kill_resume.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness import commands, training
+from harness.ablation import load
+from harness.attempts import RunOptions
+from harness.executors_cluster import Engine
+from harness.launch import Launch
+from harness.locks import read_events
+from harness.runner import execute, plan
+from harness.store import load_record, run_dir
+from tiny_grid import numbers, records, write_tiny
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL: nothing in the harness catches it."""
+
+
+@pytest.fixture
+def tiny(tmp_path: Path):
+    abl = load(str(write_tiny(tmp_path / "decl", steps=40, val_every=10, seeds=(0,))))
+    return abl, plan(abl, "cpu")[1]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _kill_at(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
+    original = training.LitLM.training_step
+
+    def step_or_die(self, batch, batch_idx):
+        if self.global_step == step:
+            raise _Killed()
+        return original(self, batch, batch_idx)
+
+    monkeypatch.setattr(training.LitLM, "training_step", step_or_die)
+
+
+def test_interrupted_run_resumes_from_its_last_checkpoint_with_identical_results(tiny, tmp_path, monkeypatch):
+    abl, specs = tiny
+    reference = execute(specs[0], tmp_path / "ref", abl=abl)
+    with monkeypatch.context() as m:
+        _kill_at(m, 25)
+        with pytest.raises(_Killed):
+            execute(specs[0], tmp_path / "int", abl=abl)
+    folder = run_dir(tmp_path / "int", "tiny", "cpu", specs[0].run_id)
+    assert (folder / "checkpoints" / "last.ckpt").is_file() and not (folder / "record.json").exists()
+    resumed = execute(specs[0], tmp_path / "int", abl=abl)
+    assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 20
+    assert (resumed["devices"], resumed["strategy"], resumed["attempt"]) == (1, "auto", 1)  # Lightning's, passed through
+    assert numbers(resumed) == numbers(reference)  # bit for bit
+    ref_hist = (run_dir(tmp_path / "ref", "tiny", "cpu", specs[0].run_id) / "history.csv").read_text()
+    assert (folder / "history.csv").read_text() == ref_hist
+    assert not (folder / "checkpoints").exists()  # a finished run keeps what the report needs
+    assert [e["event"] for e in read_events(folder)] == ["claim", "claim", "resume", "finish"]
+
+
+def test_no_resume_starts_afresh_and_keep_checkpoints_keeps_them(tiny, tmp_path, monkeypatch):
+    abl, specs = tiny
+    with monkeypatch.context() as m:
+        _kill_at(m, 15)
+        with pytest.raises(_Killed):
+            execute(specs[0], tmp_path, abl=abl)
+    rec = execute(specs[0], tmp_path, abl=abl, options=RunOptions(resume=False, keep_checkpoints=True))
+    assert rec["status"] == "ok" and rec["resumed_from_step"] is None
+    ckpt = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id) / "checkpoints" / "last.ckpt"
+    state = torch.load(ckpt, weights_only=True)
+    assert state["global_step"] == 40 and len(state["ablate"]["history"]) == 4
+
+
+def test_unloadable_checkpoint_is_dropped_and_the_run_starts_afresh(tiny, tmp_path):
+    abl, specs = tiny
+    folder = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id)
+    (folder / "checkpoints").mkdir(parents=True)
+    (folder / "checkpoints" / "last.ckpt").write_bytes(b"PK\x03\x04 not a checkpoint")
+    rec = execute(specs[0], tmp_path, abl=abl)
+    assert rec["status"] == "ok" and rec["resumed_from_step"] is None
+
+
+def test_run_over_its_time_limit_is_recorded_as_timeout_and_retried(tmp_path, capsys):
+    path = write_tiny(tmp_path / "decl", steps=40, seeds=(0,))
+    results = tmp_path / "results"
+    slow = Launch(options=RunOptions(run_timeout=1e-3))
+    assert commands.run(str(path), None, [], results, workers=1, launch=slow) == 1
+    recs = records(results)
+    assert [r["status"] for r in recs.values()] == ["timeout", "timeout"]
+    assert all("run timeout 0.001 s" in r["reason"] and r["timeout_step"] <= 1 for r in recs.values())
+    assert "timeout" in capsys.readouterr().out
+    commands.status(str(path), None, results)
+    assert "timeout" in capsys.readouterr().out
+    assert commands.run(str(path), None, [], results, workers=1, launch=Launch(retry="timeout")) == 0
+    for run_id, rec in records(results).items():
+        folder = results / "tiny" / "cpu" / run_id
+        assert rec["status"] == "ok" and rec["attempt"] == 2
+        assert json.loads((folder / "record.attempt-1.json").read_text())["status"] == "timeout"
+
+
+def test_retry_reruns_only_the_listed_statuses_and_keeps_every_attempt(tmp_path, monkeypatch):
+    path = write_tiny(tmp_path / "decl", steps=20, seeds=(0,))
+    results = tmp_path / "results"
+    original = training.TransformerLM.forward
+
+    def fail_learned(self, idx, *args, **kwargs):
+        if self.cfg.position == "learned":
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return original(self, idx, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(training.TransformerLM, "forward", fail_learned)
+        assert commands.run(str(path), None, [], results, workers=1) == 1
+    first = records(results)
+    assert sorted(r["status"] for r in first.values()) == ["failed", "ok"]
+    assert commands.run(str(path), None, [], results, workers=1, launch=Launch(retry="diverged,timeout")) == 0
+    assert records(results) == first  # nothing of those statuses: nothing rerun, nothing touched
+    assert commands.run(str(path), None, [], results, workers=1, launch=Launch(retry="failed")) == 0
+    second = records(results)
+    for run_id, rec in second.items():
+        folder = results / "tiny" / "cpu" / run_id
+        if first[run_id]["status"] == "ok":
+            assert rec == first[run_id]
+        else:
+            assert rec["status"] == "ok" and rec["attempt"] == 2
+            assert json.loads((folder / "record.attempt-1.json").read_text()) == first[run_id]
+            assert "out of memory" in (folder / "traceback.attempt-1.txt").read_text()
+
+
+def test_a_run_claimed_by_a_live_process_is_left_alone(tiny, tmp_path, capsys):
+    abl, specs = tiny
+    folder = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id)
+    folder.mkdir(parents=True)
+    claim = {"owner": "bob@gpu-box:123", "host": socket.gethostname(), "pid": os.getppid(), "token": "x"}
+    (folder / "claim.lock").write_text(json.dumps(claim))
+    rec = execute(specs[0], tmp_path, abl=abl)
+    assert rec["status"] == "claimed" and "bob@gpu-box:123" in rec["reason"]
+    assert sorted(p.name for p in folder.iterdir()) == ["claim.lock"]
+    commands.status(abl.source, None, tmp_path)
+    out = capsys.readouterr().out
+    assert "running (claimed by bob@gpu-box:123" in out
+
+
+def test_options_are_checked_before_anything_runs(tmp_path):
+    from harness.errors import AblateError
+
+    path = write_tiny(tmp_path / "decl")
+    for launch, words in [
+        (Launch(retry="failed,divergd"), "did you mean 'diverged'"),
+        (Launch(retry="ok"), "'ok' is not a status that can be retried"),
+        (Launch(options=RunOptions(run_timeout=0)), "--run-timeout must be a positive"),
+        (Launch(options=RunOptions(claim_timeout=5)), "--claim-timeout must be at least 60 s"),
+        (Launch(engine=Engine("local", address="auto")), "--address is the Ray cluster"),
+        (Launch(engine=Engine("ray", address="not an address")), "is not a Ray address"),
+        (Launch(engine=Engine("local", partition="gpu")), "only apply to --executor slurm"),
+        (Launch(engine=Engine("slurm")), "sbatch not found"),
+    ]:
+        with pytest.raises(AblateError, match=words):
+            commands.run(str(path), None, [], tmp_path / "results", workers=1, launch=launch)
+    assert not (tmp_path / "results").exists()
+
+
+def test_load_record_rejects_what_readers_cannot_use(tiny, tmp_path):
+    abl, specs = tiny
+    rec = execute(specs[0], tmp_path, abl=abl)
+    folder = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id)
+    assert load_record(folder) == (rec, None)
+    for bad, why in [({**rec, "status": "weird"}, "status 'weird'"), ({**rec, "seed": "0"}, "field 'seed'"),
+                     ({**rec, "metrics": {"acc@x1": "high"}}, "metrics must map"), ([1, 2], "a JSON list"),
+                     ({**rec, "run_id": "abc"}, "does not match its folder")]:
+        (folder / "record.json").write_text(json.dumps(bad))
+        assert load_record(folder)[0] is None and why in load_record(folder)[1]

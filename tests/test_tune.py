@@ -1,0 +1,171 @@
+"""``ablate tune`` in one process on a tiny ablation: bad input, resume, pruning, ``--tuned``, report.
+
+Every trial trains d_model 16, 1 layer, 20 steps (about a second); the objective is ``loss@x2`` on
+the validation split, so the pruner watches ``val/loss``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import optuna
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+from tune_helpers import TINY, states, write_tiny
+
+from harness import commands
+from harness.ablation import load
+from harness.cli import app
+from harness.errors import AblateError
+from harness.space import DEFAULT_SPACE, ParamSpec, resolve_space
+from harness.tune import TUNING_SEED, monitor_for, plan_studies, study_name, tuned_profile
+from harness.tune_storage import default_storage, mask_url
+
+ROPE = "tiny_tune/smoke/copy/rope"
+
+
+@pytest.fixture(autouse=True)
+def _wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(commands, "console", Console(highlight=False, width=250))
+
+
+def _tune(path: Path, results: Path, trials: int, *extra: str, variants: list[str] | None = None) -> int:
+    return commands.tune(str(path), None, list(extra), results, trials=trials, variants=variants)
+
+
+# --- declarations and bad input (nothing trains) ---------------------------------------------
+
+def test_default_space_is_shared_and_overridable(tmp_path: Path) -> None:
+    abl = load("pe_extrapolation")
+    space = resolve_space(abl, "cpu")
+    assert set(space) == set(DEFAULT_SPACE)
+    assert resolve_space(abl, "smoke")["train.warmup_steps"] == ParamSpec(type="int", low=0, high=20)
+    tiny = resolve_space(load(str(write_tiny(tmp_path))), "smoke")
+    assert list(tiny) == ["train.lr"] and tiny["train.lr"].log
+
+
+@pytest.mark.parametrize("tune, words", [
+    ({"train.lrr": {"type": "float", "low": 1e-3, "high": 1e-2}}, ["unknown config key 'train.lrr'", "train.lr"]),
+    ({"train.lr": {"type": "float", "low": 1e-2, "high": 1e-3}}, ["low 0.01 > high 0.001"]),
+    ({"train.lr": {"type": "float", "low": 0.0, "high": 1e-2, "log": True}}, ["log range needs low > 0"]),
+    ({"train.batch_size": {"type": "categorical", "choices": []}}, ["non-empty `choices`"]),
+    ({"train.steps": {"type": "int", "low": 1.5, "high": 3}}, ["integer bounds"]),
+    ({"model.position": {"type": "categorical", "choices": ["rope"]}}, ["axis", "cannot be tuned"]),
+    ({"model.dropout": {"type": "float", "low": 0.0, "high": 1.5}}, ["model.dropout=1.5", "less than 1"]),
+])
+def test_bad_space_exits_2_before_anything_runs(tmp_path: Path, tune: dict, words: list[str]) -> None:
+    path = write_tiny(tmp_path, tune=tune)
+    results = tmp_path / "results"
+    out = CliRunner().invoke(app, ["tune", str(path), "--trials", "2", "--results-dir", str(results)])
+    assert out.exit_code == 2, out.output
+    assert out.stderr.startswith("error: ") and "Traceback" not in out.output
+    for w in words:
+        assert w in out.stderr, (w, out.stderr)
+    assert not results.exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--variant", "position=ropee"], ["'ropee' is not a value of model.position", "rope"]),
+    (["--variant", "norm=pre"], ["'norm' is not an axis"]),
+    (["--task", "cpy"], ["did you mean 'copy'"]),
+    (["--storage", "postgresql+psycopg2://bob:s3cret@127.0.0.1:1/db"], ["postgresql+psycopg2://bob:***@127.0.0.1:1/db"]),
+    (["--storage", "nonsense"], ["not a database URL"]),
+])
+def test_bad_tune_arguments_exit_2(tmp_path: Path, args: list[str], words: list[str]) -> None:
+    out = CliRunner().invoke(app, ["tune", str(write_tiny(tmp_path)), *args, "--results-dir", str(tmp_path / "r")])
+    assert out.exit_code == 2, out.output
+    assert "s3cret" not in out.output
+    for w in words:
+        assert w in out.stderr, (w, out.stderr)
+
+
+def test_tuned_without_study_exits_2(tmp_path: Path) -> None:
+    out = CliRunner().invoke(app, ["run", str(write_tiny(tmp_path)), "--tuned", "--results-dir", str(tmp_path / "r")])
+    assert out.exit_code == 2 and "ablate tune tiny_tune --profile smoke" in out.stderr, out.output
+    assert not (tmp_path / "r" / "optuna.db").exists()
+
+
+def test_names_and_monitor() -> None:
+    assert study_name("pe_extrapolation", "smoke", "copy", "rope") == "pe_extrapolation/smoke/copy/rope"
+    assert tuned_profile("smoke") == "smoke+tuned"
+    assert TUNING_SEED not in {s for p in load("pe_extrapolation").profiles.values() for s in p.seeds}
+    assert monitor_for("acc@x4", True) == "val/acc" and monitor_for("loss@x4", False) == "val/loss"
+    assert monitor_for("steps_to_target", False) == "val/loss" and monitor_for("tokens_per_s", True) is None
+    assert mask_url("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+
+
+def test_a_key_fixed_on_the_command_line_is_not_searched(tmp_path: Path) -> None:
+    abl = load("pe_extrapolation")
+    _, plans = plan_studies(abl, "smoke", ["train.lr=1e-3"], ["copy"], ["position=rope"])
+    assert "train.lr" not in plans[0].space and plans[0].spec.config.train.lr == 1e-3
+    with pytest.raises(AblateError, match="search space is empty"):
+        plan_studies(load(str(write_tiny(tmp_path))), "smoke", ["train.lr=1e-3"])
+
+
+# --- trials --------------------------------------------------------------------------------------
+
+def test_resume_tops_up_to_the_requested_finished_trials(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, results = write_tiny(tmp_path), tmp_path / "results"
+    url = default_storage(results)
+    assert _tune(path, results, 2, variants=["position=rope"]) == 0
+    assert sum(states(url, ROPE).values()) == 2
+    assert _tune(path, results, 3, variants=["position=rope"]) == 0
+    found = states(url, ROPE)
+    assert sum(found.values()) == 3 and found["COMPLETE"] >= 2 and "RUNNING" not in found
+    assert _tune(path, results, 3, variants=["position=rope"]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    study = optuna.load_study(study_name=ROPE, storage=url)
+    assert study.trials[0].user_attrs.get("declared") and study.trials[0].params == {"train.lr": 3e-3}
+    assert study.user_attrs["seed"] == TUNING_SEED and "validation" in study.user_attrs["objective"]
+    assert set(study.trials[0].user_attrs["val_metrics"]) >= {"loss@x1", "loss@x2"}
+    # reported at every validation pass (global step), not once per epoch
+    assert set(study.trials[0].intermediate_values) == {10, 20}
+
+
+def test_a_bad_region_is_pruned(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    assert _tune(write_tiny(tmp_path), results, 3, variants=["position=rope"]) == 0
+    # the same study, now searched in a hopeless region: a learning rate that cannot move the loss
+    bad = write_tiny(tmp_path, tune={**TINY["tune"], "train.lr": {"type": "float", "low": 1e-9, "high": 1e-8, "log": True}})
+    _tune(bad, results, 6, variants=["position=rope"])
+    study = optuna.load_study(study_name=ROPE, storage=default_storage(results))
+    late = study.trials[3:]
+    assert len(late) == 3 and all(t.state.name == "PRUNED" for t in late), [t.state for t in late]
+    assert all(max(t.intermediate_values) == 10 for t in late)  # stopped at the first validation pass
+
+
+def test_diverging_and_failing_trials_are_counted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    # grad_clip 0 and a huge learning rate: the loss overflows, every trial diverges
+    path = write_tiny(tmp_path, base={**TINY["base"], "train.grad_clip": 0.0},
+                      tune={**TINY["tune"], "train.lr": {"type": "float", "low": 1e12, "high": 1e13, "log": True}})
+    code = _tune(path, results, 2, variants=["position=rope"])
+    out = capsys.readouterr().out
+    assert code == 1 and "no complete trial" in out and "Traceback" not in out
+    study = optuna.load_study(study_name=ROPE, storage=default_storage(results))
+    assert [t.state.name for t in study.trials] == ["FAIL", "FAIL"]
+    assert {t.user_attrs["outcome"] for t in study.trials} == {"diverged"}
+    with pytest.raises(AblateError, match="no complete trial"):
+        commands.run(str(path), None, [], results, workers=1, wandb="off", tuned=True)
+
+
+def test_tune_then_tuned_run_then_report(tmp_path: Path) -> None:
+    path, results = write_tiny(tmp_path), tmp_path / "results"
+    assert _tune(path, results, 3) == 0
+    assert commands.run(str(path), None, [], results, workers=1, wandb="off", tuned=True) == 0
+    url = default_storage(results)
+    records = [json.loads(p.read_text()) for p in results.glob("tiny_tune/smoke+tuned/*/record.json")]
+    assert len(records) == 4 and not list(results.glob("tiny_tune/smoke/*"))
+    for rec in records:
+        best = optuna.load_study(study_name=f"tiny_tune/smoke/copy/{rec['variant_label']}", storage=url).best_params
+        assert rec["tuned_params"] == best and rec["profile"] == "smoke+tuned"
+        assert rec["config"]["train"]["lr"] == best["train.lr"]
+        assert rec["seed"] in (0, 1) and rec["status"] == "ok"
+    md = commands.report(str(path), None, results, tmp_path / "reports").read_text()
+    section = md.split("## Tuning")[1]
+    row = next(line for line in section.splitlines() if line.startswith("| copy | rope |")).split("|")
+    assert int(row[3]) + int(row[4]) == 3 and row[5].strip() == "0 (0)" and "validation" in section
+    assert "Untuned vs tuned" in section and "smoke+tuned" in section
+    for png in ("tiny_tune.smoke-tune-copy-rope-history.png",):
+        assert (tmp_path / "reports" / "figures" / png).stat().st_size > 1000

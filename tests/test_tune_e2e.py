@@ -1,0 +1,39 @@
+"""The issue's flow on the real ablation: ``ablate tune pe_extrapolation --profile smoke``, then
+``ablate run ... --tuned``, then ``ablate report`` with its Tuning section.
+
+Shrunk by overrides (10 steps, d_model 16, 8 evaluation examples) and 2 trials per study so that
+all 10 studies (5 encodings x 2 tasks) and the 20 tuned runs fit in the default test run.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness import commands
+from harness.store import scan
+
+SMALL = ["train.steps=10", "train.val_every=5", "model.d_model=16", "eval.n_examples=8", "eval.val_examples=8"]
+
+
+def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(commands, "console", Console(highlight=False, width=250))
+    results = tmp_path / "results"
+    assert commands.tune("pe_extrapolation", "smoke", SMALL, results, trials=2) == 0
+    assert (results / "optuna.db").is_file()
+    assert commands.run("pe_extrapolation", "smoke", SMALL, results, workers=1, wandb="off", tuned=True) == 0
+    tuned = scan(results, "pe_extrapolation", "smoke+tuned").records
+    assert len(tuned) == 20 and all(r["status"] == "ok" and r["tuned_params"] for r in tuned)
+    assert not scan(results, "pe_extrapolation", "smoke").records     # untuned runs are not touched
+    path = commands.report("pe_extrapolation", "smoke", results, tmp_path / "reports")
+    section = path.read_text().split("## Tuning")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if re.match(r"\| (copy|tinyshakespeare) \| \w+ \| \d", line)]
+    assert len(rows) == 10, section
+    assert "Untuned vs tuned: `copy` · `acc@x4`" in section and "Untuned vs tuned: `tinyshakespeare` · `loss@x4`" in section
+    for png in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", section):
+        assert (path.parent / png).stat().st_size > 1000
+    rec = json.loads(next(results.glob("pe_extrapolation/smoke+tuned/*/record.json")).read_text())
+    assert rec["config"]["train"]["lr"] == rec["tuned_params"]["train.lr"]
