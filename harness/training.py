@@ -293,7 +293,11 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
     lit = LitLM(model, cfg, task.kind, target, pad_id=getattr(task, "pad_id", None))
     loggers: list[Any] = [L.loggers.CSVLogger(run_dir, name="csv", version="")]
     if wandb is not None:
-        loggers.append(L.loggers.WandbLogger(save_dir=str(run_dir), **wandb))
+        import wandb as wandb_lib
+
+        # init the run ourselves and hand it to Lightning: WandbLogger's own init passes the
+        # deprecated `anonymous` setting, which W&B 0.31 warns about on every run
+        loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **wandb)))
     start, ckpt = resume_point(checkpoint_dir, resume)
     trainer = L.Trainer(
         max_steps=cfg.train.steps, accelerator="auto", devices=devices, strategy=strategy,
