@@ -182,9 +182,11 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
         base = entry.primary.metric.split("@")[0]
         variants = [abl.label(v) for v in abl.variants()]
         train_len = _train_len(result, task)
-        fig = figures.metric_vs_length(rows, base, variants, train_len, f"{task}: {base} against evaluation length",
-                                       fig_dir / f"{stem}-{task}-{base}-vs-length.png")
-        lines += [f"![{task}: {base} against length]({fig.relative_to(md_dir).as_posix()})", ""]
+        if rows["metric"].str.match(rf"^{base}@x\d+$").any() and rows.loc[
+                rows["metric"].str.startswith(f"{base}@x"), "metric"].nunique() > 1:  # a length ablation
+            fig = figures.metric_vs_length(rows, base, variants, train_len, f"{task}: {base} against evaluation length",
+                                           fig_dir / f"{stem}-{task}-{base}-vs-length.png")
+            lines += [f"![{task}: {base} against length]({fig.relative_to(md_dir).as_posix()})", ""]
         for table in _report_tables(tables, base):
             lines += [f"**{title(table)}**", "", markdown(table), ""]
         others = sorted({t.metric for t in tables} - {t.metric for t in _report_tables(tables, base)})
