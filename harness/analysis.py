@@ -47,6 +47,7 @@ class Analysis:
     scan: StoreScan
     results: Path
     tables: list[Table] = field(default_factory=list)
+    foreign: int = 0                         # records of this folder made with other overrides
 
     def table(self, task: str, metric: str) -> Table | None:
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
@@ -88,21 +89,33 @@ def claimed_metrics(abl: Ablation, task: str) -> set[str]:
 
 
 def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
-            store_profile: str | None = None) -> Analysis:
+            store_profile: str | None = None, expected: set[str] | None = None) -> Analysis:
     """Read the store and build every comparison table of one ablation/profile.
 
     Args:
         store_profile: the store folder to read when it is not ``profile`` itself: the tuned runs
             of ``ablate run --tuned`` live under ``<profile>+tuned`` and are analysed with the
             declaration's ``profile`` (seeds, gate, confirmatory), apart from the untuned ones.
+        expected: the run ids of the grid to compare (``runner.plan`` with the overrides the runs
+            were made with); other records of the same folder are set aside and counted in
+            ``Analysis.foreign``. None: every record, which must then form one grid.
+
+    Raises:
+        AblateError: the records hold several runs of one (task, variant, seed), i.e. grids
+            made with different overrides, and ``expected`` does not say which to compare.
     """
     found = scan(results, abl.name, store_profile or profile)
+    foreign = 0
+    if expected is not None:
+        foreign = sum(r.get("run_id") not in expected for r in found.records)
+        found.records = [r for r in found.records if r.get("run_id") in expected]
+    _refuse_mixed_grids(abl, profile, found.records)
     frame = tidy(found.records)
     runs = _runs(abl, found.records)
     ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
     rows = frame[frame["run_id"].isin(ok_ids)]
     prof = abl.profiles[profile]
-    out = Analysis(abl, profile, runs, rows, found, Path(results))
+    out = Analysis(abl, profile, runs, rows, found, Path(results), foreign=foreign)
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
@@ -119,6 +132,21 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
         _mark_too_few(table)
     out.tables = primaries + out.tables
     return out
+
+
+def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> None:
+    from collections import Counter
+
+    from harness.errors import AblateError
+
+    seen = Counter((r.get("task"), r.get("variant_label"), r.get("seed")) for r in records)
+    dupes = [k for k, n in seen.items() if n > 1]
+    if dupes:
+        task, variant, seed = dupes[0]
+        raise AblateError(
+            f"the store holds {len(records)} runs of {abl.name}/{profile} from more than one config "
+            f"(e.g. {seen[dupes[0]]} runs of {task} {variant} seed {seed}); pass the key=value overrides "
+            f"the runs to compare were made with (as given to `ablate run`), or use another --results-dir")
 
 
 def _runs(abl: Ablation, records: list[dict[str, Any]]) -> pd.DataFrame:

@@ -113,32 +113,36 @@ def run(
 
 
 @app.command()
-def status(name: str, profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results")) -> None:
+def status(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")] = None,
+           profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results")) -> None:
     """Done / failed / diverged / pending, per variant and task."""
     from harness import commands
 
-    _guard(commands.status, name, profile, results_dir)
+    _guard(commands.status, name, profile, results_dir, overrides or [])
 
 
 @app.command()
-def compare(name: str, profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results"),
+def compare(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")] = None,
+            profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results"),
             metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
             fmt: Annotated[Format, typer.Option("--format")] = Format.table,
             tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False) -> None:
     """The statistical comparison table, from the store."""
     from harness import commands
 
-    _guard(commands.compare, name, profile, results_dir, metric=metric, fmt=fmt.value, tuned=tuned)
+    _guard(commands.compare, name, profile, results_dir, metric=metric, fmt=fmt.value, tuned=tuned,
+           overrides=overrides or [])
 
 
 @app.command()
-def report(name: str, profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results"),
+def report(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")] = None,
+           profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results"),
            out: Annotated[Path, typer.Option(help="folder for the markdown and figures")] = Path("reports"),
            storage: StorageOpt = None) -> None:
     """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures."""
     from harness import commands
 
-    _guard(commands.report, name, profile, results_dir, out, storage=storage)
+    _guard(commands.report, name, profile, results_dir, out, storage=storage, overrides=overrides or [])
 
 
 class Pruner(str, Enum):

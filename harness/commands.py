@@ -169,7 +169,7 @@ def _check_results_readable(results: Path) -> None:
                           f"fix its permissions or pass a readable copy")
 
 
-def status(name: str, profile: str | None, results: Path) -> None:
+def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
     """Per task and variant: ok / diverged / failed / timeout / running / pending counts, the runs
     in progress or interrupted, and every store file that is not a readable run (with its path)."""
     from harness.attempts import unfinished_state
@@ -177,7 +177,7 @@ def status(name: str, profile: str | None, results: Path) -> None:
     from harness.store import STATUSES, read_record, run_dir, scan
 
     abl = ablation_mod.load(name)
-    prof_name, specs = plan(abl, profile, (), _data_dir())
+    prof_name, specs = plan(abl, profile, overrides, _data_dir(), check_data=False)
     _check_results_readable(results)
     columns = (*STATUSES, "running", "pending")
     table = RichTable(title=f"{abl.name} / {prof_name} in {results}")
@@ -196,6 +196,10 @@ def status(name: str, profile: str | None, results: Path) -> None:
         table.add_row(task, variant, *(str(c[k]) for k in columns))
     console.print(table)
     found = scan(results, abl.name, prof_name)
+    planned = {sp.run_id for sp in specs}
+    if other := sum(r.get("run_id") not in planned for r in found.records):
+        console.print(f"{other} other finished runs in this folder were made with other overrides "
+                      "(pass the same key=value overrides to see them)")
     for problem in found.problems:
         console.print(f"[yellow]store problem[/] {problem}")
     for note in notes:
@@ -203,23 +207,51 @@ def status(name: str, profile: str | None, results: Path) -> None:
 
 
 def compare(name: str, profile: str | None, results: Path, metric: str | None = None, fmt: str = "table",
-            tuned: bool = False) -> None:
+            tuned: bool = False, overrides: list[str] | tuple[str, ...] = ()) -> None:
     """The comparison table(s) from the store: every primary metric, or one ``metric``; ``tuned``:
     the runs of ``ablate run --tuned`` instead of the untuned ones."""
     abl = ablation_mod.load(name)
-    prof_name, _ = abl.profile(profile)
+    prof_name, expected = _expected_runs(abl, profile, overrides, tuned)
     _check_results_readable(results)
-    _print_tables(abl, prof_name, results, primary_only=metric is None, metric=metric, fmt=fmt, tuned=tuned)
+    _check_store_exists(results, abl.name, prof_name, tuned)
+    _print_tables(abl, prof_name, results, primary_only=metric is None, metric=metric, fmt=fmt, tuned=tuned,
+                  expected=expected)
+
+
+def _expected_runs(abl: Any, profile: str | None, overrides: list[str] | tuple[str, ...],
+                   tuned: bool) -> tuple[str, set[str] | None]:
+    """The profile name and the run ids of the grid these overrides describe (no data needed).
+    Tuned runs carry their study's parameters in their ids: None, every record of the folder."""
+    from harness.runner import plan
+
+    prof_name, specs = plan(abl, profile, overrides, _data_dir(), check_data=False)
+    return prof_name, None if tuned else {s.run_id for s in specs}
+
+
+def _check_store_exists(results: Path, name: str, profile: str, tuned: bool = False) -> None:
+    from harness.tune import tuned_profile
+
+    folders = [results / name / tuned_profile(profile)] if tuned else [results / name / profile,
+                                                                       results / name / tuned_profile(profile)]
+    folder = folders[0]
+    if not any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
+        raise AblateError(f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
+                          f"{folder} does not exist; run `ablate run {name}` first or pass the --results-dir it wrote to")
 
 
 def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, metric: str | None = None,
-                  fmt: str = "table", tuned: bool = False) -> None:
+                  fmt: str = "table", tuned: bool = False, expected: set[str] | None = None) -> None:
     from harness.analysis import analyse
     from harness.tables import render
     from harness.tune import tuned_profile
 
     store = tuned_profile(profile) if tuned else profile
-    result = analyse(abl, profile, results, store_profile=store)
+    result = analyse(abl, profile, results, store_profile=store, expected=expected)
+    if result.foreign:
+        console.print(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
+                      "overrides and are not compared here; pass those key=value overrides to compare them)")
+    if result.scan.problems:
+        console.print(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
     if not result.tables:
         console.print(f"no finished runs of {abl.name} / {store} in {results}")
         return
@@ -239,15 +271,20 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
     console.print(render(tables, fmt, console))
 
 
-def report(name: str, profile: str | None, results: Path, out: Path, storage: str | None = None) -> Path:
+def report(name: str, profile: str | None, results: Path, out: Path, storage: str | None = None,
+           overrides: list[str] | tuple[str, ...] = ()) -> Path:
     """Write the markdown report and its figures; returns the markdown path. ``storage``: the
     Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists)."""
     from harness.report import write_report
 
     abl = ablation_mod.load(name)
-    prof_name, _ = abl.profile(profile)
+    prof_name, expected = _expected_runs(abl, profile, overrides, tuned=False)
     _check_results_readable(results)
-    path = write_report(abl, prof_name, results, out, data_dir=_data_dir(), storage=storage)
+    _check_store_exists(results, abl.name, prof_name)
+    if out.exists() and not out.is_dir():
+        raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
+    path = write_report(abl, prof_name, results, out, data_dir=_data_dir(), storage=storage,
+                        expected=expected, overrides=list(overrides))
     console.print(f"wrote {path}")
     return path
 

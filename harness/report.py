@@ -68,12 +68,13 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
 
 
 def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir: Path | None = None,
-                 storage: str | None = None) -> Path:
+                 storage: str | None = None, expected: set[str] | None = None,
+                 overrides: list[str] | None = None) -> Path:
     """Write the markdown report and its PNG figures under ``out``; returns the markdown path.
 
     ``storage``: the Optuna storage URL of a "Tuning" section (default ``<results>/optuna.db``);
     the section appears when that storage holds studies of this ablation and profile."""
-    result = analyse(abl, profile, results)
+    result = analyse(abl, profile, results, expected=expected)
     path = report_path(abl, profile, out)
     fig_dir = Path(out) / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
@@ -89,7 +90,7 @@ def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir
     parts += _tuning_section(abl, profile, results, storage, fig_dir, path.parent)
     if abl.notes:
         parts += ["## Notes on the design", "", abl.notes, ""]
-    parts += ["## Reproduce", "", "```", *_commands(abl, profile, records), "```", ""]
+    parts += ["## Reproduce", "", "```", *_commands(abl, profile, overrides or []), "```", ""]
     path.write_text("\n".join(parts))
     return path
 
@@ -259,12 +260,17 @@ def _failures_section(result: Analysis) -> list[str]:
 
 def _gate_reason(result: Analysis, run: pd.Series) -> str:
     gate = result.ablation.tasks[run["task"]].gate
+    if not result.ablation.profiles[result.profile].apply_gate:
+        rec = next(x for x in result.scan.records if x["run_id"] == run["run_id"])
+        return (f"`{gate.metric}` = {(rec.get('metrics') or {}).get(gate.metric, float('nan')):.4g}, below the gate "
+                f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison")
     rec = next(x for x in result.scan.records if x["run_id"] == run["run_id"])
     value = (rec.get("metrics") or {}).get(gate.metric)
     return (f"did not learn the task at L: `{gate.metric}` = {value:.4g}, gate {gate.describe()}; "
             "left out of the comparisons beyond L")
 
 
-def _commands(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> list[str]:
+def _commands(abl: Ablation, profile: str, overrides: list[str]) -> list[str]:
     prof = "" if profile == abl.default_profile else f" --profile {profile}"
-    return [f"pip install -e .", f"ablate run {abl.name}{prof}", f"ablate report {abl.name}{prof}"]
+    extra = "".join(f" {o}" for o in overrides)
+    return ["pip install -e .", f"ablate run {abl.name}{prof}{extra}", f"ablate report {abl.name}{prof}{extra}"]

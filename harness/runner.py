@@ -60,12 +60,12 @@ class RunSpec:
         return config_hash(self.payload())
 
 
-def _build_task(name: str, params: dict[str, Any], data_dir: Path | None) -> Any:
+def _build_task(name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True) -> Any:
     from tasks import DataUnavailableError, build_task
 
     try:
         task = build_task(name, params, data_dir=data_dir)
-        if hasattr(task, "check_available"):
+        if check_data and hasattr(task, "check_available"):
             task.check_available()
         return task
     except DataUnavailableError as exc:
@@ -124,11 +124,34 @@ def _check_variant(cfg: RunConfig, task: Any, where: str) -> None:
         raise AblateError(f"{where}: task {task.name!r} needs seq_len >= {task.min_seq_len}, got {shortest}")
 
 
+METRICS = {"synthetic": ("acc", "exact", "loss"), "lm": ("loss", "ppl")}
+RUN_METRICS = ("steps_to_target", "target_reached", "train_loss_final", "tokens_per_s")
+
+
+def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
+    """The primary and gate metrics must be ones the task produces at the evaluated lengths
+    (``acc@x4`` needs multiplier 4), the target one the validation pass logs (``acc``, ``loss``)."""
+    from harness.registry import did_you_mean
+
+    bases = METRICS.get(task.kind, ("loss",))
+    produced = [f"{b}@x{m}" for b in bases for m in cfg.eval.length_multipliers] + list(RUN_METRICS)
+    named = [("primary", entry.primary.metric)] + ([("gate", entry.gate.metric)] if entry.gate else [])
+    for role, metric in named:
+        if metric not in produced and not metric.startswith(("init_", "final_", "grad_", "leak", "masked", "peak_")):
+            raise AblateError(f"task {tname!r}: {role} metric {metric!r} is not produced by this task at the "
+                              f"evaluated lengths{did_you_mean(metric, produced)}; it produces: {', '.join(produced)}")
+    if entry.target is not None and entry.target.metric not in bases:
+        raise AblateError(f"task {tname!r}: target metric {entry.target.metric!r} is not a validation metric"
+                          f"{did_you_mean(entry.target.metric, list(bases))}; choose one of: {', '.join(bases)}")
+
+
 def plan(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...] = (),
-         data_dir: Path | None = None) -> tuple[str, list[RunSpec]]:
+         data_dir: Path | None = None, check_data: bool = True) -> tuple[str, list[RunSpec]]:
     """Expand an ablation's grid for one profile into validated run specs.
 
     Order: seed, then task, then variant, so that finished seeds form complete pairs early.
+    ``check_data=False`` (read-only commands: status, compare, report) skips finding, checking
+    or downloading data files: run ids depend only on configs, never on the data.
 
     Raises:
         AblateError: any bad input (see module docstring), before any run starts.
@@ -140,7 +163,7 @@ def plan(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, .
     per_task: dict[str, list[tuple[dict[str, Any], RunConfig]]] = {}
     tasks: dict[str, Any] = {}
     for tname, entry in abl.tasks.items():
-        tasks[tname] = task = _build_task(tname, entry.params, data_dir)
+        tasks[tname] = task = _build_task(tname, entry.params, data_dir, check_data)
         per_task[tname] = []
         for variant in abl.variants():
             layers = [abl.base, entry.config, prof.overrides, prof.tasks.get(tname, {}), cli, variant]
@@ -150,6 +173,7 @@ def plan(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, .
             if cfg.model.max_len is None:
                 cfg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"max_len": max(cfg.eval_lengths())})})
             _check_variant(cfg, task, where)
+            _check_metrics(entry, cfg, task, tname)
             per_task[tname].append((variant, cfg))
     specs = [
         RunSpec(abl.name, profile, tname, dict(abl.tasks[tname].params), str(tasks[tname].version),

@@ -124,18 +124,21 @@ def test_show_prints_the_smoke_grid_and_writes_nothing(results):
     assert_nothing_written(results)
 
 
-def test_compare_on_an_empty_store_says_so(results):
+@pytest.mark.parametrize("command", [["compare"], ["compare", "--metric", "acc@x9"], ["report"]])
+def test_reading_a_store_that_does_not_exist_is_refused(results, command):
+    # a typo'd --results-dir must not read as "no runs yet" or write an empty report
+    result = invoke(command[0], "pe_extrapolation", *command[1:], "--results-dir", str(results))
+    assert result.exit_code == 2, result.output
+    assert "no runs of pe_extrapolation / cpu" in result.stderr and "does not exist" in result.stderr
+    assert_nothing_written(results)
+
+
+def test_compare_on_a_store_folder_without_runs_says_so(results):
+    folder = results / "pe_extrapolation" / "cpu"
+    folder.mkdir(parents=True)
     result = invoke("compare", "pe_extrapolation", "--results-dir", str(results))
     assert result.exit_code == 0, result.output
     assert "no finished runs of pe_extrapolation / cpu" in result.stdout
-    assert_nothing_written(results)
-
-
-def test_compare_one_metric_on_an_empty_store_says_there_are_no_runs(results):
-    result = invoke("compare", "pe_extrapolation", "--metric", "acc@x9", "--results-dir", str(results))
-    assert result.exit_code == 0, result.output
-    assert "no finished runs of pe_extrapolation / cpu" in result.stdout
-    assert_nothing_written(results)
 
 
 # --- bad input: exit 2, one message, nothing written ---------------------------------------------

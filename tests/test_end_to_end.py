@@ -107,3 +107,34 @@ def test_status_counts(smoke_store: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "stray.txt" in out and "store problem" in out
     assert out.count("sinusoidal") >= 2
     (smoke_store / ABL / "smoke" / "stray.txt").unlink()
+
+
+def test_runs_of_other_overrides_are_set_aside_not_mixed(smoke_store: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    from harness.analysis import analyse
+    from harness.errors import AblateError
+
+    store = tmp_path / "mixed"
+    shutil.copytree(smoke_store, store)
+    src = next((store / ABL / "smoke").iterdir())
+    rec = json.loads((src / "record.json").read_text())
+    rec["run_id"] = "0" * 12  # the same (task, variant, seed) made with another config
+    (store / ABL / "smoke" / rec["run_id"]).mkdir()
+    (store / ABL / "smoke" / rec["run_id"] / "record.json").write_text(json.dumps(rec))
+    with pytest.raises(AblateError, match="from more than one config"):
+        analyse(load(ABL), "smoke", store)
+    commands.compare(ABL, "smoke", store, fmt="json")
+    out = capsys.readouterr().out
+    assert "1 other runs" in out and "other overrides" in out
+
+
+def test_a_metric_the_task_does_not_produce_is_refused(tmp_path: Path) -> None:
+    from harness.errors import AblateError
+
+    text = (Path(__file__).resolve().parent.parent / "ablations" / "head_split_control.yaml").read_text()
+    path = tmp_path / "head_split_control.yaml"
+    path.write_text(text.replace("metric: acc@x1", "metric: accuracy@x1", 1))
+    with pytest.raises(AblateError, match=r"'accuracy@x1' is not produced.*did you mean 'acc@x1'"):
+        plan(load(str(path)), "smoke")
