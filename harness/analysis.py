@@ -130,6 +130,8 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
     _holm_across(primaries, alpha, prof.confirmatory)
     for table in primaries + out.tables:
         _mark_too_few(table)
+        if table.metric == "steps_to_target":
+            _mark_censored(table, rows)
     out.tables = primaries + out.tables
     return out
 
@@ -214,6 +216,16 @@ def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
             confirmatory=confirmatory, mde=frame.loc[ri, "mde"])
     for table in tables:
         table.family = f"primary (Holm over {k} comparisons)"
+
+
+def _mark_censored(table: Table, rows: pd.DataFrame) -> None:
+    """``steps_to_target`` of a run that never reached its target is the step budget (censored):
+    where neither the baseline nor the variant reached it, there is nothing to compare."""
+    reached = rows[(rows["task"] == table.task) & (rows["metric"] == "target_reached")].groupby("variant")["value"].max()
+    base = table.frame["variant"].iloc[0]
+    for i, variant in enumerate(table.frame["variant"]):
+        if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:
+            table.frame.loc[i, "verdict"] = "target never reached (censored)"
 
 
 def _mark_too_few(table: Table) -> None:

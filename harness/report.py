@@ -119,7 +119,24 @@ def _claims_section(abl: Ablation, result: Analysis) -> list[str]:
                      f"{c['train']['steps']} steps, L = {c['train']['seq_len']}" for t, c in scale.items())
     lines += [f"Scale caveat: these verdicts hold at the scale run here ({desc}; {len(prof.seeds)} seeds), "
               "not necessarily at the scale where the claims were made.", ""]
+    lines += _unlearned_warnings(abl, result)
     return lines
+
+
+def _unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
+    """A loud line for every task whose baseline never reached its convergence target: at such a
+    scale a verdict compares runs that did not learn the task, whatever the statistics say."""
+    out = []
+    rows = result.rows
+    for task, entry in abl.tasks.items():
+        if entry.target is None:
+            continue
+        base = rows[(rows["task"] == task) & (rows["variant"] == abl.baseline_label) & (rows["metric"] == "target_reached")]
+        if not base.empty and base["value"].max() == 0:
+            out += [f"**Warning: on `{task}` no run of the baseline reached the convergence target "
+                    f"(validation `{entry.target.describe()}`) within the step budget: this scale is too small "
+                    "to learn the task, and the verdicts on it say little about the claims.**", ""]
+    return out
 
 
 def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> list[str]:
