@@ -50,6 +50,9 @@ def _guard(fn, *args, **kwargs):
     except AblateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted: finished runs are in the store; run the same command again to continue", err=True)
+        raise typer.Exit(130) from None
 
 
 @app.command("list")

@@ -143,7 +143,11 @@ def _run_pool(specs: list[RunSpec], args: tuple, workers: int, threads: int, slo
             futures = {pool.submit(_run, s, *args): s for s in remaining}
             pending = set(futures)
             while pending:
-                complete, pending = wait(pending, return_when=FIRST_COMPLETED)
+                try:
+                    complete, pending = wait(pending, return_when=FIRST_COMPLETED)
+                except KeyboardInterrupt:  # Ctrl-C: start nothing more; runs in flight end or die
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
                 for fut in complete:
                     try:
                         finished(fut.result())
