@@ -149,10 +149,12 @@ def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -
         if not recs:
             lines.append(f"- Task `{task}`: no runs in the store.")
             continue
-        c, r = recs[0]["config"], recs[0]
+        # the baseline's config: the axes vary around it (the grid line above names them)
+        r = next((x for x in recs if x.get("variant_label") == abl.baseline_label), recs[0])
+        c = r["config"]
         m, t, e = c["model"], c["train"], c["eval"]
         lines.append(
-            f"- Task `{task}` v{r['task_version']} {r['task_params'] or ''}: d_model {m['d_model']}, {m['n_heads']} heads, "
+            f"- Task `{task}` v{r['task_version']} {r['task_params'] or ''} (baseline `{abl.baseline_label}`): d_model {m['d_model']}, {m['n_heads']} heads, "
             f"{m['n_layers']} layers, d_ff {c['ffn']['d_ff'] or 4 * m['d_model']}, {c['block']['norm_position']}-"
             f"{c['block']['norm']}, {c['ffn']['activation']}, kernel {c['attention']['kernel']}; "
             f"{t['steps']} steps x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
