@@ -46,15 +46,7 @@ def metric_vs_length(rows: pd.DataFrame, base: str, variants: list[str], train_l
     ticks = sorted({int(m.split("@x")[1]) * train_len for m in rows["metric"] if m.startswith(f"{base}@x")})
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
-    ax.set_xlabel("evaluation length (tokens); dotted line = training length L")
-    ax.set_ylabel(base)
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, "evaluation length (tokens); dotted line = training length L", base, title, path)
 
 
 def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], title: str, path: Path) -> Path:
@@ -72,10 +64,16 @@ def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], t
         g = sub.groupby("step")[metric]
         line, = ax.plot(g.mean().index, g.mean().values, label=f"{variant} (n={sub['seed'].nunique()})")
         ax.fill_between(g.min().index, g.min().values, g.max().values, color=line.get_color(), alpha=0.15, linewidth=0)
-    ax.set_xlabel("training step")
-    ax.set_ylabel(f"validation {metric} at L")
+    return _finish(plt, fig, ax, "training step", f"validation {metric} at L", title, path)
+
+
+def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
+    """Labels, legend and grid shared by every figure; saves the PNG and closes the figure."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # no empty-legend warning when nothing was drawn
+        ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
