@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, ValidationError, field_validator,
+                      model_validator)
 
 from harness.config import check_path, format_validation_error
 from harness.errors import AblateError
@@ -75,6 +76,9 @@ class Profile(_Decl):
     overrides: dict[str, Any] = Field(default_factory=dict)
     tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
     tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (ablate tune)")
+    only_tasks: list[str] = Field(default_factory=list, description="run only these tasks (default: all)")
+    only_variants: list[str] = Field(
+        default_factory=list, description="run only these grid points, by label (default: all); must hold the baseline")
 
     @field_validator("seeds")
     @classmethod
@@ -98,6 +102,7 @@ class Ablation(_Decl):
     notes: str = ""
     tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (harness/space.py)")
     source: str = Field("", exclude=True)
+    _only_variants: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
     def _consistent(self) -> Ablation:
@@ -118,6 +123,10 @@ class Ablation(_Decl):
                 raise ValueError(f"profile {name!r} may not change an axis: {sorted(clash)}")
             if unknown := set(prof.tasks) - set(self.tasks):
                 raise ValueError(f"profile {name!r} names tasks not in the ablation: {sorted(unknown)}")
+            if unknown := [t for t in prof.only_tasks if t not in self.tasks]:
+                raise ValueError(f"profile {name!r}: only_tasks names tasks not in the ablation: {unknown}; "
+                                 f"tasks: {list(self.tasks)}")
+            self._check_only_variants(name, prof)
         layers = [("base", self.base), *((f"tasks.{t}.config", e.config) for t, e in self.tasks.items()),
                   *((f"profiles.{p}.overrides", prof.overrides) for p, prof in self.profiles.items()),
                   *((f"profiles.{p}.tasks.{t}", v) for p, prof in self.profiles.items() for t, v in prof.tasks.items())]
@@ -128,6 +137,28 @@ class Ablation(_Decl):
         if self.default_profile not in self.profiles:
             raise ValueError(f"default_profile {self.default_profile!r} is not a profile")
         return self
+
+    def _check_only_variants(self, name: str, prof: Profile) -> None:
+        if not prof.only_variants:
+            return
+        labels = [self.label(v) for v in self.variants()]
+        if unknown := [v for v in prof.only_variants if v not in labels]:
+            raise ValueError(f"profile {name!r}: only_variants names {unknown}, not points of the grid "
+                             f"{did_you_mean(unknown[0], labels)}; grid: {labels}")
+        if self.baseline_label not in prof.only_variants:
+            raise ValueError(f"profile {name!r}: only_variants must hold the baseline {self.baseline_label!r}")
+        if dupes := sorted({v for v in prof.only_variants if prof.only_variants.count(v) > 1}):
+            raise ValueError(f"profile {name!r}: only_variants repeats {dupes}")
+
+    def for_profile(self, name: str | None) -> Ablation:
+        """This ablation as one profile runs it: only the profile's ``only_tasks`` and
+        ``only_variants`` (a confirmatory profile may test a claim on one task and a few grid
+        points). Idempotent; the profile name is checked as :meth:`profile` does."""
+        name, prof = self.profile(name)
+        tasks = {t: e for t, e in self.tasks.items() if not prof.only_tasks or t in prof.only_tasks}
+        out = self.model_copy(update={"tasks": tasks})
+        out._only_variants = tuple(prof.only_variants) or self._only_variants
+        return out
 
     def _check_tune(self) -> None:
         """Tuned keys (ablation and profile ``tune:``) are config keys and never axes."""
@@ -147,9 +178,13 @@ class Ablation(_Decl):
         return name, self.profiles[name]
 
     def variants(self) -> list[dict[str, Any]]:
-        """Every point of the grid, in declaration order, as ``{path: value}``."""
+        """Every point of the grid (of a profile's ``only_variants`` after :meth:`for_profile`), in
+        declaration order, as ``{path: value}``."""
         keys = list(self.axes)
-        return [dict(zip(keys, combo)) for combo in itertools.product(*(self.axes[k] for k in keys))]
+        grid = [dict(zip(keys, combo)) for combo in itertools.product(*(self.axes[k] for k in keys))]
+        if self._only_variants:  # a profile's subset (for_profile)
+            grid = [v for v in grid if self.label(v) in self._only_variants]
+        return grid
 
     def label(self, variant: dict[str, Any]) -> str:
         """Short display name: the value for one axis, ``key=value`` pairs for several."""

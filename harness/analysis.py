@@ -104,6 +104,7 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
         AblateError: the records hold several runs of one (task, variant, seed), i.e. grids
             made with different overrides, and ``expected`` does not say which to compare.
     """
+    abl = abl.for_profile(profile)
     found = scan(results, abl.name, store_profile or profile)
     foreign = 0
     if expected is not None:
@@ -128,6 +129,7 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
             table.frame["planned"] = len(prof.seeds)
             (primaries if is_primary else out.tables).append(table)
     _holm_across(primaries, alpha, prof.confirmatory)
+    out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, len(prof.seeds))
     for table in primaries + out.tables:
         _mark_too_few(table)
         if table.metric == "steps_to_target":
@@ -216,6 +218,35 @@ def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
             confirmatory=confirmatory, mde=frame.loc[ri, "mde"])
     for table in tables:
         table.family = f"primary (Holm over {k} comparisons)"
+
+
+OUTCOME = "finished"
+"""The outcome metric: 1 when a run finished, 0 when it diverged, raised or timed out."""
+
+
+def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha: float,
+                    planned: int) -> list[Table]:
+    """Per task where some run did not finish: whether each run finished, variant against baseline,
+    paired by seed, by the exact McNemar test (:func:`harness.stats.outcome_compare`). A run that
+    diverged or raised is an outcome of its variant (an fp16 overflow, a NaN from a fully masked
+    row), not a missing value: this table is where it is compared."""
+    out = []
+    for task in abl.tasks:
+        sub = runs[runs["task"] == task]
+        if sub.empty or (sub["status"] == "ok").all() or abl.baseline_label not in set(sub["variant"]):
+            continue
+        data = pd.DataFrame({"variant": sub["variant"], "seed": sub["seed"],
+                             "value": (sub["status"] == "ok").astype(float)})
+        frame = stats.outcome_compare(data, baseline=abl.baseline_label, alpha=alpha, confirmatory=confirmatory)
+        order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
+        frame = frame.set_index("variant").reindex([v for v in order if v in set(frame["variant"])]).reset_index()
+        frame["below_gate"], frame["not_ok"] = 0, 0
+        frame["planned"] = planned
+        frame["n_params"] = [sub.loc[sub["variant"] == v, "n_params"].dropna().iloc[0]
+                             if sub.loc[sub["variant"] == v, "n_params"].notna().any() else np.nan for v in frame["variant"]]
+        frame["wall_time_s"] = [sub.loc[sub["variant"] == v, "wall_time_s"].mean() for v in frame["variant"]]
+        out.append(Table(task, OUTCOME, True, "outcome (exact McNemar, BH)", frame))
+    return out
 
 
 def _mark_censored(table: Table, rows: pd.DataFrame) -> None:

@@ -16,7 +16,7 @@ import typer
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Controlled, repeated, statistically honest ablations of Transformer design choices.")
 
-ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="smoke | cpu | gpu (default: the ablation's default, cpu)")]
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="smoke | cpu | confirm | gpu, or another the ablation declares (default: the ablation's default, cpu)")]
 ResultsOpt = Annotated[Path, typer.Option("--results-dir", help="run store")]
 StorageOpt = Annotated[Optional[str], typer.Option(
     help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)")]
@@ -138,14 +138,41 @@ def compare(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(
 
 
 @app.command()
-def report(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")] = None,
+def report(name: Annotated[Optional[str], typer.Argument(help="ablation name or YAML path (not with --all)")] = None,
+           overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")] = None,
            profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results"),
            out: Annotated[Path, typer.Option(help="folder for the markdown and figures")] = Path("reports"),
-           storage: StorageOpt = None) -> None:
-    """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures."""
+           storage: StorageOpt = None,
+           every: Annotated[bool, typer.Option("--all", help="every registered ablation, each profile with runs, and OUT/README.md, their index")] = False,
+           wandb: Annotated[WandbMode, typer.Option(help="the summary run (comparison tables, figures, verdicts); "
+                                                    "auto: online when WANDB_API_KEY is set, else offline")] = WandbMode.auto) -> None:
+    """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures;
+    --all: every registered ablation, and reports/README.md, their index."""
     from harness import commands
 
-    _guard(commands.report, name, profile, results_dir, out, storage=storage, overrides=overrides or [])
+    if every:
+        _guard(commands.report_all, results_dir, out, storage=storage, name=name, profile=profile)
+        return
+    _guard(commands.report, name, profile, results_dir, out, storage=storage, overrides=overrides or [],
+           wandb=_wandb_mode(wandb))
+
+
+@app.command("plan")
+def plan_cmd(
+    name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
+    overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the pilot runs were made with")] = None,
+    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="the confirmatory profile to plan (default: the ablation's default)")] = None,
+    pilot: Annotated[Optional[str], typer.Option("--from", help="the profile whose runs give the spread (default: the first pilot profile with runs)")] = None,
+    results_dir: ResultsOpt = Path("results"),
+    power: Annotated[float, typer.Option(help="target power of each primary comparison")] = 0.8,
+    alpha: Annotated[float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")] = 0.05,
+    fmt: Annotated[Format, typer.Option("--format")] = Format.table,
+) -> None:
+    """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
+    from harness import commands
+
+    _guard(commands.plan_seeds, name, profile, pilot, results_dir, power=power, alpha=alpha, fmt=fmt.value,
+           overrides=overrides or [])
 
 
 class Pruner(str, Enum):
@@ -174,6 +201,46 @@ def tune(
     code = _guard(commands.tune, name, profile, overrides or [], results_dir, trials=trials, tasks=task or None,
                   variants=variant or None, storage=storage, pruner=pruner.value, threads=threads, heartbeat=heartbeat)
     raise typer.Exit(code)
+
+
+@app.command()
+def sync(results_dir: ResultsOpt = Path("results"),
+         dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False) -> None:
+    """Upload the offline W&B runs of the store (`wandb sync`); needs WANDB_API_KEY and network."""
+    from harness import wandb_sync
+
+    raise typer.Exit(_guard(wandb_sync.sync, results_dir, dry_run=dry_run, echo=typer.echo))
+
+
+bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks outside the run store.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("attention")
+def bench_attention(
+    device: Annotated[Optional[str], typer.Option(help="cpu | cuda (default: cuda when available)")] = None,
+    lengths: Annotated[Optional[str], typer.Option(help="comma-separated sequence lengths (default: cpu 128..4096, cuda 512..32768, powers of 2)")] = None,
+    kernels: Annotated[Optional[str], typer.Option(help="comma-separated kernel names (default: all: math,sdpa,flash,linear)")] = None,
+    d_model: Annotated[int, typer.Option(min=1)] = 64,
+    n_heads: Annotated[int, typer.Option(min=1)] = 4,
+    batch: Annotated[int, typer.Option(min=1)] = 1,
+    repeats: Annotated[int, typer.Option(min=1, help="timed calls per kernel and length; the median is reported")] = 10,
+    dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 (or fp32, bf16, fp16)")] = "float32",
+    threads: Annotated[Optional[int], typer.Option(min=1, help="torch threads (default: 1 on cpu, torch's default on cuda)")] = None,
+    out: Annotated[Path, typer.Option(help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)")] = Path("results/bench"),
+) -> None:
+    """Time forward + backward of one attention layer per kernel and length, with peak memory; writes JSON."""
+    from harness import bench_command
+
+    def ints(text: Optional[str]) -> Optional[list[int]]:
+        try:
+            return [int(x) for x in text.split(",") if x.strip()] if text else None
+        except ValueError:
+            typer.echo(f"error: --lengths {text}: expected comma-separated integers", err=True)
+            raise typer.Exit(2) from None
+
+    _guard(bench_command.attention, device=device, lengths=ints(lengths), kernels=kernels.split(",") if kernels else None,
+           d_model=d_model, n_heads=n_heads, batch=batch, repeats=repeats, dtype=dtype, threads=threads, out=out)
 
 
 def _wandb_mode(mode: WandbMode) -> str:

@@ -218,6 +218,36 @@ def compare(name: str, profile: str | None, results: Path, metric: str | None = 
                   expected=expected)
 
 
+def plan_seeds(name: str, profile: str | None, pilot: str | None, results: Path, power: float = 0.8,
+               alpha: float = 0.05, fmt: str = "table", overrides: list[str] | tuple[str, ...] = ()) -> Any:
+    """``ablate plan``: the seeds each primary comparison of ``profile`` (default: the declared
+    default) needs to detect its task's sesoi, from the spread of the ``pilot`` profile's runs
+    (default: the first pilot profile with runs; ``overrides``: those its runs were made with).
+    Prints the table and returns the :class:`harness.planning.SeedPlan`."""
+    from harness import planning
+    from harness.analysis import analyse
+
+    abl = ablation_mod.load(name)
+    prof_name = abl.profile(profile)[0]
+    planning.check_levels(power, alpha)
+    _check_results_readable(results)
+    pilot_name = planning.pilot_profile(abl, results, pilot)
+    pilot_name, expected = _expected_runs(abl, pilot_name, overrides, tuned=False)
+    _check_store_exists(results, abl.name, pilot_name)
+    result = analyse(abl, pilot_name, results, expected=expected)
+    if not result.scan.records:
+        other = f" ({result.foreign} made with other overrides: pass those key=value overrides)" if result.foreign else ""
+        raise AblateError(f"no pilot runs of {abl.name} / {pilot_name} in {results}{other}; "
+                          f"run `ablate run {abl.name} --profile {pilot_name}` first")
+    seeds = planning.seed_plan(abl, prof_name, result, power=power, alpha=alpha)
+    if fmt == "table" and not console.is_terminal:
+        fmt = "md"  # piped or captured: plain markdown instead of box drawing
+    if fmt in ("table", "md"):
+        console.print(planning.describe(seeds) + "\n", markup=False)
+    console.print(planning.render(seeds, fmt), markup=False)
+    return seeds
+
+
 def _expected_runs(abl: Any, profile: str | None, overrides: list[str] | tuple[str, ...],
                    tuned: bool) -> tuple[str, set[str] | None]:
     """The profile name and the run ids of the grid these overrides describe (no data needed).
@@ -271,12 +301,16 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
     console.print(render(tables, fmt, console))
 
 
-def report(name: str, profile: str | None, results: Path, out: Path, storage: str | None = None,
-           overrides: list[str] | tuple[str, ...] = ()) -> Path:
+def report(name: str | None, profile: str | None, results: Path, out: Path, storage: str | None = None,
+           overrides: list[str] | tuple[str, ...] = (), wandb: str = "off") -> Path:
     """Write the markdown report and its figures; returns the markdown path. ``storage``: the
-    Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists)."""
+    Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists).
+    ``wandb`` (off | offline | online): also log the W&B summary run of the ablation and profile
+    (:mod:`harness.wandb_summary`); a W&B failure is a warning, the report stands."""
     from harness.report import write_report
 
+    if name is None:
+        raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     abl = ablation_mod.load(name)
     prof_name, expected = _expected_runs(abl, profile, overrides, tuned=False)
     _check_results_readable(results)
@@ -285,6 +319,35 @@ def report(name: str, profile: str | None, results: Path, out: Path, storage: st
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
     path = write_report(abl, prof_name, results, out, data_dir=_data_dir(), storage=storage,
                         expected=expected, overrides=list(overrides))
+    console.print(f"wrote {path}")
+    if wandb != "off":
+        from harness.wandb_summary import log_report
+
+        try:
+            run_dir = log_report(abl, prof_name, results, out, expected=expected, mode=wandb)
+            console.print(f"W&B summary run ({wandb}): {run_dir}")
+        except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
+            console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")
+    return path
+
+
+def report_all(results: Path, out: Path, storage: str | None = None, *, name: str | None = None,
+               profile: str | None = None) -> Path:
+    """``ablate report --all``: the report of every registered ablation for each profile with
+    runs, and ``out/README.md``, their index (:mod:`harness.index`); returns the index's path.
+    ``name`` and ``profile`` are refused: --all means every ablation and every profile."""
+    from rich.markup import escape
+
+    from harness.index import report_all as write_all
+
+    if name is not None:
+        raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
+    if profile is not None:
+        raise AblateError("--all reports every profile with runs; drop --profile")
+    _check_results_readable(results)
+    if out.exists() and not out.is_dir():
+        raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the reports and their figures")
+    path = write_all(results, out, data_dir=_data_dir(), storage=storage, echo=lambda line: console.print(escape(line)))
     console.print(f"wrote {path}")
     return path
 

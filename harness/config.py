@@ -116,6 +116,8 @@ class TrainSection(_Section):
     precision: Literal["32-true", "bf16-mixed", "16-mixed", "16-true"] = Field(
         "32-true", description="16-mixed on CPU: float16 autocast (never bf16); 16-true: AdamW eps 1e-4")
     val_every: int = Field(100, gt=0, description="steps between validation passes at length L")
+    seed_salt: int = Field(0, ge=0, description="draw other init, data and dropout streams for the same seed "
+                           "(evaluation sets unchanged): the arms of an A/A check; 0 = the seed's own streams")
 
 
 class EvalSection(_Section):
@@ -172,6 +174,7 @@ class RunConfig(_Section):
 ADDED_KEYS: dict[str, Any] = {
     "attention.qkv": "separate", "attention.scale": "d_head", "attention.mask_fill": "-inf",
     "attention.head_split": "correct", "ffn.d_ff_mult": None, "eval.probes": [],
+    "train.seed_salt": 0,
 }
 """Keys added after run ids were first stored, with their defaults (see ``RunConfig.hash_dump``)."""
 

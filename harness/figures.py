@@ -67,6 +67,62 @@ def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], t
     return _finish(plt, fig, ax, "training step", f"validation {metric} at L", title, path)
 
 
+def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
+    """Draw one thin line per seed across the variants, every value a marker; returns the lines.
+
+    Args:
+        ax: a matplotlib Axes.
+        wide: (seeds, variants) values: index seed, columns the variants in x order (baseline
+            first). NaN (a run that is missing, failed, or excluded from the comparison) is not
+            drawn, and the seed's line is broken there rather than bridged over the gap.
+
+    Returns:
+        One ``Line2D`` per seed (row of ``wide``), labelled ``seed S``.
+    """
+    x = np.arange(wide.shape[1])
+    lines = [ax.plot(x, values.to_numpy(float), marker="o", markersize=4, linewidth=0.8, alpha=0.85,
+                     label=f"seed {seed}")[0] for seed, values in wide.iterrows()]
+    n = wide.notna().sum()
+    ax.set_xticks(x, [f"{v}\n(n={n[v]})" for v in wide.columns])
+    return lines
+
+
+def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title: str, path: Path) -> Path:
+    """Per-seed paired lines of one metric: x = variants (baseline first), y = each seed's value.
+
+    Runs excluded from the comparison (below the task's gate, for metrics beyond L) are **not
+    drawn**: pass ``wide`` with the gate applied (NaN there); tick labels give the values drawn
+    per variant (``n=``). Same seed = same init and data order, so a line's slope is a paired
+    difference. See :func:`draw_paired_lines` for ``wide``.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * wide.shape[1] + 1.5), 4.0), dpi=120)
+    draw_paired_lines(ax, wide)
+    arrow = "higher is better" if higher_is_better else "lower is better"
+    return _finish(plt, fig, ax, "variant (baseline first); n = seeds drawn (runs left out of the comparison are not)",
+                   f"{metric} ({arrow})", title, path)
+
+
+def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: str, path: Path) -> Path:
+    """Mean rank of each variant (1 = best) with a bar of ±CD/2, best at the top (after Demsar,
+    JMLR 2006, Fig. 1, drawn as intervals): two variants differ by the Nemenyi test at level
+    ``alpha`` exactly when their bars do not overlap (``|R_i - R_j| > CD``).
+
+    Args:
+        mean_ranks: per variant (index), from :func:`harness.stats.friedman`.
+        cd: the Nemenyi critical difference, in ranks (:func:`harness.stats.nemenyi_cd`).
+    """
+    plt = _plt()
+    order = mean_ranks.sort_values(ascending=False)  # best last: drawn at the top
+    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.35 * len(order)), dpi=120)
+    y = np.arange(len(order))
+    ax.errorbar(order.to_numpy(float), y, xerr=cd / 2, fmt="o", capsize=3, linewidth=1.2)
+    ax.set_yticks(y, list(order.index))
+    ax.set_xlim(min(1.0, order.min() - cd / 2) - 0.2, max(len(order), order.max() + cd / 2) + 0.2)
+    note = f"bars ± CD/2 (CD = {cd:.3g}); bars that do not overlap differ (Nemenyi, α = {alpha:g})"
+    return _finish(plt, fig, ax, "mean rank over seeds (1 = best)", "", f"{title}\n{note}", path)
+
+
 def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
     """Labels, legend and grid shared by every figure; saves the PNG and closes the figure."""
     ax.set_xlabel(xlabel)

@@ -12,7 +12,9 @@ import pandas as pd
 import yaml
 
 from harness.ablation import Ablation
-from harness.analysis import Analysis, analyse, beyond_training
+from harness.analysis import OUTCOME, Analysis, analyse, beyond_training
+from harness.bench_report import bench_section
+from harness.probe_table import probe_section
 from harness.tables import markdown, title
 
 
@@ -36,25 +38,43 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
     contradicts a claim of a difference.
     """
     lines, outcomes = [], []
+    abl = result.ablation.for_profile(result.profile)
+    labels = {abl.label(v) for v in abl.variants()}
     for ev in claim.get("evidence", []):
+        if ev["task"] not in abl.tasks or ev["variant"] not in labels:
+            lines.append(f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: not in the "
+                         f"`{result.profile}` profile's grid (see the ablation's other profiles)")
+            continue
         table = result.table(ev["task"], ev["metric"])
         row = None if table is None else table.frame[table.frame["variant"] == ev["variant"]]
         if row is None or row.empty or pd.isna(row.iloc[0].get("delta")):
             outcomes.append("not run")
-            lines.append(f"{ev['task']} {ev['metric']}, {ev['variant']} vs {result.ablation.baseline_label}: no paired runs")
+            lines.append(f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: no paired runs")
             continue
         r = row.iloc[0]
         v = str(r["verdict"])
-        outcome = ("pilot" if v == "pilot" else "supported" if v == ev["expect"]
-                   else "contradicted" if v in ("better", "worse") or v.startswith("equivalent") else "inconclusive")
+        matched = v == ev["expect"] or (ev["expect"] == "equivalent" and v.startswith("equivalent"))
+        outcome = ("pilot" if v == "pilot" else "supported" if matched
+                   else "contradicted" if v in ("better", "worse") or v.startswith(("equivalent", "same outcome"))
+                   else "inconclusive")
         outcomes.append(outcome)
+        head = f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}: "
+        if ev["metric"] == OUTCOME:
+            base = table.frame.iloc[0]
+            why = _failure_reasons(result, ev["task"], ev["variant"])
+            lines.append(
+                head + f"finished {r['mean'] * r['n']:.0f}/{r['n']} runs vs {base['mean'] * base['n']:.0f}/{base['n']}"
+                f"{why}; exact McNemar p = {r['p']:.3g}, adjusted p = {r['p_adj']:.3g} ({table.family}) → {v}; "
+                f"claim expects {ev['expect']}: **{outcome}**")
+            continue
         lines.append(
-            f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {result.ablation.baseline_label}: "
-            f"Δ = {r['delta']:+.4g} (95% CI [{r['delta_ci_low']:+.4g}, {r['delta_ci_high']:+.4g}], + = {ev['variant']} better), "
+            head + f"Δ = {r['delta']:+.4g} (95% CI [{r['delta_ci_low']:+.4g}, {r['delta_ci_high']:+.4g}], + = {ev['variant']} better), "
             f"adjusted p = {r['p_adj']:.3g} ({table.family}), n = {r['n_pairs']} seeds → {v}; "
             f"claim expects {ev['expect']}: **{outcome}**")
-    if not outcomes:
+    if not claim.get("evidence"):
         return "not tested by this ablation yet", lines
+    if not outcomes:
+        return "not tested in this profile", lines
     counts = Counter(outcomes)
     if counts["pilot"]:
         return "pilot (no verdict from a non-confirmatory profile)", lines
@@ -74,6 +94,7 @@ def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir
 
     ``storage``: the Optuna storage URL of a "Tuning" section (default ``<results>/optuna.db``);
     the section appears when that storage holds studies of this ablation and profile."""
+    abl = abl.for_profile(profile)
     result = analyse(abl, profile, results, expected=expected)
     path = report_path(abl, profile, out)
     fig_dir = Path(out) / "figures"
@@ -86,8 +107,10 @@ def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir
     parts += _claims_section(abl, result)
     parts += _setup_section(abl, profile, records)
     parts += _results_section(abl, profile, result, fig_dir, path.parent)
+    parts += probe_section(result)  # leakage / masked attention probes per cell, where runs carry them
     parts += _failures_section(result)
     parts += _tuning_section(abl, profile, results, storage, fig_dir, path.parent)
+    parts += bench_section(abl, results, fig_dir, path.parent)  # attention kernels: `ablate bench attention`
     if abl.notes:
         parts += ["## Notes on the design", "", abl.notes, ""]
     parts += ["## Reproduce", "", "```", *_commands(abl, profile, overrides or []), "```", ""]
@@ -100,6 +123,15 @@ def _tuning_section(abl: Ablation, profile: str, results: Path, storage: str | N
     from harness.tune_report import tuning_section
 
     return tuning_section(abl, profile, results, storage, fig_dir, md_dir)
+
+
+def _failure_reasons(result: Analysis, task: str, variant: str) -> str:
+    """`` (status: reason)`` of the variant's runs that did not finish, most common first."""
+    runs = result.runs[(result.runs["task"] == task) & (result.runs["variant"] == variant) & (result.runs["status"] != "ok")]
+    if runs.empty:
+        return ""
+    common = Counter(f"{s}: {str(r).split(' (last finite')[0]}" for s, r in zip(runs["status"], runs["reason"])).most_common(1)
+    return f" ({common[0][1]} {common[0][0]})"
 
 
 def _claims_section(abl: Ablation, result: Analysis) -> list[str]:
@@ -144,6 +176,9 @@ def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -
     lines = ["## Setup", "", f"- Grid: {', '.join(f'`{k}` ∈ {v}' for k, v in abl.axes.items())}; "
              f"baseline `{abl.baseline_label}`; seeds {prof.seeds} "
              f"({'confirmatory' if prof.confirmatory else 'pilot: no verdicts'})."]
+    if prof.only_variants or prof.only_tasks:
+        lines.append(f"- This profile runs {len(abl.variants())} grid point(s): "
+                     f"{', '.join(f'`{abl.label(v)}`' for v in abl.variants())}; task(s) {', '.join(f'`{t}`' for t in abl.tasks)}.")
     for task, entry in abl.tasks.items():
         recs = [r for r in records if r["task"] == task]
         if not recs:
@@ -184,6 +219,7 @@ def _decay(min_ratio: float) -> str:
 
 def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Path, md_dir: Path) -> list[str]:
     from harness import figures
+    from harness.omnibus import across_variants
 
     lines = ["## Results", "",
              "Each variant against the baseline, paired by seed (paired t-test and its t-interval; "
@@ -209,6 +245,7 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
             lines += [f"![{task}: {base} against length]({fig.relative_to(md_dir).as_posix()})", ""]
         for table in _report_tables(tables, base):
             lines += [f"**{title(table)}**", "", markdown(table), ""]
+        lines += across_variants(result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem)
         others = sorted({t.metric for t in tables} - {t.metric for t in _report_tables(tables, base)})
         if others:
             lines += [f"Other metrics ({', '.join(f'`{m}`' for m in others)}): "

@@ -157,6 +157,7 @@ def plan(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, .
         AblateError: any bad input (see module docstring), before any run starts.
     """
     profile, prof = abl.profile(profile)
+    abl = abl.for_profile(profile)
     cli = dict(parse_override(o) for o in overrides)
     if clash := set(cli) & set(abl.axes):
         raise AblateError(f"{sorted(clash)} is an axis of {abl.name}; a run override may not change it")
@@ -311,9 +312,19 @@ def _wandb_kwargs(spec: RunSpec, mode: str, results: Path) -> dict[str, Any] | N
     if mode == "off":
         return None
     os.environ.setdefault("WANDB_SILENT", "true")
+    # the full config (as in record.json), not the hashed one, which drops keys at their defaults
     return {"project": os.environ.get("WANDB_PROJECT", "ablate"), "mode": mode,
             "group": f"{spec.ablation}/{spec.profile}", "name": f"{spec.variant_label}-s{spec.seed}",
-            "job_type": spec.task, "tags": [spec.variant_label, f"seed:{spec.seed}", spec.task, spec.profile],
-            "config": {**spec.payload(), "ablation": spec.ablation, "profile": spec.profile,
-                       "variant": spec.variant, "run_id": spec.run_id},
+            "job_type": spec.task, "tags": wandb_tags(spec),
+            "config": {**spec.payload(), "config": spec.config.model_dump(mode="json"), "ablation": spec.ablation,
+                       "profile": spec.profile, "variant": spec.variant, "variant_label": spec.variant_label,
+                       "run_id": spec.run_id},
             "reinit": "finish_previous"}
+
+
+def wandb_tags(spec: RunSpec) -> list[str]:
+    """Variant, ``seed:N``, task and profile. W&B refuses a tag over 64 characters at init (which
+    would fail the run): a longer variant label is tagged as one ``key=value`` tag per axis."""
+    variant = [spec.variant_label] if len(spec.variant_label) <= 64 else [
+        f"{k.rsplit('.', 1)[-1]}={v}"[:64] for k, v in spec.variant.items()]
+    return [*variant, f"seed:{spec.seed}", spec.task[:64], spec.profile[:64]]

@@ -259,28 +259,50 @@ def verdict(p_adj: float, ci_low: float, ci_high: float, *, sesoi: float | None 
 class Friedman:
     statistic: float
     p: float
-    n_seeds: int            # complete seeds used
+    n_seeds: int            # complete seeds used (the blocks, N)
     mean_ranks: pd.Series   # per variant; 1 = best
+    k: int = 0              # variants (treatments); the test has k - 1 degrees of freedom
+    cd: float = NAN         # Nemenyi critical difference of mean ranks at the call's alpha
+
+    @property
+    def df(self) -> int:
+        return self.k - 1
 
 
-def friedman(table: pd.DataFrame, higher_is_better: bool = True) -> Friedman:
+def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
+    """Nemenyi critical difference of mean ranks (Demsar, JMLR 2006, sec. 3.2.2):
+    ``CD = q_alpha * sqrt(k (k + 1) / (6 N))`` with ``q_alpha`` the studentized range quantile
+    ``scipy.stats.studentized_range.ppf(1 - alpha, k, inf) / sqrt(2)`` (2.569 at k=4, alpha
+    0.05: Demsar's Table 5a). Two variants whose mean ranks over ``n`` blocks differ by more
+    than CD differ at level ``alpha``. NaN for k < 2 or n < 1.
+    """
+    if k < 2 or n < 1:
+        return NAN
+    q = float(stats.studentized_range.ppf(1 - alpha, k, np.inf)) / math.sqrt(2)
+    return q * math.sqrt(k * (k + 1) / (6 * n))
+
+
+def friedman(table: pd.DataFrame, higher_is_better: bool = True, alpha: float = 0.05) -> Friedman:
     """Friedman test over variants (rows = seeds, columns = variants), complete seeds only:
     ``scipy.stats.friedmanchisquare``; mean ranks by ``scipy.stats.rankdata`` (1 = best,
-    ties averaged). Fewer than 3 variants or 2 complete seeds gives NaN statistic and p.
+    ties averaged); ``cd`` by :func:`nemenyi_cd` at ``alpha``. Fewer than 3 variants or 2
+    complete seeds gives NaN statistic, p and cd.
     """
     full = table.dropna()
+    k = table.shape[1]
     ranks = stats.rankdata(-full.to_numpy(float) if higher_is_better else full.to_numpy(float),
                            axis=1)
     mean_ranks = pd.Series(ranks.mean(axis=0) if len(full) else NAN, index=table.columns)
-    if table.shape[1] < 3 or len(full) < 2:
-        return Friedman(NAN, NAN, len(full), mean_ranks)
+    if k < 3 or len(full) < 2:
+        return Friedman(NAN, NAN, len(full), mean_ranks, k)
     with _quiet():
         res = stats.friedmanchisquare(*full.to_numpy(float).T)
-    return Friedman(float(res.statistic), float(res.pvalue), len(full), mean_ranks)
+    return Friedman(float(res.statistic), float(res.pvalue), len(full), mean_ranks, k,
+                    nemenyi_cd(k, len(full), alpha))
 
 
 COLUMNS = ["variant", "n", "mean", "sd", "ci_low", "ci_high", "n_pairs", "delta", "delta_ci_low",
-           "delta_ci_high", "wins", "ties", "losses", "d_z", "prob_improvement", "t", "p",
+           "delta_ci_high", "wins", "ties", "losses", "d_z", "sd_diff", "prob_improvement", "t", "p",
            "p_perm", "p_adj", "family_size", "p_tost", "mde", "verdict"]
 
 
@@ -331,7 +353,7 @@ def compare(df: pd.DataFrame, *, baseline: str, higher_is_better: bool,
         rows.append(vars(describe(series[v], confidence)) | {
             "variant": v, "n_pairs": t.n_pairs, "delta": t.delta, "delta_ci_low": t.ci_low,
             "delta_ci_high": t.ci_high, "wins": t.wins, "ties": t.ties, "losses": t.losses,
-            "d_z": t.d_z, "prob_improvement": t.prob_improvement, "t": t.t, "p": t.p,
+            "d_z": t.d_z, "sd_diff": t.sd_diff, "prob_improvement": t.prob_improvement, "t": t.t, "p": t.p,
             "p_perm": t.p_perm, "p_adj": pa, "family_size": m, "p_tost": pt, "mde": m_de,
             "verdict": verdict(pa, t.ci_low, t.ci_high, sesoi=sesoi, tost_p=pt, alpha=alpha,
                                confirmatory=confirmatory, mde=m_de)})
@@ -340,3 +362,49 @@ def compare(df: pd.DataFrame, *, baseline: str, higher_is_better: bool,
     for c in ("n", "n_pairs", "wins", "ties", "losses", "family_size"):
         out[c] = pd.array(out[c], dtype="Int64")  # NA on the baseline row
     return pd.DataFrame(out)
+
+
+def outcome_compare(df: pd.DataFrame, *, baseline: str, alpha: float = 0.05,
+                    confirmatory: bool = True) -> pd.DataFrame:
+    """Every variant against the baseline on a binary outcome per run (1 = the run finished, 0 =
+    it diverged, raised or timed out), paired by seed.
+
+    The test is the exact McNemar test (``statsmodels.stats.contingency_tables.mcnemar`` with
+    ``exact=True``): a binomial test on the discordant pairs, which is also the exact sign-flip
+    test of the paired 0/1 differences. With every pair concordant (no discordant pair) there is
+    nothing to test: p = 1 and the verdict says the outcome was the same in all pairs. P-values
+    are adjusted with Benjamini-Hochberg within the call (an exploratory family). The smallest
+    attainable two-sided p with n discordant pairs is 2 * 0.5**n (8 pairs: 0.0078).
+
+    Args:
+        df: columns ``variant``, ``seed``, ``value`` (0 or 1); one row per (variant, seed).
+
+    Returns:
+        :func:`compare`'s columns; ``mean`` is the fraction of runs that finished, ``delta`` the
+        mean paired difference (+ = the variant finished more often), ``p`` and ``p_perm`` the
+        exact McNemar p.
+    """
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    frame = compare(df, baseline=baseline, higher_is_better=True, alpha=alpha, confirmatory=confirmatory,
+                    p_adjust="fdr_bh")
+    pvals = []
+    for i in range(1, len(frame)):
+        wins, losses = int(frame.loc[i, "wins"] or 0), int(frame.loc[i, "losses"] or 0)
+        pvals.append(float(mcnemar([[0, wins], [losses, 0]], exact=True).pvalue) if wins + losses else 1.0)
+    if not pvals:
+        return frame
+    p_adj, m = adjust(pvals, "fdr_bh")
+    for i, (p, pa) in enumerate(zip(pvals, p_adj), start=1):
+        frame.loc[i, ["p", "p_perm", "p_adj", "t", "p_tost", "mde"]] = [p, p, pa, NAN, NAN, NAN]
+        frame.loc[i, "family_size"] = m
+        n = int(frame.loc[i, "n_pairs"] or 0)
+        if not confirmatory:
+            frame.loc[i, "verdict"] = "pilot"
+        elif pa < alpha:
+            frame.loc[i, "verdict"] = "better" if frame.loc[i, "delta"] > 0 else "worse"
+        elif frame.loc[i, "wins"] + frame.loc[i, "losses"] == 0:
+            frame.loc[i, "verdict"] = f"same outcome in all {n} pairs"
+        else:
+            frame.loc[i, "verdict"] = "inconclusive"
+    return frame

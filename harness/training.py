@@ -42,6 +42,11 @@ class Diverged(RuntimeError):
         self.step, self.last_finite = step, last_finite
 
 
+def _salt(salt: int) -> tuple[int, ...]:
+    """The sub-stream of ``train.seed_salt``: none at 0, so unsalted runs keep their streams."""
+    return (salt,) if salt else ()
+
+
 class _TrainStream(IterableDataset):
     """``steps`` training batches drawn from the run's data stream (same for every variant).
 
@@ -49,12 +54,13 @@ class _TrainStream(IterableDataset):
     stream continues exactly where the interrupted attempt stopped.
     """
 
-    def __init__(self, task: Any, batch_size: int, seq_len: int, steps: int, seed: int, start: int = 0) -> None:
+    def __init__(self, task: Any, batch_size: int, seq_len: int, steps: int, seed: int, start: int = 0,
+                 salt: int = 0) -> None:
         self.task, self.batch_size, self.seq_len, self.steps, self.seed = task, batch_size, seq_len, steps, seed
-        self.start = start
+        self.start, self.salt = start, salt
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        rng = numpy_rng(self.seed, "data")
+        rng = numpy_rng(self.seed, "data", *_salt(self.salt))
         for i in range(self.steps):
             batch = self.task.sample(self.batch_size, self.seq_len, rng, "train")
             if i >= self.start:
@@ -82,7 +88,7 @@ class TaskData(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         t = self.cfg.train
-        stream = _TrainStream(self.task, t.batch_size, t.seq_len, t.steps, self.seed, self.start_step)
+        stream = _TrainStream(self.task, t.batch_size, t.seq_len, t.steps, self.seed, self.start_step, t.seed_salt)
         return DataLoader(stream, batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
@@ -287,9 +293,9 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
         Diverged: the training loss became non-finite.
         TimedOut: the run went over ``timeout_s``.
     """
-    torch.manual_seed(stream_seed(seed, "init"))
+    torch.manual_seed(stream_seed(seed, "init", *_salt(cfg.train.seed_salt)))
     model = TransformerLM(model_cfg)
-    torch.manual_seed(stream_seed(seed, "dropout"))
+    torch.manual_seed(stream_seed(seed, "dropout", *_salt(cfg.train.seed_salt)))
     lit = LitLM(model, cfg, task.kind, target, pad_id=getattr(task, "pad_id", None))
     loggers: list[Any] = [L.loggers.CSVLogger(run_dir, name="csv", version="")]
     if wandb is not None:
@@ -336,14 +342,20 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
         metrics["train_loss_final"] = float(lit._last_finite) if lit._last_finite is not None else float("nan")
         tokens = (cfg.train.steps - start) * cfg.train.batch_size * cfg.train.seq_len  # this attempt's
         metrics["tokens_per_s"] = tokens / train_s
-        if wandb is not None:
-            loggers[1].experiment.summary.update(metrics)
+        if wandb is not None:  # under the store's names (record.json "metrics" and "status")
+            loggers[1].experiment.summary.update({**metrics, "status": "ok"})
         return {"metrics": metrics, "history": lit.history, "train_time_s": train_s, "test_time_s": test_s,
                 "n_params": model.num_parameters(), "device": str(trainer.strategy.root_device),
                 "precision": lit.precision_ran or str(trainer.precision), "precision_requested": cfg.train.precision,
                 "adam_eps": prec.adam_eps(cfg.train.precision), "kernel_backend": ",".join(model.kernel_backends()),
                 "wandb_id": loggers[1].experiment.id if wandb else None,
                 "resumed_from_step": start or None, "devices": devices, "strategy": strategy}
+    except Exception as exc:  # the status and partial metrics the runner stores for this run
+        if wandb is not None:
+            status = "diverged" if isinstance(exc, Diverged) else "timeout" if isinstance(exc, TimedOut) else "failed"
+            partial = {} if status == "timeout" else getattr(exc, "partial_metrics", {})  # as harness.runner
+            loggers[1].experiment.summary.update({**partial, "status": status})
+        raise
     finally:
         if wandb is not None:
             import wandb as wandb_lib

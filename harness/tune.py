@@ -107,6 +107,7 @@ def plan_studies(abl: Ablation, profile: str | None, overrides: list[str] | tupl
             variant's config rejects, or a profile that uses the tuning seed for a comparison.
     """
     prof_name, specs = plan(abl, profile, overrides, data_dir)
+    abl = abl.for_profile(prof_name)
     if TUNING_SEED in abl.profiles[prof_name].seeds:
         raise AblateError(f"profile {prof_name!r} uses seed {TUNING_SEED}, the tuning seed; pick other comparison seeds")
     for t in tasks or []:

@@ -24,7 +24,8 @@ for rec in sorted(pathlib.Path(sys.argv[1]).glob("*/smoke/*/record.json")):
     print(r["ablation"], r["variant_label"], r["seed"], r["status"], r.get("precision"), r.get("kernel_backend"),
           {k: round(v, 4) for k, v in m.items() if k.startswith(("leak", "attn", "tokens", "peak"))}, (r.get("reason") or "")[:80])
 PY
-for dtype in bf16 fp16; do
-  timeout 150 python -m harness.bench --device cuda --dtype "$dtype" \
-    --lengths 256,1024,4096,8192,16384,32768 --out "$OUT/bench_$dtype.csv" 2>&1 | grep -v Warning || true
+for dtype in bfloat16 float16; do  # writes $OUT/results/bench/attention-cuda-$dtype.json
+  timeout 150 ablate bench attention --device cuda --dtype "$dtype" \
+    --lengths 256,1024,4096,8192,16384,32768 --out "$OUT/results/bench" 2>&1 | grep -v Warning || true
 done
+ablate report attention_kernel --profile smoke --results-dir "$OUT/results" --out "$OUT/reports" || true  # + speed and memory

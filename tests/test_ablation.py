@@ -95,7 +95,7 @@ def test_pe_extrapolation_is_registered_and_loads(pe):
     assert pe.tasks["copy"].primary.metric == "acc@x4" and pe.tasks["copy"].primary.higher_is_better
     assert pe.tasks["tinyshakespeare"].primary.metric == "loss@x4"
     assert not pe.tasks["tinyshakespeare"].primary.higher_is_better
-    assert list(pe.profiles) == ["smoke", "cpu", "gpu"]
+    assert list(pe.profiles) == ["smoke", "cpu", "confirm", "gpu"]
     assert pe.default_profile == "cpu"
     assert [len(pe.profiles[p].seeds) for p in ("smoke", "cpu", "gpu")] == [2, 3, 10]
 
@@ -132,7 +132,7 @@ def test_unknown_profile_lists_the_profiles(pe):
     with pytest.raises(AblateError) as info:
         pe.profile("laptop")
     msg = str(info.value)
-    assert "no profile 'laptop'" in msg and "profiles: smoke, cpu, gpu" in msg
+    assert "no profile 'laptop'" in msg and "profiles: smoke, cpu, confirm, gpu" in msg
 
 
 def test_misspelt_profile_suggests_the_closest(pe):
@@ -344,7 +344,8 @@ def test_plan_profiles_resolve_as_declared(pe):
     needs_data()
     for profile, prof in pe.profiles.items():
         _, specs = plan(pe, profile, [], DATA_DIR)
-        assert len(specs) == len(prof.seeds) * len(pe.tasks) * len(pe.variants()), profile
+        view = pe.for_profile(profile)  # a profile's only_tasks / only_variants
+        assert len(specs) == len(prof.seeds) * len(view.tasks) * len(view.variants()), profile
         for s in specs:
             layers = [pe.base, pe.tasks[s.task].config, prof.overrides, prof.tasks.get(s.task, {})]
             declared = {k: v for layer in layers for k, v in layer.items()}

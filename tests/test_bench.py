@@ -1,21 +1,182 @@
-"""The attention kernel bench: one row per kernel and length, failures as outcomes."""
-import torch
+"""``ablate bench attention``: one row per kernel and length, failures as outcomes, JSON for the
+report, and the report's "Speed and memory" section built from that JSON."""
+import json
+from types import SimpleNamespace
 
-from harness import bench
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from harness import bench, bench_command, bench_report
+from harness import report as report_mod
+from harness.ablation import load as load_ablation
+from harness.cli import app
 from harness.modules import KERNELS
 
-
-def test_bench_rows_for_every_kernel():
-    rows = bench.bench([16, 32], "cpu", torch.float32, repeats=1, heads=2, d_head=8)
-    assert {r["kernel"] for r in rows} == set(KERNELS.names())
-    for r in rows:
-        assert r["status"] == "ok" and r["ms_fwd_bwd"] > 0 and r["backend"]
+ROW_TYPES = {"kernel": str, "status": str, "ms_fwd_bwd": float, "ms_min": float, "times_ms": list,
+             "tokens_per_s": float, "peak_mib": float, "base_mib": float, "backend": str}
 
 
-def test_bench_records_a_refusal(monkeypatch):
-    def refuse(*a, **k):
-        raise ValueError("kernel 'flash' is not available")
+def refuse_flash(monkeypatch):
+    def refuse(cls, *args, **kwargs):
+        raise ValueError("kernel 'flash' is not available on cpu with torch.float32 (No available kernel.)")
 
-    monkeypatch.setattr(KERNELS.get("flash"), "check_available", classmethod(lambda cls, *a, **k: refuse()))
-    rows = bench.bench([16, 32], "cpu", torch.float32, kernels=["flash"], repeats=1, heads=2, d_head=8)
-    assert len(rows) == 1 and rows[0]["status"].startswith("ValueError: kernel 'flash' is not available")
+    monkeypatch.setattr(KERNELS.get("flash"), "check_available", classmethod(refuse))
+
+
+@pytest.fixture(scope="module")
+def cpu_bench(tmp_path_factory):
+    """The CPU bench at T = 64, 128 for math, sdpa, linear, and flash refused (as where torch has
+    no CPU flash kernel; torch 2.13 has one), each (kernel, length) in its own child process."""
+    mp = pytest.MonkeyPatch()
+    refuse_flash(mp)
+    out = tmp_path_factory.mktemp("results") / "bench"
+    try:
+        path = bench_command.attention(device="cpu", lengths=[128, 64], kernels=["math", "sdpa", "flash", "linear"],
+                               d_model=16, n_heads=2, repeats=1, out=out)
+    finally:
+        mp.undo()
+    return path
+
+
+def test_cpu_bench_writes_one_json_per_device_and_dtype(cpu_bench):
+    assert cpu_bench.name == "attention-cpu-float32.json"
+    doc = json.loads(cpu_bench.read_text())
+    assert doc["bench"] == "attention" and doc["schema"] == 1
+    assert {"torch", "device", "device_name", "dtype", "threads", "loadavg_start", "loadavg_end"} <= set(doc["env"])
+    assert doc["env"]["torch"] == torch.__version__ and doc["env"]["dtype"] == "float32" and doc["env"]["threads"] == 1
+    assert doc["config"] | {"lengths": [64, 128], "repeats": 1, "d_model": 16} == doc["config"]
+    assert [(r["kernel"], r["seq_len"]) for r in doc["rows"]] == [
+        ("math", 64), ("math", 128), ("sdpa", 64), ("sdpa", 128), ("flash", None), ("linear", 64), ("linear", 128)]
+    for r in doc["rows"]:
+        assert set(r) == set(bench.ROW_KEYS)
+
+
+def test_cpu_bench_rows_measure_time_memory_and_backend(cpu_bench):
+    rows = {(r["kernel"], r["seq_len"]): r for r in json.loads(cpu_bench.read_text())["rows"]}
+    for (kernel, t), r in rows.items():
+        if kernel == "flash":
+            continue
+        assert r["status"] == "ok", r
+        assert all(isinstance(r[k], ROW_TYPES[k]) for k in ROW_TYPES)
+        assert r["ms_fwd_bwd"] > 0 and r["tokens_per_s"] == pytest.approx(t / r["ms_fwd_bwd"] * 1e3)
+        assert 50 < r["base_mib"] <= r["peak_mib"] < 4096  # a process with torch, not the parent's peak
+        assert r["peak_mib"] <= r["peak_mib_after_repeats"]
+    assert rows["math", 64]["backend"] == "math" and rows["linear", 64]["backend"] == "linear"
+    assert rows["sdpa", 64]["backend"] in set(bench.SDPA_BACKENDS.values())
+
+
+def test_unavailable_kernel_is_one_row_with_the_reason(cpu_bench):
+    (flash,) = [r for r in json.loads(cpu_bench.read_text())["rows"] if r["kernel"] == "flash"]
+    assert flash["status"] == "unavailable" and "not available on cpu" in flash["reason"]
+    assert flash["ms_fwd_bwd"] is None and flash["backend"] is None
+
+
+def test_flash_on_cpu_runs_as_flash():
+    """torch 2.13 has a CPU flash kernel: forced flash must run it, and say so."""
+    if "flash" not in bench.KERNELS.names() or not _flash_on_cpu():
+        pytest.skip("this torch has no CPU flash kernel")
+    row = bench.measure(bench.BenchConfig(d_model=16, n_heads=2, repeats=1), "flash", 32)
+    assert row["backend"] == "flash_attention" and row["backend_predicted"] == "flash_attention"
+
+
+def _flash_on_cpu() -> bool:
+    try:
+        KERNELS.get("flash").check_available("cpu", torch.float32)
+        return True
+    except ValueError:
+        return False
+
+
+def test_oom_is_an_outcome_and_longer_lengths_are_skipped(monkeypatch):
+    def fake(cfg, kernel, t):
+        if t >= 128:
+            return bench._failure(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB"))
+        return {"status": "ok", "ms_fwd_bwd": 1.0}
+
+    monkeypatch.setattr(bench, "run_one", fake)
+    rows = bench.bench(bench.BenchConfig(), ["sdpa"], [64, 128, 256])
+    assert [r["status"] for r in rows] == ["ok", "oom", "skipped"]
+    assert rows[1]["reason"].startswith("OutOfMemoryError: CUDA out of memory")
+    assert rows[2]["reason"] == "oom at T=128 before"
+    assert bench._failure(RuntimeError("[enforce fail] DefaultCPUAllocator: can't allocate memory"))["status"] == "oom"
+    assert bench._failure(RuntimeError("something else"))["status"] == "error"
+
+
+def test_cli_refuses_bad_input_before_running(tmp_path):
+    def run(*args):
+        return CliRunner().invoke(app, ["bench", "attention", "--out", str(tmp_path), *args])
+
+    res = run("--device", "cpu", "--kernels", "math,flsh")
+    assert res.exit_code == 2 and "did you mean 'flash'" in res.output
+    res = run("--device", "cpu", "--lengths", "64,x")
+    assert res.exit_code == 2 and "comma-separated integers" in res.output
+    res = run("--device", "cpu", "--dtype", "fp8")
+    assert res.exit_code == 2 and "float32, bfloat16, float16" in res.output
+    if not torch.cuda.is_available():
+        res = run("--device", "cuda")
+        assert res.exit_code == 2 and "no CUDA device" in res.output
+    assert not list(tmp_path.iterdir())
+
+
+# --- the report section --------------------------------------------------------------------------
+
+
+def fake_doc(device="cpu"):
+    def ok(kernel, t, ms, added):
+        return dict.fromkeys(bench.ROW_KEYS) | {"kernel": kernel, "seq_len": t, "status": "ok", "ms_fwd_bwd": ms,
+                                                "tokens_per_s": t / ms * 1e3, "peak_mib": 200 + added,
+                                                "base_mib": 200.0, "backend": kernel}
+    rows = [ok(k, t, ms * t / 64, a * t / 64) for k, ms, a in (("math", 2.0, 4.0), ("sdpa", 1.0, 1.0))
+            for t in (64, 128)]
+    rows.append(dict.fromkeys(bench.ROW_KEYS) | {"kernel": "flash", "status": "unavailable", "reason": "no flash"})
+    return {"bench": "attention", "schema": 1, "created": "2026-01-01T00:00:00Z", "rows": rows,
+            "env": {"torch": "2.13", "device": device, "device_name": "x", "dtype": "float32", "threads": 1},
+            "config": {"d_model": 64, "n_heads": 4, "batch": 1, "repeats": 10, "warmup": 2, "memory": "peak RSS"}}
+
+
+def test_ratios_are_to_sdpa_at_the_same_length():
+    rows = {(r["kernel"], r["seq_len"]): r for r in bench_report.with_ratios(fake_doc()["rows"])}
+    assert rows["math", 128]["ms_ratio"] == pytest.approx(2.0) and rows["math", 128]["mem_ratio"] == pytest.approx(4.0)
+    assert rows["sdpa", 64]["ms_ratio"] == 1.0 and rows["flash", None]["ms_ratio"] is None
+
+
+def test_report_section_and_figure_from_the_json(tmp_path):
+    results, out = tmp_path / "results", tmp_path / "reports"
+    (results / "bench").mkdir(parents=True)
+    (results / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
+    (results / "bench" / "attention-cuda-bfloat16.json").write_text("{not json")
+    (out / "figures").mkdir(parents=True)
+    lines = bench_report.bench_section(load_ablation("attention_kernel"), results, out / "figures", out)
+    text = "\n".join(lines)
+    assert "## Speed and memory (`ablate bench attention`)" in text
+    assert "| " + " | ".join(bench_report.COLUMNS) + " |" in text
+    assert "| math | 128 | 4 | 2.00 | 32,000 | 208 | 8.0 | 4.00 | math | ok |" in text
+    assert "- `flash`: **unavailable** — no flash" in text
+    assert "unreadable bench file" in text and "attention-cuda-bfloat16.json" in text
+    fig = out / "figures" / "attention_kernel-bench-attention-cpu-float32.png"
+    assert fig.stat().st_size > 1000 and "(figures/attention_kernel-bench-attention-cpu-float32.png)" in text
+
+
+def test_report_section_only_for_kernel_ablations(tmp_path):
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
+    def section(abl, results=tmp_path):
+        return bench_report.bench_section(abl, results, tmp_path, tmp_path)
+
+    assert section(SimpleNamespace(name="norm", axes={"block.norm": []})) == []
+    assert section(SimpleNamespace(name="mine", axes={"attention.kernel": []}))
+    assert section(load_ablation("attention_kernel"), tmp_path / "none") == []
+
+
+def test_write_report_appends_the_section(tmp_path, monkeypatch):
+    """The one call line in ``write_report`` (the store-dependent sections are stubbed out)."""
+    results, out = tmp_path / "results", tmp_path / "reports"
+    (results / "bench").mkdir(parents=True)
+    (results / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
+    monkeypatch.setattr(report_mod, "analyse", lambda *a, **k: SimpleNamespace(scan=SimpleNamespace(records=[])))
+    for name in ("_claims_section", "_setup_section", "_results_section", "_failures_section", "_tuning_section"):
+        monkeypatch.setattr(report_mod, name, lambda *a, **k: [])
+    path = report_mod.write_report(load_ablation("attention_kernel"), "cpu", results, out)
+    assert "## Speed and memory (`ablate bench attention`)" in path.read_text()
+    assert (out / "figures" / "attention_kernel-bench-attention-cpu-float32.png").exists()

@@ -172,7 +172,7 @@ def test_run_unknown_ablation_suggests_the_closest(results):
 
 def test_run_unknown_profile_lists_the_profiles(results):
     result = invoke("run", "pe_extrapolation", "--profile", "laptop", "--results-dir", str(results))
-    assert_refused(result, "no profile 'laptop'", "profiles: smoke, cpu, gpu")
+    assert_refused(result, "no profile 'laptop'", "profiles: smoke, cpu, confirm, gpu")
     assert_nothing_written(results)
 
 

@@ -321,4 +321,8 @@ def test_aa_false_positive_rate():
         df = pd.DataFrame({"variant": variant, "seed": seeds, "value": value})
         out = S.compare(df, baseline="base", higher_is_better=True)
         claims += out.verdict.iloc[1] in ("better", "worse")
-    assert 0.025 <= claims / n_sim <= 0.08, claims / n_sim
+    # within binomial noise of alpha: a two-sided exact binomial test of the count does not reject
+    # at 0.001 (about alpha +- 0.022 at 1,000 tables); measured 53/1000
+    from scipy.stats import binomtest
+
+    assert binomtest(claims, n_sim, 0.05).pvalue > 0.001, claims / n_sim

@@ -1,4 +1,7 @@
-"""Normalisation layers, built as ``NORMS.get(name)(d_model)``; both act on the last dim (C)."""
+"""Normalisation layers, built as ``NORMS.get(name)(d_model)``; all act on the last dim (C).
+
+``none`` is the identity: the norm-free arm of the ``layernorm-needed`` claim. A norm class
+says whether it rescales with the class attribute ``normalises`` (default True)."""
 from __future__ import annotations
 
 import torch
@@ -36,3 +39,19 @@ class RMSNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.weight.numel()}, eps={self.eps}"
+
+
+@NORMS.register("none")
+class NoNorm(nn.Identity):
+    """No normalisation, ``y = x`` (the arm without LayerNorm of claim ``layernorm-needed``).
+    With Pre-LN the residual stream and the final projection then see unnormalised activations;
+    with Post-LN the block is a plain residual block.
+
+    Args:
+        d_model: accepted for the norms' common constructor, unused.
+    """
+
+    normalises = False
+
+    def __init__(self, d_model: int, eps: float = 0.0) -> None:
+        super().__init__()

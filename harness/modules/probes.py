@@ -40,7 +40,10 @@ def causal_leakage(model: TransformerLM, idx: Tensor, t: int, key_padding_mask: 
         ``leak_logits`` (largest finite |change| of logits at ``<= t``), ``leak_grad`` (largest
         finite |d logits[<= t] / d embedding[> t]|), ``nonfinite_logits`` (fraction of logits
         at ``<= t`` that are NaN/inf) and ``nonfinite_grad`` (fraction of embedding gradients
-        that are NaN/inf).
+        that are NaN/inf); with a padding mask also ``leak_logits_real`` and ``leak_grad_real``,
+        the same at the positions ``<= t`` that are not padding. A finite mask fill leaks into
+        padding rows (every key masked: the softmax spreads over all keys, later ones included)
+        but must not leak into real positions, which never attend to padding keys.
     """
     gen = torch.Generator().manual_seed(seed)
     other = idx.clone()
@@ -64,10 +67,23 @@ def causal_leakage(model: TransformerLM, idx: Tensor, t: int, key_padding_mask: 
     model.zero_grad(set_to_none=True)
     with torch.no_grad():
         b = model(other, key_padding_mask)[:, : t + 1]
-    diff = (a.detach().float() - b.float()).abs()
-    return {"leak_logits": _finite_max(diff), "leak_grad": _finite_max(grad[:, t + 1 :].abs()),
-            "nonfinite_logits": (~torch.isfinite(a.detach())).float().mean().item(),
-            "nonfinite_grad": (~torch.isfinite(grad)).float().mean().item()}
+    diff = (a.detach().float() - b.float()).abs()  # (B, t + 1, V)
+    out = {"leak_logits": _finite_max(diff), "leak_grad": _finite_max(grad[:, t + 1 :].abs()),
+           "nonfinite_logits": (~torch.isfinite(a.detach())).float().mean().item(),
+           "nonfinite_grad": (~torch.isfinite(grad)).float().mean().item()}
+    if key_padding_mask is not None:  # the same, at the real (non-padding) positions <= t only
+        real = ~key_padding_mask[:, : t + 1]  # (B, t + 1)
+        out["leak_logits_real"] = _finite_max(diff[real])
+        handle = model.tok_emb.register_forward_hook(keep)
+        try:
+            with torch.enable_grad():
+                a = model(idx, key_padding_mask)[:, : t + 1]
+                (a.float() * w * real[..., None].to(w.dtype)).sum().backward()
+        finally:
+            handle.remove()
+        out["leak_grad_real"] = _finite_max(store["emb"].grad[:, t + 1 :].abs())
+        model.zero_grad(set_to_none=True)
+    return out
 
 
 def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor | None = None) -> dict[str, float]:

@@ -12,8 +12,15 @@ def test_norm_keeps_shape_and_dtype_and_normalises_scale(name, dtype):
     x = (torch.randn(2, 5, 16) * 30 + 3).to(dtype)
     y = norm(x)
     assert y.shape == x.shape and y.dtype == dtype
+    if not getattr(norm, "normalises", True):  # the norm-free arm: the identity, bit for bit
+        assert torch.equal(y, x)
+        return
     rms = y.float().pow(2).mean(-1).sqrt()
     torch.testing.assert_close(rms, torch.ones_like(rms), atol=2e-2, rtol=0)
+
+
+def test_only_the_identity_norm_declares_it_does_not_normalise():
+    assert [n for n in NORMS.names() if not getattr(NORMS.get(n), "normalises", True)] == ["none"]
 
 
 def test_rmsnorm_matches_float64_formula():

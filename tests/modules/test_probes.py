@@ -55,6 +55,7 @@ def test_fully_masked_rows_per_fill(fill):
         assert attn["attn_fully_masked_mass"] == pytest.approx(1.0)
         assert attn["attn_nonfinite_rows"] == 0 and leak["nonfinite_logits"] == 0
         assert leak["leak_logits"] > 0  # through the padding rows
+        assert leak["leak_logits_real"] == 0.0 and leak["leak_grad_real"] == 0.0  # never into real positions
 
 
 def test_masked_attention_needs_weights():

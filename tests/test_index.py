@@ -1,0 +1,107 @@
+"""``ablate report --all``: a report per profile with runs, and an index whose verdicts are the
+reports' own, over a small fake store of registered ablations."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from fake_store import write_decl, write_runs
+from test_cli_errors import _isolated, assert_nothing_written, assert_refused, invoke  # noqa: F401
+
+from harness import ablation as ablation_mod
+from harness import report as report_mod
+from harness.index import short_question
+
+CLAIMS = {
+    "mini-learned-worse": {"id": "mini-learned-worse", "claim": "Learned positions fall behind.", "figure": "none",
+                           "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "worse"}]},
+    "mini-rope-better": {"id": "mini-rope-better", "claim": "RoPE does better.", "figure": "none",
+                         "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}]},
+}
+SHIFT = {"sinusoidal": 0.0, "learned": -0.3, "rope": 0.0}
+
+
+def _value(variant: str, seed: int) -> float:
+    return 0.5 + 0.01 * seed + SHIFT[variant] + (0.01 if variant == "rope" and seed % 2 else 0.0)
+
+
+@pytest.fixture
+def registered(tmp_path, monkeypatch):
+    """Two registered ablations (mini with runs in pilot and cpu, none in gpu; other without any
+    run) and the claims mini tests."""
+    folder = tmp_path / "ablations"
+    mini = write_decl(folder, claims=("mini-learned-worse", "mini-rope-better"),
+                      pilot={"seeds": [0, 1, 2], "confirmatory": False}, cpu={"seeds": [0, 1, 2, 3, 4]},
+                      gpu={"seeds": list(range(10))})
+    write_decl(folder, name="other")
+    monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
+    monkeypatch.setattr(report_mod, "load_claims", lambda: CLAIMS)
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _value, finished_at="2025-01-01T00:00:00+00:00")
+    write_runs(results, mini, "pilot", _value, finished_at="2025-02-01T00:00:00+00:00")  # newer, but a pilot
+    return results
+
+
+def _row(index: str, name: str) -> list[str]:
+    line = next(x for x in index.splitlines() if x.startswith(f"| [{name}]") or x.startswith(f"| {name} "))
+    return [c.strip() for c in line.strip("|").split(" | ")]
+
+
+def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_path):
+    out = tmp_path / "reports"
+    result = invoke("report", "--all", "--results-dir", str(registered), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.glob("*.md")) == ["README.md", "mini.md", "mini.pilot.md"]  # no gpu, no other
+    index = (out / "README.md").read_text()
+    name, question, profiles, latest, claims, seeds = _row(index, "mini")
+    assert name == "[mini](mini.md)" and question == "Do learned positions fall behind at 2L?"
+    assert profiles == "[pilot](mini.pilot.md), [cpu](mini.md)"
+    assert latest == "cpu" and seeds == "5/5"  # confirmatory wins over the newer pilot
+    report = (out / "mini.md").read_text()
+    in_report = dict(re.findall(r"^### `([\w-]+)`: (.+)$", report, re.M))
+    in_index = dict(re.findall(r"`([\w-]+)`: ([^<]+?)(?:<br>|$)", claims))
+    assert in_index == in_report and set(in_index) == set(CLAIMS)
+    assert in_index["mini-learned-worse"] == "supported"
+    other = _row(index, "other")
+    assert other[2] == "no runs" and other[3] == "–" and other[5] == "–"
+
+
+def test_the_index_follows_the_store(registered, tmp_path):
+    out = tmp_path / "reports"
+    assert invoke("report", "--all", "--results-dir", str(registered), "--out", str(out)).exit_code == 0
+    for folder in (registered / "mini" / "cpu").iterdir():  # only the pilot is left
+        for f in folder.iterdir():
+            f.unlink()
+        folder.rmdir()
+    assert invoke("report", "--all", "--results-dir", str(registered), "--out", str(out)).exit_code == 0
+    name, _, profiles, latest, claims, seeds = _row((out / "README.md").read_text(), "mini")
+    assert (name, latest, seeds) == ("[mini](mini.pilot.md)", "pilot", "3/3")
+    # the cpu report written before its runs were removed stays linked, marked as not regenerated
+    assert profiles == ("[pilot](mini.pilot.md); [default profile](mini.md): an earlier report whose runs "
+                        "are not in this store (not regenerated)")
+    assert "pilot (no verdict from a non-confirmatory profile)" in claims
+
+
+def test_short_question_keeps_the_first_sentence():
+    assert short_question("Does it work?  More detail follows.") == "Does it work?"
+    long = "Which " + "very " * 40 + "long question?"
+    assert short_question(long).endswith(" …") and len(short_question(long)) <= 102
+
+
+@pytest.mark.parametrize("args, words", [
+    (["pe_extrapolation", "--all"], ["--all reports every registered ablation; drop 'pe_extrapolation'"]),
+    (["--all", "--profile", "cpu"], ["--all reports every profile with runs; drop --profile"]),
+    ([], ["name the ablation to report", "or pass --all"]),
+])
+def test_report_refuses_name_and_all_together_or_neither(tmp_path, args, words):
+    assert_refused(invoke("report", *args, "--results-dir", str(tmp_path / "results")), *words)
+    assert_nothing_written(tmp_path / "results")
+
+
+def test_report_all_refuses_a_store_without_runs(tmp_path):
+    results = tmp_path / "results"
+    assert_refused(invoke("report", "--all", "--results-dir", str(results)),
+                   "no runs of any registered ablation in", "ablate run NAME")
+    results.mkdir()
+    assert_refused(invoke("report", "--all", "--results-dir", str(results)), "no runs of any registered ablation")
+    assert list(results.iterdir()) == [] and list(tmp_path.joinpath("cwd").iterdir()) == []

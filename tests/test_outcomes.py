@@ -1,0 +1,92 @@
+"""Runs that diverge or raise are outcomes of their variant: the exact McNemar table
+(``finished``), claim evidence on it, and the per-cell probe table of the report."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from scipy.stats import binomtest
+
+from harness import stats
+from harness.ablation import load
+from harness.analysis import OUTCOME, analyse
+from harness.probe_table import probe_section
+from harness.report import claim_verdict
+from tests.fake_store import write_decl, write_runs
+
+
+def frame(baseline: list[int], variant: list[int]) -> pd.DataFrame:
+    rows = [("base", s, v) for s, v in enumerate(baseline)] + [("var", s, v) for s, v in enumerate(variant)]
+    return pd.DataFrame(rows, columns=["variant", "seed", "value"])
+
+
+def test_all_eight_pairs_discordant_gives_the_smallest_exact_p():
+    out = stats.outcome_compare(frame([1] * 8, [0] * 8), baseline="base").set_index("variant")
+    assert out.loc["var", "p"] == pytest.approx(2 * 0.5 ** 8)  # 0.0078
+    assert out.loc["var", "p"] == pytest.approx(binomtest(0, 8, 0.5).pvalue)
+    assert out.loc["var", "verdict"] == "worse" and out.loc["var", "delta"] == -1
+
+
+def test_mixed_pairs_match_a_direct_binomial_test_on_the_discordant_ones():
+    base, var = [1, 1, 1, 1, 1, 1, 0, 1, 1, 1], [0, 0, 1, 0, 1, 1, 1, 0, 1, 1]
+    out = stats.outcome_compare(frame(base, var), baseline="base").set_index("variant")
+    assert out.loc["var", "p"] == pytest.approx(binomtest(1, 5, 0.5).pvalue)  # 4 losses, 1 win
+    assert out.loc["var", "verdict"] == "inconclusive"
+
+
+def test_no_discordant_pair_is_the_same_outcome_not_a_test():
+    out = stats.outcome_compare(frame([1] * 8, [1] * 8), baseline="base").set_index("variant")
+    assert out.loc["var", "p"] == 1 and out.loc["var", "verdict"] == "same outcome in all 8 pairs"
+
+
+def test_pilot_gives_no_verdict():
+    out = stats.outcome_compare(frame([1] * 8, [0] * 8), baseline="base", confirmatory=False)
+    assert out.iloc[1]["verdict"] == "pilot"
+
+
+def _fail(results, abl_name, profile, variant, status, reason, metrics):
+    for rec_path in (results / abl_name / profile).glob("*/record.json"):
+        rec = json.loads(rec_path.read_text())
+        if rec["variant_label"] == variant:
+            rec.update(status=status, reason=reason, metrics=metrics)
+            rec_path.write_text(json.dumps(rec))
+
+
+def test_analysis_claims_and_probe_table_see_runs_that_did_not_finish(tmp_path, monkeypatch):
+    decl = write_decl(tmp_path / "abl", cpu={"seeds": list(range(8))})
+    results = tmp_path / "results"
+    write_runs(results, decl, "cpu", lambda v, s: 0.9)
+    _fail(results, "mini", "cpu", "rope", "failed", "RuntimeError: value cannot be converted to type c10::Half "
+          "without overflow", {"leak_raised_init": 1.0})
+    for rec_path in (results / "mini" / "cpu").glob("*/record.json"):  # probes on the runs that finished
+        rec = json.loads(rec_path.read_text())
+        if rec["status"] == "ok":
+            rec["metrics"] |= {"leak_logits_init": 0.0, "leak_logits_real_init": 0.0, "leak_logits_real": 0.0,
+                               "leak_logits": 0.5, "nonfinite_grad_steps": 0.0}
+            rec_path.write_text(json.dumps(rec))
+    abl = load(str(decl))
+    result = analyse(abl, "cpu", results)
+    table = result.table("copy", OUTCOME)
+    assert table is not None and table.family.startswith("outcome")
+    row = table.frame.set_index("variant")
+    assert row.loc["rope", "verdict"] == "worse" and row.loc["learned", "verdict"] == "same outcome in all 8 pairs"
+
+    claim = {"evidence": [{"task": "copy", "metric": OUTCOME, "variant": "rope", "expect": "worse"},
+                          {"task": "copy", "metric": OUTCOME, "variant": "learned", "expect": "worse"}]}
+    verdict, lines = claim_verdict(claim, result)
+    assert verdict == "inconclusive (tasks disagree)" or verdict.startswith("partly")
+    assert "finished 0/8 runs vs 8/8" in lines[0] and "c10::Half without overflow" in lines[0]
+    assert "**supported**" in lines[0] and "**contradicted**" in lines[1]
+
+    text = "\n".join(probe_section(result))
+    rope = next(line for line in text.splitlines() if line.startswith("| rope"))
+    assert "| 0/8 | 8 failed: RuntimeError" in rope and "| 8/8 |" in rope  # finished, probe raised
+    learned = next(line for line in text.splitlines() if line.startswith("| learned"))
+    assert learned.count("0 (exact) / 0 (exact)") == 1 and "0 (exact) / 0.5" in learned
+
+
+def test_no_probe_table_without_probes(tmp_path):
+    decl = write_decl(tmp_path / "abl", cpu={"seeds": [0, 1]})
+    write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5)
+    assert probe_section(analyse(load(str(decl)), "cpu", tmp_path / "results")) == []

@@ -1,0 +1,113 @@
+"""``ablate plan``: seeds from a pilot's spread, checked against a direct statsmodels solve."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from fake_store import write_decl, write_runs
+from statsmodels.stats.power import TTestPower
+from test_cli_errors import _isolated, assert_nothing_written, assert_refused, invoke  # noqa: F401
+
+from harness import commands
+from harness.ablation import load
+from harness.planning import primary_comparisons
+
+# pilot differences (variant - baseline) by seed: SD 0.05 for learned, 0.1 for rope
+DIFFS = {"sinusoidal": (0.0, 0.0, 0.0), "learned": (-0.07, -0.02, 0.03), "rope": (0.0, 0.1, 0.2)}
+BASE = (0.5, 0.6, 0.7)
+
+
+def _pilot(variant: str, seed: int) -> float:
+    return BASE[seed] + DIFFS[variant][seed]
+
+
+def _direct(effect: float, sd: float, alpha: float, power: float = 0.8) -> int:
+    n = TTestPower().solve_power(effect_size=effect / sd, nobs=None, alpha=alpha, power=power,
+                                 alternative="two-sided")
+    return math.ceil(n - 1e-3)
+
+
+@pytest.fixture
+def store(tmp_path):
+    decl = write_decl(tmp_path / "decl", pilot={"seeds": [0, 1, 2], "confirmatory": False},
+                      cpu={"seeds": list(range(12))},
+                      gpu={"seeds": list(range(8)), "only_variants": ["sinusoidal", "learned"]})
+    write_runs(tmp_path / "results", decl, "pilot", _pilot)
+    return decl, tmp_path / "results"
+
+
+def test_one_sd_at_alpha_05_power_08_needs_10_seeds(store):
+    decl, results = store
+    plan = commands.plan_seeds(str(decl), "gpu", None, results, fmt="json")
+    assert plan.pilot == "pilot" and plan.family_size == 1 and plan.alpha_each == 0.05
+    (row,) = plan.rows  # gpu's only_variants: one comparison
+    assert (row.task, row.variant, row.pilot_n) == ("copy", "learned", 3)
+    assert row.sd_diff == pytest.approx(0.05)
+    assert row.needed == 10 == _direct(0.05, 0.05, 0.05)
+    assert row.have == 8 and row.enough is False
+
+
+def test_alpha_is_divided_by_the_primary_family(store, capsys):
+    decl, results = store
+    capsys.readouterr()
+    plan = commands.plan_seeds(str(decl), "cpu", "pilot", results, power=0.9, alpha=0.05, fmt="json")
+    assert plan.family_size == len(primary_comparisons(load(str(decl)).for_profile("cpu"))) == 2
+    rows = {r.variant: r for r in plan.rows}
+    assert rows["learned"].needed == _direct(0.05, 0.05, 0.025, 0.9)
+    assert rows["rope"].needed == _direct(0.05, 0.1, 0.025, 0.9)
+    assert rows["learned"].enough is (12 >= rows["learned"].needed)
+    assert rows["rope"].enough is False
+    out = json.loads(capsys.readouterr().out)  # json: the raw numbers, nothing else
+    assert [(r["variant"], r["seeds_needed"], r["alpha_each"]) for r in out] == [
+        ("learned", rows["learned"].needed, 0.025), ("rope", rows["rope"].needed, 0.025)]
+
+
+def test_markdown_table_names_the_test_the_level_and_the_verdict(store, capsys):
+    decl, results = store
+    capsys.readouterr()
+    commands.plan_seeds(str(decl), "gpu", None, results, fmt="md")
+    out = capsys.readouterr().out
+    assert "alpha 0.05 / 1 primary comparisons = 0.05 (Bonferroni" in out
+    assert "| copy   | learned   | acc@x2   | 3 " in out and "| 8: too few " in out
+    assert "| 10 " in out
+
+
+def test_too_few_pilot_seeds_gives_no_number(tmp_path):
+    decl = write_decl(tmp_path / "decl")
+    results = tmp_path / "results"
+    write_runs(results, decl, "pilot", lambda v, s: None if v == "learned" and s > 0 else _pilot(v, s))
+    result = invoke("plan", str(decl), "--results-dir", str(results))
+    assert result.exit_code == 0, result.output
+    assert "too few pilot seeds (1 paired with the baseline; an SD needs 2)" in result.stdout
+    rows = {r.variant: r for r in commands.plan_seeds(str(decl), None, None, results).rows}
+    assert rows["learned"].needed is None and rows["learned"].enough is None and rows["learned"].pilot_n == 1
+    assert rows["rope"].needed == _direct(0.05, 0.1, 0.025)  # the other variant is still planned
+
+
+def test_plan_refuses_a_store_without_pilot_runs(tmp_path):
+    decl = write_decl(tmp_path / "decl")
+    results = tmp_path / "results"
+    assert_refused(invoke("plan", "pe_extrapolation", "--results-dir", str(results)),
+                   "no pilot runs of pe_extrapolation", "looked for profile(s) smoke", "--from PROFILE")
+    assert_refused(invoke("plan", str(decl), "--from", "cpu", "--results-dir", str(results)),
+                   "no runs of mini / cpu")
+    assert_nothing_written(results)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--profile", "laptop"], ["has no profile 'laptop'", "profiles: smoke, cpu"]),
+    (["--from", "smokey"], ["has no profile 'smokey'", "did you mean 'smoke'"]),
+    (["--power", "1.5"], ["--power must be between 0 and 1 (exclusive), got 1.5"]),
+    (["--alpha", "0"], ["--alpha must be between 0 and 1 (exclusive), got 0"]),
+])
+def test_plan_refuses_bad_profiles_and_levels(tmp_path, args, words):
+    assert_refused(invoke("plan", "pe_extrapolation", *args, "--results-dir", str(tmp_path / "results")), *words)
+    assert_nothing_written(tmp_path / "results")
+
+
+def test_plan_refuses_a_results_dir_that_is_a_file(tmp_path):
+    store = tmp_path / "store"
+    store.write_text("not a folder")
+    assert_refused(invoke("plan", "pe_extrapolation", "--results-dir", str(store)), "is not a folder")
+    assert store.read_text() == "not a folder"

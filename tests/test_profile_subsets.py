@@ -1,0 +1,106 @@
+"""A profile's ``only_tasks`` / ``only_variants`` (a confirmatory profile tests a claim on one task
+and a few grid points), and ``train.seed_salt`` (the arms of the A/A check)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import yaml
+
+from harness.ablation import load
+from harness.config import build_config, config_hash
+from harness.errors import AblateError
+from harness.runner import plan
+from harness.training import _TrainStream
+from tasks import build_task
+
+DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+
+
+def decl(**profile: Any) -> dict[str, Any]:
+    """Two tasks, a 3 x 2 grid; ``profile`` is the ``sub`` profile's extra keys."""
+    return {
+        "name": "mini", "question": "q",
+        "axes": {"model.position": ["sinusoidal", "rope", "nope"], "attention.kernel": ["sdpa", "math"]},
+        "baseline": {"model.position": "sinusoidal", "attention.kernel": "sdpa"},
+        "base": {"model.d_model": 16, "model.n_heads": 2, "model.n_layers": 1},
+        "tasks": {t: {"params": {"n_symbols": 8}, "config": {"train.seq_len": 8},
+                      "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05}}
+                  for t in ("copy", "reverse")},
+        "profiles": {"cpu": {"seeds": [0, 1]}, "sub": {"seeds": [0, 1, 2], **profile}},
+    }
+
+
+def write(tmp_path: Path, data: dict[str, Any]) -> str:
+    path = tmp_path / "mini.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+def refused(tmp_path: Path, **profile: Any) -> str:
+    with pytest.raises(AblateError) as info:
+        load(write(tmp_path, decl(**profile)))
+    return str(info.value)
+
+
+def test_plan_runs_only_the_profiles_tasks_and_grid_points(tmp_path):
+    abl = load(write(tmp_path, decl(only_tasks=["reverse"],
+                                    only_variants=["position=sinusoidal,kernel=sdpa", "position=nope,kernel=math"])))
+    _, specs = plan(abl, "sub")
+    assert {s.task for s in specs} == {"reverse"}
+    assert [s.variant_label for s in specs[:2]] == ["position=sinusoidal,kernel=sdpa", "position=nope,kernel=math"]
+    assert len(specs) == 2 * 3
+    _, full = plan(abl, "cpu")  # other profiles keep the whole grid
+    assert len(full) == 2 * 6 * 2
+    # a subset run is the same run (same id) as the full grid's run of that point
+    ids = {(s.task, s.variant_label, s.seed): s.run_id for s in full}
+    assert all(ids[(s.task, s.variant_label, s.seed)] == s.run_id for s in specs if s.seed < 2)
+
+
+def test_for_profile_is_a_view_and_leaves_the_declaration_whole(tmp_path):
+    abl = load(write(tmp_path, decl(only_tasks=["copy"], only_variants=["position=sinusoidal,kernel=sdpa",
+                                                                         "position=rope,kernel=sdpa"])))
+    view = abl.for_profile("sub")
+    assert list(view.tasks) == ["copy"] and len(view.variants()) == 2
+    assert view.for_profile("sub").variants() == view.variants()
+    assert list(abl.tasks) == ["copy", "reverse"] and len(abl.variants()) == 6
+
+
+@pytest.mark.parametrize("profile, words", [
+    ({"only_tasks": ["cpy"]}, "only_tasks names tasks not in the ablation: ['cpy']"),
+    ({"only_variants": ["position=sinusoidal,kernel=sdpa", "position=rop,kernel=sdpa"]},
+     "only_variants names ['position=rop,kernel=sdpa'], not points of the grid"),
+    ({"only_variants": ["position=rope,kernel=sdpa"]}, "only_variants must hold the baseline"),
+    ({"only_variants": ["position=sinusoidal,kernel=sdpa"] * 2}, "only_variants repeats"),
+])
+def test_bad_subsets_are_refused_with_one_line(tmp_path, profile, words):
+    msg = refused(tmp_path, **profile)
+    assert words in msg and "\n" not in msg
+
+
+def test_every_registered_confirm_profile_is_confirmatory_with_8_paired_seeds():
+    from harness.ablation import available
+
+    for name in available():
+        abl = load(name)
+        prof = abl.profiles.get("confirm") or abl.profiles[abl.default_profile]
+        assert prof.confirmatory and len(prof.seeds) >= 8, name
+
+
+# --- train.seed_salt ---------------------------------------------------------------------------
+
+def test_seed_salt_zero_keeps_the_seeds_streams_and_the_run_id():
+    plain = build_config({}, "test")
+    salted0 = build_config({"train": {"seed_salt": 0}}, "test")
+    assert config_hash(plain) == config_hash(salted0)
+    assert config_hash(build_config({"train": {"seed_salt": 1}}, "test")) != config_hash(plain)
+
+
+def test_seed_salt_draws_other_training_batches_for_the_same_seed():
+    task = build_task("copy", {"n_symbols": 8})
+    batches = {salt: next(iter(_TrainStream(task, 4, 8, 1, seed=3, salt=salt)))[0] for salt in (0, 1, 2)}
+    assert torch.equal(next(iter(_TrainStream(task, 4, 8, 1, seed=3)))[0], batches[0])  # salt 0 = no salt
+    assert not torch.equal(batches[0], batches[1]) and not torch.equal(batches[1], batches[2])

@@ -1,0 +1,161 @@
+"""W&B, read back offline (no network): every training run and the summary run of a tiny grid
+must hold the store's values: group, tags, job type, config, summary metrics, curves, tables."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from harness import commands, training
+from harness.ablation import load
+from harness.analysis import analyse
+from harness.cli import app
+from harness.report import claim_verdict, load_claims
+from harness.runner import execute, plan
+from harness.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
+from harness.wandb_sync import offline_runs, read_run
+from tiny_grid import records, write_tiny
+
+CLAIM = "pe-learned-slower"  # evidence: copy steps_to_target, learned vs sinusoidal
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory: pytest.TempPathFactory):
+    """The tiny grid (2 variants x 2 seeds) with W&B offline, its report, and its summary run."""
+    root = tmp_path_factory.mktemp("wandb")
+    path = write_tiny(root / "decl", steps=12, val_every=6)
+    decl = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**decl, "claims": [CLAIM]}))
+    results = root / "results"
+    assert commands.run(str(path), None, [], results, workers=1, wandb="offline") == 0
+    abl = load(str(path))
+    commands.report(str(path), None, results, root / "reports")
+    summary = log_report(abl, "cpu", results, root / "reports", mode="offline")
+    return abl, results, root / "reports", summary
+
+
+def _wandb_folder(results: Path, run_id: str) -> Path:
+    (folder,) = offline_runs(results / "tiny" / "cpu" / run_id)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def logged(grid) -> dict:
+    """Each training run's W&B run, read back from its offline folder, by store run id."""
+    results = grid[1]
+    return {run_id: read_run(_wandb_folder(results, run_id)) for run_id in records(results)}
+
+
+def test_training_runs_hold_the_store(grid, logged) -> None:
+    _, results, _, _ = grid
+    recs = records(results)
+    assert len(recs) == 4 and set(logged) == set(recs)
+    for run_id, rec in recs.items():
+        run = logged[run_id]
+        assert run.run_id == rec["wandb_id"] and run.exit_code == 0
+        assert (run.group, run.job_type, run.name) == ("tiny/cpu", "copy", f"{rec['variant_label']}-s{rec['seed']}")
+        assert {rec["variant_label"], f"seed:{rec['seed']}"} <= set(run.tags)
+        assert run.config["config"] == rec["config"]  # the full config, as stored
+        assert [run.config[k] for k in ("run_id", "seed", "variant")] == [run_id, rec["seed"], rec["variant"]]
+        assert run.summary["status"] == rec["status"] == "ok"
+        for name, value in rec["metrics"].items():
+            if value is None or math.isnan(value):
+                assert run.summary.get(name) is None, name  # W&B stores NaN as null
+            else:
+                assert run.summary[name] == value, name
+
+
+def test_training_curves_match_the_stored_validation_history(grid, logged) -> None:
+    _, results, _, _ = grid
+    for run_id, run in logged.items():
+        with open(results / "tiny" / "cpu" / run_id / "history.csv") as fh:
+            stored = list(csv.DictReader(fh))
+        logged = [(row["trainer/global_step"], row["val/acc"]) for row in run.history if "val/acc" in row]
+        assert [int(r["step"]) for r in stored] == [s + 1 for s, _ in logged]  # Lightning logs step - 1
+        assert [v for _, v in logged] == pytest.approx([float(r["acc"]) for r in stored], rel=1e-6)
+        assert any("train/loss" in row for row in run.history)
+
+
+def test_summary_run_holds_every_table_figure_and_claim(grid) -> None:
+    abl, results, reports, folder = grid
+    assert folder.parent.parent == results / "tiny" / "cpu" / SUMMARY_DIR
+    run = read_run(folder)
+    assert (run.group, run.job_type, run.exit_code) == ("tiny/cpu", "summary", 0)
+    staged = results / "tiny" / "cpu" / SUMMARY_DIR / "data" / "artifacts" / "staging"
+    assert len(list(staged.iterdir())) >= 2  # the tables wait for `wandb sync` with the run, not in ~/.local
+    analysis = analyse(abl.for_profile("cpu"), "cpu", results)
+    assert analysis.tables
+    for table in analysis.tables:
+        logged = json.loads(run.file(table_key(table)).read_text())
+        columns, rows = table_rows(table)
+        assert logged["columns"] == columns == list(table.frame.columns)
+        assert logged["data"] == rows
+        for row, (_, expect) in zip(logged["data"], table.frame.iterrows()):
+            for col, value in zip(columns, row):
+                assert (value is None and pd.isna(expect[col])) or value == expect[col], (table.metric, col)
+    figures = sorted((reports / "figures").glob("tiny-*.png"))
+    assert figures
+    for fig in figures:
+        assert run.summary[f"figures/{fig.stem}._type"] == "image-file"
+        assert run.file(f"figures/{fig.stem}").read_bytes() == fig.read_bytes()
+    verdict, _ = claim_verdict(load_claims()[CLAIM], analysis)
+    assert run.summary[f"claim/{CLAIM}"] == verdict
+    claims = json.loads(run.file("claims").read_text())
+    assert [row[:2] for row in claims["data"]] == [[CLAIM, verdict]]
+
+
+def test_summary_is_replaced_not_added_and_off_logs_nothing(grid, tmp_path: Path) -> None:
+    abl, results, _, _ = grid
+    store = tmp_path / "results"
+    shutil.copytree(results, store, symlinks=True)
+    analysis = analyse(abl.for_profile("cpu"), "cpu", store)
+    assert log_summary(analysis, mode="off") is None
+    folder = log_summary(analysis, mode="offline")
+    assert offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR) == [folder]
+    assert not list(store.rglob("*.wandb.synced"))
+
+
+def test_failed_run_logs_its_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    abl = load(str(write_tiny(tmp_path / "decl", steps=4, val_every=2)))
+    _, specs = plan(abl, None)
+
+    def boom(self, batch, batch_idx):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(training.LitLM, "training_step", boom)
+    rec = execute(specs[0], tmp_path / "results", wandb_mode="offline", abl=abl)
+    assert rec["status"] == "failed"
+    run = read_run(_wandb_folder(tmp_path / "results", rec["run_id"]))
+    assert run.summary["status"] == "failed" and run.job_type == "copy"
+
+
+def test_sync_dry_run_lists_the_waiting_runs(grid, tmp_path: Path) -> None:
+    _, results, _, _ = grid
+    store = tmp_path / "results"
+    shutil.copytree(results, store, symlinks=True)
+    first = offline_runs(store)[-1]  # a training run (the summary folder sorts first)
+    next(first.glob("*.wandb")).with_suffix(".wandb.synced").touch()  # as `wandb sync` marks an upload
+    out = CliRunner().invoke(app, ["sync", "--results-dir", str(store), "--dry-run"])
+    assert out.exit_code == 0, out.output
+    assert "4 offline W&B run(s) would be uploaded" in out.output  # 4 training + 1 summary, 1 synced
+    assert str(first.relative_to(store)) not in out.output and SUMMARY_DIR in out.output
+
+
+def test_sync_without_a_key_says_so_and_exits_2(grid, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _, results, _, _ = grid
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    out = CliRunner().invoke(app, ["sync", "--results-dir", str(results)])
+    assert out.exit_code == 2
+    (line,) = out.stderr.strip().splitlines()
+    assert "WANDB_API_KEY" in line and "5 offline W&B run(s) wait" in line
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = CliRunner().invoke(app, ["sync", "--results-dir", str(empty)])
+    assert out.exit_code == 0 and "no offline W&B runs wait" in out.output
