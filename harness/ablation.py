@@ -100,6 +100,8 @@ class Ablation(_Decl):
     profiles: dict[str, Profile]
     default_profile: str = "cpu"
     notes: str = ""
+    identical_arms: bool = Field(False, description="an A/A check: the arms differ only in random draws, so "
+                                 "every difference the report declares is a false positive")
     tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (harness/space.py)")
     source: str = Field("", exclude=True)
     _only_variants: tuple[str, ...] = PrivateAttr(default=())

@@ -212,6 +212,8 @@ def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
         frame = tables[ti].frame
         frame.loc[ri, "p_adj"] = p_adj
         frame.loc[ri, "family_size"] = k
+        if str(frame.loc[ri, "verdict"]).startswith("identical"):  # no pair differs: nothing to re-judge
+            continue
         frame.loc[ri, "verdict"] = stats.verdict(
             p_adj, frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"],
             sesoi=tables[ti].sesoi, tost_p=frame.loc[ri, "p_tost"], alpha=alpha,

@@ -358,6 +358,9 @@ def compare(df: pd.DataFrame, *, baseline: str, higher_is_better: bool,
             "verdict": verdict(pa, t.ci_low, t.ci_high, sesoi=sesoi, tost_p=pt, alpha=alpha,
                                confirmatory=confirmatory, mde=m_de)})
     rows[0]["verdict"] = "baseline"
+    for r in rows[1:]:  # no pair differs: no spread, no test; say so rather than "inconclusive"
+        if confirmatory and r["n_pairs"] >= 2 and r["ties"] == r["n_pairs"]:
+            r["verdict"] = f"identical in all {r['n_pairs']} pairs"
     out = {c: [r.get(c, NAN) for r in rows] for c in COLUMNS}
     for c in ("n", "n_pairs", "wins", "ties", "losses", "family_size"):
         out[c] = pd.array(out[c], dtype="Int64")  # NA on the baseline row

@@ -90,3 +90,26 @@ def test_no_probe_table_without_probes(tmp_path):
     decl = write_decl(tmp_path / "abl", cpu={"seeds": [0, 1]})
     write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5)
     assert probe_section(analyse(load(str(decl)), "cpu", tmp_path / "results")) == []
+
+
+def test_identical_pairs_are_said_so_not_inconclusive():
+    df = pd.DataFrame({"variant": ["b"] * 4 + ["v"] * 4, "seed": list(range(4)) * 2, "value": [150.0] * 8})
+    out = stats.compare(df, baseline="b", higher_is_better=False)
+    assert out.iloc[1]["verdict"] == "identical in all 4 pairs"
+    assert stats.compare(df, baseline="b", higher_is_better=False, confirmatory=False).iloc[1]["verdict"] == "pilot"
+
+
+def test_aa_report_counts_false_positives_from_the_store(tmp_path):
+    import yaml
+
+    from harness.report import write_report
+
+    decl = write_decl(tmp_path / "abl", cpu={"seeds": list(range(8))})
+    data = yaml.safe_load(decl.read_text())
+    decl.write_text(yaml.safe_dump({**data, "identical_arms": True}, sort_keys=False))
+    # rope is 0.1 better in every seed (with some spread): a false positive; learned only wobbles
+    write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s + (0.1 + 0.001 * s if v == "rope" else 0)
+               + (0.002 * ((s * 5) % 3 - 1) if v == "learned" else 0))
+    text = write_report(load(str(decl)), "cpu", tmp_path / "results", tmp_path / "out").read_text()
+    assert "## A/A check: false positives" in text and "## Claims" not in text
+    assert "primary metric: **1 of 2** comparisons between identical arms declared better or worse" in text
