@@ -126,8 +126,10 @@ class Ablation(_Decl):
             if unknown := set(prof.tasks) - set(self.tasks):
                 raise ValueError(f"profile {name!r} names tasks not in the ablation: {sorted(unknown)}")
             if unknown := [t for t in prof.only_tasks if t not in self.tasks]:
-                raise ValueError(f"profile {name!r}: only_tasks names tasks not in the ablation: {unknown}; "
-                                 f"tasks: {list(self.tasks)}")
+                raise ValueError(f"profile {name!r}: only_tasks names tasks not in the ablation: {unknown}"
+                                 f"{did_you_mean(unknown[0], list(self.tasks))}; tasks: {list(self.tasks)}")
+            if dupes := sorted({t for t in prof.only_tasks if prof.only_tasks.count(t) > 1}):
+                raise ValueError(f"profile {name!r}: only_tasks repeats {dupes}")
             self._check_only_variants(name, prof)
         layers = [("base", self.base), *((f"tasks.{t}.config", e.config) for t, e in self.tasks.items()),
                   *((f"profiles.{p}.overrides", prof.overrides) for p, prof in self.profiles.items()),
@@ -145,12 +147,15 @@ class Ablation(_Decl):
             return
         labels = [self.label(v) for v in self.variants()]
         if unknown := [v for v in prof.only_variants if v not in labels]:
-            raise ValueError(f"profile {name!r}: only_variants names {unknown}, not points of the grid "
+            raise ValueError(f"profile {name!r}: only_variants names {unknown}, not points of the grid"
                              f"{did_you_mean(unknown[0], labels)}; grid: {labels}")
         if self.baseline_label not in prof.only_variants:
             raise ValueError(f"profile {name!r}: only_variants must hold the baseline {self.baseline_label!r}")
         if dupes := sorted({v for v in prof.only_variants if prof.only_variants.count(v) > 1}):
             raise ValueError(f"profile {name!r}: only_variants repeats {dupes}")
+        if set(prof.only_variants) == {self.baseline_label}:
+            raise ValueError(f"profile {name!r}: only_variants holds only the baseline {self.baseline_label!r}, "
+                             f"so nothing is compared; add at least one other point of the grid: {labels}")
 
     def for_profile(self, name: str | None) -> Ablation:
         """This ablation as one profile runs it: only the profile's ``only_tasks`` and
@@ -173,7 +178,7 @@ class Ablation(_Decl):
 
     def profile(self, name: str | None) -> tuple[str, Profile]:
         """The named profile (default: ``default_profile``); unknown names raise AblateError."""
-        name = name or self.default_profile
+        name = self.default_profile if name is None else name  # "" is a bad name, not the default
         if name not in self.profiles:
             raise AblateError(f"ablation {self.name!r} has no profile {name!r}"
                               f"{did_you_mean(name, list(self.profiles))}; profiles: {', '.join(self.profiles)}")

@@ -40,22 +40,29 @@ def environment(cfg: BenchConfig) -> dict[str, Any]:
 
 
 def _check(device: str | None, dtype: str, kernels: list[str] | None, lengths: list[int] | None,
-           d_model: int, n_heads: int) -> tuple[str, str, list[str], list[int]]:
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+           d_model: int, n_heads: int, batch: int = 1) -> tuple[str, str, list[str], list[int]]:
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if device is None else device
     if device not in DEFAULT_LENGTHS:
-        raise AblateError(f"--device {device}: use cpu or cuda")
+        raise AblateError(f"--device {device!r}: use cpu or cuda")
     if device == "cuda" and not torch.cuda.is_available():
         raise AblateError(f"--device cuda, but torch {torch.__version__} sees no CUDA device here")
     dtype = DTYPE_ALIASES.get(dtype, dtype)
     if dtype not in DTYPES:
         raise AblateError(f"--dtype {dtype}: use one of {', '.join(DTYPES)}")
+    if kernels is not None and not kernels:  # --kernels "" or ","; leave the option out for all
+        raise AblateError(f"--kernels names no kernel; choose among {', '.join(KERNELS.names())}, or leave it out for all")
     try:
         kernels = [KERNELS.canonical(k) for k in kernels or KERNELS.names()]
     except UnknownNameError as exc:
         raise AblateError(str(exc)) from None
+    if lengths is not None and not lengths:  # --lengths "" or ","; leave the option out for the defaults
+        raise AblateError(f"--lengths names no length; e.g. --lengths 128,256,512, or leave it out for "
+                          f"{DEFAULT_LENGTHS[device][0]}..{DEFAULT_LENGTHS[device][-1]}")
     lengths = lengths or DEFAULT_LENGTHS[device]
     if min(lengths) < 1:
         raise AblateError(f"--lengths must be positive, got {lengths}")
+    if max(lengths) * batch * d_model >= 2**63:  # torch sizes are int64; the child process would crash
+        raise AblateError(f"--lengths {max(lengths)} is too long: batch x length x d_model must stay below 2**63")
     if d_model % n_heads:
         raise AblateError(f"--d-model {d_model} is not divisible by --n-heads {n_heads}")
     return device, dtype, kernels, sorted(set(lengths))
@@ -74,11 +81,14 @@ def attention(device: str | None = None, lengths: list[int] | None = None, kerne
     from harness.commands import console
     from harness.store import write_json_atomic
 
-    device, dtype, kernels, lengths = _check(device, dtype, kernels, lengths, d_model, n_heads)
+    device, dtype, kernels, lengths = _check(device, dtype, kernels, lengths, d_model, n_heads, batch)
     threads = threads or (1 if device == "cpu" else torch.get_num_threads())  # cpu: see BenchConfig.threads
     cfg = BenchConfig(device, dtype, d_model, n_heads, batch, repeats, threads)
     if Path(out).exists() and not Path(out).is_dir():
         raise AblateError(f"--out {out} exists and is not a folder")
+    blocker = next((p for p in Path(out).absolute().parents if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():  # found now, not after the whole bench has run
+        raise AblateError(f"cannot create --out {out}: {blocker} is a file, not a folder; pass a folder path")
     doc: dict[str, Any] = {"bench": "attention", "schema": 1,
                            "created": f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}",
                            "env": environment(cfg) | {"loadavg_start": os.getloadavg()[0]},

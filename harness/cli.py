@@ -151,6 +151,9 @@ def report(name: Annotated[Optional[str], typer.Argument(help="ablation name or 
     from harness import commands
 
     if every:
+        if wandb is not WandbMode.auto:
+            typer.echo("error: --all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`", err=True)
+            raise typer.Exit(2)
         _guard(commands.report_all, results_dir, out, storage=storage, name=name, profile=profile)
         return
     _guard(commands.report, name, profile, results_dir, out, storage=storage, overrides=overrides or [],
@@ -224,7 +227,7 @@ def bench_attention(
     d_model: Annotated[int, typer.Option(min=1)] = 64,
     n_heads: Annotated[int, typer.Option(min=1)] = 4,
     batch: Annotated[int, typer.Option(min=1)] = 1,
-    repeats: Annotated[int, typer.Option(min=1, help="timed calls per kernel and length; the median is reported")] = 10,
+    repeats: Annotated[int, typer.Option(min=1, max=10_000, help="timed calls per kernel and length; the median is reported")] = 10,
     dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 (or fp32, bf16, fp16)")] = "float32",
     threads: Annotated[Optional[int], typer.Option(min=1, help="torch threads (default: 1 on cpu, torch's default on cuda)")] = None,
     out: Annotated[Path, typer.Option(help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)")] = Path("results/bench"),
@@ -234,12 +237,13 @@ def bench_attention(
 
     def ints(text: Optional[str]) -> Optional[list[int]]:
         try:
-            return [int(x) for x in text.split(",") if x.strip()] if text else None
+            return [int(x) for x in text.split(",") if x.strip()] if text is not None else None  # "": [], refused
         except ValueError:
             typer.echo(f"error: --lengths {text}: expected comma-separated integers", err=True)
             raise typer.Exit(2) from None
 
-    _guard(bench_command.attention, device=device, lengths=ints(lengths), kernels=kernels.split(",") if kernels else None,
+    names = [k.strip() for k in kernels.split(",") if k.strip()] if kernels is not None else None
+    _guard(bench_command.attention, device=device, lengths=ints(lengths), kernels=names,
            d_model=d_model, n_heads=n_heads, batch=batch, repeats=repeats, dtype=dtype, threads=threads, out=out)
 
 

@@ -4,6 +4,8 @@ Each raises :class:`~harness.errors.AblateError` for bad input, before any run s
 """
 from __future__ import annotations
 
+import re
+
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -26,13 +28,19 @@ def _data_dir() -> Path | None:
     return Path(env) if env else None
 
 
+def _first_sentence(text: str) -> str:
+    """The question up to its first '?' or '.', ending included."""
+    m = re.search(r"[?.](\s|$)", text)
+    return text[: m.start() + 1] if m else text
+
+
 def list_all() -> None:
     """Registered ablations and tasks, one line each."""
     for name, path in ablation_mod.available().items():
         abl = ablation_mod.load(str(path))
         n = len(abl.variants())
         console.print(f"[bold]{name}[/]  {n} variants x {len(abl.tasks)} tasks ({', '.join(abl.tasks)}); "
-                      f"profiles {', '.join(abl.profiles)} — {abl.question.split('?')[0]}?")
+                      f"profiles {', '.join(abl.profiles)} — {_first_sentence(abl.question)}")
     from tasks import TASKS
 
     for name in TASKS.names():
@@ -317,6 +325,8 @@ def report(name: str | None, profile: str | None, results: Path, out: Path, stor
     _check_store_exists(results, abl.name, prof_name)
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
+    _check_out_parent(out)
+    _check_storage(storage)
     path = write_report(abl, prof_name, results, out, data_dir=_data_dir(), storage=storage,
                         expected=expected, overrides=list(overrides))
     console.print(f"wrote {path}")
@@ -329,6 +339,27 @@ def report(name: str | None, profile: str | None, results: Path, out: Path, stor
         except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
             console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")
     return path
+
+
+def _check_out_parent(out: Path) -> None:
+    """``--out`` that cannot be created: a file on its path (checked without creating anything)."""
+    blocker = next((p for p in Path(out).absolute().parents if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise AblateError(f"cannot create --out {out}: {blocker} is a file, not a folder; pass a folder path")
+
+
+def _check_storage(storage: str | None) -> None:
+    """An Optuna ``--storage`` given to a report: opened now, so that a bad URL, a missing driver
+    or an unreachable database is refused before any figure is written."""
+    if storage is None:
+        return
+    if not storage.strip():
+        raise AblateError("--storage is empty; pass a database URL (e.g. sqlite:///results/optuna.db) or leave it "
+                          "out for RESULTS/optuna.db")
+    from harness.tune_storage import open_storage, sqlite_exists
+
+    if sqlite_exists(storage):  # a SQLite file that does not exist: no tuning section, nothing to open
+        open_storage(storage)
 
 
 def report_all(results: Path, out: Path, storage: str | None = None, *, name: str | None = None,
@@ -347,6 +378,8 @@ def report_all(results: Path, out: Path, storage: str | None = None, *, name: st
     _check_results_readable(results)
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the reports and their figures")
+    _check_out_parent(out)
+    _check_storage(storage)
     path = write_all(results, out, data_dir=_data_dir(), storage=storage, echo=lambda line: console.print(escape(line)))
     console.print(f"wrote {path}")
     return path

@@ -68,11 +68,13 @@ class SeedPlan:
 
 
 def check_levels(power: float, alpha: float) -> None:
-    """Raises AblateError unless 0 < power < 1 and 0 < alpha < 1."""
+    """Raises AblateError unless 0 < power < 1 and 1e-100 <= alpha < 1."""
     for name, value in (("--power", power), ("--alpha", alpha)):
         if not 0 < value < 1:
             raise AblateError(f"{name} must be between 0 and 1 (exclusive), got {value:g}; e.g. {name} "
                               f"{0.8 if name == '--power' else 0.05}")
+    if alpha < 1e-100:  # scipy's t quantiles, and so the power solver, break down below
+        raise AblateError(f"--alpha {alpha:g} is below 1e-100, where the power solver breaks down; e.g. --alpha 0.05")
 
 
 def pilot_profile(abl: Ablation, results: Path, given: str | None) -> str:
@@ -138,7 +140,10 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
         return None, f"too few pilot seeds ({n} paired with the baseline; an SD needs 2)"
     if not sd > 0:
         return None, "SD 0 in the pilot: cannot size"
-    return stats.seeds_needed(delta, sd, alpha=alpha, power=power), ""
+    try:
+        return stats.seeds_needed(delta, sd, alpha=alpha, power=power), ""
+    except ValueError as exc:  # an extreme level or effect / SD: no number rather than a traceback
+        return None, f"cannot size: {exc}"
 
 
 def frame(plan: SeedPlan) -> pd.DataFrame:

@@ -52,7 +52,10 @@ def sqlite_exists(url: str) -> bool:
         return True
     from sqlalchemy.engine import make_url
 
-    database = make_url(url).database
+    try:
+        database = make_url(url).database
+    except Exception:  # noqa: BLE001 - unparsable (sqlite:x): open_storage says why
+        return True
     return bool(database) and database != ":memory:" and Path(database).is_file()
 
 

@@ -89,8 +89,10 @@ def log_summary(analysis: Analysis, figures: Sequence[Path] = (), mode: str = "o
 
     abl, profile = analysis.ablation, store_profile(analysis)
     folder = summary_dir(results or analysis.results, abl.name, profile)
-    shutil.rmtree(folder, ignore_errors=True)  # only the latest summary waits for `ablate sync`
-    folder.mkdir(parents=True)
+    # only the latest summary waits for `ablate sync`; the previous one goes once a new run has
+    # started (a failed wandb.init, e.g. --wandb online without a key, must not lose it)
+    stale = [*(p for p in (folder / "wandb").glob("*run-*") if not p.is_symlink()), folder / "data"]
+    folder.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("WANDB_SILENT", "true")
     claims = claim_rows(analysis)
     run = wandb.init(dir=str(folder), project=os.environ.get("WANDB_PROJECT", "ablate"), mode=mode,
@@ -98,6 +100,8 @@ def log_summary(analysis: Analysis, figures: Sequence[Path] = (), mode: str = "o
                      tags=["summary", profile[:64]], reinit="finish_previous",
                      config={"ablation": abl.model_dump(mode="json"), "profile": profile,
                              "runs": len(analysis.runs), "runs_ok": int((analysis.runs["status"] == "ok").sum())})
+    for old in stale:
+        shutil.rmtree(old, ignore_errors=True)
     try:
         with _staging_in(folder):
             payload: dict[str, Any] = {}

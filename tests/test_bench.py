@@ -119,6 +119,31 @@ def test_cli_refuses_bad_input_before_running(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("args, words", [
+    (["--lengths", ""], "--lengths names no length"),   # was: the whole default sweep, 128..4096
+    (["--lengths", ","], "--lengths names no length"),
+    (["--kernels", ""], "--kernels names no kernel"),   # was: every kernel
+    (["--device", ""], "--device '': use cpu or cuda"),  # was: the default device
+    (["--lengths", "99999999999999999999"], "is too long"),  # was: a crashed child, exit 0
+    (["--out", "{file}/bench"], "is a file, not a folder"),  # was: a traceback after the bench ran
+])
+def test_cli_refuses_empty_lists_huge_lengths_and_an_out_it_cannot_create(tmp_path, monkeypatch, args, words):
+    def no_bench(*a, **k):
+        raise AssertionError("the bench was about to run")
+
+    monkeypatch.setattr(bench_command, "bench", no_bench)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    out = tmp_path / "out"
+    args = [a.format(file=blocker) for a in args]
+    device = [] if "--device" in args else ["--device", "cpu"]
+    res = CliRunner().invoke(app, ["bench", "attention", "--out", str(out), *device, *args])
+    assert res.exit_code == 2 and isinstance(res.exception, (SystemExit, type(None))), res.output
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("error: ") and words in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"] and blocker.read_text() == "x"
+
+
 # --- the report section --------------------------------------------------------------------------
 
 

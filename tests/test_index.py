@@ -98,6 +98,24 @@ def test_report_refuses_name_and_all_together_or_neither(tmp_path, args, words):
     assert_nothing_written(tmp_path / "results")
 
 
+@pytest.mark.parametrize("which", [["--all"], ["mini"]])
+@pytest.mark.parametrize("bad, words", [
+    (["--out", "{file}/reports"], ["cannot create --out", "is a file, not a folder"]),
+    (["--storage", "nonsense"], ["nonsense is not a database URL"]),
+    (["--storage", "sqlite:x"], ["sqlite:x is not a database URL"]),
+    (["--storage", ""], ["--storage is empty"]),
+])
+def test_report_refuses_an_out_it_cannot_create_or_a_bad_storage_before_writing(registered, tmp_path, which, bad,
+                                                                                words):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    before = sorted(p for p in registered.rglob("*"))
+    args = [a.format(file=blocker) for a in bad]
+    assert_refused(invoke("report", *which, "--results-dir", str(registered), "--wandb", "off", *args), *words)
+    assert blocker.read_text() == "not a folder"
+    assert not (tmp_path / "cwd" / "reports").exists() and sorted(p for p in registered.rglob("*")) == before
+
+
 def test_report_all_refuses_a_store_without_runs(tmp_path):
     results = tmp_path / "results"
     assert_refused(invoke("report", "--all", "--results-dir", str(results)),

@@ -81,6 +81,27 @@ def test_bad_subsets_are_refused_with_one_line(tmp_path, profile, words):
     assert words in msg and "\n" not in msg
 
 
+@pytest.mark.parametrize("profile, words", [
+    ({"only_tasks": ["revers"]}, "only_tasks names tasks not in the ablation: ['revers'] (did you mean 'reverse'?)"),
+    ({"only_tasks": ["copy", "copy"]}, "only_tasks repeats ['copy']"),
+    ({"only_variants": ["position=sinusoidal,kernel=sdpa"]}, "holds only the baseline"),
+    ({"only_variants": ["position=sinusoidal,kernel=sdpa", "position=rop,kernel=sdpa"]},
+     "not points of the grid (did you mean 'position=rope,kernel=sdpa'"),
+])
+def test_subset_typos_repeats_and_a_lone_baseline_are_refused(tmp_path, profile, words):
+    msg = refused(tmp_path, **profile)
+    assert words in msg and "\n" not in msg and "  " not in msg
+
+
+def test_an_empty_profile_name_is_not_the_default(tmp_path):
+    abl = load(write(tmp_path, decl()))
+    with pytest.raises(AblateError, match="has no profile ''"):
+        abl.profile("")
+    with pytest.raises(AblateError, match="has no profile ''"):
+        plan(abl, "")
+    assert abl.profile(None)[0] == "cpu"
+
+
 def test_every_registered_confirm_profile_is_confirmatory_with_8_paired_seeds():
     from harness.ablation import available
 

@@ -210,6 +210,21 @@ def test_seeds_needed_edges():
         S.seeds_needed(0.0, 1.0)
 
 
+@pytest.mark.parametrize("alpha, es", [(1e-4, 1.0), (1e-4, 2.0), (1e-6, 0.5), (1e-5, 0.2)])
+def test_seeds_needed_at_small_alpha_reaches_the_power(alpha, es):
+    # statsmodels' root finder stops at its bracket or a wrong root there (1e-4, es 1: 25.2, needs 30)
+    def power(n):
+        return st.nct.sf(st.t.isf(alpha / 2, n - 1), n - 1, es * np.sqrt(n))
+
+    n = S.seeds_needed(es, 1.0, alpha=alpha, power=0.8)
+    assert power(n) >= 0.8 > power(n - 1)
+
+
+def test_seeds_needed_says_when_it_cannot_size():
+    with pytest.raises(ValueError, match="out of the range the power solver handles"):
+        S.seeds_needed(1.0, 1.0, alpha=1e-300)
+
+
 # ---------------------------------------------------------------- tost, verdict
 
 def test_tost_matches_two_one_sided_ttests():

@@ -122,6 +122,31 @@ def test_summary_is_replaced_not_added_and_off_logs_nothing(grid, tmp_path: Path
     assert not list(store.rglob("*.wandb.synced"))
 
 
+def test_a_summary_that_fails_to_start_keeps_the_one_waiting(grid, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # `ablate report --wandb online` without a key: W&B refuses, the report stands (a warning),
+    # and the offline summary waiting for `ablate sync` must still be there
+    import wandb
+
+    abl, results, _, _ = grid
+    store = tmp_path / "results"
+    shutil.copytree(results, store, symlinks=True)
+    waiting = offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR)
+    assert len(waiting) == 1
+
+    def no_key(*args, **kwargs):
+        raise wandb.errors.UsageError("No API key configured. Use `wandb login` to log in.")
+
+    monkeypatch.setattr(wandb, "init", no_key)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    out = CliRunner().invoke(app, ["report", str(abl.source), "--results-dir", str(store),
+                                   "--out", str(tmp_path / "reports"), "--wandb", "online"])
+    assert out.exit_code == 0, out.output
+    assert "the W&B summary run was not logged: UsageError" in out.output
+    assert offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR) == waiting
+    assert all(p.exists() for p in waiting[0].glob("*.wandb"))
+
+
 def test_failed_run_logs_its_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     abl = load(str(write_tiny(tmp_path / "decl", steps=4, val_every=2)))
     _, specs = plan(abl, None)
