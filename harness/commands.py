@@ -69,8 +69,10 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
                       f"smallest effect of interest {entry.primary.sesoi:g}){gate}")
     for pname, p in abl.profiles.items():
         mark = " (selected)" if pname == prof_name else ""
+        subset = "".join([f"; only tasks {', '.join(p.only_tasks)}" if p.only_tasks else "",
+                          f"; only variants {', '.join(p.only_variants)}" if p.only_variants else ""])
         console.print(f"profile {pname}{mark}: {len(p.seeds)} seeds, "
-                      f"{'confirmatory' if p.confirmatory else 'pilot'} — {p.description}")
+                      f"{'confirmatory' if p.confirmatory else 'pilot'}{subset} — {p.description}")
     _show_space(abl, prof_name)
     table = RichTable(title=f"{len(specs)} runs ({prof_name} profile, seeds {prof.seeds})")
     for col in ("run id", "task", "variant", "seed", "d_model", "layers", "steps", "train L", "eval lengths"):
