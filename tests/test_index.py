@@ -111,9 +111,16 @@ def test_report_refuses_an_out_it_cannot_create_or_a_bad_storage_before_writing(
     blocker.write_text("not a folder")
     before = sorted(p for p in registered.rglob("*"))
     args = [a.format(file=blocker) for a in bad]
-    assert_refused(invoke("report", *which, "--results-dir", str(registered), "--wandb", "off", *args), *words)
+    wandb = [] if which == ["--all"] else ["--wandb", "off"]  # --all writes no summary runs (and refuses --wandb)
+    assert_refused(invoke("report", *which, "--results-dir", str(registered), *wandb, *args), *words)
     assert blocker.read_text() == "not a folder"
     assert not (tmp_path / "cwd" / "reports").exists() and sorted(p for p in registered.rglob("*")) == before
+
+
+def test_report_all_refuses_an_explicit_wandb_mode(tmp_path):
+    assert_refused(invoke("report", "--all", "--wandb", "offline", "--results-dir", str(tmp_path / "results")),
+                   "--all writes no W&B summary runs")
+    assert_nothing_written(tmp_path / "results")
 
 
 def test_report_all_refuses_a_store_without_runs(tmp_path):
