@@ -69,12 +69,20 @@ def report_all(results: Path, out: Path, data_dir: Path | None = None, storage: 
         written = {r.path.name for r in entry.reported}
         for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
             if old.name not in written:
-                entry.notes.append(f"[{old.stem.partition('.')[2] or 'default profile'}]({old.name}): an earlier "
+                entry.notes.append(f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier "
                                    "report whose runs are not in this store (not regenerated)")
     path = Path(out) / "README.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(index_markdown(entries, results))
     return path
+
+
+def _default_profile(name: str) -> str:
+    """The profile a report named ``NAME.md`` belongs to (the ablation's default)."""
+    try:
+        return ablation_mod.load(name).default_profile
+    except AblateError:
+        return "default profile"
 
 
 def _report_ablation(name: str, results: Path, out: Path, data_dir: Path | None, storage: str | None,

@@ -77,7 +77,7 @@ def test_the_index_follows_the_store(registered, tmp_path):
     name, _, profiles, latest, claims, seeds = _row((out / "README.md").read_text(), "mini")
     assert (name, latest, seeds) == ("[mini](mini.pilot.md)", "pilot", "3/3")
     # the cpu report written before its runs were removed stays linked, marked as not regenerated
-    assert profiles == ("[pilot](mini.pilot.md); [default profile](mini.md): an earlier report whose runs "
+    assert profiles == ("[pilot](mini.pilot.md); [cpu](mini.md): an earlier report whose runs "
                         "are not in this store (not regenerated)")
     assert "pilot (no verdict from a non-confirmatory profile)" in claims
 
