@@ -228,14 +228,15 @@ OUTCOME = "finished"
 
 def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha: float,
                     planned: int) -> list[Table]:
-    """Per task where some run did not finish: whether each run finished, variant against baseline,
+    """Per task where some run did not finish (or a claim names ``finished``): whether each run finished, variant against baseline,
     paired by seed, by the exact McNemar test (:func:`harness.stats.outcome_compare`). A run that
     diverged or raised is an outcome of its variant (an fp16 overflow, a NaN from a fully masked
     row), not a missing value: this table is where it is compared."""
     out = []
     for task in abl.tasks:
         sub = runs[runs["task"] == task]
-        if sub.empty or (sub["status"] == "ok").all() or abl.baseline_label not in set(sub["variant"]):
+        named = OUTCOME in claimed_metrics(abl, task)  # a claim reads this table even when every run finished
+        if sub.empty or ((sub["status"] == "ok").all() and not named) or abl.baseline_label not in set(sub["variant"]):
             continue
         data = pd.DataFrame({"variant": sub["variant"], "seed": sub["seed"],
                              "value": (sub["status"] == "ok").astype(float)})
