@@ -31,11 +31,14 @@ def report_path(abl: Ablation, profile: str, out: Path) -> Path:
 
 
 def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
-    """Verdict (supported / contradicted / inconclusive / pilot / not run) and evidence lines.
+    """Verdict (supported / partly supported / contradicted / partly contradicted / mixed /
+    inconclusive / pilot / not tested in this profile) and one evidence line per entry.
 
     Each evidence entry names a comparison (task, metric, variant vs the baseline) and the
-    verdict expected if the claim holds. Equivalence within the smallest effect of interest
-    contradicts a claim of a difference.
+    verdict expected if the claim holds (better, worse or equivalent). Equivalence within the
+    smallest effect of interest, the same outcome in every pair, or identical values in every
+    pair contradict a claim of a difference. Entries outside the profile's grid are listed and
+    left out of the verdict.
     """
     lines, outcomes = [], []
     abl = result.ablation.for_profile(result.profile)
@@ -83,7 +86,7 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
     if counts["contradicted"] and not counts["supported"]:
         return ("contradicted" if counts["contradicted"] == len(outcomes) else "partly contradicted"), lines
     if counts["supported"] and counts["contradicted"]:
-        return "inconclusive (tasks disagree)", lines
+        return (f"mixed: {counts['supported']} comparison(s) support it, {counts['contradicted']} contradict it"), lines
     return "inconclusive", lines
 
 
