@@ -40,7 +40,7 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
     pair contradict a claim of a difference. Entries outside the profile's grid are listed and
     left out of the verdict.
     """
-    lines, outcomes = [], []
+    lines, outcomes, small_effects = [], [], []
     abl = result.ablation.for_profile(result.profile)
     labels = {abl.label(v) for v in abl.variants()}
     for ev in claim.get("evidence", []):
@@ -70,10 +70,14 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
                 f"{why}; exact McNemar p = {r['p']:.3g}, adjusted p = {r['p_adj']:.3g} ({table.family}) → {v}; "
                 f"claim expects {ev['expect']}: **{outcome}**")
             continue
+        small = ""
+        if outcome == "supported" and v in ("better", "worse") and table.sesoi and abs(r["delta"]) < table.sesoi:
+            small_effects.append(table.sesoi)  # real, but smaller than the effect the ablation cares about
+            small = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
         lines.append(
             head + f"Δ = {r['delta']:+.4g} (95% CI [{r['delta_ci_low']:+.4g}, {r['delta_ci_high']:+.4g}], + = {ev['variant']} better), "
             f"adjusted p = {r['p_adj']:.3g} ({table.family}), n = {r['n_pairs']} seeds → {v}; "
-            f"claim expects {ev['expect']}: **{outcome}**")
+            f"claim expects {ev['expect']}: **{outcome}**{small}")
     if not claim.get("evidence"):
         return "not tested by this ablation yet", lines
     if not outcomes:
@@ -82,7 +86,10 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
     if counts["pilot"]:
         return "pilot (no verdict from a non-confirmatory profile)", lines
     if counts["supported"] and not counts["contradicted"]:
-        return ("supported" if counts["supported"] == len(outcomes) else "partly supported"), lines
+        word = "supported" if counts["supported"] == len(outcomes) else "partly supported"
+        if len(small_effects) == counts["supported"]:  # every supporting effect is below the sesoi
+            word += " in direction only (the effect is smaller than the smallest effect of interest)"
+        return word, lines
     if counts["contradicted"] and not counts["supported"]:
         return ("contradicted" if counts["contradicted"] == len(outcomes) else "partly contradicted"), lines
     if counts["supported"] and counts["contradicted"]:

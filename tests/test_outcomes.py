@@ -113,3 +113,14 @@ def test_aa_report_counts_false_positives_from_the_store(tmp_path):
     text = write_report(load(str(decl)), "cpu", tmp_path / "results", tmp_path / "out").read_text()
     assert "## A/A check: false positives" in text and "## Claims" not in text
     assert "primary metric: **1 of 2** comparisons between identical arms declared better or worse" in text
+
+
+def test_a_real_effect_below_the_sesoi_supports_a_claim_in_direction_only(tmp_path):
+    decl = write_decl(tmp_path / "abl", cpu={"seeds": list(range(8))})
+    # rope 0.02 worse in every seed (sesoi 0.05): significant, but small
+    write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s - (0.02 + 0.001 * s if v == "rope" else 0))
+    result = analyse(load(str(decl)), "cpu", tmp_path / "results")
+    claim = {"evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "worse"}]}
+    verdict, lines = claim_verdict(claim, result)
+    assert verdict == "supported in direction only (the effect is smaller than the smallest effect of interest)"
+    assert "below the smallest effect of interest 0.05" in lines[0]
