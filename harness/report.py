@@ -12,7 +12,7 @@ import pandas as pd
 import yaml
 
 from harness.ablation import Ablation
-from harness.analysis import OUTCOME, Analysis, analyse, beyond_training
+from harness.analysis import OUTCOME, Analysis, analyse, beyond_training, claimed_metrics
 from harness.bench_report import bench_section
 from harness.probe_table import probe_section
 from harness.tables import markdown, title
@@ -271,10 +271,11 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
             fig = figures.metric_vs_length(rows, base, variants, train_len, f"{task}: {base} against evaluation length",
                                            fig_dir / f"{stem}-{task}-{base}-vs-length.png")
             lines += [f"![{task}: {base} against length]({fig.relative_to(md_dir).as_posix()})", ""]
-        for table in _report_tables(tables, base):
+        claimed = claimed_metrics(abl, task)
+        for table in _report_tables(tables, base, claimed):
             lines += [f"**{title(table)}**", "", markdown(table), ""]
         lines += across_variants(result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem)
-        others = sorted({t.metric for t in tables} - {t.metric for t in _report_tables(tables, base)})
+        others = sorted({t.metric for t in tables} - {t.metric for t in _report_tables(tables, base, claimed)})
         if others:
             lines += [f"Other metrics ({', '.join(f'`{m}`' for m in others)}): "
                       f"`ablate compare {abl.name} --profile {profile} --metric NAME`.", ""]
@@ -287,11 +288,13 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
     return lines
 
 
-def _report_tables(tables: list, base: str) -> list:
-    """The primary metric at every length, then the convergence metric; the rest stays in
+def _report_tables(tables: list, base: str, claimed: set[str] | frozenset[str] = frozenset()) -> list:
+    """The primary metric at every length, the convergence metric, then any other metric a claim's
+    evidence names (e.g. ``finished``, ``grad_norm_cv``, ``tokens_per_s``); the rest stays in
     ``ablate compare`` so that the report is not drowned in exploratory tables."""
     keep = [t for t in tables if t.metric.split("@")[0] == base]
-    return keep + [t for t in tables if t.metric == "steps_to_target"]
+    keep += [t for t in tables if t.metric == "steps_to_target"]
+    return keep + [t for t in tables if t.metric in claimed and t not in keep]
 
 
 def _train_len(result: Analysis, task: str) -> int:
