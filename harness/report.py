@@ -61,7 +61,8 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
                    else "contradicted" if v in ("better", "worse") or v.startswith(("equivalent", "same outcome", "identical"))
                    else "inconclusive")
         outcomes.append(outcome)
-        head = f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}: "
+        head = f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}" + (
+            f" (this comparison tests {ev['tests']})" if ev.get("tests") else "") + ": "
         if ev["metric"] == OUTCOME:
             base = table.frame.iloc[0]
             why = _failure_reasons(result, ev["task"], ev["variant"])
