@@ -72,11 +72,13 @@ def test_analysis_claims_and_probe_table_see_runs_that_did_not_finish(tmp_path, 
     row = table.frame.set_index("variant")
     assert row.loc["rope", "verdict"] == "worse" and row.loc["learned", "verdict"] == "same outcome in all 8 pairs"
 
-    claim = {"evidence": [{"task": "copy", "metric": OUTCOME, "variant": "rope", "expect": "worse"},
+    claim = {"evidence": [{"task": "copy", "metric": OUTCOME, "variant": "rope", "expect": "worse",
+                           "tests": "whether the cell runs at all"},
                           {"task": "copy", "metric": OUTCOME, "variant": "learned", "expect": "worse"}]}
     verdict, lines = claim_verdict(claim, result)
     assert verdict == "mixed: 1 comparison(s) support it, 1 contradict it"
     assert "finished 0/8 runs vs 8/8" in lines[0] and "c10::Half without overflow" in lines[0]
+    assert "(this comparison tests whether the cell runs at all)" in lines[0]
     assert "**supported**" in lines[0] and "**contradicted**" in lines[1]
 
     text = "\n".join(probe_section(result))
