@@ -188,11 +188,16 @@ def _compare(abl: Ablation, runs: pd.DataFrame, rows: pd.DataFrame, task: str, m
         frame = pd.DataFrame({"variant": present})
     frame["below_gate"] = [int(excluded.get(v, 0)) for v in frame["variant"]]
     frame["not_ok"] = [int(not_ok.get(v, 0)) for v in frame["variant"]]
+    _add_cost(frame, task_runs)
+    return Table(task, metric, hib, "", frame, sesoi)
+
+
+def _add_cost(frame: pd.DataFrame, task_runs: pd.DataFrame) -> None:
+    """The cost columns of a table: parameters and mean wall time per run, per variant."""
     params = task_runs.groupby("variant")["n_params"].first()
     walls = task_runs.groupby("variant")["wall_time_s"].mean()
     frame["n_params"] = [params.get(v, np.nan) for v in frame["variant"]]
     frame["wall_time_s"] = [walls.get(v, np.nan) for v in frame["variant"]]
-    return Table(task, metric, hib, "", frame, sesoi)
 
 
 def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
@@ -222,6 +227,15 @@ def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
         table.family = f"primary (Holm over {k} comparisons)"
 
 
+def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str, int]]:
+    """``("status: reason", count)`` of the runs that did not finish, most common first; the
+    reason is cut before the last finite loss, which differs per run."""
+    from collections import Counter
+
+    texts = [f"{st}: {str(r or '')[:90].split(' (last finite')[0]}" for st, r in zip(statuses, reasons) if st != "ok"]
+    return Counter(texts).most_common()
+
+
 OUTCOME = "finished"
 """The outcome metric: 1 when a run finished, 0 when it diverged, raised or timed out."""
 
@@ -245,9 +259,7 @@ def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha
         frame = frame.set_index("variant").reindex([v for v in order if v in set(frame["variant"])]).reset_index()
         frame["below_gate"], frame["not_ok"] = 0, 0
         frame["planned"] = planned
-        frame["n_params"] = [sub.loc[sub["variant"] == v, "n_params"].dropna().iloc[0]
-                             if sub.loc[sub["variant"] == v, "n_params"].notna().any() else np.nan for v in frame["variant"]]
-        frame["wall_time_s"] = [sub.loc[sub["variant"] == v, "wall_time_s"].mean() for v in frame["variant"]]
+        _add_cost(frame, sub)
         out.append(Table(task, OUTCOME, True, "outcome (exact McNemar, BH)", frame))
     return out
 

@@ -317,6 +317,7 @@ def report(name: str | None, profile: str | None, results: Path, out: Path, stor
     Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists).
     ``wandb`` (off | offline | online): also log the W&B summary run of the ablation and profile
     (:mod:`harness.wandb_summary`); a W&B failure is a warning, the report stands."""
+    from harness.analysis import analyse
     from harness.report import write_report
 
     if name is None:
@@ -329,14 +330,15 @@ def report(name: str | None, profile: str | None, results: Path, out: Path, stor
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
     _check_out_parent(out)
     _check_storage(storage)
+    result = analyse(abl.for_profile(prof_name), prof_name, results, expected=expected)  # report and W&B share it
     path = write_report(abl, prof_name, results, out, data_dir=_data_dir(), storage=storage,
-                        expected=expected, overrides=list(overrides))
+                        expected=expected, overrides=list(overrides), result=result)
     console.print(f"wrote {path}")
     if wandb != "off":
         from harness.wandb_summary import log_report
 
         try:
-            run_dir = log_report(abl, prof_name, results, out, expected=expected, mode=wandb)
+            run_dir = log_report(abl, prof_name, results, out, expected=expected, mode=wandb, analysis=result)
             console.print(f"W&B summary run ({wandb}): {run_dir}")
         except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
             console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")

@@ -13,10 +13,9 @@ stored the probes it measured at initialisation.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from typing import Any
 
-from harness.analysis import Analysis
+from harness.analysis import Analysis, why_not_finished
 
 PROBE_KEYS = ("leak_logits", "attn_masked_max")
 
@@ -40,11 +39,8 @@ def _pair(recs: list[dict[str, Any]], key: str) -> str:
 
 
 def _ended(recs: list[dict[str, Any]]) -> str:
-    bad = [r for r in recs if r.get("status") != "ok"]
-    if not bad:
-        return "–"
-    reasons = Counter(f"{r.get('status')}: {str(r.get('reason') or '')[:90].split(' (last finite')[0]}" for r in bad)
-    return "; ".join(f"{n} {why}" for why, n in reasons.most_common())
+    reasons = why_not_finished([r.get("status") for r in recs], [r.get("reason") for r in recs])
+    return "; ".join(f"{n} {why}" for why, n in reasons) or "–"
 
 
 def _raised(recs: list[dict[str, Any]]) -> str:

@@ -2,6 +2,7 @@
 and the command that reproduces it. Every figure is computed from the run store."""
 from __future__ import annotations
 
+import functools
 import importlib.resources
 from collections import Counter
 from datetime import datetime, timezone
@@ -12,12 +13,13 @@ import pandas as pd
 import yaml
 
 from harness.ablation import Ablation
-from harness.analysis import OUTCOME, Analysis, analyse, beyond_training, claimed_metrics
+from harness.analysis import OUTCOME, Analysis, analyse, beyond_training, claimed_metrics, why_not_finished
 from harness.bench_report import bench_section
 from harness.probe_table import probe_section
 from harness.tables import markdown, title
 
 
+@functools.cache
 def load_claims() -> dict[str, dict[str, Any]]:
     """The claims of ../shared/CLAIMS.md as data (``harness/claims.yaml``), by id."""
     text = importlib.resources.files("harness").joinpath("claims.yaml").read_text()
@@ -100,13 +102,15 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
 
 def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir: Path | None = None,
                  storage: str | None = None, expected: set[str] | None = None,
-                 overrides: list[str] | None = None) -> Path:
+                 overrides: list[str] | None = None, result: Analysis | None = None) -> Path:
     """Write the markdown report and its PNG figures under ``out``; returns the markdown path.
 
     ``storage``: the Optuna storage URL of a "Tuning" section (default ``<results>/optuna.db``);
-    the section appears when that storage holds studies of this ablation and profile."""
+    the section appears when that storage holds studies of this ablation and profile.
+    ``result``: the analysis of this ablation and profile when the caller already has it (the
+    W&B summary run logs the same one); None: read the store here."""
     abl = abl.for_profile(profile)
-    result = analyse(abl, profile, results, expected=expected)
+    result = result or analyse(abl, profile, results, expected=expected)
     path = report_path(abl, profile, out)
     fig_dir = Path(out) / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
@@ -155,12 +159,10 @@ def _aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
 
 
 def _failure_reasons(result: Analysis, task: str, variant: str) -> str:
-    """`` (status: reason)`` of the variant's runs that did not finish, most common first."""
-    runs = result.runs[(result.runs["task"] == task) & (result.runs["variant"] == variant) & (result.runs["status"] != "ok")]
-    if runs.empty:
-        return ""
-    common = Counter(f"{s}: {str(r).split(' (last finite')[0]}" for s, r in zip(runs["status"], runs["reason"])).most_common(1)
-    return f" ({common[0][1]} {common[0][0]})"
+    """`` (n status: reason)`` of the variant's most common way of not finishing."""
+    runs = result.runs[(result.runs["task"] == task) & (result.runs["variant"] == variant)]
+    common = why_not_finished(list(runs["status"]), list(runs["reason"]))
+    return f" ({common[0][1]} {common[0][0]})" if common else ""
 
 
 def _claims_section(abl: Ablation, result: Analysis) -> list[str]:

@@ -135,9 +135,10 @@ def _staging_in(folder: Path) -> Iterator[None]:
 
 
 def log_report(abl: Any, profile: str, results: Path, out: Path, expected: set[str] | None = None,
-               mode: str = "offline") -> Path | None:
-    """:func:`log_summary` of what ``ablate report`` wrote: analyses the store again and logs the
-    report's PNG figures (``out/figures/<report stem>-*.png``). ``abl``: the loaded ablation."""
+               mode: str = "offline", analysis: Any = None) -> Path | None:
+    """:func:`log_summary` of what ``ablate report`` wrote: its analysis (``analysis``, or the
+    store read again when None) and its PNG figures (``out/figures/<report stem>-*.png``).
+    ``abl``: the loaded ablation."""
     if mode == "off":
         return None
     from harness.analysis import analyse
@@ -146,4 +147,4 @@ def log_report(abl: Any, profile: str, results: Path, out: Path, expected: set[s
     abl = abl.for_profile(profile)
     stem = report_path(abl, profile, out).stem
     figures = sorted((Path(out) / "figures").glob(f"{stem}-*.png"))
-    return log_summary(analyse(abl, profile, results, expected=expected), figures, mode, results)
+    return log_summary(analysis or analyse(abl, profile, results, expected=expected), figures, mode, results)
