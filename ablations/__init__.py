@@ -1,1 +1,1 @@
-"""Ablation declarations: one YAML file per ablation, loaded by ``harness.ablation.load``."""
+"""Ablation declarations: one YAML file per ablation, loaded by ``harness.experiment.ablation.load``."""

@@ -21,11 +21,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from harness.ablation import load
+from harness.experiment.ablation import load
 from harness.modules import TransformerLM
-from harness.runner import execute, plan, transformer_config
+from harness.execution.attempt import execute, plan, transformer_config
 from harness.seeding import numpy_rng, stream_seed
-from harness.training import lr_factor
+from harness.training.loop import lr_factor
 from tasks import IGNORE_INDEX, build_task
 
 

@@ -5,7 +5,7 @@ runs in a fresh process on an empty store. Two figures per mode:
 
 - whole command: `ablate run` from start to exit, as a user sees it (includes importing torch
   and Lightning once, in the main process or in the pool's forkserver);
-- grid phase: :func:`harness.executors.run_grid` alone, with those imports already done
+- grid phase: :func:`harness.execution.local.run_grid` alone, with those imports already done
   (workers=1: imported in the process; workers=2: the forkserver started and preloaded).
 
 Usage: python benchmarks/workers.py
@@ -37,9 +37,9 @@ DECL = {
 GRID_PHASE = """
 import json, sys, time
 from pathlib import Path
-from harness.ablation import load
-from harness.executors import pool_context, run_grid
-from harness.runner import plan
+from harness.experiment.ablation import load
+from harness.execution.local import pool_context, run_grid
+from harness.execution.attempt import plan
 path, results, workers = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 abl = load(path)
 specs = plan(abl, None)[1]

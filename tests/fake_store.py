@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from harness.ablation import load
-from harness.runner import plan
+from harness.experiment.ablation import load
+from harness.execution.attempt import plan
 
 
 def write_decl(folder: Path, name: str = "mini", claims: tuple[str, ...] = (), **profiles: dict[str, Any]) -> Path:

@@ -1,4 +1,4 @@
-"""harness.ablation (declarations, profiles, grid) and harness.runner.plan (resolution, run ids).
+"""harness.experiment.ablation (declarations, profiles, grid) and harness.execution.attempt.plan (resolution, run ids).
 
 No run is trained: :func:`plan` only builds configs and checks them. Only the ``copy`` task is used
 for user declarations, so nothing needs the tinyshakespeare file except the registered ablation,
@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from harness import ablation as ablation_mod
-from harness.ablation import Ablation, load
-from harness.config import RunConfig, config_hash
+from harness.experiment import ablation as ablation_mod
+from harness.experiment.ablation import Ablation, load
+from harness.experiment.config import RunConfig, config_hash
 from harness.errors import AblateError
-from harness.runner import plan
+from harness.execution.attempt import plan
 
 # as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
 DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")

@@ -16,7 +16,8 @@ import pytest
 import yaml
 from test_cli_errors import _isolated, _user_file, assert_nothing_written, assert_refused, invoke, results  # noqa: F401
 
-from harness import commands, executors_cluster
+from harness.cli import commands
+from harness.execution import cluster as executors_cluster
 from harness.errors import AblateError
 
 ROOT = Path(__file__).resolve().parent.parent

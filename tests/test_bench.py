@@ -7,10 +7,12 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from harness import bench, bench_command, bench_report
-from harness import report as report_mod
-from harness.ablation import load as load_ablation
-from harness.cli import app
+from harness.bench import attention as bench
+from harness.cli import bench as bench_command
+from harness.report import bench as bench_report
+from harness.report import markdown as report_mod
+from harness.experiment.ablation import load as load_ablation
+from harness.cli.app import app
 from harness.modules import KERNELS
 
 ROW_TYPES = {"kernel": str, "status": str, "ms_fwd_bwd": float, "ms_min": float, "times_ms": list,

@@ -1,8 +1,8 @@
 """Every claim's evidence names a registered ablation, one of its tasks and a non-baseline variant."""
 import pytest
 
-from harness.ablation import available, load
-from harness.report import load_claims
+from harness.experiment.ablation import available, load
+from harness.experiment.claims import load_claims
 
 CLAIMS = load_claims()
 WITH_EVIDENCE = [c for c in CLAIMS.values() if c.get("evidence")]

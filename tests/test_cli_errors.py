@@ -18,8 +18,9 @@ import yaml
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness import commands, executors
-from harness.cli import app
+from harness.cli import commands
+from harness.execution import local as executors
+from harness.cli.app import app
 
 # as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
 DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -106,8 +107,8 @@ def test_list_shows_the_ablation_and_the_four_tasks():
 
 
 def test_show_prints_the_smoke_grid_and_writes_nothing(results):
-    from harness.ablation import load
-    from harness.runner import plan
+    from harness.experiment.ablation import load
+    from harness.execution.attempt import plan
 
     if not (DATA_DIR / "tinyshakespeare.txt").is_file():
         pytest.skip(f"no tinyshakespeare.txt in {DATA_DIR}")

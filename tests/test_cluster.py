@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import commands
-from harness.ablation import load
-from harness.executors_cluster import Engine
-from harness.launch import Launch
-from harness.runner import execute, plan
-from harness.store import scan
+from harness.cli import commands
+from harness.experiment.ablation import load
+from harness.execution.cluster import Engine
+from harness.execution.launch import Launch
+from harness.execution.attempt import execute, plan
+from harness.store.runs import scan
 from tiny_grid import numbers, write_tiny
 
 

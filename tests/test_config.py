@@ -1,4 +1,4 @@
-"""harness.config: dotted keys, ``key=value`` parsing, validation messages and the config hash.
+"""harness.experiment.config: dotted keys, ``key=value`` parsing, validation messages and the config hash.
 
 Pure pydantic / YAML: nothing here imports torch or touches the disk.
 """
@@ -9,16 +9,7 @@ import json
 
 import pytest
 
-from harness.config import (
-    RunConfig,
-    apply_overrides,
-    build_config,
-    check_path,
-    config_hash,
-    get_path,
-    parse_override,
-    valid_paths,
-)
+from harness.experiment.config import RunConfig, apply_overrides, build_config, check_path, config_hash, get_path, parse_override, valid_paths
 from harness.errors import AblateError
 
 SECTIONS = ("model", "attention", "block", "ffn", "train", "eval")

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import commands
-from harness.ablation import load
-from harness.runner import plan
-from harness.store import scan
+from harness.cli import commands
+from harness.experiment.ablation import load
+from harness.execution.attempt import plan
+from harness.store.runs import scan
 
 ABL = "pe_extrapolation"
 
@@ -113,7 +113,7 @@ def test_runs_of_other_overrides_are_set_aside_not_mixed(smoke_store: Path, tmp_
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     import shutil
 
-    from harness.analysis import analyse
+    from harness.analysis.comparisons import analyse
     from harness.errors import AblateError
 
     store = tmp_path / "mixed"

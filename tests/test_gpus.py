@@ -1,4 +1,4 @@
-"""GPU placement of the local pool (harness/gpus.py), tested as logic: this machine has no GPU."""
+"""GPU placement of the local pool (harness/execution/gpus.py), tested as logic: this machine has no GPU."""
 from __future__ import annotations
 
 import os
@@ -6,9 +6,9 @@ import queue
 
 import pytest
 
-from harness import executors
+from harness.execution import local as executors
 from harness.errors import AblateError
-from harness.gpus import Placement, gpu_slots, place, visible_gpus
+from harness.execution.gpus import Placement, gpu_slots, place, visible_gpus
 
 
 @pytest.mark.parametrize("env, expected", [
@@ -78,7 +78,7 @@ def test_each_worker_pins_its_own_slot(monkeypatch):
 
 WATCHER = """
 import sys, time
-from harness.executors import _die_with
+from harness.execution.local import _die_with
 _die_with(int(sys.argv[1]), None, every=0.05)
 print("watching", flush=True)
 time.sleep(60)

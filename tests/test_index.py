@@ -8,9 +8,9 @@ import pytest
 from fake_store import write_decl, write_runs
 from test_cli_errors import _isolated, assert_nothing_written, assert_refused, invoke  # noqa: F401
 
-from harness import ablation as ablation_mod
-from harness import report as report_mod
-from harness.index import short_question
+from harness.experiment import ablation as ablation_mod
+from harness.experiment import claims as claims_mod
+from harness.report.index import short_question
 
 CLAIMS = {
     "mini-learned-worse": {"id": "mini-learned-worse", "claim": "Learned positions fall behind.", "figure": "none",
@@ -35,7 +35,7 @@ def registered(tmp_path, monkeypatch):
                       gpu={"seeds": list(range(10))})
     write_decl(folder, name="other")
     monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
-    monkeypatch.setattr(report_mod, "load_claims", lambda: CLAIMS)
+    monkeypatch.setattr(claims_mod, "load_claims", lambda: CLAIMS)
     results = tmp_path / "results"
     write_runs(results, mini, "cpu", _value, finished_at="2025-01-01T00:00:00+00:00")
     write_runs(results, mini, "pilot", _value, finished_at="2025-02-01T00:00:00+00:00")  # newer, but a pilot

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import commands
-from harness.ablation import load
-from harness.executors import pool_context
-from harness.locks import read_events
-from harness.runner import execute, plan
-from harness.store import load_record, scan
+from harness.cli import commands
+from harness.experiment.ablation import load
+from harness.execution.local import pool_context
+from harness.execution.locks import read_events
+from harness.execution.attempt import execute, plan
+from harness.store.runs import load_record, scan
 from tiny_grid import numbers, write_tiny
 
 def _store_is_complete(results: Path, specs: list, reference: dict[str, dict] | None = None) -> dict[str, list]:

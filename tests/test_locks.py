@@ -1,4 +1,4 @@
-"""Claims on run folders (harness/locks.py): exclusive, stale ones taken over and logged.
+"""Claims on run folders (harness/execution/locks.py): exclusive, stale ones taken over and logged.
 
 No torch here: the race test runs plain Python processes that claim the same folders at once.
 """
@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness import locks
-from harness.locks import CLAIM, read_events, stale_reason, try_claim
+from harness.execution import locks
+from harness.execution.locks import CLAIM, read_events, stale_reason, try_claim
 
 
 def _write_claim(folder: Path, **fields) -> bytes:
@@ -100,7 +100,7 @@ def test_heartbeat_touches_the_claim(tmp_path: Path) -> None:
 RACER = """
 import sys, time
 from pathlib import Path
-from harness.locks import try_claim
+from harness.execution.locks import try_claim
 root, go = Path(sys.argv[1]), Path(sys.argv[2])
 while not go.exists():
     time.sleep(0.001)

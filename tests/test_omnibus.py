@@ -10,9 +10,9 @@ import pytest
 import yaml
 from scipy import stats as st
 
-from harness import figures
-from harness import stats as S
-from harness.omnibus import across_variants, seed_table, skip_reason
+from harness.report import figures
+from harness.analysis import stats as S
+from harness.report.omnibus import across_variants, seed_table, skip_reason
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -87,9 +87,9 @@ SEEDS = (0, 1, 2, 3)
 def _write_store(folder, seeds=SEEDS, positions=POSITIONS):
     """A 3-variant ablation with a gate, and one ok record per run with made-up metrics:
     rope seed 3 is below the gate, so its acc@x2 is left out."""
-    from harness.ablation import load
-    from harness.config import apply_overrides, build_config, config_hash
-    from harness.store import run_dir, write_json_atomic
+    from harness.experiment.ablation import load
+    from harness.experiment.config import apply_overrides, build_config, config_hash
+    from harness.store.runs import run_dir, write_json_atomic
     from tests.tiny_grid import write_tiny
 
     path = write_tiny(folder, name="omni", seeds=seeds, positions=positions)
@@ -112,7 +112,7 @@ def _write_store(folder, seeds=SEEDS, positions=POSITIONS):
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from harness.report import write_report
+    from harness.report.markdown import write_report
 
     folder = tmp_path_factory.mktemp("omni")
     abl = _write_store(folder)
@@ -133,7 +133,7 @@ def test_report_shows_friedman_line_and_figures(report):
 
 
 def test_report_says_why_friedman_is_left_out(tmp_path):
-    from harness.analysis import analyse
+    from harness.analysis.comparisons import analyse
 
     abl = _write_store(tmp_path, seeds=(0, 1))
     result = analyse(abl, "cpu", tmp_path / "results")

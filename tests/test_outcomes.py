@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 from scipy.stats import binomtest
 
-from harness import stats
-from harness.ablation import load
-from harness.analysis import OUTCOME, analyse
-from harness.probe_table import probe_section
-from harness.report import claim_verdict
+from harness.analysis import stats
+from harness.experiment.ablation import load
+from harness.analysis.comparisons import OUTCOME, analyse
+from harness.report.probes import probe_section
+from harness.report.markdown import claim_verdict
 from tests.fake_store import write_decl, write_runs
 
 
@@ -104,7 +104,7 @@ def test_identical_pairs_are_said_so_not_inconclusive():
 def test_aa_report_counts_false_positives_from_the_store(tmp_path):
     import yaml
 
-    from harness.report import write_report
+    from harness.report.markdown import write_report
 
     decl = write_decl(tmp_path / "abl", cpu={"seeds": list(range(8))})
     data = yaml.safe_load(decl.read_text())

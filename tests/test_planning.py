@@ -9,9 +9,9 @@ from fake_store import write_decl, write_runs
 from statsmodels.stats.power import TTestPower
 from test_cli_errors import _isolated, assert_nothing_written, assert_refused, invoke  # noqa: F401
 
-from harness import commands
-from harness.ablation import load
-from harness.planning import primary_comparisons
+from harness.cli import commands
+from harness.experiment.ablation import load
+from harness.analysis.seed_planning import primary_comparisons
 
 # pilot differences (variant - baseline) by seed: SD 0.05 for learned, 0.1 for rope
 DIFFS = {"sinusoidal": (0.0, 0.0, 0.0), "learned": (-0.07, -0.02, 0.03), "rope": (0.0, 0.1, 0.2)}

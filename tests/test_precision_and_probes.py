@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import precision as prec
-from harness.ablation import load
-from harness.runner import execute, plan
+from harness.training import precision as prec
+from harness.experiment.ablation import load
+from harness.execution.attempt import execute, plan
 
 TINY = """
 name: tiny

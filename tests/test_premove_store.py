@@ -13,9 +13,9 @@ import importlib.util
 import shutil
 from pathlib import Path
 
-from harness import commands
-from harness.ablation import load
-from harness.runner import plan
+from harness.cli import commands
+from harness.experiment.ablation import load
+from harness.execution.attempt import plan
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "premove"
 FIGURES = ["fixture_pe-copy-acc-vs-length.png", "fixture_pe-copy-acc_x4-per-seed.png",

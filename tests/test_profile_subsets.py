@@ -10,11 +10,11 @@ import pytest
 import torch
 import yaml
 
-from harness.ablation import load
-from harness.config import build_config, config_hash
+from harness.experiment.ablation import load
+from harness.experiment.config import build_config, config_hash
 from harness.errors import AblateError
-from harness.runner import plan
-from harness.training import _TrainStream
+from harness.execution.attempt import plan
+from harness.training.loop import _TrainStream
 from tasks import build_task
 
 DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -103,7 +103,7 @@ def test_an_empty_profile_name_is_not_the_default(tmp_path):
 
 
 def test_every_registered_confirm_profile_is_confirmatory_with_8_paired_seeds():
-    from harness.ablation import available
+    from harness.experiment.ablation import available
 
     for name in available():
         abl = load(name)

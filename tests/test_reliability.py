@@ -1,5 +1,5 @@
 """A store that never loses a run, in one process: resume from checkpoints, timeouts, retries,
-runs claimed elsewhere (harness/runner.py, attempts.py, training.py).
+runs claimed elsewhere (harness/execution/attempt.py, attempts.py, training.py).
 
 The multi-process guarantees (kill -9, two ``ablate run`` at once) are in test_kill_resume.py.
 """
@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import commands, training
-from harness.ablation import load
-from harness.attempts import RunOptions
-from harness.executors_cluster import Engine
-from harness.launch import Launch
-from harness.locks import read_events
-from harness.runner import execute, plan
-from harness.store import load_record, run_dir
+from harness.cli import commands
+from harness.training import loop as training
+from harness.experiment.ablation import load
+from harness.execution.run_folder import RunOptions
+from harness.execution.cluster import Engine
+from harness.execution.launch import Launch
+from harness.execution.locks import read_events
+from harness.execution.attempt import execute, plan
+from harness.store.runs import load_record, run_dir
 from tiny_grid import numbers, records, write_tiny
 
 

@@ -1,4 +1,4 @@
-"""harness.stats: each wrapper pinned to a direct scipy / statsmodels call, a published value or
+"""harness.analysis.stats: each wrapper pinned to a direct scipy / statsmodels call, a published value or
 an independent computation written out here."""
 import itertools
 import math
@@ -10,7 +10,7 @@ from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.weightstats import ttost_paired
 
-from harness import stats as S
+from harness.analysis import stats as S
 
 
 def series(values, seeds=None):

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness import commands, training
-from harness.cli import app
+from harness.cli import commands
+from harness.training import loop as training
+from harness.cli.app import app
 from tiny_grid import write_tiny
 
 KEY = "fake-wandb-key-0123456789abcdef0123456789"

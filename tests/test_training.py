@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import training
-from harness.ablation import load
-from harness.executors import run_grid
-from harness.runner import execute, plan, transformer_config
-from harness.training import TaskData, lr_factor
+from harness.training import loop as training
+from harness.experiment.ablation import load
+from harness.execution.local import run_grid
+from harness.execution.attempt import execute, plan, transformer_config
+from harness.training.loop import TaskData, lr_factor
 
 TINY = """
 name: tiny

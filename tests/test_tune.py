@@ -14,13 +14,13 @@ from rich.console import Console
 from typer.testing import CliRunner
 from tune_helpers import TINY, states, write_tiny
 
-from harness import commands
-from harness.ablation import load
-from harness.cli import app
+from harness.cli import commands
+from harness.experiment.ablation import load
+from harness.cli.app import app
 from harness.errors import AblateError
-from harness.space import DEFAULT_SPACE, ParamSpec, resolve_space
-from harness.tune import TUNING_SEED, monitor_for, plan_studies, study_name, tuned_profile
-from harness.tune_storage import default_storage, mask_url
+from harness.experiment.search_space import DEFAULT_SPACE, ParamSpec, resolve_space
+from harness.tune.studies import TUNING_SEED, monitor_for, plan_studies, study_name, tuned_profile
+from harness.tune.storage import default_storage, mask_url
 
 ROPE = "tiny_tune/smoke/copy/rope"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness import commands
-from harness.store import scan
+from harness.cli import commands
+from harness.store.runs import scan
 
 SMALL = ["train.steps=10", "train.val_every=5", "model.d_model=16", "eval.n_examples=8", "eval.val_examples=8"]
 

@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 from tune_helpers import ROPE, states, worker, write_tiny
 
-from harness import commands
-from harness.tune_storage import default_storage
+from harness.cli import commands
+from harness.tune.storage import default_storage
 
 
 def _safe_states(url: str) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """Several ``ablate tune`` worker processes on one SQLite study at once.
 
-The workers are real processes (``python -m harness.cli tune ...``) started at the same moment on
+The workers are real processes (``python -m harness.cli.app tune ...``) started at the same moment on
 a fresh results folder, so creating the schema and the study races and is part of the test.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tune_helpers import check_none_lost, run_workers, write_tiny
 
-from harness.tune_storage import default_storage
+from harness.tune.storage import default_storage
 
 
 def test_several_workers_on_one_sqlite_study(tmp_path: Path) -> None:

@@ -13,14 +13,16 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness import commands, training
-from harness.ablation import load
-from harness.analysis import analyse
-from harness.cli import app
-from harness.report import claim_verdict, load_claims
-from harness.runner import execute, plan
-from harness.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
-from harness.wandb_sync import offline_runs, read_run
+from harness.cli import commands
+from harness.training import loop as training
+from harness.experiment.ablation import load
+from harness.analysis.comparisons import analyse
+from harness.cli.app import app
+from harness.experiment.claims import load_claims
+from harness.report.markdown import claim_verdict
+from harness.execution.attempt import execute, plan
+from harness.report.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
+from harness.report.wandb_sync import offline_runs, read_run
 from tiny_grid import records, write_tiny
 
 CLAIM = "pe-learned-slower"  # evidence: copy steps_to_target, learned vs sinusoidal

@@ -50,7 +50,7 @@ ROPE = "tiny_tune/smoke/copy/rope"
 
 
 def worker(args: list[str], log: Path) -> subprocess.Popen:
-    """An ``ablate`` worker process (``python -m harness.cli``), stdout and stderr to ``log``."""
+    """An ``ablate`` worker process (``python -m harness.cli.app``), stdout and stderr to ``log``."""
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
     with open(log, "w") as fh:
         return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=fh, stderr=subprocess.STDOUT,

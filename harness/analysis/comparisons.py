@@ -1,0 +1,283 @@
+"""From the run store to comparison tables: gates, pairing by seed, families, claim verdicts.
+
+Everything here is computed from the store's tidy rows (:func:`harness.store.runs.tidy`); nothing is
+typed in. Families for multiple comparisons: the primary metric of every task of an ablation
+(each variant against the baseline) is one Holm family; every other metric and length is
+exploratory (Benjamini-Hochberg within that metric).
+
+Gate: a run that did not learn the task at L (below the task's declared gate) is left out of the
+comparisons of metrics beyond L (``@x2``, ``@x4``, ...), since extrapolation means nothing for a
+run that never learned the task; it is counted in the table's ``excluded`` column.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis import stats
+from harness.experiment import claims as claims_mod
+from harness.experiment.ablation import Ablation, MetricSpec
+from harness.store.runs import StoreScan, scan, tidy
+
+_LENGTH = re.compile(r"^(?P<base>[a-z_]+)@x(?P<mult>\d+)$")
+
+
+@dataclass
+class Table:
+    """One comparison: a task, a metric, and a row per variant (baseline first)."""
+
+    task: str
+    metric: str
+    higher_is_better: bool
+    family: str              # "primary (Holm over k comparisons)" or "exploratory (BH)"
+    frame: pd.DataFrame
+    sesoi: float | None = None
+
+
+@dataclass
+class Analysis:
+    ablation: Ablation
+    profile: str
+    runs: pd.DataFrame                       # one row per run: status, gate, seed, variant, task
+    rows: pd.DataFrame                       # tidy metric rows of runs with status ok
+    scan: StoreScan
+    results: Path
+    tables: list[Table] = field(default_factory=list)
+    foreign: int = 0                         # records of this folder made with other overrides
+
+    def table(self, task: str, metric: str) -> Table | None:
+        return next((t for t in self.tables if t.task == task and t.metric == metric), None)
+
+
+def direction(metric: str, spec: MetricSpec | None = None) -> bool:
+    """Whether higher is better for a metric name (``acc``/``exact`` yes; ``loss``/``ppl``/steps no)."""
+    if spec is not None and spec.metric == metric:
+        return spec.higher_is_better
+    base = _LENGTH.match(metric).group("base") if _LENGTH.match(metric) else metric
+    return base in ("acc", "exact", "tokens_per_s", "target_reached")
+
+
+def beyond_training(metric: str) -> bool:
+    m = _LENGTH.match(metric)
+    return bool(m) and int(m.group("mult")) > 1
+
+
+def metric_order(metrics: list[str]) -> list[str]:
+    def key(m: str) -> tuple:
+        mm = _LENGTH.match(m)
+        return (0, mm.group("base"), int(mm.group("mult"))) if mm else (1, m, 0)
+
+    return sorted(metrics, key=key)
+
+
+def compared_metrics(frame: pd.DataFrame, extra: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Metrics compared across variants: length metrics, steps_to_target, and ``extra``."""
+    keep = [m for m in frame["metric"].unique() if _LENGTH.match(m) or m == "steps_to_target" or m in extra]
+    return metric_order(keep)
+
+
+def claimed_metrics(abl: Ablation, task: str) -> set[str]:
+    """Metrics an evidence entry of the ablation's claims names for ``task`` (e.g. ``tokens_per_s``)."""
+    claims = claims_mod.load_claims()
+    return {ev["metric"] for cid in abl.claims for ev in claims.get(cid, {}).get("evidence", []) if ev["task"] == task}
+
+
+def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
+            store_profile: str | None = None, expected: set[str] | None = None) -> Analysis:
+    """Read the store and build every comparison table of one ablation/profile.
+
+    Args:
+        store_profile: the store folder to read when it is not ``profile`` itself: the tuned runs
+            of ``ablate run --tuned`` live under ``<profile>+tuned`` and are analysed with the
+            declaration's ``profile`` (seeds, gate, confirmatory), apart from the untuned ones.
+        expected: the run ids of the grid to compare (``runner.plan`` with the overrides the runs
+            were made with); other records of the same folder are set aside and counted in
+            ``Analysis.foreign``. None: every record, which must then form one grid.
+
+    Raises:
+        AblateError: the records hold several runs of one (task, variant, seed), i.e. grids
+            made with different overrides, and ``expected`` does not say which to compare.
+    """
+    abl = abl.for_profile(profile)
+    found = scan(results, abl.name, store_profile or profile)
+    foreign = 0
+    if expected is not None:
+        foreign = sum(r.get("run_id") not in expected for r in found.records)
+        found.records = [r for r in found.records if r.get("run_id") in expected]
+    _refuse_mixed_grids(abl, profile, found.records)
+    frame = tidy(found.records)
+    runs = _runs(abl, found.records)
+    ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
+    rows = frame[frame["run_id"].isin(ok_ids)]
+    prof = abl.profiles[profile]
+    out = Analysis(abl, profile, runs, rows, found, Path(results), foreign=foreign)
+    primaries: list[Table] = []
+    for task, entry in abl.tasks.items():
+        sub = rows[rows["task"] == task]
+        for metric in compared_metrics(sub, claimed_metrics(abl, task)):
+            hib = direction(metric, entry.primary)
+            is_primary = metric == entry.primary.metric
+            table = _compare(abl, runs, sub, task, metric, hib, entry.primary.sesoi if is_primary else None,
+                             prof.confirmatory, prof.apply_gate, alpha, "fdr_bh")
+            table.family = "primary" if is_primary else "exploratory (BH)"
+            table.frame["planned"] = len(prof.seeds)
+            (primaries if is_primary else out.tables).append(table)
+    _holm_across(primaries, alpha, prof.confirmatory)
+    out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, len(prof.seeds))
+    for table in primaries + out.tables:
+        _mark_too_few(table)
+        if table.metric == "steps_to_target":
+            _mark_censored(table, rows)
+    out.tables = primaries + out.tables
+    return out
+
+
+def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> None:
+    from collections import Counter
+
+    from harness.errors import AblateError
+
+    seen = Counter((r.get("task"), r.get("variant_label"), r.get("seed")) for r in records)
+    dupes = [k for k, n in seen.items() if n > 1]
+    if dupes:
+        task, variant, seed = dupes[0]
+        raise AblateError(
+            f"the store holds {len(records)} runs of {abl.name}/{profile} from more than one config "
+            f"(e.g. {seen[dupes[0]]} runs of {task} {variant} seed {seed}); pass the key=value overrides "
+            f"the runs to compare were made with (as given to `ablate run`), or use another --results-dir")
+
+
+def _runs(abl: Ablation, records: list[dict[str, Any]]) -> pd.DataFrame:
+    cols = ["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"]
+    rows = []
+    for rec in records:
+        entry = abl.tasks.get(rec.get("task"))
+        metrics = rec.get("metrics") or {}
+        gate = entry.gate if entry is not None else None
+        passed = rec.get("status") == "ok" and (gate is None or gate.passes(metrics.get(gate.metric)))
+        rows.append({"run_id": rec.get("run_id"), "task": rec.get("task"), "variant": rec.get("variant_label"),
+                     "seed": rec.get("seed"), "status": rec.get("status"), "reason": rec.get("reason"),
+                     "passed_gate": passed, "n_params": rec.get("n_params"), "wall_time_s": rec.get("wall_time_s")})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _compare(abl: Ablation, runs: pd.DataFrame, rows: pd.DataFrame, task: str, metric: str, hib: bool,
+             sesoi: float | None, confirmatory: bool, apply_gate: bool, alpha: float, p_adjust: str) -> Table:
+    data = rows[rows["metric"] == metric]
+    task_runs = runs[runs["task"] == task]
+    excluded = pd.Series(dtype=int)
+    if beyond_training(metric) and apply_gate:
+        gated = task_runs[(task_runs["status"] == "ok") & ~task_runs["passed_gate"]]
+        data = data[~data["run_id"].isin(set(gated["run_id"]))]
+        excluded = gated.groupby("variant").size()
+    not_ok = task_runs[task_runs["status"] != "ok"].groupby("variant").size()
+    order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
+    present = [v for v in order if v in set(task_runs["variant"])]
+    if abl.baseline_label in set(data["variant"]):
+        frame = stats.compare(data[["variant", "seed", "value"]], baseline=abl.baseline_label,
+                              higher_is_better=hib, sesoi=sesoi, alpha=alpha,
+                              confirmatory=confirmatory, p_adjust=p_adjust)
+        frame = frame.set_index("variant").reindex(present).reset_index()
+    else:
+        frame = pd.DataFrame({"variant": present})
+    frame["below_gate"] = [int(excluded.get(v, 0)) for v in frame["variant"]]
+    frame["not_ok"] = [int(not_ok.get(v, 0)) for v in frame["variant"]]
+    _add_cost(frame, task_runs)
+    return Table(task, metric, hib, "", frame, sesoi)
+
+
+def _add_cost(frame: pd.DataFrame, task_runs: pd.DataFrame) -> None:
+    """The cost columns of a table: parameters and mean wall time per run, per variant."""
+    params = task_runs.groupby("variant")["n_params"].first()
+    walls = task_runs.groupby("variant")["wall_time_s"].mean()
+    frame["n_params"] = [params.get(v, np.nan) for v in frame["variant"]]
+    frame["wall_time_s"] = [walls.get(v, np.nan) for v in frame["variant"]]
+
+
+def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
+    """Re-adjust the primary comparisons of all tasks as one Holm family, and redo verdicts."""
+    pvals, where = [], []
+    for ti, table in enumerate(tables):
+        if "p" not in table.frame:
+            continue
+        for ri, p in enumerate(table.frame["p"]):
+            if p == p and ri > 0:
+                pvals.append(p)
+                where.append((ti, ri))
+    if not pvals:
+        return
+    adjusted, k = stats.adjust(pvals, method="holm")
+    for (ti, ri), p_adj in zip(where, adjusted):
+        frame = tables[ti].frame
+        frame.loc[ri, "p_adj"] = p_adj
+        frame.loc[ri, "family_size"] = k
+        if str(frame.loc[ri, "verdict"]).startswith("identical"):  # no pair differs: nothing to re-judge
+            continue
+        frame.loc[ri, "verdict"] = stats.verdict(
+            p_adj, frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"],
+            sesoi=tables[ti].sesoi, tost_p=frame.loc[ri, "p_tost"], alpha=alpha,
+            confirmatory=confirmatory, mde=frame.loc[ri, "mde"])
+    for table in tables:
+        table.family = f"primary (Holm over {k} comparisons)"
+
+
+def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str, int]]:
+    """``("status: reason", count)`` of the runs that did not finish, most common first; the
+    reason is cut before the last finite loss, which differs per run."""
+    from collections import Counter
+
+    texts = [f"{st}: {str(r or '')[:90].split(' (last finite')[0]}" for st, r in zip(statuses, reasons) if st != "ok"]
+    return Counter(texts).most_common()
+
+
+OUTCOME = "finished"
+"""The outcome metric: 1 when a run finished, 0 when it diverged, raised or timed out."""
+
+
+def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha: float,
+                    planned: int) -> list[Table]:
+    """Per task where some run did not finish (or a claim names ``finished``): whether each run finished, variant against baseline,
+    paired by seed, by the exact McNemar test (:func:`harness.analysis.stats.outcome_compare`). A run that
+    diverged or raised is an outcome of its variant (an fp16 overflow, a NaN from a fully masked
+    row), not a missing value: this table is where it is compared."""
+    out = []
+    for task in abl.tasks:
+        sub = runs[runs["task"] == task]
+        named = OUTCOME in claimed_metrics(abl, task)  # a claim reads this table even when every run finished
+        if sub.empty or ((sub["status"] == "ok").all() and not named) or abl.baseline_label not in set(sub["variant"]):
+            continue
+        data = pd.DataFrame({"variant": sub["variant"], "seed": sub["seed"],
+                             "value": (sub["status"] == "ok").astype(float)})
+        frame = stats.outcome_compare(data, baseline=abl.baseline_label, alpha=alpha, confirmatory=confirmatory)
+        order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
+        frame = frame.set_index("variant").reindex([v for v in order if v in set(frame["variant"])]).reset_index()
+        frame["below_gate"], frame["not_ok"] = 0, 0
+        frame["planned"] = planned
+        _add_cost(frame, sub)
+        out.append(Table(task, OUTCOME, True, "outcome (exact McNemar, BH)", frame))
+    return out
+
+
+def _mark_censored(table: Table, rows: pd.DataFrame) -> None:
+    """``steps_to_target`` of a run that never reached its target is the step budget (censored):
+    where neither the baseline nor the variant reached it, there is nothing to compare."""
+    reached = rows[(rows["task"] == table.task) & (rows["metric"] == "target_reached")].groupby("variant")["value"].max()
+    base = table.frame["variant"].iloc[0]
+    for i, variant in enumerate(table.frame["variant"]):
+        if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:
+            table.frame.loc[i, "verdict"] = "target never reached (censored)"
+
+
+def _mark_too_few(table: Table) -> None:
+    """No test, hence no verdict, for a variant with fewer than 2 seeds paired with the baseline."""
+    if "n_pairs" not in table.frame:
+        return
+    few = table.frame["n_pairs"].fillna(0).astype(int) < 2
+    few.iloc[0] = False  # the baseline row
+    table.frame.loc[few, "verdict"] = "too few pairs"
+

@@ -1,0 +1,199 @@
+"""How many seeds a confirmatory profile needs, from a pilot's spread (``ablate plan``).
+
+For every task of the confirmatory profile (its ``only_tasks``) and every variant (its
+``only_variants``) against the baseline, on the task's primary metric:
+
+- the SD of the paired differences (variant - baseline, by seed) in the pilot's runs: the
+  ``sd_diff`` column of the pilot's comparison table (:func:`harness.analysis.comparisons.analyse`, gate
+  applied as the pilot profile declares);
+- the effect to detect: the task's declared smallest effect of interest (``sesoi``);
+- the level: alpha divided by the number of primary comparisons of the confirmatory profile
+  (Bonferroni). That is the first, strictest step of the Holm procedure the analysis applies to
+  the primary family, so the plan is conservative: every later Holm step tests at a larger level;
+- seeds: :func:`harness.analysis.stats.seeds_needed` (statsmodels ``TTestPower``, two-sided paired t-test).
+
+Does not do: allow for the uncertainty of the pilot's SD (2-3 pilot seeds estimate it loosely,
+and a pilot at a smaller scale may spread differently), or for runs lost to the gate or to
+divergence. A variant with fewer than 2 pilot pairs, or no spread at all, gets no number.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis import stats
+from harness.experiment.ablation import Ablation
+from harness.analysis.comparisons import Analysis
+from harness.errors import AblateError
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One primary comparison: what the pilot shows and the seeds it implies."""
+
+    task: str
+    variant: str
+    metric: str
+    pilot_n: int               # seeds paired with the baseline in the pilot
+    sd_diff: float             # SD of the paired differences in the pilot (NaN when unknown)
+    delta: float               # the effect to detect: the task's sesoi
+    needed: int | None         # seeds needed; None when the pilot cannot say (``note``)
+    have: int                  # seeds the confirmatory profile declares
+    note: str = ""             # why there is no number
+
+    @property
+    def enough(self) -> bool | None:
+        return None if self.needed is None else self.have >= self.needed
+
+
+@dataclass
+class SeedPlan:
+    ablation: str
+    profile: str               # the confirmatory profile being planned
+    pilot: str                 # the profile whose runs give the spread
+    results: Path
+    power: float
+    alpha: float
+    family_size: int           # primary comparisons of the profile (the Holm family)
+    rows: list[PlanRow] = field(default_factory=list)
+
+    @property
+    def alpha_each(self) -> float:
+        return self.alpha / max(self.family_size, 1)
+
+
+def check_levels(power: float, alpha: float) -> None:
+    """Raises AblateError unless 0 < power < 1 and 1e-100 <= alpha < 1."""
+    for name, value in (("--power", power), ("--alpha", alpha)):
+        if not 0 < value < 1:
+            raise AblateError(f"{name} must be between 0 and 1 (exclusive), got {value:g}; e.g. {name} "
+                              f"{0.8 if name == '--power' else 0.05}")
+    if alpha < 1e-100:  # scipy's t quantiles, and so the power solver, break down below
+        raise AblateError(f"--alpha {alpha:g} is below 1e-100, where the power solver breaks down; e.g. --alpha 0.05")
+
+
+def pilot_profile(abl: Ablation, results: Path, given: str | None) -> str:
+    """The profile whose runs give the spread: ``given`` (checked), else the first pilot
+    (non-confirmatory) profile, in declaration order, with a folder in the store.
+
+    Raises:
+        AblateError: an unknown profile, or no pilot profile with runs in ``results``.
+    """
+    if given is not None:
+        return abl.profile(given)[0]
+    pilots = [name for name, p in abl.profiles.items() if not p.confirmatory]
+    for name in pilots:
+        if (Path(results) / abl.name / name).is_dir():
+            return name
+    if not pilots:
+        raise AblateError(f"{abl.name} declares no pilot profile (confirmatory: false); pass --from PROFILE, "
+                          f"a profile with runs in {results}")
+    raise AblateError(f"no pilot runs of {abl.name} in {results} (looked for profile(s) {', '.join(pilots)}); "
+                      f"run `ablate run {abl.name} --profile {pilots[0]}` first, or pass --from PROFILE")
+
+
+def primary_comparisons(abl: Ablation) -> list[tuple[str, str]]:
+    """``(task, variant)`` of every primary comparison of ``abl`` (a profile's view, from
+    :meth:`Ablation.for_profile`): the Holm family of the analysis."""
+    others = [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
+    return [(task, variant) for task in abl.tasks for variant in others]
+
+
+def seed_plan(abl: Ablation, profile: str, pilot: Analysis, power: float = 0.8, alpha: float = 0.05) -> SeedPlan:
+    """The seeds each primary comparison of ``profile`` needs, from the ``pilot`` analysis.
+
+    Args:
+        abl: the ablation (any view; restricted here to ``profile``'s tasks and variants).
+        profile: the confirmatory profile to plan.
+        pilot: :func:`harness.analysis.comparisons.analyse` of the pilot's runs.
+        power, alpha: the target power and the family-wise level of the primary comparisons.
+    """
+    check_levels(power, alpha)
+    name, prof = abl.profile(profile)
+    view = abl.for_profile(name)
+    pairs = primary_comparisons(view)
+    out = SeedPlan(abl.name, name, pilot.profile, pilot.results, power, alpha, len(pairs))
+    for task, variant in pairs:
+        spec = view.tasks[task].primary
+        table = pilot.table(task, spec.metric)
+        row = None if table is None else table.frame[table.frame["variant"] == variant]
+        n = 0 if row is None or row.empty or "n_pairs" not in row else _int(row.iloc[0]["n_pairs"])
+        sd = math.nan if n < 2 or "sd_diff" not in row else float(row.iloc[0]["sd_diff"])
+        needed, note = _needed(spec.sesoi, sd, n, out.alpha_each, power, table is None)
+        out.rows.append(PlanRow(task, variant, spec.metric, n, sd, spec.sesoi, needed, len(prof.seeds), note))
+    return out
+
+
+def _int(value: Any) -> int:
+    return 0 if pd.isna(value) else int(value)
+
+
+def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task: bool) -> tuple[int | None, str]:
+    if no_task:
+        return None, "no pilot runs of this task"
+    if n < 2:
+        return None, f"too few pilot seeds ({n} paired with the baseline; an SD needs 2)"
+    if not sd > 0:
+        return None, "SD 0 in the pilot: cannot size"
+    try:
+        return stats.seeds_needed(delta, sd, alpha=alpha, power=power), ""
+    except ValueError as exc:  # an extreme level or effect / SD: no number rather than a traceback
+        return None, f"cannot size: {exc}"
+
+
+def frame(plan: SeedPlan) -> pd.DataFrame:
+    """The plan's rows as raw numbers (CSV and JSON output)."""
+    rows = [{"task": r.task, "variant": r.variant, "metric": r.metric, "pilot": plan.pilot, "pilot_n": r.pilot_n,
+             "sd_diff": r.sd_diff, "delta": r.delta, "power": plan.power, "alpha": plan.alpha,
+             "family_size": plan.family_size, "alpha_each": plan.alpha_each, "seeds_needed": r.needed,
+             "profile": plan.profile, "profile_seeds": r.have, "enough": r.enough, "note": r.note}
+            for r in plan.rows]
+    return pd.DataFrame(rows).astype({"seeds_needed": "Int64", "enough": "boolean"}) if rows else pd.DataFrame(rows)
+
+
+def headers(plan: SeedPlan) -> list[str]:
+    return ["task", "variant", "metric", "pilot n", "SD of Δ", "δ (sesoi)",
+            f"seeds needed (power {plan.power:g})", f"{plan.profile} has"]
+
+
+def formatted(plan: SeedPlan) -> list[list[str]]:
+    """The plan's rows as display strings, one per :func:`headers` entry."""
+    out = []
+    for r in plan.rows:
+        have = f"{r.have}: " + ("–" if r.enough is None else "enough" if r.enough else "too few")
+        out.append([r.task, r.variant, r.metric, str(r.pilot_n), "–" if math.isnan(r.sd_diff) else f"{r.sd_diff:.4g}",
+                    f"{r.delta:g}", str(r.needed) if r.needed is not None else r.note, have])
+    return out
+
+
+def describe(plan: SeedPlan) -> str:
+    """The line above the table: the test, the level and where the spread comes from."""
+    return (f"{plan.ablation}: seeds for profile {plan.profile}, from the spread of pilot {plan.pilot} in "
+            f"{plan.results}. Two-sided paired t-test at power {plan.power:g}; level alpha {plan.alpha:g} / "
+            f"{plan.family_size} primary comparisons = {plan.alpha_each:.4g} (Bonferroni: the first, strictest "
+            "Holm step, so conservative); δ = each task's smallest effect of interest. A pilot of few seeds "
+            "estimates the SD loosely: treat the numbers as a floor.")
+
+
+def render(plan: SeedPlan, fmt: str) -> Any:
+    """A rich table (``table``), or markdown, CSV or JSON text."""
+    if fmt == "csv":
+        return frame(plan).to_csv(index=False)
+    if fmt == "json":
+        return json.dumps(json.loads(frame(plan).to_json(orient="records")), indent=1)
+    cols, rows = headers(plan), formatted(plan)
+    if fmt == "md":
+        return pd.DataFrame(rows, columns=cols).to_markdown(index=False, disable_numparse=True)
+    from rich.table import Table as RichTable
+
+    table = RichTable(title=f"{plan.ablation}: seeds for {plan.profile} from pilot {plan.pilot}", title_justify="left")
+    for c in cols:
+        table.add_column(c, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table

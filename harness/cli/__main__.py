@@ -1,0 +1,4 @@
+"""``python -m harness.cli ARGS`` is ``ablate ARGS``."""
+from harness.cli.app import main
+
+main()

@@ -1,0 +1,2 @@
+"""How and where runs execute: one attempt and its run folder, the local process pool, Ray and
+SLURM, claim locks, GPU placement."""

@@ -1,0 +1,126 @@
+"""How ``ablate run`` launches a grid: which runs, where, with what execution options.
+
+:class:`Launch` gathers the execution options of the command line (executor, GPUs, resume,
+checkpoints, time limits, retries), checks them before anything runs (bad ones raise
+:class:`~harness.errors.AblateError`, exit code 2), picks the runs to execute and says how the
+grid went. Nothing here changes a run's numbers or its id.
+
+Runs executed: every run of the grid without a finished record (never started, or interrupted:
+those resume), plus, with ``--retry STATUSES``, the finished runs whose status is listed; their
+record is archived as ``record.attempt-N.json`` and never overwritten.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.execution.run_folder import RunOptions, attempt_of, parse_retry
+from harness.errors import AblateError
+from harness.execution.cluster import Engine
+from harness.execution.gpus import Placement, place, visible_gpus
+from harness.execution.locks import HEARTBEAT_S
+from harness.store.runs import read_record, run_dir
+
+FAILURES = ("failed", "timeout", "crashed")
+"""Outcomes that make ``ablate run`` exit with 1 (``diverged`` is a result, not a failure)."""
+_URL = re.compile(r"^[a-z][a-z0-9+.\-]+:/", re.IGNORECASE)  # s3://b/x arrives as the Path s3:/b/x
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Execution options of ``ablate run`` (see :mod:`harness.execution.launch`)."""
+
+    options: RunOptions = field(default_factory=RunOptions)
+    engine: Engine = field(default_factory=Engine)
+    gpus_per_run: int | None = None
+    retry: str | None = None
+
+    def check(self, results: Path, workers: int | None = None, threads: int = 1) -> tuple[str, ...]:
+        """Validate everything before any run; returns the statuses to retry.
+
+        Raises:
+            AblateError: a bad option, a missing engine, GPUs that are not there, or a results
+                location that is a URL.
+        """
+        if _URL.match(str(results)):
+            raise AblateError(f"--results-dir {results} is a URL; the store is a folder (local or on a shared "
+                              f"filesystem every worker sees), e.g. --results-dir /shared/ablate-results")
+        if self.options.run_timeout is not None and self.options.run_timeout <= 0:
+            raise AblateError(f"--run-timeout must be a positive number of seconds, got {self.options.run_timeout:g}")
+        if self.options.claim_timeout < 2 * HEARTBEAT_S:
+            raise AblateError(f"--claim-timeout must be at least {2 * HEARTBEAT_S:g} s (a running claim is "
+                              f"refreshed every {HEARTBEAT_S:g} s), got {self.options.claim_timeout:g}")
+        if self.gpus_per_run is not None and self.gpus_per_run < 0:
+            raise AblateError(f"--gpus-per-run must be 0 (CPU) or more, got {self.gpus_per_run}")
+        self.engine.check()
+        statuses = parse_retry(self.retry)
+        self.place(workers, 1, threads)
+        return statuses
+
+    def select(self, specs: list[Any], results: Path, ablation: str,
+               statuses: tuple[str, ...]) -> tuple[list[Any], dict[str, int]]:
+        """The runs to execute and ``{run_id: attempt}`` of the finished attempts to retry."""
+        todo, retry = [], {}
+        for spec in specs:
+            rec = read_record(run_dir(results, ablation, spec.profile, spec.run_id))
+            if rec is None:
+                todo.append(spec)
+            elif rec["status"] in statuses:
+                todo.append(spec)
+                retry[spec.run_id] = attempt_of(rec)
+        return todo, retry
+
+    def place(self, workers: int | None, todo: int, threads: int) -> Placement:
+        """Workers and GPU slots of the local pool (Ray and SLURM place runs themselves)."""
+        if self.engine.kind != "local":
+            return Placement(workers or todo or 1)
+        gpus = [] if self.gpus_per_run == 0 else visible_gpus()
+        return place(workers, todo, threads, gpus, self.gpus_per_run)
+
+    def grid_kwargs(self, placement: Placement, retry: dict[str, int]) -> dict[str, Any]:
+        """Keyword arguments of :func:`harness.execution.local.run_grid`."""
+        engine = dataclasses.replace(self.engine, gpus_per_run=self.gpus_per_run or 0)
+        return {"options": dataclasses.replace(self.options, retry=retry), "slots": placement.slots,
+                "engine": engine}
+
+    def describe(self, placement: Placement, threads: int) -> str:
+        """``2 worker(s) x 1 thread(s)``, the GPUs, or the engine."""
+        if self.engine.kind == "ray":
+            return f"Ray {self.engine.address or 'local instance'}, {threads} CPU(s) per run"
+        if self.engine.kind == "slurm":
+            return f"SLURM via submitit ({self.engine.cluster}), {threads} CPU(s) per run"
+        gpus = f", GPUs {' | '.join(placement.slots)}" if placement.on_gpu else ""
+        return f"{placement.workers} worker(s) x {threads} thread(s){gpus}"
+
+
+def outcome_lines(records: list[dict[str, Any]], results: Path, ablation: str) -> tuple[list[str], int]:
+    """Lines about runs that did not finish well, and the exit code (1 when some failed)."""
+    lines, failed = [], 0
+    for rec in records:
+        where = f"{rec['task']} {rec['variant_label']} seed {rec['seed']}"
+        if rec["status"] in FAILURES:
+            failed += 1
+            hint = ""
+            if rec["status"] == "failed" and rec.get("profile"):
+                hint = f" (traceback in {run_dir(results, ablation, rec['profile'], rec['run_id']) / 'traceback.txt'})"
+            lines.append(f"[red]{rec['status']}[/] {where}: {rec.get('reason')}{hint}")
+        elif rec["status"] == "claimed":
+            lines.append(f"[yellow]skipped[/] {where}: {rec.get('reason')}; `ablate status` shows when it is done")
+    if failed:
+        lines.append(f"{failed} run(s) did not finish; `ablate run ... --retry failed,timeout` runs them again")
+    return lines, 1 if failed else 0
+
+
+def progress_note(rec: dict[str, Any]) -> str:
+    """What a progress line adds about how a run went: resumed, a claim taken over."""
+    notes = []
+    if rec.get("resumed_from_step"):
+        notes.append(f"resumed from step {rec['resumed_from_step']}")
+    if rec.get("took_over"):
+        notes.append(f"took over a stale claim: {rec['took_over'].get('reason')}")
+    if rec.get("attempt", 1) > 1:
+        notes.append(f"attempt {rec['attempt']}")
+    return f" — {'; '.join(notes)}" if notes else ""

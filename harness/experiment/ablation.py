@@ -1,0 +1,257 @@
+"""Ablation declarations, profiles and grid expansion.
+
+An ablation is a YAML file in ``ablations/`` (or any path given on the command line), loaded
+with a safe loader and validated here. It declares the question, the claims it tests, the axes
+of the grid, the baseline (a point of the grid), the tasks with their primary metric, gate and
+convergence target, and the profiles (``smoke``, ``cpu``, ``gpu``). Expansion resolves every run
+config in this order, later entries winning:
+
+    RunConfig defaults < ``base`` < task ``config`` < profile ``overrides`` < profile ``tasks``
+    < command-line overrides < the variant's axis values
+
+Length-dependent metrics are named relative to the training length L (``acc@x4`` is accuracy at
+4L), so a profile can shrink lengths without breaking a claim. A profile may not change an axis.
+"""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, ValidationError, field_validator,
+                      model_validator)
+
+from harness.experiment.config import check_path, format_validation_error
+from harness.errors import AblateError
+from harness.registry import did_you_mean
+from harness.experiment.search_space import ParamSpec
+
+ABLATIONS_DIR = Path(__file__).resolve().parents[2] / "ablations"
+PROFILES = ("smoke", "cpu", "gpu")
+
+
+class _Decl(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetricSpec(_Decl):
+    """The primary metric of a task: name, direction and smallest effect size of interest."""
+
+    metric: str
+    higher_is_better: bool
+    sesoi: float = Field(gt=0, description="smallest effect of interest, in the metric's units")
+
+
+class Threshold(_Decl):
+    """A bound on a metric: ``min`` (value must be >= min) and/or ``max`` (<= max)."""
+
+    metric: str
+    min: float | None = None
+    max: float | None = None
+
+    def passes(self, value: float | None) -> bool:
+        if value is None or value != value:  # missing or NaN
+            return False
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def describe(self) -> str:
+        parts = [f">= {self.min:g}" if self.min is not None else "", f"<= {self.max:g}" if self.max is not None else ""]
+        return f"{self.metric} {' and '.join(p for p in parts if p)}"
+
+
+class TaskEntry(_Decl):
+    params: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict, description="dotted overrides for this task")
+    primary: MetricSpec
+    gate: Threshold | None = Field(None, description="runs below it did not learn the task at L")
+    target: Threshold | None = Field(None, description="convergence target: steps_to_target")
+
+
+class Profile(_Decl):
+    description: str = ""
+    seeds: list[Annotated[StrictInt, Field(ge=0)]] = Field(min_length=1)
+    confirmatory: bool = True
+    apply_gate: bool = Field(True, description="False: runs below a task's gate stay in every comparison")
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (ablate tune)")
+    only_tasks: list[str] = Field(default_factory=list, description="run only these tasks (default: all)")
+    only_variants: list[str] = Field(
+        default_factory=list, description="run only these grid points, by label (default: all); must hold the baseline")
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct(cls, seeds: list[int]) -> list[int]:
+        # a repeated seed repeats a run id: two workers would write one folder, pairs would break
+        if dupes := sorted({s for s in seeds if seeds.count(s) > 1}):
+            raise ValueError(f"seeds must be distinct; repeated: {dupes}")
+        return seeds
+
+
+class Ablation(_Decl):
+    name: str
+    question: str
+    claims: list[str] = Field(default_factory=list)
+    axes: dict[str, list[Any]] = Field(min_length=1)
+    baseline: dict[str, Any]
+    base: dict[str, Any] = Field(default_factory=dict)
+    tasks: dict[str, TaskEntry] = Field(min_length=1)
+    profiles: dict[str, Profile]
+    default_profile: str = "cpu"
+    notes: str = ""
+    identical_arms: bool = Field(False, description="an A/A check: the arms differ only in random draws, so "
+                                 "every difference the report declares is a false positive")
+    tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (harness/experiment/search_space.py)")
+    source: str = Field("", exclude=True)
+    _only_variants: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Ablation:
+        for path, values in self.axes.items():
+            _check_key(path, "axes")
+            if not values:
+                raise ValueError(f"axis {path!r} has no values")
+            if dupes := [v for i, v in enumerate(values) if v in values[:i]]:
+                raise ValueError(f"axis {path!r} repeats {dupes}; each value must appear once")
+        if set(self.baseline) != set(self.axes):
+            raise ValueError(f"baseline must give one value per axis {sorted(self.axes)}, got {sorted(self.baseline)}")
+        for path, value in self.baseline.items():
+            if value not in self.axes[path]:
+                raise ValueError(f"baseline {path}={value!r} is not in the grid {self.axes[path]}")
+        for name, prof in self.profiles.items():
+            touched = set(prof.overrides) | {k for t in prof.tasks.values() for k in t}
+            if clash := touched & set(self.axes):
+                raise ValueError(f"profile {name!r} may not change an axis: {sorted(clash)}")
+            if unknown := set(prof.tasks) - set(self.tasks):
+                raise ValueError(f"profile {name!r} names tasks not in the ablation: {sorted(unknown)}")
+            if unknown := [t for t in prof.only_tasks if t not in self.tasks]:
+                raise ValueError(f"profile {name!r}: only_tasks names tasks not in the ablation: {unknown}"
+                                 f"{did_you_mean(unknown[0], list(self.tasks))}; tasks: {list(self.tasks)}")
+            if dupes := sorted({t for t in prof.only_tasks if prof.only_tasks.count(t) > 1}):
+                raise ValueError(f"profile {name!r}: only_tasks repeats {dupes}")
+            self._check_only_variants(name, prof)
+        layers = [("base", self.base), *((f"tasks.{t}.config", e.config) for t, e in self.tasks.items()),
+                  *((f"profiles.{p}.overrides", prof.overrides) for p, prof in self.profiles.items()),
+                  *((f"profiles.{p}.tasks.{t}", v) for p, prof in self.profiles.items() for t, v in prof.tasks.items())]
+        for where, layer in layers:
+            for path in layer:
+                _check_key(path, where)
+        self._check_tune()
+        if self.default_profile not in self.profiles:
+            raise ValueError(f"default_profile {self.default_profile!r} is not a profile")
+        return self
+
+    def _check_only_variants(self, name: str, prof: Profile) -> None:
+        if not prof.only_variants:
+            return
+        labels = [self.label(v) for v in self.variants()]
+        if unknown := [v for v in prof.only_variants if v not in labels]:
+            raise ValueError(f"profile {name!r}: only_variants names {unknown}, not points of the grid"
+                             f"{did_you_mean(unknown[0], labels)}; grid: {labels}")
+        if self.baseline_label not in prof.only_variants:
+            raise ValueError(f"profile {name!r}: only_variants must hold the baseline {self.baseline_label!r}")
+        if dupes := sorted({v for v in prof.only_variants if prof.only_variants.count(v) > 1}):
+            raise ValueError(f"profile {name!r}: only_variants repeats {dupes}")
+        if set(prof.only_variants) == {self.baseline_label}:
+            raise ValueError(f"profile {name!r}: only_variants holds only the baseline {self.baseline_label!r}, "
+                             f"so nothing is compared; add at least one other point of the grid: {labels}")
+
+    def for_profile(self, name: str | None) -> Ablation:
+        """This ablation as one profile runs it: only the profile's ``only_tasks`` and
+        ``only_variants`` (a confirmatory profile may test a claim on one task and a few grid
+        points). Idempotent; the profile name is checked as :meth:`profile` does."""
+        name, prof = self.profile(name)
+        tasks = {t: e for t, e in self.tasks.items() if not prof.only_tasks or t in prof.only_tasks}
+        out = self.model_copy(update={"tasks": tasks})
+        out._only_variants = tuple(prof.only_variants) or self._only_variants
+        return out
+
+    def _check_tune(self) -> None:
+        """Tuned keys (ablation and profile ``tune:``) are config keys and never axes."""
+        layers = [("tune", self.tune), *((f"profiles.{p}.tune", prof.tune) for p, prof in self.profiles.items())]
+        for where, layer in layers:
+            for path in layer:
+                _check_key(path, where)
+                if path in self.axes:
+                    raise ValueError(f"{where}: {path} is an axis of the ablation; an axis cannot be tuned")
+
+    def profile(self, name: str | None) -> tuple[str, Profile]:
+        """The named profile (default: ``default_profile``); unknown names raise AblateError."""
+        name = self.default_profile if name is None else name  # "" is a bad name, not the default
+        if name not in self.profiles:
+            raise AblateError(f"ablation {self.name!r} has no profile {name!r}"
+                              f"{did_you_mean(name, list(self.profiles))}; profiles: {', '.join(self.profiles)}")
+        return name, self.profiles[name]
+
+    def variants(self) -> list[dict[str, Any]]:
+        """Every point of the grid (of a profile's ``only_variants`` after :meth:`for_profile`), in
+        declaration order, as ``{path: value}``."""
+        keys = list(self.axes)
+        grid = [dict(zip(keys, combo)) for combo in itertools.product(*(self.axes[k] for k in keys))]
+        if self._only_variants:  # a profile's subset (for_profile)
+            grid = [v for v in grid if self.label(v) in self._only_variants]
+        return grid
+
+    def label(self, variant: dict[str, Any]) -> str:
+        """Short display name: the value for one axis, ``key=value`` pairs for several."""
+        if len(variant) == 1:
+            return str(next(iter(variant.values())))
+        return ",".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in variant.items())
+
+    @property
+    def baseline_label(self) -> str:
+        return self.label(self.baseline)
+
+
+def _check_key(path: str, where: str) -> None:
+    """:func:`check_path` as a ValueError naming the declaration section (for pydantic)."""
+    try:
+        check_path(path)
+    except AblateError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+DECLARATION_KEYS = sorted({f for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec)
+                           for f in m.model_fields if f != "source"})
+"""Every key a declaration may hold, at any level (suggestions for a misspelt one)."""
+
+
+def available() -> dict[str, Path]:
+    """Registered ablations: ``{name: path}`` for every YAML file in ``ablations/``."""
+    return {p.stem: p for p in sorted(ABLATIONS_DIR.glob("*.yaml")) if not p.stem.startswith("_")}
+
+
+def load(name_or_path: str) -> Ablation:
+    """Load an ablation by registered name or from a YAML file path.
+
+    Raises:
+        AblateError: unknown name (with the closest one), unreadable or malformed YAML, or a
+            declaration that fails validation (each problem named).
+    """
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        known = available()
+        if name_or_path not in known:
+            raise AblateError(f"unknown ablation {name_or_path!r}{did_you_mean(name_or_path, list(known))}; "
+                              f"run `ablate list` to see them")
+        path = known[name_or_path]
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise AblateError(f"cannot read ablation file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        what = getattr(exc, "problem", None) or str(exc).replace("\n", " ")
+        raise AblateError(f"ablation file {path} is not valid YAML{where}: {what}") from None
+    if not isinstance(data, dict):
+        raise AblateError(f"ablation file {path} must hold a mapping (name, question, axes, ...)")
+    try:
+        abl = Ablation.model_validate({**data, "source": str(path)})
+    except ValidationError as exc:
+        raise AblateError(format_validation_error(exc, f"ablation {path.name}", keys=DECLARATION_KEYS)
+                          .replace("invalid config", "invalid declaration", 1)) from None
+    if abl.name != path.stem:
+        raise AblateError(f"ablation file {path} declares name {abl.name!r}; the file must be named {abl.name}.yaml")
+    return abl

@@ -1,0 +1,274 @@
+"""Validated run configs, dotted overrides and a stable config hash.
+
+A run config has one section per component family (``model``, ``attention``, ``block``, ``ffn``)
+plus ``train`` and ``eval``. Every key is addressed by a dotted path (``model.position``,
+``train.steps``): ablation axes, profile overrides and CLI overrides all use those paths, and
+all of them are validated here, before any run starts. This module imports neither torch nor
+Lightning, so ``ablate list`` and ``ablate --help`` stay fast.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from harness.errors import AblateError
+from harness.registry import did_you_mean
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """Reject ``true``/``false`` for numeric keys: pydantic's lax mode would read
+        ``train.steps=true`` as 1 and ``train.grad_clip=false`` as 0, silently."""
+        ann = cls.model_fields[info.field_name].annotation
+        numeric = {int, float} & {ann, *get_args(ann)}
+        items = value if isinstance(value, list) else [value]
+        if numeric and any(isinstance(v, bool) for v in items):
+            raise ValueError("expected a number, not a boolean")
+        return value
+
+
+class ModelSection(_Section):
+    """Model shape and positional encoding (Transformer LM, decoder-only)."""
+
+    d_model: int = Field(64, gt=0)
+    n_heads: int = Field(4, gt=0)
+    n_layers: int = Field(2, gt=0)
+    position: str = "sinusoidal"
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    max_len: int | None = Field(None, gt=0, description="learned table size; None: longest eval length")
+    learned_init_std: float = Field(0.02, gt=0)
+    tie_embeddings: bool = True
+
+
+class AttentionSection(_Section):
+    """Attention, each key a registry name checked when the model config is built
+    (``harness.modules``): ``kernel`` (math, sdpa, flash, linear), ``qkv`` (separate, fused,
+    shared), ``scale`` (d_head: 1/sqrt(d_model / n_heads); d_model: 1/sqrt(d_model)),
+    ``mask_fill`` (-inf, -1e9, -1e4, dtype_min; written into the scores by kernel ``math`` only,
+    other kernels accept only -inf) and ``head_split`` (correct, transpose_missing: a deliberately
+    wrong negative control)."""
+
+    kernel: str = "sdpa"
+    qkv: str = "separate"
+    scale: str = "d_head"
+    mask_fill: str = "-inf"
+    head_split: str = "correct"
+
+
+class BlockSection(_Section):
+    norm: str = "layernorm"
+    norm_position: str = "pre"
+
+
+class FFNSection(_Section):
+    """Feed-forward width and activation (relu, gelu, swiglu).
+
+    The hidden width is ``d_ff`` (absolute) or ``d_ff_mult`` x ``model.d_model`` (rounded to the
+    nearest integer); set at most one of them (both is an error), neither means 4 x d_model.
+    With ``swiglu`` the width is that of the gated hidden layer: the FFN then has 3 d_model x
+    d_ff weights instead of 2 (set d_ff_mult 8/3 for the parameters of a 4x ungated FFN).
+    """
+
+    d_ff: int | None = Field(None, gt=0, description="None: d_ff_mult x d_model, else 4 x d_model")
+    d_ff_mult: float | None = Field(None, gt=0, description="hidden width as a multiple of d_model")
+    activation: str = "gelu"
+
+    @model_validator(mode="after")
+    def _one_width(self) -> FFNSection:
+        if self.d_ff is not None and self.d_ff_mult is not None:
+            raise ValueError(f"set ffn.d_ff ({self.d_ff}) or ffn.d_ff_mult ({self.d_ff_mult}), not both")
+        return self
+
+    def width(self, d_model: int) -> int | None:
+        """The hidden width for ``d_model``; None for the model's default (4 x d_model)."""
+        if self.d_ff_mult is not None:
+            return max(1, round(self.d_ff_mult * d_model))
+        return self.d_ff
+
+
+class TrainSection(_Section):
+    """Optimisation. AdamW; linear warm-up then cosine decay to ``min_lr_ratio`` x lr.
+
+    ``precision``: the run records the precision that actually ran. ``16-mixed`` is float16
+    autocast with a gradient scaler on CUDA *and* on CPU (Lightning alone would silently run
+    bfloat16 on CPU; the training layer passes its own float16 plugin instead). ``16-true`` casts
+    the weights to float16 and uses AdamW eps 1e-4 (the default 1e-8 is 0 in float16).
+    """
+
+    steps: int = Field(1000, gt=0)
+    batch_size: int = Field(32, gt=0)
+    seq_len: int = Field(32, gt=0, description="training length L in tokens")
+    lr: float = Field(1e-3, gt=0)
+    warmup_steps: int = Field(100, ge=0)
+    min_lr_ratio: float = Field(0.1, ge=0, le=1)
+    weight_decay: float = Field(0.1, ge=0)
+    grad_clip: float = Field(1.0, ge=0, description="0 disables clipping")
+    precision: Literal["32-true", "bf16-mixed", "16-mixed", "16-true"] = Field(
+        "32-true", description="16-mixed on CPU: float16 autocast (never bf16); 16-true: AdamW eps 1e-4")
+    val_every: int = Field(100, gt=0, description="steps between validation passes at length L")
+    seed_salt: int = Field(0, ge=0, description="draw other init, data and dropout streams for the same seed "
+                           "(evaluation sets unchanged): the arms of an A/A check; 0 = the seed's own streams")
+
+
+class EvalSection(_Section):
+    length_multipliers: list[int] = Field(default_factory=lambda: [1])
+    n_examples: int = Field(256, gt=0, description="test examples per evaluation length")
+    val_examples: int = Field(128, gt=0, description="validation examples (length L) per pass")
+    batch_size: int = Field(64, gt=0)
+    probes: list[Literal["grad_norm_init", "leakage", "masked_attention"]] = Field(
+        default_factory=list, description="extra measurements (harness/training/probes.py): gradient norm per "
+        "layer at init, causal leakage and attention on masked keys at init and after training")
+
+    @model_validator(mode="after")
+    def _multipliers(self) -> EvalSection:
+        if not self.length_multipliers or any(m < 1 for m in self.length_multipliers):
+            raise ValueError("length_multipliers must be a non-empty list of integers >= 1")
+        return self
+
+
+class RunConfig(_Section):
+    """Everything that determines a run's numbers, except the seed and the task."""
+
+    model: ModelSection = Field(default_factory=ModelSection)
+    attention: AttentionSection = Field(default_factory=AttentionSection)
+    block: BlockSection = Field(default_factory=BlockSection)
+    ffn: FFNSection = Field(default_factory=FFNSection)
+    train: TrainSection = Field(default_factory=TrainSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> RunConfig:
+        if self.model.d_model % self.model.n_heads:
+            raise ValueError(
+                f"model.d_model={self.model.d_model} is not divisible by "
+                f"model.n_heads={self.model.n_heads}; pick n_heads among "
+                f"{[h for h in range(1, self.model.d_model + 1) if self.model.d_model % h == 0][:8]}"
+            )
+        return self
+
+    def hash_dump(self) -> dict[str, Any]:
+        """``model_dump(mode="json")`` without the :data:`ADDED_KEYS` that hold their default:
+        what a run id hashes, so that runs stored before those keys existed keep their ids."""
+        data = self.model_dump(mode="json")
+        for path, default in ADDED_KEYS.items():
+            section, key = path.split(".")
+            if data[section].get(key) == default:
+                data[section].pop(key, None)
+        return data
+
+    def eval_lengths(self) -> list[int]:
+        """Evaluation lengths in tokens, one per multiplier of ``train.seq_len``."""
+        return [m * self.train.seq_len for m in self.eval.length_multipliers]
+
+
+ADDED_KEYS: dict[str, Any] = {
+    "attention.qkv": "separate", "attention.scale": "d_head", "attention.mask_fill": "-inf",
+    "attention.head_split": "correct", "ffn.d_ff_mult": None, "eval.probes": [],
+    "train.seed_salt": 0,
+}
+"""Keys added after run ids were first stored, with their defaults (see ``RunConfig.hash_dump``)."""
+
+
+def valid_paths(model: type[BaseModel] = RunConfig, prefix: str = "") -> list[str]:
+    """Every dotted key a config accepts (``model.d_model``, ``train.steps``, ...)."""
+    paths = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            paths += valid_paths(ann, f"{prefix}{name}.")
+        else:
+            paths.append(f"{prefix}{name}")
+    return paths
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parse one ``key=value`` argument; the value is read as YAML (``128`` -> int).
+
+    Raises:
+        AblateError: no ``=`` or an empty key.
+    """
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise AblateError(f"override {text!r} is not of the form key=value (e.g. model.d_model=128)")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def check_path(path: str) -> None:
+    """Raise :class:`AblateError` (with the closest valid key) unless ``path`` is a config key."""
+    paths = valid_paths()
+    if path not in paths:
+        raise AblateError(f"unknown config key {path!r}{did_you_mean(path, paths)}; "
+                          f"valid keys: {', '.join(paths)}")
+
+
+def apply_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of nested dict ``base`` with dotted ``overrides`` set (keys checked)."""
+    out = copy.deepcopy(dict(base))
+    for path, value in overrides.items():
+        check_path(path)
+        node = out
+        *parents, leaf = path.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
+def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:
+    """Validate a nested dict into a :class:`RunConfig`.
+
+    Raises:
+        AblateError: one line per problem, each naming the dotted key and what is wrong.
+    """
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise AblateError(format_validation_error(exc, context)) from None
+
+
+def format_validation_error(exc: ValidationError, context: str = "", keys: list[str] | None = None) -> str:
+    """One line per problem of ``exc``, each naming its dotted location.
+
+    Args:
+        keys: the valid names an unknown key is matched against (its last part); ``None``
+            means the dotted config keys (:func:`valid_paths`).
+    """
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            hint = did_you_mean(loc, valid_paths()) if keys is None else did_you_mean(str(err["loc"][-1]), keys)
+            msg = f"unknown key{hint}"
+        # a missing key's "input" is the whole enclosing mapping: not worth quoting
+        got = f" (got {err['input']!r})" if "input" in err and err["type"] not in ("extra_forbidden", "missing") else ""
+        lines.append(f"{loc}: {msg}{got}" if loc else f"{msg}")
+    head = f"invalid config{' for ' + context if context else ''}: "
+    return head + "; ".join(lines)
+
+
+def get_path(cfg: RunConfig, path: str) -> Any:
+    node: Any = cfg
+    for part in path.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def config_hash(payload: Mapping[str, Any], length: int = 12) -> str:
+    """Stable hex digest of a JSON-serialisable mapping (sorted keys, no whitespace)."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]

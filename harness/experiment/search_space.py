@@ -1,0 +1,124 @@
+"""Search spaces for ``ablate tune``: typed ranges over dotted config keys.
+
+A space maps a config key (``train.lr``) to a :class:`ParamSpec`. Every ablation starts from
+:data:`DEFAULT_SPACE`; its ``tune:`` mapping, then the selected profile's ``tune:`` mapping,
+override or extend it, and ``null`` removes a key::
+
+    tune:
+      train.lr: {type: float, low: 1.0e-4, high: 3.0e-3, log: true}
+      model.dropout: null                       # not tuned in this ablation
+      ffn.d_ff: {type: categorical, choices: [64, 128, 256]}
+
+A key of the default space that is an axis of the ablation is left out (the axis is the
+question); declaring one is an error. Ranges are checked when the declaration loads (low <= high,
+a log range above 0, non-empty choices); the values themselves are checked against each variant's
+resolved config before any trial starts (:func:`check_space`). This module imports neither optuna
+nor torch.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+
+from harness.experiment.config import apply_overrides, build_config
+from harness.errors import AblateError
+
+Number = StrictInt | StrictFloat
+
+
+class ParamSpec(BaseModel):
+    """One tuned key: ``float`` or ``int`` in ``[low, high]`` (``log``: sampled on a log scale),
+    or ``categorical`` over ``choices``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["float", "int", "categorical"]
+    low: Number | None = None
+    high: Number | None = None
+    log: StrictBool = False
+    choices: list[StrictInt | StrictFloat | StrictStr | StrictBool | None] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ParamSpec:
+        if self.type == "categorical":
+            if self.low is not None or self.high is not None or self.log:
+                raise ValueError("a categorical parameter takes `choices`, not low/high/log")
+            if not self.choices:
+                raise ValueError("a categorical parameter needs a non-empty `choices` list")
+            if dupes := [c for i, c in enumerate(self.choices) if c in self.choices[:i]]:
+                raise ValueError(f"choices repeat {dupes}")
+            return self
+        if self.choices is not None:
+            raise ValueError(f"a {self.type} parameter takes low/high, not `choices` (use type: categorical)")
+        if self.low is None or self.high is None:
+            raise ValueError(f"a {self.type} parameter needs both `low` and `high`")
+        if self.low > self.high:
+            raise ValueError(f"low {self.low} > high {self.high}")
+        if self.log and self.low <= 0:
+            raise ValueError(f"a log range needs low > 0, got low {self.low}")
+        if self.type == "int" and not (float(self.low).is_integer() and float(self.high).is_integer()):
+            raise ValueError(f"an int parameter needs integer bounds, got [{self.low}, {self.high}]")
+        return self
+
+    def candidates(self) -> list[Any]:
+        """The values that bound the range (low and high), or every choice."""
+        if self.type == "categorical":
+            return list(self.choices or [])
+        cast = int if self.type == "int" else float
+        return [cast(self.low), cast(self.high)]
+
+    def describe(self) -> str:
+        if self.type == "categorical":
+            return f"one of {self.choices}"
+        return f"{self.type} in [{self.low:g}, {self.high:g}]{' (log)' if self.log else ''}"
+
+
+DEFAULT_SPACE: dict[str, ParamSpec] = {
+    "train.lr": ParamSpec(type="float", low=3e-4, high=1e-2, log=True),
+    "train.warmup_steps": ParamSpec(type="int", low=0, high=300),
+    "train.weight_decay": ParamSpec(type="float", low=0.0, high=0.2),
+    "model.dropout": ParamSpec(type="float", low=0.0, high=0.2),
+    "train.batch_size": ParamSpec(type="categorical", choices=[16, 32, 64]),
+}
+"""Shared by every ablation unless its declaration overrides a key or removes it with ``null``."""
+
+
+def resolve_space(abl: Any, profile: str) -> dict[str, ParamSpec]:
+    """The search space of one ablation and profile: defaults < ``tune:`` < profile ``tune:``.
+
+    Keys of the default space that are axes of the ablation are dropped.
+    """
+    space = {k: v for k, v in DEFAULT_SPACE.items() if k not in abl.axes}
+    for layer in (abl.tune, abl.profiles[profile].tune):
+        for path, spec in layer.items():
+            if spec is None:
+                space.pop(path, None)
+            else:
+                space[path] = spec
+    return space
+
+
+def check_space(space: dict[str, ParamSpec], config: Any, where: str) -> None:
+    """Every bound and choice of ``space`` must give a valid config when set on ``config``.
+
+    Raises:
+        AblateError: a value the config rejects (wrong type, out of the key's own range, a
+            d_model that the heads no longer divide, ...), naming the key and the value.
+    """
+    data = config.model_dump(mode="json")
+    for path, spec in space.items():
+        for value in spec.candidates():
+            try:
+                build_config(apply_overrides(data, {path: value}), where)
+            except AblateError as exc:
+                raise AblateError(f"tune: {path}={value!r} ({spec.describe()}) is not a valid value: {exc}") from None
+
+
+def suggest(trial: Any, path: str, spec: ParamSpec) -> Any:
+    """Draw ``path`` from an Optuna trial according to ``spec``."""
+    if spec.type == "float":
+        return trial.suggest_float(path, float(spec.low), float(spec.high), log=spec.log)
+    if spec.type == "int":
+        return trial.suggest_int(path, int(spec.low), int(spec.high), log=spec.log)
+    return trial.suggest_categorical(path, list(spec.choices or []))

@@ -1,0 +1,137 @@
+"""PNG figures for reports (matplotlib, Agg backend): every value drawn comes from the store."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis import stats
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def metric_vs_length(rows: pd.DataFrame, base: str, variants: list[str], train_len: int,
+                     title: str, path: Path) -> Path:
+    """Mean of ``base@x{m}`` against evaluation length, one line per variant, 95% t-interval band.
+
+    Args:
+        rows: tidy rows (variant, seed, metric, value) of one task, gate already applied.
+        base: metric name without the length suffix (``acc``, ``loss``).
+        train_len: L in tokens; the x axis is m x L.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    for variant in variants:
+        sub = rows[(rows["variant"] == variant) & rows["metric"].str.match(rf"^{base}@x\d+$")]
+        if sub.empty:
+            continue
+        mults = sorted({int(m.split("@x")[1]) for m in sub["metric"]})
+        desc = [stats.describe(sub[sub["metric"] == f"{base}@x{m}"]["value"]) for m in mults]
+        x = np.array(mults) * train_len
+        mean = np.array([d.mean for d in desc])
+        line, = ax.plot(x, mean, marker="o", label=f"{variant} (n={desc[-1].n})")
+        lo, hi = np.array([d.ci_low for d in desc]), np.array([d.ci_high for d in desc])
+        if np.isfinite(lo).any():
+            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
+    ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ticks = sorted({int(m.split("@x")[1]) * train_len for m in rows["metric"] if m.startswith(f"{base}@x")})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+    return _finish(plt, fig, ax, "evaluation length (tokens); dotted line = training length L", base, title, path)
+
+
+def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], title: str, path: Path) -> Path:
+    """Validation ``metric`` at length L against training step: mean over seeds, min-max band.
+
+    Args:
+        history: rows (variant, seed, step, <metric>) from the runs' ``history.csv``.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    for variant in variants:
+        sub = history[history["variant"] == variant]
+        if sub.empty or metric not in sub:
+            continue
+        g = sub.groupby("step")[metric]
+        line, = ax.plot(g.mean().index, g.mean().values, label=f"{variant} (n={sub['seed'].nunique()})")
+        ax.fill_between(g.min().index, g.min().values, g.max().values, color=line.get_color(), alpha=0.15, linewidth=0)
+    return _finish(plt, fig, ax, "training step", f"validation {metric} at L", title, path)
+
+
+def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
+    """Draw one thin line per seed across the variants, every value a marker; returns the lines.
+
+    Args:
+        ax: a matplotlib Axes.
+        wide: (seeds, variants) values: index seed, columns the variants in x order (baseline
+            first). NaN (a run that is missing, failed, or excluded from the comparison) is not
+            drawn, and the seed's line is broken there rather than bridged over the gap.
+
+    Returns:
+        One ``Line2D`` per seed (row of ``wide``), labelled ``seed S``.
+    """
+    x = np.arange(wide.shape[1])
+    lines = [ax.plot(x, values.to_numpy(float), marker="o", markersize=4, linewidth=0.8, alpha=0.85,
+                     label=f"seed {seed}")[0] for seed, values in wide.iterrows()]
+    n = wide.notna().sum()
+    ax.set_xticks(x, [f"{v}\n(n={n[v]})" for v in wide.columns])
+    return lines
+
+
+def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title: str, path: Path) -> Path:
+    """Per-seed paired lines of one metric: x = variants (baseline first), y = each seed's value.
+
+    Runs excluded from the comparison (below the task's gate, for metrics beyond L) are **not
+    drawn**: pass ``wide`` with the gate applied (NaN there); tick labels give the values drawn
+    per variant (``n=``). Same seed = same init and data order, so a line's slope is a paired
+    difference. See :func:`draw_paired_lines` for ``wide``.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * wide.shape[1] + 1.5), 4.0), dpi=120)
+    draw_paired_lines(ax, wide)
+    arrow = "higher is better" if higher_is_better else "lower is better"
+    return _finish(plt, fig, ax, "variant (baseline first); n = seeds drawn (runs left out of the comparison are not)",
+                   f"{metric} ({arrow})", title, path)
+
+
+def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: str, path: Path) -> Path:
+    """Mean rank of each variant (1 = best) with a bar of ±CD/2, best at the top (after Demsar,
+    JMLR 2006, Fig. 1, drawn as intervals): two variants differ by the Nemenyi test at level
+    ``alpha`` exactly when their bars do not overlap (``|R_i - R_j| > CD``).
+
+    Args:
+        mean_ranks: per variant (index), from :func:`harness.analysis.stats.friedman`.
+        cd: the Nemenyi critical difference, in ranks (:func:`harness.analysis.stats.nemenyi_cd`).
+    """
+    plt = _plt()
+    order = mean_ranks.sort_values(ascending=False)  # best last: drawn at the top
+    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.35 * len(order)), dpi=120)
+    y = np.arange(len(order))
+    ax.errorbar(order.to_numpy(float), y, xerr=cd / 2, fmt="o", capsize=3, linewidth=1.2)
+    ax.set_yticks(y, list(order.index))
+    ax.set_xlim(min(1.0, order.min() - cd / 2) - 0.2, max(len(order), order.max() + cd / 2) + 0.2)
+    note = f"bars ± CD/2 (CD = {cd:.3g}); bars that do not overlap differ (Nemenyi, α = {alpha:g})"
+    return _finish(plt, fig, ax, "mean rank over seeds (1 = best)", "", f"{title}\n{note}", path)
+
+
+def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
+    """Labels, legend and grid shared by every figure; saves the PNG and closes the figure."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    if ax.get_legend_handles_labels()[0]:  # no empty-legend warning when nothing was drawn
+        ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,174 @@
+"""``ablate report --all``: the report of every registered ablation for each profile with runs in
+the store, and an index, ``README.md`` next to them, with one row per ablation.
+
+Every cell of the index is computed from the store and the declarations, never typed in: the
+profiles reported (linked), the latest of them, the verdict of each claim in that profile's report
+(:func:`harness.report.markdown.claim_verdict` on the same analysis the report makes) and its seeds.
+
+Latest: a confirmatory profile before a pilot; among those, the one whose newest run finished
+last (then the later in declaration order). Only the runs of each profile's declared grid (no
+key=value overrides) are reported; runs made with overrides are named, with the command that
+reports them.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.experiment import ablation as ablation_mod
+from harness.experiment import claims as claims_mod
+from harness.errors import AblateError
+
+
+@dataclass(frozen=True)
+class Reported:
+    """One report written: its profile, its file and what picks the latest."""
+
+    profile: str
+    path: Path
+    confirmatory: bool
+    newest: str        # the latest ``finished_at`` of its runs (ISO 8601, UTC); "" when unknown
+    order: int         # the profile's place in the declaration
+
+
+@dataclass
+class Entry:
+    """One row of the index."""
+
+    name: str
+    question: str
+    claims: list[str] = field(default_factory=list)
+    reported: list[Reported] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)           # profiles with runs that were not reported
+    verdicts: list[tuple[str, str]] = field(default_factory=list)   # (claim id, verdict) in the latest
+    seeds: str = "–"
+
+    @property
+    def latest(self) -> Reported | None:
+        return max(self.reported, key=lambda r: (r.confirmatory, r.newest, r.order), default=None)
+
+
+def check_store(results: Path) -> None:
+    """Raises AblateError when no registered ablation has a profile folder in ``results``."""
+    for name in ablation_mod.available():
+        if (Path(results) / name).is_dir() and any(p.is_dir() for p in (Path(results) / name).iterdir()):
+            return
+    raise AblateError(f"no runs of any registered ablation in {results}; run `ablate run NAME` first "
+                      "or pass the --results-dir it wrote to")
+
+
+def report_all(results: Path, out: Path, data_dir: Path | None = None, storage: str | None = None,
+               echo: Callable[[str], None] = print) -> Path:
+    """Write every report and ``out/README.md``; returns the index's path. ``echo``: one line
+    per report written or profile skipped."""
+    check_store(results)
+    entries = [_report_ablation(name, results, out, data_dir, storage, echo) for name in ablation_mod.available()]
+    for entry in entries:  # reports already in OUT whose runs are not in this store: linked, not rewritten
+        written = {r.path.name for r in entry.reported}
+        for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
+            if old.name not in written:
+                entry.notes.append(f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier "
+                                   "report whose runs are not in this store (not regenerated)")
+    path = Path(out) / "README.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(index_markdown(entries, results))
+    return path
+
+
+def _default_profile(name: str) -> str:
+    """The profile a report named ``NAME.md`` belongs to (the ablation's default)."""
+    try:
+        return ablation_mod.load(name).default_profile
+    except AblateError:
+        return "default profile"
+
+
+def _report_ablation(name: str, results: Path, out: Path, data_dir: Path | None, storage: str | None,
+                     echo: Callable[[str], None]) -> Entry:
+    from harness.report.markdown import write_report
+    from harness.execution.attempt import plan
+    from harness.store.runs import scan
+
+    try:
+        abl = ablation_mod.load(name)
+    except AblateError as exc:
+        echo(f"skipped {name}: {exc}")
+        return Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
+    entry = Entry(name, short_question(abl.question), list(abl.claims))
+    grids: dict[str, set[str]] = {}
+    for order, (pname, prof) in enumerate(abl.profiles.items()):
+        found = scan(results, name, pname)
+        if not found.records:
+            continue
+        try:
+            expected = {s.run_id for s in plan(abl, pname, [], data_dir, check_data=False)[1]}
+        except AblateError as exc:
+            entry.notes.append(f"{pname}: not reported ({exc})")
+            echo(f"skipped {name} / {pname}: {exc}")
+            continue
+        grids[pname] = expected
+        mine = [r for r in found.records if r["run_id"] in expected]
+        if not mine:
+            entry.notes.append(f"{pname}: {len(found.records)} runs made with key=value overrides "
+                               f"(`ablate report {name} --profile {pname} KEY=VALUE ...`)")
+            echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
+            continue
+        path = write_report(abl, pname, results, out, data_dir=data_dir, storage=storage, expected=expected)
+        echo(f"wrote {path}")
+        newest = max((str(r.get("finished_at") or "") for r in mine), default="")
+        entry.reported.append(Reported(pname, path, prof.confirmatory, newest, order))
+    if (latest := entry.latest) is not None:
+        _verdicts(entry, abl, latest.profile, results, grids[latest.profile])
+    return entry
+
+
+def _verdicts(entry: Entry, abl: ablation_mod.Ablation, profile: str, results: Path, expected: set[str]) -> None:
+    """The claims' verdicts and the seeds of ``profile``, from the analysis its report made."""
+    from harness.analysis.comparisons import analyse
+    from harness.report.markdown import claim_verdict
+
+    result = analyse(abl.for_profile(profile), profile, results, expected=expected)
+    claims = claims_mod.load_claims()
+    for cid in abl.claims:  # the fallback of report._claims_section, so that the texts agree
+        claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
+        entry.verdicts.append((cid, claim_verdict(claim, result)[0]))
+    runs = result.runs
+    done = runs.loc[runs["status"] == "ok", "seed"].nunique()
+    entry.seeds = f"{done}/{len(abl.profiles[profile].seeds)}"
+
+
+def short_question(question: str, limit: int = 100) -> str:
+    """The question's first sentence, cut at a word before ``limit`` characters."""
+    first = re.split(r"(?<=[?.!])\s", " ".join(question.split()), maxsplit=1)[0]
+    if len(first) <= limit:
+        return first
+    return first[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def index_markdown(entries: list[Entry], results: Path) -> str:
+    """``README.md``: a header and one table row per ablation."""
+    lines = ["# Reports", "",
+             f"*Generated by `ablate report --all` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from the runs "
+             f"in `{results}`: one row per registered ablation. Latest: the confirmatory profile with the most recent "
+             "run when there is one, else the most recent pilot; the verdicts are those of its report, the seeds "
+             "those with finished runs out of those the profile declares.*", "",
+             "| ablation | question | profiles reported | latest | claims: verdict in the latest report | seeds |",
+             "|---|---|---|---|---|---|"]
+    for e in entries:
+        latest = e.latest
+        link = f"[{e.name}]({latest.path.name})" if latest else e.name
+        profiles = ", ".join(f"[{r.profile}]({r.path.name})" for r in e.reported) or "no runs"
+        if e.notes:
+            profiles += "; " + "; ".join(e.notes)
+        claims = "<br>".join(f"`{cid}`: {verdict}" for cid, verdict in e.verdicts) if latest else \
+            "<br>".join(f"`{cid}`: no runs" for cid in e.claims)
+        cells = [link, e.question, profiles, latest.profile if latest else "–", claims or "–", e.seeds]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")

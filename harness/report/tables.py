@@ -1,0 +1,97 @@
+"""Formatting comparison tables: rich in a terminal, markdown for reports, CSV and JSON raw."""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis.comparisons import Table
+
+HEADERS = ["variant", "n", "excluded", "mean ± SD", "95% CI", "Δ (+ = better)", "95% CI of Δ", "W/T/L",
+           "d_z", "p (t)", "p (perm)", "p adj", "MDE", "verdict", "params", "s/run"]
+
+
+def _num(x: Any, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA:
+        return "–"
+    if isinstance(x, float) and math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    x = float(x)
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
+        return f"{x:.2e}"
+    if abs(x) >= 10 ** digits:  # e.g. steps: 1267, not 1.27e+03
+        return f"{x:.0f}"
+    return f"{x:.{digits}g}"
+
+
+def _p(x: Any) -> str:
+    if x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return "<0.001" if x < 1e-3 else f"{x:.3f}"
+
+
+def formatted(table: Table) -> pd.DataFrame:
+    """The table's rows as display strings, one column per :data:`HEADERS` entry."""
+    rows = []
+    for _, r in table.frame.iterrows():
+        base = r.get("verdict") == "baseline"
+        excl = []
+        if r.get("below_gate"):
+            excl.append(f"{int(r['below_gate'])} below gate")
+        if r.get("not_ok"):
+            excl.append(f"{int(r['not_ok'])} failed/diverged/timeout")
+        rows.append({
+            "variant": f"{r['variant']} (baseline)" if base else r["variant"],
+            "n": ("0" if pd.isna(r.get("n")) else str(int(r["n"]))) + (f"/{int(r['planned'])}" if r.get("planned") else ""),
+            "excluded": ", ".join(excl) or "0",
+            "mean ± SD": f"{_num(r.get('mean'))} ± {_num(r.get('sd'), 2)}",
+            "95% CI": f"[{_num(r.get('ci_low'))}, {_num(r.get('ci_high'))}]",
+            "Δ (+ = better)": "" if base else _num(r.get("delta"), 3),
+            "95% CI of Δ": "" if base else f"[{_num(r.get('delta_ci_low'), 3)}, {_num(r.get('delta_ci_high'), 3)}]",
+            "W/T/L": "" if base or pd.isna(r.get("wins")) else f"{r['wins']}/{r['ties']}/{r['losses']}",
+            "d_z": "" if base else _num(r.get("d_z"), 3),
+            "p (t)": "" if base else _p(r.get("p")),
+            "p (perm)": "" if base else _p(r.get("p_perm")),
+            "p adj": "" if base else _p(r.get("p_adj")),
+            "MDE": "" if base else _num(r.get("mde"), 3),
+            "verdict": "" if base else str(r.get("verdict") if isinstance(r.get("verdict"), str) else "–"),
+            "params": f"{int(r['n_params']):,}" if not pd.isna(r.get("n_params")) else "–",
+            "s/run": _num(r.get("wall_time_s"), 3),
+        })
+    return pd.DataFrame(rows, columns=HEADERS)
+
+
+def title(table: Table) -> str:
+    arrow = "higher is better" if table.higher_is_better else "lower is better"
+    return f"{table.task} · {table.metric} ({arrow}) · {table.family}"
+
+
+def markdown(table: Table) -> str:
+    return formatted(table).to_markdown(index=False, disable_numparse=True)
+
+
+def render(tables: list[Table], fmt: str, console: Any = None) -> Any:
+    """Render tables as rich renderables (``table``), markdown, CSV or JSON text."""
+    if fmt == "md":
+        return "\n\n".join(f"**{title(t)}**\n\n{markdown(t)}" for t in tables)
+    if fmt in ("csv", "json"):
+        frames = [t.frame.assign(task=t.task, metric=t.metric, family=t.family) for t in tables]
+        raw = pd.concat(frames, ignore_index=True)
+        if fmt == "csv":
+            return raw.to_csv(index=False)
+        return json.dumps(json.loads(raw.to_json(orient="records")), indent=1)
+    from rich.console import Group
+    from rich.table import Table as RichTable
+
+    out = []
+    for t in tables:
+        rt = RichTable(title=title(t), title_justify="left")
+        cols = [h for h in HEADERS if h not in ("p (perm)", "MDE", "params")]
+        for h in cols:
+            rt.add_column(h, overflow="fold")
+        for _, row in formatted(t).iterrows():
+            rt.add_row(*(row[h] for h in cols))
+        out.append(rt)
+    return Group(*out)

@@ -1,0 +1,124 @@
+"""Offline W&B runs under the run store: find them, read them back, upload them (``ablate sync``).
+
+Every training run logs to ``<results>/<ablation>/<profile>/<run id>/wandb/offline-run-*/`` and
+every summary run (:mod:`harness.report.wandb_summary`) to ``<results>/<ablation>/<profile>/
+.wandb-summary/wandb/offline-run-*/``. Uploading is W&B's own ``wandb sync`` on those folders; it
+needs ``WANDB_API_KEY`` and network, and marks each uploaded run with a ``.wandb.synced`` file
+next to its ``.wandb`` log, so a second ``ablate sync`` uploads only what is new.
+
+Reading back uses W&B's supported reader of the transaction log, ``wandb leet inspect --json``
+(W&B 0.31 no longer writes ``wandb-summary.json`` offline and dropped its Python datastore
+reader). Known loss in W&B, not here: a NaN metric is stored by W&B as null.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import AblateError
+
+
+def _wandb_cli(*args: str) -> list[str]:
+    """The ``wandb`` command line of this interpreter's W&B (not whatever ``wandb`` is on PATH)."""
+    return [sys.executable, "-m", "wandb", *args]
+
+
+def offline_runs(results: Path) -> list[Path]:
+    """Every offline W&B run folder (``offline-run-*`` holding a ``.wandb`` log) under ``results``."""
+    return sorted(p for p in Path(results).rglob("offline-run-*") if p.is_dir() and any(p.glob("*.wandb")))
+
+
+def is_synced(run: Path) -> bool:
+    """Whether ``wandb sync`` has uploaded this run folder (its ``.wandb.synced`` marker)."""
+    return all(f.with_suffix(".wandb.synced").exists() for f in run.glob("*.wandb"))
+
+
+def pending_runs(results: Path) -> list[Path]:
+    """Offline runs under ``results`` not uploaded yet."""
+    return [p for p in offline_runs(results) if not is_synced(p)]
+
+
+def sync(results: Path, dry_run: bool = False, echo: Callable[[str], None] = print) -> int:
+    """Upload the offline W&B runs under ``results`` with ``wandb sync``; returns an exit code.
+
+    ``dry_run``: list what would be uploaded, upload nothing (no key needed). Returns 0 when
+    there is nothing to do or everything uploaded, 1 when ``wandb sync`` failed.
+
+    Raises:
+        AblateError: ``results`` is not a folder, or ``WANDB_API_KEY`` is not set.
+    """
+    results = Path(results)
+    if not results.is_dir():
+        raise AblateError(f"--results-dir {results} is not a folder; pass the run store the runs were written to")
+    runs = pending_runs(results)
+    if not runs:
+        echo(f"no offline W&B runs wait under {results}")
+        return 0
+    if dry_run:
+        for run in runs:
+            echo(str(run.relative_to(results)))
+        echo(f"{len(runs)} offline W&B run(s) would be uploaded from {results}")
+        return 0
+    if not os.environ.get("WANDB_API_KEY"):
+        raise AblateError(f"uploading needs WANDB_API_KEY (and network): {len(runs)} offline W&B run(s) wait "
+                          f"under {results}; set the key and run `ablate sync` again (--dry-run lists them)")
+    env = {k: v for k, v in os.environ.items() if k != "WANDB_MODE"}  # an exported offline mode must not block it
+    echo(f"uploading {len(runs)} offline W&B run(s) from {results}")
+    done = subprocess.run(_wandb_cli("sync", "--yes", *map(str, runs)), env=env)
+    return 0 if done.returncode == 0 else 1
+
+
+@dataclass
+class OfflineRun:
+    """An offline run as its ``.wandb`` log holds it.
+
+    ``summary``: the final summary, every update applied in order; W&B flattens nested values
+    (a logged table or image) into dotted keys (``compare/copy/acc@x2.path``).
+    ``history``: one dict per logged step (training curves: ``train/loss``, ``val/acc``, ...).
+    """
+
+    path: Path
+    run_id: str
+    name: str
+    group: str
+    job_type: str
+    tags: list[str]
+    config: dict[str, Any]
+    summary: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    exit_code: int | None = None
+
+    def file(self, key: str) -> Path:
+        """The local file of a logged table or image (``summary[key + ".path"]``)."""
+        return self.path / "files" / self.summary[f"{key}.path"]
+
+
+def read_run(run: Path) -> OfflineRun:
+    """Read an offline run folder back with ``wandb leet inspect --json`` (no network)."""
+    env = {**os.environ, "WANDB_MODE": "offline"}  # no telemetry upload from the reader
+    out = subprocess.run(_wandb_cli("leet", "inspect", "--json", str(run)), env=env, capture_output=True,
+                         text=True, timeout=120)
+    if out.returncode:
+        raise RuntimeError(f"wandb leet inspect {run} failed: {out.stderr.strip()}")
+    records = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    head = next(r["run"] for r in records if r.get("type") == "run")
+    found = OfflineRun(Path(run), head["run_id"], head.get("display_name", ""), head.get("run_group", ""),
+                       head.get("job_type", ""), list(head.get("tags", [])), dict(head["config"].get("update", {})))
+    for rec in records:
+        kind, body = rec.get("type"), rec.get(rec.get("type"), {})
+        if kind == "summary":
+            found.summary.update(body.get("update", {}))
+        elif kind == "config":
+            found.config.update(body.get("update", {}))
+        elif kind == "history":
+            found.history.append(body.get("item", {}))
+        elif kind == "exit":
+            found.exit_code = body.get("exit_code", 0)
+    found.config.pop("_wandb", None)
+    return found

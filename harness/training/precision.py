@@ -1,0 +1,71 @@
+"""What each ``train.precision`` means on each device, and which precision actually ran.
+
+Lightning turns ``precision="16-mixed"`` on CPU into bfloat16 with a warning only (see
+ECOSYSTEM.md); a run recorded as fp16 would then have run bf16. Here ``16-mixed`` is float16
+autocast on every device: on CPU the training layer hands Lightning its own ``MixedPrecision``
+plugin (``torch.autocast("cpu", dtype=torch.float16)`` and a CPU ``GradScaler``, both supported
+by torch 2.13), which Lightning uses as given. The precision a run records is then *observed*
+(the dtype of the logits and of the weights in the first training step), not the requested one,
+and a mismatch fails the run (:func:`check_ran`).
+
+Torch only, Lightning is imported inside :func:`trainer_kwargs`; :func:`compute_dtype` and
+:func:`run_device` serve the checks made before a run (``harness.execution.attempt.plan``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+DTYPES: dict[str, torch.dtype] = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16,
+                                  "16-mixed": torch.float16, "16-true": torch.float16}
+"""The dtype attention and matrix products run in, per ``train.precision``."""
+
+_PREFIX = {torch.float32: "32", torch.bfloat16: "bf16", torch.float16: "16", torch.float64: "64"}
+
+ADAM_EPS_16_TRUE = 1e-4
+"""AdamW eps under ``16-true``: the default 1e-8 rounds to 0 in float16 and training turns NaN at
+step 2 (measured, ECOSYSTEM.md); 1e-4 trains."""
+
+
+def run_device() -> str:
+    """The accelerator Lightning's ``accelerator="auto"`` picks here (cuda or cpu)."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def compute_dtype(precision: str) -> torch.dtype:
+    """The dtype of q, k, v and the scores under ``precision``."""
+    return DTYPES[precision]
+
+
+def adam_eps(precision: str) -> float:
+    """AdamW's eps for ``precision``: 1e-8 (torch's default), or 1e-4 under ``16-true``."""
+    return ADAM_EPS_16_TRUE if precision == "16-true" else 1e-8
+
+
+def trainer_kwargs(precision: str, device: str | None = None) -> dict[str, Any]:
+    """``L.Trainer`` keyword arguments that run ``precision`` for real on ``device``.
+
+    Returns:
+        ``{"precision": precision}``, or for ``16-mixed`` on CPU ``{"plugins": [MixedPrecision(
+        "16-mixed", "cpu", GradScaler("cpu"))]}`` (Lightning would otherwise run bfloat16).
+    """
+    if precision == "16-mixed" and (device or run_device()) == "cpu":
+        from lightning.pytorch.plugins import MixedPrecision
+
+        return {"plugins": [MixedPrecision("16-mixed", "cpu", scaler=torch.amp.GradScaler("cpu"))]}
+    return {"precision": precision}
+
+
+def observed(logits: torch.Tensor, weight: torch.Tensor) -> str:
+    """The precision that ran, from a forward's logits and one weight of the model:
+    ``<compute>-true`` when the weights are in the compute dtype, else ``<compute>-mixed``."""
+    compute = _PREFIX.get(logits.dtype, str(logits.dtype))
+    return f"{compute}-{'true' if weight.dtype == logits.dtype else 'mixed'}"
+
+
+def check_ran(requested: str, ran: str) -> None:
+    """Raise ``RuntimeError`` when the precision that ran is not the one requested."""
+    if ran != requested:
+        raise RuntimeError(f"train.precision={requested} was requested but {ran} ran; refusing to record it as "
+                           f"{requested}")

@@ -1,0 +1,83 @@
+"""The Optuna objective of one study: train a variant with drawn parameters, score it on the
+validation split, and let the pruner stop it early through Lightning.
+
+Imported lazily (it pulls in Lightning through optuna-integration); one Lightning namespace,
+``lightning.pytorch``, for module, Trainer and callback.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna_integration import PyTorchLightningPruningCallback
+
+from harness.experiment.config import apply_overrides, build_config
+from harness.execution.attempt import transformer_config
+from harness.experiment.search_space import suggest
+
+
+class StepPruningCallback(PyTorchLightningPruningCallback):
+    """optuna-integration's callback, reporting at the global step instead of the epoch.
+
+    ablate trains one epoch of ``train.steps`` batches and validates every ``train.val_every``
+    steps, so the parent's ``step=current_epoch`` would give every validation pass step 0 and
+    Optuna would ignore all but the first. Distributed (DDP) runs keep the parent's behaviour.
+    """
+
+    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.sanity_checking or self.is_ddp_backend:
+            return super().on_validation_end(trainer, pl_module)
+        score = trainer.callback_metrics.get(self.monitor)
+        if score is None:
+            return super().on_validation_end(trainer, pl_module)  # warns about the missing metric
+        value, step = float(score), int(trainer.global_step)
+        self._trial.report(value, step=step)
+        if self._trial.should_prune():
+            raise optuna.TrialPruned(f"pruned at step {step} ({self.monitor} = {value:.4g})")
+        return None
+
+
+def _fail(trial: optuna.Trial, outcome: str, reason: str) -> None:
+    trial.set_user_attr("outcome", outcome)
+    trial.set_user_attr("reason", reason[:500])
+
+
+def objective(study_plan: Any, task: Any, seed: int) -> Callable[[optuna.Trial], float]:
+    """The objective of ``study_plan`` (a :class:`harness.tune.studies.StudyPlan`) on a built ``task``.
+
+    A trial that diverges or raises records ``outcome`` and ``reason`` as user attributes and
+    re-raises, so Optuna stores it as FAIL; a pruned trial raises ``optuna.TrialPruned``.
+    """
+    from harness.training.loop import Diverged, train_and_evaluate
+
+    base = study_plan.spec.config.model_dump(mode="json")
+
+    def run(trial: optuna.Trial) -> float:
+        params = {path: suggest(trial, path, spec) for path, spec in study_plan.space.items()}
+        try:
+            cfg = build_config(apply_overrides(base, params), study_plan.name)
+            callbacks = [StepPruningCallback(trial, study_plan.monitor)] if study_plan.monitor else []
+            with tempfile.TemporaryDirectory(prefix="ablate-trial-") as tmp:
+                out = train_and_evaluate(transformer_config(cfg, task.vocab_size), cfg, task, seed, Path(tmp),
+                                         callbacks=callbacks, eval_split="val")
+        except optuna.TrialPruned:
+            raise
+        except Diverged as exc:
+            _fail(trial, "diverged", str(exc))
+            raise
+        except Exception as exc:
+            _fail(trial, "failed", f"{type(exc).__name__}: {exc}")
+            raise
+        metrics = {k: v for k, v in out["metrics"].items() if isinstance(v, float) and math.isfinite(v)}
+        trial.set_user_attr("val_metrics", metrics)
+        value = out["metrics"].get(study_plan.metric)
+        if value is None or not math.isfinite(value):
+            _fail(trial, "failed", f"{study_plan.metric} on the validation split is {value}")
+            raise ValueError(f"{study_plan.metric} on the validation split is {value}")
+        return float(value)
+
+    return run

@@ -1,0 +1,317 @@
+"""Optuna tuning of every variant of an ablation, before the comparison (``ablate tune``).
+
+One study per (ablation, profile, task, variant), named ``<ablation>/<profile>/<task>/<variant>``
+(e.g. ``pe_extrapolation/smoke/copy/rope``), so that every variant gets the same search budget.
+Each trial trains the variant's resolved config with parameters drawn from the ablation's search
+space (:mod:`harness.experiment.search_space`) at the tuning seed :data:`TUNING_SEED`, which no profile may use
+as a comparison seed; it is scored on the task's primary metric computed on the validation
+split at the same evaluation lengths (``eval_split="val"``), never on the test split the
+comparison uses. Sampler: TPE (seeded from the study name; ``constant_liar`` for parallel
+workers); pruner: median (default) or Hyperband, wired into Lightning through optuna-integration's
+``PyTorchLightningPruningCallback`` on the validation metric at L (``val/acc`` or ``val/loss``,
+whichever has the primary metric's direction). The first trial of a new study is the declared,
+untuned config (where it lies inside the space), so the best trial is never worse on the
+validation split than not tuning.
+
+Storage: ``sqlite:///<results>/optuna.db`` by default (it opens in optuna-dashboard as it is), or
+any RDB URL (PostgreSQL) for many workers, each running ``ablate tune`` against the same studies.
+Studies are created before any trial starts, with a retry on the creation race. ``--trials N``
+tops a study up to N *finished* trials (complete + pruned + failed); a worker that stops sending
+heartbeats (killed) has its running trial marked failed on the next start, and it counts as
+finished. Two workers finishing at the same instant may overshoot N by one trial each.
+
+``ablate run --tuned`` merges each (task, variant)'s best parameters into its run configs; those
+runs are recorded with ``tuned_params`` and stored under profile ``<profile>+tuned``, apart from
+the untuned runs, and analysed with the declaration's ``<profile>``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.experiment.ablation import Ablation
+from harness.experiment.config import apply_overrides, build_config, parse_override
+from harness.errors import AblateError
+from harness.registry import did_you_mean
+from harness.execution.attempt import RunSpec, plan
+from harness.experiment.search_space import ParamSpec, check_space, resolve_space
+from harness.tune.storage import default_storage, ensure_study, mask_url, open_storage, sqlite_exists
+
+TUNING_SEED = 1000
+"""The seed of every tuning trial (init, data order, validation sets); never a comparison seed."""
+HEARTBEAT_S = 10
+"""Seconds between a worker's heartbeats; a trial silent for 3x that is marked failed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyPlan:
+    """One study: the variant's untuned run (at the tuning seed), its space and its objective."""
+
+    name: str
+    spec: RunSpec
+    space: dict[str, ParamSpec]
+    metric: str
+    maximize: bool
+    monitor: str | None
+
+
+def study_name(ablation: str, profile: str, task: str, variant_label: str) -> str:
+    return f"{ablation}/{profile}/{task}/{variant_label}"
+
+
+def tuned_profile(profile: str) -> str:
+    """The store folder of ``ablate run --tuned`` runs of ``profile``."""
+    return f"{profile}+tuned"
+
+
+def monitor_for(metric: str, maximize: bool) -> str | None:
+    """The validation metric at L that the pruner watches: same quantity as the objective when
+    LitLM logs it, else one with the same direction; None when no logged metric fits."""
+    base = metric.split("@")[0]
+    if base in ("acc", "exact", "loss", "ppl"):
+        return f"val/{base}"
+    return None if maximize else "val/loss"
+
+
+def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
+    """The variants whose axis values match every ``key=value`` (key: axis path or its last part)."""
+    chosen = abl.variants()
+    for text in selectors:
+        key, value = parse_override(text)
+        paths = [p for p in abl.axes if p == key or p.rsplit(".", 1)[-1] == key]
+        if len(paths) != 1:
+            names = list(abl.axes) + [p.rsplit(".", 1)[-1] for p in abl.axes]
+            raise AblateError(f"--variant {text!r}: {key!r} is not an axis of {abl.name}{did_you_mean(key, names)}; "
+                              f"axes: {', '.join(abl.axes)}")
+        values = abl.axes[paths[0]]
+        if not any(value == v or str(value) == str(v) for v in values):
+            raise AblateError(f"--variant {text!r}: {value!r} is not a value of {paths[0]}"
+                              f"{did_you_mean(str(value), [str(v) for v in values])}; values: {values}")
+        chosen = [v for v in chosen if value == v[paths[0]] or str(value) == str(v[paths[0]])]
+    return chosen
+
+
+def plan_studies(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...] = (),
+                 tasks: list[str] | None = None, variants: list[str] | None = None,
+                 data_dir: Path | None = None) -> tuple[str, list[StudyPlan]]:
+    """The studies of one ablation and profile, validated before any trial starts.
+
+    A key set by an ``overrides`` entry keeps that value and is left out of the search.
+
+    Raises:
+        AblateError: bad overrides, an unknown task or variant selector, a space value that a
+            variant's config rejects, or a profile that uses the tuning seed for a comparison.
+    """
+    prof_name, specs = plan(abl, profile, overrides, data_dir)
+    abl = abl.for_profile(prof_name)
+    if TUNING_SEED in abl.profiles[prof_name].seeds:
+        raise AblateError(f"profile {prof_name!r} uses seed {TUNING_SEED}, the tuning seed; pick other comparison seeds")
+    for t in tasks or []:
+        if t not in abl.tasks:
+            raise AblateError(f"--task {t!r} is not a task of {abl.name}{did_you_mean(t, list(abl.tasks))}; "
+                              f"tasks: {', '.join(abl.tasks)}")
+    chosen = _matches(abl, variants or [])
+    fixed = {parse_override(o)[0] for o in overrides}  # a key set on the command line is not searched
+    space = {k: v for k, v in resolve_space(abl, prof_name).items() if k not in fixed}
+    if not space:
+        raise AblateError(f"{abl.name} / {prof_name}: the search space is empty (every key removed or fixed "
+                          f"on the command line)")
+    first = abl.profiles[prof_name].seeds[0]
+    out = []
+    for spec in specs:
+        if spec.seed != first or (tasks and spec.task not in tasks) or spec.variant not in chosen:
+            continue
+        name = study_name(abl.name, prof_name, spec.task, spec.variant_label)
+        check_space(space, spec.config, name)
+        primary = abl.tasks[spec.task].primary
+        out.append(StudyPlan(name, dataclasses.replace(spec, seed=TUNING_SEED), space, primary.metric,
+                             primary.higher_is_better, monitor_for(primary.metric, primary.higher_is_better)))
+    return prof_name, out
+
+
+def _declared_point(study_plan: StudyPlan) -> dict[str, Any]:
+    """The untuned config's value of every tuned key that lies inside its range."""
+    from harness.experiment.config import get_path
+
+    point = {}
+    for path, spec in study_plan.space.items():
+        value = get_path(study_plan.spec.config, path)
+        inside = (value in (spec.choices or []) if spec.type == "categorical"
+                  else spec.low <= value <= spec.high and not isinstance(value, bool))
+        if inside:
+            point[path] = value
+    return point
+
+
+def counts(study: Any) -> dict[str, Any]:
+    """Trial counts of a study (complete, pruned, failed of which diverged, running) and its best."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    by = {s: [t for t in trials if t.state == s] for s in (TrialState.COMPLETE, TrialState.PRUNED,
+                                                          TrialState.FAIL, TrialState.RUNNING)}
+    complete = by[TrialState.COMPLETE]
+    pick = max if study.direction.name == "MAXIMIZE" else min
+    best = pick(complete, key=lambda t: t.value) if complete else None
+    failed = by[TrialState.FAIL]
+    return {"complete": len(complete), "pruned": len(by[TrialState.PRUNED]), "failed": len(failed),
+            "diverged": sum(t.user_attrs.get("outcome") == "diverged" for t in failed),
+            "running": len(by[TrialState.RUNNING]), "best_value": best.value if best else None,
+            "best_params": dict(best.params) if best else None,
+            "last_reason": next((t.user_attrs.get("reason") for t in reversed(failed)), None)}
+
+
+def _finished(study: Any) -> int:
+    c = counts(study)
+    return c["complete"] + c["pruned"] + c["failed"]
+
+
+def _stable_seed(text: str) -> int:
+    return zlib.crc32(text.encode())
+
+
+def _load(storage: Any, study_plan: StudyPlan, trials: int, pruner: str) -> Any:
+    """The study with a TPE sampler seeded from its name and how many trials it holds."""
+    import optuna
+
+    study_id = storage.get_study_id_from_name(study_plan.name)
+    seed = _stable_seed(study_plan.name) + storage.get_n_trials(study_id)
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, max(2, trials // 2)),
+                                         constant_liar=True)
+    steps, every = study_plan.spec.config.train.steps, study_plan.spec.config.train.val_every
+    pruners = {"median": optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0),
+               "hyperband": optuna.pruners.HyperbandPruner(min_resource=min(every, steps), max_resource=steps),
+               "none": optuna.pruners.NopPruner()}
+    return optuna.load_study(study_name=study_plan.name, storage=storage, sampler=sampler, pruner=pruners[pruner])
+
+
+def run_study(storage: Any, study_plan: StudyPlan, trials: int, echo: Callable[[str], None],
+              data_dir: Path | None = None, pruner: str = "median") -> dict[str, Any]:
+    """Top one study up to ``trials`` finished trials; returns :func:`counts` afterwards."""
+    import optuna
+    from tasks import build_task
+
+    from harness.tune.objective import objective
+
+    study = _load(storage, study_plan, trials, pruner)
+    running = {t.number for t in study.get_trials(deepcopy=False) if t.state.name == "RUNNING"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+    if stale := [t.number for t in study.get_trials(deepcopy=False) if t.number in running and t.state.name == "FAIL"]:
+        echo(f"{study_plan.name}: marked trial(s) {stale} failed (their worker stopped sending heartbeats)")
+    if not study.get_trials(deepcopy=False) and (point := _declared_point(study_plan)):
+        study.enqueue_trial(point, user_attrs={"declared": True}, skip_if_exists=True)
+    todo = trials - _finished(study)
+    if todo <= 0:
+        echo(f"{study_plan.name}: {_finished(study)} finished trials already (asked for {trials}); nothing to do")
+        return counts(study)
+    task = build_task(study_plan.spec.task, study_plan.spec.task_params, data_dir=data_dir)
+    stop = optuna.study.MaxTrialsCallback(trials, states=None)
+    study.optimize(objective(study_plan, task, TUNING_SEED), n_trials=todo, catch=(Exception,),
+                   callbacks=[stop, _echo_trial(study_plan, trials, echo)])
+    return counts(study)
+
+
+def _echo_trial(study_plan: StudyPlan, trials: int, echo: Callable[[str], None]) -> Callable[[Any, Any], None]:
+    def on_trial(study: Any, trial: Any) -> None:
+        state = trial.state.name.lower()
+        if state == "complete":
+            detail = f"{study_plan.metric} (val) = {trial.value:.4g}"
+        elif state == "pruned":
+            detail = f"at step {max(trial.intermediate_values, default=0)}"
+        else:
+            detail = trial.user_attrs.get("reason", "")
+        params = ", ".join(f"{k.rsplit('.', 1)[-1]}={v:.3g}" if isinstance(v, float) else f"{k.rsplit('.', 1)[-1]}={v}"
+                           for k, v in trial.params.items())
+        took = trial.duration.total_seconds() if trial.duration else 0.0
+        echo(f"[{_finished(study)}/{trials}] {study_plan.name} #{trial.number} {state} {detail} ({params}; {took:.1f}s)")
+
+    return on_trial
+
+
+def tune(abl: Ablation, prof_name: str, plans: list[StudyPlan], results: Path, *, trials: int,
+         overrides: list[str] | tuple[str, ...] = (), storage: str | None = None, data_dir: Path | None = None,
+         pruner: str = "median", heartbeat: int = HEARTBEAT_S,
+         echo: Callable[[str], None] = print) -> list[tuple[StudyPlan, dict[str, Any]]]:
+    """Create every study of ``plans`` (:func:`plan_studies`) first, then top each up to
+    ``trials`` finished trials, in order.
+
+    Returns:
+        ``(study plan, counts)`` per study.
+    """
+    import optuna
+
+    url = storage or default_storage(results)
+    store = open_storage(url, heartbeat=heartbeat)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    for p in plans:
+        ensure_study(store, p.name, "maximize" if p.maximize else "minimize",
+                     {"ablation": abl.name, "profile": prof_name, "task": p.spec.task, "variant": p.spec.variant_label,
+                      "objective": f"{p.metric} on the validation split", "seed": TUNING_SEED,
+                      "overrides": list(overrides), "space": {k: v.describe() for k, v in p.space.items()}})
+    space = "; ".join(f"{k} {v.describe()}" for k, v in plans[0].space.items()) if plans else "-"
+    echo(f"{abl.name} / {prof_name}: {len(plans)} studies in {mask_url(url)}; {trials} finished trials each "
+         f"(complete + pruned + failed); seed {TUNING_SEED}; pruner {pruner}; space: {space}")
+    return [(p, run_study(store, p, trials, echo, data_dir, pruner)) for p in plans]
+
+
+def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
+    """The best complete trial's parameters of study ``name``.
+
+    Raises:
+        AblateError: no such study, or no complete trial in it.
+    """
+    import optuna
+
+    try:
+        study = optuna.load_study(study_name=name, storage=store)
+    except KeyError:
+        raise AblateError(f"no study {name!r} in {mask_url(url)}") from None
+    c = counts(study)
+    if c["best_params"] is None:
+        raise AblateError(f"study {name!r} has no complete trial ({c['pruned']} pruned, {c['failed']} failed)"
+                          + (f"; last failure: {c['last_reason']}" if c["last_reason"] else ""))
+    return c["best_params"]
+
+
+def tuned_specs(abl: Ablation, profile: str, specs: list[RunSpec], results: Path, storage: str | None = None,
+                data_dir: Path | None = None) -> list[RunSpec]:
+    """``specs`` with their study's best parameters merged in, stored under ``<profile>+tuned``.
+
+    Raises:
+        AblateError: a (task, variant) with no study or no complete trial (all listed at once).
+    """
+    from harness.execution.attempt import _build_task, _check_variant
+
+    url = storage or default_storage(results)
+    if not sqlite_exists(url):
+        raise AblateError(f"no tuning studies: {mask_url(url)} does not exist; run "
+                          f"`ablate tune {abl.name} --profile {profile}` first")
+    store = open_storage(url)
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    problems = []
+    for spec in specs:
+        key = (spec.task, spec.variant_label)
+        if key not in best:
+            try:
+                best[key] = best_params(store, study_name(abl.name, profile, *key), url)
+            except AblateError as exc:
+                best[key] = {}
+                problems.append(str(exc))
+    if problems:
+        raise AblateError(f"--tuned needs a study with a complete trial for every variant; run "
+                          f"`ablate tune {abl.name} --profile {profile}` first: " + "; ".join(problems))
+    out, built = [], {}
+    for spec in specs:
+        params = best[(spec.task, spec.variant_label)]
+        where = f"tuned variant {spec.variant_label!r} on task {spec.task!r}"
+        cfg = build_config(apply_overrides(spec.config.model_dump(mode="json"), params), where)
+        task = built.setdefault(spec.task, _build_task(spec.task, spec.task_params, data_dir))
+        _check_variant(cfg, task, where)
+        out.append(dataclasses.replace(spec, profile=tuned_profile(profile), config=cfg, tuned_params=params))
+    return out
