@@ -23,7 +23,8 @@ import torch.nn.functional as F
 
 from harness.experiment.ablation import load
 from harness.modules import TransformerLM
-from harness.execution.attempt import execute, plan, transformer_config
+from harness.execution.attempt import execute
+from harness.experiment.grid import plan, transformer_config
 from harness.seeding import numpy_rng, stream_seed
 from harness.training.loop import lr_factor
 from tasks import IGNORE_INDEX, build_task

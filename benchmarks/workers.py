@@ -39,7 +39,7 @@ import json, sys, time
 from pathlib import Path
 from harness.experiment.ablation import load
 from harness.execution.local import pool_context, run_grid
-from harness.execution.attempt import plan
+from harness.experiment.grid import plan
 path, results, workers = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 abl = load(path)
 specs = plan(abl, None)[1]

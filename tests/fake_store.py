@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from harness.experiment.ablation import load
-from harness.execution.attempt import plan
+from harness.experiment.grid import plan
 
 
 def write_decl(folder: Path, name: str = "mini", claims: tuple[str, ...] = (), **profiles: dict[str, Any]) -> Path:

@@ -1,4 +1,4 @@
-"""harness.experiment.ablation (declarations, profiles, grid) and harness.execution.attempt.plan (resolution, run ids).
+"""harness.experiment.ablation (declarations, profiles, grid) and harness.experiment.grid.plan (resolution, run ids).
 
 No run is trained: :func:`plan` only builds configs and checks them. Only the ``copy`` task is used
 for user declarations, so nothing needs the tinyshakespeare file except the registered ablation,
@@ -22,7 +22,7 @@ from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation, load
 from harness.experiment.config import RunConfig, config_hash
 from harness.errors import AblateError
-from harness.execution.attempt import plan
+from harness.experiment.grid import plan
 
 # as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
 DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")

@@ -16,7 +16,9 @@ import pytest
 import yaml
 from test_cli_errors import _isolated, _user_file, assert_nothing_written, assert_refused, invoke, results  # noqa: F401
 
-from harness.cli import commands
+from harness.cli import compare as compare_cmd
+from harness.cli import inspect as inspect_cmd
+from harness.cli import report as report_cmd
 from harness.execution import cluster as executors_cluster
 from harness.errors import AblateError
 
@@ -151,9 +153,9 @@ def test_reading_commands_refuse_a_results_dir_that_is_a_file_or_unreadable(tmp_
     monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == store else real(p, mode))
     result = invoke(cmd, "pe_extrapolation", "--results-dir", str(store))  # the option parser refuses first
     assert result.exit_code == 2 and "is not readable" in result.output, result.output
-    call = {"status": lambda: commands.status("pe_extrapolation", None, store),
-            "compare": lambda: commands.compare("pe_extrapolation", None, store),
-            "report": lambda: commands.report("pe_extrapolation", None, store, Path("reports"))}[cmd]
+    call = {"status": lambda: inspect_cmd.status("pe_extrapolation", None, store),
+            "compare": lambda: compare_cmd.compare("pe_extrapolation", None, store),
+            "report": lambda: report_cmd.report("pe_extrapolation", None, store, Path("reports"))}[cmd]
     with pytest.raises(AblateError, match="cannot be read"):  # and the command itself, called directly
         call()
     assert list(Path.cwd().iterdir()) == []  # no report written

@@ -18,7 +18,7 @@ import yaml
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.cli import commands
+from harness.cli import output
 from harness.execution import local as executors
 from harness.cli.app import app
 
@@ -47,7 +47,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    monkeypatch.setattr(commands, "console", Console(highlight=False, width=250))
+    monkeypatch.setattr(output, "console", Console(highlight=False, width=250))
     return cwd
 
 
@@ -108,7 +108,7 @@ def test_list_shows_the_ablation_and_the_four_tasks():
 
 def test_show_prints_the_smoke_grid_and_writes_nothing(results):
     from harness.experiment.ablation import load
-    from harness.execution.attempt import plan
+    from harness.experiment.grid import plan
 
     if not (DATA_DIR / "tinyshakespeare.txt").is_file():
         pytest.skip(f"no tinyshakespeare.txt in {DATA_DIR}")

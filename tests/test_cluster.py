@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.cli import commands
+from harness.cli import run as run_cmd
 from harness.experiment.ablation import load
 from harness.execution.cluster import Engine
 from harness.execution.launch import Launch
-from harness.execution.attempt import execute, plan
+from harness.execution.attempt import execute
+from harness.experiment.grid import plan
 from harness.store.runs import scan
 from tiny_grid import numbers, write_tiny
 
@@ -41,7 +42,7 @@ def test_ray_local_instance(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     path = write_tiny(tmp_path / "decl", steps=20, seeds=(0,))
     results = tmp_path / "results"
-    assert commands.run(str(path), None, [], results, launch=Launch(engine=Engine("ray"))) == 0
+    assert run_cmd.run(str(path), None, [], results, launch=Launch(engine=Engine("ray"))) == 0
     _same_store(results, _reference(path, tmp_path))
 
 
@@ -51,7 +52,7 @@ def test_submitit_without_slurm(tmp_path: Path, cluster: str) -> None:
     path = write_tiny(tmp_path / "decl", steps=20, seeds=(0,))
     results = tmp_path / "results"
     launch = Launch(engine=Engine("slurm", cluster=cluster, time_min=5))
-    assert commands.run(str(path), None, [], results, launch=launch) == 0
+    assert run_cmd.run(str(path), None, [], results, launch=launch) == 0
     _same_store(results, _reference(path, tmp_path))
     if cluster == "local":
         assert any((results / ".submitit").iterdir())  # the job logs, beside the runs

@@ -11,9 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import commands
+from harness.cli import compare as compare_cmd
+from harness.cli import inspect as inspect_cmd
+from harness.cli import report as report_cmd
+from harness.cli import run as run_cmd
 from harness.experiment.ablation import load
-from harness.execution.attempt import plan
+from harness.experiment.grid import plan
 from harness.store.runs import scan
 
 ABL = "pe_extrapolation"
@@ -24,7 +27,7 @@ def smoke_store(tmp_path_factory: pytest.TempPathFactory, data_dir: Path):
     mp = pytest.MonkeyPatch()
     mp.setenv("ABLATE_DATA_DIR", str(data_dir))
     results = tmp_path_factory.mktemp("results")
-    code = commands.run(ABL, "smoke", [], results, workers=1, wandb="off")
+    code = run_cmd.run(ABL, "smoke", [], results, workers=1, wandb="off")
     assert code == 0
     yield results
     mp.undo()
@@ -49,7 +52,7 @@ def test_every_run_finished_once(smoke_store: Path) -> None:
 def test_second_run_starts_nothing(smoke_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = sorted(smoke_store.glob(f"{ABL}/smoke/*/record.json"))
     before = {p: p.stat().st_mtime_ns for p in records}
-    assert commands.run(ABL, "smoke", [], smoke_store, workers=1, wandb="off") == 0
+    assert run_cmd.run(ABL, "smoke", [], smoke_store, workers=1, wandb="off") == 0
     out = capsys.readouterr().out
     assert "20 already in" in out and "0 to run" in out
     assert {p: p.stat().st_mtime_ns for p in records} == before
@@ -65,7 +68,7 @@ def _store_means(results: Path, task: str, metric: str) -> dict[str, float]:
 
 
 def test_report_numbers_equal_store(smoke_store: Path, tmp_path: Path) -> None:
-    path = commands.report(ABL, "smoke", smoke_store, tmp_path)
+    path = report_cmd.report(ABL, "smoke", smoke_store, tmp_path)
     text = path.read_text()
     assert path.name == "pe_extrapolation.smoke.md"
     for heading in ("## Question", "## Claims", "## Setup", "## Results", "## Reproduce"):
@@ -87,7 +90,7 @@ def test_report_numbers_equal_store(smoke_store: Path, tmp_path: Path) -> None:
 
 
 def test_compare_formats(smoke_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    commands.compare(ABL, "smoke", smoke_store, metric="acc@x2", fmt="json")
+    compare_cmd.compare(ABL, "smoke", smoke_store, metric="acc@x2", fmt="json")
     rows = json.loads(capsys.readouterr().out)
     assert [r["variant"] for r in rows][0] == "sinusoidal"
     assert {r["metric"] for r in rows} == {"acc@x2"}
@@ -96,13 +99,13 @@ def test_compare_formats(smoke_store: Path, capsys: pytest.CaptureFixture[str]) 
         assert r["mean"] == pytest.approx(means[r["variant"]])
     # smoke is a pilot profile: no verdicts, only descriptives
     assert {r["verdict"] for r in rows[1:]} == {"pilot"}
-    commands.compare(ABL, "smoke", smoke_store, fmt="csv")
+    compare_cmd.compare(ABL, "smoke", smoke_store, fmt="csv")
     assert capsys.readouterr().out.startswith("variant,")
 
 
 def test_status_counts(smoke_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (smoke_store / ABL / "smoke" / "stray.txt").write_text("not a run")
-    commands.status(ABL, "smoke", smoke_store)
+    inspect_cmd.status(ABL, "smoke", smoke_store)
     out = capsys.readouterr().out
     assert "stray.txt" in out and "store problem" in out
     assert out.count("sinusoidal") >= 2
@@ -125,7 +128,7 @@ def test_runs_of_other_overrides_are_set_aside_not_mixed(smoke_store: Path, tmp_
     (store / ABL / "smoke" / rec["run_id"] / "record.json").write_text(json.dumps(rec))
     with pytest.raises(AblateError, match="from more than one config"):
         analyse(load(ABL), "smoke", store)
-    commands.compare(ABL, "smoke", store, fmt="json")
+    compare_cmd.compare(ABL, "smoke", store, fmt="json")
     out = capsys.readouterr().out
     assert "1 other runs" in out and "other overrides" in out
 

@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.cli import commands
+from harness.cli import run as run_cmd
 from harness.experiment.ablation import load
 from harness.execution.local import pool_context
 from harness.execution.locks import read_events
-from harness.execution.attempt import execute, plan
+from harness.execution.attempt import execute
+from harness.experiment.grid import plan
 from harness.store.runs import load_record, scan
 from tiny_grid import numbers, write_tiny
 
@@ -82,7 +83,7 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
     path, specs, reference = grid
     results, rng, ctx, kills = tmp_path / "results", random.Random(6), pool_context(), 0
     for _ in range(6):
-        proc = ctx.Process(target=commands.run, args=(str(path), None, [], results), kwargs={"workers": 1})
+        proc = ctx.Process(target=run_cmd.run, args=(str(path), None, [], results), kwargs={"workers": 1})
         since = time.time()
         proc.start()
         _wait_for_a_checkpoint(results, proc, since)
@@ -92,7 +93,7 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
             kills += 1
         proc.join()
     assert kills >= 3
-    assert commands.run(str(path), None, [], results, workers=1) == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1) == 0
     events = _store_is_complete(results, specs, reference)
     assert sum(e.count("resume") for e in events.values()) >= 1  # killed mid-run, resumed, same numbers
     assert sum(e.count("takeover") for e in events.values()) >= 1  # a dead process's claim taken over
@@ -100,7 +101,7 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
 
 def _ablate_run(*args, **kwargs) -> None:
     """``ablate run`` in a child process: its exit code is the command's."""
-    sys.exit(commands.run(*args, **kwargs))
+    sys.exit(run_cmd.run(*args, **kwargs))
 
 
 def test_two_ablate_processes_on_one_grid_never_run_the_same_run(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_two_ablate_processes_on_one_grid_never_run_the_same_run(tmp_path: Path)
 
 def test_two_workers_give_the_numbers_of_one(grid, tmp_path: Path) -> None:
     path, specs, reference = grid
-    assert commands.run(str(path), None, [], tmp_path / "results", workers=2) == 0
+    assert run_cmd.run(str(path), None, [], tmp_path / "results", workers=2) == 0
     events = _store_is_complete(tmp_path / "results", specs, reference)
     pids = {e["pid"] for s in specs for e in read_events(tmp_path / "results" / "tiny" / "cpu" / s.run_id)}
     assert len(pids) == 2 and os.getpid() not in pids and all(e == ["claim", "finish"] for e in events.values())

@@ -9,7 +9,7 @@ from fake_store import write_decl, write_runs
 from statsmodels.stats.power import TTestPower
 from test_cli_errors import _isolated, assert_nothing_written, assert_refused, invoke  # noqa: F401
 
-from harness.cli import commands
+from harness.cli import plan as plan_cmd
 from harness.experiment.ablation import load
 from harness.analysis.seed_planning import primary_comparisons
 
@@ -39,7 +39,7 @@ def store(tmp_path):
 
 def test_one_sd_at_alpha_05_power_08_needs_10_seeds(store):
     decl, results = store
-    plan = commands.plan_seeds(str(decl), "gpu", None, results, fmt="json")
+    plan = plan_cmd.plan_seeds(str(decl), "gpu", None, results, fmt="json")
     assert plan.pilot == "pilot" and plan.family_size == 1 and plan.alpha_each == 0.05
     (row,) = plan.rows  # gpu's only_variants: one comparison
     assert (row.task, row.variant, row.pilot_n) == ("copy", "learned", 3)
@@ -51,7 +51,7 @@ def test_one_sd_at_alpha_05_power_08_needs_10_seeds(store):
 def test_alpha_is_divided_by_the_primary_family(store, capsys):
     decl, results = store
     capsys.readouterr()
-    plan = commands.plan_seeds(str(decl), "cpu", "pilot", results, power=0.9, alpha=0.05, fmt="json")
+    plan = plan_cmd.plan_seeds(str(decl), "cpu", "pilot", results, power=0.9, alpha=0.05, fmt="json")
     assert plan.family_size == len(primary_comparisons(load(str(decl)).for_profile("cpu"))) == 2
     rows = {r.variant: r for r in plan.rows}
     assert rows["learned"].needed == _direct(0.05, 0.05, 0.025, 0.9)
@@ -66,7 +66,7 @@ def test_alpha_is_divided_by_the_primary_family(store, capsys):
 def test_markdown_table_names_the_test_the_level_and_the_verdict(store, capsys):
     decl, results = store
     capsys.readouterr()
-    commands.plan_seeds(str(decl), "gpu", None, results, fmt="md")
+    plan_cmd.plan_seeds(str(decl), "gpu", None, results, fmt="md")
     out = capsys.readouterr().out
     assert "alpha 0.05 / 1 primary comparisons = 0.05 (Bonferroni" in out
     assert "| copy   | learned   | acc@x2   | 3 " in out and "| 8: too few " in out
@@ -80,14 +80,14 @@ def test_too_few_pilot_seeds_gives_no_number(tmp_path):
     result = invoke("plan", str(decl), "--results-dir", str(results))
     assert result.exit_code == 0, result.output
     assert "too few pilot seeds (1 paired with the baseline; an SD needs 2)" in result.stdout
-    rows = {r.variant: r for r in commands.plan_seeds(str(decl), None, None, results).rows}
+    rows = {r.variant: r for r in plan_cmd.plan_seeds(str(decl), None, None, results).rows}
     assert rows["learned"].needed is None and rows["learned"].enough is None and rows["learned"].pilot_n == 1
     assert rows["rope"].needed == _direct(0.05, 0.1, 0.025)  # the other variant is still planned
 
 
 def test_plan_at_a_small_or_an_extreme_level(store):
     decl, results = store
-    plan = commands.plan_seeds(str(decl), "cpu", "pilot", results, alpha=2e-4, fmt="json")
+    plan = plan_cmd.plan_seeds(str(decl), "cpu", "pilot", results, alpha=2e-4, fmt="json")
     rows = {r.variant: r for r in plan.rows}
     assert plan.alpha_each == 1e-4 and rows["learned"].needed == 30  # statsmodels' root finder: 25.2
     # 1e-100 is accepted, but divided by the 2 comparisons the solver cannot handle it: a note, no traceback

@@ -8,7 +8,8 @@ import torch
 
 from harness.training import precision as prec
 from harness.experiment.ablation import load
-from harness.execution.attempt import execute, plan
+from harness.execution.attempt import execute
+from harness.experiment.grid import plan
 
 TINY = """
 name: tiny

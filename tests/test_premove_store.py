@@ -13,9 +13,9 @@ import importlib.util
 import shutil
 from pathlib import Path
 
-from harness.cli import commands
+from harness.cli import report as report_cmd
 from harness.experiment.ablation import load
-from harness.execution.attempt import plan
+from harness.experiment.grid import plan
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "premove"
 FIGURES = ["fixture_pe-copy-acc-vs-length.png", "fixture_pe-copy-acc_x4-per-seed.png",
@@ -41,7 +41,7 @@ def test_report_from_the_old_store_is_byte_identical(tmp_path: Path) -> None:
     results = tmp_path / "results"
     shutil.copytree(FIXTURE / "results", results)
     out = tmp_path / "reports"
-    path = commands.report(str(FIXTURE / "fixture_pe.yaml"), None, results, out, wandb="off")
+    path = report_cmd.report(str(FIXTURE / "fixture_pe.yaml"), None, results, out, wandb="off")
     expected = (FIXTURE / "fixture_pe.md").read_text()
     assert _normalise()(path.read_text(), results) == expected
     assert sorted(p.name for p in (out / "figures").iterdir()) == FIGURES

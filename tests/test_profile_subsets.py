@@ -13,7 +13,7 @@ import yaml
 from harness.experiment.ablation import load
 from harness.experiment.config import build_config, config_hash
 from harness.errors import AblateError
-from harness.execution.attempt import plan
+from harness.experiment.grid import plan
 from harness.training.loop import _TrainStream
 from tasks import build_task
 

@@ -13,14 +13,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.cli import commands
+from harness.cli import inspect as inspect_cmd
+from harness.cli import run as run_cmd
 from harness.training import loop as training
 from harness.experiment.ablation import load
 from harness.execution.run_folder import RunOptions
 from harness.execution.cluster import Engine
 from harness.execution.launch import Launch
 from harness.execution.locks import read_events
-from harness.execution.attempt import execute, plan
+from harness.execution.attempt import execute
+from harness.experiment.grid import plan
 from harness.store.runs import load_record, run_dir
 from tiny_grid import numbers, records, write_tiny
 
@@ -99,14 +101,14 @@ def test_run_over_its_time_limit_is_recorded_as_timeout_and_retried(tmp_path, ca
     path = write_tiny(tmp_path / "decl", steps=40, seeds=(0,))
     results = tmp_path / "results"
     slow = Launch(options=RunOptions(run_timeout=1e-3))
-    assert commands.run(str(path), None, [], results, workers=1, launch=slow) == 1
+    assert run_cmd.run(str(path), None, [], results, workers=1, launch=slow) == 1
     recs = records(results)
     assert [r["status"] for r in recs.values()] == ["timeout", "timeout"]
     assert all("run timeout 0.001 s" in r["reason"] and r["timeout_step"] <= 1 for r in recs.values())
     assert "timeout" in capsys.readouterr().out
-    commands.status(str(path), None, results)
+    inspect_cmd.status(str(path), None, results)
     assert "timeout" in capsys.readouterr().out
-    assert commands.run(str(path), None, [], results, workers=1, launch=Launch(retry="timeout")) == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1, launch=Launch(retry="timeout")) == 0
     for run_id, rec in records(results).items():
         folder = results / "tiny" / "cpu" / run_id
         assert rec["status"] == "ok" and rec["attempt"] == 2
@@ -125,12 +127,12 @@ def test_retry_reruns_only_the_listed_statuses_and_keeps_every_attempt(tmp_path,
 
     with monkeypatch.context() as m:
         m.setattr(training.TransformerLM, "forward", fail_learned)
-        assert commands.run(str(path), None, [], results, workers=1) == 1
+        assert run_cmd.run(str(path), None, [], results, workers=1) == 1
     first = records(results)
     assert sorted(r["status"] for r in first.values()) == ["failed", "ok"]
-    assert commands.run(str(path), None, [], results, workers=1, launch=Launch(retry="diverged,timeout")) == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1, launch=Launch(retry="diverged,timeout")) == 0
     assert records(results) == first  # nothing of those statuses: nothing rerun, nothing touched
-    assert commands.run(str(path), None, [], results, workers=1, launch=Launch(retry="failed")) == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1, launch=Launch(retry="failed")) == 0
     second = records(results)
     for run_id, rec in second.items():
         folder = results / "tiny" / "cpu" / run_id
@@ -151,7 +153,7 @@ def test_a_run_claimed_by_a_live_process_is_left_alone(tiny, tmp_path, capsys):
     rec = execute(specs[0], tmp_path, abl=abl)
     assert rec["status"] == "claimed" and "bob@gpu-box:123" in rec["reason"]
     assert sorted(p.name for p in folder.iterdir()) == ["claim.lock"]
-    commands.status(abl.source, None, tmp_path)
+    inspect_cmd.status(abl.source, None, tmp_path)
     out = capsys.readouterr().out
     assert "running (claimed by bob@gpu-box:123" in out
 
@@ -171,7 +173,7 @@ def test_options_are_checked_before_anything_runs(tmp_path):
         (Launch(engine=Engine("slurm")), "sbatch not found"),
     ]:
         with pytest.raises(AblateError, match=words):
-            commands.run(str(path), None, [], tmp_path / "results", workers=1, launch=launch)
+            run_cmd.run(str(path), None, [], tmp_path / "results", workers=1, launch=launch)
     assert not (tmp_path / "results").exists()
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import commands
+from harness.cli import inspect as inspect_cmd
+from harness.cli import report as report_cmd
+from harness.cli import run as run_cmd
 from harness.training import loop as training
 from harness.cli.app import app
 from tiny_grid import write_tiny
@@ -36,7 +38,7 @@ def store(tmp_path_factory: pytest.TempPathFactory):
 
     mp.setattr(training.TransformerLM, "forward", leaky)
     try:
-        code = commands.run(str(path), None, [], root / "results", workers=1, wandb="offline")
+        code = run_cmd.run(str(path), None, [], root / "results", workers=1, wandb="offline")
     finally:
         mp.undo()
     assert code == 1
@@ -46,8 +48,8 @@ def store(tmp_path_factory: pytest.TempPathFactory):
 def test_no_secret_reaches_the_store_a_report_or_the_output(store, tmp_path, capfd, monkeypatch):
     path, results = store
     monkeypatch.setenv("WANDB_API_KEY", KEY)
-    commands.report(str(path), None, results, tmp_path / "reports")
-    commands.status(str(path), None, results)
+    report_cmd.report(str(path), None, results, tmp_path / "reports")
+    inspect_cmd.status(str(path), None, results)
     files = [p for folder in (results, tmp_path / "reports") for p in folder.rglob("*") if p.is_file()]
     assert any(p.name == "traceback.txt" for p in files) and any("wandb" in p.parts for p in files)
     for p in files:

@@ -10,7 +10,8 @@ import torch
 from harness.training import loop as training
 from harness.experiment.ablation import load
 from harness.execution.local import run_grid
-from harness.execution.attempt import execute, plan, transformer_config
+from harness.execution.attempt import execute
+from harness.experiment.grid import plan, transformer_config
 from harness.training.loop import TaskData, lr_factor
 
 TINY = """

@@ -14,7 +14,10 @@ from rich.console import Console
 from typer.testing import CliRunner
 from tune_helpers import TINY, states, write_tiny
 
-from harness.cli import commands
+from harness.cli import output
+from harness.cli import report as report_cmd
+from harness.cli import run as run_cmd
+from harness.cli import tune as tune_cmd
 from harness.experiment.ablation import load
 from harness.cli.app import app
 from harness.errors import AblateError
@@ -27,11 +30,11 @@ ROPE = "tiny_tune/smoke/copy/rope"
 
 @pytest.fixture(autouse=True)
 def _wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(commands, "console", Console(highlight=False, width=250))
+    monkeypatch.setattr(output, "console", Console(highlight=False, width=250))
 
 
 def _tune(path: Path, results: Path, trials: int, *extra: str, variants: list[str] | None = None) -> int:
-    return commands.tune(str(path), None, list(extra), results, trials=trials, variants=variants)
+    return tune_cmd.tune(str(path), None, list(extra), results, trials=trials, variants=variants)
 
 
 # --- declarations and bad input (nothing trains) ---------------------------------------------
@@ -147,13 +150,13 @@ def test_diverging_and_failing_trials_are_counted(tmp_path: Path, capsys: pytest
     assert [t.state.name for t in study.trials] == ["FAIL", "FAIL"]
     assert {t.user_attrs["outcome"] for t in study.trials} == {"diverged"}
     with pytest.raises(AblateError, match="no complete trial"):
-        commands.run(str(path), None, [], results, workers=1, wandb="off", tuned=True)
+        run_cmd.run(str(path), None, [], results, workers=1, wandb="off", tuned=True)
 
 
 def test_tune_then_tuned_run_then_report(tmp_path: Path) -> None:
     path, results = write_tiny(tmp_path), tmp_path / "results"
     assert _tune(path, results, 3) == 0
-    assert commands.run(str(path), None, [], results, workers=1, wandb="off", tuned=True) == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1, wandb="off", tuned=True) == 0
     url = default_storage(results)
     records = [json.loads(p.read_text()) for p in results.glob("tiny_tune/smoke+tuned/*/record.json")]
     assert len(records) == 4 and not list(results.glob("tiny_tune/smoke/*"))
@@ -162,7 +165,7 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path) -> None:
         assert rec["tuned_params"] == best and rec["profile"] == "smoke+tuned"
         assert rec["config"]["train"]["lr"] == best["train.lr"]
         assert rec["seed"] in (0, 1) and rec["status"] == "ok"
-    md = commands.report(str(path), None, results, tmp_path / "reports").read_text()
+    md = report_cmd.report(str(path), None, results, tmp_path / "reports").read_text()
     section = md.split("## Tuning")[1]
     row = next(line for line in section.splitlines() if line.startswith("| copy | rope |")).split("|")
     assert int(row[3]) + int(row[4]) == 3 and row[5].strip() == "0 (0)" and "validation" in section

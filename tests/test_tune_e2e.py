@@ -13,22 +13,25 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.cli import commands
+from harness.cli import output
+from harness.cli import report as report_cmd
+from harness.cli import run as run_cmd
+from harness.cli import tune as tune_cmd
 from harness.store.runs import scan
 
 SMALL = ["train.steps=10", "train.val_every=5", "model.d_model=16", "eval.n_examples=8", "eval.val_examples=8"]
 
 
 def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(commands, "console", Console(highlight=False, width=250))
+    monkeypatch.setattr(output, "console", Console(highlight=False, width=250))
     results = tmp_path / "results"
-    assert commands.tune("pe_extrapolation", "smoke", SMALL, results, trials=2) == 0
+    assert tune_cmd.tune("pe_extrapolation", "smoke", SMALL, results, trials=2) == 0
     assert (results / "optuna.db").is_file()
-    assert commands.run("pe_extrapolation", "smoke", SMALL, results, workers=1, wandb="off", tuned=True) == 0
+    assert run_cmd.run("pe_extrapolation", "smoke", SMALL, results, workers=1, wandb="off", tuned=True) == 0
     tuned = scan(results, "pe_extrapolation", "smoke+tuned").records
     assert len(tuned) == 20 and all(r["status"] == "ok" and r["tuned_params"] for r in tuned)
     assert not scan(results, "pe_extrapolation", "smoke").records     # untuned runs are not touched
-    path = commands.report("pe_extrapolation", "smoke", results, tmp_path / "reports")
+    path = report_cmd.report("pe_extrapolation", "smoke", results, tmp_path / "reports")
     section = path.read_text().split("## Tuning")[1].split("\n## ")[0]
     rows = [line for line in section.splitlines() if re.match(r"\| (copy|tinyshakespeare) \| \w+ \| \d", line)]
     assert len(rows) == 10, section

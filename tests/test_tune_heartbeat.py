@@ -11,7 +11,8 @@ import pytest
 from rich.console import Console
 from tune_helpers import ROPE, states, worker, write_tiny
 
-from harness.cli import commands
+from harness.cli import output
+from harness.cli import tune as tune_cmd
 from harness.tune.storage import default_storage
 
 
@@ -24,7 +25,7 @@ def _safe_states(url: str) -> dict[str, int]:
 
 def test_a_killed_workers_trial_is_marked_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(commands, "console", Console(highlight=False, width=250))
+    monkeypatch.setattr(output, "console", Console(highlight=False, width=250))
     path, results = write_tiny(tmp_path), tmp_path / "results"
     url = default_storage(results)
     slow = worker(["tune", str(path), "train.steps=200000", "--variant", "position=rope", "--trials", "1",
@@ -38,7 +39,7 @@ def test_a_killed_workers_trial_is_marked_failed(tmp_path: Path, capsys: pytest.
     slow.wait()
     assert _safe_states(url) == {"RUNNING": 1}
     time.sleep(3.5)                                 # past the grace period (3 x heartbeat)
-    assert commands.tune(str(path), None, [], results, trials=2, variants=["position=rope"], heartbeat=1) == 0
+    assert tune_cmd.tune(str(path), None, [], results, trials=2, variants=["position=rope"], heartbeat=1) == 0
     assert "marked trial(s) [0] failed" in capsys.readouterr().out
     study = optuna.load_study(study_name=ROPE, storage=url)
     assert [t.state.name for t in study.trials][0] == "FAIL" and len(study.trials) == 2

@@ -13,14 +13,16 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.cli import commands
+from harness.cli import report as report_cmd
+from harness.cli import run as run_cmd
 from harness.training import loop as training
 from harness.experiment.ablation import load
 from harness.analysis.comparisons import analyse
 from harness.cli.app import app
 from harness.experiment.claims import load_claims
 from harness.report.markdown import claim_verdict
-from harness.execution.attempt import execute, plan
+from harness.execution.attempt import execute
+from harness.experiment.grid import plan
 from harness.report.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
 from harness.report.wandb_sync import offline_runs, read_run
 from tiny_grid import records, write_tiny
@@ -36,9 +38,9 @@ def grid(tmp_path_factory: pytest.TempPathFactory):
     decl = yaml.safe_load(path.read_text())
     path.write_text(yaml.safe_dump({**decl, "claims": [CLAIM]}))
     results = root / "results"
-    assert commands.run(str(path), None, [], results, workers=1, wandb="offline") == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1, wandb="offline") == 0
     abl = load(str(path))
-    commands.report(str(path), None, results, root / "reports")
+    report_cmd.report(str(path), None, results, root / "reports")
     summary = log_report(abl, "cpu", results, root / "reports", mode="offline")
     return abl, results, root / "reports", summary
 

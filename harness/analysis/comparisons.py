@@ -23,6 +23,8 @@ from harness.analysis import stats
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation, MetricSpec
 from harness.store.runs import StoreScan, scan, tidy
+from collections import Counter
+from harness.errors import AblateError
 
 _LENGTH = re.compile(r"^(?P<base>[a-z_]+)@x(?P<mult>\d+)$")
 
@@ -138,10 +140,6 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
 
 
 def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> None:
-    from collections import Counter
-
-    from harness.errors import AblateError
-
     seen = Counter((r.get("task"), r.get("variant_label"), r.get("seed")) for r in records)
     dupes = [k for k, n in seen.items() if n > 1]
     if dupes:
@@ -229,8 +227,6 @@ def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
 def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str, int]]:
     """``("status: reason", count)`` of the runs that did not finish, most common first; the
     reason is cut before the last finite loss, which differs per run."""
-    from collections import Counter
-
     texts = [f"{st}: {str(r or '')[:90].split(' (last finite')[0]}" for st, r in zip(statuses, reasons) if st != "ok"]
     return Counter(texts).most_common()
 

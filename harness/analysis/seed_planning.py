@@ -30,6 +30,7 @@ from harness.analysis import stats
 from harness.experiment.ablation import Ablation
 from harness.analysis.comparisons import Analysis
 from harness.errors import AblateError
+from rich.table import Table as RichTable
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,6 @@ def render(plan: SeedPlan, fmt: str) -> Any:
     cols, rows = headers(plan), formatted(plan)
     if fmt == "md":
         return pd.DataFrame(rows, columns=cols).to_markdown(index=False, disable_numparse=True)
-    from rich.table import Table as RichTable
 
     table = RichTable(title=f"{plan.ablation}: seeds for {plan.profile} from pilot {plan.pilot}", title_justify="left")
     for c in cols:

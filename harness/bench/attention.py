@@ -46,6 +46,7 @@ from typing import Any
 import torch
 
 from harness.modules import KERNELS, POSITIONAL, MultiHeadAttention, TransformerConfig
+import resource
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 WARMUP = 1  # untimed calls after the first one (which also watches the backend)
@@ -121,8 +122,6 @@ def _memory_peak(device: str) -> float:
         return torch.cuda.max_memory_allocated() / 2**20
     peak = _status_mib("VmHWM")
     if peak is None:
-        import resource
-
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     return peak
 

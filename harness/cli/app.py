@@ -1,4 +1,5 @@
-"""The ``ablate`` command line: a thin shell over plain functions in :mod:`harness.cli.commands`.
+"""The ``ablate`` command line: a thin typer shell over plain functions, one module per command
+group (:mod:`harness.cli.inspect`, ``run``, ``compare``, ``report``, ``plan``, ``tune``, ``bench``).
 
 Bad input (unknown names, ill-typed overrides, impossible lengths, missing data) prints one
 message and exits with code 2 before any run starts. ``ablate run`` exits with 1 when some runs
@@ -58,18 +59,18 @@ def _guard(fn, *args, **kwargs):
 @app.command("list")
 def list_cmd() -> None:
     """Registered ablations and tasks, one line each."""
-    from harness.cli import commands
+    from harness.cli import inspect as inspect_cmd
 
-    _guard(commands.list_all)
+    _guard(inspect_cmd.list_all)
 
 
 @app.command()
 def show(name: Annotated[str, typer.Argument(help="ablation name or YAML path")], profile: ProfileOpt = None,
          overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides")] = None) -> None:
     """An ablation's question, claims, axes, profiles and its expanded grid (nothing runs)."""
-    from harness.cli import commands
+    from harness.cli import inspect as inspect_cmd
 
-    _guard(commands.show, name, profile, overrides or [])
+    _guard(inspect_cmd.show, name, profile, overrides or [])
 
 
 @app.command()
@@ -98,7 +99,7 @@ def run(
     submitit_cluster: Annotated[str, typer.Option(help="slurm; or local / debug: the same submitit jobs without SLURM")] = "slurm",
 ) -> None:
     """Train every run of the grid not yet in the store, then print the comparison table."""
-    from harness.cli import commands
+    from harness.cli import run as run_cmd
     from harness.execution.run_folder import RunOptions
     from harness.execution.cluster import Engine
     from harness.execution.launch import Launch
@@ -110,7 +111,7 @@ def run(
         engine=Engine(executor.value, address=address, partition=slurm_partition, time_min=slurm_time,
                       cluster=submitit_cluster),
         gpus_per_run=gpus_per_run, retry=retry)
-    code = _guard(commands.run, name, profile, overrides or [], results_dir, workers=workers or None,
+    code = _guard(run_cmd.run, name, profile, overrides or [], results_dir, workers=workers or None,
                   threads=threads, wandb=_wandb_mode(wandb), tuned=tuned, storage=storage, launch=launch)
     raise typer.Exit(code)
 
@@ -119,9 +120,9 @@ def run(
 def status(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")] = None,
            profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results")) -> None:
     """Done / failed / diverged / pending, per variant and task."""
-    from harness.cli import commands
+    from harness.cli import inspect as inspect_cmd
 
-    _guard(commands.status, name, profile, results_dir, overrides or [])
+    _guard(inspect_cmd.status, name, profile, results_dir, overrides or [])
 
 
 @app.command()
@@ -131,9 +132,9 @@ def compare(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(
             fmt: Annotated[Format, typer.Option("--format")] = Format.table,
             tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False) -> None:
     """The statistical comparison table, from the store."""
-    from harness.cli import commands
+    from harness.cli import compare as compare_cmd
 
-    _guard(commands.compare, name, profile, results_dir, metric=metric, fmt=fmt.value, tuned=tuned,
+    _guard(compare_cmd.compare, name, profile, results_dir, metric=metric, fmt=fmt.value, tuned=tuned,
            overrides=overrides or [])
 
 
@@ -148,15 +149,15 @@ def report(name: Annotated[Optional[str], typer.Argument(help="ablation name or 
                                                     "auto: online when WANDB_API_KEY is set, else offline")] = WandbMode.auto) -> None:
     """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures;
     --all: every registered ablation, and reports/README.md, their index."""
-    from harness.cli import commands
+    from harness.cli import report as report_cmd
 
     if every:
         if wandb is not WandbMode.auto:
             typer.echo("error: --all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`", err=True)
             raise typer.Exit(2)
-        _guard(commands.report_all, results_dir, out, storage=storage, name=name, profile=profile)
+        _guard(report_cmd.report_all, results_dir, out, storage=storage, name=name, profile=profile)
         return
-    _guard(commands.report, name, profile, results_dir, out, storage=storage, overrides=overrides or [],
+    _guard(report_cmd.report, name, profile, results_dir, out, storage=storage, overrides=overrides or [],
            wandb=_wandb_mode(wandb))
 
 
@@ -172,9 +173,9 @@ def plan_cmd(
     fmt: Annotated[Format, typer.Option("--format")] = Format.table,
 ) -> None:
     """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
-    from harness.cli import commands
+    from harness.cli import plan as seeds_cmd
 
-    _guard(commands.plan_seeds, name, profile, pilot, results_dir, power=power, alpha=alpha, fmt=fmt.value,
+    _guard(seeds_cmd.plan_seeds, name, profile, pilot, results_dir, power=power, alpha=alpha, fmt=fmt.value,
            overrides=overrides or [])
 
 
@@ -199,9 +200,9 @@ def tune(
     heartbeat: Annotated[Optional[int], typer.Option(min=1, help="seconds between heartbeats; a trial silent 3x as long is failed (default 10)")] = None,
 ) -> None:
     """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
-    from harness.cli import commands
+    from harness.cli import tune as tune_cmd
 
-    code = _guard(commands.tune, name, profile, overrides or [], results_dir, trials=trials, tasks=task or None,
+    code = _guard(tune_cmd.tune, name, profile, overrides or [], results_dir, trials=trials, tasks=task or None,
                   variants=variant or None, storage=storage, pruner=pruner.value, threads=threads, heartbeat=heartbeat)
     raise typer.Exit(code)
 

@@ -14,9 +14,13 @@ from typing import Any
 import torch
 
 from harness.bench.attention import DTYPES, MEMORY, WARMUP, BenchConfig, bench
+from harness.cli import output
 from harness.errors import AblateError
+from harness.execution.attempt import git_commit
 from harness.modules import KERNELS
 from harness.registry import UnknownNameError
+from harness.report.bench import rich_table
+from harness.store.runs import write_json_atomic
 
 DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 DEFAULT_LENGTHS = {"cpu": [2**i for i in range(7, 13)], "cuda": [2**i for i in range(9, 16)]}  # 128..4096, 512..32768
@@ -24,8 +28,6 @@ DEFAULT_LENGTHS = {"cpu": [2**i for i in range(7, 13)], "cuda": [2**i for i in r
 
 def environment(cfg: BenchConfig) -> dict[str, Any]:
     """torch, device and host: what explains a difference between two benches."""
-    from harness.execution.attempt import git_commit
-
     if cfg.device == "cuda":
         name = torch.cuda.get_device_name(0)
     else:
@@ -77,10 +79,6 @@ def attention(device: str | None = None, lengths: list[int] | None = None, kerne
     Raises:
         AblateError: an unknown device, dtype or kernel, no CUDA, bad lengths or shape.
     """
-    from harness.report.bench import rich_table
-    from harness.cli.commands import console
-    from harness.store.runs import write_json_atomic
-
     device, dtype, kernels, lengths = _check(device, dtype, kernels, lengths, d_model, n_heads, batch)
     threads = threads or (1 if device == "cpu" else torch.get_num_threads())  # cpu: see BenchConfig.threads
     cfg = BenchConfig(device, dtype, d_model, n_heads, batch, repeats, threads)
@@ -94,14 +92,14 @@ def attention(device: str | None = None, lengths: list[int] | None = None, kerne
                            "env": environment(cfg) | {"loadavg_start": os.getloadavg()[0]},
                            "config": asdict(cfg) | {"warmup": 1 + WARMUP, "kernels": kernels, "lengths": lengths,
                                                     "memory": MEMORY[device]}}
-    console.print(f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): "
+    output.console.print(f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): "
                   f"kernels {', '.join(kernels)} x T = {', '.join(map(str, lengths))}", markup=False)
-    doc["rows"] = bench(cfg, kernels, lengths, echo=lambda r: console.print(_progress(r), markup=False))
+    doc["rows"] = bench(cfg, kernels, lengths, echo=lambda r: output.console.print(_progress(r), markup=False))
     doc["env"]["loadavg_end"] = os.getloadavg()[0]
     path = Path(out) / f"attention-{device}-{dtype}.json"
     write_json_atomic(path, _no_nan(doc))
-    console.print(rich_table(doc))
-    console.print(f"wrote {path}")
+    output.console.print(rich_table(doc))
+    output.console.print(f"wrote {path}")
     return path
 
 

@@ -1,14 +1,12 @@
-"""Grid expansion into run specs, validation before any run, and execution of one run.
-
-:func:`plan` turns (ablation, profile, overrides) into a list of :class:`RunSpec`, each with its
-resolved config and a content hash as run id, and checks everything that could fail mid-grid
-(unknown names, bad overrides, d_model vs heads, an evaluation length a variant cannot
-represent, a missing data file) so that bad input fails at once with exit code 2.
-:func:`execute` runs one spec and writes its record; a run that diverges or raises is recorded
-with its status and reason, never raised to the grid.
+"""One run of a grid (a :class:`~harness.experiment.grid.RunSpec`): :func:`execute` claims its
+folder, trains it and writes its record; a run that diverges or raises is recorded with its status
+and reason, never raised to the grid. Also the machine and commit a record carries, and the run's
+W&B arguments.
 """
 from __future__ import annotations
 
+import csv
+import importlib.metadata as md
 import os
 import platform
 import socket
@@ -21,173 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.execution import run_folder as attempts
+from harness.execution.locks import append_event, holder, try_claim
+from harness.execution.run_folder import CHECKPOINTS, RunOptions, archived_attempts
 from harness.experiment.ablation import Ablation
-from harness.execution.run_folder import RunOptions
-from harness.experiment.config import RunConfig, apply_overrides, build_config, config_hash, parse_override
-from harness.errors import AblateError
+from harness.experiment.grid import RunSpec, transformer_config
+from harness.redact import redact
 from harness.store.runs import read_record, run_dir, write_json_atomic
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One run of a grid: a resolved config, a task and a seed.
-
-    ``tuned_params`` (``ablate run --tuned``): the Optuna study's best parameters, already merged
-    into ``config``; such runs are stored under profile ``<profile>+tuned`` (harness/tune/studies.py).
-    """
-
-    ablation: str
-    profile: str
-    task: str
-    task_params: dict[str, Any]
-    task_version: str
-    variant: dict[str, Any]
-    variant_label: str
-    seed: int
-    config: RunConfig
-    tuned_params: dict[str, Any] | None = None
-
-    def payload(self) -> dict[str, Any]:
-        """What the run id hashes: everything that determines the run's numbers."""
-        out = {"task": self.task, "task_version": self.task_version, "task_params": self.task_params,
-               "config": self.config.hash_dump(), "seed": self.seed}
-        if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
-            out["tuned_params"] = self.tuned_params
-        return out
-
-    @property
-    def run_id(self) -> str:
-        return config_hash(self.payload())
-
-
-def _build_task(name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True) -> Any:
-    from tasks import DataUnavailableError, build_task
-
-    try:
-        task = build_task(name, params, data_dir=data_dir)
-        if check_data and hasattr(task, "check_available"):
-            task.check_available()
-        return task
-    except DataUnavailableError as exc:
-        raise AblateError(str(exc)) from None
-    except (KeyError, ValueError) as exc:
-        raise AblateError(f"task {name!r}: {exc}") from None
-
-
-def transformer_config(cfg: RunConfig, vocab_size: int):
-    """The pure-torch model config of a run (``harness.modules.TransformerConfig``)."""
-    from harness.modules import TransformerConfig
-
-    m, a = cfg.model, cfg.attention
-    return TransformerConfig(
-        vocab_size=vocab_size, d_model=m.d_model, n_heads=m.n_heads, n_layers=m.n_layers,
-        d_ff=cfg.ffn.width(m.d_model), max_len=m.max_len, position=m.position, kernel=a.kernel,
-        qkv=a.qkv, scale=a.scale, mask_fill=a.mask_fill, head_split=a.head_split,
-        norm=cfg.block.norm, norm_position=cfg.block.norm_position, activation=cfg.ffn.activation,
-        dropout=m.dropout, learned_init_std=m.learned_init_std, tie_embeddings=m.tie_embeddings,
-    )
-
-
-def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) -> None:
-    """The attention kernel can run where this process would train (e.g. ``flash``: never a
-    silent fallback to another backend), with the run's dtype and masks."""
-    from harness.modules import KERNELS, POSITIONAL
-    from harness.training.precision import compute_dtype, run_device
-
-    with_mask = POSITIONAL.get(mcfg.position).adds_bias() or getattr(task, "pad_id", None) is not None
-    try:
-        KERNELS.get(mcfg.kernel).check_available(run_device(), compute_dtype(cfg.train.precision),
-                                                 with_mask=with_mask, dropout=mcfg.dropout)
-    except ValueError as exc:
-        raise AblateError(f"{where}: {exc}") from None
-
-
-def _check_variant(cfg: RunConfig, task: Any, where: str) -> None:
-    """Model names, shapes and every evaluation length, checked before any run starts."""
-    from harness.modules import POSITIONAL
-
-    try:
-        mcfg = transformer_config(cfg, task.vocab_size)
-    except (KeyError, ValueError) as exc:
-        raise AblateError(f"{where}: {exc}") from None
-    _check_kernel_available(cfg, mcfg, task, where)
-    longest = max(cfg.eval_lengths())
-    capacity = POSITIONAL.get(mcfg.position).max_positions(mcfg)
-    if capacity is not None and longest > capacity:
-        raise AblateError(
-            f"{where}: model.position={cfg.model.position} can represent {capacity} positions "
-            f"(model.max_len={cfg.model.max_len}) but the ablation evaluates at {longest} tokens "
-            f"({max(cfg.eval.length_multipliers)} x train.seq_len={cfg.train.seq_len}); raise "
-            f"model.max_len to at least {longest} or leave it unset (it then covers the longest evaluation)")
-    shortest = min(cfg.train.seq_len, *cfg.eval_lengths())
-    if shortest < getattr(task, "min_seq_len", 1):
-        raise AblateError(f"{where}: task {task.name!r} needs seq_len >= {task.min_seq_len}, got {shortest}")
-
-
-METRICS = {"synthetic": ("acc", "exact", "loss"), "lm": ("loss", "ppl")}
-RUN_METRICS = ("steps_to_target", "target_reached", "train_loss_final", "tokens_per_s")
-
-
-def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
-    """The primary and gate metrics must be ones the task produces at the evaluated lengths
-    (``acc@x4`` needs multiplier 4), the target one the validation pass logs (``acc``, ``loss``)."""
-    from harness.registry import did_you_mean
-
-    bases = METRICS.get(task.kind, ("loss",))
-    produced = [f"{b}@x{m}" for b in bases for m in cfg.eval.length_multipliers] + list(RUN_METRICS)
-    named = [("primary", entry.primary.metric)] + ([("gate", entry.gate.metric)] if entry.gate else [])
-    for role, metric in named:
-        if metric not in produced and not metric.startswith(("init_", "final_", "grad_", "leak", "masked", "peak_")):
-            raise AblateError(f"task {tname!r}: {role} metric {metric!r} is not produced by this task at the "
-                              f"evaluated lengths{did_you_mean(metric, produced)}; it produces: {', '.join(produced)}")
-    if entry.target is not None and entry.target.metric not in bases:
-        raise AblateError(f"task {tname!r}: target metric {entry.target.metric!r} is not a validation metric"
-                          f"{did_you_mean(entry.target.metric, list(bases))}; choose one of: {', '.join(bases)}")
-
-
-def plan(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...] = (),
-         data_dir: Path | None = None, check_data: bool = True) -> tuple[str, list[RunSpec]]:
-    """Expand an ablation's grid for one profile into validated run specs.
-
-    Order: seed, then task, then variant, so that finished seeds form complete pairs early.
-    ``check_data=False`` (read-only commands: status, compare, report) skips finding, checking
-    or downloading data files: run ids depend only on configs, never on the data.
-
-    Raises:
-        AblateError: any bad input (see module docstring), before any run starts.
-    """
-    profile, prof = abl.profile(profile)
-    abl = abl.for_profile(profile)
-    cli = dict(parse_override(o) for o in overrides)
-    if clash := set(cli) & set(abl.axes):
-        raise AblateError(f"{sorted(clash)} is an axis of {abl.name}; a run override may not change it")
-    per_task: dict[str, list[tuple[dict[str, Any], RunConfig]]] = {}
-    tasks: dict[str, Any] = {}
-    for tname, entry in abl.tasks.items():
-        tasks[tname] = task = _build_task(tname, entry.params, data_dir, check_data)
-        per_task[tname] = []
-        for variant in abl.variants():
-            layers = [abl.base, entry.config, prof.overrides, prof.tasks.get(tname, {}), cli, variant]
-            data = apply_overrides({}, {k: v for layer in layers for k, v in layer.items()})
-            where = f"variant {abl.label(variant)!r} on task {tname!r}"
-            cfg = build_config(data, where)
-            if cfg.model.max_len is None:
-                cfg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"max_len": max(cfg.eval_lengths())})})
-            _check_variant(cfg, task, where)
-            _check_metrics(entry, cfg, task, tname)
-            per_task[tname].append((variant, cfg))
-    specs = [
-        RunSpec(abl.name, profile, tname, dict(abl.tasks[tname].params), str(tasks[tname].version),
-                variant, abl.label(variant), seed, cfg)
-        for seed in prof.seeds for tname in abl.tasks for variant, cfg in per_task[tname]
-    ]
-    return profile, specs
 
 
 def environment() -> dict[str, Any]:
     """Library versions, host, device and threads: what explains a difference between machines."""
-    import importlib.metadata as md
-
     import torch
 
     versions = {"python": platform.python_version(), "ablate": __version__}
@@ -226,9 +68,6 @@ def execute(spec: RunSpec, results: Path, wandb_mode: str = "off", data_dir: Pat
     has claimed is not touched: the returned entry has status ``claimed`` and is not stored.
     An interrupted attempt resumes from its last checkpoint (``options.resume``).
     """
-    from harness.execution import run_folder as attempts
-    from harness.execution.locks import append_event, holder, try_claim
-
     opts = options or RunOptions()
     folder = run_dir(results, spec.ablation, spec.profile, spec.run_id)
     if (done := read_record(folder)) is not None and not opts.wants_retry(done):
@@ -256,9 +95,6 @@ def _attempt(spec: RunSpec, folder: Path, results: Path, wandb_mode: str, data_d
     """Train and evaluate one claimed run; the record of the outcome (ok, diverged, failed, timeout)."""
     from tasks import build_task
 
-    from harness.execution.run_folder import CHECKPOINTS, archived_attempts
-    from harness.execution.locks import append_event
-    from harness.redact import redact
     from harness.training.callbacks import TimedOut
     from harness.training.loop import Diverged, train_and_evaluate
 
@@ -298,8 +134,6 @@ def _attempt(spec: RunSpec, folder: Path, results: Path, wandb_mode: str, data_d
 
 
 def _write_history(folder: Path, history: list[dict[str, float]]) -> None:
-    import csv
-
     if not history:
         return
     with open(folder / "history.csv", "w", newline="") as fh:

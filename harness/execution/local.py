@@ -25,7 +25,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from harness.execution.attempt import RunSpec, git_commit
+from harness.execution.attempt import git_commit
+from harness.experiment.grid import RunSpec
 from harness.execution.cluster import run_cluster
 from harness.execution.locks import pid_alive, pid_start
 from harness.execution.run_folder import RunOptions

@@ -23,6 +23,7 @@ from harness.errors import AblateError
 from harness.execution.locks import CLAIM, DEFAULT_STALE_S, EVENTS, TAKEOVER, append_event
 from harness.registry import did_you_mean
 from harness.store.runs import RECORD, STATUSES
+from harness.execution.locks import holder, stale_reason
 
 RETRYABLE = tuple(s for s in STATUSES if s != "ok")
 CHECKPOINTS = "checkpoints"
@@ -131,8 +132,6 @@ def claimed_elsewhere(spec: Any, holder: Mapping[str, Any] | None) -> dict[str, 
 def unfinished_state(folder: Path, stale_after: float = DEFAULT_STALE_S) -> tuple[str, str]:
     """``("running", who)`` while a live claim holds a run without a record, else
     ``("pending", how it will start)``."""
-    from harness.execution.locks import holder, stale_reason
-
     held = holder(folder)
     if held is not None and "token" in held:
         raw = (folder / CLAIM).read_bytes() if (folder / CLAIM).exists() else b""

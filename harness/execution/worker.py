@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.execution.attempt import RunSpec, execute
+from harness.execution.attempt import execute
+from harness.experiment.grid import RunSpec
 from harness.execution.run_folder import RunOptions
 from harness.experiment.ablation import Ablation
 

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from harness.modules.kernels import KERNELS, AttentionKernel
+from harness.modules.positional import POSITIONAL
 
 if TYPE_CHECKING:
     from harness.modules.transformer import TransformerConfig
@@ -56,8 +57,6 @@ class LinearAttention(AttentionKernel):
 
     @classmethod
     def check_config(cls, cfg: TransformerConfig) -> None:
-        from harness.modules.positional import POSITIONAL
-
         super().check_config(cfg)
         if POSITIONAL.get(cfg.position).adds_bias():
             raise ValueError(f"kernel 'linear' cannot add the attention bias of position '{cfg.position}'; "

@@ -14,6 +14,8 @@ import json
 import math
 from pathlib import Path
 from typing import Any
+from rich.table import Table
+from harness.report.figures import _finish, _plt
 
 COLUMNS = ("kernel", "T", "ms fwd+bwd", "÷ sdpa", "tokens/s", "peak MiB", "added MiB", "added ÷ sdpa", "backend",
            "status")
@@ -96,8 +98,6 @@ def markdown_table(doc: dict[str, Any]) -> str:
 
 def rich_table(doc: dict[str, Any]) -> Any:
     """The same table for the terminal (``ablate bench attention``)."""
-    from rich.table import Table
-
     env = doc["env"]
     table = Table(title=f"attention kernels, forward + backward: {env['device']} ({env['device_name']}), "
                         f"{env['dtype']}")
@@ -110,8 +110,6 @@ def rich_table(doc: dict[str, Any]) -> Any:
 
 def figure(doc: dict[str, Any], title: str, path: Path) -> Path:
     """Log-log: time (left) and added memory (right) against T, one line per kernel."""
-    from harness.report.figures import _finish, _plt
-
     plt = _plt()
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9.6, 4.0), dpi=120)
     for kernel in dict.fromkeys(r["kernel"] for r in doc["rows"]):

@@ -21,6 +21,11 @@ from pathlib import Path
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.errors import AblateError
+from harness.report.markdown import write_report
+from harness.experiment.grid import plan
+from harness.store.runs import scan
+from harness.analysis.comparisons import analyse
+from harness.report.markdown import claim_verdict
 
 
 @dataclass(frozen=True)
@@ -88,10 +93,6 @@ def _default_profile(name: str) -> str:
 
 def _report_ablation(name: str, results: Path, out: Path, data_dir: Path | None, storage: str | None,
                      echo: Callable[[str], None]) -> Entry:
-    from harness.report.markdown import write_report
-    from harness.execution.attempt import plan
-    from harness.store.runs import scan
-
     try:
         abl = ablation_mod.load(name)
     except AblateError as exc:
@@ -127,9 +128,6 @@ def _report_ablation(name: str, results: Path, out: Path, data_dir: Path | None,
 
 def _verdicts(entry: Entry, abl: ablation_mod.Ablation, profile: str, results: Path, expected: set[str]) -> None:
     """The claims' verdicts and the seeds of ``profile``, from the analysis its report made."""
-    from harness.analysis.comparisons import analyse
-    from harness.report.markdown import claim_verdict
-
     result = analyse(abl.for_profile(profile), profile, results, expected=expected)
     claims = claims_mod.load_claims()
     for cid in abl.claims:  # the fallback of report._claims_section, so that the texts agree

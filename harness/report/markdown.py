@@ -15,6 +15,10 @@ from harness.analysis.comparisons import OUTCOME, Analysis, analyse, beyond_trai
 from harness.report.bench import bench_section
 from harness.report.probes import probe_section
 from harness.report.tables import markdown, title
+from harness.report.tuning import tuning_section
+from harness.report import figures
+from harness.report.omnibus import across_variants
+from harness.store.runs import run_dir
 
 
 def report_path(abl: Ablation, profile: str, out: Path) -> Path:
@@ -126,8 +130,6 @@ def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir
 
 def _tuning_section(abl: Ablation, profile: str, results: Path, storage: str | None, fig_dir: Path,
                     md_dir: Path) -> list[str]:
-    from harness.report.tuning import tuning_section
-
     return tuning_section(abl, profile, results, storage, fig_dir, md_dir)
 
 
@@ -240,9 +242,6 @@ def _decay(min_ratio: float) -> str:
 
 
 def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Path, md_dir: Path) -> list[str]:
-    from harness.report import figures
-    from harness.report.omnibus import across_variants
-
     lines = ["## Results", "",
              "Each variant against the baseline, paired by seed (paired t-test and its t-interval; "
              "exact sign-flip permutation test as a check). Δ is oriented so that positive means better. "
@@ -306,8 +305,6 @@ def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
 
 
 def _history(result: Analysis, task: str) -> pd.DataFrame:
-    from harness.store.runs import run_dir
-
     frames = []
     for rec in result.scan.records:
         if rec["task"] != task or rec.get("status") != "ok":

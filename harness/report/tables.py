@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis.comparisons import Table
+from rich.console import Group
+from rich.table import Table as RichTable
 
 HEADERS = ["variant", "n", "excluded", "mean ± SD", "95% CI", "Δ (+ = better)", "95% CI of Δ", "W/T/L",
            "d_z", "p (t)", "p (perm)", "p adj", "MDE", "verdict", "params", "s/run"]
@@ -82,8 +84,6 @@ def render(tables: list[Table], fmt: str, console: Any = None) -> Any:
         if fmt == "csv":
             return raw.to_csv(index=False)
         return json.dumps(json.loads(raw.to_json(orient="records")), indent=1)
-    from rich.console import Group
-    from rich.table import Table as RichTable
 
     out = []
     for t in tables:

@@ -17,6 +17,8 @@ import pandas as pd
 from harness.experiment.ablation import Ablation
 from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
 from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
+from harness.analysis.comparisons import analyse
+from harness.report.tables import markdown, title
 
 
 def tuning_section(abl: Ablation, profile: str, results: Path, storage: str | None, fig_dir: Path,
@@ -116,9 +118,6 @@ def _save(plt: Any, ax: Any, path: Path, md_dir: Path) -> str:
 def _comparison(abl: Ablation, profile: str, results: Path) -> list[str]:
     """Per task, the primary comparison of the untuned and the tuned runs side by side, then the
     tuned table in full."""
-    from harness.analysis.comparisons import analyse
-    from harness.report.tables import markdown, title
-
     untuned = analyse(abl, profile, results)
     tuned = analyse(abl, profile, results, store_profile=tuned_profile(profile))
     lines = []

@@ -27,6 +27,9 @@ import pandas as pd
 
 from harness.experiment import claims as claims_mod
 from harness.analysis.comparisons import Analysis, Table
+from harness.report.markdown import claim_verdict
+from harness.analysis.comparisons import analyse
+from harness.report.markdown import report_path
 
 SUMMARY_DIR = ".wandb-summary"
 
@@ -58,8 +61,6 @@ def table_rows(table: Table) -> tuple[list[str], list[list[Any]]]:
 
 def claim_rows(analysis: Analysis) -> list[list[str]]:
     """``[claim id, verdict, evidence]`` for every claim the ablation tests (as in the report)."""
-    from harness.report.markdown import claim_verdict
-
     claims = claims_mod.load_claims()
     rows = []
     for cid in analysis.ablation.claims:
@@ -142,8 +143,6 @@ def log_report(abl: Any, profile: str, results: Path, out: Path, expected: set[s
     ``abl``: the loaded ablation."""
     if mode == "off":
         return None
-    from harness.analysis.comparisons import analyse
-    from harness.report.markdown import report_path
 
     abl = abl.for_profile(profile)
     stem = report_path(abl, profile, out).stem

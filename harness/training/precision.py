@@ -9,7 +9,7 @@ by torch 2.13), which Lightning uses as given. The precision a run records is th
 and a mismatch fails the run (:func:`check_ran`).
 
 Torch only, Lightning is imported inside :func:`trainer_kwargs`; :func:`compute_dtype` and
-:func:`run_device` serve the checks made before a run (``harness.execution.attempt.plan``).
+:func:`run_device` serve the checks made before a run (``harness.experiment.grid.plan``).
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The Optuna objective of one study: train a variant with drawn parameters, score it on the
-validation split, and let the pruner stop it early through Lightning.
+validation split, and let the pruner stop it early through Lightning
+(:class:`harness.training.pruning.StepPruningCallback`).
 
-Imported lazily (it pulls in Lightning through optuna-integration); one Lightning namespace,
-``lightning.pytorch``, for module, Trainer and callback.
+Imported lazily (it pulls in Lightning through optuna-integration and the training loop).
 """
 from __future__ import annotations
 
@@ -13,32 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna_integration import PyTorchLightningPruningCallback
 
 from harness.experiment.config import apply_overrides, build_config
-from harness.execution.attempt import transformer_config
+from harness.experiment.grid import transformer_config
 from harness.experiment.search_space import suggest
-
-
-class StepPruningCallback(PyTorchLightningPruningCallback):
-    """optuna-integration's callback, reporting at the global step instead of the epoch.
-
-    ablate trains one epoch of ``train.steps`` batches and validates every ``train.val_every``
-    steps, so the parent's ``step=current_epoch`` would give every validation pass step 0 and
-    Optuna would ignore all but the first. Distributed (DDP) runs keep the parent's behaviour.
-    """
-
-    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
-        if trainer.sanity_checking or self.is_ddp_backend:
-            return super().on_validation_end(trainer, pl_module)
-        score = trainer.callback_metrics.get(self.monitor)
-        if score is None:
-            return super().on_validation_end(trainer, pl_module)  # warns about the missing metric
-        value, step = float(score), int(trainer.global_step)
-        self._trial.report(value, step=step)
-        if self._trial.should_prune():
-            raise optuna.TrialPruned(f"pruned at step {step} ({self.monitor} = {value:.4g})")
-        return None
+from harness.training.loop import Diverged, train_and_evaluate
+from harness.training.pruning import StepPruningCallback
 
 
 def _fail(trial: optuna.Trial, outcome: str, reason: str) -> None:
@@ -52,8 +32,6 @@ def objective(study_plan: Any, task: Any, seed: int) -> Callable[[optuna.Trial],
     A trial that diverges or raises records ``outcome`` and ``reason`` as user attributes and
     re-raises, so Optuna stores it as FAIL; a pruned trial raises ``optuna.TrialPruned``.
     """
-    from harness.training.loop import Diverged, train_and_evaluate
-
     base = study_plan.spec.config.model_dump(mode="json")
 
     def run(trial: optuna.Trial) -> float:

@@ -37,9 +37,11 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.config import apply_overrides, build_config, parse_override
 from harness.errors import AblateError
 from harness.registry import did_you_mean
-from harness.execution.attempt import RunSpec, plan
+from harness.experiment.grid import RunSpec, plan
 from harness.experiment.search_space import ParamSpec, check_space, resolve_space
 from harness.tune.storage import default_storage, ensure_study, mask_url, open_storage, sqlite_exists
+from harness.experiment.config import get_path
+from harness.experiment.grid import prepare_task, check_variant
 
 TUNING_SEED = 1000
 """The seed of every tuning trial (init, data order, validation sets); never a comparison seed."""
@@ -135,8 +137,6 @@ def plan_studies(abl: Ablation, profile: str | None, overrides: list[str] | tupl
 
 def _declared_point(study_plan: StudyPlan) -> dict[str, Any]:
     """The untuned config's value of every tuned key that lies inside its range."""
-    from harness.experiment.config import get_path
-
     point = {}
     for path, spec in study_plan.space.items():
         value = get_path(study_plan.spec.config, path)
@@ -286,8 +286,6 @@ def tuned_specs(abl: Ablation, profile: str, specs: list[RunSpec], results: Path
     Raises:
         AblateError: a (task, variant) with no study or no complete trial (all listed at once).
     """
-    from harness.execution.attempt import _build_task, _check_variant
-
     url = storage or default_storage(results)
     if not sqlite_exists(url):
         raise AblateError(f"no tuning studies: {mask_url(url)} does not exist; run "
@@ -311,7 +309,7 @@ def tuned_specs(abl: Ablation, profile: str, specs: list[RunSpec], results: Path
         params = best[(spec.task, spec.variant_label)]
         where = f"tuned variant {spec.variant_label!r} on task {spec.task!r}"
         cfg = build_config(apply_overrides(spec.config.model_dump(mode="json"), params), where)
-        task = built.setdefault(spec.task, _build_task(spec.task, spec.task_params, data_dir))
-        _check_variant(cfg, task, where)
+        task = built.setdefault(spec.task, prepare_task(spec.task, spec.task_params, data_dir))
+        check_variant(cfg, task, where)
         out.append(dataclasses.replace(spec, profile=tuned_profile(profile), config=cfg, tuned_params=params))
     return out

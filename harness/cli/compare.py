@@ -1,0 +1,54 @@
+"""``ablate compare``: the comparison tables of a grid from the store (also printed at the end of
+``ablate run``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.analysis.comparisons import analyse
+from harness.cli import output
+from harness.errors import AblateError
+from harness.experiment import ablation as ablation_mod
+from harness.experiment.ablation import Ablation
+from harness.registry import did_you_mean
+from harness.report.tables import render
+from harness.tune.studies import tuned_profile
+
+
+def compare(name: str, profile: str | None, results: Path, metric: str | None = None, fmt: str = "table",
+            tuned: bool = False, overrides: list[str] | tuple[str, ...] = ()) -> None:
+    """The comparison table(s) from the store: every primary metric, or one ``metric``; ``tuned``:
+    the runs of ``ablate run --tuned`` instead of the untuned ones."""
+    abl = ablation_mod.load(name)
+    prof_name, expected = output.expected_runs(abl, profile, overrides, tuned)
+    output.check_results_readable(results)
+    output.check_store_exists(results, abl.name, prof_name, tuned)
+    print_tables(abl, prof_name, results, primary_only=metric is None, metric=metric, fmt=fmt, tuned=tuned,
+                 expected=expected)
+
+
+def print_tables(abl: Ablation, profile: str, results: Path, primary_only: bool, metric: str | None = None,
+                 fmt: str = "table", tuned: bool = False, expected: set[str] | None = None) -> None:
+    """Analyse the store's runs of ``profile`` (``tuned``: its ``+tuned`` folder; ``expected``: the
+    run ids of the grid) and print the primary tables, or every table, or those of ``metric``."""
+    store = tuned_profile(profile) if tuned else profile
+    result = analyse(abl, profile, results, store_profile=store, expected=expected)
+    if result.foreign:
+        output.console.print(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
+                      "overrides and are not compared here; pass those key=value overrides to compare them)")
+    if result.scan.problems:
+        output.console.print(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
+    if not result.tables:
+        output.console.print(f"no finished runs of {abl.name} / {store} in {results}")
+        return
+    tables = [t for t in result.tables if (t.family.startswith("primary") if primary_only else True)]
+    if metric is not None:
+        tables = [t for t in tables if t.metric == metric]
+        if not tables:
+            known = sorted({t.metric for t in result.tables})
+            raise AblateError(f"no results for metric {metric!r}{did_you_mean(metric, known)}; metrics: {', '.join(known)}")
+    if not tables:
+        output.console.print(f"no finished runs of {abl.name} / {profile} in {results}")
+        return
+    if fmt == "table" and not output.console.is_terminal:
+        fmt = "md"  # piped or captured: plain markdown instead of box drawing
+    output.console.print(render(tables, fmt, output.console))

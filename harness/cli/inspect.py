@@ -1,0 +1,107 @@
+"""``ablate list``, ``ablate show`` and ``ablate status``: what is declared, what a grid expands to,
+and how far its runs are; nothing here trains or analyses."""
+from __future__ import annotations
+
+import re
+
+from rich.table import Table as RichTable
+
+from harness.cli import output
+from harness.experiment.grid import plan
+from harness.execution.run_folder import unfinished_state
+from harness.experiment import ablation as ablation_mod
+from harness.experiment.ablation import Ablation
+from harness.experiment.search_space import resolve_space
+from harness.store.runs import STATUSES, read_record, run_dir, scan
+
+
+def _first_sentence(text: str) -> str:
+    """The question up to its first '?' or '.', ending included."""
+    m = re.search(r"[?.](\s|$)", text)
+    return text[: m.start() + 1] if m else text
+
+
+def list_all() -> None:
+    """Registered ablations and tasks, one line each."""
+    for name, path in ablation_mod.available().items():
+        abl = ablation_mod.load(str(path))
+        n = len(abl.variants())
+        output.console.print(f"[bold]{name}[/]  {n} variants x {len(abl.tasks)} tasks ({', '.join(abl.tasks)}); "
+                      f"profiles {', '.join(abl.profiles)} — {_first_sentence(abl.question)}")
+    from tasks import TASKS
+
+    for name in TASKS.names():
+        cls = TASKS.get(name)
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        output.console.print(f"task [bold]{name}[/] (v{cls.version}, {cls.kind}) — {doc}")
+
+
+def show(name: str, profile: str | None, overrides: list[str]) -> None:
+    """The declaration and the expanded grid; nothing runs."""
+    abl = ablation_mod.load(name)
+    prof_name, specs = plan(abl, profile, overrides, output.data_dir())
+    prof = abl.profiles[prof_name]
+    output.console.print(f"[bold]{abl.name}[/]: {abl.question}")
+    if abl.claims:
+        output.console.print(f"claims: {', '.join(abl.claims)}")
+    for path, values in abl.axes.items():
+        output.console.print(f"axis {path}: {', '.join(map(str, values))}")
+    output.console.print(f"baseline: {abl.baseline_label}")
+    for tname, entry in abl.tasks.items():
+        gate = f"; gate {entry.gate.describe()}" if entry.gate else ""
+        output.console.print(f"task {tname}: primary {entry.primary.metric} "
+                      f"({'higher' if entry.primary.higher_is_better else 'lower'} is better, "
+                      f"smallest effect of interest {entry.primary.sesoi:g}){gate}")
+    for pname, p in abl.profiles.items():
+        mark = " (selected)" if pname == prof_name else ""
+        subset = "".join([f"; only tasks {', '.join(p.only_tasks)}" if p.only_tasks else "",
+                          f"; only variants {', '.join(p.only_variants)}" if p.only_variants else ""])
+        output.console.print(f"profile {pname}{mark}: {len(p.seeds)} seeds, "
+                      f"{'confirmatory' if p.confirmatory else 'pilot'}{subset} — {p.description}")
+    _show_space(abl, prof_name)
+    table = RichTable(title=f"{len(specs)} runs ({prof_name} profile, seeds {prof.seeds})")
+    for col in ("run id", "task", "variant", "seed", "d_model", "layers", "steps", "train L", "eval lengths"):
+        table.add_column(col)
+    for s in specs:
+        c = s.config
+        table.add_row(s.run_id, s.task, s.variant_label, str(s.seed), str(c.model.d_model), str(c.model.n_layers),
+                      str(c.train.steps), str(c.train.seq_len), ",".join(map(str, c.eval_lengths())))
+    output.console.print(table)
+
+
+def _show_space(abl: Ablation, profile: str) -> None:
+    space = resolve_space(abl, profile)
+    output.console.print(f"tune space ({profile}): " + ("; ".join(f"{k} {v.describe()}" for k, v in space.items()) or "empty"))
+
+
+def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
+    """Per task and variant: ok / diverged / failed / timeout / running / pending counts, the runs
+    in progress or interrupted, and every store file that is not a readable run (with its path)."""
+    abl = ablation_mod.load(name)
+    prof_name, specs = plan(abl, profile, overrides, output.data_dir(), check_data=False)
+    output.check_results_readable(results)
+    columns = (*STATUSES, "running", "pending")
+    table = RichTable(title=f"{abl.name} / {prof_name} in {results}")
+    for col in ("task", "variant", *columns):
+        table.add_column(col)
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    notes = []
+    for s in specs:
+        folder = run_dir(results, abl.name, prof_name, s.run_id)
+        rec = read_record(folder)
+        state, why = (rec["status"], "") if rec else unfinished_state(folder)
+        counts.setdefault((s.task, s.variant_label), dict.fromkeys(columns, 0))[state] += 1
+        if rec is None and why != "not started":
+            notes.append(f"{state} ({why}): {folder}")
+    for (task, variant), c in counts.items():
+        table.add_row(task, variant, *(str(c[k]) for k in columns))
+    output.console.print(table)
+    found = scan(results, abl.name, prof_name)
+    planned = {sp.run_id for sp in specs}
+    if other := sum(r.get("run_id") not in planned for r in found.records):
+        output.console.print(f"{other} other finished runs in this folder were made with other overrides "
+                      "(pass the same key=value overrides to see them)")
+    for problem in found.problems:
+        output.console.print(f"[yellow]store problem[/] {problem}")
+    for note in notes:
+        output.console.print(note)

@@ -1,0 +1,66 @@
+"""What the command modules share: the console every command prints to, the data folder, and the
+checks of the paths a command is given, made before anything is read or written.
+
+Commands print through ``output.console`` (looked up at call time), so a test can replace the
+console once for every command."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.errors import AblateError
+from harness.experiment.grid import plan
+from harness.experiment.ablation import Ablation
+from harness.tune.studies import tuned_profile
+
+# Piped or captured output gets a wide virtual terminal so that tables are not squeezed to 80 columns.
+console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+
+
+def data_dir() -> Path | None:
+    """``$ABLATE_DATA_DIR`` (where tinyshakespeare.txt is looked up first), or None."""
+    env = os.environ.get("ABLATE_DATA_DIR")
+    return Path(env) if env else None
+
+
+def check_results_dir(results: Path) -> None:
+    """For the commands that write the store: a results path that is a file, cannot be created or
+    cannot be written."""
+    if results.exists() and not results.is_dir():
+        raise AblateError(f"--results-dir {results} exists and is not a folder; pass a folder path")
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AblateError(f"cannot create --results-dir {results}: {exc.strerror}") from None
+    if not os.access(results, os.W_OK):
+        raise AblateError(f"--results-dir {results} is not writable; pass a folder you can write to")
+
+
+def check_results_readable(results: Path) -> None:
+    """For the commands that read the store: a results path that is a file or cannot be read."""
+    if results.exists() and not results.is_dir():
+        raise AblateError(f"--results-dir {results} is not a folder; pass the folder `ablate run` wrote to")
+    if results.is_dir() and not os.access(results, os.R_OK | os.X_OK):
+        raise AblateError(f"--results-dir {results} cannot be read (permission denied); "
+                          f"fix its permissions or pass a readable copy")
+
+
+def expected_runs(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...],
+                  tuned: bool) -> tuple[str, set[str] | None]:
+    """The profile name and the run ids of the grid these overrides describe (no data needed).
+    Tuned runs carry their study's parameters in their ids: None, every record of the folder."""
+    prof_name, specs = plan(abl, profile, overrides, data_dir(), check_data=False)
+    return prof_name, None if tuned else {s.run_id for s in specs}
+
+
+def check_store_exists(results: Path, name: str, profile: str, tuned: bool = False) -> None:
+    """The store folder of ``name`` / ``profile`` (or its tuned runs) exists."""
+    folders = [results / name / tuned_profile(profile)] if tuned else [results / name / profile,
+                                                                       results / name / tuned_profile(profile)]
+    folder = folders[0]
+    if not any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
+        raise AblateError(f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
+                          f"{folder} does not exist; run `ablate run {name}` first or pass the --results-dir it wrote to")

@@ -1,0 +1,38 @@
+"""``ablate plan``: the seeds each primary comparison needs, from a pilot's spread."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.analysis import seed_planning as planning
+from harness.analysis.comparisons import analyse
+from harness.analysis.seed_planning import SeedPlan
+from harness.cli import output
+from harness.errors import AblateError
+from harness.experiment import ablation as ablation_mod
+
+
+def plan_seeds(name: str, profile: str | None, pilot: str | None, results: Path, power: float = 0.8,
+               alpha: float = 0.05, fmt: str = "table", overrides: list[str] | tuple[str, ...] = ()) -> SeedPlan:
+    """``ablate plan``: the seeds each primary comparison of ``profile`` (default: the declared
+    default) needs to detect its task's sesoi, from the spread of the ``pilot`` profile's runs
+    (default: the first pilot profile with runs; ``overrides``: those its runs were made with).
+    Prints the table and returns the :class:`harness.analysis.seed_planning.SeedPlan`."""
+    abl = ablation_mod.load(name)
+    prof_name = abl.profile(profile)[0]
+    planning.check_levels(power, alpha)
+    output.check_results_readable(results)
+    pilot_name = planning.pilot_profile(abl, results, pilot)
+    pilot_name, expected = output.expected_runs(abl, pilot_name, overrides, tuned=False)
+    output.check_store_exists(results, abl.name, pilot_name)
+    result = analyse(abl, pilot_name, results, expected=expected)
+    if not result.scan.records:
+        other = f" ({result.foreign} made with other overrides: pass those key=value overrides)" if result.foreign else ""
+        raise AblateError(f"no pilot runs of {abl.name} / {pilot_name} in {results}{other}; "
+                          f"run `ablate run {abl.name} --profile {pilot_name}` first")
+    seeds = planning.seed_plan(abl, prof_name, result, power=power, alpha=alpha)
+    if fmt == "table" and not output.console.is_terminal:
+        fmt = "md"  # piped or captured: plain markdown instead of box drawing
+    if fmt in ("table", "md"):
+        output.console.print(planning.describe(seeds) + "\n", markup=False)
+    output.console.print(planning.render(seeds, fmt), markup=False)
+    return seeds

@@ -1,0 +1,83 @@
+"""``ablate report``: one ablation's markdown report (and its W&B summary run), or with ``--all``
+every registered ablation's reports and their index."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+
+from harness.analysis.comparisons import analyse
+from harness.cli import output
+from harness.errors import AblateError
+from harness.experiment import ablation as ablation_mod
+from harness.report.index import report_all as write_all
+from harness.report.markdown import write_report
+from harness.report.wandb_summary import log_report
+from harness.tune.storage import open_storage, sqlite_exists
+
+
+def report(name: str | None, profile: str | None, results: Path, out: Path, storage: str | None = None,
+           overrides: list[str] | tuple[str, ...] = (), wandb: str = "off") -> Path:
+    """Write the markdown report and its figures; returns the markdown path. ``storage``: the
+    Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists).
+    ``wandb`` (off | offline | online): also log the W&B summary run of the ablation and profile
+    (:mod:`harness.report.wandb_summary`); a W&B failure is a warning, the report stands."""
+    if name is None:
+        raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
+    abl = ablation_mod.load(name)
+    prof_name, expected = output.expected_runs(abl, profile, overrides, tuned=False)
+    output.check_results_readable(results)
+    output.check_store_exists(results, abl.name, prof_name)
+    if out.exists() and not out.is_dir():
+        raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
+    check_out_parent(out)
+    check_storage(storage)
+    result = analyse(abl.for_profile(prof_name), prof_name, results, expected=expected)  # report and W&B share it
+    path = write_report(abl, prof_name, results, out, data_dir=output.data_dir(), storage=storage,
+                        expected=expected, overrides=list(overrides), result=result)
+    output.console.print(f"wrote {path}")
+    if wandb != "off":
+        try:
+            run_dir = log_report(abl, prof_name, results, out, expected=expected, mode=wandb, analysis=result)
+            output.console.print(f"W&B summary run ({wandb}): {run_dir}")
+        except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
+            output.console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")
+    return path
+
+
+def check_out_parent(out: Path) -> None:
+    """``--out`` that cannot be created: a file on its path (checked without creating anything)."""
+    blocker = next((p for p in Path(out).absolute().parents if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise AblateError(f"cannot create --out {out}: {blocker} is a file, not a folder; pass a folder path")
+
+
+def check_storage(storage: str | None) -> None:
+    """An Optuna ``--storage`` given to a report: opened now, so that a bad URL, a missing driver
+    or an unreachable database is refused before any figure is written."""
+    if storage is None:
+        return
+    if not storage.strip():
+        raise AblateError("--storage is empty; pass a database URL (e.g. sqlite:///results/optuna.db) or leave it "
+                          "out for RESULTS/optuna.db")
+    if sqlite_exists(storage):  # a SQLite file that does not exist: no tuning section, nothing to open
+        open_storage(storage)
+
+
+def report_all(results: Path, out: Path, storage: str | None = None, *, name: str | None = None,
+               profile: str | None = None) -> Path:
+    """``ablate report --all``: the report of every registered ablation for each profile with
+    runs, and ``out/README.md``, their index (:mod:`harness.report.index`); returns the index's path.
+    ``name`` and ``profile`` are refused: --all means every ablation and every profile."""
+    if name is not None:
+        raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
+    if profile is not None:
+        raise AblateError("--all reports every profile with runs; drop --profile")
+    output.check_results_readable(results)
+    if out.exists() and not out.is_dir():
+        raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the reports and their figures")
+    check_out_parent(out)
+    check_storage(storage)
+    path = write_all(results, out, data_dir=output.data_dir(), storage=storage, echo=lambda line: output.console.print(escape(line)))
+    output.console.print(f"wrote {path}")
+    return path

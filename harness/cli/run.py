@@ -1,0 +1,78 @@
+"""``ablate run``: every unfinished run of a grid, with one progress line per finished run, then the
+comparison."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+from harness.cli import output
+from harness.cli.compare import print_tables
+from harness.experiment.grid import plan
+from harness.execution.launch import Launch, outcome_lines, progress_note
+from harness.execution import local
+from harness.experiment import ablation as ablation_mod
+from harness.tune.studies import tuned_specs
+
+
+def run(name: str, profile: str | None, overrides: list[str], results: Path, *, workers: int | None = None,
+        threads: int = 1, wandb: str = "off", tuned: bool = False, storage: str | None = None,
+        launch: Launch | None = None) -> int:
+    """Run every unfinished run of the grid; print progress and the comparison. Returns the exit
+    code: 1 when some runs failed (raised, timed out or crashed), else 0.
+
+    ``launch``: execution options (:class:`harness.execution.launch.Launch`: executor, GPUs, resume,
+    checkpoints, run timeout, ``--retry``); checked before any run starts.
+
+    ``tuned``: each (task, variant) at its Optuna study's best parameters (``storage``, default
+    ``<results>/optuna.db``), stored under profile ``<profile>+tuned`` (:mod:`harness.tune.studies`)."""
+    abl = ablation_mod.load(name)
+    prof_name, specs = plan(abl, profile, overrides, output.data_dir())
+    launch = launch or Launch()
+    retry = launch.check(results, workers, threads)
+    output.check_results_dir(results)
+    if tuned:
+        specs = tuned_specs(abl, prof_name, specs, results, storage, output.data_dir())
+    todo, retried = launch.select(specs, results, abl.name, retry)
+    placement = launch.place(workers, len(todo), threads)
+    again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
+    output.console.print(f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
+                  f"{results}, {len(todo)} to run{again} ({launch.describe(placement, threads)}, W&B {wandb})")
+
+    with _grid_progress(len(todo)) as advance:
+        def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
+            metric = abl.tasks[rec["task"]].primary.metric
+            value = (rec.get("metrics") or {}).get(metric)
+            shown = f"{metric}={value:.4f}" if isinstance(value, float) else rec.get("reason") or ""
+            output.console.print(f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
+                          f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)}){progress_note(rec)}")
+            advance()
+
+        records = local.run_grid(todo, results, abl, workers=placement.workers, threads=threads, wandb_mode=wandb,
+                           data_dir=output.data_dir(), on_done=on_done, **launch.grid_kwargs(placement, retried))
+    print_tables(abl, prof_name, results, primary_only=True, tuned=tuned)
+    lines, code = outcome_lines(records, results, abl.name)
+    for line in lines:
+        output.console.print(line)
+    return code
+
+
+@contextmanager
+def _grid_progress(total: int) -> Iterator[Callable[[], None]]:
+    """A live grid-level bar (runs done / total, elapsed, ETA) in a terminal; nothing when piped,
+    where the per-run lines carry the same figures."""
+    if not output.console.is_terminal or total == 0:
+        yield lambda: None
+        return
+    with Progress("runs", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), "ETA", TimeRemainingColumn(),
+                  console=output.console, transient=True) as progress:
+        bar = progress.add_task("grid", total=total)
+        yield lambda: progress.advance(bar)
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds + 0.5), 60)
+    return f"{m}m{s:02d}s"

@@ -1,0 +1,177 @@
+"""The import rules of docs/ARCHITECTURE.md, checked over the source of every module with ``ast``
+(nothing is imported): which layer may import which, no import cycle, Lightning only in
+``harness.training``, the CLI imported by nothing but itself, and no import inside a function
+except the lazy heavy ones (torch, Lightning, W&B, Optuna, Ray, submitit, matplotlib, pandas, scipy,
+statsmodels) and the few listed in ``LAZY_INTERNAL`` with their reason."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# layer -> the layers (besides itself) it may import; a module's layer is its first package below
+# harness (harness/errors.py and its siblings: "base"); tasks and ablations are layers of their own
+ALLOWED = {
+    "base": set(),
+    "modules": {"base"},
+    "tasks": {"base"},
+    "ablations": set(),
+    "training": {"base", "modules", "tasks"},
+    "experiment": {"base", "modules", "tasks", "training"},
+    "store": {"base"},
+    "execution": {"base", "modules", "tasks", "experiment", "store", "training"},
+    "analysis": {"base", "experiment", "store"},
+    "tune": {"base", "modules", "tasks", "experiment", "store", "training", "execution"},
+    "report": {"base", "experiment", "store", "analysis", "tune"},
+    "bench": {"base", "modules"},
+    "cli": {"base", "modules", "tasks", "experiment", "store", "training", "execution", "analysis",
+            "tune", "report", "bench"},
+}
+# third-party packages that may be imported inside a function: slow to import, needed by few paths
+HEAVY = {"torch", "lightning", "pytorch_lightning", "wandb", "optuna", "optuna_integration", "ray",
+         "submitit", "matplotlib", "scipy", "statsmodels", "pandas", "psycopg2", "sqlalchemy"}
+# internal modules imported inside a function, and why
+LAZY_INTERNAL = {
+    # the modules below import torch or Lightning at module level
+    "harness.modules", "harness.training.loop", "harness.training.callbacks",
+    "harness.training.precision", "harness.training.probes", "harness.tune.objective",
+    "harness.bench.attention", "tasks",
+    # the console script imports typer and the app only when the command line starts
+    "harness.cli.app",
+}
+# modules whose every import of the harness may be lazy: the typer app imports a command's module
+# only when that command runs, so that `ablate --help` answers at once
+LAZY_MODULES = {"harness.cli.app"}
+LIGHTNING = ("lightning", "pytorch_lightning", "optuna_integration")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for top in ("harness", "tasks", "ablations"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] != "harness":
+        return parts[0]
+    if len(parts) > 2 or (len(parts) == 2 and (ROOT / "harness" / parts[1]).is_dir()):
+        return parts[1]
+    return "base"
+
+
+def _imports(tree: ast.AST):
+    """(imported module, node, inside a function) for every import outside ``if TYPE_CHECKING``."""
+    def walk(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield alias.name, child, in_function
+            elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
+                yield child.module, child, in_function
+                for alias in child.names:  # from harness.report import figures
+                    if f"{child.module}.{alias.name}" in MODULES:
+                        yield f"{child.module}.{alias.name}", child, in_function
+            yield from walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    yield from walk(tree, False)
+
+
+def _internal(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+GRAPH = {m: [(i, n, f) for i, n, f in _imports(ast.parse(p.read_text(), str(p)))] for m, p in MODULES.items()}
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    assert {layer(m) for m in MODULES} <= set(ALLOWED)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_only_its_own_and_lower_layers(module: str) -> None:
+    if module.endswith("__main__"):
+        return  # `python -m harness.bench`: an entry point, like the console script
+    bad = []
+    for name, node, _ in GRAPH[module]:
+        target = _internal(name)
+        if target is None or layer(target) in ALLOWED[layer(module)] | {layer(module)}:
+            continue
+        bad.append(f"line {node.lineno}: {target} ({layer(target)})")
+    assert not bad, f"{module} ({layer(module)}) may import only {sorted(ALLOWED[layer(module)])}: {bad}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_import_inside_a_function_but_lazy_heavy_ones(module: str) -> None:
+    bad = []
+    for name, node, in_function in GRAPH[module]:
+        if not in_function:
+            continue
+        target = _internal(name)
+        if target is None and name.split(".")[0] in HEAVY:
+            continue
+        if target is not None and (target in LAZY_INTERNAL or module in LAZY_MODULES):
+            continue
+        if target is None and name.split(".")[0] not in HEAVY:
+            bad.append(f"line {node.lineno}: {name}")
+        elif target is not None:
+            bad.append(f"line {node.lineno}: {target}")
+    assert not bad, f"{module}: imports inside a function that are neither heavy nor listed: {bad}"
+
+
+def test_lightning_only_in_training() -> None:
+    users = sorted(m for m, imps in GRAPH.items() for name, _, _ in imps if name.split(".")[0] in LIGHTNING)
+    assert users and all(m.startswith("harness.training.") for m in users), users
+
+
+def test_nothing_but_the_cli_imports_the_cli() -> None:
+    users = sorted(m for m, imps in GRAPH.items() for name, _, _ in imps
+                   if (_internal(name) or "").startswith("harness.cli") and layer(m) != "cli"
+                   and not m.endswith("__main__"))
+    assert users == []
+
+
+def test_statistics_know_nothing_of_the_harness() -> None:
+    assert [n for n, _, _ in GRAPH["harness.analysis.stats"] if _internal(n)] == []
+
+
+def test_package_inits_import_nothing() -> None:
+    """``ablate --help`` imports the ``harness.cli`` package: every ``__init__`` below ``harness``
+    stays free of imports at module level (``harness.modules`` and ``tasks`` excepted: they are
+    their registries)."""
+    for module in MODULES:
+        if MODULES[module].name == "__init__.py" and module not in ("harness.modules", "tasks", "ablations"):
+            assert [n for n, _, f in GRAPH[module] if not f] == [], module
+
+
+def test_no_import_cycle() -> None:
+    graph = {m: {t for n, _, _ in GRAPH[m] if (t := _internal(n)) and t != m
+                 and not (t.startswith(m + ".") or m.startswith(t + "."))} for m in MODULES}
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                cycles.append(path[path.index(t):] + [t] if t in path else [m, t])
+            elif t not in state:
+                visit(t, path + [t])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []
