@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 import os
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+
+from harness.cli import output
+from harness.execution import local as executors
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or ROOT.parent / "shared" / "data")
@@ -23,3 +29,33 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WANDB_SILENT", "true")
     if (DATA_DIR / "tinyshakespeare.txt").exists():
         monkeypatch.setenv("ABLATE_DATA_DIR", str(DATA_DIR))
+
+
+@pytest.fixture
+def cli_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """For tests of the real CLI on bad input (``pytestmark = pytest.mark.usefixtures("cli_isolated")``):
+    shared read-only data, a private empty cache, no network, an empty working directory and
+    a wide console (rich would otherwise truncate run ids in tables)."""
+    monkeypatch.setenv("ABLATE_DATA_DIR", str(DATA_DIR))
+    monkeypatch.setenv("ABLATE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+
+    def no_network(*args, **kwargs):
+        raise urllib.error.URLError("network disabled in tests")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+
+    def no_runs(*args, **kwargs):  # should validation regress, fail instead of training
+        raise AssertionError("a run was about to start")
+
+    monkeypatch.setattr(executors, "run_grid", no_runs)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(output, "console", Console(highlight=False, width=250))
+    return cwd
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return tmp_path / "results"

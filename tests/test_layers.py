@@ -175,3 +175,17 @@ def test_no_import_cycle() -> None:
         if m not in state:
             visit(m, [m])
     assert cycles == []
+
+
+def test_tests_mirror_the_packages_and_never_import_each_other() -> None:
+    """tests/<layer>/ for each layer (plus e2e/, helpers/, fixtures/); a test module imports
+    helpers from tests/helpers/ or fixtures from conftest.py, never from another test module."""
+    tests = ROOT / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
+    assert folders <= set(ALLOWED) | {"e2e", "helpers", "fixtures"}, folders
+    bad = []
+    for path in tests.rglob("*.py"):
+        for name, node, _ in _imports(ast.parse(path.read_text(), str(path))):
+            if name.split(".")[-1].startswith("test_") or name.startswith("tests."):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert bad == []

@@ -147,7 +147,7 @@ def _aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
                      f"worse after adjustment; raw p < {alpha:g} in {raw} of {tested} (expected about "
                      f"{alpha * tested:.2g} by chance).")
     lines += ["", "Every such declaration is a false positive. The long-run rate is measured by a simulation of "
-              "1,000 A/A tables in the test suite (`tests/test_stats.py::test_aa_false_positive_rate`).", ""]
+              "1,000 A/A tables in the test suite (`tests/analysis/test_stats.py::test_aa_false_positive_rate`).", ""]
     return lines
 
 

@@ -3,7 +3,7 @@ check that every row of the catalogue names a test that exists.
 
 Each bad input: one ``error:`` line that names the problem and the fix, exit code 2, nothing
 written, nothing in the store changed; no run starts (``executors.run_grid`` is replaced by a
-function that fails the test, as in test_cli_errors.py, whose helpers are reused here).
+function that fails the test: the cli_isolated fixture and tests/helpers/cli.py).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_cli_errors import _isolated, _user_file, assert_nothing_written, assert_refused, invoke, results  # noqa: F401
+from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
 
 from harness.cli import compare as compare_cmd
 from harness.cli import inspect as inspect_cmd
@@ -22,12 +22,14 @@ from harness.cli import report as report_cmd
 from harness.execution import cluster as executors_cluster
 from harness.errors import AblateError
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.usefixtures("cli_isolated")
+
+ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "docs" / "bad-inputs.md"
 
 
 def _tiny(tmp_path: Path, **changes) -> Path:
-    path = _user_file(tmp_path)
+    path = user_file(tmp_path)
     decl = yaml.safe_load(path.read_text())
     decl.update(changes)
     path.write_text(yaml.safe_dump(decl))
@@ -53,7 +55,7 @@ def _digest(folder: Path) -> dict[str, str]:
 ])
 def test_run_refuses_bad_execution_options(tmp_path, args, words):
     extra = [] if "--results-dir" in args else ["--results-dir", str(tmp_path / "results")]
-    assert_refused(invoke("run", str(_user_file(tmp_path)), *args, *extra), *words)
+    assert_refused(invoke("run", str(user_file(tmp_path)), *args, *extra), *words)
     assert_nothing_written(tmp_path / "results")
 
 
@@ -62,7 +64,7 @@ def test_missing_cluster_engine_says_which_extra_to_install(tmp_path, monkeypatc
     real = executors_cluster.importlib.util.find_spec
     monkeypatch.setattr(executors_cluster.importlib.util, "find_spec",
                         lambda name: None if name in ("ray", "submitit") else real(name))
-    result = invoke("run", str(_user_file(tmp_path)), "--executor", engine, "--results-dir", str(tmp_path / "results"))
+    result = invoke("run", str(user_file(tmp_path)), "--executor", engine, "--results-dir", str(tmp_path / "results"))
     assert_refused(result, f"--executor {engine} needs the", f"pip install 'ablate[{engine}]'")
     assert_nothing_written(tmp_path / "results")
 
@@ -74,14 +76,14 @@ def test_missing_cluster_engine_says_which_extra_to_install(tmp_path, monkeypatc
 ])
 def test_gpu_requests_that_cannot_be_met(tmp_path, monkeypatch, visible, args, words):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-    assert_refused(invoke("run", str(_user_file(tmp_path)), *args, "--results-dir", str(tmp_path / "results")), *words)
+    assert_refused(invoke("run", str(user_file(tmp_path)), *args, "--results-dir", str(tmp_path / "results")), *words)
     assert_nothing_written(tmp_path / "results")
 
 
 @pytest.mark.parametrize("args, option", [(["--workers", "0"], "--workers"), (["--threads", "0"], "--threads"),
                                           (["--executor", "k8s"], "--executor")])
 def test_option_values_the_parser_refuses(tmp_path, args, option):
-    result = invoke("run", str(_user_file(tmp_path)), *args, "--results-dir", str(tmp_path / "results"))
+    result = invoke("run", str(user_file(tmp_path)), *args, "--results-dir", str(tmp_path / "results"))
     assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output, result.output
     assert_nothing_written(tmp_path / "results")
 
@@ -105,7 +107,7 @@ def test_yaml_tags_that_would_run_code_are_refused(tmp_path):
 
 
 def test_training_length_below_the_task_minimum(tmp_path):
-    result = invoke("run", str(_user_file(tmp_path)), "train.seq_len=1", "--results-dir", str(tmp_path / "results"))
+    result = invoke("run", str(user_file(tmp_path)), "train.seq_len=1", "--results-dir", str(tmp_path / "results"))
     assert_refused(result, "task 'copy' needs seq_len >= 2, got 1")
     assert_nothing_written(tmp_path / "results")
 
@@ -128,7 +130,7 @@ def test_data_file_with_the_wrong_checksum(tmp_path, monkeypatch):
 def test_results_dir_that_cannot_be_created(tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("")
-    assert_refused(invoke("run", str(_user_file(tmp_path)), "--results-dir", str(blocker / "results")),
+    assert_refused(invoke("run", str(user_file(tmp_path)), "--results-dir", str(blocker / "results")),
                    "cannot create --results-dir", str(blocker / "results"))
     assert blocker.read_text() == ""
 
@@ -138,7 +140,7 @@ def test_results_dir_that_is_not_writable(tmp_path, monkeypatch):
     store.mkdir()
     real = os.access  # root ignores chmod: deny writing to the store the way a non-root user is denied
     monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == store and mode & os.W_OK else real(p, mode))
-    assert_refused(invoke("run", str(_user_file(tmp_path)), "--results-dir", str(store)), "is not writable")
+    assert_refused(invoke("run", str(user_file(tmp_path)), "--results-dir", str(store)), "is not writable")
     assert list(store.iterdir()) == []
 
 
@@ -168,7 +170,7 @@ def test_bad_input_leaves_an_existing_store_unchanged(tmp_path):
     (run / "record.json").write_text('{"status": "ok"}')
     (run / "notes.txt").write_text("keep me")
     before = _digest(store)
-    path = _user_file(tmp_path)
+    path = user_file(tmp_path)
     for args in (["model.n_heads=3"], ["--retry", "bogus"], ["--gpus-per-run", "-1"]):
         assert invoke("run", str(path), *args, "--results-dir", str(store)).exit_code == 2
     assert _digest(store) == before

@@ -9,7 +9,7 @@ from pathlib import Path
 import optuna
 import pytest
 from rich.console import Console
-from tune_helpers import ROPE, states, worker, write_tiny
+from helpers.tune import ROPE, states, worker, write_tiny
 
 from harness.cli import output
 from harness.cli import tune as tune_cmd

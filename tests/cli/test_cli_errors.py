@@ -18,67 +18,15 @@ import yaml
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.cli import output
-from harness.execution import local as executors
+from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
+
 from harness.cli.app import app
 
+pytestmark = pytest.mark.usefixtures("cli_isolated")
+
 # as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
-DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
 ABLATE = Path(sys.executable).parent / "ablate"
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Shared read-only data, a private empty cache, no network, an empty working directory and
-    a wide console (rich would otherwise truncate run ids in tables)."""
-    monkeypatch.setenv("ABLATE_DATA_DIR", str(DATA_DIR))
-    monkeypatch.setenv("ABLATE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
-
-    def no_network(*args, **kwargs):
-        raise urllib.error.URLError("network disabled in tests")
-
-    monkeypatch.setattr(urllib.request, "urlopen", no_network)
-
-    def no_runs(*args, **kwargs):  # should validation regress, fail instead of training
-        raise AssertionError("a run was about to start")
-
-    monkeypatch.setattr(executors, "run_grid", no_runs)
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
-    monkeypatch.setattr(output, "console", Console(highlight=False, width=250))
-    return cwd
-
-
-@pytest.fixture
-def results(tmp_path: Path) -> Path:
-    return tmp_path / "results"
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(app, list(args))
-
-
-def assert_refused(result, *words: str) -> str:
-    """Exit 2, one ``error:`` line on stderr containing ``words``, nothing on stdout, no traceback."""
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    err = result.stderr.strip()
-    assert err.startswith("error: "), err
-    assert "\n" not in err, err
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-    for w in words:
-        assert w in err, (w, err)
-    return err
-
-
-def assert_nothing_written(results: Path) -> None:
-    assert not results.exists()
-    assert list(Path.cwd().iterdir()) == []          # no ./results, ./reports, ./wandb
-    cache = Path(os.environ["ABLATE_CACHE_DIR"])
-    assert not cache.exists() or list(cache.iterdir()) == []
 
 
 # --- help and read-only commands ----------------------------------------------------------------
@@ -190,36 +138,21 @@ def test_show_refuses_bad_overrides_too():
     assert_nothing_written(Path("results"))
 
 
-def _user_file(tmp_path: Path, **base) -> Path:
-    d = {
-        "name": "mini", "question": "Does the kernel matter?",
-        "axes": {"attention.kernel": ["sdpa", "math"]}, "baseline": {"attention.kernel": "sdpa"},
-        "base": {"model.d_model": 32, "model.n_heads": 2, **base},
-        "tasks": {"copy": {"params": {"n_symbols": 8}, "config": {"train.seq_len": 8},
-                           "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05}}},
-        "profiles": {"cpu": {"seeds": [0]}},
-    }
-    path = tmp_path / "decl" / "mini.yaml"
-    path.parent.mkdir()
-    path.write_text(yaml.safe_dump(d))
-    return path
-
-
 def test_unknown_component_name_in_a_user_file_suggests_the_closest(tmp_path, results):
-    path = _user_file(tmp_path, **{"model.position": "rop"})
+    path = user_file(tmp_path, **{"model.position": "rop"})
     result = invoke("run", str(path), "--results-dir", str(results), "--wandb", "off")
     assert_refused(result, "unknown positional encoding 'rop'", "did you mean 'rope'")
     assert_nothing_written(results)
 
 
 def test_unknown_config_key_in_a_user_file_names_the_file(tmp_path, results):
-    path = _user_file(tmp_path, **{"model.positon": "rope"})
+    path = user_file(tmp_path, **{"model.positon": "rope"})
     result = invoke("run", str(path), "--results-dir", str(results), "--wandb", "off")
     assert_refused(result, "mini.yaml", "base: unknown config key 'model.positon'", "did you mean 'model.position'")
     assert_nothing_written(results)
 
 
-def test_malformed_user_file(tmp_path, results):
+def test_malformeduser_file(tmp_path, results):
     path = tmp_path / "bad.yaml"
     path.write_text("name: bad\naxes: [unclosed\n")
     assert_refused(invoke("run", str(path), "--results-dir", str(results)), "bad.yaml", "not valid YAML")

@@ -12,7 +12,7 @@ import optuna
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
-from tune_helpers import TINY, states, write_tiny
+from helpers.tune import TINY, states, write_tiny
 
 from harness.cli import output
 from harness.cli import report as report_cmd

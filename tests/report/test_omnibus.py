@@ -90,7 +90,7 @@ def _write_store(folder, seeds=SEEDS, positions=POSITIONS):
     from harness.experiment.ablation import load
     from harness.experiment.config import apply_overrides, build_config, config_hash
     from harness.store.runs import run_dir, write_json_atomic
-    from tests.tiny_grid import write_tiny
+    from helpers.tiny_grid import write_tiny
 
     path = write_tiny(folder, name="omni", seeds=seeds, positions=positions)
     decl = yaml.safe_load(path.read_text())

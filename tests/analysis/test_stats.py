@@ -284,7 +284,7 @@ def tidy(wide: dict[str, np.ndarray]) -> pd.DataFrame:
 def table():
     rng = np.random.default_rng(5)
     seed = rng.normal(size=10)
-    noise = lambda: rng.normal(0, 0.1, 10)  # noqa: E731
+    noise = lambda: rng.normal(0, 0.1, 10)
     return tidy({"rope": seed + 0.3 + noise(), "base": seed + noise(),
                  "alibi": seed + 0.001 + noise(), "nope": seed - 0.02 + noise()})
 

@@ -24,7 +24,7 @@ from harness.execution.locks import read_events
 from harness.execution.attempt import execute
 from harness.experiment.grid import plan
 from harness.store.runs import load_record, run_dir
-from tiny_grid import numbers, records, write_tiny
+from helpers.tiny_grid import numbers, records, write_tiny
 
 
 class _Killed(BaseException):

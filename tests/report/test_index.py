@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from fake_store import write_decl, write_runs
-from test_cli_errors import _isolated, assert_nothing_written, assert_refused, invoke  # noqa: F401
+from helpers.fake_store import write_decl, write_runs
+from helpers.cli import assert_nothing_written, assert_refused, invoke
 
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.report.index import short_question
+
+pytestmark = pytest.mark.usefixtures("cli_isolated")
 
 CLAIMS = {
     "mini-learned-worse": {"id": "mini-learned-worse", "claim": "Learned positions fall behind.", "figure": "none",

@@ -17,7 +17,7 @@ from harness.cli import report as report_cmd
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "premove"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "premove"
 FIGURES = ["fixture_pe-copy-acc-vs-length.png", "fixture_pe-copy-acc_x4-per-seed.png",
            "fixture_pe-copy-acc_x4-ranks.png", "fixture_pe-copy-validation-acc.png"]
 

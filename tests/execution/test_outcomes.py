@@ -13,7 +13,7 @@ from harness.experiment.ablation import load
 from harness.analysis.comparisons import OUTCOME, analyse
 from harness.report.probes import probe_section
 from harness.report.markdown import claim_verdict
-from tests.fake_store import write_decl, write_runs
+from helpers.fake_store import write_decl, write_runs
 
 
 def frame(baseline: list[int], variant: list[int]) -> pd.DataFrame:

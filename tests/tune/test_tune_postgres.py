@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tune_helpers import check_none_lost, run_workers, write_tiny
+from helpers.tune import check_none_lost, run_workers, write_tiny
 
 
 def _pg_bin() -> Path | None:

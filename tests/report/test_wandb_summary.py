@@ -25,7 +25,7 @@ from harness.execution.attempt import execute
 from harness.experiment.grid import plan
 from harness.report.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
 from harness.report.wandb_sync import offline_runs, read_run
-from tiny_grid import records, write_tiny
+from helpers.tiny_grid import records, write_tiny
 
 CLAIM = "pe-learned-slower"  # evidence: copy steps_to_target, learned vs sinusoidal
 

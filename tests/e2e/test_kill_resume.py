@@ -2,7 +2,7 @@
 
 Both tests start ``ablate run`` (the function behind it, in processes forked from the
 harness's own forkserver, so each start costs milliseconds instead of an import of torch and
-Lightning; tests/test_cli_errors.py runs the installed script). The kill test kills it with
+Lightning; tests/cli/test_cli_errors.py runs the installed script). The kill test kills it with
 SIGKILL at seeded random moments, each soon after a fresh checkpoint (so mostly while a run is
 between two checkpoints), and finally lets it finish. The store must then hold every run exactly once, each
 record parseable and complete, with the same numbers as runs that were never interrupted.
@@ -26,7 +26,7 @@ from harness.execution.locks import read_events
 from harness.execution.attempt import execute
 from harness.experiment.grid import plan
 from harness.store.runs import load_record, scan
-from tiny_grid import numbers, write_tiny
+from helpers.tiny_grid import numbers, write_tiny
 
 def _store_is_complete(results: Path, specs: list, reference: dict[str, dict] | None = None) -> dict[str, list]:
     """Every run once, parseable and complete; returns each run's events."""

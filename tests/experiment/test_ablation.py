@@ -25,7 +25,7 @@ from harness.errors import AblateError
 from harness.experiment.grid import plan
 
 # as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
-DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
 POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "nope"]
 
 

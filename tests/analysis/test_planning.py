@@ -5,13 +5,15 @@ import json
 import math
 
 import pytest
-from fake_store import write_decl, write_runs
+from helpers.fake_store import write_decl, write_runs
 from statsmodels.stats.power import TTestPower
-from test_cli_errors import _isolated, assert_nothing_written, assert_refused, invoke  # noqa: F401
+from helpers.cli import assert_nothing_written, assert_refused, invoke
 
 from harness.cli import plan as plan_cmd
 from harness.experiment.ablation import load
 from harness.analysis.seed_planning import primary_comparisons
+
+pytestmark = pytest.mark.usefixtures("cli_isolated")
 
 # pilot differences (variant - baseline) by seed: SD 0.05 for learned, 0.1 for rope
 DIFFS = {"sinusoidal": (0.0, 0.0, 0.0), "learned": (-0.07, -0.02, 0.03), "rope": (0.0, 0.1, 0.2)}

@@ -17,7 +17,7 @@ from harness.experiment.grid import plan
 from harness.training.loop import _TrainStream
 from tasks import build_task
 
-DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
 
 
 def decl(**profile: Any) -> dict[str, Any]:

@@ -136,7 +136,7 @@ def test_runs_of_other_overrides_are_set_aside_not_mixed(smoke_store: Path, tmp_
 def test_a_metric_the_task_does_not_produce_is_refused(tmp_path: Path) -> None:
     from harness.errors import AblateError
 
-    text = (Path(__file__).resolve().parent.parent / "ablations" / "head_split_control.yaml").read_text()
+    text = (Path(__file__).resolve().parents[2] / "ablations" / "head_split_control.yaml").read_text()
     path = tmp_path / "head_split_control.yaml"
     path.write_text(text.replace("metric: acc@x1", "metric: accuracy@x1", 1))
     with pytest.raises(AblateError, match=r"'accuracy@x1' is not produced.*did you mean 'acc@x1'"):

@@ -14,7 +14,7 @@ from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
 from harness.training import loop as training
 from harness.cli.app import app
-from tiny_grid import write_tiny
+from helpers.tiny_grid import write_tiny
 
 KEY = "fake-wandb-key-0123456789abcdef0123456789"
 PASSWORD = "hunter2-correct-horse"

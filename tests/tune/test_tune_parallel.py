@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tune_helpers import check_none_lost, run_workers, write_tiny
+from helpers.tune import check_none_lost, run_workers, write_tiny
 
 from harness.tune.storage import default_storage
 

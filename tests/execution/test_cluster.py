@@ -14,7 +14,7 @@ from harness.execution.launch import Launch
 from harness.execution.attempt import execute
 from harness.experiment.grid import plan
 from harness.store.runs import scan
-from tiny_grid import numbers, write_tiny
+from helpers.tiny_grid import numbers, write_tiny
 
 
 def _reference(path: Path, tmp_path: Path) -> dict[str, dict]:
