@@ -19,11 +19,11 @@ from tasks.base import IGNORE_INDEX, SPLITS, DataUnavailableError, Task, TaskPar
 TASKS: Registry[type[Task]] = Registry("task")
 
 # Imported for their registration side effect; they import TASKS from here.
-from tasks import copy  # noqa: E402,F401  isort: skip
-from tasks import associative_recall  # noqa: E402,F401  isort: skip
-from tasks import tinyshakespeare  # noqa: E402,F401  isort: skip
-from tasks import padded  # noqa: E402,F401  isort: skip
-from tasks.tinyshakespeare import DataChecksumError  # noqa: E402  isort: skip
+from tasks import copy  # isort: skip
+from tasks import associative_recall  # isort: skip
+from tasks import tinyshakespeare  # isort: skip
+from tasks import padded  # isort: skip
+from tasks.tinyshakespeare import DataChecksumError  # isort: skip
 
 
 def build_task(name: str, params: Mapping[str, Any] | None = None,

@@ -3,6 +3,7 @@ and how far its runs are; nothing here trains or analyses."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from rich.table import Table as RichTable
 

@@ -124,7 +124,7 @@ def _attempt(spec: RunSpec, folder: Path, results: Path, wandb_mode: str, data_d
                       metrics=getattr(exc, "partial_metrics", {}))  # probes measured before training
     except TimedOut as exc:
         record.update(status="timeout", reason=str(exc), timeout_step=exc.step, run_timeout_s=exc.limit)
-    except Exception as exc:  # a bad run is data: record it and let the grid go on
+    except Exception as exc:  # noqa: BLE001  a bad run is data: record it and let the grid go on
         (folder / "traceback.txt").write_text(redact(traceback.format_exc()))
         record.update(status="failed", reason=redact(f"{type(exc).__name__}: {exc}"),
                       metrics=getattr(exc, "partial_metrics", {}))
