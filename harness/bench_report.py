@@ -15,6 +15,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from harness.encode import INF, NEG_INF
+
 COLUMNS = ("kernel", "T", "ms fwd+bwd", "÷ sdpa", "tokens/s", "peak MiB", "added MiB", "added ÷ sdpa", "backend",
            "status")
 BASELINE = "sdpa"
@@ -35,6 +37,9 @@ def load(results: Path) -> list[tuple[Path, dict[str, Any] | str]]:
             doc = json.loads(path.read_text())
             if not isinstance(doc.get("rows"), list):
                 raise ValueError("no 'rows' list")
+            for row in doc["rows"]:  # infinite values are written as "Infinity" (harness.encode)
+                if isinstance(row, dict):
+                    row.update({k: float(v) for k, v in row.items() if v in (INF, NEG_INF)})
             out.append((path, doc))
         except (OSError, ValueError, AttributeError) as exc:
             out.append((path, f"{type(exc).__name__}: {exc}"))

@@ -287,13 +287,15 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
 
     store = tuned_profile(profile) if tuned else profile
     result = analyse(abl, profile, results, store_profile=store, expected=expected)
+    # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
+    note = console.print if fmt in ("table", "md") else (lambda text: print(text, file=sys.stderr))
     if result.foreign:
-        console.print(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
+        note(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
                       "overrides and are not compared here; pass those key=value overrides to compare them)")
     if result.scan.problems:
-        console.print(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
+        note(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
     if not result.tables:
-        console.print(f"no finished runs of {abl.name} / {store} in {results}")
+        note(f"no finished runs of {abl.name} / {store} in {results}")
         return
     tables = [t for t in result.tables if (t.family.startswith("primary") if primary_only else True)]
     if metric is not None:
@@ -304,11 +306,11 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
 
             raise AblateError(f"no results for metric {metric!r}{did_you_mean(metric, known)}; metrics: {', '.join(known)}")
     if not tables:
-        console.print(f"no finished runs of {abl.name} / {profile} in {results}")
+        note(f"no finished runs of {abl.name} / {profile} in {results}")
         return
     if fmt == "table" and not console.is_terminal:
         fmt = "md"  # piped or captured: plain markdown instead of box drawing
-    console.print(render(tables, fmt, console))
+    console.print(render(tables, fmt, console), markup=fmt == "table")  # text formats verbatim
 
 
 def report(name: str | None, profile: str | None, results: Path, out: Path, storage: str | None = None,

@@ -18,7 +18,6 @@ divergence. A variant with fewer than 2 pilot pairs, or no spread at all, gets n
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness import stats
+from harness import encode, stats
 from harness.ablation import Ablation
 from harness.analysis import Analysis
 from harness.errors import AblateError
@@ -183,9 +182,9 @@ def describe(plan: SeedPlan) -> str:
 def render(plan: SeedPlan, fmt: str) -> Any:
     """A rich table (``table``), or markdown, CSV or JSON text."""
     if fmt == "csv":
-        return frame(plan).to_csv(index=False)
+        return encode.to_csv(frame(plan))
     if fmt == "json":
-        return json.dumps(json.loads(frame(plan).to_json(orient="records")), indent=1)
+        return encode.dumps(frame(plan).astype(object).to_dict(orient="records"), indent=1)
     cols, rows = headers(plan), formatted(plan)
     if fmt == "md":
         return pd.DataFrame(rows, columns=cols).to_markdown(index=False, disable_numparse=True)

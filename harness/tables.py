@@ -1,12 +1,12 @@
 """Formatting comparison tables: rich in a terminal, markdown for reports, CSV and JSON raw."""
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import pandas as pd
 
+from harness import encode
 from harness.analysis import Table
 
 HEADERS = ["variant", "n", "excluded", "mean ± SD", "95% CI", "Δ (+ = better)", "95% CI of Δ", "W/T/L",
@@ -76,12 +76,12 @@ def render(tables: list[Table], fmt: str, console: Any = None) -> Any:
     """Render tables as rich renderables (``table``), markdown, CSV or JSON text."""
     if fmt == "md":
         return "\n\n".join(f"**{title(t)}**\n\n{markdown(t)}" for t in tables)
-    if fmt in ("csv", "json"):
+    if fmt in ("csv", "json"):  # raw values; undefined and infinite ones as harness.encode says
         frames = [t.frame.assign(task=t.task, metric=t.metric, family=t.family) for t in tables]
         raw = pd.concat(frames, ignore_index=True)
         if fmt == "csv":
-            return raw.to_csv(index=False)
-        return json.dumps(json.loads(raw.to_json(orient="records")), indent=1)
+            return encode.to_csv(raw)
+        return encode.dumps(raw.astype(object).to_dict(orient="records"), indent=1)
     from rich.console import Group
     from rich.table import Table as RichTable
 
