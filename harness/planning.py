@@ -139,8 +139,8 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
         return None, f"too few pilot seeds ({n} paired with the baseline; an SD needs 2)"
     if not sd > 0:
         return None, "SD 0 in the pilot: cannot size"
-    try:
-        return stats.seeds_needed(delta, sd, alpha=alpha, power=power), ""
+    try:  # a direction also needs the exact sign-flip test to reject (stats.verdict): at least its floor
+        return max(stats.seeds_needed(delta, sd, alpha=alpha, power=power), stats.sign_flip_min_seeds(alpha)), ""
     except ValueError as exc:  # an extreme level or effect / SD: no number rather than a traceback
         return None, f"cannot size: {exc}"
 
@@ -175,8 +175,10 @@ def describe(plan: SeedPlan) -> str:
     return (f"{plan.ablation}: seeds for profile {plan.profile}, from the spread of pilot {plan.pilot} in "
             f"{plan.results}. Two-sided paired t-test at power {plan.power:g}; level alpha {plan.alpha:g} / "
             f"{plan.family_size} primary comparisons = {plan.alpha_each:.4g} (Bonferroni: the first, strictest "
-            "Holm step, so conservative); δ = each task's smallest effect of interest. A pilot of few seeds "
-            "estimates the SD loosely: treat the numbers as a floor.")
+            "Holm step, so conservative); δ = each task's smallest effect of interest; at least "
+            f"{stats.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
+            "that a verdict also needs can reject at this level. A pilot of few seeds estimates the SD loosely: "
+            "treat the numbers as a floor.")
 
 
 def render(plan: SeedPlan, fmt: str) -> Any:

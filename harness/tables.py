@@ -10,7 +10,7 @@ from harness import encode
 from harness.analysis import Table
 
 HEADERS = ["variant", "n", "excluded", "mean ± SD", "95% CI", "Δ (+ = better)", "95% CI of Δ", "W/T/L",
-           "d_z", "p (t)", "p (perm)", "p adj", "MDE", "verdict", "params", "s/run"]
+           "d_z", "p (t)", "p (perm)", "p adj", "p adj (perm)", "MDE", "verdict", "params", "s/run"]
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -55,6 +55,7 @@ def formatted(table: Table) -> pd.DataFrame:
             "p (t)": "" if base else _p(r.get("p")),
             "p (perm)": "" if base else _p(r.get("p_perm")),
             "p adj": "" if base else _p(r.get("p_adj")),
+            "p adj (perm)": "" if base else _p(r.get("p_perm_adj")),
             "MDE": "" if base else _num(r.get("mde"), 3),
             "verdict": "" if base else str(r.get("verdict") if isinstance(r.get("verdict"), str) else "–"),
             "params": f"{int(r['n_params']):,}" if not pd.isna(r.get("n_params")) else "–",
@@ -88,7 +89,7 @@ def render(tables: list[Table], fmt: str, console: Any = None) -> Any:
     out = []
     for t in tables:
         rt = RichTable(title=title(t), title_justify="left")
-        cols = [h for h in HEADERS if h not in ("p (perm)", "MDE", "params")]
+        cols = [h for h in HEADERS if h not in ("p (perm)", "p adj (perm)", "MDE", "params")]
         for h in cols:
             rt.add_column(h, overflow="fold")
         for _, row in formatted(t).iterrows():
