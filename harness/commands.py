@@ -121,11 +121,13 @@ def run(name: str, profile: str | None, overrides: list[str], results: Path, *, 
     console.print(f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
                   f"{results}, {len(todo)} to run{again} ({launch.describe(placement, threads)}, W&B {wandb})")
 
+    from harness.encode import text
+
     with _grid_progress(len(todo)) as advance:
         def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
             metric = abl.tasks[rec["task"]].primary.metric
             value = (rec.get("metrics") or {}).get(metric)
-            shown = f"{metric}={value:.4f}" if isinstance(value, float) else rec.get("reason") or ""
+            shown = f"{metric}={text(value, '.4f')}" if isinstance(value, float) else rec.get("reason") or ""
             console.print(f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
                           f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)}){progress_note(rec)}")
             advance()

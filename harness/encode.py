@@ -12,7 +12,8 @@ writes both as ``null``, which loses an infinite statistic. The encoding here ke
 Writers: ``ablate compare/plan --format json|csv`` (:func:`dumps`, :func:`to_csv`), the W&B
 summary tables (:func:`json_safe` per cell), ``record.json`` and the bench files
 (:func:`harness.store.write_json_atomic`), the run's ``events.jsonl``. Readers turn a value back
-into a float with :func:`number`.
+into a float with :func:`number`. Numbers for people go through :func:`text` (``–`` for an
+undefined value, ``∞`` for an infinite one).
 """
 from __future__ import annotations
 
@@ -80,3 +81,20 @@ def to_csv(frame: Any) -> str:
         if out[col].dtype.kind in "fO" and any(isinstance(x, float) and math.isinf(x) for x in out[col]):
             out[col] = [cell(x) for x in out[col]]
     return out.to_csv(index=False)
+
+
+UNDEFINED = "–"
+
+
+def text(value: Any, spec: str = ".4g") -> str:
+    """A number for people (reports, terminal lines): ``format(value, spec)``, but ``–`` where it
+    is undefined (None, NaN, ``pandas.NA``) and ``∞`` / ``-∞`` (``+∞`` with a ``+`` spec) where it
+    is infinite, never ``nan`` or ``inf``. Say why a value is undefined next to it (e.g. "one pair")."""
+    if value is None or type(value).__name__ == "NAType":
+        return UNDEFINED
+    x = float(value)
+    if math.isnan(x):
+        return UNDEFINED
+    if math.isinf(x):
+        return ("+∞" if "+" in spec else "∞") if x > 0 else "-∞"
+    return format(x, spec)

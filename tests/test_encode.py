@@ -123,3 +123,47 @@ def test_record_and_bench_files_parse_strictly(tmp_path: Path):
     assert strict(bench.read_text())["rows"][0]["tokens_per_s"] == "Infinity"
     ((_, doc),) = load_bench(tmp_path)
     assert doc["rows"][0]["tokens_per_s"] == math.inf and doc["rows"][0]["peak_mib"] is None
+
+
+# ---------------------------------------------------------------- numbers for people (item 14)
+
+def test_text_never_prints_nan_or_inf():
+    assert [encode.text(v, "+.4g") for v in (math.nan, None, pd.NA, math.inf, -math.inf, 0.25)] == [
+        "–", "–", "–", "+∞", "-∞", "+0.25"]
+
+
+@pytest.fixture(scope="module")
+def one_pair(tmp_path_factory):
+    """The infinite-t store, plus `rope` with one seed only: a comparison with one pair."""
+    root = tmp_path_factory.mktemp("onepair")
+    decl = write_decl(root / "decl", cpu={"seeds": [0, 1, 2]})
+    results = root / "results"
+
+    def value(v: str, s: int):
+        return BASE[s] if v == "sinusoidal" else VARIANT[s] if v == "learned" else (0.4 if s == 0 else None)
+
+    write_runs(results, decl, "cpu", value)
+    return decl, results, analyse(load(str(decl)), "cpu", results)
+
+
+def test_claim_line_says_why_a_comparison_has_no_ci_or_p(one_pair):
+    from harness.report import claim_verdict
+
+    _, _, result = one_pair
+    claim = {"evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}]}
+    verdict, (line,) = claim_verdict(claim, result)
+    assert "nan" not in line and "inf" not in line
+    assert "95% CI – (one pair: no spread to test)" in line and "adjusted p = – (one pair" in line
+    assert "n = 1 seed → too few pairs" in line and verdict == "inconclusive"
+
+
+def test_report_prints_no_nan_or_inf(one_pair, tmp_path: Path):
+    import re
+
+    from harness.report import write_report
+
+    decl, results, result = one_pair
+    text = write_report(load(str(decl)), "cpu", results, tmp_path, result=result).read_text()
+    assert not re.search(r"\b(nan|NaN|inf|Infinity)\b", text)
+    learned = next(line for line in text.splitlines() if line.startswith("| learned") and "∞" in line)
+    assert re.search(r"\|\s*∞\s*\|", learned)  # d_z of identical non-zero differences
