@@ -402,6 +402,7 @@ def tune(name: str, profile: str | None, overrides: list[str], results: Path, *,
     from rich.markup import escape
 
     from harness import tune as tune_mod
+    from harness.encode import text
 
     abl = ablation_mod.load(name)
     prof_name, plans = tune_mod.plan_studies(abl, profile, overrides, tasks, variants, _data_dir())
@@ -416,7 +417,7 @@ def tune(name: str, profile: str | None, overrides: list[str], results: Path, *,
         table.add_column(col)
     empty = []
     for study_plan, c in done:
-        best = "–" if c["best_value"] is None else f"{c['best_value']:.4g}"
+        best = text(c["best_value"])  # – when there is none, ∞ when infinite
         params = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items())
         table.add_row(study_plan.name, str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})", best, params)
         if c["best_value"] is None:
