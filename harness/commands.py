@@ -121,11 +121,13 @@ def run(name: str, profile: str | None, overrides: list[str], results: Path, *, 
     console.print(f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
                   f"{results}, {len(todo)} to run{again} ({launch.describe(placement, threads)}, W&B {wandb})")
 
+    from harness.encode import text
+
     with _grid_progress(len(todo)) as advance:
         def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
             metric = abl.tasks[rec["task"]].primary.metric
             value = (rec.get("metrics") or {}).get(metric)
-            shown = f"{metric}={value:.4f}" if isinstance(value, float) else rec.get("reason") or ""
+            shown = f"{metric}={text(value, '.4f')}" if isinstance(value, float) else rec.get("reason") or ""
             console.print(f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
                           f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)}){progress_note(rec)}")
             advance()
@@ -287,13 +289,15 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
 
     store = tuned_profile(profile) if tuned else profile
     result = analyse(abl, profile, results, store_profile=store, expected=expected)
+    # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
+    note = console.print if fmt in ("table", "md") else (lambda text: print(text, file=sys.stderr))
     if result.foreign:
-        console.print(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
+        note(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
                       "overrides and are not compared here; pass those key=value overrides to compare them)")
     if result.scan.problems:
-        console.print(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
+        note(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
     if not result.tables:
-        console.print(f"no finished runs of {abl.name} / {store} in {results}")
+        note(f"no finished runs of {abl.name} / {store} in {results}")
         return
     tables = [t for t in result.tables if (t.family.startswith("primary") if primary_only else True)]
     if metric is not None:
@@ -304,11 +308,11 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
 
             raise AblateError(f"no results for metric {metric!r}{did_you_mean(metric, known)}; metrics: {', '.join(known)}")
     if not tables:
-        console.print(f"no finished runs of {abl.name} / {profile} in {results}")
+        note(f"no finished runs of {abl.name} / {profile} in {results}")
         return
     if fmt == "table" and not console.is_terminal:
         fmt = "md"  # piped or captured: plain markdown instead of box drawing
-    console.print(render(tables, fmt, console))
+    console.print(render(tables, fmt, console), markup=fmt == "table")  # text formats verbatim
 
 
 def report(name: str | None, profile: str | None, results: Path, out: Path, storage: str | None = None,
@@ -398,6 +402,7 @@ def tune(name: str, profile: str | None, overrides: list[str], results: Path, *,
     from rich.markup import escape
 
     from harness import tune as tune_mod
+    from harness.encode import text
 
     abl = ablation_mod.load(name)
     prof_name, plans = tune_mod.plan_studies(abl, profile, overrides, tasks, variants, _data_dir())
@@ -412,7 +417,7 @@ def tune(name: str, profile: str | None, overrides: list[str], results: Path, *,
         table.add_column(col)
     empty = []
     for study_plan, c in done:
-        best = "–" if c["best_value"] is None else f"{c['best_value']:.4g}"
+        best = text(c["best_value"])  # – when there is none, ∞ when infinite
         params = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items())
         table.add_row(study_plan.name, str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})", best, params)
         if c["best_value"] is None:
