@@ -198,30 +198,34 @@ def _add_cost(frame: pd.DataFrame, task_runs: pd.DataFrame) -> None:
 
 
 def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
-    """Re-adjust the primary comparisons of all tasks as one Holm family, and redo verdicts."""
-    pvals, where = [], []
-    for ti, table in enumerate(tables):
-        if "p" not in table.frame:
-            continue
-        for ri, p in enumerate(table.frame["p"]):
-            if p == p and ri > 0:
-                pvals.append(p)
-                where.append((ti, ri))
-    if not pvals:
+    """Re-adjust the primary comparisons of all tasks as one Holm family, and redo verdicts.
+
+    Everything a verdict reads or a table prints beside the adjusted p is redone for the whole
+    family (:func:`harness.analysis.stats.adjust_family`): the t-test p, the sign-flip p, the TOST p
+    (equivalence) and the MDE (at alpha / family size)."""
+    where = [(ti, ri) for ti, table in enumerate(tables) if "p" in table.frame
+             for ri, p in enumerate(table.frame["p"]) if pd.notna(p) and ri > 0]
+    if not where:
         return
-    adjusted, k = stats.adjust(pvals, method="holm")
-    for (ti, ri), p_adj in zip(where, adjusted):
+
+    def column(name: str) -> list[float]:
+        return [float(tables[ti].frame.loc[ri, name]) for ti, ri in where]
+
+    fam = stats.adjust_family(column("p"), column("p_perm"), column("p_tost"), column("n_pairs"),
+                              column("sd_diff"), "holm", alpha)
+    for i, (ti, ri) in enumerate(where):
         frame = tables[ti].frame
-        frame.loc[ri, "p_adj"] = p_adj
-        frame.loc[ri, "family_size"] = k
+        frame.loc[ri, ["p_adj", "p_perm_adj", "p_tost_adj", "mde"]] = [
+            fam.p_adj[i], fam.p_perm_adj[i], fam.p_tost_adj[i], fam.mde[i]]
+        frame.loc[ri, "family_size"] = fam.size
         if str(frame.loc[ri, "verdict"]).startswith("identical"):  # no pair differs: nothing to re-judge
             continue
         frame.loc[ri, "verdict"] = stats.verdict(
-            p_adj, frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"],
-            sesoi=tables[ti].sesoi, tost_p=frame.loc[ri, "p_tost"], alpha=alpha,
-            confirmatory=confirmatory, mde=frame.loc[ri, "mde"])
+            fam.p_adj[i], frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"],
+            perm_p_adj=fam.p_perm_adj[i], sesoi=tables[ti].sesoi, tost_p=fam.p_tost_adj[i], alpha=alpha,
+            confirmatory=confirmatory, mde=fam.mde[i])
     for table in tables:
-        table.family = f"primary (Holm over {k} comparisons)"
+        table.family = f"primary (Holm over {fam.size} comparisons)"
 
 
 def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str, int]]:

@@ -18,7 +18,6 @@ divergence. A variant with fewer than 2 pilot pairs, or no spread at all, gets n
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +25,10 @@ from typing import Any
 
 import pandas as pd
 
+from harness import encode
 from harness.analysis import stats
-from harness.experiment.ablation import Ablation
 from harness.analysis.comparisons import Analysis
+from harness.experiment.ablation import Ablation
 from harness.errors import AblateError
 from rich.table import Table as RichTable
 
@@ -141,8 +141,8 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
         return None, f"too few pilot seeds ({n} paired with the baseline; an SD needs 2)"
     if not sd > 0:
         return None, "SD 0 in the pilot: cannot size"
-    try:
-        return stats.seeds_needed(delta, sd, alpha=alpha, power=power), ""
+    try:  # a direction also needs the exact sign-flip test to reject (stats.verdict): at least its floor
+        return max(stats.seeds_needed(delta, sd, alpha=alpha, power=power), stats.sign_flip_min_seeds(alpha)), ""
     except ValueError as exc:  # an extreme level or effect / SD: no number rather than a traceback
         return None, f"cannot size: {exc}"
 
@@ -177,16 +177,18 @@ def describe(plan: SeedPlan) -> str:
     return (f"{plan.ablation}: seeds for profile {plan.profile}, from the spread of pilot {plan.pilot} in "
             f"{plan.results}. Two-sided paired t-test at power {plan.power:g}; level alpha {plan.alpha:g} / "
             f"{plan.family_size} primary comparisons = {plan.alpha_each:.4g} (Bonferroni: the first, strictest "
-            "Holm step, so conservative); δ = each task's smallest effect of interest. A pilot of few seeds "
-            "estimates the SD loosely: treat the numbers as a floor.")
+            "Holm step, so conservative); δ = each task's smallest effect of interest; at least "
+            f"{stats.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
+            "that a verdict also needs can reject at this level. A pilot of few seeds estimates the SD loosely: "
+            "treat the numbers as a floor.")
 
 
 def render(plan: SeedPlan, fmt: str) -> Any:
     """A rich table (``table``), or markdown, CSV or JSON text."""
     if fmt == "csv":
-        return frame(plan).to_csv(index=False)
+        return encode.to_csv(frame(plan))
     if fmt == "json":
-        return json.dumps(json.loads(frame(plan).to_json(orient="records")), indent=1)
+        return encode.dumps(frame(plan).astype(object).to_dict(orient="records"), indent=1)
     cols, rows = headers(plan), formatted(plan)
     if fmt == "md":
         return pd.DataFrame(rows, columns=cols).to_markdown(index=False, disable_numparse=True)

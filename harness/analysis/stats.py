@@ -266,24 +266,74 @@ def tost_paired(diffs, sesoi: float) -> float:
         return float(ttost_paired(d, np.zeros_like(d), -sesoi, sesoi)[0])
 
 
-def verdict(p_adj: float, ci_low: float, ci_high: float, *, sesoi: float | None = None,
+def sign_flip_min_seeds(alpha: float) -> int:
+    """The fewest differing pairs m at which the exact two-sided sign-flip test can reach
+    p < ``alpha``: its smallest p is 2 / 2**m (all signs alike), so m = floor(log2(2 / alpha)) + 1
+    (6 at alpha 0.05, 8 at 0.05 / 6)."""
+    m = math.floor(math.log2(2 / alpha)) + 1
+    return m if 2 / 2**m < alpha else m + 1  # guard the float at exact powers of two
+
+
+def verdict(p_adj: float, ci_low: float, ci_high: float, *, perm_p_adj: float, sesoi: float | None = None,
             tost_p: float = NAN, alpha: float = 0.05, confirmatory: bool = True,
             mde: float = NAN) -> str:
-    """One short word for a comparison, in this order:
+    """One short word for a comparison, in this order. Every p here is adjusted within the
+    comparison's family (the same family and method for the t-test, the sign-flip test and TOST).
 
     - ``"pilot"``: not a confirmatory run; no claim is made.
-    - ``"better"`` / ``"worse"``: adjusted p < alpha; sign of the CI midpoint (= delta). This
+    - ``"better"`` / ``"worse"``: the paired t-test **and** the exact sign-flip test both reject
+      (``p_adj < alpha`` and ``perm_p_adj < alpha``); sign of the CI midpoint (= delta). This
       wins over equivalence: a significant effect smaller than sesoi still reads "better".
+      Requiring both keeps a direction from resting on the t-test's normal model where the
+      distribution-free test disagrees: with ties or few pairs (differences [0.1] x 5 + [0] x 3:
+      t-test p 0.011, exact p 0.0625) and with outliers. The exact test's smallest two-sided p
+      is 2 / 2**m with m non-zero differences (0.0078 at 8 seeds, 0.25 at 3), so in a Holm
+      family of k a direction needs at least :func:`sign_flip_min_seeds` ``(alpha / k)`` seeds
+      that differ (6 at k = 1, 8 at k = 6).
     - ``"equivalent (±sesoi)"``: TOST p < alpha.
-    - ``"inconclusive (MDE x.xxx)"``: neither; MDE omitted when unknown (n < 2).
+    - ``"inconclusive (t-test only: exact sign-flip p adj x)"``: the t-test rejects, the exact
+      test does not, and equivalence is not shown.
+    - ``"inconclusive (MDE x.xxx)"``: otherwise; MDE omitted when unknown (n < 2).
     """
     if not confirmatory:
         return "pilot"
-    if p_adj < alpha:
+    if p_adj < alpha and perm_p_adj < alpha:
         return "better" if (ci_low + ci_high) / 2 > 0 else "worse"
     if sesoi is not None and tost_p < alpha:
         return f"equivalent (±{sesoi:g})"
+    if p_adj < alpha:
+        return f"inconclusive (t-test only: exact sign-flip p adj {perm_p_adj:.3g})"
     return f"inconclusive (MDE {mde:.3f})" if np.isfinite(mde) else "inconclusive"
+
+
+class Family(NamedTuple):
+    p_adj: np.ndarray       # adjusted t-test p; NaN where p is NaN
+    p_perm_adj: np.ndarray  # adjusted sign-flip p, over the same members
+    p_tost_adj: np.ndarray  # adjusted TOST p, over the same members
+    mde: np.ndarray         # MDE at alpha / size, the level of the family's first Holm step
+    size: int               # members: comparisons with a defined t-test p
+
+
+def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float = 0.05) -> Family:
+    """Adjust every p printed or judged for one family of comparisons, and size the MDE for it.
+
+    The members are the comparisons whose t-test ``p`` is defined; their sign-flip p and TOST p
+    are adjusted by the same ``method`` over the same members (a comparison whose t-test is
+    undefined, e.g. no pair differs, is in none of the three), so that a verdict reads three p
+    of one family (:func:`verdict`). The MDE of each member is :func:`mde` at ``alpha / size``.
+
+    Args:
+        p, p_perm, p_tost: raw p per comparison (NaN: undefined / no TOST).
+        n_pairs, sd_diff: per comparison, for the MDE.
+        method: a ``multipletests`` method ("holm", "fdr_bh").
+    """
+    p = np.asarray(p, dtype=float)
+    member = ~np.isnan(p)
+    adj, size = adjust(p, method)
+    perm = adjust(np.where(member, np.asarray(p_perm, dtype=float), NAN), method).p_adj
+    tost = adjust(np.where(member, np.asarray(p_tost, dtype=float), NAN), method).p_adj
+    m_de = np.array([mde(int(n), float(sd), alpha / max(size, 1)) for n, sd in zip(n_pairs, sd_diff)], dtype=float)
+    return Family(adj, perm, tost, m_de, size)
 
 
 @dataclass(frozen=True)
@@ -334,7 +384,7 @@ def friedman(table: pd.DataFrame, higher_is_better: bool = True, alpha: float = 
 
 COLUMNS = ["variant", "n", "mean", "sd", "ci_low", "ci_high", "n_pairs", "delta", "delta_ci_low",
            "delta_ci_high", "wins", "ties", "losses", "d_z", "sd_diff", "prob_improvement", "t", "p",
-           "p_perm", "p_adj", "family_size", "p_tost", "mde", "verdict"]
+           "p_perm", "p_adj", "p_perm_adj", "family_size", "p_tost", "p_tost_adj", "mde", "verdict"]
 
 
 def compare(df: pd.DataFrame, *, baseline: str, higher_is_better: bool,
@@ -350,14 +400,16 @@ def compare(df: pd.DataFrame, *, baseline: str, higher_is_better: bool,
         alpha, confidence: test level; level of the t-intervals.
         confirmatory: False gives the verdict ``"pilot"`` for every variant.
         p_adjust: ``multipletests`` method, applied within this call's family (all variants vs
-            the baseline) to ``p`` (-> ``p_adj``) and to the TOST p (-> ``p_tost``).
+            the baseline with a defined ``p``) to ``p`` (-> ``p_adj``), to the sign-flip p
+            ``p_perm`` (-> ``p_perm_adj``) and to the TOST p ``p_tost`` (-> ``p_tost_adj``).
 
     Returns:
         One row per variant, baseline first (descriptives only, verdict ``"baseline"``), then the
         others in order of appearance, with the columns of ``COLUMNS``. ``mde`` is the minimum
         detectable delta at 80 % power with the observed sd of differences and alpha divided by
         the family size (the first, strictest Holm step). To adjust across several slices,
-        re-run ``adjust`` on the concatenated raw ``p`` columns.
+        re-run :func:`adjust_family` on the concatenated rows (as ``analysis`` does for the
+        primary comparisons).
 
     Raises:
         ValueError: missing columns, duplicate (variant, seed) rows or an unknown baseline.
@@ -376,18 +428,19 @@ def compare(df: pd.DataFrame, *, baseline: str, higher_is_better: bool,
     rows = [vars(describe(series[baseline], confidence)) | {"variant": baseline}]
     tests = [paired_test(series[baseline], series[v], higher_is_better, confidence)
              for v in names[1:]]
-    p_adj, m = adjust([t.p for t in tests], p_adjust)
     tost = [tost_paired(t.diffs, sesoi) if sesoi else NAN for t in tests]
-    p_tost = adjust(tost, p_adjust).p_adj
-    for v, t, pa, pt in zip(names[1:], tests, p_adj, p_tost):
-        m_de = mde(t.n_pairs, t.sd_diff, alpha / max(m, 1))
+    fam = adjust_family([t.p for t in tests], [t.p_perm for t in tests], tost, [t.n_pairs for t in tests],
+                        [t.sd_diff for t in tests], p_adjust, alpha)
+    for i, (v, t) in enumerate(zip(names[1:], tests)):
         rows.append(vars(describe(series[v], confidence)) | {
             "variant": v, "n_pairs": t.n_pairs, "delta": t.delta, "delta_ci_low": t.ci_low,
             "delta_ci_high": t.ci_high, "wins": t.wins, "ties": t.ties, "losses": t.losses,
             "d_z": t.d_z, "sd_diff": t.sd_diff, "prob_improvement": t.prob_improvement, "t": t.t, "p": t.p,
-            "p_perm": t.p_perm, "p_adj": pa, "family_size": m, "p_tost": pt, "mde": m_de,
-            "verdict": verdict(pa, t.ci_low, t.ci_high, sesoi=sesoi, tost_p=pt, alpha=alpha,
-                               confirmatory=confirmatory, mde=m_de)})
+            "p_perm": t.p_perm, "p_adj": fam.p_adj[i], "p_perm_adj": fam.p_perm_adj[i], "family_size": fam.size,
+            "p_tost": tost[i], "p_tost_adj": fam.p_tost_adj[i], "mde": fam.mde[i],
+            "verdict": verdict(fam.p_adj[i], t.ci_low, t.ci_high, perm_p_adj=fam.p_perm_adj[i], sesoi=sesoi,
+                               tost_p=fam.p_tost_adj[i], alpha=alpha, confirmatory=confirmatory,
+                               mde=fam.mde[i])})
     rows[0]["verdict"] = "baseline"
     for r in rows[1:]:  # no pair differs: no spread, no test; say so rather than "inconclusive"
         if confirmatory and r["n_pairs"] >= 2 and r["ties"] == r["n_pairs"]:
@@ -430,7 +483,8 @@ def outcome_compare(df: pd.DataFrame, *, baseline: str, alpha: float = 0.05,
         return frame
     p_adj, m = adjust(pvals, "fdr_bh")
     for i, (p, pa) in enumerate(zip(pvals, p_adj), start=1):
-        frame.loc[i, ["p", "p_perm", "p_adj", "t", "p_tost", "mde"]] = [p, p, pa, NAN, NAN, NAN]
+        frame.loc[i, ["p", "p_perm", "p_adj", "p_perm_adj", "t", "p_tost", "p_tost_adj", "mde"]] = [
+            p, p, pa, pa, NAN, NAN, NAN, NAN]
         frame.loc[i, "family_size"] = m
         n = int(frame.loc[i, "n_pairs"] or 0)
         if not confirmatory:

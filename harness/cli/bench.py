@@ -97,7 +97,7 @@ def attention(device: str | None = None, lengths: list[int] | None = None, kerne
     doc["rows"] = bench(cfg, kernels, lengths, echo=lambda r: output.console.print(_progress(r), markup=False))
     doc["env"]["loadavg_end"] = os.getloadavg()[0]
     path = Path(out) / f"attention-{device}-{dtype}.json"
-    write_json_atomic(path, _no_nan(doc))
+    write_json_atomic(path, doc)  # strict JSON: NaN as null, inf as "Infinity" (harness.encode)
     output.console.print(rich_table(doc))
     output.console.print(f"wrote {path}")
     return path
@@ -109,12 +109,3 @@ def _progress(r: dict[str, Any]) -> str:
     return (f"  {r['kernel']} T={r['seq_len']}: {r['ms_fwd_bwd']:.3g} ms, peak {r['peak_mib']:.0f} MiB, "
             f"backend {r['backend']}")
 
-
-def _no_nan(x: Any) -> Any:
-    if isinstance(x, float) and x != x:
-        return None
-    if isinstance(x, dict):
-        return {k: _no_nan(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_no_nan(v) for v in x]
-    return x

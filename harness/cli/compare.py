@@ -2,6 +2,7 @@
 ``ablate run``)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from harness.analysis.comparisons import analyse
@@ -32,13 +33,15 @@ def print_tables(abl: Ablation, profile: str, results: Path, primary_only: bool,
     run ids of the grid) and print the primary tables, or every table, or those of ``metric``."""
     store = tuned_profile(profile) if tuned else profile
     result = analyse(abl, profile, results, store_profile=store, expected=expected)
+    # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
+    note = output.console.print if fmt in ("table", "md") else (lambda text: print(text, file=sys.stderr))
     if result.foreign:
-        output.console.print(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
+        note(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
                       "overrides and are not compared here; pass those key=value overrides to compare them)")
     if result.scan.problems:
-        output.console.print(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
+        note(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
     if not result.tables:
-        output.console.print(f"no finished runs of {abl.name} / {store} in {results}")
+        note(f"no finished runs of {abl.name} / {store} in {results}")
         return
     tables = [t for t in result.tables if (t.family.startswith("primary") if primary_only else True)]
     if metric is not None:
@@ -47,8 +50,8 @@ def print_tables(abl: Ablation, profile: str, results: Path, primary_only: bool,
             known = sorted({t.metric for t in result.tables})
             raise AblateError(f"no results for metric {metric!r}{did_you_mean(metric, known)}; metrics: {', '.join(known)}")
     if not tables:
-        output.console.print(f"no finished runs of {abl.name} / {profile} in {results}")
+        note(f"no finished runs of {abl.name} / {profile} in {results}")
         return
     if fmt == "table" and not output.console.is_terminal:
         fmt = "md"  # piped or captured: plain markdown instead of box drawing
-    output.console.print(render(tables, fmt, output.console))
+    output.console.print(render(tables, fmt, output.console), markup=fmt == "table")  # text formats verbatim

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from harness.cli import output
 from harness.cli.compare import print_tables
+from harness.encode import text
 from harness.experiment.grid import plan
 from harness.execution.launch import Launch, outcome_lines, progress_note
 from harness.execution import local
@@ -46,7 +47,7 @@ def run(name: str, profile: str | None, overrides: list[str], results: Path, *, 
         def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
             metric = abl.tasks[rec["task"]].primary.metric
             value = (rec.get("metrics") or {}).get(metric)
-            shown = f"{metric}={value:.4f}" if isinstance(value, float) else rec.get("reason") or ""
+            shown = f"{metric}={text(value, '.4f')}" if isinstance(value, float) else rec.get("reason") or ""
             output.console.print(f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
                           f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)}){progress_note(rec)}")
             advance()

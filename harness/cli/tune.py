@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from harness.cli import output
+from harness.encode import text
 from harness.experiment import ablation as ablation_mod
 from harness.tune import studies as tune_mod
 
@@ -30,7 +31,7 @@ def tune(name: str, profile: str | None, overrides: list[str], results: Path, *,
         table.add_column(col)
     empty = []
     for study_plan, c in done:
-        best = "–" if c["best_value"] is None else f"{c['best_value']:.4g}"
+        best = text(c["best_value"])  # – when there is none, ∞ when infinite
         params = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items())
         table.add_row(study_plan.name, str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})", best, params)
         if c["best_value"] is None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from harness.encode import dumps
 
 CLAIM = "claim.lock"
 TAKEOVER = "claim.lock.takeover"
@@ -92,7 +93,7 @@ def stale_reason(raw: bytes, age_s: float, stale_after: float) -> str | None:
 
 def append_event(folder: Path, event: str, **data: Any) -> None:
     """Append one JSON line to the run's ``events.jsonl`` (a single ``O_APPEND`` write)."""
-    line = json.dumps({"event": event, "at": datetime.now(timezone.utc).isoformat(), "pid": os.getpid(),
+    line = dumps({"event": event, "at": datetime.now(timezone.utc).isoformat(), "pid": os.getpid(),
                        "host": socket.gethostname(), **data}, default=str) + "\n"
     fd = os.open(folder / EVENTS, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:

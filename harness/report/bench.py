@@ -11,11 +11,12 @@ stays in the JSON.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 from rich.table import Table
 from harness.report.figures import _finish, _plt
+
+from harness.encode import INF, NEG_INF, text
 
 COLUMNS = ("kernel", "T", "ms fwd+bwd", "÷ sdpa", "tokens/s", "peak MiB", "added MiB", "added ÷ sdpa", "backend",
            "status")
@@ -37,6 +38,9 @@ def load(results: Path) -> list[tuple[Path, dict[str, Any] | str]]:
             doc = json.loads(path.read_text())
             if not isinstance(doc.get("rows"), list):
                 raise ValueError("no 'rows' list")
+            for row in doc["rows"]:  # infinite values are written as "Infinity" (harness.encode)
+                if isinstance(row, dict):
+                    row.update({k: float(v) for k, v in row.items() if v in (INF, NEG_INF)})
             out.append((path, doc))
         except (OSError, ValueError, AttributeError) as exc:
             out.append((path, f"{type(exc).__name__}: {exc}"))
@@ -66,7 +70,7 @@ def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _num(x: float | None, fmt: str) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+    return text(x, fmt)  # – when missing or NaN, ∞ when infinite
 
 
 def cells(row: dict[str, Any]) -> list[str]:
@@ -82,7 +86,7 @@ def describe(doc: dict[str, Any]) -> str:
     load = ""
     if env.get("loadavg_start") is not None:
         load = (f"; 1-minute load average {env['loadavg_start']:.2f} at the start and "
-                f"{env.get('loadavg_end', float('nan')):.2f} at the end ({env.get('cpu_count')} CPUs)")
+                f"{text(env.get('loadavg_end'), '.2f')} at the end ({env.get('cpu_count')} CPUs)")
     return (f"torch {env.get('torch')} on {env.get('device')} ({env.get('device_name')}), {env.get('dtype')}, "
             f"{env.get('threads')} thread(s){load}. One attention layer, d_model {cfg.get('d_model')}, "
             f"{cfg.get('n_heads')} heads, batch {cfg.get('batch')}: median of {cfg.get('repeats')} timed forward + "

@@ -2,6 +2,7 @@
 and the command that reproduces it. Every figure is computed from the run store."""
 from __future__ import annotations
 
+import math
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from harness.experiment import claims as claims_mod
+from harness.encode import text
 from harness.experiment.ablation import Ablation
 from harness.analysis.comparisons import OUTCOME, Analysis, analyse, beyond_training, claimed_metrics, why_not_finished
 from harness.report.bench import bench_section
@@ -65,16 +67,20 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             why = _failure_reasons(result, ev["task"], ev["variant"])
             lines.append(
                 head + f"finished {r['mean'] * r['n']:.0f}/{r['n']} runs vs {base['mean'] * base['n']:.0f}/{base['n']}"
-                f"{why}; exact McNemar p = {r['p']:.3g}, adjusted p = {r['p_adj']:.3g} ({table.family}) → {v}; "
-                f"claim expects {ev['expect']}: **{outcome}**")
+                f"{why}; exact McNemar p = {text(r['p'], '.3g')}, adjusted p = {text(r['p_adj'], '.3g')} "
+                f"({table.family}) → {v}; claim expects {ev['expect']}: **{outcome}**")
             continue
         small = ""
         if outcome == "supported" and v in ("better", "worse") and table.sesoi and abs(r["delta"]) < table.sesoi:
             small_effects.append(table.sesoi)  # real, but smaller than the effect the ablation cares about
             small = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
+        undefined = _why_undefined(r)  # no CI or p to print: say why instead of "nan"
+        ci = (f"95% CI [{text(r['delta_ci_low'], '+.4g')}, {text(r['delta_ci_high'], '+.4g')}] (not adjusted)"
+              if undefined is None else f"95% CI – ({undefined})")
+        p_adj = f"{text(r['p_adj'], '.3g')} ({table.family})" if undefined is None else f"– ({undefined})"
         lines.append(
-            head + f"Δ = {r['delta']:+.4g} (95% CI [{r['delta_ci_low']:+.4g}, {r['delta_ci_high']:+.4g}], + = {ev['variant']} better), "
-            f"adjusted p = {r['p_adj']:.3g} ({table.family}), n = {r['n_pairs']} seeds → {v}; "
+            head + f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {ev['variant']} better), "
+            f"adjusted p = {p_adj}, n = {r['n_pairs']} seed{'' if r['n_pairs'] == 1 else 's'} → {v}; "
             f"claim expects {ev['expect']}: **{outcome}**{small}")
     if not claim.get("evidence"):
         return "not tested by this ablation yet", lines
@@ -93,6 +99,16 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
     if counts["supported"] and counts["contradicted"]:
         return (f"mixed: {counts['supported']} comparison(s) support it, {counts['contradicted']} contradict it"), lines
     return "inconclusive", lines
+
+
+def _why_undefined(row: pd.Series) -> str | None:
+    """Why a comparison has no test (hence no CI or p), or None when it has one."""
+    n = 0 if pd.isna(row.get("n_pairs")) else int(row["n_pairs"])
+    if n < 2:
+        return "no pairs" if n == 0 else "one pair: no spread to test"
+    if pd.isna(row.get("p_adj")):
+        return "no pair differs" if row.get("ties") == n else "the test is undefined"
+    return None
 
 
 def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir: Path | None = None,
@@ -246,7 +262,12 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
              "Each variant against the baseline, paired by seed (paired t-test and its t-interval; "
              "exact sign-flip permutation test as a check). Δ is oriented so that positive means better. "
              "`p adj`: Holm over the primary comparisons of all tasks; Benjamini-Hochberg within "
-             "each exploratory metric. MDE: the smallest Δ this design detects with 80 % power. "
+             "each exploratory metric; the sign-flip p and the equivalence (TOST) p are adjusted in the same "
+             "family. `better` / `worse` need both the t-test and the exact sign-flip test to reject after "
+             "adjustment (with fewer than 6 seeds that differ, or 8 in a family of 6, the exact test cannot). "
+             "The 95% CIs are per comparison, not adjusted for multiplicity; the verdict reads the adjusted p. "
+             "MDE: the smallest Δ this design detects with 80 % power at alpha / the family size (the "
+             "family's first Holm step). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
              "Runs below a task's gate are left out of comparisons beyond L (`excluded`).", ""]
     stem = f"{abl.name}" + ("" if profile == abl.default_profile else f".{profile}")
     for task, entry in abl.tasks.items():
@@ -340,12 +361,19 @@ def _gate_reason(result: Analysis, run: pd.Series) -> str:
     gate = result.ablation.tasks[run["task"]].gate
     if not result.ablation.profiles[result.profile].apply_gate:
         rec = next(x for x in result.scan.records if x["run_id"] == run["run_id"])
-        return (f"`{gate.metric}` = {(rec.get('metrics') or {}).get(gate.metric, float('nan')):.4g}, below the gate "
+        return (f"`{gate.metric}` = {_metric_text(rec, gate.metric)}, below the gate "
                 f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison")
     rec = next(x for x in result.scan.records if x["run_id"] == run["run_id"])
-    value = (rec.get("metrics") or {}).get(gate.metric)
-    return (f"did not learn the task at L: `{gate.metric}` = {value:.4g}, gate {gate.describe()}; "
+    return (f"did not learn the task at L: `{gate.metric}` = {_metric_text(rec, gate.metric)}, gate {gate.describe()}; "
             "left out of the comparisons beyond L")
+
+
+def _metric_text(rec: dict[str, Any], metric: str) -> str:
+    """A record's metric for prose: the value, or ``–`` and why there is none."""
+    value = (rec.get("metrics") or {}).get(metric)
+    if value is None:
+        return "– (not recorded)"
+    return text(value) + (" (undefined: NaN)" if math.isnan(value) else "")
 
 
 def _commands(abl: Ablation, profile: str, overrides: list[str]) -> list[str]:

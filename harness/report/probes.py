@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from harness.analysis.comparisons import Analysis, why_not_finished
+from harness.encode import text
 
 PROBE_KEYS = ("leak_logits", "attn_masked_max")
 
@@ -26,9 +27,7 @@ def _max(values: list[float]) -> float:
 
 
 def _fmt(x: float) -> str:
-    if math.isnan(x):
-        return "–"
-    return "0 (exact)" if x == 0 else f"{x:.3g}"
+    return "0 (exact)" if x == 0 else text(x, ".3g")  # – when undefined, ∞ when infinite
 
 
 def _pair(recs: list[dict[str, Any]], key: str) -> str:
@@ -85,11 +84,11 @@ def probe_section(result: Analysis) -> list[str]:
             primary = abl.tasks[task].primary.metric
             vals = [(r.get("metrics") or {}).get(primary) for r in ok]
             vals = [x for x in vals if x is not None and not math.isnan(x)]
-            mean = f"{sum(vals) / len(vals):.4g}" if vals else "–"
+            mean = text(sum(vals) / len(vals)) if vals else "–"
             name = f"{label} (baseline)" if label == abl.baseline_label else label
             skipped = [(r.get("metrics") or {}).get("nonfinite_grad_steps") for r in ok]
             skipped = [x for x in skipped if x is not None and not math.isnan(x)]
-            bad_steps = f"{sum(skipped) / len(skipped):.4g}" if skipped else "–"
+            bad_steps = text(sum(skipped) / len(skipped)) if skipped else "–"
             lines.append(f"| {name} | {len(ok)}/{len(recs)} | {_ended(recs)} | {_raised(recs)} | "
                          f"{_pair(recs, 'leak_logits_real')} | {_pair(recs, 'leak_grad_real')} | {_pair(recs, 'leak_logits')} | "
                          f"{_pair(recs, 'nonfinite_logits')} | {_pair(recs, 'attn_masked_max')} | "

@@ -1,18 +1,18 @@
 """Formatting comparison tables: rich in a terminal, markdown for reports, CSV and JSON raw."""
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import pandas as pd
 
+from harness import encode
 from harness.analysis.comparisons import Table
 from rich.console import Group
 from rich.table import Table as RichTable
 
 HEADERS = ["variant", "n", "excluded", "mean ± SD", "95% CI", "Δ (+ = better)", "95% CI of Δ", "W/T/L",
-           "d_z", "p (t)", "p (perm)", "p adj", "MDE", "verdict", "params", "s/run"]
+           "d_z", "p (t)", "p (perm)", "p adj", "p adj (perm)", "MDE", "verdict", "params", "s/run"]
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -57,6 +57,7 @@ def formatted(table: Table) -> pd.DataFrame:
             "p (t)": "" if base else _p(r.get("p")),
             "p (perm)": "" if base else _p(r.get("p_perm")),
             "p adj": "" if base else _p(r.get("p_adj")),
+            "p adj (perm)": "" if base else _p(r.get("p_perm_adj")),
             "MDE": "" if base else _num(r.get("mde"), 3),
             "verdict": "" if base else str(r.get("verdict") if isinstance(r.get("verdict"), str) else "–"),
             "params": f"{int(r['n_params']):,}" if not pd.isna(r.get("n_params")) else "–",
@@ -78,17 +79,17 @@ def render(tables: list[Table], fmt: str, console: Any = None) -> Any:
     """Render tables as rich renderables (``table``), markdown, CSV or JSON text."""
     if fmt == "md":
         return "\n\n".join(f"**{title(t)}**\n\n{markdown(t)}" for t in tables)
-    if fmt in ("csv", "json"):
+    if fmt in ("csv", "json"):  # raw values; undefined and infinite ones as harness.encode says
         frames = [t.frame.assign(task=t.task, metric=t.metric, family=t.family) for t in tables]
         raw = pd.concat(frames, ignore_index=True)
         if fmt == "csv":
-            return raw.to_csv(index=False)
-        return json.dumps(json.loads(raw.to_json(orient="records")), indent=1)
+            return encode.to_csv(raw)
+        return encode.dumps(raw.astype(object).to_dict(orient="records"), indent=1)
 
     out = []
     for t in tables:
         rt = RichTable(title=title(t), title_justify="left")
-        cols = [h for h in HEADERS if h not in ("p (perm)", "MDE", "params")]
+        cols = [h for h in HEADERS if h not in ("p (perm)", "p adj (perm)", "MDE", "params")]
         for h in cols:
             rt.add_column(h, overflow="fold")
         for _, row in formatted(t).iterrows():

@@ -19,6 +19,7 @@ from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
 from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
 from harness.analysis.comparisons import analyse
 from harness.report.tables import markdown, title
+from harness.encode import text
 
 
 def tuning_section(abl: Ablation, profile: str, results: Path, storage: str | None, fig_dir: Path,
@@ -50,7 +51,7 @@ def tuning_section(abl: Ablation, profile: str, results: Path, storage: str | No
         study = optuna.load_study(study_name=name, storage=store)
         c = counts(study)
         metric = abl.tasks[task].primary.metric
-        best = "no complete trial" if c["best_value"] is None else f"`{metric}` = {c['best_value']:.4g}"
+        best = "no complete trial" if c["best_value"] is None else f"`{metric}` = {_fmt(c['best_value'])}"
         importance, figs = _figures(study, c, metric, fig_dir / _slug(f"{abl.name}.{profile}-tune-{task}-{variant}"),
                                     md_dir)
         lines.append(f"| {task} | {variant} | {c['complete']} | {c['pruned']} | {c['failed']} ({c['diverged']}) | "
@@ -152,4 +153,4 @@ def _side_by_side(untuned: Any, tuned: Any, order: list[str]) -> str:
 
 
 def _fmt(x: Any) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{float(x):.4g}"
+    return text(x)  # – when undefined, ∞ when infinite

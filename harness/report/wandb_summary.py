@@ -5,7 +5,8 @@ variant, ``seed:N``, task, profile; summary: the store's metrics and status). Th
 joins that group with job type ``summary`` and logs, in one step:
 
 - ``compare/<task>/<metric>``: every comparison table of :class:`~harness.analysis.comparisons.Analysis` as a
-  ``wandb.Table``, the columns of ``Table.frame`` with its raw values (NaN written as null);
+  ``wandb.Table``, the columns of ``Table.frame`` with its raw values (NaN written as null,
+  +/-inf as the strings ``"Infinity"`` / ``"-Infinity"``: :mod:`harness.encode`);
 - ``figures/<file stem>``: each PNG figure as a ``wandb.Image``;
 - ``claims``: a table of claim, verdict and evidence; each verdict also as summary ``claim/<id>``.
 
@@ -15,7 +16,6 @@ sync`` never uploads stale comparisons (one already uploaded stays in W&B as an 
 """
 from __future__ import annotations
 
-import math
 import os
 import shutil
 from collections.abc import Iterator, Sequence
@@ -23,10 +23,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from harness.experiment import claims as claims_mod
 from harness.analysis.comparisons import Analysis, Table
+from harness.encode import json_safe
 from harness.report.markdown import claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.report.markdown import report_path
@@ -43,14 +42,9 @@ def table_key(table: Table) -> str:
 
 
 def _cell(value: Any) -> Any:
-    """A JSON-able cell: numpy scalars as Python numbers, NaN and pandas NA as None."""
-    if value is None or value is pd.NA:
-        return None
-    if hasattr(value, "item"):  # numpy scalar
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
+    """A strict-JSON cell (:func:`harness.encode.json_safe`): numpy scalars as Python numbers,
+    NaN and pandas NA as None, +/-inf as ``"Infinity"`` / ``"-Infinity"``."""
+    return json_safe(value)
 
 
 def table_rows(table: Table) -> tuple[list[str], list[list[Any]]]:
@@ -109,7 +103,8 @@ def log_summary(analysis: Analysis, figures: Sequence[Path] = (), mode: str = "o
             payload: dict[str, Any] = {}
             for table in analysis.tables:
                 columns, rows = table_rows(table)
-                payload[table_key(table)] = wandb.Table(columns=columns, data=rows)
+                # mixed types: a numeric column may hold "Infinity" (harness.encode)
+                payload[table_key(table)] = wandb.Table(columns=columns, data=rows, allow_mixed_types=True)
             for fig in figures:
                 payload[f"figures/{Path(fig).stem}"] = wandb.Image(str(fig))
             if claims:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.encode import dumps, number
+
 STATUSES = ("ok", "diverged", "failed", "timeout")
 RECORD = "record.json"
 
@@ -31,12 +33,15 @@ def run_dir(results: Path, ablation: str, profile: str, run_id: str) -> Path:
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    """Write JSON to ``path`` through a temporary file in the same folder and ``os.replace``.
+
+    Strict JSON: NaN is written as null and +/-inf as ``"Infinity"`` / ``"-Infinity"``
+    (:mod:`harness.encode`); :func:`load_record` turns a record's metrics back into floats."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=True, default=str, allow_nan=True)
+            fh.write(dumps(payload, indent=2, sort_keys=True, default=str))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -65,8 +70,23 @@ def load_record(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, None
     except (OSError, ValueError) as exc:
         return None, f"unreadable record ({type(exc).__name__}: {exc})"
+    _decode_metrics(rec)
     problem = record_problem(rec, folder.name)
     return (None, problem) if problem else (rec, None)
+
+
+def _decode_metrics(rec: Any) -> None:
+    """Metrics as floats again: null -> NaN, "Infinity" / "-Infinity" -> +/-inf (records written
+    before the strict encoding hold bare NaN / Infinity, which ``json.loads`` already reads).
+    A value that is no number is left for :func:`record_problem` to report."""
+    metrics = rec.get("metrics") if isinstance(rec, dict) else None
+    if not isinstance(metrics, dict):
+        return
+    for key, value in metrics.items():
+        try:
+            metrics[key] = number(value)
+        except (TypeError, ValueError):
+            pass
 
 
 def record_problem(rec: Any, folder_name: str | None = None) -> str | None:

@@ -128,3 +128,22 @@ def test_plan_refuses_a_results_dir_that_is_a_file(tmp_path):
     store.write_text("not a folder")
     assert_refused(invoke("plan", "pe_extrapolation", "--results-dir", str(store)), "is not a folder")
     assert store.read_text() == "not a folder"
+
+
+def test_plan_never_asks_for_fewer_seeds_than_the_exact_test_needs(tmp_path):
+    """A large effect / SD (0.05 / 0.02) needs 5 seeds by the t-test, but a verdict also needs
+    the exact sign-flip test, whose smallest p at m seeds is 2 / 2**m: at alpha 0.05 / 2, 7 seeds."""
+    from harness.analysis.comparisons import analyse
+    from harness.analysis.seed_planning import seed_plan
+
+    decl = write_decl(tmp_path / "decl", pilot={"seeds": [0, 1, 2], "confirmatory": False},
+                      cpu={"seeds": list(range(12))})
+    write_runs(tmp_path / "results", decl, "pilot", lambda v, s: BASE[s] + {"sinusoidal": 0, "learned": 0.5,
+                                                                            "rope": 0.5}[v] + 0.02 * s * (v == "rope"))
+    abl = load(str(decl))
+    plan = seed_plan(abl, "cpu", analyse(abl, "pilot", tmp_path / "results"))
+    learned = next(r for r in plan.rows if r.variant == "learned")
+    rope = next(r for r in plan.rows if r.variant == "rope")
+    assert learned.needed is None  # SD 0 in the pilot
+    assert rope.sd_diff == pytest.approx(0.02) and _direct(0.05, 0.02, 0.025) < 7 and rope.needed == 7
+    assert min(m for m in range(1, 40) if 2 / 2**m < 0.025) == 7

@@ -152,7 +152,7 @@ def test_unknown_config_key_in_a_user_file_names_the_file(tmp_path, results):
     assert_nothing_written(results)
 
 
-def test_malformeduser_file(tmp_path, results):
+def test_malformed_user_file(tmp_path, results):
     path = tmp_path / "bad.yaml"
     path.write_text("name: bad\naxes: [unclosed\n")
     assert_refused(invoke("run", str(path), "--results-dir", str(results)), "bad.yaml", "not valid YAML")

@@ -129,8 +129,9 @@ def test_runs_of_other_overrides_are_set_aside_not_mixed(smoke_store: Path, tmp_
     with pytest.raises(AblateError, match="from more than one config"):
         analyse(load(ABL), "smoke", store)
     compare_cmd.compare(ABL, "smoke", store, fmt="json")
-    out = capsys.readouterr().out
-    assert "1 other runs" in out and "other overrides" in out
+    captured = capsys.readouterr()
+    assert "1 other runs" in captured.err and "other overrides" in captured.err  # the note: stderr
+    assert isinstance(json.loads(captured.out), list)  # stdout: the JSON alone, so that it parses
 
 
 def test_a_metric_the_task_does_not_produce_is_refused(tmp_path: Path) -> None:

@@ -4,8 +4,11 @@ is the one the old code rendered, byte for byte apart from the time and the stor
 
 ``tests/fixtures/premove/``: ``fixture_pe.yaml`` (3 positions x 4 seeds on copy, 40 steps),
 ``results/`` as ``ablate run`` wrote it at commit 673fa0e (trimmed to ``record.json`` and
-``history.csv``, what analysis and report read), and ``fixture_pe.md``, the report that commit
-wrote from it (``ablate report ... --wandb off``), normalised by ``normalise.py``.
+``history.csv``, what analysis and report read), and ``fixture_pe.md``, the report the code of
+the old layout writes from it (``commands.report(..., wandb="off")``), normalised by
+``normalise.py``. When a merge of the old layout changes what a report says (issue 11's fixes
+did), ``fixture_pe.md`` is rendered again by that old-layout code (``git archive main`` into a
+folder, with it first on ``PYTHONPATH``), never by the code under test.
 """
 from __future__ import annotations
 
