@@ -58,7 +58,7 @@ def direction(metric: str, spec: MetricSpec | None = None) -> bool:
     if spec is not None and spec.metric == metric:
         return spec.higher_is_better
     base = _LENGTH.match(metric).group("base") if _LENGTH.match(metric) else metric
-    return base in ("acc", "exact", "tokens_per_s", "target_reached")
+    return base in ("acc", "exact", "train_tokens_per_s", "target_reached")
 
 
 def beyond_training(metric: str) -> bool:

@@ -293,7 +293,7 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
 
 def _report_tables(tables: list, base: str, claimed: set[str] | frozenset[str] = frozenset()) -> list:
     """The primary metric at every length, the convergence metric, then any other metric a claim's
-    evidence names (e.g. ``finished``, ``grad_norm_cv``, ``tokens_per_s``); the rest stays in
+    evidence names (e.g. ``finished``, ``grad_norm_cv``, ``train_tokens_per_s``); the rest stays in
     ``ablate compare`` so that the report is not drowned in exploratory tables."""
     keep = [t for t in tables if t.metric.split("@")[0] == base]
     keep += [t for t in tables if t.metric == "steps_to_target"]

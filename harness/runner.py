@@ -125,7 +125,7 @@ def _check_variant(cfg: RunConfig, task: Any, where: str) -> None:
 
 
 METRICS = {"synthetic": ("acc", "exact", "loss"), "lm": ("loss", "ppl")}
-RUN_METRICS = ("steps_to_target", "target_reached", "train_loss_final", "tokens_per_s")
+RUN_METRICS = ("steps_to_target", "target_reached", "train_loss_final", "train_tokens_per_s")
 
 
 def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 from harness import precision as prec
-from harness.callbacks import TimedOut, resume_point, run_callbacks  # noqa: F401  TimedOut: raised through here
+from harness.callbacks import StepTimer, TimedOut, resume_point, run_callbacks  # noqa: F401  TimedOut: raised through here
 from harness.measure import measure
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng, stream_seed
@@ -270,6 +270,12 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
                        devices: int | str = 1, strategy: str = "auto") -> dict[str, Any]:
     """Train one run and evaluate it at every length; returns metrics, history and timings.
 
+    Timings (seconds, this attempt only for a resumed run): ``train_step_s`` inside training
+    steps (:class:`~harness.callbacks.StepTimer`; the metric ``train_tokens_per_s`` is tokens
+    over it), ``fit_s`` the wall time of ``trainer.fit`` (steps, validation passes, checkpoint
+    writes, data), ``test_s`` the evaluation at every length. The runner adds ``wall_time_s``,
+    the whole attempt (task build, init probes, loggers, fit, test, final probes).
+
     Args:
         model_cfg: the :class:`~harness.modules.TransformerConfig` of the run.
         cfg: the validated :class:`~harness.config.RunConfig`.
@@ -305,11 +311,12 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
         # deprecated `anonymous` setting, which W&B 0.31 warns about on every run
         loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **wandb)))
     start, ckpt = resume_point(checkpoint_dir, resume)
+    step_timer = StepTimer()
     trainer = L.Trainer(
         max_steps=cfg.train.steps, accelerator="auto", devices=devices, strategy=strategy,
         **prec.trainer_kwargs(cfg.train.precision), logger=loggers, enable_checkpointing=checkpoint_dir is not None,
         enable_progress_bar=False, enable_model_summary=False,
-        callbacks=[*(callbacks or []), *run_callbacks(checkpoint_dir, timeout_s)],
+        callbacks=[step_timer, *(callbacks or []), *run_callbacks(checkpoint_dir, timeout_s)],
         val_check_interval=min(cfg.train.val_every, cfg.train.steps), check_val_every_n_epoch=None,
         num_sanity_val_steps=0, gradient_clip_val=cfg.train.grad_clip or None,
         log_every_n_steps=min(25, cfg.train.steps),
@@ -330,9 +337,9 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
             except Exception as exc:  # the init probes are outcomes too (e.g. of a run that diverges)
                 exc.partial_metrics = probes  # type: ignore[attr-defined]
                 raise
-            train_s = time.perf_counter() - t0
+            fit_s = time.perf_counter() - t0
             trainer.test(lit, datamodule=data, verbose=False)
-            test_s = time.perf_counter() - t0 - train_s
+            test_s = time.perf_counter() - t0 - fit_s
             probes |= measure(lit.model, cfg, task, seed, plugin.forward_context, device, "final")
         metrics = dict(lit.test_metrics) | probes | lit.grad_metrics()
         if device.type == "cuda":
@@ -340,11 +347,11 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
         metrics["steps_to_target"] = float(lit.steps_to_target if lit.steps_to_target is not None else cfg.train.steps)
         metrics["target_reached"] = float(lit.steps_to_target is not None)
         metrics["train_loss_final"] = float(lit._last_finite) if lit._last_finite is not None else float("nan")
-        tokens = (cfg.train.steps - start) * cfg.train.batch_size * cfg.train.seq_len  # this attempt's
-        metrics["tokens_per_s"] = tokens / train_s
+        metrics["train_tokens_per_s"] = step_timer.tokens_per_s()  # training steps only, this attempt's
         if wandb is not None:  # under the store's names (record.json "metrics" and "status")
             loggers[1].experiment.summary.update({**metrics, "status": "ok"})
-        return {"metrics": metrics, "history": lit.history, "train_time_s": train_s, "test_time_s": test_s,
+        return {"metrics": metrics, "history": lit.history, "train_step_s": step_timer.seconds, "fit_s": fit_s,
+                "test_s": test_s,
                 "n_params": model.num_parameters(), "device": str(trainer.strategy.root_device),
                 "precision": lit.precision_ran or str(trainer.precision), "precision_requested": cfg.train.precision,
                 "adam_eps": prec.adam_eps(cfg.train.precision), "kernel_backend": ",".join(model.kernel_backends()),
