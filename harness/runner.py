@@ -26,6 +26,7 @@ from harness.attempts import RunOptions
 from harness.config import RunConfig, apply_overrides, build_config, config_hash, parse_override
 from harness.errors import AblateError
 from harness.store import read_record, run_dir, write_json_atomic
+from harness.versions import hashed_versions, run_versions
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,20 @@ class RunSpec:
     tuned_params: dict[str, Any] | None = None
 
     def payload(self) -> dict[str, Any]:
-        """What the run id hashes: everything that determines the run's numbers."""
+        """What the run id hashes: everything that determines the run's numbers, the code included
+        (the versions above 1 of the code the config uses: :mod:`harness.versions`)."""
         out = {"task": self.task, "task_version": self.task_version, "task_params": self.task_params,
                "config": self.config.hash_dump(), "seed": self.seed}
         if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
             out["tuned_params"] = self.tuned_params
+        if code := hashed_versions(self.code_versions):  # absent while all are 1: ids as before versions
+            out["code_versions"] = code
         return out
+
+    @property
+    def code_versions(self) -> dict[str, int]:
+        """Every code version this run uses (``{"model": 1, "position:rope": 2, ...}``)."""
+        return run_versions(self.config.model_dump(mode="json"))
 
     @property
     def run_id(self) -> str:
@@ -266,6 +275,7 @@ def _attempt(spec: RunSpec, folder: Path, results: Path, wandb_mode: str, data_d
         "run_id": spec.run_id, "ablation": spec.ablation, "profile": spec.profile, "task": spec.task,
         "task_params": spec.task_params, "task_version": spec.task_version, "variant": spec.variant,
         "variant_label": spec.variant_label, "seed": spec.seed, "config": spec.config.model_dump(mode="json"),
+        "code_versions": spec.code_versions,
         **({"tuned_params": spec.tuned_params} if spec.tuned_params else {}),
         "started_at": datetime.now(timezone.utc).isoformat(), "commit": commit, **environment(),
         "attempt": archived_attempts(folder) + 1,

@@ -130,7 +130,7 @@ class Learned(PositionalEncoding):
         return x + self.table(torch.arange(t, device=x.device)).to(x.dtype)  # (T, C) broadcast
 
 
-@POSITIONAL.register("rope")
+@POSITIONAL.register("rope", version=2)  # 2: angles in float64 (were float32: cos/sin off by up to 7e-5)
 class RoPE(PositionalEncoding):
     """Rotary position embedding (Su et al., 2021, RoFormer), rotate-half convention of
     GPT-NeoX / LLaMA (Hugging Face): dimension ``i`` is paired with ``i + D/2`` and the pair is
