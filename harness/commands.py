@@ -286,6 +286,7 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
     from harness.analysis import analyse
     from harness.tables import render
     from harness.tune import tuned_profile
+    from harness.versions import mix_warning
 
     store = tuned_profile(profile) if tuned else profile
     result = analyse(abl, profile, results, store_profile=store, expected=expected)
@@ -296,6 +297,8 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
                       "overrides and are not compared here; pass those key=value overrides to compare them)")
     if result.scan.problems:
         note(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
+    for task, mix in result.mixed_code.items():  # on stderr: --format json/csv stays parseable
+        print(f"warning: {mix_warning(task, mix)}", file=sys.stderr)
     if not result.tables:
         note(f"no finished runs of {abl.name} / {store} in {results}")
         return

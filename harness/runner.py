@@ -26,6 +26,7 @@ from harness.attempts import RunOptions
 from harness.config import RunConfig, apply_overrides, build_config, config_hash, parse_override
 from harness.errors import AblateError
 from harness.store import read_record, run_dir, write_json_atomic
+from harness.versions import hashed_versions, run_versions
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,20 @@ class RunSpec:
     tuned_params: dict[str, Any] | None = None
 
     def payload(self) -> dict[str, Any]:
-        """What the run id hashes: everything that determines the run's numbers."""
+        """What the run id hashes: everything that determines the run's numbers, the code included
+        (the versions above 1 of the code the config uses: :mod:`harness.versions`)."""
         out = {"task": self.task, "task_version": self.task_version, "task_params": self.task_params,
                "config": self.config.hash_dump(), "seed": self.seed}
         if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
             out["tuned_params"] = self.tuned_params
+        if code := hashed_versions(self.code_versions):  # absent while all are 1: ids as before versions
+            out["code_versions"] = code
         return out
+
+    @property
+    def code_versions(self) -> dict[str, int]:
+        """Every code version this run uses (``{"model": 1, "position:rope": 2, ...}``)."""
+        return run_versions(self.config.model_dump(mode="json"))
 
     @property
     def run_id(self) -> str:
@@ -125,7 +134,7 @@ def _check_variant(cfg: RunConfig, task: Any, where: str) -> None:
 
 
 METRICS = {"synthetic": ("acc", "exact", "loss"), "lm": ("loss", "ppl")}
-RUN_METRICS = ("steps_to_target", "target_reached", "train_loss_final", "tokens_per_s")
+RUN_METRICS = ("steps_to_target", "target_reached", "train_loss_final", "train_tokens_per_s")
 
 
 def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
@@ -266,6 +275,7 @@ def _attempt(spec: RunSpec, folder: Path, results: Path, wandb_mode: str, data_d
         "run_id": spec.run_id, "ablation": spec.ablation, "profile": spec.profile, "task": spec.task,
         "task_params": spec.task_params, "task_version": spec.task_version, "variant": spec.variant,
         "variant_label": spec.variant_label, "seed": spec.seed, "config": spec.config.model_dump(mode="json"),
+        "code_versions": spec.code_versions,
         **({"tuned_params": spec.tuned_params} if spec.tuned_params else {}),
         "started_at": datetime.now(timezone.utc).isoformat(), "commit": commit, **environment(),
         "attempt": archived_attempts(folder) + 1,
@@ -275,7 +285,7 @@ def _attempt(spec: RunSpec, folder: Path, results: Path, wandb_mode: str, data_d
         task = build_task(spec.task, spec.task_params, data_dir=data_dir)
         target = abl.tasks[spec.task].target if abl is not None else None
         out = train_and_evaluate(transformer_config(spec.config, task.vocab_size), spec.config, task, spec.seed,
-                                 folder, target=target, wandb=_wandb_kwargs(spec, wandb_mode, results),
+                                 folder, target=target, wandb=_wandb_kwargs(spec, wandb_mode, results, record["attempt"]),
                                  checkpoint_dir=folder / CHECKPOINTS, resume=opts.resume, timeout_s=opts.run_timeout,
                                  devices=opts.devices, strategy=opts.strategy)
         history = out.pop("history")
@@ -308,7 +318,13 @@ def _write_history(folder: Path, history: list[dict[str, float]]) -> None:
         writer.writerows(history)
 
 
-def _wandb_kwargs(spec: RunSpec, mode: str, results: Path) -> dict[str, Any] | None:
+def wandb_run_id(run_id: str, attempt: int) -> str:
+    """The W&B run id of one attempt at a run: stable across resumes of that attempt (they log
+    into the same W&B run, ``resume="allow"``); a ``--retry`` is a new attempt and a new W&B run."""
+    return f"{run_id}-a{attempt}"
+
+
+def _wandb_kwargs(spec: RunSpec, mode: str, results: Path, attempt: int = 1) -> dict[str, Any] | None:
     if mode == "off":
         return None
     os.environ.setdefault("WANDB_SILENT", "true")
@@ -319,7 +335,7 @@ def _wandb_kwargs(spec: RunSpec, mode: str, results: Path) -> dict[str, Any] | N
             "config": {**spec.payload(), "config": spec.config.model_dump(mode="json"), "ablation": spec.ablation,
                        "profile": spec.profile, "variant": spec.variant, "variant_label": spec.variant_label,
                        "run_id": spec.run_id},
-            "reinit": "finish_previous"}
+            "reinit": "finish_previous", "id": wandb_run_id(spec.run_id, attempt), "resume": "allow"}
 
 
 def wandb_tags(spec: RunSpec) -> list[str]:
