@@ -1,9 +1,11 @@
 """The task contract: every task is a causal language-modelling problem.
 
 A task turns a numpy ``Generator`` into a batch of ``inputs`` and next-token ``targets``, both
-``(N, T)`` int64, where ``T`` is the model's input length. Targets equal :data:`IGNORE_INDEX`
-where no loss is taken. Synthetic tasks score only their answer positions; language-modelling
-tasks score every position. All randomness comes from the generator passed in, so the same
+``(N, T)`` int64, where ``T`` is the model's input length. A scored target is also the next
+input token, unless the task hides its answers (``answers_in_input = False``: MQAR, as in
+Zoology, where an answer seen in the input would let later answers be guessed). Targets equal
+:data:`IGNORE_INDEX` where no loss is taken. Synthetic tasks score only their answer positions;
+language-modelling tasks score every position. All randomness comes from the generator passed in, so the same
 generator state always gives identical tensors.
 """
 from __future__ import annotations
@@ -48,6 +50,8 @@ class Task(ABC):
     Attributes:
         name: the registry name, permanent.
         version: bumped whenever the data generated for a given seed changes; stored with results.
+        answers_in_input: whether a scored target is also the next input token (teacher
+            forcing); ``False`` for a task whose answers are targets only.
         kind: ``"synthetic"`` (answer positions scored: accuracy, exact match) or ``"lm"``
             (every position scored: loss in nats/token, perplexity).
         params: the validated parameters, an instance of ``Params``.
@@ -63,6 +67,7 @@ class Task(ABC):
     name: ClassVar[str]
     version: ClassVar[str]
     kind: ClassVar[Literal["synthetic", "lm"]]
+    answers_in_input: ClassVar[bool] = True
     Params: ClassVar[type[TaskParams]] = TaskParams
 
     def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None):
@@ -100,7 +105,8 @@ class Task(ABC):
 
         Returns:
             ``(inputs, targets)``, each ``(N, T)`` int64; ``targets[i, t]`` is the token that
-            follows ``inputs[i, :t + 1]``, or :data:`IGNORE_INDEX` where no loss is taken.
+            follows ``inputs[i, :t + 1]`` (also the next input token when
+            :attr:`answers_in_input`), or :data:`IGNORE_INDEX` where no loss is taken.
 
         Raises:
             ValueError: ``n`` < 1, ``seq_len`` below :attr:`min_seq_len`, or an unknown split.

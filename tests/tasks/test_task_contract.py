@@ -64,12 +64,16 @@ def test_shapes_dtypes_and_vocab_bounds(task: Task, split: str) -> None:
 
 def test_targets_are_next_tokens(task: Task) -> None:
     """A scored target reappears as the next input, except at a row's last scored position
-    (after which a task may pad)."""
+    (after which a task may pad); a task that hides its answers never shows one there."""
     inputs, targets = task.sample(8, _seq_len(task), np.random.default_rng(1), "train")
     scored = targets != IGNORE_INDEX
     last = scored.shape[1] - 1 - scored.flip(1).int().argmax(dim=1)          # (N,)
     scored[torch.arange(len(last)), last] = False
-    assert torch.equal(targets[:, :-1][scored[:, :-1]], inputs[:, 1:][scored[:, :-1]])
+    following = inputs[:, 1:][scored[:, :-1]]
+    if task.answers_in_input:
+        assert torch.equal(targets[:, :-1][scored[:, :-1]], following)
+    else:
+        assert following.numel() and not (targets[:, :-1][scored[:, :-1]] == following).any()
 
 
 def test_determinism(task: Task) -> None:
