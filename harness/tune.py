@@ -38,8 +38,16 @@ from harness.config import apply_overrides, build_config, parse_override
 from harness.errors import AblateError
 from harness.registry import did_you_mean
 from harness.runner import RunSpec, plan
-from harness.space import ParamSpec, check_space, resolve_space
-from harness.tune_storage import default_storage, ensure_study, mask_url, open_storage, sqlite_exists
+from harness.space import ParamSpec, check_space, distribution, resolve_space
+from harness.tune_storage import (
+    check_study,
+    default_storage,
+    ensure_study,
+    foreign_study,
+    mask_url,
+    open_storage,
+    sqlite_exists,
+)
 
 TUNING_SEED = 1000
 """The seed of every tuning trial (init, data order, validation sets); never a comparison seed."""
@@ -249,11 +257,17 @@ def tune(abl: Ablation, prof_name: str, plans: list[StudyPlan], results: Path, *
     url = storage or default_storage(results)
     store = open_storage(url, heartbeat=heartbeat)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
+    known = set(optuna.get_all_study_names(store))
+    for p in plans:  # every existing study checked before any is created
+        if p.name in known:
+            check_study(optuna.load_study(study_name=p.name, storage=store), p.name,
+                        "maximize" if p.maximize else "minimize", url, {k: distribution(v) for k, v in p.space.items()})
     for p in plans:
         ensure_study(store, p.name, "maximize" if p.maximize else "minimize",
                      {"ablation": abl.name, "profile": prof_name, "task": p.spec.task, "variant": p.spec.variant_label,
                       "objective": f"{p.metric} on the validation split", "seed": TUNING_SEED,
-                      "overrides": list(overrides), "space": {k: v.describe() for k, v in p.space.items()}})
+                      "overrides": list(overrides), "space": {k: v.describe() for k, v in p.space.items()}},
+                     url=url, distributions={k: distribution(v) for k, v in p.space.items()})
     space = "; ".join(f"{k} {v.describe()}" for k, v in plans[0].space.items()) if plans else "-"
     echo(f"{abl.name} / {prof_name}: {len(plans)} studies in {mask_url(url)}; {trials} finished trials each "
          f"(complete + pruned + failed); seed {TUNING_SEED}; pruner {pruner}; space: {space}")
@@ -264,7 +278,7 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
     """The best complete trial's parameters of study ``name``.
 
     Raises:
-        AblateError: no such study, or no complete trial in it.
+        AblateError: no such study, one with several objectives, or no complete trial in it.
     """
     import optuna
 
@@ -272,6 +286,8 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
         study = optuna.load_study(study_name=name, storage=store)
     except KeyError:
         raise AblateError(f"no study {name!r} in {mask_url(url)}") from None
+    if problem := foreign_study(study, name, url):
+        raise AblateError(problem)
     c = counts(study)
     if c["best_params"] is None:
         raise AblateError(f"study {name!r} has no complete trial ({c['pruned']} pruned, {c['failed']} failed)"

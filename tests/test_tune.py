@@ -80,6 +80,61 @@ def test_bad_tune_arguments_exit_2(tmp_path: Path, args: list[str], words: list[
         assert w in out.stderr, (w, out.stderr)
 
 
+def _foreign(url: str, kind: str) -> None:
+    """Store, under the name `ablate tune` uses for rope, a study it did not make."""
+    from optuna.distributions import CategoricalDistribution
+
+    if kind == "multi-objective":
+        optuna.create_study(storage=url, study_name=ROPE, directions=["minimize", "maximize"])
+    elif kind == "other direction":
+        optuna.create_study(storage=url, study_name=ROPE, direction="maximize")
+    else:  # train.lr drawn as a category: every new trial of a float lr would fail
+        study = optuna.create_study(storage=url, study_name=ROPE, direction="minimize")
+        study.add_trial(optuna.trial.create_trial(params={"train.lr": 0.01}, value=1.0,
+                                                  distributions={"train.lr": CategoricalDistribution([0.01])}))
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("multi-objective", ["has 2 objectives (minimize, maximize)", "ablate tune did not make it"]),
+    ("other direction", ["exists and maximizes", "asks to minimize"]),
+    ("distributions", ["drew train.lr from one of [0.01] (trial 0)", "searches float in [0.003, 0.01] (log)"]),
+])
+def test_a_foreign_study_under_the_tune_name_exits_2(tmp_path: Path, kind: str, words: list[str]) -> None:
+    """One line naming the study and a command that removes it; no study is created, no trial runs;
+    the printed command, run as printed, clears the way."""
+    import shlex
+    import subprocess
+    import sys
+
+    results = tmp_path / "r"
+    results.mkdir()
+    url = default_storage(results)
+    _foreign(url, kind)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    out = CliRunner().invoke(app, ["tune", str(write_tiny(tmp_path)), "--trials", "1", "--results-dir", str(results)])
+    assert out.exit_code == 2, out.output
+    err = out.stderr.strip()
+    assert err.startswith(f"error: study {ROPE!r}") and "\n" not in err and "Traceback" not in out.output, err
+    for w in words:
+        assert w in err, (w, err)
+    assert optuna.get_all_study_names(url) == [ROPE]  # sinusoidal's study was not created
+    hint = err[err.index("(optuna delete-study"):].split(")")[0].lstrip("(")
+    optuna_cli = Path(sys.executable).parent / "optuna"
+    subprocess.run([str(optuna_cli), *shlex.split(hint)[1:]], check=True, capture_output=True)
+    assert optuna.get_all_study_names(url) == []
+
+
+def test_tuned_run_refuses_a_multi_objective_study(tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    results.mkdir()
+    url = default_storage(results)
+    _foreign(url, "multi-objective")
+    optuna.create_study(storage=url, study_name="tiny_tune/smoke/copy/sinusoidal")
+    out = CliRunner().invoke(app, ["run", str(write_tiny(tmp_path)), "--tuned", "--results-dir", str(results)])
+    assert out.exit_code == 2, out.output
+    assert "has 2 objectives" in out.stderr and "Traceback" not in out.output
+
+
 def test_tuned_without_study_exits_2(tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["run", str(write_tiny(tmp_path)), "--tuned", "--results-dir", str(tmp_path / "r")])
     assert out.exit_code == 2 and "ablate tune tiny_tune --profile smoke" in out.stderr, out.output
