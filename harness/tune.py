@@ -36,6 +36,7 @@ from typing import Any
 from harness.ablation import Ablation
 from harness.config import apply_overrides, build_config, parse_override
 from harness.errors import AblateError
+from harness.hints import Context
 from harness.registry import did_you_mean
 from harness.runner import RunSpec, plan
 from harness.space import ParamSpec, check_space, distribution, resolve_space
@@ -296,8 +297,9 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
 
 
 def tuned_specs(abl: Ablation, profile: str, specs: list[RunSpec], results: Path, storage: str | None = None,
-                data_dir: Path | None = None) -> list[RunSpec]:
+                data_dir: Path | None = None, ctx: Context | None = None) -> list[RunSpec]:
     """``specs`` with their study's best parameters merged in, stored under ``<profile>+tuned``.
+    ``ctx``: the ``ablate run`` command's context, for the ``ablate tune`` command errors suggest.
 
     Raises:
         AblateError: a (task, variant) with no study or no complete trial (all listed at once).
@@ -305,9 +307,9 @@ def tuned_specs(abl: Ablation, profile: str, specs: list[RunSpec], results: Path
     from harness.runner import _build_task, _check_variant
 
     url = storage or default_storage(results)
+    tune_first = (ctx or Context(abl.name, profile, results, storage=storage)).command("tune", storage=True)
     if not sqlite_exists(url):
-        raise AblateError(f"no tuning studies: {mask_url(url)} does not exist; run "
-                          f"`ablate tune {abl.name} --profile {profile}` first")
+        raise AblateError(f"no tuning studies: {mask_url(url)} does not exist; run `{tune_first}` first")
     store = open_storage(url)
     best: dict[tuple[str, str], dict[str, Any]] = {}
     problems = []
@@ -321,7 +323,7 @@ def tuned_specs(abl: Ablation, profile: str, specs: list[RunSpec], results: Path
                 problems.append(str(exc))
     if problems:
         raise AblateError(f"--tuned needs a study with a complete trial for every variant; run "
-                          f"`ablate tune {abl.name} --profile {profile}` first: " + "; ".join(problems))
+                          f"`{tune_first}` first: " + "; ".join(problems))
     out, built = [], {}
     for spec in specs:
         params = best[(spec.task, spec.variant_label)]

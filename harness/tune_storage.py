@@ -100,8 +100,7 @@ def open_storage(url: str, heartbeat: int | None = None) -> Any:
                 return optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url), **beat)
         except ImportError as exc:  # optuna re-raises the driver's ModuleNotFoundError as ImportError
             driver = getattr(exc.__cause__, "name", None) or getattr(exc, "name", None) or "?"
-            raise AblateError(f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}; "
-                              f"install it (PostgreSQL: pip install psycopg2-binary)") from None
+            raise AblateError(missing_driver(url, driver)) from None
         except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
             raise AblateError(f"{mask_url(url)} is not a database URL ({_reason(exc, url)}); e.g. "
                               f"sqlite:///results/optuna.db or postgresql+psycopg2://user@host/db") from None
@@ -111,6 +110,29 @@ def open_storage(url: str, heartbeat: int | None = None) -> Any:
                 continue
             raise AblateError(f"cannot open the Optuna storage {mask_url(url)}: {_reason(exc, url)}") from None
     raise AssertionError("unreachable")
+
+
+DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]", "MySQLdb": "mysqlclient",
+                   "pymysql": "pymysql", "asyncpg": "asyncpg", "pg8000": "pg8000"}
+"""Python module of a SQLAlchemy database driver -> the package that installs it."""
+
+
+def missing_driver(url: str, driver: str) -> str:
+    """What to do when ``url``'s driver module ``driver`` is not installed. A bare
+    ``postgresql://`` selects SQLAlchemy's default PostgreSQL driver (psycopg 3 in SQLAlchemy 2.1;
+    psycopg2 before): where psycopg2 is installed, the fix is the URL, not a package."""
+    import importlib.util
+
+    scheme = url.split("://", 1)[0]
+    if scheme == "postgresql" and driver != "psycopg2" and importlib.util.find_spec("psycopg2") is not None:
+        fixed = "postgresql+psycopg2://" + url.split("://", 1)[1]
+        return (f"the Optuna storage {mask_url(url)} selects the driver {driver!r}, which is not installed; psycopg2 "
+                f"is: name it in the URL, --storage {mask_url(fixed)}")
+    import shlex
+
+    package = DRIVER_PACKAGES.get(driver, driver)
+    return (f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}, which is not installed: "
+            f"pip install {shlex.quote(package)}")
 
 
 def _make_parent(url: str) -> None:
