@@ -167,6 +167,16 @@ def test_tuned_run_refuses_a_multi_objective_study(tmp_path: Path) -> None:
     assert "has 2 objectives" in out.stderr and "Traceback" not in out.output
 
 
+def test_report_leaves_a_multi_objective_study_out(tmp_path: Path) -> None:
+    from harness.tune_report import tuning_section
+
+    results = tmp_path / "r"
+    results.mkdir()
+    _foreign(default_storage(results), "multi-objective")
+    lines = tuning_section(load(str(write_tiny(tmp_path))), "smoke", results, None, tmp_path, tmp_path)
+    assert "| copy | rope | | | | **not a study of ablate tune: 2 objectives; left out** | | |" in lines
+
+
 def test_tuned_without_study_exits_2(tmp_path: Path) -> None:
     path = write_tiny(tmp_path)
     out = CliRunner().invoke(app, ["run", str(path), "--tuned", "--results-dir", str(tmp_path / "r")])
