@@ -4,9 +4,9 @@ Each raises :class:`~harness.errors.AblateError` for bad input, before any run s
 """
 from __future__ import annotations
 
-import re
-
+import dataclasses
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +18,7 @@ from rich.table import Table as RichTable
 
 from harness import ablation as ablation_mod
 from harness.errors import AblateError
+from harness.hints import Context
 
 # Piped or captured output gets a wide virtual terminal so that tables are not squeezed to 80 columns.
 console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
@@ -108,13 +109,14 @@ def run(name: str, profile: str | None, overrides: list[str], results: Path, *, 
 
     abl = ablation_mod.load(name)
     prof_name, specs = plan(abl, profile, overrides, _data_dir())
+    ctx = Context(name, prof_name, results, tuple(overrides), storage)
     launch = launch or Launch()
     retry = launch.check(results, workers, threads)
     _check_results_dir(results)
     if tuned:
         from harness.tune import tuned_specs
 
-        specs = tuned_specs(abl, prof_name, specs, results, storage, _data_dir())
+        specs = tuned_specs(abl, prof_name, specs, results, storage, _data_dir(), ctx=ctx)
     todo, retried = launch.select(specs, results, abl.name, retry)
     placement = launch.place(workers, len(todo), threads)
     again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
@@ -134,8 +136,8 @@ def run(name: str, profile: str | None, overrides: list[str], results: Path, *, 
 
         records = run_grid(todo, results, abl, workers=placement.workers, threads=threads, wandb_mode=wandb,
                            data_dir=_data_dir(), on_done=on_done, **launch.grid_kwargs(placement, retried))
-    _print_tables(abl, prof_name, results, primary_only=True, tuned=tuned)
-    lines, code = outcome_lines(records, results, abl.name)
+    _print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=ctx)
+    lines, code = outcome_lines(records, results, abl.name, ctx=ctx, tuned=tuned)
     for line in lines:
         console.print(line)
     return code
@@ -224,10 +226,11 @@ def compare(name: str, profile: str | None, results: Path, metric: str | None = 
     the runs of ``ablate run --tuned`` instead of the untuned ones."""
     abl = ablation_mod.load(name)
     prof_name, expected = _expected_runs(abl, profile, overrides, tuned)
+    ctx = Context(name, prof_name, results, tuple(overrides))
     _check_results_readable(results)
-    _check_store_exists(results, abl.name, prof_name, tuned)
+    _check_store_exists(results, abl.name, prof_name, tuned, ctx=ctx)
     _print_tables(abl, prof_name, results, primary_only=metric is None, metric=metric, fmt=fmt, tuned=tuned,
-                  expected=expected)
+                  expected=expected, ctx=ctx)
 
 
 def plan_seeds(name: str, profile: str | None, pilot: str | None, results: Path, power: float = 0.8,
@@ -243,14 +246,15 @@ def plan_seeds(name: str, profile: str | None, pilot: str | None, results: Path,
     prof_name = abl.profile(profile)[0]
     planning.check_levels(power, alpha)
     _check_results_readable(results)
-    pilot_name = planning.pilot_profile(abl, results, pilot)
+    ctx = Context(name, prof_name, results, tuple(overrides))
+    pilot_name = planning.pilot_profile(abl, results, pilot, ctx=ctx)
     pilot_name, expected = _expected_runs(abl, pilot_name, overrides, tuned=False)
-    _check_store_exists(results, abl.name, pilot_name)
+    _check_store_exists(results, abl.name, pilot_name, ctx=dataclasses.replace(ctx, profile=pilot_name))
     result = analyse(abl, pilot_name, results, expected=expected)
     if not result.scan.records:
         other = f" ({result.foreign} made with other overrides: pass those key=value overrides)" if result.foreign else ""
         raise AblateError(f"no pilot runs of {abl.name} / {pilot_name} in {results}{other}; "
-                          f"run `ablate run {abl.name} --profile {pilot_name}` first")
+                          f"run `{ctx.command('run', profile=pilot_name)}` first")
     seeds = planning.seed_plan(abl, prof_name, result, power=power, alpha=alpha)
     if fmt == "table" and not console.is_terminal:
         fmt = "md"  # piped or captured: plain markdown instead of box drawing
@@ -270,7 +274,8 @@ def _expected_runs(abl: Any, profile: str | None, overrides: list[str] | tuple[s
     return prof_name, None if tuned else {s.run_id for s in specs}
 
 
-def _check_store_exists(results: Path, name: str, profile: str, tuned: bool = False) -> None:
+def _check_store_exists(results: Path, name: str, profile: str, tuned: bool = False, *, ctx: Context) -> None:
+    """The profile's folder must exist; else the ``ablate run`` command (from ``ctx``) that fills it."""
     from harness.tune import tuned_profile
 
     folders = [results / name / tuned_profile(profile)] if tuned else [results / name / profile,
@@ -278,11 +283,13 @@ def _check_store_exists(results: Path, name: str, profile: str, tuned: bool = Fa
     folder = folders[0]
     if not any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
         raise AblateError(f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
-                          f"{folder} does not exist; run `ablate run {name}` first or pass the --results-dir it wrote to")
+                          f"{folder} does not exist; run `{ctx.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
+                          f"first or pass the --results-dir it wrote to")
 
 
 def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, metric: str | None = None,
-                  fmt: str = "table", tuned: bool = False, expected: set[str] | None = None) -> None:
+                  fmt: str = "table", tuned: bool = False, expected: set[str] | None = None, *,
+                  ctx: Context) -> None:
     from harness.analysis import analyse
     from harness.tables import render
     from harness.tune import tuned_profile
@@ -291,12 +298,16 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
     store = tuned_profile(profile) if tuned else profile
     result = analyse(abl, profile, results, store_profile=store, expected=expected)
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
-    note = console.print if fmt in ("table", "md") else (lambda text: print(text, file=sys.stderr))
+    def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup
+        if fmt in ("table", "md"):
+            console.print(text, markup=False)
+        else:
+            print(text, file=sys.stderr)
     if result.foreign:
         note(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
                       "overrides and are not compared here; pass those key=value overrides to compare them)")
     if result.scan.problems:
-        note(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
+        note(f"({len(result.scan.problems)} unreadable store entries left out: see `{ctx.command('status')}`)")
     for task, mix in result.mixed_code.items():  # on stderr: --format json/csv stays parseable
         print(f"warning: {mix_warning(task, mix)}", file=sys.stderr)
     if not result.tables:
@@ -332,7 +343,7 @@ def report(name: str | None, profile: str | None, results: Path, out: Path, stor
     abl = ablation_mod.load(name)
     prof_name, expected = _expected_runs(abl, profile, overrides, tuned=False)
     _check_results_readable(results)
-    _check_store_exists(results, abl.name, prof_name)
+    _check_store_exists(results, abl.name, prof_name, ctx=Context(name, prof_name, results, tuple(overrides), storage))
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
     _check_out_parent(out)
@@ -430,5 +441,6 @@ def tune(name: str, profile: str | None, overrides: list[str], results: Path, *,
     for study_name, c in empty:
         console.print(f"[red]no complete trial[/] in {study_name}: {c['pruned']} pruned, {c['failed']} failed"
                       + (f" (last failure: {c['last_reason']})" if c["last_reason"] else "")
-                      + "; `ablate run --tuned` will refuse this variant")
+                      + f"; `{escape(Context(name, prof_name, results, tuple(overrides), storage).command('run', '--tuned', storage=True))}` "
+                      "will refuse this variant")
     return 1 if empty else 0

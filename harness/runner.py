@@ -131,6 +131,33 @@ def _check_variant(cfg: RunConfig, task: Any, where: str) -> None:
     shortest = min(cfg.train.seq_len, *cfg.eval_lengths())
     if shortest < getattr(task, "min_seq_len", 1):
         raise AblateError(f"{where}: task {task.name!r} needs seq_len >= {task.min_seq_len}, got {shortest}")
+    _check_longest(cfg, task, where)
+
+
+LENGTH_USES = {"train": ("train", "val"), "eval": ("test", "val")}
+"""Splits each length is drawn from: ``train.seq_len`` trains and validates (and probes) on the
+train and val splits; every evaluation length is drawn from test (``run``) and val (``tune``)."""
+
+
+def _check_longest(cfg: RunConfig, task: Any, where: str) -> None:
+    """``train.seq_len`` and every evaluation length must fit what the task can provide
+    (:meth:`tasks.base.Task.max_seq_len`), before any run starts."""
+    seq_len = cfg.train.seq_len
+    for split in LENGTH_USES["train"]:
+        if (longest := task.max_seq_len(split)) is not None and seq_len > longest:
+            raise AblateError(
+                f"{where}: train.seq_len={seq_len} but task {task.name!r} provides rows of at most {longest} "
+                f"tokens from its {split} split; lower train.seq_len to at most {longest}")
+    for split in LENGTH_USES["eval"]:
+        longest = task.max_seq_len(split)
+        if longest is None:
+            continue
+        for mult, length in zip(cfg.eval.length_multipliers, cfg.eval_lengths()):
+            if length > longest:
+                raise AblateError(
+                    f"{where}: evaluation length {length} tokens ({mult} x train.seq_len={seq_len}) is longer than "
+                    f"task {task.name!r} provides from its {split} split ({longest} tokens); keep "
+                    f"eval.length_multipliers at most {longest // seq_len} or lower train.seq_len")
 
 
 METRICS = {"synthetic": ("acc", "exact", "loss"), "lm": ("loss", "ppl")}

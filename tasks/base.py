@@ -44,7 +44,8 @@ class Task(ABC):
     """Base class of all tasks.
 
     A subclass sets the class attributes, defines ``Params`` (a :class:`TaskParams` subclass),
-    the ``vocab_size`` and ``min_seq_len`` properties, and implements :meth:`_generate`. The
+    the ``vocab_size`` and ``min_seq_len`` properties, and implements :meth:`max_seq_len` and
+    :meth:`_generate`. The
     public :meth:`sample` checks its arguments and the shapes of what ``_generate`` returns.
 
     Attributes:
@@ -84,6 +85,14 @@ class Task(ABC):
         """Smallest ``seq_len`` this task can generate; :meth:`sample` raises below it."""
         return 1
 
+    @abstractmethod
+    def max_seq_len(self, split: Split) -> int | None:
+        """Longest ``seq_len`` :meth:`sample` can draw from ``split``; ``None`` when rows are
+        generated at any length (synthetic tasks). A file-backed task is bounded by its split's
+        size (a row is a window of ``seq_len + 1`` tokens). Known without loading the data, so
+        that planning checks every length before any run starts.
+        """
+
     def check_available(self) -> None:
         """Make sure the task's data can be loaded, before any run starts.
 
@@ -99,7 +108,7 @@ class Task(ABC):
 
         Args:
             n: number of rows N, at least 1.
-            seq_len: input length T, at least :attr:`min_seq_len`.
+            seq_len: input length T, at least :attr:`min_seq_len`, at most :meth:`max_seq_len`.
             rng: the only source of randomness.
             split: ``"train"``, ``"val"`` (tuning) or ``"test"`` (comparisons).
 
@@ -109,7 +118,8 @@ class Task(ABC):
             :attr:`answers_in_input`), or :data:`IGNORE_INDEX` where no loss is taken.
 
         Raises:
-            ValueError: ``n`` < 1, ``seq_len`` below :attr:`min_seq_len`, or an unknown split.
+            ValueError: ``n`` < 1, ``seq_len`` below :attr:`min_seq_len` or above
+                :meth:`max_seq_len`, or an unknown split.
         """
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}{did_you_mean(str(split), SPLITS)}; "
@@ -119,6 +129,9 @@ class Task(ABC):
         if int(seq_len) != seq_len or seq_len < self.min_seq_len:
             raise ValueError(f"task {self.name!r} with {self.params!r} needs seq_len >= "
                              f"{self.min_seq_len}, got {seq_len!r}")
+        if (longest := self.max_seq_len(split)) is not None and seq_len > longest:
+            raise ValueError(f"task {self.name!r} provides at most seq_len {longest} from its "
+                             f"{split!r} split, got {seq_len!r}")
         inputs, targets = self._generate(int(n), int(seq_len), rng, split)
         assert inputs.shape == targets.shape == (n, seq_len), (inputs.shape, targets.shape)
         import torch

@@ -102,3 +102,20 @@ def test_min_seq_len_works(task: Task) -> None:
 
 def test_check_available(task: Task) -> None:
     task.check_available()
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_every_task_states_its_longest_length(task: Task, split: str) -> None:
+    """Synthetic tasks generate rows of any length (None); a file-backed task draws up to its bound
+    and refuses one token more, naming the bound."""
+    longest = task.max_seq_len(split)
+    if task.kind == "synthetic":
+        assert longest is None
+        length = 4096
+    else:
+        assert isinstance(longest, int) and longest >= task.min_seq_len
+        length = longest
+        with pytest.raises(ValueError, match=f"at most seq_len {longest}"):
+            task.sample(1, longest + 1, np.random.default_rng(0), split)
+    inputs, _ = task.sample(1, length, np.random.default_rng(0), split)
+    assert inputs.shape == (1, length)
