@@ -78,7 +78,7 @@ def harness(spec, abl) -> dict[str, float]:
         rec = execute(spec, Path(tmp), abl=abl)
         wall = time.perf_counter() - t0
     assert rec["status"] == "ok", rec.get("reason")
-    return {"wall": wall, "train": rec["train_time_s"], "test": rec["test_time_s"]}
+    return {"wall": wall, "train": rec["fit_s"], "test": rec["test_s"]}
 
 
 def main() -> None:

@@ -35,3 +35,13 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     for value in secret_values(environ):
         text = text.replace(value, MASK)
     return text
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (also for URLs SQLAlchemy cannot parse)."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - unparsable: mask by pattern
+        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)

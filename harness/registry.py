@@ -1,7 +1,9 @@
 """One registry class; one instance per component family.
 
 Components are selected by a short, permanent, lower_snake name written in the run config
-(``model.position=rope``). An unknown name fails when the config is built, with the closest
+(``model.position=rope``). Each entry carries a code version (an int, 1 at first), bumped
+whenever the entry's numbers change; it enters the id of every run that uses the entry
+(:mod:`harness.experiment.versions`). An unknown name fails when the config is built, with the closest
 valid names (pattern of EleutherAI/lm-evaluation-harness ``api/registry.py``).
 """
 from __future__ import annotations
@@ -46,19 +48,27 @@ class Registry(Generic[T]):
         self.family = family
         self._entries: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
+        self._versions: dict[str, int] = {}
 
-    def register(self, name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[T], T]:
+    def register(self, name: str, *, aliases: tuple[str, ...] = (), version: int = 1) -> Callable[[T], T]:
         """Decorator that registers an object under ``name`` (and ``aliases``).
 
+        Args:
+            version: the entry's code version; bump it when its output on a given input changes
+                (tests/modules/test_fingerprints.py fails until it is bumped).
+
         Raises:
-            ValueError: the name or an alias is already taken.
+            ValueError: the name or an alias is already taken, or ``version`` is below 1.
         """
+        if not isinstance(version, int) or version < 1:
+            raise ValueError(f"{self.family} {name!r}: version must be an int >= 1, got {version!r}")
 
         def deco(obj: T) -> T:
             for key in (name, *aliases):
                 if key in self._entries or key in self._aliases:
                     raise ValueError(f"{self.family} {key!r} is already registered")
             self._entries[name] = obj
+            self._versions[name] = version
             for alias in aliases:
                 self._aliases[alias] = name
             return obj
@@ -83,6 +93,10 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The object registered as ``name``; raises :class:`UnknownNameError` otherwise."""
         return self._entries[self.canonical(name)]
+
+    def version(self, name: str) -> int:
+        """The code version of ``name`` (or an alias); raises :class:`UnknownNameError` otherwise."""
+        return self._versions[self.canonical(name)]
 
     def names(self) -> list[str]:
         """Registered names in registration order (aliases excluded)."""

@@ -1,16 +1,26 @@
 """Multi-query associative recall (MQAR).
 
 After Arora, Eyuboglu et al. 2023, "Zoology: Measuring and Improving Recall in Efficient Language
-Models" (HazyResearch/zoology, ``zoology/data/associative_recall.py``, ``multiquery_ar``). A row
-opens with ``n_pairs`` key-value pairs ``k_1 v_1 .. k_P v_P``; every key is then queried once, in
-random order, and the model must produce the value paired with it earlier in the row.
+Models" (HazyResearch/zoology, ``zoology/data/multiquery_ar.py``, ``multiquery_ar``). A row opens
+with ``n_pairs`` key-value pairs ``k_1 v_1 .. k_P v_P``; every key is then queried once, in random
+order, and the model must produce the value paired with it earlier in the row. As in Zoology, the
+answer is only a target: the input token after a query is filler, never the answer.
 
 Differences from Zoology's generator, deliberate: filler is the single token 0 (Zoology fills with
-random tokens); query positions are uniform over all non-overlapping placements (Zoology draws
-gaps from a power law, favouring short ones); values are drawn with replacement; the value also
-follows its query in the input, so the full sequence stays a valid key-value stream. The number
-of pairs is the same at every length, so a longer sequence means longer query distances, as in
+random tokens); query positions are uniform over all non-overlapping 2-token slots (Zoology draws
+gaps from a power law, favouring short ones); values are drawn with replacement. The number of
+pairs is the same at every length, so a longer sequence means longer query distances, as in
 Zoology. Every split draws from the same distribution.
+
+Version 2 (why version 1 did not learn): version 1 also wrote each answer into the input after its
+query. That lets a model score without recall: answer with one of the row's values not yet given
+as an answer, which is right with probability 1/4, 1/3, 1/2, 1 for the 4 queries of a 4-pair row
+(0.52 on average). Every model tried stopped on that plateau (0.51-0.52 answer accuracy,
+validation loss 0.93-0.97 nats; 4 pairs, 2 layers, d_model 64, batch 128, lr 1e-3, 2,000 steps),
+the product and a plain-PyTorch model alike (lr 3e-3: 0.51 at step 750). With the answer hidden
+(this version) the product's model reaches 1.00 by step 750. The plain-PyTorch pilot that reached
+1.00 with answers in the input asked the queries in pair order: a copy from 2P positions back,
+which needs positions but no recall.
 """
 from __future__ import annotations
 
@@ -47,13 +57,15 @@ class AssociativeRecallParams(TaskParams):
 class AssociativeRecall(Task):
     """MQAR. Tokens: filler 0, keys ``1 .. n_keys``, values ``n_keys + 1 .. n_keys + n_values``.
 
-    Loss only at the ``n_pairs`` positions whose target is a queried value. Needs
-    ``T >= 4 * n_pairs``: the pairs take ``2P`` tokens and the queries with their answers ``2P``.
+    Loss only at the ``n_pairs`` query positions, whose target is the queried key's value; the
+    input after a query is filler. Needs ``T >= 4 * n_pairs``: the pairs take ``2P`` tokens and
+    the queries, each in a 2-token slot (query, filler), ``2P``.
     """
 
     name = "associative_recall"
-    version = "1"
+    version = "2"
     kind = "synthetic"
+    answers_in_input = False
     Params = AssociativeRecallParams
 
     @property
@@ -63,6 +75,9 @@ class AssociativeRecall(Task):
     @property
     def min_seq_len(self) -> int:
         return 4 * self.params.n_pairs
+
+    def max_seq_len(self, split: Split) -> None:
+        """No bound: rows are generated at any length (longer rows, longer query distances)."""
 
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator,
                   split: Split) -> tuple[Tensor, Tensor]:
@@ -78,11 +93,10 @@ class AssociativeRecall(Task):
         seq[:, 0:2 * n_pairs:2] = keys
         seq[:, 1:2 * n_pairs:2] = values
         rows = np.arange(n)[:, None]                                              # (N, 1)
-        seq[rows, query_pos] = np.take_along_axis(keys, order, axis=1)
-        seq[rows, query_pos + 1] = np.take_along_axis(values, order, axis=1)
+        seq[rows, query_pos] = np.take_along_axis(keys, order, axis=1)           # slot: query, filler
 
         targets = np.full((n, seq_len), IGNORE_INDEX, dtype=np.int64)             # (N, T)
-        targets[rows, query_pos] = seq[rows, query_pos + 1]
+        targets[rows, query_pos] = np.take_along_axis(values, order, axis=1)
         import torch
 
         return torch.from_numpy(seq[:, :-1].copy()), torch.from_numpy(targets)

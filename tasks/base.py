@@ -1,9 +1,11 @@
 """The task contract: every task is a causal language-modelling problem.
 
 A task turns a numpy ``Generator`` into a batch of ``inputs`` and next-token ``targets``, both
-``(N, T)`` int64, where ``T`` is the model's input length. Targets equal :data:`IGNORE_INDEX`
-where no loss is taken. Synthetic tasks score only their answer positions; language-modelling
-tasks score every position. All randomness comes from the generator passed in, so the same
+``(N, T)`` int64, where ``T`` is the model's input length. A scored target is also the next
+input token, unless the task hides its answers (``answers_in_input = False``: MQAR, as in
+Zoology, where an answer seen in the input would let later answers be guessed). Targets equal
+:data:`IGNORE_INDEX` where no loss is taken. Synthetic tasks score only their answer positions;
+language-modelling tasks score every position. All randomness comes from the generator passed in, so the same
 generator state always gives identical tensors.
 """
 from __future__ import annotations
@@ -42,12 +44,15 @@ class Task(ABC):
     """Base class of all tasks.
 
     A subclass sets the class attributes, defines ``Params`` (a :class:`TaskParams` subclass),
-    the ``vocab_size`` and ``min_seq_len`` properties, and implements :meth:`_generate`. The
+    the ``vocab_size`` and ``min_seq_len`` properties, and implements :meth:`max_seq_len` and
+    :meth:`_generate`. The
     public :meth:`sample` checks its arguments and the shapes of what ``_generate`` returns.
 
     Attributes:
         name: the registry name, permanent.
         version: bumped whenever the data generated for a given seed changes; stored with results.
+        answers_in_input: whether a scored target is also the next input token (teacher
+            forcing); ``False`` for a task whose answers are targets only.
         kind: ``"synthetic"`` (answer positions scored: accuracy, exact match) or ``"lm"``
             (every position scored: loss in nats/token, perplexity).
         params: the validated parameters, an instance of ``Params``.
@@ -63,6 +68,7 @@ class Task(ABC):
     name: ClassVar[str]
     version: ClassVar[str]
     kind: ClassVar[Literal["synthetic", "lm"]]
+    answers_in_input: ClassVar[bool] = True
     Params: ClassVar[type[TaskParams]] = TaskParams
 
     def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None):
@@ -79,6 +85,14 @@ class Task(ABC):
         """Smallest ``seq_len`` this task can generate; :meth:`sample` raises below it."""
         return 1
 
+    @abstractmethod
+    def max_seq_len(self, split: Split) -> int | None:
+        """Longest ``seq_len`` :meth:`sample` can draw from ``split``; ``None`` when rows are
+        generated at any length (synthetic tasks). A file-backed task is bounded by its split's
+        size (a row is a window of ``seq_len + 1`` tokens). Known without loading the data, so
+        that planning checks every length before any run starts.
+        """
+
     def check_available(self) -> None:
         """Make sure the task's data can be loaded, before any run starts.
 
@@ -94,16 +108,18 @@ class Task(ABC):
 
         Args:
             n: number of rows N, at least 1.
-            seq_len: input length T, at least :attr:`min_seq_len`.
+            seq_len: input length T, at least :attr:`min_seq_len`, at most :meth:`max_seq_len`.
             rng: the only source of randomness.
             split: ``"train"``, ``"val"`` (tuning) or ``"test"`` (comparisons).
 
         Returns:
             ``(inputs, targets)``, each ``(N, T)`` int64; ``targets[i, t]`` is the token that
-            follows ``inputs[i, :t + 1]``, or :data:`IGNORE_INDEX` where no loss is taken.
+            follows ``inputs[i, :t + 1]`` (also the next input token when
+            :attr:`answers_in_input`), or :data:`IGNORE_INDEX` where no loss is taken.
 
         Raises:
-            ValueError: ``n`` < 1, ``seq_len`` below :attr:`min_seq_len`, or an unknown split.
+            ValueError: ``n`` < 1, ``seq_len`` below :attr:`min_seq_len` or above
+                :meth:`max_seq_len`, or an unknown split.
         """
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}{did_you_mean(str(split), SPLITS)}; "
@@ -113,6 +129,9 @@ class Task(ABC):
         if int(seq_len) != seq_len or seq_len < self.min_seq_len:
             raise ValueError(f"task {self.name!r} with {self.params!r} needs seq_len >= "
                              f"{self.min_seq_len}, got {seq_len!r}")
+        if (longest := self.max_seq_len(split)) is not None and seq_len > longest:
+            raise ValueError(f"task {self.name!r} provides at most seq_len {longest} from its "
+                             f"{split!r} split, got {seq_len!r}")
         inputs, targets = self._generate(int(n), int(seq_len), rng, split)
         assert inputs.shape == targets.shape == (n, seq_len), (inputs.shape, targets.shape)
         import torch

@@ -57,6 +57,9 @@ class Copy(Task):
     def min_seq_len(self) -> int:
         return 2 * self.params.min_len
 
+    def max_seq_len(self, split: Split) -> None:
+        """No bound: strings are generated at any length."""
+
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator,
                   split: Split) -> tuple[Tensor, Tensor]:
         max_len = seq_len // 2

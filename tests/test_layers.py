@@ -79,10 +79,11 @@ def _imports(tree: ast.AST):
                 for alias in child.names:
                     yield alias.name, child, in_function
             elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
-                yield child.module, child, in_function
-                for alias in child.names:  # from harness.report import figures
-                    if f"{child.module}.{alias.name}" in MODULES:
-                        yield f"{child.module}.{alias.name}", child, in_function
+                submodules = [f"{child.module}.{a.name}" for a in child.names if f"{child.module}.{a.name}" in MODULES]
+                if len(submodules) < len(child.names):  # names defined in the module itself
+                    yield child.module, child, in_function
+                for name in submodules:  # from harness.report import figures
+                    yield name, child, in_function
             yield from walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
     yield from walk(tree, False)
 

@@ -25,6 +25,7 @@ from harness.experiment.ablation import Ablation, MetricSpec
 from harness.store.runs import StoreScan, scan, tidy
 from collections import Counter
 from harness.errors import AblateError
+from harness.experiment.versions import mixed_versions
 
 _LENGTH = re.compile(r"^(?P<base>[a-z_]+)@x(?P<mult>\d+)$")
 
@@ -51,6 +52,7 @@ class Analysis:
     results: Path
     tables: list[Table] = field(default_factory=list)
     foreign: int = 0                         # records of this folder made with other overrides
+    mixed_code: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # task -> code run at >1 version
 
     def table(self, task: str, metric: str) -> Table | None:
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
@@ -61,7 +63,7 @@ def direction(metric: str, spec: MetricSpec | None = None) -> bool:
     if spec is not None and spec.metric == metric:
         return spec.higher_is_better
     base = _LENGTH.match(metric).group("base") if _LENGTH.match(metric) else metric
-    return base in ("acc", "exact", "tokens_per_s", "target_reached")
+    return base in ("acc", "exact", "train_tokens_per_s", "target_reached")
 
 
 def beyond_training(metric: str) -> bool:
@@ -118,6 +120,9 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
     rows = frame[frame["run_id"].isin(ok_ids)]
     prof = abl.profiles[profile]
     out = Analysis(abl, profile, runs, rows, found, Path(results), foreign=foreign)
+    for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
+        if mix := mixed_versions([r for r in found.records if r.get("task") == task and r.get("run_id") in ok_ids]):
+            out.mixed_code[task] = mix
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]

@@ -31,6 +31,7 @@ from harness.analysis.comparisons import Analysis
 from harness.experiment.ablation import Ablation
 from harness.errors import AblateError
 from rich.table import Table as RichTable
+from harness.hints import Context
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,10 @@ def check_levels(power: float, alpha: float) -> None:
         raise AblateError(f"--alpha {alpha:g} is below 1e-100, where the power solver breaks down; e.g. --alpha 0.05")
 
 
-def pilot_profile(abl: Ablation, results: Path, given: str | None) -> str:
+def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Context | None = None) -> str:
     """The profile whose runs give the spread: ``given`` (checked), else the first pilot
-    (non-confirmatory) profile, in declaration order, with a folder in the store.
+    (non-confirmatory) profile, in declaration order, with a folder in the store. ``ctx``: the
+    command's context, for the ``ablate run`` command the error suggests.
 
     Raises:
         AblateError: an unknown profile, or no pilot profile with runs in ``results``.
@@ -95,7 +97,8 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None) -> str:
         raise AblateError(f"{abl.name} declares no pilot profile (confirmatory: false); pass --from PROFILE, "
                           f"a profile with runs in {results}")
     raise AblateError(f"no pilot runs of {abl.name} in {results} (looked for profile(s) {', '.join(pilots)}); "
-                      f"run `ablate run {abl.name} --profile {pilots[0]}` first, or pass --from PROFILE")
+                      f"run `{(ctx or Context(abl.name, pilots[0], results)).command('run', profile=pilots[0])}` first, "
+                      f"or pass --from PROFILE")
 
 
 def primary_comparisons(abl: Ablation) -> list[tuple[str, str]]:

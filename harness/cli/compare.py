@@ -10,6 +10,8 @@ from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation
+from harness.experiment.versions import mix_warning
+from harness.hints import Context
 from harness.registry import did_you_mean
 from harness.report.tables import render
 from harness.tune.studies import tuned_profile
@@ -21,25 +23,33 @@ def compare(name: str, profile: str | None, results: Path, metric: str | None = 
     the runs of ``ablate run --tuned`` instead of the untuned ones."""
     abl = ablation_mod.load(name)
     prof_name, expected = output.expected_runs(abl, profile, overrides, tuned)
+    ctx = Context(name, prof_name, results, tuple(overrides))
     output.check_results_readable(results)
-    output.check_store_exists(results, abl.name, prof_name, tuned)
+    output.check_store_exists(results, abl.name, prof_name, tuned, ctx=ctx)
     print_tables(abl, prof_name, results, primary_only=metric is None, metric=metric, fmt=fmt, tuned=tuned,
-                 expected=expected)
+                 expected=expected, ctx=ctx)
 
 
 def print_tables(abl: Ablation, profile: str, results: Path, primary_only: bool, metric: str | None = None,
-                 fmt: str = "table", tuned: bool = False, expected: set[str] | None = None) -> None:
+                 fmt: str = "table", tuned: bool = False, expected: set[str] | None = None, *,
+                 ctx: Context) -> None:
     """Analyse the store's runs of ``profile`` (``tuned``: its ``+tuned`` folder; ``expected``: the
     run ids of the grid) and print the primary tables, or every table, or those of ``metric``."""
     store = tuned_profile(profile) if tuned else profile
     result = analyse(abl, profile, results, store_profile=store, expected=expected)
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
-    note = output.console.print if fmt in ("table", "md") else (lambda text: print(text, file=sys.stderr))
+    def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup
+        if fmt in ("table", "md"):
+            output.console.print(text, markup=False)
+        else:
+            print(text, file=sys.stderr)
     if result.foreign:
         note(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
                       "overrides and are not compared here; pass those key=value overrides to compare them)")
     if result.scan.problems:
-        note(f"({len(result.scan.problems)} unreadable store entries left out: see `ablate status {abl.name}`)")
+        note(f"({len(result.scan.problems)} unreadable store entries left out: see `{ctx.command('status')}`)")
+    for task, mix in result.mixed_code.items():  # on stderr: --format json/csv stays parseable
+        print(f"warning: {mix_warning(task, mix)}", file=sys.stderr)
     if not result.tables:
         note(f"no finished runs of {abl.name} / {store} in {results}")
         return

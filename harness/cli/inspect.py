@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.table import Table as RichTable
 
 from harness.cli import output
-from harness.experiment.grid import plan
+from harness.experiment import grid
 from harness.execution.run_folder import unfinished_state
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation
@@ -40,7 +40,7 @@ def list_all() -> None:
 def show(name: str, profile: str | None, overrides: list[str]) -> None:
     """The declaration and the expanded grid; nothing runs."""
     abl = ablation_mod.load(name)
-    prof_name, specs = plan(abl, profile, overrides, output.data_dir())
+    prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir())
     prof = abl.profiles[prof_name]
     output.console.print(f"[bold]{abl.name}[/]: {abl.question}")
     if abl.claims:
@@ -79,7 +79,7 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     """Per task and variant: ok / diverged / failed / timeout / running / pending counts, the runs
     in progress or interrupted, and every store file that is not a readable run (with its path)."""
     abl = ablation_mod.load(name)
-    prof_name, specs = plan(abl, profile, overrides, output.data_dir(), check_data=False)
+    prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir(), check_data=False)
     output.check_results_readable(results)
     columns = (*STATUSES, "running", "pending")
     table = RichTable(title=f"{abl.name} / {prof_name} in {results}")

@@ -12,7 +12,8 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.errors import AblateError
-from harness.experiment.grid import plan
+from harness.experiment import grid
+from harness.hints import Context
 from harness.experiment.ablation import Ablation
 from harness.tune.studies import tuned_profile
 
@@ -52,15 +53,16 @@ def expected_runs(abl: Ablation, profile: str | None, overrides: list[str] | tup
                   tuned: bool) -> tuple[str, set[str] | None]:
     """The profile name and the run ids of the grid these overrides describe (no data needed).
     Tuned runs carry their study's parameters in their ids: None, every record of the folder."""
-    prof_name, specs = plan(abl, profile, overrides, data_dir(), check_data=False)
+    prof_name, specs = grid.plan(abl, profile, overrides, data_dir(), check_data=False)
     return prof_name, None if tuned else {s.run_id for s in specs}
 
 
-def check_store_exists(results: Path, name: str, profile: str, tuned: bool = False) -> None:
-    """The store folder of ``name`` / ``profile`` (or its tuned runs) exists."""
+def check_store_exists(results: Path, name: str, profile: str, tuned: bool = False, *, ctx: Context) -> None:
+    """The profile's folder must exist; else the ``ablate run`` command (from ``ctx``) that fills it."""
     folders = [results / name / tuned_profile(profile)] if tuned else [results / name / profile,
                                                                        results / name / tuned_profile(profile)]
     folder = folders[0]
     if not any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
         raise AblateError(f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
-                          f"{folder} does not exist; run `ablate run {name}` first or pass the --results-dir it wrote to")
+                          f"{folder} does not exist; run `{ctx.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
+                          f"first or pass the --results-dir it wrote to")

@@ -1,6 +1,7 @@
 """``ablate plan``: the seeds each primary comparison needs, from a pilot's spread."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from harness.analysis import seed_planning as planning
@@ -9,6 +10,7 @@ from harness.analysis.seed_planning import SeedPlan
 from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
+from harness.hints import Context
 
 
 def plan_seeds(name: str, profile: str | None, pilot: str | None, results: Path, power: float = 0.8,
@@ -21,14 +23,15 @@ def plan_seeds(name: str, profile: str | None, pilot: str | None, results: Path,
     prof_name = abl.profile(profile)[0]
     planning.check_levels(power, alpha)
     output.check_results_readable(results)
-    pilot_name = planning.pilot_profile(abl, results, pilot)
+    ctx = Context(name, prof_name, results, tuple(overrides))
+    pilot_name = planning.pilot_profile(abl, results, pilot, ctx=ctx)
     pilot_name, expected = output.expected_runs(abl, pilot_name, overrides, tuned=False)
-    output.check_store_exists(results, abl.name, pilot_name)
+    output.check_store_exists(results, abl.name, pilot_name, ctx=dataclasses.replace(ctx, profile=pilot_name))
     result = analyse(abl, pilot_name, results, expected=expected)
     if not result.scan.records:
         other = f" ({result.foreign} made with other overrides: pass those key=value overrides)" if result.foreign else ""
         raise AblateError(f"no pilot runs of {abl.name} / {pilot_name} in {results}{other}; "
-                          f"run `ablate run {abl.name} --profile {pilot_name}` first")
+                          f"run `{ctx.command('run', profile=pilot_name)}` first")
     seeds = planning.seed_plan(abl, prof_name, result, power=power, alpha=alpha)
     if fmt == "table" and not output.console.is_terminal:
         fmt = "md"  # piped or captured: plain markdown instead of box drawing

@@ -10,6 +10,7 @@ from harness.analysis.comparisons import analyse
 from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
+from harness.hints import Context
 from harness.report.index import report_all as write_all
 from harness.report.markdown import write_report
 from harness.report.wandb_summary import log_report
@@ -27,7 +28,7 @@ def report(name: str | None, profile: str | None, results: Path, out: Path, stor
     abl = ablation_mod.load(name)
     prof_name, expected = output.expected_runs(abl, profile, overrides, tuned=False)
     output.check_results_readable(results)
-    output.check_store_exists(results, abl.name, prof_name)
+    output.check_store_exists(results, abl.name, prof_name, ctx=Context(name, prof_name, results, tuple(overrides), storage))
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
     check_out_parent(out)

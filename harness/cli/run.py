@@ -12,10 +12,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from harness.cli import output
 from harness.cli.compare import print_tables
 from harness.encode import text
-from harness.experiment.grid import plan
+from harness.experiment import grid
 from harness.execution.launch import Launch, outcome_lines, progress_note
 from harness.execution import local
 from harness.experiment import ablation as ablation_mod
+from harness.hints import Context
 from harness.tune.studies import tuned_specs
 
 
@@ -31,12 +32,13 @@ def run(name: str, profile: str | None, overrides: list[str], results: Path, *, 
     ``tuned``: each (task, variant) at its Optuna study's best parameters (``storage``, default
     ``<results>/optuna.db``), stored under profile ``<profile>+tuned`` (:mod:`harness.tune.studies`)."""
     abl = ablation_mod.load(name)
-    prof_name, specs = plan(abl, profile, overrides, output.data_dir())
+    prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir())
+    ctx = Context(name, prof_name, results, tuple(overrides), storage)
     launch = launch or Launch()
     retry = launch.check(results, workers, threads)
     output.check_results_dir(results)
     if tuned:
-        specs = tuned_specs(abl, prof_name, specs, results, storage, output.data_dir())
+        specs = tuned_specs(abl, prof_name, specs, results, storage, output.data_dir(), ctx=ctx)
     todo, retried = launch.select(specs, results, abl.name, retry)
     placement = launch.place(workers, len(todo), threads)
     again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
@@ -54,8 +56,8 @@ def run(name: str, profile: str | None, overrides: list[str], results: Path, *, 
 
         records = local.run_grid(todo, results, abl, workers=placement.workers, threads=threads, wandb_mode=wandb,
                            data_dir=output.data_dir(), on_done=on_done, **launch.grid_kwargs(placement, retried))
-    print_tables(abl, prof_name, results, primary_only=True, tuned=tuned)
-    lines, code = outcome_lines(records, results, abl.name)
+    print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=ctx)
+    lines, code = outcome_lines(records, results, abl.name, ctx=ctx, tuned=tuned)
     for line in lines:
         output.console.print(line)
     return code

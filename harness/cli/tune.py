@@ -9,6 +9,7 @@ from rich.table import Table as RichTable
 from harness.cli import output
 from harness.encode import text
 from harness.experiment import ablation as ablation_mod
+from harness.hints import Context
 from harness.tune import studies as tune_mod
 
 
@@ -41,5 +42,6 @@ def tune(name: str, profile: str | None, overrides: list[str], results: Path, *,
     for study_name, c in empty:
         output.console.print(f"[red]no complete trial[/] in {study_name}: {c['pruned']} pruned, {c['failed']} failed"
                       + (f" (last failure: {c['last_reason']})" if c["last_reason"] else "")
-                      + "; `ablate run --tuned` will refuse this variant")
+                      + f"; `{escape(Context(name, prof_name, results, tuple(overrides), storage).command('run', '--tuned', storage=True))}` "
+                      "will refuse this variant")
     return 1 if empty else 0

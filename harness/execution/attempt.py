@@ -102,6 +102,7 @@ def _attempt(spec: RunSpec, folder: Path, results: Path, wandb_mode: str, data_d
         "run_id": spec.run_id, "ablation": spec.ablation, "profile": spec.profile, "task": spec.task,
         "task_params": spec.task_params, "task_version": spec.task_version, "variant": spec.variant,
         "variant_label": spec.variant_label, "seed": spec.seed, "config": spec.config.model_dump(mode="json"),
+        "code_versions": spec.code_versions,
         **({"tuned_params": spec.tuned_params} if spec.tuned_params else {}),
         "started_at": datetime.now(timezone.utc).isoformat(), "commit": commit, **environment(),
         "attempt": archived_attempts(folder) + 1,
@@ -111,7 +112,7 @@ def _attempt(spec: RunSpec, folder: Path, results: Path, wandb_mode: str, data_d
         task = build_task(spec.task, spec.task_params, data_dir=data_dir)
         target = abl.tasks[spec.task].target if abl is not None else None
         out = train_and_evaluate(transformer_config(spec.config, task.vocab_size), spec.config, task, spec.seed,
-                                 folder, target=target, wandb=_wandb_kwargs(spec, wandb_mode, results),
+                                 folder, target=target, wandb=_wandb_kwargs(spec, wandb_mode, results, record["attempt"]),
                                  checkpoint_dir=folder / CHECKPOINTS, resume=opts.resume, timeout_s=opts.run_timeout,
                                  devices=opts.devices, strategy=opts.strategy)
         history = out.pop("history")
@@ -142,7 +143,13 @@ def _write_history(folder: Path, history: list[dict[str, float]]) -> None:
         writer.writerows(history)
 
 
-def _wandb_kwargs(spec: RunSpec, mode: str, results: Path) -> dict[str, Any] | None:
+def wandb_run_id(run_id: str, attempt: int) -> str:
+    """The W&B run id of one attempt at a run: stable across resumes of that attempt (they log
+    into the same W&B run, ``resume="allow"``); a ``--retry`` is a new attempt and a new W&B run."""
+    return f"{run_id}-a{attempt}"
+
+
+def _wandb_kwargs(spec: RunSpec, mode: str, results: Path, attempt: int = 1) -> dict[str, Any] | None:
     if mode == "off":
         return None
     os.environ.setdefault("WANDB_SILENT", "true")
@@ -153,7 +160,7 @@ def _wandb_kwargs(spec: RunSpec, mode: str, results: Path) -> dict[str, Any] | N
             "config": {**spec.payload(), "config": spec.config.model_dump(mode="json"), "ablation": spec.ablation,
                        "profile": spec.profile, "variant": spec.variant, "variant_label": spec.variant_label,
                        "run_id": spec.run_id},
-            "reinit": "finish_previous"}
+            "reinit": "finish_previous", "id": wandb_run_id(spec.run_id, attempt), "resume": "allow"}
 
 
 def wandb_tags(spec: RunSpec) -> list[str]:

@@ -22,7 +22,9 @@ from harness.errors import AblateError
 from harness.execution.cluster import Engine
 from harness.execution.gpus import Placement, place, visible_gpus
 from harness.execution.locks import HEARTBEAT_S
+from harness.hints import Context
 from harness.store.runs import read_record, run_dir
+from rich.markup import escape
 
 FAILURES = ("failed", "timeout", "crashed")
 """Outcomes that make ``ablate run`` exit with 1 (``diverged`` is a result, not a failure)."""
@@ -96,9 +98,12 @@ class Launch:
         return f"{placement.workers} worker(s) x {threads} thread(s){gpus}"
 
 
-def outcome_lines(records: list[dict[str, Any]], results: Path, ablation: str) -> tuple[list[str], int]:
-    """Lines about runs that did not finish well, and the exit code (1 when some failed)."""
+def outcome_lines(records: list[dict[str, Any]], results: Path, ablation: str, *, ctx: Context | None = None,
+                  tuned: bool = False) -> tuple[list[str], int]:
+    """Lines about runs that did not finish well, and the exit code (1 when some failed).
+    ``ctx``: the ``ablate run`` command's context, for the commands the lines suggest."""
     lines, failed = [], 0
+    rerun = ["--tuned"] if tuned else []
     for rec in records:
         where = f"{rec['task']} {rec['variant_label']} seed {rec['seed']}"
         if rec["status"] in FAILURES:
@@ -108,9 +113,13 @@ def outcome_lines(records: list[dict[str, Any]], results: Path, ablation: str) -
                 hint = f" (traceback in {run_dir(results, ablation, rec['profile'], rec['run_id']) / 'traceback.txt'})"
             lines.append(f"[red]{rec['status']}[/] {where}: {rec.get('reason')}{hint}")
         elif rec["status"] == "claimed":
-            lines.append(f"[yellow]skipped[/] {where}: {rec.get('reason')}; `ablate status` shows when it is done")
+            see = (f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done" if tuned
+                   else f"`{escape(ctx.command('status'))}` shows when it is done") if ctx else "ablate status shows when it is done"
+            lines.append(f"[yellow]skipped[/] {where}: {rec.get('reason')}; {see}")
     if failed:
-        lines.append(f"{failed} run(s) did not finish; `ablate run ... --retry failed,timeout` runs them again")
+        again = (f"`{escape(ctx.command('run', *rerun, '--retry', 'failed,timeout', storage=tuned))}`" if ctx
+                 else "ablate run with --retry failed,timeout")
+        lines.append(f"{failed} run(s) did not finish; {again} runs them again")
     return lines, 1 if failed else 0
 
 

@@ -3,8 +3,10 @@
 A run folder holds at most one finished record (``record.json``). Around it:
 
 - an interrupted attempt (killed before its record was written) leaves logs and, for runs long
-  enough to have validated once, ``checkpoints/last.ckpt``; :func:`prepare` removes the logs and
-  keeps the checkpoint when resuming;
+  enough to have validated once, ``checkpoints/last.ckpt``; :func:`prepare` keeps the checkpoint
+  and the logs (``csv/``, ``wandb/``) when resuming from it, so that the resumed attempt continues
+  the same curve from step 0 (the CSV up to the checkpoint, the same W&B run id), and removes
+  them otherwise;
 - ``--retry`` moves a finished record of a retried status to ``record.attempt-N.json`` (with its
   ``traceback``/``history`` files) before the new attempt, so no record is silently overwritten;
 - a finished run keeps only what reports need: :func:`finish` removes the checkpoints unless
@@ -29,6 +31,7 @@ RETRYABLE = tuple(s for s in STATUSES if s != "ok")
 CHECKPOINTS = "checkpoints"
 _ARCHIVED = ("record", "traceback", "history")
 _ALWAYS_KEPT = {RECORD, EVENTS, CLAIM, TAKEOVER}
+_RESUMED_LOGS = {"csv", "wandb"}  # the loggers' folders (harness.training), continued on resume
 
 
 @dataclass(frozen=True)
@@ -98,16 +101,17 @@ def archive(folder: Path, record: Mapping[str, Any]) -> int:
 
 
 def prepare(folder: Path, resume: bool) -> None:
-    """Clear what an interrupted attempt left, keeping the checkpoints when resuming and every
-    archived attempt, the event log and the claim. A ``record.json`` still here is not a usable
+    """Clear what an interrupted attempt left, keeping the checkpoints and the logs when resuming
+    from a checkpoint, and every archived attempt, the event log and the claim. A ``record.json`` still here is not a usable
     record (the caller found none): it is kept aside as ``record.unreadable-N.json``."""
     if (folder / RECORD).exists():
         n = len(list(folder.glob("record.unreadable-*.json"))) + 1
         os.replace(folder / RECORD, folder / f"record.unreadable-{n}.json")
         append_event(folder, "unreadable_record", kept_as=f"record.unreadable-{n}.json")
+    resuming = resume and (folder / CHECKPOINTS / "last.ckpt").is_file()
     for path in folder.iterdir():
         keep = (path.name in _ALWAYS_KEPT or ".attempt-" in path.name or ".unreadable-" in path.name
-                or (resume and path.name == CHECKPOINTS))
+                or (resume and path.name == CHECKPOINTS) or (resuming and path.name in _RESUMED_LOGS))
         if keep:
             continue
         if path.is_dir() and not path.is_symlink():

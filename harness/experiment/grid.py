@@ -16,6 +16,7 @@ from typing import Any
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
 from harness.experiment.config import RunConfig, apply_overrides, build_config, config_hash, parse_override
+from harness.experiment.versions import hashed_versions, run_versions
 from harness.registry import did_you_mean
 
 
@@ -39,12 +40,20 @@ class RunSpec:
     tuned_params: dict[str, Any] | None = None
 
     def payload(self) -> dict[str, Any]:
-        """What the run id hashes: everything that determines the run's numbers."""
+        """What the run id hashes: everything that determines the run's numbers, the code included
+        (the versions above 1 of the code the config uses: :mod:`harness.experiment.versions`)."""
         out = {"task": self.task, "task_version": self.task_version, "task_params": self.task_params,
                "config": self.config.hash_dump(), "seed": self.seed}
         if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
             out["tuned_params"] = self.tuned_params
+        if code := hashed_versions(self.code_versions):  # absent while all are 1: ids as before versions
+            out["code_versions"] = code
         return out
+
+    @property
+    def code_versions(self) -> dict[str, int]:
+        """Every code version this run uses (``{"model": 1, "position:rope": 2, ...}``)."""
+        return run_versions(self.config.model_dump(mode="json"))
 
     @property
     def run_id(self) -> str:
@@ -115,10 +124,37 @@ def check_variant(cfg: RunConfig, task: Any, where: str) -> None:
     shortest = min(cfg.train.seq_len, *cfg.eval_lengths())
     if shortest < getattr(task, "min_seq_len", 1):
         raise AblateError(f"{where}: task {task.name!r} needs seq_len >= {task.min_seq_len}, got {shortest}")
+    _check_longest(cfg, task, where)
+
+
+LENGTH_USES = {"train": ("train", "val"), "eval": ("test", "val")}
+"""Splits each length is drawn from: ``train.seq_len`` trains and validates (and probes) on the
+train and val splits; every evaluation length is drawn from test (``run``) and val (``tune``)."""
+
+
+def _check_longest(cfg: RunConfig, task: Any, where: str) -> None:
+    """``train.seq_len`` and every evaluation length must fit what the task can provide
+    (:meth:`tasks.base.Task.max_seq_len`), before any run starts."""
+    seq_len = cfg.train.seq_len
+    for split in LENGTH_USES["train"]:
+        if (longest := task.max_seq_len(split)) is not None and seq_len > longest:
+            raise AblateError(
+                f"{where}: train.seq_len={seq_len} but task {task.name!r} provides rows of at most {longest} "
+                f"tokens from its {split} split; lower train.seq_len to at most {longest}")
+    for split in LENGTH_USES["eval"]:
+        longest = task.max_seq_len(split)
+        if longest is None:
+            continue
+        for mult, length in zip(cfg.eval.length_multipliers, cfg.eval_lengths()):
+            if length > longest:
+                raise AblateError(
+                    f"{where}: evaluation length {length} tokens ({mult} x train.seq_len={seq_len}) is longer than "
+                    f"task {task.name!r} provides from its {split} split ({longest} tokens); keep "
+                    f"eval.length_multipliers at most {longest // seq_len} or lower train.seq_len")
 
 
 METRICS = {"synthetic": ("acc", "exact", "loss"), "lm": ("loss", "ppl")}
-RUN_METRICS = ("steps_to_target", "target_reached", "train_loss_final", "tokens_per_s")
+RUN_METRICS = ("steps_to_target", "target_reached", "train_loss_final", "train_tokens_per_s")
 
 
 def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:

@@ -122,3 +122,14 @@ def suggest(trial: Any, path: str, spec: ParamSpec) -> Any:
     if spec.type == "int":
         return trial.suggest_int(path, int(spec.low), int(spec.high), log=spec.log)
     return trial.suggest_categorical(path, list(spec.choices or []))
+
+
+def distribution(spec: ParamSpec) -> Any:
+    """The Optuna distribution :func:`suggest` draws ``spec`` from."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if spec.type == "float":
+        return FloatDistribution(float(spec.low), float(spec.high), log=spec.log)
+    if spec.type == "int":
+        return IntDistribution(int(spec.low), int(spec.high), log=spec.log)
+    return CategoricalDistribution(list(spec.choices or []))

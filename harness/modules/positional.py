@@ -130,14 +130,16 @@ class Learned(PositionalEncoding):
         return x + self.table(torch.arange(t, device=x.device)).to(x.dtype)  # (T, C) broadcast
 
 
-@POSITIONAL.register("rope")
+@POSITIONAL.register("rope", version=2)  # 2: angles in float64 (were float32: cos/sin off by up to 7e-5)
 class RoPE(PositionalEncoding):
     """Rotary position embedding (Su et al., 2021, RoFormer), rotate-half convention of
     GPT-NeoX / LLaMA (Hugging Face): dimension ``i`` is paired with ``i + D/2`` and the pair is
     rotated by ``p * base^(-2i/D)``, base 10000, applied to q and k of every head in every layer.
 
-    Angles, cos and sin are computed in float32 whatever the dtype of q/k (bf16 cannot even
-    represent position 4000 + 1), the rotation is done in float32 and cast back. Queries are the
+    Angles, cos and sin are computed in float64 and rounded once to float32 (as the sinusoidal
+    table), whatever the dtype of q/k (bf16 cannot even represent position 4000 + 1; float32
+    angles are off by up to 7e-5 in cos/sin at position 4096); the rotation is done in float32
+    and cast back. Queries are the
     last ``T`` of the ``S`` key positions. Requires an even head dim. No cache of cos/sin.
     """
 
@@ -153,12 +155,15 @@ class RoPE(PositionalEncoding):
             raise ValueError(f"position 'rope' needs an even head dim, got d_head={cfg.d_head}")
 
     def cos_sin(self, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """cos and sin of the angles, float32, each of shape (N, D), for integer positions (N,)."""
-        two_i = torch.arange(0, self.d_head, 2, dtype=torch.float32, device=positions.device)
+        """cos and sin of the angles, float32, each of shape (N, D), for integer positions (N,).
+
+        The angles and their cos/sin are taken in float64 and rounded once to float32.
+        """
+        two_i = torch.arange(0, self.d_head, 2, dtype=torch.float64, device=positions.device)
         inv_freq = self.base ** (-two_i / self.d_head)  # (D/2,)
-        angle = positions.float()[:, None] * inv_freq[None, :]  # (N, D/2)
+        angle = positions.double()[:, None] * inv_freq[None, :]  # (N, D/2)
         angle = torch.cat([angle, angle], dim=-1)  # (N, D): pair i and i + D/2 share an angle
-        return angle.cos(), angle.sin()
+        return angle.cos().float(), angle.sin().float()
 
     @staticmethod
     def rotate_half(x: Tensor) -> Tensor:
@@ -212,7 +217,7 @@ class ALiBi(PositionalEncoding):
         self.slope_values = alibi_slopes(cfg.n_heads)
         self.register_buffer("slopes", torch.tensor(self.slope_values, dtype=torch.float32), persistent=False)
 
-    def _apply(self, fn, recurse=True):  # noqa: ANN001
+    def _apply(self, fn, recurse=True):
         # Module.to(dtype) / .half() would round the slopes; rebuild them exactly in float32.
         super()._apply(fn, recurse)
         self.slopes = torch.tensor(self.slope_values, dtype=torch.float32, device=self.slopes.device)

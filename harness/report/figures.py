@@ -1,6 +1,7 @@
 """PNG figures for reports (matplotlib, Agg backend): every value drawn comes from the store."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,57 @@ def _plt():
     return plt
 
 
+_SHORT = {"n_layers": "{}L", "warmup_steps": "wu {}", "n_heads": "{}h", "d_model": "d{}", "d_ff": "ff {}"}
+"""How an axis value reads in a short label, by the key's last part (else the value alone, or
+``key value`` for numbers, booleans and ``none``)."""
+SEP = " · "
+
+
+def _short(key: str, value: str) -> str:
+    if key in _SHORT:
+        return _SHORT[key].format(value)
+    try:
+        float(value)
+    except ValueError:
+        if value.lower() not in ("none", "null", "true", "false"):
+            return value
+    return f"{key} {value}"
+
+
+def short_labels(labels: list[str]) -> tuple[list[str], str]:
+    """Short names for variants labelled ``key=value,key=value`` (several axes): only the axes
+    whose values differ among ``labels``, joined by `` · `` (``post · 6L · wu 0``).
+
+    Returns:
+        The short labels, in order (single-axis labels unchanged), and a caption giving the full
+        names: what each short form stands for and the axis values every variant shares; ``""``
+        when nothing was shortened.
+    """
+    parsed = [dict(part.split("=", 1) for part in label.split(",")) if "=" in label else None for label in labels]
+    if not labels or any(p is None for p in parsed) or len({tuple(p) for p in parsed}) != 1:
+        return list(labels), ""
+    keys = list(parsed[0])
+    varying = [k for k in keys if len({p[k] for p in parsed}) > 1] or keys
+    short = [SEP.join(_short(k, p[k]) for k in varying) for p in parsed]
+    if len(set(short)) != len(short):  # not distinct: keep the full names
+        return list(labels), ""
+    forms = ["/".join(dict.fromkeys(_short(k, p[k]) for p in parsed)) + f": {k}" for k in varying]
+    fixed = [f"{k}={parsed[0][k]}" for k in keys if k not in varying]
+    return short, "; ".join(forms) + (f"; every variant: {', '.join(fixed)}" if fixed else "")
+
+
+def _wrap(text: str, fig, fontsize: float = 10.0) -> str:
+    """``text`` wrapped to 80 % of the figure's width (at most 0.62 em per character: DejaVu Sans)."""
+    width = int(0.8 * fig.get_figwidth() * 72 / (0.62 * fontsize))
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
+
+
+def _figure(plt, width: float, height: float):
+    """A figure laid out by matplotlib's constrained layout (labels, titles and legends kept inside)."""
+    fig = plt.figure(figsize=(width, height), dpi=120, layout="constrained")
+    return fig, fig.add_subplot()
+
+
 def metric_vs_length(rows: pd.DataFrame, base: str, variants: list[str], train_len: int,
                      title: str, path: Path) -> Path:
     """Mean of ``base@x{m}`` against evaluation length, one line per variant, 95% t-interval band.
@@ -28,8 +80,9 @@ def metric_vs_length(rows: pd.DataFrame, base: str, variants: list[str], train_l
         train_len: L in tokens; the x axis is m x L.
     """
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
-    for variant in variants:
+    fig, ax = _figure(plt, 6.4, 4.0)
+    names, caption = short_labels(variants)
+    for variant, shown in zip(variants, names):
         sub = rows[(rows["variant"] == variant) & rows["metric"].str.match(rf"^{base}@x\d+$")]
         if sub.empty:
             continue
@@ -37,7 +90,7 @@ def metric_vs_length(rows: pd.DataFrame, base: str, variants: list[str], train_l
         desc = [stats.describe(sub[sub["metric"] == f"{base}@x{m}"]["value"]) for m in mults]
         x = np.array(mults) * train_len
         mean = np.array([d.mean for d in desc])
-        line, = ax.plot(x, mean, marker="o", label=f"{variant} (n={desc[-1].n})")
+        line, = ax.plot(x, mean, marker="o", label=f"{shown} (n={desc[-1].n})")
         lo, hi = np.array([d.ci_low for d in desc]), np.array([d.ci_high for d in desc])
         if np.isfinite(lo).any():
             ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
@@ -46,7 +99,8 @@ def metric_vs_length(rows: pd.DataFrame, base: str, variants: list[str], train_l
     ticks = sorted({int(m.split("@x")[1]) * train_len for m in rows["metric"] if m.startswith(f"{base}@x")})
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
-    return _finish(plt, fig, ax, "evaluation length (tokens); dotted line = training length L", base, title, path)
+    return _finish(plt, fig, ax, "evaluation length (tokens); dotted line = training length L", base, title, path,
+                   caption)
 
 
 def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], title: str, path: Path) -> Path:
@@ -56,15 +110,16 @@ def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], t
         history: rows (variant, seed, step, <metric>) from the runs' ``history.csv``.
     """
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
-    for variant in variants:
+    fig, ax = _figure(plt, 6.4, 4.0)
+    names, caption = short_labels(variants)
+    for variant, shown in zip(variants, names):
         sub = history[history["variant"] == variant]
         if sub.empty or metric not in sub:
             continue
         g = sub.groupby("step")[metric]
-        line, = ax.plot(g.mean().index, g.mean().values, label=f"{variant} (n={sub['seed'].nunique()})")
+        line, = ax.plot(g.mean().index, g.mean().values, label=f"{shown} (n={sub['seed'].nunique()})")
         ax.fill_between(g.min().index, g.min().values, g.max().values, color=line.get_color(), alpha=0.15, linewidth=0)
-    return _finish(plt, fig, ax, "training step", f"validation {metric} at L", title, path)
+    return _finish(plt, fig, ax, "training step", f"validation {metric} at L", title, path, caption)
 
 
 def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
@@ -83,7 +138,11 @@ def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
     lines = [ax.plot(x, values.to_numpy(float), marker="o", markersize=4, linewidth=0.8, alpha=0.85,
                      label=f"seed {seed}")[0] for seed, values in wide.iterrows()]
     n = wide.notna().sum()
-    ax.set_xticks(x, [f"{v}\n(n={n[v]})" for v in wide.columns])
+    names, _ = short_labels([str(v) for v in wide.columns])
+    stacked = [s.replace(SEP, "\n") for s in names]  # one axis value a line: narrow, never over a neighbour
+    ax.set_xticks(x, [f"{s}\n(n={n[v]})" for s, v in zip(stacked, wide.columns)])
+    if max((len(line) for s in stacked for line in s.split("\n")), default=0) > 14:  # a long single name
+        ax.tick_params(axis="x", labelrotation=90)
     return lines
 
 
@@ -96,11 +155,11 @@ def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title:
     difference. See :func:`draw_paired_lines` for ``wide``.
     """
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * wide.shape[1] + 1.5), 4.0), dpi=120)
+    fig, ax = _figure(plt, max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8)
     draw_paired_lines(ax, wide)
     arrow = "higher is better" if higher_is_better else "lower is better"
     return _finish(plt, fig, ax, "variant (baseline first); n = seeds drawn (runs left out of the comparison are not)",
-                   f"{metric} ({arrow})", title, path)
+                   f"{metric} ({arrow})", title, path, short_labels([str(v) for v in wide.columns])[1])
 
 
 def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: str, path: Path) -> Path:
@@ -114,24 +173,30 @@ def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: s
     """
     plt = _plt()
     order = mean_ranks.sort_values(ascending=False)  # best last: drawn at the top
-    fig, ax = plt.subplots(figsize=(6.4, 1.6 + 0.35 * len(order)), dpi=120)
+    names, caption = short_labels([str(v) for v in order.index])
+    fig, ax = _figure(plt, 6.4, 2.4 + 0.35 * len(order))
     y = np.arange(len(order))
     ax.errorbar(order.to_numpy(float), y, xerr=cd / 2, fmt="o", capsize=3, linewidth=1.2)
-    ax.set_yticks(y, list(order.index))
+    ax.set_yticks(y, names)
     ax.set_xlim(min(1.0, order.min() - cd / 2) - 0.2, max(len(order), order.max() + cd / 2) + 0.2)
     note = f"bars ± CD/2 (CD = {cd:.3g}); bars that do not overlap differ (Nemenyi, α = {alpha:g})"
-    return _finish(plt, fig, ax, "mean rank over seeds (1 = best)", "", f"{title}\n{note}", path)
+    return _finish(plt, fig, ax, "mean rank over seeds (1 = best)", "", f"{title}\n{note}", path, caption)
 
 
-def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
-    """Labels, legend and grid shared by every figure; saves the PNG and closes the figure."""
-    ax.set_xlabel(xlabel)
+def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path, caption: str = "") -> Path:
+    """Labels, legend and grid shared by every figure; saves the PNG and closes the figure.
+    ``caption`` (the full names behind short variant labels) goes under the x label; the x label,
+    the title and the caption are wrapped to the figure's width."""
+    ax.set_xlabel(_wrap(xlabel, fig))
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(_wrap(title, fig), fontsize=10)
+    if caption:
+        fig.supxlabel(_wrap(caption, fig, 9), fontsize=9)
     if ax.get_legend_handles_labels()[0]:  # no empty-legend warning when nothing was drawn
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # figures made elsewhere (bench): the old layout
+        fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     return path

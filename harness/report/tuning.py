@@ -49,6 +49,10 @@ def tuning_section(abl: Ablation, profile: str, results: Path, storage: str | No
     for task, variant in studies:
         name = study_name(abl.name, profile, task, variant)
         study = optuna.load_study(study_name=name, storage=store)
+        if len(study.directions) != 1:
+            lines.append(f"| {task} | {variant} | | | | **not a study of ablate tune: {len(study.directions)} "
+                         f"objectives; left out** | | |")
+            continue
         c = counts(study)
         metric = abl.tasks[task].primary.metric
         best = "no complete trial" if c["best_value"] is None else f"`{metric}` = {_fmt(c['best_value'])}"

@@ -1,5 +1,6 @@
 """Lightning callbacks that govern a run's life: a checkpoint after every validation pass (to
-resume an interrupted run) and the run's time limit (``--run-timeout``).
+resume an interrupted run), the run's time limit (``--run-timeout``) and the clock of the
+training steps (:class:`StepTimer`, the only source of a throughput figure).
 
 With :mod:`harness.training.loop`, the only modules that import Lightning. A resumed run ends exactly
 as an uninterrupted one: Lightning restores weights, optimiser, schedule and loops;
@@ -40,6 +41,50 @@ class Deadline(L.Callback):
             raise TimedOut(trainer.global_step, elapsed, self.limit)
 
     on_train_batch_end = on_validation_batch_end = on_test_batch_end = _check
+
+
+class StepTimer(L.Callback):
+    """Seconds spent inside training steps only: from ``on_train_batch_start`` to
+    ``on_train_batch_end`` (forward, backward, clipping and the optimiser step), synchronised on
+    CUDA at both ends so that queued kernels are counted in the step that launched them.
+
+    Validation passes, checkpoint writes, logging flushes and the fetching of the next batch
+    fall between two steps and are not counted (a timer around ``trainer.fit`` counted them all:
+    the same 200 steps read 85,139 tokens/s validating every 200 steps and 61,086 every 10).
+
+    Attributes:
+        seconds: summed step time of this process (this attempt only, for a resumed run).
+        steps: training steps timed.
+        tokens: tokens in the timed steps' inputs (``B x T`` each, this process).
+    """
+
+    def __init__(self) -> None:
+        self.seconds, self.steps, self.tokens = 0.0, 0, 0
+        self._t0: float | None = None
+
+    @staticmethod
+    def _sync(trainer: L.Trainer) -> None:
+        device = trainer.strategy.root_device
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
+        self._sync(trainer)
+        self._t0 = time.perf_counter()
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        self._sync(trainer)
+        if self._t0 is not None:
+            self.seconds += time.perf_counter() - self._t0
+            self.steps += 1
+            self.tokens += int(batch[0].numel())
+            self._t0 = None
+
+    def tokens_per_s(self) -> float:
+        """Tokens per second of training steps; NaN when no step was timed."""
+        return self.tokens / self.seconds if self.seconds > 0 else float("nan")
 
 
 def resume_point(checkpoint_dir: Path | None, resume: bool = True) -> tuple[int, str | None]:

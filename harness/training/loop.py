@@ -10,6 +10,8 @@ key is set, one W&B run per training run, finished afterwards).
 """
 from __future__ import annotations
 
+import csv
+import itertools
 import logging
 import math
 import time
@@ -24,7 +26,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 from harness.training import precision as prec
-from harness.training.callbacks import TimedOut, resume_point, run_callbacks  # noqa: F401  TimedOut: raised through here
+from harness.training.callbacks import StepTimer, TimedOut, resume_point, run_callbacks  # noqa: F401  TimedOut: raised through here
 from harness.training.probes import measure
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng, stream_seed
@@ -235,10 +237,15 @@ class LitLM(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Keep what lives outside the weights, so a resumed run ends as an uninterrupted one: the
         validation curve so far, the convergence step, the last finite loss, the gradient-norm
-        sums, the precision that ran and the global RNG (dropout) state."""
+        sums, the precision that ran and the global RNG (dropout) state; and the CSV log, flushed
+        here, with the number of its rows (a resumed run keeps those and appends)."""
         checkpoint["ablate"] = {"history": self.history, "steps_to_target": self.steps_to_target,
                                 "last_finite": self._last_finite, "grad_stats": self._grad_stats.cpu(),
                                 "precision_ran": self.precision_ran, "rng": torch.get_rng_state()}
+        for logger in self.loggers:
+            if isinstance(logger, L.loggers.CSVLogger):
+                logger.save()
+                checkpoint["ablate"]["csv_rows"] = _csv_rows(Path(logger.log_dir) / CSV_FILE)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint["ablate"]
@@ -253,6 +260,44 @@ class LitLM(L.LightningModule):
                                 eps=prec.adam_eps(t.precision))
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, t.warmup_steps, t.steps, t.min_lr_ratio))
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+CSV_FILE = "metrics.csv"  # Lightning's CSVLogger file in run_dir/csv/
+
+
+def _csv_rows(path: Path) -> int:
+    """Data rows (header excluded) of a CSV file; 0 when there is none."""
+    if not path.is_file():
+        return 0
+    with open(path, newline="") as fh:
+        return sum(1 for _ in csv.DictReader(fh))
+
+
+def _continue_csv(logger: Any, ckpt: str | None) -> None:
+    """Make ``logger`` (a CSVLogger) append to the curve the checkpoint ``ckpt`` saw.
+
+    Lightning's CSV writer deletes ``metrics.csv`` when it is created; this creates it, then puts
+    back the rows logged up to the checkpoint (``csv_rows``; rows an interrupted attempt logged
+    after it are dropped: the resumed attempt logs them again) with their header. Without a
+    checkpoint, or one that does not know its rows, the log starts afresh.
+    """
+    path = Path(logger.log_dir) / CSV_FILE
+    state = torch.load(ckpt, map_location="cpu", weights_only=True, mmap=True) if ckpt else {}
+    rows = state.get("ablate", {}).get("csv_rows")
+    header, kept = [], []
+    if rows and path.is_file():
+        with open(path, newline="") as fh:
+            reader = csv.DictReader(fh)
+            header, kept = list(reader.fieldnames or []), list(itertools.islice(reader, rows))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Experiment logs directory ... exists and is not empty"
+        writer = logger.experiment  # removes metrics.csv
+    if kept:
+        with open(path, "w", newline="") as fh:
+            out = csv.DictWriter(fh, fieldnames=header)
+            out.writeheader()
+            out.writerows(kept)
+        writer.metrics_keys = header  # later rows are appended under this header (or it is widened)
 
 
 def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
@@ -270,6 +315,12 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
                        devices: int | str = 1, strategy: str = "auto") -> dict[str, Any]:
     """Train one run and evaluate it at every length; returns metrics, history and timings.
 
+    Timings (seconds, this attempt only for a resumed run): ``train_step_s`` inside training
+    steps (:class:`~harness.training.callbacks.StepTimer`; the metric ``train_tokens_per_s`` is tokens
+    over it), ``fit_s`` the wall time of ``trainer.fit`` (steps, validation passes, checkpoint
+    writes, data), ``test_s`` the evaluation at every length. The runner adds ``wall_time_s``,
+    the whole attempt (task build, init probes, loggers, fit, test, final probes).
+
     Args:
         model_cfg: the :class:`~harness.modules.TransformerConfig` of the run.
         cfg: the validated :class:`~harness.experiment.config.RunConfig`.
@@ -285,7 +336,8 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
         checkpoint_dir: where to checkpoint after every validation pass (None: no checkpoints).
         resume: continue from ``checkpoint_dir/last.ckpt`` when there is one; the result is the
             same as an uninterrupted run's (weights, optimiser, schedule, loops, validation
-            curve, RNG and the position in the data stream are all restored).
+            curve, RNG and the position in the data stream are all restored); the CSV log keeps
+            its rows up to the checkpoint and appends, so it holds the curve from step 0.
         timeout_s: stop the run (raise :class:`TimedOut`) once it has run this long.
         devices, strategy: Lightning's, for one run over several devices (e.g. 2 and ``"ddp"``).
 
@@ -305,11 +357,13 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
         # deprecated `anonymous` setting, which W&B 0.31 warns about on every run
         loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **wandb)))
     start, ckpt = resume_point(checkpoint_dir, resume)
+    _continue_csv(loggers[0], ckpt)
+    step_timer = StepTimer()
     trainer = L.Trainer(
         max_steps=cfg.train.steps, accelerator="auto", devices=devices, strategy=strategy,
         **prec.trainer_kwargs(cfg.train.precision), logger=loggers, enable_checkpointing=checkpoint_dir is not None,
         enable_progress_bar=False, enable_model_summary=False,
-        callbacks=[*(callbacks or []), *run_callbacks(checkpoint_dir, timeout_s)],
+        callbacks=[step_timer, *(callbacks or []), *run_callbacks(checkpoint_dir, timeout_s)],
         val_check_interval=min(cfg.train.val_every, cfg.train.steps), check_val_every_n_epoch=None,
         num_sanity_val_steps=0, gradient_clip_val=cfg.train.grad_clip or None,
         log_every_n_steps=min(25, cfg.train.steps),
@@ -330,9 +384,9 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
             except Exception as exc:  # the init probes are outcomes too (e.g. of a run that diverges)
                 exc.partial_metrics = probes  # type: ignore[attr-defined]
                 raise
-            train_s = time.perf_counter() - t0
+            fit_s = time.perf_counter() - t0
             trainer.test(lit, datamodule=data, verbose=False)
-            test_s = time.perf_counter() - t0 - train_s
+            test_s = time.perf_counter() - t0 - fit_s
             probes |= measure(lit.model, cfg, task, seed, plugin.forward_context, device, "final")
         metrics = dict(lit.test_metrics) | probes | lit.grad_metrics()
         if device.type == "cuda":
@@ -340,11 +394,11 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
         metrics["steps_to_target"] = float(lit.steps_to_target if lit.steps_to_target is not None else cfg.train.steps)
         metrics["target_reached"] = float(lit.steps_to_target is not None)
         metrics["train_loss_final"] = float(lit._last_finite) if lit._last_finite is not None else float("nan")
-        tokens = (cfg.train.steps - start) * cfg.train.batch_size * cfg.train.seq_len  # this attempt's
-        metrics["tokens_per_s"] = tokens / train_s
+        metrics["train_tokens_per_s"] = step_timer.tokens_per_s()  # training steps only, this attempt's
         if wandb is not None:  # under the store's names (record.json "metrics" and "status")
             loggers[1].experiment.summary.update({**metrics, "status": "ok"})
-        return {"metrics": metrics, "history": lit.history, "train_time_s": train_s, "test_time_s": test_s,
+        return {"metrics": metrics, "history": lit.history, "train_step_s": step_timer.seconds, "fit_s": fit_s,
+                "test_s": test_s,
                 "n_params": model.num_parameters(), "device": str(trainer.strategy.root_device),
                 "precision": lit.precision_ran or str(trainer.precision), "precision_requested": cfg.train.precision,
                 "adam_eps": prec.adam_eps(cfg.train.precision), "kernel_backend": ",".join(model.kernel_backends()),

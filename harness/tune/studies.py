@@ -36,10 +36,19 @@ from typing import Any
 from harness.experiment.ablation import Ablation
 from harness.experiment.config import apply_overrides, build_config, parse_override
 from harness.errors import AblateError
+from harness.hints import Context
 from harness.registry import did_you_mean
 from harness.experiment.grid import RunSpec, plan
-from harness.experiment.search_space import ParamSpec, check_space, resolve_space
-from harness.tune.storage import default_storage, ensure_study, mask_url, open_storage, sqlite_exists
+from harness.experiment.search_space import ParamSpec, check_space, distribution, resolve_space
+from harness.tune.storage import (
+    check_study,
+    default_storage,
+    ensure_study,
+    foreign_study,
+    mask_url,
+    open_storage,
+    sqlite_exists,
+)
 from harness.experiment.config import get_path
 from harness.experiment.grid import prepare_task, check_variant
 
@@ -249,11 +258,17 @@ def tune(abl: Ablation, prof_name: str, plans: list[StudyPlan], results: Path, *
     url = storage or default_storage(results)
     store = open_storage(url, heartbeat=heartbeat)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
+    known = set(optuna.get_all_study_names(store))
+    for p in plans:  # every existing study checked before any is created
+        if p.name in known:
+            check_study(optuna.load_study(study_name=p.name, storage=store), p.name,
+                        "maximize" if p.maximize else "minimize", url, {k: distribution(v) for k, v in p.space.items()})
     for p in plans:
         ensure_study(store, p.name, "maximize" if p.maximize else "minimize",
                      {"ablation": abl.name, "profile": prof_name, "task": p.spec.task, "variant": p.spec.variant_label,
                       "objective": f"{p.metric} on the validation split", "seed": TUNING_SEED,
-                      "overrides": list(overrides), "space": {k: v.describe() for k, v in p.space.items()}})
+                      "overrides": list(overrides), "space": {k: v.describe() for k, v in p.space.items()}},
+                     url=url, distributions={k: distribution(v) for k, v in p.space.items()})
     space = "; ".join(f"{k} {v.describe()}" for k, v in plans[0].space.items()) if plans else "-"
     echo(f"{abl.name} / {prof_name}: {len(plans)} studies in {mask_url(url)}; {trials} finished trials each "
          f"(complete + pruned + failed); seed {TUNING_SEED}; pruner {pruner}; space: {space}")
@@ -264,7 +279,7 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
     """The best complete trial's parameters of study ``name``.
 
     Raises:
-        AblateError: no such study, or no complete trial in it.
+        AblateError: no such study, one with several objectives, or no complete trial in it.
     """
     import optuna
 
@@ -272,6 +287,8 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
         study = optuna.load_study(study_name=name, storage=store)
     except KeyError:
         raise AblateError(f"no study {name!r} in {mask_url(url)}") from None
+    if problem := foreign_study(study, name, url):
+        raise AblateError(problem)
     c = counts(study)
     if c["best_params"] is None:
         raise AblateError(f"study {name!r} has no complete trial ({c['pruned']} pruned, {c['failed']} failed)"
@@ -280,16 +297,17 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
 
 
 def tuned_specs(abl: Ablation, profile: str, specs: list[RunSpec], results: Path, storage: str | None = None,
-                data_dir: Path | None = None) -> list[RunSpec]:
+                data_dir: Path | None = None, ctx: Context | None = None) -> list[RunSpec]:
     """``specs`` with their study's best parameters merged in, stored under ``<profile>+tuned``.
+    ``ctx``: the ``ablate run`` command's context, for the ``ablate tune`` command errors suggest.
 
     Raises:
         AblateError: a (task, variant) with no study or no complete trial (all listed at once).
     """
     url = storage or default_storage(results)
+    tune_first = (ctx or Context(abl.name, profile, results, storage=storage)).command("tune", storage=True)
     if not sqlite_exists(url):
-        raise AblateError(f"no tuning studies: {mask_url(url)} does not exist; run "
-                          f"`ablate tune {abl.name} --profile {profile}` first")
+        raise AblateError(f"no tuning studies: {mask_url(url)} does not exist; run `{tune_first}` first")
     store = open_storage(url)
     best: dict[tuple[str, str], dict[str, Any]] = {}
     problems = []
@@ -303,7 +321,7 @@ def tuned_specs(abl: Ablation, profile: str, specs: list[RunSpec], results: Path
                 problems.append(str(exc))
     if problems:
         raise AblateError(f"--tuned needs a study with a complete trial for every variant; run "
-                          f"`ablate tune {abl.name} --profile {profile}` first: " + "; ".join(problems))
+                          f"`{tune_first}` first: " + "; ".join(problems))
     out, built = [], {}
     for spec in specs:
         params = best[(spec.task, spec.variant_label)]

@@ -202,7 +202,8 @@ def test_write_report_appends_the_section(tmp_path, monkeypatch):
     (results / "bench").mkdir(parents=True)
     (results / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
     monkeypatch.setattr(report_mod, "analyse", lambda *a, **k: SimpleNamespace(scan=SimpleNamespace(records=[])))
-    for name in ("_claims_section", "_setup_section", "_results_section", "_failures_section", "_tuning_section"):
+    for name in ("_version_warnings", "_claims_section", "_setup_section", "_results_section", "_failures_section",
+                 "_tuning_section"):
         monkeypatch.setattr(report_mod, name, lambda *a, **k: [])
     path = report_mod.write_report(load_ablation("attention_kernel"), "cpu", results, out)
     assert "## Speed and memory (`ablate bench attention`)" in path.read_text()

@@ -112,6 +112,32 @@ def test_training_length_below_the_task_minimum(tmp_path):
     assert_nothing_written(tmp_path / "results")
 
 
+@pytest.mark.parametrize("command", ["show", "run", "tune", "status"])
+@pytest.mark.parametrize("override, words", [
+    # L = 16 on tinyshakespeare: 4000 x 16 = 64,000 tokens; its test split holds 55,770 characters
+    ("eval.length_multipliers=[1,2,4,4000]", ["on task 'tinyshakespeare'", "evaluation length 64000 tokens",
+                                             "(4000 x train.seq_len=16)", "test split (55769 tokens)",
+                                             "eval.length_multipliers at most 3485"]),
+    ("train.seq_len=60000", ["train.seq_len=60000", "at most 55769 tokens from its val split",
+                             "lower train.seq_len to at most 55769"]),
+])
+def test_lengths_beyond_what_a_task_holds(tmp_path, command, override, words):
+    """Every length of every task of the grid is checked against the task's longest before any run."""
+    out = ["--results-dir", str(tmp_path / "results")] if command != "show" else []
+    result = invoke(command, "pe_extrapolation", "--profile", "smoke", override, *out)
+    assert_refused(result, *words)
+    assert_nothing_written(tmp_path / "results")
+
+
+def test_synthetic_tasks_have_no_longest_length(tmp_path):
+    """copy generates rows at any length: 4000 x L plans (and learned positions grow to cover it)."""
+    from harness.experiment.ablation import load
+    from harness.experiment.grid import plan
+
+    _, specs = plan(load(str(_user_file(tmp_path))), None, ["eval.length_multipliers=[1,4000]"], check_data=False)
+    assert {s.config.eval_lengths()[-1] for s in specs} == {32_000}
+
+
 # --- data files ----------------------------------------------------------------------------------
 
 def test_data_file_with_the_wrong_checksum(tmp_path, monkeypatch):

@@ -5,10 +5,12 @@ harness's own forkserver, so each start costs milliseconds instead of an import 
 Lightning; tests/cli/test_cli_errors.py runs the installed script). The kill test kills it with
 SIGKILL at seeded random moments, each soon after a fresh checkpoint (so mostly while a run is
 between two checkpoints), and finally lets it finish. The store must then hold every run exactly once, each
-record parseable and complete, with the same numbers as runs that were never interrupted.
+record parseable and complete, with the same numbers as runs that were never interrupted, and
+the same logged curve from step 0 (the CSV log; one W&B run id per run, kept across resumes).
 """
 from __future__ import annotations
 
+import csv
 import os
 import random
 import signal
@@ -23,13 +25,15 @@ from harness.cli import run as run_cmd
 from harness.experiment.ablation import load
 from harness.execution.local import pool_context
 from harness.execution.locks import read_events
-from harness.execution.attempt import execute
+from harness.execution.attempt import execute, wandb_run_id
 from harness.experiment.grid import plan
 from harness.store.runs import load_record, scan
 from helpers.tiny_grid import numbers, write_tiny
 
-def _store_is_complete(results: Path, specs: list, reference: dict[str, dict] | None = None) -> dict[str, list]:
-    """Every run once, parseable and complete; returns each run's events."""
+def _store_is_complete(results: Path, specs: list, reference: dict[str, dict] | None = None,
+                       reference_store: Path | None = None) -> dict[str, list]:
+    """Every run once, parseable and complete (with the numbers of ``reference``, the records of
+    uninterrupted runs, and the CSV curves of ``reference_store``); returns each run's events."""
     found = scan(results, "tiny", "cpu")
     assert not found.problems and not found.incomplete
     assert sorted(r["run_id"] for r in found.records) == sorted(s.run_id for s in specs)
@@ -47,7 +51,15 @@ def _store_is_complete(results: Path, specs: list, reference: dict[str, dict] | 
         assert events[spec.run_id].count("finish") <= 1
         if reference is not None:
             assert numbers(rec) == numbers(reference[spec.run_id]), spec.run_id
+        if reference_store is not None:  # the logged curve from step 0, as if never interrupted
+            assert _curve(folder) == _curve(reference_store / "tiny" / "cpu" / spec.run_id), spec.run_id
     return events
+
+
+def _curve(folder: Path) -> list[dict[str, str]]:
+    """The CSV log of a run: every row Lightning's CSVLogger wrote (train loss/lr, validation)."""
+    with open(folder / "csv" / "metrics.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
 
 
 def _wait_for_a_checkpoint(results: Path, proc, since: float, timeout: float = 60) -> None:
@@ -76,14 +88,16 @@ def grid(tmp_path_factory: pytest.TempPathFactory):
         reference = {s.run_id: execute(s, root / "reference", abl=abl) for s in specs}
     finally:
         torch.set_num_threads(before)
-    return path, specs, reference
+    assert _curve(root / "reference" / "tiny" / "cpu" / specs[0].run_id)[0]["step"] == "9"  # the first row
+    return path, specs, reference, root / "reference"
 
 
 def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(grid, tmp_path: Path) -> None:
-    path, specs, reference = grid
+    path, specs, reference, reference_store = grid
     results, rng, ctx, kills = tmp_path / "results", random.Random(6), pool_context(), 0
     for _ in range(6):
-        proc = ctx.Process(target=run_cmd.run, args=(str(path), None, [], results), kwargs={"workers": 1})
+        proc = ctx.Process(target=run_cmd.run, args=(str(path), None, [], results),
+                           kwargs={"workers": 1, "wandb": "offline"})
         since = time.time()
         proc.start()
         _wait_for_a_checkpoint(results, proc, since)
@@ -93,9 +107,16 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
             kills += 1
         proc.join()
     assert kills >= 3
-    assert run_cmd.run(str(path), None, [], results, workers=1) == 0
-    events = _store_is_complete(results, specs, reference)
+    assert run_cmd.run(str(path), None, [], results, workers=1, wandb="offline") == 0
+    events = _store_is_complete(results, specs, reference, reference_store)
     assert sum(e.count("resume") for e in events.values()) >= 1  # killed mid-run, resumed, same numbers
+    for spec in specs:  # every attempt's W&B log kept, all under the run's one W&B id
+        folder = results / "tiny" / "cpu" / spec.run_id
+        assert load_record(folder)[0]["wandb_id"] == wandb_run_id(spec.run_id, 1)
+        logs = list((folder / "wandb").glob("offline-run-*"))
+        assert logs and all(p.name.endswith(f"-{wandb_run_id(spec.run_id, 1)}") for p in logs), logs
+        if "resume" in events[spec.run_id]:
+            assert len(logs) >= 2  # the killed attempt's log (from step 0) is still there
     assert sum(e.count("takeover") for e in events.values()) >= 1  # a dead process's claim taken over
 
 
@@ -124,7 +145,7 @@ def test_two_ablate_processes_on_one_grid_never_run_the_same_run(tmp_path: Path)
 
 
 def test_two_workers_give_the_numbers_of_one(grid, tmp_path: Path) -> None:
-    path, specs, reference = grid
+    path, specs, reference, _ = grid
     assert run_cmd.run(str(path), None, [], tmp_path / "results", workers=2) == 0
     events = _store_is_complete(tmp_path / "results", specs, reference)
     pids = {e["pid"] for s in specs for e in read_events(tmp_path / "results" / "tiny" / "cpu" / s.run_id)}

@@ -3,7 +3,8 @@ declaration expands to are the folders the old code wrote, and the report render
 is the one the old code rendered, byte for byte apart from the time and the store's path.
 
 ``tests/fixtures/premove/``: ``fixture_pe.yaml`` (3 positions x 4 seeds on copy, 40 steps),
-``results/`` as ``ablate run`` wrote it at commit 673fa0e (trimmed to ``record.json`` and
+``results/`` as ``ablate run`` of the old layout wrote it (main at f847c3c, after issue 11's RoPE
+fix changed the ids of the rope runs; trimmed to ``record.json`` and
 ``history.csv``, what analysis and report read), and ``fixture_pe.md``, the report the code of
 the old layout writes from it (``commands.report(..., wandb="off")``), normalised by
 ``normalise.py``. When a merge of the old layout changes what a report says (issue 11's fixes

@@ -34,7 +34,7 @@ def records(results: Path, name: str = "tiny", profile: str = "cpu") -> dict[str
     return {p.parent.name: json.loads(p.read_text()) for p in sorted((results / name / profile).glob("*/record.json"))}
 
 
-TIMING = ("tokens_per_s",)
+TIMING = ("train_tokens_per_s",)
 
 
 def numbers(record: dict) -> dict:

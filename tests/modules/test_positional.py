@@ -129,6 +129,21 @@ def test_rope_angles_float32_under_bfloat16():
     assert err_bf16 > 0.3 and err_bf16 > 100 * err_ours
 
 
+def test_rope_cos_sin_equal_float64_over_4096_positions():
+    """Angles p * 10000^(-2i/D) from numpy float64, not from the code under test; float32 angles
+    were off by up to 6.9e-5 (first above 1e-6 at position 84)."""
+    import numpy as np
+
+    pe = make("rope", d_model=128, n_heads=2)  # D = 64
+    cos, sin = pe.cos_sin(torch.arange(4096))
+    assert cos.dtype == sin.dtype == torch.float32
+    inv_freq = 10000.0 ** (-np.arange(0, 64, 2, dtype=np.float64) / 64)
+    angle = np.arange(4096, dtype=np.float64)[:, None] * inv_freq[None, :]  # (4096, 32)
+    angle = np.concatenate([angle, angle], axis=1)
+    torch.testing.assert_close(cos.double(), torch.from_numpy(np.cos(angle)), atol=1e-6, rtol=0)
+    torch.testing.assert_close(sin.double(), torch.from_numpy(np.sin(angle)), atol=1e-6, rtol=0)
+
+
 def test_rope_needs_even_head_dim():
     with pytest.raises(ValueError, match="even head dim"):
         TransformerConfig(vocab_size=7, d_model=12, n_heads=4, position="rope")  # D = 3
@@ -181,3 +196,19 @@ def test_alibi_slopes_stay_exact_float32_after_casts():
     pe.to(torch.bfloat16)
     assert isinstance(pe, ALiBi) and pe.slopes.dtype == torch.float32
     assert pe.slopes.tolist() == pytest.approx(alibi_slopes(6), rel=1e-7)
+
+
+@pytest.mark.parametrize("n_heads", [8, 12])
+def test_alibi_bias_within_one_float32_ulp_of_float64_over_4096_positions(n_heads):
+    """The float32 bias -slope * distance against the float64 product of the reference slopes:
+    exact for power-of-two head counts (slopes are powers of two), and within one float32 ulp
+    (relative 2^-23) otherwise; a float32 table cannot be closer than half an ulp."""
+    import numpy as np
+
+    pe = make("alibi", d_model=8 * n_heads, n_heads=n_heads, max_len=4096)
+    bias = pe.attention_bias(1, 4096)[:, 0].double()  # (H, S): query at 4095, every distance
+    distance = 4095.0 - np.arange(4096, dtype=np.float64)
+    want = torch.from_numpy(-np.array(slopes_reference(n_heads))[:, None] * distance[None, :])
+    if n_heads == 8:
+        assert torch.equal(bias, want)
+    torch.testing.assert_close(bias, want, rtol=2.0 ** -23, atol=0)

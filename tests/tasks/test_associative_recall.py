@@ -11,7 +11,6 @@ from tasks.associative_recall import FILLER
 def _check_rows(inputs, targets, n_pairs: int, n_keys: int, n_values: int) -> list[list[int]]:
     """Assert the MQAR layout of every row; return each row's query positions."""
     all_positions = []
-    t = inputs.shape[1]
     for row_in, row_tg in zip(inputs.tolist(), targets.tolist()):
         keys, values = row_in[0:2 * n_pairs:2], row_in[1:2 * n_pairs:2]
         assert len(set(keys)) == n_pairs, "keys distinct within a row"
@@ -24,12 +23,9 @@ def _check_rows(inputs, targets, n_pairs: int, n_keys: int, n_values: int) -> li
         assert sorted(row_in[p] for p in positions) == sorted(keys), "each key queried once"
         for p in positions:
             assert row_tg[p] == pairs[row_in[p]]
-            if p + 1 < t:
-                assert row_in[p + 1] == row_tg[p]
-        answers = {p + 1 for p in positions}
-        rest = [tok for i, tok in enumerate(row_in[2 * n_pairs:], start=2 * n_pairs)
-                if i not in positions and i not in answers]
-        assert all(tok == FILLER for tok in rest)
+        assert all(positions[i + 1] - positions[i] >= 2 for i in range(n_pairs - 1)), "2-token slots"
+        rest = [tok for i, tok in enumerate(row_in[2 * n_pairs:], start=2 * n_pairs) if i not in positions]
+        assert all(tok == FILLER for tok in rest), "after the pairs: queries and filler, never an answer"
         all_positions.append(positions)
     return all_positions
 
@@ -71,3 +67,35 @@ def test_query_positions_spread_over_the_sequence() -> None:
 def test_bad_params_name_the_field(params: dict, field: str) -> None:
     with pytest.raises(ValueError, match=field):
         build_task("associative_recall", params)
+
+
+@pytest.mark.parametrize("seq_len", [16, 32, 64])
+def test_dict_lookup_solver_is_perfect_and_metric_scores_exactly_the_answers(seq_len: int) -> None:
+    """An independent solver (a dict over the row's pairs) answers every scored position, and the
+    training metric scores exactly the positions that hold a query key, nothing else."""
+    import torch
+
+    from harness.training.loop import score
+
+    n_pairs, n_keys = 4, 16
+    task = build_task("associative_recall", {"n_pairs": n_pairs, "n_keys": n_keys, "n_values": 16})
+    inputs, targets = task.sample(200, seq_len, np.random.default_rng(7), "train")
+    solver = torch.full_like(targets, IGNORE_INDEX)
+    for i, row in enumerate(inputs.tolist()):
+        pairs = dict(zip(row[0:2 * n_pairs:2], row[1:2 * n_pairs:2]))
+        for t in range(2 * n_pairs, seq_len):
+            if 1 <= row[t] <= n_keys:  # a key after the pairs is a query
+                solver[i, t] = pairs[row[t]]
+    assert torch.equal(solver, targets), "scored positions = query positions, answers = dict lookup"
+
+    logits = torch.nn.functional.one_hot(solver.clamp(min=0), task.vocab_size).float()   # (N, T, V)
+    wrong_elsewhere = logits.clone()
+    wrong_elsewhere[targets == IGNORE_INDEX] = torch.eye(task.vocab_size)[0]              # filler
+    sums = score(wrong_elsewhere, targets)
+    assert sums["tokens"] == 200 * n_pairs and sums["correct"] == 200 * n_pairs
+    assert sums["exact"] == sums["seqs"] == 200
+    one_wrong = logits.clone()
+    row, pos = 3, int((targets[3] != IGNORE_INDEX).nonzero()[0])
+    one_wrong[row, pos] = torch.eye(task.vocab_size)[0]
+    sums = score(one_wrong, targets)
+    assert (sums["correct"], sums["exact"]) == (200 * n_pairs - 1, 199)

@@ -64,12 +64,16 @@ def test_shapes_dtypes_and_vocab_bounds(task: Task, split: str) -> None:
 
 def test_targets_are_next_tokens(task: Task) -> None:
     """A scored target reappears as the next input, except at a row's last scored position
-    (after which a task may pad)."""
+    (after which a task may pad); a task that hides its answers never shows one there."""
     inputs, targets = task.sample(8, _seq_len(task), np.random.default_rng(1), "train")
     scored = targets != IGNORE_INDEX
     last = scored.shape[1] - 1 - scored.flip(1).int().argmax(dim=1)          # (N,)
     scored[torch.arange(len(last)), last] = False
-    assert torch.equal(targets[:, :-1][scored[:, :-1]], inputs[:, 1:][scored[:, :-1]])
+    following = inputs[:, 1:][scored[:, :-1]]
+    if task.answers_in_input:
+        assert torch.equal(targets[:, :-1][scored[:, :-1]], following)
+    else:
+        assert following.numel() and not (targets[:, :-1][scored[:, :-1]] == following).any()
 
 
 def test_determinism(task: Task) -> None:
@@ -98,3 +102,20 @@ def test_min_seq_len_works(task: Task) -> None:
 
 def test_check_available(task: Task) -> None:
     task.check_available()
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_every_task_states_its_longest_length(task: Task, split: str) -> None:
+    """Synthetic tasks generate rows of any length (None); a file-backed task draws up to its bound
+    and refuses one token more, naming the bound."""
+    longest = task.max_seq_len(split)
+    if task.kind == "synthetic":
+        assert longest is None
+        length = 4096
+    else:
+        assert isinstance(longest, int) and longest >= task.min_seq_len
+        length = longest
+        with pytest.raises(ValueError, match=f"at most seq_len {longest}"):
+            task.sample(1, longest + 1, np.random.default_rng(0), split)
+    inputs, _ = task.sample(1, length, np.random.default_rng(0), split)
+    assert inputs.shape == (1, length)

@@ -61,8 +61,22 @@ def test_encoded_once_per_process(shakespeare_dir: Path) -> None:
 
 def test_seq_len_longer_than_split_raises(shakespeare_dir: Path) -> None:
     task = build_task("tinyshakespeare", data_dir=shakespeare_dir)
-    with pytest.raises(ValueError, match="fewer than"):
+    with pytest.raises(ValueError, match="at most seq_len 55769 from its 'val' split"):
         task.sample(1, 60_000, np.random.default_rng(0), "val")
+
+
+def test_longest_length_is_each_split_less_one(shakespeare_dir: Path) -> None:
+    """A row is a window of T + 1 characters: the split's size less one, independent of the file."""
+    task = build_task("tinyshakespeare")  # no data needed to know it
+    sizes = {"train": 1_003_854, "val": 55_770, "test": 55_770}  # 90 %, then halves of 1,115,394
+    assert {s: task.max_seq_len(s) for s in sizes} == {s: n - 1 for s, n in sizes.items()}
+    task = build_task("tinyshakespeare", data_dir=shakespeare_dir)
+    inputs, targets = task.sample(2, 55_769, np.random.default_rng(0), "test")
+    assert inputs.shape == (2, 55_769)
+    text = (shakespeare_dir / "tinyshakespeare.txt").read_text()
+    assert "".join(ts.VOCAB[i] for i in inputs[0].tolist()) + ts.VOCAB[targets[0, -1]] == text[-55_770:]
+    with pytest.raises(ValueError, match="at most seq_len 55769"):
+        task.sample(1, 55_770, np.random.default_rng(0), "test")
 
 
 def _bad_file(directory: Path) -> bytes:

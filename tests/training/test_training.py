@@ -31,7 +31,7 @@ profiles:
   cpu: {seeds: [0, 1]}
 """
 
-TIMING = {"tokens_per_s"}
+TIMING = {"train_tokens_per_s"}
 
 
 @pytest.fixture
@@ -146,3 +146,32 @@ def test_model_config_carries_the_resolved_max_len(tiny) -> None:
     _, specs = tiny
     mcfg = transformer_config(specs[1].config, 8)
     assert mcfg.max_len == 16 and mcfg.position == "learned"
+
+
+def test_throughput_times_training_steps_not_validation_or_checkpoints(tmp_path: Path) -> None:
+    """Same 40 steps, validated (and checkpointed) every 2 steps or once: validation is made ~10x
+    the cost of all steps, so a timer around ``trainer.fit`` reads several times fewer tokens/s
+    at val_every=2 (checked below, so this test could fail on such a timer); the step timer reads
+    the same throughput within a factor 1.6 either way (ratios of one process, not absolute times)."""
+    from helpers.tiny_grid import write_tiny
+
+    recs = {}
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for every in (2, 40):
+            path = write_tiny(tmp_path / f"decl{every}", steps=40, val_every=every, seeds=(0,), positions=("nope",))
+            abl = load(str(path))
+            spec = plan(abl, "cpu", ["eval.val_examples=2048", "eval.batch_size=64"])[1][0]
+            recs[every] = execute(spec, tmp_path / f"results{every}", abl=abl)
+    finally:
+        torch.set_num_threads(before)
+    assert all(r["status"] == "ok" for r in recs.values())
+    tokens = 40 * 8 * 8
+    fit_ratio = (tokens / recs[2]["fit_s"]) / (tokens / recs[40]["fit_s"])
+    assert fit_ratio < 0.4, f"validation not expensive enough to tell the timers apart ({fit_ratio:.2f})"
+    step = {k: r["metrics"]["train_tokens_per_s"] for k, r in recs.items()}
+    assert 1 / 1.6 < step[2] / step[40] < 1.6, step
+    for r in recs.values():
+        assert r["train_step_s"] < r["fit_s"] < r["wall_time_s"]
+        assert r["metrics"]["train_tokens_per_s"] == pytest.approx(tokens / r["train_step_s"])

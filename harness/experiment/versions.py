@@ -1,0 +1,98 @@
+"""Code versions: which version of each piece of code computed a run, and how they enter run ids.
+
+A run's numbers depend on its config, its task's data (``Task.version``), its seed, and the code
+that computed them. The code is versioned in two places, each an int that starts at 1 and is
+bumped whenever the numbers that code produces for a given input change:
+
+- every registry entry (``POSITIONAL.register("rope", version=2)``): the component a config
+  names (position, kernel, qkv, scale, mask_fill, head_split, norm, norm_position, activation);
+- :data:`MODEL` (the transformer around the components: embeddings, attention and FFN glue,
+  initialisation, the LM head) and :data:`TRAINING` (``harness/training.py``: batches,
+  optimiser, schedule, loss, evaluation and the metrics of a run).
+
+:func:`run_versions` lists the versions a config uses; the record stores them all
+(``code_versions``). The run id hashes only those above 1 (:func:`hashed_versions`), so the
+ids of runs made before versions existed, whose code has not changed since, stay as they were,
+while every run of a bumped component gets a new id and is made again. A bump of
+:data:`MODEL` or :data:`TRAINING` therefore gives every run a new id.
+tests/modules/test_fingerprints.py fails when a component's output on a fixed input changes
+while its version stays the same.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MODEL = 1
+"""Version of ``TransformerLM`` and the attention/FFN glue (harness/modules/transformer.py,
+attention.py, ffn.py) outside the registered components."""
+
+TRAINING = 1
+"""Version of the training loop (harness/training.py, callbacks.py, measure.py): bump when a run's
+metrics change for the same config, task and seed."""
+
+# config field -> (registry attribute in harness.modules, version key prefix)
+_FIELDS = {
+    ("model", "position"): ("POSITIONAL", "position"),
+    ("attention", "kernel"): ("KERNELS", "kernel"),
+    ("attention", "qkv"): ("QKV", "qkv"),
+    ("attention", "scale"): ("SCALES", "scale"),
+    ("attention", "mask_fill"): ("MASK_FILLS", "mask_fill"),
+    ("attention", "head_split"): ("HEAD_SPLITS", "head_split"),
+    ("block", "norm"): ("NORMS", "norm"),
+    ("block", "norm_position"): ("BLOCKS", "norm_position"),
+    ("ffn", "activation"): ("ACTIVATIONS", "activation"),
+}
+
+
+def run_versions(config: Mapping[str, Any]) -> dict[str, int]:
+    """Every code version a run config uses: ``{"model": 1, "training": 1, "position:rope": 2, ...}``.
+
+    Args:
+        config: ``RunConfig.model_dump()`` (sections ``model``, ``attention``, ``block``, ``ffn``).
+
+    Raises:
+        UnknownNameError: a component name no registry holds.
+    """
+    from harness import modules
+
+    out = {"model": MODEL, "training": TRAINING}
+    for (section, key), (registry, prefix) in _FIELDS.items():
+        name = (config.get(section) or {}).get(key)
+        if name is not None:
+            reg = getattr(modules, registry)
+            out[f"{prefix}:{reg.canonical(name)}"] = reg.version(name)
+    return out
+
+
+def hashed_versions(versions: Mapping[str, int]) -> dict[str, int]:
+    """The versions a run id hashes: those above 1 (see the module docstring)."""
+    return {k: v for k, v in sorted(versions.items()) if v != 1}
+
+
+def record_versions(record: Mapping[str, Any]) -> dict[str, int] | None:
+    """The code versions of a stored record. A record made before versions were recorded ran
+    version 1 of everything it used; None when its config names a component this code lacks."""
+    if isinstance(record.get("code_versions"), dict):
+        return dict(record["code_versions"])
+    try:
+        return {k: 1 for k in run_versions(record.get("config") or {})}
+    except (KeyError, ValueError):
+        return None
+
+
+def mixed_versions(records: Iterable[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """Pieces of code that ran at more than one version among ``records`` (one comparison):
+    ``{"position:rope": [1, 2]}``; empty when every piece ran at a single version."""
+    seen: dict[str, set[int]] = {}
+    for rec in records:
+        for key, version in (record_versions(rec) or {}).items():
+            seen.setdefault(key, set()).add(version)
+    return {k: sorted(v) for k, v in sorted(seen.items()) if len(v) > 1}
+
+
+def mix_warning(task: str, mix: Mapping[str, list[int]]) -> str:
+    """One line saying that a task's comparison mixes runs made by different code versions."""
+    parts = ", ".join(f"{key} at versions {', '.join(map(str, vs))}" for key, vs in mix.items())
+    return (f"the runs compared on {task} were made by different code ({parts}): a difference may come "
+            "from the code, not the variant; remake the older runs (e.g. a fresh --results-dir)")

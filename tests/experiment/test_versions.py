@@ -1,0 +1,87 @@
+"""Code versions in run ids, in records, and the warning when one comparison mixes them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers.fake_store import write_decl, write_runs
+
+from harness.experiment import versions
+from harness.cli import compare as compare_cmd
+from harness.experiment.ablation import load
+from harness.analysis.comparisons import analyse
+from harness.modules import POSITIONAL
+from harness.registry import Registry
+from harness.report.markdown import write_report
+from harness.experiment.grid import plan
+
+# ids computed by the code before versions existed (commit 673fa0e), for tests/fake_store.py's grid
+OLD_IDS = {("sinusoidal", 0): "cf4a67b7ff59", ("learned", 0): "09a02956703e", ("rope", 0): "7391199adf34"}
+
+
+def test_registry_versions_default_to_1_and_are_checked() -> None:
+    reg: Registry[int] = Registry("thing")
+    reg.register("a")(1)
+    reg.register("b", aliases=("bee",), version=3)(2)
+    assert reg.version("a") == 1 and reg.version("bee") == 3
+    with pytest.raises(ValueError, match="version must be an int >= 1"):
+        reg.register("c", version=0)
+    assert POSITIONAL.version("rope") == 2  # angles in float64 (issue 11 item 7)
+
+
+def test_ids_change_only_for_runs_of_code_whose_version_was_bumped(tmp_path: Path) -> None:
+    specs = {(s.variant_label, s.seed): s for s in plan(load(str(write_decl(tmp_path))), "pilot", check_data=False)[1]}
+    for key in (("sinusoidal", 0), ("learned", 0)):
+        assert specs[key].run_id == OLD_IDS[key]  # every version 1: ids as stored before versions
+        assert "code_versions" not in specs[key].payload()
+    rope = specs[("rope", 0)]
+    assert rope.payload()["code_versions"] == {"position:rope": 2}
+    assert rope.run_id != OLD_IDS[("rope", 0)]
+    assert rope.code_versions == {"model": 1, "training": 1, "position:rope": 2, "kernel:sdpa": 1, "qkv:separate": 1,
+                                  "scale:d_head": 1, "mask_fill:-inf": 1, "head_split:correct": 1,
+                                  "norm:layernorm": 1, "norm_position:pre": 1, "activation:gelu": 1}
+
+
+def test_records_without_versions_ran_version_1_of_what_they_used() -> None:
+    old_rope = {"config": {"model": {"position": "rope"}, "attention": {"kernel": "sdpa"}}}
+    new_rope = {"code_versions": {"model": 1, "position:rope": 2, "kernel:sdpa": 1}}
+    old_sin = {"config": {"model": {"position": "sinusoidal"}}}
+    assert versions.record_versions(old_rope) == {"model": 1, "training": 1, "position:rope": 1, "kernel:sdpa": 1}
+    assert versions.mixed_versions([old_rope, new_rope, old_sin]) == {"position:rope": [1, 2]}
+    assert versions.mixed_versions([old_sin, new_rope]) == {}  # different components, one version each
+    assert versions.record_versions({"config": {"model": {"position": "gone"}}}) is None
+
+
+def _store_with_one_rope_run_remade(tmp_path: Path) -> tuple[Path, Path]:
+    """The mini pilot grid stored as before versions (no ``code_versions``); rope seed 0 then
+    remade by the current code (its record says rope version 2)."""
+    decl, results = write_decl(tmp_path / "decl"), tmp_path / "results"
+    write_runs(results, decl, "pilot", lambda variant, seed: 0.5 + 0.01 * seed)
+    spec = next(s for s in plan(load(str(decl)), "pilot", check_data=False)[1] if s.variant_label == "rope")
+    path = results / "mini" / "pilot" / spec.run_id / "record.json"
+    rec = json.loads(path.read_text())
+    path.write_text(json.dumps({**rec, "code_versions": spec.code_versions}))
+    return decl, results
+
+
+def test_report_and_compare_warn_when_a_comparison_mixes_code_versions(tmp_path: Path, capsys) -> None:
+    decl, results = _store_with_one_rope_run_remade(tmp_path)
+    abl = load(str(decl))
+    result = analyse(abl, "pilot", results)
+    assert result.mixed_code == {"copy": {"position:rope": [1, 2]}}
+    text = write_report(abl, "pilot", results, tmp_path / "out", result=result).read_text()
+    assert "**Warning: the runs compared on copy were made by different code (position:rope at versions 1, 2)" in text
+    compare_cmd.compare(str(decl), "pilot", results, fmt="json")
+    out, err = capsys.readouterr()
+    assert "warning: the runs compared on copy were made by different code (position:rope at versions 1, 2)" in err
+    json.loads(out)  # the machine format stays parseable
+
+
+def test_no_warning_when_every_run_used_one_version_of_its_code(tmp_path: Path) -> None:
+    decl, results = write_decl(tmp_path / "decl"), tmp_path / "results"
+    write_runs(results, decl, "pilot", lambda variant, seed: 0.5 + 0.01 * seed)
+    result = analyse(load(str(decl)), "pilot", results)
+    assert result.mixed_code == {}
+    assert "Warning: the runs compared" not in write_report(load(str(decl)), "pilot", results, tmp_path / "o",
+                                                            result=result).read_text()
