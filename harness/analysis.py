@@ -121,7 +121,7 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
-        for metric in compared_metrics(sub, claimed_metrics(abl, task)):
+        for metric in compared_metrics(sub, claimed_metrics(abl, task) | {entry.primary.metric}):
             hib = direction(metric, entry.primary)
             is_primary = metric == entry.primary.metric
             table = _compare(abl, runs, sub, task, metric, hib, entry.primary.sesoi if is_primary else None,
