@@ -167,6 +167,28 @@ def report(name: Annotated[Optional[str], typer.Argument(help="ablation name or 
            wandb=_wandb_mode(wandb), source=source)
 
 
+@app.command()
+def reproduce(
+    rid: Annotated[str | None, typer.Argument(metavar="ID", help="one entry of harness/reproductions.yaml (default: every one)")] = None,
+    results_dir: ResultsOpt = Path("results"),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list the grids and the runs missing; run nothing")] = False,
+    workers: Annotated[int | None, typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")] = None,
+    threads: Annotated[int, typer.Option(min=1, help="torch threads per run")] = 1,
+    wandb: Annotated[WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")] = WandbMode.auto,
+    run_timeout: Annotated[float | None, typer.Option(help="seconds; a run over it is stopped and recorded as timeout")] = None,
+) -> None:
+    """Positive controls: run what the published results of harness/reproductions.yaml need (as
+    `ablate run` does) and print pass / fail / inconclusive per entry."""
+    from harness import commands
+    from harness.attempts import RunOptions
+    from harness.launch import Launch
+
+    launch = Launch(options=RunOptions(run_timeout=run_timeout))
+    code = _guard(commands.reproduce, rid, results_dir, dry_run=dry_run, workers=workers, threads=threads,
+                  wandb=_wandb_mode(wandb), launch=launch)
+    raise typer.Exit(code)
+
+
 @app.command("plan")
 def plan_cmd(
     name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
