@@ -221,10 +221,21 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
 
 
 def compare(name: str, profile: str | None, results: Path, metric: str | None = None, fmt: str = "table",
-            tuned: bool = False, overrides: list[str] | tuple[str, ...] = ()) -> None:
+            tuned: bool = False, overrides: list[str] | tuple[str, ...] = (), source: Path | None = None) -> None:
     """The comparison table(s) from the store: every primary metric, or one ``metric``; ``tuned``:
-    the runs of ``ablate run --tuned`` instead of the untuned ones."""
+    the runs of ``ablate run --tuned`` instead of the untuned ones; ``source``: a report's data
+    file (:mod:`harness.report_data`) read instead of the store."""
     abl = ablation_mod.load(name)
+    if source is not None:
+        from harness.report_data import load_source
+
+        if tuned:
+            raise AblateError("--from reads a report's data file, which holds untuned runs; drop --tuned")
+        found, prof_name, store, expected = load_source(
+            source, abl, profile, lambda p: _expected_runs(abl, p, overrides, tuned=False))
+        _print_tables(abl, prof_name, store, primary_only=metric is None, metric=metric, fmt=fmt,
+                      expected=expected, found=found, ctx=Context(name, prof_name, store, tuple(overrides)))
+        return
     prof_name, expected = _expected_runs(abl, profile, overrides, tuned)
     ctx = Context(name, prof_name, results, tuple(overrides))
     _check_results_readable(results)
@@ -288,15 +299,15 @@ def _check_store_exists(results: Path, name: str, profile: str, tuned: bool = Fa
 
 
 def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, metric: str | None = None,
-                  fmt: str = "table", tuned: bool = False, expected: set[str] | None = None, *,
-                  ctx: Context) -> None:
+                  fmt: str = "table", tuned: bool = False, expected: set[str] | None = None,
+                  found: Any = None, *, ctx: Context) -> None:
     from harness.analysis import analyse
     from harness.tables import render
     from harness.tune import tuned_profile
     from harness.versions import mix_warning
 
     store = tuned_profile(profile) if tuned else profile
-    result = analyse(abl, profile, results, store_profile=store, expected=expected)
+    result = analyse(abl, profile, results, store_profile=store, expected=expected, found=found)
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
     def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup
         if fmt in ("table", "md"):
@@ -330,29 +341,38 @@ def _print_tables(abl: Any, profile: str, results: Path, primary_only: bool, met
 
 
 def report(name: str | None, profile: str | None, results: Path, out: Path, storage: str | None = None,
-           overrides: list[str] | tuple[str, ...] = (), wandb: str = "off") -> Path:
+           overrides: list[str] | tuple[str, ...] = (), wandb: str = "off", source: Path | None = None) -> Path:
     """Write the markdown report and its figures; returns the markdown path. ``storage``: the
     Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists).
     ``wandb`` (off | offline | online): also log the W&B summary run of the ablation and profile
-    (:mod:`harness.wandb_summary`); a W&B failure is a warning, the report stands."""
+    (:mod:`harness.wandb_summary`); a W&B failure is a warning, the report stands. ``source``: a
+    report's data file read instead of the store (:mod:`harness.report_data`): the same report, no
+    data file and no W&B run written."""
     from harness.analysis import analyse
     from harness.report import write_report
 
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     abl = ablation_mod.load(name)
-    prof_name, expected = _expected_runs(abl, profile, overrides, tuned=False)
-    _check_results_readable(results)
-    _check_store_exists(results, abl.name, prof_name, ctx=Context(name, prof_name, results, tuple(overrides), storage))
+    found = None
+    if source is not None:
+        from harness.report_data import load_source
+
+        found, prof_name, results, expected = load_source(
+            source, abl, profile, lambda p: _expected_runs(abl, p, overrides, tuned=False))
+    else:
+        prof_name, expected = _expected_runs(abl, profile, overrides, tuned=False)
+        _check_results_readable(results)
+        _check_store_exists(results, abl.name, prof_name, ctx=Context(name, prof_name, results, tuple(overrides), storage))
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
     _check_out_parent(out)
     _check_storage(storage)
-    result = analyse(abl.for_profile(prof_name), prof_name, results, expected=expected)  # report and W&B share it
+    result = analyse(abl.for_profile(prof_name), prof_name, results, expected=expected, found=found)  # report and W&B share it
     path = write_report(abl, prof_name, results, out, data_dir=_data_dir(), storage=storage,
-                        expected=expected, overrides=list(overrides), result=result)
+                        expected=expected, overrides=list(overrides), result=result, data=found is None)
     console.print(f"wrote {path}")
-    if wandb != "off":
+    if wandb != "off" and found is None:
         from harness.wandb_summary import log_report
 
         try:
@@ -444,3 +464,31 @@ def tune(name: str, profile: str | None, overrides: list[str], results: Path, *,
                       + f"; `{escape(Context(name, prof_name, results, tuple(overrides), storage).command('run', '--tuned', storage=True))}` "
                       "will refuse this variant")
     return 1 if empty else 0
+
+
+def reproduce(rid: str | None, results: Path, *, dry_run: bool = False, workers: int | None = None,
+              threads: int = 1, wandb: str = "off", launch: Any = None) -> int:
+    """``ablate reproduce [ID]``: the positive controls of ``harness/reproductions.yaml`` (or the
+    one named ``rid``): list each grid they read with the runs missing from ``results``, run those
+    (``dry_run``: list only) through :func:`run`, the runner of ``ablate run`` with its options,
+    then print pass / fail / inconclusive per entry (:mod:`harness.reproduce`). Returns the exit
+    code: 1 when some run failed, else 0 (a failed reproduction is a finding, not an error)."""
+    from harness import reproduce as rep
+
+    entries = rep.load_checked(rid)
+    grids = rep.grids(entries, results)
+    for g in grids:
+        console.print(f"{g.ablation} / {g.profile}: {g.planned} runs, {g.missing} missing"
+                      + (f" (`ablate run {g.ablation} --profile {g.profile}`)" if g.missing else ""), markup=False)
+    code = 0
+    if not dry_run:
+        for g in grids:
+            if g.missing:
+                code = max(code, run(g.ablation, g.profile, [], results, workers=workers, threads=threads,
+                                     wandb=wandb, launch=launch))
+    elif sum(g.missing for g in grids):
+        console.print(f"dry run: {sum(g.missing for g in grids)} runs would run; nothing ran", markup=False)
+    outcomes = [rep.evaluate(e, results) for e in entries]
+    for line in rep.summary_lines(outcomes):
+        console.print(line, markup=False)
+    return code

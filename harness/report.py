@@ -119,8 +119,10 @@ def _why_undefined(row: pd.Series) -> str | None:
 
 def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir: Path | None = None,
                  storage: str | None = None, expected: set[str] | None = None,
-                 overrides: list[str] | None = None, result: Analysis | None = None) -> Path:
+                 overrides: list[str] | None = None, result: Analysis | None = None, data: bool = True) -> Path:
     """Write the markdown report and its PNG figures under ``out``; returns the markdown path.
+    ``data``: also write the tidy table of its runs, ``out/data/NAME[.PROFILE].csv[.gz]``
+    (:mod:`harness.report_data`), from which ``ablate report --from`` makes the same report.
 
     ``storage``: the Optuna storage URL of a "Tuning" section (default ``<results>/optuna.db``);
     the section appears when that storage holds studies of this ablation and profile.
@@ -148,6 +150,10 @@ def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir
         parts += ["## Notes on the design", "", abl.notes, ""]
     parts += ["## Reproduce", "", "```", *_commands(abl, profile, overrides or []), "```", ""]
     path.write_text("\n".join(parts))
+    if data:
+        from harness.report_data import history_of, write_data
+
+        write_data(records, history_of(result.scan, results), result.scan.problems, results, path)
     return path
 
 
@@ -343,21 +349,16 @@ def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
 
 
 def _history(result: Analysis, task: str) -> pd.DataFrame:
-    from harness.store import run_dir
+    from harness.report_data import run_history
 
     frames = []
     for rec in result.scan.records:
         if rec["task"] != task or rec.get("status") != "ok":
             continue
-        f = run_dir(result.results, rec["ablation"], rec["profile"], rec["run_id"]) / "history.csv"
-        try:
-            frame = pd.read_csv(f)
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError) as exc:  # a damaged curve: reported, never fatal
-            result.scan.problems.append(f"{f}: unreadable validation history ({type(exc).__name__})")
-            continue
-        if {"step", "loss"} <= set(frame.columns):
+        frame = run_history(result.scan, result.results, rec)
+        if isinstance(frame, str):  # a damaged curve: reported, never fatal
+            result.scan.problems.append(frame)
+        elif frame is not None:
             frames.append(frame.assign(variant=rec["variant_label"], seed=rec["seed"]))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
