@@ -92,7 +92,8 @@ def claimed_metrics(abl: Ablation, task: str) -> set[str]:
 
 
 def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
-            store_profile: str | None = None, expected: set[str] | None = None) -> Analysis:
+            store_profile: str | None = None, expected: set[str] | None = None,
+            found: StoreScan | None = None) -> Analysis:
     """Read the store and build every comparison table of one ablation/profile.
 
     Args:
@@ -108,7 +109,7 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
             made with different overrides, and ``expected`` does not say which to compare.
     """
     abl = abl.for_profile(profile)
-    found = scan(results, abl.name, store_profile or profile)
+    found = found if found is not None else scan(results, abl.name, store_profile or profile)
     foreign = 0
     if expected is not None:
         foreign = sum(r.get("run_id") not in expected for r in found.records)
@@ -126,7 +127,7 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
-        for metric in compared_metrics(sub, claimed_metrics(abl, task)):
+        for metric in compared_metrics(sub, claimed_metrics(abl, task) | {entry.primary.metric}):
             hib = direction(metric, entry.primary)
             is_primary = metric == entry.primary.metric
             table = _compare(abl, runs, sub, task, metric, hib, entry.primary.sesoi if is_primary else None,

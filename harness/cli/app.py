@@ -19,6 +19,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="smoke | cpu | confirm | gpu, or another the ablation declares (default: the ablation's default, cpu)")]
 ResultsOpt = Annotated[Path, typer.Option("--results-dir", help="run store")]
+FromOpt = Annotated[Path | None, typer.Option(
+    "--from", help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store")]
 StorageOpt = Annotated[Optional[str], typer.Option(
     help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)")]
 
@@ -130,12 +132,13 @@ def compare(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(
             profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results"),
             metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
             fmt: Annotated[Format, typer.Option("--format")] = Format.table,
-            tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False) -> None:
-    """The statistical comparison table, from the store."""
+            tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
+            source: FromOpt = None) -> None:
+    """The statistical comparison table, from the store (or a report's data file, --from)."""
     from harness.cli import compare as compare_cmd
 
     _guard(compare_cmd.compare, name, profile, results_dir, metric=metric, fmt=fmt.value, tuned=tuned,
-           overrides=overrides or [])
+           overrides=overrides or [], source=source)
 
 
 @app.command()
@@ -146,19 +149,45 @@ def report(name: Annotated[Optional[str], typer.Argument(help="ablation name or 
            storage: StorageOpt = None,
            every: Annotated[bool, typer.Option("--all", help="every registered ablation, each profile with runs, and OUT/README.md, their index")] = False,
            wandb: Annotated[WandbMode, typer.Option(help="the summary run (comparison tables, figures, verdicts); "
-                                                    "auto: online when WANDB_API_KEY is set, else offline")] = WandbMode.auto) -> None:
+                                                    "auto: online when WANDB_API_KEY is set, else offline")] = WandbMode.auto,
+           source: FromOpt = None) -> None:
     """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures;
     --all: every registered ablation, and reports/README.md, their index."""
     from harness.cli import report as report_cmd
 
     if every:
+        if source is not None:
+            typer.echo("error: --from regenerates one report from its data file; drop --all (or --from)", err=True)
+            raise typer.Exit(2)
         if wandb is not WandbMode.auto:
             typer.echo("error: --all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`", err=True)
             raise typer.Exit(2)
         _guard(report_cmd.report_all, results_dir, out, storage=storage, name=name, profile=profile)
         return
     _guard(report_cmd.report, name, profile, results_dir, out, storage=storage, overrides=overrides or [],
-           wandb=_wandb_mode(wandb))
+           wandb=_wandb_mode(wandb), source=source)
+
+
+@app.command()
+def reproduce(
+    rid: Annotated[str | None, typer.Argument(metavar="ID", help="one entry of harness/experiment/reproductions.yaml (default: every one)")] = None,
+    results_dir: ResultsOpt = Path("results"),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list the grids and the runs missing; run nothing")] = False,
+    workers: Annotated[int | None, typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")] = None,
+    threads: Annotated[int, typer.Option(min=1, help="torch threads per run")] = 1,
+    wandb: Annotated[WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")] = WandbMode.auto,
+    run_timeout: Annotated[float | None, typer.Option(help="seconds; a run over it is stopped and recorded as timeout")] = None,
+) -> None:
+    """Positive controls: run what the published results of harness/experiment/reproductions.yaml need (as
+    `ablate run` does) and print pass / fail / inconclusive per entry."""
+    from harness.cli import reproduce as reproduce_cmd
+    from harness.execution.launch import Launch
+    from harness.execution.run_folder import RunOptions
+
+    launch = Launch(options=RunOptions(run_timeout=run_timeout))
+    code = _guard(reproduce_cmd.reproduce, rid, results_dir, dry_run=dry_run, workers=workers, threads=threads,
+                  wandb=_wandb_mode(wandb), launch=launch)
+    raise typer.Exit(code)
 
 
 @app.command("plan")

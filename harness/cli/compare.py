@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from harness.analysis.comparisons import analyse
 from harness.cli import output
@@ -13,15 +14,25 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.versions import mix_warning
 from harness.hints import Context
 from harness.registry import did_you_mean
+from harness.report.data import load_source
 from harness.report.tables import render
 from harness.tune.studies import tuned_profile
 
 
 def compare(name: str, profile: str | None, results: Path, metric: str | None = None, fmt: str = "table",
-            tuned: bool = False, overrides: list[str] | tuple[str, ...] = ()) -> None:
+            tuned: bool = False, overrides: list[str] | tuple[str, ...] = (), source: Path | None = None) -> None:
     """The comparison table(s) from the store: every primary metric, or one ``metric``; ``tuned``:
-    the runs of ``ablate run --tuned`` instead of the untuned ones."""
+    the runs of ``ablate run --tuned`` instead of the untuned ones; ``source``: a report's data
+    file (:mod:`harness.report.data`) read instead of the store."""
     abl = ablation_mod.load(name)
+    if source is not None:
+        if tuned:
+            raise AblateError("--from reads a report's data file, which holds untuned runs; drop --tuned")
+        found, prof_name, store, expected = load_source(
+            source, abl, profile, lambda p: output.expected_runs(abl, p, overrides, tuned=False))
+        print_tables(abl, prof_name, store, primary_only=metric is None, metric=metric, fmt=fmt,
+                     expected=expected, found=found, ctx=Context(name, prof_name, store, tuple(overrides)))
+        return
     prof_name, expected = output.expected_runs(abl, profile, overrides, tuned)
     ctx = Context(name, prof_name, results, tuple(overrides))
     output.check_results_readable(results)
@@ -31,12 +42,12 @@ def compare(name: str, profile: str | None, results: Path, metric: str | None = 
 
 
 def print_tables(abl: Ablation, profile: str, results: Path, primary_only: bool, metric: str | None = None,
-                 fmt: str = "table", tuned: bool = False, expected: set[str] | None = None, *,
-                 ctx: Context) -> None:
+                 fmt: str = "table", tuned: bool = False, expected: set[str] | None = None,
+                 found: Any = None, *, ctx: Context) -> None:
     """Analyse the store's runs of ``profile`` (``tuned``: its ``+tuned`` folder; ``expected``: the
     run ids of the grid) and print the primary tables, or every table, or those of ``metric``."""
     store = tuned_profile(profile) if tuned else profile
-    result = analyse(abl, profile, results, store_profile=store, expected=expected)
+    result = analyse(abl, profile, results, store_profile=store, expected=expected, found=found)
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
     def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup
         if fmt in ("table", "md"):

@@ -11,6 +11,7 @@ from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.hints import Context
+from harness.report.data import load_source
 from harness.report.index import report_all as write_all
 from harness.report.markdown import write_report
 from harness.report.wandb_summary import log_report
@@ -18,26 +19,33 @@ from harness.tune.storage import open_storage, sqlite_exists
 
 
 def report(name: str | None, profile: str | None, results: Path, out: Path, storage: str | None = None,
-           overrides: list[str] | tuple[str, ...] = (), wandb: str = "off") -> Path:
+           overrides: list[str] | tuple[str, ...] = (), wandb: str = "off", source: Path | None = None) -> Path:
     """Write the markdown report and its figures; returns the markdown path. ``storage``: the
     Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists).
     ``wandb`` (off | offline | online): also log the W&B summary run of the ablation and profile
-    (:mod:`harness.report.wandb_summary`); a W&B failure is a warning, the report stands."""
+    (:mod:`harness.report.wandb_summary`); a W&B failure is a warning, the report stands. ``source``: a
+    report's data file read instead of the store (:mod:`harness.report.data`): the same report, no
+    data file and no W&B run written."""
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     abl = ablation_mod.load(name)
-    prof_name, expected = output.expected_runs(abl, profile, overrides, tuned=False)
-    output.check_results_readable(results)
-    output.check_store_exists(results, abl.name, prof_name, ctx=Context(name, prof_name, results, tuple(overrides), storage))
+    found = None
+    if source is not None:
+        found, prof_name, results, expected = load_source(
+            source, abl, profile, lambda p: output.expected_runs(abl, p, overrides, tuned=False))
+    else:
+        prof_name, expected = output.expected_runs(abl, profile, overrides, tuned=False)
+        output.check_results_readable(results)
+        output.check_store_exists(results, abl.name, prof_name, ctx=Context(name, prof_name, results, tuple(overrides), storage))
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
     check_out_parent(out)
     check_storage(storage)
-    result = analyse(abl.for_profile(prof_name), prof_name, results, expected=expected)  # report and W&B share it
+    result = analyse(abl.for_profile(prof_name), prof_name, results, expected=expected, found=found)  # report and W&B share it
     path = write_report(abl, prof_name, results, out, data_dir=output.data_dir(), storage=storage,
-                        expected=expected, overrides=list(overrides), result=result)
+                        expected=expected, overrides=list(overrides), result=result, data=found is None)
     output.console.print(f"wrote {path}")
-    if wandb != "off":
+    if wandb != "off" and found is None:
         try:
             run_dir = log_report(abl, prof_name, results, out, expected=expected, mode=wandb, analysis=result)
             output.console.print(f"W&B summary run ({wandb}): {run_dir}")

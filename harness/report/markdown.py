@@ -22,6 +22,7 @@ from harness.report import figures
 from harness.report.omnibus import across_variants
 from harness.store.runs import run_dir
 from harness.experiment.versions import mix_warning
+from harness.report.data import history_of, run_history, write_data
 
 
 def report_path(abl: Ablation, profile: str, out: Path) -> Path:
@@ -114,8 +115,10 @@ def _why_undefined(row: pd.Series) -> str | None:
 
 def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir: Path | None = None,
                  storage: str | None = None, expected: set[str] | None = None,
-                 overrides: list[str] | None = None, result: Analysis | None = None) -> Path:
+                 overrides: list[str] | None = None, result: Analysis | None = None, data: bool = True) -> Path:
     """Write the markdown report and its PNG figures under ``out``; returns the markdown path.
+    ``data``: also write the tidy table of its runs, ``out/data/NAME[.PROFILE].csv[.gz]``
+    (:mod:`harness.report.data`), from which ``ablate report --from`` makes the same report.
 
     ``storage``: the Optuna storage URL of a "Tuning" section (default ``<results>/optuna.db``);
     the section appears when that storage holds studies of this ablation and profile.
@@ -143,6 +146,8 @@ def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir
         parts += ["## Notes on the design", "", abl.notes, ""]
     parts += ["## Reproduce", "", "```", *_commands(abl, profile, overrides or []), "```", ""]
     path.write_text("\n".join(parts))
+    if data:
+        write_data(records, history_of(result.scan, results), result.scan.problems, results, path)
     return path
 
 
@@ -337,15 +342,10 @@ def _history(result: Analysis, task: str) -> pd.DataFrame:
     for rec in result.scan.records:
         if rec["task"] != task or rec.get("status") != "ok":
             continue
-        f = run_dir(result.results, rec["ablation"], rec["profile"], rec["run_id"]) / "history.csv"
-        try:
-            frame = pd.read_csv(f)
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError) as exc:  # a damaged curve: reported, never fatal
-            result.scan.problems.append(f"{f}: unreadable validation history ({type(exc).__name__})")
-            continue
-        if {"step", "loss"} <= set(frame.columns):
+        frame = run_history(result.scan, result.results, rec)
+        if isinstance(frame, str):  # a damaged curve: reported, never fatal
+            result.scan.problems.append(frame)
+        elif frame is not None:
             frames.append(frame.assign(variant=rec["variant_label"], seed=rec["seed"]))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

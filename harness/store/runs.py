@@ -121,6 +121,7 @@ class StoreScan:
     records: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     incomplete: list[Path] = field(default_factory=list)
+    history: dict[str, Any] | None = None   # run id -> validation history, when read from a report's data file
 
 
 def scan(results: Path, ablation: str, profile: str) -> StoreScan:

@@ -201,7 +201,9 @@ def test_write_report_appends_the_section(tmp_path, monkeypatch):
     results, out = tmp_path / "results", tmp_path / "reports"
     (results / "bench").mkdir(parents=True)
     (results / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
-    monkeypatch.setattr(report_mod, "analyse", lambda *a, **k: SimpleNamespace(scan=SimpleNamespace(records=[])))
+    from harness.store import StoreScan
+
+    monkeypatch.setattr(report_mod, "analyse", lambda *a, **k: SimpleNamespace(scan=StoreScan()))
     for name in ("_version_warnings", "_claims_section", "_setup_section", "_results_section", "_failures_section",
                  "_tuning_section"):
         monkeypatch.setattr(report_mod, name, lambda *a, **k: [])

@@ -95,7 +95,7 @@ def test_pe_extrapolation_is_registered_and_loads(pe):
     assert pe.tasks["copy"].primary.metric == "acc@x4" and pe.tasks["copy"].primary.higher_is_better
     assert pe.tasks["tinyshakespeare"].primary.metric == "loss@x4"
     assert not pe.tasks["tinyshakespeare"].primary.higher_is_better
-    assert list(pe.profiles) == ["smoke", "cpu", "confirm", "gpu"]
+    assert list(pe.profiles) == ["smoke", "cpu", "confirm", "gpu", "reproduce"]  # reproduce: harness/reproductions.yaml
     assert pe.default_profile == "cpu"
     assert [len(pe.profiles[p].seeds) for p in ("smoke", "cpu", "gpu")] == [2, 3, 10]
 

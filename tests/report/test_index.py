@@ -53,7 +53,8 @@ def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_p
     out = tmp_path / "reports"
     result = invoke("report", "--all", "--results-dir", str(registered), "--out", str(out))
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.glob("*.md")) == ["README.md", "mini.md", "mini.pilot.md"]  # no gpu, no other
+    assert sorted(p.name for p in out.glob("*.md")) == ["README.md", "mini.md", "mini.pilot.md",  # no gpu, no other
+                                                       "reproductions.md"]  # the positive controls, always
     index = (out / "README.md").read_text()
     name, question, profiles, latest, claims, seeds = _row(index, "mini")
     assert name == "[mini](mini.md)" and question == "Do learned positions fall behind at 2L?"

@@ -1,0 +1,179 @@
+"""A report's data file (reports/data/NAME[.PROFILE].csv): written beside every report, and
+``ablate report --from`` / ``ablate compare --from`` give from it what they give from the store,
+byte for byte apart from the timestamp, figures included; bad files are refused (exit 2)."""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from helpers.fake_store import write_decl, write_runs
+from helpers.cli import assert_refused, invoke
+from helpers.tiny_grid import write_tiny
+
+from harness.experiment import ablation as ablation_mod
+from harness.cli import run as run_cmd
+from harness.report import data as report_data
+
+
+def _untimed(text: str) -> str:
+    return re.sub(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ", " on <time> ", text)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> tuple[Path, Path]:
+    """A trained tiny grid (2 positions x 2 seeds, with validation histories), then damaged as a
+    real store can be: one run diverged without metrics, one history unreadable, one folder whose
+    record is not a record."""
+    root = tmp_path_factory.mktemp("rd")
+    decl = write_tiny(root / "decl", steps=20, val_every=10, seeds=(0, 1))
+    results = root / "results"
+    assert run_cmd.run(str(decl), None, [], results, workers=1) == 0
+    folders = sorted((results / "tiny" / "cpu").iterdir())
+    rec = json.loads((folders[0] / "record.json").read_text())
+    rec.update(status="diverged", reason="loss is nan at step 7 (last finite loss 2.5)", metrics={})
+    (folders[0] / "record.json").write_text(json.dumps(rec))
+    (folders[1] / "history.csv").write_text('step,loss\n"1,2\n')
+    (results / "tiny" / "cpu" / "zzz-junk").mkdir()
+    (results / "tiny" / "cpu" / "zzz-junk" / "record.json").write_text("[1, 2]")
+    return decl, results
+
+
+def test_report_from_its_data_file_is_the_same_report(store, tmp_path):
+    decl, results = store
+    first, second = tmp_path / "a", tmp_path / "b"
+    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(first), "--wandb", "off").exit_code == 0
+    data = first / "data" / "tiny.csv"
+    assert data.is_file()
+    frame = pd.read_csv(data, keep_default_na=False, dtype=str)
+    assert set(frame["kind"]) == {"metric", "history", "run", "problem"}
+    assert frame[frame["kind"] == "history"]["step"].astype(int).min() >= 1
+    result = invoke("report", str(decl), "--from", str(data), "--out", str(second), "--results-dir", "elsewhere")
+    assert result.exit_code == 0, result.output
+    original, again = (first / "tiny.md").read_text(), (second / "tiny.md").read_text()
+    assert "diverged" in original and "unreadable validation history" in original and "zzz-junk" in original
+    assert _untimed(again) == _untimed(original)
+    figures = sorted(p.name for p in (first / "figures").iterdir())
+    assert figures == sorted(p.name for p in (second / "figures").iterdir()) and figures
+    for name in figures:  # the validation curves too: the per-step history travels in the file
+        assert (first / "figures" / name).read_bytes() == (second / "figures" / name).read_bytes(), name
+    assert not (second / "data").exists()  # --from writes no data file of its own
+
+
+def test_compare_from_the_data_file_prints_the_same_tables(store, tmp_path):
+    decl, results = store
+    out = tmp_path / "a"
+    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    for extra in ([], ["--metric", "acc@x1"]):
+        from_store = invoke("compare", str(decl), "--results-dir", str(results), *extra)
+        from_file = invoke("compare", str(decl), "--from", str(out / "data" / "tiny.csv"), *extra)
+        assert from_store.exit_code == from_file.exit_code == 0
+        assert from_file.stdout == from_store.stdout and "learned" in from_file.stdout
+
+
+def test_records_survive_the_round_trip(store, tmp_path):
+    """Every field the report reads comes back with its type: the rebuilt records equal the
+    store's apart from the fields the file does not carry (host, W&B id, ...)."""
+    from harness.analysis.comparisons import analyse
+
+    decl, results = store
+    abl = ablation_mod.load(str(decl))
+    found = analyse(abl, "cpu", results).scan
+    report = tmp_path / "tiny.md"
+    report_data.write_data(found.records, report_data.history_of(found, results), found.problems, results, report)
+    back, profile, where = report_data.read_data(report_data.data_path(report), "tiny", None)
+    assert (profile, where) == ("cpu", results)
+    carried = {report_data._RENAMED.get(c, c) for c, _ in report_data.RUN_FIELDS}
+    for a, b in zip(found.records, back.records, strict=True):
+        assert b["config"] == a["config"] and b["metrics"] == a["metrics"]
+        assert {k: a.get(k) for k in carried} == {k: b.get(k) for k in carried}  # an empty cell reads as None
+    assert back.problems == found.problems
+
+
+def test_a_large_table_is_gzipped_and_reads_the_same(store, tmp_path, monkeypatch):
+    decl, results = store
+    monkeypatch.setattr(report_data, "GZIP_ABOVE", 10)
+    out = tmp_path / "a"
+    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    path = out / "data" / "tiny.csv.gz"
+    assert path.is_file() and not (out / "data" / "tiny.csv").exists()
+    first = path.read_bytes()
+    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    assert path.read_bytes() == first  # no timestamp in the gzip header: the same table, the same bytes
+    result = invoke("report", str(decl), "--from", str(path), "--out", str(tmp_path / "b"))
+    assert result.exit_code == 0, result.output
+    assert _untimed((tmp_path / "b" / "tiny.md").read_text()) == _untimed((out / "tiny.md").read_text())
+
+
+def test_report_all_writes_every_data_file_and_each_regenerates(tmp_path, monkeypatch):
+    folder = tmp_path / "ablations"
+    mini = write_decl(folder)
+    monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", lambda v, s: 0.5 + 0.01 * s + (0.1 if v == "rope" else 0.0))
+    write_runs(results, mini, "pilot", lambda v, s: 0.5 + 0.02 * s)
+    out = tmp_path / "reports"
+    assert invoke("report", "--all", "--results-dir", str(results), "--out", str(out)).exit_code == 0
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["mini.csv", "mini.pilot.csv"]
+    for stem in ("mini", "mini.pilot"):
+        again = tmp_path / "again"
+        result = invoke("report", "mini", "--from", str(out / "data" / f"{stem}.csv"), "--out", str(again))
+        assert result.exit_code == 0, result.output
+        assert _untimed((again / f"{stem}.md").read_text()) == _untimed((out / f"{stem}.md").read_text())
+
+
+def _bad_files(root: Path, good: Path) -> dict[str, Path]:
+    text = good.read_text()
+    files = {"missing": root / "nope.csv"}
+    files["columns"] = root / "columns.csv"
+    files["columns"].write_text("run_id,metric,value\nx,acc,1\n")
+    files["binary"] = root / "binary.csv"
+    files["binary"].write_bytes(b"\xff\xfe\x00junk" * 10)
+    files["truncated"] = root / "truncated.csv.gz"
+    files["truncated"].write_bytes(gzip.compress(text.encode())[:60])
+    files["cells"] = root / "cells.csv"
+    files["cells"].write_text(text.replace("\nmetric,", "\nbogus,", 1))
+    files["value"] = root / "value.csv"
+    lines = text.splitlines()
+    cols = lines[0].split(",")
+    first = lines[1].split(",")
+    first[cols.index("seed")] = "one"
+    files["value"].write_text("\n".join([lines[0], ",".join(first), *lines[2:]]) + "\n")
+    return files
+
+
+@pytest.mark.parametrize("which,words", [
+    ("missing", ["--from", "no such file"]),
+    ("columns", ["not a report's data file", "missing columns"]),
+    ("binary", ["unreadable"]),
+    ("truncated", ["unreadable"]),
+    ("cells", ["is not a row of a report's data file"]),
+    ("value", ["column seed", "'one'"]),
+])
+def test_bad_data_files_are_refused(store, tmp_path, which, words):
+    decl, results = store
+    out = tmp_path / "a"
+    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    bad = _bad_files(tmp_path, out / "data" / "tiny.csv")[which]
+    for command in ("report", "compare"):
+        assert_refused(invoke(command, str(decl), "--from", str(bad), "--out" if command == "report" else "--format",
+                              str(tmp_path / "never") if command == "report" else "md"), *words)
+    assert not (tmp_path / "never").exists()
+
+
+def test_a_data_file_of_another_ablation_profile_or_grid_is_refused(store, tmp_path):
+    decl, results = store
+    out = tmp_path / "a"
+    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    data = out / "data" / "tiny.csv"
+    other = write_tiny(tmp_path / "decl2", name="tiny2")
+    assert_refused(invoke("report", str(other), "--from", str(data), "--out", str(tmp_path / "n")),
+                   "holds runs of tiny, not of tiny2")
+    assert_refused(invoke("report", str(decl), "--profile", "cpu", "--from", str(data), "model.d_model=32",
+                          "--out", str(tmp_path / "n")), "are not runs of the tiny / cpu grid")
+    assert_refused(invoke("compare", str(decl), "--from", str(data), "--tuned"), "drop --tuned")
+    assert_refused(invoke("report", "--all", "--from", str(data)), "drop --all")
+    assert not (tmp_path / "n").exists()

@@ -1,0 +1,218 @@
+"""Positive controls (harness/reproductions.yaml, harness/reproduce.py): the registry's validation
+(bad entries exit 2 with one line naming the entry and the field), the verdict -> pass / fail /
+inconclusive mapping on a synthetic store, the paired statistics against scipy, and
+reports/reproductions.md with its link from the index."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import scipy.stats
+from helpers.fake_store import write_decl, write_runs
+from helpers.cli import assert_refused, invoke
+
+from harness.experiment import ablation as ablation_mod
+from harness.report import reproduce as rep
+from harness.errors import AblateError
+
+NAMED = {"press2022-alibi", "xiong2020-preln", "arora2023-mqar", "haviv2022-nope"}
+
+
+def _entry(**comparison) -> dict:
+    comp = {"ablation": "mini", "profile": "cpu", "task": "copy", "metric": "acc@x2", "variant": "rope",
+            "reference": "learned", "expect": "better"} | comparison
+    return {"id": "x2020", "paper": "X et al. 2020", "source": "Table 1", "setting": "big", "result": "rope wins",
+            "expected": "rope better", "differences": "smaller", "comparisons": [comp]}
+
+
+@pytest.fixture
+def mini(tmp_path, monkeypatch):
+    """A registered ablation `mini` (copy, acc@x2, sesoi 0.05; sinusoidal baseline, learned, rope)
+    with 8 confirmatory seeds in `cpu` and 3 pilot seeds in `pilot`."""
+    folder = tmp_path / "ablations"
+    decl = write_decl(folder, pilot={"seeds": [0, 1, 2], "confirmatory": False},
+                      cpu={"seeds": list(range(8))})
+    monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
+    return decl
+
+
+def test_the_shipped_registry_is_valid_and_has_the_four_named_entries():
+    entries = rep.load_checked()
+    assert NAMED <= {e.id for e in entries}
+    pairs = {(c.variant, c.reference) for e in entries for c in e.comparisons}
+    assert ("alibi", "rope") in pairs and ("rope", "sinusoidal") in pairs  # a reference that is not the baseline
+
+
+@pytest.mark.parametrize("change,words", [
+    (lambda e: e.pop("paper"), ["entry 'x2020', field paper", "Field required"]),
+    (lambda e: e["comparisons"][0].update(expect="faster"), ["field comparisons.0.expect"]),
+    (lambda e: e["comparisons"][0].update(colour="red"), ["field comparisons.0.colour", "Extra inputs"]),
+    (lambda e: e.update(comparisons=[]), ["field comparisons"]),
+    (lambda e: e["comparisons"][0].update(margin=-1), ["field comparisons.0.margin"]),
+    (lambda e: e.update(id="Bad Id"), ["entry 'Bad Id', field id"]),
+])
+def test_schema_errors_name_the_entry_and_the_field(change, words):
+    entry = _entry()
+    change(entry)
+    with pytest.raises(AblateError) as err:
+        rep.parse([entry])
+    assert "\n" not in str(err.value)
+    for w in words:
+        assert w in str(err.value), (w, str(err.value))
+
+
+def test_a_repeated_id_or_an_empty_registry_is_refused():
+    with pytest.raises(AblateError, match="field id: repeated"):
+        rep.parse([_entry(), _entry()])
+    with pytest.raises(AblateError, match="non-empty list"):
+        rep.parse({"id": "x"})
+
+
+@pytest.mark.parametrize("comparison,words", [
+    ({"ablation": "minni"}, ["field comparisons.0.ablation", "did you mean 'mini'"]),
+    ({"profile": "gpu"}, ["field comparisons.0.profile", "no profile 'gpu'"]),
+    ({"task": "reverse"}, ["field comparisons.0.task"]),
+    ({"variant": "alibi"}, ["field comparisons.0.variant", "not a point of the mini / cpu grid"]),
+    ({"reference": "rope"}, ["field comparisons.0.reference", "the same as the variant"]),
+])
+def test_comparisons_are_checked_against_the_declarations(mini, comparison, words):
+    entry = rep.parse([_entry(**comparison)])[0]
+    with pytest.raises(AblateError) as err:
+        rep.check(entry)
+    for w in words:
+        assert w in str(err.value), (w, str(err.value))
+
+
+def test_reproduce_exits_2_on_a_bad_registry(mini, tmp_path, monkeypatch):
+    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry(variant="alibi")])))
+    assert_refused(invoke("reproduce", "--dry-run", "--results-dir", str(tmp_path / "r")),
+                   "entry 'x2020', field comparisons.0.variant")
+    monkeypatch.setattr(rep, "load_registry", lambda: rep.parse([_entry(expect="faster")]))
+    assert_refused(invoke("reproduce", "--dry-run", "--results-dir", str(tmp_path / "r")),
+                   "entry 'x2020', field comparisons.0.expect")
+    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry()])))
+    assert_refused(invoke("reproduce", "x202", "--results-dir", str(tmp_path / "r")),
+                   "no reproduction 'x202'", "did you mean 'x2020'")
+
+
+NOISE = [0.12, -0.2, 0.25, -0.1, 0.18, -0.22, 0.05, -0.08]
+
+
+def _value(variant: str, seed: int) -> float:
+    """rope clearly above learned and sinusoidal; learned = sinusoidal + a large zero-mean noise."""
+    base = 0.5 + 0.01 * seed
+    return {"sinusoidal": base, "rope": base + 0.2 + 0.002 * (seed % 3), "learned": base + NOISE[seed]}[variant]
+
+
+def _evaluate(results, **comparison):
+    entry = rep.parse([_entry(**comparison)])[0]
+    rep.check(entry)
+    return rep.evaluate(entry, results)
+
+
+def test_verdicts_map_to_pass_fail_inconclusive(mini, tmp_path):
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _value)
+    write_runs(results, mini, "pilot", _value)
+    cases = [
+        ({"variant": "rope", "reference": "learned", "expect": "better"}, "pass", "better"),   # reference != baseline
+        ({"variant": "learned", "reference": "rope", "expect": "better"}, "fail", "worse"),
+        ({"variant": "rope", "reference": "sinusoidal", "expect": "equivalent", "margin": 0.05}, "fail", "better"),
+        ({"variant": "learned", "reference": "sinusoidal", "expect": "better"}, "inconclusive", "inconclusive"),
+        ({"variant": "rope", "reference": "learned", "profile": "pilot"}, "inconclusive", "pilot"),
+        ({"variant": "rope", "reference": "learned", "reference_min": 0.9}, "fail", "better"),
+    ]
+    for comparison, outcome, verdict in cases:
+        res = _evaluate(results, **comparison)
+        got = res.outcomes[0]
+        assert (res.outcome, got.verdict.split(" (")[0]) == (outcome, verdict), (comparison, got.verdict, got.note)
+    assert "below 0.9" in _evaluate(results, reference_min=0.9).outcomes[0].note
+
+
+def test_the_statistics_are_the_paired_t_test_of_scipy(mini, tmp_path):
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _value)
+    row = _evaluate(results, variant="learned", reference="rope", expect="worse").outcomes[0].row
+    learned = np.array([_value("learned", s) for s in range(8)])
+    rope = np.array([_value("rope", s) for s in range(8)])
+    ref = scipy.stats.ttest_rel(learned, rope)
+    assert row["n_pairs"] == 8
+    assert row["delta"] == pytest.approx((learned - rope).mean(), rel=1e-12)
+    assert row["p"] == pytest.approx(ref.pvalue, rel=1e-9) and row["p_adj"] == pytest.approx(ref.pvalue, rel=1e-9)
+    ci = ref.confidence_interval()
+    assert (row["delta_ci_low"], row["delta_ci_high"]) == pytest.approx((ci.low, ci.high), rel=1e-9)
+
+
+def test_an_entrys_comparisons_are_one_holm_family(mini, tmp_path):
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _value)
+    two = rep.parse([_entry()])[0].model_copy(deep=True)
+    two.comparisons.append(two.comparisons[0].model_copy(update={"variant": "learned", "reference": "sinusoidal"}))
+    res = rep.evaluate(two, results)
+    raw = [o.row["p"] for o in res.outcomes]
+    lo, hi = sorted(raw)
+    adjusted = sorted(o.row["p_adj"] for o in res.outcomes)
+    assert adjusted[0] == pytest.approx(2 * lo) and adjusted[1] == pytest.approx(max(2 * lo, hi))
+    assert all(o.row["family_size"] == 2 for o in res.outcomes)
+
+
+def test_missing_runs_are_not_run_and_the_dry_run_lists_them(mini, tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", lambda v, s: _value(v, s) if s < 5 else None)
+    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry(profile="pilot")])))
+    out = invoke("reproduce", "--dry-run", "--results-dir", str(results))
+    assert out.exit_code == 0, out.output
+    assert "mini / pilot: 9 runs, 9 missing" in out.stdout and "nothing ran" in out.stdout
+    assert "x2020: NOT RUN" in out.stdout
+    assert not (results / "mini" / "pilot").exists()  # nothing ran
+    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry(reference="sinusoidal")])))
+    out = invoke("reproduce", "--dry-run", "--results-dir", str(results))
+    assert "mini / cpu: 24 runs, 9 missing" in out.stdout and "x2020: PASS" in out.stdout  # 5 pairs decide
+    assert "n = 5 seeds" in out.stdout
+
+
+def test_reproductions_page_and_the_index_link(mini, tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _value)
+    entries = [_entry(), copy.deepcopy(_entry()), copy.deepcopy(_entry())]
+    entries[1].update(id="y2021", differences="a tiny model trained briefly")
+    entries[1]["comparisons"][0].update(variant="learned", reference="rope")
+    entries[2].update(id="z2022")
+    entries[2]["comparisons"][0].update(ablation="gone")
+    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse(entries)))
+    out = tmp_path / "reports"
+    result = invoke("report", "--all", "--results-dir", str(results), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    page = (out / "reproductions.md").read_text()
+    assert "| [x2020](#x2020) | X et al. 2020 | Table 1 | rope better | **pass** |" in page
+    assert "| [y2021](#y2021) |" in page and "**fail** |" in page
+    fail = page.split("## y2021")[1].split("## z2022")[0]
+    assert "What the harness saw: learned vs rope on `acc@x2`: worse" in fail
+    assert "What might explain the difference: a tiny model trained briefly" in fail
+    assert "Scale caveat: this outcome holds at the scale run here (mini / cpu: d_model 16" in fail
+    assert "not evaluated: reproductions.yaml: entry 'z2022', field comparisons.0.ablation" in page
+    assert "What the harness saw" not in page.split("## x2020")[1].split("## y2021")[0]  # a pass needs no excuse
+    index = (out / "README.md").read_text()
+    assert "[published results reproduced](reproductions.md)" in index
+    assert "x2020 **pass**, y2021 **fail**, z2022 **not run**" in index
+
+
+def test_reproduce_runs_what_is_missing_through_the_runner(tmp_path, monkeypatch):
+    """Without --dry-run the missing runs of each grid an entry reads are trained (as by
+    `ablate run`, with its --workers), then the entry is judged from them; a second call runs nothing."""
+    from helpers.tiny_grid import write_tiny
+
+    folder = tmp_path / "ablations"
+    write_tiny(folder, steps=20, val_every=10, seeds=(0, 1))
+    monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
+    entry = _entry(ablation="tiny", variant="learned", reference="sinusoidal", metric="acc@x1")
+    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([entry])))
+    results = tmp_path / "results"
+    out = invoke("reproduce", "x2020", "--results-dir", str(results), "--workers", "1", "--wandb", "off")
+    assert out.exit_code == 0, out.output
+    assert "tiny / cpu: 4 runs, 4 missing" in out.stdout
+    assert len(list((results / "tiny" / "cpu").glob("*/record.json"))) == 4
+    assert "x2020: INCONCLUSIVE" in out.stdout and "pilot" in out.stdout  # tiny's profile is not confirmatory
+    again = invoke("reproduce", "x2020", "--results-dir", str(results), "--wandb", "off")
+    assert "tiny / cpu: 4 runs, 0 missing" in again.stdout and "to run" not in again.stdout
