@@ -20,7 +20,10 @@ validation loss 0.93-0.97 nats; 4 pairs, 2 layers, d_model 64, batch 128, lr 1e-
 the product and a plain-PyTorch model alike (lr 3e-3: 0.51 at step 750). With the answer hidden
 (this version) the product's model reaches 1.00 by step 750. The plain-PyTorch pilot that reached
 1.00 with answers in the input asked the queries in pair order: a copy from 2P positions back,
-which needs positions but no recall.
+which needs positions but no recall. Version 2 in the product (seed 0; L 16, batch 128, lr 1e-3,
+untied head, weight decay 0.01, 1,500 steps): sinusoidal 1.00 and alibi 0.995 test accuracy
+(target 0.9 first met at step 750), learned 1.00 and rope 0.97 at step 500, nope 0.88. At L 32
+with a tied head and weight decay 0.1, sinusoidal stayed at 0.33 for 1,000 steps.
 """
 from __future__ import annotations
 

@@ -225,17 +225,19 @@ def _holm(outcomes: list[Outcome], alpha: float, confirmatory: dict[int, bool]) 
     tested = [i for i, o in enumerate(outcomes) if o.row and not math.isnan(o.row.get("p", math.nan))]
     if not tested:
         return
-    p_adj, k = stats.adjust([outcomes[i].row["p"] for i in tested], "holm")
-    tost = [outcomes[i].row.get("p_tost", math.nan) for i in tested]
-    tost_adj = stats.adjust(tost, "holm").p_adj if any(not math.isnan(t) for t in tost) else tost
-    for i, pa, pt in zip(tested, p_adj, tost_adj):
-        row = outcomes[i].row
-        mde = stats.mde(int(row["n_pairs"]), row["sd_diff"], alpha / k) if row["n_pairs"] >= 2 else math.nan
-        row.update(p_adj=pa, p_tost=pt, family_size=k, mde=mde)
+    rows = [outcomes[i].row for i in tested]
+    fam = stats.adjust_family([r["p"] for r in rows], [r.get("p_perm", math.nan) for r in rows],
+                              [r.get("p_tost", math.nan) for r in rows], [r["n_pairs"] for r in rows],
+                              [r["sd_diff"] for r in rows], "holm", alpha)
+    for j, (i, row) in enumerate(zip(tested, rows)):
+        row.update(p_adj=fam.p_adj[j], p_perm_adj=fam.p_perm_adj[j], p_tost_adj=fam.p_tost_adj[j],
+                   family_size=fam.size, mde=fam.mde[j])
         if str(row["verdict"]).startswith("identical"):
             continue
-        row["verdict"] = stats.verdict(pa, row["delta_ci_low"], row["delta_ci_high"], sesoi=row.get("margin"),
-                                       tost_p=pt, alpha=alpha, confirmatory=confirmatory[i], mde=mde)
+        row["verdict"] = stats.verdict(fam.p_adj[j], row["delta_ci_low"], row["delta_ci_high"],
+                                       perm_p_adj=fam.p_perm_adj[j], sesoi=row.get("margin"),
+                                       tost_p=fam.p_tost_adj[j], alpha=alpha, confirmatory=confirmatory[i],
+                                       mde=fam.mde[j])
 
 
 def judge(verdict: str, expect: str) -> str:
@@ -322,7 +324,7 @@ def evidence_line(o: Outcome) -> str:
             f"Δ = {r['delta']:+.4g} (95% CI [{r['delta_ci_low']:+.4g}, {r['delta_ci_high']:+.4g}], + = {c.variant} better), "
             f"adjusted p = {r['p_adj']:.3g} (Holm over {int(r['family_size'])}), n = {int(r['n_pairs'])} seeds")
     if c.expect == "equivalent":
-        line += f", TOST p = {r['p_tost']:.3g} within ±{r['margin']:g}"
+        line += f", TOST p adj = {r['p_tost_adj']:.3g} within ±{r['margin']:g}"
     line += f" → {o.verdict}; expects {c.expect}: **{o.outcome}**"
     return line + (f" ({o.note})" if o.note else "")
 
