@@ -5,6 +5,7 @@ Usage: python benchmarks/cli_speed.py [--repeat 5]
 Prints the best and the median of ``--repeat`` fresh processes per command, and whether torch
 or Lightning were imported by it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,9 +16,11 @@ import time
 from pathlib import Path
 
 ABLATE = Path(sys.executable).parent / "ablate"
-PROBE = ("import sys, runpy; sys.argv = ['ablate', *sys.argv[1:]]\n"
-         "try:\n    runpy.run_module('harness.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-         "print('HEAVY', sorted(m for m in ('torch', 'lightning', 'wandb') if m in sys.modules), file=sys.stderr)")
+PROBE = (
+    "import sys, runpy; sys.argv = ['ablate', *sys.argv[1:]]\n"
+    "try:\n    runpy.run_module('harness.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+    "print('HEAVY', sorted(m for m in ('torch', 'lightning', 'wandb') if m in sys.modules), file=sys.stderr)"
+)
 
 
 def timed(cmd: list[str]) -> float:
@@ -39,8 +42,10 @@ def main() -> None:
     for cmd in (["--help"], ["list"]):
         times = [timed([str(ABLATE), *cmd]) for _ in range(args.repeat)]
         best, med = min(times), statistics.median(times)
-        print(f"ablate {' '.join(cmd):9s} {best:6.2f}s {med:6.2f}s  {'ok' if med < 1 else 'MISSED':12s} "
-              f"{heavy_imports(cmd)}")
+        print(
+            f"ablate {' '.join(cmd):9s} {best:6.2f}s {med:6.2f}s  {'ok' if med < 1 else 'MISSED':12s} "
+            f"{heavy_imports(cmd)}"
+        )
     base = min(timed([sys.executable, "-c", "pass"]) for _ in range(args.repeat))
     print(f"(a bare `python -c pass` takes {base:.2f}s here)")
 

@@ -9,6 +9,7 @@ Usage: python benchmarks/overhead.py [--steps 1000] [--repeat 2]
 (`--steps 3000` is the cpu profile's own length for copy.) Prints the wall times, the ratio,
 and where the harness's extra time goes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,10 +22,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from harness.experiment.ablation import load
-from harness.modules import TransformerLM
 from harness.execution.attempt import execute
+from harness.experiment.ablation import load
 from harness.experiment.grid import plan, transformer_config
+from harness.modules import TransformerLM
 from harness.seeding import numpy_rng, stream_seed
 from harness.training.loop import lr_factor
 from tasks import IGNORE_INDEX, build_task
@@ -38,7 +39,7 @@ def _loss(model: TransformerLM, x: torch.Tensor, y: torch.Tensor) -> torch.Tenso
 def _evaluate(model: TransformerLM, task, n: int, length: int, batch: int, rng) -> float:
     x, y = task.sample(n, length, rng, "test")
     model.eval()
-    total = sum(_loss(model, x[i:i + batch], y[i:i + batch]).item() for i in range(0, n, batch))
+    total = sum(_loss(model, x[i : i + batch], y[i : i + batch]).item() for i in range(0, n, batch))
     model.train()
     return total
 
@@ -93,8 +94,10 @@ def main() -> None:
     spec = next(s for s in specs if s.task == "copy" and s.variant_label == "sinusoidal" and s.seed == 0)
     task = build_task(spec.task, spec.task_params)
     m, t = spec.config.model, spec.config.train
-    print(f"copy, sinusoidal, seed 0: d_model {m.d_model}, {m.n_heads} heads, {m.n_layers} layers, "
-          f"{t.steps} steps x batch {t.batch_size} at L={t.seq_len}, validation every {t.val_every}, 1 thread")
+    print(
+        f"copy, sinusoidal, seed 0: d_model {m.d_model}, {m.n_heads} heads, {m.n_layers} layers, "
+        f"{t.steps} steps x batch {t.batch_size} at L={t.seq_len}, validation every {t.val_every}, 1 thread"
+    )
     harness(spec, abl)  # warm-up: imports, first Trainer, allocator
     runs = {"bare": [], "ablate": []}
     for _ in range(args.repeat):
@@ -107,9 +110,11 @@ def main() -> None:
     print(f"ratio (ablate / bare), whole run: {h['wall'] / b['wall']:.3f}   target <= 1.05")
     print(f"ratio, training phase only:       {h['train'] / b['train']:.3f}")
     fixed = h["wall"] - h["train"] - h["test"]
-    print(f"outside fit/test (Trainer, loggers, record, claim, checkpoints' cleanup): {fixed:.2f} s; "
-          f"per step in fit: {1e3 * (h['train'] - b['train']) / t.steps:+.2f} ms "
-          f"(Lightning's loop, logging, {t.steps // t.val_every} checkpoints)")
+    print(
+        f"outside fit/test (Trainer, loggers, record, claim, checkpoints' cleanup): {fixed:.2f} s; "
+        f"per step in fit: {1e3 * (h['train'] - b['train']) / t.steps:+.2f} ms "
+        f"(Lightning's loop, logging, {t.steps // t.val_every} checkpoints)"
+    )
 
 
 if __name__ == "__main__":

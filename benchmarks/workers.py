@@ -10,6 +10,7 @@ runs in a fresh process on an empty store. Two figures per mode:
 
 Usage: python benchmarks/workers.py
 """
+
 from __future__ import annotations
 
 import json
@@ -22,14 +23,26 @@ from pathlib import Path
 import yaml
 
 DECL = {
-    "name": "bench_workers", "question": "How fast does a grid of 8 smoke runs go?",
+    "name": "bench_workers",
+    "question": "How fast does a grid of 8 smoke runs go?",
     "axes": {"model.position": ["sinusoidal", "learned", "rope", "alibi"]},
     "baseline": {"model.position": "sinusoidal"},
-    "base": {"model.d_model": 32, "model.n_heads": 4, "model.n_layers": 1, "train.steps": 40,
-             "train.val_every": 20, "train.warmup_steps": 10, "train.seq_len": 8, "train.batch_size": 32,
-             "eval.length_multipliers": [1, 2, 4], "eval.n_examples": 32, "eval.val_examples": 32},
-    "tasks": {"copy": {"params": {"n_symbols": 16},
-                       "primary": {"metric": "acc@x4", "higher_is_better": True, "sesoi": 0.05}}},
+    "base": {
+        "model.d_model": 32,
+        "model.n_heads": 4,
+        "model.n_layers": 1,
+        "train.steps": 40,
+        "train.val_every": 20,
+        "train.warmup_steps": 10,
+        "train.seq_len": 8,
+        "train.batch_size": 32,
+        "eval.length_multipliers": [1, 2, 4],
+        "eval.n_examples": 32,
+        "eval.val_examples": 32,
+    },
+    "tasks": {
+        "copy": {"params": {"n_symbols": 16}, "primary": {"metric": "acc@x4", "higher_is_better": True, "sesoi": 0.05}}
+    },
     "profiles": {"smoke": {"seeds": [0, 1], "confirmatory": False}},
     "default_profile": "smoke",
 }
@@ -55,14 +68,31 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "ok": sum(r["status"] == 
 
 def whole_command(path: Path, results: Path, workers: int) -> float:
     t0 = time.perf_counter()
-    subprocess.run([str(Path(sys.executable).parent / "ablate"), "run", str(path), "--workers", str(workers),
-                    "--wandb", "off", "--results-dir", str(results)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ablate"),
+            "run",
+            str(path),
+            "--workers",
+            str(workers),
+            "--wandb",
+            "off",
+            "--results-dir",
+            str(results),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return time.perf_counter() - t0
 
 
 def grid_phase(path: Path, results: Path, workers: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", GRID_PHASE, str(path), str(results), str(workers)],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", GRID_PHASE, str(path), str(results), str(workers)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 

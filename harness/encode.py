@@ -15,6 +15,7 @@ summary tables (:func:`json_safe` per cell), ``record.json`` and the bench files
 into a float with :func:`number`. Numbers for people go through :func:`text` (``–`` for an
 undefined value, ``∞`` for an infinite one).
 """
+
 from __future__ import annotations
 
 import json
@@ -73,8 +74,11 @@ def number(value: Any) -> float:
 def to_csv(frame: Any) -> str:
     """``frame.to_csv(index=False)`` with this module's encoding: undefined cells empty, infinite
     ones ``Infinity`` / ``-Infinity`` (pandas alone writes ``inf``)."""
+
     def cell(x: Any) -> Any:
-        return INF if isinstance(x, float) and x == math.inf else NEG_INF if isinstance(x, float) and x == -math.inf else x
+        return (
+            INF if isinstance(x, float) and x == math.inf else NEG_INF if isinstance(x, float) and x == -math.inf else x
+        )
 
     out = frame.copy()
     for col in out.columns:

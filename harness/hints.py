@@ -3,6 +3,7 @@ from the context of the command that prints them, so that each works as printed 
 grid the user was looking at: the ablation as they named it (a registered name or a YAML path),
 the resolved profile, the key=value overrides, ``--results-dir`` and the Optuna ``--storage``.
 """
+
 from __future__ import annotations
 
 import dataclasses

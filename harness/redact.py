@@ -6,6 +6,7 @@ traceback, a storage URL) passes through :func:`redact` first. It removes the pa
 ``scheme://user:password@host`` URL and the value of every environment variable whose name
 looks like a credential (``WANDB_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ...).
 """
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ whenever the entry's numbers change; it enters the id of every run that uses the
 (:mod:`harness.experiment.versions`). An unknown name fails when the config is built, with the closest
 valid names (pattern of EleutherAI/lm-evaluation-harness ``api/registry.py``).
 """
+
 from __future__ import annotations
 
 import difflib

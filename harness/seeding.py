@@ -5,6 +5,7 @@ One integer seed per run is split into independent streams (numpy ``SeedSequence
 set, however differently the variants consume the global torch generator while initialising.
 Without this, pairing by seed would silently break, and the paired statistics with it.
 """
+
 from __future__ import annotations
 
 import numpy as np

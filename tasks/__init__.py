@@ -7,6 +7,7 @@ Example:
     >>> inputs.shape, targets.shape
     (torch.Size([4, 16]), torch.Size([4, 16]))
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -26,8 +27,7 @@ from tasks import padded  # isort: skip
 from tasks.tinyshakespeare import DataChecksumError  # isort: skip
 
 
-def build_task(name: str, params: Mapping[str, Any] | None = None,
-               data_dir: Path | str | None = None) -> Task:
+def build_task(name: str, params: Mapping[str, Any] | None = None, data_dir: Path | str | None = None) -> Task:
     """Instantiate the task registered as ``name``.
 
     Args:
@@ -44,6 +44,13 @@ def build_task(name: str, params: Mapping[str, Any] | None = None,
 
 
 __all__ = [
-    "IGNORE_INDEX", "SPLITS", "TASKS", "DataChecksumError", "DataUnavailableError", "Task",
-    "TaskParams", "UnknownNameError", "build_task",
+    "IGNORE_INDEX",
+    "SPLITS",
+    "TASKS",
+    "DataChecksumError",
+    "DataUnavailableError",
+    "Task",
+    "TaskParams",
+    "UnknownNameError",
+    "build_task",
 ]

@@ -25,6 +25,7 @@ untied head, weight decay 0.01, 1,500 steps): sinusoidal 1.00 and alibi 0.995 te
 (target 0.9 first met at step 750), learned 1.00 and rope 0.97 at step 500, nope 0.88. At L 32
 with a tied head and weight decay 0.1, sinusoidal stayed at 0.33 for 1,000 steps.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -51,8 +52,9 @@ class AssociativeRecallParams(TaskParams):
     @pydantic.model_validator(mode="after")
     def _enough_keys(self) -> AssociativeRecallParams:
         if self.n_keys < self.n_pairs:
-            raise ValueError(f"n_keys ({self.n_keys}) must be >= n_pairs ({self.n_pairs}): "
-                             "keys are distinct within a row")
+            raise ValueError(
+                f"n_keys ({self.n_keys}) must be >= n_pairs ({self.n_pairs}): keys are distinct within a row"
+            )
         return self
 
 
@@ -82,23 +84,21 @@ class AssociativeRecall(Task):
     def max_seq_len(self, split: Split) -> None:
         """No bound: rows are generated at any length (longer rows, longer query distances)."""
 
-    def _generate(self, n: int, seq_len: int, rng: np.random.Generator,
-                  split: Split) -> tuple[Tensor, Tensor]:
+    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         p = self.params
         n_pairs = p.n_pairs
-        keys = _distinct(rng, n, p.n_keys, n_pairs) + 1                          # (N, P)
+        keys = _distinct(rng, n, p.n_keys, n_pairs) + 1  # (N, P)
         values = rng.integers(p.n_keys + 1, p.n_keys + p.n_values + 1, size=(n, n_pairs))
-        order = _distinct(rng, n, n_pairs, n_pairs)                               # (N, P)
-        query_pos = 2 * n_pairs + _non_overlapping_starts(rng, n, seq_len + 1 - 2 * n_pairs,
-                                                          n_pairs)                # (N, P)
+        order = _distinct(rng, n, n_pairs, n_pairs)  # (N, P)
+        query_pos = 2 * n_pairs + _non_overlapping_starts(rng, n, seq_len + 1 - 2 * n_pairs, n_pairs)  # (N, P)
 
-        seq = np.full((n, seq_len + 1), FILLER, dtype=np.int64)                   # (N, T + 1)
-        seq[:, 0:2 * n_pairs:2] = keys
-        seq[:, 1:2 * n_pairs:2] = values
-        rows = np.arange(n)[:, None]                                              # (N, 1)
-        seq[rows, query_pos] = np.take_along_axis(keys, order, axis=1)           # slot: query, filler
+        seq = np.full((n, seq_len + 1), FILLER, dtype=np.int64)  # (N, T + 1)
+        seq[:, 0 : 2 * n_pairs : 2] = keys
+        seq[:, 1 : 2 * n_pairs : 2] = values
+        rows = np.arange(n)[:, None]  # (N, 1)
+        seq[rows, query_pos] = np.take_along_axis(keys, order, axis=1)  # slot: query, filler
 
-        targets = np.full((n, seq_len), IGNORE_INDEX, dtype=np.int64)             # (N, T)
+        targets = np.full((n, seq_len), IGNORE_INDEX, dtype=np.int64)  # (N, T)
         targets[rows, query_pos] = np.take_along_axis(values, order, axis=1)
         import torch
 
@@ -116,5 +116,5 @@ def _non_overlapping_starts(rng: np.random.Generator, n: int, span: int, k: int)
     Uniform over all placements: choose ``k`` of ``span - k`` positions, then shift the i-th
     (sorted) by ``i`` so consecutive slots never touch the same token.
     """
-    chosen = np.sort(_distinct(rng, n, span - k, k), axis=1)                    # (N, k)
+    chosen = np.sort(_distinct(rng, n, span - k, k), axis=1)  # (N, k)
     return chosen + np.arange(k)[None, :]

@@ -8,6 +8,7 @@ Zoology, where an answer seen in the input would let later answers be guessed). 
 language-modelling tasks score every position. All randomness comes from the generator passed in, so the same
 generator state always gives identical tensors.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -102,8 +103,7 @@ class Task(ABC):
             DataUnavailableError: the data cannot be had; the message says how to provide it.
         """
 
-    def sample(self, n: int, seq_len: int, rng: np.random.Generator,
-               split: Split = "train") -> tuple[Tensor, Tensor]:
+    def sample(self, n: int, seq_len: int, rng: np.random.Generator, split: Split = "train") -> tuple[Tensor, Tensor]:
         """Draw ``n`` problems of input length ``seq_len``.
 
         Args:
@@ -122,16 +122,19 @@ class Task(ABC):
                 :meth:`max_seq_len`, or an unknown split.
         """
         if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}{did_you_mean(str(split), SPLITS)}; "
-                             f"choose one of: {', '.join(SPLITS)}")
+            raise ValueError(
+                f"unknown split {split!r}{did_you_mean(str(split), SPLITS)}; choose one of: {', '.join(SPLITS)}"
+            )
         if int(n) != n or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         if int(seq_len) != seq_len or seq_len < self.min_seq_len:
-            raise ValueError(f"task {self.name!r} with {self.params!r} needs seq_len >= "
-                             f"{self.min_seq_len}, got {seq_len!r}")
+            raise ValueError(
+                f"task {self.name!r} with {self.params!r} needs seq_len >= {self.min_seq_len}, got {seq_len!r}"
+            )
         if (longest := self.max_seq_len(split)) is not None and seq_len > longest:
-            raise ValueError(f"task {self.name!r} provides at most seq_len {longest} from its "
-                             f"{split!r} split, got {seq_len!r}")
+            raise ValueError(
+                f"task {self.name!r} provides at most seq_len {longest} from its {split!r} split, got {seq_len!r}"
+            )
         inputs, targets = self._generate(int(n), int(seq_len), rng, split)
         assert inputs.shape == targets.shape == (n, seq_len), (inputs.shape, targets.shape)
         import torch
@@ -140,16 +143,14 @@ class Task(ABC):
         return inputs, targets
 
     @abstractmethod
-    def _generate(self, n: int, seq_len: int, rng: np.random.Generator,
-                  split: Split) -> tuple[Tensor, Tensor]:
+    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         """Produce ``(inputs, targets)``, each ``(N, T)`` int64; arguments are already checked."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.params!r})"
 
 
-def validate_params(model: type[TaskParams], params: Mapping[str, Any] | None,
-                    task: str) -> TaskParams:
+def validate_params(model: type[TaskParams], params: Mapping[str, Any] | None, task: str) -> TaskParams:
     """Validate ``params`` against ``model``; a ``ValueError`` names every bad field.
 
     Raises:
@@ -166,8 +167,9 @@ def validate_params(model: type[TaskParams], params: Mapping[str, Any] | None,
             if not field:  # a check across fields; its message names them
                 problems.append(str(e["msg"]).removeprefix("Value error, "))
             elif e["type"] == "extra_forbidden":
-                problems.append(f"unknown param {field!r}{did_you_mean(field, fields)}; "
-                                f"valid params: {', '.join(fields) or 'none'}")
+                problems.append(
+                    f"unknown param {field!r}{did_you_mean(field, fields)}; valid params: {', '.join(fields) or 'none'}"
+                )
             else:
                 problems.append(f"param {field!r}: {e['msg']} (got {e.get('input')!r})")
         raise ValueError(f"invalid params for task {task!r}: " + "; ".join(problems)) from err

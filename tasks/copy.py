@@ -11,6 +11,7 @@ Training rows draw ``n`` uniformly from ``min_len .. T // 2``; evaluation rows (
 ``test``) all use the full ``n = T // 2``, the hardest problem at that length, so evaluating at
 ``2T`` and ``4T`` measures extrapolation to longer strings. No curriculum, no EOS token.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
@@ -60,21 +61,20 @@ class Copy(Task):
     def max_seq_len(self, split: Split) -> None:
         """No bound: strings are generated at any length."""
 
-    def _generate(self, n: int, seq_len: int, rng: np.random.Generator,
-                  split: Split) -> tuple[Tensor, Tensor]:
+    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         max_len = seq_len // 2
         if split == "train":
-            lengths = rng.integers(self.params.min_len, max_len + 1, size=n)    # (N,)
+            lengths = rng.integers(self.params.min_len, max_len + 1, size=n)  # (N,)
         else:
             lengths = np.full(n, max_len)
         symbols = rng.integers(FIRST_SYMBOL, self.vocab_size, size=(n, max_len))  # (N, n_max)
-        seq = _build_sequences(symbols, lengths, seq_len + 1, self.reverse)     # (N, T + 1)
+        seq = _build_sequences(symbols, lengths, seq_len + 1, self.reverse)  # (N, T + 1)
 
-        pos = np.arange(seq_len)[None, :]                                       # (1, T)
-        lens = lengths[:, None]                                                 # (N, 1)
-        scored = (pos >= lens) & (pos < 2 * lens)      # input positions whose next token is y_i
-        targets = np.where(scored, seq[:, 1:], IGNORE_INDEX)                    # (N, T)
-        inputs = np.where(pos < 2 * lens, seq[:, :-1], PAD)   # y_n is only ever a target
+        pos = np.arange(seq_len)[None, :]  # (1, T)
+        lens = lengths[:, None]  # (N, 1)
+        scored = (pos >= lens) & (pos < 2 * lens)  # input positions whose next token is y_i
+        targets = np.where(scored, seq[:, 1:], IGNORE_INDEX)  # (N, T)
+        inputs = np.where(pos < 2 * lens, seq[:, :-1], PAD)  # y_n is only ever a target
         import torch
 
         return torch.from_numpy(inputs), torch.from_numpy(targets)
@@ -89,8 +89,7 @@ class Reverse(Copy):
     reverse = True
 
 
-def _build_sequences(symbols: np.ndarray, lengths: np.ndarray, total: int,
-                     reverse: bool) -> np.ndarray:
+def _build_sequences(symbols: np.ndarray, lengths: np.ndarray, total: int, reverse: bool) -> np.ndarray:
     """Lay out ``x SEP y PAD ..`` for every row.
 
     Args:
@@ -102,12 +101,12 @@ def _build_sequences(symbols: np.ndarray, lengths: np.ndarray, total: int,
     Returns:
         (N, total) int64.
     """
-    pos = np.arange(total)[None, :]                                   # (1, total)
-    lens = lengths[:, None]                                           # (N, 1)
-    copy_idx = 2 * lens - pos if reverse else pos - lens - 1          # index into x, for y
+    pos = np.arange(total)[None, :]  # (1, total)
+    lens = lengths[:, None]  # (N, 1)
+    copy_idx = 2 * lens - pos if reverse else pos - lens - 1  # index into x, for y
     src = np.where(pos < lens, pos, copy_idx)
     src = np.clip(src, 0, symbols.shape[1] - 1)
-    seq = np.take_along_axis(symbols, src, axis=1).astype(np.int64)   # (N, total)
-    seq[pos == lens] = SEP                                            # broadcast mask (N, total)
+    seq = np.take_along_axis(symbols, src, axis=1).astype(np.int64)  # (N, total)
+    seq[pos == lens] = SEP  # broadcast mask (N, total)
     seq[pos > 2 * lens] = PAD
     return seq

@@ -10,6 +10,7 @@ attention (a key padding mask), so every query at a padding position sees no key
 Every split draws ``n`` uniformly from ``min_len .. T // 2`` (unlike ``copy``, whose evaluation
 rows all use the longest string), so validation and test rows hold padding too.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
@@ -33,19 +34,18 @@ class PaddedCopy(Copy):
     version = "1"
     pad_id: ClassVar[int] = PAD
 
-    def _generate(self, n: int, seq_len: int, rng: np.random.Generator,
-                  split: Split) -> tuple[Tensor, Tensor]:
+    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         max_len = seq_len // 2
-        lengths = rng.integers(self.params.min_len, max_len + 1, size=n)         # (N,)
+        lengths = rng.integers(self.params.min_len, max_len + 1, size=n)  # (N,)
         symbols = rng.integers(FIRST_SYMBOL, self.vocab_size, size=(n, max_len))  # (N, n_max)
-        seq = _build_sequences(symbols, lengths, seq_len + 1, False)            # (N, T + 1), x SEP y PAD..
-        shift = (seq_len - 2 * lengths)[:, None]                                # (N, 1): padding in front
-        pos = np.arange(seq_len + 1)[None, :]                                   # (1, T + 1)
+        seq = _build_sequences(symbols, lengths, seq_len + 1, False)  # (N, T + 1), x SEP y PAD..
+        shift = (seq_len - 2 * lengths)[:, None]  # (N, 1): padding in front
+        pos = np.arange(seq_len + 1)[None, :]  # (1, T + 1)
         src = pos - shift
         full = np.where(src >= 0, np.take_along_axis(seq, np.clip(src, 0, None), axis=1), PAD)  # (N, T + 1)
         p, lens = pos[:, :-1], lengths[:, None]
         scored = (p >= shift + lens) & (p < shift + 2 * lens)  # input positions whose next token is y_i
-        targets = np.where(scored, full[:, 1:], IGNORE_INDEX)                   # (N, T)
+        targets = np.where(scored, full[:, 1:], IGNORE_INDEX)  # (N, T)
         import torch
 
         return torch.from_numpy(full[:, :-1].copy()), torch.from_numpy(targets)

@@ -11,6 +11,7 @@ Where the file comes from, in order: ``data_dir`` (else ``$ABLATE_DATA_DIR``)
 ``~/.cache/ablate``) ``/tinyshakespeare.txt``; a download into that cache. Every file used is
 checked against its sha256.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -124,8 +125,7 @@ class TinyShakespeare(Task):
     version = "1"
     kind = "lm"
 
-    def __init__(self, params: Mapping[str, Any] | None = None,
-                 data_dir: Path | None = None) -> None:
+    def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None) -> None:
         super().__init__(params, data_dir)
         self._data: Tensor | None = None  # (SIZE,) uint8, loaded on first use
 
@@ -143,17 +143,16 @@ class TinyShakespeare(Task):
         """Find, download or verify the file now; raises :class:`DataUnavailableError`."""
         locate(self.data_dir)
 
-    def _generate(self, n: int, seq_len: int, rng: np.random.Generator,
-                  split: Split) -> tuple[Tensor, Tensor]:
+    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         start, stop = split_bounds()[split]
         if self._data is None:
             self._data = load_encoded(self.data_dir)
         data = self._data
-        offsets = start + rng.integers(0, stop - start - seq_len, size=n)       # (N,)
+        offsets = start + rng.integers(0, stop - start - seq_len, size=n)  # (N,)
         import torch
 
-        idx = torch.from_numpy(offsets)[:, None] + torch.arange(seq_len + 1)    # (N, T + 1)
-        windows = data[idx].long()                                              # (N, T + 1)
+        idx = torch.from_numpy(offsets)[:, None] + torch.arange(seq_len + 1)  # (N, T + 1)
+        windows = data[idx].long()  # (N, T + 1)
         return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
 
 
@@ -181,11 +180,15 @@ def _verify(payload: bytes, source: Path | str) -> None:
     if digest == SHA256:
         return
     if isinstance(source, Path):
-        fix = (f"The file is corrupt, truncated or a different text: delete it and put a fresh "
-               f"copy of {URL} in its place (or delete it and let ablate download it).")
+        fix = (
+            f"The file is corrupt, truncated or a different text: delete it and put a fresh "
+            f"copy of {URL} in its place (or delete it and let ablate download it)."
+        )
     else:
-        fix = (f"The server sent something else (a proxy or error page?): download {URL} by "
-               f"hand to {cache_dir() / FILENAME} or $ABLATE_DATA_DIR/{FILENAME}.")
+        fix = (
+            f"The server sent something else (a proxy or error page?): download {URL} by "
+            f"hand to {cache_dir() / FILENAME} or $ABLATE_DATA_DIR/{FILENAME}."
+        )
     raise DataChecksumError(
         f"tinyshakespeare: {source} has sha256 {digest} ({len(payload):,} bytes), expected "
         f"{SHA256} ({SIZE:,} bytes). {fix}"
@@ -193,8 +196,11 @@ def _verify(payload: bytes, source: Path | str) -> None:
 
 
 def _unavailable_message(data_dir: Path | None, cached: Path, reason: str) -> str:
-    where = (f"{Path(data_dir) / FILENAME} (data_dir / $ABLATE_DATA_DIR)" if data_dir is not None
-             else "$ABLATE_DATA_DIR/tinyshakespeare.txt (ABLATE_DATA_DIR is not set)")
+    where = (
+        f"{Path(data_dir) / FILENAME} (data_dir / $ABLATE_DATA_DIR)"
+        if data_dir is not None
+        else "$ABLATE_DATA_DIR/tinyshakespeare.txt (ABLATE_DATA_DIR is not set)"
+    )
     return (
         f"tinyshakespeare: {FILENAME} could not be found or downloaded (download from {URL} "
         f"failed: {reason}). Put the file ({SIZE:,} bytes, sha256 {SHA256}) at {where} or at "

@@ -1,4 +1,5 @@
 """Shared test settings: data from ../shared/data (or $ABLATE_DATA_DIR), W&B offline, 1 thread."""
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ with a strict JSON parser, and an infinite value stays distinct from an undefine
 Input: baseline [0.5, 0.6, 0.7], variant [0.75, 0.85, 0.95] paired by seed: every paired
 difference is 0.25, so the t statistic and d_z are +inf (scipy's ``ttest_rel``), while the
 baseline row's test columns are undefined (null)."""
+
 from __future__ import annotations
 
 import io
@@ -14,17 +15,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers.fake_store import write_decl, write_runs
 from scipy import stats as sps
 from typer.testing import CliRunner
 
 from harness import encode
-from harness.experiment.ablation import load
 from harness.analysis.comparisons import analyse
-from harness.report.bench import load as load_bench
 from harness.cli.app import app
-from harness.store.runs import load_record, write_json_atomic
+from harness.experiment.ablation import load
+from harness.report.bench import load as load_bench
 from harness.report.tables import render
+from harness.store.runs import load_record, write_json_atomic
+from helpers.fake_store import write_decl, write_runs
 
 BASE = {0: 0.5, 1: 0.6, 2: 0.7}
 VARIANT = {0: 0.75, 1: 0.85, 2: 0.95}
@@ -32,6 +33,7 @@ VARIANT = {0: 0.75, 1: 0.85, 2: 0.95}
 
 def strict(text: str):
     """``json.loads`` that raises on NaN, Infinity and -Infinity."""
+
     def refuse(name: str):
         raise ValueError(f"non-standard JSON constant {name}")
 
@@ -61,7 +63,9 @@ def analysed(tmp_path_factory):
     root = tmp_path_factory.mktemp("inf")
     decl = write_decl(root / "decl", cpu={"seeds": [0, 1, 2]})
     results = root / "results"
-    write_runs(results, decl, "cpu", lambda v, s: BASE[s] if v == "sinusoidal" else VARIANT[s] if v == "learned" else None)
+    write_runs(
+        results, decl, "cpu", lambda v, s: BASE[s] if v == "sinusoidal" else VARIANT[s] if v == "learned" else None
+    )
     return decl, results, analyse(load(str(decl)), "cpu", results)
 
 
@@ -106,20 +110,52 @@ def test_wandb_summary_tables_parse_strictly(analysed, tmp_path: Path, monkeypat
 
 def test_record_and_bench_files_parse_strictly(tmp_path: Path):
     run = tmp_path / "run"
-    record = {"run_id": "run", "ablation": "a", "profile": "p", "task": "copy", "variant_label": "v", "seed": 0,
-              "status": "ok", "config": {"model": {"d_model": 1, "n_heads": 1, "n_layers": 1},
-                                         "train": {"steps": 1, "batch_size": 1, "seq_len": 1},
-                                         "eval": {"length_multipliers": [1]}, "ffn": {}, "block": {}, "attention": {}},
-              "metrics": {"loss": math.inf, "gain": -math.inf, "acc": math.nan, "ok": 1.0}}
+    record = {
+        "run_id": "run",
+        "ablation": "a",
+        "profile": "p",
+        "task": "copy",
+        "variant_label": "v",
+        "seed": 0,
+        "status": "ok",
+        "config": {
+            "model": {"d_model": 1, "n_heads": 1, "n_layers": 1},
+            "train": {"steps": 1, "batch_size": 1, "seq_len": 1},
+            "eval": {"length_multipliers": [1]},
+            "ffn": {},
+            "block": {},
+            "attention": {},
+        },
+        "metrics": {"loss": math.inf, "gain": -math.inf, "acc": math.nan, "ok": 1.0},
+    }
     write_json_atomic(run / "record.json", record)
-    assert strict((run / "record.json").read_text())["metrics"] == {"loss": "Infinity", "gain": "-Infinity",
-                                                                    "acc": None, "ok": 1.0}
+    assert strict((run / "record.json").read_text())["metrics"] == {
+        "loss": "Infinity",
+        "gain": "-Infinity",
+        "acc": None,
+        "ok": 1.0,
+    }
     rec, problem = load_record(run)
     assert problem is None
-    assert rec["metrics"]["loss"] == math.inf and rec["metrics"]["gain"] == -math.inf and math.isnan(rec["metrics"]["acc"])
+    assert (
+        rec["metrics"]["loss"] == math.inf and rec["metrics"]["gain"] == -math.inf and math.isnan(rec["metrics"]["acc"])
+    )
     bench = tmp_path / "bench" / "attention-cpu-float32.json"
-    write_json_atomic(bench, {"rows": [{"kernel": "sdpa", "seq_len": 8, "status": "ok", "ms_fwd_bwd": 0.0,
-                                        "tokens_per_s": math.inf, "peak_mib": math.nan}]})
+    write_json_atomic(
+        bench,
+        {
+            "rows": [
+                {
+                    "kernel": "sdpa",
+                    "seq_len": 8,
+                    "status": "ok",
+                    "ms_fwd_bwd": 0.0,
+                    "tokens_per_s": math.inf,
+                    "peak_mib": math.nan,
+                }
+            ]
+        },
+    )
     assert strict(bench.read_text())["rows"][0]["tokens_per_s"] == "Infinity"
     ((_, doc),) = load_bench(tmp_path)
     assert doc["rows"][0]["tokens_per_s"] == math.inf and doc["rows"][0]["peak_mib"] is None
@@ -127,9 +163,16 @@ def test_record_and_bench_files_parse_strictly(tmp_path: Path):
 
 # ---------------------------------------------------------------- numbers for people (item 14)
 
+
 def test_text_never_prints_nan_or_inf():
     assert [encode.text(v, "+.4g") for v in (math.nan, None, pd.NA, math.inf, -math.inf, 0.25)] == [
-        "–", "–", "–", "+∞", "-∞", "+0.25"]
+        "–",
+        "–",
+        "–",
+        "+∞",
+        "-∞",
+        "+0.25",
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 ``harness.training``, the CLI imported by nothing but itself, and no import inside a function
 except the lazy heavy ones (torch, Lightning, W&B, Optuna, Ray, submitit, matplotlib, pandas, scipy,
 statsmodels) and the few listed in ``LAZY_INTERNAL`` with their reason."""
+
 from __future__ import annotations
 
 import ast
@@ -27,18 +28,48 @@ ALLOWED = {
     "tune": {"base", "modules", "tasks", "experiment", "store", "training", "execution"},
     "report": {"base", "experiment", "store", "analysis", "tune"},
     "bench": {"base", "modules"},
-    "cli": {"base", "modules", "tasks", "experiment", "store", "training", "execution", "analysis",
-            "tune", "report", "bench"},
+    "cli": {
+        "base",
+        "modules",
+        "tasks",
+        "experiment",
+        "store",
+        "training",
+        "execution",
+        "analysis",
+        "tune",
+        "report",
+        "bench",
+    },
 }
 # third-party packages that may be imported inside a function: slow to import, needed by few paths
-HEAVY = {"torch", "lightning", "pytorch_lightning", "wandb", "optuna", "optuna_integration", "ray",
-         "submitit", "matplotlib", "scipy", "statsmodels", "pandas", "psycopg2", "sqlalchemy"}
+HEAVY = {
+    "torch",
+    "lightning",
+    "pytorch_lightning",
+    "wandb",
+    "optuna",
+    "optuna_integration",
+    "ray",
+    "submitit",
+    "matplotlib",
+    "scipy",
+    "statsmodels",
+    "pandas",
+    "psycopg2",
+    "sqlalchemy",
+}
 # internal modules imported inside a function, and why
 LAZY_INTERNAL = {
     # the modules below import torch or Lightning at module level
-    "harness.modules", "harness.training.loop", "harness.training.callbacks",
-    "harness.training.precision", "harness.training.probes", "harness.tune.objective",
-    "harness.bench.attention", "tasks",
+    "harness.modules",
+    "harness.training.loop",
+    "harness.training.callbacks",
+    "harness.training.precision",
+    "harness.training.probes",
+    "harness.tune.objective",
+    "harness.bench.attention",
+    "tasks",
     # the console script imports typer and the app only when the command line starts
     "harness.cli.app",
 }
@@ -71,6 +102,7 @@ def layer(module: str) -> str:
 
 def _imports(tree: ast.AST):
     """(imported module, node, inside a function) for every import outside ``if TYPE_CHECKING``."""
+
     def walk(node, in_function):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
@@ -85,6 +117,7 @@ def _imports(tree: ast.AST):
                 for name in submodules:  # from harness.report import figures
                     yield name, child, in_function
             yield from walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
     yield from walk(tree, False)
 
 
@@ -138,9 +171,12 @@ def test_lightning_only_in_training() -> None:
 
 
 def test_nothing_but_the_cli_imports_the_cli() -> None:
-    users = sorted(m for m, imps in GRAPH.items() for name, _, _ in imps
-                   if (_internal(name) or "").startswith("harness.cli") and layer(m) != "cli"
-                   and not m.endswith("__main__"))
+    users = sorted(
+        m
+        for m, imps in GRAPH.items()
+        for name, _, _ in imps
+        if (_internal(name) or "").startswith("harness.cli") and layer(m) != "cli" and not m.endswith("__main__")
+    )
     assert users == []
 
 
@@ -158,8 +194,14 @@ def test_package_inits_import_nothing() -> None:
 
 
 def test_no_import_cycle() -> None:
-    graph = {m: {t for n, _, _ in GRAPH[m] if (t := _internal(n)) and t != m
-                 and not (t.startswith(m + ".") or m.startswith(t + "."))} for m in MODULES}
+    graph = {
+        m: {
+            t
+            for n, _, _ in GRAPH[m]
+            if (t := _internal(n)) and t != m and not (t.startswith(m + ".") or m.startswith(t + "."))
+        }
+        for m in MODULES
+    }
     state: dict[str, int] = {}
     cycles = []
 
@@ -167,7 +209,7 @@ def test_no_import_cycle() -> None:
         state[m] = 1
         for t in sorted(graph[m]):
             if state.get(t) == 1:
-                cycles.append(path[path.index(t):] + [t] if t in path else [m, t])
+                cycles.append(path[path.index(t) :] + [t] if t in path else [m, t])
             elif t not in state:
                 visit(t, path + [t])
         state[m] = 2

@@ -9,9 +9,11 @@ Gate: a run that did not learn the task at L (below the task's declared gate) is
 comparisons of metrics beyond L (``@x2``, ``@x4``, ...), since extrapolation means nothing for a
 run that never learned the task; it is counted in the table's ``excluded`` column.
 """
+
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,12 +22,11 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import stats
+from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation, MetricSpec
-from harness.store.runs import StoreScan, scan, tidy
-from collections import Counter
-from harness.errors import AblateError
 from harness.experiment.versions import mixed_versions
+from harness.store.runs import StoreScan, scan, tidy
 
 _LENGTH = re.compile(r"^(?P<base>[a-z_]+)@x(?P<mult>\d+)$")
 
@@ -37,7 +38,7 @@ class Table:
     task: str
     metric: str
     higher_is_better: bool
-    family: str              # "primary (Holm over k comparisons)" or "exploratory (BH)"
+    family: str  # "primary (Holm over k comparisons)" or "exploratory (BH)"
     frame: pd.DataFrame
     sesoi: float | None = None
 
@@ -46,12 +47,12 @@ class Table:
 class Analysis:
     ablation: Ablation
     profile: str
-    runs: pd.DataFrame                       # one row per run: status, gate, seed, variant, task
-    rows: pd.DataFrame                       # tidy metric rows of runs with status ok
+    runs: pd.DataFrame  # one row per run: status, gate, seed, variant, task
+    rows: pd.DataFrame  # tidy metric rows of runs with status ok
     scan: StoreScan
     results: Path
     tables: list[Table] = field(default_factory=list)
-    foreign: int = 0                         # records of this folder made with other overrides
+    foreign: int = 0  # records of this folder made with other overrides
     mixed_code: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # task -> code run at >1 version
 
     def table(self, task: str, metric: str) -> Table | None:
@@ -91,9 +92,15 @@ def claimed_metrics(abl: Ablation, task: str) -> set[str]:
     return {ev["metric"] for cid in abl.claims for ev in claims.get(cid, {}).get("evidence", []) if ev["task"] == task}
 
 
-def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
-            store_profile: str | None = None, expected: set[str] | None = None,
-            found: StoreScan | None = None) -> Analysis:
+def analyse(
+    abl: Ablation,
+    profile: str,
+    results: Path,
+    alpha: float = 0.05,
+    store_profile: str | None = None,
+    expected: set[str] | None = None,
+    found: StoreScan | None = None,
+) -> Analysis:
     """Read the store and build every comparison table of one ablation/profile.
 
     Args:
@@ -130,8 +137,19 @@ def analyse(abl: Ablation, profile: str, results: Path, alpha: float = 0.05,
         for metric in compared_metrics(sub, claimed_metrics(abl, task) | {entry.primary.metric}):
             hib = direction(metric, entry.primary)
             is_primary = metric == entry.primary.metric
-            table = _compare(abl, runs, sub, task, metric, hib, entry.primary.sesoi if is_primary else None,
-                             prof.confirmatory, prof.apply_gate, alpha, "fdr_bh")
+            table = _compare(
+                abl,
+                runs,
+                sub,
+                task,
+                metric,
+                hib,
+                entry.primary.sesoi if is_primary else None,
+                prof.confirmatory,
+                prof.apply_gate,
+                alpha,
+                "fdr_bh",
+            )
             table.family = "primary" if is_primary else "exploratory (BH)"
             table.frame["planned"] = len(prof.seeds)
             (primaries if is_primary else out.tables).append(table)
@@ -153,7 +171,8 @@ def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[dict[str, Any
         raise AblateError(
             f"the store holds {len(records)} runs of {abl.name}/{profile} from more than one config "
             f"(e.g. {seen[dupes[0]]} runs of {task} {variant} seed {seed}); pass the key=value overrides "
-            f"the runs to compare were made with (as given to `ablate run`), or use another --results-dir")
+            f"the runs to compare were made with (as given to `ablate run`), or use another --results-dir"
+        )
 
 
 def _runs(abl: Ablation, records: list[dict[str, Any]]) -> pd.DataFrame:
@@ -164,14 +183,35 @@ def _runs(abl: Ablation, records: list[dict[str, Any]]) -> pd.DataFrame:
         metrics = rec.get("metrics") or {}
         gate = entry.gate if entry is not None else None
         passed = rec.get("status") == "ok" and (gate is None or gate.passes(metrics.get(gate.metric)))
-        rows.append({"run_id": rec.get("run_id"), "task": rec.get("task"), "variant": rec.get("variant_label"),
-                     "seed": rec.get("seed"), "status": rec.get("status"), "reason": rec.get("reason"),
-                     "passed_gate": passed, "n_params": rec.get("n_params"), "wall_time_s": rec.get("wall_time_s")})
+        rows.append(
+            {
+                "run_id": rec.get("run_id"),
+                "task": rec.get("task"),
+                "variant": rec.get("variant_label"),
+                "seed": rec.get("seed"),
+                "status": rec.get("status"),
+                "reason": rec.get("reason"),
+                "passed_gate": passed,
+                "n_params": rec.get("n_params"),
+                "wall_time_s": rec.get("wall_time_s"),
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
-def _compare(abl: Ablation, runs: pd.DataFrame, rows: pd.DataFrame, task: str, metric: str, hib: bool,
-             sesoi: float | None, confirmatory: bool, apply_gate: bool, alpha: float, p_adjust: str) -> Table:
+def _compare(
+    abl: Ablation,
+    runs: pd.DataFrame,
+    rows: pd.DataFrame,
+    task: str,
+    metric: str,
+    hib: bool,
+    sesoi: float | None,
+    confirmatory: bool,
+    apply_gate: bool,
+    alpha: float,
+    p_adjust: str,
+) -> Table:
     data = rows[rows["metric"] == metric]
     task_runs = runs[runs["task"] == task]
     excluded = pd.Series(dtype=int)
@@ -183,9 +223,15 @@ def _compare(abl: Ablation, runs: pd.DataFrame, rows: pd.DataFrame, task: str, m
     order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
     present = [v for v in order if v in set(task_runs["variant"])]
     if abl.baseline_label in set(data["variant"]):
-        frame = stats.compare(data[["variant", "seed", "value"]], baseline=abl.baseline_label,
-                              higher_is_better=hib, sesoi=sesoi, alpha=alpha,
-                              confirmatory=confirmatory, p_adjust=p_adjust)
+        frame = stats.compare(
+            data[["variant", "seed", "value"]],
+            baseline=abl.baseline_label,
+            higher_is_better=hib,
+            sesoi=sesoi,
+            alpha=alpha,
+            confirmatory=confirmatory,
+            p_adjust=p_adjust,
+        )
         frame = frame.set_index("variant").reindex(present).reset_index()
     else:
         frame = pd.DataFrame({"variant": present})
@@ -209,27 +255,44 @@ def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
     Everything a verdict reads or a table prints beside the adjusted p is redone for the whole
     family (:func:`harness.analysis.stats.adjust_family`): the t-test p, the sign-flip p, the TOST p
     (equivalence) and the MDE (at alpha / family size)."""
-    where = [(ti, ri) for ti, table in enumerate(tables) if "p" in table.frame
-             for ri, p in enumerate(table.frame["p"]) if pd.notna(p) and ri > 0]
+    where = [
+        (ti, ri)
+        for ti, table in enumerate(tables)
+        if "p" in table.frame
+        for ri, p in enumerate(table.frame["p"])
+        if pd.notna(p) and ri > 0
+    ]
     if not where:
         return
 
     def column(name: str) -> list[float]:
         return [float(tables[ti].frame.loc[ri, name]) for ti, ri in where]
 
-    fam = stats.adjust_family(column("p"), column("p_perm"), column("p_tost"), column("n_pairs"),
-                              column("sd_diff"), "holm", alpha)
+    fam = stats.adjust_family(
+        column("p"), column("p_perm"), column("p_tost"), column("n_pairs"), column("sd_diff"), "holm", alpha
+    )
     for i, (ti, ri) in enumerate(where):
         frame = tables[ti].frame
         frame.loc[ri, ["p_adj", "p_perm_adj", "p_tost_adj", "mde"]] = [
-            fam.p_adj[i], fam.p_perm_adj[i], fam.p_tost_adj[i], fam.mde[i]]
+            fam.p_adj[i],
+            fam.p_perm_adj[i],
+            fam.p_tost_adj[i],
+            fam.mde[i],
+        ]
         frame.loc[ri, "family_size"] = fam.size
         if str(frame.loc[ri, "verdict"]).startswith("identical"):  # no pair differs: nothing to re-judge
             continue
         frame.loc[ri, "verdict"] = stats.verdict(
-            fam.p_adj[i], frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"],
-            perm_p_adj=fam.p_perm_adj[i], sesoi=tables[ti].sesoi, tost_p=fam.p_tost_adj[i], alpha=alpha,
-            confirmatory=confirmatory, mde=fam.mde[i])
+            fam.p_adj[i],
+            frame.loc[ri, "delta_ci_low"],
+            frame.loc[ri, "delta_ci_high"],
+            perm_p_adj=fam.p_perm_adj[i],
+            sesoi=tables[ti].sesoi,
+            tost_p=fam.p_tost_adj[i],
+            alpha=alpha,
+            confirmatory=confirmatory,
+            mde=fam.mde[i],
+        )
     for table in tables:
         table.family = f"primary (Holm over {fam.size} comparisons)"
 
@@ -245,8 +308,7 @@ OUTCOME = "finished"
 """The outcome metric: 1 when a run finished, 0 when it diverged, raised or timed out."""
 
 
-def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha: float,
-                    planned: int) -> list[Table]:
+def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha: float, planned: int) -> list[Table]:
     """Per task where some run did not finish (or a claim names ``finished``): whether each run finished, variant against baseline,
     paired by seed, by the exact McNemar test (:func:`harness.analysis.stats.outcome_compare`). A run that
     diverged or raised is an outcome of its variant (an fp16 overflow, a NaN from a fully masked
@@ -257,8 +319,9 @@ def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha
         named = OUTCOME in claimed_metrics(abl, task)  # a claim reads this table even when every run finished
         if sub.empty or ((sub["status"] == "ok").all() and not named) or abl.baseline_label not in set(sub["variant"]):
             continue
-        data = pd.DataFrame({"variant": sub["variant"], "seed": sub["seed"],
-                             "value": (sub["status"] == "ok").astype(float)})
+        data = pd.DataFrame(
+            {"variant": sub["variant"], "seed": sub["seed"], "value": (sub["status"] == "ok").astype(float)}
+        )
         frame = stats.outcome_compare(data, baseline=abl.baseline_label, alpha=alpha, confirmatory=confirmatory)
         order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
         frame = frame.set_index("variant").reindex([v for v in order if v in set(frame["variant"])]).reset_index()
@@ -272,7 +335,9 @@ def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha
 def _mark_censored(table: Table, rows: pd.DataFrame) -> None:
     """``steps_to_target`` of a run that never reached its target is the step budget (censored):
     where neither the baseline nor the variant reached it, there is nothing to compare."""
-    reached = rows[(rows["task"] == table.task) & (rows["metric"] == "target_reached")].groupby("variant")["value"].max()
+    reached = (
+        rows[(rows["task"] == table.task) & (rows["metric"] == "target_reached")].groupby("variant")["value"].max()
+    )
     base = table.frame["variant"].iloc[0]
     for i, variant in enumerate(table.frame["variant"]):
         if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:
@@ -286,4 +351,3 @@ def _mark_too_few(table: Table) -> None:
     few = table.frame["n_pairs"].fillna(0).astype(int) < 2
     few.iloc[0] = False  # the baseline row
     table.frame.loc[few, "verdict"] = "too few pairs"
-

@@ -16,6 +16,7 @@ Does not do: allow for the uncertainty of the pilot's SD (2-3 pilot seeds estima
 and a pilot at a smaller scale may spread differently), or for runs lost to the gate or to
 divergence. A variant with fewer than 2 pilot pairs, or no spread at all, gets no number.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from rich.table import Table as RichTable
 
 from harness import encode
 from harness.analysis import stats
 from harness.analysis.comparisons import Analysis
-from harness.experiment.ablation import Ablation
 from harness.errors import AblateError
-from rich.table import Table as RichTable
+from harness.experiment.ablation import Ablation
 from harness.hints import Context
 
 
@@ -41,12 +42,12 @@ class PlanRow:
     task: str
     variant: str
     metric: str
-    pilot_n: int               # seeds paired with the baseline in the pilot
-    sd_diff: float             # SD of the paired differences in the pilot (NaN when unknown)
-    delta: float               # the effect to detect: the task's sesoi
-    needed: int | None         # seeds needed; None when the pilot cannot say (``note``)
-    have: int                  # seeds the confirmatory profile declares
-    note: str = ""             # why there is no number
+    pilot_n: int  # seeds paired with the baseline in the pilot
+    sd_diff: float  # SD of the paired differences in the pilot (NaN when unknown)
+    delta: float  # the effect to detect: the task's sesoi
+    needed: int | None  # seeds needed; None when the pilot cannot say (``note``)
+    have: int  # seeds the confirmatory profile declares
+    note: str = ""  # why there is no number
 
     @property
     def enough(self) -> bool | None:
@@ -56,12 +57,12 @@ class PlanRow:
 @dataclass
 class SeedPlan:
     ablation: str
-    profile: str               # the confirmatory profile being planned
-    pilot: str                 # the profile whose runs give the spread
+    profile: str  # the confirmatory profile being planned
+    pilot: str  # the profile whose runs give the spread
     results: Path
     power: float
     alpha: float
-    family_size: int           # primary comparisons of the profile (the Holm family)
+    family_size: int  # primary comparisons of the profile (the Holm family)
     rows: list[PlanRow] = field(default_factory=list)
 
     @property
@@ -73,8 +74,10 @@ def check_levels(power: float, alpha: float) -> None:
     """Raises AblateError unless 0 < power < 1 and 1e-100 <= alpha < 1."""
     for name, value in (("--power", power), ("--alpha", alpha)):
         if not 0 < value < 1:
-            raise AblateError(f"{name} must be between 0 and 1 (exclusive), got {value:g}; e.g. {name} "
-                              f"{0.8 if name == '--power' else 0.05}")
+            raise AblateError(
+                f"{name} must be between 0 and 1 (exclusive), got {value:g}; e.g. {name} "
+                f"{0.8 if name == '--power' else 0.05}"
+            )
     if alpha < 1e-100:  # scipy's t quantiles, and so the power solver, break down below
         raise AblateError(f"--alpha {alpha:g} is below 1e-100, where the power solver breaks down; e.g. --alpha 0.05")
 
@@ -94,11 +97,15 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Context 
         if (Path(results) / abl.name / name).is_dir():
             return name
     if not pilots:
-        raise AblateError(f"{abl.name} declares no pilot profile (confirmatory: false); pass --from PROFILE, "
-                          f"a profile with runs in {results}")
-    raise AblateError(f"no pilot runs of {abl.name} in {results} (looked for profile(s) {', '.join(pilots)}); "
-                      f"run `{(ctx or Context(abl.name, pilots[0], results)).command('run', profile=pilots[0])}` first, "
-                      f"or pass --from PROFILE")
+        raise AblateError(
+            f"{abl.name} declares no pilot profile (confirmatory: false); pass --from PROFILE, "
+            f"a profile with runs in {results}"
+        )
+    raise AblateError(
+        f"no pilot runs of {abl.name} in {results} (looked for profile(s) {', '.join(pilots)}); "
+        f"run `{(ctx or Context(abl.name, pilots[0], results)).command('run', profile=pilots[0])}` first, "
+        f"or pass --from PROFILE"
+    )
 
 
 def primary_comparisons(abl: Ablation) -> list[tuple[str, str]]:
@@ -152,17 +159,41 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
 
 def frame(plan: SeedPlan) -> pd.DataFrame:
     """The plan's rows as raw numbers (CSV and JSON output)."""
-    rows = [{"task": r.task, "variant": r.variant, "metric": r.metric, "pilot": plan.pilot, "pilot_n": r.pilot_n,
-             "sd_diff": r.sd_diff, "delta": r.delta, "power": plan.power, "alpha": plan.alpha,
-             "family_size": plan.family_size, "alpha_each": plan.alpha_each, "seeds_needed": r.needed,
-             "profile": plan.profile, "profile_seeds": r.have, "enough": r.enough, "note": r.note}
-            for r in plan.rows]
+    rows = [
+        {
+            "task": r.task,
+            "variant": r.variant,
+            "metric": r.metric,
+            "pilot": plan.pilot,
+            "pilot_n": r.pilot_n,
+            "sd_diff": r.sd_diff,
+            "delta": r.delta,
+            "power": plan.power,
+            "alpha": plan.alpha,
+            "family_size": plan.family_size,
+            "alpha_each": plan.alpha_each,
+            "seeds_needed": r.needed,
+            "profile": plan.profile,
+            "profile_seeds": r.have,
+            "enough": r.enough,
+            "note": r.note,
+        }
+        for r in plan.rows
+    ]
     return pd.DataFrame(rows).astype({"seeds_needed": "Int64", "enough": "boolean"}) if rows else pd.DataFrame(rows)
 
 
 def headers(plan: SeedPlan) -> list[str]:
-    return ["task", "variant", "metric", "pilot n", "SD of Δ", "δ (sesoi)",
-            f"seeds needed (power {plan.power:g})", f"{plan.profile} has"]
+    return [
+        "task",
+        "variant",
+        "metric",
+        "pilot n",
+        "SD of Δ",
+        "δ (sesoi)",
+        f"seeds needed (power {plan.power:g})",
+        f"{plan.profile} has",
+    ]
 
 
 def formatted(plan: SeedPlan) -> list[list[str]]:
@@ -170,20 +201,32 @@ def formatted(plan: SeedPlan) -> list[list[str]]:
     out = []
     for r in plan.rows:
         have = f"{r.have}: " + ("–" if r.enough is None else "enough" if r.enough else "too few")
-        out.append([r.task, r.variant, r.metric, str(r.pilot_n), "–" if math.isnan(r.sd_diff) else f"{r.sd_diff:.4g}",
-                    f"{r.delta:g}", str(r.needed) if r.needed is not None else r.note, have])
+        out.append(
+            [
+                r.task,
+                r.variant,
+                r.metric,
+                str(r.pilot_n),
+                "–" if math.isnan(r.sd_diff) else f"{r.sd_diff:.4g}",
+                f"{r.delta:g}",
+                str(r.needed) if r.needed is not None else r.note,
+                have,
+            ]
+        )
     return out
 
 
 def describe(plan: SeedPlan) -> str:
     """The line above the table: the test, the level and where the spread comes from."""
-    return (f"{plan.ablation}: seeds for profile {plan.profile}, from the spread of pilot {plan.pilot} in "
-            f"{plan.results}. Two-sided paired t-test at power {plan.power:g}; level alpha {plan.alpha:g} / "
-            f"{plan.family_size} primary comparisons = {plan.alpha_each:.4g} (Bonferroni: the first, strictest "
-            "Holm step, so conservative); δ = each task's smallest effect of interest; at least "
-            f"{stats.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
-            "that a verdict also needs can reject at this level. A pilot of few seeds estimates the SD loosely: "
-            "treat the numbers as a floor.")
+    return (
+        f"{plan.ablation}: seeds for profile {plan.profile}, from the spread of pilot {plan.pilot} in "
+        f"{plan.results}. Two-sided paired t-test at power {plan.power:g}; level alpha {plan.alpha:g} / "
+        f"{plan.family_size} primary comparisons = {plan.alpha_each:.4g} (Bonferroni: the first, strictest "
+        "Holm step, so conservative); δ = each task's smallest effect of interest; at least "
+        f"{stats.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
+        "that a verdict also needs can reject at this level. A pilot of few seeds estimates the SD loosely: "
+        "treat the numbers as a floor."
+    )
 
 
 def render(plan: SeedPlan, fmt: str) -> Any:

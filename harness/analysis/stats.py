@@ -12,6 +12,7 @@ baseline) raises ``ValueError``.
 Does not do: mixed models, bootstrap intervals (percentile bootstrap undercovers at n <= 10),
 corrections across several ``compare`` calls (collect the raw ``p`` and call ``adjust``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,11 +50,11 @@ def _clean(values) -> tuple[np.ndarray, int]:
 
 @dataclass(frozen=True)
 class Descriptives:
-    n: int           # values used (NaNs dropped)
-    n_nan: int       # NaNs dropped
+    n: int  # values used (NaNs dropped)
+    n_nan: int  # NaNs dropped
     mean: float
-    sd: float        # ddof=1
-    ci_low: float    # t-interval of the mean
+    sd: float  # ddof=1
+    ci_low: float  # t-interval of the mean
     ci_high: float
 
 
@@ -68,26 +69,25 @@ def describe(values, confidence: float = 0.95) -> Descriptives:
         return Descriptives(n, n_nan, float(x.mean()) if n else NAN, NAN, NAN, NAN)
     with _quiet():
         ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
-    return Descriptives(n, n_nan, float(x.mean()), float(x.std(ddof=1)), float(ci.low),
-                        float(ci.high))
+    return Descriptives(n, n_nan, float(x.mean()), float(x.std(ddof=1)), float(ci.low), float(ci.high))
 
 
 @dataclass(frozen=True)
 class Paired:
     n_pairs: int
-    n_dropped: int           # seeds missing on either side, or NaN on either side
-    delta: float             # mean(variant - baseline), oriented: > 0 means variant better
-    ci_low: float            # t-interval of delta (ttest_rel CI), oriented
+    n_dropped: int  # seeds missing on either side, or NaN on either side
+    delta: float  # mean(variant - baseline), oriented: > 0 means variant better
+    ci_low: float  # t-interval of delta (ttest_rel CI), oriented
     ci_high: float
-    t: float                 # oriented
-    p: float                 # two-sided paired t-test
-    p_perm: float            # two-sided sign-flip permutation test on the differences
-    d_z: float               # delta / sd_diff; ±inf when sd_diff = 0 and delta != 0
+    t: float  # oriented
+    p: float  # two-sided paired t-test
+    p_perm: float  # two-sided sign-flip permutation test on the differences
+    d_z: float  # delta / sd_diff; ±inf when sd_diff = 0 and delta != 0
     sd_diff: float
     prob_improvement: float  # (wins + ties / 2) / n_pairs: share of seeds where the variant
     #                          is better, ties half (not the unpaired common-language effect size)
     wins: int
-    ties: int                # exactly equal values
+    ties: int  # exactly equal values
     losses: int
     diffs: tuple[float, ...]  # oriented per-seed differences, in seed order
 
@@ -101,8 +101,7 @@ def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarr
     return both["b"][ok].to_numpy(float), both["v"][ok].to_numpy(float), int((~ok).sum())
 
 
-def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool,
-                confidence: float = 0.95) -> Paired:
+def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool, confidence: float = 0.95) -> Paired:
     """Paired comparison on the seeds both series share (Series indexed by seed).
 
     ``p`` from ``scipy.stats.ttest_rel``, CI from its ``confidence_interval``; ``p_perm`` from
@@ -117,32 +116,51 @@ def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool,
     prob = (wins + ties / 2) / n if n else NAN
     if n < 2:
         delta = float(d.mean()) if n else NAN
-        return Paired(n, dropped, delta, NAN, NAN, NAN, NAN, NAN, NAN, NAN, prob,
-                      wins, ties, losses, tuple(d))
+        return Paired(n, dropped, delta, NAN, NAN, NAN, NAN, NAN, NAN, NAN, prob, wins, ties, losses, tuple(d))
     with _quiet():
         res = stats.ttest_rel(sign * v, sign * b)
         ci = res.confidence_interval(confidence)
-        perm = stats.permutation_test((d,), np.mean, permutation_type="samples", axis=-1,
-                                      vectorized=True, n_resamples=EXACT_PERMUTATIONS,
-                                      rng=np.random.default_rng(0))
+        perm = stats.permutation_test(
+            (d,),
+            np.mean,
+            permutation_type="samples",
+            axis=-1,
+            vectorized=True,
+            n_resamples=EXACT_PERMUTATIONS,
+            rng=np.random.default_rng(0),
+        )
         sd = float(d.std(ddof=1))
         d_z = float(np.float64(d.mean()) / sd)
-    return Paired(n, dropped, float(d.mean()), float(ci.low), float(ci.high),
-                  float(res.statistic), float(res.pvalue), float(perm.pvalue), d_z, sd, prob,
-                  wins, ties, losses, tuple(d))
+    return Paired(
+        n,
+        dropped,
+        float(d.mean()),
+        float(ci.low),
+        float(ci.high),
+        float(res.statistic),
+        float(res.pvalue),
+        float(perm.pvalue),
+        d_z,
+        sd,
+        prob,
+        wins,
+        ties,
+        losses,
+        tuple(d),
+    )
 
 
 @dataclass(frozen=True)
 class Welch:
     n_baseline: int
     n_variant: int
-    delta: float          # mean(variant) - mean(baseline), oriented
-    ci_low: float         # Welch t-interval of delta, oriented
+    delta: float  # mean(variant) - mean(baseline), oriented
+    ci_low: float  # Welch t-interval of delta, oriented
     ci_high: float
     t: float
-    df: float             # Welch-Satterthwaite
-    p: float              # two-sided Welch t-test
-    hedges_g: float       # bias-corrected standardised mean difference, oriented
+    df: float  # Welch-Satterthwaite
+    p: float  # two-sided Welch t-test
+    hedges_g: float  # bias-corrected standardised mean difference, oriented
     p_mannwhitney: float  # two-sided Mann-Whitney U
 
 
@@ -163,13 +181,23 @@ def welch_test(baseline, variant, higher_is_better: bool, confidence: float = 0.
         ci = res.confidence_interval(confidence)
         g, _ = effectsize_smd(b.mean(), b.std(ddof=1), len(b), a.mean(), a.std(ddof=1), len(a))
         mw = stats.mannwhitneyu(b, a, alternative="two-sided")
-    return Welch(len(a), len(b), float(b.mean() - a.mean()), float(ci.low), float(ci.high),
-                 float(res.statistic), float(res.df), float(res.pvalue), float(g), float(mw.pvalue))
+    return Welch(
+        len(a),
+        len(b),
+        float(b.mean() - a.mean()),
+        float(ci.low),
+        float(ci.high),
+        float(res.statistic),
+        float(res.df),
+        float(res.pvalue),
+        float(g),
+        float(mw.pvalue),
+    )
 
 
 class Adjusted(NamedTuple):
     p_adj: np.ndarray  # same shape as the input; NaN where the input was NaN
-    family_size: int   # number of non-NaN p-values adjusted together
+    family_size: int  # number of non-NaN p-values adjusted together
 
 
 def adjust(pvalues, method: str = "holm") -> Adjusted:
@@ -230,8 +258,9 @@ def seeds_needed(effect: float, sd_diff: float, alpha: float = 0.05, power: floa
         def upper(k: int) -> float:
             return float(solver.power(es, nobs=k, alpha=alpha / 2, alternative="larger"))
 
-        failed = ValueError(f"the power solver did not converge (effect / SD {es:.3g}, alpha {alpha:.3g}, "
-                            f"power {power:.3g})")
+        failed = ValueError(
+            f"the power solver did not converge (effect / SD {es:.3g}, alpha {alpha:.3g}, power {power:.3g})"
+        )
         # a t-test needs at least the seeds of a z-test; fewer means scipy's t quantiles broke down
         z_floor = 0.9 * ((stats.norm.isf(alpha / 2) + stats.norm.ppf(power)) / es) ** 2 - 1
         n = float(np.ravel(n)[0])  # an array ([nan] or its last try) when the root finder failed
@@ -274,9 +303,18 @@ def sign_flip_min_seeds(alpha: float) -> int:
     return m if 2 / 2**m < alpha else m + 1  # guard the float at exact powers of two
 
 
-def verdict(p_adj: float, ci_low: float, ci_high: float, *, perm_p_adj: float, sesoi: float | None = None,
-            tost_p: float = NAN, alpha: float = 0.05, confirmatory: bool = True,
-            mde: float = NAN) -> str:
+def verdict(
+    p_adj: float,
+    ci_low: float,
+    ci_high: float,
+    *,
+    perm_p_adj: float,
+    sesoi: float | None = None,
+    tost_p: float = NAN,
+    alpha: float = 0.05,
+    confirmatory: bool = True,
+    mde: float = NAN,
+) -> str:
     """One short word for a comparison, in this order. Every p here is adjusted within the
     comparison's family (the same family and method for the t-test, the sign-flip test and TOST).
 
@@ -307,11 +345,11 @@ def verdict(p_adj: float, ci_low: float, ci_high: float, *, perm_p_adj: float, s
 
 
 class Family(NamedTuple):
-    p_adj: np.ndarray       # adjusted t-test p; NaN where p is NaN
+    p_adj: np.ndarray  # adjusted t-test p; NaN where p is NaN
     p_perm_adj: np.ndarray  # adjusted sign-flip p, over the same members
     p_tost_adj: np.ndarray  # adjusted TOST p, over the same members
-    mde: np.ndarray         # MDE at alpha / size, the level of the family's first Holm step
-    size: int               # members: comparisons with a defined t-test p
+    mde: np.ndarray  # MDE at alpha / size, the level of the family's first Holm step
+    size: int  # members: comparisons with a defined t-test p
 
 
 def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float = 0.05) -> Family:
@@ -340,10 +378,10 @@ def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float
 class Friedman:
     statistic: float
     p: float
-    n_seeds: int            # complete seeds used (the blocks, N)
-    mean_ranks: pd.Series   # per variant; 1 = best
-    k: int = 0              # variants (treatments); the test has k - 1 degrees of freedom
-    cd: float = NAN         # Nemenyi critical difference of mean ranks at the call's alpha
+    n_seeds: int  # complete seeds used (the blocks, N)
+    mean_ranks: pd.Series  # per variant; 1 = best
+    k: int = 0  # variants (treatments); the test has k - 1 degrees of freedom
+    cd: float = NAN  # Nemenyi critical difference of mean ranks at the call's alpha
 
     @property
     def df(self) -> int:
@@ -371,25 +409,56 @@ def friedman(table: pd.DataFrame, higher_is_better: bool = True, alpha: float = 
     """
     full = table.dropna()
     k = table.shape[1]
-    ranks = stats.rankdata(-full.to_numpy(float) if higher_is_better else full.to_numpy(float),
-                           axis=1)
+    ranks = stats.rankdata(-full.to_numpy(float) if higher_is_better else full.to_numpy(float), axis=1)
     mean_ranks = pd.Series(ranks.mean(axis=0) if len(full) else NAN, index=table.columns)
     if k < 3 or len(full) < 2:
         return Friedman(NAN, NAN, len(full), mean_ranks, k)
     with _quiet():
         res = stats.friedmanchisquare(*full.to_numpy(float).T)
-    return Friedman(float(res.statistic), float(res.pvalue), len(full), mean_ranks, k,
-                    nemenyi_cd(k, len(full), alpha))
+    return Friedman(float(res.statistic), float(res.pvalue), len(full), mean_ranks, k, nemenyi_cd(k, len(full), alpha))
 
 
-COLUMNS = ["variant", "n", "mean", "sd", "ci_low", "ci_high", "n_pairs", "delta", "delta_ci_low",
-           "delta_ci_high", "wins", "ties", "losses", "d_z", "sd_diff", "prob_improvement", "t", "p",
-           "p_perm", "p_adj", "p_perm_adj", "family_size", "p_tost", "p_tost_adj", "mde", "verdict"]
+COLUMNS = [
+    "variant",
+    "n",
+    "mean",
+    "sd",
+    "ci_low",
+    "ci_high",
+    "n_pairs",
+    "delta",
+    "delta_ci_low",
+    "delta_ci_high",
+    "wins",
+    "ties",
+    "losses",
+    "d_z",
+    "sd_diff",
+    "prob_improvement",
+    "t",
+    "p",
+    "p_perm",
+    "p_adj",
+    "p_perm_adj",
+    "family_size",
+    "p_tost",
+    "p_tost_adj",
+    "mde",
+    "verdict",
+]
 
 
-def compare(df: pd.DataFrame, *, baseline: str, higher_is_better: bool,
-            sesoi: float | None = None, alpha: float = 0.05, confidence: float = 0.95,
-            confirmatory: bool = True, p_adjust: str = "holm") -> pd.DataFrame:
+def compare(
+    df: pd.DataFrame,
+    *,
+    baseline: str,
+    higher_is_better: bool,
+    sesoi: float | None = None,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    confirmatory: bool = True,
+    p_adjust: str = "holm",
+) -> pd.DataFrame:
     """Every variant against the baseline, paired by seed, for one metric in one slice.
 
     Args:
@@ -426,21 +495,54 @@ def compare(df: pd.DataFrame, *, baseline: str, higher_is_better: bool,
     series = {v: g.set_index("seed")["value"].astype(float) for v, g in df.groupby("variant")}
 
     rows = [vars(describe(series[baseline], confidence)) | {"variant": baseline}]
-    tests = [paired_test(series[baseline], series[v], higher_is_better, confidence)
-             for v in names[1:]]
+    tests = [paired_test(series[baseline], series[v], higher_is_better, confidence) for v in names[1:]]
     tost = [tost_paired(t.diffs, sesoi) if sesoi else NAN for t in tests]
-    fam = adjust_family([t.p for t in tests], [t.p_perm for t in tests], tost, [t.n_pairs for t in tests],
-                        [t.sd_diff for t in tests], p_adjust, alpha)
+    fam = adjust_family(
+        [t.p for t in tests],
+        [t.p_perm for t in tests],
+        tost,
+        [t.n_pairs for t in tests],
+        [t.sd_diff for t in tests],
+        p_adjust,
+        alpha,
+    )
     for i, (v, t) in enumerate(zip(names[1:], tests)):
-        rows.append(vars(describe(series[v], confidence)) | {
-            "variant": v, "n_pairs": t.n_pairs, "delta": t.delta, "delta_ci_low": t.ci_low,
-            "delta_ci_high": t.ci_high, "wins": t.wins, "ties": t.ties, "losses": t.losses,
-            "d_z": t.d_z, "sd_diff": t.sd_diff, "prob_improvement": t.prob_improvement, "t": t.t, "p": t.p,
-            "p_perm": t.p_perm, "p_adj": fam.p_adj[i], "p_perm_adj": fam.p_perm_adj[i], "family_size": fam.size,
-            "p_tost": tost[i], "p_tost_adj": fam.p_tost_adj[i], "mde": fam.mde[i],
-            "verdict": verdict(fam.p_adj[i], t.ci_low, t.ci_high, perm_p_adj=fam.p_perm_adj[i], sesoi=sesoi,
-                               tost_p=fam.p_tost_adj[i], alpha=alpha, confirmatory=confirmatory,
-                               mde=fam.mde[i])})
+        rows.append(
+            vars(describe(series[v], confidence))
+            | {
+                "variant": v,
+                "n_pairs": t.n_pairs,
+                "delta": t.delta,
+                "delta_ci_low": t.ci_low,
+                "delta_ci_high": t.ci_high,
+                "wins": t.wins,
+                "ties": t.ties,
+                "losses": t.losses,
+                "d_z": t.d_z,
+                "sd_diff": t.sd_diff,
+                "prob_improvement": t.prob_improvement,
+                "t": t.t,
+                "p": t.p,
+                "p_perm": t.p_perm,
+                "p_adj": fam.p_adj[i],
+                "p_perm_adj": fam.p_perm_adj[i],
+                "family_size": fam.size,
+                "p_tost": tost[i],
+                "p_tost_adj": fam.p_tost_adj[i],
+                "mde": fam.mde[i],
+                "verdict": verdict(
+                    fam.p_adj[i],
+                    t.ci_low,
+                    t.ci_high,
+                    perm_p_adj=fam.p_perm_adj[i],
+                    sesoi=sesoi,
+                    tost_p=fam.p_tost_adj[i],
+                    alpha=alpha,
+                    confirmatory=confirmatory,
+                    mde=fam.mde[i],
+                ),
+            }
+        )
     rows[0]["verdict"] = "baseline"
     for r in rows[1:]:  # no pair differs: no spread, no test; say so rather than "inconclusive"
         if confirmatory and r["n_pairs"] >= 2 and r["ties"] == r["n_pairs"]:
@@ -451,8 +553,7 @@ def compare(df: pd.DataFrame, *, baseline: str, higher_is_better: bool,
     return pd.DataFrame(out)
 
 
-def outcome_compare(df: pd.DataFrame, *, baseline: str, alpha: float = 0.05,
-                    confirmatory: bool = True) -> pd.DataFrame:
+def outcome_compare(df: pd.DataFrame, *, baseline: str, alpha: float = 0.05, confirmatory: bool = True) -> pd.DataFrame:
     """Every variant against the baseline on a binary outcome per run (1 = the run finished, 0 =
     it diverged, raised or timed out), paired by seed.
 
@@ -473,8 +574,9 @@ def outcome_compare(df: pd.DataFrame, *, baseline: str, alpha: float = 0.05,
     """
     from statsmodels.stats.contingency_tables import mcnemar
 
-    frame = compare(df, baseline=baseline, higher_is_better=True, alpha=alpha, confirmatory=confirmatory,
-                    p_adjust="fdr_bh")
+    frame = compare(
+        df, baseline=baseline, higher_is_better=True, alpha=alpha, confirmatory=confirmatory, p_adjust="fdr_bh"
+    )
     pvals = []
     for i in range(1, len(frame)):
         wins, losses = int(frame.loc[i, "wins"] or 0), int(frame.loc[i, "losses"] or 0)
@@ -484,7 +586,15 @@ def outcome_compare(df: pd.DataFrame, *, baseline: str, alpha: float = 0.05,
     p_adj, m = adjust(pvals, "fdr_bh")
     for i, (p, pa) in enumerate(zip(pvals, p_adj), start=1):
         frame.loc[i, ["p", "p_perm", "p_adj", "p_perm_adj", "t", "p_tost", "p_tost_adj", "mde"]] = [
-            p, p, pa, pa, NAN, NAN, NAN, NAN]
+            p,
+            p,
+            pa,
+            pa,
+            NAN,
+            NAN,
+            NAN,
+            NAN,
+        ]
         frame.loc[i, "family_size"] = m
         n = int(frame.loc[i, "n_pairs"] or 0)
         if not confirmatory:

@@ -1,4 +1,5 @@
 """``python -m harness.bench ARGS`` is ``ablate bench attention ARGS``."""
+
 import sys
 
 from harness.cli.app import app

@@ -32,10 +32,12 @@ the kernel noted (``torch._fused_sdp_choice``). A kernel torch cannot run on the
 (``check_available``) is one ``unavailable`` row with the reason, never a fallback; after an
 ``oom`` or ``error`` the longer lengths of that kernel are ``skipped`` rows.
 """
+
 from __future__ import annotations
 
 import gc
 import multiprocessing as mp
+import resource
 import signal
 import statistics
 import time
@@ -46,18 +48,37 @@ from typing import Any
 import torch
 
 from harness.modules import KERNELS, POSITIONAL, MultiHeadAttention, TransformerConfig
-import resource
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 WARMUP = 1  # untimed calls after the first one (which also watches the backend)
-SDPA_BACKENDS = {"flash_attention": "flash_attention", "efficient_attention": "efficient_attention",
-                 "cudnn_attention": "cudnn_attention", "attention_math": "math", "overrideable": "overrideable"}
-MEMORY = {"cuda": "torch.cuda.max_memory_allocated during the first forward + backward at T, after "
-                  "reset_peak_memory_stats; base: memory_allocated before it (weights, inputs)",
-          "cpu": "peak RSS (VmHWM) during the first forward + backward at T, in a fresh forkserver child per "
-                 "(kernel, length), the peak reset after a T=16 call; base: the child's RSS at that reset"}
-ROW_KEYS = ("kernel", "seq_len", "status", "reason", "ms_fwd_bwd", "ms_min", "times_ms", "tokens_per_s",
-            "peak_mib", "base_mib", "peak_mib_after_repeats", "backend", "backend_predicted")
+SDPA_BACKENDS = {
+    "flash_attention": "flash_attention",
+    "efficient_attention": "efficient_attention",
+    "cudnn_attention": "cudnn_attention",
+    "attention_math": "math",
+    "overrideable": "overrideable",
+}
+MEMORY = {
+    "cuda": "torch.cuda.max_memory_allocated during the first forward + backward at T, after "
+    "reset_peak_memory_stats; base: memory_allocated before it (weights, inputs)",
+    "cpu": "peak RSS (VmHWM) during the first forward + backward at T, in a fresh forkserver child per "
+    "(kernel, length), the peak reset after a T=16 call; base: the child's RSS at that reset",
+}
+ROW_KEYS = (
+    "kernel",
+    "seq_len",
+    "status",
+    "reason",
+    "ms_fwd_bwd",
+    "ms_min",
+    "times_ms",
+    "tokens_per_s",
+    "peak_mib",
+    "base_mib",
+    "peak_mib_after_repeats",
+    "backend",
+    "backend_predicted",
+)
 
 
 @dataclass(frozen=True)
@@ -89,8 +110,9 @@ def _sync(device: str) -> None:
 
 
 def _layer(cfg: BenchConfig, kernel: str) -> tuple[MultiHeadAttention, Any]:
-    model = TransformerConfig(vocab_size=1, d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=1, position="nope",
-                              kernel=kernel)  # checks the kernel's config
+    model = TransformerConfig(
+        vocab_size=1, d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=1, position="nope", kernel=kernel
+    )  # checks the kernel's config
     torch.manual_seed(0)
     layer = MultiHeadAttention(cfg.d_model, cfg.n_heads, kernel=kernel).to(cfg.device, DTYPES[cfg.dtype])
     return layer, POSITIONAL.get("nope")(model)
@@ -142,8 +164,17 @@ def _observed_backend(step: Callable[[], None]) -> str:
 
     with Watch():
         step()
-    return ",".join(sorted({backend for op in seen if op.startswith("_scaled_dot_product_")
-                            for key, backend in SDPA_BACKENDS.items() if key in op}))
+    return ",".join(
+        sorted(
+            {
+                backend
+                for op in seen
+                if op.startswith("_scaled_dot_product_")
+                for key, backend in SDPA_BACKENDS.items()
+                if key in op
+            }
+        )
+    )
 
 
 def measure(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
@@ -176,17 +207,27 @@ def measure(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
         if i >= WARMUP:
             times.append((time.perf_counter() - t0) * 1e3)
     ms = statistics.median(times)
-    return {"status": "ok", "ms_fwd_bwd": ms, "ms_min": min(times), "times_ms": [round(x, 4) for x in times],
-            "tokens_per_s": cfg.batch * t / ms * 1e3, "peak_mib": peak, "base_mib": base,
-            "peak_mib_after_repeats": _memory_peak(cfg.device),
-            "backend": backend, "backend_predicted": ",".join(sorted(layer.kernel.backends))}
+    return {
+        "status": "ok",
+        "ms_fwd_bwd": ms,
+        "ms_min": min(times),
+        "times_ms": [round(x, 4) for x in times],
+        "tokens_per_s": cfg.batch * t / ms * 1e3,
+        "peak_mib": peak,
+        "base_mib": base,
+        "peak_mib_after_repeats": _memory_peak(cfg.device),
+        "backend": backend,
+        "backend_predicted": ",".join(sorted(layer.kernel.backends)),
+    }
 
 
 def _failure(exc: BaseException) -> dict[str, Any]:
     text = str(exc).strip()
     oom = isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "can't allocate memory" in text
-    return {"status": "oom" if oom else "error",
-            "reason": f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}".rstrip(": ")}
+    return {
+        "status": "oom" if oom else "error",
+        "reason": f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}".rstrip(": "),
+    }
 
 
 def _child(cfg: BenchConfig, kernel: str, t: int, conn: Any) -> None:
@@ -237,12 +278,16 @@ def run_one(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
     killed = proc.exitcode is not None and proc.exitcode < 0
     why = f"killed by {signal.Signals(-proc.exitcode).name}" if killed else f"exit code {proc.exitcode}"
     oom = killed and -proc.exitcode == signal.SIGKILL
-    return {"status": "oom" if oom else "error", "reason": f"the child process died ({why}"
-            + ("; most likely the kernel's out-of-memory killer)" if oom else ")")}
+    return {
+        "status": "oom" if oom else "error",
+        "reason": f"the child process died ({why}"
+        + ("; most likely the kernel's out-of-memory killer)" if oom else ")"),
+    }
 
 
-def bench(cfg: BenchConfig, kernels: list[str], lengths: list[int],
-          echo: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def bench(
+    cfg: BenchConfig, kernels: list[str], lengths: list[int], echo: Callable[[dict[str, Any]], None] | None = None
+) -> list[dict[str, Any]]:
     """Rows (keys :data:`ROW_KEYS`) for every kernel x length, shortest first; ``echo`` gets each row."""
     rows = []
     for name in kernels:

@@ -5,6 +5,7 @@ Bad input (unknown names, ill-typed overrides, impossible lengths, missing data)
 message and exits with code 2 before any run starts. ``ablate run`` exits with 1 when some runs
 failed (raised), 0 otherwise (diverged runs are outcomes, recorded and reported).
 """
+
 from __future__ import annotations
 
 import os
@@ -14,15 +15,32 @@ from typing import Annotated, Optional
 
 import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="Controlled, repeated, statistically honest ablations of Transformer design choices.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Controlled, repeated, statistically honest ablations of Transformer design choices.",
+)
 
-ProfileOpt = Annotated[Optional[str], typer.Option("--profile", "-p", help="smoke | cpu | confirm | gpu, or another the ablation declares (default: the ablation's default, cpu)")]
+ProfileOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--profile",
+        "-p",
+        help="smoke | cpu | confirm | gpu, or another the ablation declares (default: the ablation's default, cpu)",
+    ),
+]
 ResultsOpt = Annotated[Path, typer.Option("--results-dir", help="run store")]
-FromOpt = Annotated[Path | None, typer.Option(
-    "--from", help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store")]
-StorageOpt = Annotated[Optional[str], typer.Option(
-    help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)")]
+FromOpt = Annotated[
+    Path | None,
+    typer.Option("--from", help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store"),
+]
+StorageOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)"
+    ),
+]
 
 
 class WandbMode(str, Enum):
@@ -67,8 +85,11 @@ def list_cmd() -> None:
 
 
 @app.command()
-def show(name: Annotated[str, typer.Argument(help="ablation name or YAML path")], profile: ProfileOpt = None,
-         overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides")] = None) -> None:
+def show(
+    name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
+    profile: ProfileOpt = None,
+    overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides")] = None,
+) -> None:
     """An ablation's question, claims, axes, profiles and its expanded grid (nothing runs)."""
     from harness.cli import inspect as inspect_cmd
 
@@ -78,49 +99,109 @@ def show(name: Annotated[str, typer.Argument(help="ablation name or YAML path")]
 @app.command()
 def run(
     name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
-    overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides, e.g. model.d_model=128")] = None,
+    overrides: Annotated[
+        Optional[list[str]], typer.Argument(help="key=value config overrides, e.g. model.d_model=128")
+    ] = None,
     profile: ProfileOpt = None,
     results_dir: ResultsOpt = Path("results"),
-    workers: Annotated[Optional[int], typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")] = None,
+    workers: Annotated[
+        Optional[int], typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")
+    ] = None,
     threads: Annotated[int, typer.Option(min=1, help="torch threads per run")] = 1,
-    wandb: Annotated[WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")] = WandbMode.auto,
-    tuned: Annotated[bool, typer.Option("--tuned", help="each variant at its study's best parameters (ablate tune); stored as profile P+tuned")] = False,
+    wandb: Annotated[
+        WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")
+    ] = WandbMode.auto,
+    tuned: Annotated[
+        bool,
+        typer.Option(
+            "--tuned", help="each variant at its study's best parameters (ablate tune); stored as profile P+tuned"
+        ),
+    ] = False,
     storage: StorageOpt = None,
-    executor: Annotated[Executor, typer.Option(help="local: this machine (--workers); ray: a Ray cluster; slurm: SLURM jobs through submitit")] = Executor.local,
-    address: Annotated[Optional[str], typer.Option(help="Ray cluster to connect to (auto, HOST:PORT, ray://HOST:10001); default: a local instance")] = None,
-    gpus_per_run: Annotated[Optional[int], typer.Option(help="GPUs per run; default 1 when GPUs are visible (one worker per GPU), 0: CPU only")] = None,
+    executor: Annotated[
+        Executor,
+        typer.Option(help="local: this machine (--workers); ray: a Ray cluster; slurm: SLURM jobs through submitit"),
+    ] = Executor.local,
+    address: Annotated[
+        Optional[str],
+        typer.Option(help="Ray cluster to connect to (auto, HOST:PORT, ray://HOST:10001); default: a local instance"),
+    ] = None,
+    gpus_per_run: Annotated[
+        Optional[int],
+        typer.Option(help="GPUs per run; default 1 when GPUs are visible (one worker per GPU), 0: CPU only"),
+    ] = None,
     devices: Annotated[str, typer.Option(help="Lightning devices for one run (e.g. 2, with --strategy ddp)")] = "1",
     strategy: Annotated[str, typer.Option(help="Lightning strategy for one run")] = "auto",
-    resume: Annotated[bool, typer.Option("--resume/--no-resume", help="continue interrupted runs from their last checkpoint")] = True,
-    keep_checkpoints: Annotated[bool, typer.Option("--keep-checkpoints", help="keep checkpoints of finished runs")] = False,
-    run_timeout: Annotated[Optional[float], typer.Option(help="seconds; a run over it is stopped and recorded as timeout")] = None,
-    retry: Annotated[Optional[str], typer.Option(help="also rerun finished runs with these statuses, e.g. failed,diverged,timeout")] = None,
-    claim_timeout: Annotated[float, typer.Option(help="seconds without a heartbeat after which another process's claim on a run is taken over")] = 600.0,
+    resume: Annotated[
+        bool, typer.Option("--resume/--no-resume", help="continue interrupted runs from their last checkpoint")
+    ] = True,
+    keep_checkpoints: Annotated[
+        bool, typer.Option("--keep-checkpoints", help="keep checkpoints of finished runs")
+    ] = False,
+    run_timeout: Annotated[
+        Optional[float], typer.Option(help="seconds; a run over it is stopped and recorded as timeout")
+    ] = None,
+    retry: Annotated[
+        Optional[str], typer.Option(help="also rerun finished runs with these statuses, e.g. failed,diverged,timeout")
+    ] = None,
+    claim_timeout: Annotated[
+        float,
+        typer.Option(help="seconds without a heartbeat after which another process's claim on a run is taken over"),
+    ] = 600.0,
     slurm_partition: Annotated[Optional[str], typer.Option(help="SLURM partition (--executor slurm)")] = None,
-    slurm_time: Annotated[Optional[int], typer.Option(min=1, help="SLURM time limit per run, minutes (default 60)")] = None,
-    submitit_cluster: Annotated[str, typer.Option(help="slurm; or local / debug: the same submitit jobs without SLURM")] = "slurm",
+    slurm_time: Annotated[
+        Optional[int], typer.Option(min=1, help="SLURM time limit per run, minutes (default 60)")
+    ] = None,
+    submitit_cluster: Annotated[
+        str, typer.Option(help="slurm; or local / debug: the same submitit jobs without SLURM")
+    ] = "slurm",
 ) -> None:
     """Train every run of the grid not yet in the store, then print the comparison table."""
     from harness.cli import run as run_cmd
-    from harness.execution.run_folder import RunOptions
     from harness.execution.cluster import Engine
     from harness.execution.launch import Launch
+    from harness.execution.run_folder import RunOptions
 
     launch = Launch(
-        options=RunOptions(resume=resume, keep_checkpoints=keep_checkpoints, run_timeout=run_timeout,
-                           claim_timeout=claim_timeout, devices=int(devices) if devices.isdigit() else devices,
-                           strategy=strategy),
-        engine=Engine(executor.value, address=address, partition=slurm_partition, time_min=slurm_time,
-                      cluster=submitit_cluster),
-        gpus_per_run=gpus_per_run, retry=retry)
-    code = _guard(run_cmd.run, name, profile, overrides or [], results_dir, workers=workers or None,
-                  threads=threads, wandb=_wandb_mode(wandb), tuned=tuned, storage=storage, launch=launch)
+        options=RunOptions(
+            resume=resume,
+            keep_checkpoints=keep_checkpoints,
+            run_timeout=run_timeout,
+            claim_timeout=claim_timeout,
+            devices=int(devices) if devices.isdigit() else devices,
+            strategy=strategy,
+        ),
+        engine=Engine(
+            executor.value, address=address, partition=slurm_partition, time_min=slurm_time, cluster=submitit_cluster
+        ),
+        gpus_per_run=gpus_per_run,
+        retry=retry,
+    )
+    code = _guard(
+        run_cmd.run,
+        name,
+        profile,
+        overrides or [],
+        results_dir,
+        workers=workers or None,
+        threads=threads,
+        wandb=_wandb_mode(wandb),
+        tuned=tuned,
+        storage=storage,
+        launch=launch,
+    )
     raise typer.Exit(code)
 
 
 @app.command()
-def status(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")] = None,
-           profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results")) -> None:
+def status(
+    name: str,
+    overrides: Annotated[
+        Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")
+    ] = None,
+    profile: ProfileOpt = None,
+    results_dir: ResultsOpt = Path("results"),
+) -> None:
     """Done / failed / diverged / pending, per variant and task."""
     from harness.cli import inspect as inspect_cmd
 
@@ -128,29 +209,57 @@ def status(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(h
 
 
 @app.command()
-def compare(name: str, overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")] = None,
-            profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results"),
-            metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
-            fmt: Annotated[Format, typer.Option("--format")] = Format.table,
-            tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
-            source: FromOpt = None) -> None:
+def compare(
+    name: str,
+    overrides: Annotated[
+        Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")
+    ] = None,
+    profile: ProfileOpt = None,
+    results_dir: ResultsOpt = Path("results"),
+    metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
+    fmt: Annotated[Format, typer.Option("--format")] = Format.table,
+    tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
+    source: FromOpt = None,
+) -> None:
     """The statistical comparison table, from the store (or a report's data file, --from)."""
     from harness.cli import compare as compare_cmd
 
-    _guard(compare_cmd.compare, name, profile, results_dir, metric=metric, fmt=fmt.value, tuned=tuned,
-           overrides=overrides or [], source=source)
+    _guard(
+        compare_cmd.compare,
+        name,
+        profile,
+        results_dir,
+        metric=metric,
+        fmt=fmt.value,
+        tuned=tuned,
+        overrides=overrides or [],
+        source=source,
+    )
 
 
 @app.command()
-def report(name: Annotated[Optional[str], typer.Argument(help="ablation name or YAML path (not with --all)")] = None,
-           overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")] = None,
-           profile: ProfileOpt = None, results_dir: ResultsOpt = Path("results"),
-           out: Annotated[Path, typer.Option(help="folder for the markdown and figures")] = Path("reports"),
-           storage: StorageOpt = None,
-           every: Annotated[bool, typer.Option("--all", help="every registered ablation, each profile with runs, and OUT/README.md, their index")] = False,
-           wandb: Annotated[WandbMode, typer.Option(help="the summary run (comparison tables, figures, verdicts); "
-                                                    "auto: online when WANDB_API_KEY is set, else offline")] = WandbMode.auto,
-           source: FromOpt = None) -> None:
+def report(
+    name: Annotated[Optional[str], typer.Argument(help="ablation name or YAML path (not with --all)")] = None,
+    overrides: Annotated[
+        Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")
+    ] = None,
+    profile: ProfileOpt = None,
+    results_dir: ResultsOpt = Path("results"),
+    out: Annotated[Path, typer.Option(help="folder for the markdown and figures")] = Path("reports"),
+    storage: StorageOpt = None,
+    every: Annotated[
+        bool,
+        typer.Option("--all", help="every registered ablation, each profile with runs, and OUT/README.md, their index"),
+    ] = False,
+    wandb: Annotated[
+        WandbMode,
+        typer.Option(
+            help="the summary run (comparison tables, figures, verdicts); "
+            "auto: online when WANDB_API_KEY is set, else offline"
+        ),
+    ] = WandbMode.auto,
+    source: FromOpt = None,
+) -> None:
     """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures;
     --all: every registered ablation, and reports/README.md, their index."""
     from harness.cli import report as report_cmd
@@ -160,23 +269,45 @@ def report(name: Annotated[Optional[str], typer.Argument(help="ablation name or 
             typer.echo("error: --from regenerates one report from its data file; drop --all (or --from)", err=True)
             raise typer.Exit(2)
         if wandb is not WandbMode.auto:
-            typer.echo("error: --all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`", err=True)
+            typer.echo(
+                "error: --all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`", err=True
+            )
             raise typer.Exit(2)
         _guard(report_cmd.report_all, results_dir, out, storage=storage, name=name, profile=profile)
         return
-    _guard(report_cmd.report, name, profile, results_dir, out, storage=storage, overrides=overrides or [],
-           wandb=_wandb_mode(wandb), source=source)
+    _guard(
+        report_cmd.report,
+        name,
+        profile,
+        results_dir,
+        out,
+        storage=storage,
+        overrides=overrides or [],
+        wandb=_wandb_mode(wandb),
+        source=source,
+    )
 
 
 @app.command()
 def reproduce(
-    rid: Annotated[str | None, typer.Argument(metavar="ID", help="one entry of harness/experiment/reproductions.yaml (default: every one)")] = None,
+    rid: Annotated[
+        str | None,
+        typer.Argument(metavar="ID", help="one entry of harness/experiment/reproductions.yaml (default: every one)"),
+    ] = None,
     results_dir: ResultsOpt = Path("results"),
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="list the grids and the runs missing; run nothing")] = False,
-    workers: Annotated[int | None, typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="list the grids and the runs missing; run nothing")
+    ] = False,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")
+    ] = None,
     threads: Annotated[int, typer.Option(min=1, help="torch threads per run")] = 1,
-    wandb: Annotated[WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")] = WandbMode.auto,
-    run_timeout: Annotated[float | None, typer.Option(help="seconds; a run over it is stopped and recorded as timeout")] = None,
+    wandb: Annotated[
+        WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")
+    ] = WandbMode.auto,
+    run_timeout: Annotated[
+        float | None, typer.Option(help="seconds; a run over it is stopped and recorded as timeout")
+    ] = None,
 ) -> None:
     """Positive controls: run what the published results of harness/experiment/reproductions.yaml need (as
     `ablate run` does) and print pass / fail / inconclusive per entry."""
@@ -185,27 +316,56 @@ def reproduce(
     from harness.execution.run_folder import RunOptions
 
     launch = Launch(options=RunOptions(run_timeout=run_timeout))
-    code = _guard(reproduce_cmd.reproduce, rid, results_dir, dry_run=dry_run, workers=workers, threads=threads,
-                  wandb=_wandb_mode(wandb), launch=launch)
+    code = _guard(
+        reproduce_cmd.reproduce,
+        rid,
+        results_dir,
+        dry_run=dry_run,
+        workers=workers,
+        threads=threads,
+        wandb=_wandb_mode(wandb),
+        launch=launch,
+    )
     raise typer.Exit(code)
 
 
 @app.command("plan")
 def plan_cmd(
     name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
-    overrides: Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the pilot runs were made with")] = None,
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="the confirmatory profile to plan (default: the ablation's default)")] = None,
-    pilot: Annotated[Optional[str], typer.Option("--from", help="the profile whose runs give the spread (default: the first pilot profile with runs)")] = None,
+    overrides: Annotated[
+        Optional[list[str]], typer.Argument(help="the key=value overrides the pilot runs were made with")
+    ] = None,
+    profile: Annotated[
+        Optional[str],
+        typer.Option("--profile", "-p", help="the confirmatory profile to plan (default: the ablation's default)"),
+    ] = None,
+    pilot: Annotated[
+        Optional[str],
+        typer.Option(
+            "--from", help="the profile whose runs give the spread (default: the first pilot profile with runs)"
+        ),
+    ] = None,
     results_dir: ResultsOpt = Path("results"),
     power: Annotated[float, typer.Option(help="target power of each primary comparison")] = 0.8,
-    alpha: Annotated[float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")] = 0.05,
+    alpha: Annotated[
+        float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")
+    ] = 0.05,
     fmt: Annotated[Format, typer.Option("--format")] = Format.table,
 ) -> None:
     """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
     from harness.cli import plan as seeds_cmd
 
-    _guard(seeds_cmd.plan_seeds, name, profile, pilot, results_dir, power=power, alpha=alpha, fmt=fmt.value,
-           overrides=overrides or [])
+    _guard(
+        seeds_cmd.plan_seeds,
+        name,
+        profile,
+        pilot,
+        results_dir,
+        power=power,
+        alpha=alpha,
+        fmt=fmt.value,
+        overrides=overrides or [],
+    )
 
 
 class Pruner(str, Enum):
@@ -220,25 +380,44 @@ def tune(
     overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides (as for run)")] = None,
     profile: ProfileOpt = None,
     trials: Annotated[int, typer.Option(min=1, help="finished trials (complete + pruned + failed) per study")] = 20,
-    variant: Annotated[Optional[list[str]], typer.Option(help="only variants with this axis value, e.g. position=rope (repeatable)")] = None,
+    variant: Annotated[
+        Optional[list[str]], typer.Option(help="only variants with this axis value, e.g. position=rope (repeatable)")
+    ] = None,
     task: Annotated[Optional[list[str]], typer.Option(help="only this task (repeatable)")] = None,
     storage: StorageOpt = None,
     results_dir: ResultsOpt = Path("results"),
     pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = Pruner.median,
     threads: Annotated[int, typer.Option(min=1, help="torch threads for this worker")] = 1,
-    heartbeat: Annotated[Optional[int], typer.Option(min=1, help="seconds between heartbeats; a trial silent 3x as long is failed (default 10)")] = None,
+    heartbeat: Annotated[
+        Optional[int],
+        typer.Option(min=1, help="seconds between heartbeats; a trial silent 3x as long is failed (default 10)"),
+    ] = None,
 ) -> None:
     """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
     from harness.cli import tune as tune_cmd
 
-    code = _guard(tune_cmd.tune, name, profile, overrides or [], results_dir, trials=trials, tasks=task or None,
-                  variants=variant or None, storage=storage, pruner=pruner.value, threads=threads, heartbeat=heartbeat)
+    code = _guard(
+        tune_cmd.tune,
+        name,
+        profile,
+        overrides or [],
+        results_dir,
+        trials=trials,
+        tasks=task or None,
+        variants=variant or None,
+        storage=storage,
+        pruner=pruner.value,
+        threads=threads,
+        heartbeat=heartbeat,
+    )
     raise typer.Exit(code)
 
 
 @app.command()
-def sync(results_dir: ResultsOpt = Path("results"),
-         dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False) -> None:
+def sync(
+    results_dir: ResultsOpt = Path("results"),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False,
+) -> None:
     """Upload the offline W&B runs of the store (`wandb sync`); needs WANDB_API_KEY and network."""
     from harness.report import wandb_sync
 
@@ -252,15 +431,26 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("attention")
 def bench_attention(
     device: Annotated[Optional[str], typer.Option(help="cpu | cuda (default: cuda when available)")] = None,
-    lengths: Annotated[Optional[str], typer.Option(help="comma-separated sequence lengths (default: cpu 128..4096, cuda 512..32768, powers of 2)")] = None,
-    kernels: Annotated[Optional[str], typer.Option(help="comma-separated kernel names (default: all: math,sdpa,flash,linear)")] = None,
+    lengths: Annotated[
+        Optional[str],
+        typer.Option(help="comma-separated sequence lengths (default: cpu 128..4096, cuda 512..32768, powers of 2)"),
+    ] = None,
+    kernels: Annotated[
+        Optional[str], typer.Option(help="comma-separated kernel names (default: all: math,sdpa,flash,linear)")
+    ] = None,
     d_model: Annotated[int, typer.Option(min=1)] = 64,
     n_heads: Annotated[int, typer.Option(min=1)] = 4,
     batch: Annotated[int, typer.Option(min=1)] = 1,
-    repeats: Annotated[int, typer.Option(min=1, max=10_000, help="timed calls per kernel and length; the median is reported")] = 10,
+    repeats: Annotated[
+        int, typer.Option(min=1, max=10_000, help="timed calls per kernel and length; the median is reported")
+    ] = 10,
     dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 (or fp32, bf16, fp16)")] = "float32",
-    threads: Annotated[Optional[int], typer.Option(min=1, help="torch threads (default: 1 on cpu, torch's default on cuda)")] = None,
-    out: Annotated[Path, typer.Option(help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)")] = Path("results/bench"),
+    threads: Annotated[
+        Optional[int], typer.Option(min=1, help="torch threads (default: 1 on cpu, torch's default on cuda)")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option(help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)")
+    ] = Path("results/bench"),
 ) -> None:
     """Time forward + backward of one attention layer per kernel and length, with peak memory; writes JSON."""
     from harness.cli import bench as bench_command
@@ -273,8 +463,19 @@ def bench_attention(
             raise typer.Exit(2) from None
 
     names = [k.strip() for k in kernels.split(",") if k.strip()] if kernels is not None else None
-    _guard(bench_command.attention, device=device, lengths=ints(lengths), kernels=names,
-           d_model=d_model, n_heads=n_heads, batch=batch, repeats=repeats, dtype=dtype, threads=threads, out=out)
+    _guard(
+        bench_command.attention,
+        device=device,
+        lengths=ints(lengths),
+        kernels=names,
+        d_model=d_model,
+        n_heads=n_heads,
+        batch=batch,
+        repeats=repeats,
+        dtype=dtype,
+        threads=threads,
+        out=out,
+    )
 
 
 def _wandb_mode(mode: WandbMode) -> str:

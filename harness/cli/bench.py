@@ -2,6 +2,7 @@
 :func:`harness.bench.attention.bench`, write ``<out>/attention-DEVICE-DTYPE.json`` (environment, config,
 rows; read back by :mod:`harness.report.bench`) and print the table with ratios to sdpa.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,17 +33,36 @@ def environment(cfg: BenchConfig) -> dict[str, Any]:
         name = torch.cuda.get_device_name(0)
     else:
         try:
-            name = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                        if line.startswith("model name"))
+            name = next(
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            )
         except (OSError, StopIteration):
             name = platform.processor() or platform.machine()
-    return {"torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
-            "device": cfg.device, "device_name": name, "dtype": cfg.dtype, "threads": cfg.threads,
-            "cpu_count": os.cpu_count(), "platform": platform.platform(), "commit": git_commit()}
+    return {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "device": cfg.device,
+        "device_name": name,
+        "dtype": cfg.dtype,
+        "threads": cfg.threads,
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "commit": git_commit(),
+    }
 
 
-def _check(device: str | None, dtype: str, kernels: list[str] | None, lengths: list[int] | None,
-           d_model: int, n_heads: int, batch: int = 1) -> tuple[str, str, list[str], list[int]]:
+def _check(
+    device: str | None,
+    dtype: str,
+    kernels: list[str] | None,
+    lengths: list[int] | None,
+    d_model: int,
+    n_heads: int,
+    batch: int = 1,
+) -> tuple[str, str, list[str], list[int]]:
     device = ("cuda" if torch.cuda.is_available() else "cpu") if device is None else device
     if device not in DEFAULT_LENGTHS:
         raise AblateError(f"--device {device!r}: use cpu or cuda")
@@ -52,14 +72,18 @@ def _check(device: str | None, dtype: str, kernels: list[str] | None, lengths: l
     if dtype not in DTYPES:
         raise AblateError(f"--dtype {dtype}: use one of {', '.join(DTYPES)}")
     if kernels is not None and not kernels:  # --kernels "" or ","; leave the option out for all
-        raise AblateError(f"--kernels names no kernel; choose among {', '.join(KERNELS.names())}, or leave it out for all")
+        raise AblateError(
+            f"--kernels names no kernel; choose among {', '.join(KERNELS.names())}, or leave it out for all"
+        )
     try:
         kernels = [KERNELS.canonical(k) for k in kernels or KERNELS.names()]
     except UnknownNameError as exc:
         raise AblateError(str(exc)) from None
     if lengths is not None and not lengths:  # --lengths "" or ","; leave the option out for the defaults
-        raise AblateError(f"--lengths names no length; e.g. --lengths 128,256,512, or leave it out for "
-                          f"{DEFAULT_LENGTHS[device][0]}..{DEFAULT_LENGTHS[device][-1]}")
+        raise AblateError(
+            f"--lengths names no length; e.g. --lengths 128,256,512, or leave it out for "
+            f"{DEFAULT_LENGTHS[device][0]}..{DEFAULT_LENGTHS[device][-1]}"
+        )
     lengths = lengths or DEFAULT_LENGTHS[device]
     if min(lengths) < 1:
         raise AblateError(f"--lengths must be positive, got {lengths}")
@@ -70,9 +94,18 @@ def _check(device: str | None, dtype: str, kernels: list[str] | None, lengths: l
     return device, dtype, kernels, sorted(set(lengths))
 
 
-def attention(device: str | None = None, lengths: list[int] | None = None, kernels: list[str] | None = None,
-              d_model: int = 64, n_heads: int = 4, batch: int = 1, repeats: int = 10, dtype: str = "float32",
-              threads: int | None = None, out: Path = Path("results/bench")) -> Path:
+def attention(
+    device: str | None = None,
+    lengths: list[int] | None = None,
+    kernels: list[str] | None = None,
+    d_model: int = 64,
+    n_heads: int = 4,
+    batch: int = 1,
+    repeats: int = 10,
+    dtype: str = "float32",
+    threads: int | None = None,
+    out: Path = Path("results/bench"),
+) -> Path:
     """``ablate bench attention``: bench every kernel x length, write ``out/attention-DEVICE-DTYPE.json``
     (environment, config, rows) and print the table with ratios to sdpa; returns the JSON path.
 
@@ -87,13 +120,19 @@ def attention(device: str | None = None, lengths: list[int] | None = None, kerne
     blocker = next((p for p in Path(out).absolute().parents if p.exists()), None)
     if blocker is not None and not blocker.is_dir():  # found now, not after the whole bench has run
         raise AblateError(f"cannot create --out {out}: {blocker} is a file, not a folder; pass a folder path")
-    doc: dict[str, Any] = {"bench": "attention", "schema": 1,
-                           "created": f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}",
-                           "env": environment(cfg) | {"loadavg_start": os.getloadavg()[0]},
-                           "config": asdict(cfg) | {"warmup": 1 + WARMUP, "kernels": kernels, "lengths": lengths,
-                                                    "memory": MEMORY[device]}}
-    output.console.print(f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): "
-                  f"kernels {', '.join(kernels)} x T = {', '.join(map(str, lengths))}", markup=False)
+    doc: dict[str, Any] = {
+        "bench": "attention",
+        "schema": 1,
+        "created": f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}",
+        "env": environment(cfg) | {"loadavg_start": os.getloadavg()[0]},
+        "config": asdict(cfg)
+        | {"warmup": 1 + WARMUP, "kernels": kernels, "lengths": lengths, "memory": MEMORY[device]},
+    }
+    output.console.print(
+        f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): "
+        f"kernels {', '.join(kernels)} x T = {', '.join(map(str, lengths))}",
+        markup=False,
+    )
     doc["rows"] = bench(cfg, kernels, lengths, echo=lambda r: output.console.print(_progress(r), markup=False))
     doc["env"]["loadavg_end"] = os.getloadavg()[0]
     path = Path(out) / f"attention-{device}-{dtype}.json"
@@ -106,6 +145,7 @@ def attention(device: str | None = None, lengths: list[int] | None = None, kerne
 def _progress(r: dict[str, Any]) -> str:
     if r["status"] != "ok":
         return f"  {r['kernel']} T={r['seq_len']}: {r['status']} ({r['reason']})"
-    return (f"  {r['kernel']} T={r['seq_len']}: {r['ms_fwd_bwd']:.3g} ms, peak {r['peak_mib']:.0f} MiB, "
-            f"backend {r['backend']}")
-
+    return (
+        f"  {r['kernel']} T={r['seq_len']}: {r['ms_fwd_bwd']:.3g} ms, peak {r['peak_mib']:.0f} MiB, "
+        f"backend {r['backend']}"
+    )

@@ -1,5 +1,6 @@
 """``ablate compare``: the comparison tables of a grid from the store (also printed at the end of
 ``ablate run``)."""
+
 from __future__ import annotations
 
 import sys
@@ -19,8 +20,16 @@ from harness.report.tables import render
 from harness.tune.studies import tuned_profile
 
 
-def compare(name: str, profile: str | None, results: Path, metric: str | None = None, fmt: str = "table",
-            tuned: bool = False, overrides: list[str] | tuple[str, ...] = (), source: Path | None = None) -> None:
+def compare(
+    name: str,
+    profile: str | None,
+    results: Path,
+    metric: str | None = None,
+    fmt: str = "table",
+    tuned: bool = False,
+    overrides: list[str] | tuple[str, ...] = (),
+    source: Path | None = None,
+) -> None:
     """The comparison table(s) from the store: every primary metric, or one ``metric``; ``tuned``:
     the runs of ``ablate run --tuned`` instead of the untuned ones; ``source``: a report's data
     file (:mod:`harness.report.data`) read instead of the store."""
@@ -29,34 +38,67 @@ def compare(name: str, profile: str | None, results: Path, metric: str | None = 
         if tuned:
             raise AblateError("--from reads a report's data file, which holds untuned runs; drop --tuned")
         found, prof_name, store, expected = load_source(
-            source, abl, profile, lambda p: output.expected_runs(abl, p, overrides, tuned=False))
-        print_tables(abl, prof_name, store, primary_only=metric is None, metric=metric, fmt=fmt,
-                     expected=expected, found=found, ctx=Context(name, prof_name, store, tuple(overrides)))
+            source, abl, profile, lambda p: output.expected_runs(abl, p, overrides, tuned=False)
+        )
+        print_tables(
+            abl,
+            prof_name,
+            store,
+            primary_only=metric is None,
+            metric=metric,
+            fmt=fmt,
+            expected=expected,
+            found=found,
+            ctx=Context(name, prof_name, store, tuple(overrides)),
+        )
         return
     prof_name, expected = output.expected_runs(abl, profile, overrides, tuned)
     ctx = Context(name, prof_name, results, tuple(overrides))
     output.check_results_readable(results)
     output.check_store_exists(results, abl.name, prof_name, tuned, ctx=ctx)
-    print_tables(abl, prof_name, results, primary_only=metric is None, metric=metric, fmt=fmt, tuned=tuned,
-                 expected=expected, ctx=ctx)
+    print_tables(
+        abl,
+        prof_name,
+        results,
+        primary_only=metric is None,
+        metric=metric,
+        fmt=fmt,
+        tuned=tuned,
+        expected=expected,
+        ctx=ctx,
+    )
 
 
-def print_tables(abl: Ablation, profile: str, results: Path, primary_only: bool, metric: str | None = None,
-                 fmt: str = "table", tuned: bool = False, expected: set[str] | None = None,
-                 found: Any = None, *, ctx: Context) -> None:
+def print_tables(
+    abl: Ablation,
+    profile: str,
+    results: Path,
+    primary_only: bool,
+    metric: str | None = None,
+    fmt: str = "table",
+    tuned: bool = False,
+    expected: set[str] | None = None,
+    found: Any = None,
+    *,
+    ctx: Context,
+) -> None:
     """Analyse the store's runs of ``profile`` (``tuned``: its ``+tuned`` folder; ``expected``: the
     run ids of the grid) and print the primary tables, or every table, or those of ``metric``."""
     store = tuned_profile(profile) if tuned else profile
     result = analyse(abl, profile, results, store_profile=store, expected=expected, found=found)
+
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
     def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup
         if fmt in ("table", "md"):
             output.console.print(text, markup=False)
         else:
             print(text, file=sys.stderr)
+
     if result.foreign:
-        note(f"({result.foreign} other runs in {results / abl.name / store} were made with other "
-                      "overrides and are not compared here; pass those key=value overrides to compare them)")
+        note(
+            f"({result.foreign} other runs in {results / abl.name / store} were made with other "
+            "overrides and are not compared here; pass those key=value overrides to compare them)"
+        )
     if result.scan.problems:
         note(f"({len(result.scan.problems)} unreadable store entries left out: see `{ctx.command('status')}`)")
     for task, mix in result.mixed_code.items():  # on stderr: --format json/csv stays parseable
@@ -69,7 +111,9 @@ def print_tables(abl: Ablation, profile: str, results: Path, primary_only: bool,
         tables = [t for t in tables if t.metric == metric]
         if not tables:
             known = sorted({t.metric for t in result.tables})
-            raise AblateError(f"no results for metric {metric!r}{did_you_mean(metric, known)}; metrics: {', '.join(known)}")
+            raise AblateError(
+                f"no results for metric {metric!r}{did_you_mean(metric, known)}; metrics: {', '.join(known)}"
+            )
     if not tables:
         note(f"no finished runs of {abl.name} / {profile} in {results}")
         return

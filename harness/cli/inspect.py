@@ -1,5 +1,6 @@
 """``ablate list``, ``ablate show`` and ``ablate status``: what is declared, what a grid expands to,
 and how far its runs are; nothing here trains or analyses."""
+
 from __future__ import annotations
 
 import re
@@ -8,9 +9,9 @@ from pathlib import Path
 from rich.table import Table as RichTable
 
 from harness.cli import output
-from harness.experiment import grid
 from harness.execution.run_folder import unfinished_state
 from harness.experiment import ablation as ablation_mod
+from harness.experiment import grid
 from harness.experiment.ablation import Ablation
 from harness.experiment.search_space import resolve_space
 from harness.store.runs import STATUSES, read_record, run_dir, scan
@@ -27,8 +28,10 @@ def list_all() -> None:
     for name, path in ablation_mod.available().items():
         abl = ablation_mod.load(str(path))
         n = len(abl.variants())
-        output.console.print(f"[bold]{name}[/]  {n} variants x {len(abl.tasks)} tasks ({', '.join(abl.tasks)}); "
-                      f"profiles {', '.join(abl.profiles)} — {_first_sentence(abl.question)}")
+        output.console.print(
+            f"[bold]{name}[/]  {n} variants x {len(abl.tasks)} tasks ({', '.join(abl.tasks)}); "
+            f"profiles {', '.join(abl.profiles)} — {_first_sentence(abl.question)}"
+        )
     from tasks import TASKS
 
     for name in TASKS.names():
@@ -50,29 +53,48 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
     output.console.print(f"baseline: {abl.baseline_label}")
     for tname, entry in abl.tasks.items():
         gate = f"; gate {entry.gate.describe()}" if entry.gate else ""
-        output.console.print(f"task {tname}: primary {entry.primary.metric} "
-                      f"({'higher' if entry.primary.higher_is_better else 'lower'} is better, "
-                      f"smallest effect of interest {entry.primary.sesoi:g}){gate}")
+        output.console.print(
+            f"task {tname}: primary {entry.primary.metric} "
+            f"({'higher' if entry.primary.higher_is_better else 'lower'} is better, "
+            f"smallest effect of interest {entry.primary.sesoi:g}){gate}"
+        )
     for pname, p in abl.profiles.items():
         mark = " (selected)" if pname == prof_name else ""
-        subset = "".join([f"; only tasks {', '.join(p.only_tasks)}" if p.only_tasks else "",
-                          f"; only variants {', '.join(p.only_variants)}" if p.only_variants else ""])
-        output.console.print(f"profile {pname}{mark}: {len(p.seeds)} seeds, "
-                      f"{'confirmatory' if p.confirmatory else 'pilot'}{subset} — {p.description}")
+        subset = "".join(
+            [
+                f"; only tasks {', '.join(p.only_tasks)}" if p.only_tasks else "",
+                f"; only variants {', '.join(p.only_variants)}" if p.only_variants else "",
+            ]
+        )
+        output.console.print(
+            f"profile {pname}{mark}: {len(p.seeds)} seeds, "
+            f"{'confirmatory' if p.confirmatory else 'pilot'}{subset} — {p.description}"
+        )
     _show_space(abl, prof_name)
     table = RichTable(title=f"{len(specs)} runs ({prof_name} profile, seeds {prof.seeds})")
     for col in ("run id", "task", "variant", "seed", "d_model", "layers", "steps", "train L", "eval lengths"):
         table.add_column(col)
     for s in specs:
         c = s.config
-        table.add_row(s.run_id, s.task, s.variant_label, str(s.seed), str(c.model.d_model), str(c.model.n_layers),
-                      str(c.train.steps), str(c.train.seq_len), ",".join(map(str, c.eval_lengths())))
+        table.add_row(
+            s.run_id,
+            s.task,
+            s.variant_label,
+            str(s.seed),
+            str(c.model.d_model),
+            str(c.model.n_layers),
+            str(c.train.steps),
+            str(c.train.seq_len),
+            ",".join(map(str, c.eval_lengths())),
+        )
     output.console.print(table)
 
 
 def _show_space(abl: Ablation, profile: str) -> None:
     space = resolve_space(abl, profile)
-    output.console.print(f"tune space ({profile}): " + ("; ".join(f"{k} {v.describe()}" for k, v in space.items()) or "empty"))
+    output.console.print(
+        f"tune space ({profile}): " + ("; ".join(f"{k} {v.describe()}" for k, v in space.items()) or "empty")
+    )
 
 
 def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
@@ -100,8 +122,10 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     found = scan(results, abl.name, prof_name)
     planned = {sp.run_id for sp in specs}
     if other := sum(r.get("run_id") not in planned for r in found.records):
-        output.console.print(f"{other} other finished runs in this folder were made with other overrides "
-                      "(pass the same key=value overrides to see them)")
+        output.console.print(
+            f"{other} other finished runs in this folder were made with other overrides "
+            "(pass the same key=value overrides to see them)"
+        )
     for problem in found.problems:
         output.console.print(f"[yellow]store problem[/] {problem}")
     for note in notes:

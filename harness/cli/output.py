@@ -3,6 +3,7 @@ checks of the paths a command is given, made before anything is read or written.
 
 Commands print through ``output.console`` (looked up at call time), so a test can replace the
 console once for every command."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,8 @@ from rich.console import Console
 
 from harness.errors import AblateError
 from harness.experiment import grid
-from harness.hints import Context
 from harness.experiment.ablation import Ablation
+from harness.hints import Context
 from harness.tune.studies import tuned_profile
 
 # Piped or captured output gets a wide virtual terminal so that tables are not squeezed to 80 columns.
@@ -45,12 +46,14 @@ def check_results_readable(results: Path) -> None:
     if results.exists() and not results.is_dir():
         raise AblateError(f"--results-dir {results} is not a folder; pass the folder `ablate run` wrote to")
     if results.is_dir() and not os.access(results, os.R_OK | os.X_OK):
-        raise AblateError(f"--results-dir {results} cannot be read (permission denied); "
-                          f"fix its permissions or pass a readable copy")
+        raise AblateError(
+            f"--results-dir {results} cannot be read (permission denied); fix its permissions or pass a readable copy"
+        )
 
 
-def expected_runs(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...],
-                  tuned: bool) -> tuple[str, set[str] | None]:
+def expected_runs(
+    abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...], tuned: bool
+) -> tuple[str, set[str] | None]:
     """The profile name and the run ids of the grid these overrides describe (no data needed).
     Tuned runs carry their study's parameters in their ids: None, every record of the folder."""
     prof_name, specs = grid.plan(abl, profile, overrides, data_dir(), check_data=False)
@@ -59,10 +62,15 @@ def expected_runs(abl: Ablation, profile: str | None, overrides: list[str] | tup
 
 def check_store_exists(results: Path, name: str, profile: str, tuned: bool = False, *, ctx: Context) -> None:
     """The profile's folder must exist; else the ``ablate run`` command (from ``ctx``) that fills it."""
-    folders = [results / name / tuned_profile(profile)] if tuned else [results / name / profile,
-                                                                       results / name / tuned_profile(profile)]
+    folders = (
+        [results / name / tuned_profile(profile)]
+        if tuned
+        else [results / name / profile, results / name / tuned_profile(profile)]
+    )
     folder = folders[0]
     if not any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
-        raise AblateError(f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
-                          f"{folder} does not exist; run `{ctx.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
-                          f"first or pass the --results-dir it wrote to")
+        raise AblateError(
+            f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
+            f"{folder} does not exist; run `{ctx.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
+            f"first or pass the --results-dir it wrote to"
+        )

@@ -1,4 +1,5 @@
 """``ablate plan``: the seeds each primary comparison needs, from a pilot's spread."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,16 @@ from harness.experiment import ablation as ablation_mod
 from harness.hints import Context
 
 
-def plan_seeds(name: str, profile: str | None, pilot: str | None, results: Path, power: float = 0.8,
-               alpha: float = 0.05, fmt: str = "table", overrides: list[str] | tuple[str, ...] = ()) -> SeedPlan:
+def plan_seeds(
+    name: str,
+    profile: str | None,
+    pilot: str | None,
+    results: Path,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    fmt: str = "table",
+    overrides: list[str] | tuple[str, ...] = (),
+) -> SeedPlan:
     """``ablate plan``: the seeds each primary comparison of ``profile`` (default: the declared
     default) needs to detect its task's sesoi, from the spread of the ``pilot`` profile's runs
     (default: the first pilot profile with runs; ``overrides``: those its runs were made with).
@@ -29,9 +38,13 @@ def plan_seeds(name: str, profile: str | None, pilot: str | None, results: Path,
     output.check_store_exists(results, abl.name, pilot_name, ctx=dataclasses.replace(ctx, profile=pilot_name))
     result = analyse(abl, pilot_name, results, expected=expected)
     if not result.scan.records:
-        other = f" ({result.foreign} made with other overrides: pass those key=value overrides)" if result.foreign else ""
-        raise AblateError(f"no pilot runs of {abl.name} / {pilot_name} in {results}{other}; "
-                          f"run `{ctx.command('run', profile=pilot_name)}` first")
+        other = (
+            f" ({result.foreign} made with other overrides: pass those key=value overrides)" if result.foreign else ""
+        )
+        raise AblateError(
+            f"no pilot runs of {abl.name} / {pilot_name} in {results}{other}; "
+            f"run `{ctx.command('run', profile=pilot_name)}` first"
+        )
     seeds = planning.seed_plan(abl, prof_name, result, power=power, alpha=alpha)
     if fmt == "table" and not output.console.is_terminal:
         fmt = "md"  # piped or captured: plain markdown instead of box drawing

@@ -1,5 +1,6 @@
 """``ablate report``: one ablation's markdown report (and its W&B summary run), or with ``--all``
 every registered ablation's reports and their index."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,8 +19,16 @@ from harness.report.wandb_summary import log_report
 from harness.tune.storage import open_storage, sqlite_exists
 
 
-def report(name: str | None, profile: str | None, results: Path, out: Path, storage: str | None = None,
-           overrides: list[str] | tuple[str, ...] = (), wandb: str = "off", source: Path | None = None) -> Path:
+def report(
+    name: str | None,
+    profile: str | None,
+    results: Path,
+    out: Path,
+    storage: str | None = None,
+    overrides: list[str] | tuple[str, ...] = (),
+    wandb: str = "off",
+    source: Path | None = None,
+) -> Path:
     """Write the markdown report and its figures; returns the markdown path. ``storage``: the
     Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists).
     ``wandb`` (off | offline | online): also log the W&B summary run of the ablation and profile
@@ -32,18 +41,33 @@ def report(name: str | None, profile: str | None, results: Path, out: Path, stor
     found = None
     if source is not None:
         found, prof_name, results, expected = load_source(
-            source, abl, profile, lambda p: output.expected_runs(abl, p, overrides, tuned=False))
+            source, abl, profile, lambda p: output.expected_runs(abl, p, overrides, tuned=False)
+        )
     else:
         prof_name, expected = output.expected_runs(abl, profile, overrides, tuned=False)
         output.check_results_readable(results)
-        output.check_store_exists(results, abl.name, prof_name, ctx=Context(name, prof_name, results, tuple(overrides), storage))
+        output.check_store_exists(
+            results, abl.name, prof_name, ctx=Context(name, prof_name, results, tuple(overrides), storage)
+        )
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
     check_out_parent(out)
     check_storage(storage)
-    result = analyse(abl.for_profile(prof_name), prof_name, results, expected=expected, found=found)  # report and W&B share it
-    path = write_report(abl, prof_name, results, out, data_dir=output.data_dir(), storage=storage,
-                        expected=expected, overrides=list(overrides), result=result, data=found is None)
+    result = analyse(
+        abl.for_profile(prof_name), prof_name, results, expected=expected, found=found
+    )  # report and W&B share it
+    path = write_report(
+        abl,
+        prof_name,
+        results,
+        out,
+        data_dir=output.data_dir(),
+        storage=storage,
+        expected=expected,
+        overrides=list(overrides),
+        result=result,
+        data=found is None,
+    )
     output.console.print(f"wrote {path}")
     if wandb != "off" and found is None:
         try:
@@ -67,14 +91,17 @@ def check_storage(storage: str | None) -> None:
     if storage is None:
         return
     if not storage.strip():
-        raise AblateError("--storage is empty; pass a database URL (e.g. sqlite:///results/optuna.db) or leave it "
-                          "out for RESULTS/optuna.db")
+        raise AblateError(
+            "--storage is empty; pass a database URL (e.g. sqlite:///results/optuna.db) or leave it "
+            "out for RESULTS/optuna.db"
+        )
     if sqlite_exists(storage):  # a SQLite file that does not exist: no tuning section, nothing to open
         open_storage(storage)
 
 
-def report_all(results: Path, out: Path, storage: str | None = None, *, name: str | None = None,
-               profile: str | None = None) -> Path:
+def report_all(
+    results: Path, out: Path, storage: str | None = None, *, name: str | None = None, profile: str | None = None
+) -> Path:
     """``ablate report --all``: the report of every registered ablation for each profile with
     runs, and ``out/README.md``, their index (:mod:`harness.report.index`); returns the index's path.
     ``name`` and ``profile`` are refused: --all means every ablation and every profile."""
@@ -87,6 +114,8 @@ def report_all(results: Path, out: Path, storage: str | None = None, *, name: st
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the reports and their figures")
     check_out_parent(out)
     check_storage(storage)
-    path = write_all(results, out, data_dir=output.data_dir(), storage=storage, echo=lambda line: output.console.print(escape(line)))
+    path = write_all(
+        results, out, data_dir=output.data_dir(), storage=storage, echo=lambda line: output.console.print(escape(line))
+    )
     output.console.print(f"wrote {path}")
     return path

@@ -1,4 +1,5 @@
 """``ablate reproduce [ID]``: the positive controls, published results reproduced at this scale."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +10,16 @@ from harness.execution.launch import Launch
 from harness.report import reproduce as rep
 
 
-def reproduce(rid: str | None, results: Path, *, dry_run: bool = False, workers: int | None = None,
-              threads: int = 1, wandb: str = "off", launch: Launch | None = None) -> int:
+def reproduce(
+    rid: str | None,
+    results: Path,
+    *,
+    dry_run: bool = False,
+    workers: int | None = None,
+    threads: int = 1,
+    wandb: str = "off",
+    launch: Launch | None = None,
+) -> int:
     """``ablate reproduce [ID]``: the positive controls of ``harness/experiment/reproductions.yaml``
     (or the one named ``rid``): list each grid they read with the runs missing from ``results``, run
     those (``dry_run``: list only) through :func:`harness.cli.run.run`, the runner of ``ablate run``
@@ -20,15 +29,21 @@ def reproduce(rid: str | None, results: Path, *, dry_run: bool = False, workers:
     entries = rep.load_checked(rid)
     grids = rep.grids(entries, results)
     for g in grids:
-        output.console.print(f"{g.ablation} / {g.profile}: {g.planned} runs, {g.missing} missing"
-                             + (f" (`ablate run {g.ablation} --profile {g.profile}`)" if g.missing else ""),
-                             markup=False)
+        output.console.print(
+            f"{g.ablation} / {g.profile}: {g.planned} runs, {g.missing} missing"
+            + (f" (`ablate run {g.ablation} --profile {g.profile}`)" if g.missing else ""),
+            markup=False,
+        )
     code = 0
     if not dry_run:
         for g in grids:
             if g.missing:
-                code = max(code, run(g.ablation, g.profile, [], results, workers=workers, threads=threads,
-                                     wandb=wandb, launch=launch))
+                code = max(
+                    code,
+                    run(
+                        g.ablation, g.profile, [], results, workers=workers, threads=threads, wandb=wandb, launch=launch
+                    ),
+                )
     elif sum(g.missing for g in grids):
         output.console.print(f"dry run: {sum(g.missing for g in grids)} runs would run; nothing ran", markup=False)
     outcomes = [rep.evaluate(e, results) for e in entries]

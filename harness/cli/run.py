@@ -1,5 +1,6 @@
 """``ablate run``: every unfinished run of a grid, with one progress line per finished run, then the
 comparison."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -12,17 +13,27 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from harness.cli import output
 from harness.cli.compare import print_tables
 from harness.encode import text
-from harness.experiment import grid
-from harness.execution.launch import Launch, outcome_lines, progress_note
 from harness.execution import local
+from harness.execution.launch import Launch, outcome_lines, progress_note
 from harness.experiment import ablation as ablation_mod
+from harness.experiment import grid
 from harness.hints import Context
 from harness.tune.studies import tuned_specs
 
 
-def run(name: str, profile: str | None, overrides: list[str], results: Path, *, workers: int | None = None,
-        threads: int = 1, wandb: str = "off", tuned: bool = False, storage: str | None = None,
-        launch: Launch | None = None) -> int:
+def run(
+    name: str,
+    profile: str | None,
+    overrides: list[str],
+    results: Path,
+    *,
+    workers: int | None = None,
+    threads: int = 1,
+    wandb: str = "off",
+    tuned: bool = False,
+    storage: str | None = None,
+    launch: Launch | None = None,
+) -> int:
     """Run every unfinished run of the grid; print progress and the comparison. Returns the exit
     code: 1 when some runs failed (raised, timed out or crashed), else 0.
 
@@ -42,20 +53,34 @@ def run(name: str, profile: str | None, overrides: list[str], results: Path, *, 
     todo, retried = launch.select(specs, results, abl.name, retry)
     placement = launch.place(workers, len(todo), threads)
     again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
-    output.console.print(f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
-                  f"{results}, {len(todo)} to run{again} ({launch.describe(placement, threads)}, W&B {wandb})")
+    output.console.print(
+        f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
+        f"{results}, {len(todo)} to run{again} ({launch.describe(placement, threads)}, W&B {wandb})"
+    )
 
     with _grid_progress(len(todo)) as advance:
+
         def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
             metric = abl.tasks[rec["task"]].primary.metric
             value = (rec.get("metrics") or {}).get(metric)
             shown = f"{metric}={text(value, '.4f')}" if isinstance(value, float) else rec.get("reason") or ""
-            output.console.print(f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
-                          f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)}){progress_note(rec)}")
+            output.console.print(
+                f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
+                f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)}){progress_note(rec)}"
+            )
             advance()
 
-        records = local.run_grid(todo, results, abl, workers=placement.workers, threads=threads, wandb_mode=wandb,
-                           data_dir=output.data_dir(), on_done=on_done, **launch.grid_kwargs(placement, retried))
+        records = local.run_grid(
+            todo,
+            results,
+            abl,
+            workers=placement.workers,
+            threads=threads,
+            wandb_mode=wandb,
+            data_dir=output.data_dir(),
+            on_done=on_done,
+            **launch.grid_kwargs(placement, retried),
+        )
     print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=ctx)
     lines, code = outcome_lines(records, results, abl.name, ctx=ctx, tuned=tuned)
     for line in lines:
@@ -70,8 +95,16 @@ def _grid_progress(total: int) -> Iterator[Callable[[], None]]:
     if not output.console.is_terminal or total == 0:
         yield lambda: None
         return
-    with Progress("runs", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), "ETA", TimeRemainingColumn(),
-                  console=output.console, transient=True) as progress:
+    with Progress(
+        "runs",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        "ETA",
+        TimeRemainingColumn(),
+        console=output.console,
+        transient=True,
+    ) as progress:
         bar = progress.add_task("grid", total=total)
         yield lambda: progress.advance(bar)
 

@@ -1,4 +1,5 @@
 """``ablate tune``: top up one Optuna study per (task, variant), then print a summary."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,35 +14,63 @@ from harness.hints import Context
 from harness.tune import studies as tune_mod
 
 
-def tune(name: str, profile: str | None, overrides: list[str], results: Path, *, trials: int,
-         tasks: list[str] | None = None, variants: list[str] | None = None, storage: str | None = None,
-         pruner: str = "median", threads: int = 1, heartbeat: int | None = None) -> int:
+def tune(
+    name: str,
+    profile: str | None,
+    overrides: list[str],
+    results: Path,
+    *,
+    trials: int,
+    tasks: list[str] | None = None,
+    variants: list[str] | None = None,
+    storage: str | None = None,
+    pruner: str = "median",
+    threads: int = 1,
+    heartbeat: int | None = None,
+) -> int:
     """Top up one Optuna study per (task, variant) to ``trials`` finished trials, then print a
     summary. Returns 1 when some study has no complete trial (its line says why), else 0."""
     import torch
+
     abl = ablation_mod.load(name)
     prof_name, plans = tune_mod.plan_studies(abl, profile, overrides, tasks, variants, output.data_dir())
     if storage is None:  # the default storage lives in the results directory
         output.check_results_dir(results)
     torch.set_num_threads(threads)
-    done = tune_mod.tune(abl, prof_name, plans, results, trials=trials, overrides=overrides,
-                         storage=storage, data_dir=output.data_dir(), pruner=pruner,
-                         heartbeat=heartbeat or tune_mod.HEARTBEAT_S, echo=lambda line: output.console.print(escape(line)))
+    done = tune_mod.tune(
+        abl,
+        prof_name,
+        plans,
+        results,
+        trials=trials,
+        overrides=overrides,
+        storage=storage,
+        data_dir=output.data_dir(),
+        pruner=pruner,
+        heartbeat=heartbeat or tune_mod.HEARTBEAT_S,
+        echo=lambda line: output.console.print(escape(line)),
+    )
     table = RichTable(title="tuning (objective on the validation split)")
     for col in ("study", "complete", "pruned", "failed (diverged)", "best value", "best parameters"):
         table.add_column(col)
     empty = []
     for study_plan, c in done:
         best = text(c["best_value"])  # – when there is none, ∞ when infinite
-        params = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items())
-        table.add_row(study_plan.name, str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})", best, params)
+        params = ", ".join(
+            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items()
+        )
+        table.add_row(
+            study_plan.name, str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})", best, params
+        )
         if c["best_value"] is None:
             empty.append((study_plan.name, c))
     if done:
         output.console.print(table)
     for study_name, c in empty:
-        output.console.print(f"[red]no complete trial[/] in {study_name}: {c['pruned']} pruned, {c['failed']} failed"
-                      + (f" (last failure: {c['last_reason']})" if c["last_reason"] else "")
-                      + f"; `{escape(Context(name, prof_name, results, tuple(overrides), storage).command('run', '--tuned', storage=True))}` "
-                      "will refuse this variant")
+        output.console.print(
+            f"[red]no complete trial[/] in {study_name}: {c['pruned']} pruned, {c['failed']} failed"
+            + (f" (last failure: {c['last_reason']})" if c["last_reason"] else "")
+            + f"; `{escape(Context(name, prof_name, results, tuple(overrides), storage).command('run', '--tuned', storage=True))}` "
+            "will refuse this variant"
+        )
     return 1 if empty else 0

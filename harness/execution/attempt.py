@@ -3,6 +3,7 @@ folder, trains it and writes its record; a run that diverges or raises is record
 and reason, never raised to the grid. Also the machine and commit a record carries, and the run's
 W&B arguments.
 """
+
 from __future__ import annotations
 
 import csv
@@ -13,7 +14,6 @@ import socket
 import subprocess
 import time
 import traceback
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -38,10 +38,14 @@ def environment() -> dict[str, Any]:
             versions[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             versions[pkg] = None
-    return {"versions": versions, "host": socket.gethostname(), "platform": platform.platform(),
-            "torch_threads": torch.get_num_threads(),
-            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-            "cpu_count": os.cpu_count()}
+    return {
+        "versions": versions,
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "cpu_count": os.cpu_count(),
+    }
 
 
 def git_commit() -> str | None:
@@ -51,16 +55,23 @@ def git_commit() -> str | None:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True, timeout=5)
         if sha.returncode:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=src,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=src, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
         return sha.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
 
 
-def execute(spec: RunSpec, results: Path, wandb_mode: str = "off", data_dir: Path | None = None,
-            abl: Ablation | None = None, commit: str | None = None,
-            options: RunOptions | None = None) -> dict[str, Any]:
+def execute(
+    spec: RunSpec,
+    results: Path,
+    wandb_mode: str = "off",
+    data_dir: Path | None = None,
+    abl: Ablation | None = None,
+    commit: str | None = None,
+    options: RunOptions | None = None,
+) -> dict[str, Any]:
     """Claim one spec, run it and write its record; returns the record. Never raises for a bad run.
 
     A finished run is returned as stored, unless ``options.retry`` names that very attempt (it
@@ -90,45 +101,77 @@ def execute(spec: RunSpec, results: Path, wandb_mode: str = "off", data_dir: Pat
     return record
 
 
-def _attempt(spec: RunSpec, folder: Path, results: Path, wandb_mode: str, data_dir: Path | None,
-             abl: Ablation | None, commit: str | None, opts: RunOptions) -> dict[str, Any]:
+def _attempt(
+    spec: RunSpec,
+    folder: Path,
+    results: Path,
+    wandb_mode: str,
+    data_dir: Path | None,
+    abl: Ablation | None,
+    commit: str | None,
+    opts: RunOptions,
+) -> dict[str, Any]:
     """Train and evaluate one claimed run; the record of the outcome (ok, diverged, failed, timeout)."""
-    from tasks import build_task
-
     from harness.training.callbacks import TimedOut
     from harness.training.loop import Diverged, train_and_evaluate
+    from tasks import build_task
 
     record: dict[str, Any] = {
-        "run_id": spec.run_id, "ablation": spec.ablation, "profile": spec.profile, "task": spec.task,
-        "task_params": spec.task_params, "task_version": spec.task_version, "variant": spec.variant,
-        "variant_label": spec.variant_label, "seed": spec.seed, "config": spec.config.model_dump(mode="json"),
+        "run_id": spec.run_id,
+        "ablation": spec.ablation,
+        "profile": spec.profile,
+        "task": spec.task,
+        "task_params": spec.task_params,
+        "task_version": spec.task_version,
+        "variant": spec.variant,
+        "variant_label": spec.variant_label,
+        "seed": spec.seed,
+        "config": spec.config.model_dump(mode="json"),
         "code_versions": spec.code_versions,
         **({"tuned_params": spec.tuned_params} if spec.tuned_params else {}),
-        "started_at": datetime.now(timezone.utc).isoformat(), "commit": commit, **environment(),
+        "started_at": datetime.now(timezone.utc).isoformat(),
+        "commit": commit,
+        **environment(),
         "attempt": archived_attempts(folder) + 1,
     }
     t0 = time.perf_counter()
     try:
         task = build_task(spec.task, spec.task_params, data_dir=data_dir)
         target = abl.tasks[spec.task].target if abl is not None else None
-        out = train_and_evaluate(transformer_config(spec.config, task.vocab_size), spec.config, task, spec.seed,
-                                 folder, target=target, wandb=_wandb_kwargs(spec, wandb_mode, results, record["attempt"]),
-                                 checkpoint_dir=folder / CHECKPOINTS, resume=opts.resume, timeout_s=opts.run_timeout,
-                                 devices=opts.devices, strategy=opts.strategy)
+        out = train_and_evaluate(
+            transformer_config(spec.config, task.vocab_size),
+            spec.config,
+            task,
+            spec.seed,
+            folder,
+            target=target,
+            wandb=_wandb_kwargs(spec, wandb_mode, results, record["attempt"]),
+            checkpoint_dir=folder / CHECKPOINTS,
+            resume=opts.resume,
+            timeout_s=opts.run_timeout,
+            devices=opts.devices,
+            strategy=opts.strategy,
+        )
         history = out.pop("history")
         record.update(status="ok", reason=None, **out)
         _write_history(folder, history)
         if out.get("resumed_from_step"):
             append_event(folder, "resume", step=out["resumed_from_step"])
     except Diverged as exc:
-        record.update(status="diverged", reason=str(exc), diverged_step=exc.step, last_finite_loss=exc.last_finite,
-                      metrics=getattr(exc, "partial_metrics", {}))  # probes measured before training
+        record.update(
+            status="diverged",
+            reason=str(exc),
+            diverged_step=exc.step,
+            last_finite_loss=exc.last_finite,
+            metrics=getattr(exc, "partial_metrics", {}),
+        )  # probes measured before training
     except TimedOut as exc:
         record.update(status="timeout", reason=str(exc), timeout_step=exc.step, run_timeout_s=exc.limit)
     except Exception as exc:  # noqa: BLE001  a bad run is data: record it and let the grid go on
         (folder / "traceback.txt").write_text(redact(traceback.format_exc()))
-        record.update(status="failed", reason=redact(f"{type(exc).__name__}: {exc}"),
-                      metrics=getattr(exc, "partial_metrics", {}))
+        record.update(
+            status="failed", reason=redact(f"{type(exc).__name__}: {exc}"), metrics=getattr(exc, "partial_metrics", {})
+        )
     record["wall_time_s"] = time.perf_counter() - t0
     record["finished_at"] = datetime.now(timezone.utc).isoformat()
     return record
@@ -154,18 +197,34 @@ def _wandb_kwargs(spec: RunSpec, mode: str, results: Path, attempt: int = 1) -> 
         return None
     os.environ.setdefault("WANDB_SILENT", "true")
     # the full config (as in record.json), not the hashed one, which drops keys at their defaults
-    return {"project": os.environ.get("WANDB_PROJECT", "ablate"), "mode": mode,
-            "group": f"{spec.ablation}/{spec.profile}", "name": f"{spec.variant_label}-s{spec.seed}",
-            "job_type": spec.task, "tags": wandb_tags(spec),
-            "config": {**spec.payload(), "config": spec.config.model_dump(mode="json"), "ablation": spec.ablation,
-                       "profile": spec.profile, "variant": spec.variant, "variant_label": spec.variant_label,
-                       "run_id": spec.run_id},
-            "reinit": "finish_previous", "id": wandb_run_id(spec.run_id, attempt), "resume": "allow"}
+    return {
+        "project": os.environ.get("WANDB_PROJECT", "ablate"),
+        "mode": mode,
+        "group": f"{spec.ablation}/{spec.profile}",
+        "name": f"{spec.variant_label}-s{spec.seed}",
+        "job_type": spec.task,
+        "tags": wandb_tags(spec),
+        "config": {
+            **spec.payload(),
+            "config": spec.config.model_dump(mode="json"),
+            "ablation": spec.ablation,
+            "profile": spec.profile,
+            "variant": spec.variant,
+            "variant_label": spec.variant_label,
+            "run_id": spec.run_id,
+        },
+        "reinit": "finish_previous",
+        "id": wandb_run_id(spec.run_id, attempt),
+        "resume": "allow",
+    }
 
 
 def wandb_tags(spec: RunSpec) -> list[str]:
     """Variant, ``seed:N``, task and profile. W&B refuses a tag over 64 characters at init (which
     would fail the run): a longer variant label is tagged as one ``key=value`` tag per axis."""
-    variant = [spec.variant_label] if len(spec.variant_label) <= 64 else [
-        f"{k.rsplit('.', 1)[-1]}={v}"[:64] for k, v in spec.variant.items()]
+    variant = (
+        [spec.variant_label]
+        if len(spec.variant_label) <= 64
+        else [f"{k.rsplit('.', 1)[-1]}={v}"[:64] for k, v in spec.variant.items()]
+    )
     return [*variant, f"seed:{spec.seed}", spec.task[:64], spec.profile[:64]]

@@ -13,6 +13,7 @@ absolute paths and must be on a filesystem every worker sees.
   ``<results>/.submitit/``). ``--submitit-cluster local`` runs the same jobs as local processes
   (submitit's LocalExecutor), ``debug`` in this process: for trying the path without SLURM.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -22,7 +23,6 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from harness.errors import AblateError
@@ -55,8 +55,10 @@ class Engine:
         if self.address is not None and self.kind != "ray":
             raise AblateError("--address is the Ray cluster to connect to; add --executor ray")
         if self.address is not None and not _ADDRESS.match(self.address):
-            raise AblateError(f"--address {self.address!r} is not a Ray address; use auto, HOST:PORT "
-                              f"(e.g. 10.0.0.1:6379) or ray://HOST:10001")
+            raise AblateError(
+                f"--address {self.address!r} is not a Ray address; use auto, HOST:PORT "
+                f"(e.g. 10.0.0.1:6379) or ray://HOST:10001"
+            )
         slurm_only = [n for n, v in (("--slurm-partition", self.partition), ("--slurm-time", self.time_min)) if v]
         if slurm_only and self.kind != "slurm":
             raise AblateError(f"{', '.join(slurm_only)} only apply to --executor slurm")
@@ -66,12 +68,15 @@ class Engine:
         if package and importlib.util.find_spec(package) is None:
             raise AblateError(f"--executor {self.kind} needs the {package} package: pip install 'ablate[{self.kind}]'")
         if self.kind == "slurm" and self.cluster == "slurm" and shutil.which("sbatch") is None:
-            raise AblateError("--executor slurm: no SLURM here (sbatch not found); run where sbatch is, or try "
-                              "the same jobs locally with --submitit-cluster local")
+            raise AblateError(
+                "--executor slurm: no SLURM here (sbatch not found); run where sbatch is, or try "
+                "the same jobs locally with --submitit-cluster local"
+            )
 
 
-def run_cluster(engine: Engine, specs: list[Any], args: WorkerArgs, threads: int,
-                finished: Callable[[dict[str, Any]], None]) -> None:
+def run_cluster(
+    engine: Engine, specs: list[Any], args: WorkerArgs, threads: int, finished: Callable[[dict[str, Any]], None]
+) -> None:
     """Run ``specs`` on Ray or SLURM, calling ``finished`` with each record as it arrives."""
     args = args.resolved()
     if engine.kind == "ray":
@@ -82,8 +87,9 @@ def run_cluster(engine: Engine, specs: list[Any], args: WorkerArgs, threads: int
         raise ValueError(f"not a cluster engine: {engine.kind}")
 
 
-def _run_ray(engine: Engine, specs: list[Any], args: WorkerArgs, threads: int,
-             finished: Callable[[dict[str, Any]], None]) -> None:
+def _run_ray(
+    engine: Engine, specs: list[Any], args: WorkerArgs, threads: int, finished: Callable[[dict[str, Any]], None]
+) -> None:
     import ray
 
     started = not ray.is_initialized()
@@ -107,13 +113,24 @@ def _run_ray(engine: Engine, specs: list[Any], args: WorkerArgs, threads: int,
             ray.shutdown()
 
 
-def _run_slurm(engine: Engine, specs: list[Any], args: WorkerArgs, threads: int,
-               finished: Callable[[dict[str, Any]], None], poll_s: float = 1.0) -> None:
+def _run_slurm(
+    engine: Engine,
+    specs: list[Any],
+    args: WorkerArgs,
+    threads: int,
+    finished: Callable[[dict[str, Any]], None],
+    poll_s: float = 1.0,
+) -> None:
     import submitit
 
     executor = submitit.AutoExecutor(folder=args.results / ".submitit" / "%j", cluster=engine.cluster)
-    params: dict[str, Any] = {"name": "ablate", "nodes": 1, "tasks_per_node": 1, "cpus_per_task": threads,
-                              "timeout_min": engine.time_min or 60}
+    params: dict[str, Any] = {
+        "name": "ablate",
+        "nodes": 1,
+        "tasks_per_node": 1,
+        "cpus_per_task": threads,
+        "timeout_min": engine.time_min or 60,
+    }
     if engine.gpus_per_run:
         params["gpus_per_node"] = engine.gpus_per_run
     if engine.partition:

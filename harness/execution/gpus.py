@@ -7,6 +7,7 @@ one slot for its whole life and is pinned to it through ``CUDA_VISIBLE_DEVICES``
 initialised, so a run's ``cuda:0`` is its slot's first GPU. No torch import here unless
 GPUs have to be counted.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,9 +55,11 @@ def gpu_slots(gpus: list[str], per_run: int) -> list[str]:
         raise AblateError(f"--gpus-per-run must be at least 1, got {per_run}")
     if per_run > len(gpus):
         seen = f"{len(gpus)} visible ({','.join(gpus)})" if gpus else "none visible (CUDA_VISIBLE_DEVICES, torch.cuda)"
-        raise AblateError(f"--gpus-per-run {per_run} needs {per_run} GPU(s), {seen}; "
-                          f"lower --gpus-per-run or run on CPU with --gpus-per-run 0")
-    return [",".join(gpus[i:i + per_run]) for i in range(0, len(gpus) - per_run + 1, per_run)]
+        raise AblateError(
+            f"--gpus-per-run {per_run} needs {per_run} GPU(s), {seen}; "
+            f"lower --gpus-per-run or run on CPU with --gpus-per-run 0"
+        )
+    return [",".join(gpus[i : i + per_run]) for i in range(0, len(gpus) - per_run + 1, per_run)]
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,9 @@ class Placement:
         return bool(self.slots)
 
 
-def place(workers: int | None, todo: int, threads: int, gpus: list[str], gpus_per_run: int | None,
-          cpus: int | None = None) -> Placement:
+def place(
+    workers: int | None, todo: int, threads: int, gpus: list[str], gpus_per_run: int | None, cpus: int | None = None
+) -> Placement:
     """Decide the pool for ``todo`` runs.
 
     Args:
@@ -92,8 +96,10 @@ def place(workers: int | None, todo: int, threads: int, gpus: list[str], gpus_pe
         return Placement(max(1, min(workers or default, todo)))
     slots = gpu_slots(gpus, gpus_per_run or 1)
     if workers is not None and workers > len(slots):
-        raise AblateError(f"--workers {workers} but only {len(slots)} GPU slot(s) ({len(gpus)} GPU(s) / "
-                          f"--gpus-per-run {gpus_per_run or 1}); use --workers {len(slots)} or fewer, "
-                          f"or --gpus-per-run 0 for CPU workers")
+        raise AblateError(
+            f"--workers {workers} but only {len(slots)} GPU slot(s) ({len(gpus)} GPU(s) / "
+            f"--gpus-per-run {gpus_per_run or 1}); use --workers {len(slots)} or fewer, "
+            f"or --gpus-per-run 0 for CPU workers"
+        )
     n = min(workers or len(slots), len(slots), todo)
     return Placement(n, tuple(slots[:n]))

@@ -9,6 +9,7 @@ Runs executed: every run of the grid without a finished record (never started, o
 those resume), plus, with ``--retry STATUSES``, the finished runs whose status is listed; their
 record is archived as ``record.attempt-N.json`` and never overwritten.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,14 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.execution.run_folder import RunOptions, attempt_of, parse_retry
+from rich.markup import escape
+
 from harness.errors import AblateError
 from harness.execution.cluster import Engine
 from harness.execution.gpus import Placement, place, visible_gpus
 from harness.execution.locks import HEARTBEAT_S
+from harness.execution.run_folder import RunOptions, attempt_of, parse_retry
 from harness.hints import Context
 from harness.store.runs import read_record, run_dir
-from rich.markup import escape
 
 FAILURES = ("failed", "timeout", "crashed")
 """Outcomes that make ``ablate run`` exit with 1 (``diverged`` is a result, not a failure)."""
@@ -48,13 +50,17 @@ class Launch:
                 location that is a URL.
         """
         if _URL.match(str(results)):
-            raise AblateError(f"--results-dir {results} is a URL; the store is a folder (local or on a shared "
-                              f"filesystem every worker sees), e.g. --results-dir /shared/ablate-results")
+            raise AblateError(
+                f"--results-dir {results} is a URL; the store is a folder (local or on a shared "
+                f"filesystem every worker sees), e.g. --results-dir /shared/ablate-results"
+            )
         if self.options.run_timeout is not None and self.options.run_timeout <= 0:
             raise AblateError(f"--run-timeout must be a positive number of seconds, got {self.options.run_timeout:g}")
         if self.options.claim_timeout < 2 * HEARTBEAT_S:
-            raise AblateError(f"--claim-timeout must be at least {2 * HEARTBEAT_S:g} s (a running claim is "
-                              f"refreshed every {HEARTBEAT_S:g} s), got {self.options.claim_timeout:g}")
+            raise AblateError(
+                f"--claim-timeout must be at least {2 * HEARTBEAT_S:g} s (a running claim is "
+                f"refreshed every {HEARTBEAT_S:g} s), got {self.options.claim_timeout:g}"
+            )
         if self.gpus_per_run is not None and self.gpus_per_run < 0:
             raise AblateError(f"--gpus-per-run must be 0 (CPU) or more, got {self.gpus_per_run}")
         self.engine.check()
@@ -62,8 +68,9 @@ class Launch:
         self.place(workers, 1, threads)
         return statuses
 
-    def select(self, specs: list[Any], results: Path, ablation: str,
-               statuses: tuple[str, ...]) -> tuple[list[Any], dict[str, int]]:
+    def select(
+        self, specs: list[Any], results: Path, ablation: str, statuses: tuple[str, ...]
+    ) -> tuple[list[Any], dict[str, int]]:
         """The runs to execute and ``{run_id: attempt}`` of the finished attempts to retry."""
         todo, retry = [], {}
         for spec in specs:
@@ -85,8 +92,7 @@ class Launch:
     def grid_kwargs(self, placement: Placement, retry: dict[str, int]) -> dict[str, Any]:
         """Keyword arguments of :func:`harness.execution.local.run_grid`."""
         engine = dataclasses.replace(self.engine, gpus_per_run=self.gpus_per_run or 0)
-        return {"options": dataclasses.replace(self.options, retry=retry), "slots": placement.slots,
-                "engine": engine}
+        return {"options": dataclasses.replace(self.options, retry=retry), "slots": placement.slots, "engine": engine}
 
     def describe(self, placement: Placement, threads: int) -> str:
         """``2 worker(s) x 1 thread(s)``, the GPUs, or the engine."""
@@ -98,8 +104,9 @@ class Launch:
         return f"{placement.workers} worker(s) x {threads} thread(s){gpus}"
 
 
-def outcome_lines(records: list[dict[str, Any]], results: Path, ablation: str, *, ctx: Context | None = None,
-                  tuned: bool = False) -> tuple[list[str], int]:
+def outcome_lines(
+    records: list[dict[str, Any]], results: Path, ablation: str, *, ctx: Context | None = None, tuned: bool = False
+) -> tuple[list[str], int]:
     """Lines about runs that did not finish well, and the exit code (1 when some failed).
     ``ctx``: the ``ablate run`` command's context, for the commands the lines suggest."""
     lines, failed = [], 0
@@ -113,12 +120,22 @@ def outcome_lines(records: list[dict[str, Any]], results: Path, ablation: str, *
                 hint = f" (traceback in {run_dir(results, ablation, rec['profile'], rec['run_id']) / 'traceback.txt'})"
             lines.append(f"[red]{rec['status']}[/] {where}: {rec.get('reason')}{hint}")
         elif rec["status"] == "claimed":
-            see = (f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done" if tuned
-                   else f"`{escape(ctx.command('status'))}` shows when it is done") if ctx else "ablate status shows when it is done"
+            see = (
+                (
+                    f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done"
+                    if tuned
+                    else f"`{escape(ctx.command('status'))}` shows when it is done"
+                )
+                if ctx
+                else "ablate status shows when it is done"
+            )
             lines.append(f"[yellow]skipped[/] {where}: {rec.get('reason')}; {see}")
     if failed:
-        again = (f"`{escape(ctx.command('run', *rerun, '--retry', 'failed,timeout', storage=tuned))}`" if ctx
-                 else "ablate run with --retry failed,timeout")
+        again = (
+            f"`{escape(ctx.command('run', *rerun, '--retry', 'failed,timeout', storage=tuned))}`"
+            if ctx
+            else "ablate run with --retry failed,timeout"
+        )
         lines.append(f"{failed} run(s) did not finish; {again} runs them again")
     return lines, 1 if failed else 0
 

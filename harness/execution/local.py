@@ -12,6 +12,7 @@ memory, a crash in native code) breaks the pool: the runs it took down are given
 then reported as ``crashed`` (not stored; their folders hold interrupted attempts that the next
 ``ablate run`` resumes). Ray and SLURM: :mod:`harness.execution.cluster`.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -26,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.execution.attempt import git_commit
-from harness.experiment.grid import RunSpec
 from harness.execution.cluster import run_cluster
 from harness.execution.locks import pid_alive, pid_start
 from harness.execution.run_folder import RunOptions
 from harness.execution.worker import WorkerArgs, crashed, run_one
 from harness.experiment.ablation import Ablation
+from harness.experiment.grid import RunSpec
 
 PRELOAD = ["harness.training.loop"]
 
@@ -52,6 +53,7 @@ def _die_with(pid: int, start: int | None, every: float = 1.0) -> None:
     if it had been killed with it: no orphan keeps training, and its claim reads as a dead
     process's. (A worker's parent is the forkserver, which outlives ``ablate`` while any worker
     lives, so the kernel's parent-death signal cannot be used.)"""
+
     def watch() -> None:
         while pid_alive(pid, start):
             time.sleep(every)
@@ -69,10 +71,20 @@ def pool_context() -> mp.context.BaseContext:
     return ctx
 
 
-def run_grid(specs: list[RunSpec], results: Path, abl: Ablation, *, workers: int = 1, threads: int = 1,
-             wandb_mode: str = "off", data_dir: Path | None = None,
-             on_done: Callable[[dict[str, Any], int, int, float], None] | None = None,
-             options: RunOptions | None = None, slots: tuple[str, ...] = (), engine: Any = None) -> list[dict[str, Any]]:
+def run_grid(
+    specs: list[RunSpec],
+    results: Path,
+    abl: Ablation,
+    *,
+    workers: int = 1,
+    threads: int = 1,
+    wandb_mode: str = "off",
+    data_dir: Path | None = None,
+    on_done: Callable[[dict[str, Any], int, int, float], None] | None = None,
+    options: RunOptions | None = None,
+    slots: tuple[str, ...] = (),
+    engine: Any = None,
+) -> list[dict[str, Any]]:
     """Execute ``specs`` (already filtered to unfinished runs); returns their records in order.
 
     Args:
@@ -113,8 +125,14 @@ def run_grid(specs: list[RunSpec], results: Path, abl: Ablation, *, workers: int
     return [records[s.run_id] for s in specs if s.run_id in records]
 
 
-def _run_pool(specs: list[RunSpec], args: WorkerArgs, workers: int, threads: int, slots: tuple[str, ...],
-              finished: Callable[[dict[str, Any]], None]) -> None:
+def _run_pool(
+    specs: list[RunSpec],
+    args: WorkerArgs,
+    workers: int,
+    threads: int,
+    slots: tuple[str, ...],
+    finished: Callable[[dict[str, Any]], None],
+) -> None:
     """Run ``specs`` on a process pool; a pool broken by a dying worker is replaced once."""
     ctx, remaining = pool_context(), list(specs)
     for _ in range(2):
@@ -125,8 +143,12 @@ def _run_pool(specs: list[RunSpec], args: WorkerArgs, workers: int, threads: int
                 queue.put(slot)
         broken: list[tuple[RunSpec, BaseException]] = []
         owner = (os.getpid(), pid_start(os.getpid()))
-        with ProcessPoolExecutor(max_workers=min(workers, len(remaining)), mp_context=ctx,
-                                 initializer=_init_worker, initargs=(threads, queue, owner)) as pool:
+        with ProcessPoolExecutor(
+            max_workers=min(workers, len(remaining)),
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(threads, queue, owner),
+        ) as pool:
             futures = {pool.submit(run_one, s, args): s for s in remaining}
             pending = set(futures)
             while pending:

@@ -14,6 +14,7 @@ stopped touching it). Takeovers are serialised by a second lock file, checked ag
 exact bytes judged stale, logged through :mod:`logging` and appended to the run's
 ``events.jsonl``. No third-party locking library: stdlib only.
 """
+
 from __future__ import annotations
 
 import getpass
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
 from harness.encode import dumps
 
 CLAIM = "claim.lock"
@@ -58,9 +60,14 @@ def _user() -> str:
 def owner() -> dict[str, Any]:
     """Who is claiming: user, host, pid, the pid's start time and the claim time."""
     pid = os.getpid()
-    return {"owner": f"{_user()}@{socket.gethostname()}:{pid}", "host": socket.gethostname(), "pid": pid,
-            "pid_start": pid_start(pid), "claimed_at": datetime.now(timezone.utc).isoformat(),
-            "token": uuid.uuid4().hex}
+    return {
+        "owner": f"{_user()}@{socket.gethostname()}:{pid}",
+        "host": socket.gethostname(),
+        "pid": pid,
+        "pid_start": pid_start(pid),
+        "claimed_at": datetime.now(timezone.utc).isoformat(),
+        "token": uuid.uuid4().hex,
+    }
 
 
 def pid_alive(pid: int, start: int | None = None) -> bool:
@@ -93,8 +100,19 @@ def stale_reason(raw: bytes, age_s: float, stale_after: float) -> str | None:
 
 def append_event(folder: Path, event: str, **data: Any) -> None:
     """Append one JSON line to the run's ``events.jsonl`` (a single ``O_APPEND`` write)."""
-    line = dumps({"event": event, "at": datetime.now(timezone.utc).isoformat(), "pid": os.getpid(),
-                       "host": socket.gethostname(), **data}, default=str) + "\n"
+    line = (
+        dumps(
+            {
+                "event": event,
+                "at": datetime.now(timezone.utc).isoformat(),
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                **data,
+            },
+            default=str,
+        )
+        + "\n"
+    )
     fd = os.open(folder / EVENTS, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, line.encode())
@@ -185,8 +203,8 @@ def _take_over(folder: Path, raw: bytes, reason: str) -> dict[str, Any] | None:
     if not _create(mutex, json.dumps(owner()).encode()):
         held = _read(mutex)
         if held is None or held[1] < TAKEOVER_STALE_S:
-            return None                      # someone else is taking it over right now
-        mutex.unlink(missing_ok=True)       # a takeover killed half-way
+            return None  # someone else is taking it over right now
+        mutex.unlink(missing_ok=True)  # a takeover killed half-way
         if not _create(mutex, json.dumps(owner()).encode()):
             return None
     try:
@@ -228,7 +246,7 @@ def try_claim(folder: Path, stale_after: float = DEFAULT_STALE_S, heartbeat: flo
             return claim
         held = _read(folder / CLAIM)
         if held is None:
-            continue                         # released in between: try again
+            continue  # released in between: try again
         reason = stale_reason(held[0], held[1], stale_after)
         if reason is None:
             return None

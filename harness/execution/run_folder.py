@@ -12,6 +12,7 @@ A run folder holds at most one finished record (``record.json``). Around it:
 - a finished run keeps only what reports need: :func:`finish` removes the checkpoints unless
   ``--keep-checkpoints``.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import AblateError
-from harness.execution.locks import CLAIM, DEFAULT_STALE_S, EVENTS, TAKEOVER, append_event
+from harness.execution.locks import CLAIM, DEFAULT_STALE_S, EVENTS, TAKEOVER, append_event, holder, stale_reason
 from harness.registry import did_you_mean
 from harness.store.runs import RECORD, STATUSES
-from harness.execution.locks import holder, stale_reason
 
 RETRYABLE = tuple(s for s in STATUSES if s != "ok")
 CHECKPOINTS = "checkpoints"
@@ -74,8 +74,10 @@ def parse_retry(text: str | None) -> tuple[str, ...]:
         raise AblateError(f"--retry needs statuses, e.g. --retry {','.join(RETRYABLE)}")
     for s in statuses:
         if s not in RETRYABLE:
-            raise AblateError(f"--retry: {s!r} is not a status that can be retried{did_you_mean(s, RETRYABLE)}; "
-                              f"choose among {', '.join(RETRYABLE)}")
+            raise AblateError(
+                f"--retry: {s!r} is not a status that can be retried{did_you_mean(s, RETRYABLE)}; "
+                f"choose among {', '.join(RETRYABLE)}"
+            )
     return statuses
 
 
@@ -110,8 +112,13 @@ def prepare(folder: Path, resume: bool) -> None:
         append_event(folder, "unreadable_record", kept_as=f"record.unreadable-{n}.json")
     resuming = resume and (folder / CHECKPOINTS / "last.ckpt").is_file()
     for path in folder.iterdir():
-        keep = (path.name in _ALWAYS_KEPT or ".attempt-" in path.name or ".unreadable-" in path.name
-                or (resume and path.name == CHECKPOINTS) or (resuming and path.name in _RESUMED_LOGS))
+        keep = (
+            path.name in _ALWAYS_KEPT
+            or ".attempt-" in path.name
+            or ".unreadable-" in path.name
+            or (resume and path.name == CHECKPOINTS)
+            or (resuming and path.name in _RESUMED_LOGS)
+        )
         if keep:
             continue
         if path.is_dir() and not path.is_symlink():
@@ -129,8 +136,16 @@ def finish(folder: Path, keep_checkpoints: bool) -> None:
 def claimed_elsewhere(spec: Any, holder: Mapping[str, Any] | None) -> dict[str, Any]:
     """A progress entry (never stored) for a run that another live process is executing."""
     who = (holder or {}).get("owner", "another process")
-    return {"run_id": spec.run_id, "task": spec.task, "variant_label": spec.variant_label, "seed": spec.seed,
-            "status": "claimed", "reason": f"running elsewhere ({who})", "wall_time_s": 0.0, "stored": False}
+    return {
+        "run_id": spec.run_id,
+        "task": spec.task,
+        "variant_label": spec.variant_label,
+        "seed": spec.seed,
+        "status": "claimed",
+        "reason": f"running elsewhere ({who})",
+        "wall_time_s": 0.0,
+        "stored": False,
+    }
 
 
 def unfinished_state(folder: Path, stale_after: float = DEFAULT_STALE_S) -> tuple[str, str]:

@@ -1,6 +1,7 @@
 """What one worker runs, wherever it runs (this process, a local pool worker, a Ray task, a SLURM
 job): one run from its spec and the grid's shared :class:`WorkerArgs`; and the progress entry of a
 run whose process died or whose executor failed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -8,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.execution.attempt import execute
-from harness.experiment.grid import RunSpec
 from harness.execution.run_folder import RunOptions
 from harness.experiment.ablation import Ablation
+from harness.experiment.grid import RunSpec
 
 
 @dataclass(frozen=True)
@@ -26,14 +27,24 @@ class WorkerArgs:
 
     def resolved(self) -> WorkerArgs:
         """The same arguments with absolute paths, for a worker that starts in another folder."""
-        return replace(self, results=Path(self.results).resolve(),
-                       data_dir=Path(self.data_dir).resolve() if self.data_dir else None)
+        return replace(
+            self,
+            results=Path(self.results).resolve(),
+            data_dir=Path(self.data_dir).resolve() if self.data_dir else None,
+        )
 
 
 def run_one(spec: RunSpec, args: WorkerArgs) -> dict[str, Any]:
     """Execute one run (:func:`harness.execution.attempt.execute`); returns its record."""
-    return execute(spec, args.results, wandb_mode=args.wandb_mode, data_dir=args.data_dir, abl=args.abl,
-                   commit=args.commit, options=args.options)
+    return execute(
+        spec,
+        args.results,
+        wandb_mode=args.wandb_mode,
+        data_dir=args.data_dir,
+        abl=args.abl,
+        commit=args.commit,
+        options=args.options,
+    )
 
 
 def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> dict[str, Any]:
@@ -47,5 +58,13 @@ def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> dict[str,
 
 def crashed(spec: RunSpec, exc: BaseException) -> dict[str, Any]:
     """A progress entry (never stored) for a run whose process died or whose executor failed."""
-    return {"run_id": spec.run_id, "task": spec.task, "variant_label": spec.variant_label, "seed": spec.seed,
-            "status": "crashed", "reason": f"{type(exc).__name__}: {exc}", "wall_time_s": 0.0, "stored": False}
+    return {
+        "run_id": spec.run_id,
+        "task": spec.task,
+        "variant_label": spec.variant_label,
+        "seed": spec.seed,
+        "status": "crashed",
+        "reason": f"{type(exc).__name__}: {exc}",
+        "wall_time_s": 0.0,
+        "stored": False,
+    }

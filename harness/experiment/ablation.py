@@ -12,6 +12,7 @@ config in this order, later entries winning:
 Length-dependent metrics are named relative to the training length L (``acc@x4`` is accuracy at
 4L), so a profile can shrink lengths without breaking a claim. A profile may not change an axis.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -19,13 +20,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from harness.experiment.config import check_path, format_validation_error
 from harness.errors import AblateError
-from harness.registry import did_you_mean
+from harness.experiment.config import check_path, format_validation_error
 from harness.experiment.search_space import ParamSpec
+from harness.registry import did_you_mean
 
 ABLATIONS_DIR = Path(__file__).resolve().parents[2] / "ablations"
 PROFILES = ("smoke", "cpu", "gpu")
@@ -78,7 +87,8 @@ class Profile(_Decl):
     tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (ablate tune)")
     only_tasks: list[str] = Field(default_factory=list, description="run only these tasks (default: all)")
     only_variants: list[str] = Field(
-        default_factory=list, description="run only these grid points, by label (default: all); must hold the baseline")
+        default_factory=list, description="run only these grid points, by label (default: all); must hold the baseline"
+    )
 
     @field_validator("seeds")
     @classmethod
@@ -100,9 +110,14 @@ class Ablation(_Decl):
     profiles: dict[str, Profile]
     default_profile: str = "cpu"
     notes: str = ""
-    identical_arms: bool = Field(False, description="an A/A check: the arms differ only in random draws, so "
-                                 "every difference the report declares is a false positive")
-    tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (harness/experiment/search_space.py)")
+    identical_arms: bool = Field(
+        False,
+        description="an A/A check: the arms differ only in random draws, so "
+        "every difference the report declares is a false positive",
+    )
+    tune: dict[str, ParamSpec | None] = Field(
+        default_factory=dict, description="search space (harness/experiment/search_space.py)"
+    )
     source: str = Field("", exclude=True)
     _only_variants: tuple[str, ...] = PrivateAttr(default=())
 
@@ -126,14 +141,19 @@ class Ablation(_Decl):
             if unknown := set(prof.tasks) - set(self.tasks):
                 raise ValueError(f"profile {name!r} names tasks not in the ablation: {sorted(unknown)}")
             if unknown := [t for t in prof.only_tasks if t not in self.tasks]:
-                raise ValueError(f"profile {name!r}: only_tasks names tasks not in the ablation: {unknown}"
-                                 f"{did_you_mean(unknown[0], list(self.tasks))}; tasks: {list(self.tasks)}")
+                raise ValueError(
+                    f"profile {name!r}: only_tasks names tasks not in the ablation: {unknown}"
+                    f"{did_you_mean(unknown[0], list(self.tasks))}; tasks: {list(self.tasks)}"
+                )
             if dupes := sorted({t for t in prof.only_tasks if prof.only_tasks.count(t) > 1}):
                 raise ValueError(f"profile {name!r}: only_tasks repeats {dupes}")
             self._check_only_variants(name, prof)
-        layers = [("base", self.base), *((f"tasks.{t}.config", e.config) for t, e in self.tasks.items()),
-                  *((f"profiles.{p}.overrides", prof.overrides) for p, prof in self.profiles.items()),
-                  *((f"profiles.{p}.tasks.{t}", v) for p, prof in self.profiles.items() for t, v in prof.tasks.items())]
+        layers = [
+            ("base", self.base),
+            *((f"tasks.{t}.config", e.config) for t, e in self.tasks.items()),
+            *((f"profiles.{p}.overrides", prof.overrides) for p, prof in self.profiles.items()),
+            *((f"profiles.{p}.tasks.{t}", v) for p, prof in self.profiles.items() for t, v in prof.tasks.items()),
+        ]
         for where, layer in layers:
             for path in layer:
                 _check_key(path, where)
@@ -147,15 +167,19 @@ class Ablation(_Decl):
             return
         labels = [self.label(v) for v in self.variants()]
         if unknown := [v for v in prof.only_variants if v not in labels]:
-            raise ValueError(f"profile {name!r}: only_variants names {unknown}, not points of the grid"
-                             f"{did_you_mean(unknown[0], labels)}; grid: {labels}")
+            raise ValueError(
+                f"profile {name!r}: only_variants names {unknown}, not points of the grid"
+                f"{did_you_mean(unknown[0], labels)}; grid: {labels}"
+            )
         if self.baseline_label not in prof.only_variants:
             raise ValueError(f"profile {name!r}: only_variants must hold the baseline {self.baseline_label!r}")
         if dupes := sorted({v for v in prof.only_variants if prof.only_variants.count(v) > 1}):
             raise ValueError(f"profile {name!r}: only_variants repeats {dupes}")
         if set(prof.only_variants) == {self.baseline_label}:
-            raise ValueError(f"profile {name!r}: only_variants holds only the baseline {self.baseline_label!r}, "
-                             f"so nothing is compared; add at least one other point of the grid: {labels}")
+            raise ValueError(
+                f"profile {name!r}: only_variants holds only the baseline {self.baseline_label!r}, "
+                f"so nothing is compared; add at least one other point of the grid: {labels}"
+            )
 
     def for_profile(self, name: str | None) -> Ablation:
         """This ablation as one profile runs it: only the profile's ``only_tasks`` and
@@ -180,8 +204,10 @@ class Ablation(_Decl):
         """The named profile (default: ``default_profile``); unknown names raise AblateError."""
         name = self.default_profile if name is None else name  # "" is a bad name, not the default
         if name not in self.profiles:
-            raise AblateError(f"ablation {self.name!r} has no profile {name!r}"
-                              f"{did_you_mean(name, list(self.profiles))}; profiles: {', '.join(self.profiles)}")
+            raise AblateError(
+                f"ablation {self.name!r} has no profile {name!r}"
+                f"{did_you_mean(name, list(self.profiles))}; profiles: {', '.join(self.profiles)}"
+            )
         return name, self.profiles[name]
 
     def variants(self) -> list[dict[str, Any]]:
@@ -212,8 +238,14 @@ def _check_key(path: str, where: str) -> None:
         raise ValueError(f"{where}: {exc}") from None
 
 
-DECLARATION_KEYS = sorted({f for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec)
-                           for f in m.model_fields if f != "source"})
+DECLARATION_KEYS = sorted(
+    {
+        f
+        for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec)
+        for f in m.model_fields
+        if f != "source"
+    }
+)
 """Every key a declaration may hold, at any level (suggestions for a misspelt one)."""
 
 
@@ -233,8 +265,10 @@ def load(name_or_path: str) -> Ablation:
     if path.suffix not in (".yaml", ".yml"):
         known = available()
         if name_or_path not in known:
-            raise AblateError(f"unknown ablation {name_or_path!r}{did_you_mean(name_or_path, list(known))}; "
-                              f"run `ablate list` to see them")
+            raise AblateError(
+                f"unknown ablation {name_or_path!r}{did_you_mean(name_or_path, list(known))}; "
+                f"run `ablate list` to see them"
+            )
         path = known[name_or_path]
     try:
         data = yaml.safe_load(path.read_text())
@@ -250,8 +284,11 @@ def load(name_or_path: str) -> Ablation:
     try:
         abl = Ablation.model_validate({**data, "source": str(path)})
     except ValidationError as exc:
-        raise AblateError(format_validation_error(exc, f"ablation {path.name}", keys=DECLARATION_KEYS)
-                          .replace("invalid config", "invalid declaration", 1)) from None
+        raise AblateError(
+            format_validation_error(exc, f"ablation {path.name}", keys=DECLARATION_KEYS).replace(
+                "invalid config", "invalid declaration", 1
+            )
+        ) from None
     if abl.name != path.stem:
         raise AblateError(f"ablation file {path} declares name {abl.name!r}; the file must be named {abl.name}.yaml")
     return abl

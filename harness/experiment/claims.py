@@ -1,5 +1,6 @@
 """The practitioners' claims the harness tests (``claims.yaml`` beside this module), as data: each
 claim names the comparisons (task, metric, variant against the baseline) that decide it."""
+
 from __future__ import annotations
 
 import functools

@@ -6,6 +6,7 @@ plus ``train`` and ``eval``. Every key is addressed by a dotted path (``model.po
 all of them are validated here, before any run starts. This module imports neither torch nor
 Lightning, so ``ablate list`` and ``ablate --help`` stay fast.
 """
+
 from __future__ import annotations
 
 import copy
@@ -114,10 +115,15 @@ class TrainSection(_Section):
     weight_decay: float = Field(0.1, ge=0)
     grad_clip: float = Field(1.0, ge=0, description="0 disables clipping")
     precision: Literal["32-true", "bf16-mixed", "16-mixed", "16-true"] = Field(
-        "32-true", description="16-mixed on CPU: float16 autocast (never bf16); 16-true: AdamW eps 1e-4")
+        "32-true", description="16-mixed on CPU: float16 autocast (never bf16); 16-true: AdamW eps 1e-4"
+    )
     val_every: int = Field(100, gt=0, description="steps between validation passes at length L")
-    seed_salt: int = Field(0, ge=0, description="draw other init, data and dropout streams for the same seed "
-                           "(evaluation sets unchanged): the arms of an A/A check; 0 = the seed's own streams")
+    seed_salt: int = Field(
+        0,
+        ge=0,
+        description="draw other init, data and dropout streams for the same seed "
+        "(evaluation sets unchanged): the arms of an A/A check; 0 = the seed's own streams",
+    )
 
 
 class EvalSection(_Section):
@@ -126,8 +132,10 @@ class EvalSection(_Section):
     val_examples: int = Field(128, gt=0, description="validation examples (length L) per pass")
     batch_size: int = Field(64, gt=0)
     probes: list[Literal["grad_norm_init", "leakage", "masked_attention"]] = Field(
-        default_factory=list, description="extra measurements (harness/training/probes.py): gradient norm per "
-        "layer at init, causal leakage and attention on masked keys at init and after training")
+        default_factory=list,
+        description="extra measurements (harness/training/probes.py): gradient norm per "
+        "layer at init, causal leakage and attention on masked keys at init and after training",
+    )
 
     @model_validator(mode="after")
     def _multipliers(self) -> EvalSection:
@@ -172,8 +180,12 @@ class RunConfig(_Section):
 
 
 ADDED_KEYS: dict[str, Any] = {
-    "attention.qkv": "separate", "attention.scale": "d_head", "attention.mask_fill": "-inf",
-    "attention.head_split": "correct", "ffn.d_ff_mult": None, "eval.probes": [],
+    "attention.qkv": "separate",
+    "attention.scale": "d_head",
+    "attention.mask_fill": "-inf",
+    "attention.head_split": "correct",
+    "ffn.d_ff_mult": None,
+    "eval.probes": [],
     "train.seed_salt": 0,
 }
 """Keys added after run ids were first stored, with their defaults (see ``RunConfig.hash_dump``)."""
@@ -211,8 +223,7 @@ def check_path(path: str) -> None:
     """Raise :class:`AblateError` (with the closest valid key) unless ``path`` is a config key."""
     paths = valid_paths()
     if path not in paths:
-        raise AblateError(f"unknown config key {path!r}{did_you_mean(path, paths)}; "
-                          f"valid keys: {', '.join(paths)}")
+        raise AblateError(f"unknown config key {path!r}{did_you_mean(path, paths)}; valid keys: {', '.join(paths)}")
 
 
 def apply_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ represent, a primary or gate metric the task does not produce, a missing data fi
 input fails at once with exit code 2. Torch, the task registry and the attention kernels are
 imported only by the checks that need them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,8 +43,13 @@ class RunSpec:
     def payload(self) -> dict[str, Any]:
         """What the run id hashes: everything that determines the run's numbers, the code included
         (the versions above 1 of the code the config uses: :mod:`harness.experiment.versions`)."""
-        out = {"task": self.task, "task_version": self.task_version, "task_params": self.task_params,
-               "config": self.config.hash_dump(), "seed": self.seed}
+        out = {
+            "task": self.task,
+            "task_version": self.task_version,
+            "task_params": self.task_params,
+            "config": self.config.hash_dump(),
+            "seed": self.seed,
+        }
         if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
             out["tuned_params"] = self.tuned_params
         if code := hashed_versions(self.code_versions):  # absent while all are 1: ids as before versions
@@ -82,11 +88,24 @@ def transformer_config(cfg: RunConfig, vocab_size: int):
 
     m, a = cfg.model, cfg.attention
     return TransformerConfig(
-        vocab_size=vocab_size, d_model=m.d_model, n_heads=m.n_heads, n_layers=m.n_layers,
-        d_ff=cfg.ffn.width(m.d_model), max_len=m.max_len, position=m.position, kernel=a.kernel,
-        qkv=a.qkv, scale=a.scale, mask_fill=a.mask_fill, head_split=a.head_split,
-        norm=cfg.block.norm, norm_position=cfg.block.norm_position, activation=cfg.ffn.activation,
-        dropout=m.dropout, learned_init_std=m.learned_init_std, tie_embeddings=m.tie_embeddings,
+        vocab_size=vocab_size,
+        d_model=m.d_model,
+        n_heads=m.n_heads,
+        n_layers=m.n_layers,
+        d_ff=cfg.ffn.width(m.d_model),
+        max_len=m.max_len,
+        position=m.position,
+        kernel=a.kernel,
+        qkv=a.qkv,
+        scale=a.scale,
+        mask_fill=a.mask_fill,
+        head_split=a.head_split,
+        norm=cfg.block.norm,
+        norm_position=cfg.block.norm_position,
+        activation=cfg.ffn.activation,
+        dropout=m.dropout,
+        learned_init_std=m.learned_init_std,
+        tie_embeddings=m.tie_embeddings,
     )
 
 
@@ -98,8 +117,9 @@ def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) ->
 
     with_mask = POSITIONAL.get(mcfg.position).adds_bias() or getattr(task, "pad_id", None) is not None
     try:
-        KERNELS.get(mcfg.kernel).check_available(run_device(), compute_dtype(cfg.train.precision),
-                                                 with_mask=with_mask, dropout=mcfg.dropout)
+        KERNELS.get(mcfg.kernel).check_available(
+            run_device(), compute_dtype(cfg.train.precision), with_mask=with_mask, dropout=mcfg.dropout
+        )
     except ValueError as exc:
         raise AblateError(f"{where}: {exc}") from None
 
@@ -120,7 +140,8 @@ def check_variant(cfg: RunConfig, task: Any, where: str) -> None:
             f"{where}: model.position={cfg.model.position} can represent {capacity} positions "
             f"(model.max_len={cfg.model.max_len}) but the ablation evaluates at {longest} tokens "
             f"({max(cfg.eval.length_multipliers)} x train.seq_len={cfg.train.seq_len}); raise "
-            f"model.max_len to at least {longest} or leave it unset (it then covers the longest evaluation)")
+            f"model.max_len to at least {longest} or leave it unset (it then covers the longest evaluation)"
+        )
     shortest = min(cfg.train.seq_len, *cfg.eval_lengths())
     if shortest < getattr(task, "min_seq_len", 1):
         raise AblateError(f"{where}: task {task.name!r} needs seq_len >= {task.min_seq_len}, got {shortest}")
@@ -140,7 +161,8 @@ def _check_longest(cfg: RunConfig, task: Any, where: str) -> None:
         if (longest := task.max_seq_len(split)) is not None and seq_len > longest:
             raise AblateError(
                 f"{where}: train.seq_len={seq_len} but task {task.name!r} provides rows of at most {longest} "
-                f"tokens from its {split} split; lower train.seq_len to at most {longest}")
+                f"tokens from its {split} split; lower train.seq_len to at most {longest}"
+            )
     for split in LENGTH_USES["eval"]:
         longest = task.max_seq_len(split)
         if longest is None:
@@ -150,7 +172,8 @@ def _check_longest(cfg: RunConfig, task: Any, where: str) -> None:
                 raise AblateError(
                     f"{where}: evaluation length {length} tokens ({mult} x train.seq_len={seq_len}) is longer than "
                     f"task {task.name!r} provides from its {split} split ({longest} tokens); keep "
-                    f"eval.length_multipliers at most {longest // seq_len} or lower train.seq_len")
+                    f"eval.length_multipliers at most {longest // seq_len} or lower train.seq_len"
+                )
 
 
 METRICS = {"synthetic": ("acc", "exact", "loss"), "lm": ("loss", "ppl")}
@@ -165,15 +188,24 @@ def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
     named = [("primary", entry.primary.metric)] + ([("gate", entry.gate.metric)] if entry.gate else [])
     for role, metric in named:
         if metric not in produced and not metric.startswith(("init_", "final_", "grad_", "leak", "masked", "peak_")):
-            raise AblateError(f"task {tname!r}: {role} metric {metric!r} is not produced by this task at the "
-                              f"evaluated lengths{did_you_mean(metric, produced)}; it produces: {', '.join(produced)}")
+            raise AblateError(
+                f"task {tname!r}: {role} metric {metric!r} is not produced by this task at the "
+                f"evaluated lengths{did_you_mean(metric, produced)}; it produces: {', '.join(produced)}"
+            )
     if entry.target is not None and entry.target.metric not in bases:
-        raise AblateError(f"task {tname!r}: target metric {entry.target.metric!r} is not a validation metric"
-                          f"{did_you_mean(entry.target.metric, list(bases))}; choose one of: {', '.join(bases)}")
+        raise AblateError(
+            f"task {tname!r}: target metric {entry.target.metric!r} is not a validation metric"
+            f"{did_you_mean(entry.target.metric, list(bases))}; choose one of: {', '.join(bases)}"
+        )
 
 
-def plan(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...] = (),
-         data_dir: Path | None = None, check_data: bool = True) -> tuple[str, list[RunSpec]]:
+def plan(
+    abl: Ablation,
+    profile: str | None,
+    overrides: list[str] | tuple[str, ...] = (),
+    data_dir: Path | None = None,
+    check_data: bool = True,
+) -> tuple[str, list[RunSpec]]:
     """Expand an ablation's grid for one profile into validated run specs.
 
     Order: seed, then task, then variant, so that finished seeds form complete pairs early.
@@ -199,13 +231,26 @@ def plan(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, .
             where = f"variant {abl.label(variant)!r} on task {tname!r}"
             cfg = build_config(data, where)
             if cfg.model.max_len is None:
-                cfg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"max_len": max(cfg.eval_lengths())})})
+                cfg = cfg.model_copy(
+                    update={"model": cfg.model.model_copy(update={"max_len": max(cfg.eval_lengths())})}
+                )
             check_variant(cfg, task, where)
             _check_metrics(entry, cfg, task, tname)
             per_task[tname].append((variant, cfg))
     specs = [
-        RunSpec(abl.name, profile, tname, dict(abl.tasks[tname].params), str(tasks[tname].version),
-                variant, abl.label(variant), seed, cfg)
-        for seed in prof.seeds for tname in abl.tasks for variant, cfg in per_task[tname]
+        RunSpec(
+            abl.name,
+            profile,
+            tname,
+            dict(abl.tasks[tname].params),
+            str(tasks[tname].version),
+            variant,
+            abl.label(variant),
+            seed,
+            cfg,
+        )
+        for seed in prof.seeds
+        for tname in abl.tasks
+        for variant, cfg in per_task[tname]
     ]
     return profile, specs

@@ -15,14 +15,15 @@ a log range above 0, non-empty choices); the values themselves are checked again
 resolved config before any trial starts (:func:`check_space`). This module imports neither optuna
 nor torch.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
-from harness.experiment.config import apply_overrides, build_config
 from harness.errors import AblateError
+from harness.experiment.config import apply_overrides, build_config
 
 Number = StrictInt | StrictFloat
 

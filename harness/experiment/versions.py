@@ -18,6 +18,7 @@ while every run of a bumped component gets a new id and is made again. A bump of
 tests/modules/test_fingerprints.py fails when a component's output on a fixed input changes
 while its version stays the same.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -94,5 +95,7 @@ def mixed_versions(records: Iterable[Mapping[str, Any]]) -> dict[str, list[int]]
 def mix_warning(task: str, mix: Mapping[str, list[int]]) -> str:
     """One line saying that a task's comparison mixes runs made by different code versions."""
     parts = ", ".join(f"{key} at versions {', '.join(map(str, vs))}" for key, vs in mix.items())
-    return (f"the runs compared on {task} were made by different code ({parts}): a difference may come "
-            "from the code, not the variant; remake the older runs (e.g. a fresh --results-dir)")
+    return (
+        f"the runs compared on {task} were made by different code ({parts}): a difference may come "
+        "from the code, not the variant; remake the older runs (e.g. a fresh --results-dir)"
+    )

@@ -17,6 +17,7 @@ linear_attention.py), ``QKV``, ``SCALES`` and ``HEAD_SPLITS`` (attention.py), ``
 model rather than train it (causal leakage, attention on masked keys, gradient norms per layer)
 are in probes.py.
 """
+
 from harness.modules.attention import (
     HEAD_SPLITS,
     KERNELS,

@@ -12,6 +12,7 @@ Registries defined here:
 The kernels (``KERNELS``: math, sdpa, flash, linear) are in :mod:`harness.modules.kernels` and
 :mod:`harness.modules.linear_attention`; they are re-exported here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -23,8 +24,17 @@ from harness.modules.linear_attention import LinearAttention
 from harness.modules.positional import PositionalEncoding
 from harness.registry import Registry
 
-__all__ = ["HEAD_SPLITS", "KERNELS", "MASK_FILLS", "QKV", "SCALES", "AttentionKernel", "LinearAttention",
-           "MultiHeadAttention", "causal_mask"]
+__all__ = [
+    "HEAD_SPLITS",
+    "KERNELS",
+    "MASK_FILLS",
+    "QKV",
+    "SCALES",
+    "AttentionKernel",
+    "LinearAttention",
+    "MultiHeadAttention",
+    "causal_mask",
+]
 
 QKV: Registry[type[nn.Module]] = Registry("q/k/v projection")
 SCALES: Registry[Callable[[int, int], float]] = Registry("attention scale")
@@ -154,9 +164,18 @@ class MultiHeadAttention(nn.Module):
         UnknownNameError: an unknown name.
     """
 
-    def __init__(self, d_model: int, n_heads: int, kernel: str = "sdpa", dropout: float = 0.0, bias: bool = True,
-                 qkv: str = "separate", scale: str = "d_head", mask_fill: str = "-inf",
-                 head_split: str = "correct") -> None:
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        kernel: str = "sdpa",
+        dropout: float = 0.0,
+        bias: bool = True,
+        qkv: str = "separate",
+        scale: str = "d_head",
+        mask_fill: str = "-inf",
+        head_split: str = "correct",
+    ) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
@@ -164,11 +183,14 @@ class MultiHeadAttention(nn.Module):
         self.qkv = QKV.get(qkv)(d_model, bias=bias)
         self.head_split = HEAD_SPLITS.get(head_split)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.kernel = KERNELS.get(kernel)(dropout=dropout, scale=SCALES.get(scale)(d_model, n_heads), mask_fill=mask_fill)
+        self.kernel = KERNELS.get(kernel)(
+            dropout=dropout, scale=SCALES.get(scale)(d_model, n_heads), mask_fill=mask_fill
+        )
         self.resid_drop = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, pos: PositionalEncoding, need_weights: bool = False,
-                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, x: Tensor, pos: PositionalEncoding, need_weights: bool = False, key_padding_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
         """Self-attention over ``x``.
 
         Args:

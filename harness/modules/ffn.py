@@ -4,6 +4,7 @@ An activation class with ``gated = True`` (``swiglu``) receives a hidden vector 
 (``[a, b]``, each ``d_ff`` wide) and returns ``d_ff`` values; :class:`FeedForward` sizes its
 input projection accordingly.
 """
+
 from __future__ import annotations
 
 from typing import ClassVar

@@ -11,6 +11,7 @@ The values ``mask_fill`` may name are in :data:`MASK_FILLS`; only kernels with
 ``honours_mask_fill`` (``math``) write them into scores, and the config refuses any other value
 than ``-inf`` for the others. ``linear`` lives in :mod:`harness.modules.linear_attention`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -86,20 +87,30 @@ class AttentionKernel(nn.Module):
     def check_config(cls, cfg: TransformerConfig) -> None:
         """Raise ``ValueError`` for a model config this kernel cannot compute faithfully."""
         if not cls.honours_mask_fill and MASK_FILLS.canonical(cfg.mask_fill) != "-inf":
-            raise ValueError(f"attention.mask_fill={cfg.mask_fill} needs explicit scores (kernel 'math'); "
-                             f"kernel '{cfg.kernel}' masks on its own")
+            raise ValueError(
+                f"attention.mask_fill={cfg.mask_fill} needs explicit scores (kernel 'math'); "
+                f"kernel '{cfg.kernel}' masks on its own"
+            )
 
     @classmethod
-    def check_available(cls, device: torch.device | str, dtype: torch.dtype, with_mask: bool = False,
-                        dropout: float = 0.0) -> None:
+    def check_available(
+        cls, device: torch.device | str, dtype: torch.dtype, with_mask: bool = False, dropout: float = 0.0
+    ) -> None:
         """Raise ``ValueError`` if the kernel cannot run on ``device`` with inputs of ``dtype``
         (with a float attention mask: a bias or padding; with attention dropout in training)."""
 
     def scale_for(self, q: Tensor) -> float:
         return self.scale if self.scale is not None else q.size(-1) ** -0.5
 
-    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False,
-                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None = None,
+        need_weights: bool = False,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
         """Causal attention.
 
         Args:
@@ -128,8 +139,15 @@ class MathAttention(AttentionKernel):
     honours_mask_fill = True
     returns_weights = True
 
-    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False,
-                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None = None,
+        need_weights: bool = False,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
         t, s = q.size(-2), k.size(-2)
         scores = (q @ k.transpose(-2, -1)) * self.scale_for(q)  # (B, H, T, S)
         if bias is not None:
@@ -154,8 +172,15 @@ class SDPAttention(AttentionKernel):
 
     forced: ClassVar[SDPBackend | None] = None
 
-    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False,
-                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None = None,
+        need_weights: bool = False,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
         if need_weights:
             raise ValueError(f"kernel '{type(self).__name__}' does not return attention weights; use kernel 'math'")
         t, s = q.size(-2), k.size(-2)
@@ -169,8 +194,9 @@ class SDPAttention(AttentionKernel):
                 attn_mask = attn_mask[None]  # (1, H, T, S): flash on CPU takes 2-D or 4-D masks only
         causal = attn_mask is None
         self._note_backend(q, k, v, attn_mask, p, causal)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=causal,
-                                              scale=self.scale_for(q)), None
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=causal, scale=self.scale_for(q)
+        ), None
 
     def _note_backend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float, causal: bool) -> None:
         try:
@@ -189,14 +215,22 @@ class FlashAttention(SDPAttention):
     needs float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run.
     """
 
-    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False,
-                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None = None,
+        need_weights: bool = False,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             return super().forward(q, k, v, bias, need_weights, key_padding_mask)
 
     @classmethod
-    def check_available(cls, device: torch.device | str, dtype: torch.dtype, with_mask: bool = False,
-                        dropout: float = 0.0) -> None:
+    def check_available(
+        cls, device: torch.device | str, dtype: torch.dtype, with_mask: bool = False, dropout: float = 0.0
+    ) -> None:
         """Run one tiny forced-flash call on ``device`` in ``dtype`` (CPU flash has no dropout).
 
         Raises:
@@ -210,8 +244,10 @@ class FlashAttention(SDPAttention):
         except RuntimeError as exc:  # torch warns the reasons and raises "No available kernel"
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             extra = (" and an attention mask" if with_mask else "") + (f" and dropout {dropout}" if dropout else "")
-            raise ValueError(f"kernel 'flash' is not available on {device} with {dtype}{extra} ({first}); "
-                             "use attention.kernel=sdpa, or a precision/device flash supports") from None
+            raise ValueError(
+                f"kernel 'flash' is not available on {device} with {dtype}{extra} ({first}); "
+                "use attention.kernel=sdpa, or a precision/device flash supports"
+            ) from None
 
 
 def available_kernels(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> list[str]:

@@ -1,6 +1,7 @@
 """Causal linear attention (Katharopoulos et al., ICML 2020, "Transformers are RNNs"), kernel
 ``linear``. Registered in ``KERNELS`` when :mod:`harness.modules` is imported.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -48,8 +49,9 @@ class LinearAttention(AttentionKernel):
     softmax = False
     eps = 1e-6
 
-    def __init__(self, dropout: float = 0.0, scale: float | None = None, mask_fill: str = "-inf",
-                 chunk: int = 64) -> None:
+    def __init__(
+        self, dropout: float = 0.0, scale: float | None = None, mask_fill: str = "-inf", chunk: int = 64
+    ) -> None:
         if dropout:
             raise ValueError("kernel 'linear' has no attention weights to drop out; set model.dropout=0")
         super().__init__(0.0, None, mask_fill)
@@ -59,15 +61,24 @@ class LinearAttention(AttentionKernel):
     def check_config(cls, cfg: TransformerConfig) -> None:
         super().check_config(cfg)
         if POSITIONAL.get(cfg.position).adds_bias():
-            raise ValueError(f"kernel 'linear' cannot add the attention bias of position '{cfg.position}'; "
-                             "use rope, sinusoidal, learned or nope")
+            raise ValueError(
+                f"kernel 'linear' cannot add the attention bias of position '{cfg.position}'; "
+                "use rope, sinusoidal, learned or nope"
+            )
         if cfg.dropout:
             raise ValueError("kernel 'linear' has no attention weights to drop out; set model.dropout=0")
         if cfg.scale != "d_head":
             raise ValueError(f"kernel 'linear' has no score scale; attention.scale={cfg.scale} would be ignored")
 
-    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, need_weights: bool = False,
-                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None = None,
+        need_weights: bool = False,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
         if need_weights:
             raise ValueError("kernel 'linear' does not return attention weights; use kernel 'math'")
         if bias is not None:

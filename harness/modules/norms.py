@@ -2,6 +2,7 @@
 
 ``none`` is the identity: the norm-free arm of the ``layernorm-needed`` claim. A norm class
 says whether it rescales with the class attribute ``normalises`` (default True)."""
+
 from __future__ import annotations
 
 import torch

@@ -10,6 +10,7 @@ Each variant acts in one place of the model, and overrides only that hook:
 Every variant is built as ``POSITIONAL.get(name)(cfg)`` from a ``TransformerConfig``. One
 instance is shared by all layers; the attention layers receive it in ``forward``.
 """
+
 from __future__ import annotations
 
 import math

@@ -4,6 +4,7 @@ gradient norms per layer. Pure torch; the caller picks the precision (autocast) 
 Every function returns plain floats (NaN where the model produced NaN/inf), ready for a run
 record. None of them changes the model's parameters or leaves gradients behind.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,8 +22,9 @@ def _finite_max(x: Tensor) -> float:
     return finite.max().item() if finite.numel() else 0.0
 
 
-def causal_leakage(model: TransformerLM, idx: Tensor, t: int, key_padding_mask: Tensor | None = None,
-                   seed: int = 0) -> dict[str, float]:
+def causal_leakage(
+    model: TransformerLM, idx: Tensor, t: int, key_padding_mask: Tensor | None = None, seed: int = 0
+) -> dict[str, float]:
     """Does anything after position ``t`` reach the logits at positions ``<= t``?
 
     Replaces the tokens after ``t`` with random tokens (the padding mask is kept) and compares,
@@ -68,9 +70,12 @@ def causal_leakage(model: TransformerLM, idx: Tensor, t: int, key_padding_mask: 
     with torch.no_grad():
         b = model(other, key_padding_mask)[:, : t + 1]
     diff = (a.detach().float() - b.float()).abs()  # (B, t + 1, V)
-    out = {"leak_logits": _finite_max(diff), "leak_grad": _finite_max(grad[:, t + 1 :].abs()),
-           "nonfinite_logits": (~torch.isfinite(a.detach())).float().mean().item(),
-           "nonfinite_grad": (~torch.isfinite(grad)).float().mean().item()}
+    out = {
+        "leak_logits": _finite_max(diff),
+        "leak_grad": _finite_max(grad[:, t + 1 :].abs()),
+        "nonfinite_logits": (~torch.isfinite(a.detach())).float().mean().item(),
+        "nonfinite_grad": (~torch.isfinite(grad)).float().mean().item(),
+    }
     if key_padding_mask is not None:  # the same, at the real (non-padding) positions <= t only
         real = ~key_padding_mask[:, : t + 1]  # (B, t + 1)
         out["leak_logits_real"] = _finite_max(diff[real])
@@ -101,8 +106,9 @@ def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor
     kernels = [block.attn.kernel for block in model.blocks]
     nan = float("nan")
     if not all(getattr(k, "returns_weights", False) for k in kernels):
-        return dict.fromkeys(("attn_masked_max", "attn_fully_masked_rows", "attn_fully_masked_mass",
-                              "attn_nonfinite_rows"), nan)
+        return dict.fromkeys(
+            ("attn_masked_max", "attn_fully_masked_rows", "attn_fully_masked_mass", "attn_nonfinite_rows"), nan
+        )
     weights: list[Tensor] = []
     hooks = [k.register_forward_hook(lambda m, i, out: weights.append(out[1])) for k in kernels]
     pre = [k.register_forward_pre_hook(lambda m, args: (*args[:4], True, *args[5:])) for k in kernels]
@@ -119,14 +125,17 @@ def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor
     on_hidden = w.masked_fill(~hidden, 0.0)  # (L, B, H, T, S)
     nonfinite = ~torch.isfinite(w).all(-1)  # (L, B, H, T)
     mass = on_hidden.sum(-1)[full & ~nonfinite]
-    return {"attn_masked_max": _finite_max(on_hidden.amax(-1)[~full]),
-            "attn_fully_masked_rows": full.float().mean().item(),
-            "attn_fully_masked_mass": mass.mean().item() if mass.numel() else nan,
-            "attn_nonfinite_rows": nonfinite.float().mean().item()}
+    return {
+        "attn_masked_max": _finite_max(on_hidden.amax(-1)[~full]),
+        "attn_fully_masked_rows": full.float().mean().item(),
+        "attn_fully_masked_mass": mass.mean().item() if mass.numel() else nan,
+        "attn_nonfinite_rows": nonfinite.float().mean().item(),
+    }
 
 
-def grad_norm_per_layer(model: TransformerLM, idx: Tensor, targets: Tensor, ignore_index: int = -100,
-                        key_padding_mask: Tensor | None = None) -> list[float]:
+def grad_norm_per_layer(
+    model: TransformerLM, idx: Tensor, targets: Tensor, ignore_index: int = -100, key_padding_mask: Tensor | None = None
+) -> list[float]:
     """L2 norm of the loss gradient over each block's parameters, bottom block first.
 
     At initialisation this is the quantity Xiong et al. (ICML 2020, Fig. 3) compare: Post-LN's

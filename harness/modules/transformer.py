@@ -5,6 +5,7 @@
 built; ``TransformerLM`` wires the registered classes. Blocks are built as
 ``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos, key_padding_mask)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,8 +64,12 @@ class TransformerConfig:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        for registry, name in ((QKV, self.qkv), (SCALES, self.scale), (MASK_FILLS, self.mask_fill),
-                               (HEAD_SPLITS, self.head_split)):
+        for registry, name in (
+            (QKV, self.qkv),
+            (SCALES, self.scale),
+            (MASK_FILLS, self.mask_fill),
+            (HEAD_SPLITS, self.head_split),
+        ):
             registry.canonical(name)
         NORMS.canonical(self.norm)
         BLOCKS.canonical(self.norm_position)
@@ -96,8 +101,16 @@ class Block(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.norm1 = NORMS.get(cfg.norm)(cfg.d_model)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.kernel, cfg.dropout, qkv=cfg.qkv,
-                                       scale=cfg.scale, mask_fill=cfg.mask_fill, head_split=cfg.head_split)
+        self.attn = MultiHeadAttention(
+            cfg.d_model,
+            cfg.n_heads,
+            cfg.kernel,
+            cfg.dropout,
+            qkv=cfg.qkv,
+            scale=cfg.scale,
+            mask_fill=cfg.mask_fill,
+            head_split=cfg.head_split,
+        )
         self.norm2 = NORMS.get(cfg.norm)(cfg.d_model)
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.dropout)
 
@@ -190,10 +203,8 @@ class TransformerLM(nn.Module):
             raise ValueError(f"idx must have shape (B, T), got {tuple(idx.shape)}")
         T = idx.size(1)
         limit = self.pos.max_positions(self.cfg)
-        if limit is not None and T > limit:
-            raise ValueError(
-                f"sequence length T={T} exceeds max_len={limit} of position '{self.cfg.position}'"
-            )
+        if limit is not None and limit < T:
+            raise ValueError(f"sequence length T={T} exceeds max_len={limit} of position '{self.cfg.position}'")
         x = self.tok_emb(idx) * math.sqrt(self.cfg.d_model)  # (B, T, C)
         x = self.drop(self.pos.add_to_embeddings(x))  # (B, T, C)
         for block in self.blocks:

@@ -8,18 +8,30 @@ CPU the process peak also holds the interpreter and torch (about 150-300 MiB) wh
 Peaks are those of the first timed-shape call (see :mod:`harness.bench.attention`); ``peak_mib_after_repeats``
 stays in the JSON.
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
 from rich.table import Table
-from harness.report.figures import _finish, _plt
 
 from harness.encode import INF, NEG_INF, text
+from harness.report.figures import _finish, _plt
 
-COLUMNS = ("kernel", "T", "ms fwd+bwd", "÷ sdpa", "tokens/s", "peak MiB", "added MiB", "added ÷ sdpa", "backend",
-           "status")
+COLUMNS = (
+    "kernel",
+    "T",
+    "ms fwd+bwd",
+    "÷ sdpa",
+    "tokens/s",
+    "peak MiB",
+    "added MiB",
+    "added ÷ sdpa",
+    "backend",
+    "status",
+)
 BASELINE = "sdpa"
 MIN_ADDED_MIB = 1.0  # no memory ratio to a baseline that added less (a few pages: 1.3 MiB / 0.01 MiB = 112)
 
@@ -63,9 +75,14 @@ def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         ref = base.get(r["seq_len"]) if r["status"] == "ok" else None
-        out.append(r | {"added_mib": _added(r),
-                        "ms_ratio": _ratio(r.get("ms_fwd_bwd"), ref and ref["ms_fwd_bwd"]),
-                        "mem_ratio": _ratio(_added(r), ref and _added(ref), MIN_ADDED_MIB)})
+        out.append(
+            r
+            | {
+                "added_mib": _added(r),
+                "ms_ratio": _ratio(r.get("ms_fwd_bwd"), ref and ref["ms_fwd_bwd"]),
+                "mem_ratio": _ratio(_added(r), ref and _added(ref), MIN_ADDED_MIB),
+            }
+        )
     return out
 
 
@@ -75,9 +92,18 @@ def _num(x: float | None, fmt: str) -> str:
 
 def cells(row: dict[str, Any]) -> list[str]:
     """One row of :data:`COLUMNS` as text (a row of :func:`with_ratios`)."""
-    return [row["kernel"], "–" if row["seq_len"] is None else str(row["seq_len"]), _num(row.get("ms_fwd_bwd"), ".4g"),
-            _num(row["ms_ratio"], ".2f"), _num(row.get("tokens_per_s"), ",.0f"), _num(row.get("peak_mib"), ",.0f"),
-            _num(row["added_mib"], ",.1f"), _num(row["mem_ratio"], ".2f"), row.get("backend") or "–", row["status"]]
+    return [
+        row["kernel"],
+        "–" if row["seq_len"] is None else str(row["seq_len"]),
+        _num(row.get("ms_fwd_bwd"), ".4g"),
+        _num(row["ms_ratio"], ".2f"),
+        _num(row.get("tokens_per_s"), ",.0f"),
+        _num(row.get("peak_mib"), ",.0f"),
+        _num(row["added_mib"], ",.1f"),
+        _num(row["mem_ratio"], ".2f"),
+        row.get("backend") or "–",
+        row["status"],
+    ]
 
 
 def describe(doc: dict[str, Any]) -> str:
@@ -85,13 +111,17 @@ def describe(doc: dict[str, Any]) -> str:
     env, cfg = doc.get("env", {}), doc.get("config", {})
     load = ""
     if env.get("loadavg_start") is not None:
-        load = (f"; 1-minute load average {env['loadavg_start']:.2f} at the start and "
-                f"{text(env.get('loadavg_end'), '.2f')} at the end ({env.get('cpu_count')} CPUs)")
-    return (f"torch {env.get('torch')} on {env.get('device')} ({env.get('device_name')}), {env.get('dtype')}, "
-            f"{env.get('threads')} thread(s){load}. One attention layer, d_model {cfg.get('d_model')}, "
-            f"{cfg.get('n_heads')} heads, batch {cfg.get('batch')}: median of {cfg.get('repeats')} timed forward + "
-            f"backward calls after {cfg.get('warmup')} untimed ones. Memory: {cfg.get('memory')}. "
-            f"Written {doc.get('created')}, commit {env.get('commit')}.")
+        load = (
+            f"; 1-minute load average {env['loadavg_start']:.2f} at the start and "
+            f"{text(env.get('loadavg_end'), '.2f')} at the end ({env.get('cpu_count')} CPUs)"
+        )
+    return (
+        f"torch {env.get('torch')} on {env.get('device')} ({env.get('device_name')}), {env.get('dtype')}, "
+        f"{env.get('threads')} thread(s){load}. One attention layer, d_model {cfg.get('d_model')}, "
+        f"{cfg.get('n_heads')} heads, batch {cfg.get('batch')}: median of {cfg.get('repeats')} timed forward + "
+        f"backward calls after {cfg.get('warmup')} untimed ones. Memory: {cfg.get('memory')}. "
+        f"Written {doc.get('created')}, commit {env.get('commit')}."
+    )
 
 
 def markdown_table(doc: dict[str, Any]) -> str:
@@ -103,8 +133,9 @@ def markdown_table(doc: dict[str, Any]) -> str:
 def rich_table(doc: dict[str, Any]) -> Any:
     """The same table for the terminal (``ablate bench attention``)."""
     env = doc["env"]
-    table = Table(title=f"attention kernels, forward + backward: {env['device']} ({env['device_name']}), "
-                        f"{env['dtype']}")
+    table = Table(
+        title=f"attention kernels, forward + backward: {env['device']} ({env['device_name']}), {env['dtype']}"
+    )
     for col in COLUMNS:
         table.add_column(col, justify="left" if col in ("kernel", "backend", "status") else "right")
     for r in with_ratios(doc["rows"]):
@@ -145,23 +176,37 @@ def bench_section(abl: Any, results: Path, fig_dir: Path, md_dir: Path) -> list[
     found = load(results) if applies(abl) else []
     if not found:
         return []
-    lines = ["## Speed and memory (`ablate bench attention`)", "",
-             "The kernels alone, outside training and the run store: forward + backward of one attention layer "
-             f"over sequence lengths. `÷ sdpa`: ratio to `{BASELINE}` at the same length (> 1 = slower, or more "
-             f"memory; none where `{BASELINE}` added under {MIN_ADDED_MIB:g} MiB); `added MiB`: peak minus the memory "
-             "in use before the call. `backend`: the SDPA backend whose ops ran (the kernel's own name for kernels "
-             "that call no SDPA op).", ""]
+    lines = [
+        "## Speed and memory (`ablate bench attention`)",
+        "",
+        "The kernels alone, outside training and the run store: forward + backward of one attention layer "
+        f"over sequence lengths. `÷ sdpa`: ratio to `{BASELINE}` at the same length (> 1 = slower, or more "
+        f"memory; none where `{BASELINE}` added under {MIN_ADDED_MIB:g} MiB); `added MiB`: peak minus the memory "
+        "in use before the call. `backend`: the SDPA backend whose ops ran (the kernel's own name for kernels "
+        "that call no SDPA op).",
+        "",
+    ]
     for path, doc in found:
         if isinstance(doc, str):
             lines += [f"- unreadable bench file `{path}`: {doc}", ""]
             continue
         env = doc.get("env", {})
-        lines += [f"### {env.get('device')}, {env.get('dtype')} (`{path.name}`)", "", describe(doc), "",
-                  markdown_table(doc), ""]
-        failed = [f"- `{r['kernel']}`{_at(r)}: **{r['status']}** — {r['reason']}"
-                  for r in doc["rows"] if r["status"] != "ok"]
+        lines += [
+            f"### {env.get('device')}, {env.get('dtype')} (`{path.name}`)",
+            "",
+            describe(doc),
+            "",
+            markdown_table(doc),
+            "",
+        ]
+        failed = [
+            f"- `{r['kernel']}`{_at(r)}: **{r['status']}** — {r['reason']}" for r in doc["rows"] if r["status"] != "ok"
+        ]
         lines += [*failed, ""] if failed else []
-        fig = figure(doc, f"attention kernels on {env.get('device')} ({env.get('dtype')}): forward + backward",
-                     Path(fig_dir) / f"{abl.name}-bench-{path.stem}.png")
+        fig = figure(
+            doc,
+            f"attention kernels on {env.get('device')} ({env.get('dtype')}): forward + backward",
+            Path(fig_dir) / f"{abl.name}-bench-{path.stem}.png",
+        )
         lines += [f"![speed and memory against length]({fig.relative_to(md_dir).as_posix()})", ""]
     return lines

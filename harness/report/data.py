@@ -14,6 +14,7 @@ records rebuilt from the file equal the ones the report read, and the report mad
 same byte for byte apart from its timestamp (``tests/test_report_data.py``). The config columns
 are read back through :class:`harness.config.RunConfig`, which gives each value its type.
 """
+
 from __future__ import annotations
 
 import csv
@@ -27,26 +28,50 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import AblateError
-from harness.store.runs import StoreScan, record_problem
-from harness.store.runs import run_dir
 from harness.experiment.config import RunConfig
+from harness.store.runs import StoreScan, record_problem, run_dir
 
 KINDS = ("metric", "history", "run", "problem")
 # (column, type) of the run-level fields every row of a run repeats: str, int, float or json
 RUN_FIELDS: tuple[tuple[str, str], ...] = (
-    ("run_id", "str"), ("ablation", "str"), ("profile", "str"), ("task", "str"), ("variant", "str"),
-    ("seed", "int"), ("status", "str"), ("reason", "str"), ("commit", "str"), ("task_version", "str"),
-    ("torch_version", "str"), ("n_params", "int"), ("wall_time_s", "float"), ("train_time_s", "float"),
-    ("test_time_s", "float"), ("started_at", "str"), ("finished_at", "str"), ("attempt", "int"),
-    ("precision", "str"), ("precision_requested", "str"), ("device", "str"), ("cuda", "str"),
-    ("platform", "str"), ("cpu_count", "int"), ("torch_threads", "int"), ("kernel_backend", "str"),
-    ("diverged_step", "int"), ("last_finite_loss", "float"), ("timeout_step", "int"),
-    ("task_params", "json"), ("variant_axes", "json"), ("versions", "json"), ("tuned_params", "json"),
+    ("run_id", "str"),
+    ("ablation", "str"),
+    ("profile", "str"),
+    ("task", "str"),
+    ("variant", "str"),
+    ("seed", "int"),
+    ("status", "str"),
+    ("reason", "str"),
+    ("commit", "str"),
+    ("task_version", "str"),
+    ("torch_version", "str"),
+    ("n_params", "int"),
+    ("wall_time_s", "float"),
+    ("train_time_s", "float"),
+    ("test_time_s", "float"),
+    ("started_at", "str"),
+    ("finished_at", "str"),
+    ("attempt", "int"),
+    ("precision", "str"),
+    ("precision_requested", "str"),
+    ("device", "str"),
+    ("cuda", "str"),
+    ("platform", "str"),
+    ("cpu_count", "int"),
+    ("torch_threads", "int"),
+    ("kernel_backend", "str"),
+    ("diverged_step", "int"),
+    ("last_finite_loss", "float"),
+    ("timeout_step", "int"),
+    ("task_params", "json"),
+    ("variant_axes", "json"),
+    ("versions", "json"),
+    ("tuned_params", "json"),
 )
 # record keys whose column has another name
 _RENAMED = {"variant": "variant_label", "variant_axes": "variant"}
 ROW_FIELDS = ("kind", "metric", "step", "value")
-STORE = "store"          # the run store the report was made from (named in the report's header)
+STORE = "store"  # the run store the report was made from (named in the report's header)
 CONFIG = "config."
 GZIP_ABOVE = 256 * 1024  # bytes of CSV text above which the file is written gzipped
 
@@ -85,17 +110,26 @@ def _run_cells(rec: dict[str, Any], store: str, config_cols: list[str]) -> dict[
         else:
             cells[col] = _cell(rec.get(_RENAMED.get(col, col)), kind)
     flat = _flatten(rec.get("config") or {})
-    cells.update({c: _cell(flat.get(c[len(CONFIG):])) for c in config_cols})
+    cells.update({c: _cell(flat.get(c[len(CONFIG) :])) for c in config_cols})
     return cells
 
 
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
-    return {f"{section}.{key}": value for section, keys in config.items() if isinstance(keys, dict)
-            for key, value in keys.items()}
+    return {
+        f"{section}.{key}": value
+        for section, keys in config.items()
+        if isinstance(keys, dict)
+        for key, value in keys.items()
+    }
 
 
-def write_data(records: list[dict[str, Any]], history: dict[str, pd.DataFrame | str], problems: list[str],
-               store: str | Path, report: Path) -> Path:
+def write_data(
+    records: list[dict[str, Any]],
+    history: dict[str, pd.DataFrame | str],
+    problems: list[str],
+    store: str | Path,
+    report: Path,
+) -> Path:
     """Write the data file of ``report`` (see the module docstring); returns its path.
 
     Args:
@@ -121,15 +155,23 @@ def write_data(records: list[dict[str, Any]], history: dict[str, pd.DataFrame | 
             out.writerow({**cells, "kind": "metric", "metric": name, "value": _cell(value)})
         frame = history.get(rec["run_id"])
         if isinstance(frame, str):
-            out.writerow({"kind": "problem", "run_id": rec["run_id"], "metric": "history", "reason": frame,
-                          STORE: str(store)})
+            out.writerow(
+                {"kind": "problem", "run_id": rec["run_id"], "metric": "history", "reason": frame, STORE: str(store)}
+            )
         elif frame is not None:
             for row in frame.itertuples(index=False):
                 step = row.step
                 for name in frame.columns:
                     if name != "step":
-                        out.writerow({**cells, "kind": "history", "metric": name, "step": _cell(step),
-                                      "value": _cell(getattr(row, name))})
+                        out.writerow(
+                            {
+                                **cells,
+                                "kind": "history",
+                                "metric": name,
+                                "step": _cell(step),
+                                "value": _cell(getattr(row, name)),
+                            }
+                        )
     damaged = {v for v in history.values() if isinstance(v, str)}
     for problem in (p for p in problems if p not in damaged):
         out.writerow({"kind": "problem", "reason": problem, STORE: str(store)})
@@ -185,8 +227,10 @@ def _value(text: str, kind: str, where: str) -> Any:
         if kind == "number":
             return int(text) if text.lstrip("-").isdigit() else float(text)
     except ValueError as exc:
-        raise AblateError(f"{where}: {text!r} is not a valid {kind} ({exc}); regenerate the file with "
-                          "`ablate report NAME` from the store") from None
+        raise AblateError(
+            f"{where}: {text!r} is not a valid {kind} ({exc}); regenerate the file with "
+            "`ablate report NAME` from the store"
+        ) from None
     return text
 
 
@@ -212,33 +256,44 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
     """
     path = Path(path)
     if not path.is_file():
-        raise AblateError(f"--from {path}: no such file; pass a report's data file (reports/data/NAME.PROFILE.csv[.gz])")
+        raise AblateError(
+            f"--from {path}: no such file; pass a report's data file (reports/data/NAME.PROFILE.csv[.gz])"
+        )
     try:
         raw = path.read_bytes()
         text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
         rows = list(csv.DictReader(io.StringIO(text)))
     except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile, csv.Error) as exc:
-        raise AblateError(f"--from {path}: unreadable ({type(exc).__name__}: {exc}); pass a report's data file "
-                          "(CSV, or CSV gzipped)") from None
+        raise AblateError(
+            f"--from {path}: unreadable ({type(exc).__name__}: {exc}); pass a report's data file (CSV, or CSV gzipped)"
+        ) from None
     need = {"kind", *(c for c, _ in RUN_FIELDS), "metric", "step", "value", STORE}
     header = set(rows[0]) if rows else set()
     if not rows or not need <= header or None in header:
         missing = sorted(need - header)
-        raise AblateError(f"--from {path}: not a report's data file (missing columns {missing[:6]}"
-                          f"{' ...' if len(missing) > 6 else ''}); regenerate it with `ablate report NAME`")
+        raise AblateError(
+            f"--from {path}: not a report's data file (missing columns {missing[:6]}"
+            f"{' ...' if len(missing) > 6 else ''}); regenerate it with `ablate report NAME`"
+        )
     if any(None in r or r["kind"] not in KINDS for r in rows):
         bad = next(i for i, r in enumerate(rows, 2) if None in r or r["kind"] not in KINDS)
-        raise AblateError(f"--from {path}: line {bad} is not a row of a report's data file (kind one of "
-                          f"{', '.join(KINDS)}, as many cells as columns)")
+        raise AblateError(
+            f"--from {path}: line {bad} is not a row of a report's data file (kind one of "
+            f"{', '.join(KINDS)}, as many cells as columns)"
+        )
     names = {(r["ablation"], r["profile"]) for r in rows if r["kind"] != "problem"}
     if any(a != ablation for a, _ in names):
         other = sorted({a for a, _ in names} - {ablation})
-        raise AblateError(f"--from {path}: holds runs of {', '.join(other)}, not of {ablation}; pass the data file of "
-                          f"{ablation} (reports/data/{ablation}[.PROFILE].csv)")
+        raise AblateError(
+            f"--from {path}: holds runs of {', '.join(other)}, not of {ablation}; pass the data file of "
+            f"{ablation} (reports/data/{ablation}[.PROFILE].csv)"
+        )
     profiles = sorted({p for _, p in names})
     if len(profiles) > 1 or (profile is not None and profiles and profiles != [profile]):
-        raise AblateError(f"--from {path}: holds runs of profile(s) {', '.join(profiles)}"
-                          f"{'' if profile is None else f', not {profile}'}; pass that profile's data file or drop --profile")
+        raise AblateError(
+            f"--from {path}: holds runs of profile(s) {', '.join(profiles)}"
+            f"{'' if profile is None else f', not {profile}'}; pass that profile's data file or drop --profile"
+        )
     config_cols = [c for c in rows[0] if c.startswith(CONFIG)]
     found = StoreScan(history={})
     records: dict[str, dict[str, Any]] = {}
@@ -259,7 +314,7 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
                     rec[_RENAMED.get(col, col)] = _value(r[col], kind, f"{where}, column {col}")
             nested: dict[str, dict[str, Any]] = {}
             for col in config_cols:
-                section, _, key = col[len(CONFIG):].partition(".")
+                section, _, key = col[len(CONFIG) :].partition(".")
                 try:
                     nested.setdefault(section, {})[key] = _config_cell(r[col])
                 except ValueError as exc:
@@ -268,15 +323,22 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
                 rec["config"] = RunConfig.model_validate(nested).model_dump(mode="json")
             except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError: one line for the user
                 first = str(exc).splitlines()[:3]
-                raise AblateError(f"{where}: the config columns do not make a valid config ({' '.join(first)})") from None
+                raise AblateError(
+                    f"{where}: the config columns do not make a valid config ({' '.join(first)})"
+                ) from None
             rec.setdefault("reason", None)
             rec["metrics"] = {}
             records[rid] = rec
         if r["kind"] == "metric":
             records[rid]["metrics"][r["metric"]] = _value(r["value"], "number", f"{where}, column value")
         elif r["kind"] == "history":
-            frames.setdefault(rid, []).append((_value(r["step"], "int", f"{where}, column step"), r["metric"],
-                                               _value(r["value"], "number", f"{where}, column value")))
+            frames.setdefault(rid, []).append(
+                (
+                    _value(r["step"], "int", f"{where}, column step"),
+                    r["metric"],
+                    _value(r["value"], "number", f"{where}, column value"),
+                )
+            )
     for rid, rec in records.items():
         problem = record_problem(rec, rid)
         if problem:
@@ -302,9 +364,11 @@ def load_source(path: Path, abl: Any, profile: str | None, expected_of: Any) -> 
     prof, expected = expected_of(prof or None)
     strays = [r["run_id"] for r in found.records if r["run_id"] not in expected]
     if strays:
-        raise AblateError(f"--from {path}: {len(strays)} of its {len(found.records)} runs (e.g. {strays[0]}) are not runs "
-                          f"of the {abl.name} / {prof} grid with these overrides; pass the key=value overrides the "
-                          "report was made with (its Reproduce section names them)")
+        raise AblateError(
+            f"--from {path}: {len(strays)} of its {len(found.records)} runs (e.g. {strays[0]}) are not runs "
+            f"of the {abl.name} / {prof} grid with these overrides; pass the key=value overrides the "
+            "report was made with (its Reproduce section names them)"
+        )
     return found, prof, store, expected
 
 

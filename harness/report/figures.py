@@ -1,4 +1,5 @@
 """PNG figures for reports (matplotlib, Agg backend): every value drawn comes from the store."""
+
 from __future__ import annotations
 
 import textwrap
@@ -70,8 +71,9 @@ def _figure(plt, width: float, height: float):
     return fig, fig.add_subplot()
 
 
-def metric_vs_length(rows: pd.DataFrame, base: str, variants: list[str], train_len: int,
-                     title: str, path: Path) -> Path:
+def metric_vs_length(
+    rows: pd.DataFrame, base: str, variants: list[str], train_len: int, title: str, path: Path
+) -> Path:
     """Mean of ``base@x{m}`` against evaluation length, one line per variant, 95% t-interval band.
 
     Args:
@@ -90,7 +92,7 @@ def metric_vs_length(rows: pd.DataFrame, base: str, variants: list[str], train_l
         desc = [stats.describe(sub[sub["metric"] == f"{base}@x{m}"]["value"]) for m in mults]
         x = np.array(mults) * train_len
         mean = np.array([d.mean for d in desc])
-        line, = ax.plot(x, mean, marker="o", label=f"{shown} (n={desc[-1].n})")
+        (line,) = ax.plot(x, mean, marker="o", label=f"{shown} (n={desc[-1].n})")
         lo, hi = np.array([d.ci_low for d in desc]), np.array([d.ci_high for d in desc])
         if np.isfinite(lo).any():
             ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
@@ -99,8 +101,9 @@ def metric_vs_length(rows: pd.DataFrame, base: str, variants: list[str], train_l
     ticks = sorted({int(m.split("@x")[1]) * train_len for m in rows["metric"] if m.startswith(f"{base}@x")})
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
-    return _finish(plt, fig, ax, "evaluation length (tokens); dotted line = training length L", base, title, path,
-                   caption)
+    return _finish(
+        plt, fig, ax, "evaluation length (tokens); dotted line = training length L", base, title, path, caption
+    )
 
 
 def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], title: str, path: Path) -> Path:
@@ -117,7 +120,7 @@ def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], t
         if sub.empty or metric not in sub:
             continue
         g = sub.groupby("step")[metric]
-        line, = ax.plot(g.mean().index, g.mean().values, label=f"{shown} (n={sub['seed'].nunique()})")
+        (line,) = ax.plot(g.mean().index, g.mean().values, label=f"{shown} (n={sub['seed'].nunique()})")
         ax.fill_between(g.min().index, g.min().values, g.max().values, color=line.get_color(), alpha=0.15, linewidth=0)
     return _finish(plt, fig, ax, "training step", f"validation {metric} at L", title, path, caption)
 
@@ -135,8 +138,10 @@ def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
         One ``Line2D`` per seed (row of ``wide``), labelled ``seed S``.
     """
     x = np.arange(wide.shape[1])
-    lines = [ax.plot(x, values.to_numpy(float), marker="o", markersize=4, linewidth=0.8, alpha=0.85,
-                     label=f"seed {seed}")[0] for seed, values in wide.iterrows()]
+    lines = [
+        ax.plot(x, values.to_numpy(float), marker="o", markersize=4, linewidth=0.8, alpha=0.85, label=f"seed {seed}")[0]
+        for seed, values in wide.iterrows()
+    ]
     n = wide.notna().sum()
     names, _ = short_labels([str(v) for v in wide.columns])
     stacked = [s.replace(SEP, "\n") for s in names]  # one axis value a line: narrow, never over a neighbour
@@ -158,8 +163,16 @@ def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title:
     fig, ax = _figure(plt, max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8)
     draw_paired_lines(ax, wide)
     arrow = "higher is better" if higher_is_better else "lower is better"
-    return _finish(plt, fig, ax, "variant (baseline first); n = seeds drawn (runs left out of the comparison are not)",
-                   f"{metric} ({arrow})", title, path, short_labels([str(v) for v in wide.columns])[1])
+    return _finish(
+        plt,
+        fig,
+        ax,
+        "variant (baseline first); n = seeds drawn (runs left out of the comparison are not)",
+        f"{metric} ({arrow})",
+        title,
+        path,
+        short_labels([str(v) for v in wide.columns])[1],
+    )
 
 
 def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: str, path: Path) -> Path:

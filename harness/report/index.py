@@ -10,6 +10,7 @@ last (then the later in declaration order). Only the runs of each profile's decl
 key=value overrides) are reported; runs made with overrides are named, with the command that
 reports them.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,15 +19,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness.analysis.comparisons import analyse
+from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
-from harness.errors import AblateError
-from harness.report.markdown import write_report
 from harness.experiment.grid import plan
-from harness.store.runs import scan
-from harness.analysis.comparisons import analyse
-from harness.report.markdown import claim_verdict
+from harness.report.markdown import claim_verdict, write_report
 from harness.report.reproduce import write_markdown
+from harness.store.runs import scan
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,8 @@ class Reported:
     profile: str
     path: Path
     confirmatory: bool
-    newest: str        # the latest ``finished_at`` of its runs (ISO 8601, UTC); "" when unknown
-    order: int         # the profile's place in the declaration
+    newest: str  # the latest ``finished_at`` of its runs (ISO 8601, UTC); "" when unknown
+    order: int  # the profile's place in the declaration
 
 
 @dataclass
@@ -48,8 +48,8 @@ class Entry:
     question: str
     claims: list[str] = field(default_factory=list)
     reported: list[Reported] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)           # profiles with runs that were not reported
-    verdicts: list[tuple[str, str]] = field(default_factory=list)   # (claim id, verdict) in the latest
+    notes: list[str] = field(default_factory=list)  # profiles with runs that were not reported
+    verdicts: list[tuple[str, str]] = field(default_factory=list)  # (claim id, verdict) in the latest
     seeds: str = "–"
 
     @property
@@ -62,12 +62,19 @@ def check_store(results: Path) -> None:
     for name in ablation_mod.available():
         if (Path(results) / name).is_dir() and any(p.is_dir() for p in (Path(results) / name).iterdir()):
             return
-    raise AblateError(f"no runs of any registered ablation in {results}; run `ablate run NAME` first "
-                      "or pass the --results-dir it wrote to")
+    raise AblateError(
+        f"no runs of any registered ablation in {results}; run `ablate run NAME` first "
+        "or pass the --results-dir it wrote to"
+    )
 
 
-def report_all(results: Path, out: Path, data_dir: Path | None = None, storage: str | None = None,
-               echo: Callable[[str], None] = print) -> Path:
+def report_all(
+    results: Path,
+    out: Path,
+    data_dir: Path | None = None,
+    storage: str | None = None,
+    echo: Callable[[str], None] = print,
+) -> Path:
     """Write every report and ``out/README.md``; returns the index's path. ``echo``: one line
     per report written or profile skipped."""
     check_store(results)
@@ -76,8 +83,10 @@ def report_all(results: Path, out: Path, data_dir: Path | None = None, storage: 
         written = {r.path.name for r in entry.reported}
         for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
             if old.name not in written:
-                entry.notes.append(f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier "
-                                   "report whose runs are not in this store (not regenerated)")
+                entry.notes.append(
+                    f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier "
+                    "report whose runs are not in this store (not regenerated)"
+                )
 
     repro = write_markdown(results, out)  # the positive controls: published results reproduced
     echo(f"wrote {repro}")
@@ -95,8 +104,9 @@ def _default_profile(name: str) -> str:
         return "default profile"
 
 
-def _report_ablation(name: str, results: Path, out: Path, data_dir: Path | None, storage: str | None,
-                     echo: Callable[[str], None]) -> Entry:
+def _report_ablation(
+    name: str, results: Path, out: Path, data_dir: Path | None, storage: str | None, echo: Callable[[str], None]
+) -> Entry:
     try:
         abl = ablation_mod.load(name)
     except AblateError as exc:
@@ -117,8 +127,10 @@ def _report_ablation(name: str, results: Path, out: Path, data_dir: Path | None,
         grids[pname] = expected
         mine = [r for r in found.records if r["run_id"] in expected]
         if not mine:
-            entry.notes.append(f"{pname}: {len(found.records)} runs made with key=value overrides "
-                               f"(`ablate report {name} --profile {pname} KEY=VALUE ...`)")
+            entry.notes.append(
+                f"{pname}: {len(found.records)} runs made with key=value overrides "
+                f"(`ablate report {name} --profile {pname} KEY=VALUE ...`)"
+            )
             echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
             continue
         path = write_report(abl, pname, results, out, data_dir=data_dir, storage=storage, expected=expected)
@@ -153,22 +165,29 @@ def short_question(question: str, limit: int = 100) -> str:
 def index_markdown(entries: list[Entry], results: Path, reproductions: Path | None = None) -> str:
     """``README.md``: a header, the link to ``reproductions`` (the positive controls' page, when
     written) with each entry's outcome, and one table row per ablation."""
-    lines = ["# Reports", "",
-             f"*Generated by `ablate report --all` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from the runs "
-             f"in `{results}`: one row per registered ablation. Latest: the confirmatory profile with the most recent "
-             "run when there is one, else the most recent pilot; the verdicts are those of its report, the seeds "
-             "those with finished runs out of those the profile declares.*", "",
-             *(_reproductions_line(reproductions) if reproductions is not None else []),
-             "| ablation | question | profiles reported | latest | claims: verdict in the latest report | seeds |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "# Reports",
+        "",
+        f"*Generated by `ablate report --all` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from the runs "
+        f"in `{results}`: one row per registered ablation. Latest: the confirmatory profile with the most recent "
+        "run when there is one, else the most recent pilot; the verdicts are those of its report, the seeds "
+        "those with finished runs out of those the profile declares.*",
+        "",
+        *(_reproductions_line(reproductions) if reproductions is not None else []),
+        "| ablation | question | profiles reported | latest | claims: verdict in the latest report | seeds |",
+        "|---|---|---|---|---|---|",
+    ]
     for e in entries:
         latest = e.latest
         link = f"[{e.name}]({latest.path.name})" if latest else e.name
         profiles = ", ".join(f"[{r.profile}]({r.path.name})" for r in e.reported) or "no runs"
         if e.notes:
             profiles += "; " + "; ".join(e.notes)
-        claims = "<br>".join(f"`{cid}`: {verdict}" for cid, verdict in e.verdicts) if latest else \
-            "<br>".join(f"`{cid}`: no runs" for cid in e.claims)
+        claims = (
+            "<br>".join(f"`{cid}`: {verdict}" for cid, verdict in e.verdicts)
+            if latest
+            else "<br>".join(f"`{cid}`: no runs" for cid in e.claims)
+        )
         cells = [link, e.question, profiles, latest.profile if latest else "–", claims or "–", e.seeds]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
@@ -183,5 +202,10 @@ def _reproductions_line(path: Path) -> list[str]:
     page's summary table, so that the two never disagree)."""
     rows = [line.split(" | ") for line in Path(path).read_text().splitlines() if line.startswith("| [")]
     outcomes = ", ".join(f"{r[0].split(']')[0][3:]} **{r[-1].strip(' |*')}**" for r in rows)
-    return [(f"Positive controls: [published results reproduced]({Path(path).name}) at this scale, before any "
-             f"verdict on the claims: {outcomes or 'none'}."), ""]
+    return [
+        (
+            f"Positive controls: [published results reproduced]({Path(path).name}) at this scale, before any "
+            f"verdict on the claims: {outcomes or 'none'}."
+        ),
+        "",
+    ]

@@ -1,5 +1,6 @@
 """Markdown reports: question, claims with verdicts, setup, comparison tables, figures, failures,
 and the command that reproduces it. Every figure is computed from the run store."""
+
 from __future__ import annotations
 
 import math
@@ -10,19 +11,18 @@ from typing import Any
 
 import pandas as pd
 
-from harness.experiment import claims as claims_mod
-from harness.encode import text
-from harness.experiment.ablation import Ablation
 from harness.analysis.comparisons import OUTCOME, Analysis, analyse, beyond_training, claimed_metrics, why_not_finished
+from harness.encode import text
+from harness.experiment import claims as claims_mod
+from harness.experiment.ablation import Ablation
+from harness.experiment.versions import mix_warning
+from harness.report import figures
 from harness.report.bench import bench_section
+from harness.report.data import history_of, run_history, write_data
+from harness.report.omnibus import across_variants
 from harness.report.probes import probe_section
 from harness.report.tables import markdown, title
 from harness.report.tuning import tuning_section
-from harness.report import figures
-from harness.report.omnibus import across_variants
-from harness.store.runs import run_dir
-from harness.experiment.versions import mix_warning
-from harness.report.data import history_of, run_history, write_data
 
 
 def report_path(abl: Ablation, profile: str, out: Path) -> Path:
@@ -46,8 +46,10 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
     labels = {abl.label(v) for v in abl.variants()}
     for ev in claim.get("evidence", []):
         if ev["task"] not in abl.tasks or ev["variant"] not in labels:
-            lines.append(f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: not in the "
-                         f"`{result.profile}` profile's grid (see the ablation's other profiles)")
+            lines.append(
+                f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: not in the "
+                f"`{result.profile}` profile's grid (see the ablation's other profiles)"
+            )
             continue
         table = result.table(ev["task"], ev["metric"])
         row = None if table is None else table.frame[table.frame["variant"] == ev["variant"]]
@@ -58,32 +60,46 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
         r = row.iloc[0]
         v = str(r["verdict"])
         matched = v == ev["expect"] or (ev["expect"] == "equivalent" and v.startswith("equivalent"))
-        outcome = ("pilot" if v == "pilot" else "supported" if matched
-                   else "contradicted" if v in ("better", "worse") or v.startswith(("equivalent", "same outcome", "identical"))
-                   else "inconclusive")
+        outcome = (
+            "pilot"
+            if v == "pilot"
+            else "supported"
+            if matched
+            else "contradicted"
+            if v in ("better", "worse") or v.startswith(("equivalent", "same outcome", "identical"))
+            else "inconclusive"
+        )
         outcomes.append(outcome)
-        head = f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}" + (
-            f" (this comparison tests {ev['tests']})" if ev.get("tests") else "") + ": "
+        head = (
+            f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}"
+            + (f" (this comparison tests {ev['tests']})" if ev.get("tests") else "")
+            + ": "
+        )
         if ev["metric"] == OUTCOME:
             base = table.frame.iloc[0]
             why = _failure_reasons(result, ev["task"], ev["variant"])
             lines.append(
                 head + f"finished {r['mean'] * r['n']:.0f}/{r['n']} runs vs {base['mean'] * base['n']:.0f}/{base['n']}"
                 f"{why}; exact McNemar p = {text(r['p'], '.3g')}, adjusted p = {text(r['p_adj'], '.3g')} "
-                f"({table.family}) → {v}; claim expects {ev['expect']}: **{outcome}**")
+                f"({table.family}) → {v}; claim expects {ev['expect']}: **{outcome}**"
+            )
             continue
         small = ""
         if outcome == "supported" and v in ("better", "worse") and table.sesoi and abs(r["delta"]) < table.sesoi:
             small_effects.append(table.sesoi)  # real, but smaller than the effect the ablation cares about
             small = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
         undefined = _why_undefined(r)  # no CI or p to print: say why instead of "nan"
-        ci = (f"95% CI [{text(r['delta_ci_low'], '+.4g')}, {text(r['delta_ci_high'], '+.4g')}] (not adjusted)"
-              if undefined is None else f"95% CI – ({undefined})")
+        ci = (
+            f"95% CI [{text(r['delta_ci_low'], '+.4g')}, {text(r['delta_ci_high'], '+.4g')}] (not adjusted)"
+            if undefined is None
+            else f"95% CI – ({undefined})"
+        )
         p_adj = f"{text(r['p_adj'], '.3g')} ({table.family})" if undefined is None else f"– ({undefined})"
         lines.append(
             head + f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {ev['variant']} better), "
             f"adjusted p = {p_adj}, n = {r['n_pairs']} seed{'' if r['n_pairs'] == 1 else 's'} → {v}; "
-            f"claim expects {ev['expect']}: **{outcome}**{small}")
+            f"claim expects {ev['expect']}: **{outcome}**{small}"
+        )
     if not claim.get("evidence"):
         return "not tested by this ablation yet", lines
     if not outcomes:
@@ -113,9 +129,18 @@ def _why_undefined(row: pd.Series) -> str | None:
     return None
 
 
-def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir: Path | None = None,
-                 storage: str | None = None, expected: set[str] | None = None,
-                 overrides: list[str] | None = None, result: Analysis | None = None, data: bool = True) -> Path:
+def write_report(
+    abl: Ablation,
+    profile: str,
+    results: Path,
+    out: Path,
+    data_dir: Path | None = None,
+    storage: str | None = None,
+    expected: set[str] | None = None,
+    overrides: list[str] | None = None,
+    result: Analysis | None = None,
+    data: bool = True,
+) -> Path:
     """Write the markdown report and its PNG figures under ``out``; returns the markdown path.
     ``data``: also write the tidy table of its runs, ``out/data/NAME[.PROFILE].csv[.gz]``
     (:mod:`harness.report.data`), from which ``ablate report --from`` makes the same report.
@@ -130,10 +155,17 @@ def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir
     fig_dir = Path(out) / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     records = result.scan.records
-    parts = [f"# {abl.name} ({profile} profile)", "",
-             f"*Generated by `ablate report {abl.name} --profile {profile}` on "
-             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {len(records)} runs in `{results}`.*", "",
-             "## Question", "", abl.question, ""]
+    parts = [
+        f"# {abl.name} ({profile} profile)",
+        "",
+        f"*Generated by `ablate report {abl.name} --profile {profile}` on "
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {len(records)} runs in `{results}`.*",
+        "",
+        "## Question",
+        "",
+        abl.question,
+        "",
+    ]
     parts += _version_warnings(result)
     parts += _aa_section(result) if abl.identical_arms else _claims_section(abl, result)
     parts += _setup_section(abl, profile, records)
@@ -151,8 +183,9 @@ def write_report(abl: Ablation, profile: str, results: Path, out: Path, data_dir
     return path
 
 
-def _tuning_section(abl: Ablation, profile: str, results: Path, storage: str | None, fig_dir: Path,
-                    md_dir: Path) -> list[str]:
+def _tuning_section(
+    abl: Ablation, profile: str, results: Path, storage: str | None, fig_dir: Path, md_dir: Path
+) -> list[str]:
     return tuning_section(abl, profile, results, storage, fig_dir, md_dir)
 
 
@@ -160,17 +193,25 @@ def _aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
     """An A/A check's verdict on the harness: how many comparisons between identical arms were
     declared different (each a false positive), against what alpha allows."""
     lines = ["## A/A check: false positives", ""]
-    for label, tables in (("primary metric", [t for t in result.tables if t.family.startswith("primary")]),
-                          ("every metric", result.tables)):
+    for label, tables in (
+        ("primary metric", [t for t in result.tables if t.family.startswith("primary")]),
+        ("every metric", result.tables),
+    ):
         frames = [t.frame.iloc[1:] for t in tables if "p" in t.frame]
         tested = sum(int(f["p"].notna().sum()) for f in frames)
         declared = sum(int(f["verdict"].isin(["better", "worse"]).sum()) for f in frames)
         raw = sum(int((f["p"] < alpha).sum()) for f in frames)
-        lines.append(f"- {label}: **{declared} of {tested}** comparisons between identical arms declared better or "
-                     f"worse after adjustment; raw p < {alpha:g} in {raw} of {tested} (expected about "
-                     f"{alpha * tested:.2g} by chance).")
-    lines += ["", "Every such declaration is a false positive. The long-run rate is measured by a simulation of "
-              "1,000 A/A tables in the test suite (`tests/analysis/test_stats.py::test_aa_false_positive_rate`).", ""]
+        lines.append(
+            f"- {label}: **{declared} of {tested}** comparisons between identical arms declared better or "
+            f"worse after adjustment; raw p < {alpha:g} in {raw} of {tested} (expected about "
+            f"{alpha * tested:.2g} by chance)."
+        )
+    lines += [
+        "",
+        "Every such declaration is a false positive. The long-run rate is measured by a simulation of "
+        "1,000 A/A tables in the test suite (`tests/analysis/test_stats.py::test_aa_false_positive_rate`).",
+        "",
+    ]
     return lines
 
 
@@ -188,16 +229,27 @@ def _claims_section(abl: Ablation, result: Analysis) -> list[str]:
     for cid in abl.claims:
         claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
         verdict, evidence = claim_verdict(claim, result)
-        lines += [f"### `{cid}`: {verdict}", "", f"> {claim['claim']} (figure given: {claim.get('figure', 'none')})", ""]
+        lines += [
+            f"### `{cid}`: {verdict}",
+            "",
+            f"> {claim['claim']} (figure given: {claim.get('figure', 'none')})",
+            "",
+        ]
         lines += [f"- {e}" for e in evidence]
         lines.append("")
     scale: dict[str, dict[str, Any]] = {}
     for rec in result.scan.records:
         scale.setdefault(rec["task"], rec["config"])
-    desc = "; ".join(f"{t}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers, "
-                     f"{c['train']['steps']} steps, L = {c['train']['seq_len']}" for t, c in scale.items())
-    lines += [f"Scale caveat: these verdicts hold at the scale run here ({desc}; {len(prof.seeds)} seeds), "
-              "not necessarily at the scale where the claims were made.", ""]
+    desc = "; ".join(
+        f"{t}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers, "
+        f"{c['train']['steps']} steps, L = {c['train']['seq_len']}"
+        for t, c in scale.items()
+    )
+    lines += [
+        f"Scale caveat: these verdicts hold at the scale run here ({desc}; {len(prof.seeds)} seeds), "
+        "not necessarily at the scale where the claims were made.",
+        "",
+    ]
     lines += _unlearned_warnings(abl, result)
     return lines
 
@@ -215,22 +267,33 @@ def _unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
     for task, entry in abl.tasks.items():
         if entry.target is None:
             continue
-        base = rows[(rows["task"] == task) & (rows["variant"] == abl.baseline_label) & (rows["metric"] == "target_reached")]
+        base = rows[
+            (rows["task"] == task) & (rows["variant"] == abl.baseline_label) & (rows["metric"] == "target_reached")
+        ]
         if not base.empty and base["value"].max() == 0:
-            out += [f"**Warning: on `{task}` no run of the baseline reached the convergence target "
-                    f"(validation `{entry.target.describe()}`) within the step budget: this scale is too small "
-                    "to learn the task, and the verdicts on it say little about the claims.**", ""]
+            out += [
+                f"**Warning: on `{task}` no run of the baseline reached the convergence target "
+                f"(validation `{entry.target.describe()}`) within the step budget: this scale is too small "
+                "to learn the task, and the verdicts on it say little about the claims.**",
+                "",
+            ]
     return out
 
 
 def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> list[str]:
     prof = abl.profiles[profile]
-    lines = ["## Setup", "", f"- Grid: {', '.join(f'`{k}` ∈ {v}' for k, v in abl.axes.items())}; "
-             f"baseline `{abl.baseline_label}`; seeds {prof.seeds} "
-             f"({'confirmatory' if prof.confirmatory else 'pilot: no verdicts'})."]
+    lines = [
+        "## Setup",
+        "",
+        f"- Grid: {', '.join(f'`{k}` ∈ {v}' for k, v in abl.axes.items())}; "
+        f"baseline `{abl.baseline_label}`; seeds {prof.seeds} "
+        f"({'confirmatory' if prof.confirmatory else 'pilot: no verdicts'}).",
+    ]
     if prof.only_variants or prof.only_tasks:
-        lines.append(f"- This profile runs {len(abl.variants())} grid point(s): "
-                     f"{', '.join(f'`{abl.label(v)}`' for v in abl.variants())}; task(s) {', '.join(f'`{t}`' for t in abl.tasks)}.")
+        lines.append(
+            f"- This profile runs {len(abl.variants())} grid point(s): "
+            f"{', '.join(f'`{abl.label(v)}`' for v in abl.variants())}; task(s) {', '.join(f'`{t}`' for t in abl.tasks)}."
+        )
     for task, entry in abl.tasks.items():
         recs = [r for r in records if r["task"] == task]
         if not recs:
@@ -248,8 +311,11 @@ def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -
             f"(warm-up {t['warmup_steps']}, {_decay(t['min_lr_ratio'])}), weight decay {t['weight_decay']:g}, "
             f"precision {r.get('precision', t['precision'])}; evaluated on {e['n_examples']} held-out examples at "
             f"{', '.join(str(x * t['seq_len']) for x in e['length_multipliers'])} tokens; primary "
-            f"`{entry.primary.metric}`" + (f"; gate `{entry.gate.describe()}`" if entry.gate else "") +
-            (f"; convergence target validation `{entry.target.describe()}`" if entry.target else "") + ".")
+            f"`{entry.primary.metric}`"
+            + (f"; gate `{entry.gate.describe()}`" if entry.gate else "")
+            + (f"; convergence target validation `{entry.target.describe()}`" if entry.target else "")
+            + "."
+        )
     ok = [r for r in records if r.get("status") == "ok"]
     if records:
         r = records[0]
@@ -270,17 +336,21 @@ def _decay(min_ratio: float) -> str:
 
 
 def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Path, md_dir: Path) -> list[str]:
-    lines = ["## Results", "",
-             "Each variant against the baseline, paired by seed (paired t-test and its t-interval; "
-             "exact sign-flip permutation test as a check). Δ is oriented so that positive means better. "
-             "`p adj`: Holm over the primary comparisons of all tasks; Benjamini-Hochberg within "
-             "each exploratory metric; the sign-flip p and the equivalence (TOST) p are adjusted in the same "
-             "family. `better` / `worse` need both the t-test and the exact sign-flip test to reject after "
-             "adjustment (with fewer than 6 seeds that differ, or 8 in a family of 6, the exact test cannot). "
-             "The 95% CIs are per comparison, not adjusted for multiplicity; the verdict reads the adjusted p. "
-             "MDE: the smallest Δ this design detects with 80 % power at alpha / the family size (the "
-             "family's first Holm step). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
-             "Runs below a task's gate are left out of comparisons beyond L (`excluded`).", ""]
+    lines = [
+        "## Results",
+        "",
+        "Each variant against the baseline, paired by seed (paired t-test and its t-interval; "
+        "exact sign-flip permutation test as a check). Δ is oriented so that positive means better. "
+        "`p adj`: Holm over the primary comparisons of all tasks; Benjamini-Hochberg within "
+        "each exploratory metric; the sign-flip p and the equivalence (TOST) p are adjusted in the same "
+        "family. `better` / `worse` need both the t-test and the exact sign-flip test to reject after "
+        "adjustment (with fewer than 6 seeds that differ, or 8 in a family of 6, the exact test cannot). "
+        "The 95% CIs are per comparison, not adjusted for multiplicity; the verdict reads the adjusted p. "
+        "MDE: the smallest Δ this design detects with 80 % power at alpha / the family size (the "
+        "family's first Holm step). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
+        "Runs below a task's gate are left out of comparisons beyond L (`excluded`).",
+        "",
+    ]
     stem = f"{abl.name}" + ("" if profile == abl.default_profile else f".{profile}")
     for task, entry in abl.tasks.items():
         lines += [f"### Task `{task}`", ""]
@@ -292,10 +362,18 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
         base = entry.primary.metric.split("@")[0]
         variants = [abl.label(v) for v in abl.variants()]
         train_len = _train_len(result, task)
-        if rows["metric"].str.match(rf"^{base}@x\d+$").any() and rows.loc[
-                rows["metric"].str.startswith(f"{base}@x"), "metric"].nunique() > 1:  # a length ablation
-            fig = figures.metric_vs_length(rows, base, variants, train_len, f"{task}: {base} against evaluation length",
-                                           fig_dir / f"{stem}-{task}-{base}-vs-length.png")
+        if (
+            rows["metric"].str.match(rf"^{base}@x\d+$").any()
+            and rows.loc[rows["metric"].str.startswith(f"{base}@x"), "metric"].nunique() > 1
+        ):  # a length ablation
+            fig = figures.metric_vs_length(
+                rows,
+                base,
+                variants,
+                train_len,
+                f"{task}: {base} against evaluation length",
+                fig_dir / f"{stem}-{task}-{base}-vs-length.png",
+            )
             lines += [f"![{task}: {base} against length]({fig.relative_to(md_dir).as_posix()})", ""]
         claimed = claimed_metrics(abl, task)
         for table in _report_tables(tables, base, claimed):
@@ -303,13 +381,21 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
         lines += across_variants(result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem)
         others = sorted({t.metric for t in tables} - {t.metric for t in _report_tables(tables, base, claimed)})
         if others:
-            lines += [f"Other metrics ({', '.join(f'`{m}`' for m in others)}): "
-                      f"`ablate compare {abl.name} --profile {profile} --metric NAME`.", ""]
+            lines += [
+                f"Other metrics ({', '.join(f'`{m}`' for m in others)}): "
+                f"`ablate compare {abl.name} --profile {profile} --metric NAME`.",
+                "",
+            ]
         hist = _history(result, task)
         if not hist.empty:
             metric = "acc" if "acc" in hist else "loss"
-            fig = figures.validation_curves(hist, metric, variants, f"{task}: validation {metric} at L during training",
-                                            fig_dir / f"{stem}-{task}-validation-{metric}.png")
+            fig = figures.validation_curves(
+                hist,
+                metric,
+                variants,
+                f"{task}: validation {metric} at L during training",
+                fig_dir / f"{stem}-{task}-validation-{metric}.png",
+            )
             lines += [f"![{task}: validation curves]({fig.relative_to(md_dir).as_posix()})", ""]
     return lines
 
@@ -368,11 +454,15 @@ def _gate_reason(result: Analysis, run: pd.Series) -> str:
     gate = result.ablation.tasks[run["task"]].gate
     if not result.ablation.profiles[result.profile].apply_gate:
         rec = next(x for x in result.scan.records if x["run_id"] == run["run_id"])
-        return (f"`{gate.metric}` = {_metric_text(rec, gate.metric)}, below the gate "
-                f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison")
+        return (
+            f"`{gate.metric}` = {_metric_text(rec, gate.metric)}, below the gate "
+            f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison"
+        )
     rec = next(x for x in result.scan.records if x["run_id"] == run["run_id"])
-    return (f"did not learn the task at L: `{gate.metric}` = {_metric_text(rec, gate.metric)}, gate {gate.describe()}; "
-            "left out of the comparisons beyond L")
+    return (
+        f"did not learn the task at L: `{gate.metric}` = {_metric_text(rec, gate.metric)}, gate {gate.describe()}; "
+        "left out of the comparisons beyond L"
+    )
 
 
 def _metric_text(rec: dict[str, Any], metric: str) -> str:

@@ -8,6 +8,7 @@ seeds that have every variant; runs left out of the comparison (below the task's
 metrics beyond L) are left out here too. The Nemenyi critical difference is printed whatever
 the Friedman p; Demsar reads it only after the Friedman test rejects.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,7 +19,7 @@ from harness.analysis import stats
 from harness.analysis.comparisons import Table
 from harness.report import figures
 
-MIN_BLOCKS = 3    # complete seeds needed for the omnibus test and ranks
+MIN_BLOCKS = 3  # complete seeds needed for the omnibus test and ranks
 MIN_VARIANTS = 3  # with 2 variants the pairwise table already is the whole comparison
 
 
@@ -50,13 +51,16 @@ def friedman_line(res: stats.Friedman, alpha: float) -> str:
     """``Friedman χ²(df) = .., p = .., N blocks, k variants; mean ranks: ...; CD = ..``, ranks
     best first."""
     ranks = ", ".join(f"{v} {r:.2f}" for v, r in res.mean_ranks.sort_values().items())
-    return (f"Friedman χ²({res.df}) = {res.statistic:.3g}, p = {res.p:.3g}, {res.n_seeds} blocks (seeds), "
-            f"{res.k} variants; mean ranks (1 = best): {ranks}; Nemenyi CD = {res.cd:.3g} at alpha {alpha:g} "
-            "(mean ranks further apart than CD differ).")
+    return (
+        f"Friedman χ²({res.df}) = {res.statistic:.3g}, p = {res.p:.3g}, {res.n_seeds} blocks (seeds), "
+        f"{res.k} variants; mean ranks (1 = best): {ranks}; Nemenyi CD = {res.cd:.3g} at alpha {alpha:g} "
+        "(mean ranks further apart than CD differ)."
+    )
 
 
-def across_variants(table: Table | None, rows: pd.DataFrame, fig_dir: Path, md_dir: Path, stem: str,
-                    alpha: float = 0.05) -> list[str]:
+def across_variants(
+    table: Table | None, rows: pd.DataFrame, fig_dir: Path, md_dir: Path, stem: str, alpha: float = 0.05
+) -> list[str]:
     """Markdown lines for one task's primary table: the paired-lines figure, then one Friedman
     line with the critical-difference figure, or one line saying why the test is left out.
 
@@ -79,11 +83,16 @@ def across_variants(table: Table | None, rows: pd.DataFrame, fig_dir: Path, md_d
     res = stats.friedman(wide, table.higher_is_better, alpha)
     head = f"**Across all variants** (`{table.metric}`): "
     why = skip_reason(res.n_seeds, res.k)
-    if why is None and not res.p == res.p:
+    if why is None and res.p != res.p:  # NaN
         why = "the statistic is undefined (every seed ties all variants)"
     if why is not None:
         return lines + [f"{head}Friedman test left out: {why}.", ""]
-    fig = figures.critical_difference(res.mean_ranks, res.cd, alpha, f"{table.task}: mean ranks of {table.metric}",
-                                      fig_dir / f"{name}-ranks.png")
-    return lines + [head + friedman_line(res, alpha), "",
-                    f"![{table.task}: mean ranks]({fig.relative_to(md_dir).as_posix()})", ""]
+    fig = figures.critical_difference(
+        res.mean_ranks, res.cd, alpha, f"{table.task}: mean ranks of {table.metric}", fig_dir / f"{name}-ranks.png"
+    )
+    return lines + [
+        head + friedman_line(res, alpha),
+        "",
+        f"![{table.task}: mean ranks]({fig.relative_to(md_dir).as_posix()})",
+        "",
+    ]

@@ -10,6 +10,7 @@ the largest attention probability on a masked key, at initialisation and after t
 from every record of the analysis, whatever its status: a run that raised or diverged still
 stored the probes it measured at initialisation.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,38 +44,53 @@ def _ended(recs: list[dict[str, Any]]) -> str:
 
 
 def _raised(recs: list[dict[str, Any]]) -> str:
-    n = sum(1 for r in recs if any((r.get("metrics") or {}).get(f"{p}_raised{s}") == 1
-                                   for p in ("leak", "attn") for s in ("_init", "")))
+    n = sum(
+        1
+        for r in recs
+        if any((r.get("metrics") or {}).get(f"{p}_raised{s}") == 1 for p in ("leak", "attn") for s in ("_init", ""))
+    )
     return f"{n}/{len(recs)}"
 
 
 def probe_section(result: Analysis) -> list[str]:
     """Markdown lines of the "Probes per cell" section; empty when no run carries a probe."""
-    records = [r for r in result.scan.records if any(f"{k}_init" in (r.get("metrics") or {}) or
-                                                     f"{k.split('_')[0]}_raised_init" in (r.get("metrics") or {})
-                                                     for k in PROBE_KEYS)]
+    records = [
+        r
+        for r in result.scan.records
+        if any(
+            f"{k}_init" in (r.get("metrics") or {}) or f"{k.split('_')[0]}_raised_init" in (r.get("metrics") or {})
+            for k in PROBE_KEYS
+        )
+    ]
     if not records:
         return []
     abl = result.ablation.for_profile(result.profile)
-    lines = ["## Probes per cell", "",
-             "Maxima over the cell's runs, at initialisation / after training, on one probe batch of the validation "
-             "distribution (the same batch for every cell of a seed). Leakage: the largest change of the logits at "
-             "positions <= t when the tokens after t are replaced, and the largest gradient of those logits with "
-             "respect to the embeddings of later positions; a correct causal mask gives exactly 0 for both at the real "
-             "(non-padding) positions. Padding rows, whose every key is masked, are shown apart: a finite fill "
-             "spreads their attention over all keys, later ones included, while -inf makes them NaN. "
-             "`probe raised`: runs where a probe's forward pass itself raised (no value then). A run that did not "
-             "finish keeps the probes measured at initialisation.", ""]
+    lines = [
+        "## Probes per cell",
+        "",
+        "Maxima over the cell's runs, at initialisation / after training, on one probe batch of the validation "
+        "distribution (the same batch for every cell of a seed). Leakage: the largest change of the logits at "
+        "positions <= t when the tokens after t are replaced, and the largest gradient of those logits with "
+        "respect to the embeddings of later positions; a correct causal mask gives exactly 0 for both at the real "
+        "(non-padding) positions. Padding rows, whose every key is masked, are shown apart: a finite fill "
+        "spreads their attention over all keys, later ones included, while -inf makes them NaN. "
+        "`probe raised`: runs where a probe's forward pass itself raised (no value then). A run that did not "
+        "finish keeps the probes measured at initialisation.",
+        "",
+    ]
     for task in abl.tasks:
         recs_t = [r for r in records if r.get("task") == task]
         if not recs_t:
             continue
-        lines += [f"**{task}**", "",
-                  "| cell | finished | how the others ended | probe raised | leak into real positions: logits | "
-                  "leak into real positions: gradient | leak into padding rows: logits | NaN/inf logits (fraction) | "
-                  "max attention on a masked key | attention rows with NaN/inf (fraction) | steps with NaN/inf gradients "
-                  f"(mean of finished) | `{abl.tasks[task].primary.metric}` (mean of finished) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"**{task}**",
+            "",
+            "| cell | finished | how the others ended | probe raised | leak into real positions: logits | "
+            "leak into real positions: gradient | leak into padding rows: logits | NaN/inf logits (fraction) | "
+            "max attention on a masked key | attention rows with NaN/inf (fraction) | steps with NaN/inf gradients "
+            f"(mean of finished) | `{abl.tasks[task].primary.metric}` (mean of finished) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for v in abl.variants():
             label = abl.label(v)
             recs = [r for r in recs_t if r.get("variant_label") == label]
@@ -89,9 +105,11 @@ def probe_section(result: Analysis) -> list[str]:
             skipped = [(r.get("metrics") or {}).get("nonfinite_grad_steps") for r in ok]
             skipped = [x for x in skipped if x is not None and not math.isnan(x)]
             bad_steps = text(sum(skipped) / len(skipped)) if skipped else "–"
-            lines.append(f"| {name} | {len(ok)}/{len(recs)} | {_ended(recs)} | {_raised(recs)} | "
-                         f"{_pair(recs, 'leak_logits_real')} | {_pair(recs, 'leak_grad_real')} | {_pair(recs, 'leak_logits')} | "
-                         f"{_pair(recs, 'nonfinite_logits')} | {_pair(recs, 'attn_masked_max')} | "
-                         f"{_pair(recs, 'attn_nonfinite_rows')} | {bad_steps} | {mean} |")
+            lines.append(
+                f"| {name} | {len(ok)}/{len(recs)} | {_ended(recs)} | {_raised(recs)} | "
+                f"{_pair(recs, 'leak_logits_real')} | {_pair(recs, 'leak_grad_real')} | {_pair(recs, 'leak_logits')} | "
+                f"{_pair(recs, 'nonfinite_logits')} | {_pair(recs, 'attn_masked_max')} | "
+                f"{_pair(recs, 'attn_nonfinite_rows')} | {bad_steps} | {mean} |"
+            )
         lines.append("")
     return lines

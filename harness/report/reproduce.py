@@ -15,6 +15,7 @@ when it did not decide (or the profile is not confirmatory), ``not run`` without
 entry passes when every comparison passes, fails when one fails, and is inconclusive otherwise
 (``not run`` when none has runs).
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,13 +31,12 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.analysis import stats
+from harness.analysis.comparisons import analyse, beyond_training, direction
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.registry import did_you_mean
-from harness.analysis.comparisons import beyond_training
-from harness.analysis import stats
-from harness.analysis.comparisons import analyse, direction
 from harness.experiment.grid import plan
+from harness.registry import did_you_mean
 from harness.store.runs import read_record, run_dir
 
 REGISTRY = "reproductions.yaml"
@@ -54,9 +54,13 @@ class Comparison(BaseModel):
     variant: str = Field(description="the variant label compared")
     reference: str = Field(description="the variant label it is compared with (any point of the profile's grid)")
     expect: Literal["better", "worse", "equivalent"]
-    margin: float | None = Field(None, gt=0, description="equivalence margin in metric units (default: the task's sesoi)")
+    margin: float | None = Field(
+        None, gt=0, description="equivalence margin in metric units (default: the task's sesoi)"
+    )
     higher_is_better: bool | None = Field(None, description="default: the task's primary metric's, else by name")
-    reference_min: float | None = Field(None, description="the reference's mean must reach it (e.g. softmax at its target)")
+    reference_min: float | None = Field(
+        None, description="the reference's mean must reach it (e.g. softmax at its target)"
+    )
 
     def describe(self) -> str:
         return f"{self.ablation} / {self.profile}, {self.task} `{self.metric}`, {self.variant} vs {self.reference}"
@@ -114,18 +118,24 @@ def check(entry: Reproduction, where: str = REGISTRY) -> None:
         except AblateError as exc:
             raise AblateError(f"{at}.ablation: {exc}") from None
         if comp.profile not in abl.profiles:
-            raise AblateError(f"{at}.profile: {abl.name} has no profile {comp.profile!r}"
-                              f"{did_you_mean(comp.profile, list(abl.profiles))}")
+            raise AblateError(
+                f"{at}.profile: {abl.name} has no profile {comp.profile!r}"
+                f"{did_you_mean(comp.profile, list(abl.profiles))}"
+            )
         view = abl.for_profile(comp.profile)
         if comp.task not in view.tasks:
-            raise AblateError(f"{at}.task: {comp.task!r} is not a task of {abl.name} / {comp.profile}"
-                              f"{did_you_mean(comp.task, list(view.tasks))}")
+            raise AblateError(
+                f"{at}.task: {comp.task!r} is not a task of {abl.name} / {comp.profile}"
+                f"{did_you_mean(comp.task, list(view.tasks))}"
+            )
         labels = [view.label(v) for v in view.variants()]
         for key in ("variant", "reference"):
             label = getattr(comp, key)
             if label not in labels:
-                raise AblateError(f"{at}.{key}: {label!r} is not a point of the {abl.name} / {comp.profile} grid"
-                                  f"{did_you_mean(label, labels)}; grid: {labels}")
+                raise AblateError(
+                    f"{at}.{key}: {label!r} is not a point of the {abl.name} / {comp.profile} grid"
+                    f"{did_you_mean(label, labels)}; grid: {labels}"
+                )
         if comp.variant == comp.reference:
             raise AblateError(f"{at}.reference: the same as the variant ({comp.variant!r}); nothing is compared")
         if comp.expect == "equivalent" and comp.margin is None and view.tasks[comp.task].primary.sesoi is None:
@@ -163,25 +173,26 @@ def select(entries: tuple[Reproduction, ...] | list[Reproduction], rid: str | No
 
 # --- statistics ---------------------------------------------------------------------------------
 
+
 @dataclass
 class Outcome:
     """One comparison's result."""
 
     comparison: Comparison
-    outcome: str                       # pass | fail | inconclusive | not run
+    outcome: str  # pass | fail | inconclusive | not run
     verdict: str = ""
-    row: dict[str, Any] = field(default_factory=dict)      # stats.COLUMNS of the variant
+    row: dict[str, Any] = field(default_factory=dict)  # stats.COLUMNS of the variant
     reference: dict[str, Any] = field(default_factory=dict)  # descriptives of the reference
     note: str = ""
-    runs: int = 0                      # runs of the grid in the store
-    planned: int = 0                   # runs the grid declares
+    runs: int = 0  # runs of the grid in the store
+    planned: int = 0  # runs the grid declares
 
 
 @dataclass
 class EntryResult:
     entry: Reproduction
     outcomes: list[Outcome]
-    scale: list[str] = field(default_factory=list)   # "ablation / profile: d_model ..., seeds"
+    scale: list[str] = field(default_factory=list)  # "ablation / profile: d_model ..., seeds"
 
     @property
     def outcome(self) -> str:
@@ -206,16 +217,30 @@ def paired_rows(result: Any, task: str, metric: str, variants: tuple[str, str]) 
     return data[["variant", "seed", "value"]]
 
 
-def compare_pair(data: pd.DataFrame, variant: str, reference: str, higher_is_better: bool, margin: float | None,
-                 alpha: float, confirmatory: bool) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def compare_pair(
+    data: pd.DataFrame,
+    variant: str,
+    reference: str,
+    higher_is_better: bool,
+    margin: float | None,
+    alpha: float,
+    confirmatory: bool,
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The paired comparison of ``variant`` against ``reference`` (:func:`harness.stats.compare`
     with the reference as its baseline): ``(variant row, reference row)`` as dicts of
     ``stats.COLUMNS``, or None when either has no value."""
     present = set(data["variant"])
     if variant not in present or reference not in present:
         return None
-    frame = stats.compare(data, baseline=reference, higher_is_better=higher_is_better, sesoi=margin, alpha=alpha,
-                          confirmatory=confirmatory, p_adjust="holm")
+    frame = stats.compare(
+        data,
+        baseline=reference,
+        higher_is_better=higher_is_better,
+        sesoi=margin,
+        alpha=alpha,
+        confirmatory=confirmatory,
+        p_adjust="holm",
+    )
     by = frame.set_index("variant")
     return {"variant": variant, **by.loc[variant].to_dict()}, {"variant": reference, **by.loc[reference].to_dict()}
 
@@ -226,18 +251,36 @@ def _holm(outcomes: list[Outcome], alpha: float, confirmatory: dict[int, bool]) 
     if not tested:
         return
     rows = [outcomes[i].row for i in tested]
-    fam = stats.adjust_family([r["p"] for r in rows], [r.get("p_perm", math.nan) for r in rows],
-                              [r.get("p_tost", math.nan) for r in rows], [r["n_pairs"] for r in rows],
-                              [r["sd_diff"] for r in rows], "holm", alpha)
+    fam = stats.adjust_family(
+        [r["p"] for r in rows],
+        [r.get("p_perm", math.nan) for r in rows],
+        [r.get("p_tost", math.nan) for r in rows],
+        [r["n_pairs"] for r in rows],
+        [r["sd_diff"] for r in rows],
+        "holm",
+        alpha,
+    )
     for j, (i, row) in enumerate(zip(tested, rows)):
-        row.update(p_adj=fam.p_adj[j], p_perm_adj=fam.p_perm_adj[j], p_tost_adj=fam.p_tost_adj[j],
-                   family_size=fam.size, mde=fam.mde[j])
+        row.update(
+            p_adj=fam.p_adj[j],
+            p_perm_adj=fam.p_perm_adj[j],
+            p_tost_adj=fam.p_tost_adj[j],
+            family_size=fam.size,
+            mde=fam.mde[j],
+        )
         if str(row["verdict"]).startswith("identical"):
             continue
-        row["verdict"] = stats.verdict(fam.p_adj[j], row["delta_ci_low"], row["delta_ci_high"],
-                                       perm_p_adj=fam.p_perm_adj[j], sesoi=row.get("margin"),
-                                       tost_p=fam.p_tost_adj[j], alpha=alpha, confirmatory=confirmatory[i],
-                                       mde=fam.mde[j])
+        row["verdict"] = stats.verdict(
+            fam.p_adj[j],
+            row["delta_ci_low"],
+            row["delta_ci_high"],
+            perm_p_adj=fam.p_perm_adj[j],
+            sesoi=row.get("margin"),
+            tost_p=fam.p_tost_adj[j],
+            alpha=alpha,
+            confirmatory=confirmatory[i],
+            mde=fam.mde[j],
+        )
 
 
 def judge(verdict: str, expect: str) -> str:
@@ -251,8 +294,9 @@ def judge(verdict: str, expect: str) -> str:
     return "inconclusive"
 
 
-def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05,
-             analyse_fn: Callable[..., Any] | None = None) -> EntryResult:
+def evaluate(
+    entry: Reproduction, results: Path, alpha: float = 0.05, analyse_fn: Callable[..., Any] | None = None
+) -> EntryResult:
     """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
     cache: dict[tuple[str, str], Any] = {}
     outcomes: list[Outcome] = []
@@ -278,8 +322,9 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05,
         pair = compare_pair(data, comp.variant, comp.reference, hib, margin, alpha, prof.confirmatory)
         runs = len(result.scan.records)
         if pair is None:
-            outcomes.append(Outcome(comp, "not run", runs=runs, planned=planned,
-                                    note="no runs of both variants with this metric"))
+            outcomes.append(
+                Outcome(comp, "not run", runs=runs, planned=planned, note="no runs of both variants with this metric")
+            )
             confirmatory[len(outcomes) - 1] = prof.confirmatory
             continue
         row, ref = pair
@@ -306,23 +351,31 @@ def _scale(result: Any) -> str:
     rec = next((r for r in result.scan.records if r.get("variant_label") == base), result.scan.records[0])
     c = rec["config"]
     prof = result.ablation.profiles[result.profile]
-    return (f"{result.ablation.name} / {result.profile}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers "
-            f"({rec['variant_label']}), {c['train']['steps']} steps, L = {c['train']['seq_len']}; {len(prof.seeds)} seeds")
+    return (
+        f"{result.ablation.name} / {result.profile}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers "
+        f"({rec['variant_label']}), {c['train']['steps']} steps, L = {c['train']['seq_len']}; {len(prof.seeds)} seeds"
+    )
 
 
 # --- text ---------------------------------------------------------------------------------------
+
 
 def evidence_line(o: Outcome) -> str:
     """One comparison as the claims' evidence lines read: Δ, its CI, adjusted p, pairs, verdict."""
     c = o.comparison
     head = f"{c.describe()}: "
     if o.outcome == "not run":
-        return head + (f"not evaluated: {o.note}" if o.note and not o.planned else
-                       f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}")
+        return head + (
+            f"not evaluated: {o.note}"
+            if o.note and not o.planned
+            else f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}"
+        )
     r, ref = o.row, o.reference
-    line = (head + f"{c.variant} {r['mean']:.4g} vs {c.reference} {ref['mean']:.4g} (means); "
-            f"Δ = {r['delta']:+.4g} (95% CI [{r['delta_ci_low']:+.4g}, {r['delta_ci_high']:+.4g}], + = {c.variant} better), "
-            f"adjusted p = {r['p_adj']:.3g} (Holm over {int(r['family_size'])}), n = {int(r['n_pairs'])} seeds")
+    line = (
+        head + f"{c.variant} {r['mean']:.4g} vs {c.reference} {ref['mean']:.4g} (means); "
+        f"Δ = {r['delta']:+.4g} (95% CI [{r['delta_ci_low']:+.4g}, {r['delta_ci_high']:+.4g}], + = {c.variant} better), "
+        f"adjusted p = {r['p_adj']:.3g} (Holm over {int(r['family_size'])}), n = {int(r['n_pairs'])} seeds"
+    )
     if c.expect == "equivalent":
         line += f", TOST p adj = {r['p_tost_adj']:.3g} within ±{r['margin']:g}"
     line += f" → {o.verdict}; expects {c.expect}: **{o.outcome}**"
@@ -335,42 +388,73 @@ def summary_lines(results: list[EntryResult]) -> list[str]:
     for res in results:
         out.append(f"{res.entry.id}: {res.outcome.upper()}  ({res.entry.paper.split(',')[0]}, {res.entry.source})")
         out += [f"  - {evidence_line(o)}" for o in res.outcomes]
-    out.append("Scale caveat: each outcome holds at the scale run here (see reports/reproductions.md), "
-               "not necessarily at the published scale.")
+    out.append(
+        "Scale caveat: each outcome holds at the scale run here (see reports/reproductions.md), "
+        "not necessarily at the published scale."
+    )
     return out
 
 
 def markdown(results: list[EntryResult], store: Path) -> str:
     """``reports/reproductions.md``: a table of entries and outcomes, then one section per entry."""
-    lines = ["# Reproductions: published results as positive controls", "",
-             (f"*Generated by `ablate report --all` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from the runs in "
-             f"`{store}`; the entries are `harness/experiment/reproductions.yaml`; `ablate reproduce [ID]` runs what is missing.*"), "",
-             ("Each comparison is the paired test of the claims (paired t-test by seed and its t-interval; TOST "
-             "for an equivalence), of a variant against a reference variant; an entry's comparisons are one Holm "
-             "family. pass: every comparison gave the verdict the published result predicts; fail: one gave "
-             "another (a finding, not a bug: its section says what the harness saw and what differs from the "
-             "published setting); inconclusive: the tests did not decide."), "",
-             "| reproduction | paper | source | expected at CPU scale | outcome |", "|---|---|---|---|---|"]
+    lines = [
+        "# Reproductions: published results as positive controls",
+        "",
+        (
+            f"*Generated by `ablate report --all` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from the runs in "
+            f"`{store}`; the entries are `harness/experiment/reproductions.yaml`; `ablate reproduce [ID]` runs what is missing.*"
+        ),
+        "",
+        (
+            "Each comparison is the paired test of the claims (paired t-test by seed and its t-interval; TOST "
+            "for an equivalence), of a variant against a reference variant; an entry's comparisons are one Holm "
+            "family. pass: every comparison gave the verdict the published result predicts; fail: one gave "
+            "another (a finding, not a bug: its section says what the harness saw and what differs from the "
+            "published setting); inconclusive: the tests did not decide."
+        ),
+        "",
+        "| reproduction | paper | source | expected at CPU scale | outcome |",
+        "|---|---|---|---|---|",
+    ]
     for res in results:
         e = res.entry
-        lines.append(f"| [{e.id}](#{e.id}) | {_cell(e.paper)} | {_cell(e.source)} | {_cell(e.expected)} | "
-                     f"**{res.outcome}** |")
+        lines.append(
+            f"| [{e.id}](#{e.id}) | {_cell(e.paper)} | {_cell(e.source)} | {_cell(e.expected)} | **{res.outcome}** |"
+        )
     lines.append("")
     for res in results:
         e = res.entry
-        lines += [f"## {e.id}", "", f"**{res.outcome}**. {e.paper}, {e.source}.", "",
-                  f"- Published setting: {e.setting}.", f"- Published result: {e.result}.",
-                  f"- Expected at CPU scale: {e.expected}.", "", "Evidence:", ""]
+        lines += [
+            f"## {e.id}",
+            "",
+            f"**{res.outcome}**. {e.paper}, {e.source}.",
+            "",
+            f"- Published setting: {e.setting}.",
+            f"- Published result: {e.result}.",
+            f"- Expected at CPU scale: {e.expected}.",
+            "",
+            "Evidence:",
+            "",
+        ]
         lines += [f"- {evidence_line(o)}" for o in res.outcomes]
         lines.append("")
         if res.outcome in ("fail", "inconclusive"):
-            lines += [f"What the harness saw: {_saw(res)}", "",
-                      f"What might explain the difference: {' '.join(e.differences.split())}", ""]
+            lines += [
+                f"What the harness saw: {_saw(res)}",
+                "",
+                f"What might explain the difference: {' '.join(e.differences.split())}",
+                "",
+            ]
         if res.outcome == "not run":
             lines += [f"Not run yet: `ablate reproduce {e.id}`.", ""]
         scale = "; ".join(res.scale) or "no runs"
-        lines += [(f"Scale caveat: this outcome holds at the scale run here ({scale}), not necessarily at the "
-                  "published scale."), ""]
+        lines += [
+            (
+                f"Scale caveat: this outcome holds at the scale run here ({scale}), not necessarily at the "
+                "published scale."
+            ),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -381,9 +465,11 @@ def _saw(res: EntryResult) -> str:
         if o.outcome == "not run":
             parts.append(f"{c.variant} vs {c.reference} not run")
         else:
-            parts.append(f"{c.variant} vs {c.reference} on `{c.metric}`: {o.verdict} (means {o.row['mean']:.4g} vs "
-                         f"{o.reference['mean']:.4g}, Δ {o.row['delta']:+.3g} with + = {c.variant} better)"
-                         + (f"; {o.note}" if o.note else ""))
+            parts.append(
+                f"{c.variant} vs {c.reference} on `{c.metric}`: {o.verdict} (means {o.row['mean']:.4g} vs "
+                f"{o.reference['mean']:.4g}, Δ {o.row['delta']:+.3g} with + = {c.variant} better)"
+                + (f"; {o.note}" if o.note else "")
+            )
     return "; ".join(parts) + "."
 
 
@@ -409,6 +495,7 @@ def write_markdown(results_dir: Path, out: Path, entries: tuple[Reproduction, ..
 
 
 # --- what is missing ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Grid:

@@ -1,18 +1,36 @@
 """Formatting comparison tables: rich in a terminal, markdown for reports, CSV and JSON raw."""
+
 from __future__ import annotations
 
 import math
 from typing import Any
 
 import pandas as pd
-
-from harness import encode
-from harness.analysis.comparisons import Table
 from rich.console import Group
 from rich.table import Table as RichTable
 
-HEADERS = ["variant", "n", "excluded", "mean ± SD", "95% CI", "Δ (+ = better)", "95% CI of Δ", "W/T/L",
-           "d_z", "p (t)", "p (perm)", "p adj", "p adj (perm)", "MDE", "verdict", "params", "s/run"]
+from harness import encode
+from harness.analysis.comparisons import Table
+
+HEADERS = [
+    "variant",
+    "n",
+    "excluded",
+    "mean ± SD",
+    "95% CI",
+    "Δ (+ = better)",
+    "95% CI of Δ",
+    "W/T/L",
+    "d_z",
+    "p (t)",
+    "p (perm)",
+    "p adj",
+    "p adj (perm)",
+    "MDE",
+    "verdict",
+    "params",
+    "s/run",
+]
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -23,7 +41,7 @@ def _num(x: Any, digits: int = 4) -> str:
     x = float(x)
     if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
         return f"{x:.2e}"
-    if abs(x) >= 10 ** digits:  # e.g. steps: 1267, not 1.27e+03
+    if abs(x) >= 10**digits:  # e.g. steps: 1267, not 1.27e+03
         return f"{x:.0f}"
     return f"{x:.{digits}g}"
 
@@ -44,25 +62,28 @@ def formatted(table: Table) -> pd.DataFrame:
             excl.append(f"{int(r['below_gate'])} below gate")
         if r.get("not_ok"):
             excl.append(f"{int(r['not_ok'])} failed/diverged/timeout")
-        rows.append({
-            "variant": f"{r['variant']} (baseline)" if base else r["variant"],
-            "n": ("0" if pd.isna(r.get("n")) else str(int(r["n"]))) + (f"/{int(r['planned'])}" if r.get("planned") else ""),
-            "excluded": ", ".join(excl) or "0",
-            "mean ± SD": f"{_num(r.get('mean'))} ± {_num(r.get('sd'), 2)}",
-            "95% CI": f"[{_num(r.get('ci_low'))}, {_num(r.get('ci_high'))}]",
-            "Δ (+ = better)": "" if base else _num(r.get("delta"), 3),
-            "95% CI of Δ": "" if base else f"[{_num(r.get('delta_ci_low'), 3)}, {_num(r.get('delta_ci_high'), 3)}]",
-            "W/T/L": "" if base or pd.isna(r.get("wins")) else f"{r['wins']}/{r['ties']}/{r['losses']}",
-            "d_z": "" if base else _num(r.get("d_z"), 3),
-            "p (t)": "" if base else _p(r.get("p")),
-            "p (perm)": "" if base else _p(r.get("p_perm")),
-            "p adj": "" if base else _p(r.get("p_adj")),
-            "p adj (perm)": "" if base else _p(r.get("p_perm_adj")),
-            "MDE": "" if base else _num(r.get("mde"), 3),
-            "verdict": "" if base else str(r.get("verdict") if isinstance(r.get("verdict"), str) else "–"),
-            "params": f"{int(r['n_params']):,}" if not pd.isna(r.get("n_params")) else "–",
-            "s/run": _num(r.get("wall_time_s"), 3),
-        })
+        rows.append(
+            {
+                "variant": f"{r['variant']} (baseline)" if base else r["variant"],
+                "n": ("0" if pd.isna(r.get("n")) else str(int(r["n"])))
+                + (f"/{int(r['planned'])}" if r.get("planned") else ""),
+                "excluded": ", ".join(excl) or "0",
+                "mean ± SD": f"{_num(r.get('mean'))} ± {_num(r.get('sd'), 2)}",
+                "95% CI": f"[{_num(r.get('ci_low'))}, {_num(r.get('ci_high'))}]",
+                "Δ (+ = better)": "" if base else _num(r.get("delta"), 3),
+                "95% CI of Δ": "" if base else f"[{_num(r.get('delta_ci_low'), 3)}, {_num(r.get('delta_ci_high'), 3)}]",
+                "W/T/L": "" if base or pd.isna(r.get("wins")) else f"{r['wins']}/{r['ties']}/{r['losses']}",
+                "d_z": "" if base else _num(r.get("d_z"), 3),
+                "p (t)": "" if base else _p(r.get("p")),
+                "p (perm)": "" if base else _p(r.get("p_perm")),
+                "p adj": "" if base else _p(r.get("p_adj")),
+                "p adj (perm)": "" if base else _p(r.get("p_perm_adj")),
+                "MDE": "" if base else _num(r.get("mde"), 3),
+                "verdict": "" if base else str(r.get("verdict") if isinstance(r.get("verdict"), str) else "–"),
+                "params": f"{int(r['n_params']):,}" if not pd.isna(r.get("n_params")) else "–",
+                "s/run": _num(r.get("wall_time_s"), 3),
+            }
+        )
     return pd.DataFrame(rows, columns=HEADERS)
 
 

@@ -4,6 +4,7 @@ pruned / failed trial counts, Optuna's own optimisation-history and parameter-im
 
 Everything is read from the Optuna storage and the run store; nothing is typed in.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,16 +15,17 @@ from typing import Any
 
 import pandas as pd
 
-from harness.experiment.ablation import Ablation
-from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
-from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
 from harness.analysis.comparisons import analyse
-from harness.report.tables import markdown, title
 from harness.encode import text
+from harness.experiment.ablation import Ablation
+from harness.report.tables import markdown, title
+from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
+from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
 
 
-def tuning_section(abl: Ablation, profile: str, results: Path, storage: str | None, fig_dir: Path,
-                   md_dir: Path) -> list[str]:
+def tuning_section(
+    abl: Ablation, profile: str, results: Path, storage: str | None, fig_dir: Path, md_dir: Path
+) -> list[str]:
     """Markdown lines of the section; empty when the storage holds no study of this profile."""
     import optuna
 
@@ -32,40 +34,58 @@ def tuning_section(abl: Ablation, profile: str, results: Path, storage: str | No
         return []
     store = open_storage(url)
     known = set(optuna.get_all_study_names(store))
-    studies = [(task, abl.label(v)) for task in abl.tasks for v in abl.variants()
-               if study_name(abl.name, profile, task, abl.label(v)) in known]
+    studies = [
+        (task, abl.label(v))
+        for task in abl.tasks
+        for v in abl.variants()
+        if study_name(abl.name, profile, task, abl.label(v)) in known
+    ]
     if not studies:
         return []
-    lines = ["## Tuning", "",
-             f"Each (task, variant) has its own Optuna study in `{mask_url(url)}` (TPE sampler, pruning on the "
-             f"validation metric at L), so every variant gets the same search budget. Trials train at seed "
-             f"{TUNING_SEED}, which is not a comparison seed, and are scored on the task's primary metric computed "
-             f"on the **validation** split at the same evaluation lengths; the comparisons use the test split. "
-             f"The first trial of each study is the declared (untuned) config. Tuned runs (`ablate run --tuned`) "
-             f"are stored as profile `{tuned_profile(profile)}`.", "",
-             "| task | variant | complete | pruned | failed (diverged) | best (validation) | best parameters | importance |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Tuning",
+        "",
+        f"Each (task, variant) has its own Optuna study in `{mask_url(url)}` (TPE sampler, pruning on the "
+        f"validation metric at L), so every variant gets the same search budget. Trials train at seed "
+        f"{TUNING_SEED}, which is not a comparison seed, and are scored on the task's primary metric computed "
+        f"on the **validation** split at the same evaluation lengths; the comparisons use the test split. "
+        f"The first trial of each study is the declared (untuned) config. Tuned runs (`ablate run --tuned`) "
+        f"are stored as profile `{tuned_profile(profile)}`.",
+        "",
+        "| task | variant | complete | pruned | failed (diverged) | best (validation) | best parameters | importance |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     figures: list[str] = []
     for task, variant in studies:
         name = study_name(abl.name, profile, task, variant)
         study = optuna.load_study(study_name=name, storage=store)
         if len(study.directions) != 1:
-            lines.append(f"| {task} | {variant} | | | | **not a study of ablate tune: {len(study.directions)} "
-                         f"objectives; left out** | | |")
+            lines.append(
+                f"| {task} | {variant} | | | | **not a study of ablate tune: {len(study.directions)} "
+                f"objectives; left out** | | |"
+            )
             continue
         c = counts(study)
         metric = abl.tasks[task].primary.metric
         best = "no complete trial" if c["best_value"] is None else f"`{metric}` = {_fmt(c['best_value'])}"
-        importance, figs = _figures(study, c, metric, fig_dir / _slug(f"{abl.name}.{profile}-tune-{task}-{variant}"),
-                                    md_dir)
-        lines.append(f"| {task} | {variant} | {c['complete']} | {c['pruned']} | {c['failed']} ({c['diverged']}) | "
-                     f"{best} | {_params(c['best_params'])} | {importance} |")
+        importance, figs = _figures(
+            study, c, metric, fig_dir / _slug(f"{abl.name}.{profile}-tune-{task}-{variant}"), md_dir
+        )
+        lines.append(
+            f"| {task} | {variant} | {c['complete']} | {c['pruned']} | {c['failed']} ({c['diverged']}) | "
+            f"{best} | {_params(c['best_params'])} | {importance} |"
+        )
         figures += [f"![{name}: {kind}]({rel})" for kind, rel in figs]
         if c["best_value"] is None:
             why = f"; last failure: {c['last_reason']}" if c["last_reason"] else ""
             lines.append(f"| | | **every trial of {variant} was pruned or failed{why}: not tuned** | | | | | |")
-    lines += ["", *(figures and ["Optimisation history and parameter importance per study (Optuna's plots):", "",
-                                 " ".join(figures), ""])]
+    lines += [
+        "",
+        *(
+            figures
+            and ["Optimisation history and parameter importance per study (Optuna's plots):", "", " ".join(figures), ""]
+        ),
+    ]
     return lines + _comparison(abl, profile, results)
 
 
@@ -79,8 +99,7 @@ def _params(params: dict[str, Any] | None) -> str:
     return ", ".join(f"`{k}` {v:.3g}" if isinstance(v, float) else f"`{k}` {v}" for k, v in params.items())
 
 
-def _figures(study: Any, c: dict[str, Any], metric: str, stem: Path,
-             md_dir: Path) -> tuple[str, list[tuple[str, str]]]:
+def _figures(study: Any, c: dict[str, Any], metric: str, stem: Path, md_dir: Path) -> tuple[str, list[tuple[str, str]]]:
     """Save the optimisation history and the parameter importances (when Optuna can compute them);
     returns the importances as text and ``(kind, relative path)`` per figure."""
     import matplotlib
@@ -148,7 +167,9 @@ def _side_by_side(untuned: Any, tuned: Any, order: list[str]) -> str:
         out = pd.DataFrame(index=f.index)
         out[f"{tag} mean"] = [_fmt(x) for x in f.get("mean", pd.Series(index=f.index, dtype=float))]
         out[f"{tag} Δ (+ = better)"] = [_fmt(x) for x in f.get("delta", pd.Series(index=f.index, dtype=float))]
-        out[f"{tag} verdict"] = [str(x) if isinstance(x, str) else "–" for x in f.get("verdict", pd.Series(index=f.index))]
+        out[f"{tag} verdict"] = [
+            str(x) if isinstance(x, str) else "–" for x in f.get("verdict", pd.Series(index=f.index))
+        ]
         return out.reset_index()
 
     both = cols(untuned, "untuned").merge(cols(tuned, "tuned"), on="variant", how="outer").fillna("–")

@@ -14,6 +14,7 @@ Its folder is ``<results>/<ablation>/<profile>/.wandb-summary/`` (the store's re
 folders). Only the latest summary is kept there: a new one replaces the folder, so ``ablate
 sync`` never uploads stale comparisons (one already uploaded stays in W&B as an older run).
 """
+
 from __future__ import annotations
 
 import os
@@ -23,12 +24,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.experiment import claims as claims_mod
-from harness.analysis.comparisons import Analysis, Table
+from harness.analysis.comparisons import Analysis, Table, analyse
 from harness.encode import json_safe
-from harness.report.markdown import claim_verdict
-from harness.analysis.comparisons import analyse
-from harness.report.markdown import report_path
+from harness.experiment import claims as claims_mod
+from harness.report.markdown import claim_verdict, report_path
 
 SUMMARY_DIR = ".wandb-summary"
 
@@ -69,8 +68,9 @@ def store_profile(analysis: Analysis) -> str:
     return profiles.pop() if len(profiles) == 1 else analysis.profile
 
 
-def log_summary(analysis: Analysis, figures: Sequence[Path] = (), mode: str = "offline",
-                results: Path | None = None) -> Path | None:
+def log_summary(
+    analysis: Analysis, figures: Sequence[Path] = (), mode: str = "offline", results: Path | None = None
+) -> Path | None:
     """Log the summary run of one analysed ablation/profile; returns its W&B run folder.
 
     Args:
@@ -91,11 +91,22 @@ def log_summary(analysis: Analysis, figures: Sequence[Path] = (), mode: str = "o
     folder.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("WANDB_SILENT", "true")
     claims = claim_rows(analysis)
-    run = wandb.init(dir=str(folder), project=os.environ.get("WANDB_PROJECT", "ablate"), mode=mode,
-                     group=f"{abl.name}/{profile}", job_type="summary", name=f"{abl.name}/{profile} summary",
-                     tags=["summary", profile[:64]], reinit="finish_previous",
-                     config={"ablation": abl.model_dump(mode="json"), "profile": profile,
-                             "runs": len(analysis.runs), "runs_ok": int((analysis.runs["status"] == "ok").sum())})
+    run = wandb.init(
+        dir=str(folder),
+        project=os.environ.get("WANDB_PROJECT", "ablate"),
+        mode=mode,
+        group=f"{abl.name}/{profile}",
+        job_type="summary",
+        name=f"{abl.name}/{profile} summary",
+        tags=["summary", profile[:64]],
+        reinit="finish_previous",
+        config={
+            "ablation": abl.model_dump(mode="json"),
+            "profile": profile,
+            "runs": len(analysis.runs),
+            "runs_ok": int((analysis.runs["status"] == "ok").sum()),
+        },
+    )
     for old in stale:
         shutil.rmtree(old, ignore_errors=True)
     try:
@@ -131,8 +142,15 @@ def _staging_in(folder: Path) -> Iterator[None]:
         os.environ.pop("WANDB_DATA_DIR", None)
 
 
-def log_report(abl: Any, profile: str, results: Path, out: Path, expected: set[str] | None = None,
-               mode: str = "offline", analysis: Any = None) -> Path | None:
+def log_report(
+    abl: Any,
+    profile: str,
+    results: Path,
+    out: Path,
+    expected: set[str] | None = None,
+    mode: str = "offline",
+    analysis: Any = None,
+) -> Path | None:
     """:func:`log_summary` of what ``ablate report`` wrote: its analysis (``analysis``, or the
     store read again when None) and its PNG figures (``out/figures/<report stem>-*.png``).
     ``abl``: the loaded ablation."""

@@ -10,6 +10,7 @@ Reading back uses W&B's supported reader of the transaction log, ``wandb leet in
 (W&B 0.31 no longer writes ``wandb-summary.json`` offline and dropped its Python datastore
 reader). Known loss in W&B, not here: a NaN metric is stored by W&B as null.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,8 +67,10 @@ def sync(results: Path, dry_run: bool = False, echo: Callable[[str], None] = pri
         echo(f"{len(runs)} offline W&B run(s) would be uploaded from {results}")
         return 0
     if not os.environ.get("WANDB_API_KEY"):
-        raise AblateError(f"uploading needs WANDB_API_KEY (and network): {len(runs)} offline W&B run(s) wait "
-                          f"under {results}; set the key and run `ablate sync` again (--dry-run lists them)")
+        raise AblateError(
+            f"uploading needs WANDB_API_KEY (and network): {len(runs)} offline W&B run(s) wait "
+            f"under {results}; set the key and run `ablate sync` again (--dry-run lists them)"
+        )
     env = {k: v for k, v in os.environ.items() if k != "WANDB_MODE"}  # an exported offline mode must not block it
     echo(f"uploading {len(runs)} offline W&B run(s) from {results}")
     done = subprocess.run(_wandb_cli("sync", "--yes", *map(str, runs)), env=env)
@@ -102,14 +105,22 @@ class OfflineRun:
 def read_run(run: Path) -> OfflineRun:
     """Read an offline run folder back with ``wandb leet inspect --json`` (no network)."""
     env = {**os.environ, "WANDB_MODE": "offline"}  # no telemetry upload from the reader
-    out = subprocess.run(_wandb_cli("leet", "inspect", "--json", str(run)), env=env, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        _wandb_cli("leet", "inspect", "--json", str(run)), env=env, capture_output=True, text=True, timeout=120
+    )
     if out.returncode:
         raise RuntimeError(f"wandb leet inspect {run} failed: {out.stderr.strip()}")
     records = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
     head = next(r["run"] for r in records if r.get("type") == "run")
-    found = OfflineRun(Path(run), head["run_id"], head.get("display_name", ""), head.get("run_group", ""),
-                       head.get("job_type", ""), list(head.get("tags", [])), dict(head["config"].get("update", {})))
+    found = OfflineRun(
+        Path(run),
+        head["run_id"],
+        head.get("display_name", ""),
+        head.get("run_group", ""),
+        head.get("job_type", ""),
+        list(head.get("tags", [])),
+        dict(head["config"].get("update", {})),
+    )
     for rec in records:
         kind, body = rec.get("type"), rec.get(rec.get("type"), {})
         if kind == "summary":

@@ -13,6 +13,7 @@ finishes) and ``record.attempt-N.json`` for attempts replaced by ``--retry``
 on is not a finished run: :func:`scan` reports it with its path, and nothing that reads the
 store raises on it.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,10 +56,23 @@ def read_record(folder: Path) -> dict[str, Any] | None:
     return load_record(folder)[0]
 
 
-_FIELDS = {"run_id": str, "ablation": str, "profile": str, "task": str, "variant_label": str, "seed": int,
-           "config": dict}
-_CONFIG = {"model": ("d_model", "n_heads", "n_layers"), "train": ("steps", "batch_size", "seq_len"),
-           "eval": ("length_multipliers",), "ffn": (), "block": (), "attention": ()}
+_FIELDS = {
+    "run_id": str,
+    "ablation": str,
+    "profile": str,
+    "task": str,
+    "variant_label": str,
+    "seed": int,
+    "config": dict,
+}
+_CONFIG = {
+    "model": ("d_model", "n_heads", "n_layers"),
+    "train": ("steps", "batch_size", "seq_len"),
+    "eval": ("length_multipliers",),
+    "ffn": (),
+    "block": (),
+    "attention": (),
+}
 
 
 def load_record(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -108,8 +122,9 @@ def record_problem(rec: Any, folder_name: str | None = None) -> str | None:
     metrics = rec.get("metrics")
     if rec["status"] == "ok" and not isinstance(metrics, dict):
         return "an ok record without metrics"
-    if isinstance(metrics, dict) and any(v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)))
-                                         for v in metrics.values()):
+    if isinstance(metrics, dict) and any(
+        v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))) for v in metrics.values()
+    ):
         return "metrics must map names to numbers"
     return None
 
@@ -121,7 +136,7 @@ class StoreScan:
     records: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     incomplete: list[Path] = field(default_factory=list)
-    history: dict[str, Any] | None = None   # run id -> validation history, when read from a report's data file
+    history: dict[str, Any] | None = None  # run id -> validation history, when read from a report's data file
 
 
 def scan(results: Path, ablation: str, profile: str) -> StoreScan:
@@ -166,8 +181,21 @@ def tidy(records: list[dict[str, Any]]):
 
     rows = []
     for rec in records:
-        base = {k: rec.get(k) for k in ("ablation", "profile", "run_id", "seed", "task", "task_version",
-                                         "status", "n_params", "wall_time_s", "commit")}
+        base = {
+            k: rec.get(k)
+            for k in (
+                "ablation",
+                "profile",
+                "run_id",
+                "seed",
+                "task",
+                "task_version",
+                "status",
+                "n_params",
+                "wall_time_s",
+                "commit",
+            )
+        }
         base["variant"] = rec.get("variant_label")
         base["config_hash"] = rec.get("run_id")
         metrics = rec.get("metrics") or {}
@@ -175,6 +203,20 @@ def tidy(records: list[dict[str, Any]]):
             rows.append({**base, "metric": "status", "value": float("nan")})
         for name, value in metrics.items():
             rows.append({**base, "metric": name, "value": float("nan") if value is None else float(value)})
-    cols = ["ablation", "profile", "run_id", "variant", "seed", "task", "task_version", "metric", "value",
-            "status", "n_params", "wall_time_s", "config_hash", "commit"]
+    cols = [
+        "ablation",
+        "profile",
+        "run_id",
+        "variant",
+        "seed",
+        "task",
+        "task_version",
+        "metric",
+        "value",
+        "status",
+        "n_params",
+        "wall_time_s",
+        "config_hash",
+        "commit",
+    ]
     return pd.DataFrame(rows, columns=cols)

@@ -7,6 +7,7 @@ as an uninterrupted one: Lightning restores weights, optimiser, schedule and loo
 ``LitLM.on_save_checkpoint`` keeps the rest (validation curve, RNG, ...); the data stream skips
 the batches already trained on (``TaskData(start_step=...)``).
 """
+
 from __future__ import annotations
 
 import logging
@@ -68,13 +69,15 @@ class StepTimer(L.Callback):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
-    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
-                             batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
         self._sync(trainer)
         self._t0 = time.perf_counter()
 
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         self._sync(trainer)
         if self._t0 is not None:
             self.seconds += time.perf_counter() - self._t0
@@ -111,9 +114,15 @@ def run_callbacks(checkpoint_dir: Path | None, timeout_s: float | None) -> list[
     into ``checkpoint_dir/last.ckpt``, and the run's time limit."""
     out: list[L.Callback] = []
     if checkpoint_dir is not None:
-        out.append(L.callbacks.ModelCheckpoint(dirpath=checkpoint_dir, filename=CHECKPOINT.removesuffix(".ckpt"),
-                                               save_top_k=1, save_on_train_epoch_end=False,
-                                               enable_version_counter=False))
+        out.append(
+            L.callbacks.ModelCheckpoint(
+                dirpath=checkpoint_dir,
+                filename=CHECKPOINT.removesuffix(".ckpt"),
+                save_top_k=1,
+                save_on_train_epoch_end=False,
+                enable_version_counter=False,
+            )
+        )
     if timeout_s:
         out.append(Deadline(timeout_s))
     return out

@@ -8,6 +8,7 @@ a :class:`TaskData` LightningDataModule serves one task's batches from the seede
 tests at every evaluation length on the test split. Loggers: CSV always; W&B (offline unless a
 key is set, one W&B run per training run, finished afterwards).
 """
+
 from __future__ import annotations
 
 import csv
@@ -25,11 +26,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
-from harness.training import precision as prec
-from harness.training.callbacks import StepTimer, TimedOut, resume_point, run_callbacks  # noqa: F401  TimedOut: raised through here
-from harness.training.probes import measure
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng, stream_seed
+from harness.training import precision as prec
+from harness.training.callbacks import StepTimer, TimedOut, resume_point, run_callbacks
+from harness.training.probes import measure
 from tasks import IGNORE_INDEX
 
 logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
@@ -56,8 +57,9 @@ class _TrainStream(IterableDataset):
     stream continues exactly where the interrupted attempt stopped.
     """
 
-    def __init__(self, task: Any, batch_size: int, seq_len: int, steps: int, seed: int, start: int = 0,
-                 salt: int = 0) -> None:
+    def __init__(
+        self, task: Any, batch_size: int, seq_len: int, steps: int, seed: int, start: int = 0, salt: int = 0
+    ) -> None:
         self.task, self.batch_size, self.seq_len, self.steps, self.seed = task, batch_size, seq_len, steps, seed
         self.start, self.salt = start, salt
 
@@ -121,13 +123,18 @@ def score(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, float]:
         ``loss_sum`` (nats), ``tokens``, ``correct``, ``seqs`` (rows with a scored position) and
         ``exact`` (rows whose every scored position is right).
     """
-    mask = targets != IGNORE_INDEX                                           # (B, T)
+    mask = targets != IGNORE_INDEX  # (B, T)
     loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX, reduction="sum")
-    hit = (logits.argmax(-1) == targets) & mask                              # (B, T)
-    has = mask.any(-1)                                                       # (B,)
-    exact = ((hit | ~mask).all(-1) & has)
-    return {"loss_sum": loss.item(), "tokens": mask.sum().item(), "correct": hit.sum().item(),
-            "seqs": has.sum().item(), "exact": exact.sum().item()}
+    hit = (logits.argmax(-1) == targets) & mask  # (B, T)
+    has = mask.any(-1)  # (B,)
+    exact = (hit | ~mask).all(-1) & has
+    return {
+        "loss_sum": loss.item(),
+        "tokens": mask.sum().item(),
+        "correct": hit.sum().item(),
+        "seqs": has.sum().item(),
+        "exact": exact.sum().item(),
+    }
 
 
 def summarise(sums: dict[str, float], kind: str, suffix: str) -> dict[str, float]:
@@ -156,8 +163,9 @@ class LitLM(L.LightningModule):
     learned position table, are not decayed, so rows never trained keep their initial values).
     """
 
-    def __init__(self, model: TransformerLM, cfg: Any, task_kind: str, target: Any = None,
-                 pad_id: int | None = None) -> None:
+    def __init__(
+        self, model: TransformerLM, cfg: Any, task_kind: str, target: Any = None, pad_id: int | None = None
+    ) -> None:
         super().__init__()
         self.model, self.cfg, self.kind, self.target = model, cfg, task_kind, target
         self.pad_id = pad_id  # the task's padding token: hidden from attention (key padding mask)
@@ -176,7 +184,7 @@ class LitLM(L.LightningModule):
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         x, y = batch
-        logits = self(x)                                                     # (B, T, V)
+        logits = self(x)  # (B, T, V)
         if self.precision_ran is None:  # what ran, observed, never what was asked for
             self.precision_ran = prec.observed(logits, self.model.tok_emb.weight)
             prec.check_ran(self.cfg.train.precision, self.precision_ran)
@@ -198,9 +206,12 @@ class LitLM(L.LightningModule):
         metrics = summarise(self._sums[0], self.kind, "")
         self.log_dict({f"val/{k}": v for k, v in metrics.items()})
         self.history.append({"step": self.global_step, **metrics})
-        if self.target is not None and self.steps_to_target is None:
-            if self.target.passes(metrics.get(self.target.metric)):
-                self.steps_to_target = self.global_step
+        if (
+            self.target is not None
+            and self.steps_to_target is None
+            and self.target.passes(metrics.get(self.target.metric))
+        ):
+            self.steps_to_target = self.global_step
 
     def on_test_epoch_start(self) -> None:
         self._sums = {i: {} for i in range(len(self.multipliers))}
@@ -231,17 +242,25 @@ class LitLM(L.LightningModule):
         total, sq, n, bad = self._grad_stats.tolist()
         mean = total / n if n else float("nan")
         var = max(sq / n - mean * mean, 0.0) if n else float("nan")
-        return {"grad_norm_mean": mean, "grad_norm_cv": math.sqrt(var) / mean if n and mean else float("nan"),
-                "nonfinite_grad_steps": bad}
+        return {
+            "grad_norm_mean": mean,
+            "grad_norm_cv": math.sqrt(var) / mean if n and mean else float("nan"),
+            "nonfinite_grad_steps": bad,
+        }
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Keep what lives outside the weights, so a resumed run ends as an uninterrupted one: the
         validation curve so far, the convergence step, the last finite loss, the gradient-norm
         sums, the precision that ran and the global RNG (dropout) state; and the CSV log, flushed
         here, with the number of its rows (a resumed run keeps those and appends)."""
-        checkpoint["ablate"] = {"history": self.history, "steps_to_target": self.steps_to_target,
-                                "last_finite": self._last_finite, "grad_stats": self._grad_stats.cpu(),
-                                "precision_ran": self.precision_ran, "rng": torch.get_rng_state()}
+        checkpoint["ablate"] = {
+            "history": self.history,
+            "steps_to_target": self.steps_to_target,
+            "last_finite": self._last_finite,
+            "grad_stats": self._grad_stats.cpu(),
+            "precision_ran": self.precision_ran,
+            "rng": torch.get_rng_state(),
+        }
         for logger in self.loggers:
             if isinstance(logger, L.loggers.CSVLogger):
                 logger.save()
@@ -256,8 +275,9 @@ class LitLM(L.LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         t = self.cfg.train
-        opt = torch.optim.AdamW(self.model.parameter_groups(t.weight_decay), lr=t.lr, betas=(0.9, 0.95),
-                                eps=prec.adam_eps(t.precision))
+        opt = torch.optim.AdamW(
+            self.model.parameter_groups(t.weight_decay), lr=t.lr, betas=(0.9, 0.95), eps=prec.adam_eps(t.precision)
+        )
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, t.warmup_steps, t.steps, t.min_lr_ratio))
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
@@ -308,11 +328,23 @@ def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: Path,
-                       target: Any = None, wandb: dict[str, Any] | None = None,
-                       callbacks: list[Any] | None = None, eval_split: str = "test", *,
-                       checkpoint_dir: Path | None = None, resume: bool = True, timeout_s: float | None = None,
-                       devices: int | str = 1, strategy: str = "auto") -> dict[str, Any]:
+def train_and_evaluate(
+    model_cfg: Any,
+    cfg: Any,
+    task: Any,
+    seed: int,
+    run_dir: Path,
+    target: Any = None,
+    wandb: dict[str, Any] | None = None,
+    callbacks: list[Any] | None = None,
+    eval_split: str = "test",
+    *,
+    checkpoint_dir: Path | None = None,
+    resume: bool = True,
+    timeout_s: float | None = None,
+    devices: int | str = 1,
+    strategy: str = "auto",
+) -> dict[str, Any]:
     """Train one run and evaluate it at every length; returns metrics, history and timings.
 
     Timings (seconds, this attempt only for a resumed run): ``train_step_s`` inside training
@@ -360,12 +392,20 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
     _continue_csv(loggers[0], ckpt)
     step_timer = StepTimer()
     trainer = L.Trainer(
-        max_steps=cfg.train.steps, accelerator="auto", devices=devices, strategy=strategy,
-        **prec.trainer_kwargs(cfg.train.precision), logger=loggers, enable_checkpointing=checkpoint_dir is not None,
-        enable_progress_bar=False, enable_model_summary=False,
+        max_steps=cfg.train.steps,
+        accelerator="auto",
+        devices=devices,
+        strategy=strategy,
+        **prec.trainer_kwargs(cfg.train.precision),
+        logger=loggers,
+        enable_checkpointing=checkpoint_dir is not None,
+        enable_progress_bar=False,
+        enable_model_summary=False,
         callbacks=[step_timer, *(callbacks or []), *run_callbacks(checkpoint_dir, timeout_s)],
-        val_check_interval=min(cfg.train.val_every, cfg.train.steps), check_val_every_n_epoch=None,
-        num_sanity_val_steps=0, gradient_clip_val=cfg.train.grad_clip or None,
+        val_check_interval=min(cfg.train.val_every, cfg.train.steps),
+        check_val_every_n_epoch=None,
+        num_sanity_val_steps=0,
+        gradient_clip_val=cfg.train.grad_clip or None,
         log_every_n_steps=min(25, cfg.train.steps),
     )
     data = TaskData(task, cfg, seed, eval_split, start_step=start)
@@ -397,13 +437,23 @@ def train_and_evaluate(model_cfg: Any, cfg: Any, task: Any, seed: int, run_dir: 
         metrics["train_tokens_per_s"] = step_timer.tokens_per_s()  # training steps only, this attempt's
         if wandb is not None:  # under the store's names (record.json "metrics" and "status")
             loggers[1].experiment.summary.update({**metrics, "status": "ok"})
-        return {"metrics": metrics, "history": lit.history, "train_step_s": step_timer.seconds, "fit_s": fit_s,
-                "test_s": test_s,
-                "n_params": model.num_parameters(), "device": str(trainer.strategy.root_device),
-                "precision": lit.precision_ran or str(trainer.precision), "precision_requested": cfg.train.precision,
-                "adam_eps": prec.adam_eps(cfg.train.precision), "kernel_backend": ",".join(model.kernel_backends()),
-                "wandb_id": loggers[1].experiment.id if wandb else None,
-                "resumed_from_step": start or None, "devices": devices, "strategy": strategy}
+        return {
+            "metrics": metrics,
+            "history": lit.history,
+            "train_step_s": step_timer.seconds,
+            "fit_s": fit_s,
+            "test_s": test_s,
+            "n_params": model.num_parameters(),
+            "device": str(trainer.strategy.root_device),
+            "precision": lit.precision_ran or str(trainer.precision),
+            "precision_requested": cfg.train.precision,
+            "adam_eps": prec.adam_eps(cfg.train.precision),
+            "kernel_backend": ",".join(model.kernel_backends()),
+            "wandb_id": loggers[1].experiment.id if wandb else None,
+            "resumed_from_step": start or None,
+            "devices": devices,
+            "strategy": strategy,
+        }
     except Exception as exc:  # the status and partial metrics the runner stores for this run
         if wandb is not None:
             status = "diverged" if isinstance(exc, Diverged) else "timeout" if isinstance(exc, TimedOut) else "failed"

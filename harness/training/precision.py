@@ -11,14 +11,19 @@ and a mismatch fails the run (:func:`check_ran`).
 Torch only, Lightning is imported inside :func:`trainer_kwargs`; :func:`compute_dtype` and
 :func:`run_device` serve the checks made before a run (``harness.experiment.grid.plan``).
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import torch
 
-DTYPES: dict[str, torch.dtype] = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16,
-                                  "16-mixed": torch.float16, "16-true": torch.float16}
+DTYPES: dict[str, torch.dtype] = {
+    "32-true": torch.float32,
+    "bf16-mixed": torch.bfloat16,
+    "16-mixed": torch.float16,
+    "16-true": torch.float16,
+}
 """The dtype attention and matrix products run in, per ``train.precision``."""
 
 _PREFIX = {torch.float32: "32", torch.bfloat16: "bf16", torch.float16: "16", torch.float64: "64"}
@@ -67,5 +72,6 @@ def observed(logits: torch.Tensor, weight: torch.Tensor) -> str:
 def check_ran(requested: str, ran: str) -> None:
     """Raise ``RuntimeError`` when the precision that ran is not the one requested."""
     if ran != requested:
-        raise RuntimeError(f"train.precision={requested} was requested but {ran} ran; refusing to record it as "
-                           f"{requested}")
+        raise RuntimeError(
+            f"train.precision={requested} was requested but {ran} ran; refusing to record it as {requested}"
+        )

@@ -10,6 +10,7 @@ All probes run on one probe batch of the validation distribution at length L (it
 sub-stream of the run seed, the same for every variant), in the run's precision (the precision
 plugin's forward context), with the task's padding mask. Torch only; no Lightning import.
 """
+
 from __future__ import annotations
 
 import copy
@@ -52,9 +53,16 @@ def _grad_norms(net: TransformerLM, x: torch.Tensor, y: torch.Tensor, pad: torch
     return out
 
 
-def measure(model: TransformerLM, cfg: Any, task: Any, seed: int, context: Callable[[], AbstractContextManager],
-            device: torch.device | str, when: str, convert: Callable[[TransformerLM], Any] | None = None
-            ) -> dict[str, float]:
+def measure(
+    model: TransformerLM,
+    cfg: Any,
+    task: Any,
+    seed: int,
+    context: Callable[[], AbstractContextManager],
+    device: torch.device | str,
+    when: str,
+    convert: Callable[[TransformerLM], Any] | None = None,
+) -> dict[str, float]:
     """The probes ``cfg.eval.probes`` asks for, at ``when`` = ``"init"`` (on a copy of the model,
     converted by ``convert``, e.g. to float16 for ``16-true``) or ``"final"`` (the trained model).
 

@@ -1,5 +1,6 @@
 """optuna-integration's pruning callback, adapted to ablate's training loop (Lightning: it lives
 here, the only package that imports Lightning; :mod:`harness.tune.objective` wires it in)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@ validation split, and let the pruner stop it early through Lightning
 
 Imported lazily (it pulls in Lightning through optuna-integration and the training loop).
 """
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,15 @@ def objective(study_plan: Any, task: Any, seed: int) -> Callable[[optuna.Trial],
             cfg = build_config(apply_overrides(base, params), study_plan.name)
             callbacks = [StepPruningCallback(trial, study_plan.monitor)] if study_plan.monitor else []
             with tempfile.TemporaryDirectory(prefix="ablate-trial-") as tmp:
-                out = train_and_evaluate(transformer_config(cfg, task.vocab_size), cfg, task, seed, Path(tmp),
-                                         callbacks=callbacks, eval_split="val")
+                out = train_and_evaluate(
+                    transformer_config(cfg, task.vocab_size),
+                    cfg,
+                    task,
+                    seed,
+                    Path(tmp),
+                    callbacks=callbacks,
+                    eval_split="val",
+                )
         except optuna.TrialPruned:
             raise
         except Diverged as exc:

@@ -7,10 +7,12 @@ A URL is only ever printed with its password masked. Several processes creating 
 schema or study at the same moment race ("table alembic_version already exists", UNIQUE
 constraint): opening and creating are retried a few times on those errors only.
 """
+
 from __future__ import annotations
 
+import importlib.util
 import random
-import re
+import shlex
 import time
 import warnings
 from pathlib import Path
@@ -18,8 +20,6 @@ from typing import Any
 
 from harness.errors import AblateError
 from harness.redact import mask_url
-import importlib.util
-import shlex
 
 _RACE = ("already exists", "unique constraint", "duplicate key", "database is locked", "integrityerror")
 ATTEMPTS = 8
@@ -95,8 +95,10 @@ def open_storage(url: str, heartbeat: int | None = None) -> Any:
             driver = getattr(exc.__cause__, "name", None) or getattr(exc, "name", None) or "?"
             raise AblateError(missing_driver(url, driver)) from None
         except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
-            raise AblateError(f"{mask_url(url)} is not a database URL ({_reason(exc, url)}); e.g. "
-                              f"sqlite:///results/optuna.db or postgresql+psycopg2://user@host/db") from None
+            raise AblateError(
+                f"{mask_url(url)} is not a database URL ({_reason(exc, url)}); e.g. "
+                f"sqlite:///results/optuna.db or postgresql+psycopg2://user@host/db"
+            ) from None
         except sqlalchemy.exc.SQLAlchemyError as exc:
             if attempt + 1 < ATTEMPTS and _is_race(exc):
                 time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
@@ -105,8 +107,14 @@ def open_storage(url: str, heartbeat: int | None = None) -> Any:
     raise AssertionError("unreachable")
 
 
-DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]", "MySQLdb": "mysqlclient",
-                   "pymysql": "pymysql", "asyncpg": "asyncpg", "pg8000": "pg8000"}
+DRIVER_PACKAGES = {
+    "psycopg2": "psycopg2-binary",
+    "psycopg": "psycopg[binary]",
+    "MySQLdb": "mysqlclient",
+    "pymysql": "pymysql",
+    "asyncpg": "asyncpg",
+    "pg8000": "pg8000",
+}
 """Python module of a SQLAlchemy database driver -> the package that installs it."""
 
 
@@ -117,12 +125,16 @@ def missing_driver(url: str, driver: str) -> str:
     scheme = url.split("://", 1)[0]
     if scheme == "postgresql" and driver != "psycopg2" and importlib.util.find_spec("psycopg2") is not None:
         fixed = "postgresql+psycopg2://" + url.split("://", 1)[1]
-        return (f"the Optuna storage {mask_url(url)} selects the driver {driver!r}, which is not installed; psycopg2 "
-                f"is: name it in the URL, --storage {mask_url(fixed)}")
+        return (
+            f"the Optuna storage {mask_url(url)} selects the driver {driver!r}, which is not installed; psycopg2 "
+            f"is: name it in the URL, --storage {mask_url(fixed)}"
+        )
 
     package = DRIVER_PACKAGES.get(driver, driver)
-    return (f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}, which is not installed: "
-            f"pip install {shlex.quote(package)}")
+    return (
+        f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}, which is not installed: "
+        f"pip install {shlex.quote(package)}"
+    )
 
 
 def _make_parent(url: str) -> None:
@@ -143,20 +155,30 @@ def delete_hint(name: str, url: str) -> str:
     """What to do about a study that is in the way: a command that deletes it, as it can be run
     (the URL is only printed where it holds no password), or another storage."""
     where = shlex.quote(url) if not _password(url) else "URL (your --storage, with its password)"
-    return f"delete it (optuna delete-study --study-name {shlex.quote(name)} --storage {where}) or pass another --storage"
+    return (
+        f"delete it (optuna delete-study --study-name {shlex.quote(name)} --storage {where}) or pass another --storage"
+    )
 
 
 def foreign_study(study: Any, name: str, url: str) -> str | None:
     """Why study ``name`` cannot be one that ``ablate tune`` made (several objectives), or None."""
     if len(study.directions) == 1:
         return None
-    return (f"study {name!r} in {mask_url(url)} has {len(study.directions)} objectives "
-            f"({', '.join(d.name.lower() for d in study.directions)}), so ablate tune did not make it "
-            f"(its studies have one); {delete_hint(name, url)}")
+    return (
+        f"study {name!r} in {mask_url(url)} has {len(study.directions)} objectives "
+        f"({', '.join(d.name.lower() for d in study.directions)}), so ablate tune did not make it "
+        f"(its studies have one); {delete_hint(name, url)}"
+    )
 
 
-def ensure_study(storage: Any, name: str, direction: str, attrs: dict[str, Any], url: str = "",
-                 distributions: dict[str, Any] | None = None) -> None:
+def ensure_study(
+    storage: Any,
+    name: str,
+    direction: str,
+    attrs: dict[str, Any],
+    url: str = "",
+    distributions: dict[str, Any] | None = None,
+) -> None:
     """Create study ``name`` unless it exists (``load_if_exists``), retrying on the creation race;
     a new study gets ``attrs`` as user attributes (shown by optuna-dashboard).
 
@@ -187,8 +209,9 @@ def ensure_study(storage: Any, name: str, direction: str, attrs: dict[str, Any],
             study.set_user_attr(key, value)
 
 
-def check_study(study: Any, name: str, direction: str, url: str = "",
-                distributions: dict[str, Any] | None = None) -> None:
+def check_study(
+    study: Any, name: str, direction: str, url: str = "", distributions: dict[str, Any] | None = None
+) -> None:
     """An existing study ``name`` must be one this tune can top up (see :func:`ensure_study`).
 
     Raises:
@@ -200,8 +223,10 @@ def check_study(study: Any, name: str, direction: str, url: str = "",
     if problem := foreign_study(study, name, url):
         raise AblateError(problem)
     if study.direction.name.lower() != direction:
-        raise AblateError(f"study {name!r} exists and {study.direction.name.lower()}s, but the ablation's primary "
-                          f"metric asks to {direction}; {delete_hint(name, url)}")
+        raise AblateError(
+            f"study {name!r} exists and {study.direction.name.lower()}s, but the ablation's primary "
+            f"metric asks to {direction}; {delete_hint(name, url)}"
+        )
     for trial in study.get_trials(deepcopy=False):
         for key, stored in trial.distributions.items():
             if key not in (distributions or {}):
@@ -211,7 +236,8 @@ def check_study(study: Any, name: str, direction: str, url: str = "",
             except ValueError as exc:
                 raise AblateError(
                     f"study {name!r} drew {key} from {_describe(stored)} (trial {trial.number}), but this tune searches "
-                    f"{_describe(distributions[key])} ({str(exc).rstrip('.')}); {delete_hint(name, url)}") from None
+                    f"{_describe(distributions[key])} ({str(exc).rstrip('.')}); {delete_hint(name, url)}"
+                ) from None
 
 
 def _describe(distribution: Any) -> str:

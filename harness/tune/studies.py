@@ -24,6 +24,7 @@ finished. Two workers finishing at the same instant may overshoot N by one trial
 runs are recorded with ``tuned_params`` and stored under profile ``<profile>+tuned``, apart from
 the untuned runs, and analysed with the declaration's ``<profile>``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,13 +34,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.experiment.ablation import Ablation
-from harness.experiment.config import apply_overrides, build_config, parse_override
 from harness.errors import AblateError
+from harness.experiment.ablation import Ablation
+from harness.experiment.config import apply_overrides, build_config, get_path, parse_override
+from harness.experiment.grid import RunSpec, check_variant, plan, prepare_task
+from harness.experiment.search_space import ParamSpec, check_space, distribution, resolve_space
 from harness.hints import Context
 from harness.registry import did_you_mean
-from harness.experiment.grid import RunSpec, plan
-from harness.experiment.search_space import ParamSpec, check_space, distribution, resolve_space
 from harness.tune.storage import (
     check_study,
     default_storage,
@@ -49,8 +50,6 @@ from harness.tune.storage import (
     open_storage,
     sqlite_exists,
 )
-from harness.experiment.config import get_path
-from harness.experiment.grid import prepare_task, check_variant
 
 TUNING_SEED = 1000
 """The seed of every tuning trial (init, data order, validation sets); never a comparison seed."""
@@ -96,19 +95,28 @@ def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
         paths = [p for p in abl.axes if p == key or p.rsplit(".", 1)[-1] == key]
         if len(paths) != 1:
             names = list(abl.axes) + [p.rsplit(".", 1)[-1] for p in abl.axes]
-            raise AblateError(f"--variant {text!r}: {key!r} is not an axis of {abl.name}{did_you_mean(key, names)}; "
-                              f"axes: {', '.join(abl.axes)}")
+            raise AblateError(
+                f"--variant {text!r}: {key!r} is not an axis of {abl.name}{did_you_mean(key, names)}; "
+                f"axes: {', '.join(abl.axes)}"
+            )
         values = abl.axes[paths[0]]
         if not any(value == v or str(value) == str(v) for v in values):
-            raise AblateError(f"--variant {text!r}: {value!r} is not a value of {paths[0]}"
-                              f"{did_you_mean(str(value), [str(v) for v in values])}; values: {values}")
+            raise AblateError(
+                f"--variant {text!r}: {value!r} is not a value of {paths[0]}"
+                f"{did_you_mean(str(value), [str(v) for v in values])}; values: {values}"
+            )
         chosen = [v for v in chosen if value == v[paths[0]] or str(value) == str(v[paths[0]])]
     return chosen
 
 
-def plan_studies(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...] = (),
-                 tasks: list[str] | None = None, variants: list[str] | None = None,
-                 data_dir: Path | None = None) -> tuple[str, list[StudyPlan]]:
+def plan_studies(
+    abl: Ablation,
+    profile: str | None,
+    overrides: list[str] | tuple[str, ...] = (),
+    tasks: list[str] | None = None,
+    variants: list[str] | None = None,
+    data_dir: Path | None = None,
+) -> tuple[str, list[StudyPlan]]:
     """The studies of one ablation and profile, validated before any trial starts.
 
     A key set by an ``overrides`` entry keeps that value and is left out of the search.
@@ -120,17 +128,22 @@ def plan_studies(abl: Ablation, profile: str | None, overrides: list[str] | tupl
     prof_name, specs = plan(abl, profile, overrides, data_dir)
     abl = abl.for_profile(prof_name)
     if TUNING_SEED in abl.profiles[prof_name].seeds:
-        raise AblateError(f"profile {prof_name!r} uses seed {TUNING_SEED}, the tuning seed; pick other comparison seeds")
+        raise AblateError(
+            f"profile {prof_name!r} uses seed {TUNING_SEED}, the tuning seed; pick other comparison seeds"
+        )
     for t in tasks or []:
         if t not in abl.tasks:
-            raise AblateError(f"--task {t!r} is not a task of {abl.name}{did_you_mean(t, list(abl.tasks))}; "
-                              f"tasks: {', '.join(abl.tasks)}")
+            raise AblateError(
+                f"--task {t!r} is not a task of {abl.name}{did_you_mean(t, list(abl.tasks))}; "
+                f"tasks: {', '.join(abl.tasks)}"
+            )
     chosen = _matches(abl, variants or [])
     fixed = {parse_override(o)[0] for o in overrides}  # a key set on the command line is not searched
     space = {k: v for k, v in resolve_space(abl, prof_name).items() if k not in fixed}
     if not space:
-        raise AblateError(f"{abl.name} / {prof_name}: the search space is empty (every key removed or fixed "
-                          f"on the command line)")
+        raise AblateError(
+            f"{abl.name} / {prof_name}: the search space is empty (every key removed or fixed on the command line)"
+        )
     first = abl.profiles[prof_name].seeds[0]
     out = []
     for spec in specs:
@@ -139,8 +152,16 @@ def plan_studies(abl: Ablation, profile: str | None, overrides: list[str] | tupl
         name = study_name(abl.name, prof_name, spec.task, spec.variant_label)
         check_space(space, spec.config, name)
         primary = abl.tasks[spec.task].primary
-        out.append(StudyPlan(name, dataclasses.replace(spec, seed=TUNING_SEED), space, primary.metric,
-                             primary.higher_is_better, monitor_for(primary.metric, primary.higher_is_better)))
+        out.append(
+            StudyPlan(
+                name,
+                dataclasses.replace(spec, seed=TUNING_SEED),
+                space,
+                primary.metric,
+                primary.higher_is_better,
+                monitor_for(primary.metric, primary.higher_is_better),
+            )
+        )
     return prof_name, out
 
 
@@ -149,8 +170,11 @@ def _declared_point(study_plan: StudyPlan) -> dict[str, Any]:
     point = {}
     for path, spec in study_plan.space.items():
         value = get_path(study_plan.spec.config, path)
-        inside = (value in (spec.choices or []) if spec.type == "categorical"
-                  else spec.low <= value <= spec.high and not isinstance(value, bool))
+        inside = (
+            value in (spec.choices or [])
+            if spec.type == "categorical"
+            else spec.low <= value <= spec.high and not isinstance(value, bool)
+        )
         if inside:
             point[path] = value
     return point
@@ -161,17 +185,24 @@ def counts(study: Any) -> dict[str, Any]:
     from optuna.trial import TrialState
 
     trials = study.get_trials(deepcopy=False)
-    by = {s: [t for t in trials if t.state == s] for s in (TrialState.COMPLETE, TrialState.PRUNED,
-                                                          TrialState.FAIL, TrialState.RUNNING)}
+    by = {
+        s: [t for t in trials if t.state == s]
+        for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
+    }
     complete = by[TrialState.COMPLETE]
     pick = max if study.direction.name == "MAXIMIZE" else min
     best = pick(complete, key=lambda t: t.value) if complete else None
     failed = by[TrialState.FAIL]
-    return {"complete": len(complete), "pruned": len(by[TrialState.PRUNED]), "failed": len(failed),
-            "diverged": sum(t.user_attrs.get("outcome") == "diverged" for t in failed),
-            "running": len(by[TrialState.RUNNING]), "best_value": best.value if best else None,
-            "best_params": dict(best.params) if best else None,
-            "last_reason": next((t.user_attrs.get("reason") for t in reversed(failed)), None)}
+    return {
+        "complete": len(complete),
+        "pruned": len(by[TrialState.PRUNED]),
+        "failed": len(failed),
+        "diverged": sum(t.user_attrs.get("outcome") == "diverged" for t in failed),
+        "running": len(by[TrialState.RUNNING]),
+        "best_value": best.value if best else None,
+        "best_params": dict(best.params) if best else None,
+        "last_reason": next((t.user_attrs.get("reason") for t in reversed(failed)), None),
+    }
 
 
 def _finished(study: Any) -> int:
@@ -189,22 +220,29 @@ def _load(storage: Any, study_plan: StudyPlan, trials: int, pruner: str) -> Any:
 
     study_id = storage.get_study_id_from_name(study_plan.name)
     seed = _stable_seed(study_plan.name) + storage.get_n_trials(study_id)
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, max(2, trials // 2)),
-                                         constant_liar=True)
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, max(2, trials // 2)), constant_liar=True)
     steps, every = study_plan.spec.config.train.steps, study_plan.spec.config.train.val_every
-    pruners = {"median": optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0),
-               "hyperband": optuna.pruners.HyperbandPruner(min_resource=min(every, steps), max_resource=steps),
-               "none": optuna.pruners.NopPruner()}
+    pruners = {
+        "median": optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0),
+        "hyperband": optuna.pruners.HyperbandPruner(min_resource=min(every, steps), max_resource=steps),
+        "none": optuna.pruners.NopPruner(),
+    }
     return optuna.load_study(study_name=study_plan.name, storage=storage, sampler=sampler, pruner=pruners[pruner])
 
 
-def run_study(storage: Any, study_plan: StudyPlan, trials: int, echo: Callable[[str], None],
-              data_dir: Path | None = None, pruner: str = "median") -> dict[str, Any]:
+def run_study(
+    storage: Any,
+    study_plan: StudyPlan,
+    trials: int,
+    echo: Callable[[str], None],
+    data_dir: Path | None = None,
+    pruner: str = "median",
+) -> dict[str, Any]:
     """Top one study up to ``trials`` finished trials; returns :func:`counts` afterwards."""
     import optuna
-    from tasks import build_task
 
     from harness.tune.objective import objective
+    from tasks import build_task
 
     study = _load(storage, study_plan, trials, pruner)
     running = {t.number for t in study.get_trials(deepcopy=False) if t.state.name == "RUNNING"}
@@ -221,8 +259,12 @@ def run_study(storage: Any, study_plan: StudyPlan, trials: int, echo: Callable[[
         return counts(study)
     task = build_task(study_plan.spec.task, study_plan.spec.task_params, data_dir=data_dir)
     stop = optuna.study.MaxTrialsCallback(trials, states=None)
-    study.optimize(objective(study_plan, task, TUNING_SEED), n_trials=todo, catch=(Exception,),
-                   callbacks=[stop, _echo_trial(study_plan, trials, echo)])
+    study.optimize(
+        objective(study_plan, task, TUNING_SEED),
+        n_trials=todo,
+        catch=(Exception,),
+        callbacks=[stop, _echo_trial(study_plan, trials, echo)],
+    )
     return counts(study)
 
 
@@ -235,18 +277,32 @@ def _echo_trial(study_plan: StudyPlan, trials: int, echo: Callable[[str], None])
             detail = f"at step {max(trial.intermediate_values, default=0)}"
         else:
             detail = trial.user_attrs.get("reason", "")
-        params = ", ".join(f"{k.rsplit('.', 1)[-1]}={v:.3g}" if isinstance(v, float) else f"{k.rsplit('.', 1)[-1]}={v}"
-                           for k, v in trial.params.items())
+        params = ", ".join(
+            f"{k.rsplit('.', 1)[-1]}={v:.3g}" if isinstance(v, float) else f"{k.rsplit('.', 1)[-1]}={v}"
+            for k, v in trial.params.items()
+        )
         took = trial.duration.total_seconds() if trial.duration else 0.0
-        echo(f"[{_finished(study)}/{trials}] {study_plan.name} #{trial.number} {state} {detail} ({params}; {took:.1f}s)")
+        echo(
+            f"[{_finished(study)}/{trials}] {study_plan.name} #{trial.number} {state} {detail} ({params}; {took:.1f}s)"
+        )
 
     return on_trial
 
 
-def tune(abl: Ablation, prof_name: str, plans: list[StudyPlan], results: Path, *, trials: int,
-         overrides: list[str] | tuple[str, ...] = (), storage: str | None = None, data_dir: Path | None = None,
-         pruner: str = "median", heartbeat: int = HEARTBEAT_S,
-         echo: Callable[[str], None] = print) -> list[tuple[StudyPlan, dict[str, Any]]]:
+def tune(
+    abl: Ablation,
+    prof_name: str,
+    plans: list[StudyPlan],
+    results: Path,
+    *,
+    trials: int,
+    overrides: list[str] | tuple[str, ...] = (),
+    storage: str | None = None,
+    data_dir: Path | None = None,
+    pruner: str = "median",
+    heartbeat: int = HEARTBEAT_S,
+    echo: Callable[[str], None] = print,
+) -> list[tuple[StudyPlan, dict[str, Any]]]:
     """Create every study of ``plans`` (:func:`plan_studies`) first, then top each up to
     ``trials`` finished trials, in order.
 
@@ -261,17 +317,36 @@ def tune(abl: Ablation, prof_name: str, plans: list[StudyPlan], results: Path, *
     known = set(optuna.get_all_study_names(store))
     for p in plans:  # every existing study checked before any is created
         if p.name in known:
-            check_study(optuna.load_study(study_name=p.name, storage=store), p.name,
-                        "maximize" if p.maximize else "minimize", url, {k: distribution(v) for k, v in p.space.items()})
+            check_study(
+                optuna.load_study(study_name=p.name, storage=store),
+                p.name,
+                "maximize" if p.maximize else "minimize",
+                url,
+                {k: distribution(v) for k, v in p.space.items()},
+            )
     for p in plans:
-        ensure_study(store, p.name, "maximize" if p.maximize else "minimize",
-                     {"ablation": abl.name, "profile": prof_name, "task": p.spec.task, "variant": p.spec.variant_label,
-                      "objective": f"{p.metric} on the validation split", "seed": TUNING_SEED,
-                      "overrides": list(overrides), "space": {k: v.describe() for k, v in p.space.items()}},
-                     url=url, distributions={k: distribution(v) for k, v in p.space.items()})
+        ensure_study(
+            store,
+            p.name,
+            "maximize" if p.maximize else "minimize",
+            {
+                "ablation": abl.name,
+                "profile": prof_name,
+                "task": p.spec.task,
+                "variant": p.spec.variant_label,
+                "objective": f"{p.metric} on the validation split",
+                "seed": TUNING_SEED,
+                "overrides": list(overrides),
+                "space": {k: v.describe() for k, v in p.space.items()},
+            },
+            url=url,
+            distributions={k: distribution(v) for k, v in p.space.items()},
+        )
     space = "; ".join(f"{k} {v.describe()}" for k, v in plans[0].space.items()) if plans else "-"
-    echo(f"{abl.name} / {prof_name}: {len(plans)} studies in {mask_url(url)}; {trials} finished trials each "
-         f"(complete + pruned + failed); seed {TUNING_SEED}; pruner {pruner}; space: {space}")
+    echo(
+        f"{abl.name} / {prof_name}: {len(plans)} studies in {mask_url(url)}; {trials} finished trials each "
+        f"(complete + pruned + failed); seed {TUNING_SEED}; pruner {pruner}; space: {space}"
+    )
     return [(p, run_study(store, p, trials, echo, data_dir, pruner)) for p in plans]
 
 
@@ -291,13 +366,22 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
         raise AblateError(problem)
     c = counts(study)
     if c["best_params"] is None:
-        raise AblateError(f"study {name!r} has no complete trial ({c['pruned']} pruned, {c['failed']} failed)"
-                          + (f"; last failure: {c['last_reason']}" if c["last_reason"] else ""))
+        raise AblateError(
+            f"study {name!r} has no complete trial ({c['pruned']} pruned, {c['failed']} failed)"
+            + (f"; last failure: {c['last_reason']}" if c["last_reason"] else "")
+        )
     return c["best_params"]
 
 
-def tuned_specs(abl: Ablation, profile: str, specs: list[RunSpec], results: Path, storage: str | None = None,
-                data_dir: Path | None = None, ctx: Context | None = None) -> list[RunSpec]:
+def tuned_specs(
+    abl: Ablation,
+    profile: str,
+    specs: list[RunSpec],
+    results: Path,
+    storage: str | None = None,
+    data_dir: Path | None = None,
+    ctx: Context | None = None,
+) -> list[RunSpec]:
     """``specs`` with their study's best parameters merged in, stored under ``<profile>+tuned``.
     ``ctx``: the ``ablate run`` command's context, for the ``ablate tune`` command errors suggest.
 
@@ -320,8 +404,10 @@ def tuned_specs(abl: Ablation, profile: str, specs: list[RunSpec], results: Path
                 best[key] = {}
                 problems.append(str(exc))
     if problems:
-        raise AblateError(f"--tuned needs a study with a complete trial for every variant; run "
-                          f"`{tune_first}` first: " + "; ".join(problems))
+        raise AblateError(
+            f"--tuned needs a study with a complete trial for every variant; run "
+            f"`{tune_first}` first: " + "; ".join(problems)
+        )
     out, built = [], {}
     for spec in specs:
         params = best[(spec.task, spec.variant_label)]

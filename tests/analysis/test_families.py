@@ -1,19 +1,20 @@
 """The primary comparisons of an ablation form one Holm family (README, harness/analysis.py):
 everything a verdict reads, and every number printed beside the adjusted p, belongs to it
 (issue 11, items 1 and 2). Expected values are computed here with scipy / statsmodels."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import yaml
-from helpers.fake_store import write_decl, write_runs
 from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
 from harness.analysis import stats
-from harness.experiment.ablation import load
 from harness.analysis.comparisons import analyse
+from harness.experiment.ablation import load
+from helpers.fake_store import write_decl, write_runs
 
 SEEDS = list(range(8))
 
@@ -29,8 +30,10 @@ def test_equivalence_is_adjusted_in_the_primary_holm_family(tmp_path):
     """Item 1: baseline 0.5 over 8 seeds, two variants with per-seed differences drawn by
     default_rng(4) and default_rng(5) (normal, sd 0.06), sesoi 0.05. Raw TOST p 0.0328 and
     0.0383; Holm over the family gives 0.0655 for both: neither is equivalent."""
-    diffs = {"learned": np.random.default_rng(4).normal(0, 0.06, 8),
-             "rope": np.random.default_rng(5).normal(0, 0.06, 8)}
+    diffs = {
+        "learned": np.random.default_rng(4).normal(0, 0.06, 8),
+        "rope": np.random.default_rng(5).normal(0, 0.06, 8),
+    }
     raw = [tost_p(diffs[v], 0.05) for v in ("learned", "rope")]
     holm = multipletests(raw, method="holm")[1]
     assert raw == pytest.approx([0.0328, 0.0383], abs=5e-5) and holm == pytest.approx([0.0655, 0.0655], abs=5e-5)
@@ -79,10 +82,12 @@ def test_mde_and_every_p_use_the_family_of_the_adjusted_p(tmp_path):
     rows = [result.table(task, "acc@x2").frame.set_index("variant").loc["learned"] for task in ("copy", "reverse")]
     p = [r["p"] for r in rows]
     np.testing.assert_allclose([r["p_adj"] for r in rows], multipletests(p, method="holm")[1])
-    np.testing.assert_allclose([r["p_perm_adj"] for r in rows],
-                               multipletests([r["p_perm"] for r in rows], method="holm")[1])
-    np.testing.assert_allclose([r["p_tost_adj"] for r in rows],
-                               multipletests([r["p_tost"] for r in rows], method="holm")[1])
+    np.testing.assert_allclose(
+        [r["p_perm_adj"] for r in rows], multipletests([r["p_perm"] for r in rows], method="holm")[1]
+    )
+    np.testing.assert_allclose(
+        [r["p_tost_adj"] for r in rows], multipletests([r["p_tost"] for r in rows], method="holm")[1]
+    )
     for task, r in zip(("copy", "reverse"), rows):
         sd = float(np.std(diffs[task], ddof=1))
         expected = TTestPower().solve_power(effect_size=None, nobs=8, alpha=0.05 / 2, power=0.8) * sd

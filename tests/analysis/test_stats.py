@@ -1,5 +1,6 @@
 """harness.analysis.stats: each wrapper pinned to a direct scipy / statsmodels call, a published value or
 an independent computation written out here."""
+
 import itertools
 import math
 
@@ -21,11 +22,11 @@ def series(values, seeds=None):
 def pair():
     rng = np.random.default_rng(0)
     seed_effect = rng.normal(size=12)
-    return (series(seed_effect + rng.normal(0, 0.3, 12)),
-            series(seed_effect + 0.2 + rng.normal(0, 0.3, 12)))
+    return (series(seed_effect + rng.normal(0, 0.3, 12)), series(seed_effect + 0.2 + rng.normal(0, 0.3, 12)))
 
 
 # ---------------------------------------------------------------- describe
+
 
 def test_describe_matches_t_interval():
     x = np.array([0.61, 0.58, 0.66, 0.70, 0.59, 0.63])
@@ -48,6 +49,7 @@ def test_describe_nan_and_small_n():
 
 
 # ---------------------------------------------------------------- paired_test
+
 
 def test_paired_matches_ttest_rel(pair):
     base, var = pair
@@ -125,6 +127,7 @@ def test_duplicate_seeds_raise():
 
 # ---------------------------------------------------------------- welch_test
 
+
 def test_welch_matches_scipy():
     rng = np.random.default_rng(1)
     a, b = rng.normal(0, 1, 8), rng.normal(0.5, 2, 11)
@@ -184,6 +187,7 @@ def test_adjust_skips_nan_and_passes_method():
 
 # ---------------------------------------------------------------- power
 
+
 def test_mde_known_value():
     assert S.mde(10, 1.0) == pytest.approx(0.996, abs=1e-3)
     assert S.mde(10, 0.02) == pytest.approx(0.02 * S.mde(10, 1.0))
@@ -227,6 +231,7 @@ def test_seeds_needed_says_when_it_cannot_size():
 
 # ---------------------------------------------------------------- tost, verdict
 
+
 def test_tost_matches_two_one_sided_ttests():
     d = np.array([0.01, -0.02, 0.0, 0.015, -0.005, 0.012])
     p = S.tost_paired(d, 0.03)
@@ -237,20 +242,41 @@ def test_tost_matches_two_one_sided_ttests():
     assert math.isnan(S.tost_paired([0.1], 0.03))
 
 
-@pytest.mark.parametrize("kw, expected", [
-    ({"p_adj": 0.01, "ci_low": 0.1, "ci_high": 0.3, "perm_p_adj": 0.02}, "better"),
-    ({"p_adj": 0.01, "ci_low": -0.3, "ci_high": -0.1, "perm_p_adj": 0.02}, "worse"),
-    ({"p_adj": 0.01, "ci_low": 0.1, "ci_high": 0.3, "perm_p_adj": 0.02, "confirmatory": False}, "pilot"),
-    ({"p_adj": 0.5, "ci_low": -0.01, "ci_high": 0.01, "perm_p_adj": 0.5, "sesoi": 0.05, "tost_p": 0.01}, "equivalent (±0.05)"),
-    ({"p_adj": 0.5, "ci_low": -0.1, "ci_high": 0.1, "perm_p_adj": 0.5, "sesoi": 0.05, "tost_p": 0.2, "mde": 0.1234},
-     "inconclusive (MDE 0.123)"),
-    ({"p_adj": np.nan, "ci_low": np.nan, "ci_high": np.nan, "perm_p_adj": np.nan}, "inconclusive"),
-    # the t-test rejects, the exact sign-flip test does not: no direction
-    ({"p_adj": 0.011, "ci_low": 0.02, "ci_high": 0.1, "perm_p_adj": 0.0625, "mde": 0.05},
-     "inconclusive (t-test only: exact sign-flip p adj 0.0625)"),
-    ({"p_adj": 0.011, "ci_low": 0.001, "ci_high": 0.01, "perm_p_adj": 0.0625, "sesoi": 0.05, "tost_p": 0.001}, "equivalent (±0.05)"),
-    ({"p_adj": 0.2, "ci_low": -0.01, "ci_high": 0.1, "perm_p_adj": 0.01, "mde": 0.05}, "inconclusive (MDE 0.050)"),
-])
+@pytest.mark.parametrize(
+    "kw, expected",
+    [
+        ({"p_adj": 0.01, "ci_low": 0.1, "ci_high": 0.3, "perm_p_adj": 0.02}, "better"),
+        ({"p_adj": 0.01, "ci_low": -0.3, "ci_high": -0.1, "perm_p_adj": 0.02}, "worse"),
+        ({"p_adj": 0.01, "ci_low": 0.1, "ci_high": 0.3, "perm_p_adj": 0.02, "confirmatory": False}, "pilot"),
+        (
+            {"p_adj": 0.5, "ci_low": -0.01, "ci_high": 0.01, "perm_p_adj": 0.5, "sesoi": 0.05, "tost_p": 0.01},
+            "equivalent (±0.05)",
+        ),
+        (
+            {
+                "p_adj": 0.5,
+                "ci_low": -0.1,
+                "ci_high": 0.1,
+                "perm_p_adj": 0.5,
+                "sesoi": 0.05,
+                "tost_p": 0.2,
+                "mde": 0.1234,
+            },
+            "inconclusive (MDE 0.123)",
+        ),
+        ({"p_adj": np.nan, "ci_low": np.nan, "ci_high": np.nan, "perm_p_adj": np.nan}, "inconclusive"),
+        # the t-test rejects, the exact sign-flip test does not: no direction
+        (
+            {"p_adj": 0.011, "ci_low": 0.02, "ci_high": 0.1, "perm_p_adj": 0.0625, "mde": 0.05},
+            "inconclusive (t-test only: exact sign-flip p adj 0.0625)",
+        ),
+        (
+            {"p_adj": 0.011, "ci_low": 0.001, "ci_high": 0.01, "perm_p_adj": 0.0625, "sesoi": 0.05, "tost_p": 0.001},
+            "equivalent (±0.05)",
+        ),
+        ({"p_adj": 0.2, "ci_low": -0.01, "ci_high": 0.1, "perm_p_adj": 0.01, "mde": 0.05}, "inconclusive (MDE 0.050)"),
+    ],
+)
 def test_verdict(kw, expected):
     assert S.verdict(**kw) == expected
 
@@ -272,6 +298,7 @@ def test_t_test_and_exact_test_disagree_at_small_n():
 
 
 # ---------------------------------------------------------------- friedman
+
 
 def test_friedman_matches_scipy_on_complete_seeds():
     rng = np.random.default_rng(4)
@@ -296,9 +323,9 @@ def test_friedman_degenerate_is_nan():
 
 # ---------------------------------------------------------------- compare
 
+
 def tidy(wide: dict[str, np.ndarray]) -> pd.DataFrame:
-    return pd.DataFrame([{"variant": v, "seed": s, "value": x}
-                         for v, xs in wide.items() for s, x in enumerate(xs)])
+    return pd.DataFrame([{"variant": v, "seed": s, "value": x} for v, xs in wide.items() for s, x in enumerate(xs)])
 
 
 @pytest.fixture
@@ -306,8 +333,14 @@ def table():
     rng = np.random.default_rng(5)
     seed = rng.normal(size=10)
     noise = lambda: rng.normal(0, 0.1, 10)
-    return tidy({"rope": seed + 0.3 + noise(), "base": seed + noise(),
-                 "alibi": seed + 0.001 + noise(), "nope": seed - 0.02 + noise()})
+    return tidy(
+        {
+            "rope": seed + 0.3 + noise(),
+            "base": seed + noise(),
+            "alibi": seed + 0.001 + noise(),
+            "nope": seed - 0.02 + noise(),
+        }
+    )
 
 
 def test_compare_layout_and_family(table):
@@ -323,8 +356,7 @@ def test_compare_layout_and_family(table):
     assert rest.p.iloc[0] == pytest.approx(ref.pvalue)
     assert rest.verdict.iloc[0] == "better"
     np.testing.assert_allclose(rest.p_perm_adj, multipletests(rest.p_perm, method="holm")[1])
-    d = (table.value[table.variant == "rope"].to_numpy()
-         - table.value[table.variant == "base"].to_numpy())
+    d = table.value[table.variant == "rope"].to_numpy() - table.value[table.variant == "base"].to_numpy()
     assert rest.mde.iloc[0] == pytest.approx(S.mde(10, d.std(ddof=1), alpha=0.05 / 3))
 
 

@@ -1,5 +1,6 @@
 """``ablate bench attention``: one row per kernel and length, failures as outcomes, JSON for the
 report, and the report's "Speed and memory" section built from that JSON."""
+
 import json
 from types import SimpleNamespace
 
@@ -9,14 +10,23 @@ from typer.testing import CliRunner
 
 from harness.bench import attention as bench
 from harness.cli import bench as bench_command
+from harness.cli.app import app
+from harness.experiment.ablation import load as load_ablation
+from harness.modules import KERNELS
 from harness.report import bench as bench_report
 from harness.report import markdown as report_mod
-from harness.experiment.ablation import load as load_ablation
-from harness.cli.app import app
-from harness.modules import KERNELS
 
-ROW_TYPES = {"kernel": str, "status": str, "ms_fwd_bwd": float, "ms_min": float, "times_ms": list,
-             "tokens_per_s": float, "peak_mib": float, "base_mib": float, "backend": str}
+ROW_TYPES = {
+    "kernel": str,
+    "status": str,
+    "ms_fwd_bwd": float,
+    "ms_min": float,
+    "times_ms": list,
+    "tokens_per_s": float,
+    "peak_mib": float,
+    "base_mib": float,
+    "backend": str,
+}
 
 
 def refuse_flash(monkeypatch):
@@ -34,8 +44,15 @@ def cpu_bench(tmp_path_factory):
     refuse_flash(mp)
     out = tmp_path_factory.mktemp("results") / "bench"
     try:
-        path = bench_command.attention(device="cpu", lengths=[128, 64], kernels=["math", "sdpa", "flash", "linear"],
-                               d_model=16, n_heads=2, repeats=1, out=out)
+        path = bench_command.attention(
+            device="cpu",
+            lengths=[128, 64],
+            kernels=["math", "sdpa", "flash", "linear"],
+            d_model=16,
+            n_heads=2,
+            repeats=1,
+            out=out,
+        )
     finally:
         mp.undo()
     return path
@@ -49,7 +66,14 @@ def test_cpu_bench_writes_one_json_per_device_and_dtype(cpu_bench):
     assert doc["env"]["torch"] == torch.__version__ and doc["env"]["dtype"] == "float32" and doc["env"]["threads"] == 1
     assert doc["config"] | {"lengths": [64, 128], "repeats": 1, "d_model": 16} == doc["config"]
     assert [(r["kernel"], r["seq_len"]) for r in doc["rows"]] == [
-        ("math", 64), ("math", 128), ("sdpa", 64), ("sdpa", 128), ("flash", None), ("linear", 64), ("linear", 128)]
+        ("math", 64),
+        ("math", 128),
+        ("sdpa", 64),
+        ("sdpa", 128),
+        ("flash", None),
+        ("linear", 64),
+        ("linear", 128),
+    ]
     for r in doc["rows"]:
         assert set(r) == set(bench.ROW_KEYS)
 
@@ -121,14 +145,17 @@ def test_cli_refuses_bad_input_before_running(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--lengths", ""], "--lengths names no length"),   # was: the whole default sweep, 128..4096
-    (["--lengths", ","], "--lengths names no length"),
-    (["--kernels", ""], "--kernels names no kernel"),   # was: every kernel
-    (["--device", ""], "--device '': use cpu or cuda"),  # was: the default device
-    (["--lengths", "99999999999999999999"], "is too long"),  # was: a crashed child, exit 0
-    (["--out", "{file}/bench"], "is a file, not a folder"),  # was: a traceback after the bench ran
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--lengths", ""], "--lengths names no length"),  # was: the whole default sweep, 128..4096
+        (["--lengths", ","], "--lengths names no length"),
+        (["--kernels", ""], "--kernels names no kernel"),  # was: every kernel
+        (["--device", ""], "--device '': use cpu or cuda"),  # was: the default device
+        (["--lengths", "99999999999999999999"], "is too long"),  # was: a crashed child, exit 0
+        (["--out", "{file}/bench"], "is a file, not a folder"),  # was: a traceback after the bench ran
+    ],
+)
 def test_cli_refuses_empty_lists_huge_lengths_and_an_out_it_cannot_create(tmp_path, monkeypatch, args, words):
     def no_bench(*a, **k):
         raise AssertionError("the bench was about to run")
@@ -151,15 +178,29 @@ def test_cli_refuses_empty_lists_huge_lengths_and_an_out_it_cannot_create(tmp_pa
 
 def fake_doc(device="cpu"):
     def ok(kernel, t, ms, added):
-        return dict.fromkeys(bench.ROW_KEYS) | {"kernel": kernel, "seq_len": t, "status": "ok", "ms_fwd_bwd": ms,
-                                                "tokens_per_s": t / ms * 1e3, "peak_mib": 200 + added,
-                                                "base_mib": 200.0, "backend": kernel}
-    rows = [ok(k, t, ms * t / 64, a * t / 64) for k, ms, a in (("math", 2.0, 4.0), ("sdpa", 1.0, 1.0))
-            for t in (64, 128)]
+        return dict.fromkeys(bench.ROW_KEYS) | {
+            "kernel": kernel,
+            "seq_len": t,
+            "status": "ok",
+            "ms_fwd_bwd": ms,
+            "tokens_per_s": t / ms * 1e3,
+            "peak_mib": 200 + added,
+            "base_mib": 200.0,
+            "backend": kernel,
+        }
+
+    rows = [
+        ok(k, t, ms * t / 64, a * t / 64) for k, ms, a in (("math", 2.0, 4.0), ("sdpa", 1.0, 1.0)) for t in (64, 128)
+    ]
     rows.append(dict.fromkeys(bench.ROW_KEYS) | {"kernel": "flash", "status": "unavailable", "reason": "no flash"})
-    return {"bench": "attention", "schema": 1, "created": "2026-01-01T00:00:00Z", "rows": rows,
-            "env": {"torch": "2.13", "device": device, "device_name": "x", "dtype": "float32", "threads": 1},
-            "config": {"d_model": 64, "n_heads": 4, "batch": 1, "repeats": 10, "warmup": 2, "memory": "peak RSS"}}
+    return {
+        "bench": "attention",
+        "schema": 1,
+        "created": "2026-01-01T00:00:00Z",
+        "rows": rows,
+        "env": {"torch": "2.13", "device": device, "device_name": "x", "dtype": "float32", "threads": 1},
+        "config": {"d_model": 64, "n_heads": 4, "batch": 1, "repeats": 10, "warmup": 2, "memory": "peak RSS"},
+    }
 
 
 def test_ratios_are_to_sdpa_at_the_same_length():
@@ -188,6 +229,7 @@ def test_report_section_and_figure_from_the_json(tmp_path):
 def test_report_section_only_for_kernel_ablations(tmp_path):
     (tmp_path / "bench").mkdir()
     (tmp_path / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
+
     def section(abl, results=tmp_path):
         return bench_report.bench_section(abl, results, tmp_path, tmp_path)
 
@@ -204,8 +246,14 @@ def test_write_report_appends_the_section(tmp_path, monkeypatch):
     from harness.store import StoreScan
 
     monkeypatch.setattr(report_mod, "analyse", lambda *a, **k: SimpleNamespace(scan=StoreScan()))
-    for name in ("_version_warnings", "_claims_section", "_setup_section", "_results_section", "_failures_section",
-                 "_tuning_section"):
+    for name in (
+        "_version_warnings",
+        "_claims_section",
+        "_setup_section",
+        "_results_section",
+        "_failures_section",
+        "_tuning_section",
+    ):
         monkeypatch.setattr(report_mod, name, lambda *a, **k: [])
     path = report_mod.write_report(load_ablation("attention_kernel"), "cpu", results, out)
     assert "## Speed and memory (`ablate bench attention`)" in path.read_text()

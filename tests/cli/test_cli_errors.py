@@ -4,23 +4,17 @@ Driven in-process through ``typer.testing.CliRunner`` (``harness.cli.app``) and,
 status of the installed script, through a subprocess. No test trains anything: every bad input
 must be refused by the plan, before the first run starts.
 """
+
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
-import yaml
-from rich.console import Console
-from typer.testing import CliRunner
 
 from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
-
-from harness.cli.app import app
 
 pytestmark = pytest.mark.usefixtures("cli_isolated")
 
@@ -30,6 +24,7 @@ ABLATE = Path(sys.executable).parent / "ablate"
 
 
 # --- help and read-only commands ----------------------------------------------------------------
+
 
 def test_help_lists_the_commands():
     result = invoke("--help")
@@ -92,23 +87,30 @@ def test_compare_on_a_store_folder_without_runs_says_so(results):
 
 # --- bad input: exit 2, one message, nothing written ---------------------------------------------
 
-@pytest.mark.parametrize("overrides, words", [
-    (["model.n_heads=3"], ["model.d_model=64", "model.n_heads=3", "not divisible"]),
-    (["model.positon=rope"], ["unknown config key 'model.positon'", "did you mean 'model.position'"]),
-    (["train.steps=-5"], ["train.steps", "greater than 0", "-5"]),
-    (["train.steps=abc"], ["train.steps", "valid integer", "'abc'"]),
-    (["train.steps=true"], ["train.steps", "not a boolean"]),
-    (["train.precision=fp16"], ["train.precision", "'fp16'"]),
-    (["model.max_len=40"], ["model.position=learned", "can represent 40 positions", "evaluates at 64 tokens",
-                            "model.max_len"]),
-    (["model.position=rope"], ["['model.position'] is an axis of pe_extrapolation"]),
-    (["noequals"], ["'noequals' is not of the form key=value"]),
-    (["=5"], ["is not of the form key=value"]),
-    (["model=5"], ["unknown config key 'model'"]),
-])
+
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        (["model.n_heads=3"], ["model.d_model=64", "model.n_heads=3", "not divisible"]),
+        (["model.positon=rope"], ["unknown config key 'model.positon'", "did you mean 'model.position'"]),
+        (["train.steps=-5"], ["train.steps", "greater than 0", "-5"]),
+        (["train.steps=abc"], ["train.steps", "valid integer", "'abc'"]),
+        (["train.steps=true"], ["train.steps", "not a boolean"]),
+        (["train.precision=fp16"], ["train.precision", "'fp16'"]),
+        (
+            ["model.max_len=40"],
+            ["model.position=learned", "can represent 40 positions", "evaluates at 64 tokens", "model.max_len"],
+        ),
+        (["model.position=rope"], ["['model.position'] is an axis of pe_extrapolation"]),
+        (["noequals"], ["'noequals' is not of the form key=value"]),
+        (["=5"], ["is not of the form key=value"]),
+        (["model=5"], ["unknown config key 'model'"]),
+    ],
+)
 def test_run_refuses_bad_overrides(results, overrides, words):
-    result = invoke("run", "pe_extrapolation", *overrides, "--profile", "cpu", "--results-dir", str(results),
-                    "--wandb", "off")
+    result = invoke(
+        "run", "pe_extrapolation", *overrides, "--profile", "cpu", "--results-dir", str(results), "--wandb", "off"
+    )
     assert_refused(result, *words)
     assert_nothing_written(results)
 
@@ -166,8 +168,14 @@ def test_missing_data_file_and_no_network_says_where_to_put_it(tmp_path, results
     monkeypatch.setenv("ABLATE_DATA_DIR", str(empty))
     monkeypatch.setenv("ABLATE_CACHE_DIR", str(cache))
     result = invoke("run", "pe_extrapolation", "--profile", "smoke", "--results-dir", str(results), "--wandb", "off")
-    assert_refused(result, "tinyshakespeare.txt could not be found or downloaded", "network disabled",
-                   str(empty / "tinyshakespeare.txt"), str(cache / "tinyshakespeare.txt"), "curl")
+    assert_refused(
+        result,
+        "tinyshakespeare.txt could not be found or downloaded",
+        "network disabled",
+        str(empty / "tinyshakespeare.txt"),
+        str(cache / "tinyshakespeare.txt"),
+        "curl",
+    )
     assert_nothing_written(results)
     assert list(cache.iterdir()) == []
 
@@ -183,6 +191,7 @@ def test_results_dir_that_is_a_file_is_refused(tmp_path):
 
 # --- the installed script: the real exit status --------------------------------------------------
 
+
 def _ablate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     if not ABLATE.exists():
         pytest.skip(f"no ablate script next to {sys.executable}")
@@ -194,8 +203,9 @@ def test_script_exit_code_for_an_unknown_ablation(tmp_path, results):
     proc = _ablate("run", "pe_extrapolatoin", "--results-dir", str(results), cwd=Path.cwd())
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert proc.stderr.strip() == ("error: unknown ablation 'pe_extrapolatoin' (did you mean 'pe_extrapolation'?); "
-                                   "run `ablate list` to see them")
+    assert proc.stderr.strip() == (
+        "error: unknown ablation 'pe_extrapolatoin' (did you mean 'pe_extrapolation'?); run `ablate list` to see them"
+    )
     assert_nothing_written(results)
 
 
@@ -203,8 +213,16 @@ def test_script_exit_code_for_heads_not_dividing_d_model(tmp_path, results):
     # a --results-dir that cannot be created: should the check regress, the run still cannot start
     blocker = tmp_path / "blocker"
     blocker.write_text("")
-    proc = _ablate("run", "pe_extrapolation", "model.n_heads=3", "--results-dir", str(blocker / "results"),
-                   "--wandb", "off", cwd=Path.cwd())
+    proc = _ablate(
+        "run",
+        "pe_extrapolation",
+        "model.n_heads=3",
+        "--results-dir",
+        str(blocker / "results"),
+        "--wandb",
+        "off",
+        cwd=Path.cwd(),
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     err = proc.stderr.strip()

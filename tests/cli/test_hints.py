@@ -6,6 +6,7 @@ exactly as printed (``shlex.split``), and checks that it plans the same runs (ru
 config, so the profile and the overrides) in the same store. Nothing trains: ``run_grid`` and the
 tuning loop are replaced by recorders.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.cli import invoke
-from helpers.fake_store import write_decl
 from rich.console import Console
 
 from harness.cli import output
 from harness.execution import local as executors
 from harness.experiment import grid as runner
 from harness.tune import studies as tune_mod
+from helpers.cli import invoke
+from helpers.fake_store import write_decl
 
 pytestmark = pytest.mark.usefixtures("cli_isolated")
 
@@ -41,12 +42,23 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
 
     def run_grid(specs, results, abl, **kwargs):
         out["grids"].append((frozenset(s.run_id for s in specs), Path(results)))
-        return [{"status": "failed", "reason": "recorded, not run", "task": s.task, "variant_label": s.variant_label,
-                 "seed": s.seed, "run_id": s.run_id, "profile": s.profile} for s in specs]
+        return [
+            {
+                "status": "failed",
+                "reason": "recorded, not run",
+                "task": s.task,
+                "variant_label": s.variant_label,
+                "seed": s.seed,
+                "run_id": s.run_id,
+                "profile": s.profile,
+            }
+            for s in specs
+        ]
 
     def tune(abl, prof_name, plans, results, **kwargs):
-        out["tunes"].append((prof_name, frozenset(p.spec.config.model.d_model for p in plans), Path(results),
-                             kwargs.get("storage")))
+        out["tunes"].append(
+            (prof_name, frozenset(p.spec.config.model.d_model for p in plans), Path(results), kwargs.get("storage"))
+        )
         return []
 
     monkeypatch.setattr(output, "console", Console(highlight=False, soft_wrap=True, width=250))  # as the CLI's
@@ -74,8 +86,8 @@ def test_no_runs_hint_runs_the_grid_that_was_asked_for(tmp_path: Path, seen: dic
     asked = seen["plans"][-1]
     assert asked[0] == "pilot"
     _run_hint(hint)
-    assert seen["plans"][-1] == asked                      # the same profile, overrides, so the same run ids
-    assert seen["grids"] == [(asked[1], results)]          # run in the store compare read
+    assert seen["plans"][-1] == asked  # the same profile, overrides, so the same run ids
+    assert seen["grids"] == [(asked[1], results)]  # run in the store compare read
 
 
 def test_no_pilot_runs_hint_runs_the_pilot_grid(tmp_path: Path, seen: dict) -> None:
@@ -120,8 +132,9 @@ def test_retry_hint_reruns_the_failed_runs_of_the_same_grid(tmp_path: Path, seen
 def test_tune_first_hint_tunes_the_same_grid_in_the_same_storage(tmp_path: Path, seen: dict) -> None:
     decl, results = write_decl(tmp_path / "decl"), tmp_path / "store"
     storage = f"sqlite:///{tmp_path / 'elsewhere.db'}"
-    out = invoke("run", str(decl), OVERRIDE, "--profile", "pilot", "--results-dir", str(results), "--tuned",
-                 "--storage", storage)
+    out = invoke(
+        "run", str(decl), OVERRIDE, "--profile", "pilot", "--results-dir", str(results), "--tuned", "--storage", storage
+    )
     assert out.exit_code == 2
     (hint,) = _hints(out.stderr)
     assert _run_hint(hint).exit_code == 0
@@ -133,8 +146,23 @@ def test_a_hint_in_the_default_store_names_no_results_dir(tmp_path: Path) -> Non
     from harness.hints import Context
 
     assert Context("pe_extrapolation", "smoke").command("status") == "ablate status pe_extrapolation --profile smoke"
-    ctx = Context(str(tmp_path / "my decl.yaml"), "cpu", tmp_path / "r", ("eval.length_multipliers=[1,2]",),
-                  "postgresql+psycopg2://bob:pw@db/x")
+    ctx = Context(
+        str(tmp_path / "my decl.yaml"),
+        "cpu",
+        tmp_path / "r",
+        ("eval.length_multipliers=[1,2]",),
+        "postgresql+psycopg2://bob:pw@db/x",
+    )
     assert shlex.split(ctx.command("run", "--tuned", storage=True)) == [
-        "ablate", "run", str(tmp_path / "my decl.yaml"), "eval.length_multipliers=[1,2]", "--profile", "cpu",
-        "--results-dir", str(tmp_path / "r"), "--tuned", "--storage", "postgresql+psycopg2://bob:***@db/x"]
+        "ablate",
+        "run",
+        str(tmp_path / "my decl.yaml"),
+        "eval.length_multipliers=[1,2]",
+        "--profile",
+        "cpu",
+        "--results-dir",
+        str(tmp_path / "r"),
+        "--tuned",
+        "--storage",
+        "postgresql+psycopg2://bob:***@db/x",
+    ]

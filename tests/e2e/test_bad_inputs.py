@@ -5,6 +5,7 @@ Each bad input: one ``error:`` line that names the problem and the fix, exit cod
 written, nothing in the store changed; no run starts (``executors.run_grid`` is replaced by a
 function that fails the test: the cli_isolated fixture and tests/helpers/cli.py).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -14,13 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
 
 from harness.cli import compare as compare_cmd
 from harness.cli import inspect as inspect_cmd
 from harness.cli import report as report_cmd
-from harness.execution import cluster as executors_cluster
 from harness.errors import AblateError
+from harness.execution import cluster as executors_cluster
+from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
 
 pytestmark = pytest.mark.usefixtures("cli_isolated")
 
@@ -37,22 +38,35 @@ def _tiny(tmp_path: Path, **changes) -> Path:
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 # --- options of `ablate run` ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, words", [
-    (["--retry", "failed,divergd"], ["--retry: 'divergd' is not a status that can be retried",
-                                     "did you mean 'diverged'", "diverged, failed, timeout"]),
-    (["--run-timeout", "0"], ["--run-timeout must be a positive number of seconds"]),
-    (["--address", "auto"], ["--address is the Ray cluster to connect to; add --executor ray"]),
-    (["--executor", "ray", "--address", "http//head"], ["not a Ray address", "ray://HOST:10001"]),
-    (["--slurm-partition", "gpu"], ["--slurm-partition only apply to --executor slurm"]),
-    (["--executor", "slurm"], ["sbatch not found", "--submitit-cluster local"]),
-    (["--results-dir", "s3://bucket/ablate"], ["is a URL", "shared filesystem"]),
-])
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (
+            ["--retry", "failed,divergd"],
+            [
+                "--retry: 'divergd' is not a status that can be retried",
+                "did you mean 'diverged'",
+                "diverged, failed, timeout",
+            ],
+        ),
+        (["--run-timeout", "0"], ["--run-timeout must be a positive number of seconds"]),
+        (["--address", "auto"], ["--address is the Ray cluster to connect to; add --executor ray"]),
+        (["--executor", "ray", "--address", "http//head"], ["not a Ray address", "ray://HOST:10001"]),
+        (["--slurm-partition", "gpu"], ["--slurm-partition only apply to --executor slurm"]),
+        (["--executor", "slurm"], ["sbatch not found", "--submitit-cluster local"]),
+        (["--results-dir", "s3://bucket/ablate"], ["is a URL", "shared filesystem"]),
+    ],
+)
 def test_run_refuses_bad_execution_options(tmp_path, args, words):
     extra = [] if "--results-dir" in args else ["--results-dir", str(tmp_path / "results")]
     assert_refused(invoke("run", str(user_file(tmp_path)), *args, *extra), *words)
@@ -62,26 +76,32 @@ def test_run_refuses_bad_execution_options(tmp_path, args, words):
 @pytest.mark.parametrize("engine", ["ray", "slurm"])
 def test_missing_cluster_engine_says_which_extra_to_install(tmp_path, monkeypatch, engine):
     real = executors_cluster.importlib.util.find_spec
-    monkeypatch.setattr(executors_cluster.importlib.util, "find_spec",
-                        lambda name: None if name in ("ray", "submitit") else real(name))
+    monkeypatch.setattr(
+        executors_cluster.importlib.util, "find_spec", lambda name: None if name in ("ray", "submitit") else real(name)
+    )
     result = invoke("run", str(user_file(tmp_path)), "--executor", engine, "--results-dir", str(tmp_path / "results"))
     assert_refused(result, f"--executor {engine} needs the", f"pip install 'ablate[{engine}]'")
     assert_nothing_written(tmp_path / "results")
 
 
-@pytest.mark.parametrize("visible, args, words", [
-    ("", ["--gpus-per-run", "1"], ["--gpus-per-run 1 needs 1 GPU(s), none visible", "--gpus-per-run 0"]),
-    ("0,1", ["--workers", "3"], ["--workers 3 but only 2 GPU slot(s)", "--workers 2 or fewer"]),
-    ("0", ["--gpus-per-run", "2"], ["--gpus-per-run 2 needs 2 GPU(s), 1 visible (0)"]),
-])
+@pytest.mark.parametrize(
+    "visible, args, words",
+    [
+        ("", ["--gpus-per-run", "1"], ["--gpus-per-run 1 needs 1 GPU(s), none visible", "--gpus-per-run 0"]),
+        ("0,1", ["--workers", "3"], ["--workers 3 but only 2 GPU slot(s)", "--workers 2 or fewer"]),
+        ("0", ["--gpus-per-run", "2"], ["--gpus-per-run 2 needs 2 GPU(s), 1 visible (0)"]),
+    ],
+)
 def test_gpu_requests_that_cannot_be_met(tmp_path, monkeypatch, visible, args, words):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     assert_refused(invoke("run", str(user_file(tmp_path)), *args, "--results-dir", str(tmp_path / "results")), *words)
     assert_nothing_written(tmp_path / "results")
 
 
-@pytest.mark.parametrize("args, option", [(["--workers", "0"], "--workers"), (["--threads", "0"], "--threads"),
-                                          (["--executor", "k8s"], "--executor")])
+@pytest.mark.parametrize(
+    "args, option",
+    [(["--workers", "0"], "--workers"), (["--threads", "0"], "--threads"), (["--executor", "k8s"], "--executor")],
+)
 def test_option_values_the_parser_refuses(tmp_path, args, option):
     result = invoke("run", str(user_file(tmp_path)), *args, "--results-dir", str(tmp_path / "results"))
     assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output, result.output
@@ -90,10 +110,15 @@ def test_option_values_the_parser_refuses(tmp_path, args, option):
 
 # --- ablation files and task parameters ----------------------------------------------------------
 
+
 def test_axis_value_the_registry_does_not_know(tmp_path):
     path = _tiny(tmp_path, axes={"model.position": ["sinusoidal", "rop"]}, baseline={"model.position": "sinusoidal"})
-    assert_refused(invoke("run", str(path), "--results-dir", str(tmp_path / "results")),
-                   "variant 'rop'", "unknown positional encoding 'rop'", "did you mean 'rope'")
+    assert_refused(
+        invoke("run", str(path), "--results-dir", str(tmp_path / "results")),
+        "variant 'rop'",
+        "unknown positional encoding 'rop'",
+        "did you mean 'rope'",
+    )
     assert_nothing_written(tmp_path / "results")
 
 
@@ -113,14 +138,26 @@ def test_training_length_below_the_task_minimum(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["show", "run", "tune", "status"])
-@pytest.mark.parametrize("override, words", [
-    # L = 16 on tinyshakespeare: 4000 x 16 = 64,000 tokens; its test split holds 55,770 characters
-    ("eval.length_multipliers=[1,2,4,4000]", ["on task 'tinyshakespeare'", "evaluation length 64000 tokens",
-                                             "(4000 x train.seq_len=16)", "test split (55769 tokens)",
-                                             "eval.length_multipliers at most 3485"]),
-    ("train.seq_len=60000", ["train.seq_len=60000", "at most 55769 tokens from its val split",
-                             "lower train.seq_len to at most 55769"]),
-])
+@pytest.mark.parametrize(
+    "override, words",
+    [
+        # L = 16 on tinyshakespeare: 4000 x 16 = 64,000 tokens; its test split holds 55,770 characters
+        (
+            "eval.length_multipliers=[1,2,4,4000]",
+            [
+                "on task 'tinyshakespeare'",
+                "evaluation length 64000 tokens",
+                "(4000 x train.seq_len=16)",
+                "test split (55769 tokens)",
+                "eval.length_multipliers at most 3485",
+            ],
+        ),
+        (
+            "train.seq_len=60000",
+            ["train.seq_len=60000", "at most 55769 tokens from its val split", "lower train.seq_len to at most 55769"],
+        ),
+    ],
+)
 def test_lengths_beyond_what_a_task_holds(tmp_path, command, override, words):
     """Every length of every task of the grid is checked against the task's longest before any run."""
     out = ["--results-dir", str(tmp_path / "results")] if command != "show" else []
@@ -134,11 +171,12 @@ def test_synthetic_tasks_have_no_longest_length(tmp_path):
     from harness.experiment.ablation import load
     from harness.experiment.grid import plan
 
-    _, specs = plan(load(str(_user_file(tmp_path))), None, ["eval.length_multipliers=[1,4000]"], check_data=False)
+    _, specs = plan(load(str(user_file(tmp_path))), None, ["eval.length_multipliers=[1,4000]"], check_data=False)
     assert {s.config.eval_lengths()[-1] for s in specs} == {32_000}
 
 
 # --- data files ----------------------------------------------------------------------------------
+
 
 def test_data_file_with_the_wrong_checksum(tmp_path, monkeypatch):
     data = tmp_path / "data"
@@ -153,11 +191,15 @@ def test_data_file_with_the_wrong_checksum(tmp_path, monkeypatch):
 
 # --- the results folder --------------------------------------------------------------------------
 
+
 def test_results_dir_that_cannot_be_created(tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("")
-    assert_refused(invoke("run", str(user_file(tmp_path)), "--results-dir", str(blocker / "results")),
-                   "cannot create --results-dir", str(blocker / "results"))
+    assert_refused(
+        invoke("run", str(user_file(tmp_path)), "--results-dir", str(blocker / "results")),
+        "cannot create --results-dir",
+        str(blocker / "results"),
+    )
     assert blocker.read_text() == ""
 
 
@@ -181,9 +223,11 @@ def test_reading_commands_refuse_a_results_dir_that_is_a_file_or_unreadable(tmp_
     monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == store else real(p, mode))
     result = invoke(cmd, "pe_extrapolation", "--results-dir", str(store))  # the option parser refuses first
     assert result.exit_code == 2 and "is not readable" in result.output, result.output
-    call = {"status": lambda: inspect_cmd.status("pe_extrapolation", None, store),
-            "compare": lambda: compare_cmd.compare("pe_extrapolation", None, store),
-            "report": lambda: report_cmd.report("pe_extrapolation", None, store, Path("reports"))}[cmd]
+    call = {
+        "status": lambda: inspect_cmd.status("pe_extrapolation", None, store),
+        "compare": lambda: compare_cmd.compare("pe_extrapolation", None, store),
+        "report": lambda: report_cmd.report("pe_extrapolation", None, store, Path("reports")),
+    }[cmd]
     with pytest.raises(AblateError, match="cannot be read"):  # and the command itself, called directly
         call()
     assert list(Path.cwd().iterdir()) == []  # no report written
@@ -203,6 +247,7 @@ def test_bad_input_leaves_an_existing_store_unchanged(tmp_path):
 
 
 # --- the catalogue itself ------------------------------------------------------------------------
+
 
 def test_every_catalogue_row_names_an_existing_test():
     rows = [line for line in CATALOGUE.read_text().splitlines() if re.match(r"^\|\s*\d+\s*\|", line)]

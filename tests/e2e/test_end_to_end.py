@@ -2,6 +2,7 @@
 
 The report's numbers must equal the store's (computed independently here from record.json).
 """
+
 from __future__ import annotations
 
 import json
@@ -45,7 +46,8 @@ def test_every_run_finished_once(smoke_store: Path) -> None:
     for key in ("config", "metrics", "versions", "commit", "wall_time_s", "n_params", "task_version", "seed"):
         assert key in rec
     assert {"acc@x1", "acc@x2", "acc@x4", "steps_to_target"} <= set(
-        next(r for r in found.records if r["task"] == "copy")["metrics"])
+        next(r for r in found.records if r["task"] == "copy")["metrics"]
+    )
     assert {"loss@x1", "ppl@x4"} <= set(next(r for r in found.records if r["task"] == "tinyshakespeare")["metrics"])
 
 
@@ -112,8 +114,9 @@ def test_status_counts(smoke_store: Path, capsys: pytest.CaptureFixture[str]) ->
     (smoke_store / ABL / "smoke" / "stray.txt").unlink()
 
 
-def test_runs_of_other_overrides_are_set_aside_not_mixed(smoke_store: Path, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_of_other_overrides_are_set_aside_not_mixed(
+    smoke_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import shutil
 
     from harness.analysis.comparisons import analyse

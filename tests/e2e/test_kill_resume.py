@@ -8,6 +8,7 @@ between two checkpoints), and finally lets it finish. The store must then hold e
 record parseable and complete, with the same numbers as runs that were never interrupted, and
 the same logged curve from step 0 (the CSV log; one W&B run id per run, kept across resumes).
 """
+
 from __future__ import annotations
 
 import csv
@@ -22,16 +23,18 @@ import pytest
 import torch
 
 from harness.cli import run as run_cmd
-from harness.experiment.ablation import load
+from harness.execution.attempt import execute, wandb_run_id
 from harness.execution.local import pool_context
 from harness.execution.locks import read_events
-from harness.execution.attempt import execute, wandb_run_id
+from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.runs import load_record, scan
 from helpers.tiny_grid import numbers, write_tiny
 
-def _store_is_complete(results: Path, specs: list, reference: dict[str, dict] | None = None,
-                       reference_store: Path | None = None) -> dict[str, list]:
+
+def _store_is_complete(
+    results: Path, specs: list, reference: dict[str, dict] | None = None, reference_store: Path | None = None
+) -> dict[str, list]:
     """Every run once, parseable and complete (with the numbers of ``reference``, the records of
     uninterrupted runs, and the CSV curves of ``reference_store``); returns each run's events."""
     found = scan(results, "tiny", "cpu")
@@ -96,8 +99,9 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
     path, specs, reference, reference_store = grid
     results, rng, ctx, kills = tmp_path / "results", random.Random(6), pool_context(), 0
     for _ in range(6):
-        proc = ctx.Process(target=run_cmd.run, args=(str(path), None, [], results),
-                           kwargs={"workers": 1, "wandb": "offline"})
+        proc = ctx.Process(
+            target=run_cmd.run, args=(str(path), None, [], results), kwargs={"workers": 1, "wandb": "offline"}
+        )
         since = time.time()
         proc.start()
         _wait_for_a_checkpoint(results, proc, since)
@@ -129,8 +133,9 @@ def test_two_ablate_processes_on_one_grid_never_run_the_same_run(tmp_path: Path)
     path = write_tiny(tmp_path / "decl", steps=30, val_every=10, seeds=(0, 1, 2))
     results = tmp_path / "results"
     ctx = pool_context()
-    procs = [ctx.Process(target=_ablate_run, args=(str(path), None, [], results), kwargs={"workers": 1})
-             for _ in range(2)]
+    procs = [
+        ctx.Process(target=_ablate_run, args=(str(path), None, [], results), kwargs={"workers": 1}) for _ in range(2)
+    ]
     for proc in procs:
         proc.start()
     for proc in procs:
@@ -139,8 +144,9 @@ def test_two_ablate_processes_on_one_grid_never_run_the_same_run(tmp_path: Path)
     specs = plan(load(str(path)), "cpu")[1]
     events = _store_is_complete(results, specs)
     assert all(e == ["claim", "finish"] for e in events.values()), events  # one claim each: never run twice
-    finishers = {e["pid"] for s in specs for e in read_events(results / "tiny" / "cpu" / s.run_id)
-                 if e["event"] == "finish"}
+    finishers = {
+        e["pid"] for s in specs for e in read_events(results / "tiny" / "cpu" / s.run_id) if e["event"] == "finish"
+    }
     assert finishers <= {p.pid for p in procs}
 
 

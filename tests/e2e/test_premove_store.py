@@ -3,7 +3,7 @@ declaration expands to are the folders the old code wrote, and the report render
 is the one the old code rendered, byte for byte apart from the time and the store's path.
 
 ``tests/fixtures/premove/``: ``fixture_pe.yaml`` (3 positions x 4 seeds on copy, 40 steps),
-``results/`` as ``ablate run`` of the old layout wrote it (main at f847c3c, after issue 11's RoPE
+``results/`` as ``ablate run`` of the old layout wrote it (main at 761e4fc, after issue 11's RoPE
 fix changed the ids of the rope runs; trimmed to ``record.json`` and
 ``history.csv``, what analysis and report read), and ``fixture_pe.md``, the report the code of
 the old layout writes from it (``commands.report(..., wandb="off")``), normalised by
@@ -11,6 +11,7 @@ the old layout writes from it (``commands.report(..., wandb="off")``), normalise
 did), ``fixture_pe.md`` is rendered again by that old-layout code (``git archive main`` into a
 folder, with it first on ``PYTHONPATH``), never by the code under test.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -22,8 +23,12 @@ from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "premove"
-FIGURES = ["fixture_pe-copy-acc-vs-length.png", "fixture_pe-copy-acc_x4-per-seed.png",
-           "fixture_pe-copy-acc_x4-ranks.png", "fixture_pe-copy-validation-acc.png"]
+FIGURES = [
+    "fixture_pe-copy-acc-vs-length.png",
+    "fixture_pe-copy-acc_x4-per-seed.png",
+    "fixture_pe-copy-acc_x4-ranks.png",
+    "fixture_pe-copy-validation-acc.png",
+]
 
 
 def _normalise():

@@ -3,6 +3,7 @@ runs claimed elsewhere (harness/execution/attempt.py, attempts.py, training.py).
 
 The multi-process guarantees (kill -9, two ``ablate run`` at once) are in test_kill_resume.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,15 +16,15 @@ import torch
 
 from harness.cli import inspect as inspect_cmd
 from harness.cli import run as run_cmd
-from harness.training import loop as training
-from harness.experiment.ablation import load
-from harness.execution.run_folder import RunOptions
+from harness.execution.attempt import execute
 from harness.execution.cluster import Engine
 from harness.execution.launch import Launch
 from harness.execution.locks import read_events
-from harness.execution.attempt import execute
+from harness.execution.run_folder import RunOptions
+from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.runs import load_record, run_dir
+from harness.training import loop as training
 from helpers.tiny_grid import numbers, records, write_tiny
 
 
@@ -67,7 +68,11 @@ def test_interrupted_run_resumes_from_its_last_checkpoint_with_identical_results
     assert (folder / "checkpoints" / "last.ckpt").is_file() and not (folder / "record.json").exists()
     resumed = execute(specs[0], tmp_path / "int", abl=abl)
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 20
-    assert (resumed["devices"], resumed["strategy"], resumed["attempt"]) == (1, "auto", 1)  # Lightning's, passed through
+    assert (resumed["devices"], resumed["strategy"], resumed["attempt"]) == (
+        1,
+        "auto",
+        1,
+    )  # Lightning's, passed through
     assert numbers(resumed) == numbers(reference)  # bit for bit
     ref_hist = (run_dir(tmp_path / "ref", "tiny", "cpu", specs[0].run_id) / "history.csv").read_text()
     assert (folder / "history.csv").read_text() == ref_hist
@@ -182,8 +187,12 @@ def test_load_record_rejects_what_readers_cannot_use(tiny, tmp_path):
     rec = execute(specs[0], tmp_path, abl=abl)
     folder = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id)
     assert load_record(folder) == (rec, None)
-    for bad, why in [({**rec, "status": "weird"}, "status 'weird'"), ({**rec, "seed": "0"}, "field 'seed'"),
-                     ({**rec, "metrics": {"acc@x1": "high"}}, "metrics must map"), ([1, 2], "a JSON list"),
-                     ({**rec, "run_id": "abc"}, "does not match its folder")]:
+    for bad, why in [
+        ({**rec, "status": "weird"}, "status 'weird'"),
+        ({**rec, "seed": "0"}, "field 'seed'"),
+        ({**rec, "metrics": {"acc@x1": "high"}}, "metrics must map"),
+        ([1, 2], "a JSON list"),
+        ({**rec, "run_id": "abc"}, "does not match its folder"),
+    ]:
         (folder / "record.json").write_text(json.dumps(bad))
         assert load_record(folder)[0] is None and why in load_record(folder)[1]

@@ -1,5 +1,6 @@
 """Ray (a local instance) and SLURM through submitit (its local executor): the same runs, the same
 store, the same numbers as in-process execution."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,10 +9,10 @@ import pytest
 import torch
 
 from harness.cli import run as run_cmd
-from harness.experiment.ablation import load
+from harness.execution.attempt import execute
 from harness.execution.cluster import Engine
 from harness.execution.launch import Launch
-from harness.execution.attempt import execute
+from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.runs import scan
 from helpers.tiny_grid import numbers, write_tiny

@@ -1,4 +1,5 @@
 """GPU placement of the local pool (harness/execution/gpus.py), tested as logic: this machine has no GPU."""
+
 from __future__ import annotations
 
 import os
@@ -6,18 +7,21 @@ import queue
 
 import pytest
 
-from harness.execution import local as executors
 from harness.errors import AblateError
+from harness.execution import local as executors
 from harness.execution.gpus import Placement, gpu_slots, place, visible_gpus
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, ["0", "1", "2", "3"]),
-    ({"CUDA_VISIBLE_DEVICES": " 2, 5 "}, ["2", "5"]),
-    ({"CUDA_VISIBLE_DEVICES": "GPU-aa,GPU-bb"}, ["GPU-aa", "GPU-bb"]),
-    ({"CUDA_VISIBLE_DEVICES": ""}, []),
-    ({"CUDA_VISIBLE_DEVICES": "-1"}, []),
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, ["0", "1", "2", "3"]),
+        ({"CUDA_VISIBLE_DEVICES": " 2, 5 "}, ["2", "5"]),
+        ({"CUDA_VISIBLE_DEVICES": "GPU-aa,GPU-bb"}, ["GPU-aa", "GPU-bb"]),
+        ({"CUDA_VISIBLE_DEVICES": ""}, []),
+        ({"CUDA_VISIBLE_DEVICES": "-1"}, []),
+    ],
+)
 def test_visible_gpus_follow_cuda_visible_devices(env, expected):
     assert visible_gpus(env) == expected
 

@@ -2,6 +2,7 @@
 
 No torch here: the race test runs plain Python processes that claim the same folders at once.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,15 @@ from harness.execution.locks import CLAIM, read_events, stale_reason, try_claim
 
 def _write_claim(folder: Path, **fields) -> bytes:
     folder.mkdir(parents=True, exist_ok=True)
-    info = {"owner": "someone", "host": socket.gethostname(), "pid": os.getppid(), "pid_start": None,
-            "claimed_at": "2026-01-01T00:00:00+00:00", "token": "t0", **fields}
+    info = {
+        "owner": "someone",
+        "host": socket.gethostname(),
+        "pid": os.getppid(),
+        "pid_start": None,
+        "claimed_at": "2026-01-01T00:00:00+00:00",
+        "token": "t0",
+        **fields,
+    }
     raw = json.dumps(info).encode()
     (folder / CLAIM).write_bytes(raw)
     return raw
@@ -114,8 +122,12 @@ def test_processes_racing_for_the_same_runs_never_share_one(tmp_path: Path) -> N
     root, go = tmp_path / "runs", tmp_path / "go"
     for i in range(40):
         (root / f"run{i:02d}").mkdir(parents=True)
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, str(root), str(go)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(root), str(go)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
     time.sleep(0.5)
     go.touch()
     won = [p.stdout.readline().strip() for p in procs]

@@ -1,5 +1,6 @@
 """Runs that diverge or raise are outcomes of their variant: the exact McNemar table
 (``finished``), claim evidence on it, and the per-cell probe table of the report."""
+
 from __future__ import annotations
 
 import json
@@ -9,10 +10,10 @@ import pytest
 from scipy.stats import binomtest
 
 from harness.analysis import stats
-from harness.experiment.ablation import load
 from harness.analysis.comparisons import OUTCOME, analyse
-from harness.report.probes import probe_section
+from harness.experiment.ablation import load
 from harness.report.markdown import claim_verdict
+from harness.report.probes import probe_section
 from helpers.fake_store import write_decl, write_runs
 
 
@@ -23,7 +24,7 @@ def frame(baseline: list[int], variant: list[int]) -> pd.DataFrame:
 
 def test_all_eight_pairs_discordant_gives_the_smallest_exact_p():
     out = stats.outcome_compare(frame([1] * 8, [0] * 8), baseline="base").set_index("variant")
-    assert out.loc["var", "p"] == pytest.approx(2 * 0.5 ** 8)  # 0.0078
+    assert out.loc["var", "p"] == pytest.approx(2 * 0.5**8)  # 0.0078
     assert out.loc["var", "p"] == pytest.approx(binomtest(0, 8, 0.5).pvalue)
     assert out.loc["var", "verdict"] == "worse" and out.loc["var", "delta"] == -1
 
@@ -57,13 +58,25 @@ def test_analysis_claims_and_probe_table_see_runs_that_did_not_finish(tmp_path, 
     decl = write_decl(tmp_path / "abl", cpu={"seeds": list(range(8))})
     results = tmp_path / "results"
     write_runs(results, decl, "cpu", lambda v, s: 0.9)
-    _fail(results, "mini", "cpu", "rope", "failed", "RuntimeError: value cannot be converted to type c10::Half "
-          "without overflow", {"leak_raised_init": 1.0})
+    _fail(
+        results,
+        "mini",
+        "cpu",
+        "rope",
+        "failed",
+        "RuntimeError: value cannot be converted to type c10::Half without overflow",
+        {"leak_raised_init": 1.0},
+    )
     for rec_path in (results / "mini" / "cpu").glob("*/record.json"):  # probes on the runs that finished
         rec = json.loads(rec_path.read_text())
         if rec["status"] == "ok":
-            rec["metrics"] |= {"leak_logits_init": 0.0, "leak_logits_real_init": 0.0, "leak_logits_real": 0.0,
-                               "leak_logits": 0.5, "nonfinite_grad_steps": 0.0}
+            rec["metrics"] |= {
+                "leak_logits_init": 0.0,
+                "leak_logits_real_init": 0.0,
+                "leak_logits_real": 0.0,
+                "leak_logits": 0.5,
+                "nonfinite_grad_steps": 0.0,
+            }
             rec_path.write_text(json.dumps(rec))
     abl = load(str(decl))
     result = analyse(abl, "cpu", results)
@@ -72,9 +85,18 @@ def test_analysis_claims_and_probe_table_see_runs_that_did_not_finish(tmp_path, 
     row = table.frame.set_index("variant")
     assert row.loc["rope", "verdict"] == "worse" and row.loc["learned", "verdict"] == "same outcome in all 8 pairs"
 
-    claim = {"evidence": [{"task": "copy", "metric": OUTCOME, "variant": "rope", "expect": "worse",
-                           "tests": "whether the cell runs at all"},
-                          {"task": "copy", "metric": OUTCOME, "variant": "learned", "expect": "worse"}]}
+    claim = {
+        "evidence": [
+            {
+                "task": "copy",
+                "metric": OUTCOME,
+                "variant": "rope",
+                "expect": "worse",
+                "tests": "whether the cell runs at all",
+            },
+            {"task": "copy", "metric": OUTCOME, "variant": "learned", "expect": "worse"},
+        ]
+    }
     verdict, lines = claim_verdict(claim, result)
     assert verdict == "mixed: 1 comparison(s) support it, 1 contradict it"
     assert "finished 0/8 runs vs 8/8" in lines[0] and "c10::Half without overflow" in lines[0]
@@ -110,8 +132,17 @@ def test_aa_report_counts_false_positives_from_the_store(tmp_path):
     data = yaml.safe_load(decl.read_text())
     decl.write_text(yaml.safe_dump({**data, "identical_arms": True}, sort_keys=False))
     # rope is 0.1 better in every seed (with some spread): a false positive; learned only wobbles
-    write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s + (0.1 + 0.001 * s if v == "rope" else 0)
-               + (0.002 * ((s * 5) % 3 - 1) if v == "learned" else 0))
+    write_runs(
+        tmp_path / "results",
+        decl,
+        "cpu",
+        lambda v, s: (
+            0.5
+            + 0.01 * s
+            + (0.1 + 0.001 * s if v == "rope" else 0)
+            + (0.002 * ((s * 5) % 3 - 1) if v == "learned" else 0)
+        ),
+    )
     text = write_report(load(str(decl)), "cpu", tmp_path / "results", tmp_path / "out").read_text()
     assert "## A/A check: false positives" in text and "## Claims" not in text
     assert "primary metric: **1 of 2** comparisons between identical arms declared better or worse" in text
@@ -120,7 +151,9 @@ def test_aa_report_counts_false_positives_from_the_store(tmp_path):
 def test_a_real_effect_below_the_sesoi_supports_a_claim_in_direction_only(tmp_path):
     decl = write_decl(tmp_path / "abl", cpu={"seeds": list(range(8))})
     # rope 0.02 worse in every seed (sesoi 0.05): significant, but small
-    write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s - (0.02 + 0.001 * s if v == "rope" else 0))
+    write_runs(
+        tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s - (0.02 + 0.001 * s if v == "rope" else 0)
+    )
     result = analyse(load(str(decl)), "cpu", tmp_path / "results")
     claim = {"evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "worse"}]}
     verdict, lines = claim_verdict(claim, result)

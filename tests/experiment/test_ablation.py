@@ -4,12 +4,12 @@ No run is trained: :func:`plan` only builds configs and checks them. Only the ``
 for user declarations, so nothing needs the tinyshakespeare file except the registered ablation,
 which reads it from ``ABLATE_DATA_DIR``.
 """
-from __future__ import annotations
 
-import re
+from __future__ import annotations
 
 import copy
 import os
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation, load
 from harness.experiment.config import RunConfig, config_hash
-from harness.errors import AblateError
 from harness.experiment.grid import plan
 
 # as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
@@ -59,8 +59,13 @@ def decl(name: str = "mini", **changes: Any) -> dict[str, Any]:
         "axes": {"attention.kernel": ["sdpa", "math"]},
         "baseline": {"attention.kernel": "sdpa"},
         "base": {"model.d_model": 32, "model.n_heads": 2, "model.position": "rope"},
-        "tasks": {"copy": {"params": {"n_symbols": 8}, "config": {"train.seq_len": 8},
-                           "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05}}},
+        "tasks": {
+            "copy": {
+                "params": {"n_symbols": 8},
+                "config": {"train.seq_len": 8},
+                "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05},
+            }
+        },
         "profiles": {"cpu": {"seeds": [0, 1]}, "smoke": {"seeds": [0], "overrides": {"train.steps": 5}}},
     }
     d.update(changes)
@@ -82,6 +87,7 @@ def load_error(path: str) -> str:
 
 
 # --- the registered ablation --------------------------------------------------------------------
+
 
 def test_pe_extrapolation_is_registered_and_loads(pe):
     assert "pe_extrapolation" in ablation_mod.available()
@@ -106,8 +112,12 @@ def test_variants_and_labels_follow_declaration_order(pe):
 
 
 def test_multi_axis_grid_is_a_product_first_axis_outermost():
-    abl = Ablation.model_validate(decl(axes={"model.position": ["rope", "alibi"], "attention.kernel": ["sdpa", "math"]},
-                                       baseline={"model.position": "rope", "attention.kernel": "sdpa"}))
+    abl = Ablation.model_validate(
+        decl(
+            axes={"model.position": ["rope", "alibi"], "attention.kernel": ["sdpa", "math"]},
+            baseline={"model.position": "rope", "attention.kernel": "sdpa"},
+        )
+    )
     assert abl.variants() == [
         {"model.position": "rope", "attention.kernel": "sdpa"},
         {"model.position": "rope", "attention.kernel": "math"},
@@ -115,12 +125,16 @@ def test_multi_axis_grid_is_a_product_first_axis_outermost():
         {"model.position": "alibi", "attention.kernel": "math"},
     ]
     assert [abl.label(v) for v in abl.variants()] == [
-        "position=rope,kernel=sdpa", "position=rope,kernel=math", "position=alibi,kernel=sdpa",
-        "position=alibi,kernel=math"]
+        "position=rope,kernel=sdpa",
+        "position=rope,kernel=math",
+        "position=alibi,kernel=sdpa",
+        "position=alibi,kernel=math",
+    ]
     assert abl.baseline_label == "position=rope,kernel=sdpa"
 
 
 # --- profiles -----------------------------------------------------------------------------------
+
 
 def test_profile_default_and_by_name(pe):
     assert pe.profile(None)[0] == "cpu"
@@ -141,6 +155,7 @@ def test_misspelt_profile_suggests_the_closest(pe):
 
 
 # --- user declarations: load errors -------------------------------------------------------------
+
 
 def test_a_valid_user_file_loads_by_path(tmp_path):
     abl = load(write(tmp_path, decl()))
@@ -190,10 +205,13 @@ def test_baseline_must_cover_every_axis(tmp_path):
     assert "baseline must give one value per axis" in msg
 
 
-@pytest.mark.parametrize("profile", [
-    {"seeds": [0], "overrides": {"attention.kernel": "math"}},
-    {"seeds": [0], "tasks": {"copy": {"attention.kernel": "math"}}},
-])
+@pytest.mark.parametrize(
+    "profile",
+    [
+        {"seeds": [0], "overrides": {"attention.kernel": "math"}},
+        {"seeds": [0], "tasks": {"copy": {"attention.kernel": "math"}}},
+    ],
+)
 def test_a_profile_may_not_change_an_axis(tmp_path, profile):
     msg = load_error(write(tmp_path, decl(profiles={"cpu": profile})))
     assert "profile 'cpu' may not change an axis: ['attention.kernel']" in msg
@@ -204,9 +222,15 @@ def test_a_profile_may_not_name_an_unknown_task(tmp_path):
     assert "names tasks not in the ablation: ['cpy']" in msg
 
 
-@pytest.mark.parametrize("section, where", [
-    ("base", "base"), ("task", "tasks.copy.config"), ("profile", "profiles.cpu.overrides"), ("axes", "axes"),
-])
+@pytest.mark.parametrize(
+    "section, where",
+    [
+        ("base", "base"),
+        ("task", "tasks.copy.config"),
+        ("profile", "profiles.cpu.overrides"),
+        ("axes", "axes"),
+    ],
+)
 def test_unknown_config_key_names_the_section_and_the_closest_key(tmp_path, section, where):
     d = decl()
     if section == "base":
@@ -224,13 +248,20 @@ def test_unknown_config_key_names_the_section_and_the_closest_key(tmp_path, sect
     assert "did you mean 'model.d_model'" in msg
 
 
-@pytest.mark.parametrize("mutate, words", [
-    (lambda d: d.update(qestion=d.pop("question")), ["question: Field required", "qestion: unknown key",
-                                                     "did you mean 'question'"]),
-    (lambda d: d["profiles"]["cpu"].update(seed=[0]), ["profiles.cpu.seed: unknown key", "did you mean 'seeds'"]),
-    (lambda d: d["tasks"]["copy"].update(primry=d["tasks"]["copy"].pop("primary")),
-     ["tasks.copy.primary: Field required", "did you mean 'primary'"]),
-])
+@pytest.mark.parametrize(
+    "mutate, words",
+    [
+        (
+            lambda d: d.update(qestion=d.pop("question")),
+            ["question: Field required", "qestion: unknown key", "did you mean 'question'"],
+        ),
+        (lambda d: d["profiles"]["cpu"].update(seed=[0]), ["profiles.cpu.seed: unknown key", "did you mean 'seeds'"]),
+        (
+            lambda d: d["tasks"]["copy"].update(primry=d["tasks"]["copy"].pop("primary")),
+            ["tasks.copy.primary: Field required", "did you mean 'primary'"],
+        ),
+    ],
+)
 def test_misspelt_declaration_keys_suggest_the_declaration_key(tmp_path, mutate, words):
     d = decl()
     mutate(d)
@@ -240,15 +271,18 @@ def test_misspelt_declaration_keys_suggest_the_declaration_key(tmp_path, mutate,
     assert "'source'" not in msg  # the whole input mapping is not dumped into the message
 
 
-@pytest.mark.parametrize("seeds, words", [
-    (["0"], ["profiles.cpu.seeds.0", "valid integer", "'0'"]),
-    ([0, "1"], ["profiles.cpu.seeds.1", "valid integer"]),
-    ([True], ["profiles.cpu.seeds.0", "valid integer"]),
-    ([0.0], ["profiles.cpu.seeds.0", "valid integer"]),
-    ([], ["profiles.cpu.seeds", "at least 1"]),
-    ([-1], ["profiles.cpu.seeds.0", "greater than or equal to 0"]),    # numpy SeedSequence rejects it
-    ([0, 1, 0], ["profiles.cpu.seeds", "distinct", "[0]"]),            # would repeat run ids
-])
+@pytest.mark.parametrize(
+    "seeds, words",
+    [
+        (["0"], ["profiles.cpu.seeds.0", "valid integer", "'0'"]),
+        ([0, "1"], ["profiles.cpu.seeds.1", "valid integer"]),
+        ([True], ["profiles.cpu.seeds.0", "valid integer"]),
+        ([0.0], ["profiles.cpu.seeds.0", "valid integer"]),
+        ([], ["profiles.cpu.seeds", "at least 1"]),
+        ([-1], ["profiles.cpu.seeds.0", "greater than or equal to 0"]),  # numpy SeedSequence rejects it
+        ([0, 1, 0], ["profiles.cpu.seeds", "distinct", "[0]"]),  # would repeat run ids
+    ],
+)
 def test_seeds_must_be_distinct_non_negative_integers(tmp_path, seeds, words):
     msg = load_error(write(tmp_path, decl(profiles={"cpu": {"seeds": seeds}})))
     for w in words:
@@ -280,19 +314,46 @@ LAYERED = {
     "axes": {"model.n_layers": [1, 2]},
     "baseline": {"model.n_layers": 1},
     # each layer sets the keys of every later layer too; the later layer must win
-    "base": {"model.d_model": 32, "model.n_heads": 2, "model.position": "rope", "model.n_layers": 9,
-             "train.steps": 11, "train.batch_size": 11, "train.val_every": 11, "train.warmup_steps": 11,
-             "eval.n_examples": 11, "eval.val_examples": 11},
-    "tasks": {"copy": {"params": {"n_symbols": 8},
-                       "config": {"model.n_layers": 9, "train.seq_len": 8, "train.batch_size": 12,
-                                  "train.val_every": 12, "train.warmup_steps": 12, "eval.n_examples": 12,
-                                  "eval.val_examples": 12, "eval.length_multipliers": [1, 3]},
-                       "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05}}},
-    "profiles": {"cpu": {"seeds": [0, 1],
-                         "overrides": {"train.val_every": 13, "train.warmup_steps": 13, "eval.n_examples": 13,
-                                       "eval.val_examples": 13},
-                         "tasks": {"copy": {"train.warmup_steps": 14, "eval.n_examples": 14,
-                                            "eval.val_examples": 14}}}},
+    "base": {
+        "model.d_model": 32,
+        "model.n_heads": 2,
+        "model.position": "rope",
+        "model.n_layers": 9,
+        "train.steps": 11,
+        "train.batch_size": 11,
+        "train.val_every": 11,
+        "train.warmup_steps": 11,
+        "eval.n_examples": 11,
+        "eval.val_examples": 11,
+    },
+    "tasks": {
+        "copy": {
+            "params": {"n_symbols": 8},
+            "config": {
+                "model.n_layers": 9,
+                "train.seq_len": 8,
+                "train.batch_size": 12,
+                "train.val_every": 12,
+                "train.warmup_steps": 12,
+                "eval.n_examples": 12,
+                "eval.val_examples": 12,
+                "eval.length_multipliers": [1, 3],
+            },
+            "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05},
+        }
+    },
+    "profiles": {
+        "cpu": {
+            "seeds": [0, 1],
+            "overrides": {
+                "train.val_every": 13,
+                "train.warmup_steps": 13,
+                "eval.n_examples": 13,
+                "eval.val_examples": 13,
+            },
+            "tasks": {"copy": {"train.warmup_steps": 14, "eval.n_examples": 14, "eval.val_examples": 14}},
+        }
+    },
 }
 
 
@@ -303,12 +364,12 @@ def test_plan_resolution_order():
     defaults = RunConfig()
     for s in specs:
         c = s.config
-        assert c.train.lr == defaults.train.lr                 # defaults
-        assert c.model.d_model == 32 and c.train.steps == 11   # base
-        assert c.train.batch_size == 12                        # task config over base
-        assert c.train.val_every == 13                         # profile overrides over task config
+        assert c.train.lr == defaults.train.lr  # defaults
+        assert c.model.d_model == 32 and c.train.steps == 11  # base
+        assert c.train.batch_size == 12  # task config over base
+        assert c.train.val_every == 13  # profile overrides over task config
         assert c.train.warmup_steps == 14 and c.eval.n_examples == 14  # profile tasks over profile overrides
-        assert c.eval.val_examples == 15                       # CLI over profile tasks
+        assert c.eval.val_examples == 15  # CLI over profile tasks
         assert c.model.n_layers == s.variant["model.n_layers"]  # axis value over base and task config
     assert [s.config.model.n_layers for s in specs] == [1, 2, 1, 2]
 
@@ -318,7 +379,7 @@ def test_plan_fills_max_len_with_the_longest_evaluation_length():
     _, specs = plan(abl, None, [], None)
     assert {s.config.model.max_len for s in specs} == {24}  # 3 x seq_len 8
     _, specs = plan(abl, None, ["model.max_len=100"], None)
-    assert {s.config.model.max_len for s in specs} == {100}   # an explicit value is kept
+    assert {s.config.model.max_len for s in specs} == {100}  # an explicit value is kept
 
 
 def test_plan_orders_seed_then_task_then_variant_and_ids_are_stable(pe):
@@ -328,7 +389,7 @@ def test_plan_orders_seed_then_task_then_variant_and_ids_are_stable(pe):
     expected = [(seed, task, pos) for seed in (0, 1) for task in ("copy", "tinyshakespeare") for pos in POSITIONS]
     assert [(s.seed, s.task, s.variant_label) for s in specs] == expected
     ids = [s.run_id for s in specs]
-    assert len(set(ids)) == 20                        # differ across seeds, tasks and variants
+    assert len(set(ids)) == 20  # differ across seeds, tasks and variants
     assert all(len(i) == 12 for i in ids)
     assert all(s.run_id == config_hash(s.payload()) for s in specs)
     assert [s.run_id for s in plan(load("pe_extrapolation"), "smoke", [], DATA_DIR)[1]] == ids  # stable

@@ -1,4 +1,5 @@
 """Every claim's evidence names a registered ablation, one of its tasks and a non-baseline variant."""
+
 import pytest
 
 from harness.experiment.ablation import available, load

@@ -2,6 +2,7 @@
 
 Pure pydantic / YAML: nothing here imports torch or touches the disk.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -9,22 +10,44 @@ import json
 
 import pytest
 
-from harness.experiment.config import RunConfig, apply_overrides, build_config, check_path, config_hash, get_path, parse_override, valid_paths
 from harness.errors import AblateError
+from harness.experiment.config import (
+    RunConfig,
+    apply_overrides,
+    build_config,
+    check_path,
+    config_hash,
+    get_path,
+    parse_override,
+    valid_paths,
+)
 
 SECTIONS = ("model", "attention", "block", "ffn", "train", "eval")
 
 
 # --- valid_paths / check_path -------------------------------------------------------------------
 
+
 def test_valid_paths_are_every_leaf_of_every_section():
     paths = valid_paths()
     assert len(paths) == len(set(paths))
     assert {p.split(".")[0] for p in paths} == set(SECTIONS)
     assert all(p.count(".") == 1 for p in paths)
-    for expected in ("model.d_model", "model.n_heads", "model.position", "model.max_len", "attention.kernel",
-                     "block.norm", "block.norm_position", "ffn.d_ff", "ffn.activation", "train.steps",
-                     "train.seq_len", "train.precision", "eval.length_multipliers"):
+    for expected in (
+        "model.d_model",
+        "model.n_heads",
+        "model.position",
+        "model.max_len",
+        "attention.kernel",
+        "block.norm",
+        "block.norm_position",
+        "ffn.d_ff",
+        "ffn.activation",
+        "train.steps",
+        "train.seq_len",
+        "train.precision",
+        "eval.length_multipliers",
+    ):
         assert expected in paths
     # every path resolves on a default config, and the sections themselves are not keys
     cfg = RunConfig()
@@ -38,12 +61,15 @@ def test_check_path_accepts_every_valid_path():
         check_path(p)
 
 
-@pytest.mark.parametrize("bad, suggestion", [
-    ("model.positon", "model.position"),
-    ("model.dmodel", "model.d_model"),
-    ("train.step", "train.steps"),
-    ("atention.kernel", "attention.kernel"),
-])
+@pytest.mark.parametrize(
+    "bad, suggestion",
+    [
+        ("model.positon", "model.position"),
+        ("model.dmodel", "model.d_model"),
+        ("train.step", "train.steps"),
+        ("atention.kernel", "attention.kernel"),
+    ],
+)
 def test_check_path_suggests_the_closest_key(bad, suggestion):
     with pytest.raises(AblateError) as info:
         check_path(bad)
@@ -61,25 +87,29 @@ def test_check_path_rejects_non_leaf_and_malformed_keys(bad):
 
 # --- parse_override -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, key, value", [
-    ("model.d_model=128", "model.d_model", 128),
-    ("train.lr=0.002", "train.lr", 0.002),
-    ("train.lr=2.0e-3", "train.lr", 0.002),
-    ("model.position=rope", "model.position", "rope"),
-    ("model.tie_embeddings=false", "model.tie_embeddings", False),
-    ("model.tie_embeddings=true", "model.tie_embeddings", True),
-    ("model.max_len=null", "model.max_len", None),
-    ("model.max_len=~", "model.max_len", None),
-    ("eval.length_multipliers=[1, 2, 4]", "eval.length_multipliers", [1, 2, 4]),
-    ("eval.length_multipliers=[1,2]", "eval.length_multipliers", [1, 2]),
-    ("model.position='5'", "model.position", "5"),           # quoted: a string
-    ("train.precision=bf16-mixed", "train.precision", "bf16-mixed"),
-    ("train.precision=32-true", "train.precision", "32-true"),
-    ("model.position=", "model.position", ""),               # empty value: empty string
-    ("  train.steps = 5", "train.steps", 5),                 # whitespace around key and value
-    ("model.position=a=b", "model.position", "a=b"),         # only the first '=' splits
-    ("eval.length_multipliers=[1,", "eval.length_multipliers", "[1,"),  # bad YAML: the raw text
-])
+
+@pytest.mark.parametrize(
+    "text, key, value",
+    [
+        ("model.d_model=128", "model.d_model", 128),
+        ("train.lr=0.002", "train.lr", 0.002),
+        ("train.lr=2.0e-3", "train.lr", 0.002),
+        ("model.position=rope", "model.position", "rope"),
+        ("model.tie_embeddings=false", "model.tie_embeddings", False),
+        ("model.tie_embeddings=true", "model.tie_embeddings", True),
+        ("model.max_len=null", "model.max_len", None),
+        ("model.max_len=~", "model.max_len", None),
+        ("eval.length_multipliers=[1, 2, 4]", "eval.length_multipliers", [1, 2, 4]),
+        ("eval.length_multipliers=[1,2]", "eval.length_multipliers", [1, 2]),
+        ("model.position='5'", "model.position", "5"),  # quoted: a string
+        ("train.precision=bf16-mixed", "train.precision", "bf16-mixed"),
+        ("train.precision=32-true", "train.precision", "32-true"),
+        ("model.position=", "model.position", ""),  # empty value: empty string
+        ("  train.steps = 5", "train.steps", 5),  # whitespace around key and value
+        ("model.position=a=b", "model.position", "a=b"),  # only the first '=' splits
+        ("eval.length_multipliers=[1,", "eval.length_multipliers", "[1,"),  # bad YAML: the raw text
+    ],
+)
 def test_parse_override_reads_the_value_as_yaml(text, key, value):
     k, v = parse_override(text)
     assert k == key
@@ -103,6 +133,7 @@ def test_parse_override_rejects_text_without_key_and_equals(text):
 
 # --- apply_overrides ----------------------------------------------------------------------------
 
+
 def test_apply_overrides_sets_nested_keys_and_copies():
     base = {"model": {"d_model": 64}, "train": {"steps": 10}}
     out = apply_overrides(base, {"model.n_heads": 2, "train.steps": 20, "eval.n_examples": 8})
@@ -123,6 +154,7 @@ def test_overrides_later_wins_and_build_types():
 
 
 # --- RunConfig validation -----------------------------------------------------------------------
+
 
 def test_defaults_are_valid_and_consistent():
     cfg = RunConfig()
@@ -151,21 +183,24 @@ def test_heads_must_divide_d_model_and_message_names_both():
     assert "\n" not in msg
 
 
-@pytest.mark.parametrize("overrides, words", [
-    ({"train.steps": -5}, ["train.steps", "greater than 0", "-5"]),
-    ({"train.steps": 0}, ["train.steps", "greater than 0"]),
-    ({"train.steps": "abc"}, ["train.steps", "valid integer", "'abc'"]),
-    ({"train.steps": 1.5}, ["train.steps", "fractional", "1.5"]),
-    ({"train.lr": 0}, ["train.lr", "greater than 0"]),
-    ({"model.dropout": 1.0}, ["model.dropout", "less than 1"]),
-    ({"train.min_lr_ratio": 2}, ["train.min_lr_ratio", "less than or equal to 1"]),
-    ({"train.precision": "fp16"}, ["train.precision", "'32-true'", "'bf16-mixed'", "'fp16'"]),
-    ({"eval.length_multipliers": []}, ["length_multipliers must be a non-empty list"]),
-    ({"eval.length_multipliers": [1, 0]}, ["length_multipliers must be a non-empty list of integers >= 1"]),
-    ({"eval.length_multipliers": 4}, ["eval.length_multipliers", "valid list"]),
-    ({"model.position": 5}, ["model.position", "valid string"]),
-    ({"model.max_len": 0}, ["model.max_len", "greater than 0"]),
-])
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        ({"train.steps": -5}, ["train.steps", "greater than 0", "-5"]),
+        ({"train.steps": 0}, ["train.steps", "greater than 0"]),
+        ({"train.steps": "abc"}, ["train.steps", "valid integer", "'abc'"]),
+        ({"train.steps": 1.5}, ["train.steps", "fractional", "1.5"]),
+        ({"train.lr": 0}, ["train.lr", "greater than 0"]),
+        ({"model.dropout": 1.0}, ["model.dropout", "less than 1"]),
+        ({"train.min_lr_ratio": 2}, ["train.min_lr_ratio", "less than or equal to 1"]),
+        ({"train.precision": "fp16"}, ["train.precision", "'32-true'", "'bf16-mixed'", "'fp16'"]),
+        ({"eval.length_multipliers": []}, ["length_multipliers must be a non-empty list"]),
+        ({"eval.length_multipliers": [1, 0]}, ["length_multipliers must be a non-empty list of integers >= 1"]),
+        ({"eval.length_multipliers": 4}, ["eval.length_multipliers", "valid list"]),
+        ({"model.position": 5}, ["model.position", "valid string"]),
+        ({"model.max_len": 0}, ["model.max_len", "greater than 0"]),
+    ],
+)
 def test_ill_typed_or_out_of_range_values_name_the_key(overrides, words):
     msg = _error(overrides)
     assert msg.startswith("invalid config: ")
@@ -174,10 +209,16 @@ def test_ill_typed_or_out_of_range_values_name_the_key(overrides, words):
     assert "\n" not in msg
 
 
-@pytest.mark.parametrize("key, value", [
-    ("train.steps", True), ("train.lr", True), ("train.grad_clip", False), ("model.max_len", True),
-    ("eval.length_multipliers", [1, True]),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("train.steps", True),
+        ("train.lr", True),
+        ("train.grad_clip", False),
+        ("model.max_len", True),
+        ("eval.length_multipliers", [1, True]),
+    ],
+)
 def test_booleans_are_not_numbers(key, value):
     # pydantic's lax mode would run `train.steps=true` as one step, `grad_clip=false` unclipped
     msg = _error({key: value})
@@ -210,6 +251,7 @@ def test_valid_config_round_trips_through_json():
 
 # --- config_hash --------------------------------------------------------------------------------
 
+
 def test_config_hash_is_pinned_sha256_of_canonical_json():
     payload = {"b": [1, 2], "a": 1}
     assert config_hash(payload) == hashlib.sha256(b'{"a":1,"b":[1,2]}').hexdigest()[:12]
@@ -228,8 +270,13 @@ def test_config_hash_changes_with_any_value():
     h0 = config_hash(base)
     assert h0 == config_hash(RunConfig().model_dump(mode="json"))  # same config, same hash
     seen = {h0}
-    for path, value in [("train.steps", 1001), ("model.position", "rope"), ("train.lr", 0.0011),
-                        ("eval.length_multipliers", [1, 2]), ("model.max_len", 64)]:
+    for path, value in [
+        ("train.steps", 1001),
+        ("model.position", "rope"),
+        ("train.lr", 0.0011),
+        ("eval.length_multipliers", [1, 2]),
+        ("model.max_len", 64),
+    ]:
         cfg = build_config(apply_overrides(base, {path: value}))
         h = config_hash(cfg.model_dump(mode="json"))
         assert h not in seen, path

@@ -1,5 +1,6 @@
 """A profile's ``only_tasks`` / ``only_variants`` (a confirmatory profile tests a claim on one task
 and a few grid points), and ``train.seed_salt`` (the arms of the A/A check)."""
+
 from __future__ import annotations
 
 import os
@@ -10,9 +11,9 @@ import pytest
 import torch
 import yaml
 
+from harness.errors import AblateError
 from harness.experiment.ablation import load
 from harness.experiment.config import build_config, config_hash
-from harness.errors import AblateError
 from harness.experiment.grid import plan
 from harness.training.loop import _TrainStream
 from tasks import build_task
@@ -23,13 +24,19 @@ DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().pa
 def decl(**profile: Any) -> dict[str, Any]:
     """Two tasks, a 3 x 2 grid; ``profile`` is the ``sub`` profile's extra keys."""
     return {
-        "name": "mini", "question": "q",
+        "name": "mini",
+        "question": "q",
         "axes": {"model.position": ["sinusoidal", "rope", "nope"], "attention.kernel": ["sdpa", "math"]},
         "baseline": {"model.position": "sinusoidal", "attention.kernel": "sdpa"},
         "base": {"model.d_model": 16, "model.n_heads": 2, "model.n_layers": 1},
-        "tasks": {t: {"params": {"n_symbols": 8}, "config": {"train.seq_len": 8},
-                      "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05}}
-                  for t in ("copy", "reverse")},
+        "tasks": {
+            t: {
+                "params": {"n_symbols": 8},
+                "config": {"train.seq_len": 8},
+                "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05},
+            }
+            for t in ("copy", "reverse")
+        },
         "profiles": {"cpu": {"seeds": [0, 1]}, "sub": {"seeds": [0, 1, 2], **profile}},
     }
 
@@ -47,8 +54,14 @@ def refused(tmp_path: Path, **profile: Any) -> str:
 
 
 def test_plan_runs_only_the_profiles_tasks_and_grid_points(tmp_path):
-    abl = load(write(tmp_path, decl(only_tasks=["reverse"],
-                                    only_variants=["position=sinusoidal,kernel=sdpa", "position=nope,kernel=math"])))
+    abl = load(
+        write(
+            tmp_path,
+            decl(
+                only_tasks=["reverse"], only_variants=["position=sinusoidal,kernel=sdpa", "position=nope,kernel=math"]
+            ),
+        )
+    )
     _, specs = plan(abl, "sub")
     assert {s.task for s in specs} == {"reverse"}
     assert [s.variant_label for s in specs[:2]] == ["position=sinusoidal,kernel=sdpa", "position=nope,kernel=math"]
@@ -61,33 +74,50 @@ def test_plan_runs_only_the_profiles_tasks_and_grid_points(tmp_path):
 
 
 def test_for_profile_is_a_view_and_leaves_the_declaration_whole(tmp_path):
-    abl = load(write(tmp_path, decl(only_tasks=["copy"], only_variants=["position=sinusoidal,kernel=sdpa",
-                                                                         "position=rope,kernel=sdpa"])))
+    abl = load(
+        write(
+            tmp_path,
+            decl(only_tasks=["copy"], only_variants=["position=sinusoidal,kernel=sdpa", "position=rope,kernel=sdpa"]),
+        )
+    )
     view = abl.for_profile("sub")
     assert list(view.tasks) == ["copy"] and len(view.variants()) == 2
     assert view.for_profile("sub").variants() == view.variants()
     assert list(abl.tasks) == ["copy", "reverse"] and len(abl.variants()) == 6
 
 
-@pytest.mark.parametrize("profile, words", [
-    ({"only_tasks": ["cpy"]}, "only_tasks names tasks not in the ablation: ['cpy']"),
-    ({"only_variants": ["position=sinusoidal,kernel=sdpa", "position=rop,kernel=sdpa"]},
-     "only_variants names ['position=rop,kernel=sdpa'], not points of the grid"),
-    ({"only_variants": ["position=rope,kernel=sdpa"]}, "only_variants must hold the baseline"),
-    ({"only_variants": ["position=sinusoidal,kernel=sdpa"] * 2}, "only_variants repeats"),
-])
+@pytest.mark.parametrize(
+    "profile, words",
+    [
+        ({"only_tasks": ["cpy"]}, "only_tasks names tasks not in the ablation: ['cpy']"),
+        (
+            {"only_variants": ["position=sinusoidal,kernel=sdpa", "position=rop,kernel=sdpa"]},
+            "only_variants names ['position=rop,kernel=sdpa'], not points of the grid",
+        ),
+        ({"only_variants": ["position=rope,kernel=sdpa"]}, "only_variants must hold the baseline"),
+        ({"only_variants": ["position=sinusoidal,kernel=sdpa"] * 2}, "only_variants repeats"),
+    ],
+)
 def test_bad_subsets_are_refused_with_one_line(tmp_path, profile, words):
     msg = refused(tmp_path, **profile)
     assert words in msg and "\n" not in msg
 
 
-@pytest.mark.parametrize("profile, words", [
-    ({"only_tasks": ["revers"]}, "only_tasks names tasks not in the ablation: ['revers'] (did you mean 'reverse'?)"),
-    ({"only_tasks": ["copy", "copy"]}, "only_tasks repeats ['copy']"),
-    ({"only_variants": ["position=sinusoidal,kernel=sdpa"]}, "holds only the baseline"),
-    ({"only_variants": ["position=sinusoidal,kernel=sdpa", "position=rop,kernel=sdpa"]},
-     "not points of the grid (did you mean 'position=rope,kernel=sdpa'"),
-])
+@pytest.mark.parametrize(
+    "profile, words",
+    [
+        (
+            {"only_tasks": ["revers"]},
+            "only_tasks names tasks not in the ablation: ['revers'] (did you mean 'reverse'?)",
+        ),
+        ({"only_tasks": ["copy", "copy"]}, "only_tasks repeats ['copy']"),
+        ({"only_variants": ["position=sinusoidal,kernel=sdpa"]}, "holds only the baseline"),
+        (
+            {"only_variants": ["position=sinusoidal,kernel=sdpa", "position=rop,kernel=sdpa"]},
+            "not points of the grid (did you mean 'position=rope,kernel=sdpa'",
+        ),
+    ],
+)
 def test_subset_typos_repeats_and_a_lone_baseline_are_refused(tmp_path, profile, words):
     msg = refused(tmp_path, **profile)
     assert words in msg and "\n" not in msg and "  " not in msg
@@ -112,6 +142,7 @@ def test_every_registered_confirm_profile_is_confirmatory_with_8_paired_seeds():
 
 
 # --- train.seed_salt ---------------------------------------------------------------------------
+
 
 def test_seed_salt_zero_keeps_the_seeds_streams_and_the_run_id():
     plain = build_config({}, "test")

@@ -1,20 +1,21 @@
 """Code versions in run ids, in records, and the warning when one comparison mixes them."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-from helpers.fake_store import write_decl, write_runs
 
-from harness.experiment import versions
-from harness.cli import compare as compare_cmd
-from harness.experiment.ablation import load
 from harness.analysis.comparisons import analyse
+from harness.cli import compare as compare_cmd
+from harness.experiment import versions
+from harness.experiment.ablation import load
+from harness.experiment.grid import plan
 from harness.modules import POSITIONAL
 from harness.registry import Registry
 from harness.report.markdown import write_report
-from harness.experiment.grid import plan
+from helpers.fake_store import write_decl, write_runs
 
 # ids computed by the code before versions existed (commit 673fa0e), for tests/fake_store.py's grid
 OLD_IDS = {("sinusoidal", 0): "cf4a67b7ff59", ("learned", 0): "09a02956703e", ("rope", 0): "7391199adf34"}
@@ -38,9 +39,19 @@ def test_ids_change_only_for_runs_of_code_whose_version_was_bumped(tmp_path: Pat
     rope = specs[("rope", 0)]
     assert rope.payload()["code_versions"] == {"position:rope": 2}
     assert rope.run_id != OLD_IDS[("rope", 0)]
-    assert rope.code_versions == {"model": 1, "training": 1, "position:rope": 2, "kernel:sdpa": 1, "qkv:separate": 1,
-                                  "scale:d_head": 1, "mask_fill:-inf": 1, "head_split:correct": 1,
-                                  "norm:layernorm": 1, "norm_position:pre": 1, "activation:gelu": 1}
+    assert rope.code_versions == {
+        "model": 1,
+        "training": 1,
+        "position:rope": 2,
+        "kernel:sdpa": 1,
+        "qkv:separate": 1,
+        "scale:d_head": 1,
+        "mask_fill:-inf": 1,
+        "head_split:correct": 1,
+        "norm:layernorm": 1,
+        "norm_position:pre": 1,
+        "activation:gelu": 1,
+    }
 
 
 def test_records_without_versions_ran_version_1_of_what_they_used() -> None:
@@ -83,5 +94,7 @@ def test_no_warning_when_every_run_used_one_version_of_its_code(tmp_path: Path) 
     write_runs(results, decl, "pilot", lambda variant, seed: 0.5 + 0.01 * seed)
     result = analyse(load(str(decl)), "pilot", results)
     assert result.mixed_code == {}
-    assert "Warning: the runs compared" not in write_report(load(str(decl)), "pilot", results, tmp_path / "o",
-                                                            result=result).read_text()
+    assert (
+        "Warning: the runs compared"
+        not in write_report(load(str(decl)), "pilot", results, tmp_path / "o", result=result).read_text()
+    )

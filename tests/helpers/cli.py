@@ -1,6 +1,7 @@
 """The real ``ablate`` CLI driven in-process (``typer.testing.CliRunner``), and what a refusal of
 bad input must look like: exit 2, one ``error:`` line on stderr, nothing on stdout, nothing written.
 The isolation every such test runs in is the ``cli_isolated`` fixture of tests/conftest.py."""
+
 from __future__ import annotations
 
 import os
@@ -32,18 +33,25 @@ def assert_refused(result, *words: str) -> str:
 
 def assert_nothing_written(results: Path) -> None:
     assert not results.exists()
-    assert list(Path.cwd().iterdir()) == []          # no ./results, ./reports, ./wandb
+    assert list(Path.cwd().iterdir()) == []  # no ./results, ./reports, ./wandb
     cache = Path(os.environ["ABLATE_CACHE_DIR"])
     assert not cache.exists() or list(cache.iterdir()) == []
 
 
 def user_file(tmp_path: Path, **base) -> Path:
     d = {
-        "name": "mini", "question": "Does the kernel matter?",
-        "axes": {"attention.kernel": ["sdpa", "math"]}, "baseline": {"attention.kernel": "sdpa"},
+        "name": "mini",
+        "question": "Does the kernel matter?",
+        "axes": {"attention.kernel": ["sdpa", "math"]},
+        "baseline": {"attention.kernel": "sdpa"},
         "base": {"model.d_model": 32, "model.n_heads": 2, **base},
-        "tasks": {"copy": {"params": {"n_symbols": 8}, "config": {"train.seq_len": 8},
-                           "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05}}},
+        "tasks": {
+            "copy": {
+                "params": {"n_symbols": 8},
+                "config": {"train.seq_len": 8},
+                "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05},
+            }
+        },
         "profiles": {"cpu": {"seeds": [0]}},
     }
     path = tmp_path / "decl" / "mini.yaml"

@@ -1,5 +1,6 @@
 """A declared ablation and a store of finished runs whose metrics the test chooses (nothing
 trains): for the commands that only read the store (plan, report --all)."""
+
 from __future__ import annotations
 
 import json
@@ -17,15 +18,27 @@ def write_decl(folder: Path, name: str = "mini", claims: tuple[str, ...] = (), *
     """Write ``folder/<name>.yaml``: the copy task (primary ``acc@x2``, sesoi 0.05), positions
     sinusoidal (baseline), learned and rope, and ``profiles`` (default: pilot and cpu)."""
     decl = {
-        "name": name, "question": "Do learned positions fall behind at 2L? A second sentence.",
+        "name": name,
+        "question": "Do learned positions fall behind at 2L? A second sentence.",
         "claims": list(claims),
-        "axes": {"model.position": ["sinusoidal", "learned", "rope"]}, "baseline": {"model.position": "sinusoidal"},
-        "base": {"model.d_model": 16, "model.n_heads": 2, "model.n_layers": 1, "train.steps": 10,
-                 "train.seq_len": 8, "eval.length_multipliers": [1, 2]},
-        "tasks": {"copy": {"params": {"n_symbols": 6},
-                           "primary": {"metric": "acc@x2", "higher_is_better": True, "sesoi": 0.05}}},
-        "profiles": profiles or {"pilot": {"seeds": [0, 1, 2], "confirmatory": False},
-                                 "cpu": {"seeds": list(range(12))}},
+        "axes": {"model.position": ["sinusoidal", "learned", "rope"]},
+        "baseline": {"model.position": "sinusoidal"},
+        "base": {
+            "model.d_model": 16,
+            "model.n_heads": 2,
+            "model.n_layers": 1,
+            "train.steps": 10,
+            "train.seq_len": 8,
+            "eval.length_multipliers": [1, 2],
+        },
+        "tasks": {
+            "copy": {
+                "params": {"n_symbols": 6},
+                "primary": {"metric": "acc@x2", "higher_is_better": True, "sesoi": 0.05},
+            }
+        },
+        "profiles": profiles
+        or {"pilot": {"seeds": [0, 1, 2], "confirmatory": False}, "cpu": {"seeds": list(range(12))}},
         "default_profile": "cpu",
     }
     folder.mkdir(parents=True, exist_ok=True)
@@ -34,8 +47,13 @@ def write_decl(folder: Path, name: str = "mini", claims: tuple[str, ...] = (), *
     return path
 
 
-def write_runs(results: Path, decl: Path, profile: str, value: Callable[[str, int], float | None],
-               finished_at: str = "2025-01-01T00:00:00+00:00") -> int:
+def write_runs(
+    results: Path,
+    decl: Path,
+    profile: str,
+    value: Callable[[str, int], float | None],
+    finished_at: str = "2025-01-01T00:00:00+00:00",
+) -> int:
     """One ok record per run of ``profile``'s grid with ``acc@x1 = acc@x2 = value(variant, seed)``
     (None: no record for that run); returns the number written."""
     abl = load(str(decl))
@@ -45,12 +63,28 @@ def write_runs(results: Path, decl: Path, profile: str, value: Callable[[str, in
         if v is None:
             continue
         record = {
-            "run_id": spec.run_id, "ablation": spec.ablation, "profile": spec.profile, "task": spec.task,
-            "task_params": spec.task_params, "task_version": spec.task_version, "variant": spec.variant,
-            "variant_label": spec.variant_label, "seed": spec.seed, "config": spec.config.model_dump(mode="json"),
-            "status": "ok", "reason": None, "metrics": {"acc@x1": v, "acc@x2": v}, "n_params": 1000,
-            "wall_time_s": 1.0, "finished_at": finished_at, "commit": "fake", "versions": {"python": "3"},
-            "platform": "test", "cpu_count": 1, "torch_threads": 1, "attempt": 1,
+            "run_id": spec.run_id,
+            "ablation": spec.ablation,
+            "profile": spec.profile,
+            "task": spec.task,
+            "task_params": spec.task_params,
+            "task_version": spec.task_version,
+            "variant": spec.variant,
+            "variant_label": spec.variant_label,
+            "seed": spec.seed,
+            "config": spec.config.model_dump(mode="json"),
+            "status": "ok",
+            "reason": None,
+            "metrics": {"acc@x1": v, "acc@x2": v},
+            "n_params": 1000,
+            "wall_time_s": 1.0,
+            "finished_at": finished_at,
+            "commit": "fake",
+            "versions": {"python": "3"},
+            "platform": "test",
+            "cpu_count": 1,
+            "torch_threads": 1,
+            "attempt": 1,
         }
         folder = results / spec.ablation / spec.profile / spec.run_id
         folder.mkdir(parents=True)

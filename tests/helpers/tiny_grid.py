@@ -1,4 +1,5 @@
 """A tiny user ablation for the execution and reliability tests: seconds per grid on one core."""
+
 from __future__ import annotations
 
 import json
@@ -7,19 +8,40 @@ from pathlib import Path
 import yaml
 
 
-def write_tiny(folder: Path, name: str = "tiny", steps: int = 40, val_every: int = 10,
-               seeds: tuple[int, ...] = (0, 1), positions: tuple[str, ...] = ("sinusoidal", "learned")) -> Path:
+def write_tiny(
+    folder: Path,
+    name: str = "tiny",
+    steps: int = 40,
+    val_every: int = 10,
+    seeds: tuple[int, ...] = (0, 1),
+    positions: tuple[str, ...] = ("sinusoidal", "learned"),
+) -> Path:
     """Write ``folder/<name>.yaml``: copy task, ``positions`` x ``seeds`` runs of ``steps`` steps,
     validated (and checkpointed) every ``val_every`` steps."""
     decl = {
-        "name": name, "question": "tiny?",
-        "axes": {"model.position": list(positions)}, "baseline": {"model.position": positions[0]},
-        "base": {"model.d_model": 16, "model.n_heads": 2, "model.n_layers": 1, "train.steps": steps,
-                 "train.seq_len": 8, "train.val_every": val_every, "train.warmup_steps": 2,
-                 "train.batch_size": 8, "eval.length_multipliers": [1, 2], "eval.n_examples": 16,
-                 "eval.val_examples": 16},
-        "tasks": {"copy": {"params": {"n_symbols": 6},
-                           "primary": {"metric": "acc@x2", "higher_is_better": True, "sesoi": 0.05}}},
+        "name": name,
+        "question": "tiny?",
+        "axes": {"model.position": list(positions)},
+        "baseline": {"model.position": positions[0]},
+        "base": {
+            "model.d_model": 16,
+            "model.n_heads": 2,
+            "model.n_layers": 1,
+            "train.steps": steps,
+            "train.seq_len": 8,
+            "train.val_every": val_every,
+            "train.warmup_steps": 2,
+            "train.batch_size": 8,
+            "eval.length_multipliers": [1, 2],
+            "eval.n_examples": 16,
+            "eval.val_examples": 16,
+        },
+        "tasks": {
+            "copy": {
+                "params": {"n_symbols": 6},
+                "primary": {"metric": "acc@x2", "higher_is_better": True, "sesoi": 0.05},
+            }
+        },
         "profiles": {"cpu": {"seeds": list(seeds), "confirmatory": False}},
         "default_profile": "cpu",
     }

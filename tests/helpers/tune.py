@@ -1,4 +1,5 @@
 """A tiny ablation for the tuning tests (d_model 16, 1 layer, 20 steps), study and worker helpers."""
+
 from __future__ import annotations
 
 import os
@@ -15,15 +16,32 @@ TINY: dict[str, Any] = {
     "question": "Does tuning work end to end on a tiny grid?",
     "axes": {"model.position": ["sinusoidal", "rope"]},
     "baseline": {"model.position": "sinusoidal"},
-    "base": {"model.d_model": 16, "model.n_heads": 2, "model.n_layers": 1, "train.steps": 20,
-             "train.val_every": 10, "train.batch_size": 16, "train.seq_len": 8, "train.warmup_steps": 2, "train.lr": 3e-3,
-             "eval.length_multipliers": [1, 2], "eval.n_examples": 16, "eval.val_examples": 16},
-    "tasks": {"copy": {"params": {"n_symbols": 8},
-                       "primary": {"metric": "loss@x2", "higher_is_better": False, "sesoi": 0.05}}},
+    "base": {
+        "model.d_model": 16,
+        "model.n_heads": 2,
+        "model.n_layers": 1,
+        "train.steps": 20,
+        "train.val_every": 10,
+        "train.batch_size": 16,
+        "train.seq_len": 8,
+        "train.warmup_steps": 2,
+        "train.lr": 3e-3,
+        "eval.length_multipliers": [1, 2],
+        "eval.n_examples": 16,
+        "eval.val_examples": 16,
+    },
+    "tasks": {
+        "copy": {"params": {"n_symbols": 8}, "primary": {"metric": "loss@x2", "higher_is_better": False, "sesoi": 0.05}}
+    },
     "profiles": {"smoke": {"seeds": [0, 1], "confirmatory": False, "apply_gate": False}},
     "default_profile": "smoke",
-    "tune": {"train.lr": {"type": "float", "low": 3e-3, "high": 1e-2, "log": True},
-             "train.warmup_steps": None, "train.weight_decay": None, "model.dropout": None, "train.batch_size": None},
+    "tune": {
+        "train.lr": {"type": "float", "low": 3e-3, "high": 1e-2, "log": True},
+        "train.warmup_steps": None,
+        "train.weight_decay": None,
+        "model.dropout": None,
+        "train.batch_size": None,
+    },
 }
 
 
@@ -53,8 +71,9 @@ def worker(args: list[str], log: Path) -> subprocess.Popen:
     """An ``ablate`` worker process (``python -m harness.cli.app``), stdout and stderr to ``log``."""
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
     with open(log, "w") as fh:
-        return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=fh, stderr=subprocess.STDOUT,
-                                env=env)
+        return subprocess.Popen(
+            [sys.executable, "-m", "harness.cli", *args], stdout=fh, stderr=subprocess.STDOUT, env=env
+        )
 
 
 def run_workers(n: int, args: list[str], folder: Path) -> list[str]:

@@ -1,5 +1,6 @@
 """Multi-head attention: projections, head split and scale by name, against torch.nn.MultiheadAttention
 and against each other."""
+
 import pytest
 import torch
 from torch import nn
@@ -138,8 +139,10 @@ def test_d_model_scale_divides_logits_by_sqrt_heads():
     q, k, v = (torch.randn(2, H, T, C // H) * 3 for _ in range(3))
     logits = (q @ k.transpose(-2, -1)) * (C // H) ** -0.5  # (B, H, T, T), the reference
     logits = logits.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-    w = {name: KERNELS.get("math")(scale=SCALES.get(name)(C, H))(q, k, v, need_weights=True)[1]
-         for name in ("d_head", "d_model")}
+    w = {
+        name: KERNELS.get("math")(scale=SCALES.get(name)(C, H))(q, k, v, need_weights=True)[1]
+        for name in ("d_head", "d_model")
+    }
     torch.testing.assert_close(w["d_head"], logits.softmax(-1))
     torch.testing.assert_close(w["d_model"], (logits / H**0.5).softmax(-1))
     entropy = {n: -(x * x.clamp_min(1e-12).log()).sum(-1).mean() for n, x in w.items()}

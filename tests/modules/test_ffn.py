@@ -1,4 +1,5 @@
 """Feed-forward network over every registered activation."""
+
 import pytest
 import torch
 

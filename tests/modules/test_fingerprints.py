@@ -14,6 +14,7 @@ tolerance is relative 1e-6 on the projections: far above run-to-run differences 
 (zero) and float32 rounding (~1e-7), far below a change of numerics (RoPE's float32 -> float64
 angles moved its fingerprint by ~1e-4).
 """
+
 from __future__ import annotations
 
 import json
@@ -82,8 +83,9 @@ def _positional_hooks(pe, cfg, dtype: torch.dtype) -> list[float]:
     """Projections of add_to_embeddings(0), rotate_qk(q, k) and attention_bias over T_HOOKS positions."""
     torch.manual_seed(5)  # the learned table's init
     gen = torch.Generator().manual_seed(11)
-    q, k = (torch.randn(1, cfg.n_heads, T_HOOKS, cfg.d_head, generator=gen, dtype=torch.float64).to(dtype)
-            for _ in range(2))
+    q, k = (
+        torch.randn(1, cfg.n_heads, T_HOOKS, cfg.d_head, generator=gen, dtype=torch.float64).to(dtype) for _ in range(2)
+    )
     q2, k2 = pe.rotate_qk(q, k)
     bias = pe.attention_bias(4, T_HOOKS)  # the last 4 queries: every distance up to T_HOOKS - 1
     parts = [pe.add_to_embeddings(torch.zeros(1, T_HOOKS, cfg.d_model, dtype=dtype)), q2, k2]
@@ -99,9 +101,14 @@ def _training_fingerprint() -> tuple[list[float], str]:
     from harness.training.loop import train_and_evaluate
     from tasks import build_task
 
-    cfg = build_config({"model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "max_len": 16},
-                        "train": {"steps": 8, "seq_len": 8, "batch_size": 8, "val_every": 4, "warmup_steps": 2},
-                        "eval": {"length_multipliers": [1, 2], "n_examples": 16, "val_examples": 16}}, "fingerprint")
+    cfg = build_config(
+        {
+            "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "max_len": 16},
+            "train": {"steps": 8, "seq_len": 8, "batch_size": 8, "val_every": 4, "warmup_steps": 2},
+            "eval": {"length_multipliers": [1, 2], "n_examples": 16, "val_examples": 16},
+        },
+        "fingerprint",
+    )
     task = build_task("copy", {"n_symbols": 6})
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -134,7 +141,9 @@ def _close(got: list[float], want: list[float], rtol: float) -> bool:
     if g.shape != w.shape:
         return False
     n = N_PROJ + 2
-    return all(bool((g[i:i + n] - w[i:i + n]).norm() <= rtol * w[i:i + n].norm() + 1e-12) for i in range(0, len(w), n))
+    return all(
+        bool((g[i : i + n] - w[i : i + n]).norm() <= rtol * w[i : i + n].norm() + 1e-12) for i in range(0, len(w), n)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -156,15 +165,21 @@ def test_output_changes_only_with_a_version_bump(now, key) -> None:
     got = now[key]
     same = _close(got["fingerprint"], recorded["fingerprint"], TRAIN_RTOL if key == "training" else RTOL)
     if got["version"] == recorded["version"]:
-        assert same, (f"{key}: its output on the fixed input changed but its version is still "
-                      f"{got['version']}: bump its version (harness/experiment/versions.py for model/training, "
-                      f"else version= in its registry entry), then run `python tests/modules/test_fingerprints.py "
-                      f"--write`")
+        assert same, (
+            f"{key}: its output on the fixed input changed but its version is still "
+            f"{got['version']}: bump its version (harness/experiment/versions.py for model/training, "
+            f"else version= in its registry entry), then run `python tests/modules/test_fingerprints.py "
+            f"--write`"
+        )
     else:
-        assert not same, (f"{key}: version {recorded['version']} -> {got['version']} but its output did not "
-                          f"change: keep version {recorded['version']} (a bump gives its runs new ids)")
-        pytest.fail(f"{key}: version is {got['version']}, the fingerprint file records {recorded['version']}: "
-                    f"run `python tests/modules/test_fingerprints.py --write` and commit it")
+        assert not same, (
+            f"{key}: version {recorded['version']} -> {got['version']} but its output did not "
+            f"change: keep version {recorded['version']} (a bump gives its runs new ids)"
+        )
+        pytest.fail(
+            f"{key}: version is {got['version']}, the fingerprint file records {recorded['version']}: "
+            f"run `python tests/modules/test_fingerprints.py --write` and commit it"
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """harness.modules is pure torch: it imports with Lightning unavailable."""
+
 import subprocess
 import sys
 from pathlib import Path

@@ -1,5 +1,6 @@
 """Attention kernels: contracts over every registered kernel, each against an independent reference
 (the float64 masked formula for linear attention, the math kernel for the SDPA kernels)."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -17,8 +18,11 @@ BIAS = [k for k in CPU if k != "linear"]
 def qkv(b=2, t=T, s=None, dtype=torch.float32, seed=0):
     g = torch.Generator().manual_seed(seed)
     s = s or t
-    return (torch.randn(b, H, t, D, generator=g).to(dtype), torch.randn(b, H, s, D, generator=g).to(dtype),
-            torch.randn(b, H, s, D, generator=g).to(dtype))
+    return (
+        torch.randn(b, H, t, D, generator=g).to(dtype),
+        torch.randn(b, H, s, D, generator=g).to(dtype),
+        torch.randn(b, H, s, D, generator=g).to(dtype),
+    )
 
 
 def alibi_bias(t, s):

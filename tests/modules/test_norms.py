@@ -1,4 +1,5 @@
 """Norms: a contract over every registered norm, RMSNorm against a float64 formula."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """Positional encodings against closed forms, published values and their defining properties."""
+
 import math
 
 import pytest
@@ -211,4 +212,4 @@ def test_alibi_bias_within_one_float32_ulp_of_float64_over_4096_positions(n_head
     want = torch.from_numpy(-np.array(slopes_reference(n_heads))[:, None] * distance[None, :])
     if n_heads == 8:
         assert torch.equal(bias, want)
-    torch.testing.assert_close(bias, want, rtol=2.0 ** -23, atol=0)
+    torch.testing.assert_close(bias, want, rtol=2.0**-23, atol=0)

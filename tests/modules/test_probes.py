@@ -1,4 +1,5 @@
 """Probes: causal leakage, attention on masked keys and gradient norms per layer."""
+
 import pytest
 import torch
 
@@ -34,7 +35,9 @@ def test_leak_probe_detects_a_non_causal_model():
     m = model()
     for block in m.blocks:  # a mask that hides nothing: every query sees the future
         block.attn.kernel.forward = lambda q, k, v, bias=None, need_weights=False, key_padding_mask=None: (
-            (q @ k.transpose(-2, -1)).softmax(-1) @ v, None)
+            (q @ k.transpose(-2, -1)).softmax(-1) @ v,
+            None,
+        )
     out = causal_leakage(m, batch()[0], t=4)
     assert out["leak_logits"] > 1e-4 and out["leak_grad"] > 1e-6
 

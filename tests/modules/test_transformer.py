@@ -1,4 +1,5 @@
 """TransformerConfig validation, TransformerLM contracts over every registry, parameter groups."""
+
 import itertools
 
 import pytest
@@ -9,7 +10,6 @@ from harness.modules import (
     ACTIVATIONS,
     BLOCKS,
     HEAD_SPLITS,
-    KERNELS,
     MASK_FILLS,
     NORMS,
     POSITIONAL,
@@ -55,8 +55,11 @@ def supported(**kw) -> bool:
         return False
 
 
-POSITION_KERNEL = [(p, k) for p, k in itertools.product(POSITIONAL.names(), available_kernels("cpu"))
-                   if supported(position=p, kernel=k)]
+POSITION_KERNEL = [
+    (p, k)
+    for p, k in itertools.product(POSITIONAL.names(), available_kernels("cpu"))
+    if supported(position=p, kernel=k)
+]
 
 
 @pytest.mark.parametrize(("position", "kernel"), POSITION_KERNEL)
@@ -128,9 +131,17 @@ def test_config_heads_must_divide_width():
 
 @pytest.mark.parametrize(
     ("field", "typo", "suggestion"),
-    [("position", "rop", "rope"), ("kernel", "sdp", "sdpa"), ("norm", "rms_norm", "rmsnorm"),
-     ("norm_position", "pree", "pre"), ("activation", "gleu", "gelu"), ("qkv", "shard", "shared"),
-     ("scale", "d_heads", "d_head"), ("mask_fill", "-1e8", "-1e9"), ("head_split", "corect", "correct")],
+    [
+        ("position", "rop", "rope"),
+        ("kernel", "sdp", "sdpa"),
+        ("norm", "rms_norm", "rmsnorm"),
+        ("norm_position", "pree", "pre"),
+        ("activation", "gleu", "gelu"),
+        ("qkv", "shard", "shared"),
+        ("scale", "d_heads", "d_head"),
+        ("mask_fill", "-1e8", "-1e9"),
+        ("head_split", "corect", "correct"),
+    ],
 )
 def test_config_unknown_name_suggests(field, typo, suggestion):
     with pytest.raises(UnknownNameError, match=f"did you mean '{suggestion}'"):

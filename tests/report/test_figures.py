@@ -4,6 +4,7 @@ a caption with the full names, no tick label over another, every text inside the
 Drawn from synthetic per-seed values for the real norm_placement grids (5 variants of 4 axes in
 its confirm profile, all 16 in smoke); the renderer measures every text's bounding box.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,18 +15,24 @@ import pandas as pd
 import pytest
 from matplotlib.text import Text
 
-from harness.report import figures
 from harness.analysis import stats
 from harness.experiment.ablation import load
+from harness.report import figures
 
 
 def test_short_labels_keep_the_axes_that_differ() -> None:
     abl = load("norm_placement").for_profile("confirm")
     short, caption = figures.short_labels([abl.label(v) for v in abl.variants()])
-    assert short == ["pre · wu 0 · layernorm", "pre · wu 100 · layernorm", "pre · wu 100 · norm none",
-                     "post · wu 0 · layernorm", "post · wu 100 · layernorm"]
-    assert caption == ("pre/post: norm_position; wu 0/wu 100: warmup_steps; layernorm/norm none: norm; "
-                       "every variant: n_layers=6")
+    assert short == [
+        "pre · wu 0 · layernorm",
+        "pre · wu 100 · layernorm",
+        "pre · wu 100 · norm none",
+        "post · wu 0 · layernorm",
+        "post · wu 100 · layernorm",
+    ]
+    assert caption == (
+        "pre/post: norm_position; wu 0/wu 100: warmup_steps; layernorm/norm none: norm; every variant: n_layers=6"
+    )
     assert figures.short_labels(["rope", "alibi"]) == (["rope", "alibi"], "")  # one axis: unchanged
     assert figures.short_labels(["a=1,b=x", "a=2,b=x"]) == (["a 1", "a 2"], "a 1/a 2: a; every variant: b=x")
 
@@ -50,8 +57,12 @@ def _undrawn(fig: plt.Figure) -> set[int]:
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             lo, hi = sorted(axis.get_view_interval())
-            out |= {id(label) for tick in axis.get_major_ticks() if not lo <= tick.get_loc() <= hi
-                    for label in (tick.label1, tick.label2)}
+            out |= {
+                id(label)
+                for tick in axis.get_major_ticks()
+                if not lo <= tick.get_loc() <= hi
+                for label in (tick.label1, tick.label2)
+            }
     return out
 
 
@@ -59,33 +70,43 @@ def _check_layout(fig: plt.Figure, ticks: list[Text]) -> None:
     boxes = _boxes(fig, ticks)
     assert len(boxes) == len(ticks)
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert not a.overlaps(b), (a, b)
     frame = fig.bbox
     texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and id(t) not in _undrawn(fig)]
     for text, box in zip(texts, _boxes(fig, texts)):
-        assert frame.x0 - 1 <= box.x0 and box.x1 <= frame.x1 + 1 and frame.y0 - 1 <= box.y0 and box.y1 <= frame.y1 + 1, \
-            (text.get_text(), box, frame)
+        assert (
+            frame.x0 - 1 <= box.x0 and box.x1 <= frame.x1 + 1 and frame.y0 - 1 <= box.y0 and box.y1 <= frame.y1 + 1
+        ), (text.get_text(), box, frame)
 
 
 @pytest.mark.parametrize("profile, seeds", [("confirm", 8), ("smoke", 3)])
-def test_norm_placement_figures_are_readable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: str,
-                                             seeds: int) -> None:
+def test_norm_placement_figures_are_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: str, seeds: int
+) -> None:
     abl = load("norm_placement").for_profile(profile)
     labels = [abl.label(v) for v in abl.variants()]
     short, caption = figures.short_labels(labels)
     wide = pd.DataFrame(np.random.default_rng(0).normal(2.2, 0.2, (seeds, len(labels))), columns=labels)
 
-    fig = _drawn(monkeypatch, lambda: figures.paired_lines(wide, "loss@x1", False, "tinyshakespeare: loss@x1 per seed",
-                                                           tmp_path / "per-seed.png"))
+    fig = _drawn(
+        monkeypatch,
+        lambda: figures.paired_lines(
+            wide, "loss@x1", False, "tinyshakespeare: loss@x1 per seed", tmp_path / "per-seed.png"
+        ),
+    )
     ticks = fig.axes[0].get_xticklabels()
     assert [t.get_text().rsplit("\n", 1)[0].replace("\n", " · ") for t in ticks] == short  # one value a line
     assert any(caption.split(";")[0] in t.get_text() for t in fig.findobj(Text))
     _check_layout(fig, ticks)
 
     res = stats.friedman(wide, False, 0.05)
-    fig = _drawn(monkeypatch, lambda: figures.critical_difference(
-        res.mean_ranks, res.cd, 0.05, "tinyshakespeare: mean ranks of loss@x1", tmp_path / "ranks.png"))
+    fig = _drawn(
+        monkeypatch,
+        lambda: figures.critical_difference(
+            res.mean_ranks, res.cd, 0.05, "tinyshakespeare: mean ranks of loss@x1", tmp_path / "ranks.png"
+        ),
+    )
     ticks = fig.axes[0].get_yticklabels()
     assert sorted(t.get_text() for t in ticks) == sorted(short)
     _check_layout(fig, ticks)

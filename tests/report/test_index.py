@@ -1,24 +1,33 @@
 """``ablate report --all``: a report per profile with runs, and an index whose verdicts are the
 reports' own, over a small fake store of registered ablations."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
-from helpers.fake_store import write_decl, write_runs
-from helpers.cli import assert_nothing_written, assert_refused, invoke
 
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.report.index import short_question
+from helpers.cli import assert_nothing_written, assert_refused, invoke
+from helpers.fake_store import write_decl, write_runs
 
 pytestmark = pytest.mark.usefixtures("cli_isolated")
 
 CLAIMS = {
-    "mini-learned-worse": {"id": "mini-learned-worse", "claim": "Learned positions fall behind.", "figure": "none",
-                           "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "worse"}]},
-    "mini-rope-better": {"id": "mini-rope-better", "claim": "RoPE does better.", "figure": "none",
-                         "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}]},
+    "mini-learned-worse": {
+        "id": "mini-learned-worse",
+        "claim": "Learned positions fall behind.",
+        "figure": "none",
+        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "worse"}],
+    },
+    "mini-rope-better": {
+        "id": "mini-rope-better",
+        "claim": "RoPE does better.",
+        "figure": "none",
+        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}],
+    },
 }
 SHIFT = {"sinusoidal": 0.0, "learned": -0.3, "rope": 0.0}
 
@@ -32,9 +41,13 @@ def registered(tmp_path, monkeypatch):
     """Two registered ablations (mini with runs in pilot and cpu, none in gpu; other without any
     run) and the claims mini tests."""
     folder = tmp_path / "ablations"
-    mini = write_decl(folder, claims=("mini-learned-worse", "mini-rope-better"),
-                      pilot={"seeds": [0, 1, 2], "confirmatory": False}, cpu={"seeds": list(range(7))},
-                      gpu={"seeds": list(range(10))})
+    mini = write_decl(
+        folder,
+        claims=("mini-learned-worse", "mini-rope-better"),
+        pilot={"seeds": [0, 1, 2], "confirmatory": False},
+        cpu={"seeds": list(range(7))},
+        gpu={"seeds": list(range(10))},
+    )
     write_decl(folder, name="other")
     monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
     monkeypatch.setattr(claims_mod, "load_claims", lambda: CLAIMS)
@@ -53,8 +66,12 @@ def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_p
     out = tmp_path / "reports"
     result = invoke("report", "--all", "--results-dir", str(registered), "--out", str(out))
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.glob("*.md")) == ["README.md", "mini.md", "mini.pilot.md",  # no gpu, no other
-                                                       "reproductions.md"]  # the positive controls, always
+    assert sorted(p.name for p in out.glob("*.md")) == [
+        "README.md",
+        "mini.md",
+        "mini.pilot.md",  # no gpu, no other
+        "reproductions.md",
+    ]  # the positive controls, always
     index = (out / "README.md").read_text()
     name, question, profiles, latest, claims, seeds = _row(index, "mini")
     assert name == "[mini](mini.md)" and question == "Do learned positions fall behind at 2L?"
@@ -81,8 +98,9 @@ def test_the_index_follows_the_store(registered, tmp_path):
     name, _, profiles, latest, claims, seeds = _row((out / "README.md").read_text(), "mini")
     assert (name, latest, seeds) == ("[mini](mini.pilot.md)", "pilot", "3/3")
     # the cpu report written before its runs were removed stays linked, marked as not regenerated
-    assert profiles == ("[pilot](mini.pilot.md); [cpu](mini.md): an earlier report whose runs "
-                        "are not in this store (not regenerated)")
+    assert profiles == (
+        "[pilot](mini.pilot.md); [cpu](mini.md): an earlier report whose runs are not in this store (not regenerated)"
+    )
     assert "pilot (no verdict from a non-confirmatory profile)" in claims
 
 
@@ -92,25 +110,32 @@ def test_short_question_keeps_the_first_sentence():
     assert short_question(long).endswith(" …") and len(short_question(long)) <= 102
 
 
-@pytest.mark.parametrize("args, words", [
-    (["pe_extrapolation", "--all"], ["--all reports every registered ablation; drop 'pe_extrapolation'"]),
-    (["--all", "--profile", "cpu"], ["--all reports every profile with runs; drop --profile"]),
-    ([], ["name the ablation to report", "or pass --all"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["pe_extrapolation", "--all"], ["--all reports every registered ablation; drop 'pe_extrapolation'"]),
+        (["--all", "--profile", "cpu"], ["--all reports every profile with runs; drop --profile"]),
+        ([], ["name the ablation to report", "or pass --all"]),
+    ],
+)
 def test_report_refuses_name_and_all_together_or_neither(tmp_path, args, words):
     assert_refused(invoke("report", *args, "--results-dir", str(tmp_path / "results")), *words)
     assert_nothing_written(tmp_path / "results")
 
 
 @pytest.mark.parametrize("which", [["--all"], ["mini"]])
-@pytest.mark.parametrize("bad, words", [
-    (["--out", "{file}/reports"], ["cannot create --out", "is a file, not a folder"]),
-    (["--storage", "nonsense"], ["nonsense is not a database URL"]),
-    (["--storage", "sqlite:x"], ["sqlite:x is not a database URL"]),
-    (["--storage", ""], ["--storage is empty"]),
-])
-def test_report_refuses_an_out_it_cannot_create_or_a_bad_storage_before_writing(registered, tmp_path, which, bad,
-                                                                                words):
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (["--out", "{file}/reports"], ["cannot create --out", "is a file, not a folder"]),
+        (["--storage", "nonsense"], ["nonsense is not a database URL"]),
+        (["--storage", "sqlite:x"], ["sqlite:x is not a database URL"]),
+        (["--storage", ""], ["--storage is empty"]),
+    ],
+)
+def test_report_refuses_an_out_it_cannot_create_or_a_bad_storage_before_writing(
+    registered, tmp_path, which, bad, words
+):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     before = sorted(p for p in registered.rglob("*"))
@@ -122,15 +147,20 @@ def test_report_refuses_an_out_it_cannot_create_or_a_bad_storage_before_writing(
 
 
 def test_report_all_refuses_an_explicit_wandb_mode(tmp_path):
-    assert_refused(invoke("report", "--all", "--wandb", "offline", "--results-dir", str(tmp_path / "results")),
-                   "--all writes no W&B summary runs")
+    assert_refused(
+        invoke("report", "--all", "--wandb", "offline", "--results-dir", str(tmp_path / "results")),
+        "--all writes no W&B summary runs",
+    )
     assert_nothing_written(tmp_path / "results")
 
 
 def test_report_all_refuses_a_store_without_runs(tmp_path):
     results = tmp_path / "results"
-    assert_refused(invoke("report", "--all", "--results-dir", str(results)),
-                   "no runs of any registered ablation in", "ablate run NAME")
+    assert_refused(
+        invoke("report", "--all", "--results-dir", str(results)),
+        "no runs of any registered ablation in",
+        "ablate run NAME",
+    )
     results.mkdir()
     assert_refused(invoke("report", "--all", "--results-dir", str(results)), "no runs of any registered ablation")
     assert list(results.iterdir()) == [] and list(tmp_path.joinpath("cwd").iterdir()) == []

@@ -1,5 +1,6 @@
 """Across all variants: Friedman + Nemenyi CD against scipy and Demsar (2006), the per-seed
 paired-lines figure, and the report lines, on a fake store (records written here, no training)."""
+
 from __future__ import annotations
 
 import math
@@ -10,14 +11,15 @@ import pytest
 import yaml
 from scipy import stats as st
 
-from harness.report import figures
 from harness.analysis import stats as S
+from harness.report import figures
 from harness.report.omnibus import across_variants, seed_table, skip_reason
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 # ---------------------------------------------------------------- statistics
+
 
 @pytest.mark.parametrize("k, n, q, cd", [(4, 10, 2.569, 1.483), (3, 10, 2.343, 1.048), (10, 5, 3.164, 6.058)])
 def test_nemenyi_cd_matches_demsar_table_5(k, n, q, cd):
@@ -45,8 +47,14 @@ def test_friedman_df_k_and_cd_match_direct_scipy():
 
 
 def test_seed_table_and_skip_reasons():
-    rows = pd.DataFrame({"variant": ["b", "a", "b", "a", "c"], "seed": [1, 1, 0, 0, 0],
-                         "metric": "m", "value": [4.0, 3.0, 2.0, 1.0, 5.0]})
+    rows = pd.DataFrame(
+        {
+            "variant": ["b", "a", "b", "a", "c"],
+            "seed": [1, 1, 0, 0, 0],
+            "metric": "m",
+            "value": [4.0, 3.0, 2.0, 1.0, 5.0],
+        }
+    )
     wide = seed_table(rows, "m", ["a", "b", "c"])
     assert list(wide.columns) == ["a", "b", "c"] and list(wide.index) == [0, 1]
     assert wide.loc[1, "b"] == 4.0 and np.isnan(wide.loc[1, "c"])
@@ -56,9 +64,12 @@ def test_seed_table_and_skip_reasons():
 
 # ---------------------------------------------------------------- figures
 
+
 def test_paired_lines_one_line_per_seed_excluded_runs_not_drawn(tmp_path):
-    wide = pd.DataFrame({"base": [0.5, 0.6, 0.7], "x": [0.55, np.nan, 0.8], "y": [0.4, 0.5, 0.6]},
-                        index=pd.Index([0, 1, 2], name="seed"))
+    wide = pd.DataFrame(
+        {"base": [0.5, 0.6, 0.7], "x": [0.55, np.nan, 0.8], "y": [0.4, 0.5, 0.6]},
+        index=pd.Index([0, 1, 2], name="seed"),
+    )
     plt = figures._plt()
     fig, ax = plt.subplots()
     lines = figures.draw_paired_lines(ax, wide)
@@ -102,10 +113,21 @@ def _write_store(folder, seeds=SEEDS, positions=POSITIONS):
         for seed in seeds:
             below = variant == "rope" and seed == 3
             run_id = config_hash({"variant": variant, "seed": seed})
-            rec = {"run_id": run_id, "ablation": "omni", "profile": "cpu", "task": "copy", "task_version": "1",
-                   "task_params": {}, "variant_label": variant, "seed": seed, "config": config, "status": "ok",
-                   "metrics": {"acc@x1": 0.3 if below else 0.9, "acc@x2": 0.5 + 0.1 * i + 0.01 * seed},
-                   "wall_time_s": 1.0, "n_params": 100}
+            rec = {
+                "run_id": run_id,
+                "ablation": "omni",
+                "profile": "cpu",
+                "task": "copy",
+                "task_version": "1",
+                "task_params": {},
+                "variant_label": variant,
+                "seed": seed,
+                "config": config,
+                "status": "ok",
+                "metrics": {"acc@x1": 0.3 if below else 0.9, "acc@x2": 0.5 + 0.1 * i + 0.01 * seed},
+                "wall_time_s": 1.0,
+                "n_params": 100,
+            }
             write_json_atomic(run_dir(folder / "results", "omni", "cpu", run_id) / "record.json", rec)
     return abl
 
@@ -140,6 +162,8 @@ def test_report_says_why_friedman_is_left_out(tmp_path):
     table = result.table("copy", "acc@x2")
     lines = across_variants(table, result.rows, tmp_path, tmp_path, "omni")
     assert lines[0] == "![copy: acc@x2 per seed](omni-copy-acc_x2-per-seed.png)"
-    assert lines[2] == ("**Across all variants** (`acc@x2`): Friedman test left out: only 2 seed(s) have a value "
-                        "for every variant; it needs at least 3.")
+    assert lines[2] == (
+        "**Across all variants** (`acc@x2`): Friedman test left out: only 2 seed(s) have a value "
+        "for every variant; it needs at least 3."
+    )
     assert not (tmp_path / "omni-copy-acc_x2-ranks.png").exists()

@@ -1,6 +1,7 @@
 """A report's data file (reports/data/NAME[.PROFILE].csv): written beside every report, and
 ``ablate report --from`` / ``ablate compare --from`` give from it what they give from the store,
 byte for byte apart from the timestamp, figures included; bad files are refused (exit 2)."""
+
 from __future__ import annotations
 
 import gzip
@@ -10,13 +11,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers.fake_store import write_decl, write_runs
-from helpers.cli import assert_refused, invoke
-from helpers.tiny_grid import write_tiny
 
-from harness.experiment import ablation as ablation_mod
 from harness.cli import run as run_cmd
+from harness.experiment import ablation as ablation_mod
 from harness.report import data as report_data
+from helpers.cli import assert_refused, invoke
+from helpers.fake_store import write_decl, write_runs
+from helpers.tiny_grid import write_tiny
 
 
 def _untimed(text: str) -> str:
@@ -45,7 +46,9 @@ def store(tmp_path_factory) -> tuple[Path, Path]:
 def test_report_from_its_data_file_is_the_same_report(store, tmp_path):
     decl, results = store
     first, second = tmp_path / "a", tmp_path / "b"
-    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(first), "--wandb", "off").exit_code == 0
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(first), "--wandb", "off").exit_code == 0
+    )
     data = first / "data" / "tiny.csv"
     assert data.is_file()
     frame = pd.read_csv(data, keep_default_na=False, dtype=str)
@@ -66,7 +69,9 @@ def test_report_from_its_data_file_is_the_same_report(store, tmp_path):
 def test_compare_from_the_data_file_prints_the_same_tables(store, tmp_path):
     decl, results = store
     out = tmp_path / "a"
-    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
     for extra in ([], ["--metric", "acc@x1"]):
         from_store = invoke("compare", str(decl), "--results-dir", str(results), *extra)
         from_file = invoke("compare", str(decl), "--from", str(out / "data" / "tiny.csv"), *extra)
@@ -97,11 +102,15 @@ def test_a_large_table_is_gzipped_and_reads_the_same(store, tmp_path, monkeypatc
     decl, results = store
     monkeypatch.setattr(report_data, "GZIP_ABOVE", 10)
     out = tmp_path / "a"
-    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
     path = out / "data" / "tiny.csv.gz"
     assert path.is_file() and not (out / "data" / "tiny.csv").exists()
     first = path.read_bytes()
-    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
     assert path.read_bytes() == first  # no timestamp in the gzip header: the same table, the same bytes
     result = invoke("report", str(decl), "--from", str(path), "--out", str(tmp_path / "b"))
     assert result.exit_code == 0, result.output
@@ -145,35 +154,65 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
     return files
 
 
-@pytest.mark.parametrize("which,words", [
-    ("missing", ["--from", "no such file"]),
-    ("columns", ["not a report's data file", "missing columns"]),
-    ("binary", ["unreadable"]),
-    ("truncated", ["unreadable"]),
-    ("cells", ["is not a row of a report's data file"]),
-    ("value", ["column seed", "'one'"]),
-])
+@pytest.mark.parametrize(
+    "which,words",
+    [
+        ("missing", ["--from", "no such file"]),
+        ("columns", ["not a report's data file", "missing columns"]),
+        ("binary", ["unreadable"]),
+        ("truncated", ["unreadable"]),
+        ("cells", ["is not a row of a report's data file"]),
+        ("value", ["column seed", "'one'"]),
+    ],
+)
 def test_bad_data_files_are_refused(store, tmp_path, which, words):
     decl, results = store
     out = tmp_path / "a"
-    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
     bad = _bad_files(tmp_path, out / "data" / "tiny.csv")[which]
     for command in ("report", "compare"):
-        assert_refused(invoke(command, str(decl), "--from", str(bad), "--out" if command == "report" else "--format",
-                              str(tmp_path / "never") if command == "report" else "md"), *words)
+        assert_refused(
+            invoke(
+                command,
+                str(decl),
+                "--from",
+                str(bad),
+                "--out" if command == "report" else "--format",
+                str(tmp_path / "never") if command == "report" else "md",
+            ),
+            *words,
+        )
     assert not (tmp_path / "never").exists()
 
 
 def test_a_data_file_of_another_ablation_profile_or_grid_is_refused(store, tmp_path):
     decl, results = store
     out = tmp_path / "a"
-    assert invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
     data = out / "data" / "tiny.csv"
     other = write_tiny(tmp_path / "decl2", name="tiny2")
-    assert_refused(invoke("report", str(other), "--from", str(data), "--out", str(tmp_path / "n")),
-                   "holds runs of tiny, not of tiny2")
-    assert_refused(invoke("report", str(decl), "--profile", "cpu", "--from", str(data), "model.d_model=32",
-                          "--out", str(tmp_path / "n")), "are not runs of the tiny / cpu grid")
+    assert_refused(
+        invoke("report", str(other), "--from", str(data), "--out", str(tmp_path / "n")),
+        "holds runs of tiny, not of tiny2",
+    )
+    assert_refused(
+        invoke(
+            "report",
+            str(decl),
+            "--profile",
+            "cpu",
+            "--from",
+            str(data),
+            "model.d_model=32",
+            "--out",
+            str(tmp_path / "n"),
+        ),
+        "are not runs of the tiny / cpu grid",
+    )
     assert_refused(invoke("compare", str(decl), "--from", str(data), "--tuned"), "drop --tuned")
     assert_refused(invoke("report", "--all", "--from", str(data)), "drop --all")
     assert not (tmp_path / "n").exists()

@@ -1,5 +1,6 @@
 """W&B, read back offline (no network): every training run and the summary run of a tiny grid
 must hold the store's values: group, tags, job type, config, summary metrics, curves, tables."""
+
 from __future__ import annotations
 
 import csv
@@ -13,18 +14,18 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from harness.analysis.comparisons import analyse
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
-from harness.training import loop as training
-from harness.experiment.ablation import load
-from harness.analysis.comparisons import analyse
 from harness.cli.app import app
-from harness.experiment.claims import load_claims
-from harness.report.markdown import claim_verdict
 from harness.execution.attempt import execute
+from harness.experiment.ablation import load
+from harness.experiment.claims import load_claims
 from harness.experiment.grid import plan
+from harness.report.markdown import claim_verdict
 from harness.report.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
 from harness.report.wandb_sync import offline_runs, read_run
+from harness.training import loop as training
 from helpers.tiny_grid import records, write_tiny
 
 CLAIM = "pe-learned-slower"  # evidence: copy steps_to_target, learned vs sinusoidal
@@ -126,8 +127,9 @@ def test_summary_is_replaced_not_added_and_off_logs_nothing(grid, tmp_path: Path
     assert not list(store.rglob("*.wandb.synced"))
 
 
-def test_a_summary_that_fails_to_start_keeps_the_one_waiting(grid, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_summary_that_fails_to_start_keeps_the_one_waiting(
+    grid, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # `ablate report --wandb online` without a key: W&B refuses, the report stands (a warning),
     # and the offline summary waiting for `ablate sync` must still be there
     import wandb
@@ -143,8 +145,19 @@ def test_a_summary_that_fails_to_start_keeps_the_one_waiting(grid, tmp_path: Pat
 
     monkeypatch.setattr(wandb, "init", no_key)
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    out = CliRunner().invoke(app, ["report", str(abl.source), "--results-dir", str(store),
-                                   "--out", str(tmp_path / "reports"), "--wandb", "online"])
+    out = CliRunner().invoke(
+        app,
+        [
+            "report",
+            str(abl.source),
+            "--results-dir",
+            str(store),
+            "--out",
+            str(tmp_path / "reports"),
+            "--wandb",
+            "online",
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert "the W&B summary run was not logged: UsageError" in out.output
     assert offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR) == waiting

@@ -1,5 +1,6 @@
 """What the store holds: damaged or foreign files are reported with their path and never crash
 ``status``, ``compare`` or ``report``; no secret ever reaches the store, a report or the output."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ from typer.testing import CliRunner
 from harness.cli import inspect as inspect_cmd
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
-from harness.training import loop as training
 from harness.cli.app import app
+from harness.training import loop as training
 from helpers.tiny_grid import write_tiny
 
 KEY = "fake-wandb-key-0123456789abcdef0123456789"

@@ -1,4 +1,5 @@
 """Shared fixtures for task tests: no test touches the network or the user's cache."""
+
 from __future__ import annotations
 
 import os

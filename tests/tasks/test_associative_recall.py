@@ -1,4 +1,5 @@
 """Multi-query associative recall: every query's answer is the value paired with its key."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,7 @@ def _check_rows(inputs, targets, n_pairs: int, n_keys: int, n_values: int) -> li
     """Assert the MQAR layout of every row; return each row's query positions."""
     all_positions = []
     for row_in, row_tg in zip(inputs.tolist(), targets.tolist()):
-        keys, values = row_in[0:2 * n_pairs:2], row_in[1:2 * n_pairs:2]
+        keys, values = row_in[0 : 2 * n_pairs : 2], row_in[1 : 2 * n_pairs : 2]
         assert len(set(keys)) == n_pairs, "keys distinct within a row"
         assert all(1 <= k <= n_keys for k in keys)
         assert all(n_keys < v <= n_keys + n_values for v in values)
@@ -24,7 +25,7 @@ def _check_rows(inputs, targets, n_pairs: int, n_keys: int, n_values: int) -> li
         for p in positions:
             assert row_tg[p] == pairs[row_in[p]]
         assert all(positions[i + 1] - positions[i] >= 2 for i in range(n_pairs - 1)), "2-token slots"
-        rest = [tok for i, tok in enumerate(row_in[2 * n_pairs:], start=2 * n_pairs) if i not in positions]
+        rest = [tok for i, tok in enumerate(row_in[2 * n_pairs :], start=2 * n_pairs) if i not in positions]
         assert all(tok == FILLER for tok in rest), "after the pairs: queries and filler, never an answer"
         all_positions.append(positions)
     return all_positions
@@ -54,16 +55,21 @@ def test_other_params_and_min_seq_len(params: dict) -> None:
 def test_query_positions_spread_over_the_sequence() -> None:
     task = build_task("associative_recall", {"n_pairs": 2})
     inputs, targets = task.sample(500, 20, np.random.default_rng(0), "train")
-    positions = np.array(_check_rows(inputs, targets, 2, 16, 16))          # (N, 2)
+    positions = np.array(_check_rows(inputs, targets, 2, 16, 16))  # (N, 2)
     assert set(positions[:, 0]) == set(range(4, 18)), "first query anywhere it fits"
     assert set(positions[:, 1]) == set(range(6, 20)), "last query anywhere, up to T - 1"
     assert (np.diff(positions, axis=1) == 2).any(), "adjacent queries allowed"
 
 
-@pytest.mark.parametrize("params, field", [({"n_pairs": -1}, "n_pairs"),
-                                           ({"n_keys": 0}, "n_keys"),
-                                           ({"n_pairs": 5, "n_keys": 4}, "n_keys"),
-                                           ({"npairs": 4}, "did you mean 'n_pairs'")])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"n_pairs": -1}, "n_pairs"),
+        ({"n_keys": 0}, "n_keys"),
+        ({"n_pairs": 5, "n_keys": 4}, "n_keys"),
+        ({"npairs": 4}, "did you mean 'n_pairs'"),
+    ],
+)
 def test_bad_params_name_the_field(params: dict, field: str) -> None:
     with pytest.raises(ValueError, match=field):
         build_task("associative_recall", params)
@@ -82,15 +88,15 @@ def test_dict_lookup_solver_is_perfect_and_metric_scores_exactly_the_answers(seq
     inputs, targets = task.sample(200, seq_len, np.random.default_rng(7), "train")
     solver = torch.full_like(targets, IGNORE_INDEX)
     for i, row in enumerate(inputs.tolist()):
-        pairs = dict(zip(row[0:2 * n_pairs:2], row[1:2 * n_pairs:2]))
+        pairs = dict(zip(row[0 : 2 * n_pairs : 2], row[1 : 2 * n_pairs : 2]))
         for t in range(2 * n_pairs, seq_len):
             if 1 <= row[t] <= n_keys:  # a key after the pairs is a query
                 solver[i, t] = pairs[row[t]]
     assert torch.equal(solver, targets), "scored positions = query positions, answers = dict lookup"
 
-    logits = torch.nn.functional.one_hot(solver.clamp(min=0), task.vocab_size).float()   # (N, T, V)
+    logits = torch.nn.functional.one_hot(solver.clamp(min=0), task.vocab_size).float()  # (N, T, V)
     wrong_elsewhere = logits.clone()
-    wrong_elsewhere[targets == IGNORE_INDEX] = torch.eye(task.vocab_size)[0]              # filler
+    wrong_elsewhere[targets == IGNORE_INDEX] = torch.eye(task.vocab_size)[0]  # filler
     sums = score(wrong_elsewhere, targets)
     assert sums["tokens"] == 200 * n_pairs and sums["correct"] == 200 * n_pairs
     assert sums["exact"] == sums["seqs"] == 200

@@ -1,4 +1,5 @@
 """copy and reverse: reconstruct every row and check the targets against it."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +10,7 @@ from tasks import IGNORE_INDEX, build_task
 from tasks.copy import PAD, SEP
 
 
-def _check_rows(inputs: torch.Tensor, targets: torch.Tensor, reverse: bool,
-                n_symbols: int) -> list[int]:
+def _check_rows(inputs: torch.Tensor, targets: torch.Tensor, reverse: bool, n_symbols: int) -> list[int]:
     """Assert each row is ``x SEP y PAD..`` with y scored; return the string lengths."""
     lengths = []
     t = inputs.shape[1]
@@ -19,10 +19,10 @@ def _check_rows(inputs: torch.Tensor, targets: torch.Tensor, reverse: bool,
         x = row_in[:n]
         y = x[::-1] if reverse else x
         assert all(2 <= s < n_symbols + 2 for s in x)
-        assert row_in[n + 1:2 * n] == y[:-1]
-        assert all(tok == PAD for tok in row_in[2 * n:])
-        assert row_tg[n:2 * n] == y
-        assert all(tok == IGNORE_INDEX for tok in row_tg[:n] + row_tg[2 * n:])
+        assert row_in[n + 1 : 2 * n] == y[:-1]
+        assert all(tok == PAD for tok in row_in[2 * n :])
+        assert row_tg[n : 2 * n] == y
+        assert all(tok == IGNORE_INDEX for tok in row_tg[:n] + row_tg[2 * n :])
         assert 2 * n <= t
         lengths.append(n)
     return lengths
@@ -70,9 +70,10 @@ def test_copy_and_reverse_share_inputs_before_sep() -> None:
     assert torch.equal(a[:, :7], b[:, :7]) and not torch.equal(a, b)
 
 
-@pytest.mark.parametrize("params, field", [({"n_symbols": 0}, "n_symbols"),
-                                           ({"min_len": -1}, "min_len"),
-                                           ({"n_symbol": 8}, "did you mean 'n_symbols'")])
+@pytest.mark.parametrize(
+    "params, field",
+    [({"n_symbols": 0}, "n_symbols"), ({"min_len": -1}, "min_len"), ({"n_symbol": 8}, "did you mean 'n_symbols'")],
+)
 def test_bad_params_name_the_field(params: dict, field: str) -> None:
     with pytest.raises(ValueError, match=field):
         build_task("copy", params)

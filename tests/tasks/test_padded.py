@@ -1,4 +1,5 @@
 """padded_copy: copy problems right-aligned behind PAD, so left padding gives fully masked rows."""
+
 import numpy as np
 import torch
 

@@ -1,4 +1,5 @@
 """Contract tests run over every registered task."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -67,7 +68,7 @@ def test_targets_are_next_tokens(task: Task) -> None:
     (after which a task may pad); a task that hides its answers never shows one there."""
     inputs, targets = task.sample(8, _seq_len(task), np.random.default_rng(1), "train")
     scored = targets != IGNORE_INDEX
-    last = scored.shape[1] - 1 - scored.flip(1).int().argmax(dim=1)          # (N,)
+    last = scored.shape[1] - 1 - scored.flip(1).int().argmax(dim=1)  # (N,)
     scored[torch.arange(len(last)), last] = False
     following = inputs[:, 1:][scored[:, :-1]]
     if task.answers_in_input:

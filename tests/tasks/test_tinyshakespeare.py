@@ -1,4 +1,5 @@
 """tinyshakespeare: loading, splits, checksums, the download path and the offline error."""
+
 from __future__ import annotations
 
 import hashlib
@@ -29,15 +30,14 @@ def test_loads_from_data_dir_env(monkeypatch: pytest.MonkeyPatch, shakespeare_di
 
 
 def test_vocab_is_the_sorted_character_set(text: str) -> None:
-    assert ts.VOCAB == "".join(sorted(set(text)))
+    assert "".join(sorted(set(text))) == ts.VOCAB
     assert build_task("tinyshakespeare").vocab_size == 65
     assert len(text) == ts.SIZE
 
 
 def test_split_sizes() -> None:
     bounds = ts.split_bounds()
-    assert bounds == {"train": (0, 1_003_854), "val": (1_003_854, 1_059_624),
-                      "test": (1_059_624, 1_115_394)}
+    assert bounds == {"train": (0, 1_003_854), "val": (1_003_854, 1_059_624), "test": (1_059_624, 1_115_394)}
     assert bounds["val"][1] - bounds["val"][0] == bounds["test"][1] - bounds["test"][0] == 55_770
 
 
@@ -111,8 +111,7 @@ def test_no_file_no_network(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     cache = tmp_path / "empty_cache"
     monkeypatch.setenv("ABLATE_CACHE_DIR", str(cache))
     task = build_task("tinyshakespeare")
-    for call in (task.check_available,
-                 lambda: task.sample(2, 8, np.random.default_rng(0), "train")):
+    for call in (task.check_available, lambda: task.sample(2, 8, np.random.default_rng(0), "train")):
         with pytest.raises(DataUnavailableError) as info:
             call()
         message = str(info.value)
@@ -140,8 +139,9 @@ class _FakeUrlopen:
         return io.BytesIO(self.payload)
 
 
-def test_download_caches_and_is_not_repeated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                             shakespeare_dir: Path) -> None:
+def test_download_caches_and_is_not_repeated(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shakespeare_dir: Path
+) -> None:
     monkeypatch.delenv("ABLATE_DATA_DIR", raising=False)
     cache = tmp_path / "dl_cache"
     monkeypatch.setenv("ABLATE_CACHE_DIR", str(cache))

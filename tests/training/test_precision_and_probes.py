@@ -1,4 +1,5 @@
 """Precision that actually ran, the kernel backend, and probe metrics, through one tiny run each."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.training import precision as prec
-from harness.experiment.ablation import load
 from harness.execution.attempt import execute
+from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.training import precision as prec
 
 TINY = """
 name: tiny

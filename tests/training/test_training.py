@@ -1,4 +1,5 @@
 """Training layer and runner: determinism, seed pairing, bad runs recorded as data, W&B runs."""
+
 from __future__ import annotations
 
 import json
@@ -7,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.training import loop as training
-from harness.experiment.ablation import load
-from harness.execution.local import run_grid
 from harness.execution.attempt import execute
+from harness.execution.local import run_grid
+from harness.experiment.ablation import load
 from harness.experiment.grid import plan, transformer_config
+from harness.training import loop as training
 from harness.training.loop import TaskData, lr_factor
 
 TINY = """
@@ -55,7 +56,9 @@ def test_same_config_and_seed_give_identical_metrics(tiny, tmp_path: Path) -> No
     assert strip(c["metrics"]) != strip(a["metrics"])
 
 
-def test_every_variant_sees_the_same_batches_and_eval_sets(tiny, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_every_variant_sees_the_same_batches_and_eval_sets(
+    tiny, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     abl, specs = tiny
     sin, learned = specs[0], specs[1]
     assert sin.seed == learned.seed and sin.variant_label != learned.variant_label
@@ -75,7 +78,9 @@ def test_every_variant_sees_the_same_batches_and_eval_sets(tiny, monkeypatch: py
     from tasks import build_task
 
     task = build_task("copy", {"n_symbols": 6})
-    for loaders in zip(TaskData(task, sin.config, 0).test_dataloader(), TaskData(task, learned.config, 0).test_dataloader()):
+    for loaders in zip(
+        TaskData(task, sin.config, 0).test_dataloader(), TaskData(task, learned.config, 0).test_dataloader()
+    ):
         assert all(torch.equal(a, b) for a, b in zip(loaders[0].dataset.tensors, loaders[1].dataset.tensors))
 
 

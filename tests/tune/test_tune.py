@@ -3,6 +3,7 @@
 Every trial trains d_model 16, 1 layer, 20 steps (about a second); the objective is ``loss@x2`` on
 the validation split, so the pruner watches ``val/loss``.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,18 +13,18 @@ import optuna
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
-from helpers.tune import TINY, states, write_tiny
 
 from harness.cli import output
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
 from harness.cli import tune as tune_cmd
-from harness.experiment.ablation import load
 from harness.cli.app import app
 from harness.errors import AblateError
+from harness.experiment.ablation import load
 from harness.experiment.search_space import DEFAULT_SPACE, ParamSpec, resolve_space
-from harness.tune.studies import TUNING_SEED, monitor_for, plan_studies, study_name, tuned_profile
 from harness.tune.storage import default_storage, mask_url
+from harness.tune.studies import TUNING_SEED, monitor_for, plan_studies, study_name, tuned_profile
+from helpers.tune import TINY, states, write_tiny
 
 ROPE = "tiny_tune/smoke/copy/rope"
 
@@ -39,6 +40,7 @@ def _tune(path: Path, results: Path, trials: int, *extra: str, variants: list[st
 
 # --- declarations and bad input (nothing trains) ---------------------------------------------
 
+
 def test_default_space_is_shared_and_overridable(tmp_path: Path) -> None:
     abl = load("pe_extrapolation")
     space = resolve_space(abl, "cpu")
@@ -48,15 +50,18 @@ def test_default_space_is_shared_and_overridable(tmp_path: Path) -> None:
     assert list(tiny) == ["train.lr"] and tiny["train.lr"].log
 
 
-@pytest.mark.parametrize("tune, words", [
-    ({"train.lrr": {"type": "float", "low": 1e-3, "high": 1e-2}}, ["unknown config key 'train.lrr'", "train.lr"]),
-    ({"train.lr": {"type": "float", "low": 1e-2, "high": 1e-3}}, ["low 0.01 > high 0.001"]),
-    ({"train.lr": {"type": "float", "low": 0.0, "high": 1e-2, "log": True}}, ["log range needs low > 0"]),
-    ({"train.batch_size": {"type": "categorical", "choices": []}}, ["non-empty `choices`"]),
-    ({"train.steps": {"type": "int", "low": 1.5, "high": 3}}, ["integer bounds"]),
-    ({"model.position": {"type": "categorical", "choices": ["rope"]}}, ["axis", "cannot be tuned"]),
-    ({"model.dropout": {"type": "float", "low": 0.0, "high": 1.5}}, ["model.dropout=1.5", "less than 1"]),
-])
+@pytest.mark.parametrize(
+    "tune, words",
+    [
+        ({"train.lrr": {"type": "float", "low": 1e-3, "high": 1e-2}}, ["unknown config key 'train.lrr'", "train.lr"]),
+        ({"train.lr": {"type": "float", "low": 1e-2, "high": 1e-3}}, ["low 0.01 > high 0.001"]),
+        ({"train.lr": {"type": "float", "low": 0.0, "high": 1e-2, "log": True}}, ["log range needs low > 0"]),
+        ({"train.batch_size": {"type": "categorical", "choices": []}}, ["non-empty `choices`"]),
+        ({"train.steps": {"type": "int", "low": 1.5, "high": 3}}, ["integer bounds"]),
+        ({"model.position": {"type": "categorical", "choices": ["rope"]}}, ["axis", "cannot be tuned"]),
+        ({"model.dropout": {"type": "float", "low": 0.0, "high": 1.5}}, ["model.dropout=1.5", "less than 1"]),
+    ],
+)
 def test_bad_space_exits_2_before_anything_runs(tmp_path: Path, tune: dict, words: list[str]) -> None:
     path = write_tiny(tmp_path, tune=tune)
     results = tmp_path / "results"
@@ -68,13 +73,19 @@ def test_bad_space_exits_2_before_anything_runs(tmp_path: Path, tune: dict, word
     assert not results.exists()
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--variant", "position=ropee"], ["'ropee' is not a value of model.position", "rope"]),
-    (["--variant", "norm=pre"], ["'norm' is not an axis"]),
-    (["--task", "cpy"], ["did you mean 'copy'"]),
-    (["--storage", "postgresql+psycopg2://bob:s3cret@127.0.0.1:1/db"], ["postgresql+psycopg2://bob:***@127.0.0.1:1/db"]),
-    (["--storage", "nonsense"], ["not a database URL"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--variant", "position=ropee"], ["'ropee' is not a value of model.position", "rope"]),
+        (["--variant", "norm=pre"], ["'norm' is not an axis"]),
+        (["--task", "cpy"], ["did you mean 'copy'"]),
+        (
+            ["--storage", "postgresql+psycopg2://bob:s3cret@127.0.0.1:1/db"],
+            ["postgresql+psycopg2://bob:***@127.0.0.1:1/db"],
+        ),
+        (["--storage", "nonsense"], ["not a database URL"]),
+    ],
+)
 def test_bad_tune_arguments_exit_2(tmp_path: Path, args: list[str], words: list[str]) -> None:
     out = CliRunner().invoke(app, ["tune", str(write_tiny(tmp_path)), *args, "--results-dir", str(tmp_path / "r")])
     assert out.exit_code == 2, out.output
@@ -109,8 +120,17 @@ def test_a_bare_postgresql_url_with_psycopg2_installed_says_to_name_it(tmp_path:
 
     if not sqlalchemy.__version__.startswith("2.1"):
         pytest.skip(f"SQLAlchemy {sqlalchemy.__version__}: postgresql:// may default to psycopg2")
-    out = CliRunner().invoke(app, ["tune", str(write_tiny(tmp_path)), "--storage", "postgresql://bob:s3cret@127.0.0.1:1/db",
-                                   "--results-dir", str(tmp_path / "r")])
+    out = CliRunner().invoke(
+        app,
+        [
+            "tune",
+            str(write_tiny(tmp_path)),
+            "--storage",
+            "postgresql://bob:s3cret@127.0.0.1:1/db",
+            "--results-dir",
+            str(tmp_path / "r"),
+        ],
+    )
     assert out.exit_code == 2 and "s3cret" not in out.output
     assert out.stderr.strip().endswith("--storage postgresql+psycopg2://bob:***@127.0.0.1:1/db"), out.stderr
 
@@ -125,15 +145,21 @@ def _foreign(url: str, kind: str) -> None:
         optuna.create_study(storage=url, study_name=ROPE, direction="maximize")
     else:  # train.lr drawn as a category: every new trial of a float lr would fail
         study = optuna.create_study(storage=url, study_name=ROPE, direction="minimize")
-        study.add_trial(optuna.trial.create_trial(params={"train.lr": 0.01}, value=1.0,
-                                                  distributions={"train.lr": CategoricalDistribution([0.01])}))
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"train.lr": 0.01}, value=1.0, distributions={"train.lr": CategoricalDistribution([0.01])}
+            )
+        )
 
 
-@pytest.mark.parametrize("kind, words", [
-    ("multi-objective", ["has 2 objectives (minimize, maximize)", "ablate tune did not make it"]),
-    ("other direction", ["exists and maximizes", "asks to minimize"]),
-    ("distributions", ["drew train.lr from one of [0.01] (trial 0)", "searches float in [0.003, 0.01] (log)"]),
-])
+@pytest.mark.parametrize(
+    "kind, words",
+    [
+        ("multi-objective", ["has 2 objectives (minimize, maximize)", "ablate tune did not make it"]),
+        ("other direction", ["exists and maximizes", "asks to minimize"]),
+        ("distributions", ["drew train.lr from one of [0.01] (trial 0)", "searches float in [0.003, 0.01] (log)"]),
+    ],
+)
 def test_a_foreign_study_under_the_tune_name_exits_2(tmp_path: Path, kind: str, words: list[str]) -> None:
     """One line naming the study and a command that removes it; no study is created, no trial runs;
     the printed command, run as printed, clears the way."""
@@ -153,7 +179,7 @@ def test_a_foreign_study_under_the_tune_name_exits_2(tmp_path: Path, kind: str, 
     for w in words:
         assert w in err, (w, err)
     assert optuna.get_all_study_names(url) == [ROPE]  # sinusoidal's study was not created
-    hint = err[err.index("(optuna delete-study"):].split(")")[0].lstrip("(")
+    hint = err[err.index("(optuna delete-study") :].split(")")[0].lstrip("(")
     optuna_cli = Path(sys.executable).parent / "optuna"
     subprocess.run([str(optuna_cli), *shlex.split(hint)[1:]], check=True, capture_output=True)
     assert optuna.get_all_study_names(url) == []
@@ -184,7 +210,9 @@ def test_tuned_without_study_exits_2(tmp_path: Path) -> None:
     path = write_tiny(tmp_path)
     out = CliRunner().invoke(app, ["run", str(path), "--tuned", "--results-dir", str(tmp_path / "r")])
     # the file as given (tiny_tune is no registered name) and the store: the hint works as printed
-    assert out.exit_code == 2 and f"`ablate tune {path} --profile smoke --results-dir {tmp_path / 'r'}`" in out.stderr, out.output
+    assert (
+        out.exit_code == 2 and f"`ablate tune {path} --profile smoke --results-dir {tmp_path / 'r'}`" in out.stderr
+    ), out.output
     assert not (tmp_path / "r" / "optuna.db").exists()
 
 
@@ -206,6 +234,7 @@ def test_a_key_fixed_on_the_command_line_is_not_searched(tmp_path: Path) -> None
 
 
 # --- trials --------------------------------------------------------------------------------------
+
 
 def test_resume_tops_up_to_the_requested_finished_trials(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path, results = write_tiny(tmp_path), tmp_path / "results"
@@ -229,7 +258,9 @@ def test_a_bad_region_is_pruned(tmp_path: Path) -> None:
     results = tmp_path / "results"
     assert _tune(write_tiny(tmp_path), results, 3, variants=["position=rope"]) == 0
     # the same study, now searched in a hopeless region: a learning rate that cannot move the loss
-    bad = write_tiny(tmp_path, tune={**TINY["tune"], "train.lr": {"type": "float", "low": 1e-9, "high": 1e-8, "log": True}})
+    bad = write_tiny(
+        tmp_path, tune={**TINY["tune"], "train.lr": {"type": "float", "low": 1e-9, "high": 1e-8, "log": True}}
+    )
     _tune(bad, results, 6, variants=["position=rope"])
     study = optuna.load_study(study_name=ROPE, storage=default_storage(results))
     late = study.trials[3:]
@@ -240,8 +271,11 @@ def test_a_bad_region_is_pruned(tmp_path: Path) -> None:
 def test_diverging_and_failing_trials_are_counted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     # grad_clip 0 and a huge learning rate: the loss overflows, every trial diverges
-    path = write_tiny(tmp_path, base={**TINY["base"], "train.grad_clip": 0.0},
-                      tune={**TINY["tune"], "train.lr": {"type": "float", "low": 1e12, "high": 1e13, "log": True}})
+    path = write_tiny(
+        tmp_path,
+        base={**TINY["base"], "train.grad_clip": 0.0},
+        tune={**TINY["tune"], "train.lr": {"type": "float", "low": 1e12, "high": 1e13, "log": True}},
+    )
     code = _tune(path, results, 2, variants=["position=rope"])
     out = capsys.readouterr().out
     assert code == 1 and "no complete trial" in out and "Traceback" not in out

@@ -4,6 +4,7 @@
 Shrunk by overrides (10 steps, d_model 16, 8 evaluation examples) and 2 trials per study so that
 all 10 studies (5 encodings x 2 tasks) and the 20 tuned runs fit in the default test run.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,12 +31,15 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeyp
     assert run_cmd.run("pe_extrapolation", "smoke", SMALL, results, workers=1, wandb="off", tuned=True) == 0
     tuned = scan(results, "pe_extrapolation", "smoke+tuned").records
     assert len(tuned) == 20 and all(r["status"] == "ok" and r["tuned_params"] for r in tuned)
-    assert not scan(results, "pe_extrapolation", "smoke").records     # untuned runs are not touched
+    assert not scan(results, "pe_extrapolation", "smoke").records  # untuned runs are not touched
     path = report_cmd.report("pe_extrapolation", "smoke", results, tmp_path / "reports")
     section = path.read_text().split("## Tuning")[1].split("\n## ")[0]
     rows = [line for line in section.splitlines() if re.match(r"\| (copy|tinyshakespeare) \| \w+ \| \d", line)]
     assert len(rows) == 10, section
-    assert "Untuned vs tuned: `copy` · `acc@x4`" in section and "Untuned vs tuned: `tinyshakespeare` · `loss@x4`" in section
+    assert (
+        "Untuned vs tuned: `copy` · `acc@x4`" in section
+        and "Untuned vs tuned: `tinyshakespeare` · `loss@x4`" in section
+    )
     for png in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", section):
         assert (path.parent / png).stat().st_size > 1000
     rec = json.loads(next(results.glob("pe_extrapolation/smoke+tuned/*/record.json")).read_text())
