@@ -11,7 +11,7 @@ writes both as ``null``, which loses an infinite statistic. The encoding here ke
 
 Writers: ``ablate compare/plan --format json|csv`` (:func:`dumps`, :func:`to_csv`), the W&B
 summary tables (:func:`json_safe` per cell), ``record.json`` and the bench files
-(:func:`harness.store.write_json_atomic`), the run's ``events.jsonl``. Readers turn a value back
+(:func:`harness.store.runs.write_json_atomic`), the run's ``events.jsonl``. Readers turn a value back
 into a float with :func:`number`. Numbers for people go through :func:`text` (``–`` for an
 undefined value, ``∞`` for an infinite one).
 """

@@ -12,7 +12,7 @@ Cells are plain text: an empty cell is a missing value (None), lists and mapping
 floats are written with ``repr`` (the shortest text that reads back to the same float), so the
 records rebuilt from the file equal the ones the report read, and the report made from them is the
 same byte for byte apart from its timestamp (``tests/test_report_data.py``). The config columns
-are read back through :class:`harness.config.RunConfig`, which gives each value its type.
+are read back through :class:`harness.experiment.config.RunConfig`, which gives each value its type.
 """
 
 from __future__ import annotations
@@ -353,7 +353,7 @@ def load_source(path: Path, abl: Any, profile: str | None, expected_of: Any) -> 
     """:func:`read_data` checked against the grid: ``(scan, profile, store, expected run ids)``.
 
     Args:
-        abl: the :class:`harness.ablation.Ablation` named on the command line.
+        abl: the :class:`harness.experiment.ablation.Ablation` named on the command line.
         expected_of: ``profile -> (profile, run ids)`` of the grid the command's overrides describe.
 
     Raises:

@@ -2,7 +2,7 @@
 
 The registry is ``harness/experiment/reproductions.yaml`` (:class:`Reproduction` entries, validated here and
 against the ablation declarations: a bad entry is refused with one line naming the entry and the
-field). Each comparison of an entry is the paired test of the claims (:func:`harness.stats.compare`:
+field). Each comparison of an entry is the paired test of the claims (:func:`harness.analysis.stats.compare`:
 paired t-test by seed, t-interval, TOST equivalence within a margin) of a variant against a
 *reference* variant of the same ablation and profile, which need not be the ablation's baseline;
 an entry's comparisons are one Holm family. Runs below a task's gate are left out of metrics
@@ -206,7 +206,7 @@ class EntryResult:
 
 def paired_rows(result: Any, task: str, metric: str, variants: tuple[str, str]) -> pd.DataFrame:
     """``(variant, seed, value)`` of two variants on one task and metric from an analysis, runs
-    below the task's gate left out of metrics beyond L (as :func:`harness.analysis.analyse` does)."""
+    below the task's gate left out of metrics beyond L (as :func:`harness.analysis.comparisons.analyse` does)."""
     rows = result.rows
     data = rows[(rows["task"] == task) & (rows["metric"] == metric) & rows["variant"].isin(variants)]
     prof = result.ablation.profiles[result.profile]
@@ -226,7 +226,7 @@ def compare_pair(
     alpha: float,
     confirmatory: bool,
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """The paired comparison of ``variant`` against ``reference`` (:func:`harness.stats.compare`
+    """The paired comparison of ``variant`` against ``reference`` (:func:`harness.analysis.stats.compare`
     with the reference as its baseline): ``(variant row, reference row)`` as dicts of
     ``stats.COLUMNS``, or None when either has no value."""
     present = set(data["variant"])

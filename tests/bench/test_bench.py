@@ -243,7 +243,7 @@ def test_write_report_appends_the_section(tmp_path, monkeypatch):
     results, out = tmp_path / "results", tmp_path / "reports"
     (results / "bench").mkdir(parents=True)
     (results / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
-    from harness.store import StoreScan
+    from harness.store.runs import StoreScan
 
     monkeypatch.setattr(report_mod, "analyse", lambda *a, **k: SimpleNamespace(scan=StoreScan()))
     for name in (
