@@ -15,6 +15,7 @@ from harness.analysis.comparisons import OUTCOME, Analysis, analyse, beyond_trai
 from harness.encode import text
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
+from harness.experiment.config import FFNSection
 from harness.experiment.versions import mix_warning
 from harness.report import figures
 from harness.report.bench import bench_section
@@ -305,7 +306,8 @@ def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -
         m, t, e = c["model"], c["train"], c["eval"]
         lines.append(
             f"- Task `{task}` v{r['task_version']} {r['task_params'] or ''} (baseline `{abl.baseline_label}`): d_model {m['d_model']}, {m['n_heads']} heads, "
-            f"{m['n_layers']} layers, d_ff {c['ffn']['d_ff'] or 4 * m['d_model']}, {c['block']['norm_position']}-"
+            f"{m['n_layers']} layers, d_ff {FFNSection.model_validate(c['ffn']).width(m['d_model']) or 4 * m['d_model']}, "
+            f"{c['block']['norm_position']}-"
             f"{c['block']['norm']}, {c['ffn']['activation']}, kernel {c['attention']['kernel']}; "
             f"{t['steps']} steps x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
             f"(warm-up {t['warmup_steps']}, {_decay(t['min_lr_ratio'])}), weight decay {t['weight_decay']:g}, "
