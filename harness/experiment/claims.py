@@ -1,17 +1,75 @@
 """The practitioners' claims the harness tests (``claims.yaml`` beside this module), as data: each
-claim names the comparisons (task, metric, variant against the baseline) that decide it."""
+claim names the comparisons (task, metric, variant against the baseline) that decide it.
+
+The file is validated like a declaration (:class:`Claim`, :class:`Evidence`: unknown keys, a
+missing key or an ``expect`` that is not a verdict are refused with the entry and the key), and
+parsed once per process."""
 
 from __future__ import annotations
 
 import functools
 import importlib.resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.errors import AblateError
+from harness.experiment.config import format_validation_error
+
+CLAIMS = "claims.yaml"
+
+
+class Evidence(BaseModel):
+    """One comparison that decides a claim: ``variant`` against the ablation's baseline on
+    ``metric`` of ``task``, and the verdict expected if the claim holds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task: str
+    metric: str
+    variant: str
+    expect: Literal["better", "worse", "equivalent"]
+    tests: str | None = None  # what the comparison shows when it tests less than the claim says
+    higher_is_better: bool | None = None  # documents the metric's direction; the analysis decides it
+
+
+class Claim(BaseModel):
+    """A practitioners' claim, the figure given for it and the ablation whose evidence decides it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    claim: str
+    figure: str
+    ablation: str
+    evidence: list[Evidence] = []
+
+
+def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, dict[str, Any]]:
+    """Validated claims by id, each as the plain dict its readers use (the keys the file sets).
+
+    Raises:
+        AblateError: not a list, an invalid entry (its index, id and the key), or a repeated id.
+    """
+    if not isinstance(data, list):
+        raise AblateError(f"{where}: expected a list of claims, got {type(data).__name__}")
+    out: dict[str, dict[str, Any]] = {}
+    for i, entry in enumerate(data):
+        name = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
+        try:
+            claim = Claim.model_validate(entry)
+        except ValidationError as exc:
+            keys = [*Claim.model_fields, *Evidence.model_fields]
+            raise AblateError(f"{where}: {format_validation_error(exc, f'claim {name}', keys=keys)}") from None
+        if claim.id in out:
+            raise AblateError(f"{where}: claim id {claim.id!r} appears twice")
+        out[claim.id] = claim.model_dump(exclude_unset=True)
+    return out
 
 
 @functools.cache
 def load_claims() -> dict[str, dict[str, Any]]:
-    """The claims of ``harness/experiment/claims.yaml``, by id (parsed once per process)."""
-    text = importlib.resources.files("harness.experiment").joinpath("claims.yaml").read_text()
-    return {c["id"]: c for c in yaml.safe_load(text)}
+    """The claims of ``harness/experiment/claims.yaml``, validated, by id (parsed once per process)."""
+    text = importlib.resources.files("harness.experiment").joinpath(CLAIMS).read_text()
+    return parse_claims(yaml.safe_load(text))
