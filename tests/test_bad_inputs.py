@@ -8,13 +8,21 @@ function that fails the test, as in test_cli_errors.py, whose helpers are reused
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 from pathlib import Path
 
 import pytest
 import yaml
-from test_cli_errors import _isolated, _user_file, assert_nothing_written, assert_refused, invoke, results  # noqa: F401
+from test_cli_errors import (  # noqa: F401
+    _isolated,
+    _user_file,
+    assert_nothing_written,
+    assert_refused,
+    invoke,
+    results,
+)
 
 from harness import commands, executors_cluster
 from harness.errors import AblateError
@@ -38,6 +46,11 @@ def _digest(folder: Path) -> dict[str, str]:
 
 # --- options of `ablate run` ---------------------------------------------------------------------
 
+# without the slurm extra the engine itself is missing; with it, SLURM (sbatch) is missing here
+SLURM_MISSING = (["sbatch not found", "--submitit-cluster local"] if importlib.util.find_spec("submitit")
+                 else ["needs the submitit package", "ablate[slurm]"])
+
+
 @pytest.mark.parametrize("args, words", [
     (["--retry", "failed,divergd"], ["--retry: 'divergd' is not a status that can be retried",
                                      "did you mean 'diverged'", "diverged, failed, timeout"]),
@@ -45,7 +58,7 @@ def _digest(folder: Path) -> dict[str, str]:
     (["--address", "auto"], ["--address is the Ray cluster to connect to; add --executor ray"]),
     (["--executor", "ray", "--address", "http//head"], ["not a Ray address", "ray://HOST:10001"]),
     (["--slurm-partition", "gpu"], ["--slurm-partition only apply to --executor slurm"]),
-    (["--executor", "slurm"], ["sbatch not found", "--submitit-cluster local"]),
+    (["--executor", "slurm"], SLURM_MISSING),
     (["--results-dir", "s3://bucket/ablate"], ["is a URL", "shared filesystem"]),
 ])
 def test_run_refuses_bad_execution_options(tmp_path, args, words):
