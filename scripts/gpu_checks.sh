@@ -22,7 +22,7 @@ for rec in sorted(pathlib.Path(sys.argv[1]).glob("*/smoke/*/record.json")):
     r = json.loads(rec.read_text())
     m = r.get("metrics") or {}
     print(r["ablation"], r["variant_label"], r["seed"], r["status"], r.get("precision"), r.get("kernel_backend"),
-          {k: round(v, 4) if isinstance(v, float) else v for k, v in m.items() if k.startswith(("leak", "attn", "tokens", "peak"))}, (r.get("reason") or "")[:80])
+          {k: round(v, 4) if isinstance(v, float) else v for k, v in m.items() if k.startswith(("leak", "attn", "train_tokens", "peak"))}, (r.get("reason") or "")[:80])
 PY
 for dtype in bfloat16 float16; do  # writes $OUT/results/bench/attention-cuda-$dtype.json
   timeout 150 ablate bench attention --device cuda --dtype "$dtype" \
