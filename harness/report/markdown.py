@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import OUTCOME, Analysis, analyse, beyond_training, claimed_metrics, why_not_finished
 from harness.encode import text
 from harness.experiment import claims as claims_mod
@@ -54,6 +55,13 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             continue
         table = result.table(ev["task"], ev["metric"])
         row = None if table is None else table.frame[table.frame["variant"] == ev["variant"]]
+        if row is not None and not row.empty and vd.kind(row.iloc[0].get("verdict")) is vd.Kind.NOT_LEARNED:
+            outcomes.append("untestable")  # no verdict from a task the baseline (or the variant) did not learn
+            lines.append(
+                f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}: {row.iloc[0]['verdict']}; "
+                f"claim expects {ev['expect']}: **untestable at this scale**"
+            )
+            continue
         if row is None or row.empty or pd.isna(row.iloc[0].get("delta")):
             outcomes.append("not run")
             lines.append(f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: no paired runs")
@@ -117,6 +125,8 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
         return ("contradicted" if counts["contradicted"] == len(outcomes) else "partly contradicted"), lines
     if counts["supported"] and counts["contradicted"]:
         return (f"mixed: {counts['supported']} comparison(s) support it, {counts['contradicted']} contradict it"), lines
+    if counts["untestable"] == len(outcomes):
+        return vd.ClaimKind.UNTESTABLE.value, lines
     return "inconclusive", lines
 
 
@@ -261,23 +271,23 @@ def _version_warnings(result: Analysis) -> list[str]:
 
 
 def _unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
-    """A loud line for every task whose baseline never reached its convergence target: at such a
-    scale a verdict compares runs that did not learn the task, whatever the statistics say."""
+    """A loud line for every task whose baseline reached its convergence target on at most half of
+    its planned seeds (:func:`harness.analysis.comparisons.unlearned_tasks`): at such a scale no
+    comparison on the task gets a verdict, and the line says why the tables read ``not learned``."""
     out = []
-    rows = result.rows
-    for task, entry in abl.tasks.items():
-        if entry.target is None:
-            continue
-        base = rows[
-            (rows["task"] == task) & (rows["variant"] == abl.baseline_label) & (rows["metric"] == "target_reached")
+    confirmatory = abl.profiles[result.profile].confirmatory
+    for task, (reached, planned) in result.unlearned.items():
+        why = (
+            f"so no comparison on it gets a verdict: each reads `{vd.not_learned_target(reached, planned)}`"
+            if confirmatory
+            else "and a confirmatory run at this scale would give no verdict on it"
+        )
+        out += [
+            f"**Warning: on `{task}` the baseline reached the convergence target (validation "
+            f"`{abl.tasks[task].target.describe()}`) on {reached} of its {planned} planned seeds within the step "
+            f"budget: this scale is too small to learn the task, {why}.**",
+            "",
         ]
-        if not base.empty and base["value"].max() == 0:
-            out += [
-                f"**Warning: on `{task}` no run of the baseline reached the convergence target "
-                f"(validation `{entry.target.describe()}`) within the step budget: this scale is too small "
-                "to learn the task, and the verdicts on it say little about the claims.**",
-                "",
-            ]
     return out
 
 
