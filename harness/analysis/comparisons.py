@@ -328,7 +328,7 @@ def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
             fam.mde[i],
         ]
         frame.loc[ri, "family_size"] = fam.size
-        if str(frame.loc[ri, "verdict"]).startswith("identical"):  # no pair differs: nothing to re-judge
+        if vd.kind(frame.loc[ri, "verdict"]) is vd.Kind.IDENTICAL:  # no pair differs: nothing to re-judge
             continue
         frame.loc[ri, "verdict"] = stats.verdict(
             fam.p_adj[i],
@@ -389,7 +389,7 @@ def _mark_censored(table: Table, rows: pd.DataFrame) -> None:
     base = table.frame["variant"].iloc[0]
     for i, variant in enumerate(table.frame["variant"]):
         if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:
-            table.frame.loc[i, "verdict"] = "target never reached (censored)"
+            table.frame.loc[i, "verdict"] = vd.CENSORED
 
 
 def _mark_too_few(table: Table) -> None:
@@ -398,4 +398,4 @@ def _mark_too_few(table: Table) -> None:
         return
     few = table.frame["n_pairs"].fillna(0).astype(int) < 2
     few.iloc[0] = False  # the baseline row
-    table.frame.loc[few, "verdict"] = "too few pairs"
+    table.frame.loc[few, "verdict"] = vd.TOO_FEW

@@ -96,6 +96,19 @@ def not_learned_gate(passed: int, planned: int, whose: str = "") -> str:
     return f"{Kind.NOT_LEARNED.value} ({whose}{passed}/{planned} passed the gate)"
 
 
+def matches(verdict: object, expect: str) -> bool:
+    """Whether a comparison verdict is the one a claim or a reproduction expects (``better``,
+    ``worse`` or ``equivalent``, whatever its margin)."""
+    k = kind(verdict)
+    return k in (Kind.BETTER, Kind.WORSE, Kind.EQUIVALENT) and k.value == expect
+
+
+def rules(verdict: object) -> bool:
+    """Whether a comparison verdict rules on a claim of a difference (one of :data:`DECIDED`):
+    if it does not match what the claim expects, it contradicts it."""
+    return kind(verdict) in DECIDED
+
+
 def kind(verdict: object) -> Kind | None:
     """The kind of a comparison verdict text, or None for no verdict (NaN, empty, unknown)."""
     if not isinstance(verdict, str):

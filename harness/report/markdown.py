@@ -68,14 +68,13 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             continue
         r = row.iloc[0]
         v = str(r["verdict"])
-        matched = v == ev["expect"] or (ev["expect"] == "equivalent" and v.startswith("equivalent"))
         outcome = (
             "pilot"
-            if v == "pilot"
+            if vd.kind(v) is vd.Kind.PILOT
             else "supported"
-            if matched
+            if vd.matches(v, ev["expect"])
             else "contradicted"
-            if v in ("better", "worse") or v.startswith(("equivalent", "same outcome", "identical"))
+            if vd.rules(v)
             else "inconclusive"
         )
         outcomes.append(outcome)
@@ -94,7 +93,7 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             )
             continue
         small = ""
-        if outcome == "supported" and v in ("better", "worse") and table.sesoi and abs(r["delta"]) < table.sesoi:
+        if outcome == "supported" and vd.kind(v) in vd.DIRECTIONS and table.sesoi and abs(r["delta"]) < table.sesoi:
             small_effects.append(table.sesoi)  # real, but smaller than the effect the ablation cares about
             small = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
         undefined = _why_undefined(r)  # no CI or p to print: say why instead of "nan"
@@ -110,24 +109,24 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             f"claim expects {ev['expect']}: **{outcome}**{small}"
         )
     if not claim.get("evidence"):
-        return "not tested by this ablation yet", lines
+        return vd.ClaimKind.NOT_TESTED_YET.value, lines
     if not outcomes:
-        return "not tested in this profile", lines
+        return vd.ClaimKind.NOT_TESTED.value, lines
     counts = Counter(outcomes)
     if counts["pilot"]:
-        return "pilot (no verdict from a non-confirmatory profile)", lines
+        return vd.claim_pilot(), lines
     if counts["supported"] and not counts["contradicted"]:
-        word = "supported" if counts["supported"] == len(outcomes) else "partly supported"
-        if len(small_effects) == counts["supported"]:  # every supporting effect is below the sesoi
-            word += " in direction only (the effect is smaller than the smallest effect of interest)"
-        return word, lines
+        # in direction only: every supporting effect is below the sesoi
+        return vd.claim_supported(
+            counts["supported"] == len(outcomes), len(small_effects) == counts["supported"]
+        ), lines
     if counts["contradicted"] and not counts["supported"]:
-        return ("contradicted" if counts["contradicted"] == len(outcomes) else "partly contradicted"), lines
+        return vd.claim_contradicted(counts["contradicted"] == len(outcomes)), lines
     if counts["supported"] and counts["contradicted"]:
-        return (f"mixed: {counts['supported']} comparison(s) support it, {counts['contradicted']} contradict it"), lines
+        return vd.claim_mixed(counts["supported"], counts["contradicted"]), lines
     if counts["untestable"] == len(outcomes):
         return vd.ClaimKind.UNTESTABLE.value, lines
-    return "inconclusive", lines
+    return vd.ClaimKind.INCONCLUSIVE.value, lines
 
 
 def _why_undefined(row: pd.Series) -> str | None:
@@ -210,7 +209,7 @@ def _aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
     ):
         frames = [t.frame.iloc[1:] for t in tables if "p" in t.frame]
         tested = sum(int(f["p"].notna().sum()) for f in frames)
-        declared = sum(int(f["verdict"].isin(["better", "worse"]).sum()) for f in frames)
+        declared = sum(int(f["verdict"].isin([vd.BETTER, vd.WORSE]).sum()) for f in frames)
         raw = sum(int((f["p"] < alpha).sum()) for f in frames)
         lines.append(
             f"- {label}: **{declared} of {tested}** comparisons between identical arms declared better or "
