@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import stats
+from harness.analysis import verdicts as vd
 from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation, MetricSpec
@@ -54,6 +55,7 @@ class Analysis:
     tables: list[Table] = field(default_factory=list)
     foreign: int = 0  # records of this folder made with other overrides
     mixed_code: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # task -> code run at >1 version
+    unlearned: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (baseline seeds at target, planned)
 
     def table(self, task: str, metric: str) -> Table | None:
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
@@ -155,12 +157,58 @@ def analyse(
             (primaries if is_primary else out.tables).append(table)
     _holm_across(primaries, alpha, prof.confirmatory)
     out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, len(prof.seeds))
+    out.unlearned = unlearned_tasks(abl, rows, len(prof.seeds))
     for table in primaries + out.tables:
         _mark_too_few(table)
         if table.metric == "steps_to_target":
             _mark_censored(table, rows)
+        if prof.confirmatory:
+            _mark_not_learned(table, out.unlearned.get(table.task), runs, prof.apply_gate, len(prof.seeds))
     out.tables = primaries + out.tables
     return out
+
+
+def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, tuple[int, int]]:
+    """``{task: (k, planned)}`` for every task with a convergence target whose baseline reached it
+    (per-run metric ``target_reached`` = 1) on ``k`` seeds, not more than half of ``planned``: at
+    such a scale the task was not learned, and no comparison on it gets a verdict (issue 12, section 2).
+    A baseline run that did not finish, or carries no ``target_reached``, did not reach the target."""
+    out = {}
+    for task, entry in abl.tasks.items():
+        if entry.target is None:
+            continue
+        base = rows[
+            (rows["task"] == task) & (rows["variant"] == abl.baseline_label) & (rows["metric"] == "target_reached")
+        ]
+        reached = base.loc[base["value"] >= 1, "seed"].nunique()
+        if 2 * reached <= planned:
+            out[task] = (int(reached), planned)
+    return out
+
+
+def _mark_not_learned(
+    table: Table, unlearned: tuple[int, int] | None, runs: pd.DataFrame, apply_gate: bool, planned: int
+) -> None:
+    """No verdict where the task was not learned: every comparison of a task whose baseline missed
+    its target on most seeds reads ``not learned (k/n seeds reached target)``; a comparison beyond L
+    where the variant (or the baseline) has no run that passed the gate reads ``not learned (0/n
+    passed the gate)`` instead of ``too few pairs``."""
+    if unlearned is not None:
+        table.frame.loc[table.frame.index[1:], "verdict"] = vd.not_learned_target(*unlearned)
+        return
+    if not (apply_gate and beyond_training(table.metric)):
+        return
+    task_runs = runs[runs["task"] == table.task]
+    passed = task_runs[task_runs["passed_gate"].astype(bool)].groupby("variant").size()
+    ran = set(task_runs["variant"])
+    base = table.frame["variant"].iloc[0]
+    for i, variant in enumerate(table.frame["variant"]):
+        if not i or variant not in ran:
+            continue
+        if passed.get(base, 0) == 0:
+            table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned, "baseline ")
+        elif passed.get(variant, 0) == 0:
+            table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned)
 
 
 def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> None:
@@ -280,7 +328,7 @@ def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
             fam.mde[i],
         ]
         frame.loc[ri, "family_size"] = fam.size
-        if str(frame.loc[ri, "verdict"]).startswith("identical"):  # no pair differs: nothing to re-judge
+        if vd.kind(frame.loc[ri, "verdict"]) is vd.Kind.IDENTICAL:  # no pair differs: nothing to re-judge
             continue
         frame.loc[ri, "verdict"] = stats.verdict(
             fam.p_adj[i],
@@ -341,7 +389,7 @@ def _mark_censored(table: Table, rows: pd.DataFrame) -> None:
     base = table.frame["variant"].iloc[0]
     for i, variant in enumerate(table.frame["variant"]):
         if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:
-            table.frame.loc[i, "verdict"] = "target never reached (censored)"
+            table.frame.loc[i, "verdict"] = vd.CENSORED
 
 
 def _mark_too_few(table: Table) -> None:
@@ -350,4 +398,4 @@ def _mark_too_few(table: Table) -> None:
         return
     few = table.frame["n_pairs"].fillna(0).astype(int) < 2
     few.iloc[0] = False  # the baseline row
-    table.frame.loc[few, "verdict"] = "too few pairs"
+    table.frame.loc[few, "verdict"] = vd.TOO_FEW

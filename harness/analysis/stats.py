@@ -30,6 +30,8 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 from statsmodels.stats.weightstats import ttost_paired
 
+from harness.analysis import verdicts as vd
+
 NAN = float("nan")
 EXACT_PERMUTATIONS = 2**16  # sign-flip test is exact for n <= 16 pairs, Monte Carlo above
 
@@ -334,14 +336,14 @@ def verdict(
     - ``"inconclusive (MDE x.xxx)"``: otherwise; MDE omitted when unknown (n < 2).
     """
     if not confirmatory:
-        return "pilot"
+        return vd.PILOT
     if p_adj < alpha and perm_p_adj < alpha:
-        return "better" if (ci_low + ci_high) / 2 > 0 else "worse"
+        return vd.direction((ci_low + ci_high) / 2 > 0)
     if sesoi is not None and tost_p < alpha:
-        return f"equivalent (±{sesoi:g})"
+        return vd.equivalent(sesoi)
     if p_adj < alpha:
-        return f"inconclusive (t-test only: exact sign-flip p adj {perm_p_adj:.3g})"
-    return f"inconclusive (MDE {mde:.3f})" if np.isfinite(mde) else "inconclusive"
+        return vd.inconclusive(perm_p_adj=perm_p_adj)
+    return vd.inconclusive(mde=mde if np.isfinite(mde) else None)
 
 
 class Family(NamedTuple):
@@ -543,10 +545,10 @@ def compare(
                 ),
             }
         )
-    rows[0]["verdict"] = "baseline"
+    rows[0]["verdict"] = vd.BASELINE
     for r in rows[1:]:  # no pair differs: no spread, no test; say so rather than "inconclusive"
         if confirmatory and r["n_pairs"] >= 2 and r["ties"] == r["n_pairs"]:
-            r["verdict"] = f"identical in all {r['n_pairs']} pairs"
+            r["verdict"] = vd.identical(r["n_pairs"])
     out = {c: [r.get(c, NAN) for r in rows] for c in COLUMNS}
     for c in ("n", "n_pairs", "wins", "ties", "losses", "family_size"):
         out[c] = pd.array(out[c], dtype="Int64")  # NA on the baseline row
@@ -598,11 +600,11 @@ def outcome_compare(df: pd.DataFrame, *, baseline: str, alpha: float = 0.05, con
         frame.loc[i, "family_size"] = m
         n = int(frame.loc[i, "n_pairs"] or 0)
         if not confirmatory:
-            frame.loc[i, "verdict"] = "pilot"
+            frame.loc[i, "verdict"] = vd.PILOT
         elif pa < alpha:
-            frame.loc[i, "verdict"] = "better" if frame.loc[i, "delta"] > 0 else "worse"
+            frame.loc[i, "verdict"] = vd.direction(frame.loc[i, "delta"] > 0)
         elif frame.loc[i, "wins"] + frame.loc[i, "losses"] == 0:
-            frame.loc[i, "verdict"] = f"same outcome in all {n} pairs"
+            frame.loc[i, "verdict"] = vd.same_outcome(n)
         else:
-            frame.loc[i, "verdict"] = "inconclusive"
+            frame.loc[i, "verdict"] = vd.inconclusive()
     return frame

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import OUTCOME, Analysis, analyse, beyond_training, claimed_metrics, why_not_finished
 from harness.encode import text
 from harness.experiment import claims as claims_mod
@@ -54,20 +55,26 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             continue
         table = result.table(ev["task"], ev["metric"])
         row = None if table is None else table.frame[table.frame["variant"] == ev["variant"]]
+        if row is not None and not row.empty and vd.kind(row.iloc[0].get("verdict")) is vd.Kind.NOT_LEARNED:
+            outcomes.append("untestable")  # no verdict from a task the baseline (or the variant) did not learn
+            lines.append(
+                f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}: {row.iloc[0]['verdict']}; "
+                f"claim expects {ev['expect']}: **untestable at this scale**"
+            )
+            continue
         if row is None or row.empty or pd.isna(row.iloc[0].get("delta")):
             outcomes.append("not run")
             lines.append(f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: no paired runs")
             continue
         r = row.iloc[0]
         v = str(r["verdict"])
-        matched = v == ev["expect"] or (ev["expect"] == "equivalent" and v.startswith("equivalent"))
         outcome = (
             "pilot"
-            if v == "pilot"
+            if vd.kind(v) is vd.Kind.PILOT
             else "supported"
-            if matched
+            if vd.matches(v, ev["expect"])
             else "contradicted"
-            if v in ("better", "worse") or v.startswith(("equivalent", "same outcome", "identical"))
+            if vd.rules(v)
             else "inconclusive"
         )
         outcomes.append(outcome)
@@ -86,7 +93,7 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             )
             continue
         small = ""
-        if outcome == "supported" and v in ("better", "worse") and table.sesoi and abs(r["delta"]) < table.sesoi:
+        if outcome == "supported" and vd.kind(v) in vd.DIRECTIONS and table.sesoi and abs(r["delta"]) < table.sesoi:
             small_effects.append(table.sesoi)  # real, but smaller than the effect the ablation cares about
             small = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
         undefined = _why_undefined(r)  # no CI or p to print: say why instead of "nan"
@@ -102,22 +109,24 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             f"claim expects {ev['expect']}: **{outcome}**{small}"
         )
     if not claim.get("evidence"):
-        return "not tested by this ablation yet", lines
+        return vd.ClaimKind.NOT_TESTED_YET.value, lines
     if not outcomes:
-        return "not tested in this profile", lines
+        return vd.ClaimKind.NOT_TESTED.value, lines
     counts = Counter(outcomes)
     if counts["pilot"]:
-        return "pilot (no verdict from a non-confirmatory profile)", lines
+        return vd.claim_pilot(), lines
     if counts["supported"] and not counts["contradicted"]:
-        word = "supported" if counts["supported"] == len(outcomes) else "partly supported"
-        if len(small_effects) == counts["supported"]:  # every supporting effect is below the sesoi
-            word += " in direction only (the effect is smaller than the smallest effect of interest)"
-        return word, lines
+        # in direction only: every supporting effect is below the sesoi
+        return vd.claim_supported(
+            counts["supported"] == len(outcomes), len(small_effects) == counts["supported"]
+        ), lines
     if counts["contradicted"] and not counts["supported"]:
-        return ("contradicted" if counts["contradicted"] == len(outcomes) else "partly contradicted"), lines
+        return vd.claim_contradicted(counts["contradicted"] == len(outcomes)), lines
     if counts["supported"] and counts["contradicted"]:
-        return (f"mixed: {counts['supported']} comparison(s) support it, {counts['contradicted']} contradict it"), lines
-    return "inconclusive", lines
+        return vd.claim_mixed(counts["supported"], counts["contradicted"]), lines
+    if counts["untestable"] == len(outcomes):
+        return vd.ClaimKind.UNTESTABLE.value, lines
+    return vd.ClaimKind.INCONCLUSIVE.value, lines
 
 
 def _why_undefined(row: pd.Series) -> str | None:
@@ -200,7 +209,7 @@ def _aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
     ):
         frames = [t.frame.iloc[1:] for t in tables if "p" in t.frame]
         tested = sum(int(f["p"].notna().sum()) for f in frames)
-        declared = sum(int(f["verdict"].isin(["better", "worse"]).sum()) for f in frames)
+        declared = sum(int(f["verdict"].isin([vd.BETTER, vd.WORSE]).sum()) for f in frames)
         raw = sum(int((f["p"] < alpha).sum()) for f in frames)
         lines.append(
             f"- {label}: **{declared} of {tested}** comparisons between identical arms declared better or "
@@ -261,23 +270,23 @@ def _version_warnings(result: Analysis) -> list[str]:
 
 
 def _unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
-    """A loud line for every task whose baseline never reached its convergence target: at such a
-    scale a verdict compares runs that did not learn the task, whatever the statistics say."""
+    """A loud line for every task whose baseline reached its convergence target on at most half of
+    its planned seeds (:func:`harness.analysis.comparisons.unlearned_tasks`): at such a scale no
+    comparison on the task gets a verdict, and the line says why the tables read ``not learned``."""
     out = []
-    rows = result.rows
-    for task, entry in abl.tasks.items():
-        if entry.target is None:
-            continue
-        base = rows[
-            (rows["task"] == task) & (rows["variant"] == abl.baseline_label) & (rows["metric"] == "target_reached")
+    confirmatory = abl.profiles[result.profile].confirmatory
+    for task, (reached, planned) in result.unlearned.items():
+        why = (
+            f"so no comparison on it gets a verdict: each reads `{vd.not_learned_target(reached, planned)}`"
+            if confirmatory
+            else "and a confirmatory run at this scale would give no verdict on it"
+        )
+        out += [
+            f"**Warning: on `{task}` the baseline reached the convergence target (validation "
+            f"`{abl.tasks[task].target.describe()}`) on {reached} of its {planned} planned seeds within the step "
+            f"budget: this scale is too small to learn the task, {why}.**",
+            "",
         ]
-        if not base.empty and base["value"].max() == 0:
-            out += [
-                f"**Warning: on `{task}` no run of the baseline reached the convergence target "
-                f"(validation `{entry.target.describe()}`) within the step budget: this scale is too small "
-                "to learn the task, and the verdicts on it say little about the claims.**",
-                "",
-            ]
     return out
 
 

@@ -32,6 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.analysis import stats
+from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import analyse, beyond_training, direction
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
@@ -268,7 +269,7 @@ def _holm(outcomes: list[Outcome], alpha: float, confirmatory: dict[int, bool]) 
             family_size=fam.size,
             mde=fam.mde[j],
         )
-        if str(row["verdict"]).startswith("identical"):
+        if vd.kind(row["verdict"]) is vd.Kind.IDENTICAL:
             continue
         row["verdict"] = stats.verdict(
             fam.p_adj[j],
@@ -285,11 +286,11 @@ def _holm(outcomes: list[Outcome], alpha: float, confirmatory: dict[int, bool]) 
 
 def judge(verdict: str, expect: str) -> str:
     """pass / fail / inconclusive of a verdict against the expected one (as claims are judged)."""
-    if verdict == "pilot" or not verdict:
+    if vd.kind(verdict) is vd.Kind.PILOT or not verdict:
         return "inconclusive"
-    if verdict == expect or (expect == "equivalent" and verdict.startswith("equivalent")):
+    if vd.matches(verdict, expect):
         return "pass"
-    if verdict in ("better", "worse") or verdict.startswith(("equivalent", "identical")):
+    if vd.rules(verdict):
         return "fail"
     return "inconclusive"
 
@@ -330,7 +331,7 @@ def evaluate(
         row, ref = pair
         row["margin"] = margin
         if row["n_pairs"] < 2:
-            row["verdict"] = "too few pairs"
+            row["verdict"] = vd.TOO_FEW
         outcomes.append(Outcome(comp, "", row=row, reference=ref, runs=runs, planned=planned))
         confirmatory[len(outcomes) - 1] = prof.confirmatory
     _holm(outcomes, alpha, confirmatory)
@@ -340,7 +341,7 @@ def evaluate(
         o.verdict = str(o.row["verdict"])
         o.outcome = judge(o.verdict, o.comparison.expect)
         low = o.comparison.reference_min
-        if low is not None and o.verdict != "pilot" and not o.reference.get("mean", math.nan) >= low:
+        if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not o.reference.get("mean", math.nan) >= low:
             o.outcome = "fail"
             o.note = f"the reference's mean {o.reference.get('mean', math.nan):.4g} is below {low:g}"
     return EntryResult(entry, outcomes, scale)

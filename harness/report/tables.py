@@ -10,6 +10,7 @@ from rich.console import Group
 from rich.table import Table as RichTable
 
 from harness import encode
+from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Table
 
 HEADERS = [
@@ -56,7 +57,7 @@ def formatted(table: Table) -> pd.DataFrame:
     """The table's rows as display strings, one column per :data:`HEADERS` entry."""
     rows = []
     for _, r in table.frame.iterrows():
-        base = r.get("verdict") == "baseline"
+        base = r.get("verdict") == vd.BASELINE
         excl = []
         if r.get("below_gate"):
             excl.append(f"{int(r['below_gate'])} below gate")

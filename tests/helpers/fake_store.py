@@ -53,9 +53,11 @@ def write_runs(
     profile: str,
     value: Callable[[str, int], float | None],
     finished_at: str = "2025-01-01T00:00:00+00:00",
+    extra: Callable[[str, int], dict[str, float]] | None = None,
 ) -> int:
     """One ok record per run of ``profile``'s grid with ``acc@x1 = acc@x2 = value(variant, seed)``
-    (None: no record for that run); returns the number written."""
+    (None: no record for that run) and the metrics ``extra(variant, seed)`` (e.g. ``target_reached``);
+    returns the number written."""
     abl = load(str(decl))
     written = 0
     for spec in plan(abl, profile, [], check_data=False)[1]:
@@ -75,7 +77,7 @@ def write_runs(
             "config": spec.config.model_dump(mode="json"),
             "status": "ok",
             "reason": None,
-            "metrics": {"acc@x1": v, "acc@x2": v},
+            "metrics": {"acc@x1": v, "acc@x2": v, **(extra(spec.variant_label, spec.seed) if extra else {})},
             "n_params": 1000,
             "wall_time_s": 1.0,
             "finished_at": finished_at,

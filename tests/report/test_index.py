@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
@@ -164,3 +165,23 @@ def test_report_all_refuses_a_store_without_runs(tmp_path):
     results.mkdir()
     assert_refused(invoke("report", "--all", "--results-dir", str(results)), "no runs of any registered ablation")
     assert list(results.iterdir()) == [] and list(tmp_path.joinpath("cwd").iterdir()) == []
+
+
+def test_the_index_shows_a_claim_untestable_where_the_baseline_did_not_learn(tmp_path, monkeypatch):
+    """Issue 12, section 2: the cpu baseline reached the task's convergence target on none of its
+    7 seeds, so every claim on it is ``untestable at this scale``, in the report and in the index."""
+    folder = tmp_path / "ablations"
+    mini = write_decl(folder, claims=tuple(CLAIMS), cpu={"seeds": list(range(7))})
+    decl = yaml.safe_load(mini.read_text())
+    decl["tasks"]["copy"]["target"] = {"metric": "acc", "min": 0.9}
+    mini.write_text(yaml.safe_dump(decl, sort_keys=False))
+    monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
+    monkeypatch.setattr(claims_mod, "load_claims", lambda: CLAIMS)
+    results, out = tmp_path / "results", tmp_path / "reports"
+    write_runs(results, mini, "cpu", _value, extra=lambda v, s: {"target_reached": float(v != "sinusoidal")})
+    assert invoke("report", "--all", "--results-dir", str(results), "--out", str(out)).exit_code == 0
+    claims = _row((out / "README.md").read_text(), "mini")[4]
+    assert dict(re.findall(r"`([\w-]+)`: ([^<]+?)(?:<br>|$)", claims)) == {
+        cid: "untestable at this scale" for cid in CLAIMS
+    }
+    assert "not learned (0/7 seeds reached target)" in (out / "mini.md").read_text()

@@ -1,0 +1,167 @@
+"""The verdict vocabulary: every word a comparison or a claim can be judged with, in one place.
+
+A comparison verdict (one row of a comparison table, :mod:`harness.analysis.comparisons`) and a
+claim verdict (:func:`harness.report.markdown.claim_verdict`) are written by the
+constructors here and read back by :func:`kind` / :func:`claim_kind`, never by matching a prefix
+elsewhere. The texts are what reports print; changing one changes every committed report.
+
+Comparison verdicts (:class:`Kind`):
+
+- ``better`` / ``worse``: the paired t-test and the exact sign-flip test both reject after adjustment.
+- ``equivalent (±sesoi)``: TOST within the smallest effect of interest.
+- ``inconclusive``, ``inconclusive (MDE x)``, ``inconclusive (t-test only: exact sign-flip p adj x)``.
+- ``identical in all n pairs``: no pair differs (nothing to test).
+- ``same outcome in all n pairs``: outcome tables (finished or not), every pair agrees.
+- ``pilot``: not a confirmatory profile, no verdict.
+- ``too few pairs``: fewer than 2 seeds paired with the baseline.
+- ``target never reached (censored)``: ``steps_to_target`` where neither arm reached the target.
+- ``not learned (k/n seeds reached target)``: the baseline reached the task's convergence target
+  on at most half of its planned seeds (issue 12, section 2); ``not learned (k/n passed the gate)``:
+  a comparison beyond L where the variant (or the baseline) never passed the task's gate.
+- ``baseline``: the baseline's own row.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Kind(str, Enum):
+    """The kind of a comparison verdict; the value is the verdict's text up to its parameters."""
+
+    BETTER = "better"
+    WORSE = "worse"
+    EQUIVALENT = "equivalent"
+    INCONCLUSIVE = "inconclusive"
+    IDENTICAL = "identical"
+    SAME_OUTCOME = "same outcome"
+    PILOT = "pilot"
+    TOO_FEW = "too few pairs"
+    CENSORED = "target never reached (censored)"
+    NOT_LEARNED = "not learned"
+    BASELINE = "baseline"
+
+
+DIRECTIONS = (Kind.BETTER, Kind.WORSE)
+"""Kinds that declare a difference."""
+DECIDED = (Kind.BETTER, Kind.WORSE, Kind.EQUIVALENT, Kind.SAME_OUTCOME, Kind.IDENTICAL)
+"""Kinds that rule on a claim of a difference: each either matches the claim or contradicts it."""
+
+BETTER = Kind.BETTER.value
+WORSE = Kind.WORSE.value
+PILOT = Kind.PILOT.value
+TOO_FEW = Kind.TOO_FEW.value
+CENSORED = Kind.CENSORED.value
+BASELINE = Kind.BASELINE.value
+
+
+def direction(better: bool) -> str:
+    """``better`` or ``worse``."""
+    return BETTER if better else WORSE
+
+
+def equivalent(sesoi: float) -> str:
+    """``equivalent (±sesoi)``."""
+    return f"{Kind.EQUIVALENT.value} (±{sesoi:g})"
+
+
+def inconclusive(mde: float | None = None, perm_p_adj: float | None = None) -> str:
+    """``inconclusive``, with the MDE (``(MDE x.xxx)``) or, when the t-test alone rejects, the exact
+    sign-flip test's adjusted p (``(t-test only: exact sign-flip p adj x)``)."""
+    if perm_p_adj is not None:
+        return f"{Kind.INCONCLUSIVE.value} (t-test only: exact sign-flip p adj {perm_p_adj:.3g})"
+    if mde is not None:
+        return f"{Kind.INCONCLUSIVE.value} (MDE {mde:.3f})"
+    return Kind.INCONCLUSIVE.value
+
+
+def identical(n_pairs: int) -> str:
+    """``identical in all n pairs``."""
+    return f"{Kind.IDENTICAL.value} in all {n_pairs} pairs"
+
+
+def same_outcome(n_pairs: int) -> str:
+    """``same outcome in all n pairs`` (outcome tables)."""
+    return f"{Kind.SAME_OUTCOME.value} in all {n_pairs} pairs"
+
+
+def not_learned_target(reached: int, planned: int) -> str:
+    """``not learned (k/n seeds reached target)``: the baseline reached the task's convergence target
+    on ``reached`` of its ``planned`` seeds, not more than half."""
+    return f"{Kind.NOT_LEARNED.value} ({reached}/{planned} seeds reached target)"
+
+
+def not_learned_gate(passed: int, planned: int, whose: str = "") -> str:
+    """``not learned (k/n passed the gate)``; ``whose``: ``"baseline "`` when it is the baseline's runs."""
+    return f"{Kind.NOT_LEARNED.value} ({whose}{passed}/{planned} passed the gate)"
+
+
+def matches(verdict: object, expect: str) -> bool:
+    """Whether a comparison verdict is the one a claim or a reproduction expects (``better``,
+    ``worse`` or ``equivalent``, whatever its margin)."""
+    k = kind(verdict)
+    return k in (Kind.BETTER, Kind.WORSE, Kind.EQUIVALENT) and k.value == expect
+
+
+def rules(verdict: object) -> bool:
+    """Whether a comparison verdict rules on a claim of a difference (one of :data:`DECIDED`):
+    if it does not match what the claim expects, it contradicts it."""
+    return kind(verdict) in DECIDED
+
+
+def kind(verdict: object) -> Kind | None:
+    """The kind of a comparison verdict text, or None for no verdict (NaN, empty, unknown)."""
+    if not isinstance(verdict, str):
+        return None
+    for k in Kind:
+        if verdict == k.value or verdict.startswith(k.value + " "):
+            return k
+    return None
+
+
+class ClaimKind(str, Enum):
+    """The kind of a claim verdict; the value is the verdict's text up to its parameters."""
+
+    SUPPORTED = "supported"
+    PARTLY_SUPPORTED = "partly supported"
+    CONTRADICTED = "contradicted"
+    PARTLY_CONTRADICTED = "partly contradicted"
+    MIXED = "mixed"
+    INCONCLUSIVE = "inconclusive"
+    PILOT = "pilot"
+    NOT_TESTED_YET = "not tested by this ablation yet"
+    NOT_TESTED = "not tested in this profile"
+    UNTESTABLE = "untestable at this scale"
+
+
+IN_DIRECTION_ONLY = " in direction only (the effect is smaller than the smallest effect of interest)"
+"""Appended to ``supported`` / ``partly supported`` when every supporting effect is below the sesoi."""
+
+
+def claim_pilot() -> str:
+    """``pilot (no verdict from a non-confirmatory profile)``."""
+    return f"{ClaimKind.PILOT.value} (no verdict from a non-confirmatory profile)"
+
+
+def claim_supported(all_of_them: bool, direction_only: bool) -> str:
+    """``supported`` or ``partly supported``, ``in direction only`` when every supporting effect is small."""
+    word = (ClaimKind.SUPPORTED if all_of_them else ClaimKind.PARTLY_SUPPORTED).value
+    return word + (IN_DIRECTION_ONLY if direction_only else "")
+
+
+def claim_contradicted(all_of_them: bool) -> str:
+    """``contradicted`` or ``partly contradicted``."""
+    return (ClaimKind.CONTRADICTED if all_of_them else ClaimKind.PARTLY_CONTRADICTED).value
+
+
+def claim_mixed(supporting: int, contradicting: int) -> str:
+    """``mixed: s comparison(s) support it, c contradict it``."""
+    return f"{ClaimKind.MIXED.value}: {supporting} comparison(s) support it, {contradicting} contradict it"
+
+
+def claim_kind(verdict: str) -> ClaimKind | None:
+    """The kind of a claim verdict text (longest match first: ``partly supported`` before ``supported``)."""
+    for k in sorted(ClaimKind, key=lambda c: -len(c.value)):
+        if verdict == k.value or verdict.startswith((k.value + " ", k.value + ":")):
+            return k
+    return None

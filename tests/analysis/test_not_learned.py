@@ -1,0 +1,109 @@
+"""A verdict needs a baseline that learned (issue 12, section 2): in a confirmatory profile, every
+comparison of a task whose baseline reached its convergence target on at most half of its planned
+seeds reads ``not learned (k/n seeds reached target)``, a comparison beyond L of a variant with no
+run above the gate reads ``not learned (0/n passed the gate)``, and a claim whose evidence is all
+of that kind is ``untestable at this scale``. The report's warning says why, beside no verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from harness.analysis import verdicts as vd
+from harness.analysis.comparisons import analyse
+from harness.experiment.ablation import load
+from harness.report.markdown import claim_verdict, write_report
+from helpers.fake_store import write_decl, write_runs
+
+SEEDS = list(range(8))
+LIFT = 0.1 + np.random.default_rng(3).normal(0, 0.01, 8)  # learned - sinusoidal per seed: clearly better
+
+
+def _decl(folder: Path, gate: bool = False) -> Path:
+    """write_decl's ablation (copy, primary acc@x2) with a convergence target, optionally a gate
+    (acc@x1 >= 0.4), and a confirmatory profile ``confirm`` of 8 seeds and a pilot of 8."""
+    path = write_decl(folder, confirm={"seeds": SEEDS}, pilot={"seeds": SEEDS, "confirmatory": False})
+    decl = yaml.safe_load(path.read_text())
+    decl["tasks"]["copy"]["target"] = {"metric": "acc", "min": 0.9}
+    if gate:
+        decl["tasks"]["copy"]["gate"] = {"metric": "acc@x1", "min": 0.4}
+    decl["default_profile"] = "confirm"
+    path.write_text(yaml.safe_dump(decl, sort_keys=False))
+    return path
+
+
+def _store(tmp: Path, profile: str, reached_by_baseline: int, rope: float = 0.5, gate: bool = False):
+    """Baseline 0.5, learned 0.5 + LIFT, rope ``rope`` on every seed; the baseline reached its target
+    on its first ``reached_by_baseline`` seeds, every other run on every seed."""
+    decl = _decl(tmp / "decl", gate)
+
+    def value(variant: str, seed: int) -> float:
+        return {"sinusoidal": 0.5, "learned": 0.5 + LIFT[seed]}.get(variant, rope)
+
+    def reached(variant: str, seed: int) -> dict[str, float]:
+        return {"target_reached": float(variant != "sinusoidal" or seed < reached_by_baseline)}
+
+    write_runs(tmp / "results", decl, profile, value, extra=reached)
+    abl = load(str(decl))
+    return abl, analyse(abl, profile, tmp / "results")
+
+
+CLAIM = {
+    "claim": "learned positions help",
+    "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "better"}],
+}
+
+
+def test_baseline_below_target_on_half_the_seeds_gives_no_verdict(tmp_path: Path) -> None:
+    abl, result = _store(tmp_path, "confirm", reached_by_baseline=4)
+    assert result.unlearned == {"copy": (4, 8)}
+    for metric in ("acc@x1", "acc@x2"):
+        verdicts = list(result.table("copy", metric).frame["verdict"])
+        assert verdicts == ["baseline"] + ["not learned (4/8 seeds reached target)"] * 2, (metric, verdicts)
+    verdict, lines = claim_verdict(CLAIM, result)
+    assert verdict == "untestable at this scale"
+    assert vd.claim_kind(verdict) is vd.ClaimKind.UNTESTABLE
+    assert lines == [
+        "copy `acc@x2`, learned vs sinusoidal: not learned (4/8 seeds reached target); "
+        "claim expects better: **untestable at this scale**"
+    ]
+    text = write_report(abl, "confirm", tmp_path / "results", tmp_path / "reports", data=False).read_text()
+    assert "on 4 of its 8 planned seeds" in text and "each reads `not learned (4/8 seeds reached target)`" in text
+    assert "| better" not in text and "| inconclusive" not in text  # no verdict beside the warning
+
+
+def test_baseline_at_target_on_most_seeds_keeps_its_verdicts(tmp_path: Path) -> None:
+    abl, result = _store(tmp_path, "confirm", reached_by_baseline=5)
+    assert result.unlearned == {}
+    frame = result.table("copy", "acc@x2").frame.set_index("variant")
+    assert frame.loc["learned", "verdict"] == "better"
+    assert vd.kind(frame.loc["rope", "verdict"]) is vd.Kind.IDENTICAL
+    assert claim_verdict(CLAIM, result)[0] == "supported"
+    text = write_report(abl, "confirm", tmp_path / "results", tmp_path / "reports", data=False).read_text()
+    assert "Warning: on `copy`" not in text and "not learned" not in text
+
+
+def test_pilot_keeps_pilot_and_warns(tmp_path: Path) -> None:
+    abl, result = _store(tmp_path, "pilot", reached_by_baseline=0)
+    assert result.unlearned == {"copy": (0, 8)}
+    assert set(result.table("copy", "acc@x2").frame["verdict"][1:]) == {"pilot"}
+    assert claim_verdict(CLAIM, result)[0].startswith("pilot")
+    text = write_report(abl, "pilot", tmp_path / "results", tmp_path / "reports", data=False).read_text()
+    assert "on 0 of its 8 planned seeds" in text and "a confirmatory run at this scale would give no verdict" in text
+
+
+def test_variant_that_never_passed_the_gate_is_not_learned_beyond_l(tmp_path: Path) -> None:
+    """rope at 0.3 on every seed is below the gate (acc@x1 >= 0.4): its acc@x2 comparison reads
+    ``not learned (0/8 passed the gate)``, not "too few pairs"; at L (acc@x1) it is compared."""
+    abl, result = _store(tmp_path, "confirm", reached_by_baseline=8, rope=0.3, gate=True)
+    beyond = result.table("copy", "acc@x2").frame.set_index("variant")
+    assert beyond.loc["rope", "verdict"] == "not learned (0/8 passed the gate)"
+    assert beyond.loc["learned", "verdict"] == "better"
+    at_l = result.table("copy", "acc@x1").frame.set_index("variant")
+    assert at_l.loc["rope", "verdict"] == "worse"
+    claim = {"claim": "rope", "evidence": [{**CLAIM["evidence"][0], "variant": "rope"}]}
+    assert claim_verdict(claim, result)[0] == "untestable at this scale"
+    both = {"claim": "both", "evidence": CLAIM["evidence"] + claim["evidence"]}
+    assert claim_verdict(both, result)[0] == "partly supported"

@@ -1,0 +1,72 @@
+"""The verdict vocabulary (harness/analysis/verdicts.py): every text a constructor writes is read
+back as its own kind, and the texts are the ones the committed reports print."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from harness.analysis import verdicts as vd
+
+COMPARISONS = [
+    (vd.direction(True), vd.Kind.BETTER, "better"),
+    (vd.direction(False), vd.Kind.WORSE, "worse"),
+    (vd.equivalent(0.05), vd.Kind.EQUIVALENT, "equivalent (±0.05)"),
+    (vd.inconclusive(), vd.Kind.INCONCLUSIVE, "inconclusive"),
+    (vd.inconclusive(mde=0.0212), vd.Kind.INCONCLUSIVE, "inconclusive (MDE 0.021)"),
+    (
+        vd.inconclusive(perm_p_adj=0.0625),
+        vd.Kind.INCONCLUSIVE,
+        "inconclusive (t-test only: exact sign-flip p adj 0.0625)",
+    ),
+    (vd.identical(8), vd.Kind.IDENTICAL, "identical in all 8 pairs"),
+    (vd.same_outcome(8), vd.Kind.SAME_OUTCOME, "same outcome in all 8 pairs"),
+    (vd.PILOT, vd.Kind.PILOT, "pilot"),
+    (vd.TOO_FEW, vd.Kind.TOO_FEW, "too few pairs"),
+    (vd.CENSORED, vd.Kind.CENSORED, "target never reached (censored)"),
+    (vd.not_learned_target(3, 8), vd.Kind.NOT_LEARNED, "not learned (3/8 seeds reached target)"),
+    (vd.not_learned_gate(0, 8), vd.Kind.NOT_LEARNED, "not learned (0/8 passed the gate)"),
+    (vd.BASELINE, vd.Kind.BASELINE, "baseline"),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "expected"), COMPARISONS)
+def test_comparison_verdicts_read_back_as_their_kind(text: str, kind: vd.Kind, expected: str) -> None:
+    assert text == expected
+    assert vd.kind(text) is kind
+
+
+def test_no_verdict_has_no_kind() -> None:
+    assert vd.kind(math.nan) is None and vd.kind("") is None and vd.kind("betterish") is None
+
+
+def test_matches_and_rules() -> None:
+    assert vd.matches("equivalent (±0.05)", "equivalent") and vd.matches("better", "better")
+    assert not vd.matches("worse", "better") and not vd.matches("inconclusive (MDE 0.1)", "equivalent")
+    assert vd.rules("identical in all 8 pairs") and vd.rules("same outcome in all 4 pairs") and vd.rules("worse")
+    for text in ("pilot", "too few pairs", "inconclusive", "not learned (0/8 passed the gate)", vd.CENSORED):
+        assert not vd.rules(text), text
+
+
+CLAIMS = [
+    (vd.claim_supported(True, False), vd.ClaimKind.SUPPORTED, "supported"),
+    (vd.claim_supported(False, False), vd.ClaimKind.PARTLY_SUPPORTED, "partly supported"),
+    (
+        vd.claim_supported(True, True),
+        vd.ClaimKind.SUPPORTED,
+        "supported in direction only (the effect is smaller than the smallest effect of interest)",
+    ),
+    (vd.claim_contradicted(True), vd.ClaimKind.CONTRADICTED, "contradicted"),
+    (vd.claim_contradicted(False), vd.ClaimKind.PARTLY_CONTRADICTED, "partly contradicted"),
+    (vd.claim_mixed(2, 1), vd.ClaimKind.MIXED, "mixed: 2 comparison(s) support it, 1 contradict it"),
+    (vd.claim_pilot(), vd.ClaimKind.PILOT, "pilot (no verdict from a non-confirmatory profile)"),
+    (vd.ClaimKind.UNTESTABLE.value, vd.ClaimKind.UNTESTABLE, "untestable at this scale"),
+    (vd.ClaimKind.NOT_TESTED.value, vd.ClaimKind.NOT_TESTED, "not tested in this profile"),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "expected"), CLAIMS)
+def test_claim_verdicts_read_back_as_their_kind(text: str, kind: vd.ClaimKind, expected: str) -> None:
+    assert text == expected
+    assert vd.claim_kind(text) is kind
