@@ -13,8 +13,8 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.errors import AblateError
-from harness.experiment import grid
 from harness.experiment.ablation import Ablation
+from harness.experiment.selection import Selection, select
 from harness.hints import Context
 from harness.tune.studies import tuned_profile
 
@@ -56,8 +56,14 @@ def expected_runs(
 ) -> tuple[str, set[str] | None]:
     """The profile name and the run ids of the grid these overrides describe (no data needed).
     Tuned runs carry their study's parameters in their ids: None, every record of the folder."""
-    prof_name, specs = grid.plan(abl, profile, overrides, data_dir(), check_data=False)
-    return prof_name, None if tuned else {s.run_id for s in specs}
+    sel = selection(abl, profile, overrides)
+    return sel.profile, None if tuned else set(sel.run_ids)
+
+
+def selection(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...]) -> Selection:
+    """The :class:`Selection` a read-only command works on (no data needed: run ids depend only
+    on configs). Raises AblateError as :func:`harness.experiment.selection.select` does."""
+    return select(abl, profile, overrides, data_dir(), check_data=False)
 
 
 def check_store_exists(results: Path, name: str, profile: str, tuned: bool = False, *, ctx: Context) -> None:

@@ -34,9 +34,10 @@ def plan_seeds(
     output.check_results_readable(results)
     ctx = Context(name, prof_name, results, tuple(overrides))
     pilot_name = planning.pilot_profile(abl, results, pilot, ctx=ctx)
-    pilot_name, expected = output.expected_runs(abl, pilot_name, overrides, tuned=False)
+    sel = output.selection(abl, pilot_name, overrides)
+    pilot_name = sel.profile
     output.check_store_exists(results, abl.name, pilot_name, ctx=dataclasses.replace(ctx, profile=pilot_name))
-    result = analyse(abl, pilot_name, results, expected=expected)
+    result = analyse(sel.ablation, pilot_name, results, expected=set(sel.run_ids))
     if not result.scan.records:
         other = (
             f" ({result.foreign} made with other overrides: pass those key=value overrides)" if result.foreign else ""

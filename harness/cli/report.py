@@ -11,6 +11,7 @@ from harness.analysis.comparisons import analyse
 from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
+from harness.experiment.selection import Selection
 from harness.hints import Context
 from harness.report.data import load_source
 from harness.report.index import report_all as write_all
@@ -39,12 +40,16 @@ def report(
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     abl = ablation_mod.load(name)
     found = None
+    chosen: list[Selection] = []
+
+    def expected_of(prof: str | None) -> tuple[str, set[str]]:
+        chosen.append(output.selection(abl, prof, overrides))
+        return chosen[-1].profile, set(chosen[-1].run_ids)
+
     if source is not None:
-        found, prof_name, results, expected = load_source(
-            source, abl, profile, lambda p: output.expected_runs(abl, p, overrides, tuned=False)
-        )
+        found, prof_name, results, expected = load_source(source, abl, profile, expected_of)
     else:
-        prof_name, expected = output.expected_runs(abl, profile, overrides, tuned=False)
+        prof_name, expected = expected_of(profile)
         output.check_results_readable(results)
         output.check_store_exists(
             results, abl.name, prof_name, ctx=Context(name, prof_name, results, tuple(overrides), storage)
@@ -53,9 +58,7 @@ def report(
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
     check_out_parent(out)
     check_storage(storage)
-    result = analyse(
-        abl.for_profile(prof_name), prof_name, results, expected=expected, found=found
-    )  # report and W&B share it
+    result = analyse(chosen[-1].ablation, prof_name, results, expected=expected, found=found)  # report and W&B share it
     path = write_report(
         abl,
         prof_name,

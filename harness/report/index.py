@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.analysis.comparisons import analyse
+from harness.analysis.comparisons import Analysis, analyse
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
-from harness.experiment.grid import plan
+from harness.experiment.selection import select
 from harness.report.markdown import claim_verdict, write_report
 from harness.report.reproduce import write_markdown
 from harness.store.runs import scan
@@ -113,18 +113,18 @@ def _report_ablation(
         echo(f"skipped {name}: {exc}")
         return Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
     entry = Entry(name, short_question(abl.question), list(abl.claims))
-    grids: dict[str, set[str]] = {}
+    analyses: dict[str, Analysis] = {}  # per reported profile: its report's, reused for the verdicts
     for order, (pname, prof) in enumerate(abl.profiles.items()):
         found = scan(results, name, pname)
         if not found.records:
             continue
         try:
-            expected = {s.run_id for s in plan(abl, pname, [], data_dir, check_data=False)[1]}
+            sel = select(abl, pname, [], data_dir, check_data=False)
         except AblateError as exc:
             entry.notes.append(f"{pname}: not reported ({exc})")
             echo(f"skipped {name} / {pname}: {exc}")
             continue
-        grids[pname] = expected
+        expected = set(sel.run_ids)
         mine = [r for r in found.records if r["run_id"] in expected]
         if not mine:
             entry.notes.append(
@@ -133,18 +133,20 @@ def _report_ablation(
             )
             echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
             continue
-        path = write_report(abl, pname, results, out, data_dir=data_dir, storage=storage, expected=expected)
+        analyses[pname] = result = analyse(sel.ablation, pname, results, expected=expected)
+        path = write_report(
+            abl, pname, results, out, data_dir=data_dir, storage=storage, expected=expected, result=result
+        )
         echo(f"wrote {path}")
         newest = max((str(r.get("finished_at") or "") for r in mine), default="")
         entry.reported.append(Reported(pname, path, prof.confirmatory, newest, order))
     if (latest := entry.latest) is not None:
-        _verdicts(entry, abl, latest.profile, results, grids[latest.profile])
+        _verdicts(entry, abl, latest.profile, analyses[latest.profile])
     return entry
 
 
-def _verdicts(entry: Entry, abl: ablation_mod.Ablation, profile: str, results: Path, expected: set[str]) -> None:
+def _verdicts(entry: Entry, abl: ablation_mod.Ablation, profile: str, result: Analysis) -> None:
     """The claims' verdicts and the seeds of ``profile``, from the analysis its report made."""
-    result = analyse(abl.for_profile(profile), profile, results, expected=expected)
     claims = claims_mod.load_claims()
     for cid in abl.claims:  # the fallback of report._claims_section, so that the texts agree
         claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})

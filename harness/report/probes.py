@@ -64,7 +64,7 @@ def probe_section(result: Analysis) -> list[str]:
     ]
     if not records:
         return []
-    abl = result.ablation.for_profile(result.profile)
+    abl = result.ablation  # the profile's view: analyse applied its subset
     lines = [
         "## Probes per cell",
         "",

@@ -36,7 +36,7 @@ from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import analyse, beyond_training, direction
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.experiment.grid import plan
+from harness.experiment import selection as selection_mod
 from harness.registry import did_you_mean
 from harness.store.runs import read_record, run_dir
 
@@ -307,10 +307,9 @@ def evaluate(
         key = (comp.ablation, comp.profile)
         if key not in cache:
             abl = ablation_mod.load(comp.ablation)
-            specs = plan(abl, comp.profile, [], check_data=False)[1]
-            expected = {s.run_id for s in specs}
-            result = (analyse_fn or analyse)(abl.for_profile(comp.profile), comp.profile, results, expected=expected)
-            cache[key] = (result, len(specs))
+            sel = selection_mod.select(abl, comp.profile, [], check_data=False)
+            result = (analyse_fn or analyse)(sel.ablation, sel.profile, results, expected=set(sel.run_ids))
+            cache[key] = (result, len(sel.specs))
             if result.scan.records:
                 scale.append(_scale(result))
         result, planned = cache[key]
@@ -516,7 +515,7 @@ def grids(entries: list[Reproduction], results: Path) -> list[Grid]:
             key = (comp.ablation, comp.profile)
             if key in seen:
                 continue
-            specs = plan(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False)[1]
+            specs = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False).specs
             missing = sum(read_record(run_dir(results, s.ablation, s.profile, s.run_id)) is None for s in specs)
             seen[key] = Grid(comp.ablation, comp.profile, len(specs), missing)
     return list(seen.values())

@@ -157,7 +157,7 @@ def log_report(
     if mode == "off":
         return None
 
-    abl = abl.for_profile(profile)
-    stem = report_path(abl, profile, out).stem
+    analysis = analysis or analyse(abl, profile, results, expected=expected)
+    stem = report_path(analysis.ablation, profile, out).stem
     figures = sorted((Path(out) / "figures").glob(f"{stem}-*.png"))
-    return log_summary(analysis or analyse(abl, profile, results, expected=expected), figures, mode, results)
+    return log_summary(analysis, figures, mode, results)

@@ -37,8 +37,9 @@ from typing import Any
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
 from harness.experiment.config import apply_overrides, build_config, get_path, parse_override
-from harness.experiment.grid import RunSpec, check_variant, plan, prepare_task
+from harness.experiment.grid import RunSpec, check_variant, prepare_task
 from harness.experiment.search_space import ParamSpec, check_space, distribution, resolve_space
+from harness.experiment.selection import select
 from harness.hints import Context
 from harness.registry import did_you_mean
 from harness.tune.storage import (
@@ -125,8 +126,8 @@ def plan_studies(
         AblateError: bad overrides, an unknown task or variant selector, a space value that a
             variant's config rejects, or a profile that uses the tuning seed for a comparison.
     """
-    prof_name, specs = plan(abl, profile, overrides, data_dir)
-    abl = abl.for_profile(prof_name)
+    sel = select(abl, profile, overrides, data_dir)
+    prof_name, specs, abl = sel.profile, sel.specs, sel.ablation
     if TUNING_SEED in abl.profiles[prof_name].seeds:
         raise AblateError(
             f"profile {prof_name!r} uses seed {TUNING_SEED}, the tuning seed; pick other comparison seeds"

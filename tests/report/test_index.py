@@ -10,6 +10,8 @@ import yaml
 
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
+from harness.report import index as index_mod
+from harness.report import markdown as markdown_mod
 from harness.report.index import short_question
 from helpers.cli import assert_nothing_written, assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
@@ -86,6 +88,22 @@ def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_p
     assert in_index["mini-learned-worse"] == "supported"
     other = _row(index, "other")
     assert other[2] == "no runs" and other[3] == "–" and other[5] == "–"
+
+
+def test_report_all_analyses_each_profile_once(registered, tmp_path, monkeypatch):
+    """The index's verdicts come from the analysis the profile's report made, not a second read."""
+    calls: list[tuple[str, str]] = []
+    real = index_mod.analyse
+
+    def counted(abl, profile, *args, **kwargs):
+        calls.append((abl.name, profile))
+        return real(abl, profile, *args, **kwargs)
+
+    monkeypatch.setattr(index_mod, "analyse", counted)
+    monkeypatch.setattr(markdown_mod, "analyse", counted)
+    out = tmp_path / "reports"
+    assert invoke("report", "--all", "--results-dir", str(registered), "--out", str(out)).exit_code == 0
+    assert sorted(calls) == [("mini", "cpu"), ("mini", "pilot")]
 
 
 def test_the_index_follows_the_store(registered, tmp_path):

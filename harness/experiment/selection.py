@@ -1,0 +1,70 @@
+"""What one command works on: one ablation, one profile, the command line's ``key=value``
+overrides. Built once per command by :func:`select` and handed down, so that the profile's subset
+of the grid and the run ids it expects are derived in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.experiment import grid
+from harness.experiment.ablation import Ablation, Profile
+from harness.experiment.grid import RunSpec
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One ablation x profile x overrides, resolved (frozen: its fields cannot be reassigned).
+
+    Attributes:
+        ablation: the declaration as the profile runs it (:meth:`Ablation.for_profile`: only the
+            profile's ``only_tasks`` and ``only_variants``); its ``variants()`` are the subset.
+        profile: the profile's name (the declaration's ``default_profile`` when none was named).
+        overrides: the ``key=value`` run overrides, in command-line order.
+        specs: every run of the subset, validated (:func:`harness.experiment.grid.plan`), in
+            seed, task, variant order.
+    """
+
+    ablation: Ablation
+    profile: str
+    overrides: tuple[str, ...]
+    specs: tuple[RunSpec, ...]
+
+    @property
+    def name(self) -> str:
+        """The ablation's name (its folder in the store)."""
+        return self.ablation.name
+
+    @property
+    def settings(self) -> Profile:
+        """The profile's declaration (seeds, overrides, subsets)."""
+        return self.ablation.profiles[self.profile]
+
+    @property
+    def run_ids(self) -> frozenset[str]:
+        """The run ids of :attr:`specs`: which stored runs belong to this selection."""
+        return frozenset(s.run_id for s in self.specs)
+
+    def folder(self, results: Path) -> Path:
+        """The store folder of the selection's runs under the results directory ``results``."""
+        return Path(results) / self.name / self.profile
+
+
+def select(
+    abl: Ablation,
+    profile: str | None,
+    overrides: list[str] | tuple[str, ...] = (),
+    data_dir: Path | None = None,
+    check_data: bool = True,
+) -> Selection:
+    """The :class:`Selection` of ``abl`` under ``profile`` (None: the default profile) with the
+    run ``overrides``. ``check_data=False`` (read-only commands) skips finding or downloading
+    data files: run ids depend only on configs.
+
+    Raises:
+        AblateError: an unknown profile, a bad override (one naming an axis, an unknown key, a bad
+            value) or a grid point that fails the pre-run checks, as
+            :func:`harness.experiment.grid.plan` does.
+    """
+    name, specs = grid.plan(abl, profile, overrides, data_dir, check_data)
+    return Selection(abl.for_profile(name), name, tuple(overrides), tuple(specs))
