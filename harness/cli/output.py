@@ -41,6 +41,16 @@ def check_results_dir(results: Path) -> None:
         raise AblateError(f"--results-dir {results} is not writable; pass a folder you can write to")
 
 
+def check_storage_not_empty(storage: str | None) -> None:
+    """An Optuna ``--storage`` given as empty text (``--storage ""``, an unset shell variable) is
+    refused rather than read as the default ``<results>/optuna.db``."""
+    if storage is not None and not storage.strip():
+        raise AblateError(
+            "--storage is empty; pass a database URL (e.g. sqlite:///results/optuna.db) or leave it "
+            "out for RESULTS/optuna.db"
+        )
+
+
 def check_results_readable(results: Path) -> None:
     """For the commands that read the store: a results path that is a file or cannot be read."""
     if results.exists() and not results.is_dir():

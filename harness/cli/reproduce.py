@@ -7,6 +7,7 @@ from pathlib import Path
 from harness.cli import output
 from harness.cli.run import run
 from harness.execution.launch import Launch
+from harness.hints import Context
 from harness.report import reproduce as rep
 
 
@@ -25,13 +26,22 @@ def reproduce(
     those (``dry_run``: list only) through :func:`harness.cli.run.run`, the runner of ``ablate run``
     with its options, then print pass / fail / inconclusive per entry
     (:mod:`harness.report.reproduce`). Returns the exit code: 1 when some run failed, else 0 (a
-    failed reproduction is a finding, not an error)."""
+    failed reproduction is a finding, not an error).
+
+    Raises:
+        AblateError: an unknown ``rid``, a bad registry entry, a bad execution option (as
+            ``ablate run`` refuses it) or a ``results`` path that is a file or unreadable, all before any
+            grid is read or any run starts (nothing written).
+    """
+    launch = launch or Launch()
+    launch.check(results, workers, threads)
+    output.check_results_readable(results)  # without dry_run, the runner also checks it is writable
     entries = rep.load_checked(rid)
     grids = rep.grids(entries, results)
     for g in grids:
         output.console.print(
             f"{g.ablation} / {g.profile}: {g.planned} runs, {g.missing} missing"
-            + (f" (`ablate run {g.ablation} --profile {g.profile}`)" if g.missing else ""),
+            + (f" (`{Context(g.ablation, g.profile, results).command('run')}`)" if g.missing else ""),
             markup=False,
         )
     code = 0

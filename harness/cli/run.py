@@ -47,6 +47,7 @@ def run(
     ctx = Context(name, prof_name, results, tuple(overrides), storage)
     launch = launch or Launch()
     retry = launch.check(results, workers, threads)
+    output.check_storage_not_empty(storage)
     output.check_results_dir(results)
     if tuned:
         specs = tuned_specs(abl, prof_name, specs, results, storage, output.data_dir(), ctx=ctx)

@@ -32,6 +32,7 @@ def tune(
     summary. Returns 1 when some study has no complete trial (its line says why), else 0."""
     import torch
 
+    output.check_storage_not_empty(storage)
     abl = ablation_mod.load(name)
     prof_name, plans = tune_mod.plan_studies(abl, profile, overrides, tasks, variants, output.data_dir())
     if storage is None:  # the default storage lives in the results directory

@@ -124,6 +124,30 @@ def test_reproduce_exits_2_on_a_bad_registry(mini, tmp_path, monkeypatch):
     )
 
 
+def test_reproduce_checks_its_options_and_store_before_reading_any_grid(mini, tmp_path, monkeypatch):
+    """--dry-run too: a --run-timeout ablate run refuses, or a --results-dir that is a file, exits 2
+    with nothing written (they used to be accepted by the dry run and print a plan)."""
+    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry()])))
+    results = tmp_path / "r"
+    for extra in ([], ["--dry-run"]):
+        out = invoke("reproduce", *extra, "--run-timeout", "-1", "--results-dir", str(results))
+        assert_refused(out, "--run-timeout must be a positive number of seconds, got -1")
+        assert not results.exists()
+    afile = tmp_path / "store"
+    afile.write_text("x")
+    assert_refused(invoke("reproduce", "--dry-run", "--results-dir", str(afile)), "is not a folder")
+    assert afile.read_text() == "x"
+
+
+def test_dry_run_hint_runs_the_grid_in_the_same_store(mini, tmp_path, monkeypatch):
+    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry()])))
+    results = tmp_path / "my results"
+    out = invoke("reproduce", "--dry-run", "--results-dir", str(results))
+    assert out.exit_code == 0, out.output
+    assert f"(`ablate run mini --profile cpu --results-dir '{results}'`)" in out.stdout
+    assert not results.exists()
+
+
 NOISE = [0.12, -0.2, 0.25, -0.1, 0.18, -0.22, 0.05, -0.08]
 
 

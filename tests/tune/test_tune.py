@@ -94,6 +94,20 @@ def test_bad_tune_arguments_exit_2(tmp_path: Path, args: list[str], words: list[
         assert w in out.stderr, (w, out.stderr)
 
 
+@pytest.mark.parametrize("command", [["tune"], ["run", "--tuned"]])
+@pytest.mark.parametrize("storage", ["", "  "])
+def test_an_empty_storage_is_refused_not_read_as_the_default(tmp_path: Path, command: list[str], storage: str) -> None:
+    """``--storage ""`` (an unset shell variable) used to tune into RESULTS/optuna.db and exit 0;
+    ``ablate report --storage ""`` already refused it."""
+    results = tmp_path / "r"
+    out = CliRunner().invoke(
+        app, [command[0], str(write_tiny(tmp_path)), *command[1:], "--storage", storage, "--results-dir", str(results)]
+    )
+    assert out.exit_code == 2, out.output
+    assert out.stderr.startswith("error: --storage is empty; pass a database URL") and "Traceback" not in out.output
+    assert not results.exists()
+
+
 def test_a_missing_driver_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bare postgresql:// selects SQLAlchemy's default driver; where psycopg2 is installed the fix
     is the URL (postgresql+psycopg2://), not a package; otherwise the package that installs it."""
