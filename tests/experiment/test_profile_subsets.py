@@ -9,42 +9,16 @@ from typing import Any
 
 import pytest
 import torch
-import yaml
 
 from harness.errors import AblateError
 from harness.experiment.ablation import load
 from harness.experiment.config import build_config, config_hash
 from harness.experiment.grid import plan
 from harness.training.loop import _TrainStream
+from helpers.mini_decl import decl, write
 from tasks import build_task
 
 DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
-
-
-def decl(**profile: Any) -> dict[str, Any]:
-    """Two tasks, a 3 x 2 grid; ``profile`` is the ``sub`` profile's extra keys."""
-    return {
-        "name": "mini",
-        "question": "q",
-        "axes": {"model.position": ["sinusoidal", "rope", "nope"], "attention.kernel": ["sdpa", "math"]},
-        "baseline": {"model.position": "sinusoidal", "attention.kernel": "sdpa"},
-        "base": {"model.d_model": 16, "model.n_heads": 2, "model.n_layers": 1},
-        "tasks": {
-            t: {
-                "params": {"n_symbols": 8},
-                "config": {"train.seq_len": 8},
-                "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05},
-            }
-            for t in ("copy", "reverse")
-        },
-        "profiles": {"cpu": {"seeds": [0, 1]}, "sub": {"seeds": [0, 1, 2], **profile}},
-    }
-
-
-def write(tmp_path: Path, data: dict[str, Any]) -> str:
-    path = tmp_path / "mini.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return str(path)
 
 
 def refused(tmp_path: Path, **profile: Any) -> str:

@@ -7,40 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from harness.errors import AblateError
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.experiment.selection import Selection, select
+from helpers.mini_decl import decl, write
 
 SUBSET = ["position=sinusoidal,kernel=sdpa", "position=nope,kernel=math"]
 
 
 def mini(tmp_path: Path) -> Any:
     """Two tasks, a 3 x 2 grid; profile ``sub`` keeps one task and two grid points, three seeds."""
-    data = {
-        "name": "mini",
-        "question": "q",
-        "axes": {"model.position": ["sinusoidal", "rope", "nope"], "attention.kernel": ["sdpa", "math"]},
-        "baseline": {"model.position": "sinusoidal", "attention.kernel": "sdpa"},
-        "base": {"model.d_model": 16, "model.n_heads": 2, "model.n_layers": 1},
-        "tasks": {
-            t: {
-                "params": {"n_symbols": 8},
-                "config": {"train.seq_len": 8},
-                "primary": {"metric": "acc@x1", "higher_is_better": True, "sesoi": 0.05},
-            }
-            for t in ("copy", "reverse")
-        },
-        "profiles": {
-            "cpu": {"seeds": [0, 1]},
-            "sub": {"seeds": [0, 1, 2], "only_tasks": ["reverse"], "only_variants": SUBSET},
-        },
-    }
-    path = tmp_path / "mini.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return load(str(path))
+    return load(write(tmp_path, decl(only_tasks=["reverse"], only_variants=SUBSET)))
 
 
 def test_selection_holds_the_profiles_subset_and_its_specs(tmp_path):
