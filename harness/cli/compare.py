@@ -34,28 +34,19 @@ def compare(
     the runs of ``ablate run --tuned`` instead of the untuned ones; ``source``: a report's data
     file (:mod:`harness.report.data`) read instead of the store."""
     abl = ablation_mod.load(name)
+    found = None
     if source is not None:
         if tuned:
             raise AblateError("--from reads a report's data file, which holds untuned runs; drop --tuned")
-        found, prof_name, store, expected = load_source(
+        found, prof_name, results, expected = load_source(
             source, abl, profile, lambda p: output.expected_runs(abl, p, overrides, tuned=False)
         )
-        print_tables(
-            abl,
-            prof_name,
-            store,
-            primary_only=metric is None,
-            metric=metric,
-            fmt=fmt,
-            expected=expected,
-            found=found,
-            ctx=Context(name, prof_name, store, tuple(overrides)),
-        )
-        return
-    prof_name, expected = output.expected_runs(abl, profile, overrides, tuned)
-    ctx = Context(name, prof_name, results, tuple(overrides))
-    output.check_results_readable(results)
-    output.check_store_exists(results, abl.name, prof_name, tuned, ctx=ctx)
+        ctx = Context(name, prof_name, results, tuple(overrides))
+    else:
+        prof_name, expected = output.expected_runs(abl, profile, overrides, tuned)
+        ctx = Context(name, prof_name, results, tuple(overrides))
+        output.check_results_readable(results)
+        output.check_store_exists(results, abl.name, prof_name, tuned, ctx=ctx)
     print_tables(
         abl,
         prof_name,
@@ -65,6 +56,7 @@ def compare(
         fmt=fmt,
         tuned=tuned,
         expected=expected,
+        found=found,
         ctx=ctx,
     )
 
