@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from harness.cli import output
 from harness.cli.compare import print_tables
 from harness.encode import text
-from harness.execution import local
+from harness.execution import local, reuse
 from harness.execution.launch import Launch, outcome_lines, progress_note
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import grid
@@ -51,12 +51,19 @@ def run(
     output.check_results_dir(results)
     if tuned:
         specs = tuned_specs(abl, prof_name, specs, results, storage, output.data_dir(), ctx=ctx)
-    todo, retried = launch.select(specs, results, abl.name, retry)
+    targets = {name: reuse.target_of(entry.target) for name, entry in abl.tasks.items()}
+    chosen = launch.select(specs, results, abl.name, retry, targets=None if tuned else targets)
+    todo, retried = chosen.todo, chosen.retry
     placement = launch.place(workers, len(todo), threads)
     again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
+    copied = (
+        f" ({len(chosen.reused)} copied from identical runs of {', '.join(_sources(chosen.reused))})"
+        if chosen.reused
+        else ""
+    )
     output.console.print(
         f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
-        f"{results}, {len(todo)} to run{again} ({launch.describe(placement, threads)}, W&B {wandb})"
+        f"{results}{copied}, {len(todo)} to run{again} ({launch.describe(placement, threads)}, W&B {wandb})"
     )
 
     with _grid_progress(len(todo)) as advance:
@@ -87,6 +94,11 @@ def run(
     for line in lines:
         output.console.print(line)
     return code
+
+
+def _sources(records: list[dict[str, Any]]) -> list[str]:
+    """``head_split_control/confirm``, ...: where copied runs came from, in order of appearance."""
+    return list(dict.fromkeys(rec["reused_from"].rsplit("/", 1)[0] for rec in records))
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from typing import Any
 from harness import __version__
 from harness.execution import run_folder as attempts
 from harness.execution.locks import append_event, holder, try_claim
+from harness.execution.reuse import target_of
 from harness.execution.run_folder import CHECKPOINTS, RunOptions, archived_attempts
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec, transformer_config
@@ -129,6 +130,7 @@ def _attempt(
         "config": spec.config.model_dump(mode="json"),
         "code_versions": spec.code_versions,
         **({"tuned_params": spec.tuned_params} if spec.tuned_params else {}),
+        **({"target": target_of(abl.tasks[spec.task].target)} if abl is not None else {}),
         "started_at": datetime.now(timezone.utc).isoformat(),
         "commit": commit,
         **environment(),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from rich.markup import escape
 
 from harness.errors import AblateError
+from harness.execution import reuse
 from harness.execution.cluster import Engine
 from harness.execution.gpus import Placement, place, visible_gpus
 from harness.execution.locks import HEARTBEAT_S
@@ -31,6 +33,16 @@ from harness.store.runs import read_record, run_dir
 FAILURES = ("failed", "timeout", "crashed")
 """Outcomes that make ``ablate run`` exit with 1 (``diverged`` is a result, not a failure)."""
 _URL = re.compile(r"^[a-z][a-z0-9+.\-]+:/", re.IGNORECASE)  # s3://b/x arrives as the Path s3:/b/x
+
+
+@dataclass
+class Selected:
+    """What :meth:`Launch.select` found: runs to execute, ``{run_id: attempt}`` of finished attempts
+    to retry, and the records of runs copied from identical runs of other ablations."""
+
+    todo: list[Any] = field(default_factory=list)
+    retry: dict[str, int] = field(default_factory=dict)
+    reused: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -69,18 +81,37 @@ class Launch:
         return statuses
 
     def select(
-        self, specs: list[Any], results: Path, ablation: str, statuses: tuple[str, ...]
-    ) -> tuple[list[Any], dict[str, int]]:
-        """The runs to execute and ``{run_id: attempt}`` of the finished attempts to retry."""
-        todo, retry = [], {}
+        self,
+        specs: list[Any],
+        results: Path,
+        ablation: str,
+        statuses: tuple[str, ...],
+        targets: Mapping[str, dict[str, Any] | None] | None = None,
+    ) -> Selected:
+        """The runs to execute, the finished attempts to retry and the runs adopted from elsewhere
+        in the store.
+
+        ``targets``: each task's convergence target as a record holds it
+        (:func:`harness.execution.reuse.target_of`); with it, a run without a record that another
+        ablation already made with the same id and target is copied instead of trained
+        (:mod:`harness.execution.reuse`). None: no reuse."""
+        out = Selected()
         for spec in specs:
-            rec = read_record(run_dir(results, ablation, spec.profile, spec.run_id))
+            own = run_dir(results, ablation, spec.profile, spec.run_id)
+            rec = read_record(own)
             if rec is None:
-                todo.append(spec)
+                target = (targets or {}).get(spec.task)
+                source = None
+                if targets is not None and not spec.tuned_params and not (own / "checkpoints").exists():
+                    source = reuse.find(results, spec.run_id, own, target)
+                if source is not None:
+                    out.reused.append(reuse.adopt(spec, source, own, target))
+                else:
+                    out.todo.append(spec)
             elif rec["status"] in statuses:
-                todo.append(spec)
-                retry[spec.run_id] = attempt_of(rec)
-        return todo, retry
+                out.todo.append(spec)
+                out.retry[spec.run_id] = attempt_of(rec)
+        return out
 
     def place(self, workers: int | None, todo: int, threads: int) -> Placement:
         """Workers and GPU slots of the local pool (Ray and SLURM place runs themselves)."""

@@ -1,0 +1,91 @@
+"""Runs that another ablation already made: the same run id is the same computation.
+
+A run id hashes everything that determines a run's numbers (task, task version and parameters,
+the resolved config, the seed and the code versions: :meth:`harness.experiment.grid.RunSpec.payload`),
+not the ablation or profile that asked for it. So the baseline of one ablation is often, to the
+bit, a run of another (``qkv_sharing``'s separate projections at seed 0 are ``head_split_control``'s
+correct split at seed 0). :func:`adopt` copies such a finished run into the grid that needs it
+instead of training it again, and says where it came from (``reused_from`` in the record, a
+``reuse`` event in ``events.jsonl``).
+
+One number of a run is not in its id: ``steps_to_target`` depends on the ablation's convergence
+target for the task. A run is reused only when the source's target equals this grid's: the
+``target`` field of records that have it, else the target the source ablation declares today.
+Only finished runs whose outcome is a result (``ok``, ``diverged``) are reused; ``failed`` and
+``timeout`` may depend on the machine and are trained again.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from harness.execution.locks import append_event
+from harness.experiment import ablation as ablation_mod
+from harness.store.runs import RECORD, load_record, write_json_atomic
+
+REUSABLE = ("ok", "diverged")
+_COPIED = ("history.csv",)
+
+
+def target_of(spec_target: Any) -> dict[str, Any] | None:
+    """A :class:`~harness.experiment.ablation.Threshold` (or None) as the plain dict records hold."""
+    return spec_target.model_dump(mode="json") if spec_target is not None else None
+
+
+def _source_target(rec: dict[str, Any]) -> dict[str, Any] | None | str:
+    """The target the source run was measured against; ``"unknown"`` when it cannot be told."""
+    if "target" in rec:
+        return rec["target"]
+    try:
+        entry = ablation_mod.load(rec["ablation"]).tasks.get(rec["task"])
+    except Exception:  # noqa: BLE001  a source ablation that no longer loads is simply not reused
+        return "unknown"
+    return target_of(entry.target) if entry is not None else "unknown"
+
+
+def find(results: Path, run_id: str, own: Path, target: dict[str, Any] | None) -> Path | None:
+    """The folder of a finished, reusable run with ``run_id`` elsewhere in the store, or None."""
+    root = Path(results)
+    if not root.is_dir():
+        return None
+    for folder in sorted(root.glob(f"*/*/{run_id}")):
+        if folder == own or not folder.is_dir():
+            continue
+        rec, _ = load_record(folder)
+        if rec is None or rec.get("status") not in REUSABLE or rec.get("tuned_params"):
+            continue
+        if rec.get("reused_from"):  # follow copies back to the run that was trained
+            continue
+        if _source_target(rec) != target:
+            continue
+        return folder
+    return None
+
+
+def adopt(spec: Any, source: Path, own: Path, target: dict[str, Any] | None) -> dict[str, Any]:
+    """Copy the finished run in ``source`` into ``own`` as ``spec``'s run; returns the new record.
+
+    The record keeps the source's numbers, timings, versions and commit; the fields that name
+    the grid (ablation, profile, variant) are ``spec``'s, and ``reused_from`` names the source
+    as ``<ablation>/<profile>/<run id>``."""
+    rec, problem = load_record(source)
+    if rec is None:
+        raise ValueError(f"{source}: {problem or 'no finished record'}")
+    origin = f"{rec['ablation']}/{rec['profile']}/{rec['run_id']}"
+    rec.update(
+        ablation=spec.ablation,
+        profile=spec.profile,
+        variant=spec.variant,
+        variant_label=spec.variant_label,
+        target=target,
+        reused_from=origin,
+    )
+    own.mkdir(parents=True, exist_ok=True)
+    for name in _COPIED:
+        if (source / name).is_file():
+            shutil.copyfile(source / name, own / name)
+    append_event(own, "reuse", source=origin)
+    write_json_atomic(own / RECORD, rec)
+    return rec
