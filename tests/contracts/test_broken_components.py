@@ -3,6 +3,8 @@ registers: through the registry, in this process), with the place it breaks in t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,6 +13,7 @@ from torch import Tensor, nn
 from harness.contracts.suite import check
 from harness.modules import ACTIVATIONS, KERNELS, POSITIONAL, PositionalEncoding
 from harness.modules.kernels import MathAttention
+from helpers.cli import invoke
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +60,20 @@ def test_a_position_that_peeks_at_the_next_token_fails_causality_at_position_0(r
 def test_a_kernel_that_peeks_at_the_next_key_fails_causality_at_position_0(register):
     register(KERNELS, "peek_math", PeekKernel)
     assert_fails("attention.kernel=peek_math", "causality", "first offending position 0", "from position 1 on")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_ablate_check_exits_1_and_names_the_offending_position(register):
+    register(POSITIONAL, "peek_next", PeekNext)
+    result = invoke("check", "position=peek_next")
+    assert result.exit_code == 1, result.output
+    assert "first offending position 0" in result.stdout and "fail" in result.stdout
+    result = invoke("check", "peek_next", "--format", "json")
+    assert result.exit_code == 1
+    (rep,) = json.loads(result.stdout)["checks"]
+    assert rep["target"] == "model.position=peek_next" and rep["ok"] is False
+    causal = next(c for c in rep["contracts"] if c["contract"] == "causality")
+    assert causal["status"] == "fail" and "first offending position 0" in causal["detail"]
 
 
 def test_a_position_whose_outputs_depend_on_the_length_fails_prefix(register):
