@@ -235,7 +235,7 @@ def time_and_memory(
     data = {
         "threads": torch.get_num_threads(),
         "rows": [
-            {"seq_len": c.seq_len, "ms": c.ms, "mib_saved": c.mib, "refused": c.refused}
+            {"seq_len": c.seq_len, "ms": c.ms, "calls": c.calls, "mib_saved": c.mib, "refused": c.refused}
             | ({"default_ms": theirs[i].ms, "default_mib_saved": theirs[i].mib} if theirs else {})
             for i, c in enumerate(mine)
         ],

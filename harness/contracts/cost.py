@@ -1,8 +1,9 @@
 """Time and memory of one forward + backward of a small model, at a few lengths, for the component
 under test and its family's default side by side (the ``time and memory`` contract).
 
-Time: the median wall time of :data:`REPEATS` calls after one untimed call, each a forward of a
-(1, T) batch and a backward of its loss, in the calling thread(s) (``torch.get_num_threads()``).
+Time: the median wall time of up to :data:`REPEATS` calls (fewer once they took :data:`BUDGET_MS`)
+after one untimed call, each a forward of a (1, T) batch and a backward of its loss, in the
+calling thread(s) (``torch.get_num_threads()``).
 Memory: the MiB of tensors the forward saves for the backward (unique storages, the parameters
 left out), counted with ``torch.autograd.graph.saved_tensors_hooks``: exact and repeatable on any
 device, unlike a process's peak RSS, and it is what grows with T (a ``math`` kernel saves its
@@ -23,17 +24,22 @@ from harness.modules import POSITIONAL, TransformerConfig, TransformerLM
 LENGTHS = (64, 256, 1024)
 """Default lengths of the ``time and memory`` contract."""
 REPEATS = 3
+BUDGET_MS = 500.0
+"""Timed calls stop after :data:`REPEATS` or once they took this long together (at least one):
+a math kernel at T = 1024 takes about 0.8 s a call on two loaded cores."""
 
 
 @dataclass(frozen=True)
 class Cost:
-    """One model at one length: ``ms`` median forward + backward, ``mib`` saved for backward;
-    ``refused``: the reason the model declares it cannot run at this length (then no numbers)."""
+    """One model at one length: ``ms`` median forward + backward over ``calls`` timed calls,
+    ``mib`` saved for backward; ``refused``: the reason the model declares it cannot run at this
+    length (then no numbers)."""
 
     seq_len: int
     ms: float | None = None
     mib: float | None = None
     refused: str | None = None
+    calls: int = 0
 
     def text(self) -> str:
         return f"refused ({self.refused})" if self.refused else f"{self.ms:.3g} ms {self.mib:.3g} MiB"
@@ -65,12 +71,12 @@ def measure(model: TransformerLM, seq_len: int, seed: int = 0) -> Cost:
         model.zero_grad(set_to_none=True)
 
     step(count=True)
-    times = []
-    for _ in range(REPEATS):
+    times: list[float] = []
+    while len(times) < REPEATS and sum(times) < BUDGET_MS:
         start = time.perf_counter()
         step()
         times.append((time.perf_counter() - start) * 1e3)
-    return Cost(seq_len, statistics.median(times), sum(saved.values()) / 2**20)
+    return Cost(seq_len, statistics.median(times), sum(saved.values()) / 2**20, calls=len(times))
 
 
 def compare(
