@@ -166,7 +166,10 @@ def determinism(task: Task, length: int, seed: int) -> Outcome:
         if not (torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])):
             raise ContractFailed(f"{split}: the same generator seed gave other data")
         if torch.equal(a[0], c[0]) and torch.equal(a[1], c[1]):
-            raise ContractFailed(f"{split}: seeds {seed} and {seed + 1} gave the same data (the generator is ignored)")
+            raise ContractFailed(
+                f"{split}: seeds {seed} and {seed + 1} gave the same data: the task ignores its generator "
+                "(or its parameters leave a single problem)"
+            )
     return f"same seed, same data in {', '.join(SPLITS)}; another seed, other data"
 
 
