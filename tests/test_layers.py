@@ -20,6 +20,7 @@ ALLOWED = {
     "modules": {"base"},
     "tasks": {"base"},
     "ablations": set(),
+    "contracts": {"base", "modules", "tasks"},
     "training": {"base", "modules", "tasks"},
     "experiment": {"base", "modules", "tasks", "training"},
     "store": {"base"},
@@ -40,6 +41,7 @@ ALLOWED = {
         "tune",
         "report",
         "bench",
+        "contracts",
     },
 }
 # third-party packages that may be imported inside a function: slow to import, needed by few paths

@@ -1,5 +1,6 @@
 """The ``ablate`` command line: a thin typer shell over plain functions, one module per command
-group (:mod:`harness.cli.inspect`, ``run``, ``compare``, ``report``, ``plan``, ``tune``, ``bench``).
+group (:mod:`harness.cli.inspect`, ``run``, ``compare``, ``report``, ``plan``, ``tune``, ``bench``,
+``check``).
 
 Bad input (unknown names, ill-typed overrides, impossible lengths, missing data) prints one
 message and exits with code 2 before any run starts. ``ablate run`` exits with 1 when some runs
@@ -422,6 +423,27 @@ def sync(
     from harness.report import wandb_sync
 
     raise typer.Exit(_guard(wandb_sync.sync, results_dir, dry_run=dry_run, echo=typer.echo))
+
+
+class CheckFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+@app.command()
+def check(
+    names: Annotated[
+        Optional[list[str]], typer.Argument(help="KEY=NAME as in an override (position=rope, task=copy) or a bare name")
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="every registered component and task")] = False,
+    fmt: Annotated[CheckFormat, typer.Option("--format")] = CheckFormat.table,
+    seed: Annotated[int, typer.Option(min=0, help="of the weights, tokens and task data")] = 0,
+    threads: Annotated[int, typer.Option(min=1, help="torch threads")] = 1,
+) -> None:
+    """The contract suite on components and tasks (shapes, causality, precisions, lengths, ...); exit 1 if one fails."""
+    from harness.cli import check as check_cmd
+
+    raise typer.Exit(_guard(check_cmd.check, names or [], fmt=fmt.value, every=every, seed=seed, threads=threads))
 
 
 bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks outside the run store.")

@@ -129,7 +129,10 @@ class TransposeMissingSplit(HeadSplit):
     without the transpose. Shapes are right, so nothing fails; but "head" h now holds positions
     ``h*T/H ..`` of the sequence cut into D-wide pieces, and "position" i of a head is the piece
     ``(h*T + i) mod H`` of token ``(h*T + i) // H``. Token order is kept within a head, so the
-    model stays causal: it is a different, worse function, not a leak. Merge is its inverse.
+    model stays causal: it is a different, worse function, not a leak. But which tokens a head
+    sees depends on T, so a position's output changes when the sequence grows (the ``prefix``
+    contract of ``ablate check``): trained at L, the model computes yet another function at 4 L.
+    Merge is its inverse.
     """
 
     @staticmethod

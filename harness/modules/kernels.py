@@ -211,8 +211,9 @@ class FlashAttention(SDPAttention):
     """SDPA restricted to the FlashAttention backend (Dao et al., 2022) with
     ``torch.nn.attention.sdpa_kernel(SDPBackend.FLASH_ATTENTION)``: where torch has no flash
     kernel for the device, dtype or mask, it raises instead of falling back to another backend.
-    On CPU (torch 2.13) flash runs in float32 and bfloat16, with or without masks; on CUDA it
-    needs float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run.
+    On CPU (torch 2.13) flash runs in float32, bfloat16 and float16, with or without masks, never
+    with dropout (``ablate check attention.kernel=flash`` runs all three); on CUDA it needs
+    float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run.
     """
 
     def forward(

@@ -88,22 +88,7 @@ def test_shared_uses_one_projection_for_q_k_v():
     assert torch.equal(q, k) and torch.equal(k, v)
 
 
-@pytest.mark.parametrize("qkv", QKV.names())
-def test_every_projection_gives_three_c_wide_tensors(qkv):
-    out = QKV.get(qkv)(C)(torch.randn(2, T, C))
-    assert len(out) == 3 and all(t.shape == (2, T, C) for t in out)
-
-
 # --- head split --------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", HEAD_SPLITS.names())
-def test_head_split_merge_is_the_inverse(name):
-    split = HEAD_SPLITS.get(name)
-    x = torch.randn(2, T, C)
-    heads = split.split(x, H)
-    assert heads.shape == (2, H, T, C // H)
-    assert torch.equal(split.merge(heads), x)
 
 
 def test_correct_split_matches_the_reference_layout():
@@ -127,9 +112,7 @@ def test_transpose_missing_computes_a_different_function(kernel):
 # --- scale -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", SCALES.names())
-def test_scales_are_positive_and_d_head_is_the_default(name):
-    assert SCALES.get(name)(C, H) > 0
+def test_d_head_is_the_default_scale():
     assert MultiHeadAttention(C, H).kernel.scale == pytest.approx((C // H) ** -0.5)
 
 

@@ -49,22 +49,6 @@ def linear_reference(q, k, v, key_padding_mask=None, eps=LinearAttention.eps):
 
 
 @pytest.mark.parametrize("kernel", CPU)
-@pytest.mark.parametrize("with_pad", [False, True])
-def test_kernel_is_causal(kernel, with_pad):
-    """Changing keys/values after position t never changes outputs up to t."""
-    q, k, v = qkv()
-    pad = padding() if with_pad else None
-    out, _ = KERNELS.get(kernel)()(q, k, v, key_padding_mask=pad)
-    k2, v2 = k.clone(), v.clone()
-    k2[:, :, 4:], v2[:, :, 4:] = torch.randn_like(k2[:, :, 4:]), torch.randn_like(v2[:, :, 4:])
-    out2, _ = KERNELS.get(kernel)()(q, k2, v2, key_padding_mask=pad)
-    visible = slice(3, 4) if with_pad else slice(0, 4)  # skip row 0's fully masked rows (NaN in math)
-    torch.testing.assert_close(out2[1:, :, :4], out[1:, :, :4], atol=0, rtol=0)
-    torch.testing.assert_close(out2[:1, :, visible], out[:1, :, visible], atol=0, rtol=0)
-    assert not torch.allclose(out2[:, :, 4:], out[:, :, 4:])
-
-
-@pytest.mark.parametrize("kernel", CPU)
 @pytest.mark.parametrize("with_bias", [False, True])
 def test_kernel_fewer_queries_than_keys(kernel, with_bias):
     """Queries are the last T of S positions (bottom-right causal alignment)."""

@@ -1,4 +1,5 @@
-"""Norms: a contract over every registered norm, RMSNorm against a float64 formula."""
+"""Norms: every registered norm normalises (or is the declared identity), RMSNorm against a float64
+formula; shapes and dtypes are a contract (tests/contracts/test_components.py)."""
 
 import pytest
 import torch
@@ -8,11 +9,10 @@ from harness.modules import NORMS
 
 @pytest.mark.parametrize("name", NORMS.names())
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_norm_keeps_shape_and_dtype_and_normalises_scale(name, dtype):
+def test_norm_normalises_scale_or_is_the_identity(name, dtype):
     norm = NORMS.get(name)(16).to(dtype)
     x = (torch.randn(2, 5, 16) * 30 + 3).to(dtype)
     y = norm(x)
-    assert y.shape == x.shape and y.dtype == dtype
     if not getattr(norm, "normalises", True):  # the norm-free arm: the identity, bit for bit
         assert torch.equal(y, x)
         return

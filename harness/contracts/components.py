@@ -1,0 +1,244 @@
+"""The contracts of a component, checked in a small model whose other components are the defaults.
+
+``check_component(family, name)`` builds a :class:`~harness.modules.TransformerLM` of
+:data:`HOST` (V 16, C 32, 4 heads, 2 layers, training length L 16) with ``family`` set to ``name``
+and runs, in order:
+
+- ``config``: the model config accepts the component (otherwise every other contract is skipped);
+- ``shapes``: the family's own shapes (:mod:`harness.contracts.shapes`) and logits (B, T, V);
+- ``causality``: changing the tokens after t never changes the outputs up to t, for every t; the
+  first offending position is in the message;
+- ``prefix``: extending a sequence never changes the outputs of its prefix (an output may not
+  depend on how many tokens follow it);
+- ``determinism``: the same seed gives the same weights and logits, and two calls agree;
+- ``finite fp32`` / ``finite bf16`` / ``finite fp16``: forward and backward in train mode give
+  finite logits, loss and gradients (bf16 and fp16 under CPU autocast, as ``train.precision``
+  ``bf16-mixed`` / ``16-mixed``), or the kernel refuses the dtype (``check_available``) before any run;
+- ``length 4x``: evaluation at 4 L gives finite logits, or the positional encoding declares a
+  ``max_positions`` below 4 L (the harness then refuses such a grid before any run);
+- ``gradients``: every parameter gets a finite, non-zero gradient;
+- ``parameters``: the parameter count beside the family's default, and a model loaded from the
+  state_dict (over another seed's init) gives the same logits (nothing outside the checkpoint);
+- ``time and memory``: forward + backward at a few lengths beside the default (:mod:`harness.contracts.cost`).
+
+:func:`~harness.contracts.causal.causality` and :func:`~harness.contracts.causal.prefix` take any
+model, so tests check combinations of components with them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+
+from harness.contracts import cost, shapes
+from harness.contracts.causal import causality, prefix, tokens
+from harness.contracts.result import CheckReport, ContractFailed, Outcome, Refused, run_contract, skipped
+from harness.contracts.targets import Family
+from harness.modules import KERNELS, POSITIONAL, TransformerConfig, TransformerLM
+
+V, L, BATCH = 16, 16, 4
+HOST = {"vocab_size": V, "d_model": 32, "n_heads": 4, "n_layers": 2, "max_len": L}
+"""The small model every component is checked in (``max_len`` L: a learned table of L rows)."""
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+CONTRACTS = (
+    "config",
+    "shapes",
+    "causality",
+    "prefix",
+    "determinism",
+    *(f"finite {d}" for d in DTYPES),
+    "length 4x",
+    "gradients",
+    "parameters",
+    "time and memory",
+)
+
+
+def host_config(family: Family, name: str) -> TransformerConfig:
+    """The config of the small model with ``family`` set to ``name``; raises ``ValueError`` (or
+    ``UnknownNameError``) when the config refuses it."""
+    return TransformerConfig(**{**HOST, **dict(family.host), family.field: name})
+
+
+def build(cfg: TransformerConfig, seed: int) -> TransformerLM:
+    """The model of ``cfg`` initialised from ``seed``, in eval mode."""
+    torch.manual_seed(seed)
+    return TransformerLM(cfg).eval()
+
+
+def check_component(
+    family: Family, name: str, seed: int = 0, lengths: tuple[int, ...] | None = cost.LENGTHS
+) -> CheckReport:
+    """Every contract of component ``name`` of ``family``, in the order of :data:`CONTRACTS`.
+
+    Args:
+        family: the component's family; ``name`` must be registered in its registry.
+        seed: of the weights and the tokens.
+        lengths: of the ``time and memory`` contract; ``None`` leaves that contract out.
+    """
+    version = str(family.registry.version(name))
+    label = f"{family.key}={name}"
+    first = run_contract("config", _config, family, name)
+    if first.status != "pass":
+        rest = [skipped(c, "the model could not be built") for c in CONTRACTS[1:] if lengths or c != CONTRACTS[-1]]
+        return CheckReport(label, "component", version, (first, *rest))
+    cfg = host_config(family, name)
+    default = host_config(family, family.default) if family.registry.canonical(name) != family.default else None
+    results = [
+        first,
+        run_contract("shapes", shapes_contract, family, name, cfg, seed),
+        run_contract("causality", causality_contract, cfg, seed),
+        run_contract("prefix", prefix_contract, cfg, seed),
+        run_contract("determinism", determinism, cfg, seed),
+        *(run_contract(f"finite {d}", finite, cfg, d, seed) for d in DTYPES),
+        run_contract("length 4x", length, cfg, seed),
+        run_contract("gradients", gradients, cfg, seed),
+        run_contract("parameters", parameters, cfg, default or cfg, family.default, seed),
+    ]
+    if lengths:
+        results.append(run_contract("time and memory", time_and_memory, cfg, default, family.default, lengths, seed))
+    return CheckReport(label, "component", version, tuple(results))
+
+
+def _config(family: Family, name: str) -> Outcome:
+    cfg = host_config(family, name)
+    build(cfg, 0)
+    return f"accepted in a {cfg.n_layers}-layer model, d_model {cfg.d_model}, {cfg.n_heads} heads, L {L}" + (
+        "".join(f", {k} {v}" for k, v in family.host)
+    )
+
+
+def shapes_contract(family: Family, name: str, cfg: TransformerConfig, seed: int) -> Outcome:
+    detail = shapes.FAMILY_SHAPES[family.field](name, cfg)
+    logits = build(cfg, seed)(tokens(BATCH, L, seed, V))
+    shapes.expect("logits", logits, (BATCH, L, V), torch.float32)
+    return f"{detail}; logits (B, T, V) float32"
+
+
+def causality_contract(cfg: TransformerConfig, seed: int) -> Outcome:
+    return causality(build(cfg, seed), L, seed)
+
+
+def prefix_contract(cfg: TransformerConfig, seed: int) -> Outcome:
+    return prefix(build(cfg, seed), L, seed)
+
+
+def determinism(cfg: TransformerConfig, seed: int) -> Outcome:
+    idx = tokens(BATCH, L, seed, V)
+    a, b = build(cfg, seed), build(cfg, seed)
+    sa, sb = a.state_dict(), b.state_dict()
+    differ = [k for k in sa if not torch.equal(sa[k], sb[k])]
+    if differ:
+        raise ContractFailed(f"seed {seed} gives other weights on a second build: {', '.join(differ[:5])}")
+    with torch.no_grad():
+        la, lb, again = a(idx), b(idx), a(idx)
+    if not torch.equal(la, lb):
+        raise ContractFailed(f"seed {seed}: two builds give other logits (|change| {(la - lb).abs().max():.3g})")
+    if not torch.equal(la, again):
+        raise ContractFailed(f"two calls on the same input give other logits (|change| {(la - again).abs().max():.3g})")
+    return f"seed {seed}: identical weights ({len(sa)} tensors) and logits on a second build; two calls agree"
+
+
+def _refusal(cfg: TransformerConfig, dtype: torch.dtype) -> None:
+    """The kernel's own refusal of ``dtype`` on CPU, as the pre-run checks ask it (grid.py)."""
+    with_mask = POSITIONAL.get(cfg.position).adds_bias()
+    try:
+        KERNELS.get(cfg.kernel).check_available("cpu", dtype, with_mask=with_mask, dropout=cfg.dropout)
+    except ValueError as exc:
+        raise Refused(f"kernel '{cfg.kernel}' refuses it before any run: {exc}") from None
+
+
+def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Outcome:
+    dtype = DTYPES[dtype_name]
+    _refusal(cfg, dtype)
+    model = build(cfg, seed).train()
+    idx, targets = tokens(BATCH, L, seed, V), tokens(BATCH, L, seed + 1, V)
+    autocast = torch.autocast("cpu", dtype=dtype) if dtype != torch.float32 else contextlib.nullcontext()
+    with autocast:
+        if dtype != torch.float32 and not torch.is_autocast_enabled("cpu"):
+            raise Refused(f"torch {torch.__version__} has no CPU autocast to {dtype}")
+        logits = model(idx)  # (B, T, V)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
+    if not torch.isfinite(logits).all():
+        p = int((~torch.isfinite(logits)).any(-1).any(0).nonzero()[0])
+        raise ContractFailed(f"logits not finite under {dtype_name} (first at position {p})")
+    loss.backward()
+    bad = [n for n, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]
+    if bad:
+        raise ContractFailed(f"gradients not finite under {dtype_name}: {', '.join(bad[:5])}")
+    return f"logits {str(logits.dtype).removeprefix('torch.')}, loss {loss.item():.3f}, every gradient finite"
+
+
+def length(cfg: TransformerConfig, seed: int) -> Outcome:
+    long = 4 * L
+    limit = POSITIONAL.get(cfg.position).max_positions(cfg)
+    if limit is not None and limit < long:
+        raise Refused(
+            f"position '{cfg.position}' declares max_positions {limit} (model.max_len) < 4 x L = {long}: "
+            "the harness refuses such an evaluation before any run"
+        )
+    with torch.no_grad():
+        logits = build(cfg, seed)(tokens(2, long, seed, V))
+    shapes.expect(f"logits at T={long}", logits, (2, long, V), torch.float32)
+    if not torch.isfinite(logits).all():
+        p = int((~torch.isfinite(logits)).any(-1).any(0).nonzero()[0])
+        raise ContractFailed(f"logits at T={long} not finite (first at position {p})")
+    return f"finite logits at T = {long} (4 x L)"
+
+
+def gradients(cfg: TransformerConfig, seed: int) -> Outcome:
+    model = build(cfg, seed).train()
+    logits = model(tokens(BATCH, L, seed, V))
+    F.cross_entropy(logits.flatten(0, 1), tokens(BATCH, L, seed + 1, V).flatten()).backward()
+    named = list(model.named_parameters())
+    problems = {
+        "no gradient": [n for n, p in named if p.grad is None],
+        "a zero gradient": [n for n, p in named if p.grad is not None and not p.grad.any()],
+        "a non-finite gradient": [n for n, p in named if p.grad is not None and not torch.isfinite(p.grad).all()],
+    }
+    if any(problems.values()):
+        raise ContractFailed(
+            "; ".join(f"{len(ns)} get {what}: {', '.join(ns[:5])}" for what, ns in problems.items() if ns)
+        )
+    return f"all {len(named)} parameter tensors get a finite, non-zero gradient"
+
+
+def parameters(cfg: TransformerConfig, default: TransformerConfig, default_name: str, seed: int) -> Outcome:
+    model = build(cfg, seed)
+    n, n_default = model.num_parameters(), build(default, seed).num_parameters()
+    other = build(cfg, seed + 1)
+    other.load_state_dict(model.state_dict())
+    idx = tokens(BATCH, L, seed, V)
+    with torch.no_grad():
+        gap = (model(idx) - other(idx)).abs().max().item()
+    if gap != 0:
+        raise ContractFailed(
+            f"a model loaded from the state_dict (over seed {seed + 1}'s init) gives other logits (|change| {gap:.3g}): "
+            "a tensor the outputs depend on is outside the checkpoint, so a resumed run would differ"
+        )
+    return (
+        f"{n:,} parameters ({n - n_default:+,} vs {default_name}); the state_dict holds everything",
+        {"n_params": n, "default_n_params": n_default},
+    )
+
+
+def time_and_memory(
+    cfg: TransformerConfig, default: TransformerConfig | None, default_name: str, lengths: tuple[int, ...], seed: int
+) -> Outcome:
+    mine, theirs = cost.compare(cfg, default, lengths, seed)
+    parts = []
+    for i, c in enumerate(mine):
+        beside = f" ({default_name} {theirs[i].text()})" if theirs else ""
+        parts.append(f"T={c.seq_len} {c.text()}{beside}")
+    data = {
+        "threads": torch.get_num_threads(),
+        "rows": [
+            {"seq_len": c.seq_len, "ms": c.ms, "calls": c.calls, "mib_saved": c.mib, "refused": c.refused}
+            | ({"default_ms": theirs[i].ms, "default_mib_saved": theirs[i].mib} if theirs else {})
+            for i, c in enumerate(mine)
+        ],
+    }
+    tail = "" if theirs else " (this is the default)"
+    return "forward + backward, MiB saved for backward: " + "; ".join(parts) + tail, data

@@ -1,0 +1,97 @@
+"""Time and memory of one forward + backward of a small model, at a few lengths, for the component
+under test and its family's default side by side (the ``time and memory`` contract).
+
+Time: the median wall time of up to :data:`REPEATS` calls (fewer once they took :data:`BUDGET_MS`)
+after one untimed call, each a forward of a (1, T) batch and a backward of its loss, in the
+calling thread(s) (``torch.get_num_threads()``).
+Memory: the MiB of tensors the forward saves for the backward (unique storages, the parameters
+left out), counted with ``torch.autograd.graph.saved_tensors_hooks``: exact and repeatable on any
+device, unlike a process's peak RSS, and it is what grows with T (a ``math`` kernel saves its
+(B, H, T, T) weights, a fused kernel does not). It misses buffers freed within the forward.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
+
+from harness.modules import POSITIONAL, TransformerConfig, TransformerLM
+
+LENGTHS = (64, 256, 1024)
+"""Default lengths of the ``time and memory`` contract."""
+REPEATS = 3
+BUDGET_MS = 500.0
+"""Timed calls stop after :data:`REPEATS` or once they took this long together (at least one):
+a math kernel at T = 1024 takes about 0.8 s a call on two loaded cores."""
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One model at one length: ``ms`` median forward + backward over ``calls`` timed calls,
+    ``mib`` saved for backward; ``refused``: the reason the model declares it cannot run at this
+    length (then no numbers)."""
+
+    seq_len: int
+    ms: float | None = None
+    mib: float | None = None
+    refused: str | None = None
+    calls: int = 0
+
+    def text(self) -> str:
+        return f"refused ({self.refused})" if self.refused else f"{self.ms:.3g} ms {self.mib:.3g} MiB"
+
+
+def measure(model: TransformerLM, seq_len: int, seed: int = 0) -> Cost:
+    """Forward + backward of ``model`` on a (1, ``seq_len``) batch; see the module docstring."""
+    limit = POSITIONAL.get(model.cfg.position).max_positions(model.cfg)
+    if limit is not None and limit < seq_len:
+        return Cost(seq_len, refused=f"max_positions {limit}")
+    gen = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, model.cfg.vocab_size, (1, seq_len), generator=gen)  # (1, T)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    def step(count: bool = False) -> None:
+        if count:
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                logits = model(idx)  # (1, T, V)
+        else:
+            logits = model(idx)
+        F.cross_entropy(logits.float().flatten(0, 1), idx.flatten()).backward()
+        model.zero_grad(set_to_none=True)
+
+    step(count=True)
+    times: list[float] = []
+    while len(times) < REPEATS and sum(times) < BUDGET_MS:
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1e3)
+    return Cost(seq_len, statistics.median(times), sum(saved.values()) / 2**20, calls=len(times))
+
+
+def compare(
+    cfg: TransformerConfig, default: TransformerConfig | None, lengths: tuple[int, ...], seed: int = 0
+) -> tuple[list[Cost], list[Cost] | None]:
+    """:func:`measure` at every length for ``cfg`` and (unless None) ``default``, each model
+    built once with ``max_len`` covering the longest length (a learned table must hold it)."""
+    out = []
+    for c in (cfg, default):
+        if c is None:
+            out.append(None)
+            continue
+        if c.max_len is not None:
+            c = replace(c, max_len=max(c.max_len, *lengths))
+        torch.manual_seed(seed)
+        model = TransformerLM(c).train()
+        out.append([measure(model, t, seed) for t in lengths])
+    return out[0], out[1]

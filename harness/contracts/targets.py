@@ -1,0 +1,143 @@
+"""Which component or task ``ablate check NAME`` means.
+
+A component is named as in a config override, ``KEY=NAME``, with the config key
+(``model.position=rope``, ``attention.kernel=linear``, ``block.norm=rmsnorm``) or its last part
+(``position=rope``); a task as ``task=copy``. A bare registered name (``rope``, ``copy``) is
+accepted when exactly one family holds it. Every family is a registry of :mod:`harness.modules`
+(or :data:`tasks.TASKS`); a name registered there, built-in or added at run time, is checkable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import AblateError
+from harness.modules import (
+    ACTIVATIONS,
+    BLOCKS,
+    HEAD_SPLITS,
+    KERNELS,
+    MASK_FILLS,
+    NORMS,
+    POSITIONAL,
+    QKV,
+    SCALES,
+    TransformerConfig,
+)
+from harness.registry import Registry, UnknownNameError, did_you_mean
+from tasks import TASKS
+
+TASK_KEY = "task"
+
+
+@dataclass(frozen=True)
+class Family:
+    """A component family as the config names it.
+
+    Attributes:
+        key: the config key (``model.position``).
+        field: the :class:`~harness.modules.TransformerConfig` field it sets, also its short key.
+        registry: the registry holding its entries.
+        host: other fields of the small model a member of this family is checked in (a mask fill
+            is only written by kernel ``math``: the others refuse any fill but ``-inf``).
+    """
+
+    key: str
+    field: str
+    registry: Registry[Any]
+    host: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def default(self) -> str:
+        """The family's default entry: the config's default (``sinusoidal``, ``sdpa``, ...)."""
+        return {f.name: f.default for f in dataclasses.fields(TransformerConfig)}[self.field]
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("model.position", "position", POSITIONAL),
+    Family("attention.kernel", "kernel", KERNELS),
+    Family("attention.qkv", "qkv", QKV),
+    Family("attention.scale", "scale", SCALES),
+    Family("attention.mask_fill", "mask_fill", MASK_FILLS, host=(("kernel", "math"),)),
+    Family("attention.head_split", "head_split", HEAD_SPLITS),
+    Family("block.norm", "norm", NORMS),
+    Family("block.norm_position", "norm_position", BLOCKS),
+    Family("ffn.activation", "activation", ACTIVATIONS),
+)
+"""Every component family, by config key, in the order ``ablate check --all`` checks them."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One thing to check: ``family`` is a :class:`Family` or ``None`` for a task."""
+
+    family: Family | None
+    name: str
+
+    @property
+    def label(self) -> str:
+        """``model.position=rope``, ``task=copy``."""
+        return f"{self.family.key if self.family else TASK_KEY}={self.name}"
+
+    @property
+    def registry(self) -> Registry[Any]:
+        return self.family.registry if self.family else TASKS
+
+
+def _keys() -> dict[str, Family | None]:
+    keys: dict[str, Family | None] = {TASK_KEY: None}
+    for fam in FAMILIES:
+        keys[fam.key] = keys[fam.field] = fam
+    return keys
+
+
+def resolve(text: str) -> Target:
+    """The target ``text`` names.
+
+    Raises:
+        AblateError: an unknown key or name (with the closest ones), a bare name that several
+            families hold (with the ``KEY=NAME`` spellings to choose from), or an empty name.
+    """
+    key, sep, name = (part.strip() for part in text.partition("="))
+    if not sep:
+        return _bare(key)
+    keys = _keys()
+    if key not in keys:
+        raise AblateError(
+            f"ablate check {text}: unknown component family {key!r}{did_you_mean(key, list(keys))}; "
+            f"use one of: {', '.join(k for k in keys if '.' in k or k == TASK_KEY)}"
+        )
+    family = keys[key]
+    registry = family.registry if family else TASKS
+    try:
+        return Target(family, registry.canonical(name))
+    except UnknownNameError as exc:  # its message has the closest names and every name
+        raise AblateError(f"ablate check {text}: {exc}") from None
+
+
+def _bare(name: str) -> Target:
+    if not name:
+        raise AblateError("ablate check: name a component or task, e.g. position=rope or task=copy")
+    found = [Target(fam, fam.registry.canonical(name)) for fam in FAMILIES if name in fam.registry]
+    if name in TASKS:
+        found.append(Target(None, TASKS.canonical(name)))
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise AblateError(
+            f"ablate check {name}: {name!r} is registered in several families; "
+            f"name one: {' or '.join(t.label for t in found)}"
+        )
+    every = [t.name for t in everything()]
+    raise AblateError(
+        f"ablate check {name}: no component or task is registered as {name!r}{did_you_mean(name, every)}; "
+        "name one as KEY=NAME (e.g. position=rope, task=copy) or see ablate list"
+    )
+
+
+def everything() -> list[Target]:
+    """Every registered component of every family, then every task (``ablate check --all``)."""
+    out = [Target(fam, name) for fam in FAMILIES for name in fam.registry.names()]
+    return out + [Target(None, name) for name in TASKS.names()]

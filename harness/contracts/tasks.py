@@ -1,0 +1,227 @@
+"""The contracts of a task, on its default parameters: ``check_task(name)`` runs, in order:
+
+- ``version``: the class states its registry name, a non-empty ``version`` (stored with every
+  result), a ``kind`` (synthetic or lm) and ``Params`` that refuse unknown fields;
+- ``data``: its data can be had (:meth:`~tasks.Task.check_available`); if not, every other
+  contract is skipped;
+- ``shapes``: every split gives ``(N, T)`` int64 inputs and targets at L, 4 L and the task's
+  ``min_seq_len``;
+- ``vocabulary``: every input and every scored target is in ``[0, vocab_size)``;
+- ``answers``: every row holds at least one scored position (an answer inside the sequence), an
+  lm task scores every position, a scored target is the next input token (or never is, for a
+  task that hides its answers: ``answers_in_input = False``) but at a row's last scored position,
+  and no scored position holds the task's ``pad_id`` (padding is hidden from attention);
+- ``determinism``: the same generator seed gives the same data in every split, another seed other data;
+- ``splits``: for an lm task (windows of one corpus), no 32-token window of the val or test split
+  occurs in the train split (in a sample of it); synthetic splits are independent draws from one
+  distribution, so the share of test rows also drawn in train is reported, not required to be 0;
+- ``lengths``: a synthetic task generates 4 L; a file-backed task states its longest length per
+  split (``max_seq_len``) and refuses one token more.
+
+L is :data:`L` (or the task's ``min_seq_len`` when larger).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from harness.contracts.result import CheckReport, ContractFailed, Outcome, run_contract, skipped
+from tasks import IGNORE_INDEX, SPLITS, TASKS, Task, TaskParams, build_task
+
+L, N = 32, 64
+WINDOW = 32
+"""Tokens of a window the ``splits`` contract looks up: no 32-character window of tinyshakespeare's
+val or test split occurs anywhere in its train split (16-character ones do: 680 of 55,755)."""
+CONTRACTS = ("version", "data", "shapes", "vocabulary", "answers", "determinism", "splits", "lengths")
+
+
+def check_task(name: str, seed: int = 0, data_dir: Path | None = None) -> CheckReport:
+    """Every contract of task ``name`` (a registered name or alias) on its default parameters."""
+    cls = TASKS.get(name)
+    label = f"task={TASKS.canonical(name)}"
+    results = [run_contract("version", version, TASKS.canonical(name), cls)]
+    task: Task | None = None
+
+    def build() -> Outcome:
+        nonlocal task
+        task = build_task(name, data_dir=data_dir)
+        task.check_available()
+        return f"available (vocab {task.vocab_size}, min_seq_len {task.min_seq_len})"
+
+    results.append(run_contract("data", build))
+    if task is None or results[-1].status != "pass":
+        results += [skipped(c, "the task could not be built or its data is missing") for c in CONTRACTS[2:]]
+    else:
+        length = max(L, task.min_seq_len)
+        results += [
+            run_contract("shapes", shapes, task, length, seed),
+            run_contract("vocabulary", vocabulary, task, length, seed),
+            run_contract("answers", answers, task, length, seed),
+            run_contract("determinism", determinism, task, length, seed),
+            run_contract("splits", splits, task, length, seed),
+            run_contract("lengths", lengths, task, length, seed),
+        ]
+    return CheckReport(label, "task", str(getattr(cls, "version", "")), tuple(results))
+
+
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _lengths(task: Task, length: int, split: str) -> list[int]:
+    """L, 4 L (if the split holds it) and ``min_seq_len``."""
+    longest = task.max_seq_len(split)  # type: ignore[arg-type]
+    return sorted({n for n in (task.min_seq_len, length, 4 * length) if longest is None or n <= longest})
+
+
+def _batches(task: Task, length: int, seed: int):
+    """(split, T, inputs, targets) for every split and length of :func:`_lengths`."""
+    for split in SPLITS:
+        for t in _lengths(task, length, split):
+            yield (split, t, *task.sample(N, t, _rng(seed), split))  # type: ignore[arg-type]
+
+
+def version(name: str, cls: type[Task]) -> Outcome:
+    problems = []
+    if getattr(cls, "name", None) != name:
+        problems.append(f"name {getattr(cls, 'name', None)!r} is not its registry name {name!r}")
+    if not isinstance(getattr(cls, "version", None), str) or not cls.version:
+        problems.append(f"version must be a non-empty str, got {getattr(cls, 'version', None)!r}")
+    if getattr(cls, "kind", None) not in ("synthetic", "lm"):
+        problems.append(f"kind must be 'synthetic' or 'lm', got {getattr(cls, 'kind', None)!r}")
+    params = getattr(cls, "Params", None)
+    if (
+        not (isinstance(params, type) and issubclass(params, TaskParams))
+        or params.model_config.get("extra") != "forbid"
+    ):
+        problems.append("Params must subclass tasks.TaskParams (unknown fields refused)")
+    if problems:
+        raise ContractFailed("; ".join(problems))
+    return f"version {cls.version} ({cls.kind}), params {', '.join(params.model_fields) or 'none'}", {
+        "version": cls.version
+    }
+
+
+def shapes(task: Task, length: int, seed: int) -> Outcome:
+    seen = []
+    for split, t, inputs, targets in _batches(task, length, seed):
+        for what, x in (("inputs", inputs), ("targets", targets)):
+            if tuple(x.shape) != (N, t) or x.dtype != torch.long:
+                raise ContractFailed(f"{split} at T={t}: {what} {tuple(x.shape)} {x.dtype}, expected ({N}, {t}) int64")
+        seen.append(t)
+    return f"(N, T) int64 inputs and targets in {', '.join(SPLITS)} at T = {', '.join(map(str, sorted(set(seen))))}"
+
+
+def vocabulary(task: Task, length: int, seed: int) -> Outcome:
+    v = task.vocab_size
+    pad = getattr(task, "pad_id", None)
+    if pad is not None and not 0 <= pad < v:
+        raise ContractFailed(f"pad_id {pad} outside [0, {v})")
+    for split, t, inputs, targets in _batches(task, length, seed):
+        scored = targets != IGNORE_INDEX
+        for what, x in (("input", inputs), ("scored target", targets[scored])):
+            out = (x < 0) | (x >= v)
+            if out.any():
+                bad = x[out][0].item()
+                raise ContractFailed(f"{split} at T={t}: {what} token {bad} outside [0, {v})")
+    return f"every input and scored target in [0, {v}) in every split and length"
+
+
+def answers(task: Task, length: int, seed: int) -> Outcome:
+    for split, t, inputs, targets in _batches(task, length, seed):
+        scored = targets != IGNORE_INDEX  # (N, T)
+        if not scored.any(1).all():
+            row = int((~scored.any(1)).nonzero()[0])
+            raise ContractFailed(f"{split} at T={t}: row {row} has no scored position (no answer inside the sequence)")
+        if task.kind == "lm" and not scored.all():
+            raise ContractFailed(f"{split} at T={t}: an lm task must score every position")
+        last = t - 1 - scored.flip(1).int().argmax(1)  # (N,): each row's last scored position
+        inner = scored.clone()
+        inner[torch.arange(N), last] = False
+        inner = inner[:, :-1]  # (N, T-1): scored positions whose next input is in the row
+        same = targets[:, :-1][inner] == inputs[:, 1:][inner]
+        if task.answers_in_input and not same.all():
+            raise ContractFailed(f"{split} at T={t}: a scored target is not the next input token (answers_in_input)")
+        if not task.answers_in_input and same.any():
+            raise ContractFailed(
+                f"{split} at T={t}: an answer appears as the next input token (answers_in_input False)"
+            )
+        pad = getattr(task, "pad_id", None)
+        if pad is not None and (scored & (inputs == pad)).any():
+            raise ContractFailed(
+                f"{split} at T={t}: a scored position holds the padding token {pad} (hidden from attention)"
+            )
+    share = "every position" if task.kind == "lm" else "answers only"
+    return f"every row scores {share}; targets {'are' if task.answers_in_input else 'are never'} the next input"
+
+
+def determinism(task: Task, length: int, seed: int) -> Outcome:
+    for split in SPLITS:
+        a = task.sample(N, length, _rng(seed), split)  # type: ignore[arg-type]
+        b = task.sample(N, length, _rng(seed), split)  # type: ignore[arg-type]
+        c = task.sample(N, length, _rng(seed + 1), split)  # type: ignore[arg-type]
+        if not (torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])):
+            raise ContractFailed(f"{split}: the same generator seed gave other data")
+        if torch.equal(a[0], c[0]) and torch.equal(a[1], c[1]):
+            raise ContractFailed(
+                f"{split}: seeds {seed} and {seed + 1} gave the same data: the task ignores its generator "
+                "(or its parameters leave a single problem)"
+            )
+    return f"same seed, same data in {', '.join(SPLITS)}; another seed, other data"
+
+
+def _windows(x: torch.Tensor, k: int) -> set[bytes]:
+    """Every k-token window of every row of ``x`` (N, T), as bytes."""
+    rows = x.numpy().astype(np.int32)
+    return {row[i : i + k].tobytes() for row in rows for i in range(rows.shape[1] - k + 1)}
+
+
+def splits(task: Task, length: int, seed: int) -> Outcome:
+    if task.kind != "lm":
+        train = {row.numpy().tobytes() for row in task.sample(4 * N, length, _rng(seed), "train")[0]}
+        test = task.sample(4 * N, length, _rng(seed + 1), "test")[0]
+        repeats = sum(row.numpy().tobytes() in train for row in test)
+        return (
+            f"synthetic: {repeats} of {4 * N} test rows also drawn among {4 * N} train rows "
+            "(independent draws of one distribution; not required to be 0)",
+            {"repeats": repeats, "rows": 4 * N},
+        )
+    long = min(4096, task.max_seq_len("train") or 4096)
+    train = task.sample(N, long, _rng(seed), "train")[0]  # (N, 4096): a sample of the train split
+    train_windows = _windows(train, WINDOW)
+    for split in ("val", "test"):
+        held = task.sample(16, 8 * WINDOW, _rng(seed + 1), split)[0]  # type: ignore[arg-type]
+        shared = _windows(held, WINDOW) & train_windows
+        if shared:
+            raise ContractFailed(
+                f"{len(shared)} {WINDOW}-token windows of the {split} split occur in the train split: the splits overlap"
+            )
+    return f"no {WINDOW}-token window of val or test among {len(train_windows):,} of the train split", {
+        "train_windows": len(train_windows)
+    }
+
+
+def lengths(task: Task, length: int, seed: int) -> Outcome:
+    notes = []
+    for split in SPLITS:
+        longest = task.max_seq_len(split)  # type: ignore[arg-type]
+        if longest is None:
+            if task.kind != "synthetic":
+                raise ContractFailed(f"{split}: an lm task reads a corpus of finite size and must state max_seq_len")
+            task.sample(2, 4 * length, _rng(seed), split)  # type: ignore[arg-type]
+            continue
+        if not isinstance(longest, int) or longest < task.min_seq_len:
+            raise ContractFailed(f"{split}: max_seq_len {longest!r} below min_seq_len {task.min_seq_len}")
+        x, _ = task.sample(1, longest, _rng(seed), split)  # type: ignore[arg-type]
+        try:
+            task.sample(1, longest + 1, _rng(seed), split)  # type: ignore[arg-type]
+        except ValueError:
+            notes.append(f"{split} {longest:,}")
+            continue
+        raise ContractFailed(f"{split}: max_seq_len is {longest} but a row of {longest + 1} was drawn")
+    if notes:
+        return f"longest length per split, one token more refused: {', '.join(notes)}"
+    return f"any length (synthetic); 4 x L = {4 * length} drawn in every split"

@@ -1,0 +1,166 @@
+"""Each contract fails a component built to break it, registered for one test only (as a plugin
+registers: through the registry, in this process), with the place it breaks in the message."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from harness.contracts.suite import check
+from harness.modules import ACTIVATIONS, KERNELS, POSITIONAL, PositionalEncoding
+from harness.modules.kernels import MathAttention
+from helpers.cli import invoke
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+class PeekNext(PositionalEncoding):
+    """Adds the next token's embedding to each position: position t sees token t + 1."""
+
+    def add_to_embeddings(self, x: Tensor) -> Tensor:
+        return x + F.pad(x[:, 1:], (0, 0, 0, 1))  # (B, T, C): row t gets x[t + 1]
+
+
+class PeekKernel(MathAttention):
+    """The math kernel with its mask shifted by one: query i sees key i + 1."""
+
+    def forward(self, q, k, v, bias=None, need_weights=False, key_padding_mask=None):
+        t, s = q.size(-2), k.size(-2)
+        scores = (q @ k.transpose(-2, -1)) * self.scale_for(q)  # (B, H, T, S)
+        scores = scores.masked_fill(torch.ones(t, s, dtype=torch.bool).triu(2), float("-inf"))
+        return F.softmax(scores, dim=-1) @ v, None
+
+
+def assert_fails(label: str, contract: str, *words: str) -> None:
+    result = check(label, lengths=None).result(contract)
+    assert result.status == "fail", result
+    for w in words:
+        assert w in result.detail, (w, result.detail)
+
+
+def test_a_position_that_peeks_at_the_next_token_fails_causality_at_position_0(register):
+    register(POSITIONAL, "peek_next", PeekNext)
+    assert_fails(
+        "position=peek_next",
+        "causality",
+        "first offending position 0: its output changes when the tokens from position 1 on change",
+    )
+
+
+def test_a_kernel_that_peeks_at_the_next_key_fails_causality_at_position_0(register):
+    register(KERNELS, "peek_math", PeekKernel)
+    assert_fails("attention.kernel=peek_math", "causality", "first offending position 0", "from position 1 on")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_ablate_check_exits_1_and_names_the_offending_position(register):
+    register(POSITIONAL, "peek_next", PeekNext)
+    result = invoke("check", "position=peek_next")
+    assert result.exit_code == 1, result.output
+    assert "first offending position 0" in result.stdout and "fail" in result.stdout
+    result = invoke("check", "peek_next", "--format", "json")
+    assert result.exit_code == 1
+    (rep,) = json.loads(result.stdout)["checks"]
+    assert rep["target"] == "model.position=peek_next" and rep["ok"] is False
+    causal = next(c for c in rep["contracts"] if c["contract"] == "causality")
+    assert causal["status"] == "fail" and "first offending position 0" in causal["detail"]
+
+
+def test_a_position_whose_outputs_depend_on_the_length_fails_prefix(register):
+    class LengthScaled(PositionalEncoding):
+        def add_to_embeddings(self, x: Tensor) -> Tensor:
+            return x * (1 + 1 / x.size(1))
+
+    register(POSITIONAL, "length_scaled", LengthScaled)
+    rep = check("position=length_scaled", lengths=None)
+    assert rep.result("causality").status == "pass"
+    assert rep.result("prefix").status == "fail"
+    assert "first offending position 0" in rep.result("prefix").detail and "from 8 to 16" in rep.result("prefix").detail
+
+
+def test_noise_in_the_forward_fails_determinism(register):
+    class Noisy(PositionalEncoding):
+        def add_to_embeddings(self, x: Tensor) -> Tensor:
+            return x + torch.randn_like(x)
+
+    register(POSITIONAL, "noisy", Noisy)
+    assert_fails("position=noisy", "determinism", "other logits")
+
+
+def test_a_parameter_no_gradient_reaches_fails_gradients(register):
+    class Unused(PositionalEncoding):
+        def __init__(self, cfg):
+            super().__init__(cfg)
+            self.unused = nn.Parameter(torch.ones(3))
+
+    register(POSITIONAL, "unused", Unused)
+    assert_fails("position=unused", "gradients", "1 get no gradient: pos.unused")
+
+
+def test_a_tensor_outside_the_state_dict_fails_parameters(register):
+    class Hidden(PositionalEncoding):
+        def __init__(self, cfg):
+            super().__init__(cfg)
+            self.offsets = torch.randn(cfg.d_model)  # neither parameter nor buffer
+
+        def add_to_embeddings(self, x: Tensor) -> Tensor:
+            return x + self.offsets
+
+    register(POSITIONAL, "hidden", Hidden)
+    assert_fails("position=hidden", "parameters", "outside the checkpoint")
+
+
+def test_an_overflow_in_float16_fails_finite_fp16_only(register):
+    class Shifted(nn.Module):
+        def forward(self, x: Tensor) -> Tensor:
+            return x + 1e5  # beyond float16's 65504
+
+    register(ACTIVATIONS, "shifted", Shifted)
+    rep = check("activation=shifted", lengths=None)
+    assert rep.result("finite fp32").status == rep.result("finite bf16").status == "pass"
+    assert rep.result("finite fp16").status == "fail"
+    assert "not finite under fp16" in rep.result("finite fp16").detail
+
+
+def test_an_undeclared_length_limit_fails_length_4x(register):
+    class Table(PositionalEncoding):
+        def __init__(self, cfg):
+            super().__init__(cfg)
+            self.table = nn.Embedding(32, cfg.d_model)
+
+        def add_to_embeddings(self, x: Tensor) -> Tensor:
+            return x + self.table(torch.arange(x.size(1)))
+
+    register(POSITIONAL, "table32", Table)
+    assert_fails("position=table32", "length 4x", "raised IndexError")
+
+
+def test_a_bias_of_the_wrong_dtype_fails_shapes(register):
+    class WideBias(PositionalEncoding):
+        def attention_bias(self, t: int, s: int) -> Tensor:
+            return torch.zeros(self.n_heads, t, s, dtype=torch.float64)
+
+    register(POSITIONAL, "wide_bias", WideBias)
+    assert_fails("position=wide_bias", "shapes", "attention_bias(T, T): expected (4, 8, 8) torch.float32")
+
+
+def test_a_config_the_component_refuses_skips_the_rest(register):
+    class Picky(PositionalEncoding):
+        @classmethod
+        def check_config(cls, cfg):
+            raise ValueError("position 'picky' needs d_model 4096")
+
+    register(POSITIONAL, "picky", Picky)
+    rep = check("position=picky")
+    assert rep.result("config").status == "fail" and "needs d_model 4096" in rep.result("config").detail
+    assert {r.status for r in rep.results[1:]} == {"skipped"} and rep.results[-1].contract == "time and memory"

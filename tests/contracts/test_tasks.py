@@ -1,0 +1,123 @@
+"""The task contracts over every registered task (the same code as ``ablate check task=NAME``),
+and a task built to break each one, registered for one test only."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.contracts.result import CheckReport
+from harness.contracts.tasks import CONTRACTS, check_task
+from tasks import IGNORE_INDEX, TASKS, Task
+from tasks.copy import Copy
+from tasks.tinyshakespeare import TinyShakespeare
+
+
+@functools.cache
+def report(name: str, data_dir: Path) -> CheckReport:
+    return check_task(name, data_dir=data_dir)
+
+
+@pytest.mark.parametrize("contract", CONTRACTS)
+@pytest.mark.parametrize("name", TASKS.names())
+def test_every_task_meets_every_contract(name: str, contract: str, data_dir: Path) -> None:
+    result = report(name, data_dir).result(contract)
+    assert result.status == "pass", result
+
+
+def test_the_version_is_reported(data_dir: Path) -> None:
+    rep = report("associative_recall", data_dir)
+    assert rep.version == "2" and rep.result("version").data == {"version": "2"}
+
+
+def test_the_lengths_contract_names_each_bound(data_dir: Path) -> None:
+    """A file-backed task states its longest length per split and refuses one token more, naming
+    the bound (the message of ``Task.sample``); a synthetic task has none."""
+    assert "train 1,003,853, val 55,769, test 55,769" in report("tinyshakespeare", data_dir).result("lengths").detail
+    with pytest.raises(ValueError, match="provides at most seq_len 55769 from its 'test' split"):
+        TASKS.get("tinyshakespeare")(data_dir=data_dir).sample(1, 55_770, np.random.default_rng(0), "test")
+    assert "any length" in report("copy", data_dir).result("lengths").detail
+
+
+def failing(name: str, contract: str) -> str:
+    result = check_task(name).result(contract)
+    assert result.status == "fail", result
+    return result.detail
+
+
+class OutOfVocab(Copy):
+    name = "out_of_vocab"
+
+    def _generate(self, n, seq_len, rng, split):
+        inputs, targets = super()._generate(n, seq_len, rng, split)
+        inputs[0, 0] = self.vocab_size  # one token past the vocabulary
+        return inputs, targets
+
+
+class IgnoresSeed(Copy):
+    name = "ignores_seed"
+
+    def _generate(self, n, seq_len, rng, split):
+        return super()._generate(n, seq_len, np.random.default_rng(0), split)
+
+
+class NoAnswer(Copy):
+    name = "no_answer"
+
+    def _generate(self, n, seq_len, rng, split):
+        inputs, targets = super()._generate(n, seq_len, rng, split)
+        targets[0] = IGNORE_INDEX  # row 0 scores nothing
+        return inputs, targets
+
+
+class LeakyShakespeare(TinyShakespeare):
+    """The test split drawn from the train split: every test window is training text."""
+
+    name = "leaky_shakespeare"
+
+    def _generate(self, n, seq_len, rng, split):
+        return super()._generate(n, seq_len, rng, "train" if split == "test" else split)
+
+
+class Unversioned(Copy):
+    name = "unversioned"
+    version = ""
+
+
+@pytest.mark.parametrize(
+    ("cls", "contract", "words"),
+    [
+        (OutOfVocab, "vocabulary", "input token 18 outside [0, 18)"),
+        (IgnoresSeed, "determinism", "seeds 0 and 1 gave the same data"),
+        (NoAnswer, "answers", "row 0 has no scored position"),
+        (Unversioned, "version", "version must be a non-empty str"),
+    ],
+)
+def test_a_broken_task_fails_its_contract(register, cls: type[Task], contract: str, words: str) -> None:
+    register(TASKS, cls.name, cls)
+    assert words in failing(cls.name, contract)
+
+
+def test_test_windows_found_in_the_train_split_fail_splits(register, data_dir: Path) -> None:
+    register(TASKS, "leaky_shakespeare", LeakyShakespeare)
+    detail = check_task("leaky_shakespeare", data_dir=data_dir).result("splits").detail
+    assert "windows of the test split occur in the train split" in detail
+
+
+def test_missing_data_fails_data_and_skips_the_rest(monkeypatch, tmp_path: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    monkeypatch.setenv("ABLATE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ABLATE_DATA_DIR", raising=False)
+
+    def no_network(*args, **kwargs):
+        raise urllib.error.URLError("network disabled in tests")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    rep = check_task("tinyshakespeare", data_dir=tmp_path)
+    assert rep.result("data").status == "fail" and "could not be found or downloaded" in rep.result("data").detail
+    assert {r.status for r in rep.results[2:]} == {"skipped"}
