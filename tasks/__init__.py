@@ -24,6 +24,7 @@ from tasks import copy  # isort: skip
 from tasks import associative_recall  # isort: skip
 from tasks import tinyshakespeare  # isort: skip
 from tasks import padded  # isort: skip
+from tasks import text  # isort: skip
 from tasks.tinyshakespeare import DataChecksumError  # isort: skip
 
 

@@ -71,6 +71,9 @@ class Task(ABC):
     kind: ClassVar[Literal["synthetic", "lm"]]
     answers_in_input: ClassVar[bool] = True
     Params: ClassVar[type[TaskParams]] = TaskParams
+    example_params: ClassVar[dict[str, Any] | None] = None
+    """Params to build the task with when none are given (``ablate check task=NAME``, the
+    contract tests), for a task whose defaults cannot be built (``text`` needs a corpus)."""
 
     def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None):
         self.params = validate_params(self.Params, params, task=self.name)
@@ -80,6 +83,15 @@ class Task(ABC):
     @abstractmethod
     def vocab_size(self) -> int:
         """Number of token ids; every input and every scored target is in ``[0, vocab_size)``."""
+
+    @property
+    def token_bytes(self) -> Tensor | None:
+        """``(V,)`` int64: how many UTF-8 bytes each token id stands for, so that a loss in nats
+        per token becomes bits per byte (``bpb``, comparable across vocabularies). A task that
+        defines it (``text``) reports ``bpb``; ``None`` (the default: synthetic tasks, and
+        ``tinyshakespeare``, whose stored runs predate ``bpb``; there it is ``loss / ln 2``)
+        reports no ``bpb``."""
+        return None
 
     @property
     def min_seq_len(self) -> int:

@@ -83,7 +83,7 @@ def locate(data_dir: Path | None = None, download: bool = True) -> Path:
         raise DataUnavailableError(_unavailable_message(data_dir, cached, repr(err))) from err
     _verify(payload, URL)
     try:
-        _write_atomically(cached, payload)
+        write_atomically(cached, payload)
     except OSError as err:
         raise DataUnavailableError(
             _unavailable_message(data_dir, cached, f"downloaded but could not save: {err!r}")
@@ -161,7 +161,7 @@ def _download() -> bytes:
         return response.read()
 
 
-def _write_atomically(path: Path, payload: bytes) -> None:
+def write_atomically(path: Path, payload: bytes) -> None:
     """Write to a temporary file next to ``path``, then rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")

@@ -60,6 +60,8 @@ HEAVY = {
     "pandas",
     "psycopg2",
     "sqlalchemy",
+    "tokenizers",  # the text task's BPE vocabulary only
+    "datasets",  # the text task's Hugging Face source only (optional extra, ~6 s to import)
 }
 # internal modules imported inside a function, and why
 LAZY_INTERNAL = {

@@ -177,13 +177,15 @@ def _check_longest(cfg: RunConfig, task: Any, where: str) -> None:
 
 
 METRICS = {"synthetic": ("acc", "exact", "loss"), "lm": ("loss", "ppl")}
+BYTE_METRICS = ("bpb",)
+"""Also produced by a task that states the bytes of its tokens (``Task.token_bytes``: ``text``; issue 13)."""
 RUN_METRICS = ("steps_to_target", "target_reached", "train_loss_final", "train_tokens_per_s")
 
 
 def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
     """The primary and gate metrics must be ones the task produces at the evaluated lengths
     (``acc@x4`` needs multiplier 4), the target one the validation pass logs (``acc``, ``loss``)."""
-    bases = METRICS.get(task.kind, ("loss",))
+    bases = METRICS.get(task.kind, ("loss",)) + (BYTE_METRICS if getattr(task, "token_bytes", None) is not None else ())
     produced = [f"{b}@x{m}" for b in bases for m in cfg.eval.length_multipliers] + list(RUN_METRICS)
     named = [("primary", entry.primary.metric)] + ([("gate", entry.gate.metric)] if entry.gate else [])
     for role, metric in named:

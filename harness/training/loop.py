@@ -112,34 +112,41 @@ class TaskData(L.LightningDataModule):
         return max(1, self.cfg.eval.batch_size * self.cfg.train.seq_len // length)
 
 
-def score(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, float]:
+def score(logits: torch.Tensor, targets: torch.Tensor, token_bytes: torch.Tensor | None = None) -> dict[str, float]:
     """Sums for loss and accuracy over scored positions (targets != IGNORE_INDEX).
 
     Args:
         logits: (B, T, V) float.
         targets: (B, T) long, IGNORE_INDEX where no loss is taken.
+        token_bytes: (V,) long, UTF-8 bytes per token id (``Task.token_bytes``), or None.
 
     Returns:
         ``loss_sum`` (nats), ``tokens``, ``correct``, ``seqs`` (rows with a scored position) and
-        ``exact`` (rows whose every scored position is right).
+        ``exact`` (rows whose every scored position is right); with ``token_bytes``, ``bytes``:
+        the bytes the scored targets stand for.
     """
     mask = targets != IGNORE_INDEX  # (B, T)
     loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX, reduction="sum")
     hit = (logits.argmax(-1) == targets) & mask  # (B, T)
     has = mask.any(-1)  # (B,)
     exact = (hit | ~mask).all(-1) & has
-    return {
+    out = {
         "loss_sum": loss.item(),
         "tokens": mask.sum().item(),
         "correct": hit.sum().item(),
         "seqs": has.sum().item(),
         "exact": exact.sum().item(),
     }
+    if token_bytes is not None:  # bits per byte (issue 13's text task)
+        out["bytes"] = token_bytes.to(targets.device)[targets[mask]].sum().item()
+    return out
 
 
 def summarise(sums: dict[str, float], kind: str, suffix: str) -> dict[str, float]:
     """Metrics from summed counts: ``loss`` (nats/token) always; ``acc``/``exact`` for synthetic
-    tasks (answer positions only); ``ppl`` = exp(loss) for language modelling."""
+    tasks (answer positions only); ``ppl`` = exp(loss) for language modelling, and ``bpb`` (bits
+    per byte: ``loss_sum / (bytes x ln 2)``, i.e. ``loss x tokens / (bytes x ln 2)``) when the
+    sums hold the scored bytes."""
     loss = sums["loss_sum"] / max(sums["tokens"], 1)
     out = {f"loss{suffix}": loss}
     if kind == "lm":
@@ -147,6 +154,8 @@ def summarise(sums: dict[str, float], kind: str, suffix: str) -> dict[str, float
     else:
         out[f"acc{suffix}"] = sums["correct"] / max(sums["tokens"], 1)
         out[f"exact{suffix}"] = sums["exact"] / max(sums["seqs"], 1)
+    if sums.get("bytes"):  # bits per byte (issue 13's text task)
+        out[f"bpb{suffix}"] = sums["loss_sum"] / (sums["bytes"] * math.log(2))
     return out
 
 
@@ -164,11 +173,18 @@ class LitLM(L.LightningModule):
     """
 
     def __init__(
-        self, model: TransformerLM, cfg: Any, task_kind: str, target: Any = None, pad_id: int | None = None
+        self,
+        model: TransformerLM,
+        cfg: Any,
+        task_kind: str,
+        target: Any = None,
+        pad_id: int | None = None,
+        token_bytes: torch.Tensor | None = None,
     ) -> None:
         super().__init__()
         self.model, self.cfg, self.kind, self.target = model, cfg, task_kind, target
         self.pad_id = pad_id  # the task's padding token: hidden from attention (key padding mask)
+        self.token_bytes = token_bytes  # (V,) bytes per token id, for bpb; not a buffer: no state_dict key
         self.precision_ran: str | None = None
         self.multipliers = list(cfg.eval.length_multipliers)
         self.history: list[dict[str, float]] = []
@@ -200,7 +216,7 @@ class LitLM(L.LightningModule):
         self._sums = {0: {}}
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        _add(self._sums[0], score(self(batch[0]), batch[1]))
+        _add(self._sums[0], score(self(batch[0]), batch[1], self.token_bytes))
 
     def on_validation_epoch_end(self) -> None:
         metrics = summarise(self._sums[0], self.kind, "")
@@ -217,7 +233,7 @@ class LitLM(L.LightningModule):
         self._sums = {i: {} for i in range(len(self.multipliers))}
 
     def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
-        _add(self._sums[dataloader_idx], score(self(batch[0]), batch[1]))
+        _add(self._sums[dataloader_idx], score(self(batch[0]), batch[1], self.token_bytes))
 
     def on_test_epoch_end(self) -> None:
         for i, mult in enumerate(self.multipliers):
@@ -380,7 +396,14 @@ def train_and_evaluate(
     torch.manual_seed(stream_seed(seed, "init", *_salt(cfg.train.seed_salt)))
     model = TransformerLM(model_cfg)
     torch.manual_seed(stream_seed(seed, "dropout", *_salt(cfg.train.seed_salt)))
-    lit = LitLM(model, cfg, task.kind, target, pad_id=getattr(task, "pad_id", None))
+    lit = LitLM(
+        model,
+        cfg,
+        task.kind,
+        target,
+        pad_id=getattr(task, "pad_id", None),
+        token_bytes=getattr(task, "token_bytes", None),
+    )
     loggers: list[Any] = [L.loggers.CSVLogger(run_dir, name="csv", version="")]
     if wandb is not None:
         import wandb as wandb_lib

@@ -83,7 +83,7 @@ def monitor_for(metric: str, maximize: bool) -> str | None:
     """The validation metric at L that the pruner watches: same quantity as the objective when
     LitLM logs it, else one with the same direction; None when no logged metric fits."""
     base = metric.split("@")[0]
-    if base in ("acc", "exact", "loss", "ppl"):
+    if base in ("acc", "exact", "loss", "ppl", "bpb"):
         return f"val/{base}"
     return None if maximize else "val/loss"
 

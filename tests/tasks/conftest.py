@@ -30,3 +30,15 @@ def shakespeare_dir() -> Path:
     if not (data_dir / "tinyshakespeare.txt").is_file():
         pytest.skip(f"no tinyshakespeare.txt in {data_dir}; set ABLATE_DATA_DIR")
     return data_dir
+
+
+@pytest.fixture(scope="session")
+def shakespeare_head(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 100,000 characters of Tiny Shakespeare (ASCII) as a file: a corpus for the
+    ``text`` task that trains a BPE in about a second; skips without the data."""
+    source = Path(os.environ.get("ABLATE_DATA_DIR") or DEFAULT_DATA_DIR) / "tinyshakespeare.txt"
+    if not source.is_file():
+        pytest.skip(f"no {source}; set ABLATE_DATA_DIR")
+    path = tmp_path_factory.mktemp("corpus") / "head.txt"
+    path.write_bytes(source.read_bytes()[:100_000])
+    return path

@@ -6,15 +6,26 @@ from __future__ import annotations
 import numpy as np
 import pydantic
 import pytest
+import torch
 
 from tasks import TASKS, Task, UnknownNameError, build_task
 
 ALL_TASKS = TASKS.names()
+NEEDS_PARAMS = {"text": {"text-char": {"tokenizer": "char"}, "text-bpe": {"tokenizer": "bpe", "vocab_size": 300}}}
+"""Tasks that cannot be built without params (a user's corpus: the first 100,000 characters of
+Tiny Shakespeare), with the params each contract case uses."""
+CASES = [(name, {}) for name in ALL_TASKS if name not in NEEDS_PARAMS] + [
+    (name, params) for name, cases in NEEDS_PARAMS.items() for params in cases.values()
+]
+CASE_IDS = [n for n in ALL_TASKS if n not in NEEDS_PARAMS] + [i for cases in NEEDS_PARAMS.values() for i in cases]
 
 
-@pytest.fixture(params=ALL_TASKS)
-def task(request: pytest.FixtureRequest, shakespeare_dir) -> Task:
-    return build_task(request.param, data_dir=shakespeare_dir)
+@pytest.fixture(params=CASES, ids=CASE_IDS)
+def task(request: pytest.FixtureRequest, shakespeare_dir, shakespeare_head) -> Task:
+    name, params = request.param
+    if name == "text":
+        params = {"path": str(shakespeare_head), **params}
+    return build_task(name, params, data_dir=shakespeare_dir)
 
 
 def _seq_len(task: Task) -> int:
@@ -22,7 +33,17 @@ def _seq_len(task: Task) -> int:
 
 
 def test_every_task_is_registered() -> None:
-    assert {"copy", "reverse", "associative_recall", "tinyshakespeare"} <= set(ALL_TASKS)
+    assert {"copy", "reverse", "associative_recall", "tinyshakespeare", "text"} <= set(ALL_TASKS)
+
+
+def test_token_bytes_when_stated_cover_the_vocabulary(task: Task) -> None:
+    """Bits per byte need the bytes of every token id; a synthetic task states none."""
+    if task.token_bytes is None:
+        assert task.name != "text"
+        return
+    assert task.kind == "lm"
+    assert task.token_bytes.shape == (task.vocab_size,) and task.token_bytes.dtype == torch.long
+    assert (task.token_bytes >= 1).all()
 
 
 @pytest.mark.parametrize("name", ALL_TASKS)

@@ -1,0 +1,189 @@
+"""A user's corpus for the ``text`` task: found, read, checked and fingerprinted.
+
+Three sources:
+
+- a local **file**, UTF-8 text;
+- a local **folder**: its files matching a glob (default ``**/*.txt``, hidden paths skipped),
+  sorted by their path relative to the folder and concatenated byte for byte (no separator);
+- a Hugging Face **dataset** (the optional extra ``ablate[datasets]``), loaded with
+  ``datasets.load_dataset(name, config, data_files=..., split=...)`` into
+  ``$ABLATE_CACHE_DIR/huggingface``; the rows of one text column are joined with ``"\\n"`` and
+  the result is cached as a text file under ``$ABLATE_CACHE_DIR/text/hf/``, which every later
+  load reads: once cached, no network and no ``datasets`` import.
+
+A relative ``path`` is looked up in ``data_dir`` (else ``$ABLATE_DATA_DIR``), then in the working
+directory. Every problem is a :class:`~tasks.base.DataUnavailableError` naming the file and the
+fix: no such path, a folder without matching files, an empty corpus, a file that is not UTF-8
+text (a binary file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.base import DataUnavailableError
+from tasks.tinyshakespeare import cache_dir, write_atomically
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The whole corpus as one string.
+
+    Attributes:
+        text: the decoded text.
+        sha256: hex digest of its UTF-8 bytes (what the task version fingerprints).
+        source: where it was read from, for messages.
+    """
+
+    text: str
+    sha256: str
+    source: str
+
+
+def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None) -> Corpus:
+    """Read a text file, or the matching files of a folder, as one :class:`Corpus`.
+
+    Raises:
+        DataUnavailableError: no such path; a folder with no file matching ``glob``; a file that
+            is not UTF-8 text; a corpus that is empty or only whitespace.
+    """
+    found = resolve(path, data_dir)
+    files = _folder_files(found, glob) if found.is_dir() else [found]
+    payloads = [f.read_bytes() for f in files]
+    text = "".join(_decode(b, f) for b, f in zip(payloads, files))  # a message names the file
+    return _corpus(text, b"".join(payloads), str(found))
+
+
+def resolve(path: str, data_dir: Path | None = None) -> Path:
+    """The file or folder ``path`` names: as given when absolute, else in ``data_dir`` (else
+    ``$ABLATE_DATA_DIR``), then in the working directory.
+
+    Raises:
+        DataUnavailableError: none of those exists; the message lists where it looked.
+    """
+    given = Path(path).expanduser()
+    if data_dir is None and os.environ.get("ABLATE_DATA_DIR"):
+        data_dir = Path(os.environ["ABLATE_DATA_DIR"]).expanduser()
+    tried = [given] if given.is_absolute() else [*([Path(data_dir) / given] if data_dir else []), Path.cwd() / given]
+    for candidate in tried:
+        if candidate.exists():
+            return candidate
+    raise DataUnavailableError(
+        f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); "
+        f"give an existing file or folder as the task param path (relative paths are looked up in "
+        f"$ABLATE_DATA_DIR, then the working directory)"
+    )
+
+
+def _folder_files(folder: Path, glob: str) -> list[Path]:
+    """The files of ``folder`` matching ``glob``, hidden paths skipped, in relative-path order."""
+    files = [
+        p
+        for p in folder.glob(glob)
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    ]
+    if not files:
+        raise DataUnavailableError(
+            f"text: folder {folder} holds no file matching {glob!r}; put the corpus's .txt files in it "
+            f"or set the task param glob (e.g. '**/*.md')"
+        )
+    return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def _decode(payload: bytes, where: Path | str) -> str:
+    """UTF-8 text, or a :class:`DataUnavailableError` saying why it is not."""
+    if (nul := payload.find(b"\x00")) >= 0:
+        raise DataUnavailableError(
+            f"text: {where} is not a text file (a NUL byte at offset {nul:,}: binary data?); give a UTF-8 text file"
+        )
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataUnavailableError(
+            f"text: {where} is not UTF-8 text (byte 0x{payload[err.start]:02x} at offset {err.start:,}: "
+            f"binary data or another encoding?); convert it, e.g. iconv -f LATIN1 -t UTF-8"
+        ) from None
+
+
+def _corpus(text: str, payload: bytes, source: str) -> Corpus:
+    if not text.strip():
+        what = "empty (0 bytes)" if not payload else f"only whitespace ({len(payload):,} bytes)"
+        raise DataUnavailableError(f"text: corpus {source} is {what}; give a file or folder that holds text")
+    return Corpus(text, hashlib.sha256(payload).hexdigest(), source)
+
+
+def read_dataset(
+    name: str,
+    config: str | None = None,
+    data_files: str | Sequence[str] | None = None,
+    split: str = "train",
+    column: str = "text",
+) -> Corpus:
+    """A Hugging Face dataset's text column as one :class:`Corpus`, its rows joined by ``"\\n"``.
+
+    The joined text is cached under ``$ABLATE_CACHE_DIR/text/hf/``, keyed by the arguments (and,
+    for local ``data_files``, their size and modification time); a cached copy is read without
+    importing ``datasets``.
+
+    Raises:
+        DataUnavailableError: ``datasets`` is not installed; the dataset cannot be loaded (no
+            network, no such name, config or split); no such column, or a row that is not text;
+            the text is empty.
+    """
+    key = {"name": name, "config": config, "data_files": data_files, "split": split, "column": column}
+    files = [data_files] if isinstance(data_files, str) else list(data_files or [])
+    key["local_files"] = [[f, os.stat(f).st_size, os.stat(f).st_mtime_ns] for f in files if os.path.isfile(f)]
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    cached = cache_dir() / "text" / "hf" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', name)[-60:]}-{digest}.txt"
+    source = f"dataset {name!r} (split {split!r}, column {column!r})"
+    if cached.is_file():
+        payload = cached.read_bytes()
+        return _corpus(_decode(payload, cached), payload, f"{source}, cached at {cached}")
+    text = _load_dataset(name, config, data_files, split, column, source)
+    payload = text.encode("utf-8")
+    corpus = _corpus(text, payload, source)
+    write_atomically(cached, payload)
+    return corpus
+
+
+def _load_dataset(
+    name: str, config: str | None, data_files: str | Sequence[str] | None, split: str, column: str, source: str
+) -> str:
+    try:
+        import datasets
+    except ImportError:
+        raise DataUnavailableError(
+            f"text: {source} needs the datasets package: pip install 'ablate[datasets]' "
+            f"(or give a local file as the task param path)"
+        ) from None
+    datasets.disable_progress_bars()
+    files = list(data_files) if data_files is not None and not isinstance(data_files, str) else data_files
+    try:
+        rows = datasets.load_dataset(
+            name, config, data_files=files, split=split, cache_dir=str(cache_dir() / "huggingface")
+        )
+    except Exception as err:  # noqa: BLE001 hub, network, builder and split errors have no common base
+        raise DataUnavailableError(
+            f"text: {source} could not be loaded ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+            f"check the name, config and split, and the network for a hub dataset (loaded once, it is "
+            f"cached under {cache_dir()} and read offline)"
+        ) from None
+    if column not in rows.column_names:
+        raise DataUnavailableError(
+            f"text: {source} has no column {column!r}; set the task param text_column to one of: "
+            f"{', '.join(rows.column_names)}"
+        )
+    values = rows[column]
+    bad = next((i for i, v in enumerate(values) if not isinstance(v, str)), None)
+    if bad is not None:
+        raise DataUnavailableError(
+            f"text: {source}: row {bad} of column {column!r} is {type(values[bad]).__name__}, not text; "
+            f"set the task param text_column to a column of strings"
+        )
+    return "\n".join(values)

@@ -1,0 +1,223 @@
+"""``text``: language modelling on a user's own corpus, character or byte-level BPE tokens.
+
+The corpus is a local UTF-8 file or folder (param ``path``) or a Hugging Face dataset (param
+``dataset``, extra ``ablate[datasets]``): :mod:`tasks.corpus`. The vocabulary (param
+``tokenizer``) is its characters or a byte-level BPE of ``vocab_size`` ids trained on the
+training split only: :mod:`tasks.vocab`.
+
+**Split**, fixed and contiguous, by characters of the corpus: the last ``test_fraction`` is
+``test`` (comparisons), the ``val_fraction`` before it ``val`` (tuning), everything before that
+``train``; each count is ``round(fraction x characters)``. The defaults (0.05, 0.05) give the 90/5/5
+split of ``tinyshakespeare``, character for character. Each split is tokenised on its own, so
+no token spans two splits. A row is a random window of ``T + 1`` tokens of its split (windows
+overlap); every position is scored, in nats per token, and, through :attr:`Text.token_bytes`, in
+bits per byte (``bpb``), which compares character and BPE runs.
+
+**Version**: ``1+corpus.<12 hex>.<char|bpe>.<12 hex>``: the code version, the sha256 of the
+corpus's bytes and the sha256 of the vocabulary (its characters; the BPE tokenizer's JSON). A
+run's id holds it, so another corpus or another tokenizer is another run. The corpus is read,
+and a BPE tokenizer trained or loaded, when the task is built: also by read-only commands
+(``status``, ``report``), which need the corpus to know the run ids.
+
+**Cache** (BPE only; ``$ABLATE_CACHE_DIR``, else ``~/.cache/ablate``), per corpus:
+``text/<corpus sha256[:16]>/bpe<V>-train<chars>-tokenizers<version>.json`` (the tokenizer) and
+``tokens-<tokenizer sha256[:16]>-<train chars>-<val chars>-<test chars>.npz`` (the encoded splits).
+A character vocabulary is derived in milliseconds and not cached.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from tasks import TASKS
+from tasks.base import DataUnavailableError, Split, Task, TaskParams
+from tasks.corpus import Corpus, read_dataset, read_path
+from tasks.tinyshakespeare import cache_dir, write_atomically
+from tasks.vocab import BPEVocab, CharVocab
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+log = logging.getLogger(__name__)
+
+CODE_VERSION = "1"
+"""Bumped whenever the rows drawn for a given corpus, vocabulary and seed change."""
+
+_LOADED: dict[tuple[Any, ...], tuple[CharVocab | BPEVocab, np.ndarray, dict[str, tuple[int, int]]]] = {}
+"""Per process: (corpus sha256, vocabulary params, split) -> (vocab, token ids, token bounds)."""
+
+
+class TextParams(TaskParams):
+    path: str | None = Field(None, description="a UTF-8 text file or a folder of them")
+    glob: str = Field("**/*.txt", description="files of a folder `path` to read, in path order")
+    dataset: str | None = Field(None, description="a Hugging Face dataset name (extra ablate[datasets])")
+    dataset_config: str | None = Field(None, description="the dataset's configuration name")
+    data_files: str | list[str] | None = Field(None, description="data_files for datasets.load_dataset")
+    dataset_split: str = Field("train", description="the dataset split read as the corpus")
+    text_column: str = Field("text", description="the dataset column of text; rows are joined by newlines")
+    tokenizer: Literal["char", "bpe"] = "char"
+    vocab_size: int = Field(1024, ge=256, le=1 << 20, description="bpe: ids, 256 bytes + merges")
+    val_fraction: float = Field(0.05, gt=0, lt=1)
+    test_fraction: float = Field(0.05, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TextParams:
+        if (self.path is None) == (self.dataset is None):
+            raise ValueError("give exactly one of path (a local file or folder) and dataset (a Hugging Face name)")
+        if self.path is not None:
+            if given := [k for k in ("dataset_config", "data_files") if getattr(self, k) is not None]:
+                raise ValueError(f"{', '.join(given)} apply to a dataset, not to path")
+        elif "glob" in self.model_fields_set:
+            raise ValueError("glob applies to a folder path, not to dataset")
+        if self.tokenizer == "char" and "vocab_size" in self.model_fields_set:
+            raise ValueError("vocab_size applies to tokenizer: bpe (a char vocabulary is the corpus's characters)")
+        if self.val_fraction + self.test_fraction >= 1:
+            raise ValueError(
+                f"val_fraction + test_fraction must be below 1 (the rest trains), got "
+                f"{self.val_fraction} + {self.test_fraction}"
+            )
+        return self
+
+
+def split_bounds(n_chars: int, val_fraction: float, test_fraction: float) -> dict[str, tuple[int, int]]:
+    """``[start, stop)`` character offsets of each split: train, then val, then test."""
+    n_test, n_val = round(n_chars * test_fraction), round(n_chars * val_fraction)
+    train_end = n_chars - n_val - n_test
+    return {"train": (0, train_end), "val": (train_end, train_end + n_val), "test": (train_end + n_val, n_chars)}
+
+
+@TASKS.register("text")
+class Text(Task):
+    """LM on your own corpus (param path or dataset), char or byte-level BPE; every position scored.
+
+    Built eagerly: the corpus is read and checked, and the vocabulary built, in the constructor,
+    so that ``vocab_size``, :meth:`max_seq_len` and the instance's ``version`` (code, corpus and
+    vocabulary digests; the class attribute is the code version alone) are known to planning.
+
+    Raises:
+        ValueError: bad params.
+        DataUnavailableError: the corpus cannot be read, is empty or binary, or a split of it
+            holds fewer than 2 tokens.
+    """
+
+    name = "text"
+    version = CODE_VERSION
+    kind = "lm"
+    Params = TextParams
+    example_params = {"path": "tinyshakespeare.txt"}  # in $ABLATE_DATA_DIR (ablate check task=text)
+
+    def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None) -> None:
+        super().__init__(params, data_dir)
+        p = self.params
+        corpus = read_path(p.path, p.glob, self.data_dir) if p.path is not None else self._read_dataset()
+        self.vocab, self._tokens, self.bounds = _load(corpus, p)
+        self.corpus_sha256, self.corpus_source = corpus.sha256, corpus.source
+        self.version = f"{CODE_VERSION}+corpus.{corpus.sha256[:12]}.{self.vocab.kind}.{self.vocab.digest[:12]}"
+        self._data: Tensor | None = None
+
+    def _read_dataset(self) -> Corpus:
+        p = self.params
+        return read_dataset(p.dataset, p.dataset_config, p.data_files, p.dataset_split, p.text_column)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.vocab.size
+
+    @property
+    def token_bytes(self) -> Tensor:
+        import torch
+
+        return torch.from_numpy(self.vocab.token_bytes)
+
+    def max_seq_len(self, split: Split) -> int:
+        """A row is a window of ``seq_len + 1`` tokens of the split."""
+        start, stop = self.bounds[split]
+        return stop - start - 1
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """(N,) int32: the train, val and test ids, concatenated; :attr:`bounds` are offsets into it."""
+        return self._tokens
+
+    def split_tokens(self, split: Split) -> np.ndarray:
+        """The split's token ids, (N,) int32, in corpus order."""
+        start, stop = self.bounds[split]
+        return self._tokens[start:stop]
+
+    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
+        import torch
+
+        if self._data is None:
+            self._data = torch.from_numpy(self._tokens)
+        start, stop = self.bounds[split]
+        offsets = start + rng.integers(0, stop - start - seq_len, size=n)  # (N,)
+        idx = torch.from_numpy(offsets)[:, None] + torch.arange(seq_len + 1)  # (N, T + 1)
+        windows = self._data[idx].long()  # (N, T + 1)
+        return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+
+
+def _load(corpus: Corpus, p: TextParams) -> tuple[CharVocab | BPEVocab, np.ndarray, dict[str, tuple[int, int]]]:
+    """The vocabulary, every split's tokens concatenated (int32) and their ``[start, stop)``
+    token offsets; from this process's memo, the cache, or built (and cached)."""
+    chars = split_bounds(len(corpus.text), p.val_fraction, p.test_fraction)
+    key = (corpus.sha256, p.tokenizer, p.vocab_size if p.tokenizer == "bpe" else None, chars["val"])
+    if key not in _LOADED:
+        for split, (a, b) in chars.items():
+            _check_size(corpus, p, split, b - a, "characters")
+        texts = {s: corpus.text[a:b] for s, (a, b) in chars.items()}
+        if p.tokenizer == "char":
+            vocab: CharVocab | BPEVocab = CharVocab.of(corpus.text)
+            ids = {s: vocab.encode(t) for s, t in texts.items()}
+        else:
+            vocab, ids = _bpe(corpus, p, texts)
+        lengths = [len(ids[s]) for s in chars]
+        stops = np.cumsum(lengths).tolist()
+        bounds = {s: (stop - n, stop) for s, n, stop in zip(chars, lengths, stops)}
+        for split, n in zip(chars, lengths):
+            _check_size(corpus, p, split, n, "tokens")
+        _LOADED[key] = (vocab, np.concatenate([ids[s] for s in chars]), bounds)
+    return _LOADED[key]
+
+
+def _bpe(corpus: Corpus, p: TextParams, texts: dict[str, str]) -> tuple[BPEVocab, dict[str, np.ndarray]]:
+    """The BPE tokenizer trained on ``texts["train"]`` and every split's ids, through the cache."""
+    import tokenizers
+
+    folder = cache_dir() / "text" / corpus.sha256[:16]
+    stem = f"bpe{p.vocab_size}-train{len(texts['train'])}-tokenizers{tokenizers.__version__}"
+    vocab = BPEVocab.cached(texts["train"], p.vocab_size, folder / f"{stem}.json")
+    sizes = "-".join(str(len(texts[s])) for s in ("train", "val", "test"))
+    path = folder / f"tokens-{vocab.digest[:16]}-{sizes}.npz"
+    if path.is_file():
+        try:
+            with np.load(path) as stored:
+                return vocab, {s: stored[s] for s in texts}
+        except Exception as err:  # noqa: BLE001 a damaged file: BadZipFile, OSError, ValueError, KeyError
+            log.warning("re-encoding the corpus: %s is unreadable (%s)", path, err)
+    ids = {s: vocab.encode(t) for s, t in texts.items()}
+    try:
+        buffer = io.BytesIO()
+        np.savez(buffer, **ids)
+        write_atomically(path, buffer.getvalue())
+    except OSError as err:
+        log.warning("the encoded corpus is not cached: %s cannot be written (%s)", path, err)
+    return vocab, ids
+
+
+def _check_size(corpus: Corpus, p: TextParams, split: str, n: int, unit: str) -> None:
+    """A split must hold a window of 2 tokens (one input, its target)."""
+    if n < 2:
+        fraction = {"val": p.val_fraction, "test": p.test_fraction}.get(split)
+        share = f"{fraction:g} of " if fraction is not None else "the rest of "
+        raise DataUnavailableError(
+            f"text: corpus {corpus.source} is too small: its {split} split ({share}{len(corpus.text):,} characters) "
+            f"holds {n} {unit}, and a split needs at least 2 tokens; give a larger corpus or raise "
+            f"val_fraction / test_fraction"
+        )

@@ -1,0 +1,154 @@
+"""Vocabularies of the ``text`` task: the corpus's characters, or a byte-level BPE.
+
+A vocabulary turns text into token ids and says how many UTF-8 bytes each id stands for
+(:attr:`token_bytes`), so that a loss of ``L`` nats per token over a span of ``N`` tokens and
+``B`` bytes is ``L * N / (B * ln 2)`` bits per byte, a figure that compares across vocabularies.
+
+- ``char`` (:class:`CharVocab`): the sorted distinct characters (Unicode code points) of the whole
+  corpus, as nanoGPT's ``shakespeare_char`` (and the ``tinyshakespeare`` task): no character of
+  the val or test split is unknown; only the character set, not its counts, is read outside the
+  training split.
+- ``bpe`` (:class:`BPEVocab`): byte-level BPE (Sennrich et al., ACL 2016; GPT-2's byte alphabet of
+  256 symbols and pre-tokenisation regex, Radford et al. 2019), trained with Hugging Face
+  ``tokenizers``' ``BpeTrainer`` on the training split only, up to ``vocab_size`` ids (the 256
+  byte symbols, then merges; fewer when the text has no more pairs to merge). No special tokens,
+  no added prefix space: every string encodes and decodes back to itself. Its definition is the
+  tokenizer's JSON; its digest is that JSON's sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from tasks.tinyshakespeare import write_atomically
+
+log = logging.getLogger(__name__)
+
+
+class CharVocab:
+    """One id per character, in code-point order.
+
+    Args:
+        chars: the vocabulary, distinct characters in ascending code-point order.
+    """
+
+    kind = "char"
+
+    def __init__(self, chars: str) -> None:
+        self.chars = chars
+        self._codepoints = np.array([ord(c) for c in chars], dtype=np.uint32)  # (V,) ascending
+        assert (np.diff(self._codepoints.astype(np.int64)) > 0).all(), "chars must be distinct and sorted"
+
+    @classmethod
+    def of(cls, text: str) -> CharVocab:
+        """The vocabulary of every character in ``text``."""
+        return cls("".join(sorted(set(text))))
+
+    @property
+    def size(self) -> int:
+        return len(self.chars)
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the characters, UTF-8 encoded, in order."""
+        return hashlib.sha256(self.chars.encode("utf-8")).hexdigest()
+
+    @property
+    def token_bytes(self) -> np.ndarray:
+        """(V,) int64: the UTF-8 length of each character (1 to 4)."""
+        return np.array([len(c.encode("utf-8")) for c in self.chars], dtype=np.int64)
+
+    def encode(self, text: str) -> np.ndarray:
+        """(len(text),) int32 ids.
+
+        Raises:
+            ValueError: a character outside the vocabulary.
+        """
+        points = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")  # (N,) code points
+        ids = np.searchsorted(self._codepoints, points)
+        known = ids < self.size
+        known[known] = self._codepoints[ids[known]] == points[known]
+        if not known.all():
+            at = int(np.argmin(known))
+            raise ValueError(f"character {text[at]!r} at offset {at} is not in the vocabulary")
+        return ids.astype(np.int32)
+
+    def decode(self, ids: np.ndarray | list[int]) -> str:
+        return "".join(self.chars[i] for i in np.asarray(ids).tolist())
+
+
+class BPEVocab:
+    """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``).
+
+    Args:
+        definition: the tokenizer's JSON (``Tokenizer.to_str()``).
+    """
+
+    kind = "bpe"
+
+    def __init__(self, definition: str) -> None:
+        from tokenizers import Tokenizer
+
+        self.definition = definition
+        self._tokenizer = Tokenizer.from_str(definition)
+
+    @classmethod
+    def train(cls, text: str, vocab_size: int) -> BPEVocab:
+        """Train on ``text`` (the training split) up to ``vocab_size`` ids; deterministic."""
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            special_tokens=[],
+            show_progress=False,
+        )
+        tokenizer.train_from_iterator([text], trainer=trainer)
+        return cls(tokenizer.to_str())
+
+    @classmethod
+    def cached(cls, text: str, vocab_size: int, path: Path) -> BPEVocab:
+        """The tokenizer stored at ``path``, else one trained on ``text`` and stored there
+        (atomically; a cache that cannot be written is skipped with a warning)."""
+        if path.is_file():
+            try:
+                return cls(path.read_text(encoding="utf-8"))
+            except Exception as err:  # noqa: BLE001 a damaged cache file: tokenizers raises plain Exception
+                log.warning("retraining the BPE tokenizer: %s is unreadable (%s)", path, err)
+        vocab = cls.train(text, vocab_size)
+        try:
+            write_atomically(path, vocab.definition.encode("utf-8"))
+        except OSError as err:
+            log.warning("the BPE tokenizer is not cached: %s cannot be written (%s)", path, err)
+        return vocab
+
+    @property
+    def size(self) -> int:
+        return self._tokenizer.get_vocab_size()
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the tokenizer's JSON."""
+        return hashlib.sha256(self.definition.encode("utf-8")).hexdigest()
+
+    @property
+    def token_bytes(self) -> np.ndarray:
+        """(V,) int64: bytes per id; a byte-level token has one symbol per byte."""
+        out = np.zeros(self.size, dtype=np.int64)
+        for token, i in self._tokenizer.get_vocab().items():
+            out[i] = len(token)
+        return out
+
+    def encode(self, text: str) -> np.ndarray:
+        """(N,) int32 ids."""
+        return np.array(self._tokenizer.encode(text).ids, dtype=np.int32)
+
+    def decode(self, ids: np.ndarray | list[int]) -> str:
+        return self._tokenizer.decode(np.asarray(ids).tolist())
