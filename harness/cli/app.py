@@ -474,11 +474,22 @@ def check(
     fmt: Annotated[CheckFormat, typer.Option("--format")] = CheckFormat.table,
     seed: Annotated[int, typer.Option(min=0, help="of the weights, tokens and task data")] = 0,
     threads: Annotated[int, typer.Option(min=1, help="torch threads")] = 1,
+    plugin: PluginOpt = None,
 ) -> None:
     """The contract suite on components and tasks (shapes, causality, precisions, lengths, ...); exit 1 if one fails."""
     from harness.cli import check as check_cmd
 
-    raise typer.Exit(_guard(check_cmd.check, names or [], fmt=fmt.value, every=every, seed=seed, threads=threads))
+    raise typer.Exit(
+        _guard(
+            check_cmd.check,
+            names or [],
+            fmt=fmt.value,
+            every=every,
+            seed=seed,
+            threads=threads,
+            plugins=plugin or [],
+        )
+    )
 
 
 bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks outside the run store.")

@@ -42,6 +42,7 @@ COMMANDS = {
     "plan": ["DECL"],
     "tune": ["DECL"],
     "reproduce": ["--dry-run"],
+    "check": ["position=rope"],
 }
 
 
@@ -50,7 +51,7 @@ def test_every_command_that_plans_or_runs_loads_plugins_first(command: str, tmp_
     decl = str(user_file(tmp_path))
     bad = write_plugin(tmp_path / "bad.py", NOT_A_SUBCLASS)
     args = [decl if a == "DECL" else a for a in COMMANDS[command]]
-    store = [] if command in ("list", "show") else ["--results-dir", str(tmp_path / "results")]
+    store = [] if command in ("list", "show", "check") else ["--results-dir", str(tmp_path / "results")]
     result = invoke(command, *args, "--plugin", str(bad), *store)
     assert_refused(
         result, f"--plugin {bad}: positional encoding 'plain' is the class Plain, not a subclass of PositionalEncoding"
