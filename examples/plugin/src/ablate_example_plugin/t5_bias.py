@@ -66,8 +66,9 @@ class T5RelativeBias(PositionalEncoding):
 
     Differences from T5: the bias is added to scores already scaled by ``1 / sqrt(D)`` (T5 folds
     that scale into its initialisation and scales nothing); the table is initialised
-    ``N(0, d_model^-1/2)``, as Hugging Face's ``T5PreTrainedModel._init_weights``. No cache of
-    the bias. Works at any length (distances beyond ``max_distance`` share the last bucket);
+    ``N(0, d_model^-1/2)``, as Hugging Face's ``T5PreTrainedModel._init_weights``. The buckets of
+    each ``(T, S)`` are computed once and kept (they hold no parameter); the bias is gathered
+    anew on every call, as it must be for gradients. Works at any length (distances beyond ``max_distance`` share the last bucket);
     kernels without an additive bias (``linear``) refuse it before any run.
 
     Args:
@@ -81,15 +82,20 @@ class T5RelativeBias(PositionalEncoding):
         super().__init__(cfg)
         self.table = nn.Embedding(self.num_buckets, cfg.n_heads)  # (buckets, H)
         nn.init.normal_(self.table.weight, mean=0.0, std=cfg.d_model**-0.5)
+        self._buckets: dict[tuple[int, int, torch.device], Tensor] = {}
 
     def buckets(self, t: int, s: int) -> Tensor:
         """(T, S) int64 buckets; query ``i`` sits at position ``i + S - T`` (the last T keys)."""
         dev = self.table.weight.device
-        q_pos = torch.arange(s - t, s, device=dev)  # (T,)
-        k_pos = torch.arange(s, device=dev)  # (S,)
-        return relative_position_bucket(k_pos[None, :] - q_pos[:, None], False, self.num_buckets, self.max_distance)
+        if (t, s, dev) not in self._buckets:
+            q_pos = torch.arange(s - t, s, device=dev)  # (T,)
+            k_pos = torch.arange(s, device=dev)  # (S,)
+            rel = k_pos[None, :] - q_pos[:, None]  # (T, S): key position - query position
+            self._buckets[t, s, dev] = relative_position_bucket(rel, False, self.num_buckets, self.max_distance)
+        return self._buckets[t, s, dev]
 
     def attention_bias(self, t: int, s: int) -> Tensor:
         """(H, T, S) float32, differentiable in the table; keys after the query get bucket 0,
         which the kernel masks (always causal)."""
-        return self.table(self.buckets(t, s)).permute(2, 0, 1).float()  # (T, S, H) -> (H, T, S)
+        # indexing the (H, buckets) table: half the time of an embedding lookup and a permute
+        return self.table.weight.t()[:, self.buckets(t, s)].float()  # (H, buckets)[:, (T, S)] -> (H, T, S)
