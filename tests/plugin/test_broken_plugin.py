@@ -1,16 +1,15 @@
 """A plugin component that peeks at the next token (tests/fixtures/plugins/peek_next.py): the
-causal-leakage probe sees it, and ``ablate check`` must fail it on causality, naming the offending
-position. The second test is skipped until the ``check`` command exists (issue 13, branch i13c)."""
+causal-leakage probe sees it, and ``ablate check`` fails it on causality, naming the offending
+position."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import torch
-import typer
 
-from harness.cli.app import app
 from harness.experiment import plugins
 from harness.modules import TransformerConfig, TransformerLM
 from harness.modules.probes import causal_leakage
@@ -18,7 +17,6 @@ from helpers.cli import invoke
 from helpers.plugins import restored
 
 PEEK = Path(__file__).resolve().parents[1] / "fixtures" / "plugins" / "peek_next.py"
-HAS_CHECK = "check" in typer.main.get_command(app).commands
 
 
 @pytest.fixture(autouse=True)
@@ -38,10 +36,11 @@ def test_the_fixture_leaks_the_next_token_and_nothing_else_does():
     assert leaks["nope"] == 0.0 and leaks["peek_next"] > 1e-3, leaks
 
 
-@pytest.mark.skipif(not HAS_CHECK, reason="`ablate check` is not on this branch yet (issue 13, branch i13c)")
 def test_ablate_check_fails_the_peeking_component_on_causality():
-    result = invoke("check", "position=peek_next", "--plugin", str(PEEK))
+    result = invoke("check", "position=peek_next", "--plugin", str(PEEK), "--format", "json")
     assert result.exit_code == 1, result.output
-    out = result.output.lower()
-    line = next(line for line in out.splitlines() if "causal" in line)
-    assert "fail" in line and "position" in line, line
+    (report,) = json.loads(result.stdout)["checks"]
+    assert report["target"] == "model.position=peek_next" and report["ok"] is False
+    failed = {r["contract"]: r["detail"] for r in report["contracts"] if r["status"] == "fail"}
+    assert "causality" in failed, failed
+    assert failed["causality"].startswith("first offending position 0: its output changes when the tokens from")

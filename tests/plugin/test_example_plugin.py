@@ -1,5 +1,6 @@
 """The installed example plugin (examples/plugin) end to end, through the real CLI: ``ablate list``
-finds it by its entry point and marks its entries; a smoke grid of its ablation file
+finds it by its entry point and marks its entries; ``ablate check`` passes its component and its
+task; a smoke grid of its ablation file
 (examples/plugin/t5_lag.yaml: its position encoding x its task) runs on 2 local workers and on
 submitit's local executor with the same numbers, every record naming the plugin's distribution
 and version, and the report's setup says which plugin made the runs.
@@ -10,6 +11,7 @@ Skipped where the plugin is not installed; .ci/run installs it (``pip install -e
 from __future__ import annotations
 
 import importlib.metadata as md
+import json
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,15 @@ def test_list_finds_the_plugin_by_its_entry_point():
         VERSION,
         "ablate_example_plugin.plugin",
     )
+
+
+def test_ablate_check_passes_the_plugin_s_component_and_task():
+    result = invoke("check", "position=t5_bias", "task=lag_copy", "--format", "json")
+    assert result.exit_code == 0, result.output
+    checks = {c["target"]: c for c in json.loads(result.stdout)["checks"]}
+    assert set(checks) == {"model.position=t5_bias", "task=lag_copy"}
+    for check in checks.values():
+        assert check["ok"] and {r["status"] for r in check["contracts"]} == {"pass"}, check
 
 
 def test_smoke_grid_on_two_workers_and_on_submitit_local(tmp_path: Path):
