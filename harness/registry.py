@@ -23,6 +23,21 @@ class UnknownNameError(KeyError, ValueError):
         return str(self.args[0])
 
 
+class NameTakenError(ValueError):
+    """Raised by :meth:`Registry.register` for a name or alias an entry of the registry already
+    holds (a plugin's entry that clashes with a built-in one or another plugin's).
+
+    Attributes:
+        family: the registry's family (``"positional encoding"``).
+        name: the name or alias that was taken.
+    """
+
+    def __init__(self, family: str, name: str) -> None:
+        super().__init__(f"{family} {name!r} is already registered")
+        self.family = family
+        self.name = name
+
+
 def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str:
     """Return ``" (did you mean 'x'?)"`` for the closest of ``choices``, or ``""``."""
     close = difflib.get_close_matches(name, list(choices), n=2, cutoff=0.6)
@@ -59,7 +74,8 @@ class Registry(Generic[T]):
                 (tests/modules/test_fingerprints.py fails until it is bumped).
 
         Raises:
-            ValueError: the name or an alias is already taken, or ``version`` is below 1.
+            NameTakenError: the name or an alias is already taken (a ``ValueError``).
+            ValueError: ``version`` is below 1.
         """
         if not isinstance(version, int) or version < 1:
             raise ValueError(f"{self.family} {name!r}: version must be an int >= 1, got {version!r}")
@@ -67,7 +83,7 @@ class Registry(Generic[T]):
         def deco(obj: T) -> T:
             for key in (name, *aliases):
                 if key in self._entries or key in self._aliases:
-                    raise ValueError(f"{self.family} {key!r} is already registered")
+                    raise NameTakenError(self.family, key)
             self._entries[name] = obj
             self._versions[name] = version
             for alias in aliases:
@@ -75,6 +91,25 @@ class Registry(Generic[T]):
             return obj
 
         return deco
+
+    def unregister(self, name: str) -> None:
+        """Remove the entry ``name`` (its registered name, not an alias) with its aliases and
+        version: how the plugin loader undoes the entries of a plugin that failed its checks
+        (:mod:`harness.experiment.plugins`).
+
+        Raises:
+            UnknownNameError: no entry is registered as ``name``.
+        """
+        if name not in self._entries:
+            raise UnknownNameError(f"no {self.family} is registered as {name!r}")
+        del self._entries[name], self._versions[name]
+        for alias in [a for a, target in self._aliases.items() if target == name]:
+            del self._aliases[alias]
+
+    def aliases(self, name: str) -> list[str]:
+        """The aliases of the entry ``name`` (or of the entry an alias names), in registration order."""
+        target = self.canonical(name)
+        return [a for a, t in self._aliases.items() if t == target]
 
     def canonical(self, name: str) -> str:
         """The registered name for ``name`` or one of its aliases.

@@ -36,6 +36,14 @@ FromOpt = Annotated[
     Path | None,
     typer.Option("--from", help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store"),
 ]
+PluginOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--plugin",
+        help="a plugin to load first: an importable module or a .py file (repeatable); "
+        "installed plugins (entry points in ablate.plugins) load by themselves",
+    ),
+]
 StorageOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -64,10 +72,16 @@ class Format(str, Enum):
     json = "json"
 
 
-def _guard(fn, *args, **kwargs):
+def _guard(fn, *args, plugins: list[str] | None = None, **kwargs):
+    """Run ``fn``; bad input exits 2 with one line. ``plugins``: a command that plans or runs loads
+    the installed plugins and its ``--plugin`` values first (None: a command that loads none)."""
     from harness.errors import AblateError
 
     try:
+        if plugins is not None:
+            from harness.experiment import plugins as plugin_loader
+
+            plugin_loader.load_for_command(plugins)
         return fn(*args, **kwargs)
     except AblateError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -78,11 +92,16 @@ def _guard(fn, *args, **kwargs):
 
 
 @app.command("list")
-def list_cmd() -> None:
-    """Registered ablations and tasks, one line each."""
+def list_cmd(
+    components: Annotated[
+        bool, typer.Option("--components", help="also every component family (position, kernel, norm, ...)")
+    ] = False,
+    plugin: PluginOpt = None,
+) -> None:
+    """Registered ablations, tasks and plugins, one line each; plugin entries marked with their package."""
     from harness.cli import inspect as inspect_cmd
 
-    _guard(inspect_cmd.list_all)
+    _guard(inspect_cmd.list_all, components=components, plugins=plugin or [])
 
 
 @app.command()
@@ -90,11 +109,12 @@ def show(
     name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
     profile: ProfileOpt = None,
     overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides")] = None,
+    plugin: PluginOpt = None,
 ) -> None:
     """An ablation's question, claims, axes, profiles and its expanded grid (nothing runs)."""
     from harness.cli import inspect as inspect_cmd
 
-    _guard(inspect_cmd.show, name, profile, overrides or [])
+    _guard(inspect_cmd.show, name, profile, overrides or [], plugins=plugin or [])
 
 
 @app.command()
@@ -156,6 +176,7 @@ def run(
     submitit_cluster: Annotated[
         str, typer.Option(help="slurm; or local / debug: the same submitit jobs without SLURM")
     ] = "slurm",
+    plugin: PluginOpt = None,
 ) -> None:
     """Train every run of the grid not yet in the store, then print the comparison table."""
     from harness.cli import run as run_cmd
@@ -190,6 +211,7 @@ def run(
         tuned=tuned,
         storage=storage,
         launch=launch,
+        plugins=plugin or [],
     )
     raise typer.Exit(code)
 
@@ -202,11 +224,12 @@ def status(
     ] = None,
     profile: ProfileOpt = None,
     results_dir: ResultsOpt = Path("results"),
+    plugin: PluginOpt = None,
 ) -> None:
     """Done / failed / diverged / pending, per variant and task."""
     from harness.cli import inspect as inspect_cmd
 
-    _guard(inspect_cmd.status, name, profile, results_dir, overrides or [])
+    _guard(inspect_cmd.status, name, profile, results_dir, overrides or [], plugins=plugin or [])
 
 
 @app.command()
@@ -221,6 +244,7 @@ def compare(
     fmt: Annotated[Format, typer.Option("--format")] = Format.table,
     tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
     source: FromOpt = None,
+    plugin: PluginOpt = None,
 ) -> None:
     """The statistical comparison table, from the store (or a report's data file, --from)."""
     from harness.cli import compare as compare_cmd
@@ -235,6 +259,7 @@ def compare(
         tuned=tuned,
         overrides=overrides or [],
         source=source,
+        plugins=plugin or [],
     )
 
 
@@ -260,6 +285,7 @@ def report(
         ),
     ] = WandbMode.auto,
     source: FromOpt = None,
+    plugin: PluginOpt = None,
 ) -> None:
     """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures;
     --all: every registered ablation, and reports/README.md, their index."""
@@ -274,7 +300,9 @@ def report(
                 "error: --all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`", err=True
             )
             raise typer.Exit(2)
-        _guard(report_cmd.report_all, results_dir, out, storage=storage, name=name, profile=profile)
+        _guard(
+            report_cmd.report_all, results_dir, out, storage=storage, name=name, profile=profile, plugins=plugin or []
+        )
         return
     _guard(
         report_cmd.report,
@@ -286,6 +314,7 @@ def report(
         overrides=overrides or [],
         wandb=_wandb_mode(wandb),
         source=source,
+        plugins=plugin or [],
     )
 
 
@@ -309,6 +338,7 @@ def reproduce(
     run_timeout: Annotated[
         float | None, typer.Option(help="seconds; a run over it is stopped and recorded as timeout")
     ] = None,
+    plugin: PluginOpt = None,
 ) -> None:
     """Positive controls: run what the published results of harness/experiment/reproductions.yaml need (as
     `ablate run` does) and print pass / fail / inconclusive per entry."""
@@ -326,6 +356,7 @@ def reproduce(
         threads=threads,
         wandb=_wandb_mode(wandb),
         launch=launch,
+        plugins=plugin or [],
     )
     raise typer.Exit(code)
 
@@ -352,6 +383,7 @@ def plan_cmd(
         float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")
     ] = 0.05,
     fmt: Annotated[Format, typer.Option("--format")] = Format.table,
+    plugin: PluginOpt = None,
 ) -> None:
     """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
     from harness.cli import plan as seeds_cmd
@@ -366,6 +398,7 @@ def plan_cmd(
         alpha=alpha,
         fmt=fmt.value,
         overrides=overrides or [],
+        plugins=plugin or [],
     )
 
 
@@ -393,6 +426,7 @@ def tune(
         Optional[int],
         typer.Option(min=1, help="seconds between heartbeats; a trial silent 3x as long is failed (default 10)"),
     ] = None,
+    plugin: PluginOpt = None,
 ) -> None:
     """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
     from harness.cli import tune as tune_cmd
@@ -410,6 +444,7 @@ def tune(
         pruner=pruner.value,
         threads=threads,
         heartbeat=heartbeat,
+        plugins=plugin or [],
     )
     raise typer.Exit(code)
 
@@ -439,11 +474,22 @@ def check(
     fmt: Annotated[CheckFormat, typer.Option("--format")] = CheckFormat.table,
     seed: Annotated[int, typer.Option(min=0, help="of the weights, tokens and task data")] = 0,
     threads: Annotated[int, typer.Option(min=1, help="torch threads")] = 1,
+    plugin: PluginOpt = None,
 ) -> None:
     """The contract suite on components and tasks (shapes, causality, precisions, lengths, ...); exit 1 if one fails."""
     from harness.cli import check as check_cmd
 
-    raise typer.Exit(_guard(check_cmd.check, names or [], fmt=fmt.value, every=every, seed=seed, threads=threads))
+    raise typer.Exit(
+        _guard(
+            check_cmd.check,
+            names or [],
+            fmt=fmt.value,
+            every=every,
+            seed=seed,
+            threads=threads,
+            plugins=plugin or [],
+        )
+    )
 
 
 bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks outside the run store.")

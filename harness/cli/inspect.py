@@ -6,13 +6,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from harness.cli import output
 from harness.execution.run_folder import unfinished_state
 from harness.experiment import ablation as ablation_mod
-from harness.experiment import grid
+from harness.experiment import grid, plugins
 from harness.experiment.ablation import Ablation
+from harness.experiment.families import families
 from harness.experiment.search_space import resolve_space
 from harness.store.runs import STATUSES, read_record, run_dir, scan
 
@@ -23,8 +25,10 @@ def _first_sentence(text: str) -> str:
     return text[: m.start() + 1] if m else text
 
 
-def list_all() -> None:
-    """Registered ablations and tasks, one line each."""
+def list_all(components: bool = False) -> None:
+    """Registered ablations and tasks, one line each, then each loaded plugin and the component
+    families it adds to (every family with ``components``), its entries beside the built-in ones
+    and marked with its package. Without a plugin and ``components``, torch is never imported."""
     for name, path in ablation_mod.available().items():
         abl = ablation_mod.load(str(path))
         n = len(abl.variants())
@@ -37,7 +41,23 @@ def list_all() -> None:
     for name in TASKS.names():
         cls = TASKS.get(name)
         doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        output.console.print(f"task [bold]{name}[/] (v{cls.version}, {cls.kind}) — {doc}")
+        output.console.print(f"task [bold]{name}[/]{_marked('task', name)} (v{cls.version}, {cls.kind}) — {doc}")
+    for plugin in plugins.loaded():
+        what = ", ".join(f"{family} {name}" for family, name in plugin.entries) or "no entries"
+        output.console.print(f"plugin [bold]{escape(plugin.package)}[/] ({escape(plugin.ref.describe())}): {what}")
+    touched = {family for p in plugins.loaded() for family, _ in p.entries}
+    if not (components or touched - {"task"}):
+        return
+    for fam in families():
+        if fam.key != "task" and (components or fam.key in touched):
+            names = ", ".join(f"{n}{_marked(fam.key, n)}" for n in fam.registry.names())
+            output.console.print(f"{fam.key} ({fam.config_key}): {names}")
+
+
+def _marked(family: str, name: str) -> str:
+    """`` [my-plugin 0.1.0]`` after a plugin's entry; nothing after a built-in one."""
+    plugin = plugins.origin(family, name)
+    return f" [cyan]{escape('[' + plugin.package + ']')}[/]" if plugin else ""
 
 
 def show(name: str, profile: str | None, overrides: list[str]) -> None:

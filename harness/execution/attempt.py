@@ -23,6 +23,7 @@ from harness.execution import run_folder as attempts
 from harness.execution.locks import append_event, holder, try_claim
 from harness.execution.reuse import target_of
 from harness.execution.run_folder import CHECKPOINTS, RunOptions, archived_attempts
+from harness.experiment import plugins
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec, transformer_config
 from harness.redact import redact
@@ -133,6 +134,7 @@ def _attempt(
         **({"target": target_of(abl.tasks[spec.task].target)} if abl is not None else {}),
         "started_at": datetime.now(timezone.utc).isoformat(),
         "commit": commit,
+        "plugins": plugins.record(),
         **environment(),
         "attempt": archived_attempts(folder) + 1,
     }

@@ -4,19 +4,24 @@ run whose process died or whose executor failed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.execution.attempt import execute
 from harness.execution.run_folder import RunOptions
+from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
 
 
 @dataclass(frozen=True)
 class WorkerArgs:
-    """The arguments every run of one grid shares (pickled to each worker once)."""
+    """The arguments every run of one grid shares (pickled to each worker once).
+
+    ``plugins``: the plugins of the process that planned the grid (by default those it has
+    loaded when the arguments are made), which :func:`run_one` loads in the worker first, so a
+    forkserver or spawn worker, a Ray task or a SLURM job knows the same components and tasks."""
 
     results: Path
     wandb_mode: str
@@ -24,6 +29,7 @@ class WorkerArgs:
     abl: Ablation
     commit: str | None
     options: RunOptions | None = None
+    plugins: tuple[plugin_loader.PluginRef, ...] = field(default_factory=plugin_loader.refs)
 
     def resolved(self) -> WorkerArgs:
         """The same arguments with absolute paths, for a worker that starts in another folder."""
@@ -35,7 +41,13 @@ class WorkerArgs:
 
 
 def run_one(spec: RunSpec, args: WorkerArgs) -> dict[str, Any]:
-    """Execute one run (:func:`harness.execution.attempt.execute`); returns its record."""
+    """Load the grid's plugins (once per process), then execute one run
+    (:func:`harness.execution.attempt.execute`); returns its record.
+
+    Raises:
+        AblateError: a plugin cannot be loaded here (the run is reported as crashed, not stored).
+    """
+    plugin_loader.load_refs(args.plugins)
     return execute(
         spec,
         args.results,

@@ -67,7 +67,10 @@ RUN_FIELDS: tuple[tuple[str, str], ...] = (
     ("variant_axes", "json"),
     ("versions", "json"),
     ("tuned_params", "json"),
+    ("plugins", "json"),
 )
+OPTIONAL_FIELDS = frozenset({"plugins"})
+"""Run fields a data file written before they existed lacks (read as missing)."""
 # record keys whose column has another name
 _RENAMED = {"variant": "variant_label", "variant_axes": "variant"}
 ROW_FIELDS = ("kind", "metric", "step", "value")
@@ -267,7 +270,7 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
         raise AblateError(
             f"--from {path}: unreadable ({type(exc).__name__}: {exc}); pass a report's data file (CSV, or CSV gzipped)"
         ) from None
-    need = {"kind", *(c for c, _ in RUN_FIELDS), "metric", "step", "value", STORE}
+    need = {"kind", *(c for c, _ in RUN_FIELDS if c not in OPTIONAL_FIELDS), "metric", "step", "value", STORE}
     header = set(rows[0]) if rows else set()
     if not rows or not need <= header or None in header:
         missing = sorted(need - header)
@@ -310,7 +313,7 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
         if rid not in records:
             rec: dict[str, Any] = {}
             for col, kind in RUN_FIELDS:
-                if col != "torch_version" and r[col] != "":
+                if col != "torch_version" and r.get(col, "") != "":
                     rec[_RENAMED.get(col, col)] = _value(r[col], kind, f"{where}, column {col}")
             nested: dict[str, dict[str, Any]] = {}
             for col in config_cols:

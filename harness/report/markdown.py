@@ -337,9 +337,25 @@ def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -
             f"{', ' + r['cuda'] if r.get('cuda') else ''}, {r.get('torch_threads')} torch thread(s) per run.",
             f"- Versions: {', '.join(f'{k} {v}' for k, v in (r.get('versions') or {}).items())}.",
             f"- Commit(s): {', '.join(commits)}.",
+            *_plugins_line(records),
             f"- Runs: {len(records)} in the store ({len(ok)} ok); summed run wall time {total / 60:.1f} min.",
         ]
     return lines + [""]
+
+
+def _plugins_line(records: list[dict[str, Any]]) -> list[str]:
+    """``- Plugins: my-plugin 0.1.0 (position:xpos, task:lag_copy).``: every plugin the runs were made
+    with (a record's ``plugins``, :mod:`harness.experiment.plugins`); none when no run had one."""
+    seen: dict[str, list[str]] = {}
+    for rec in records:
+        for p in rec.get("plugins") or []:
+            name = f"{p.get('distribution') or p.get('path') or p.get('module')} " + (
+                str(p.get("version")) if p.get("version") else f"(sha256 {str(p.get('sha256'))[:12]})"
+            )
+            seen.setdefault(name, list(p.get("entries") or []))
+    if not seen:
+        return []
+    return ["- Plugins: " + "; ".join(f"{n} ({', '.join(e) or 'no entries'})" for n, e in seen.items()) + "."]
 
 
 def _decay(min_ratio: float) -> str:

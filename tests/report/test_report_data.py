@@ -216,3 +216,27 @@ def test_a_data_file_of_another_ablation_profile_or_grid_is_refused(store, tmp_p
     assert_refused(invoke("compare", str(decl), "--from", str(data), "--tuned"), "drop --tuned")
     assert_refused(invoke("report", "--all", "--from", str(data)), "drop --all")
     assert not (tmp_path / "n").exists()
+
+
+def test_plugins_travel_in_the_data_file_and_a_file_without_them_still_reads(tmp_path):
+    decl = write_decl(tmp_path / "decl")
+    results = tmp_path / "results"
+    write_runs(results, decl, "pilot", lambda v, s: 0.5 + 0.02 * s)
+    plugin = {"distribution": "my-plugin", "version": "1.2", "module": "my_plugin", "entries": ["position:xpos"]}
+    for path in results.rglob("record.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "plugins": [plugin]}))
+    first, second = tmp_path / "a", tmp_path / "b"
+    args = ["--profile", "pilot", "--out"]
+    assert (
+        invoke("report", str(decl), *args, str(first), "--results-dir", str(results), "--wandb", "off").exit_code == 0
+    )
+    original = (first / "mini.pilot.md").read_text()
+    assert "- Plugins: my-plugin 1.2 (position:xpos).\n" in original
+    data = first / "data" / "mini.pilot.csv"
+    assert invoke("report", str(decl), *args, str(second), "--from", str(data)).exit_code == 0
+    assert _untimed((second / "mini.pilot.md").read_text()) == _untimed(original)
+    frame = pd.read_csv(data, keep_default_na=False, dtype=str)
+    older = tmp_path / "older.csv"
+    frame.drop(columns="plugins").to_csv(older, index=False)  # written before runs recorded plugins
+    back, _, _ = report_data.read_data(older, "mini", "pilot")
+    assert back.records and all("plugins" not in r for r in back.records)

@@ -29,3 +29,28 @@ def test_d_ff_follows_d_ff_mult(tmp_path):
 def test_d_ff_default_and_absolute(tmp_path):
     assert ", d_ff 64, " in _line(tmp_path)
     assert ", d_ff 40, " in _line(tmp_path / "abs", d_ff=40)
+
+
+def test_the_setup_names_every_plugin_the_runs_were_made_with(tmp_path):
+    decl = write_decl(tmp_path / "decl")
+    abl = load(str(decl))
+    spec = plan(abl, "cpu", [], check_data=False)[1][0]
+    base = {
+        "task": spec.task,
+        "task_version": spec.task_version,
+        "task_params": spec.task_params,
+        "variant_label": spec.variant_label,
+        "config": spec.config.model_dump(mode="json"),
+    }
+    assert not any(line.startswith("- Plugins") for line in _setup_section(abl, "cpu", [base, {**base, "plugins": []}]))
+    packaged = {"distribution": "my-plugin", "version": "0.2", "module": "m", "entries": ["position:x", "task:y"]}
+    loose = {
+        "distribution": None,
+        "version": None,
+        "module": "f",
+        "entries": [],
+        "path": "/p/extra.py",
+        "sha256": "ab" * 32,
+    }
+    lines = _setup_section(abl, "cpu", [{**base, "plugins": [packaged]}, {**base, "plugins": [packaged, loose]}])
+    assert "- Plugins: my-plugin 0.2 (position:x, task:y); /p/extra.py (sha256 abababababab) (no entries)." in lines

@@ -1,0 +1,87 @@
+"""The public API for plugins: everything a plugin imports from ablate, and the only module it
+should import (every other module of the harness may change without notice).
+
+A plugin is a module whose import registers components or tasks with the registries below
+(docs/extending.md walks through writing one). ``ablate`` loads it from an entry point in the group
+``ablate.plugins``, from ``--plugin MODULE|PATH.py`` or from an ablation file's ``plugins:`` list
+(:mod:`harness.experiment.plugins`), checks that each entry subclasses its family's base class and
+that no name clashes with a built-in one or another plugin's, and records the plugin's distribution
+and version in every run record.
+
+Example:
+    >>> from harness.plugin import POSITIONAL, PositionalEncoding
+    >>> @POSITIONAL.register("my_nope")  # doctest: +SKIP
+    ... class MyNoPE(PositionalEncoding):
+    ...     '''No positional information (every hook is the identity).'''
+
+Registries (``register(name, *, aliases=(), version=1)``: bump ``version`` whenever the entry's
+output on a given input changes; versions above 1 enter the run ids), one per config key:
+
+==========================  =================  ==========================================
+config key                  registry           an entry is
+==========================  =================  ==========================================
+``model.position``          ``POSITIONAL``     a :class:`PositionalEncoding` subclass
+``attention.kernel``        ``KERNELS``        an :class:`AttentionKernel` subclass
+``attention.qkv``           ``QKV``            an ``nn.Module`` class ``(d_model, bias)``
+``attention.scale``         ``SCALES``         a function ``(d_model, n_heads) -> float``
+``attention.mask_fill``     ``MASK_FILLS``     a function ``(dtype) -> float``
+``attention.head_split``    ``HEAD_SPLITS``    a :class:`HeadSplit` subclass
+``block.norm``              ``NORMS``          an ``nn.Module`` class ``(d_model)``
+``block.norm_position``     ``BLOCKS``         a :class:`Block` subclass
+``ffn.activation``          ``ACTIVATIONS``    an ``nn.Module`` class ``()``
+a task name                 ``TASKS``          a :class:`Task` subclass with a ``Params``
+==========================  =================  ==========================================
+
+The metrics table: a task of kind ``synthetic`` is scored with :data:`METRICS` ``["synthetic"]``
+(``acc``, ``exact``, ``loss``, each at every evaluation length: ``acc@x4``), a task of kind ``lm``
+with ``METRICS["lm"]``; every run also has :data:`RUN_METRICS`. A declaration's primary and gate
+metrics are checked against them before any run starts. Read them; do not change them.
+"""
+
+from harness.experiment.grid import METRICS, RUN_METRICS
+from harness.modules import (
+    ACTIVATIONS,
+    BLOCKS,
+    HEAD_SPLITS,
+    KERNELS,
+    MASK_FILLS,
+    NORMS,
+    POSITIONAL,
+    QKV,
+    SCALES,
+    AttentionKernel,
+    PositionalEncoding,
+    TransformerConfig,
+)
+from harness.modules.attention import HeadSplit
+from harness.modules.transformer import Block
+from harness.registry import Registry
+from tasks import IGNORE_INDEX, SPLITS, TASKS, DataUnavailableError, Task, TaskParams
+from tasks.base import Split
+
+__all__ = [
+    "ACTIVATIONS",
+    "BLOCKS",
+    "HEAD_SPLITS",
+    "IGNORE_INDEX",
+    "KERNELS",
+    "MASK_FILLS",
+    "METRICS",
+    "NORMS",
+    "POSITIONAL",
+    "QKV",
+    "RUN_METRICS",
+    "SCALES",
+    "SPLITS",
+    "TASKS",
+    "AttentionKernel",
+    "Block",
+    "DataUnavailableError",
+    "HeadSplit",
+    "PositionalEncoding",
+    "Registry",
+    "Split",
+    "Task",
+    "TaskParams",
+    "TransformerConfig",
+]

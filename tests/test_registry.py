@@ -1,0 +1,34 @@
+"""harness/registry.py: a taken name is a NameTakenError naming the family and the name; an entry
+can be removed with its aliases (how the plugin loader undoes a plugin that failed its checks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.registry import NameTakenError, Registry, UnknownNameError
+
+
+def test_a_taken_name_or_alias_names_the_family_and_registers_nothing():
+    reg: Registry[int] = Registry("thing")
+    reg.register("a", aliases=("alpha",))(1)
+    for name, aliases in (("a", ()), ("b", ("alpha",)), ("b", ("c", "a"))):
+        with pytest.raises(NameTakenError) as err:
+            reg.register(name, aliases=aliases)(2)
+        assert isinstance(err.value, ValueError) and err.value.family == "thing"
+        assert str(err.value) == f"thing {err.value.name!r} is already registered"
+    assert reg.names() == ["a"] and "b" not in reg and "c" not in reg
+
+
+def test_unregister_removes_the_entry_its_aliases_and_its_version():
+    reg: Registry[int] = Registry("thing")
+    reg.register("a", aliases=("alpha", "al"), version=3)(1)
+    reg.register("b", aliases=("beta",))(2)
+    assert reg.aliases("al") == ["alpha", "al"] and reg.aliases("b") == ["beta"]
+    reg.unregister("a")
+    assert reg.names() == ["b"] and "alpha" not in reg and "al" not in reg
+    with pytest.raises(UnknownNameError, match="no thing is registered as 'a'"):
+        reg.unregister("a")
+    with pytest.raises(UnknownNameError):
+        reg.unregister("beta")  # an alias is not an entry
+    reg.register("a", aliases=("alpha",))(5)  # the names are free again, at version 1
+    assert reg.get("alpha") == 5 and reg.version("a") == 1
