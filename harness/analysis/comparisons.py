@@ -12,7 +12,6 @@ run that never learned the task; it is counted in the table's ``excluded`` colum
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +24,10 @@ from harness.analysis import stats
 from harness.analysis import verdicts as vd
 from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
-from harness.experiment.ablation import Ablation, MetricSpec
+from harness.experiment import metrics
+from harness.experiment.ablation import Ablation
 from harness.experiment.versions import mixed_versions
 from harness.store.runs import StoreScan, scan, tidy
-
-_LENGTH = re.compile(r"^(?P<base>[a-z_]+)@x(?P<mult>\d+)$")
 
 
 @dataclass
@@ -61,31 +59,26 @@ class Analysis:
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
 
 
-def direction(metric: str, spec: MetricSpec | None = None) -> bool:
-    """Whether higher is better for a metric name (``acc``/``exact`` yes; ``loss``/``ppl``/steps no)."""
-    if spec is not None and spec.metric == metric:
-        return spec.higher_is_better
-    base = _LENGTH.match(metric).group("base") if _LENGTH.match(metric) else metric
-    return base in ("acc", "exact", "train_tokens_per_s", "target_reached")
-
-
 def beyond_training(metric: str) -> bool:
-    m = _LENGTH.match(metric)
-    return bool(m) and int(m.group("mult")) > 1
+    """Whether ``metric`` is measured beyond the training length L (``acc@x2``, ``loss@x4``)."""
+    length = metrics.length_of(metric)
+    return length is not None and length[1] > 1
 
 
-def metric_order(metrics: list[str]) -> list[str]:
+def metric_order(names: list[str]) -> list[str]:
+    """Per-length metrics first (by name, then length), then the others by name."""
+
     def key(m: str) -> tuple:
-        mm = _LENGTH.match(m)
-        return (0, mm.group("base"), int(mm.group("mult"))) if mm else (1, m, 0)
+        length = metrics.length_of(m)
+        return (0, *length) if length else (1, m, 0)
 
-    return sorted(metrics, key=key)
+    return sorted(names, key=key)
 
 
 def compared_metrics(frame: pd.DataFrame, extra: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """Metrics compared across variants: length metrics, steps_to_target, and ``extra``."""
-    keep = [m for m in frame["metric"].unique() if _LENGTH.match(m) or m == "steps_to_target" or m in extra]
-    return metric_order(keep)
+    """Metrics compared across variants: those every analysis compares
+    (:func:`harness.experiment.metrics.compared`) and ``extra``."""
+    return metric_order([m for m in frame["metric"].unique() if metrics.compared(m) or m in extra])
 
 
 def claimed_metrics(abl: Ablation, task: str) -> set[str]:
@@ -137,7 +130,7 @@ def analyse(
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
         for metric in compared_metrics(sub, claimed_metrics(abl, task) | {entry.primary.metric}):
-            hib = direction(metric, entry.primary)
+            hib = metrics.higher_is_better(metric)
             is_primary = metric == entry.primary.metric
             table = _compare(
                 abl,
@@ -160,7 +153,7 @@ def analyse(
     out.unlearned = unlearned_tasks(abl, rows, len(prof.seeds))
     for table in primaries + out.tables:
         _mark_too_few(table)
-        if table.metric == "steps_to_target":
+        if table.metric == metrics.STEPS_TO_TARGET:
             _mark_censored(table, rows)
         if prof.confirmatory:
             _mark_not_learned(table, out.unlearned.get(table.task), runs, prof.apply_gate, len(prof.seeds))
@@ -178,7 +171,9 @@ def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str
         if entry.target is None:
             continue
         base = rows[
-            (rows["task"] == task) & (rows["variant"] == abl.baseline_label) & (rows["metric"] == "target_reached")
+            (rows["task"] == task)
+            & (rows["variant"] == abl.baseline_label)
+            & (rows["metric"] == metrics.TARGET_REACHED)
         ]
         reached = base.loc[base["value"] >= 1, "seed"].nunique()
         if 2 * reached <= planned:
@@ -352,10 +347,6 @@ def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str,
     return Counter(texts).most_common()
 
 
-OUTCOME = "finished"
-"""The outcome metric: 1 when a run finished, 0 when it diverged, raised or timed out."""
-
-
 def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha: float, planned: int) -> list[Table]:
     """Per task where some run did not finish (or a claim names ``finished``): whether each run finished, variant against baseline,
     paired by seed, by the exact McNemar test (:func:`harness.analysis.stats.outcome_compare`). A run that
@@ -364,7 +355,7 @@ def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha
     out = []
     for task in abl.tasks:
         sub = runs[runs["task"] == task]
-        named = OUTCOME in claimed_metrics(abl, task)  # a claim reads this table even when every run finished
+        named = metrics.OUTCOME in claimed_metrics(abl, task)  # a claim reads this table even when every run finished
         if sub.empty or ((sub["status"] == "ok").all() and not named) or abl.baseline_label not in set(sub["variant"]):
             continue
         data = pd.DataFrame(
@@ -376,7 +367,11 @@ def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha
         frame["below_gate"], frame["not_ok"] = 0, 0
         frame["planned"] = planned
         _add_cost(frame, sub)
-        out.append(Table(task, OUTCOME, True, "outcome (exact McNemar, BH)", frame))
+        out.append(
+            Table(
+                task, metrics.OUTCOME, metrics.higher_is_better(metrics.OUTCOME), "outcome (exact McNemar, BH)", frame
+            )
+        )
     return out
 
 
@@ -384,7 +379,9 @@ def _mark_censored(table: Table, rows: pd.DataFrame) -> None:
     """``steps_to_target`` of a run that never reached its target is the step budget (censored):
     where neither the baseline nor the variant reached it, there is nothing to compare."""
     reached = (
-        rows[(rows["task"] == table.task) & (rows["metric"] == "target_reached")].groupby("variant")["value"].max()
+        rows[(rows["task"] == table.task) & (rows["metric"] == metrics.TARGET_REACHED)]
+        .groupby("variant")["value"]
+        .max()
     )
     base = table.frame["variant"].iloc[0]
     for i, variant in enumerate(table.frame["variant"]):

@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 from harness.cli import output
 from harness.execution.run_folder import unfinished_state
 from harness.experiment import ablation as ablation_mod
-from harness.experiment import grid, plugins
+from harness.experiment import grid, metrics, plugins
 from harness.experiment.ablation import Ablation
 from harness.experiment.families import families
 from harness.experiment.search_space import resolve_space
@@ -75,7 +75,7 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
         gate = f"; gate {entry.gate.describe()}" if entry.gate else ""
         output.console.print(
             f"task {tname}: primary {entry.primary.metric} "
-            f"({'higher' if entry.primary.higher_is_better else 'lower'} is better, "
+            f"({'higher' if metrics.higher_is_better(entry.primary.metric) else 'lower'} is better, "
             f"smallest effect of interest {entry.primary.sesoi:g}){gate}"
         )
     for pname, p in abl.profiles.items():

@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from harness.errors import AblateError
-from harness.experiment import plugins
+from harness.experiment import metrics, plugins
 from harness.experiment.config import check_path, format_validation_error
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
@@ -46,11 +46,18 @@ class _Decl(BaseModel):
 
 
 class MetricSpec(_Decl):
-    """The primary metric of a task: name, direction and smallest effect size of interest."""
+    """The primary metric of a task and its smallest effect size of interest. Its direction is
+    the metrics table's (:mod:`harness.experiment.metrics`); ``higher_is_better``, when given,
+    must agree with it."""
 
     metric: str
-    higher_is_better: bool
+    higher_is_better: bool | None = Field(None, description="optional: must agree with the metrics table")
     sesoi: float = Field(gt=0, description="smallest effect of interest, in the metric's units")
+
+    @model_validator(mode="after")
+    def _direction(self) -> MetricSpec:
+        metrics.check_direction(self.metric, self.higher_is_better)
+        return self
 
 
 class Threshold(_Decl):

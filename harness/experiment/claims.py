@@ -12,9 +12,10 @@ import importlib.resources
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from harness.errors import AblateError
+from harness.experiment import metrics
 from harness.experiment.config import format_validation_error
 
 CLAIMS = "claims.yaml"
@@ -31,7 +32,17 @@ class Evidence(BaseModel):
     variant: str
     expect: Literal["better", "worse", "equivalent"]
     tests: str | None = None  # what the comparison shows when it tests less than the claim says
-    higher_is_better: bool | None = None  # documents the metric's direction; the analysis decides it
+    higher_is_better: bool | None = None  # optional: must agree with the metrics table, which decides it
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        return metrics.known(name)
+
+    @model_validator(mode="after")
+    def _direction(self) -> Evidence:
+        metrics.check_direction(self.metric, self.higher_is_better)
+        return self
 
 
 class Claim(BaseModel):

@@ -12,9 +12,10 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import OUTCOME, Analysis, analyse, beyond_training, claimed_metrics, why_not_finished
+from harness.analysis.comparisons import Analysis, analyse, beyond_training, claimed_metrics, why_not_finished
 from harness.encode import text
 from harness.experiment import claims as claims_mod
+from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.config import FFNSection
 from harness.experiment.versions import mix_warning
@@ -83,7 +84,7 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             + (f" (this comparison tests {ev['tests']})" if ev.get("tests") else "")
             + ": "
         )
-        if ev["metric"] == OUTCOME:
+        if ev["metric"] == metrics.OUTCOME:
             base = table.frame.iloc[0]
             why = _failure_reasons(result, ev["task"], ev["variant"])
             lines.append(
@@ -432,7 +433,7 @@ def _report_tables(tables: list, base: str, claimed: set[str] | frozenset[str] =
     evidence names (e.g. ``finished``, ``grad_norm_cv``, ``train_tokens_per_s``); the rest stays in
     ``ablate compare`` so that the report is not drowned in exploratory tables."""
     keep = [t for t in tables if t.metric.split("@")[0] == base]
-    keep += [t for t in tables if t.metric == "steps_to_target"]
+    keep += [t for t in tables if t.metric == metrics.STEPS_TO_TARGET]
     return keep + [t for t in tables if t.metric in claimed and t not in keep]
 
 

@@ -29,13 +29,14 @@ from typing import Any, Literal
 
 import pandas as pd
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.analysis import stats
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import analyse, beyond_training, direction
+from harness.analysis.comparisons import analyse, beyond_training
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
+from harness.experiment import metrics
 from harness.experiment import selection as selection_mod
 from harness.registry import did_you_mean
 from harness.store.runs import read_record, run_dir
@@ -58,10 +59,20 @@ class Comparison(BaseModel):
     margin: float | None = Field(
         None, gt=0, description="equivalence margin in metric units (default: the task's sesoi)"
     )
-    higher_is_better: bool | None = Field(None, description="default: the task's primary metric's, else by name")
+    higher_is_better: bool | None = Field(None, description="optional: must agree with the metrics table")
     reference_min: float | None = Field(
         None, description="the reference's mean must reach it (e.g. softmax at its target)"
     )
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        return metrics.known(name)
+
+    @model_validator(mode="after")
+    def _direction(self) -> Comparison:
+        metrics.check_direction(self.metric, self.higher_is_better)
+        return self
 
     def describe(self) -> str:
         return f"{self.ablation} / {self.profile}, {self.task} `{self.metric}`, {self.variant} vs {self.reference}"
@@ -315,7 +326,7 @@ def evaluate(
         result, planned = cache[key]
         view = result.ablation
         spec = view.tasks[comp.task].primary
-        hib = comp.higher_is_better if comp.higher_is_better is not None else direction(comp.metric, spec)
+        hib = metrics.higher_is_better(comp.metric)
         margin = comp.margin if comp.margin is not None else spec.sesoi
         prof = view.profiles[comp.profile]
         data = paired_rows(result, comp.task, comp.metric, (comp.variant, comp.reference))

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import AblateError
+from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.config import apply_overrides, build_config, get_path, parse_override
 from harness.experiment.grid import RunSpec, check_variant, prepare_task
@@ -81,9 +82,9 @@ def tuned_profile(profile: str) -> str:
 
 def monitor_for(metric: str, maximize: bool) -> str | None:
     """The validation metric at L that the pruner watches: same quantity as the objective when
-    LitLM logs it, else one with the same direction; None when no logged metric fits."""
-    base = metric.split("@")[0]
-    if base in ("acc", "exact", "loss", "ppl", "bpb"):
+    the validation pass logs it (:func:`harness.experiment.metrics.validation_name`), else one with
+    the same direction; None when no logged metric fits."""
+    if base := metrics.validation_name(metric):
         return f"val/{base}"
     return None if maximize else "val/loss"
 
@@ -152,15 +153,16 @@ def plan_studies(
             continue
         name = study_name(abl.name, prof_name, spec.task, spec.variant_label)
         check_space(space, spec.config, name)
-        primary = abl.tasks[spec.task].primary
+        metric = abl.tasks[spec.task].primary.metric
+        maximize = metrics.higher_is_better(metric)
         out.append(
             StudyPlan(
                 name,
                 dataclasses.replace(spec, seed=TUNING_SEED),
                 space,
-                primary.metric,
-                primary.higher_is_better,
-                monitor_for(primary.metric, primary.higher_is_better),
+                metric,
+                maximize,
+                monitor_for(metric, maximize),
             )
         )
     return prof_name, out

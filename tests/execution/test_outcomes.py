@@ -10,8 +10,9 @@ import pytest
 from scipy.stats import binomtest
 
 from harness.analysis import stats
-from harness.analysis.comparisons import OUTCOME, analyse
+from harness.analysis.comparisons import analyse
 from harness.experiment.ablation import load
+from harness.experiment.metrics import OUTCOME
 from harness.report.markdown import claim_verdict
 from harness.report.probes import probe_section
 from helpers.fake_store import write_decl, write_runs
