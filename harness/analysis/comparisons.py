@@ -27,6 +27,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.versions import mixed_versions
+from harness.store.record import Record
 from harness.store.runs import StoreScan, scan, tidy
 
 
@@ -114,8 +115,8 @@ def analyse(
     found = found if found is not None else scan(results, abl.name, store_profile or profile)
     foreign = 0
     if expected is not None:
-        foreign = sum(r.get("run_id") not in expected for r in found.records)
-        found.records = [r for r in found.records if r.get("run_id") in expected]
+        foreign = sum(r.run_id not in expected for r in found.records)
+        found.records = [r for r in found.records if r.run_id in expected]
     _refuse_mixed_grids(abl, profile, found.records)
     frame = tidy(found.records)
     runs = _runs(abl, found.records)
@@ -124,7 +125,7 @@ def analyse(
     prof = abl.profiles[profile]
     out = Analysis(abl, profile, runs, rows, found, Path(results), foreign=foreign)
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
-        if mix := mixed_versions([r for r in found.records if r.get("task") == task and r.get("run_id") in ok_ids]):
+        if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
@@ -206,8 +207,8 @@ def _mark_not_learned(
             table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned)
 
 
-def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> None:
-    seen = Counter((r.get("task"), r.get("variant_label"), r.get("seed")) for r in records)
+def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[Record]) -> None:
+    seen = Counter((r.task, r.variant_label, r.seed) for r in records)
     dupes = [k for k, n in seen.items() if n > 1]
     if dupes:
         task, variant, seed = dupes[0]
@@ -218,25 +219,24 @@ def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[dict[str, Any
         )
 
 
-def _runs(abl: Ablation, records: list[dict[str, Any]]) -> pd.DataFrame:
+def _runs(abl: Ablation, records: list[Record]) -> pd.DataFrame:
     cols = ["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"]
     rows = []
     for rec in records:
-        entry = abl.tasks.get(rec.get("task"))
-        metrics = rec.get("metrics") or {}
+        entry = abl.tasks.get(rec.task)
         gate = entry.gate if entry is not None else None
-        passed = rec.get("status") == "ok" and (gate is None or gate.passes(metrics.get(gate.metric)))
+        passed = rec.status == "ok" and (gate is None or gate.passes(rec.metric(gate.metric)))
         rows.append(
             {
-                "run_id": rec.get("run_id"),
-                "task": rec.get("task"),
-                "variant": rec.get("variant_label"),
-                "seed": rec.get("seed"),
-                "status": rec.get("status"),
-                "reason": rec.get("reason"),
+                "run_id": rec.run_id,
+                "task": rec.task,
+                "variant": rec.variant_label,
+                "seed": rec.seed,
+                "status": rec.status,
+                "reason": rec.reason,
                 "passed_gate": passed,
-                "n_params": rec.get("n_params"),
-                "wall_time_s": rec.get("wall_time_s"),
+                "n_params": rec.n_params,
+                "wall_time_s": rec.wall_time_s,
             }
         )
     return pd.DataFrame(rows, columns=cols)

@@ -20,6 +20,7 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.config import RunConfig, apply_overrides, build_config, config_hash, parse_override
 from harness.experiment.versions import hashed_versions, run_versions
 from harness.registry import did_you_mean
+from harness.training.fit import transformer_config
 
 
 @dataclass(frozen=True)
@@ -81,33 +82,6 @@ def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check
         raise AblateError(str(exc)) from None
     except (KeyError, ValueError) as exc:
         raise AblateError(f"task {name!r}: {exc}") from None
-
-
-def transformer_config(cfg: RunConfig, vocab_size: int):
-    """The pure-torch model config of a run (``harness.modules.TransformerConfig``)."""
-    from harness.modules import TransformerConfig
-
-    m, a = cfg.model, cfg.attention
-    return TransformerConfig(
-        vocab_size=vocab_size,
-        d_model=m.d_model,
-        n_heads=m.n_heads,
-        n_layers=m.n_layers,
-        d_ff=cfg.ffn.width(m.d_model),
-        max_len=m.max_len,
-        position=m.position,
-        kernel=a.kernel,
-        qkv=a.qkv,
-        scale=a.scale,
-        mask_fill=a.mask_fill,
-        head_split=a.head_split,
-        norm=cfg.block.norm,
-        norm_position=cfg.block.norm_position,
-        activation=cfg.ffn.activation,
-        dropout=m.dropout,
-        learned_init_std=m.learned_init_std,
-        tie_embeddings=m.tie_embeddings,
-    )
 
 
 def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) -> None:

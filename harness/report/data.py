@@ -29,7 +29,8 @@ import pandas as pd
 
 from harness.errors import AblateError
 from harness.experiment.config import RunConfig
-from harness.store.runs import StoreScan, record_problem, run_dir
+from harness.store.record import Record, parse_record
+from harness.store.runs import StoreScan, run_dir
 
 KINDS = ("metric", "history", "run", "problem")
 # (column, type) of the run-level fields every row of a run repeats: str, int, float or json
@@ -105,14 +106,14 @@ def _cell(value: Any, kind: str = "str") -> str:
     return str(value)
 
 
-def _run_cells(rec: dict[str, Any], store: str, config_cols: list[str]) -> dict[str, str]:
+def _run_cells(rec: Record, store: str, config_cols: list[str]) -> dict[str, str]:
     cells = {STORE: store}
     for col, kind in RUN_FIELDS:
         if col == "torch_version":
-            cells[col] = _cell((rec.get("versions") or {}).get("torch"))
-        else:
+            cells[col] = _cell((rec.versions or {}).get("torch"))
+        else:  # by the key record.json holds it under (older records hold train_time_s, test_time_s)
             cells[col] = _cell(rec.get(_RENAMED.get(col, col)), kind)
-    flat = _flatten(rec.get("config") or {})
+    flat = _flatten(rec.config)
     cells.update({c: _cell(flat.get(c[len(CONFIG) :])) for c in config_cols})
     return cells
 
@@ -127,7 +128,7 @@ def _flatten(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_data(
-    records: list[dict[str, Any]],
+    records: list[Record],
     history: dict[str, pd.DataFrame | str],
     problems: list[str],
     store: str | Path,
@@ -144,22 +145,21 @@ def write_data(
     """
     config_cols: list[str] = []
     for rec in records:
-        config_cols += [CONFIG + k for k in _flatten(rec.get("config") or {}) if CONFIG + k not in config_cols]
+        config_cols += [CONFIG + k for k in _flatten(rec.config) if CONFIG + k not in config_cols]
     columns = [*ROW_FIELDS[:1], *(c for c, _ in RUN_FIELDS), *ROW_FIELDS[1:], STORE, *config_cols]
     buf = io.StringIO()
     out = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     out.writeheader()
     for rec in records:
         cells = _run_cells(rec, str(store), config_cols)
-        metrics = rec.get("metrics") or {}
-        if not metrics:
+        if not rec.metrics:
             out.writerow({**cells, "kind": "run"})
-        for name, value in metrics.items():
+        for name, value in (rec.metrics or {}).items():
             out.writerow({**cells, "kind": "metric", "metric": name, "value": _cell(value)})
-        frame = history.get(rec["run_id"])
+        frame = history.get(rec.run_id)
         if isinstance(frame, str):
             out.writerow(
-                {"kind": "problem", "run_id": rec["run_id"], "metric": "history", "reason": frame, STORE: str(store)}
+                {"kind": "problem", "run_id": rec.run_id, "metric": "history", "reason": frame, STORE: str(store)}
             )
         elif frame is not None:
             for row in frame.itertuples(index=False):
@@ -192,13 +192,13 @@ def write_data(
     return path
 
 
-def run_history(scan: StoreScan, results: Path, rec: dict[str, Any]) -> pd.DataFrame | str | None:
+def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | str | None:
     """A finished run's validation history as the report draws it: the frame of its
     ``history.csv`` (``scan.history`` when the scan came from a data file), the problem line when
     that file is unreadable, None when there is none (or it lacks ``step`` and ``loss``)."""
     if scan.history is not None:
-        return scan.history.get(rec["run_id"])
-    f = run_dir(results, rec["ablation"], rec["profile"], rec["run_id"]) / "history.csv"
+        return scan.history.get(rec.run_id)
+    f = run_dir(results, rec.ablation, rec.profile, rec.run_id) / "history.csv"
     try:
         frame = pd.read_csv(f)
     except FileNotFoundError:
@@ -212,8 +212,8 @@ def history_of(scan: StoreScan, results: Path) -> dict[str, pd.DataFrame | str]:
     """:func:`run_history` of every ok run that has one, by run id."""
     out = {}
     for rec in scan.records:
-        if rec.get("status") == "ok" and (frame := run_history(scan, results, rec)) is not None:
-            out[rec["run_id"]] = frame
+        if rec.status == "ok" and (frame := run_history(scan, results, rec)) is not None:
+            out[rec.run_id] = frame
     return out
 
 
@@ -342,11 +342,11 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
                     _value(r["value"], "number", f"{where}, column value"),
                 )
             )
-    for rid, rec in records.items():
-        problem = record_problem(rec, rid)
-        if problem:
+    for rid, raw in records.items():
+        rec, problem = parse_record(raw, rid)
+        if rec is None:
             raise AblateError(f"--from {path}: run {rid} is not a valid run record ({problem})")
-    found.records = list(records.values())
+        found.records.append(rec)
     for rid, points in frames.items():
         found.history[rid] = _wide(points)
     return found, (profiles[0] if profiles else profile or ""), Path(rows[0][STORE])
@@ -365,7 +365,7 @@ def load_source(path: Path, abl: Any, profile: str | None, expected_of: Any) -> 
     """
     found, prof, store = read_data(path, abl.name, profile)
     prof, expected = expected_of(prof or None)
-    strays = [r["run_id"] for r in found.records if r["run_id"] not in expected]
+    strays = [r.run_id for r in found.records if r.run_id not in expected]
     if strays:
         raise AblateError(
             f"--from {path}: {len(strays)} of its {len(found.records)} runs (e.g. {strays[0]}) are not runs "

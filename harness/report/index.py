@@ -125,7 +125,7 @@ def _report_ablation(
             echo(f"skipped {name} / {pname}: {exc}")
             continue
         expected = set(sel.run_ids)
-        mine = [r for r in found.records if r["run_id"] in expected]
+        mine = [r for r in found.records if r.run_id in expected]
         if not mine:
             entry.notes.append(
                 f"{pname}: {len(found.records)} runs made with key=value overrides "
@@ -138,7 +138,7 @@ def _report_ablation(
             abl, pname, results, out, data_dir=data_dir, storage=storage, expected=expected, result=result
         )
         echo(f"wrote {path}")
-        newest = max((str(r.get("finished_at") or "") for r in mine), default="")
+        newest = max((r.finished_at or "" for r in mine), default="")
         entry.reported.append(Reported(pname, path, prof.confirmatory, newest, order))
     if (latest := entry.latest) is not None:
         _verdicts(entry, abl, latest.profile, analyses[latest.profile])

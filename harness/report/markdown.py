@@ -26,6 +26,7 @@ from harness.report.omnibus import across_variants
 from harness.report.probes import probe_section
 from harness.report.tables import markdown, title
 from harness.report.tuning import tuning_section
+from harness.store.record import Record
 
 
 def report_path(abl: Ablation, profile: str, out: Path) -> Path:
@@ -250,7 +251,7 @@ def _claims_section(abl: Ablation, result: Analysis) -> list[str]:
         lines.append("")
     scale: dict[str, dict[str, Any]] = {}
     for rec in result.scan.records:
-        scale.setdefault(rec["task"], rec["config"])
+        scale.setdefault(rec.task, rec.config)
     desc = "; ".join(
         f"{t}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers, "
         f"{c['train']['steps']} steps, L = {c['train']['seq_len']}"
@@ -291,7 +292,7 @@ def _unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
     return out
 
 
-def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> list[str]:
+def _setup_section(abl: Ablation, profile: str, records: list[Record]) -> list[str]:
     prof = abl.profiles[profile]
     lines = [
         "## Setup",
@@ -306,16 +307,16 @@ def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -
             f"{', '.join(f'`{abl.label(v)}`' for v in abl.variants())}; task(s) {', '.join(f'`{t}`' for t in abl.tasks)}."
         )
     for task, entry in abl.tasks.items():
-        recs = [r for r in records if r["task"] == task]
+        recs = [r for r in records if r.task == task]
         if not recs:
             lines.append(f"- Task `{task}`: no runs in the store.")
             continue
         # the baseline's config: the axes vary around it (the grid line above names them)
-        r = next((x for x in recs if x.get("variant_label") == abl.baseline_label), recs[0])
-        c = r["config"]
+        r = next((x for x in recs if x.variant_label == abl.baseline_label), recs[0])
+        c = r.config
         m, t, e = c["model"], c["train"], c["eval"]
         lines.append(
-            f"- Task `{task}` v{r['task_version']} {r['task_params'] or ''} (baseline `{abl.baseline_label}`): d_model {m['d_model']}, {m['n_heads']} heads, "
+            f"- Task `{task}` v{r.task_version} {r.task_params or ''} (baseline `{abl.baseline_label}`): d_model {m['d_model']}, {m['n_heads']} heads, "
             f"{m['n_layers']} layers, d_ff {FFNSection.model_validate(c['ffn']).width(m['d_model']) or 4 * m['d_model']}, "
             f"{c['block']['norm_position']}-"
             f"{c['block']['norm']}, {c['ffn']['activation']}, kernel {c['attention']['kernel']}; "
@@ -328,15 +329,15 @@ def _setup_section(abl: Ablation, profile: str, records: list[dict[str, Any]]) -
             + (f"; convergence target validation `{entry.target.describe()}`" if entry.target else "")
             + "."
         )
-    ok = [r for r in records if r.get("status") == "ok"]
+    ok = [r for r in records if r.status == "ok"]
     if records:
         r = records[0]
-        commits = sorted({str(x.get("commit")) for x in records})
-        total = sum(x.get("wall_time_s") or 0 for x in records)
+        commits = sorted({str(x.commit) for x in records})
+        total = sum(x.wall_time_s or 0 for x in records)
         lines += [
-            f"- Hardware: {r.get('platform')}, {r.get('cpu_count')} CPUs, device {r.get('device', 'cpu')}"
-            f"{', ' + r['cuda'] if r.get('cuda') else ''}, {r.get('torch_threads')} torch thread(s) per run.",
-            f"- Versions: {', '.join(f'{k} {v}' for k, v in (r.get('versions') or {}).items())}.",
+            f"- Hardware: {r.platform}, {r.cpu_count} CPUs, device {r.get('device', 'cpu')}"
+            f"{', ' + r.cuda if r.cuda else ''}, {r.torch_threads} torch thread(s) per run.",
+            f"- Versions: {', '.join(f'{k} {v}' for k, v in (r.versions or {}).items())}.",
             f"- Commit(s): {', '.join(commits)}.",
             *_plugins_line(records),
             f"- Runs: {len(records)} in the store ({len(ok)} ok); summed run wall time {total / 60:.1f} min.",
@@ -438,7 +439,7 @@ def _report_tables(tables: list, base: str, claimed: set[str] | frozenset[str] =
 
 
 def _train_len(result: Analysis, task: str) -> int:
-    return next(r["config"]["train"]["seq_len"] for r in result.scan.records if r["task"] == task)
+    return next(r.config["train"]["seq_len"] for r in result.scan.records if r.task == task)
 
 
 def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
@@ -454,13 +455,13 @@ def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
 def _history(result: Analysis, task: str) -> pd.DataFrame:
     frames = []
     for rec in result.scan.records:
-        if rec["task"] != task or rec.get("status") != "ok":
+        if rec.task != task or rec.status != "ok":
             continue
         frame = run_history(result.scan, result.results, rec)
         if isinstance(frame, str):  # a damaged curve: reported, never fatal
             result.scan.problems.append(frame)
         elif frame is not None:
-            frames.append(frame.assign(variant=rec["variant_label"], seed=rec["seed"]))
+            frames.append(frame.assign(variant=rec.variant_label, seed=rec.seed))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -480,22 +481,21 @@ def _failures_section(result: Analysis) -> list[str]:
 
 def _gate_reason(result: Analysis, run: pd.Series) -> str:
     gate = result.ablation.tasks[run["task"]].gate
+    rec = next(x for x in result.scan.records if x.run_id == run["run_id"])
     if not result.ablation.profiles[result.profile].apply_gate:
-        rec = next(x for x in result.scan.records if x["run_id"] == run["run_id"])
         return (
             f"`{gate.metric}` = {_metric_text(rec, gate.metric)}, below the gate "
             f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison"
         )
-    rec = next(x for x in result.scan.records if x["run_id"] == run["run_id"])
     return (
         f"did not learn the task at L: `{gate.metric}` = {_metric_text(rec, gate.metric)}, gate {gate.describe()}; "
         "left out of the comparisons beyond L"
     )
 
 
-def _metric_text(rec: dict[str, Any], metric: str) -> str:
+def _metric_text(rec: Record, metric: str) -> str:
     """A record's metric for prose: the value, or ``–`` and why there is none."""
-    value = (rec.get("metrics") or {}).get(metric)
+    value = rec.metric(metric)
     if value is None:
         return "– (not recorded)"
     return text(value) + (" (undefined: NaN)" if math.isnan(value) else "")

@@ -64,7 +64,7 @@ def claim_rows(analysis: Analysis) -> list[list[str]]:
 
 def store_profile(analysis: Analysis) -> str:
     """The profile the runs are stored under (``cpu+tuned`` for ``ablate run --tuned``)."""
-    profiles = {r["profile"] for r in analysis.scan.records}
+    profiles = {r.profile for r in analysis.scan.records}
     return profiles.pop() if len(profiles) == 1 else analysis.profile
 
 

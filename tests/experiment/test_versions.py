@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from pathlib import Path
 
 import pytest
@@ -55,13 +56,14 @@ def test_ids_change_only_for_runs_of_code_whose_version_was_bumped(tmp_path: Pat
 
 
 def test_records_without_versions_ran_version_1_of_what_they_used() -> None:
-    old_rope = {"config": {"model": {"position": "rope"}, "attention": {"kernel": "sdpa"}}}
-    new_rope = {"code_versions": {"model": 1, "position:rope": 2, "kernel:sdpa": 1}}
-    old_sin = {"config": {"model": {"position": "sinusoidal"}}}
-    assert versions.record_versions(old_rope) == {"model": 1, "training": 1, "position:rope": 1, "kernel:sdpa": 1}
+    run = namedtuple("run", "code_versions config")
+    old_rope = run(None, {"model": {"position": "rope"}, "attention": {"kernel": "sdpa"}})
+    new_rope = run({"model": 1, "position:rope": 2, "kernel:sdpa": 1}, {})
+    old_sin = run(None, {"model": {"position": "sinusoidal"}})
+    assert versions.record_versions(*old_rope) == {"model": 1, "training": 1, "position:rope": 1, "kernel:sdpa": 1}
     assert versions.mixed_versions([old_rope, new_rope, old_sin]) == {"position:rope": [1, 2]}
     assert versions.mixed_versions([old_sin, new_rope]) == {}  # different components, one version each
-    assert versions.record_versions({"config": {"model": {"position": "gone"}}}) is None
+    assert versions.record_versions(None, {"model": {"position": "gone"}}) is None
 
 
 def _store_with_one_rope_run_remade(tmp_path: Path) -> tuple[Path, Path]:
@@ -69,6 +71,8 @@ def _store_with_one_rope_run_remade(tmp_path: Path) -> tuple[Path, Path]:
     remade by the current code (its record says rope version 2)."""
     decl, results = write_decl(tmp_path / "decl"), tmp_path / "results"
     write_runs(results, decl, "pilot", lambda variant, seed: 0.5 + 0.01 * seed)
+    for path in (results / "mini" / "pilot").glob("*/record.json"):  # as records made before versions
+        path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "code_versions"}))
     spec = next(s for s in plan(load(str(decl)), "pilot", check_data=False)[1] if s.variant_label == "rope")
     path = results / "mini" / "pilot" / spec.run_id / "record.json"
     rec = json.loads(path.read_text())
