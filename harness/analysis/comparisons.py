@@ -26,6 +26,7 @@ from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
+from harness.experiment.selection import Selection
 from harness.experiment.versions import mixed_versions
 from harness.store.record import Record
 from harness.store.runs import StoreScan, scan, tidy
@@ -45,8 +46,9 @@ class Table:
 
 @dataclass
 class Analysis:
-    ablation: Ablation
-    profile: str
+    """Every comparison of one :class:`~harness.experiment.selection.Selection`'s stored runs."""
+
+    selection: Selection
     runs: pd.DataFrame  # one row per run: status, gate, seed, variant, task
     rows: pd.DataFrame  # tidy metric rows of runs with status ok
     scan: StoreScan
@@ -56,7 +58,18 @@ class Analysis:
     mixed_code: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # task -> code run at >1 version
     unlearned: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (baseline seeds at target, planned)
 
+    @property
+    def ablation(self) -> Ablation:
+        """The declaration as the profile runs it (its tasks and variants only)."""
+        return self.selection.ablation
+
+    @property
+    def profile(self) -> str:
+        """The profile's name."""
+        return self.selection.profile
+
     def table(self, task: str, metric: str) -> Table | None:
+        """The comparison of ``metric`` on ``task``, if the runs gave one."""
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
 
 
@@ -89,41 +102,40 @@ def claimed_metrics(abl: Ablation, task: str) -> set[str]:
 
 
 def analyse(
-    abl: Ablation,
-    profile: str,
+    sel: Selection,
     results: Path,
     alpha: float = 0.05,
     store_profile: str | None = None,
-    expected: set[str] | None = None,
     found: StoreScan | None = None,
 ) -> Analysis:
-    """Read the store and build every comparison table of one ablation/profile.
+    """Read the store and build every comparison table of the selection's runs: those of its run
+    ids (the grid with its overrides); other records of the folder are set aside and counted in
+    ``Analysis.foreign``.
 
     Args:
-        store_profile: the store folder to read when it is not ``profile`` itself: the tuned runs
-            of ``ablate run --tuned`` live under ``<profile>+tuned`` and are analysed with the
-            declaration's ``profile`` (seeds, gate, confirmatory), apart from the untuned ones.
-        expected: the run ids of the grid to compare (``runner.plan`` with the overrides the runs
-            were made with); other records of the same folder are set aside and counted in
-            ``Analysis.foreign``. None: every record, which must then form one grid.
+        store_profile: the store folder to read when it is not the selection's profile: the tuned
+            runs of ``ablate run --tuned`` live under ``<profile>+tuned`` and are analysed with the
+            declaration's profile (seeds, gate, confirmatory), apart from the untuned ones. Their
+            ids carry their studies' parameters: every record of that folder is compared.
+        found: the records to compare instead of the store's (a report's data file).
 
     Raises:
-        AblateError: the records hold several runs of one (task, variant, seed), i.e. grids
-            made with different overrides, and ``expected`` does not say which to compare.
+        AblateError: a tuned folder holds several runs of one (task, variant, seed): grids made
+            with different overrides.
     """
-    abl = abl.for_profile(profile)
+    abl, profile = sel.ablation, sel.profile
     found = found if found is not None else scan(results, abl.name, store_profile or profile)
     foreign = 0
-    if expected is not None:
-        foreign = sum(r.run_id not in expected for r in found.records)
-        found.records = [r for r in found.records if r.run_id in expected]
+    if store_profile is None:
+        foreign = sum(r.run_id not in sel.run_ids for r in found.records)
+        found.records = [r for r in found.records if r.run_id in sel.run_ids]
     _refuse_mixed_grids(abl, profile, found.records)
     frame = tidy(found.records)
     runs = _runs(abl, found.records)
     ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
     rows = frame[frame["run_id"].isin(ok_ids)]
-    prof = abl.profiles[profile]
-    out = Analysis(abl, profile, runs, rows, found, Path(results), foreign=foreign)
+    prof = sel.settings
+    out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign)
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix

@@ -32,6 +32,7 @@ from harness.analysis import stats
 from harness.analysis.comparisons import Analysis
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
+from harness.experiment.selection import Selection
 from harness.hints import Context
 
 
@@ -109,26 +110,25 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Context 
 
 
 def primary_comparisons(abl: Ablation) -> list[tuple[str, str]]:
-    """``(task, variant)`` of every primary comparison of ``abl`` (a profile's view, from
-    :meth:`Ablation.for_profile`): the Holm family of the analysis."""
+    """``(task, variant)`` of every primary comparison of ``abl`` (a profile's view:
+    :attr:`harness.experiment.selection.Selection.ablation`): the Holm family of the analysis."""
     others = [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
     return [(task, variant) for task in abl.tasks for variant in others]
 
 
-def seed_plan(abl: Ablation, profile: str, pilot: Analysis, power: float = 0.8, alpha: float = 0.05) -> SeedPlan:
-    """The seeds each primary comparison of ``profile`` needs, from the ``pilot`` analysis.
+def seed_plan(sel: Selection, pilot: Analysis, power: float = 0.8, alpha: float = 0.05) -> SeedPlan:
+    """The seeds each primary comparison of the selection (the confirmatory profile to plan, its
+    tasks and variants) needs, from the ``pilot`` analysis.
 
     Args:
-        abl: the ablation (any view; restricted here to ``profile``'s tasks and variants).
-        profile: the confirmatory profile to plan.
+        sel: the confirmatory profile's :class:`~harness.experiment.selection.Selection`.
         pilot: :func:`harness.analysis.comparisons.analyse` of the pilot's runs.
         power, alpha: the target power and the family-wise level of the primary comparisons.
     """
     check_levels(power, alpha)
-    name, prof = abl.profile(profile)
-    view = abl.for_profile(name)
+    view, prof = sel.ablation, sel.settings
     pairs = primary_comparisons(view)
-    out = SeedPlan(abl.name, name, pilot.profile, pilot.results, power, alpha, len(pairs))
+    out = SeedPlan(sel.name, sel.profile, pilot.profile, pilot.results, power, alpha, len(pairs))
     for task, variant in pairs:
         spec = view.tasks[task].primary
         table = pilot.table(task, spec.metric)

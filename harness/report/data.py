@@ -22,13 +22,16 @@ import gzip
 import io
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from harness.errors import AblateError
+from harness.experiment.ablation import Ablation
 from harness.experiment.config import RunConfig
+from harness.experiment.selection import Selection
 from harness.store.record import Record, parse_record
 from harness.store.runs import StoreScan, run_dir
 
@@ -352,27 +355,30 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
     return found, (profiles[0] if profiles else profile or ""), Path(rows[0][STORE])
 
 
-def load_source(path: Path, abl: Any, profile: str | None, expected_of: Any) -> tuple[StoreScan, str, Path, set[str]]:
-    """:func:`read_data` checked against the grid: ``(scan, profile, store, expected run ids)``.
+def load_source(
+    path: Path, abl: Ablation, profile: str | None, select_of: Callable[[str | None], Selection]
+) -> tuple[StoreScan, Selection, Path]:
+    """:func:`read_data` checked against the grid: ``(scan, selection, store)``.
 
     Args:
-        abl: the :class:`harness.experiment.ablation.Ablation` named on the command line.
-        expected_of: ``profile -> (profile, run ids)`` of the grid the command's overrides describe.
+        abl: the ablation named on the command line.
+        profile: the profile named on the command line (None: the file's).
+        select_of: ``profile -> Selection`` of the grid the command's overrides describe.
 
     Raises:
         AblateError: as :func:`read_data`; a profile the ablation does not declare; runs that are not
             of that grid (made with other overrides, or an older declaration).
     """
     found, prof, store = read_data(path, abl.name, profile)
-    prof, expected = expected_of(prof or None)
-    strays = [r.run_id for r in found.records if r.run_id not in expected]
+    sel = select_of(prof or None)
+    strays = [r.run_id for r in found.records if r.run_id not in sel.run_ids]
     if strays:
         raise AblateError(
             f"--from {path}: {len(strays)} of its {len(found.records)} runs (e.g. {strays[0]}) are not runs "
-            f"of the {abl.name} / {prof} grid with these overrides; pass the key=value overrides the "
+            f"of the {abl.name} / {sel.profile} grid with these overrides; pass the key=value overrides the "
             "report was made with (its Reproduce section names them)"
         )
-    return found, prof, store, expected
+    return found, sel, store
 
 
 def _wide(points: list[tuple[int, str, Any]]) -> pd.DataFrame:

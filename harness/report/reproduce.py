@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -306,9 +305,7 @@ def judge(verdict: str, expect: str) -> str:
     return "inconclusive"
 
 
-def evaluate(
-    entry: Reproduction, results: Path, alpha: float = 0.05, analyse_fn: Callable[..., Any] | None = None
-) -> EntryResult:
+def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryResult:
     """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
     cache: dict[tuple[str, str], Any] = {}
     outcomes: list[Outcome] = []
@@ -319,7 +316,7 @@ def evaluate(
         if key not in cache:
             abl = ablation_mod.load(comp.ablation)
             sel = selection_mod.select(abl, comp.profile, [], check_data=False)
-            result = (analyse_fn or analyse)(sel.ablation, sel.profile, results, expected=set(sel.run_ids))
+            result = analyse(sel, results)
             cache[key] = (result, len(sel.specs))
             if result.scan.records:
                 scale.append(_scale(result))

@@ -12,6 +12,7 @@ import yaml
 from scipy import stats as st
 
 from harness.analysis import stats as S
+from harness.experiment.selection import select
 from harness.report import figures
 from harness.report.omnibus import across_variants, seed_table, skip_reason
 
@@ -98,9 +99,10 @@ SEEDS = (0, 1, 2, 3)
 def _write_store(folder, seeds=SEEDS, positions=POSITIONS):
     """A 3-variant ablation with a gate, and one ok record per run with made-up metrics:
     rope seed 3 is below the gate, so its acc@x2 is left out."""
+    from harness.execution.attempt import spec_record
     from harness.experiment.ablation import load
-    from harness.experiment.config import apply_overrides, build_config, config_hash
-    from harness.store.runs import run_dir, write_json_atomic
+    from harness.experiment.grid import plan
+    from harness.store.runs import run_dir, write_record
     from helpers.tiny_grid import write_tiny
 
     path = write_tiny(folder, name="omni", seeds=seeds, positions=positions)
@@ -108,27 +110,11 @@ def _write_store(folder, seeds=SEEDS, positions=POSITIONS):
     decl["tasks"]["copy"]["gate"] = {"metric": "acc@x1", "min": 0.5}
     path.write_text(yaml.safe_dump(decl))
     abl = load(str(path))
-    for i, variant in enumerate(positions):
-        config = build_config(apply_overrides({}, {**abl.base, "model.position": variant})).model_dump()
-        for seed in seeds:
-            below = variant == "rope" and seed == 3
-            run_id = config_hash({"variant": variant, "seed": seed})
-            rec = {
-                "run_id": run_id,
-                "ablation": "omni",
-                "profile": "cpu",
-                "task": "copy",
-                "task_version": "1",
-                "task_params": {},
-                "variant_label": variant,
-                "seed": seed,
-                "config": config,
-                "status": "ok",
-                "metrics": {"acc@x1": 0.3 if below else 0.9, "acc@x2": 0.5 + 0.1 * i + 0.01 * seed},
-                "wall_time_s": 1.0,
-                "n_params": 100,
-            }
-            write_json_atomic(run_dir(folder / "results", "omni", "cpu", run_id) / "record.json", rec)
+    for spec in plan(abl, "cpu", check_data=False)[1]:
+        i, below = positions.index(spec.variant_label), spec.variant_label == "rope" and spec.seed == 3
+        metrics = {"acc@x1": 0.3 if below else 0.9, "acc@x2": 0.5 + 0.1 * i + 0.01 * spec.seed}
+        rec = spec_record(spec, status="ok", metrics=metrics, wall_time_s=1.0, n_params=100)
+        write_record(run_dir(folder / "results", "omni", "cpu", spec.run_id), rec)
     return abl
 
 
@@ -138,7 +124,7 @@ def report(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("omni")
     abl = _write_store(folder)
-    md = write_report(abl, "cpu", folder / "results", folder / "reports")
+    md = write_report(select(abl, "cpu", check_data=False), folder / "results", folder / "reports")
     return md, md.read_text()
 
 
@@ -158,7 +144,7 @@ def test_report_says_why_friedman_is_left_out(tmp_path):
     from harness.analysis.comparisons import analyse
 
     abl = _write_store(tmp_path, seeds=(0, 1))
-    result = analyse(abl, "cpu", tmp_path / "results")
+    result = analyse(select(abl, "cpu", check_data=False), tmp_path / "results")
     table = result.table("copy", "acc@x2")
     lines = across_variants(table, result.rows, tmp_path, tmp_path, "omni")
     assert lines[0] == "![copy: acc@x2 per seed](omni-copy-acc_x2-per-seed.png)"
