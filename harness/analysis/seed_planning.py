@@ -10,7 +10,7 @@ For every task of the confirmatory profile (its ``only_tasks``) and every varian
 - the level: alpha divided by the number of primary comparisons of the confirmatory profile
   (Bonferroni). That is the first, strictest step of the Holm procedure the analysis applies to
   the primary family, so the plan is conservative: every later Holm step tests at a larger level;
-- seeds: :func:`harness.analysis.stats.seeds_needed` (statsmodels ``TTestPower``, two-sided paired t-test).
+- seeds: :func:`harness.analysis.power.seeds_needed` (statsmodels ``TTestPower``, two-sided paired t-test).
 
 Does not do: allow for the uncertainty of the pilot's SD (2-3 pilot seeds estimate it loosely,
 and a pilot at a smaller scale may spread differently), or for runs lost to the gate or to
@@ -28,7 +28,7 @@ import pandas as pd
 from rich.table import Table as RichTable
 
 from harness import encode
-from harness.analysis import stats
+from harness.analysis import power as pw
 from harness.analysis.comparisons import Analysis
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
@@ -152,7 +152,7 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
     if not sd > 0:
         return None, "SD 0 in the pilot: cannot size"
     try:  # a direction also needs the exact sign-flip test to reject (stats.verdict): at least its floor
-        return max(stats.seeds_needed(delta, sd, alpha=alpha, power=power), stats.sign_flip_min_seeds(alpha)), ""
+        return max(pw.seeds_needed(delta, sd, alpha=alpha, power=power), pw.sign_flip_min_seeds(alpha)), ""
     except ValueError as exc:  # an extreme level or effect / SD: no number rather than a traceback
         return None, f"cannot size: {exc}"
 
@@ -223,7 +223,7 @@ def describe(plan: SeedPlan) -> str:
         f"{plan.results}. Two-sided paired t-test at power {plan.power:g}; level alpha {plan.alpha:g} / "
         f"{plan.family_size} primary comparisons = {plan.alpha_each:.4g} (Bonferroni: the first, strictest "
         "Holm step, so conservative); δ = each task's smallest effect of interest; at least "
-        f"{stats.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
+        f"{pw.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
         "that a verdict also needs can reject at this level. A pilot of few seeds estimates the SD loosely: "
         "treat the numbers as a floor."
     )

@@ -11,7 +11,7 @@ from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from harness.analysis import stats
+from harness.analysis import power
 from harness.analysis.comparisons import analyse
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
@@ -94,6 +94,6 @@ def test_mde_and_every_p_use_the_family_of_the_adjusted_p(tmp_path):
         expected = TTestPower().solve_power(effect_size=None, nobs=8, alpha=0.05 / 2, power=0.8) * sd
         assert r["family_size"] == 2
         assert r["mde"] == pytest.approx(expected, rel=1e-6)
-        assert r["mde"] > stats.mde(8, sd, 0.05) * 1.1  # not the family-of-one value
+        assert r["mde"] > power.mde(8, sd, 0.05) * 1.1  # not the family-of-one value
         if r["verdict"].startswith("inconclusive (MDE"):
             assert r["verdict"] == f"inconclusive (MDE {expected:.3f})"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from scipy import stats as st
 
-from harness.analysis import stats as S
+from harness.analysis import ranks as R
 from harness.experiment.selection import select
 from harness.report import figures
 from harness.report.omnibus import across_variants, seed_table, skip_reason
@@ -25,20 +25,20 @@ PNG = b"\x89PNG\r\n\x1a\n"
 @pytest.mark.parametrize("k, n, q, cd", [(4, 10, 2.569, 1.483), (3, 10, 2.343, 1.048), (10, 5, 3.164, 6.058)])
 def test_nemenyi_cd_matches_demsar_table_5(k, n, q, cd):
     # Demsar (JMLR 2006) Table 5a gives q_0.05; CD = q sqrt(k (k + 1) / (6 N))
-    assert S.nemenyi_cd(k, n) == pytest.approx(cd, abs=1e-3)
-    assert S.nemenyi_cd(k, n) / math.sqrt(k * (k + 1) / (6 * n)) == pytest.approx(q, abs=1e-3)
+    assert R.nemenyi_cd(k, n) == pytest.approx(cd, abs=1e-3)
+    assert R.nemenyi_cd(k, n) / math.sqrt(k * (k + 1) / (6 * n)) == pytest.approx(q, abs=1e-3)
 
 
 def test_nemenyi_cd_alpha_010_and_degenerate():
-    assert S.nemenyi_cd(4, 10, alpha=0.10) / math.sqrt(4 * 5 / 60) == pytest.approx(2.291, abs=1e-3)  # Table 5b
-    assert math.isnan(S.nemenyi_cd(1, 10)) and math.isnan(S.nemenyi_cd(4, 0))
+    assert R.nemenyi_cd(4, 10, alpha=0.10) / math.sqrt(4 * 5 / 60) == pytest.approx(2.291, abs=1e-3)  # Table 5b
+    assert math.isnan(R.nemenyi_cd(1, 10)) and math.isnan(R.nemenyi_cd(4, 0))
 
 
 def test_friedman_df_k_and_cd_match_direct_scipy():
     rng = np.random.default_rng(7)
     wide = pd.DataFrame(rng.normal(size=(10, 4)) + [0.0, 0.3, 0.6, 0.9], columns=list("abcd"))
     wide.iloc[4, 2] = np.nan  # seed 4 is not a complete block
-    res = S.friedman(wide, higher_is_better=False)
+    res = R.friedman(wide, higher_is_better=False)
     ref = st.friedmanchisquare(*wide.dropna().to_numpy().T)
     assert (res.statistic, res.p) == pytest.approx((ref.statistic, ref.pvalue))
     assert (res.n_seeds, res.k, res.df) == (9, 4, 3)
@@ -134,7 +134,7 @@ def test_report_shows_friedman_line_and_figures(report):
     # rope seed 3 is below the gate: 3 complete blocks remain; rope is best on every seed
     assert "Friedman χ²(2) = 6, p = 0.0498, 3 blocks (seeds), 3 variants" in line
     assert "mean ranks (1 = best): rope 1.00, learned 2.00, sinusoidal 3.00" in line
-    assert f"Nemenyi CD = {S.nemenyi_cd(3, 3):.3g}" in line
+    assert f"Nemenyi CD = {R.nemenyi_cd(3, 3):.3g}" in line
     for png in ("omni-copy-acc_x2-per-seed.png", "omni-copy-acc_x2-ranks.png"):
         assert f"](figures/{png})" in text
         assert (md.parent / "figures" / png).read_bytes()[:8] == PNG
