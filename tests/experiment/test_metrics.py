@@ -16,7 +16,7 @@ from harness.experiment import metrics
 from harness.experiment.ablation import available, load
 from harness.experiment.claims import load_claims, parse_claims
 from harness.experiment.grid import plan
-from harness.report.reproduce import load_registry, parse
+from harness.experiment.reproductions import load_registry, parse
 from helpers.mini_decl import decl, write
 
 
