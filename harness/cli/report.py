@@ -85,15 +85,27 @@ def check_storage(storage: str | None) -> None:
 
 
 def report_all(
-    results: Path, out: Path, storage: str | None = None, *, name: str | None = None, profile: str | None = None
+    results: Path,
+    out: Path,
+    storage: str | None = None,
+    *,
+    name: str | None = None,
+    profile: str | None = None,
+    source: Path | None = None,
+    wandb: str | None = None,
 ) -> Path:
     """``ablate report --all``: the report of every registered ablation for each profile with
     runs, and ``out/README.md``, their index (:mod:`harness.report.index`); returns the index's path.
-    ``name`` and ``profile`` are refused: --all means every ablation and every profile."""
+    ``name``, ``profile``, ``source`` (--from) and a ``wandb`` mode are refused: --all means every
+    ablation and every profile, from the store, without W&B summary runs."""
     if name is not None:
         raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
     if profile is not None:
         raise AblateError("--all reports every profile with runs; drop --profile")
+    if source is not None:
+        raise AblateError("--from regenerates one report from its data file; drop --all (or --from)")
+    if wandb is not None:
+        raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
     output.check_results_readable(results)
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the reports and their figures")
