@@ -3,31 +3,22 @@ and the command that reproduces it. Every figure is computed from the run store.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from harness.analysis import verdicts as vd
-from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import Analysis, analyse, beyond_training, claimed_metrics
-from harness.encode import text
-from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import FFNSection
 from harness.experiment.selection import Selection
-from harness.experiment.versions import mix_warning
-from harness.report import figures
+from harness.report import figures, sections
 from harness.report.bench import bench_section
 from harness.report.data import history_of, run_history, write_data
 from harness.report.omnibus import across_variants
 from harness.report.probes import probe_section
 from harness.report.tables import markdown, title
 from harness.report.tuning import tuning_section
-from harness.store.record import Record
 
 
 def report_path(abl: Ablation, profile: str, out: Path) -> Path:
@@ -70,12 +61,12 @@ def write_report(
         abl.question,
         "",
     ]
-    parts += _version_warnings(result)
-    parts += _aa_section(result) if abl.identical_arms else _claims_section(abl, result)
-    parts += _setup_section(abl, profile, records)
+    parts += sections.version_warnings(result)
+    parts += sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result)
+    parts += sections.setup_section(abl, profile, records)
     parts += _results_section(abl, profile, result, fig_dir, path.parent)
     parts += probe_section(result)  # leakage / masked attention probes per cell, where runs carry them
-    parts += _failures_section(result)
+    parts += sections.failures_section(result)
     parts += tuning_section(sel, results, storage, fig_dir, path.parent)
     parts += bench_section(abl, results, fig_dir, path.parent)  # attention kernels: `ablate bench attention`
     if abl.notes:
@@ -85,162 +76,6 @@ def write_report(
     if data:
         write_data(records, history_of(result.scan, results), result.scan.problems, results, path)
     return path
-
-
-def _aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
-    """An A/A check's verdict on the harness: how many comparisons between identical arms were
-    declared different (each a false positive), against what alpha allows."""
-    lines = ["## A/A check: false positives", ""]
-    for label, tables in (
-        ("primary metric", [t for t in result.tables if t.family.startswith("primary")]),
-        ("every metric", result.tables),
-    ):
-        frames = [t.frame.iloc[1:] for t in tables if "p" in t.frame]
-        tested = sum(int(f["p"].notna().sum()) for f in frames)
-        declared = sum(int(f["verdict"].isin([vd.BETTER, vd.WORSE]).sum()) for f in frames)
-        raw = sum(int((f["p"] < alpha).sum()) for f in frames)
-        lines.append(
-            f"- {label}: **{declared} of {tested}** comparisons between identical arms declared better or "
-            f"worse after adjustment; raw p < {alpha:g} in {raw} of {tested} (expected about "
-            f"{alpha * tested:.2g} by chance)."
-        )
-    lines += [
-        "",
-        "Every such declaration is a false positive. The long-run rate is measured by a simulation of "
-        "1,000 A/A tables in the test suite (`tests/analysis/test_stats.py::test_aa_false_positive_rate`).",
-        "",
-    ]
-    return lines
-
-
-def _claims_section(abl: Ablation, result: Analysis) -> list[str]:
-    claims = claims_mod.load_claims()
-    prof = abl.profiles[result.profile]
-    lines = ["## Claims", ""]
-    for cid in abl.claims:
-        claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
-        verdict, evidence = claim_verdict(claim, result)
-        lines += [
-            f"### `{cid}`: {verdict}",
-            "",
-            f"> {claim['claim']} (figure given: {claim.get('figure', 'none')})",
-            "",
-        ]
-        lines += [f"- {e}" for e in evidence]
-        lines.append("")
-    scale: dict[str, dict[str, Any]] = {}
-    for rec in result.scan.records:
-        scale.setdefault(rec.task, rec.config)
-    desc = "; ".join(
-        f"{t}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers, "
-        f"{c['train']['steps']} steps, L = {c['train']['seq_len']}"
-        for t, c in scale.items()
-    )
-    lines += [
-        f"Scale caveat: these verdicts hold at the scale run here ({desc}; {len(prof.seeds)} seeds), "
-        "not necessarily at the scale where the claims were made.",
-        "",
-    ]
-    lines += _unlearned_warnings(abl, result)
-    return lines
-
-
-def _version_warnings(result: Analysis) -> list[str]:
-    """A loud line for every task whose compared runs were made by different code versions."""
-    return [f"**Warning: {mix_warning(task, mix)}.**\n" for task, mix in result.mixed_code.items()]
-
-
-def _unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
-    """A loud line for every task whose baseline reached its convergence target on at most half of
-    its planned seeds (:func:`harness.analysis.comparisons.unlearned_tasks`): at such a scale no
-    comparison on the task gets a verdict, and the line says why the tables read ``not learned``."""
-    out = []
-    confirmatory = abl.profiles[result.profile].confirmatory
-    for task, (reached, planned) in result.unlearned.items():
-        why = (
-            f"so no comparison on it gets a verdict: each reads `{vd.not_learned_target(reached, planned)}`"
-            if confirmatory
-            else "and a confirmatory run at this scale would give no verdict on it"
-        )
-        out += [
-            f"**Warning: on `{task}` the baseline reached the convergence target (validation "
-            f"`{abl.tasks[task].target.describe()}`) on {reached} of its {planned} planned seeds within the step "
-            f"budget: this scale is too small to learn the task, {why}.**",
-            "",
-        ]
-    return out
-
-
-def _setup_section(abl: Ablation, profile: str, records: list[Record]) -> list[str]:
-    prof = abl.profiles[profile]
-    lines = [
-        "## Setup",
-        "",
-        f"- Grid: {', '.join(f'`{k}` ∈ {v}' for k, v in abl.axes.items())}; "
-        f"baseline `{abl.baseline_label}`; seeds {prof.seeds} "
-        f"({'confirmatory' if prof.confirmatory else 'pilot: no verdicts'}).",
-    ]
-    if prof.only_variants or prof.only_tasks:
-        lines.append(
-            f"- This profile runs {len(abl.variants())} grid point(s): "
-            f"{', '.join(f'`{abl.label(v)}`' for v in abl.variants())}; task(s) {', '.join(f'`{t}`' for t in abl.tasks)}."
-        )
-    for task, entry in abl.tasks.items():
-        recs = [r for r in records if r.task == task]
-        if not recs:
-            lines.append(f"- Task `{task}`: no runs in the store.")
-            continue
-        # the baseline's config: the axes vary around it (the grid line above names them)
-        r = next((x for x in recs if x.variant_label == abl.baseline_label), recs[0])
-        c = r.config
-        m, t, e = c["model"], c["train"], c["eval"]
-        lines.append(
-            f"- Task `{task}` v{r.task_version} {r.task_params or ''} (baseline `{abl.baseline_label}`): d_model {m['d_model']}, {m['n_heads']} heads, "
-            f"{m['n_layers']} layers, d_ff {FFNSection.model_validate(c['ffn']).width(m['d_model']) or 4 * m['d_model']}, "
-            f"{c['block']['norm_position']}-"
-            f"{c['block']['norm']}, {c['ffn']['activation']}, kernel {c['attention']['kernel']}; "
-            f"{t['steps']} steps x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
-            f"(warm-up {t['warmup_steps']}, {_decay(t['min_lr_ratio'])}), weight decay {t['weight_decay']:g}, "
-            f"precision {r.get('precision', t['precision'])}; evaluated on {e['n_examples']} held-out examples at "
-            f"{', '.join(str(x * t['seq_len']) for x in e['length_multipliers'])} tokens; primary "
-            f"`{entry.primary.metric}`"
-            + (f"; gate `{entry.gate.describe()}`" if entry.gate else "")
-            + (f"; convergence target validation `{entry.target.describe()}`" if entry.target else "")
-            + "."
-        )
-    ok = [r for r in records if r.status == "ok"]
-    if records:
-        r = records[0]
-        commits = sorted({str(x.commit) for x in records})
-        total = sum(x.wall_time_s or 0 for x in records)
-        lines += [
-            f"- Hardware: {r.platform}, {r.cpu_count} CPUs, device {r.get('device', 'cpu')}"
-            f"{', ' + r.cuda if r.cuda else ''}, {r.torch_threads} torch thread(s) per run.",
-            f"- Versions: {', '.join(f'{k} {v}' for k, v in (r.versions or {}).items())}.",
-            f"- Commit(s): {', '.join(commits)}.",
-            *_plugins_line(records),
-            f"- Runs: {len(records)} in the store ({len(ok)} ok); summed run wall time {total / 60:.1f} min.",
-        ]
-    return lines + [""]
-
-
-def _plugins_line(records: list[dict[str, Any]]) -> list[str]:
-    """``- Plugins: my-plugin 0.1.0 (position:xpos, task:lag_copy).``: every plugin the runs were made
-    with (a record's ``plugins``, :mod:`harness.experiment.plugins`); none when no run had one."""
-    seen: dict[str, list[str]] = {}
-    for rec in records:
-        for p in rec.get("plugins") or []:
-            name = f"{p.get('distribution') or p.get('path') or p.get('module')} " + (
-                str(p.get("version")) if p.get("version") else f"(sha256 {str(p.get('sha256'))[:12]})"
-            )
-            seen.setdefault(name, list(p.get("entries") or []))
-    if not seen:
-        return []
-    return ["- Plugins: " + "; ".join(f"{n} ({', '.join(e) or 'no entries'})" for n, e in seen.items()) + "."]
-
-
-def _decay(min_ratio: float) -> str:
-    return "then constant" if min_ratio == 1 else f"cosine to {min_ratio:g} x"
 
 
 def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Path, md_dir: Path) -> list[str]:
@@ -342,42 +177,6 @@ def _history(result: Analysis, task: str) -> pd.DataFrame:
         elif frame is not None:
             frames.append(frame.assign(variant=rec.variant_label, seed=rec.seed))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def _failures_section(result: Analysis) -> list[str]:
-    runs = result.runs
-    bad = runs[(runs["status"] != "ok") | ~runs["passed_gate"]]
-    lines = ["## Failures, divergences and runs below the gate", ""]
-    if bad.empty and not result.scan.problems:
-        return lines + ["None: every run finished and passed its task's gate.", ""]
-    for _, r in bad.sort_values(["task", "variant", "seed"]).iterrows():
-        why = r["reason"] if r["status"] != "ok" else _gate_reason(result, r)
-        status = r["status"] if r["status"] != "ok" else "below gate"
-        lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{status}** — {why}")
-    lines += [f"- unreadable store entry: `{p}`" for p in result.scan.problems]
-    return lines + [""]
-
-
-def _gate_reason(result: Analysis, run: pd.Series) -> str:
-    gate = result.ablation.tasks[run["task"]].gate
-    rec = next(x for x in result.scan.records if x.run_id == run["run_id"])
-    if not result.ablation.profiles[result.profile].apply_gate:
-        return (
-            f"`{gate.metric}` = {_metric_text(rec, gate.metric)}, below the gate "
-            f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison"
-        )
-    return (
-        f"did not learn the task at L: `{gate.metric}` = {_metric_text(rec, gate.metric)}, gate {gate.describe()}; "
-        "left out of the comparisons beyond L"
-    )
-
-
-def _metric_text(rec: Record, metric: str) -> str:
-    """A record's metric for prose: the value, or ``–`` and why there is none."""
-    value = rec.metric(metric)
-    if value is None:
-        return "– (not recorded)"
-    return text(value) + (" (undefined: NaN)" if math.isnan(value) else "")
 
 
 def _commands(abl: Ablation, profile: str, overrides: list[str]) -> list[str]:
