@@ -15,7 +15,7 @@ from harness.experiment.selection import Selection
 from harness.experiment.versions import mix_warning
 from harness.hints import Context
 from harness.registry import did_you_mean
-from harness.report.data import load_source
+from harness.report.source import load_source
 from harness.report.tables import render
 from harness.store.runs import StoreScan
 from harness.tune.studies import tuned_profile

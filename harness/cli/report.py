@@ -12,9 +12,9 @@ from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.hints import Context
-from harness.report.data import load_source
 from harness.report.index import report_all as write_all
 from harness.report.markdown import write_report
+from harness.report.source import load_source
 from harness.report.wandb_summary import log_report
 from harness.tune.storage import open_storage, sqlite_exists
 

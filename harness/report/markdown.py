@@ -14,11 +14,12 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.report import figures, sections
 from harness.report.bench import bench_section
-from harness.report.data import history_of, run_history, write_data
+from harness.report.data import write_data
 from harness.report.omnibus import across_variants
 from harness.report.probes import probe_section
 from harness.report.tables import markdown, title
 from harness.report.tuning import tuning_section
+from harness.store.runs import history_of, run_history
 
 
 def report_path(abl: Ablation, profile: str, out: Path) -> Path:

@@ -21,10 +21,13 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.encode import dumps
 from harness.store.record import Record, parse_record
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RECORD = "record.json"
 
@@ -111,6 +114,33 @@ def scan(results: Path, ablation: str, profile: str) -> StoreScan:
             out.problems.append(f"{folder / RECORD}: {problem}")
         else:
             out.incomplete.append(folder)
+    return out
+
+
+def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | str | None:
+    """A finished run's validation history as the report draws it: the frame of its
+    ``history.csv`` (``scan.history`` when the scan came from a report's data file), the problem
+    line when that file is unreadable, None when there is none (or it lacks ``step`` and ``loss``)."""
+    import pandas as pd
+
+    if scan.history is not None:
+        return scan.history.get(rec.run_id)
+    f = run_dir(results, rec.ablation, rec.profile, rec.run_id) / "history.csv"
+    try:
+        frame = pd.read_csv(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return f"{f}: unreadable validation history ({type(exc).__name__})"
+    return frame if {"step", "loss"} <= set(frame.columns) else None
+
+
+def history_of(scan: StoreScan, results: Path) -> dict[str, pd.DataFrame | str]:
+    """:func:`run_history` of every ok run that has one, by run id."""
+    out = {}
+    for rec in scan.records:
+        if rec.status == "ok" and (frame := run_history(scan, results, rec)) is not None:
+            out[rec.run_id] = frame
     return out
 
 
