@@ -1,9 +1,10 @@
-"""From the run store to comparison tables: gates, pairing by seed, families, claim verdicts.
+"""From the run store to comparison tables: gates, pairing by seed, families.
 
 Everything here is computed from the store's tidy rows (:func:`harness.store.runs.tidy`); nothing is
 typed in. Families for multiple comparisons: the primary metric of every task of an ablation
-(each variant against the baseline) is one Holm family; every other metric and length is
-exploratory (Benjamini-Hochberg within that metric).
+(each variant against the baseline) is one Holm family (:mod:`harness.analysis.holm`); every
+other metric and length is exploratory (Benjamini-Hochberg within that metric). Comparisons that
+get no verdict are marked by :mod:`harness.analysis.untestable`.
 
 Gate: a run that did not learn the task at L (below the task's declared gate) is left out of the
 comparisons of metrics beyond L (``@x2``, ``@x4``, ...), since extrapolation means nothing for a
@@ -20,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.analysis import stats
-from harness.analysis import verdicts as vd
+from harness.analysis import stats, untestable
+from harness.analysis.holm import holm_across
 from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
@@ -71,12 +72,6 @@ class Analysis:
     def table(self, task: str, metric: str) -> Table | None:
         """The comparison of ``metric`` on ``task``, if the runs gave one."""
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
-
-
-def beyond_training(metric: str) -> bool:
-    """Whether ``metric`` is measured beyond the training length L (``acc@x2``, ``loss@x4``)."""
-    length = metrics.length_of(metric)
-    return length is not None and length[1] > 1
 
 
 def metric_order(names: list[str]) -> list[str]:
@@ -161,62 +156,17 @@ def analyse(
             table.family = "primary" if is_primary else "exploratory (BH)"
             table.frame["planned"] = len(prof.seeds)
             (primaries if is_primary else out.tables).append(table)
-    _holm_across(primaries, alpha, prof.confirmatory)
+    holm_across(primaries, alpha, prof.confirmatory)
     out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, len(prof.seeds))
-    out.unlearned = unlearned_tasks(abl, rows, len(prof.seeds))
+    out.unlearned = untestable.unlearned_tasks(abl, rows, len(prof.seeds))
     for table in primaries + out.tables:
-        _mark_too_few(table)
+        untestable.mark_too_few(table)
         if table.metric == metrics.STEPS_TO_TARGET:
-            _mark_censored(table, rows)
+            untestable.mark_censored(table, rows)
         if prof.confirmatory:
-            _mark_not_learned(table, out.unlearned.get(table.task), runs, prof.apply_gate, len(prof.seeds))
+            untestable.mark_not_learned(table, out.unlearned.get(table.task), runs, prof.apply_gate, len(prof.seeds))
     out.tables = primaries + out.tables
     return out
-
-
-def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, tuple[int, int]]:
-    """``{task: (k, planned)}`` for every task with a convergence target whose baseline reached it
-    (per-run metric ``target_reached`` = 1) on ``k`` seeds, not more than half of ``planned``: at
-    such a scale the task was not learned, and no comparison on it gets a verdict (issue 12, section 2).
-    A baseline run that did not finish, or carries no ``target_reached``, did not reach the target."""
-    out = {}
-    for task, entry in abl.tasks.items():
-        if entry.target is None:
-            continue
-        base = rows[
-            (rows["task"] == task)
-            & (rows["variant"] == abl.baseline_label)
-            & (rows["metric"] == metrics.TARGET_REACHED)
-        ]
-        reached = base.loc[base["value"] >= 1, "seed"].nunique()
-        if 2 * reached <= planned:
-            out[task] = (int(reached), planned)
-    return out
-
-
-def _mark_not_learned(
-    table: Table, unlearned: tuple[int, int] | None, runs: pd.DataFrame, apply_gate: bool, planned: int
-) -> None:
-    """No verdict where the task was not learned: every comparison of a task whose baseline missed
-    its target on most seeds reads ``not learned (k/n seeds reached target)``; a comparison beyond L
-    where the variant (or the baseline) has no run that passed the gate reads ``not learned (0/n
-    passed the gate)`` instead of ``too few pairs``."""
-    if unlearned is not None:
-        table.frame.loc[table.frame.index[1:], "verdict"] = vd.not_learned_target(*unlearned)
-        return
-    if not (apply_gate and beyond_training(table.metric)):
-        return
-    task_runs = runs[runs["task"] == table.task]
-    passed = task_runs[task_runs["passed_gate"].astype(bool)].groupby("variant").size()
-    ran = set(task_runs["variant"])
-    base = table.frame["variant"].iloc[0]
-    for i, variant in enumerate(table.frame["variant"]):
-        if not i or variant not in ran:
-            continue
-        if passed.get(base, 0) == 0:
-            table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned, "baseline ")
-        elif passed.get(variant, 0) == 0:
-            table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned)
 
 
 def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[Record]) -> None:
@@ -270,7 +220,7 @@ def _compare(
     data = rows[rows["metric"] == metric]
     task_runs = runs[runs["task"] == task]
     excluded = pd.Series(dtype=int)
-    if beyond_training(metric) and apply_gate:
+    if metrics.beyond_training(metric) and apply_gate:
         gated = task_runs[(task_runs["status"] == "ok") & ~task_runs["passed_gate"]]
         data = data[~data["run_id"].isin(set(gated["run_id"]))]
         excluded = gated.groupby("variant").size()
@@ -302,54 +252,6 @@ def _add_cost(frame: pd.DataFrame, task_runs: pd.DataFrame) -> None:
     walls = task_runs.groupby("variant")["wall_time_s"].mean()
     frame["n_params"] = [params.get(v, np.nan) for v in frame["variant"]]
     frame["wall_time_s"] = [walls.get(v, np.nan) for v in frame["variant"]]
-
-
-def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
-    """Re-adjust the primary comparisons of all tasks as one Holm family, and redo verdicts.
-
-    Everything a verdict reads or a table prints beside the adjusted p is redone for the whole
-    family (:func:`harness.analysis.stats.adjust_family`): the t-test p, the sign-flip p, the TOST p
-    (equivalence) and the MDE (at alpha / family size)."""
-    where = [
-        (ti, ri)
-        for ti, table in enumerate(tables)
-        if "p" in table.frame
-        for ri, p in enumerate(table.frame["p"])
-        if pd.notna(p) and ri > 0
-    ]
-    if not where:
-        return
-
-    def column(name: str) -> list[float]:
-        return [float(tables[ti].frame.loc[ri, name]) for ti, ri in where]
-
-    fam = stats.adjust_family(
-        column("p"), column("p_perm"), column("p_tost"), column("n_pairs"), column("sd_diff"), "holm", alpha
-    )
-    for i, (ti, ri) in enumerate(where):
-        frame = tables[ti].frame
-        frame.loc[ri, ["p_adj", "p_perm_adj", "p_tost_adj", "mde"]] = [
-            fam.p_adj[i],
-            fam.p_perm_adj[i],
-            fam.p_tost_adj[i],
-            fam.mde[i],
-        ]
-        frame.loc[ri, "family_size"] = fam.size
-        if vd.kind(frame.loc[ri, "verdict"]) is vd.Kind.IDENTICAL:  # no pair differs: nothing to re-judge
-            continue
-        frame.loc[ri, "verdict"] = stats.verdict(
-            fam.p_adj[i],
-            frame.loc[ri, "delta_ci_low"],
-            frame.loc[ri, "delta_ci_high"],
-            perm_p_adj=fam.p_perm_adj[i],
-            sesoi=tables[ti].sesoi,
-            tost_p=fam.p_tost_adj[i],
-            alpha=alpha,
-            confirmatory=confirmatory,
-            mde=fam.mde[i],
-        )
-    for table in tables:
-        table.family = f"primary (Holm over {fam.size} comparisons)"
 
 
 def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str, int]]:
@@ -385,26 +287,3 @@ def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha
             )
         )
     return out
-
-
-def _mark_censored(table: Table, rows: pd.DataFrame) -> None:
-    """``steps_to_target`` of a run that never reached its target is the step budget (censored):
-    where neither the baseline nor the variant reached it, there is nothing to compare."""
-    reached = (
-        rows[(rows["task"] == table.task) & (rows["metric"] == metrics.TARGET_REACHED)]
-        .groupby("variant")["value"]
-        .max()
-    )
-    base = table.frame["variant"].iloc[0]
-    for i, variant in enumerate(table.frame["variant"]):
-        if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:
-            table.frame.loc[i, "verdict"] = vd.CENSORED
-
-
-def _mark_too_few(table: Table) -> None:
-    """No test, hence no verdict, for a variant with fewer than 2 seeds paired with the baseline."""
-    if "n_pairs" not in table.frame:
-        return
-    few = table.frame["n_pairs"].fillna(0).astype(int) < 2
-    few.iloc[0] = False  # the baseline row
-    table.frame.loc[few, "verdict"] = vd.TOO_FEW

@@ -23,7 +23,7 @@ import pandas as pd
 
 from harness.analysis import stats
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import Analysis, analyse, beyond_training
+from harness.analysis.comparisons import Analysis, analyse
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics
 from harness.experiment import selection as selection_mod
@@ -67,7 +67,7 @@ def paired_rows(result: Analysis, task: str, metric: str, variants: tuple[str, s
     rows = result.rows
     data = rows[(rows["task"] == task) & (rows["metric"] == metric) & rows["variant"].isin(variants)]
     prof = result.ablation.profiles[result.profile]
-    if beyond_training(metric) and prof.apply_gate:
+    if metrics.beyond_training(metric) and prof.apply_gate:
         runs = result.runs
         gated = set(runs.loc[(runs["task"] == task) & (runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
         data = data[~data["run_id"].isin(gated)]

@@ -149,6 +149,12 @@ def length_of(name: str) -> tuple[str, int] | None:
     return (match.group("base"), int(match.group("mult"))) if match else None
 
 
+def beyond_training(name: str) -> bool:
+    """Whether the metric ``name`` is measured beyond the training length L (``acc@x2``, ``loss@x4``)."""
+    length = length_of(name)
+    return length is not None and length[1] > 1
+
+
 def compared(name: str) -> bool:
     """Whether every analysis compares the metric ``name`` (per-length metrics, ``steps_to_target``)."""
     metric = lookup(name)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis.comparisons import Analysis, analyse, beyond_training, claimed_metrics
+from harness.analysis.comparisons import Analysis, analyse, claimed_metrics
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
@@ -163,7 +163,7 @@ def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
         return result.rows[result.rows["task"] == task]
     gated = set(runs.loc[(runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
     rows = result.rows[result.rows["task"] == task]
-    drop = rows["run_id"].isin(gated) & rows["metric"].map(beyond_training)
+    drop = rows["run_id"].isin(gated) & rows["metric"].map(metrics.beyond_training)
     return rows[~drop]
 
 

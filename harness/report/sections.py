@@ -86,7 +86,7 @@ def version_warnings(result: Analysis) -> list[str]:
 
 def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
     """A loud line for every task whose baseline reached its convergence target on at most half of
-    its planned seeds (:func:`harness.analysis.comparisons.unlearned_tasks`): at such a scale no
+    its planned seeds (:func:`harness.analysis.untestable.unlearned_tasks`): at such a scale no
     comparison on the task gets a verdict, and the line says why the tables read ``not learned``."""
     out = []
     confirmatory = abl.profiles[result.profile].confirmatory

@@ -96,3 +96,5 @@ def test_produced_follows_task_kind_lengths_probes_and_layers() -> None:
     assert metrics.validation_metrics("lm", byte_level=True) == ["loss", "ppl", "bpb"]  # the text task
     assert "bpb@x2" in metrics.produced("lm", (1, 2), (), 1, False, byte_level=True) and "bpb@x2" not in lm
     assert metrics.validation_name("exact@x4") == "exact" and metrics.validation_name("grad_norm_cv") is None
+    assert metrics.beyond_training("acc@x2") and not metrics.beyond_training("acc@x1")
+    assert not metrics.beyond_training("steps_to_target") and metrics.length_of("loss@x16") == ("loss", 16)
