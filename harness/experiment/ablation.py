@@ -9,8 +9,8 @@ config in this order, later entries winning:
     RunConfig defaults < ``base`` < task ``config`` < profile ``overrides`` < profile ``tasks``
     < command-line overrides < the variant's axis values
 
-Length-dependent metrics are named relative to the training length L (``acc@x4`` is accuracy at
-4L), so a profile can shrink lengths without breaking a claim. A profile may not change an axis.
+Metrics are named as :mod:`harness.experiment.metrics` says (``acc@x4``: at 4L, so a profile can
+shrink lengths without breaking a claim). A profile may not change an axis.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
 
 ABLATIONS_DIR = Path(__file__).resolve().parents[2] / "ablations"
-PROFILES = ("smoke", "cpu", "gpu")
 
 
 class _Decl(BaseModel):
@@ -46,9 +45,8 @@ class _Decl(BaseModel):
 
 
 class MetricSpec(_Decl):
-    """The primary metric of a task and its smallest effect size of interest. Its direction is
-    the metrics table's (:mod:`harness.experiment.metrics`); ``higher_is_better``, when given,
-    must agree with it."""
+    """The primary metric of a task and its smallest effect of interest; its direction is the
+    metrics table's (:mod:`harness.experiment.metrics`), which ``higher_is_better`` may restate."""
 
     metric: str
     higher_is_better: bool | None = Field(None, description="optional: must agree with the metrics table")
