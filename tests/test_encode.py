@@ -26,7 +26,7 @@ from harness.experiment.selection import select
 from harness.report.bench import load as load_bench
 from harness.report.tables import render
 from harness.store.runs import load_record, write_json_atomic
-from helpers.fake_store import write_decl, write_runs
+from helpers.fake_store import bare_record, write_decl, write_runs
 
 BASE = {0: 0.5, 1: 0.6, 2: 0.7}
 VARIANT = {0: 0.75, 1: 0.85, 2: 0.95}
@@ -111,24 +111,9 @@ def test_wandb_summary_tables_parse_strictly(analysed, tmp_path: Path, monkeypat
 
 def test_record_and_bench_files_parse_strictly(tmp_path: Path):
     run = tmp_path / "run"
-    record = {
-        "run_id": "run",
-        "ablation": "a",
-        "profile": "p",
-        "task": "copy",
-        "variant_label": "v",
-        "seed": 0,
-        "status": "ok",
-        "config": {
-            "model": {"d_model": 1, "n_heads": 1, "n_layers": 1},
-            "train": {"steps": 1, "batch_size": 1, "seq_len": 1},
-            "eval": {"length_multipliers": [1]},
-            "ffn": {},
-            "block": {},
-            "attention": {},
-        },
-        "metrics": {"loss": math.inf, "gain": -math.inf, "acc": math.nan, "ok": 1.0},
-    }
+    record = bare_record(
+        run_id="run", status="ok", metrics={"loss": math.inf, "gain": -math.inf, "acc": math.nan, "ok": 1.0}
+    )
     write_json_atomic(run / "record.json", record)
     assert strict((run / "record.json").read_text())["metrics"] == {
         "loss": "Infinity",

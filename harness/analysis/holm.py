@@ -48,16 +48,7 @@ def holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
         frame.loc[ri, "family_size"] = fam.size
         if vd.kind(frame.loc[ri, "verdict"]) is vd.Kind.IDENTICAL:  # no pair differs: nothing to re-judge
             continue
-        frame.loc[ri, "verdict"] = stats.verdict(
-            fam.p_adj[i],
-            frame.loc[ri, "delta_ci_low"],
-            frame.loc[ri, "delta_ci_high"],
-            perm_p_adj=fam.p_perm_adj[i],
-            sesoi=tables[ti].sesoi,
-            tost_p=fam.p_tost_adj[i],
-            alpha=alpha,
-            confirmatory=confirmatory,
-            mde=fam.mde[i],
-        )
+        low, high = frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"]
+        frame.loc[ri, "verdict"] = fam.verdict(i, low, high, tables[ti].sesoi, alpha=alpha, confirmatory=confirmatory)
     for table in tables:
         table.family = f"primary (Holm over {fam.size} comparisons)"

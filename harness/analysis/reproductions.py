@@ -127,17 +127,8 @@ def _holm(outcomes: list[Outcome], alpha: float, confirmatory: dict[int, bool]) 
         )
         if vd.kind(row["verdict"]) is vd.Kind.IDENTICAL:
             continue
-        row["verdict"] = stats.verdict(
-            fam.p_adj[j],
-            row["delta_ci_low"],
-            row["delta_ci_high"],
-            perm_p_adj=fam.p_perm_adj[j],
-            sesoi=row.get("margin"),
-            tost_p=fam.p_tost_adj[j],
-            alpha=alpha,
-            confirmatory=confirmatory[i],
-            mde=fam.mde[j],
-        )
+        low, high = row["delta_ci_low"], row["delta_ci_high"]
+        row["verdict"] = fam.verdict(j, low, high, row.get("margin"), alpha=alpha, confirmatory=confirmatory[i])
 
 
 def judge(verdict: str, expect: str) -> str:

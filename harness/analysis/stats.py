@@ -10,7 +10,7 @@ corrections across several ``compare`` calls (collect the raw ``p`` and call ``a
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -91,6 +91,11 @@ class Family(NamedTuple):
     p_tost_adj: np.ndarray  # adjusted TOST p, over the same members
     mde: np.ndarray  # MDE at alpha / size, the level of the family's first Holm step
     size: int  # members: comparisons with a defined t-test p
+
+    def verdict(self, i: int, ci_low: float, ci_high: float, sesoi: float | None, **kw: Any) -> str:
+        """:func:`verdict` of member ``i`` from the family's adjusted p and MDE (``kw``: alpha, confirmatory)."""
+        p, perm, tost = self.p_adj[i], self.p_perm_adj[i], self.p_tost_adj[i]
+        return verdict(p, ci_low, ci_high, perm_p_adj=perm, sesoi=sesoi, tost_p=tost, mde=self.mde[i], **kw)
 
 
 def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float = 0.05) -> Family:
@@ -229,17 +234,7 @@ def compare(
                 "p_tost": tost[i],
                 "p_tost_adj": fam.p_tost_adj[i],
                 "mde": fam.mde[i],
-                "verdict": verdict(
-                    fam.p_adj[i],
-                    t.ci_low,
-                    t.ci_high,
-                    perm_p_adj=fam.p_perm_adj[i],
-                    sesoi=sesoi,
-                    tost_p=fam.p_tost_adj[i],
-                    alpha=alpha,
-                    confirmatory=confirmatory,
-                    mde=fam.mde[i],
-                ),
+                "verdict": fam.verdict(i, t.ci_low, t.ci_high, sesoi, alpha=alpha, confirmatory=confirmatory),
             }
         )
     rows[0]["verdict"] = vd.BASELINE

@@ -44,18 +44,11 @@ class _Decl(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class MetricSpec(_Decl):
+class MetricSpec(_Decl, metrics.NamedMetric):
     """The primary metric of a task and its smallest effect of interest; its direction is the
     metrics table's (:mod:`harness.experiment.metrics`), which ``higher_is_better`` may restate."""
 
-    metric: str
-    higher_is_better: bool | None = Field(None, description="optional: must agree with the metrics table")
     sesoi: float = Field(gt=0, description="smallest effect of interest, in the metric's units")
-
-    @model_validator(mode="after")
-    def _direction(self) -> MetricSpec:
-        metrics.check_direction(self.metric, self.higher_is_better)
-        return self
 
 
 class Threshold(_Decl):

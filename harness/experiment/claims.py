@@ -12,7 +12,7 @@ import importlib.resources
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import AblateError
 from harness.experiment import metrics
@@ -21,28 +21,17 @@ from harness.experiment.config import format_validation_error
 CLAIMS = "claims.yaml"
 
 
-class Evidence(BaseModel):
+class Evidence(metrics.KnownMetric):
     """One comparison that decides a claim: ``variant`` against the ablation's baseline on
-    ``metric`` of ``task``, and the verdict expected if the claim holds."""
+    ``metric`` of ``task``, and the verdict expected if the claim holds (a ``higher_is_better``
+    it restates must agree with the metrics table)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     task: str
-    metric: str
     variant: str
     expect: Literal["better", "worse", "equivalent"]
     tests: str | None = None  # what the comparison shows when it tests less than the claim says
-    higher_is_better: bool | None = None  # optional: must agree with the metrics table, which decides it
-
-    @field_validator("metric")
-    @classmethod
-    def _known(cls, name: str) -> str:
-        return metrics.known(name)
-
-    @model_validator(mode="after")
-    def _direction(self) -> Evidence:
-        metrics.check_direction(self.metric, self.higher_is_better)
-        return self
 
 
 class Claim(BaseModel):

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pydantic import BaseModel, field_validator, model_validator
+
 TEST = "test pass at every evaluation length (harness/training/loop.py)"
 TRAINING = "training loop (harness/training/loop.py)"
 PROBE = "probe (harness/training/probes.py), when eval.probes asks for it"
@@ -224,3 +226,26 @@ def check_direction(name: str, stated: bool | None) -> None:
             f"{name} is {'higher' if metric.higher_is_better else 'lower'}-is-better "
             f"(harness/experiment/metrics.py); drop higher_is_better or set it to {str(metric.higher_is_better).lower()}"
         )
+
+
+class NamedMetric(BaseModel):
+    """A declaration's reference to a metric: its name, and a direction it may restate, which must
+    agree with the table (a task's primary metric; its name is checked against what the task
+    produces by :mod:`harness.experiment.grid`)."""
+
+    metric: str
+    higher_is_better: bool | None = None  # optional: the table decides it
+
+    @model_validator(mode="after")
+    def _direction(self) -> NamedMetric:
+        check_direction(self.metric, self.higher_is_better)
+        return self
+
+
+class KnownMetric(NamedMetric):
+    """A :class:`NamedMetric` whose name the table must know (claims' evidence, positive controls)."""
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        return known(name)

@@ -15,7 +15,7 @@ import importlib.resources
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
@@ -26,34 +26,23 @@ REGISTRY = "reproductions.yaml"
 EXPECT = ("better", "worse", "equivalent")
 
 
-class Comparison(BaseModel):
-    """One paired comparison that tests a published result."""
+class Comparison(metrics.KnownMetric):
+    """One paired comparison that tests a published result, on a ``metric`` of the metrics table (a
+    ``higher_is_better`` it restates must agree with the table)."""
 
     model_config = ConfigDict(extra="forbid")
     ablation: str
     profile: str
     task: str
-    metric: str
     variant: str = Field(description="the variant label compared")
     reference: str = Field(description="the variant label it is compared with (any point of the profile's grid)")
     expect: Literal["better", "worse", "equivalent"]
     margin: float | None = Field(
         None, gt=0, description="equivalence margin in metric units (default: the task's sesoi)"
     )
-    higher_is_better: bool | None = Field(None, description="optional: must agree with the metrics table")
     reference_min: float | None = Field(
         None, description="the reference's mean must reach it (e.g. softmax at its target)"
     )
-
-    @field_validator("metric")
-    @classmethod
-    def _known(cls, name: str) -> str:
-        return metrics.known(name)
-
-    @model_validator(mode="after")
-    def _direction(self) -> Comparison:
-        metrics.check_direction(self.metric, self.higher_is_better)
-        return self
 
     def describe(self) -> str:
         return f"{self.ablation} / {self.profile}, {self.task} `{self.metric}`, {self.variant} vs {self.reference}"

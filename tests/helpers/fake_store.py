@@ -83,3 +83,29 @@ def write_runs(
         write_record(results / spec.ablation / spec.profile / spec.run_id, record)
         written += 1
     return written
+
+
+BARE_CONFIG = {
+    "model": {"d_model": 8, "n_heads": 1, "n_layers": 1},
+    "train": {"steps": 1, "batch_size": 1, "seq_len": 4},
+    "eval": {"length_multipliers": [1]},
+    "ffn": {},
+    "block": {},
+    "attention": {},
+}
+"""The least config a record must hold (the sections and keys every reader relies on)."""
+
+
+def bare_record(**fields: Any) -> dict[str, Any]:
+    """The JSON of a record with only the fields every reader relies on (run ``r1`` of ``a`` /
+    ``p``, task copy, variant ``v``, seed 0, :data:`BARE_CONFIG`), updated with ``fields``."""
+    return {
+        "run_id": "r1",
+        "ablation": "a",
+        "profile": "p",
+        "task": "copy",
+        "variant_label": "v",
+        "seed": 0,
+        "config": BARE_CONFIG,
+        **fields,
+    }

@@ -11,17 +11,9 @@ import pytest
 
 from harness.store.record import Record, parse_record
 from harness.store.runs import load_record, write_record
+from helpers.fake_store import BARE_CONFIG, bare_record
 
 PREMOVE = Path(__file__).resolve().parents[1] / "fixtures" / "premove" / "results"
-CONFIG = {
-    "model": {"d_model": 8, "n_heads": 1, "n_layers": 1},
-    "train": {"steps": 1, "batch_size": 1, "seq_len": 4},
-    "eval": {"length_multipliers": [1]},
-    "ffn": {},
-    "block": {},
-    "attention": {},
-}
-BASE = {"run_id": "r1", "ablation": "a", "profile": "p", "task": "copy", "variant_label": "v", "seed": 0}
 
 
 @pytest.mark.parametrize("path", sorted(PREMOVE.glob("*/*/*/record.json")), ids=lambda p: p.parent.name)
@@ -33,7 +25,7 @@ def test_records_written_before_read_and_write_back_identically(path: Path, tmp_
 
 
 def test_absent_and_null_keys_stay_apart() -> None:
-    old = {**BASE, "config": CONFIG, "status": "timeout", "reason": "over 5 s", "timeout_step": 3}
+    old = bare_record(status="timeout", reason="over 5 s", timeout_step=3)
     rec, _ = parse_record(old)
     assert "target" not in rec and rec.target is None and rec.metrics is None and rec.get("target", "x") == "x"
     assert rec.to_json() == old  # no metrics key for a timeout, no target key from before reuse
@@ -44,13 +36,7 @@ def test_absent_and_null_keys_stay_apart() -> None:
 def test_unknown_keys_and_strict_numbers_round_trip(tmp_path: Path) -> None:
     # written before the strict encoding (bare NaN / Infinity), with a field of an older harness
     old = json.dumps(
-        {
-            **BASE,
-            "config": CONFIG,
-            "status": "ok",
-            "train_time_s": 1.5,
-            "metrics": {"acc@x1": math.nan, "loss@x1": math.inf, "n": 2},
-        }
+        bare_record(status="ok", train_time_s=1.5, metrics={"acc@x1": math.nan, "loss@x1": math.inf, "n": 2})
     )
     assert "NaN" in old and "Infinity" in old
     (tmp_path / "r1").mkdir()
@@ -70,19 +56,19 @@ def test_unknown_keys_and_strict_numbers_round_trip(tmp_path: Path) -> None:
         ({"status": "claimed"}, "status 'claimed' is not one of ok, diverged, failed, timeout"),
         ({"seed": True}, "field 'seed'"),
         ({"task": None}, "field 'task'"),
-        ({"config": {**CONFIG, "model": {}}}, "config.model missing or incomplete"),
+        ({"config": {**BARE_CONFIG, "model": {}}}, "config.model missing or incomplete"),
         ({"metrics": {"acc": "high"}}, "metrics must map names to numbers"),
         ({"metrics": {"acc": True}}, "metrics must map names to numbers"),
         ({"metrics": None}, "an ok record without metrics"),
     ],
 )
 def test_what_readers_cannot_use_is_a_problem_not_an_exception(change: dict, why: str) -> None:
-    rec, problem = parse_record({**BASE, "config": CONFIG, "status": "ok", "metrics": {}, **change})
+    rec, problem = parse_record(bare_record(**{"status": "ok", "metrics": {}, **change}))
     assert rec is None and why in problem
 
 
 def test_a_record_is_frozen_and_reads_by_key() -> None:
-    rec = Record.model_validate({**BASE, "config": CONFIG, "status": "failed", "reason": "boom"})
+    rec = Record.model_validate(bare_record(status="failed", reason="boom"))
     with pytest.raises(Exception, match="frozen"):
         rec.status = "ok"
     assert rec["reason"] == "boom" and rec.where == "a/p/r1"
