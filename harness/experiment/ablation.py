@@ -285,7 +285,7 @@ def load(name_or_path: str) -> Ablation:
         raise AblateError(f"ablation file {path} is not valid YAML{where}: {what}") from None
     if not isinstance(data, dict):
         raise AblateError(f"ablation file {path} must hold a mapping (name, question, axes, ...)")
-    _load_plugins(data.get("plugins"), path)
+    plugins.load_declared(data.get("plugins"), path)
     try:
         abl = Ablation.model_validate({**data, "source": str(path)})
     except ValidationError as exc:
@@ -297,15 +297,3 @@ def load(name_or_path: str) -> Ablation:
     if abl.name != path.stem:
         raise AblateError(f"ablation file {path} declares name {abl.name!r}; the file must be named {abl.name}.yaml")
     return abl
-
-
-def _load_plugins(specs: Any, path: Path) -> None:
-    """Load the file's ``plugins:`` (before it is validated: its axes may name their entries)."""
-    if specs is None:
-        return
-    if not isinstance(specs, list) or not all(isinstance(s, str) and s.strip() for s in specs):
-        raise AblateError(
-            f"ablation file {path}: plugins must be a list of module names or .py paths, got {specs!r}; "
-            f"e.g. plugins: [my_pkg.ablate_plugin, extra.py]"
-        )
-    plugins.load_specs(specs, named_by=path.name, base=path.parent)
