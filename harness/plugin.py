@@ -32,13 +32,15 @@ config key                  registry           an entry is
 a task name                 ``TASKS``          a :class:`Task` subclass with a ``Params``
 ==========================  =================  ==========================================
 
-The metrics table: a task of kind ``synthetic`` is scored with :data:`METRICS` ``["synthetic"]``
-(``acc``, ``exact``, ``loss``, each at every evaluation length: ``acc@x4``), a task of kind ``lm``
-with ``METRICS["lm"]``; every run also has :data:`RUN_METRICS`. A declaration's primary and gate
-metrics are checked against them before any run starts. Read them; do not change them.
+The metrics table, :data:`METRICS` (:mod:`harness.experiment.metrics`, one :class:`Metric` per
+metric or family, with its direction, unit, where it is produced and whether a primary or gate may
+name it): a task of kind ``synthetic`` is scored with ``acc``, ``exact`` and ``loss`` at every
+evaluation length (``acc@x4``), a task of kind ``lm`` with ``loss`` and ``ppl``, any other kind with
+``loss``. A declaration's primary and gate metrics are checked against it before any run starts.
+Read it; do not change it.
 """
 
-from harness.experiment.grid import METRICS, RUN_METRICS
+from harness.experiment.metrics import METRICS, Metric
 from harness.modules import (
     ACTIVATIONS,
     BLOCKS,
@@ -70,7 +72,6 @@ __all__ = [
     "NORMS",
     "POSITIONAL",
     "QKV",
-    "RUN_METRICS",
     "SCALES",
     "SPLITS",
     "TASKS",
@@ -78,6 +79,7 @@ __all__ = [
     "Block",
     "DataUnavailableError",
     "HeadSplit",
+    "Metric",
     "PositionalEncoding",
     "Registry",
     "Split",

@@ -22,10 +22,11 @@ from harness import encode
 from harness.analysis.comparisons import analyse
 from harness.cli.app import app
 from harness.experiment.ablation import load
+from harness.experiment.selection import select
 from harness.report.bench import load as load_bench
 from harness.report.tables import render
 from harness.store.runs import load_record, write_json_atomic
-from helpers.fake_store import write_decl, write_runs
+from helpers.fake_store import bare_record, write_decl, write_runs
 
 BASE = {0: 0.5, 1: 0.6, 2: 0.7}
 VARIANT = {0: 0.75, 1: 0.85, 2: 0.95}
@@ -66,7 +67,7 @@ def analysed(tmp_path_factory):
     write_runs(
         results, decl, "cpu", lambda v, s: BASE[s] if v == "sinusoidal" else VARIANT[s] if v == "learned" else None
     )
-    return decl, results, analyse(load(str(decl)), "cpu", results)
+    return decl, results, analyse(select(load(str(decl)), "cpu", check_data=False), results)
 
 
 def _learned(rows: list[dict], metric: str = "acc@x2") -> dict:
@@ -110,24 +111,9 @@ def test_wandb_summary_tables_parse_strictly(analysed, tmp_path: Path, monkeypat
 
 def test_record_and_bench_files_parse_strictly(tmp_path: Path):
     run = tmp_path / "run"
-    record = {
-        "run_id": "run",
-        "ablation": "a",
-        "profile": "p",
-        "task": "copy",
-        "variant_label": "v",
-        "seed": 0,
-        "status": "ok",
-        "config": {
-            "model": {"d_model": 1, "n_heads": 1, "n_layers": 1},
-            "train": {"steps": 1, "batch_size": 1, "seq_len": 1},
-            "eval": {"length_multipliers": [1]},
-            "ffn": {},
-            "block": {},
-            "attention": {},
-        },
-        "metrics": {"loss": math.inf, "gain": -math.inf, "acc": math.nan, "ok": 1.0},
-    }
+    record = bare_record(
+        run_id="run", status="ok", metrics={"loss": math.inf, "gain": -math.inf, "acc": math.nan, "ok": 1.0}
+    )
     write_json_atomic(run / "record.json", record)
     assert strict((run / "record.json").read_text())["metrics"] == {
         "loss": "Infinity",
@@ -186,11 +172,11 @@ def one_pair(tmp_path_factory):
         return BASE[s] if v == "sinusoidal" else VARIANT[s] if v == "learned" else (0.4 if s == 0 else None)
 
     write_runs(results, decl, "cpu", value)
-    return decl, results, analyse(load(str(decl)), "cpu", results)
+    return decl, results, analyse(select(load(str(decl)), "cpu", check_data=False), results)
 
 
 def test_claim_line_says_why_a_comparison_has_no_ci_or_p(one_pair):
-    from harness.report.markdown import claim_verdict
+    from harness.analysis.claims import claim_verdict
 
     _, _, result = one_pair
     claim = {"evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}]}
@@ -206,7 +192,7 @@ def test_report_prints_no_nan_or_inf(one_pair, tmp_path: Path):
     from harness.report.markdown import write_report
 
     decl, results, result = one_pair
-    text = write_report(load(str(decl)), "cpu", results, tmp_path, result=result).read_text()
+    text = write_report(select(load(str(decl)), "cpu", check_data=False), results, tmp_path, result=result).read_text()
     assert not re.search(r"\b(nan|NaN|inf|Infinity)\b", text)
     learned = next(line for line in text.splitlines() if line.startswith("| learned") and "∞" in line)
     assert re.search(r"\|\s*∞\s*\|", learned)  # d_z of identical non-zero differences

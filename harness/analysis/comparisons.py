@@ -1,9 +1,10 @@
-"""From the run store to comparison tables: gates, pairing by seed, families, claim verdicts.
+"""From the run store to comparison tables: gates, pairing by seed, families.
 
 Everything here is computed from the store's tidy rows (:func:`harness.store.runs.tidy`); nothing is
 typed in. Families for multiple comparisons: the primary metric of every task of an ablation
-(each variant against the baseline) is one Holm family; every other metric and length is
-exploratory (Benjamini-Hochberg within that metric).
+(each variant against the baseline) is one Holm family (:mod:`harness.analysis.holm`); every
+other metric and length is exploratory (Benjamini-Hochberg within that metric). Comparisons that
+get no verdict are marked by :mod:`harness.analysis.untestable`.
 
 Gate: a run that did not learn the task at L (below the task's declared gate) is left out of the
 comparisons of metrics beyond L (``@x2``, ``@x4``, ...), since extrapolation means nothing for a
@@ -12,7 +13,6 @@ run that never learned the task; it is counted in the table's ``excluded`` colum
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,15 +21,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.analysis import stats
-from harness.analysis import verdicts as vd
+from harness.analysis import stats, untestable
+from harness.analysis.holm import holm_across
 from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
-from harness.experiment.ablation import Ablation, MetricSpec
+from harness.experiment import metrics
+from harness.experiment.ablation import Ablation
+from harness.experiment.selection import Selection
 from harness.experiment.versions import mixed_versions
+from harness.store.record import Record
 from harness.store.runs import StoreScan, scan, tidy
-
-_LENGTH = re.compile(r"^(?P<base>[a-z_]+)@x(?P<mult>\d+)$")
 
 
 @dataclass
@@ -46,8 +47,9 @@ class Table:
 
 @dataclass
 class Analysis:
-    ablation: Ablation
-    profile: str
+    """Every comparison of one :class:`~harness.experiment.selection.Selection`'s stored runs."""
+
+    selection: Selection
     runs: pd.DataFrame  # one row per run: status, gate, seed, variant, task
     rows: pd.DataFrame  # tidy metric rows of runs with status ok
     scan: StoreScan
@@ -57,35 +59,35 @@ class Analysis:
     mixed_code: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # task -> code run at >1 version
     unlearned: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (baseline seeds at target, planned)
 
+    @property
+    def ablation(self) -> Ablation:
+        """The declaration as the profile runs it (its tasks and variants only)."""
+        return self.selection.ablation
+
+    @property
+    def profile(self) -> str:
+        """The profile's name."""
+        return self.selection.profile
+
     def table(self, task: str, metric: str) -> Table | None:
+        """The comparison of ``metric`` on ``task``, if the runs gave one."""
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
 
 
-def direction(metric: str, spec: MetricSpec | None = None) -> bool:
-    """Whether higher is better for a metric name (``acc``/``exact`` yes; ``loss``/``ppl``/steps no)."""
-    if spec is not None and spec.metric == metric:
-        return spec.higher_is_better
-    base = _LENGTH.match(metric).group("base") if _LENGTH.match(metric) else metric
-    return base in ("acc", "exact", "train_tokens_per_s", "target_reached")
+def metric_order(names: list[str]) -> list[str]:
+    """Per-length metrics first (by name, then length), then the others by name."""
 
-
-def beyond_training(metric: str) -> bool:
-    m = _LENGTH.match(metric)
-    return bool(m) and int(m.group("mult")) > 1
-
-
-def metric_order(metrics: list[str]) -> list[str]:
     def key(m: str) -> tuple:
-        mm = _LENGTH.match(m)
-        return (0, mm.group("base"), int(mm.group("mult"))) if mm else (1, m, 0)
+        length = metrics.length_of(m)
+        return (0, *length) if length else (1, m, 0)
 
-    return sorted(metrics, key=key)
+    return sorted(names, key=key)
 
 
 def compared_metrics(frame: pd.DataFrame, extra: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """Metrics compared across variants: length metrics, steps_to_target, and ``extra``."""
-    keep = [m for m in frame["metric"].unique() if _LENGTH.match(m) or m == "steps_to_target" or m in extra]
-    return metric_order(keep)
+    """Metrics compared across variants: those every analysis compares
+    (:func:`harness.experiment.metrics.compared`) and ``extra``."""
+    return metric_order([m for m in frame["metric"].unique() if metrics.compared(m) or m in extra])
 
 
 def claimed_metrics(abl: Ablation, task: str) -> set[str]:
@@ -95,49 +97,48 @@ def claimed_metrics(abl: Ablation, task: str) -> set[str]:
 
 
 def analyse(
-    abl: Ablation,
-    profile: str,
+    sel: Selection,
     results: Path,
     alpha: float = 0.05,
     store_profile: str | None = None,
-    expected: set[str] | None = None,
     found: StoreScan | None = None,
 ) -> Analysis:
-    """Read the store and build every comparison table of one ablation/profile.
+    """Read the store and build every comparison table of the selection's runs: those of its run
+    ids (the grid with its overrides); other records of the folder are set aside and counted in
+    ``Analysis.foreign``.
 
     Args:
-        store_profile: the store folder to read when it is not ``profile`` itself: the tuned runs
-            of ``ablate run --tuned`` live under ``<profile>+tuned`` and are analysed with the
-            declaration's ``profile`` (seeds, gate, confirmatory), apart from the untuned ones.
-        expected: the run ids of the grid to compare (``runner.plan`` with the overrides the runs
-            were made with); other records of the same folder are set aside and counted in
-            ``Analysis.foreign``. None: every record, which must then form one grid.
+        store_profile: the store folder to read when it is not the selection's profile: the tuned
+            runs of ``ablate run --tuned`` live under ``<profile>+tuned`` and are analysed with the
+            declaration's profile (seeds, gate, confirmatory), apart from the untuned ones. Their
+            ids carry their studies' parameters: every record of that folder is compared.
+        found: the records to compare instead of the store's (a report's data file).
 
     Raises:
-        AblateError: the records hold several runs of one (task, variant, seed), i.e. grids
-            made with different overrides, and ``expected`` does not say which to compare.
+        AblateError: a tuned folder holds several runs of one (task, variant, seed): grids made
+            with different overrides.
     """
-    abl = abl.for_profile(profile)
+    abl, profile = sel.ablation, sel.profile
     found = found if found is not None else scan(results, abl.name, store_profile or profile)
     foreign = 0
-    if expected is not None:
-        foreign = sum(r.get("run_id") not in expected for r in found.records)
-        found.records = [r for r in found.records if r.get("run_id") in expected]
+    if store_profile is None:
+        foreign = sum(r.run_id not in sel.run_ids for r in found.records)
+        found.records = [r for r in found.records if r.run_id in sel.run_ids]
     _refuse_mixed_grids(abl, profile, found.records)
     frame = tidy(found.records)
     runs = _runs(abl, found.records)
     ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
     rows = frame[frame["run_id"].isin(ok_ids)]
-    prof = abl.profiles[profile]
-    out = Analysis(abl, profile, runs, rows, found, Path(results), foreign=foreign)
+    prof = sel.settings
+    out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign)
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
-        if mix := mixed_versions([r for r in found.records if r.get("task") == task and r.get("run_id") in ok_ids]):
+        if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
         for metric in compared_metrics(sub, claimed_metrics(abl, task) | {entry.primary.metric}):
-            hib = direction(metric, entry.primary)
+            hib = metrics.higher_is_better(metric)
             is_primary = metric == entry.primary.metric
             table = _compare(
                 abl,
@@ -155,64 +156,21 @@ def analyse(
             table.family = "primary" if is_primary else "exploratory (BH)"
             table.frame["planned"] = len(prof.seeds)
             (primaries if is_primary else out.tables).append(table)
-    _holm_across(primaries, alpha, prof.confirmatory)
+    holm_across(primaries, alpha, prof.confirmatory)
     out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, len(prof.seeds))
-    out.unlearned = unlearned_tasks(abl, rows, len(prof.seeds))
+    out.unlearned = untestable.unlearned_tasks(abl, rows, len(prof.seeds))
     for table in primaries + out.tables:
-        _mark_too_few(table)
-        if table.metric == "steps_to_target":
-            _mark_censored(table, rows)
+        untestable.mark_too_few(table)
+        if table.metric == metrics.STEPS_TO_TARGET:
+            untestable.mark_censored(table, rows)
         if prof.confirmatory:
-            _mark_not_learned(table, out.unlearned.get(table.task), runs, prof.apply_gate, len(prof.seeds))
+            untestable.mark_not_learned(table, out.unlearned.get(table.task), runs, prof.apply_gate, len(prof.seeds))
     out.tables = primaries + out.tables
     return out
 
 
-def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, tuple[int, int]]:
-    """``{task: (k, planned)}`` for every task with a convergence target whose baseline reached it
-    (per-run metric ``target_reached`` = 1) on ``k`` seeds, not more than half of ``planned``: at
-    such a scale the task was not learned, and no comparison on it gets a verdict (issue 12, section 2).
-    A baseline run that did not finish, or carries no ``target_reached``, did not reach the target."""
-    out = {}
-    for task, entry in abl.tasks.items():
-        if entry.target is None:
-            continue
-        base = rows[
-            (rows["task"] == task) & (rows["variant"] == abl.baseline_label) & (rows["metric"] == "target_reached")
-        ]
-        reached = base.loc[base["value"] >= 1, "seed"].nunique()
-        if 2 * reached <= planned:
-            out[task] = (int(reached), planned)
-    return out
-
-
-def _mark_not_learned(
-    table: Table, unlearned: tuple[int, int] | None, runs: pd.DataFrame, apply_gate: bool, planned: int
-) -> None:
-    """No verdict where the task was not learned: every comparison of a task whose baseline missed
-    its target on most seeds reads ``not learned (k/n seeds reached target)``; a comparison beyond L
-    where the variant (or the baseline) has no run that passed the gate reads ``not learned (0/n
-    passed the gate)`` instead of ``too few pairs``."""
-    if unlearned is not None:
-        table.frame.loc[table.frame.index[1:], "verdict"] = vd.not_learned_target(*unlearned)
-        return
-    if not (apply_gate and beyond_training(table.metric)):
-        return
-    task_runs = runs[runs["task"] == table.task]
-    passed = task_runs[task_runs["passed_gate"].astype(bool)].groupby("variant").size()
-    ran = set(task_runs["variant"])
-    base = table.frame["variant"].iloc[0]
-    for i, variant in enumerate(table.frame["variant"]):
-        if not i or variant not in ran:
-            continue
-        if passed.get(base, 0) == 0:
-            table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned, "baseline ")
-        elif passed.get(variant, 0) == 0:
-            table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned)
-
-
-def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[dict[str, Any]]) -> None:
-    seen = Counter((r.get("task"), r.get("variant_label"), r.get("seed")) for r in records)
+def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[Record]) -> None:
+    seen = Counter((r.task, r.variant_label, r.seed) for r in records)
     dupes = [k for k, n in seen.items() if n > 1]
     if dupes:
         task, variant, seed = dupes[0]
@@ -223,25 +181,24 @@ def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[dict[str, Any
         )
 
 
-def _runs(abl: Ablation, records: list[dict[str, Any]]) -> pd.DataFrame:
+def _runs(abl: Ablation, records: list[Record]) -> pd.DataFrame:
     cols = ["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"]
     rows = []
     for rec in records:
-        entry = abl.tasks.get(rec.get("task"))
-        metrics = rec.get("metrics") or {}
+        entry = abl.tasks.get(rec.task)
         gate = entry.gate if entry is not None else None
-        passed = rec.get("status") == "ok" and (gate is None or gate.passes(metrics.get(gate.metric)))
+        passed = rec.status == "ok" and (gate is None or gate.passes(rec.metric(gate.metric)))
         rows.append(
             {
-                "run_id": rec.get("run_id"),
-                "task": rec.get("task"),
-                "variant": rec.get("variant_label"),
-                "seed": rec.get("seed"),
-                "status": rec.get("status"),
-                "reason": rec.get("reason"),
+                "run_id": rec.run_id,
+                "task": rec.task,
+                "variant": rec.variant_label,
+                "seed": rec.seed,
+                "status": rec.status,
+                "reason": rec.reason,
                 "passed_gate": passed,
-                "n_params": rec.get("n_params"),
-                "wall_time_s": rec.get("wall_time_s"),
+                "n_params": rec.n_params,
+                "wall_time_s": rec.wall_time_s,
             }
         )
     return pd.DataFrame(rows, columns=cols)
@@ -263,7 +220,7 @@ def _compare(
     data = rows[rows["metric"] == metric]
     task_runs = runs[runs["task"] == task]
     excluded = pd.Series(dtype=int)
-    if beyond_training(metric) and apply_gate:
+    if metrics.beyond_training(metric) and apply_gate:
         gated = task_runs[(task_runs["status"] == "ok") & ~task_runs["passed_gate"]]
         data = data[~data["run_id"].isin(set(gated["run_id"]))]
         excluded = gated.groupby("variant").size()
@@ -297,63 +254,11 @@ def _add_cost(frame: pd.DataFrame, task_runs: pd.DataFrame) -> None:
     frame["wall_time_s"] = [walls.get(v, np.nan) for v in frame["variant"]]
 
 
-def _holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
-    """Re-adjust the primary comparisons of all tasks as one Holm family, and redo verdicts.
-
-    Everything a verdict reads or a table prints beside the adjusted p is redone for the whole
-    family (:func:`harness.analysis.stats.adjust_family`): the t-test p, the sign-flip p, the TOST p
-    (equivalence) and the MDE (at alpha / family size)."""
-    where = [
-        (ti, ri)
-        for ti, table in enumerate(tables)
-        if "p" in table.frame
-        for ri, p in enumerate(table.frame["p"])
-        if pd.notna(p) and ri > 0
-    ]
-    if not where:
-        return
-
-    def column(name: str) -> list[float]:
-        return [float(tables[ti].frame.loc[ri, name]) for ti, ri in where]
-
-    fam = stats.adjust_family(
-        column("p"), column("p_perm"), column("p_tost"), column("n_pairs"), column("sd_diff"), "holm", alpha
-    )
-    for i, (ti, ri) in enumerate(where):
-        frame = tables[ti].frame
-        frame.loc[ri, ["p_adj", "p_perm_adj", "p_tost_adj", "mde"]] = [
-            fam.p_adj[i],
-            fam.p_perm_adj[i],
-            fam.p_tost_adj[i],
-            fam.mde[i],
-        ]
-        frame.loc[ri, "family_size"] = fam.size
-        if vd.kind(frame.loc[ri, "verdict"]) is vd.Kind.IDENTICAL:  # no pair differs: nothing to re-judge
-            continue
-        frame.loc[ri, "verdict"] = stats.verdict(
-            fam.p_adj[i],
-            frame.loc[ri, "delta_ci_low"],
-            frame.loc[ri, "delta_ci_high"],
-            perm_p_adj=fam.p_perm_adj[i],
-            sesoi=tables[ti].sesoi,
-            tost_p=fam.p_tost_adj[i],
-            alpha=alpha,
-            confirmatory=confirmatory,
-            mde=fam.mde[i],
-        )
-    for table in tables:
-        table.family = f"primary (Holm over {fam.size} comparisons)"
-
-
 def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str, int]]:
     """``("status: reason", count)`` of the runs that did not finish, most common first; the
     reason is cut before the last finite loss, which differs per run."""
     texts = [f"{st}: {str(r or '')[:90].split(' (last finite')[0]}" for st, r in zip(statuses, reasons) if st != "ok"]
     return Counter(texts).most_common()
-
-
-OUTCOME = "finished"
-"""The outcome metric: 1 when a run finished, 0 when it diverged, raised or timed out."""
 
 
 def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha: float, planned: int) -> list[Table]:
@@ -364,7 +269,7 @@ def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha
     out = []
     for task in abl.tasks:
         sub = runs[runs["task"] == task]
-        named = OUTCOME in claimed_metrics(abl, task)  # a claim reads this table even when every run finished
+        named = metrics.OUTCOME in claimed_metrics(abl, task)  # a claim reads this table even when every run finished
         if sub.empty or ((sub["status"] == "ok").all() and not named) or abl.baseline_label not in set(sub["variant"]):
             continue
         data = pd.DataFrame(
@@ -376,26 +281,9 @@ def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha
         frame["below_gate"], frame["not_ok"] = 0, 0
         frame["planned"] = planned
         _add_cost(frame, sub)
-        out.append(Table(task, OUTCOME, True, "outcome (exact McNemar, BH)", frame))
+        out.append(
+            Table(
+                task, metrics.OUTCOME, metrics.higher_is_better(metrics.OUTCOME), "outcome (exact McNemar, BH)", frame
+            )
+        )
     return out
-
-
-def _mark_censored(table: Table, rows: pd.DataFrame) -> None:
-    """``steps_to_target`` of a run that never reached its target is the step budget (censored):
-    where neither the baseline nor the variant reached it, there is nothing to compare."""
-    reached = (
-        rows[(rows["task"] == table.task) & (rows["metric"] == "target_reached")].groupby("variant")["value"].max()
-    )
-    base = table.frame["variant"].iloc[0]
-    for i, variant in enumerate(table.frame["variant"]):
-        if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:
-            table.frame.loc[i, "verdict"] = vd.CENSORED
-
-
-def _mark_too_few(table: Table) -> None:
-    """No test, hence no verdict, for a variant with fewer than 2 seeds paired with the baseline."""
-    if "n_pairs" not in table.frame:
-        return
-    few = table.frame["n_pairs"].fillna(0).astype(int) < 2
-    few.iloc[0] = False  # the baseline row
-    table.frame.loc[few, "verdict"] = vd.TOO_FEW

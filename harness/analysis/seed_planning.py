@@ -10,7 +10,7 @@ For every task of the confirmatory profile (its ``only_tasks``) and every varian
 - the level: alpha divided by the number of primary comparisons of the confirmatory profile
   (Bonferroni). That is the first, strictest step of the Holm procedure the analysis applies to
   the primary family, so the plan is conservative: every later Holm step tests at a larger level;
-- seeds: :func:`harness.analysis.stats.seeds_needed` (statsmodels ``TTestPower``, two-sided paired t-test).
+- seeds: :func:`harness.analysis.power.seeds_needed` (statsmodels ``TTestPower``, two-sided paired t-test).
 
 Does not do: allow for the uncertainty of the pilot's SD (2-3 pilot seeds estimate it loosely,
 and a pilot at a smaller scale may spread differently), or for runs lost to the gate or to
@@ -28,10 +28,11 @@ import pandas as pd
 from rich.table import Table as RichTable
 
 from harness import encode
-from harness.analysis import stats
+from harness.analysis import power as pw
 from harness.analysis.comparisons import Analysis
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
+from harness.experiment.selection import Selection
 from harness.hints import Context
 
 
@@ -109,26 +110,25 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Context 
 
 
 def primary_comparisons(abl: Ablation) -> list[tuple[str, str]]:
-    """``(task, variant)`` of every primary comparison of ``abl`` (a profile's view, from
-    :meth:`Ablation.for_profile`): the Holm family of the analysis."""
+    """``(task, variant)`` of every primary comparison of ``abl`` (a profile's view:
+    :attr:`harness.experiment.selection.Selection.ablation`): the Holm family of the analysis."""
     others = [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
     return [(task, variant) for task in abl.tasks for variant in others]
 
 
-def seed_plan(abl: Ablation, profile: str, pilot: Analysis, power: float = 0.8, alpha: float = 0.05) -> SeedPlan:
-    """The seeds each primary comparison of ``profile`` needs, from the ``pilot`` analysis.
+def seed_plan(sel: Selection, pilot: Analysis, power: float = 0.8, alpha: float = 0.05) -> SeedPlan:
+    """The seeds each primary comparison of the selection (the confirmatory profile to plan, its
+    tasks and variants) needs, from the ``pilot`` analysis.
 
     Args:
-        abl: the ablation (any view; restricted here to ``profile``'s tasks and variants).
-        profile: the confirmatory profile to plan.
+        sel: the confirmatory profile's :class:`~harness.experiment.selection.Selection`.
         pilot: :func:`harness.analysis.comparisons.analyse` of the pilot's runs.
         power, alpha: the target power and the family-wise level of the primary comparisons.
     """
     check_levels(power, alpha)
-    name, prof = abl.profile(profile)
-    view = abl.for_profile(name)
+    view, prof = sel.ablation, sel.settings
     pairs = primary_comparisons(view)
-    out = SeedPlan(abl.name, name, pilot.profile, pilot.results, power, alpha, len(pairs))
+    out = SeedPlan(sel.name, sel.profile, pilot.profile, pilot.results, power, alpha, len(pairs))
     for task, variant in pairs:
         spec = view.tasks[task].primary
         table = pilot.table(task, spec.metric)
@@ -152,7 +152,7 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
     if not sd > 0:
         return None, "SD 0 in the pilot: cannot size"
     try:  # a direction also needs the exact sign-flip test to reject (stats.verdict): at least its floor
-        return max(stats.seeds_needed(delta, sd, alpha=alpha, power=power), stats.sign_flip_min_seeds(alpha)), ""
+        return max(pw.seeds_needed(delta, sd, alpha=alpha, power=power), pw.sign_flip_min_seeds(alpha)), ""
     except ValueError as exc:  # an extreme level or effect / SD: no number rather than a traceback
         return None, f"cannot size: {exc}"
 
@@ -223,7 +223,7 @@ def describe(plan: SeedPlan) -> str:
         f"{plan.results}. Two-sided paired t-test at power {plan.power:g}; level alpha {plan.alpha:g} / "
         f"{plan.family_size} primary comparisons = {plan.alpha_each:.4g} (Bonferroni: the first, strictest "
         "Holm step, so conservative); δ = each task's smallest effect of interest; at least "
-        f"{stats.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
+        f"{pw.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
         "that a verdict also needs can reject at this level. A pilot of few seeds estimates the SD loosely: "
         "treat the numbers as a floor."
     )

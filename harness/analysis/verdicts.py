@@ -1,7 +1,7 @@
 """The verdict vocabulary: every word a comparison or a claim can be judged with, in one place.
 
 A comparison verdict (one row of a comparison table, :mod:`harness.analysis.comparisons`) and a
-claim verdict (:func:`harness.report.markdown.claim_verdict`) are written by the
+claim verdict (:func:`harness.analysis.claims.claim_verdict`) are written by the
 constructors here and read back by :func:`kind` / :func:`claim_kind`, never by matching a prefix
 elsewhere. The texts are what reports print; changing one changes every committed report.
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import gc
 import multiprocessing as mp
-import resource
 import signal
 import statistics
 import time
@@ -47,6 +46,7 @@ from typing import Any
 
 import torch
 
+from harness.bench import memory
 from harness.modules import KERNELS, POSITIONAL, MultiHeadAttention, TransformerConfig
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -57,12 +57,6 @@ SDPA_BACKENDS = {
     "cudnn_attention": "cudnn_attention",
     "attention_math": "math",
     "overrideable": "overrideable",
-}
-MEMORY = {
-    "cuda": "torch.cuda.max_memory_allocated during the first forward + backward at T, after "
-    "reset_peak_memory_stats; base: memory_allocated before it (weights, inputs)",
-    "cpu": "peak RSS (VmHWM) during the first forward + backward at T, in a fresh forkserver child per "
-    "(kernel, length), the peak reset after a T=16 call; base: the child's RSS at that reset",
 }
 ROW_KEYS = (
     "kernel",
@@ -118,36 +112,6 @@ def _layer(cfg: BenchConfig, kernel: str) -> tuple[MultiHeadAttention, Any]:
     return layer, POSITIONAL.get("nope")(model)
 
 
-def _status_mib(key: str) -> float | None:
-    try:
-        with open("/proc/self/status") as fh:
-            return next(int(line.split()[1]) / 1024 for line in fh if line.startswith(key + ":"))
-    except (OSError, StopIteration):
-        return None
-
-
-def _memory_start(device: str) -> float | None:
-    """MiB in use now; resets the peak to it (on CPU where Linux allows: ``/proc/self/clear_refs``)."""
-    if device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-        return torch.cuda.memory_allocated() / 2**20
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")  # Linux >= 4.0: peak RSS := current RSS
-    except OSError:
-        pass  # the peak then also covers the imports, about as large as the base
-    return _status_mib("VmRSS")
-
-
-def _memory_peak(device: str) -> float:
-    if device == "cuda":
-        return torch.cuda.max_memory_allocated() / 2**20
-    peak = _status_mib("VmHWM")
-    if peak is None:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    return peak
-
-
 def _observed_backend(step: Callable[[], None]) -> str:
     """Run ``step`` once; the SDPA backends whose aten ops ran, comma-separated ("" for none)."""
     try:
@@ -195,9 +159,9 @@ def measure(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
         x.grad = None
         layer.zero_grad(set_to_none=True)
 
-    base = _memory_start(cfg.device)
+    base = memory.start(cfg.device)
     backend = _observed_backend(step) or ",".join(sorted(layer.kernel.backends))
-    peak = _memory_peak(cfg.device)  # of this one call; later calls add the allocator's retention on CPU
+    peak = memory.peak(cfg.device)  # of this one call; later calls add the allocator's retention on CPU
     times = []
     for i in range(WARMUP + cfg.repeats):
         _sync(cfg.device)
@@ -215,7 +179,7 @@ def measure(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
         "tokens_per_s": cfg.batch * t / ms * 1e3,
         "peak_mib": peak,
         "base_mib": base,
-        "peak_mib_after_repeats": _memory_peak(cfg.device),
+        "peak_mib_after_repeats": memory.peak(cfg.device),
         "backend": backend,
         "backend_predicted": ",".join(sorted(layer.kernel.backends)),
     }

@@ -32,6 +32,17 @@ ProfileOpt = Annotated[
     ),
 ]
 ResultsOpt = Annotated[Path, typer.Option("--results-dir", help="run store")]
+RESULTS = Path("results")
+NameArg = Annotated[str, typer.Argument(help="ablation name or YAML path")]
+OverridesArg = Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides, e.g. model.d_model=128")]
+MadeWithArg = Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")]
+WorkersOpt = Annotated[
+    Optional[int], typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")
+]
+ThreadsOpt = Annotated[int, typer.Option(min=1, help="torch threads per run")]
+RunTimeoutOpt = Annotated[
+    Optional[float], typer.Option(help="seconds; a run over it is stopped and recorded as timeout")
+]
 FromOpt = Annotated[
     Path | None,
     typer.Option("--from", help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store"),
@@ -59,6 +70,9 @@ class WandbMode(str, Enum):
     online = "online"
 
 
+WandbOpt = Annotated[WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")]
+
+
 class Executor(str, Enum):
     local = "local"
     ray = "ray"
@@ -70,6 +84,9 @@ class Format(str, Enum):
     md = "md"
     csv = "csv"
     json = "json"
+
+
+FormatOpt = Annotated[Format, typer.Option("--format")]
 
 
 def _guard(fn, *args, plugins: list[str] | None = None, **kwargs):
@@ -106,9 +123,9 @@ def list_cmd(
 
 @app.command()
 def show(
-    name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
+    name: NameArg,
     profile: ProfileOpt = None,
-    overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides")] = None,
+    overrides: OverridesArg = None,
     plugin: PluginOpt = None,
 ) -> None:
     """An ablation's question, claims, axes, profiles and its expanded grid (nothing runs)."""
@@ -119,19 +136,13 @@ def show(
 
 @app.command()
 def run(
-    name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
-    overrides: Annotated[
-        Optional[list[str]], typer.Argument(help="key=value config overrides, e.g. model.d_model=128")
-    ] = None,
+    name: NameArg,
+    overrides: OverridesArg = None,
     profile: ProfileOpt = None,
-    results_dir: ResultsOpt = Path("results"),
-    workers: Annotated[
-        Optional[int], typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")
-    ] = None,
-    threads: Annotated[int, typer.Option(min=1, help="torch threads per run")] = 1,
-    wandb: Annotated[
-        WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")
-    ] = WandbMode.auto,
+    results_dir: ResultsOpt = RESULTS,
+    workers: WorkersOpt = None,
+    threads: ThreadsOpt = 1,
+    wandb: WandbOpt = WandbMode.auto,
     tuned: Annotated[
         bool,
         typer.Option(
@@ -159,9 +170,7 @@ def run(
     keep_checkpoints: Annotated[
         bool, typer.Option("--keep-checkpoints", help="keep checkpoints of finished runs")
     ] = False,
-    run_timeout: Annotated[
-        Optional[float], typer.Option(help="seconds; a run over it is stopped and recorded as timeout")
-    ] = None,
+    run_timeout: RunTimeoutOpt = None,
     retry: Annotated[
         Optional[str], typer.Option(help="also rerun finished runs with these statuses, e.g. failed,diverged,timeout")
     ] = None,
@@ -219,11 +228,9 @@ def run(
 @app.command()
 def status(
     name: str,
-    overrides: Annotated[
-        Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")
-    ] = None,
+    overrides: MadeWithArg = None,
     profile: ProfileOpt = None,
-    results_dir: ResultsOpt = Path("results"),
+    results_dir: ResultsOpt = RESULTS,
     plugin: PluginOpt = None,
 ) -> None:
     """Done / failed / diverged / pending, per variant and task."""
@@ -235,13 +242,11 @@ def status(
 @app.command()
 def compare(
     name: str,
-    overrides: Annotated[
-        Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")
-    ] = None,
+    overrides: MadeWithArg = None,
     profile: ProfileOpt = None,
-    results_dir: ResultsOpt = Path("results"),
+    results_dir: ResultsOpt = RESULTS,
     metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
-    fmt: Annotated[Format, typer.Option("--format")] = Format.table,
+    fmt: FormatOpt = Format.table,
     tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
     source: FromOpt = None,
     plugin: PluginOpt = None,
@@ -266,11 +271,9 @@ def compare(
 @app.command()
 def report(
     name: Annotated[Optional[str], typer.Argument(help="ablation name or YAML path (not with --all)")] = None,
-    overrides: Annotated[
-        Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")
-    ] = None,
+    overrides: MadeWithArg = None,
     profile: ProfileOpt = None,
-    results_dir: ResultsOpt = Path("results"),
+    results_dir: ResultsOpt = RESULTS,
     out: Annotated[Path, typer.Option(help="folder for the markdown and figures")] = Path("reports"),
     storage: StorageOpt = None,
     every: Annotated[
@@ -292,16 +295,16 @@ def report(
     from harness.cli import report as report_cmd
 
     if every:
-        if source is not None:
-            typer.echo("error: --from regenerates one report from its data file; drop --all (or --from)", err=True)
-            raise typer.Exit(2)
-        if wandb is not WandbMode.auto:
-            typer.echo(
-                "error: --all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`", err=True
-            )
-            raise typer.Exit(2)
         _guard(
-            report_cmd.report_all, results_dir, out, storage=storage, name=name, profile=profile, plugins=plugin or []
+            report_cmd.report_all,
+            results_dir,
+            out,
+            storage=storage,
+            name=name,
+            profile=profile,
+            source=source,
+            wandb=None if wandb is WandbMode.auto else wandb.value,
+            plugins=plugin or [],
         )
         return
     _guard(
@@ -324,20 +327,14 @@ def reproduce(
         str | None,
         typer.Argument(metavar="ID", help="one entry of harness/experiment/reproductions.yaml (default: every one)"),
     ] = None,
-    results_dir: ResultsOpt = Path("results"),
+    results_dir: ResultsOpt = RESULTS,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="list the grids and the runs missing; run nothing")
     ] = False,
-    workers: Annotated[
-        int | None, typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")
-    ] = None,
-    threads: Annotated[int, typer.Option(min=1, help="torch threads per run")] = 1,
-    wandb: Annotated[
-        WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")
-    ] = WandbMode.auto,
-    run_timeout: Annotated[
-        float | None, typer.Option(help="seconds; a run over it is stopped and recorded as timeout")
-    ] = None,
+    workers: WorkersOpt = None,
+    threads: ThreadsOpt = 1,
+    wandb: WandbOpt = WandbMode.auto,
+    run_timeout: RunTimeoutOpt = None,
     plugin: PluginOpt = None,
 ) -> None:
     """Positive controls: run what the published results of harness/experiment/reproductions.yaml need (as
@@ -363,10 +360,8 @@ def reproduce(
 
 @app.command("plan")
 def plan_cmd(
-    name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
-    overrides: Annotated[
-        Optional[list[str]], typer.Argument(help="the key=value overrides the pilot runs were made with")
-    ] = None,
+    name: NameArg,
+    overrides: MadeWithArg = None,
     profile: Annotated[
         Optional[str],
         typer.Option("--profile", "-p", help="the confirmatory profile to plan (default: the ablation's default)"),
@@ -377,12 +372,12 @@ def plan_cmd(
             "--from", help="the profile whose runs give the spread (default: the first pilot profile with runs)"
         ),
     ] = None,
-    results_dir: ResultsOpt = Path("results"),
+    results_dir: ResultsOpt = RESULTS,
     power: Annotated[float, typer.Option(help="target power of each primary comparison")] = 0.8,
     alpha: Annotated[
         float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")
     ] = 0.05,
-    fmt: Annotated[Format, typer.Option("--format")] = Format.table,
+    fmt: FormatOpt = Format.table,
     plugin: PluginOpt = None,
 ) -> None:
     """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
@@ -410,8 +405,8 @@ class Pruner(str, Enum):
 
 @app.command()
 def tune(
-    name: Annotated[str, typer.Argument(help="ablation name or YAML path")],
-    overrides: Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides (as for run)")] = None,
+    name: NameArg,
+    overrides: OverridesArg = None,
     profile: ProfileOpt = None,
     trials: Annotated[int, typer.Option(min=1, help="finished trials (complete + pruned + failed) per study")] = 20,
     variant: Annotated[
@@ -419,7 +414,7 @@ def tune(
     ] = None,
     task: Annotated[Optional[list[str]], typer.Option(help="only this task (repeatable)")] = None,
     storage: StorageOpt = None,
-    results_dir: ResultsOpt = Path("results"),
+    results_dir: ResultsOpt = RESULTS,
     pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = Pruner.median,
     threads: Annotated[int, typer.Option(min=1, help="torch threads for this worker")] = 1,
     heartbeat: Annotated[
@@ -451,7 +446,7 @@ def tune(
 
 @app.command()
 def sync(
-    results_dir: ResultsOpt = Path("results"),
+    results_dir: ResultsOpt = RESULTS,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False,
 ) -> None:
     """Upload the offline W&B runs of the store (`wandb sync`); needs WANDB_API_KEY and network."""

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from harness.analysis.comparisons import analyse
 from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation
+from harness.experiment.selection import Selection
 from harness.experiment.versions import mix_warning
 from harness.hints import Context
 from harness.registry import did_you_mean
-from harness.report.data import load_source
+from harness.report.source import load_source
 from harness.report.tables import render
+from harness.store.runs import StoreScan
 from harness.tune.studies import tuned_profile
 
 
@@ -38,24 +39,22 @@ def compare(
     if source is not None:
         if tuned:
             raise AblateError("--from reads a report's data file, which holds untuned runs; drop --tuned")
-        found, prof_name, results, expected = load_source(
-            source, abl, profile, lambda p: output.expected_runs(abl, p, overrides, tuned=False)
-        )
-        ctx = Context(name, prof_name, results, tuple(overrides))
+        found, sel, results = load_source(source, abl, profile, lambda p: output.selection(abl, p, overrides))
+        ctx = Context(name, sel.profile, results, tuple(overrides))
     else:
-        prof_name, expected = output.expected_runs(abl, profile, overrides, tuned)
-        ctx = Context(name, prof_name, results, tuple(overrides))
+        sel = output.selection(abl, profile, overrides)
+        ctx = Context(name, sel.profile, results, tuple(overrides))
         output.check_results_readable(results)
-        output.check_store_exists(results, abl.name, prof_name, tuned, ctx=ctx)
+        output.check_store_exists(results, abl.name, sel.profile, tuned, ctx=ctx)
     print_tables(
         abl,
-        prof_name,
+        sel.profile,
         results,
         primary_only=metric is None,
         metric=metric,
         fmt=fmt,
         tuned=tuned,
-        expected=expected,
+        sel=sel,
         found=found,
         ctx=ctx,
     )
@@ -69,15 +68,17 @@ def print_tables(
     metric: str | None = None,
     fmt: str = "table",
     tuned: bool = False,
-    expected: set[str] | None = None,
-    found: Any = None,
+    sel: Selection | None = None,
+    found: StoreScan | None = None,
     *,
     ctx: Context,
 ) -> None:
-    """Analyse the store's runs of ``profile`` (``tuned``: its ``+tuned`` folder; ``expected``: the
-    run ids of the grid) and print the primary tables, or every table, or those of ``metric``."""
+    """Analyse the store's runs of ``profile`` (``tuned``: its ``+tuned`` folder) and print the
+    primary tables, or every table, or those of ``metric``. ``sel``: the selection of ``abl``,
+    ``profile`` and the overrides of ``ctx`` when the caller has it (built here otherwise)."""
+    sel = sel or output.selection(abl, profile, ctx.overrides)
     store = tuned_profile(profile) if tuned else profile
-    result = analyse(abl, profile, results, store_profile=store, expected=expected, found=found)
+    result = analyse(sel, results, store_profile=store if tuned else None, found=found)
 
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
     def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup

@@ -12,11 +12,12 @@ from rich.table import Table as RichTable
 from harness.cli import output
 from harness.execution.run_folder import unfinished_state
 from harness.experiment import ablation as ablation_mod
-from harness.experiment import grid, plugins
+from harness.experiment import grid, metrics, plugins
 from harness.experiment.ablation import Ablation
 from harness.experiment.families import families
 from harness.experiment.search_space import resolve_space
-from harness.store.runs import STATUSES, read_record, run_dir, scan
+from harness.store.record import STATUSES
+from harness.store.runs import read_record, run_dir, scan
 
 
 def _first_sentence(text: str) -> str:
@@ -75,7 +76,7 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
         gate = f"; gate {entry.gate.describe()}" if entry.gate else ""
         output.console.print(
             f"task {tname}: primary {entry.primary.metric} "
-            f"({'higher' if entry.primary.higher_is_better else 'lower'} is better, "
+            f"({'higher' if metrics.higher_is_better(entry.primary.metric) else 'lower'} is better, "
             f"smallest effect of interest {entry.primary.sesoi:g}){gate}"
         )
     for pname, p in abl.profiles.items():
@@ -132,7 +133,7 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     for s in specs:
         folder = run_dir(results, abl.name, prof_name, s.run_id)
         rec = read_record(folder)
-        state, why = (rec["status"], "") if rec else unfinished_state(folder)
+        state, why = (rec.status, "") if rec else unfinished_state(folder)
         counts.setdefault((s.task, s.variant_label), dict.fromkeys(columns, 0))[state] += 1
         if rec is None and why != "not started":
             notes.append(f"{state} ({why}): {folder}")
@@ -141,7 +142,7 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     output.console.print(table)
     found = scan(results, abl.name, prof_name)
     planned = {sp.run_id for sp in specs}
-    if other := sum(r.get("run_id") not in planned for r in found.records):
+    if other := sum(r.run_id not in planned for r in found.records):
         output.console.print(
             f"{other} other finished runs in this folder were made with other overrides "
             "(pass the same key=value overrides to see them)"

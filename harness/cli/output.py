@@ -61,15 +61,6 @@ def check_results_readable(results: Path) -> None:
         )
 
 
-def expected_runs(
-    abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...], tuned: bool
-) -> tuple[str, set[str] | None]:
-    """The profile name and the run ids of the grid these overrides describe (no data needed).
-    Tuned runs carry their study's parameters in their ids: None, every record of the folder."""
-    sel = selection(abl, profile, overrides)
-    return sel.profile, None if tuned else set(sel.run_ids)
-
-
 def selection(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...]) -> Selection:
     """The :class:`Selection` a read-only command works on (no data needed: run ids depend only
     on configs). Raises AblateError as :func:`harness.experiment.selection.select` does."""

@@ -37,7 +37,7 @@ def plan_seeds(
     sel = output.selection(abl, pilot_name, overrides)
     pilot_name = sel.profile
     output.check_store_exists(results, abl.name, pilot_name, ctx=dataclasses.replace(ctx, profile=pilot_name))
-    result = analyse(sel.ablation, pilot_name, results, expected=set(sel.run_ids))
+    result = analyse(sel, results)
     if not result.scan.records:
         other = (
             f" ({result.foreign} made with other overrides: pass those key=value overrides)" if result.foreign else ""
@@ -46,7 +46,7 @@ def plan_seeds(
             f"no pilot runs of {abl.name} / {pilot_name} in {results}{other}; "
             f"run `{ctx.command('run', profile=pilot_name)}` first"
         )
-    seeds = planning.seed_plan(abl, prof_name, result, power=power, alpha=alpha)
+    seeds = planning.seed_plan(output.selection(abl, prof_name, overrides), result, power=power, alpha=alpha)
     if fmt == "table" and not output.console.is_terminal:
         fmt = "md"  # piped or captured: plain markdown instead of box drawing
     if fmt in ("table", "md"):

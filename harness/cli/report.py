@@ -11,11 +11,10 @@ from harness.analysis.comparisons import analyse
 from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.experiment.selection import Selection
 from harness.hints import Context
-from harness.report.data import load_source
 from harness.report.index import report_all as write_all
 from harness.report.markdown import write_report
+from harness.report.source import load_source
 from harness.report.wandb_summary import log_report
 from harness.tune.storage import open_storage, sqlite_exists
 
@@ -40,41 +39,24 @@ def report(
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     abl = ablation_mod.load(name)
     found = None
-    chosen: list[Selection] = []
-
-    def expected_of(prof: str | None) -> tuple[str, set[str]]:
-        chosen.append(output.selection(abl, prof, overrides))
-        return chosen[-1].profile, set(chosen[-1].run_ids)
-
     if source is not None:
-        found, prof_name, results, expected = load_source(source, abl, profile, expected_of)
+        found, sel, results = load_source(source, abl, profile, lambda prof: output.selection(abl, prof, overrides))
     else:
-        prof_name, expected = expected_of(profile)
+        sel = output.selection(abl, profile, overrides)
         output.check_results_readable(results)
         output.check_store_exists(
-            results, abl.name, prof_name, ctx=Context(name, prof_name, results, tuple(overrides), storage)
+            results, abl.name, sel.profile, ctx=Context(name, sel.profile, results, tuple(overrides), storage)
         )
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
     check_out_parent(out)
     check_storage(storage)
-    result = analyse(chosen[-1].ablation, prof_name, results, expected=expected, found=found)  # report and W&B share it
-    path = write_report(
-        abl,
-        prof_name,
-        results,
-        out,
-        data_dir=output.data_dir(),
-        storage=storage,
-        expected=expected,
-        overrides=list(overrides),
-        result=result,
-        data=found is None,
-    )
+    result = analyse(sel, results, found=found)  # the report and the W&B summary share it
+    path = write_report(sel, results, out, storage=storage, result=result, data=found is None)
     output.console.print(f"wrote {path}")
     if wandb != "off" and found is None:
         try:
-            run_dir = log_report(abl, prof_name, results, out, expected=expected, mode=wandb, analysis=result)
+            run_dir = log_report(sel, results, out, mode=wandb, analysis=result)
             output.console.print(f"W&B summary run ({wandb}): {run_dir}")
         except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
             output.console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")
@@ -103,15 +85,27 @@ def check_storage(storage: str | None) -> None:
 
 
 def report_all(
-    results: Path, out: Path, storage: str | None = None, *, name: str | None = None, profile: str | None = None
+    results: Path,
+    out: Path,
+    storage: str | None = None,
+    *,
+    name: str | None = None,
+    profile: str | None = None,
+    source: Path | None = None,
+    wandb: str | None = None,
 ) -> Path:
     """``ablate report --all``: the report of every registered ablation for each profile with
     runs, and ``out/README.md``, their index (:mod:`harness.report.index`); returns the index's path.
-    ``name`` and ``profile`` are refused: --all means every ablation and every profile."""
+    ``name``, ``profile``, ``source`` (--from) and a ``wandb`` mode are refused: --all means every
+    ablation and every profile, from the store, without W&B summary runs."""
     if name is not None:
         raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
     if profile is not None:
         raise AblateError("--all reports every profile with runs; drop --profile")
+    if source is not None:
+        raise AblateError("--from regenerates one report from its data file; drop --all (or --from)")
+    if wandb is not None:
+        raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
     output.check_results_readable(results)
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the reports and their figures")

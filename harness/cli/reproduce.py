@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.analysis import reproductions as evaluation
 from harness.cli import output
 from harness.cli.run import run
 from harness.execution.launch import Launch
+from harness.experiment import reproductions as registry
 from harness.hints import Context
 from harness.report import reproduce as rep
 
@@ -25,7 +27,7 @@ def reproduce(
     (or the one named ``rid``): list each grid they read with the runs missing from ``results``, run
     those (``dry_run``: list only) through :func:`harness.cli.run.run`, the runner of ``ablate run``
     with its options, then print pass / fail / inconclusive per entry
-    (:mod:`harness.report.reproduce`). Returns the exit code: 1 when some run failed, else 0 (a
+    (:mod:`harness.analysis.reproductions`). Returns the exit code: 1 when some run failed, else 0 (a
     failed reproduction is a finding, not an error).
 
     Raises:
@@ -36,8 +38,8 @@ def reproduce(
     launch = launch or Launch()
     launch.check(results, workers, threads)
     output.check_results_readable(results)  # without dry_run, the runner also checks it is writable
-    entries = rep.load_checked(rid)
-    grids = rep.grids(entries, results)
+    entries = registry.load_checked(rid)
+    grids = evaluation.grids(entries, results)
     for g in grids:
         output.console.print(
             f"{g.ablation} / {g.profile}: {g.planned} runs, {g.missing} missing"
@@ -56,7 +58,7 @@ def reproduce(
                 )
     elif sum(g.missing for g in grids):
         output.console.print(f"dry run: {sum(g.missing for g in grids)} runs would run; nothing ran", markup=False)
-    outcomes = [rep.evaluate(e, results) for e in entries]
+    outcomes = [evaluation.evaluate(e, results) for e in entries]
     for line in rep.summary_lines(outcomes):
         output.console.print(line, markup=False)
     return code

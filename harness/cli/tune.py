@@ -11,6 +11,7 @@ from harness.cli import output
 from harness.encode import text
 from harness.experiment import ablation as ablation_mod
 from harness.hints import Context
+from harness.tune import search
 from harness.tune import studies as tune_mod
 
 
@@ -38,7 +39,7 @@ def tune(
     if storage is None:  # the default storage lives in the results directory
         output.check_results_dir(results)
     torch.set_num_threads(threads)
-    done = tune_mod.tune(
+    done = search.tune(
         abl,
         prof_name,
         plans,

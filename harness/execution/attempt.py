@@ -21,13 +21,16 @@ from typing import Any
 from harness import __version__
 from harness.execution import run_folder as attempts
 from harness.execution.locks import append_event, holder, try_claim
+from harness.execution.outcome import classify
 from harness.execution.reuse import target_of
-from harness.execution.run_folder import CHECKPOINTS, RunOptions, archived_attempts
+from harness.execution.run_folder import CHECKPOINTS, Progress, RunOptions, archived_attempts
 from harness.experiment import plugins
 from harness.experiment.ablation import Ablation
-from harness.experiment.grid import RunSpec, transformer_config
+from harness.experiment.grid import RunSpec
 from harness.redact import redact
-from harness.store.runs import read_record, run_dir, write_json_atomic
+from harness.store.record import Record
+from harness.store.runs import read_record, run_dir, write_record
+from harness.training.fit import fit
 
 
 def environment() -> dict[str, Any]:
@@ -73,12 +76,12 @@ def execute(
     abl: Ablation | None = None,
     commit: str | None = None,
     options: RunOptions | None = None,
-) -> dict[str, Any]:
+) -> Progress:
     """Claim one spec, run it and write its record; returns the record. Never raises for a bad run.
 
     A finished run is returned as stored, unless ``options.retry`` names that very attempt (it
     is then archived as ``record.attempt-N.json`` and run again). A run another live process
-    has claimed is not touched: the returned entry has status ``claimed`` and is not stored.
+    has claimed is not touched: the returned entry (a dict) has status ``claimed`` and is not stored.
     An interrupted attempt resumes from its last checkpoint (``options.resume``).
     """
     opts = options or RunOptions()
@@ -94,13 +97,38 @@ def execute(
         if done is not None:
             attempts.archive(folder, done)
         attempts.prepare(folder, opts.resume)
-        record = _attempt(spec, folder, results, wandb_mode, data_dir, abl, commit, opts)
-        if claim.took_over:
-            record["took_over"] = claim.took_over
-        write_json_atomic(folder / "record.json", record)
-        append_event(folder, "finish", status=record["status"], attempt=record["attempt"])
+        record = _attempt(spec, folder, results, wandb_mode, data_dir, abl, commit, opts, claim.took_over)
+        write_record(folder, record)
+        append_event(folder, "finish", status=record.status, attempt=record.attempt)
         attempts.finish(folder, opts.keep_checkpoints)
     return record
+
+
+def spec_record(spec: RunSpec, abl: Ablation | None = None, **fields: Any) -> Record:
+    """The record of ``spec``'s run: what ran (from the spec; the task's convergence target when
+    the ablation ``abl`` is given) and ``fields`` (how it ended, its numbers, timings, provenance).
+
+    Raises:
+        pydantic.ValidationError: ``fields`` that do not make a record (:class:`Record`).
+    """
+    return Record.model_validate(
+        {
+            "run_id": spec.run_id,
+            "ablation": spec.ablation,
+            "profile": spec.profile,
+            "task": spec.task,
+            "task_params": spec.task_params,
+            "task_version": spec.task_version,
+            "variant": spec.variant,
+            "variant_label": spec.variant_label,
+            "seed": spec.seed,
+            "config": spec.config.model_dump(mode="json"),
+            "code_versions": spec.code_versions,
+            **({"tuned_params": spec.tuned_params} if spec.tuned_params else {}),
+            **({"target": target_of(abl.tasks[spec.task].target)} if abl is not None else {}),
+            **fields,
+        }
+    )
 
 
 def _attempt(
@@ -112,26 +140,12 @@ def _attempt(
     abl: Ablation | None,
     commit: str | None,
     opts: RunOptions,
-) -> dict[str, Any]:
+    took_over: dict[str, Any] | None = None,
+) -> Record:
     """Train and evaluate one claimed run; the record of the outcome (ok, diverged, failed, timeout)."""
-    from harness.training.callbacks import TimedOut
-    from harness.training.loop import Diverged, train_and_evaluate
     from tasks import build_task
 
-    record: dict[str, Any] = {
-        "run_id": spec.run_id,
-        "ablation": spec.ablation,
-        "profile": spec.profile,
-        "task": spec.task,
-        "task_params": spec.task_params,
-        "task_version": spec.task_version,
-        "variant": spec.variant,
-        "variant_label": spec.variant_label,
-        "seed": spec.seed,
-        "config": spec.config.model_dump(mode="json"),
-        "code_versions": spec.code_versions,
-        **({"tuned_params": spec.tuned_params} if spec.tuned_params else {}),
-        **({"target": target_of(abl.tasks[spec.task].target)} if abl is not None else {}),
+    started = {
         "started_at": datetime.now(timezone.utc).isoformat(),
         "commit": commit,
         "plugins": plugins.record(),
@@ -141,44 +155,37 @@ def _attempt(
     t0 = time.perf_counter()
     try:
         task = build_task(spec.task, spec.task_params, data_dir=data_dir)
-        target = abl.tasks[spec.task].target if abl is not None else None
-        out = train_and_evaluate(
-            transformer_config(spec.config, task.vocab_size),
+        out = fit(
             spec.config,
             task,
             spec.seed,
             folder,
-            target=target,
-            wandb=_wandb_kwargs(spec, wandb_mode, results, record["attempt"]),
+            target=abl.tasks[spec.task].target if abl is not None else None,
+            wandb=_wandb_kwargs(spec, wandb_mode, results, started["attempt"]),
             checkpoint_dir=folder / CHECKPOINTS,
             resume=opts.resume,
             timeout_s=opts.run_timeout,
             devices=opts.devices,
             strategy=opts.strategy,
         )
-        history = out.pop("history")
-        record.update(status="ok", reason=None, **out)
-        _write_history(folder, history)
+        _write_history(folder, out.pop("history"))
         if out.get("resumed_from_step"):
             append_event(folder, "resume", step=out["resumed_from_step"])
-    except Diverged as exc:
-        record.update(
-            status="diverged",
-            reason=str(exc),
-            diverged_step=exc.step,
-            last_finite_loss=exc.last_finite,
-            metrics=getattr(exc, "partial_metrics", {}),
-        )  # probes measured before training
-    except TimedOut as exc:
-        record.update(status="timeout", reason=str(exc), timeout_step=exc.step, run_timeout_s=exc.limit)
+        ended = {"status": "ok", "reason": None, **out}
     except Exception as exc:  # noqa: BLE001  a bad run is data: record it and let the grid go on
-        (folder / "traceback.txt").write_text(redact(traceback.format_exc()))
-        record.update(
-            status="failed", reason=redact(f"{type(exc).__name__}: {exc}"), metrics=getattr(exc, "partial_metrics", {})
-        )
-    record["wall_time_s"] = time.perf_counter() - t0
-    record["finished_at"] = datetime.now(timezone.utc).isoformat()
-    return record
+        outcome = classify(exc)
+        if outcome.status == "failed":
+            (folder / "traceback.txt").write_text(redact(traceback.format_exc()))
+        ended = outcome.fields()
+    return spec_record(
+        spec,
+        abl,
+        **started,
+        **ended,
+        wall_time_s=time.perf_counter() - t0,
+        finished_at=datetime.now(timezone.utc).isoformat(),
+        **({"took_over": took_over} if took_over else {}),
+    )
 
 
 def _write_history(folder: Path, history: list[dict[str, float]]) -> None:

@@ -26,8 +26,9 @@ from harness.execution import reuse
 from harness.execution.cluster import Engine
 from harness.execution.gpus import Placement, place, visible_gpus
 from harness.execution.locks import HEARTBEAT_S
-from harness.execution.run_folder import RunOptions, attempt_of, parse_retry
+from harness.execution.run_folder import Progress, RunOptions, parse_retry
 from harness.hints import Context
+from harness.store.record import Record
 from harness.store.runs import read_record, run_dir
 
 FAILURES = ("failed", "timeout", "crashed")
@@ -42,7 +43,7 @@ class Selected:
 
     todo: list[Any] = field(default_factory=list)
     retry: dict[str, int] = field(default_factory=dict)
-    reused: list[dict[str, Any]] = field(default_factory=list)
+    reused: list[Record] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,9 @@ class Launch:
                     out.reused.append(reuse.adopt(spec, source, own, target))
                 else:
                     out.todo.append(spec)
-            elif rec["status"] in statuses:
+            elif rec.status in statuses:
                 out.todo.append(spec)
-                out.retry[spec.run_id] = attempt_of(rec)
+                out.retry[spec.run_id] = rec.attempt
         return out
 
     def place(self, workers: int | None, todo: int, threads: int) -> Placement:
@@ -136,7 +137,7 @@ class Launch:
 
 
 def outcome_lines(
-    records: list[dict[str, Any]], results: Path, ablation: str, *, ctx: Context | None = None, tuned: bool = False
+    records: list[Progress], results: Path, ablation: str, *, ctx: Context | None = None, tuned: bool = False
 ) -> tuple[list[str], int]:
     """Lines about runs that did not finish well, and the exit code (1 when some failed).
     ``ctx``: the ``ablate run`` command's context, for the commands the lines suggest."""
@@ -171,7 +172,7 @@ def outcome_lines(
     return lines, 1 if failed else 0
 
 
-def progress_note(rec: dict[str, Any]) -> str:
+def progress_note(rec: Progress) -> str:
     """What a progress line adds about how a run went: resumed, a claim taken over."""
     notes = []
     if rec.get("resumed_from_step"):

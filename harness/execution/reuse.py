@@ -23,7 +23,8 @@ from typing import Any
 
 from harness.execution.locks import append_event
 from harness.experiment import ablation as ablation_mod
-from harness.store.runs import RECORD, load_record, write_json_atomic
+from harness.store.record import Record
+from harness.store.runs import load_record, write_record
 
 REUSABLE = ("ok", "diverged")
 _COPIED = ("history.csv",)
@@ -34,12 +35,12 @@ def target_of(spec_target: Any) -> dict[str, Any] | None:
     return spec_target.model_dump(mode="json") if spec_target is not None else None
 
 
-def _source_target(rec: dict[str, Any]) -> dict[str, Any] | None | str:
+def _source_target(rec: Record) -> dict[str, Any] | None | str:
     """The target the source run was measured against; ``"unknown"`` when it cannot be told."""
     if "target" in rec:
-        return rec["target"]
+        return rec.target
     try:
-        entry = ablation_mod.load(rec["ablation"]).tasks.get(rec["task"])
+        entry = ablation_mod.load(rec.ablation).tasks.get(rec.task)
     except Exception:  # noqa: BLE001  a source ablation that no longer loads is simply not reused
         return "unknown"
     return target_of(entry.target) if entry is not None else "unknown"
@@ -54,9 +55,9 @@ def find(results: Path, run_id: str, own: Path, target: dict[str, Any] | None) -
         if folder == own or not folder.is_dir():
             continue
         rec, _ = load_record(folder)
-        if rec is None or rec.get("status") not in REUSABLE or rec.get("tuned_params"):
+        if rec is None or rec.status not in REUSABLE or rec.tuned_params:
             continue
-        if rec.get("reused_from"):  # follow copies back to the run that was trained
+        if rec.reused_from:  # follow copies back to the run that was trained
             continue
         if _source_target(rec) != target:
             continue
@@ -64,7 +65,7 @@ def find(results: Path, run_id: str, own: Path, target: dict[str, Any] | None) -
     return None
 
 
-def adopt(spec: Any, source: Path, own: Path, target: dict[str, Any] | None) -> dict[str, Any]:
+def adopt(spec: Any, source: Path, own: Path, target: dict[str, Any] | None) -> Record:
     """Copy the finished run in ``source`` into ``own`` as ``spec``'s run; returns the new record.
 
     The record keeps the source's numbers, timings, versions and commit; the fields that name
@@ -73,19 +74,21 @@ def adopt(spec: Any, source: Path, own: Path, target: dict[str, Any] | None) -> 
     rec, problem = load_record(source)
     if rec is None:
         raise ValueError(f"{source}: {problem or 'no finished record'}")
-    origin = f"{rec['ablation']}/{rec['profile']}/{rec['run_id']}"
-    rec.update(
-        ablation=spec.ablation,
-        profile=spec.profile,
-        variant=spec.variant,
-        variant_label=spec.variant_label,
-        target=target,
-        reused_from=origin,
+    origin = rec.where
+    rec = rec.model_copy(
+        update={
+            "ablation": spec.ablation,
+            "profile": spec.profile,
+            "variant": spec.variant,
+            "variant_label": spec.variant_label,
+            "target": target,
+            "reused_from": origin,
+        }
     )
     own.mkdir(parents=True, exist_ok=True)
     for name in _COPIED:
         if (source / name).is_file():
             shutil.copyfile(source / name, own / name)
     append_event(own, "reuse", source=origin)
-    write_json_atomic(own / RECORD, rec)
+    write_record(own, rec)
     return rec

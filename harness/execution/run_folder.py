@@ -25,9 +25,14 @@ from typing import Any
 from harness.errors import AblateError
 from harness.execution.locks import CLAIM, DEFAULT_STALE_S, EVENTS, TAKEOVER, append_event, holder, stale_reason
 from harness.registry import did_you_mean
-from harness.store.runs import RECORD, STATUSES
+from harness.store.record import STATUSES, Record
+from harness.store.runs import RECORD
 
 RETRYABLE = tuple(s for s in STATUSES if s != "ok")
+Progress = Record | dict[str, Any]
+"""What a grid reports for each run: its stored :class:`Record`, or a plain entry that is never
+stored (``claimed``: :func:`claimed_elsewhere`; ``crashed``: :func:`harness.execution.worker.crashed`);
+both are read by key."""
 CHECKPOINTS = "checkpoints"
 _ARCHIVED = ("record", "traceback", "history")
 _ALWAYS_KEPT = {RECORD, EVENTS, CLAIM, TAKEOVER}
@@ -56,9 +61,9 @@ class RunOptions:
     devices: int | str = 1
     strategy: str = "auto"
 
-    def wants_retry(self, record: Mapping[str, Any]) -> bool:
+    def wants_retry(self, record: Record) -> bool:
         """Whether ``record`` is the very attempt this invocation was asked to retry."""
-        return self.retry.get(str(record.get("run_id"))) == attempt_of(record)
+        return self.retry.get(record.run_id) == record.attempt
 
 
 def parse_retry(text: str | None) -> tuple[str, ...]:
@@ -81,20 +86,14 @@ def parse_retry(text: str | None) -> tuple[str, ...]:
     return statuses
 
 
-def attempt_of(record: Mapping[str, Any]) -> int:
-    """The attempt number of a record (records written before attempts were counted: 1)."""
-    value = record.get("attempt", 1)
-    return value if isinstance(value, int) and value >= 1 else 1
-
-
 def archived_attempts(folder: Path) -> int:
     """How many earlier records of this run were archived by ``--retry``."""
     return len(list(folder.glob("record.attempt-*.json")))
 
 
-def archive(folder: Path, record: Mapping[str, Any]) -> int:
+def archive(folder: Path, record: Record) -> int:
     """Move the finished record (and its traceback and history) to ``*.attempt-N.*``; returns N."""
-    n = attempt_of(record)
+    n = record.attempt
     for stem in _ARCHIVED:
         for path in folder.glob(f"{stem}.*"):
             if ".attempt-" not in path.name and not path.name.startswith("."):

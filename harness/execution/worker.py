@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.execution.attempt import execute
-from harness.execution.run_folder import RunOptions
+from harness.execution.run_folder import Progress, RunOptions
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
@@ -40,7 +40,7 @@ class WorkerArgs:
         )
 
 
-def run_one(spec: RunSpec, args: WorkerArgs) -> dict[str, Any]:
+def run_one(spec: RunSpec, args: WorkerArgs) -> Progress:
     """Load the grid's plugins (once per process), then execute one run
     (:func:`harness.execution.attempt.execute`); returns its record.
 
@@ -59,7 +59,7 @@ def run_one(spec: RunSpec, args: WorkerArgs) -> dict[str, Any]:
     )
 
 
-def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> dict[str, Any]:
+def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> Progress:
     """What one Ray task or SLURM job runs: one run with ``threads`` torch threads, exactly as a
     local worker would."""
     import torch

@@ -9,8 +9,8 @@ config in this order, later entries winning:
     RunConfig defaults < ``base`` < task ``config`` < profile ``overrides`` < profile ``tasks``
     < command-line overrides < the variant's axis values
 
-Length-dependent metrics are named relative to the training length L (``acc@x4`` is accuracy at
-4L), so a profile can shrink lengths without breaking a claim. A profile may not change an axis.
+Metrics are named as :mod:`harness.experiment.metrics` says (``acc@x4``: at 4L, so a profile can
+shrink lengths without breaking a claim). A profile may not change an axis.
 """
 
 from __future__ import annotations
@@ -32,24 +32,22 @@ from pydantic import (
 )
 
 from harness.errors import AblateError
-from harness.experiment import plugins
+from harness.experiment import metrics, plugins
 from harness.experiment.config import check_path, format_validation_error
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
 
 ABLATIONS_DIR = Path(__file__).resolve().parents[2] / "ablations"
-PROFILES = ("smoke", "cpu", "gpu")
 
 
 class _Decl(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class MetricSpec(_Decl):
-    """The primary metric of a task: name, direction and smallest effect size of interest."""
+class MetricSpec(_Decl, metrics.NamedMetric):
+    """The primary metric of a task and its smallest effect of interest; its direction is the
+    metrics table's (:mod:`harness.experiment.metrics`), which ``higher_is_better`` may restate."""
 
-    metric: str
-    higher_is_better: bool
     sesoi: float = Field(gt=0, description="smallest effect of interest, in the metric's units")
 
 
@@ -287,7 +285,7 @@ def load(name_or_path: str) -> Ablation:
         raise AblateError(f"ablation file {path} is not valid YAML{where}: {what}") from None
     if not isinstance(data, dict):
         raise AblateError(f"ablation file {path} must hold a mapping (name, question, axes, ...)")
-    _load_plugins(data.get("plugins"), path)
+    plugins.load_declared(data.get("plugins"), path)
     try:
         abl = Ablation.model_validate({**data, "source": str(path)})
     except ValidationError as exc:
@@ -299,15 +297,3 @@ def load(name_or_path: str) -> Ablation:
     if abl.name != path.stem:
         raise AblateError(f"ablation file {path} declares name {abl.name!r}; the file must be named {abl.name}.yaml")
     return abl
-
-
-def _load_plugins(specs: Any, path: Path) -> None:
-    """Load the file's ``plugins:`` (before it is validated: its axes may name their entries)."""
-    if specs is None:
-        return
-    if not isinstance(specs, list) or not all(isinstance(s, str) and s.strip() for s in specs):
-        raise AblateError(
-            f"ablation file {path}: plugins must be a list of module names or .py paths, got {specs!r}; "
-            f"e.g. plugins: [my_pkg.ablate_plugin, extra.py]"
-        )
-    plugins.load_specs(specs, named_by=path.name, base=path.parent)

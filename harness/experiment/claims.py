@@ -15,23 +15,23 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import AblateError
+from harness.experiment import metrics
 from harness.experiment.config import format_validation_error
 
 CLAIMS = "claims.yaml"
 
 
-class Evidence(BaseModel):
+class Evidence(metrics.KnownMetric):
     """One comparison that decides a claim: ``variant`` against the ablation's baseline on
-    ``metric`` of ``task``, and the verdict expected if the claim holds."""
+    ``metric`` of ``task``, and the verdict expected if the claim holds (a ``higher_is_better``
+    it restates must agree with the metrics table)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     task: str
-    metric: str
     variant: str
     expect: Literal["better", "worse", "equivalent"]
     tests: str | None = None  # what the comparison shows when it tests less than the claim says
-    higher_is_better: bool | None = None  # documents the metric's direction; the analysis decides it
 
 
 class Claim(BaseModel):

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import AblateError
+from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.config import RunConfig, apply_overrides, build_config, config_hash, parse_override
 from harness.experiment.versions import hashed_versions, run_versions
 from harness.registry import did_you_mean
+from harness.training.fit import transformer_config
 
 
 @dataclass(frozen=True)
@@ -80,33 +82,6 @@ def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check
         raise AblateError(str(exc)) from None
     except (KeyError, ValueError) as exc:
         raise AblateError(f"task {name!r}: {exc}") from None
-
-
-def transformer_config(cfg: RunConfig, vocab_size: int):
-    """The pure-torch model config of a run (``harness.modules.TransformerConfig``)."""
-    from harness.modules import TransformerConfig
-
-    m, a = cfg.model, cfg.attention
-    return TransformerConfig(
-        vocab_size=vocab_size,
-        d_model=m.d_model,
-        n_heads=m.n_heads,
-        n_layers=m.n_layers,
-        d_ff=cfg.ffn.width(m.d_model),
-        max_len=m.max_len,
-        position=m.position,
-        kernel=a.kernel,
-        qkv=a.qkv,
-        scale=a.scale,
-        mask_fill=a.mask_fill,
-        head_split=a.head_split,
-        norm=cfg.block.norm,
-        norm_position=cfg.block.norm_position,
-        activation=cfg.ffn.activation,
-        dropout=m.dropout,
-        learned_init_std=m.learned_init_std,
-        tie_embeddings=m.tie_embeddings,
-    )
 
 
 def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) -> None:
@@ -176,28 +151,30 @@ def _check_longest(cfg: RunConfig, task: Any, where: str) -> None:
                 )
 
 
-METRICS = {"synthetic": ("acc", "exact", "loss"), "lm": ("loss", "ppl")}
-BYTE_METRICS = ("bpb",)
-"""Also produced by a task that states the bytes of its tokens (``Task.token_bytes``: ``text``; issue 13)."""
-RUN_METRICS = ("steps_to_target", "target_reached", "train_loss_final", "train_tokens_per_s")
-
-
 def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
-    """The primary and gate metrics must be ones the task produces at the evaluated lengths
-    (``acc@x4`` needs multiplier 4), the target one the validation pass logs (``acc``, ``loss``)."""
-    bases = METRICS.get(task.kind, ("loss",)) + (BYTE_METRICS if getattr(task, "token_bytes", None) is not None else ())
-    produced = [f"{b}@x{m}" for b in bases for m in cfg.eval.length_multipliers] + list(RUN_METRICS)
+    """The primary and gate metrics must be ones the task produces at the evaluated lengths with
+    the probes it asks for (``acc@x4`` needs multiplier 4, ``leak_logits`` the ``leakage``
+    probe), the target one the validation pass logs (``acc``, ``loss``): :mod:`harness.experiment.metrics`."""
+    made = metrics.produced(
+        task.kind,
+        tuple(cfg.eval.length_multipliers),
+        tuple(cfg.eval.probes),
+        cfg.model.n_layers,
+        getattr(task, "pad_id", None) is not None,
+        getattr(task, "token_bytes", None) is not None,
+    )
     named = [("primary", entry.primary.metric)] + ([("gate", entry.gate.metric)] if entry.gate else [])
     for role, metric in named:
-        if metric not in produced and not metric.startswith(("init_", "final_", "grad_", "leak", "masked", "peak_")):
+        if metric not in made:
             raise AblateError(
                 f"task {tname!r}: {role} metric {metric!r} is not produced by this task at the "
-                f"evaluated lengths{did_you_mean(metric, produced)}; it produces: {', '.join(produced)}"
+                f"evaluated lengths and probes{did_you_mean(metric, made)}; it produces: {', '.join(made)}"
             )
+    bases = metrics.validation_metrics(task.kind, getattr(task, "token_bytes", None) is not None)
     if entry.target is not None and entry.target.metric not in bases:
         raise AblateError(
             f"task {tname!r}: target metric {entry.target.metric!r} is not a validation metric"
-            f"{did_you_mean(entry.target.metric, list(bases))}; choose one of: {', '.join(bases)}"
+            f"{did_you_mean(entry.target.metric, bases)}; choose one of: {', '.join(bases)}"
         )
 
 

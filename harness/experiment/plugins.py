@@ -171,6 +171,23 @@ def load_specs(specs: Iterable[str], named_by: str, base: Path | None = None) ->
     return [load_ref(parse(spec, named_by, base)) for spec in specs]
 
 
+def load_declared(specs: Any, path: Path) -> list[Plugin]:
+    """Load an ablation file's ``plugins:`` (before the file is validated: its axes may name their
+    entries); relative paths are relative to the file's folder.
+
+    Raises:
+        AblateError: ``plugins:`` that is not a list of module names or ``.py`` paths; as :func:`load_specs`.
+    """
+    if specs is None:
+        return []
+    if not isinstance(specs, list) or not all(isinstance(s, str) and s.strip() for s in specs):
+        raise AblateError(
+            f"ablation file {path}: plugins must be a list of module names or .py paths, got {specs!r}; "
+            f"e.g. plugins: [my_pkg.ablate_plugin, extra.py]"
+        )
+    return load_specs(specs, named_by=path.name, base=path.parent)
+
+
 def parse(spec: str, named_by: str, base: Path | None = None) -> PluginRef:
     """The :class:`PluginRef` of one ``--plugin`` or ``plugins:`` value.
 

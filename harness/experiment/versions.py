@@ -71,23 +71,25 @@ def hashed_versions(versions: Mapping[str, int]) -> dict[str, int]:
     return {k: v for k, v in sorted(versions.items()) if v != 1}
 
 
-def record_versions(record: Mapping[str, Any]) -> dict[str, int] | None:
-    """The code versions of a stored record. A record made before versions were recorded ran
-    version 1 of everything it used; None when its config names a component this code lacks."""
-    if isinstance(record.get("code_versions"), dict):
-        return dict(record["code_versions"])
+def record_versions(code_versions: Mapping[str, int] | None, config: Mapping[str, Any]) -> dict[str, int] | None:
+    """The code versions of a stored run: its ``code_versions``, or for a record made before
+    versions were recorded (None) version 1 of everything its ``config`` used; None when that
+    config names a component this code lacks."""
+    if code_versions is not None:
+        return dict(code_versions)
     try:
-        return {k: 1 for k in run_versions(record.get("config") or {})}
+        return {k: 1 for k in run_versions(config)}
     except (KeyError, ValueError):
         return None
 
 
-def mixed_versions(records: Iterable[Mapping[str, Any]]) -> dict[str, list[int]]:
-    """Pieces of code that ran at more than one version among ``records`` (one comparison):
+def mixed_versions(records: Iterable[Any]) -> dict[str, list[int]]:
+    """Pieces of code that ran at more than one version among ``records`` (one comparison; each
+    with ``code_versions`` and ``config``, as :class:`harness.store.record.Record`):
     ``{"position:rope": [1, 2]}``; empty when every piece ran at a single version."""
     seen: dict[str, set[int]] = {}
     for rec in records:
-        for key, version in (record_versions(rec) or {}).items():
+        for key, version in (record_versions(rec.code_versions, rec.config) or {}).items():
             seen.setdefault(key, set()).add(version)
     return {k: sorted(v) for k, v in sorted(seen.items()) if len(v) > 1}
 

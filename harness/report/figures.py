@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.analysis import stats
+from harness.analysis.paired import describe
 
 
 def _plt():
@@ -89,7 +89,7 @@ def metric_vs_length(
         if sub.empty:
             continue
         mults = sorted({int(m.split("@x")[1]) for m in sub["metric"]})
-        desc = [stats.describe(sub[sub["metric"] == f"{base}@x{m}"]["value"]) for m in mults]
+        desc = [describe(sub[sub["metric"] == f"{base}@x{m}"]["value"]) for m in mults]
         x = np.array(mults) * train_len
         mean = np.array([d.mean for d in desc])
         (line,) = ax.plot(x, mean, marker="o", label=f"{shown} (n={desc[-1].n})")
@@ -181,8 +181,8 @@ def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: s
     ``alpha`` exactly when their bars do not overlap (``|R_i - R_j| > CD``).
 
     Args:
-        mean_ranks: per variant (index), from :func:`harness.analysis.stats.friedman`.
-        cd: the Nemenyi critical difference, in ranks (:func:`harness.analysis.stats.nemenyi_cd`).
+        mean_ranks: per variant (index), from :func:`harness.analysis.ranks.friedman`.
+        cd: the Nemenyi critical difference, in ranks (:func:`harness.analysis.ranks.nemenyi_cd`).
     """
     plt = _plt()
     order = mean_ranks.sort_values(ascending=False)  # best last: drawn at the top

@@ -3,7 +3,7 @@ the store, and an index, ``README.md`` next to them, with one row per ablation.
 
 Every cell of the index is computed from the store and the declarations, never typed in: the
 profiles reported (linked), the latest of them, the verdict of each claim in that profile's report
-(:func:`harness.report.markdown.claim_verdict` on the same analysis the report makes) and its seeds.
+(:func:`harness.analysis.claims.claim_verdict` on the same analysis the report makes) and its seeds.
 
 Latest: a confirmatory profile before a pilot; among those, the one whose newest run finished
 last (then the later in declaration order). Only the runs of each profile's declared grid (no
@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import Analysis, analyse
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.experiment.selection import select
-from harness.report.markdown import claim_verdict, write_report
+from harness.report.markdown import write_report
 from harness.report.reproduce import write_markdown
 from harness.store.runs import scan
 
@@ -124,8 +125,7 @@ def _report_ablation(
             entry.notes.append(f"{pname}: not reported ({exc})")
             echo(f"skipped {name} / {pname}: {exc}")
             continue
-        expected = set(sel.run_ids)
-        mine = [r for r in found.records if r["run_id"] in expected]
+        mine = [r for r in found.records if r.run_id in sel.run_ids]
         if not mine:
             entry.notes.append(
                 f"{pname}: {len(found.records)} runs made with key=value overrides "
@@ -133,27 +133,25 @@ def _report_ablation(
             )
             echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
             continue
-        analyses[pname] = result = analyse(sel.ablation, pname, results, expected=expected)
-        path = write_report(
-            abl, pname, results, out, data_dir=data_dir, storage=storage, expected=expected, result=result
-        )
+        analyses[pname] = result = analyse(sel, results)
+        path = write_report(sel, results, out, storage=storage, result=result)
         echo(f"wrote {path}")
-        newest = max((str(r.get("finished_at") or "") for r in mine), default="")
+        newest = max((r.finished_at or "" for r in mine), default="")
         entry.reported.append(Reported(pname, path, prof.confirmatory, newest, order))
     if (latest := entry.latest) is not None:
-        _verdicts(entry, abl, latest.profile, analyses[latest.profile])
+        _verdicts(entry, analyses[latest.profile])
     return entry
 
 
-def _verdicts(entry: Entry, abl: ablation_mod.Ablation, profile: str, result: Analysis) -> None:
-    """The claims' verdicts and the seeds of ``profile``, from the analysis its report made."""
+def _verdicts(entry: Entry, result: Analysis) -> None:
+    """The claims' verdicts and the seeds of the latest profile, from the analysis its report made."""
     claims = claims_mod.load_claims()
-    for cid in abl.claims:  # the fallback of report._claims_section, so that the texts agree
+    for cid in result.ablation.claims:  # the fallback of report._claims_section, so that the texts agree
         claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
         entry.verdicts.append((cid, claim_verdict(claim, result)[0]))
     runs = result.runs
     done = runs.loc[runs["status"] == "ok", "seed"].nunique()
-    entry.seeds = f"{done}/{len(abl.profiles[profile].seeds)}"
+    entry.seeds = f"{done}/{len(result.selection.settings.seeds)}"
 
 
 def short_question(question: str, limit: int = 100) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import stats
+from harness.analysis import ranks
 from harness.analysis.comparisons import Table
 from harness.report import figures
 
@@ -47,7 +47,7 @@ def skip_reason(n_blocks: int, k: int) -> str | None:
     return None
 
 
-def friedman_line(res: stats.Friedman, alpha: float) -> str:
+def friedman_line(res: ranks.Friedman, alpha: float) -> str:
     """``Friedman χ²(df) = .., p = .., N blocks, k variants; mean ranks: ...; CD = ..``, ranks
     best first."""
     ranks = ", ".join(f"{v} {r:.2f}" for v, r in res.mean_ranks.sort_values().items())
@@ -80,7 +80,7 @@ def across_variants(
     label = f"{table.task}: {table.metric} per seed"
     fig = figures.paired_lines(wide, table.metric, table.higher_is_better, label, fig_dir / f"{name}-per-seed.png")
     lines = [f"![{label}]({fig.relative_to(md_dir).as_posix()})", ""]
-    res = stats.friedman(wide, table.higher_is_better, alpha)
+    res = ranks.friedman(wide, table.higher_is_better, alpha)
     head = f"**Across all variants** (`{table.metric}`): "
     why = skip_reason(res.n_seeds, res.k)
     if why is None and res.p != res.p:  # NaN

@@ -14,10 +14,10 @@ stored the probes it measured at initialisation.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import text
+from harness.store.record import Record
 
 PROBE_KEYS = ("leak_logits", "attn_masked_max")
 
@@ -31,24 +31,20 @@ def _fmt(x: float) -> str:
     return "0 (exact)" if x == 0 else text(x, ".3g")  # – when undefined, ∞ when infinite
 
 
-def _pair(recs: list[dict[str, Any]], key: str) -> str:
+def _pair(recs: list[Record], key: str) -> str:
     """``init / final`` maxima over runs of one probe metric."""
-    init = _max([(r.get("metrics") or {}).get(f"{key}_init", math.nan) for r in recs])
-    final = _max([(r.get("metrics") or {}).get(key, math.nan) for r in recs])
+    init = _max([r.metric(f"{key}_init") for r in recs])
+    final = _max([r.metric(key) for r in recs])
     return f"{_fmt(init)} / {_fmt(final)}"
 
 
-def _ended(recs: list[dict[str, Any]]) -> str:
-    reasons = why_not_finished([r.get("status") for r in recs], [r.get("reason") for r in recs])
+def _ended(recs: list[Record]) -> str:
+    reasons = why_not_finished([r.status for r in recs], [r.reason for r in recs])
     return "; ".join(f"{n} {why}" for why, n in reasons) or "–"
 
 
-def _raised(recs: list[dict[str, Any]]) -> str:
-    n = sum(
-        1
-        for r in recs
-        if any((r.get("metrics") or {}).get(f"{p}_raised{s}") == 1 for p in ("leak", "attn") for s in ("_init", ""))
-    )
+def _raised(recs: list[Record]) -> str:
+    n = sum(1 for r in recs if any(r.metric(f"{p}_raised{s}") == 1 for p in ("leak", "attn") for s in ("_init", "")))
     return f"{n}/{len(recs)}"
 
 
@@ -58,7 +54,7 @@ def probe_section(result: Analysis) -> list[str]:
         r
         for r in result.scan.records
         if any(
-            f"{k}_init" in (r.get("metrics") or {}) or f"{k.split('_')[0]}_raised_init" in (r.get("metrics") or {})
+            r.metric(f"{k}_init") is not None or r.metric(f"{k.split('_')[0]}_raised_init") is not None
             for k in PROBE_KEYS
         )
     ]
@@ -79,7 +75,7 @@ def probe_section(result: Analysis) -> list[str]:
         "",
     ]
     for task in abl.tasks:
-        recs_t = [r for r in records if r.get("task") == task]
+        recs_t = [r for r in records if r.task == task]
         if not recs_t:
             continue
         lines += [
@@ -93,16 +89,16 @@ def probe_section(result: Analysis) -> list[str]:
         ]
         for v in abl.variants():
             label = abl.label(v)
-            recs = [r for r in recs_t if r.get("variant_label") == label]
+            recs = [r for r in recs_t if r.variant_label == label]
             if not recs:
                 continue
-            ok = [r for r in recs if r.get("status") == "ok"]
+            ok = [r for r in recs if r.status == "ok"]
             primary = abl.tasks[task].primary.metric
-            vals = [(r.get("metrics") or {}).get(primary) for r in ok]
+            vals = [r.metric(primary) for r in ok]
             vals = [x for x in vals if x is not None and not math.isnan(x)]
             mean = text(sum(vals) / len(vals)) if vals else "–"
             name = f"{label} (baseline)" if label == abl.baseline_label else label
-            skipped = [(r.get("metrics") or {}).get("nonfinite_grad_steps") for r in ok]
+            skipped = [r.metric("nonfinite_grad_steps") for r in ok]
             skipped = [x for x in skipped if x is not None and not math.isnan(x)]
             bad_steps = text(sum(skipped) / len(skipped)) if skipped else "–"
             lines.append(

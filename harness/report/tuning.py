@@ -17,18 +17,17 @@ import pandas as pd
 
 from harness.analysis.comparisons import analyse
 from harness.encode import text
-from harness.experiment.ablation import Ablation
+from harness.experiment.selection import Selection
 from harness.report.tables import markdown, title
 from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
 
 
-def tuning_section(
-    abl: Ablation, profile: str, results: Path, storage: str | None, fig_dir: Path, md_dir: Path
-) -> list[str]:
+def tuning_section(sel: Selection, results: Path, storage: str | None, fig_dir: Path, md_dir: Path) -> list[str]:
     """Markdown lines of the section; empty when the storage holds no study of this profile."""
     import optuna
 
+    abl, profile = sel.ablation, sel.profile
     url = storage or default_storage(results)
     if not sqlite_exists(url):
         return []
@@ -86,7 +85,7 @@ def tuning_section(
             and ["Optimisation history and parameter importance per study (Optuna's plots):", "", " ".join(figures), ""]
         ),
     ]
-    return lines + _comparison(abl, profile, results)
+    return lines + _comparison(sel, results)
 
 
 def _slug(text: str) -> str:
@@ -139,11 +138,12 @@ def _save(plt: Any, ax: Any, path: Path, md_dir: Path) -> str:
     return path.relative_to(md_dir).as_posix()
 
 
-def _comparison(abl: Ablation, profile: str, results: Path) -> list[str]:
+def _comparison(sel: Selection, results: Path) -> list[str]:
     """Per task, the primary comparison of the untuned and the tuned runs side by side, then the
     tuned table in full."""
-    untuned = analyse(abl, profile, results)
-    tuned = analyse(abl, profile, results, store_profile=tuned_profile(profile))
+    abl, profile = sel.ablation, sel.profile
+    untuned = analyse(sel, results)
+    tuned = analyse(sel, results, store_profile=tuned_profile(profile))
     lines = []
     for task, entry in abl.tasks.items():
         metric = entry.primary.metric

@@ -24,10 +24,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import Analysis, Table, analyse
 from harness.encode import json_safe
 from harness.experiment import claims as claims_mod
-from harness.report.markdown import claim_verdict, report_path
+from harness.experiment.selection import Selection
+from harness.report.markdown import report_path
 
 SUMMARY_DIR = ".wandb-summary"
 
@@ -64,7 +66,7 @@ def claim_rows(analysis: Analysis) -> list[list[str]]:
 
 def store_profile(analysis: Analysis) -> str:
     """The profile the runs are stored under (``cpu+tuned`` for ``ablate run --tuned``)."""
-    profiles = {r["profile"] for r in analysis.scan.records}
+    profiles = {r.profile for r in analysis.scan.records}
     return profiles.pop() if len(profiles) == 1 else analysis.profile
 
 
@@ -143,21 +145,15 @@ def _staging_in(folder: Path) -> Iterator[None]:
 
 
 def log_report(
-    abl: Any,
-    profile: str,
-    results: Path,
-    out: Path,
-    expected: set[str] | None = None,
-    mode: str = "offline",
-    analysis: Any = None,
+    sel: Selection, results: Path, out: Path, mode: str = "offline", analysis: Analysis | None = None
 ) -> Path | None:
-    """:func:`log_summary` of what ``ablate report`` wrote: its analysis (``analysis``, or the
-    store read again when None) and its PNG figures (``out/figures/<report stem>-*.png``).
-    ``abl``: the loaded ablation."""
+    """:func:`log_summary` of what ``ablate report`` wrote for the selection: its analysis
+    (``analysis``, or the store read again when None) and its PNG figures
+    (``out/figures/<report stem>-*.png``)."""
     if mode == "off":
         return None
 
-    analysis = analysis or analyse(abl, profile, results, expected=expected)
-    stem = report_path(analysis.ablation, profile, out).stem
+    analysis = analysis or analyse(sel, results)
+    stem = report_path(sel.ablation, sel.profile, out).stem
     figures = sorted((Path(out) / "figures").glob(f"{stem}-*.png"))
     return log_summary(analysis, figures, mode, results)

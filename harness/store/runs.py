@@ -21,11 +21,14 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.encode import dumps, number
+from harness.encode import dumps
+from harness.store.record import Record, parse_record
 
-STATUSES = ("ok", "diverged", "failed", "timeout")
+if TYPE_CHECKING:
+    import pandas as pd
+
 RECORD = "record.json"
 
 
@@ -51,89 +54,33 @@ def write_json_atomic(path: Path, payload: Any) -> None:
         raise
 
 
-def read_record(folder: Path) -> dict[str, Any] | None:
+def write_record(folder: Path, record: Record) -> None:
+    """Write ``record`` as ``folder/record.json``, atomically (:func:`write_json_atomic`)."""
+    write_json_atomic(folder / RECORD, record.to_json())
+
+
+def read_record(folder: Path) -> Record | None:
     """The finished record of a run folder, or None when there is none (or it is unreadable)."""
     return load_record(folder)[0]
 
 
-_FIELDS = {
-    "run_id": str,
-    "ablation": str,
-    "profile": str,
-    "task": str,
-    "variant_label": str,
-    "seed": int,
-    "config": dict,
-}
-_CONFIG = {
-    "model": ("d_model", "n_heads", "n_layers"),
-    "train": ("steps", "batch_size", "seq_len"),
-    "eval": ("length_multipliers",),
-    "ffn": (),
-    "block": (),
-    "attention": (),
-}
-
-
-def load_record(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
+def load_record(folder: Path) -> tuple[Record | None, str | None]:
     """``(record, None)`` for a finished run; ``(None, why)`` when ``record.json`` exists but is
-    not a usable record; ``(None, None)`` when there is none."""
+    not a usable record (:func:`harness.store.record.parse_record`); ``(None, None)`` when there is none."""
     try:
-        rec = json.loads((folder / RECORD).read_text())
+        raw = json.loads((folder / RECORD).read_text())
     except FileNotFoundError:
         return None, None
     except (OSError, ValueError) as exc:
         return None, f"unreadable record ({type(exc).__name__}: {exc})"
-    _decode_metrics(rec)
-    problem = record_problem(rec, folder.name)
-    return (None, problem) if problem else (rec, None)
-
-
-def _decode_metrics(rec: Any) -> None:
-    """Metrics as floats again: null -> NaN, "Infinity" / "-Infinity" -> +/-inf (records written
-    before the strict encoding hold bare NaN / Infinity, which ``json.loads`` already reads).
-    A value that is no number is left for :func:`record_problem` to report."""
-    metrics = rec.get("metrics") if isinstance(rec, dict) else None
-    if not isinstance(metrics, dict):
-        return
-    for key, value in metrics.items():
-        try:
-            metrics[key] = number(value)
-        except (TypeError, ValueError):
-            pass
-
-
-def record_problem(rec: Any, folder_name: str | None = None) -> str | None:
-    """Why ``rec`` is not a finished record of this harness (the fields readers rely on), or None."""
-    if not isinstance(rec, dict):
-        return f"not a record (a JSON {type(rec).__name__}, expected an object)"
-    if rec.get("status") not in STATUSES:
-        return f"status {rec.get('status')!r} is not one of {', '.join(STATUSES)}"
-    for key, typ in _FIELDS.items():
-        value = rec.get(key)
-        if not isinstance(value, typ) or isinstance(value, bool):
-            return f"field {key!r} missing or not a {typ.__name__}"
-    if folder_name is not None and rec["run_id"] != folder_name:
-        return f"run_id {rec['run_id']!r} does not match its folder {folder_name!r}"
-    for section, keys in _CONFIG.items():
-        sub = rec["config"].get(section)
-        if not isinstance(sub, dict) or any(k not in sub for k in keys):
-            return f"config.{section} missing or incomplete"
-    metrics = rec.get("metrics")
-    if rec["status"] == "ok" and not isinstance(metrics, dict):
-        return "an ok record without metrics"
-    if isinstance(metrics, dict) and any(
-        v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))) for v in metrics.values()
-    ):
-        return "metrics must map names to numbers"
-    return None
+    return parse_record(raw, folder.name)
 
 
 @dataclass
 class StoreScan:
     """Records found under one ablation/profile, and paths that could not be read as runs."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     incomplete: list[Path] = field(default_factory=list)
     history: dict[str, Any] | None = None  # run id -> validation history, when read from a report's data file
@@ -159,8 +106,8 @@ def scan(results: Path, ablation: str, profile: str) -> StoreScan:
             out.problems.append(f"{folder}: not a run folder")
             continue
         rec, problem = load_record(folder)
-        if rec is not None and (rec["ablation"], rec["profile"]) != (ablation, profile):
-            rec, problem = None, f"a record of {rec['ablation']}/{rec['profile']}, not of {ablation}/{profile}"
+        if rec is not None and (rec.ablation, rec.profile) != (ablation, profile):
+            rec, problem = None, f"a record of {rec.ablation}/{rec.profile}, not of {ablation}/{profile}"
         if rec is not None:
             out.records.append(rec)
         elif problem is not None:
@@ -170,7 +117,34 @@ def scan(results: Path, ablation: str, profile: str) -> StoreScan:
     return out
 
 
-def tidy(records: list[dict[str, Any]]):
+def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | str | None:
+    """A finished run's validation history as the report draws it: the frame of its
+    ``history.csv`` (``scan.history`` when the scan came from a report's data file), the problem
+    line when that file is unreadable, None when there is none (or it lacks ``step`` and ``loss``)."""
+    import pandas as pd
+
+    if scan.history is not None:
+        return scan.history.get(rec.run_id)
+    f = run_dir(results, rec.ablation, rec.profile, rec.run_id) / "history.csv"
+    try:
+        frame = pd.read_csv(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return f"{f}: unreadable validation history ({type(exc).__name__})"
+    return frame if {"step", "loss"} <= set(frame.columns) else None
+
+
+def history_of(scan: StoreScan, results: Path) -> dict[str, pd.DataFrame | str]:
+    """:func:`run_history` of every ok run that has one, by run id."""
+    out = {}
+    for rec in scan.records:
+        if rec.status == "ok" and (frame := run_history(scan, results, rec)) is not None:
+            out[rec.run_id] = frame
+    return out
+
+
+def tidy(records: list[Record]):
     """One row per (run, metric): the table every statistic and report is a group-by over.
 
     Columns: ablation, profile, run_id, variant, seed, task, task_version, metric, value,
@@ -182,27 +156,23 @@ def tidy(records: list[dict[str, Any]]):
     rows = []
     for rec in records:
         base = {
-            k: rec.get(k)
-            for k in (
-                "ablation",
-                "profile",
-                "run_id",
-                "seed",
-                "task",
-                "task_version",
-                "status",
-                "n_params",
-                "wall_time_s",
-                "commit",
-            )
+            "ablation": rec.ablation,
+            "profile": rec.profile,
+            "run_id": rec.run_id,
+            "variant": rec.variant_label,
+            "seed": rec.seed,
+            "task": rec.task,
+            "task_version": rec.task_version,
+            "status": rec.status,
+            "n_params": rec.n_params,
+            "wall_time_s": rec.wall_time_s,
+            "config_hash": rec.run_id,
+            "commit": rec.commit,
         }
-        base["variant"] = rec.get("variant_label")
-        base["config_hash"] = rec.get("run_id")
-        metrics = rec.get("metrics") or {}
-        if not metrics:
+        if not rec.metrics:
             rows.append({**base, "metric": "status", "value": float("nan")})
-        for name, value in metrics.items():
-            rows.append({**base, "metric": name, "value": float("nan") if value is None else float(value)})
+        for name, value in (rec.metrics or {}).items():
+            rows.append({**base, "metric": name, "value": value})
     cols = [
         "ablation",
         "profile",

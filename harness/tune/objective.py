@@ -15,10 +15,10 @@ from typing import Any
 
 import optuna
 
+from harness.execution.outcome import classify
 from harness.experiment.config import apply_overrides, build_config
-from harness.experiment.grid import transformer_config
 from harness.experiment.search_space import suggest
-from harness.training.loop import Diverged, train_and_evaluate
+from harness.training.fit import fit
 from harness.training.pruning import StepPruningCallback
 
 
@@ -30,8 +30,9 @@ def _fail(trial: optuna.Trial, outcome: str, reason: str) -> None:
 def objective(study_plan: Any, task: Any, seed: int) -> Callable[[optuna.Trial], float]:
     """The objective of ``study_plan`` (a :class:`harness.tune.studies.StudyPlan`) on a built ``task``.
 
-    A trial that diverges or raises records ``outcome`` and ``reason`` as user attributes and
-    re-raises, so Optuna stores it as FAIL; a pruned trial raises ``optuna.TrialPruned``.
+    A trial that diverges or raises records ``outcome`` and ``reason`` as user attributes (as a
+    run's record would: :func:`harness.execution.outcome.classify`) and re-raises, so Optuna
+    stores it as FAIL; a pruned trial raises ``optuna.TrialPruned``.
     """
     base = study_plan.spec.config.model_dump(mode="json")
 
@@ -41,22 +42,12 @@ def objective(study_plan: Any, task: Any, seed: int) -> Callable[[optuna.Trial],
             cfg = build_config(apply_overrides(base, params), study_plan.name)
             callbacks = [StepPruningCallback(trial, study_plan.monitor)] if study_plan.monitor else []
             with tempfile.TemporaryDirectory(prefix="ablate-trial-") as tmp:
-                out = train_and_evaluate(
-                    transformer_config(cfg, task.vocab_size),
-                    cfg,
-                    task,
-                    seed,
-                    Path(tmp),
-                    callbacks=callbacks,
-                    eval_split="val",
-                )
+                out = fit(cfg, task, seed, Path(tmp), callbacks=callbacks, eval_split="val")
         except optuna.TrialPruned:
             raise
-        except Diverged as exc:
-            _fail(trial, "diverged", str(exc))
-            raise
         except Exception as exc:
-            _fail(trial, "failed", f"{type(exc).__name__}: {exc}")
+            outcome = classify(exc)
+            _fail(trial, outcome.status, outcome.reason)
             raise
         metrics = {k: v for k, v in out["metrics"].items() if isinstance(v, float) and math.isfinite(v)}
         trial.set_user_attr("val_metrics", metrics)

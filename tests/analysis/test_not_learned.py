@@ -12,9 +12,11 @@ import numpy as np
 import yaml
 
 from harness.analysis import verdicts as vd
+from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.experiment.ablation import load
-from harness.report.markdown import claim_verdict, write_report
+from harness.experiment.selection import select
+from harness.report.markdown import write_report
 from helpers.fake_store import write_decl, write_runs
 
 SEEDS = list(range(8))
@@ -47,7 +49,7 @@ def _store(tmp: Path, profile: str, reached_by_baseline: int, rope: float = 0.5,
 
     write_runs(tmp / "results", decl, profile, value, extra=reached)
     abl = load(str(decl))
-    return abl, analyse(abl, profile, tmp / "results")
+    return abl, analyse(select(abl, profile, check_data=False), tmp / "results")
 
 
 CLAIM = {
@@ -69,7 +71,9 @@ def test_baseline_below_target_on_half_the_seeds_gives_no_verdict(tmp_path: Path
         "copy `acc@x2`, learned vs sinusoidal: not learned (4/8 seeds reached target); "
         "claim expects better: **untestable at this scale**"
     ]
-    text = write_report(abl, "confirm", tmp_path / "results", tmp_path / "reports", data=False).read_text()
+    text = write_report(
+        select(abl, "confirm", check_data=False), tmp_path / "results", tmp_path / "reports", data=False
+    ).read_text()
     assert "on 4 of its 8 planned seeds" in text and "each reads `not learned (4/8 seeds reached target)`" in text
     assert "| better" not in text and "| inconclusive" not in text  # no verdict beside the warning
 
@@ -81,7 +85,9 @@ def test_baseline_at_target_on_most_seeds_keeps_its_verdicts(tmp_path: Path) -> 
     assert frame.loc["learned", "verdict"] == "better"
     assert vd.kind(frame.loc["rope", "verdict"]) is vd.Kind.IDENTICAL
     assert claim_verdict(CLAIM, result)[0] == "supported"
-    text = write_report(abl, "confirm", tmp_path / "results", tmp_path / "reports", data=False).read_text()
+    text = write_report(
+        select(abl, "confirm", check_data=False), tmp_path / "results", tmp_path / "reports", data=False
+    ).read_text()
     assert "Warning: on `copy`" not in text and "not learned" not in text
 
 
@@ -90,7 +96,9 @@ def test_pilot_keeps_pilot_and_warns(tmp_path: Path) -> None:
     assert result.unlearned == {"copy": (0, 8)}
     assert set(result.table("copy", "acc@x2").frame["verdict"][1:]) == {"pilot"}
     assert claim_verdict(CLAIM, result)[0].startswith("pilot")
-    text = write_report(abl, "pilot", tmp_path / "results", tmp_path / "reports", data=False).read_text()
+    text = write_report(
+        select(abl, "pilot", check_data=False), tmp_path / "results", tmp_path / "reports", data=False
+    ).read_text()
     assert "on 0 of its 8 planned seeds" in text and "a confirmatory run at this scale would give no verdict" in text
 
 

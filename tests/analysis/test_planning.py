@@ -11,6 +11,7 @@ from statsmodels.stats.power import TTestPower
 from harness.analysis.seed_planning import primary_comparisons
 from harness.cli import plan as plan_cmd
 from harness.experiment.ablation import load
+from harness.experiment.selection import select
 from helpers.cli import assert_nothing_written, assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
 
@@ -57,7 +58,8 @@ def test_alpha_is_divided_by_the_primary_family(store, capsys):
     decl, results = store
     capsys.readouterr()
     plan = plan_cmd.plan_seeds(str(decl), "cpu", "pilot", results, power=0.9, alpha=0.05, fmt="json")
-    assert plan.family_size == len(primary_comparisons(load(str(decl)).for_profile("cpu"))) == 2
+    confirm = select(load(str(decl)), "cpu", check_data=False)
+    assert plan.family_size == len(primary_comparisons(confirm.ablation)) == 2
     rows = {r.variant: r for r in plan.rows}
     assert rows["learned"].needed == _direct(0.05, 0.05, 0.025, 0.9)
     assert rows["rope"].needed == _direct(0.05, 0.1, 0.025, 0.9)
@@ -160,7 +162,8 @@ def test_plan_never_asks_for_fewer_seeds_than_the_exact_test_needs(tmp_path):
         lambda v, s: BASE[s] + {"sinusoidal": 0, "learned": 0.5, "rope": 0.5}[v] + 0.02 * s * (v == "rope"),
     )
     abl = load(str(decl))
-    plan = seed_plan(abl, "cpu", analyse(abl, "pilot", tmp_path / "results"))
+    pilot = analyse(select(abl, "pilot", check_data=False), tmp_path / "results")
+    plan = seed_plan(select(abl, "cpu", check_data=False), pilot)
     learned = next(r for r in plan.rows if r.variant == "learned")
     rope = next(r for r in plan.rows if r.variant == "rope")
     assert learned.needed is None  # SD 0 in the pilot

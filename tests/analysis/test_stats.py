@@ -11,6 +11,9 @@ from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.weightstats import ttost_paired
 
+from harness.analysis import paired as PT
+from harness.analysis import power as W
+from harness.analysis import ranks as R
 from harness.analysis import stats as S
 
 
@@ -30,7 +33,7 @@ def pair():
 
 def test_describe_matches_t_interval():
     x = np.array([0.61, 0.58, 0.66, 0.70, 0.59, 0.63])
-    d = S.describe(x, confidence=0.9)
+    d = PT.describe(x, confidence=0.9)
     lo, hi = st.t.interval(0.9, len(x) - 1, loc=x.mean(), scale=st.sem(x))
     assert (d.n, d.n_nan) == (6, 0)
     assert d.mean == pytest.approx(x.mean()) and d.sd == pytest.approx(x.std(ddof=1))
@@ -38,13 +41,13 @@ def test_describe_matches_t_interval():
 
 
 def test_describe_nan_and_small_n():
-    d = S.describe([1.0, np.nan, 3.0, np.nan])
+    d = PT.describe([1.0, np.nan, 3.0, np.nan])
     assert (d.n, d.n_nan, d.mean) == (2, 2, 2.0)
-    one = S.describe([5.0, np.nan])
+    one = PT.describe([5.0, np.nan])
     assert (one.n, one.n_nan, one.mean) == (1, 1, 5.0)
     assert all(math.isnan(v) for v in (one.sd, one.ci_low, one.ci_high))
-    assert math.isnan(S.describe([]).mean)
-    const = S.describe([2.0, 2.0, 2.0])
+    assert math.isnan(PT.describe([]).mean)
+    const = PT.describe([2.0, 2.0, 2.0])
     assert (const.sd, const.ci_low, const.ci_high) == (0.0, 2.0, 2.0)
 
 
@@ -53,7 +56,7 @@ def test_describe_nan_and_small_n():
 
 def test_paired_matches_ttest_rel(pair):
     base, var = pair
-    r = S.paired_test(base, var, higher_is_better=True, confidence=0.9)
+    r = PT.paired_test(base, var, higher_is_better=True, confidence=0.9)
     ref = st.ttest_rel(var, base)
     ci = ref.confidence_interval(0.9)
     assert r.n_pairs == 12 and r.n_dropped == 0
@@ -68,8 +71,8 @@ def test_paired_matches_ttest_rel(pair):
 
 def test_paired_orientation_flips(pair):
     base, var = pair
-    up = S.paired_test(base, var, higher_is_better=True)
-    down = S.paired_test(base, var, higher_is_better=False)
+    up = PT.paired_test(base, var, higher_is_better=True)
+    down = PT.paired_test(base, var, higher_is_better=False)
     assert down.delta == pytest.approx(-up.delta) and down.t == pytest.approx(-up.t)
     assert (down.ci_low, down.ci_high) == pytest.approx((-up.ci_high, -up.ci_low))
     assert down.p == pytest.approx(up.p) and down.p_perm == pytest.approx(up.p_perm)
@@ -80,32 +83,32 @@ def test_paired_orientation_flips(pair):
 def test_paired_on_common_seeds_any_order():
     base = series([1.0, 2.0, 3.0, 4.0, np.nan], seeds=[0, 1, 2, 3, 4])
     var = series([3.5, 2.5, 1.5, 9.0], seeds=[2, 1, 0, 7])  # shuffled; 3, 4 and 7 unpaired
-    r = S.paired_test(base, var, higher_is_better=True)
+    r = PT.paired_test(base, var, higher_is_better=True)
     assert (r.n_pairs, r.n_dropped) == (3, 3)
     assert r.diffs == (0.5, 0.5, 0.5)
 
 
 def test_paired_small_n_gives_nan():
-    r = S.paired_test(series([1.0, 2.0]), series([2.0], seeds=[1]), higher_is_better=True)
+    r = PT.paired_test(series([1.0, 2.0]), series([2.0], seeds=[1]), higher_is_better=True)
     assert (r.n_pairs, r.n_dropped, r.delta) == (1, 1, 0.0)
     assert all(math.isnan(v) for v in (r.t, r.p, r.p_perm, r.ci_low, r.d_z))
-    empty = S.paired_test(series([]), series([]), higher_is_better=True)
+    empty = PT.paired_test(series([]), series([]), higher_is_better=True)
     assert empty.n_pairs == 0 and math.isnan(empty.delta)
 
 
 def test_paired_constant_differences_follow_scipy():
     base = series([0.0, 1.0, 2.0, 3.0, 4.0])
-    shifted = S.paired_test(base, base + 0.5, higher_is_better=True)  # exact in binary
+    shifted = PT.paired_test(base, base + 0.5, higher_is_better=True)  # exact in binary
     assert (shifted.t, shifted.p, shifted.d_z) == (np.inf, 0.0, np.inf)
     assert (shifted.ci_low, shifted.ci_high) == (0.5, 0.5)
     assert shifted.p_perm == pytest.approx(2 / 2**5)
-    same = S.paired_test(base, base, higher_is_better=True)
+    same = PT.paired_test(base, base, higher_is_better=True)
     assert math.isnan(same.p) and math.isnan(same.t) and math.isnan(same.d_z)
     assert (same.ties, same.prob_improvement, same.p_perm) == (5, 0.5, 1.0)
 
 
 def test_sign_flip_minimum_p_at_five_seeds():
-    r = S.paired_test(series(np.zeros(5)), series([0.1, 0.3, 0.2, 0.5, 0.4]), True)
+    r = PT.paired_test(series(np.zeros(5)), series([0.1, 0.3, 0.2, 0.5, 0.4]), True)
     assert r.p_perm == pytest.approx(0.0625)
     assert r.p < 0.05  # the t-test can go lower; the exact test cannot
 
@@ -116,13 +119,13 @@ def test_sign_flip_equals_enumeration():
     null = (flips * d).mean(axis=1)
     upper, lower = (null >= d.mean() - 1e-12).mean(), (null <= d.mean() + 1e-12).mean()
     expected = min(1.0, 2 * min(upper, lower))
-    r = S.paired_test(series(np.zeros(8)), series(d), higher_is_better=True)
+    r = PT.paired_test(series(np.zeros(8)), series(d), higher_is_better=True)
     assert r.p_perm == pytest.approx(expected)
 
 
 def test_duplicate_seeds_raise():
     with pytest.raises(ValueError, match="duplicate"):
-        S.paired_test(series([1.0, 2.0], seeds=[0, 0]), series([1.0, 2.0]), True)
+        PT.paired_test(series([1.0, 2.0], seeds=[0, 0]), series([1.0, 2.0]), True)
 
 
 # ---------------------------------------------------------------- welch_test
@@ -131,13 +134,13 @@ def test_duplicate_seeds_raise():
 def test_welch_matches_scipy():
     rng = np.random.default_rng(1)
     a, b = rng.normal(0, 1, 8), rng.normal(0.5, 2, 11)
-    r = S.welch_test(a, b, higher_is_better=True)
+    r = PT.welch_test(a, b, higher_is_better=True)
     ref = st.ttest_ind(b, a, equal_var=False)
     ci = ref.confidence_interval()
     assert (r.t, r.p, r.df) == pytest.approx((ref.statistic, ref.pvalue, ref.df))
     assert (r.ci_low, r.ci_high) == pytest.approx((ci.low, ci.high))
     assert r.p_mannwhitney == pytest.approx(st.mannwhitneyu(b, a).pvalue)
-    flipped = S.welch_test(a, b, higher_is_better=False)
+    flipped = PT.welch_test(a, b, higher_is_better=False)
     assert flipped.hedges_g == pytest.approx(-r.hedges_g)
     assert (flipped.ci_low, flipped.ci_high) == pytest.approx((-r.ci_high, -r.ci_low))
 
@@ -152,7 +155,7 @@ def test_hedges_g_textbook():
     # SDs 5.5 / 4.5, n 50 / 50 -> d = 0.5970, J = 0.9923, g = 0.5924.
     rng = np.random.default_rng(2)
     treated, control = _with_moments(103, 5.5, 50, rng), _with_moments(100, 4.5, 50, rng)
-    r = S.welch_test(control, treated, higher_is_better=True)
+    r = PT.welch_test(control, treated, higher_is_better=True)
     sp = math.sqrt((49 * 5.5**2 + 49 * 4.5**2) / 98)
     j = 1 - 3 / (4 * 98 - 1)  # Hedges (1981)
     assert r.hedges_g == pytest.approx(j * 3 / sp)
@@ -160,7 +163,7 @@ def test_hedges_g_textbook():
 
 
 def test_welch_small_n_and_nan():
-    r = S.welch_test([1.0, np.nan], [2.0, 3.0], higher_is_better=True)
+    r = PT.welch_test([1.0, np.nan], [2.0, 3.0], higher_is_better=True)
     assert (r.n_baseline, r.n_variant, r.delta) == (1, 2, 1.5)
     assert math.isnan(r.p) and math.isnan(r.hedges_g)
 
@@ -189,29 +192,29 @@ def test_adjust_skips_nan_and_passes_method():
 
 
 def test_mde_known_value():
-    assert S.mde(10, 1.0) == pytest.approx(0.996, abs=1e-3)
-    assert S.mde(10, 0.02) == pytest.approx(0.02 * S.mde(10, 1.0))
-    assert math.isnan(S.mde(1, 1.0)) and math.isnan(S.mde(5, np.nan))
+    assert W.mde(10, 1.0) == pytest.approx(0.996, abs=1e-3)
+    assert W.mde(10, 0.02) == pytest.approx(0.02 * W.mde(10, 1.0))
+    assert math.isnan(W.mde(1, 1.0)) and math.isnan(W.mde(5, np.nan))
 
 
 def test_mde_has_the_stated_power():
     rng = np.random.default_rng(3)
-    diffs = rng.normal(S.mde(10, 1.0), 1.0, size=(20_000, 10))
+    diffs = rng.normal(W.mde(10, 1.0), 1.0, size=(20_000, 10))
     power = (st.ttest_1samp(diffs, 0.0, axis=1).pvalue < 0.05).mean()
     assert power == pytest.approx(0.8, abs=0.015)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 10, 20])
 def test_seeds_needed_inverts_mde(n):
-    assert S.seeds_needed(S.mde(n, 0.3), 0.3) == n
-    assert S.seeds_needed(-S.mde(n, 0.3), 0.3) == n
-    assert S.seeds_needed(0.99 * S.mde(n, 0.3), 0.3) == n + 1
+    assert W.seeds_needed(W.mde(n, 0.3), 0.3) == n
+    assert W.seeds_needed(-W.mde(n, 0.3), 0.3) == n
+    assert W.seeds_needed(0.99 * W.mde(n, 0.3), 0.3) == n + 1
 
 
 def test_seeds_needed_edges():
-    assert S.seeds_needed(100.0, 1.0) == 2
+    assert W.seeds_needed(100.0, 1.0) == 2
     with pytest.raises(ValueError):
-        S.seeds_needed(0.0, 1.0)
+        W.seeds_needed(0.0, 1.0)
 
 
 @pytest.mark.parametrize("alpha, es", [(1e-4, 1.0), (1e-4, 2.0), (1e-6, 0.5), (1e-5, 0.2)])
@@ -220,13 +223,13 @@ def test_seeds_needed_at_small_alpha_reaches_the_power(alpha, es):
     def power(n):
         return st.nct.sf(st.t.isf(alpha / 2, n - 1), n - 1, es * np.sqrt(n))
 
-    n = S.seeds_needed(es, 1.0, alpha=alpha, power=0.8)
+    n = W.seeds_needed(es, 1.0, alpha=alpha, power=0.8)
     assert power(n) >= 0.8 > power(n - 1)
 
 
 def test_seeds_needed_says_when_it_cannot_size():
     with pytest.raises(ValueError, match="out of the range the power solver handles"):
-        S.seeds_needed(1.0, 1.0, alpha=1e-300)
+        W.seeds_needed(1.0, 1.0, alpha=1e-300)
 
 
 # ---------------------------------------------------------------- tost, verdict
@@ -234,12 +237,12 @@ def test_seeds_needed_says_when_it_cannot_size():
 
 def test_tost_matches_two_one_sided_ttests():
     d = np.array([0.01, -0.02, 0.0, 0.015, -0.005, 0.012])
-    p = S.tost_paired(d, 0.03)
+    p = PT.tost_paired(d, 0.03)
     lower = st.ttest_1samp(d, -0.03, alternative="greater").pvalue
     upper = st.ttest_1samp(d, 0.03, alternative="less").pvalue
     assert p == pytest.approx(max(lower, upper))
     assert p == pytest.approx(ttost_paired(d, np.zeros_like(d), -0.03, 0.03)[0])
-    assert math.isnan(S.tost_paired([0.1], 0.03))
+    assert math.isnan(PT.tost_paired([0.1], 0.03))
 
 
 @pytest.mark.parametrize(
@@ -304,21 +307,21 @@ def test_friedman_matches_scipy_on_complete_seeds():
     rng = np.random.default_rng(4)
     table = pd.DataFrame(rng.normal(size=(8, 3)) + [0.0, 0.5, 1.0], columns=["a", "b", "c"])
     table.iloc[2, 1] = np.nan
-    r = S.friedman(table)
+    r = R.friedman(table)
     full = table.dropna().to_numpy()
     ref = st.friedmanchisquare(*full.T)
     assert r.n_seeds == 7 and (r.statistic, r.p) == pytest.approx((ref.statistic, ref.pvalue))
     ranks = np.array([[sorted(row, reverse=True).index(v) + 1 for v in row] for row in full])
     np.testing.assert_allclose(r.mean_ranks.to_numpy(), ranks.mean(axis=0))
     assert r.mean_ranks.idxmin() == "c"
-    assert S.friedman(table, higher_is_better=False).mean_ranks.idxmin() == "a"
+    assert R.friedman(table, higher_is_better=False).mean_ranks.idxmin() == "a"
 
 
 def test_friedman_degenerate_is_nan():
     two = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [2.0, 3.0, 4.0]})
-    assert math.isnan(S.friedman(two).p)
+    assert math.isnan(R.friedman(two).p)
     one_seed = pd.DataFrame({"a": [1.0], "b": [2.0], "c": [3.0]})
-    assert math.isnan(S.friedman(one_seed).statistic) and S.friedman(one_seed).n_seeds == 1
+    assert math.isnan(R.friedman(one_seed).statistic) and R.friedman(one_seed).n_seeds == 1
 
 
 # ---------------------------------------------------------------- compare
@@ -357,7 +360,7 @@ def test_compare_layout_and_family(table):
     assert rest.verdict.iloc[0] == "better"
     np.testing.assert_allclose(rest.p_perm_adj, multipletests(rest.p_perm, method="holm")[1])
     d = table.value[table.variant == "rope"].to_numpy() - table.value[table.variant == "base"].to_numpy()
-    assert rest.mde.iloc[0] == pytest.approx(S.mde(10, d.std(ddof=1), alpha=0.05 / 3))
+    assert rest.mde.iloc[0] == pytest.approx(W.mde(10, d.std(ddof=1), alpha=0.05 / 3))
 
 
 def test_compare_lower_is_better_and_equivalence(table):

@@ -20,7 +20,7 @@ from rich.console import Console
 from harness.cli import output
 from harness.execution import local as executors
 from harness.experiment import grid as runner
-from harness.tune import studies as tune_mod
+from harness.tune import search as tune_mod
 from helpers.cli import invoke
 from helpers.fake_store import write_decl
 

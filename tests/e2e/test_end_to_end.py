@@ -18,6 +18,7 @@ from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.experiment.selection import select
 from harness.store.runs import scan
 
 ABL = "pe_extrapolation"
@@ -129,8 +130,15 @@ def test_runs_of_other_overrides_are_set_aside_not_mixed(
     rec["run_id"] = "0" * 12  # the same (task, variant, seed) made with another config
     (store / ABL / "smoke" / rec["run_id"]).mkdir()
     (store / ABL / "smoke" / rec["run_id"] / "record.json").write_text(json.dumps(rec))
+    sel = select(load(ABL), "smoke", check_data=False)
+    result = analyse(sel, store)  # only the selection's run ids are compared
+    assert result.foreign == 1 and len(result.scan.records) == 20
+    tuned = store / ABL / "smoke+tuned"  # tuned runs' ids carry their studies: every record is compared
+    shutil.copytree(store / ABL / "smoke", tuned)
+    for path in tuned.glob("*/record.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "profile": "smoke+tuned"}))
     with pytest.raises(AblateError, match="from more than one config"):
-        analyse(load(ABL), "smoke", store)
+        analyse(sel, store, store_profile="smoke+tuned")
     compare_cmd.compare(ABL, "smoke", store, fmt="json")
     captured = capsys.readouterr()
     assert "1 other runs" in captured.err and "other overrides" in captured.err  # the note: stderr

@@ -191,6 +191,7 @@ def test_load_record_rejects_what_readers_cannot_use(tiny, tmp_path):
     rec = execute(specs[0], tmp_path, abl=abl)
     folder = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id)
     assert load_record(folder) == (rec, None)
+    rec = rec.to_json()
     for bad, why in [
         ({**rec, "status": "weird"}, "status 'weird'"),
         ({**rec, "seed": "0"}, "field 'seed'"),

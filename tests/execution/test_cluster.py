@@ -14,11 +14,12 @@ from harness.execution.cluster import Engine
 from harness.execution.launch import Launch
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.store.record import Record
 from harness.store.runs import scan
 from helpers.tiny_grid import numbers, write_tiny
 
 
-def _reference(path: Path, tmp_path: Path) -> dict[str, dict]:
+def _reference(path: Path, tmp_path: Path) -> dict[str, Record]:
     abl = load(str(path))
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -28,7 +29,7 @@ def _reference(path: Path, tmp_path: Path) -> dict[str, dict]:
         torch.set_num_threads(before)
 
 
-def _same_store(results: Path, reference: dict[str, dict]) -> None:
+def _same_store(results: Path, reference: dict[str, Record]) -> None:
     found = scan(results, "tiny", "cpu")
     assert not found.problems and not found.incomplete
     got = {r["run_id"]: r for r in found.records}
@@ -36,7 +37,7 @@ def _same_store(results: Path, reference: dict[str, dict]) -> None:
     for run_id, rec in got.items():
         assert rec["status"] == "ok" and rec["torch_threads"] == 1
         assert numbers(rec) == numbers(reference[run_id])
-        assert set(rec) == set(reference[run_id])  # one record format, whatever the executor
+        assert set(rec.to_json()) == set(reference[run_id].to_json())  # one record format, whatever the executor
 
 
 def test_ray_local_instance(tmp_path: Path) -> None:

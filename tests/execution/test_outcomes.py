@@ -10,9 +10,11 @@ import pytest
 from scipy.stats import binomtest
 
 from harness.analysis import stats
-from harness.analysis.comparisons import OUTCOME, analyse
+from harness.analysis.claims import claim_verdict
+from harness.analysis.comparisons import analyse
 from harness.experiment.ablation import load
-from harness.report.markdown import claim_verdict
+from harness.experiment.metrics import OUTCOME
+from harness.experiment.selection import select
 from harness.report.probes import probe_section
 from helpers.fake_store import write_decl, write_runs
 
@@ -79,7 +81,7 @@ def test_analysis_claims_and_probe_table_see_runs_that_did_not_finish(tmp_path, 
             }
             rec_path.write_text(json.dumps(rec))
     abl = load(str(decl))
-    result = analyse(abl, "cpu", results)
+    result = analyse(select(abl, "cpu", check_data=False), results)
     table = result.table("copy", OUTCOME)
     assert table is not None and table.family.startswith("outcome")
     row = table.frame.set_index("variant")
@@ -113,7 +115,7 @@ def test_analysis_claims_and_probe_table_see_runs_that_did_not_finish(tmp_path, 
 def test_no_probe_table_without_probes(tmp_path):
     decl = write_decl(tmp_path / "abl", cpu={"seeds": [0, 1]})
     write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5)
-    assert probe_section(analyse(load(str(decl)), "cpu", tmp_path / "results")) == []
+    assert probe_section(analyse(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results")) == []
 
 
 def test_identical_pairs_are_said_so_not_inconclusive():
@@ -143,7 +145,9 @@ def test_aa_report_counts_false_positives_from_the_store(tmp_path):
             + (0.002 * ((s * 5) % 3 - 1) if v == "learned" else 0)
         ),
     )
-    text = write_report(load(str(decl)), "cpu", tmp_path / "results", tmp_path / "out").read_text()
+    text = write_report(
+        select(load(str(decl)), "cpu", check_data=False), tmp_path / "results", tmp_path / "out"
+    ).read_text()
     assert "## A/A check: false positives" in text and "## Claims" not in text
     assert "primary metric: **1 of 2** comparisons between identical arms declared better or worse" in text
 
@@ -154,7 +158,7 @@ def test_a_real_effect_below_the_sesoi_supports_a_claim_in_direction_only(tmp_pa
     write_runs(
         tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s - (0.02 + 0.001 * s if v == "rope" else 0)
     )
-    result = analyse(load(str(decl)), "cpu", tmp_path / "results")
+    result = analyse(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results")
     claim = {"evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "worse"}]}
     verdict, lines = claim_verdict(claim, result)
     assert verdict == "supported in direction only (the effect is smaller than the smallest effect of interest)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from harness.cli import compare as compare_cmd
 from harness.experiment import versions
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.experiment.selection import select
 from harness.modules import POSITIONAL
 from harness.registry import Registry
 from harness.report.markdown import write_report
@@ -55,13 +57,14 @@ def test_ids_change_only_for_runs_of_code_whose_version_was_bumped(tmp_path: Pat
 
 
 def test_records_without_versions_ran_version_1_of_what_they_used() -> None:
-    old_rope = {"config": {"model": {"position": "rope"}, "attention": {"kernel": "sdpa"}}}
-    new_rope = {"code_versions": {"model": 1, "position:rope": 2, "kernel:sdpa": 1}}
-    old_sin = {"config": {"model": {"position": "sinusoidal"}}}
-    assert versions.record_versions(old_rope) == {"model": 1, "training": 1, "position:rope": 1, "kernel:sdpa": 1}
+    run = namedtuple("run", "code_versions config")
+    old_rope = run(None, {"model": {"position": "rope"}, "attention": {"kernel": "sdpa"}})
+    new_rope = run({"model": 1, "position:rope": 2, "kernel:sdpa": 1}, {})
+    old_sin = run(None, {"model": {"position": "sinusoidal"}})
+    assert versions.record_versions(*old_rope) == {"model": 1, "training": 1, "position:rope": 1, "kernel:sdpa": 1}
     assert versions.mixed_versions([old_rope, new_rope, old_sin]) == {"position:rope": [1, 2]}
     assert versions.mixed_versions([old_sin, new_rope]) == {}  # different components, one version each
-    assert versions.record_versions({"config": {"model": {"position": "gone"}}}) is None
+    assert versions.record_versions(None, {"model": {"position": "gone"}}) is None
 
 
 def _store_with_one_rope_run_remade(tmp_path: Path) -> tuple[Path, Path]:
@@ -69,6 +72,8 @@ def _store_with_one_rope_run_remade(tmp_path: Path) -> tuple[Path, Path]:
     remade by the current code (its record says rope version 2)."""
     decl, results = write_decl(tmp_path / "decl"), tmp_path / "results"
     write_runs(results, decl, "pilot", lambda variant, seed: 0.5 + 0.01 * seed)
+    for path in (results / "mini" / "pilot").glob("*/record.json"):  # as records made before versions
+        path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "code_versions"}))
     spec = next(s for s in plan(load(str(decl)), "pilot", check_data=False)[1] if s.variant_label == "rope")
     path = results / "mini" / "pilot" / spec.run_id / "record.json"
     rec = json.loads(path.read_text())
@@ -79,9 +84,9 @@ def _store_with_one_rope_run_remade(tmp_path: Path) -> tuple[Path, Path]:
 def test_report_and_compare_warn_when_a_comparison_mixes_code_versions(tmp_path: Path, capsys) -> None:
     decl, results = _store_with_one_rope_run_remade(tmp_path)
     abl = load(str(decl))
-    result = analyse(abl, "pilot", results)
+    result = analyse(select(abl, "pilot", check_data=False), results)
     assert result.mixed_code == {"copy": {"position:rope": [1, 2]}}
-    text = write_report(abl, "pilot", results, tmp_path / "out", result=result).read_text()
+    text = write_report(select(abl, "pilot", check_data=False), results, tmp_path / "out", result=result).read_text()
     assert "**Warning: the runs compared on copy were made by different code (position:rope at versions 1, 2)" in text
     compare_cmd.compare(str(decl), "pilot", results, fmt="json")
     out, err = capsys.readouterr()
@@ -92,9 +97,11 @@ def test_report_and_compare_warn_when_a_comparison_mixes_code_versions(tmp_path:
 def test_no_warning_when_every_run_used_one_version_of_its_code(tmp_path: Path) -> None:
     decl, results = write_decl(tmp_path / "decl"), tmp_path / "results"
     write_runs(results, decl, "pilot", lambda variant, seed: 0.5 + 0.01 * seed)
-    result = analyse(load(str(decl)), "pilot", results)
+    result = analyse(select(load(str(decl)), "pilot", check_data=False), results)
     assert result.mixed_code == {}
     assert (
         "Warning: the runs compared"
-        not in write_report(load(str(decl)), "pilot", results, tmp_path / "o", result=result).read_text()
+        not in write_report(
+            select(load(str(decl)), "pilot", check_data=False), results, tmp_path / "o", result=result
+        ).read_text()
     )

@@ -3,15 +3,16 @@ trains): for the commands that only read the store (plan, report --all)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.execution.attempt import spec_record
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.store.runs import write_record
 
 
 def write_decl(folder: Path, name: str = "mini", claims: tuple[str, ...] = (), **profiles: dict[str, Any]) -> Path:
@@ -64,32 +65,47 @@ def write_runs(
         v = value(spec.variant_label, spec.seed)
         if v is None:
             continue
-        record = {
-            "run_id": spec.run_id,
-            "ablation": spec.ablation,
-            "profile": spec.profile,
-            "task": spec.task,
-            "task_params": spec.task_params,
-            "task_version": spec.task_version,
-            "variant": spec.variant,
-            "variant_label": spec.variant_label,
-            "seed": spec.seed,
-            "config": spec.config.model_dump(mode="json"),
-            "status": "ok",
-            "reason": None,
-            "metrics": {"acc@x1": v, "acc@x2": v, **(extra(spec.variant_label, spec.seed) if extra else {})},
-            "n_params": 1000,
-            "wall_time_s": 1.0,
-            "finished_at": finished_at,
-            "commit": "fake",
-            "versions": {"python": "3"},
-            "platform": "test",
-            "cpu_count": 1,
-            "torch_threads": 1,
-            "attempt": 1,
-        }
-        folder = results / spec.ablation / spec.profile / spec.run_id
-        folder.mkdir(parents=True)
-        (folder / "record.json").write_text(json.dumps(record))
+        record = spec_record(
+            spec,
+            status="ok",
+            reason=None,
+            metrics={"acc@x1": v, "acc@x2": v, **(extra(spec.variant_label, spec.seed) if extra else {})},
+            n_params=1000,
+            wall_time_s=1.0,
+            finished_at=finished_at,
+            commit="fake",
+            versions={"python": "3"},
+            platform="test",
+            cpu_count=1,
+            torch_threads=1,
+            attempt=1,
+        )
+        write_record(results / spec.ablation / spec.profile / spec.run_id, record)
         written += 1
     return written
+
+
+BARE_CONFIG = {
+    "model": {"d_model": 8, "n_heads": 1, "n_layers": 1},
+    "train": {"steps": 1, "batch_size": 1, "seq_len": 4},
+    "eval": {"length_multipliers": [1]},
+    "ffn": {},
+    "block": {},
+    "attention": {},
+}
+"""The least config a record must hold (the sections and keys every reader relies on)."""
+
+
+def bare_record(**fields: Any) -> dict[str, Any]:
+    """The JSON of a record with only the fields every reader relies on (run ``r1`` of ``a`` /
+    ``p``, task copy, variant ``v``, seed 0, :data:`BARE_CONFIG`), updated with ``fields``."""
+    return {
+        "run_id": "r1",
+        "ablation": "a",
+        "profile": "p",
+        "task": "copy",
+        "variant_label": "v",
+        "seed": 0,
+        "config": BARE_CONFIG,
+        **fields,
+    }

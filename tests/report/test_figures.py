@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from matplotlib.text import Text
 
-from harness.analysis import stats
+from harness.analysis import ranks
 from harness.experiment.ablation import load
 from harness.report import figures
 
@@ -100,7 +100,7 @@ def test_norm_placement_figures_are_readable(
     assert any(caption.split(";")[0] in t.get_text() for t in fig.findobj(Text))
     _check_layout(fig, ticks)
 
-    res = stats.friedman(wide, False, 0.05)
+    res = ranks.friedman(wide, False, 0.05)
     fig = _drawn(
         monkeypatch,
         lambda: figures.critical_difference(

@@ -95,9 +95,9 @@ def test_report_all_analyses_each_profile_once(registered, tmp_path, monkeypatch
     calls: list[tuple[str, str]] = []
     real = index_mod.analyse
 
-    def counted(abl, profile, *args, **kwargs):
-        calls.append((abl.name, profile))
-        return real(abl, profile, *args, **kwargs)
+    def counted(sel, *args, **kwargs):
+        calls.append((sel.name, sel.profile))
+        return real(sel, *args, **kwargs)
 
     monkeypatch.setattr(index_mod, "analyse", counted)
     monkeypatch.setattr(markdown_mod, "analyse", counted)

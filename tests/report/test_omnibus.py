@@ -11,7 +11,8 @@ import pytest
 import yaml
 from scipy import stats as st
 
-from harness.analysis import stats as S
+from harness.analysis import ranks as R
+from harness.experiment.selection import select
 from harness.report import figures
 from harness.report.omnibus import across_variants, seed_table, skip_reason
 
@@ -24,20 +25,20 @@ PNG = b"\x89PNG\r\n\x1a\n"
 @pytest.mark.parametrize("k, n, q, cd", [(4, 10, 2.569, 1.483), (3, 10, 2.343, 1.048), (10, 5, 3.164, 6.058)])
 def test_nemenyi_cd_matches_demsar_table_5(k, n, q, cd):
     # Demsar (JMLR 2006) Table 5a gives q_0.05; CD = q sqrt(k (k + 1) / (6 N))
-    assert S.nemenyi_cd(k, n) == pytest.approx(cd, abs=1e-3)
-    assert S.nemenyi_cd(k, n) / math.sqrt(k * (k + 1) / (6 * n)) == pytest.approx(q, abs=1e-3)
+    assert R.nemenyi_cd(k, n) == pytest.approx(cd, abs=1e-3)
+    assert R.nemenyi_cd(k, n) / math.sqrt(k * (k + 1) / (6 * n)) == pytest.approx(q, abs=1e-3)
 
 
 def test_nemenyi_cd_alpha_010_and_degenerate():
-    assert S.nemenyi_cd(4, 10, alpha=0.10) / math.sqrt(4 * 5 / 60) == pytest.approx(2.291, abs=1e-3)  # Table 5b
-    assert math.isnan(S.nemenyi_cd(1, 10)) and math.isnan(S.nemenyi_cd(4, 0))
+    assert R.nemenyi_cd(4, 10, alpha=0.10) / math.sqrt(4 * 5 / 60) == pytest.approx(2.291, abs=1e-3)  # Table 5b
+    assert math.isnan(R.nemenyi_cd(1, 10)) and math.isnan(R.nemenyi_cd(4, 0))
 
 
 def test_friedman_df_k_and_cd_match_direct_scipy():
     rng = np.random.default_rng(7)
     wide = pd.DataFrame(rng.normal(size=(10, 4)) + [0.0, 0.3, 0.6, 0.9], columns=list("abcd"))
     wide.iloc[4, 2] = np.nan  # seed 4 is not a complete block
-    res = S.friedman(wide, higher_is_better=False)
+    res = R.friedman(wide, higher_is_better=False)
     ref = st.friedmanchisquare(*wide.dropna().to_numpy().T)
     assert (res.statistic, res.p) == pytest.approx((ref.statistic, ref.pvalue))
     assert (res.n_seeds, res.k, res.df) == (9, 4, 3)
@@ -98,9 +99,10 @@ SEEDS = (0, 1, 2, 3)
 def _write_store(folder, seeds=SEEDS, positions=POSITIONS):
     """A 3-variant ablation with a gate, and one ok record per run with made-up metrics:
     rope seed 3 is below the gate, so its acc@x2 is left out."""
+    from harness.execution.attempt import spec_record
     from harness.experiment.ablation import load
-    from harness.experiment.config import apply_overrides, build_config, config_hash
-    from harness.store.runs import run_dir, write_json_atomic
+    from harness.experiment.grid import plan
+    from harness.store.runs import run_dir, write_record
     from helpers.tiny_grid import write_tiny
 
     path = write_tiny(folder, name="omni", seeds=seeds, positions=positions)
@@ -108,27 +110,11 @@ def _write_store(folder, seeds=SEEDS, positions=POSITIONS):
     decl["tasks"]["copy"]["gate"] = {"metric": "acc@x1", "min": 0.5}
     path.write_text(yaml.safe_dump(decl))
     abl = load(str(path))
-    for i, variant in enumerate(positions):
-        config = build_config(apply_overrides({}, {**abl.base, "model.position": variant})).model_dump()
-        for seed in seeds:
-            below = variant == "rope" and seed == 3
-            run_id = config_hash({"variant": variant, "seed": seed})
-            rec = {
-                "run_id": run_id,
-                "ablation": "omni",
-                "profile": "cpu",
-                "task": "copy",
-                "task_version": "1",
-                "task_params": {},
-                "variant_label": variant,
-                "seed": seed,
-                "config": config,
-                "status": "ok",
-                "metrics": {"acc@x1": 0.3 if below else 0.9, "acc@x2": 0.5 + 0.1 * i + 0.01 * seed},
-                "wall_time_s": 1.0,
-                "n_params": 100,
-            }
-            write_json_atomic(run_dir(folder / "results", "omni", "cpu", run_id) / "record.json", rec)
+    for spec in plan(abl, "cpu", check_data=False)[1]:
+        i, below = positions.index(spec.variant_label), spec.variant_label == "rope" and spec.seed == 3
+        metrics = {"acc@x1": 0.3 if below else 0.9, "acc@x2": 0.5 + 0.1 * i + 0.01 * spec.seed}
+        rec = spec_record(spec, status="ok", metrics=metrics, wall_time_s=1.0, n_params=100)
+        write_record(run_dir(folder / "results", "omni", "cpu", spec.run_id), rec)
     return abl
 
 
@@ -138,7 +124,7 @@ def report(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("omni")
     abl = _write_store(folder)
-    md = write_report(abl, "cpu", folder / "results", folder / "reports")
+    md = write_report(select(abl, "cpu", check_data=False), folder / "results", folder / "reports")
     return md, md.read_text()
 
 
@@ -148,7 +134,7 @@ def test_report_shows_friedman_line_and_figures(report):
     # rope seed 3 is below the gate: 3 complete blocks remain; rope is best on every seed
     assert "Friedman χ²(2) = 6, p = 0.0498, 3 blocks (seeds), 3 variants" in line
     assert "mean ranks (1 = best): rope 1.00, learned 2.00, sinusoidal 3.00" in line
-    assert f"Nemenyi CD = {S.nemenyi_cd(3, 3):.3g}" in line
+    assert f"Nemenyi CD = {R.nemenyi_cd(3, 3):.3g}" in line
     for png in ("omni-copy-acc_x2-per-seed.png", "omni-copy-acc_x2-ranks.png"):
         assert f"](figures/{png})" in text
         assert (md.parent / "figures" / png).read_bytes()[:8] == PNG
@@ -158,7 +144,7 @@ def test_report_says_why_friedman_is_left_out(tmp_path):
     from harness.analysis.comparisons import analyse
 
     abl = _write_store(tmp_path, seeds=(0, 1))
-    result = analyse(abl, "cpu", tmp_path / "results")
+    result = analyse(select(abl, "cpu", check_data=False), tmp_path / "results")
     table = result.table("copy", "acc@x2")
     lines = across_variants(table, result.rows, tmp_path, tmp_path, "omni")
     assert lines[0] == "![copy: acc@x2 per seed](omni-copy-acc_x2-per-seed.png)"

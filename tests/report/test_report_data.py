@@ -14,7 +14,10 @@ import pytest
 
 from harness.cli import run as run_cmd
 from harness.experiment import ablation as ablation_mod
+from harness.experiment.selection import select
 from harness.report import data as report_data
+from harness.report import source
+from harness.store.runs import history_of
 from helpers.cli import assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
 from helpers.tiny_grid import write_tiny
@@ -86,12 +89,12 @@ def test_records_survive_the_round_trip(store, tmp_path):
 
     decl, results = store
     abl = ablation_mod.load(str(decl))
-    found = analyse(abl, "cpu", results).scan
+    found = analyse(select(abl, "cpu", check_data=False), results).scan
     report = tmp_path / "tiny.md"
-    report_data.write_data(found.records, report_data.history_of(found, results), found.problems, results, report)
-    back, profile, where = report_data.read_data(report_data.data_path(report), "tiny", None)
+    report_data.write_data(found.records, history_of(found, results), found.problems, results, report)
+    back, profile, where = source.read_data(report_data.data_path(report), "tiny", None)
     assert (profile, where) == ("cpu", results)
-    carried = {report_data._RENAMED.get(c, c) for c, _ in report_data.RUN_FIELDS}
+    carried = {report_data.RENAMED.get(c, c) for c, _ in report_data.RUN_FIELDS}
     for a, b in zip(found.records, back.records, strict=True):
         assert b["config"] == a["config"] and b["metrics"] == a["metrics"]
         assert {k: a.get(k) for k in carried} == {k: b.get(k) for k in carried}  # an empty cell reads as None
@@ -238,5 +241,5 @@ def test_plugins_travel_in_the_data_file_and_a_file_without_them_still_reads(tmp
     frame = pd.read_csv(data, keep_default_na=False, dtype=str)
     older = tmp_path / "older.csv"
     frame.drop(columns="plugins").to_csv(older, index=False)  # written before runs recorded plugins
-    back, _, _ = report_data.read_data(older, "mini", "pilot")
+    back, _, _ = source.read_data(older, "mini", "pilot")
     assert back.records and all("plugins" not in r for r in back.records)

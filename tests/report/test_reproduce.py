@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from harness.analysis import reproductions as ev
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.report import reproduce as rep
+from harness.experiment import reproductions as reg
 from helpers.cli import assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
 
@@ -53,7 +54,7 @@ def mini(tmp_path, monkeypatch):
 
 
 def test_the_shipped_registry_is_valid_and_has_the_four_named_entries():
-    entries = rep.load_checked()
+    entries = reg.load_checked()
     assert {e.id for e in entries} >= NAMED
     pairs = {(c.variant, c.reference) for e in entries for c in e.comparisons}
     assert ("alibi", "rope") in pairs and ("rope", "sinusoidal") in pairs  # a reference that is not the baseline
@@ -74,7 +75,7 @@ def test_schema_errors_name_the_entry_and_the_field(change, words):
     entry = _entry()
     change(entry)
     with pytest.raises(AblateError) as err:
-        rep.parse([entry])
+        reg.parse([entry])
     assert "\n" not in str(err.value)
     for w in words:
         assert w in str(err.value), (w, str(err.value))
@@ -82,9 +83,9 @@ def test_schema_errors_name_the_entry_and_the_field(change, words):
 
 def test_a_repeated_id_or_an_empty_registry_is_refused():
     with pytest.raises(AblateError, match="field id: repeated"):
-        rep.parse([_entry(), _entry()])
+        reg.parse([_entry(), _entry()])
     with pytest.raises(AblateError, match="non-empty list"):
-        rep.parse({"id": "x"})
+        reg.parse({"id": "x"})
 
 
 @pytest.mark.parametrize(
@@ -98,25 +99,25 @@ def test_a_repeated_id_or_an_empty_registry_is_refused():
     ],
 )
 def test_comparisons_are_checked_against_the_declarations(mini, comparison, words):
-    entry = rep.parse([_entry(**comparison)])[0]
+    entry = reg.parse([_entry(**comparison)])[0]
     with pytest.raises(AblateError) as err:
-        rep.check(entry)
+        reg.check(entry)
     for w in words:
         assert w in str(err.value), (w, str(err.value))
 
 
 def test_reproduce_exits_2_on_a_bad_registry(mini, tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry(variant="alibi")])))
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse([_entry(variant="alibi")])))
     assert_refused(
         invoke("reproduce", "--dry-run", "--results-dir", str(tmp_path / "r")),
         "entry 'x2020', field comparisons.0.variant",
     )
-    monkeypatch.setattr(rep, "load_registry", lambda: rep.parse([_entry(expect="faster")]))
+    monkeypatch.setattr(reg, "load_registry", lambda: reg.parse([_entry(expect="faster")]))
     assert_refused(
         invoke("reproduce", "--dry-run", "--results-dir", str(tmp_path / "r")),
         "entry 'x2020', field comparisons.0.expect",
     )
-    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry()])))
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse([_entry()])))
     assert_refused(
         invoke("reproduce", "x202", "--results-dir", str(tmp_path / "r")),
         "no reproduction 'x202'",
@@ -127,7 +128,7 @@ def test_reproduce_exits_2_on_a_bad_registry(mini, tmp_path, monkeypatch):
 def test_reproduce_checks_its_options_and_store_before_reading_any_grid(mini, tmp_path, monkeypatch):
     """--dry-run too: a --run-timeout ablate run refuses, or a --results-dir that is a file, exits 2
     with nothing written (they used to be accepted by the dry run and print a plan)."""
-    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry()])))
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse([_entry()])))
     results = tmp_path / "r"
     for extra in ([], ["--dry-run"]):
         out = invoke("reproduce", *extra, "--run-timeout", "-1", "--results-dir", str(results))
@@ -140,7 +141,7 @@ def test_reproduce_checks_its_options_and_store_before_reading_any_grid(mini, tm
 
 
 def test_dry_run_hint_runs_the_grid_in_the_same_store(mini, tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry()])))
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse([_entry()])))
     results = tmp_path / "my results"
     out = invoke("reproduce", "--dry-run", "--results-dir", str(results))
     assert out.exit_code == 0, out.output
@@ -158,9 +159,9 @@ def _value(variant: str, seed: int) -> float:
 
 
 def _evaluate(results, **comparison):
-    entry = rep.parse([_entry(**comparison)])[0]
-    rep.check(entry)
-    return rep.evaluate(entry, results)
+    entry = reg.parse([_entry(**comparison)])[0]
+    reg.check(entry)
+    return ev.evaluate(entry, results)
 
 
 def test_verdicts_map_to_pass_fail_inconclusive(mini, tmp_path):
@@ -199,9 +200,9 @@ def test_the_statistics_are_the_paired_t_test_of_scipy(mini, tmp_path):
 def test_an_entrys_comparisons_are_one_holm_family(mini, tmp_path):
     results = tmp_path / "results"
     write_runs(results, mini, "cpu", _value)
-    two = rep.parse([_entry()])[0].model_copy(deep=True)
+    two = reg.parse([_entry()])[0].model_copy(deep=True)
     two.comparisons.append(two.comparisons[0].model_copy(update={"variant": "learned", "reference": "sinusoidal"}))
-    res = rep.evaluate(two, results)
+    res = ev.evaluate(two, results)
     raw = [o.row["p"] for o in res.outcomes]
     lo, hi = sorted(raw)
     adjusted = sorted(o.row["p_adj"] for o in res.outcomes)
@@ -212,13 +213,13 @@ def test_an_entrys_comparisons_are_one_holm_family(mini, tmp_path):
 def test_missing_runs_are_not_run_and_the_dry_run_lists_them(mini, tmp_path, monkeypatch):
     results = tmp_path / "results"
     write_runs(results, mini, "cpu", lambda v, s: _value(v, s) if s < 6 else None)
-    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry(profile="pilot")])))
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse([_entry(profile="pilot")])))
     out = invoke("reproduce", "--dry-run", "--results-dir", str(results))
     assert out.exit_code == 0, out.output
     assert "mini / pilot: 9 runs, 9 missing" in out.stdout and "nothing ran" in out.stdout
     assert "x2020: NOT RUN" in out.stdout
     assert not (results / "mini" / "pilot").exists()  # nothing ran
-    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([_entry(reference="sinusoidal")])))
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse([_entry(reference="sinusoidal")])))
     out = invoke("reproduce", "--dry-run", "--results-dir", str(results))
     assert "mini / cpu: 24 runs, 6 missing" in out.stdout and "x2020: PASS" in out.stdout
     assert "n = 6 seeds" in out.stdout  # 6 pairs decide: the exact sign-flip test needs 6 (2 / 2**6 < 0.05)
@@ -232,7 +233,7 @@ def test_reproductions_page_and_the_index_link(mini, tmp_path, monkeypatch):
     entries[1]["comparisons"][0].update(variant="learned", reference="rope")
     entries[2].update(id="z2022")
     entries[2]["comparisons"][0].update(ablation="gone")
-    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse(entries)))
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse(entries)))
     out = tmp_path / "reports"
     result = invoke("report", "--all", "--results-dir", str(results), "--out", str(out))
     assert result.exit_code == 0, result.output
@@ -259,7 +260,7 @@ def test_reproduce_runs_what_is_missing_through_the_runner(tmp_path, monkeypatch
     write_tiny(folder, steps=20, val_every=10, seeds=(0, 1))
     monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
     entry = _entry(ablation="tiny", variant="learned", reference="sinusoidal", metric="acc@x1")
-    monkeypatch.setattr(rep, "load_registry", lambda: tuple(rep.parse([entry])))
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse([entry])))
     results = tmp_path / "results"
     out = invoke("reproduce", "x2020", "--results-dir", str(results), "--workers", "1", "--wandb", "off")
     assert out.exit_code == 0, out.output

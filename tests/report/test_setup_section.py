@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from harness.execution.attempt import spec_record
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
-from harness.report.markdown import _setup_section
+from harness.report.sections import setup_section
+from harness.store.record import Record
 from helpers.fake_store import write_decl
 
 
@@ -12,14 +14,8 @@ def _line(tmp_path, **ffn) -> str:
     decl = write_decl(tmp_path / "decl")
     abl = load(str(decl))
     spec = plan(abl, "cpu", [f"ffn.{k}={v}" for k, v in ffn.items()], check_data=False)[1][0]
-    record = {
-        "task": spec.task,
-        "task_version": spec.task_version,
-        "task_params": spec.task_params,
-        "variant_label": spec.variant_label,
-        "config": spec.config.model_dump(mode="json"),
-    }
-    return next(line for line in _setup_section(abl, "cpu", [record]) if line.startswith("- Task"))
+    record = spec_record(spec, status="ok", metrics={})
+    return next(line for line in setup_section(abl, "cpu", [record]) if line.startswith("- Task"))
 
 
 def test_d_ff_follows_d_ff_mult(tmp_path):
@@ -35,14 +31,12 @@ def test_the_setup_names_every_plugin_the_runs_were_made_with(tmp_path):
     decl = write_decl(tmp_path / "decl")
     abl = load(str(decl))
     spec = plan(abl, "cpu", [], check_data=False)[1][0]
-    base = {
-        "task": spec.task,
-        "task_version": spec.task_version,
-        "task_params": spec.task_params,
-        "variant_label": spec.variant_label,
-        "config": spec.config.model_dump(mode="json"),
-    }
-    assert not any(line.startswith("- Plugins") for line in _setup_section(abl, "cpu", [base, {**base, "plugins": []}]))
+    base = spec_record(spec, status="ok", metrics={})
+
+    def made_with(*plugins: dict) -> Record:
+        return base.model_copy(update={"plugins": list(plugins)})
+
+    assert not any(line.startswith("- Plugins") for line in setup_section(abl, "cpu", [base, made_with()]))
     packaged = {"distribution": "my-plugin", "version": "0.2", "module": "m", "entries": ["position:x", "task:y"]}
     loose = {
         "distribution": None,
@@ -52,5 +46,5 @@ def test_the_setup_names_every_plugin_the_runs_were_made_with(tmp_path):
         "path": "/p/extra.py",
         "sha256": "ab" * 32,
     }
-    lines = _setup_section(abl, "cpu", [{**base, "plugins": [packaged]}, {**base, "plugins": [packaged, loose]}])
+    lines = setup_section(abl, "cpu", [made_with(packaged), made_with(packaged, loose)])
     assert "- Plugins: my-plugin 0.2 (position:x, task:y); /p/extra.py (sha256 abababababab) (no entries)." in lines

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
@@ -22,7 +23,7 @@ from harness.execution.attempt import execute
 from harness.experiment.ablation import load
 from harness.experiment.claims import load_claims
 from harness.experiment.grid import plan
-from harness.report.markdown import claim_verdict
+from harness.experiment.selection import select
 from harness.report.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
 from harness.report.wandb_sync import offline_runs, read_run
 from harness.training import loop as training
@@ -42,7 +43,7 @@ def grid(tmp_path_factory: pytest.TempPathFactory):
     assert run_cmd.run(str(path), None, [], results, workers=1, wandb="offline") == 0
     abl = load(str(path))
     report_cmd.report(str(path), None, results, root / "reports")
-    summary = log_report(abl, "cpu", results, root / "reports", mode="offline")
+    summary = log_report(select(abl, "cpu", check_data=False), results, root / "reports", mode="offline")
     return abl, results, root / "reports", summary
 
 
@@ -95,7 +96,7 @@ def test_summary_run_holds_every_table_figure_and_claim(grid) -> None:
     assert (run.group, run.job_type, run.exit_code) == ("tiny/cpu", "summary", 0)
     staged = results / "tiny" / "cpu" / SUMMARY_DIR / "data" / "artifacts" / "staging"
     assert len(list(staged.iterdir())) >= 2  # the tables wait for `wandb sync` with the run, not in ~/.local
-    analysis = analyse(abl.for_profile("cpu"), "cpu", results)
+    analysis = analyse(select(abl, "cpu", check_data=False), results)
     assert analysis.tables
     for table in analysis.tables:
         logged = json.loads(run.file(table_key(table)).read_text())
@@ -120,7 +121,7 @@ def test_summary_is_replaced_not_added_and_off_logs_nothing(grid, tmp_path: Path
     abl, results, _, _ = grid
     store = tmp_path / "results"
     shutil.copytree(results, store, symlinks=True)
-    analysis = analyse(abl.for_profile("cpu"), "cpu", store)
+    analysis = analyse(select(abl, "cpu", check_data=False), store)
     assert log_summary(analysis, mode="off") is None
     folder = log_summary(analysis, mode="offline")
     assert offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR) == [folder]

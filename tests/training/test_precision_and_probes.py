@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from harness.execution.attempt import execute
+from harness.experiment import metrics
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.training import precision as prec
@@ -67,6 +68,9 @@ def test_fp16_on_cpu_runs_fp16_and_records_outcomes(tmp_path: Path):
     assert m["attn_fully_masked_mass_init"] == pytest.approx(1.0, abs=1e-2)  # finite fill: uniform rows
     assert {"grad_norm_init_l0", "grad_norm_init_l1", "leak_logits", "attn_masked_max"} <= set(m)
     assert m["nonfinite_grad_steps"] == 0 and m["grad_norm_mean"] > 0 and m["grad_norm_cv"] >= 0
+    # the metrics table lists exactly what this run produced (peak_mem_mb: CUDA runs only)
+    made = metrics.produced("synthetic", (1,), ("grad_norm_init", "leakage", "masked_attention"), 2, padded=True)
+    assert set(m) == set(made) - {"peak_mem_mb"}
     bad = recs["-1e9"]  # masked_fill(-1e9) on float16 scores: torch's overflow, recorded as the outcome
     assert bad["status"] == "failed" and "c10::Half without overflow" in bad["reason"]
     assert bad["metrics"]["leak_raised_init"] == 1.0

@@ -22,6 +22,7 @@ from harness.cli.app import app
 from harness.errors import AblateError
 from harness.experiment.ablation import load
 from harness.experiment.search_space import DEFAULT_SPACE, ParamSpec, resolve_space
+from harness.experiment.selection import select
 from harness.tune.storage import default_storage, mask_url
 from harness.tune.studies import TUNING_SEED, monitor_for, plan_studies, study_name, tuned_profile
 from helpers.tune import TINY, states, write_tiny
@@ -216,7 +217,8 @@ def test_report_leaves_a_multi_objective_study_out(tmp_path: Path) -> None:
     results = tmp_path / "r"
     results.mkdir()
     _foreign(default_storage(results), "multi-objective")
-    lines = tuning_section(load(str(write_tiny(tmp_path))), "smoke", results, None, tmp_path, tmp_path)
+    sel = select(load(str(write_tiny(tmp_path))), "smoke", check_data=False)
+    lines = tuning_section(sel, results, None, tmp_path, tmp_path)
     assert "| copy | rope | | | | **not a study of ablate tune: 2 objectives; left out** | | |" in lines
 
 

@@ -1,0 +1,128 @@
+"""The verdict on a practitioners' claim (``claims.yaml``) from the analysis of one ablation and
+profile: each evidence entry's comparison is read from the analysis's tables and judged against the
+verdict the claim expects; the words come from :mod:`harness.analysis.verdicts`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis import verdicts as vd
+from harness.analysis.comparisons import Analysis, why_not_finished
+from harness.encode import text
+from harness.experiment import metrics
+
+
+def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
+    """Verdict (supported / partly supported / contradicted / partly contradicted / mixed /
+    inconclusive / pilot / not tested in this profile) and one evidence line per entry.
+
+    Each evidence entry names a comparison (task, metric, variant vs the baseline) and the
+    verdict expected if the claim holds (better, worse or equivalent). Equivalence within the
+    smallest effect of interest, the same outcome in every pair, or identical values in every
+    pair contradict a claim of a difference. Entries outside the profile's grid are listed and
+    left out of the verdict.
+    """
+    lines, outcomes, small_effects = [], [], []
+    abl = result.ablation  # the profile's view: its tasks and variants
+    labels = {abl.label(v) for v in abl.variants()}
+    for ev in claim.get("evidence", []):
+        if ev["task"] not in abl.tasks or ev["variant"] not in labels:
+            lines.append(
+                f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: not in the "
+                f"`{result.profile}` profile's grid (see the ablation's other profiles)"
+            )
+            continue
+        table = result.table(ev["task"], ev["metric"])
+        row = None if table is None else table.frame[table.frame["variant"] == ev["variant"]]
+        if row is not None and not row.empty and vd.kind(row.iloc[0].get("verdict")) is vd.Kind.NOT_LEARNED:
+            outcomes.append("untestable")  # no verdict from a task the baseline (or the variant) did not learn
+            lines.append(
+                f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}: {row.iloc[0]['verdict']}; "
+                f"claim expects {ev['expect']}: **untestable at this scale**"
+            )
+            continue
+        if row is None or row.empty or pd.isna(row.iloc[0].get("delta")):
+            outcomes.append("not run")
+            lines.append(f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: no paired runs")
+            continue
+        r = row.iloc[0]
+        v = str(r["verdict"])
+        outcome = (
+            "pilot"
+            if vd.kind(v) is vd.Kind.PILOT
+            else "supported"
+            if vd.matches(v, ev["expect"])
+            else "contradicted"
+            if vd.rules(v)
+            else "inconclusive"
+        )
+        outcomes.append(outcome)
+        head = (
+            f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}"
+            + (f" (this comparison tests {ev['tests']})" if ev.get("tests") else "")
+            + ": "
+        )
+        if ev["metric"] == metrics.OUTCOME:
+            base = table.frame.iloc[0]
+            why = _failure_reasons(result, ev["task"], ev["variant"])
+            lines.append(
+                head + f"finished {r['mean'] * r['n']:.0f}/{r['n']} runs vs {base['mean'] * base['n']:.0f}/{base['n']}"
+                f"{why}; exact McNemar p = {text(r['p'], '.3g')}, adjusted p = {text(r['p_adj'], '.3g')} "
+                f"({table.family}) → {v}; claim expects {ev['expect']}: **{outcome}**"
+            )
+            continue
+        small = ""
+        if outcome == "supported" and vd.kind(v) in vd.DIRECTIONS and table.sesoi and abs(r["delta"]) < table.sesoi:
+            small_effects.append(table.sesoi)  # real, but smaller than the effect the ablation cares about
+            small = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
+        undefined = _why_undefined(r)  # no CI or p to print: say why instead of "nan"
+        ci = (
+            f"95% CI [{text(r['delta_ci_low'], '+.4g')}, {text(r['delta_ci_high'], '+.4g')}] (not adjusted)"
+            if undefined is None
+            else f"95% CI – ({undefined})"
+        )
+        p_adj = f"{text(r['p_adj'], '.3g')} ({table.family})" if undefined is None else f"– ({undefined})"
+        lines.append(
+            head + f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {ev['variant']} better), "
+            f"adjusted p = {p_adj}, n = {r['n_pairs']} seed{'' if r['n_pairs'] == 1 else 's'} → {v}; "
+            f"claim expects {ev['expect']}: **{outcome}**{small}"
+        )
+    if not claim.get("evidence"):
+        return vd.ClaimKind.NOT_TESTED_YET.value, lines
+    if not outcomes:
+        return vd.ClaimKind.NOT_TESTED.value, lines
+    counts = Counter(outcomes)
+    if counts["pilot"]:
+        return vd.claim_pilot(), lines
+    if counts["supported"] and not counts["contradicted"]:
+        # in direction only: every supporting effect is below the sesoi
+        return vd.claim_supported(
+            counts["supported"] == len(outcomes), len(small_effects) == counts["supported"]
+        ), lines
+    if counts["contradicted"] and not counts["supported"]:
+        return vd.claim_contradicted(counts["contradicted"] == len(outcomes)), lines
+    if counts["supported"] and counts["contradicted"]:
+        return vd.claim_mixed(counts["supported"], counts["contradicted"]), lines
+    if counts["untestable"] == len(outcomes):
+        return vd.ClaimKind.UNTESTABLE.value, lines
+    return vd.ClaimKind.INCONCLUSIVE.value, lines
+
+
+def _why_undefined(row: pd.Series) -> str | None:
+    """Why a comparison has no test (hence no CI or p), or None when it has one."""
+    n = 0 if pd.isna(row.get("n_pairs")) else int(row["n_pairs"])
+    if n < 2:
+        return "no pairs" if n == 0 else "one pair: no spread to test"
+    if pd.isna(row.get("p_adj")):
+        return "no pair differs" if row.get("ties") == n else "the test is undefined"
+    return None
+
+
+def _failure_reasons(result: Analysis, task: str, variant: str) -> str:
+    """`` (n status: reason)`` of the variant's most common way of not finishing."""
+    runs = result.runs[(result.runs["task"] == task) & (result.runs["variant"] == variant)]
+    common = why_not_finished(list(runs["status"]), list(runs["reason"]))
+    return f" ({common[0][1]} {common[0][0]})" if common else ""

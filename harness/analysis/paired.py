@@ -1,0 +1,199 @@
+"""The tests of one arm against another over repeated seeds: descriptives, the paired t-test with
+the exact sign-flip test, TOST equivalence, and Welch's test for unpaired runs. Thin wrappers over
+scipy and statsmodels: every test and interval is the library's own; only one-line quantities are
+written here (d_z, wins/ties/losses). A positive ``delta`` always means the variant is better,
+whatever the metric's direction (``higher_is_better``).
+
+Degenerate input never raises: fewer than 2 values (or pairs) gives NaN statistics. Constant
+paired differences follow scipy's ``ttest_rel``: all equal and non-zero give ``t = ±inf, p = 0``
+with a zero-width CI; all zero give ``t = p = NaN``. Duplicate seeds raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.meta_analysis import effectsize_smd
+from statsmodels.stats.weightstats import ttost_paired
+
+NAN = float("nan")
+EXACT_PERMUTATIONS = 2**16  # sign-flip test is exact for n <= 16 pairs, Monte Carlo above
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence scipy's precision / divide warnings on the documented degenerate inputs."""
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def clean(values) -> tuple[np.ndarray, int]:
+    """The values as a float array without NaNs, and how many NaNs were dropped."""
+    x = np.asarray(values, dtype=float).ravel()
+    keep = ~np.isnan(x)
+    return x[keep], int((~keep).sum())
+
+
+@dataclass(frozen=True)
+class Descriptives:
+    n: int  # values used (NaNs dropped)
+    n_nan: int  # NaNs dropped
+    mean: float
+    sd: float  # ddof=1
+    ci_low: float  # t-interval of the mean
+    ci_high: float
+
+
+def describe(values, confidence: float = 0.95) -> Descriptives:
+    """Mean, SD (ddof=1) and t-interval of the mean (``scipy.stats.ttest_1samp`` CI).
+
+    NaNs are dropped and counted. n=1 gives NaN sd and CI; n=0 NaN everything.
+    """
+    x, n_nan = clean(values)
+    n = len(x)
+    if n < 2:
+        return Descriptives(n, n_nan, float(x.mean()) if n else NAN, NAN, NAN, NAN)
+    with quiet():
+        ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
+    return Descriptives(n, n_nan, float(x.mean()), float(x.std(ddof=1)), float(ci.low), float(ci.high))
+
+
+@dataclass(frozen=True)
+class Paired:
+    n_pairs: int
+    n_dropped: int  # seeds missing on either side, or NaN on either side
+    delta: float  # mean(variant - baseline), oriented: > 0 means variant better
+    ci_low: float  # t-interval of delta (ttest_rel CI), oriented
+    ci_high: float
+    t: float  # oriented
+    p: float  # two-sided paired t-test
+    p_perm: float  # two-sided sign-flip permutation test on the differences
+    d_z: float  # delta / sd_diff; ±inf when sd_diff = 0 and delta != 0
+    sd_diff: float
+    prob_improvement: float  # (wins + ties / 2) / n_pairs: share of seeds where the variant
+    #                          is better, ties half (not the unpaired common-language effect size)
+    wins: int
+    ties: int  # exactly equal values
+    losses: int
+    diffs: tuple[float, ...]  # oriented per-seed differences, in seed order
+
+
+def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarray, int]:
+    for s in (baseline, variant):
+        if s.index.has_duplicates:
+            raise ValueError(f"duplicate seeds: {sorted(set(s.index[s.index.duplicated()]))}")
+    both = pd.concat({"b": baseline, "v": variant}, axis=1, join="outer").sort_index()
+    ok = both.notna().all(axis=1)
+    return both["b"][ok].to_numpy(float), both["v"][ok].to_numpy(float), int((~ok).sum())
+
+
+def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool, confidence: float = 0.95) -> Paired:
+    """Paired comparison on the seeds both series share (Series indexed by seed).
+
+    ``p`` from ``scipy.stats.ttest_rel``, CI from its ``confidence_interval``; ``p_perm`` from
+    ``scipy.stats.permutation_test(permutation_type='samples')`` on the differences, exact up
+    to 16 pairs (minimum two-sided p is 2 / 2**n: 0.0625 at n=5), seeded Monte Carlo above.
+    """
+    b, v, dropped = _pair(baseline, variant)
+    sign = 1.0 if higher_is_better else -1.0
+    d = sign * (v - b)
+    n = len(d)
+    wins, ties, losses = int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())
+    prob = (wins + ties / 2) / n if n else NAN
+    if n < 2:
+        delta = float(d.mean()) if n else NAN
+        return Paired(n, dropped, delta, NAN, NAN, NAN, NAN, NAN, NAN, NAN, prob, wins, ties, losses, tuple(d))
+    with quiet():
+        res = stats.ttest_rel(sign * v, sign * b)
+        ci = res.confidence_interval(confidence)
+        perm = stats.permutation_test(
+            (d,),
+            np.mean,
+            permutation_type="samples",
+            axis=-1,
+            vectorized=True,
+            n_resamples=EXACT_PERMUTATIONS,
+            rng=np.random.default_rng(0),
+        )
+        sd = float(d.std(ddof=1))
+        d_z = float(np.float64(d.mean()) / sd)
+    return Paired(
+        n,
+        dropped,
+        float(d.mean()),
+        float(ci.low),
+        float(ci.high),
+        float(res.statistic),
+        float(res.pvalue),
+        float(perm.pvalue),
+        d_z,
+        sd,
+        prob,
+        wins,
+        ties,
+        losses,
+        tuple(d),
+    )
+
+
+@dataclass(frozen=True)
+class Welch:
+    n_baseline: int
+    n_variant: int
+    delta: float  # mean(variant) - mean(baseline), oriented
+    ci_low: float  # Welch t-interval of delta, oriented
+    ci_high: float
+    t: float
+    df: float  # Welch-Satterthwaite
+    p: float  # two-sided Welch t-test
+    hedges_g: float  # bias-corrected standardised mean difference, oriented
+    p_mannwhitney: float  # two-sided Mann-Whitney U
+
+
+def welch_test(baseline, variant, higher_is_better: bool, confidence: float = 0.95) -> Welch:
+    """Unpaired comparison: ``scipy.stats.ttest_ind(equal_var=False)`` with its CI,
+    Hedges' g from ``statsmodels.stats.meta_analysis.effectsize_smd`` (pooled SD, correction
+    J = 1 - 3 / (4 (n1 + n2) - 9); Hedges 1981), ``scipy.stats.mannwhitneyu``. NaNs dropped.
+    """
+    sign = 1.0 if higher_is_better else -1.0
+    a, _ = clean(baseline)
+    b, _ = clean(variant)
+    if len(a) < 2 or len(b) < 2:
+        delta = sign * (b.mean() - a.mean()) if len(a) and len(b) else NAN
+        return Welch(len(a), len(b), float(delta), NAN, NAN, NAN, NAN, NAN, NAN, NAN)
+    a, b = sign * a, sign * b
+    with quiet():
+        res = stats.ttest_ind(b, a, equal_var=False)
+        ci = res.confidence_interval(confidence)
+        g, _ = effectsize_smd(b.mean(), b.std(ddof=1), len(b), a.mean(), a.std(ddof=1), len(a))
+        mw = stats.mannwhitneyu(b, a, alternative="two-sided")
+    return Welch(
+        len(a),
+        len(b),
+        float(b.mean() - a.mean()),
+        float(ci.low),
+        float(ci.high),
+        float(res.statistic),
+        float(res.df),
+        float(res.pvalue),
+        float(g),
+        float(mw.pvalue),
+    )
+
+
+def tost_paired(diffs, sesoi: float) -> float:
+    """Equivalence p (two one-sided tests, margin ±sesoi) on paired differences, by
+    ``statsmodels.stats.weightstats.ttost_paired``. Equivalent at level alpha iff p < alpha.
+    NaN for fewer than 2 differences.
+    """
+    d, _ = clean(diffs)
+    if len(d) < 2 or not sesoi > 0:
+        return NAN
+    with quiet():
+        return float(ttost_paired(d, np.zeros_like(d), -sesoi, sesoi)[0])

@@ -1,0 +1,226 @@
+"""The positive controls evaluated from the store: each comparison of a registry entry
+(:mod:`harness.experiment.reproductions`) is the paired test of the claims
+(:func:`harness.analysis.stats.compare`: paired t-test by seed, t-interval, TOST equivalence within
+a margin) of a variant against its reference; an entry's comparisons are one Holm family. Runs
+below a task's gate are left out of metrics beyond L, as in the reports.
+
+Outcome of a comparison: ``pass`` when its verdict is the one expected, ``fail`` when the test
+decided otherwise (the other direction, or equivalence, or a difference where equivalence was
+expected) or when the reference's mean is below the comparison's ``reference_min``, ``inconclusive``
+when it did not decide (or the profile is not confirmatory), ``not run`` without paired runs. An
+entry passes when every comparison passes, fails when one fails, and is inconclusive otherwise
+(``not run`` when none has runs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis import stats
+from harness.analysis import verdicts as vd
+from harness.analysis.comparisons import Analysis, analyse
+from harness.experiment import ablation as ablation_mod
+from harness.experiment import metrics
+from harness.experiment import selection as selection_mod
+from harness.experiment.reproductions import Comparison, Reproduction
+from harness.store.runs import read_record, run_dir
+
+
+@dataclass
+class Outcome:
+    """One comparison's result."""
+
+    comparison: Comparison
+    outcome: str  # pass | fail | inconclusive | not run
+    verdict: str = ""
+    row: dict[str, Any] = field(default_factory=dict)  # stats.COLUMNS of the variant
+    reference: dict[str, Any] = field(default_factory=dict)  # descriptives of the reference
+    note: str = ""
+    runs: int = 0  # runs of the grid in the store
+    planned: int = 0  # runs the grid declares
+
+
+@dataclass
+class EntryResult:
+    entry: Reproduction
+    outcomes: list[Outcome]
+    scale: list[str] = field(default_factory=list)  # "ablation / profile: d_model ..., seeds"
+
+    @property
+    def outcome(self) -> str:
+        words = [o.outcome for o in self.outcomes]
+        if all(w == "not run" for w in words):
+            return "not run"
+        if "fail" in words:
+            return "fail"
+        return "pass" if all(w == "pass" for w in words) else "inconclusive"
+
+
+def paired_rows(result: Analysis, task: str, metric: str, variants: tuple[str, str]) -> pd.DataFrame:
+    """``(variant, seed, value)`` of two variants on one task and metric from an analysis, runs
+    below the task's gate left out of metrics beyond L (as :func:`harness.analysis.comparisons.analyse` does)."""
+    rows = result.rows
+    data = rows[(rows["task"] == task) & (rows["metric"] == metric) & rows["variant"].isin(variants)]
+    prof = result.ablation.profiles[result.profile]
+    if metrics.beyond_training(metric) and prof.apply_gate:
+        runs = result.runs
+        gated = set(runs.loc[(runs["task"] == task) & (runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
+        data = data[~data["run_id"].isin(gated)]
+    return data[["variant", "seed", "value"]]
+
+
+def compare_pair(
+    data: pd.DataFrame,
+    variant: str,
+    reference: str,
+    higher_is_better: bool,
+    margin: float | None,
+    alpha: float,
+    confirmatory: bool,
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The paired comparison of ``variant`` against ``reference`` (:func:`harness.analysis.stats.compare`
+    with the reference as its baseline): ``(variant row, reference row)`` as dicts of
+    ``stats.COLUMNS``, or None when either has no value."""
+    present = set(data["variant"])
+    if variant not in present or reference not in present:
+        return None
+    frame = stats.compare(
+        data,
+        baseline=reference,
+        higher_is_better=higher_is_better,
+        sesoi=margin,
+        alpha=alpha,
+        confirmatory=confirmatory,
+        p_adjust="holm",
+    )
+    by = frame.set_index("variant")
+    return {"variant": variant, **by.loc[variant].to_dict()}, {"variant": reference, **by.loc[reference].to_dict()}
+
+
+def _holm(outcomes: list[Outcome], alpha: float, confirmatory: dict[int, bool]) -> None:
+    """Adjust the entry's comparisons as one Holm family (p and TOST p) and redo the verdicts."""
+    tested = [i for i, o in enumerate(outcomes) if o.row and not math.isnan(o.row.get("p", math.nan))]
+    if not tested:
+        return
+    rows = [outcomes[i].row for i in tested]
+    fam = stats.adjust_family(
+        [r["p"] for r in rows],
+        [r.get("p_perm", math.nan) for r in rows],
+        [r.get("p_tost", math.nan) for r in rows],
+        [r["n_pairs"] for r in rows],
+        [r["sd_diff"] for r in rows],
+        "holm",
+        alpha,
+    )
+    for j, (i, row) in enumerate(zip(tested, rows)):
+        row.update(
+            p_adj=fam.p_adj[j],
+            p_perm_adj=fam.p_perm_adj[j],
+            p_tost_adj=fam.p_tost_adj[j],
+            family_size=fam.size,
+            mde=fam.mde[j],
+        )
+        if vd.kind(row["verdict"]) is vd.Kind.IDENTICAL:
+            continue
+        low, high = row["delta_ci_low"], row["delta_ci_high"]
+        row["verdict"] = fam.verdict(j, low, high, row.get("margin"), alpha=alpha, confirmatory=confirmatory[i])
+
+
+def judge(verdict: str, expect: str) -> str:
+    """pass / fail / inconclusive of a verdict against the expected one (as claims are judged)."""
+    if vd.kind(verdict) is vd.Kind.PILOT or not verdict:
+        return "inconclusive"
+    if vd.matches(verdict, expect):
+        return "pass"
+    if vd.rules(verdict):
+        return "fail"
+    return "inconclusive"
+
+
+def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryResult:
+    """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
+    cache: dict[tuple[str, str], Any] = {}
+    outcomes: list[Outcome] = []
+    confirmatory: dict[int, bool] = {}
+    scale: list[str] = []
+    for comp in entry.comparisons:
+        key = (comp.ablation, comp.profile)
+        if key not in cache:
+            abl = ablation_mod.load(comp.ablation)
+            sel = selection_mod.select(abl, comp.profile, [], check_data=False)
+            result = analyse(sel, results)
+            cache[key] = (result, len(sel.specs))
+            if result.scan.records:
+                scale.append(_scale(result))
+        result, planned = cache[key]
+        view = result.ablation
+        spec = view.tasks[comp.task].primary
+        hib = metrics.higher_is_better(comp.metric)
+        margin = comp.margin if comp.margin is not None else spec.sesoi
+        prof = view.profiles[comp.profile]
+        data = paired_rows(result, comp.task, comp.metric, (comp.variant, comp.reference))
+        pair = compare_pair(data, comp.variant, comp.reference, hib, margin, alpha, prof.confirmatory)
+        runs = len(result.scan.records)
+        if pair is None:
+            outcomes.append(
+                Outcome(comp, "not run", runs=runs, planned=planned, note="no runs of both variants with this metric")
+            )
+            confirmatory[len(outcomes) - 1] = prof.confirmatory
+            continue
+        row, ref = pair
+        row["margin"] = margin
+        if row["n_pairs"] < 2:
+            row["verdict"] = vd.TOO_FEW
+        outcomes.append(Outcome(comp, "", row=row, reference=ref, runs=runs, planned=planned))
+        confirmatory[len(outcomes) - 1] = prof.confirmatory
+    _holm(outcomes, alpha, confirmatory)
+    for o in outcomes:
+        if o.outcome == "not run":
+            continue
+        o.verdict = str(o.row["verdict"])
+        o.outcome = judge(o.verdict, o.comparison.expect)
+        low = o.comparison.reference_min
+        if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not o.reference.get("mean", math.nan) >= low:
+            o.outcome = "fail"
+            o.note = f"the reference's mean {o.reference.get('mean', math.nan):.4g} is below {low:g}"
+    return EntryResult(entry, outcomes, scale)
+
+
+def _scale(result: Analysis) -> str:
+    base = result.ablation.baseline_label
+    rec = next((r for r in result.scan.records if r.variant_label == base), result.scan.records[0])
+    c = rec.config
+    prof = result.ablation.profiles[result.profile]
+    return (
+        f"{result.ablation.name} / {result.profile}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers "
+        f"({rec.variant_label}), {c['train']['steps']} steps, L = {c['train']['seq_len']}; {len(prof.seeds)} seeds"
+    )
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One (ablation, profile) an entry needs, and how many of its runs are not in the store."""
+
+    ablation: str
+    profile: str
+    planned: int
+    missing: int
+
+
+def grids(entries: list[Reproduction], results: Path) -> list[Grid]:
+    """The (ablation, profile) grids the entries read, in order, each once, with missing counts."""
+    seen: dict[tuple[str, str], Grid] = {}
+    for entry in entries:
+        for comp in entry.comparisons:
+            key = (comp.ablation, comp.profile)
+            if key in seen:
+                continue
+            specs = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False).specs
+            missing = sum(read_record(run_dir(results, s.ablation, s.profile, s.run_id)) is None for s in specs)
+            seen[key] = Grid(comp.ablation, comp.profile, len(specs), missing)
+    return list(seen.values())

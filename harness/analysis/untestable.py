@@ -1,0 +1,87 @@
+"""Comparisons that get no verdict, and the words that say why (:mod:`harness.analysis.verdicts`):
+fewer than 2 seeds paired with the baseline (``too few pairs``); ``steps_to_target`` where neither
+arm reached the target (censored at the step budget); a task whose baseline missed its convergence
+target on most seeds, or a comparison beyond L where an arm never passed the task's gate
+(``not learned``). Each marks the rows of a :class:`~harness.analysis.comparisons.Table` the
+statistics would otherwise have judged."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from harness.analysis import verdicts as vd
+from harness.experiment import metrics
+from harness.experiment.ablation import Ablation
+
+if TYPE_CHECKING:
+    from harness.analysis.comparisons import Table
+
+
+def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, tuple[int, int]]:
+    """``{task: (k, planned)}`` for every task with a convergence target whose baseline reached it
+    (per-run metric ``target_reached`` = 1) on ``k`` seeds, not more than half of ``planned``: at
+    such a scale the task was not learned, and no comparison on it gets a verdict (issue 12, section 2).
+    A baseline run that did not finish, or carries no ``target_reached``, did not reach the target."""
+    out = {}
+    for task, entry in abl.tasks.items():
+        if entry.target is None:
+            continue
+        base = rows[
+            (rows["task"] == task)
+            & (rows["variant"] == abl.baseline_label)
+            & (rows["metric"] == metrics.TARGET_REACHED)
+        ]
+        reached = base.loc[base["value"] >= 1, "seed"].nunique()
+        if 2 * reached <= planned:
+            out[task] = (int(reached), planned)
+    return out
+
+
+def mark_not_learned(
+    table: Table, unlearned: tuple[int, int] | None, runs: pd.DataFrame, apply_gate: bool, planned: int
+) -> None:
+    """No verdict where the task was not learned: every comparison of a task whose baseline missed
+    its target on most seeds reads ``not learned (k/n seeds reached target)``; a comparison beyond L
+    where the variant (or the baseline) has no run that passed the gate reads ``not learned (0/n
+    passed the gate)`` instead of ``too few pairs``."""
+    if unlearned is not None:
+        table.frame.loc[table.frame.index[1:], "verdict"] = vd.not_learned_target(*unlearned)
+        return
+    if not (apply_gate and metrics.beyond_training(table.metric)):
+        return
+    task_runs = runs[runs["task"] == table.task]
+    passed = task_runs[task_runs["passed_gate"].astype(bool)].groupby("variant").size()
+    ran = set(task_runs["variant"])
+    base = table.frame["variant"].iloc[0]
+    for i, variant in enumerate(table.frame["variant"]):
+        if not i or variant not in ran:
+            continue
+        if passed.get(base, 0) == 0:
+            table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned, "baseline ")
+        elif passed.get(variant, 0) == 0:
+            table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned)
+
+
+def mark_censored(table: Table, rows: pd.DataFrame) -> None:
+    """``steps_to_target`` of a run that never reached its target is the step budget (censored):
+    where neither the baseline nor the variant reached it, there is nothing to compare."""
+    reached = (
+        rows[(rows["task"] == table.task) & (rows["metric"] == metrics.TARGET_REACHED)]
+        .groupby("variant")["value"]
+        .max()
+    )
+    base = table.frame["variant"].iloc[0]
+    for i, variant in enumerate(table.frame["variant"]):
+        if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:
+            table.frame.loc[i, "verdict"] = vd.CENSORED
+
+
+def mark_too_few(table: Table) -> None:
+    """No test, hence no verdict, for a variant with fewer than 2 seeds paired with the baseline."""
+    if "n_pairs" not in table.frame:
+        return
+    few = table.frame["n_pairs"].fillna(0).astype(int) < 2
+    few.iloc[0] = False  # the baseline row
+    table.frame.loc[few, "verdict"] = vd.TOO_FEW

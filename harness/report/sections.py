@@ -1,0 +1,215 @@
+"""The prose sections of a report, each a function of the analysis returning markdown lines: the
+A/A check or the claims with their verdicts, the warnings (mixed code versions, a task not
+learned), the setup, and the failures. Called by :func:`harness.report.markdown.write_report`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis import verdicts as vd
+from harness.analysis.claims import claim_verdict
+from harness.analysis.comparisons import Analysis
+from harness.encode import text
+from harness.experiment import claims as claims_mod
+from harness.experiment.ablation import Ablation
+from harness.experiment.config import FFNSection
+from harness.experiment.versions import mix_warning
+from harness.store.record import Record
+
+
+def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
+    """An A/A check's verdict on the harness: how many comparisons between identical arms were
+    declared different (each a false positive), against what alpha allows."""
+    lines = ["## A/A check: false positives", ""]
+    for label, tables in (
+        ("primary metric", [t for t in result.tables if t.family.startswith("primary")]),
+        ("every metric", result.tables),
+    ):
+        frames = [t.frame.iloc[1:] for t in tables if "p" in t.frame]
+        tested = sum(int(f["p"].notna().sum()) for f in frames)
+        declared = sum(int(f["verdict"].isin([vd.BETTER, vd.WORSE]).sum()) for f in frames)
+        raw = sum(int((f["p"] < alpha).sum()) for f in frames)
+        lines.append(
+            f"- {label}: **{declared} of {tested}** comparisons between identical arms declared better or "
+            f"worse after adjustment; raw p < {alpha:g} in {raw} of {tested} (expected about "
+            f"{alpha * tested:.2g} by chance)."
+        )
+    lines += [
+        "",
+        "Every such declaration is a false positive. The long-run rate is measured by a simulation of "
+        "1,000 A/A tables in the test suite (`tests/analysis/test_stats.py::test_aa_false_positive_rate`).",
+        "",
+    ]
+    return lines
+
+
+def claims_section(abl: Ablation, result: Analysis) -> list[str]:
+    """Each claim the ablation tests, its verdict and evidence lines, and the scale caveat."""
+    claims = claims_mod.load_claims()
+    prof = abl.profiles[result.profile]
+    lines = ["## Claims", ""]
+    for cid in abl.claims:
+        claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
+        verdict, evidence = claim_verdict(claim, result)
+        lines += [
+            f"### `{cid}`: {verdict}",
+            "",
+            f"> {claim['claim']} (figure given: {claim.get('figure', 'none')})",
+            "",
+        ]
+        lines += [f"- {e}" for e in evidence]
+        lines.append("")
+    scale: dict[str, dict[str, Any]] = {}
+    for rec in result.scan.records:
+        scale.setdefault(rec.task, rec.config)
+    desc = "; ".join(
+        f"{t}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers, "
+        f"{c['train']['steps']} steps, L = {c['train']['seq_len']}"
+        for t, c in scale.items()
+    )
+    lines += [
+        f"Scale caveat: these verdicts hold at the scale run here ({desc}; {len(prof.seeds)} seeds), "
+        "not necessarily at the scale where the claims were made.",
+        "",
+    ]
+    lines += unlearned_warnings(abl, result)
+    return lines
+
+
+def version_warnings(result: Analysis) -> list[str]:
+    """A loud line for every task whose compared runs were made by different code versions."""
+    return [f"**Warning: {mix_warning(task, mix)}.**\n" for task, mix in result.mixed_code.items()]
+
+
+def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
+    """A loud line for every task whose baseline reached its convergence target on at most half of
+    its planned seeds (:func:`harness.analysis.untestable.unlearned_tasks`): at such a scale no
+    comparison on the task gets a verdict, and the line says why the tables read ``not learned``."""
+    out = []
+    confirmatory = abl.profiles[result.profile].confirmatory
+    for task, (reached, planned) in result.unlearned.items():
+        why = (
+            f"so no comparison on it gets a verdict: each reads `{vd.not_learned_target(reached, planned)}`"
+            if confirmatory
+            else "and a confirmatory run at this scale would give no verdict on it"
+        )
+        out += [
+            f"**Warning: on `{task}` the baseline reached the convergence target (validation "
+            f"`{abl.tasks[task].target.describe()}`) on {reached} of its {planned} planned seeds within the step "
+            f"budget: this scale is too small to learn the task, {why}.**",
+            "",
+        ]
+    return out
+
+
+def setup_section(abl: Ablation, profile: str, records: list[Record]) -> list[str]:
+    """The grid, each task's config (the baseline's), hardware, versions, commits and run counts."""
+    prof = abl.profiles[profile]
+    lines = [
+        "## Setup",
+        "",
+        f"- Grid: {', '.join(f'`{k}` ∈ {v}' for k, v in abl.axes.items())}; "
+        f"baseline `{abl.baseline_label}`; seeds {prof.seeds} "
+        f"({'confirmatory' if prof.confirmatory else 'pilot: no verdicts'}).",
+    ]
+    if prof.only_variants or prof.only_tasks:
+        lines.append(
+            f"- This profile runs {len(abl.variants())} grid point(s): "
+            f"{', '.join(f'`{abl.label(v)}`' for v in abl.variants())}; task(s) {', '.join(f'`{t}`' for t in abl.tasks)}."
+        )
+    for task, entry in abl.tasks.items():
+        recs = [r for r in records if r.task == task]
+        if not recs:
+            lines.append(f"- Task `{task}`: no runs in the store.")
+            continue
+        # the baseline's config: the axes vary around it (the grid line above names them)
+        r = next((x for x in recs if x.variant_label == abl.baseline_label), recs[0])
+        c = r.config
+        m, t, e = c["model"], c["train"], c["eval"]
+        lines.append(
+            f"- Task `{task}` v{r.task_version} {r.task_params or ''} (baseline `{abl.baseline_label}`): d_model {m['d_model']}, {m['n_heads']} heads, "
+            f"{m['n_layers']} layers, d_ff {FFNSection.model_validate(c['ffn']).width(m['d_model']) or 4 * m['d_model']}, "
+            f"{c['block']['norm_position']}-"
+            f"{c['block']['norm']}, {c['ffn']['activation']}, kernel {c['attention']['kernel']}; "
+            f"{t['steps']} steps x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
+            f"(warm-up {t['warmup_steps']}, {_decay(t['min_lr_ratio'])}), weight decay {t['weight_decay']:g}, "
+            f"precision {r.get('precision', t['precision'])}; evaluated on {e['n_examples']} held-out examples at "
+            f"{', '.join(str(x * t['seq_len']) for x in e['length_multipliers'])} tokens; primary "
+            f"`{entry.primary.metric}`"
+            + (f"; gate `{entry.gate.describe()}`" if entry.gate else "")
+            + (f"; convergence target validation `{entry.target.describe()}`" if entry.target else "")
+            + "."
+        )
+    ok = [r for r in records if r.status == "ok"]
+    if records:
+        r = records[0]
+        commits = sorted({str(x.commit) for x in records})
+        total = sum(x.wall_time_s or 0 for x in records)
+        lines += [
+            f"- Hardware: {r.platform}, {r.cpu_count} CPUs, device {r.get('device', 'cpu')}"
+            f"{', ' + r.cuda if r.cuda else ''}, {r.torch_threads} torch thread(s) per run.",
+            f"- Versions: {', '.join(f'{k} {v}' for k, v in (r.versions or {}).items())}.",
+            f"- Commit(s): {', '.join(commits)}.",
+            *_plugins_line(records),
+            f"- Runs: {len(records)} in the store ({len(ok)} ok); summed run wall time {total / 60:.1f} min.",
+        ]
+    return lines + [""]
+
+
+def _plugins_line(records: list[Record]) -> list[str]:
+    """``- Plugins: my-plugin 0.1.0 (position:xpos, task:lag_copy).``: every plugin the runs were made
+    with (a record's ``plugins``, :mod:`harness.experiment.plugins`); none when no run had one."""
+    seen: dict[str, list[str]] = {}
+    for rec in records:
+        for p in rec.plugins or []:
+            name = f"{p.get('distribution') or p.get('path') or p.get('module')} " + (
+                str(p.get("version")) if p.get("version") else f"(sha256 {str(p.get('sha256'))[:12]})"
+            )
+            seen.setdefault(name, list(p.get("entries") or []))
+    if not seen:
+        return []
+    return ["- Plugins: " + "; ".join(f"{n} ({', '.join(e) or 'no entries'})" for n, e in seen.items()) + "."]
+
+
+def _decay(min_ratio: float) -> str:
+    return "then constant" if min_ratio == 1 else f"cosine to {min_ratio:g} x"
+
+
+def failures_section(result: Analysis) -> list[str]:
+    """Every run that did not finish or fell below its task's gate, and unreadable store entries."""
+    runs = result.runs
+    bad = runs[(runs["status"] != "ok") | ~runs["passed_gate"]]
+    lines = ["## Failures, divergences and runs below the gate", ""]
+    if bad.empty and not result.scan.problems:
+        return lines + ["None: every run finished and passed its task's gate.", ""]
+    for _, r in bad.sort_values(["task", "variant", "seed"]).iterrows():
+        why = r["reason"] if r["status"] != "ok" else _gate_reason(result, r)
+        status = r["status"] if r["status"] != "ok" else "below gate"
+        lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{status}** — {why}")
+    lines += [f"- unreadable store entry: `{p}`" for p in result.scan.problems]
+    return lines + [""]
+
+
+def _gate_reason(result: Analysis, run: pd.Series) -> str:
+    gate = result.ablation.tasks[run["task"]].gate
+    rec = next(x for x in result.scan.records if x.run_id == run["run_id"])
+    if not result.ablation.profiles[result.profile].apply_gate:
+        return (
+            f"`{gate.metric}` = {_metric_text(rec, gate.metric)}, below the gate "
+            f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison"
+        )
+    return (
+        f"did not learn the task at L: `{gate.metric}` = {_metric_text(rec, gate.metric)}, gate {gate.describe()}; "
+        "left out of the comparisons beyond L"
+    )
+
+
+def _metric_text(rec: Record, metric: str) -> str:
+    """A record's metric for prose: the value, or ``–`` and why there is none."""
+    value = rec.metric(metric)
+    if value is None:
+        return "– (not recorded)"
+    return text(value) + (" (undefined: NaN)" if math.isnan(value) else "")

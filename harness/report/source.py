@@ -1,0 +1,200 @@
+"""A report's data file read back (``ablate report NAME --from FILE``, ``ablate compare NAME --from
+FILE``): the records, histories and store problems it holds, as the :class:`StoreScan` a report is
+made from, checked against the grid the command names. The format is :mod:`harness.report.data`'s:
+an empty cell is None, lists and mappings are JSON, floats their ``repr``; the config columns are
+read back through :class:`harness.experiment.config.RunConfig`, which gives each value its type.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.errors import AblateError
+from harness.experiment.ablation import Ablation
+from harness.experiment.config import RunConfig
+from harness.experiment.selection import Selection
+from harness.report.data import CONFIG, KINDS, OPTIONAL_FIELDS, RENAMED, RUN_FIELDS, STORE
+from harness.store.record import parse_record
+from harness.store.runs import StoreScan
+
+
+def _value(text: str, kind: str, where: str) -> Any:
+    if text == "":
+        return None
+    try:
+        if kind == "json":
+            return json.loads(text)
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind == "number":
+            return int(text) if text.lstrip("-").isdigit() else float(text)
+    except ValueError as exc:
+        raise AblateError(
+            f"{where}: {text!r} is not a valid {kind} ({exc}); regenerate the file with "
+            "`ablate report NAME` from the store"
+        ) from None
+    return text
+
+
+def _config_cell(text: str) -> Any:
+    if text == "":
+        return None
+    if text[0] in "[{":
+        return json.loads(text)
+    return text
+
+
+def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan, str, Path]:
+    """The records, histories and store problems of a data file, as a :class:`StoreScan`, with the
+    profile and the store path it names.
+
+    Args:
+        ablation: the ablation the file must hold.
+        profile: the profile it must hold (None: the file's own).
+
+    Raises:
+        AblateError: a missing or unreadable file, a file that is not a report's data file (columns),
+            of another ablation or profile, or whose cells do not rebuild valid run records.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise AblateError(
+            f"--from {path}: no such file; pass a report's data file (reports/data/NAME.PROFILE.csv[.gz])"
+        )
+    try:
+        raw = path.read_bytes()
+        text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+        rows = list(csv.DictReader(io.StringIO(text)))
+    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile, csv.Error) as exc:
+        raise AblateError(
+            f"--from {path}: unreadable ({type(exc).__name__}: {exc}); pass a report's data file (CSV, or CSV gzipped)"
+        ) from None
+    need = {"kind", *(c for c, _ in RUN_FIELDS if c not in OPTIONAL_FIELDS), "metric", "step", "value", STORE}
+    header = set(rows[0]) if rows else set()
+    if not rows or not need <= header or None in header:
+        missing = sorted(need - header)
+        raise AblateError(
+            f"--from {path}: not a report's data file (missing columns {missing[:6]}"
+            f"{' ...' if len(missing) > 6 else ''}); regenerate it with `ablate report NAME`"
+        )
+    if any(None in r or r["kind"] not in KINDS for r in rows):
+        bad = next(i for i, r in enumerate(rows, 2) if None in r or r["kind"] not in KINDS)
+        raise AblateError(
+            f"--from {path}: line {bad} is not a row of a report's data file (kind one of "
+            f"{', '.join(KINDS)}, as many cells as columns)"
+        )
+    names = {(r["ablation"], r["profile"]) for r in rows if r["kind"] != "problem"}
+    if any(a != ablation for a, _ in names):
+        other = sorted({a for a, _ in names} - {ablation})
+        raise AblateError(
+            f"--from {path}: holds runs of {', '.join(other)}, not of {ablation}; pass the data file of "
+            f"{ablation} (reports/data/{ablation}[.PROFILE].csv)"
+        )
+    profiles = sorted({p for _, p in names})
+    if len(profiles) > 1 or (profile is not None and profiles and profiles != [profile]):
+        raise AblateError(
+            f"--from {path}: holds runs of profile(s) {', '.join(profiles)}"
+            f"{'' if profile is None else f', not {profile}'}; pass that profile's data file or drop --profile"
+        )
+    config_cols = [c for c in rows[0] if c.startswith(CONFIG)]
+    found = StoreScan(history={})
+    records: dict[str, dict[str, Any]] = {}
+    frames: dict[str, list[tuple[int, str, Any]]] = {}
+    for line, r in enumerate(rows, 2):
+        where = f"--from {path}, line {line}"
+        if r["kind"] == "problem":
+            if r["metric"] == "history":  # the run's unreadable history.csv: the report lists it again
+                found.history[r["run_id"]] = r["reason"]
+            else:
+                found.problems.append(r["reason"])
+            continue
+        rid = r["run_id"]
+        if rid not in records:
+            rec: dict[str, Any] = {}
+            for col, kind in RUN_FIELDS:
+                if col != "torch_version" and r.get(col, "") != "":
+                    rec[RENAMED.get(col, col)] = _value(r[col], kind, f"{where}, column {col}")
+            nested: dict[str, dict[str, Any]] = {}
+            for col in config_cols:
+                section, _, key = col[len(CONFIG) :].partition(".")
+                try:
+                    nested.setdefault(section, {})[key] = _config_cell(r[col])
+                except ValueError as exc:
+                    raise AblateError(f"{where}, column {col}: {exc}") from None
+            try:
+                rec["config"] = RunConfig.model_validate(nested).model_dump(mode="json")
+            except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError: one line for the user
+                first = str(exc).splitlines()[:3]
+                raise AblateError(
+                    f"{where}: the config columns do not make a valid config ({' '.join(first)})"
+                ) from None
+            rec.setdefault("reason", None)
+            rec["metrics"] = {}
+            records[rid] = rec
+        if r["kind"] == "metric":
+            records[rid]["metrics"][r["metric"]] = _value(r["value"], "number", f"{where}, column value")
+        elif r["kind"] == "history":
+            frames.setdefault(rid, []).append(
+                (
+                    _value(r["step"], "int", f"{where}, column step"),
+                    r["metric"],
+                    _value(r["value"], "number", f"{where}, column value"),
+                )
+            )
+    for rid, raw in records.items():
+        rec, problem = parse_record(raw, rid)
+        if rec is None:
+            raise AblateError(f"--from {path}: run {rid} is not a valid run record ({problem})")
+        found.records.append(rec)
+    for rid, points in frames.items():
+        found.history[rid] = _wide(points)
+    return found, (profiles[0] if profiles else profile or ""), Path(rows[0][STORE])
+
+
+def load_source(
+    path: Path, abl: Ablation, profile: str | None, select_of: Callable[[str | None], Selection]
+) -> tuple[StoreScan, Selection, Path]:
+    """:func:`read_data` checked against the grid: ``(scan, selection, store)``.
+
+    Args:
+        abl: the ablation named on the command line.
+        profile: the profile named on the command line (None: the file's).
+        select_of: ``profile -> Selection`` of the grid the command's overrides describe.
+
+    Raises:
+        AblateError: as :func:`read_data`; a profile the ablation does not declare; runs that are not
+            of that grid (made with other overrides, or an older declaration).
+    """
+    found, prof, store = read_data(path, abl.name, profile)
+    sel = select_of(prof or None)
+    strays = [r.run_id for r in found.records if r.run_id not in sel.run_ids]
+    if strays:
+        raise AblateError(
+            f"--from {path}: {len(strays)} of its {len(found.records)} runs (e.g. {strays[0]}) are not runs "
+            f"of the {abl.name} / {sel.profile} grid with these overrides; pass the key=value overrides the "
+            "report was made with (its Reproduce section names them)"
+        )
+    return found, sel, store
+
+
+def _wide(points: list[tuple[int, str, Any]]) -> pd.DataFrame:
+    """History rows back to the ``history.csv`` frame: one row per step, columns in file order."""
+    cols: list[str] = []
+    table: dict[int, dict[str, Any]] = {}
+    for step, name, value in points:
+        if name not in cols:
+            cols.append(name)
+        table.setdefault(step, {})[name] = math.nan if value is None else value
+    frame = pd.DataFrame([{"step": s, **v} for s, v in table.items()], columns=["step", *cols])
+    return frame.astype({c: "float64" for c in cols if frame[c].dtype == object})

@@ -1,0 +1,55 @@
+"""Training from a run's config: the pure-torch model config a :class:`~harness.experiment.config.RunConfig`
+describes (:func:`transformer_config`) and the one call that builds it and trains (:func:`fit`), so
+that no caller builds a model config by hand.
+
+Imports nothing heavy at module level: the pre-run checks (:mod:`harness.experiment.grid`) build a
+model config to check shapes and names; torch and Lightning are imported when a model is built or
+trained.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def transformer_config(cfg: Any, vocab_size: int) -> Any:
+    """The :class:`harness.modules.TransformerConfig` of a run config ``cfg`` (a ``RunConfig``)
+    for a task of ``vocab_size`` tokens.
+
+    Raises:
+        KeyError, ValueError: an unknown component name or inconsistent shapes (as ``TransformerConfig``).
+    """
+    from harness.modules import TransformerConfig
+
+    m, a = cfg.model, cfg.attention
+    return TransformerConfig(
+        vocab_size=vocab_size,
+        d_model=m.d_model,
+        n_heads=m.n_heads,
+        n_layers=m.n_layers,
+        d_ff=cfg.ffn.width(m.d_model),
+        max_len=m.max_len,
+        position=m.position,
+        kernel=a.kernel,
+        qkv=a.qkv,
+        scale=a.scale,
+        mask_fill=a.mask_fill,
+        head_split=a.head_split,
+        norm=cfg.block.norm,
+        norm_position=cfg.block.norm_position,
+        activation=cfg.ffn.activation,
+        dropout=m.dropout,
+        learned_init_std=m.learned_init_std,
+        tie_embeddings=m.tie_embeddings,
+    )
+
+
+def fit(cfg: Any, task: Any, seed: int, run_dir: Path, **options: Any) -> dict[str, Any]:
+    """Train and evaluate the model ``cfg`` describes on a built ``task``: the model config is
+    built here, then :func:`harness.training.loop.train_and_evaluate` runs with ``options``
+    (``target``, ``wandb``, ``callbacks``, ``eval_split``, ``checkpoint_dir``, ``resume``,
+    ``timeout_s``, ``devices``, ``strategy``), whose result and exceptions this returns and raises."""
+    from harness.training.loop import train_and_evaluate
+
+    return train_and_evaluate(transformer_config(cfg, task.vocab_size), cfg, task, seed, run_dir, **options)

@@ -1,0 +1,187 @@
+"""Running the studies of ``ablate tune`` (:mod:`harness.tune.studies` says which): sampler TPE
+(seeded from the study name; ``constant_liar`` for parallel workers); pruner median (default) or
+Hyperband, wired into Lightning through optuna-integration's ``PyTorchLightningPruningCallback``.
+The first trial of a new study is the declared, untuned config (where it lies inside the space),
+so the best trial is never worse on the validation split than not tuning.
+
+Storage: ``sqlite:///<results>/optuna.db`` by default (it opens in optuna-dashboard as it is), or
+any RDB URL (PostgreSQL) for many workers, each running ``ablate tune`` against the same studies.
+Studies are created before any trial starts, with a retry on the creation race. ``--trials N``
+tops a study up to N *finished* trials (complete + pruned + failed); a worker that stops sending
+heartbeats (killed) has its running trial marked failed on the next start, and it counts as
+finished. Two workers finishing at the same instant may overshoot N by one trial each.
+"""
+
+from __future__ import annotations
+
+import warnings
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.experiment.ablation import Ablation
+from harness.experiment.config import get_path
+from harness.experiment.search_space import distribution
+from harness.tune.storage import check_study, default_storage, ensure_study, mask_url, open_storage
+from harness.tune.studies import HEARTBEAT_S, TUNING_SEED, StudyPlan, counts
+
+
+def _declared_point(study_plan: StudyPlan) -> dict[str, Any]:
+    """The untuned config's value of every tuned key that lies inside its range."""
+    point = {}
+    for path, spec in study_plan.space.items():
+        value = get_path(study_plan.spec.config, path)
+        inside = (
+            value in (spec.choices or [])
+            if spec.type == "categorical"
+            else spec.low <= value <= spec.high and not isinstance(value, bool)
+        )
+        if inside:
+            point[path] = value
+    return point
+
+
+def _finished(study: Any) -> int:
+    c = counts(study)
+    return c["complete"] + c["pruned"] + c["failed"]
+
+
+def _stable_seed(text: str) -> int:
+    return zlib.crc32(text.encode())
+
+
+def _load(storage: Any, study_plan: StudyPlan, trials: int, pruner: str) -> Any:
+    """The study with a TPE sampler seeded from its name and how many trials it holds."""
+    import optuna
+
+    study_id = storage.get_study_id_from_name(study_plan.name)
+    seed = _stable_seed(study_plan.name) + storage.get_n_trials(study_id)
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, max(2, trials // 2)), constant_liar=True)
+    steps, every = study_plan.spec.config.train.steps, study_plan.spec.config.train.val_every
+    pruners = {
+        "median": optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0),
+        "hyperband": optuna.pruners.HyperbandPruner(min_resource=min(every, steps), max_resource=steps),
+        "none": optuna.pruners.NopPruner(),
+    }
+    return optuna.load_study(study_name=study_plan.name, storage=storage, sampler=sampler, pruner=pruners[pruner])
+
+
+def run_study(
+    storage: Any,
+    study_plan: StudyPlan,
+    trials: int,
+    echo: Callable[[str], None],
+    data_dir: Path | None = None,
+    pruner: str = "median",
+) -> dict[str, Any]:
+    """Top one study up to ``trials`` finished trials; returns :func:`counts` afterwards."""
+    import optuna
+
+    from harness.tune.objective import objective
+    from tasks import build_task
+
+    study = _load(storage, study_plan, trials, pruner)
+    running = {t.number for t in study.get_trials(deepcopy=False) if t.state.name == "RUNNING"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+    if stale := [t.number for t in study.get_trials(deepcopy=False) if t.number in running and t.state.name == "FAIL"]:
+        echo(f"{study_plan.name}: marked trial(s) {stale} failed (their worker stopped sending heartbeats)")
+    if not study.get_trials(deepcopy=False) and (point := _declared_point(study_plan)):
+        study.enqueue_trial(point, user_attrs={"declared": True}, skip_if_exists=True)
+    todo = trials - _finished(study)
+    if todo <= 0:
+        echo(f"{study_plan.name}: {_finished(study)} finished trials already (asked for {trials}); nothing to do")
+        return counts(study)
+    task = build_task(study_plan.spec.task, study_plan.spec.task_params, data_dir=data_dir)
+    stop = optuna.study.MaxTrialsCallback(trials, states=None)
+    study.optimize(
+        objective(study_plan, task, TUNING_SEED),
+        n_trials=todo,
+        catch=(Exception,),
+        callbacks=[stop, _echo_trial(study_plan, trials, echo)],
+    )
+    return counts(study)
+
+
+def _echo_trial(study_plan: StudyPlan, trials: int, echo: Callable[[str], None]) -> Callable[[Any, Any], None]:
+    def on_trial(study: Any, trial: Any) -> None:
+        state = trial.state.name.lower()
+        if state == "complete":
+            detail = f"{study_plan.metric} (val) = {trial.value:.4g}"
+        elif state == "pruned":
+            detail = f"at step {max(trial.intermediate_values, default=0)}"
+        else:
+            detail = trial.user_attrs.get("reason", "")
+        params = ", ".join(
+            f"{k.rsplit('.', 1)[-1]}={v:.3g}" if isinstance(v, float) else f"{k.rsplit('.', 1)[-1]}={v}"
+            for k, v in trial.params.items()
+        )
+        took = trial.duration.total_seconds() if trial.duration else 0.0
+        echo(
+            f"[{_finished(study)}/{trials}] {study_plan.name} #{trial.number} {state} {detail} ({params}; {took:.1f}s)"
+        )
+
+    return on_trial
+
+
+def tune(
+    abl: Ablation,
+    prof_name: str,
+    plans: list[StudyPlan],
+    results: Path,
+    *,
+    trials: int,
+    overrides: list[str] | tuple[str, ...] = (),
+    storage: str | None = None,
+    data_dir: Path | None = None,
+    pruner: str = "median",
+    heartbeat: int = HEARTBEAT_S,
+    echo: Callable[[str], None] = print,
+) -> list[tuple[StudyPlan, dict[str, Any]]]:
+    """Create every study of ``plans`` (:func:`plan_studies`) first, then top each up to
+    ``trials`` finished trials, in order.
+
+    Returns:
+        ``(study plan, counts)`` per study.
+    """
+    import optuna
+
+    url = storage or default_storage(results)
+    store = open_storage(url, heartbeat=heartbeat)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    known = set(optuna.get_all_study_names(store))
+    for p in plans:  # every existing study checked before any is created
+        if p.name in known:
+            check_study(
+                optuna.load_study(study_name=p.name, storage=store),
+                p.name,
+                "maximize" if p.maximize else "minimize",
+                url,
+                {k: distribution(v) for k, v in p.space.items()},
+            )
+    for p in plans:
+        ensure_study(
+            store,
+            p.name,
+            "maximize" if p.maximize else "minimize",
+            {
+                "ablation": abl.name,
+                "profile": prof_name,
+                "task": p.spec.task,
+                "variant": p.spec.variant_label,
+                "objective": f"{p.metric} on the validation split",
+                "seed": TUNING_SEED,
+                "overrides": list(overrides),
+                "space": {k: v.describe() for k, v in p.space.items()},
+            },
+            url=url,
+            distributions={k: distribution(v) for k, v in p.space.items()},
+        )
+    space = "; ".join(f"{k} {v.describe()}" for k, v in plans[0].space.items()) if plans else "-"
+    echo(
+        f"{abl.name} / {prof_name}: {len(plans)} studies in {mask_url(url)}; {trials} finished trials each "
+        f"(complete + pruned + failed); seed {TUNING_SEED}; pruner {pruner}; space: {space}"
+    )
+    return [(p, run_study(store, p, trials, echo, data_dir, pruner)) for p in plans]
