@@ -151,6 +151,8 @@ def _attempt(
             target=target,
             wandb=_wandb_kwargs(spec, wandb_mode, results, record["attempt"]),
             checkpoint_dir=folder / CHECKPOINTS,
+            checkpoint_every_s=opts.checkpoint_every,
+            keep_checkpoint=opts.keep_checkpoints,
             resume=opts.resume,
             timeout_s=opts.run_timeout,
             devices=opts.devices,

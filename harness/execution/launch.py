@@ -68,6 +68,11 @@ class Launch:
             )
         if self.options.run_timeout is not None and self.options.run_timeout <= 0:
             raise AblateError(f"--run-timeout must be a positive number of seconds, got {self.options.run_timeout:g}")
+        if self.options.checkpoint_every < 0:
+            raise AblateError(
+                f"--checkpoint-every must be 0 (a checkpoint at every validation pass) or a positive number "
+                f"of seconds, got {self.options.checkpoint_every:g}"
+            )
         if self.options.claim_timeout < 2 * HEARTBEAT_S:
             raise AblateError(
                 f"--claim-timeout must be at least {2 * HEARTBEAT_S:g} s (a running claim is "

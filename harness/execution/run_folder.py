@@ -28,6 +28,9 @@ from harness.registry import did_you_mean
 from harness.store.runs import RECORD, STATUSES
 
 RETRYABLE = tuple(s for s in STATUSES if s != "ok")
+CHECKPOINT_EVERY_S = 120.0
+"""Default of ``--checkpoint-every``: a checkpoint costs a full write of the weights and the
+optimiser state, so a run writes one every few minutes at most, not at every validation pass."""
 CHECKPOINTS = "checkpoints"
 _ARCHIVED = ("record", "traceback", "history")
 _ALWAYS_KEPT = {RECORD, EVENTS, CLAIM, TAKEOVER}
@@ -40,7 +43,11 @@ class RunOptions:
 
     Attributes:
         resume: continue an interrupted run from its last checkpoint (else start afresh).
-        keep_checkpoints: keep ``checkpoints/`` in finished runs.
+        keep_checkpoints: keep ``checkpoints/`` in finished runs (with the trained model's
+            checkpoint, written after the last step).
+        checkpoint_every: seconds between two checkpoints of a run, each written at the end of a
+            validation pass (0: at every validation pass); a run interrupted loses at most this
+            plus one validation interval, and a run shorter than it writes none.
         run_timeout: seconds after which a run is stopped and recorded as ``timeout``.
         claim_timeout: seconds without a heartbeat after which another owner's claim is stale.
         retry: ``{run_id: attempt}``: finished attempts to archive and run again.
@@ -50,6 +57,7 @@ class RunOptions:
 
     resume: bool = True
     keep_checkpoints: bool = False
+    checkpoint_every: float = CHECKPOINT_EVERY_S
     run_timeout: float | None = None
     claim_timeout: float = DEFAULT_STALE_S
     retry: Mapping[str, int] = field(default_factory=dict)

@@ -20,15 +20,8 @@ from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng
 from harness.training import precision as prec
+from harness.training.step_log import StepLog
 from tasks import IGNORE_INDEX
-
-
-class Diverged(RuntimeError):
-    """The training loss became NaN or inf; carries the step and the last finite loss."""
-
-    def __init__(self, step: int, last_finite: float | None) -> None:
-        super().__init__(f"non-finite training loss at step {step} (last finite loss: {last_finite})")
-        self.step, self.last_finite = step, last_finite
 
 
 def salt_stream(salt: int) -> tuple[int, ...]:
@@ -166,6 +159,7 @@ class LitLM(L.LightningModule):
         target: Any = None,
         pad_id: int | None = None,
         token_bytes: torch.Tensor | None = None,
+        log_every: int = 25,
     ) -> None:
         super().__init__()
         self.model, self.cfg, self.kind, self.target = model, cfg, task_kind, target
@@ -176,9 +170,10 @@ class LitLM(L.LightningModule):
         self.history: list[dict[str, float]] = []
         self.test_metrics: dict[str, float] = {}
         self.steps_to_target: int | None = None
-        self._last_finite: float | None = None
+        self.log_every = max(1, min(log_every, cfg.train.steps))  # the Trainer's log_every_n_steps
+        self.steps = StepLog(self.log_every)  # per-step loss and gradient norm, read back every log_every steps
         self._sums: dict[int, dict[str, float]] = {}
-        self._grad_stats = torch.zeros(4)  # sum, sum of squares, steps of finite norms; non-finite steps
+        self._params: list[torch.nn.Parameter] | None = None
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """(B, T) -> logits (B, T, V); padding tokens (``pad_id``) are hidden keys."""
@@ -191,14 +186,25 @@ class LitLM(L.LightningModule):
             self.precision_ran = prec.observed(logits, self.model.tok_emb.weight)
             prec.check_ran(self.cfg.train.precision, self.precision_ran)
         loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), ignore_index=IGNORE_INDEX)
-        if not torch.isfinite(loss):
-            raise Diverged(self.global_step, self._last_finite)
-        self._last_finite = loss.item()
-        self.log("train/loss", loss, on_step=True, on_epoch=False)
-        self.log("train/lr", self.lr_schedulers().get_last_lr()[0], on_step=True, on_epoch=False)
+        step = self.global_step
+        self.steps.add_loss(step, loss)  # no host sync: read back every log_every steps
+        if (step + 1) % self.log_every == 0 or step + 1 == self.cfg.train.steps:
+            self._log_train(step, self.steps.read_back())  # raises Diverged at a non-finite loss
         return loss
 
+    def _log_train(self, step: int, loss: float | None) -> None:
+        """Training loss and learning rate of ``step``, at Lightning's logging points (every
+        ``log_every`` steps) and at the last step, which Lightning's cadence would leave out."""
+        lr = self.lr_schedulers().get_last_lr()[0]
+        if (step + 1) % self.log_every == 0:  # Lightning writes them at the end of this step
+            self.log("train/loss", loss, on_step=True, on_epoch=False)
+            self.log("train/lr", lr, on_step=True, on_epoch=False)
+            return
+        for logger in self.loggers:  # under Lightning's step and epoch keys
+            logger.log_metrics({"train/loss": loss, "train/lr": lr, "epoch": self.current_epoch}, step=step)
+
     def on_validation_epoch_start(self) -> None:
+        self.steps.read_back()  # a diverged run is never validated or checkpointed
         self._sums = {0: {}}
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
@@ -226,22 +232,19 @@ class LitLM(L.LightningModule):
             self.test_metrics.update(summarise(self._sums[i], self.kind, f"@x{mult}"))
 
     def on_before_optimizer_step(self, optimizer: Any) -> None:
-        """Accumulate the gradient norm of every step (before clipping; unscaled under fp16, where
+        """Buffer the gradient norm of every step (before clipping; unscaled under fp16, where
         the scaler then skips a non-finite step), on the device, without a sync per step."""
-        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
-        if not grads:
-            return
-        norm = torch.nn.utils.get_total_norm(grads).float()
-        finite = torch.isfinite(norm)
-        n = torch.where(finite, norm, torch.zeros_like(norm))
-        step = torch.stack([n, n * n, finite.float(), (~finite).float()])
-        self._grad_stats = self._grad_stats.to(step.device) + step
+        if self._params is None:
+            self._params = list(self.model.parameters())
+        grads = [p.grad for p in self._params if p.grad is not None]
+        if grads:
+            self.steps.add_grad_norm(torch.nn.utils.get_total_norm(grads).float())
 
     def grad_metrics(self) -> dict[str, float]:
         """``grad_norm_mean``, ``grad_norm_cv`` (std / mean over steps: the "swings" of claim
         layernorm-needed) and ``nonfinite_grad_steps`` (steps with a NaN/inf gradient), over the whole
         run (a resumed run restores the sums from its checkpoint)."""
-        total, sq, n, bad = self._grad_stats.tolist()
+        total, sq, n, bad = self.steps.grad_state().tolist()
         mean = total / n if n else float("nan")
         var = max(sq / n - mean * mean, 0.0) if n else float("nan")
         return {
@@ -255,11 +258,12 @@ class LitLM(L.LightningModule):
         validation curve so far, the convergence step, the last finite loss, the gradient-norm
         sums, the precision that ran and the global RNG (dropout) state; and the CSV log, flushed
         here, with the number of its rows (a resumed run keeps those and appends)."""
+        self.steps.read_back()  # never a checkpoint of a diverged run
         checkpoint["ablate"] = {
             "history": self.history,
             "steps_to_target": self.steps_to_target,
-            "last_finite": self._last_finite,
-            "grad_stats": self._grad_stats.cpu(),
+            "last_finite": self.steps.last_finite,
+            "grad_stats": self.steps.grad_state(),
             "precision_ran": self.precision_ran,
             "rng": torch.get_rng_state(),
         }
@@ -271,8 +275,8 @@ class LitLM(L.LightningModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint["ablate"]
         self.history, self.steps_to_target = list(state["history"]), state["steps_to_target"]
-        self._last_finite, self.precision_ran = state["last_finite"], state["precision_ran"]
-        self._grad_stats = state["grad_stats"].clone()
+        self.precision_ran = state["precision_ran"]
+        self.steps.restore(state["grad_stats"], state["last_finite"])
         torch.set_rng_state(state["rng"])
 
     def configure_optimizers(self) -> dict[str, Any]:

@@ -23,14 +23,21 @@ import torch
 from harness.modules import TransformerLM
 from harness.seeding import stream_seed
 from harness.training import precision as prec
-from harness.training.callbacks import StepTimer, TimedOut, resume_point, run_callbacks
-from harness.training.lit import CSV_FILE, Diverged, LitLM, TaskData, lr_factor, salt_stream
+from harness.training.callbacks import RunMonitor, TimedOut, resume_point
+from harness.training.lit import CSV_FILE, LitLM, TaskData, lr_factor, salt_stream
 from harness.training.probes import measure
+from harness.training.progress import remove_progress
+from harness.training.step_log import Diverged
 
 __all__ = ["Diverged", "LitLM", "TaskData", "lr_factor", "train_and_evaluate"]
 
 logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
 logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
+
+LOG_EVERY = 25
+"""Steps between two rows of training loss and learning rate in the logs (Lightning's
+``log_every_n_steps``; the last step is logged too). The losses are read back from the device
+this often, never at every step."""
 
 
 def _continue_csv(logger: Any, ckpt: str | None) -> None:
@@ -72,15 +79,18 @@ def train_and_evaluate(
     eval_split: str = "test",
     *,
     checkpoint_dir: Path | None = None,
+    checkpoint_every_s: float = 0.0,
+    keep_checkpoint: bool = False,
     resume: bool = True,
     timeout_s: float | None = None,
     devices: int | str = 1,
     strategy: str = "auto",
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Train one run and evaluate it at every length; returns metrics, history and timings.
 
     Timings (seconds, this attempt only for a resumed run): ``train_step_s`` inside training
-    steps (:class:`~harness.training.callbacks.StepTimer`; the metric ``train_tokens_per_s`` is tokens
+    steps (:class:`~harness.training.callbacks.RunMonitor`; the metric ``train_tokens_per_s`` is tokens
     over it), ``fit_s`` the wall time of ``trainer.fit`` (steps, validation passes, checkpoint
     writes, data), ``test_s`` the evaluation at every length. The runner adds ``wall_time_s``,
     the whole attempt (task build, init probes, loggers, fit, test, final probes).
@@ -97,13 +107,19 @@ def train_and_evaluate(
             raises (``optuna.TrialPruned``) propagates out of this function.
         eval_split: ``"test"`` (comparisons) or ``"val"`` (tuning): the split the per-length
             evaluation after training draws from.
-        checkpoint_dir: where to checkpoint after every validation pass (None: no checkpoints).
+        checkpoint_dir: where to checkpoint, at the end of a validation pass (None: no checkpoints).
+        checkpoint_every_s: seconds between two checkpoints (0: at every validation pass); a
+            checkpoint is written at the first validation pass this long after the previous one.
+        keep_checkpoint: also checkpoint the trained model after the last step (a run's
+            ``--keep-checkpoints``), whatever the cadence.
         resume: continue from ``checkpoint_dir/last.ckpt`` when there is one; the result is the
             same as an uninterrupted run's (weights, optimiser, schedule, loops, validation
             curve, RNG and the position in the data stream are all restored); the CSV log keeps
             its rows up to the checkpoint and appends, so it holds the curve from step 0.
         timeout_s: stop the run (raise :class:`TimedOut`) once it has run this long.
         devices, strategy: Lightning's, for one run over several devices (e.g. 2 and ``"ddp"``).
+        progress: write ``run_dir/progress.json`` every few seconds while training
+            (:mod:`harness.training.progress`); it is removed when this function returns.
 
     Raises:
         Diverged: the training loss became non-finite.
@@ -119,6 +135,7 @@ def train_and_evaluate(
         target,
         pad_id=getattr(task, "pad_id", None),
         token_bytes=getattr(task, "token_bytes", None),
+        log_every=LOG_EVERY,
     )
     loggers: list[Any] = [L.loggers.CSVLogger(run_dir, name="csv", version="")]
     if wandb is not None:
@@ -129,7 +146,7 @@ def train_and_evaluate(
         loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **wandb)))
     start, ckpt = resume_point(checkpoint_dir, resume)
     _continue_csv(loggers[0], ckpt)
-    step_timer = StepTimer()
+    monitor = RunMonitor(checkpoint_dir, checkpoint_every_s, timeout_s, run_dir if progress else None)
     trainer = L.Trainer(
         max_steps=cfg.train.steps,
         accelerator="auto",
@@ -137,15 +154,15 @@ def train_and_evaluate(
         strategy=strategy,
         **prec.trainer_kwargs(cfg.train.precision),
         logger=loggers,
-        enable_checkpointing=checkpoint_dir is not None,
+        enable_checkpointing=False,  # RunMonitor writes the checkpoints, at its own cadence
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[step_timer, *(callbacks or []), *run_callbacks(checkpoint_dir, timeout_s)],
+        callbacks=[monitor, *(callbacks or [])],
         val_check_interval=min(cfg.train.val_every, cfg.train.steps),
         check_val_every_n_epoch=None,
         num_sanity_val_steps=0,
         gradient_clip_val=cfg.train.grad_clip or None,
-        log_every_n_steps=min(25, cfg.train.steps),
+        log_every_n_steps=lit.log_every,
     )
     data = TaskData(task, cfg, seed, eval_split, start_step=start)
     plugin, device = trainer.precision_plugin, trainer.strategy.root_device
@@ -164,6 +181,10 @@ def train_and_evaluate(
                 exc.partial_metrics = probes  # type: ignore[attr-defined]
                 raise
             fit_s = time.perf_counter() - t0
+            lit.steps.read_back()
+            monitor.write_progress(trainer, lit)
+            if keep_checkpoint:
+                monitor.save(trainer)
             trainer.test(lit, datamodule=data, verbose=False)
             test_s = time.perf_counter() - t0 - fit_s
             probes |= measure(lit.model, cfg, task, seed, plugin.forward_context, device, "final")
@@ -172,14 +193,15 @@ def train_and_evaluate(
             metrics["peak_mem_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
         metrics["steps_to_target"] = float(lit.steps_to_target if lit.steps_to_target is not None else cfg.train.steps)
         metrics["target_reached"] = float(lit.steps_to_target is not None)
-        metrics["train_loss_final"] = float(lit._last_finite) if lit._last_finite is not None else float("nan")
-        metrics["train_tokens_per_s"] = step_timer.tokens_per_s()  # training steps only, this attempt's
+        last = lit.steps.last_finite
+        metrics["train_loss_final"] = float(last) if last is not None else float("nan")
+        metrics["train_tokens_per_s"] = monitor.tokens_per_s()  # training steps only, this attempt's
         if wandb is not None:  # under the store's names (record.json "metrics" and "status")
             loggers[1].experiment.summary.update({**metrics, "status": "ok"})
         return {
             "metrics": metrics,
             "history": lit.history,
-            "train_step_s": step_timer.seconds,
+            "train_step_s": monitor.seconds,
             "fit_s": fit_s,
             "test_s": test_s,
             "n_params": model.num_parameters(),
@@ -200,6 +222,8 @@ def train_and_evaluate(
             loggers[1].experiment.summary.update({**partial, "status": status})
         raise
     finally:
+        if progress:
+            remove_progress(run_dir)
         if wandb is not None:
             import wandb as wandb_lib
 

@@ -61,13 +61,14 @@ def _kill_at(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
 def test_interrupted_run_resumes_from_its_last_checkpoint_with_identical_results(tiny, tmp_path, monkeypatch):
     abl, specs = tiny
     reference = execute(specs[0], tmp_path / "ref", abl=abl)
+    every_pass = RunOptions(checkpoint_every=0)  # a checkpoint at every validation pass
     with monkeypatch.context() as m:
         _kill_at(m, 25)
         with pytest.raises(_Killed):
-            execute(specs[0], tmp_path / "int", abl=abl)
+            execute(specs[0], tmp_path / "int", abl=abl, options=every_pass)
     folder = run_dir(tmp_path / "int", "tiny", "cpu", specs[0].run_id)
     assert (folder / "checkpoints" / "last.ckpt").is_file() and not (folder / "record.json").exists()
-    resumed = execute(specs[0], tmp_path / "int", abl=abl)
+    resumed = execute(specs[0], tmp_path / "int", abl=abl, options=every_pass)
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 20
     assert (resumed["devices"], resumed["strategy"], resumed["attempt"]) == (
         1,
