@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,12 +118,16 @@ class Launch:
                 out.retry[spec.run_id] = attempt_of(rec)
         return out
 
-    def place(self, workers: int | None, todo: int, threads: int) -> Placement:
-        """Workers and GPU slots of the local pool (Ray and SLURM place runs themselves)."""
+    def place(
+        self, workers: int | None, todo: int, threads: int, estimates: Sequence[float] | None = None
+    ) -> Placement:
+        """Workers and GPU slots of the local pool (Ray and SLURM place runs themselves);
+        ``estimates``: expected seconds of each run (:func:`harness.execution.gpus.estimate_seconds`),
+        from which the default number of CPU workers is decided."""
         if self.engine.kind != "local":
-            return Placement(workers or todo or 1)
+            return Placement(workers or todo or 1, reason=f"{self.engine.kind} places the runs")
         gpus = [] if self.gpus_per_run == 0 else visible_gpus()
-        return place(workers, todo, threads, gpus, self.gpus_per_run)
+        return place(workers, todo, threads, gpus, self.gpus_per_run, estimates=estimates)
 
     def grid_kwargs(self, placement: Placement, retry: dict[str, int]) -> dict[str, Any]:
         """Keyword arguments of :func:`harness.execution.local.run_grid`."""
@@ -131,13 +135,14 @@ class Launch:
         return {"options": dataclasses.replace(self.options, retry=retry), "slots": placement.slots, "engine": engine}
 
     def describe(self, placement: Placement, threads: int) -> str:
-        """``2 worker(s) x 1 thread(s)``, the GPUs, or the engine."""
+        """``2 worker(s) x 1 thread(s)``, the GPUs and why that many; or the engine."""
         if self.engine.kind == "ray":
             return f"Ray {self.engine.address or 'local instance'}, {threads} CPU(s) per run"
         if self.engine.kind == "slurm":
             return f"SLURM via submitit ({self.engine.cluster}), {threads} CPU(s) per run"
         gpus = f", GPUs {' | '.join(placement.slots)}" if placement.on_gpu else ""
-        return f"{placement.workers} worker(s) x {threads} thread(s){gpus}"
+        why = f": {placement.reason}" if placement.reason else ""
+        return f"{placement.workers} worker(s) x {threads} thread(s){gpus}{why}"
 
 
 def outcome_lines(
