@@ -79,7 +79,8 @@ class RunMonitor(L.Callback):
         self._start_step: int | None = None
         self._cuda = False
 
-    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # after a checkpoint is restored: global_step is the step this attempt starts at
         self._cuda = trainer.strategy.root_device.type == "cuda"
         self._started = self._last_checkpoint = self.clock()
         self._start_step = trainer.global_step
