@@ -103,7 +103,7 @@ class GridProgress:
                 console=self.console,
             )
             self._task = self._bar.add_task("grid", total=len(self._pending))
-            self._live = Live(self._renderable(), console=self.console, transient=True, refresh_per_second=4)
+            self._live = Live(self._renderable(), console=self.console, transient=True, refresh_per_second=1)
             self._live.__enter__()
         self._thread = threading.Thread(target=self._watch, name="ablate-progress", daemon=True)
         self._thread.start()
