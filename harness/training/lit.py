@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng
 from harness.training import precision as prec
+from harness.training.scoring import add_sums, score, summarise
 from harness.training.step_log import StepLog
 from tasks import IGNORE_INDEX
 
@@ -91,58 +92,6 @@ class TaskData(L.LightningDataModule):
         return max(1, self.cfg.eval.batch_size * self.cfg.train.seq_len // length)
 
 
-def score(logits: torch.Tensor, targets: torch.Tensor, token_bytes: torch.Tensor | None = None) -> dict[str, float]:
-    """Sums for loss and accuracy over scored positions (targets != IGNORE_INDEX).
-
-    Args:
-        logits: (B, T, V) float.
-        targets: (B, T) long, IGNORE_INDEX where no loss is taken.
-        token_bytes: (V,) long, UTF-8 bytes per token id (``Task.token_bytes``), or None.
-
-    Returns:
-        ``loss_sum`` (nats), ``tokens``, ``correct``, ``seqs`` (rows with a scored position) and
-        ``exact`` (rows whose every scored position is right); with ``token_bytes``, ``bytes``:
-        the bytes the scored targets stand for.
-    """
-    mask = targets != IGNORE_INDEX  # (B, T)
-    loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX, reduction="sum")
-    hit = (logits.argmax(-1) == targets) & mask  # (B, T)
-    has = mask.any(-1)  # (B,)
-    exact = (hit | ~mask).all(-1) & has
-    out = {
-        "loss_sum": loss.item(),
-        "tokens": mask.sum().item(),
-        "correct": hit.sum().item(),
-        "seqs": has.sum().item(),
-        "exact": exact.sum().item(),
-    }
-    if token_bytes is not None:  # bits per byte (issue 13's text task)
-        out["bytes"] = token_bytes.to(targets.device)[targets[mask]].sum().item()
-    return out
-
-
-def summarise(sums: dict[str, float], kind: str, suffix: str) -> dict[str, float]:
-    """Metrics from summed counts: ``loss`` (nats/token) always; ``acc``/``exact`` for synthetic
-    tasks (answer positions only); ``ppl`` = exp(loss) for language modelling, and ``bpb`` (bits
-    per byte: ``loss_sum / (bytes x ln 2)``, i.e. ``loss x tokens / (bytes x ln 2)``) when the
-    sums hold the scored bytes."""
-    loss = sums["loss_sum"] / max(sums["tokens"], 1)
-    out = {f"loss{suffix}": loss}
-    if kind == "lm":
-        out[f"ppl{suffix}"] = math.exp(min(loss, 50.0))
-    else:
-        out[f"acc{suffix}"] = sums["correct"] / max(sums["tokens"], 1)
-        out[f"exact{suffix}"] = sums["exact"] / max(sums["seqs"], 1)
-    if sums.get("bytes"):  # bits per byte (issue 13's text task)
-        out[f"bpb{suffix}"] = sums["loss_sum"] / (sums["bytes"] * math.log(2))
-    return out
-
-
-def _add(acc: dict[str, float], new: dict[str, float]) -> None:
-    for k, v in new.items():
-        acc[k] = acc.get(k, 0.0) + v
-
-
 class LitLM(L.LightningModule):
     """Causal LM training around a pure :class:`TransformerLM`.
 
@@ -208,7 +157,7 @@ class LitLM(L.LightningModule):
         self._sums = {0: {}}
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        _add(self._sums[0], score(self(batch[0]), batch[1], self.token_bytes))
+        add_sums(self._sums[0], score(self(batch[0]), batch[1], self.token_bytes))
 
     def on_validation_epoch_end(self) -> None:
         metrics = summarise(self._sums[0], self.kind, "")
@@ -225,7 +174,7 @@ class LitLM(L.LightningModule):
         self._sums = {i: {} for i in range(len(self.multipliers))}
 
     def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
-        _add(self._sums[dataloader_idx], score(self(batch[0]), batch[1], self.token_bytes))
+        add_sums(self._sums[dataloader_idx], score(self(batch[0]), batch[1], self.token_bytes))
 
     def on_test_epoch_end(self) -> None:
         for i, mult in enumerate(self.multipliers):
