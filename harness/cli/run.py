@@ -2,7 +2,8 @@
 progress of the runs in flight (:mod:`harness.cli.progress`), then the comparison.
 
 The comparison's statistics (scipy, statsmodels, pandas) are imported after the grid, where they
-are needed, not before its first step."""
+are needed: a process pool's parent never needs them before (runs in this process import scipy
+with Lightning all the same: torchmetrics needs it)."""
 
 from __future__ import annotations
 
