@@ -10,6 +10,8 @@ import importlib.util
 import json
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,21 @@ def test_interrupted_run_resumes_from_its_last_checkpoint_with_identical_results
     assert (folder / "history.csv").read_text() == ref_hist
     assert not (folder / "checkpoints").exists()  # a finished run keeps what the report needs
     assert [e["event"] for e in read_events(folder)] == ["claim", "claim", "resume", "finish"]
+
+
+def test_a_claim_left_on_a_finished_run_is_cleared_when_the_grid_runs_again(tiny, tmp_path):
+    """A process killed after writing a run's record but before releasing its claim leaves a
+    claim on a finished run; running the grid again clears it and keeps the record."""
+    abl, specs = tiny
+    first = execute(specs[0], tmp_path, abl=abl)
+    folder = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    claim = {"owner": "x", "host": socket.gethostname(), "pid": dead.pid, "pid_start": None, "token": "t"}
+    (folder / "claim.lock").write_text(json.dumps(claim))
+    again = execute(specs[0], tmp_path, abl=abl)
+    assert again["finished_at"] == first["finished_at"] and not (folder / "claim.lock").exists()
+    assert [e["event"] for e in read_events(folder)][-1] == "takeover"
 
 
 def test_no_resume_starts_afresh_and_keep_checkpoints_keeps_them(tiny, tmp_path, monkeypatch):
