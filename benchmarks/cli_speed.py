@@ -1,7 +1,7 @@
 """Wall time of `ablate --help` and `ablate list` (target < 1 s each): heavy imports (torch,
 Lightning, W&B) must stay inside the commands that need them.
 
-Usage: python benchmarks/cli_speed.py [--repeat 5]
+Usage: python benchmarks/cli_speed.py [--repeat 5] [--json]
 Prints the best and the median of ``--repeat`` fresh processes per command, and whether torch
 or Lightning were imported by it.
 """
@@ -9,6 +9,7 @@ or Lightning were imported by it.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 ABLATE = Path(sys.executable).parent / "ablate"
+GOAL_S = 1.0
 PROBE = (
     "import sys, runpy; sys.argv = ['ablate', *sys.argv[1:]]\n"
     "try:\n    runpy.run_module('harness.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
@@ -34,20 +36,35 @@ def heavy_imports(args: list[str]) -> str:
     return next((line[6:] for line in err.splitlines() if line.startswith("HEAVY ")), "?")
 
 
-def main() -> None:
+def measure(repeat: int = 5) -> dict:
+    """Best and median seconds of ``ablate --help`` and ``ablate list``, their heavy imports, and a
+    bare interpreter's start for reference."""
+    out: dict = {"goal": GOAL_S, "commands": {}}
+    for cmd in (["--help"], ["list"]):
+        times = [timed([str(ABLATE), *cmd]) for _ in range(repeat)]
+        out["commands"][" ".join(cmd)] = {
+            "best": min(times),
+            "median": statistics.median(times),
+            "heavy": heavy_imports(cmd),
+        }
+    out["python"] = min(timed([sys.executable, "-c", "pass"]) for _ in range(repeat))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
-    print(f"{'command':16s} {'best':>7s} {'median':>7s}  target < 1 s  heavy modules imported")
-    for cmd in (["--help"], ["list"]):
-        times = [timed([str(ABLATE), *cmd]) for _ in range(args.repeat)]
-        best, med = min(times), statistics.median(times)
-        print(
-            f"ablate {' '.join(cmd):9s} {best:6.2f}s {med:6.2f}s  {'ok' if med < 1 else 'MISSED':12s} "
-            f"{heavy_imports(cmd)}"
-        )
-    base = min(timed([sys.executable, "-c", "pass"]) for _ in range(args.repeat))
-    print(f"(a bare `python -c pass` takes {base:.2f}s here)")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    args = parser.parse_args(argv)
+    r = measure(args.repeat)
+    if args.json:
+        print(json.dumps(r))
+        return
+    print(f"{'command':16s} {'best':>7s} {'median':>7s}  target < {GOAL_S:g} s  heavy modules imported")
+    for cmd, c in r["commands"].items():
+        ok = "ok" if c["median"] < GOAL_S else "MISSED"
+        print(f"ablate {cmd:9s} {c['best']:6.2f}s {c['median']:6.2f}s  {ok:12s} {c['heavy']}")
+    print(f"(a bare `python -c pass` takes {r['python']:.2f}s here)")
 
 
 if __name__ == "__main__":

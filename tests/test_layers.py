@@ -78,6 +78,8 @@ LAZY_INTERNAL = {
     "tasks",
     # the console script imports typer and the app only when the command line starts
     "harness.cli.app",
+    # the comparison's statistics (scipy, statsmodels, pandas): `ablate run` imports them after its grid
+    "harness.cli.compare",
 }
 # modules whose every import of the harness may be lazy: the typer app imports a command's module
 # only when that command runs, so that `ablate --help` answers at once

@@ -170,6 +170,10 @@ def run(
     keep_checkpoints: Annotated[
         bool, typer.Option("--keep-checkpoints", help="keep checkpoints of finished runs")
     ] = False,
+    checkpoint_every: Annotated[
+        float,
+        typer.Option(help="seconds between two checkpoints of a run, written at validation passes (0: at every pass)"),
+    ] = 120.0,
     run_timeout: RunTimeoutOpt = None,
     retry: Annotated[
         Optional[str], typer.Option(help="also rerun finished runs with these statuses, e.g. failed,diverged,timeout")
@@ -197,6 +201,7 @@ def run(
         options=RunOptions(
             resume=resume,
             keep_checkpoints=keep_checkpoints,
+            checkpoint_every=checkpoint_every,
             run_timeout=run_timeout,
             claim_timeout=claim_timeout,
             devices=int(devices) if devices.isdigit() else devices,

@@ -1,19 +1,20 @@
-"""``ablate run``: every unfinished run of a grid, with one progress line per finished run, then the
-comparison."""
+"""``ablate run``: every unfinished run of a grid, with one progress line per finished run and the
+progress of the runs in flight (:mod:`harness.cli.progress`), then the comparison.
+
+The comparison's statistics (scipy, statsmodels, pandas) are imported after the grid, where they
+are needed: a process pool's parent never needs them before (runs in this process import scipy
+with Lightning all the same: torchmetrics needs it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
-
 from harness.cli import output
-from harness.cli.compare import print_tables
+from harness.cli.progress import GridProgress, clock
 from harness.encode import text
 from harness.execution import local, reuse
+from harness.execution.gpus import estimate_seconds
 from harness.execution.launch import Launch, outcome_lines, progress_note
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import grid
@@ -54,7 +55,7 @@ def run(
     targets = {name: reuse.target_of(entry.target) for name, entry in abl.tasks.items()}
     chosen = launch.select(specs, results, abl.name, retry, targets=None if tuned else targets)
     todo, retried = chosen.todo, chosen.retry
-    placement = launch.place(workers, len(todo), threads)
+    placement = launch.place(workers, len(todo), threads, [estimate_seconds(s.config, threads) for s in todo])
     again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
     copied = (
         f" ({len(chosen.reused)} copied from identical runs of {', '.join(_sources(chosen.reused))})"
@@ -66,7 +67,7 @@ def run(
         f"{results}{copied}, {len(todo)} to run{again} ({launch.describe(placement, threads)}, W&B {wandb})"
     )
 
-    with _grid_progress(len(todo)) as advance:
+    with GridProgress(output.console, todo, results, placement.workers) as progress:
 
         def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
             metric = abl.tasks[rec["task"]].primary.metric
@@ -74,9 +75,9 @@ def run(
             shown = f"{metric}={text(value, '.4f')}" if isinstance(value, float) else rec.get("reason") or ""
             output.console.print(
                 f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
-                f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {_clock(eta)}){progress_note(rec)}"
+                f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {clock(eta)}){progress_note(rec)}"
             )
-            advance()
+            progress.finished(rec["run_id"])
 
         records = local.run_grid(
             todo,
@@ -89,6 +90,8 @@ def run(
             on_done=on_done,
             **launch.grid_kwargs(placement, retried),
         )
+    from harness.cli.compare import print_tables  # scipy and statsmodels: needed from here on
+
     print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=ctx)
     lines, code = outcome_lines(records, results, abl.name, ctx=ctx, tuned=tuned)
     for line in lines:
@@ -99,29 +102,3 @@ def run(
 def _sources(records: list[dict[str, Any]]) -> list[str]:
     """``head_split_control/confirm``, ...: where copied runs came from, in order of appearance."""
     return list(dict.fromkeys(rec["reused_from"].rsplit("/", 1)[0] for rec in records))
-
-
-@contextmanager
-def _grid_progress(total: int) -> Iterator[Callable[[], None]]:
-    """A live grid-level bar (runs done / total, elapsed, ETA) in a terminal; nothing when piped,
-    where the per-run lines carry the same figures."""
-    if not output.console.is_terminal or total == 0:
-        yield lambda: None
-        return
-    with Progress(
-        "runs",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        "ETA",
-        TimeRemainingColumn(),
-        console=output.console,
-        transient=True,
-    ) as progress:
-        bar = progress.add_task("grid", total=total)
-        yield lambda: progress.advance(bar)
-
-
-def _clock(seconds: float) -> str:
-    m, s = divmod(int(seconds + 0.5), 60)
-    return f"{m}m{s:02d}s"

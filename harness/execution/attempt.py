@@ -20,7 +20,7 @@ from typing import Any
 
 from harness import __version__
 from harness.execution import run_folder as attempts
-from harness.execution.locks import append_event, holder, try_claim
+from harness.execution.locks import CLAIM, append_event, clear_stale, holder, try_claim
 from harness.execution.outcome import classify
 from harness.execution.reuse import target_of
 from harness.execution.run_folder import CHECKPOINTS, Progress, RunOptions, archived_attempts
@@ -87,6 +87,8 @@ def execute(
     opts = options or RunOptions()
     folder = run_dir(results, spec.ablation, spec.profile, spec.run_id)
     if (done := read_record(folder)) is not None and not opts.wants_retry(done):
+        if (folder / CLAIM).exists():  # left by a process killed between the record and its release
+            clear_stale(folder, opts.claim_timeout)
         return done
     claim = try_claim(folder, opts.claim_timeout)
     if claim is None:
@@ -163,6 +165,8 @@ def _attempt(
             target=abl.tasks[spec.task].target if abl is not None else None,
             wandb=_wandb_kwargs(spec, wandb_mode, results, started["attempt"]),
             checkpoint_dir=folder / CHECKPOINTS,
+            checkpoint_every_s=opts.checkpoint_every,
+            keep_checkpoint=opts.keep_checkpoints,
             resume=opts.resume,
             timeout_s=opts.run_timeout,
             devices=opts.devices,

@@ -1,7 +1,9 @@
 """Where the runs of a local process pool go: how many workers, and which GPUs each one sees.
 
-CPU: every run uses ``threads`` torch threads and the default number of workers keeps
-workers x threads within the cores. GPU: the visible GPUs (``CUDA_VISIBLE_DEVICES`` when set,
+CPU: every run uses ``threads`` torch threads. The default number of workers is one when the
+grid is too small to pay for a process pool, else as many as the cores hold (workers x threads
+within the cores): :func:`default_cpu_workers`, from the number of runs and their expected length
+(:func:`estimate_seconds`, from each run's config). ``--workers N`` forces N. GPU: the visible GPUs (``CUDA_VISIBLE_DEVICES`` when set,
 else all that torch counts) are cut into slots of ``gpus_per_run`` devices; each worker owns
 one slot for its whole life and is pinned to it through ``CUDA_VISIBLE_DEVICES`` before CUDA is
 initialised, so a run's ``cuda:0`` is its slot's first GPU. No torch import here unless
@@ -10,11 +12,13 @@ GPUs have to be counted.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import AblateError
 
@@ -64,36 +68,122 @@ def gpu_slots(gpus: list[str], per_run: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Placement:
-    """How many workers run at once, and the GPU slot of each (empty on CPU)."""
+    """How many workers run at once, the GPU slot of each (empty on CPU), and why that many (a
+    phrase for the first progress line, e.g. ``"--workers 2"``, ``"one per GPU slot"``)."""
 
     workers: int
     slots: tuple[str, ...] = ()
+    reason: str = ""
 
     @property
     def on_gpu(self) -> bool:
         return bool(self.slots)
 
 
+# The cost model of a run on one CPU thread, for the default number of workers only (it changes no
+# run). Rough on purpose: the rule below needs the order of magnitude. Measured with
+# benchmarks/overhead.py and benchmarks/workers.py on an idle 2-core VM (torch 2.13, Lightning 2.6).
+FLOP_PER_S = 50e9
+"""Floating-point operations per second of one thread on the model's matrix products (fp32)."""
+STEP_S = 1.5e-3
+"""Seconds per training step outside the matrix products (Python, Lightning's loop, AdamW)."""
+RUN_S = 0.3
+"""Seconds per run outside its steps: model, Trainer, loggers, probes, the record."""
+POOL_START_S = 3.0
+"""What starting a process pool adds to a grid: a forkserver that imports torch and Lightning afresh
+(the planning process has imported torch only), then each worker's first run."""
+POOL_EFFICIENCY = 0.85
+"""Throughput of k one-thread workers over k cores, relative to k x one worker (memory bandwidth
+and the machine's other work; two workers on 2 cores gave 1.7x)."""
+
+
+def forward_flops(cfg: Any, rows: int, length: int) -> float:
+    """Floating-point operations of one forward pass of ``rows`` sequences of ``length`` tokens
+    through the model of ``cfg`` (a :class:`~harness.experiment.config.RunConfig`): 2 per
+    parameter of the blocks and of an output head of ~64 tokens, per token, plus attention's
+    ``4 x layers x length^2 x d_model`` per sequence. A training step is about 3 of them."""
+    d, layers = cfg.model.d_model, cfg.model.n_layers
+    d_ff = cfg.ffn.width(d) or 4 * d
+    params = layers * (4 * d * d + 2 * d * d_ff) + 64 * d
+    return 2.0 * rows * length * params + 4.0 * layers * rows * length * length * d
+
+
+def estimate_seconds(cfg: Any, threads: int = 1) -> float:
+    """Expected wall time of one run on CPU, from its config alone: training steps (3 forward
+    passes' worth of :func:`forward_flops` each), validation passes, the test at every length,
+    and fixed costs per step and per run. ``threads``: torch threads per run (counted with a
+    square root: small matrices scale poorly)."""
+    t, e = cfg.train, cfg.eval
+    flops = 3 * t.steps * forward_flops(cfg, t.batch_size, t.seq_len)
+    flops += (t.steps // max(t.val_every, 1)) * forward_flops(cfg, e.val_examples, t.seq_len)
+    flops += sum(forward_flops(cfg, e.n_examples, length) for length in cfg.eval_lengths())
+    return RUN_S + t.steps * STEP_S + flops / (FLOP_PER_S * math.sqrt(max(threads, 1)))
+
+
+def default_cpu_workers(estimates: Sequence[float], cap: int) -> tuple[int, str]:
+    """The default number of CPU workers for runs expected to last ``estimates`` seconds each on
+    one worker, at most ``cap`` (cores // threads), and why.
+
+    The rule: ``k = min(cap, runs)`` workers when the time they save, ``total - max(total / (k x
+    POOL_EFFICIENCY), longest run)``, is more than twice what starting the pool costs
+    (``POOL_START_S``; twice, for the estimate's error), else one worker in this process. So the
+    default never makes a grid slower than one worker where the estimate is within a factor 2.
+    """
+    n, total = len(estimates), float(sum(estimates))
+    if cap <= 1:
+        return 1, "the cores hold one run's threads"
+    if n <= 1:
+        return 1, "one run"
+    k = min(cap, n)
+    saved = total - max(total / (k * POOL_EFFICIENCY), max(estimates))
+    size = f"{n} runs of ~{_duration(total / n)} each, ~{_duration(total)} in all on one worker"
+    if saved > 2 * POOL_START_S:
+        return k, f"{size}; {k} save ~{_duration(saved)}"
+    return 1, f"{size}: too little to pay for a process pool (~{POOL_START_S:g} s to start)"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"
+
+
 def place(
-    workers: int | None, todo: int, threads: int, gpus: list[str], gpus_per_run: int | None, cpus: int | None = None
+    workers: int | None,
+    todo: int,
+    threads: int,
+    gpus: list[str],
+    gpus_per_run: int | None,
+    cpus: int | None = None,
+    estimates: Sequence[float] | None = None,
 ) -> Placement:
     """Decide the pool for ``todo`` runs.
 
     Args:
-        workers: ``--workers`` (None: one per GPU slot, else cores // threads).
+        workers: ``--workers`` (None: one per GPU slot; on CPU :func:`default_cpu_workers`).
         todo: runs to execute; never more workers than runs.
         threads: torch threads per run.
         gpus: :func:`visible_gpus`.
         gpus_per_run: ``--gpus-per-run`` (None: 1 when GPUs are visible; 0: CPU only).
         cpus: cores (default ``os.cpu_count()``).
+        estimates: expected seconds of each run to execute (:func:`estimate_seconds`); None:
+            unknown, as many CPU workers as the cores hold.
 
     Raises:
         AblateError: more workers than GPU slots, or more GPUs per run than visible.
     """
     todo = max(todo, 1)
     if gpus_per_run == 0 or (gpus_per_run is None and not gpus):
-        default = max(1, (cpus or os.cpu_count() or 1) // max(threads, 1))
-        return Placement(max(1, min(workers or default, todo)))
+        cores = cpus or os.cpu_count() or 1
+        cap = max(1, cores // max(threads, 1))
+        if workers is not None:
+            return Placement(max(1, min(workers, todo)), reason=f"--workers {workers}")
+        if estimates is None:
+            return Placement(max(1, min(cap, todo)), reason=f"{cores} cores / {threads} thread(s) per run")
+        n, why = default_cpu_workers(estimates, cap)
+        return Placement(max(1, min(n, todo)), reason=why)
     slots = gpu_slots(gpus, gpus_per_run or 1)
     if workers is not None and workers > len(slots):
         raise AblateError(
@@ -102,4 +192,4 @@ def place(
             f"or --gpus-per-run 0 for CPU workers"
         )
     n = min(workers or len(slots), len(slots), todo)
-    return Placement(n, tuple(slots[:n]))
+    return Placement(n, tuple(slots[:n]), reason=f"--workers {workers}" if workers else "one per GPU slot")

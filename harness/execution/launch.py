@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,11 @@ class Launch:
             )
         if self.options.run_timeout is not None and self.options.run_timeout <= 0:
             raise AblateError(f"--run-timeout must be a positive number of seconds, got {self.options.run_timeout:g}")
+        if self.options.checkpoint_every < 0:
+            raise AblateError(
+                f"--checkpoint-every must be 0 (a checkpoint at every validation pass) or a positive number "
+                f"of seconds, got {self.options.checkpoint_every:g}"
+            )
         if self.options.claim_timeout < 2 * HEARTBEAT_S:
             raise AblateError(
                 f"--claim-timeout must be at least {2 * HEARTBEAT_S:g} s (a running claim is "
@@ -114,12 +119,16 @@ class Launch:
                 out.retry[spec.run_id] = rec.attempt
         return out
 
-    def place(self, workers: int | None, todo: int, threads: int) -> Placement:
-        """Workers and GPU slots of the local pool (Ray and SLURM place runs themselves)."""
+    def place(
+        self, workers: int | None, todo: int, threads: int, estimates: Sequence[float] | None = None
+    ) -> Placement:
+        """Workers and GPU slots of the local pool (Ray and SLURM place runs themselves);
+        ``estimates``: expected seconds of each run (:func:`harness.execution.gpus.estimate_seconds`),
+        from which the default number of CPU workers is decided."""
         if self.engine.kind != "local":
-            return Placement(workers or todo or 1)
+            return Placement(workers or todo or 1, reason=f"{self.engine.kind} places the runs")
         gpus = [] if self.gpus_per_run == 0 else visible_gpus()
-        return place(workers, todo, threads, gpus, self.gpus_per_run)
+        return place(workers, todo, threads, gpus, self.gpus_per_run, estimates=estimates)
 
     def grid_kwargs(self, placement: Placement, retry: dict[str, int]) -> dict[str, Any]:
         """Keyword arguments of :func:`harness.execution.local.run_grid`."""
@@ -127,13 +136,14 @@ class Launch:
         return {"options": dataclasses.replace(self.options, retry=retry), "slots": placement.slots, "engine": engine}
 
     def describe(self, placement: Placement, threads: int) -> str:
-        """``2 worker(s) x 1 thread(s)``, the GPUs, or the engine."""
+        """``2 worker(s) x 1 thread(s)``, the GPUs and why that many; or the engine."""
         if self.engine.kind == "ray":
             return f"Ray {self.engine.address or 'local instance'}, {threads} CPU(s) per run"
         if self.engine.kind == "slurm":
             return f"SLURM via submitit ({self.engine.cluster}), {threads} CPU(s) per run"
         gpus = f", GPUs {' | '.join(placement.slots)}" if placement.on_gpu else ""
-        return f"{placement.workers} worker(s) x {threads} thread(s){gpus}"
+        why = f": {placement.reason}" if placement.reason else ""
+        return f"{placement.workers} worker(s) x {threads} thread(s){gpus}{why}"
 
 
 def outcome_lines(

@@ -254,6 +254,17 @@ def try_claim(folder: Path, stale_after: float = DEFAULT_STALE_S, heartbeat: flo
     return None
 
 
+def clear_stale(folder: Path, stale_after: float = DEFAULT_STALE_S) -> dict[str, Any] | None:
+    """Remove the claim on ``folder`` if it is stale (a process killed between writing a run's
+    record and releasing its claim leaves one on a finished run); logged as a takeover. Returns
+    what was taken over, or None (no claim, or one that holds)."""
+    held = _read(folder / CLAIM)
+    if held is None:
+        return None
+    reason = stale_reason(held[0], held[1], stale_after)
+    return _take_over(folder, held[0], reason) if reason is not None else None
+
+
 def holder(folder: Path) -> dict[str, Any] | None:
     """The claim currently on a run folder, parsed, or None."""
     held = _read(folder / CLAIM)

@@ -33,6 +33,9 @@ Progress = Record | dict[str, Any]
 """What a grid reports for each run: its stored :class:`Record`, or a plain entry that is never
 stored (``claimed``: :func:`claimed_elsewhere`; ``crashed``: :func:`harness.execution.worker.crashed`);
 both are read by key."""
+CHECKPOINT_EVERY_S = 120.0
+"""Default of ``--checkpoint-every``: a checkpoint costs a full write of the weights and the
+optimiser state, so a run writes one every few minutes at most, not at every validation pass."""
 CHECKPOINTS = "checkpoints"
 _ARCHIVED = ("record", "traceback", "history")
 _ALWAYS_KEPT = {RECORD, EVENTS, CLAIM, TAKEOVER}
@@ -45,7 +48,11 @@ class RunOptions:
 
     Attributes:
         resume: continue an interrupted run from its last checkpoint (else start afresh).
-        keep_checkpoints: keep ``checkpoints/`` in finished runs.
+        keep_checkpoints: keep ``checkpoints/`` in finished runs (with the trained model's
+            checkpoint, written after the last step).
+        checkpoint_every: seconds between two checkpoints of a run, each written at the end of a
+            validation pass (0: at every validation pass); a run interrupted loses at most this
+            plus one validation interval, and a run shorter than it writes none.
         run_timeout: seconds after which a run is stopped and recorded as ``timeout``.
         claim_timeout: seconds without a heartbeat after which another owner's claim is stale.
         retry: ``{run_id: attempt}``: finished attempts to archive and run again.
@@ -55,6 +62,7 @@ class RunOptions:
 
     resume: bool = True
     keep_checkpoints: bool = False
+    checkpoint_every: float = CHECKPOINT_EVERY_S
     run_timeout: float | None = None
     claim_timeout: float = DEFAULT_STALE_S
     retry: Mapping[str, int] = field(default_factory=dict)

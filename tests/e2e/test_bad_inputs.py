@@ -68,6 +68,7 @@ SLURM_MISSING = (
             ],
         ),
         (["--run-timeout", "0"], ["--run-timeout must be a positive number of seconds"]),
+        (["--checkpoint-every", "-5"], ["--checkpoint-every must be 0", "or a positive number of seconds, got -5"]),
         (["--address", "auto"], ["--address is the Ray cluster to connect to; add --executor ray"]),
         (["--executor", "ray", "--address", "http//head"], ["not a Ray address", "ray://HOST:10001"]),
         (["--slurm-partition", "gpu"], ["--slurm-partition only apply to --executor slurm"]),

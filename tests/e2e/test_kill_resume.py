@@ -24,12 +24,18 @@ import torch
 
 from harness.cli import run as run_cmd
 from harness.execution.attempt import execute, wandb_run_id
+from harness.execution.launch import Launch
 from harness.execution.local import pool_context
 from harness.execution.locks import read_events
+from harness.execution.run_folder import RunOptions
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.runs import load_record, scan
 from helpers.tiny_grid import numbers, write_tiny
+
+OFTEN = Launch(options=RunOptions(checkpoint_every=0.05))
+"""The checkpoint cadence of the killed runs: by wall clock, as by default, but in tenths of a
+second (a run of this grid lasts about one), so most runs are killed between two checkpoints."""
 
 
 def _store_is_complete(
@@ -100,7 +106,9 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
     results, rng, ctx, kills = tmp_path / "results", random.Random(6), pool_context(), 0
     for _ in range(6):
         proc = ctx.Process(
-            target=run_cmd.run, args=(str(path), None, [], results), kwargs={"workers": 1, "wandb": "offline"}
+            target=run_cmd.run,
+            args=(str(path), None, [], results),
+            kwargs={"workers": 1, "wandb": "offline", "launch": OFTEN},
         )
         since = time.time()
         proc.start()
@@ -111,7 +119,7 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
             kills += 1
         proc.join()
     assert kills >= 3
-    assert run_cmd.run(str(path), None, [], results, workers=1, wandb="offline") == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1, wandb="offline", launch=OFTEN) == 0
     events = _store_is_complete(results, specs, reference, reference_store)
     assert sum(e.count("resume") for e in events.values()) >= 1  # killed mid-run, resumed, same numbers
     for spec in specs:  # every attempt's W&B log kept, all under the run's one W&B id

@@ -10,6 +10,8 @@ import importlib.util
 import json
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from harness.execution.run_folder import RunOptions
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.runs import load_record, run_dir
+from harness.training import callbacks
 from harness.training import loop as training
 from helpers.tiny_grid import numbers, records, write_tiny
 
@@ -61,13 +64,17 @@ def _kill_at(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
 def test_interrupted_run_resumes_from_its_last_checkpoint_with_identical_results(tiny, tmp_path, monkeypatch):
     abl, specs = tiny
     reference = execute(specs[0], tmp_path / "ref", abl=abl)
+    every_pass = RunOptions(checkpoint_every=0)  # a checkpoint at every validation pass
     with monkeypatch.context() as m:
         _kill_at(m, 25)
         with pytest.raises(_Killed):
-            execute(specs[0], tmp_path / "int", abl=abl)
+            execute(specs[0], tmp_path / "int", abl=abl, options=every_pass)
     folder = run_dir(tmp_path / "int", "tiny", "cpu", specs[0].run_id)
     assert (folder / "checkpoints" / "last.ckpt").is_file() and not (folder / "record.json").exists()
-    resumed = execute(specs[0], tmp_path / "int", abl=abl)
+    shown = []  # the progress the resumed attempt writes: its rate counts its own steps only
+    monkeypatch.setattr(callbacks, "write_progress", lambda folder, progress: shown.append(progress))
+    resumed = execute(specs[0], tmp_path / "int", abl=abl, options=every_pass)
+    assert (shown[0].start_step, shown[0].step, shown[-1].step, shown[-1].total) == (20, 21, 40, 40)
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 20
     assert (resumed["devices"], resumed["strategy"], resumed["attempt"]) == (
         1,
@@ -79,6 +86,21 @@ def test_interrupted_run_resumes_from_its_last_checkpoint_with_identical_results
     assert (folder / "history.csv").read_text() == ref_hist
     assert not (folder / "checkpoints").exists()  # a finished run keeps what the report needs
     assert [e["event"] for e in read_events(folder)] == ["claim", "claim", "resume", "finish"]
+
+
+def test_a_claim_left_on_a_finished_run_is_cleared_when_the_grid_runs_again(tiny, tmp_path):
+    """A process killed after writing a run's record but before releasing its claim leaves a
+    claim on a finished run; running the grid again clears it and keeps the record."""
+    abl, specs = tiny
+    first = execute(specs[0], tmp_path, abl=abl)
+    folder = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    claim = {"owner": "x", "host": socket.gethostname(), "pid": dead.pid, "pid_start": None, "token": "t"}
+    (folder / "claim.lock").write_text(json.dumps(claim))
+    again = execute(specs[0], tmp_path, abl=abl)
+    assert again["finished_at"] == first["finished_at"] and not (folder / "claim.lock").exists()
+    assert [e["event"] for e in read_events(folder)][-1] == "takeover"
 
 
 def test_no_resume_starts_afresh_and_keep_checkpoints_keeps_them(tiny, tmp_path, monkeypatch):

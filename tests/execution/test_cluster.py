@@ -1,5 +1,5 @@
 """Ray (a local instance) and SLURM through submitit (its local executor): the same runs, the same
-store, the same numbers as in-process execution."""
+store, the same numbers as in-process execution, and the same progress of runs in flight."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.cli import progress as progress_mod
 from harness.cli import run as run_cmd
 from harness.execution.attempt import execute
 from harness.execution.cluster import Engine
@@ -40,21 +41,36 @@ def _same_store(results: Path, reference: dict[str, Record]) -> None:
         assert set(rec.to_json()) == set(reference[run_id].to_json())  # one record format, whatever the executor
 
 
-def test_ray_local_instance(tmp_path: Path) -> None:
+def _shows_runs_in_flight(out: str) -> None:
+    """The piped progress of runs in flight, read from the run folders the workers write."""
+    lines = [line for line in out.splitlines() if line.startswith("running ")]
+    assert lines and any("copy sinusoidal s0 " in line or "copy learned s0 " in line for line in lines), out
+    assert all("/300" in line for line in lines)
+
+
+@pytest.fixture
+def _fast_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress_mod, "POLL_S", 0.05)
+    monkeypatch.setattr(progress_mod, "PLAIN_EVERY_S", 0.05)
+
+
+def test_ray_local_instance(tmp_path: Path, capsys, _fast_display) -> None:
     pytest.importorskip("ray")
-    path = write_tiny(tmp_path / "decl", steps=20, seeds=(0,))
+    path = write_tiny(tmp_path / "decl", steps=300, val_every=100, seeds=(0,))
     results = tmp_path / "results"
     assert run_cmd.run(str(path), None, [], results, launch=Launch(engine=Engine("ray"))) == 0
+    _shows_runs_in_flight(capsys.readouterr().out)
     _same_store(results, _reference(path, tmp_path))
 
 
 @pytest.mark.parametrize("cluster", ["local", "debug"])
-def test_submitit_without_slurm(tmp_path: Path, cluster: str) -> None:
+def test_submitit_without_slurm(tmp_path: Path, cluster: str, capsys, _fast_display) -> None:
     pytest.importorskip("submitit")
-    path = write_tiny(tmp_path / "decl", steps=20, seeds=(0,))
+    path = write_tiny(tmp_path / "decl", steps=300, val_every=100, seeds=(0,))
     results = tmp_path / "results"
     launch = Launch(engine=Engine("slurm", cluster=cluster, time_min=5))
     assert run_cmd.run(str(path), None, [], results, launch=launch) == 0
+    _shows_runs_in_flight(capsys.readouterr().out)
     _same_store(results, _reference(path, tmp_path))
     if cluster == "local":
         assert any((results / ".submitit").iterdir())  # the job logs, beside the runs

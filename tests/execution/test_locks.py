@@ -53,6 +53,20 @@ def test_claim_records_owner_and_release_removes_only_its_own(tmp_path: Path) ->
     assert json.loads((run / CLAIM).read_text())["token"] == "other"
 
 
+def test_only_a_stale_claim_is_cleared(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    assert locks.clear_stale(run) is None  # no claim
+    _write_claim(run)  # our parent's: alive
+    assert locks.clear_stale(run) is None and (run / CLAIM).exists()
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    _write_claim(run, pid=proc.pid)
+    taken = locks.clear_stale(run)
+    assert taken is not None and f"process {proc.pid}" in taken["reason"] and not (run / CLAIM).exists()
+    assert [e["event"] for e in read_events(run)] == ["takeover"]
+
+
 def test_dead_process_claim_is_taken_over_and_logged(tmp_path: Path, caplog) -> None:
     run = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-c", "pass"])

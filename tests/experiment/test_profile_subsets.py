@@ -14,7 +14,7 @@ from harness.errors import AblateError
 from harness.experiment.ablation import load
 from harness.experiment.config import build_config, config_hash
 from harness.experiment.grid import plan
-from harness.training.loop import _TrainStream
+from harness.training.lit import _TrainStream
 from helpers.mini_decl import decl, write
 from tasks import build_task
 

@@ -97,7 +97,7 @@ def _training_fingerprint() -> tuple[list[float], str]:
     import tempfile
 
     from harness.experiment.config import build_config
-    from harness.experiment.grid import transformer_config
+    from harness.training.fit import transformer_config
     from harness.training.loop import train_and_evaluate
     from tasks import build_task
 

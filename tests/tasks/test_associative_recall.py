@@ -81,7 +81,7 @@ def test_dict_lookup_solver_is_perfect_and_metric_scores_exactly_the_answers(seq
     training metric scores exactly the positions that hold a query key, nothing else."""
     import torch
 
-    from harness.training.loop import score
+    from harness.training.scoring import score
 
     n_pairs, n_keys = 4, 16
     task = build_task("associative_recall", {"n_pairs": n_pairs, "n_keys": n_keys, "n_values": 16})

@@ -11,8 +11,9 @@ import torch
 from harness.execution.attempt import execute
 from harness.execution.local import run_grid
 from harness.experiment.ablation import load
-from harness.experiment.grid import plan, transformer_config
+from harness.experiment.grid import plan
 from harness.training import loop as training
+from harness.training.fit import transformer_config
 from harness.training.loop import TaskData, lr_factor
 
 TINY = """

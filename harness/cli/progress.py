@@ -1,0 +1,150 @@
+"""What ``ablate run`` shows while a grid runs: runs done / total and, for each run in flight, its
+step / total, last training loss and ETA.
+
+Fed by the runs themselves, whatever executes them (this process, a local pool, Ray, SLURM):
+each run rewrites ``progress.json`` in its run folder every few seconds
+(:mod:`harness.training.progress`), and a thread of this process reads the folders of the runs
+not yet finished. In a terminal: rich's live display (the grid's bar, one line per run in
+flight). Piped or in a log file: one plain line every ``plain_every_s`` seconds while runs are in
+flight, beside the line each finished run prints.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
+
+from harness.store.runs import run_dir
+from harness.training.progress import EVERY_S, RunProgress, read_progress
+
+POLL_S = EVERY_S
+PLAIN_EVERY_S = 30.0
+"""Seconds between two plain progress lines when the output is not a terminal."""
+STALE_S = 120.0
+"""A progress file older than this is an attempt that died, not a run in flight."""
+
+
+def clock(seconds: float | None) -> str:
+    """``3m05s``; ``?`` when unknown."""
+    if seconds is None:
+        return "?"
+    m, s = divmod(int(seconds + 0.5), 60)
+    return f"{m}m{s:02d}s"
+
+
+def describe(label: str, progress: RunProgress) -> str:
+    """``copy sinusoidal s0 1200/3000 loss 1.234 ETA 0m40s`` (``testing`` after the last step)."""
+    loss = f" loss {progress.loss:.4g}" if progress.loss is not None else ""
+    if progress.step >= progress.total:
+        return f"{label} {progress.step}/{progress.total}{loss} testing"
+    return f"{label} {progress.step}/{progress.total}{loss} ETA {clock(progress.eta_s())}"
+
+
+class GridProgress:
+    """The live progress of a grid; a context manager, with :meth:`finished` called per run.
+
+    Args:
+        console: where to show it (``console.is_terminal`` chooses the live display).
+        specs: the runs to execute (:class:`~harness.experiment.grid.RunSpec`), in order.
+        results: the store's folder.
+        workers: runs executed at once; the first ``4 x workers`` (at least 16) unfinished runs
+            in order are polled, the ones an executor starts first.
+        poll_s, plain_every_s: seconds between two reads of the run folders (default
+            ``POLL_S``), and between two plain lines when piped (default ``PLAIN_EVERY_S``).
+    """
+
+    def __init__(
+        self,
+        console: Console,
+        specs: Sequence[Any],
+        results: Path,
+        workers: int = 1,
+        *,
+        poll_s: float | None = None,
+        plain_every_s: float | None = None,
+    ) -> None:
+        self.console = console
+        self.poll_s = POLL_S if poll_s is None else poll_s
+        self.plain_every_s = PLAIN_EVERY_S if plain_every_s is None else plain_every_s
+        self._pending = {
+            s.run_id: (f"{s.task} {s.variant_label} s{s.seed}", run_dir(results, s.ablation, s.profile, s.run_id))
+            for s in specs
+        }
+        self._order = [s.run_id for s in specs]
+        self._window = max(16, 4 * workers)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._live: Live | None = None
+        self._bar: Progress | None = None
+        self._task: Any = None
+        self.lines: list[str] = []  # the runs in flight at the last poll, as shown
+
+    def __enter__(self) -> GridProgress:
+        if not self._pending:
+            return self
+        if self.console.is_terminal:
+            self._bar = Progress(
+                "runs",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                "ETA",
+                TimeRemainingColumn(),
+                console=self.console,
+            )
+            self._task = self._bar.add_task("grid", total=len(self._pending))
+            self._live = Live(self._renderable(), console=self.console, transient=True, refresh_per_second=1)
+            self._live.__enter__()
+        self._thread = threading.Thread(target=self._watch, name="ablate-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._live is not None:
+            self._live.__exit__(*exc)
+
+    def finished(self, run_id: str) -> None:
+        """A run is over (its line was printed): stop polling it, advance the bar."""
+        with self._lock:
+            self._pending.pop(run_id, None)
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+    def poll(self) -> list[str]:
+        """Read the progress of the runs in flight now; returns their descriptions."""
+        with self._lock:
+            window = [self._pending[r] for r in self._order if r in self._pending][: self._window]
+        out = []
+        for label, folder in window:
+            progress = read_progress(folder, stale_s=STALE_S)
+            if progress is not None:
+                out.append(describe(label, progress))
+        self.lines = out
+        return out
+
+    def _renderable(self) -> Group:
+        lines = [Text.from_markup(f"  [dim]{escape(line)}[/]") for line in self.lines]
+        return Group(self._bar, *lines) if self._bar is not None else Group(*lines)
+
+    def _watch(self) -> None:
+        last_plain = time.monotonic()
+        while not self._stop.wait(self.poll_s):
+            lines = self.poll()
+            if self._live is not None:
+                self._live.update(self._renderable())
+            elif lines and time.monotonic() - last_plain >= self.plain_every_s:
+                last_plain = time.monotonic()
+                self.console.print(f"running {len(lines)}: " + " | ".join(lines), markup=False, highlight=False)
