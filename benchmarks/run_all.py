@@ -38,10 +38,14 @@ class Row:
 
 
 def _script(name: str, *args: str) -> list[dict]:
-    """Run ``benchmarks/<name>.py --json ARGS`` and parse its JSON lines."""
+    """Run ``benchmarks/<name>.py --json ARGS`` and parse its JSON lines; one line on stderr when it
+    ends (the table comes at the end, after minutes)."""
+    t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, str(HERE / f"{name}.py"), "--json", *args], capture_output=True, text=True, cwd=HERE.parent
     )
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"{name}.py {' '.join(args)}: {time.perf_counter() - t0:.0f} s (load average {load})", file=sys.stderr)
     if proc.returncode:
         raise RuntimeError(f"{name}.py {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
