@@ -17,15 +17,19 @@ from harness.experiment import metrics
 
 def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
     """Verdict (supported / partly supported / contradicted / partly contradicted / mixed /
-    inconclusive / pilot / not tested in this profile) and one evidence line per entry.
+    inconclusive / pilot / not tested in this profile / untestable at this scale / underpowered at
+    this scale (needs N seeds)) and one evidence line per entry.
 
     Each evidence entry names a comparison (task, metric, variant vs the baseline) and the
     verdict expected if the claim holds (better, worse or equivalent). Equivalence within the
     smallest effect of interest, the same outcome in every pair, or identical values in every
     pair contradict a claim of a difference. Entries outside the profile's grid are listed and
-    left out of the verdict.
+    left out of the verdict. A claim whose every comparison is underpowered (inconclusive with fewer
+    seeds than ``ablate plan`` asks at the sesoi) reads ``underpowered at this scale (needs N
+    seeds)``, N the most any of them needs; one whose every comparison was not learned, ``untestable
+    at this scale``.
     """
-    lines, outcomes, small_effects = [], [], []
+    lines, outcomes, small_effects, needs = [], [], [], []
     abl = result.ablation  # the profile's view: its tasks and variants
     labels = {abl.label(v) for v in abl.variants()}
     for ev in claim.get("evidence", []):
@@ -57,8 +61,12 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             if vd.matches(v, ev["expect"])
             else "contradicted"
             if vd.rules(v)
+            else "underpowered"
+            if vd.kind(v) is vd.Kind.UNDERPOWERED
             else "inconclusive"
         )
+        if outcome == "underpowered":
+            needs.append(_needed(result, ev["task"], ev["metric"], ev["variant"]))
         outcomes.append(outcome)
         head = (
             f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}"
@@ -108,7 +116,18 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
         return vd.claim_mixed(counts["supported"], counts["contradicted"]), lines
     if counts["untestable"] == len(outcomes):
         return vd.ClaimKind.UNTESTABLE.value, lines
+    if counts["underpowered"] == len(outcomes):  # more seeds, not another design, may decide it
+        return vd.claim_underpowered(max(needs)), lines
     return vd.ClaimKind.INCONCLUSIVE.value, lines
+
+
+def _needed(result: Analysis, task: str, metric: str, variant: str) -> int:
+    """The seeds an underpowered comparison needs (:mod:`harness.analysis.primary_power`)."""
+    return next(
+        p.needed
+        for p in result.power
+        if (p.task, p.metric, p.variant) == (task, metric, variant) and p.needed is not None
+    )
 
 
 def _why_undefined(row: pd.Series) -> str | None:

@@ -64,7 +64,7 @@ def write_report(
     ]
     parts += sections.version_warnings(result)
     parts += sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result)
-    parts += sections.setup_section(abl, profile, records)
+    parts += sections.setup_section(abl, profile, records, result)
     parts += _results_section(abl, profile, result, fig_dir, path.parent)
     parts += probe_section(result)  # leakage / masked attention probes per cell, where runs carry them
     parts += sections.failures_section(result)
@@ -91,7 +91,9 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
         "adjustment (with fewer than 6 seeds that differ, or 8 in a family of 6, the exact test cannot). "
         "The 95% CIs are per comparison, not adjusted for multiplicity; the verdict reads the adjusted p. "
         "MDE: the smallest Δ this design detects with 80 % power at alpha / the family size (the "
-        "family's first Holm step). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
+        "family's first Holm step). `underpowered at this scale (needs N seeds)`: a primary comparison "
+        "that decided nothing with fewer seeds than it needs for 80 % power at the task's smallest effect "
+        "of interest (Setup says each one's power). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
         "Runs below a task's gate are left out of comparisons beyond L (`excluded`).",
         "",
     ]

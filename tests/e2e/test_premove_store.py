@@ -13,6 +13,7 @@ folder, with it first on ``PYTHONPATH``), never by the code under test. Exceptio
 section 2 (no verdict from a baseline that missed its target on most seeds) changed the verdict
 cells, the claim lines and the warning of this confirmatory fixture, whose baseline reached its
 target on 0 of 4 seeds; the file was rendered again with that change, every other line unchanged.
+So again for issue 12, section 5 (the Setup's power line, the Results' sentence on ``underpowered``).
 """
 
 from __future__ import annotations
