@@ -1,10 +1,14 @@
 """The verdict on a practitioners' claim (``claims.yaml``) from the analysis of one ablation and
 profile: each evidence entry's comparison is read from the analysis's tables and judged against the
-verdict the claim expects; the words come from :mod:`harness.analysis.verdicts`."""
+verdict the claim expects; the words come from :mod:`harness.analysis.verdicts`. Also whether a
+negative control (an ablation declaring ``control: {kind: negative}``) was caught
+(:func:`control_outcomes`)."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -145,3 +149,42 @@ def _failure_reasons(result: Analysis, task: str, variant: str) -> str:
     runs = result.runs[(result.runs["task"] == task) & (result.runs["variant"] == variant)]
     common = why_not_finished(list(runs["status"]), list(runs["reason"]))
     return f" ({common[0][1]} {common[0][0]})" if common else ""
+
+
+@dataclass(frozen=True)
+class ControlOutcome:
+    """Whether one comparison of a negative control caught the bug: its variant against the
+    baseline on a task's primary metric."""
+
+    task: str
+    variant: str
+    metric: str
+    verdict: str  # the comparison's verdict; "no paired runs" without one
+    p_adj: float  # its adjusted p (Holm over the primary family); NaN without a test
+    caught: bool  # the verdict is the one the control expects and p_adj < alpha
+
+
+def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[ControlOutcome]:
+    """For an ablation that declares ``control:`` (:class:`harness.experiment.ablation.Control`),
+    per task of the profile and control variant: ``caught`` when its primary comparison reads the
+    expected verdict (``worse``) with adjusted p < ``alpha``, not caught otherwise (another verdict,
+    no verdict, a pilot, a task not learned). Empty for any other ablation."""
+    abl = result.ablation
+    control = abl.control
+    if control is None:
+        return []
+    labels = [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
+    variants = [v for v in labels if control.variant in (None, v)]
+    out = []
+    for task, entry in abl.tasks.items():
+        table = result.table(task, entry.primary.metric)
+        for variant in variants:
+            row = None if table is None else table.frame[table.frame["variant"] == variant]
+            if row is None or row.empty or not isinstance(row.iloc[0].get("verdict"), str):
+                out.append(ControlOutcome(task, variant, entry.primary.metric, "no paired runs", math.nan, False))
+                continue
+            verdict, p_adj = row.iloc[0]["verdict"], row.iloc[0].get("p_adj")
+            p_adj = math.nan if pd.isna(p_adj) else float(p_adj)
+            caught = vd.kind(verdict) is vd.Kind(control.expect) and p_adj < alpha
+            out.append(ControlOutcome(task, variant, entry.primary.metric, verdict, p_adj, caught))
+    return out

@@ -11,7 +11,7 @@ import pandas as pd
 
 from harness.analysis import power as pw
 from harness.analysis import verdicts as vd
-from harness.analysis.claims import claim_verdict
+from harness.analysis.claims import ControlOutcome, claim_verdict, control_outcomes
 from harness.analysis.comparisons import Analysis
 from harness.analysis.primary_power import TARGET_POWER
 from harness.encode import text
@@ -64,6 +64,12 @@ def claims_section(abl: Ablation, result: Analysis) -> list[str]:
         ]
         lines += [f"- {e}" for e in evidence]
         lines.append("")
+    if controls := control_outcomes(result):
+        lines += [
+            f"Negative control ({abl.control.variant or 'every variant'} is a known bug, expected "
+            f"{abl.control.expect}): " + "; ".join(control_text(c) for c in controls) + ".",
+            "",
+        ]
     scale: dict[str, dict[str, Any]] = {}
     for rec in result.scan.records:
         scale.setdefault(rec.task, rec.config)
@@ -79,6 +85,12 @@ def claims_section(abl: Ablation, result: Analysis) -> list[str]:
     ]
     lines += unlearned_warnings(abl, result)
     return lines
+
+
+def control_text(c: ControlOutcome) -> str:
+    """``\`task\` variant: **caught** (\`metric\` worse, adjusted p 0.0078)``, as the report and the index say it."""
+    p = f", adjusted p {text(c.p_adj, '.3g')}" if c.p_adj == c.p_adj else ""
+    return f"`{c.task}` {c.variant}: **{'caught' if c.caught else 'not caught'}** (`{c.metric}` {c.verdict}{p})"
 
 
 def version_warnings(result: Analysis) -> list[str]:
