@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, analyse, claimed_metrics
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
@@ -124,7 +125,12 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
         claimed = claimed_metrics(abl, task)
         for table in _report_tables(tables, base, claimed):
             lines += [f"**{title(table)}**", "", markdown(table), ""]
-        lines += across_variants(result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem)
+        withheld = None  # no test of a task whose baseline did not learn it (the warning says why)
+        if task in result.unlearned and abl.profiles[profile].confirmatory:
+            withheld = f"the baseline did not learn the task ({vd.not_learned_target(*result.unlearned[task])})"
+        lines += across_variants(
+            result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem, withheld=withheld
+        )
         others = sorted({t.metric for t in tables} - {t.metric for t in _report_tables(tables, base, claimed)})
         if others:
             lines += [
