@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import yaml
 from pydantic import (
@@ -34,6 +34,7 @@ from pydantic import (
 from harness.errors import AblateError
 from harness.experiment import metrics, plugins
 from harness.experiment.config import check_path, format_validation_error
+from harness.experiment.control import Control
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
 
@@ -74,19 +75,6 @@ class TaskEntry(_Decl):
     primary: MetricSpec
     gate: Threshold | None = Field(None, description="runs below it did not learn the task at L")
     target: Threshold | None = Field(None, description="convergence target: steps_to_target")
-
-
-class Control(_Decl):
-    """What makes an ablation a control of the harness: ``kind: negative`` is a known bug (e.g. a
-    wrong head split) that the harness must catch, i.e. judge ``expect`` on a task's primary metric
-    (``worse`` with adjusted p < 0.05). The reports index shows each such ablation as ``caught`` or
-    ``not caught`` (:func:`harness.analysis.claims.control_outcomes`)."""
-
-    kind: Literal["negative"]
-    expect: Literal["better", "worse"] = Field("worse", description="the verdict the control variant must get")
-    variant: str | None = Field(
-        None, description="the grid point (label) that carries the bug; default: every point but the baseline"
-    )
 
 
 class Profile(_Decl):
@@ -130,9 +118,7 @@ class Ablation(_Decl):
     tune: dict[str, ParamSpec | None] = Field(
         default_factory=dict, description="search space (harness/experiment/search_space.py)"
     )
-    control: Control | None = Field(
-        None, description="this ablation is a control of the harness (a negative control: a bug it must catch)"
-    )
+    control: Control | None = Field(None, description="a control of the harness: a known bug it must catch")
     plugins: list[str] = Field(
         default_factory=list,
         description="plugins loaded before the declaration is validated: module names or .py paths "
@@ -178,13 +164,8 @@ class Ablation(_Decl):
             for path in layer:
                 _check_key(path, where)
         self._check_tune()
-        if self.control is not None and self.control.variant is not None:
-            labels = [self.label(v) for v in self.variants()]
-            if self.control.variant not in labels or self.control.variant == self.baseline_label:
-                raise ValueError(
-                    f"control.variant {self.control.variant!r} is not a point of the grid other than the baseline"
-                    f"{did_you_mean(self.control.variant, labels)}; grid: {labels}"
-                )
+        if self.control is not None:
+            self.control.check([self.label(v) for v in self.variants()], self.baseline_label)
         if self.default_profile not in self.profiles:
             raise ValueError(f"default_profile {self.default_profile!r} is not a profile")
         return self
