@@ -1,10 +1,14 @@
 """The verdict on a practitioners' claim (``claims.yaml``) from the analysis of one ablation and
 profile: each evidence entry's comparison is read from the analysis's tables and judged against the
-verdict the claim expects; the words come from :mod:`harness.analysis.verdicts`."""
+verdict the claim expects; the words come from :mod:`harness.analysis.verdicts`. Also whether a
+negative control (an ablation declaring ``control: {kind: negative}``) was caught
+(:func:`control_outcomes`)."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -17,15 +21,19 @@ from harness.experiment import metrics
 
 def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
     """Verdict (supported / partly supported / contradicted / partly contradicted / mixed /
-    inconclusive / pilot / not tested in this profile) and one evidence line per entry.
+    inconclusive / pilot / not tested in this profile / untestable at this scale / underpowered at
+    this scale (needs N seeds)) and one evidence line per entry.
 
     Each evidence entry names a comparison (task, metric, variant vs the baseline) and the
     verdict expected if the claim holds (better, worse or equivalent). Equivalence within the
     smallest effect of interest, the same outcome in every pair, or identical values in every
     pair contradict a claim of a difference. Entries outside the profile's grid are listed and
-    left out of the verdict.
+    left out of the verdict. A claim whose every comparison is underpowered (inconclusive with fewer
+    seeds than ``ablate plan`` asks at the sesoi) reads ``underpowered at this scale (needs N
+    seeds)``, N the most any of them needs; one whose every comparison was not learned, ``untestable
+    at this scale``.
     """
-    lines, outcomes, small_effects = [], [], []
+    lines, outcomes, small_effects, needs = [], [], [], []
     abl = result.ablation  # the profile's view: its tasks and variants
     labels = {abl.label(v) for v in abl.variants()}
     for ev in claim.get("evidence", []):
@@ -57,8 +65,12 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             if vd.matches(v, ev["expect"])
             else "contradicted"
             if vd.rules(v)
+            else "underpowered"
+            if vd.kind(v) is vd.Kind.UNDERPOWERED
             else "inconclusive"
         )
+        if outcome == "underpowered":
+            needs.append(_needed(result, ev["task"], ev["metric"], ev["variant"]))
         outcomes.append(outcome)
         head = (
             f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}"
@@ -108,7 +120,18 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
         return vd.claim_mixed(counts["supported"], counts["contradicted"]), lines
     if counts["untestable"] == len(outcomes):
         return vd.ClaimKind.UNTESTABLE.value, lines
+    if counts["underpowered"] == len(outcomes):  # more seeds, not another design, may decide it
+        return vd.claim_underpowered(max(needs)), lines
     return vd.ClaimKind.INCONCLUSIVE.value, lines
+
+
+def _needed(result: Analysis, task: str, metric: str, variant: str) -> int:
+    """The seeds an underpowered comparison needs (:mod:`harness.analysis.primary_power`)."""
+    return next(
+        p.needed
+        for p in result.power
+        if (p.task, p.metric, p.variant) == (task, metric, variant) and p.needed is not None
+    )
 
 
 def _why_undefined(row: pd.Series) -> str | None:
@@ -126,3 +149,42 @@ def _failure_reasons(result: Analysis, task: str, variant: str) -> str:
     runs = result.runs[(result.runs["task"] == task) & (result.runs["variant"] == variant)]
     common = why_not_finished(list(runs["status"]), list(runs["reason"]))
     return f" ({common[0][1]} {common[0][0]})" if common else ""
+
+
+@dataclass(frozen=True)
+class ControlOutcome:
+    """Whether one comparison of a negative control caught the bug: its variant against the
+    baseline on a task's primary metric."""
+
+    task: str
+    variant: str
+    metric: str
+    verdict: str  # the comparison's verdict; "no paired runs" without one
+    p_adj: float  # its adjusted p (Holm over the primary family); NaN without a test
+    caught: bool  # the verdict is the one the control expects and p_adj < alpha
+
+
+def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[ControlOutcome]:
+    """For an ablation that declares ``control:`` (:class:`harness.experiment.ablation.Control`),
+    per task of the profile and control variant: ``caught`` when its primary comparison reads the
+    expected verdict (``worse``) with adjusted p < ``alpha``, not caught otherwise (another verdict,
+    no verdict, a pilot, a task not learned). Empty for any other ablation."""
+    abl = result.ablation
+    control = abl.control
+    if control is None:
+        return []
+    labels = [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
+    variants = [v for v in labels if control.variant in (None, v)]
+    out = []
+    for task, entry in abl.tasks.items():
+        table = result.table(task, entry.primary.metric)
+        for variant in variants:
+            row = None if table is None else table.frame[table.frame["variant"] == variant]
+            if row is None or row.empty or not isinstance(row.iloc[0].get("verdict"), str):
+                out.append(ControlOutcome(task, variant, entry.primary.metric, "no paired runs", math.nan, False))
+                continue
+            verdict, p_adj = row.iloc[0]["verdict"], row.iloc[0].get("p_adj")
+            p_adj = math.nan if pd.isna(p_adj) else float(p_adj)
+            caught = vd.kind(verdict) is vd.Kind(control.expect) and p_adj < alpha
+            out.append(ControlOutcome(task, variant, entry.primary.metric, verdict, p_adj, caught))
+    return out

@@ -4,7 +4,8 @@ Everything here is computed from the store's tidy rows (:func:`harness.store.run
 typed in. Families for multiple comparisons: the primary metric of every task of an ablation
 (each variant against the baseline) is one Holm family (:mod:`harness.analysis.holm`); every
 other metric and length is exploratory (Benjamini-Hochberg within that metric). Comparisons that
-get no verdict are marked by :mod:`harness.analysis.untestable`.
+get no verdict are marked by :mod:`harness.analysis.untestable`; an inconclusive primary comparison
+that had too few seeds for its smallest effect of interest by :mod:`harness.analysis.primary_power`.
 
 Gate: a run that did not learn the task at L (below the task's declared gate) is left out of the
 comparisons of metrics beyond L (``@x2``, ``@x4``, ...), since extrapolation means nothing for a
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.analysis import stats, untestable
+from harness.analysis import primary_power, stats, untestable
 from harness.analysis.holm import holm_across
 from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
@@ -58,6 +59,7 @@ class Analysis:
     foreign: int = 0  # records of this folder made with other overrides
     mixed_code: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # task -> code run at >1 version
     unlearned: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (baseline seeds at target, planned)
+    power: list[primary_power.PrimaryPower] = field(default_factory=list)  # each primary comparison at its sesoi
 
     @property
     def ablation(self) -> Ablation:
@@ -157,6 +159,9 @@ def analyse(
             table.frame["planned"] = len(prof.seeds)
             (primaries if is_primary else out.tables).append(table)
     holm_across(primaries, alpha, prof.confirmatory)
+    out.power = primary_power.primary_power(primaries, alpha)
+    if prof.confirmatory:  # inconclusive with fewer seeds than `ablate plan` asks: say so
+        primary_power.mark_underpowered(primaries, out.power)
     out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, len(prof.seeds))
     out.unlearned = untestable.unlearned_tasks(abl, rows, len(prof.seeds))
     for table in primaries + out.tables:

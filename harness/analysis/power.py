@@ -1,7 +1,8 @@
 """Power of the paired t-test over seeds: the smallest difference a design detects (:func:`mde`),
-the seeds a difference needs (:func:`seeds_needed`, statsmodels ``TTestPower``), and the fewest
-seeds at which the exact sign-flip test that a verdict also needs can reject
-(:func:`sign_flip_min_seeds`)."""
+the power at a given difference (:func:`power_at`), the seeds a difference needs
+(:func:`seeds_needed`, statsmodels ``TTestPower``), the fewest seeds at which the exact sign-flip
+test that a verdict also needs can reject (:func:`sign_flip_min_seeds`), and the seeds a verdict
+needs, both together (:func:`seeds_for_verdict`, what ``ablate plan`` prints)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,37 @@ def mde(n: int, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> floa
     if n < 2 or not np.isfinite(sd_diff):
         return NAN
     return _detectable_effect(int(n), float(alpha), float(power)) * float(sd_diff)
+
+
+def power_at(effect: float, sd_diff: float, n: int, alpha: float = 0.05) -> float:
+    """Power of a two-sided paired t-test with ``n`` pairs to detect a mean difference ``effect``
+    when the paired differences have SD ``sd_diff``: ``TTestPower().power(|effect| / sd_diff, nobs=n,
+    alpha=alpha, alternative="two-sided")``, computed as its two tails (each a one-sided test at
+    alpha / 2), since scipy's noncentral t gives NaN for the far lower tail at large effect / SD
+    (8.5 SD at 4 pairs), where that tail is below 1e-15: a NaN lower tail counts as 0. 1.0 for an
+    SD of 0 and a non-zero effect (every pair differs alike); NaN for n < 2 or a NaN SD."""
+    if n < 2 or not np.isfinite(sd_diff) or sd_diff < 0:
+        return NAN
+    if sd_diff == 0:
+        return 1.0 if effect else NAN
+    es, solver = abs(effect) / sd_diff, TTestPower()
+    with warnings.catch_warnings():  # statsmodels warns about the far lower tail at large effects
+        warnings.simplefilter("ignore")
+        upper = float(solver.power(es, nobs=int(n), alpha=alpha / 2, alternative="larger"))
+        lower = float(solver.power(es, nobs=int(n), alpha=alpha / 2, alternative="smaller"))
+    return upper + (0.0 if math.isnan(lower) else lower)
+
+
+def seeds_for_verdict(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Seeds a verdict of a direction needs, as ``ablate plan`` counts them: :func:`seeds_needed`
+    for the t-test, and at least :func:`sign_flip_min_seeds` ``(alpha)``, since a direction also needs
+    the exact sign-flip test to reject (:func:`harness.analysis.stats.verdict`).
+
+    Raises:
+        ValueError: as :func:`seeds_needed` (an effect of 0, an SD that is not positive, an alpha
+            out of range, no answer found).
+    """
+    return max(seeds_needed(effect, sd_diff, alpha=alpha, power=power), sign_flip_min_seeds(alpha))
 
 
 def seeds_needed(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:

@@ -10,6 +10,12 @@ expected) or when the reference's mean is below the comparison's ``reference_min
 when it did not decide (or the profile is not confirmatory), ``not run`` without paired runs. An
 entry passes when every comparison passes, fails when one fails, and is inconclusive otherwise
 (``not run`` when none has runs).
+
+A verdict needs a baseline that learned, as the claims' (:mod:`harness.analysis.untestable`): where
+the task declares a convergence target and the comparison's reference reached it on at most half of
+the profile's seeds, the comparison is ``inconclusive (baseline not learned k/n)`` whatever its test
+says. Only a declared ``reference_min`` the reference's mean falls below still fails it: that entry
+names the reference's level as part of the published result.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis import stats
+from harness.analysis import stats, untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, analyse
 from harness.experiment import ablation as ablation_mod
@@ -36,13 +42,14 @@ class Outcome:
     """One comparison's result."""
 
     comparison: Comparison
-    outcome: str  # pass | fail | inconclusive | not run
+    outcome: str  # pass | fail | inconclusive | inconclusive (baseline not learned k/n) | not run
     verdict: str = ""
     row: dict[str, Any] = field(default_factory=dict)  # stats.COLUMNS of the variant
     reference: dict[str, Any] = field(default_factory=dict)  # descriptives of the reference
     note: str = ""
     runs: int = 0  # runs of the grid in the store
     planned: int = 0  # runs the grid declares
+    unlearned: tuple[int, int] | None = None  # (seeds the reference reached the task's target, seeds planned)
 
 
 @dataclass
@@ -176,7 +183,12 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryRe
         row["margin"] = margin
         if row["n_pairs"] < 2:
             row["verdict"] = vd.TOO_FEW
-        outcomes.append(Outcome(comp, "", row=row, reference=ref, runs=runs, planned=planned))
+        outcome = Outcome(comp, "", row=row, reference=ref, runs=runs, planned=planned)
+        if view.tasks[comp.task].target is not None:  # the gating rule of the claims, on the reference
+            reached = untestable.seeds_at_target(result.rows, comp.task, comp.reference)
+            if not untestable.learned(reached, len(prof.seeds)):
+                outcome.unlearned = (reached, len(prof.seeds))
+        outcomes.append(outcome)
         confirmatory[len(outcomes) - 1] = prof.confirmatory
     _holm(outcomes, alpha, confirmatory)
     for o in outcomes:
@@ -184,10 +196,14 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryRe
             continue
         o.verdict = str(o.row["verdict"])
         o.outcome = judge(o.verdict, o.comparison.expect)
+        if o.unlearned is not None:  # no pass or fail from a reference that did not learn the task
+            o.outcome = f"inconclusive (baseline not learned {o.unlearned[0]}/{o.unlearned[1]})"
         low = o.comparison.reference_min
         if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not o.reference.get("mean", math.nan) >= low:
             o.outcome = "fail"
-            o.note = f"the reference's mean {o.reference.get('mean', math.nan):.4g} is below {low:g}"
+            o.note = f"the reference's mean {o.reference.get('mean', math.nan):.4g} is below {low:g}" + (
+                f"; it reached the task's target on {o.unlearned[0]} of {o.unlearned[1]} seeds" if o.unlearned else ""
+            )
     return EntryResult(entry, outcomes, scale)
 
 

@@ -152,7 +152,7 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
     if not sd > 0:
         return None, "SD 0 in the pilot: cannot size"
     try:  # a direction also needs the exact sign-flip test to reject (stats.verdict): at least its floor
-        return max(pw.seeds_needed(delta, sd, alpha=alpha, power=power), pw.sign_flip_min_seeds(alpha)), ""
+        return pw.seeds_for_verdict(delta, sd, alpha=alpha, power=power), ""
     except ValueError as exc:  # an extreme level or effect / SD: no number rather than a traceback
         return None, f"cannot size: {exc}"
 

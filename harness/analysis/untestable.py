@@ -28,15 +28,23 @@ def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str
     for task, entry in abl.tasks.items():
         if entry.target is None:
             continue
-        base = rows[
-            (rows["task"] == task)
-            & (rows["variant"] == abl.baseline_label)
-            & (rows["metric"] == metrics.TARGET_REACHED)
-        ]
-        reached = base.loc[base["value"] >= 1, "seed"].nunique()
-        if 2 * reached <= planned:
-            out[task] = (int(reached), planned)
+        reached = seeds_at_target(rows, task, abl.baseline_label)
+        if not learned(reached, planned):
+            out[task] = (reached, planned)
     return out
+
+
+def seeds_at_target(rows: pd.DataFrame, task: str, variant: str) -> int:
+    """Seeds on which ``variant``'s run of ``task`` reached the convergence target (per-run metric
+    ``target_reached`` = 1) in the tidy ``rows``; a run without the metric did not."""
+    runs = rows[(rows["task"] == task) & (rows["variant"] == variant) & (rows["metric"] == metrics.TARGET_REACHED)]
+    return int(runs.loc[runs["value"] >= 1, "seed"].nunique())
+
+
+def learned(reached: int, planned: int) -> bool:
+    """The gating rule: a task is learned when its target was reached on most (more than half) of the
+    planned seeds."""
+    return 2 * reached > planned
 
 
 def mark_not_learned(

@@ -18,6 +18,9 @@ Comparison verdicts (:class:`Kind`):
 - ``not learned (k/n seeds reached target)``: the baseline reached the task's convergence target
   on at most half of its planned seeds (issue 12, section 2); ``not learned (k/n passed the gate)``:
   a comparison beyond L where the variant (or the baseline) never passed the task's gate.
+- ``underpowered at this scale (needs N seeds)``: a primary comparison of a confirmatory profile
+  that is inconclusive and had less than 80 % power at the task's smallest effect of interest;
+  N is what ``ablate plan`` says the family needs (issue 12, section 5).
 - ``baseline``: the baseline's own row.
 """
 
@@ -39,6 +42,7 @@ class Kind(str, Enum):
     TOO_FEW = "too few pairs"
     CENSORED = "target never reached (censored)"
     NOT_LEARNED = "not learned"
+    UNDERPOWERED = "underpowered at this scale"
     BASELINE = "baseline"
 
 
@@ -96,6 +100,12 @@ def not_learned_gate(passed: int, planned: int, whose: str = "") -> str:
     return f"{Kind.NOT_LEARNED.value} ({whose}{passed}/{planned} passed the gate)"
 
 
+def underpowered(needed: int) -> str:
+    """``underpowered at this scale (needs N seeds)``: inconclusive, and the design had less than
+    80 % power at the smallest effect of interest; ``needed``: the seeds it would take."""
+    return f"{Kind.UNDERPOWERED.value} (needs {needed} seeds)"
+
+
 def matches(verdict: object, expect: str) -> bool:
     """Whether a comparison verdict is the one a claim or a reproduction expects (``better``,
     ``worse`` or ``equivalent``, whatever its margin)."""
@@ -132,6 +142,7 @@ class ClaimKind(str, Enum):
     NOT_TESTED_YET = "not tested by this ablation yet"
     NOT_TESTED = "not tested in this profile"
     UNTESTABLE = "untestable at this scale"
+    UNDERPOWERED = "underpowered at this scale"
 
 
 IN_DIRECTION_ONLY = " in direction only (the effect is smaller than the smallest effect of interest)"
@@ -157,6 +168,12 @@ def claim_contradicted(all_of_them: bool) -> str:
 def claim_mixed(supporting: int, contradicting: int) -> str:
     """``mixed: s comparison(s) support it, c contradict it``."""
     return f"{ClaimKind.MIXED.value}: {supporting} comparison(s) support it, {contradicting} contradict it"
+
+
+def claim_underpowered(needed: int) -> str:
+    """``underpowered at this scale (needs N seeds)``: every comparison the claim names was
+    underpowered; ``needed``: the most seeds any of them needs."""
+    return f"{ClaimKind.UNDERPOWERED.value} (needs {needed} seeds)"
 
 
 def claim_kind(verdict: str) -> ClaimKind | None:

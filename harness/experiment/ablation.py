@@ -33,7 +33,8 @@ from pydantic import (
 
 from harness.errors import AblateError
 from harness.experiment import metrics, plugins
-from harness.experiment.config import check_path, format_validation_error
+from harness.experiment.config import check_key, format_validation_error
+from harness.experiment.control import Control
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
 
@@ -117,6 +118,7 @@ class Ablation(_Decl):
     tune: dict[str, ParamSpec | None] = Field(
         default_factory=dict, description="search space (harness/experiment/search_space.py)"
     )
+    control: Control | None = Field(None, description="a control of the harness: a known bug it must catch")
     plugins: list[str] = Field(
         default_factory=list,
         description="plugins loaded before the declaration is validated: module names or .py paths "
@@ -128,7 +130,7 @@ class Ablation(_Decl):
     @model_validator(mode="after")
     def _consistent(self) -> Ablation:
         for path, values in self.axes.items():
-            _check_key(path, "axes")
+            check_key(path, "axes")
             if not values:
                 raise ValueError(f"axis {path!r} has no values")
             if dupes := [v for i, v in enumerate(values) if v in values[:i]]:
@@ -160,8 +162,10 @@ class Ablation(_Decl):
         ]
         for where, layer in layers:
             for path in layer:
-                _check_key(path, where)
+                check_key(path, where)
         self._check_tune()
+        if self.control is not None:
+            self.control.check([self.label(v) for v in self.variants()], self.baseline_label)
         if self.default_profile not in self.profiles:
             raise ValueError(f"default_profile {self.default_profile!r} is not a profile")
         return self
@@ -200,7 +204,7 @@ class Ablation(_Decl):
         layers = [("tune", self.tune), *((f"profiles.{p}.tune", prof.tune) for p, prof in self.profiles.items())]
         for where, layer in layers:
             for path in layer:
-                _check_key(path, where)
+                check_key(path, where)
                 if path in self.axes:
                     raise ValueError(f"{where}: {path} is an axis of the ablation; an axis cannot be tuned")
 
@@ -234,18 +238,10 @@ class Ablation(_Decl):
         return self.label(self.baseline)
 
 
-def _check_key(path: str, where: str) -> None:
-    """:func:`check_path` as a ValueError naming the declaration section (for pydantic)."""
-    try:
-        check_path(path)
-    except AblateError as exc:
-        raise ValueError(f"{where}: {exc}") from None
-
-
 DECLARATION_KEYS = sorted(
     {
         f
-        for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec)
+        for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec, Control)
         for f in m.model_fields
         if f != "source"
     }

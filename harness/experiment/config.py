@@ -226,6 +226,15 @@ def check_path(path: str) -> None:
         raise AblateError(f"unknown config key {path!r}{did_you_mean(path, paths)}; valid keys: {', '.join(paths)}")
 
 
+def check_key(path: str, where: str) -> None:
+    """:func:`check_path` as a ValueError naming the declaration section ``where`` (for pydantic
+    validators of an ablation's declaration)."""
+    try:
+        check_path(path)
+    except AblateError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
 def apply_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Return a copy of nested dict ``base`` with dotted ``overrides`` set (keys checked)."""
     out = copy.deepcopy(dict(base))

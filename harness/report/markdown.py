@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, analyse, claimed_metrics
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
@@ -64,7 +65,7 @@ def write_report(
     ]
     parts += sections.version_warnings(result)
     parts += sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result)
-    parts += sections.setup_section(abl, profile, records)
+    parts += sections.setup_section(abl, profile, records, result)
     parts += _results_section(abl, profile, result, fig_dir, path.parent)
     parts += probe_section(result)  # leakage / masked attention probes per cell, where runs carry them
     parts += sections.failures_section(result)
@@ -91,7 +92,9 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
         "adjustment (with fewer than 6 seeds that differ, or 8 in a family of 6, the exact test cannot). "
         "The 95% CIs are per comparison, not adjusted for multiplicity; the verdict reads the adjusted p. "
         "MDE: the smallest Δ this design detects with 80 % power at alpha / the family size (the "
-        "family's first Holm step). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
+        "family's first Holm step). `underpowered at this scale (needs N seeds)`: a primary comparison "
+        "that decided nothing with fewer seeds than it needs for 80 % power at the task's smallest effect "
+        "of interest (Setup says each one's power). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
         "Runs below a task's gate are left out of comparisons beyond L (`excluded`).",
         "",
     ]
@@ -122,7 +125,12 @@ def _results_section(abl: Ablation, profile: str, result: Analysis, fig_dir: Pat
         claimed = claimed_metrics(abl, task)
         for table in _report_tables(tables, base, claimed):
             lines += [f"**{title(table)}**", "", markdown(table), ""]
-        lines += across_variants(result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem)
+        withheld = None  # no test of a task whose baseline did not learn it (the warning says why)
+        if task in result.unlearned and abl.profiles[profile].confirmatory:
+            withheld = f"the baseline did not learn the task ({vd.not_learned_target(*result.unlearned[task])})"
+        lines += across_variants(
+            result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem, withheld=withheld
+        )
         others = sorted({t.metric for t in tables} - {t.metric for t in _report_tables(tables, base, claimed)})
         if others:
             lines += [

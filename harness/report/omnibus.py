@@ -59,7 +59,13 @@ def friedman_line(res: ranks.Friedman, alpha: float) -> str:
 
 
 def across_variants(
-    table: Table | None, rows: pd.DataFrame, fig_dir: Path, md_dir: Path, stem: str, alpha: float = 0.05
+    table: Table | None,
+    rows: pd.DataFrame,
+    fig_dir: Path,
+    md_dir: Path,
+    stem: str,
+    alpha: float = 0.05,
+    withheld: str | None = None,
 ) -> list[str]:
     """Markdown lines for one task's primary table: the paired-lines figure, then one Friedman
     line with the critical-difference figure, or one line saying why the test is left out.
@@ -70,6 +76,8 @@ def across_variants(
         rows: the task's tidy rows with the gate applied (``report._gated_rows``).
         fig_dir, md_dir: where the PNGs go; the folder the markdown links are relative to.
         stem: file-name prefix of the report's figures.
+        withheld: why no test may be read here (e.g. the task was not learned): the figure, and
+            this reason in place of the Friedman line.
     """
     if table is None:
         return []
@@ -80,8 +88,10 @@ def across_variants(
     label = f"{table.task}: {table.metric} per seed"
     fig = figures.paired_lines(wide, table.metric, table.higher_is_better, label, fig_dir / f"{name}-per-seed.png")
     lines = [f"![{label}]({fig.relative_to(md_dir).as_posix()})", ""]
-    res = ranks.friedman(wide, table.higher_is_better, alpha)
     head = f"**Across all variants** (`{table.metric}`): "
+    if withheld is not None:
+        return lines + [f"{head}Friedman test left out: {withheld}.", ""]
+    res = ranks.friedman(wide, table.higher_is_better, alpha)
     why = skip_reason(res.n_seeds, res.k)
     if why is None and res.p != res.p:  # NaN
         why = "the statistic is undefined (every seed ties all variants)"

@@ -63,7 +63,9 @@ def markdown(results: list[EntryResult], store: Path) -> str:
             "for an equivalence), of a variant against a reference variant; an entry's comparisons are one Holm "
             "family. pass: every comparison gave the verdict the published result predicts; fail: one gave "
             "another (a finding, not a bug: its section says what the harness saw and what differs from the "
-            "published setting); inconclusive: the tests did not decide."
+            "published setting); inconclusive: the tests did not decide, or the reference did not learn the "
+            "task (`inconclusive (baseline not learned k/n)`: it reached the task's convergence target on k of its n "
+            "seeds, not more than half, as a claim's baseline must)."
         ),
         "",
         "| reproduction | paper | source | expected at CPU scale | outcome |",

@@ -9,9 +9,11 @@ from typing import Any
 
 import pandas as pd
 
+from harness.analysis import power as pw
 from harness.analysis import verdicts as vd
-from harness.analysis.claims import claim_verdict
+from harness.analysis.claims import ControlOutcome, claim_verdict, control_outcomes
 from harness.analysis.comparisons import Analysis
+from harness.analysis.primary_power import TARGET_POWER
 from harness.encode import text
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
@@ -62,6 +64,12 @@ def claims_section(abl: Ablation, result: Analysis) -> list[str]:
         ]
         lines += [f"- {e}" for e in evidence]
         lines.append("")
+    if controls := control_outcomes(result):
+        lines += [
+            f"Negative control ({abl.control.variant or 'every variant'} is a known bug, expected "
+            f"{abl.control.expect}): " + "; ".join(control_text(c) for c in controls) + ".",
+            "",
+        ]
     scale: dict[str, dict[str, Any]] = {}
     for rec in result.scan.records:
         scale.setdefault(rec.task, rec.config)
@@ -77,6 +85,12 @@ def claims_section(abl: Ablation, result: Analysis) -> list[str]:
     ]
     lines += unlearned_warnings(abl, result)
     return lines
+
+
+def control_text(c: ControlOutcome) -> str:
+    """``\`task\` variant: **caught** (\`metric\` worse, adjusted p 0.0078)``, as the report and the index say it."""
+    p = f", adjusted p {text(c.p_adj, '.3g')}" if c.p_adj == c.p_adj else ""
+    return f"`{c.task}` {c.variant}: **{'caught' if c.caught else 'not caught'}** (`{c.metric}` {c.verdict}{p})"
 
 
 def version_warnings(result: Analysis) -> list[str]:
@@ -105,8 +119,9 @@ def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
     return out
 
 
-def setup_section(abl: Ablation, profile: str, records: list[Record]) -> list[str]:
-    """The grid, each task's config (the baseline's), hardware, versions, commits and run counts."""
+def setup_section(abl: Ablation, profile: str, records: list[Record], result: Analysis | None = None) -> list[str]:
+    """The grid, each task's config (the baseline's), hardware, versions, commits and run counts;
+    with ``result``, a confirmatory profile's power at each task's sesoi (:func:`power_lines`)."""
     prof = abl.profiles[profile]
     lines = [
         "## Setup",
@@ -156,7 +171,31 @@ def setup_section(abl: Ablation, profile: str, records: list[Record]) -> list[st
             *_plugins_line(records),
             f"- Runs: {len(records)} in the store ({len(ok)} ok); summed run wall time {total / 60:.1f} min.",
         ]
+    if result is not None and prof.confirmatory:
+        lines += power_lines(result)
     return lines + [""]
+
+
+def power_lines(result: Analysis) -> list[str]:
+    """``- Power (ablate plan): ...``: each primary comparison's power at its task's sesoi and the
+    seeds it has, the seeds it needs where that is more (:mod:`harness.analysis.primary_power`)."""
+    if not result.power:
+        return []
+    first = result.power[0]
+    per_task: dict[tuple[str, str], list[str]] = {}
+    for p in result.power:
+        need = f" (needs {p.needed})" if p.underpowered else f" ({p.note})" if p.note else ""
+        per_task.setdefault((p.task, p.metric), []).append(
+            f"{p.variant} power {text(p.power, '.2f')} at Δ = {p.sesoi:g} with {p.n_pairs} seeds{need}"
+        )
+    body = "; ".join(f"`{task}` `{metric}`: {', '.join(parts)}" for (task, metric), parts in per_task.items())
+    return [
+        f"- Power at the smallest effect of interest (`ablate plan`'s computation on this profile's own runs: "
+        f"the SD of the paired differences, two-sided paired t-test at alpha {first.alpha_each * first.family_size:g} / "
+        f"{first.family_size} primary comparisons = {first.alpha_each:.4g}, target power {TARGET_POWER:g}, and at "
+        f"least {pw.sign_flip_min_seeds(first.alpha_each)} seeds for the exact sign-flip test): {body}. An "
+        "inconclusive comparison with fewer seeds than it needs reads `underpowered at this scale (needs N seeds)`."
+    ]
 
 
 def _plugins_line(records: list[Record]) -> list[str]:

@@ -76,6 +76,8 @@ def test_baseline_below_target_on_half_the_seeds_gives_no_verdict(tmp_path: Path
     ).read_text()
     assert "on 4 of its 8 planned seeds" in text and "each reads `not learned (4/8 seeds reached target)`" in text
     assert "| better" not in text and "| inconclusive" not in text  # no verdict beside the warning
+    assert "Friedman χ²" not in text and "Nemenyi" not in text  # nor a test across the variants
+    assert "Friedman test left out: the baseline did not learn the task (not learned (4/8" in text
 
 
 def test_baseline_at_target_on_most_seeds_keeps_its_verdicts(tmp_path: Path) -> None:
@@ -89,6 +91,7 @@ def test_baseline_at_target_on_most_seeds_keeps_its_verdicts(tmp_path: Path) -> 
         select(abl, "confirm", check_data=False), tmp_path / "results", tmp_path / "reports", data=False
     ).read_text()
     assert "Warning: on `copy`" not in text and "not learned" not in text
+    assert "Friedman χ²(2)" in text  # the test across variants is there when the task was learned
 
 
 def test_pilot_keeps_pilot_and_warns(tmp_path: Path) -> None:

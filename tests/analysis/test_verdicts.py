@@ -27,6 +27,7 @@ COMPARISONS = [
     (vd.CENSORED, vd.Kind.CENSORED, "target never reached (censored)"),
     (vd.not_learned_target(3, 8), vd.Kind.NOT_LEARNED, "not learned (3/8 seeds reached target)"),
     (vd.not_learned_gate(0, 8), vd.Kind.NOT_LEARNED, "not learned (0/8 passed the gate)"),
+    (vd.underpowered(36), vd.Kind.UNDERPOWERED, "underpowered at this scale (needs 36 seeds)"),
     (vd.BASELINE, vd.Kind.BASELINE, "baseline"),
 ]
 
@@ -45,7 +46,14 @@ def test_matches_and_rules() -> None:
     assert vd.matches("equivalent (±0.05)", "equivalent") and vd.matches("better", "better")
     assert not vd.matches("worse", "better") and not vd.matches("inconclusive (MDE 0.1)", "equivalent")
     assert vd.rules("identical in all 8 pairs") and vd.rules("same outcome in all 4 pairs") and vd.rules("worse")
-    for text in ("pilot", "too few pairs", "inconclusive", "not learned (0/8 passed the gate)", vd.CENSORED):
+    for text in (
+        "pilot",
+        "too few pairs",
+        "inconclusive",
+        "not learned (0/8 passed the gate)",
+        vd.CENSORED,
+        vd.underpowered(36),
+    ):
         assert not vd.rules(text), text
 
 
@@ -62,6 +70,7 @@ CLAIMS = [
     (vd.claim_mixed(2, 1), vd.ClaimKind.MIXED, "mixed: 2 comparison(s) support it, 1 contradict it"),
     (vd.claim_pilot(), vd.ClaimKind.PILOT, "pilot (no verdict from a non-confirmatory profile)"),
     (vd.ClaimKind.UNTESTABLE.value, vd.ClaimKind.UNTESTABLE, "untestable at this scale"),
+    (vd.claim_underpowered(36), vd.ClaimKind.UNDERPOWERED, "underpowered at this scale (needs 36 seeds)"),
     (vd.ClaimKind.NOT_TESTED.value, vd.ClaimKind.NOT_TESTED, "not tested in this profile"),
 ]
 

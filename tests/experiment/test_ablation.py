@@ -23,6 +23,7 @@ from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation, load
 from harness.experiment.config import RunConfig, config_hash
 from harness.experiment.grid import plan
+from helpers.cli import assert_refused, invoke, user_file
 
 # as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
 DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
@@ -460,3 +461,19 @@ def test_plan_does_not_mutate_the_declaration():
     before = abl.model_dump()
     plan(abl, None, ["eval.val_examples=15"], None)
     assert abl.model_dump() == before
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_bad_control_declaration_is_refused(tmp_path):
+    """``control:`` (a negative control) must name a grid point other than the baseline, of a known kind."""
+    path = user_file(tmp_path)
+    decl = yaml.safe_load(path.read_text())
+    for control, words in (
+        ({"kind": "negative", "variant": "mathh"}, ("control.variant 'mathh' is not a point of the grid", "'math'")),
+        ({"kind": "negative", "variant": "sdpa"}, ("control.variant 'sdpa' is not a point of the grid other than",)),
+        ({"kind": "positive"}, ("control.kind",)),
+    ):
+        path.write_text(yaml.safe_dump({**decl, "control": control}))
+        assert_refused(invoke("show", str(path)), *words)
+    path.write_text(yaml.safe_dump({**decl, "control": {"kind": "negative", "variant": "math"}}))
+    assert invoke("show", str(path)).exit_code == 0

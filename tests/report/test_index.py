@@ -76,7 +76,7 @@ def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_p
         "reproductions.md",
     ]  # the positive controls, always
     index = (out / "README.md").read_text()
-    name, question, profiles, latest, claims, seeds = _row(index, "mini")
+    name, question, profiles, latest, claims, control, seeds = _row(index, "mini")
     assert name == "[mini](mini.md)" and question == "Do learned positions fall behind at 2L?"
     assert profiles == "[pilot](mini.pilot.md), [cpu](mini.md)"
     # 7 seeds: the fewest at which the exact sign-flip test a verdict needs can reject in a family of 2
@@ -87,7 +87,8 @@ def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_p
     assert in_index == in_report and set(in_index) == set(CLAIMS)
     assert in_index["mini-learned-worse"] == "supported"
     other = _row(index, "other")
-    assert other[2] == "no runs" and other[3] == "–" and other[5] == "–"
+    assert other[2] == "no runs" and other[3] == "–" and other[6] == "–"
+    assert control == "–" == other[5]  # neither is declared a negative control
 
 
 def test_report_all_analyses_each_profile_once(registered, tmp_path, monkeypatch):
@@ -114,7 +115,7 @@ def test_the_index_follows_the_store(registered, tmp_path):
             f.unlink()
         folder.rmdir()
     assert invoke("report", "--all", "--results-dir", str(registered), "--out", str(out)).exit_code == 0
-    name, _, profiles, latest, claims, seeds = _row((out / "README.md").read_text(), "mini")
+    name, _, profiles, latest, claims, _, seeds = _row((out / "README.md").read_text(), "mini")
     assert (name, latest, seeds) == ("[mini](mini.pilot.md)", "pilot", "3/3")
     # the cpu report written before its runs were removed stays linked, marked as not regenerated
     assert profiles == (
@@ -203,3 +204,45 @@ def test_the_index_shows_a_claim_untestable_where_the_baseline_did_not_learn(tmp
         cid: "untestable at this scale" for cid in CLAIMS
     }
     assert "not learned (0/7 seeds reached target)" in (out / "mini.md").read_text()
+
+
+def _control_store(tmp_path, monkeypatch, lift: dict[str, float], profile: dict) -> tuple:
+    """mini declared a negative control (rope carries the bug, expected worse) with runs of ``cpu``
+    whose rope - sinusoidal difference on seed s is ``lift[task] + 0.002 * s`` (a spread, so a test)."""
+    folder = tmp_path / "ablations"
+    mini = write_decl(folder, cpu=profile)
+    decl = yaml.safe_load(mini.read_text())
+    decl["control"] = {"kind": "negative", "variant": "rope", "expect": "worse"}
+    mini.write_text(yaml.safe_dump(decl, sort_keys=False))
+    monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
+    monkeypatch.setattr(claims_mod, "load_claims", lambda: CLAIMS)
+    results, out = tmp_path / "results", tmp_path / "reports"
+
+    def value(variant: str, seed: int) -> float:
+        return 0.5 + 0.01 * seed + ({"rope": lift["copy"] + 0.002 * seed}.get(variant, 0.0))
+
+    write_runs(results, mini, "cpu", value)
+    assert invoke("report", "--all", "--results-dir", str(results), "--out", str(out)).exit_code == 0
+    return _row((out / "README.md").read_text(), "mini"), (out / "mini.md").read_text()
+
+
+def test_a_negative_control_judged_worse_is_caught(tmp_path, monkeypatch):
+    row, report = _control_store(tmp_path, monkeypatch, {"copy": -0.1}, {"seeds": list(range(8))})
+    control = row[5]
+    # 8 seeds all worse: t-test p tiny, exact sign-flip p 2 / 2**8, Holm over 2 comparisons
+    match = re.fullmatch(r"`copy` rope: \*\*caught\*\* \(`acc@x2` worse, adjusted p ([0-9.e-]+)\)", control)
+    assert match, control
+    assert float(match.group(1)) < 0.05
+    assert f"Negative control (rope is a known bug, expected worse): {control}." in report  # the report agrees
+    assert re.search(r"^\| rope .*\| worse ", report, re.M)  # and its table
+
+
+def test_a_negative_control_not_judged_worse_is_not_caught(tmp_path, monkeypatch):
+    """The bug's variant better (as the head split on a character LM at L = 64): not caught."""
+    row, _ = _control_store(tmp_path, monkeypatch, {"copy": 0.1}, {"seeds": list(range(8))})
+    assert re.fullmatch(r"`copy` rope: \*\*not caught\*\* \(`acc@x2` better, adjusted p [0-9.e-]+\)", row[5]), row[5]
+
+
+def test_a_negative_control_in_a_pilot_is_not_caught(tmp_path, monkeypatch):
+    row, _ = _control_store(tmp_path, monkeypatch, {"copy": -0.1}, {"seeds": list(range(8)), "confirmatory": False})
+    assert row[5].startswith("`copy` rope: **not caught** (`acc@x2` pilot"), row[5]

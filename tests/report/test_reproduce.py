@@ -10,11 +10,13 @@ import copy
 import numpy as np
 import pytest
 import scipy.stats
+import yaml
 
 from harness.analysis import reproductions as ev
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import reproductions as reg
+from harness.report.reproduce import markdown as markdown_page
 from helpers.cli import assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
 
@@ -181,6 +183,35 @@ def test_verdicts_map_to_pass_fail_inconclusive(mini, tmp_path):
         got = res.outcomes[0]
         assert (res.outcome, got.verdict.split(" (")[0]) == (outcome, verdict), (comparison, got.verdict, got.note)
     assert "below 0.9" in _evaluate(results, reference_min=0.9).outcomes[0].note
+
+
+@pytest.mark.parametrize("reached", [4, 5])
+def test_a_reference_that_did_not_learn_gives_no_pass_or_fail(mini, tmp_path, reached):
+    """The claims' gating rule on the reference: copy declares a target (acc >= 0.9); learned, the
+    reference, reached it on ``reached`` of 8 seeds. At 4 (not more than half) no comparison against
+    it passes or fails; at 5 it does. A declared ``reference_min`` the reference misses still fails."""
+    decl = yaml.safe_load(mini.read_text())
+    decl["tasks"]["copy"]["target"] = {"metric": "acc", "min": 0.9}
+    mini.write_text(yaml.safe_dump(decl, sort_keys=False))
+    results = tmp_path / "results"
+    write_runs(
+        results, mini, "cpu", _value, extra=lambda v, s: {"target_reached": float(v != "learned" or s < reached)}
+    )
+    res = _evaluate(results, variant="rope", reference="learned", expect="better")
+    (o,) = res.outcomes
+    assert o.verdict == "better"  # the test decided; the gate withholds the outcome
+    if reached == 4:
+        assert (o.outcome, res.outcome) == ("inconclusive (baseline not learned 4/8)", "inconclusive")
+        page = markdown_page([res], results)
+        assert "→ better; expects better: **inconclusive (baseline not learned 4/8)**" in page
+    else:
+        assert (o.outcome, res.outcome) == ("pass", "pass")
+    # a reference that learned (rope, 8/8): the verdict decides, here against the expectation
+    assert _evaluate(results, variant="learned", reference="rope", expect="better").outcome == "fail"
+    floor = _evaluate(results, variant="rope", reference="learned", expect="better", reference_min=0.9)
+    assert floor.outcome == "fail"
+    if reached == 4:
+        assert floor.outcomes[0].note.endswith("is below 0.9; it reached the task's target on 4 of 8 seeds")
 
 
 def test_the_statistics_are_the_paired_t_test_of_scipy(mini, tmp_path):
