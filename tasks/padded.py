@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from tasks import TASKS
-from tasks.base import IGNORE_INDEX, Split
-from tasks.copy import FIRST_SYMBOL, PAD, Copy, _build_sequences
+from harness.tasks import TASKS
+from harness.tasks.base import IGNORE_INDEX, Split
+from harness.tasks.copy import FIRST_SYMBOL, PAD, Copy, _build_sequences
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: `ablate list` stays fast
     from torch import Tensor

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from harness.contracts.result import CheckReport, ContractFailed, Outcome, run_contract, skipped
-from tasks import IGNORE_INDEX, SPLITS, TASKS, Task, TaskParams, build_task
+from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, Task, TaskParams, build_task
 
 L, N = 32, 64
 WINDOW = 32

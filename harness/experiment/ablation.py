@@ -15,6 +15,7 @@ shrink lengths without breaking a claim). A profile may not change an axis.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from pathlib import Path
 from typing import Annotated, Any
@@ -37,7 +38,9 @@ from harness.experiment.config import check_path, format_validation_error
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
 
-ABLATIONS_DIR = Path(__file__).resolve().parents[2] / "ablations"
+# the registered declarations: the package harness.ablations (the repository's ablations/ folder,
+# installed under harness/; harness/__init__.py), found without importing it
+ABLATIONS_DIR = Path(importlib.util.find_spec("harness.ablations").submodule_search_locations[0])
 
 
 class _Decl(BaseModel):

@@ -71,7 +71,7 @@ class RunSpec:
 def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True) -> Any:
     """The task ``name`` built with ``params``, its data file found and checked unless
     ``check_data`` is False; any problem is an :class:`AblateError`."""
-    from tasks import DataUnavailableError, build_task
+    from harness.tasks import DataUnavailableError, build_task
 
     try:
         task = build_task(name, params, data_dir=data_dir)
@@ -130,7 +130,7 @@ train and val splits; every evaluation length is drawn from test (``run``) and v
 
 def _check_longest(cfg: RunConfig, task: Any, where: str) -> None:
     """``train.seq_len`` and every evaluation length must fit what the task can provide
-    (:meth:`tasks.base.Task.max_seq_len`), before any run starts."""
+    (:meth:`harness.tasks.base.Task.max_seq_len`), before any run starts."""
     seq_len = cfg.train.seq_len
     for split in LENGTH_USES["train"]:
         if (longest := task.max_seq_len(split)) is not None and seq_len > longest:

@@ -11,9 +11,9 @@ import pytest
 
 from harness.contracts.result import CheckReport
 from harness.contracts.tasks import CONTRACTS, check_task
-from tasks import IGNORE_INDEX, TASKS, Task
-from tasks.copy import Copy
-from tasks.tinyshakespeare import TinyShakespeare
+from harness.tasks import IGNORE_INDEX, TASKS, Task
+from harness.tasks.copy import Copy
+from harness.tasks.tinyshakespeare import TinyShakespeare
 
 
 @functools.cache

@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 
-from tasks import IGNORE_INDEX, build_task
-from tasks.copy import PAD, SEP
+from harness.tasks import IGNORE_INDEX, build_task
+from harness.tasks.copy import PAD, SEP
 
 
 def test_rows_are_left_padded_copies_in_every_split():
