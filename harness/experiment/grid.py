@@ -86,14 +86,20 @@ def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check
 
 def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) -> None:
     """The attention kernel can run where this process would train (e.g. ``flash``: never a
-    silent fallback to another backend), with the run's dtype and masks."""
+    silent fallback to another backend), with the run's dtype and masks (a learned bias: a mask
+    that requires a gradient)."""
     from harness.modules import KERNELS, POSITIONAL
     from harness.training.precision import compute_dtype, run_device
 
-    with_mask = POSITIONAL.get(mcfg.position).adds_bias() or getattr(task, "pad_id", None) is not None
+    position = POSITIONAL.get(mcfg.position)
+    with_mask = position.adds_bias() or getattr(task, "pad_id", None) is not None
     try:
         KERNELS.get(mcfg.kernel).check_available(
-            run_device(), compute_dtype(cfg.train.precision), with_mask=with_mask, dropout=mcfg.dropout
+            run_device(),
+            compute_dtype(cfg.train.precision),
+            with_mask=with_mask,
+            dropout=mcfg.dropout,
+            mask_requires_grad=position.bias_requires_grad(mcfg),
         )
     except ValueError as exc:
         raise AblateError(f"{where}: {exc}") from None
