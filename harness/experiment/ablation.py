@@ -165,9 +165,26 @@ class Ablation(_Decl):
             for path in layer:
                 _check_key(path, where)
         self._check_tune()
-        if self.default_profile not in self.profiles:
-            raise ValueError(f"default_profile {self.default_profile!r} is not a profile")
+        self._check_default_profile()
         return self
+
+    def _check_default_profile(self) -> None:
+        """``default_profile`` names a declared profile; left out, it is ``cpu``, which must then be
+        declared (each message says which case it is and the fix)."""
+        if not self.profiles:
+            raise ValueError("profiles is empty; declare at least one, e.g. profiles: {cpu: {seeds: [0, 1, 2]}}")
+        if self.default_profile in self.profiles:
+            return
+        declared = ", ".join(self.profiles)
+        if "default_profile" not in self.model_fields_set:
+            raise ValueError(
+                f"no default_profile given and no profile 'cpu' (the default when default_profile is left "
+                f"out); add default_profile: NAME (one of {declared}) or declare a cpu profile"
+            )
+        raise ValueError(
+            f"default_profile {self.default_profile!r} is not a profile"
+            f"{did_you_mean(self.default_profile, list(self.profiles))}; profiles: {declared}"
+        )
 
     def _check_only_variants(self, name: str, prof: Profile) -> None:
         if not prof.only_variants:
