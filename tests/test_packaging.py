@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+OLD = ("tasks", "ablations")  # the import names before issue 13
 # a package that breaks whoever imports it: found first, it would fail `ablate list`
 RAISING = 'raise ImportError("the user\'s own {name} package was imported")\n'
 # a plugin whose own top-level package is called `tasks`: it registers a task named from it
@@ -59,6 +61,21 @@ def test_pyproject_installs_every_package_under_harness() -> None:
     assert set(setuptools["packages"]) == found
     assert setuptools["package-dir"] == {"harness.tasks": "tasks", "harness.ablations": "ablations"}
     assert set(setuptools["package-data"]) == {"harness.ablations", "harness.experiment"}
+
+
+def test_nothing_imports_the_old_top_level_names() -> None:
+    """``import tasks`` or ``from ablations import ...`` would fail on an install, or, in a venv with
+    an older editable install, silently import that checkout's copy: every Python file of the
+    repository imports them as ``harness.tasks`` and ``harness.ablations``."""
+    bad = []
+    for top in ("harness", "tasks", "ablations", "tests", "examples", "benchmarks", "scripts"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    names = [node.module]
+                bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in OLD]
+    assert bad == []
 
 
 def test_a_users_tasks_package_in_the_working_directory_shadows_nothing(tmp_path: Path) -> None:
