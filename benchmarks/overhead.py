@@ -36,9 +36,9 @@ from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng, stream_seed
+from harness.tasks import IGNORE_INDEX, build_task
 from harness.training.fit import transformer_config
 from harness.training.loop import lr_factor
-from tasks import IGNORE_INDEX, build_task
 
 GOAL = 1.05
 DISPLAY_GOAL = 0.01

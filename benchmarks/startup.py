@@ -60,7 +60,7 @@ import lightning.pytorch as L
 from harness.training.loop import train_and_evaluate
 t.append(("in-process: import Lightning", time.perf_counter()))
 from harness.training.fit import transformer_config
-from tasks import build_task
+from harness.tasks import build_task
 class First(L.Callback):
     def on_train_batch_start(self, trainer, module, batch, i):
         if i == 0: t.append(("first run: task, model, Trainer, probes, first batch", time.perf_counter()))

@@ -44,9 +44,15 @@ class Context:
         if verb not in GRID_VERBS:
             raise ValueError(f"{verb!r} is not a command over a grid; one of {GRID_VERBS}")
         parts = ["ablate", verb, self.name, *self.overrides, "--profile", profile or self.profile]
-        if verb != "show" and Path(self.results) != DEFAULT_RESULTS:
-            parts += ["--results-dir", str(self.results)]
+        if verb != "show":
+            parts += results_option(self.results)
         parts += options
         if storage and self.storage is not None:
             parts += ["--storage", mask_url(self.storage)]
         return shlex.join(parts)
+
+
+def results_option(results: Path | str) -> list[str]:
+    """``["--results-dir", R]`` when ``results`` is not the CLI's default folder, else ``[]``: for
+    the hints of commands that read a store but no grid (``ablate reproduce``, ``report --all``)."""
+    return ["--results-dir", str(results)] if Path(results) != DEFAULT_RESULTS else []

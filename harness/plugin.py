@@ -58,8 +58,8 @@ from harness.modules import (
 from harness.modules.attention import HeadSplit
 from harness.modules.transformer import Block
 from harness.registry import Registry
-from tasks import IGNORE_INDEX, SPLITS, TASKS, DataUnavailableError, Task, TaskParams
-from tasks.base import Split
+from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, DataUnavailableError, Task, TaskParams
+from harness.tasks.base import Split
 
 __all__ = [
     "ACTIVATIONS",

@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.registry import Registry, UnknownNameError
-from tasks.base import IGNORE_INDEX, SPLITS, DataUnavailableError, Task, TaskParams
+from harness.tasks.base import IGNORE_INDEX, SPLITS, DataUnavailableError, Task, TaskParams
 
 TASKS: Registry[type[Task]] = Registry("task")
 
 # Imported for their registration side effect; they import TASKS from here.
-from tasks import copy  # isort: skip
-from tasks import associative_recall  # isort: skip
-from tasks import tinyshakespeare  # isort: skip
-from tasks import padded  # isort: skip
-from tasks import text  # isort: skip
-from tasks.tinyshakespeare import DataChecksumError  # isort: skip
+from harness.tasks import copy  # isort: skip
+from harness.tasks import associative_recall  # isort: skip
+from harness.tasks import tinyshakespeare  # isort: skip
+from harness.tasks import padded  # isort: skip
+from harness.tasks import text  # isort: skip
+from harness.tasks.tinyshakespeare import DataChecksumError  # isort: skip
 
 
 def build_task(name: str, params: Mapping[str, Any] | None = None, data_dir: Path | str | None = None) -> Task:

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pydantic
 
-from tasks import TASKS
-from tasks.base import IGNORE_INDEX, Split, Task, TaskParams
+from harness.tasks import TASKS
+from harness.tasks.base import IGNORE_INDEX, Split, Task, TaskParams
 
 if TYPE_CHECKING:
     from torch import Tensor

@@ -56,6 +56,11 @@ class Task(ABC):
             forcing); ``False`` for a task whose answers are targets only.
         kind: ``"synthetic"`` (answer positions scored: accuracy, exact match) or ``"lm"``
             (every position scored: loss in nats/token, perplexity).
+        disjoint_splits: whether a synthetic task promises that no val or test row equals a
+            train row (``padded_copy``: each problem belongs to one split); the ``splits``
+            contract then requires it. ``False``: the splits are independent draws of one
+            distribution, which may repeat short problems. An ``lm`` task's splits are always
+            disjoint (separate stretches of the corpus).
         params: the validated parameters, an instance of ``Params``.
 
     Args:
@@ -70,6 +75,7 @@ class Task(ABC):
     version: ClassVar[str]
     kind: ClassVar[Literal["synthetic", "lm"]]
     answers_in_input: ClassVar[bool] = True
+    disjoint_splits: ClassVar[bool] = False
     Params: ClassVar[type[TaskParams]] = TaskParams
     example_params: ClassVar[dict[str, Any] | None] = None
     """Params to build the task with when none are given (``ablate check task=NAME``, the

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.base import DataUnavailableError
-from tasks.tinyshakespeare import cache_dir, write_atomically
+from harness.tasks.base import DataUnavailableError
+from harness.tasks.tinyshakespeare import cache_dir, write_atomically
 
 
 @dataclass(frozen=True)

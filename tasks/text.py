@@ -1,9 +1,9 @@
 """``text``: language modelling on a user's own corpus, character or byte-level BPE tokens.
 
 The corpus is a local UTF-8 file or folder (param ``path``) or a Hugging Face dataset (param
-``dataset``, extra ``ablate[datasets]``): :mod:`tasks.corpus`. The vocabulary (param
+``dataset``, extra ``ablate[datasets]``): :mod:`harness.tasks.corpus`. The vocabulary (param
 ``tokenizer``) is its characters or a byte-level BPE of ``vocab_size`` ids trained on the
-training split only: :mod:`tasks.vocab`.
+training split only: :mod:`harness.tasks.vocab`.
 
 **Split**, fixed and contiguous, by characters of the corpus: the last ``test_fraction`` is
 ``test`` (comparisons), the ``val_fraction`` before it ``val`` (tuning), everything before that
@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from tasks import TASKS
-from tasks.base import DataUnavailableError, Split, Task, TaskParams
-from tasks.corpus import Corpus, read_dataset, read_path
-from tasks.tinyshakespeare import cache_dir, write_atomically
-from tasks.vocab import BPEVocab, CharVocab
+from harness.tasks import TASKS
+from harness.tasks.base import DataUnavailableError, Split, Task, TaskParams
+from harness.tasks.corpus import Corpus, read_dataset, read_path
+from harness.tasks.tinyshakespeare import cache_dir, write_atomically
+from harness.tasks.vocab import BPEVocab, CharVocab
 
 if TYPE_CHECKING:
     from torch import Tensor

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tasks import TASKS
-from tasks.base import DataUnavailableError, Split, Task
+from harness.tasks import TASKS
+from harness.tasks.base import DataUnavailableError, Split, Task
 
 if TYPE_CHECKING:
     from torch import Tensor

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.tinyshakespeare import write_atomically
+from harness.tasks.tinyshakespeare import write_atomically
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ def list_all(components: bool = False) -> None:
             f"[bold]{name}[/]  {n} variants x {len(abl.tasks)} tasks ({', '.join(abl.tasks)}); "
             f"profiles {', '.join(abl.profiles)} — {_first_sentence(abl.question)}"
         )
-    from tasks import TASKS
+    from harness.tasks import TASKS
 
     for name in TASKS.names():
         cls = TASKS.get(name)

@@ -52,7 +52,8 @@ def report(
     check_out_parent(out)
     check_storage(storage)
     result = analyse(sel, results, found=found)  # the report and the W&B summary share it
-    path = write_report(sel, results, out, storage=storage, result=result, data=found is None)
+    ctx = Context(name, sel.profile, results, tuple(overrides), storage)
+    path = write_report(sel, results, out, storage=storage, result=result, data=found is None, ctx=ctx)
     output.console.print(f"wrote {path}")
     if wandb != "off" and found is None:
         try:

@@ -143,9 +143,15 @@ def determinism(cfg: TransformerConfig, seed: int) -> Outcome:
 
 def _refusal(cfg: TransformerConfig, dtype: torch.dtype) -> None:
     """The kernel's own refusal of ``dtype`` on CPU, as the pre-run checks ask it (grid.py)."""
-    with_mask = POSITIONAL.get(cfg.position).adds_bias()
+    position = POSITIONAL.get(cfg.position)
     try:
-        KERNELS.get(cfg.kernel).check_available("cpu", dtype, with_mask=with_mask, dropout=cfg.dropout)
+        KERNELS.get(cfg.kernel).check_available(
+            "cpu",
+            dtype,
+            with_mask=position.adds_bias(),
+            dropout=cfg.dropout,
+            mask_requires_grad=position.bias_requires_grad(cfg),
+        )
     except ValueError as exc:
         raise Refused(f"kernel '{cfg.kernel}' refuses it before any run: {exc}") from None
 

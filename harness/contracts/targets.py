@@ -4,7 +4,7 @@ A component is named as in a config override, ``KEY=NAME``, with the config key
 (``model.position=rope``, ``attention.kernel=linear``, ``block.norm=rmsnorm``) or its last part
 (``position=rope``); a task as ``task=copy``. A bare registered name (``rope``, ``copy``) is
 accepted when exactly one family holds it. Every family is a registry of :mod:`harness.modules`
-(or :data:`tasks.TASKS`); a name registered there, built-in or added at run time, is checkable.
+(or :data:`harness.tasks.TASKS`); a name registered there, built-in or added at run time, is checkable.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from harness.modules import (
     TransformerConfig,
 )
 from harness.registry import Registry, UnknownNameError, did_you_mean
-from tasks import TASKS
+from harness.tasks import TASKS
 
 TASK_KEY = "task"
 

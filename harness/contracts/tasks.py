@@ -14,8 +14,10 @@ defaults cannot be built, such as ``text``): ``check_task(name)`` runs, in order
   and no scored position holds the task's ``pad_id`` (padding is hidden from attention);
 - ``determinism``: the same generator seed gives the same data in every split, another seed other data;
 - ``splits``: for an lm task (windows of one corpus), no 32-token window of the val or test split
-  occurs in the train split (in a sample of it); synthetic splits are independent draws from one
-  distribution, so the share of test rows also drawn in train is reported, not required to be 0;
+  occurs in the train split (in a sample of it); a synthetic task that declares
+  ``disjoint_splits`` (``padded_copy``) has no val or test row among a sample of train rows; other
+  synthetic splits are independent draws from one distribution, so the share of test rows also
+  drawn in train is reported, not required to be 0;
 - ``lengths``: a synthetic task generates 4 L; a file-backed task states its longest length per
   split (``max_seq_len``) and refuses one token more.
 
@@ -32,7 +34,7 @@ import numpy as np
 import torch
 
 from harness.contracts.result import CheckReport, ContractFailed, Outcome, run_contract, skipped
-from tasks import IGNORE_INDEX, SPLITS, TASKS, Task, TaskParams, build_task
+from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, Task, TaskParams, build_task
 
 L, N = 32, 64
 WINDOW = 32
@@ -191,6 +193,19 @@ def splits(task: Task, length: int, seed: int) -> Outcome:
         train = {row.numpy().tobytes() for row in task.sample(4 * N, length, _rng(seed), "train")[0]}
         test = task.sample(4 * N, length, _rng(seed + 1), "test")[0]
         repeats = sum(row.numpy().tobytes() in train for row in test)
+        if task.disjoint_splits:
+            for split in ("val", "test"):
+                held = task.sample(4 * N, length, _rng(seed + 1), split)[0]  # type: ignore[arg-type]
+                shared = sum(row.numpy().tobytes() in train for row in held)
+                if shared:
+                    raise ContractFailed(
+                        f"{shared} of {4 * N} {split} rows are also train rows, although the task declares "
+                        "disjoint splits"
+                    )
+            return f"synthetic, disjoint splits: no val or test row among {4 * N} train rows", {
+                "repeats": 0,
+                "rows": 4 * N,
+            }
         return (
             f"synthetic: {repeats} of {4 * N} test rows also drawn among {4 * N} train rows "
             "(independent draws of one distribution; not required to be 0)",

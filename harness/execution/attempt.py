@@ -145,7 +145,7 @@ def _attempt(
     took_over: dict[str, Any] | None = None,
 ) -> Record:
     """Train and evaluate one claimed run; the record of the outcome (ok, diverged, failed, timeout)."""
-    from tasks import build_task
+    from harness.tasks import build_task
 
     started = {
         "started_at": datetime.now(timezone.utc).isoformat(),

@@ -147,10 +147,11 @@ class Launch:
 
 
 def outcome_lines(
-    records: list[Progress], results: Path, ablation: str, *, ctx: Context | None = None, tuned: bool = False
+    records: list[Progress], results: Path, ablation: str, *, ctx: Context, tuned: bool = False
 ) -> tuple[list[str], int]:
     """Lines about runs that did not finish well, and the exit code (1 when some failed).
-    ``ctx``: the ``ablate run`` command's context, for the commands the lines suggest."""
+    ``ctx``: the ``ablate run`` command's context, for the commands the lines suggest (required:
+    a hint without it would name no grid)."""
     lines, failed = [], 0
     rerun = ["--tuned"] if tuned else []
     for rec in records:
@@ -163,21 +164,13 @@ def outcome_lines(
             lines.append(f"[red]{rec['status']}[/] {where}: {rec.get('reason')}{hint}")
         elif rec["status"] == "claimed":
             see = (
-                (
-                    f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done"
-                    if tuned
-                    else f"`{escape(ctx.command('status'))}` shows when it is done"
-                )
-                if ctx
-                else "ablate status shows when it is done"
+                f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done"
+                if tuned
+                else f"`{escape(ctx.command('status'))}` shows when it is done"
             )
             lines.append(f"[yellow]skipped[/] {where}: {rec.get('reason')}; {see}")
     if failed:
-        again = (
-            f"`{escape(ctx.command('run', *rerun, '--retry', 'failed,timeout', storage=tuned))}`"
-            if ctx
-            else "ablate run with --retry failed,timeout"
-        )
+        again = f"`{escape(ctx.command('run', *rerun, '--retry', 'failed,timeout', storage=tuned))}`"
         lines.append(f"{failed} run(s) did not finish; {again} runs them again")
     return lines, 1 if failed else 0
 

@@ -15,6 +15,7 @@ shrink lengths without breaking a claim). A profile may not change an axis.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,7 +39,9 @@ from harness.experiment.control import Control
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
 
-ABLATIONS_DIR = Path(__file__).resolve().parents[2] / "ablations"
+# the registered declarations: the package harness.ablations (the repository's ablations/ folder,
+# installed under harness/; harness/__init__.py), found without importing it
+ABLATIONS_DIR = Path(importlib.util.find_spec("harness.ablations").submodule_search_locations[0])
 
 
 class _Decl(BaseModel):
@@ -166,9 +169,26 @@ class Ablation(_Decl):
         self._check_tune()
         if self.control is not None:
             self.control.check([self.label(v) for v in self.variants()], self.baseline_label)
-        if self.default_profile not in self.profiles:
-            raise ValueError(f"default_profile {self.default_profile!r} is not a profile")
+        self._check_default_profile()
         return self
+
+    def _check_default_profile(self) -> None:
+        """``default_profile`` names a declared profile; left out, it is ``cpu``, which must then be
+        declared (each message says which case it is and the fix)."""
+        if not self.profiles:
+            raise ValueError("profiles is empty; declare at least one, e.g. profiles: {cpu: {seeds: [0, 1, 2]}}")
+        if self.default_profile in self.profiles:
+            return
+        declared = ", ".join(self.profiles)
+        if "default_profile" not in self.model_fields_set:
+            raise ValueError(
+                f"no default_profile given and no profile 'cpu' (the default when default_profile is left "
+                f"out); add default_profile: NAME (one of {declared}) or declare a cpu profile"
+            )
+        raise ValueError(
+            f"default_profile {self.default_profile!r} is not a profile"
+            f"{did_you_mean(self.default_profile, list(self.profiles))}; profiles: {declared}"
+        )
 
     def _check_only_variants(self, name: str, prof: Profile) -> None:
         if not prof.only_variants:

@@ -48,7 +48,7 @@ def families() -> tuple[Family, ...]:
     from torch import nn
 
     from harness import modules
-    from tasks import TASKS, Task
+    from harness.tasks import TASKS, Task
 
     return (
         Family("position", "model.position", modules.POSITIONAL, modules.PositionalEncoding),

@@ -71,7 +71,7 @@ class RunSpec:
 def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True) -> Any:
     """The task ``name`` built with ``params``, its data file found and checked unless
     ``check_data`` is False; any problem is an :class:`AblateError`."""
-    from tasks import DataUnavailableError, build_task
+    from harness.tasks import DataUnavailableError, build_task
 
     try:
         task = build_task(name, params, data_dir=data_dir)
@@ -86,14 +86,20 @@ def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check
 
 def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) -> None:
     """The attention kernel can run where this process would train (e.g. ``flash``: never a
-    silent fallback to another backend), with the run's dtype and masks."""
+    silent fallback to another backend), with the run's dtype and masks (a learned bias: a mask
+    that requires a gradient)."""
     from harness.modules import KERNELS, POSITIONAL
     from harness.training.precision import compute_dtype, run_device
 
-    with_mask = POSITIONAL.get(mcfg.position).adds_bias() or getattr(task, "pad_id", None) is not None
+    position = POSITIONAL.get(mcfg.position)
+    with_mask = position.adds_bias() or getattr(task, "pad_id", None) is not None
     try:
         KERNELS.get(mcfg.kernel).check_available(
-            run_device(), compute_dtype(cfg.train.precision), with_mask=with_mask, dropout=mcfg.dropout
+            run_device(),
+            compute_dtype(cfg.train.precision),
+            with_mask=with_mask,
+            dropout=mcfg.dropout,
+            mask_requires_grad=position.bias_requires_grad(mcfg),
         )
     except ValueError as exc:
         raise AblateError(f"{where}: {exc}") from None
@@ -130,7 +136,7 @@ train and val splits; every evaluation length is drawn from test (``run``) and v
 
 def _check_longest(cfg: RunConfig, task: Any, where: str) -> None:
     """``train.seq_len`` and every evaluation length must fit what the task can provide
-    (:meth:`tasks.base.Task.max_seq_len`), before any run starts."""
+    (:meth:`harness.tasks.base.Task.max_seq_len`), before any run starts."""
     seq_len = cfg.train.seq_len
     for split in LENGTH_USES["train"]:
         if (longest := task.max_seq_len(split)) is not None and seq_len > longest:

@@ -14,6 +14,7 @@ than ``-inf`` for the others. ``linear`` lives in :mod:`harness.modules.linear_a
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -94,10 +95,17 @@ class AttentionKernel(nn.Module):
 
     @classmethod
     def check_available(
-        cls, device: torch.device | str, dtype: torch.dtype, with_mask: bool = False, dropout: float = 0.0
+        cls,
+        device: torch.device | str,
+        dtype: torch.dtype,
+        with_mask: bool = False,
+        dropout: float = 0.0,
+        mask_requires_grad: bool = False,
     ) -> None:
         """Raise ``ValueError`` if the kernel cannot run on ``device`` with inputs of ``dtype``
-        (with a float attention mask: a bias or padding; with attention dropout in training)."""
+        (with a float attention mask: a bias or padding; with attention dropout in training; with
+        a mask that requires a gradient: a learned bias,
+        :meth:`~harness.modules.positional.PositionalEncoding.bias_requires_grad`)."""
 
     def scale_for(self, q: Tensor) -> float:
         return self.scale if self.scale is not None else q.size(-1) ** -0.5
@@ -230,25 +238,51 @@ class FlashAttention(SDPAttention):
 
     @classmethod
     def check_available(
-        cls, device: torch.device | str, dtype: torch.dtype, with_mask: bool = False, dropout: float = 0.0
+        cls,
+        device: torch.device | str,
+        dtype: torch.dtype,
+        with_mask: bool = False,
+        dropout: float = 0.0,
+        mask_requires_grad: bool = False,
     ) -> None:
-        """Run one tiny forced-flash call on ``device`` in ``dtype`` (CPU flash has no dropout).
+        """Run one tiny forced-flash forward and backward on ``device`` in ``dtype``, as training
+        would (CPU flash has no dropout, and no mask that requires a gradient: a learned bias).
 
         Raises:
             ValueError: torch has no flash kernel there (the message says what to use instead).
         """
-        q = torch.randn(1, 1, 8, 16, device=device, dtype=dtype)
-        mask = torch.zeros(8, 8, device=device, dtype=dtype) if with_mask else None
-        try:
-            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                F.scaled_dot_product_attention(q, q, q, attn_mask=mask, dropout_p=dropout, is_causal=mask is None)
-        except RuntimeError as exc:  # torch warns the reasons and raises "No available kernel"
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            extra = (" and an attention mask" if with_mask else "") + (f" and dropout {dropout}" if dropout else "")
-            raise ValueError(
-                f"kernel 'flash' is not available on {device} with {dtype}{extra} ({first}); "
-                "use attention.kernel=sdpa, or a precision/device flash supports"
-            ) from None
+        q = torch.randn(1, 1, 8, 16, device=device, dtype=dtype, requires_grad=True)
+        mask = None
+        if with_mask or mask_requires_grad:
+            mask = torch.zeros(8, 8, device=device, dtype=dtype, requires_grad=mask_requires_grad)
+        # torch warns its reasons (UserWarning, several lines) and raises "No available kernel":
+        # the reasons go into the one-line refusal, never to the terminal on their own
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    out = F.scaled_dot_product_attention(
+                        q, q, q, attn_mask=mask, dropout_p=dropout, is_causal=mask is None
+                    )
+                    out.sum().backward()
+                return
+            except RuntimeError as exc:
+                error = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reasons = [_torch_reason(w.message) for w in caught]
+        reasons = [r for r in reasons if r and not r.endswith("not used because:")]
+        masked = " and a learned attention bias (a mask that requires a gradient)" if mask_requires_grad else ""
+        masked = masked or (" and an attention mask" if with_mask else "")
+        extra = masked + (f" and dropout {dropout}" if dropout else "")
+        raise ValueError(
+            f"kernel 'flash' is not available on {device} with {dtype}{extra} ({'; '.join([error, *reasons])}); "
+            "use attention.kernel=sdpa, or a precision/device flash supports"
+        )
+
+
+def _torch_reason(message: Warning | str) -> str:
+    """A warning of torch's SDPA dispatch as one line, without its "(Triggered internally at ...)"."""
+    text = " ".join(str(message).split())
+    return text.split(" (Triggered internally")[0].strip()
 
 
 def available_kernels(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> list[str]:

@@ -54,6 +54,18 @@ class PositionalEncoding(nn.Module):
         """Whether this encoding overrides :meth:`attention_bias` (kernels without a bias refuse it)."""
         return cls.attention_bias is not PositionalEncoding.attention_bias
 
+    @classmethod
+    def bias_requires_grad(cls, cfg: TransformerConfig) -> bool:
+        """Whether :meth:`attention_bias` is trained (it carries a gradient, as T5's learned table;
+        ALiBi's fixed slopes do not): a kernel that takes only a fixed mask (``flash`` on CPU)
+        refuses it before any run. Answered by building the encoding on the ``meta`` device (no
+        memory, no random draws) and asking it for a 1 x 1 bias with gradients on."""
+        if not cls.adds_bias():
+            return False
+        with torch.device("meta"), torch.enable_grad():
+            bias = cls(cfg).attention_bias(1, 1)
+        return bias is not None and bias.requires_grad
+
     def add_to_embeddings(self, x: Tensor) -> Tensor:
         """(B, T, C) -> (B, T, C)."""
         return x

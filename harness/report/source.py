@@ -55,6 +55,24 @@ def _config_cell(text: str) -> Any:
     return text
 
 
+def _folder_hint(folder: Path, ablation: str) -> str:
+    """What to pass instead of a folder: a data file of ``ablation`` that ``folder`` or its
+    ``data/`` holds (a reports folder), or the file name to look for."""
+    found = sorted(
+        str(p)
+        for d in (folder, folder / "data")
+        for p in d.glob(f"{ablation}*.csv*")
+        if p.is_file() and p.name.endswith((".csv", ".csv.gz")) and p.name.split(".")[0] == ablation
+    )
+    if found:
+        more = f" ({len(found)} data files of {ablation} there, one per profile)" if len(found) > 1 else ""
+        return f"is a folder, not a report's data file; pass one file, e.g. --from {found[0]}{more}"
+    return (
+        f"is a folder, not a report's data file, and holds none of {ablation}; pass the file "
+        f"`ablate report {ablation}` wrote (reports/data/{ablation}[.PROFILE].csv[.gz])"
+    )
+
+
 def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan, str, Path]:
     """The records, histories and store problems of a data file, as a :class:`StoreScan`, with the
     profile and the store path it names.
@@ -68,6 +86,8 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
             of another ablation or profile, or whose cells do not rebuild valid run records.
     """
     path = Path(path)
+    if path.is_dir():
+        raise AblateError(f"--from {path}: {_folder_hint(path, ablation)}")
     if not path.is_file():
         raise AblateError(
             f"--from {path}: no such file; pass a report's data file (reports/data/NAME.PROFILE.csv[.gz])"

@@ -18,13 +18,17 @@ import pandas as pd
 from harness.analysis.comparisons import analyse
 from harness.encode import text
 from harness.experiment.selection import Selection
+from harness.hints import Context
 from harness.report.tables import markdown, title
 from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
 
 
-def tuning_section(sel: Selection, results: Path, storage: str | None, fig_dir: Path, md_dir: Path) -> list[str]:
-    """Markdown lines of the section; empty when the storage holds no study of this profile."""
+def tuning_section(
+    sel: Selection, results: Path, storage: str | None, fig_dir: Path, md_dir: Path, ctx: Context | None = None
+) -> list[str]:
+    """Markdown lines of the section; empty when the storage holds no study of this profile.
+    ``ctx``: the report command's context, for the ``ablate run`` commands it suggests."""
     import optuna
 
     abl, profile = sel.ablation, sel.profile
@@ -85,7 +89,9 @@ def tuning_section(sel: Selection, results: Path, storage: str | None, fig_dir: 
             and ["Optimisation history and parameter importance per study (Optuna's plots):", "", " ".join(figures), ""]
         ),
     ]
-    return lines + _comparison(sel, results)
+    return lines + _comparison(
+        sel, results, ctx or Context(sel.ablation.name, sel.profile, results, sel.overrides, storage)
+    )
 
 
 def _slug(text: str) -> str:
@@ -138,7 +144,7 @@ def _save(plt: Any, ax: Any, path: Path, md_dir: Path) -> str:
     return path.relative_to(md_dir).as_posix()
 
 
-def _comparison(sel: Selection, results: Path) -> list[str]:
+def _comparison(sel: Selection, results: Path, ctx: Context) -> list[str]:
     """Per task, the primary comparison of the untuned and the tuned runs side by side, then the
     tuned table in full."""
     abl, profile = sel.ablation, sel.profile
@@ -150,11 +156,11 @@ def _comparison(sel: Selection, results: Path) -> list[str]:
         u, t = untuned.table(task, metric), tuned.table(task, metric)
         lines += [f"### Untuned vs tuned: `{task}` · `{metric}`", ""]
         if t is None:
-            lines += [f"No tuned runs yet: `ablate run {abl.name} --profile {profile} --tuned`.", ""]
+            lines += [f"No tuned runs yet: `{ctx.command('run', '--tuned', storage=True)}`.", ""]
             continue
         order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
         if u is None:
-            lines += [f"No untuned runs in the store (`ablate run {abl.name} --profile {profile}`).", ""]
+            lines += [f"No untuned runs in the store (`{ctx.command('run')}`).", ""]
         lines += [_side_by_side(u, t, order), "", f"**Tuned: {title(t)}**", "", markdown(t), ""]
     return lines
 

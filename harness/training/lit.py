@@ -19,10 +19,10 @@ from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng
+from harness.tasks import IGNORE_INDEX
 from harness.training import precision as prec
 from harness.training.scoring import add_sums, score, summarise
 from harness.training.step_log import StepLog
-from tasks import IGNORE_INDEX
 
 
 def salt_stream(salt: int) -> tuple[int, ...]:

@@ -9,7 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from tasks import IGNORE_INDEX
+from harness.tasks import IGNORE_INDEX
 
 
 def score(logits: torch.Tensor, targets: torch.Tensor, token_bytes: torch.Tensor | None = None) -> dict[str, float]:

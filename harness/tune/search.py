@@ -78,8 +78,8 @@ def run_study(
     """Top one study up to ``trials`` finished trials; returns :func:`counts` afterwards."""
     import optuna
 
+    from harness.tasks import build_task
     from harness.tune.objective import objective
-    from tasks import build_task
 
     study = _load(storage, study_plan, trials, pruner)
     running = {t.number for t in study.get_trials(deepcopy=False) if t.state.name == "RUNNING"}

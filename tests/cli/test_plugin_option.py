@@ -110,3 +110,39 @@ def test_a_plugin_entry_is_a_value_of_an_axis_or_an_override(tmp_path: Path) -> 
     result = invoke("show", str(axis), "--plugin", str(good))
     assert result.exit_code == 0, result.output
     assert "axis model.position: my_nope, nope" in result.stdout
+
+
+LEARNED_BIAS = """
+import torch
+
+
+@POSITIONAL.register("learned_bias")
+class LearnedBias(PositionalEncoding):
+    '''One learned scalar per head added to every score: a trained bias, as T5's table.'''
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.per_head = torch.nn.Parameter(torch.zeros(cfg.n_heads))
+
+    def attention_bias(self, t, s):
+        return self.per_head[:, None, None].expand(-1, t, s).float()
+"""
+
+
+def test_flash_with_a_plugins_learned_bias_is_refused_before_any_run(tmp_path: Path) -> None:
+    """CPU flash takes no mask that requires a gradient: refused at planning (exit 2, one line),
+    not by every run's training step (exit 1, tracebacks); ``math`` with the same bias plans."""
+    good = write_plugin(tmp_path / "mine.py", LEARNED_BIAS)
+    decl = user_file(tmp_path, **{"model.position": "learned_bias"})
+    text = decl.read_text()
+    decl.write_text(text.replace("- math", "- flash"))
+    result = invoke("run", str(decl), "--plugin", str(good), "--results-dir", str(tmp_path / "r"))
+    assert_refused(
+        result,
+        "kernel 'flash' is not available on cpu with torch.float32 and a learned attention bias",
+        "use attention.kernel=sdpa",
+    )
+    assert_nothing_written(tmp_path / "r")
+    decl.write_text(text)
+    shown = invoke("show", str(decl), "--plugin", str(good))
+    assert shown.exit_code == 0, shown.output

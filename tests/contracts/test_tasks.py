@@ -11,9 +11,10 @@ import pytest
 
 from harness.contracts.result import CheckReport
 from harness.contracts.tasks import CONTRACTS, check_task
-from tasks import IGNORE_INDEX, TASKS, Task
-from tasks.copy import Copy
-from tasks.tinyshakespeare import TinyShakespeare
+from harness.tasks import IGNORE_INDEX, TASKS, Task
+from harness.tasks.copy import FIRST_SYMBOL, Copy
+from harness.tasks.padded import PaddedCopy
+from harness.tasks.tinyshakespeare import TinyShakespeare
 
 
 @functools.cache
@@ -82,6 +83,16 @@ class LeakyShakespeare(TinyShakespeare):
         return super()._generate(n, seq_len, rng, "train" if split == "test" else split)
 
 
+class OverlappingPadded(PaddedCopy):
+    """padded_copy as version 1 drew it: independent draws, so short problems repeat across splits."""
+
+    name = "overlapping_padded"
+
+    def _draw(self, n, max_len, rng, split):
+        lengths = rng.integers(self.params.min_len, max_len + 1, size=n)
+        return lengths, rng.integers(FIRST_SYMBOL, self.vocab_size, size=(n, max_len))
+
+
 class Unversioned(Copy):
     name = "unversioned"
     version = ""
@@ -94,6 +105,7 @@ class Unversioned(Copy):
         (IgnoresSeed, "determinism", "seeds 0 and 1 gave the same data"),
         (NoAnswer, "answers", "row 0 has no scored position"),
         (Unversioned, "version", "version must be a non-empty str"),
+        (OverlappingPadded, "splits", "rows are also train rows, although the task declares disjoint splits"),
     ],
 )
 def test_a_broken_task_fails_its_contract(register, cls: type[Task], contract: str, words: str) -> None:

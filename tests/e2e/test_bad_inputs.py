@@ -146,6 +146,16 @@ def test_training_length_below_the_task_minimum(tmp_path):
     assert_nothing_written(tmp_path / "results")
 
 
+def test_padded_copy_too_short_for_a_problem_in_every_split(tmp_path):
+    """padded_copy's splits are disjoint sets of problems: with one symbol, each length holds one
+    string, and only from L = 18 does every split hold one."""
+    decl = user_file(tmp_path)
+    decl.write_text(decl.read_text().replace("copy:", "padded_copy:").replace("n_symbols: 8", "n_symbols: 1"))
+    result = invoke("run", str(decl), "train.seq_len=16", "--results-dir", str(tmp_path / "results"))
+    assert_refused(result, "task 'padded_copy' needs seq_len >= 18, got 16")
+    assert_nothing_written(tmp_path / "results")
+
+
 @pytest.mark.parametrize("command", ["show", "run", "tune", "status"])
 @pytest.mark.parametrize(
     "override, words",

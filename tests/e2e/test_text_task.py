@@ -12,9 +12,9 @@ import yaml
 from harness.cli import run as run_cmd
 from harness.experiment.ablation import load
 from harness.store.runs import scan
+from harness.tasks import build_task
+from harness.tasks import text as text_mod
 from helpers.cli import assert_nothing_written, assert_refused, invoke
-from tasks import build_task
-from tasks import text as text_mod
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "text" / "pe_extrapolation_text.yaml"

@@ -300,8 +300,27 @@ def test_an_axis_needs_values(tmp_path):
 
 
 def test_default_profile_must_exist(tmp_path):
-    msg = load_error(write(tmp_path, decl(default_profile="gpu")))
-    assert "default_profile 'gpu' is not a profile" in msg
+    msg = load_error(write(tmp_path, decl(default_profile="laptop")))
+    assert msg.endswith("default_profile 'laptop' is not a profile; profiles: cpu, smoke")
+    msg = load_error(write(tmp_path, decl(default_profile="smok")))
+    assert msg.endswith("default_profile 'smok' is not a profile (did you mean 'smoke'?); profiles: cpu, smoke")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_without_default_profile_the_cpu_profile_must_exist(tmp_path):
+    """Left out, default_profile is ``cpu``: the message says so rather than naming a key the file
+    never wrote; ``profiles: {}`` says that it is empty."""
+    profiles = {"smoke": {"seeds": [0]}, "gpu": {"seeds": [0, 1]}}
+    msg = load_error(write(tmp_path, decl(profiles=profiles)))
+    assert msg == (
+        "invalid declaration for ablation mini.yaml: no default_profile given and no profile 'cpu' (the default when "
+        "default_profile is left out); add default_profile: NAME (one of smoke, gpu) or declare a cpu profile"
+    )
+    for command in ("show", "run"):  # the CLI: exit 2, that one line, nothing run
+        assert_refused(invoke(command, write(tmp_path, decl(profiles=profiles))), msg)
+    assert load(write(tmp_path, decl(profiles=profiles, default_profile="smoke"))).default_profile == "smoke"
+    msg = load_error(write(tmp_path, decl(profiles={})))
+    assert msg.endswith("profiles is empty; declare at least one, e.g. profiles: {cpu: {seeds: [0, 1, 2]}}")
 
 
 def test_file_name_must_match_the_declared_name(tmp_path):

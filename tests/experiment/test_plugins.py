@@ -17,9 +17,9 @@ from harness.experiment import plugins
 from harness.experiment.ablation import load
 from harness.experiment.families import families
 from harness.modules import NORMS, POSITIONAL, SCALES
+from harness.tasks import TASKS
 from helpers.plugins import restored, write_plugin
 from helpers.tiny_grid import write_tiny
-from tasks import TASKS
 
 GOOD = """
 @POSITIONAL.register("my_nope", aliases=("my_none",))

@@ -14,9 +14,9 @@ from harness.errors import AblateError
 from harness.experiment.ablation import load
 from harness.experiment.config import build_config, config_hash
 from harness.experiment.grid import plan
+from harness.tasks import build_task
 from harness.training.lit import _TrainStream
 from helpers.mini_decl import decl, write
-from tasks import build_task
 
 DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
 

@@ -55,13 +55,14 @@ def write_runs(
     value: Callable[[str, int], float | None],
     finished_at: str = "2025-01-01T00:00:00+00:00",
     extra: Callable[[str, int], dict[str, float]] | None = None,
+    overrides: tuple[str, ...] = (),
 ) -> int:
-    """One ok record per run of ``profile``'s grid with ``acc@x1 = acc@x2 = value(variant, seed)``
-    (None: no record for that run) and the metrics ``extra(variant, seed)`` (e.g. ``target_reached``);
-    returns the number written."""
+    """One ok record per run of ``profile``'s grid (with the key=value ``overrides``) with
+    ``acc@x1 = acc@x2 = value(variant, seed)`` (None: no record for that run) and the metrics
+    ``extra(variant, seed)`` (e.g. ``target_reached``); returns the number written."""
     abl = load(str(decl))
     written = 0
-    for spec in plan(abl, profile, [], check_data=False)[1]:
+    for spec in plan(abl, profile, list(overrides), check_data=False)[1]:
         v = value(spec.variant_label, spec.seed)
         if v is None:
             continue

@@ -97,9 +97,9 @@ def _training_fingerprint() -> tuple[list[float], str]:
     import tempfile
 
     from harness.experiment.config import build_config
+    from harness.tasks import build_task
     from harness.training.fit import transformer_config
     from harness.training.loop import train_and_evaluate
-    from tasks import build_task
 
     cfg = build_config(
         {

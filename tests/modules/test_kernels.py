@@ -1,6 +1,8 @@
 """Attention kernels: contracts over every registered kernel, each against an independent reference
 (the float64 masked formula for linear attention, the math kernel for the SDPA kernels)."""
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -133,6 +135,29 @@ def test_flash_check_available_on_cpu_and_clear_error(monkeypatch):
     with pytest.raises(ValueError, match="kernel 'flash' is not available on cpu.*No available kernel"):
         KERNELS.get("flash").check_available("cpu", torch.float32)
     assert "flash" not in available_kernels("cpu", torch.float32)
+
+
+def test_flash_refuses_a_learned_bias_on_cpu_before_a_run_as_training_would():
+    """CPU flash (torch 2.13) takes a fixed float mask but none that requires a gradient: the
+    check asks with one, and training itself fails the same way ("No available kernel")."""
+    KERNELS.get("flash").check_available("cpu", torch.float32, with_mask=True)
+    with warnings.catch_warnings(record=True) as escaped:  # torch's reasons stay in the one line
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="with torch.float32 and a learned attention bias .*No available kernel"):
+            KERNELS.get("flash").check_available("cpu", torch.float32, with_mask=True, mask_requires_grad=True)
+        with pytest.raises(ValueError, match=r"and dropout 0.1 \(No available kernel.*; Both fused kernels do not"):
+            KERNELS.get("flash").check_available("cpu", torch.float32, dropout=0.1)
+    assert [str(w.message) for w in escaped] == []
+    q, k, v = qkv()
+    bias = torch.zeros(q.size(1), T, T, requires_grad=True)
+    out, _ = KERNELS.get("flash")()(q, k, v, bias=bias.detach())  # a fixed bias runs
+    with pytest.raises(RuntimeError, match="No available kernel"):
+        KERNELS.get("flash")()(q, k, v, bias=bias)
+    for kernel in ("math", "sdpa"):  # the kernels the message names instead
+        KERNELS.get(kernel).check_available("cpu", torch.float32, with_mask=True, mask_requires_grad=True)
+        KERNELS.get(kernel)()(q, k, v, bias=bias)[0].sum().backward()
+        assert bias.grad is not None and bias.grad.abs().sum() > 0
+        bias.grad = None
 
 
 # --- linear attention --------------------------------------------------------------------------

@@ -196,3 +196,27 @@ def test_alibi_bias_within_one_float32_ulp_of_float64_over_4096_positions(n_head
     if n_heads == 8:
         assert torch.equal(bias, want)
     torch.testing.assert_close(bias, want, rtol=2.0**-23, atol=0)
+
+
+class _LearnedBias(PositionalEncoding):
+    """One learned scalar per head added to every score: a trained bias, as T5's table."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__(cfg)
+        self.per_head = torch.nn.Parameter(torch.randn(cfg.n_heads))
+
+    def attention_bias(self, t: int, s: int) -> torch.Tensor:
+        return self.per_head[:, None, None].expand(-1, t, s).float()
+
+
+def test_bias_requires_grad_only_for_a_learned_bias_and_draws_no_random_numbers():
+    """The pre-run kernel check asks it (flash on CPU refuses a mask that requires a gradient);
+    it builds the encoding on the meta device, so the global generator is left as it was."""
+    state = torch.get_rng_state()
+    assert _LearnedBias.bias_requires_grad(make_cfg("nope"))
+    assert torch.equal(torch.get_rng_state(), state)
+    assert not POSITIONAL.get("alibi").bias_requires_grad(make_cfg("alibi"))  # fixed slopes
+    for name in ("sinusoidal", "learned", "rope", "nope"):  # no bias at all
+        assert not POSITIONAL.get(name).bias_requires_grad(make_cfg(name, max_len=64)), name
+    with torch.no_grad():  # asked inside evaluation code, the answer is the training one
+        assert _LearnedBias.bias_requires_grad(make_cfg("nope"))

@@ -179,7 +179,7 @@ def test_report_all_refuses_a_store_without_runs(tmp_path):
     assert_refused(
         invoke("report", "--all", "--results-dir", str(results)),
         "no runs of any registered ablation in",
-        "ablate run NAME",
+        f"run `ablate run NAME --results-dir {results}` first",
     )
     results.mkdir()
     assert_refused(invoke("report", "--all", "--results-dir", str(results)), "no runs of any registered ablation")

@@ -190,6 +190,32 @@ def test_bad_data_files_are_refused(store, tmp_path, which, words):
     assert not (tmp_path / "never").exists()
 
 
+def test_a_folder_is_refused_with_the_data_file_to_pass(store, tmp_path):
+    """``--from reports`` (the folder ``ablate report`` wrote) names the data file in it; a
+    folder without one says which file is expected; neither says "no such file"."""
+    decl, results = store
+    out = tmp_path / "a"
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for command in ("report", "compare"):
+        tail = ["--out", str(tmp_path / "never")] if command == "report" else ["--format", "md"]
+        for folder in (out, out / "data"):
+            err = assert_refused(
+                invoke(command, str(decl), "--from", str(folder), *tail),
+                f"--from {folder}: is a folder, not a report's data file; pass one file, e.g. --from {out / 'data' / 'tiny.csv'}",
+            )
+            assert "no such file" not in err
+        assert_refused(
+            invoke(command, str(decl), "--from", str(empty), *tail),
+            f"--from {empty}: is a folder, not a report's data file, and holds none of tiny; pass the file "
+            "`ablate report tiny` wrote (reports/data/tiny[.PROFILE].csv[.gz])",
+        )
+    assert not (tmp_path / "never").exists()
+
+
 def test_a_data_file_of_another_ablation_profile_or_grid_is_refused(store, tmp_path):
     decl, results = store
     out = tmp_path / "a"

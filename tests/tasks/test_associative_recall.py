@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks import IGNORE_INDEX, build_task
-from tasks.associative_recall import FILLER
+from harness.tasks import IGNORE_INDEX, build_task
+from harness.tasks.associative_recall import FILLER
 
 
 def _check_rows(inputs, targets, n_pairs: int, n_keys: int, n_values: int) -> list[list[int]]:

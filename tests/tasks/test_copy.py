@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from tasks import IGNORE_INDEX, build_task
-from tasks.copy import PAD, SEP
+from harness.tasks import IGNORE_INDEX, build_task
+from harness.tasks.copy import PAD, SEP
 
 
 def _check_rows(inputs: torch.Tensor, targets: torch.Tensor, reverse: bool, n_symbols: int) -> list[int]:

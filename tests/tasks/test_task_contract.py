@@ -8,7 +8,7 @@ import pydantic
 import pytest
 import torch
 
-from tasks import TASKS, Task, UnknownNameError, build_task
+from harness.tasks import TASKS, Task, UnknownNameError, build_task
 
 ALL_TASKS = TASKS.names()
 NEEDS_PARAMS = {"text": {"text-char": {"tokenizer": "char"}, "text-bpe": {"tokenizer": "bpe", "vocab_size": 300}}}

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 import torch
 
-from tasks import DataUnavailableError, build_task
-from tasks import text as text_mod
-from tasks import tinyshakespeare as ts
-from tasks.vocab import BPEVocab, CharVocab
+from harness.tasks import DataUnavailableError, build_task
+from harness.tasks import text as text_mod
+from harness.tasks import tinyshakespeare as ts
+from harness.tasks.vocab import BPEVocab, CharVocab
 
 UNICODE = "naïve café, Ελληνικά — 日本語 🙂\nthe end of a line\n" * 40
 

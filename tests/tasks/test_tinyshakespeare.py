@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from tasks import DataChecksumError, DataUnavailableError, build_task
-from tasks import tinyshakespeare as ts
+from harness.tasks import DataChecksumError, DataUnavailableError, build_task
+from harness.tasks import tinyshakespeare as ts
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from harness.execution.attempt import execute
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.seeding import numpy_rng
+from harness.tasks import IGNORE_INDEX, build_task
 from harness.training.scoring import score, summarise
-from tasks import IGNORE_INDEX, build_task
 
 UNICODE = "naïve café, Ελληνικά — 日本語 🙂\nthe end of a line\n" * 40
 

@@ -76,7 +76,7 @@ def test_every_variant_sees_the_same_batches_and_eval_sets(
     assert len(seen["sinusoidal"]) == len(seen["learned"]) == 12
     for x, y in zip(seen["sinusoidal"], seen["learned"]):
         assert torch.equal(x, y)
-    from tasks import build_task
+    from harness.tasks import build_task
 
     task = build_task("copy", {"n_symbols": 6})
     for loaders in zip(

@@ -70,9 +70,9 @@ class T5RelativeBias(PositionalEncoding):
     each ``(T, S)`` are computed once and kept (they hold no parameter); the bias is gathered
     anew on every call, as it must be for gradients. Works at any length (distances beyond ``max_distance`` share the last bucket);
     kernels without an additive bias (``linear``) refuse it before any run. Kernel ``flash`` on
-    CPU (torch 2.13) refuses an attention mask that requires a gradient: with this learned bias
-    its runs fail ("No available kernel") although the pre-run check, made with a fixed mask,
-    passes; use ``sdpa`` or ``math``.
+    CPU (torch 2.13) refuses an attention mask that requires a gradient: the pre-run check asks
+    it with one (``bias_requires_grad``), so ``flash`` with this learned bias is refused before
+    any run; use ``sdpa`` or ``math``.
 
     Args:
         cfg: the model config (``n_heads``, ``d_model``).
