@@ -39,6 +39,9 @@ PRELOAD = ["harness.training.loop"]
 
 def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] | None = None) -> None:
     """Pin this worker to a GPU slot (before CUDA starts), tie its life to ``ablate``'s, set threads."""
+    # Ctrl-C reaches every process of the terminal's group: ``ablate`` decides (it stops the
+    # workers), so a worker must not take it for a failed run and go on to the next one.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if slots is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = slots.get(timeout=60)
     if owner is not None:
@@ -60,6 +63,19 @@ def _die_with(pid: int, start: int | None, every: float = 1.0) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="ablate-owner-watch", daemon=True).start()
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel every run not started and kill the workers now (SIGKILL): the runs they were training
+    keep their last checkpoint and resume at the next ``ablate run``, as after any kill. Without it
+    the runs already queued to the workers start after Ctrl-C, and the interpreter's exit waits for
+    each of them to end. (SIGTERM is not enough: Lightning's handler turns it into an exception
+    that the pool's worker reports as a result before taking the next queued run.)"""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown clears it
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.kill()
 
 
 def pool_context() -> mp.context.BaseContext:
@@ -154,8 +170,8 @@ def _run_pool(
             while pending:
                 try:
                     complete, pending = wait(pending, return_when=FIRST_COMPLETED)
-                except KeyboardInterrupt:  # Ctrl-C: start nothing more; runs in flight end or die
-                    pool.shutdown(wait=False, cancel_futures=True)
+                except KeyboardInterrupt:  # Ctrl-C: start nothing more, stop the runs in flight
+                    _stop(pool)
                     raise
                 for fut in complete:
                     try:
