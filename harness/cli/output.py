@@ -6,9 +6,11 @@ console once for every command."""
 
 from __future__ import annotations
 
+import netrc
 import os
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 from rich.console import Console
 
@@ -39,6 +41,24 @@ def check_results_dir(results: Path) -> None:
         raise AblateError(f"cannot create --results-dir {results}: {exc.strerror}") from None
     if not os.access(results, os.W_OK):
         raise AblateError(f"--results-dir {results} is not writable; pass a folder you can write to")
+
+
+def check_wandb(mode: str) -> None:
+    """``--wandb online`` with no W&B credentials (``WANDB_API_KEY``, or the ``wandb login`` entry in
+    ``~/.netrc`` for ``WANDB_BASE_URL``'s host) is refused before any run: every run would fail on
+    ``wandb.init``."""
+    if mode != "online" or os.environ.get("WANDB_API_KEY"):
+        return
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname or "api.wandb.ai"
+    try:
+        if netrc.netrc().authenticators(host):
+            return
+    except (OSError, netrc.NetrcParseError):
+        pass
+    raise AblateError(
+        "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
+        "offline and upload later with `ablate sync`"
+    )
 
 
 def check_storage_not_empty(storage: str | None) -> None:

@@ -50,6 +50,7 @@ def run(
     retry = launch.check(results, workers, threads)
     output.check_storage_not_empty(storage)
     output.check_results_dir(results)
+    output.check_wandb(wandb)
     if tuned:
         specs = tuned_specs(abl, prof_name, specs, results, storage, output.data_dir(), ctx=ctx)
     targets = {name: reuse.target_of(entry.target) for name, entry in abl.tasks.items()}
@@ -93,7 +94,7 @@ def run(
     from harness.cli.compare import print_tables  # scipy and statsmodels: needed from here on
 
     print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=ctx)
-    lines, code = outcome_lines(records, results, abl.name, ctx=ctx, tuned=tuned)
+    lines, code = outcome_lines([*chosen.failed_before, *records], results, abl.name, ctx=ctx, tuned=tuned)
     for line in lines:
         output.console.print(line)
     return code

@@ -30,6 +30,7 @@ from harness.execution.run_folder import Progress, RunOptions, parse_retry
 from harness.hints import Context
 from harness.store.record import Record
 from harness.store.runs import read_record, run_dir
+from harness.training.fit import check_devices
 
 FAILURES = ("failed", "timeout", "crashed")
 """Outcomes that make ``ablate run`` exit with 1 (``diverged`` is a result, not a failure)."""
@@ -44,6 +45,9 @@ class Selected:
     todo: list[Any] = field(default_factory=list)
     retry: dict[str, int] = field(default_factory=dict)
     reused: list[Record] = field(default_factory=list)
+    failed_before: list[Record] = field(default_factory=list)
+    """Stored records of runs that did not finish (failed, timeout) and are not retried: a rerun
+    without ``--retry`` says so and exits 1, as the run that made them did."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,8 @@ class Launch:
         if self.gpus_per_run is not None and self.gpus_per_run < 0:
             raise AblateError(f"--gpus-per-run must be 0 (CPU) or more, got {self.gpus_per_run}")
         self.engine.check()
+        if self.engine.kind == "local" and (str(self.options.devices), self.options.strategy) != ("1", "auto"):
+            check_devices(self.options.devices, self.options.strategy)
         statuses = parse_retry(self.retry)
         self.place(workers, 1, threads)
         return statuses
@@ -117,6 +123,8 @@ class Launch:
             elif rec.status in statuses:
                 out.todo.append(spec)
                 out.retry[spec.run_id] = rec.attempt
+            elif rec.status in FAILURES:
+                out.failed_before.append(rec)
         return out
 
     def place(

@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.errors import AblateError
+
 
 def transformer_config(cfg: Any, vocab_size: int) -> Any:
     """The :class:`harness.modules.TransformerConfig` of a run config ``cfg`` (a ``RunConfig``)
@@ -53,3 +55,28 @@ def fit(cfg: Any, task: Any, seed: int, run_dir: Path, **options: Any) -> dict[s
     from harness.training.loop import train_and_evaluate
 
     return train_and_evaluate(transformer_config(cfg, task.vocab_size), cfg, task, seed, run_dir, **options)
+
+
+def check_devices(devices: int | str, strategy: str) -> None:
+    """Lightning's own check of ``devices`` and ``strategy`` (``--devices``, ``--strategy``) on this
+    machine, by building the :class:`lightning.pytorch.Trainer` a run would build with them (nothing
+    is launched), so that a bad value is refused before any run rather than failing every run.
+
+    Raises:
+        AblateError: one line with Lightning's reason.
+    """
+    import lightning.pytorch as L
+
+    try:
+        L.Trainer(
+            accelerator="auto",
+            devices=devices,
+            strategy=strategy,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+    except Exception as exc:  # noqa: BLE001  Lightning raises ValueError, TypeError or its own
+        reason = " ".join(str(exc).split())
+        raise AblateError(f"--devices {devices} --strategy {strategy}: {reason}") from None
