@@ -18,25 +18,17 @@ from __future__ import annotations
 import importlib.util
 import itertools
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    StrictInt,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from harness.errors import AblateError
-from harness.experiment import metrics, plugins
+from harness.experiment import plugins
 from harness.experiment.config import check_key, format_validation_error
 from harness.experiment.control import Control
+from harness.experiment.declaration import Decl, MetricSpec, Profile, TaskEntry, Threshold
 from harness.experiment.search_space import ParamSpec
+from harness.experiment.yaml_files import read_yaml
 from harness.registry import did_you_mean
 
 # the registered declarations: the package harness.ablations (the repository's ablations/ folder,
@@ -44,65 +36,7 @@ from harness.registry import did_you_mean
 ABLATIONS_DIR = Path(importlib.util.find_spec("harness.ablations").submodule_search_locations[0])
 
 
-class _Decl(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MetricSpec(_Decl, metrics.NamedMetric):
-    """The primary metric of a task and its smallest effect of interest; its direction is the
-    metrics table's (:mod:`harness.experiment.metrics`), which ``higher_is_better`` may restate."""
-
-    sesoi: float = Field(gt=0, description="smallest effect of interest, in the metric's units")
-
-
-class Threshold(_Decl):
-    """A bound on a metric: ``min`` (value must be >= min) and/or ``max`` (<= max)."""
-
-    metric: str
-    min: float | None = None
-    max: float | None = None
-
-    def passes(self, value: float | None) -> bool:
-        if value is None or value != value:  # missing or NaN
-            return False
-        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
-
-    def describe(self) -> str:
-        parts = [f">= {self.min:g}" if self.min is not None else "", f"<= {self.max:g}" if self.max is not None else ""]
-        return f"{self.metric} {' and '.join(p for p in parts if p)}"
-
-
-class TaskEntry(_Decl):
-    params: dict[str, Any] = Field(default_factory=dict)
-    config: dict[str, Any] = Field(default_factory=dict, description="dotted overrides for this task")
-    primary: MetricSpec
-    gate: Threshold | None = Field(None, description="runs below it did not learn the task at L")
-    target: Threshold | None = Field(None, description="convergence target: steps_to_target")
-
-
-class Profile(_Decl):
-    description: str = ""
-    seeds: list[Annotated[StrictInt, Field(ge=0)]] = Field(min_length=1)
-    confirmatory: bool = True
-    apply_gate: bool = Field(True, description="False: runs below a task's gate stay in every comparison")
-    overrides: dict[str, Any] = Field(default_factory=dict)
-    tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (ablate tune)")
-    only_tasks: list[str] = Field(default_factory=list, description="run only these tasks (default: all)")
-    only_variants: list[str] = Field(
-        default_factory=list, description="run only these grid points, by label (default: all); must hold the baseline"
-    )
-
-    @field_validator("seeds")
-    @classmethod
-    def _distinct(cls, seeds: list[int]) -> list[int]:
-        # a repeated seed repeats a run id: two workers would write one folder, pairs would break
-        if dupes := sorted({s for s in seeds if seeds.count(s) > 1}):
-            raise ValueError(f"seeds must be distinct; repeated: {dupes}")
-        return seeds
-
-
-class Ablation(_Decl):
+class Ablation(Decl):
     name: str
     question: str
     claims: list[str] = Field(default_factory=list)
@@ -284,21 +218,18 @@ def load(name_or_path: str) -> Ablation:
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         known = available()
-        if name_or_path not in known:
+        if name_or_path in known:
+            path = known[name_or_path]
+        elif path.is_dir():
+            raise AblateError(f"{path} is a folder; pass an ablation's YAML file or a registered name (`ablate list`)")
+        elif path.is_file():
+            raise AblateError(f"{path} is not a .yaml file; an ablation is declared in NAME.yaml (docs/extending.md)")
+        else:
             raise AblateError(
                 f"unknown ablation {name_or_path!r}{did_you_mean(name_or_path, list(known))}; "
                 f"run `ablate list` to see them"
             )
-        path = known[name_or_path]
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise AblateError(f"cannot read ablation file {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        what = getattr(exc, "problem", None) or str(exc).replace("\n", " ")
-        raise AblateError(f"ablation file {path} is not valid YAML{where}: {what}") from None
+    data = read_yaml(path, "ablation file")
     if not isinstance(data, dict):
         raise AblateError(f"ablation file {path} must hold a mapping (name, question, axes, ...)")
     plugins.load_declared(data.get("plugins"), path)

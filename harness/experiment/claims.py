@@ -11,12 +11,12 @@ import functools
 import importlib.resources
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.config import format_validation_error
+from harness.experiment.yaml_files import load_yaml
 
 CLAIMS = "claims.yaml"
 
@@ -72,4 +72,4 @@ def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, dict[str, Any]]:
 def load_claims() -> dict[str, dict[str, Any]]:
     """The claims of ``harness/experiment/claims.yaml``, validated, by id (parsed once per process)."""
     text = importlib.resources.files("harness.experiment").joinpath(CLAIMS).read_text()
-    return parse_claims(yaml.safe_load(text))
+    return parse_claims(load_yaml(text))

@@ -9,13 +9,11 @@ Lightning, so ``ablate list`` and ``ablate --help`` stay fast.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from harness.errors import AblateError
@@ -203,22 +201,6 @@ def valid_paths(model: type[BaseModel] = RunConfig, prefix: str = "") -> list[st
     return paths
 
 
-def parse_override(text: str) -> tuple[str, Any]:
-    """Parse one ``key=value`` argument; the value is read as YAML (``128`` -> int).
-
-    Raises:
-        AblateError: no ``=`` or an empty key.
-    """
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise AblateError(f"override {text!r} is not of the form key=value (e.g. model.d_model=128)")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    return key.strip(), value
-
-
 def check_path(path: str) -> None:
     """Raise :class:`AblateError` (with the closest valid key) unless ``path`` is a config key."""
     paths = valid_paths()
@@ -233,19 +215,6 @@ def check_key(path: str, where: str) -> None:
         check_path(path)
     except AblateError as exc:
         raise ValueError(f"{where}: {exc}") from None
-
-
-def apply_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a copy of nested dict ``base`` with dotted ``overrides`` set (keys checked)."""
-    out = copy.deepcopy(dict(base))
-    for path, value in overrides.items():
-        check_path(path)
-        node = out
-        *parents, leaf = path.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return out
 
 
 def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:

@@ -17,7 +17,8 @@ from typing import Any
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import RunConfig, apply_overrides, build_config, config_hash, parse_override
+from harness.experiment.config import RunConfig, build_config, config_hash
+from harness.experiment.overrides import apply_overrides, parse_overrides
 from harness.experiment.versions import hashed_versions, run_versions
 from harness.registry import did_you_mean
 from harness.training.fit import transformer_config
@@ -202,9 +203,12 @@ def plan(
     """
     profile, prof = abl.profile(profile)
     abl = abl.for_profile(profile)
-    cli = dict(parse_override(o) for o in overrides)
+    cli = parse_overrides(overrides)
     if clash := set(cli) & set(abl.axes):
-        raise AblateError(f"{sorted(clash)} is an axis of {abl.name}; a run override may not change it")
+        raise AblateError(
+            f"{', '.join(sorted(clash))} {'is an axis' if len(clash) == 1 else 'are axes'} of {abl.name}; "
+            f"a run override may not change an axis"
+        )
     per_task: dict[str, list[tuple[dict[str, Any], RunConfig]]] = {}
     tasks: dict[str, Any] = {}
     for tname, entry in abl.tasks.items():

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics
+from harness.experiment.yaml_files import load_yaml
 from harness.registry import did_you_mean
 
 REGISTRY = "reproductions.yaml"
@@ -129,7 +130,7 @@ def load_registry() -> tuple[Reproduction, ...]:
     """The validated entries of ``harness/experiment/reproductions.yaml``."""
     text = importlib.resources.files("harness.experiment").joinpath(REGISTRY).read_text()
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise AblateError(f"{REGISTRY}: not valid YAML ({' '.join(str(exc).split())})") from None
     return tuple(parse(data))

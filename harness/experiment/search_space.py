@@ -23,7 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
 from harness.errors import AblateError
-from harness.experiment.config import apply_overrides, build_config
+from harness.experiment.config import build_config
+from harness.experiment.overrides import apply_overrides
 
 Number = StrictInt | StrictFloat
 

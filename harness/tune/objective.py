@@ -16,7 +16,8 @@ from typing import Any
 import optuna
 
 from harness.execution.outcome import classify
-from harness.experiment.config import apply_overrides, build_config
+from harness.experiment.config import build_config
+from harness.experiment.overrides import apply_overrides
 from harness.experiment.search_space import suggest
 from harness.training.fit import fit
 from harness.training.pruning import StepPruningCallback

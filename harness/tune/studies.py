@@ -24,8 +24,9 @@ from typing import Any
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import apply_overrides, build_config, parse_override
+from harness.experiment.config import build_config
 from harness.experiment.grid import RunSpec, check_variant, prepare_task
+from harness.experiment.overrides import apply_overrides, parse_override
 from harness.experiment.search_space import ParamSpec, check_space, resolve_space
 from harness.experiment.selection import select
 from harness.hints import Context
@@ -219,7 +220,10 @@ def tuned_specs(
     url = storage or default_storage(results)
     tune_first = (ctx or Context(abl.name, profile, results, storage=storage)).command("tune", storage=True)
     if not sqlite_exists(url):
-        raise AblateError(f"no tuning studies: {mask_url(url)} does not exist; run `{tune_first}` first")
+        raise AblateError(
+            f"no tuning studies: {mask_url(url)} does not exist; run `{tune_first}` first, or pass "
+            f"--storage URL where your studies are"
+        )
     store = open_storage(url)
     best: dict[tuple[str, str], dict[str, Any]] = {}
     problems = []

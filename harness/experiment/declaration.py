@@ -1,0 +1,70 @@
+"""The parts of an ablation declaration below the :class:`~harness.experiment.ablation.Ablation`
+itself: a task's entry (its primary metric, gate and convergence target) and a profile (seeds,
+overrides, the tasks and grid points it runs). Unknown keys are refused at every level."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+
+from harness.experiment import metrics
+from harness.experiment.search_space import ParamSpec
+
+
+class Decl(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetricSpec(Decl, metrics.NamedMetric):
+    """The primary metric of a task and its smallest effect of interest; its direction is the
+    metrics table's (:mod:`harness.experiment.metrics`), which ``higher_is_better`` may restate."""
+
+    sesoi: float = Field(gt=0, description="smallest effect of interest, in the metric's units")
+
+
+class Threshold(Decl):
+    """A bound on a metric: ``min`` (value must be >= min) and/or ``max`` (<= max)."""
+
+    metric: str
+    min: float | None = None
+    max: float | None = None
+
+    def passes(self, value: float | None) -> bool:
+        if value is None or value != value:  # missing or NaN
+            return False
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def describe(self) -> str:
+        parts = [f">= {self.min:g}" if self.min is not None else "", f"<= {self.max:g}" if self.max is not None else ""]
+        return f"{self.metric} {' and '.join(p for p in parts if p)}"
+
+
+class TaskEntry(Decl):
+    params: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict, description="dotted overrides for this task")
+    primary: MetricSpec
+    gate: Threshold | None = Field(None, description="runs below it did not learn the task at L")
+    target: Threshold | None = Field(None, description="convergence target: steps_to_target")
+
+
+class Profile(Decl):
+    description: str = ""
+    seeds: list[Annotated[StrictInt, Field(ge=0)]] = Field(min_length=1)
+    confirmatory: bool = True
+    apply_gate: bool = Field(True, description="False: runs below a task's gate stay in every comparison")
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (ablate tune)")
+    only_tasks: list[str] = Field(default_factory=list, description="run only these tasks (default: all)")
+    only_variants: list[str] = Field(
+        default_factory=list, description="run only these grid points, by label (default: all); must hold the baseline"
+    )
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct(cls, seeds: list[int]) -> list[int]:
+        # a repeated seed repeats a run id: two workers would write one folder, pairs would break
+        if dupes := sorted({s for s in seeds if seeds.count(s) > 1}):
+            raise ValueError(f"seeds must be distinct; repeated: {dupes}")
+        return seeds
