@@ -52,22 +52,27 @@ def _script(name: str, *args: str) -> list[dict]:
 
 
 def collect(sections: tuple[str, ...], quick: bool) -> dict:
-    """Run the benchmarks of ``sections``; their JSON figures by section."""
-    out: dict = {}
-    if "overhead" in sections:
-        steps = {"copy": 100, "tinyshakespeare": 50} if quick else {"copy": 1000, "tinyshakespeare": 500}
-        repeat = "1" if quick else "2"
-        out["overhead"] = [
-            _script("overhead", "--task", task, "--steps", str(n), "--repeat", repeat)[0] for task, n in steps.items()
-        ]
-    if "workers" in sections:
-        out["workers"] = _script("workers", *(["--quick"] if quick else []))
-    if "startup" in sections:
-        out["startup"] = _script("startup", *(["--no-smoke"] if quick else []))[0]
-    if "cli" in sections:
-        out["cli"] = _script("cli_speed", "--repeat", "1" if quick else "5")[0]
-    if "smoke" in sections:
-        out["smoke"] = _script("smoke_suite", *(["--only", "pe_extrapolation"] if quick else []))[0]
+    """Run the benchmarks of ``sections``; their JSON figures by section. A benchmark that fails
+    is reported in ``failed`` (its stderr's end) and the others still run: a table of the rest
+    beats none after half an hour."""
+    overhead_steps = {"copy": 100, "tinyshakespeare": 50} if quick else {"copy": 1000, "tinyshakespeare": 500}
+    jobs = {
+        "overhead": lambda: [
+            _script("overhead", "--task", task, "--steps", str(n), "--repeat", "1" if quick else "2")[0]
+            for task, n in overhead_steps.items()
+        ],
+        "workers": lambda: _script("workers", *(["--quick"] if quick else [])),
+        "startup": lambda: _script("startup", *(["--no-smoke"] if quick else []))[0],
+        "cli": lambda: _script("cli_speed", "--repeat", "1" if quick else "5")[0],
+        "smoke": lambda: _script("smoke_suite", *(["--only", "pe_extrapolation"] if quick else []))[0],
+    }
+    out: dict = {"failed": {}}
+    for section in sections:
+        try:
+            out[section] = jobs[section]()
+        except RuntimeError as exc:
+            out["failed"][section] = str(exc)
+            print(exc, file=sys.stderr)
     return out
 
 
@@ -156,6 +161,8 @@ def rows(figures: dict) -> list[Row]:
                 not m["failed"],
             )
         )
+    for section, message in figures.get("failed", {}).items():
+        out.append(Row(f"{section} benchmark", f"failed: {message.splitlines()[0]}", "runs", False))
     return out
 
 

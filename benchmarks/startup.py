@@ -80,10 +80,14 @@ def _timed(cmd: list[str]) -> float:
     return time.perf_counter() - t0
 
 
-def to_first_step(path: Path, results: Path, workers: int | None = None, timeout: float = 600) -> tuple[float, float]:
+def to_first_step(
+    path: Path, results: Path, workers: int | None = None, timeout: float = 600, profile: str | None = None
+) -> tuple[float, float]:
     """Seconds from starting ``ablate run`` to its first ``progress.json`` (the first step done),
-    and to its exit."""
+    and to its exit. ``profile``: None for the ablation's default profile."""
     args = [ABLATE, "run", str(path), "--wandb", "off", "--results-dir", str(results)]
+    if profile is not None:
+        args += ["--profile", profile]
     if workers is not None:
         args += ["--workers", str(workers)]
     t0 = time.perf_counter()
@@ -114,7 +118,7 @@ def smoke_command(results: Path) -> dict[str, float]:
     """``ablate run pe_extrapolation --profile smoke``: total, to the first step, before the first
     run starts, the runs (first start to last end, from the records) and after the last one."""
     launched = datetime.now(timezone.utc)
-    first, total = to_first_step(Path("pe_extrapolation"), results, timeout=1800)
+    first, total = to_first_step(Path("pe_extrapolation"), results, timeout=1800, profile="smoke")
     starts, ends = [], []
     for rec_path in results.rglob("record.json"):
         rec = json.loads(rec_path.read_text())

@@ -1,0 +1,161 @@
+"""What a newcomer's cold try of session 5 broke (bad input reaching runs, a rerun that hid failed
+runs, Ctrl-C that let workers go on), each as the input that showed it, with the behaviour expected."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cli import output
+from harness.execution.launch import Launch
+from harness.execution.run_folder import RunOptions
+from harness.experiment.overrides import parse_overrides
+from harness.experiment.yaml_files import load_yaml
+from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
+from helpers.tiny_grid import write_tiny
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.usefixtures("cli_isolated")
+class TestRefusedBeforeAnyRun:
+    @pytest.mark.parametrize(
+        "args, words",
+        [
+            (["--devices", "abc"], ["--devices abc --strategy auto:"]),
+            (["--strategy", "bogus"], ["--devices 1 --strategy bogus:", "bogus"]),
+        ],
+    )
+    def test_lightning_options_lightning_refuses(self, tmp_path, args, words):
+        results = tmp_path / "results"
+        assert_refused(invoke("run", str(user_file(tmp_path)), *args, "--results-dir", str(results)), *words)
+        assert_nothing_written(results)
+
+    def test_wandb_online_without_credentials(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
+        monkeypatch.delenv("NETRC", raising=False)
+        results = tmp_path / "results"
+        err = assert_refused(
+            invoke("run", str(user_file(tmp_path)), "--wandb", "online", "--results-dir", str(results)),
+            "--wandb online needs W&B credentials",
+        )
+        assert "ablate sync" in err
+        assert not list(results.rglob("record.json"))
+
+    def test_wandb_online_with_a_netrc_login_is_accepted(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("HOME", str(tmp_path))
+        (tmp_path / ".netrc").write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
+        (tmp_path / ".netrc").chmod(0o600)
+        output.check_wandb("online")  # no error: `wandb login` wrote this
+
+    def test_a_yaml_file_that_is_not_utf8(self, tmp_path):
+        bad = tmp_path / "binary.yaml"
+        bad.write_bytes(b"\xff\xfe\x00bin")
+        assert_refused(invoke("show", str(bad)), "binary.yaml is not UTF-8 text (byte 0)")
+
+    def test_a_folder_or_a_file_that_is_not_yaml(self, tmp_path):
+        (tmp_path / "y").mkdir()
+        assert_refused(invoke("show", str(tmp_path / "y")), "is a folder; pass an ablation's YAML file")
+        (tmp_path / "plainfile").write_text("name: x\n")
+        assert_refused(invoke("show", str(tmp_path / "plainfile")), "plainfile is not a .yaml file")
+
+    def test_a_registered_name_wins_over_a_folder_of_that_name(self, cli_isolated):
+        (cli_isolated / "pe_extrapolation").mkdir()
+        assert invoke("show", "pe_extrapolation").exit_code == 0
+
+    def test_a_key_given_twice_in_a_declaration(self, tmp_path):
+        path = user_file(tmp_path)
+        text = path.read_text().replace("model.d_model: 32", "model.d_model: 32\n  model.d_model: 64")
+        path.write_text(text)
+        assert_refused(invoke("show", str(path)), "key 'model.d_model' is given twice", "(line ")
+
+    def test_an_override_given_twice(self, tmp_path):
+        assert_refused(
+            invoke("show", str(user_file(tmp_path)), "train.steps=5", "train.steps=7"),
+            "override 'train.steps' is given twice (5 and 7)",
+        )
+
+
+def test_parsers_keep_what_was_accepted():
+    assert parse_overrides(["train.steps=5", "model.d_model=64"]) == {"train.steps": 5, "model.d_model": 64}
+    assert load_yaml("a: 1\nb: {c: 2}\n") == {"a": 1, "b": {"c": 2}}
+    with pytest.raises(Exception, match="given twice"):
+        load_yaml("a: 1\nb: {c: 2, c: 3}\n")
+
+
+def test_default_devices_need_no_lightning_check(monkeypatch):
+    """The common case (one device, strategy auto) builds no Trainer before the runs."""
+    import harness.execution.launch as launch_mod
+
+    def boom(*a, **k):
+        raise AssertionError("checked")
+
+    monkeypatch.setattr(launch_mod, "check_devices", boom)
+    Launch().check(Path("/tmp/ablate-unused-results"), 1, 1)
+    with pytest.raises(AssertionError):
+        Launch(options=RunOptions(devices="abc")).check(Path("/tmp/ablate-unused-results"), 1, 1)
+
+
+def test_a_rerun_after_failed_runs_says_so_and_exits_1(tmp_path, monkeypatch):
+    """The first run of a grid fails every run; the same command again must not print a clean
+    exit 0 with 'no finished runs': it lists them, prints the --retry hint and exits 1."""
+    from harness.cli import run as run_cmd
+    from harness.execution import attempt
+
+    monkeypatch.setenv("ABLATE_DATA_DIR", str(REPO.parent / "shared" / "data"))
+
+    def broken_fit(*args, **kwargs):
+        raise RuntimeError("boom in training")
+
+    monkeypatch.setattr(attempt, "fit", broken_fit)
+    decl = write_tiny(tmp_path, steps=10, seeds=(0,))
+    results = tmp_path / "results"
+    assert run_cmd.run(str(decl), None, [], results, workers=1) == 1
+    lines: list[str] = []
+    monkeypatch.setattr(output.console, "print", lambda *a, **k: lines.append(" ".join(map(str, a))))
+    assert run_cmd.run(str(decl), None, [], results, workers=1) == 1
+    text = "\n".join(lines)
+    assert "0 to run" in text and "boom in training" in text
+    assert "2 run(s) did not finish" in text and "--retry failed,timeout" in text
+
+
+def _tree(results: Path) -> dict[str, float]:
+    return {str(p): p.stat().st_mtime for p in results.rglob("*") if p.is_file()}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="process groups and SIGINT as a terminal sends it")
+def test_ctrl_c_stops_the_workers_at_once(tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group) on a 2-worker grid: ``ablate`` exits 130,
+    and no worker goes on training or starts a queued run: nothing in the store changes after."""
+    decl = write_tiny(tmp_path, steps=20000, val_every=2000, seeds=(0, 1, 2), positions=("sinusoidal", "learned"))
+    results = tmp_path / "results"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "disabled"}
+    cmd = [sys.executable, "-m", "harness.cli", "run", str(decl), "--workers", "2", "--wandb", "off"]
+    proc = subprocess.Popen(
+        [*cmd, "--results-dir", str(results)],
+        env=env,
+        start_new_session=True,
+        # a shell without job control starts background commands with SIGINT ignored, and the
+        # child would inherit that (as under CI's runner): give it the default a terminal gives
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and len(list(results.glob("tiny/cpu/*/progress.json"))) < 2:
+        assert proc.poll() is None, proc.stdout.read().decode()
+        time.sleep(0.2)
+    assert list(results.glob("tiny/cpu/*/progress.json")), "no run started in 180 s"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out.decode()
+    time.sleep(2)  # a worker left alive would write a progress.json every 2 s
+    before = _tree(results)
+    time.sleep(4)
+    assert _tree(results) == before
