@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.experiment import grid
-from harness.experiment.ablation import Ablation, Profile
+from harness.experiment.ablation import Ablation
+from harness.experiment.declaration import Profile
 from harness.experiment.grid import RunSpec
 
 
