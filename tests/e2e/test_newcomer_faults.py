@@ -24,62 +24,75 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.usefixtures("cli_isolated")
-class TestRefusedBeforeAnyRun:
-    @pytest.mark.parametrize(
-        "args, words",
-        [
-            (["--devices", "abc"], ["--devices abc --strategy auto:"]),
-            (["--strategy", "bogus"], ["--devices 1 --strategy bogus:", "bogus"]),
-        ],
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--devices", "abc"], ["--devices abc --strategy auto:"]),
+        (["--strategy", "bogus"], ["--devices 1 --strategy bogus:", "bogus"]),
+    ],
+)
+def test_lightning_options_lightning_refuses(tmp_path, args, words):
+    results = tmp_path / "results"
+    assert_refused(invoke("run", str(user_file(tmp_path)), *args, "--results-dir", str(results)), *words)
+    assert_nothing_written(results)
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_wandb_online_without_credentials(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
+    monkeypatch.delenv("NETRC", raising=False)
+    results = tmp_path / "results"
+    err = assert_refused(
+        invoke("run", str(user_file(tmp_path)), "--wandb", "online", "--results-dir", str(results)),
+        "--wandb online needs W&B credentials",
     )
-    def test_lightning_options_lightning_refuses(self, tmp_path, args, words):
-        results = tmp_path / "results"
-        assert_refused(invoke("run", str(user_file(tmp_path)), *args, "--results-dir", str(results)), *words)
-        assert_nothing_written(results)
+    assert "ablate sync" in err
+    assert not list(results.rglob("record.json"))
 
-    def test_wandb_online_without_credentials(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
-        monkeypatch.delenv("NETRC", raising=False)
-        results = tmp_path / "results"
-        err = assert_refused(
-            invoke("run", str(user_file(tmp_path)), "--wandb", "online", "--results-dir", str(results)),
-            "--wandb online needs W&B credentials",
-        )
-        assert "ablate sync" in err
-        assert not list(results.rglob("record.json"))
 
-    def test_wandb_online_with_a_netrc_login_is_accepted(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("HOME", str(tmp_path))
-        (tmp_path / ".netrc").write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
-        (tmp_path / ".netrc").chmod(0o600)
-        output.check_wandb("online")  # no error: `wandb login` wrote this
+@pytest.mark.usefixtures("cli_isolated")
+def test_wandb_online_with_a_netrc_login_is_accepted(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".netrc").write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
+    (tmp_path / ".netrc").chmod(0o600)
+    output.check_wandb("online")  # no error: `wandb login` wrote this
 
-    def test_a_yaml_file_that_is_not_utf8(self, tmp_path):
-        bad = tmp_path / "binary.yaml"
-        bad.write_bytes(b"\xff\xfe\x00bin")
-        assert_refused(invoke("show", str(bad)), "binary.yaml is not UTF-8 text (byte 0)")
 
-    def test_a_folder_or_a_file_that_is_not_yaml(self, tmp_path):
-        (tmp_path / "y").mkdir()
-        assert_refused(invoke("show", str(tmp_path / "y")), "is a folder; pass an ablation's YAML file")
-        (tmp_path / "plainfile").write_text("name: x\n")
-        assert_refused(invoke("show", str(tmp_path / "plainfile")), "plainfile is not a .yaml file")
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_yaml_file_that_is_not_utf8(tmp_path):
+    bad = tmp_path / "binary.yaml"
+    bad.write_bytes(b"\xff\xfe\x00bin")
+    assert_refused(invoke("show", str(bad)), "binary.yaml is not UTF-8 text (byte 0)")
 
-    def test_a_registered_name_wins_over_a_folder_of_that_name(self, cli_isolated):
-        (cli_isolated / "pe_extrapolation").mkdir()
-        assert invoke("show", "pe_extrapolation").exit_code == 0
 
-    def test_a_key_given_twice_in_a_declaration(self, tmp_path):
-        path = user_file(tmp_path)
-        text = path.read_text().replace("model.d_model: 32", "model.d_model: 32\n  model.d_model: 64")
-        path.write_text(text)
-        assert_refused(invoke("show", str(path)), "key 'model.d_model' is given twice", "(line ")
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_folder_or_a_file_that_is_not_yaml(tmp_path):
+    (tmp_path / "y").mkdir()
+    assert_refused(invoke("show", str(tmp_path / "y")), "is a folder; pass an ablation's YAML file")
+    (tmp_path / "plainfile").write_text("name: x\n")
+    assert_refused(invoke("show", str(tmp_path / "plainfile")), "plainfile is not a .yaml file")
 
-    def test_an_override_given_twice(self, tmp_path):
-        assert_refused(
-            invoke("show", str(user_file(tmp_path)), "train.steps=5", "train.steps=7"),
-            "override 'train.steps' is given twice (5 and 7)",
-        )
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_registered_name_wins_over_a_folder_of_that_name(cli_isolated):
+    (cli_isolated / "pe_extrapolation").mkdir()
+    assert invoke("show", "pe_extrapolation").exit_code == 0
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_key_given_twice_in_a_declaration(tmp_path):
+    path = user_file(tmp_path)
+    text = path.read_text().replace("model.d_model: 32", "model.d_model: 32\n  model.d_model: 64")
+    path.write_text(text)
+    assert_refused(invoke("show", str(path)), "key 'model.d_model' is given twice", "(line ")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_an_override_given_twice(tmp_path):
+    assert_refused(
+        invoke("show", str(user_file(tmp_path)), "train.steps=5", "train.steps=7"),
+        "override 'train.steps' is given twice (5 and 7)",
+    )
 
 
 def test_parsers_keep_what_was_accepted():
