@@ -30,8 +30,9 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
     pair contradict a claim of a difference. Entries outside the profile's grid are listed and
     left out of the verdict. A claim whose every comparison is underpowered (inconclusive with fewer
     seeds than ``ablate plan`` asks at the sesoi) reads ``underpowered at this scale (needs N
-    seeds)``, N the most any of them needs; one whose every comparison was not learned, ``untestable
-    at this scale``.
+    seeds)``, N the most any of them needs; one whose every comparison was not learned or at
+    ceiling (the baseline at the metric's best value on every seed), ``untestable at this scale``;
+    such comparisons beside ones that rule are left out of the verdict.
     """
     lines, outcomes, small_effects, needs = [], [], [], []
     abl = result.ablation  # the profile's view: its tasks and variants
@@ -45,8 +46,9 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
             continue
         table = result.table(ev["task"], ev["metric"])
         row = None if table is None else table.frame[table.frame["variant"] == ev["variant"]]
-        if row is not None and not row.empty and vd.kind(row.iloc[0].get("verdict")) is vd.Kind.NOT_LEARNED:
-            outcomes.append("untestable")  # no verdict from a task the baseline (or the variant) did not learn
+        if row is not None and not row.empty and vd.kind(row.iloc[0].get("verdict")) in vd.NO_VERDICT:
+            # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
+            outcomes.append("untestable")
             lines.append(
                 f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}: {row.iloc[0]['verdict']}; "
                 f"claim expects {ev['expect']}: **untestable at this scale**"

@@ -170,6 +170,7 @@ def analyse(
             untestable.mark_censored(table, rows)
         if prof.confirmatory:
             untestable.mark_not_learned(table, out.unlearned.get(table.task), runs, prof.apply_gate, len(prof.seeds))
+            untestable.mark_ceiling(table, rows)
     out.tables = primaries + out.tables
     return out
 

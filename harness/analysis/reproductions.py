@@ -14,7 +14,9 @@ entry passes when every comparison passes, fails when one fails, and is inconclu
 A verdict needs a baseline that learned, as the claims' (:mod:`harness.analysis.untestable`): where
 the task declares a convergence target and the comparison's reference reached it on at most half of
 the profile's seeds, the comparison is ``inconclusive (baseline not learned k/n)`` whatever its test
-says. Only a declared ``reference_min`` the reference's mean falls below still fails it: that entry
+says; where the reference scored the metric's best value (accuracy 1) on every seed and the
+variant is not ``worse``, ``inconclusive (reference at ceiling on all n seeds)``: the task is too
+easy at this scale to show the effect. Only a declared ``reference_min`` the reference's mean falls below still fails it: that entry
 names the reference's level as part of the published result.
 """
 
@@ -42,7 +44,7 @@ class Outcome:
     """One comparison's result."""
 
     comparison: Comparison
-    outcome: str  # pass | fail | inconclusive | inconclusive (baseline not learned k/n) | not run
+    outcome: str  # pass | fail | inconclusive [(baseline not learned k/n) | (reference at ceiling ...)] | not run
     verdict: str = ""
     row: dict[str, Any] = field(default_factory=dict)  # stats.COLUMNS of the variant
     reference: dict[str, Any] = field(default_factory=dict)  # descriptives of the reference
@@ -50,6 +52,7 @@ class Outcome:
     runs: int = 0  # runs of the grid in the store
     planned: int = 0  # runs the grid declares
     unlearned: tuple[int, int] | None = None  # (seeds the reference reached the task's target, seeds planned)
+    ceiling: int | None = None  # seeds, when the reference scored the metric's best value on every one
 
 
 @dataclass
@@ -188,6 +191,7 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryRe
             reached = untestable.seeds_at_target(result.rows, comp.task, comp.reference)
             if not untestable.learned(reached, len(prof.seeds)):
                 outcome.unlearned = (reached, len(prof.seeds))
+        outcome.ceiling = untestable.seeds_at_ceiling(result.rows, comp.task, comp.metric, comp.reference)
         outcomes.append(outcome)
         confirmatory[len(outcomes) - 1] = prof.confirmatory
     _holm(outcomes, alpha, confirmatory)
@@ -198,6 +202,8 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryRe
         o.outcome = judge(o.verdict, o.comparison.expect)
         if o.unlearned is not None:  # no pass or fail from a reference that did not learn the task
             o.outcome = f"inconclusive (baseline not learned {o.unlearned[0]}/{o.unlearned[1]})"
+        elif o.ceiling is not None and untestable.undecided_at_ceiling(o.verdict):  # too easy to separate them
+            o.outcome = f"inconclusive (reference at ceiling on all {o.ceiling} seeds)"
         low = o.comparison.reference_min
         if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not o.reference.get("mean", math.nan) >= low:
             o.outcome = "fail"

@@ -2,13 +2,14 @@
 fewer than 2 seeds paired with the baseline (``too few pairs``); ``steps_to_target`` where neither
 arm reached the target (censored at the step budget); a task whose baseline missed its convergence
 target on most seeds, or a comparison beyond L where an arm never passed the task's gate
-(``not learned``). Each marks the rows of a :class:`~harness.analysis.comparisons.Table` the
+(``not learned``); a baseline at the metric's best value on every seed (``at ceiling``). Each marks the rows of a :class:`~harness.analysis.comparisons.Table` the
 statistics would otherwise have judged."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from harness.analysis import verdicts as vd
@@ -70,6 +71,50 @@ def mark_not_learned(
             table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned, "baseline ")
         elif passed.get(variant, 0) == 0:
             table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned)
+
+
+_UNDECIDED_AT_CEILING = (
+    vd.Kind.IDENTICAL,
+    vd.Kind.EQUIVALENT,
+    vd.Kind.INCONCLUSIVE,
+    vd.Kind.UNDERPOWERED,
+    vd.Kind.BETTER,
+)
+
+
+def mark_ceiling(table: Table, rows: pd.DataFrame) -> None:
+    """No verdict from a task too easy at this scale: where the baseline scored the metric's best
+    value (:func:`harness.experiment.metrics.best_value`, 1 for accuracy) on every seed, no variant
+    can be better, and a variant that also reached it, or came within the smallest effect of
+    interest, says nothing about the claim; such a comparison (identical, equivalent,
+    inconclusive, underpowered) reads ``at ceiling (baseline 1 on all n seeds)``. ``worse`` stands:
+    falling below a baseline at the ceiling is an effect the task did show."""
+    n = seeds_at_ceiling(rows, table.task, table.metric, table.frame["variant"].iloc[0])
+    if n is None:
+        return
+    for i, verdict in enumerate(table.frame["verdict"]):
+        if i and undecided_at_ceiling(verdict):
+            table.frame.loc[table.frame.index[i], "verdict"] = vd.at_ceiling(metrics.best_value(table.metric), n)
+
+
+def seeds_at_ceiling(rows: pd.DataFrame, task: str, metric: str, variant: str) -> int | None:
+    """The number of seeds of ``variant`` when it scored ``metric``'s best value on every one of them
+    (at least 2) in the tidy ``rows``, else None (also for a metric without a best value)."""
+    best = metrics.best_value(metric)
+    if best is None:
+        return None
+    values = rows.loc[
+        (rows["task"] == task) & (rows["metric"] == metric) & (rows["variant"] == variant), "value"
+    ].to_numpy(dtype=float)
+    if values.size < 2 or not np.all(np.abs(values - best) <= 1e-12):
+        return None
+    return int(values.size)
+
+
+def undecided_at_ceiling(verdict: object) -> bool:
+    """Whether a comparison verdict says nothing when its baseline is at the ceiling (identical,
+    equivalent, inconclusive, underpowered; ``better`` cannot happen), as opposed to ``worse``."""
+    return vd.kind(verdict) in _UNDECIDED_AT_CEILING
 
 
 def mark_censored(table: Table, rows: pd.DataFrame) -> None:

@@ -18,6 +18,10 @@ Comparison verdicts (:class:`Kind`):
 - ``not learned (k/n seeds reached target)``: the baseline reached the task's convergence target
   on at most half of its planned seeds (issue 12, section 2); ``not learned (k/n passed the gate)``:
   a comparison beyond L where the variant (or the baseline) never passed the task's gate.
+- ``at ceiling (baseline 1 on all n seeds)``: the baseline scored the metric's best value on every
+  seed, so no variant can be better and an equal score says only that the task is too easy at this
+  scale: a comparison that would otherwise read identical, equivalent, inconclusive or
+  underpowered gets no verdict (``worse`` stands: a variant can still fall below the ceiling).
 - ``underpowered at this scale (needs N seeds)``: a primary comparison of a confirmatory profile
   that is inconclusive and had less than 80 % power at the task's smallest effect of interest;
   N is what ``ablate plan`` says the family needs (issue 12, section 5).
@@ -42,6 +46,7 @@ class Kind(str, Enum):
     TOO_FEW = "too few pairs"
     CENSORED = "target never reached (censored)"
     NOT_LEARNED = "not learned"
+    CEILING = "at ceiling"
     UNDERPOWERED = "underpowered at this scale"
     BASELINE = "baseline"
 
@@ -98,6 +103,17 @@ def not_learned_target(reached: int, planned: int) -> str:
 def not_learned_gate(passed: int, planned: int, whose: str = "") -> str:
     """``not learned (k/n passed the gate)``; ``whose``: ``"baseline "`` when it is the baseline's runs."""
     return f"{Kind.NOT_LEARNED.value} ({whose}{passed}/{planned} passed the gate)"
+
+
+def at_ceiling(best: float, n_seeds: int) -> str:
+    """``at ceiling (baseline 1 on all n seeds)``: the baseline scored the metric's best value
+    ``best`` on each of its ``n_seeds`` seeds."""
+    return f"{Kind.CEILING.value} (baseline {best:g} on all {n_seeds} seeds)"
+
+
+NO_VERDICT = (Kind.NOT_LEARNED, Kind.CEILING)
+"""Kinds of a comparison the experiment could not decide: a claim that names only such comparisons
+is ``untestable at this scale``."""
 
 
 def underpowered(needed: int) -> str:

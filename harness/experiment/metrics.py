@@ -48,6 +48,9 @@ class Metric:
         rankable: whether a task's primary or gate metric may name it.
         compared: whether every analysis compares it; the others are compared when a task's
             primary metric or a claim names them.
+        best: the best value a run can score (1 for a fraction right), or None when unbounded in
+            the better direction; a baseline at it on every seed leaves nothing to be better
+            (:func:`harness.analysis.untestable.mark_ceiling`).
     """
 
     name: str
@@ -62,6 +65,7 @@ class Metric:
     byte_level: bool = False
     rankable: bool = True
     compared: bool = False
+    best: float | None = None
 
     def names(self, multipliers: tuple[int, ...] = (), n_layers: int = 0) -> list[str]:
         """The concrete names of this metric for the evaluated ``multipliers`` and ``n_layers``."""
@@ -90,8 +94,26 @@ def _probe(name: str, probe: str, unit: str, **kw: bool) -> Metric:
 _ZERO_ONE = "0 or 1"
 METRICS: tuple[Metric, ...] = (
     Metric("loss", False, "nats per scored token", TEST, per_length=True, compared=True),
-    Metric("acc", True, "fraction of scored tokens right", TEST, per_length=True, kinds=("synthetic",), compared=True),
-    Metric("exact", True, "fraction of sequences right", TEST, per_length=True, kinds=("synthetic",), compared=True),
+    Metric(
+        "acc",
+        True,
+        "fraction of scored tokens right",
+        TEST,
+        per_length=True,
+        kinds=("synthetic",),
+        compared=True,
+        best=1.0,
+    ),
+    Metric(
+        "exact",
+        True,
+        "fraction of sequences right",
+        TEST,
+        per_length=True,
+        kinds=("synthetic",),
+        compared=True,
+        best=1.0,
+    ),
     Metric("ppl", False, "perplexity, exp(loss)", TEST, per_length=True, kinds=("lm",), compared=True),
     Metric("bpb", False, "bits per byte of the scored text", TEST, per_length=True, byte_level=True, compared=True),
     Metric("steps_to_target", False, "optimiser steps (the step budget if never)", TRAINING, compared=True),
@@ -149,6 +171,13 @@ def length_of(name: str) -> tuple[str, int] | None:
     """``(base, N)`` of a per-length name ``<base>@x<N>``, else None."""
     match = _LENGTH.match(name)
     return (match.group("base"), int(match.group("mult"))) if match else None
+
+
+def best_value(name: str) -> float | None:
+    """The best value a run can score on the metric ``name`` (1.0 for ``acc@x1``), or None when the
+    metric is unknown or unbounded in its better direction."""
+    metric = lookup(name)
+    return None if metric is None else metric.best
 
 
 def beyond_training(name: str) -> bool:

@@ -85,6 +85,17 @@ def write_report(
     return path
 
 
+_CEILING_NOTE = (
+    " `at ceiling (baseline 1 on all n seeds)`: the baseline scored the metric's best value on every seed, so "
+    "no variant can be better and an equal score says only that the task is too easy at this scale: no verdict "
+    "(a variant below the ceiling is still `worse`)."
+)
+
+
+def _has_ceiling(frame: pd.DataFrame) -> bool:
+    return any(vd.kind(v) is vd.Kind.CEILING for v in frame.get("verdict", []))
+
+
 def _results_section(
     abl: Ablation, profile: str, result: Analysis, fig_dir: Path, md_dir: Path, ctx: Context
 ) -> list[str]:
@@ -102,7 +113,8 @@ def _results_section(
         "family's first Holm step). `underpowered at this scale (needs N seeds)`: a primary comparison "
         "that decided nothing with fewer seeds than it needs for 80 % power at the task's smallest effect "
         "of interest (Setup says each one's power). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
-        "Runs below a task's gate are left out of comparisons beyond L (`excluded`).",
+        "Runs below a task's gate are left out of comparisons beyond L (`excluded`)."
+        + (_CEILING_NOTE if any(_has_ceiling(t.frame) for t in result.tables) else ""),
         "",
     ]
     stem = f"{abl.name}" + ("" if profile == abl.default_profile else f".{profile}")

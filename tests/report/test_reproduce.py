@@ -303,3 +303,16 @@ def test_reproduce_runs_what_is_missing_through_the_runner(tmp_path, monkeypatch
     assert "x2020: INCONCLUSIVE" in out.stdout and "pilot" in out.stdout  # tiny's profile is not confirmatory
     again = invoke("reproduce", "x2020", "--results-dir", str(results), "--wandb", "off")
     assert "tiny / cpu: 4 runs, 0 missing" in again.stdout and "to run" not in again.stdout
+
+
+def test_a_reference_at_ceiling_gives_no_pass_or_fail_unless_the_variant_falls(mini, tmp_path):
+    """learned, the reference, scores 1 on every seed: rope, also 1 everywhere, can be neither
+    better nor shown equal in any useful sense (inconclusive, reference at ceiling); sinusoidal,
+    far below, is worse as expected (pass) and worse against an expectation of better (fail)."""
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", lambda v, s: {"learned": 1.0, "rope": 1.0}.get(v, 0.5 + 0.01 * s))
+    for expect in ("better", "worse", "equivalent"):
+        (o,) = _evaluate(results, variant="rope", reference="learned", expect=expect, margin=0.05).outcomes
+        assert o.outcome == "inconclusive (reference at ceiling on all 8 seeds)", (expect, o.verdict)
+    assert _evaluate(results, variant="sinusoidal", reference="learned", expect="worse").outcome == "pass"
+    assert _evaluate(results, variant="sinusoidal", reference="learned", expect="better").outcome == "fail"
