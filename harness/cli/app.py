@@ -10,9 +10,10 @@ failed (raised), 0 otherwise (diverged runs are outcomes, recorded and reported)
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -23,6 +24,46 @@ app = typer.Typer(
     help="Controlled, repeated, statistically honest ablations of Transformer design choices.",
 )
 
+
+def _refuse(message: str) -> None:
+    """Bad input found while the command line is parsed: one ``error:`` line, exit code 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _given(flag: str, fix: str, convert: Callable[[str], Any] = Path) -> Callable[[Any], Any]:
+    """The parser of a path option ``flag`` (a folder, a file, a database URL): an empty or blank
+    value (``--results-dir ""``, an unset shell variable) is refused with ``fix`` before anything
+    runs, never read as ``Path("")``, which is the current folder; an existing path that cannot be
+    read is refused as typer's own ``Path`` type did, in one line."""
+
+    def parse(value: Any) -> Any:
+        if not isinstance(value, str):  # the option's default
+            return value
+        if not value.strip():
+            why = (
+                ""
+                if convert is not Path
+                else f" (only blanks: {value!r})"
+                if value
+                else " (it would mean the current folder)"
+            )
+            _refuse(f"{flag} is empty{why}; {fix}")
+        if convert is Path and _exists(value) and not os.access(value, os.R_OK):  # as click.Path(readable=True)
+            _refuse(f"{flag} {value} is not readable (permission denied); fix its permissions or pass a readable copy")
+        return convert(value)
+
+    return parse
+
+
+def _exists(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
+
+
 ProfileOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -31,7 +72,14 @@ ProfileOpt = Annotated[
         help="smoke | cpu | confirm | gpu, or another the ablation declares (default: the ablation's default, cpu)",
     ),
 ]
-ResultsOpt = Annotated[Path, typer.Option("--results-dir", help="run store")]
+ResultsOpt = Annotated[
+    Path,
+    typer.Option(
+        "--results-dir",
+        parser=_given("--results-dir", "pass the run store's folder, or leave the option out for results"),
+        help="run store",
+    ),
+]
 RESULTS = Path("results")
 NameArg = Annotated[str, typer.Argument(help="ablation name or YAML path")]
 OverridesArg = Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides, e.g. model.d_model=128")]
@@ -45,7 +93,11 @@ RunTimeoutOpt = Annotated[
 ]
 FromOpt = Annotated[
     Path | None,
-    typer.Option("--from", help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store"),
+    typer.Option(
+        "--from",
+        parser=_given("--from", "pass a report's data file, e.g. --from reports/data/NAME.csv"),
+        help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store",
+    ),
 ]
 PluginOpt = Annotated[
     Optional[list[str]],
@@ -58,7 +110,12 @@ PluginOpt = Annotated[
 StorageOpt = Annotated[
     Optional[str],
     typer.Option(
-        help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)"
+        parser=_given(
+            "--storage",
+            "pass a database URL (e.g. sqlite:///results/optuna.db) or leave it out for RESULTS/optuna.db",
+            str,
+        ),
+        help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)",
     ),
 ]
 
@@ -279,7 +336,13 @@ def report(
     overrides: MadeWithArg = None,
     profile: ProfileOpt = None,
     results_dir: ResultsOpt = RESULTS,
-    out: Annotated[Path, typer.Option(help="folder for the markdown and figures")] = Path("reports"),
+    out: Annotated[
+        Path,
+        typer.Option(
+            parser=_given("--out", "pass a folder, or leave the option out for reports"),
+            help="folder for the markdown and figures",
+        ),
+    ] = Path("reports"),
     storage: StorageOpt = None,
     every: Annotated[
         bool,
@@ -517,7 +580,11 @@ def bench_attention(
         Optional[int], typer.Option(min=1, help="torch threads (default: 1 on cpu, torch's default on cuda)")
     ] = None,
     out: Annotated[
-        Path, typer.Option(help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)")
+        Path,
+        typer.Option(
+            parser=_given("--out", "pass a folder, or leave the option out for results/bench"),
+            help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)",
+        ),
     ] = Path("results/bench"),
 ) -> None:
     """Time forward + backward of one attention layer per kernel and length, with peak memory; writes JSON."""

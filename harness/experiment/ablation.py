@@ -212,9 +212,14 @@ def load(name_or_path: str) -> Ablation:
     """Load an ablation by registered name or from a YAML file path.
 
     Raises:
-        AblateError: unknown name (with the closest one), unreadable or malformed YAML, or a
-            declaration that fails validation (each problem named).
+        AblateError: an empty name, an unknown name (with the closest one), unreadable or
+            malformed YAML, or a declaration that fails validation (each problem named).
     """
+    if not name_or_path.strip():  # Path("") is the current folder
+        raise AblateError(
+            f"the ablation name {name_or_path!r} is empty; name a registered ablation (`ablate list`) "
+            f"or pass the path to its YAML file"
+        )
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         known = available()

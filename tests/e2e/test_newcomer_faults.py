@@ -1,5 +1,6 @@
-"""What a newcomer's cold try of session 5 broke (bad input reaching runs, a rerun that hid failed
-runs, Ctrl-C that let workers go on), each as the input that showed it, with the behaviour expected."""
+"""What a newcomer's cold tries of sessions 5 and 6 broke (bad input reaching runs, a rerun that hid
+failed runs, Ctrl-C that let workers go on, an empty path read as the current folder), each as the
+input that showed it, with the behaviour expected."""
 
 from __future__ import annotations
 
@@ -172,3 +173,41 @@ def test_ctrl_c_stops_the_workers_at_once(tmp_path):
     before = _tree(results)
     time.sleep(4)
     assert _tree(results) == before
+
+
+DECL = "DECL"  # replaced by the path of a user file
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["run", DECL, "--results-dir", ""], "--results-dir is empty (it would mean the current folder)"),
+        (["run", DECL, "--results-dir", "  "], "--results-dir is empty (only blanks: '  ')"),
+        (["status", DECL, "--results-dir", ""], "--results-dir is empty"),
+        (["compare", DECL, "--results-dir", ""], "--results-dir is empty"),
+        (["report", DECL, "--results-dir", ""], "--results-dir is empty"),
+        (["plan", DECL, "--results-dir", ""], "--results-dir is empty"),
+        (["tune", DECL, "--results-dir", ""], "--results-dir is empty"),
+        (["reproduce", "--dry-run", "--results-dir", ""], "--results-dir is empty"),
+        (["sync", "--results-dir", ""], "--results-dir is empty"),
+        (["compare", DECL, "--from", ""], "--from is empty"),
+        (["report", DECL, "--from", ""], "--from is empty"),
+        (["report", DECL, "--out", ""], "--out is empty"),
+        (["report", "--all", "--out", ""], "--out is empty"),
+        (["bench", "attention", "--out", ""], "--out is empty"),
+        (["run", DECL, "--storage", ""], "--storage is empty"),
+        (["tune", DECL, "--storage", ""], "--storage is empty"),
+        (["report", DECL, "--storage", ""], "--storage is empty"),
+        (["list", "--plugin", ""], "--plugin '': not a module name"),
+        (["show", ""], "the ablation name '' is empty"),
+        (["run", " "], "the ablation name ' ' is empty"),
+    ],
+)
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path, args, words):
+    """``--results-dir ""`` (an unset shell variable) used to make the current folder the run
+    store (``ablate sync --results-dir ""`` scanned it, exit 0); every path a command takes is
+    refused when empty, before anything is read or written."""
+    decl = str(user_file(tmp_path))
+    assert_refused(invoke(*[decl if a == DECL else a for a in args]), words)
+    assert_nothing_written(tmp_path / "results")
