@@ -12,10 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.cli import output
 from harness.execution.launch import Launch
 from harness.execution.run_folder import RunOptions
+from harness.experiment.ablation import available
+from harness.experiment.ablation import load as load_ablation
+from harness.experiment.grid import plan
 from harness.experiment.overrides import parse_overrides
 from harness.experiment.yaml_files import load_yaml
 from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
@@ -211,3 +215,70 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path, args,
     decl = str(user_file(tmp_path))
     assert_refused(invoke(*[decl if a == DECL else a for a in args]), words)
     assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        (
+            ["train.warmup_steps=2000"],
+            ["train.warmup_steps=2000 is greater than train.steps=1000", "never reach train.lr", "at most 1000"],
+        ),
+        (
+            ["train.steps=50"],  # the default warm-up (100) and validation interval (100) of a quick try
+            ["train.warmup_steps=100 is greater than train.steps=50"],
+        ),
+        (
+            ["train.steps=50", "train.warmup_steps=5"],
+            ["train.val_every=100 is greater than train.steps=50", "only once, at the last step", "at most 50"],
+        ),
+    ],
+)
+def test_a_warmup_or_validation_interval_beyond_the_step_budget(tmp_path, overrides, words):
+    """A warm-up longer than ``train.steps`` never reaches the learning rate; a validation interval
+    longer than it validates only at the last step (no curve, a convergence target checked once):
+    refused by every command that plans the grid, before anything runs."""
+    decl = str(user_file(tmp_path))
+    for command in (["show"], ["run", "--results-dir", str(tmp_path / "results")], ["tune"]):
+        assert_refused(invoke(command[0], decl, *overrides, *command[1:]), *words)
+    assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_schedule_that_fills_the_budget_is_accepted(tmp_path):
+    result = invoke("show", str(user_file(tmp_path)), "train.steps=50", "train.warmup_steps=50", "train.val_every=50")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_tuning_range_beyond_the_step_budget(tmp_path):
+    """A warm-up range the declaration gives is refused when it exceeds ``train.steps``; the default
+    range (0..300) is capped at ``train.steps`` for each study (a 30-step grid searches 0..30)."""
+    from harness.experiment.ablation import load
+    from harness.experiment.search_space import DEFAULT_SPACE
+    from harness.tune.studies import plan_studies
+
+    path = user_file(tmp_path, **{"train.steps": 30, "train.val_every": 10, "train.warmup_steps": 5})
+    _, plans = plan_studies(load(str(path)), None)
+    assert DEFAULT_SPACE["train.warmup_steps"].high == 300
+    assert [p.space["train.warmup_steps"].high for p in plans] == [30, 30]
+    assert all(p.space["train.lr"] == DEFAULT_SPACE["train.lr"] for p in plans)
+
+    decl = yaml.safe_load(path.read_text())
+    decl["tune"] = {"train.warmup_steps": {"type": "int", "low": 0, "high": 40}}
+    path.write_text(yaml.safe_dump(decl))
+    assert_refused(
+        invoke("tune", str(path), "--results-dir", str(tmp_path / "results")),
+        "tune: train.warmup_steps=40 (int in [0, 40]) is not a valid value",
+        "train.warmup_steps=40 is greater than train.steps=30",
+    )
+    assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.parametrize("name", sorted(available()))
+def test_every_registered_profile_plans(name):
+    """Every profile of every registered ablation passes the checks made before a run (no data read)."""
+    abl = load_ablation(name)
+    for profile in abl.profiles:
+        assert plan(abl, profile, check_data=False)[1]
