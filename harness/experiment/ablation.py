@@ -77,6 +77,13 @@ class Ablation(Decl):
         for path, value in self.baseline.items():
             if value not in self.axes[path]:
                 raise ValueError(f"baseline {path}={value!r} is not in the grid {self.axes[path]}")
+        if all(len(values) == 1 for values in self.axes.values()):
+            path = next(iter(self.axes))
+            raise ValueError(
+                f"the grid has one point, the baseline {self.baseline_label!r}, so nothing is compared; an "
+                f"ablation needs at least 2 variants: the baseline and one to compare (e.g. {path}: "
+                f"[{self.axes[path][0]}, ANOTHER])"
+            )
         for name, prof in self.profiles.items():
             touched = set(prof.overrides) | {k for t in prof.tasks.values() for k in t}
             if clash := touched & set(self.axes):

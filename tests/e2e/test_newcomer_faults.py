@@ -282,3 +282,37 @@ def test_every_registered_profile_plans(name):
     abl = load_ablation(name)
     for profile in abl.profiles:
         assert plan(abl, profile, check_data=False)[1]
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "axes, baseline, label",
+    [
+        ({"attention.kernel": ["sdpa"]}, {"attention.kernel": "sdpa"}, "'sdpa'"),
+        (
+            {"attention.kernel": ["sdpa"], "model.position": ["rope"]},
+            {"attention.kernel": "sdpa", "model.position": "rope"},
+            "'kernel=sdpa,position=rope'",
+        ),
+    ],
+)
+def test_a_grid_of_one_point_is_refused(tmp_path, axes, baseline, label):
+    """Axes that give one variant left nothing to compare; the grid was trained and its table held
+    the baseline alone. Refused when the declaration loads, by every command."""
+    path = user_file(tmp_path)
+    decl = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**decl, "axes": axes, "baseline": baseline}))
+    results = str(tmp_path / "results")
+    for args in (["show"], ["run", "--results-dir", results], ["report", "--results-dir", results], ["tune"]):
+        assert_refused(
+            invoke(args[0], str(path), *args[1:]),
+            f"the grid has one point, the baseline {label}, so nothing is compared",
+            "needs at least 2 variants: the baseline and one to compare",
+        )
+    assert_nothing_written(tmp_path / "results")
+
+
+def test_the_aa_check_keeps_its_identical_arms():
+    """An A/A check's arms differ only in train.seed_salt: several points, all compared."""
+    abl = load_ablation("aa_check")
+    assert abl.identical_arms and len(abl.variants()) == 4
