@@ -10,14 +10,55 @@ failed (raised), 0 otherwise (diverged runs are outcomes, recorded and reported)
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from typer.core import TyperGroup
+
+CLOSED_PIPE_EXIT = 141
+"""The exit status of a command whose output pipe closed (``ablate list | head -1``): 128 + SIGPIPE,
+what the shell reports for ``git log | head -1`` or ``seq 1 1000000 | head -1``."""
+
+
+@contextmanager
+def _quiet_when_the_reader_leaves() -> Iterator[None]:
+    """A closed stdout pipe ends the command quietly with :data:`CLOSED_PIPE_EXIT`: no traceback, no
+    message (click's own handler exits 1). What is still buffered goes to /dev/null, so that the
+    interpreter's last flush does not fail either."""
+    try:
+        yield
+    except BrokenPipeError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor
+            pass
+        raise typer.Exit(CLOSED_PIPE_EXIT) from None
+
+
+class _Commands(TyperGroup):
+    """The ``ablate`` command group: every command's parsing (``--help`` prints while parsing) and
+    run, its output flushed before it returns, under :func:`_quiet_when_the_reader_leaves`."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _quiet_when_the_reader_leaves():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _quiet_when_the_reader_leaves():
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # a closed pipe is found here, not at the interpreter's exit
+
 
 app = typer.Typer(
+    cls=_Commands,
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,

@@ -6,9 +6,11 @@ console once for every command."""
 
 from __future__ import annotations
 
+import errno
 import netrc
 import os
 import sys
+import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -20,8 +22,20 @@ from harness.experiment.selection import Selection, select
 from harness.hints import Context
 from harness.tune.studies import tuned_profile
 
+
+class _Console(Console):
+    """Rich's console, but a closed stdout pipe (``ablate list | head -1``) is left to the command
+    line, which ends quietly with exit status 141 as other Unix tools do (``harness.cli.app``);
+    rich's own handler exits 1. A display thread (the progress of ``ablate run``) stops printing
+    without a word; the main thread's next output ends the command."""
+
+    def on_broken_pipe(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            raise BrokenPipeError(errno.EPIPE, "stdout was closed by its reader")
+
+
 # Piped or captured output gets a wide virtual terminal so that tables are not squeezed to 80 columns.
-console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+console = _Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
 
 def data_dir() -> Path | None:

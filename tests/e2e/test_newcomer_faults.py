@@ -316,3 +316,27 @@ def test_the_aa_check_keeps_its_identical_arms():
     """An A/A check's arms differ only in train.seed_salt: several points, all compared."""
     abl = load_ablation("aa_check")
     assert abl.identical_arms and len(abl.variants()) == 4
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list"], ["show", "pe_extrapolation"], ["run", "--help"], ["status"]],
+)
+def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path, args):
+    """``ablate list | head -1``: the reader closes the pipe before the command writes. The command
+    ends as ``git log | head -1`` does in a shell, exit status 141 (128 + SIGPIPE), with nothing on
+    stderr (it used to exit 1, click's and rich's choice)."""
+    if args == ["status"]:
+        args = ["status", "pe_extrapolation", "--results-dir", str(tmp_path / "results")]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ABLATE_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # before the interpreter has even started: its first write finds no reader
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == ""  # and 141, not 0: the command did write (a command that prints nothing exits 0)
