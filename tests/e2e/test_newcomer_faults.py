@@ -340,3 +340,28 @@ def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path, args):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err
     assert err == ""  # and 141, not 0: the command did write (a command that prints nothing exits 0)
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_file_of_ones_own_may_not_take_a_registered_name(tmp_path):
+    """An edited copy of ablations/pe_extrapolation.yaml kept as ``name: pe_extrapolation`` wrote its
+    runs into RESULTS/pe_extrapolation beside the registered grid's, and each report counted the
+    other's as runs made with other overrides. Refused unless the file is the registered one (or a
+    byte-for-byte copy of it: the same declaration)."""
+    registered = available()["pe_extrapolation"]
+    own = tmp_path / "mine" / "pe_extrapolation.yaml"
+    own.parent.mkdir()
+    own.write_bytes(registered.read_bytes())
+    assert invoke("show", str(own)).exit_code == 0
+    edited = registered.read_text().replace("seeds: [0, 1, 2]", "seeds: [0, 1, 2, 3]", 1)
+    assert edited != registered.read_text()
+    own.write_text(edited)
+    results = str(tmp_path / "results")
+    for args in (["show"], ["run", "--results-dir", results], ["status", "--results-dir", results], ["tune"]):
+        assert_refused(
+            invoke(args[0], str(own), *args[1:]),
+            f"ablation file {own} declares name 'pe_extrapolation', the name of the registered ablation {registered}",
+            "rename yours (name: my_pe_extrapolation, in my_pe_extrapolation.yaml)",
+        )
+    assert_nothing_written(tmp_path / "results")
+    assert invoke("show", str(registered)).exit_code == 0 and invoke("show", "pe_extrapolation").exit_code == 0
