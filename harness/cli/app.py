@@ -168,7 +168,10 @@ class WandbMode(str, Enum):
     online = "online"
 
 
-WandbOpt = Annotated[WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")]
+WandbOpt = Annotated[
+    WandbMode,
+    typer.Option(help="auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"),
+]
 
 
 class Executor(str, Enum):
@@ -393,7 +396,7 @@ def report(
         WandbMode,
         typer.Option(
             help="the summary run (comparison tables, figures, verdicts); "
-            "auto: online when WANDB_API_KEY is set, else offline"
+            "auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"
         ),
     ] = WandbMode.auto,
     source: FromOpt = None,
@@ -558,7 +561,8 @@ def sync(
     results_dir: ResultsOpt = RESULTS,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False,
 ) -> None:
-    """Upload the offline W&B runs of the store (`wandb sync`); needs WANDB_API_KEY and network."""
+    """Upload the offline W&B runs of the store (`wandb sync`); needs W&B credentials (WANDB_API_KEY or
+    `wandb login`) and network."""
     from harness.report import wandb_sync
 
     raise typer.Exit(_guard(wandb_sync.sync, results_dir, dry_run=dry_run, echo=typer.echo))
@@ -655,8 +659,12 @@ def bench_attention(
 
 
 def _wandb_mode(mode: WandbMode) -> str:
+    """``auto``: online when W&B would find credentials (``WANDB_API_KEY`` or ``wandb login``'s
+    ``.netrc`` entry), else offline."""
     if mode is WandbMode.auto:
-        return "online" if os.environ.get("WANDB_API_KEY") else "offline"
+        from harness.credentials import has_wandb_credentials
+
+        return "online" if has_wandb_credentials() else "offline"
     return mode.value
 
 

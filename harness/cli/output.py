@@ -7,15 +7,14 @@ console once for every command."""
 from __future__ import annotations
 
 import errno
-import netrc
 import os
 import sys
 import threading
 from pathlib import Path
-from urllib.parse import urlparse
 
 from rich.console import Console
 
+from harness.credentials import has_wandb_credentials
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection, select
@@ -59,16 +58,10 @@ def check_results_dir(results: Path) -> None:
 
 def check_wandb(mode: str) -> None:
     """``--wandb online`` with no W&B credentials (``WANDB_API_KEY``, or the ``wandb login`` entry in
-    ``~/.netrc`` for ``WANDB_BASE_URL``'s host) is refused before any run: every run would fail on
-    ``wandb.init``."""
-    if mode != "online" or os.environ.get("WANDB_API_KEY"):
+    the ``.netrc`` file: :func:`harness.credentials.wandb_credentials`) is refused before any run:
+    every run would fail on ``wandb.init``."""
+    if mode != "online" or has_wandb_credentials():
         return
-    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname or "api.wandb.ai"
-    try:
-        if netrc.netrc().authenticators(host):
-            return
-    except (OSError, netrc.NetrcParseError):
-        pass
     raise AblateError(
         "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
         "offline and upload later with `ablate sync`"

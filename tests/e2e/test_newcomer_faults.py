@@ -10,11 +10,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
 from harness.cli import output
+from harness.errors import AblateError
 from harness.execution.launch import Launch
 from harness.execution.run_folder import RunOptions
 from harness.experiment.ablation import available
@@ -58,6 +60,7 @@ def test_wandb_online_without_credentials(tmp_path, monkeypatch):
 @pytest.mark.usefixtures("cli_isolated")
 def test_wandb_online_with_a_netrc_login_is_accepted(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("NETRC", raising=False)
     (tmp_path / ".netrc").write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
     (tmp_path / ".netrc").chmod(0o600)
     output.check_wandb("online")  # no error: `wandb login` wrote this
@@ -365,3 +368,36 @@ def test_a_file_of_ones_own_may_not_take_a_registered_name(tmp_path):
         )
     assert_nothing_written(tmp_path / "results")
     assert invoke("show", str(registered)).exit_code == 0 and invoke("show", "pe_extrapolation").exit_code == 0
+
+
+def test_a_wandb_login_counts_for_auto_online_and_sync(tmp_path, monkeypatch):
+    """``wandb login`` (a .netrc entry, no WANDB_API_KEY): ``--wandb auto`` logs online, ``--wandb
+    online`` is accepted, and ``ablate sync`` uploads (it said "uploading needs WANDB_API_KEY");
+    without it, offline, refused, refused. One helper decides: harness/credentials.py."""
+    from harness.cli.app import WandbMode, _wandb_mode
+    from harness.report import wandb_sync
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("NETRC", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    store = tmp_path / "store"
+    waiting = store / "tiny" / "cpu" / "r1" / "wandb" / "offline-run-20250101_000000-r1"
+    waiting.mkdir(parents=True)
+    (waiting / "run-r1.wandb").write_bytes(b"")
+    uploads = []
+    monkeypatch.setattr(
+        wandb_sync.subprocess, "run", lambda cmd, **kw: uploads.append(cmd) or SimpleNamespace(returncode=0)
+    )
+
+    assert _wandb_mode(WandbMode.auto) == "offline"
+    with pytest.raises(AblateError, match="needs W&B credentials"):
+        output.check_wandb("online")
+    with pytest.raises(AblateError, match="uploading needs W&B credentials, WANDB_API_KEY or `wandb login`"):
+        wandb_sync.sync(store, echo=lambda line: None)
+    assert uploads == []
+
+    (tmp_path / ".netrc").write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
+    assert _wandb_mode(WandbMode.auto) == "online"
+    output.check_wandb("online")
+    assert wandb_sync.sync(store, echo=lambda line: None) == 0
+    assert len(uploads) == 1 and "sync" in uploads[0] and str(waiting) in uploads[0]
