@@ -28,6 +28,9 @@ def data_dir() -> Path:
 def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
+    # the suite does not depend on a `wandb login` of this machine (its .netrc would turn
+    # --wandb auto online); tests of a login set HOME and drop NETRC
+    monkeypatch.setenv("NETRC", os.devnull)
     # the suite does not depend on which plugins are installed; tests/plugin/ turns discovery on
     monkeypatch.setenv("ABLATE_DISABLE_PLUGIN_AUTOLOAD", "1")
     if (DATA_DIR / "tinyshakespeare.txt").exists():

@@ -10,18 +10,100 @@ failed (raised), 0 otherwise (diverged runs are outcomes, recorded and reported)
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+from typer.core import TyperGroup
+
+CLOSED_PIPE_EXIT = 141
+"""The exit status of a command whose output pipe closed (``ablate list | head -1``): 128 + SIGPIPE,
+what the shell reports for ``git log | head -1`` or ``seq 1 1000000 | head -1``."""
+
+
+@contextmanager
+def _quiet_when_the_reader_leaves() -> Iterator[None]:
+    """A closed stdout pipe ends the command quietly with :data:`CLOSED_PIPE_EXIT`: no traceback, no
+    message (click's own handler exits 1). What is still buffered goes to /dev/null, so that the
+    interpreter's last flush does not fail either."""
+    try:
+        yield
+    except BrokenPipeError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor
+            pass
+        raise typer.Exit(CLOSED_PIPE_EXIT) from None
+
+
+class _Commands(TyperGroup):
+    """The ``ablate`` command group: every command's parsing (``--help`` prints while parsing) and
+    run, its output flushed before it returns, under :func:`_quiet_when_the_reader_leaves`."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _quiet_when_the_reader_leaves():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _quiet_when_the_reader_leaves():
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # a closed pipe is found here, not at the interpreter's exit
+
 
 app = typer.Typer(
+    cls=_Commands,
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,
     help="Controlled, repeated, statistically honest ablations of Transformer design choices.",
 )
+
+
+def _refuse(message: str) -> None:
+    """Bad input found while the command line is parsed: one ``error:`` line, exit code 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _given(flag: str, fix: str, convert: Callable[[str], Any] = Path) -> Callable[[Any], Any]:
+    """The parser of a path option ``flag`` (a folder, a file, a database URL): an empty or blank
+    value (``--results-dir ""``, an unset shell variable) is refused with ``fix`` before anything
+    runs, never read as ``Path("")``, which is the current folder; an existing path that cannot be
+    read is refused as typer's own ``Path`` type did, in one line."""
+
+    def parse(value: Any) -> Any:
+        if not isinstance(value, str):  # the option's default
+            return value
+        if not value.strip():
+            why = (
+                ""
+                if convert is not Path
+                else f" (only blanks: {value!r})"
+                if value
+                else " (it would mean the current folder)"
+            )
+            _refuse(f"{flag} is empty{why}; {fix}")
+        if convert is Path and _exists(value) and not os.access(value, os.R_OK):  # as click.Path(readable=True)
+            _refuse(f"{flag} {value} is not readable (permission denied); fix its permissions or pass a readable copy")
+        return convert(value)
+
+    return parse
+
+
+def _exists(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
+
 
 ProfileOpt = Annotated[
     Optional[str],
@@ -31,7 +113,14 @@ ProfileOpt = Annotated[
         help="smoke | cpu | confirm | gpu, or another the ablation declares (default: the ablation's default, cpu)",
     ),
 ]
-ResultsOpt = Annotated[Path, typer.Option("--results-dir", help="run store")]
+ResultsOpt = Annotated[
+    Path,
+    typer.Option(
+        "--results-dir",
+        parser=_given("--results-dir", "pass the run store's folder, or leave the option out for results"),
+        help="run store",
+    ),
+]
 RESULTS = Path("results")
 NameArg = Annotated[str, typer.Argument(help="ablation name or YAML path")]
 OverridesArg = Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides, e.g. model.d_model=128")]
@@ -45,7 +134,11 @@ RunTimeoutOpt = Annotated[
 ]
 FromOpt = Annotated[
     Path | None,
-    typer.Option("--from", help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store"),
+    typer.Option(
+        "--from",
+        parser=_given("--from", "pass a report's data file, e.g. --from reports/data/NAME.csv"),
+        help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store",
+    ),
 ]
 PluginOpt = Annotated[
     Optional[list[str]],
@@ -58,7 +151,12 @@ PluginOpt = Annotated[
 StorageOpt = Annotated[
     Optional[str],
     typer.Option(
-        help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)"
+        parser=_given(
+            "--storage",
+            "pass a database URL (e.g. sqlite:///results/optuna.db) or leave it out for RESULTS/optuna.db",
+            str,
+        ),
+        help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)",
     ),
 ]
 
@@ -70,7 +168,10 @@ class WandbMode(str, Enum):
     online = "online"
 
 
-WandbOpt = Annotated[WandbMode, typer.Option(help="auto: online when WANDB_API_KEY is set, else offline")]
+WandbOpt = Annotated[
+    WandbMode,
+    typer.Option(help="auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"),
+]
 
 
 class Executor(str, Enum):
@@ -279,7 +380,13 @@ def report(
     overrides: MadeWithArg = None,
     profile: ProfileOpt = None,
     results_dir: ResultsOpt = RESULTS,
-    out: Annotated[Path, typer.Option(help="folder for the markdown and figures")] = Path("reports"),
+    out: Annotated[
+        Path,
+        typer.Option(
+            parser=_given("--out", "pass a folder, or leave the option out for reports"),
+            help="folder for the markdown and figures",
+        ),
+    ] = Path("reports"),
     storage: StorageOpt = None,
     every: Annotated[
         bool,
@@ -289,7 +396,7 @@ def report(
         WandbMode,
         typer.Option(
             help="the summary run (comparison tables, figures, verdicts); "
-            "auto: online when WANDB_API_KEY is set, else offline"
+            "auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"
         ),
     ] = WandbMode.auto,
     source: FromOpt = None,
@@ -454,7 +561,8 @@ def sync(
     results_dir: ResultsOpt = RESULTS,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False,
 ) -> None:
-    """Upload the offline W&B runs of the store (`wandb sync`); needs WANDB_API_KEY and network."""
+    """Upload the offline W&B runs of the store (`wandb sync`); needs W&B credentials (WANDB_API_KEY or
+    `wandb login`) and network."""
     from harness.report import wandb_sync
 
     raise typer.Exit(_guard(wandb_sync.sync, results_dir, dry_run=dry_run, echo=typer.echo))
@@ -517,7 +625,11 @@ def bench_attention(
         Optional[int], typer.Option(min=1, help="torch threads (default: 1 on cpu, torch's default on cuda)")
     ] = None,
     out: Annotated[
-        Path, typer.Option(help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)")
+        Path,
+        typer.Option(
+            parser=_given("--out", "pass a folder, or leave the option out for results/bench"),
+            help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)",
+        ),
     ] = Path("results/bench"),
 ) -> None:
     """Time forward + backward of one attention layer per kernel and length, with peak memory; writes JSON."""
@@ -547,8 +659,12 @@ def bench_attention(
 
 
 def _wandb_mode(mode: WandbMode) -> str:
+    """``auto``: online when W&B would find credentials (``WANDB_API_KEY`` or ``wandb login``'s
+    ``.netrc`` entry), else offline."""
     if mode is WandbMode.auto:
-        return "online" if os.environ.get("WANDB_API_KEY") else "offline"
+        from harness.credentials import has_wandb_credentials
+
+        return "online" if has_wandb_credentials() else "offline"
     return mode.value
 
 

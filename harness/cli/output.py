@@ -6,22 +6,35 @@ console once for every command."""
 
 from __future__ import annotations
 
-import netrc
+import errno
 import os
 import sys
+import threading
 from pathlib import Path
-from urllib.parse import urlparse
 
 from rich.console import Console
 
+from harness.credentials import has_wandb_credentials
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection, select
 from harness.hints import Context
 from harness.tune.studies import tuned_profile
 
+
+class _Console(Console):
+    """Rich's console, but a closed stdout pipe (``ablate list | head -1``) is left to the command
+    line, which ends quietly with exit status 141 as other Unix tools do (``harness.cli.app``);
+    rich's own handler exits 1. A display thread (the progress of ``ablate run``) stops printing
+    without a word; the main thread's next output ends the command."""
+
+    def on_broken_pipe(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            raise BrokenPipeError(errno.EPIPE, "stdout was closed by its reader")
+
+
 # Piped or captured output gets a wide virtual terminal so that tables are not squeezed to 80 columns.
-console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+console = _Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
 
 def data_dir() -> Path | None:
@@ -45,16 +58,10 @@ def check_results_dir(results: Path) -> None:
 
 def check_wandb(mode: str) -> None:
     """``--wandb online`` with no W&B credentials (``WANDB_API_KEY``, or the ``wandb login`` entry in
-    ``~/.netrc`` for ``WANDB_BASE_URL``'s host) is refused before any run: every run would fail on
-    ``wandb.init``."""
-    if mode != "online" or os.environ.get("WANDB_API_KEY"):
+    the ``.netrc`` file: :func:`harness.credentials.wandb_credentials`) is refused before any run:
+    every run would fail on ``wandb.init``."""
+    if mode != "online" or has_wandb_credentials():
         return
-    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname or "api.wandb.ai"
-    try:
-        if netrc.netrc().authenticators(host):
-            return
-    except (OSError, netrc.NetrcParseError):
-        pass
     raise AblateError(
         "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
         "offline and upload later with `ablate sync`"

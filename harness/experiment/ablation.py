@@ -77,6 +77,13 @@ class Ablation(Decl):
         for path, value in self.baseline.items():
             if value not in self.axes[path]:
                 raise ValueError(f"baseline {path}={value!r} is not in the grid {self.axes[path]}")
+        if all(len(values) == 1 for values in self.axes.values()):
+            path = next(iter(self.axes))
+            raise ValueError(
+                f"the grid has one point, the baseline {self.baseline_label!r}, so nothing is compared; an "
+                f"ablation needs at least 2 variants: the baseline and one to compare (e.g. {path}: "
+                f"[{self.axes[path][0]}, ANOTHER])"
+            )
         for name, prof in self.profiles.items():
             touched = set(prof.overrides) | {k for t in prof.tasks.values() for k in t}
             if clash := touched & set(self.axes):
@@ -208,13 +215,40 @@ def available() -> dict[str, Path]:
     return {p.stem: p for p in sorted(ABLATIONS_DIR.glob("*.yaml")) if not p.stem.startswith("_")}
 
 
+def _check_not_a_registered_name(path: Path, name: Any) -> None:
+    """A file of one's own may not take a registered ablation's name (an edited copy of
+    ``ablations/pe_extrapolation.yaml`` kept as ``pe_extrapolation``): the store keeps runs under
+    ``<results>/<name>``, so both grids' runs would land in one folder and every report of either
+    would count the other's as runs made with other overrides. The registered file itself, or a
+    byte-for-byte copy of it (a repository checkout beside an installed package), is that ablation."""
+    registered = available().get(name) if isinstance(name, str) else None
+    if registered is None:
+        return
+    try:
+        same = path.resolve() == registered.resolve() or path.read_bytes() == registered.read_bytes()
+    except OSError:
+        same = False
+    if not same:
+        raise AblateError(
+            f"ablation file {path} declares name {name!r}, the name of the registered ablation {registered}, "
+            f"and differs from it: both would store their runs in RESULTS/{name} and be counted as one grid; "
+            f"rename yours (name: my_{name}, in my_{name}.yaml), or run the registered one as `{name}`"
+        )
+
+
 def load(name_or_path: str) -> Ablation:
     """Load an ablation by registered name or from a YAML file path.
 
     Raises:
-        AblateError: unknown name (with the closest one), unreadable or malformed YAML, or a
+        AblateError: an empty name, an unknown name (with the closest one), unreadable or
+            malformed YAML, a file of one's own that takes a registered ablation's name, or a
             declaration that fails validation (each problem named).
     """
+    if not name_or_path.strip():  # Path("") is the current folder
+        raise AblateError(
+            f"the ablation name {name_or_path!r} is empty; name a registered ablation (`ablate list`) "
+            f"or pass the path to its YAML file"
+        )
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         known = available()
@@ -232,6 +266,7 @@ def load(name_or_path: str) -> Ablation:
     data = read_yaml(path, "ablation file")
     if not isinstance(data, dict):
         raise AblateError(f"ablation file {path} must hold a mapping (name, question, axes, ...)")
+    _check_not_a_registered_name(path, data.get("name"))
     plugins.load_declared(data.get("plugins"), path)
     try:
         abl = Ablation.model_validate({**data, "source": str(path)})

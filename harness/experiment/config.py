@@ -250,6 +250,32 @@ def format_validation_error(exc: ValidationError, context: str = "", keys: list[
     return head + "; ".join(lines)
 
 
+def check_schedule(cfg: RunConfig, where: str) -> None:
+    """The step counts of ``train`` must fit its step budget ``train.steps``: a longer warm-up never
+    reaches ``train.lr`` (the cosine decay never starts), a longer validation interval validates
+    only at the last step (the training loop clamps it: one point of the validation curve, a
+    convergence target checked only there, no checkpoint before it). Checked before any run
+    starts (:mod:`harness.experiment.grid`) and on every bound of a tuning space
+    (:mod:`harness.experiment.search_space`), not when a stored record is read back.
+
+    Raises:
+        AblateError: naming ``where``, both values and the fix.
+    """
+    t = cfg.train
+    if t.warmup_steps > t.steps:
+        raise AblateError(
+            f"{where}: train.warmup_steps={t.warmup_steps} is greater than train.steps={t.steps}, so the "
+            f"learning rate would never reach train.lr={t.lr:g}; lower train.warmup_steps to at most "
+            f"{t.steps} or raise train.steps"
+        )
+    if t.val_every > t.steps:
+        raise AblateError(
+            f"{where}: train.val_every={t.val_every} is greater than train.steps={t.steps}, so validation "
+            f"would run only once, at the last step (no validation curve, a convergence target checked only "
+            f"there, no checkpoint before it); lower train.val_every to at most {t.steps} or raise train.steps"
+        )
+
+
 def get_path(cfg: RunConfig, path: str) -> Any:
     node: Any = cfg
     for part in path.split("."):

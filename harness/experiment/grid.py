@@ -2,9 +2,9 @@
 
 :func:`plan` turns (ablation, profile, overrides) into a list of :class:`RunSpec`, each with its
 resolved config and a content hash as run id, and checks everything that could fail mid-grid
-(unknown names, bad overrides, d_model vs heads, an evaluation length a variant cannot
-represent, a primary or gate metric the task does not produce, a missing data file) so that bad
-input fails at once with exit code 2. Torch, the task registry and the attention kernels are
+(unknown names, bad overrides, d_model vs heads, a warm-up or validation interval longer than
+the step budget, an evaluation length a variant cannot represent, a primary or gate metric the
+task does not produce, a missing data file) so that bad input fails at once with exit code 2. Torch, the task registry and the attention kernels are
 imported only by the checks that need them.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import RunConfig, build_config, config_hash
+from harness.experiment.config import RunConfig, build_config, check_schedule, config_hash
 from harness.experiment.overrides import apply_overrides, parse_overrides
 from harness.experiment.versions import hashed_versions, run_versions
 from harness.registry import did_you_mean
@@ -107,8 +107,10 @@ def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) ->
 
 
 def check_variant(cfg: RunConfig, task: Any, where: str) -> None:
-    """Model names, shapes and every evaluation length, checked before any run starts."""
+    """The step schedule, model names, shapes and every evaluation length, checked before any run starts."""
     from harness.modules import POSITIONAL
+
+    check_schedule(cfg, where)
 
     try:
         mcfg = transformer_config(cfg, task.vocab_size)

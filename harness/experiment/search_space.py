@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
 from harness.errors import AblateError
-from harness.experiment.config import build_config
+from harness.experiment.config import build_config, check_schedule
 from harness.experiment.overrides import apply_overrides
 
 Number = StrictInt | StrictFloat
@@ -101,18 +101,39 @@ def resolve_space(abl: Any, profile: str) -> dict[str, ParamSpec]:
     return space
 
 
+STEP_COUNTS = ("train.warmup_steps",)
+"""Keys of :data:`DEFAULT_SPACE` counted in optimiser steps, whose default range
+:func:`within_budget` caps at the run's ``train.steps``."""
+
+
+def within_budget(space: dict[str, ParamSpec], config: Any) -> dict[str, ParamSpec]:
+    """``space`` for one resolved ``config``: a default range of a step count (``train.warmup_steps``
+    0..300) capped at ``config.train.steps``, so that a 30-step profile is not searched over warm-ups
+    it never ends. A range the declaration gives is kept as written (:func:`check_space` refuses it
+    when it exceeds the budget)."""
+    out = dict(space)
+    steps = config.train.steps
+    for path in STEP_COUNTS:
+        spec = out.get(path)
+        if spec is not None and spec == DEFAULT_SPACE[path] and spec.high is not None and spec.high > steps:
+            out[path] = spec.model_copy(update={"high": max(steps, spec.low or 0)})
+    return out
+
+
 def check_space(space: dict[str, ParamSpec], config: Any, where: str) -> None:
-    """Every bound and choice of ``space`` must give a valid config when set on ``config``.
+    """Every bound and choice of ``space`` must give a valid config when set on ``config``, one
+    whose step schedule fits ``train.steps`` (:func:`harness.experiment.config.check_schedule`).
 
     Raises:
         AblateError: a value the config rejects (wrong type, out of the key's own range, a
-            d_model that the heads no longer divide, ...), naming the key and the value.
+            d_model that the heads no longer divide, a warm-up longer than the step budget, ...),
+            naming the key and the value.
     """
     data = config.model_dump(mode="json")
     for path, spec in space.items():
         for value in spec.candidates():
             try:
-                build_config(apply_overrides(data, {path: value}), where)
+                check_schedule(build_config(apply_overrides(data, {path: value}), where), where)
             except AblateError as exc:
                 raise AblateError(f"tune: {path}={value!r} ({spec.describe()}) is not a valid value: {exc}") from None
 

@@ -3,7 +3,7 @@
 Every training run logs to ``<results>/<ablation>/<profile>/<run id>/wandb/offline-run-*/`` and
 every summary run (:mod:`harness.report.wandb_summary`) to ``<results>/<ablation>/<profile>/
 .wandb-summary/wandb/offline-run-*/``. Uploading is W&B's own ``wandb sync`` on those folders; it
-needs ``WANDB_API_KEY`` and network, and marks each uploaded run with a ``.wandb.synced`` file
+needs W&B credentials (``WANDB_API_KEY`` or ``wandb login``) and network, and marks each uploaded run with a ``.wandb.synced`` file
 next to its ``.wandb`` log, so a second ``ablate sync`` uploads only what is new.
 
 Reading back uses W&B's supported reader of the transaction log, ``wandb leet inspect --json``
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.credentials import has_wandb_credentials
 from harness.errors import AblateError
 
 
@@ -52,7 +53,8 @@ def sync(results: Path, dry_run: bool = False, echo: Callable[[str], None] = pri
     there is nothing to do or everything uploaded, 1 when ``wandb sync`` failed.
 
     Raises:
-        AblateError: ``results`` is not a folder, or ``WANDB_API_KEY`` is not set.
+        AblateError: ``results`` is not a folder, or no W&B credentials (``WANDB_API_KEY`` or
+            ``wandb login``'s ``.netrc`` entry: :func:`harness.credentials.wandb_credentials`).
     """
     results = Path(results)
     if not results.is_dir():
@@ -66,10 +68,10 @@ def sync(results: Path, dry_run: bool = False, echo: Callable[[str], None] = pri
             echo(str(run.relative_to(results)))
         echo(f"{len(runs)} offline W&B run(s) would be uploaded from {results}")
         return 0
-    if not os.environ.get("WANDB_API_KEY"):
+    if not has_wandb_credentials():
         raise AblateError(
-            f"uploading needs WANDB_API_KEY (and network): {len(runs)} offline W&B run(s) wait "
-            f"under {results}; set the key and run `ablate sync` again (--dry-run lists them)"
+            f"uploading needs W&B credentials, WANDB_API_KEY or `wandb login` (and network): {len(runs)} "
+            f"offline W&B run(s) wait under {results}; set one and run `ablate sync` again (--dry-run lists them)"
         )
     env = {k: v for k, v in os.environ.items() if k != "WANDB_MODE"}  # an exported offline mode must not block it
     echo(f"uploading {len(runs)} offline W&B run(s) from {results}")

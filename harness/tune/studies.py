@@ -27,7 +27,7 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.config import build_config
 from harness.experiment.grid import RunSpec, check_variant, prepare_task
 from harness.experiment.overrides import apply_overrides, parse_override
-from harness.experiment.search_space import ParamSpec, check_space, resolve_space
+from harness.experiment.search_space import ParamSpec, check_space, resolve_space, within_budget
 from harness.experiment.selection import select
 from harness.hints import Context
 from harness.registry import did_you_mean
@@ -138,14 +138,15 @@ def plan_studies(
         if spec.seed != first or (tasks and spec.task not in tasks) or spec.variant not in chosen:
             continue
         name = study_name(abl.name, prof_name, spec.task, spec.variant_label)
-        check_space(space, spec.config, name)
+        study_space = within_budget(space, spec.config)
+        check_space(study_space, spec.config, name)
         metric = abl.tasks[spec.task].primary.metric
         maximize = metrics.higher_is_better(metric)
         out.append(
             StudyPlan(
                 name,
                 dataclasses.replace(spec, seed=TUNING_SEED),
-                space,
+                study_space,
                 metric,
                 maximize,
                 monitor_for(metric, maximize),

@@ -16,6 +16,7 @@ from harness.cli import progress as progress_mod
 from harness.cli import run as run_cmd
 from harness.store.runs import run_dir
 from harness.training.progress import PROGRESS, RunProgress, read_progress, write_progress
+from helpers.fake_store import write_runs
 from helpers.tiny_grid import write_tiny
 
 
@@ -75,7 +76,9 @@ def test_a_run_in_flight_in_this_process_shows_its_step(tmp_path: Path, monkeypa
     it trains, and no progress file is left behind."""
     monkeypatch.setattr(progress_mod, "POLL_S", 0.05)
     monkeypatch.setattr(progress_mod, "PLAIN_EVERY_S", 0.05)
-    path = write_tiny(tmp_path / "decl", steps=400, val_every=200, seeds=(0,), positions=("nope",))
+    path = write_tiny(tmp_path / "decl", steps=400, val_every=200, seeds=(0,), positions=("nope", "sinusoidal"))
+    # a grid has at least 2 points: the other one is in the store already, so one run is left to do
+    assert write_runs(tmp_path / "results", path, "cpu", lambda variant, seed: 0.5 if variant != "nope" else None)
     assert run_cmd.run(str(path), None, [], tmp_path / "results") == 0
     out = capsys.readouterr().out
     assert "1 to run (1 worker(s) x 1 thread(s): one run, W&B off)" in out.splitlines()[0]

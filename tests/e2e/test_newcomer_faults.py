@@ -1,5 +1,6 @@
-"""What a newcomer's cold try of session 5 broke (bad input reaching runs, a rerun that hid failed
-runs, Ctrl-C that let workers go on), each as the input that showed it, with the behaviour expected."""
+"""What a newcomer's cold tries of sessions 5 and 6 broke (bad input reaching runs, a rerun that hid
+failed runs, Ctrl-C that let workers go on, an empty path read as the current folder), each as the
+input that showed it, with the behaviour expected."""
 
 from __future__ import annotations
 
@@ -9,12 +10,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import yaml
 
 from harness.cli import output
+from harness.errors import AblateError
 from harness.execution.launch import Launch
 from harness.execution.run_folder import RunOptions
+from harness.experiment.ablation import available
+from harness.experiment.ablation import load as load_ablation
+from harness.experiment.grid import plan
 from harness.experiment.overrides import parse_overrides
 from harness.experiment.yaml_files import load_yaml
 from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
@@ -53,6 +60,7 @@ def test_wandb_online_without_credentials(tmp_path, monkeypatch):
 @pytest.mark.usefixtures("cli_isolated")
 def test_wandb_online_with_a_netrc_login_is_accepted(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("NETRC", raising=False)
     (tmp_path / ".netrc").write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
     (tmp_path / ".netrc").chmod(0o600)
     output.check_wandb("online")  # no error: `wandb login` wrote this
@@ -172,3 +180,224 @@ def test_ctrl_c_stops_the_workers_at_once(tmp_path):
     before = _tree(results)
     time.sleep(4)
     assert _tree(results) == before
+
+
+DECL = "DECL"  # replaced by the path of a user file
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["run", DECL, "--results-dir", ""], "--results-dir is empty (it would mean the current folder)"),
+        (["run", DECL, "--results-dir", "  "], "--results-dir is empty (only blanks: '  ')"),
+        (["status", DECL, "--results-dir", ""], "--results-dir is empty"),
+        (["compare", DECL, "--results-dir", ""], "--results-dir is empty"),
+        (["report", DECL, "--results-dir", ""], "--results-dir is empty"),
+        (["plan", DECL, "--results-dir", ""], "--results-dir is empty"),
+        (["tune", DECL, "--results-dir", ""], "--results-dir is empty"),
+        (["reproduce", "--dry-run", "--results-dir", ""], "--results-dir is empty"),
+        (["sync", "--results-dir", ""], "--results-dir is empty"),
+        (["compare", DECL, "--from", ""], "--from is empty"),
+        (["report", DECL, "--from", ""], "--from is empty"),
+        (["report", DECL, "--out", ""], "--out is empty"),
+        (["report", "--all", "--out", ""], "--out is empty"),
+        (["bench", "attention", "--out", ""], "--out is empty"),
+        (["run", DECL, "--storage", ""], "--storage is empty"),
+        (["tune", DECL, "--storage", ""], "--storage is empty"),
+        (["report", DECL, "--storage", ""], "--storage is empty"),
+        (["list", "--plugin", ""], "--plugin '': not a module name"),
+        (["show", ""], "the ablation name '' is empty"),
+        (["run", " "], "the ablation name ' ' is empty"),
+    ],
+)
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path, args, words):
+    """``--results-dir ""`` (an unset shell variable) used to make the current folder the run
+    store (``ablate sync --results-dir ""`` scanned it, exit 0); every path a command takes is
+    refused when empty, before anything is read or written."""
+    decl = str(user_file(tmp_path))
+    assert_refused(invoke(*[decl if a == DECL else a for a in args]), words)
+    assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        (
+            ["train.warmup_steps=2000"],
+            ["train.warmup_steps=2000 is greater than train.steps=1000", "never reach train.lr", "at most 1000"],
+        ),
+        (
+            ["train.steps=50"],  # the default warm-up (100) and validation interval (100) of a quick try
+            ["train.warmup_steps=100 is greater than train.steps=50"],
+        ),
+        (
+            ["train.steps=50", "train.warmup_steps=5"],
+            ["train.val_every=100 is greater than train.steps=50", "only once, at the last step", "at most 50"],
+        ),
+    ],
+)
+def test_a_warmup_or_validation_interval_beyond_the_step_budget(tmp_path, overrides, words):
+    """A warm-up longer than ``train.steps`` never reaches the learning rate; a validation interval
+    longer than it validates only at the last step (no curve, a convergence target checked once):
+    refused by every command that plans the grid, before anything runs."""
+    decl = str(user_file(tmp_path))
+    for command in (["show"], ["run", "--results-dir", str(tmp_path / "results")], ["tune"]):
+        assert_refused(invoke(command[0], decl, *overrides, *command[1:]), *words)
+    assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_schedule_that_fills_the_budget_is_accepted(tmp_path):
+    result = invoke("show", str(user_file(tmp_path)), "train.steps=50", "train.warmup_steps=50", "train.val_every=50")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_tuning_range_beyond_the_step_budget(tmp_path):
+    """A warm-up range the declaration gives is refused when it exceeds ``train.steps``; the default
+    range (0..300) is capped at ``train.steps`` for each study (a 30-step grid searches 0..30)."""
+    from harness.experiment.ablation import load
+    from harness.experiment.search_space import DEFAULT_SPACE
+    from harness.tune.studies import plan_studies
+
+    path = user_file(tmp_path, **{"train.steps": 30, "train.val_every": 10, "train.warmup_steps": 5})
+    _, plans = plan_studies(load(str(path)), None)
+    assert DEFAULT_SPACE["train.warmup_steps"].high == 300
+    assert [p.space["train.warmup_steps"].high for p in plans] == [30, 30]
+    assert all(p.space["train.lr"] == DEFAULT_SPACE["train.lr"] for p in plans)
+
+    decl = yaml.safe_load(path.read_text())
+    decl["tune"] = {"train.warmup_steps": {"type": "int", "low": 0, "high": 40}}
+    path.write_text(yaml.safe_dump(decl))
+    assert_refused(
+        invoke("tune", str(path), "--results-dir", str(tmp_path / "results")),
+        "tune: train.warmup_steps=40 (int in [0, 40]) is not a valid value",
+        "train.warmup_steps=40 is greater than train.steps=30",
+    )
+    assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.parametrize("name", sorted(available()))
+def test_every_registered_profile_plans(name):
+    """Every profile of every registered ablation passes the checks made before a run (no data read)."""
+    abl = load_ablation(name)
+    for profile in abl.profiles:
+        assert plan(abl, profile, check_data=False)[1]
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "axes, baseline, label",
+    [
+        ({"attention.kernel": ["sdpa"]}, {"attention.kernel": "sdpa"}, "'sdpa'"),
+        (
+            {"attention.kernel": ["sdpa"], "model.position": ["rope"]},
+            {"attention.kernel": "sdpa", "model.position": "rope"},
+            "'kernel=sdpa,position=rope'",
+        ),
+    ],
+)
+def test_a_grid_of_one_point_is_refused(tmp_path, axes, baseline, label):
+    """Axes that give one variant left nothing to compare; the grid was trained and its table held
+    the baseline alone. Refused when the declaration loads, by every command."""
+    path = user_file(tmp_path)
+    decl = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**decl, "axes": axes, "baseline": baseline}))
+    results = str(tmp_path / "results")
+    for args in (["show"], ["run", "--results-dir", results], ["report", "--results-dir", results], ["tune"]):
+        assert_refused(
+            invoke(args[0], str(path), *args[1:]),
+            f"the grid has one point, the baseline {label}, so nothing is compared",
+            "needs at least 2 variants: the baseline and one to compare",
+        )
+    assert_nothing_written(tmp_path / "results")
+
+
+def test_the_aa_check_keeps_its_identical_arms():
+    """An A/A check's arms differ only in train.seed_salt: several points, all compared."""
+    abl = load_ablation("aa_check")
+    assert abl.identical_arms and len(abl.variants()) == 4
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list"], ["show", "pe_extrapolation"], ["run", "--help"], ["status"]],
+)
+def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path, args):
+    """``ablate list | head -1``: the reader closes the pipe before the command writes. The command
+    ends as ``git log | head -1`` does in a shell, exit status 141 (128 + SIGPIPE), with nothing on
+    stderr (it used to exit 1, click's and rich's choice)."""
+    if args == ["status"]:
+        args = ["status", "pe_extrapolation", "--results-dir", str(tmp_path / "results")]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ABLATE_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # before the interpreter has even started: its first write finds no reader
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == ""  # and 141, not 0: the command did write (a command that prints nothing exits 0)
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_file_of_ones_own_may_not_take_a_registered_name(tmp_path):
+    """An edited copy of ablations/pe_extrapolation.yaml kept as ``name: pe_extrapolation`` wrote its
+    runs into RESULTS/pe_extrapolation beside the registered grid's, and each report counted the
+    other's as runs made with other overrides. Refused unless the file is the registered one (or a
+    byte-for-byte copy of it: the same declaration)."""
+    registered = available()["pe_extrapolation"]
+    own = tmp_path / "mine" / "pe_extrapolation.yaml"
+    own.parent.mkdir()
+    own.write_bytes(registered.read_bytes())
+    assert invoke("show", str(own)).exit_code == 0
+    edited = registered.read_text().replace("seeds: [0, 1, 2]", "seeds: [0, 1, 2, 3]", 1)
+    assert edited != registered.read_text()
+    own.write_text(edited)
+    results = str(tmp_path / "results")
+    for args in (["show"], ["run", "--results-dir", results], ["status", "--results-dir", results], ["tune"]):
+        assert_refused(
+            invoke(args[0], str(own), *args[1:]),
+            f"ablation file {own} declares name 'pe_extrapolation', the name of the registered ablation {registered}",
+            "rename yours (name: my_pe_extrapolation, in my_pe_extrapolation.yaml)",
+        )
+    assert_nothing_written(tmp_path / "results")
+    assert invoke("show", str(registered)).exit_code == 0 and invoke("show", "pe_extrapolation").exit_code == 0
+
+
+def test_a_wandb_login_counts_for_auto_online_and_sync(tmp_path, monkeypatch):
+    """``wandb login`` (a .netrc entry, no WANDB_API_KEY): ``--wandb auto`` logs online, ``--wandb
+    online`` is accepted, and ``ablate sync`` uploads (it said "uploading needs WANDB_API_KEY");
+    without it, offline, refused, refused. One helper decides: harness/credentials.py."""
+    from harness.cli.app import WandbMode, _wandb_mode
+    from harness.report import wandb_sync
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("NETRC", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    store = tmp_path / "store"
+    waiting = store / "tiny" / "cpu" / "r1" / "wandb" / "offline-run-20250101_000000-r1"
+    waiting.mkdir(parents=True)
+    (waiting / "run-r1.wandb").write_bytes(b"")
+    uploads = []
+    monkeypatch.setattr(
+        wandb_sync.subprocess, "run", lambda cmd, **kw: uploads.append(cmd) or SimpleNamespace(returncode=0)
+    )
+
+    assert _wandb_mode(WandbMode.auto) == "offline"
+    with pytest.raises(AblateError, match="needs W&B credentials"):
+        output.check_wandb("online")
+    with pytest.raises(AblateError, match="uploading needs W&B credentials, WANDB_API_KEY or `wandb login`"):
+        wandb_sync.sync(store, echo=lambda line: None)
+    assert uploads == []
+
+    (tmp_path / ".netrc").write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
+    assert _wandb_mode(WandbMode.auto) == "online"
+    output.check_wandb("online")
+    assert wandb_sync.sync(store, echo=lambda line: None) == 0
+    assert len(uploads) == 1 and "sync" in uploads[0] and str(waiting) in uploads[0]

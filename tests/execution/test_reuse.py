@@ -52,12 +52,14 @@ def test_identical_run_is_copied_with_its_origin(tmp_path: Path) -> None:
 def test_a_different_target_is_trained_again(tmp_path: Path) -> None:
     """steps_to_target depends on the ablation's target, which the run id does not hash."""
     results = tmp_path / "results"
-    first = write_tiny(tmp_path / "a", name="first", steps=20, seeds=(0,), positions=("sinusoidal",))
-    second = write_tiny(tmp_path / "b", name="second", steps=20, seeds=(0,), positions=("sinusoidal",))
+    first = write_tiny(tmp_path / "a", name="first", steps=20, seeds=(0,), positions=("sinusoidal", "learned"))
+    second = write_tiny(tmp_path / "b", name="second", steps=20, seeds=(0,), positions=("sinusoidal", "learned"))
     _with_target(first, 0.5)
     _with_target(second, 0.9)
     _run(first, results)
     out = _run(second, results).output
-    assert "copied" not in out and "1 to run" in out, out
-    (rec,) = records(results, "second").values()
-    assert "reused_from" not in rec and rec["target"] == {"metric": "acc", "min": 0.9, "max": None}
+    assert "copied" not in out and "2 to run" in out, out
+    recs = list(records(results, "second").values())
+    assert len(recs) == 2
+    for rec in recs:
+        assert "reused_from" not in rec and rec["target"] == {"metric": "acc", "min": 0.9, "max": None}

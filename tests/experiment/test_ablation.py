@@ -339,7 +339,7 @@ LAYERED = {
         "model.n_heads": 2,
         "model.position": "rope",
         "model.n_layers": 9,
-        "train.steps": 11,
+        "train.steps": 110,  # above every later layer's warm-up and validation interval
         "train.batch_size": 11,
         "train.val_every": 11,
         "train.warmup_steps": 11,
@@ -385,7 +385,7 @@ def test_plan_resolution_order():
     for s in specs:
         c = s.config
         assert c.train.lr == defaults.train.lr  # defaults
-        assert c.model.d_model == 32 and c.train.steps == 11  # base
+        assert c.model.d_model == 32 and c.train.steps == 110  # base
         assert c.train.batch_size == 12  # task config over base
         assert c.train.val_every == 13  # profile overrides over task config
         assert c.train.warmup_steps == 14 and c.eval.n_examples == 14  # profile tasks over profile overrides

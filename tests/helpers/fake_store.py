@@ -29,6 +29,8 @@ def write_decl(folder: Path, name: str = "mini", claims: tuple[str, ...] = (), *
             "model.n_heads": 2,
             "model.n_layers": 1,
             "train.steps": 10,
+            "train.warmup_steps": 2,
+            "train.val_every": 5,
             "train.seq_len": 8,
             "eval.length_multipliers": [1, 2],
         },

@@ -166,9 +166,11 @@ def test_throughput_times_training_steps_not_validation_or_checkpoints(tmp_path:
     torch.set_num_threads(1)
     try:
         for every in (2, 40):
-            path = write_tiny(tmp_path / f"decl{every}", steps=40, val_every=every, seeds=(0,), positions=("nope",))
+            path = write_tiny(
+                tmp_path / f"decl{every}", steps=40, val_every=every, seeds=(0,), positions=("nope", "sinusoidal")
+            )
             abl = load(str(path))
-            spec = plan(abl, "cpu", ["eval.val_examples=2048", "eval.batch_size=64"])[1][0]
+            spec = plan(abl, "cpu", ["eval.val_examples=2048", "eval.batch_size=64"])[1][0]  # nope
             recs[every] = execute(spec, tmp_path / f"results{every}", abl=abl)
     finally:
         torch.set_num_threads(before)

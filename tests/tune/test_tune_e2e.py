@@ -1,7 +1,7 @@
 """The issue's flow on the real ablation: ``ablate tune pe_extrapolation --profile smoke``, then
 ``ablate run ... --tuned``, then ``ablate report`` with its Tuning section.
 
-Shrunk by overrides (10 steps, d_model 16, 8 evaluation examples) and 2 trials per study so that
+Shrunk by overrides (20 steps, d_model 16, 8 evaluation examples) and 2 trials per study so that
 all 10 studies (5 encodings x 2 tasks) and the 20 tuned runs fit in the default test run.
 """
 
@@ -20,7 +20,8 @@ from harness.cli import run as run_cmd
 from harness.cli import tune as tune_cmd
 from harness.store.runs import scan
 
-SMALL = ["train.steps=10", "train.val_every=5", "model.d_model=16", "eval.n_examples=8", "eval.val_examples=8"]
+# 20 steps: the smoke profile searches warm-ups up to 20, and a warm-up longer than the budget is refused
+SMALL = ["train.steps=20", "train.val_every=10", "model.d_model=16", "eval.n_examples=8", "eval.val_examples=8"]
 
 
 def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,55 @@
+"""Where the W&B credentials of this process come from, found the way W&B finds them, without
+importing W&B (seconds to import).
+
+One helper for every command that decides on them: ``--wandb auto`` (online when there are
+credentials), ``--wandb online`` (refused without them, before any run) and ``ablate sync``
+(uploading needs them). W&B reads, in this order (``wandb.sdk.lib.wbauth``): the variable
+``WANDB_API_KEY``, then the ``.netrc`` file that ``wandb login`` writes, an entry for the host of
+``WANDB_BASE_URL`` (default ``https://api.wandb.ai``) with a non-empty password. The file is
+``$NETRC`` when set, else ``~/.netrc``, else ``~/_netrc`` when that one exists.
+"""
+
+from __future__ import annotations
+
+import netrc
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+DEFAULT_BASE_URL = "https://api.wandb.ai"
+"""W&B's cloud, the host when ``WANDB_BASE_URL`` is not set."""
+
+
+def netrc_path() -> Path:
+    """The ``.netrc`` file W&B reads and ``wandb login`` writes (it may not exist)."""
+    if env := os.environ.get("NETRC"):
+        return Path(env).expanduser()
+    unix = Path("~/.netrc").expanduser()
+    windows = Path("~/_netrc").expanduser()
+    return windows if not unix.exists() and windows.exists() else unix
+
+
+def wandb_credentials() -> str | None:
+    """Where W&B would find an API key: ``"WANDB_API_KEY"``, ``"<netrc path> (<host>)"``, or None.
+
+    Never returns the key. A ``.netrc`` that cannot be read or parsed counts as none, as in W&B
+    (which warns and goes on without it).
+    """
+    if os.environ.get("WANDB_API_KEY"):
+        return "WANDB_API_KEY"
+    host = urlsplit(os.environ.get("WANDB_BASE_URL") or DEFAULT_BASE_URL).netloc
+    path = netrc_path()
+    if not host or not path.is_file():
+        return None
+    try:
+        entry = netrc.netrc(path).authenticators(host)
+    except (OSError, netrc.NetrcParseError):
+        return None
+    if entry is None or not entry[2]:
+        return None
+    return f"{path} ({host})"
+
+
+def has_wandb_credentials() -> bool:
+    """Whether W&B would find an API key in this process (:func:`wandb_credentials`)."""
+    return wandb_credentials() is not None
