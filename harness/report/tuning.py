@@ -1,6 +1,7 @@
 """The report's "Tuning" section: per task and variant the study's best parameters, its complete /
 pruned / failed trial counts, Optuna's own optimisation-history and parameter-importance figures
-(matplotlib backend, PNG), and per task the tuned comparison beside the untuned one.
+(matplotlib backend, PNG), the claims' verdicts on the untuned and on the tuned runs side by side,
+and per task the tuned comparison beside the untuned one.
 
 Everything is read from the Optuna storage and the run store (:func:`read_tuning`), or from a
 report's data file and the studies' file beside it (``ablate report --from``:
@@ -18,8 +19,12 @@ from typing import Any
 
 import pandas as pd
 
+from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import Analysis, analyse
+from harness.analysis.verdicts import claim_kind
 from harness.encode import text
+from harness.experiment import claims as claims_mod
+from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.hints import Context
 from harness.report.tables import markdown, title
@@ -27,6 +32,9 @@ from harness.report.tuning_data import StudyFigure, StudySummary, TuningData
 from harness.store.runs import StoreScan, scan
 from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
+
+CHANGES = "changes with tuning"
+"""The mark of a claim whose verdict on the tuned runs differs in kind from the untuned one."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,23 @@ class TuningInputs:
 
     studies: TuningData | None
     tuned: Analysis | None
+
+
+@dataclass(frozen=True)
+class ClaimChange:
+    """A claim's verdict on the untuned and on the tuned runs
+    (:func:`harness.analysis.claims.claim_verdict`)."""
+
+    claim: str
+    untuned: str
+    tuned: str
+
+    @property
+    def changed(self) -> bool:
+        """The two verdicts differ in kind (supported, contradicted, inconclusive, ...); the
+        numbers in brackets (e.g. the seeds an underpowered comparison needs) are not a change."""
+        a, b = claim_kind(self.untuned), claim_kind(self.tuned)
+        return a != b if a is not None and b is not None else self.untuned != self.tuned
 
 
 def read_tuning(sel: Selection, results: Path, storage: str | None, out: Path) -> TuningInputs:
@@ -145,8 +170,45 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, ctx: 
             and ["Optimisation history and parameter importance per study (Optuna's plots):", "", " ".join(figures), ""]
         ),
     ]
+    lines += _claims_table(claim_changes(abl, result, tuning))
     ctx = ctx or Context(abl.name, profile, result.results, sel.overrides)
     return lines + _comparison(sel, result, tuning.tuned, ctx)
+
+
+def claim_changes(abl: Ablation, result: Analysis, tuning: TuningInputs) -> list[ClaimChange]:
+    """Each claim of the ablation, its verdict on ``result`` (the untuned runs) and on the tuned
+    runs; empty when the section shows no tuned runs (no study listed, or no tuned run)."""
+    if tuning.studies is None or tuning.tuned is None:
+        return []
+    claims = claims_mod.load_claims()
+    out = []
+    for cid in abl.claims:  # the fallback of sections.claims_section, so that the texts agree
+        claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
+        out.append(ClaimChange(cid, claim_verdict(claim, result)[0], claim_verdict(claim, tuning.tuned)[0]))
+    return out
+
+
+def _claims_table(changes: list[ClaimChange]) -> list[str]:
+    if not changes:
+        return []
+    frame = pd.DataFrame(
+        {
+            "claim": [f"`{c.claim}`" for c in changes],
+            "untuned verdict": [c.untuned for c in changes],
+            "tuned verdict": [c.tuned for c in changes],
+            CHANGES: ["**yes**" if c.changed else "no" for c in changes],
+        }
+    )
+    return [
+        "### Claims: untuned vs tuned",
+        "",
+        "Each claim's verdict on the untuned runs (the report's) and on the tuned runs, judged by the same "
+        f"rules; `{CHANGES}`: **yes** when the two are of another kind (e.g. supported and inconclusive), not "
+        "when only a number in brackets differs.",
+        "",
+        frame.to_markdown(index=False),
+        "",
+    ]
 
 
 def _slug(text: str) -> str:

@@ -1,6 +1,7 @@
-"""The report's Tuning section over a fake store (nothing trains): ``ablate report --from`` gives
-the same section from the data file and the studies kept beside it, with neither the store nor the
-Optuna storage there."""
+"""The report's Tuning section over a fake store (nothing trains): the claims' verdicts on the
+untuned and on the tuned runs side by side, the index's "changes with tuning" mark, and ``ablate
+report --from`` giving the same section from the data file and the studies kept beside it, with
+neither the store nor the Optuna storage there."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
+from harness.report.tuning import ClaimChange
 from harness.tune.storage import default_storage
 from harness.tune.studies import study_name
 from helpers.cli import assert_refused, invoke
@@ -85,11 +87,66 @@ def _untimed(text: str) -> str:
     return re.sub(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ", " on <time> ", text)
 
 
+def _claims_rows(report: str) -> dict[str, list[str]]:
+    """The rows of the Tuning section's claims table, by claim id."""
+    section = report.split("### Claims: untuned vs tuned")[1].split("\n### ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return {r.split("`")[1]: [c.strip() for c in r.strip("|").split("|")][1:] for r in rows}
+
+
+def test_the_tuning_section_sets_the_claims_verdicts_side_by_side(tuned_store, tmp_path):
+    out = tmp_path / "reports"
+    made = invoke("report", "mini", "--results-dir", str(tuned_store), "--out", str(out))
+    assert made.exit_code == 0, made.output
+    report = (out / "mini.md").read_text()
+    rows = _claims_rows(report)
+    assert rows == {
+        "mini-learned-worse": ["supported", "contradicted", "**yes**"],
+        "mini-rope-better": ["supported", "supported", "no"],
+    }
+    # the untuned column is the report's own Claims section; the tuned one what a report of the
+    # same values as untuned runs says (the same rules, another path through the code)
+    assert {k: v[0] for k, v in rows.items()} == dict(re.findall(r"^### `([\w-]+)`: (.+)$", report, re.M))
+    plain = tmp_path / "plain"
+    write_runs(plain, ablation_mod.ABLATIONS_DIR / "mini.yaml", "cpu", _tuned)
+    assert invoke("report", "mini", "--results-dir", str(plain), "--out", str(tmp_path / "p")).exit_code == 0
+    alone = (tmp_path / "p" / "mini.md").read_text()
+    assert {k: v[1] for k, v in rows.items()} == dict(re.findall(r"^### `([\w-]+)`: (.+)$", alone, re.M))
+    assert "## Tuning" not in alone  # no study, no tuned run: no section
+    assert "| copy | learned | 3 | 0 | 0 (0) | `acc@x2` = 0.6 | `train.lr` 0.008 | `train.lr` 1.00 |" in report
+
+
+def test_a_change_is_one_of_kind_not_of_the_numbers_in_brackets():
+    needs = ClaimChange(
+        "c", "underpowered at this scale (needs 9 seeds)", "underpowered at this scale (needs 12 seeds)"
+    )
+    assert not needs.changed
+    assert ClaimChange("c", "supported", "partly supported").changed
+    assert ClaimChange("c", "supported", "inconclusive").changed
+
+
+def test_the_index_marks_a_claim_whose_verdict_changes_with_tuning(tuned_store, tmp_path):
+    out = tmp_path / "reports"
+    assert invoke("report", "--all", "--results-dir", str(tuned_store), "--out", str(out)).exit_code == 0
+    index = (out / "README.md").read_text()
+    mini = next(line for line in index.splitlines() if line.startswith("| [mini]"))
+    assert (
+        "`mini-learned-worse`: supported; tuned: contradicted (**changes with tuning**)<br>"
+        "`mini-rope-better`: supported; tuned: supported |"
+    ) in mini
+    other = next(line for line in index.splitlines() if line.startswith("| [other]"))
+    assert "| `mini-learned-worse`: supported |" in other and "tuned" not in other  # no tuned runs
+    assert "**changes with tuning** marks a verdict of another kind than the untuned one" in index
+    # the index says what the report's Tuning section says
+    rows = _claims_rows((out / "mini.md").read_text())
+    assert rows["mini-learned-worse"][:2] == ["supported", "contradicted"]
+
+
 def test_report_from_its_data_file_gives_the_same_tuning_section(tuned_store, tmp_path):
     first = tmp_path / "reports"
     assert invoke("report", "mini", "--results-dir", str(tuned_store), "--out", str(first)).exit_code == 0
     original = (first / "mini.md").read_text()
-    assert "## Tuning" in original
+    assert "## Tuning" in original and "### Claims: untuned vs tuned" in original
     data, studies = first / "data" / "mini.csv", first / "data" / "mini.tuning.json"
     assert studies.is_file()
     tuned_rows = [line for line in data.read_text().splitlines() if ",cpu+tuned," in line]
