@@ -33,13 +33,17 @@ def compare(
 ) -> None:
     """The comparison table(s) from the store: every primary metric, or one ``metric``; ``tuned``:
     the runs of ``ablate run --tuned`` instead of the untuned ones; ``source``: a report's data
-    file (:mod:`harness.report.data`) read instead of the store."""
+    file (:mod:`harness.report.data`, which holds the tuned runs its Tuning section compares) read
+    instead of the store."""
     abl = ablation_mod.load(name)
     found = None
     if source is not None:
-        if tuned:
-            raise AblateError("--from reads a report's data file, which holds untuned runs; drop --tuned")
-        found, sel, results = load_source(source, abl, profile, lambda p: output.selection(abl, p, overrides))
+        data, sel = load_source(source, abl, profile, lambda p: output.selection(abl, p, overrides))
+        found, results = (data.tuned if tuned else data.scan), data.store
+        if tuned and not found.records:
+            raise AblateError(
+                f"--from {source}: the data file holds no tuned runs (its report has no Tuning section); drop --tuned"
+            )
         ctx = Context(name, sel.profile, results, tuple(overrides))
     else:
         sel = output.selection(abl, profile, overrides)

@@ -15,6 +15,8 @@ from harness.hints import Context
 from harness.report.index import report_all as write_all
 from harness.report.markdown import write_report
 from harness.report.source import load_source
+from harness.report.tuning import TuningInputs, tuned_analysis
+from harness.report.tuning_data import copy_figures
 from harness.report.wandb_summary import log_report
 from harness.tune.storage import open_storage, sqlite_exists
 
@@ -34,13 +36,18 @@ def report(
     ``wandb`` (off | offline | online): also log the W&B summary run of the ablation and profile
     (:mod:`harness.report.wandb_summary`); a W&B failure is a warning, the report stands. ``source``: a
     report's data file read instead of the store (:mod:`harness.report.data`): the same report, no
-    data file and no W&B run written."""
+    data file and no W&B run written. Its Tuning section comes from the tuned runs the file holds
+    and the studies kept beside it (:mod:`harness.report.tuning_data`), never from the Optuna
+    storage or the store; the studies' figures are not drawn again but copied from the report
+    folder the file lies in (``reports/`` for ``reports/data/FILE``) when ``out`` is another
+    folder; one found in neither is named in a warning and linked all the same."""
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     abl = ablation_mod.load(name)
-    found = None
+    data = found = None
     if source is not None:
-        found, sel, results = load_source(source, abl, profile, lambda prof: output.selection(abl, prof, overrides))
+        data, sel = load_source(source, abl, profile, lambda prof: output.selection(abl, prof, overrides))
+        found, results = data.scan, data.store
     else:
         sel = output.selection(abl, profile, overrides)
         output.check_results_readable(results)
@@ -53,8 +60,17 @@ def report(
     check_storage(storage)
     result = analyse(sel, results, found=found)  # the report and the W&B summary share it
     ctx = Context(name, sel.profile, results, tuple(overrides), storage)
-    path = write_report(sel, results, out, storage=storage, result=result, data=found is None, ctx=ctx)
+    tuning = None  # from the store and the Optuna storage
+    if data is not None:  # the file's tuned runs and studies; the studies' figures copied, not drawn
+        tuning = TuningInputs(data.tuning, tuned_analysis(sel, results, found=data.tuned))
+    path = write_report(sel, results, out, storage=storage, result=result, data=found is None, ctx=ctx, tuning=tuning)
     output.console.print(f"wrote {path}")
+    if data is not None and data.tuning is not None:
+        missing = copy_figures(data.tuning, Path(source).parent.parent, out)
+        for fig in missing:
+            output.console.print(
+                f"[yellow]warning: {escape(fig)} not found; the Tuning section links it all the same[/]"
+            )
     if wandb != "off" and found is None:
         try:
             run_dir = log_report(sel, results, out, mode=wandb, analysis=result)

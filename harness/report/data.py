@@ -7,6 +7,9 @@ One row per run and metric (``kind`` = ``metric``), per run, validation step and
 (``kind`` = ``history``, with ``step``), one row for a run without metrics (``kind`` = ``run``),
 and one per unreadable store entry the report listed (``kind`` = ``problem``, the text in
 ``reason``; ``metric`` = ``history`` and the run id for a run's unreadable ``history.csv``).
+The tuned runs a report's Tuning section compares (``ablate run --tuned``, profile
+``PROFILE+tuned``) follow, as ``metric`` and ``run`` rows only (that section draws no curve); the
+studies it lists are kept beside the file (:mod:`harness.report.tuning_data`).
 Every row of a run repeats the run's fields: ids, status and reason, commit and versions,
 timings, hardware, and its whole config, one column per key (``config.train.lr``).
 Cells are plain text: an empty cell is a missing value (None), lists and mappings are JSON, and
@@ -130,6 +133,7 @@ def write_data(
     problems: list[str],
     store: str | Path,
     report: Path,
+    tuned: list[Record] | None = None,
 ) -> Path:
     """Write the data file of ``report`` (see the module docstring); returns its path.
 
@@ -139,15 +143,17 @@ def write_data(
             line of an unreadable one (a ``problem`` row with the run's id), by run id.
         problems: the unreadable store entries the report lists (those of ``history`` aside).
         store: the run store's path as the report names it.
+        tuned: the tuned runs the report's Tuning section compares (their metrics, no history).
     """
+    runs = [*records, *(tuned or [])]  # a tuned run has no entry in ``history``
     config_cols: list[str] = []
-    for rec in records:
+    for rec in runs:
         config_cols += [CONFIG + k for k in _flatten(rec.config) if CONFIG + k not in config_cols]
     columns = [*ROW_FIELDS[:1], *(c for c, _ in RUN_FIELDS), *ROW_FIELDS[1:], STORE, *config_cols]
     buf = io.StringIO()
     out = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     out.writeheader()
-    for rec in records:
+    for rec in runs:
         cells = _run_cells(rec, str(store), config_cols)
         if not rec.metrics:
             out.writerow({**cells, "kind": "run"})

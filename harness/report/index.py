@@ -5,7 +5,9 @@ Every cell of the index is computed from the store and the declarations, never t
 profiles reported (linked), the latest of them, the verdict of each claim in that profile's report
 (:func:`harness.analysis.claims.claim_verdict` on the same analysis the report makes), for a
 negative control (``control: {kind: negative}`` in its declaration) whether the latest report caught
-the bug on each task (:func:`harness.analysis.claims.control_outcomes`), and its seeds.
+the bug on each task (:func:`harness.analysis.claims.control_outcomes`), and its seeds. Where
+that report has tuned runs (its Tuning section compares them), each claim's verdict on them too,
+marked **changes with tuning** when it differs in kind (:func:`harness.report.tuning.claim_changes`).
 
 Latest: a confirmatory profile before a pilot; among those, the one whose newest run finished
 last (then the later in declaration order). Only the runs of each profile's declared grid (no
@@ -32,6 +34,7 @@ from harness.hints import Context, results_option
 from harness.report.markdown import write_report
 from harness.report.reproduce import write_markdown
 from harness.report.sections import control_text
+from harness.report.tuning import CHANGES, ClaimChange, TuningInputs, claim_changes, read_tuning
 from harness.store.runs import scan
 
 
@@ -56,6 +59,7 @@ class Entry:
     reported: list[Reported] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # profiles with runs that were not reported
     verdicts: list[tuple[str, str]] = field(default_factory=list)  # (claim id, verdict) in the latest
+    tuning: list[ClaimChange] = field(default_factory=list)  # untuned and tuned verdicts, when it has tuned runs
     seeds: str = "–"
     control: bool = False  # the declaration marks it a negative control
     controls: list[str] = field(default_factory=list)  # caught / not caught per task, in the latest
@@ -121,7 +125,7 @@ def _report_ablation(
         echo(f"skipped {name}: {exc}")
         return Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
     entry = Entry(name, short_question(abl.question), list(abl.claims), control=abl.control is not None)
-    analyses: dict[str, Analysis] = {}  # per reported profile: its report's, reused for the verdicts
+    analyses: dict[str, tuple[Analysis, TuningInputs]] = {}  # per reported profile: its report's, for the verdicts
     for order, (pname, prof) in enumerate(abl.profiles.items()):
         found = scan(results, name, pname)
         if not found.records:
@@ -140,22 +144,25 @@ def _report_ablation(
             )
             echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
             continue
-        analyses[pname] = result = analyse(sel, results)
-        path = write_report(sel, results, out, storage=storage, result=result)
+        result, tuning = analyse(sel, results), read_tuning(sel, results, storage, out)
+        analyses[pname] = result, tuning
+        path = write_report(sel, results, out, storage=storage, result=result, tuning=tuning)
         echo(f"wrote {path}")
         newest = max((r.finished_at or "" for r in mine), default="")
         entry.reported.append(Reported(pname, path, prof.confirmatory, newest, order))
     if (latest := entry.latest) is not None:
-        _verdicts(entry, analyses[latest.profile])
+        _verdicts(entry, *analyses[latest.profile])
     return entry
 
 
-def _verdicts(entry: Entry, result: Analysis) -> None:
-    """The claims' verdicts and the seeds of the latest profile, from the analysis its report made."""
+def _verdicts(entry: Entry, result: Analysis, tuning: TuningInputs) -> None:
+    """The claims' verdicts (on the tuned runs too) and the seeds of the latest profile, from the
+    analyses its report made."""
     claims = claims_mod.load_claims()
     for cid in result.ablation.claims:  # the fallback of report._claims_section, so that the texts agree
         claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
         entry.verdicts.append((cid, claim_verdict(claim, result)[0]))
+    entry.tuning = claim_changes(result.ablation, result, tuning)  # as its Tuning section says it
     entry.controls = [control_text(c) for c in control_outcomes(result)]  # as the report says it
     runs = result.runs
     done = runs.loc[runs["status"] == "ok", "seed"].nunique()
@@ -182,7 +189,9 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         "run when there is one, else the most recent pilot; the verdicts are those of its report, the seeds "
         "those with finished runs out of those the profile declares. Negative control: for an ablation declared "
         "as one (a known bug), `caught` when the latest report judges the bug's variant `worse` on a task's primary "
-        "metric with adjusted p < 0.05, `not caught` otherwise.*",
+        "metric with adjusted p < 0.05, `not caught` otherwise. Where the latest report has tuned runs (`ablate tune`, "
+        "then `ablate run --tuned`: every variant at its own best parameters), a claim's cell adds its verdict on them "
+        f"(`tuned: ...`), and **{CHANGES}** marks a verdict of another kind than the untuned one.*",
         "",
         *(_reproductions_line(reproductions) if reproductions is not None else []),
         "| ablation | question | profiles reported | latest | claims: verdict in the latest report "
@@ -196,7 +205,9 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         if e.notes:
             profiles += "; " + "; ".join(e.notes)
         claims = (
-            "<br>".join(f"`{cid}`: {verdict}" for cid, verdict in e.verdicts)
+            "<br>".join(_tuned_claim(c) for c in e.tuning)
+            if e.tuning
+            else "<br>".join(f"`{cid}`: {verdict}" for cid, verdict in e.verdicts)
             if latest
             else "<br>".join(f"`{cid}`: no runs" for cid in e.claims)
         )
@@ -204,6 +215,11 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         cells = [link, e.question, profiles, latest.profile if latest else "–", claims or "–", control, e.seeds]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _tuned_claim(c: ClaimChange) -> str:
+    """``\`id\`: supported; tuned: contradicted (**changes with tuning**)``."""
+    return f"`{c.claim}`: {c.untuned}; tuned: {c.tuned}" + (f" (**{CHANGES}**)" if c.changed else "")
 
 
 def _cell(text: str) -> str:

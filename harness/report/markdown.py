@@ -20,7 +20,8 @@ from harness.report.data import write_data
 from harness.report.omnibus import across_variants
 from harness.report.probes import probe_section
 from harness.report.tables import markdown, title
-from harness.report.tuning import tuning_section
+from harness.report.tuning import TuningInputs, read_tuning, tuning_section
+from harness.report.tuning_data import write_studies
 from harness.store.runs import history_of, run_history
 
 
@@ -38,14 +39,18 @@ def write_report(
     result: Analysis | None = None,
     data: bool = True,
     ctx: Context | None = None,
+    tuning: TuningInputs | None = None,
 ) -> Path:
     """Write the markdown report of the selection's runs and its PNG figures under ``out``;
     returns the markdown path. ``data``: also write the tidy table of its runs,
-    ``out/data/NAME[.PROFILE].csv[.gz]`` (:mod:`harness.report.data`), from which ``ablate report
-    --from`` makes the same report.
+    ``out/data/NAME[.PROFILE].csv[.gz]`` (:mod:`harness.report.data`, with the tuned runs), and
+    the studies the Tuning section lists, ``out/data/NAME[.PROFILE].tuning.json``
+    (:mod:`harness.report.tuning_data`), from which ``ablate report --from`` makes the same report.
 
     ``storage``: the Optuna storage URL of a "Tuning" section (default ``<results>/optuna.db``);
     the section appears when that storage holds studies of this ablation and profile.
+    ``tuning``: what that section shows when the caller already has it (a data file's, or the
+    index's); None: read the storage (drawing the studies' figures) and the tuned runs here.
     ``result``: the analysis of the selection when the caller already has it (the W&B summary
     run logs the same one); None: read the store here. ``ctx``: the command's context, for the
     commands the report suggests (the ablation as the user named it, overrides, ``--results-dir``,
@@ -74,14 +79,19 @@ def write_report(
     parts += _results_section(abl, profile, result, fig_dir, path.parent, ctx)
     parts += probe_section(result)  # leakage / masked attention probes per cell, where runs carry them
     parts += sections.failures_section(result)
-    parts += tuning_section(sel, results, storage, fig_dir, path.parent, ctx)
+    if tuning is None:
+        tuning = read_tuning(sel, results, storage, out)
+    parts += tuning_section(sel, result, tuning, ctx)
     parts += bench_section(abl, results, fig_dir, path.parent)  # attention kernels: `ablate bench attention`
     if abl.notes:
         parts += ["## Notes on the design", "", abl.notes, ""]
     parts += ["## Reproduce", "", "```", *_commands(abl, profile, list(sel.overrides)), "```", ""]
     path.write_text("\n".join(parts))
     if data:
-        write_data(records, history_of(result.scan, results), result.scan.problems, results, path)
+        shown = tuning.studies is not None and tuning.tuned is not None  # the runs its Tuning section compares
+        tuned = tuning.tuned.scan.records if shown else []
+        written = write_data(records, history_of(result.scan, results), result.scan.problems, results, path, tuned)
+        write_studies(tuning.studies, written)
     return path
 
 

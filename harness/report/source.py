@@ -1,6 +1,7 @@
 """A report's data file read back (``ablate report NAME --from FILE``, ``ablate compare NAME --from
 FILE``): the records, histories and store problems it holds, as the :class:`StoreScan` a report is
-made from, checked against the grid the command names. The format is :mod:`harness.report.data`'s:
+made from, checked against the grid the command names, its tuned runs as another, and the studies
+kept beside it (:mod:`harness.report.tuning_data`). The format is :mod:`harness.report.data`'s:
 an empty cell is None, lists and mappings are JSON, floats their ``repr``; the config columns are
 read back through :class:`harness.experiment.config.RunConfig`, which gives each value its type.
 """
@@ -13,6 +14,7 @@ import io
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +25,25 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.config import RunConfig
 from harness.experiment.selection import Selection
 from harness.report.data import CONFIG, KINDS, OPTIONAL_FIELDS, RENAMED, RUN_FIELDS, STORE
+from harness.report.tuning_data import TuningData, read_studies
 from harness.store.record import parse_record
 from harness.store.runs import StoreScan
+from harness.tune.studies import tuned_profile
+
+TUNED = tuned_profile("")  # the suffix of a tuned runs' profile: ``PROFILE+tuned``
+
+
+@dataclass
+class DataFile:
+    """What a data file holds: the runs of one profile (``scan``), the tuned runs its report's
+    Tuning section compares (``tuned``, profile ``PROFILE+tuned``; empty when none), the profile,
+    the store it names and the studies kept beside it (None: no Tuning section)."""
+
+    scan: StoreScan
+    profile: str
+    store: Path
+    tuned: StoreScan = field(default_factory=lambda: StoreScan(history={}))
+    tuning: TuningData | None = None
 
 
 def _value(text: str, kind: str, where: str) -> Any:
@@ -73,9 +92,9 @@ def _folder_hint(folder: Path, ablation: str) -> str:
     )
 
 
-def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan, str, Path]:
+def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
     """The records, histories and store problems of a data file, as a :class:`StoreScan`, with the
-    profile and the store path it names.
+    profile and the store path it names, its tuned runs and the studies beside it.
 
     Args:
         ablation: the ablation the file must hold.
@@ -83,7 +102,8 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
 
     Raises:
         AblateError: a missing or unreadable file, a file that is not a report's data file (columns),
-            of another ablation or profile, or whose cells do not rebuild valid run records.
+            of another ablation or profile, or whose cells do not rebuild valid run records; an
+            unreadable studies' file beside it.
     """
     path = Path(path)
     if path.is_dir():
@@ -121,7 +141,7 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
             f"--from {path}: holds runs of {', '.join(other)}, not of {ablation}; pass the data file of "
             f"{ablation} (reports/data/{ablation}[.PROFILE].csv)"
         )
-    profiles = sorted({p for _, p in names})
+    profiles = sorted({p.removesuffix(TUNED) for _, p in names})  # a profile and its tuned runs
     if len(profiles) > 1 or (profile is not None and profiles and profiles != [profile]):
         raise AblateError(
             f"--from {path}: holds runs of profile(s) {', '.join(profiles)}"
@@ -172,20 +192,22 @@ def read_data(path: Path, ablation: str, profile: str | None) -> tuple[StoreScan
                     _value(r["value"], "number", f"{where}, column value"),
                 )
             )
+    tuned = StoreScan(history={})
     for rid, raw in records.items():
         rec, problem = parse_record(raw, rid)
         if rec is None:
             raise AblateError(f"--from {path}: run {rid} is not a valid run record ({problem})")
-        found.records.append(rec)
+        (tuned if rec.profile.endswith(TUNED) else found).records.append(rec)
     for rid, points in frames.items():
         found.history[rid] = _wide(points)
-    return found, (profiles[0] if profiles else profile or ""), Path(rows[0][STORE])
+    prof = profiles[0] if profiles else profile or ""
+    return DataFile(found, prof, Path(rows[0][STORE]), tuned, read_studies(path, ablation, prof))
 
 
 def load_source(
     path: Path, abl: Ablation, profile: str | None, select_of: Callable[[str | None], Selection]
-) -> tuple[StoreScan, Selection, Path]:
-    """:func:`read_data` checked against the grid: ``(scan, selection, store)``.
+) -> tuple[DataFile, Selection]:
+    """:func:`read_data` checked against the grid: ``(data file, selection)``.
 
     Args:
         abl: the ablation named on the command line.
@@ -196,16 +218,16 @@ def load_source(
         AblateError: as :func:`read_data`; a profile the ablation does not declare; runs that are not
             of that grid (made with other overrides, or an older declaration).
     """
-    found, prof, store = read_data(path, abl.name, profile)
-    sel = select_of(prof or None)
-    strays = [r.run_id for r in found.records if r.run_id not in sel.run_ids]
+    data = read_data(path, abl.name, profile)
+    sel = select_of(data.profile or None)
+    strays = [r.run_id for r in data.scan.records if r.run_id not in sel.run_ids]
     if strays:
         raise AblateError(
-            f"--from {path}: {len(strays)} of its {len(found.records)} runs (e.g. {strays[0]}) are not runs "
+            f"--from {path}: {len(strays)} of its {len(data.scan.records)} runs (e.g. {strays[0]}) are not runs "
             f"of the {abl.name} / {sel.profile} grid with these overrides; pass the key=value overrides the "
             "report was made with (its Reproduce section names them)"
         )
-    return found, sel, store
+    return data, sel
 
 
 def _wide(points: list[tuple[int, str, Any]]) -> pd.DataFrame:

@@ -1,8 +1,11 @@
 """The report's "Tuning" section: per task and variant the study's best parameters, its complete /
 pruned / failed trial counts, Optuna's own optimisation-history and parameter-importance figures
-(matplotlib backend, PNG), and the tuned comparison beside the untuned one.
+(matplotlib backend, PNG), the claims' verdicts on the untuned and on the tuned runs side by side,
+and per task the tuned comparison beside the untuned one.
 
-Everything is read from the Optuna storage and the run store; nothing is typed in.
+Everything is read from the Optuna storage and the run store (:func:`read_tuning`), or from a
+report's data file and the studies' file beside it (``ablate report --from``:
+:mod:`harness.report.tuning_data`, the figures copied, not drawn again); nothing is typed in.
 """
 
 from __future__ import annotations
@@ -10,31 +13,80 @@ from __future__ import annotations
 import math
 import re
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from harness.analysis.comparisons import analyse
+from harness.analysis.claims import claim_verdict
+from harness.analysis.comparisons import Analysis, analyse
+from harness.analysis.verdicts import claim_kind
 from harness.encode import text
+from harness.experiment import claims as claims_mod
+from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.hints import Context
 from harness.report.tables import markdown, title
+from harness.report.tuning_data import StudyFigure, StudySummary, TuningData
+from harness.store.runs import StoreScan, scan
 from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
 
+CHANGES = "changes with tuning"
+"""The mark of a claim whose verdict on the tuned runs differs in kind from the untuned one."""
 
-def tuning_section(
-    sel: Selection, results: Path, storage: str | None, fig_dir: Path, md_dir: Path, ctx: Context | None = None
-) -> list[str]:
-    """Markdown lines of the section; empty when the storage holds no study of this profile.
-    ``ctx``: the report command's context, for the ``ablate run`` commands it suggests."""
+
+@dataclass(frozen=True)
+class TuningInputs:
+    """What the section shows: the studies (None: no study of this ablation and profile, and no
+    section) and the analysis of the tuned runs (None: no tuned run yet)."""
+
+    studies: TuningData | None
+    tuned: Analysis | None
+
+
+@dataclass(frozen=True)
+class ClaimChange:
+    """A claim's verdict on the untuned and on the tuned runs
+    (:func:`harness.analysis.claims.claim_verdict`)."""
+
+    claim: str
+    untuned: str
+    tuned: str
+
+    @property
+    def changed(self) -> bool:
+        """The two verdicts differ in kind (supported, contradicted, inconclusive, ...); the
+        numbers in brackets (e.g. the seeds an underpowered comparison needs) are not a change."""
+        a, b = claim_kind(self.untuned), claim_kind(self.tuned)
+        return a != b if a is not None and b is not None else self.untuned != self.tuned
+
+
+def read_tuning(sel: Selection, results: Path, storage: str | None, out: Path) -> TuningInputs:
+    """The studies of the selection's ablation and profile in ``storage`` (default
+    ``<results>/optuna.db``; their figures drawn under ``out/figures``) and the analysis of its
+    tuned runs in the store (``<profile>+tuned``)."""
+    return TuningInputs(collect_studies(sel, results, storage, out), tuned_analysis(sel, results))
+
+
+def tuned_analysis(sel: Selection, results: Path, found: StoreScan | None = None) -> Analysis | None:
+    """The analysis of the tuned runs (``found``: those of a report's data file instead of the
+    store's); None when there are none."""
+    store = tuned_profile(sel.profile)
+    found = found if found is not None else scan(results, sel.ablation.name, store)
+    return analyse(sel, results, store_profile=store, found=found) if found.records else None
+
+
+def collect_studies(sel: Selection, results: Path, storage: str | None, out: Path) -> TuningData | None:
+    """Summarise every study of the selection's (task, variant)s in ``storage`` and draw its
+    figures under ``out/figures``; None when the storage holds none."""
     import optuna
 
     abl, profile = sel.ablation, sel.profile
     url = storage or default_storage(results)
     if not sqlite_exists(url):
-        return []
+        return None
     store = open_storage(url)
     known = set(optuna.get_all_study_names(store))
     studies = [
@@ -44,11 +96,46 @@ def tuning_section(
         if study_name(abl.name, profile, task, abl.label(v)) in known
     ]
     if not studies:
+        return None
+    fig_dir = Path(out) / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    summaries = []
+    for task, variant in studies:
+        name = study_name(abl.name, profile, task, variant)
+        study = optuna.load_study(study_name=name, storage=store)
+        if len(study.directions) != 1:
+            summaries.append(StudySummary(task=task, variant=variant, name=name, objectives=len(study.directions)))
+            continue
+        c = counts(study)
+        stem = fig_dir / _slug(f"{abl.name}.{profile}-tune-{task}-{variant}")
+        importances, problem, figs = _figures(study, c, abl.tasks[task].primary.metric, stem, Path(out))
+        keep = ("complete", "pruned", "failed", "diverged", "best_value", "best_params", "last_reason")
+        summaries.append(
+            StudySummary(
+                task=task,
+                variant=variant,
+                name=name,
+                **{k: c[k] for k in keep},
+                importances=importances,
+                importance_problem=problem,
+                figures=figs,
+            )
+        )
+    return TuningData(ablation=abl.name, profile=profile, storage=mask_url(url), studies=summaries)
+
+
+def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, ctx: Context | None = None) -> list[str]:
+    """Markdown lines of the section; empty when ``tuning`` lists no study. ``result``: the
+    report's analysis of the untuned runs; ``ctx``: the report command's context, for the
+    ``ablate run`` commands it suggests."""
+    data = tuning.studies
+    if data is None:
         return []
+    abl, profile = sel.ablation, sel.profile
     lines = [
         "## Tuning",
         "",
-        f"Each (task, variant) has its own Optuna study in `{mask_url(url)}` (TPE sampler, pruning on the "
+        f"Each (task, variant) has its own Optuna study in `{data.storage}` (TPE sampler, pruning on the "
         f"validation metric at L), so every variant gets the same search budget. Trials train at seed "
         f"{TUNING_SEED}, which is not a comparison seed, and are scored on the task's primary metric computed "
         f"on the **validation** split at the same evaluation lengths; the comparisons use the test split. "
@@ -59,29 +146,23 @@ def tuning_section(
         "|---|---|---|---|---|---|---|---|",
     ]
     figures: list[str] = []
-    for task, variant in studies:
-        name = study_name(abl.name, profile, task, variant)
-        study = optuna.load_study(study_name=name, storage=store)
-        if len(study.directions) != 1:
+    for s in data.studies:
+        if s.objectives != 1:
             lines.append(
-                f"| {task} | {variant} | | | | **not a study of ablate tune: {len(study.directions)} "
+                f"| {s.task} | {s.variant} | | | | **not a study of ablate tune: {s.objectives} "
                 f"objectives; left out** | | |"
             )
             continue
-        c = counts(study)
-        metric = abl.tasks[task].primary.metric
-        best = "no complete trial" if c["best_value"] is None else f"`{metric}` = {_fmt(c['best_value'])}"
-        importance, figs = _figures(
-            study, c, metric, fig_dir / _slug(f"{abl.name}.{profile}-tune-{task}-{variant}"), md_dir
-        )
+        metric = abl.tasks[s.task].primary.metric
+        best = "no complete trial" if s.best_value is None else f"`{metric}` = {_fmt(s.best_value)}"
         lines.append(
-            f"| {task} | {variant} | {c['complete']} | {c['pruned']} | {c['failed']} ({c['diverged']}) | "
-            f"{best} | {_params(c['best_params'])} | {importance} |"
+            f"| {s.task} | {s.variant} | {s.complete} | {s.pruned} | {s.failed} ({s.diverged}) | "
+            f"{best} | {_params(s.best_params)} | {_importance(s)} |"
         )
-        figures += [f"![{name}: {kind}]({rel})" for kind, rel in figs]
-        if c["best_value"] is None:
-            why = f"; last failure: {c['last_reason']}" if c["last_reason"] else ""
-            lines.append(f"| | | **every trial of {variant} was pruned or failed{why}: not tuned** | | | | | |")
+        figures += [f"![{s.name}: {f.kind}]({f.path})" for f in s.figures]
+        if s.best_value is None:
+            why = f"; last failure: {s.last_reason}" if s.last_reason else ""
+            lines.append(f"| | | **every trial of {s.variant} was pruned or failed{why}: not tuned** | | | | | |")
     lines += [
         "",
         *(
@@ -89,9 +170,45 @@ def tuning_section(
             and ["Optimisation history and parameter importance per study (Optuna's plots):", "", " ".join(figures), ""]
         ),
     ]
-    return lines + _comparison(
-        sel, results, ctx or Context(sel.ablation.name, sel.profile, results, sel.overrides, storage)
+    lines += _claims_table(claim_changes(abl, result, tuning))
+    ctx = ctx or Context(abl.name, profile, result.results, sel.overrides)
+    return lines + _comparison(sel, result, tuning.tuned, ctx)
+
+
+def claim_changes(abl: Ablation, result: Analysis, tuning: TuningInputs) -> list[ClaimChange]:
+    """Each claim of the ablation, its verdict on ``result`` (the untuned runs) and on the tuned
+    runs; empty when the section shows no tuned runs (no study listed, or no tuned run)."""
+    if tuning.studies is None or tuning.tuned is None:
+        return []
+    claims = claims_mod.load_claims()
+    out = []
+    for cid in abl.claims:  # the fallback of sections.claims_section, so that the texts agree
+        claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
+        out.append(ClaimChange(cid, claim_verdict(claim, result)[0], claim_verdict(claim, tuning.tuned)[0]))
+    return out
+
+
+def _claims_table(changes: list[ClaimChange]) -> list[str]:
+    if not changes:
+        return []
+    frame = pd.DataFrame(
+        {
+            "claim": [f"`{c.claim}`" for c in changes],
+            "untuned verdict": [c.untuned for c in changes],
+            "tuned verdict": [c.tuned for c in changes],
+            CHANGES: ["**yes**" if c.changed else "no" for c in changes],
+        }
     )
+    return [
+        "### Claims: untuned vs tuned",
+        "",
+        "Each claim's verdict on the untuned runs (the report's) and on the tuned runs, judged by the same "
+        f"rules; `{CHANGES}`: **yes** when the two are of another kind (e.g. supported and inconclusive), not "
+        "when only a number in brackets differs.",
+        "",
+        frame.to_markdown(index=False),
+        "",
+    ]
 
 
 def _slug(text: str) -> str:
@@ -104,9 +221,20 @@ def _params(params: dict[str, Any] | None) -> str:
     return ", ".join(f"`{k}` {v:.3g}" if isinstance(v, float) else f"`{k}` {v}" for k, v in params.items())
 
 
-def _figures(study: Any, c: dict[str, Any], metric: str, stem: Path, md_dir: Path) -> tuple[str, list[tuple[str, str]]]:
+def _importance(s: StudySummary) -> str:
+    if s.complete == 0:
+        return "–"
+    if s.importances is None:
+        return "not computable" + (f" ({s.importance_problem})" if s.importance_problem else "")
+    return ", ".join(f"`{k}` {v:.2f}" for k, v in s.importances.items())
+
+
+def _figures(
+    study: Any, c: dict[str, Any], metric: str, stem: Path, md_dir: Path
+) -> tuple[dict[str, float] | None, str | None, list[StudyFigure]]:
     """Save the optimisation history and the parameter importances (when Optuna can compute them);
-    returns the importances as text and ``(kind, relative path)`` per figure."""
+    returns the importances (None: not computable, with Optuna's reason when it gave one) and the
+    figures, their paths relative to ``md_dir``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,25 +243,29 @@ def _figures(study: Any, c: dict[str, Any], metric: str, stem: Path, md_dir: Pat
     from optuna.visualization import matplotlib as ovm
 
     if c["complete"] == 0:
-        return "–", []
+        return None, None, []
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ax = ovm.plot_optimization_history(study)
         ax.set_title(f"{study.study_name}: optimisation history", fontsize=9)
         ax.set_ylabel(f"{metric} (validation)")
-        out.append(("optimisation history", _save(plt, ax, stem.with_name(stem.name + "-history.png"), md_dir)))
+        out.append(
+            StudyFigure(
+                kind="optimisation history", path=_save(plt, ax, stem.with_name(stem.name + "-history.png"), md_dir)
+            )
+        )
         try:
             importances = optuna.importance.get_param_importances(study)
             if not importances or any(math.isnan(v) for v in importances.values()):
-                return "not computable", out
+                return None, None, out
             ax = ovm.plot_param_importances(study)
             ax.set_title(f"{study.study_name}: parameter importance", fontsize=9)
         except Exception as exc:  # noqa: BLE001 - too few or identical trials: say so, draw nothing
-            return f"not computable ({(str(exc).splitlines() or [type(exc).__name__])[0][:80]})", out
-        out.append(("parameter importance", _save(plt, ax, stem.with_name(stem.name + "-importance.png"), md_dir)))
-    text = ", ".join(f"`{k}` {v:.2f}" for k, v in importances.items())
-    return text, out
+            return None, (str(exc).splitlines() or [type(exc).__name__])[0][:80], out
+        path = _save(plt, ax, stem.with_name(stem.name + "-importance.png"), md_dir)
+        out.append(StudyFigure(kind="parameter importance", path=path))
+    return {k: float(v) for k, v in importances.items()}, None, out
 
 
 def _save(plt: Any, ax: Any, path: Path, md_dir: Path) -> str:
@@ -144,16 +276,14 @@ def _save(plt: Any, ax: Any, path: Path, md_dir: Path) -> str:
     return path.relative_to(md_dir).as_posix()
 
 
-def _comparison(sel: Selection, results: Path, ctx: Context) -> list[str]:
+def _comparison(sel: Selection, untuned: Analysis, tuned: Analysis | None, ctx: Context) -> list[str]:
     """Per task, the primary comparison of the untuned and the tuned runs side by side, then the
     tuned table in full."""
-    abl, profile = sel.ablation, sel.profile
-    untuned = analyse(sel, results)
-    tuned = analyse(sel, results, store_profile=tuned_profile(profile))
+    abl = sel.ablation
     lines = []
     for task, entry in abl.tasks.items():
         metric = entry.primary.metric
-        u, t = untuned.table(task, metric), tuned.table(task, metric)
+        u, t = untuned.table(task, metric), None if tuned is None else tuned.table(task, metric)
         lines += [f"### Untuned vs tuned: `{task}` · `{metric}`", ""]
         if t is None:
             lines += [f"No tuned runs yet: `{ctx.command('run', '--tuned', storage=True)}`.", ""]

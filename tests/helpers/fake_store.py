@@ -3,6 +3,7 @@ trains): for the commands that only read the store (plan, report --all)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,11 @@ import yaml
 
 from harness.execution.attempt import spec_record
 from harness.experiment.ablation import load
+from harness.experiment.config import build_config
 from harness.experiment.grid import plan
+from harness.experiment.overrides import apply_overrides
 from harness.store.runs import write_record
+from harness.tune.studies import tuned_profile
 
 
 def write_decl(folder: Path, name: str = "mini", claims: tuple[str, ...] = (), **profiles: dict[str, Any]) -> Path:
@@ -58,13 +62,19 @@ def write_runs(
     finished_at: str = "2025-01-01T00:00:00+00:00",
     extra: Callable[[str, int], dict[str, float]] | None = None,
     overrides: tuple[str, ...] = (),
+    tuned: dict[str, Any] | None = None,
 ) -> int:
     """One ok record per run of ``profile``'s grid (with the key=value ``overrides``) with
     ``acc@x1 = acc@x2 = value(variant, seed)`` (None: no record for that run) and the metrics
-    ``extra(variant, seed)`` (e.g. ``target_reached``); returns the number written."""
+    ``extra(variant, seed)`` (e.g. ``target_reached``); returns the number written. ``tuned``:
+    write the runs ``ablate run --tuned`` makes at these best parameters instead (merged into the
+    config, profile ``<profile>+tuned``)."""
     abl = load(str(decl))
     written = 0
     for spec in plan(abl, profile, list(overrides), check_data=False)[1]:
+        if tuned is not None:
+            config = build_config(apply_overrides(spec.config.model_dump(mode="json"), tuned), "tuned")
+            spec = dataclasses.replace(spec, profile=tuned_profile(profile), config=config, tuned_params=tuned)
         v = value(spec.variant_label, spec.seed)
         if v is None:
             continue

@@ -92,8 +92,9 @@ def test_records_survive_the_round_trip(store, tmp_path):
     found = analyse(select(abl, "cpu", check_data=False), results).scan
     report = tmp_path / "tiny.md"
     report_data.write_data(found.records, history_of(found, results), found.problems, results, report)
-    back, profile, where = source.read_data(report_data.data_path(report), "tiny", None)
-    assert (profile, where) == ("cpu", results)
+    read = source.read_data(report_data.data_path(report), "tiny", None)
+    back = read.scan
+    assert (read.profile, read.store, read.tuned.records, read.tuning) == ("cpu", results, [], None)
     carried = {report_data.RENAMED.get(c, c) for c, _ in report_data.RUN_FIELDS}
     for a, b in zip(found.records, back.records, strict=True):
         assert b["config"] == a["config"] and b["metrics"] == a["metrics"]
@@ -267,5 +268,5 @@ def test_plugins_travel_in_the_data_file_and_a_file_without_them_still_reads(tmp
     frame = pd.read_csv(data, keep_default_na=False, dtype=str)
     older = tmp_path / "older.csv"
     frame.drop(columns="plugins").to_csv(older, index=False)  # written before runs recorded plugins
-    back, _, _ = source.read_data(older, "mini", "pilot")
+    back = source.read_data(older, "mini", "pilot").scan
     assert back.records and all("plugins" not in r for r in back.records)

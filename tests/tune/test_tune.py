@@ -7,6 +7,8 @@ the validation split, so the pruner watches ``val/loss``.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import optuna
@@ -212,13 +214,15 @@ def test_tuned_run_refuses_a_multi_objective_study(tmp_path: Path) -> None:
 
 
 def test_report_leaves_a_multi_objective_study_out(tmp_path: Path) -> None:
-    from harness.report.tuning import tuning_section
+    from harness.analysis.comparisons import analyse
+    from harness.report.tuning import TuningInputs, collect_studies, tuning_section
 
     results = tmp_path / "r"
     results.mkdir()
     _foreign(default_storage(results), "multi-objective")
     sel = select(load(str(write_tiny(tmp_path))), "smoke", check_data=False)
-    lines = tuning_section(sel, results, None, tmp_path, tmp_path)
+    studies = collect_studies(sel, results, None, tmp_path)
+    lines = tuning_section(sel, analyse(sel, results), TuningInputs(studies, None))
     assert "| copy | rope | | | | **not a study of ablate tune: 2 objectives; left out** | | |" in lines
 
 
@@ -321,3 +325,10 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path) -> None:
     assert "Untuned vs tuned" in section and "smoke+tuned" in section
     for png in ("tiny_tune.smoke-tune-copy-rope-history.png",):
         assert (tmp_path / "reports" / "figures" / png).stat().st_size > 1000
+    # the same section from the data file and the studies beside it, without the store or the storage
+    shutil.move(results, tmp_path / "gone")
+    again = report_cmd.report(
+        str(path), None, results, tmp_path / "again", source=tmp_path / "reports" / "data" / "tiny_tune.csv"
+    )
+    untimed = re.compile(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ")
+    assert untimed.sub("", again.read_text()) == untimed.sub("", md)

@@ -1,0 +1,130 @@
+"""What a report's "Tuning" section prints of each Optuna study, kept beside the report's data file
+(``reports/data/NAME[.PROFILE].tuning.json``), so that ``ablate report NAME --from FILE`` prints
+the same section without the Optuna storage (the tuned runs themselves travel in the data file,
+:mod:`harness.report.data`).
+
+One :class:`StudySummary` per study the section lists: its trial counts, best value and
+parameters, Optuna's parameter importances (or why they could not be computed) and the paths of
+the figures drawn for it, relative to the report's folder. The file is plain JSON (floats as
+Python writes them, so they read back equal; ``Infinity`` for an infinite value) and holds no
+timestamp: the same studies give the same bytes. Written by :func:`write_studies`, read back by
+:func:`read_studies`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.errors import AblateError
+
+Param = bool | int | float | str | None
+"""A parameter value Optuna stores: a number, a categorical choice."""
+
+
+class StudyFigure(BaseModel):
+    """One figure drawn for a study: its kind (``optimisation history``, ``parameter importance``)
+    and its path relative to the report's folder (``figures/...png``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: str
+    path: str
+
+
+class StudySummary(BaseModel):
+    """What the section prints of one (task, variant) study.
+
+    ``objectives`` above 1: a study ablate tune did not make, listed as left out (nothing else is
+    read from it). ``importances``: Optuna's parameter importances, in its order (None: not
+    computed; ``importance_problem`` then says why, when Optuna said something).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    task: str
+    variant: str
+    name: str
+    objectives: int = 1
+    complete: int = 0
+    pruned: int = 0
+    failed: int = 0
+    diverged: int = 0
+    best_value: float | None = None
+    best_params: dict[str, Param] | None = None
+    last_reason: str | None = None
+    importances: dict[str, float] | None = None
+    importance_problem: str | None = None
+    figures: list[StudyFigure] = []
+
+
+class TuningData(BaseModel):
+    """Every study of one ablation and profile the section lists, and the storage it names
+    (password masked)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ablation: str
+    profile: str
+    storage: str
+    studies: list[StudySummary]
+
+
+def studies_path(data_file: Path) -> Path:
+    """``data/NAME.PROFILE.tuning.json`` beside the data file ``data/NAME.PROFILE.csv[.gz]``."""
+    name = Path(data_file).name
+    stem = name.removesuffix(".gz").removesuffix(".csv")
+    return Path(data_file).with_name(f"{stem}.tuning.json")
+
+
+def write_studies(data: TuningData | None, data_file: Path) -> Path | None:
+    """Write ``data`` beside ``data_file``; with None (no study listed) remove a file left from an
+    earlier report. Returns the path written, or None."""
+    path = studies_path(data_file)
+    if data is None:
+        path.unlink(missing_ok=True)
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data.model_dump(mode="python"), indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def read_studies(data_file: Path, ablation: str, profile: str) -> TuningData | None:
+    """The studies kept beside ``data_file``; None when there is no such file (its report has no
+    Tuning section).
+
+    Raises:
+        AblateError: a file that is not JSON of this format, or of another ablation or profile.
+    """
+    path = studies_path(data_file)
+    if not path.is_file():
+        return None
+    try:
+        data = TuningData.model_validate(json.loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise AblateError(
+            f"--from {data_file}: its studies' file {path} is unreadable ({first}); regenerate both with "
+            "`ablate report NAME` from the store, or delete it to leave the Tuning section out"
+        ) from None
+    if (data.ablation, data.profile) != (ablation, profile):
+        raise AblateError(
+            f"--from {data_file}: its studies' file {path} holds the studies of {data.ablation} / "
+            f"{data.profile}, not of {ablation} / {profile}; regenerate it with `ablate report NAME`"
+        )
+    return data
+
+
+def copy_figures(data: TuningData, source: Path, out: Path) -> list[str]:
+    """Copy the studies' figures from the report folder ``source`` to ``out`` (both hold them as
+    ``figures/...``), when they are different folders; nothing is drawn. Returns the figures
+    found in neither (the report links them all the same)."""
+    missing = []
+    for fig in (f for s in data.studies for f in s.figures):
+        src, dst = Path(source) / fig.path, Path(out) / fig.path
+        if src.is_file() and src.resolve() != dst.resolve():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+        elif not dst.is_file():
+            missing.append(str(src))
+    return missing

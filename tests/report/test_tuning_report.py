@@ -1,0 +1,210 @@
+"""The report's Tuning section over a fake store (nothing trains): the claims' verdicts on the
+untuned and on the tuned runs side by side, the index's "changes with tuning" mark, and ``ablate
+report --from`` giving the same section from the data file and the studies kept beside it, with
+neither the store nor the Optuna storage there."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import optuna
+import pytest
+
+from harness.experiment import ablation as ablation_mod
+from harness.experiment import claims as claims_mod
+from harness.report.tuning import ClaimChange
+from harness.tune.storage import default_storage
+from harness.tune.studies import study_name
+from helpers.cli import assert_refused, invoke
+from helpers.fake_store import write_decl, write_runs
+
+pytestmark = pytest.mark.usefixtures("cli_isolated")
+
+CLAIMS = {
+    "mini-learned-worse": {
+        "id": "mini-learned-worse",
+        "claim": "Learned positions fall behind.",
+        "figure": "none",
+        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "worse"}],
+    },
+    "mini-rope-better": {
+        "id": "mini-rope-better",
+        "claim": "RoPE does better.",
+        "figure": "none",
+        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}],
+    },
+}
+LR = {"train.lr": 0.005}
+
+
+def _untuned(variant: str, seed: int) -> float:
+    """learned 0.3 below the baseline on every seed; rope 0.2 above it."""
+    return 0.5 + 0.01 * seed + {"sinusoidal": 0.0, "learned": -0.3, "rope": 0.2}[variant]
+
+
+def _tuned(variant: str, seed: int) -> float:
+    """Tuned, learned catches up (within 0.002 of the baseline on every seed); rope stays 0.2 above."""
+    wobble = 0.002 if seed % 2 else -0.001
+    return 0.5 + 0.01 * seed + {"sinusoidal": 0.0, "learned": wobble, "rope": 0.2}[variant]
+
+
+def _studies(results: Path) -> None:
+    """A study per variant of mini / cpu, three complete trials each (acc@x2 is maximised)."""
+    dist = optuna.distributions.FloatDistribution(3e-4, 1e-2, log=True)
+    for variant in ("sinusoidal", "learned", "rope"):
+        study = optuna.create_study(
+            study_name=study_name("mini", "cpu", "copy", variant),
+            storage=default_storage(results),
+            direction="maximize",
+        )
+        for i, lr in enumerate((3e-3, 5e-3, 8e-3)):
+            trial = optuna.trial.create_trial(
+                params={"train.lr": lr}, distributions={"train.lr": dist}, value=0.4 + 0.1 * i
+            )
+            study.add_trial(trial)
+
+
+@pytest.fixture
+def tuned_store(tmp_path, monkeypatch) -> Path:
+    """mini (registered) with 7 untuned and 7 tuned seeds of its cpu profile and its studies;
+    ``other`` (registered) with untuned runs only."""
+    folder = tmp_path / "ablations"
+    mini = write_decl(folder, claims=tuple(CLAIMS), cpu={"seeds": list(range(7))})
+    other = write_decl(folder, name="other", claims=("mini-learned-worse",), cpu={"seeds": list(range(7))})
+    monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
+    monkeypatch.setattr(claims_mod, "load_claims", lambda: CLAIMS)
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _untuned)
+    write_runs(results, mini, "cpu", _tuned, tuned=LR)
+    write_runs(results, other, "cpu", _untuned)
+    _studies(results)
+    return results
+
+
+def _untimed(text: str) -> str:
+    return re.sub(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ", " on <time> ", text)
+
+
+def _claims_rows(report: str) -> dict[str, list[str]]:
+    """The rows of the Tuning section's claims table, by claim id."""
+    section = report.split("### Claims: untuned vs tuned")[1].split("\n### ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return {r.split("`")[1]: [c.strip() for c in r.strip("|").split("|")][1:] for r in rows}
+
+
+def test_the_tuning_section_sets_the_claims_verdicts_side_by_side(tuned_store, tmp_path):
+    out = tmp_path / "reports"
+    made = invoke("report", "mini", "--results-dir", str(tuned_store), "--out", str(out))
+    assert made.exit_code == 0, made.output
+    report = (out / "mini.md").read_text()
+    rows = _claims_rows(report)
+    assert rows == {
+        "mini-learned-worse": ["supported", "contradicted", "**yes**"],
+        "mini-rope-better": ["supported", "supported", "no"],
+    }
+    # the untuned column is the report's own Claims section; the tuned one what a report of the
+    # same values as untuned runs says (the same rules, another path through the code)
+    assert {k: v[0] for k, v in rows.items()} == dict(re.findall(r"^### `([\w-]+)`: (.+)$", report, re.M))
+    plain = tmp_path / "plain"
+    write_runs(plain, ablation_mod.ABLATIONS_DIR / "mini.yaml", "cpu", _tuned)
+    assert invoke("report", "mini", "--results-dir", str(plain), "--out", str(tmp_path / "p")).exit_code == 0
+    alone = (tmp_path / "p" / "mini.md").read_text()
+    assert {k: v[1] for k, v in rows.items()} == dict(re.findall(r"^### `([\w-]+)`: (.+)$", alone, re.M))
+    assert "## Tuning" not in alone  # no study, no tuned run: no section
+    assert "| copy | learned | 3 | 0 | 0 (0) | `acc@x2` = 0.6 | `train.lr` 0.008 | `train.lr` 1.00 |" in report
+
+
+def test_a_change_is_one_of_kind_not_of_the_numbers_in_brackets():
+    needs = ClaimChange(
+        "c", "underpowered at this scale (needs 9 seeds)", "underpowered at this scale (needs 12 seeds)"
+    )
+    assert not needs.changed
+    assert ClaimChange("c", "supported", "partly supported").changed
+    assert ClaimChange("c", "supported", "inconclusive").changed
+
+
+def test_the_index_marks_a_claim_whose_verdict_changes_with_tuning(tuned_store, tmp_path):
+    out = tmp_path / "reports"
+    assert invoke("report", "--all", "--results-dir", str(tuned_store), "--out", str(out)).exit_code == 0
+    index = (out / "README.md").read_text()
+    mini = next(line for line in index.splitlines() if line.startswith("| [mini]"))
+    assert (
+        "`mini-learned-worse`: supported; tuned: contradicted (**changes with tuning**)<br>"
+        "`mini-rope-better`: supported; tuned: supported |"
+    ) in mini
+    other = next(line for line in index.splitlines() if line.startswith("| [other]"))
+    assert "| `mini-learned-worse`: supported |" in other and "tuned" not in other  # no tuned runs
+    assert "**changes with tuning** marks a verdict of another kind than the untuned one" in index
+    # the index says what the report's Tuning section says
+    rows = _claims_rows((out / "mini.md").read_text())
+    assert rows["mini-learned-worse"][:2] == ["supported", "contradicted"]
+
+
+def test_report_from_its_data_file_gives_the_same_tuning_section(tuned_store, tmp_path):
+    first = tmp_path / "reports"
+    assert invoke("report", "mini", "--results-dir", str(tuned_store), "--out", str(first)).exit_code == 0
+    original = (first / "mini.md").read_text()
+    assert "## Tuning" in original and "### Claims: untuned vs tuned" in original
+    data, studies = first / "data" / "mini.csv", first / "data" / "mini.tuning.json"
+    assert studies.is_file()
+    tuned_rows = [line for line in data.read_text().splitlines() if ",cpu+tuned," in line]
+    assert len(tuned_rows) == 3 * 7 * 2  # 21 tuned runs, acc@x1 and acc@x2 each
+    from_store = invoke("compare", "mini", "--tuned", "--results-dir", str(tuned_store))
+    # neither the store nor the storage is there any more: everything comes from the two files
+    shutil.move(tuned_store, tmp_path / "gone")
+    second = tmp_path / "again"
+    made = invoke("report", "mini", "--from", str(data), "--out", str(second))
+    assert made.exit_code == 0, made.output
+    assert _untimed((second / "mini.md").read_text()) == _untimed(original)
+    figures = re.findall(r"\]\((figures/mini\.cpu-tune-[^)]+\.png)\)", original)
+    assert len(figures) == 6  # history and importance per study, copied, not drawn again
+    for fig in figures:
+        assert (second / fig).read_bytes() == (first / fig).read_bytes()
+    assert not (second / "data").exists()
+    from_file = invoke("compare", "mini", "--tuned", "--from", str(data))
+    assert from_file.exit_code == from_store.exit_code == 0 and from_file.stdout == from_store.stdout
+    # in place (the figures already there), and with a figure lost: the same text, and a warning
+    assert invoke("report", "mini", "--from", str(data), "--out", str(first)).exit_code == 0
+    assert _untimed((first / "mini.md").read_text()) == _untimed(original)
+    (first / figures[0]).unlink()
+    third = tmp_path / "third"
+    made = invoke("report", "mini", "--from", str(data), "--out", str(third))
+    assert made.exit_code == 0 and "not found; the Tuning section links it all the same" in made.output
+    assert _untimed((third / "mini.md").read_text()) == _untimed(original)
+
+
+@pytest.mark.parametrize(
+    "change,words",
+    [
+        (lambda text: text[:40], ["studies' file", "unreadable", "regenerate"]),
+        (
+            lambda text: text.replace('"profile": "cpu"', '"profile": "pilot"'),
+            ["studies of mini / pilot, not of mini / cpu"],
+        ),
+        (lambda text: text.replace('"complete": 3', '"complete": "three"', 1), ["studies' file", "unreadable"]),
+    ],
+)
+def test_a_damaged_studies_file_is_refused(tuned_store, tmp_path, change, words):
+    out = tmp_path / "reports"
+    assert invoke("report", "mini", "--results-dir", str(tuned_store), "--out", str(out)).exit_code == 0
+    studies = out / "data" / "mini.tuning.json"
+    studies.write_text(change(studies.read_text()))
+    assert_refused(
+        invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(tmp_path / "n")), *words
+    )
+    assert not (tmp_path / "n").exists()
+
+
+def test_compare_from_a_data_file_without_tuned_runs_refuses_tuned(tmp_path, monkeypatch):
+    folder = tmp_path / "ablations"
+    mini = write_decl(folder, cpu={"seeds": list(range(3))})
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _untuned)
+    write_runs(results, mini, "cpu", _tuned, tuned=LR)  # tuned runs, but no study: no Tuning section
+    out = tmp_path / "reports"
+    assert invoke("report", str(mini), "--results-dir", str(results), "--out", str(out)).exit_code == 0
+    assert "## Tuning" not in (out / "mini.md").read_text() and not (out / "data" / "mini.tuning.json").exists()
+    refused = invoke("compare", str(mini), "--tuned", "--from", str(out / "data" / "mini.csv"))
+    assert_refused(refused, "holds no tuned runs", "drop --tuned")
