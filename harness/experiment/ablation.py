@@ -26,7 +26,7 @@ from harness.errors import AblateError
 from harness.experiment import plugins
 from harness.experiment.config import check_key, format_validation_error
 from harness.experiment.control import Control
-from harness.experiment.declaration import Decl, MetricSpec, Profile, TaskEntry, Threshold
+from harness.experiment.declaration import Decl, MetricSpec, Profile, TaskEntry, Threshold, check_name
 from harness.experiment.search_space import ParamSpec
 from harness.experiment.yaml_files import read_yaml
 from harness.registry import did_you_mean
@@ -66,6 +66,10 @@ class Ablation(Decl):
 
     @model_validator(mode="after")
     def _consistent(self) -> Ablation:
+        check_name("ablation", self.name)
+        for kind, names in (("profile", self.profiles), ("task", self.tasks)):
+            for name in names:
+                check_name(kind, name)
         for path, values in self.axes.items():
             check_key(path, "axes")
             if not values:

@@ -4,12 +4,39 @@ overrides, the tasks and grid points it runs). Unknown keys are refused at every
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from harness.experiment import metrics
 from harness.experiment.search_space import ParamSpec
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""What an ablation, profile or task name must match: each becomes a folder or file name of the
+store (``RESULTS/<ablation>/<profile>/``) and of a report (``<ablation>.<profile>.md``,
+``<stem>-<task>-....png``), so it may hold no path separator, start with no dot (``..``, ``.``)
+and hold no ``+``, which ``ablate run --tuned`` reserves (its runs of profile P are stored as
+``P+tuned``: :func:`harness.tune.studies.tuned_profile`)."""
+
+
+def check_name(kind: str, name: str) -> str:
+    """``name`` when it is a :data:`SAFE_NAME` (``kind``: what it names, for the message).
+
+    Raises:
+        ValueError: the name, why it is refused and the characters allowed.
+    """
+    if SAFE_NAME.fullmatch(name):
+        return name
+    why = (
+        "'+' is reserved: `ablate run --tuned` stores a profile P's tuned runs as P+tuned"
+        if "+" in name
+        else "it becomes a folder of the store (RESULTS/<ablation>/<profile>/) and of a report's file names"
+    )
+    raise ValueError(
+        f"{kind} name {name!r} is not allowed: {why}; use letters, digits, '_', '.' and '-', "
+        f"starting with a letter or a digit"
+    )
 
 
 class Decl(BaseModel):

@@ -401,3 +401,49 @@ def test_a_wandb_login_counts_for_auto_online_and_sync(tmp_path, monkeypatch):
     output.check_wandb("online")
     assert wandb_sync.sync(store, echo=lambda line: None) == 0
     assert len(uploads) == 1 and "sync" in uploads[0] and str(waiting) in uploads[0]
+
+
+def _edited(tmp_path: Path, **changes) -> Path:
+    """The user file of :func:`helpers.cli.user_file` with the top-level keys ``changes`` replaced."""
+    path = user_file(tmp_path)
+    path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), **changes}))
+    return path
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        (
+            {"profiles": {"../../escaped": {"seeds": [0]}}, "default_profile": "../../escaped"},
+            ["profile name '../../escaped' is not allowed", "it becomes a folder of the store"],
+        ),
+        ({"profiles": {"..": {"seeds": [0]}}, "default_profile": ".."}, ["profile name '..' is not allowed"]),
+        (
+            {"profiles": {"cpu": {"seeds": [0]}, "cpu+tuned": {"seeds": [1]}}},
+            ["profile name 'cpu+tuned' is not allowed: '+' is reserved", "stores a profile P's tuned runs as P+tuned"],
+        ),
+    ],
+)
+def test_a_name_that_is_not_a_folder_name_is_refused(tmp_path, changes, words):
+    """A profile named ``../../escaped`` wrote its run folders to RESULTS/../../escaped, one named
+    ``..`` into the results root, one named ``cpu+tuned`` into the store of ``cpu``'s tuned runs.
+    Ablation, profile and task names are refused unless letters, digits, '_', '.', '-' (no leading dot)."""
+    path = _edited(tmp_path, **changes)
+    results = tmp_path / "results" / "a" / "b"
+    for args in (["show"], ["run", "--results-dir", str(results)], ["tune"]):
+        assert_refused(invoke(args[0], str(path), *args[1:]), *words, "use letters, digits, '_', '.' and '-'")
+    assert_nothing_written(tmp_path / "results")
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_every_registered_name_is_a_folder_name():
+    """The names the rule refuses are none that a registered ablation, profile or task uses."""
+    from harness.experiment.declaration import check_name
+
+    for name in available():
+        abl = load_ablation(name)
+        for kind, names in (("ablation", [abl.name]), ("profile", abl.profiles), ("task", abl.tasks)):
+            assert [n for n in names if check_name(kind, n) != n] == []
+    with pytest.raises(ValueError, match="is not allowed"):
+        check_name("ablation", ".hidden")
