@@ -76,6 +76,13 @@ class Ablation(Decl):
                 raise ValueError(f"axis {path!r} has no values")
             if dupes := [v for i, v in enumerate(values) if v in values[:i]]:
                 raise ValueError(f"axis {path!r} repeats {dupes}; each value must appear once")
+            shown = [str(v) for v in values]
+            if dupes := [values[i] for i, v in enumerate(shown) if v in shown[:i]]:
+                same = [values[shown.index(str(d))] for d in dupes]
+                raise ValueError(
+                    f"axis {path!r} gives {same[0]!r} and {dupes[0]!r}, both the variant {str(dupes[0])!r}; "
+                    f"each value must appear once"
+                )
         if set(self.baseline) != set(self.axes):
             raise ValueError(f"baseline must give one value per axis {sorted(self.axes)}, got {sorted(self.baseline)}")
         for path, value in self.baseline.items():

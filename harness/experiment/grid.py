@@ -187,6 +187,22 @@ def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
         )
 
 
+def _check_distinct(
+    abl: Ablation, variant: dict[str, Any], cfg: RunConfig, earlier: list[tuple[dict[str, Any], RunConfig]], tname: str
+) -> None:
+    """Two points of the grid that resolve to one config (``model.n_heads: [4, "04"]``: both 4
+    once validated) would have one run id: their runs would train twice into one folder."""
+    dump = cfg.hash_dump()
+    for other, other_cfg in earlier:
+        if other_cfg.hash_dump() == dump:
+            values = ", ".join(f"{k}={other[k]!r} and {variant[k]!r}" for k in variant if other[k] != variant[k])
+            raise AblateError(
+                f"variants {abl.label(other)!r} and {abl.label(variant)!r} on task {tname!r} are the same "
+                f"config once validated ({values}), so their runs would have one run id; each value of an "
+                f"axis must appear once"
+            )
+
+
 def plan(
     abl: Ablation,
     profile: str | None,
@@ -227,6 +243,7 @@ def plan(
                 )
             check_variant(cfg, task, where)
             _check_metrics(entry, cfg, task, tname)
+            _check_distinct(abl, variant, cfg, per_task[tname], tname)
             per_task[tname].append((variant, cfg))
     specs = [
         RunSpec(

@@ -447,3 +447,28 @@ def test_every_registered_name_is_a_folder_name():
             assert [n for n in names if check_name(kind, n) != n] == []
     with pytest.raises(ValueError, match="is not allowed"):
         check_name("ablation", ".hidden")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "values, words",
+    [
+        ([2, "2"], ["axis 'model.n_heads' gives 2 and '2', both the variant '2'; each value must appear once"]),
+        (
+            [2, "02"],
+            [
+                "variants '2' and '02' on task 'copy' are the same config once validated (model.n_heads=2 and '02')",
+                "so their runs would have one run id",
+            ],
+        ),
+    ],
+)
+def test_two_axis_values_that_are_one_variant_are_refused(tmp_path, values, words):
+    """``model.n_heads: [4, "4"]`` passed the repeat check (4 != "4" in YAML) though both are one
+    variant: the run ids appeared twice and both trained into one folder. Repeats are found on the
+    labels (at load) and on the validated configs (when the grid is planned)."""
+    path = _edited(tmp_path, axes={"model.n_heads": values}, baseline={"model.n_heads": 2})
+    results = str(tmp_path / "results")
+    for args in (["show"], ["run", "--results-dir", results], ["tune"]):
+        assert_refused(invoke(args[0], str(path), *args[1:]), *words)
+    assert_nothing_written(tmp_path / "results")
