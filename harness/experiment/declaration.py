@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from harness.experiment import metrics
 from harness.experiment.search_space import ParamSpec
@@ -51,11 +51,43 @@ class MetricSpec(Decl, metrics.NamedMetric):
 
 
 class Threshold(Decl):
-    """A bound on a metric: ``min`` (value must be >= min) and/or ``max`` (<= max)."""
+    """A bound on a metric: ``min`` (value must be >= min) or ``max`` (<= max), exactly one."""
 
     metric: str
     min: float | None = None
     max: float | None = None
+
+    @model_validator(mode="after")
+    def _one_reachable_bound(self) -> Threshold:
+        """Exactly one bound, on the side the metric is better (``min`` for ``acc``, ``max`` for
+        ``loss``), that some run can reach and not every run meets: a threshold with no bound
+        was met at the first validation by every run (no convergence step, no not-learned gate)."""
+        if (self.min is None) == (self.max is None):
+            raise ValueError(
+                f"{self.metric}: give exactly one bound, min (the value must be >= min) or max (<= max); "
+                f"{'both are given' if self.min is not None else 'none is given, so every run would meet it at once'}"
+            )
+        metric = metrics.of_bound(self.metric)
+        if metric is None:  # an unknown name: the grid's checks name it with what the task produces
+            return self
+        side, bound = ("min", self.min) if self.min is not None else ("max", self.max)
+        wanted = "min" if metric.higher_is_better else "max"
+        if side != wanted:
+            raise ValueError(
+                f"{self.metric} is {'higher' if metric.higher_is_better else 'lower'}-is-better, so its bound is "
+                f"a {wanted}; {side}: {bound:g} would be met by a run that did not learn"
+            )
+        if metric.best is not None and bound > metric.best:
+            raise ValueError(
+                f"{self.metric} min: {bound:g} cannot be reached: the best value of {metric.name} is {metric.best:g}"
+            )
+        if metric.floor is not None and bound <= metric.floor:
+            why = "every run meets it" if metric.higher_is_better else "no run reaches it"
+            raise ValueError(
+                f"{self.metric} {side}: {bound:g} is at or below {metric.floor:g}, the lowest value of "
+                f"{metric.name} ({metric.unit}), so {why}"
+            )
+        return self
 
     def passes(self, value: float | None) -> bool:
         if value is None or value != value:  # missing or NaN

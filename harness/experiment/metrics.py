@@ -51,6 +51,10 @@ class Metric:
         best: the best value a run can score (1 for a fraction right), or None when unbounded in
             the better direction; a baseline at it on every seed leaves nothing to be better
             (:func:`harness.analysis.untestable.mark_ceiling`).
+        floor: the value it never goes below (0 for a loss or a fraction right, 1 for a
+            perplexity), or None when not stated; a lower-is-better metric never reaches it in
+            practice (a loss of 0 needs every scored token at probability 1), so a bound at or
+            below it is unreachable, and a higher-is-better one at or below it is met by every run.
     """
 
     name: str
@@ -66,6 +70,7 @@ class Metric:
     rankable: bool = True
     compared: bool = False
     best: float | None = None
+    floor: float | None = None
 
     def names(self, multipliers: tuple[int, ...] = (), n_layers: int = 0) -> list[str]:
         """The concrete names of this metric for the evaluated ``multipliers`` and ``n_layers``."""
@@ -93,7 +98,7 @@ def _probe(name: str, probe: str, unit: str, **kw: bool) -> Metric:
 
 _ZERO_ONE = "0 or 1"
 METRICS: tuple[Metric, ...] = (
-    Metric("loss", False, "nats per scored token", TEST, per_length=True, compared=True),
+    Metric("loss", False, "nats per scored token", TEST, per_length=True, compared=True, floor=0.0),
     Metric(
         "acc",
         True,
@@ -103,6 +108,7 @@ METRICS: tuple[Metric, ...] = (
         kinds=("synthetic",),
         compared=True,
         best=1.0,
+        floor=0.0,
     ),
     Metric(
         "exact",
@@ -113,9 +119,19 @@ METRICS: tuple[Metric, ...] = (
         kinds=("synthetic",),
         compared=True,
         best=1.0,
+        floor=0.0,
     ),
-    Metric("ppl", False, "perplexity, exp(loss)", TEST, per_length=True, kinds=("lm",), compared=True),
-    Metric("bpb", False, "bits per byte of the scored text", TEST, per_length=True, byte_level=True, compared=True),
+    Metric("ppl", False, "perplexity, exp(loss)", TEST, per_length=True, kinds=("lm",), compared=True, floor=1.0),
+    Metric(
+        "bpb",
+        False,
+        "bits per byte of the scored text",
+        TEST,
+        per_length=True,
+        byte_level=True,
+        compared=True,
+        floor=0.0,
+    ),
     Metric("steps_to_target", False, "optimiser steps (the step budget if never)", TRAINING, compared=True),
     Metric("target_reached", True, _ZERO_ONE, TRAINING),
     Metric("train_loss_final", False, "nats per scored token", TRAINING),
@@ -178,6 +194,12 @@ def best_value(name: str) -> float | None:
     metric is unknown or unbounded in its better direction."""
     metric = lookup(name)
     return None if metric is None else metric.best
+
+
+def of_bound(name: str) -> Metric | None:
+    """The :class:`Metric` a gate or convergence target names: a concrete name (``acc@x1``) or
+    the validation pass's name at L (``acc``, ``loss``); None when the table knows neither."""
+    return lookup(name) or next((m for m in METRICS if m.per_length and m.name == name), None)
 
 
 def beyond_training(name: str) -> bool:

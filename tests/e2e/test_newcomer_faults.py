@@ -472,3 +472,73 @@ def test_two_axis_values_that_are_one_variant_are_refused(tmp_path, values, word
     for args in (["show"], ["run", "--results-dir", results], ["tune"]):
         assert_refused(invoke(args[0], str(path), *args[1:]), *words)
     assert_nothing_written(tmp_path / "results")
+
+
+_COPY = {"params": {"n_symbols": 8}, "config": {"train.seq_len": 8}, "primary": {"metric": "acc@x1", "sesoi": 0.05}}
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "role, bound, words",
+    [
+        (
+            "target",
+            {"metric": "acc"},
+            "acc: give exactly one bound, min (the value must be >= min) or max (<= max); none",
+        ),
+        ("gate", {"metric": "acc@x1"}, "gate: acc@x1: give exactly one bound"),
+        (
+            "target",
+            {"metric": "acc", "min": 0.5, "max": 0.9},
+            "give exactly one bound, min (the value must be >= min) or max (<= max); both are given",
+        ),
+        (
+            "target",
+            {"metric": "acc", "min": 2},
+            "tasks.copy.target: acc min: 2 cannot be reached: the best value of acc is 1",
+        ),
+        (
+            "gate",
+            {"metric": "exact@x1", "min": 1.5},
+            "exact@x1 min: 1.5 cannot be reached: the best value of exact is 1",
+        ),
+        (
+            "target",
+            {"metric": "loss", "max": 0},
+            "loss max: 0 is at or below 0, the lowest value of loss (nats per scored token), so no run reaches it",
+        ),
+        (
+            "gate",
+            {"metric": "acc@x1", "min": 0},
+            "acc@x1 min: 0 is at or below 0, the lowest value of acc (fraction of scored tokens right), so every run meets it",
+        ),
+        (
+            "target",
+            {"metric": "acc", "max": 0.9},
+            "acc is higher-is-better, so its bound is a min; max: 0.9 would be met by a run that did not learn",
+        ),
+        ("gate", {"metric": "loss@x1", "min": 2.5}, "loss@x1 is lower-is-better, so its bound is a max"),
+    ],
+)
+def test_a_convergence_target_or_gate_without_one_reachable_bound(tmp_path, role, bound, words):
+    """``target: {metric: acc}`` (no bound) was met by every run at its first validation: each run
+    "converged" at step 1 and the not-learned gate let every run through. A target or gate needs
+    exactly one bound, on the side the metric is better, that a run can reach and not every run meets."""
+    path = _edited(tmp_path, tasks={"copy": {**_COPY, role: bound}})
+    results = str(tmp_path / "results")
+    for args in (["show"], ["run", "--results-dir", results], ["tune"]):
+        assert_refused(invoke(args[0], str(path), *args[1:]), "invalid declaration for ablation mini.yaml", words)
+    assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "role, bound",
+    [
+        ("target", {"metric": "acc", "min": 1}),
+        ("gate", {"metric": "loss@x1", "max": 0.01}),
+        ("target", {"metric": "loss", "max": 2.5}),
+    ],
+)
+def test_a_reachable_bound_is_accepted(tmp_path, role, bound):
+    assert invoke("show", str(_edited(tmp_path, tasks={"copy": {**_COPY, role: bound}}))).exit_code == 0
