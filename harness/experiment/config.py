@@ -135,6 +135,16 @@ class EvalSection(_Section):
         "layer at init, causal leakage and attention on masked keys at init and after training",
     )
 
+    @field_validator("length_multipliers")
+    @classmethod
+    def _distinct_ascending(cls, mults: list[int]) -> list[int]:
+        """Each multiplier once, in ascending order: a repeat evaluates one length twice, and
+        ``[2, 1]`` is the computation of ``[1, 2]``, so both get one run id (every registered
+        profile already gives its multipliers ascending: no stored run id changes)."""
+        if dupes := sorted({m for m in mults if mults.count(m) > 1}):
+            raise ValueError(f"length_multipliers repeats {dupes}; each evaluation length must appear once")
+        return sorted(mults)
+
     @model_validator(mode="after")
     def _multipliers(self) -> EvalSection:
         if not self.length_multipliers or any(m < 1 for m in self.length_multipliers):

@@ -542,3 +542,49 @@ def test_a_convergence_target_or_gate_without_one_reachable_bound(tmp_path, role
 )
 def test_a_reachable_bound_is_accepted(tmp_path, role, bound):
     assert invoke("show", str(_edited(tmp_path, tasks={"copy": {**_COPY, role: bound}}))).exit_code == 0
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_repeated_evaluation_lengths_are_refused_and_their_order_is_one_run(tmp_path):
+    """``eval.length_multipliers=[4,1,1]`` evaluated 8 tokens twice, and ``[1,2]`` and ``[2,1]`` (one
+    computation) got two run ids. A repeat is refused; the order is made ascending before the run id."""
+    path = user_file(tmp_path)
+    for args in (["show"], ["run", "--results-dir", str(tmp_path / "results")], ["tune"]):
+        assert_refused(
+            invoke(args[0], str(path), *args[1:], "eval.length_multipliers=[4,1,1]"),
+            "invalid config for variant 'sdpa' on task 'copy': eval.length_multipliers: length_multipliers repeats [1]; "
+            "each evaluation length must appear once (got [4, 1, 1])",
+        )
+    assert_nothing_written(tmp_path / "results")
+    abl = load_ablation(str(path))
+    ids = {
+        order: [s.run_id for s in plan(abl, None, [f"eval.length_multipliers={order}"], check_data=False)[1]]
+        for order in ("[1,2]", "[2,1]")
+    }
+    assert ids["[1,2]"] == ids["[2,1]"]
+    spec = plan(abl, None, ["eval.length_multipliers=[4,2,1]"], check_data=False)[1][0]
+    assert spec.config.eval.length_multipliers == [1, 2, 4] and spec.config.eval_lengths() == [8, 16, 32]
+
+
+def test_the_run_ids_of_registered_profiles_stay_as_they_were():
+    """Ordering the multipliers changes no stored run id: every registered declaration gives them
+    ascending and distinct at every layer, and the ids of the pe_extrapolation profiles (multipliers
+    [1, 2, 4] and [1, 2, 4, 8]) are those computed before the change (main 6968206). A change to
+    ablations/pe_extrapolation.yaml that changes its runs changes these digests on purpose."""
+    import hashlib
+
+    for name in available():
+        abl = load_ablation(name)
+        layers = [abl.base, *(e.config for e in abl.tasks.values())]
+        layers += [layer for p in abl.profiles.values() for layer in (p.overrides, *p.tasks.values())]
+        for layer in layers:
+            mults = layer.get("eval.length_multipliers")
+            assert mults is None or mults == sorted(set(mults)), (name, mults)
+    abl = load_ablation("pe_extrapolation")
+    digests = {
+        profile: hashlib.sha256(
+            " ".join(s.run_id for s in plan(abl, profile, check_data=False)[1]).encode()
+        ).hexdigest()[:16]
+        for profile in ("cpu", "gpu", "smoke")
+    }
+    assert digests == {"cpu": "166d75e964c34078", "gpu": "cb3a42b8bf19cc06", "smoke": "5f63bd8df1a790f7"}
