@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from harness.errors import AblateError
+from harness.experiment import claims as claims_file
 from harness.experiment import plugins
 from harness.experiment.config import check_key, format_validation_error
 from harness.experiment.control import Control
@@ -67,6 +68,7 @@ class Ablation(Decl):
     @model_validator(mode="after")
     def _consistent(self) -> Ablation:
         check_name("ablation", self.name)
+        self._check_claims()
         for kind, names in (("profile", self.profiles), ("task", self.tasks)):
             for name in names:
                 check_name(kind, name)
@@ -123,6 +125,17 @@ class Ablation(Decl):
             self.control.check([self.label(v) for v in self.variants()], self.baseline_label)
         self._check_default_profile()
         return self
+
+    def _check_claims(self) -> None:
+        """Each claim id names a claim of ``harness/experiment/claims.yaml``, once."""
+        known = claims_file.load_claims()
+        if unknown := [c for c in self.claims if c not in known]:
+            raise ValueError(
+                f"claims: {unknown[0]!r} is not a claim of harness/experiment/claims.yaml"
+                f"{did_you_mean(unknown[0], list(known))}; claims: {', '.join(known)}"
+            )
+        if dupes := sorted({c for c in self.claims if self.claims.count(c) > 1}):
+            raise ValueError(f"claims: {dupes} appear more than once")
 
     def _check_default_profile(self) -> None:
         """``default_profile`` names a declared profile; left out, it is ``cpu``, which must then be

@@ -588,3 +588,30 @@ def test_the_run_ids_of_registered_profiles_stay_as_they_were():
         for profile in ("cpu", "gpu", "smoke")
     }
     assert digests == {"cpu": "166d75e964c34078", "gpu": "cb3a42b8bf19cc06", "smoke": "5f63bd8df1a790f7"}
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "claims, words",
+    [
+        (
+            ["pe-learned-extrpolation"],
+            [
+                "claims: 'pe-learned-extrpolation' is not a claim of harness/experiment/claims.yaml "
+                "(did you mean 'pe-learned-extrapolation'",
+                "claims: qkv-shared, ",
+            ],
+        ),
+        (["scale-dk", "scale-dk"], ["claims: ['scale-dk'] appear more than once"]),
+    ],
+)
+def test_an_unknown_claim_id_is_refused(tmp_path, claims, words):
+    """A misspelt claim id was accepted and reported as "not tested by this ablation yet (not in
+    claims.yaml)"."""
+    path = _edited(tmp_path, claims=claims)
+    results = str(tmp_path / "results")
+    for args in (["show"], ["run", "--results-dir", results], ["report", "--results-dir", results]):
+        assert_refused(invoke(args[0], str(path), *args[1:]), "invalid declaration for ablation mini.yaml", *words)
+    assert_nothing_written(tmp_path / "results")
+    (tmp_path / "ok").mkdir()
+    assert invoke("show", str(_edited(tmp_path / "ok", claims=["scale-dk"]))).exit_code == 0
