@@ -68,6 +68,11 @@ class Ablation(Decl):
     @model_validator(mode="after")
     def _consistent(self) -> Ablation:
         check_name("ablation", self.name)
+        if not self.question.strip():
+            raise ValueError(
+                "question is empty; state what the ablation asks in a sentence, e.g. question: Does "
+                "learned position embedding extrapolate worse than sinusoidal at 2L? (the report opens with it)"
+            )
         self._check_claims()
         for kind, names in (("profile", self.profiles), ("task", self.tasks)):
             for name in names:

@@ -615,3 +615,17 @@ def test_an_unknown_claim_id_is_refused(tmp_path, claims, words):
     assert_nothing_written(tmp_path / "results")
     (tmp_path / "ok").mkdir()
     assert invoke("show", str(_edited(tmp_path / "ok", claims=["scale-dk"]))).exit_code == 0
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize("question", ["", "   ", "\n"])
+def test_an_empty_question_is_refused(tmp_path, question):
+    """``question: ""`` was accepted: the report opened with an empty question."""
+    path = _edited(tmp_path, question=question)
+    results = str(tmp_path / "results")
+    for args in (["show"], ["run", "--results-dir", results], ["report", "--results-dir", results]):
+        assert_refused(
+            invoke(args[0], str(path), *args[1:]),
+            "invalid declaration for ablation mini.yaml: question is empty; state what the ablation asks",
+        )
+    assert_nothing_written(tmp_path / "results")
