@@ -63,6 +63,8 @@ def formatted(table: Table) -> pd.DataFrame:
             excl.append(f"{int(r['below_gate'])} below gate")
         if r.get("not_ok"):
             excl.append(f"{int(r['not_ok'])} failed/diverged/timeout")
+        if r.get("no_value"):
+            excl.append(f"{int(r['no_value'])} without a value")
         rows.append(
             {
                 "variant": f"{r['variant']} (baseline)" if base else r["variant"],
