@@ -115,6 +115,11 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
     path = Path(path)
     if path.is_dir():
         raise AblateError(f"--from {path}: {_folder_hint(path, ablation)}")
+    if path.exists() and not path.is_file():  # /dev/null, /dev/zero, a FIFO: reading would mislead or block
+        raise AblateError(
+            f"--from {path}: not a regular file (a device, a FIFO or a socket); pass a report's data file "
+            "(reports/data/NAME.PROFILE.csv[.gz])"
+        )
     if not path.is_file():
         raise AblateError(
             f"--from {path}: no such file; pass a report's data file (reports/data/NAME.PROFILE.csv[.gz])"
@@ -131,6 +136,11 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
         ) from None
     need = {"kind", *(c for c, _ in RUN_FIELDS if c not in OPTIONAL_FIELDS), "metric", "step", "value", STORE}
     header = set(rows[0]) if rows else set(columns)
+    if not rows and header and need <= header:
+        raise AblateError(
+            f"--from {path}: holds no rows (a header only); regenerate it with `ablate report NAME` "
+            "from a store that holds runs"
+        )
     if not rows or not need <= header or None in header:
         missing = sorted(need - header)
         raise AblateError(

@@ -8,6 +8,7 @@ import csv
 import gzip
 import io
 import json
+import os
 import re
 from pathlib import Path
 
@@ -157,6 +158,11 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
     first = lines[1].split(",")
     first[cols.index("seed")] = "one"
     files["value"].write_text("\n".join([lines[0], ",".join(first), *lines[2:]]) + "\n")
+    files["header"] = root / "header.csv"
+    files["header"].write_text(lines[0] + "\n")
+    files["devnull"] = Path("/dev/null")
+    files["fifo"] = root / "fifo.csv"
+    os.mkfifo(files["fifo"])  # reading it would block: refused from its type alone
     files["conflict"] = root / "conflict.csv"
     files["conflict"].write_text(_other_value(text))
     return files
@@ -207,6 +213,9 @@ def _other_value(text: str) -> str:
         ("truncated", ["unreadable"]),
         ("cells", ["is not a row of a report's data file"]),
         ("value", ["column seed", "'one'"]),
+        ("header", ["holds no rows (a header only)"]),
+        ("devnull", ["/dev/null: not a regular file"]),
+        ("fifo", ["not a regular file (a device, a FIFO or a socket)"]),
         ("conflict", ["has two different values of metric", "a data file holds one per run and metric"]),
     ],
 )
