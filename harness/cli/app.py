@@ -126,7 +126,12 @@ NameArg = Annotated[str, typer.Argument(help="ablation name or YAML path")]
 OverridesArg = Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides, e.g. model.d_model=128")]
 MadeWithArg = Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")]
 WorkersOpt = Annotated[
-    Optional[int], typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")
+    Optional[int],
+    typer.Option(
+        min=1,
+        help="runs at once (default: one per GPU slot; on CPU, cores / --threads, at most the runs to do, "
+        "or 1 when the grid's estimated time is too short to pay for a process pool, e.g. a smoke grid)",
+    ),
 ]
 ThreadsOpt = Annotated[int, typer.Option(min=1, help="torch threads per run")]
 RunTimeoutOpt = Annotated[

@@ -256,3 +256,15 @@ def test_ctrl_c_says_what_the_command_kept(tmp_path, monkeypatch, command, modul
         assert w in err, (w, err)
     if command != ["run"]:
         assert "finished runs" not in err
+
+
+@pytest.mark.parametrize("command", ["run", "reproduce"])
+def test_workers_help_says_how_the_default_is_chosen(command):
+    """It said "default: CPU cores"; the default is one per GPU slot, else cores / --threads, or 1
+    for a grid too short to pay for a pool (harness.execution.gpus.default_cpu_workers)."""
+    result = invoke(command, "--help")
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.replace("│", " ").split())
+    assert "default: CPU cores" not in text
+    for words in ("one per GPU slot", "cores / --threads", "too short to pay for a process pool"):
+        assert words in text, (words, text)
