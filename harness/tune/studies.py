@@ -83,6 +83,12 @@ def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
     """The variants whose axis values match every ``key=value`` (key: axis path or its last part)."""
     chosen = abl.variants()
     for text in selectors:
+        if "=" not in text or text.startswith("="):  # parse_override's message speaks of config overrides
+            axes = ", ".join(abl.axes)
+            raise AblateError(
+                f"--variant {text!r} is not of the form axis=value (e.g. "
+                f"{next(iter(abl.axes)).rsplit('.', 1)[-1]}={next(iter(abl.axes.values()))[0]}); axes: {axes}"
+            )
         key, value = parse_override(text)
         paths = [p for p in abl.axes if p == key or p.rsplit(".", 1)[-1] == key]
         if len(paths) != 1:

@@ -81,6 +81,10 @@ def test_bad_space_exits_2_before_anything_runs(tmp_path: Path, tune: dict, word
     [
         (["--variant", "position=ropee"], ["'ropee' is not a value of model.position", "rope"]),
         (["--variant", "norm=pre"], ["'norm' is not an axis"]),
+        (
+            ["--variant", "d_model"],
+            ["--variant 'd_model' is not of the form axis=value (e.g. position=", "axes: model.position"],
+        ),
         (["--task", "cpy"], ["did you mean 'copy'"]),
         (
             ["--storage", "postgresql+psycopg2://bob:s3cret@127.0.0.1:1/db"],
