@@ -248,6 +248,13 @@ def _compare(
         frame = pd.DataFrame({"variant": present})
     frame["below_gate"] = [int(excluded.get(v, 0)) for v in frame["variant"]]
     frame["not_ok"] = [int(not_ok.get(v, 0)) for v in frame["variant"]]
+    # ok runs left in the comparison with no value of the metric (no row, or NaN): n counts them out, say so
+    valued = set(data.loc[pd.to_numeric(data["value"], errors="coerce").notna(), "run_id"])
+    kept = task_runs[(task_runs["status"] == "ok") & ~task_runs["run_id"].isin(valued)]
+    if metrics.beyond_training(metric) and apply_gate:
+        kept = kept[kept["passed_gate"]]
+    no_value = kept.groupby("variant").size()
+    frame["no_value"] = [int(no_value.get(v, 0)) for v in frame["variant"]]
     _add_cost(frame, task_runs)
     return Table(task, metric, hib, "", frame, sesoi)
 

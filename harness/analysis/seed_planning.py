@@ -83,9 +83,14 @@ def check_levels(power: float, alpha: float) -> None:
         raise AblateError(f"--alpha {alpha:g} is below 1e-100, where the power solver breaks down; e.g. --alpha 0.05")
 
 
+SMOKE = "smoke"
+"""The profile that checks the plumbing in seconds: a pilot of last resort (:func:`pilot_profile`)."""
+
+
 def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Context | None = None) -> str:
     """The profile whose runs give the spread: ``given`` (checked), else the first pilot
-    (non-confirmatory) profile, in declaration order, with a folder in the store. ``ctx``: the
+    (non-confirmatory) profile, in declaration order, with a folder in the store; ``smoke`` only
+    when no other pilot has one (a smoke grid checks the plumbing: its spread says little). ``ctx``: the
     command's context, for the ``ablate run`` command the error suggests.
 
     Raises:
@@ -94,9 +99,9 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Context 
     if given is not None:
         return abl.profile(given)[0]
     pilots = [name for name, p in abl.profiles.items() if not p.confirmatory]
-    for name in pilots:
-        if (Path(results) / abl.name / name).is_dir():
-            return name
+    with_runs = [name for name in pilots if (Path(results) / abl.name / name).is_dir()]
+    for name in sorted(with_runs, key=lambda n: n == SMOKE):  # smoke last: its spread means little
+        return name
     if not pilots:
         raise AblateError(
             f"{abl.name} declares no pilot profile (confirmatory: false); pass --from PROFILE, "

@@ -75,12 +75,12 @@ def equivalent(sesoi: float) -> str:
 
 
 def inconclusive(mde: float | None = None, perm_p_adj: float | None = None) -> str:
-    """``inconclusive``, with the MDE (``(MDE x.xxx)``) or, when the t-test alone rejects, the exact
+    """``inconclusive``, with the MDE (``(MDE 0.0212)``, 3 significant digits) or, when the t-test alone rejects, the exact
     sign-flip test's adjusted p (``(t-test only: exact sign-flip p adj x)``)."""
     if perm_p_adj is not None:
         return f"{Kind.INCONCLUSIVE.value} (t-test only: exact sign-flip p adj {perm_p_adj:.3g})"
     if mde is not None:
-        return f"{Kind.INCONCLUSIVE.value} (MDE {mde:.3f})"
+        return f"{Kind.INCONCLUSIVE.value} (MDE {mde:.3g})"  # 3 significant digits: 2.95e-07, not 0.000
     return Kind.INCONCLUSIVE.value
 
 

@@ -126,7 +126,12 @@ NameArg = Annotated[str, typer.Argument(help="ablation name or YAML path")]
 OverridesArg = Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides, e.g. model.d_model=128")]
 MadeWithArg = Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")]
 WorkersOpt = Annotated[
-    Optional[int], typer.Option(min=1, help="runs at once (default: CPU cores, at most the runs to do)")
+    Optional[int],
+    typer.Option(
+        min=1,
+        help="runs at once (default: one per GPU slot; on CPU, cores / --threads, at most the runs to do, "
+        "or 1 when the grid's estimated time is too short to pay for a process pool, e.g. a smoke grid)",
+    ),
 ]
 ThreadsOpt = Annotated[int, typer.Option(min=1, help="torch threads per run")]
 RunTimeoutOpt = Annotated[
@@ -190,9 +195,20 @@ class Format(str, Enum):
 FormatOpt = Annotated[Format, typer.Option("--format")]
 
 
-def _guard(fn, *args, plugins: list[str] | None = None, **kwargs):
+INTERRUPTED_RUNS = "interrupted: finished runs are in the store; run the same command again to continue"
+INTERRUPTED_TRIALS = (
+    "interrupted: finished trials are in the storage (the interrupted one is not counted); "
+    "run the same command again to continue"
+)
+INTERRUPTED_REPORT = (
+    "interrupted: the report may be incomplete and no run in the store changed; run the same command again to write it"
+)
+
+
+def _guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "interrupted", **kwargs):
     """Run ``fn``; bad input exits 2 with one line. ``plugins``: a command that plans or runs loads
-    the installed plugins and its ``--plugin`` values first (None: a command that loads none)."""
+    the installed plugins and its ``--plugin`` values first (None: a command that loads none).
+    ``on_interrupt``: the line Ctrl-C prints (exit 130), what is kept and how to continue."""
     from harness.errors import AblateError
 
     try:
@@ -205,7 +221,7 @@ def _guard(fn, *args, plugins: list[str] | None = None, **kwargs):
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        typer.echo("interrupted: finished runs are in the store; run the same command again to continue", err=True)
+        typer.echo(on_interrupt, err=True)
         raise typer.Exit(130) from None
 
 
@@ -327,6 +343,7 @@ def run(
         storage=storage,
         launch=launch,
         plugins=plugin or [],
+        on_interrupt=INTERRUPTED_RUNS,
     )
     raise typer.Exit(code)
 
@@ -417,6 +434,7 @@ def report(
             source=source,
             wandb=None if wandb is WandbMode.auto else wandb.value,
             plugins=plugin or [],
+            on_interrupt=INTERRUPTED_REPORT,
         )
         return
     _guard(
@@ -430,6 +448,7 @@ def report(
         wandb=_wandb_mode(wandb),
         source=source,
         plugins=plugin or [],
+        on_interrupt=INTERRUPTED_REPORT,
     )
 
 
@@ -466,6 +485,7 @@ def reproduce(
         wandb=_wandb_mode(wandb),
         launch=launch,
         plugins=plugin or [],
+        on_interrupt=INTERRUPTED_RUNS,
     )
     raise typer.Exit(code)
 
@@ -520,7 +540,10 @@ def tune(
     name: NameArg,
     overrides: OverridesArg = None,
     profile: ProfileOpt = None,
-    trials: Annotated[int, typer.Option(min=1, help="finished trials (complete + pruned + failed) per study")] = 20,
+    trials: Annotated[
+        int,
+        typer.Option(min=1, help="finished trials (complete + pruned + failed; not one stopped by Ctrl-C) per study"),
+    ] = 20,
     variant: Annotated[
         Optional[list[str]], typer.Option(help="only variants with this axis value, e.g. position=rope (repeatable)")
     ] = None,
@@ -552,6 +575,7 @@ def tune(
         threads=threads,
         heartbeat=heartbeat,
         plugins=plugin or [],
+        on_interrupt=INTERRUPTED_TRIALS,
     )
     raise typer.Exit(code)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 from harness.analysis import seed_planning as planning
@@ -29,14 +30,32 @@ def plan_seeds(
     (default: the first pilot profile with runs; ``overrides``: those its runs were made with).
     Prints the table and returns the :class:`harness.analysis.seed_planning.SeedPlan`."""
     abl = ablation_mod.load(name)
-    prof_name = abl.profile(profile)[0]
+    prof_name, prof = abl.profile(profile)
     planning.check_levels(power, alpha)
+    if not prof.confirmatory:
+        confirm = [n for n, p in abl.profiles.items() if p.confirmatory]
+        raise AblateError(
+            f"ablate plan sizes a confirmatory profile; {abl.name} / {prof_name} is a pilot (confirmatory: false)"
+            + (
+                f"; plan one of {', '.join(confirm)}, e.g. --profile {confirm[0]}"
+                if confirm
+                else f", and {abl.name} declares no confirmatory profile"
+            )
+        )
     output.check_results_readable(results)
     ctx = Context(name, prof_name, results, tuple(overrides))
     pilot_name = planning.pilot_profile(abl, results, pilot, ctx=ctx)
     sel = output.selection(abl, pilot_name, overrides)
     pilot_name = sel.profile
     output.check_store_exists(results, abl.name, pilot_name, ctx=dataclasses.replace(ctx, profile=pilot_name))
+    if pilot_name == planning.SMOKE:
+        others = [n for n, p in abl.profiles.items() if not p.confirmatory and n != planning.SMOKE]
+        print(
+            f"warning: the spread comes from the {planning.SMOKE} profile, whose runs check the plumbing "
+            "and are too short for their spread to mean anything"
+            + (f"; run a pilot ({', '.join(others)}) and plan --from it" if others else ""),
+            file=sys.stderr,
+        )
     result = analyse(sel, results)
     if not result.scan.records:
         other = (

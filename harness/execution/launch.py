@@ -13,6 +13,7 @@ record is archived as ``record.attempt-N.json`` and never overwritten.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,11 @@ from harness.training.fit import check_devices
 
 FAILURES = ("failed", "timeout", "crashed")
 """Outcomes that make ``ablate run`` exit with 1 (``diverged`` is a result, not a failure)."""
+_NO_LIMIT = {
+    "--run-timeout": "leave the option out for no time limit",
+    "--checkpoint-every": "e.g. 120 (the default); 0 checkpoints at every validation pass",
+    "--claim-timeout": "e.g. 600 (the default)",
+}
 _URL = re.compile(r"^[a-z][a-z0-9+.\-]+:/", re.IGNORECASE)  # s3://b/x arrives as the Path s3:/b/x
 
 
@@ -71,6 +77,14 @@ class Launch:
                 f"--results-dir {results} is a URL; the store is a folder (local or on a shared "
                 f"filesystem every worker sees), e.g. --results-dir /shared/ablate-results"
             )
+        seconds = {
+            "--run-timeout": self.options.run_timeout,
+            "--checkpoint-every": self.options.checkpoint_every,
+            "--claim-timeout": self.options.claim_timeout,
+        }
+        for flag, value in seconds.items():
+            if value is not None and not math.isfinite(value):  # nan slips through every comparison below
+                raise AblateError(f"{flag} must be a finite number of seconds, got {value:g}; {_NO_LIMIT[flag]}")
         if self.options.run_timeout is not None and self.options.run_timeout <= 0:
             raise AblateError(f"--run-timeout must be a positive number of seconds, got {self.options.run_timeout:g}")
         if self.options.checkpoint_every < 0:

@@ -118,7 +118,7 @@ def describe(doc: dict[str, Any]) -> str:
     return (
         f"torch {env.get('torch')} on {env.get('device')} ({env.get('device_name')}), {env.get('dtype')}, "
         f"{env.get('threads')} thread(s){load}. One attention layer, d_model {cfg.get('d_model')}, "
-        f"{cfg.get('n_heads')} heads, batch {cfg.get('batch')}: median of {cfg.get('repeats')} timed forward + "
+        f"{cfg.get('n_heads')} head{'' if cfg.get('n_heads') == 1 else 's'}, batch {cfg.get('batch')}: median of {cfg.get('repeats')} timed forward + "
         f"backward calls after {cfg.get('warmup')} untimed ones. Memory: {cfg.get('memory')}. "
         f"Written {doc.get('created')}, commit {env.get('commit')}."
     )

@@ -19,7 +19,7 @@ from harness.report.bench import bench_section
 from harness.report.data import write_data
 from harness.report.omnibus import across_variants
 from harness.report.probes import probe_section
-from harness.report.tables import markdown, title
+from harness.report.tables import any_clipped, markdown, title
 from harness.report.tuning import TuningInputs, read_tuning, tuning_section
 from harness.report.tuning_data import write_studies
 from harness.store.runs import history_of, run_history
@@ -95,6 +95,14 @@ def write_report(
     return path
 
 
+_NO_VALUE_NOTE = (
+    " `N without a value` (`excluded`): finished (ok) runs with no value of the metric (no row for it, or NaN, "
+    "e.g. a probe that raised): `n` counts only the runs with a value."
+)
+_CLIPPED_NOTE = (
+    " The `95% CI` of a variant's mean is clipped to the range the metric can take (0 to 1 for an "
+    "accuracy; the t-interval can reach past it); the CI of Δ is not."
+)
 _CEILING_NOTE = (
     " `at ceiling (baseline 1 on all n seeds)`: the baseline scored the metric's best value on every seed, so "
     "no variant can be better and an equal score says only that the task is too easy at this scale: no verdict "
@@ -124,7 +132,13 @@ def _results_section(
         "that decided nothing with fewer seeds than it needs for 80 % power at the task's smallest effect "
         "of interest (Setup says each one's power). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
         "Runs below a task's gate are left out of comparisons beyond L (`excluded`)."
-        + (_CEILING_NOTE if any(_has_ceiling(t.frame) for t in result.tables) else ""),
+        + (_CEILING_NOTE if any(_has_ceiling(t.frame) for t in result.tables) else "")
+        + (_CLIPPED_NOTE if any(any_clipped(t) for t in result.tables) else "")
+        + (
+            _NO_VALUE_NOTE
+            if any(t.frame.get("no_value", pd.Series(dtype=int)).gt(0).any() for t in result.tables)
+            else ""
+        ),
         "",
     ]
     stem = f"{abl.name}" + ("" if profile == abl.default_profile else f".{profile}")

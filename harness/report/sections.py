@@ -74,7 +74,7 @@ def claims_section(abl: Ablation, result: Analysis) -> list[str]:
     for rec in result.scan.records:
         scale.setdefault(rec.task, rec.config)
     desc = "; ".join(
-        f"{t}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers, "
+        f"{t}: d_model {c['model']['d_model']}, {_count(c['model']['n_layers'], 'layer')}, "
         f"{c['train']['steps']} steps, L = {c['train']['seq_len']}"
         for t, c in scale.items()
     )
@@ -145,8 +145,9 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
         c = r.config
         m, t, e = c["model"], c["train"], c["eval"]
         lines.append(
-            f"- Task `{task}` v{r.task_version} {r.task_params or ''} (baseline `{abl.baseline_label}`): d_model {m['d_model']}, {m['n_heads']} heads, "
-            f"{m['n_layers']} layers, d_ff {FFNSection.model_validate(c['ffn']).width(m['d_model']) or 4 * m['d_model']}, "
+            f"- Task `{task}` v{r.task_version}{f' {r.task_params}' if r.task_params else ''} (baseline `{abl.baseline_label}`): "
+            f"d_model {m['d_model']}, {_count(m['n_heads'], 'head')}, "
+            f"{_count(m['n_layers'], 'layer')}, d_ff {FFNSection.model_validate(c['ffn']).width(m['d_model']) or 4 * m['d_model']}, "
             f"{c['block']['norm_position']}-"
             f"{c['block']['norm']}, {c['ffn']['activation']}, kernel {c['attention']['kernel']}; "
             f"{t['steps']} steps x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
@@ -211,6 +212,11 @@ def _plugins_line(records: list[Record]) -> list[str]:
     if not seen:
         return []
     return ["- Plugins: " + "; ".join(f"{n} ({', '.join(e) or 'no entries'})" for n, e in seen.items()) + "."]
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 layer``, ``2 layers``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _decay(min_ratio: float) -> str:

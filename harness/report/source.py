@@ -66,6 +66,13 @@ def _value(text: str, kind: str, where: str) -> Any:
     return text
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal values, NaN equal to NaN (two rows of one run and metric that agree)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
 def _config_cell(text: str) -> Any:
     if text == "":
         return None
@@ -108,6 +115,11 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
     path = Path(path)
     if path.is_dir():
         raise AblateError(f"--from {path}: {_folder_hint(path, ablation)}")
+    if path.exists() and not path.is_file():  # /dev/null, /dev/zero, a FIFO: reading would mislead or block
+        raise AblateError(
+            f"--from {path}: not a regular file (a device, a FIFO or a socket); pass a report's data file "
+            "(reports/data/NAME.PROFILE.csv[.gz])"
+        )
     if not path.is_file():
         raise AblateError(
             f"--from {path}: no such file; pass a report's data file (reports/data/NAME.PROFILE.csv[.gz])"
@@ -115,13 +127,20 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
     try:
         raw = path.read_bytes()
         text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
-        rows = list(csv.DictReader(io.StringIO(text)))
+        reader = csv.DictReader(io.StringIO(text))
+        rows = list(reader)
+        columns = reader.fieldnames or []
     except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile, csv.Error) as exc:
         raise AblateError(
             f"--from {path}: unreadable ({type(exc).__name__}: {exc}); pass a report's data file (CSV, or CSV gzipped)"
         ) from None
     need = {"kind", *(c for c, _ in RUN_FIELDS if c not in OPTIONAL_FIELDS), "metric", "step", "value", STORE}
-    header = set(rows[0]) if rows else set()
+    header = set(rows[0]) if rows else set(columns)
+    if not rows and header and need <= header:
+        raise AblateError(
+            f"--from {path}: holds no rows (a header only); regenerate it with `ablate report NAME` "
+            "from a store that holds runs"
+        )
     if not rows or not need <= header or None in header:
         missing = sorted(need - header)
         raise AblateError(
@@ -183,7 +202,15 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
             rec["metrics"] = {}
             records[rid] = rec
         if r["kind"] == "metric":
-            records[rid]["metrics"][r["metric"]] = _value(r["value"], "number", f"{where}, column value")
+            value = _value(r["value"], "number", f"{where}, column value")
+            held = records[rid]["metrics"]
+            if r["metric"] in held and not _same(held[r["metric"]], value):  # an exact duplicate is harmless
+                raise AblateError(
+                    f"{where}: run {rid} has two different values of metric {r['metric']} "
+                    f"({held[r['metric']]!r} and {value!r}); a data file holds one per run and metric: "
+                    "regenerate it with `ablate report NAME` from the store"
+                )
+            held[r["metric"]] = value
         elif r["kind"] == "history":
             frames.setdefault(rid, []).append(
                 (

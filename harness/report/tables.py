@@ -12,6 +12,7 @@ from rich.table import Table as RichTable
 from harness import encode
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Table
+from harness.experiment import metrics
 
 HEADERS = [
     "variant",
@@ -53,6 +54,38 @@ def _p(x: Any) -> str:
     return "<0.001" if x < 1e-3 else f"{x:.3f}"
 
 
+def bounds(metric: str, higher_is_better: bool) -> tuple[float | None, float | None]:
+    """The range a run's value of ``metric`` can take, where known: ``(0, 1)`` for a metric whose
+    best value is 1 (accuracies, exact match: :func:`harness.experiment.metrics.best_value`),
+    ``(0, None)`` for one whose best value is 0 and lower is better; else ``(None, None)``."""
+    best = metrics.best_value(metric)
+    if best == 1.0 and higher_is_better:
+        return 0.0, 1.0
+    if best == 0.0 and not higher_is_better:
+        return 0.0, None
+    return None, None
+
+
+def clipped_ci(table: Table, low: Any, high: Any) -> tuple[Any, Any, bool]:
+    """A variant's descriptive 95% CI of the mean clipped to the metric's :func:`bounds` (a
+    t-interval of an accuracy near 1 can reach past 1): ``(low, high, whether either moved)``.
+    The CI of Δ is left as it is."""
+    lo_bound, hi_bound = bounds(table.metric, table.higher_is_better)
+    out = []
+    for x in (low, high):
+        if isinstance(x, (int, float)) and math.isfinite(x):
+            x = max(x, lo_bound) if lo_bound is not None else x
+            x = min(x, hi_bound) if hi_bound is not None else x
+        out.append(x)
+    moved = any(a is not b and a != b for a, b in zip(out, (low, high), strict=True))
+    return out[0], out[1], moved
+
+
+def any_clipped(table: Table) -> bool:
+    """Whether :func:`clipped_ci` moves the CI of some variant of the table."""
+    return any(clipped_ci(table, r.get("ci_low"), r.get("ci_high"))[2] for _, r in table.frame.iterrows())
+
+
 def formatted(table: Table) -> pd.DataFrame:
     """The table's rows as display strings, one column per :data:`HEADERS` entry."""
     rows = []
@@ -63,6 +96,8 @@ def formatted(table: Table) -> pd.DataFrame:
             excl.append(f"{int(r['below_gate'])} below gate")
         if r.get("not_ok"):
             excl.append(f"{int(r['not_ok'])} failed/diverged/timeout")
+        if r.get("no_value"):
+            excl.append(f"{int(r['no_value'])} without a value")
         rows.append(
             {
                 "variant": f"{r['variant']} (baseline)" if base else r["variant"],
@@ -70,7 +105,7 @@ def formatted(table: Table) -> pd.DataFrame:
                 + (f"/{int(r['planned'])}" if r.get("planned") else ""),
                 "excluded": ", ".join(excl) or "0",
                 "mean ± SD": f"{_num(r.get('mean'))} ± {_num(r.get('sd'), 2)}",
-                "95% CI": f"[{_num(r.get('ci_low'))}, {_num(r.get('ci_high'))}]",
+                "95% CI": "[{}, {}]".format(*map(_num, clipped_ci(table, r.get("ci_low"), r.get("ci_high"))[:2])),
                 "Δ (+ = better)": "" if base else _num(r.get("delta"), 3),
                 "95% CI of Δ": "" if base else f"[{_num(r.get('delta_ci_low'), 3)}, {_num(r.get('delta_ci_high'), 3)}]",
                 "W/T/L": "" if base or pd.isna(r.get("wins")) else f"{r['wins']}/{r['ties']}/{r['losses']}",

@@ -21,6 +21,7 @@ from harness.experiment.overrides import apply_overrides
 from harness.experiment.search_space import suggest
 from harness.training.fit import fit
 from harness.training.pruning import StepPruningCallback
+from harness.tune.studies import INTERRUPTED
 
 
 def _fail(trial: optuna.Trial, outcome: str, reason: str) -> None:
@@ -33,7 +34,10 @@ def objective(study_plan: Any, task: Any, seed: int) -> Callable[[optuna.Trial],
 
     A trial that diverges or raises records ``outcome`` and ``reason`` as user attributes (as a
     run's record would: :func:`harness.execution.outcome.classify`) and re-raises, so Optuna
-    stores it as FAIL; a pruned trial raises ``optuna.TrialPruned``.
+    stores it as FAIL; a pruned trial raises ``optuna.TrialPruned``. A trial stopped by Ctrl-C
+    (``KeyboardInterrupt``, or the ``SystemExit`` Lightning makes of it) gets the user attribute
+    ``interrupted`` and raises ``KeyboardInterrupt``: Optuna stores it as FAIL, and
+    :func:`harness.tune.studies.counts` does not count it as finished.
     """
     base = study_plan.spec.config.model_dump(mode="json")
 
@@ -46,6 +50,9 @@ def objective(study_plan: Any, task: Any, seed: int) -> Callable[[optuna.Trial],
                 out = fit(cfg, task, seed, Path(tmp), callbacks=callbacks, eval_split="val")
         except optuna.TrialPruned:
             raise
+        except (KeyboardInterrupt, SystemExit):  # Ctrl-C (Lightning turns it into SystemExit(1))
+            trial.set_user_attr(INTERRUPTED, True)  # stored as FAIL by Optuna; not counted as finished
+            raise KeyboardInterrupt from None
         except Exception as exc:
             outcome = classify(exc)
             _fail(trial, outcome.status, outcome.reason)

@@ -7,9 +7,10 @@ so the best trial is never worse on the validation split than not tuning.
 Storage: ``sqlite:///<results>/optuna.db`` by default (it opens in optuna-dashboard as it is), or
 any RDB URL (PostgreSQL) for many workers, each running ``ablate tune`` against the same studies.
 Studies are created before any trial starts, with a retry on the creation race. ``--trials N``
-tops a study up to N *finished* trials (complete + pruned + failed); a worker that stops sending
-heartbeats (killed) has its running trial marked failed on the next start, and it counts as
-finished. Two workers finishing at the same instant may overshoot N by one trial each.
+tops a study up to N *finished* trials (complete + pruned + failed); a trial stopped by Ctrl-C is
+stored as FAIL with the user attribute ``interrupted`` and is not counted (the next start runs
+another in its place); a worker that stops sending heartbeats (killed) has its running trial
+marked failed on the next start, and it counts as finished. Two workers finishing at the same instant may overshoot N by one trial each.
 """
 
 from __future__ import annotations
@@ -90,12 +91,18 @@ def run_study(
         echo(f"{study_plan.name}: marked trial(s) {stale} failed (their worker stopped sending heartbeats)")
     if not study.get_trials(deepcopy=False) and (point := _declared_point(study_plan)):
         study.enqueue_trial(point, user_attrs={"declared": True}, skip_if_exists=True)
+    if interrupted := counts(study)["interrupted"]:
+        echo(f"{study_plan.name}: {interrupted} interrupted trial(s) (Ctrl-C) not counted as finished")
     todo = trials - _finished(study)
     if todo <= 0:
         echo(f"{study_plan.name}: {_finished(study)} finished trials already (asked for {trials}); nothing to do")
         return counts(study)
     task = build_task(study_plan.spec.task, study_plan.spec.task_params, data_dir=data_dir)
-    stop = optuna.study.MaxTrialsCallback(trials, states=None)
+
+    def stop(study: Any, trial: Any) -> None:  # Optuna's MaxTrialsCallback would count interrupted trials
+        if _finished(study) >= trials:
+            study.stop()
+
     study.optimize(
         objective(study_plan, task, TUNING_SEED),
         n_trials=todo,

@@ -57,6 +57,10 @@ class StudyPlan:
     monitor: str | None
 
 
+INTERRUPTED = "interrupted"
+"""User attribute of a trial stopped by Ctrl-C: stored as FAIL by Optuna, not a finished trial."""
+
+
 def study_name(ablation: str, profile: str, task: str, variant_label: str) -> str:
     return f"{ablation}/{profile}/{task}/{variant_label}"
 
@@ -79,6 +83,12 @@ def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
     """The variants whose axis values match every ``key=value`` (key: axis path or its last part)."""
     chosen = abl.variants()
     for text in selectors:
+        if "=" not in text or text.startswith("="):  # parse_override's message speaks of config overrides
+            axes = ", ".join(abl.axes)
+            raise AblateError(
+                f"--variant {text!r} is not of the form axis=value (e.g. "
+                f"{next(iter(abl.axes)).rsplit('.', 1)[-1]}={next(iter(abl.axes.values()))[0]}); axes: {axes}"
+            )
         key, value = parse_override(text)
         paths = [p for p in abl.axes if p == key or p.rsplit(".", 1)[-1] == key]
         if len(paths) != 1:
@@ -156,7 +166,9 @@ def plan_studies(
 
 
 def counts(study: Any) -> dict[str, Any]:
-    """Trial counts of a study (complete, pruned, failed of which diverged, running) and its best."""
+    """Trial counts of a study (complete, pruned, failed of which diverged, running, interrupted)
+    and its best. A trial stopped by Ctrl-C (user attribute :data:`INTERRUPTED`; Optuna stores it
+    as FAIL) is counted apart, not as failed: it is not a finished trial."""
     from optuna.trial import TrialState
 
     trials = study.get_trials(deepcopy=False)
@@ -167,11 +179,12 @@ def counts(study: Any) -> dict[str, Any]:
     complete = by[TrialState.COMPLETE]
     pick = max if study.direction.name == "MAXIMIZE" else min
     best = pick(complete, key=lambda t: t.value) if complete else None
-    failed = by[TrialState.FAIL]
+    failed = [t for t in by[TrialState.FAIL] if not t.user_attrs.get(INTERRUPTED)]
     return {
         "complete": len(complete),
         "pruned": len(by[TrialState.PRUNED]),
         "failed": len(failed),
+        "interrupted": len(by[TrialState.FAIL]) - len(failed),
         "diverged": sum(t.user_attrs.get("outcome") == "diverged" for t in failed),
         "running": len(by[TrialState.RUNNING]),
         "best_value": best.value if best else None,

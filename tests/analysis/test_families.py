@@ -96,4 +96,4 @@ def test_mde_and_every_p_use_the_family_of_the_adjusted_p(tmp_path):
         assert r["mde"] == pytest.approx(expected, rel=1e-6)
         assert r["mde"] > power.mde(8, sd, 0.05) * 1.1  # not the family-of-one value
         if r["verdict"].startswith("inconclusive (MDE"):
-            assert r["verdict"] == f"inconclusive (MDE {expected:.3f})"
+            assert r["verdict"] == f"inconclusive (MDE {expected:.3g})"

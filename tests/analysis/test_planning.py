@@ -8,7 +8,7 @@ import math
 import pytest
 from statsmodels.stats.power import TTestPower
 
-from harness.analysis.seed_planning import primary_comparisons
+from harness.analysis.seed_planning import pilot_profile, primary_comparisons
 from harness.cli import plan as plan_cmd
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
@@ -110,7 +110,7 @@ def test_plan_refuses_a_store_without_pilot_runs(tmp_path):
     decl = write_decl(tmp_path / "decl")
     results = tmp_path / "results"
     assert_refused(
-        invoke("plan", "pe_extrapolation", "--results-dir", str(results)),
+        invoke("plan", "pe_extrapolation", "--profile", "confirm", "--results-dir", str(results)),
         "no pilot runs of pe_extrapolation",
         "looked for profile(s) smoke",
         "--from PROFILE",
@@ -135,14 +135,51 @@ def test_plan_refuses_a_store_without_pilot_runs(tmp_path):
     ],
 )
 def test_plan_refuses_bad_profiles_and_levels(tmp_path, args, words):
-    assert_refused(invoke("plan", "pe_extrapolation", *args, "--results-dir", str(tmp_path / "results")), *words)
+    confirm = [] if "--profile" in args else ["--profile", "confirm"]
+    assert_refused(
+        invoke("plan", "pe_extrapolation", *confirm, *args, "--results-dir", str(tmp_path / "results")), *words
+    )
     assert_nothing_written(tmp_path / "results")
+
+
+@pytest.mark.parametrize("args", [[], ["--profile", "smoke"], ["--profile", "cpu"]])
+def test_plan_refuses_a_pilot_profile(tmp_path, args):
+    """pe_extrapolation's default profile (cpu) and smoke are pilots: there is nothing to plan
+    (it used to print a seed plan for them)."""
+    assert_refused(
+        invoke("plan", "pe_extrapolation", *args, "--results-dir", str(tmp_path / "results")),
+        "ablate plan sizes a confirmatory profile; pe_extrapolation / ",
+        "is a pilot (confirmatory: false); plan one of confirm, gpu, reproduce, e.g. --profile confirm",
+    )
+    assert_nothing_written(tmp_path / "results")
+
+
+def test_a_smoke_pilot_is_the_last_resort_and_is_warned_about(tmp_path):
+    """With runs of both, the default pilot is cpu, not smoke (declared first); with smoke alone, or
+    --from smoke, the plan comes with a warning line that its spread means little."""
+    abl = load("pe_extrapolation")
+    results = tmp_path / "results"
+    for prof in ("smoke", "cpu"):
+        (results / "pe_extrapolation" / prof).mkdir(parents=True)
+    assert pilot_profile(abl, results, None) == "cpu"
+    (results / "pe_extrapolation" / "cpu").rmdir()
+    assert pilot_profile(abl, results, None) == "smoke"
+    decl = write_decl(
+        tmp_path / "decl", smoke={"seeds": [0, 1, 2], "confirmatory": False}, cpu={"seeds": list(range(12))}
+    )
+    write_runs(results, decl, "smoke", _pilot)
+    out = invoke("plan", str(decl), "--profile", "cpu", "--results-dir", str(results))
+    assert out.exit_code == 0, out.output
+    assert out.stderr.startswith("warning: the spread comes from the smoke profile"), out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
 
 
 def test_plan_refuses_a_results_dir_that_is_a_file(tmp_path):
     store = tmp_path / "store"
     store.write_text("not a folder")
-    assert_refused(invoke("plan", "pe_extrapolation", "--results-dir", str(store)), "is not a folder")
+    assert_refused(
+        invoke("plan", "pe_extrapolation", "--profile", "confirm", "--results-dir", str(store)), "is not a folder"
+    )
     assert store.read_text() == "not a folder"
 
 

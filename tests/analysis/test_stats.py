@@ -277,7 +277,7 @@ def test_tost_matches_two_one_sided_ttests():
             {"p_adj": 0.011, "ci_low": 0.001, "ci_high": 0.01, "perm_p_adj": 0.0625, "sesoi": 0.05, "tost_p": 0.001},
             "equivalent (±0.05)",
         ),
-        ({"p_adj": 0.2, "ci_low": -0.01, "ci_high": 0.1, "perm_p_adj": 0.01, "mde": 0.05}, "inconclusive (MDE 0.050)"),
+        ({"p_adj": 0.2, "ci_low": -0.01, "ci_high": 0.1, "perm_p_adj": 0.01, "mde": 0.05}, "inconclusive (MDE 0.05)"),
     ],
 )
 def test_verdict(kw, expected):

@@ -14,7 +14,8 @@ COMPARISONS = [
     (vd.direction(False), vd.Kind.WORSE, "worse"),
     (vd.equivalent(0.05), vd.Kind.EQUIVALENT, "equivalent (±0.05)"),
     (vd.inconclusive(), vd.Kind.INCONCLUSIVE, "inconclusive"),
-    (vd.inconclusive(mde=0.0212), vd.Kind.INCONCLUSIVE, "inconclusive (MDE 0.021)"),
+    (vd.inconclusive(mde=0.0212), vd.Kind.INCONCLUSIVE, "inconclusive (MDE 0.0212)"),
+    (vd.inconclusive(mde=2.95e-07), vd.Kind.INCONCLUSIVE, "inconclusive (MDE 2.95e-07)"),  # was "(MDE 0.000)"
     (
         vd.inconclusive(perm_p_adj=0.0625),
         vd.Kind.INCONCLUSIVE,

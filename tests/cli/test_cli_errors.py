@@ -229,3 +229,42 @@ def test_script_exit_code_for_heads_not_dividing_d_model(tmp_path, results):
     assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err
     assert "model.d_model=64" in err and "model.n_heads=3" in err
     assert_nothing_written(results)
+
+
+@pytest.mark.parametrize(
+    "command,module,fn,words",
+    [
+        (["run"], "run", "run", ["finished runs are in the store"]),
+        (["report"], "report", "report", ["the report may be incomplete", "no run in the store changed"]),
+        (["compare"], "compare", "compare", []),
+    ],
+)
+def test_ctrl_c_says_what_the_command_kept(tmp_path, monkeypatch, command, module, fn, words):
+    """Ctrl-C: exit 130 and one line that fits the command (report and compare used to say
+    "finished runs are in the store"; tune's line is tested in tests/tune/test_tune.py)."""
+    import importlib
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module(f"harness.cli.{module}"), fn, ctrl_c)
+    out = invoke(*command, str(user_file(tmp_path)), "--results-dir", str(tmp_path / "r"))
+    assert out.exit_code == 130, out.output
+    err = out.stderr.strip()
+    assert err.startswith("interrupted") and "\n" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+    if command != ["run"]:
+        assert "finished runs" not in err
+
+
+@pytest.mark.parametrize("command", ["run", "reproduce"])
+def test_workers_help_says_how_the_default_is_chosen(command):
+    """It said "default: CPU cores"; the default is one per GPU slot, else cores / --threads, or 1
+    for a grid too short to pay for a pool (harness.execution.gpus.default_cpu_workers)."""
+    result = invoke(command, "--help")
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.replace("│", " ").split())
+    assert "default: CPU cores" not in text
+    for words in ("one per GPU slot", "cores / --threads", "too short to pay for a process pool"):
+        assert words in text, (words, text)

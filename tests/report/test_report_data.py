@@ -4,8 +4,11 @@ byte for byte apart from the timestamp, figures included; bad files are refused 
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
+import os
 import re
 from pathlib import Path
 
@@ -155,7 +158,50 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
     first = lines[1].split(",")
     first[cols.index("seed")] = "one"
     files["value"].write_text("\n".join([lines[0], ",".join(first), *lines[2:]]) + "\n")
+    files["header"] = root / "header.csv"
+    files["header"].write_text(lines[0] + "\n")
+    files["devnull"] = Path("/dev/null")
+    files["fifo"] = root / "fifo.csv"
+    os.mkfifo(files["fifo"])  # reading it would block: refused from its type alone
+    files["conflict"] = root / "conflict.csv"
+    files["conflict"].write_text(_other_value(text))
     return files
+
+
+def _rows(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))
+
+
+def _text(rows: list[list[str]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue()
+
+
+def _metric_row(rows: list[list[str]], metric: str = "acc@x2") -> int:
+    """The index of the first row of ``metric`` (tiny's primary) of an ok run with a numeric value."""
+    cols = rows[0]
+    for i, cells in enumerate(rows[1:], 1):
+        if (
+            cells[cols.index("kind")] == "metric"
+            and cells[cols.index("status")] == "ok"
+            and cells[cols.index("metric")] == metric
+        ):
+            try:
+                float(cells[cols.index("value")])
+            except ValueError:
+                continue
+            return i
+    raise AssertionError("no plain metric row")
+
+
+def _other_value(text: str) -> str:
+    """The file with its first metric row again, with another value: two rows for one run and metric."""
+    rows = _rows(text)
+    cells = list(rows[_metric_row(rows)])
+    value = rows[0].index("value")
+    cells[value] = repr(float(cells[value]) + 0.25)
+    return _text([*rows, cells])
 
 
 @pytest.mark.parametrize(
@@ -167,6 +213,10 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
         ("truncated", ["unreadable"]),
         ("cells", ["is not a row of a report's data file"]),
         ("value", ["column seed", "'one'"]),
+        ("header", ["holds no rows (a header only)"]),
+        ("devnull", ["/dev/null: not a regular file"]),
+        ("fifo", ["not a regular file (a device, a FIFO or a socket)"]),
+        ("conflict", ["has two different values of metric", "a data file holds one per run and metric"]),
     ],
 )
 def test_bad_data_files_are_refused(store, tmp_path, which, words):
@@ -189,6 +239,39 @@ def test_bad_data_files_are_refused(store, tmp_path, which, words):
             *words,
         )
     assert not (tmp_path / "never").exists()
+
+
+def test_duplicate_rows_are_read_once_and_a_missing_value_is_counted(store, tmp_path):
+    """An exact duplicate of a metric row is accepted (the same table); an ok run without a row
+    for a metric its siblings have, or with a NaN value, is counted in ``excluded`` as
+    ``1 without a value`` (it used to leave ``n`` one short with ``excluded`` 0), and the
+    report's legend says what that means."""
+    decl, results = store
+    out = tmp_path / "a"
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
+    rows = _rows((out / "data" / "tiny.csv").read_text())
+    i = _metric_row(rows)
+    same = tmp_path / "same.csv"
+    same.write_text(_text([*rows, rows[i]]))
+    md = ["--format", "md"]
+    good = invoke("compare", str(decl), "--from", str(out / "data" / "tiny.csv"), *md)
+    assert good.exit_code == 0 and "without a value" not in good.stdout
+    assert invoke("compare", str(decl), "--from", str(same), *md).stdout == good.stdout
+    dropped = tmp_path / "dropped.csv"
+    dropped.write_text(_text(rows[:i] + rows[i + 1 :]))
+    nan = list(rows[i])
+    nan[rows[0].index("value")] = "nan"
+    nanfile = tmp_path / "nan.csv"
+    nanfile.write_text(_text([*rows[:i], nan, *rows[i + 1 :]]))
+    for bad in (dropped, nanfile):
+        got = invoke("compare", str(decl), "--from", str(bad), *md)
+        assert got.exit_code == 0, got.output
+        assert "1 without a value" in got.stdout
+        rep = invoke("report", str(decl), "--from", str(bad), "--out", str(tmp_path / bad.stem), "--wandb", "off")
+        assert rep.exit_code == 0, rep.output
+        assert "`N without a value` (`excluded`)" in (tmp_path / bad.stem / "tiny.md").read_text()
 
 
 def test_a_folder_is_refused_with_the_data_file_to_pass(store, tmp_path):

@@ -136,6 +136,9 @@ def test_reproduce_checks_its_options_and_store_before_reading_any_grid(mini, tm
         out = invoke("reproduce", *extra, "--run-timeout", "-1", "--results-dir", str(results))
         assert_refused(out, "--run-timeout must be a positive number of seconds, got -1")
         assert not results.exists()
+    out = invoke("reproduce", "--dry-run", "--run-timeout", "nan", "--results-dir", str(results))
+    assert_refused(out, "--run-timeout must be a finite number of seconds, got nan")
+    assert not results.exists()
     afile = tmp_path / "store"
     afile.write_text("x")
     assert_refused(invoke("reproduce", "--dry-run", "--results-dir", str(afile)), "is not a folder")

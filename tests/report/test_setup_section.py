@@ -48,3 +48,16 @@ def test_the_setup_names_every_plugin_the_runs_were_made_with(tmp_path):
     }
     lines = setup_section(abl, "cpu", [made_with(packaged), made_with(packaged, loose)])
     assert "- Plugins: my-plugin 0.2 (position:x, task:y); /p/extra.py (sha256 abababababab) (no entries)." in lines
+
+
+def test_one_layer_is_singular_and_no_double_space(tmp_path):
+    """It read "1 layers" and, for a task without parameters, "v1  (baseline"."""
+    line = _line(tmp_path)  # the mini declaration: 2 heads, 1 layer
+    assert "  " not in line, line
+    assert ", 2 heads, 1 layer, d_ff" in line, line
+    abl = load(str(write_decl(tmp_path / "d1")))
+    spec = plan(abl, "cpu", ["model.n_heads=1", "model.n_layers=3"], check_data=False)[1][0]
+    one = next(
+        x for x in setup_section(abl, "cpu", [spec_record(spec, status="ok", metrics={})]) if x.startswith("- Task")
+    )
+    assert ", 1 head, 3 layers, d_ff" in one, one

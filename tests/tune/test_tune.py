@@ -81,6 +81,10 @@ def test_bad_space_exits_2_before_anything_runs(tmp_path: Path, tune: dict, word
     [
         (["--variant", "position=ropee"], ["'ropee' is not a value of model.position", "rope"]),
         (["--variant", "norm=pre"], ["'norm' is not an axis"]),
+        (
+            ["--variant", "d_model"],
+            ["--variant 'd_model' is not of the form axis=value (e.g. position=", "axes: model.position"],
+        ),
         (["--task", "cpy"], ["did you mean 'copy'"]),
         (
             ["--storage", "postgresql+psycopg2://bob:s3cret@127.0.0.1:1/db"],
@@ -332,3 +336,35 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path) -> None:
     )
     untimed = re.compile(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ")
     assert untimed.sub("", again.read_text()) == untimed.sub("", md)
+
+
+def test_an_interrupted_trial_is_not_a_finished_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in a trial (Lightning turns it into ``SystemExit(1)``): exit 130 with the tune line
+    (trials, storage; not "runs in the store"), the trial stored as FAIL with ``interrupted``, and
+    not counted: the next ``--trials 2`` runs 2 finished trials besides it (it used to count it)."""
+    from harness.tune import objective as objective_mod
+
+    path, results = write_tiny(tmp_path), tmp_path / "results"
+    real = objective_mod.fit
+
+    def ctrl_c(*args, **kwargs):
+        raise SystemExit(1)
+
+    monkeypatch.setattr(objective_mod, "fit", ctrl_c)
+    out = CliRunner().invoke(
+        app, ["tune", str(path), "--trials", "2", "--variant", "position=rope", "--results-dir", str(results)]
+    )
+    assert out.exit_code == 130, out.output
+    assert out.stderr.strip() == (
+        "interrupted: finished trials are in the storage (the interrupted one is not counted); "
+        "run the same command again to continue"
+    )
+    url = default_storage(results)
+    study = optuna.load_study(study_name=ROPE, storage=url)
+    assert [(t.state.name, t.user_attrs.get("interrupted")) for t in study.trials] == [("FAIL", True)]
+    monkeypatch.setattr(objective_mod, "fit", real)
+    assert _tune(path, results, 2, variants=["position=rope"]) == 0
+    study = optuna.load_study(study_name=ROPE, storage=url)
+    assert [t.state.name for t in study.trials].count("FAIL") == 1 and len(study.trials) == 3
+    c = tune_cmd.tune_mod.counts(study)
+    assert (c["complete"] + c["pruned"], c["failed"], c["interrupted"]) == (2, 0, 1)
