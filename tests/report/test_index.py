@@ -246,3 +246,25 @@ def test_a_negative_control_not_judged_worse_is_not_caught(tmp_path, monkeypatch
 def test_a_negative_control_in_a_pilot_is_not_caught(tmp_path, monkeypatch):
     row, _ = _control_store(tmp_path, monkeypatch, {"copy": -0.1}, {"seeds": list(range(8)), "confirmatory": False})
     assert row[5].startswith("`copy` rope: **not caught** (`acc@x2` pilot"), row[5]
+
+
+def test_the_latest_is_the_confirmatory_profile_that_tests_the_claims(tmp_path, monkeypatch):
+    """A newer confirmatory profile whose grid holds none of the claims' comparisons (a positive
+    control's, here sinusoidal vs learned only, while the claims name rope) does not take the claims'
+    verdicts from the profile that tests them (``pe_extrapolation``'s reproduce vs confirm)."""
+    folder = tmp_path / "ablations"
+    mini = write_decl(
+        folder,
+        claims=("mini-rope-better",),
+        cpu={"seeds": list(range(7))},
+        control={"seeds": list(range(7)), "only_variants": ["sinusoidal", "learned"]},
+    )
+    monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
+    monkeypatch.setattr(claims_mod, "load_claims", lambda: CLAIMS)
+    results, out = tmp_path / "results", tmp_path / "reports"
+    write_runs(results, mini, "cpu", _value, finished_at="2025-01-01T00:00:00+00:00")
+    write_runs(results, mini, "control", _value, finished_at="2025-02-01T00:00:00+00:00")  # newer
+    assert invoke("report", "--all", "--results-dir", str(results), "--out", str(out)).exit_code == 0
+    _, _, profiles, latest, claims, _, _ = _row((out / "README.md").read_text(), "mini")
+    assert latest == "cpu" and "control" in profiles
+    assert "not tested in this profile" not in claims and "`mini-rope-better`:" in claims
