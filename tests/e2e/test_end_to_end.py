@@ -149,7 +149,8 @@ def test_a_metric_the_task_does_not_produce_is_refused(tmp_path: Path) -> None:
     from harness.errors import AblateError
 
     text = (Path(__file__).resolve().parents[2] / "ablations" / "head_split_control.yaml").read_text()
-    path = tmp_path / "head_split_control.yaml"
+    path = tmp_path / "my_head_split_control.yaml"  # a registered name is refused for a file of one's own
+    text = text.replace("name: head_split_control", "name: my_head_split_control", 1)
     path.write_text(text.replace("metric: acc@x1", "metric: accuracy@x1", 1))
     with pytest.raises(AblateError, match=r"'accuracy@x1' is not produced.*did you mean 'acc@x1'"):
         plan(load(str(path)), "smoke")

@@ -28,7 +28,7 @@ tasks:
   copy:
     params: {n_symbols: 6}
     primary: {metric: acc@x2, higher_is_better: true, sesoi: 0.05}
-    target: {metric: acc, min: 0.0}
+    target: {metric: acc, min: 0.01}  # met at the first validation (chance is 1/6)
 profiles:
   cpu: {seeds: [0, 1]}
 """
