@@ -87,7 +87,7 @@ def run_workers(n: int, args: list[str], folder: Path) -> list[str]:
 def check_none_lost(url: str, logs: list[str], trials: int, workers: int) -> None:
     """Every trial of the rope study finished, at least ``trials`` of them (a simultaneous finish
     may add one per extra worker), each reported by exactly one worker, and more than one worker
-    did some."""
+    did some, or a worker that did none found the study full."""
     import optuna
 
     study = optuna.load_study(study_name=ROPE, storage=url)
@@ -96,4 +96,9 @@ def check_none_lost(url: str, logs: list[str], trials: int, workers: int) -> Non
     assert trials <= len(numbers) <= trials + workers - 1, states(url, ROPE)
     reported = [[int(m) for m in re.findall(rf"{re.escape(ROPE)} #(\d+) ", log)] for log in logs]
     assert sorted(n for r in reported for n in r) == sorted(numbers), reported
-    assert sum(1 for r in reported if r) >= 2, reported
+    # more than one worker shared the study; under load one worker may finish every trial before the
+    # other reaches the study, which must then find it full, not start its own trials
+    idle = [log for r, log in zip(reported, logs) if not r]
+    assert sum(1 for r in reported if r) >= 2 or all(
+        f"{ROPE}: {len(numbers)} finished trials already (asked for {trials}); nothing to do" in log for log in idle
+    ), (reported, [log[-1500:] for log in idle])
