@@ -96,31 +96,16 @@ def _probe(name: str, probe: str, unit: str, **kw: bool) -> Metric:
     return Metric(name, False, unit, PROBE, probe=probe, **kw)
 
 
+def _fraction(name: str, unit: str) -> Metric:
+    """A per-length fraction right of a synthetic task: higher is better, between 0 and 1."""
+    return Metric(name, True, unit, TEST, per_length=True, kinds=("synthetic",), compared=True, best=1.0, floor=0.0)
+
+
 _ZERO_ONE = "0 or 1"
 METRICS: tuple[Metric, ...] = (
     Metric("loss", False, "nats per scored token", TEST, per_length=True, compared=True, floor=0.0),
-    Metric(
-        "acc",
-        True,
-        "fraction of scored tokens right",
-        TEST,
-        per_length=True,
-        kinds=("synthetic",),
-        compared=True,
-        best=1.0,
-        floor=0.0,
-    ),
-    Metric(
-        "exact",
-        True,
-        "fraction of sequences right",
-        TEST,
-        per_length=True,
-        kinds=("synthetic",),
-        compared=True,
-        best=1.0,
-        floor=0.0,
-    ),
+    _fraction("acc", "fraction of scored tokens right"),
+    _fraction("exact", "fraction of sequences right"),
     Metric("ppl", False, "perplexity, exp(loss)", TEST, per_length=True, kinds=("lm",), compared=True, floor=1.0),
     Metric(
         "bpb",

@@ -15,23 +15,11 @@ from harness.report import markdown as markdown_mod
 from harness.report.index import short_question
 from helpers.cli import assert_nothing_written, assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
+from helpers.mini_claims import MINI_CLAIMS
 
 pytestmark = pytest.mark.usefixtures("cli_isolated")
 
-CLAIMS = {
-    "mini-learned-worse": {
-        "id": "mini-learned-worse",
-        "claim": "Learned positions fall behind.",
-        "figure": "none",
-        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "worse"}],
-    },
-    "mini-rope-better": {
-        "id": "mini-rope-better",
-        "claim": "RoPE does better.",
-        "figure": "none",
-        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}],
-    },
-}
+CLAIMS = MINI_CLAIMS
 SHIFT = {"sinusoidal": 0.0, "learned": -0.3, "rope": 0.0}
 
 

@@ -19,23 +19,11 @@ from harness.tune.storage import default_storage
 from harness.tune.studies import study_name
 from helpers.cli import assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
+from helpers.mini_claims import MINI_CLAIMS
 
 pytestmark = pytest.mark.usefixtures("cli_isolated")
 
-CLAIMS = {
-    "mini-learned-worse": {
-        "id": "mini-learned-worse",
-        "claim": "Learned positions fall behind.",
-        "figure": "none",
-        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "worse"}],
-    },
-    "mini-rope-better": {
-        "id": "mini-rope-better",
-        "claim": "RoPE does better.",
-        "figure": "none",
-        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}],
-    },
-}
+CLAIMS = MINI_CLAIMS
 LR = {"train.lr": 0.005}
 
 
