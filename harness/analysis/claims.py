@@ -17,6 +17,13 @@ from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import text
 from harness.experiment import metrics
+from harness.experiment.ablation import Ablation
+
+
+def in_grid(evidence: dict[str, Any], view: Ablation) -> bool:
+    """Whether a claim's evidence entry names a task and a variant of the profile's grid ``view``
+    (an :class:`~harness.experiment.ablation.Ablation` restricted to one profile)."""
+    return evidence["task"] in view.tasks and evidence["variant"] in {view.label(v) for v in view.variants()}
 
 
 def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
@@ -36,9 +43,8 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
     """
     lines, outcomes, small_effects, needs = [], [], [], []
     abl = result.ablation  # the profile's view: its tasks and variants
-    labels = {abl.label(v) for v in abl.variants()}
     for ev in claim.get("evidence", []):
-        if ev["task"] not in abl.tasks or ev["variant"] not in labels:
+        if not in_grid(ev, abl):
             lines.append(
                 f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: not in the "
                 f"`{result.profile}` profile's grid (see the ablation's other profiles)"

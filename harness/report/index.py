@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.analysis.claims import claim_verdict, control_outcomes
+from harness.analysis.claims import claim_verdict, control_outcomes, in_grid
 from harness.analysis.comparisons import Analysis, analyse
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
@@ -164,12 +164,7 @@ def _evidence_in(view: Ablation) -> int:
     newer profile made for a positive control (``pe_extrapolation``'s ``reproduce``) does not take
     the claims' verdicts from a grid that holds none of their comparisons."""
     claims = claims_mod.load_claims()
-    labels = {view.label(v) for v in view.variants()}
-    return sum(
-        ev["task"] in view.tasks and ev["variant"] in labels
-        for cid in view.claims
-        for ev in claims.get(cid, {}).get("evidence", [])
-    )
+    return sum(in_grid(ev, view) for cid in view.claims for ev in claims.get(cid, {}).get("evidence", []))
 
 
 def _verdicts(entry: Entry, result: Analysis, tuning: TuningInputs) -> None:
