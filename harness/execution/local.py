@@ -87,6 +87,16 @@ def pool_context() -> mp.context.BaseContext:
     return ctx
 
 
+def remaining_time(walls: list[float], left: int, at_once: int) -> float:
+    """Seconds until ``left`` more runs finish, ``at_once`` at a time: the mean wall time of the runs
+    so far (``walls``, seconds) times the runs left, over the runs that go at once. (Elapsed time
+    over runs done counts the first finished run as the only work done while a second worker's run
+    was in flight, which doubled the first estimate of a two-worker grid.)"""
+    if left <= 0 or not walls:
+        return 0.0
+    return sum(walls) / len(walls) * left / max(1, at_once)
+
+
 def run_grid(
     specs: list[RunSpec],
     results: Path,
@@ -115,12 +125,17 @@ def run_grid(
     total, done, started = len(specs), 0, time.perf_counter()
     records: dict[str, dict[str, Any]] = {}
 
+    local = engine is None or engine.kind == "local"
+    at_once = 1 if (workers <= 1 or total <= 1) and not slots else max(1, min(workers, total))
+    walls: list[float] = []
+
     def finished(rec: dict[str, Any]) -> None:
         nonlocal done
         done += 1
         records[rec["run_id"]] = rec
         elapsed = time.perf_counter() - started
-        eta = elapsed / done * (total - done)
+        walls.append(float(rec.get("wall_time_s") or elapsed))
+        eta = remaining_time(walls, total - done, at_once) if local else elapsed / done * (total - done)
         if on_done is not None:
             on_done(rec, done, total, eta)
 
