@@ -260,9 +260,10 @@ def _compare(
 
 
 def _add_cost(frame: pd.DataFrame, task_runs: pd.DataFrame) -> None:
-    """The cost columns of a table: parameters and mean wall time per run, per variant."""
+    """The cost columns of a table: parameters and median wall time per run, per variant (the
+    median: a worker's first run also pays for its start-up, which would weigh on one variant's mean)."""
     params = task_runs.groupby("variant")["n_params"].first()
-    walls = task_runs.groupby("variant")["wall_time_s"].mean()
+    walls = task_runs.groupby("variant")["wall_time_s"].median()
     frame["n_params"] = [params.get(v, np.nan) for v in frame["variant"]]
     frame["wall_time_s"] = [walls.get(v, np.nan) for v in frame["variant"]]
 

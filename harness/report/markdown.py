@@ -131,7 +131,9 @@ def _results_section(
         "family's first Holm step). `underpowered at this scale (needs N seeds)`: a primary comparison "
         "that decided nothing with fewer seeds than it needs for 80 % power at the task's smallest effect "
         "of interest (Setup says each one's power). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
-        "Runs below a task's gate are left out of comparisons beyond L (`excluded`)."
+        "Runs below a task's gate are left out of comparisons beyond L (`excluded`). "
+        "`s/run`: the median wall time of a variant's runs in seconds (the whole attempt; the median, "
+        "since a worker's first run also pays for its start-up)."
         + (_CEILING_NOTE if any(_has_ceiling(t.frame) for t in result.tables) else "")
         + (_CLIPPED_NOTE if any(any_clipped(t) for t in result.tables) else "")
         + (

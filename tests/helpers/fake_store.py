@@ -63,12 +63,13 @@ def write_runs(
     extra: Callable[[str, int], dict[str, float]] | None = None,
     overrides: tuple[str, ...] = (),
     tuned: dict[str, Any] | None = None,
+    wall: Callable[[str, int], float] | None = None,
 ) -> int:
     """One ok record per run of ``profile``'s grid (with the key=value ``overrides``) with
     ``acc@x1 = acc@x2 = value(variant, seed)`` (None: no record for that run) and the metrics
     ``extra(variant, seed)`` (e.g. ``target_reached``); returns the number written. ``tuned``:
     write the runs ``ablate run --tuned`` makes at these best parameters instead (merged into the
-    config, profile ``<profile>+tuned``)."""
+    config, profile ``<profile>+tuned``). ``wall(variant, seed)``: the run's wall time (default 1 s)."""
     abl = load(str(decl))
     written = 0
     for spec in plan(abl, profile, list(overrides), check_data=False)[1]:
@@ -84,7 +85,7 @@ def write_runs(
             reason=None,
             metrics={"acc@x1": v, "acc@x2": v, **(extra(spec.variant_label, spec.seed) if extra else {})},
             n_params=1000,
-            wall_time_s=1.0,
+            wall_time_s=wall(spec.variant_label, spec.seed) if wall else 1.0,
             finished_at=finished_at,
             commit="fake",
             versions={"python": "3"},
