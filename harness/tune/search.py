@@ -10,7 +10,10 @@ Studies are created before any trial starts, with a retry on the creation race. 
 tops a study up to N *finished* trials (complete + pruned + failed); a trial stopped by Ctrl-C is
 stored as FAIL with the user attribute ``interrupted`` and is not counted (the next start runs
 another in its place); a worker that stops sending heartbeats (killed) has its running trial
-marked failed on the next start, and it counts as finished. Two workers finishing at the same instant may overshoot N by one trial each.
+marked failed on the next start, and it counts as finished. A worker starts a trial only while the
+finished trials and those running in other workers are fewer than N, so that workers sharing a
+study do not overshoot it (a worker that counted only finished trials started the 13th of 12 while
+another's 12th was running). Two workers that start at the same instant may still overshoot by one.
 """
 
 from __future__ import annotations
@@ -46,6 +49,11 @@ def _declared_point(study_plan: StudyPlan) -> dict[str, Any]:
 def _finished(study: Any) -> int:
     c = counts(study)
     return c["complete"] + c["pruned"] + c["failed"]
+
+
+def _taken(study: Any) -> int:
+    """Finished trials and those running (in other workers, when called between trials)."""
+    return _finished(study) + sum(t.state.name == "RUNNING" for t in study.get_trials(deepcopy=False))
 
 
 def _stable_seed(text: str) -> int:
@@ -93,14 +101,19 @@ def run_study(
         study.enqueue_trial(point, user_attrs={"declared": True}, skip_if_exists=True)
     if interrupted := counts(study)["interrupted"]:
         echo(f"{study_plan.name}: {interrupted} interrupted trial(s) (Ctrl-C) not counted as finished")
-    todo = trials - _finished(study)
+    todo = trials - _taken(study)
     if todo <= 0:
-        echo(f"{study_plan.name}: {_finished(study)} finished trials already (asked for {trials}); nothing to do")
+        busy = _taken(study) - _finished(study)
+        echo(
+            f"{study_plan.name}: {_finished(study)} finished trials already"
+            + (f" and {busy} running in other workers" if busy else "")
+            + f" (asked for {trials}); nothing to do"
+        )
         return counts(study)
     task = build_task(study_plan.spec.task, study_plan.spec.task_params, data_dir=data_dir)
 
     def stop(study: Any, trial: Any) -> None:  # Optuna's MaxTrialsCallback would count interrupted trials
-        if _finished(study) >= trials:
+        if _taken(study) >= trials:  # this worker's trial has finished: running ones are other workers'
             study.stop()
 
     study.optimize(

@@ -278,6 +278,27 @@ def test_resume_tops_up_to_the_requested_finished_trials(tmp_path: Path, capsys:
     assert set(study.trials[0].intermediate_values) == {10, 20}
 
 
+def test_a_trial_running_in_another_worker_counts_toward_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two workers on 12 trials made 13: with 10 finished and one trial running in each, the first to
+    # finish saw 11 finished and started another. A running trial now counts toward the budget.
+    path, results = write_tiny(tmp_path), tmp_path / "results"
+    url = default_storage(results)
+    assert _tune(path, results, 2, variants=["position=rope"]) == 0
+    optuna.load_study(study_name=ROPE, storage=url).ask()  # another worker's trial, in flight
+    capsys.readouterr()
+    assert _tune(path, results, 3, variants=["position=rope"]) == 0
+    assert states(url, ROPE) == {"COMPLETE": 2, "RUNNING": 1} or states(url, ROPE) == {
+        "COMPLETE": 1,
+        "PRUNED": 1,
+        "RUNNING": 1,
+    }
+    assert "2 finished trials already and 1 running in other workers (asked for 3); nothing to do" in (
+        " ".join(capsys.readouterr().out.split())
+    )
+
+
 def test_a_bad_region_is_pruned(tmp_path: Path) -> None:
     results = tmp_path / "results"
     assert _tune(write_tiny(tmp_path), results, 3, variants=["position=rope"]) == 0
