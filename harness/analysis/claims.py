@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,10 +27,31 @@ def in_grid(evidence: dict[str, Any], view: Ablation) -> bool:
     return evidence["task"] in view.tasks and evidence["variant"] in {view.label(v) for v in view.variants()}
 
 
-def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
+@dataclass(frozen=True)
+class Guard:
+    """A positive control that guards a claim: a published result (an entry of
+    ``harness/experiment/reproductions.yaml`` that lists the claim under ``guards``) and its
+    outcome at this scale (pass | fail | inconclusive ... | not run,
+    :mod:`harness.analysis.reproductions`)."""
+
+    id: str
+    outcome: str
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "pass"
+
+
+def claim_verdict(claim: dict[str, Any], result: Analysis, guards: Sequence[Guard] = ()) -> tuple[str, list[str]]:
     """Verdict (supported / partly supported / contradicted / partly contradicted / mixed /
     inconclusive / pilot / not tested in this profile / untestable at this scale / underpowered at
-    this scale (needs N seeds)) and one evidence line per entry.
+    this scale (needs N seeds) / withheld (positive control ID: OUTCOME)) and one evidence line per
+    entry.
+
+    ``guards``: the positive controls of the claim. A verdict that rules (for or against it:
+    :data:`~harness.analysis.verdicts.RULINGS`) while one of them has not passed is ``withheld``:
+    the harness has not shown at this scale that it sees the published effect the claim's evidence
+    rests on. A last evidence line then says what the tests alone gave.
 
     Each evidence entry names a comparison (task, metric, variant vs the baseline) and the
     verdict expected if the claim holds (better, worse or equivalent). Equivalence within the
@@ -41,6 +63,21 @@ def claim_verdict(claim: dict[str, Any], result: Analysis) -> tuple[str, list[st
     ceiling (the baseline at the metric's best value on every seed), ``untestable at this scale``;
     such comparisons beside ones that rule are left out of the verdict.
     """
+    verdict, lines = _tested(claim, result)
+    waiting = [g for g in guards if not g.passed]
+    if not waiting or vd.claim_kind(verdict) not in vd.RULINGS:
+        return verdict, lines
+    command = "ablate reproduce" + (f" {waiting[0].id}" if len(waiting) == 1 else "")
+    return vd.claim_withheld([(g.id, g.outcome) for g in waiting]), [
+        *lines,
+        f"The tests alone: **{verdict}**. Withheld until the published result{'s' if len(waiting) > 1 else ''} "
+        f"that guard{'' if len(waiting) > 1 else 's'} this claim pass{'' if len(waiting) > 1 else 'es'} "
+        f"at this scale (reproductions.md; `{command}` runs what is missing).",
+    ]
+
+
+def _tested(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
+    """The verdict of the claim's comparisons alone, and its evidence lines."""
     lines, outcomes, small_effects, needs = [], [], [], []
     abl = result.ablation  # the profile's view: its tasks and variants
     for ev in claim.get("evidence", []):

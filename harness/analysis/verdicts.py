@@ -159,6 +159,20 @@ class ClaimKind(str, Enum):
     NOT_TESTED = "not tested in this profile"
     UNTESTABLE = "untestable at this scale"
     UNDERPOWERED = "underpowered at this scale"
+    WITHHELD = "withheld"
+
+
+RULINGS = frozenset(
+    {
+        ClaimKind.SUPPORTED,
+        ClaimKind.PARTLY_SUPPORTED,
+        ClaimKind.CONTRADICTED,
+        ClaimKind.PARTLY_CONTRADICTED,
+        ClaimKind.MIXED,
+    }
+)
+"""The claim verdicts that rule on a claim (for or against it): those a positive control that did
+not pass withholds."""
 
 
 IN_DIRECTION_ONLY = " in direction only (the effect is smaller than the smallest effect of interest)"
@@ -190,6 +204,14 @@ def claim_underpowered(needed: int) -> str:
     """``underpowered at this scale (needs N seeds)``: every comparison the claim names was
     underpowered; ``needed``: the most seeds any of them needs."""
     return f"{ClaimKind.UNDERPOWERED.value} (needs {needed} seeds)"
+
+
+def claim_withheld(controls: list[tuple[str, str]]) -> str:
+    """``withheld (positive control ID: OUTCOME)``: the tests ruled, but a published result that
+    guards the claim was not reproduced at this scale (``controls``: (id, outcome) of each that did
+    not pass)."""
+    word = "positive control" if len(controls) == 1 else "positive controls"
+    return f"{ClaimKind.WITHHELD.value} ({word} " + ", ".join(f"{i}: {o}" for i, o in controls) + ")"
 
 
 def claim_kind(verdict: str) -> ClaimKind | None:

@@ -63,7 +63,10 @@ def report(
     tuning = None  # from the store and the Optuna storage
     if data is not None:  # the file's tuned runs and studies; the studies' figures copied, not drawn
         tuning = TuningInputs(data.tuning, tuned_analysis(sel, results, found=data.tuned))
-    path = write_report(sel, results, out, storage=storage, result=result, data=found is None, ctx=ctx, tuning=tuning)
+    guards = data.guards if data is not None else None  # None: evaluated from the store
+    path = write_report(
+        sel, results, out, storage=storage, result=result, data=found is None, ctx=ctx, tuning=tuning, guards=guards
+    )
     output.console.print(f"wrote {path}")
     if data is not None and data.tuning is not None:
         missing = copy_figures(data.tuning, Path(source).parent.parent, out)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
+from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment.yaml_files import load_yaml
 from harness.registry import did_you_mean
@@ -61,6 +62,14 @@ class Reproduction(BaseModel):
     expected: str = Field(min_length=1, description="the direction the harness should see at CPU scale")
     differences: str = Field(min_length=1, description="what differs from the published setting")
     comparisons: list[Comparison] = Field(min_length=1)
+    guards: list[str] = Field(
+        default_factory=list,
+        description=(
+            "the claims (ids of claims.yaml) whose verdicts rest on the effect this entry checks: "
+            "their verdicts are withheld until it passes"
+        ),
+    )
+    guards_why: str | None = Field(None, description="why these claims and not others (printed on the page)")
 
 
 def parse(data: Any, where: str = REGISTRY) -> list[Reproduction]:
@@ -87,13 +96,23 @@ def parse(data: Any, where: str = REGISTRY) -> list[Reproduction]:
 
 
 def check(entry: Reproduction, where: str = REGISTRY) -> None:
-    """Validate each comparison of ``entry`` against the ablation it names: the ablation is
+    """Validate ``entry`` against the claims and the ablations it names: each claim it guards is in
+    ``claims.yaml`` (once); for each comparison, the ablation is
     registered, the profile exists, the task is in the profile, variant and reference are distinct
     points of its grid, and an equivalence has a margin.
 
     Raises:
         AblateError: one line naming the entry and the field.
     """
+    known = claims_mod.load_claims()
+    for i, cid in enumerate(entry.guards):
+        if cid not in known:
+            raise AblateError(
+                f"{where}: entry {entry.id!r}, field guards.{i}: {cid!r} is not a claim of "
+                f"harness/experiment/claims.yaml{did_you_mean(cid, list(known))}"
+            )
+    if len(set(entry.guards)) < len(entry.guards):
+        raise AblateError(f"{where}: entry {entry.id!r}, field guards: a claim appears more than once")
     for j, comp in enumerate(entry.comparisons):
         at = f"{where}: entry {entry.id!r}, field comparisons.{j}"
         try:
@@ -152,3 +171,8 @@ def select(entries: tuple[Reproduction, ...] | list[Reproduction], rid: str | No
     if rid not in ids:
         raise AblateError(f"no reproduction {rid!r}{did_you_mean(rid, ids)}; reproductions: {', '.join(ids)}")
     return [e for e in entries if e.id == rid]
+
+
+def guarding(claim: str, entries: tuple[Reproduction, ...] | list[Reproduction] | None = None) -> list[Reproduction]:
+    """The entries (default: the registry's) that guard ``claim``, in registry order."""
+    return [e for e in (load_registry() if entries is None else entries) if claim in e.guards]

@@ -27,14 +27,16 @@ from pathlib import Path
 
 from harness.analysis.claims import claim_verdict, control_outcomes, in_grid
 from harness.analysis.comparisons import Analysis, analyse
+from harness.analysis.reproductions import guards_from
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import select
 from harness.hints import Context, results_option
+from harness.report.guards import Guards
 from harness.report.markdown import write_report
-from harness.report.reproduce import write_markdown
+from harness.report.reproduce import evaluate_all, write_markdown
 from harness.report.sections import control_text
 from harness.report.tuning import CHANGES, ClaimChange, TuningInputs, claim_changes, read_tuning
 from harness.store.runs import scan
@@ -93,7 +95,11 @@ def report_all(
     """Write every report and ``out/README.md``; returns the index's path. ``echo``: one line
     per report written or profile skipped."""
     check_store(results)
-    entries = [_report_ablation(name, results, out, data_dir, storage, echo) for name in ablation_mod.available()]
+    evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
+    guards = guards_from(evaluated)
+    entries = [
+        _report_ablation(name, results, out, data_dir, storage, echo, guards) for name in ablation_mod.available()
+    ]
     for entry in entries:  # reports already in OUT whose runs are not in this store: linked, not rewritten
         written = {r.path.name for r in entry.reported}
         for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
@@ -103,7 +109,7 @@ def report_all(
                     "report whose runs are not in this store (not regenerated)"
                 )
 
-    repro = write_markdown(results, out)  # the positive controls: published results reproduced
+    repro = write_markdown(results, out, evaluated=evaluated)  # the positive controls: published results reproduced
     echo(f"wrote {repro}")
     path = Path(out) / "README.md"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,7 +126,13 @@ def _default_profile(name: str) -> str:
 
 
 def _report_ablation(
-    name: str, results: Path, out: Path, data_dir: Path | None, storage: str | None, echo: Callable[[str], None]
+    name: str,
+    results: Path,
+    out: Path,
+    data_dir: Path | None,
+    storage: str | None,
+    echo: Callable[[str], None],
+    guards: Guards,
 ) -> Entry:
     try:
         abl = ablation_mod.load(name)
@@ -149,12 +161,12 @@ def _report_ablation(
             continue
         result, tuning = analyse(sel, results), read_tuning(sel, results, storage, out)
         analyses[pname] = result, tuning
-        path = write_report(sel, results, out, storage=storage, result=result, tuning=tuning)
+        path = write_report(sel, results, out, storage=storage, result=result, tuning=tuning, guards=guards)
         echo(f"wrote {path}")
         newest = max((r.finished_at or "" for r in mine), default="")
         entry.reported.append(Reported(pname, path, prof.confirmatory, newest, order, _evidence_in(sel.ablation)))
     if (latest := entry.latest) is not None:
-        _verdicts(entry, *analyses[latest.profile])
+        _verdicts(entry, *analyses[latest.profile], guards)
     return entry
 
 
@@ -167,14 +179,14 @@ def _evidence_in(view: Ablation) -> int:
     return sum(in_grid(ev, view) for cid in view.claims for ev in claims.get(cid, {}).get("evidence", []))
 
 
-def _verdicts(entry: Entry, result: Analysis, tuning: TuningInputs) -> None:
-    """The claims' verdicts (on the tuned runs too) and the seeds of the latest profile, from the
-    analyses its report made."""
+def _verdicts(entry: Entry, result: Analysis, tuning: TuningInputs, guards: Guards) -> None:
+    """The claims' verdicts (on the tuned runs too; withheld while a positive control in ``guards``
+    has not passed) and the seeds of the latest profile, from the analyses its report made."""
     claims = claims_mod.load_claims()
     for cid in result.ablation.claims:  # the fallback of report._claims_section, so that the texts agree
         claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
-        entry.verdicts.append((cid, claim_verdict(claim, result)[0]))
-    entry.tuning = claim_changes(result.ablation, result, tuning)  # as its Tuning section says it
+        entry.verdicts.append((cid, claim_verdict(claim, result, guards.get(cid, ()))[0]))
+    entry.tuning = claim_changes(result.ablation, result, tuning, guards)  # as its Tuning section says it
     entry.controls = [control_text(c) for c in control_outcomes(result)]  # as the report says it
     runs = result.runs
     done = runs.loc[runs["status"] == "ok", "seed"].nunique()
@@ -204,7 +216,9 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         "as one (a known bug), `caught` when the latest report judges the bug's variant `worse` on a task's primary "
         "metric with adjusted p < 0.05, `not caught` otherwise. Where the latest report has tuned runs (`ablate tune`, "
         "then `ablate run --tuned`: every variant at its own best parameters), a claim's cell adds its verdict on them "
-        f"(`tuned: ...`), and **{CHANGES}** marks a verdict of another kind than the untuned one.*",
+        f"(`tuned: ...`), and **{CHANGES}** marks a verdict of another kind than the untuned one. A claim guarded "
+        "by a published result that has not passed here (its positive control) reads `withheld (positive control "
+        "ID: OUTCOME)`; its report gives what the tests alone said.*",
         "",
         *(_reproductions_line(reproductions) if reproductions is not None else []),
         "| ablation | question | profiles reported | latest | claims: verdict in the latest report "

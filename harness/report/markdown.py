@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, analyse, claimed_metrics
+from harness.analysis.reproductions import guards_of
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
@@ -17,6 +18,7 @@ from harness.hints import Context
 from harness.report import figures, sections
 from harness.report.bench import bench_section
 from harness.report.data import write_data
+from harness.report.guards import Guards, write_guards
 from harness.report.omnibus import across_variants
 from harness.report.probes import probe_section
 from harness.report.tables import any_clipped, markdown, title
@@ -40,12 +42,17 @@ def write_report(
     data: bool = True,
     ctx: Context | None = None,
     tuning: TuningInputs | None = None,
+    guards: Guards | None = None,
 ) -> Path:
     """Write the markdown report of the selection's runs and its PNG figures under ``out``;
     returns the markdown path. ``data``: also write the tidy table of its runs,
     ``out/data/NAME[.PROFILE].csv[.gz]`` (:mod:`harness.report.data`, with the tuned runs), and
     the studies the Tuning section lists, ``out/data/NAME[.PROFILE].tuning.json``
     (:mod:`harness.report.tuning_data`), from which ``ablate report --from`` makes the same report.
+
+    ``guards``: the positive controls of the ablation's claims and their outcomes
+    (:mod:`harness.report.guards`; a claim's verdict is withheld while one has not passed); None:
+    evaluate the reproductions that guard them from ``results``.
 
     ``storage``: the Optuna storage URL of a "Tuning" section (default ``<results>/optuna.db``);
     the section appears when that storage holds studies of this ablation and profile.
@@ -58,6 +65,9 @@ def write_report(
     abl, profile = sel.ablation, sel.profile
     ctx = ctx or Context(abl.name, profile, results, tuple(sel.overrides), storage)
     result = result or analyse(sel, results)
+    if guards is None:
+        guards = guards_of(list(abl.claims), results)
+    guards = {cid: g for cid, g in guards.items() if cid in abl.claims}
     path = report_path(abl, profile, out)
     fig_dir = Path(out) / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
@@ -74,14 +84,14 @@ def write_report(
         "",
     ]
     parts += sections.version_warnings(result)
-    parts += sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result)
+    parts += sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, guards)
     parts += sections.setup_section(abl, profile, records, result)
     parts += _results_section(abl, profile, result, fig_dir, path.parent, ctx)
     parts += probe_section(result)  # leakage / masked attention probes per cell, where runs carry them
     parts += sections.failures_section(result)
     if tuning is None:
         tuning = read_tuning(sel, results, storage, out)
-    parts += tuning_section(sel, result, tuning, ctx)
+    parts += tuning_section(sel, result, tuning, ctx, guards)
     parts += bench_section(abl, results, fig_dir, path.parent)  # attention kernels: `ablate bench attention`
     if abl.notes:
         parts += ["## Notes on the design", "", abl.notes, ""]
@@ -92,6 +102,7 @@ def write_report(
         tuned = tuning.tuned.scan.records if shown else []
         written = write_data(records, history_of(result.scan, results), result.scan.problems, results, path, tuned)
         write_studies(tuning.studies, written)
+        write_guards(guards, written, abl.name, profile)
     return path
 
 

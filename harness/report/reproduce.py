@@ -68,16 +68,20 @@ def markdown(results: list[EntryResult], store: Path) -> str:
             "another (a finding, not a bug: its section says what the harness saw and what differs from the "
             "published setting); inconclusive: the tests did not decide, or the reference did not learn the "
             "task (`inconclusive (baseline not learned k/n)`: it reached the task's convergence target on k of its n "
-            "seeds, not more than half, as a claim's baseline must)."
+            "seeds, not more than half, as a claim's baseline must). An entry guards the claims whose verdicts "
+            "rest on the effect it checks: until it passes, their reports withhold a verdict "
+            "(`withheld (positive control ID: OUTCOME)`) and say what the tests alone gave."
         ),
         "",
-        "| reproduction | paper | source | expected at CPU scale | outcome |",
-        "|---|---|---|---|---|",
+        "| reproduction | paper | source | expected at CPU scale | guards the claims | outcome |",
+        "|---|---|---|---|---|---|",
     ]
     for res in results:
         e = res.entry
+        guarded = ", ".join(f"`{c}`" for c in e.guards) or "none"
         lines.append(
-            f"| [{e.id}](#{e.id}) | {_cell(e.paper)} | {_cell(e.source)} | {_cell(e.expected)} | **{res.outcome}** |"
+            f"| [{e.id}](#{e.id}) | {_cell(e.paper)} | {_cell(e.source)} | {_cell(e.expected)} | {guarded} "
+            f"| **{res.outcome}** |"
         )
     lines.append("")
     for res in results:
@@ -90,6 +94,12 @@ def markdown(results: list[EntryResult], store: Path) -> str:
             f"- Published setting: {e.setting}.",
             f"- Published result: {e.result}.",
             f"- Expected at CPU scale: {e.expected}.",
+            (
+                f"- Guards: {', '.join(f'`{c}`' for c in e.guards)} (their verdicts are withheld unless this entry passes)"
+                if e.guards
+                else "- Guards: no claim"
+            )
+            + (f"; {' '.join(e.guards_why.split())}." if e.guards_why else "."),
             "",
             "Evidence:",
             "",
@@ -140,8 +150,9 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def write_markdown(results_dir: Path, out: Path, entries: tuple[Reproduction, ...] | None = None) -> Path:
-    """Evaluate every entry from the store and write ``out/reproductions.md``; returns its path."""
+def evaluate_all(results_dir: Path, entries: tuple[Reproduction, ...] | None = None) -> list[EntryResult]:
+    """Every entry (default: the registry's) evaluated from the store; an entry that does not check
+    against the ablations here (e.g. one not registered) is ``not run``, with the reason."""
     entries = registry.load_registry() if entries is None else entries
     results = []
     for entry in entries:
@@ -151,6 +162,18 @@ def write_markdown(results_dir: Path, out: Path, entries: tuple[Reproduction, ..
             results.append(EntryResult(entry, [Outcome(c, "not run", note=str(exc)) for c in entry.comparisons]))
             continue
         results.append(evaluate(entry, results_dir))
+    return results
+
+
+def write_markdown(
+    results_dir: Path,
+    out: Path,
+    entries: tuple[Reproduction, ...] | None = None,
+    evaluated: list[EntryResult] | None = None,
+) -> Path:
+    """Write ``out/reproductions.md`` from ``evaluated`` (default: :func:`evaluate_all` of
+    ``entries``); returns its path."""
+    results = evaluate_all(results_dir, entries) if evaluated is None else evaluated
     path = Path(out) / "reproductions.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(markdown(results, results_dir))

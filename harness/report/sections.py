@@ -19,6 +19,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.config import FFNSection
 from harness.experiment.versions import mix_warning
+from harness.report.guards import Guards
 from harness.store.record import Record
 
 
@@ -48,14 +49,16 @@ def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
     return lines
 
 
-def claims_section(abl: Ablation, result: Analysis) -> list[str]:
-    """Each claim the ablation tests, its verdict and evidence lines, and the scale caveat."""
+def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None) -> list[str]:
+    """Each claim the ablation tests, its verdict and evidence lines, and the scale caveat.
+    ``guards``: the positive controls of each claim (a verdict waits for them to pass)."""
+    guards = guards or {}
     claims = claims_mod.load_claims()
     prof = abl.profiles[result.profile]
     lines = ["## Claims", ""]
     for cid in abl.claims:
         claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
-        verdict, evidence = claim_verdict(claim, result)
+        verdict, evidence = claim_verdict(claim, result, guards.get(cid, ()))
         lines += [
             f"### `{cid}`: {verdict}",
             "",

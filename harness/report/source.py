@@ -25,6 +25,7 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.config import RunConfig
 from harness.experiment.selection import Selection
 from harness.report.data import CONFIG, KINDS, OPTIONAL_FIELDS, RENAMED, RUN_FIELDS, STORE
+from harness.report.guards import Guards, read_guards
 from harness.report.tuning_data import TuningData, read_studies
 from harness.store.record import parse_record
 from harness.store.runs import StoreScan
@@ -37,13 +38,15 @@ TUNED = tuned_profile("")  # the suffix of a tuned runs' profile: ``PROFILE+tune
 class DataFile:
     """What a data file holds: the runs of one profile (``scan``), the tuned runs its report's
     Tuning section compares (``tuned``, profile ``PROFILE+tuned``; empty when none), the profile,
-    the store it names and the studies kept beside it (None: no Tuning section)."""
+    the store it names, the studies kept beside it (None: no Tuning section) and the positive
+    controls of its claims kept beside it (:mod:`harness.report.guards`)."""
 
     scan: StoreScan
     profile: str
     store: Path
     tuned: StoreScan = field(default_factory=lambda: StoreScan(history={}))
     tuning: TuningData | None = None
+    guards: Guards = field(default_factory=dict)
 
 
 def _value(text: str, kind: str, where: str) -> Any:
@@ -228,7 +231,9 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
     for rid, points in frames.items():
         found.history[rid] = _wide(points)
     prof = profiles[0] if profiles else profile or ""
-    return DataFile(found, prof, Path(rows[0][STORE]), tuned, read_studies(path, ablation, prof))
+    return DataFile(
+        found, prof, Path(rows[0][STORE]), tuned, read_studies(path, ablation, prof), read_guards(path, ablation, prof)
+    )
 
 
 def load_source(

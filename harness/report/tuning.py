@@ -27,6 +27,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.hints import Context
+from harness.report.guards import Guards
 from harness.report.tables import markdown, title
 from harness.report.tuning_data import StudyFigure, StudySummary, TuningData
 from harness.store.runs import StoreScan, scan
@@ -124,10 +125,13 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
     return TuningData(ablation=abl.name, profile=profile, storage=mask_url(url), studies=summaries)
 
 
-def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, ctx: Context | None = None) -> list[str]:
+def tuning_section(
+    sel: Selection, result: Analysis, tuning: TuningInputs, ctx: Context | None = None, guards: Guards | None = None
+) -> list[str]:
     """Markdown lines of the section; empty when ``tuning`` lists no study. ``result``: the
     report's analysis of the untuned runs; ``ctx``: the report command's context, for the
-    ``ablate run`` commands it suggests."""
+    ``ablate run`` commands it suggests; ``guards``: the claims' positive controls (as in the
+    Claims section)."""
     data = tuning.studies
     if data is None:
         return []
@@ -170,21 +174,25 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, ctx: 
             and ["Optimisation history and parameter importance per study (Optuna's plots):", "", " ".join(figures), ""]
         ),
     ]
-    lines += _claims_table(claim_changes(abl, result, tuning))
+    lines += _claims_table(claim_changes(abl, result, tuning, guards))
     ctx = ctx or Context(abl.name, profile, result.results, sel.overrides)
     return lines + _comparison(sel, result, tuning.tuned, ctx)
 
 
-def claim_changes(abl: Ablation, result: Analysis, tuning: TuningInputs) -> list[ClaimChange]:
+def claim_changes(
+    abl: Ablation, result: Analysis, tuning: TuningInputs, guards: Guards | None = None
+) -> list[ClaimChange]:
     """Each claim of the ablation, its verdict on ``result`` (the untuned runs) and on the tuned
-    runs; empty when the section shows no tuned runs (no study listed, or no tuned run)."""
+    runs, both withheld while a positive control in ``guards`` has not passed; empty when the
+    section shows no tuned runs (no study listed, or no tuned run)."""
     if tuning.studies is None or tuning.tuned is None:
         return []
     claims = claims_mod.load_claims()
     out = []
     for cid in abl.claims:  # the fallback of sections.claims_section, so that the texts agree
         claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
-        out.append(ClaimChange(cid, claim_verdict(claim, result)[0], claim_verdict(claim, tuning.tuned)[0]))
+        mine = (guards or {}).get(cid, ())
+        out.append(ClaimChange(cid, claim_verdict(claim, result, mine)[0], claim_verdict(claim, tuning.tuned, mine)[0]))
     return out
 
 

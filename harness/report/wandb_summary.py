@@ -26,6 +26,7 @@ from typing import Any
 
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import Analysis, Table, analyse
+from harness.analysis.reproductions import guards_of
 from harness.encode import json_safe
 from harness.experiment import claims as claims_mod
 from harness.experiment.selection import Selection
@@ -55,11 +56,13 @@ def table_rows(table: Table) -> tuple[list[str], list[list[Any]]]:
 
 
 def claim_rows(analysis: Analysis) -> list[list[str]]:
-    """``[claim id, verdict, evidence]`` for every claim the ablation tests (as in the report)."""
+    """``[claim id, verdict, evidence]`` for every claim the ablation tests (as in the report: a
+    verdict waits for the positive controls that guard the claim, evaluated from the same store)."""
     claims = claims_mod.load_claims()
+    guards = guards_of(list(analysis.ablation.claims), analysis.results)
     rows = []
     for cid in analysis.ablation.claims:
-        verdict, evidence = claim_verdict(claims.get(cid, {}), analysis)
+        verdict, evidence = claim_verdict(claims.get(cid, {}), analysis, guards.get(cid, ()))
         rows.append([cid, verdict, "\n".join(evidence)])
     return rows
 

@@ -272,7 +272,7 @@ def test_reproductions_page_and_the_index_link(mini, tmp_path, monkeypatch):
     result = invoke("report", "--all", "--results-dir", str(results), "--out", str(out))
     assert result.exit_code == 0, result.output
     page = (out / "reproductions.md").read_text()
-    assert "| [x2020](#x2020) | X et al. 2020 | Table 1 | rope better | **pass** |" in page
+    assert "| [x2020](#x2020) | X et al. 2020 | Table 1 | rope better | none | **pass** |" in page
     assert "| [y2021](#y2021) |" in page and "**fail** |" in page
     fail = page.split("## y2021")[1].split("## z2022")[0]
     assert "What the harness saw: learned vs rope on `acc@x2`: worse" in fail

@@ -1,0 +1,85 @@
+"""The positive controls that guard a report's claims, kept beside the report's data file
+(``reports/data/NAME[.PROFILE].guards.json``), so that ``ablate report NAME --from FILE`` withholds
+the same verdicts without the runs of the reproductions (which are other grids, not in the file).
+
+A claim listed under ``guards`` by an entry of ``harness/experiment/reproductions.yaml`` has its
+verdict withheld while that entry does not pass (:func:`harness.analysis.claims.claim_verdict`).
+The file maps each of the report's claims that has guards to ``[{"id": ..., "outcome": ...}]`` and
+holds no timestamp: the same outcomes give the same bytes. Written by :func:`write_guards`, read
+back by :func:`read_guards`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.analysis.claims import Guard
+from harness.errors import AblateError
+
+Guards = dict[str, tuple[Guard, ...]]
+"""Claim id -> the positive controls that guard it, with their outcomes."""
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    outcome: str
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ablation: str
+    profile: str
+    guards: dict[str, list[_Entry]]
+
+
+def guards_path(data_file: Path) -> Path:
+    """``data/NAME.PROFILE.guards.json`` beside the data file ``data/NAME.PROFILE.csv[.gz]``."""
+    stem = Path(data_file).name.removesuffix(".gz").removesuffix(".csv")
+    return Path(data_file).with_name(f"{stem}.guards.json")
+
+
+def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -> Path | None:
+    """Write ``guards`` beside ``data_file``; with none, remove a file left from an earlier report.
+    Returns the path written, or None."""
+    path = guards_path(data_file)
+    if not guards:
+        path.unlink(missing_ok=True)
+        return None
+    body = {
+        "ablation": ablation,
+        "profile": profile,
+        "guards": {cid: [{"id": g.id, "outcome": g.outcome} for g in gs] for cid, gs in sorted(guards.items())},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def read_guards(data_file: Path, ablation: str, profile: str) -> Guards:
+    """The guards kept beside ``data_file``; empty when there is no such file (no claim of the
+    report had a positive control).
+
+    Raises:
+        AblateError: a file that is not JSON of this format, or of another ablation or profile.
+    """
+    path = guards_path(data_file)
+    if not path.is_file():
+        return {}
+    try:
+        data = _File.model_validate(json.loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise AblateError(
+            f"--from {data_file}: its positive controls' file {path} is unreadable ({first}); regenerate both "
+            "with `ablate report NAME` from the store"
+        ) from None
+    if (data.ablation, data.profile) != (ablation, profile):
+        raise AblateError(
+            f"--from {data_file}: its positive controls' file {path} is of {data.ablation} / {data.profile}, "
+            f"not of {ablation} / {profile}; regenerate it with `ablate report NAME`"
+        )
+    return {cid: tuple(Guard(e.id, e.outcome) for e in entries) for cid, entries in data.guards.items()}

@@ -1,0 +1,159 @@
+"""Positive controls before verdicts: a claim's verdict that rules (supported, contradicted, ...) is
+withheld while a published result that guards it (an entry of reproductions.yaml listing it under
+``guards``) has not passed at this scale; the report says what the tests alone gave. The report,
+the index and the report regenerated from its data file say the same."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from harness.analysis import verdicts as vd
+from harness.analysis.claims import Guard, claim_verdict
+from harness.analysis.comparisons import analyse
+from harness.errors import AblateError
+from harness.experiment import ablation as ablation_mod
+from harness.experiment import claims as claims_mod
+from harness.experiment import reproductions as registry
+from harness.experiment.ablation import load
+from harness.experiment.selection import select
+from helpers.cli import invoke
+from helpers.fake_store import write_decl, write_runs
+from helpers.mini_claims import MINI_CLAIMS
+
+pytestmark = pytest.mark.usefixtures("cli_isolated")
+
+SHIFT = {"sinusoidal": 0.0, "learned": -0.3, "rope": 0.2}
+
+
+def _value(variant: str, seed: int) -> float:
+    return 0.4 + 0.01 * seed + SHIFT[variant] + (0.01 if seed % 2 else 0.0)
+
+
+def _entry(rid: str, expect: str, guards: list[str]) -> registry.Reproduction:
+    """An entry on mini / cpu: learned against sinusoidal on copy acc@x2 (learned is worse there)."""
+    return registry.Reproduction.model_validate(
+        {
+            "id": rid,
+            "paper": "A paper",
+            "source": "Table 1",
+            "setting": "big",
+            "result": "learned is worse",
+            "expected": "learned worse",
+            "differences": "small",
+            "comparisons": [
+                {
+                    "ablation": "mini",
+                    "profile": "cpu",
+                    "task": "copy",
+                    "metric": "acc@x2",
+                    "variant": "learned",
+                    "reference": "sinusoidal",
+                    "expect": expect,
+                }
+            ],
+            "guards": guards,
+        }
+    )
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """mini with 8 seeds of cpu runs (learned worse, rope better); a reproduction that passes guards
+    mini-rope-better, one that fails guards mini-learned-worse."""
+    folder = tmp_path / "ablations"
+    mini = write_decl(folder, claims=("mini-learned-worse", "mini-rope-better"), cpu={"seeds": list(range(8))})
+    monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
+    monkeypatch.setattr(claims_mod, "load_claims", lambda: MINI_CLAIMS)
+    entries = (
+        _entry("fake-pass", "worse", ["mini-rope-better"]),
+        _entry("fake-fail", "better", ["mini-learned-worse"]),
+    )
+    monkeypatch.setattr(registry, "load_registry", lambda: entries)
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _value)
+    return mini, results
+
+
+def _claims(report: str) -> dict[str, str]:
+    return dict(re.findall(r"^### `([\w-]+)`: (.+)$", report, re.M))
+
+
+def test_a_guard_that_did_not_pass_withholds_a_ruling_and_says_what_the_tests_gave(store):
+    mini, results = store
+    result = analyse(select(load(str(mini)), "cpu", check_data=False), results)
+    claim = MINI_CLAIMS["mini-learned-worse"]
+    assert claim_verdict(claim, result)[0] == "supported"
+    assert claim_verdict(claim, result, (Guard("a", "pass"),))[0] == "supported"
+    for outcome in ("fail", "not run", "inconclusive (baseline not learned 2/8)"):
+        verdict, lines = claim_verdict(claim, result, (Guard("a", "pass"), Guard("b", outcome)))
+        assert verdict == f"withheld (positive control b: {outcome})", verdict
+        assert vd.claim_kind(verdict) is vd.ClaimKind.WITHHELD
+        assert lines[-1].startswith("The tests alone: **supported**.") and "`ablate reproduce b`" in lines[-1]
+    verdict, _ = claim_verdict(claim, result, (Guard("a", "fail"), Guard("b", "not run")))
+    assert verdict == "withheld (positive controls a: fail, b: not run)"
+
+
+def test_a_verdict_that_does_not_rule_is_not_withheld(store, tmp_path):
+    mini, results = store
+    pilot = write_decl(
+        tmp_path / "p", "pilotmini", claims=("mini-learned-worse",), cpu={"seeds": [0, 1, 2], "confirmatory": False}
+    )
+    write_runs(tmp_path / "pr", pilot, "cpu", _value)
+    result = analyse(select(load(str(pilot)), "cpu", check_data=False), tmp_path / "pr")
+    verdict, lines = claim_verdict(MINI_CLAIMS["mini-learned-worse"], result, (Guard("b", "fail"),))
+    assert vd.claim_kind(verdict) is vd.ClaimKind.PILOT and not lines[-1].startswith("The tests alone")
+
+
+def test_report_index_and_data_file_withhold_the_same_verdicts(store, tmp_path):
+    _, results = store
+    out = tmp_path / "reports"
+    result = invoke("report", "--all", "--results-dir", str(results), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    report = (out / "mini.md").read_text()
+    claims = _claims(report)
+    assert claims == {
+        "mini-learned-worse": "withheld (positive control fake-fail: fail)",
+        "mini-rope-better": "supported",
+    }
+    assert "The tests alone: **supported**." in report
+    index = (out / "README.md").read_text()
+    assert "`mini-learned-worse`: withheld (positive control fake-fail: fail)" in index
+    page = (out / "reproductions.md").read_text()
+    assert "| `mini-learned-worse` | **fail** |" in page and "| `mini-rope-better` | **pass** |" in page
+    sidecar = out / "data" / "mini.guards.json"
+    assert sidecar.is_file()
+    # the data file regenerates the report without the reproductions' runs (not in the file)
+    again = tmp_path / "again"
+    result = invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(again))
+    assert result.exit_code == 0, result.output
+    untimed = lambda s: re.sub(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ", " ", s)  # noqa: E731
+    assert untimed((again / "mini.md").read_text()) == untimed(report)
+    # one report from the store evaluates the same guards
+    alone = tmp_path / "alone"
+    assert invoke("report", "mini", "--results-dir", str(results), "--out", str(alone)).exit_code == 0
+    assert _claims((alone / "mini.md").read_text()) == claims
+
+
+def test_a_guards_file_of_another_report_is_refused(store, tmp_path):
+    _, results = store
+    out = tmp_path / "reports"
+    assert invoke("report", "mini", "--results-dir", str(results), "--out", str(out)).exit_code == 0
+    sidecar = out / "data" / "mini.guards.json"
+    sidecar.write_text(sidecar.read_text().replace('"profile": "cpu"', '"profile": "gpu"'))
+    result = invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(tmp_path / "b"))
+    assert result.exit_code == 2 and "positive controls' file" in result.output, result.output
+
+
+def test_an_entry_guarding_an_unknown_or_repeated_claim_is_refused(monkeypatch):
+    monkeypatch.setattr(claims_mod, "load_claims", lambda: MINI_CLAIMS)
+    with pytest.raises(AblateError, match=r"guards\.0: 'mini-learned-wors' is not a claim .*mini-learned-worse"):
+        registry.check(_entry("x", "worse", ["mini-learned-wors"]))
+    with pytest.raises(AblateError, match="appears more than once"):
+        registry.check(_entry("x", "worse", ["mini-rope-better", "mini-rope-better"]))
+
+
+def test_every_registered_guard_names_a_claim_of_claims_yaml():
+    for entry in registry.load_checked():
+        assert set(entry.guards) <= set(claims_mod.load_claims()), entry.id
