@@ -27,19 +27,32 @@ def in_grid(evidence: dict[str, Any], view: Ablation) -> bool:
     return evidence["task"] in view.tasks and evidence["variant"] in {view.label(v) for v in view.variants()}
 
 
+POSITIVE = "positive control"
+NEGATIVE = "negative control"
+
+
 @dataclass(frozen=True)
 class Guard:
-    """A positive control that guards a claim: a published result (an entry of
-    ``harness/experiment/reproductions.yaml`` that lists the claim under ``guards``) and its
-    outcome at this scale (pass | fail | inconclusive ... | not run,
-    :mod:`harness.analysis.reproductions`)."""
+    """A control that guards a claim, and its outcome at this scale. A positive control: a published
+    result (an entry of ``harness/experiment/reproductions.yaml`` listing the claim under
+    ``guards``; outcome pass | fail | inconclusive ... | not run, :mod:`harness.analysis.reproductions`).
+    A negative control: an ablation declaring ``control: {guards: [...]}`` (a known bug; outcome
+    caught | not caught | not run, from its confirmatory ``profile``)."""
 
     id: str
     outcome: str
+    kind: str = POSITIVE
+    profile: str | None = None  # a negative control's profile
 
     @property
     def passed(self) -> bool:
-        return self.outcome == "pass"
+        return self.outcome in ("pass", "caught")
+
+    def command(self) -> str:
+        """What runs it: ``ablate reproduce ID`` or ``ablate run NAME --profile P``."""
+        if self.kind == NEGATIVE:
+            return f"ablate run {self.id} --profile {self.profile}"
+        return f"ablate reproduce {self.id}"
 
 
 def claim_verdict(claim: dict[str, Any], result: Analysis, guards: Sequence[Guard] = ()) -> tuple[str, list[str]]:
@@ -67,12 +80,14 @@ def claim_verdict(claim: dict[str, Any], result: Analysis, guards: Sequence[Guar
     waiting = [g for g in guards if not g.passed]
     if not waiting or vd.claim_kind(verdict) not in vd.RULINGS:
         return verdict, lines
-    command = "ablate reproduce" + (f" {waiting[0].id}" if len(waiting) == 1 else "")
-    return vd.claim_withheld([(g.id, g.outcome) for g in waiting]), [
+    commands = sorted({g.command() for g in waiting if g.outcome == "not run"})
+    return vd.claim_withheld([(f"{g.kind} {g.id}", g.outcome) for g in waiting]), [
         *lines,
-        f"The tests alone: **{verdict}**. Withheld until the published result{'s' if len(waiting) > 1 else ''} "
-        f"that guard{'' if len(waiting) > 1 else 's'} this claim pass{'' if len(waiting) > 1 else 'es'} "
-        f"at this scale (reproductions.md; `{command}` runs what is missing).",
+        f"The tests alone: **{verdict}**. Withheld until the control{'s' if len(waiting) > 1 else ''} "
+        f"guarding this claim pass{'' if len(waiting) > 1 else 'es'} at this scale: a harness that does not see "
+        "a known effect (a published result: reproductions.md) or a known bug (a negative control) here "
+        "cannot be trusted with this claim's comparisons"
+        + (f" ({'; '.join(f'`{c}`' for c in commands)} runs what is missing)." if commands else "."),
     ]
 
 

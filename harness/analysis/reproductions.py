@@ -33,10 +33,8 @@ from harness.analysis import stats, untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import Guard
 from harness.analysis.comparisons import Analysis, analyse
-from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics
-from harness.experiment import reproductions as registry
 from harness.experiment import selection as selection_mod
 from harness.experiment.reproductions import Comparison, Reproduction
 from harness.store.runs import read_record, run_dir
@@ -253,25 +251,15 @@ def grids(entries: list[Reproduction], results: Path) -> list[Grid]:
 
 def guards_from(evaluated: list[EntryResult]) -> dict[str, tuple[Guard, ...]]:
     """Claim id -> the positive controls that guard it (entries listing it under ``guards``), with
-    their outcomes, from entries already evaluated."""
+    their outcomes, from entries already evaluated. An entry whose grids have not all finished is
+    ``incomplete (k/n runs)``, whatever its runs so far say: a control passes on its planned seeds."""
     out: dict[str, tuple[Guard, ...]] = {}
     for res in evaluated:
+        grids = {(o.comparison.ablation, o.comparison.profile): (o.runs, o.planned) for o in res.outcomes}
+        runs, planned = sum(r for r, _ in grids.values()), sum(p for _, p in grids.values())
+        outcome = res.outcome
+        if outcome != "not run" and runs < planned:
+            outcome = f"incomplete ({runs}/{planned} runs)"
         for cid in res.entry.guards:
-            out[cid] = (*out.get(cid, ()), Guard(res.entry.id, res.outcome))
+            out[cid] = (*out.get(cid, ()), Guard(res.entry.id, outcome))
     return out
-
-
-def guards_of(claims: list[str] | tuple[str, ...], results: Path, alpha: float = 0.05) -> dict[str, tuple[Guard, ...]]:
-    """:func:`guards_from` the registry's entries that guard one of ``claims``, evaluated from the
-    store ``results`` (an entry whose ablation is not loadable here counts as not run)."""
-    evaluated = []
-    for entry in registry.load_registry():
-        if not set(entry.guards) & set(claims):
-            continue
-        try:
-            registry.check(entry)
-        except AblateError as exc:
-            evaluated.append(EntryResult(entry, [Outcome(c, "not run", note=str(exc)) for c in entry.comparisons]))
-            continue
-        evaluated.append(evaluate(entry, results, alpha))
-    return guards_from(evaluated)

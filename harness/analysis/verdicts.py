@@ -207,11 +207,10 @@ def claim_underpowered(needed: int) -> str:
 
 
 def claim_withheld(controls: list[tuple[str, str]]) -> str:
-    """``withheld (positive control ID: OUTCOME)``: the tests ruled, but a published result that
-    guards the claim was not reproduced at this scale (``controls``: (id, outcome) of each that did
-    not pass)."""
-    word = "positive control" if len(controls) == 1 else "positive controls"
-    return f"{ClaimKind.WITHHELD.value} ({word} " + ", ".join(f"{i}: {o}" for i, o in controls) + ")"
+    """``withheld (positive control ID: OUTCOME, ...)``: the tests ruled, but a control that guards
+    the claim did not pass at this scale (``controls``: ("positive control ID" or "negative control
+    NAME", outcome) of each that did not)."""
+    return f"{ClaimKind.WITHHELD.value} (" + ", ".join(f"{c}: {o}" for c, o in controls) + ")"
 
 
 def claim_kind(verdict: str) -> ClaimKind | None:

@@ -127,7 +127,12 @@ class Ablation(Decl):
                 check_key(path, where)
         self._check_tune()
         if self.control is not None:
-            self.control.check([self.label(v) for v in self.variants()], self.baseline_label)
+            self.control.check(
+                [self.label(v) for v in self.variants()],
+                self.baseline_label,
+                claims_file.load_claims() if self.control.guards else (),
+                {name: prof.confirmatory for name, prof in self.profiles.items()},
+            )
         self._check_default_profile()
         return self
 

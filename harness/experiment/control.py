@@ -4,6 +4,7 @@ catch. Whether it did is :func:`harness.analysis.claims.control_outcomes`."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,7 +15,9 @@ from harness.registry import did_you_mean
 class Control(BaseModel):
     """``kind: negative``: a known bug (e.g. a wrong head split) that the harness must catch, i.e.
     judge ``expect`` (``worse``, adjusted p < 0.05) on a task's primary metric. The reports index
-    shows each such ablation as ``caught`` or ``not caught``."""
+    shows each such ablation as ``caught`` or ``not caught``. ``guards``: the claims whose verdicts
+    are withheld while the control is not caught in ``profile`` (a confirmatory profile): a harness
+    that cannot see a known bug on a task cannot be trusted with smaller differences on it."""
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["negative"]
@@ -23,10 +26,39 @@ class Control(BaseModel):
         None, description="the grid point (label) that carries the bug; default: every point but the baseline"
     )
 
-    def check(self, labels: list[str], baseline: str) -> None:
-        """Raises ValueError (for pydantic) unless ``variant`` is a grid label other than ``baseline``."""
+    guards: list[str] = Field(
+        default_factory=list, description="claims (ids of claims.yaml) withheld while the control is not caught"
+    )
+    profile: str = Field("confirm", description="the confirmatory profile whose runs say whether it was caught")
+
+    def check(
+        self,
+        labels: list[str],
+        baseline: str,
+        claims: Collection[str] = (),
+        confirmatory: dict[str, bool] | None = None,
+    ) -> None:
+        """Raises ValueError (for pydantic) unless ``variant`` is a grid label other than ``baseline``;
+        with ``guards``, unless each is one of ``claims`` (once) and ``profile`` is one of the
+        ``confirmatory`` profiles (profile name -> confirmatory)."""
         if self.variant is not None and (self.variant not in labels or self.variant == baseline):
             raise ValueError(
                 f"control.variant {self.variant!r} is not a point of the grid other than the baseline"
                 f"{did_you_mean(self.variant, labels)}; grid: {labels}"
+            )
+        if not self.guards:
+            return
+        for i, cid in enumerate(self.guards):
+            if cid not in claims:
+                raise ValueError(
+                    f"control.guards.{i}: {cid!r} is not a claim of harness/experiment/claims.yaml"
+                    f"{did_you_mean(cid, list(claims))}"
+                )
+        if len(set(self.guards)) < len(self.guards):
+            raise ValueError("control.guards: a claim appears more than once")
+        profiles = confirmatory or {}
+        if not profiles.get(self.profile):
+            raise ValueError(
+                f"control.profile {self.profile!r} is not a confirmatory profile of this ablation"
+                f"{did_you_mean(self.profile, list(profiles))}; its guards need one to say whether it was caught"
             )

@@ -1,10 +1,11 @@
-"""The positive controls that guard a report's claims, kept beside the report's data file
+"""The controls (positive and negative) that guard a report's claims, kept beside the report's data file
 (``reports/data/NAME[.PROFILE].guards.json``), so that ``ablate report NAME --from FILE`` withholds
-the same verdicts without the runs of the reproductions (which are other grids, not in the file).
+the same verdicts without the runs of the controls (other grids, not in the file).
 
-A claim listed under ``guards`` by an entry of ``harness/experiment/reproductions.yaml`` has its
-verdict withheld while that entry does not pass (:func:`harness.analysis.claims.claim_verdict`).
-The file maps each of the report's claims that has guards to ``[{"id": ..., "outcome": ...}]`` and
+A claim listed under ``guards`` by an entry of ``harness/experiment/reproductions.yaml`` or by an
+ablation's ``control:`` has its verdict withheld while that control does not pass
+(:mod:`harness.analysis.guards`, :func:`harness.analysis.claims.claim_verdict`). The file maps each
+of the report's claims that has guards to ``[{"id", "outcome", "kind", "profile"}]`` and
 holds no timestamp: the same outcomes give the same bytes. Written by :func:`write_guards`, read
 back by :func:`read_guards`.
 """
@@ -16,17 +17,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness.analysis.claims import Guard
+from harness.analysis.claims import POSITIVE, Guard
+from harness.analysis.guards import Guards
 from harness.errors import AblateError
 
-Guards = dict[str, tuple[Guard, ...]]
-"""Claim id -> the positive controls that guard it, with their outcomes."""
+__all__ = ["Guards", "guards_path", "read_guards", "write_guards"]
 
 
 class _Entry(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str
     outcome: str
+    kind: str = POSITIVE
+    profile: str | None = None
 
 
 class _File(BaseModel):
@@ -52,7 +55,10 @@ def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -
     body = {
         "ablation": ablation,
         "profile": profile,
-        "guards": {cid: [{"id": g.id, "outcome": g.outcome} for g in gs] for cid, gs in sorted(guards.items())},
+        "guards": {
+            cid: [{"id": g.id, "outcome": g.outcome, "kind": g.kind, "profile": g.profile} for g in gs]
+            for cid, gs in sorted(guards.items())
+        },
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n")
@@ -82,4 +88,6 @@ def read_guards(data_file: Path, ablation: str, profile: str) -> Guards:
             f"--from {data_file}: its positive controls' file {path} is of {data.ablation} / {data.profile}, "
             f"not of {ablation} / {profile}; regenerate it with `ablate report NAME`"
         )
-    return {cid: tuple(Guard(e.id, e.outcome) for e in entries) for cid, entries in data.guards.items()}
+    return {
+        cid: tuple(Guard(e.id, e.outcome, e.kind, e.profile) for e in entries) for cid, entries in data.guards.items()
+    }

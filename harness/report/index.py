@@ -27,6 +27,7 @@ from pathlib import Path
 
 from harness.analysis.claims import claim_verdict, control_outcomes, in_grid
 from harness.analysis.comparisons import Analysis, analyse
+from harness.analysis.guards import merge, negative_guards
 from harness.analysis.reproductions import guards_from
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
@@ -96,7 +97,7 @@ def report_all(
     per report written or profile skipped."""
     check_store(results)
     evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
-    guards = guards_from(evaluated)
+    guards = merge(guards_from(evaluated), negative_guards(_all_claims(), results))
     entries = [
         _report_ablation(name, results, out, data_dir, storage, echo, guards) for name in ablation_mod.available()
     ]
@@ -115,6 +116,10 @@ def report_all(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(index_markdown(entries, results, repro))
     return path
+
+
+def _all_claims() -> list[str]:
+    return list(claims_mod.load_claims())
 
 
 def _default_profile(name: str) -> str:
@@ -217,8 +222,9 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         "metric with adjusted p < 0.05, `not caught` otherwise. Where the latest report has tuned runs (`ablate tune`, "
         "then `ablate run --tuned`: every variant at its own best parameters), a claim's cell adds its verdict on them "
         f"(`tuned: ...`), and **{CHANGES}** marks a verdict of another kind than the untuned one. A claim guarded "
-        "by a published result that has not passed here (its positive control) reads `withheld (positive control "
-        "ID: OUTCOME)`; its report gives what the tests alone said.*",
+        "by a control that has not passed here (a published result not reproduced, a known bug not caught) reads "
+        "`withheld (positive control ID: OUTCOME)` or `withheld (negative control NAME: OUTCOME)`; its report gives "
+        "what the tests alone said.*",
         "",
         *(_reproductions_line(reproductions) if reproductions is not None else []),
         "| ablation | question | profiles reported | latest | claims: verdict in the latest report "

@@ -10,7 +10,7 @@ import pandas as pd
 
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, analyse, claimed_metrics
-from harness.analysis.reproductions import guards_of
+from harness.analysis.guards import guards_of
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection

@@ -26,7 +26,7 @@ from typing import Any
 
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import Analysis, Table, analyse
-from harness.analysis.reproductions import guards_of
+from harness.analysis.guards import guards_of
 from harness.encode import json_safe
 from harness.experiment import claims as claims_mod
 from harness.experiment.selection import Selection

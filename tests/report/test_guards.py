@@ -1,13 +1,15 @@
-"""Positive controls before verdicts: a claim's verdict that rules (supported, contradicted, ...) is
-withheld while a published result that guards it (an entry of reproductions.yaml listing it under
-``guards``) has not passed at this scale; the report says what the tests alone gave. The report,
-the index and the report regenerated from its data file say the same."""
+"""Controls before verdicts: a claim's verdict that rules (supported, contradicted, ...) is withheld
+while a control that guards it has not passed at this scale: a published result (an entry of
+reproductions.yaml listing it under ``guards``) or a known bug (an ablation whose ``control:`` lists
+it). The report says what the tests alone gave; the report, the index and the report regenerated
+from its data file say the same."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+import yaml
 
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import Guard, claim_verdict
@@ -90,9 +92,10 @@ def test_a_guard_that_did_not_pass_withholds_a_ruling_and_says_what_the_tests_ga
         verdict, lines = claim_verdict(claim, result, (Guard("a", "pass"), Guard("b", outcome)))
         assert verdict == f"withheld (positive control b: {outcome})", verdict
         assert vd.claim_kind(verdict) is vd.ClaimKind.WITHHELD
-        assert lines[-1].startswith("The tests alone: **supported**.") and "`ablate reproduce b`" in lines[-1]
+        assert lines[-1].startswith("The tests alone: **supported**.")
+        assert ("`ablate reproduce b`" in lines[-1]) == (outcome == "not run"), lines[-1]
     verdict, _ = claim_verdict(claim, result, (Guard("a", "fail"), Guard("b", "not run")))
-    assert verdict == "withheld (positive controls a: fail, b: not run)"
+    assert verdict == "withheld (positive control a: fail, positive control b: not run)"
 
 
 def test_a_verdict_that_does_not_rule_is_not_withheld(store, tmp_path):
@@ -157,3 +160,58 @@ def test_an_entry_guarding_an_unknown_or_repeated_claim_is_refused(monkeypatch):
 def test_every_registered_guard_names_a_claim_of_claims_yaml():
     for entry in registry.load_checked():
         assert set(entry.guards) <= set(claims_mod.load_claims()), entry.id
+
+
+def _bug(folder, variant: str, profile: str = "cpu", guards: tuple[str, ...] = ("mini-rope-better",)):
+    """A negative control ``bug`` (the mini grid) whose bug is ``variant``, guarding ``guards``."""
+    path = write_decl(folder, "bug", cpu={"seeds": list(range(8))}, pilot={"seeds": [0, 1], "confirmatory": False})
+    decl = yaml.safe_load(path.read_text())
+    decl["control"] = {
+        "kind": "negative",
+        "variant": variant,
+        "expect": "worse",
+        "profile": profile,
+        "guards": list(guards),
+    }
+    path.write_text(yaml.safe_dump(decl, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("variant", "drop", "outcome"),
+    [
+        ("learned", False, "caught"),  # learned is worse: caught, the claim keeps its verdict
+        ("rope", False, "not caught"),  # rope is better: the bug was not seen
+        ("learned", True, "incomplete (23/24 runs)"),  # caught so far, but the grid has not finished
+    ],
+)
+def test_a_negative_control_not_caught_withholds_the_claims_it_guards(store, tmp_path, variant, drop, outcome):
+    _, results = store
+    bug = _bug(tmp_path / "ablations", variant)
+    write_runs(results, bug, "cpu", _value)
+    if drop:
+        next(p for p in sorted((results / "bug" / "cpu").iterdir())).joinpath("record.json").unlink()
+    out = tmp_path / "reports"
+    assert invoke("report", "--all", "--results-dir", str(results), "--out", str(out)).exit_code == 0
+    claims = _claims((out / "mini.md").read_text())
+    if outcome == "caught":
+        assert claims["mini-rope-better"] == "supported"
+    else:
+        assert claims["mini-rope-better"] == f"withheld (negative control bug: {outcome})", claims
+    assert claims["mini-learned-worse"] == "withheld (positive control fake-fail: fail)"  # not guarded by bug
+
+
+def test_a_negative_control_guarding_an_unknown_claim_or_from_a_pilot_is_refused(store, tmp_path):
+    with pytest.raises(AblateError, match=r"control\.guards\.0: 'mini-rope-bettr' is not a claim .*mini-rope-better"):
+        load(str(_bug(tmp_path / "a", "learned", guards=("mini-rope-bettr",))))
+    with pytest.raises(AblateError, match="control.profile 'pilot' is not a confirmatory profile"):
+        load(str(_bug(tmp_path / "b", "learned", profile="pilot")))
+
+
+def test_a_positive_control_passes_only_on_its_finished_grid(store, tmp_path):
+    mini, results = store
+    next(p for p in sorted((results / "mini" / "cpu").iterdir())).joinpath("record.json").unlink()
+    out = tmp_path / "reports"
+    assert invoke("report", "--all", "--results-dir", str(results), "--out", str(out)).exit_code == 0
+    claims = _claims((out / "mini.md").read_text())
+    assert claims["mini-rope-better"] == "withheld (positive control fake-pass: incomplete (23/24 runs))", claims
