@@ -80,7 +80,7 @@ def claim_verdict(claim: dict[str, Any], result: Analysis, guards: Sequence[Guar
     waiting = [g for g in guards if not g.passed]
     if not waiting or vd.claim_kind(verdict) not in vd.RULINGS:
         return verdict, lines
-    commands = sorted({g.command() for g in waiting if g.outcome == "not run"})
+    commands = sorted({g.command() for g in waiting if g.outcome == "not run" or g.outcome.startswith("incomplete")})
     return vd.claim_withheld([(f"{g.kind} {g.id}", g.outcome) for g in waiting]), [
         *lines,
         f"The tests alone: **{verdict}**. Withheld until the control{'s' if len(waiting) > 1 else ''} "
@@ -167,7 +167,8 @@ def _tested(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
     if not outcomes:
         return vd.ClaimKind.NOT_TESTED.value, lines
     counts = Counter(outcomes)
-    if counts["pilot"]:
+    if counts["pilot"] or not abl.profiles[result.profile].confirmatory:
+        # a pilot rules on nothing, also where a comparison's own verdict is not "pilot" (e.g. censored)
         return vd.claim_pilot(), lines
     if counts["supported"] and not counts["contradicted"]:
         # in direction only: every supporting effect is below the sesoi

@@ -83,6 +83,24 @@ def negative_guards(claims: list[str] | tuple[str, ...], results: Path) -> Guard
     return out
 
 
+def declared_guards(claims: list[str] | tuple[str, ...], outcome: str) -> Guards:
+    """Every control declared to guard one of ``claims`` (the registry's entries, the registered
+    negative controls), each with the same ``outcome``: for a report whose controls' outcomes are
+    unknown (a data file read without the file of its controls)."""
+    out: Guards = {}
+    for entry in registry.load_registry():
+        out = merge(out, {cid: (Guard(entry.id, outcome),) for cid in entry.guards if cid in claims})
+    for name in ablation_mod.available():
+        try:
+            abl = ablation_mod.load(name)
+        except AblateError:
+            continue
+        if abl.control is not None:
+            guard = Guard(abl.name, outcome, NEGATIVE, abl.control.profile)
+            out = merge(out, {cid: (guard,) for cid in abl.control.guards if cid in claims})
+    return out
+
+
 def guards_of(claims: list[str] | tuple[str, ...], results: Path) -> Guards:
     """Every control that guards one of ``claims``: positive ones first, then negative ones."""
     return merge(positive_guards(claims, results), negative_guards(claims, results))

@@ -3,12 +3,12 @@ and how far its runs are; nothing here trains or analyses."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from harness.analysis.guards import declared_guards
 from harness.cli import output
 from harness.execution.run_folder import unfinished_state
 from harness.experiment import ablation as ablation_mod
@@ -16,14 +16,9 @@ from harness.experiment import grid, metrics, plugins
 from harness.experiment.ablation import Ablation
 from harness.experiment.families import families
 from harness.experiment.search_space import resolve_space
+from harness.report.index import short_question
 from harness.store.record import STATUSES
 from harness.store.runs import read_record, run_dir, scan
-
-
-def _first_sentence(text: str) -> str:
-    """The question up to its first '?' or '.', ending included."""
-    m = re.search(r"[?.](\s|$)", text)
-    return text[: m.start() + 1] if m else text
 
 
 def list_all(components: bool = False) -> None:
@@ -35,7 +30,7 @@ def list_all(components: bool = False) -> None:
         n = len(abl.variants())
         output.console.print(
             f"[bold]{name}[/]  {n} variants x {len(abl.tasks)} tasks ({', '.join(abl.tasks)}); "
-            f"profiles {', '.join(abl.profiles)} — {_first_sentence(abl.question)}"
+            f"profiles {', '.join(abl.profiles)} — {short_question(abl.question, limit=len(abl.question))}"
         )
     from harness.tasks import TASKS
 
@@ -69,6 +64,15 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
     output.console.print(f"[bold]{abl.name}[/]: {abl.question}")
     if abl.claims:
         output.console.print(f"claims: {', '.join(abl.claims)}")
+        for cid, guards in declared_guards(list(abl.claims), "").items():
+            names = ", ".join(f"{g.kind} {g.id}" for g in guards)
+            output.console.print(f"  {cid}: guarded by {names} (a verdict waits for each to pass at this scale)")
+    if (control := abl.control) is not None:
+        output.console.print(
+            f"control: negative; {control.variant or 'every variant but the baseline'} is a known bug, expected "
+            f"{control.expect} in profile {control.profile}"
+            + (f"; guards the claims {', '.join(control.guards)}" if control.guards else "")
+        )
     for path, values in abl.axes.items():
         output.console.print(f"axis {path}: {', '.join(map(str, values))}")
     output.console.print(f"baseline: {abl.baseline_label}")

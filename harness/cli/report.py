@@ -3,15 +3,19 @@ every registered ablation's reports and their index."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.markup import escape
 
 from harness.analysis.comparisons import analyse
+from harness.analysis.guards import declared_guards
 from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.hints import Context
+from harness.report.guards import UNKNOWN
 from harness.report.index import report_all as write_all
 from harness.report.markdown import write_report
 from harness.report.source import load_source
@@ -63,10 +67,13 @@ def report(
     tuning = None  # from the store and the Optuna storage
     if data is not None:  # the file's tuned runs and studies; the studies' figures copied, not drawn
         tuning = TuningInputs(data.tuning, tuned_analysis(sel, results, found=data.tuned))
-    guards = data.guards if data is not None else None  # None: evaluated from the store
-    path = write_report(
-        sel, results, out, storage=storage, result=result, data=found is None, ctx=ctx, tuning=tuning, guards=guards
-    )
+    guards = None  # evaluated from the store
+    if data is not None:  # the controls' outcomes kept beside the data file; without that file, unknown
+        guards = data.guards if data.guards is not None else declared_guards(list(abl.claims), UNKNOWN)
+    with _writing(out):
+        path = write_report(
+            sel, results, out, storage=storage, result=result, data=found is None, ctx=ctx, tuning=tuning, guards=guards
+        )
     output.console.print(f"wrote {path}")
     if data is not None and data.tuning is not None:
         missing = copy_figures(data.tuning, Path(source).parent.parent, out)
@@ -81,6 +88,19 @@ def report(
         except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
             output.console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")
     return path
+
+
+@contextlib.contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """An OS error while writing under ``--out`` (a folder the system will not create, e.g. under
+    /proc; a full disk; no permission) as one line, not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise AblateError(
+            f"cannot write the report under --out {out}: {exc.strerror or exc}{where}; pass a folder you can write to"
+        ) from None
 
 
 def check_out_parent(out: Path) -> None:
@@ -131,8 +151,13 @@ def report_all(
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the reports and their figures")
     check_out_parent(out)
     check_storage(storage)
-    path = write_all(
-        results, out, data_dir=output.data_dir(), storage=storage, echo=lambda line: output.console.print(escape(line))
-    )
+    with _writing(out):
+        path = write_all(
+            results,
+            out,
+            data_dir=output.data_dir(),
+            storage=storage,
+            echo=lambda line: output.console.print(escape(line)),
+        )
     output.console.print(f"wrote {path}")
     return path

@@ -132,6 +132,7 @@ class Ablation(Decl):
                 self.baseline_label,
                 claims_file.load_claims() if self.control.guards else (),
                 {name: prof.confirmatory for name, prof in self.profiles.items()},
+                self.claims,
             )
         self._check_default_profile()
         return self

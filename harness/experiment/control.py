@@ -37,14 +37,18 @@ class Control(BaseModel):
         baseline: str,
         claims: Collection[str] = (),
         confirmatory: dict[str, bool] | None = None,
+        own: Collection[str] = (),
     ) -> None:
         """Raises ValueError (for pydantic) unless ``variant`` is a grid label other than ``baseline``;
-        with ``guards``, unless each is one of ``claims`` (once) and ``profile`` is one of the
+        with ``guards``, unless each is one of ``claims`` (once) and not one of the ablation's ``own``
+        claims (the control's own verdict cannot wait for itself), and ``profile`` is one of the
         ``confirmatory`` profiles (profile name -> confirmatory)."""
-        if self.variant is not None and (self.variant not in labels or self.variant == baseline):
+        others = [x for x in labels if x != baseline]
+        if self.variant is not None and self.variant not in others:
             raise ValueError(
-                f"control.variant {self.variant!r} is not a point of the grid other than the baseline"
-                f"{did_you_mean(self.variant, labels)}; grid: {labels}"
+                f"control.variant {self.variant!r} is "
+                + ("the baseline" if self.variant == baseline else "not a point of the grid")
+                + f"; the bug must be another point{did_you_mean(self.variant, others)}; other points: {others}"
             )
         if not self.guards:
             return
@@ -56,9 +60,15 @@ class Control(BaseModel):
                 )
         if len(set(self.guards)) < len(self.guards):
             raise ValueError("control.guards: a claim appears more than once")
-        profiles = confirmatory or {}
-        if not profiles.get(self.profile):
+        if mine := [c for c in self.guards if c in own]:
+            raise ValueError(
+                f"control.guards: {mine[0]!r} is a claim of this ablation, whose verdict is the control's own "
+                "outcome; a control guards the claims of other ablations"
+            )
+        confirm = [name for name, yes in (confirmatory or {}).items() if yes]
+        if self.profile not in confirm:
             raise ValueError(
                 f"control.profile {self.profile!r} is not a confirmatory profile of this ablation"
-                f"{did_you_mean(self.profile, list(profiles))}; its guards need one to say whether it was caught"
+                + (did_you_mean(self.profile, confirm) if confirm else "")
+                + f"; its guards need one to say whether it was caught; confirmatory profiles: {confirm or 'none'}"
             )

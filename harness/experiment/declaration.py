@@ -34,7 +34,7 @@ def check_name(kind: str, name: str) -> str:
         else "it becomes a folder of the store (RESULTS/<ablation>/<profile>/) and of a report's file names"
     )
     raise ValueError(
-        f"{kind} name {name!r} is not allowed: {why}; use letters, digits, '_', '.' and '-', "
+        f"{kind} name {name!r} is not allowed: {why}; use ASCII letters and digits, '_', '.' and '-', "
         f"starting with a letter or a digit"
     )
 

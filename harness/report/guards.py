@@ -21,7 +21,11 @@ from harness.analysis.claims import POSITIVE, Guard
 from harness.analysis.guards import Guards
 from harness.errors import AblateError
 
-__all__ = ["Guards", "guards_path", "read_guards", "write_guards"]
+__all__ = ["UNKNOWN", "Guards", "guards_path", "read_guards", "write_guards"]
+
+UNKNOWN = "unknown: no controls' file beside the data file"
+"""The outcome of each control declared to guard a claim when ``--from`` finds no controls' file
+beside the data file (copied without it, or renamed): its verdict is withheld, not given."""
 
 
 class _Entry(BaseModel):
@@ -65,27 +69,27 @@ def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -
     return path
 
 
-def read_guards(data_file: Path, ablation: str, profile: str) -> Guards:
-    """The guards kept beside ``data_file``; empty when there is no such file (no claim of the
-    report had a positive control).
+def read_guards(data_file: Path, ablation: str, profile: str) -> Guards | None:
+    """The guards kept beside ``data_file``; None when there is no such file (no claim of the report
+    had a control, or the file was not copied with the data file: the caller tells them apart).
 
     Raises:
         AblateError: a file that is not JSON of this format, or of another ablation or profile.
     """
     path = guards_path(data_file)
     if not path.is_file():
-        return {}
+        return None
     try:
         data = _File.model_validate(json.loads(path.read_text()))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise AblateError(
-            f"--from {data_file}: its positive controls' file {path} is unreadable ({first}); regenerate both "
+            f"--from {data_file}: its controls' file {path} is unreadable ({first}); regenerate both "
             "with `ablate report NAME` from the store"
         ) from None
     if (data.ablation, data.profile) != (ablation, profile):
         raise AblateError(
-            f"--from {data_file}: its positive controls' file {path} is of {data.ablation} / {data.profile}, "
+            f"--from {data_file}: its controls' file {path} is of {data.ablation} / {data.profile}, "
             f"not of {ablation} / {profile}; regenerate it with `ablate report NAME`"
         )
     return {

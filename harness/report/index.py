@@ -68,6 +68,7 @@ class Entry:
     tuning: list[ClaimChange] = field(default_factory=list)  # untuned and tuned verdicts, when it has tuned runs
     seeds: str = "–"
     control: bool = False  # the declaration marks it a negative control
+    guards: list[str] = field(default_factory=list)  # the claims its control guards
     controls: list[str] = field(default_factory=list)  # caught / not caught per task, in the latest
 
     @property
@@ -144,7 +145,13 @@ def _report_ablation(
     except AblateError as exc:
         echo(f"skipped {name}: {exc}")
         return Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
-    entry = Entry(name, short_question(abl.question), list(abl.claims), control=abl.control is not None)
+    entry = Entry(
+        name,
+        short_question(abl.question),
+        list(abl.claims),
+        control=abl.control is not None,
+        guards=list(abl.control.guards) if abl.control is not None else [],
+    )
     analyses: dict[str, tuple[Analysis, TuningInputs]] = {}  # per reported profile: its report's, for the verdicts
     for order, (pname, prof) in enumerate(abl.profiles.items()):
         found = scan(results, name, pname)
@@ -200,7 +207,8 @@ def _verdicts(entry: Entry, result: Analysis, tuning: TuningInputs, guards: Guar
 
 def short_question(question: str, limit: int = 100) -> str:
     """The question's first sentence, cut at a word before ``limit`` characters."""
-    first = re.split(r"(?<=[?.!])\s", " ".join(question.split()), maxsplit=1)[0]
+    # a sentence ends at ? ! or . followed by a space, but not after an abbreviation ("et al.", "e.g.")
+    first = re.split(r"(?<!\bal\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[?.!])\s", " ".join(question.split()), maxsplit=1)[0]
     if len(first) <= limit:
         return first
     return first[:limit].rsplit(" ", 1)[0] + " …"
@@ -219,7 +227,8 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         "most recent pilot; the verdicts are those of its report, the seeds "
         "those with finished runs out of those the profile declares. Negative control: for an ablation declared "
         "as one (a known bug), `caught` when the latest report judges the bug's variant `worse` on a task's primary "
-        "metric with adjusted p < 0.05, `not caught` otherwise. Where the latest report has tuned runs (`ablate tune`, "
+        "metric with adjusted p < 0.05, `not caught` otherwise; the claims it guards are withheld unless it is caught on "
+        "every task of its declared confirmatory profile. Where the latest report has tuned runs (`ablate tune`, "
         "then `ablate run --tuned`: every variant at its own best parameters), a claim's cell adds its verdict on them "
         f"(`tuned: ...`), and **{CHANGES}** marks a verdict of another kind than the untuned one. A claim guarded "
         "by a control that has not passed here (a published result not reproduced, a known bug not caught) reads "
@@ -245,6 +254,8 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
             else "<br>".join(f"`{cid}`: no runs" for cid in e.claims)
         )
         control = ("<br>".join(e.controls) or "no runs") if e.control else "–"
+        if e.guards:
+            control += "<br>guards " + ", ".join(f"`{c}`" for c in e.guards)
         cells = [link, e.question, profiles, latest.profile if latest else "–", claims or "–", control, e.seeds]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -70,7 +70,9 @@ def markdown(results: list[EntryResult], store: Path) -> str:
             "task (`inconclusive (baseline not learned k/n)`: it reached the task's convergence target on k of its n "
             "seeds, not more than half, as a claim's baseline must). An entry guards the claims whose verdicts "
             "rest on the effect it checks: until it passes, their reports withhold a verdict "
-            "(`withheld (positive control ID: OUTCOME)`) and say what the tests alone gave."
+            "(`withheld (positive control ID: OUTCOME)`) and say what the tests alone gave. Negative controls "
+            "(a known bug an ablation's `control:` declares) guard claims the same way; the index shows which, and "
+            "whether each was caught."
         ),
         "",
         "| reproduction | paper | source | expected at CPU scale | guards the claims | outcome |",

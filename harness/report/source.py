@@ -46,7 +46,7 @@ class DataFile:
     store: Path
     tuned: StoreScan = field(default_factory=lambda: StoreScan(history={}))
     tuning: TuningData | None = None
-    guards: Guards = field(default_factory=dict)
+    guards: Guards | None = None  # None: no controls' file beside the data file
 
 
 def _value(text: str, kind: str, where: str) -> Any:

@@ -432,7 +432,7 @@ def test_a_name_that_is_not_a_folder_name_is_refused(tmp_path, changes, words):
     path = _edited(tmp_path, **changes)
     results = tmp_path / "results" / "a" / "b"
     for args in (["show"], ["run", "--results-dir", str(results)], ["tune"]):
-        assert_refused(invoke(args[0], str(path), *args[1:]), *words, "use letters, digits, '_', '.' and '-'")
+        assert_refused(invoke(args[0], str(path), *args[1:]), *words, "use ASCII letters and digits, '_', '.' and '-'")
     assert_nothing_written(tmp_path / "results")
     assert not (tmp_path / "escaped").exists()
 

@@ -102,7 +102,13 @@ def test_pe_extrapolation_is_registered_and_loads(pe):
     assert pe.tasks["copy"].primary.metric == "acc@x4" and pe.tasks["copy"].primary.higher_is_better
     assert pe.tasks["tinyshakespeare"].primary.metric == "loss@x4"
     assert not pe.tasks["tinyshakespeare"].primary.higher_is_better
-    assert list(pe.profiles) == ["smoke", "cpu", "confirm", "gpu", "reproduce"]  # reproduce: harness/reproductions.yaml
+    assert list(pe.profiles) == [
+        "smoke",
+        "cpu",
+        "confirm",
+        "gpu",
+        "reproduce",
+    ]  # reproduce: harness/experiment/reproductions.yaml
     assert pe.default_profile == "cpu"
     assert [len(pe.profiles[p].seeds) for p in ("smoke", "cpu", "gpu")] == [2, 3, 10]
 
@@ -489,7 +495,7 @@ def test_a_bad_control_declaration_is_refused(tmp_path):
     decl = yaml.safe_load(path.read_text())
     for control, words in (
         ({"kind": "negative", "variant": "mathh"}, ("control.variant 'mathh' is not a point of the grid", "'math'")),
-        ({"kind": "negative", "variant": "sdpa"}, ("control.variant 'sdpa' is not a point of the grid other than",)),
+        ({"kind": "negative", "variant": "sdpa"}, ("control.variant 'sdpa' is the baseline", "other points: ['math']")),
         ({"kind": "positive"}, ("control.kind",)),
     ):
         path.write_text(yaml.safe_dump({**decl, "control": control}))

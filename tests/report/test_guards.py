@@ -146,7 +146,7 @@ def test_a_guards_file_of_another_report_is_refused(store, tmp_path):
     sidecar = out / "data" / "mini.guards.json"
     sidecar.write_text(sidecar.read_text().replace('"profile": "cpu"', '"profile": "gpu"'))
     result = invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(tmp_path / "b"))
-    assert result.exit_code == 2 and "positive controls' file" in result.output, result.output
+    assert result.exit_code == 2 and "its controls' file" in result.output, result.output
 
 
 def test_an_entry_guarding_an_unknown_or_repeated_claim_is_refused(monkeypatch):
@@ -215,3 +215,39 @@ def test_a_positive_control_passes_only_on_its_finished_grid(store, tmp_path):
     assert invoke("report", "--all", "--results-dir", str(results), "--out", str(out)).exit_code == 0
     claims = _claims((out / "mini.md").read_text())
     assert claims["mini-rope-better"] == "withheld (positive control fake-pass: incomplete (23/24 runs))", claims
+
+
+def test_a_control_may_not_guard_its_own_claim_and_names_the_confirmatory_profiles(store, tmp_path):
+    with pytest.raises(AblateError, match="'mini-rope-better' is a claim of this ablation"):
+        path = _bug(tmp_path / "a", "learned")
+        decl = yaml.safe_load(path.read_text())
+        decl["claims"] = ["mini-rope-better"]
+        path.write_text(yaml.safe_dump(decl, sort_keys=False))
+        load(str(path))
+    with pytest.raises(AblateError, match=r"'pilot' is not a confirmatory profile .*confirmatory profiles: \['cpu'\]"):
+        load(str(_bug(tmp_path / "b", "learned", profile="pilot")))
+
+
+def test_a_data_file_without_its_controls_file_withholds_every_guarded_verdict(store, tmp_path):
+    _, results = store
+    out = tmp_path / "reports"
+    assert invoke("report", "mini", "--results-dir", str(results), "--out", str(out)).exit_code == 0
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "mini.csv").write_bytes((out / "data" / "mini.csv").read_bytes())  # copied without mini.guards.json
+    result = invoke("report", "mini", "--from", str(lone / "mini.csv"), "--out", str(tmp_path / "b"))
+    assert result.exit_code == 0, result.output
+    claims = _claims((tmp_path / "b" / "mini.md").read_text())
+    unknown = "unknown: no controls' file beside the data file"
+    assert claims == {
+        "mini-learned-worse": f"withheld (positive control fake-fail: {unknown})",
+        "mini-rope-better": f"withheld (positive control fake-pass: {unknown})",
+    }
+
+
+def test_an_out_folder_the_system_will_not_create_is_one_line(store, tmp_path):
+    _, results = store
+    result = invoke("report", "mini", "--results-dir", str(results), "--out", "/proc/ablate-reports")
+    assert result.exit_code == 2 and "cannot write the report under --out /proc/ablate-reports" in result.output, (
+        result.output
+    )

@@ -1,4 +1,4 @@
-"""Positive controls (harness/reproductions.yaml, harness/reproduce.py): the registry's validation
+"""Positive controls (harness/experiment/reproductions.yaml, harness/report/reproduce.py): the registry's validation
 (bad entries exit 2 with one line naming the entry and the field), the verdict -> pass / fail /
 inconclusive mapping on a synthetic store, the paired statistics against scipy, and
 reports/reproductions.md with its link from the index."""
