@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pydantic
 
+from harness.bounds import check_int_range
 from harness.registry import did_you_mean
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: `ablate list` stays fast
@@ -36,9 +37,16 @@ class DataUnavailableError(RuntimeError):
 
 
 class TaskParams(pydantic.BaseModel):
-    """Base of every task's ``Params``: unknown fields are errors, instances are immutable."""
+    """Base of every task's ``Params``: unknown fields are errors, instances are immutable, every
+    integer is at most 2**31 - 1."""
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    @pydantic.field_validator("*", mode="after")
+    @classmethod
+    def _int_in_range(cls, value: Any, info: pydantic.ValidationInfo) -> Any:
+        """Every integer parameter is at most 2**31 - 1 (:mod:`harness.bounds`)."""
+        return check_int_range(value, cls.model_fields[info.field_name].metadata)
 
 
 class Task(ABC):

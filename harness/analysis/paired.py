@@ -7,6 +7,19 @@ whatever the metric's direction (``higher_is_better``).
 Degenerate input never raises: fewer than 2 values (or pairs) gives NaN statistics. Constant
 paired differences follow scipy's ``ttest_rel``: all equal and non-zero give ``t = ±inf, p = 0``
 with a zero-width CI; all zero give ``t = p = NaN``. Duplicate seeds raise ``ValueError``.
+
+Non-finite values (a loss or perplexity that overflowed to ``inf``) are outcomes, not missing
+values, so they are not dropped like NaN (dropping the worst runs would flatter their arm); but a
+mean, an SD, a t-test and a sign-flip test of the mean difference are undefined with an infinite
+term (numpy would give ``p_perm = 0``, below the exact test's minimum, and ``p = NaN`` with a
+RuntimeWarning). So: a mean is the float mean (``±inf``; NaN for ``+inf`` and ``-inf`` together)
+with NaN SD and CI; a paired comparison with any non-finite value keeps its pairs, its
+wins/ties/losses (the sign of each difference is defined: ``inf`` loss against a finite one is a
+loss; two equal infinities are a tie) and its mean difference, and has NaN CI, t, p, sign-flip p,
+d_z, SD and TOST p, with ``non_finite`` counting the pairs that hold one. A NaN p is in no
+multiplicity family (:func:`harness.analysis.stats.adjust_family`), and the comparison's verdict
+says why (``undefined (a non-finite value in k of n pairs)``, :mod:`harness.analysis.verdicts`).
+Welch's test likewise; its Mann-Whitney U, a rank test, ranks ``inf`` as the extreme it is.
 """
 
 from __future__ import annotations
@@ -53,12 +66,14 @@ class Descriptives:
 def describe(values, confidence: float = 0.95) -> Descriptives:
     """Mean, SD (ddof=1) and t-interval of the mean (``scipy.stats.ttest_1samp`` CI).
 
-    NaNs are dropped and counted. n=1 gives NaN sd and CI; n=0 NaN everything.
+    NaNs are dropped and counted. n=1 gives NaN sd and CI; n=0 NaN everything; an infinite
+    value gives the mean ``±inf`` (NaN with both signs) and NaN sd and CI.
     """
     x, n_nan = clean(values)
     n = len(x)
-    if n < 2:
-        return Descriptives(n, n_nan, float(x.mean()) if n else NAN, NAN, NAN, NAN)
+    if n < 2 or not np.isfinite(x).all():  # an infinite value: the mean is ±inf (or NaN), no SD
+        with quiet():
+            return Descriptives(n, n_nan, float(x.mean()) if n else NAN, NAN, NAN, NAN)
     with quiet():
         ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
     return Descriptives(n, n_nan, float(x.mean()), float(x.std(ddof=1)), float(ci.low), float(ci.high))
@@ -82,6 +97,7 @@ class Paired:
     ties: int  # exactly equal values
     losses: int
     diffs: tuple[float, ...]  # oriented per-seed differences, in seed order
+    non_finite: int = 0  # pairs with an infinite value: every statistic but delta and the counts is NaN
 
 
 def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarray, int]:
@@ -99,16 +115,22 @@ def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool,
     ``p`` from ``scipy.stats.ttest_rel``, CI from its ``confidence_interval``; ``p_perm`` from
     ``scipy.stats.permutation_test(permutation_type='samples')`` on the differences, exact up
     to 16 pairs (minimum two-sided p is 2 / 2**n: 0.0625 at n=5), seeded Monte Carlo above.
+    A pair with an infinite value makes every test undefined (NaN; see the module docstring).
     """
     b, v, dropped = _pair(baseline, variant)
     sign = 1.0 if higher_is_better else -1.0
-    d = sign * (v - b)
+    with quiet():  # inf - inf: NaN, a tie below
+        d = sign * (v - b)
     n = len(d)
-    wins, ties, losses = int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum())
+    wins, ties, losses = int((d > 0).sum()), int((v == b).sum()), int((d < 0).sum())
     prob = (wins + ties / 2) / n if n else NAN
-    if n < 2:
-        delta = float(d.mean()) if n else NAN
-        return Paired(n, dropped, delta, NAN, NAN, NAN, NAN, NAN, NAN, NAN, prob, wins, ties, losses, tuple(d))
+    non_finite = int((~(np.isfinite(b) & np.isfinite(v))).sum())
+    if n < 2 or non_finite:
+        with quiet():
+            delta = float(d.mean()) if n else NAN
+        return Paired(
+            n, dropped, delta, NAN, NAN, NAN, NAN, NAN, NAN, NAN, prob, wins, ties, losses, tuple(d), non_finite
+        )
     with quiet():
         res = stats.ttest_rel(sign * v, sign * b)
         ci = res.confidence_interval(confidence)
@@ -139,6 +161,7 @@ def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool,
         ties,
         losses,
         tuple(d),
+        0,
     )
 
 
@@ -160,14 +183,21 @@ def welch_test(baseline, variant, higher_is_better: bool, confidence: float = 0.
     """Unpaired comparison: ``scipy.stats.ttest_ind(equal_var=False)`` with its CI,
     Hedges' g from ``statsmodels.stats.meta_analysis.effectsize_smd`` (pooled SD, correction
     J = 1 - 3 / (4 (n1 + n2) - 9); Hedges 1981), ``scipy.stats.mannwhitneyu``. NaNs dropped.
+    An infinite value leaves only the (infinite or NaN) delta and the Mann-Whitney p, a rank test.
     """
     sign = 1.0 if higher_is_better else -1.0
     a, _ = clean(baseline)
     b, _ = clean(variant)
     if len(a) < 2 or len(b) < 2:
-        delta = sign * (b.mean() - a.mean()) if len(a) and len(b) else NAN
+        with quiet():
+            delta = sign * (b.mean() - a.mean()) if len(a) and len(b) else NAN
         return Welch(len(a), len(b), float(delta), NAN, NAN, NAN, NAN, NAN, NAN, NAN)
     a, b = sign * a, sign * b
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        with quiet():
+            mw = stats.mannwhitneyu(b, a, alternative="two-sided")
+            delta = b.mean() - a.mean()
+        return Welch(len(a), len(b), float(delta), NAN, NAN, NAN, NAN, NAN, NAN, float(mw.pvalue))
     with quiet():
         res = stats.ttest_ind(b, a, equal_var=False)
         ci = res.confidence_interval(confidence)
@@ -190,10 +220,10 @@ def welch_test(baseline, variant, higher_is_better: bool, confidence: float = 0.
 def tost_paired(diffs, sesoi: float) -> float:
     """Equivalence p (two one-sided tests, margin ±sesoi) on paired differences, by
     ``statsmodels.stats.weightstats.ttost_paired``. Equivalent at level alpha iff p < alpha.
-    NaN for fewer than 2 differences.
+    NaN for fewer than 2 differences or an infinite one.
     """
     d, _ = clean(diffs)
-    if len(d) < 2 or not sesoi > 0:
+    if len(d) < 2 or not sesoi > 0 or not np.isfinite(d).all():
         return NAN
     with quiet():
         return float(ttost_paired(d, np.zeros_like(d), -sesoi, sesoi)[0])

@@ -200,7 +200,7 @@ def compare(
 
     rows = [vars(describe(series[baseline], confidence)) | {"variant": baseline}]
     tests = [paired_test(series[baseline], series[v], higher_is_better, confidence) for v in names[1:]]
-    tost = [tost_paired(t.diffs, sesoi) if sesoi else NAN for t in tests]
+    tost = [tost_paired(t.diffs, sesoi) if sesoi and not t.non_finite else NAN for t in tests]
     fam = adjust_family(
         [t.p for t in tests],
         [t.p_perm for t in tests],
@@ -230,7 +230,7 @@ def compare(
                 "p_perm": t.p_perm,
                 "p_adj": fam.p_adj[i],
                 "p_perm_adj": fam.p_perm_adj[i],
-                "family_size": fam.size,
+                "family_size": None if np.isnan(t.p) else fam.size,  # a comparison without p is in no family
                 "p_tost": tost[i],
                 "p_tost_adj": fam.p_tost_adj[i],
                 "mde": fam.mde[i],
@@ -238,8 +238,10 @@ def compare(
             }
         )
     rows[0]["verdict"] = vd.BASELINE
-    for r in rows[1:]:  # no pair differs: no spread, no test; say so rather than "inconclusive"
-        if confirmatory and r["n_pairs"] >= 2 and r["ties"] == r["n_pairs"]:
+    for r, t in zip(rows[1:], tests):  # no pair differs: no spread, no test; say so rather than "inconclusive"
+        if r["n_pairs"] >= 2 and t.non_finite:  # an infinite value: no test exists, even in a pilot
+            r["verdict"] = vd.undefined_non_finite(t.non_finite, t.n_pairs)
+        elif confirmatory and r["n_pairs"] >= 2 and r["ties"] == r["n_pairs"]:
             r["verdict"] = vd.identical(r["n_pairs"])
     out = {c: [r.get(c, NAN) for r in rows] for c in COLUMNS}
     for c in ("n", "n_pairs", "wins", "ties", "losses", "family_size"):

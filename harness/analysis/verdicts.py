@@ -11,6 +11,9 @@ Comparison verdicts (:class:`Kind`):
 - ``equivalent (±sesoi)``: TOST within the smallest effect of interest.
 - ``inconclusive``, ``inconclusive (MDE x)``, ``inconclusive (t-test only: exact sign-flip p adj x)``.
 - ``identical in all n pairs``: no pair differs (nothing to test).
+- ``undefined (a non-finite value in k of n pairs)``: a run's value is infinite (a loss that
+  overflowed), so the mean difference and every test of it are undefined
+  (:mod:`harness.analysis.paired`).
 - ``same outcome in all n pairs``: outcome tables (finished or not), every pair agrees.
 - ``pilot``: not a confirmatory profile, no verdict.
 - ``too few pairs``: fewer than 2 seeds paired with the baseline.
@@ -41,6 +44,7 @@ class Kind(str, Enum):
     EQUIVALENT = "equivalent"
     INCONCLUSIVE = "inconclusive"
     IDENTICAL = "identical"
+    UNDEFINED = "undefined"
     SAME_OUTCOME = "same outcome"
     PILOT = "pilot"
     TOO_FEW = "too few pairs"
@@ -87,6 +91,11 @@ def inconclusive(mde: float | None = None, perm_p_adj: float | None = None) -> s
 def identical(n_pairs: int) -> str:
     """``identical in all n pairs``."""
     return f"{Kind.IDENTICAL.value} in all {n_pairs} pairs"
+
+
+def undefined_non_finite(non_finite: int, n_pairs: int) -> str:
+    """``undefined (a non-finite value in k of n pairs)``: no test of the mean difference exists."""
+    return f"{Kind.UNDEFINED.value} (a non-finite value in {non_finite} of {n_pairs} pairs)"
 
 
 def same_outcome(n_pairs: int) -> str:

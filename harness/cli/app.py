@@ -604,7 +604,9 @@ def check(
     ] = None,
     every: Annotated[bool, typer.Option("--all", help="every registered component and task")] = False,
     fmt: Annotated[CheckFormat, typer.Option("--format")] = CheckFormat.table,
-    seed: Annotated[int, typer.Option(min=0, help="of the weights, tokens and task data")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=2**31 - 1, help="of the weights, tokens and task data")
+    ] = 0,  # max: harness.bounds.INT_MAX (past 2**64 torch's manual_seed overflows)
     threads: Annotated[int, typer.Option(min=1, help="torch threads")] = 1,
     plugin: PluginOpt = None,
 ) -> None:

@@ -3,7 +3,8 @@
 A run config has one section per component family (``model``, ``attention``, ``block``, ``ffn``)
 plus ``train`` and ``eval``. Every key is addressed by a dotted path (``model.position``,
 ``train.steps``): ablation axes, profile overrides and CLI overrides all use those paths, and
-all of them are validated here, before any run starts. This module imports neither torch nor
+all of them are validated here, before any run starts (every integer key at most 2**31 - 1:
+:mod:`harness.bounds`). This module imports neither torch nor
 Lightning, so ``ablate list`` and ``ablate --help`` stay fast.
 """
 
@@ -16,6 +17,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from harness.bounds import check_int_range
 from harness.errors import AblateError
 from harness.registry import did_you_mean
 
@@ -34,6 +36,13 @@ class _Section(BaseModel):
         if numeric and any(isinstance(v, bool) for v in items):
             raise ValueError("expected a number, not a boolean")
         return value
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _int_in_range(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every integer key is at most 2**31 - 1 (:mod:`harness.bounds`): a larger one passed
+        validation and failed every run in torch (``train.steps=99999999999999999999``)."""
+        return check_int_range(value, cls.model_fields[info.field_name].metadata)
 
 
 class ModelSection(_Section):

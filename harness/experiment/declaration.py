@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
+from harness.bounds import INT_MAX
 from harness.experiment import metrics
 from harness.experiment.search_space import ParamSpec
 
@@ -109,7 +110,7 @@ class TaskEntry(Decl):
 
 class Profile(Decl):
     description: str = ""
-    seeds: list[Annotated[StrictInt, Field(ge=0)]] = Field(min_length=1)
+    seeds: list[Annotated[StrictInt, Field(ge=0, le=INT_MAX)]] = Field(min_length=1)
     confirmatory: bool = True
     apply_gate: bool = Field(True, description="False: runs below a task's gate stay in every comparison")
     overrides: dict[str, Any] = Field(default_factory=dict)

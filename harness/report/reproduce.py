@@ -8,6 +8,8 @@ import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pandas as pd
+
 from harness.analysis.reproductions import EntryResult, Outcome, evaluate
 from harness.errors import AblateError
 from harness.experiment import reproductions as registry
@@ -29,7 +31,12 @@ def evidence_line(o: Outcome) -> str:
     line = (
         head + f"{c.variant} {r['mean']:.4g} vs {c.reference} {ref['mean']:.4g} (means); "
         f"Δ = {r['delta']:+.4g} (95% CI [{r['delta_ci_low']:+.4g}, {r['delta_ci_high']:+.4g}], + = {c.variant} better), "
-        f"adjusted p = {r['p_adj']:.3g} (Holm over {int(r['family_size'])}), n = {int(r['n_pairs'])} seeds"
+        + (
+            f"adjusted p = {r['p_adj']:.3g} (Holm over {int(r['family_size'])})"
+            if pd.notna(r.get("family_size"))
+            else "no adjusted p (no test: in no family)"
+        )
+        + f", n = {int(r['n_pairs'])} seeds"
     )
     if c.expect == "equivalent":
         line += f", TOST p adj = {r['p_tost_adj']:.3g} within ±{r['margin']:g}"

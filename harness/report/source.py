@@ -102,9 +102,20 @@ def _folder_hint(folder: Path, ablation: str) -> str:
     )
 
 
+def _spreadsheet_text(text: str) -> str:
+    """A data file's text as :mod:`harness.report.data` wrote it, after a spreadsheet tool saved it
+    again: the UTF-8 byte-order mark is already gone (``utf-8-sig``); CRLF line ends become LF.
+    The writer ends lines with LF only, so a header ending in CRLF means the whole file was
+    converted, the line breaks inside quoted cells too (the csv module would keep those CRs in
+    the cell); a file whose header ends in LF is left as it is."""
+    head, sep, _ = text.partition("\n")
+    return text.replace("\r\n", "\n") if sep and head.endswith("\r") else text
+
+
 def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
     """The records, histories and store problems of a data file, as a :class:`StoreScan`, with the
-    profile and the store path it names, its tuned runs and the studies beside it.
+    profile and the store path it names, its tuned runs and the studies beside it. A UTF-8
+    byte-order mark and CRLF line ends (what a spreadsheet tool writes) are accepted, gzipped too.
 
     Args:
         ablation: the ablation the file must hold.
@@ -129,7 +140,7 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
         )
     try:
         raw = path.read_bytes()
-        text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+        text = _spreadsheet_text((gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8-sig"))
         reader = csv.DictReader(io.StringIO(text))
         rows = list(reader)
         columns = reader.fieldnames or []

@@ -5,6 +5,7 @@ everything a verdict reads, and every number printed beside the adjusted p, belo
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from scipy import stats as st
@@ -97,3 +98,28 @@ def test_mde_and_every_p_use_the_family_of_the_adjusted_p(tmp_path):
         assert r["mde"] > power.mde(8, sd, 0.05) * 1.1  # not the family-of-one value
         if r["verdict"].startswith("inconclusive (MDE"):
             assert r["verdict"] == f"inconclusive (MDE {expected:.3g})"
+
+
+def test_a_comparison_with_an_infinite_value_is_in_no_family_and_the_label_agrees(tmp_path):
+    """A run whose primary metric is inf (a loss that overflowed) makes its comparison's tests
+    undefined: it is left out of the Holm family, and the family's label counts what its members'
+    ``family_size`` says (the label read 7 while the undefined row kept its own family size 3)."""
+    diffs = {
+        "learned": np.random.default_rng(4).normal(0, 0.06, 8),
+        "rope": np.random.default_rng(5).normal(0, 0.06, 8),
+    }
+
+    def value(variant: str, seed: int) -> float:
+        if variant == "rope" and seed == 0:
+            return float("inf")
+        return 0.5 + (diffs[variant][seed] if variant in diffs else 0.0)
+
+    decl = write_decl(tmp_path / "decl", cpu={"seeds": SEEDS})
+    write_runs(tmp_path / "results", decl, "cpu", value)
+    table = analyse(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results").table("copy", "acc@x2")
+    rows = table.frame.set_index("variant")
+    assert table.family == "primary (Holm over 1 comparisons)"
+    assert rows.loc["learned", "family_size"] == 1
+    assert rows.loc["learned", "p_adj"] == pytest.approx(st.ttest_rel(0.5 + diffs["learned"], [0.5] * 8).pvalue)
+    assert np.isnan(rows.loc["rope", "p_perm"]) and rows.loc["rope", "family_size"] is pd.NA
+    assert rows.loc["rope", "verdict"] == "undefined (a non-finite value in 1 of 8 pairs)"

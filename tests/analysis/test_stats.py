@@ -3,6 +3,7 @@ an independent computation written out here."""
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -398,3 +399,64 @@ def test_aa_false_positive_rate():
     from scipy.stats import binomtest
 
     assert binomtest(claims, n_sim, 0.05).pvalue > 0.001, claims / n_sim
+
+
+# ---------------------------------------------------------------- non-finite values
+# A loss or perplexity that overflowed to inf: numpy gave the sign-flip test p 0.0 at 2 pairs (the
+# exact test's minimum there is 0.5), a NaN t-test p and a RuntimeWarning on stderr.
+
+
+@pytest.fixture
+def no_runtime_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        yield
+
+
+@pytest.mark.usefixtures("no_runtime_warning")
+def test_describe_with_an_infinite_value_has_no_sd():
+    d = PT.describe([1.0, 2.0, math.inf])
+    assert (d.n, d.mean) == (3, math.inf)
+    assert all(math.isnan(x) for x in (d.sd, d.ci_low, d.ci_high))
+    assert math.isnan(PT.describe([math.inf, -math.inf]).mean)
+
+
+@pytest.mark.usefixtures("no_runtime_warning")
+def test_paired_with_an_infinite_value_is_undefined_but_keeps_its_signs():
+    base = series([1.0, 2.0, 3.0, math.inf])
+    var = series([1.5, 1.0, math.inf, math.inf])  # seed 2: variant overflowed; seed 3: both did
+    res = PT.paired_test(base, var, higher_is_better=False)
+    assert (res.n_pairs, res.non_finite) == (4, 2)
+    assert (res.wins, res.ties, res.losses) == (1, 1, 2)  # inf loss is a loss; two infinities tie
+    assert res.prob_improvement == pytest.approx(1.5 / 4)
+    for name in ("t", "p", "p_perm", "ci_low", "ci_high", "d_z", "sd_diff"):
+        assert math.isnan(getattr(res, name)), name
+    assert math.isnan(res.delta)  # -inf (seed 2) and NaN (inf - inf, seed 3)
+    one = PT.paired_test(series([1.0, 2.0, 3.0]), series([1.5, 1.0, math.inf]), higher_is_better=False)
+    assert one.delta == -math.inf and math.isnan(one.p_perm) and one.non_finite == 1
+    assert math.isnan(PT.tost_paired(one.diffs, 0.1))
+
+
+@pytest.mark.usefixtures("no_runtime_warning")
+def test_welch_with_an_infinite_value_keeps_only_the_rank_test():
+    a, b = [1.0, 2.0, 3.0, 4.0], [2.5, 3.5, 4.5, math.inf]
+    res = PT.welch_test(a, b, higher_is_better=True)
+    assert res.delta == math.inf and math.isnan(res.p) and math.isnan(res.hedges_g)
+    # a rank test sees inf as the largest value: the same p as any value above the others
+    assert res.p_mannwhitney == pytest.approx(st.mannwhitneyu(b[:3] + [1e9], a, alternative="two-sided").pvalue)
+
+
+@pytest.mark.usefixtures("no_runtime_warning")
+@pytest.mark.parametrize("confirmatory", [True, False])
+def test_compare_with_an_infinite_value_leaves_that_comparison_out_of_the_family(table, confirmatory):
+    table = table.copy()
+    table.loc[(table.variant == "alibi") & (table.seed == 3), "value"] = math.inf
+    out = S.compare(table, baseline="base", higher_is_better=False, confirmatory=confirmatory).set_index("variant")
+    alibi = out.loc["alibi"]
+    assert alibi.verdict == "undefined (a non-finite value in 1 of 10 pairs)"
+    assert pd.isna(alibi.family_size) and all(math.isnan(alibi[c]) for c in ("p", "p_perm", "p_adj", "p_perm_adj"))
+    assert alibi.delta == -math.inf and alibi["mean"] == math.inf and math.isnan(alibi.sd)
+    members = out.loc[["rope", "nope"]]
+    assert (members.family_size == 2).all()
+    np.testing.assert_allclose(members.p_adj, multipletests(members.p, method="holm")[1])
+    np.testing.assert_allclose(members.p_perm_adj, multipletests(members.p_perm, method="holm")[1])

@@ -59,3 +59,11 @@ def test_a_failed_contract_exits_1():
 )
 def test_a_name_that_names_nothing_exits_2_before_any_check(args, words):
     assert_refused(invoke(*args), *words)
+
+
+def test_a_seed_too_large_for_torch_exits_2_before_any_check():
+    # it ran every check, each failing in torch's manual_seed (Overflow when unpacking long long)
+    result = invoke("check", "position=rope", "--seed", "99999999999999999999")
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--seed'" in result.output and "2147483647" in result.output
+    assert "parameters" not in result.stdout

@@ -96,6 +96,7 @@ def test_compare_on_a_store_folder_without_runs_says_so(results):
         (["train.steps=-5"], ["train.steps", "greater than 0", "-5"]),
         (["train.steps=abc"], ["train.steps", "valid integer", "'abc'"]),
         (["train.steps=true"], ["train.steps", "not a boolean"]),
+        (["train.steps=99999999999999999999"], ["train.steps", "from 1 to 2147483647", "99999999999999999999"]),
         (["train.precision=fp16"], ["train.precision", "'fp16'"]),
         (
             ["model.max_len=40"],
@@ -132,6 +133,15 @@ def test_other_commands_refuse_an_unknown_ablation(results, cmd):
     extra = [] if cmd == "show" else ["--results-dir", str(results)]
     result = invoke(cmd, "pe_extrapolatoin", *extra)
     assert_refused(result, "unknown ablation 'pe_extrapolatoin'", "did you mean 'pe_extrapolation'")
+    assert_nothing_written(results)
+
+
+@pytest.mark.parametrize("cmd", ["status", "show"])
+def test_an_integer_too_large_for_torch_is_refused_by_every_command(results, cmd):
+    # it passed validation and every run failed in the DataLoader with an OverflowError
+    extra = [] if cmd == "show" else ["--results-dir", str(results)]
+    result = invoke(cmd, "pe_extrapolation", "--profile", "smoke", *extra, "train.steps=99999999999999999999")
+    assert_refused(result, "train.steps", "from 1 to 2147483647 (2**31 - 1)")
     assert_nothing_written(results)
 
 

@@ -480,6 +480,18 @@ def test_plan_unknown_task_and_bad_task_params(tmp_path):
         plan(Ablation.model_validate(d), None, [], None)
 
 
+def test_integers_too_large_for_torch_are_refused_in_task_params_and_seeds():
+    # as for config keys: an integer past 2**31 - 1 would pass and fail every run in torch
+    d = decl()
+    d["tasks"]["copy"]["params"] = {"n_symbols": 10**20}
+    with pytest.raises(AblateError, match=r"n_symbols.*from 1 to 2147483647 \(2\*\*31 - 1\)"):
+        plan(Ablation.model_validate(d), None, [], None)
+    d = decl()
+    d["profiles"]["cpu"]["seeds"] = [0, 2**31]
+    with pytest.raises(ValueError, match="less than or equal to 2147483647"):
+        Ablation.model_validate(d)
+
+
 def test_plan_does_not_mutate_the_declaration():
     d = decl(**LAYERED)
     abl = Ablation.model_validate(copy.deepcopy(d))

@@ -224,6 +224,42 @@ def test_booleans_are_not_numbers(key, value):
     assert key in msg and "not a boolean" in msg
 
 
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("train.steps", 99999999999999999999, ["train.steps", "from 1 to 2147483647", "99999999999999999999"]),
+        ("train.warmup_steps", 2**31, ["train.warmup_steps", "from 0 to 2147483647"]),
+        ("train.seed_salt", 2**63, ["train.seed_salt", "from 0 to 2147483647"]),
+        ("model.max_len", 2**31, ["model.max_len", "from 1 to 2147483647"]),
+        ("ffn.d_ff", 10**30, ["ffn.d_ff", "from 1 to 2147483647"]),
+        ("eval.length_multipliers", [1, 2**40], ["eval.length_multipliers", "each item", "at most 2147483647"]),
+    ],
+)
+def test_integers_too_large_for_torch_are_refused(key, value, words):
+    # `train.steps=99999999999999999999` passed and every run failed in the DataLoader
+    # (OverflowError: cannot fit 'int' into an index-sized integer)
+    msg = _error({key: value})
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def test_every_integer_key_is_bounded_and_the_bound_itself_is_accepted():
+    """One rule for every integer key: each one refuses 2**31 and accepts 2**31 - 1."""
+    sections = {name: field.annotation for name, field in RunConfig.model_fields.items()}
+    int_keys = [
+        f"{section}.{key}"
+        for section, model in sections.items()
+        for key, field in model.model_fields.items()
+        if field.annotation in (int, int | None)
+    ]
+    assert {"train.steps", "model.d_model", "eval.n_examples", "train.seed_salt", "ffn.d_ff"} <= set(int_keys)
+    heads_divide = {"model.d_model": 2**31 - 1, "model.n_heads": 1}  # 2**31 - 1 is prime
+    for key in int_keys:
+        assert "to 2147483647 (2**31 - 1) (got 2147483648)" in _error({**heads_divide, key: 2**31}), key
+        cfg = build_config(apply_overrides({}, {**heads_divide, key: 2**31 - 1}))
+        assert get_path(cfg, key) == 2**31 - 1
+
+
 def test_booleans_still_set_boolean_keys():
     assert build_config(apply_overrides({}, {"model.tie_embeddings": False})).model.tie_embeddings is False
 

@@ -353,3 +353,37 @@ def test_plugins_travel_in_the_data_file_and_a_file_without_them_still_reads(tmp
     frame.drop(columns="plugins").to_csv(older, index=False)  # written before runs recorded plugins
     back = source.read_data(older, "mini", "pilot").scan
     assert back.records and all("plugins" not in r for r in back.records)
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_data_file_saved_by_a_spreadsheet_reads_the_same(store, tmp_path, gzipped):
+    """A UTF-8 byte-order mark and CRLF line ends (what spreadsheet tools write; the line breaks
+    inside quoted cells become CRLF too) were refused: ``not a report's data file (missing columns
+    ['kind'])``. Read back, the records are those of the file as written."""
+    decl, results = store
+    found = analyse_scan(decl, results)
+    records = list(found.records)  # a reason over two lines: a quoted cell with a line break in it
+    records[0] = records[0].model_copy(update={"reason": "loss is nan at step 7\n(last finite loss 2.5)"})
+    report = tmp_path / "tiny.md"
+    report_data.write_data(records, history_of(found, results), found.problems, results, report)
+    written = report_data.data_path(report)
+    plain = source.read_data(written, "tiny", None).scan
+    assert plain.records[0]["reason"] == "loss is nan at step 7\n(last finite loss 2.5)"
+    raw = written.read_bytes()
+    text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    assert b"\r" not in text
+    saved = b"\xef\xbb\xbf" + text.replace(b"\n", b"\r\n")
+    path = tmp_path / "saved" / ("tiny.csv.gz" if gzipped else "tiny.csv")
+    path.parent.mkdir()
+    path.write_bytes(gzip.compress(saved) if gzipped else saved)
+    back = source.read_data(path, "tiny", None).scan
+    assert back.records == plain.records and back.problems == plain.problems
+    result = invoke("compare", str(decl), "--from", str(path))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == invoke("compare", str(decl), "--from", str(written)).stdout
+
+
+def analyse_scan(decl: Path, results: Path):
+    from harness.analysis.comparisons import analyse
+
+    return analyse(select(ablation_mod.load(str(decl)), "cpu", check_data=False), results).scan
