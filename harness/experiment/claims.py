@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+from collections.abc import Collection
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -17,6 +18,7 @@ from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.config import format_validation_error
 from harness.experiment.yaml_files import load_yaml
+from harness.registry import did_you_mean
 
 CLAIMS = "claims.yaml"
 
@@ -66,6 +68,19 @@ def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, dict[str, Any]]:
             raise AblateError(f"{where}: claim id {claim.id!r} appears twice")
         out[claim.id] = claim.model_dump(exclude_unset=True)
     return out
+
+
+def guards_problem(ids: list[str], known: Collection[str], field: str = "guards") -> str | None:
+    """What is wrong with the claim ids a control guards (``field.i: 'x' is not a claim ...`` or a
+    repeated id), or None: each must be a claim of ``claims.yaml`` (``known``), once."""
+    for i, cid in enumerate(ids):
+        if cid not in known:
+            return (
+                f"{field}.{i}: {cid!r} is not a claim of harness/experiment/claims.yaml{did_you_mean(cid, list(known))}"
+            )
+    if len(set(ids)) < len(ids):
+        return f"{field}: a claim appears more than once"
+    return None
 
 
 @functools.cache

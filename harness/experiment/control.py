@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.experiment.claims import guards_problem
 from harness.registry import did_you_mean
 
 
@@ -52,14 +53,8 @@ class Control(BaseModel):
             )
         if not self.guards:
             return
-        for i, cid in enumerate(self.guards):
-            if cid not in claims:
-                raise ValueError(
-                    f"control.guards.{i}: {cid!r} is not a claim of harness/experiment/claims.yaml"
-                    f"{did_you_mean(cid, list(claims))}"
-                )
-        if len(set(self.guards)) < len(self.guards):
-            raise ValueError("control.guards: a claim appears more than once")
+        if problem := guards_problem(self.guards, claims, "control.guards"):
+            raise ValueError(problem)
         if mine := [c for c in self.guards if c in own]:
             raise ValueError(
                 f"control.guards: {mine[0]!r} is a claim of this ablation, whose verdict is the control's own "

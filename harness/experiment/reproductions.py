@@ -104,15 +104,8 @@ def check(entry: Reproduction, where: str = REGISTRY) -> None:
     Raises:
         AblateError: one line naming the entry and the field.
     """
-    known = claims_mod.load_claims()
-    for i, cid in enumerate(entry.guards):
-        if cid not in known:
-            raise AblateError(
-                f"{where}: entry {entry.id!r}, field guards.{i}: {cid!r} is not a claim of "
-                f"harness/experiment/claims.yaml{did_you_mean(cid, list(known))}"
-            )
-    if len(set(entry.guards)) < len(entry.guards):
-        raise AblateError(f"{where}: entry {entry.id!r}, field guards: a claim appears more than once")
+    if problem := claims_mod.guards_problem(entry.guards, claims_mod.load_claims()):
+        raise AblateError(f"{where}: entry {entry.id!r}, field {problem}")
     for j, comp in enumerate(entry.comparisons):
         at = f"{where}: entry {entry.id!r}, field comparisons.{j}"
         try:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from harness.analysis.claims import POSITIVE, Guard
 from harness.analysis.guards import Guards
-from harness.errors import AblateError
+from harness.report.sidecar import read_sidecar
 
 __all__ = ["UNKNOWN", "Guards", "guards_path", "read_guards", "write_guards"]
 
@@ -76,22 +76,10 @@ def read_guards(data_file: Path, ablation: str, profile: str) -> Guards | None:
     Raises:
         AblateError: a file that is not JSON of this format, or of another ablation or profile.
     """
-    path = guards_path(data_file)
-    if not path.is_file():
+    fix = "regenerate both with `ablate report NAME` from the store"
+    data = read_sidecar(guards_path(data_file), _File, data_file, "controls' file", ablation, profile, fix)
+    if data is None:
         return None
-    try:
-        data = _File.model_validate(json.loads(path.read_text()))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise AblateError(
-            f"--from {data_file}: its controls' file {path} is unreadable ({first}); regenerate both "
-            "with `ablate report NAME` from the store"
-        ) from None
-    if (data.ablation, data.profile) != (ablation, profile):
-        raise AblateError(
-            f"--from {data_file}: its controls' file {path} is of {data.ablation} / {data.profile}, "
-            f"not of {ablation} / {profile}; regenerate it with `ablate report NAME`"
-        )
     return {
         cid: tuple(Guard(e.id, e.outcome, e.kind, e.profile) for e in entries) for cid, entries in data.guards.items()
     }

@@ -17,9 +17,9 @@ import json
 import shutil
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from harness.errors import AblateError
+from harness.report.sidecar import read_sidecar
 
 Param = bool | int | float | str | None
 """A parameter value Optuna stores: a number, a categorical choice."""
@@ -96,23 +96,8 @@ def read_studies(data_file: Path, ablation: str, profile: str) -> TuningData | N
     Raises:
         AblateError: a file that is not JSON of this format, or of another ablation or profile.
     """
-    path = studies_path(data_file)
-    if not path.is_file():
-        return None
-    try:
-        data = TuningData.model_validate(json.loads(path.read_text()))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise AblateError(
-            f"--from {data_file}: its studies' file {path} is unreadable ({first}); regenerate both with "
-            "`ablate report NAME` from the store, or delete it to leave the Tuning section out"
-        ) from None
-    if (data.ablation, data.profile) != (ablation, profile):
-        raise AblateError(
-            f"--from {data_file}: its studies' file {path} holds the studies of {data.ablation} / "
-            f"{data.profile}, not of {ablation} / {profile}; regenerate it with `ablate report NAME`"
-        )
-    return data
+    fix = "regenerate both with `ablate report NAME` from the store, or delete it to leave the Tuning section out"
+    return read_sidecar(studies_path(data_file), TuningData, data_file, "studies' file", ablation, profile, fix)
 
 
 def copy_figures(data: TuningData, source: Path, out: Path) -> list[str]:

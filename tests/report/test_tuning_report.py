@@ -169,7 +169,7 @@ def test_report_from_its_data_file_gives_the_same_tuning_section(tuned_store, tm
         (lambda text: text[:40], ["studies' file", "unreadable", "regenerate"]),
         (
             lambda text: text.replace('"profile": "cpu"', '"profile": "pilot"'),
-            ["studies of mini / pilot, not of mini / cpu"],
+            ["studies' file", "is of mini / pilot, not of mini / cpu"],
         ),
         (lambda text: text.replace('"complete": 3', '"complete": "three"', 1), ["studies' file", "unreadable"]),
     ],
