@@ -8,8 +8,9 @@ Outcome of a comparison: ``pass`` when its verdict is the one expected, ``fail``
 decided otherwise (the other direction, or equivalence, or a difference where equivalence was
 expected) or when the reference's mean is below the comparison's ``reference_min``, ``inconclusive``
 when it did not decide (or the profile is not confirmatory), ``not run`` without paired runs. An
-entry passes when every comparison passes, fails when one fails, and is inconclusive otherwise
-(``not run`` when none has runs).
+entry passes when every comparison passes, fails when one fails, and is inconclusive otherwise;
+it is ``not run`` when none has runs and ``incomplete (k/n runs)`` while its grids have not all
+finished, whatever the runs so far say.
 
 A verdict needs a baseline that learned, as the claims' (:mod:`harness.analysis.untestable`): where
 the task declares a convergence target and the comparison's reference reached it on at most half of
@@ -63,10 +64,22 @@ class EntryResult:
     scale: list[str] = field(default_factory=list)  # "ablation / profile: d_model ..., seeds"
 
     @property
+    def runs(self) -> tuple[int, int]:
+        """(runs in the store, runs planned) over the grids the entry reads, each grid counted once."""
+        grids = {(o.comparison.ablation, o.comparison.profile): (o.runs, o.planned) for o in self.outcomes}
+        return sum(r for r, _ in grids.values()), sum(p for _, p in grids.values())
+
+    @property
     def outcome(self) -> str:
+        """not run | incomplete (k/n runs) | fail | pass | inconclusive. An entry whose grids have not
+        all finished is incomplete whatever its runs so far say: a control passes or fails on its
+        planned seeds, not on the first ones to finish."""
         words = [o.outcome for o in self.outcomes]
         if all(w == "not run" for w in words):
             return "not run"
+        runs, planned = self.runs
+        if runs < planned:
+            return f"incomplete ({runs}/{planned} runs)"
         if "fail" in words:
             return "fail"
         return "pass" if all(w == "pass" for w in words) else "inconclusive"
@@ -251,15 +264,9 @@ def grids(entries: list[Reproduction], results: Path) -> list[Grid]:
 
 def guards_from(evaluated: list[EntryResult]) -> dict[str, tuple[Guard, ...]]:
     """Claim id -> the positive controls that guard it (entries listing it under ``guards``), with
-    their outcomes, from entries already evaluated. An entry whose grids have not all finished is
-    ``incomplete (k/n runs)``, whatever its runs so far say: a control passes on its planned seeds."""
+    their outcomes (:attr:`EntryResult.outcome`), from entries already evaluated."""
     out: dict[str, tuple[Guard, ...]] = {}
     for res in evaluated:
-        grids = {(o.comparison.ablation, o.comparison.profile): (o.runs, o.planned) for o in res.outcomes}
-        runs, planned = sum(r for r, _ in grids.values()), sum(p for _, p in grids.values())
-        outcome = res.outcome
-        if outcome != "not run" and runs < planned:
-            outcome = f"incomplete ({runs}/{planned} runs)"
         for cid in res.entry.guards:
-            out[cid] = (*out.get(cid, ()), Guard(res.entry.id, outcome))
+            out[cid] = (*out.get(cid, ()), Guard(res.entry.id, res.outcome))
     return out

@@ -124,6 +124,12 @@ def markdown(results: list[EntryResult], store: Path) -> str:
             ]
         if res.outcome == "not run":
             lines += [f"Not run yet: `{_reproduce(e.id, store)}`.", ""]
+        elif res.outcome.startswith("incomplete"):
+            runs, planned = res.runs
+            lines += [
+                f"Not decided until its grids finish ({planned - runs} runs missing): `{_reproduce(e.id, store)}`.",
+                "",
+            ]
         scale = "; ".join(res.scale) or "no runs"
         lines += [
             (

@@ -215,6 +215,9 @@ def test_a_positive_control_passes_only_on_its_finished_grid(store, tmp_path):
     assert invoke("report", "--all", "--results-dir", str(results), "--out", str(out)).exit_code == 0
     claims = _claims((out / "mini.md").read_text())
     assert claims["mini-rope-better"] == "withheld (positive control fake-pass: incomplete (23/24 runs))", claims
+    page = (out / "reproductions.md").read_text()  # the page says what the claims say
+    assert "| **incomplete (23/24 runs)** |" in page and "**pass** |" not in page.split("## ")[0]
+    assert "Not decided until its grids finish (1 runs missing)" in page
 
 
 def test_a_control_may_not_guard_its_own_claim_and_names_the_confirmatory_profiles(store, tmp_path):
