@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from harness.analysis.comparisons import analyse
-from harness.analysis.guards import declared_guards
+from harness.analysis.guards import declared_guards, guards_of
 from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
@@ -67,8 +67,9 @@ def report(
     tuning = None  # from the store and the Optuna storage
     if data is not None:  # the file's tuned runs and studies; the studies' figures copied, not drawn
         tuning = TuningInputs(data.tuning, tuned_analysis(sel, results, found=data.tuned))
-    guards = None  # evaluated from the store
-    if data is not None:  # the controls' outcomes kept beside the data file; without that file, unknown
+    if data is None:  # evaluated once from the store, for the report and the W&B summary
+        guards = guards_of(list(abl.claims), results)
+    else:  # the controls' outcomes kept beside the data file; without that file, unknown
         guards = data.guards if data.guards is not None else declared_guards(list(abl.claims), UNKNOWN)
     with _writing(out):
         path = write_report(
@@ -83,7 +84,7 @@ def report(
             )
     if wandb != "off" and found is None:
         try:
-            run_dir = log_report(sel, results, out, mode=wandb, analysis=result)
+            run_dir = log_report(sel, results, out, mode=wandb, analysis=result, guards=guards)
             output.console.print(f"W&B summary run ({wandb}): {run_dir}")
         except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
             output.console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")

@@ -26,7 +26,7 @@ from typing import Any
 
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import Analysis, Table, analyse
-from harness.analysis.guards import guards_of
+from harness.analysis.guards import Guards, guards_of
 from harness.encode import json_safe
 from harness.experiment import claims as claims_mod
 from harness.experiment.selection import Selection
@@ -55,11 +55,13 @@ def table_rows(table: Table) -> tuple[list[str], list[list[Any]]]:
     return [str(c) for c in frame.columns], [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
 
 
-def claim_rows(analysis: Analysis) -> list[list[str]]:
+def claim_rows(analysis: Analysis, guards: Guards | None = None) -> list[list[str]]:
     """``[claim id, verdict, evidence]`` for every claim the ablation tests (as in the report: a
-    verdict waits for the positive controls that guard the claim, evaluated from the same store)."""
+    verdict waits for the controls that guard the claim). ``guards``: the report's, when it has
+    evaluated them; None: evaluated from the same store here."""
     claims = claims_mod.load_claims()
-    guards = guards_of(list(analysis.ablation.claims), analysis.results)
+    if guards is None:
+        guards = guards_of(list(analysis.ablation.claims), analysis.results)
     rows = []
     for cid in analysis.ablation.claims:
         verdict, evidence = claim_verdict(claims.get(cid, {}), analysis, guards.get(cid, ()))
@@ -74,7 +76,11 @@ def store_profile(analysis: Analysis) -> str:
 
 
 def log_summary(
-    analysis: Analysis, figures: Sequence[Path] = (), mode: str = "offline", results: Path | None = None
+    analysis: Analysis,
+    figures: Sequence[Path] = (),
+    mode: str = "offline",
+    results: Path | None = None,
+    guards: Guards | None = None,
 ) -> Path | None:
     """Log the summary run of one analysed ablation/profile; returns its W&B run folder.
 
@@ -83,6 +89,8 @@ def log_summary(
         figures: PNG files to log (e.g. the report's ``reports/figures/<stem>-*.png``).
         mode: ``off`` (log nothing, return None), ``offline`` or ``online``.
         results: the run store (default ``analysis.results``); the run goes under it.
+        guards: the controls guarding the claims, with their outcomes, as the report evaluated
+            them (:func:`harness.analysis.guards.guards_of`); None: evaluated here.
     """
     if mode == "off":
         return None
@@ -95,7 +103,7 @@ def log_summary(
     stale = [*(p for p in (folder / "wandb").glob("*run-*") if not p.is_symlink()), folder / "data"]
     folder.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("WANDB_SILENT", "true")
-    claims = claim_rows(analysis)
+    claims = claim_rows(analysis, guards)
     run = wandb.init(
         dir=str(folder),
         project=os.environ.get("WANDB_PROJECT", "ablate"),
@@ -148,15 +156,20 @@ def _staging_in(folder: Path) -> Iterator[None]:
 
 
 def log_report(
-    sel: Selection, results: Path, out: Path, mode: str = "offline", analysis: Analysis | None = None
+    sel: Selection,
+    results: Path,
+    out: Path,
+    mode: str = "offline",
+    analysis: Analysis | None = None,
+    guards: Guards | None = None,
 ) -> Path | None:
     """:func:`log_summary` of what ``ablate report`` wrote for the selection: its analysis
-    (``analysis``, or the store read again when None) and its PNG figures
-    (``out/figures/<report stem>-*.png``)."""
+    (``analysis``, or the store read again when None), its controls' outcomes (``guards``, or
+    evaluated again when None) and its PNG figures (``out/figures/<report stem>-*.png``)."""
     if mode == "off":
         return None
 
     analysis = analysis or analyse(sel, results)
     stem = report_path(sel.ablation, sel.profile, out).stem
     figures = sorted((Path(out) / "figures").glob(f"{stem}-*.png"))
-    return log_summary(analysis, figures, mode, results)
+    return log_summary(analysis, figures, mode, results, guards)

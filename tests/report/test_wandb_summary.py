@@ -202,3 +202,29 @@ def test_sync_without_a_key_says_so_and_exits_2(grid, monkeypatch: pytest.Monkey
     empty.mkdir()
     out = CliRunner().invoke(app, ["sync", "--results-dir", str(empty)])
     assert out.exit_code == 0 and "no offline W&B runs wait" in out.output
+
+
+def test_report_hands_its_controls_to_the_summary_run(grid, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `ablate report --wandb offline` evaluates the controls guarding its claims once: the summary
+    # run logs the claims with the report's outcomes, it does not read the store's grids again
+    from harness.analysis import guards as guards_mod
+    from harness.report import wandb_summary
+
+    abl, results, _, summary = grid
+    store = tmp_path / "results"
+    shutil.copytree(results, store, symlinks=True)
+    calls: list[str] = []
+
+    def counted(claims, results):
+        calls.append("guards_of")
+        return guards_mod.guards_of(claims, results)
+
+    monkeypatch.setattr(report_cmd, "guards_of", counted)
+    monkeypatch.setattr(wandb_summary, "guards_of", counted)
+    decl = results.parent / "decl" / "tiny.yaml"
+    report_cmd.report(str(decl), None, store, tmp_path / "reports", wandb="offline")
+    assert calls == ["guards_of"]
+    (folder,) = offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR)
+    assert folder.name != summary.name  # a new summary run, logged with the report's outcomes
+    verdict, _ = claim_verdict(load_claims()[CLAIM], analyse(select(abl, "cpu", check_data=False), store))
+    assert read_run(folder).summary[f"claim/{CLAIM}"] == verdict
