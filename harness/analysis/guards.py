@@ -14,6 +14,7 @@ store: a claim's verdict that rules is withheld while one of them has not passed
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.analysis.claims import NEGATIVE, Guard, control_outcomes
@@ -67,20 +68,29 @@ def negative_outcome(abl: Ablation, results: Path) -> str:
     return "caught" if outcomes and all(o.caught for o in outcomes) else "not caught"
 
 
-def negative_guards(claims: list[str] | tuple[str, ...], results: Path) -> Guards:
-    """The registered negative controls that guard one of ``claims``, evaluated from the store."""
-    out: Guards = {}
+def _registered_controls(claims: list[str] | tuple[str, ...]) -> Iterator[Ablation]:
+    """The registered ablations whose ``control:`` guards one of ``claims`` (one that does not load
+    is skipped: `report --all` names it in its index)."""
     for name in ablation_mod.available():
         try:
             abl = ablation_mod.load(name)
         except AblateError:
-            continue  # `report --all` names an ablation it cannot load in its index
-        control = abl.control
-        if control is None or not set(control.guards) & set(claims):
             continue
-        guard = Guard(abl.name, negative_outcome(abl, results), NEGATIVE, control.profile)
-        out = merge(out, {cid: (guard,) for cid in control.guards})
-    return out
+        if abl.control is not None and set(abl.control.guards) & set(claims):
+            yield abl
+
+
+def _negative(abl: Ablation, outcome: str, claims: list[str] | tuple[str, ...]) -> Guards:
+    """``abl``'s negative control, with ``outcome``, for each of ``claims`` it guards."""
+    if abl.control is None:
+        return {}
+    guard = Guard(abl.name, outcome, NEGATIVE, abl.control.profile)
+    return {cid: (guard,) for cid in abl.control.guards if cid in claims}
+
+
+def negative_guards(claims: list[str] | tuple[str, ...], results: Path) -> Guards:
+    """The registered negative controls that guard one of ``claims``, evaluated from the store."""
+    return merge(*(_negative(abl, negative_outcome(abl, results), claims) for abl in _registered_controls(claims)))
 
 
 def declared_guards(claims: list[str] | tuple[str, ...], outcome: str) -> Guards:
@@ -90,15 +100,7 @@ def declared_guards(claims: list[str] | tuple[str, ...], outcome: str) -> Guards
     out: Guards = {}
     for entry in registry.load_registry():
         out = merge(out, {cid: (Guard(entry.id, outcome),) for cid in entry.guards if cid in claims})
-    for name in ablation_mod.available():
-        try:
-            abl = ablation_mod.load(name)
-        except AblateError:
-            continue
-        if abl.control is not None:
-            guard = Guard(abl.name, outcome, NEGATIVE, abl.control.profile)
-            out = merge(out, {cid: (guard,) for cid in abl.control.guards if cid in claims})
-    return out
+    return merge(out, *(_negative(abl, outcome, claims) for abl in _registered_controls(claims)))
 
 
 def guards_of(claims: list[str] | tuple[str, ...], results: Path) -> Guards:
