@@ -5,6 +5,7 @@ The isolation every such test runs in is the ``cli_isolated`` fixture of tests/c
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -58,3 +59,9 @@ def user_file(tmp_path: Path, **base) -> Path:
     path.parent.mkdir()
     path.write_text(yaml.safe_dump(d))
     return path
+
+
+def untimed(report: str) -> str:
+    """A report without its generation time: what must be the same, byte for byte, when the same
+    report is made again (from the store, or from its data file with ``--from``)."""
+    return re.sub(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ", " on <time> ", report)

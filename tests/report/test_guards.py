@@ -20,7 +20,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment import reproductions as registry
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
-from helpers.cli import invoke
+from helpers.cli import invoke, untimed
 from helpers.fake_store import write_decl, write_runs
 from helpers.mini_claims import MINI_CLAIMS
 
@@ -131,7 +131,6 @@ def test_report_index_and_data_file_withhold_the_same_verdicts(store, tmp_path):
     again = tmp_path / "again"
     result = invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(again))
     assert result.exit_code == 0, result.output
-    untimed = lambda s: re.sub(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ", " ", s)  # noqa: E731
     assert untimed((again / "mini.md").read_text()) == untimed(report)
     # one report from the store evaluates the same guards
     alone = tmp_path / "alone"

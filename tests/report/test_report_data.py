@@ -9,7 +9,6 @@ import gzip
 import io
 import json
 import os
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -21,13 +20,9 @@ from harness.experiment.selection import select
 from harness.report import data as report_data
 from harness.report import source
 from harness.store.runs import history_of
-from helpers.cli import assert_refused, invoke
+from helpers.cli import assert_refused, invoke, untimed
 from helpers.fake_store import write_decl, write_runs
 from helpers.tiny_grid import write_tiny
-
-
-def _untimed(text: str) -> str:
-    return re.sub(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ", " on <time> ", text)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +59,7 @@ def test_report_from_its_data_file_is_the_same_report(store, tmp_path):
     assert result.exit_code == 0, result.output
     original, again = (first / "tiny.md").read_text(), (second / "tiny.md").read_text()
     assert "diverged" in original and "unreadable validation history" in original and "zzz-junk" in original
-    assert _untimed(again) == _untimed(original)
+    assert untimed(again) == untimed(original)
     figures = sorted(p.name for p in (first / "figures").iterdir())
     assert figures == sorted(p.name for p in (second / "figures").iterdir()) and figures
     for name in figures:  # the validation curves too: the per-step history travels in the file
@@ -121,7 +116,7 @@ def test_a_large_table_is_gzipped_and_reads_the_same(store, tmp_path, monkeypatc
     assert path.read_bytes() == first  # no timestamp in the gzip header: the same table, the same bytes
     result = invoke("report", str(decl), "--from", str(path), "--out", str(tmp_path / "b"))
     assert result.exit_code == 0, result.output
-    assert _untimed((tmp_path / "b" / "tiny.md").read_text()) == _untimed((out / "tiny.md").read_text())
+    assert untimed((tmp_path / "b" / "tiny.md").read_text()) == untimed((out / "tiny.md").read_text())
 
 
 def test_report_all_writes_every_data_file_and_each_regenerates(tmp_path, monkeypatch):
@@ -138,7 +133,7 @@ def test_report_all_writes_every_data_file_and_each_regenerates(tmp_path, monkey
         again = tmp_path / "again"
         result = invoke("report", "mini", "--from", str(out / "data" / f"{stem}.csv"), "--out", str(again))
         assert result.exit_code == 0, result.output
-        assert _untimed((again / f"{stem}.md").read_text()) == _untimed((out / f"{stem}.md").read_text())
+        assert untimed((again / f"{stem}.md").read_text()) == untimed((out / f"{stem}.md").read_text())
 
 
 def _bad_files(root: Path, good: Path) -> dict[str, Path]:
@@ -347,7 +342,7 @@ def test_plugins_travel_in_the_data_file_and_a_file_without_them_still_reads(tmp
     assert "- Plugins: my-plugin 1.2 (position:xpos).\n" in original
     data = first / "data" / "mini.pilot.csv"
     assert invoke("report", str(decl), *args, str(second), "--from", str(data)).exit_code == 0
-    assert _untimed((second / "mini.pilot.md").read_text()) == _untimed(original)
+    assert untimed((second / "mini.pilot.md").read_text()) == untimed(original)
     frame = pd.read_csv(data, keep_default_na=False, dtype=str)
     older = tmp_path / "older.csv"
     frame.drop(columns="plugins").to_csv(older, index=False)  # written before runs recorded plugins

@@ -17,7 +17,7 @@ from harness.experiment import claims as claims_mod
 from harness.report.tuning import ClaimChange
 from harness.tune.storage import default_storage
 from harness.tune.studies import study_name
-from helpers.cli import assert_refused, invoke
+from helpers.cli import assert_refused, invoke, untimed
 from helpers.fake_store import write_decl, write_runs
 from helpers.mini_claims import MINI_CLAIMS
 
@@ -69,10 +69,6 @@ def tuned_store(tmp_path, monkeypatch) -> Path:
     write_runs(results, other, "cpu", _untuned)
     _studies(results)
     return results
-
-
-def _untimed(text: str) -> str:
-    return re.sub(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ", " on <time> ", text)
 
 
 def _claims_rows(report: str) -> dict[str, list[str]]:
@@ -145,7 +141,7 @@ def test_report_from_its_data_file_gives_the_same_tuning_section(tuned_store, tm
     second = tmp_path / "again"
     made = invoke("report", "mini", "--from", str(data), "--out", str(second))
     assert made.exit_code == 0, made.output
-    assert _untimed((second / "mini.md").read_text()) == _untimed(original)
+    assert untimed((second / "mini.md").read_text()) == untimed(original)
     figures = re.findall(r"\]\((figures/mini\.cpu-tune-[^)]+\.png)\)", original)
     assert len(figures) == 6  # history and importance per study, copied, not drawn again
     for fig in figures:
@@ -155,12 +151,12 @@ def test_report_from_its_data_file_gives_the_same_tuning_section(tuned_store, tm
     assert from_file.exit_code == from_store.exit_code == 0 and from_file.stdout == from_store.stdout
     # in place (the figures already there), and with a figure lost: the same text, and a warning
     assert invoke("report", "mini", "--from", str(data), "--out", str(first)).exit_code == 0
-    assert _untimed((first / "mini.md").read_text()) == _untimed(original)
+    assert untimed((first / "mini.md").read_text()) == untimed(original)
     (first / figures[0]).unlink()
     third = tmp_path / "third"
     made = invoke("report", "mini", "--from", str(data), "--out", str(third))
     assert made.exit_code == 0 and "not found; the Tuning section links it all the same" in made.output
-    assert _untimed((third / "mini.md").read_text()) == _untimed(original)
+    assert untimed((third / "mini.md").read_text()) == untimed(original)
 
 
 @pytest.mark.parametrize(
