@@ -23,11 +23,12 @@ import pandas as pd
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
 from harness.experiment.config import RunConfig
+from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
 from harness.report.data import CONFIG, KINDS, OPTIONAL_FIELDS, RENAMED, RUN_FIELDS, STORE
 from harness.report.guards import Guards, read_guards
 from harness.report.tuning_data import TuningData, read_studies
-from harness.store.record import parse_record
+from harness.store.record import Record, parse_record
 from harness.store.runs import StoreScan
 from harness.tune.studies import tuned_profile
 
@@ -270,7 +271,37 @@ def load_source(
             f"of the {abl.name} / {sel.profile} grid with these overrides; pass the key=value overrides the "
             "report was made with (its Reproduce section names them)"
         )
+    specs = {s.run_id: s for s in sel.specs}
+    for rec in data.scan.records:
+        if edited := _edited(rec, specs[rec.run_id]):
+            raise AblateError(
+                f"--from {path}: run {rec.run_id} is not the run its id names: {edited}; a data file is "
+                f"written by `ablate report {abl.name}` from the store, not edited"
+            )
     return data, sel
+
+
+def _edited(rec: Record, spec: RunSpec) -> str | None:
+    """What a data file's run holds that the grid's run of the same id does not (its seed, task,
+    variant, task parameters or a config value the id hashes), or None: the id is a hash of these,
+    so a row edited by hand that keeps the id would otherwise pass as that run."""
+    for name, held, planned in (
+        ("seed", rec.seed, spec.seed),
+        ("task", rec.task, spec.task),
+        ("variant", rec.variant_label, spec.variant_label),
+    ):
+        if held != planned:
+            return f"{name} {held!r}, where the grid's run has {planned!r}"
+    if rec.task_params is not None and rec.task_params != spec.task_params:
+        return f"task parameters {rec.task_params}, where the grid's run has {spec.task_params}"
+    held_cfg, planned_cfg = RunConfig.model_validate(rec.config).hash_dump(), spec.config.hash_dump()
+    for section, keys in planned_cfg.items():
+        for key, value in keys.items():
+            if held_cfg.get(section, {}).get(key) != value:
+                return (
+                    f"config.{section}.{key} {held_cfg.get(section, {}).get(key)!r}, where the grid's run has {value!r}"
+                )
+    return None
 
 
 def _wide(points: list[tuple[int, str, Any]]) -> pd.DataFrame:

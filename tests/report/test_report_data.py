@@ -382,3 +382,35 @@ def analyse_scan(decl: Path, results: Path):
     from harness.analysis.comparisons import analyse
 
     return analyse(select(ablation_mod.load(str(decl)), "cpu", check_data=False), results).scan
+
+
+@pytest.mark.parametrize(
+    "column,value,words",
+    [
+        ("seed", "7", ["seed 7, where the grid's run has"]),
+        ("variant", "position=alibi", ["variant 'position=alibi', where the grid's run has"]),
+        ("config.train.lr", "0.5", ["config.train.lr 0.5, where the grid's run has"]),
+    ],
+)
+def test_a_run_edited_by_hand_that_keeps_its_id_is_refused(store, tmp_path, column, value, words):
+    """The run id is a hash of the run's seed, task and config: a data file whose run keeps its id
+    but not what the id hashes would report numbers under a run they do not belong to."""
+    decl, results = store
+    out = tmp_path / "a"
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
+    rows = _rows((out / "data" / "tiny.csv").read_text())
+    cols = rows[0]
+    rid = rows[_metric_row(rows)][cols.index("run_id")]
+    for cells in rows[1:]:
+        if cells[cols.index("run_id")] == rid and cells[cols.index("kind")] != "problem":
+            cells[cols.index(column)] = value
+    edited = tmp_path / "edited.csv"
+    edited.write_text(_text(rows))
+    for command in ("report", "compare"):
+        extra = ("--out", str(tmp_path / "never")) if command == "report" else ("--format", "md")
+        assert_refused(
+            invoke(command, str(decl), "--from", str(edited), *extra), f"run {rid} is not the run its id names", *words
+        )
+    assert not (tmp_path / "never").exists()
