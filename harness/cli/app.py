@@ -20,6 +20,8 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
+from harness.bounds import INT_MAX
+
 CLOSED_PIPE_EXIT = 141
 """The exit status of a command whose output pipe closed (``ablate list | head -1``): 128 + SIGPIPE,
 what the shell reports for ``git log | head -1`` or ``seq 1 1000000 | head -1``."""
@@ -129,11 +131,12 @@ WorkersOpt = Annotated[
     Optional[int],
     typer.Option(
         min=1,
+        max=INT_MAX,
         help="runs at once (default: one per GPU slot; on CPU, cores / --threads, at most the runs to do, "
         "or 1 when the grid's estimated time is too short to pay for a process pool, e.g. a smoke grid)",
     ),
 ]
-ThreadsOpt = Annotated[int, typer.Option(min=1, help="torch threads per run")]
+ThreadsOpt = Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads per run")]
 RunTimeoutOpt = Annotated[
     Optional[float], typer.Option(help="seconds; a run over it is stopped and recorded as timeout")
 ]
@@ -301,7 +304,7 @@ def run(
     ] = 600.0,
     slurm_partition: Annotated[Optional[str], typer.Option(help="SLURM partition (--executor slurm)")] = None,
     slurm_time: Annotated[
-        Optional[int], typer.Option(min=1, help="SLURM time limit per run, minutes (default 60)")
+        Optional[int], typer.Option(min=1, max=INT_MAX, help="SLURM time limit per run, minutes (default 60)")
     ] = None,
     submitit_cluster: Annotated[
         str, typer.Option(help="slurm; or local / debug: the same submitit jobs without SLURM")
@@ -542,7 +545,9 @@ def tune(
     profile: ProfileOpt = None,
     trials: Annotated[
         int,
-        typer.Option(min=1, help="finished trials (complete + pruned + failed; not one stopped by Ctrl-C) per study"),
+        typer.Option(
+            min=1, max=INT_MAX, help="finished trials (complete + pruned + failed; not one stopped by Ctrl-C) per study"
+        ),
     ] = 20,
     variant: Annotated[
         Optional[list[str]], typer.Option(help="only variants with this axis value, e.g. position=rope (repeatable)")
@@ -551,10 +556,12 @@ def tune(
     storage: StorageOpt = None,
     results_dir: ResultsOpt = RESULTS,
     pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = Pruner.median,
-    threads: Annotated[int, typer.Option(min=1, help="torch threads for this worker")] = 1,
+    threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads for this worker")] = 1,
     heartbeat: Annotated[
         Optional[int],
-        typer.Option(min=1, help="seconds between heartbeats; a trial silent 3x as long is failed (default 10)"),
+        typer.Option(
+            min=1, max=INT_MAX, help="seconds between heartbeats; a trial silent 3x as long is failed (default 10)"
+        ),
     ] = None,
     plugin: PluginOpt = None,
 ) -> None:
@@ -605,9 +612,9 @@ def check(
     every: Annotated[bool, typer.Option("--all", help="every registered component and task")] = False,
     fmt: Annotated[CheckFormat, typer.Option("--format")] = CheckFormat.table,
     seed: Annotated[
-        int, typer.Option(min=0, max=2**31 - 1, help="of the weights, tokens and task data")
+        int, typer.Option(min=0, max=INT_MAX, help="of the weights, tokens and task data")
     ] = 0,  # max: harness.bounds.INT_MAX (past 2**64 torch's manual_seed overflows)
-    threads: Annotated[int, typer.Option(min=1, help="torch threads")] = 1,
+    threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads")] = 1,
     plugin: PluginOpt = None,
 ) -> None:
     """The contract suite on components and tasks (shapes, causality, precisions, lengths, ...); exit 1 if one fails."""
@@ -640,15 +647,16 @@ def bench_attention(
     kernels: Annotated[
         Optional[str], typer.Option(help="comma-separated kernel names (default: all: math,sdpa,flash,linear)")
     ] = None,
-    d_model: Annotated[int, typer.Option(min=1)] = 64,
-    n_heads: Annotated[int, typer.Option(min=1)] = 4,
-    batch: Annotated[int, typer.Option(min=1)] = 1,
+    d_model: Annotated[int, typer.Option(min=1, max=INT_MAX)] = 64,
+    n_heads: Annotated[int, typer.Option(min=1, max=INT_MAX)] = 4,
+    batch: Annotated[int, typer.Option(min=1, max=INT_MAX)] = 1,
     repeats: Annotated[
         int, typer.Option(min=1, max=10_000, help="timed calls per kernel and length; the median is reported")
     ] = 10,
     dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 (or fp32, bf16, fp16)")] = "float32",
     threads: Annotated[
-        Optional[int], typer.Option(min=1, help="torch threads (default: 1 on cpu, torch's default on cuda)")
+        Optional[int],
+        typer.Option(min=1, max=INT_MAX, help="torch threads (default: 1 on cpu, torch's default on cuda)"),
     ] = None,
     out: Annotated[
         Path,

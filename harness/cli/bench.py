@@ -19,6 +19,7 @@ from harness.bench.memory import MEMORY
 from harness.cli import output
 from harness.errors import AblateError
 from harness.execution.attempt import git_commit
+from harness.execution.gpus import check_threads
 from harness.modules import KERNELS
 from harness.registry import UnknownNameError
 from harness.report.bench import rich_table
@@ -114,6 +115,8 @@ def attention(
         AblateError: an unknown device, dtype or kernel, no CUDA, bad lengths or shape.
     """
     device, dtype, kernels, lengths = _check(device, dtype, kernels, lengths, d_model, n_heads, batch)
+    if threads is not None:
+        check_threads(threads)
     threads = threads or (1 if device == "cpu" else torch.get_num_threads())  # cpu: see BenchConfig.threads
     cfg = BenchConfig(device, dtype, d_model, n_heads, batch, repeats, threads)
     if Path(out).exists() and not Path(out).is_dir():

@@ -20,6 +20,7 @@ from harness.contracts.suite import check as run_check
 from harness.contracts.targets import everything, resolve
 from harness.encode import dumps
 from harness.errors import AblateError
+from harness.execution.gpus import check_threads
 
 STYLE = {"pass": "green", "fail": "bold red", "refused": "yellow", "skipped": "dim"}
 
@@ -40,6 +41,7 @@ def check(names: list[str], fmt: str = "table", every: bool = False, seed: int =
             "name a component or task to check, e.g. ablate check position=rope or ablate check task=copy; "
             "--all checks every registered one"
         )
+    check_threads(threads)
     targets = everything() if every else [resolve(n) for n in names]
     before = torch.get_num_threads()
     torch.set_num_threads(threads)

@@ -9,6 +9,7 @@ from rich.table import Table as RichTable
 
 from harness.cli import output
 from harness.encode import text
+from harness.execution.gpus import check_threads
 from harness.experiment import ablation as ablation_mod
 from harness.hints import Context
 from harness.tune import search
@@ -34,6 +35,7 @@ def tune(
     import torch
 
     output.check_storage_not_empty(storage)
+    check_threads(threads)
     abl = ablation_mod.load(name)
     prof_name, plans = tune_mod.plan_studies(abl, profile, overrides, tasks, variants, output.data_dir())
     if storage is None:  # the default storage lives in the results directory

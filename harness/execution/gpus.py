@@ -150,6 +150,22 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
 
+def check_threads(threads: int, flag: str = "--threads", cores: int | None = None) -> None:
+    """Refuse more torch threads for one process than this machine has cores (default
+    ``os.cpu_count()``): beyond them the threads only contend, and far beyond them the process
+    cannot start them (``RuntimeError: can't start new thread`` in every run).
+
+    Raises:
+        AblateError: ``threads`` above the cores.
+    """
+    cores = cores or os.cpu_count() or 1
+    if threads > cores:
+        raise AblateError(
+            f"{flag} {threads}: more than the {cores} cores here; use {flag} {cores} or fewer "
+            "(threads beyond the cores only contend)"
+        )
+
+
 def place(
     workers: int | None,
     todo: int,

@@ -25,7 +25,7 @@ from rich.markup import escape
 from harness.errors import AblateError
 from harness.execution import reuse
 from harness.execution.cluster import Engine
-from harness.execution.gpus import Placement, place, visible_gpus
+from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.locks import HEARTBEAT_S
 from harness.execution.run_folder import Progress, RunOptions, parse_retry
 from harness.hints import Context
@@ -103,6 +103,8 @@ class Launch:
         if self.engine.kind == "local" and (str(self.options.devices), self.options.strategy) != ("1", "auto"):
             check_devices(self.options.devices, self.options.strategy)
         statuses = parse_retry(self.retry)
+        if self.engine.kind == "local":  # Ray and SLURM runs take their CPUs on other machines
+            check_threads(threads)
         self.place(workers, 1, threads)
         return statuses
 

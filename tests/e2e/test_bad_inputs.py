@@ -115,11 +115,29 @@ def test_gpu_requests_that_cannot_be_met(tmp_path, monkeypatch, visible, args, w
 
 @pytest.mark.parametrize(
     "args, option",
-    [(["--workers", "0"], "--workers"), (["--threads", "0"], "--threads"), (["--executor", "k8s"], "--executor")],
+    [
+        (["--workers", "0"], "--workers"),
+        (["--threads", "0"], "--threads"),
+        (["--executor", "k8s"], "--executor"),
+        (["--workers", str(2**31)], "--workers"),  # beyond every integer bound (harness.bounds.INT_MAX)
+        (["--threads", "99999999999999999999"], "--threads"),
+    ],
 )
 def test_option_values_the_parser_refuses(tmp_path, args, option):
     result = invoke("run", str(user_file(tmp_path)), *args, "--results-dir", str(tmp_path / "results"))
     assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output, result.output
+    assert_nothing_written(tmp_path / "results")
+
+
+def test_more_threads_than_cores_are_refused_before_any_run(tmp_path, monkeypatch):
+    # --threads 100000 on 2 cores crashed every run with "can't start new thread", then a traceback
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    decl = str(user_file(tmp_path))
+    words = ["--threads 3: more than the 2 cores here", "use --threads 2 or fewer"]
+    assert_refused(invoke("run", decl, "--threads", "3", "--results-dir", str(tmp_path / "results")), *words)
+    assert_refused(invoke("tune", decl, "--threads", "3", "--results-dir", str(tmp_path / "results")), *words)
+    assert_refused(invoke("check", "position=rope", "--threads", "3"), *words)
+    assert_refused(invoke("bench", "attention", "--threads", "3", "--out", str(tmp_path / "results")), *words)
     assert_nothing_written(tmp_path / "results")
 
 
