@@ -7,6 +7,7 @@ W&B arguments.
 from __future__ import annotations
 
 import csv
+import hashlib
 import importlib.metadata as md
 import os
 import platform
@@ -53,17 +54,20 @@ def environment() -> dict[str, Any]:
     }
 
 
-def git_commit() -> str | None:
-    """The commit of the harness source (with ``+dirty`` when the tree has changes), if known."""
-    src = Path(__file__).resolve().parents[2]
+def git_commit(src: Path | None = None) -> str | None:
+    """The commit of the harness source (default: this checkout), if known. A tree with uncommitted
+    changes to tracked files gives ``SHA+dirty.HASH``: HASH is the first 8 hex digits of the SHA-256
+    of ``git diff HEAD``, so that two runs made from different uncommitted edits of one commit do not
+    read as made by the same code."""
+    src = src or Path(__file__).resolve().parents[2]
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True, timeout=5)
         if sha.returncode:
             return None
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=src, capture_output=True, text=True, timeout=5
-        ).stdout.strip()
-        return sha.stdout.strip() + ("+dirty" if dirty else "")
+        diff = subprocess.run(
+            ["git", "diff", "HEAD", "--binary", "--no-ext-diff"], cwd=src, capture_output=True, timeout=10
+        ).stdout
+        return sha.stdout.strip() + (f"+dirty.{hashlib.sha256(diff).hexdigest()[:8]}" if diff else "")
     except (OSError, subprocess.SubprocessError):
         return None
 
