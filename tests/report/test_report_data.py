@@ -288,6 +288,25 @@ def test_duplicate_rows_are_read_once_and_a_missing_value_is_counted(store, tmp_
         assert "`N without a value` (`excluded`)" in (tmp_path / bad.stem / "tiny.md").read_text()
 
 
+@pytest.mark.parametrize("mode", ["offline", "online"])
+def test_an_explicit_wandb_mode_with_from_is_refused(store, tmp_path, mode):
+    """``--from`` reads no store, so it logs no W&B summary run: an explicit mode asked for one and
+    was silently ignored; it is refused as with ``--all`` (the default, auto, and off are not)."""
+    decl, results = store
+    out = tmp_path / "a"
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
+    data = str(out / "data" / "tiny.csv")
+    assert_refused(
+        invoke("report", str(decl), "--from", data, "--out", str(tmp_path / "never"), "--wandb", mode),
+        f"--from writes no W&B summary run (--wandb {mode})",
+        "drop --wandb",
+    )
+    assert not (tmp_path / "never").exists()
+    assert invoke("report", str(decl), "--from", data, "--out", str(tmp_path / "b"), "--wandb", "off").exit_code == 0
+
+
 def test_a_folder_is_refused_with_the_data_file_to_pass(store, tmp_path):
     """``--from reports`` (the folder ``ablate report`` wrote) names the data file in it; a
     folder without one says which file is expected; neither says "no such file"."""
