@@ -448,7 +448,7 @@ def report(
         out,
         storage=storage,
         overrides=overrides or [],
-        wandb=_wandb_mode(wandb),
+        wandb="off" if source is not None and wandb is WandbMode.auto else _wandb_mode(wandb),  # --from: no W&B
         source=source,
         plugins=plugin or [],
         on_interrupt=INTERRUPTED_REPORT,

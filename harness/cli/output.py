@@ -94,8 +94,12 @@ def selection(abl: Ablation, profile: str | None, overrides: list[str] | tuple[s
     return select(abl, profile, overrides, data_dir(), check_data=False)
 
 
-def check_store_exists(results: Path, name: str, profile: str, tuned: bool = False, *, ctx: Context) -> None:
-    """The profile's folder must exist; else the ``ablate run`` command (from ``ctx``) that fills it."""
+def check_store_exists(
+    results: Path, name: str, profile: str, tuned: bool = False, *, ctx: Context, flag: str = "--profile"
+) -> None:
+    """The profile's folder must exist; else the ``ablate run`` command (from ``ctx``) that fills it,
+    and the profiles whose runs the store does hold (untuned only; ``flag``: the option that names
+    one, ``--profile``, or ``--from`` for ``ablate plan``'s pilot)."""
     folders = (
         [results / name / tuned_profile(profile)]
         if tuned
@@ -103,8 +107,30 @@ def check_store_exists(results: Path, name: str, profile: str, tuned: bool = Fal
     )
     folder = folders[0]
     if not any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
+        held = [] if tuned else _profiles_with_runs(results / name)
         raise AblateError(
             f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
             f"{folder} does not exist; run `{ctx.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
             f"first or pass the --results-dir it wrote to"
+            + (
+                f"; the store holds runs of {name} in profile(s) {', '.join(held)}: pass {flag} {held[0]}"
+                if held
+                else ""
+            )
         )
+
+
+def _profiles_with_runs(folder: Path) -> list[str]:
+    """The profiles (``PROFILE``, not ``PROFILE+tuned``) under an ablation's store folder with at
+    least one run folder, sorted; none when it cannot be listed."""
+    try:
+        return sorted(
+            p.name
+            for p in folder.iterdir()
+            if p.is_dir()
+            and not p.name.startswith(".")
+            and not p.name.endswith(tuned_profile(""))
+            and any(r.is_dir() and not r.name.startswith(".") for r in p.iterdir())
+        )
+    except OSError:
+        return []

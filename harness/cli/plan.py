@@ -47,7 +47,9 @@ def plan_seeds(
     pilot_name = planning.pilot_profile(abl, results, pilot, ctx=ctx)
     sel = output.selection(abl, pilot_name, overrides)
     pilot_name = sel.profile
-    output.check_store_exists(results, abl.name, pilot_name, ctx=dataclasses.replace(ctx, profile=pilot_name))
+    output.check_store_exists(
+        results, abl.name, pilot_name, ctx=dataclasses.replace(ctx, profile=pilot_name), flag="--from"
+    )
     if pilot_name == planning.SMOKE:
         others = [n for n, p in abl.profiles.items() if not p.confirmatory and n != planning.SMOKE]
         print(

@@ -40,13 +40,19 @@ def report(
     ``wandb`` (off | offline | online): also log the W&B summary run of the ablation and profile
     (:mod:`harness.report.wandb_summary`); a W&B failure is a warning, the report stands. ``source``: a
     report's data file read instead of the store (:mod:`harness.report.data`): the same report, no
-    data file and no W&B run written. Its Tuning section comes from the tuned runs the file holds
-    and the studies kept beside it (:mod:`harness.report.tuning_data`), never from the Optuna
-    storage or the store; the studies' figures are not drawn again but copied from the report
-    folder the file lies in (``reports/`` for ``reports/data/FILE``) when ``out`` is another
-    folder; one found in neither is named in a warning and linked all the same."""
+    data file and no W&B run written (a ``wandb`` mode other than off is refused). Its Tuning
+    section comes from the tuned runs the file holds and the studies kept beside it
+    (:mod:`harness.report.tuning_data`), never from the Optuna storage or the store; the studies'
+    figures are not drawn again but copied from the report folder the file lies in (``reports/``
+    for ``reports/data/FILE``) when ``out`` is another folder; one found in neither is named in a
+    warning and linked all the same."""
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
+    if source is not None and wandb != "off":
+        raise AblateError(
+            f"--from writes no W&B summary run (--wandb {wandb}): a data file is not a store; drop --wandb, "
+            "or log one from the store with `ablate report NAME --wandb MODE`"
+        )
     abl = ablation_mod.load(name)
     data = found = None
     if source is not None:
@@ -82,7 +88,7 @@ def report(
             output.console.print(
                 f"[yellow]warning: {escape(fig)} not found; the Tuning section links it all the same[/]"
             )
-    if wandb != "off" and found is None:
+    if wandb != "off":  # never with --from (refused above)
         try:
             run_dir = log_report(sel, results, out, mode=wandb, analysis=result, guards=guards)
             output.console.print(f"W&B summary run ({wandb}): {run_dir}")
@@ -137,15 +143,15 @@ def report_all(
 ) -> Path:
     """``ablate report --all``: the report of every registered ablation for each profile with
     runs, and ``out/README.md``, their index (:mod:`harness.report.index`); returns the index's path.
-    ``name``, ``profile``, ``source`` (--from) and a ``wandb`` mode are refused: --all means every
-    ablation and every profile, from the store, without W&B summary runs."""
+    ``name``, ``profile``, ``source`` (--from) and a ``wandb`` mode other than ``off`` are refused: --all
+    means every ablation and every profile, from the store, without W&B summary runs."""
     if name is not None:
         raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
     if profile is not None:
         raise AblateError("--all reports every profile with runs; drop --profile")
     if source is not None:
         raise AblateError("--from regenerates one report from its data file; drop --all (or --from)")
-    if wandb is not None:
+    if wandb not in (None, "off"):
         raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
     output.check_results_readable(results)
     if out.exists() and not out.is_dir():

@@ -65,7 +65,8 @@ def run(
     )
     output.console.print(
         f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
-        f"{results}{copied}, {len(todo)} to run{again} ({launch.describe(placement, threads)}, W&B {wandb})"
+        f"{results}{copied}, {len(todo)} to run{again}"
+        + (f" ({launch.describe(placement, threads)}, W&B {wandb})" if todo else "")  # no pool, no W&B run: none
     )
 
     with GridProgress(output.console, todo, results, placement.workers) as progress:

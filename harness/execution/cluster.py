@@ -44,6 +44,17 @@ class Engine:
     time_min: int | None = None
     cluster: str = "slurm"
 
+    @property
+    def on_this_machine(self) -> bool:
+        """Whether the runs take their CPUs on this machine: the local pool, a Ray cluster started
+        here (no ``--address``) and submitit's ``local`` and ``debug`` clusters; not a Ray cluster
+        connected to, nor SLURM."""
+        return (
+            self.kind == "local"
+            or (self.kind == "ray" and self.address is None)
+            or (self.kind == "slurm" and self.cluster != "slurm")
+        )
+
     def check(self) -> None:
         """Refuse inconsistent options and missing engines before any run starts.
 

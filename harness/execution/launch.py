@@ -103,7 +103,7 @@ class Launch:
         if self.engine.kind == "local" and (str(self.options.devices), self.options.strategy) != ("1", "auto"):
             check_devices(self.options.devices, self.options.strategy)
         statuses = parse_retry(self.retry)
-        if self.engine.kind == "local":  # Ray and SLURM runs take their CPUs on other machines
+        if self.engine.on_this_machine:  # a Ray cluster connected to, or SLURM: CPUs on other machines
             check_threads(threads)
         self.place(workers, 1, threads)
         return statuses

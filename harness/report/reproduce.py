@@ -45,10 +45,14 @@ def evidence_line(o: Outcome) -> str:
 
 
 def summary_lines(results: list[EntryResult]) -> list[str]:
-    """What ``ablate reproduce`` prints: one line per entry, then its evidence, then the caveat."""
+    """What ``ablate reproduce`` prints: one line per entry (its outcome's word in capitals, e.g.
+    ``PASS``, ``INCOMPLETE (29/32 runs)``), then its evidence, then the caveat."""
     out = []
     for res in results:
-        out.append(f"{res.entry.id}: {res.outcome.upper()}  ({res.entry.paper.split(',')[0]}, {res.entry.source})")
+        word, sep, detail = res.outcome.partition(" (")
+        out.append(
+            f"{res.entry.id}: {word.upper()}{sep}{detail}  ({res.entry.paper.split(',')[0]}, {res.entry.source})"
+        )
         out += [f"  - {evidence_line(o)}" for o in res.outcomes]
     out.append(
         "Scale caveat: each outcome holds at the scale run here (see reports/reproductions.md), "

@@ -25,7 +25,7 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.config import RunConfig
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
-from harness.report.data import CONFIG, KINDS, OPTIONAL_FIELDS, RENAMED, RUN_FIELDS, STORE
+from harness.report.data import CONFIG, KINDS, OPTIONAL_FIELDS, RENAMED, ROW_FIELDS, RUN_FIELDS, STORE
 from harness.report.guards import Guards, read_guards
 from harness.report.tuning_data import TuningData, read_studies
 from harness.store.record import Record, parse_record
@@ -125,7 +125,7 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
     Raises:
         AblateError: a missing or unreadable file, a file that is not a report's data file (columns),
             of another ablation or profile, or whose cells do not rebuild valid run records; an
-            unreadable studies' file beside it.
+            unreadable studies' file beside it; rows of one run that disagree on a run-level cell.
     """
     path = Path(path)
     if path.is_dir():
@@ -234,6 +234,7 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
                     _value(r["value"], "number", f"{where}, column value"),
                 )
             )
+    _check_rows_agree(path, rows)
     tuned = StoreScan(history={})
     for rid, raw in records.items():
         rec, problem = parse_record(raw, rid)
@@ -246,6 +247,28 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
     return DataFile(
         found, prof, Path(rows[0][STORE]), tuned, read_studies(path, ablation, prof), read_guards(path, ablation, prof)
     )
+
+
+def _check_rows_agree(path: Path, rows: list[dict[str, str]]) -> None:
+    """Every row of a run repeats the run's fields and config cells (:mod:`harness.report.data`);
+    the records are rebuilt from each run's first row, so a later row that disagrees (a cell edited
+    by hand in one row) would otherwise be read as if it agreed.
+
+    Raises:
+        AblateError: the first row whose run-level cell differs from its run's first row.
+    """
+    first: dict[str, tuple[int, dict[str, str]]] = {}
+    for line, r in enumerate(rows, 2):
+        if r["kind"] == "problem":
+            continue
+        line0, r0 = first.setdefault(r["run_id"], (line, r))
+        for col, cell in r.items():
+            if col not in ROW_FIELDS and cell != r0[col]:
+                raise AblateError(
+                    f"--from {path}, line {line}: the rows of run {r['run_id']} disagree on {col} ({cell!r} here, "
+                    f"{r0[col]!r} on line {line0}); every row of a run repeats its fields: regenerate the file "
+                    "with `ablate report NAME` from the store"
+                )
 
 
 def load_source(

@@ -77,6 +77,28 @@ def test_reading_a_store_that_does_not_exist_is_refused(results, command):
     assert_nothing_written(results)
 
 
+@pytest.mark.parametrize(
+    "command,hint",
+    [
+        (["report"], "--profile smoke"),
+        (["compare"], "--profile smoke"),
+        (["plan", "--profile", "confirm", "--from", "cpu"], "--from smoke"),
+    ],
+)
+def test_a_store_with_runs_of_another_profile_names_it(tmp_path, command, hint):
+    """After `ablate run NAME --profile smoke`, `ablate report NAME` (default profile cpu) names the
+    profile the store does hold; an empty profile folder and a tuned one are not named."""
+    results = tmp_path / "results"
+    (results / "pe_extrapolation" / "smoke" / "0123456789ab").mkdir(parents=True)
+    (results / "pe_extrapolation" / "gpu").mkdir()
+    (results / "pe_extrapolation" / "smoke+tuned" / "0123456789ab").mkdir(parents=True)
+    assert_refused(
+        invoke(command[0], "pe_extrapolation", *command[1:], "--results-dir", str(results)),
+        "no runs of pe_extrapolation / cpu",
+        f"; the store holds runs of pe_extrapolation in profile(s) smoke: pass {hint}",
+    )
+
+
 def test_compare_on_a_store_folder_without_runs_says_so(results):
     folder = results / "pe_extrapolation" / "cpu"
     folder.mkdir(parents=True)

@@ -141,6 +141,31 @@ def test_more_threads_than_cores_are_refused_before_any_run(tmp_path, monkeypatc
     assert_nothing_written(tmp_path / "results")
 
 
+@pytest.mark.parametrize(
+    "engine,package",
+    [(["--executor", "ray"], "ray"), (["--executor", "slurm", "--submitit-cluster", "local"], "submitit")],
+)
+def test_more_threads_than_cores_on_an_engine_started_here_are_refused(tmp_path, monkeypatch, engine, package):
+    # a Ray cluster started here (no --address) and submitit's local cluster run on this machine's
+    # cores: --threads 3 on 2 cores started a local Ray cluster of 3 CPUs
+    pytest.importorskip(package)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    results = tmp_path / "results"
+    assert_refused(
+        invoke("run", str(user_file(tmp_path)), "--threads", "3", *engine, "--results-dir", str(results)),
+        "--threads 3: more than the 2 cores here",
+    )
+    assert_nothing_written(results)
+
+
+def test_threads_are_bounded_where_the_engine_takes_cores_here():
+    from harness.execution.cluster import Engine
+
+    assert Engine().on_this_machine and Engine("ray").on_this_machine
+    assert Engine("slurm", cluster="local").on_this_machine and Engine("slurm", cluster="debug").on_this_machine
+    assert not Engine("ray", address="10.0.0.1:6379").on_this_machine and not Engine("slurm").on_this_machine
+
+
 # --- ablation files and task parameters ----------------------------------------------------------
 
 

@@ -143,6 +143,7 @@ def test_a_rerun_after_failed_runs_says_so_and_exits_1(tmp_path, monkeypatch):
     assert run_cmd.run(str(decl), None, [], results, workers=1) == 1
     text = "\n".join(lines)
     assert "0 to run" in text and "boom in training" in text
+    assert "worker(s)" not in text and "W&B" not in text  # nothing starts: no pool or W&B run described
     assert "2 run(s) did not finish" in text and "--retry failed,timeout" in text
 
 

@@ -162,6 +162,14 @@ def test_report_all_refuses_an_explicit_wandb_mode(tmp_path):
     assert_nothing_written(tmp_path / "results")
 
 
+def test_report_all_takes_wandb_off(registered, tmp_path):
+    """``--wandb off`` asks for what --all does (no summary runs): not refused."""
+    out = tmp_path / "reports"
+    result = invoke("report", "--all", "--wandb", "off", "--results-dir", str(registered), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert (out / "README.md").is_file() and not list(registered.rglob(".wandb-summary"))
+
+
 def test_report_all_refuses_a_store_without_runs(tmp_path):
     results = tmp_path / "results"
     assert_refused(

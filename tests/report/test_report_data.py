@@ -160,7 +160,25 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
     os.mkfifo(files["fifo"])  # reading it would block: refused from its type alone
     files["conflict"] = root / "conflict.csv"
     files["conflict"].write_text(_other_value(text))
+    files["disagree"] = root / "disagree.csv"
+    files["disagree"].write_text(_last_row_edited(text, "seed", "7"))
     return files
+
+
+def _last_row_edited(text: str, column: str, value: str) -> str:
+    """The file with ``column`` set to ``value`` in the last row only of the run of the first
+    metric row: the run's first row, which the record is rebuilt from, keeps its cell."""
+    rows = _rows(text)
+    cols = rows[0]
+    rid = rows[_metric_row(rows)][cols.index("run_id")]
+    last = max(
+        i
+        for i, cells in enumerate(rows)
+        if cells[cols.index("run_id")] == rid and cells[cols.index("kind")] != "problem"
+    )
+    assert rows[last][cols.index(column)] != value
+    rows[last][cols.index(column)] = value
+    return _text(rows)
 
 
 def _rows(text: str) -> list[list[str]]:
@@ -212,6 +230,7 @@ def _other_value(text: str) -> str:
         ("devnull", ["/dev/null: not a regular file"]),
         ("fifo", ["not a regular file (a device, a FIFO or a socket)"]),
         ("conflict", ["has two different values of metric", "a data file holds one per run and metric"]),
+        ("disagree", ["disagree on seed ('7' here, ", "every row of a run repeats its fields"]),
     ],
 )
 def test_bad_data_files_are_refused(store, tmp_path, which, words):
@@ -267,6 +286,25 @@ def test_duplicate_rows_are_read_once_and_a_missing_value_is_counted(store, tmp_
         rep = invoke("report", str(decl), "--from", str(bad), "--out", str(tmp_path / bad.stem), "--wandb", "off")
         assert rep.exit_code == 0, rep.output
         assert "`N without a value` (`excluded`)" in (tmp_path / bad.stem / "tiny.md").read_text()
+
+
+@pytest.mark.parametrize("mode", ["offline", "online"])
+def test_an_explicit_wandb_mode_with_from_is_refused(store, tmp_path, mode):
+    """``--from`` reads no store, so it logs no W&B summary run: an explicit mode asked for one and
+    was silently ignored; it is refused as with ``--all`` (the default, auto, and off are not)."""
+    decl, results = store
+    out = tmp_path / "a"
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
+    data = str(out / "data" / "tiny.csv")
+    assert_refused(
+        invoke("report", str(decl), "--from", data, "--out", str(tmp_path / "never"), "--wandb", mode),
+        f"--from writes no W&B summary run (--wandb {mode})",
+        "drop --wandb",
+    )
+    assert not (tmp_path / "never").exists()
+    assert invoke("report", str(decl), "--from", data, "--out", str(tmp_path / "b"), "--wandb", "off").exit_code == 0
 
 
 def test_a_folder_is_refused_with_the_data_file_to_pass(store, tmp_path):
