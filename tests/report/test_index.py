@@ -4,6 +4,7 @@ reports' own, over a small fake store of registered ablations."""
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 import yaml
@@ -77,6 +78,19 @@ def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_p
     other = _row(index, "other")
     assert other[2] == "no runs" and other[3] == "–" and other[6] == "–"
     assert control == "–" == other[5]  # neither is declared a negative control
+
+
+def test_a_seed_counts_once_all_its_runs_finished(registered, tmp_path):
+    # a seed with one run missing was counted as done: 7/7 beside an unfinished grid
+    store = tmp_path / "partial"
+    shutil.copytree(registered, store)
+    folders = sorted(f for f in (store / "mini" / "cpu").iterdir() if (f / "record.json").is_file())
+    shutil.rmtree(folders[0])
+    out = tmp_path / "reports"
+    assert invoke("report", "--all", "--results-dir", str(store), "--out", str(out)).exit_code == 0
+    seeds = _row((out / "README.md").read_text(), "mini")[6]
+    planned = len(folders)
+    assert seeds == f"6/7 ({planned - 1}/{planned} runs)", seeds
 
 
 def test_report_all_analyses_each_profile_once(registered, tmp_path, monkeypatch):
