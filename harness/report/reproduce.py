@@ -79,7 +79,9 @@ def markdown(results: list[EntryResult], store: Path) -> str:
             "another (a finding, not a bug: its section says what the harness saw and what differs from the "
             "published setting); inconclusive: the tests did not decide, or the reference did not learn the "
             "task (`inconclusive (baseline not learned k/n)`: it reached the task's convergence target on k of its n "
-            "seeds, not more than half, as a claim's baseline must). An entry guards the claims whose verdicts "
+            "seeds, not more than half, as a claim's baseline must); incomplete (k/n runs): its grids have not all "
+            "finished, so it is not judged yet, whatever its first runs say; not run: none of its runs is in the "
+            "store. An entry guards the claims whose verdicts "
             "rest on the effect it checks: until it passes, their reports withhold a verdict "
             "(`withheld (positive control ID: OUTCOME)`) and say what the tests alone gave. Negative controls "
             "(a known bug an ablation's `control:` declares) guard claims the same way; the index shows which, and "
@@ -131,7 +133,8 @@ def markdown(results: list[EntryResult], store: Path) -> str:
         elif res.outcome.startswith("incomplete"):
             runs, planned = res.runs
             lines += [
-                f"Not decided until its grids finish ({planned - runs} runs missing): `{_reproduce(e.id, store)}`.",
+                f"Not decided until its grids finish ({planned - runs} run{'' if planned - runs == 1 else 's'} missing): "
+                f"`{_reproduce(e.id, store)}`.",
                 "",
             ]
         scale = "; ".join(res.scale) or "no runs"

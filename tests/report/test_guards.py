@@ -216,7 +216,8 @@ def test_a_positive_control_passes_only_on_its_finished_grid(store, tmp_path):
     assert claims["mini-rope-better"] == "withheld (positive control fake-pass: incomplete (23/24 runs))", claims
     page = (out / "reproductions.md").read_text()  # the page says what the claims say
     assert "| **incomplete (23/24 runs)** |" in page and "**pass** |" not in page.split("## ")[0]
-    assert "Not decided until its grids finish (1 runs missing)" in page
+    assert "Not decided until its grids finish (1 run missing)" in page
+    assert "incomplete (k/n runs): its grids have not all finished" in page  # the word is defined
 
 
 def test_a_control_may_not_guard_its_own_claim_and_names_the_confirmatory_profiles(store, tmp_path):
