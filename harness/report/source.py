@@ -171,15 +171,26 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
     names = {(r["ablation"], r["profile"]) for r in rows if r["kind"] != "problem"}
     if any(a != ablation for a, _ in names):
         other = sorted({a for a, _ in names} - {ablation})
+        mixed = any(a == ablation for a, _ in names)  # a file of this ablation with rows of another
         raise AblateError(
-            f"--from {path}: holds runs of {', '.join(other)}, not of {ablation}; pass the data file of "
-            f"{ablation} (reports/data/{ablation}[.PROFILE].csv)"
+            f"--from {path}: holds runs of {', '.join(other)}"
+            + (
+                f" beside those of {ablation}; a data file holds one ablation: regenerate it with `ablate report "
+                f"{ablation}` from the store"
+                if mixed
+                else f", not of {ablation}; pass the data file of {ablation} (reports/data/{ablation}[.PROFILE].csv[.gz])"
+            )
         )
     profiles = sorted({p.removesuffix(TUNED) for _, p in names})  # a profile and its tuned runs
-    if len(profiles) > 1 or (profile is not None and profiles and profiles != [profile]):
+    if len(profiles) > 1:
         raise AblateError(
-            f"--from {path}: holds runs of profile(s) {', '.join(profiles)}"
-            f"{'' if profile is None else f', not {profile}'}; pass that profile's data file or drop --profile"
+            f"--from {path}: holds runs of profiles {', '.join(profiles)}; a data file holds one profile (and its "
+            f"tuned runs): regenerate it with `ablate report {ablation} --profile PROFILE` from the store"
+        )
+    if profile is not None and profiles and profiles != [profile]:
+        raise AblateError(
+            f"--from {path}: holds runs of profile {profiles[0]}, not {profile}; pass that profile's data file "
+            "or drop --profile"
         )
     config_cols = [c for c in rows[0] if c.startswith(CONFIG)]
     found = StoreScan(history={})
@@ -292,7 +303,8 @@ def load_source(
         raise AblateError(
             f"--from {path}: {len(strays)} of its {len(data.scan.records)} runs (e.g. {strays[0]}) are not runs "
             f"of the {abl.name} / {sel.profile} grid with these overrides; pass the key=value overrides the "
-            "report was made with (its Reproduce section names them)"
+            "report was made with (its Reproduce section names them), or, if the file was edited, regenerate it "
+            f"with `ablate report {abl.name}` from the store"
         )
     specs = {s.run_id: s for s in sel.specs}
     for rec in data.scan.records:

@@ -452,3 +452,35 @@ def test_a_run_edited_by_hand_that_keeps_its_id_is_refused(store, tmp_path, colu
             invoke(command, str(decl), "--from", str(edited), *extra), f"run {rid} is not the run its id names", *words
         )
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize(
+    "column,value,words",
+    [
+        (
+            "ablation",
+            "ffn_width",
+            ["holds runs of ffn_width beside those of tiny", "regenerate it with `ablate report tiny`"],
+        ),
+        ("profile", "confirm", ["holds runs of profiles confirm, cpu", "a data file holds one profile"]),
+    ],
+)
+def test_one_run_of_another_ablation_or_profile_names_the_mix(store, tmp_path, column, value, words):
+    """An edited cell that moves one run to another ablation or profile is a file to regenerate, not a
+    file of that other ablation (or a --profile to drop: none was passed)."""
+    decl, results = store
+    out = tmp_path / "a"
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
+    rows = _rows((out / "data" / "tiny.csv").read_text())
+    cols = rows[0]
+    rid = rows[_metric_row(rows)][cols.index("run_id")]
+    for cells in rows[1:]:
+        if cells[cols.index("run_id")] == rid and cells[cols.index("kind")] != "problem":
+            cells[cols.index(column)] = value
+    edited = tmp_path / "edited.csv"
+    edited.write_text(_text(rows))
+    result = invoke("report", str(decl), "--from", str(edited), "--out", str(tmp_path / "never"))
+    err = assert_refused(result, *words)
+    assert "drop --profile" not in err
