@@ -48,6 +48,7 @@ class DataFile:
     tuned: StoreScan = field(default_factory=lambda: StoreScan(history={}))
     tuning: TuningData | None = None
     guards: Guards | None = None  # None: no controls' file beside the data file
+    config_columns: frozenset[str] = frozenset()  # the file's ``config.*`` columns
 
 
 def _value(text: str, kind: str, where: str) -> Any:
@@ -256,7 +257,13 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
         found.history[rid] = _wide(points)
     prof = profiles[0] if profiles else profile or ""
     return DataFile(
-        found, prof, Path(rows[0][STORE]), tuned, read_studies(path, ablation, prof), read_guards(path, ablation, prof)
+        found,
+        prof,
+        Path(rows[0][STORE]),
+        tuned,
+        read_studies(path, ablation, prof),
+        read_guards(path, ablation, prof),
+        frozenset(config_cols),
     )
 
 
@@ -308,7 +315,7 @@ def load_source(
         )
     specs = {s.run_id: s for s in sel.specs}
     for rec in data.scan.records:
-        if edited := _edited(rec, specs[rec.run_id]):
+        if edited := _edited(rec, specs[rec.run_id], data.config_columns):
             raise AblateError(
                 f"--from {path}: run {rec.run_id} is not the run its id names: {edited}; a data file is "
                 f"written by `ablate report {abl.name}` from the store, not edited"
@@ -316,10 +323,11 @@ def load_source(
     return data, sel
 
 
-def _edited(rec: Record, spec: RunSpec) -> str | None:
+def _edited(rec: Record, spec: RunSpec, columns: frozenset[str] = frozenset()) -> str | None:
     """What a data file's run holds that the grid's run of the same id does not (its seed, task,
     variant, task parameters or a config value the id hashes), or None: the id is a hash of these,
-    so a row edited by hand that keeps the id would otherwise pass as that run."""
+    so a row edited by hand that keeps the id would otherwise pass as that run. ``columns``: the
+    file's config columns, to say when a value differs because its column is missing."""
     for name, held, planned in (
         ("seed", rec.seed, spec.seed),
         ("task", rec.task, spec.task),
@@ -333,9 +341,10 @@ def _edited(rec: Record, spec: RunSpec) -> str | None:
     for section, keys in planned_cfg.items():
         for key, value in keys.items():
             if held_cfg.get(section, {}).get(key) != value:
-                return (
-                    f"config.{section}.{key} {held_cfg.get(section, {}).get(key)!r}, where the grid's run has {value!r}"
-                )
+                col = f"{CONFIG}{section}.{key}"
+                if columns and col not in columns:
+                    return f"the file has no column {col} (its default was read), where the grid's run has {value!r}"
+                return f"{col} {held_cfg.get(section, {}).get(key)!r}, where the grid's run has {value!r}"
     return None
 
 

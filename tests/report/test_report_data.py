@@ -484,3 +484,20 @@ def test_one_run_of_another_ablation_or_profile_names_the_mix(store, tmp_path, c
     result = invoke("report", str(decl), "--from", str(edited), "--out", str(tmp_path / "never"))
     err = assert_refused(result, *words)
     assert "drop --profile" not in err
+
+
+def test_a_config_column_deleted_is_named_as_missing(store, tmp_path):
+    # without its column, a key reads its default: the message names the column, not a value never written
+    decl, results = store
+    out = tmp_path / "a"
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
+    rows = _rows((out / "data" / "tiny.csv").read_text())
+    drop = rows[0].index("config.train.steps")
+    edited = tmp_path / "edited.csv"
+    edited.write_text(_text([[c for i, c in enumerate(r) if i != drop] for r in rows]))
+    assert_refused(
+        invoke("report", str(decl), "--from", str(edited), "--out", str(tmp_path / "never")),
+        "the file has no column config.train.steps (its default was read), where the grid's run has 20",
+    )
