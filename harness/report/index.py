@@ -204,13 +204,13 @@ def _verdicts(entry: Entry, result: Analysis, tuning: TuningInputs, guards: Guar
 
 
 def seeds_cell(result: Analysis) -> str:
-    """``k/n``: the seeds all of whose planned runs finished ok, of the ``n`` the profile declares;
-    with ``(r/m runs)`` after it while some planned run has not finished ok."""
-    runs = result.runs
-    ok = set(runs.loc[runs["status"] == "ok", "run_id"])
+    """``k/n``: the seeds all of whose planned runs are in the store, of the ``n`` the profile
+    declares; with ``(r/m runs)`` after it while some planned run is not. A run that diverged or
+    failed is in the store: its outcome is a result (``mask_fill_fp16``'s -inf runs diverge)."""
+    stored = set(result.runs["run_id"])
     specs = result.selection.specs
-    done = sum(all(s.run_id in ok for s in specs if s.seed == seed) for seed in result.selection.settings.seeds)
-    finished = sum(s.run_id in ok for s in specs)
+    done = sum(all(s.run_id in stored for s in specs if s.seed == seed) for seed in result.selection.settings.seeds)
+    finished = sum(s.run_id in stored for s in specs)
     cell = f"{done}/{len(result.selection.settings.seeds)}"
     return cell if finished == len(specs) else f"{cell} ({finished}/{len(specs)} runs)"
 
@@ -235,7 +235,8 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         f"in `{results}`: one row per registered ablation. Latest: the confirmatory profile whose grid holds "
         "the most of the claims' comparisons (then the one with the most recent run) when there is one, else the "
         "most recent pilot; the verdicts are those of its report, the seeds "
-        "those whose every run finished ok out of those the profile declares (with the runs that did, while some did not). Negative control: for an ablation declared "
+        "those whose every run is in the store (ok, diverged or failed) out of those the profile declares, with the "
+        "runs that are while some are not. Negative control: for an ablation declared "
         "as one (a known bug), `caught` when the latest report judges the bug's variant `worse` on a task's primary "
         "metric with adjusted p < 0.05, `not caught` otherwise; the claims it guards are withheld unless it is caught on "
         "every task of its declared confirmatory profile. Where the latest report has tuned runs (`ablate tune`, "

@@ -3,6 +3,7 @@ reports' own, over a small fake store of registered ablations."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -81,11 +82,14 @@ def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_p
 
 
 def test_a_seed_counts_once_all_its_runs_finished(registered, tmp_path):
-    # a seed with one run missing was counted as done: 7/7 beside an unfinished grid
+    # a seed with one run missing was counted as done: 7/7 beside an unfinished grid; a diverged run counts
     store = tmp_path / "partial"
     shutil.copytree(registered, store)
     folders = sorted(f for f in (store / "mini" / "cpu").iterdir() if (f / "record.json").is_file())
     shutil.rmtree(folders[0])
+    rec = json.loads((folders[1] / "record.json").read_text())  # a diverged run is a result, in the store
+    rec.update(status="diverged", reason="loss is nan at step 7", metrics={})
+    (folders[1] / "record.json").write_text(json.dumps(rec))
     out = tmp_path / "reports"
     assert invoke("report", "--all", "--results-dir", str(store), "--out", str(out)).exit_code == 0
     seeds = _row((out / "README.md").read_text(), "mini")[6]
