@@ -109,6 +109,21 @@ def test_a_verdict_that_does_not_rule_is_not_withheld(store, tmp_path):
     assert vd.claim_kind(verdict) is vd.ClaimKind.PILOT and not lines[-1].startswith("The tests alone")
 
 
+def test_every_evidence_line_of_a_pilot_reads_pilot(store, tmp_path):
+    # one pair: the comparison's verdict is not "pilot" (too few pairs), and its line read
+    # **inconclusive** under a claim that reads pilot
+    pilot = write_decl(
+        tmp_path / "p", "pilotmini", claims=("mini-learned-worse",), cpu={"seeds": [0, 1, 2], "confirmatory": False}
+    )
+    write_runs(tmp_path / "pr", pilot, "cpu", lambda v, s: None if v == "learned" and s > 0 else _value(v, s))
+    result = analyse(select(load(str(pilot)), "cpu", check_data=False), tmp_path / "pr")
+    verdict, lines = claim_verdict(MINI_CLAIMS["mini-learned-worse"], result)
+    assert vd.claim_kind(verdict) is vd.ClaimKind.PILOT
+    evidence = [line for line in lines if "claim expects" in line]
+    assert evidence and all(line.endswith("**pilot**") for line in evidence), evidence
+    assert any("n = 1 seed" in line for line in evidence), evidence
+
+
 def test_report_index_and_data_file_withhold_the_same_verdicts(store, tmp_path):
     _, results = store
     out = tmp_path / "reports"
