@@ -422,17 +422,9 @@ def analyse_scan(decl: Path, results: Path):
     return analyse(select(ablation_mod.load(str(decl)), "cpu", check_data=False), results).scan
 
 
-@pytest.mark.parametrize(
-    "column,value,words",
-    [
-        ("seed", "7", ["seed 7, where the grid's run has"]),
-        ("variant", "position=alibi", ["variant 'position=alibi', where the grid's run has"]),
-        ("config.train.lr", "0.5", ["config.train.lr 0.5, where the grid's run has"]),
-    ],
-)
-def test_a_run_edited_by_hand_that_keeps_its_id_is_refused(store, tmp_path, column, value, words):
-    """The run id is a hash of the run's seed, task and config: a data file whose run keeps its id
-    but not what the id hashes would report numbers under a run they do not belong to."""
+def _edit_one_run(store, tmp_path: Path, column: str, value: str) -> tuple[Path, str, Path]:
+    """The tiny report's data file with ``column`` set to ``value`` in every row of one run, as a
+    hand edit would: ``(declaration, that run's id, the edited file)``."""
     decl, results = store
     out = tmp_path / "a"
     assert (
@@ -446,6 +438,21 @@ def test_a_run_edited_by_hand_that_keeps_its_id_is_refused(store, tmp_path, colu
             cells[cols.index(column)] = value
     edited = tmp_path / "edited.csv"
     edited.write_text(_text(rows))
+    return decl, rid, edited
+
+
+@pytest.mark.parametrize(
+    "column,value,words",
+    [
+        ("seed", "7", ["seed 7, where the grid's run has"]),
+        ("variant", "position=alibi", ["variant 'position=alibi', where the grid's run has"]),
+        ("config.train.lr", "0.5", ["config.train.lr 0.5, where the grid's run has"]),
+    ],
+)
+def test_a_run_edited_by_hand_that_keeps_its_id_is_refused(store, tmp_path, column, value, words):
+    """The run id is a hash of the run's seed, task and config: a data file whose run keeps its id
+    but not what the id hashes would report numbers under a run they do not belong to."""
+    decl, rid, edited = _edit_one_run(store, tmp_path, column, value)
     for command in ("report", "compare"):
         extra = ("--out", str(tmp_path / "never")) if command == "report" else ("--format", "md")
         assert_refused(
@@ -468,19 +475,7 @@ def test_a_run_edited_by_hand_that_keeps_its_id_is_refused(store, tmp_path, colu
 def test_one_run_of_another_ablation_or_profile_names_the_mix(store, tmp_path, column, value, words):
     """An edited cell that moves one run to another ablation or profile is a file to regenerate, not a
     file of that other ablation (or a --profile to drop: none was passed)."""
-    decl, results = store
-    out = tmp_path / "a"
-    assert (
-        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
-    )
-    rows = _rows((out / "data" / "tiny.csv").read_text())
-    cols = rows[0]
-    rid = rows[_metric_row(rows)][cols.index("run_id")]
-    for cells in rows[1:]:
-        if cells[cols.index("run_id")] == rid and cells[cols.index("kind")] != "problem":
-            cells[cols.index(column)] = value
-    edited = tmp_path / "edited.csv"
-    edited.write_text(_text(rows))
+    decl, _, edited = _edit_one_run(store, tmp_path, column, value)
     result = invoke("report", str(decl), "--from", str(edited), "--out", str(tmp_path / "never"))
     err = assert_refused(result, *words)
     assert "drop --profile" not in err
