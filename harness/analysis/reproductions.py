@@ -205,7 +205,9 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryRe
             reached = untestable.seeds_at_target(result.rows, comp.task, comp.reference)
             if not untestable.learned(reached, len(prof.seeds)):
                 outcome.unlearned = (reached, len(prof.seeds))
-        outcome.ceiling = untestable.seeds_at_ceiling(result.rows, comp.task, comp.metric, comp.reference)
+        outcome.ceiling = untestable.seeds_at_ceiling(
+            result.rows, comp.task, comp.metric, comp.reference, paired_with=comp.variant
+        )
         outcomes.append(outcome)
         confirmatory[len(outcomes) - 1] = prof.confirmatory
     _holm(outcomes, alpha, confirmatory)

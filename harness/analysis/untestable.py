@@ -63,6 +63,8 @@ def mark_not_learned(
     task_runs = runs[runs["task"] == table.task]
     passed = task_runs[task_runs["passed_gate"].astype(bool)].groupby("variant").size()
     ran = set(task_runs["variant"])
+    if "verdict" not in table.frame:  # no variant beside the baseline has a value
+        return
     base = table.frame["variant"].iloc[0]
     for i, variant in enumerate(table.frame["variant"]):
         if not i or variant not in ran:
@@ -88,24 +90,34 @@ def mark_ceiling(table: Table, rows: pd.DataFrame) -> None:
     can be better, and a variant that also reached it, or came within the smallest effect of
     interest, says nothing about the claim; such a comparison (identical, equivalent,
     inconclusive, underpowered) reads ``at ceiling (baseline 1 on all n seeds)``. ``worse`` stands:
-    falling below a baseline at the ceiling is an effect the task did show."""
-    n = seeds_at_ceiling(rows, table.task, table.metric, table.frame["variant"].iloc[0])
-    if n is None:
+    falling below a baseline at the ceiling is an effect the task did show. The seeds are those of
+    each comparison's pairs, so n agrees with the table's n while a grid is unfinished."""
+    if "verdict" not in table.frame:  # no variant beside the baseline has a value
         return
-    for i, verdict in enumerate(table.frame["verdict"]):
-        if i and undecided_at_ceiling(verdict):
+    base = table.frame["variant"].iloc[0]
+    for i, (variant, verdict) in enumerate(zip(table.frame["variant"], table.frame["verdict"], strict=True)):
+        if not i or not undecided_at_ceiling(verdict):
+            continue
+        n = seeds_at_ceiling(rows, table.task, table.metric, base, paired_with=variant)
+        if n is not None:  # n counts the seeds of this comparison's pairs, as its n does
             table.frame.loc[table.frame.index[i], "verdict"] = vd.at_ceiling(metrics.best_value(table.metric), n)
 
 
-def seeds_at_ceiling(rows: pd.DataFrame, task: str, metric: str, variant: str) -> int | None:
+def seeds_at_ceiling(
+    rows: pd.DataFrame, task: str, metric: str, variant: str, paired_with: str | None = None
+) -> int | None:
     """The number of seeds of ``variant`` when it scored ``metric``'s best value on every one of them
-    (at least 2) in the tidy ``rows``, else None (also for a metric without a best value)."""
+    (at least 2) in the tidy ``rows``, else None (also for a metric without a best value).
+    ``paired_with``: count only the seeds on which that variant has a value too (the pairs of one
+    comparison, so that the count agrees with the comparison's n while a grid is unfinished)."""
     best = metrics.best_value(metric)
     if best is None:
         return None
-    values = rows.loc[
-        (rows["task"] == task) & (rows["metric"] == metric) & (rows["variant"] == variant), "value"
-    ].to_numpy(dtype=float)
+    on = rows[(rows["task"] == task) & (rows["metric"] == metric)]
+    mine = on[on["variant"] == variant]
+    if paired_with is not None:
+        mine = mine[mine["seed"].isin(on.loc[on["variant"] == paired_with, "seed"])]
+    values = mine["value"].to_numpy(dtype=float)
     if values.size < 2 or not np.all(np.abs(values - best) <= 1e-12):
         return None
     return int(values.size)
@@ -125,6 +137,8 @@ def mark_censored(table: Table, rows: pd.DataFrame) -> None:
         .groupby("variant")["value"]
         .max()
     )
+    if "verdict" not in table.frame:  # no variant beside the baseline has a value
+        return
     base = table.frame["variant"].iloc[0]
     for i, variant in enumerate(table.frame["variant"]):
         if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:

@@ -22,15 +22,17 @@ SEEDS = list(range(8))
 DROP = 0.3 + np.random.default_rng(7).normal(0, 0.02, 8)  # rope's accuracy below 1, per seed
 
 
-def _analysis(tmp: Path, baseline: float | list[float], confirmatory: bool = True):
-    """Copy task, acc@x1 = acc@x2: sinusoidal (baseline) ``baseline``, learned 1 on every seed, rope
-    1 - DROP (clearly worse)."""
+def _analysis(tmp: Path, baseline: float | list[float], confirmatory: bool = True, learned_seeds: int = 8):
+    """Copy task, acc@x1 = acc@x2: sinusoidal (baseline) ``baseline``, learned 1 on its first
+    ``learned_seeds`` seeds (no run on the others), rope 1 - DROP (clearly worse)."""
     decl = write_decl(tmp / "decl", confirm={"seeds": SEEDS, "confirmatory": confirmatory}, cpu={"seeds": [0]})
 
     def value(variant: str, seed: int) -> float:
         if variant == "sinusoidal":
             return baseline if isinstance(baseline, float) else baseline[seed]
-        return 1.0 if variant == "learned" else 1.0 - float(DROP[seed])
+        if variant == "learned":
+            return 1.0 if seed < learned_seeds else None
+        return 1.0 - float(DROP[seed])
 
     write_runs(tmp / "results", decl, "confirm", value)
     return analyse(select(load(str(decl)), "confirm", check_data=False), tmp / "results")
@@ -48,6 +50,16 @@ def test_baseline_at_ceiling_on_every_seed_leaves_equal_variants_undecided(tmp_p
         assert got["learned"] == "at ceiling (baseline 1 on all 8 seeds)", got
         assert vd.kind(got["learned"]) is vd.Kind.CEILING
         assert got["rope"] == "worse", got  # falling below the ceiling is an effect the task shows
+
+
+def test_the_ceiling_counts_the_seeds_of_the_pairs_while_a_grid_is_unfinished(tmp_path: Path) -> None:
+    """The baseline is at 1 on 8 seeds, learned has run on 5: its comparison has 5 pairs, so its
+    verdict says 5 seeds, as its n does (it said 8 beside n = 5)."""
+    result = _analysis(tmp_path, 1.0, learned_seeds=5)
+    frame = result.table("copy", "acc@x2").frame.set_index("variant")
+    assert frame.loc["learned", "verdict"] == "at ceiling (baseline 1 on all 5 seeds)"
+    assert frame.loc["learned", "n_pairs"] == 5
+    assert frame.loc["rope", "verdict"] == "worse"
 
 
 def test_claim_naming_only_ceiling_comparisons_is_untestable(tmp_path: Path) -> None:

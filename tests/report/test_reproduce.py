@@ -322,3 +322,13 @@ def test_a_reference_at_ceiling_gives_no_pass_or_fail_unless_the_variant_falls(m
         assert o.outcome == "inconclusive (reference at ceiling on all 8 seeds)", (expect, o.verdict)
     assert _evaluate(results, variant="sinusoidal", reference="learned", expect="worse").outcome == "pass"
     assert _evaluate(results, variant="sinusoidal", reference="learned", expect="better").outcome == "fail"
+
+
+def test_a_reference_at_ceiling_counts_the_seeds_of_the_pairs(mini, tmp_path):
+    """While rope has run on 5 of the reference's 8 seeds, the outcome says 5 seeds, as the
+    comparison's n does (it said 8 beside n = 5)."""
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", lambda v, s: 1.0 if v == "learned" or (v == "rope" and s < 5) else None)
+    (o,) = _evaluate(results, variant="rope", reference="learned", expect="equivalent", margin=0.05).outcomes
+    assert o.row["n_pairs"] == 5
+    assert o.outcome == "inconclusive (reference at ceiling on all 5 seeds)"
