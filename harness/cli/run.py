@@ -19,7 +19,7 @@ from harness.execution.launch import Launch, outcome_lines, progress_note
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import grid
 from harness.hints import Context
-from harness.tune.studies import tuned_specs
+from harness.tune.studies import tuned_profile, tuned_specs
 
 
 def run(
@@ -63,8 +63,9 @@ def run(
         if chosen.reused
         else ""
     )
+    stored = tuned_profile(prof_name) if tuned else prof_name  # the store folder the counts are of
     output.console.print(
-        f"{abl.name} / {prof_name}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
+        f"{abl.name} / {stored}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
         f"{results}{copied}, {len(todo)} to run{again}"
         + (f" ({launch.describe(placement, threads)}, W&B {wandb})" if todo else "")  # no pool, no W&B run: none
     )

@@ -25,11 +25,14 @@ SMALL = ["train.steps=20", "train.val_every=10", "model.d_model=16", "eval.n_exa
 
 
 def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(output, "console", Console(highlight=False, width=250))
+    console = Console(highlight=False, width=250, record=True)
+    monkeypatch.setattr(output, "console", console)
     results = tmp_path / "results"
     assert tune_cmd.tune("pe_extrapolation", "smoke", SMALL, results, trials=2) == 0
     assert (results / "optuna.db").is_file()
     assert run_cmd.run("pe_extrapolation", "smoke", SMALL, results, workers=1, wandb="off", tuned=True) == 0
+    # the counts are of the tuned runs' folder, so the line names it (it said `smoke`, whose runs are others)
+    assert "pe_extrapolation / smoke+tuned: 20 runs, 0 already in" in console.export_text()
     tuned = scan(results, "pe_extrapolation", "smoke+tuned").records
     assert len(tuned) == 20 and all(r["status"] == "ok" and r["tuned_params"] for r in tuned)
     assert not scan(results, "pe_extrapolation", "smoke").records  # untuned runs are not touched
