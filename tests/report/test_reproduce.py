@@ -332,3 +332,19 @@ def test_a_reference_at_ceiling_counts_the_seeds_of_the_pairs(mini, tmp_path):
     (o,) = _evaluate(results, variant="rope", reference="learned", expect="equivalent", margin=0.05).outcomes
     assert o.row["n_pairs"] == 5
     assert o.outcome == "inconclusive (reference at ceiling on all 5 seeds)"
+
+
+def test_the_scale_caveat_of_an_unfinished_grid_says_how_far_it_got(mini, tmp_path):
+    """While 13 of the grid's 24 runs are in the store, the scale caveat says so beside the
+    profile's 8 seeds (it said '8 seeds' beside an evidence line of n = 5 seeds); a finished grid
+    says '8 seeds'."""
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", lambda v, s: 1.0 if v == "learned" or (v == "rope" and s < 5) else None)
+    res = _evaluate(results, variant="rope", reference="learned", expect="equivalent", margin=0.05)
+    assert res.outcomes[0].row["n_pairs"] == 5
+    assert res.scale[0].endswith("; 8 seeds planned, 13 of 24 runs so far"), res.scale
+    page = markdown_page([res], results)
+    assert "8 seeds planned, 13 of 24 runs so far), not necessarily at the published scale" in page
+    full = tmp_path / "full"
+    write_runs(full, mini, "cpu", _value)
+    assert _evaluate(full, variant="rope", reference="learned", expect="better").scale[0].endswith("; 8 seeds")
