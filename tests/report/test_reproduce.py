@@ -143,6 +143,10 @@ def test_reproduce_checks_its_options_and_store_before_reading_any_grid(mini, tm
     afile.write_text("x")
     assert_refused(invoke("reproduce", "--dry-run", "--results-dir", str(afile)), "is not a folder")
     assert afile.read_text() == "x"
+    under = afile / "sub"  # the dry run printed a plan whose `ablate run ... --results-dir store/sub` exits 2
+    for command in (["reproduce", "--dry-run"], ["status", "mini", "--profile", "cpu"]):
+        assert_refused(invoke(*command, "--results-dir", str(under)), f"cannot be a folder: {afile} is a file")
+    assert afile.read_text() == "x"
 
 
 def test_dry_run_hint_runs_the_grid_in_the_same_store(mini, tmp_path, monkeypatch):
