@@ -149,6 +149,20 @@ def test_reproduce_checks_its_options_and_store_before_reading_any_grid(mini, tm
     assert afile.read_text() == "x"
 
 
+@pytest.mark.parametrize("extra", [[], ["--dry-run"]])
+def test_reproduce_refuses_wandb_online_without_credentials_before_any_line(mini, tmp_path, monkeypatch, extra):
+    """As ``ablate run`` does, before any output: the dry run printed its plan and exit 0, and the
+    real one printed the grid's line, then refused in the runner."""
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse([_entry()])))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
+    monkeypatch.delenv("NETRC", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    results = tmp_path / "r"
+    out = invoke("reproduce", *extra, "--wandb", "online", "--results-dir", str(results))
+    assert "ablate sync" in assert_refused(out, "--wandb online needs W&B credentials")
+    assert not results.exists()
+
+
 def test_dry_run_hint_runs_the_grid_in_the_same_store(mini, tmp_path, monkeypatch):
     monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse([_entry()])))
     results = tmp_path / "my results"
