@@ -233,10 +233,9 @@ def _scale(result: Analysis) -> str:
     base = result.ablation.baseline_label
     rec = next((r for r in result.scan.records if r.variant_label == base), result.scan.records[0])
     c = rec.config
-    prof = result.ablation.profiles[result.profile]
     return (
         f"{result.ablation.name} / {result.profile}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers "
-        f"({rec.variant_label}), {c['train']['steps']} steps, L = {c['train']['seq_len']}; {len(prof.seeds)} seeds"
+        f"({rec.variant_label}), {c['train']['steps']} steps, L = {c['train']['seq_len']}; {result.seeds_text()}"
     )
 
 

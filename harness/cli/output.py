@@ -79,9 +79,16 @@ def check_storage_not_empty(storage: str | None) -> None:
 
 
 def check_results_readable(results: Path) -> None:
-    """For the commands that read the store: a results path that is a file or cannot be read."""
+    """For the commands that read the store: a results path that is a file, lies under a file (no
+    store can ever be made there: ``ablate run`` refuses to create it) or cannot be read."""
     if results.exists() and not results.is_dir():
         raise AblateError(f"--results-dir {results} is not a folder; pass the folder `ablate run` wrote to")
+    if not results.exists():
+        above = next((p for p in results.parents if p.exists()), None)
+        if above is not None and not above.is_dir():
+            raise AblateError(
+                f"--results-dir {results} cannot be a folder: {above} is a file; pass the folder `ablate run` wrote to"
+            )
     if results.is_dir() and not os.access(results, os.R_OK | os.X_OK):
         raise AblateError(
             f"--results-dir {results} cannot be read (permission denied); fix its permissions or pass a readable copy"

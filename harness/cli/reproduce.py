@@ -31,12 +31,13 @@ def reproduce(
     failed reproduction is a finding, not an error).
 
     Raises:
-        AblateError: an unknown ``rid``, a bad registry entry, a bad execution option (as
-            ``ablate run`` refuses it) or a ``results`` path that is a file or unreadable, all before any
+        AblateError: an unknown ``rid``, a bad registry entry, a bad execution option or ``--wandb
+            online`` without credentials (as ``ablate run`` refuses them) or a ``results`` path that is a file or unreadable, all before any
             grid is read or any run starts (nothing written).
     """
     launch = launch or Launch()
     launch.check(results, workers, threads)
+    output.check_wandb(wandb)  # the dry run too: its runs would all fail on wandb.init
     output.check_results_readable(results)  # without dry_run, the runner also checks it is writable
     entries = registry.load_checked(rid)
     grids = evaluation.grids(entries, results)

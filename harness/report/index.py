@@ -205,14 +205,11 @@ def _verdicts(entry: Entry, result: Analysis, tuning: TuningInputs, guards: Guar
 
 def seeds_cell(result: Analysis) -> str:
     """``k/n``: the seeds all of whose planned runs are in the store, of the ``n`` the profile
-    declares; with ``(r/m runs)`` after it while some planned run is not. A run that diverged or
-    failed is in the store: its outcome is a result (``mask_fill_fp16``'s -inf runs diverge)."""
-    stored = set(result.runs["run_id"])
-    specs = result.selection.specs
-    done = sum(all(s.run_id in stored for s in specs if s.seed == seed) for seed in result.selection.settings.seeds)
-    finished = sum(s.run_id in stored for s in specs)
-    cell = f"{done}/{len(result.selection.settings.seeds)}"
-    return cell if finished == len(specs) else f"{cell} ({finished}/{len(specs)} runs)"
+    declares; with ``(r/m runs)`` after it while some planned run is not
+    (:meth:`~harness.analysis.comparisons.Analysis.seeds_done`)."""
+    done, declared, finished, planned = result.seeds_done()
+    cell = f"{done}/{declared}"
+    return cell if finished == planned else f"{cell} ({finished}/{planned} runs)"
 
 
 def short_question(question: str, limit: int = 100) -> str:

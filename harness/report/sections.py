@@ -54,7 +54,6 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None
     ``guards``: the positive controls of each claim (a verdict waits for them to pass)."""
     guards = guards or {}
     claims = claims_mod.load_claims()
-    prof = abl.profiles[result.profile]
     lines = ["## Claims", ""]
     for cid in abl.claims:
         claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
@@ -82,7 +81,7 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None
         for t, c in scale.items()
     )
     lines += [
-        f"Scale caveat: these verdicts hold at the scale run here ({desc}; {len(prof.seeds)} seeds), "
+        f"Scale caveat: these verdicts hold at the scale run here ({desc}; {result.seeds_text()}), "
         "not necessarily at the scale where the claims were made.",
         "",
     ]

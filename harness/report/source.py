@@ -125,7 +125,7 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
 
     Raises:
         AblateError: a missing or unreadable file, a file that is not a report's data file (columns),
-            of another ablation or profile, or whose cells do not rebuild valid run records; an
+            a line with fewer cells than the header (a file cut short), of another ablation or profile, or whose cells do not rebuild valid run records; an
             unreadable studies' file beside it; rows of one run that disagree on a run-level cell.
     """
     path = Path(path)
@@ -162,6 +162,16 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
         raise AblateError(
             f"--from {path}: not a report's data file (missing columns {missing[:6]}"
             f"{' ...' if len(missing) > 6 else ''}); regenerate it with `ablate report NAME`"
+        )
+    short = next((i for i, r in enumerate(rows, 2) if None in r.values()), None)  # csv fills missing cells with None
+    if short is not None:
+        cells = sum(v is not None for v in rows[short - 2].values())
+        first = next((r for r in rows if r.get("ablation") and r.get("profile")), None)  # the file's own grid
+        name = f"{first['ablation']} --profile {first['profile'].removesuffix(TUNED)}" if first else ablation
+        raise AblateError(
+            f"--from {path}, line {short}: {cells} cells where the header has {len(columns)}: the file is cut "
+            "short (a copy or download that stopped) or the line was edited; regenerate it with "
+            f"`ablate report {name}` from the store"
         )
     if any(None in r or r["kind"] not in KINDS for r in rows):
         bad = next(i for i, r in enumerate(rows, 2) if None in r or r["kind"] not in KINDS)

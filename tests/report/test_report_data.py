@@ -162,7 +162,19 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
     files["conflict"].write_text(_other_value(text))
     files["disagree"] = root / "disagree.csv"
     files["disagree"].write_text(_last_row_edited(text, "seed", "7"))
+    files["cut"] = root / "cut.csv"
+    files["cut"].write_text(_cut_in_a_runs_first_row(text))
     return files
+
+
+def _cut_in_a_runs_first_row(text: str) -> str:
+    """The file as a copy that stopped in the middle of the first row of its second run: that
+    row has fewer cells than the header, and no earlier row of its run to disagree with."""
+    rows = _rows(text)
+    cols = rows[0]
+    first = rows[1][cols.index("run_id")]
+    i = next(i for i, cells in enumerate(rows[1:], 1) if cells[cols.index("run_id")] != first)
+    return _text(rows[:i]) + _text([rows[i][: len(cols) // 2]]).rstrip("\n")
 
 
 def _last_row_edited(text: str, column: str, value: str) -> str:
@@ -231,6 +243,14 @@ def _other_value(text: str) -> str:
         ("fifo", ["not a regular file (a device, a FIFO or a socket)"]),
         ("conflict", ["has two different values of metric", "a data file holds one per run and metric"]),
         ("disagree", ["disagree on seed ('7' here, ", "every row of a run repeats its fields"]),
+        (
+            "cut",
+            [
+                "cells where the header has",
+                "the file is cut short",
+                "regenerate it with `ablate report tiny --profile ",
+            ],
+        ),
     ],
 )
 def test_bad_data_files_are_refused(store, tmp_path, which, words):

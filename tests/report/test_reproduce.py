@@ -143,6 +143,24 @@ def test_reproduce_checks_its_options_and_store_before_reading_any_grid(mini, tm
     afile.write_text("x")
     assert_refused(invoke("reproduce", "--dry-run", "--results-dir", str(afile)), "is not a folder")
     assert afile.read_text() == "x"
+    under = afile / "sub"  # the dry run printed a plan whose `ablate run ... --results-dir store/sub` exits 2
+    for command in (["reproduce", "--dry-run"], ["status", "mini", "--profile", "cpu"]):
+        assert_refused(invoke(*command, "--results-dir", str(under)), f"cannot be a folder: {afile} is a file")
+    assert afile.read_text() == "x"
+
+
+@pytest.mark.parametrize("extra", [[], ["--dry-run"]])
+def test_reproduce_refuses_wandb_online_without_credentials_before_any_line(mini, tmp_path, monkeypatch, extra):
+    """As ``ablate run`` does, before any output: the dry run printed its plan and exit 0, and the
+    real one printed the grid's line, then refused in the runner."""
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse([_entry()])))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
+    monkeypatch.delenv("NETRC", raising=False)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    results = tmp_path / "r"
+    out = invoke("reproduce", *extra, "--wandb", "online", "--results-dir", str(results))
+    assert "ablate sync" in assert_refused(out, "--wandb online needs W&B credentials")
+    assert not results.exists()
 
 
 def test_dry_run_hint_runs_the_grid_in_the_same_store(mini, tmp_path, monkeypatch):
@@ -332,3 +350,19 @@ def test_a_reference_at_ceiling_counts_the_seeds_of_the_pairs(mini, tmp_path):
     (o,) = _evaluate(results, variant="rope", reference="learned", expect="equivalent", margin=0.05).outcomes
     assert o.row["n_pairs"] == 5
     assert o.outcome == "inconclusive (reference at ceiling on all 5 seeds)"
+
+
+def test_the_scale_caveat_of_an_unfinished_grid_says_how_far_it_got(mini, tmp_path):
+    """While 13 of the grid's 24 runs are in the store, the scale caveat says so beside the
+    profile's 8 seeds (it said '8 seeds' beside an evidence line of n = 5 seeds); a finished grid
+    says '8 seeds'."""
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", lambda v, s: 1.0 if v == "learned" or (v == "rope" and s < 5) else None)
+    res = _evaluate(results, variant="rope", reference="learned", expect="equivalent", margin=0.05)
+    assert res.outcomes[0].row["n_pairs"] == 5
+    assert res.scale[0].endswith("; 8 seeds planned, 13 of 24 runs so far"), res.scale
+    page = markdown_page([res], results)
+    assert "8 seeds planned, 13 of 24 runs so far), not necessarily at the published scale" in page
+    full = tmp_path / "full"
+    write_runs(full, mini, "cpu", _value)
+    assert _evaluate(full, variant="rope", reference="learned", expect="better").scale[0].endswith("; 8 seeds")
