@@ -95,7 +95,7 @@ def write_report(
     parts += bench_section(abl, results, fig_dir, path.parent)  # attention kernels: `ablate bench attention`
     if abl.notes:
         parts += ["## Notes on the design", "", abl.notes, ""]
-    parts += ["## Reproduce", "", "```", *_commands(abl, profile, list(sel.overrides)), "```", ""]
+    parts += ["## Reproduce", "", "```", *_commands(abl, profile, list(sel.overrides), tuning), "```", ""]
     path.write_text("\n".join(parts))
     if data:
         shown = tuning.studies is not None and tuning.tuned is not None  # the runs its Tuning section compares
@@ -244,7 +244,17 @@ def _history(result: Analysis, task: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _commands(abl: Ablation, profile: str, overrides: list[str]) -> list[str]:
+def _commands(abl: Ablation, profile: str, overrides: list[str], tuning: TuningInputs | None = None) -> list[str]:
+    """The commands that make this report again: with a Tuning section, the studies (as many
+    trials as the largest of them holds) and the tuned runs too, before the report."""
     prof = "" if profile == abl.default_profile else f" --profile {profile}"
     extra = "".join(f" {o}" for o in overrides)
-    return ["pip install -e .", f"ablate run {abl.name}{prof}{extra}", f"ablate report {abl.name}{prof}{extra}"]
+    lines = ["pip install -e .", f"ablate run {abl.name}{prof}{extra}"]
+    studies = [s for s in (tuning.studies.studies if tuning and tuning.studies else []) if s.objectives == 1]
+    if studies:
+        trials = max(s.complete + s.pruned + s.failed + s.diverged for s in studies)
+        lines += [
+            f"ablate tune {abl.name}{prof}{extra} --trials {trials}",
+            f"ablate run {abl.name}{prof}{extra} --tuned",
+        ]
+    return [*lines, f"ablate report {abl.name}{prof}{extra}"]

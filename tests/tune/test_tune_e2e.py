@@ -37,6 +37,10 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeyp
     assert len(tuned) == 20 and all(r["status"] == "ok" and r["tuned_params"] for r in tuned)
     assert not scan(results, "pe_extrapolation", "smoke").records  # untuned runs are not touched
     path = report_cmd.report("pe_extrapolation", "smoke", results, tmp_path / "reports")
+    # the Reproduce block makes the whole report again: the studies and the tuned runs too
+    block = path.read_text().split("## Reproduce")[1]
+    assert "ablate tune pe_extrapolation --profile smoke" in block and " --trials 2\n" in block, block
+    assert block.index("ablate tune") < block.index("--tuned") < block.index("ablate report"), block
     section = path.read_text().split("## Tuning")[1].split("\n## ")[0]
     rows = [line for line in section.splitlines() if re.match(r"\| (copy|tinyshakespeare) \| \w+ \| \d", line)]
     assert len(rows) == 10, section
