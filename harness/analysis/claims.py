@@ -150,7 +150,7 @@ def _tested(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
         if outcome == "supported" and vd.kind(v) in vd.DIRECTIONS and table.sesoi and abs(r["delta"]) < table.sesoi:
             small_effects.append(table.sesoi)  # real, but smaller than the effect the ablation cares about
             small = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
-        undefined = _why_undefined(r)  # no CI or p to print: say why instead of "nan"
+        undefined = why_undefined(r)  # no CI or p to print: say why instead of "nan"
         ci = (
             f"95% CI [{text(r['delta_ci_low'], '+.4g')}, {text(r['delta_ci_high'], '+.4g')}] (not adjusted)"
             if undefined is None
@@ -195,7 +195,7 @@ def _needed(result: Analysis, task: str, metric: str, variant: str) -> int:
     )
 
 
-def _why_undefined(row: pd.Series) -> str | None:
+def why_undefined(row: pd.Series) -> str | None:
     """Why a comparison has no test (hence no CI or p), or None when it has one."""
     n = 0 if pd.isna(row.get("n_pairs")) else int(row["n_pairs"])
     if n < 2:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.analysis.claims import why_undefined
 from harness.analysis.reproductions import EntryResult, Outcome, evaluate
+from harness.encode import text
 from harness.errors import AblateError
 from harness.experiment import reproductions as registry
 from harness.experiment.reproductions import Reproduction
@@ -28,18 +30,24 @@ def evidence_line(o: Outcome) -> str:
             else f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}"
         )
     r, ref = o.row, o.reference
+    undefined = why_undefined(pd.Series(r))  # no CI to print: say why instead of "nan" (issue 11, item 14)
+    ci = (
+        f"95% CI [{text(r['delta_ci_low'], '+.4g')}, {text(r['delta_ci_high'], '+.4g')}]"
+        if undefined is None
+        else f"95% CI – ({undefined})"
+    )
     line = (
-        head + f"{c.variant} {r['mean']:.4g} vs {c.reference} {ref['mean']:.4g} (means); "
-        f"Δ = {r['delta']:+.4g} (95% CI [{r['delta_ci_low']:+.4g}, {r['delta_ci_high']:+.4g}], + = {c.variant} better), "
+        head + f"{c.variant} {text(r['mean'])} vs {c.reference} {text(ref['mean'])} (means); "
+        f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {c.variant} better), "
         + (
-            f"adjusted p = {r['p_adj']:.3g} (Holm over {int(r['family_size'])})"
+            f"adjusted p = {text(r['p_adj'], '.3g')} (Holm over {int(r['family_size'])})"
             if pd.notna(r.get("family_size"))
             else "no adjusted p (no test: in no family)"
         )
         + f", n = {int(r['n_pairs'])} seeds"
     )
     if c.expect == "equivalent":
-        line += f", TOST p adj = {r['p_tost_adj']:.3g} within ±{r['margin']:g}"
+        line += f", TOST p adj = {text(r['p_tost_adj'], '.3g')} within ±{r['margin']:g}"
     line += f" → {o.verdict}; expects {c.expect}: **{o.outcome}**"
     return line + (f" ({o.note})" if o.note else "")
 

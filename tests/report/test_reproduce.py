@@ -366,3 +366,16 @@ def test_the_scale_caveat_of_an_unfinished_grid_says_how_far_it_got(mini, tmp_pa
     full = tmp_path / "full"
     write_runs(full, mini, "cpu", _value)
     assert _evaluate(full, variant="rope", reference="learned", expect="better").scale[0].endswith("; 8 seeds")
+
+
+def test_an_evidence_line_of_one_pair_says_why_it_has_no_interval(mini, tmp_path):
+    """With one pair there is no spread to test: the line gives `–` and why, never `nan`
+    (arora2023-mqar's 16-pair half printed `95% CI [+nan, +nan]` with one seed run)."""
+    from harness.report.reproduce import evidence_line
+
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", lambda v, s: {"learned": 0.6, "rope": 0.5}.get(v) if s == 0 else None)
+    (o,) = _evaluate(results, variant="rope", reference="learned", expect="worse").outcomes
+    line = evidence_line(o)
+    assert "95% CI – (one pair: no spread to test)" in line, line
+    assert "nan" not in line.lower() and "n = 1 seeds" in line, line
