@@ -63,8 +63,6 @@ def mark_not_learned(
     task_runs = runs[runs["task"] == table.task]
     passed = task_runs[task_runs["passed_gate"].astype(bool)].groupby("variant").size()
     ran = set(task_runs["variant"])
-    if "verdict" not in table.frame:  # no variant beside the baseline has a value
-        return
     base = table.frame["variant"].iloc[0]
     for i, variant in enumerate(table.frame["variant"]):
         if not i or variant not in ran:
@@ -137,8 +135,6 @@ def mark_censored(table: Table, rows: pd.DataFrame) -> None:
         .groupby("variant")["value"]
         .max()
     )
-    if "verdict" not in table.frame:  # no variant beside the baseline has a value
-        return
     base = table.frame["variant"].iloc[0]
     for i, variant in enumerate(table.frame["variant"]):
         if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:
