@@ -252,7 +252,7 @@ def _commands(abl: Ablation, profile: str, overrides: list[str], tuning: TuningI
     lines = ["pip install -e .", f"ablate run {abl.name}{prof}{extra}"]
     studies = [s for s in (tuning.studies.studies if tuning and tuning.studies else []) if s.objectives == 1]
     if studies:
-        trials = max(s.complete + s.pruned + s.failed + s.diverged for s in studies)
+        trials = max(s.finished for s in studies)
         lines += [
             f"ablate tune {abl.name}{prof}{extra} --trials {trials}",
             f"ablate run {abl.name}{prof}{extra} --tuned",

@@ -58,6 +58,12 @@ class StudySummary(BaseModel):
     importance_problem: str | None = None
     figures: list[StudyFigure] = []
 
+    @property
+    def finished(self) -> int:
+        """The trials ``ablate tune --trials`` counts: complete, pruned and failed (``diverged`` is
+        a part of ``failed``, not beside it)."""
+        return self.complete + self.pruned + self.failed
+
 
 class TuningData(BaseModel):
     """Every study of one ablation and profile the section lists, and the storage it names

@@ -192,3 +192,31 @@ def test_compare_from_a_data_file_without_tuned_runs_refuses_tuned(tmp_path, mon
     assert "## Tuning" not in (out / "mini.md").read_text() and not (out / "data" / "mini.tuning.json").exists()
     refused = invoke("compare", str(mini), "--tuned", "--from", str(out / "data" / "mini.csv"))
     assert_refused(refused, "holds no tuned runs", "drop --tuned")
+
+
+def test_the_reproduce_block_asks_for_the_trials_tune_counts():
+    """`--trials` counts complete, pruned and failed trials; diverged ones are among the failed, so
+    a study of 5 complete, 2 pruned and 3 failed (2 of them diverged) took 10 trials, not 12."""
+    from types import SimpleNamespace
+
+    from harness.report.markdown import _commands
+    from harness.report.tuning import TuningInputs
+    from harness.report.tuning_data import StudySummary, TuningData
+
+    study = StudySummary(task="copy", variant="rope", name="s", complete=5, pruned=2, failed=3, diverged=2)
+    other = StudySummary(task="copy", variant="alibi", name="t", complete=4, pruned=1)
+    assert study.finished == 10
+    data = TuningData(ablation="mini", profile="confirm", storage="sqlite:///x", studies=[study, other])
+    abl = SimpleNamespace(name="mini", default_profile="cpu")
+    lines = _commands(abl, "confirm", [], TuningInputs(data, None))
+    assert lines == [
+        "pip install -e .",
+        "ablate run mini --profile confirm",
+        "ablate tune mini --profile confirm --trials 10",
+        "ablate run mini --profile confirm --tuned",
+        "ablate report mini --profile confirm",
+    ]
+    assert _commands(abl, "confirm", [], TuningInputs(None, None))[1:] == [
+        "ablate run mini --profile confirm",
+        "ablate report mini --profile confirm",
+    ]
