@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,7 +195,7 @@ def _needed(result: Analysis, task: str, metric: str, variant: str) -> int:
     )
 
 
-def why_undefined(row: pd.Series) -> str | None:
+def why_undefined(row: Mapping[str, Any]) -> str | None:
     """Why a comparison has no test (hence no CI or p), or None when it has one."""
     n = 0 if pd.isna(row.get("n_pairs")) else int(row["n_pairs"])
     if n < 2:

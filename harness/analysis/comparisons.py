@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -75,22 +75,37 @@ class Analysis:
         """The comparison of ``metric`` on ``task``, if the runs gave one."""
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
 
-    def seeds_done(self) -> tuple[int, int, int, int]:
-        """``(seeds, declared, runs, planned)``: the seeds all of whose planned runs are in the store
-        of the ``declared`` ones, and the planned runs that are. A run that diverged or failed is in
-        the store: its outcome is a result (``mask_fill_fp16``'s -inf runs diverge)."""
+    def seeds_done(self) -> SeedsDone:
+        """How far the grid got (:class:`SeedsDone`). A run that diverged or failed is in the store:
+        its outcome is a result (``mask_fill_fp16``'s -inf runs diverge)."""
         stored = set(self.runs["run_id"])
         specs = self.selection.specs
         seeds = self.selection.settings.seeds
         done = sum(all(s.run_id in stored for s in specs if s.seed == seed) for seed in seeds)
-        return done, len(seeds), sum(s.run_id in stored for s in specs), len(specs)
+        return SeedsDone(done, len(seeds), sum(s.run_id in stored for s in specs), len(specs))
 
     def seeds_text(self) -> str:
         """The seeds a scale caveat names: ``8 seeds`` once every planned run is in the store, else
         ``8 seeds planned, 9 of 16 runs so far``: an unfinished grid has run fewer seeds, and each
         comparison's ``n`` says how many of its own pairs it read."""
-        _, declared, runs, planned = self.seeds_done()
-        return f"{declared} seeds" if runs == planned else f"{declared} seeds planned, {runs} of {planned} runs so far"
+        d = self.seeds_done()
+        return (
+            f"{d.declared} seeds" if d.complete else f"{d.declared} seeds planned, {d.runs} of {d.planned} runs so far"
+        )
+
+
+class SeedsDone(NamedTuple):
+    """How far a grid got: ``seeds`` (all of whose planned runs are in the store) of the
+    ``declared`` ones, and ``runs`` of the ``planned`` runs."""
+
+    seeds: int
+    declared: int
+    runs: int
+    planned: int
+
+    @property
+    def complete(self) -> bool:
+        return self.runs == self.planned
 
 
 def metric_order(names: list[str]) -> list[str]:

@@ -207,9 +207,9 @@ def seeds_cell(result: Analysis) -> str:
     """``k/n``: the seeds all of whose planned runs are in the store, of the ``n`` the profile
     declares; with ``(r/m runs)`` after it while some planned run is not
     (:meth:`~harness.analysis.comparisons.Analysis.seeds_done`)."""
-    done, declared, finished, planned = result.seeds_done()
-    cell = f"{done}/{declared}"
-    return cell if finished == planned else f"{cell} ({finished}/{planned} runs)"
+    d = result.seeds_done()
+    cell = f"{d.seeds}/{d.declared}"
+    return cell if d.complete else f"{cell} ({d.runs}/{d.planned} runs)"
 
 
 def short_question(question: str, limit: int = 100) -> str:

@@ -30,7 +30,7 @@ def evidence_line(o: Outcome) -> str:
             else f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}"
         )
     r, ref = o.row, o.reference
-    undefined = why_undefined(pd.Series(r))  # no CI to print: say why instead of "nan" (issue 11, item 14)
+    undefined = why_undefined(r)  # no CI to print: say why instead of "nan" (issue 11, item 14)
     ci = (
         f"95% CI [{text(r['delta_ci_low'], '+.4g')}, {text(r['delta_ci_high'], '+.4g')}]"
         if undefined is None

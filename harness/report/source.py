@@ -163,13 +163,14 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
             f"--from {path}: not a report's data file (missing columns {missing[:6]}"
             f"{' ...' if len(missing) > 6 else ''}); regenerate it with `ablate report NAME`"
         )
-    short = next((i for i, r in enumerate(rows, 2) if None in r.values()), None)  # csv fills missing cells with None
+    # csv.DictReader fills the cells a short line lacks with None
+    line, short = next(((i, r) for i, r in enumerate(rows, 2) if None in r.values()), (0, None))
     if short is not None:
-        cells = sum(v is not None for v in rows[short - 2].values())
+        cells = sum(v is not None for v in short.values())
         first = next((r for r in rows if r.get("ablation") and r.get("profile")), None)  # the file's own grid
         name = f"{first['ablation']} --profile {first['profile'].removesuffix(TUNED)}" if first else ablation
         raise AblateError(
-            f"--from {path}, line {short}: {cells} cells where the header has {len(columns)}: the file is cut "
+            f"--from {path}, line {line}: {cells} cells where the header has {len(columns)}: the file is cut "
             "short (a copy or download that stopped) or the line was edited; regenerate it with "
             f"`ablate report {name}` from the store"
         )
