@@ -172,6 +172,8 @@ def analyse(
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
         for metric in compared_metrics(sub, claimed_metrics(abl, task) | {entry.primary.metric}):
+            if metric == metrics.STEPS_TO_TARGET and entry.target is None:
+                continue  # no convergence target: every run holds the step budget, a comparison of nothing
             hib = metrics.higher_is_better(metric)
             is_primary = metric == entry.primary.metric
             table = _compare(

@@ -118,3 +118,22 @@ def test_variant_that_never_passed_the_gate_is_not_learned_beyond_l(tmp_path: Pa
     assert claim_verdict(claim, result)[0] == "untestable at this scale"
     both = {"claim": "both", "evidence": CLAIM["evidence"] + claim["evidence"]}
     assert claim_verdict(both, result)[0] == "partly supported"
+
+
+def test_a_task_without_a_convergence_target_gets_no_steps_to_target_table(tmp_path: Path) -> None:
+    """Without a target every run's ``steps_to_target`` is its step budget: a table of it would say
+    ``target never reached (censored)`` of a target nobody declared (the ln_grad_init probe did)."""
+    path = write_decl(tmp_path / "decl", confirm={"seeds": SEEDS}, cpu={"seeds": SEEDS})
+    budget = {"steps_to_target": 40.0, "target_reached": 0.0}
+    write_runs(tmp_path / "results", path, "confirm", lambda v, s: 0.5, extra=lambda v, s: budget)
+    abl = load(str(path))
+    result = analyse(select(abl, "confirm", check_data=False), tmp_path / "results")
+    assert "steps_to_target" not in {t.metric for t in result.tables}
+    assert {t.metric for t in result.tables} >= {"acc@x1", "acc@x2"}
+
+    decl = yaml.safe_load(path.read_text())  # the same runs, a target declared: the table is back
+    decl["tasks"]["copy"]["target"] = {"metric": "acc", "min": 0.9}
+    path.write_text(yaml.safe_dump(decl, sort_keys=False))
+    abl = load(str(path))
+    result = analyse(select(abl, "confirm", check_data=False), tmp_path / "results")
+    assert "steps_to_target" in {t.metric for t in result.tables}
