@@ -195,7 +195,7 @@ def _results_section(
                 "",
             ]
         hist = _history(result, task)
-        if not hist.empty:
+        if not hist.empty and hist["step"].nunique() > 1:  # one validation pass (a probe) draws no curve
             metric = "acc" if "acc" in hist else "loss"
             fig = figures.validation_curves(
                 hist,

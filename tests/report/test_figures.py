@@ -111,3 +111,24 @@ def test_norm_placement_figures_are_readable(
     assert sorted(t.get_text() for t in ticks) == sorted(short)
     _check_layout(fig, ticks)
     assert (tmp_path / "per-seed.png").stat().st_size > 1000 and (tmp_path / "ranks.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("passes", [1, 2])
+def test_a_probe_of_one_validation_pass_draws_no_curve(tmp_path: Path, passes: int) -> None:
+    """A probe (ln_grad_init: one step, one validation pass) has no curve to draw: one point per
+    run is no training curve, so the report shows none; two passes draw one."""
+    from harness.analysis.comparisons import analyse
+    from harness.experiment.selection import select
+    from harness.report.markdown import write_report
+    from helpers.fake_store import write_decl, write_runs
+
+    decl = write_decl(tmp_path / "decl", cpu={"seeds": [0, 1, 2]})
+    results = tmp_path / "results"
+    write_runs(results, decl, "cpu", lambda v, s: 0.5 + 0.01 * s)
+    for folder in (results / "mini" / "cpu").iterdir():
+        rows = "".join(f"{5 * (i + 1)},2.5,0.{i + 3}\n" for i in range(passes))
+        (folder / "history.csv").write_text("step,loss,acc\n" + rows)
+    abl = load(str(decl))
+    sel = select(abl, "cpu", check_data=False)
+    md = write_report(sel, results, tmp_path / "out", result=analyse(sel, results)).read_text()
+    assert ("validation curves" in md) == (passes > 1), md
