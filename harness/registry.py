@@ -39,8 +39,12 @@ class NameTakenError(ValueError):
 
 
 def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str:
-    """Return ``" (did you mean 'x'?)"`` for the closest of ``choices``, or ``""``."""
-    close = difflib.get_close_matches(name, list(choices), n=2, cutoff=0.6)
+    """Return ``" (did you mean 'x'?)"`` for the closest of ``choices``, or ``""``; case is ignored
+    in the matching (``ALiBi`` finds ``alibi``), never in the names suggested."""
+    folded: dict[str, str] = {}
+    for choice in choices:
+        folded.setdefault(choice.casefold(), choice)
+    close = [folded[c] for c in difflib.get_close_matches(name.casefold(), list(folded), n=2, cutoff=0.6)]
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.registry import NameTakenError, Registry, UnknownNameError
+from harness.registry import NameTakenError, Registry, UnknownNameError, did_you_mean
 
 
 def test_a_taken_name_or_alias_names_the_family_and_registers_nothing():
@@ -32,3 +32,12 @@ def test_unregister_removes_the_entry_its_aliases_and_its_version():
         reg.unregister("beta")  # an alias is not an entry
     reg.register("a", aliases=("alpha",))(5)  # the names are free again, at version 1
     assert reg.get("alpha") == 5 and reg.version("a") == 1
+
+
+def test_did_you_mean_ignores_case_in_matching_but_not_in_what_it_suggests() -> None:
+    """An id typed in a paper's capitals (``ARORA2023-MQAR``) found nothing: difflib compares case."""
+    ids = ["arora2023-mqar", "press2022-alibi", "xiong2020-preln"]
+    assert did_you_mean("ARORA2023-MQAR", ids) == " (did you mean 'arora2023-mqar'?)"
+    assert did_you_mean("Press2022-ALiBi", ids) == " (did you mean 'press2022-alibi'?)"
+    assert did_you_mean("RoPE", ["rope", "alibi"]) == " (did you mean 'rope'?)"
+    assert did_you_mean("zzzz", ids) == ""
