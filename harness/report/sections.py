@@ -16,6 +16,7 @@ from harness.analysis.comparisons import Analysis
 from harness.analysis.primary_power import TARGET_POWER
 from harness.encode import text
 from harness.experiment import claims as claims_mod
+from harness.experiment import reproductions
 from harness.experiment.ablation import Ablation
 from harness.experiment.config import FFNSection
 from harness.experiment.versions import mix_warning
@@ -55,6 +56,15 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None
     guards = guards or {}
     claims = claims_mod.load_claims()
     lines = ["## Claims", ""]
+    if not abl.claims:
+        uses = [r.id for r in reproductions.load_registry() if any(c.ablation == abl.name for c in r.comparisons)]
+        named = ", ".join(f"`{u}`" for u in uses)
+        lines += [
+            "This ablation tests no claim of `harness/experiment/claims.yaml`"
+            + (f"; its runs are the evidence of {named} on [the reproductions page](reproductions.md)" if uses else "")
+            + ": its results are findings, not verdicts on a claim.",
+            "",
+        ]
     for cid in abl.claims:
         claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
         verdict, evidence = claim_verdict(claim, result, guards.get(cid, ()))
@@ -77,12 +87,13 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None
         scale.setdefault(rec.task, rec.config)
     desc = "; ".join(
         f"{t}: d_model {c['model']['d_model']}, {_count(c['model']['n_layers'], 'layer')}, "
-        f"{c['train']['steps']} steps, L = {c['train']['seq_len']}"
+        f"{_count(c['train']['steps'], 'step')}, L = {c['train']['seq_len']}"
         for t, c in scale.items()
     )
     lines += [
-        f"Scale caveat: these verdicts hold at the scale run here ({desc}; {result.seeds_text()}), "
-        "not necessarily at the scale where the claims were made.",
+        f"Scale caveat: these {'verdicts' if abl.claims else 'results'} hold at the scale run here "
+        f"({desc}; {result.seeds_text()}), not necessarily "
+        + ("at the scale where the claims were made." if abl.claims else "at another scale."),
         "",
     ]
     lines += unlearned_warnings(abl, result)
@@ -152,7 +163,7 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
             f"{_count(m['n_layers'], 'layer')}, d_ff {FFNSection.model_validate(c['ffn']).width(m['d_model']) or 4 * m['d_model']}, "
             f"{c['block']['norm_position']}-"
             f"{c['block']['norm']}, {c['ffn']['activation']}, kernel {c['attention']['kernel']}; "
-            f"{t['steps']} steps x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
+            f"{_count(t['steps'], 'step')} x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
             f"(warm-up {t['warmup_steps']}, {_decay(t['min_lr_ratio'])}), weight decay {t['weight_decay']:g}, "
             f"precision {r.get('precision', t['precision'])}; evaluated on {e['n_examples']} held-out examples at "
             f"{', '.join(str(x * t['seq_len']) for x in e['length_multipliers'])} tokens; primary "

@@ -379,3 +379,24 @@ def test_an_evidence_line_of_one_pair_says_why_it_has_no_interval(mini, tmp_path
     line = evidence_line(o)
     assert "95% CI – (one pair: no spread to test)" in line, line
     assert "nan" not in line.lower() and "n = 1 seeds" in line, line
+
+
+@pytest.mark.parametrize("used", [True, False])
+def test_a_report_without_claims_names_the_reproductions_its_runs_serve(mini, tmp_path, monkeypatch, used):
+    """ln_grad_init tests no claim: its Claims section held only a caveat about 'these verdicts'.
+    It now says it tests none, names the reproduction its runs are the evidence of, and calls its
+    numbers results."""
+    from harness.analysis.comparisons import analyse
+    from harness.experiment.selection import select
+    from harness.report.markdown import write_report
+
+    entries = [_entry()] if used else [_entry(ablation="other")]
+    monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse(entries)))
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _value)
+    sel = select(ablation_mod.load("mini"), "cpu", check_data=False)
+    md = write_report(sel, results, tmp_path / "out", result=analyse(sel, results), data=False).read_text()
+    claims = md.split("## Claims")[1].split("\n## ")[0]
+    assert "This ablation tests no claim of `harness/experiment/claims.yaml`" in claims
+    assert ("its runs are the evidence of `x2020` on [the reproductions page](reproductions.md)" in claims) == used
+    assert "Scale caveat: these results hold at the scale run here" in claims and "these verdicts" not in claims
