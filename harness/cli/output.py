@@ -43,11 +43,14 @@ def data_dir() -> Path | None:
     return Path(env) if env else None
 
 
-def check_results_dir(results: Path) -> None:
+def check_results_dir(results: Path, create: bool = True) -> None:
     """For the commands that write the store: a results path that is a file, cannot be created or
-    cannot be written."""
+    cannot be written. ``create=False``: only refuse a file, and leave a missing folder uncreated (a
+    command that may still refuse on other grounds checks again before it writes)."""
     if results.exists() and not results.is_dir():
         raise AblateError(f"--results-dir {results} exists and is not a folder; pass a folder path")
+    if not create:
+        return
     try:
         results.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

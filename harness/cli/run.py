@@ -49,10 +49,11 @@ def run(
     launch = launch or Launch()
     retry = launch.check(results, workers, threads)
     output.check_storage_not_empty(storage)
-    output.check_results_dir(results)
+    output.check_results_dir(results, create=not tuned)  # --tuned with no study must leave nothing behind
     output.check_wandb(wandb)
     if tuned:
         specs = tuned_specs(abl, prof_name, specs, results, storage, output.data_dir(), ctx=ctx)
+        output.check_results_dir(results)
     targets = {name: reuse.target_of(entry.target) for name, entry in abl.tasks.items()}
     chosen = launch.select(specs, results, abl.name, retry, targets=None if tuned else targets)
     todo, retried = chosen.todo, chosen.retry

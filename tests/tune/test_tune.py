@@ -237,7 +237,10 @@ def test_tuned_without_study_exits_2(tmp_path: Path) -> None:
     assert (
         out.exit_code == 2 and f"`ablate tune {path} --profile smoke --results-dir {tmp_path / 'r'}`" in out.stderr
     ), out.output
-    assert not (tmp_path / "r" / "optuna.db").exists()
+    assert not (tmp_path / "r").exists()  # refused before anything is written: not even the folder
+    (tmp_path / "f").write_text("a file")
+    out = CliRunner().invoke(app, ["run", str(path), "--tuned", "--results-dir", str(tmp_path / "f")])
+    assert out.exit_code == 2 and "exists and is not a folder" in out.stderr, out.output
 
 
 def test_names_and_monitor() -> None:
