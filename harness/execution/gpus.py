@@ -195,7 +195,14 @@ def place(
         cores = cpus or os.cpu_count() or 1
         cap = max(1, cores // max(threads, 1))
         if workers is not None:
-            return Placement(max(1, min(workers, todo)), reason=f"--workers {workers}")
+            n = max(1, min(workers, todo))
+            over = n * max(threads, 1) > cores  # the user's choice, said rather than refused
+            note = (
+                f": {n} x {max(threads, 1)} thread(s) on {cores} cores, oversubscribed (each run slower)"
+                if over
+                else ""
+            )
+            return Placement(n, reason=f"--workers {workers}{note}")
         if estimates is None:
             return Placement(max(1, min(cap, todo)), reason=f"{cores} cores / {threads} thread(s) per run")
         n, why = default_cpu_workers(estimates, cap)

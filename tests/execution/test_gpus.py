@@ -69,8 +69,13 @@ def test_cpu_workers_keep_workers_times_threads_within_the_cores():
     assert _where(place(None, 10, 1, [], None, cpus=2)) == (2, ())
     assert _where(place(None, 10, 2, [], None, cpus=2)) == (1, ())
     assert _where(place(None, 1, 1, [], None, cpus=8)) == (1, ())
-    forced = place(3, 10, 1, [], None, cpus=2)  # asked for: granted
-    assert _where(forced) == (3, ()) and forced.reason == "--workers 3"
+    forced = place(3, 10, 1, [], None, cpus=2)  # asked for: granted, and said to oversubscribe
+    assert _where(forced) == (3, ()) and forced.reason == (
+        "--workers 3: 3 x 1 thread(s) on 2 cores, oversubscribed (each run slower)"
+    )
+    many = place(99, 8, 1, [], None, cpus=2)  # never more workers than runs
+    assert _where(many) == (8, ()) and "--workers 99: 8 x 1 thread(s) on 2 cores, oversubscribed" in many.reason
+    assert place(2, 10, 1, [], None, cpus=2).reason == "--workers 2"  # within the cores: nothing to say
     assert _where(place(None, 10, 1, ["0", "1"], 0, cpus=2)) == (2, ())  # --gpus-per-run 0: CPU
     assert not place(None, 10, 1, [], None, cpus=2).on_gpu
 
