@@ -85,14 +85,14 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None
     scale: dict[str, dict[str, Any]] = {}
     for rec in result.scan.records:
         scale.setdefault(rec.task, rec.config)
-    desc = "; ".join(
+    desc = "; ".join(  # no run in the store: only the seed count below
         f"{t}: d_model {c['model']['d_model']}, {_count(c['model']['n_layers'], 'layer')}, "
         f"{_count(c['train']['steps'], 'step')}, L = {c['train']['seq_len']}"
         for t, c in scale.items()
     )
     lines += [
         f"Scale caveat: these {'verdicts' if abl.claims else 'results'} hold at the scale run here "
-        f"({desc}; {result.seeds_text()}), not necessarily "
+        f"({'; '.join(filter(None, (desc, result.seeds_text())))}), not necessarily "
         + ("at the scale where the claims were made." if abl.claims else "at another scale."),
         "",
     ]

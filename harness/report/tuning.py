@@ -47,6 +47,10 @@ class TuningInputs:
     tuned: Analysis | None
 
 
+NO_RUNS = "no runs"
+"""The untuned verdict of a store that holds only tuned runs."""
+
+
 @dataclass(frozen=True)
 class ClaimChange:
     """A claim's verdict on the untuned and on the tuned runs
@@ -60,6 +64,8 @@ class ClaimChange:
     def changed(self) -> bool:
         """The two verdicts differ in kind (supported, contradicted, inconclusive, ...); the
         numbers in brackets (e.g. the seeds an underpowered comparison needs) are not a change."""
+        if NO_RUNS in (self.untuned, self.tuned):  # nothing to change from
+            return False
         a, b = claim_kind(self.untuned), claim_kind(self.tuned)
         return a != b if a is not None and b is not None else self.untuned != self.tuned
 
@@ -192,7 +198,8 @@ def claim_changes(
     for cid in abl.claims:  # the fallback of sections.claims_section, so that the texts agree
         claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
         mine = (guards or {}).get(cid, ())
-        out.append(ClaimChange(cid, claim_verdict(claim, result, mine)[0], claim_verdict(claim, tuning.tuned, mine)[0]))
+        untuned = claim_verdict(claim, result, mine)[0] if result.scan.records else NO_RUNS  # as the index says
+        out.append(ClaimChange(cid, untuned, claim_verdict(claim, tuning.tuned, mine)[0]))
     return out
 
 

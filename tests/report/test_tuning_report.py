@@ -220,3 +220,25 @@ def test_the_reproduce_block_asks_for_the_trials_tune_counts():
         "ablate run mini --profile confirm",
         "ablate report mini --profile confirm",
     ]
+
+
+def test_a_store_of_tuned_runs_only_says_what_it_holds(tmp_path, monkeypatch):
+    """`ablate tune` and `run --tuned` without the untuned grid: the header read `from 0 runs`, the
+    scale caveat `(; 7 seeds ...)`, and the claims table an untuned `inconclusive` that 'changed'
+    with tuning. The header now counts the tuned runs, the untuned column reads `no runs`."""
+    folder = tmp_path / "ablations"
+    mini = write_decl(folder, claims=tuple(CLAIMS), cpu={"seeds": list(range(7))})
+    monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
+    monkeypatch.setattr(claims_mod, "load_claims", lambda: CLAIMS)
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _tuned, tuned=LR)
+    _studies(results)
+    made = invoke("report", "mini", "--results-dir", str(results), "--out", str(tmp_path / "reports"))
+    assert made.exit_code == 0, made.output
+    report = (tmp_path / "reports" / "mini.md").read_text()
+    assert f"from 0 runs and 21 tuned runs (`cpu+tuned`) in `{results}`" in report
+    assert "Scale caveat: these verdicts hold at the scale run here (7 seeds planned, 0 of 21 runs so far)" in report
+    assert _claims_rows(report) == {
+        "mini-learned-worse": ["no runs", "contradicted", "no"],
+        "mini-rope-better": ["no runs", "supported", "no"],
+    }
