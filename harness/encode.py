@@ -102,3 +102,8 @@ def text(value: Any, spec: str = ".4g") -> str:
     if math.isinf(x):
         return ("+∞" if "+" in spec else "∞") if x > 0 else "-∞"
     return format(x, spec)
+
+
+def count(n: int, noun: str) -> str:
+    """``1 layer``, ``2 layers``, ``0 seeds``: a count and its noun, plural unless the count is 1."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

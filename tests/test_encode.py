@@ -196,3 +196,7 @@ def test_report_prints_no_nan_or_inf(one_pair, tmp_path: Path):
     assert not re.search(r"\b(nan|NaN|inf|Infinity)\b", text)
     learned = next(line for line in text.splitlines() if line.startswith("| learned") and "∞" in line)
     assert re.search(r"\|\s*∞\s*\|", learned)  # d_z of identical non-zero differences
+
+
+def test_count_is_plural_unless_one() -> None:
+    assert [encode.count(n, "seed") for n in (0, 1, 2)] == ["0 seeds", "1 seed", "2 seeds"]

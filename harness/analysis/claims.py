@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, why_not_finished
-from harness.encode import text
+from harness.encode import count, text
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 
@@ -159,7 +159,7 @@ def _tested(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
         p_adj = f"{text(r['p_adj'], '.3g')} ({table.family})" if undefined is None else f"– ({undefined})"
         lines.append(
             head + f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {ev['variant']} better), "
-            f"adjusted p = {p_adj}, n = {r['n_pairs']} seed{'' if r['n_pairs'] == 1 else 's'} → {v}; "
+            f"adjusted p = {p_adj}, n = {count(int(r['n_pairs']), 'seed')} → {v}; "
             f"claim expects {ev['expect']}: **{outcome}**{small}"
         )
     if not claim.get("evidence"):

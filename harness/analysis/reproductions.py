@@ -34,6 +34,7 @@ from harness.analysis import stats, untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import Guard
 from harness.analysis.comparisons import Analysis, analyse
+from harness.encode import count
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics
 from harness.experiment import selection as selection_mod
@@ -234,8 +235,8 @@ def _scale(result: Analysis) -> str:
     rec = next((r for r in result.scan.records if r.variant_label == base), result.scan.records[0])
     c = rec.config
     return (
-        f"{result.ablation.name} / {result.profile}: d_model {c['model']['d_model']}, {c['model']['n_layers']} layers "
-        f"({rec.variant_label}), {c['train']['steps']} steps, L = {c['train']['seq_len']}; {result.seeds_text()}"
+        f"{result.ablation.name} / {result.profile}: d_model {c['model']['d_model']}, {count(c['model']['n_layers'], 'layer')} "
+        f"({rec.variant_label}), {count(c['train']['steps'], 'step')}, L = {c['train']['seq_len']}; {result.seeds_text()}"
     )
 
 

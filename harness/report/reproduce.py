@@ -12,7 +12,7 @@ import pandas as pd
 
 from harness.analysis.claims import why_undefined
 from harness.analysis.reproductions import EntryResult, Outcome, evaluate
-from harness.encode import text
+from harness.encode import count, text
 from harness.errors import AblateError
 from harness.experiment import reproductions as registry
 from harness.experiment.reproductions import Reproduction
@@ -44,7 +44,7 @@ def evidence_line(o: Outcome) -> str:
             if pd.notna(r.get("family_size"))
             else "no adjusted p (no test: in no family)"
         )
-        + f", n = {int(r['n_pairs'])} seeds"
+        + f", n = {count(int(r['n_pairs']), 'seed')}"
     )
     if c.expect == "equivalent":
         line += f", TOST p adj = {text(r['p_tost_adj'], '.3g')} within ±{r['margin']:g}"

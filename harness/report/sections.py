@@ -14,7 +14,7 @@ from harness.analysis import verdicts as vd
 from harness.analysis.claims import ControlOutcome, claim_verdict, control_outcomes
 from harness.analysis.comparisons import Analysis
 from harness.analysis.primary_power import TARGET_POWER
-from harness.encode import text
+from harness.encode import count, text
 from harness.experiment import claims as claims_mod
 from harness.experiment import reproductions
 from harness.experiment.ablation import Ablation
@@ -86,8 +86,8 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None
     for rec in result.scan.records:
         scale.setdefault(rec.task, rec.config)
     desc = "; ".join(  # no run in the store: only the seed count below
-        f"{t}: d_model {c['model']['d_model']}, {_count(c['model']['n_layers'], 'layer')}, "
-        f"{_count(c['train']['steps'], 'step')}, L = {c['train']['seq_len']}"
+        f"{t}: d_model {c['model']['d_model']}, {count(c['model']['n_layers'], 'layer')}, "
+        f"{count(c['train']['steps'], 'step')}, L = {c['train']['seq_len']}"
         for t, c in scale.items()
     )
     lines += [
@@ -159,11 +159,11 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
         m, t, e = c["model"], c["train"], c["eval"]
         lines.append(
             f"- Task `{task}` v{r.task_version}{f' {r.task_params}' if r.task_params else ''} (baseline `{abl.baseline_label}`): "
-            f"d_model {m['d_model']}, {_count(m['n_heads'], 'head')}, "
-            f"{_count(m['n_layers'], 'layer')}, d_ff {FFNSection.model_validate(c['ffn']).width(m['d_model']) or 4 * m['d_model']}, "
+            f"d_model {m['d_model']}, {count(m['n_heads'], 'head')}, "
+            f"{count(m['n_layers'], 'layer')}, d_ff {FFNSection.model_validate(c['ffn']).width(m['d_model']) or 4 * m['d_model']}, "
             f"{c['block']['norm_position']}-"
             f"{c['block']['norm']}, {c['ffn']['activation']}, kernel {c['attention']['kernel']}; "
-            f"{_count(t['steps'], 'step')} x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
+            f"{count(t['steps'], 'step')} x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
             f"(warm-up {t['warmup_steps']}, {_decay(t['min_lr_ratio'])}), weight decay {t['weight_decay']:g}, "
             f"precision {r.get('precision', t['precision'])}; evaluated on {e['n_examples']} held-out examples at "
             f"{', '.join(str(x * t['seq_len']) for x in e['length_multipliers'])} tokens; primary "
@@ -225,11 +225,6 @@ def _plugins_line(records: list[Record]) -> list[str]:
     if not seen:
         return []
     return ["- Plugins: " + "; ".join(f"{n} ({', '.join(e) or 'no entries'})" for n, e in seen.items()) + "."]
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 layer``, ``2 layers``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _decay(min_ratio: float) -> str:

@@ -378,7 +378,7 @@ def test_an_evidence_line_of_one_pair_says_why_it_has_no_interval(mini, tmp_path
     (o,) = _evaluate(results, variant="rope", reference="learned", expect="worse").outcomes
     line = evidence_line(o)
     assert "95% CI – (one pair: no spread to test)" in line, line
-    assert "nan" not in line.lower() and "n = 1 seeds" in line, line
+    assert "nan" not in line.lower() and "n = 1 seed →" in line, line
 
 
 @pytest.mark.parametrize("used", [True, False])
