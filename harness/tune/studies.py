@@ -24,9 +24,8 @@ from typing import Any
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import build_config
 from harness.experiment.grid import RunSpec, check_variant, prepare_task
-from harness.experiment.overrides import apply_overrides, parse_override
+from harness.experiment.overrides import parse_override
 from harness.experiment.search_space import ParamSpec, check_space, resolve_space, within_budget
 from harness.experiment.selection import select
 from harness.hints import Context
@@ -261,10 +260,10 @@ def tuned_specs(
     for spec in specs:
         params = best[(spec.task, spec.variant_label)]
         where = f"tuned variant {spec.variant_label!r} on task {spec.task!r}"
-        cfg = build_config(apply_overrides(spec.config.model_dump(mode="json"), params), where)
+        run = spec.tuned(params, tuned_profile(profile), where)
         task = built.setdefault(spec.task, prepare_task(spec.task, spec.task_params, data_dir))
-        check_variant(cfg, task, where)
-        out.append(dataclasses.replace(spec, profile=tuned_profile(profile), config=cfg, tuned_params=params))
+        check_variant(run.config, task, where)
+        out.append(run)
     return out
 
 
