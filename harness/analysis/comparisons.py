@@ -269,9 +269,15 @@ def _compare(
     not_ok = task_runs[task_runs["status"] != "ok"].groupby("variant").size()
     order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
     present = [v for v in order if v in set(task_runs["variant"])]
-    if abl.baseline_label in set(data["variant"]):
+    values = data[["variant", "seed", "value"]]
+    if not values.empty and abl.baseline_label not in set(values["variant"]):
+        # no value of the baseline (its runs pending, failed or below the gate): its row reads n = 0 and
+        # each variant keeps its own numbers, with no pair (``too few pairs``), rather than n = 0 for all
+        values = pd.concat([values, pd.DataFrame({"variant": [abl.baseline_label], "seed": [-1], "value": [np.nan]})])
+        present = [abl.baseline_label] + [v for v in present if v != abl.baseline_label]
+    if abl.baseline_label in set(values["variant"]):
         frame = stats.compare(
-            data[["variant", "seed", "value"]],
+            values,
             baseline=abl.baseline_label,
             higher_is_better=hib,
             sesoi=sesoi,
