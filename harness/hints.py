@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.redact import mask_url
 
 DEFAULT_RESULTS = Path("results")
+DEFAULT_REPORTS = Path("reports")  # the default --out of ablate report, where the committed reports are
 """The CLI's default ``--results-dir``; a hint names the folder only when it differs."""
 
 GRID_VERBS = ("run", "status", "compare", "report", "plan", "tune", "show")

@@ -145,19 +145,21 @@ def analyse(
         store_profile: the store folder to read when it is not the selection's profile: the tuned
             runs of ``ablate run --tuned`` live under ``<profile>+tuned`` and are analysed with the
             declaration's profile (seeds, gate, confirmatory), apart from the untuned ones. Their
-            ids carry their studies' parameters: every record of that folder is compared.
+            ids carry their studies' parameters: a record of that folder is compared when its id
+            is the selection's run at its recorded parameters (the grid with these overrides).
         found: the records to compare instead of the store's (a report's data file).
 
     Raises:
-        AblateError: a tuned folder holds several runs of one (task, variant, seed): grids made
-            with different overrides.
+        AblateError: the store holds several runs of one (task, variant, seed) of the selection.
     """
     abl, profile = sel.ablation, sel.profile
     found = found if found is not None else scan(results, abl.name, store_profile or profile)
-    foreign = 0
     if store_profile is None:
-        foreign = sum(r.run_id not in sel.run_ids for r in found.records)
-        found.records = [r for r in found.records if r.run_id in sel.run_ids]
+        ids = sel.run_ids
+    else:  # a tuned run belongs to the selection when its id is that of the selection's run at its parameters
+        ids = sel.tuned_run_ids((r.task, r.variant_label, r.seed, r.tuned_params) for r in found.records)
+    foreign = sum(r.run_id not in ids for r in found.records)
+    found.records = [r for r in found.records if r.run_id in ids]
     _refuse_mixed_grids(abl, profile, found.records)
     frame = tidy(found.records)
     runs = _runs(abl, found.records)
@@ -267,9 +269,15 @@ def _compare(
     not_ok = task_runs[task_runs["status"] != "ok"].groupby("variant").size()
     order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
     present = [v for v in order if v in set(task_runs["variant"])]
-    if abl.baseline_label in set(data["variant"]):
+    values = data[["variant", "seed", "value"]]
+    if not values.empty and abl.baseline_label not in set(values["variant"]):
+        # no value of the baseline (its runs pending, failed or below the gate): its row reads n = 0 and
+        # each variant keeps its own numbers, with no pair (``too few pairs``), rather than n = 0 for all
+        values = pd.concat([values, pd.DataFrame({"variant": [abl.baseline_label], "seed": [-1], "value": [np.nan]})])
+        present = [abl.baseline_label] + [v for v in present if v != abl.baseline_label]
+    if abl.baseline_label in set(values["variant"]):
         frame = stats.compare(
-            data[["variant", "seed", "value"]],
+            values,
             baseline=abl.baseline_label,
             higher_is_better=hib,
             sesoi=sesoi,

@@ -13,8 +13,10 @@ from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.experiment.versions import mix_warning
-from harness.hints import Context
+from harness.hints import DEFAULT_REPORTS, Context
 from harness.registry import did_you_mean
+from harness.report import data as report_data
+from harness.report.markdown import report_path
 from harness.report.source import load_source
 from harness.report.tables import render
 from harness.store.runs import StoreScan
@@ -49,7 +51,8 @@ def compare(
         sel = output.selection(abl, profile, overrides)
         ctx = Context(name, sel.profile, results, tuple(overrides))
         output.check_results_readable(results)
-        output.check_store_exists(results, abl.name, sel.profile, tuned, ctx=ctx)
+        committed = report_data.existing(report_path(abl, sel.profile, DEFAULT_REPORTS))
+        output.check_store_exists(results, abl.name, sel.profile, tuned, ctx=ctx, data_file=committed)
     print_tables(
         abl,
         sel.profile,

@@ -105,11 +105,20 @@ def selection(abl: Ablation, profile: str | None, overrides: list[str] | tuple[s
 
 
 def check_store_exists(
-    results: Path, name: str, profile: str, tuned: bool = False, *, ctx: Context, flag: str = "--profile"
+    results: Path,
+    name: str,
+    profile: str,
+    tuned: bool = False,
+    *,
+    ctx: Context,
+    flag: str = "--profile",
+    data_file: Path | None = None,
 ) -> None:
     """The profile's folder must exist; else the ``ablate run`` command (from ``ctx``) that fills it,
     and the profiles whose runs the store does hold (untuned only; ``flag``: the option that names
-    one, ``--profile``, or ``--from`` for ``ablate plan``'s pilot)."""
+    one, ``--profile``, or ``--from`` for ``ablate plan``'s pilot). ``data_file``: the data file of
+    the profile's report (``reports/data/...``, for the commands that take ``--from``), named as
+    the way to read its runs without the store; ignored with overrides (another grid's runs)."""
     folders = (
         [results / name / tuned_profile(profile)]
         if tuned
@@ -125,6 +134,11 @@ def check_store_exists(
             + (
                 f"; the store holds runs of {name} in profile(s) {', '.join(held)}: pass {flag} {held[0]}"
                 if held
+                else ""
+            )
+            + (
+                f"; or pass --from {data_file} to read the runs the committed report was made from"
+                if data_file is not None and not ctx.overrides and not tuned
                 else ""
             )
         )

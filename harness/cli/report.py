@@ -15,9 +15,10 @@ from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.hints import Context
+from harness.report import data as report_data
 from harness.report.guards import UNKNOWN
 from harness.report.index import report_all as write_all
-from harness.report.markdown import write_report
+from harness.report.markdown import report_path, write_report
 from harness.report.source import load_source
 from harness.report.tuning import TuningInputs, tuned_analysis
 from harness.report.tuning_data import copy_figures
@@ -62,7 +63,11 @@ def report(
         sel = output.selection(abl, profile, overrides)
         output.check_results_readable(results)
         output.check_store_exists(
-            results, abl.name, sel.profile, ctx=Context(name, sel.profile, results, tuple(overrides), storage)
+            results,
+            abl.name,
+            sel.profile,
+            ctx=Context(name, sel.profile, results, tuple(overrides), storage),
+            data_file=report_data.existing(report_path(abl, sel.profile, out)),
         )
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")

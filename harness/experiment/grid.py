@@ -10,7 +10,7 @@ imported only by the checks that need them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,16 @@ class RunSpec:
     @property
     def run_id(self) -> str:
         return config_hash(self.payload())
+
+    def tuned(self, params: dict[str, Any], profile: str, where: str = "") -> RunSpec:
+        """This run at a study's best ``params`` (dotted keys), stored under ``profile``
+        (``<profile>+tuned``): the run ``ablate run --tuned`` makes, and the id it is stored under.
+
+        Raises:
+            AblateError: ``params`` that do not validate with this run's config.
+        """
+        cfg = build_config(apply_overrides(self.config.model_dump(mode="json"), params), where)
+        return replace(self, profile=profile, config=cfg, tuned_params=params)
 
 
 def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True) -> Any:

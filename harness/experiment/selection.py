@@ -4,9 +4,12 @@ of the grid and the run ids it expects are derived in one place."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from harness.errors import AblateError
 from harness.experiment import grid
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import Profile
@@ -45,6 +48,23 @@ class Selection:
     def run_ids(self) -> frozenset[str]:
         """The run ids of :attr:`specs`: which stored runs belong to this selection."""
         return frozenset(s.run_id for s in self.specs)
+
+    def tuned_run_ids(self, runs: Iterable[tuple[str, str, int, dict[str, Any] | None]]) -> frozenset[str]:
+        """The ids the tuned runs ``(task, variant label, seed, tuned params)`` have when they are
+        runs of this selection at those parameters (``ablate run --tuned`` with these overrides):
+        which records of the ``<profile>+tuned`` folder belong to it. A run without parameters, of
+        a point not in the selection, or whose parameters do not validate has none."""
+        specs = {(s.task, s.variant_label, s.seed): s for s in self.specs}
+        out = set()
+        for task, variant, seed, params in runs:
+            spec = specs.get((task, variant, seed))
+            if spec is None or not params:
+                continue
+            try:
+                out.add(spec.tuned(params, spec.profile).run_id)
+            except AblateError:
+                continue
+        return frozenset(out)
 
     def folder(self, results: Path) -> Path:
         """The store folder of the selection's runs under the results directory ``results``."""

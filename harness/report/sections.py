@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis import power as pw
+from harness.analysis import untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import ControlOutcome, claim_verdict, control_outcomes
 from harness.analysis.comparisons import Analysis
@@ -118,6 +119,23 @@ def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
     out = []
     confirmatory = abl.profiles[result.profile].confirmatory
     for task, (reached, planned) in result.unlearned.items():
+        base = result.runs[(result.runs["task"] == task) & (result.runs["variant"] == abl.baseline_label)]
+        run = int(base["seed"].nunique())
+        if run < planned and untestable.learned(reached + planned - run, planned):
+            # an unfinished grid: the seeds not run yet could still make the task learned
+            out += [
+                f"**Warning: on `{task}` the baseline has reached the convergence target (validation "
+                f"`{abl.tasks[task].target.describe()}`) on {reached} of the {run} seeds run so far ({planned} "
+                f"planned): whether this scale learns the task is not known until its other {planned - run} run(s) "
+                "finish, and until then "
+                + (
+                    f"no comparison on it gets a verdict: each reads `{vd.not_learned_target(reached, planned)}`.**"
+                    if confirmatory
+                    else "it cannot say whether a confirmatory run at this scale would give a verdict.**"
+                ),
+                "",
+            ]
+            continue
         why = (
             f"so no comparison on it gets a verdict: each reads `{vd.not_learned_target(reached, planned)}`"
             if confirmatory

@@ -24,9 +24,8 @@ from typing import Any
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import build_config
 from harness.experiment.grid import RunSpec, check_variant, prepare_task
-from harness.experiment.overrides import apply_overrides, parse_override
+from harness.experiment.overrides import parse_override
 from harness.experiment.search_space import ParamSpec, check_space, resolve_space, within_budget
 from harness.experiment.selection import select
 from harness.hints import Context
@@ -226,10 +225,12 @@ def tuned_specs(
     ctx: Context | None = None,
 ) -> list[RunSpec]:
     """``specs`` with their study's best parameters merged in, stored under ``<profile>+tuned``.
-    ``ctx``: the ``ablate run`` command's context, for the ``ablate tune`` command errors suggest.
+    ``ctx``: the ``ablate run`` command's context, for the ``ablate tune`` command errors suggest,
+    and its key=value overrides, which may not set a key a study tuned.
 
     Raises:
-        AblateError: a (task, variant) with no study or no complete trial (all listed at once).
+        AblateError: a (task, variant) with no study or no complete trial (all listed at once); an
+            override of a key a study tuned (its best value would replace the override unseen).
     """
     url = storage or default_storage(results)
     tune_first = (ctx or Context(abl.name, profile, results, storage=storage)).command("tune", storage=True)
@@ -254,12 +255,30 @@ def tuned_specs(
             f"--tuned needs a study with a complete trial for every variant; run "
             f"`{tune_first}` first: " + "; ".join(problems)
         )
+    _refuse_tuned_overrides(ctx.overrides if ctx else (), best, abl.name, profile)
     out, built = [], {}
     for spec in specs:
         params = best[(spec.task, spec.variant_label)]
         where = f"tuned variant {spec.variant_label!r} on task {spec.task!r}"
-        cfg = build_config(apply_overrides(spec.config.model_dump(mode="json"), params), where)
+        run = spec.tuned(params, tuned_profile(profile), where)
         task = built.setdefault(spec.task, prepare_task(spec.task, spec.task_params, data_dir))
-        check_variant(cfg, task, where)
-        out.append(dataclasses.replace(spec, profile=tuned_profile(profile), config=cfg, tuned_params=params))
+        check_variant(run.config, task, where)
+        out.append(run)
     return out
+
+
+def _refuse_tuned_overrides(
+    overrides: tuple[str, ...], best: dict[tuple[str, str], dict[str, Any]], ablation: str, profile: str
+) -> None:
+    """An override of a key that a study tuned would be replaced by the study's best value without
+    a word (``ablate run NAME --tuned train.lr=0.5`` ran at the tuned learning rates): refuse it."""
+    for text in overrides:
+        key = parse_override(text)[0]
+        for (task, variant), params in best.items():
+            if key in params:
+                raise AblateError(
+                    f"{text} sets a key the studies tuned: study {study_name(ablation, profile, task, variant)!r} "
+                    f"chose {key}={params[key]!r}, and --tuned runs every variant at its study's best "
+                    f"parameters; drop {text}, or tune with it fixed (ablate tune with {text}, into "
+                    f"another --storage) and pass that --storage here"
+                )

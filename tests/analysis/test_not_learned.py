@@ -105,6 +105,34 @@ def test_pilot_keeps_pilot_and_warns(tmp_path: Path) -> None:
     assert "on 0 of its 8 planned seeds" in text and "a confirmatory run at this scale would give no verdict" in text
 
 
+def test_an_unfinished_grid_does_not_say_the_scale_is_too_small(tmp_path: Path) -> None:
+    """3 of 8 seeds run, the baseline at its target on all 3: the warning said "reached the
+    convergence target on 3 of its 8 planned seeds within the step budget: this scale is too small
+    to learn the task" (reports/mqar_pairs_16.md said it after 1 of 16 runs). It says how far the
+    grid got and that the missing seeds decide; once they could not, it says the scale is too small."""
+    import json
+    import shutil
+
+    def report(tmp: Path, reached: int, seeds_run: int) -> str:
+        abl, _ = _store(tmp, "confirm", reached_by_baseline=reached)
+        for record in (tmp / "results").glob("mini/confirm/*/record.json"):
+            if json.loads(record.read_text())["seed"] >= seeds_run:
+                shutil.rmtree(record.parent)
+        sel = select(abl, "confirm", check_data=False)
+        return write_report(sel, tmp / "results", tmp / "reports", data=False).read_text()
+
+    text = report(tmp_path / "a", reached=8, seeds_run=3)
+    assert (
+        "**Warning: on `copy` the baseline has reached the convergence target (validation `acc >= 0.9`) on 3 "
+        "of the 3 seeds run so far (8 planned): whether this scale learns the task is not known until its "
+        "other 5 run(s) finish, and until then no comparison on it gets a verdict: each reads "
+        "`not learned (3/8 seeds reached target)`.**"
+    ) in text
+    assert "too small" not in text
+    text = report(tmp_path / "b", reached=0, seeds_run=6)  # 0 of 6: the 2 missing seeds cannot make 5 of 8
+    assert "on 0 of its 8 planned seeds within the step budget: this scale is too small" in text
+
+
 def test_variant_that_never_passed_the_gate_is_not_learned_beyond_l(tmp_path: Path) -> None:
     """rope at 0.3 on every seed is below the gate (acc@x1 >= 0.4): its acc@x2 comparison reads
     ``not learned (0/8 passed the gate)``, not "too few pairs"; at L (acc@x1) it is compared."""

@@ -99,6 +99,25 @@ def test_a_store_with_runs_of_another_profile_names_it(tmp_path, command, hint):
     )
 
 
+@pytest.mark.parametrize("command", [["compare"], ["report", "--wandb", "off"]])
+def test_no_runs_names_the_data_file_of_the_committed_report(cli_isolated, results, command):
+    """A fresh clone has no store: the report's own "Other metrics: `ablate compare NAME --profile
+    confirm --metric NAME`" line was refused with only `run ... --profile confirm first` (about 20
+    minutes of training), though the runs it reads are in reports/data/. The message names the file,
+    and the option it gives works as printed; with overrides (another grid) it is not named."""
+    repo = Path(__file__).resolve().parents[2]
+    (cli_isolated / "reports" / "data").mkdir(parents=True)
+    name = "head_split_control.confirm.csv.gz"
+    (cli_isolated / "reports" / "data" / name).write_bytes((repo / "reports" / "data" / name).read_bytes())
+    args = [command[0], "head_split_control", "--profile", "confirm", *command[1:], "--results-dir", str(results)]
+    err = assert_refused(invoke(*args), "no runs of head_split_control / confirm")
+    assert err.endswith(f"; or pass --from reports/data/{name} to read the runs the committed report was made from")
+    again = invoke(*args, "--from", f"reports/data/{name}", *(["--out", "out"] if command[0] == "report" else []))
+    assert again.exit_code == 0, again.output
+    other = assert_refused(invoke(*args, "eval.n_examples=64"), "no runs of head_split_control / confirm")
+    assert "--from" not in other
+
+
 def test_compare_on_a_store_folder_without_runs_says_so(results):
     folder = results / "pe_extrapolation" / "cpu"
     folder.mkdir(parents=True)

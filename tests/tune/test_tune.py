@@ -362,6 +362,40 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path) -> None:
     assert untimed.sub("", again.read_text()) == untimed.sub("", md)
 
 
+def test_a_tuned_run_refuses_an_override_of_a_tuned_key(tmp_path: Path) -> None:
+    """``ablate run NAME --tuned train.lr=0.5``, where the studies searched ``train.lr``: the study's
+    best value replaced the override silently (every run at lr 0.003..0.01, exit 0). Refused before
+    any run; an override of a key the studies did not search is kept (``train.steps``)."""
+    path, results = write_tiny(tmp_path), tmp_path / "results"
+    assert _tune(path, results, 1) == 0
+    before = sorted(p.name for p in results.iterdir())
+    out = CliRunner().invoke(app, ["run", str(path), "--tuned", "train.lr=0.5", "--results-dir", str(results)])
+    assert out.exit_code == 2, out.output
+    err = out.stderr.strip()
+    assert err.startswith("error: train.lr=0.5 sets a key the studies tuned") and "\n" not in err, err
+    assert "tiny_tune/smoke/copy/" in err and "drop train.lr=0.5" in err and out.stdout == ""
+    assert sorted(p.name for p in results.iterdir()) == before  # nothing ran: no smoke+tuned folder
+
+
+def test_tuned_runs_of_other_overrides_are_set_aside_not_refused(tmp_path: Path) -> None:
+    """Two ``ablate run --tuned`` grids with different overrides in one store: the second trained its
+    runs, then exited 2 with ``the store holds 8 runs of tiny_tune/smoke from more than one config
+    ...; pass the key=value overrides``, which failed the same way when passed; ``compare --tuned``
+    too. The tuned runs of other overrides are set aside and counted, as untuned ones are."""
+    path, results = write_tiny(tmp_path), tmp_path / "results"
+    assert _tune(path, results, 1) == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1, wandb="off", tuned=True) == 0
+    runner = CliRunner()
+    again = runner.invoke(app, ["run", str(path), "--tuned", "train.steps=10", "--results-dir", str(results)])
+    assert again.exit_code == 0, again.output
+    assert len(list(results.glob("tiny_tune/smoke+tuned/*/record.json"))) == 8
+    for overrides in ([], ["train.steps=10"]):  # each grid's 4 runs, the other's counted and set aside
+        out = runner.invoke(app, ["compare", str(path), *overrides, "--tuned", "--results-dir", str(results)])
+        assert out.exit_code == 0, out.output
+        assert "| rope                  | 2/2 |" in out.stdout and "more than one config" not in out.output
+        assert "(4 other runs in" in out.stdout and "smoke+tuned were made with other overrides" in out.stdout
+
+
 def test_an_interrupted_trial_is_not_a_finished_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C in a trial (Lightning turns it into ``SystemExit(1)``): exit 130 with the tune line
     (trials, storage; not "runs in the store"), the trial stored as FAIL with ``interrupted``, and
