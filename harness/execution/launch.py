@@ -23,7 +23,7 @@ from typing import Any
 from rich.markup import escape
 
 from harness.errors import AblateError
-from harness.execution import reuse
+from harness.execution import reuse, run_folder
 from harness.execution.cluster import Engine
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.locks import HEARTBEAT_S
@@ -139,8 +139,11 @@ class Launch:
             elif rec.status in statuses:
                 out.todo.append(spec)
                 out.retry[spec.run_id] = rec.attempt
-            elif rec.status in FAILURES:
-                out.failed_before.append(rec)
+            else:
+                if rec.status in FAILURES:
+                    out.failed_before.append(rec)
+                # kept as it is: a kill between its record and its clean-up left a claim and checkpoints
+                run_folder.tidy_finished(own, self.options.keep_checkpoints, self.options.claim_timeout)
         return out
 
     def place(

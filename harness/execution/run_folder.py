@@ -23,7 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import AblateError
-from harness.execution.locks import CLAIM, DEFAULT_STALE_S, EVENTS, TAKEOVER, append_event, holder, stale_reason
+from harness.execution.locks import (
+    CLAIM,
+    DEFAULT_STALE_S,
+    EVENTS,
+    TAKEOVER,
+    append_event,
+    clear_stale,
+    holder,
+    stale_reason,
+)
 from harness.registry import did_you_mean
 from harness.store.record import STATUSES, Record
 from harness.store.runs import RECORD
@@ -138,6 +147,18 @@ def finish(folder: Path, keep_checkpoints: bool) -> None:
     """Drop the checkpoints of a finished run unless asked to keep them."""
     if not keep_checkpoints:
         shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
+
+
+def tidy_finished(folder: Path, keep_checkpoints: bool, stale_after: float = DEFAULT_STALE_S) -> None:
+    """Clean what a process killed between writing a finished run's record and cleaning up left
+    behind: its claim, once stale (logged as a takeover), and the checkpoints :func:`finish`
+    would have dropped. A claim that still holds (a live process) is left alone, with the
+    checkpoints."""
+    if (folder / CLAIM).exists():
+        clear_stale(folder, stale_after)
+        if (folder / CLAIM).exists():
+            return
+    finish(folder, keep_checkpoints)
 
 
 def claimed_elsewhere(spec: Any, holder: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -164,3 +164,28 @@ def test_two_workers_give_the_numbers_of_one(grid, tmp_path: Path) -> None:
     events = _store_is_complete(tmp_path / "results", specs, reference)
     pids = {e["pid"] for s in specs for e in read_events(tmp_path / "results" / "tiny" / "cpu" / s.run_id)}
     assert len(pids) == 2 and os.getpid() not in pids and all(e == ["claim", "finish"] for e in events.values())
+
+
+def test_a_kill_after_the_record_leaves_nothing_behind_once_run_again(tmp_path: Path) -> None:
+    """A kill -9 between writing a finished run's record and its clean-up left its claim and
+    checkpoints for good: a later ``ablate run`` skips finished runs before any attempt, so nothing
+    removed them (the random kills above caught this now and then). The next run tidies them; a
+    claim of a live process is left alone."""
+    import json
+    import socket
+
+    path = write_tiny(tmp_path / "decl", steps=20, val_every=10, seeds=(0, 1))
+    results = tmp_path / "results"
+    assert run_cmd.run(str(path), None, [], results, workers=1) == 0
+    dead, live = sorted((results / "tiny" / "cpu").iterdir())[:2]
+    gone = {"host": socket.gethostname(), "pid": 2**22 + 7, "owner": "killed"}  # above pid_max: no such process
+    held = {"host": socket.gethostname(), "pid": os.getppid(), "owner": "alive"}  # a live process, not this one
+    for folder, claim in ((dead, gone), (live, held)):
+        (folder / "checkpoints").mkdir()
+        (folder / "checkpoints" / "last.ckpt").write_bytes(b"x")
+        (folder / "claim.lock").write_text(json.dumps(claim))
+    held_before = (live / "claim.lock").read_text()
+    assert run_cmd.run(str(path), None, [], results, workers=1) == 0
+    assert not (dead / "claim.lock").exists() and not (dead / "checkpoints").exists()
+    assert "takeover" in [e["event"] for e in read_events(dead)]
+    assert (live / "claim.lock").read_text() == held_before and (live / "checkpoints" / "last.ckpt").exists()
