@@ -13,8 +13,10 @@ from pathlib import Path
 from harness.redact import mask_url
 
 DEFAULT_RESULTS = Path("results")
-DEFAULT_REPORTS = Path("reports")  # the default --out of ablate report, where the committed reports are
 """The CLI's default ``--results-dir``; a hint names the folder only when it differs."""
+
+DEFAULT_REPORTS = Path("reports")
+"""The default ``--out`` of ``ablate report``: where the committed reports and their data files are."""
 
 GRID_VERBS = ("run", "status", "compare", "report", "plan", "tune", "show")
 """Commands that take an ablation, ``--profile`` and the grid's key=value overrides."""

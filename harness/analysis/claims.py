@@ -151,11 +151,7 @@ def _tested(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
             small_effects.append(table.sesoi)  # real, but smaller than the effect the ablation cares about
             small = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
         undefined = why_undefined(r)  # no CI or p to print: say why instead of "nan"
-        ci = (
-            f"95% CI [{text(r['delta_ci_low'], '+.4g')}, {text(r['delta_ci_high'], '+.4g')}] (not adjusted)"
-            if undefined is None
-            else f"95% CI – ({undefined})"
-        )
+        ci = delta_ci(r, " (not adjusted)")
         p_adj = f"{text(r['p_adj'], '.3g')} ({table.family})" if undefined is None else f"– ({undefined})"
         lines.append(
             head + f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {ev['variant']} better), "
@@ -193,6 +189,15 @@ def _needed(result: Analysis, task: str, metric: str, variant: str) -> int:
         for p in result.power
         if (p.task, p.metric, p.variant) == (task, metric, variant) and p.needed is not None
     )
+
+
+def delta_ci(row: Mapping[str, Any], note: str = "") -> str:
+    """``95% CI [-0.01, +0.02]`` of a comparison's Δ (with ``note`` after it), or ``95% CI – (why)``
+    where it has no test (:func:`why_undefined`): never ``nan``."""
+    undefined = why_undefined(row)
+    if undefined is not None:
+        return f"95% CI – ({undefined})"
+    return f"95% CI [{text(row['delta_ci_low'], '+.4g')}, {text(row['delta_ci_high'], '+.4g')}]{note}"
 
 
 def why_undefined(row: Mapping[str, Any]) -> str | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from harness import __version__
 from harness.execution import run_folder as attempts
-from harness.execution.locks import CLAIM, append_event, clear_stale, holder, try_claim
+from harness.execution.locks import append_event, holder, try_claim
 from harness.execution.outcome import classify
 from harness.execution.reuse import target_of
 from harness.execution.run_folder import CHECKPOINTS, Progress, RunOptions, archived_attempts
@@ -91,8 +91,7 @@ def execute(
     opts = options or RunOptions()
     folder = run_dir(results, spec.ablation, spec.profile, spec.run_id)
     if (done := read_record(folder)) is not None and not opts.wants_retry(done):
-        if (folder / CLAIM).exists():  # left by a process killed between the record and its release
-            clear_stale(folder, opts.claim_timeout)
+        attempts.tidy_finished(folder, opts.keep_checkpoints, opts.claim_timeout)  # a kill after its record
         return done
     claim = try_claim(folder, opts.claim_timeout)
     if claim is None:

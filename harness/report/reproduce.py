@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis.claims import why_undefined
+from harness.analysis.claims import delta_ci
 from harness.analysis.reproductions import EntryResult, Outcome, evaluate
 from harness.encode import count, text
 from harness.errors import AblateError
@@ -30,12 +30,7 @@ def evidence_line(o: Outcome) -> str:
             else f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}"
         )
     r, ref = o.row, o.reference
-    undefined = why_undefined(r)  # no CI to print: say why instead of "nan" (issue 11, item 14)
-    ci = (
-        f"95% CI [{text(r['delta_ci_low'], '+.4g')}, {text(r['delta_ci_high'], '+.4g')}]"
-        if undefined is None
-        else f"95% CI – ({undefined})"
-    )
+    ci = delta_ci(r)  # no CI to print: says why instead of "nan" (issue 11, item 14)
     line = (
         head + f"{c.variant} {text(r['mean'])} vs {c.reference} {text(ref['mean'])} (means); "
         f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {c.variant} better), "

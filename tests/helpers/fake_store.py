@@ -3,7 +3,6 @@ trains): for the commands that only read the store (plan, report --all)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,7 @@ import yaml
 
 from harness.execution.attempt import spec_record
 from harness.experiment.ablation import load
-from harness.experiment.config import build_config
 from harness.experiment.grid import plan
-from harness.experiment.overrides import apply_overrides
 from harness.store.runs import write_record
 from harness.tune.studies import tuned_profile
 
@@ -74,8 +71,7 @@ def write_runs(
     written = 0
     for spec in plan(abl, profile, list(overrides), check_data=False)[1]:
         if tuned is not None:
-            config = build_config(apply_overrides(spec.config.model_dump(mode="json"), tuned), "tuned")
-            spec = dataclasses.replace(spec, profile=tuned_profile(profile), config=config, tuned_params=tuned)
+            spec = spec.tuned(tuned, tuned_profile(profile), "tuned")
         v = value(spec.variant_label, spec.seed)
         if v is None:
             continue
