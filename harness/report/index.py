@@ -76,14 +76,23 @@ class Entry:
         return max(self.reported, key=lambda r: (r.confirmatory, r.evidence, r.newest, r.order), default=None)
 
 
-def check_store(results: Path) -> None:
-    """Raises AblateError when no registered ablation has a profile folder in ``results``."""
+def check_store(results: Path, out: Path | None = None) -> None:
+    """Raises AblateError when no registered ablation has a profile folder in ``results``; when
+    ``out/data`` holds reports' data files (a clone of the repository), the error names
+    ``ablate restore``, which rebuilds the store from them."""
     for name in ablation_mod.available():
         if (Path(results) / name).is_dir() and any(p.is_dir() for p in (Path(results) / name).iterdir()):
             return
+    restore = ""
+    if out is not None and any((Path(out) / "data").glob("*.csv*")):
+        files = (
+            shlex.join(["ablate", "restore", *results_option(results)])
+            + f" {shlex.quote(str(Path(out) / 'data'))}/*.csv*"
+        )
+        restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
     raise AblateError(
         f"no runs of any registered ablation in {results}; run `{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` "
-        "first or pass the --results-dir it wrote to"
+        f"first or pass the --results-dir it wrote to{restore}"
     )
 
 
@@ -96,7 +105,7 @@ def report_all(
 ) -> Path:
     """Write every report and ``out/README.md``; returns the index's path. ``echo``: one line
     per report written or profile skipped."""
-    check_store(results)
+    check_store(results, out)
     evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
     guards = merge(guards_from(evaluated), negative_guards(_all_claims(), results))
     entries = [

@@ -200,6 +200,20 @@ def test_report_all_refuses_a_store_without_runs(tmp_path):
     assert list(results.iterdir()) == [] and list(tmp_path.joinpath("cwd").iterdir()) == []
 
 
+def test_report_all_without_a_store_names_restore_where_reports_have_data_files(tmp_path):
+    """A clone of the repository: no store, but the committed reports' data files. The refusal
+    names the command that rebuilds the store from them, as it can be pasted."""
+    out = tmp_path / "reports"
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "tiny.csv.gz").write_bytes(b"")
+    results = tmp_path / "results"
+    assert_refused(
+        invoke("report", "--all", "--results-dir", str(results), "--out", str(out)),
+        "no runs of any registered ablation in",
+        f"or `ablate restore --results-dir {results} {out / 'data'}/*.csv*` to rebuild it from the data files",
+    )
+
+
 def test_the_index_shows_a_claim_untestable_where_the_baseline_did_not_learn(tmp_path, monkeypatch):
     """Issue 12, section 2: the cpu baseline reached the task's convergence target on none of its
     7 seeds, so every claim on it is ``untestable at this scale``, in the report and in the index."""

@@ -1,0 +1,151 @@
+"""``ablate restore``: a report's data file back into a run store gives the runs the report was
+made from (records and validation histories equal), the same report again, a grid that trains only
+the runs it lacks, and never overwrites a finished run; bad input is refused (exit 2)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.cli import run as run_cmd
+from harness.store.runs import scan
+from helpers.cli import assert_refused, invoke, untimed
+from helpers.tiny_grid import write_tiny
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """A trained tiny grid (2 positions x 2 seeds, with validation histories), one run diverged
+    without metrics, and the report made from it: (declaration, store, reports folder)."""
+    root = tmp_path_factory.mktemp("restore")
+    decl = write_tiny(root / "decl", steps=20, val_every=10, seeds=(0, 1))
+    results = root / "results"
+    assert run_cmd.run(str(decl), None, [], results, workers=1) == 0
+    first = sorted((results / "tiny" / "cpu").iterdir())[0] / "record.json"
+    rec = json.loads(first.read_text())
+    rec.update(status="diverged", reason="loss is nan at step 7 (last finite loss 2.5)", metrics={})
+    first.write_text(json.dumps(rec))
+    out = root / "reports"
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(out), "--wandb", "off").exit_code == 0
+    )
+    return decl, results, out
+
+
+def _runs(results: Path) -> dict[str, dict]:
+    return {r.run_id: r.to_json() for r in scan(results, "tiny", "cpu").records}
+
+
+def _held(stored: dict[str, dict], restored: dict[str, dict]) -> dict[str, dict]:
+    """The stored records cut to the fields a data file holds (those a report reads: ids, status,
+    metrics, config, versions, timings, hardware; not e.g. the per-step timings or the host)."""
+    return {rid: {k: v for k, v in rec.items() if k in restored.get(rid, {})} for rid, rec in stored.items()}
+
+
+def _histories(results: Path) -> dict[str, pd.DataFrame]:
+    return {p.parent.name: pd.read_csv(p) for p in (results / "tiny" / "cpu").glob("*/history.csv")}
+
+
+def test_restored_runs_equal_the_stored_ones_and_give_the_same_report(reported, tmp_path):
+    decl, results, out = reported
+    again = tmp_path / "store"
+    result = invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(again), "--ablation", str(decl))
+    assert result.exit_code == 0, result.output
+    assert "4 runs written (3 with a validation history)" in result.stdout
+    restored = _runs(again)
+    assert restored == _held(_runs(results), restored) and len(restored) == 4
+    assert all({"metrics", "status", "config", "seed", "commit", "wall_time_s"} <= set(r) for r in restored.values())
+    ok = {rid for rid, rec in restored.items() if rec["status"] == "ok"}
+    stored, restored = _histories(results), _histories(again)
+    assert restored.keys() == ok and len(ok) == 3  # a data file holds the curves of ok runs: those the report draws
+    for rid in ok:
+        pd.testing.assert_frame_equal(restored[rid], stored[rid])
+    report = tmp_path / "reports"
+    made = invoke("report", str(decl), "--results-dir", str(again), "--out", str(report), "--wandb", "off")
+    assert made.exit_code == 0, made.output
+    original = untimed((out / "tiny.md").read_text()).replace(str(results), "STORE")
+    assert untimed((report / "tiny.md").read_text()).replace(str(again), "STORE") == original
+    assert "diverged" in original
+
+
+def test_a_restored_store_trains_only_the_runs_it_lacks(reported, tmp_path):
+    decl, _, out = reported
+    store = tmp_path / "store"
+    assert (
+        invoke(
+            "restore", str(out / "data" / "tiny.csv"), "--results-dir", str(store), "--ablation", str(decl)
+        ).exit_code
+        == 0
+    )
+    more = write_tiny(tmp_path / "more", steps=20, val_every=10, seeds=(0, 1, 2))  # the same grid, one more seed
+    before = set(_runs(store))
+    assert run_cmd.run(str(more), None, [], store, workers=1) == 0
+    after = _runs(store)
+    assert before < set(after) and len(after) == 6
+    assert {after[r]["seed"] for r in set(after) - before} == {2}  # seeds 0 and 1 were not trained again
+
+
+def test_a_run_already_in_the_store_is_kept_and_a_different_one_said(reported, tmp_path):
+    decl, results, out = reported
+    store = tmp_path / "store"
+    shutil.copytree(results, store)
+    data = str(out / "data" / "tiny.csv")
+    same = invoke("restore", data, "--results-dir", str(store), "--ablation", str(decl))
+    assert same.exit_code == 0, same.output
+    assert "0 runs written" in same.stdout and "4 runs already in the store, kept" in same.stdout
+    ok = next(
+        p for p in sorted((store / "tiny" / "cpu").iterdir()) if json.loads((p / "record.json").read_text())["metrics"]
+    )
+    rec = json.loads((ok / "record.json").read_text())
+    rec["metrics"] = {k: v + 1 for k, v in rec["metrics"].items()}
+    (ok / "record.json").write_text(json.dumps(rec))
+    differ = invoke("restore", data, "--results-dir", str(store), "--ablation", str(decl))
+    assert differ.exit_code == 1, differ.output
+    assert f"1 of them differ from the file's (metrics or status), e.g. {ok.name}" in differ.stdout
+    assert json.loads((ok / "record.json").read_text()) == rec  # kept as it was
+
+
+def test_an_unfinished_restore_is_completed_by_the_next(reported, tmp_path):
+    decl, _, out = reported
+    store = tmp_path / "store"
+    data = str(out / "data" / "tiny.csv")
+    assert invoke("restore", data, "--results-dir", str(store), "--ablation", str(decl)).exit_code == 0
+    folder = sorted((store / "tiny" / "cpu").iterdir())[1]
+    (folder / "record.json").unlink()  # killed after the history, before the record
+    result = invoke("restore", data, "--results-dir", str(store), "--ablation", str(decl))
+    assert result.exit_code == 0 and "1 run written" in result.stdout, result.output
+    assert (folder / "record.json").is_file()
+
+
+def test_a_gzipped_data_file_restores_the_same_runs(reported, tmp_path):
+    decl, results, out = reported
+    packed = tmp_path / "tiny.csv.gz"
+    packed.write_bytes(gzip.compress((out / "data" / "tiny.csv").read_bytes()))
+    store = tmp_path / "store"
+    assert invoke("restore", str(packed), "--results-dir", str(store), "--ablation", str(decl)).exit_code == 0
+    restored = _runs(store)
+    assert restored == _held(_runs(results), restored) and len(restored) == 4
+
+
+def test_bad_input_is_refused(reported, tmp_path):
+    decl, _, out = reported
+    data = str(out / "data" / "tiny.csv")
+    assert_refused(invoke("restore", "--results-dir", str(tmp_path / "s")), "name the data files")
+    assert_refused(invoke("restore", str(tmp_path), "--results-dir", str(tmp_path / "s")), "a folder")
+    assert_refused(invoke("restore", str(tmp_path / "none.csv"), "--results-dir", str(tmp_path / "s")), "no such file")
+    # the runs of an ablation of one's own: its name is not registered, its declaration is needed
+    assert_refused(invoke("restore", data, "--results-dir", str(tmp_path / "s")), "'tiny'")
+    other = write_tiny(tmp_path / "other", name="other")
+    assert_refused(
+        invoke("restore", data, "--results-dir", str(tmp_path / "s"), "--ablation", str(other)),
+        "holds runs of tiny",
+        "declares other",
+    )
+    (tmp_path / "junk.csv").write_text("a,b\n1,2\n")
+    assert_refused(invoke("restore", str(tmp_path / "junk.csv"), "--results-dir", str(tmp_path / "s")), "no row names")
+    assert not (tmp_path / "s").exists()
