@@ -46,7 +46,8 @@ def report(
     (:mod:`harness.report.tuning_data`), never from the Optuna storage or the store; the studies'
     figures are not drawn again but copied from the report folder the file lies in (``reports/``
     for ``reports/data/FILE``) when ``out`` is another folder; one found in neither is named in a
-    warning and linked all the same."""
+    warning and linked all the same. Its Speed section (kernel ablations) shows the bench files
+    kept beside the file (``data/bench/``), not the store's."""
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     if source is not None and wandb != "off":
@@ -83,8 +84,18 @@ def report(
     else:  # the controls' outcomes kept beside the data file; without that file, unknown
         guards = data.guards if data.guards is not None else declared_guards(list(abl.claims), UNKNOWN)
     with _writing(out):
+        bench = Path(source).parent / "bench" if source is not None else None  # the copy beside the data file
         path = write_report(
-            sel, results, out, storage=storage, result=result, data=found is None, ctx=ctx, tuning=tuning, guards=guards
+            sel,
+            results,
+            out,
+            storage=storage,
+            result=result,
+            data=found is None,
+            ctx=ctx,
+            tuning=tuning,
+            guards=guards,
+            bench=bench,
         )
     output.console.print(f"wrote {path}")
     if data is not None and data.tuning is not None:

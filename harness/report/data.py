@@ -9,7 +9,9 @@ and one per unreadable store entry the report listed (``kind`` = ``problem``, th
 ``reason``; ``metric`` = ``history`` and the run id for a run's unreadable ``history.csv``).
 The tuned runs a report's Tuning section compares (``ablate run --tuned``, profile
 ``PROFILE+tuned``) follow, as ``metric`` and ``run`` rows only (that section draws no curve); the
-studies it lists are kept beside the file (:mod:`harness.report.tuning_data`).
+studies it lists are kept beside the file (:mod:`harness.report.tuning_data`), and so are the
+``ablate bench attention`` files a kernel ablation's Speed section shows (``data/bench/``,
+:func:`harness.report.bench.keep`).
 Every row of a run repeats the run's fields: ids, status and reason, commit and versions,
 timings, hardware, and its whole config, one column per key (``config.train.lr``).
 Cells are plain text: an empty cell is a missing value (None), lists and mappings are JSON, and

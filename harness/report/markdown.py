@@ -17,6 +17,7 @@ from harness.experiment.selection import Selection
 from harness.hints import Context
 from harness.report import figures, sections
 from harness.report.bench import bench_section
+from harness.report.bench import keep as keep_bench
 from harness.report.data import write_data
 from harness.report.guards import Guards, write_guards
 from harness.report.omnibus import across_variants
@@ -44,12 +45,17 @@ def write_report(
     ctx: Context | None = None,
     tuning: TuningInputs | None = None,
     guards: Guards | None = None,
+    bench: Path | None = None,
 ) -> Path:
     """Write the markdown report of the selection's runs and its PNG figures under ``out``;
     returns the markdown path. ``data``: also write the tidy table of its runs,
     ``out/data/NAME[.PROFILE].csv[.gz]`` (:mod:`harness.report.data`, with the tuned runs), and
     the studies the Tuning section lists, ``out/data/NAME[.PROFILE].tuning.json``
     (:mod:`harness.report.tuning_data`), from which ``ablate report --from`` makes the same report.
+
+    ``bench``: the folder of the ``ablate bench attention`` files the Speed section shows (None:
+    ``<results>/bench``, copied to ``out/data/bench/`` with the data file; a data file's copy for
+    ``--from``).
 
     ``guards``: the positive controls of the ablation's claims and their outcomes
     (:mod:`harness.report.guards`; a claim's verdict is withheld while one has not passed); None:
@@ -96,7 +102,7 @@ def write_report(
     parts += probe_section(result)  # leakage / masked attention probes per cell, where runs carry them
     parts += sections.failures_section(result)
     parts += tuning_section(sel, result, tuning, ctx, guards)
-    parts += bench_section(abl, results, fig_dir, path.parent)  # attention kernels: `ablate bench attention`
+    parts += bench_section(abl, results, fig_dir, path.parent, bench)  # attention kernels: `ablate bench attention`
     if abl.notes:
         parts += ["## Notes on the design", "", abl.notes, ""]
     parts += ["## Reproduce", "", "```", *_commands(abl, profile, list(sel.overrides), tuning), "```", ""]
@@ -105,6 +111,7 @@ def write_report(
         written = write_data(records, history_of(result.scan, results), result.scan.problems, results, path, tuned)
         write_studies(tuning.studies, written)
         write_guards(guards, written, abl.name, profile)
+        keep_bench(abl, results, written.parent)
     return path
 
 

@@ -255,3 +255,38 @@ def test_write_report_appends_the_section(tmp_path, monkeypatch):
     path = report_mod.write_report(select(load_ablation("attention_kernel"), "cpu", check_data=False), results, out)
     assert "## Speed and memory (`ablate bench attention`)" in path.read_text()
     assert (out / "figures" / "attention_kernel-bench-attention-cpu-float32.png").exists()
+
+
+def test_the_bench_files_travel_with_the_data_file(tmp_path):
+    """A kernel ablation's report keeps the store's bench files beside its data file
+    (``data/bench/``), and ``ablate report --from`` shows the same Speed section from them once the
+    store is gone: the committed report is checkable without the store."""
+    import shutil
+
+    import yaml
+
+    from harness.cli import run as run_cmd
+    from helpers.cli import invoke, untimed
+    from helpers.tiny_grid import write_tiny
+
+    decl = write_tiny(tmp_path / "decl", name="kern", steps=4, val_every=2, seeds=(0, 1))
+    spec = yaml.safe_load(decl.read_text())
+    spec.update(axes={"attention.kernel": ["sdpa", "math"]}, baseline={"attention.kernel": "sdpa"})
+    decl.write_text(yaml.safe_dump(spec))
+    results, first, second = tmp_path / "results", tmp_path / "a", tmp_path / "b"
+    assert run_cmd.run(str(decl), None, [], results, workers=1) == 0
+    (results / "bench").mkdir()
+    (results / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
+    assert (
+        invoke("report", str(decl), "--results-dir", str(results), "--out", str(first), "--wandb", "off").exit_code == 0
+    )
+    kept = first / "data" / "bench" / "attention-cpu-float32.json"
+    assert kept.read_bytes() == (results / "bench" / "attention-cpu-float32.json").read_bytes()
+    shutil.rmtree(results)
+    made = invoke("report", str(decl), "--from", str(first / "data" / "kern.csv"), "--out", str(second))
+    assert made.exit_code == 0, made.output
+    original = untimed((first / "kern.md").read_text())
+    assert "## Speed and memory" in original and "| math | 128 | 4 | 2.00 |" in original
+    assert untimed((second / "kern.md").read_text()) == original
+    fig = "figures/kern-bench-attention-cpu-float32.png"
+    assert (first / fig).read_bytes() == (second / fig).read_bytes()
