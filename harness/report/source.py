@@ -21,10 +21,12 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import AblateError
+from harness.experiment import metrics as metrics_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.config import RunConfig
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
+from harness.registry import did_you_mean
 from harness.report.data import CONFIG, KINDS, OPTIONAL_FIELDS, RENAMED, ROW_FIELDS, RUN_FIELDS, STORE
 from harness.report.guards import Guards, read_guards
 from harness.report.tuning_data import TuningData, read_studies
@@ -241,6 +243,7 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
             records[rid] = rec
         if r["kind"] == "metric":
             value = _value(r["value"], "number", f"{where}, column value")
+            _check_metric(r["metric"], value, where)
             held = records[rid]["metrics"]
             if r["metric"] in held and not _same(held[r["metric"]], value):  # an exact duplicate is harmless
                 raise AblateError(
@@ -276,6 +279,30 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
         read_guards(path, ablation, prof),
         frozenset(config_cols),
     )
+
+
+def _check_metric(name: str, value: Any, where: str) -> None:
+    """A metric row names a metric of :data:`harness.experiment.metrics.METRICS` and holds a value
+    a run can score: a fraction right between 0 and 1, a loss not below 0, a perplexity not
+    below 1 (the table's ``floor`` and, in the better direction, ``best``). NaN and an infinite
+    loss are values a run can end with (a diverged one).
+
+    Raises:
+        AblateError: an unknown name (a renamed metric) or a value out of range (an edited cell).
+    """
+    metric = metrics_mod.lookup(name)
+    regenerate = "a data file is written by `ablate report NAME` from the store, not edited"
+    if metric is None:
+        known = did_you_mean(name, [n for m in metrics_mod.METRICS for n in m.names((1, 2, 4), 2)])
+        raise AblateError(
+            f"{where}: {name!r} is not a metric ablate produces{known} (harness/experiment/metrics.py); {regenerate}"
+        )
+    if not isinstance(value, (int, float)) or math.isnan(value):
+        return
+    low, high = metric.floor, metric.best if metric.higher_is_better else None
+    if (low is not None and value < low) or (high is not None and value > high):
+        span = f"[{low:g}, {high:g}]" if high is not None else f"at least {low:g}"
+        raise AblateError(f"{where}: {name} = {value!r}, where a run's {name} is {span} ({metric.unit}); {regenerate}")
 
 
 def _check_rows_agree(path: Path, rows: list[dict[str, str]]) -> None:

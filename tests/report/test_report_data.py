@@ -164,6 +164,13 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
     files["disagree"].write_text(_last_row_edited(text, "seed", "7"))
     files["cut"] = root / "cut.csv"
     files["cut"].write_text(_cut_in_a_runs_first_row(text))
+    rows = _rows(text)
+    i, metric, value = _metric_row(rows), rows[0].index("metric"), rows[0].index("value")
+    for name, (column, cell) in {"impossible": (value, "7.0"), "renamed": (metric, "accuracy@x2")}.items():
+        edited = [list(r) for r in rows]
+        edited[i][column] = cell
+        files[name] = root / f"{name}.csv"
+        files[name].write_text(_text(edited))
     return files
 
 
@@ -243,6 +250,11 @@ def _other_value(text: str) -> str:
         ("fifo", ["not a regular file (a device, a FIFO or a socket)"]),
         ("conflict", ["has two different values of metric", "a data file holds one per run and metric"]),
         ("disagree", ["disagree on seed ('7' here, ", "every row of a run repeats its fields"]),
+        (
+            "impossible",
+            ["acc@x2 = 7.0, where a run's acc@x2 is [0, 1] (fraction of scored tokens right)", "not edited"],
+        ),
+        ("renamed", ["'accuracy@x2' is not a metric ablate produces (did you mean 'acc@x2'", "not edited"]),
         (
             "cut",
             [
