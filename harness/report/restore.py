@@ -62,6 +62,8 @@ def ablation_of(path: Path) -> str:
     try:
         raw = path.read_bytes()
         text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8-sig")
+        if not text.strip():
+            raise AblateError(f"{path}: empty (0 bytes of data); pass a report's data file")
         for row in csv.DictReader(io.StringIO(text)):
             if row.get("ablation"):
                 return row["ablation"]

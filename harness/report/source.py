@@ -152,6 +152,13 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
         raise AblateError(
             f"--from {path}: unreadable ({type(exc).__name__}: {exc}); pass a report's data file (CSV, or CSV gzipped)"
         ) from None
+    if not text.strip():
+        empty = "0 bytes" if not raw else "gzipped, 0 bytes inside" if raw[:2] == b"\x1f\x8b" else "blank"
+        raise AblateError(
+            f"--from {path}: empty ({empty}): a copy or download that did not happen, or a file truncated; "
+            "pass a report's data file (reports/data/NAME.PROFILE.csv[.gz]), or regenerate it with "
+            "`ablate report NAME` from the store"
+        )
     need = {"kind", *(c for c, _ in RUN_FIELDS if c not in OPTIONAL_FIELDS), "metric", "step", "value", STORE}
     header = set(rows[0]) if rows else set(columns)
     if not rows and header and need <= header:

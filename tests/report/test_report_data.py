@@ -153,6 +153,10 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
     first = lines[1].split(",")
     first[cols.index("seed")] = "one"
     files["value"].write_text("\n".join([lines[0], ",".join(first), *lines[2:]]) + "\n")
+    files["empty"] = root / "empty.csv"
+    files["empty"].write_bytes(b"")
+    files["emptygz"] = root / "empty.csv.gz"
+    files["emptygz"].write_bytes(gzip.compress(b""))
     files["header"] = root / "header.csv"
     files["header"].write_text(lines[0] + "\n")
     files["devnull"] = Path("/dev/null")
@@ -246,6 +250,8 @@ def _other_value(text: str) -> str:
         ("cells", ["is not a row of a report's data file"]),
         ("value", ["column seed", "'one'"]),
         ("header", ["holds no rows (a header only)"]),
+        ("empty", ["empty (0 bytes): a copy or download that did not happen"]),
+        ("emptygz", ["empty (gzipped, 0 bytes inside)"]),
         ("devnull", ["/dev/null: not a regular file"]),
         ("fifo", ["not a regular file (a device, a FIFO or a socket)"]),
         ("conflict", ["has two different values of metric", "a data file holds one per run and metric"]),

@@ -146,6 +146,8 @@ def test_bad_input_is_refused(reported, tmp_path):
         "holds runs of tiny",
         "declares other",
     )
+    (tmp_path / "empty.csv").write_bytes(b"")
+    assert_refused(invoke("restore", str(tmp_path / "empty.csv"), "--results-dir", str(tmp_path / "s")), "empty")
     (tmp_path / "junk.csv").write_text("a,b\n1,2\n")
     assert_refused(invoke("restore", str(tmp_path / "junk.csv"), "--results-dir", str(tmp_path / "s")), "no row names")
     assert not (tmp_path / "s").exists()
