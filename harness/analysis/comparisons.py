@@ -58,7 +58,7 @@ class Analysis:
     tables: list[Table] = field(default_factory=list)
     foreign: int = 0  # records of this folder made with other overrides
     mixed_code: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # task -> code run at >1 version
-    unlearned: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (baseline seeds at target, planned)
+    unlearned: dict[str, untestable.Unlearned] = field(default_factory=dict)  # task -> baseline seeds at target
     power: list[primary_power.PrimaryPower] = field(default_factory=list)  # each primary comparison at its sesoi
 
     @property

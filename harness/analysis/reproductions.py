@@ -54,7 +54,7 @@ class Outcome:
     note: str = ""
     runs: int = 0  # runs of the grid in the store
     planned: int = 0  # runs the grid declares
-    unlearned: tuple[int, int] | None = None  # (seeds the reference reached the task's target, seeds planned)
+    unlearned: untestable.Unlearned | None = None  # the reference did not reach the task's target on most seeds
     ceiling: int | None = None  # seeds, when the reference scored the metric's best value on every one
 
 
@@ -205,7 +205,8 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryRe
         if view.tasks[comp.task].target is not None:  # the gating rule of the claims, on the reference
             reached = untestable.seeds_at_target(result.rows, comp.task, comp.reference)
             if not untestable.learned(reached, len(prof.seeds)):
-                outcome.unlearned = (reached, len(prof.seeds))
+                run = untestable.seeds_run(result.rows, comp.task, comp.reference)
+                outcome.unlearned = untestable.Unlearned(reached, len(prof.seeds), run)
         outcome.ceiling = untestable.seeds_at_ceiling(
             result.rows, comp.task, comp.metric, comp.reference, paired_with=comp.variant
         )
@@ -218,16 +219,26 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryRe
         o.verdict = str(o.row["verdict"])
         o.outcome = judge(o.verdict, o.comparison.expect)
         if o.unlearned is not None:  # no pass or fail from a reference that did not learn the task
-            o.outcome = f"inconclusive (baseline not learned {o.unlearned[0]}/{o.unlearned[1]})"
+            left = f", {o.unlearned.not_run} not run" if o.unlearned.not_run else ""
+            o.outcome = f"inconclusive (baseline not learned {o.unlearned.reached}/{o.unlearned.planned}{left})"
         elif o.ceiling is not None and untestable.undecided_at_ceiling(o.verdict):  # too easy to separate them
             o.outcome = f"inconclusive (reference at ceiling on all {o.ceiling} seeds)"
         low = o.comparison.reference_min
         if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not o.reference.get("mean", math.nan) >= low:
             o.outcome = "fail"
             o.note = f"the reference's mean {o.reference.get('mean', math.nan):.4g} is below {low:g}" + (
-                f"; it reached the task's target on {o.unlearned[0]} of {o.unlearned[1]} seeds" if o.unlearned else ""
+                f"; it reached the task's target on {_seeds_reached(o.unlearned)}" if o.unlearned else ""
             )
     return EntryResult(entry, outcomes, scale)
+
+
+def _seeds_reached(u: untestable.Unlearned) -> str:
+    """``0 of 8 seeds``; ``0 of the 3 seeds run (8 planned)`` while the grid is unfinished."""
+    return (
+        f"{u.reached} of {u.planned} seeds"
+        if not u.not_run
+        else f"{u.reached} of the {u.run} seeds run ({u.planned} planned)"
+    )
 
 
 def _scale(result: Analysis) -> str:

@@ -7,7 +7,7 @@ statistics would otherwise have judged."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -20,8 +20,23 @@ if TYPE_CHECKING:
     from harness.analysis.comparisons import Table
 
 
-def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, tuple[int, int]]:
-    """``{task: (k, planned)}`` for every task with a convergence target whose baseline reached it
+class Unlearned(NamedTuple):
+    """A baseline (or a reproduction's reference) that did not learn its task: it reached the
+    convergence target on ``reached`` seeds, not more than half of the ``planned`` ones; ``run``:
+    the seeds it has a finished run of (fewer than ``planned`` while the grid is unfinished, the
+    seeds not run counting as not reached)."""
+
+    reached: int
+    planned: int
+    run: int
+
+    @property
+    def not_run(self) -> int:
+        return self.planned - self.run
+
+
+def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, Unlearned]:
+    """An :class:`Unlearned` for every task with a convergence target whose baseline reached it
     (per-run metric ``target_reached`` = 1) on ``k`` seeds, not more than half of ``planned``: at
     such a scale the task was not learned, and no comparison on it gets a verdict (issue 12, section 2).
     A baseline run that did not finish, or carries no ``target_reached``, did not reach the target."""
@@ -31,8 +46,13 @@ def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str
             continue
         reached = seeds_at_target(rows, task, abl.baseline_label)
         if not learned(reached, planned):
-            out[task] = (reached, planned)
+            out[task] = Unlearned(reached, planned, seeds_run(rows, task, abl.baseline_label))
     return out
+
+
+def seeds_run(rows: pd.DataFrame, task: str, variant: str) -> int:
+    """Seeds of which ``variant`` has a finished run of ``task`` (ok, diverged or failed) in the tidy ``rows``."""
+    return int(rows.loc[(rows["task"] == task) & (rows["variant"] == variant), "seed"].nunique())
 
 
 def seeds_at_target(rows: pd.DataFrame, task: str, variant: str) -> int:
@@ -49,7 +69,7 @@ def learned(reached: int, planned: int) -> bool:
 
 
 def mark_not_learned(
-    table: Table, unlearned: tuple[int, int] | None, runs: pd.DataFrame, apply_gate: bool, planned: int
+    table: Table, unlearned: Unlearned | None, runs: pd.DataFrame, apply_gate: bool, planned: int
 ) -> None:
     """No verdict where the task was not learned: every comparison of a task whose baseline missed
     its target on most seeds reads ``not learned (k/n seeds reached target)``; a comparison beyond L

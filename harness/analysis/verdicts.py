@@ -103,10 +103,12 @@ def same_outcome(n_pairs: int) -> str:
     return f"{Kind.SAME_OUTCOME.value} in all {n_pairs} pairs"
 
 
-def not_learned_target(reached: int, planned: int) -> str:
+def not_learned_target(reached: int, planned: int, run: int | None = None) -> str:
     """``not learned (k/n seeds reached target)``: the baseline reached the task's convergence target
-    on ``reached`` of its ``planned`` seeds, not more than half."""
-    return f"{Kind.NOT_LEARNED.value} ({reached}/{planned} seeds reached target)"
+    on ``reached`` of its ``planned`` seeds, not more than half; ``run``: the seeds it has a run of,
+    when fewer (an unfinished grid: ``not learned (0/8 seeds reached target; 5 not run)``)."""
+    left = f"; {planned - run} not run" if run is not None and run < planned else ""
+    return f"{Kind.NOT_LEARNED.value} ({reached}/{planned} seeds reached target{left})"
 
 
 def not_learned_gate(passed: int, planned: int, whose: str = "") -> str:

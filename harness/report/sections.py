@@ -118,9 +118,8 @@ def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
     comparison on the task gets a verdict, and the line says why the tables read ``not learned``."""
     out = []
     confirmatory = abl.profiles[result.profile].confirmatory
-    for task, (reached, planned) in result.unlearned.items():
-        base = result.runs[(result.runs["task"] == task) & (result.runs["variant"] == abl.baseline_label)]
-        run = int(base["seed"].nunique())
+    for task, unlearned in result.unlearned.items():
+        reached, planned, run = unlearned
         if run < planned and untestable.learned(reached + planned - run, planned):
             # an unfinished grid: the seeds not run yet could still make the task learned
             out += [
@@ -129,7 +128,7 @@ def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
                 f"planned): whether this scale learns the task is not known until its other {planned - run} run(s) "
                 "finish, and until then "
                 + (
-                    f"no comparison on it gets a verdict: each reads `{vd.not_learned_target(reached, planned)}`.**"
+                    f"no comparison on it gets a verdict: each reads `{vd.not_learned_target(*unlearned)}`.**"
                     if confirmatory
                     else "it cannot say whether a confirmatory run at this scale would give a verdict.**"
                 ),
@@ -137,7 +136,7 @@ def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
             ]
             continue
         why = (
-            f"so no comparison on it gets a verdict: each reads `{vd.not_learned_target(reached, planned)}`"
+            f"so no comparison on it gets a verdict: each reads `{vd.not_learned_target(*unlearned)}`"
             if confirmatory
             else "and a confirmatory run at this scale would give no verdict on it"
         )

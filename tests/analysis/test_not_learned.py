@@ -60,7 +60,7 @@ CLAIM = {
 
 def test_baseline_below_target_on_half_the_seeds_gives_no_verdict(tmp_path: Path) -> None:
     abl, result = _store(tmp_path, "confirm", reached_by_baseline=4)
-    assert result.unlearned == {"copy": (4, 8)}
+    assert result.unlearned == {"copy": (4, 8, 8)}
     for metric in ("acc@x1", "acc@x2"):
         verdicts = list(result.table("copy", metric).frame["verdict"])
         assert verdicts == ["baseline"] + ["not learned (4/8 seeds reached target)"] * 2, (metric, verdicts)
@@ -96,7 +96,7 @@ def test_baseline_at_target_on_most_seeds_keeps_its_verdicts(tmp_path: Path) -> 
 
 def test_pilot_keeps_pilot_and_warns(tmp_path: Path) -> None:
     abl, result = _store(tmp_path, "pilot", reached_by_baseline=0)
-    assert result.unlearned == {"copy": (0, 8)}
+    assert result.unlearned == {"copy": (0, 8, 8)}
     assert set(result.table("copy", "acc@x2").frame["verdict"][1:]) == {"pilot"}
     assert claim_verdict(CLAIM, result)[0].startswith("pilot")
     text = write_report(
@@ -126,11 +126,13 @@ def test_an_unfinished_grid_does_not_say_the_scale_is_too_small(tmp_path: Path) 
         "**Warning: on `copy` the baseline has reached the convergence target (validation `acc >= 0.9`) on 3 "
         "of the 3 seeds run so far (8 planned): whether this scale learns the task is not known until its "
         "other 5 run(s) finish, and until then no comparison on it gets a verdict: each reads "
-        "`not learned (3/8 seeds reached target)`.**"
+        "`not learned (3/8 seeds reached target; 5 not run)`.**"
     ) in text
+    assert "| not learned (3/8 seeds reached target; 5 not run) |" in text  # 3 of 8, not 3 of 8 tried
     assert "too small" not in text
     text = report(tmp_path / "b", reached=0, seeds_run=6)  # 0 of 6: the 2 missing seeds cannot make 5 of 8
     assert "on 0 of its 8 planned seeds within the step budget: this scale is too small" in text
+    assert "`not learned (0/8 seeds reached target; 2 not run)`" in text
 
 
 def test_variant_that_never_passed_the_gate_is_not_learned_beyond_l(tmp_path: Path) -> None:

@@ -400,3 +400,25 @@ def test_a_report_without_claims_names_the_reproductions_its_runs_serve(mini, tm
     assert "This ablation tests no claim of `harness/experiment/claims.yaml`" in claims
     assert ("its runs are the evidence of `x2020` on [the reproductions page](reproductions.md)" in claims) == used
     assert "Scale caveat: these results hold at the scale run here" in claims and "these verdicts" not in claims
+
+
+def test_an_unfinished_grid_counts_the_reference_seeds_not_run_as_not_run(mini, tmp_path):
+    """learned, the reference, reached copy's target on seeds 0-3 and has no run of seeds 5-7 yet:
+    the note said "it reached the task's target on 4 of 8 seeds", as if 8 had run and 4 missed."""
+    import json
+    import shutil
+
+    decl = yaml.safe_load(mini.read_text())
+    decl["tasks"]["copy"]["target"] = {"metric": "acc", "min": 0.9}
+    mini.write_text(yaml.safe_dump(decl, sort_keys=False))
+    results = tmp_path / "results"
+    write_runs(results, mini, "cpu", _value, extra=lambda v, s: {"target_reached": float(v != "learned" or s < 4)})
+    for record in results.glob("*/cpu/*/record.json"):
+        rec = json.loads(record.read_text())
+        if rec["variant_label"] == "learned" and rec["seed"] >= 5:
+            shutil.rmtree(record.parent)
+    res = _evaluate(results, variant="rope", reference="learned", expect="better", reference_min=0.99)
+    (o,) = res.outcomes
+    assert o.note.endswith("; it reached the task's target on 4 of the 5 seeds run (8 planned)"), o.note
+    plain = _evaluate(results, variant="rope", reference="learned", expect="better").outcomes[0]
+    assert plain.outcome == "inconclusive (baseline not learned 4/8, 3 not run)"
