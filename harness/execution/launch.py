@@ -179,12 +179,13 @@ def outcome_lines(
     """Lines about runs that did not finish well, and the exit code (1 when some failed).
     ``ctx``: the ``ablate run`` command's context, for the commands the lines suggest (required:
     a hint without it would name no grid)."""
-    lines, failed = [], 0
+    lines, failed, statuses = [], 0, set()
     rerun = ["--tuned"] if tuned else []
     for rec in records:
         where = f"{rec['task']} {rec['variant_label']} seed {rec['seed']}"
         if rec["status"] in FAILURES:
             failed += 1
+            statuses.add(rec["status"])
             hint = ""
             if rec["status"] == "failed" and rec.get("profile"):
                 hint = f" (traceback in {run_dir(results, ablation, rec['profile'], rec['run_id']) / 'traceback.txt'})"
@@ -197,8 +198,18 @@ def outcome_lines(
             )
             lines.append(f"[yellow]skipped[/] {where}: {rec.get('reason')}; {see}")
     if failed:
-        again = f"`{escape(ctx.command('run', *rerun, '--retry', 'failed,timeout', storage=tuned))}`"
-        lines.append(f"{failed} run(s) did not finish; {again} runs them again")
+        stored = [
+            s for s in FAILURES if s in statuses and s != "crashed"
+        ]  # a crashed run is not stored: run picks it up
+        retry = ["--retry", ",".join(stored)] if stored else []
+        again = f"`{escape(ctx.command('run', *rerun, *retry, storage=tuned))}`"
+        why = (
+            ": the same config and seed, so a failure the config causes (an overflow, a shape error: see the "
+            "traceback) fails again; fix it first"
+            if "failed" in statuses
+            else ""
+        )
+        lines.append(f"{failed} run(s) did not finish; {again} runs them again{why}")
     return lines, 1 if failed else 0
 
 

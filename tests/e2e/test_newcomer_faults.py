@@ -144,7 +144,8 @@ def test_a_rerun_after_failed_runs_says_so_and_exits_1(tmp_path, monkeypatch):
     text = "\n".join(lines)
     assert "0 to run" in text and "boom in training" in text
     assert "worker(s)" not in text and "W&B" not in text  # nothing starts: no pool or W&B run described
-    assert "2 run(s) did not finish" in text and "--retry failed,timeout" in text
+    assert "2 run(s) did not finish" in text and "--retry failed` runs them again" in text
+    assert "a failure the config causes (an overflow, a shape error: see the traceback) fails again" in text
 
 
 def _tree(results: Path) -> dict[str, float]:

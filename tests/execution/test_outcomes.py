@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -163,3 +164,37 @@ def test_a_real_effect_below_the_sesoi_supports_a_claim_in_direction_only(tmp_pa
     verdict, lines = claim_verdict(claim, result)
     assert verdict == "supported in direction only (the effect is smaller than the smallest effect of interest)"
     assert "below the smallest effect of interest 0.05" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "statuses,command,deterministic",
+    [
+        (["failed", "failed"], "ablate run mini --profile cpu --retry failed`", True),
+        (["timeout"], "ablate run mini --profile cpu --retry timeout`", False),
+        (["failed", "timeout"], "ablate run mini --profile cpu --retry failed,timeout`", True),
+        (["crashed"], "ablate run mini --profile cpu`", False),  # not stored: the plain command runs it again
+    ],
+)
+def test_the_retry_hint_names_the_statuses_that_occurred(tmp_path, statuses, command, deterministic):
+    """It named `--retry failed,timeout` whatever happened, and promised that a retry runs them
+    again, where a run failed by its own config (mask_fill_fp16's -1e9 in fp16) fails again."""
+    from harness.execution.launch import outcome_lines
+    from harness.hints import Context
+
+    records = [
+        {
+            "task": "copy",
+            "variant_label": "v",
+            "seed": i,
+            "status": s,
+            "reason": "r",
+            "profile": "cpu",
+            "run_id": f"r{i}",
+        }
+        for i, s in enumerate(statuses)
+    ]
+    lines, code = outcome_lines(records, tmp_path, "mini", ctx=Context("mini", "cpu", Path("results")))
+    last = lines[-1]
+    assert code == 1 and last.startswith(f"{len(statuses)} run(s) did not finish; `")
+    assert f"{command} runs them again" in last, last
+    assert ("fails again; fix it first" in last) is deterministic
