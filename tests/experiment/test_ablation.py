@@ -288,12 +288,25 @@ def test_misspelt_declaration_keys_suggest_the_declaration_key(tmp_path, mutate,
         ([], ["profiles.cpu.seeds", "at least 1"]),
         ([-1], ["profiles.cpu.seeds.0", "greater than or equal to 0"]),  # numpy SeedSequence rejects it
         ([0, 1, 0], ["profiles.cpu.seeds", "distinct", "[0]"]),  # would repeat run ids
+        (list(range(20_000)), ["20,000 seeds; a profile holds at most 1,000", "ablate plan"]),  # show ran for hours
+        (list(range(1001)), ["1,001 seeds"]),
     ],
+    ids=lambda v: f"{len(v)} seeds" if isinstance(v, list) and len(v) > 10 else None,
 )
 def test_seeds_must_be_distinct_non_negative_integers(tmp_path, seeds, words):
     msg = load_error(write(tmp_path, decl(profiles={"cpu": {"seeds": seeds}})))
     for w in words:
         assert w in msg, (w, msg)
+
+
+def test_a_thousand_seeds_load_and_many_repeats_are_named_briefly(tmp_path):
+    """1,000 distinct seeds load (the limit), fast: the check of repeats was quadratic."""
+    assert (
+        len(load(str(write(tmp_path, decl(profiles={"cpu": {"seeds": list(range(1000))}})))).profiles["cpu"].seeds)
+        == 1000
+    )
+    msg = load_error(write(tmp_path, decl(profiles={"cpu": {"seeds": list(range(30)) * 2}})))
+    assert "repeated: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] ..." in msg
 
 
 def test_an_axis_may_not_repeat_a_value(tmp_path):
