@@ -123,7 +123,7 @@ def test_retry_hint_reruns_the_failed_runs_of_the_same_grid(tmp_path: Path, seen
     out = invoke("run", str(decl), OVERRIDE, "--profile", "pilot", "--results-dir", str(results), "--wandb", "off")
     assert out.exit_code == 1, out.output
     hint = _hints(out.stdout)[-1]
-    assert "--retry failed,timeout" in hint
+    assert hint.endswith("--retry failed")  # the status its runs ended with
     again = _run_hint(hint)
     assert again.exit_code == 1, again.output
     assert seen["grids"][0] == seen["grids"][1] and seen["grids"][0][1] == results
