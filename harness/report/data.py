@@ -11,7 +11,10 @@ The tuned runs a report's Tuning section compares (``ablate run --tuned``, profi
 ``PROFILE+tuned``) follow, as ``metric`` and ``run`` rows only (that section draws no curve); the
 studies it lists are kept beside the file (:mod:`harness.report.tuning_data`), and so are the
 ``ablate bench attention`` files a kernel ablation's Speed section shows (``data/bench/``,
-:func:`harness.report.bench.keep`).
+:func:`harness.report.bench.keep`). The last row (``kind`` = ``end``) marks the end of the table:
+a file cut short at a line end lacks it and is refused. Every row gives the file's format
+(column ``format``: 2); a file without that column was written before the end row and is read
+without one.
 Every row of a run repeats the run's fields: ids, status and reason, commit and versions,
 timings, hardware, and its whole config, one column per key (``config.train.lr``).
 Cells are plain text: an empty cell is a missing value (None), lists and mappings are JSON, and
@@ -34,7 +37,14 @@ import pandas as pd
 
 from harness.store.record import Record
 
-KINDS = ("metric", "history", "run", "problem")
+KINDS = ("metric", "history", "run", "problem", "end")
+END = "end"
+"""The kind of the file's last row: a file without it was cut short at a line end (a copy or a
+download that stopped), which no other check can see; a row after it was added by hand."""
+FORMAT = "format"
+"""The column that gives the file's format on every row: 2 since the end row; a file without the
+column (format 1) was written before it, and is read without one."""
+VERSION = 2
 # (column, type) of the run-level fields every row of a run repeats: str, int, float or json
 RUN_FIELDS: tuple[tuple[str, str], ...] = (
     ("run_id", "str"),
@@ -71,8 +81,9 @@ RUN_FIELDS: tuple[tuple[str, str], ...] = (
     ("versions", "json"),
     ("tuned_params", "json"),
     ("plugins", "json"),
+    ("code_versions", "json"),
 )
-OPTIONAL_FIELDS = frozenset({"plugins"})
+OPTIONAL_FIELDS = frozenset({"plugins", "code_versions"})
 """Run fields a data file written before they existed lacks (read as missing)."""
 # record keys whose column has another name
 RENAMED = {"variant": "variant_label", "variant_axes": "variant"}
@@ -109,7 +120,7 @@ def _cell(value: Any, kind: str = "str") -> str:
 
 
 def _run_cells(rec: Record, store: str, config_cols: list[str]) -> dict[str, str]:
-    cells = {STORE: store}
+    cells = {STORE: store, FORMAT: str(VERSION)}
     for col, kind in RUN_FIELDS:
         if col == "torch_version":
             cells[col] = _cell((rec.versions or {}).get("torch"))
@@ -151,9 +162,9 @@ def write_data(
     config_cols: list[str] = []
     for rec in runs:
         config_cols += [CONFIG + k for k in _flatten(rec.config) if CONFIG + k not in config_cols]
-    columns = [*ROW_FIELDS[:1], *(c for c, _ in RUN_FIELDS), *ROW_FIELDS[1:], STORE, *config_cols]
+    columns = [*ROW_FIELDS[:1], *(c for c, _ in RUN_FIELDS), *ROW_FIELDS[1:], STORE, FORMAT, *config_cols]
     buf = io.StringIO()
-    out = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    out = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", restval="")
     out.writeheader()
     for rec in runs:
         cells = _run_cells(rec, str(store), config_cols)
@@ -164,7 +175,14 @@ def write_data(
         frame = history.get(rec.run_id)
         if isinstance(frame, str):
             out.writerow(
-                {"kind": "problem", "run_id": rec.run_id, "metric": "history", "reason": frame, STORE: str(store)}
+                {
+                    "kind": "problem",
+                    "run_id": rec.run_id,
+                    "metric": "history",
+                    "reason": frame,
+                    STORE: str(store),
+                    FORMAT: str(VERSION),
+                }
             )
         elif frame is not None:
             for row in frame.itertuples(index=False):
@@ -182,7 +200,9 @@ def write_data(
                         )
     damaged = {v for v in history.values() if isinstance(v, str)}
     for problem in (p for p in problems if p not in damaged):
-        out.writerow({"kind": "problem", "reason": problem, STORE: str(store)})
+        out.writerow({"kind": "problem", "reason": problem, STORE: str(store), FORMAT: str(VERSION)})
+    ends = f"the end of the table: {len(records)} runs and {len(tuned or [])} tuned runs above"
+    out.writerow({"kind": END, "reason": ends, STORE: str(store), FORMAT: str(VERSION)})
     text = buf.getvalue()
     path = data_path(report)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,17 @@ from harness.experiment.config import RunConfig
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
 from harness.registry import did_you_mean
-from harness.report.data import CONFIG, KINDS, OPTIONAL_FIELDS, RENAMED, ROW_FIELDS, RUN_FIELDS, STORE
+from harness.report.data import (
+    CONFIG,
+    END,
+    FORMAT,
+    KINDS,
+    OPTIONAL_FIELDS,
+    RENAMED,
+    ROW_FIELDS,
+    RUN_FIELDS,
+    STORE,
+)
 from harness.report.guards import Guards, read_guards
 from harness.report.tuning_data import TuningData, read_studies
 from harness.store.record import Record, parse_record
@@ -189,6 +199,12 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
             f"--from {path}: line {bad} is not a row of a report's data file (kind one of "
             f"{', '.join(KINDS)}, as many cells as columns)"
         )
+    rows = _without_end(path, rows)
+    if not rows:
+        raise AblateError(
+            f"--from {path}: holds no rows (an end row only); regenerate it with `ablate report NAME` "
+            "from a store that holds runs"
+        )
     names = {(r["ablation"], r["profile"]) for r in rows if r["kind"] != "problem"}
     if any(a != ablation for a, _ in names):
         other = sorted({a for a, _ in names} - {ablation})
@@ -310,6 +326,31 @@ def _check_metric(name: str, value: Any, where: str) -> None:
     if (low is not None and value < low) or (high is not None and value > high):
         span = f"[{low:g}, {high:g}]" if high is not None else f"at least {low:g}"
         raise AblateError(f"{where}: {name} = {value!r}, where a run's {name} is {span} ({metric.unit}); {regenerate}")
+
+
+def _without_end(path: Path, rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rows above the file's last row, which must be its end row (:data:`harness.report.data.END`);
+    all the rows of a file written before the end row (no ``format`` column).
+
+    Raises:
+        AblateError: no end row (the file was cut short at a line end, or written by an ablate
+            older than its end row), or a row after it (added by hand).
+    """
+    ends = [i for i, r in enumerate(rows) if r["kind"] == END]
+    if not ends and not rows[0].get(FORMAT):  # format 1: written before the end row
+        return rows
+    if not ends:
+        raise AblateError(
+            f"--from {path}: no end row (its last row, kind {END}, which a file of format {rows[0][FORMAT]} ends with): "
+            "the file was cut short at a line end (a copy or download that stopped); copy it again, or regenerate "
+            "it with `ablate report NAME` from the store"
+        )
+    if ends[0] != len(rows) - 1:
+        raise AblateError(
+            f"--from {path}, line {ends[0] + 3}: a row after the end row (line {ends[0] + 2}): rows were added to "
+            "the file by hand; a data file is written by `ablate report NAME` from the store, not edited"
+        )
+    return rows[:-1]
 
 
 def _check_rows_agree(path: Path, rows: list[dict[str, str]]) -> None:

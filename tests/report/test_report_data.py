@@ -53,7 +53,7 @@ def test_report_from_its_data_file_is_the_same_report(store, tmp_path):
     data = first / "data" / "tiny.csv"
     assert data.is_file()
     frame = pd.read_csv(data, keep_default_na=False, dtype=str)
-    assert set(frame["kind"]) == {"metric", "history", "run", "problem"}
+    assert set(frame["kind"]) == {"metric", "history", "run", "problem", "end"} and frame["kind"].iloc[-1] == "end"
     assert frame[frame["kind"] == "history"]["step"].astype(int).min() >= 1
     result = invoke("report", str(decl), "--from", str(data), "--out", str(second), "--results-dir", "elsewhere")
     assert result.exit_code == 0, result.output
@@ -169,6 +169,10 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
     files["cut"] = root / "cut.csv"
     files["cut"].write_text(_cut_in_a_runs_first_row(text))
     rows = _rows(text)
+    files["noend"] = root / "noend.csv"  # cut at a line end: every line whole, the end row gone
+    files["noend"].write_text(_text(rows[: len(rows) // 2]))
+    files["after"] = root / "after.csv"
+    files["after"].write_text(_text([*rows, rows[1]]))
     i, metric, value = _metric_row(rows), rows[0].index("metric"), rows[0].index("value")
     for name, (column, cell) in {"impossible": (value, "7.0"), "renamed": (metric, "accuracy@x2")}.items():
         edited = [list(r) for r in rows]
@@ -237,7 +241,7 @@ def _other_value(text: str) -> str:
     cells = list(rows[_metric_row(rows)])
     value = rows[0].index("value")
     cells[value] = repr(float(cells[value]) + 0.25)
-    return _text([*rows, cells])
+    return _text([*rows[:-1], cells, rows[-1]])  # above the end row
 
 
 @pytest.mark.parametrize(
@@ -251,6 +255,8 @@ def _other_value(text: str) -> str:
         ("value", ["column seed", "'one'"]),
         ("header", ["holds no rows (a header only)"]),
         ("empty", ["empty (0 bytes): a copy or download that did not happen"]),
+        ("noend", ["no end row (its last row, kind end, which a file of format 2 ends with): the file was cut short"]),
+        ("after", ["a row after the end row", "rows were added to the file by hand"]),
         ("emptygz", ["empty (gzipped, 0 bytes inside)"]),
         ("devnull", ["/dev/null: not a regular file"]),
         ("fifo", ["not a regular file (a device, a FIFO or a socket)"]),
@@ -306,7 +312,7 @@ def test_duplicate_rows_are_read_once_and_a_missing_value_is_counted(store, tmp_
     rows = _rows((out / "data" / "tiny.csv").read_text())
     i = _metric_row(rows)
     same = tmp_path / "same.csv"
-    same.write_text(_text([*rows, rows[i]]))
+    same.write_text(_text([*rows[:-1], rows[i], rows[-1]]))  # above the end row
     md = ["--format", "md"]
     good = invoke("compare", str(decl), "--from", str(out / "data" / "tiny.csv"), *md)
     assert good.exit_code == 0 and "without a value" not in good.stdout
