@@ -594,21 +594,23 @@ def restore(
         typer.Argument(help="reports' data files (reports/data/NAME[.PROFILE].csv[.gz]), e.g. reports/data/*.csv.gz"),
     ] = None,
     results_dir: ResultsOpt = RESULTS,
-    ablation: Annotated[
-        Optional[str],
-        typer.Option(
-            "--ablation", help="the declaration (YAML path) of the files' runs, when not the registered ablation"
-        ),
-    ] = None,
-    plugin: PluginOpt = None,
 ) -> None:
     """Rebuild the run store from reports' data files: their runs, validation histories and tuned
-    runs become finished runs again (not checkpoints, logger folders or Optuna studies); runs
-    already in the store are kept. Then `ablate report --all` regenerates every report and the
-    index, and `ablate run NAME` trains only the runs the store lacks."""
+    runs become finished runs again, with the studies' summaries and bench files kept beside them
+    (not checkpoints, logger folders or the Optuna studies); runs already in the store are kept.
+    Then `ablate report --all` makes every report and the index, and `ablate run NAME` trains only
+    the runs the store lacks."""
     from harness.cli import restore as restore_cmd
 
-    raise typer.Exit(_guard(restore_cmd.restore, files or [], results_dir, ablation, plugins=plugin or []))
+    raise typer.Exit(
+        _guard(
+            restore_cmd.restore,
+            files or [],
+            results_dir,
+            on_interrupt="interrupted: the runs restored so far are in the store; the same command again "
+            "restores the rest (a run folder left without record.json is completed)",
+        )
+    )
 
 
 @app.command()

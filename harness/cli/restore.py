@@ -5,47 +5,118 @@ extend a grid (``ablate run NAME`` trains only the runs the store lacks)."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
+from rich.markup import escape
+
+from harness.analysis.claims import NEGATIVE
 from harness.cli import output
 from harness.encode import count
 from harness.errors import AblateError
+from harness.experiment import ablation as ablation_mod
+from harness.experiment.reproductions import load_registry
+from harness.hints import results_option
+from harness.report.restore import Restored, plan
 from harness.report.restore import restore as restore_file
-from harness.report.tuning_data import studies_path
 
 
-def restore(files: list[Path], results: Path, declaration: str | None = None) -> int:
-    """Restore each data file into ``results``; one line per file, then what to run next.
-    Returns the exit status: 0, or 1 when a run already in the store differs from the file's.
+def restore(files: list[Path], results: Path) -> int:
+    """Check every data file, then restore each into ``results``: one line per file, then what to
+    run next. Returns the exit status: 0, or 1 when a run already in the store differs from the
+    file's (kept; said).
 
     Raises:
-        AblateError: no file; a file :func:`harness.report.restore.restore` refuses (the files before it
-            are restored, and said).
+        AblateError: no file; a file that is refused (nothing is written then); a store that cannot
+            be written.
     """
     if not files:
         raise AblateError("name the data files to restore, e.g. `ablate restore reports/data/*.csv.gz`")
-    output.check_results_readable(results)
-    differ = 0
-    names: list[str] = []
-    for path in files:
-        done = restore_file(path, results, declaration, output.data_dir())
-        parts = [f"{count(len(done.written), 'run')} written ({done.histories} with a validation history)"]
-        if done.kept:
-            parts.append(f"{count(len(done.kept), 'run')} already in the store, kept")
-        if done.differ:
-            parts.append(
-                f"[red]{len(done.differ)} of them differ from the file's (metrics or status), e.g. {done.differ[0]}[/]"
-            )
-        if done.problems:
-            parts.append(f"{count(done.problems, 'unreadable store entry')} it lists not restored (not runs)")
-        if studies_path(Path(path)).is_file():
-            parts.append("its Optuna studies are not (their summary feeds `ablate report --from` only)")
-        output.console.print(f"{path}: {done.ablation} / {done.profile}: " + "; ".join(parts))
-        differ += len(done.differ)
-        names.append(f"{declaration or done.ablation} --profile {done.profile}")
-    flag = "" if Path(results) == Path("results") else f" --results-dir {results}"
-    output.console.print(
-        f"the store {results} holds them as finished runs: `ablate report --all{flag}` regenerates every report "
-        f"and the index; `ablate run {names[0]}{flag}` trains only the runs it lacks"
-    )
+    output.check_results_readable(Path(results))
+    todo = plan(files)
+    for why in dict.fromkeys(why for _, why in todo.skipped):
+        paths = [str(p) for p, w in todo.skipped if w == why]
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        output.console.print(f"skipped {escape(shown)} ({why})")
+    done: list[Restored] = []
+    try:
+        for path, data in todo.files:
+            done.append(restore_file(path, data, Path(results)))
+            output.console.print(escape(_line(done[-1])))
+    except OSError as exc:
+        raise AblateError(
+            f"cannot write the store under --results-dir {results} ({exc.strerror or exc}); "
+            f"{count(len(done), 'file')} restored before it; pass a folder you can write to"
+        ) from None
+    differ = sum(len(d.differ) for d in done)
+    _missing_controls(done, Path(results))
+    _next_steps(done, Path(results), differ)
     return 1 if differ else 0
+
+
+def _missing_controls(done: list[Restored], results: Path) -> None:
+    """One line naming the controls the restored reports' claims rest on whose grids the store
+    lacks: without their runs, `report` withholds those claims' verdicts."""
+    entries = {e.id: e for e in load_registry()}
+    missing = []
+    for guard in sorted({g for d in done for g in d.guards}):
+        kind, _, gid = guard.rpartition(" ")
+        grids = (
+            {gid} if kind == NEGATIVE else {c.ablation for c in entries[gid].comparisons} if gid in entries else set()
+        )
+        lacking = sorted(g for g in grids if not (results / g).is_dir())
+        if lacking:
+            missing.append(f"{guard} ({', '.join(lacking)})")
+    if missing:
+        output.console.print(
+            "[yellow]the claims of these reports rest on controls whose grids the store lacks: "
+            f"{escape('; '.join(missing))}; restore their data files too, or their reports withhold those verdicts[/]"
+        )
+
+
+def _line(d: Restored) -> str:
+    tuned = f", {d.tuned} of them tuned runs" if d.tuned else ""
+    parts = [f"{count(len(d.written), 'run')} written{tuned}"]
+    if d.histories:
+        parts[0] += f" ({d.histories} with a validation history)"
+    if d.replaced:
+        parts.append(f"{len(d.replaced)} of them in place of an unreadable record.json")
+    if d.kept:
+        parts.append(f"{count(len(d.kept), 'run')} already in the store, kept")
+    if d.differ:
+        parts.append(
+            f"{len(d.differ)} of them differ{'s' if len(d.differ) == 1 else ''} from the file's "
+            f"(status or metrics), e.g. {d.differ[0]}: the store's is kept"
+        )
+    if d.problems:
+        parts.append(f"{count(d.problems, 'unreadable store entry')} it lists not restored (not runs)")
+    if d.studies is not None:
+        parts.append(
+            "the summary of its Optuna studies, which the report shows (not the studies: `run --tuned` needs `ablate tune` again)"
+        )
+    if d.bench:
+        parts.append(f"bench file(s) {', '.join(d.bench)}")
+    return f"{d.path}: {d.ablation} / {d.profile}: " + "; ".join(parts)
+
+
+def _next_steps(done: list[Restored], results: Path, differ: int) -> None:
+    flag = results_option(results)
+    registered = [d for d in done if d.ablation in ablation_mod.available()]
+    lines = []
+    if registered:
+        lines.append(f"`{shlex.join(['ablate', 'report', '--all', *flag])}` makes every report and the index from them")
+        d = registered[0]
+        lines.append(
+            f"`{shlex.join(['ablate', 'run', d.ablation, '--profile', d.profile.removesuffix('+tuned'), *flag])}` "
+            "trains only the runs the store lacks"
+        )
+    if len(registered) < len(done):
+        own = next(d for d in done if d not in registered)
+        lines.append(
+            f"{own.ablation} is not a registered ablation: `{shlex.join(['ablate', 'report', 'PATH/TO/' + own.ablation + '.yaml', '--profile', own.profile, *flag])}` "
+            "reports it"
+        )
+    head = f"{count(sum(len(d.written) for d in done), 'run')} restored into {results}"
+    if differ:
+        head += f" ({count(differ, 'run')} kept that differ from the files: exit 1)"
+    output.console.print(escape(head + "; " + "; ".join(lines)))

@@ -24,6 +24,52 @@ from harness.registry import did_you_mean
 from harness.training.fit import transformer_config
 
 
+def run_payload(
+    task: str,
+    task_version: str,
+    task_params: dict[str, Any],
+    config: RunConfig,
+    seed: int,
+    tuned_params: dict[str, Any] | None,
+    code_versions: dict[str, int],
+) -> dict[str, Any]:
+    """What a run id hashes (:func:`harness.experiment.config.config_hash` of it): :meth:`RunSpec.payload`,
+    and the check that a stored record is the run its id names (:func:`record_id`)."""
+    out = {
+        "task": task,
+        "task_version": task_version,
+        "task_params": task_params,
+        "config": config.hash_dump(),
+        "seed": seed,
+    }
+    if tuned_params:  # absent for untuned runs, so their ids stay as they were
+        out["tuned_params"] = tuned_params
+    if code := hashed_versions(code_versions):  # absent while all are 1: ids as before versions
+        out["code_versions"] = code
+    return out
+
+
+def record_id(
+    task: str,
+    task_version: str,
+    task_params: dict[str, Any],
+    config: dict[str, Any],
+    seed: int,
+    tuned_params: dict[str, Any] | None,
+    code_versions: dict[str, int] | None,
+) -> str:
+    """The run id a stored run's fields hash to; ``code_versions`` None (a record or data file from
+    before they were kept): this code's versions of the components its config names.
+
+    Raises:
+        pydantic.ValidationError: a config that does not validate.
+        UnknownNameError: a component this code lacks (with ``code_versions`` None).
+    """
+    cfg = RunConfig.model_validate(config)
+    versions = code_versions if code_versions is not None else run_versions(cfg.model_dump(mode="json"))
+    return config_hash(run_payload(task, task_version, task_params, cfg, seed, tuned_params, versions))
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run of a grid: a resolved config, a task and a seed.
@@ -46,18 +92,15 @@ class RunSpec:
     def payload(self) -> dict[str, Any]:
         """What the run id hashes: everything that determines the run's numbers, the code included
         (the versions above 1 of the code the config uses: :mod:`harness.experiment.versions`)."""
-        out = {
-            "task": self.task,
-            "task_version": self.task_version,
-            "task_params": self.task_params,
-            "config": self.config.hash_dump(),
-            "seed": self.seed,
-        }
-        if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
-            out["tuned_params"] = self.tuned_params
-        if code := hashed_versions(self.code_versions):  # absent while all are 1: ids as before versions
-            out["code_versions"] = code
-        return out
+        return run_payload(
+            self.task,
+            self.task_version,
+            self.task_params,
+            self.config,
+            self.seed,
+            self.tuned_params,
+            self.code_versions,
+        )
 
     @property
     def code_versions(self) -> dict[str, int]:

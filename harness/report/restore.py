@@ -3,17 +3,24 @@
 A report's data file (:mod:`harness.report.data`) holds the fields of the records its report reads
 (ids, status, metrics, config, versions, timings, hardware; not e.g. the per-step timings or the
 host), their validation histories and its tuned runs; :mod:`harness.report.source` reads them
-back, checked against the registered grid. Written into a store, they are finished runs again:
-``ablate report --all`` makes the index and the reproductions page from them, ``ablate status``
-counts them, and ``ablate run NAME`` trains only the runs they lack (more seeds, a grid left
-unfinished) instead of all of them. What a data file does not hold is not restored: checkpoints,
-the loggers' folders (``csv/``, ``wandb/``), the events of each run folder, and the Optuna studies
-(their summaries, kept beside the file, feed ``ablate report NAME --from FILE`` only).
+back. Written into a store, they are finished runs again: ``ablate report --all`` makes every
+report, the index and the reproductions page from them, ``ablate status`` counts them, and
+``ablate run NAME`` trains only the runs they lack (more seeds, a grid left unfinished). The files
+kept beside a data file come too: the summary of the Optuna studies its Tuning section lists, with
+their figures (``<results>/restored/``, which a report made from the store shows when the Optuna
+storage holds no study of its grid: :func:`harness.report.tuning.read_tuning`), and the
+``ablate bench attention`` files of a kernel ablation (``<results>/bench/``). What no data file
+holds is not restored: checkpoints, the loggers' folders, each run's events, and the Optuna
+studies themselves (``ablate run --tuned`` needs ``ablate tune`` again).
 
-A finished run is never overwritten (:mod:`harness.store.runs`): a run whose folder already holds a
-``record.json`` is kept as it is, and said when its metrics differ from the file's. The history is
-written before the record, and the record atomically, so a restore that is killed leaves only
-unfinished folders, which the next restore (or run) completes.
+Each run is checked against its own id (a hash of its task, config, seed and code versions:
+:func:`harness.experiment.grid.record_id`), so a run whose seed, config or task was edited is
+refused; its status and metrics are not in the id, and git shows their edits in a committed file.
+Every file is read and checked before anything is written. A finished run is never overwritten
+(:mod:`harness.store.runs`): a run whose folder holds a readable ``record.json`` is kept, and said
+when its status or metrics differ from the file's; an unreadable ``record.json`` (not a finished
+run) is replaced. The history is written before the record, and the record atomically, so a
+restore that is killed leaves only unfinished folders, which the next restore (or run) completes.
 """
 
 from __future__ import annotations
@@ -22,22 +29,24 @@ import csv
 import gzip
 import io
 import math
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import AblateError
-from harness.experiment import ablation as ablation_mod
-from harness.experiment.selection import select
-from harness.report.source import load_source
+from harness.experiment.grid import record_id
+from harness.report.source import DataFile, read_data
+from harness.report.tuning_data import restored_studies_path, studies_path
 from harness.store.record import Record
-from harness.store.runs import RECORD, load_record, run_dir, write_record
+from harness.store.runs import load_record, run_dir, write_record
 
 
 @dataclass
 class Restored:
-    """What one data file gave the store: the runs written, those already there (kept), those
-    kept whose stored metrics differ from the file's (run ids), and the store problems the file
-    lists (unreadable entries of the store it was made from: not runs, nothing to restore)."""
+    """What one data file gave the store: the runs written (``tuned`` of them tuned runs), those
+    already there (kept), those kept whose status or metrics differ from the file's (run ids),
+    unreadable records replaced, the store problems the file lists (unreadable entries of the store
+    it was made from: not runs), and the files beside it that came too."""
 
     path: Path
     ablation: str
@@ -45,19 +54,32 @@ class Restored:
     written: list[Record] = field(default_factory=list)
     kept: list[Record] = field(default_factory=list)
     differ: list[str] = field(default_factory=list)
-    problems: int = 0
+    replaced: list[str] = field(default_factory=list)
     histories: int = 0
+    problems: int = 0
+    tuned: int = 0
+    studies: Path | None = None  # the studies' summary restored
+    bench: list[str] = field(default_factory=list)  # the bench files restored
+    guards: list[str] = field(default_factory=list)  # the controls the report's claims rest on
+
+
+@dataclass
+class Plan:
+    """The files a restore reads (each with its table), and those it passes over, with why."""
+
+    files: list[tuple[Path, DataFile]] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
 
 
 def ablation_of(path: Path) -> str:
     """The ablation a data file's runs belong to (its first row that names one).
 
     Raises:
-        AblateError: a file that cannot be read, or has no row naming an ablation.
+        AblateError: a file that cannot be read, is empty, or has no row naming an ablation.
     """
     path = Path(path)
     if not path.is_file():
-        what = "a folder" if path.is_dir() else "no such file"
+        what = "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
         raise AblateError(f"{path}: {what}; pass reports' data files (reports/data/NAME[.PROFILE].csv[.gz])")
     try:
         raw = path.read_bytes()
@@ -74,52 +96,138 @@ def ablation_of(path: Path) -> str:
     )
 
 
-def _same_metrics(a: dict[str, float] | None, b: dict[str, float] | None) -> bool:
-    a, b = a or {}, b or {}
-    return a.keys() == b.keys() and all(
-        a[k] == b[k] or (isinstance(a[k], float) and isinstance(b[k], float) and math.isnan(a[k]) and math.isnan(b[k]))
-        for k in a
-    )
-
-
-def restore(path: Path, results: Path, declaration: str | None = None, data_dir: Path | None = None) -> Restored:
-    """Write the runs of the data file ``path`` into the store ``results``. ``declaration``: the
-    ablation's YAML file (or registered name) when the file's runs are not of the registered
-    ablation its rows name (an ablation of one's own).
-
-    The file is read as ``ablate report NAME --from FILE`` reads it (:func:`harness.report.source.load_source`):
-    its runs must be runs of the registered grid of its ablation and profile, made without
-    key=value overrides, so that they are found again under their ids.
+def _check_ids(path: Path, data: DataFile) -> None:
+    """Every run is the run its id names.
 
     Raises:
-        AblateError: a file that :func:`harness.report.source.load_source` refuses, of an ablation that
-            is not registered (without ``declaration``) or that ``declaration`` does not declare; a
-            store path that is not a folder.
+        AblateError: a run whose fields hash to another id (its seed, task or config edited).
     """
-    name = ablation_of(path)
-    abl = ablation_mod.load(declaration or name)
-    if abl.name != name:
+    for rec in [*data.scan.records, *data.tuned.records]:
+        try:
+            rid = record_id(
+                rec.task,
+                rec.task_version,
+                rec.task_params or {},
+                rec.config,
+                rec.seed,
+                rec.tuned_params,
+                rec.code_versions,
+            )
+        except Exception as exc:  # noqa: BLE001 - a config or component this code cannot read: one line
+            raise AblateError(f"{path}: run {rec.run_id} cannot be checked against its id ({exc})") from None
+        if rid != rec.run_id:
+            raise AblateError(
+                f"{path}: run {rec.run_id} is not the run its id names (its task, seed or config hash to {rid}): "
+                "the file was edited; a data file is written by `ablate report NAME`, not edited"
+            )
+
+
+def plan(paths: list[Path]) -> Plan:
+    """Read and check every file before anything is written. The files kept beside data files
+    (``*.tuning.json``, ``*.guards.json``, a ``bench`` folder: what ``reports/data/*`` also
+    matches) are passed over, as is a file named twice.
+
+    Raises:
+        AblateError: no data file among ``paths``; a file :func:`read_data` refuses; a run that is
+            not the run its id names.
+    """
+    out = Plan()
+    seen: set[Path] = set()
+    for path in map(Path, paths):
+        if path.name.endswith(".tuning.json"):
+            out.skipped.append((path, "a studies' summary: restored with the data file beside it"))
+            continue
+        if path.name.endswith(".guards.json"):
+            out.skipped.append((path, "a controls' file: in a store, the controls' own runs decide"))
+            continue
+        if path.is_dir() and path.name == "bench":
+            out.skipped.append((path, "the bench files beside the data files: restored with them"))
+            continue
+        key = path.resolve()
+        if key in seen:
+            out.skipped.append((path, "named twice"))
+            continue
+        seen.add(key)
+        name = ablation_of(path)
+        data = read_data(path, name, None)
+        _check_ids(path, data)
+        out.files.append((path, data))
+    if not out.files:
         raise AblateError(
-            f"{path}: holds runs of {name}, and {declaration} declares {abl.name}; pass the declaration of {name}"
+            "no data file among the paths given (reports/data/NAME[.PROFILE].csv[.gz]), e.g. "
+            "`ablate restore reports/data/*.csv.gz`"
         )
-    data, _ = load_source(path, abl, None, lambda prof: select(abl, prof, (), data_dir, check_data=False))
-    results = Path(results)
-    if results.exists() and not results.is_dir():
-        raise AblateError(f"--results-dir {results} is not a folder; pass the run store's folder")
-    out = Restored(Path(path), abl.name, data.profile, problems=len(data.scan.problems))
+    return out
+
+
+def _same(a: Record, b: Record) -> bool:
+    x, y = a.metrics or {}, b.metrics or {}
+    same_values = x.keys() == y.keys() and all(
+        x[k] == y[k] or (isinstance(x[k], float) and isinstance(y[k], float) and math.isnan(x[k]) and math.isnan(y[k]))
+        for k in x
+    )
+    return same_values and a.status == b.status
+
+
+def restore(path: Path, data: DataFile, results: Path) -> Restored:
+    """Write the runs of one checked data file (:func:`plan`) into the store ``results``, with the
+    files kept beside it.
+
+    Raises:
+        OSError: the store cannot be written (the caller says so).
+    """
+    first = next(iter([*data.scan.records, *data.tuned.records]), None)
+    out = Restored(Path(path), first.ablation if first else "", data.profile, problems=len(data.scan.problems))
+    out.guards = sorted({f"{g.kind} {g.id}" for gs in (data.guards or {}).values() for g in gs})
+    tuned = {r.run_id for r in data.tuned.records}
     for rec in [*data.scan.records, *data.tuned.records]:
         folder = run_dir(results, rec.ablation, rec.profile, rec.run_id)
         held, problem = load_record(folder)
-        if held is not None or problem is not None or (folder / RECORD).exists():
-            if held is None or not _same_metrics(held.metrics, rec.metrics) or held.status != rec.status:
+        if held is not None:
+            if not _same(held, rec):
                 out.differ.append(rec.run_id)
             out.kept.append(rec)
             continue
+        if problem is not None:  # an unreadable record is not a finished run: the file's takes its place
+            out.replaced.append(rec.run_id)
         folder.mkdir(parents=True, exist_ok=True)
-        history = data.scan.history.get(rec.run_id) if data.scan.history else None
+        history = (data.scan.history or {}).get(rec.run_id)
         if history is not None and not isinstance(history, str):  # a str: the history was unreadable there too
             history.to_csv(folder / "history.csv", index=False)
             out.histories += 1
         write_record(folder, rec)
         out.written.append(rec)
+        out.tuned += rec.run_id in tuned
+    out.studies = _restore_studies(Path(path), data, Path(results))
+    out.bench = _restore_bench(Path(path), Path(results))
     return out
+
+
+def _restore_studies(path: Path, data: DataFile, results: Path) -> Path | None:
+    """Copy the studies' summary beside the data file, and the figures it lists (from the report
+    folder the file lies in), under ``<results>/restored/``."""
+    if data.tuning is None:
+        return None
+    target = restored_studies_path(results, data.tuning.ablation, data.tuning.profile)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(studies_path(path), target)
+    reports = path.parent.parent  # reports/ for reports/data/FILE
+    for fig in (f for s in data.tuning.studies for f in s.figures):
+        src, dst = reports / fig.path, target.parent / fig.path
+        if src.is_file():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+    return target
+
+
+def _restore_bench(path: Path, results: Path) -> list[str]:
+    """Copy the bench files kept beside the data file (``data/bench/``) into ``<results>/bench/``,
+    where the store has none of that name (a store's own measurement is kept)."""
+    done = []
+    for src in sorted((path.parent / "bench").glob("attention-*.json")):
+        dst = results / "bench" / src.name
+        if not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+            done.append(src.name)
+    return done

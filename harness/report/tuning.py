@@ -29,7 +29,7 @@ from harness.experiment.selection import Selection
 from harness.hints import Context
 from harness.report.guards import Guards
 from harness.report.tables import markdown, title
-from harness.report.tuning_data import StudyFigure, StudySummary, TuningData
+from harness.report.tuning_data import StudyFigure, StudySummary, TuningData, read_restored
 from harness.store.runs import StoreScan, scan
 from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
@@ -73,8 +73,13 @@ class ClaimChange:
 def read_tuning(sel: Selection, results: Path, storage: str | None, out: Path) -> TuningInputs:
     """The studies of the selection's ablation and profile in ``storage`` (default
     ``<results>/optuna.db``; their figures drawn under ``out/figures``) and the analysis of its
-    tuned runs in the store (``<profile>+tuned``)."""
-    return TuningInputs(collect_studies(sel, results, storage, out), tuned_analysis(sel, results))
+    tuned runs in the store (``<profile>+tuned``). Where the storage holds none of them, the
+    summary ``ablate restore`` copied from a report's data file (``<results>/restored/``), so that
+    a store rebuilt from data files gives the Tuning section the report was made with."""
+    studies = collect_studies(sel, results, storage, out)
+    if studies is None:
+        studies = read_restored(results, sel.ablation.name, sel.profile, out)
+    return TuningInputs(studies, tuned_analysis(sel, results))
 
 
 def tuned_analysis(sel: Selection, results: Path, found: StoreScan | None = None) -> Analysis | None:

@@ -83,6 +83,31 @@ def studies_path(data_file: Path) -> Path:
     return Path(data_file).with_name(f"{stem}.tuning.json")
 
 
+RESTORED = "restored"
+"""``<results>/restored/``: the studies' summaries (and their figures) ``ablate restore`` copied
+from data files (:mod:`harness.report.restore`)."""
+
+
+def restored_studies_path(results: Path, ablation: str, profile: str) -> Path:
+    """Where the studies' summary of ``ablation`` / ``profile`` restored from a data file lies."""
+    return Path(results) / RESTORED / f"{ablation}.{profile}.tuning.json"
+
+
+def read_restored(results: Path, ablation: str, profile: str, out: Path) -> TuningData | None:
+    """The studies' summary ``ablate restore`` copied into the store (None: none), its figures
+    copied into ``out``.
+
+    Raises:
+        AblateError: an unreadable summary, or one of another ablation or profile.
+    """
+    path = restored_studies_path(results, ablation, profile)
+    fix = f"run `ablate restore` on the data file again, or delete {path}"
+    data = read_sidecar(path, TuningData, path, "studies' summary", ablation, profile, fix)
+    if data is not None:
+        copy_figures(data, path.parent, out)
+    return data
+
+
 def write_studies(data: TuningData | None, data_file: Path) -> Path | None:
     """Write ``data`` beside ``data_file``; with None (no study listed) remove a file left from an
     earlier report. Returns the path written, or None."""

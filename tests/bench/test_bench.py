@@ -290,3 +290,11 @@ def test_the_bench_files_travel_with_the_data_file(tmp_path):
     assert untimed((second / "kern.md").read_text()) == original
     fig = "figures/kern-bench-attention-cpu-float32.png"
     assert (first / fig).read_bytes() == (second / fig).read_bytes()
+    # and through a store restored from the data file (`ablate restore`): the bench file comes too
+    store, third = tmp_path / "restored", tmp_path / "c"
+    done = invoke("restore", str(first / "data" / "kern.csv"), "--results-dir", str(store))
+    assert done.exit_code == 0 and "bench file(s) attention-cpu-float32.json" in done.stdout, done.output
+    assert (store / "bench" / "attention-cpu-float32.json").read_bytes() == kept.read_bytes()
+    assert invoke("report", str(decl), "--results-dir", str(store), "--out", str(third)).exit_code == 0
+    speed = original[original.index("## Speed and memory") :]
+    assert speed in (third / "kern.md").read_text()

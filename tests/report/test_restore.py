@@ -4,7 +4,9 @@ the runs it lacks, and never overwrites a finished run; bad input is refused (ex
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 import shutil
 from pathlib import Path
@@ -54,7 +56,7 @@ def _histories(results: Path) -> dict[str, pd.DataFrame]:
 def test_restored_runs_equal_the_stored_ones_and_give_the_same_report(reported, tmp_path):
     decl, results, out = reported
     again = tmp_path / "store"
-    result = invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(again), "--ablation", str(decl))
+    result = invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(again))
     assert result.exit_code == 0, result.output
     assert "4 runs written (3 with a validation history)" in result.stdout
     restored = _runs(again)
@@ -76,12 +78,7 @@ def test_restored_runs_equal_the_stored_ones_and_give_the_same_report(reported, 
 def test_a_restored_store_trains_only_the_runs_it_lacks(reported, tmp_path):
     decl, _, out = reported
     store = tmp_path / "store"
-    assert (
-        invoke(
-            "restore", str(out / "data" / "tiny.csv"), "--results-dir", str(store), "--ablation", str(decl)
-        ).exit_code
-        == 0
-    )
+    assert invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(store)).exit_code == 0
     more = write_tiny(tmp_path / "more", steps=20, val_every=10, seeds=(0, 1, 2))  # the same grid, one more seed
     before = set(_runs(store))
     assert run_cmd.run(str(more), None, [], store, workers=1) == 0
@@ -95,7 +92,7 @@ def test_a_run_already_in_the_store_is_kept_and_a_different_one_said(reported, t
     store = tmp_path / "store"
     shutil.copytree(results, store)
     data = str(out / "data" / "tiny.csv")
-    same = invoke("restore", data, "--results-dir", str(store), "--ablation", str(decl))
+    same = invoke("restore", data, "--results-dir", str(store))
     assert same.exit_code == 0, same.output
     assert "0 runs written" in same.stdout and "4 runs already in the store, kept" in same.stdout
     ok = next(
@@ -104,9 +101,11 @@ def test_a_run_already_in_the_store_is_kept_and_a_different_one_said(reported, t
     rec = json.loads((ok / "record.json").read_text())
     rec["metrics"] = {k: v + 1 for k, v in rec["metrics"].items()}
     (ok / "record.json").write_text(json.dumps(rec))
-    differ = invoke("restore", data, "--results-dir", str(store), "--ablation", str(decl))
+    differ = invoke("restore", data, "--results-dir", str(store))
     assert differ.exit_code == 1, differ.output
-    assert f"1 of them differ from the file's (metrics or status), e.g. {ok.name}" in differ.stdout
+    assert (
+        f"1 of them differs from the file's (status or metrics), e.g. {ok.name}: the store's is kept" in differ.stdout
+    )
     assert json.loads((ok / "record.json").read_text()) == rec  # kept as it was
 
 
@@ -114,10 +113,10 @@ def test_an_unfinished_restore_is_completed_by_the_next(reported, tmp_path):
     decl, _, out = reported
     store = tmp_path / "store"
     data = str(out / "data" / "tiny.csv")
-    assert invoke("restore", data, "--results-dir", str(store), "--ablation", str(decl)).exit_code == 0
+    assert invoke("restore", data, "--results-dir", str(store)).exit_code == 0
     folder = sorted((store / "tiny" / "cpu").iterdir())[1]
     (folder / "record.json").unlink()  # killed after the history, before the record
-    result = invoke("restore", data, "--results-dir", str(store), "--ablation", str(decl))
+    result = invoke("restore", data, "--results-dir", str(store))
     assert result.exit_code == 0 and "1 run written" in result.stdout, result.output
     assert (folder / "record.json").is_file()
 
@@ -127,27 +126,83 @@ def test_a_gzipped_data_file_restores_the_same_runs(reported, tmp_path):
     packed = tmp_path / "tiny.csv.gz"
     packed.write_bytes(gzip.compress((out / "data" / "tiny.csv").read_bytes()))
     store = tmp_path / "store"
-    assert invoke("restore", str(packed), "--results-dir", str(store), "--ablation", str(decl)).exit_code == 0
+    assert invoke("restore", str(packed), "--results-dir", str(store)).exit_code == 0
     restored = _runs(store)
     assert restored == _held(_runs(results), restored) and len(restored) == 4
 
 
-def test_bad_input_is_refused(reported, tmp_path):
-    decl, _, out = reported
-    data = str(out / "data" / "tiny.csv")
-    assert_refused(invoke("restore", "--results-dir", str(tmp_path / "s")), "name the data files")
-    assert_refused(invoke("restore", str(tmp_path), "--results-dir", str(tmp_path / "s")), "a folder")
-    assert_refused(invoke("restore", str(tmp_path / "none.csv"), "--results-dir", str(tmp_path / "s")), "no such file")
-    # the runs of an ablation of one's own: its name is not registered, its declaration is needed
-    assert_refused(invoke("restore", data, "--results-dir", str(tmp_path / "s")), "'tiny'")
-    other = write_tiny(tmp_path / "other", name="other")
-    assert_refused(
-        invoke("restore", data, "--results-dir", str(tmp_path / "s"), "--ablation", str(other)),
-        "holds runs of tiny",
-        "declares other",
-    )
+def test_bad_input_is_refused_before_anything_is_written(reported, tmp_path):
+    _, _, out = reported
+    data = out / "data" / "tiny.csv"
+    store = tmp_path / "s"
+    assert_refused(invoke("restore", "--results-dir", str(store)), "name the data files")
+    assert_refused(invoke("restore", str(tmp_path), "--results-dir", str(store)), "a folder")
+    assert_refused(invoke("restore", str(tmp_path / "none.csv"), "--results-dir", str(store)), "no such file")
     (tmp_path / "empty.csv").write_bytes(b"")
-    assert_refused(invoke("restore", str(tmp_path / "empty.csv"), "--results-dir", str(tmp_path / "s")), "empty")
+    assert_refused(invoke("restore", str(tmp_path / "empty.csv"), "--results-dir", str(store)), "empty")
     (tmp_path / "junk.csv").write_text("a,b\n1,2\n")
-    assert_refused(invoke("restore", str(tmp_path / "junk.csv"), "--results-dir", str(tmp_path / "s")), "no row names")
-    assert not (tmp_path / "s").exists()
+    assert_refused(invoke("restore", str(tmp_path / "junk.csv"), "--results-dir", str(store)), "no row names")
+    # a seed edited in every row of one run: the rows agree, but the run is not the one its id names
+    rows = list(csv.reader(io.StringIO(data.read_text())))
+    cols = rows[0]
+    rid = next(r[cols.index("run_id")] for r in rows[1:] if r[cols.index("kind")] == "metric")
+    for r in rows[1:]:
+        if r[cols.index("run_id")] == rid:
+            r[cols.index("seed")] = "9"
+    edited = tmp_path / "edited.csv"
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    edited.write_text(buf.getvalue())
+    # the good file first: nothing of it is written either, every file is checked before any is
+    assert_refused(
+        invoke("restore", str(data), str(edited), "--results-dir", str(store)),
+        f"run {rid} is not the run its id names",
+        "the file was edited",
+    )
+    assert not store.exists()
+
+
+def test_the_files_beside_data_files_are_passed_over_and_a_file_named_twice_once(reported, tmp_path):
+    """`ablate restore reports/data/*` matches the studies' and controls' files too: not data files."""
+    _, _, out = reported
+    folder = tmp_path / "data"
+    shutil.copytree(out / "data", folder)
+    data = folder / "tiny.csv"
+    (folder / "tiny.guards.json").write_text(json.dumps({"ablation": "tiny", "profile": "cpu", "guards": {}}))
+    store = tmp_path / "s"
+    result = invoke("restore", *map(str, sorted(folder.iterdir())), str(data), "--results-dir", str(store))
+    assert result.exit_code == 0, result.output
+    assert "a controls' file: in a store, the controls' own runs decide" in result.stdout
+    assert "(named twice)" in result.stdout and "4 runs written" in result.stdout
+    assert "4 runs restored into" in result.stdout and "`ablate report PATH/TO/tiny.yaml --profile cpu" in result.stdout
+
+
+def test_an_unreadable_record_is_replaced_by_the_files(reported, tmp_path):
+    """An unreadable record.json is not a finished run (`status`: pending, so `run` would train it
+    again): the file's record takes its place, and that is said."""
+    _, results, out = reported
+    store = tmp_path / "store"
+    shutil.copytree(results, store)
+    folder = next(p for p in sorted((store / "tiny" / "cpu").iterdir()) if (p / "record.json").is_file())
+    good = json.loads((folder / "record.json").read_text())
+    (folder / "record.json").write_text('{"trunc')
+    result = invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(store))
+    assert result.exit_code == 0, result.output
+    assert "1 run written" in result.stdout and "1 of them in place of an unreadable record.json" in result.stdout
+    assert json.loads((folder / "record.json").read_text())["metrics"] == good["metrics"]
+
+
+def test_a_store_that_cannot_be_written_is_said_in_one_line(reported, tmp_path, monkeypatch):
+    from harness.report import restore as restore_mod
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(restore_mod, "write_record", read_only)
+    _, _, out = reported
+    assert_refused(
+        invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(tmp_path / "s")),
+        "cannot write the store under --results-dir",
+        "Read-only file system",
+        "0 files restored before it",
+    )

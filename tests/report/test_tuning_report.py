@@ -159,6 +159,36 @@ def test_report_from_its_data_file_gives_the_same_tuning_section(tuned_store, tm
     assert untimed((third / "mini.md").read_text()) == untimed(original)
 
 
+def test_a_store_restored_from_the_data_file_gives_the_same_tuning_section(tuned_store, tmp_path):
+    """``ablate restore`` on a clone: no store, no Optuna storage. The report (and ``report --all``)
+    made from the restored store has the Tuning section of the committed one, its studies' summary
+    and figures restored beside the runs; the index marks the same change with tuning."""
+    first = tmp_path / "reports"
+    assert invoke("report", "--all", "--results-dir", str(tuned_store), "--out", str(first)).exit_code == 0
+    original, index = (first / "mini.md").read_text(), (first / "README.md").read_text()
+    assert "## Tuning" in original and "**changes with tuning**" in index
+    shutil.move(tuned_store, tmp_path / "gone")
+    store = tmp_path / "restored"
+    done = invoke(
+        "restore", str(first / "data" / "mini.csv"), str(first / "data" / "other.csv"), "--results-dir", str(store)
+    )
+    assert done.exit_code == 0, done.output
+    assert (
+        "42 runs written, 21 of them tuned runs" in done.stdout and "the summary of its Optuna studies" in done.stdout
+    )
+    second = tmp_path / "again"
+    assert invoke("report", "--all", "--results-dir", str(store), "--out", str(second)).exit_code == 0
+
+    def same(text: str, results: Path) -> str:
+        return untimed(text).replace(f" --results-dir {results}", "").replace(f"`{results}`", "`STORE`")
+
+    assert same((second / "mini.md").read_text(), store) == same(original, tuned_store)
+    assert same((second / "README.md").read_text(), store) == same(index, tuned_store)
+    for fig in re.findall(r"\]\((figures/mini\.cpu-tune-[^)]+\.png)\)", original):
+        assert (second / fig).read_bytes() == (first / fig).read_bytes()
+    assert (second / "data" / "mini.tuning.json").read_bytes() == (first / "data" / "mini.tuning.json").read_bytes()
+
+
 @pytest.mark.parametrize(
     "change,words",
     [
