@@ -86,7 +86,7 @@ def _line(d: Restored) -> str:
     if d.differ:
         parts.append(
             f"{len(d.differ)} of them differ{'s' if len(d.differ) == 1 else ''} from the file's "
-            f"(status or metrics), e.g. {d.differ[0]}: the store's is kept"
+            f"(status or metrics), e.g. {d.differ[0][0]} ({d.differ[0][1]}): the store's is kept"
         )
     if d.problems:
         parts.append(f"{count(d.problems, 'unreadable store entry')} it lists not restored (not runs)")
@@ -118,5 +118,5 @@ def _next_steps(done: list[Restored], results: Path, differ: int) -> None:
         )
     head = f"{count(sum(len(d.written) for d in done), 'run')} restored into {results}"
     if differ:
-        head += f" ({count(differ, 'run')} kept that differ from the files: exit 1)"
+        head += f" ({count(differ, 'run')} kept that differ{'s' if differ == 1 else ''} from the files: exit 1)"
     output.console.print(escape(head + "; " + "; ".join(lines)))

@@ -44,7 +44,7 @@ from harness.store.runs import load_record, run_dir, write_record
 @dataclass
 class Restored:
     """What one data file gave the store: the runs written (``tuned`` of them tuned runs), those
-    already there (kept), those kept whose status or metrics differ from the file's (run ids),
+    already there (kept), those kept whose status or metrics differ from the file's (run id, how),
     unreadable records replaced, the store problems the file lists (unreadable entries of the store
     it was made from: not runs), and the files beside it that came too."""
 
@@ -53,7 +53,7 @@ class Restored:
     profile: str
     written: list[Record] = field(default_factory=list)
     kept: list[Record] = field(default_factory=list)
-    differ: list[str] = field(default_factory=list)
+    differ: list[tuple[str, str]] = field(default_factory=list)  # (run id, how)
     replaced: list[str] = field(default_factory=list)
     histories: int = 0
     problems: int = 0
@@ -160,13 +160,22 @@ def plan(paths: list[Path]) -> Plan:
     return out
 
 
-def _same(a: Record, b: Record) -> bool:
-    x, y = a.metrics or {}, b.metrics or {}
-    same_values = x.keys() == y.keys() and all(
-        x[k] == y[k] or (isinstance(x[k], float) and isinstance(y[k], float) and math.isnan(x[k]) and math.isnan(y[k]))
-        for k in x
-    )
-    return same_values and a.status == b.status
+MACHINE = ("train_tokens_per_s", "peak_mem_mb")
+"""Metrics of the machine a run ran on, not of the run: never the same twice, so not compared."""
+
+
+def difference(held: Record, rec: Record) -> str | None:
+    """How the store's record of a run differs from the file's: its status, or the first metric
+    (but those of :data:`MACHINE`) that is missing from one or has another value; None when none does."""
+    if held.status != rec.status:
+        return f"status {held.status} here, {rec.status} in the file"
+    x, y = held.metrics or {}, rec.metrics or {}
+    for k in sorted((x.keys() | y.keys()) - set(MACHINE)):
+        a, b = x.get(k), y.get(k)
+        if a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
+            continue
+        return f"{k} {a!r} here, {b!r} in the file"
+    return None
 
 
 def restore(path: Path, data: DataFile, results: Path) -> Restored:
@@ -184,8 +193,8 @@ def restore(path: Path, data: DataFile, results: Path) -> Restored:
         folder = run_dir(results, rec.ablation, rec.profile, rec.run_id)
         held, problem = load_record(folder)
         if held is not None:
-            if not _same(held, rec):
-                out.differ.append(rec.run_id)
+            if (how := difference(held, rec)) is not None:
+                out.differ.append((rec.run_id, how))
             out.kept.append(rec)
             continue
         if problem is not None:  # an unreadable record is not a finished run: the file's takes its place
