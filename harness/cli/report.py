@@ -21,7 +21,7 @@ from harness.report.index import report_all as write_all
 from harness.report.markdown import report_path, write_report
 from harness.report.source import load_source
 from harness.report.tuning import TuningInputs, tuned_analysis
-from harness.report.tuning_data import copy_figures
+from harness.report.tuning_data import copy_figures, studies_path
 from harness.report.wandb_summary import log_report
 from harness.tune.storage import open_storage, sqlite_exists
 
@@ -98,6 +98,11 @@ def report(
             bench=bench,
         )
     output.console.print(f"wrote {path}")
+    if data is not None and data.tuned.records and data.tuning is None:
+        output.console.print(
+            f"[yellow]warning: {escape(str(source))} holds {len(data.tuned.records)} tuned runs but no studies' summary "
+            f"lies beside it ({escape(studies_path(Path(source)).name)}): the report has no Tuning section[/]"
+        )
     if data is not None and data.tuning is not None:
         missing = copy_figures(data.tuning, Path(source).parent.parent, out)
         for fig in missing:

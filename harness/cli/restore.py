@@ -42,12 +42,14 @@ def restore(files: list[Path], results: Path) -> int:
     try:
         for path, data in todo.files:
             done.append(restore_file(path, data, Path(results)))
-            output.console.print(escape(_line(done[-1])))
+            output.console.print(_line(done[-1]))
     except OSError as exc:
         raise AblateError(
-            f"cannot write the store under --results-dir {results} ({exc.strerror or exc}); "
-            f"{count(len(done), 'file')} restored before it; pass a folder you can write to"
+            f"cannot write the store under --results-dir {results} ({exc.strerror or exc}); what was written "
+            "before it stays (the same command again completes the rest); pass a folder you can write to"
         ) from None
+    if bench := sorted({b for d in done for b in d.bench}):
+        output.console.print(escape(f"bench files into {Path(results) / 'bench'}: {', '.join(bench)}"))
     differ = sum(len(d.differ) for d in done)
     _missing_controls(done, Path(results))
     _next_steps(done, Path(results), differ)
@@ -59,14 +61,14 @@ def _missing_controls(done: list[Restored], results: Path) -> None:
     lacks: without their runs, `report` withholds those claims' verdicts."""
     entries = {e.id: e for e in load_registry()}
     missing = []
-    for guard in sorted({g for d in done for g in d.guards}):
-        kind, _, gid = guard.rpartition(" ")
-        grids = (
-            {gid} if kind == NEGATIVE else {c.ablation for c in entries[gid].comparisons} if gid in entries else set()
-        )
-        lacking = sorted(g for g in grids if not (results / g).is_dir())
+    for kind, gid, profile in sorted({g for d in done for g in d.guards}, key=str):
+        if kind == NEGATIVE:
+            grids = {(gid, profile or "confirm")}
+        else:
+            grids = {(c.ablation, c.profile) for c in entries[gid].comparisons} if gid in entries else set()
+        lacking = sorted(f"{a} / {p}" for a, p in grids if not (results / a / p).is_dir())
         if lacking:
-            missing.append(f"{guard} ({', '.join(lacking)})")
+            missing.append(f"{kind} {gid} ({', '.join(lacking)})")
     if missing:
         output.console.print(
             "[yellow]the claims of these reports rest on controls whose grids the store lacks: "
@@ -90,13 +92,22 @@ def _line(d: Restored) -> str:
         )
     if d.problems:
         parts.append(f"{count(d.problems, 'unreadable store entry')} it lists not restored (not runs)")
+    if d.refilled:
+        parts.append(f"the lost validation history of {count(d.refilled, 'kept run')} written again")
     if d.studies is not None:
         parts.append(
-            "the summary of its Optuna studies, which the report shows (not the studies: `run --tuned` needs `ablate tune` again)"
+            "the summary of its Optuna studies, which the report shows (not the studies: `run --tuned` needs "
+            "`ablate tune` again)"
         )
-    if d.bench:
-        parts.append(f"bench file(s) {', '.join(d.bench)}")
-    return f"{d.path}: {d.ablation} / {d.profile}: " + "; ".join(parts)
+    line = escape(f"{d.path}: {d.ablation} / {d.profile}: " + "; ".join(parts))
+    if d.missing_figures:
+        line += escape(
+            f"; {count(len(d.missing_figures), 'figure')} of the studies not found, e.g. {d.missing_figures[0]}"
+        )
+    if d.no_studies:
+        name = Path(d.path).name.split(".csv")[0]
+        line += escape(f"; no studies' summary beside it ({name}.tuning.json): its report will have no Tuning section")
+    return line
 
 
 def _next_steps(done: list[Restored], results: Path, differ: int) -> None:

@@ -11,8 +11,9 @@ The tuned runs a report's Tuning section compares (``ablate run --tuned``, profi
 ``PROFILE+tuned``) follow, as ``metric`` and ``run`` rows only (that section draws no curve); the
 studies it lists are kept beside the file (:mod:`harness.report.tuning_data`), and so are the
 ``ablate bench attention`` files a kernel ablation's Speed section shows (``data/bench/``,
-:func:`harness.report.bench.keep`). The last row (``kind`` = ``end``) marks the end of the table:
-a file cut short at a line end lacks it and is refused. Every row gives the file's format
+:func:`harness.report.bench.keep`). The last row (``kind`` = ``end``) marks the end of the table
+and gives, in ``value``, the number of rows above it: a file cut short at a line end lacks it, and
+one whose rows were taken out or added has another count; both are refused. Every row gives the file's format
 (column ``format``: 2); a file without that column was written before the end row and is read
 without one.
 Every row of a run repeats the run's fields: ids, status and reason, commit and versions,
@@ -140,6 +141,17 @@ def _flatten(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class _Counted:
+    """A csv writer that counts the rows it wrote (the end row gives the count)."""
+
+    def __init__(self, writer: csv.DictWriter) -> None:
+        self.writer, self.rows = writer, 0
+
+    def writerow(self, row: dict[str, str]) -> None:
+        self.writer.writerow(row)
+        self.rows += 1
+
+
 def write_data(
     records: list[Record],
     history: dict[str, pd.DataFrame | str],
@@ -164,8 +176,9 @@ def write_data(
         config_cols += [CONFIG + k for k in _flatten(rec.config) if CONFIG + k not in config_cols]
     columns = [*ROW_FIELDS[:1], *(c for c, _ in RUN_FIELDS), *ROW_FIELDS[1:], STORE, FORMAT, *config_cols]
     buf = io.StringIO()
-    out = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", restval="")
-    out.writeheader()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", restval="")
+    writer.writeheader()
+    out = _Counted(writer)
     for rec in runs:
         cells = _run_cells(rec, str(store), config_cols)
         if not rec.metrics:
@@ -185,8 +198,7 @@ def write_data(
                 }
             )
         elif frame is not None:
-            for row in frame.itertuples(index=False):
-                step = row.step
+            for row in frame.to_dict("records"):  # not itertuples: it renames a column such as acc@x1
                 for name in frame.columns:
                     if name != "step":
                         out.writerow(
@@ -194,15 +206,15 @@ def write_data(
                                 **cells,
                                 "kind": "history",
                                 "metric": name,
-                                "step": _cell(step),
-                                "value": _cell(getattr(row, name)),
+                                "step": _cell(row["step"]),
+                                "value": _cell(row[name]),
                             }
                         )
     damaged = {v for v in history.values() if isinstance(v, str)}
     for problem in (p for p in problems if p not in damaged):
         out.writerow({"kind": "problem", "reason": problem, STORE: str(store), FORMAT: str(VERSION)})
     ends = f"the end of the table: {len(records)} runs and {len(tuned or [])} tuned runs above"
-    out.writerow({"kind": END, "reason": ends, STORE: str(store), FORMAT: str(VERSION)})
+    out.writerow({"kind": END, "value": str(out.rows), "reason": ends, STORE: str(store), FORMAT: str(VERSION)})
     text = buf.getvalue()
     path = data_path(report)
     path.parent.mkdir(parents=True, exist_ok=True)

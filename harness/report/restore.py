@@ -34,7 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import AblateError
+from harness.experiment import ablation as ablation_mod
+from harness.experiment.ablation import Ablation
 from harness.experiment.grid import record_id
+from harness.report.guards import Guards, read_guards
 from harness.report.source import DataFile, read_data
 from harness.report.tuning_data import restored_studies_path, studies_path
 from harness.store.record import Record
@@ -59,8 +62,11 @@ class Restored:
     problems: int = 0
     tuned: int = 0
     studies: Path | None = None  # the studies' summary restored
+    missing_figures: list[str] = field(default_factory=list)  # the summary's figures found nowhere
+    no_studies: bool = False  # tuned runs, but no studies' summary beside the file: no Tuning section
+    refilled: int = 0  # kept runs whose lost or unreadable history.csv the file's took the place of
     bench: list[str] = field(default_factory=list)  # the bench files restored
-    guards: list[str] = field(default_factory=list)  # the controls the report's claims rest on
+    guards: list[tuple[str, str, str | None]] = field(default_factory=list)  # (kind, id, profile) of its controls
 
 
 @dataclass
@@ -96,13 +102,31 @@ def ablation_of(path: Path) -> str:
     )
 
 
-def _check_ids(path: Path, data: DataFile) -> None:
-    """Every run is the run its id names.
+def _check_ids(path: Path, data: DataFile, abl: Ablation | None) -> None:
+    """Every run is the run its id names, and its variant the one its config holds (and, for a
+    registered ablation ``abl``, named as the ablation names it).
 
     Raises:
-        AblateError: a run whose fields hash to another id (its seed, task or config edited).
+        AblateError: a run whose fields hash to another id (its seed, task or config edited), or
+            whose variant disagrees with its config or its label.
     """
     for rec in [*data.scan.records, *data.tuned.records]:
+        for key, value in (rec.variant or {}).items():
+            section, _, name = key.partition(".")
+            if (rec.config.get(section) or {}).get(name) != value:
+                raise AblateError(
+                    f"{path}: run {rec.run_id} has variant {key}={value!r}, where its config has "
+                    f"{(rec.config.get(section) or {}).get(name)!r}: the file was edited; a data file is written by "
+                    "`ablate report NAME`, not edited"
+                )
+        variant = rec.variant or {}
+        ordered = {k: variant[k] for k in [*abl.axes, *variant] if k in variant} if abl is not None else variant
+        if abl is not None and abl.label(ordered) != rec.variant_label:  # a record keeps its keys sorted
+            raise AblateError(
+                f"{path}: run {rec.run_id} is labelled {rec.variant_label!r}, where {abl.name} names its variant "
+                f"{abl.label(ordered)!r}: the file was edited; a data file is written by "
+                "`ablate report NAME`, not edited"
+            )
         try:
             rid = record_id(
                 rec.task,
@@ -149,8 +173,13 @@ def plan(paths: list[Path]) -> Plan:
             continue
         seen.add(key)
         name = ablation_of(path)
-        data = read_data(path, name, None)
-        _check_ids(path, data)
+        try:
+            data = read_data(path, name, None, controls=False)
+            _check_ids(path, data, ablation_mod.load(name) if name in ablation_mod.available() else None)
+        except AblateError as exc:  # the reader speaks of --from; restore has none, and maybe no store
+            text = str(exc).replace(f"--from {path}", str(path))
+            raise AblateError(f"{text} (a committed file: `git checkout -- {path}` gives it back as written)") from None
+        data.guards = _controls(path, name, data.profile)
         out.files.append((path, data))
     if not out.files:
         raise AblateError(
@@ -158,6 +187,15 @@ def plan(paths: list[Path]) -> Plan:
             "`ablate restore reports/data/*.csv.gz`"
         )
     return out
+
+
+def _controls(path: Path, ablation: str, profile: str) -> Guards | None:
+    """The controls' file beside the data file, for the line that names the controls' grids; an
+    unreadable one is no reason to refuse the runs (a store's own control runs decide)."""
+    try:
+        return read_guards(path, ablation, profile)
+    except AblateError:
+        return None
 
 
 MACHINE = ("train_tokens_per_s", "peak_mem_mb")
@@ -187,46 +225,61 @@ def restore(path: Path, data: DataFile, results: Path) -> Restored:
     """
     first = next(iter([*data.scan.records, *data.tuned.records]), None)
     out = Restored(Path(path), first.ablation if first else "", data.profile, problems=len(data.scan.problems))
-    out.guards = sorted({f"{g.kind} {g.id}" for gs in (data.guards or {}).values() for g in gs})
+    out.guards = sorted({(g.kind, g.id, g.profile) for gs in (data.guards or {}).values() for g in gs}, key=str)
     tuned = {r.run_id for r in data.tuned.records}
     for rec in [*data.scan.records, *data.tuned.records]:
         folder = run_dir(results, rec.ablation, rec.profile, rec.run_id)
         held, problem = load_record(folder)
+        history = (data.scan.history or {}).get(rec.run_id)
         if held is not None:
             if (how := difference(held, rec)) is not None:
                 out.differ.append((rec.run_id, how))
+            elif history is not None and not isinstance(history, str) and not _readable_history(folder):
+                history.to_csv(folder / "history.csv", index=False)  # the same run: its lost curve comes back
+                out.refilled += 1
             out.kept.append(rec)
             continue
         if problem is not None:  # an unreadable record is not a finished run: the file's takes its place
             out.replaced.append(rec.run_id)
         folder.mkdir(parents=True, exist_ok=True)
-        history = (data.scan.history or {}).get(rec.run_id)
         if history is not None and not isinstance(history, str):  # a str: the history was unreadable there too
             history.to_csv(folder / "history.csv", index=False)
             out.histories += 1
         write_record(folder, rec)
         out.written.append(rec)
         out.tuned += rec.run_id in tuned
-    out.studies = _restore_studies(Path(path), data, Path(results))
+    out.studies, out.missing_figures = _restore_studies(Path(path), data, Path(results))
+    out.no_studies = bool(data.tuned.records) and data.tuning is None
     out.bench = _restore_bench(Path(path), Path(results))
     return out
 
 
-def _restore_studies(path: Path, data: DataFile, results: Path) -> Path | None:
+def _readable_history(folder: Path) -> bool:
+    try:
+        return "step" in (folder / "history.csv").read_text().partition("\n")[0].split(",")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _restore_studies(path: Path, data: DataFile, results: Path) -> tuple[Path | None, list[str]]:
     """Copy the studies' summary beside the data file, and the figures it lists (from the report
-    folder the file lies in), under ``<results>/restored/``."""
+    folder the file lies in), under ``<results>/restored/``; returns its path and the figures found
+    nowhere (the report links them all the same)."""
     if data.tuning is None:
-        return None
+        return None, []
     target = restored_studies_path(results, data.tuning.ablation, data.tuning.profile)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(studies_path(path), target)
     reports = path.parent.parent  # reports/ for reports/data/FILE
+    missing = []
     for fig in (f for s in data.tuning.studies for f in s.figures):
         src, dst = reports / fig.path, target.parent / fig.path
         if src.is_file():
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
-    return target
+        else:
+            missing.append(str(src))
+    return target, missing
 
 
 def _restore_bench(path: Path, results: Path) -> list[str]:

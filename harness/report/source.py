@@ -39,7 +39,7 @@ from harness.report.data import (
     STORE,
 )
 from harness.report.guards import Guards, read_guards
-from harness.report.tuning_data import TuningData, read_studies
+from harness.report.tuning_data import TuningData, check_studies, read_studies
 from harness.store.record import Record, parse_record
 from harness.store.runs import StoreScan
 from harness.tune.studies import tuned_profile
@@ -126,9 +126,10 @@ def _spreadsheet_text(text: str) -> str:
     return text.replace("\r\n", "\n") if sep and head.endswith("\r") else text
 
 
-def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
+def read_data(path: Path, ablation: str, profile: str | None, controls: bool = True) -> DataFile:
     """The records, histories and store problems of a data file, as a :class:`StoreScan`, with the
-    profile and the store path it names, its tuned runs and the studies beside it. A UTF-8
+    profile and the store path it names, its tuned runs and the studies beside it (and the controls'
+    file, unless ``controls`` is False: ``ablate restore`` needs none). A UTF-8
     byte-order mark and CRLF line ends (what a spreadsheet tool writes) are accepted, gzipped too.
 
     Args:
@@ -276,12 +277,14 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
                 )
             held[r["metric"]] = value
         elif r["kind"] == "history":
-            frames.setdefault(rid, []).append(
-                (
-                    _value(r["step"], "int", f"{where}, column step"),
-                    r["metric"],
-                    _value(r["value"], "number", f"{where}, column value"),
+            step = _value(r["step"], "int", f"{where}, column step")
+            if step is None or not r["metric"] or r["metric"] == "step":
+                raise AblateError(
+                    f"{where}: a history row needs a step and a metric (step {r['step']!r}, metric {r['metric']!r}); "
+                    "a data file is written by `ablate report NAME` from the store, not edited"
                 )
+            frames.setdefault(rid, []).append(
+                (step, r["metric"], _value(r["value"], "number", f"{where}, column value"))
             )
     _check_rows_agree(path, rows)
     tuned = StoreScan(history={})
@@ -299,7 +302,7 @@ def read_data(path: Path, ablation: str, profile: str | None) -> DataFile:
         Path(rows[0][STORE]),
         tuned,
         read_studies(path, ablation, prof),
-        read_guards(path, ablation, prof),
+        read_guards(path, ablation, prof) if controls else None,
         frozenset(config_cols),
     )
 
@@ -350,6 +353,12 @@ def _without_end(path: Path, rows: list[dict[str, str]]) -> list[dict[str, str]]
             f"--from {path}, line {ends[0] + 3}: a row after the end row (line {ends[0] + 2}): rows were added to "
             "the file by hand; a data file is written by `ablate report NAME` from the store, not edited"
         )
+    said = rows[-1]["value"]
+    if said.isdigit() and int(said) != len(rows) - 1:
+        raise AblateError(
+            f"--from {path}: {len(rows) - 1} rows above the end row, which says {said}: rows were taken out of the "
+            "file or added to it by hand; a data file is written by `ablate report NAME` from the store, not edited"
+        )
     return rows[:-1]
 
 
@@ -399,6 +408,8 @@ def load_source(
             "report was made with (its Reproduce section names them), or, if the file was edited, regenerate it "
             f"with `ablate report {abl.name}` from the store"
         )
+    where = f"--from {path}: its studies' summary"
+    check_studies(data.tuning, list(abl.tasks), [abl.label(v) for v in abl.variants()], where)
     specs = {s.run_id: s for s in sel.specs}
     for rec in data.scan.records:
         if edited := _edited(rec, specs[rec.run_id], data.config_columns):

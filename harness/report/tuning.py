@@ -29,7 +29,14 @@ from harness.experiment.selection import Selection
 from harness.hints import Context
 from harness.report.guards import Guards
 from harness.report.tables import markdown, title
-from harness.report.tuning_data import StudyFigure, StudySummary, TuningData, read_restored
+from harness.report.tuning_data import (
+    StudyFigure,
+    StudySummary,
+    TuningData,
+    check_studies,
+    read_restored,
+    restored_studies_path,
+)
 from harness.store.runs import StoreScan, scan
 from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
@@ -79,6 +86,9 @@ def read_tuning(sel: Selection, results: Path, storage: str | None, out: Path) -
     studies = collect_studies(sel, results, storage, out)
     if studies is None:
         studies = read_restored(results, sel.ablation.name, sel.profile, out)
+        abl = sel.ablation
+        where = f"the studies' summary restored in {restored_studies_path(results, abl.name, sel.profile)}"
+        check_studies(studies, list(abl.tasks), [abl.label(v) for v in abl.variants()], where)
     return TuningInputs(studies, tuned_analysis(sel, results))
 
 

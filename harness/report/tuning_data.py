@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
+from harness.errors import AblateError
 from harness.report.sidecar import read_sidecar
 
 Param = bool | int | float | str | None
@@ -32,6 +33,16 @@ class StudyFigure(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     kind: str
     path: str
+
+    @field_validator("path")
+    @classmethod
+    def _under_figures(cls, path: str) -> str:
+        # the figure is copied by this path (ablate report --from, ablate restore): never from or
+        # to a place outside the report's figures/ folder
+        parts = PurePosixPath(path).parts
+        if len(parts) != 2 or parts[0] != "figures" or not path.endswith(".png") or "\\" in path:
+            raise ValueError(f"a figure's path is figures/NAME.png, not {path!r}")
+        return path
 
 
 class StudySummary(BaseModel):
@@ -91,6 +102,21 @@ from data files (:mod:`harness.report.restore`)."""
 def restored_studies_path(results: Path, ablation: str, profile: str) -> Path:
     """Where the studies' summary of ``ablation`` / ``profile`` restored from a data file lies."""
     return Path(results) / RESTORED / f"{ablation}.{profile}.tuning.json"
+
+
+def check_studies(data: TuningData | None, tasks: list[str], variants: list[str], where: str) -> None:
+    """Every study of ``data`` is of one of the ablation's ``tasks`` and ``variants`` (labels).
+
+    Raises:
+        AblateError: a study of another task or variant (a summary edited, or of an older declaration).
+    """
+    for s in data.studies if data is not None else []:
+        if s.task not in tasks or s.variant not in variants:
+            raise AblateError(
+                f"{where}: study {s.name!r} is of task {s.task!r} / variant {s.variant!r}, which the ablation does "
+                f"not have (tasks {', '.join(tasks)}; variants {', '.join(variants)}); regenerate the summary with "
+                "`ablate report NAME` from the store, or delete it to leave the Tuning section out"
+            )
 
 
 def read_restored(results: Path, ablation: str, profile: str, out: Path) -> TuningData | None:

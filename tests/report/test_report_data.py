@@ -173,6 +173,13 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
     files["noend"].write_text(_text(rows[: len(rows) // 2]))
     files["after"] = root / "after.csv"
     files["after"].write_text(_text([*rows, rows[1]]))
+    files["histstep"] = root / "histstep.csv"  # a metric row turned into a history row: no step
+    edited = [list(r) for r in rows]
+    edited[_metric_row(rows)][rows[0].index("kind")] = "history"
+    files["histstep"].write_text(_text(edited))
+    files["removed"] = root / "removed.csv"  # every row of one run taken out: the end row's count says so
+    rid = rows[1][rows[0].index("run_id")]
+    files["removed"].write_text(_text([r for r in rows if r[rows[0].index("run_id")] != rid]))
     i, metric, value = _metric_row(rows), rows[0].index("metric"), rows[0].index("value")
     for name, (column, cell) in {"impossible": (value, "7.0"), "renamed": (metric, "accuracy@x2")}.items():
         edited = [list(r) for r in rows]
@@ -235,13 +242,21 @@ def _metric_row(rows: list[list[str]], metric: str = "acc@x2") -> int:
     raise AssertionError("no plain metric row")
 
 
+def _recount(rows: list[list[str]]) -> list[list[str]]:
+    """``rows`` (the header first, the end row last) with the end row's count of the rows above it
+    made right again: an edit made as the writer would have made it."""
+    end = list(rows[-1])
+    end[rows[0].index("value")] = str(len(rows) - 2)
+    return [*rows[:-1], end]
+
+
 def _other_value(text: str) -> str:
     """The file with its first metric row again, with another value: two rows for one run and metric."""
     rows = _rows(text)
     cells = list(rows[_metric_row(rows)])
     value = rows[0].index("value")
     cells[value] = repr(float(cells[value]) + 0.25)
-    return _text([*rows[:-1], cells, rows[-1]])  # above the end row
+    return _text(_recount([*rows[:-1], cells, rows[-1]]))  # above the end row
 
 
 @pytest.mark.parametrize(
@@ -257,6 +272,8 @@ def _other_value(text: str) -> str:
         ("empty", ["empty (0 bytes): a copy or download that did not happen"]),
         ("noend", ["no end row (its last row, kind end, which a file of format 2 ends with): the file was cut short"]),
         ("after", ["a row after the end row", "rows were added to the file by hand"]),
+        ("histstep", ["a history row needs a step and a metric (step '', metric 'acc@x2')"]),
+        ("removed", ["rows above the end row, which says", "rows were taken out of the file or added to it"]),
         ("emptygz", ["empty (gzipped, 0 bytes inside)"]),
         ("devnull", ["/dev/null: not a regular file"]),
         ("fifo", ["not a regular file (a device, a FIFO or a socket)"]),
@@ -312,13 +329,13 @@ def test_duplicate_rows_are_read_once_and_a_missing_value_is_counted(store, tmp_
     rows = _rows((out / "data" / "tiny.csv").read_text())
     i = _metric_row(rows)
     same = tmp_path / "same.csv"
-    same.write_text(_text([*rows[:-1], rows[i], rows[-1]]))  # above the end row
+    same.write_text(_text(_recount([*rows[:-1], rows[i], rows[-1]])))  # above the end row
     md = ["--format", "md"]
     good = invoke("compare", str(decl), "--from", str(out / "data" / "tiny.csv"), *md)
     assert good.exit_code == 0 and "without a value" not in good.stdout
     assert invoke("compare", str(decl), "--from", str(same), *md).stdout == good.stdout
     dropped = tmp_path / "dropped.csv"
-    dropped.write_text(_text(rows[:i] + rows[i + 1 :]))
+    dropped.write_text(_text(_recount(rows[:i] + rows[i + 1 :])))
     nan = list(rows[i])
     nan[rows[0].index("value")] = "nan"
     nanfile = tmp_path / "nan.csv"
@@ -540,3 +557,21 @@ def test_a_config_column_deleted_is_named_as_missing(store, tmp_path):
         invoke("report", str(decl), "--from", str(edited), "--out", str(tmp_path / "never")),
         "the file has no column config.train.steps (its default was read), where the grid's run has 20",
     )
+
+
+def test_a_history_column_that_is_not_a_python_name_is_written(store, tmp_path):
+    """``itertuples`` renamed a column such as ``acc@x1`` and the writer failed on it (a history
+    restored from an edited file held one); the rows are now read by name."""
+    from harness.store.runs import scan
+
+    rec = next(r for r in scan(store[1], "tiny", "cpu").records if r.status == "ok")
+    frame = pd.DataFrame({"step": [10, 20], "loss": [2.0, 1.5], "acc@x1": [0.25, 0.5]})
+    path = report_data.write_data([rec], {rec.run_id: frame}, [], "results", tmp_path / "tiny.md")
+    rows = pd.read_csv(path, keep_default_na=False, dtype=str)
+    history = rows[rows["kind"] == "history"]
+    assert list(zip(history["step"], history["metric"], history["value"], strict=True)) == [
+        ("10", "loss", "2.0"),
+        ("10", "acc@x1", "0.25"),
+        ("20", "loss", "1.5"),
+        ("20", "acc@x1", "0.5"),
+    ]

@@ -209,5 +209,42 @@ def test_a_store_that_cannot_be_written_is_said_in_one_line(reported, tmp_path, 
         invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(tmp_path / "s")),
         "cannot write the store under --results-dir",
         "Read-only file system",
-        "0 files restored before it",
+        "what was written before it stays (the same command again completes the rest)",
+    )
+
+
+def test_a_variant_edited_in_every_row_is_refused(reported, tmp_path):
+    """The variant is not in the run id (its config is): a run relabelled in every row hashed to
+    its id and restored as another variant's run."""
+    _, _, out = reported
+    rows = list(csv.reader(io.StringIO((out / "data" / "tiny.csv").read_text())))
+    cols = rows[0]
+    rid = next(r[cols.index("run_id")] for r in rows[1:] if r[cols.index("kind")] == "metric")
+    for r in rows[1:]:
+        if r[cols.index("run_id")] == rid:
+            held = json.loads(r[cols.index("variant_axes")])
+            r[cols.index("variant_axes")] = json.dumps({k: "rope" for k in held})
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    (tmp_path / "edited.csv").write_text(buf.getvalue())
+    assert_refused(
+        invoke("restore", str(tmp_path / "edited.csv"), "--results-dir", str(tmp_path / "s")),
+        f"run {rid} has variant model.position='rope', where its config has",
+    )
+
+
+def test_a_kept_runs_lost_history_is_written_again(reported, tmp_path):
+    _, results, out = reported
+    store = tmp_path / "store"
+    shutil.copytree(results, store)
+    folder = next(
+        p
+        for p in sorted((store / "tiny" / "cpu").iterdir())
+        if (p / "history.csv").is_file() and json.loads((p / "record.json").read_text())["status"] == "ok"
+    )
+    (folder / "history.csv").unlink()
+    done = invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(store))
+    assert done.exit_code == 0 and "the lost validation history of 1 kept run written again" in done.stdout
+    assert pd.read_csv(folder / "history.csv").equals(
+        pd.read_csv(results / "tiny" / "cpu" / folder.name / "history.csv")
     )

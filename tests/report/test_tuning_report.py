@@ -198,6 +198,12 @@ def test_a_store_restored_from_the_data_file_gives_the_same_tuning_section(tuned
             ["studies' file", "is of mini / pilot, not of mini / cpu"],
         ),
         (lambda text: text.replace('"complete": 3', '"complete": "three"', 1), ["studies' file", "unreadable"]),
+        # a figure's path is copied by --from and restore: one that leaves figures/ wrote files anywhere
+        (lambda text: text.replace('"path": "figures/', '"path": "../', 1), ["studies' file", "unreadable"]),
+        (  # a study of a task the ablation lacks: the section's lookup of its metric raised KeyError
+            lambda text: text.replace('"task": "copy"', '"task": "nope"', 1),
+            ["study 'mini/cpu/copy/", "is of task 'nope'", "which the ablation does not have"],
+        ),
     ],
 )
 def test_a_damaged_studies_file_is_refused(tuned_store, tmp_path, change, words):
@@ -209,6 +215,16 @@ def test_a_damaged_studies_file_is_refused(tuned_store, tmp_path, change, words)
         invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(tmp_path / "n")), *words
     )
     assert not (tmp_path / "n").exists()
+
+
+def test_a_data_file_of_tuned_runs_without_its_studies_summary_says_the_section_is_lost(tuned_store, tmp_path):
+    out = tmp_path / "reports"
+    assert invoke("report", "mini", "--results-dir", str(tuned_store), "--out", str(out)).exit_code == 0
+    (out / "data" / "mini.tuning.json").unlink()
+    made = invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(tmp_path / "a"))
+    assert made.exit_code == 0 and "holds 21 tuned runs but no studies' summary lies beside it" in made.stdout
+    done = invoke("restore", str(out / "data" / "mini.csv"), "--results-dir", str(tmp_path / "s"))
+    assert done.exit_code == 0 and "no studies' summary beside it (mini.tuning.json)" in done.stdout, done.output
 
 
 def test_compare_from_a_data_file_without_tuned_runs_refuses_tuned(tmp_path, monkeypatch):
