@@ -24,6 +24,7 @@ import pandas as pd
 
 from harness.analysis import primary_power, stats, untestable
 from harness.analysis.holm import holm_across
+from harness.encode import count
 from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
@@ -90,7 +91,9 @@ class Analysis:
         comparison's ``n`` says how many of its own pairs it read."""
         d = self.seeds_done()
         return (
-            f"{d.declared} seeds" if d.complete else f"{d.declared} seeds planned, {d.runs} of {d.planned} runs so far"
+            count(d.declared, "seed")
+            if d.complete
+            else f"{count(d.declared, 'seed')} planned, {d.runs} of {count(d.planned, 'run')} so far"
         )
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.analysis import stats
 from harness.analysis import verdicts as vd
+from harness.encode import count
 
 if TYPE_CHECKING:
     from harness.analysis.comparisons import Table
@@ -51,4 +52,4 @@ def holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
         low, high = frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"]
         frame.loc[ri, "verdict"] = fam.verdict(i, low, high, tables[ti].sesoi, alpha=alpha, confirmatory=confirmatory)
     for table in tables:
-        table.family = f"primary (Holm over {fam.size} comparisons)"
+        table.family = f"primary (Holm over {count(fam.size, 'comparison')})"

@@ -118,7 +118,7 @@ def test_a_comparison_with_an_infinite_value_is_in_no_family_and_the_label_agree
     write_runs(tmp_path / "results", decl, "cpu", value)
     table = analyse(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results").table("copy", "acc@x2")
     rows = table.frame.set_index("variant")
-    assert table.family == "primary (Holm over 1 comparisons)"
+    assert table.family == "primary (Holm over 1 comparison)"
     assert rows.loc["learned", "family_size"] == 1
     assert rows.loc["learned", "p_adj"] == pytest.approx(st.ttest_rel(0.5 + diffs["learned"], [0.5] * 8).pvalue)
     assert np.isnan(rows.loc["rope", "p_perm"]) and rows.loc["rope", "family_size"] is pd.NA
