@@ -37,6 +37,7 @@ from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import record_id
+from harness.experiment.versions import run_versions
 from harness.report.guards import Guards, read_guards
 from harness.report.source import DataFile, read_data
 from harness.report.tuning_data import restored_studies_path, studies_path
@@ -100,6 +101,18 @@ def ablation_of(path: Path) -> str:
     raise AblateError(
         f"{path}: no row names an ablation: not a report's data file (reports/data/NAME[.PROFILE].csv[.gz])"
     )
+
+
+def _with_versions(data: DataFile) -> None:
+    """Give each run of a file written before data files kept code versions (format 1) the
+    versions its id was checked with (:func:`_check_ids`: this code's, which hash to its id), so
+    that a report does not read them as version 1 of everything and warn of code mixed with the
+    runs made since (a version only grows: one above 1 now and 1 then would not give the id)."""
+    for scan in (data.scan, data.tuned):
+        scan.records = [
+            r if r.code_versions is not None else r.model_copy(update={"code_versions": run_versions(r.config)})
+            for r in scan.records
+        ]
 
 
 def _check_ids(path: Path, data: DataFile, abl: Ablation | None) -> None:
@@ -176,6 +189,7 @@ def plan(paths: list[Path]) -> Plan:
         try:
             data = read_data(path, name, None, controls=False)
             _check_ids(path, data, ablation_mod.load(name) if name in ablation_mod.available() else None)
+            _with_versions(data)
         except AblateError as exc:  # the reader speaks of --from; restore has none, and maybe no store
             text = str(exc).replace(f"--from {path}", str(path))
             raise AblateError(f"{text} (a committed file: `git checkout -- {path}` gives it back as written)") from None

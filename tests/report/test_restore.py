@@ -248,3 +248,20 @@ def test_a_kept_runs_lost_history_is_written_again(reported, tmp_path):
     assert pd.read_csv(folder / "history.csv").equals(
         pd.read_csv(results / "tiny" / "cpu" / folder.name / "history.csv")
     )
+
+
+def test_a_file_written_before_code_versions_restores_them(reported, tmp_path):
+    """A data file of format 1 (no format or code_versions column, no end row): its runs came back
+    without code versions, which a report reads as version 1 of everything, and warned of code
+    mixed with the runs made since (reports/mqar_pairs_16.md, position:rope at versions 1, 2)."""
+    _, results, out = reported
+    rows = list(csv.reader(io.StringIO((out / "data" / "tiny.csv").read_text())))
+    keep = [i for i, c in enumerate(rows[0]) if c not in ("format", "code_versions")]
+    old = [[r[i] for i in keep] for r in rows[:-1]]  # and no end row
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(old)
+    (tmp_path / "old.csv").write_text(buf.getvalue())
+    store = tmp_path / "s"
+    assert invoke("restore", str(tmp_path / "old.csv"), "--results-dir", str(store)).exit_code == 0
+    restored, stored = _runs(store), _runs(results)
+    assert restored and all(r["code_versions"] == stored[rid]["code_versions"] for rid, r in restored.items())
