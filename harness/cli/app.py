@@ -591,7 +591,9 @@ def tune(
 def restore(
     files: Annotated[
         Optional[list[Path]],
-        typer.Argument(help="reports' data files (reports/data/NAME[.PROFILE].csv[.gz]), e.g. reports/data/*.csv.gz"),
+        typer.Argument(
+            help="reports' data files (reports/data/NAME[.PROFILE].csv[.gz]), or a folder of them: reports/data"
+        ),
     ] = None,
     results_dir: ResultsOpt = RESULTS,
 ) -> None:

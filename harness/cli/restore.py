@@ -31,7 +31,7 @@ def restore(files: list[Path], results: Path) -> int:
             be written.
     """
     if not files:
-        raise AblateError("name the data files to restore, e.g. `ablate restore reports/data/*.csv.gz`")
+        raise AblateError("name the data files to restore, e.g. `ablate restore reports/data`")
     output.check_results_readable(Path(results))
     todo = plan(files)
     for why in dict.fromkeys(why for _, why in todo.skipped):

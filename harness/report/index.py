@@ -85,10 +85,7 @@ def check_store(results: Path, out: Path | None = None) -> None:
             return
     restore = ""
     if out is not None and any((Path(out) / "data").glob("*.csv*")):
-        files = (
-            shlex.join(["ablate", "restore", *results_option(results)])
-            + f" {shlex.quote(str(Path(out) / 'data'))}/*.csv*"
-        )
+        files = shlex.join(["ablate", "restore", str(Path(out) / "data"), *results_option(results)])
         restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
     raise AblateError(
         f"no runs of any registered ablation in {results}; run `{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` "

@@ -159,18 +159,41 @@ def _check_ids(path: Path, data: DataFile, abl: Ablation | None) -> None:
             )
 
 
-def plan(paths: list[Path]) -> Plan:
-    """Read and check every file before anything is written. The files kept beside data files
-    (``*.tuning.json``, ``*.guards.json``, a ``bench`` folder: what ``reports/data/*`` also
-    matches) are passed over, as is a file named twice.
+def data_files(paths: list[Path]) -> list[Path]:
+    """``paths`` with each folder (``reports/data``) replaced by the data files it holds
+    (``*.csv``, ``*.csv.gz``), but a ``bench`` folder, which :func:`plan` passes over.
 
     Raises:
-        AblateError: no data file among ``paths``; a file :func:`read_data` refuses; a run that is
-            not the run its id names.
+        AblateError: a folder that holds no data file.
+    """
+    out = []
+    for path in map(Path, paths):
+        if path.is_dir() and path.name != "bench":
+            found = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith((".csv", ".csv.gz")))
+            if not found:
+                raise AblateError(
+                    f"{path}: a folder that holds no data file (NAME[.PROFILE].csv[.gz]); pass the folder of a "
+                    "report's data files (reports/data) or the files"
+                )
+            out += found
+        else:
+            out.append(path)
+    return out
+
+
+def plan(paths: list[Path]) -> Plan:
+    """Read and check every file before anything is written: a folder stands for the data files it
+    holds (:func:`data_files`). The files kept beside data files (``*.tuning.json``,
+    ``*.guards.json``, a ``bench`` folder: what ``reports/data/*`` also matches) are passed over,
+    as is a file named twice.
+
+    Raises:
+        AblateError: no data file among ``paths``; a folder without one; a file :func:`read_data`
+            refuses; a run that is not the run its id names.
     """
     out = Plan()
     seen: set[Path] = set()
-    for path in map(Path, paths):
+    for path in data_files(paths):
         if path.name.endswith(".tuning.json"):
             out.skipped.append((path, "a studies' summary: restored with the data file beside it"))
             continue
@@ -198,7 +221,7 @@ def plan(paths: list[Path]) -> Plan:
     if not out.files:
         raise AblateError(
             "no data file among the paths given (reports/data/NAME[.PROFILE].csv[.gz]), e.g. "
-            "`ablate restore reports/data/*.csv.gz`"
+            "`ablate restore reports/data`"
         )
     return out
 

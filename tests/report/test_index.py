@@ -210,7 +210,7 @@ def test_report_all_without_a_store_names_restore_where_reports_have_data_files(
     assert_refused(
         invoke("report", "--all", "--results-dir", str(results), "--out", str(out)),
         "no runs of any registered ablation in",
-        f"or `ablate restore --results-dir {results} {out / 'data'}/*.csv*` to rebuild it from the data files",
+        f"or `ablate restore {out / 'data'} --results-dir {results}` to rebuild it from the data files",
     )
 
 

@@ -265,3 +265,15 @@ def test_a_file_written_before_code_versions_restores_them(reported, tmp_path):
     assert invoke("restore", str(tmp_path / "old.csv"), "--results-dir", str(store)).exit_code == 0
     restored, stored = _runs(store), _runs(results)
     assert restored and all(r["code_versions"] == stored[rid]["code_versions"] for rid, r in restored.items())
+
+
+def test_a_folder_stands_for_the_data_files_it_holds(reported, tmp_path):
+    """`ablate restore reports/data`: a glob of *.csv.gz missed the small data files, kept as .csv."""
+    _, _, out = reported
+    (out / "data" / "bench").mkdir(exist_ok=True)
+    done = invoke("restore", str(out / "data"), "--results-dir", str(tmp_path / "s"))
+    assert done.exit_code == 0 and "4 runs written" in done.stdout, done.output
+    (tmp_path / "empty").mkdir()
+    assert_refused(
+        invoke("restore", str(tmp_path / "empty"), "--results-dir", str(tmp_path / "t")), "holds no data file"
+    )
