@@ -112,7 +112,8 @@ def _line(d: Restored) -> str:
 
 def _next_steps(done: list[Restored], results: Path, differ: int) -> None:
     flag = results_option(results)
-    registered = [d for d in done if d.ablation in ablation_mod.available()]
+    known = ablation_mod.available()  # a scan of the ablations folder: once
+    registered = [d for d in done if d.ablation in known]
     lines = []
     if registered:
         lines.append(f"`{shlex.join(['ablate', 'report', '--all', *flag])}` makes every report and the index from them")

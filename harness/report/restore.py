@@ -25,10 +25,6 @@ restore that is killed leaves only unfinished folders, which the next restore (o
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
-import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +35,8 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.grid import record_id
 from harness.experiment.versions import run_versions
 from harness.report.guards import Guards, read_guards
-from harness.report.source import DataFile, read_data
-from harness.report.tuning_data import restored_studies_path, studies_path
+from harness.report.source import DataFile, read_data, same_value
+from harness.report.tuning_data import copy_figures, restored_studies_path, studies_path
 from harness.store.record import Record
 from harness.store.runs import load_record, run_dir, write_record
 
@@ -76,31 +72,6 @@ class Plan:
 
     files: list[tuple[Path, DataFile]] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
-
-
-def ablation_of(path: Path) -> str:
-    """The ablation a data file's runs belong to (its first row that names one).
-
-    Raises:
-        AblateError: a file that cannot be read, is empty, or has no row naming an ablation.
-    """
-    path = Path(path)
-    if not path.is_file():
-        what = "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
-        raise AblateError(f"{path}: {what}; pass reports' data files (reports/data/NAME[.PROFILE].csv[.gz])")
-    try:
-        raw = path.read_bytes()
-        text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8-sig")
-        if not text.strip():
-            raise AblateError(f"{path}: empty (0 bytes of data); pass a report's data file")
-        for row in csv.DictReader(io.StringIO(text)):
-            if row.get("ablation"):
-                return row["ablation"]
-    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile, csv.Error) as exc:
-        raise AblateError(f"{path}: unreadable ({type(exc).__name__}: {exc}); pass a report's data file") from None
-    raise AblateError(
-        f"{path}: no row names an ablation: not a report's data file (reports/data/NAME[.PROFILE].csv[.gz])"
-    )
 
 
 def _with_versions(data: DataFile) -> None:
@@ -193,6 +164,7 @@ def plan(paths: list[Path]) -> Plan:
     """
     out = Plan()
     seen: set[Path] = set()
+    registered = ablation_mod.available()
     for path in data_files(paths):
         if path.name.endswith(".tuning.json"):
             out.skipped.append((path, "a studies' summary: restored with the data file beside it"))
@@ -208,14 +180,13 @@ def plan(paths: list[Path]) -> Plan:
             out.skipped.append((path, "named twice"))
             continue
         seen.add(key)
-        name = ablation_of(path)
         try:
-            data = read_data(path, name, None, controls=False)
-            _check_ids(path, data, ablation_mod.load(name) if name in ablation_mod.available() else None)
+            data = read_data(path, None, None, controls=False, at=str(path))
+            name = data.ablation
+            _check_ids(path, data, ablation_mod.load(name) if name in registered else None)
             _with_versions(data)
-        except AblateError as exc:  # the reader speaks of --from; restore has none, and maybe no store
-            text = str(exc).replace(f"--from {path}", str(path))
-            raise AblateError(f"{text} (a committed file: `git checkout -- {path}` gives it back as written)") from None
+        except AblateError as exc:
+            raise AblateError(f"{exc} (a committed file: `git checkout -- {path}` gives it back as written)") from None
         data.guards = _controls(path, name, data.profile)
         out.files.append((path, data))
     if not out.files:
@@ -247,7 +218,7 @@ def difference(held: Record, rec: Record) -> str | None:
     x, y = held.metrics or {}, rec.metrics or {}
     for k in sorted((x.keys() | y.keys()) - set(MACHINE)):
         a, b = x.get(k), y.get(k)
-        if a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
+        if same_value(a, b):
             continue
         return f"{k} {a!r} here, {b!r} in the file"
     return None
@@ -260,18 +231,19 @@ def restore(path: Path, data: DataFile, results: Path) -> Restored:
     Raises:
         OSError: the store cannot be written (the caller says so).
     """
-    first = next(iter([*data.scan.records, *data.tuned.records]), None)
-    out = Restored(Path(path), first.ablation if first else "", data.profile, problems=len(data.scan.problems))
+    out = Restored(Path(path), data.ablation, data.profile, problems=len(data.scan.problems))
     out.guards = sorted({(g.kind, g.id, g.profile) for gs in (data.guards or {}).values() for g in gs}, key=str)
     tuned = {r.run_id for r in data.tuned.records}
     for rec in [*data.scan.records, *data.tuned.records]:
         folder = run_dir(results, rec.ablation, rec.profile, rec.run_id)
         held, problem = load_record(folder)
         history = (data.scan.history or {}).get(rec.run_id)
+        if isinstance(history, str):  # the history was unreadable in the store the file was made from too
+            history = None
         if held is not None:
             if (how := difference(held, rec)) is not None:
                 out.differ.append((rec.run_id, how))
-            elif history is not None and not isinstance(history, str) and not _readable_history(folder):
+            elif history is not None and not _readable_history(folder):
                 history.to_csv(folder / "history.csv", index=False)  # the same run: its lost curve comes back
                 out.refilled += 1
             out.kept.append(rec)
@@ -279,7 +251,7 @@ def restore(path: Path, data: DataFile, results: Path) -> Restored:
         if problem is not None:  # an unreadable record is not a finished run: the file's takes its place
             out.replaced.append(rec.run_id)
         folder.mkdir(parents=True, exist_ok=True)
-        if history is not None and not isinstance(history, str):  # a str: the history was unreadable there too
+        if history is not None:
             history.to_csv(folder / "history.csv", index=False)
             out.histories += 1
         write_record(folder, rec)
@@ -307,16 +279,7 @@ def _restore_studies(path: Path, data: DataFile, results: Path) -> tuple[Path | 
     target = restored_studies_path(results, data.tuning.ablation, data.tuning.profile)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(studies_path(path), target)
-    reports = path.parent.parent  # reports/ for reports/data/FILE
-    missing = []
-    for fig in (f for s in data.tuning.studies for f in s.figures):
-        src, dst = reports / fig.path, target.parent / fig.path
-        if src.is_file():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
-        else:
-            missing.append(str(src))
-    return target, missing
+    return target, copy_figures(data.tuning, path.parent.parent, target.parent)  # reports/ for reports/data/FILE
 
 
 def _restore_bench(path: Path, results: Path) -> list[str]:

@@ -34,11 +34,11 @@ def read_sidecar(
         data = model.model_validate(json.loads(path.read_text()))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise AblateError(f"--from {data_file}: its {what} {path} is unreadable ({first}); {fix}") from None
+        raise AblateError(f"{data_file}: its {what} {path} is unreadable ({first}); {fix}") from None
     found = (getattr(data, "ablation"), getattr(data, "profile"))  # noqa: B009 - fields of the model
     if found != (ablation, profile):
         raise AblateError(
-            f"--from {data_file}: its {what} {path} is of {found[0]} / {found[1]}, not of {ablation} / {profile}; "
+            f"{data_file}: its {what} {path} is of {found[0]} / {found[1]}, not of {ablation} / {profile}; "
             "regenerate it with `ablate report NAME`"
         )
     return data

@@ -61,6 +61,7 @@ class DataFile:
     tuning: TuningData | None = None
     guards: Guards | None = None  # None: no controls' file beside the data file
     config_columns: frozenset[str] = frozenset()  # the file's ``config.*`` columns
+    ablation: str = ""  # the ablation its runs are of
 
 
 def _value(text: str, kind: str, where: str) -> Any:
@@ -83,7 +84,7 @@ def _value(text: str, kind: str, where: str) -> Any:
     return text
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
     """Equal values, NaN equal to NaN (two rows of one run and metric that agree)."""
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
@@ -126,33 +127,35 @@ def _spreadsheet_text(text: str) -> str:
     return text.replace("\r\n", "\n") if sep and head.endswith("\r") else text
 
 
-def read_data(path: Path, ablation: str, profile: str | None, controls: bool = True) -> DataFile:
+def read_data(
+    path: Path, ablation: str | None, profile: str | None, controls: bool = True, at: str | None = None
+) -> DataFile:
     """The records, histories and store problems of a data file, as a :class:`StoreScan`, with the
     profile and the store path it names, its tuned runs and the studies beside it (and the controls'
     file, unless ``controls`` is False: ``ablate restore`` needs none). A UTF-8
     byte-order mark and CRLF line ends (what a spreadsheet tool writes) are accepted, gzipped too.
 
     Args:
-        ablation: the ablation the file must hold.
+        ablation: the ablation the file must hold (None: the file's own, that of its first run).
         profile: the profile it must hold (None: the file's own).
+        at: how messages name the file (default ``--from PATH``; ``ablate restore`` names the path).
 
     Raises:
-        AblateError: a missing or unreadable file, a file that is not a report's data file (columns),
+        AblateError: a missing, empty or unreadable file, a file that is not a report's data file (columns),
             a line with fewer cells than the header (a file cut short), of another ablation or profile, or whose cells do not rebuild valid run records; an
             unreadable studies' file beside it; rows of one run that disagree on a run-level cell.
     """
     path = Path(path)
+    at = at if at is not None else f"--from {path}"
     if path.is_dir():
-        raise AblateError(f"--from {path}: {_folder_hint(path, ablation)}")
+        raise AblateError(f"{at}: {_folder_hint(path, ablation or 'NAME')}")
     if path.exists() and not path.is_file():  # /dev/null, /dev/zero, a FIFO: reading would mislead or block
         raise AblateError(
-            f"--from {path}: not a regular file (a device, a FIFO or a socket); pass a report's data file "
+            f"{at}: not a regular file (a device, a FIFO or a socket); pass a report's data file "
             "(reports/data/NAME.PROFILE.csv[.gz])"
         )
     if not path.is_file():
-        raise AblateError(
-            f"--from {path}: no such file; pass a report's data file (reports/data/NAME.PROFILE.csv[.gz])"
-        )
+        raise AblateError(f"{at}: no such file; pass a report's data file (reports/data/NAME.PROFILE.csv[.gz])")
     try:
         raw = path.read_bytes()
         text = _spreadsheet_text((gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8-sig"))
@@ -161,12 +164,12 @@ def read_data(path: Path, ablation: str, profile: str | None, controls: bool = T
         columns = reader.fieldnames or []
     except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile, csv.Error) as exc:
         raise AblateError(
-            f"--from {path}: unreadable ({type(exc).__name__}: {exc}); pass a report's data file (CSV, or CSV gzipped)"
+            f"{at}: unreadable ({type(exc).__name__}: {exc}); pass a report's data file (CSV, or CSV gzipped)"
         ) from None
     if not text.strip():
         empty = "0 bytes" if not raw else "gzipped, 0 bytes inside" if raw[:2] == b"\x1f\x8b" else "blank"
         raise AblateError(
-            f"--from {path}: empty ({empty}): a copy or download that did not happen, or a file truncated; "
+            f"{at}: empty ({empty}): a copy or download that did not happen, or a file truncated; "
             "pass a report's data file (reports/data/NAME.PROFILE.csv[.gz]), or regenerate it with "
             "`ablate report NAME` from the store"
         )
@@ -174,13 +177,12 @@ def read_data(path: Path, ablation: str, profile: str | None, controls: bool = T
     header = set(rows[0]) if rows else set(columns)
     if not rows and header and need <= header:
         raise AblateError(
-            f"--from {path}: holds no rows (a header only); regenerate it with `ablate report NAME` "
-            "from a store that holds runs"
+            f"{at}: holds no rows (a header only); regenerate it with `ablate report NAME` from a store that holds runs"
         )
     if not rows or not need <= header or None in header:
         missing = sorted(need - header)
         raise AblateError(
-            f"--from {path}: not a report's data file (missing columns {missing[:6]}"
+            f"{at}: not a report's data file (missing columns {missing[:6]}"
             f"{' ...' if len(missing) > 6 else ''}); regenerate it with `ablate report NAME`"
         )
     # csv.DictReader fills the cells a short line lacks with None
@@ -190,28 +192,30 @@ def read_data(path: Path, ablation: str, profile: str | None, controls: bool = T
         first = next((r for r in rows if r.get("ablation") and r.get("profile")), None)  # the file's own grid
         name = f"{first['ablation']} --profile {first['profile'].removesuffix(TUNED)}" if first else ablation
         raise AblateError(
-            f"--from {path}, line {line}: {cells} cells where the header has {len(columns)}: the file is cut "
+            f"{at}, line {line}: {cells} cells where the header has {len(columns)}: the file is cut "
             "short (a copy or download that stopped) or the line was edited; regenerate it with "
             f"`ablate report {name}` from the store"
         )
     if any(None in r or r["kind"] not in KINDS for r in rows):
         bad = next(i for i, r in enumerate(rows, 2) if None in r or r["kind"] not in KINDS)
         raise AblateError(
-            f"--from {path}: line {bad} is not a row of a report's data file (kind one of "
+            f"{at}: line {bad} is not a row of a report's data file (kind one of "
             f"{', '.join(KINDS)}, as many cells as columns)"
         )
-    rows = _without_end(path, rows)
+    rows = _without_end(at, rows)
     if not rows:
         raise AblateError(
-            f"--from {path}: holds no rows (an end row only); regenerate it with `ablate report NAME` "
+            f"{at}: holds no rows (an end row only); regenerate it with `ablate report NAME` "
             "from a store that holds runs"
         )
     names = {(r["ablation"], r["profile"]) for r in rows if r["kind"] != "problem"}
+    if ablation is None:
+        ablation = next(r["ablation"] for r in rows if r["kind"] != "problem")
     if any(a != ablation for a, _ in names):
         other = sorted({a for a, _ in names} - {ablation})
         mixed = any(a == ablation for a, _ in names)  # a file of this ablation with rows of another
         raise AblateError(
-            f"--from {path}: holds runs of {', '.join(other)}"
+            f"{at}: holds runs of {', '.join(other)}"
             + (
                 f" beside those of {ablation}; a data file holds one ablation: regenerate it with `ablate report "
                 f"{ablation}` from the store"
@@ -222,20 +226,19 @@ def read_data(path: Path, ablation: str, profile: str | None, controls: bool = T
     profiles = sorted({p.removesuffix(TUNED) for _, p in names})  # a profile and its tuned runs
     if len(profiles) > 1:
         raise AblateError(
-            f"--from {path}: holds runs of profiles {', '.join(profiles)}; a data file holds one profile (and its "
+            f"{at}: holds runs of profiles {', '.join(profiles)}; a data file holds one profile (and its "
             f"tuned runs): regenerate it with `ablate report {ablation} --profile PROFILE` from the store"
         )
     if profile is not None and profiles and profiles != [profile]:
         raise AblateError(
-            f"--from {path}: holds runs of profile {profiles[0]}, not {profile}; pass that profile's data file "
-            "or drop --profile"
+            f"{at}: holds runs of profile {profiles[0]}, not {profile}; pass that profile's data file or drop --profile"
         )
     config_cols = [c for c in rows[0] if c.startswith(CONFIG)]
     found = StoreScan(history={})
     records: dict[str, dict[str, Any]] = {}
     frames: dict[str, list[tuple[int, str, Any]]] = {}
     for line, r in enumerate(rows, 2):
-        where = f"--from {path}, line {line}"
+        where = f"{at}, line {line}"
         if r["kind"] == "problem":
             if r["metric"] == "history":  # the run's unreadable history.csv: the report lists it again
                 found.history[r["run_id"]] = r["reason"]
@@ -269,7 +272,7 @@ def read_data(path: Path, ablation: str, profile: str | None, controls: bool = T
             value = _value(r["value"], "number", f"{where}, column value")
             _check_metric(r["metric"], value, where)
             held = records[rid]["metrics"]
-            if r["metric"] in held and not _same(held[r["metric"]], value):  # an exact duplicate is harmless
+            if r["metric"] in held and not same_value(held[r["metric"]], value):  # an exact duplicate is harmless
                 raise AblateError(
                     f"{where}: run {rid} has two different values of metric {r['metric']} "
                     f"({held[r['metric']]!r} and {value!r}); a data file holds one per run and metric: "
@@ -286,12 +289,12 @@ def read_data(path: Path, ablation: str, profile: str | None, controls: bool = T
             frames.setdefault(rid, []).append(
                 (step, r["metric"], _value(r["value"], "number", f"{where}, column value"))
             )
-    _check_rows_agree(path, rows)
+    _check_rows_agree(at, rows)
     tuned = StoreScan(history={})
     for rid, raw in records.items():
         rec, problem = parse_record(raw, rid)
         if rec is None:
-            raise AblateError(f"--from {path}: run {rid} is not a valid run record ({problem})")
+            raise AblateError(f"{at}: run {rid} is not a valid run record ({problem})")
         (tuned if rec.profile.endswith(TUNED) else found).records.append(rec)
     for rid, points in frames.items():
         found.history[rid] = _wide(points)
@@ -304,6 +307,7 @@ def read_data(path: Path, ablation: str, profile: str | None, controls: bool = T
         read_studies(path, ablation, prof),
         read_guards(path, ablation, prof) if controls else None,
         frozenset(config_cols),
+        ablation,
     )
 
 
@@ -331,7 +335,7 @@ def _check_metric(name: str, value: Any, where: str) -> None:
         raise AblateError(f"{where}: {name} = {value!r}, where a run's {name} is {span} ({metric.unit}); {regenerate}")
 
 
-def _without_end(path: Path, rows: list[dict[str, str]]) -> list[dict[str, str]]:
+def _without_end(at: str, rows: list[dict[str, str]]) -> list[dict[str, str]]:
     """The rows above the file's last row, which must be its end row (:data:`harness.report.data.END`);
     all the rows of a file written before the end row (no ``format`` column).
 
@@ -344,25 +348,25 @@ def _without_end(path: Path, rows: list[dict[str, str]]) -> list[dict[str, str]]
         return rows
     if not ends:
         raise AblateError(
-            f"--from {path}: no end row (its last row, kind {END}, which a file of format {rows[0][FORMAT]} ends with): "
+            f"{at}: no end row (its last row, kind {END}, which a file of format {rows[0][FORMAT]} ends with): "
             "the file was cut short at a line end (a copy or download that stopped); copy it again, or regenerate "
             "it with `ablate report NAME` from the store"
         )
     if ends[0] != len(rows) - 1:
         raise AblateError(
-            f"--from {path}, line {ends[0] + 3}: a row after the end row (line {ends[0] + 2}): rows were added to "
+            f"{at}, line {ends[0] + 3}: a row after the end row (line {ends[0] + 2}): rows were added to "
             "the file by hand; a data file is written by `ablate report NAME` from the store, not edited"
         )
     said = rows[-1]["value"]
     if said.isdigit() and int(said) != len(rows) - 1:
         raise AblateError(
-            f"--from {path}: {len(rows) - 1} rows above the end row, which says {said}: rows were taken out of the "
+            f"{at}: {len(rows) - 1} rows above the end row, which says {said}: rows were taken out of the "
             "file or added to it by hand; a data file is written by `ablate report NAME` from the store, not edited"
         )
     return rows[:-1]
 
 
-def _check_rows_agree(path: Path, rows: list[dict[str, str]]) -> None:
+def _check_rows_agree(at: str, rows: list[dict[str, str]]) -> None:
     """Every row of a run repeats the run's fields and config cells (:mod:`harness.report.data`);
     the records are rebuilt from each run's first row, so a later row that disagrees (a cell edited
     by hand in one row) would otherwise be read as if it agreed.
@@ -378,7 +382,7 @@ def _check_rows_agree(path: Path, rows: list[dict[str, str]]) -> None:
         for col, cell in r.items():
             if col not in ROW_FIELDS and cell != r0[col]:
                 raise AblateError(
-                    f"--from {path}, line {line}: the rows of run {r['run_id']} disagree on {col} ({cell!r} here, "
+                    f"{at}, line {line}: the rows of run {r['run_id']} disagree on {col} ({cell!r} here, "
                     f"{r0[col]!r} on line {line0}); every row of a run repeats its fields: regenerate the file "
                     "with `ablate report NAME` from the store"
                 )

@@ -146,7 +146,10 @@ def test_bad_input_is_refused_before_anything_is_written(reported, tmp_path):
     (tmp_path / "empty.csv").write_bytes(b"")
     assert_refused(invoke("restore", str(tmp_path / "empty.csv"), "--results-dir", str(store)), "empty")
     (tmp_path / "junk.csv").write_text("a,b\n1,2\n")
-    assert_refused(invoke("restore", str(tmp_path / "junk.csv"), "--results-dir", str(store)), "no row names")
+    assert_refused(
+        invoke("restore", str(tmp_path / "junk.csv"), "--results-dir", str(store)),
+        "not a report's data file (missing columns",
+    )
     # a seed edited in every row of one run: the rows agree, but the run is not the one its id names
     rows = list(csv.reader(io.StringIO(data.read_text())))
     cols = rows[0]
