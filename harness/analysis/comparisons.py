@@ -24,6 +24,7 @@ import pandas as pd
 
 from harness.analysis import primary_power, stats, untestable
 from harness.analysis.holm import holm_across
+from harness.analysis.table import Table
 from harness.encode import count
 from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
@@ -33,18 +34,6 @@ from harness.experiment.selection import Selection
 from harness.experiment.versions import mixed_versions
 from harness.store.record import Record
 from harness.store.runs import StoreScan, scan, tidy
-
-
-@dataclass
-class Table:
-    """One comparison: a task, a metric, and a row per variant (baseline first)."""
-
-    task: str
-    metric: str
-    higher_is_better: bool
-    family: str  # "primary (Holm over k comparisons)" or "exploratory (BH)"
-    frame: pd.DataFrame
-    sesoi: float | None = None
 
 
 @dataclass

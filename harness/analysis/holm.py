@@ -4,16 +4,12 @@ Benjamini-Hochberg families within each metric, adjusted by :func:`harness.analy
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pandas as pd
 
 from harness.analysis import stats
 from harness.analysis import verdicts as vd
+from harness.analysis.table import Table
 from harness.encode import count
-
-if TYPE_CHECKING:
-    from harness.analysis.comparisons import Table
 
 
 def holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:

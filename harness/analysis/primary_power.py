@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from harness.analysis import power as pw
 from harness.analysis import verdicts as vd
-
-if TYPE_CHECKING:
-    from harness.analysis.comparisons import Table
+from harness.analysis.table import Table
 
 TARGET_POWER = 0.8
 """The power a primary comparison should have at its sesoi (``ablate plan``'s default)."""

@@ -2,22 +2,20 @@
 fewer than 2 seeds paired with the baseline (``too few pairs``); ``steps_to_target`` where neither
 arm reached the target (censored at the step budget); a task whose baseline missed its convergence
 target on most seeds, or a comparison beyond L where an arm never passed the task's gate
-(``not learned``); a baseline at the metric's best value on every seed (``at ceiling``). Each marks the rows of a :class:`~harness.analysis.comparisons.Table` the
+(``not learned``); a baseline at the metric's best value on every seed (``at ceiling``). Each marks the rows of a :class:`~harness.analysis.table.Table` the
 statistics would otherwise have judged."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from harness.analysis import verdicts as vd
+from harness.analysis.table import Table
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
-
-if TYPE_CHECKING:
-    from harness.analysis.comparisons import Table
 
 
 class Unlearned(NamedTuple):

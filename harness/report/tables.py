@@ -11,7 +11,7 @@ from rich.table import Table as RichTable
 
 from harness import encode
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import Table
+from harness.analysis.table import Table
 from harness.experiment import metrics
 
 HEADERS = [

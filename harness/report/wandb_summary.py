@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.claims import claim_verdict
-from harness.analysis.comparisons import Analysis, Table, analyse
+from harness.analysis.comparisons import Analysis, analyse
 from harness.analysis.guards import Guards, guards_of
+from harness.analysis.table import Table
 from harness.encode import json_safe
 from harness.experiment import claims as claims_mod
 from harness.experiment.selection import Selection
