@@ -1,5 +1,5 @@
 """The tests of one arm against another over repeated seeds: descriptives, the paired t-test with
-the exact sign-flip test, TOST equivalence, and Welch's test for unpaired runs. Thin wrappers over
+the exact sign-flip test and TOST equivalence. Thin wrappers over
 scipy and statsmodels: every test and interval is the library's own; only one-line quantities are
 written here (d_z, wins/ties/losses). A positive ``delta`` always means the variant is better,
 whatever the metric's direction (``higher_is_better``).
@@ -19,7 +19,6 @@ loss; two equal infinities are a tie) and its mean difference, and has NaN CI, t
 d_z, SD and TOST p, with ``non_finite`` counting the pairs that hold one. A NaN p is in no
 multiplicity family (:func:`harness.analysis.stats.adjust_family`), and the comparison's verdict
 says why (``undefined (a non-finite value in k of n pairs)``, :mod:`harness.analysis.verdicts`).
-Welch's test likewise; its Mann-Whitney U, a rank test, ranks ``inf`` as the extreme it is.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats
-from statsmodels.stats.meta_analysis import effectsize_smd
 from statsmodels.stats.weightstats import ttost_paired
 
 NAN = float("nan")
@@ -162,58 +160,6 @@ def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool,
         losses,
         tuple(d),
         0,
-    )
-
-
-@dataclass(frozen=True)
-class Welch:
-    n_baseline: int
-    n_variant: int
-    delta: float  # mean(variant) - mean(baseline), oriented
-    ci_low: float  # Welch t-interval of delta, oriented
-    ci_high: float
-    t: float
-    df: float  # Welch-Satterthwaite
-    p: float  # two-sided Welch t-test
-    hedges_g: float  # bias-corrected standardised mean difference, oriented
-    p_mannwhitney: float  # two-sided Mann-Whitney U
-
-
-def welch_test(baseline, variant, higher_is_better: bool, confidence: float = 0.95) -> Welch:
-    """Unpaired comparison: ``scipy.stats.ttest_ind(equal_var=False)`` with its CI,
-    Hedges' g from ``statsmodels.stats.meta_analysis.effectsize_smd`` (pooled SD, correction
-    J = 1 - 3 / (4 (n1 + n2) - 9); Hedges 1981), ``scipy.stats.mannwhitneyu``. NaNs dropped.
-    An infinite value leaves only the (infinite or NaN) delta and the Mann-Whitney p, a rank test.
-    """
-    sign = 1.0 if higher_is_better else -1.0
-    a, _ = clean(baseline)
-    b, _ = clean(variant)
-    if len(a) < 2 or len(b) < 2:
-        with quiet():
-            delta = sign * (b.mean() - a.mean()) if len(a) and len(b) else NAN
-        return Welch(len(a), len(b), float(delta), NAN, NAN, NAN, NAN, NAN, NAN, NAN)
-    a, b = sign * a, sign * b
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        with quiet():
-            mw = stats.mannwhitneyu(b, a, alternative="two-sided")
-            delta = b.mean() - a.mean()
-        return Welch(len(a), len(b), float(delta), NAN, NAN, NAN, NAN, NAN, NAN, float(mw.pvalue))
-    with quiet():
-        res = stats.ttest_ind(b, a, equal_var=False)
-        ci = res.confidence_interval(confidence)
-        g, _ = effectsize_smd(b.mean(), b.std(ddof=1), len(b), a.mean(), a.std(ddof=1), len(a))
-        mw = stats.mannwhitneyu(b, a, alternative="two-sided")
-    return Welch(
-        len(a),
-        len(b),
-        float(b.mean() - a.mean()),
-        float(ci.low),
-        float(ci.high),
-        float(res.statistic),
-        float(res.df),
-        float(res.pvalue),
-        float(g),
-        float(mw.pvalue),
     )
 
 

@@ -120,21 +120,6 @@ def append_event(folder: Path, event: str, **data: Any) -> None:
         os.close(fd)
 
 
-def read_events(folder: Path) -> list[dict[str, Any]]:
-    """The parseable lines of a run's ``events.jsonl`` (a torn last line is skipped)."""
-    try:
-        lines = (folder / EVENTS).read_text().splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
-
-
 def _create(path: Path, payload: bytes) -> bool:
     """Atomically create ``path`` holding ``payload``; False if it already exists."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")

@@ -283,15 +283,3 @@ def _torch_reason(message: Warning | str) -> str:
     """A warning of torch's SDPA dispatch as one line, without its "(Triggered internally at ...)"."""
     text = " ".join(str(message).split())
     return text.split(" (Triggered internally")[0].strip()
-
-
-def available_kernels(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> list[str]:
-    """Registered kernel names that can run on ``device`` with ``dtype`` (for tests and bench)."""
-    names = []
-    for name in KERNELS.names():
-        try:
-            KERNELS.get(name).check_available(device, dtype)
-            names.append(name)
-        except ValueError:
-            pass
-    return names

@@ -129,46 +129,6 @@ def test_duplicate_seeds_raise():
         PT.paired_test(series([1.0, 2.0], seeds=[0, 0]), series([1.0, 2.0]), True)
 
 
-# ---------------------------------------------------------------- welch_test
-
-
-def test_welch_matches_scipy():
-    rng = np.random.default_rng(1)
-    a, b = rng.normal(0, 1, 8), rng.normal(0.5, 2, 11)
-    r = PT.welch_test(a, b, higher_is_better=True)
-    ref = st.ttest_ind(b, a, equal_var=False)
-    ci = ref.confidence_interval()
-    assert (r.t, r.p, r.df) == pytest.approx((ref.statistic, ref.pvalue, ref.df))
-    assert (r.ci_low, r.ci_high) == pytest.approx((ci.low, ci.high))
-    assert r.p_mannwhitney == pytest.approx(st.mannwhitneyu(b, a).pvalue)
-    flipped = PT.welch_test(a, b, higher_is_better=False)
-    assert flipped.hedges_g == pytest.approx(-r.hedges_g)
-    assert (flipped.ci_low, flipped.ci_high) == pytest.approx((-r.ci_high, -r.ci_low))
-
-
-def _with_moments(mean, sd, n, rng):
-    z = rng.normal(size=n)
-    return mean + sd * (z - z.mean()) / z.std(ddof=1)
-
-
-def test_hedges_g_textbook():
-    # Borenstein et al. (2009), Introduction to Meta-Analysis, ch. 4: means 103 / 100,
-    # SDs 5.5 / 4.5, n 50 / 50 -> d = 0.5970, J = 0.9923, g = 0.5924.
-    rng = np.random.default_rng(2)
-    treated, control = _with_moments(103, 5.5, 50, rng), _with_moments(100, 4.5, 50, rng)
-    r = PT.welch_test(control, treated, higher_is_better=True)
-    sp = math.sqrt((49 * 5.5**2 + 49 * 4.5**2) / 98)
-    j = 1 - 3 / (4 * 98 - 1)  # Hedges (1981)
-    assert r.hedges_g == pytest.approx(j * 3 / sp)
-    assert r.hedges_g == pytest.approx(0.5924, abs=1e-4)
-
-
-def test_welch_small_n_and_nan():
-    r = PT.welch_test([1.0, np.nan], [2.0, 3.0], higher_is_better=True)
-    assert (r.n_baseline, r.n_variant, r.delta) == (1, 2, 1.5)
-    assert math.isnan(r.p) and math.isnan(r.hedges_g)
-
-
 # ---------------------------------------------------------------- adjust
 
 P = [0.01, 0.04, 0.03, 0.005, 0.2]
@@ -435,15 +395,6 @@ def test_paired_with_an_infinite_value_is_undefined_but_keeps_its_signs():
     one = PT.paired_test(series([1.0, 2.0, 3.0]), series([1.5, 1.0, math.inf]), higher_is_better=False)
     assert one.delta == -math.inf and math.isnan(one.p_perm) and one.non_finite == 1
     assert math.isnan(PT.tost_paired(one.diffs, 0.1))
-
-
-@pytest.mark.usefixtures("no_runtime_warning")
-def test_welch_with_an_infinite_value_keeps_only_the_rank_test():
-    a, b = [1.0, 2.0, 3.0, 4.0], [2.5, 3.5, 4.5, math.inf]
-    res = PT.welch_test(a, b, higher_is_better=True)
-    assert res.delta == math.inf and math.isnan(res.p) and math.isnan(res.hedges_g)
-    # a rank test sees inf as the largest value: the same p as any value above the others
-    assert res.p_mannwhitney == pytest.approx(st.mannwhitneyu(b[:3] + [1e9], a, alternative="two-sided").pvalue)
 
 
 @pytest.mark.usefixtures("no_runtime_warning")

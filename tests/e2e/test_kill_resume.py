@@ -26,11 +26,11 @@ from harness.cli import run as run_cmd
 from harness.execution.attempt import execute, wandb_run_id
 from harness.execution.launch import Launch
 from harness.execution.local import pool_context
-from harness.execution.locks import read_events
 from harness.execution.run_folder import RunOptions
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.runs import load_record, scan
+from helpers.events import read_events
 from helpers.tiny_grid import numbers, write_tiny
 
 OFTEN = Launch(options=RunOptions(checkpoint_every=0.05))

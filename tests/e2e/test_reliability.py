@@ -22,13 +22,13 @@ from harness.cli import run as run_cmd
 from harness.execution.attempt import execute
 from harness.execution.cluster import Engine
 from harness.execution.launch import Launch
-from harness.execution.locks import read_events
 from harness.execution.run_folder import RunOptions
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.runs import load_record, run_dir
 from harness.training import callbacks
 from harness.training import loop as training
+from helpers.events import read_events
 from helpers.tiny_grid import numbers, records, write_tiny
 
 

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from harness.execution import locks
-from harness.execution.locks import CLAIM, read_events, stale_reason, try_claim
+from harness.execution.locks import CLAIM, stale_reason, try_claim
+from helpers.events import read_events
 
 
 def _write_claim(folder: Path, **fields) -> bytes:

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from harness.modules import HEAD_SPLITS, KERNELS, POSITIONAL, QKV, SCALES, MultiHeadAttention, TransformerConfig
-from harness.modules.kernels import available_kernels
+from helpers.kernels import available_kernels
 
 C, H, T = 16, 4, 7
 SOFTMAX = [k for k in available_kernels("cpu") if KERNELS.get(k).softmax]

@@ -8,8 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from harness.modules import KERNELS, MASK_FILLS, POSITIONAL, TransformerConfig
-from harness.modules.kernels import available_kernels, hidden_keys
+from harness.modules.kernels import hidden_keys
 from harness.modules.linear_attention import LinearAttention
+from helpers.kernels import available_kernels
 
 H, T, D = 4, 7, 8
 CPU = available_kernels("cpu", torch.float32)

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from harness.modules import BLOCKS, MASK_FILLS, TransformerConfig, TransformerLM
-from harness.modules.kernels import available_kernels
 from harness.modules.probes import causal_leakage, grad_norm_per_layer, masked_attention
+from helpers.kernels import available_kernels
 
 V = 11
 

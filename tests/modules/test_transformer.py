@@ -20,8 +20,8 @@ from harness.modules import (
     TransformerConfig,
     TransformerLM,
 )
-from harness.modules.kernels import available_kernels
 from harness.registry import UnknownNameError
+from helpers.kernels import available_kernels
 
 V = 13
 
