@@ -10,8 +10,9 @@ Shape notation, used in docstrings and at every reshape:
     C  model width (d_model)
     V  vocabulary size
 
-Each component family is a ``harness.registry.Registry``; importing this package registers
-every entry: ``POSITIONAL`` (positional.py), ``KERNELS`` and ``MASK_FILLS`` (kernels.py,
+Each component family is a ``harness.registry.Registry`` defined in registries.py (below the
+components and ``TransformerConfig``, config.py, which checks names against them); importing
+this package registers every entry: ``POSITIONAL`` (positional.py), ``KERNELS`` and ``MASK_FILLS`` (kernels.py,
 linear_attention.py), ``QKV``, ``SCALES`` and ``HEAD_SPLITS`` (attention.py), ``NORMS``
 (norms.py), ``ACTIVATIONS`` (ffn.py) and ``BLOCKS`` (transformer.py). Probes that measure a
 model rather than train it (causal leakage, attention on masked keys, gradient norms per layer)

@@ -15,14 +15,12 @@ The kernels (``KERNELS``: math, sdpa, flash, linear) are in :mod:`harness.module
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from torch import Tensor, nn
 
 from harness.modules.kernels import KERNELS, MASK_FILLS, AttentionKernel, causal_mask
 from harness.modules.linear_attention import LinearAttention
 from harness.modules.positional import PositionalEncoding
-from harness.registry import Registry
+from harness.modules.registries import HEAD_SPLITS, QKV, SCALES
 
 __all__ = [
     "HEAD_SPLITS",
@@ -36,9 +34,6 @@ __all__ = [
     "causal_mask",
 ]
 
-QKV: Registry[type[nn.Module]] = Registry("q/k/v projection")
-SCALES: Registry[Callable[[int, int], float]] = Registry("attention scale")
-HEAD_SPLITS: Registry[type[HeadSplit]] = Registry("head split")
 
 SCALES.register("d_head")(lambda d_model, n_heads: (d_model // n_heads) ** -0.5)  # Vaswani et al. (2017), Eq. 1
 SCALES.register("d_model")(lambda d_model, n_heads: d_model**-0.5)  # the claimed mistake (claim scale-dk)

@@ -12,9 +12,7 @@ from typing import ClassVar
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from harness.registry import Registry
-
-ACTIVATIONS: Registry[type[nn.Module]] = Registry("activation")
+from harness.modules.registries import ACTIVATIONS
 
 # ReLU, as in Vaswani et al. (2017), Eq. 2.
 ACTIVATIONS.register("relu")(nn.ReLU)

@@ -15,7 +15,6 @@ than ``-inf`` for the others. ``linear`` lives in :mod:`harness.modules.linear_a
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 import torch
@@ -23,13 +22,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from harness.registry import Registry
+from harness.modules.registries import KERNELS, MASK_FILLS
 
 if TYPE_CHECKING:
-    from harness.modules.transformer import TransformerConfig
+    from harness.modules.config import TransformerConfig
 
-KERNELS: Registry[type[AttentionKernel]] = Registry("attention kernel")
-MASK_FILLS: Registry[Callable[[torch.dtype], float]] = Registry("mask fill")
 
 # The value written into masked scores, as a function of the scores' dtype.
 MASK_FILLS.register("-inf")(lambda dtype: float("-inf"))  # exact: exp(-inf) = 0; a fully masked row is NaN

@@ -14,7 +14,7 @@ from harness.modules.kernels import KERNELS, AttentionKernel
 from harness.modules.positional import POSITIONAL
 
 if TYPE_CHECKING:
-    from harness.modules.transformer import TransformerConfig
+    from harness.modules.config import TransformerConfig
 
 
 def feature_map(x: Tensor) -> Tensor:

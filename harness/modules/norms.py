@@ -8,9 +8,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from harness.registry import Registry
-
-NORMS: Registry[type[nn.Module]] = Registry("norm")
+from harness.modules.registries import NORMS
 
 # Layer normalisation (Ba et al., 2016): centre and scale over C, learned gain and bias, eps 1e-5.
 NORMS.register("layernorm")(nn.LayerNorm)

@@ -19,12 +19,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor, nn
 
-from harness.registry import Registry
+from harness.modules.registries import POSITIONAL
 
 if TYPE_CHECKING:
-    from harness.modules.transformer import TransformerConfig
-
-POSITIONAL: Registry[type[PositionalEncoding]] = Registry("positional encoding")
+    from harness.modules.config import TransformerConfig
 
 
 class PositionalEncoding(nn.Module):

@@ -1,91 +1,24 @@
 """A decoder-only Transformer language model whose components are picked by name.
 
-``TransformerConfig`` holds the names (``position``, ``kernel``, ``qkv``, ``scale``,
-``mask_fill``, ``head_split``, ``norm``, ``norm_position``, ``activation``) and is validated when
-built; ``TransformerLM`` wires the registered classes. Blocks are built as
+``TransformerConfig`` (:mod:`harness.modules.config`) holds the names (``position``, ``kernel``,
+``qkv``, ``scale``, ``mask_fill``, ``head_split``, ``norm``, ``norm_position``, ``activation``) and
+is validated when built; ``TransformerLM`` wires the registered classes. Blocks are built as
 ``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos, key_padding_mask)``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
-from harness.modules.attention import HEAD_SPLITS, KERNELS, MASK_FILLS, QKV, SCALES, MultiHeadAttention
-from harness.modules.ffn import ACTIVATIONS, FeedForward
+from harness.modules.attention import MultiHeadAttention
+from harness.modules.config import TransformerConfig
+from harness.modules.ffn import FeedForward
 from harness.modules.norms import NORMS
 from harness.modules.positional import POSITIONAL, PositionalEncoding
-from harness.registry import Registry
-
-BLOCKS: Registry[type[Block]] = Registry("block (norm position)")
-
-
-@dataclass(frozen=True)
-class TransformerConfig:
-    """Architecture of a ``TransformerLM``; string fields name registry entries.
-
-    Raises (when built):
-        ValueError: non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1), a
-            config the positional encoding rejects (``learned`` without ``max_len``, ``rope``
-            with an odd head dim) or the kernel rejects (``linear`` with ``alibi``, dropout or
-            scale ``d_model``; a ``mask_fill`` other than ``-inf`` with a kernel other than
-            ``math``).
-        UnknownNameError: a name no registry holds; the message suggests the closest names.
-    """
-
-    vocab_size: int
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    d_ff: int | None = None  # None -> 4 * d_model
-    max_len: int | None = None  # positions a bounded encoding (learned) must cover
-    position: str = "sinusoidal"  # POSITIONAL registry
-    kernel: str = "sdpa"  # KERNELS registry
-    qkv: str = "separate"  # QKV registry
-    scale: str = "d_head"  # SCALES registry
-    mask_fill: str = "-inf"  # MASK_FILLS registry (kernel math only)
-    head_split: str = "correct"  # HEAD_SPLITS registry
-    norm: str = "layernorm"  # NORMS registry
-    norm_position: str = "pre"  # BLOCKS registry
-    activation: str = "gelu"  # ACTIVATIONS registry
-    dropout: float = 0.0
-    learned_init_std: float = 0.02  # init std of the learned position table
-    tie_embeddings: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value}")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        for registry, name in (
-            (QKV, self.qkv),
-            (SCALES, self.scale),
-            (MASK_FILLS, self.mask_fill),
-            (HEAD_SPLITS, self.head_split),
-        ):
-            registry.canonical(name)
-        NORMS.canonical(self.norm)
-        BLOCKS.canonical(self.norm_position)
-        ACTIVATIONS.canonical(self.activation)
-        POSITIONAL.get(self.position).check_config(self)
-        KERNELS.get(self.kernel).check_config(self)
-
-    @property
-    def d_head(self) -> int:
-        """D = C / H."""
-        return self.d_model // self.n_heads
-
-    @property
-    def ffn_dim(self) -> int:
-        """Hidden width of the feed-forward network: ``d_ff`` or ``4 * d_model``."""
-        return self.d_ff if self.d_ff is not None else 4 * self.d_model
+from harness.modules.registries import BLOCKS
 
 
 class Block(nn.Module):
