@@ -8,7 +8,7 @@ a machine with other work, the ratios measured side by side hold better than the
 
 Usage: python benchmarks/run_all.py [--quick] [--only overhead,workers,startup,cli,smoke] [--json]
 `--quick`: every benchmark at a small size (a sanity run of a few minutes; its figures are not the
-goals' figures). README's measured table is this command's output on idle cores.
+goals' figures). docs/benchmarks.md's first table is this command's output on idle cores.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """ablate: controlled, repeated, statistically honest ablations of Transformer design choices.
 
-The repository keeps ``tasks/`` and ``ablations/`` at its top level (the layout STYLE.md fixes), but
+The repository keeps ``tasks/`` and ``ablations/`` at its top level, but
 their import names are ``harness.tasks`` and ``harness.ablations``: generic top-level names would be
 shadowed by a user's own ``tasks`` module in the working directory, or clash with a plugin's. An
 installed wheel holds them under ``harness/`` (``package-dir`` in pyproject.toml); in a source

@@ -1,15 +1,10 @@
 """From the run store to comparison tables: gates, pairing by seed, families.
 
 Everything here is computed from the store's tidy rows (:func:`harness.store.runs.tidy`); nothing is
-typed in. Families for multiple comparisons: the primary metric of every task of an ablation
-(each variant against the baseline) is one Holm family (:mod:`harness.analysis.holm`); every
-other metric and length is exploratory (Benjamini-Hochberg within that metric). Comparisons that
-get no verdict are marked by :mod:`harness.analysis.untestable`; an inconclusive primary comparison
-that had too few seeds for its smallest effect of interest by :mod:`harness.analysis.primary_power`.
-
-Gate: a run that did not learn the task at L (below the task's declared gate) is left out of the
-comparisons of metrics beyond L (``@x2``, ``@x4``, ...), since extrapolation means nothing for a
-run that never learned the task; it is counted in the table's ``excluded`` column.
+typed in. The rules (families, the gate, which comparisons get no verdict) are said once, in
+docs/statistics.md; here: the Holm family in :mod:`harness.analysis.holm`, the comparisons that get
+no verdict in :mod:`harness.analysis.untestable`, an inconclusive primary comparison that had too
+few seeds for its smallest effect of interest in :mod:`harness.analysis.primary_power`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Enough seeds for the question (issue 12, section 5): the power of each primary comparison at its
+"""Enough seeds for the question (docs/statistics.md): the power of each primary comparison at its
 task's smallest effect of interest (sesoi), and the verdict of one that could not have seen it.
 
 The computation is ``ablate plan``'s (:mod:`harness.analysis.seed_planning`): a two-sided paired

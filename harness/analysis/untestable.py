@@ -36,7 +36,7 @@ class Unlearned(NamedTuple):
 def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, Unlearned]:
     """An :class:`Unlearned` for every task with a convergence target whose baseline reached it
     (per-run metric ``target_reached`` = 1) on ``k`` seeds, not more than half of ``planned``: at
-    such a scale the task was not learned, and no comparison on it gets a verdict (issue 12, section 2).
+    such a scale the task was not learned, and no comparison on it gets a verdict (docs/statistics.md).
     A baseline run that did not finish, or carries no ``target_reached``, did not reach the target."""
     out = {}
     for task, entry in abl.tasks.items():

@@ -3,7 +3,8 @@
 A comparison verdict (one row of a comparison table, :mod:`harness.analysis.comparisons`) and a
 claim verdict (:func:`harness.analysis.claims.claim_verdict`) are written by the
 constructors here and read back by :func:`kind` / :func:`claim_kind`, never by matching a prefix
-elsewhere. The texts are what reports print; changing one changes every committed report.
+elsewhere. The texts are what reports print; changing one changes every committed report. How the
+tests behind each word are made, for a reader: docs/statistics.md.
 
 Comparison verdicts (:class:`Kind`):
 
@@ -19,7 +20,7 @@ Comparison verdicts (:class:`Kind`):
 - ``too few pairs``: fewer than 2 seeds paired with the baseline.
 - ``target never reached (censored)``: ``steps_to_target`` where neither arm reached the target.
 - ``not learned (k/n seeds reached target)``: the baseline reached the task's convergence target
-  on at most half of its planned seeds (issue 12, section 2); ``not learned (k/n passed the gate)``:
+  on at most half of its planned seeds; ``not learned (k/n passed the gate)``:
   a comparison beyond L where the variant (or the baseline) never passed the task's gate.
 - ``at ceiling (baseline 1 on all n seeds)``: the baseline scored the metric's best value on every
   seed, so no variant can be better and an equal score says only that the task is too easy at this
@@ -27,7 +28,7 @@ Comparison verdicts (:class:`Kind`):
   underpowered gets no verdict (``worse`` stands: a variant can still fall below the ceiling).
 - ``underpowered at this scale (needs N seeds)``: a primary comparison of a confirmatory profile
   that is inconclusive and had less than 80 % power at the task's smallest effect of interest;
-  N is what ``ablate plan`` says the family needs (issue 12, section 5).
+  N is what ``ablate plan`` says the family needs.
 - ``baseline``: the baseline's own row.
 """
 

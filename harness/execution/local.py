@@ -3,7 +3,7 @@
 Every run uses ``threads`` torch threads (default 1) whatever the number of workers, so a grid
 gives the same numbers bit for bit with ``--workers 1`` and ``--workers 2`` (torch's results
 depend on the thread count; it is recorded in each run). On 2 cores, two 1-thread workers gave
-about 1.3x the throughput of one 2-thread process (../shared/PILOT.md).
+about 1.3x the throughput of one 2-thread process (docs/benchmarks.md, pilot measurements).
 
 Pool workers are forked from a ``forkserver`` that has imported torch and Lightning once
 (``spawn`` where there is none), die within seconds when ``ablate`` dies, and on GPUs each owns one

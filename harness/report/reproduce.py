@@ -30,7 +30,7 @@ def evidence_line(o: Outcome) -> str:
             else f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}"
         )
     r, ref = o.row, o.reference
-    ci = delta_ci(r)  # no CI to print: says why instead of "nan" (issue 11, item 14)
+    ci = delta_ci(r)  # no CI to print: says why instead of "nan"
     line = (
         head + f"{c.variant} {text(r['mean'])} vs {c.reference} {text(ref['mean'])} (means); "
         f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {c.variant} better), "

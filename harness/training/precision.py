@@ -1,7 +1,7 @@
 """What each ``train.precision`` means on each device, and which precision actually ran.
 
-Lightning turns ``precision="16-mixed"`` on CPU into bfloat16 with a warning only (see
-ECOSYSTEM.md); a run recorded as fp16 would then have run bf16. Here ``16-mixed`` is float16
+Lightning turns ``precision="16-mixed"`` on CPU into bfloat16 with a warning only
+(docs/benchmarks.md, pilot measurements); a run recorded as fp16 would then have run bf16. Here ``16-mixed`` is float16
 autocast on every device: on CPU the training layer hands Lightning its own ``MixedPrecision``
 plugin (``torch.autocast("cpu", dtype=torch.float16)`` and a CPU ``GradScaler``, both supported
 by torch 2.13), which Lightning uses as given. The precision a run records is then *observed*
@@ -30,7 +30,7 @@ _PREFIX = {torch.float32: "32", torch.bfloat16: "bf16", torch.float16: "16", tor
 
 ADAM_EPS_16_TRUE = 1e-4
 """AdamW eps under ``16-true``: the default 1e-8 rounds to 0 in float16 and training turns NaN at
-step 2 (measured, ECOSYSTEM.md); 1e-4 trains."""
+step 2 (docs/benchmarks.md, pilot measurements); 1e-4 trains."""
 
 
 def run_device() -> str:

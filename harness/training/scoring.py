@@ -37,7 +37,7 @@ def score(logits: torch.Tensor, targets: torch.Tensor, token_bytes: torch.Tensor
         "seqs": has.sum().item(),
         "exact": exact.sum().item(),
     }
-    if token_bytes is not None:  # bits per byte (issue 13's text task)
+    if token_bytes is not None:  # bits per byte (the text task)
         out["bytes"] = token_bytes.to(targets.device)[targets[mask]].sum().item()
     return out
 
@@ -54,7 +54,7 @@ def summarise(sums: dict[str, float], kind: str, suffix: str) -> dict[str, float
     else:
         out[f"acc{suffix}"] = sums["correct"] / max(sums["tokens"], 1)
         out[f"exact{suffix}"] = sums["exact"] / max(sums["seqs"], 1)
-    if sums.get("bytes"):  # bits per byte (issue 13's text task)
+    if sums.get("bytes"):  # bits per byte (the text task)
         out[f"bpb{suffix}"] = sums["loss_sum"] / (sums["bytes"] * math.log(2))
     return out
 
