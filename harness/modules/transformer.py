@@ -1,7 +1,7 @@
 """A decoder-only Transformer language model whose components are picked by name.
 
 ``TransformerConfig`` holds the names (``position``, ``kernel``, ``qkv``, ``scale``,
-``mask_fill``, ``head_split``, ``norm``, ``norm_position``, ``activation``) and is validated when
+``mask_fill``, ``head_split``, ``norm``, ``norm_position``, ``activation``, ``init``) and is validated when
 built; ``TransformerLM`` wires the registered classes. Blocks are built as
 ``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos, key_padding_mask)``.
 """
@@ -16,6 +16,7 @@ from torch import Tensor, nn
 
 from harness.modules.attention import HEAD_SPLITS, KERNELS, MASK_FILLS, QKV, SCALES, MultiHeadAttention
 from harness.modules.ffn import ACTIVATIONS, FeedForward
+from harness.modules.inits import INITS
 from harness.modules.norms import NORMS
 from harness.modules.positional import POSITIONAL, PositionalEncoding
 from harness.registry import Registry
@@ -51,6 +52,7 @@ class TransformerConfig:
     norm: str = "layernorm"  # NORMS registry
     norm_position: str = "pre"  # BLOCKS registry
     activation: str = "gelu"  # ACTIVATIONS registry
+    init: str = "normal_0.02"  # INITS registry: the linear layers' initialisation
     dropout: float = 0.0
     learned_init_std: float = 0.02  # init std of the learned position table
     tie_embeddings: bool = True
@@ -74,6 +76,7 @@ class TransformerConfig:
         NORMS.canonical(self.norm)
         BLOCKS.canonical(self.norm_position)
         ACTIVATIONS.canonical(self.activation)
+        INITS.canonical(self.init)
         POSITIONAL.get(self.position).check_config(self)
         KERNELS.get(self.kernel).check_config(self)
 
@@ -153,7 +156,8 @@ class TransformerLM(nn.Module):
         - token embedding ~ N(0, 1/C) and multiplied by sqrt(C) in ``forward`` (Vaswani et al.,
           2017, §3.4), so tokens enter at unit scale, like the sinusoidal signal; with a tied head
           the logits then start with unit scale as well.
-        - every ``nn.Linear`` weight ~ N(0, 0.02) (GPT-2), biases zero; norms gain 1, bias 0.
+        - every ``nn.Linear`` by ``INITS.get(cfg.init)`` (harness/modules/inits.py): by default
+          weight ~ N(0, 0.02) (GPT-2), or Xavier (``xavier``); biases zero; norms gain 1, bias 0.
         - the learned position table is initialised by its encoding (N(0, ``learned_init_std``)).
         - the head shares the token embedding's weight when ``cfg.tie_embeddings``.
 
@@ -178,11 +182,10 @@ class TransformerLM(nn.Module):
             self.head.weight = self.tok_emb.weight
 
     def _init_weights(self) -> None:
+        init = INITS.get(self.cfg.init)
         for module in self.modules():
             if isinstance(module, nn.Linear):
-                nn.init.normal_(module.weight, mean=0.0, std=0.02)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
+                init(module)
         nn.init.normal_(self.tok_emb.weight, mean=0.0, std=self.cfg.d_model**-0.5)
 
     def forward(self, idx: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
