@@ -62,16 +62,21 @@ def test_ids_change_only_for_runs_of_code_whose_version_was_bumped(tmp_path: Pat
     }
 
 
+def _stored_ids(data_file: str, profile: str) -> set[str]:
+    frame = pd.read_csv(ROOT / "reports" / "data" / data_file, usecols=["run_id", "profile"])
+    return set(frame.loc[frame["profile"] == profile, "run_id"])
+
+
 def test_a_new_config_key_at_its_default_keeps_every_stored_run_id() -> None:
     """``model.init`` came after runs were stored: at its default it must not enter the run id
-    (``ADDED_KEYS``), so every run of the committed data file keeps its id; another value must."""
-    stored = set(
-        pd.read_csv(ROOT / "reports" / "data" / "norm_placement.confirm.csv.gz", usecols=["run_id", "profile"]).query(
-            "profile == 'confirm'"
-        )["run_id"]
-    )
+    (``ADDED_KEYS``), so every run of the committed data files keeps its id, also where the key
+    became an axis (ln_grad_init: its runs before the axis are its ``normal_0.02`` points); another
+    value must change the id."""
     specs = plan(load("norm_placement"), "confirm", check_data=False)[1]
-    assert {s.run_id for s in specs} == stored
+    assert {s.run_id for s in specs} == _stored_ids("norm_placement.confirm.csv.gz", "confirm")
+    grid = plan(load("ln_grad_init"), "probe", check_data=False)[1]
+    default = {s.run_id for s in grid if s.config.model.init == "normal_0.02"}
+    assert default <= _stored_ids("ln_grad_init.csv.gz", "probe")
     spec = specs[0]
     named = spec.config.model_copy(update={"model": spec.config.model.model_copy(update={"init": "normal_0.02"})})
     assert replace(spec, config=named).run_id == spec.run_id
