@@ -29,6 +29,7 @@ config key                  registry           an entry is
 ``block.norm``              ``NORMS``          an ``nn.Module`` class ``(d_model)``
 ``block.norm_position``     ``BLOCKS``         a :class:`Block` subclass
 ``ffn.activation``          ``ACTIVATIONS``    an ``nn.Module`` class ``()``
+``model.init``              ``INITS``          a function ``(nn.Linear) -> None`` (in place)
 a task name                 ``TASKS``          a :class:`Task` subclass with a ``Params``
 ==========================  =================  ==========================================
 
@@ -45,6 +46,7 @@ from harness.modules import (
     ACTIVATIONS,
     BLOCKS,
     HEAD_SPLITS,
+    INITS,
     KERNELS,
     MASK_FILLS,
     NORMS,
@@ -66,6 +68,7 @@ __all__ = [
     "BLOCKS",
     "HEAD_SPLITS",
     "IGNORE_INDEX",
+    "INITS",
     "KERNELS",
     "MASK_FILLS",
     "METRICS",

@@ -20,6 +20,7 @@ from harness.modules import (
     ACTIVATIONS,
     BLOCKS,
     HEAD_SPLITS,
+    INITS,
     KERNELS,
     MASK_FILLS,
     NORMS,
@@ -148,6 +149,23 @@ def activation(name: str, cfg: TransformerConfig) -> str:
     return "FFN (B, T, C) -> (B, T, C), position-wise"
 
 
+def init(name: str, cfg: TransformerConfig) -> str:
+    """An initialisation fills an ``nn.Linear`` in place: same tensors, shapes and dtype, finite
+    values, not all zero."""
+    C, _, _ = _dims(cfg)
+    linear = torch.nn.Linear(C, cfg.ffn_dim)
+    weight, bias = linear.weight, linear.bias
+    with torch.no_grad():
+        INITS.get(name)(linear)
+    if linear.weight is not weight or linear.bias is not bias:
+        raise ContractFailed("the initialisation replaced the layer's parameters instead of filling them in place")
+    expect("weight", linear.weight, (cfg.ffn_dim, C), torch.float32)
+    expect("bias", linear.bias, (cfg.ffn_dim,), torch.float32)
+    if not torch.isfinite(weight).all() or not weight.abs().sum():
+        raise ContractFailed("the initialised weight is not finite, or all zero")
+    return "nn.Linear filled in place, shapes and dtype kept, finite non-zero weight"
+
+
 FAMILY_SHAPES: dict[str, Callable[[str, TransformerConfig], str]] = {
     "position": position,
     "kernel": kernel,
@@ -158,5 +176,6 @@ FAMILY_SHAPES: dict[str, Callable[[str, TransformerConfig], str]] = {
     "norm": norm,
     "norm_position": norm_position,
     "activation": activation,
+    "init": init,
 }
 """The component-level shape check of each family, by its config field."""

@@ -18,6 +18,7 @@ from harness.modules import (
     ACTIVATIONS,
     BLOCKS,
     HEAD_SPLITS,
+    INITS,
     KERNELS,
     MASK_FILLS,
     NORMS,
@@ -65,6 +66,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("block.norm", "norm", NORMS),
     Family("block.norm_position", "norm_position", BLOCKS),
     Family("ffn.activation", "activation", ACTIVATIONS),
+    Family("model.init", "init", INITS),
 )
 """Every component family, by config key, in the order ``ablate check --all`` checks them."""
 

@@ -55,6 +55,11 @@ class ModelSection(_Section):
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     max_len: int | None = Field(None, gt=0, description="learned table size; None: longest eval length")
     learned_init_std: float = Field(0.02, gt=0)
+    init: str = Field(
+        "normal_0.02",
+        description="initialisation of the linear layers (harness/modules/inits.py): normal_0.02 "
+        "(GPT-2: N(0, 0.02)) or xavier (N(0, 2 / (fan_in + fan_out)))",
+    )
     tie_embeddings: bool = True
 
 
@@ -204,6 +209,7 @@ ADDED_KEYS: dict[str, Any] = {
     "ffn.d_ff_mult": None,
     "eval.probes": [],
     "train.seed_salt": 0,
+    "model.init": "normal_0.02",
 }
 """Keys added after run ids were first stored, with their defaults (see ``RunConfig.hash_dump``)."""
 

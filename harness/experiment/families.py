@@ -60,6 +60,7 @@ def families() -> tuple[Family, ...]:
         Family("norm", "block.norm", modules.NORMS, nn.Module),
         Family("norm_position", "block.norm_position", modules.BLOCKS, modules.transformer.Block),
         Family("activation", "ffn.activation", modules.ACTIVATIONS, nn.Module),
+        Family("init", "model.init", modules.INITS, None),
         Family("task", None, TASKS, Task),
     )
 

@@ -125,8 +125,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("grad_norm_cv", False, "std / mean of the gradient norm over steps", TRAINING),
     Metric("nonfinite_grad_steps", False, "steps", TRAINING),
     Metric("peak_mem_mb", False, "MiB (CUDA runs only)", TRAINING),
-    _probe("grad_norm_init_l<i>", "grad_norm_init", "L2 norm of block i's gradient at init"),
+    _probe("grad_norm_init_l<i>", "grad_norm_init", "L2 norm of block i's gradient at init, its norms included"),
     _probe("grad_norm_init_top_over_bottom", "grad_norm_init", "ratio, last block over first"),
+    _probe("grad_norm_init_ffn_out_l<i>", "grad_norm_init", "L2 norm of the gradient of block i's FFN output weight"),
+    _probe(
+        "grad_norm_init_ffn_out_top_over_bottom", "grad_norm_init", "ratio, last block's FFN output weight over first's"
+    ),
+    _probe(
+        "grad_norm_init_ffn_out_top", "grad_norm_init", "L2 norm of the gradient of the last block's FFN output weight"
+    ),
+    _probe("resid_growth_init", "grad_norm_init", "|x_L| / |x_0| of the residual stream at init"),
     _probe("grad_norm_init_raised", "grad_norm_init", _ZERO_ONE),
     _probe("leak_logits", "leakage", "largest change of a logit", at_init=True),
     _probe("leak_grad", "leakage", "largest gradient of a logit", at_init=True),

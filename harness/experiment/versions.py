@@ -5,7 +5,8 @@ that computed them. The code is versioned in two places, each an int that starts
 bumped whenever the numbers that code produces for a given input change:
 
 - every registry entry (``POSITIONAL.register("rope", version=2)``): the component a config
-  names (position, kernel, qkv, scale, mask_fill, head_split, norm, norm_position, activation);
+  names (position, kernel, qkv, scale, mask_fill, head_split, norm, norm_position, activation,
+  init);
 - :data:`MODEL` (the transformer around the components: embeddings, attention and FFN glue,
   initialisation, the LM head) and :data:`TRAINING` (``harness/training.py``: batches,
   optimiser, schedule, loss, evaluation and the metrics of a run).
@@ -43,6 +44,7 @@ _FIELDS = {
     ("block", "norm"): ("NORMS", "norm"),
     ("block", "norm_position"): ("BLOCKS", "norm_position"),
     ("ffn", "activation"): ("ACTIVATIONS", "activation"),
+    ("model", "init"): ("INITS", "init"),
 }
 
 

@@ -14,7 +14,7 @@ Each component family is a ``harness.registry.Registry`` defined in registries.p
 components and ``TransformerConfig``, config.py, which checks names against them); importing
 this package registers every entry: ``POSITIONAL`` (positional.py), ``KERNELS`` and ``MASK_FILLS`` (kernels.py,
 linear_attention.py), ``QKV``, ``SCALES`` and ``HEAD_SPLITS`` (attention.py), ``NORMS``
-(norms.py), ``ACTIVATIONS`` (ffn.py) and ``BLOCKS`` (transformer.py). Probes that measure a
+(norms.py), ``ACTIVATIONS`` (ffn.py), ``INITS`` (inits.py) and ``BLOCKS`` (transformer.py). Probes that measure a
 model rather than train it (causal leakage, attention on masked keys, gradient norms per layer)
 are in probes.py.
 """
@@ -29,6 +29,7 @@ from harness.modules.attention import (
     MultiHeadAttention,
 )
 from harness.modules.ffn import ACTIVATIONS, FeedForward
+from harness.modules.inits import INITS
 from harness.modules.norms import NORMS
 from harness.modules.positional import POSITIONAL, PositionalEncoding
 from harness.modules.transformer import BLOCKS, TransformerConfig, TransformerLM
@@ -37,6 +38,7 @@ __all__ = [
     "ACTIVATIONS",
     "BLOCKS",
     "HEAD_SPLITS",
+    "INITS",
     "KERNELS",
     "MASK_FILLS",
     "NORMS",

@@ -12,6 +12,7 @@ from harness.modules.registries import (
     ACTIVATIONS,
     BLOCKS,
     HEAD_SPLITS,
+    INITS,
     KERNELS,
     MASK_FILLS,
     NORMS,
@@ -49,6 +50,7 @@ class TransformerConfig:
     norm: str = "layernorm"  # NORMS registry
     norm_position: str = "pre"  # BLOCKS registry
     activation: str = "gelu"  # ACTIVATIONS registry
+    init: str = "normal_0.02"  # INITS registry: the linear layers' initialisation
     dropout: float = 0.0
     learned_init_std: float = 0.02  # init std of the learned position table
     tie_embeddings: bool = True
@@ -72,6 +74,7 @@ class TransformerConfig:
         NORMS.canonical(self.norm)
         BLOCKS.canonical(self.norm_position)
         ACTIVATIONS.canonical(self.activation)
+        INITS.canonical(self.init)
         POSITIONAL.get(self.position).check_config(self)
         KERNELS.get(self.kernel).check_config(self)
 

@@ -1,11 +1,13 @@
 """Measurements of a model that are not its loss: causal leakage, attention on masked keys, and
 gradient norms per layer. Pure torch; the caller picks the precision (autocast) to run them in.
 
-Every function returns plain floats (NaN where the model produced NaN/inf), ready for a run
-record. None of them changes the model's parameters or leaves gradients behind.
+Every function returns plain floats (NaN where the model produced NaN/inf; gradient norms in
+an :class:`InitGradients`), ready for a run record. None of them changes the model's parameters or leaves gradients behind.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -133,25 +135,62 @@ def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor
     }
 
 
-def grad_norm_per_layer(
-    model: TransformerLM, idx: Tensor, targets: Tensor, ignore_index: int = -100, key_padding_mask: Tensor | None = None
-) -> list[float]:
-    """L2 norm of the loss gradient over each block's parameters, bottom block first.
+@dataclass(frozen=True)
+class InitGradients:
+    """Gradient norms per block at one batch, bottom block first, and the residual stream's growth.
 
-    At initialisation this is the quantity Xiong et al. (ICML 2020, Fig. 3) compare: Post-LN's
-    gradient norm grows toward the top layers, Pre-LN's stays flat. ``.grad`` is left untouched.
+    Attributes:
+        block: L2 norm of the loss gradient over every parameter of block i, its norms included.
+            Not like with like across norm positions: a Post-LN block's ``norm2`` is, in the last
+            block, the model's final norm, while Pre-LN's final norm (``norm_f``) is in no block.
+        ffn_out: L2 norm of the loss gradient of block i's FFN output weight (``ffn.fc_out``,
+            W^(2) of Xiong et al., 2020): the quantity of their Fig. 3 and Theorem 1, the same
+            parameter in every block of either norm position.
+        stream_growth: |x_L| / |x_0|, the Frobenius norm over the batch of the residual stream
+            after the last block over that of the first block's input (the embeddings).
+    """
+
+    block: list[float]
+    ffn_out: list[float]
+    stream_growth: float
+
+
+def _norm(grads: list[Tensor | None]) -> float:
+    g = [x.float().norm() for x in grads if x is not None]
+    return torch.linalg.vector_norm(torch.stack(g)).item() if g else 0.0
+
+
+def init_gradients(
+    model: TransformerLM, idx: Tensor, targets: Tensor, ignore_index: int = -100, key_padding_mask: Tensor | None = None
+) -> InitGradients:
+    """The per-block gradient norms and the residual stream's growth of ``model`` on one batch.
+
+    At initialisation these are the quantities Xiong et al. (ICML 2020) analyse: in Post-LN the
+    gradient of the FFN weights grows toward the last block (Fig. 3) and the last block's does not
+    shrink with depth (Theorem 1: O(d sqrt(ln d))); in Pre-LN it is flat across blocks and the
+    last block's shrinks as the stream grows with depth (O(d sqrt(ln d / L))). ``.grad`` is left
+    untouched.
 
     Args:
         idx: (B, T) inputs; targets: (B, T), ``ignore_index`` where no loss is taken.
+        key_padding_mask: (B, T) bool, True at padding.
     """
-    with torch.enable_grad():
-        logits = model(idx, key_padding_mask)  # (B, T, V)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=ignore_index)
-        params = [list(block.parameters()) for block in model.blocks]
-        grads = torch.autograd.grad(loss, [p for ps in params for p in ps], allow_unused=True)
-    norms, i = [], 0
-    for ps in params:
-        g = [x for x in grads[i : i + len(ps)] if x is not None]
-        i += len(ps)
-        norms.append(torch.linalg.vector_norm(torch.stack([x.float().norm() for x in g])).item() if g else 0.0)
-    return norms
+    ends: list[Tensor] = []
+    first = model.blocks[0].register_forward_pre_hook(lambda _m, args: ends.append(args[0].detach()))
+    last = model.blocks[-1].register_forward_hook(lambda _m, _a, out: ends.append(out.detach()))
+    try:
+        with torch.enable_grad():
+            logits = model(idx, key_padding_mask)  # (B, T, V)
+            loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=ignore_index)
+            params = [list(block.parameters()) for block in model.blocks]
+            grads = torch.autograd.grad(loss, [p for ps in params for p in ps], allow_unused=True)
+    finally:
+        first.remove()
+        last.remove()
+    found = dict(zip(map(id, (p for ps in params for p in ps)), grads))
+    x0, xl = (x.float() for x in ends[:2])  # (B, T, C) each
+    return InitGradients(
+        block=[_norm([found[id(p)] for p in ps]) for ps in params],
+        ffn_out=[_norm([found[id(block.ffn.fc_out.weight)]]) for block in model.blocks],
+        stream_growth=(xl.norm() / x0.norm()).item(),
+    )

@@ -5,7 +5,7 @@ can check the names it holds without importing the components; each component mo
 its entries into them (and re-exports its own). Entries are classes built from a
 ``TransformerConfig`` (``POSITIONAL``, ``KERNELS``, ``BLOCKS``), classes built from a few sizes
 (``QKV``, ``HEAD_SPLITS``, ``NORMS``, ``ACTIVATIONS``) or functions (``SCALES``: (C, H) -> factor
-on ``q k^T``; ``MASK_FILLS``: dtype -> fill value).
+on ``q k^T``; ``MASK_FILLS``: dtype -> fill value; ``INITS``: initialises one ``nn.Linear`` in place).
 """
 
 from __future__ import annotations
@@ -26,3 +26,4 @@ HEAD_SPLITS: Registry[type] = Registry("head split")
 NORMS: Registry[type[nn.Module]] = Registry("norm")
 ACTIVATIONS: Registry[type[nn.Module]] = Registry("activation")
 BLOCKS: Registry[type[nn.Module]] = Registry("block (norm position)")
+INITS: Registry[Callable[[nn.Linear], None]] = Registry("initialisation")

@@ -1,7 +1,7 @@
 """A decoder-only Transformer language model whose components are picked by name.
 
 ``TransformerConfig`` (:mod:`harness.modules.config`) holds the names (``position``, ``kernel``,
-``qkv``, ``scale``, ``mask_fill``, ``head_split``, ``norm``, ``norm_position``, ``activation``) and
+``qkv``, ``scale``, ``mask_fill``, ``head_split``, ``norm``, ``norm_position``, ``activation``, ``init``) and
 is validated when built; ``TransformerLM`` wires the registered classes. Blocks are built as
 ``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos, key_padding_mask)``.
 """
@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from harness.modules.attention import MultiHeadAttention
 from harness.modules.config import TransformerConfig
 from harness.modules.ffn import FeedForward
+from harness.modules.inits import INITS
 from harness.modules.norms import NORMS
 from harness.modules.positional import POSITIONAL, PositionalEncoding
 from harness.modules.registries import BLOCKS
@@ -86,7 +87,8 @@ class TransformerLM(nn.Module):
         - token embedding ~ N(0, 1/C) and multiplied by sqrt(C) in ``forward`` (Vaswani et al.,
           2017, §3.4), so tokens enter at unit scale, like the sinusoidal signal; with a tied head
           the logits then start with unit scale as well.
-        - every ``nn.Linear`` weight ~ N(0, 0.02) (GPT-2), biases zero; norms gain 1, bias 0.
+        - every ``nn.Linear`` by ``INITS.get(cfg.init)`` (harness/modules/inits.py): by default
+          weight ~ N(0, 0.02) (GPT-2), or Xavier (``xavier``); biases zero; norms gain 1, bias 0.
         - the learned position table is initialised by its encoding (N(0, ``learned_init_std``)).
         - the head shares the token embedding's weight when ``cfg.tie_embeddings``.
 
@@ -111,11 +113,10 @@ class TransformerLM(nn.Module):
             self.head.weight = self.tok_emb.weight
 
     def _init_weights(self) -> None:
+        init = INITS.get(self.cfg.init)
         for module in self.modules():
             if isinstance(module, nn.Linear):
-                nn.init.normal_(module.weight, mean=0.0, std=0.02)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
+                init(module)
         nn.init.normal_(self.tok_emb.weight, mean=0.0, std=self.cfg.d_model**-0.5)
 
     def forward(self, idx: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:

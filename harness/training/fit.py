@@ -44,6 +44,7 @@ def transformer_config(cfg: Any, vocab_size: int) -> Any:
         dropout=m.dropout,
         learned_init_std=m.learned_init_std,
         tie_embeddings=m.tie_embeddings,
+        init=m.init,
     )
 
 

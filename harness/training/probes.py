@@ -1,7 +1,13 @@
 """Probe metrics of a run, beyond its loss (``eval.probes``), computed by the training layer.
 
-``grad_norm_init``: the gradient norm of each block at initialisation (Xiong et al., 2020),
-before the first step: ``grad_norm_init_l<i>`` per layer and ``grad_norm_init_top_over_bottom``.
+``grad_norm_init``: gradient norms per block at initialisation (Xiong et al., 2020), before the
+first step (:func:`harness.modules.probes.init_gradients`): of the FFN output weight W^(2), the
+parameter of their Fig. 3 and the same in every block of either norm position
+(``grad_norm_init_ffn_out_l<i>``, ``grad_norm_init_ffn_out_top_over_bottom``, the last block's
+``grad_norm_init_ffn_out_top``); of every parameter of the block, norms included
+(``grad_norm_init_l<i>``, ``grad_norm_init_top_over_bottom``: Post-LN's last block holds the
+model's final norm, Pre-LN's final norm is in no block, so the two are not compared like with
+like); and the residual stream's growth |x_L| / |x_0| (``resid_growth_init``).
 ``leakage``: :func:`harness.modules.probes.causal_leakage` at init (``*_init``) and after
 training. ``masked_attention``: :func:`harness.modules.probes.masked_attention` likewise (kernel
 ``math`` only; NaN otherwise).
@@ -20,7 +26,7 @@ from typing import Any
 
 import torch
 
-from harness.modules.probes import causal_leakage, grad_norm_per_layer, masked_attention
+from harness.modules.probes import causal_leakage, init_gradients, masked_attention
 from harness.modules.transformer import TransformerLM
 from harness.seeding import numpy_rng
 
@@ -46,11 +52,20 @@ def _guarded(name: str, fn: Callable[[], dict[str, float]]) -> dict[str, float]:
         return {f"{name}_raised": 1.0}
 
 
+def _last_over_first(norms: list[float]) -> float:
+    return norms[-1] / norms[0] if norms[0] else float("nan")
+
+
 def _grad_norms(net: TransformerLM, x: torch.Tensor, y: torch.Tensor, pad: torch.Tensor | None) -> dict[str, float]:
-    norms = grad_norm_per_layer(net, x, y, key_padding_mask=pad)
-    out = {f"grad_norm_init_l{i}": n for i, n in enumerate(norms)}
-    out["grad_norm_init_top_over_bottom"] = norms[-1] / norms[0] if norms[0] else float("nan")
-    return out
+    got = init_gradients(net, x, y, key_padding_mask=pad)
+    return {
+        **{f"grad_norm_init_l{i}": n for i, n in enumerate(got.block)},
+        "grad_norm_init_top_over_bottom": _last_over_first(got.block),
+        **{f"grad_norm_init_ffn_out_l{i}": n for i, n in enumerate(got.ffn_out)},
+        "grad_norm_init_ffn_out_top_over_bottom": _last_over_first(got.ffn_out),
+        "grad_norm_init_ffn_out_top": got.ffn_out[-1],
+        "resid_growth": got.stream_growth,  # measured at init only: resid_growth_init
+    }
 
 
 def measure(

@@ -180,6 +180,12 @@ def test_axis_value_the_registry_does_not_know(tmp_path):
     assert_nothing_written(tmp_path / "results")
 
 
+def test_unknown_initialisation_is_refused_with_the_closest(tmp_path):
+    result = invoke("run", str(user_file(tmp_path)), "model.init=xavir", "--results-dir", str(tmp_path / "results"))
+    assert_refused(result, "unknown initialisation 'xavir'", "did you mean 'xavier'")
+    assert_nothing_written(tmp_path / "results")
+
+
 def test_yaml_tags_that_would_run_code_are_refused(tmp_path):
     path = tmp_path / "evil.yaml"
     marker = tmp_path / "pwned"

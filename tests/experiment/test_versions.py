@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections import namedtuple
+from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from harness.analysis.comparisons import analyse
@@ -22,6 +24,7 @@ from helpers.fake_store import write_decl, write_runs
 # ids computed by the code before versions existed (commit 673fa0e), for tests/helpers/fake_store.py's
 # grid (recomputed with that commit's code when the grid's warm-up and validation interval were
 # brought within its 10 steps; its default 100 and 100 are refused now)
+ROOT = Path(__file__).resolve().parents[2]
 OLD_IDS = {("sinusoidal", 0): "a44bae4e72da", ("learned", 0): "53cb0f48c1b2", ("rope", 0): "7e5bc0b5a706"}
 
 
@@ -55,7 +58,30 @@ def test_ids_change_only_for_runs_of_code_whose_version_was_bumped(tmp_path: Pat
         "norm:layernorm": 1,
         "norm_position:pre": 1,
         "activation:gelu": 1,
+        "init:normal_0.02": 1,
     }
+
+
+def _stored_ids(data_file: str, profile: str) -> set[str]:
+    frame = pd.read_csv(ROOT / "reports" / "data" / data_file, usecols=["run_id", "profile"])
+    return set(frame.loc[frame["profile"] == profile, "run_id"])
+
+
+def test_a_new_config_key_at_its_default_keeps_every_stored_run_id() -> None:
+    """``model.init`` came after runs were stored: at its default it must not enter the run id
+    (``ADDED_KEYS``), so every run of the committed data files keeps its id, also where the key
+    became an axis (ln_grad_init: its runs before the axis are its ``normal_0.02`` points); another
+    value must change the id."""
+    specs = plan(load("norm_placement"), "confirm", check_data=False)[1]
+    assert {s.run_id for s in specs} == _stored_ids("norm_placement.confirm.csv.gz", "confirm")
+    grid = plan(load("ln_grad_init"), "probe", check_data=False)[1]
+    default = {s.run_id for s in grid if s.config.model.init == "normal_0.02"}
+    assert default <= _stored_ids("ln_grad_init.csv.gz", "probe")
+    spec = specs[0]
+    named = spec.config.model_copy(update={"model": spec.config.model.model_copy(update={"init": "normal_0.02"})})
+    assert replace(spec, config=named).run_id == spec.run_id
+    xavier = spec.config.model_copy(update={"model": spec.config.model.model_copy(update={"init": "xavier"})})
+    assert replace(spec, config=xavier).run_id != spec.run_id
 
 
 def test_records_without_versions_ran_version_1_of_what_they_used() -> None:

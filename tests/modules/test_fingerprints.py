@@ -53,7 +53,8 @@ def _project(out: torch.Tensor) -> list[float]:
 
 
 def _model_fingerprint(field: str | None = None, name: str | None = None) -> tuple[list[float], str]:
-    """Logits of a 2-layer model with the component ``field=name`` (else the defaults) on fixed tokens."""
+    """Logits of a 2-layer model with the component ``field=name`` (else the defaults) on fixed tokens;
+    for an initialisation (``field="init"``), the model's parameters as it draws them."""
     kw = {"vocab_size": VOCAB, "d_model": 16, "n_heads": 2, "n_layers": 2, "max_len": T}
     if field is not None:
         kw[field] = name
@@ -67,6 +68,8 @@ def _model_fingerprint(field: str | None = None, name: str | None = None) -> tup
         dtype = torch.float32
     torch.manual_seed(0)
     model = modules.TransformerLM(cfg).to(dtype).eval()
+    if field == "init":  # an initialisation: the parameters it draws, before they are replaced below
+        return _project(torch.cat([p.detach().double().flatten() for p in model.parameters()])), "float64"
     gen = torch.Generator().manual_seed(3)
     with torch.no_grad():  # weights of unit scale: the default init (std 0.02) makes attention so flat
         for p in model.parameters():  # that a change of the scores hardly reaches the logits

@@ -127,6 +127,7 @@ def test_config_heads_must_divide_width():
         ("scale", "d_heads", "d_head"),
         ("mask_fill", "-1e8", "-1e9"),
         ("head_split", "corect", "correct"),
+        ("init", "xavir", "xavier"),
     ],
 )
 def test_config_unknown_name_suggests(field, typo, suggestion):
@@ -171,6 +172,24 @@ def test_init_and_tying():
     assert untied.head.weight is not untied.tok_emb.weight
     n_head = V * 16
     assert untied.num_parameters() == tiny().num_parameters() + n_head
+
+
+def test_xavier_init_scales_each_linear_by_its_fans_and_leaves_the_rest():
+    """``xavier``: std sqrt(2 / (fan_in + fan_out)) per nn.Linear (1/sqrt(C) for C x C, sqrt(2 / 5C)
+    for the FFN's projections), biases zero; embeddings and norms as under the default."""
+    c = 128
+    default, xavier = (
+        tiny(d_model=c, n_heads=4, vocab_size=500),
+        tiny(d_model=c, n_heads=4, vocab_size=500, init="xavier"),
+    )
+    block = xavier.blocks[0]
+    assert block.attn.qkv.q_proj.weight.std().item() == pytest.approx(c**-0.5, rel=0.05)
+    for linear in (block.ffn.fc_in, block.ffn.fc_out):
+        assert linear.weight.std().item() == pytest.approx((2 / (5 * c)) ** 0.5, rel=0.05)
+        assert (linear.bias == 0).all()
+    assert torch.equal(xavier.tok_emb.weight, default.tok_emb.weight)  # as many draws before it
+    assert torch.equal(xavier.blocks[0].norm1.weight, default.blocks[0].norm1.weight)
+    assert default.blocks[0].ffn.fc_out.weight.std().item() == pytest.approx(0.02, rel=0.05)
 
 
 @pytest.mark.parametrize(("position", "tie"), [("learned", True), ("learned", False), ("rope", True)])

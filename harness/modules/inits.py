@@ -1,0 +1,38 @@
+"""Initialisation of the model's linear layers, picked by name: ``INITS.get(name)(linear)``
+initialises one ``nn.Linear`` in place (weight and bias). The token embedding, the norms and the
+learned position table keep their own initialisation whatever the scheme
+(:class:`harness.modules.transformer.TransformerLM`).
+
+The scale of the linear weights decides how much each sub-layer adds to the residual stream at
+initialisation. With tokens entering at unit scale (embedding x sqrt(C)), ``normal_0.02`` at
+d_model 64 gives each weight std 0.02 against Xavier's 1/sqrt(64) = 0.125: a sub-layer's output
+starts two orders of magnitude below its input and a Pre-LN residual stream does not grow with
+depth, while under ``xavier`` it grows as Xiong et al. (ICML 2020, Lemma 2) assume.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from harness.modules.registries import INITS
+
+
+@INITS.register("normal_0.02")
+def normal_002(linear: nn.Linear) -> None:
+    """GPT-2 (Radford et al., 2019) and nanoGPT: weight ~ N(0, 0.02^2) whatever its shape, bias 0."""
+    nn.init.normal_(linear.weight, mean=0.0, std=0.02)
+    if linear.bias is not None:
+        nn.init.zeros_(linear.bias)
+
+
+@INITS.register("xavier")
+def xavier(linear: nn.Linear) -> None:
+    """Xavier (Glorot & Bengio, AISTATS 2010), normal form: weight ~ N(0, 2 / (fan_in + fan_out)),
+    bias 0; N(0, 1/C) for a C x C matrix, the initialisation Xiong et al. (ICML 2020, §3)
+    analyse. Applied to each ``nn.Linear`` as built: a fused QKV projection (C -> 3C) is one matrix
+    (std sqrt(1 / (2C)), as fairseq's fused ``in_proj`` under ``xavier_uniform_``), the FFN's
+    C -> 4C and 4C -> C projections std sqrt(2 / (5C)).
+    """
+    nn.init.xavier_normal_(linear.weight)
+    if linear.bias is not None:
+        nn.init.zeros_(linear.bias)
