@@ -25,9 +25,10 @@ from harness.experiment.claims import load_claims
 from harness.experiment.grid import plan
 from harness.experiment.selection import select
 from harness.report.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
-from harness.report.wandb_sync import offline_runs, read_run
+from harness.report.wandb_sync import offline_runs
 from harness.training import loop as training
 from helpers.tiny_grid import records, write_tiny
+from helpers.wandb_runs import read_run
 
 CLAIM = "pe-learned-slower"  # evidence: copy steps_to_target, learned vs sinusoidal
 
