@@ -73,3 +73,10 @@ def read_run(run: Path) -> OfflineRun:
             found.exit_code = body.get("exit_code", 0)
     found.config.pop("_wandb", None)
     return found
+
+
+def curve(run: OfflineRun) -> list[tuple[int, dict[str, Any]]]:
+    """The logged curve of a training run: ``(trainer/global_step, metrics)`` per history row, in
+    the order logged, without W&B's own keys (``_step``, ``_runtime``, ``_timestamp``)."""
+    rows = [{k: v for k, v in row.items() if not k.startswith("_")} for row in run.history]
+    return [(row.pop("trainer/global_step"), row) for row in rows]
