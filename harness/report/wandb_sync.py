@@ -5,6 +5,13 @@ every summary run (:mod:`harness.report.wandb_summary`) to ``<results>/<ablation
 .wandb-summary/wandb/offline-run-*/``. Uploading is W&B's own ``wandb sync`` on those folders; it
 needs W&B credentials (``WANDB_API_KEY`` or ``wandb login``) and network, and marks each uploaded run with a ``.wandb.synced`` file
 next to its ``.wandb`` log, so a second ``ablate sync`` uploads only what is new.
+
+An attempt killed and resumed leaves two folders of one W&B run id: the killed attempt's log holds
+what W&B had written of it when it died (nothing but the log's header if it died within its first
+block, 32 KiB), and the resumed attempt's log holds the whole curve (it logs the rows kept up to
+its checkpoint first: :func:`harness.training.loop.train_and_evaluate`). ``ablate sync`` uploads
+the latest folder of each W&B run alone, and never a folder that holds nothing: the killed
+attempt's folder, uploaded too, would give W&B its steps twice.
 """
 
 from __future__ import annotations
@@ -13,10 +20,16 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.credentials import has_wandb_credentials
 from harness.errors import AblateError
+
+EMPTY_LOG_BYTES = 7
+"""Size of a ``.wandb`` log that holds no record: W&B's header alone (``:W&B``, the key ``0xBEE1``,
+a version byte). W&B writes its log a block at a time, so a process killed before the first block
+was full leaves this much."""
 
 
 def _wandb_cli(*args: str) -> list[str]:
@@ -34,16 +47,47 @@ def is_synced(run: Path) -> bool:
     return all(f.with_suffix(".wandb.synced").exists() for f in run.glob("*.wandb"))
 
 
-def pending_runs(results: Path) -> list[Path]:
-    """Offline runs under ``results`` not uploaded yet."""
-    return [p for p in offline_runs(results) if not is_synced(p)]
+def is_empty(run: Path) -> bool:
+    """Whether the run folder's ``.wandb`` logs hold no record (:data:`EMPTY_LOG_BYTES`)."""
+    return all(f.stat().st_size <= EMPTY_LOG_BYTES for f in run.glob("*.wandb"))
+
+
+def wandb_id(run: Path) -> str:
+    """The W&B run id of an ``offline-run-<date>_<time>-<id>`` folder."""
+    return run.name.split("-", 3)[-1]
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The offline runs of a store not uploaded yet, sorted out: ``upload`` what ``ablate sync``
+    uploads; ``empty`` folders that hold nothing; ``superseded`` earlier folders of a W&B run
+    that a later folder of it holds whole (an attempt killed, then resumed)."""
+
+    upload: list[Path]
+    empty: list[Path]
+    superseded: list[Path]
+
+
+def waiting_runs(results: Path) -> Waiting:
+    """Offline runs under ``results`` not uploaded yet, sorted out (:class:`Waiting`)."""
+    runs = offline_runs(results)
+    empty = {p for p in runs if is_empty(p)}
+    latest = {wandb_id(p): p for p in sorted(set(runs) - empty, key=lambda p: p.name)}  # names sort by date, time
+    pending = [p for p in runs if not is_synced(p)]
+    return Waiting(
+        upload=[p for p in pending if latest.get(wandb_id(p)) == p],
+        empty=[p for p in pending if p in empty],
+        superseded=[p for p in pending if p not in empty and latest[wandb_id(p)] != p],
+    )
 
 
 def sync(results: Path, dry_run: bool = False, echo: Callable[[str], None] = print) -> int:
     """Upload the offline W&B runs under ``results`` with ``wandb sync``; returns an exit code.
 
-    ``dry_run``: list what would be uploaded, upload nothing (no key needed). Returns 0 when
-    there is nothing to do or everything uploaded, 1 when ``wandb sync`` failed.
+    ``dry_run``: list what would be uploaded, upload nothing (no key needed). Folders that hold
+    nothing and folders superseded by a later one of their W&B run (:class:`Waiting`) are not
+    uploaded, and said so in one line each. Returns 0 when there is nothing to do or everything
+    uploaded, 1 when ``wandb sync`` failed.
 
     Raises:
         AblateError: ``results`` is not a folder, or no W&B credentials (``WANDB_API_KEY`` or
@@ -52,7 +96,19 @@ def sync(results: Path, dry_run: bool = False, echo: Callable[[str], None] = pri
     results = Path(results)
     if not results.is_dir():
         raise AblateError(f"--results-dir {results} is not a folder; pass the run store the runs were written to")
-    runs = pending_runs(results)
+    waiting = waiting_runs(results)
+    if waiting.empty:
+        echo(
+            f"skipped {len(waiting.empty)} empty offline W&B folder(s), e.g. {waiting.empty[0].relative_to(results)}: "
+            "an attempt killed before W&B wrote a record (its resumed attempt logs the whole curve)"
+        )
+    if waiting.superseded:
+        echo(
+            f"skipped {len(waiting.superseded)} offline W&B folder(s) of killed attempts, e.g. "
+            f"{waiting.superseded[0].relative_to(results)}: the resumed attempt's folder of the same W&B run "
+            "holds their curve"
+        )
+    runs = waiting.upload
     if not runs:
         echo(f"no offline W&B runs wait under {results}")
         return 0

@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from typer.testing import CliRunner
 
 from harness.cli import run as run_cmd
+from harness.cli.app import app
 from harness.execution.attempt import execute, wandb_run_id
 from harness.execution.launch import Launch
 from harness.execution.local import pool_context
@@ -152,6 +154,9 @@ def _killed_at(step: int, decl: str, results: Path) -> None:
         return train(self, batch, batch_idx)
 
     lit.LitLM.training_step = step_or_die  # in this child process only
+    # its own W&B service, which dies with it as a killed `ablate run`'s does: one inherited from
+    # the test process (an earlier test's W&B run) would keep the killed run's id "in use"
+    os.environ.pop("WANDB_SERVICE", None)
     abl = load(decl)
     execute(plan(abl, "cpu")[1][0], results, wandb_mode="offline", abl=abl, options=RunOptions(checkpoint_every=0))
 
@@ -159,7 +164,8 @@ def _killed_at(step: int, decl: str, results: Path) -> None:
 def test_a_killed_run_resumed_holds_its_whole_curve_in_one_wandb_run(tmp_path: Path) -> None:
     """Killed at step 45 (checkpoint at 40), resumed: the resumed attempt's W&B run holds every row
     of the CSV log from the first, once each, at the same steps under the same names (the killed
-    attempt's log holds little or none of it: W&B writes its log a block at a time)."""
+    attempt's log holds little or none of it: W&B writes its log a block at a time); ``ablate
+    sync`` uploads the resumed attempt's folder alone."""
     decl = write_tiny(tmp_path / "decl", steps=60, val_every=10, seeds=(0,))
     abl, results = load(str(decl)), tmp_path / "results"
     spec = plan(abl, "cpu")[1][0]
@@ -175,6 +181,11 @@ def test_a_killed_run_resumed_holds_its_whole_curve_in_one_wandb_run(tmp_path: P
     logged = _logged(folder)
     assert logged[0][0] == 9 and logged[-1][0] == 59
     assert curve(read_run(resumed)) == logged
+    out = CliRunner().invoke(app, ["sync", "--results-dir", str(results), "--dry-run"])
+    assert out.exit_code == 0, out.output
+    assert "skipped 1 " in out.output and "1 offline W&B run(s) would be uploaded" in out.output, out.output
+    assert str(resumed.relative_to(results)) + "\n" in out.output
+    assert str(killed.relative_to(results)) + "\n" not in out.output
 
 
 def _ablate_run(*args, **kwargs) -> None:

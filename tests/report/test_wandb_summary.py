@@ -25,7 +25,7 @@ from harness.experiment.claims import load_claims
 from harness.experiment.grid import plan
 from harness.experiment.selection import select
 from harness.report.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
-from harness.report.wandb_sync import offline_runs
+from harness.report.wandb_sync import EMPTY_LOG_BYTES, offline_runs
 from harness.training import loop as training
 from helpers.tiny_grid import records, write_tiny
 from helpers.wandb_runs import read_run
@@ -190,6 +190,33 @@ def test_sync_dry_run_lists_the_waiting_runs(grid, tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert "4 offline W&B run(s) would be uploaded" in out.output  # 4 training + 1 summary, 1 synced
     assert str(first.relative_to(store)) not in out.output and SUMMARY_DIR in out.output
+
+
+def test_sync_skips_empty_folders_and_those_a_resumed_attempt_supersedes(grid, tmp_path: Path) -> None:
+    # an attempt killed, then resumed, leaves two folders of one W&B run: the killed one holds W&B's
+    # header alone (killed within its first block) or part of the curve, which the resumed one
+    # holds whole; neither killed folder is uploaded nor counted, each kind said in one line
+    _, results, _, _ = grid
+    store = tmp_path / "results"
+    shutil.copytree(results, store, symlinks=True)
+    runs = [p for p in offline_runs(store) if SUMMARY_DIR not in p.parts]
+    killed = []
+    for run, kept in zip(runs[:2], (EMPTY_LOG_BYTES, None)):
+        date, rest = run.name.removeprefix("offline-run-").split("-", 1)
+        earlier = run.with_name(f"offline-run-{int(date[:8]) - 1}{date[8:]}-{rest}")  # an earlier date: sorts first
+        shutil.copytree(run, earlier)
+        (log,) = earlier.glob("*.wandb")
+        log.write_bytes(log.read_bytes()[:kept])  # the header alone, or the whole log
+        killed.append(earlier)
+    out = CliRunner().invoke(app, ["sync", "--results-dir", str(store), "--dry-run"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0].startswith(f"skipped 1 empty offline W&B folder(s), e.g. {killed[0].relative_to(store)}: ")
+    assert lines[1].startswith(
+        f"skipped 1 offline W&B folder(s) of killed attempts, e.g. {killed[1].relative_to(store)}"
+    )
+    assert sorted(lines[2:-1]) == sorted(str(p.relative_to(store)) for p in offline_runs(store) if p not in killed)
+    assert lines[-1].startswith("5 offline W&B run(s) would be uploaded")
 
 
 def test_sync_without_a_key_says_so_and_exits_2(grid, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
