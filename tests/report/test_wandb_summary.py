@@ -141,6 +141,8 @@ def test_a_summary_that_fails_to_start_keeps_the_one_waiting(
     shutil.copytree(results, store, symlinks=True)
     waiting = offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR)
     assert len(waiting) == 1
+    (log,) = waiting[0].glob("*.wandb")
+    logged = log.read_bytes()
 
     def no_key(*args, **kwargs):
         raise wandb.errors.UsageError("No API key configured. Use `wandb login` to log in.")
@@ -163,7 +165,7 @@ def test_a_summary_that_fails_to_start_keeps_the_one_waiting(
     assert out.exit_code == 0, out.output
     assert "the W&B summary run was not logged: UsageError" in out.output
     assert offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR) == waiting
-    assert all(p.exists() for p in waiting[0].glob("*.wandb"))
+    assert log.read_bytes() == logged  # untouched, not replaced by a summary that never started
 
 
 def test_failed_run_logs_its_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
