@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import json
 import logging
 import time
 import warnings
@@ -40,8 +41,9 @@ LOG_EVERY = 25
 this often, never at every step."""
 
 
-def _continue_csv(logger: Any, ckpt: str | None) -> None:
-    """Make ``logger`` (a CSVLogger) append to the curve the checkpoint ``ckpt`` saw.
+def _continue_csv(logger: Any, ckpt: str | None) -> list[dict[str, str]]:
+    """Make ``logger`` (a CSVLogger) append to the curve the checkpoint ``ckpt`` saw; returns the
+    rows kept.
 
     Lightning's CSV writer deletes ``metrics.csv`` when it is created; this creates it, then puts
     back the rows logged up to the checkpoint (``csv_rows``; rows an interrupted attempt logged
@@ -65,6 +67,38 @@ def _continue_csv(logger: Any, ckpt: str | None) -> None:
             out.writeheader()
             out.writerows(kept)
         writer.metrics_keys = header  # later rows are appended under this header (or it is widened)
+    return kept
+
+
+def _replay(logger: Any, rows: list[dict[str, str]]) -> None:
+    """Log ``rows`` of the CSV log (what was logged up to the checkpoint) into the W&B run of
+    ``logger`` (a WandbLogger), each at its step under its name, as Lightning logged them live
+    (both loggers receive the same ``log_metrics`` calls), so that a resumed run's W&B curve
+    starts at step 0 too: W&B keeps an offline run's records in memory until a block of its log
+    is full or the run finishes, so a killed attempt's log holds few of them or none.
+
+    Writes ``REPLAYED`` beside the W&B run's files (in its ``offline-run-*`` folder): ``ablate
+    sync`` then knows that this folder holds the earlier attempts' curve (an attempt resumed by
+    code that did not replay does not hold it, and its earlier folders are uploaded too)."""
+    for row in rows:
+        metrics = {k: _number(v) for k, v in row.items() if k != "step" and v not in ("", None)}
+        logger.log_metrics(metrics, step=int(row["step"]))
+    if rows:
+        (Path(logger.experiment.dir).parent / REPLAYED).write_text(json.dumps({"to_step": int(rows[-1]["step"])}))
+
+
+REPLAYED = "ablate-replayed.json"
+"""The mark of an offline W&B folder into which a resumed attempt replayed the curve before its
+checkpoint (read by ``harness.report.wandb_sync``, which names the same file)."""
+
+
+def _number(cell: str) -> int | float:
+    """A CSV cell as the value Lightning logged: an integer as written (``epoch``), else a float
+    (Python's own text of it, so the float is the same to the last bit; ``nan``, ``inf``)."""
+    try:
+        return int(cell)
+    except ValueError:
+        return float(cell)
 
 
 def train_and_evaluate(
@@ -115,7 +149,8 @@ def train_and_evaluate(
         resume: continue from ``checkpoint_dir/last.ckpt`` when there is one; the result is the
             same as an uninterrupted run's (weights, optimiser, schedule, loops, validation
             curve, RNG and the position in the data stream are all restored); the CSV log keeps
-            its rows up to the checkpoint and appends, so it holds the curve from step 0.
+            its rows up to the checkpoint and appends, and a W&B run that does not hold the curve
+            so far (offline, or never uploaded) gets those rows first, so both hold it from step 0.
         timeout_s: stop the run (raise :class:`TimedOut`) once it has run this long.
         devices, strategy: Lightning's, for one run over several devices (e.g. 2 and ``"ddp"``).
         progress: write ``run_dir/progress.json`` every few seconds while training
@@ -145,7 +180,9 @@ def train_and_evaluate(
         # deprecated `anonymous` setting, which W&B 0.31 warns about on every run
         loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **wandb)))
     start, ckpt = resume_point(checkpoint_dir, resume)
-    _continue_csv(loggers[0], ckpt)
+    kept = _continue_csv(loggers[0], ckpt)
+    if wandb is not None and not loggers[1].experiment.resumed:  # a W&B run resumed online has its curve
+        _replay(loggers[1], kept)
     monitor = RunMonitor(checkpoint_dir, checkpoint_every_s, timeout_s, run_dir if progress else None)
     trainer = L.Trainer(
         max_steps=cfg.train.steps,

@@ -6,7 +6,8 @@ Lightning; tests/cli/test_cli_errors.py runs the installed script). The kill tes
 SIGKILL at seeded random moments, each soon after a fresh checkpoint (so mostly while a run is
 between two checkpoints), and finally lets it finish. The store must then hold every run exactly once, each
 record parseable and complete, with the same numbers as runs that were never interrupted, and
-the same logged curve from step 0 (the CSV log; one W&B run id per run, kept across resumes).
+the same logged curve from step 0 (the CSV log, and the W&B run of the last attempt, under one
+W&B run id per run kept across resumes).
 """
 
 from __future__ import annotations
@@ -21,17 +22,22 @@ from pathlib import Path
 
 import pytest
 import torch
+from typer.testing import CliRunner
 
 from harness.cli import run as run_cmd
+from harness.cli.app import app
 from harness.execution.attempt import execute, wandb_run_id
 from harness.execution.launch import Launch
 from harness.execution.local import pool_context
 from harness.execution.run_folder import RunOptions
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.report.wandb_sync import offline_runs
 from harness.store.runs import load_record, scan
+from harness.training import lit
 from helpers.events import read_events
 from helpers.tiny_grid import numbers, write_tiny
+from helpers.wandb_runs import curve, read_run
 
 OFTEN = Launch(options=RunOptions(checkpoint_every=0.05))
 """The checkpoint cadence of the killed runs: by wall clock, as by default, but in tenths of a
@@ -71,6 +77,11 @@ def _curve(folder: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def _logged(folder: Path) -> list[tuple[int, dict[str, float]]]:
+    """The CSV log of a run as :func:`helpers.wandb_runs.curve` gives a W&B run's: (step, metrics)."""
+    return [(int(r["step"]), {k: float(v) for k, v in r.items() if k != "step" and v}) for r in _curve(folder)]
+
+
 def _wait_for_a_checkpoint(results: Path, proc, since: float, timeout: float = 60) -> None:
     """Until the process has written a checkpoint (a run is under way and has progressed)."""
     end = time.monotonic() + timeout
@@ -105,11 +116,7 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
     path, specs, reference, reference_store = grid
     results, rng, ctx, kills = tmp_path / "results", random.Random(6), pool_context(), 0
     for _ in range(6):
-        proc = ctx.Process(
-            target=run_cmd.run,
-            args=(str(path), None, [], results),
-            kwargs={"workers": 1, "wandb": "offline", "launch": OFTEN},
-        )
+        proc = ctx.Process(target=_run_with_its_own_wandb_service, args=(str(path), results))
         since = time.time()
         proc.start()
         _wait_for_a_checkpoint(results, proc, since)
@@ -127,9 +134,62 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
         assert load_record(folder)[0]["wandb_id"] == wandb_run_id(spec.run_id, 1)
         logs = list((folder / "wandb").glob("offline-run-*"))
         assert logs and all(p.name.endswith(f"-{wandb_run_id(spec.run_id, 1)}") for p in logs), logs
-        if "resume" in events[spec.run_id]:
-            assert len(logs) >= 2  # the killed attempt's log (from step 0) is still there
+        if "resume" in events[spec.run_id]:  # the last attempt's W&B run holds the whole curve, once
+            assert len(logs) >= 2 and curve(read_run(offline_runs(folder)[-1])) == _logged(folder)
     assert sum(e.count("takeover") for e in events.values()) >= 1  # a dead process's claim taken over
+
+
+def _run_with_its_own_wandb_service(decl: str, results: Path) -> None:
+    """``ablate run`` in a child process that starts its own W&B service, which dies with it as a
+    killed ``ablate run``'s does (one inherited from the test process would keep the killed run's
+    id "in use" for the rerun)."""
+    os.environ.pop("WANDB_SERVICE", None)
+    run_cmd.run(decl, None, [], results, workers=1, wandb="offline", launch=OFTEN)
+
+
+def _killed_at(step: int, decl: str, results: Path) -> None:
+    """Train the first run of ``decl`` with W&B offline, a checkpoint at every validation pass,
+    and SIGKILL this process as training step ``step`` begins."""
+    train = lit.LitLM.training_step
+
+    def step_or_die(self, batch, batch_idx):
+        if self.global_step == step:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return train(self, batch, batch_idx)
+
+    lit.LitLM.training_step = step_or_die  # in this child process only
+    # its own W&B service, which dies with it as a killed `ablate run`'s does: one inherited from
+    # the test process (an earlier test's W&B run) would keep the killed run's id "in use"
+    os.environ.pop("WANDB_SERVICE", None)
+    abl = load(decl)
+    execute(plan(abl, "cpu")[1][0], results, wandb_mode="offline", abl=abl, options=RunOptions(checkpoint_every=0))
+
+
+def test_a_killed_run_resumed_holds_its_whole_curve_in_one_wandb_run(tmp_path: Path) -> None:
+    """Killed at step 45 (checkpoint at 40), resumed: the resumed attempt's W&B run holds every row
+    of the CSV log from the first, once each, at the same steps under the same names (the killed
+    attempt's log holds little or none of it: W&B writes its log a block at a time); ``ablate
+    sync`` uploads the resumed attempt's folder alone."""
+    decl = write_tiny(tmp_path / "decl", steps=60, val_every=10, seeds=(0,))
+    abl, results = load(str(decl)), tmp_path / "results"
+    spec = plan(abl, "cpu")[1][0]
+    proc = pool_context().Process(target=_killed_at, args=(45, str(decl), results))
+    proc.start()
+    proc.join(120)
+    assert proc.exitcode == -signal.SIGKILL
+    rec = execute(spec, results, wandb_mode="offline", abl=abl, options=RunOptions(checkpoint_every=0))
+    assert rec["status"] == "ok" and rec["resumed_from_step"] == 40
+    folder = results / "tiny" / "cpu" / spec.run_id
+    killed, resumed = offline_runs(folder)  # one W&B run id, two attempts' folders
+    assert {killed.name[-len(rec["wandb_id"]) :], resumed.name[-len(rec["wandb_id"]) :]} == {rec["wandb_id"]}
+    logged = _logged(folder)
+    assert logged[0][0] == 9 and logged[-1][0] == 59
+    assert curve(read_run(resumed)) == logged
+    out = CliRunner().invoke(app, ["sync", "--results-dir", str(results), "--dry-run"])
+    assert out.exit_code == 0, out.output
+    assert "skipped 1 " in out.output and "1 offline W&B run(s) would be uploaded" in out.output, out.output
+    assert str(resumed.relative_to(results)) + "\n" in out.output
+    assert str(killed.relative_to(results)) + "\n" not in out.output
 
 
 def _ablate_run(*args, **kwargs) -> None:

@@ -385,7 +385,7 @@ def test_a_wandb_login_counts_for_auto_online_and_sync(tmp_path, monkeypatch):
     store = tmp_path / "store"
     waiting = store / "tiny" / "cpu" / "r1" / "wandb" / "offline-run-20250101_000000-r1"
     waiting.mkdir(parents=True)
-    (waiting / "run-r1.wandb").write_bytes(b"")
+    (waiting / "run-r1.wandb").write_bytes(b":W&B\xe1\xbe\x00" + bytes(64))  # W&B's header, then records
     uploads = []
     monkeypatch.setattr(
         wandb_sync.subprocess, "run", lambda cmd, **kw: uploads.append(cmd) or SimpleNamespace(returncode=0)

@@ -25,9 +25,10 @@ from harness.experiment.claims import load_claims
 from harness.experiment.grid import plan
 from harness.experiment.selection import select
 from harness.report.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
-from harness.report.wandb_sync import offline_runs, read_run
+from harness.report.wandb_sync import EMPTY_LOG_BYTES, REPLAYED, offline_runs
 from harness.training import loop as training
 from helpers.tiny_grid import records, write_tiny
+from helpers.wandb_runs import read_run
 
 CLAIM = "pe-learned-slower"  # evidence: copy steps_to_target, learned vs sinusoidal
 
@@ -140,6 +141,8 @@ def test_a_summary_that_fails_to_start_keeps_the_one_waiting(
     shutil.copytree(results, store, symlinks=True)
     waiting = offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR)
     assert len(waiting) == 1
+    (log,) = waiting[0].glob("*.wandb")
+    logged = log.read_bytes()
 
     def no_key(*args, **kwargs):
         raise wandb.errors.UsageError("No API key configured. Use `wandb login` to log in.")
@@ -162,7 +165,7 @@ def test_a_summary_that_fails_to_start_keeps_the_one_waiting(
     assert out.exit_code == 0, out.output
     assert "the W&B summary run was not logged: UsageError" in out.output
     assert offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR) == waiting
-    assert all(p.exists() for p in waiting[0].glob("*.wandb"))
+    assert log.read_bytes() == logged  # untouched, not replaced by a summary that never started
 
 
 def test_failed_run_logs_its_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -189,6 +192,39 @@ def test_sync_dry_run_lists_the_waiting_runs(grid, tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert "4 offline W&B run(s) would be uploaded" in out.output  # 4 training + 1 summary, 1 synced
     assert str(first.relative_to(store)) not in out.output and SUMMARY_DIR in out.output
+
+
+def test_sync_skips_empty_folders_and_those_a_resumed_attempt_supersedes(grid, tmp_path: Path) -> None:
+    # an attempt killed, then resumed, leaves two folders of one W&B run: the killed one holds W&B's
+    # header alone (killed within its first block) or part of the curve, which the resumed one
+    # holds whole; neither killed folder is uploaded nor counted, each kind said in one line
+    _, results, _, _ = grid
+    store = tmp_path / "results"
+    shutil.copytree(results, store, symlinks=True)
+    runs = [p for p in offline_runs(store) if SUMMARY_DIR not in p.parts]
+    killed = []
+    for run, kept in zip(runs[:2], (EMPTY_LOG_BYTES, None)):
+        date, rest = run.name.removeprefix("offline-run-").split("-", 1)
+        earlier = run.with_name(f"offline-run-{int(date[:8]) - 1}{date[8:]}-{rest}")  # an earlier date: sorts first
+        shutil.copytree(run, earlier)
+        (log,) = earlier.glob("*.wandb")
+        log.write_bytes(log.read_bytes()[:kept])  # the header alone, or the whole log
+        killed.append(earlier)
+    (runs[1] / REPLAYED).write_text("{}")  # the resumed attempt replayed the killed one's curve
+    out = CliRunner().invoke(app, ["sync", "--results-dir", str(store), "--dry-run"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0].startswith(f"skipped 1 empty offline W&B folder(s), e.g. {killed[0].relative_to(store)}: ")
+    assert lines[1].startswith(
+        f"skipped 1 offline W&B folder(s) of killed attempts, e.g. {killed[1].relative_to(store)}"
+    )
+    assert sorted(lines[2:-1]) == sorted(str(p.relative_to(store)) for p in offline_runs(store) if p not in killed)
+    assert lines[-1].startswith("5 offline W&B run(s) would be uploaded")
+    # resumed by code that did not replay: the killed attempt's folder holds steps no other does
+    (runs[1] / REPLAYED).unlink()
+    out = CliRunner().invoke(app, ["sync", "--results-dir", str(store), "--dry-run"])
+    assert "of killed attempts" not in out.output and str(killed[1].relative_to(store)) in out.output
+    assert out.output.splitlines()[-1].startswith("6 offline W&B run(s) would be uploaded")
 
 
 def test_sync_without_a_key_says_so_and_exits_2(grid, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
