@@ -58,8 +58,9 @@ LONGEST = 2048
 tinyshakespeare: 8 x 256): ``lengths`` checks the logits are finite there too (a component may
 fail from an absolute position on, beyond 8 L of the small model)."""
 RUN_BATCH = 32
-"""Rows of each call of ``causality in use``: the default ``train.batch_size`` and that of the
-registered ablations' cpu profiles (a component may act across the batch in training mode)."""
+"""Rows of each call of ``causality in use`` (fewer at L, which has L - 1 places to cut): the
+default ``train.batch_size`` (the registered ablations train at 16 to 256). A component that mixes
+the rows of a batch in training mode (batch statistics) shows with any two rows that differ."""
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CONTRACTS = (
     "config",
