@@ -61,7 +61,9 @@ class Task(ABC):
         name: the registry name, permanent.
         version: bumped whenever the data generated for a given seed changes; stored with results.
         answers_in_input: whether a scored target is also the next input token (teacher
-            forcing); ``False`` for a task whose answers are targets only.
+            forcing); ``False`` for a task whose answers are targets only, never in the input
+            after their position. Either way a target is never readable from the input at its
+            own position, which the model sees (the ``answers`` contract checks both).
         kind: ``"synthetic"`` (answer positions scored: accuracy, exact match) or ``"lm"``
             (every position scored: loss in nats/token, perplexity).
         disjoint_splits: whether a synthetic task promises that no val or test row equals a

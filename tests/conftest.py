@@ -6,6 +6,7 @@ import os
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -65,3 +66,17 @@ def cli_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
     return tmp_path / "results"
+
+
+@pytest.fixture
+def register(monkeypatch: pytest.MonkeyPatch):
+    """``register(registry, name, obj)``: ``obj`` is registered as ``name`` until the test ends
+    (as a plugin would register it: through the registry, in this process)."""
+
+    def add(registry: Any, name: str, obj: Any) -> Any:
+        assert name not in registry, name
+        monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+        monkeypatch.setattr(registry, "_versions", dict(registry._versions))
+        return registry.register(name)(obj)
+
+    return add

@@ -124,7 +124,8 @@ def _show_space(abl: Ablation, profile: str) -> None:
 
 def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
     """Per task and variant: ok / diverged / failed / timeout / running / pending counts, the runs
-    in progress or interrupted, and every store file that is not a readable run (with its path)."""
+    in progress or interrupted, the runs whose record flags their numbers or holds metrics without
+    a value, and every store file that is not a readable run (with its path)."""
     abl = ablation_mod.load(name)
     prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir(), check_data=False)
     output.check_results_readable(results)
@@ -141,6 +142,10 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         counts.setdefault((s.task, s.variant_label), dict.fromkeys(columns, 0))[state] += 1
         if rec is None and why != "not started":
             notes.append(f"{state} ({why}): {folder}")
+        if rec is not None:  # suspect numbers, as the report's failures section lists them
+            notes += [f"flagged ({flag}): {folder}" for flag in rec.flags or {}]
+            if rec.undefined_metrics:
+                notes.append(f"no value of {', '.join(sorted(rec.undefined_metrics))} (non-finite logits): {folder}")
     for (task, variant), c in counts.items():
         table.add_row(task, variant, *(str(c[k]) for k in columns))
     output.console.print(table)

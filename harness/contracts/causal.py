@@ -20,14 +20,26 @@ def tokens(n: int, t: int, seed: int, vocab: int) -> Tensor:
     return torch.randint(0, vocab, (n, t), generator=torch.Generator().manual_seed(seed))
 
 
-def causality(model: TransformerLM, length: int, seed: int = 0, key_padding_mask: Tensor | None = None) -> Outcome:
+def causality(
+    model: TransformerLM,
+    length: int,
+    seed: int = 0,
+    key_padding_mask: Tensor | None = None,
+    starts: Tensor | None = None,
+    mode: str = "eval",
+) -> Outcome:
     """Changing the tokens from position s on never changes the outputs before s, for every s in
-    1 .. T-1: exactly, since the same batch row of two calls computes the same prefix.
+    ``starts`` (default: every s in 1 .. T-1): exactly, since the same batch row of two calls
+    computes the same prefix.
 
     Args:
-        model: in the mode it is to be checked in (eval).
+        model: the model; :func:`forward` puts it in ``mode``.
         length: T, the length of the sequences.
         key_padding_mask: (1, T) bool, True at padding; outputs at padding positions are not compared.
+        starts: (B,) long, the first changed position of each row of the batch (B rows: the batch
+            size the check runs at); None: one row per s in 1 .. T-1.
+        mode: as in :data:`MODES`: ``eval`` (inference mode, as a validation or test pass) or
+            ``train`` (training mode, gradients on, as a training step).
 
     Raises:
         ContractFailed: with the first offending position (the lowest position whose output
@@ -36,24 +48,23 @@ def causality(model: TransformerLM, length: int, seed: int = 0, key_padding_mask
     vocab = model.cfg.vocab_size
     base = tokens(1, length, seed, vocab)[0]  # (T,)
     gen = torch.Generator().manual_seed(seed + 1)
-    rows = base.repeat(length - 1, 1)  # (T-1, T): row i changes the tokens from s = i + 1 on
-    for i, s in enumerate(range(1, length)):
+    starts = torch.arange(1, length) if starts is None else starts  # (B,)
+    rows = base.repeat(len(starts), 1)  # (B, T): row i changes the tokens from starts[i] on
+    for i, s in enumerate(starts.tolist()):
         rows[i, s:] = torch.randint(0, vocab, (length - s,), generator=gen)
         rows[i, s] = (base[s] + torch.randint(1, vocab, (1,), generator=gen)) % vocab  # surely another token
-    pad = None if key_padding_mask is None else key_padding_mask.expand(length - 1, length)
-    with torch.no_grad():
-        same, changed = model(base.repeat(length - 1, 1), pad), model(rows, pad)  # (T-1, T, V) each
+    pad = None if key_padding_mask is None else key_padding_mask.expand(len(starts), length)
+    same, changed = forward(model, base.repeat(len(starts), 1), pad, mode, seed), forward(model, rows, pad, mode, seed)
     real = torch.ones(length, dtype=torch.bool) if key_padding_mask is None else ~key_padding_mask[0]  # (T,)
-    nonfinite = ~torch.isfinite(same).all(-1) & real  # (T-1, T)
+    nonfinite = ~torch.isfinite(same).all(-1) & real  # (B, T)
     if nonfinite.any():
         raise ContractFailed(f"outputs not finite at position {int(nonfinite.any(0).nonzero()[0])}: cannot check")
-    diff = (same - changed).abs().amax(-1)  # (T-1, T)
-    start = torch.arange(1, length)[:, None]  # (T-1, 1): first changed token of each row
-    before = (torch.arange(length)[None, :] < start) & real  # (T-1, T)
+    diff = (same - changed).abs().amax(-1)  # (B, T)
+    before = (torch.arange(length)[None, :] < starts[:, None]) & real  # (B, T)
     leaks = before & ~(diff == 0)  # NaN in a changed row counts as a change
     if leaks.any():
         p = int(leaks.any(0).nonzero()[0])
-        s = int(leaks[:, p].nonzero()[0]) + 1
+        s = int(starts[leaks[:, p]].min())
         raise ContractFailed(
             f"first offending position {p}: its output changes when the tokens from position {s} on change "
             f"(|change| up to {diff[leaks].max().item():.3g}; {int(leaks.any(0).sum())} of {int(real.sum())} positions leak)"
@@ -61,6 +72,24 @@ def causality(model: TransformerLM, length: int, seed: int = 0, key_padding_mask
     if not (diff[~before & real[None, :]] > 0).any():
         raise ContractFailed("the outputs never change when the tokens change: causality cannot be seen")
     return f"no output up to t changes with the tokens after t, for t = 0 .. {length - 2}"
+
+
+MODES = ("train", "eval")
+"""How a run calls a model: ``train``, a training step (training mode, gradients on); ``eval``, a
+validation or test pass (eval mode, under ``torch.inference_mode`` as Lightning runs them)."""
+
+
+def forward(model: TransformerLM, idx: Tensor, pad: Tensor | None, mode: str, seed: int) -> Tensor:
+    """Logits (B, T, V) of ``idx`` (B, T) as a run computes them in ``mode`` (:data:`MODES`), with
+    the global generator seeded from ``seed`` (restored afterwards): two calls draw the same dropout."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    model.train(mode == "train")
+    grad = torch.enable_grad() if mode == "train" else torch.inference_mode()
+    with torch.random.fork_rng(devices=[]), grad:
+        torch.manual_seed(seed)
+        out = model(idx, pad)
+    return out.detach().clone()  # (B, T, V), usable outside inference mode
 
 
 def prefix(model: TransformerLM, length: int, seed: int = 0) -> Outcome:

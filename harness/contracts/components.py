@@ -8,14 +8,21 @@ and runs, in order:
 - ``shapes``: the family's own shapes (:mod:`harness.contracts.shapes`) and logits (B, T, V);
 - ``causality``: changing the tokens after t never changes the outputs up to t, for every t; the
   first offending position is in the message;
+- ``causality in use``: the same, the way runs call the component: at every evaluation length
+  :data:`MULTIPLIERS` x L, in training mode (gradients on) and in eval mode (inference mode), at a
+  batch of :data:`RUN_BATCH` rows whose first changed positions are spread over 1 .. T-1 (every
+  one when T - 1 <= :data:`RUN_BATCH`), in a model whose ``max_len`` covers the longest of them
+  (as :func:`harness.experiment.grid.plan` sizes it); the message names the length and mode;
 - ``prefix``: extending a sequence never changes the outputs of its prefix (an output may not
   depend on how many tokens follow it);
 - ``determinism``: the same seed gives the same weights and logits, and two calls agree;
 - ``finite fp32`` / ``finite bf16`` / ``finite fp16``: forward and backward in train mode give
   finite logits, loss and gradients (bf16 and fp16 under CPU autocast, as ``train.precision``
   ``bf16-mixed`` / ``16-mixed``), or the kernel refuses the dtype (``check_available``) before any run;
-- ``length 4x``: evaluation at 4 L gives finite logits, or the positional encoding declares a
-  ``max_positions`` below 4 L (the harness then refuses such a grid before any run);
+- ``lengths``: evaluation gives finite logits at every evaluation length :data:`MULTIPLIERS` x L
+  and at :data:`LONGEST` tokens (the longest evaluation of a registered ablation), in a model whose
+  ``max_len`` covers them, or the positional encoding declares a ``max_positions`` below them (the
+  harness then refuses such a grid before any run);
 - ``gradients``: every parameter gets a finite, non-zero gradient;
 - ``parameters``: the parameter count beside the family's default, and a model loaded from the
   state_dict (over another seed's init) gives the same logits (nothing outside the checkpoint);
@@ -28,12 +35,13 @@ model, so tests check combinations of components with them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import torch
 import torch.nn.functional as F
 
 from harness.contracts import cost, shapes
-from harness.contracts.causal import causality, prefix, tokens
+from harness.contracts.causal import MODES, causality, prefix, tokens
 from harness.contracts.result import CheckReport, ContractFailed, Outcome, Refused, run_contract, skipped
 from harness.contracts.targets import Family
 from harness.modules import KERNELS, POSITIONAL, TransformerConfig, TransformerLM
@@ -41,15 +49,28 @@ from harness.modules import KERNELS, POSITIONAL, TransformerConfig, TransformerL
 V, L, BATCH = 16, 16, 4
 HOST = {"vocab_size": V, "d_model": 32, "n_heads": 4, "n_layers": 2, "max_len": L}
 """The small model every component is checked in (``max_len`` L: a learned table of L rows)."""
+MULTIPLIERS = (1, 2, 4, 8)
+"""Evaluation lengths of ``causality in use`` and ``lengths``, as multiples of L: every multiplier
+a registered ablation's profile evaluates at (pe_extrapolation's gpu profile: 1, 2, 4, 8);
+``tests/contracts/test_components.py`` checks that they cover every registered ablation."""
+LONGEST = 2048
+"""Tokens of the longest evaluation of a registered ablation (pe_extrapolation's gpu profile on
+tinyshakespeare: 8 x 256): ``lengths`` checks the logits are finite there too (a component may
+fail from an absolute position on, beyond 8 L of the small model)."""
+RUN_BATCH = 32
+"""Rows of each call of ``causality in use`` (fewer at L, which has L - 1 places to cut): the
+default ``train.batch_size`` (the registered ablations train at 16 to 256). A component that mixes
+the rows of a batch in training mode (batch statistics) shows with any two rows that differ."""
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CONTRACTS = (
     "config",
     "shapes",
     "causality",
+    "causality in use",
     "prefix",
     "determinism",
     *(f"finite {d}" for d in DTYPES),
-    "length 4x",
+    "lengths",
     "gradients",
     "parameters",
     "time and memory",
@@ -90,10 +111,11 @@ def check_component(
         first,
         run_contract("shapes", shapes_contract, family, name, cfg, seed),
         run_contract("causality", causality_contract, cfg, seed),
+        run_contract("causality in use", causality_in_use, cfg, seed),
         run_contract("prefix", prefix_contract, cfg, seed),
         run_contract("determinism", determinism, cfg, seed),
         *(run_contract(f"finite {d}", finite, cfg, d, seed) for d in DTYPES),
-        run_contract("length 4x", length, cfg, seed),
+        run_contract("lengths", lengths_contract, cfg, seed),
         run_contract("gradients", gradients, cfg, seed),
         run_contract("parameters", parameters, cfg, default or cfg, family.default, seed),
     ]
@@ -177,21 +199,46 @@ def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Outcome:
     return f"logits {str(logits.dtype).removeprefix('torch.')}, loss {loss.item():.3f}, every gradient finite"
 
 
-def length(cfg: TransformerConfig, seed: int) -> Outcome:
-    long = 4 * L
+def covering(cfg: TransformerConfig, longest: int) -> TransformerConfig:
+    """``cfg`` with ``max_len`` covering ``longest`` tokens, as a run's model is sized (the
+    longest evaluation); :class:`Refused` when the encoding still declares fewer positions."""
+    cfg = dataclasses.replace(cfg, max_len=max(cfg.max_len or 0, longest))
     limit = POSITIONAL.get(cfg.position).max_positions(cfg)
-    if limit is not None and limit < long:
+    if limit is not None and limit < longest:
         raise Refused(
-            f"position '{cfg.position}' declares max_positions {limit} (model.max_len) < 4 x L = {long}: "
+            f"position '{cfg.position}' declares max_positions {limit} < {longest} tokens: "
             "the harness refuses such an evaluation before any run"
         )
-    with torch.no_grad():
-        logits = build(cfg, seed)(tokens(2, long, seed, V))
-    shapes.expect(f"logits at T={long}", logits, (2, long, V), torch.float32)
-    if not torch.isfinite(logits).all():
-        p = int((~torch.isfinite(logits)).any(-1).any(0).nonzero()[0])
-        raise ContractFailed(f"logits at T={long} not finite (first at position {p})")
-    return f"finite logits at T = {long} (4 x L)"
+    return cfg
+
+
+def causality_in_use(cfg: TransformerConfig, seed: int) -> Outcome:
+    lengths = [m * L for m in MULTIPLIERS]
+    model = build(covering(cfg, max(lengths)), seed)
+    for t in lengths:
+        starts = torch.linspace(1, t - 1, min(RUN_BATCH, t - 1)).round().long().unique()  # (B,)
+        for mode in MODES:
+            try:
+                causality(model, t, seed, starts=starts, mode=mode)
+            except ContractFailed as exc:
+                raise ContractFailed(f"at T={t} ({t // L} x L) in {mode} mode: {exc}") from None
+    return (
+        f"no output up to t changes with the tokens after t at T = {', '.join(map(str, lengths))}, in "
+        f"{' and '.join(MODES)} mode, {RUN_BATCH} rows a call"
+    )
+
+
+def lengths_contract(cfg: TransformerConfig, seed: int) -> Outcome:
+    lengths = sorted({*(m * L for m in MULTIPLIERS), LONGEST})
+    model = build(covering(cfg, LONGEST), seed)
+    for t in lengths:
+        with torch.inference_mode():
+            logits = model(tokens(1, t, seed, V))  # (1, T, V)
+        shapes.expect(f"logits at T={t}", logits, (1, t, V), torch.float32)
+        if not torch.isfinite(logits).all():
+            p = int((~torch.isfinite(logits)).any(-1).any(0).nonzero()[0])
+            raise ContractFailed(f"logits at T={t} not finite (first at position {p})")
+    return f"finite logits at T = {', '.join(map(str, lengths))}"
 
 
 def gradients(cfg: TransformerConfig, seed: int) -> Outcome:

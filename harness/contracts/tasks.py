@@ -11,7 +11,9 @@ defaults cannot be built, such as ``text``): ``check_task(name)`` runs, in order
 - ``answers``: every row holds at least one scored position (an answer inside the sequence), an
   lm task scores every position, a scored target is the next input token (or never is, for a
   task that hides its answers: ``answers_in_input = False``) but at a row's last scored position,
-  and no scored position holds the task's ``pad_id`` (padding is hidden from attention);
+  no scored position holds the task's ``pad_id`` (padding is hidden from attention), and no scored
+  target is readable from the input at its own position, nor, for a task that hides its answers,
+  at any later one (:func:`readable`);
 - ``determinism``: the same generator seed gives the same data in every split, another seed other data;
 - ``splits``: for an lm task (windows of one corpus), no 32-token window of the val or test split
   occurs in the train split (in a sample of it); a synthetic task that declares
@@ -37,6 +39,11 @@ from harness.contracts.result import CheckReport, ContractFailed, Outcome, run_c
 from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, Task, TaskParams, build_task
 
 L, N = 32, 64
+READABLE = 0.9
+"""Share of the errors of guessing the most frequent answer that a lookup from one input position
+must remove for :func:`readable` to call the target readable there. A target copied from the
+input removes all of them (1.0); the registered tasks remove at most 0.13 (tinyshakespeare's next
+character from the current one: a bigram), the example plugin's ``lag_copy`` 0.02."""
 WINDOW = 32
 """Tokens of a window the ``splits`` contract looks up: no 32-character window of tinyshakespeare's
 val or test split occurs anywhere in its train split (16-character ones do: 680 of 55,755)."""
@@ -163,8 +170,58 @@ def answers(task: Task, length: int, seed: int) -> Outcome:
             raise ContractFailed(
                 f"{split} at T={t}: a scored position holds the padding token {pad} (hidden from attention)"
             )
+        if t == length:
+            readable(task, inputs, targets, f"{split} at T={t}")
     share = "every position" if task.kind == "lm" else "answers only"
-    return f"every row scores {share}; targets {'are' if task.answers_in_input else 'are never'} the next input"
+    return (
+        f"every row scores {share}; targets {'are' if task.answers_in_input else 'are never'} the next input "
+        "and cannot be read from the input at their own or a later position"
+    )
+
+
+def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str) -> None:
+    """No scored target at position t can be read off the input token at t, which the model sees
+    there; nor, for a task that hides its answers (``answers_in_input`` False), off the token at
+    any t + k, k >= 1, where a later query would see it. (A task with ``answers_in_input`` feeds
+    each answer as the next input by design, and may repeat it later, as a periodic sequence does:
+    the causal mask hides both, which the component contracts check.)
+
+    The test is empirical and exact for a generator that copies an answer into the input: the most
+    frequent target of each input token at offset k, learnt on the even rows, predicts the scored
+    targets of the odd rows; the target is readable there when that removes at least
+    :data:`READABLE` of the errors of always guessing the most frequent answer (of at least 32
+    predictions).
+
+    Args:
+        inputs, targets: (N, T) int64 of one split and length.
+
+    Raises:
+        ContractFailed: with the offset and both shares right.
+    """
+    x, y = inputs.numpy(), targets.numpy()
+    scored = y != IGNORE_INDEX  # (N, T)
+    learn = (np.arange(len(y)) % 2 == 0)[:, None]  # (N, 1): even rows learn, odd rows are predicted
+    common = np.bincount(y[scored & learn]).argmax() if (scored & learn).any() else -1
+    for k in range(1 if task.answers_in_input else x.shape[1]):
+        t_idx = np.nonzero(scored[:, : x.shape[1] - k])  # scored positions t whose t + k is in the row
+        key, answer = x[t_idx[0], t_idx[1] + k], y[t_idx]
+        train = learn[t_idx[0], 0]
+        pairs, counts = np.unique(np.stack([key[train], answer[train]]), axis=1, return_counts=True)
+        order = np.lexsort((-counts, pairs[0]))  # per key, its most frequent answer first
+        first = np.unique(pairs[0, order], return_index=True)[1]
+        lookup = dict(zip(pairs[0, order][first].tolist(), pairs[1, order][first].tolist()))
+        seen = np.array([k_ in lookup for k_ in key[~train].tolist()], dtype=bool)
+        if seen.sum() < 32:
+            continue
+        right = np.mean([lookup[k_] == a for k_, a in zip(key[~train][seen].tolist(), answer[~train][seen].tolist())])
+        base = np.mean(answer[~train][seen] == common)
+        if base < 1 and (right - base) / (1 - base) >= READABLE:
+            at = "its own position" if k == 0 else f"position t + {k}"
+            raise ContractFailed(
+                f"{where}: the scored target at t is readable from the input token at {at} (a lookup from it "
+                f"gets {right:.0%} of {int(seen.sum())} scored positions right, the most frequent answer {base:.0%}): "
+                + ("the model sees its answer" if k == 0 else "the answer is in the input after it")
+            )
 
 
 def determinism(task: Task, length: int, seed: int) -> Outcome:

@@ -83,8 +83,10 @@ RUN_FIELDS: tuple[tuple[str, str], ...] = (
     ("tuned_params", "json"),
     ("plugins", "json"),
     ("code_versions", "json"),
+    ("undefined_metrics", "json"),
+    ("flags", "json"),
 )
-OPTIONAL_FIELDS = frozenset({"plugins", "code_versions"})
+OPTIONAL_FIELDS = frozenset({"plugins", "code_versions", "undefined_metrics", "flags"})
 """Run fields a data file written before they existed lacks (read as missing)."""
 # record keys whose column has another name
 RENAMED = {"variant": "variant_label", "variant_axes": "variant"}

@@ -249,18 +249,38 @@ def _decay(min_ratio: float) -> str:
 
 
 def failures_section(result: Analysis) -> list[str]:
-    """Every run that did not finish or fell below its task's gate, and unreadable store entries."""
+    """Every run that did not finish or fell below its task's gate, and unreadable store entries;
+    then every run whose record flags its numbers or holds metrics without a value, with why
+    (:func:`run_notes`)."""
     runs = result.runs
     bad = runs[(runs["status"] != "ok") | ~runs["passed_gate"]]
     lines = ["## Failures, divergences and runs below the gate", ""]
+    notes = run_notes(result.scan.records)
     if bad.empty and not result.scan.problems:
-        return lines + ["None: every run finished and passed its task's gate.", ""]
+        return lines + ["None: every run finished and passed its task's gate.", "", *notes]
     for _, r in bad.sort_values(["task", "variant", "seed"]).iterrows():
         why = r["reason"] if r["status"] != "ok" else _gate_reason(result, r)
         status = r["status"] if r["status"] != "ok" else "below gate"
         lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{status}** — {why}")
     lines += [f"- unreadable store entry: `{p}`" for p in result.scan.problems]
-    return lines + [""]
+    return lines + ["", *notes]
+
+
+def run_notes(records: list[Record]) -> list[str]:
+    """``Suspect numbers`` lines: a run's ``flags`` (``harness.training.scoring``: a training loss far
+    below its held-out loss where that cannot happen honestly) and its ``undefined_metrics`` (no value,
+    and why: non-finite logits at their length); none when no record holds either."""
+    lines = []
+    for rec in sorted(records, key=lambda r: (r.task, r.variant_label, r.seed)):
+        where = f"- `{rec.task}` {rec.variant_label} seed {rec.seed}"
+        lines += [f"{where}: **flagged** ({name}) — {why}" for name, why in (rec.flags or {}).items()]
+        by_reason: dict[str, list[str]] = {}
+        for metric, why in sorted((rec.undefined_metrics or {}).items()):
+            by_reason.setdefault(why, []).append(f"`{metric}`")
+        lines += [f"{where}: **no value** of {', '.join(ms)} — {why}" for why, ms in by_reason.items()]
+    if not lines:
+        return []
+    return ["Suspect numbers (left in the tables, or counted there as without a value):", "", *lines, ""]
 
 
 def _gate_reason(result: Analysis, run: pd.Series) -> str:

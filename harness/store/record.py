@@ -62,6 +62,8 @@ class Record(BaseModel):
     # how it ended
     reason: str | None = None
     metrics: dict[str, float] | None = None
+    undefined_metrics: dict[str, str] | None = None  # metric -> why it is NaN (non-finite logits at its length)
+    flags: dict[str, str] | None = None  # name -> why the run's numbers are suspect (harness.training.scoring)
     diverged_step: int | None = None
     last_finite_loss: float | None = None
     timeout_step: int | None = None

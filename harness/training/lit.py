@@ -21,7 +21,7 @@ from harness.modules import TransformerLM
 from harness.seeding import numpy_rng
 from harness.tasks import IGNORE_INDEX
 from harness.training import precision as prec
-from harness.training.scoring import add_sums, score, summarise
+from harness.training.scoring import add_sums, score, summarise, undefined_reason
 from harness.training.step_log import StepLog
 
 
@@ -118,6 +118,7 @@ class LitLM(L.LightningModule):
         self.multipliers = list(cfg.eval.length_multipliers)
         self.history: list[dict[str, float]] = []
         self.test_metrics: dict[str, float] = {}
+        self.undefined: dict[str, str] = {}  # test metric -> why it is NaN (scoring.undefined_reason)
         self.steps_to_target: int | None = None
         self.log_every = max(1, min(log_every, cfg.train.steps))  # the Trainer's log_every_n_steps
         self.steps = StepLog(self.log_every)  # per-step loss and gradient norm, read back every log_every steps
@@ -178,7 +179,10 @@ class LitLM(L.LightningModule):
 
     def on_test_epoch_end(self) -> None:
         for i, mult in enumerate(self.multipliers):
-            self.test_metrics.update(summarise(self._sums[i], self.kind, f"@x{mult}"))
+            metrics = summarise(self._sums[i], self.kind, f"@x{mult}")
+            self.test_metrics.update(metrics)
+            if why := undefined_reason(self._sums[i], mult * self.cfg.train.seq_len):
+                self.undefined |= dict.fromkeys(metrics, why)
 
     def on_before_optimizer_step(self, optimizer: Any) -> None:
         """Buffer the gradient norm of every step (before clipping; unscaled under fp16, where

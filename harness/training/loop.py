@@ -24,6 +24,7 @@ import torch
 from harness.modules import TransformerLM
 from harness.seeding import stream_seed
 from harness.training import precision as prec
+from harness.training import scoring
 from harness.training.callbacks import RunMonitor, TimedOut, resume_point
 from harness.training.lit import CSV_FILE, LitLM, TaskData, lr_factor, salt_stream
 from harness.training.probes import measure
@@ -101,6 +102,16 @@ def _number(cell: str) -> int | float:
         return float(cell)
 
 
+def _flags(metrics: dict[str, float], history: list[dict[str, float]], cfg: Any, task: Any) -> dict[str, str]:
+    """The flags of a finished run: ``train_below_held_out`` (:func:`scoring.train_gap_flag`), against
+    the test loss at L (``loss@x1``; the last validation loss when L is not among the test lengths)."""
+    t = cfg.train
+    fresh = scoring.fresh_draws(task.kind, t.steps * t.batch_size * t.seq_len, task.max_seq_len("train"))
+    held_out = metrics.get("loss@x1", history[-1]["loss"] if history else float("nan"))
+    gap = scoring.train_gap_flag(metrics["train_loss_final"], held_out, fresh)
+    return {"train_below_held_out": gap} if gap else {}
+
+
 def train_and_evaluate(
     model_cfg: Any,
     cfg: Any,
@@ -122,6 +133,11 @@ def train_and_evaluate(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Train one run and evaluate it at every length; returns metrics, history and timings.
+
+    ``flags`` (only when raised): what makes the run's numbers suspect, by name
+    (``train_below_held_out``: :func:`harness.training.scoring.train_gap_flag`).
+    ``undefined_metrics`` (only when some are): test metrics that are NaN because the logits at
+    their length were not finite, each with why (:func:`harness.training.scoring.undefined_reason`).
 
     Timings (seconds, this attempt only for a resumed run): ``train_step_s`` inside training
     steps (:class:`~harness.training.callbacks.RunMonitor`; the metric ``train_tokens_per_s`` is tokens
@@ -233,6 +249,7 @@ def train_and_evaluate(
         last = lit.steps.last_finite
         metrics["train_loss_final"] = float(last) if last is not None else float("nan")
         metrics["train_tokens_per_s"] = monitor.tokens_per_s()  # training steps only, this attempt's
+        flags = _flags(metrics, lit.history, cfg, task)
         if wandb is not None:  # under the store's names (record.json "metrics" and "status")
             loggers[1].experiment.summary.update({**metrics, "status": "ok"})
         return {
@@ -251,6 +268,8 @@ def train_and_evaluate(
             "resumed_from_step": start or None,
             "devices": devices,
             "strategy": strategy,
+            **({"undefined_metrics": lit.undefined} if lit.undefined else {}),
+            **({"flags": flags} if flags else {}),
         }
     except Exception as exc:  # the status and partial metrics the runner stores for this run
         if wandb is not None:

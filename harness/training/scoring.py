@@ -1,6 +1,11 @@
 """The sums a validation or test pass keeps per batch, and the metrics made from them: loss
 (nats/token), accuracy and exact match on synthetic tasks' answer positions, perplexity and bits
-per byte for language modelling. Torch only; no Lightning."""
+per byte for language modelling. Torch only; no Lightning.
+
+A pass whose logits are not finite (NaN or infinite) at a scored position has no metric: argmax of
+NaN logits is a valid-looking token, so accuracy would read 0 as if measured. :func:`summarise`
+then gives NaN (stored as null) for every metric of that length, and :func:`undefined_reason`
+says why (kept in the run's record as ``undefined_metrics`` and shown in the report)."""
 
 from __future__ import annotations
 
@@ -23,9 +28,11 @@ def score(logits: torch.Tensor, targets: torch.Tensor, token_bytes: torch.Tensor
     Returns:
         ``loss_sum`` (nats), ``tokens``, ``correct``, ``seqs`` (rows with a scored position) and
         ``exact`` (rows whose every scored position is right); with ``token_bytes``, ``bytes``:
-        the bytes the scored targets stand for.
+        the bytes the scored targets stand for; where a scored position has non-finite logits,
+        ``nonfinite`` (how many) and ``first_nonfinite`` (the lowest such position).
     """
     mask = targets != IGNORE_INDEX  # (B, T)
+    bad = ~torch.isfinite(logits).all(-1) & mask  # (B, T): scored positions with a NaN or inf logit
     loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX, reduction="sum")
     hit = (logits.argmax(-1) == targets) & mask  # (B, T)
     has = mask.any(-1)  # (B,)
@@ -39,6 +46,9 @@ def score(logits: torch.Tensor, targets: torch.Tensor, token_bytes: torch.Tensor
     }
     if token_bytes is not None:  # bits per byte (the text task)
         out["bytes"] = token_bytes.to(targets.device)[targets[mask]].sum().item()
+    if bad.any():
+        out["nonfinite"] = bad.sum().item()
+        out["first_nonfinite"] = bad.any(0).nonzero()[0].item()
     return out
 
 
@@ -46,7 +56,8 @@ def summarise(sums: dict[str, float], kind: str, suffix: str) -> dict[str, float
     """Metrics from summed counts: ``loss`` (nats/token) always; ``acc``/``exact`` for synthetic
     tasks (answer positions only); ``ppl`` = exp(loss) for language modelling, and ``bpb`` (bits
     per byte: ``loss_sum / (bytes x ln 2)``, i.e. ``loss x tokens / (bytes x ln 2)``) when the
-    sums hold the scored bytes."""
+    sums hold the scored bytes. Every one is NaN when a scored position had non-finite logits
+    (:func:`undefined_reason`)."""
     loss = sums["loss_sum"] / max(sums["tokens"], 1)
     out = {f"loss{suffix}": loss}
     if kind == "lm":
@@ -56,10 +67,64 @@ def summarise(sums: dict[str, float], kind: str, suffix: str) -> dict[str, float
         out[f"exact{suffix}"] = sums["exact"] / max(sums["seqs"], 1)
     if sums.get("bytes"):  # bits per byte (the text task)
         out[f"bpb{suffix}"] = sums["loss_sum"] / (sums["bytes"] * math.log(2))
+    if sums.get("nonfinite"):
+        return dict.fromkeys(out, math.nan)
     return out
 
 
+def undefined_reason(sums: dict[str, float], length: int) -> str | None:
+    """Why :func:`summarise` gives no metric for a pass at ``length`` tokens, or None when it does:
+    ``non-finite logits at 2,048 of 4,096 scored positions at T=128 (first at position 100)``."""
+    if not sums.get("nonfinite"):
+        return None
+    return (
+        f"non-finite logits at {int(sums['nonfinite']):,} of {int(sums['tokens']):,} scored positions at "
+        f"T={length} (first at position {int(sums['first_nonfinite'])})"
+    )
+
+
 def add_sums(acc: dict[str, float], new: dict[str, float]) -> None:
-    """Add the sums of one batch (:func:`score`) to ``acc``, in place."""
+    """Add the sums of one batch (:func:`score`) to ``acc``, in place (``first_nonfinite``: the lowest)."""
     for k, v in new.items():
-        acc[k] = acc.get(k, 0.0) + v
+        acc[k] = min(acc.get(k, v), v) if k == "first_nonfinite" else acc.get(k, 0.0) + v
+
+
+GAP_NATS = 1.0
+"""How far (nats/token) the final training loss may fall below the held-out loss at L before a run
+is flagged (:func:`train_gap_flag`): a factor e in perplexity, more than twice the largest gap of
+any run in the committed reports' data files (0.41 nats: copy in pe_extrapolation, cpu profile;
+at most 0.21 on tinyshakespeare; a run that reads the next token in training mode only trains to
+0.87 and tests at 4.47)."""
+
+
+def fresh_draws(kind: str, train_tokens: int, train_split: int | None) -> bool:
+    """Whether every training batch is a fresh draw of the distribution the held-out set is drawn
+    from: always for a synthetic task (each batch generated anew), and for an lm task while the run
+    has trained on no more tokens (``steps x batch x L``) than its train split holds
+    (``train_split``, None: unbounded), so that memorising the split cannot lower the training loss."""
+    return kind == "synthetic" or train_split is None or train_tokens <= train_split
+
+
+def train_gap_flag(train_loss: float, held_out: float, fresh: bool) -> str | None:
+    """The flag of a run whose final training loss is more than :data:`GAP_NATS` below its held-out
+    loss at L where that cannot happen honestly, or None.
+
+    Where training batches are fresh draws (:func:`fresh_draws`), the last step's training loss is
+    itself a held-out estimate for (one step earlier) the weights the held-out loss is measured
+    with: the two differ by sampling noise only. A training loss far below it means the model saw
+    its answers in training that it does not see in evaluation: a component that leaks the next
+    token in training mode only (``ablate check``'s ``causality in use`` catches such a component).
+
+    Args:
+        train_loss: the last finite training loss (nats/token; ``train_loss_final``).
+        held_out: the test loss at L (``loss@x1``), nats/token.
+        fresh: :func:`fresh_draws` of the run.
+    """
+    if not fresh or not held_out - train_loss > GAP_NATS:  # NaN: no flag (the metric says why)
+        return None
+    return (
+        f"training loss {train_loss:.3g} is {held_out - train_loss:.3g} nats below the held-out loss {held_out:.3g} "
+        f"at L (more than {GAP_NATS:g}) although every training batch is a fresh draw of the held-out "
+        "distribution: the model sees in training what it does not see in evaluation (a component that "
+        "leaks only in training mode?); run ablate check on its components"
+    )

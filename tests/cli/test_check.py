@@ -19,10 +19,10 @@ def test_a_component_prints_its_table_and_exits_0():
     result = invoke("check", "position=learned")
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "model.position=learned (version 1): 11 pass, 1 refused" in out
-    for contract in ("causality", "prefix", "finite fp16", "length 4x", "gradients", "time and memory"):
+    assert "model.position=learned (version 1): 13 pass" in out
+    for contract in ("causality", "causality in use", "prefix", "finite fp16", "lengths", "gradients"):
         assert contract in out
-    assert "declares max_positions 16" in out and "+512 vs sinusoidal" in out
+    assert "time and memory" in out and "+512 vs sinusoidal" in out
     assert torch.get_num_threads() == threads  # --threads applies to the check only
 
 

@@ -41,6 +41,29 @@ class PeekKernel(MathAttention):
         return F.softmax(scores, dim=-1) @ v, None
 
 
+class PeekBeyondL(PositionalEncoding):
+    """Position t sees token t + 1 only when the sequence is longer than the small model's training
+    length L 16: invisible at L, a free answer at every evaluation length beyond it."""
+
+    def add_to_embeddings(self, x: Tensor) -> Tensor:
+        return x + F.pad(x[:, 1:], (0, 0, 0, 1)) if x.size(1) > 16 else x  # (B, T, C)
+
+
+class PeekInTraining(PositionalEncoding):
+    """Position t sees token t + 1 in training mode only: training is easy, evaluation is not."""
+
+    def add_to_embeddings(self, x: Tensor) -> Tensor:
+        return x + F.pad(x[:, 1:], (0, 0, 0, 1)) if self.training else x  # (B, T, C)
+
+
+class NaNFrom100(PositionalEncoding):
+    """NaN from absolute position 100 on: finite at every length up to 4 L = 64 of the small model."""
+
+    def add_to_embeddings(self, x: Tensor) -> Tensor:
+        bad = torch.arange(x.size(1), device=x.device)[None, :, None] >= 100  # (1, T, 1)
+        return x.masked_fill(bad, float("nan"))
+
+
 def assert_fails(label: str, contract: str, *words: str) -> None:
     result = check(label, lengths=None).result(contract)
     assert result.status == "fail", result
@@ -74,6 +97,48 @@ def test_ablate_check_exits_1_and_names_the_offending_position(register):
     assert rep["target"] == "model.position=peek_next" and rep["ok"] is False
     causal = next(c for c in rep["contracts"] if c["contract"] == "causality")
     assert causal["status"] == "fail" and "first offending position 0" in causal["detail"]
+
+
+@pytest.mark.parametrize(
+    ("name", "cls", "words"),
+    [
+        ("peek_beyond_l", PeekBeyondL, "at T=32 (2 x L) in train mode: first offending position 0"),
+        ("peek_in_training", PeekInTraining, "at T=16 (1 x L) in train mode: first offending position 0"),
+    ],
+)
+def test_a_conditional_leak_fails_causality_in_use_naming_length_and_mode(register, name, cls, words):
+    """Both pass the exact ``causality`` contract (at L, in eval mode), as they passed every contract
+    before ``causality in use``."""
+    register(POSITIONAL, name, cls)
+    rep = check(f"position={name}", lengths=None)
+    assert rep.result("causality").status == "pass"
+    assert_fails(f"position={name}", "causality in use", words)
+
+
+def test_nan_beyond_4l_fails_lengths_at_its_first_position(register):
+    register(POSITIONAL, "nan_from_100", NaNFrom100)
+    rep = check("position=nan_from_100", lengths=None)
+    assert rep.result("finite fp32").status == rep.result("prefix").status == "pass"
+    assert_fails("position=nan_from_100", "lengths", "logits at T=128 not finite")
+    assert_fails("position=nan_from_100", "causality in use", "at T=128 (8 x L) in train mode", "not finite")
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    ("name", "cls", "contract", "words"),
+    [
+        ("peek_beyond_l", PeekBeyondL, "causality in use", "at T=32 (2 x L) in train mode"),
+        ("peek_in_training", PeekInTraining, "causality in use", "at T=16 (1 x L) in train mode"),
+        ("nan_from_100", NaNFrom100, "lengths", "logits at T=128 not finite"),
+    ],
+)
+def test_ablate_check_refuses_a_leak_or_nan_beyond_l(register, name, cls, contract, words):
+    register(POSITIONAL, name, cls)
+    result = invoke("check", f"position={name}", "--format", "json")
+    assert result.exit_code == 1, result.output
+    (rep,) = json.loads(result.stdout)["checks"]
+    failed = {c["contract"]: c["detail"] for c in rep["contracts"] if c["status"] == "fail"}
+    assert words in failed[contract], failed
 
 
 def test_a_position_whose_outputs_depend_on_the_length_fails_prefix(register):
@@ -132,7 +197,7 @@ def test_an_overflow_in_float16_fails_finite_fp16_only(register):
     assert "not finite under fp16" in rep.result("finite fp16").detail
 
 
-def test_an_undeclared_length_limit_fails_length_4x(register):
+def test_an_undeclared_length_limit_fails_lengths(register):
     class Table(PositionalEncoding):
         def __init__(self, cfg):
             super().__init__(cfg)
@@ -142,7 +207,7 @@ def test_an_undeclared_length_limit_fails_length_4x(register):
             return x + self.table(torch.arange(x.size(1)))
 
     register(POSITIONAL, "table32", Table)
-    assert_fails("position=table32", "length 4x", "raised IndexError")
+    assert_fails("position=table32", "lengths", "raised IndexError")
 
 
 def test_a_bias_of_the_wrong_dtype_fails_shapes(register):

@@ -30,9 +30,7 @@ EXPECTED_FAILURES = {
     # depends on T (never on later tokens: causality passes)
     ("attention.head_split=transpose_missing", "prefix"): "first offending position",
 }
-EXPECTED_REFUSALS = {
-    ("model.position=learned", "length 4x"): "declares max_positions 16",  # a table of L rows
-}
+EXPECTED_REFUSALS: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -59,6 +57,23 @@ def test_every_component_meets_every_contract(label: str, contract: str) -> None
         assert result.status == "refused" and EXPECTED_REFUSALS[label, contract] in result.detail, result
     else:
         assert result.status == "pass", result
+
+
+def test_the_lengths_checked_cover_every_registered_ablation() -> None:
+    """``causality in use`` and ``lengths`` check every multiplier of L and the longest evaluation
+    (in tokens) that a profile of a registered ablation runs, at the default batch size."""
+    from harness.contracts.components import LONGEST, MULTIPLIERS, RUN_BATCH
+    from harness.experiment import ablation, grid
+
+    multipliers, longest = set(), 0
+    for name in ablation.available():
+        abl = ablation.load(name)
+        for profile in abl.profiles:
+            for spec in grid.plan(abl, profile, check_data=False)[1]:
+                multipliers |= set(spec.config.eval.length_multipliers)
+                longest = max(longest, *spec.config.eval_lengths())
+    assert multipliers <= set(MULTIPLIERS) and longest <= LONGEST, (multipliers, longest)
+    assert RunConfig().train.batch_size == RUN_BATCH
 
 
 def test_every_registry_of_the_modules_is_a_family_with_its_config_key_and_default() -> None:

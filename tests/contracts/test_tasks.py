@@ -4,6 +4,7 @@ and a task built to break each one, registered for one test only."""
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +12,11 @@ import pytest
 
 from harness.contracts.result import CheckReport
 from harness.contracts.tasks import CONTRACTS, check_task
-from harness.tasks import IGNORE_INDEX, TASKS, Task
+from harness.tasks import IGNORE_INDEX, TASKS, Task, TaskParams
 from harness.tasks.copy import FIRST_SYMBOL, Copy
 from harness.tasks.padded import PaddedCopy
 from harness.tasks.tinyshakespeare import TinyShakespeare
+from helpers.cli import invoke
 
 
 @functools.cache
@@ -93,6 +95,32 @@ class OverlappingPadded(PaddedCopy):
         return lengths, rng.integers(FIRST_SYMBOL, self.vocab_size, size=(n, max_len))
 
 
+class Echo(Task):
+    """Random tokens, never one twice in a row; the target at t is the input at t + ``offset``
+    (scored wherever that is in the row), declared as hiding its answers. Offset 0 is a task whose
+    target is its own input; each passed every contract before ``answers`` read the input for it."""
+
+    name, version, kind, answers_in_input, offset = "echo", "1", "synthetic", False, 0
+    Params = TaskParams
+    vocab_size, min_seq_len = 16, 4
+
+    def max_seq_len(self, split):
+        return None
+
+    def _generate(self, n, seq_len, rng, split):
+        import torch
+
+        steps = rng.integers(1, self.vocab_size, size=(n, seq_len + self.offset))  # never 0: no repeat
+        x = np.cumsum(steps, axis=1) % self.vocab_size  # (N, T + offset)
+        y = np.full((n, seq_len), IGNORE_INDEX)
+        y[:, : seq_len - self.offset] = x[:, self.offset : seq_len]
+        return torch.from_numpy(x[:, :seq_len].copy()), torch.from_numpy(y)
+
+
+class EchoLater(Echo):
+    name, offset = "echo_later", 2
+
+
 class Unversioned(Copy):
     name = "unversioned"
     version = ""
@@ -111,6 +139,30 @@ class Unversioned(Copy):
 def test_a_broken_task_fails_its_contract(register, cls: type[Task], contract: str, words: str) -> None:
     register(TASKS, cls.name, cls)
     assert words in failing(cls.name, contract)
+
+
+@pytest.mark.parametrize(
+    ("cls", "words"),
+    [
+        (Echo, "the scored target at t is readable from the input token at its own position"),
+        (EchoLater, "readable from the input token at position t + 2 (a lookup from it gets 100%"),
+    ],
+)
+def test_a_target_readable_from_the_input_fails_answers_only(register, cls: type[Task], words: str) -> None:
+    register(TASKS, cls.name, cls)
+    rep = check_task(cls.name)
+    assert words in rep.result("answers").detail, rep.result("answers")
+    assert [r.contract for r in rep.results if r.status != "pass"] == ["answers"]
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_ablate_check_refuses_a_task_whose_target_is_its_input(register) -> None:
+    register(TASKS, "echo", Echo)
+    result = invoke("check", "task=echo", "--format", "json")
+    assert result.exit_code == 1, result.output
+    (rep,) = json.loads(result.stdout)["checks"]
+    answers = next(c for c in rep["contracts"] if c["contract"] == "answers")
+    assert answers["status"] == "fail" and "the model sees its answer" in answers["detail"]
 
 
 def test_test_windows_found_in_the_train_split_fail_splits(register, data_dir: Path) -> None:
