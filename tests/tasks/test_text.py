@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -304,6 +306,47 @@ def test_a_dataset_through_datasets_own_loader(hf_offline, head: Path, fresh: No
     monkeypatch.setattr(text_mod, "_LOADED", {})
     monkeypatch.setitem(sys.modules, "datasets", None)  # offline once cached: not even imported
     assert build_task("text", params).version == via_hf.version
+
+
+def _lines(tag: str) -> str:
+    return "".join(f"{tag} line {i}: the quick brown fox\n" for i in range(30))
+
+
+@pytest.mark.parametrize(
+    "dataset, data_files",
+    [
+        ("text", "corpus/*.txt"),  # a glob
+        ("text", ["corpus/a.txt", "corpus/sub/b.txt"]),  # a list
+        ("text", {"train": "corpus/**/*.txt"}),  # a dict of splits
+        ("corpus", None),  # a folder: datasets reads its files
+    ],
+)
+def test_a_dataset_corpus_follows_its_files_content(
+    hf_offline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dataset: str, data_files
+) -> None:
+    # the cache was keyed by size and mtime of plain-file data_files only: a file added under a glob,
+    # or rewritten, kept the cached text and the same run ids, where a fresh cache gave others
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, "corpus/a.txt", _lines("a"))
+    _write(tmp_path, "corpus/sub/b.txt", _lines("b"))
+    params = {"dataset": dataset, **({"data_files": data_files} if data_files is not None else {})}
+
+    def version() -> str:
+        monkeypatch.setattr(text_mod, "_LOADED", {})
+        return build_task("text", params).version
+
+    first = version()
+    a = (tmp_path / "corpus" / "a.txt").stat()
+    _write(tmp_path, "corpus/a.txt", _lines("A"))  # same size; mtime put back
+    os.utime(tmp_path / "corpus" / "a.txt", ns=(a.st_atime_ns, a.st_mtime_ns))
+    rewritten = version()
+    assert rewritten != first
+    if data_files != ["corpus/a.txt", "corpus/sub/b.txt"]:  # a file the globs (and the folder) match
+        _write(tmp_path, "corpus/c.txt", _lines("c"))
+        assert version() not in (first, rewritten)
+    latest = version()
+    shutil.rmtree(ts.cache_dir())  # a fresh cache: the same corpus, the same version
+    assert version() == latest
 
 
 def test_dataset_errors_name_the_fix(hf_offline, tmp_path: Path, head: Path) -> None:
