@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +162,38 @@ def test_a_damaged_cache_is_rebuilt(head: Path, fresh: None, monkeypatch, caplog
         again = build_task("text", {"path": str(head), "tokenizer": "bpe", "vocab_size": 300})
     assert again.version == task.version and np.array_equal(again.tokens, task.tokens)
     assert "retraining" in caplog.text and "re-encoding" in caplog.text
+
+
+def test_bpe_on_text_without_whitespace_is_bounded_and_said(capsys: pytest.CaptureFixture) -> None:
+    # 200,000 characters of ACGT took 11 s of CPU (one word: quadratic), 400,000 49 s, in silence
+    dna = "".join(np.random.default_rng(0).choice(list("ACGT"), 200_000))
+    start = time.process_time()  # CPU of every thread (tokenizers runs several): not the machine's load
+    vocab = BPEVocab.train(dna, 512)
+    assert time.process_time() - start < 3.0  # about 0.2 s now
+    assert capsys.readouterr().err == (
+        "training a byte-level BPE of 512 tokens on 200,000 characters "
+        "(runs without whitespace cut every 256 characters) ...\n"
+    )
+    pieces = vocab._tokenizer.pre_tokenizer.pre_tokenize_str(dna[:5000])
+    assert max(len(p) for p, _ in pieces) == 256  # vocab.MAX_WORD
+    assert vocab.size == 512 and vocab.decode(vocab.encode(dna[:5000])) == dna[:5000]
+
+
+def test_bpe_on_text_with_whitespace_is_the_plain_byte_level_tokenizer(head: Path, capsys) -> None:
+    """No run of MAX_WORD characters without whitespace: the tokenizer JSON (its digest, the task
+    version, run ids) is the one the plain byte-level recipe gives."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from tokenizers import decoders as tok_decoders
+
+    text = head.read_text()[:20_000]
+    plain = Tokenizer(models.BPE())
+    plain.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    plain.decoder = tok_decoders.ByteLevel()
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    trainer = trainers.BpeTrainer(vocab_size=300, initial_alphabet=alphabet, special_tokens=[], show_progress=False)
+    plain.train_from_iterator([text], trainer=trainer)
+    assert BPEVocab.train(text, 300).definition == plain.to_str()
+    assert capsys.readouterr().err == "training a byte-level BPE of 300 tokens on 20,000 characters ...\n"
 
 
 def test_a_folder_is_its_text_files_in_path_order(tmp_path: Path) -> None:
