@@ -8,8 +8,9 @@ Three sources:
 - a Hugging Face **dataset** (the optional extra ``ablate[datasets]``), loaded with
   ``datasets.load_dataset(name, config, data_files=..., split=...)`` into
   ``$ABLATE_CACHE_DIR/huggingface``; the rows of one text column are joined with ``"\\n"`` and
-  the result is cached as a text file under ``$ABLATE_CACHE_DIR/text/hf/``, which every later
-  load reads: once cached, no network and no ``datasets`` import.
+  the result is cached as a text file under ``$ABLATE_CACHE_DIR/text/hf/``, keyed by the
+  arguments and the content of its local files, which every later load reads: once cached, no
+  network and no ``datasets`` import.
 
 A relative ``path`` is looked up in ``data_dir`` (else ``$ABLATE_DATA_DIR``), then in the working
 directory. Every problem is a :class:`~tasks.base.DataUnavailableError` naming the file and the
@@ -19,11 +20,12 @@ text (a binary file).
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,18 +120,23 @@ def _corpus(text: str, payload: bytes, source: str) -> Corpus:
     return Corpus(text, hashlib.sha256(payload).hexdigest(), source)
 
 
+DataFiles = str | Sequence[str] | Mapping[str, str | Sequence[str]]
+"""``data_files`` of ``datasets.load_dataset``: a path or glob, a list of them, or a dict of splits."""
+
+
 def read_dataset(
     name: str,
     config: str | None = None,
-    data_files: str | Sequence[str] | None = None,
+    data_files: DataFiles | None = None,
     split: str = "train",
     column: str = "text",
 ) -> Corpus:
     """A Hugging Face dataset's text column as one :class:`Corpus`, its rows joined by ``"\\n"``.
 
-    The joined text is cached under ``$ABLATE_CACHE_DIR/text/hf/``, keyed by the arguments (and,
-    for local ``data_files``, their size and modification time); a cached copy is read without
-    importing ``datasets``.
+    The joined text is cached under ``$ABLATE_CACHE_DIR/text/hf/``, keyed by the arguments and by
+    the content of every local file the dataset can read (:func:`local_files`: its ``data_files``,
+    whatever their form, or the files of a local folder ``name``), so that adding, removing or
+    rewriting one is another corpus; a cached copy is read without importing ``datasets``.
 
     Raises:
         DataUnavailableError: ``datasets`` is not installed; the dataset cannot be loaded (no
@@ -137,24 +144,73 @@ def read_dataset(
             the text is empty.
     """
     key = {"name": name, "config": config, "data_files": data_files, "split": split, "column": column}
-    files = [data_files] if isinstance(data_files, str) else list(data_files or [])
-    key["local_files"] = [[f, os.stat(f).st_size, os.stat(f).st_mtime_ns] for f in files if os.path.isfile(f)]
+    local = local_files(name, data_files)
+    key["local_files"] = [[str(f), content_sha256(f)] for f in local]
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     cached = cache_dir() / "text" / "hf" / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', name)[-60:]}-{digest}.txt"
     source = f"dataset {name!r} (split {split!r}, column {column!r})"
     if cached.is_file():
         payload = cached.read_bytes()
         return _corpus(_decode(payload, cached), payload, f"{source}, cached at {cached}")
-    text = _load_dataset(name, config, data_files, split, column, source)
+    text = _load_dataset(name, config, data_files, split, column, source, rebuild=bool(local))
     payload = text.encode("utf-8")
     corpus = _corpus(text, payload, source)
     write_atomically(cached, payload)
     return corpus
 
 
+def local_files(name: str, data_files: DataFiles | None) -> list[Path]:
+    """The local files ``datasets.load_dataset(name, data_files=data_files)`` can read, or more.
+
+    Each pattern of ``data_files`` (a string, a list, or a dict of splits: every split's) is
+    resolved as ``datasets.data_files.resolve_pattern`` resolves it, with :func:`glob.glob`, which
+    ``datasets`` documents as equivalent: relative to the folder ``name`` when it is one, else to
+    the working directory; ``**`` across folders; hidden names skipped unless the pattern names
+    them; files only. A folder ``name`` without ``data_files``: every file below it. Remote
+    patterns (``hf://``, ``https://``) are left out. Files ``datasets`` would skip (in
+    ``__pycache__``, another split's) are kept: they only make another cache key. Sorted.
+    """
+    folder = Path(name).expanduser()
+    base = folder if folder.is_dir() else Path.cwd()
+    if data_files is None:
+        patterns = ["**/*"] if folder.is_dir() else []
+    elif isinstance(data_files, str):
+        patterns = [data_files]
+    elif isinstance(data_files, Mapping):
+        patterns = [p for v in data_files.values() for p in ([v] if isinstance(v, str) else v)]
+    else:
+        patterns = list(data_files)
+    found = {
+        Path(match)
+        for pattern in patterns
+        if "://" not in pattern
+        for match in glob.glob(str(base / Path(pattern).expanduser()), recursive=True)
+    }
+    return sorted(p for p in found if p.is_file())
+
+
+def content_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB chunks (every time: a rewrite that keeps the size
+    and the modification time is still another corpus; hashing runs at several hundred MB/s)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _load_dataset(
-    name: str, config: str | None, data_files: str | Sequence[str] | None, split: str, column: str, source: str
+    name: str,
+    config: str | None,
+    data_files: DataFiles | None,
+    split: str,
+    column: str,
+    source: str,
+    rebuild: bool = False,
 ) -> str:
+    """The text column's rows joined by newlines. ``rebuild``: read local files afresh, not from
+    ``datasets``' own cache (keyed by their paths and modification times: a rewrite that keeps
+    them would be read stale)."""
     try:
         import datasets
     except ImportError:
@@ -163,10 +219,18 @@ def _load_dataset(
             f"(or give a local file as the task param path)"
         ) from None
     datasets.disable_progress_bars()
-    files = list(data_files) if data_files is not None and not isinstance(data_files, str) else data_files
+    if isinstance(data_files, Mapping):
+        files: DataFiles | None = {k: v if isinstance(v, str) else list(v) for k, v in data_files.items()}
+    else:
+        files = list(data_files) if data_files is not None and not isinstance(data_files, str) else data_files
     try:
         rows = datasets.load_dataset(
-            name, config, data_files=files, split=split, cache_dir=str(cache_dir() / "huggingface")
+            name,
+            config,
+            data_files=files,
+            split=split,
+            cache_dir=str(cache_dir() / "huggingface"),
+            download_mode="force_redownload" if rebuild else None,
         )
     except Exception as err:  # noqa: BLE001 hub, network, builder and split errors have no common base
         raise DataUnavailableError(

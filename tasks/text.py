@@ -59,7 +59,9 @@ class TextParams(TaskParams):
     glob: str = Field("**/*.txt", description="files of a folder `path` to read, in path order")
     dataset: str | None = Field(None, description="a Hugging Face dataset name (extra ablate[datasets])")
     dataset_config: str | None = Field(None, description="the dataset's configuration name")
-    data_files: str | list[str] | None = Field(None, description="data_files for datasets.load_dataset")
+    data_files: str | list[str] | dict[str, str | list[str]] | None = Field(
+        None, description="data_files for datasets.load_dataset: a path or glob, a list, or a dict of splits"
+    )
     dataset_split: str = Field("train", description="the dataset split read as the corpus")
     text_column: str = Field("text", description="the dataset column of text; rows are joined by newlines")
     tokenizer: Literal["char", "bpe"] = "char"

@@ -3,11 +3,11 @@
 CPU: every run uses ``threads`` torch threads. The default number of workers is one when the
 grid is too small to pay for a process pool, else as many as the cores hold (workers x threads
 within the cores): :func:`default_cpu_workers`, from the number of runs and their expected length
-(:func:`estimate_seconds`, from each run's config). ``--workers N`` forces N. GPU: the visible GPUs (``CUDA_VISIBLE_DEVICES`` when set,
-else all that torch counts) are cut into slots of ``gpus_per_run`` devices; each worker owns
-one slot for its whole life and is pinned to it through ``CUDA_VISIBLE_DEVICES`` before CUDA is
-initialised, so a run's ``cuda:0`` is its slot's first GPU. No torch import here unless
-GPUs have to be counted.
+(:func:`estimate_seconds`, from each run's config). ``--workers N`` forces N. GPU: the GPUs torch
+can use (named as ``CUDA_VISIBLE_DEVICES`` names them, when set) are cut into slots of
+``gpus_per_run`` devices; each worker owns one slot for its whole life and is pinned to it through
+``CUDA_VISIBLE_DEVICES`` before CUDA is initialised, so a run's ``cuda:0`` is its slot's first GPU.
+No torch import here unless GPUs have to be counted.
 """
 
 from __future__ import annotations
@@ -24,24 +24,31 @@ from harness.errors import AblateError
 
 
 def visible_gpus(environ: Mapping[str, str] | None = None, count: int | None = None) -> list[str]:
-    """Identifiers of the GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` spells them.
+    """Identifiers of the GPUs this process can use, as ``CUDA_VISIBLE_DEVICES`` spells them.
+
+    How many comes from torch (:func:`_cuda_count`), which applies ``CUDA_VISIBLE_DEVICES`` as
+    CUDA does; the variable only names them. So a value that names no device CUDA can open
+    (``NoDevFiles``, which Grid Engine sets; ``0`` on a machine without a GPU or driver; a CPU
+    build of torch) gives none, and a list cut short by an invalid id (CUDA stops there) gives
+    the ids before it.
 
     Args:
         environ: the environment to read (default ``os.environ``).
-        count: the number of CUDA devices when ``CUDA_VISIBLE_DEVICES`` is unset (default: ask
-            torch, which counts without initialising CUDA, where an NVIDIA driver is installed).
+        count: the number of CUDA devices usable (default: ask torch, which counts without
+            initialising CUDA, where an NVIDIA driver is installed).
     """
     env = os.environ if environ is None else environ
+    usable = _cuda_count() if count is None else count
     if "CUDA_VISIBLE_DEVICES" in env:
         raw = env["CUDA_VISIBLE_DEVICES"].strip()
-        if raw in ("", "-1"):
-            return []
-        return [part.strip() for part in raw.split(",") if part.strip()]
-    return [str(i) for i in range(_cuda_count() if count is None else count)]
+        named = [] if raw in ("", "-1") else [part.strip() for part in raw.split(",") if part.strip()]
+        return named[:usable]
+    return [str(i) for i in range(usable)]
 
 
 def _cuda_count() -> int:
-    """CUDA devices torch sees; 0 without importing torch where no NVIDIA driver is installed."""
+    """CUDA devices torch can use (after ``CUDA_VISIBLE_DEVICES``); 0 without importing torch
+    where no NVIDIA driver is installed."""
     if not Path("/proc/driver/nvidia/gpus").exists() and shutil.which("nvidia-smi") is None:
         return 0
     import torch
@@ -58,7 +65,9 @@ def gpu_slots(gpus: list[str], per_run: int) -> list[str]:
     if per_run < 1:
         raise AblateError(f"--gpus-per-run must be at least 1, got {per_run}")
     if per_run > len(gpus):
-        seen = f"{len(gpus)} visible ({','.join(gpus)})" if gpus else "none visible (CUDA_VISIBLE_DEVICES, torch.cuda)"
+        env = os.environ.get("CUDA_VISIBLE_DEVICES")
+        named = f"CUDA_VISIBLE_DEVICES={env!r}, " if env is not None else ""
+        seen = f"{len(gpus)} visible ({','.join(gpus)})" if gpus else f"none visible ({named}torch.cuda counts none)"
         raise AblateError(
             f"--gpus-per-run {per_run} needs {per_run} GPU(s), {seen}; "
             f"lower --gpus-per-run or run on CPU with --gpus-per-run 0"

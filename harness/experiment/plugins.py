@@ -58,15 +58,18 @@ class PluginRef:
         target: see ``kind``.
         named_by: where it was named, for messages: ``--plugin``, the ablation file's name
             (its ``plugins:``) or ``entry point``; not part of its identity.
+        distribution: an entry point's distribution (``""``: none); with ``target``, its
+            identity, since two distributions may declare entry points of one name.
     """
 
     kind: Literal["entry point", "module", "file"]
     target: str
     named_by: str = field(default="", compare=False)
+    distribution: str = ""
 
     def describe(self) -> str:
         """The plugin as it was named: ``--plugin my_pkg.extra``, ``plugins: extra.py (in study.yaml)``,
-        ``entry point 'x' in ablate.plugins``."""
+        ``entry point 'x' in ablate.plugins`` (the distribution is its plugin's package)."""
         if self.kind == "entry point":
             return f"entry point {self.target!r} in {GROUP}"
         if self.named_by == "--plugin":
@@ -205,8 +208,25 @@ def parse(spec: str, named_by: str, base: Path | None = None) -> PluginRef:
 
 
 def discovered() -> list[PluginRef]:
-    """The entry points of :data:`GROUP` in this environment, sorted by name."""
-    return [PluginRef("entry point", ep.name, "entry point") for ep in sorted(_entry_points(), key=lambda e: e.name)]
+    """The entry points of :data:`GROUP` in this environment, sorted by name, then distribution.
+    An entry point is a distribution's: two distributions that declare the same name are two
+    plugins, both loaded (their entries must not clash).
+
+    Raises:
+        AblateError: two distributions whose entry points import the same module: only the one
+            first on ``sys.path`` could be imported, so which code ran would depend on the path.
+    """
+    eps = sorted(_entry_points(), key=lambda e: (e.name, _distribution(e)))
+    seen: dict[str, md.EntryPoint] = {}
+    for ep in eps:
+        other = seen.setdefault(ep.module, ep)
+        if _distribution(other) != _distribution(ep):
+            both = " and ".join(f"{_distribution(e) or '?'} (entry point {e.name!r})" for e in (other, ep))
+            raise AblateError(
+                f"two distributions declare {GROUP} entry points importing module {ep.module!r}: {both}; "
+                f"only the one first on sys.path would load: uninstall one (pip uninstall NAME)"
+            )
+    return [PluginRef("entry point", ep.name, "entry point", _distribution(ep)) for ep in eps]
 
 
 def load_refs(plugin_refs: Iterable[PluginRef]) -> list[Plugin]:
@@ -229,10 +249,11 @@ def load_ref(ref: PluginRef) -> Plugin:
     where = ref.describe()
     dist = version = None
     if ref.kind == "entry point":
-        ep = next((e for e in _entry_points() if e.name == ref.target), None)
+        ep = next((e for e in _entry_points() if e.name == ref.target and _distribution(e) == ref.distribution), None)
         if ep is None:
+            of = f" of {ref.distribution}" if ref.distribution else ""
             raise AblateError(
-                f"{where} is not installed where this process runs ({sys.executable}); "
+                f"{where}{of} is not installed where this process runs ({sys.executable}); "
                 f"install the same distribution here"
             )
         dist, version = (ep.dist.name, ep.dist.version) if ep.dist is not None else (None, None)
@@ -295,3 +316,8 @@ def unload(plugin: Plugin) -> None:
 
 def _entry_points() -> list[md.EntryPoint]:
     return list(md.entry_points(group=GROUP))
+
+
+def _distribution(ep: md.EntryPoint) -> str:
+    """The name of the distribution that declares ``ep``; ``""`` for one made by hand."""
+    return ep.dist.name if ep.dist is not None else ""

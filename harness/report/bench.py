@@ -19,7 +19,7 @@ from typing import Any
 from rich.table import Table
 
 from harness.encode import INF, NEG_INF, text
-from harness.report.figures import _finish, _plt
+from harness.report.figures import _finish, new_figure
 
 COLUMNS = (
     "kernel",
@@ -147,8 +147,10 @@ def rich_table(doc: dict[str, Any]) -> Any:
 
 def figure(doc: dict[str, Any], title: str, path: Path) -> Path:
     """Log-log: time (left) and added memory (right) against T, one line per kernel."""
-    plt = _plt()
-    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(9.6, 4.0), dpi=120)
+    fig = new_figure(9.6, 4.0)
+    from matplotlib.ticker import NullLocator  # after new_figure: matplotlib imported whatever MPLBACKEND says
+
+    ax_t, ax_m = fig.subplots(1, 2)
     for kernel in dict.fromkeys(r["kernel"] for r in doc["rows"]):
         ok = [r for r in with_ratios(doc["rows"]) if r["kernel"] == kernel and r["status"] == "ok"]
         if ok:
@@ -160,13 +162,13 @@ def figure(doc: dict[str, Any], title: str, path: Path) -> Path:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(ticks, [str(t) for t in ticks])
-        ax.xaxis.set_minor_locator(plt.NullLocator())
+        ax.xaxis.set_minor_locator(NullLocator())
     ax_t.set_xlabel("sequence length T (tokens)")
     ax_t.set_ylabel("ms, forward + backward (median)")
     ax_t.set_title("time", fontsize=10)
     ax_t.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
-    return _finish(plt, fig, ax_m, "sequence length T (tokens)", "MiB added by forward + backward", "peak memory", path)
+    return _finish(fig, ax_m, "sequence length T (tokens)", "MiB added by forward + backward", "peak memory", path)
 
 
 def _at(row: dict[str, Any]) -> str:

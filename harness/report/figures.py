@@ -1,9 +1,20 @@
-"""PNG figures for reports (matplotlib, Agg backend): every value drawn comes from the store."""
+"""PNG figures for reports (matplotlib, Agg backend): every value drawn comes from the store.
+
+Each figure is a :class:`matplotlib.figure.Figure` of its own, saved by the Agg renderer, never
+through ``pyplot``: whatever backend the environment names (``MPLBACKEND``, which a notebook sets to
+``module://matplotlib_inline.backend_inline``) is not used, and a report draws the same figures
+from a terminal, a notebook or a batch job. A figure's folder is created when its PNG is saved,
+so a report that fails before any figure leaves no empty ``figures/``.
+"""
 
 from __future__ import annotations
 
+import io
+import os
+import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -11,13 +22,41 @@ import pandas as pd
 from harness.analysis.paired import describe
 
 
-def _plt():
-    import matplotlib
+def import_matplotlib() -> Any:
+    """``matplotlib``, imported whatever ``MPLBACKEND`` says: the variable is set aside while it
+    imports (matplotlib validates it on import and raises ``ValueError`` for a backend module that is
+    not installed, as ``module://matplotlib_inline.backend_inline`` outside Jupyter), then put back."""
+    if "matplotlib" in sys.modules:
+        return sys.modules["matplotlib"]
+    named = os.environ.pop("MPLBACKEND", None)
+    try:
+        import matplotlib
+    finally:
+        if named is not None:
+            os.environ["MPLBACKEND"] = named
+    return matplotlib
 
-    matplotlib.use("Agg")
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, for figures another library draws through it
+    (Optuna's); the figures of this module never use it."""
+    matplotlib = import_matplotlib()
+    matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def new_figure(width: float, height: float, **kwargs: Any) -> Any:
+    """A :class:`matplotlib.figure.Figure` of ``width`` x ``height`` inches at 120 dpi on an Agg
+    canvas, outside ``pyplot`` (nothing to close); ``kwargs`` go to ``Figure``."""
+    import_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=120, **kwargs)
+    FigureCanvasAgg(fig)  # the figure's canvas from now on
+    return fig
 
 
 _SHORT = {"n_layers": "{}L", "warmup_steps": "wu {}", "n_heads": "{}h", "d_model": "d{}", "d_ff": "ff {}"}
@@ -65,9 +104,9 @@ def _wrap(text: str, fig, fontsize: float = 10.0) -> str:
     return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
 
 
-def _figure(plt, width: float, height: float):
+def _figure(width: float, height: float):
     """A figure laid out by matplotlib's constrained layout (labels, titles and legends kept inside)."""
-    fig = plt.figure(figsize=(width, height), dpi=120, layout="constrained")
+    fig = new_figure(width, height, layout="constrained")
     return fig, fig.add_subplot()
 
 
@@ -81,8 +120,7 @@ def metric_vs_length(
         base: metric name without the length suffix (``acc``, ``loss``).
         train_len: L in tokens; the x axis is m x L.
     """
-    plt = _plt()
-    fig, ax = _figure(plt, 6.4, 4.0)
+    fig, ax = _figure(6.4, 4.0)
     names, caption = short_labels(variants)
     for variant, shown in zip(variants, names):
         sub = rows[(rows["variant"] == variant) & rows["metric"].str.match(rf"^{base}@x\d+$")]
@@ -101,9 +139,7 @@ def metric_vs_length(
     ticks = sorted({int(m.split("@x")[1]) * train_len for m in rows["metric"] if m.startswith(f"{base}@x")})
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
-    return _finish(
-        plt, fig, ax, "evaluation length (tokens); dotted line = training length L", base, title, path, caption
-    )
+    return _finish(fig, ax, "evaluation length (tokens); dotted line = training length L", base, title, path, caption)
 
 
 def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], title: str, path: Path) -> Path:
@@ -112,8 +148,7 @@ def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], t
     Args:
         history: rows (variant, seed, step, <metric>) from the runs' ``history.csv``.
     """
-    plt = _plt()
-    fig, ax = _figure(plt, 6.4, 4.0)
+    fig, ax = _figure(6.4, 4.0)
     names, caption = short_labels(variants)
     for variant, shown in zip(variants, names):
         sub = history[history["variant"] == variant]
@@ -122,7 +157,7 @@ def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], t
         g = sub.groupby("step")[metric]
         (line,) = ax.plot(g.mean().index, g.mean().values, label=f"{shown} (n={sub['seed'].nunique()})")
         ax.fill_between(g.min().index, g.min().values, g.max().values, color=line.get_color(), alpha=0.15, linewidth=0)
-    return _finish(plt, fig, ax, "training step", f"validation {metric} at L", title, path, caption)
+    return _finish(fig, ax, "training step", f"validation {metric} at L", title, path, caption)
 
 
 def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
@@ -159,12 +194,10 @@ def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title:
     per variant (``n=``). Same seed = same init and data order, so a line's slope is a paired
     difference. See :func:`draw_paired_lines` for ``wide``.
     """
-    plt = _plt()
-    fig, ax = _figure(plt, max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8)
+    fig, ax = _figure(max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8)
     draw_paired_lines(ax, wide)
     arrow = "higher is better" if higher_is_better else "lower is better"
     return _finish(
-        plt,
         fig,
         ax,
         "variant (baseline first); n = seeds drawn (runs left out of the comparison are not)",
@@ -184,20 +217,19 @@ def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: s
         mean_ranks: per variant (index), from :func:`harness.analysis.ranks.friedman`.
         cd: the Nemenyi critical difference, in ranks (:func:`harness.analysis.ranks.nemenyi_cd`).
     """
-    plt = _plt()
     order = mean_ranks.sort_values(ascending=False)  # best last: drawn at the top
     names, caption = short_labels([str(v) for v in order.index])
-    fig, ax = _figure(plt, 6.4, 2.4 + 0.35 * len(order))
+    fig, ax = _figure(6.4, 2.4 + 0.35 * len(order))
     y = np.arange(len(order))
     ax.errorbar(order.to_numpy(float), y, xerr=cd / 2, fmt="o", capsize=3, linewidth=1.2)
     ax.set_yticks(y, names)
     ax.set_xlim(min(1.0, order.min() - cd / 2) - 0.2, max(len(order), order.max() + cd / 2) + 0.2)
     note = f"bars ± CD/2 (CD = {cd:.3g}); bars that do not overlap differ (Nemenyi, α = {alpha:g})"
-    return _finish(plt, fig, ax, "mean rank over seeds (1 = best)", "", f"{title}\n{note}", path, caption)
+    return _finish(fig, ax, "mean rank over seeds (1 = best)", "", f"{title}\n{note}", path, caption)
 
 
-def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path, caption: str = "") -> Path:
-    """Labels, legend and grid shared by every figure; saves the PNG and closes the figure.
+def _finish(fig, ax, xlabel: str, ylabel: str, title: str, path: Path, caption: str = "") -> Path:
+    """Labels, legend and grid shared by every figure; saves the PNG (its folder created here).
     ``caption`` (the full names behind short variant labels) goes under the x label; the x label,
     the title and the caption are wrapped to the figure's width."""
     ax.set_xlabel(_wrap(xlabel, fig))
@@ -210,6 +242,14 @@ def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path, capt
     ax.grid(alpha=0.3)
     if fig.get_layout_engine() is None:  # figures made elsewhere (bench): the old layout
         fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)
+
+
+def save_png(fig: Any, path: Path, **kwargs: Any) -> Path:
+    """Render ``fig`` as PNG (``kwargs`` to ``savefig``), then write it at ``path``, creating its
+    folder: a figure that fails to render leaves no file and no folder behind."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", **kwargs)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_bytes(buffer.getvalue())
+    return Path(path)

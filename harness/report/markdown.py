@@ -76,8 +76,7 @@ def write_report(
         guards = guards_of(list(abl.claims), results)
     guards = {cid: g for cid, g in guards.items() if cid in abl.claims}
     path = report_path(abl, profile, out)
-    fig_dir = Path(out) / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
+    fig_dir = Path(out) / "figures"  # created by the first figure saved: none, no folder
     records = result.scan.records
     if tuning is None:
         tuning = read_tuning(sel, results, storage, out)
@@ -106,6 +105,7 @@ def write_report(
     if abl.notes:
         parts += ["## Notes on the design", "", abl.notes, ""]
     parts += ["## Reproduce", "", "```", *_commands(abl, profile, list(sel.overrides), tuning), "```", ""]
+    path.parent.mkdir(parents=True, exist_ok=True)  # out/ itself, when no figure made it
     path.write_text("\n".join(parts))
     if data:
         written = write_data(records, history_of(result.scan, results), result.scan.problems, results, path, tuned)

@@ -27,6 +27,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.hints import Context
+from harness.report.figures import pyplot, save_png
 from harness.report.guards import Guards
 from harness.report.tables import markdown, title
 from harness.report.tuning_data import (
@@ -119,8 +120,7 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
     ]
     if not studies:
         return None
-    fig_dir = Path(out) / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
+    fig_dir = Path(out) / "figures"  # created by the first figure saved
     summaries = []
     for task, variant in studies:
         name = study_name(abl.name, profile, task, variant)
@@ -265,10 +265,7 @@ def _figures(
     """Save the optimisation history and the parameter importances (when Optuna can compute them);
     returns the importances (None: not computable, with Optuna's reason when it gave one) and the
     figures, their paths relative to ``md_dir``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # Optuna draws through pyplot: on Agg, whatever MPLBACKEND names (before it imports matplotlib)
     import optuna
     from optuna.visualization import matplotlib as ovm
 
@@ -301,7 +298,7 @@ def _figures(
 def _save(plt: Any, ax: Any, path: Path, md_dir: Path) -> str:
     fig = ax.figure if hasattr(ax, "figure") else ax.flat[0].figure
     fig.set_size_inches(6, 3.5)
-    fig.savefig(path, dpi=90, bbox_inches="tight")
+    save_png(fig, path, dpi=90, bbox_inches="tight")
     plt.close(fig)
     return path.relative_to(md_dir).as_posix()
 

@@ -22,6 +22,7 @@ from harness.cli import inspect as inspect_cmd
 from harness.cli import report as report_cmd
 from harness.errors import AblateError
 from harness.execution import cluster as executors_cluster
+from harness.execution import gpus
 from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
 
 pytestmark = pytest.mark.usefixtures("cli_isolated")
@@ -100,15 +101,20 @@ def test_missing_cluster_engine_says_which_extra_to_install(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize(
-    "visible, args, words",
+    "visible, count, args, words",
     [
-        ("", ["--gpus-per-run", "1"], ["--gpus-per-run 1 needs 1 GPU(s), none visible", "--gpus-per-run 0"]),
-        ("0,1", ["--workers", "3"], ["--workers 3 but only 2 GPU slot(s)", "--workers 2 or fewer"]),
-        ("0", ["--gpus-per-run", "2"], ["--gpus-per-run 2 needs 2 GPU(s), 1 visible (0)"]),
+        ("", 0, ["--gpus-per-run", "1"], ["--gpus-per-run 1 needs 1 GPU(s), none visible", "--gpus-per-run 0"]),
+        ("0,1", 2, ["--workers", "3"], ["--workers 3 but only 2 GPU slot(s)", "--workers 2 or fewer"]),
+        ("0", 1, ["--gpus-per-run", "2"], ["--gpus-per-run 2 needs 2 GPU(s), 1 visible (0)"]),
+        # Grid Engine's NoDevFiles, and "0" where torch sees no GPU: every run trained on the CPU, exit 0
+        ("NoDevFiles", None, ["--gpus-per-run", "1"], ["none visible (CUDA_VISIBLE_DEVICES='NoDevFiles'"]),
+        ("0", None, ["--gpus-per-run", "1"], ["none visible (CUDA_VISIBLE_DEVICES='0', torch.cuda counts none)"]),
     ],
 )
-def test_gpu_requests_that_cannot_be_met(tmp_path, monkeypatch, visible, args, words):
+def test_gpu_requests_that_cannot_be_met(tmp_path, monkeypatch, visible, count, args, words):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    if count is not None:  # the GPUs torch would count on a GPU machine; None: this machine's (none)
+        monkeypatch.setattr(gpus, "_cuda_count", lambda: count)
     assert_refused(invoke("run", str(user_file(tmp_path)), *args, "--results-dir", str(tmp_path / "results")), *words)
     assert_nothing_written(tmp_path / "results")
 

@@ -27,12 +27,28 @@ from harness.execution.gpus import Placement, gpu_slots, place, visible_gpus
     ],
 )
 def test_visible_gpus_follow_cuda_visible_devices(env, expected):
-    assert visible_gpus(env) == expected
+    assert visible_gpus(env, count=len(expected)) == expected
 
 
 def test_visible_gpus_without_the_variable_counts_devices():
     assert visible_gpus({}, count=3) == ["0", "1", "2"]
     assert visible_gpus({}) == []  # no NVIDIA driver on this machine: torch not even asked
+
+
+@pytest.mark.parametrize("value", ["NoDevFiles", "0", "0,1"])
+def test_the_variable_names_gpus_torch_counts_them(value, monkeypatch):
+    # Grid Engine sets NoDevFiles; "0" on a machine without a GPU: every run trained on the CPU, exit 0
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+    assert visible_gpus() == []  # this machine: no driver, a CPU build of torch
+    assert visible_gpus(count=0) == []
+    with pytest.raises(AblateError, match=rf"none visible \(CUDA_VISIBLE_DEVICES='{value}', torch.cuda counts none\)"):
+        place(None, 4, 1, visible_gpus(), gpus_per_run=1)
+
+
+def test_ids_past_the_devices_torch_counts_are_dropped():
+    # CUDA stops at the first id it cannot open: "0,7" on a 2-GPU machine gives one device
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "0,7"}, count=1) == ["0"]
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "3,1"}, count=2) == ["3", "1"]
 
 
 def test_slots_are_disjoint_groups():

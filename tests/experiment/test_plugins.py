@@ -240,3 +240,44 @@ def test_an_ablation_file_names_the_plugin_it_cannot_load(tmp_path: Path) -> Non
         f"plugins: {tmp_path / 'decl' / 'gone.py'} (in tiny.yaml): no such file; "
         "pass an existing .py file or an importable module"
     )
+
+
+def _install(site: Path, dist: str, module: str, name: str) -> None:
+    """Distribution ``dist`` as pip leaves it in ``site``: ``module.py`` registering the position
+    ``name``, and a dist-info whose ablate.plugins entry point ``shared`` names the module."""
+    write_plugin(site / f"{module}.py", f'@POSITIONAL.register("{name}")\nclass P(PositionalEncoding):\n    pass\n')
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{plugins.GROUP}]\nshared = {module}\n")
+
+
+def test_two_distributions_declaring_one_entry_point_name_both_load(tmp_path: Path, monkeypatch) -> None:
+    # one was dropped silently (which one: the sys.path order); `ablate check` then offered the other's name
+    _install(tmp_path / "site_a", "ablate-pos-a", "pos_a_plugin", "pos_a")
+    _install(tmp_path / "site_b", "ablate-pos-b", "pos_b_plugin", "pos_b")
+    monkeypatch.syspath_prepend(str(tmp_path / "site_a"))
+    monkeypatch.syspath_prepend(str(tmp_path / "site_b"))
+    monkeypatch.setenv(plugins.AUTOLOAD_OFF, "0")
+    mine = [p for p in plugins.load_for_command([]) if p.ref.target == "shared"]
+    assert [(p.distribution, p.entries) for p in mine] == [
+        ("ablate-pos-a", (("position", "pos_a"),)),
+        ("ablate-pos-b", (("position", "pos_b"),)),
+    ]
+    assert "pos_a" in POSITIONAL and "pos_b" in POSITIONAL
+    assert [r.distribution for r in plugins.refs() if r.target == "shared"] == ["ablate-pos-a", "ablate-pos-b"]
+    assert plugins.load_refs(plugins.refs())[-2:] == mine  # a worker: each from its own distribution
+
+
+def test_two_distributions_whose_entry_points_import_one_module_are_refused(tmp_path: Path, monkeypatch) -> None:
+    _install(tmp_path / "site_a", "ablate-pos-a", "pos_same_plugin", "pos_a")
+    _install(tmp_path / "site_b", "ablate-pos-b", "pos_same_plugin", "pos_b")  # only the first on the path imports
+    monkeypatch.syspath_prepend(str(tmp_path / "site_a"))
+    monkeypatch.syspath_prepend(str(tmp_path / "site_b"))
+    monkeypatch.setenv(plugins.AUTOLOAD_OFF, "0")
+    with pytest.raises(AblateError) as err:
+        plugins.load_for_command([])
+    message = str(err.value)
+    assert "importing module 'pos_same_plugin'" in message and "uninstall one" in message
+    assert "ablate-pos-a (entry point 'shared')" in message and "ablate-pos-b (entry point 'shared')" in message
+    assert "pos_a" not in POSITIONAL and "pos_b" not in POSITIONAL

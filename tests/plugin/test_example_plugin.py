@@ -45,7 +45,7 @@ def test_list_finds_the_plugin_by_its_entry_point():
     assert f"task lag_copy {MARK} (v1, synthetic)" in out
     assert f"position (model.position): sinusoidal, learned, rope, alibi, nope, t5_bias {MARK}" in out
     (plugin,) = plugins.loaded()
-    assert plugin.ref == plugins.PluginRef("entry point", "example")
+    assert plugin.ref == plugins.PluginRef("entry point", "example", distribution="ablate-example-plugin")
     assert (plugin.distribution, plugin.version, plugin.module) == (
         "ablate-example-plugin",
         VERSION,

@@ -7,12 +7,15 @@ its confirm profile, all 16 in smoke); the renderer measures every text's boundi
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from harness.analysis import ranks
@@ -37,21 +40,22 @@ def test_short_labels_keep_the_axes_that_differ() -> None:
     assert figures.short_labels(["a=1,b=x", "a=2,b=x"]) == (["a 1", "a 2"], "a 1/a 2: a; every variant: b=x")
 
 
-def _drawn(monkeypatch: pytest.MonkeyPatch, draw) -> plt.Figure:
-    """The figure ``draw`` saved, kept open (its text laid out as in the PNG)."""
+def _drawn(monkeypatch: pytest.MonkeyPatch, draw) -> Figure:
+    """The figure ``draw`` saved (its text laid out as in the PNG)."""
     kept = []
-    monkeypatch.setattr(plt, "close", kept.append)
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (kept.append(fig), save(fig, *a, **k))[1])
     draw()
     (fig,) = kept
     return fig
 
 
-def _boxes(fig: plt.Figure, texts: list[Text]):
+def _boxes(fig: Figure, texts: list[Text]):
     renderer = fig.canvas.get_renderer()
     return [t.get_window_extent(renderer) for t in texts if t.get_visible() and t.get_text().strip()]
 
 
-def _undrawn(fig: plt.Figure) -> set[int]:
+def _undrawn(fig: Figure) -> set[int]:
     """Tick labels of ticks outside the view limits: matplotlib keeps but never draws them."""
     out = set()
     for ax in fig.axes:
@@ -66,7 +70,7 @@ def _undrawn(fig: plt.Figure) -> set[int]:
     return out
 
 
-def _check_layout(fig: plt.Figure, ticks: list[Text]) -> None:
+def _check_layout(fig: Figure, ticks: list[Text]) -> None:
     boxes = _boxes(fig, ticks)
     assert len(boxes) == len(ticks)
     for i, a in enumerate(boxes):
@@ -132,3 +136,56 @@ def test_a_probe_of_one_validation_pass_draws_no_curve(tmp_path: Path, passes: i
     sel = select(abl, "cpu", check_data=False)
     md = write_report(sel, results, tmp_path / "out", result=analyse(sel, results)).read_text()
     assert ("validation curves" in md) == (passes > 1), md
+
+
+NOTEBOOK_BACKEND = "module://matplotlib_inline.backend_inline"
+"""What a Jupyter kernel sets MPLBACKEND to; matplotlib_inline is not installed here."""
+
+
+def test_a_report_drawn_where_mplbackend_names_a_notebook_backend(tmp_path: Path) -> None:
+    # it was a traceback (matplotlib refuses the backend on import), exit 1, no report, figures/ empty
+    from helpers.fake_store import write_decl, write_runs
+
+    decl = write_decl(tmp_path / "decl", cpu={"seeds": [0, 1, 2]})
+    write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s)
+    env = {**os.environ, "MPLBACKEND": NOTEBOOK_BACKEND, "ABLATE_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["report", str(decl), "--profile", "cpu", "--results-dir", "results", "--out", "reports"]
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert (tmp_path / "reports" / "mini.md").is_file()
+    pngs = list((tmp_path / "reports" / "figures").glob("*.png"))
+    assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+
+def test_a_report_whose_figure_fails_leaves_no_figures_folder(tmp_path: Path, monkeypatch) -> None:
+    from harness.experiment.selection import select
+    from harness.report.markdown import write_report
+    from helpers.fake_store import write_decl, write_runs
+
+    decl = write_decl(tmp_path / "decl", cpu={"seeds": [0, 1, 2]})
+    write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s)
+
+    def broken(fig, *args, **kwargs):
+        raise RuntimeError("the renderer failed")
+
+    monkeypatch.setattr(Figure, "savefig", broken)
+    with pytest.raises(RuntimeError, match="the renderer failed"):
+        write_report(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results", tmp_path / "out")
+    assert not (tmp_path / "out" / "figures").exists()
+
+
+def test_a_report_without_figures_has_no_figures_folder(tmp_path: Path, monkeypatch) -> None:
+    from harness.experiment.selection import select
+    from harness.report import markdown
+    from helpers.fake_store import write_decl, write_runs
+
+    decl = write_decl(tmp_path / "decl", cpu={"seeds": [0, 1, 2]})
+    write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s)
+    monkeypatch.setattr(markdown, "_results_section", lambda *args: ["## Results", ""])  # draws nothing
+    out = tmp_path / "new" / "out"
+    path = markdown.write_report(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results", out)
+    assert path == out / "mini.md" and path.is_file()
+    assert not (out / "figures").exists()

@@ -71,15 +71,14 @@ def test_paired_lines_one_line_per_seed_excluded_runs_not_drawn(tmp_path):
         {"base": [0.5, 0.6, 0.7], "x": [0.55, np.nan, 0.8], "y": [0.4, 0.5, 0.6]},
         index=pd.Index([0, 1, 2], name="seed"),
     )
-    plt = figures._plt()
-    fig, ax = plt.subplots()
+    fig = figures.new_figure(6.4, 4.8)
+    ax = fig.add_subplot()
     lines = figures.draw_paired_lines(ax, wide)
     assert len(lines) == len(ax.get_lines()) == 3
     assert [ln.get_label() for ln in lines] == ["seed 0", "seed 1", "seed 2"]
     np.testing.assert_array_equal(lines[1].get_xdata(), [0, 1, 2])
     assert np.isnan(lines[1].get_ydata()[1])  # the excluded run: no marker, line broken there
     assert [t.get_text() for t in ax.get_xticklabels()] == ["base\n(n=3)", "x\n(n=2)", "y\n(n=3)"]
-    plt.close(fig)
     out = figures.paired_lines(wide, "acc@x2", True, "t", tmp_path / "p.png")
     assert out.read_bytes()[:8] == PNG
 

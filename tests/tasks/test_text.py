@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+import shutil
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +164,38 @@ def test_a_damaged_cache_is_rebuilt(head: Path, fresh: None, monkeypatch, caplog
     assert "retraining" in caplog.text and "re-encoding" in caplog.text
 
 
+def test_bpe_on_text_without_whitespace_is_bounded_and_said(capsys: pytest.CaptureFixture) -> None:
+    # 200,000 characters of ACGT took 11 s of CPU (one word: quadratic), 400,000 49 s, in silence
+    dna = "".join(np.random.default_rng(0).choice(list("ACGT"), 200_000))
+    start = time.process_time()  # CPU of every thread (tokenizers runs several): not the machine's load
+    vocab = BPEVocab.train(dna, 512)
+    assert time.process_time() - start < 3.0  # about 0.2 s now
+    assert capsys.readouterr().err == (
+        "training a byte-level BPE of 512 tokens on 200,000 characters "
+        "(runs without whitespace cut every 256 characters) ...\n"
+    )
+    pieces = vocab._tokenizer.pre_tokenizer.pre_tokenize_str(dna[:5000])
+    assert max(len(p) for p, _ in pieces) == 256  # vocab.MAX_WORD
+    assert vocab.size == 512 and vocab.decode(vocab.encode(dna[:5000])) == dna[:5000]
+
+
+def test_bpe_on_text_with_whitespace_is_the_plain_byte_level_tokenizer(head: Path, capsys) -> None:
+    """No run of MAX_WORD characters without whitespace: the tokenizer JSON (its digest, the task
+    version, run ids) is the one the plain byte-level recipe gives."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from tokenizers import decoders as tok_decoders
+
+    text = head.read_text()[:20_000]
+    plain = Tokenizer(models.BPE())
+    plain.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    plain.decoder = tok_decoders.ByteLevel()
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    trainer = trainers.BpeTrainer(vocab_size=300, initial_alphabet=alphabet, special_tokens=[], show_progress=False)
+    plain.train_from_iterator([text], trainer=trainer)
+    assert BPEVocab.train(text, 300).definition == plain.to_str()
+    assert capsys.readouterr().err == "training a byte-level BPE of 300 tokens on 20,000 characters ...\n"
+
+
 def test_a_folder_is_its_text_files_in_path_order(tmp_path: Path) -> None:
     _write(tmp_path, "corpus/b/2.txt", "second file\n" * 30)
     _write(tmp_path, "corpus/a.txt", "first file\n" * 30)
@@ -304,6 +339,47 @@ def test_a_dataset_through_datasets_own_loader(hf_offline, head: Path, fresh: No
     monkeypatch.setattr(text_mod, "_LOADED", {})
     monkeypatch.setitem(sys.modules, "datasets", None)  # offline once cached: not even imported
     assert build_task("text", params).version == via_hf.version
+
+
+def _lines(tag: str) -> str:
+    return "".join(f"{tag} line {i}: the quick brown fox\n" for i in range(30))
+
+
+@pytest.mark.parametrize(
+    "dataset, data_files",
+    [
+        ("text", "corpus/*.txt"),  # a glob
+        ("text", ["corpus/a.txt", "corpus/sub/b.txt"]),  # a list
+        ("text", {"train": "corpus/**/*.txt"}),  # a dict of splits
+        ("corpus", None),  # a folder: datasets reads its files
+    ],
+)
+def test_a_dataset_corpus_follows_its_files_content(
+    hf_offline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dataset: str, data_files
+) -> None:
+    # the cache was keyed by size and mtime of plain-file data_files only: a file added under a glob,
+    # or rewritten, kept the cached text and the same run ids, where a fresh cache gave others
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, "corpus/a.txt", _lines("a"))
+    _write(tmp_path, "corpus/sub/b.txt", _lines("b"))
+    params = {"dataset": dataset, **({"data_files": data_files} if data_files is not None else {})}
+
+    def version() -> str:
+        monkeypatch.setattr(text_mod, "_LOADED", {})
+        return build_task("text", params).version
+
+    first = version()
+    a = (tmp_path / "corpus" / "a.txt").stat()
+    _write(tmp_path, "corpus/a.txt", _lines("A"))  # same size; mtime put back
+    os.utime(tmp_path / "corpus" / "a.txt", ns=(a.st_atime_ns, a.st_mtime_ns))
+    rewritten = version()
+    assert rewritten != first
+    if data_files != ["corpus/a.txt", "corpus/sub/b.txt"]:  # a file the globs (and the folder) match
+        _write(tmp_path, "corpus/c.txt", _lines("c"))
+        assert version() not in (first, rewritten)
+    latest = version()
+    shutil.rmtree(ts.cache_dir())  # a fresh cache: the same corpus, the same version
+    assert version() == latest
 
 
 def test_dataset_errors_name_the_fix(hf_offline, tmp_path: Path, head: Path) -> None:
