@@ -116,12 +116,11 @@ def layer(module: str) -> str:
 
 
 def _imports(tree: ast.AST):
-    """(imported module, node, inside a function) for every import outside ``if TYPE_CHECKING``."""
+    """(imported module, node, inside a function) for every import, those under ``if TYPE_CHECKING``
+    included: a type that must be imported from a higher layer is a dependency on it all the same."""
 
     def walk(node, in_function):
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                continue
             if isinstance(child, ast.Import):
                 for alias in child.names:
                     yield alias.name, child, in_function

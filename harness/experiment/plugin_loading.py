@@ -12,15 +12,90 @@ import re
 import sys
 import traceback
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
 from harness.errors import AblateError
 from harness.experiment.families import families
 from harness.registry import NameTakenError
 
-if TYPE_CHECKING:
-    from harness.experiment.plugins import Plugin, PluginRef
+GROUP = "ablate.plugins"
+"""The entry-point group installed plugins declare."""
+
+
+@dataclass(frozen=True)
+class PluginRef:
+    """How a plugin was named, enough to load it again in another process.
+
+    Attributes:
+        kind: ``entry point`` (``target``: its name in :data:`GROUP`), ``module`` (a module
+            name) or ``file`` (an absolute path to a ``.py`` file).
+        target: see ``kind``.
+        named_by: where it was named, for messages: ``--plugin``, the ablation file's name
+            (its ``plugins:``) or ``entry point``; not part of its identity.
+        distribution: an entry point's distribution (``""``: none); with ``target``, its
+            identity, since two distributions may declare entry points of one name.
+    """
+
+    kind: Literal["entry point", "module", "file"]
+    target: str
+    named_by: str = field(default="", compare=False)
+    distribution: str = ""
+
+    def describe(self) -> str:
+        """The plugin as it was named: ``--plugin my_pkg.extra``, ``plugins: extra.py (in study.yaml)``,
+        ``entry point 'x' in ablate.plugins`` (the distribution is its plugin's package)."""
+        if self.kind == "entry point":
+            return f"entry point {self.target!r} in {GROUP}"
+        if self.named_by == "--plugin":
+            return f"--plugin {self.target}"
+        return f"plugins: {self.target}" + (f" (in {self.named_by})" if self.named_by else "")
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A loaded plugin.
+
+    Attributes:
+        ref: how it was named.
+        module: the module imported (for a file, the name it was imported under).
+        distribution: the installed distribution that provides the module, if any.
+        version: that distribution's version.
+        path: the module's file, or its top-level package's folder.
+        sha256: of that file, or of the package's ``.py`` files (:func:`code_hash`), when no
+            distribution version says which code it is.
+        entries: ``(family key, name)`` of every entry it registered, family by family.
+    """
+
+    ref: PluginRef
+    module: str
+    distribution: str | None
+    version: str | None
+    path: str | None
+    sha256: str | None
+    entries: tuple[tuple[str, str], ...]
+
+    @property
+    def package(self) -> str:
+        """What its entries are marked with: ``distribution version``, else the file or module."""
+        if self.distribution:
+            return f"{self.distribution} {self.version}"
+        if self.ref.kind == "file":
+            return f"{Path(self.ref.target).name} (sha256 {self.sha256[:12] if self.sha256 else '?'})"
+        return self.module
+
+    def as_record(self) -> dict[str, Any]:
+        """The run record's entry (``record.json``: ``plugins``)."""
+        out: dict[str, Any] = {
+            "distribution": self.distribution,
+            "version": self.version,
+            "module": self.module,
+            "entries": [f"{family}:{name}" for family, name in self.entries],
+        }
+        if self.distribution is None:
+            out.update(path=self.path, sha256=self.sha256)
+        return out
 
 
 def import_plugin(ref: PluginRef, module_name: str, where: str) -> Any:

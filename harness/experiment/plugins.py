@@ -30,96 +30,19 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from harness.errors import AblateError
 from harness.experiment import plugin_loading as loading
 from harness.experiment.families import families
+from harness.experiment.plugin_loading import GROUP, Plugin, PluginRef
 from harness.registry import NameTakenError
-
-GROUP = "ablate.plugins"
-"""The entry-point group installed plugins declare."""
 
 AUTOLOAD_OFF = "ABLATE_DISABLE_PLUGIN_AUTOLOAD"
 """Set to 1 to start without the installed plugins (``--plugin`` and ``plugins:`` still load)."""
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-
-
-@dataclass(frozen=True)
-class PluginRef:
-    """How a plugin was named, enough to load it again in another process.
-
-    Attributes:
-        kind: ``entry point`` (``target``: its name in :data:`GROUP`), ``module`` (a module
-            name) or ``file`` (an absolute path to a ``.py`` file).
-        target: see ``kind``.
-        named_by: where it was named, for messages: ``--plugin``, the ablation file's name
-            (its ``plugins:``) or ``entry point``; not part of its identity.
-        distribution: an entry point's distribution (``""``: none); with ``target``, its
-            identity, since two distributions may declare entry points of one name.
-    """
-
-    kind: Literal["entry point", "module", "file"]
-    target: str
-    named_by: str = field(default="", compare=False)
-    distribution: str = ""
-
-    def describe(self) -> str:
-        """The plugin as it was named: ``--plugin my_pkg.extra``, ``plugins: extra.py (in study.yaml)``,
-        ``entry point 'x' in ablate.plugins`` (the distribution is its plugin's package)."""
-        if self.kind == "entry point":
-            return f"entry point {self.target!r} in {GROUP}"
-        if self.named_by == "--plugin":
-            return f"--plugin {self.target}"
-        return f"plugins: {self.target}" + (f" (in {self.named_by})" if self.named_by else "")
-
-
-@dataclass(frozen=True)
-class Plugin:
-    """A loaded plugin.
-
-    Attributes:
-        ref: how it was named.
-        module: the module imported (for a file, the name it was imported under).
-        distribution: the installed distribution that provides the module, if any.
-        version: that distribution's version.
-        path: the module's file, or its top-level package's folder.
-        sha256: of that file, or of the package's ``.py`` files (:func:`code_hash`), when no
-            distribution version says which code it is.
-        entries: ``(family key, name)`` of every entry it registered, family by family.
-    """
-
-    ref: PluginRef
-    module: str
-    distribution: str | None
-    version: str | None
-    path: str | None
-    sha256: str | None
-    entries: tuple[tuple[str, str], ...]
-
-    @property
-    def package(self) -> str:
-        """What its entries are marked with: ``distribution version``, else the file or module."""
-        if self.distribution:
-            return f"{self.distribution} {self.version}"
-        if self.ref.kind == "file":
-            return f"{Path(self.ref.target).name} (sha256 {self.sha256[:12] if self.sha256 else '?'})"
-        return self.module
-
-    def as_record(self) -> dict[str, Any]:
-        """The run record's entry (``record.json``: ``plugins``)."""
-        out: dict[str, Any] = {
-            "distribution": self.distribution,
-            "version": self.version,
-            "module": self.module,
-            "entries": [f"{family}:{name}" for family, name in self.entries],
-        }
-        if self.distribution is None:
-            out.update(path=self.path, sha256=self.sha256)
-        return out
 
 
 _LOADED: dict[PluginRef, Plugin] = {}
@@ -299,19 +222,6 @@ def load_ref(ref: PluginRef) -> Plugin:
     )
     _LOADED[ref] = plugin
     return plugin
-
-
-def unload(plugin: Plugin) -> None:
-    """Take ``plugin``'s entries out of the registries, drop its module (and submodules) from
-    ``sys.modules`` and forget it: a later load imports it afresh. For tests that load a plugin
-    and must leave the registries as they found them."""
-    for key, name in plugin.entries:
-        registry = next(f.registry for f in families() if f.key == key)
-        if name in registry.names():
-            registry.unregister(name)
-    loading.drop_module(plugin.module)
-    for ref in [r for r, p in _LOADED.items() if p is plugin]:
-        del _LOADED[ref]
 
 
 def _entry_points() -> list[md.EntryPoint]:

@@ -18,7 +18,7 @@ from harness.experiment.ablation import load
 from harness.experiment.families import families
 from harness.modules import NORMS, POSITIONAL, SCALES
 from harness.tasks import TASKS
-from helpers.plugins import restored, write_plugin
+from helpers.plugins import restored, unload, write_plugin
 from helpers.tiny_grid import write_tiny
 
 GOOD = """
@@ -73,7 +73,7 @@ def test_a_plugin_named_twice_loads_once_and_unload_restores_the_registries(tmp_
     again = plugins.load_specs(["pkg_once"], named_by="x.yaml")
     assert first == again and len(plugins.loaded()) == 1
     assert first[0].path == str(tmp_path / "pkg_once")  # a package: its folder and all its .py files
-    plugins.unload(first[0])
+    unload(first[0])
     assert _registries() == before and "pkg_once" not in sys.modules and plugins.loaded() == ()
 
 

@@ -1,6 +1,6 @@
 """Loading plugins in a test without leaving them behind: :func:`restored` unloads every plugin
-the block loaded (its entries leave the registries), so later tests see the built-in registries,
-and :func:`write_plugin` writes a plugin file."""
+the block loaded (:func:`unload`: its entries leave the registries), so later tests see the
+built-in registries, and :func:`write_plugin` writes a plugin file."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.experiment import plugins
+from harness.experiment import plugin_loading, plugins
+from harness.experiment.families import families
 
 
 @contextmanager
@@ -21,7 +22,19 @@ def restored() -> Iterator[None]:
     finally:
         for plugin in plugins.loaded():
             if id(plugin) not in before:
-                plugins.unload(plugin)
+                unload(plugin)
+
+
+def unload(plugin: plugins.Plugin) -> None:
+    """Take ``plugin``'s entries out of the registries, drop its module (and submodules) from
+    ``sys.modules`` and forget it: a later load imports it afresh."""
+    for key, name in plugin.entries:
+        registry = next(f.registry for f in families() if f.key == key)
+        if name in registry.names():
+            registry.unregister(name)
+    plugin_loading.drop_module(plugin.module)
+    for ref in [r for r, p in plugins._LOADED.items() if p is plugin]:
+        del plugins._LOADED[ref]
 
 
 def write_plugin(path: Path, body: str) -> Path:
