@@ -1,0 +1,372 @@
+"""The reference page of ablation files, docs/ablation-files.md, written by ``ablate schema
+--markdown`` from the same sources as the JSON Schema (:mod:`harness.experiment.schema`): the
+declaration's pydantic models, :class:`RunConfig`, the registries, the metrics table and the
+claims file. Each key's "bad value" row is not written by hand either: the page's example file is
+loaded with that one value changed, as ``ablate show`` loads it, and the row quotes the error it
+gets. A key with no bad value below cannot be written (:func:`markdown` raises), so a new field
+needs one.
+"""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import AblateError
+from harness.experiment import ablation, metrics, schema
+from harness.experiment import claims as claims_file
+from harness.experiment.config import EvalSection
+from harness.experiment.families import families
+from harness.experiment.selection import select
+
+EXAMPLE = """\
+name: my_pe
+question: Does RoPE keep copy accuracy at 4x the training length better than sinusoidal positions?
+axes:
+  model.position: [sinusoidal, rope, alibi]
+baseline: {model.position: sinusoidal}
+base: {model.d_model: 64, model.n_layers: 2, train.seq_len: 16, eval.length_multipliers: [1, 2, 4]}
+tasks:
+  copy:
+    params: {n_symbols: 16}
+    primary: {metric: acc@x4, higher_is_better: true, sesoi: 0.05}
+    gate: {metric: acc@x1, min: 0.9}
+profiles:
+  smoke: {seeds: [0, 1], confirmatory: false, overrides: {train.steps: 40, train.val_every: 20, train.warmup_steps: 10}}
+  cpu: {seeds: [0, 1, 2, 3, 4, 5, 6, 7], overrides: {train.steps: 2000}}
+"""
+"""The page's example: a complete file (``my_pe.yaml``), loaded and expanded when the page is written."""
+
+GROUPS: tuple[tuple[str, str], ...] = (
+    ("", "Ablation"),
+    ("tasks.TASK.", "TaskEntry"),
+    ("tasks.TASK.primary.", "MetricSpec"),
+    ("tasks.TASK.gate.", "Threshold"),
+    ("profiles.PROFILE.", "Profile"),
+    ("tune.KEY.", "ParamSpec"),
+    ("control.", "Control"),
+)
+"""Each level of a declaration: the prefix of its keys on the page and its definition in the schema.
+``target`` takes what ``gate`` takes; a profile's ``tune`` what ``tune`` takes."""
+
+_CONTROL = {"kind": "negative", "variant": "rope"}
+BAD: dict[str, tuple[tuple[str, ...], Any]] = {
+    "name": (("name",), "my pe"),
+    "question": (("question",), " "),
+    "claims": (("claims",), ["pe-learned-extrapolaton"]),
+    "axes": (("axes",), {"model.positon": ["sinusoidal", "rope"]}),
+    "baseline": (("baseline",), {"model.position": "learned"}),
+    "base": (("base",), {"model.d_modle": 64}),
+    "tasks": (("tasks",), {"copyy": {"primary": {"metric": "acc@x4", "sesoi": 0.05}}}),
+    "profiles": (("profiles",), {"smoke": {"seeds": [0, 1], "overrides": {"model.position": "rope"}}}),
+    "default_profile": (("default_profile",), "gpu"),
+    "notes": (("notes",), ["a", "list"]),
+    "identical_arms": (("identical_arms",), "maybe"),
+    "tune": (("tune",), {"train.lr": {"type": "float", "low": 0.01, "high": 0.001}}),
+    "control": (("control",), {"kind": "negative", "variant": "sinusoidal"}),
+    "plugins": (("plugins",), ["no_such_plugin"]),
+    "tasks.TASK.params": (("tasks", "copy", "params"), {"n_symbol": 16}),
+    "tasks.TASK.config": (("tasks", "copy", "config"), {"train.seq_len": 0}),
+    "tasks.TASK.primary": (("tasks", "copy", "primary"), {"metric": "acc@x4"}),
+    "tasks.TASK.gate": (("tasks", "copy", "gate"), {"metric": "acc@x1", "max": 0.9}),
+    "tasks.TASK.target": (("tasks", "copy", "target"), {"metric": "acc", "min": 1.5}),
+    "tasks.TASK.primary.metric": (("tasks", "copy", "primary", "metric"), "accuracy@x4"),
+    "tasks.TASK.primary.higher_is_better": (("tasks", "copy", "primary", "higher_is_better"), False),
+    "tasks.TASK.primary.sesoi": (("tasks", "copy", "primary", "sesoi"), 0),
+    "tasks.TASK.gate.metric": (("tasks", "copy", "gate", "metric"), "acc@x9"),
+    "tasks.TASK.gate.min": (("tasks", "copy", "gate", "min"), 0.0),
+    "tasks.TASK.gate.max": (("tasks", "copy", "gate", "max"), 0.1),
+    "profiles.PROFILE.description": (("profiles", "cpu", "description"), 3),
+    "profiles.PROFILE.seeds": (("profiles", "cpu", "seeds"), [0, 1, 1]),
+    "profiles.PROFILE.confirmatory": (("profiles", "cpu", "confirmatory"), "maybe"),
+    "profiles.PROFILE.apply_gate": (("profiles", "cpu", "apply_gate"), "maybe"),
+    "profiles.PROFILE.overrides": (("profiles", "cpu", "overrides"), {"train.step": 2000}),
+    "profiles.PROFILE.tasks": (("profiles", "cpu", "tasks"), {"reverse": {"train.steps": 10}}),
+    "profiles.PROFILE.tune": (("profiles", "cpu", "tune"), {"model.position": {"type": "categorical", "choices": [1]}}),
+    "profiles.PROFILE.only_tasks": (("profiles", "cpu", "only_tasks"), ["cpy"]),
+    "profiles.PROFILE.only_variants": (("profiles", "cpu", "only_variants"), ["rope", "alibi"]),
+    "tune.KEY.type": (("tune",), {"train.lr": {"type": "log-float", "low": 0.001, "high": 0.01}}),
+    "tune.KEY.low": (("tune",), {"train.lr": {"type": "float", "low": 0, "high": 0.01, "log": True}}),
+    "tune.KEY.high": (("tune",), {"train.lr": {"type": "float", "low": 0.001}}),
+    "tune.KEY.log": (("tune",), {"train.lr": {"type": "float", "low": 0.001, "high": 0.01, "log": "yes"}}),
+    "tune.KEY.choices": (("tune",), {"train.batch_size": {"type": "categorical", "choices": []}}),
+    "control.kind": (("control",), {**_CONTROL, "kind": "positive"}),
+    "control.expect": (("control",), {**_CONTROL, "expect": "different"}),
+    "control.variant": (("control",), {**_CONTROL, "variant": "rop"}),
+    "control.guards": (("control",), {**_CONTROL, "guards": ["pe-learned-slowr"]}),
+    "control.profile": (("control",), {**_CONTROL, "guards": ["pe-learned-slower"], "profile": "smoke"}),
+}
+"""Declaration key -> (where in the example file, a bad value there): the page quotes the error."""
+
+
+def _refusal(data: dict[str, Any], overrides: tuple[str, ...] = ()) -> str:
+    """The error ``ablate show my_pe.yaml [overrides]`` prints for the declaration ``data``.
+
+    Raises:
+        ValueError: ``data`` with ``overrides`` is accepted (a bad value that is not bad).
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "my_pe.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        try:
+            select(ablation.load(str(path)), None, overrides, check_data=False)
+        except AblateError as exc:
+            return f"error: {exc}".replace(str(path), "my_pe.yaml")
+    raise ValueError(f"the example with {overrides or data} was accepted; pick a value it refuses")
+
+
+def _with(data: dict[str, Any], where: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    node = out
+    for part in where[:-1]:
+        node = node[part]
+    node[where[-1]] = value
+    return out
+
+
+def bad_config_value(prop: dict[str, Any]) -> Any:
+    """A value of a config key that its schema ``prop`` refuses: below its lower bound, a
+    misspelt name, a word for a number or a boolean."""
+    options = prop.get("anyOf", [prop])
+    first = next(o for o in options if o.get("type") != "null")
+    if "enum" in first:
+        return str(first["enum"][0])[:-1]
+    if first.get("type") == "array":
+        inner = first["items"]
+        return [str(inner["enum"][0])[:-1]] if "enum" in inner else [0]
+    if "exclusiveMinimum" in first:
+        return first["exclusiveMinimum"]
+    if "minimum" in first:
+        return first["minimum"] - 1
+    return "maybe" if first.get("type") == "boolean" else "many"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _code(value: Any) -> str:
+    dumped = yaml.safe_dump(value, default_flow_style=True, width=10**6, sort_keys=False)
+    return "`" + dumped.strip().removesuffix("...").strip() + "`"
+
+
+def _type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
+    """A schema's type in words: ``integer``, ``list of string``, ``number or null``, ``mapping``."""
+    if "$ref" in prop:
+        target = prop["$ref"].rsplit("/", 1)[-1]
+        if target.startswith("Config"):
+            return "mapping of config keys"
+        return _type(defs[target], defs) if "type" in defs[target] else "mapping"
+    if "anyOf" in prop:
+        return " or ".join(dict.fromkeys(_type(p, defs) for p in prop["anyOf"]))
+    if "const" in prop:
+        return "string"
+    kind = prop.get("type", "any")
+    if kind == "array":
+        return f"list of {_type(prop.get('items', {}), defs)}"
+    return {"object": "mapping", "null": "null"}.get(kind, kind)
+
+
+def _allowed(prop: dict[str, Any], defs: dict[str, Any]) -> str:
+    """A schema's values in words: the names of an enum, a range, a pattern's rule."""
+    if "$ref" in prop and not prop["$ref"].endswith(("Config", "Config" + schema.OPEN)):
+        return _allowed(defs[prop["$ref"].rsplit("/", 1)[-1]], defs)
+    parts = []
+    for option in prop.get("anyOf", [prop]):
+        item = option.get("items", option) if option.get("type") == "array" else option
+        if "const" in item:
+            parts.append(f"`{item['const']}`")
+        if "enum" in item:
+            parts.append(", ".join(f"`{v}`" for v in item["enum"]))
+        for key, sign in (("exclusiveMinimum", ">"), ("minimum", "≥"), ("exclusiveMaximum", "<")):
+            if key in item:
+                parts.append(f"{sign} {item[key]:g}")
+        if "maximum" in item and item["maximum"] != schema.INT_MAX:
+            parts.append(f"≤ {item['maximum']:g}")
+        if item.get("pattern") == schema._safe():
+            parts.append("letters, digits, `_` `.` `-`")
+        if "minItems" in option:
+            parts.append(f"at least {option['minItems']}")
+    return "; ".join(parts)
+
+
+def _default(prop: dict[str, Any], required: bool) -> str:
+    if required:
+        return "required"
+    return _code(prop["default"]) if "default" in prop else ""
+
+
+def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
+    rows = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
+    bad = ["| key | bad value | what `ablate show my_pe.yaml` says |", "|---|---|---|"]
+    for prefix, name in GROUPS:
+        model = defs[name]
+        for field, prop in model["properties"].items():
+            key = prefix + field
+            meaning = prop.get("description") or defs.get(prop.get("$ref", "#").rsplit("/", 1)[-1], {}).get(
+                "description", ""
+            )
+            rows.append(
+                f"| `{key}` | {_type(prop, defs)} | {_default(prop, field in model.get('required', ()))} | "
+                f"{_cell(_allowed(prop, defs))} | {_cell(meaning)} |"
+            )
+            if key not in BAD:
+                raise ValueError(f"no bad value for the declaration key {key}; add one to BAD")
+            where, value = BAD[key]
+            bad.append(f"| `{key}` | {_cell(_code(value))} | {_cell(_refusal(_with(example, where, value)))} |")
+    return [
+        *rows,
+        "",
+        "What a bad value gets: the example with one value changed, loaded as `ablate show` does.",
+        "",
+        *bad,
+    ]
+
+
+def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
+    rows = [
+        "| key | type | default | allowed | meaning | bad value: what `ablate show` says |",
+        "|---|---|---|---|---|---|",
+    ]
+    axes = example["axes"]
+    for key in schema.config_keys(None):
+        prop = defs[key]
+        value = bad_config_value(prop)
+        if key in axes:  # an axis: the bad value is one more point of the grid
+            said = _refusal(_with(example, ("axes", key), [*axes[key], value]))
+            shown = f"axes: {{{key}: [..., {_code(value)[1:-1]}]}}"
+        else:
+            said = _refusal(example, (f"{key}={_code(value)[1:-1]}",))
+            shown = f"{key}={_code(value)[1:-1]}"
+        rows.append(
+            f"| `{key}` | {_type(prop, defs)} | {_default(prop, False)} | {_cell(_allowed(prop, defs))} | "
+            f"{_cell(prop.get('description', ''))} | `{_cell(shown)}`: {_cell(said)} |"
+        )
+    return rows
+
+
+def _names_rows(names: schema.Names) -> list[str]:
+    rows = ["| config key | family | names (aliases) |", "|---|---|---|"]
+    for fam in families():
+        reg = fam.registry
+        shown = ", ".join(
+            f"`{n}`" + (f" ({', '.join(f'`{a}`' for a in reg.aliases(n))})" if reg.aliases(n) else "")
+            for n in reg.names()
+        )
+        rows.append(f"| `{fam.config_key or 'tasks: TASK'}` | {reg.family} | {shown} |")
+    return rows
+
+
+def _params_rows(defs: dict[str, Any], names: schema.Names) -> list[str]:
+    rows = ["| task | param | type | default | allowed | meaning |", "|---|---|---|---|---|---|"]
+    for task in names["task"]:
+        props = defs[f"params.{task}"]["properties"]
+        if not props:
+            rows.append(f"| `{task}` | (none) | | | | |")
+        for param, prop in props.items():
+            rows.append(
+                f"| `{task}` | `{param}` | {_type(prop, defs)} | {_default(prop, False)} | "
+                f"{_cell(_allowed(prop, defs))} | {_cell(prop.get('description', ''))} |"
+            )
+    return rows
+
+
+def _metric_rows() -> list[str]:
+    rows = ["| metric | better | unit | a task's primary or gate |", "|---|---|---|---|"]
+    for m in metrics.METRICS:
+        better = "higher" if m.higher_is_better else "lower"
+        rows.append(f"| `{m.shown}` | {better} | {_cell(m.unit)} | {'yes' if m.rankable else 'no'} |")
+    return rows
+
+
+def markdown() -> str:
+    """The page, for the names registered now (without plugins: the one in docs/)."""
+    built = schema.build()
+    defs = built["$defs"]
+    names = schema.registered_names()
+    example = yaml.safe_load(EXAMPLE)
+    _refusal_free(example)
+    claims = claims_file.load_claims()
+    parts = [
+        "# Ablation files: the reference",
+        "",
+        "<!-- Written by `ablate schema --markdown > docs/ablation-files.md`; "
+        "tests/experiment/test_reference.py fails when it is stale. Do not edit by hand. -->",
+        "",
+        "An ablation is one YAML file. A complete one, `my_pe.yaml` (run it with "
+        "`ablate run my_pe.yaml --profile smoke`):",
+        "",
+        "```yaml",
+        EXAMPLE.rstrip(),
+        "```",
+        "",
+        "Keys named `model.d_model` are **config keys** (below): `axes`, `baseline`, `base`, a task's "
+        "`config`, a profile's `overrides` and `tasks`, `tune`, and `KEY=VALUE` on the command line all take "
+        "them. A run's config is resolved in this order, later entries winning: defaults < `base` < the task's "
+        "`config` < the profile's `overrides` < the profile's `tasks` < command-line overrides < the variant's "
+        "axis values. A profile may not change an axis. Every integer is at most 2147483647 (2**31 - 1).",
+        "",
+        "Editors check and complete these files with the JSON Schema "
+        f"`harness/experiment/{schema.SHIPPED.name}` (`ablate schema` prints it): put "
+        "`# yaml-language-server: $schema=PATH/TO/ablation.schema.json` on the file's first line "
+        "(the YAML extension of VS Code and other editors read it). "
+        "With plugins, `ablate schema --plugin PKG > my.schema.json` adds their names.",
+        "",
+        "## Declaration keys",
+        "",
+        "`TASK`: a task name; `PROFILE`: a profile name; `KEY`: a config key. "
+        "`tasks.TASK.target` takes what `tasks.TASK.gate` takes, a profile's `tune` what `tune` takes.",
+        "",
+        *_declaration_rows(defs, example),
+        "",
+        "## Config keys",
+        "",
+        "The bad value is given as `ablate show my_pe.yaml KEY=VALUE` gives it (an axis: as one more value of "
+        "the axis in the file).",
+        "",
+        *_config_rows(defs, example),
+        "",
+        "## Registered names",
+        "",
+        "What a component key takes (`ablate list --components` lists them with their plugins, "
+        "`ablate check NAME` runs a name's contracts):",
+        "",
+        *_names_rows(names),
+        "",
+        "`eval.probes` takes " + ", ".join(f"`{p}`" for p in _probe_names()) + ".",
+        "",
+        "### Task parameters (`tasks.TASK.params`)",
+        "",
+        *_params_rows(defs, names),
+        "",
+        "### Metrics (`primary.metric`, `gate.metric`, `target.metric`)",
+        "",
+        "`@x<N>`: at N x the training length L, for every N of `eval.length_multipliers` (a gate or target "
+        "may name the validation pass at L by the bare name: `acc`). `[_init]`: also measured at initialisation.",
+        "",
+        *_metric_rows(),
+        "",
+        "### Claims (`claims`, `control.guards`)",
+        "",
+        "| id | claim (the ablation that decides it) |",
+        "|---|---|",
+        *(f"| `{cid}` | {_cell(c['claim'])} (`{c['ablation']}`) |" for cid, c in claims.items()),
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def _probe_names() -> list[str]:
+    return list(EvalSection.model_json_schema()["properties"]["probes"]["items"]["enum"])
+
+
+def _refusal_free(example: dict[str, Any]) -> None:
+    """The example itself loads and expands (``ablate show`` accepts it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "my_pe.yaml"
+        path.write_text(EXAMPLE)
+        select(ablation.load(str(path)), None, check_data=False)
