@@ -94,11 +94,13 @@ def run(
             on_done=on_done,
             **launch.grid_kwargs(placement, retried),
         )
-    from harness.cli.compare import print_tables  # scipy and statsmodels: needed from here on
+    from harness.cli.compare import closing_lines, print_tables  # scipy and statsmodels: needed from here on
 
-    print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=ctx)
+    print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=ctx, brief=True)
+    for line in closing_lines(abl, prof_name, results, ctx):  # a terminal wraps them between words, not inside
+        output.console.print(line, markup=False, soft_wrap=not output.console.is_terminal)
     lines, code = outcome_lines([*chosen.failed_before, *records], results, abl.name, ctx=ctx, tuned=tuned)
-    for line in lines:
+    for line in lines:  # last: runs that did not finish come before any next step
         output.console.print(line)
     return code
 
