@@ -167,7 +167,9 @@ def _type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
         return "string"
     kind = prop.get("type", "any")
     if kind == "array":
-        return f"list of {_type(prop.get('items', {}), defs)}"
+        items = prop.get("items", {})
+        inner = _type(items, defs)
+        return f"list of ({inner})" if "anyOf" in items else f"list of {inner}"
     return {"object": "mapping", "null": "null"}.get(kind, kind)
 
 
@@ -313,7 +315,7 @@ def markdown() -> str:
         "Editors check and complete these files with the JSON Schema "
         f"`harness/experiment/{schema.SHIPPED.name}` (`ablate schema` prints it): put "
         "`# yaml-language-server: $schema=PATH/TO/ablation.schema.json` on the file's first line "
-        "(the YAML extension of VS Code and other editors read it). "
+        "(the YAML extension of VS Code, and other editors built on yaml-language-server, read it). "
         "With plugins, `ablate schema --plugin PKG > my.schema.json` adds their names.",
         "",
         "## Declaration keys",
