@@ -165,3 +165,33 @@ def test_ablate_run_piped_ends_with_the_narrow_table_and_the_next_commands(tmp_p
     assert [cell.strip() for cell in table[0].split("|")[1:-1]] == list(SUMMARY)
     assert "| sinusoidal |" in out.stdout and "baseline" in out.stdout
     assert lines[-1].startswith("then: `ablate run") and "12 runs" in lines[-1]  # every run finished
+
+
+def test_a_terminal_wraps_long_lines_between_words(monkeypatch):
+    """In a terminal the console wraps a line longer than its width between words (the terminal
+    itself would cut ``ETA 5m14s`` into ``ETA 5`` / ``m14s``); piped, lines stay whole."""
+    import importlib
+    import io
+    import sys
+
+    from harness.cli import output
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    line = "[10/20] ok       tinyshakespeare nope       seed 0 loss@x4=3.7061 (1s; ETA 0m17s) " * 2
+    try:
+        monkeypatch.setattr(sys, "stdout", Terminal())
+        importlib.reload(output)
+        console = output.console
+        console.width = 80
+        with console.capture() as captured:
+            console.print(line)
+        shown = captured.get().splitlines()
+        assert len(shown) > 1 and all(len(s) <= 80 for s in shown)
+        assert all(word in "\n".join(shown).split() for word in line.split())
+    finally:
+        monkeypatch.undo()
+        importlib.reload(output)
+    assert output.console.soft_wrap  # piped again (pytest captures stdout)
