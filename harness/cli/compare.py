@@ -146,13 +146,14 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Context) -> l
             "reject after Holm adjustment over the primary comparisons (p adj); inconclusive and underpowered "
             "decide nothing at these seeds."
         )
-    lines = ["", said, f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS)}"]
+    step = f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS)}"
     confirm = next((name for name, prof in abl.profiles.items() if prof.confirmatory), None)
     if pilot and confirm is not None:
-        lines.append(
-            f"then: `{ctx.command('run', profile=confirm)}` runs the confirmatory profile{_cost(abl, confirm, results, ctx)}"
+        step += (
+            f"; `{ctx.command('run', profile=confirm)}` runs the confirmatory profile"
+            f"{_cost(abl, confirm, results, ctx)}"
         )
-    return lines
+    return ["", said, step]
 
 
 def _cost(abl: Ablation, profile: str, results: Path, ctx: Context) -> str:

@@ -124,10 +124,7 @@ def test_a_pilot_says_it_gives_no_verdict_and_what_to_run_next(tmp_path):
     text = "\n".join(lines)
     assert "pilot profile (confirmatory: false): it gives no verdicts" in text
     assert f"`ablate report {decl} --profile pilot --results-dir {results}` writes reports/mini.pilot.md" in text
-    assert (
-        f"then: `ablate run {decl} --profile cpu --results-dir {results}` runs the confirmatory profile: 12 runs"
-        in text
-    )
+    assert f"; `ablate run {decl} --profile cpu --results-dir {results}` runs the confirmatory profile: 12 runs" in text
 
 
 def test_the_next_profile_s_time_comes_from_its_stored_runs(tmp_path):
@@ -148,7 +145,7 @@ def test_a_confirmatory_profile_says_what_its_verdicts_mean(tmp_path):
     results = tmp_path / "results"
     lines = closing_lines(abl, "cpu", results, Context(str(decl), "cpu", results))
     assert "cpu is confirmatory: better or worse where" in lines[1]
-    assert not any(line.startswith("then:") for line in lines)
+    assert lines[-1] == f"next: `ablate report {decl} --profile cpu --results-dir {results}` writes reports/mini.md"
 
 
 def test_ablate_run_piped_ends_with_the_narrow_table_and_the_next_commands(tmp_path):
@@ -164,7 +161,7 @@ def test_ablate_run_piped_ends_with_the_narrow_table_and_the_next_commands(tmp_p
     assert table and max(map(len, table)) <= 100, "\n".join(table)
     assert [cell.strip() for cell in table[0].split("|")[1:-1]] == list(SUMMARY)
     assert "| sinusoidal |" in out.stdout and "baseline" in out.stdout
-    assert lines[-1].startswith("then: `ablate run") and "12 runs" in lines[-1]  # every run finished
+    assert lines[-1].startswith("next: `ablate report") and "12 runs" in lines[-1]  # every run finished
 
 
 def test_a_terminal_wraps_long_lines_between_words(monkeypatch):
