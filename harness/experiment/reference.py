@@ -1,45 +1,22 @@
 """The reference page of ablation files, docs/ablation-files.md, written by ``ablate schema
 --markdown`` from the same sources as the JSON Schema (:mod:`harness.experiment.schema`): the
 declaration's pydantic models, :class:`RunConfig`, the registries, the metrics table and the
-claims file. Each key's "bad value" row is not written by hand either: the page's example file is
-loaded with that one value changed, as ``ablate show`` loads it, and the row quotes the error it
-gets. A key with no bad value below cannot be written (:func:`markdown` raises), so a new field
-needs one.
+claims file. Each key's "bad value" row is not written by hand either: it quotes the error the
+page's example gets with that one value changed (:mod:`harness.experiment.refusals`). A declaration
+key with no bad value there stops the page from being written (:func:`markdown` raises), so a new
+field needs one.
 """
 
 from __future__ import annotations
 
-import copy
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness.errors import AblateError
-from harness.experiment import ablation, metrics, schema
 from harness.experiment import claims as claims_file
+from harness.experiment import metrics, refusals, schema
 from harness.experiment.config import EvalSection
 from harness.experiment.families import families
-from harness.experiment.selection import select
-
-EXAMPLE = """\
-name: my_pe
-question: Does RoPE keep copy accuracy at 4x the training length better than sinusoidal positions?
-axes:
-  model.position: [sinusoidal, rope, alibi]
-baseline: {model.position: sinusoidal}
-base: {model.d_model: 64, model.n_layers: 2, train.seq_len: 16, eval.length_multipliers: [1, 2, 4]}
-tasks:
-  copy:
-    params: {n_symbols: 16}
-    primary: {metric: acc@x4, higher_is_better: true, sesoi: 0.05}
-    gate: {metric: acc@x1, min: 0.9}
-profiles:
-  smoke: {seeds: [0, 1], confirmatory: false, overrides: {train.steps: 40, train.val_every: 20, train.warmup_steps: 10}}
-  cpu: {seeds: [0, 1, 2, 3, 4, 5, 6, 7], overrides: {train.steps: 2000}}
-"""
-"""The page's example: a complete file (``my_pe.yaml``), loaded and expanded when the page is written."""
 
 GROUPS: tuple[tuple[str, str], ...] = (
     ("", "Ablation"),
@@ -52,97 +29,6 @@ GROUPS: tuple[tuple[str, str], ...] = (
 )
 """Each level of a declaration: the prefix of its keys on the page and its definition in the schema.
 ``target`` takes what ``gate`` takes; a profile's ``tune`` what ``tune`` takes."""
-
-_CONTROL = {"kind": "negative", "variant": "rope"}
-BAD: dict[str, tuple[tuple[str, ...], Any]] = {
-    "name": (("name",), "my pe"),
-    "question": (("question",), " "),
-    "claims": (("claims",), ["pe-learned-extrapolaton"]),
-    "axes": (("axes",), {"model.positon": ["sinusoidal", "rope"]}),
-    "baseline": (("baseline",), {"model.position": "learned"}),
-    "base": (("base",), {"model.d_modle": 64}),
-    "tasks": (("tasks",), {"copyy": {"primary": {"metric": "acc@x4", "sesoi": 0.05}}}),
-    "profiles": (("profiles",), {"smoke": {"seeds": [0, 1], "overrides": {"model.position": "rope"}}}),
-    "default_profile": (("default_profile",), "gpu"),
-    "notes": (("notes",), ["a", "list"]),
-    "identical_arms": (("identical_arms",), "maybe"),
-    "tune": (("tune",), {"train.lr": {"type": "float", "low": 0.01, "high": 0.001}}),
-    "control": (("control",), {"kind": "negative", "variant": "sinusoidal"}),
-    "plugins": (("plugins",), ["no_such_plugin"]),
-    "tasks.TASK.params": (("tasks", "copy", "params"), {"n_symbol": 16}),
-    "tasks.TASK.config": (("tasks", "copy", "config"), {"train.seq_len": 0}),
-    "tasks.TASK.primary": (("tasks", "copy", "primary"), {"metric": "acc@x4"}),
-    "tasks.TASK.gate": (("tasks", "copy", "gate"), {"metric": "acc@x1", "max": 0.9}),
-    "tasks.TASK.target": (("tasks", "copy", "target"), {"metric": "acc", "min": 1.5}),
-    "tasks.TASK.primary.metric": (("tasks", "copy", "primary", "metric"), "accuracy@x4"),
-    "tasks.TASK.primary.higher_is_better": (("tasks", "copy", "primary", "higher_is_better"), False),
-    "tasks.TASK.primary.sesoi": (("tasks", "copy", "primary", "sesoi"), 0),
-    "tasks.TASK.gate.metric": (("tasks", "copy", "gate", "metric"), "acc@x9"),
-    "tasks.TASK.gate.min": (("tasks", "copy", "gate", "min"), 0.0),
-    "tasks.TASK.gate.max": (("tasks", "copy", "gate", "max"), 0.1),
-    "profiles.PROFILE.description": (("profiles", "cpu", "description"), 3),
-    "profiles.PROFILE.seeds": (("profiles", "cpu", "seeds"), [0, 1, 1]),
-    "profiles.PROFILE.confirmatory": (("profiles", "cpu", "confirmatory"), "maybe"),
-    "profiles.PROFILE.apply_gate": (("profiles", "cpu", "apply_gate"), "maybe"),
-    "profiles.PROFILE.overrides": (("profiles", "cpu", "overrides"), {"train.step": 2000}),
-    "profiles.PROFILE.tasks": (("profiles", "cpu", "tasks"), {"reverse": {"train.steps": 10}}),
-    "profiles.PROFILE.tune": (("profiles", "cpu", "tune"), {"model.position": {"type": "categorical", "choices": [1]}}),
-    "profiles.PROFILE.only_tasks": (("profiles", "cpu", "only_tasks"), ["cpy"]),
-    "profiles.PROFILE.only_variants": (("profiles", "cpu", "only_variants"), ["rope", "alibi"]),
-    "tune.KEY.type": (("tune",), {"train.lr": {"type": "log-float", "low": 0.001, "high": 0.01}}),
-    "tune.KEY.low": (("tune",), {"train.lr": {"type": "float", "low": 0, "high": 0.01, "log": True}}),
-    "tune.KEY.high": (("tune",), {"train.lr": {"type": "float", "low": 0.001}}),
-    "tune.KEY.log": (("tune",), {"train.lr": {"type": "float", "low": 0.001, "high": 0.01, "log": "yes"}}),
-    "tune.KEY.choices": (("tune",), {"train.batch_size": {"type": "categorical", "choices": []}}),
-    "control.kind": (("control",), {**_CONTROL, "kind": "positive"}),
-    "control.expect": (("control",), {**_CONTROL, "expect": "different"}),
-    "control.variant": (("control",), {**_CONTROL, "variant": "rop"}),
-    "control.guards": (("control",), {**_CONTROL, "guards": ["pe-learned-slowr"]}),
-    "control.profile": (("control",), {**_CONTROL, "guards": ["pe-learned-slower"], "profile": "smoke"}),
-}
-"""Declaration key -> (where in the example file, a bad value there): the page quotes the error."""
-
-
-def _refusal(data: dict[str, Any], overrides: tuple[str, ...] = ()) -> str:
-    """The error ``ablate show my_pe.yaml [overrides]`` prints for the declaration ``data``.
-
-    Raises:
-        ValueError: ``data`` with ``overrides`` is accepted (a bad value that is not bad).
-    """
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "my_pe.yaml"
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
-        try:
-            select(ablation.load(str(path)), None, overrides, check_data=False)
-        except AblateError as exc:
-            return f"error: {exc}".replace(str(path), "my_pe.yaml")
-    raise ValueError(f"the example with {overrides or data} was accepted; pick a value it refuses")
-
-
-def _with(data: dict[str, Any], where: tuple[str, ...], value: Any) -> dict[str, Any]:
-    out = copy.deepcopy(data)
-    node = out
-    for part in where[:-1]:
-        node = node[part]
-    node[where[-1]] = value
-    return out
-
-
-def bad_config_value(prop: dict[str, Any]) -> Any:
-    """A value of a config key that its schema ``prop`` refuses: below its lower bound, a
-    misspelt name, a word for a number or a boolean."""
-    options = prop.get("anyOf", [prop])
-    first = next(o for o in options if o.get("type") != "null")
-    if "enum" in first:
-        return str(first["enum"][0])[:-1]
-    if first.get("type") == "array":
-        inner = first["items"]
-        return [str(inner["enum"][0])[:-1]] if "enum" in inner else [0]
-    if "exclusiveMinimum" in first:
-        return first["exclusiveMinimum"]
-    if "minimum" in first:
-        return first["minimum"] - 1
-    return "maybe" if first.get("type") == "boolean" else "many"
 
 
 def _cell(text: Any) -> str:
@@ -216,10 +102,12 @@ def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str
                 f"| `{key}` | {_type(prop, defs)} | {_default(prop, field in model.get('required', ()))} | "
                 f"{_cell(_allowed(prop, defs))} | {_cell(meaning)} |"
             )
-            if key not in BAD:
-                raise ValueError(f"no bad value for the declaration key {key}; add one to BAD")
-            where, value = BAD[key]
-            bad.append(f"| `{key}` | {_cell(_code(value))} | {_cell(_refusal(_with(example, where, value)))} |")
+            if key not in refusals.BAD:
+                raise ValueError(f"no bad value for the declaration key {key}; add one to refusals.BAD")
+            where, value = refusals.BAD[key]
+            bad.append(
+                f"| `{key}` | {_cell(_code(value))} | {_cell(refusals.refusal(refusals.with_value(example, where, value)))} |"
+            )
     return [
         *rows,
         "",
@@ -237,12 +125,12 @@ def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
     axes = example["axes"]
     for key in schema.config_keys(None):
         prop = defs[key]
-        value = bad_config_value(prop)
+        value = refusals.bad_config_value(prop)
         if key in axes:  # an axis: the bad value is one more point of the grid
-            said = _refusal(_with(example, ("axes", key), [*axes[key], value]))
+            said = refusals.refusal(refusals.with_value(example, ("axes", key), [*axes[key], value]))
             shown = f"axes: {{{key}: [..., {_code(value)[1:-1]}]}}"
         else:
-            said = _refusal(example, (f"{key}={_code(value)[1:-1]}",))
+            said = refusals.refusal(example, (f"{key}={_code(value)[1:-1]}",))
             shown = f"{key}={_code(value)[1:-1]}"
         rows.append(
             f"| `{key}` | {_type(prop, defs)} | {_default(prop, False)} | {_cell(_allowed(prop, defs))} | "
@@ -290,8 +178,8 @@ def markdown() -> str:
     built = schema.build()
     defs = built["$defs"]
     names = schema.registered_names()
-    example = yaml.safe_load(EXAMPLE)
-    _refusal_free(example)
+    example = yaml.safe_load(refusals.EXAMPLE)
+    refusals.check_example()
     claims = claims_file.load_claims()
     parts = [
         "# Ablation files: the reference",
@@ -303,7 +191,7 @@ def markdown() -> str:
         "`ablate run my_pe.yaml --profile smoke`):",
         "",
         "```yaml",
-        EXAMPLE.rstrip(),
+        refusals.EXAMPLE.rstrip(),
         "```",
         "",
         "Keys named `model.d_model` are **config keys** (below): `axes`, `baseline`, `base`, a task's "
@@ -364,11 +252,3 @@ def markdown() -> str:
 
 def _probe_names() -> list[str]:
     return list(EvalSection.model_json_schema()["properties"]["probes"]["items"]["enum"])
-
-
-def _refusal_free(example: dict[str, Any]) -> None:
-    """The example itself loads and expands (``ablate show`` accepts it)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "my_pe.yaml"
-        path.write_text(EXAMPLE)
-        select(ablation.load(str(path)), None, check_data=False)
