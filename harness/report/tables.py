@@ -161,7 +161,7 @@ SUMMARY_DROPS = ("n", "mean ± SD", "p adj")
 def summary_frame(table: Table) -> pd.DataFrame:
     """The table's rows as the display strings of :data:`SUMMARY`."""
     full = formatted(table)
-    base = table.frame["verdict"].eq(vd.BASELINE).to_list()
+    base = [r.get("verdict") == vd.BASELINE for _, r in table.frame.iterrows()]  # no column: no run compared
     delta = ["" if b else f"{d} {ci}" for b, d, ci in zip(base, full["Δ (+ = better)"], full["95% CI of Δ"])]
     return pd.DataFrame(
         {
@@ -170,7 +170,11 @@ def summary_frame(table: Table) -> pd.DataFrame:
             "mean ± SD": full["mean ± SD"],
             "Δ (+ = better) [95% CI]": delta,
             "p adj": full["p adj"],
-            "verdict": [vd.BASELINE if b else v for b, v in zip(base, full["verdict"])],
+            # runs left out (below the gate, failed) are said where the verdict is: no other column says it
+            "verdict": [
+                "; ".join(x for x in (vd.BASELINE if b else v, "" if e == "0" else e) if x)
+                for b, v, e in zip(base, full["verdict"], full["excluded"])
+            ],
         },
         columns=list(SUMMARY),
     )

@@ -192,3 +192,14 @@ def test_a_terminal_wraps_long_lines_between_words(monkeypatch):
         monkeypatch.undo()
         importlib.reload(output)
     assert output.console.soft_wrap  # piped again (pytest captures stdout)
+
+
+def test_runs_left_out_are_said_in_the_verdict_cell(tmp_path):
+    """Every run below the gate (a smoke-sized copy run): the table has no statistics and no
+    verdict column; the summary says why each variant has no numbers, where the verdict is."""
+    frame = pd.DataFrame(
+        [{"variant": v, "below_gate": 2, "not_ok": 0, "no_value": 0, "planned": 2} for v in ("sinusoidal", "rope")]
+    )
+    tables = [Table("copy", "acc@x4", True, "primary", frame)]
+    assert summary_frame(tables[0])["verdict"].to_list() == ["–; 2 below gate"] * 2
+    _assert_whole(tables, _shown(tables, 80), 80)
