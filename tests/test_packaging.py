@@ -102,6 +102,8 @@ def test_installed_wheel_neither_shadows_nor_is_shadowed(tmp_path: Path) -> None
     assert sorted(p.name for p in target.iterdir() if not p.name.endswith(".dist-info")) == ["bin", "harness"]
     assert (target / "harness" / "tasks" / "padded.py").is_file()
     assert (target / "harness" / "ablations" / "pe_extrapolation.yaml").is_file()
+    shipped = target / "harness" / "experiment" / "ablation.schema.json"  # package-data: for editors
+    assert shipped.read_text() == (ROOT / "harness" / "experiment" / "ablation.schema.json").read_text()
 
     listed = _ablate(["list"], _hostile_cwd(tmp_path), [target])
     assert listed.returncode == 0, listed.stderr

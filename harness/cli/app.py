@@ -255,6 +255,20 @@ def show(
 
 
 @app.command()
+def schema(
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="the reference page of ablation files (docs/ablation-files.md) instead")
+    ] = False,
+    plugin: PluginOpt = None,
+) -> None:
+    """The JSON Schema of ablation files, with the registered names (for editors; shipped as
+    harness/experiment/ablation.schema.json)."""
+    from harness.cli import inspect as inspect_cmd
+
+    _guard(inspect_cmd.schema, markdown=markdown, echo=typer.echo, plugins=plugin or [])
+
+
+@app.command()
 def run(
     name: NameArg,
     overrides: OverridesArg = None,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import statistics
 import sys
 from pathlib import Path
 
@@ -11,15 +12,15 @@ from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation
-from harness.experiment.selection import Selection
+from harness.experiment.selection import Selection, select
 from harness.experiment.versions import mix_warning
 from harness.hints import DEFAULT_REPORTS, Context
 from harness.registry import did_you_mean
 from harness.report import data as report_data
 from harness.report.markdown import report_path
 from harness.report.source import load_source
-from harness.report.tables import render
-from harness.store.runs import StoreScan
+from harness.report.tables import render, summary_markdown
+from harness.store.runs import StoreScan, scan
 from harness.tune.studies import tuned_profile
 
 
@@ -79,10 +80,15 @@ def print_tables(
     found: StoreScan | None = None,
     *,
     ctx: Context,
+    brief: bool = False,
 ) -> None:
     """Analyse the store's runs of ``profile`` (``tuned``: its ``+tuned`` folder) and print the
     primary tables, or every table, or those of ``metric``. ``sel``: the selection of ``abl``,
-    ``profile`` and the overrides of ``ctx`` when the caller has it (built here otherwise)."""
+    ``profile`` and the overrides of ``ctx`` when the caller has it (built here otherwise).
+
+    ``fmt="table"``: in a terminal, the columns a reader decides from, fitted to its width
+    (:func:`harness.report.tables.summary`); piped, every column as markdown, or (``brief``: the
+    end of ``ablate run``) the same few columns as markdown."""
     sel = sel or output.selection(abl, profile, ctx.overrides)
     store = tuned_profile(profile) if tuned else profile
     result = analyse(sel, results, store_profile=store if tuned else None, found=found)
@@ -117,6 +123,65 @@ def print_tables(
     if not tables:
         note(f"no finished runs of {abl.name} / {profile} in {results}")
         return
-    if fmt == "table" and not output.console.is_terminal:
-        fmt = "md"  # piped or captured: plain markdown instead of box drawing
-    output.console.print(render(tables, fmt, output.console), markup=fmt == "table")  # text formats verbatim
+    if fmt == "table" and not output.console.is_terminal:  # piped or captured: markdown, not box drawing
+        text = summary_markdown(tables) if brief else render(tables, "md")
+        output.console.print(text, markup=False)
+        return
+    output.console.print(render(tables, fmt, output.console), markup=False)  # text formats verbatim
+
+
+def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Context) -> list[str]:
+    """What the tables of ``profile`` can say (a pilot's: no verdict), and the commands that come
+    next: the report, and after a pilot the first confirmatory profile with its run count and,
+    where the store holds some of its runs, the time the others take on one worker."""
+    pilot = not abl.profiles[profile].confirmatory
+    if pilot:
+        said = (
+            f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; "
+            "Δ and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
+        )
+    else:
+        said = (
+            f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both "
+            "reject after Holm adjustment over the primary comparisons (p adj); inconclusive and underpowered "
+            "decide nothing at these seeds."
+        )
+    step = f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS)}"
+    confirm = next((name for name, prof in abl.profiles.items() if prof.confirmatory), None)
+    if pilot and confirm is not None:
+        step += (
+            f"; `{ctx.command('run', profile=confirm)}` runs the confirmatory profile"
+            f"{_cost(abl, confirm, results, ctx)}"
+        )
+    return ["", said, step]
+
+
+def _cost(abl: Ablation, profile: str, results: Path, ctx: Context) -> str:
+    """``: 24 runs, 10 in the store; ~14 min for the 14 others on one worker (median 61 s per run
+    of the 10)``; only the run count where the store holds none; empty where the grid of
+    ``profile`` cannot be planned (an override it refuses: its own run says why)."""
+    try:
+        specs = select(abl, profile, ctx.overrides, output.data_dir(), check_data=False).specs
+    except AblateError:
+        return ""
+    ids = {s.run_id for s in specs}
+    times = [
+        r.wall_time_s
+        for r in scan(results, abl.name, profile).records
+        if r.run_id in ids and r.status in ("ok", "diverged") and r.wall_time_s is not None
+    ]
+    text = f": {len(specs)} runs"
+    if not times:
+        return text
+    left = len(specs) - len(times)
+    median = statistics.median(times)
+    if not left:
+        return f"{text}, all in the store"
+    return (
+        f"{text}, {len(times)} in the store; ~{_minutes(left * median)} for the {left} others on one worker "
+        f"(median {median:.0f} s per run of the {len(times)})"
+    )
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"

@@ -3,6 +3,7 @@ and how far its runs are; nothing here trains or analyses."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.markup import escape
@@ -12,7 +13,8 @@ from harness.analysis.guards import declared_guards
 from harness.cli import output
 from harness.execution.run_folder import unfinished_state
 from harness.experiment import ablation as ablation_mod
-from harness.experiment import grid, metrics, plugins
+from harness.experiment import grid, metrics, plugins, reference
+from harness.experiment import schema as schema_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.families import families
 from harness.experiment.search_space import resolve_space
@@ -113,6 +115,13 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
             ",".join(map(str, c.eval_lengths())),
         )
     output.console.print(table)
+
+
+def schema(markdown: bool = False, echo: Callable[..., None] = print) -> None:
+    """The JSON Schema of ablation files (:mod:`harness.experiment.schema`) for the names registered
+    now, or (``markdown``) their reference page (:mod:`harness.experiment.reference`), printed
+    verbatim through ``echo`` (no console: a terminal's width must not wrap it)."""
+    echo(reference.markdown() if markdown else schema_mod.text(), nl=False)
 
 
 def _show_space(abl: Ablation, profile: str) -> None:

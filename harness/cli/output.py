@@ -33,8 +33,10 @@ class _Console(Console):
             raise BrokenPipeError(errno.EPIPE, "stdout was closed by its reader")
 
 
-# Piped or captured output gets a wide virtual terminal so that tables are not squeezed to 80 columns.
-console = _Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+# Piped or captured output gets a wide virtual terminal so that tables are not squeezed to 80 columns,
+# and lines are left whole (soft wrap); a terminal gets its own width, and a line longer than it wraps
+# between words (a terminal's own wrapping would cut `ETA 5m14s` into `ETA 5` / `m14s`).
+console = _Console(highlight=False, soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else 160)
 
 
 def data_dir() -> Path | None:

@@ -71,6 +71,9 @@ def run(
         + (f" ({launch.describe(placement, threads)}, W&B {wandb})" if todo else "")  # no pool, no W&B run: none
     )
 
+    # the columns of a progress line as wide as this grid's longest task and variant: 80 columns hold it
+    task_w = max((len(s.task) for s in todo), default=0)
+    variant_w = max((len(s.variant_label) for s in todo), default=0)
     with GridProgress(output.console, todo, results, placement.workers) as progress:
 
         def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
@@ -78,8 +81,8 @@ def run(
             value = (rec.get("metrics") or {}).get(metric)
             shown = f"{metric}={text(value, '.4f')}" if isinstance(value, float) else rec.get("reason") or ""
             output.console.print(
-                f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:16s} {rec['variant_label']:12s} "
-                f"seed {rec['seed']}  {shown}  ({rec['wall_time_s']:.0f}s; ETA {clock(eta)}){progress_note(rec)}"
+                f"\\[{done}/{total}] {rec['status']:8s} {rec['task']:{task_w}s} {rec['variant_label']:{variant_w}s} "
+                f"seed {rec['seed']} {shown} ({rec['wall_time_s']:.0f}s; ETA {clock(eta)}){progress_note(rec)}"
             )
             progress.finished(rec["run_id"])
 
@@ -94,11 +97,13 @@ def run(
             on_done=on_done,
             **launch.grid_kwargs(placement, retried),
         )
-    from harness.cli.compare import print_tables  # scipy and statsmodels: needed from here on
+    from harness.cli.compare import closing_lines, print_tables  # scipy and statsmodels: needed from here on
 
-    print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=ctx)
+    print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=ctx, brief=True)
+    for line in closing_lines(abl, prof_name, results, ctx):
+        output.console.print(line, markup=False)
     lines, code = outcome_lines([*chosen.failed_before, *records], results, abl.name, ctx=ctx, tuned=tuned)
-    for line in lines:
+    for line in lines:  # last: runs that did not finish come before any next step
         output.console.print(line)
     return code
 

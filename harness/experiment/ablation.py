@@ -38,16 +38,26 @@ ABLATIONS_DIR = Path(importlib.util.find_spec("harness.ablations").submodule_sea
 
 
 class Ablation(Decl):
-    name: str
-    question: str
-    claims: list[str] = Field(default_factory=list)
-    axes: dict[str, list[Any]] = Field(min_length=1)
-    baseline: dict[str, Any]
-    base: dict[str, Any] = Field(default_factory=dict)
-    tasks: dict[str, TaskEntry] = Field(min_length=1)
-    profiles: dict[str, Profile]
-    default_profile: str = "cpu"
-    notes: str = ""
+    name: str = Field(
+        description="the ablation's name; the file must be NAME.yaml, and the store keeps its runs in RESULTS/NAME"
+    )
+    question: str = Field(description="what the ablation asks, in a sentence; the report opens with it")
+    claims: list[str] = Field(
+        default_factory=list, description="ids of claims (harness/experiment/claims.yaml) its verdicts test"
+    )
+    axes: dict[str, list[Any]] = Field(
+        min_length=1, description="config key -> its values; the grid is every combination (one variant each)"
+    )
+    baseline: dict[str, Any] = Field(description="one value per axis: the grid point every variant is compared with")
+    base: dict[str, Any] = Field(default_factory=dict, description="config keys every run sets (under the task's)")
+    tasks: dict[str, TaskEntry] = Field(
+        min_length=1, description="registered task name -> its parameters, config, primary metric, gate and target"
+    )
+    profiles: dict[str, Profile] = Field(
+        description="name -> seeds and overrides: how big a run is (smoke, cpu, confirm, gpu, ...)"
+    )
+    default_profile: str = Field("cpu", description="the profile a command runs without --profile")
+    notes: str = Field("", description="free text: the report prints it as its Notes on the design")
     identical_arms: bool = Field(
         False,
         description="an A/A check: the arms differ only in random draws, so "

@@ -48,19 +48,19 @@ class _Section(BaseModel):
 class ModelSection(_Section):
     """Model shape and positional encoding (Transformer LM, decoder-only)."""
 
-    d_model: int = Field(64, gt=0)
-    n_heads: int = Field(4, gt=0)
-    n_layers: int = Field(2, gt=0)
-    position: str = "sinusoidal"
-    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    d_model: int = Field(64, gt=0, description="model width C; model.n_heads must divide it")
+    n_heads: int = Field(4, gt=0, description="attention heads H; head width D = d_model / n_heads")
+    n_layers: int = Field(2, gt=0, description="Transformer blocks")
+    position: str = Field("sinusoidal", description="positional encoding (registry: position)")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="dropout probability")
     max_len: int | None = Field(None, gt=0, description="learned table size; None: longest eval length")
-    learned_init_std: float = Field(0.02, gt=0)
+    learned_init_std: float = Field(0.02, gt=0, description="init std of the learned position table")
     init: str = Field(
         "normal_0.02",
-        description="initialisation of the linear layers (harness/modules/inits.py): normal_0.02 "
+        description="initialisation of the linear layers (registry: init): normal_0.02 "
         "(GPT-2: N(0, 0.02)) or xavier (N(0, 2 / (fan_in + fan_out)))",
     )
-    tie_embeddings: bool = True
+    tie_embeddings: bool = Field(True, description="the output layer shares the token embedding's weights")
 
 
 class AttentionSection(_Section):
@@ -71,16 +71,16 @@ class AttentionSection(_Section):
     other kernels accept only -inf) and ``head_split`` (correct, transpose_missing: a deliberately
     wrong negative control)."""
 
-    kernel: str = "sdpa"
-    qkv: str = "separate"
-    scale: str = "d_head"
-    mask_fill: str = "-inf"
-    head_split: str = "correct"
+    kernel: str = Field("sdpa", description="how scores and weights are computed (registry: kernel)")
+    qkv: str = Field("separate", description="the q/k/v projections: separate, one fused matrix, or shared")
+    scale: str = Field("d_head", description="score scale: d_head 1/sqrt(D), d_model 1/sqrt(C)")
+    mask_fill: str = Field("-inf", description="the value masked scores get (kernel math only; others: -inf)")
+    head_split: str = Field("correct", description="how heads are split; transpose_missing is a bug on purpose")
 
 
 class BlockSection(_Section):
-    norm: str = "layernorm"
-    norm_position: str = "pre"
+    norm: str = Field("layernorm", description="the normalisation layer (registry: norm)")
+    norm_position: str = Field("pre", description="pre-norm or post-norm residual blocks (registry: norm_position)")
 
 
 class FFNSection(_Section):
@@ -94,7 +94,7 @@ class FFNSection(_Section):
 
     d_ff: int | None = Field(None, gt=0, description="None: d_ff_mult x d_model, else 4 x d_model")
     d_ff_mult: float | None = Field(None, gt=0, description="hidden width as a multiple of d_model")
-    activation: str = "gelu"
+    activation: str = Field("gelu", description="the FFN's activation; swiglu is gated (registry: activation)")
 
     @model_validator(mode="after")
     def _one_width(self) -> FFNSection:
@@ -118,13 +118,15 @@ class TrainSection(_Section):
     the weights to float16 and uses AdamW eps 1e-4 (the default 1e-8 is 0 in float16).
     """
 
-    steps: int = Field(1000, gt=0)
-    batch_size: int = Field(32, gt=0)
+    steps: int = Field(1000, gt=0, description="optimiser steps (the step budget)")
+    batch_size: int = Field(32, gt=0, description="sequences per training step")
     seq_len: int = Field(32, gt=0, description="training length L in tokens")
-    lr: float = Field(1e-3, gt=0)
-    warmup_steps: int = Field(100, ge=0)
-    min_lr_ratio: float = Field(0.1, ge=0, le=1)
-    weight_decay: float = Field(0.1, ge=0)
+    lr: float = Field(1e-3, gt=0, description="peak learning rate of AdamW")
+    warmup_steps: int = Field(100, ge=0, description="linear warm-up steps; at most train.steps")
+    min_lr_ratio: float = Field(0.1, ge=0, le=1, description="the cosine decay ends at min_lr_ratio x lr")
+    weight_decay: float = Field(
+        0.1, ge=0, description="AdamW weight decay, on Linear weights only (no embedding is decayed)"
+    )
     grad_clip: float = Field(1.0, ge=0, description="0 disables clipping")
     precision: Literal["32-true", "bf16-mixed", "16-mixed", "16-true"] = Field(
         "32-true", description="16-mixed on CPU: float16 autocast (never bf16); 16-true: AdamW eps 1e-4"
@@ -139,10 +141,14 @@ class TrainSection(_Section):
 
 
 class EvalSection(_Section):
-    length_multipliers: list[int] = Field(default_factory=lambda: [1])
+    length_multipliers: list[int] = Field(
+        default_factory=lambda: [1],
+        description="test lengths as multiples of train.seq_len; metric@xN is measured at N x L",
+        json_schema_extra={"items": {"type": "integer", "minimum": 1}, "minItems": 1, "uniqueItems": True},
+    )
     n_examples: int = Field(256, gt=0, description="test examples per evaluation length")
     val_examples: int = Field(128, gt=0, description="validation examples (length L) per pass")
-    batch_size: int = Field(64, gt=0)
+    batch_size: int = Field(64, gt=0, description="sequences per evaluation batch")
     probes: list[Literal["grad_norm_init", "leakage", "masked_attention"]] = Field(
         default_factory=list,
         description="extra measurements (harness/training/probes.py): gradient norm per "

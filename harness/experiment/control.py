@@ -21,7 +21,7 @@ class Control(BaseModel):
     that cannot see a known bug on a task cannot be trusted with smaller differences on it."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["negative"]
+    kind: Literal["negative"] = Field(description="negative: a variant carries a known bug")
     expect: Literal["better", "worse"] = Field("worse", description="the verdict the control variant must get")
     variant: str | None = Field(
         None, description="the grid point (label) that carries the bug; default: every point but the baseline"

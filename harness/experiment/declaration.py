@@ -55,9 +55,9 @@ class MetricSpec(Decl, metrics.NamedMetric):
 class Threshold(Decl):
     """A bound on a metric: ``min`` (value must be >= min) or ``max`` (<= max), exactly one."""
 
-    metric: str
-    min: float | None = None
-    max: float | None = None
+    metric: str = Field(description="a metric name (acc@x1), or a per-length metric's bare name at L (acc)")
+    min: float | None = Field(None, description="met when the value is >= min (a higher-is-better metric)")
+    max: float | None = Field(None, description="met when the value is <= max (a lower-is-better metric)")
 
     @model_validator(mode="after")
     def _one_reachable_bound(self) -> Threshold:
@@ -102,9 +102,11 @@ class Threshold(Decl):
 
 
 class TaskEntry(Decl):
-    params: dict[str, Any] = Field(default_factory=dict)
-    config: dict[str, Any] = Field(default_factory=dict, description="dotted overrides for this task")
-    primary: MetricSpec
+    params: dict[str, Any] = Field(default_factory=dict, description="the task's parameters (its Params)")
+    config: dict[str, Any] = Field(default_factory=dict, description="config keys for this task's runs (over base)")
+    primary: MetricSpec = Field(
+        description="the metric the verdicts are about, with its smallest effect of interest (sesoi)"
+    )
     gate: Threshold | None = Field(None, description="runs below it did not learn the task at L")
     target: Threshold | None = Field(None, description="convergence target: steps_to_target")
 
@@ -115,12 +117,18 @@ and 1,000 seeds already take ``ablate show`` about 17 s on a 10-cell grid on a 2
 
 
 class Profile(Decl):
-    description: str = ""
-    seeds: list[Annotated[StrictInt, Field(ge=0, le=INT_MAX)]] = Field(min_length=1)
-    confirmatory: bool = True
+    description: str = Field("", description="what the profile is for and what it costs (ablate show prints it)")
+    seeds: list[Annotated[StrictInt, Field(ge=0, le=INT_MAX)]] = Field(
+        min_length=1, description="one run per seed, variant and task; seed s of every variant is paired"
+    )
+    confirmatory: bool = Field(
+        True, description="false: a pilot, whose comparisons give no verdicts (every verdict reads pilot)"
+    )
     apply_gate: bool = Field(True, description="False: runs below a task's gate stay in every comparison")
-    overrides: dict[str, Any] = Field(default_factory=dict)
-    tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    overrides: dict[str, Any] = Field(default_factory=dict, description="config keys for every run of the profile")
+    tasks: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="task name -> config keys for that task's runs in this profile"
+    )
     tune: dict[str, ParamSpec | None] = Field(default_factory=dict, description="search space (ablate tune)")
     only_tasks: list[str] = Field(default_factory=list, description="run only these tasks (default: all)")
     only_variants: list[str] = Field(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pydantic import BaseModel, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 TEST = "test pass at every evaluation length (harness/training/loop.py)"
 TRAINING = "training loop (harness/training/loop.py)"
@@ -277,8 +277,10 @@ class NamedMetric(BaseModel):
     agree with the table (a task's primary metric; its name is checked against what the task
     produces by :mod:`harness.experiment.grid`)."""
 
-    metric: str
-    higher_is_better: bool | None = None  # optional: the table decides it
+    metric: str = Field(description="a metric name: acc@x4 (at 4L), loss@x1, steps_to_target, ...")
+    higher_is_better: bool | None = Field(
+        None, description="the direction; optional: the metrics table decides it, and this must agree"
+    )
 
     @model_validator(mode="after")
     def _direction(self) -> NamedMetric:

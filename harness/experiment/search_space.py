@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
 from harness.errors import AblateError
 from harness.experiment.config import build_config, check_schedule
@@ -35,11 +35,13 @@ class ParamSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    type: Literal["float", "int", "categorical"]
-    low: Number | None = None
-    high: Number | None = None
-    log: StrictBool = False
-    choices: list[StrictInt | StrictFloat | StrictStr | StrictBool | None] | None = None
+    type: Literal["float", "int", "categorical"] = Field(description="float or int range, or categorical choices")
+    low: Number | None = Field(None, description="the range's lower end (float, int)")
+    high: Number | None = Field(None, description="the range's upper end (float, int)")
+    log: StrictBool = Field(False, description="sample the range on a log scale (low > 0)")
+    choices: list[StrictInt | StrictFloat | StrictStr | StrictBool | None] | None = Field(
+        None, description="the values of a categorical parameter"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ParamSpec:

@@ -6,8 +6,11 @@ import math
 from typing import Any
 
 import pandas as pd
+from rich import box
+from rich.cells import cell_len
 from rich.console import Group
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from harness import encode
 from harness.analysis import verdicts as vd
@@ -143,13 +146,85 @@ def render(tables: list[Table], fmt: str, console: Any = None) -> Any:
             return encode.to_csv(raw)
         return encode.dumps(raw.astype(object).to_dict(orient="records"), indent=1)
 
-    out = []
-    for t in tables:
-        rt = RichTable(title=title(t), title_justify="left")
-        cols = [h for h in HEADERS if h not in ("p (perm)", "p adj (perm)", "MDE", "params")]
-        for h in cols:
-            rt.add_column(h, overflow="fold")
-        for _, row in formatted(t).iterrows():
-            rt.add_row(*(row[h] for h in cols))
-        out.append(rt)
+    return summary(tables, console.width if console is not None else 100)
+
+
+SUMMARY = ("variant", "n", "mean ± SD", "Δ (+ = better) [95% CI]", "p adj", "verdict")
+"""The columns of a terminal's comparison (``ablate run``, ``ablate compare``): those a reader
+decides from. The baseline's verdict cell says ``baseline``; Δ is oriented so that + is better.
+Every other column is in ``ablate compare --format md|csv|json`` and the report."""
+
+SUMMARY_DROPS = ("n", "mean ± SD", "p adj")
+"""The columns a terminal too narrow for all of :data:`SUMMARY` loses, in this order."""
+
+
+def summary_frame(table: Table) -> pd.DataFrame:
+    """The table's rows as the display strings of :data:`SUMMARY`."""
+    full = formatted(table)
+    base = [r.get("verdict") == vd.BASELINE for _, r in table.frame.iterrows()]  # no column: no run compared
+    delta = ["" if b else f"{d} {ci}" for b, d, ci in zip(base, full["Δ (+ = better)"], full["95% CI of Δ"])]
+    return pd.DataFrame(
+        {
+            "variant": table.frame["variant"].astype(str).to_list(),
+            "n": full["n"],
+            "mean ± SD": full["mean ± SD"],
+            "Δ (+ = better) [95% CI]": delta,
+            "p adj": full["p adj"],
+            # runs left out (below the gate, failed) are said where the verdict is: no other column says it
+            "verdict": [
+                "; ".join(x for x in (vd.BASELINE if b else v, "" if e == "0" else e) if x)
+                for b, v, e in zip(base, full["verdict"], full["excluded"])
+            ],
+        },
+        columns=list(SUMMARY),
+    )
+
+
+def summary_markdown(tables: list[Table]) -> str:
+    """The :data:`SUMMARY` columns of ``tables`` as markdown (``ablate run`` piped or captured)."""
+    return "\n\n".join(
+        f"**{title(t)}**\n\n" + summary_frame(t).to_markdown(index=False, disable_numparse=True) for t in tables
+    )
+
+
+def summary(tables: list[Table], width: int) -> Group:
+    """The :data:`SUMMARY` columns of ``tables`` as rich tables no wider than ``width`` terminal
+    columns, none breaking a number or a name: every column but the verdict is as wide as its
+    widest cell and never wraps; the verdict wraps between words. Where that does not fit, the
+    columns of :data:`SUMMARY_DROPS` go, in order, from every table alike; a variant name folds
+    only when even the last three columns do not fit."""
+    frames = [summary_frame(t) for t in tables]
+    columns = list(SUMMARY)
+    for dropped in SUMMARY_DROPS:
+        if all(_least_width(_fitted(f, columns)) <= width for f in frames):
+            break
+        columns.remove(dropped)
+    out: list[Any] = []
+    for t, frame in zip(tables, frames):
+        table = _fitted(frame, columns)
+        excess = _least_width(table) - width
+        if excess > 0:  # the last resort: the variant name folds, the numbers stay whole
+            variant = table.columns[0]
+            variant.width = max(8, (variant.width or 0) - excess)
+        out += [*([Text("")] if out else []), Text(title(t), style="bold"), table]
     return Group(*out)
+
+
+def _fitted(frame: pd.DataFrame, columns: list[str]) -> RichTable:
+    table = RichTable(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    for name in columns:
+        cells = [name, *frame[name]]
+        if name == "verdict":  # words wrap, each word whole (numbers hold no spaces)
+            table.add_column(name, min_width=max(cell_len(w) for c in cells for w in (c.split() or [""])))
+        else:
+            table.add_column(name, width=max(map(cell_len, cells)), no_wrap=name != "variant", overflow="fold")
+    for _, row in frame.iterrows():
+        table.add_row(*(Text(row[c]) for c in columns))  # a name is text, never rich markup
+    return table
+
+
+def _least_width(table: RichTable) -> int:
+    """The fewest terminal columns ``table`` takes with each column at its width or least width."""
+    _, right, _, left = table.padding
+    gaps = (len(table.columns) - 1) * (1 + right + left)  # a separator and the padding between columns
+    return gaps + sum(c.width if c.width is not None else (c.min_width or 0) for c in table.columns)

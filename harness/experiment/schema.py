@@ -1,0 +1,207 @@
+"""The JSON Schema of an ablation file, built from the declaration's pydantic models
+(:class:`~harness.experiment.ablation.Ablation` and the models below it, :class:`RunConfig`'s
+sections, each task's ``Params``) and from the registries: a key that takes a component name
+(``model.position``) or a task name lists the registered names (and aliases) as an ``enum``.
+
+Every dotted config key (``model.d_model``) is a property of its own wherever the declaration takes
+one (``base``, a task's ``config``, a profile's ``overrides`` and ``tasks``, ``axes``, ``baseline``,
+``tune``), with the value schema of its field, so an editor checks and completes them. A file that
+declares ``plugins:`` may name components the schema cannot know: it is checked against the same
+schema with those names left open (``if``/``then``/``else`` on ``plugins``).
+
+The schema is shipped as ``harness/experiment/ablation.schema.json`` (:data:`SHIPPED`: the
+built-in names only, no plugin loaded); ``ablate schema`` prints it for the names registered in
+its process (its ``--plugin`` values and installed plugins included). It checks what a schema can:
+key names, types, ranges, names; the rest (a baseline in the grid, a profile that changes an axis,
+a metric the task produces) is checked when the file loads (``ablate show``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.bounds import INT_MAX
+from harness.experiment import claims as claims_file
+from harness.experiment import metrics
+from harness.experiment.ablation import Ablation
+from harness.experiment.config import RunConfig
+from harness.experiment.declaration import SAFE_NAME
+from harness.experiment.families import families
+
+SHIPPED = Path(__file__).with_name("ablation.schema.json")
+"""The schema shipped with the package, for editors: ``# yaml-language-server: $schema=PATH``."""
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+OPEN = "_plugins"
+"""The suffix of the definitions with component and task names left open (a file with ``plugins:``)."""
+
+Names = dict[str, list[str]]
+"""Config key (``model.position``) or ``task`` -> the registered names and their aliases."""
+
+
+def registered_names() -> Names:
+    """Every name the registries hold now (built-in and loaded plugins'), with aliases, by the
+    config key that selects it (``task`` for the task registry). Imports torch (the registries)."""
+    out: Names = {}
+    for fam in families():
+        reg = fam.registry
+        out[fam.config_key or "task"] = [*reg.names(), *(a for n in reg.names() for a in reg.aliases(n))]
+    return out
+
+
+def task_params(tasks: list[str]) -> dict[str, dict[str, Any]]:
+    """Each task name (or alias) of ``tasks`` -> the JSON Schema of its ``Params``."""
+    from harness.tasks import TASKS
+
+    return {name: _tidy(TASKS.get(name).Params.model_json_schema()) for name in tasks}
+
+
+def config_keys(names: Names | None) -> dict[str, dict[str, Any]]:
+    """Every dotted config key -> the JSON Schema of its value, with its default; a component key
+    lists ``names`` as an enum (``None``: any string)."""
+    full = RunConfig.model_json_schema()
+    defaults = RunConfig().model_dump(mode="json")
+    out = {}
+    for section, ref in full["properties"].items():
+        fields = full["$defs"][ref["$ref"].rsplit("/", 1)[-1]]["properties"]
+        for key, prop in fields.items():
+            path = f"{section}.{key}"
+            prop = {**_tidy(prop), "default": defaults[section][key]}
+            if names is not None and path in names:
+                prop["enum"] = names[path]
+            out[path] = prop
+    return out
+
+
+def build() -> dict[str, Any]:
+    """The schema for the names registered now (:func:`registered_names`)."""
+    names = registered_names()
+    params = task_params(names["task"])
+    pyd = _tidy(Ablation.model_json_schema())
+    defs = {k: pyd["$defs"][k] for k in ("Control", "MetricSpec", "ParamSpec", "Threshold")}
+    defs["MetricSpec"]["properties"]["metric"]["pattern"] = _metric_pattern(bare=False)
+    defs["Threshold"]["properties"]["metric"]["pattern"] = _metric_pattern(bare=True)
+    claim_ids = list(claims_file.load_claims())
+    defs["Control"]["properties"]["guards"]["items"]["enum"] = claim_ids
+    closed, loose = config_keys(names), config_keys(None)
+    for suffix, known, keys in (("", names, closed), (OPEN, None, loose)):
+        refs = {}  # one definition per key, one per variant where the names make them differ
+        for path, prop in keys.items():
+            ref = path if closed[path] == loose[path] else path + suffix
+            defs[ref] = prop
+            refs[path] = {"$ref": f"#/$defs/{ref}"}
+        defs.update(_declaration(pyd, suffix, refs, known, claim_ids))
+    defs.update({f"params.{task}": schema for task, schema in params.items()})
+    return {
+        "$schema": DRAFT,
+        "title": "ablate: an ablation declaration",
+        "description": "An ablation file (docs/ablation-files.md). Written by `ablate schema`.",
+        "if": {"required": ["plugins"], "properties": {"plugins": {"minItems": 1}}},
+        "then": {"$ref": f"#/$defs/Ablation{OPEN}"},
+        "else": {"$ref": "#/$defs/Ablation"},
+        "$defs": defs,
+    }
+
+
+def _declaration(
+    pyd: dict[str, Any],
+    suffix: str,
+    keys: dict[str, dict[str, Any]],
+    names: Names | None,
+    claim_ids: list[str],
+) -> dict[str, Any]:
+    """The definitions whose schema depends on the names: the config mapping, a task entry, a
+    profile and the declaration itself, each named with ``suffix``; ``keys``: each config key's
+    reference to its definition."""
+    config_ref = {"$ref": f"#/$defs/Config{suffix}"}
+    tasks = names.get("task") if names is not None else None
+    task_name = {"type": "string", "enum": tasks} if tasks else {"type": "string", "pattern": _safe()}
+
+    profile = copy.deepcopy(pyd["$defs"]["Profile"])
+    pp = profile["properties"]
+    pp["overrides"] = {**config_ref, "description": pp["overrides"].get("description", "")}
+    pp["tasks"] = {**pp["tasks"], "propertyNames": task_name, "additionalProperties": config_ref}
+    pp["tune"] = _tune(pp["tune"], keys)
+    pp["only_tasks"]["items"] = task_name
+    pp["only_tasks"]["uniqueItems"] = pp["only_variants"]["uniqueItems"] = True
+    pp["seeds"]["uniqueItems"] = True
+
+    entry = copy.deepcopy(pyd["$defs"]["TaskEntry"])
+    entry["properties"]["config"] = {**config_ref, "description": entry["properties"]["config"]["description"]}
+    entry_ref = f"#/$defs/TaskEntry{suffix}"
+    if tasks:  # one entry per task, its params that task's
+        per_task = {t: {"$ref": entry_ref, "properties": {"params": {"$ref": f"#/$defs/params.{t}"}}} for t in tasks}
+        task_map = {"properties": per_task, "additionalProperties": False}
+    else:
+        task_map = {"propertyNames": task_name, "additionalProperties": {"$ref": entry_ref}}
+
+    abl = copy.deepcopy(pyd)
+    abl.pop("$defs")
+    ap = abl["properties"]
+    ap.pop("source")
+    abl["required"] = [r for r in abl["required"] if r != "source"]
+    ap["name"]["pattern"] = ap["default_profile"]["pattern"] = _safe()
+    ap["question"]["pattern"] = r"\S"
+    ap["claims"]["items"]["enum"] = claim_ids
+    ap["claims"]["uniqueItems"] = True
+    ap["axes"] = {
+        **ap["axes"],
+        "properties": {k: {"type": "array", "minItems": 1, "uniqueItems": True, "items": v} for k, v in keys.items()},
+        "additionalProperties": False,
+    }
+    ap["baseline"] = {**ap["baseline"], "properties": keys, "additionalProperties": False, "minProperties": 1}
+    ap["base"] = {**config_ref, "description": ap["base"].get("description", "")}
+    ap["tasks"] = {**ap["tasks"], **task_map}
+    ap["profiles"] = {
+        **ap["profiles"],
+        "propertyNames": {"pattern": _safe()},
+        "additionalProperties": {"$ref": f"#/$defs/Profile{suffix}"},
+        "minProperties": 1,
+    }
+    ap["tune"] = _tune(ap["tune"], keys)
+    return {
+        f"Config{suffix}": {"type": "object", "properties": keys, "additionalProperties": False},
+        f"TaskEntry{suffix}": entry,
+        f"Profile{suffix}": profile,
+        f"Ablation{suffix}": abl,
+    }
+
+
+def _tune(prop: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
+    """A ``tune:`` mapping: config keys only, each a ParamSpec or null (removed from the space)."""
+    return {**prop, "propertyNames": {"enum": list(keys)}}
+
+
+def _safe() -> str:
+    return f"^{SAFE_NAME.pattern}$"
+
+
+def _metric_pattern(bare: bool) -> str:
+    """What a task's primary metric (``bare``: a gate or target, which may also name a per-length
+    metric at L by its bare name, ``acc``) may be called: the names of the metrics table
+    (:data:`harness.experiment.metrics.METRICS`) that a declaration may rank on."""
+    forms = [m.pattern.pattern.removesuffix("$") for m in metrics.METRICS if m.rankable]
+    if bare:
+        forms += [m.name for m in metrics.METRICS if m.rankable and m.per_length]
+    return "^(?:" + "|".join(forms) + ")$"
+
+
+def _tidy(node: Any) -> Any:
+    """pydantic's schema without its ``title`` entries (the key names say it), every integer at
+    most :data:`harness.bounds.INT_MAX`, as the models check."""
+    if isinstance(node, list):
+        return [_tidy(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _tidy(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+    if out.get("type") == "integer":
+        out.setdefault("maximum", INT_MAX)
+    return out
+
+
+def text(schema: dict[str, Any] | None = None) -> str:
+    """The schema as the shipped file holds it: JSON, indented, ending with a newline."""
+    return json.dumps(build() if schema is None else schema, indent=1, ensure_ascii=False) + "\n"
