@@ -197,7 +197,7 @@ def analyse(
             table.family = "primary" if is_primary else "exploratory (BH)"
             table.frame["planned"] = len(prof.seeds)
             (primaries if is_primary else out.tables).append(table)
-    holm_across(primaries, alpha, prof.confirmatory)
+    holm_across(primaries, alpha, prof.confirmatory, abl.exploratory_variants)
     out.power = primary_power.primary_power(primaries, alpha)
     if prof.confirmatory:  # inconclusive with fewer seeds than `ablate plan` asks: say so
         primary_power.mark_underpowered(primaries, out.power)

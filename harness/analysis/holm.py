@@ -4,6 +4,7 @@ Benjamini-Hochberg families within each metric, adjusted by :func:`harness.analy
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -16,18 +17,20 @@ if TYPE_CHECKING:
     from harness.analysis.comparisons import Table
 
 
-def holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
+def holm_across(tables: list[Table], alpha: float, confirmatory: bool, exploratory: Collection[str] = ()) -> None:
     """Re-adjust the primary comparisons of all tasks as one Holm family, and redo verdicts.
 
     Everything a verdict reads or a table prints beside the adjusted p is redone for the whole
     family (:func:`harness.analysis.stats.adjust_family`): the t-test p, the sign-flip p, the TOST p
-    (equivalence) and the MDE (at alpha / family size)."""
+    (equivalence) and the MDE (at alpha / family size). The rows of ``exploratory`` variants (a
+    profile's ``exploratory_variants``) stay out of the family, with the Benjamini-Hochberg
+    adjustment within their table."""
     where = [
         (ti, ri)
         for ti, table in enumerate(tables)
         if "p" in table.frame
-        for ri, p in enumerate(table.frame["p"])
-        if pd.notna(p) and ri > 0
+        for ri, (p, variant) in enumerate(zip(table.frame["p"], table.frame["variant"]))
+        if pd.notna(p) and ri > 0 and variant not in exploratory
     ]
     if not where:
         return
