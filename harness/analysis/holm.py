@@ -55,4 +55,9 @@ def holm_across(tables: list[Table], alpha: float, confirmatory: bool, explorato
         low, high = frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"]
         frame.loc[ri, "verdict"] = fam.verdict(i, low, high, tables[ti].sesoi, alpha=alpha, confirmatory=confirmatory)
     for table in tables:
-        table.family = f"primary (Holm over {count(fam.size, 'comparison')})"
+        if "family_size" in table.frame:  # an exploratory variant is in no primary family
+            table.frame.loc[table.frame["variant"].isin(list(exploratory)), "family_size"] = None
+        apart = [v for v in table.frame["variant"] if v in exploratory]
+        table.family = f"primary (Holm over {count(fam.size, 'comparison')}" + (
+            f"; {', '.join(apart)}: exploratory, BH within the table)" if apart else ")"
+        )

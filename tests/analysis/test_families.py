@@ -137,11 +137,17 @@ def test_an_exploratory_variant_stays_out_of_the_primary_family(tmp_path):
         decl = write_decl(tmp_path / folder / "decl", cpu={"seeds": SEEDS, **profile})
         results = tmp_path / folder / "results"
         write_runs(results, decl, "cpu", lambda v, s: 0.5 + (diffs[v][s] if v in diffs else 0.0))
-        return analyse(select(load(str(decl)), "cpu", check_data=False), results).table("copy", "acc@x2")
+        result = analyse(select(load(str(decl)), "cpu", check_data=False), results)
+        powers[folder] = result.power
+        return result.table("copy", "acc@x2")
 
+    powers = {}
     alone = table("alone", only_variants=["sinusoidal", "learned"])
     beside = table("beside", exploratory_variants=["rope"])
-    assert alone.family == beside.family == "primary (Holm over 1 comparison)"
+    assert [p.variant for p in powers["beside"]] == ["learned"]  # sized as the family it is in
+    assert powers["beside"][0].alpha_each == powers["alone"][0].alpha_each == 0.05
+    assert alone.family == "primary (Holm over 1 comparison)"
+    assert beside.family == "primary (Holm over 1 comparison; rope: exploratory, BH within the table)"
     learned = [t.frame.set_index("variant").loc["learned"] for t in (alone, beside)]
     assert learned[1]["p_adj"] == pytest.approx(learned[0]["p_adj"], rel=1e-12)
     assert learned[0]["p_adj"] == pytest.approx(learned[0]["p"], rel=1e-12)  # Holm over one: the raw p
