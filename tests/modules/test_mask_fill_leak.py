@@ -43,9 +43,12 @@ def test_a_minus_1e4_fill_in_float16_leaks_only_below_the_fill(real):
     q, k, v = (x.half() for x in qkv(real))
     a = kernel(q, k, v)[0]
     b = kernel(q, k, changed(v).half())[0]
-    ref = lambda vv: F.softmax(  # noqa: E731  float64, -inf: the reference
-        (q.double() @ k.double().transpose(-2, -1)).masked_fill(torch.ones(T, T).triu(1).bool(), float("-inf")), -1
-    ) @ vv.double()
+    ref = lambda vv: (
+        F.softmax(  # noqa: E731  float64, -inf: the reference
+            (q.double() @ k.double().transpose(-2, -1)).masked_fill(torch.ones(T, T).triu(1).bool(), float("-inf")), -1
+        )
+        @ vv.double()
+    )
     assert future_weight(ref(v), ref(changed(v))) == 0.0
     if real > -1e4:
         assert future_weight(a, b) == 0.0  # real scores above the fill: exp(-1e4 - real) is 0 in float32
