@@ -118,6 +118,8 @@ def _tested(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
     if untested and len(untested) == sum(p["kind"] != "condition" for p in claim["parts"]):
         return vd.claim_not_testable(f"{untested[0]['words']}: {untested[0]['not_tested']}"), lines
     confirmatory = result.ablation.profiles[result.profile].confirmatory
+    if not confirmatory or any(j.outcome == "pilot" for j in judged):  # no verdict, under any condition
+        return vd.claim_pilot(), lines
     conditions = list(dict.fromkeys(j.condition for j in judged))
     if len(conditions) > 1:
         each = [(c, _compose([j for j in judged if j.condition == c], confirmatory, inline=True)) for c in conditions]

@@ -133,3 +133,11 @@ def test_an_audit_that_does_not_add_up_is_refused(parts, evidence, words):
     with pytest.raises(AblateError) as exc:
         claim(parts, evidence)
     assert words in str(exc.value) and "claim c" in str(exc.value)
+
+
+def test_a_pilot_gives_no_verdict_under_any_condition(tmp_path):
+    decl = write_decl(tmp_path / "decl", cpu={"seeds": SEEDS[:3], "confirmatory": False})
+    write_runs(tmp_path / "results", decl, "cpu", lambda v, s: ACC[v] + NOISE[INDEX[v], s])
+    pilot = analyse(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results")
+    c = claim([EFFECT], [ev("learned", "better", condition="Post-LN"), ev("rope", "better", condition="Pre-LN")])
+    assert claim_verdict(c, pilot)[0] == vd.claim_pilot()
