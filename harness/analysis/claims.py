@@ -22,9 +22,14 @@ from harness.experiment.ablation import Ablation
 
 
 def in_grid(evidence: dict[str, Any], view: Ablation) -> bool:
-    """Whether a claim's evidence entry names a task and a variant of the profile's grid ``view``
-    (an :class:`~harness.experiment.ablation.Ablation` restricted to one profile)."""
-    return evidence["task"] in view.tasks and evidence["variant"] in {view.label(v) for v in view.variants()}
+    """Whether a claim's evidence entry names a task and a variant (and the variant it is compared
+    with, ``against``) of the profile's grid ``view`` (an
+    :class:`~harness.experiment.ablation.Ablation` restricted to one profile)."""
+    labels = {view.label(v) for v in view.variants()}
+    return (
+        evidence["task"] in view.tasks
+        and {evidence["variant"], evidence.get("against") or view.baseline_label} <= labels
+    )
 
 
 POSITIVE = "positive control"
@@ -93,93 +98,171 @@ def claim_verdict(claim: dict[str, Any], result: Analysis, guards: Sequence[Guar
 
 def _tested(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
     """The verdict of the claim's comparisons alone, and its evidence lines."""
-    lines, outcomes, small_effects, needs = [], [], [], []
-    abl = result.ablation  # the profile's view: its tasks and variants
+    lines: list[str] = []
+    judged: list[_Judged] = []
+    premise_fails: str | None = None
     for ev in claim.get("evidence", []):
-        if not in_grid(ev, abl):
-            lines.append(
-                f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: not in the "
-                f"`{result.profile}` profile's grid (see the ablation's other profiles)"
-            )
-            continue
-        table = result.table(ev["task"], ev["metric"])
-        row = None if table is None else table.frame[table.frame["variant"] == ev["variant"]]
-        if row is not None and not row.empty and vd.kind(row.iloc[0].get("verdict")) in vd.NO_VERDICT:
-            # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
-            outcomes.append("untestable")
-            lines.append(
-                f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}: {row.iloc[0]['verdict']}; "
-                f"claim expects {ev['expect']}: **untestable at this scale**"
-            )
-            continue
-        if row is None or row.empty or pd.isna(row.iloc[0].get("delta")):
-            outcomes.append("not run")
-            lines.append(f"{ev['task']} {ev['metric']}, {ev['variant']} vs {abl.baseline_label}: no paired runs")
-            continue
-        r = row.iloc[0]
-        v = str(r["verdict"])
-        outcome = (
-            "pilot"  # a pilot rules on nothing, a censored comparison of one included
-            if vd.kind(v) is vd.Kind.PILOT or not abl.profiles[result.profile].confirmatory
-            else "supported"
-            if vd.matches(v, ev["expect"])
-            else "contradicted"
-            if vd.rules(v)
-            else "underpowered"
-            if vd.kind(v) is vd.Kind.UNDERPOWERED
-            else "inconclusive"
-        )
-        if outcome == "underpowered":
-            needs.append(_needed(result, ev["task"], ev["metric"], ev["variant"]))
-        outcomes.append(outcome)
-        head = (
-            f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {abl.baseline_label}"
-            + (f" (this comparison tests {ev['tests']})" if ev.get("tests") else "")
-            + ": "
-        )
-        if ev["metric"] == metrics.OUTCOME:
-            base = table.frame.iloc[0]
-            why = _failure_reasons(result, ev["task"], ev["variant"])
-            lines.append(
-                head + f"finished {r['mean'] * r['n']:.0f}/{r['n']} runs vs {base['mean'] * base['n']:.0f}/{base['n']}"
-                f"{why}; exact McNemar p = {text(r['p'], '.3g')}, adjusted p = {text(r['p_adj'], '.3g')} "
-                f"({table.family}) → {v}; claim expects {ev['expect']}: **{outcome}**"
-            )
-            continue
-        small = ""
-        if outcome == "supported" and vd.kind(v) in vd.DIRECTIONS and table.sesoi and abs(r["delta"]) < table.sesoi:
-            small_effects.append(table.sesoi)  # real, but smaller than the effect the ablation cares about
-            small = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
-        undefined = why_undefined(r)  # no CI or p to print: say why instead of "nan"
-        ci = delta_ci(r, " (not adjusted)")
-        p_adj = f"{text(r['p_adj'], '.3g')} ({table.family})" if undefined is None else f"– ({undefined})"
-        lines.append(
-            head + f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {ev['variant']} better), "
-            f"adjusted p = {p_adj}, n = {count(int(r['n_pairs']), 'seed')} → {v}; "
-            f"claim expects {ev['expect']}: **{outcome}**{small}"
-        )
+        line, outcome = _judge(ev, result)
+        lines.append((f"{ev['condition']}: " if ev.get("condition") else "") + line)
+        if ev.get("premise"):
+            premise_fails = premise_fails or outcome  # a premise entry's outcome: what failed, or None
+        elif outcome is not None:
+            judged.append(outcome)
     if not claim.get("evidence"):
         return vd.ClaimKind.NOT_TESTED_YET.value, lines
-    if not outcomes:
+    if premise_fails is not None:
+        return premise_fails, lines
+    if not judged:
         return vd.ClaimKind.NOT_TESTED.value, lines
-    counts = Counter(outcomes)
-    if counts["pilot"] or not abl.profiles[result.profile].confirmatory:
-        # a pilot rules on nothing, also where a comparison's own verdict is not "pilot" (e.g. censored)
+    untested = [p for p in claim.get("parts", []) if p["kind"] != "condition" and p.get("not_tested")]
+    if untested and len(untested) == sum(p["kind"] != "condition" for p in claim["parts"]):
+        return vd.claim_not_testable(f"{untested[0]['words']}: {untested[0]['not_tested']}"), lines
+    confirmatory = result.ablation.profiles[result.profile].confirmatory
+    if not confirmatory or any(j.outcome == "pilot" for j in judged):  # no verdict, under any condition
         return vd.claim_pilot(), lines
-    if counts["supported"] and not counts["contradicted"]:
-        # in direction only: every supporting effect is below the sesoi
-        return vd.claim_supported(
-            counts["supported"] == len(outcomes), len(small_effects) == counts["supported"]
-        ), lines
+    conditions = list(dict.fromkeys(j.condition for j in judged))
+    if len(conditions) > 1:
+        each = [(c, _compose([j for j in judged if j.condition == c], confirmatory, inline=True)) for c in conditions]
+        if len({vd.claim_kind(v) for _, v in each}) > 1:
+            return vd.claim_by_condition(each), lines
+        return vd.claim_for_all(_compose(judged, confirmatory, inline=True), conditions), lines
+    return _compose(judged, confirmatory), lines
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """One comparison's outcome for the claim: supported, contradicted, inconclusive, pilot,
+    underpowered (``needs`` seeds), untestable or not run; ``small``: a supporting effect below
+    the sesoi (its value)."""
+
+    outcome: str
+    condition: str | None = None
+    needs: int | None = None
+    small: float | None = None
+
+
+def _compose(judged: list[_Judged], confirmatory: bool, inline: bool = False) -> str:
+    """The claim verdict of a set of comparison outcomes (``inline``: within a verdict per condition)."""
+    counts = Counter(j.outcome for j in judged)
+    if counts["pilot"] or not confirmatory:
+        # a pilot rules on nothing, also where a comparison's own verdict is not "pilot" (e.g. censored)
+        return vd.claim_pilot()
+    small = sum(j.small is not None for j in judged)
+    if (
+        counts["supported"] and not counts["contradicted"]
+    ):  # in direction only: every supporting effect is below the sesoi
+        return vd.claim_supported(counts["supported"] == len(judged), small == counts["supported"])
     if counts["contradicted"] and not counts["supported"]:
-        return vd.claim_contradicted(counts["contradicted"] == len(outcomes)), lines
+        return vd.claim_contradicted(counts["contradicted"] == len(judged))
     if counts["supported"] and counts["contradicted"]:
-        return vd.claim_mixed(counts["supported"], counts["contradicted"]), lines
-    if counts["untestable"] == len(outcomes):
-        return vd.ClaimKind.UNTESTABLE.value, lines
-    if counts["underpowered"] == len(outcomes):  # more seeds, not another design, may decide it
-        return vd.claim_underpowered(max(needs)), lines
-    return vd.ClaimKind.INCONCLUSIVE.value, lines
+        return vd.claim_mixed(counts["supported"], counts["contradicted"], inline)
+    if counts["untestable"] == len(judged):
+        return vd.ClaimKind.UNTESTABLE.value
+    if counts["underpowered"] == len(judged):  # more seeds, not another design, may decide it
+        return vd.claim_underpowered(max(j.needs for j in judged if j.needs is not None))
+    return vd.ClaimKind.INCONCLUSIVE.value
+
+
+def _judge(ev: dict[str, Any], result: Analysis) -> tuple[str, Any]:
+    """One evidence entry's line and outcome: a :class:`_Judged` (None for an entry outside the
+    profile's grid); for a premise entry, the ``premise fails here`` verdict when no run of its
+    variant finished, else None."""
+    abl = result.ablation  # the profile's view: its tasks and variants
+    ref = ev.get("against") or abl.baseline_label
+    cond = ev.get("condition")
+    name = f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {ref}"
+    if not in_grid(ev, abl):
+        return (
+            f"{ev['task']} {ev['metric']}, {ev['variant']} vs {ref}: not in the `{result.profile}` profile's grid "
+            "(see the ablation's other profiles)",
+            None,
+        )
+    table = result.table(ev["task"], ev["metric"], ref)
+    row = None if table is None else table.frame[table.frame["variant"] == ev["variant"]]
+    if ev.get("premise"):
+        return _premise(ev, result, name, row)
+    if row is not None and not row.empty and vd.kind(row.iloc[0].get("verdict")) in vd.NO_VERDICT:
+        # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
+        return (
+            f"{name}: {row.iloc[0]['verdict']}; claim expects {ev['expect']}: **untestable at this scale**",
+            _Judged("untestable", cond),
+        )
+    if row is None or row.empty or pd.isna(row.iloc[0].get("delta")):
+        return f"{ev['task']} {ev['metric']}, {ev['variant']} vs {ref}: no paired runs", _Judged("not run", cond)
+    r = row.iloc[0]
+    v = str(r["verdict"])
+    outcome = (
+        "pilot"  # a pilot rules on nothing, a censored comparison of one included
+        if vd.kind(v) is vd.Kind.PILOT or not abl.profiles[result.profile].confirmatory
+        else "supported"
+        if vd.matches(v, ev["expect"])
+        else "contradicted"
+        if vd.rules(v)
+        else "underpowered"
+        if vd.kind(v) is vd.Kind.UNDERPOWERED
+        else "inconclusive"
+    )
+    needs = _needed(result, ev["task"], ev["metric"], ev["variant"]) if outcome == "underpowered" else None
+    head = name + (f" (this comparison tests {ev['tests']})" if ev.get("tests") else "") + ": "
+    family = "exploratory variant, BH within the table" if ev["variant"] in abl.exploratory_variants else table.family
+    if ev["metric"] == metrics.OUTCOME:
+        base = table.frame[table.frame["variant"] == ref].iloc[0]
+        why = _failure_reasons(result, ev["task"], ev["variant"])
+        return (
+            head + f"finished {r['mean'] * r['n']:.0f}/{r['n']} runs vs {base['mean'] * base['n']:.0f}/{base['n']}"
+            f"{why}; exact McNemar p = {text(r['p'], '.3g')}, adjusted p = {text(r['p_adj'], '.3g')} "
+            f"({family}) → {v}; claim expects {ev['expect']}: **{outcome}**",
+            _Judged(outcome, cond, needs),
+        )
+    small, note = None, ""
+    if outcome == "supported" and vd.kind(v) in vd.DIRECTIONS and table.sesoi and abs(r["delta"]) < table.sesoi:
+        small = table.sesoi  # real, but smaller than the effect the ablation cares about
+        note = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
+    undefined = why_undefined(r)  # no CI or p to print: say why instead of "nan"
+    ci = delta_ci(r, " (not adjusted)")
+    p_adj = f"{text(r['p_adj'], '.3g')} ({family})" if undefined is None else f"– ({undefined})"
+    return (
+        head + f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {ev['variant']} better), "
+        f"adjusted p = {p_adj}, n = {count(int(r['n_pairs']), 'seed')} → {v}; "
+        f"claim expects {ev['expect']}: **{outcome}**{note}",
+        _Judged(outcome, cond, needs, small),
+    )
+
+
+def _premise(ev: dict[str, Any], result: Analysis, name: str, row: pd.DataFrame | None) -> tuple[str, str | None]:
+    """A premise entry (``finished`` of the claim's setting): ``fails`` when no run of the variant
+    finished, with the most common reason; ``holds`` when one did."""
+    runs = result.runs[(result.runs["task"] == ev["task"]) & (result.runs["variant"] == ev["variant"])]
+    if runs.empty:
+        return f"{name}: premise ({ev['premise']}) not known: no runs", None
+    done = int((runs["status"] == "ok").sum())
+    common = why_not_finished(list(runs["status"]), list(runs["reason"]))
+    observed = f"{done}/{len(runs)} runs finished" + (f"; {common[0][1]} {common[0][0]}" if common else "")
+    if done:
+        return f"{name}: premise ({ev['premise']}) holds here: {observed}", None
+    return (
+        f"{name}: premise ({ev['premise']}) **fails here**: {observed}; no comparison here rules on what the claim "
+        "says happens in that setting",
+        vd.claim_premise_fails(ev["premise"], observed),
+    )
+
+
+def audit_text(claim: dict[str, Any]) -> str | None:
+    """``tests: A; B. Does not test: C (why)``: the parts of the claim's wording its comparisons
+    test and those they do not (its ``parts``, harness/experiment/claims.yaml), or None without an
+    audit. The verdict rules only on the parts tested."""
+    parts = claim.get("parts") or []
+    if not parts:
+        return None
+    tested = [f"*{p['words']}* ({p['kind']})" for p in parts if not p.get("not_tested")]
+    untested = [f"*{p['words']}* ({p['kind']}: {p['not_tested']})" for p in parts if p.get("not_tested")]
+    conditions = list(dict.fromkeys(ev["condition"] for ev in claim.get("evidence", []) if ev.get("condition")))
+    out = "Tests: " + ("; ".join(tested) if tested else "none of its parts")
+    if conditions:
+        out += f", under each of: {'; '.join(conditions)}"
+    if untested:
+        out += ". Does not test: " + "; ".join(untested)
+    return out + ". The verdict rules only on the parts tested."
 
 
 def _needed(result: Analysis, task: str, metric: str, variant: str) -> int:

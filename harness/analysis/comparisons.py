@@ -45,6 +45,8 @@ class Analysis:
     mixed_code: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # task -> code run at >1 version
     unlearned: dict[str, untestable.Unlearned] = field(default_factory=dict)  # task -> baseline seeds at target
     power: list[primary_power.PrimaryPower] = field(default_factory=list)  # each primary comparison at its sesoi
+    alpha: float = 0.05
+    references: dict[tuple[str, str, str], Table | None] = field(default_factory=dict)  # made when a claim asks
 
     @property
     def ablation(self) -> Ablation:
@@ -56,8 +58,14 @@ class Analysis:
         """The profile's name."""
         return self.selection.profile
 
-    def table(self, task: str, metric: str) -> Table | None:
-        """The comparison of ``metric`` on ``task``, if the runs gave one."""
+    def table(self, task: str, metric: str, reference: str | None = None) -> Table | None:
+        """The comparison of ``metric`` on ``task`` against the baseline (or against the variant
+        ``reference``, as a claim names it), if the runs gave one."""
+        if reference is not None and reference != self.ablation.baseline_label:
+            key = (task, metric, reference)
+            if key not in self.references:
+                self.references[key] = _reference_table(self, task, metric, reference)
+            return self.references[key]
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
 
     def seeds_done(self) -> SeedsDone:
@@ -153,7 +161,7 @@ def analyse(
     ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
     rows = frame[frame["run_id"].isin(ok_ids)]
     prof = sel.settings
-    out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign)
+    out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign, alpha=alpha)
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
@@ -181,7 +189,7 @@ def analyse(
             table.family = "primary" if is_primary else "exploratory (BH)"
             table.frame["planned"] = len(prof.seeds)
             (primaries if is_primary else out.tables).append(table)
-    holm_across(primaries, alpha, prof.confirmatory)
+    holm_across(primaries, alpha, prof.confirmatory, abl.exploratory_variants)
     out.power = primary_power.primary_power(primaries, alpha)
     if prof.confirmatory:  # inconclusive with fewer seeds than `ablate plan` asks: say so
         primary_power.mark_underpowered(primaries, out.power)
@@ -196,6 +204,46 @@ def analyse(
             untestable.mark_ceiling(table, rows)
     out.tables = primaries + out.tables
     return out
+
+
+def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Table | None:
+    """Every variant of ``task`` against the variant ``ref`` instead of the baseline on ``metric``
+    (a claim's evidence entry with ``against``: Post-LN without warm-up against Post-LN with it),
+    paired by seed as the other tables, the gate applied beyond L; outcome metrics by the exact
+    McNemar test. In no confirmatory family: the table is its own Benjamini-Hochberg family
+    (``exploratory (against REF, BH)``). None when ``ref`` has no run of the task."""
+    abl, prof = result.ablation, result.selection.settings
+    runs = result.runs[result.runs["task"] == task]
+    if ref not in set(runs["variant"]):
+        return None
+    sesoi = None
+    if metric == metrics.OUTCOME:
+        data = pd.DataFrame({"variant": runs["variant"], "seed": runs["seed"], "value": (runs["status"] == "ok") * 1.0})
+        frame = stats.outcome_compare(data, baseline=ref, alpha=result.alpha, confirmatory=prof.confirmatory)
+    else:
+        kept = runs[runs["status"] == "ok"]
+        if metrics.beyond_training(metric) and prof.apply_gate:
+            kept = kept[kept["passed_gate"]]
+        data = result.rows[(result.rows["metric"] == metric) & result.rows["run_id"].isin(set(kept["run_id"]))]
+        if ref not in set(data["variant"]):
+            return None
+        entry = abl.tasks[task]
+        sesoi = entry.primary.sesoi if metric == entry.primary.metric else None
+        frame = stats.compare(
+            data[["variant", "seed", "value"]],
+            baseline=ref,
+            higher_is_better=metrics.higher_is_better(metric),
+            sesoi=sesoi,
+            alpha=result.alpha,
+            confirmatory=prof.confirmatory,
+            p_adjust="fdr_bh",
+        )
+    order = [ref] + [v for v in frame["variant"] if v != ref]
+    frame = frame.set_index("variant").reindex(order).reset_index()
+    hib = metrics.higher_is_better(metric)
+    table = Table(task, metric, hib, f"exploratory (against {ref}, BH)", frame, sesoi, ref)
+    untestable.mark_too_few(table)
+    return table
 
 
 def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[Record]) -> None:

@@ -4,6 +4,8 @@ Benjamini-Hochberg families within each metric, adjusted by :func:`harness.analy
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import pandas as pd
 
 from harness.analysis import stats
@@ -12,18 +14,20 @@ from harness.analysis.table import Table
 from harness.encode import count
 
 
-def holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
+def holm_across(tables: list[Table], alpha: float, confirmatory: bool, exploratory: Collection[str] = ()) -> None:
     """Re-adjust the primary comparisons of all tasks as one Holm family, and redo verdicts.
 
     Everything a verdict reads or a table prints beside the adjusted p is redone for the whole
     family (:func:`harness.analysis.stats.adjust_family`): the t-test p, the sign-flip p, the TOST p
-    (equivalence) and the MDE (at alpha / family size)."""
+    (equivalence) and the MDE (at alpha / family size). The rows of ``exploratory`` variants (a
+    profile's ``exploratory_variants``) stay out of the family, with the Benjamini-Hochberg
+    adjustment within their table."""
     where = [
         (ti, ri)
         for ti, table in enumerate(tables)
         if "p" in table.frame
-        for ri, p in enumerate(table.frame["p"])
-        if pd.notna(p) and ri > 0
+        for ri, (p, variant) in enumerate(zip(table.frame["p"], table.frame["variant"]))
+        if pd.notna(p) and ri > 0 and variant not in exploratory
     ]
     if not where:
         return
@@ -48,4 +52,9 @@ def holm_across(tables: list[Table], alpha: float, confirmatory: bool) -> None:
         low, high = frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"]
         frame.loc[ri, "verdict"] = fam.verdict(i, low, high, tables[ti].sesoi, alpha=alpha, confirmatory=confirmatory)
     for table in tables:
-        table.family = f"primary (Holm over {count(fam.size, 'comparison')})"
+        if "family_size" in table.frame:  # an exploratory variant is in no primary family
+            table.frame.loc[table.frame["variant"].isin(list(exploratory)), "family_size"] = None
+        apart = [v for v in table.frame["variant"] if v in exploratory]
+        table.family = f"primary (Holm over {count(fam.size, 'comparison')}" + (
+            f"; {', '.join(apart)}: exploratory, BH within the table)" if apart else ")"
+        )

@@ -77,7 +77,8 @@ def primary_power(tables: list[Table], alpha: float = 0.05) -> list[PrimaryPower
         for _, row in table.frame.iloc[1:].iterrows():
             n = 0 if pd.isna(row.get("n_pairs")) else int(row["n_pairs"])
             sd = float(row["sd_diff"]) if pd.notna(row.get("sd_diff")) else math.nan
-            if n < 2 or math.isnan(sd) or pd.isna(row.get("p")):  # not a member: no test, no power
+            if n < 2 or math.isnan(sd) or pd.isna(row.get("p")) or pd.isna(row.get("family_size")):
+                # not a member: no test (or an exploratory variant, outside the family), no power
                 continue
             needed, note = None, ""
             try:

@@ -19,3 +19,4 @@ class Table:
     family: str  # "primary (Holm over k comparisons)" or "exploratory (BH)"
     frame: pd.DataFrame
     sesoi: float | None = None
+    reference: str | None = None  # the variant of row 0 when it is not the ablation's baseline

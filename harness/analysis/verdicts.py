@@ -30,6 +30,15 @@ Comparison verdicts (:class:`Kind`):
   that is inconclusive and had less than 80 % power at the task's smallest effect of interest;
   N is what ``ablate plan`` says the family needs.
 - ``baseline``: the baseline's own row.
+
+Claim verdicts (:class:`ClaimKind`; docs/claims-audit.md): ``supported`` / ``partly supported``
+(``in direction only``), ``contradicted`` / ``partly contradicted``, ``mixed``, ``inconclusive``,
+``pilot``, ``untestable at this scale``, ``underpowered at this scale (needs N seeds)``, ``not
+tested ...``, ``withheld (...)``; and, for what a claim says rather than what its cells did:
+``premise fails here: SETTING cannot run (...)`` (the claim's setting does not run here: no
+evidence for or against it), ``not testable as stated: PART: reason`` (no comparison tests its
+effect or mechanism), and a verdict per condition, ``supported for Post-LN, contradicted for
+Pre-LN`` (:attr:`ClaimKind.BY_CONDITION`), when conditions disagree.
 """
 
 from __future__ import annotations
@@ -172,6 +181,9 @@ class ClaimKind(str, Enum):
     UNTESTABLE = "untestable at this scale"
     UNDERPOWERED = "underpowered at this scale"
     WITHHELD = "withheld"
+    PREMISE_FAILS = "premise fails here"
+    NOT_TESTABLE = "not testable as stated"
+    BY_CONDITION = "by condition"  # no text of its own: ``supported for Post-LN, contradicted for Pre-LN``
 
 
 RULINGS = frozenset(
@@ -181,6 +193,7 @@ RULINGS = frozenset(
         ClaimKind.CONTRADICTED,
         ClaimKind.PARTLY_CONTRADICTED,
         ClaimKind.MIXED,
+        ClaimKind.BY_CONDITION,
     }
 )
 """The claim verdicts that rule on a claim (for or against it): those a positive control that did
@@ -207,8 +220,15 @@ def claim_contradicted(all_of_them: bool) -> str:
     return (ClaimKind.CONTRADICTED if all_of_them else ClaimKind.PARTLY_CONTRADICTED).value
 
 
-def claim_mixed(supporting: int, contradicting: int) -> str:
-    """``mixed: s comparison(s) support it, c contradict it``."""
+def claim_mixed(supporting: int, contradicting: int, inline: bool = False) -> str:
+    """``mixed: s comparison(s) support it, c contradict it``; ``inline`` (within a verdict per
+    condition): ``mixed (1 comparison supports it and 1 contradicts it)``."""
+    if inline:
+        s, c = supporting, contradicting
+        return (
+            f"{ClaimKind.MIXED.value} ({s} comparison{'s' if s > 1 else ''} support{'' if s > 1 else 's'} it "
+            f"and {c} contradict{'' if c > 1 else 's'} it)"
+        )
     return f"{ClaimKind.MIXED.value}: {supporting} comparison(s) support it, {contradicting} contradict it"
 
 
@@ -225,9 +245,53 @@ def claim_withheld(controls: list[tuple[str, str]]) -> str:
     return f"{ClaimKind.WITHHELD.value} (" + ", ".join(f"{c}: {o}" for c, o in controls) + ")"
 
 
-def claim_kind(verdict: str) -> ClaimKind | None:
-    """The kind of a claim verdict text (longest match first: ``partly supported`` before ``supported``)."""
+def claim_premise_fails(setting: str, observed: str) -> str:
+    """``premise fails here: SETTING cannot run (OBSERVED)``: the claim is about a setting that
+    does not run here (no run of it finished), so nothing here rules on what it says happens there."""
+    return f"{ClaimKind.PREMISE_FAILS.value}: {setting} cannot run ({observed})"
+
+
+def claim_not_testable(reason: str) -> str:
+    """``not testable as stated: REASON``: no comparison here tests the claim's effect or
+    mechanism (every such part of its audit is ``not_tested``), whatever its other comparisons read."""
+    return f"{ClaimKind.NOT_TESTABLE.value}: {reason}"
+
+
+_FOR = " for "
+_BETWEEN = ", "
+
+
+def claim_by_condition(verdicts: list[tuple[str, str]]) -> str:
+    """``supported for Post-LN, contradicted for Pre-LN``: the verdict under each condition
+    (``(condition, claim verdict)``, in the order the claim lists them), when they differ in kind.
+    A ``mixed`` one is written by ``claim_mixed(..., inline=True)`` (no comma), so that the text
+    splits back at its commas (:func:`claim_kind`)."""
+    return _BETWEEN.join(f"{v}{_FOR}{c}" for c, v in verdicts)
+
+
+def claim_for_all(verdict: str, conditions: list[str]) -> str:
+    """``contradicted for A and B``: one verdict over every comparison, where the conditions it was
+    read under agree in kind, naming them (``A, B and C``), so that it says what it covers."""
+    named = conditions[0] if len(conditions) == 1 else f"{', '.join(conditions[:-1])} and {conditions[-1]}"
+    return f"{verdict}{_FOR}{named}"
+
+
+def _by_condition(verdict: str) -> bool:
+    """Whether ``verdict`` is a :func:`claim_by_condition` text: two or more ``VERDICT for CONDITION``."""
+    pieces = verdict.split(_BETWEEN)
+    return len(pieces) > 1 and all(_FOR in p and _single_kind(p.rsplit(_FOR, 1)[0]) is not None for p in pieces)
+
+
+def _single_kind(verdict: str) -> ClaimKind | None:
     for k in sorted(ClaimKind, key=lambda c: -len(c.value)):
         if verdict == k.value or verdict.startswith((k.value + " ", k.value + ":")):
             return k
     return None
+
+
+def claim_kind(verdict: str) -> ClaimKind | None:
+    """The kind of a claim verdict text (longest match first: ``partly supported`` before
+    ``supported``; a verdict per condition: :attr:`ClaimKind.BY_CONDITION`)."""
+    if not verdict.startswith((ClaimKind.PREMISE_FAILS.value, ClaimKind.NOT_TESTABLE.value)) and _by_condition(verdict):
+        return ClaimKind.BY_CONDITION
+    return _single_kind(verdict)

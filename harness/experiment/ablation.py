@@ -74,6 +74,7 @@ class Ablation(Decl):
     )
     source: str = Field("", exclude=True)
     _only_variants: tuple[str, ...] = PrivateAttr(default=())
+    _exploratory: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
     def _consistent(self) -> Ablation:
@@ -177,9 +178,20 @@ class Ablation(Decl):
         )
 
     def _check_only_variants(self, name: str, prof: Profile) -> None:
+        labels = [self.label(v) for v in self.variants()]
+        run = prof.only_variants or labels
+        if unknown := [v for v in prof.exploratory_variants if v not in run]:
+            raise ValueError(
+                f"profile {name!r}: exploratory_variants names {unknown}, not grid points the profile runs"
+                f"{did_you_mean(unknown[0], run)}; it runs: {run}"
+            )
+        if self.baseline_label in prof.exploratory_variants:
+            raise ValueError(
+                f"profile {name!r}: exploratory_variants holds the baseline {self.baseline_label!r}, which every "
+                "comparison is made against; list only the variants to leave out of the primary family"
+            )
         if not prof.only_variants:
             return
-        labels = [self.label(v) for v in self.variants()]
         if unknown := [v for v in prof.only_variants if v not in labels]:
             raise ValueError(
                 f"profile {name!r}: only_variants names {unknown}, not points of the grid"
@@ -203,7 +215,14 @@ class Ablation(Decl):
         tasks = {t: e for t, e in self.tasks.items() if not prof.only_tasks or t in prof.only_tasks}
         out = self.model_copy(update={"tasks": tasks})
         out._only_variants = tuple(prof.only_variants) or self._only_variants
+        out._exploratory = tuple(prof.exploratory_variants) or self._exploratory
         return out
+
+    @property
+    def exploratory_variants(self) -> tuple[str, ...]:
+        """The labels of the profile's exploratory variants (after :meth:`for_profile`): left out of
+        the primary Holm family."""
+        return self._exploratory
 
     def _check_tune(self) -> None:
         """Tuned keys (ablation and profile ``tune:``) are config keys and never axes."""

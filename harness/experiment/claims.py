@@ -1,9 +1,13 @@
 """The practitioners' claims the harness tests (``claims.yaml`` beside this module), as data: each
-claim names the comparisons (task, metric, variant against the baseline) that decide it.
+claim names the comparisons (task, metric, variant against the baseline or another variant) that
+decide it, and its evidence audit: the parts of its wording (:class:`Part`: effect, mechanism,
+condition), each with the comparisons that test it or the reason none here does. A verdict rules
+only on the parts its comparisons test (docs/claims-audit.md).
 
-The file is validated like a declaration (:class:`Claim`, :class:`Evidence`: unknown keys, a
-missing key or an ``expect`` that is not a verdict are refused with the entry and the key), and
-parsed once per process."""
+The file is validated like a declaration (:class:`Claim`, :class:`Evidence`, :class:`Part`: unknown
+keys, a missing key, an ``expect`` that is not a verdict, a comparison naming no part of the audit,
+a part with neither comparisons nor a reason are refused with the entry and the key), and parsed
+once per process."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import importlib.resources
 from collections.abc import Collection
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from harness.errors import AblateError
 from harness.experiment import metrics
@@ -24,20 +28,51 @@ CLAIMS = "claims.yaml"
 
 
 class Evidence(metrics.KnownMetric):
-    """One comparison that decides a claim: ``variant`` against the ablation's baseline on
-    ``metric`` of ``task``, and the verdict expected if the claim holds (a ``higher_is_better``
-    it restates must agree with the metrics table)."""
+    """One comparison that decides a claim: ``variant`` against the ablation's baseline (or
+    ``against``, another variant of the grid) on ``metric`` of ``task``, and the verdict expected
+    if the claim holds (a ``higher_is_better`` it restates must agree with the metrics table).
+
+    ``part``: the words of the claim's :class:`Part` it tests. ``condition``: the setting it is read
+    under when the claim's answer may depend on one (``Post-LN``): the verdict is given per
+    condition. ``premise``: instead of ``expect``, a ``finished`` comparison that says whether the
+    claim's setting (the words given) can run here at all; if no run of the variant finished, the
+    claim's premise fails here and no comparison rules on it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     task: str
     variant: str
-    expect: Literal["better", "worse", "equivalent"]
+    expect: Literal["better", "worse", "equivalent"] | None = None
+    against: str | None = None  # the variant it is compared with; None: the ablation's baseline
+    part: str | None = None
+    condition: str | None = None
+    premise: str | None = None
     tests: str | None = None  # what the comparison shows when it tests less than the claim says
+
+    @model_validator(mode="after")
+    def _expect_or_premise(self) -> Evidence:
+        if (self.expect is None) == (self.premise is None):
+            raise ValueError("give expect (the verdict if the claim holds) or premise (the setting that must run), one")
+        if self.premise is not None and self.metric != metrics.OUTCOME:
+            raise ValueError(f"a premise is read from metric {metrics.OUTCOME!r} (whether the runs finished)")
+        return self
+
+
+class Part(BaseModel):
+    """One part of a claim's wording: its effect, the mechanism it names, or a condition it sets
+    (precision, placement, learning rate, length). ``not_tested``: why no comparison here tests
+    it; without it, at least one evidence entry names the part."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    words: str
+    kind: Literal["effect", "mechanism", "condition"]
+    not_tested: str | None = None
 
 
 class Claim(BaseModel):
-    """A practitioners' claim, the figure given for it and the ablation whose evidence decides it."""
+    """A practitioners' claim, the figure given for it, the ablation whose evidence decides it and
+    its evidence audit (``parts``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -45,7 +80,29 @@ class Claim(BaseModel):
     claim: str
     figure: str
     ablation: str
+    parts: list[Part] = []
     evidence: list[Evidence] = []
+
+    @model_validator(mode="after")
+    def _audit(self) -> Claim:
+        words = [p.words for p in self.parts]
+        if dupes := sorted({w for w in words if words.count(w) > 1}):
+            raise ValueError(f"parts: {dupes[0]!r} appears more than once")
+        for i, ev in enumerate(self.evidence):
+            if self.parts and ev.part not in words:
+                raise ValueError(f"evidence.{i}.part: {ev.part!r} is not the words of a part; parts: {words}")
+        conditions = {ev.condition for ev in self.evidence if ev.premise is None}
+        if None in conditions and len(conditions) > 1:
+            raise ValueError("evidence: give every comparison a condition, or none")
+        for part in self.parts:
+            tested = [ev for ev in self.evidence if ev.part == part.words]
+            if part.not_tested is None and not tested:
+                raise ValueError(
+                    f"parts: {part.words!r} has no comparison; name it in an evidence entry or say why not_tested"
+                )
+            if part.not_tested is not None and tested:
+                raise ValueError(f"parts: {part.words!r} is not_tested, yet evidence names it")
+        return self
 
 
 def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, dict[str, Any]]:
@@ -62,7 +119,7 @@ def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, dict[str, Any]]:
         try:
             claim = Claim.model_validate(entry)
         except ValidationError as exc:
-            keys = [*Claim.model_fields, *Evidence.model_fields]
+            keys = [*Claim.model_fields, *Evidence.model_fields, *Part.model_fields]
             raise AblateError(f"{where}: {format_validation_error(exc, f'claim {name}', keys=keys)}") from None
         if claim.id in out:
             raise AblateError(f"{where}: claim id {claim.id!r} appears twice")

@@ -134,6 +134,12 @@ class Profile(Decl):
     only_variants: list[str] = Field(
         default_factory=list, description="run only these grid points, by label (default: all); must hold the baseline"
     )
+    exploratory_variants: list[str] = Field(
+        default_factory=list,
+        description="grid points the profile runs, by label, left out of the primary Holm family: their "
+        "comparisons are exploratory (Benjamini-Hochberg within each table), so adding one leaves the "
+        "confirmatory comparisons' adjusted p as they were",
+    )
 
     @field_validator("seeds")
     @classmethod

@@ -71,6 +71,7 @@ BAD: dict[str, tuple[tuple[str, ...], Any]] = {
     "profiles.PROFILE.tune": (("profiles", "cpu", "tune"), {"model.position": {"type": "categorical", "choices": [1]}}),
     "profiles.PROFILE.only_tasks": (("profiles", "cpu", "only_tasks"), ["cpy"]),
     "profiles.PROFILE.only_variants": (("profiles", "cpu", "only_variants"), ["rope", "alibi"]),
+    "profiles.PROFILE.exploratory_variants": (("profiles", "cpu", "exploratory_variants"), ["rop"]),
     "tune.KEY.type": (("tune",), {"train.lr": {"type": "log-float", "low": 0.001, "high": 0.01}}),
     "tune.KEY.low": (("tune",), {"train.lr": {"type": "float", "low": 0, "high": 0.01, "log": True}}),
     "tune.KEY.high": (("tune",), {"train.lr": {"type": "float", "low": 0.001}}),

@@ -2,7 +2,7 @@
 
 Each variant acts in one place of the model, and overrides only that hook:
 
-- ``add_to_embeddings(x)``: ``sinusoidal``, ``learned`` (added to the token embeddings).
+- ``add_to_embeddings(x)``: ``sinusoidal``, ``learned``, ``learned_clamp`` (added to the token embeddings).
 - ``rotate_qk(q, k)``: ``rope`` (rotates queries and keys in every layer).
 - ``attention_bias(t, s)``: ``alibi`` (an additive bias on the attention scores).
 - nothing: ``nope``.
@@ -138,7 +138,36 @@ class Learned(PositionalEncoding):
         t = x.size(1)
         if t > self.max_len:
             raise ValueError(f"sequence length T={t} exceeds max_len={self.max_len} of the learned table")
-        return x + self.table(torch.arange(t, device=x.device)).to(x.dtype)  # (T, C) broadcast
+        return x + self.table(self.rows(t, x.device)).to(x.dtype)  # (T, C) broadcast
+
+    def rows(self, t: int, device: torch.device) -> Tensor:
+        """The table row each of ``t`` positions reads, (T,): its own."""
+        return torch.arange(t, device=device)
+
+
+@POSITIONAL.register("learned_clamp")
+class LearnedClamp(Learned):
+    """``learned`` with every position beyond the training length reading the row of the last
+    trained position, instead of its own untrained row: ``row(p) = min(p, T_train - 1)``, as
+    implementations that clamp position ids to the table they trained do. ``T_train`` is the
+    longest sequence passed in training mode with gradients on (a training step; a buffer, saved
+    with the weights); before any training step every position reads its own row, as ``learned``.
+
+    Same table, initialisation and parameter count as ``learned``; positions beyond ``max_len``
+    raise ``ValueError`` as there. Within the training length the two are the same function.
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__(cfg)
+        self.register_buffer("trained_len", torch.zeros((), dtype=torch.long))
+
+    def rows(self, t: int, device: torch.device) -> Tensor:
+        """(T,): ``min(p, T_train - 1)``; ``T_train`` grows to ``t`` in a training step."""
+        if self.training and torch.is_grad_enabled() and t > int(self.trained_len):
+            self.trained_len.fill_(t)
+        pos = torch.arange(t, device=device)
+        trained = int(self.trained_len)
+        return pos.clamp(max=trained - 1) if trained else pos
 
 
 @POSITIONAL.register("rope", version=2)  # 2: angles in float64 (were float32: cos/sin off by up to 7e-5)

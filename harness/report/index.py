@@ -261,9 +261,9 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         if e.notes:
             profiles += "; " + "; ".join(e.notes)
         claims = (
-            "<br>".join(_tuned_claim(c) for c in e.tuning)
+            "<br>".join(_tuned_claim(c) + _untested(c.claim) for c in e.tuning)
             if e.tuning
-            else "<br>".join(f"`{cid}`: {verdict}" for cid, verdict in e.verdicts)
+            else "<br>".join(f"`{cid}`: {verdict}{_untested(cid)}" for cid, verdict in e.verdicts)
             if latest
             else "<br>".join(f"`{cid}`: no runs" for cid in e.claims)
         )
@@ -273,6 +273,14 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         cells = [link, e.question, profiles, latest.profile if latest else "–", claims or "–", control, e.seeds]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _untested(cid: str) -> str:
+    """`` (does not test: *at a fixed 1e-4*)``: the parts of the claim's wording no comparison
+    tests (its audit in claims.yaml); empty when it tests them all."""
+    parts = claims_mod.load_claims().get(cid, {}).get("parts", [])
+    words = [f"*{p['words']}*" for p in parts if p.get("not_tested")]
+    return f" (does not test: {', '.join(words)})" if words else ""
 
 
 def _tuned_claim(c: ClaimChange) -> str:

@@ -12,7 +12,7 @@ import pandas as pd
 from harness.analysis import power as pw
 from harness.analysis import untestable
 from harness.analysis import verdicts as vd
-from harness.analysis.claims import ControlOutcome, claim_verdict, control_outcomes
+from harness.analysis.claims import ControlOutcome, audit_text, claim_verdict, control_outcomes
 from harness.analysis.comparisons import Analysis
 from harness.analysis.primary_power import TARGET_POWER
 from harness.encode import count, text
@@ -75,6 +75,8 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None
             f"> {claim['claim']} (figure given: {claim.get('figure', 'none')})",
             "",
         ]
+        if audit := audit_text(claim):
+            lines += [audit, ""]
         lines += [f"- {e}" for e in evidence]
         lines.append("")
     if controls := control_outcomes(result):

@@ -123,3 +123,32 @@ def test_a_comparison_with_an_infinite_value_is_in_no_family_and_the_label_agree
     assert rows.loc["learned", "p_adj"] == pytest.approx(st.ttest_rel(0.5 + diffs["learned"], [0.5] * 8).pvalue)
     assert np.isnan(rows.loc["rope", "p_perm"]) and rows.loc["rope", "family_size"] is pd.NA
     assert rows.loc["rope", "verdict"] == "undefined (a non-finite value in 1 of 8 pairs)"
+
+
+def test_an_exploratory_variant_stays_out_of_the_primary_family(tmp_path):
+    """A profile's ``exploratory_variants`` (a variant added after the confirmatory runs) leave the
+    family, and so the adjusted p of every confirmatory comparison, as they were without it."""
+    diffs = {
+        "learned": np.random.default_rng(4).normal(0.03, 0.06, 8),
+        "rope": np.random.default_rng(5).normal(0.03, 0.06, 8),
+    }
+
+    def table(folder, **profile):
+        decl = write_decl(tmp_path / folder / "decl", cpu={"seeds": SEEDS, **profile})
+        results = tmp_path / folder / "results"
+        write_runs(results, decl, "cpu", lambda v, s: 0.5 + (diffs[v][s] if v in diffs else 0.0))
+        result = analyse(select(load(str(decl)), "cpu", check_data=False), results)
+        powers[folder] = result.power
+        return result.table("copy", "acc@x2")
+
+    powers = {}
+    alone = table("alone", only_variants=["sinusoidal", "learned"])
+    beside = table("beside", exploratory_variants=["rope"])
+    assert [p.variant for p in powers["beside"]] == ["learned"]  # sized as the family it is in
+    assert powers["beside"][0].alpha_each == powers["alone"][0].alpha_each == 0.05
+    assert alone.family == "primary (Holm over 1 comparison)"
+    assert beside.family == "primary (Holm over 1 comparison; rope: exploratory, BH within the table)"
+    learned = [t.frame.set_index("variant").loc["learned"] for t in (alone, beside)]
+    assert learned[1]["p_adj"] == pytest.approx(learned[0]["p_adj"], rel=1e-12)
+    assert learned[0]["p_adj"] == pytest.approx(learned[0]["p"], rel=1e-12)  # Holm over one: the raw p
+    assert table("holm").family == "primary (Holm over 2 comparisons)"  # without the mark: in the family

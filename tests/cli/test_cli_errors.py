@@ -61,7 +61,7 @@ def test_show_prints_the_smoke_grid_and_writes_nothing(results):
     assert "20 runs (smoke profile, seeds [0, 1])" in out
     assert "profile smoke (selected)" in out
     assert "baseline: sinusoidal" in out
-    assert "axis model.position: sinusoidal, learned, rope, alibi, nope" in out
+    assert "axis model.position: sinusoidal, learned, rope, alibi, nope, learned_clamp" in out
     for spec in plan(load("pe_extrapolation"), "smoke", [], DATA_DIR)[1]:
         assert spec.run_id in out
     assert result.stderr == ""

@@ -27,7 +27,8 @@ from helpers.cli import assert_refused, invoke, user_file
 
 # as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
 DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
-POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "nope"]
+POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "nope", "learned_clamp"]
+RUN_BY_SMOKE = POSITIONS[:5]  # learned_clamp runs in the confirm profile only
 
 
 @pytest.fixture(autouse=True)
@@ -425,7 +426,7 @@ def test_plan_orders_seed_then_task_then_variant_and_ids_are_stable(pe):
     needs_data()
     name, specs = plan(pe, "smoke", [], DATA_DIR)
     assert name == "smoke" and len(specs) == 20
-    expected = [(seed, task, pos) for seed in (0, 1) for task in ("copy", "tinyshakespeare") for pos in POSITIONS]
+    expected = [(seed, task, pos) for seed in (0, 1) for task in ("copy", "tinyshakespeare") for pos in RUN_BY_SMOKE]
     assert [(s.seed, s.task, s.variant_label) for s in specs] == expected
     ids = [s.run_id for s in specs]
     assert len(set(ids)) == 20  # differ across seeds, tasks and variants

@@ -97,6 +97,28 @@ def test_subset_typos_repeats_and_a_lone_baseline_are_refused(tmp_path, profile,
     assert words in msg and "\n" not in msg and "  " not in msg
 
 
+@pytest.mark.parametrize(
+    "profile, words",
+    [
+        (
+            {
+                "only_variants": ["position=sinusoidal,kernel=sdpa", "position=rope,kernel=sdpa"],
+                "exploratory_variants": ["position=nope,kernel=sdpa"],
+            },
+            "exploratory_variants names ['position=nope,kernel=sdpa'], not grid points the profile runs",
+        ),
+        (
+            {"exploratory_variants": ["position=rop,kernel=sdpa"]},
+            "not grid points the profile runs (did you mean 'position=rope,kernel=sdpa'",
+        ),
+        ({"exploratory_variants": ["position=sinusoidal,kernel=sdpa"]}, "exploratory_variants holds the baseline"),
+    ],
+)
+def test_exploratory_variants_outside_the_profile_or_the_baseline_are_refused(tmp_path, profile, words):
+    msg = refused(tmp_path, **profile)
+    assert words in msg and "\n" not in msg
+
+
 def test_an_empty_profile_name_is_not_the_default(tmp_path):
     abl = load(write(tmp_path, decl()))
     with pytest.raises(AblateError, match="has no profile ''"):

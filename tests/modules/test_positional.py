@@ -220,3 +220,20 @@ def test_bias_requires_grad_only_for_a_learned_bias_and_draws_no_random_numbers(
         assert not POSITIONAL.get(name).bias_requires_grad(make_cfg(name, max_len=64)), name
     with torch.no_grad():  # asked inside evaluation code, the answer is the training one
         assert _LearnedBias.bias_requires_grad(make_cfg("nope"))
+
+
+def test_learned_clamp_reads_the_last_trained_row_beyond_the_training_length():
+    clamp, learned = make("learned_clamp", max_len=32), make("learned", max_len=32)
+    clamp.load_state_dict({**learned.state_dict(), "trained_len": torch.tensor(0)})
+    x = torch.zeros(1, 32, 16)
+    with torch.no_grad():  # training mode without a training step (a probe at init) does not set T_train
+        torch.testing.assert_close(clamp.add_to_embeddings(x), learned.add_to_embeddings(x))  # its own rows
+    assert int(clamp.trained_len) == 0
+    clamp.add_to_embeddings(torch.zeros(1, 8, 16))  # a training step at T = 8
+    clamp.eval()
+    got, own = clamp.add_to_embeddings(x)[0], learned.add_to_embeddings(x)[0]
+    torch.testing.assert_close(got[:8], own[:8])  # within L: the same function as learned
+    torch.testing.assert_close(got[8:], own[7].expand(24, 16))  # beyond L: row L - 1, not rows 8..31
+    assert int(clamp.state_dict()["trained_len"]) == 8  # saved with the weights
+    clamp.add_to_embeddings(torch.zeros(1, 16, 16))  # evaluation at 2L does not move it
+    assert int(clamp.trained_len) == 8
