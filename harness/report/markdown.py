@@ -3,6 +3,7 @@ and the command that reproduces it. Every figure is computed from the run store.
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def write_report(
     parts += bench_section(abl, results, fig_dir, path.parent, bench)  # attention kernels: `ablate bench attention`
     if abl.notes:
         parts += ["## Notes on the design", "", abl.notes, ""]
-    parts += ["## Reproduce", "", "```", *_commands(abl, profile, list(sel.overrides), tuning), "```", ""]
+    parts += ["## Reproduce", "", "```", *_commands(abl, profile, list(sel.overrides), tuning, ctx.name), "```", ""]
     path.parent.mkdir(parents=True, exist_ok=True)  # out/ itself, when no figure made it
     path.write_text("\n".join(parts))
     if data:
@@ -253,17 +254,22 @@ def _history(result: Analysis, task: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _commands(abl: Ablation, profile: str, overrides: list[str], tuning: TuningInputs | None = None) -> list[str]:
+def _commands(
+    abl: Ablation, profile: str, overrides: list[str], tuning: TuningInputs | None = None, name: str | None = None
+) -> list[str]:
     """The commands that make this report again: with a Tuning section, the studies (as many
-    trials as the largest of them holds) and the tuned runs too, before the report."""
+    trials as the largest of them holds) and the tuned runs too, before the report. ``name``: the
+    ablation as the command that made the report named it (a YAML path for an unregistered one,
+    which ``ablate run NAME`` would not find)."""
     prof = "" if profile == abl.default_profile else f" --profile {profile}"
     extra = "".join(f" {o}" for o in overrides)
-    lines = ["pip install -e .", f"ablate run {abl.name}{prof}{extra}"]
+    target = shlex.quote(name) if name else abl.name
+    lines = ["pip install -e .", f"ablate run {target}{prof}{extra}"]
     studies = [s for s in (tuning.studies.studies if tuning and tuning.studies else []) if s.objectives == 1]
     if studies:
         trials = max(s.finished for s in studies)
         lines += [
-            f"ablate tune {abl.name}{prof}{extra} --trials {trials}",
-            f"ablate run {abl.name}{prof}{extra} --tuned",
+            f"ablate tune {target}{prof}{extra} --trials {trials}",
+            f"ablate run {target}{prof}{extra} --tuned",
         ]
-    return [*lines, f"ablate report {abl.name}{prof}{extra}"]
+    return [*lines, f"ablate report {target}{prof}{extra}"]

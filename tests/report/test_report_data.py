@@ -60,6 +60,9 @@ def test_report_from_its_data_file_is_the_same_report(store, tmp_path):
     original, again = (first / "tiny.md").read_text(), (second / "tiny.md").read_text()
     assert "diverged" in original and "unreadable validation history" in original and "zzz-junk" in original
     assert untimed(again) == untimed(original)
+    # an unregistered ablation is run again by its file: `ablate run tiny` would find no such ablation
+    reproduce = original.split("## Reproduce")[1]
+    assert f"ablate run {decl}\n" in reproduce and f"ablate report {decl}\n" in reproduce, reproduce
     figures = sorted(p.name for p in (first / "figures").iterdir())
     assert figures == sorted(p.name for p in (second / "figures").iterdir()) and figures
     for name in figures:  # the validation curves too: the per-step history travels in the file
