@@ -20,7 +20,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, PrivateAttr, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, StrictBool, ValidationError, model_validator
 
 from harness.errors import AblateError
 from harness.experiment import claims as claims_file
@@ -58,7 +58,7 @@ class Ablation(Decl):
     )
     default_profile: str = Field("cpu", description="the profile a command runs without --profile")
     notes: str = Field("", description="free text: the report prints it as its Notes on the design")
-    identical_arms: bool = Field(
+    identical_arms: StrictBool = Field(
         False,
         description="an A/A check: the arms differ only in random draws, so "
         "every difference the report declares is a false positive",

@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
 from harness.bounds import INT_MAX
 from harness.experiment import metrics
@@ -121,10 +121,10 @@ class Profile(Decl):
     seeds: list[Annotated[StrictInt, Field(ge=0, le=INT_MAX)]] = Field(
         min_length=1, description="one run per seed, variant and task; seed s of every variant is paired"
     )
-    confirmatory: bool = Field(
+    confirmatory: StrictBool = Field(
         True, description="false: a pilot, whose comparisons give no verdicts (every verdict reads pilot)"
     )
-    apply_gate: bool = Field(True, description="False: runs below a task's gate stay in every comparison")
+    apply_gate: StrictBool = Field(True, description="False: runs below a task's gate stay in every comparison")
     overrides: dict[str, Any] = Field(default_factory=dict, description="config keys for every run of the profile")
     tasks: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="task name -> config keys for that task's runs in this profile"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, StrictBool, field_validator, model_validator
 
 TEST = "test pass at every evaluation length (harness/training/loop.py)"
 TRAINING = "training loop (harness/training/loop.py)"
@@ -278,7 +278,7 @@ class NamedMetric(BaseModel):
     produces by :mod:`harness.experiment.grid`)."""
 
     metric: str = Field(description="a metric name: acc@x4 (at 4L), loss@x1, steps_to_target, ...")
-    higher_is_better: bool | None = Field(
+    higher_is_better: StrictBool | None = Field(
         None, description="the direction; optional: the metrics table decides it, and this must agree"
     )
 

@@ -64,7 +64,7 @@ BAD: dict[str, tuple[tuple[str, ...], Any]] = {
     "tasks.TASK.gate.max": (("tasks", "copy", "gate", "max"), 0.1),
     "profiles.PROFILE.description": (("profiles", "cpu", "description"), 3),
     "profiles.PROFILE.seeds": (("profiles", "cpu", "seeds"), [0, 1, 1]),
-    "profiles.PROFILE.confirmatory": (("profiles", "cpu", "confirmatory"), "maybe"),
+    "profiles.PROFILE.confirmatory": (("profiles", "cpu", "confirmatory"), "no"),
     "profiles.PROFILE.apply_gate": (("profiles", "cpu", "apply_gate"), "maybe"),
     "profiles.PROFILE.overrides": (("profiles", "cpu", "overrides"), {"train.step": 2000}),
     "profiles.PROFILE.tasks": (("profiles", "cpu", "tasks"), {"reverse": {"train.steps": 10}}),

@@ -152,3 +152,13 @@ def test_seed_salt_draws_other_training_batches_for_the_same_seed():
     batches = {salt: next(iter(_TrainStream(task, 4, 8, 1, seed=3, salt=salt)))[0] for salt in (0, 1, 2)}
     assert torch.equal(next(iter(_TrainStream(task, 4, 8, 1, seed=3)))[0], batches[0])  # salt 0 = no salt
     assert not torch.equal(batches[0], batches[1]) and not torch.equal(batches[1], batches[2])
+
+
+@pytest.mark.parametrize("key", ["confirmatory", "apply_gate"])
+@pytest.mark.parametrize("text", ["no", "false", "0"])
+def test_a_profile_switch_written_as_a_string_is_refused(tmp_path: Path, key: str, text: str) -> None:
+    # YAML's unquoted no/false is a boolean; a quoted "no" is a string, which pydantic's lax mode
+    # read as False: a confirm profile silently became a pilot
+    with pytest.raises(AblateError, match=f"profiles.sub.{key}: Input should be a valid boolean"):
+        load(write(tmp_path, decl(**{key: text})))
+    assert load(write(tmp_path, decl(**{key: False}))).profiles["sub"].model_dump()[key] is False
