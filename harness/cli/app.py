@@ -112,7 +112,7 @@ ProfileOpt = Annotated[
     typer.Option(
         "--profile",
         "-p",
-        help="smoke | cpu | confirm | gpu, or another the ablation declares (default: the ablation's default, cpu)",
+        help="smoke | cpu | confirm | gpu, or another the ablation declares (default: the ablation's default_profile)",
     ),
 ]
 ResultsOpt = Annotated[

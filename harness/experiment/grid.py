@@ -278,7 +278,8 @@ def plan(
     if clash := set(cli) & set(abl.axes):
         raise AblateError(
             f"{', '.join(sorted(clash))} {'is an axis' if len(clash) == 1 else 'are axes'} of {abl.name}; "
-            f"a run override may not change an axis"
+            "a run override may not change an axis; to run some of its values only, list their variants in a "
+            "profile's only_variants (ablate show NAME names them)"
         )
     per_task: dict[str, list[tuple[dict[str, Any], RunConfig]]] = {}
     tasks: dict[str, Any] = {}

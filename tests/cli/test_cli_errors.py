@@ -143,7 +143,7 @@ def test_compare_on_a_store_folder_without_runs_says_so(results):
             ["model.max_len=40"],
             ["model.position=learned", "can represent 40 positions", "evaluates at 64 tokens", "model.max_len"],
         ),
-        (["model.position=rope"], ["model.position is an axis of pe_extrapolation"]),
+        (["model.position=rope"], ["model.position is an axis of pe_extrapolation", "only_variants"]),
         (["noequals"], ["'noequals' is not of the form key=value"]),
         (["=5"], ["is not of the form key=value"]),
         (["model=5"], ["unknown config key 'model'"]),
