@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from harness.analysis import primary_power, stats, untestable
+from harness.analysis import looks, primary_power, stats, untestable
 from harness.analysis.holm import holm_across
 from harness.encode import count
 from harness.errors import AblateError
@@ -61,6 +61,7 @@ class Analysis:
     mixed_code: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # task -> code run at >1 version
     unlearned: dict[str, untestable.Unlearned] = field(default_factory=dict)  # task -> baseline seeds at target
     power: list[primary_power.PrimaryPower] = field(default_factory=list)  # each primary comparison at its sesoi
+    sequential: looks.State | None = None  # a group-sequential profile: where its looks stand
 
     @property
     def ablation(self) -> Ablation:
@@ -199,7 +200,10 @@ def analyse(
             (primaries if is_primary else out.tables).append(table)
     holm_across(primaries, alpha, prof.confirmatory)
     out.power = primary_power.primary_power(primaries, alpha)
-    if prof.confirmatory:  # inconclusive with fewer seeds than `ablate plan` asks: say so
+    if prof.sequential is not None:  # the looks decide, not the fixed design's Holm family
+        out.sequential = looks.state(sel, found.records)
+        looks.mark(primaries, out.sequential)
+    elif prof.confirmatory:  # inconclusive with fewer seeds than `ablate plan` asks: say so
         primary_power.mark_underpowered(primaries, out.power)
     out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, len(prof.seeds))
     out.unlearned = untestable.unlearned_tasks(abl, rows, len(prof.seeds))

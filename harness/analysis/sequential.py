@@ -147,12 +147,13 @@ def nominal_p(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray
 
 @dataclass(frozen=True)
 class Design:
-    """A profile's ``sequential:`` block, resolved: pairs at each look, the spending function and
-    the family's total two-sided level."""
+    """A profile's ``sequential:`` block, resolved: pairs at each look, the spending function, the
+    family's total two-sided level, and whether open comparisons may stop for futility."""
 
     looks: tuple[int, ...]
     spending: str
     alpha: float
+    futility: bool = True
 
     def p_table(self, m: int, scale: float = 1.0) -> np.ndarray:
         """Nominal p bounds at level ``scale * alpha / j`` for j = 1..m remaining Holm members, (m, K)."""
@@ -191,8 +192,8 @@ def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
     sign-flip p is at most alpha / j (a check, not a spending test: it only narrows the rejection
     region, so the family-wise rate stays at most alpha); each rejection raises the others' level and
     the step repeats. A member still open is ``equivalent`` when its repeated 1 - 2 alpha / j interval
-    lies within +-sesoi (TOST by repeated confidence intervals), and, at an interim look, ``futile``
-    (non-binding) when its conditional power at the sesoi is below :data:`FUTILITY_POWER`.
+    lies within +-sesoi (TOST by repeated confidence intervals), and, at an interim look of a design
+    with futility, ``futile`` (non-binding) when its conditional power at the sesoi is below :data:`FUTILITY_POWER`.
 
     Args:
         design: the looks, spending function and alpha.
@@ -239,7 +240,7 @@ def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
             c_eq = stats.t.isf(p_eq[j - 1, k][:, None] / 2, n[:, k] - 1)
             equiv = (outcome == OPEN) & (np.abs(delta[:, k]) + c_eq * se < sesoi)
         outcome[equiv], look[equiv] = EQUIVALENT, k
-        if k < last:
+        if design.futility and k < last:
             with np.errstate(invalid="ignore", divide="ignore"):
                 c_end = stats.norm.isf(p_dir[j - 1, last] / 2)[:, None]
                 power = _conditional_power(design.looks[k], design.looks[-1], t[:, k], sd[:, k], sesoi, c_end)
