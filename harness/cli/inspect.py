@@ -90,6 +90,10 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
             [
                 f"; only tasks {', '.join(p.only_tasks)}" if p.only_tasks else "",
                 f"; only variants {', '.join(p.only_variants)}" if p.only_variants else "",
+                f"; sequential: looks at {', '.join(map(str, p.sequential.looks))} seeds, {p.sequential.spending} "
+                f"spending, alpha {p.sequential.alpha:g}"
+                if p.sequential
+                else "",
             ]
         )
         output.console.print(
