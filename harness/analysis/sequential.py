@@ -136,6 +136,7 @@ def t_bounds(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
             m = int(round(target[k] - (N_PATHS - alive.sum())))  # crossings still to spend
             out[k] = np.inf if m <= 0 else (0.0 if m >= len(vals) else (vals[m - 1] + vals[m]) / 2)
         alive &= paths[:, k] < out[k]
+    out.setflags(write=False)  # cached: shared by every caller
     return out
 
 
@@ -189,9 +190,11 @@ def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
     At each look k the open members are tested, Holm step-down (Maurer & Bretz 2013): with j
     members not yet rejected, a member is rejected (``better``/``worse`` by the sign of t) when its
     nominal two-sided p is at most the nominal p of look k's bound at level alpha / j and its exact
-    sign-flip p is at most alpha / j (a check, not a spending test: it only narrows the rejection
-    region, so the family-wise rate stays at most alpha); each rejection raises the others' level and
-    the step repeats. A member still open is ``equivalent`` when its repeated 1 - 2 alpha / j interval
+    sign-flip p is at most that nominal p too, or, where the exact test cannot reach it (its smallest
+    p is 2 / 2^n), at most 2 / 2^n, never above alpha / j (a check, not a spending test: it only
+    narrows the rejection region, so the family-wise rate stays at most the t rule's; it keeps a
+    direction from resting on the normal model alone where the differences are skewed); each
+    rejection raises the others' level and the step repeats. A member still open is ``equivalent`` when its repeated 1 - 2 alpha / j interval
     lies within +-sesoi (TOST by repeated confidence intervals), and, at an interim look of a design
     with futility, ``futile`` (non-binding) when its conditional power at the sesoi is below :data:`FUTILITY_POWER`.
 
@@ -220,11 +223,13 @@ def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
         with np.errstate(invalid="ignore", divide="ignore"):
             se = sd[:, k] / np.sqrt(n[:, k])
 
+        floor = 2.0 / 2.0 ** n[:, k]  # the exact sign-flip test's smallest p with n pairs
         rejected = np.isin(outcome, (BETTER, WORSE)).sum(axis=1)
         while True:  # Holm step-down within the look; thresholds only grow as members are rejected
             j = np.maximum(m - rejected, 1)  # (S,); every member rejected: nothing left to test
             cut, lev = p_dir[j - 1, k], design.alpha / j
-            hit = (outcome == OPEN) & (p[:, k] <= cut[:, None]) & (p_sign[:, k] <= lev[:, None])
+            sign_cut = np.minimum(np.maximum(cut[:, None], floor), lev[:, None])
+            hit = (outcome == OPEN) & (p[:, k] <= cut[:, None]) & (p_sign[:, k] <= sign_cut)
             if not hit.any():
                 break
             outcome[hit] = np.where(t[:, k] > 0, BETTER, WORSE)[hit]

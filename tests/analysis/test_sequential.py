@@ -91,6 +91,20 @@ def test_the_sign_flip_check_holds_a_direction_back():
     assert _one([[50.0]], p_sign=0.0078).outcome[0, 0] == sq.BETTER
 
 
+def test_where_the_exact_test_can_reach_the_bound_it_must():
+    """At 16 pairs the exact test's smallest p (2 / 2**16) is below look 1's nominal p, so its p must
+    reach that nominal p too, not only the Holm level: a direction the normal model alone carries waits."""
+    design = sq.Design((16, 32), "obrien_fleming", 0.05)
+    cut = sq.nominal_p(design.looks, 0.05, "obrien_fleming")[0]
+    t, n = np.full((1, 1, 1), 50.0), np.full((1, 1, 1), 16.0)
+
+    def outcome(p_sign: float) -> int:
+        return sq.decide(design, t, n, np.full_like(t, p_sign), t / 4, np.ones_like(t)).outcome[0, 0]
+
+    assert cut < 0.01
+    assert outcome(0.01) == sq.OPEN and outcome(cut * 0.9) == sq.BETTER
+
+
 def test_equivalence_by_a_repeated_interval_inside_the_sesoi():
     small = _one([[0.1]], delta=[[0.001]], sd=0.01, sesoi=[0.05])
     assert small.outcome[0, 0] == sq.EQUIVALENT
