@@ -81,6 +81,8 @@ LAZY_INTERNAL = {
     "harness.cli.app",
     # the comparison's statistics (scipy, statsmodels, pandas): `ablate run` imports them after its grid
     "harness.cli.compare",
+    # the decisions of a group-sequential design (scipy): `ablate run` needs them to choose its runs
+    "harness.analysis.looks",
 }
 # modules whose every import of the harness may be lazy: the typer app imports a command's module
 # only when that command runs, so that `ablate --help` answers at once
@@ -194,7 +196,7 @@ def test_nothing_but_the_cli_imports_the_cli() -> None:
     assert users == []
 
 
-STATISTICS = ("stats", "paired", "power", "ranks", "verdicts")
+STATISTICS = ("stats", "paired", "power", "ranks", "verdicts", "sequential")
 
 
 def test_statistics_know_nothing_of_the_harness() -> None:

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from harness.analysis import primary_power, stats, untestable
+from harness.analysis import looks, primary_power, stats, untestable
 from harness.analysis.holm import holm_across
 from harness.analysis.table import Table
 from harness.encode import count
@@ -47,6 +47,7 @@ class Analysis:
     power: list[primary_power.PrimaryPower] = field(default_factory=list)  # each primary comparison at its sesoi
     alpha: float = 0.05
     references: dict[tuple[str, str, str], Table | None] = field(default_factory=dict)  # made when a claim asks
+    sequential: looks.State | None = None  # a group-sequential profile: where its looks stand
 
     @property
     def ablation(self) -> Ablation:
@@ -191,7 +192,10 @@ def analyse(
             (primaries if is_primary else out.tables).append(table)
     holm_across(primaries, alpha, prof.confirmatory, abl.exploratory_variants)
     out.power = primary_power.primary_power(primaries, alpha)
-    if prof.confirmatory:  # inconclusive with fewer seeds than `ablate plan` asks: say so
+    if prof.sequential is not None:  # the looks decide, not the fixed design's Holm family
+        out.sequential = looks.state(sel, found.records)
+        looks.mark(primaries, out.sequential)
+    elif prof.confirmatory:  # inconclusive with fewer seeds than `ablate plan` asks: say so
         primary_power.mark_underpowered(primaries, out.power)
     out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, len(prof.seeds))
     out.unlearned = untestable.unlearned_tasks(abl, rows, len(prof.seeds))

@@ -98,6 +98,13 @@ def inconclusive(mde: float | None = None, perm_p_adj: float | None = None) -> s
     return Kind.INCONCLUSIVE.value
 
 
+def inconclusive_sequential(state: str) -> str:
+    """``inconclusive (STATE)``: a primary comparison of a group-sequential design that no look
+    decided (``open: next look 2 at 16 seeds``, ``stopped for futility at look 1, 8 seeds``,
+    ``not decided by the last look, 32 seeds``; :mod:`harness.analysis.looks`)."""
+    return f"{Kind.INCONCLUSIVE.value} ({state})"
+
+
 def identical(n_pairs: int) -> str:
     """``identical in all n pairs``."""
     return f"{Kind.IDENTICAL.value} in all {n_pairs} pairs"

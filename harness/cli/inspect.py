@@ -18,9 +18,10 @@ from harness.experiment import schema as schema_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.families import families
 from harness.experiment.search_space import resolve_space
+from harness.experiment.selection import Selection
 from harness.report.index import short_question
 from harness.store.record import STATUSES
-from harness.store.runs import read_record, run_dir, scan
+from harness.store.runs import StoreScan, read_record, run_dir, scan
 
 
 def list_all(components: bool = False) -> None:
@@ -91,6 +92,10 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
             [
                 f"; only tasks {', '.join(p.only_tasks)}" if p.only_tasks else "",
                 f"; only variants {', '.join(p.only_variants)}" if p.only_variants else "",
+                f"; sequential: looks at {', '.join(map(str, p.sequential.looks))} seeds, {p.sequential.spending} "
+                f"spending, alpha {p.sequential.alpha:g}"
+                if p.sequential
+                else "",
             ]
         )
         output.console.print(
@@ -138,6 +143,11 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     abl = ablation_mod.load(name)
     prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir(), check_data=False)
     output.check_results_readable(results)
+    sel = Selection(abl.for_profile(prof_name), prof_name, tuple(overrides), tuple(specs))
+    if sel.settings.sequential is not None:
+        from harness.analysis import looks  # scipy
+
+        looks.design_of(sel)  # a design that could decide nothing is refused before the table
     columns = (*STATUSES, "running", "pending")
     table = RichTable(title=f"{abl.name} / {prof_name} in {results}")
     for col in ("task", "variant", *columns):
@@ -169,3 +179,21 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         output.console.print(f"[yellow]store problem[/] {problem}")
     for note in notes:
         output.console.print(note)
+    if sel.settings.sequential is not None:
+        _sequential_status(sel, found)
+
+
+def _sequential_status(sel: Selection, found: StoreScan) -> None:
+    """The look a group-sequential profile reached and what each primary comparison waits for."""
+    from harness.analysis import looks  # scipy
+
+    st = looks.state(sel, found.records)
+    d = st.design
+    output.console.print(
+        f"sequential design: looks at {', '.join(map(str, d.looks))} seeds, {d.spending} spending, alpha {d.alpha:g}; "
+        f"{st.summary()}"
+    )
+    for c in st.comparisons:
+        output.console.print(
+            f"  {c.task} {escape(c.variant)} vs {escape(sel.ablation.baseline_label)}: {st.waits_for(c)}"
+        )

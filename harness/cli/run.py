@@ -13,12 +13,15 @@ from typing import Any
 from harness.cli import output
 from harness.cli.progress import GridProgress, clock
 from harness.encode import text
+from harness.errors import AblateError
 from harness.execution import local, reuse
 from harness.execution.gpus import estimate_seconds
 from harness.execution.launch import Launch, outcome_lines, progress_note
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import grid
+from harness.experiment.selection import Selection
 from harness.hints import Context
+from harness.store.runs import scan
 from harness.tune.studies import tuned_profile, tuned_specs
 
 
@@ -46,6 +49,8 @@ def run(
     abl = ablation_mod.load(name)
     prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir())
     ctx = Context(name, prof_name, results, tuple(overrides), storage)
+    if abl.profiles[prof_name].sequential is not None:
+        _check_design(abl, prof_name, overrides, specs, tuned)
     launch = launch or Launch()
     retry = launch.check(results, workers, threads)
     output.check_storage_not_empty(storage)
@@ -54,6 +59,8 @@ def run(
     if tuned:
         specs = tuned_specs(abl, prof_name, specs, results, storage, output.data_dir(), ctx=ctx)
         output.check_results_dir(results)
+    elif abl.profiles[prof_name].sequential is not None:  # only the runs the next look needs
+        specs = _next_look(abl, prof_name, overrides, specs, results)
     targets = {name: reuse.target_of(entry.target) for name, entry in abl.tasks.items()}
     chosen = launch.select(specs, results, abl.name, retry, targets=None if tuned else targets)
     todo, retried = chosen.todo, chosen.retry
@@ -106,6 +113,35 @@ def run(
     for line in lines:  # last: runs that did not finish come before any next step
         output.console.print(line)
     return code
+
+
+def _check_design(abl: Any, profile: str, overrides: list[str], specs: list[Any], tuned: bool) -> None:
+    """A group-sequential profile's design can decide at its first look, and runs untuned.
+
+    Raises:
+        AblateError: ``--tuned``, or a first look that could decide nothing
+            (:func:`harness.analysis.looks.design_of`).
+    """
+    from harness.analysis import looks  # scipy
+
+    if tuned:
+        raise AblateError(
+            f"--tuned with profile {profile!r}, a group-sequential design: its looks decide which untuned runs "
+            f"to make; run --tuned with a fixed profile, or run {profile} without --tuned"
+        )
+    looks.design_of(Selection(abl.for_profile(profile), profile, tuple(overrides), tuple(specs)))
+
+
+def _next_look(abl: Any, profile: str, overrides: list[str], specs: list[Any], results: Path) -> list[Any]:
+    """The runs of a group-sequential profile's next look (:mod:`harness.analysis.looks`), and a
+    line saying where the design stands."""
+    from harness.analysis import looks  # scipy: the decisions so far choose the runs
+
+    sel = Selection(abl.for_profile(profile), profile, tuple(overrides), tuple(specs))
+    looks.design_of(sel)
+    st = looks.state(sel, scan(results, abl.name, profile).records if results.is_dir() else [])
+    output.console.print(f"{abl.name} / {profile}: sequential design, {st.summary()}")
+    return looks.next_specs(sel, st)
 
 
 def _sources(records: list[dict[str, Any]]) -> list[str]:

@@ -27,7 +27,7 @@ from harness.experiment import claims as claims_file
 from harness.experiment import plugins
 from harness.experiment.config import check_key, format_validation_error
 from harness.experiment.control import Control
-from harness.experiment.declaration import Decl, MetricSpec, Profile, TaskEntry, Threshold, check_name
+from harness.experiment.declaration import Decl, MetricSpec, Profile, Sequential, TaskEntry, Threshold, check_name
 from harness.experiment.search_space import ParamSpec
 from harness.experiment.yaml_files import read_yaml
 from harness.registry import did_you_mean
@@ -266,7 +266,7 @@ class Ablation(Decl):
 DECLARATION_KEYS = sorted(
     {
         f
-        for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec, Control)
+        for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec, Control, Sequential)
         for f in m.model_fields
         if f != "source"
     }

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_
 from harness.bounds import INT_MAX
 from harness.experiment import metrics
 from harness.experiment.search_space import ParamSpec
+from harness.registry import did_you_mean
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 """What an ablation, profile or task name must match: each becomes a folder or file name of the
@@ -111,6 +112,41 @@ class TaskEntry(Decl):
     target: Threshold | None = Field(None, description="convergence target: steps_to_target")
 
 
+SPENDING_FUNCTIONS = ("obrien_fleming", "pocock")
+"""The alpha-spending functions a ``sequential:`` block may name: Lan-DeMets O'Brien-Fleming-like
+and Pocock-like (:func:`harness.analysis.sequential.spent`)."""
+
+
+class Sequential(Decl):
+    """A group-sequential design (docs/sequential.md): the seeds at each look, the spending
+    function and the family's two-sided level; :mod:`harness.analysis.sequential` decides."""
+
+    looks: list[StrictInt] = Field(min_length=1, description="seeds at each look, increasing")
+    spending: str = Field("obrien_fleming", description="obrien_fleming or pocock (Lan & DeMets 1983)")
+    alpha: float = Field(0.05, description="the primary family's two-sided level (the analysis' alpha)")
+    futility: StrictBool = Field(True, description="stop a comparison hopeless at its sesoi (non-binding)")
+
+    @model_validator(mode="after")
+    def _valid(self) -> Sequential:
+        if self.looks[0] < 2:
+            raise ValueError(
+                f"looks start at {self.looks[0]} seeds; a paired t-test needs at least 2 (e.g. looks: [8, 16])"
+            )
+        if bad := [b for a, b in zip(self.looks, self.looks[1:]) if b <= a]:
+            raise ValueError(
+                f"looks must increase, got {self.looks} ({bad[0]} does not follow a smaller look); list the "
+                f"seeds at each look in increasing order, e.g. [8, 16, 24, 32]"
+            )
+        if self.spending not in SPENDING_FUNCTIONS:
+            raise ValueError(
+                f"unknown spending function {self.spending!r}{did_you_mean(self.spending, list(SPENDING_FUNCTIONS))}; "
+                f"choose one of {', '.join(SPENDING_FUNCTIONS)}"
+            )
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1), got {self.alpha:g}; e.g. alpha: 0.05")
+        return self
+
+
 MAX_SEEDS = 1000
 """The most seeds a profile may declare: a grid is expanded by every command (``show`` prints it),
 and 1,000 seeds already take ``ablate show`` about 17 s on a 10-cell grid on a 2-core CPU."""
@@ -140,6 +176,24 @@ class Profile(Decl):
         "comparisons are exploratory (Benjamini-Hochberg within each table), so adding one leaves the "
         "confirmatory comparisons' adjusted p as they were",
     )
+    sequential: Sequential | None = Field(None, description="a group-sequential design (docs/sequential.md)")
+
+    @model_validator(mode="after")
+    def _sequential_fits(self) -> Profile:
+        """A design belongs to a confirmatory profile and looks at no more seeds than it lists."""
+        if self.sequential is None:
+            return self
+        if not self.confirmatory:
+            raise ValueError(
+                "sequential: a group-sequential design on a pilot profile (confirmatory: false), which makes "
+                "no decision; move it to a confirmatory profile or drop it"
+            )
+        if (last := self.sequential.looks[-1]) > len(self.seeds):
+            raise ValueError(
+                f"sequential: the last look is at {last} seeds but the profile lists {len(self.seeds)}; "
+                f"list at least {last} seeds or drop the looks beyond {len(self.seeds)}"
+            )
+        return self
 
     @field_validator("seeds")
     @classmethod

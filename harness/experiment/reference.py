@@ -24,6 +24,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("tasks.TASK.primary.", "MetricSpec"),
     ("tasks.TASK.gate.", "Threshold"),
     ("profiles.PROFILE.", "Profile"),
+    ("profiles.PROFILE.sequential.", "Sequential"),
     ("tune.KEY.", "ParamSpec"),
     ("control.", "Control"),
 )

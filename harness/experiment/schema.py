@@ -81,7 +81,7 @@ def build() -> dict[str, Any]:
     names = registered_names()
     params = task_params(names["task"])
     pyd = _tidy(Ablation.model_json_schema())
-    defs = {k: pyd["$defs"][k] for k in ("Control", "MetricSpec", "ParamSpec", "Threshold")}
+    defs = {k: pyd["$defs"][k] for k in ("Control", "MetricSpec", "ParamSpec", "Sequential", "Threshold")}
     defs["MetricSpec"]["properties"]["metric"]["pattern"] = _metric_pattern(bare=False)
     defs["Threshold"]["properties"]["metric"]["pattern"] = _metric_pattern(bare=True)
     claim_ids = list(claims_file.load_claims())

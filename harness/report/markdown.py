@@ -23,6 +23,7 @@ from harness.report.data import write_data
 from harness.report.guards import Guards, write_guards
 from harness.report.omnibus import across_variants
 from harness.report.probes import probe_section
+from harness.report.sequential import sequential_section
 from harness.report.tables import any_clipped, markdown, title
 from harness.report.tuning import TuningInputs, read_tuning, tuning_section
 from harness.report.tuning_data import write_studies
@@ -98,6 +99,7 @@ def write_report(
     parts += sections.version_warnings(result)
     parts += sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, guards)
     parts += sections.setup_section(abl, profile, records, result)
+    parts += sequential_section(result)  # a group-sequential profile's looks; nothing for a fixed one
     parts += _results_section(abl, profile, result, fig_dir, path.parent, ctx)
     parts += probe_section(result)  # leakage / masked attention probes per cell, where runs carry them
     parts += sections.failures_section(result)

@@ -1,0 +1,243 @@
+"""Where a group-sequential profile stands (docs/sequential.md): the looks its stored runs have
+reached, what the rule of :mod:`harness.analysis.sequential` decided for each primary comparison,
+and the runs the next look needs.
+
+The looks are replayed from the store in order, so that a decision depends only on the runs of
+the looks before it: look k is reached when every arm of every comparison still open after look
+k - 1 has a stored run (ok or not: a failure is an outcome) of each of the profile's first n_k
+seeds; each comparison is then judged on the pairs of those seeds (its ok runs with a value, gated
+as the comparison tables are). An arm runs while any open comparison uses it (the baseline while
+any variant of its task is open). A comparison that stopped keeps its decision whatever runs later
+looks add.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis import paired, power
+from harness.analysis import sequential as sq
+from harness.analysis import verdicts as vd
+from harness.analysis.table import Table
+from harness.encode import count
+from harness.errors import AblateError
+from harness.experiment import metrics
+from harness.experiment.grid import RunSpec
+from harness.experiment.selection import Selection
+from harness.store.record import Record
+
+OUTCOME_WORDS = {
+    sq.BETTER: "better",
+    sq.WORSE: "worse",
+    sq.EQUIVALENT: "equivalent",
+    sq.FUTILE: "stopped for futility",
+    sq.OPEN: "open",
+}
+
+
+def design_of(sel: Selection) -> sq.Design | None:
+    """The selection's design (None: a fixed profile).
+
+    Raises:
+        AblateError: a first look at which the exact sign-flip check could reject nothing at the
+            family's first Holm level (alpha / members): that look would spend alpha for nothing.
+    """
+    seq = sel.settings.sequential
+    if seq is None:
+        return None
+    members = len(sel.ablation.tasks) * (len(sel.ablation.variants()) - 1)
+    need = power.sign_flip_min_seeds(seq.alpha / max(members, 1))
+    if seq.looks[0] < need:
+        raise AblateError(
+            f"profile {sel.profile!r}: sequential looks start at {seq.looks[0]} seeds, where the exact sign-flip "
+            f"check cannot reach p < {seq.alpha:g} / {members} (its smallest p is 2 / 2^n), so the first look "
+            f"could decide nothing; start the looks at {need} seeds or more"
+        )
+    return sq.Design(tuple(seq.looks), seq.spending, seq.alpha, seq.futility)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One primary comparison's place in the design: its decision (an outcome code of
+    :mod:`harness.analysis.sequential`), the look it stopped at (-1: open), and at that look (or
+    the latest reached) its pairs, mean difference, repeated CI, level and |t| bound."""
+
+    task: str
+    variant: str
+    sesoi: float
+    outcome: int
+    look: int
+    pairs: int
+    delta: float
+    t: float
+    rci: tuple[float, float]
+    level: float
+    bound: float
+
+
+@dataclass(frozen=True)
+class State:
+    """How far a sequential profile got: ``reached`` looks complete (0..K), each comparison's
+    state, and the arms (task, variant) the next look runs (empty: the design is finished)."""
+
+    design: sq.Design
+    comparisons: list[Comparison]
+    reached: int
+    needed: frozenset[tuple[str, str]]
+    seeds_used: int  # the most seeds any arm has run
+
+    @property
+    def finished(self) -> bool:
+        """Every comparison decided or the last look reached: nothing is left to run."""
+        return not self.needed
+
+    def summary(self) -> str:
+        """``look 1 of 3 reached (8 seeds); next: look 2 (16 seeds), 3 arms`` or ``finished``."""
+        k, looks = self.reached, self.design.looks
+        done = (
+            f"look {k} of {len(looks)} reached ({count(looks[k - 1], 'seed')})"
+            if k
+            else f"no look of {len(looks)} reached yet"
+        )
+        if self.finished:
+            return f"{done}; finished: {count(self.seeds_used, 'seed')} used of {looks[-1]}"
+        return f"{done}; next: look {k + 1} ({count(looks[k], 'seed')}) for {count(len(self.needed), 'arm')}"
+
+    @property
+    def next_seeds(self) -> int | None:
+        """Seeds of the next look, None when nothing is left to run."""
+        return self.design.looks[self.reached] if self.needed else None
+
+    def waits_for(self, c: Comparison) -> str:
+        """What one comparison waits for, in words."""
+        if c.outcome != sq.OPEN:
+            return f"{OUTCOME_WORDS[c.outcome]} at look {c.look + 1} ({count(self.design.looks[c.look], 'seed')})"
+        if self.reached == len(self.design.looks):
+            return f"not decided by the last look ({count(self.design.looks[-1], 'seed')})"
+        return f"open: waits for look {self.reached + 1} ({count(self.design.looks[self.reached], 'seed')})"
+
+
+def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str, int], float], set]:
+    """The primary metric of each ok run (NaN where it has none or is gated out), and the
+    (task, variant, seed) of every stored run of the selection."""
+    ids = sel.run_ids
+    stored, values = set(), {}
+    apply_gate = sel.settings.apply_gate
+    for r in records:
+        if r.run_id not in ids:
+            continue
+        stored.add((r.task, r.variant_label, r.seed))
+        entry = sel.ablation.tasks[r.task]
+        metric = entry.primary.metric
+        gated = apply_gate and entry.gate is not None and metrics.beyond_training(metric)
+        if r.status == "ok" and not (gated and not entry.gate.passes(r.metric(entry.gate.metric))):
+            value = r.metric(metric)
+            values[(r.task, r.variant_label, r.seed)] = np.nan if value is None else float(value)
+    return values, stored
+
+
+def state(sel: Selection, records: list[Record]) -> State:
+    """Replay the looks of the selection's stored ``records`` (module docstring).
+
+    Raises:
+        AblateError: as :func:`design_of`; ValueError when the profile has no design.
+    """
+    design = design_of(sel)
+    if design is None:
+        raise ValueError(f"profile {sel.profile!r} has no sequential design")
+    abl = sel.ablation
+    base = abl.baseline_label
+    members = [(task, abl.label(v)) for task in abl.tasks for v in abl.variants() if abl.label(v) != base]
+    sesoi = np.array([abl.tasks[task].primary.sesoi for task, _ in members])
+    values, stored = _values(sel, records)
+    seeds = sel.settings.seeds
+    stats_by_look: list[list[paired.Paired]] = []
+    decided = sq.decide(design, *(np.empty((1, 0, len(members))) for _ in range(5)), sesoi)
+    for n_k in design.looks:
+        open_ = [m for i, m in enumerate(members) if decided.outcome[0, i] == sq.OPEN]
+        arms = {(task, arm) for task, v in open_ for arm in (base, v)}
+        if not arms or not all((task, arm, s) in stored for task, arm in arms for s in seeds[:n_k]):
+            break
+        stats_by_look.append([_paired(sel, values, task, v, seeds[:n_k]) for task, v in members])
+        decided = sq.decide(design, *_arrays(stats_by_look), sesoi)
+    reached = len(stats_by_look)
+    open_ = [m for i, m in enumerate(members) if decided.outcome[0, i] == sq.OPEN]
+    needed = frozenset(
+        {(task, arm) for task, v in open_ for arm in (base, v)} if reached < len(design.looks) else set()
+    )
+    comps = []
+    for i, (task, v) in enumerate(members):
+        at = decided.look[0, i] if decided.look[0, i] >= 0 else reached - 1
+        st = stats_by_look[at][i] if at >= 0 else None
+        comps.append(
+            Comparison(
+                task,
+                v,
+                float(sesoi[i]),
+                int(decided.outcome[0, i]),
+                int(decided.look[0, i]),
+                st.n_pairs if st else 0,
+                st.delta if st else np.nan,
+                st.t if st else np.nan,
+                (float(decided.rci_low[0, i]), float(decided.rci_high[0, i])),
+                float(decided.level[0, i]),
+                float(decided.bound[0, i]),
+            )
+        )
+    used = max(Counter((task, arm) for task, arm, _ in stored).values(), default=0)
+    return State(design, comps, reached, needed, used)
+
+
+def _paired(sel: Selection, values: dict, task: str, variant: str, seeds: list[int]) -> paired.Paired:
+    """The paired test of ``variant`` against the baseline on ``task`` over ``seeds``."""
+    hib = metrics.higher_is_better(sel.ablation.tasks[task].primary.metric)
+
+    def series(arm: str) -> pd.Series:
+        return pd.Series({s: values.get((task, arm, s), np.nan) for s in seeds}, dtype=float)
+
+    return paired.paired_test(series(sel.ablation.baseline_label), series(variant), hib)
+
+
+def _arrays(by_look: list[list[paired.Paired]]) -> tuple[np.ndarray, ...]:
+    """t, pairs, sign-flip p, mean difference and SD of differences, each (1, looks, members)."""
+    fields = ("t", "n_pairs", "p_perm", "delta", "sd_diff")
+    return tuple(np.array([[[float(getattr(p, f)) for p in look] for look in by_look]]) for f in fields)
+
+
+def next_specs(sel: Selection, st: State) -> list[RunSpec]:
+    """The selection's runs the next look needs: the first n seeds of each arm an open comparison uses."""
+    if st.next_seeds is None:
+        return []
+    seeds = set(sel.settings.seeds[: st.next_seeds])
+    return [s for s in sel.specs if s.seed in seeds and (s.task, s.variant_label) in st.needed]
+
+
+def verdict(st: State, c: Comparison) -> str:
+    """The comparison verdict of a comparison's sequential decision (:mod:`harness.analysis.verdicts`)."""
+    looks = st.design.looks
+    if c.outcome in (sq.BETTER, sq.WORSE):
+        return vd.direction(c.outcome == sq.BETTER)
+    if c.outcome == sq.EQUIVALENT:
+        return vd.equivalent(c.sesoi)
+    if c.outcome == sq.FUTILE:
+        return vd.inconclusive_sequential(f"stopped for futility at look {c.look + 1}, {count(looks[c.look], 'seed')}")
+    if st.reached == len(looks):
+        return vd.inconclusive_sequential(f"not decided by the last look, {count(looks[-1], 'seed')}")
+    return vd.inconclusive_sequential(f"open: next look {st.reached + 1} at {count(looks[st.reached], 'seed')}")
+
+
+def mark(tables: list[Table], st: State) -> None:
+    """Give each primary comparison of ``tables`` its sequential verdict (a row that is identical in
+    all pairs, or undefined, keeps its verdict: no test applies to it)."""
+    by_arm = {(c.task, c.variant): c for c in st.comparisons}
+    for table in tables:
+        for ri in range(1, len(table.frame)):
+            c = by_arm.get((table.task, table.frame.loc[ri, "variant"]))
+            if c is None or vd.kind(table.frame.loc[ri, "verdict"]) in (vd.Kind.IDENTICAL, vd.Kind.UNDEFINED):
+                continue
+            table.frame.loc[ri, "verdict"] = verdict(st, c)
+        table.family = f"primary (group-sequential, Holm over {count(len(st.comparisons), 'comparison')})"

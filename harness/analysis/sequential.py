@@ -1,0 +1,277 @@
+"""Group-sequential design of a confirmatory profile: alpha spending, boundaries for the paired t
+statistic at each look, and the decision rule that carries a Holm family across looks.
+
+Sources:
+
+- Lan & DeMets (1983), "Discrete sequential boundaries for clinical trials", Biometrika 70(3):
+  the alpha-spending functions, of the information fraction t = n_k / n_K (seeds at look k over
+  seeds at the last look): O'Brien-Fleming-like ``2 - 2 Phi(z_{1-alpha/2} / sqrt(t))`` and
+  Pocock-like ``alpha ln(1 + (e - 1) t)`` (``alpha`` the test's total level; with one-sided
+  0.025 these are R gsDesign's ``sfLDOF`` and ``sfLDPocock``).
+- Jennison & Turnbull (2000), *Group Sequential Methods with Applications to Clinical Trials*:
+  the boundaries as exit probabilities of the canonical joint distribution (ch. 3; Table 2.1
+  holds the classical Pocock constants), t-tests with unknown variance (section 3.8), repeated
+  confidence intervals (ch. 9), stochastic curtailment by conditional power (ch. 10).
+- Maurer & Bretz (2013), "Multiple testing in group sequential trials using graphical approaches",
+  Statistics in Biopharmaceutical Research 5(4): a family tested at each look with group-sequential
+  boundaries at each hypothesis's current level; a rejected hypothesis passes its level to the
+  others (Holm: equally), and they are tested at the recomputed boundaries of their new level.
+
+Normal case (:func:`normal_bounds`): the canonical joint distribution of the z statistics at the
+looks (``corr(Z_i, Z_j) = sqrt(n_i / n_j)``) integrated by ``scipy.stats.multivariate_normal``'s
+CDF (Genz's algorithm, absolute error 1e-6), each bound solved by ``scipy.optimize.brentq``.
+
+Paired t (:func:`t_bounds`, what decisions use): the paired t statistic of normal differences is
+pivotal under the null (its joint law over the looks depends on nothing but the look sizes), so
+the bounds are found on :data:`N_PATHS` simulated null paths (seed :data:`SIM_SEED`, cached per
+design): the first bound is the exact Student-t quantile; each later one is the value that makes
+the simulated paths' cumulative crossing equal the spending function. With differences that are
+not normal the bounds are approximate; ``benchmarks/sequential.py`` measures the error rate on
+heavy-tailed and skewed differences.
+
+Does not do: binding futility (futility here is non-binding: the bounds ignore it, so stopping
+for futility only lowers the error rate), unequal Holm weights, re-testing earlier looks after a
+rejection (allowed by Maurer & Bretz, not used: conservative), bias-adjusted estimates at an early
+stop (the estimate at a stopping look is biased away from zero; reports say so).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+SPENDING = ("obrien_fleming", "pocock")
+"""The alpha-spending functions a ``sequential:`` block may name (Lan & DeMets 1983)."""
+
+N_PATHS = 2**19
+"""Simulated null paths of the paired t statistic behind :func:`t_bounds` (Monte Carlo SE of a
+crossing probability p is sqrt(p / N_PATHS): 1.4e-4 at p = 0.01)."""
+SIM_SEED = 20_000_531
+FUTILITY_POWER = 0.10
+"""An open comparison stops for futility (non-binding) at an interim look when its conditional
+power at the smallest effect of interest, to cross the last look's boundary, is below this."""
+
+OPEN, BETTER, WORSE, EQUIVALENT, FUTILE = 0, 1, -1, 2, 3
+"""The outcome codes of :class:`Decisions`."""
+
+
+def spent(spending: str, alpha: float, fractions) -> np.ndarray:
+    """Cumulative alpha spent at information ``fractions`` (in (0, 1]), Lan & DeMets (1983).
+
+    Raises:
+        ValueError: an unknown ``spending`` name.
+    """
+    t = np.asarray(fractions, dtype=float)
+    if spending == "obrien_fleming":
+        return 2.0 - 2.0 * stats.norm.cdf(stats.norm.isf(alpha / 2) / np.sqrt(t))
+    if spending == "pocock":
+        return alpha * np.log1p((np.e - 1.0) * t)
+    raise ValueError(f"unknown spending function {spending!r}; choose one of {', '.join(SPENDING)}")
+
+
+def _correlation(fractions: np.ndarray) -> np.ndarray:
+    """corr(Z_i, Z_j) = sqrt(t_i / t_j), i <= j: the canonical joint distribution (J&T section 3.1)."""
+    return np.sqrt(np.minimum.outer(fractions, fractions) / np.maximum.outer(fractions, fractions))
+
+
+def crossing_probability(bounds, fractions, sides: int = 2) -> float:
+    """Probability under the null that the z statistic crosses ``bounds`` (one per look, upper;
+    ``sides`` 2: also below minus them) at some look, the looks at information ``fractions``."""
+    b, t = np.asarray(bounds, dtype=float), np.asarray(fractions, dtype=float)[: len(bounds)]
+    if len(b) == 1:
+        return float(stats.norm.sf(b[0]) * sides)
+    mvn = stats.multivariate_normal(np.zeros(len(b)), _correlation(t), abseps=1e-6, releps=0)
+    low = -b if sides == 2 else np.full(len(b), -np.inf)
+    return float(1.0 - mvn.cdf(b, lower_limit=low, rng=np.random.default_rng(0)))
+
+
+def normal_bounds(fractions, alpha: float, spending: str, sides: int = 2) -> np.ndarray:
+    """Z boundaries of a group-sequential test with known variance: look by look, the bound at
+    which the cumulative crossing probability equals the spent alpha (J&T section 7.2).
+
+    Three equal looks, one-sided 0.025, O'Brien-Fleming-like: 3.710, 2.511, 1.993 (gsDesign)."""
+    alphas = spent(spending, alpha, fractions)
+    out: list[float] = []
+    for a in alphas:
+        out.append(
+            optimize.brentq(lambda c, a=a: crossing_probability([*out, c], fractions, sides) - a, 0.1, 40, xtol=1e-5)
+        )
+    return np.array(out)
+
+
+@functools.lru_cache(maxsize=8)
+def _null_t(looks: tuple[int, ...]) -> np.ndarray:
+    """|paired t| at each look of :data:`N_PATHS` null paths of standard normal differences, (N_PATHS, K)."""
+    rng = np.random.default_rng(SIM_SEED)
+    n = np.asarray(looks)
+    out = np.empty((N_PATHS, len(looks)))
+    chunk = max(1, 2**21 // looks[-1])
+    for start in range(0, N_PATHS, chunk):
+        x = rng.standard_normal((min(chunk, N_PATHS - start), looks[-1]))
+        s, ss = np.cumsum(x, axis=1)[:, n - 1], np.cumsum(x * x, axis=1)[:, n - 1]
+        mean = s / n
+        out[start : start + len(x)] = np.abs(mean) / np.sqrt((ss - n * mean**2) / (n - 1) / n)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def t_bounds(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
+    """Two-sided bounds for |paired t| at each look (``looks``: pairs at each look, increasing;
+    the first at least 2), spending ``alpha`` in total. The first is the Student-t quantile at
+    the spent alpha; each later one is found on the simulated null paths (module docstring).
+    An infinite bound: no alpha left to spend at that look."""
+    n = np.asarray(looks, dtype=float)
+    target = spent(spending, alpha, n / n[-1]) * N_PATHS
+    paths = _null_t(tuple(looks))
+    alive = np.ones(N_PATHS, dtype=bool)
+    out = np.empty(len(looks))
+    for k in range(len(looks)):
+        if k == 0:
+            out[k] = stats.t.isf(target[0] / N_PATHS / 2, looks[0] - 1)
+        else:
+            vals = np.sort(paths[alive, k])[::-1]  # descending
+            m = int(round(target[k] - (N_PATHS - alive.sum())))  # crossings still to spend
+            out[k] = np.inf if m <= 0 else (0.0 if m >= len(vals) else (vals[m - 1] + vals[m]) / 2)
+        alive &= paths[:, k] < out[k]
+    out.setflags(write=False)  # cached: shared by every caller
+    return out
+
+
+def nominal_p(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
+    """The two-sided nominal p of each look's t bound (:func:`t_bounds`), at its own degrees of
+    freedom: a comparison with fewer pairs than the look (a failed run) is judged on this p."""
+    return 2.0 * stats.t.sf(t_bounds(looks, alpha, spending), np.asarray(looks) - 1)
+
+
+@dataclass(frozen=True)
+class Design:
+    """A profile's ``sequential:`` block, resolved: pairs at each look, the spending function, the
+    family's total two-sided level, and whether open comparisons may stop for futility."""
+
+    looks: tuple[int, ...]
+    spending: str
+    alpha: float
+    futility: bool = True
+
+    def p_table(self, m: int, scale: float = 1.0) -> np.ndarray:
+        """Nominal p bounds at level ``scale * alpha / j`` for j = 1..m remaining Holm members, (m, K)."""
+        return np.array(
+            [nominal_p(self.looks, min(scale * self.alpha / j, 0.999), self.spending) for j in range(1, m + 1)]
+        )
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What the sequential rule decided for each comparison of each experiment, shape (S, m).
+
+    Attributes:
+        outcome: :data:`OPEN`, :data:`BETTER`, :data:`WORSE`, :data:`EQUIVALENT` or :data:`FUTILE`.
+        look: index of the look at which it stopped; -1 while open.
+        level: the comparison's Holm level (alpha / remaining members) when it stopped or now.
+        bound: the |t| bound of that look and level (a direction crossed it).
+        rci_low, rci_high: the repeated confidence interval of the mean difference at that look,
+            coverage 1 - level (J&T ch. 9): a direction is declared only when it excludes 0.
+    """
+
+    outcome: np.ndarray
+    look: np.ndarray
+    level: np.ndarray
+    bound: np.ndarray
+    rci_low: np.ndarray
+    rci_high: np.ndarray
+
+
+def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
+    """Replay the looks of a family of paired comparisons and decide each (vectorised over experiments).
+
+    At each look k the open members are tested, Holm step-down (Maurer & Bretz 2013): with j
+    members not yet rejected, a member is rejected (``better``/``worse`` by the sign of t) when its
+    nominal two-sided p is at most the nominal p of look k's bound at level alpha / j and its exact
+    sign-flip p is at most that nominal p too, or, where the exact test cannot reach it (its smallest
+    p is 2 / 2^n), at most 2 / 2^n, never above alpha / j (a check, not a spending test: it only
+    narrows the rejection region, so the family-wise rate stays at most the t rule's; it keeps a
+    direction from resting on the normal model alone where the differences are skewed); each
+    rejection raises the others' level and the step repeats. A member still open is ``equivalent`` when its repeated 1 - 2 alpha / j interval
+    lies within +-sesoi (TOST by repeated confidence intervals), and, at an interim look of a design
+    with futility, ``futile`` (non-binding) when its conditional power at the sesoi is below :data:`FUTILITY_POWER`.
+
+    Args:
+        design: the looks, spending function and alpha.
+        t, n, p_sign, delta, sd: per (experiment, look reached, member), shape (S, K', m), K' <= K:
+            oriented paired t, pairs, exact sign-flip p, mean difference, SD of differences (NaN:
+            no test, e.g. fewer than 2 pairs).
+        sesoi: per member (m,), or None: no equivalence and no futility.
+
+    Returns:
+        :class:`Decisions` at the last look given.
+    """
+    t, n, p_sign, delta, sd = (np.asarray(a, dtype=float) for a in (t, n, p_sign, delta, sd))
+    s_count, k_count, m = t.shape
+    last = len(design.looks) - 1
+    p_dir, p_eq = design.p_table(m), design.p_table(m, scale=2.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = 2.0 * stats.t.sf(np.abs(t), n - 1)
+    p_sign = np.where(np.isnan(p_sign), 1.0, p_sign)
+    outcome = np.zeros((s_count, m), dtype=np.int8)
+    look = np.full((s_count, m), -1)
+    level, bound, low, high = (np.full((s_count, m), np.nan) for _ in range(4))
+    sesoi = None if sesoi is None else np.asarray(sesoi, dtype=float)
+    for k in range(k_count):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = sd[:, k] / np.sqrt(n[:, k])
+
+        floor = 2.0 / 2.0 ** n[:, k]  # the exact sign-flip test's smallest p with n pairs
+        rejected = np.isin(outcome, (BETTER, WORSE)).sum(axis=1)
+        while True:  # Holm step-down within the look; thresholds only grow as members are rejected
+            j = np.maximum(m - rejected, 1)  # (S,); every member rejected: nothing left to test
+            cut, lev = p_dir[j - 1, k], design.alpha / j
+            sign_cut = np.minimum(np.maximum(cut[:, None], floor), lev[:, None])
+            hit = (outcome == OPEN) & (p[:, k] <= cut[:, None]) & (p_sign[:, k] <= sign_cut)
+            if not hit.any():
+                break
+            outcome[hit] = np.where(t[:, k] > 0, BETTER, WORSE)[hit]
+            look[hit] = k
+            _keep(hit, _interval(design.alpha, j, p_dir[j - 1, k], n[:, k], delta[:, k], se), (level, bound, low, high))
+            rejected = rejected + hit.sum(axis=1)
+        j = np.maximum(m - rejected, 1)
+        now = _interval(design.alpha, j, p_dir[j - 1, k], n[:, k], delta[:, k], se)
+        _keep(outcome == OPEN, now, (level, bound, low, high))  # the latest interval of each open member
+        if sesoi is None:
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            c_eq = stats.t.isf(p_eq[j - 1, k][:, None] / 2, n[:, k] - 1)
+            equiv = (outcome == OPEN) & (np.abs(delta[:, k]) + c_eq * se < sesoi)
+        outcome[equiv], look[equiv] = EQUIVALENT, k
+        if design.futility and k < last:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                c_end = stats.norm.isf(p_dir[j - 1, last] / 2)[:, None]
+                power = _conditional_power(design.looks[k], design.looks[-1], t[:, k], sd[:, k], sesoi, c_end)
+                futile = (outcome == OPEN) & (power < FUTILITY_POWER)
+            outcome[futile], look[futile] = FUTILE, k
+    return Decisions(outcome, look, level, bound, low, high)
+
+
+def _interval(alpha: float, j, p_cut, n, delta, se) -> tuple[np.ndarray, ...]:
+    """Level alpha / j, the |t| bound of nominal p ``p_cut`` at n - 1 degrees of freedom and the
+    repeated CI delta -+ bound x se, each (S, m) (``j``, ``p_cut``: (S,))."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = stats.t.isf(p_cut[:, None] / 2, n - 1)
+    return np.broadcast_to((alpha / j)[:, None], c.shape), c, delta - c * se, delta + c * se
+
+
+def _keep(where: np.ndarray, values: tuple[np.ndarray, ...], into: tuple[np.ndarray, ...]) -> None:
+    """``into[i][where] = values[i][where]`` for each i."""
+    for value, out in zip(values, into):
+        out[where] = value[where]
+
+
+def _conditional_power(n_k: int, n_end: int, t, sd, sesoi, c_end) -> np.ndarray:
+    """Probability of crossing the last look's bound ``c_end`` (as a z) from look k (``n_k``
+    pairs, |t| observed), were the true effect the sesoi in the observed direction: the score
+    as Brownian motion with drift (J&T section 10.2), interim crossings ignored (a lower bound)."""
+    theta = sesoi / sd  # standardised effect per pair
+    gap = n_end - n_k
+    return stats.norm.cdf((np.abs(t) * np.sqrt(n_k) + theta * gap - c_end * np.sqrt(n_end)) / np.sqrt(gap))
