@@ -52,6 +52,21 @@ class MetricSpec(Decl, metrics.NamedMetric):
 
     sesoi: float = Field(gt=0, description="smallest effect of interest, in the metric's units")
 
+    @model_validator(mode="after")
+    def _sesoi_within_range(self) -> MetricSpec:
+        """A smallest effect of interest no two runs can differ by (``sesoi: 5`` on an accuracy,
+        which lies in [0, 1]) makes every comparison ``equivalent``: refused."""
+        metric = metrics.lookup(self.metric)
+        if metric is not None and metric.best is not None and metric.floor is not None:
+            span = abs(metric.best - metric.floor)
+            if self.sesoi >= span:
+                raise ValueError(
+                    f"sesoi {self.sesoi:g} is not below the range of {self.metric}, which lies in "
+                    f"[{min(metric.best, metric.floor):g}, {max(metric.best, metric.floor):g}]: every difference "
+                    f"would be within it; give the smallest difference that matters, e.g. sesoi: {span * 0.05:g}"
+                )
+        return self
+
 
 class Threshold(Decl):
     """A bound on a metric: ``min`` (value must be >= min) or ``max`` (<= max), exactly one."""

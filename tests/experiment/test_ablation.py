@@ -528,3 +528,14 @@ def test_a_bad_control_declaration_is_refused(tmp_path):
         assert_refused(invoke("show", str(path)), *words)
     path.write_text(yaml.safe_dump({**decl, "control": {"kind": "negative", "variant": "math"}}))
     assert invoke("show", str(path)).exit_code == 0
+
+
+@pytest.mark.parametrize(("metric", "sesoi"), [("acc@x1", 5), ("acc@x4", 1.0), ("exact@x1", 2)])
+def test_a_sesoi_no_two_runs_can_differ_by_is_refused(tmp_path, metric, sesoi):
+    # accuracy lies in [0, 1]: a sesoi of 5 made every comparison `equivalent`, without a word
+    data = decl()
+    data["tasks"]["copy"]["primary"] = {"metric": metric, "higher_is_better": True, "sesoi": sesoi}
+    with pytest.raises(AblateError, match=rf"sesoi {sesoi:g} is not below the range of {re.escape(metric)}"):
+        load(write(tmp_path, data))
+    data["tasks"]["copy"]["primary"]["sesoi"] = 0.05
+    assert load(write(tmp_path, data)).tasks["copy"].primary.sesoi == 0.05
