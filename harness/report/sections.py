@@ -252,20 +252,20 @@ def _decay(min_ratio: float) -> str:
 
 def failures_section(result: Analysis) -> list[str]:
     """Every run that did not finish or fell below its task's gate, and unreadable store entries;
-    then every run whose record flags its numbers or holds metrics without a value, with why
-    (:func:`run_notes`)."""
+    the tasks whose learning nothing checks (:func:`_unchecked`); then every run whose record flags
+    its numbers or holds metrics without a value, with why (:func:`run_notes`)."""
     runs = result.runs
     bad = runs[(runs["status"] != "ok") | ~runs["passed_gate"]]
     lines = ["## Failures, divergences and runs below the gate", ""]
     notes = run_notes(result.scan.records)
     if bad.empty and not result.scan.problems:
-        return lines + ["None: every run finished and passed its task's gate.", "", *notes]
+        return lines + ["None: every run finished and passed its task's gate.", "", *_unchecked(result), *notes]
     for _, r in bad.sort_values(["task", "variant", "seed"]).iterrows():
         why = r["reason"] if r["status"] != "ok" else _gate_reason(result, r)
         status = r["status"] if r["status"] != "ok" else "below gate"
         lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{status}** — {why}")
     lines += [f"- unreadable store entry: `{p}`" for p in result.scan.problems]
-    return lines + ["", *notes]
+    return lines + ["", *_unchecked(result), *notes]
 
 
 def run_notes(records: list[Record]) -> list[str]:
@@ -283,6 +283,22 @@ def run_notes(records: list[Record]) -> list[str]:
     if not lines:
         return []
     return ["Suspect numbers (left in the tables, or counted there as without a value):", "", *lines, ""]
+
+
+def _unchecked(result: Analysis) -> list[str]:
+    """Tasks of the grid that declare neither a gate nor a convergence target: nothing checks
+    that their runs learned the task, so an unlearned baseline would pass unnoticed."""
+    tasks = sorted(
+        t for t in result.runs["task"].unique() if (e := result.ablation.tasks[t]).gate is None and e.target is None
+    )
+    if not tasks:
+        return []
+    return [
+        f"Not checked: whether the runs learned {', '.join(f'`{t}`' for t in tasks)}, which declare neither a gate "
+        "nor a convergence target (`gate:` / `target:` of the task, docs/ablation-files.md); a baseline that "
+        "never learned the task would be compared as if it had.",
+        "",
+    ]
 
 
 def _gate_reason(result: Analysis, run: pd.Series) -> str:

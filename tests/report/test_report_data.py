@@ -60,6 +60,11 @@ def test_report_from_its_data_file_is_the_same_report(store, tmp_path):
     original, again = (first / "tiny.md").read_text(), (second / "tiny.md").read_text()
     assert "diverged" in original and "unreadable validation history" in original and "zzz-junk" in original
     assert untimed(again) == untimed(original)
+    # its task declares neither a gate nor a target: the report says nothing checked that it was learned
+    assert (
+        "Not checked: whether the runs learned `copy`, which declare neither a gate nor a convergence target"
+        in original
+    )
     # an unregistered ablation is run again by its file: `ablate run tiny` would find no such ablation
     reproduce = original.split("## Reproduce")[1]
     assert f"ablate run {decl}\n" in reproduce and f"ablate report {decl}\n" in reproduce, reproduce
