@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from harness.analysis import power
 from harness.analysis.guards import declared_guards
 from harness.cli import output
 from harness.execution.run_folder import unfinished_state
@@ -102,6 +103,8 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
             f"profile {pname}{mark}: {len(p.seeds)} seeds, "
             f"{'confirmatory' if p.confirmatory else 'pilot'}{subset} — {p.description}"
         )
+    if (line := _too_few_seeds(abl, prof_name, specs)) is not None:
+        output.console.print(line)
     _show_space(abl, prof_name)
     table = RichTable(title=f"{len(specs)} runs ({prof_name} profile, seeds {prof.seeds})")
     for col in ("run id", "task", "variant", "seed", "d_model", "layers", "steps", "train L", "eval lengths"):
@@ -120,6 +123,27 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
             ",".join(map(str, c.eval_lengths())),
         )
     output.console.print(table)
+
+
+def _too_few_seeds(abl: Ablation, profile: str, specs: list[grid.RunSpec], alpha: float = 0.05) -> str | None:
+    """A line when a fixed confirmatory profile lists fewer seeds than the exact sign-flip test
+    needs to reject at its first Holm step (alpha / the primary comparisons): then no comparison can
+    read better or worse, whatever the data (docs/statistics.md). ``alpha``: the analysis' own default."""
+    prof = abl.profiles[profile]
+    if not prof.confirmatory or prof.sequential is not None:
+        return None
+    arms = {(s.task, s.variant_label) for s in specs}
+    family = sum(1 for _, v in arms if v != abl.baseline_label and v not in abl.exploratory_variants)
+    if family == 0:
+        return None
+    needed = power.sign_flip_min_seeds(alpha / family)
+    if len(prof.seeds) >= needed:
+        return None
+    return (
+        f"note: profile {profile} lists {len(prof.seeds)} seeds; with {family} primary comparison(s) the exact "
+        f"sign-flip test needs at least {needed} paired seeds to reject at alpha {alpha:g} / {family}, so no "
+        f"comparison can read better or worse: list at least {needed} seeds, or make it a pilot (confirmatory: false)"
+    )
 
 
 def schema(markdown: bool = False, echo: Callable[..., None] = print) -> None:

@@ -539,3 +539,20 @@ def test_a_sesoi_no_two_runs_can_differ_by_is_refused(tmp_path, metric, sesoi):
         load(write(tmp_path, data))
     data["tasks"]["copy"]["primary"]["sesoi"] = 0.05
     assert load(write(tmp_path, data)).tasks["copy"].primary.sesoi == 0.05
+
+
+def test_show_says_when_a_confirm_profile_has_too_few_seeds_to_decide(tmp_path):
+    # 3 seeds, 2 comparisons: the exact sign-flip test's smallest p, 2 / 2**3, is above 0.05 / 2,
+    # so no comparison can read better or worse; show says so before anything runs
+    data = decl()
+    data["axes"] = {"attention.kernel": ["sdpa", "math", "linear"]}
+    data["base"]["model.position"] = "nope"  # linear attention takes no attention bias
+    data["profiles"] = {"cpu": {"seeds": [0, 1, 2]}}
+    result = invoke("show", write(tmp_path, data))
+    assert result.exit_code == 0, result.output
+    assert "note: profile cpu lists 3 seeds; with 2 primary comparison(s)" in result.stdout
+    assert "needs at least 7 paired seeds" in result.stdout
+    data["profiles"] = {"cpu": {"seeds": list(range(7))}}
+    assert "note: profile" not in invoke("show", write(tmp_path, data)).stdout
+    data["profiles"] = {"cpu": {"seeds": [0, 1, 2], "confirmatory": False}}  # a pilot decides nothing anyway
+    assert "note: profile" not in invoke("show", write(tmp_path, data)).stdout
