@@ -10,6 +10,7 @@ imported only by the checks that need them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -226,11 +227,21 @@ def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
         getattr(task, "token_bytes", None) is not None,
     )
     named = [("primary", entry.primary.metric)] + ([("gate", entry.gate.metric)] if entry.gate else [])
+    multipliers = cfg.eval.length_multipliers
     for role, metric in named:
         if metric not in made:
+            at = re.fullmatch(r"(.+)@x(\d+)", metric)
+            if at and int(at.group(2)) not in multipliers and f"{at.group(1)}@x{multipliers[0]}" in made:
+                fix = (
+                    f"; evaluate at {at.group(2)} x L by adding {at.group(2)} to eval.length_multipliers "
+                    f"(now {list(multipliers)}), e.g. base: {{eval.length_multipliers: "
+                    f"{sorted({*multipliers, int(at.group(2))})}}}"
+                )
+            else:
+                fix = f"{did_you_mean(metric, made)}; it produces: {', '.join(made)}"
             raise AblateError(
                 f"task {tname!r}: {role} metric {metric!r} is not produced by this task at the "
-                f"evaluated lengths and probes{did_you_mean(metric, made)}; it produces: {', '.join(made)}"
+                f"evaluated lengths and probes{fix}"
             )
     bases = metrics.validation_metrics(task.kind, getattr(task, "token_bytes", None) is not None)
     if entry.target is not None and entry.target.metric not in bases:

@@ -153,3 +153,7 @@ def test_a_metric_the_task_does_not_produce_is_refused(tmp_path: Path) -> None:
     path.write_text(text.replace("metric: acc@x1", "metric: accuracy@x1", 1))
     with pytest.raises(AblateError, match=r"'accuracy@x1' is not produced.*did you mean 'acc@x1'"):
         plan(load(str(path)), "smoke")
+    # a length the grid does not evaluate: the message says which multiplier to add, not a near name
+    path.write_text(text.replace("metric: acc@x1", "metric: acc@x8", 1))
+    with pytest.raises(AblateError, match=r"'acc@x8' is not produced.*adding 8 to eval\.length_multipliers"):
+        plan(load(str(path)), "smoke")
