@@ -166,6 +166,11 @@ def analyse(
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
+    planned = len(prof.seeds)  # the seeds a comparison is judged against: seeds run, not learned, not run
+    if prof.sequential is not None:  # a group-sequential profile plans the seeds of the looks reached
+        out.sequential = looks.state(sel, found.records)
+        at = prof.sequential.looks[max(out.sequential.reached, 1) - 1]
+        planned = max(at, out.sequential.seeds_used)
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
@@ -188,23 +193,22 @@ def analyse(
                 "fdr_bh",
             )
             table.family = "primary" if is_primary else "exploratory (BH)"
-            table.frame["planned"] = len(prof.seeds)
+            table.frame["planned"] = planned
             (primaries if is_primary else out.tables).append(table)
     holm_across(primaries, alpha, prof.confirmatory, abl.exploratory_variants)
     out.power = primary_power.primary_power(primaries, alpha)
-    if prof.sequential is not None:  # the looks decide, not the fixed design's Holm family
-        out.sequential = looks.state(sel, found.records)
+    if out.sequential is not None:  # the looks decide, not the fixed design's Holm family
         looks.mark(primaries, out.sequential)
     elif prof.confirmatory:  # inconclusive with fewer seeds than `ablate plan` asks: say so
         primary_power.mark_underpowered(primaries, out.power)
-    out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, len(prof.seeds))
-    out.unlearned = untestable.unlearned_tasks(abl, rows, len(prof.seeds))
+    out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, planned)
+    out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
     for table in primaries + out.tables:
         untestable.mark_too_few(table)
         if table.metric == metrics.STEPS_TO_TARGET:
             untestable.mark_censored(table, rows)
         if prof.confirmatory:
-            untestable.mark_not_learned(table, out.unlearned.get(table.task), runs, prof.apply_gate, len(prof.seeds))
+            untestable.mark_not_learned(table, out.unlearned.get(table.task), runs, prof.apply_gate, planned)
             untestable.mark_ceiling(table, rows)
     out.tables = primaries + out.tables
     return out
