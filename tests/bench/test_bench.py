@@ -247,7 +247,7 @@ def test_write_report_appends_the_section(tmp_path, monkeypatch):
     (results / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
     from harness.store.runs import StoreScan
 
-    monkeypatch.setattr(report_mod, "analyse", lambda *a, **k: SimpleNamespace(scan=StoreScan()))
+    monkeypatch.setattr(report_mod, "analyse", lambda *a, **k: SimpleNamespace(scan=StoreScan(), sequential=None))
     for name in ("version_warnings", "claims_section", "setup_section", "failures_section"):
         monkeypatch.setattr(sections, name, lambda *a, **k: [])
     for name in ("_results_section", "tuning_section"):

@@ -22,6 +22,10 @@ metrics" command now name the ablation as it was given (here the fixture's YAML 
 So were the Scale caveat and the Setup's task line when "1 layers" became "1 layer" (s6cli, text
 glitches): two words. And `s/run` became the median wall time of a variant's runs (session 7: a
 worker's first run pays for its start-up): its 12 cells and one sentence of the Results legend.
+The evidence audit of the claims added each claim section's "Tests: ... Does not test: ..." line
+and prefixed each evidence line with the part of the claim it tests (and the clamped variant's
+line); the Reproduce section names the ablation as it was given (the YAML path): rendered by the
+code under test, every other line unchanged.
 """
 
 from __future__ import annotations
