@@ -94,7 +94,12 @@ class FFNSection(_Section):
 
     d_ff: int | None = Field(None, gt=0, description="None: d_ff_mult x d_model, else 4 x d_model")
     d_ff_mult: float | None = Field(None, gt=0, description="hidden width as a multiple of d_model")
-    activation: str = Field("gelu", description="the FFN's activation; swiglu is gated (registry: activation)")
+    activation: str = Field(
+        "gelu",
+        description="the FFN's activation (registry: activation); swiglu is gated: 3 matrices of C x d_ff "
+        "instead of 2, so at the same width it has 1.5 x the FFN's parameters (set ffn.d_ff_mult: 2.667 for "
+        "those of a 4 x ungated FFN, as LLaMA does)",
+    )
 
     @model_validator(mode="after")
     def _one_width(self) -> FFNSection:
