@@ -117,6 +117,11 @@ def test_readme_output_excerpt_is_what_the_main_job_prints(smoke_output: str) ->
     rows = [_columns(line)[0] for line in lines if line.startswith("| ") and line != header]
     printed_rows = [_columns(line)[0] for line in printed[table_at:] if line.startswith("| ")]
     assert rows and set(rows) <= set(printed_rows), (rows, printed_rows)
+    # the closing lines (wrapped in README at spaces), as printed
+    closing = " ".join(
+        line.strip() for line in lines[lines.index(next(x for x in lines if x.startswith("smoke is"))) :]
+    )
+    assert " ".join(closing.split()) in " ".join(smoke_output.split()), closing
 
 
 def test_readme_example_ablation_file_is_valid(tmp_path: Path) -> None:
