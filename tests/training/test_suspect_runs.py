@@ -94,9 +94,7 @@ def test_a_run_with_nan_beyond_l_records_its_metrics_there_as_undefined(register
     assert '"acc@x2": null' in stored.read_text()
     (line,) = [x for x in run_notes([rec]) if x.startswith("- ")]
     assert line.startswith("- `copy` nan_from_12 seed 0: **no value** of `acc@x2`, `exact@x2`, `loss@x2` — non-finite")
-    with output.console.capture() as seen:
-        status(str(tmp_path / "suspect.yaml"), "cpu", tmp_path / "runs")
-    assert "no value of acc@x2, exact@x2, loss@x2 (non-finite logits): " in " ".join(seen.get().split())
+    assert "no value of acc@x2, exact@x2, loss@x2 (non-finite logits): " in status_text(tmp_path)
     assert run_notes(read_back(rec, tmp_path)) == run_notes([rec])  # the report made --from its data file
 
 
@@ -111,10 +109,15 @@ def test_a_run_that_sees_its_answers_in_training_only_is_flagged(register, tmp_p
     )
     (line,) = [x for x in run_notes([rec]) if x.startswith("- ")]
     assert line.startswith("- `copy` peek_in_training seed 0: **flagged** (train_below_held_out) — training loss")
+    assert "flagged (train_below_held_out): " in status_text(tmp_path)
+    assert run_notes(read_back(rec, tmp_path)) == run_notes([rec])  # the report made --from its data file
+
+
+def status_text(tmp_path: Path) -> str:
+    """What ``ablate status`` prints for the suspect grid, its whitespace collapsed."""
     with output.console.capture() as seen:
         status(str(tmp_path / "suspect.yaml"), "cpu", tmp_path / "runs")
-    assert "flagged (train_below_held_out): " in " ".join(seen.get().split())
-    assert run_notes(read_back(rec, tmp_path)) == run_notes([rec])  # the report made --from its data file
+    return " ".join(seen.get().split())
 
 
 def read_back(rec: Record, tmp_path: Path) -> list[Record]:
