@@ -84,9 +84,16 @@ LAZY_INTERNAL = {
     # the decisions of a group-sequential design (scipy): `ablate run` needs them to choose its runs
     "harness.analysis.looks",
 }
-# modules whose every import of the harness may be lazy: the typer app imports a command's module
-# only when that command runs, so that `ablate --help` answers at once
-LAZY_MODULES = {"harness.cli.app"}
+# modules whose every import of the harness may be lazy: the typer app and the command declarations
+# import a command's module only when that command runs, so that `ablate --help` answers at once
+LAZY_MODULES = {
+    "harness.cli.app",
+    "harness.cli.options",
+    "harness.cli.commands.inspect",
+    "harness.cli.commands.results",
+    "harness.cli.commands.runs",
+    "harness.cli.commands.tools",
+}
 LIGHTNING = ("lightning", "pytorch_lightning", "optuna_integration")
 
 
