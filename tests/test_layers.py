@@ -81,6 +81,12 @@ LAZY_INTERNAL = {
     "harness.cli.app",
     # the comparison's statistics (scipy, statsmodels, pandas): `ablate run` imports them after its grid
     "harness.cli.compare",
+    # the power of a design (scipy, statsmodels): `ablate status` needs it for a confirmatory profile only
+    "harness.analysis.power",
+    # the controls a claim declares (the statistics under them: scipy): `ablate show` lists them, status not
+    "harness.analysis.guards",
+    # the reports' index (the analysis under it: pandas, scipy): `ablate list` cuts questions with it
+    "harness.report.index",
     # the decisions of a group-sequential design (scipy): `ablate run` needs them to choose its runs
     "harness.analysis.looks",
 }
