@@ -81,12 +81,25 @@ LAZY_INTERNAL = {
     "harness.cli.app",
     # the comparison's statistics (scipy, statsmodels, pandas): `ablate run` imports them after its grid
     "harness.cli.compare",
+    # the power of a design (scipy, statsmodels): `ablate status` needs it for a confirmatory profile only
+    "harness.analysis.power",
+    # the controls a claim declares (the statistics under them: scipy): `ablate show` lists them, status not
+    "harness.analysis.guards",
+    # the reports' index (the analysis under it: pandas, scipy): `ablate list` cuts questions with it
+    "harness.report.index",
     # the decisions of a group-sequential design (scipy): `ablate run` needs them to choose its runs
     "harness.analysis.looks",
 }
-# modules whose every import of the harness may be lazy: the typer app imports a command's module
-# only when that command runs, so that `ablate --help` answers at once
-LAZY_MODULES = {"harness.cli.app"}
+# modules whose every import of the harness may be lazy: the typer app and the command declarations
+# import a command's module only when that command runs, so that `ablate --help` answers at once
+LAZY_MODULES = {
+    "harness.cli.app",
+    "harness.cli.options",
+    "harness.cli.commands.inspect",
+    "harness.cli.commands.results",
+    "harness.cli.commands.runs",
+    "harness.cli.commands.tools",
+}
 LIGHTNING = ("lightning", "pytorch_lightning", "optuna_integration")
 
 

@@ -9,8 +9,6 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from harness.analysis import power
-from harness.analysis.guards import declared_guards
 from harness.cli import output
 from harness.execution.run_folder import unfinished_state
 from harness.experiment import ablation as ablation_mod
@@ -20,7 +18,6 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.families import families
 from harness.experiment.search_space import resolve_space
 from harness.experiment.selection import Selection
-from harness.report.index import short_question
 from harness.store.record import STATUSES
 from harness.store.runs import StoreScan, read_record, run_dir, scan
 
@@ -29,6 +26,8 @@ def list_all(components: bool = False) -> None:
     """Registered ablations and tasks, one line each, then each loaded plugin and the component
     families it adds to (every family with ``components``), its entries beside the built-in ones
     and marked with its package. Without a plugin and ``components``, torch is never imported."""
+    from harness.report.index import short_question  # the report and its statistics: list needs one line
+
     for name, path in ablation_mod.available().items():
         abl = ablation_mod.load(str(path))
         n = len(abl.variants())
@@ -62,6 +61,8 @@ def _marked(family: str, name: str) -> str:
 
 def show(name: str, profile: str | None, overrides: list[str]) -> None:
     """The declaration and the expanded grid; nothing runs."""
+    from harness.analysis.guards import declared_guards  # the statistics (scipy): show needs them, status not
+
     abl = ablation_mod.load(name)
     prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir())
     prof = abl.profiles[prof_name]
@@ -136,6 +137,8 @@ def _too_few_seeds(abl: Ablation, profile: str, specs: list[grid.RunSpec], alpha
     family = sum(1 for _, v in arms if v != abl.baseline_label and v not in abl.exploratory_variants)
     if family == 0:
         return None
+    from harness.analysis import power  # scipy and statsmodels: ~1 s that status needs only here
+
     needed = power.sign_flip_min_seeds(alpha / family)
     if len(prof.seeds) >= needed:
         return None

@@ -160,7 +160,7 @@ def report_all(
     name: str | None = None,
     profile: str | None = None,
     source: Path | None = None,
-    wandb: str | None = None,
+    wandb: str = "off",
 ) -> Path:
     """``ablate report --all``: the report of every registered ablation for each profile with
     runs, and ``out/README.md``, their index (:mod:`harness.report.index`); returns the index's path.
@@ -172,7 +172,7 @@ def report_all(
         raise AblateError("--all reports every profile with runs; drop --profile")
     if source is not None:
         raise AblateError("--from regenerates one report from its data file; drop --all (or --from)")
-    if wandb not in (None, "off"):
+    if wandb != "off":
         raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
     output.check_results_readable(results)
     if out.exists() and not out.is_dir():

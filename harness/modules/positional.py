@@ -56,11 +56,12 @@ class PositionalEncoding(nn.Module):
     def bias_requires_grad(cls, cfg: TransformerConfig) -> bool:
         """Whether :meth:`attention_bias` is trained (it carries a gradient, as T5's learned table;
         ALiBi's fixed slopes do not): a kernel that takes only a fixed mask (``flash`` on CPU)
-        refuses it before any run. Answered by building the encoding on the ``meta`` device (no
-        memory, no random draws) and asking it for a 1 x 1 bias with gradients on."""
+        refuses it before any run. Answered by building the encoding on the CPU, its random draws
+        undone (the generator's state restored), and asking it for a 1 x 1 bias with gradients on
+        (on the ``meta`` device a factory call imports torch's compiler: ~1.5 s in every plan)."""
         if not cls.adds_bias():
             return False
-        with torch.device("meta"), torch.enable_grad():
+        with torch.random.fork_rng(devices=[]), torch.enable_grad():
             bias = cls(cfg).attention_bias(1, 1)
         return bias is not None and bias.requires_grad
 

@@ -1,0 +1,59 @@
+"""The declarations of ``ablate list``, ``show``, ``schema`` and ``status`` (:mod:`harness.cli.inspect` runs them)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from harness.cli.options import RESULTS, MadeWithArg, NameArg, OverridesArg, PluginOpt, ProfileOpt, ResultsOpt, guard
+
+
+def list_cmd(
+    components: Annotated[
+        bool, typer.Option("--components", help="also every component family (position, kernel, norm, ...)")
+    ] = False,
+    plugin: PluginOpt = None,
+) -> None:
+    """Registered ablations, tasks and plugins, one line each; plugin entries marked with their package."""
+    from harness.cli import inspect as inspect_cmd
+
+    guard(inspect_cmd.list_all, components=components, plugins=plugin or [])
+
+
+def show(
+    name: NameArg,
+    profile: ProfileOpt = None,
+    overrides: OverridesArg = None,
+    plugin: PluginOpt = None,
+) -> None:
+    """An ablation's question, claims, axes, profiles and its expanded grid (nothing runs)."""
+    from harness.cli import inspect as inspect_cmd
+
+    guard(inspect_cmd.show, name, profile, overrides or [], plugins=plugin or [])
+
+
+def schema(
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="the reference page of ablation files (docs/ablation-files.md) instead")
+    ] = False,
+    plugin: PluginOpt = None,
+) -> None:
+    """The JSON Schema of ablation files, with the registered names (for editors; shipped as
+    harness/experiment/ablation.schema.json)."""
+    from harness.cli import inspect as inspect_cmd
+
+    guard(inspect_cmd.schema, markdown=markdown, echo=typer.echo, plugins=plugin or [])
+
+
+def status(
+    name: str,
+    overrides: MadeWithArg = None,
+    profile: ProfileOpt = None,
+    results_dir: ResultsOpt = RESULTS,
+    plugin: PluginOpt = None,
+) -> None:
+    """Done / failed / diverged / pending, per variant and task."""
+    from harness.cli import inspect as inspect_cmd
+
+    guard(inspect_cmd.status, name, profile, results_dir, overrides or [], plugins=plugin or [])

@@ -1,0 +1,191 @@
+"""The declarations of ``ablate compare``, ``report``, ``plan``, ``restore`` and ``sync``: the commands that read
+the store (:mod:`harness.cli.compare`, ``report``, ``plan``, ``restore`` and :mod:`harness.report.wandb_sync` run them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from harness.cli.options import (
+    INTERRUPTED_REPORT,
+    RESULTS,
+    Format,
+    FormatOpt,
+    FromOpt,
+    MadeWithArg,
+    NameArg,
+    PluginOpt,
+    ProfileOpt,
+    ResultsOpt,
+    StorageOpt,
+    WandbMode,
+    given,
+    guard,
+    wandb_mode,
+)
+
+
+def compare(
+    name: str,
+    overrides: MadeWithArg = None,
+    profile: ProfileOpt = None,
+    results_dir: ResultsOpt = RESULTS,
+    metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
+    fmt: FormatOpt = Format.table,
+    tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
+    source: FromOpt = None,
+    plugin: PluginOpt = None,
+) -> None:
+    """The statistical comparison table, from the store (or a report's data file, --from)."""
+    from harness.cli import compare as compare_cmd
+
+    guard(
+        compare_cmd.compare,
+        name,
+        profile,
+        results_dir,
+        metric=metric,
+        fmt=fmt.value,
+        tuned=tuned,
+        overrides=overrides or [],
+        source=source,
+        plugins=plugin or [],
+    )
+
+
+def report(
+    name: Annotated[Optional[str], typer.Argument(help="ablation name or YAML path (not with --all)")] = None,
+    overrides: MadeWithArg = None,
+    profile: ProfileOpt = None,
+    results_dir: ResultsOpt = RESULTS,
+    out: Annotated[
+        Path,
+        typer.Option(
+            parser=given("--out", "pass a folder, or leave the option out for reports"),
+            help="folder for the markdown and figures",
+        ),
+    ] = Path("reports"),
+    storage: StorageOpt = None,
+    every: Annotated[
+        bool,
+        typer.Option("--all", help="every registered ablation, each profile with runs, and OUT/README.md, their index"),
+    ] = False,
+    wandb: Annotated[
+        WandbMode,
+        typer.Option(
+            help="the summary run (comparison tables, figures, verdicts); "
+            "auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"
+        ),
+    ] = WandbMode.auto,
+    source: FromOpt = None,
+    plugin: PluginOpt = None,
+) -> None:
+    """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures;
+    --all: every registered ablation, and reports/README.md, their index."""
+    from harness.cli import report as report_cmd
+
+    if every:
+        guard(
+            report_cmd.report_all,
+            results_dir,
+            out,
+            storage=storage,
+            name=name,
+            profile=profile,
+            source=source,
+            wandb=wandb_mode(wandb, logs=False),
+            plugins=plugin or [],
+            on_interrupt=INTERRUPTED_REPORT,
+        )
+        return
+    guard(
+        report_cmd.report,
+        name,
+        profile,
+        results_dir,
+        out,
+        storage=storage,
+        overrides=overrides or [],
+        wandb=wandb_mode(wandb, logs=source is None),  # --from: no W&B run
+        source=source,
+        plugins=plugin or [],
+        on_interrupt=INTERRUPTED_REPORT,
+    )
+
+
+def plan_cmd(
+    name: NameArg,
+    overrides: MadeWithArg = None,
+    profile: Annotated[
+        Optional[str],
+        typer.Option("--profile", "-p", help="the confirmatory profile to plan (default: the ablation's default)"),
+    ] = None,
+    pilot: Annotated[
+        Optional[str],
+        typer.Option(
+            "--from", help="the profile whose runs give the spread (default: the first pilot profile with runs)"
+        ),
+    ] = None,
+    results_dir: ResultsOpt = RESULTS,
+    power: Annotated[float, typer.Option(help="target power of each primary comparison")] = 0.8,
+    alpha: Annotated[
+        float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")
+    ] = 0.05,
+    fmt: FormatOpt = Format.table,
+    plugin: PluginOpt = None,
+) -> None:
+    """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
+    from harness.cli import plan as seeds_cmd
+
+    guard(
+        seeds_cmd.plan_seeds,
+        name,
+        profile,
+        pilot,
+        results_dir,
+        power=power,
+        alpha=alpha,
+        fmt=fmt.value,
+        overrides=overrides or [],
+        plugins=plugin or [],
+    )
+
+
+def restore(
+    files: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            help="reports' data files (reports/data/NAME[.PROFILE].csv[.gz]), or a folder of them: reports/data"
+        ),
+    ] = None,
+    results_dir: ResultsOpt = RESULTS,
+) -> None:
+    """Rebuild the run store from reports' data files: their runs, validation histories and tuned
+    runs become finished runs again, with the studies' summaries and bench files kept beside them
+    (not checkpoints, logger folders or the Optuna studies); runs already in the store are kept.
+    Then `ablate report --all` makes every report and the index, and `ablate run NAME` trains only
+    the runs the store lacks."""
+    from harness.cli import restore as restore_cmd
+
+    raise typer.Exit(
+        guard(
+            restore_cmd.restore,
+            files or [],
+            results_dir,
+            on_interrupt="interrupted: the runs restored so far are in the store; the same command again "
+            "restores the rest (a run folder left without record.json is completed)",
+        )
+    )
+
+
+def sync(
+    results_dir: ResultsOpt = RESULTS,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False,
+) -> None:
+    """Upload the offline W&B runs of the store (`wandb sync`); needs W&B credentials (WANDB_API_KEY or
+    `wandb login`) and network."""
+    from harness.report import wandb_sync
+
+    raise typer.Exit(guard(wandb_sync.sync, results_dir, dry_run=dry_run, echo=typer.echo))

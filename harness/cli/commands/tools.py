@@ -1,0 +1,100 @@
+"""The declarations of ``ablate check`` and ``ablate bench attention``: the commands outside the run store
+(:mod:`harness.cli.check` and :mod:`harness.cli.bench` run them)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from harness.bounds import INT_MAX
+from harness.cli.options import PluginOpt, given, guard
+
+
+class CheckFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+def check(
+    names: Annotated[
+        Optional[list[str]], typer.Argument(help="KEY=NAME as in an override (position=rope, task=copy) or a bare name")
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="every registered component and task")] = False,
+    fmt: Annotated[CheckFormat, typer.Option("--format")] = CheckFormat.table,
+    seed: Annotated[
+        int, typer.Option(min=0, max=INT_MAX, help="of the weights, tokens and task data")
+    ] = 0,  # max: harness.bounds.INT_MAX (past 2**64 torch's manual_seed overflows)
+    threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads")] = 1,
+    plugin: PluginOpt = None,
+) -> None:
+    """The contract suite on components and tasks (shapes, causality, precisions, lengths, ...); exit 1 if one fails."""
+    from harness.cli import check as check_cmd
+
+    raise typer.Exit(
+        guard(
+            check_cmd.check,
+            names or [],
+            fmt=fmt.value,
+            every=every,
+            seed=seed,
+            threads=threads,
+            plugins=plugin or [],
+        )
+    )
+
+
+def bench_attention(
+    device: Annotated[Optional[str], typer.Option(help="cpu | cuda (default: cuda when available)")] = None,
+    lengths: Annotated[
+        Optional[str],
+        typer.Option(help="comma-separated sequence lengths (default: cpu 128..4096, cuda 512..32768, powers of 2)"),
+    ] = None,
+    kernels: Annotated[
+        Optional[str], typer.Option(help="comma-separated kernel names (default: all: math,sdpa,flash,linear)")
+    ] = None,
+    d_model: Annotated[int, typer.Option(min=1, max=INT_MAX)] = 64,
+    n_heads: Annotated[int, typer.Option(min=1, max=INT_MAX)] = 4,
+    batch: Annotated[int, typer.Option(min=1, max=INT_MAX)] = 1,
+    repeats: Annotated[
+        int, typer.Option(min=1, max=10_000, help="timed calls per kernel and length; the median is reported")
+    ] = 10,
+    dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 (or fp32, bf16, fp16)")] = "float32",
+    threads: Annotated[
+        Optional[int],
+        typer.Option(min=1, max=INT_MAX, help="torch threads (default: 1 on cpu, torch's default on cuda)"),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            parser=given("--out", "pass a folder, or leave the option out for results/bench"),
+            help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)",
+        ),
+    ] = Path("results/bench"),
+) -> None:
+    """Time forward + backward of one attention layer per kernel and length, with peak memory; writes JSON."""
+    from harness.cli import bench as bench_command
+
+    def ints(text: Optional[str]) -> Optional[list[int]]:
+        try:
+            return [int(x) for x in text.split(",") if x.strip()] if text is not None else None  # "": [], refused
+        except ValueError:
+            typer.echo(f"error: --lengths {text}: expected comma-separated integers", err=True)
+            raise typer.Exit(2) from None
+
+    names = [k.strip() for k in kernels.split(",") if k.strip()] if kernels is not None else None
+    guard(
+        bench_command.attention,
+        device=device,
+        lengths=ints(lengths),
+        kernels=names,
+        d_model=d_model,
+        n_heads=n_heads,
+        batch=batch,
+        repeats=repeats,
+        dtype=dtype,
+        threads=threads,
+        out=out,
+    )

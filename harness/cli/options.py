@@ -1,0 +1,182 @@
+"""What the commands of :mod:`harness.cli.app` share: the options and arguments several declare, the
+parsers of path options, the ``--wandb`` modes and :func:`guard`, which turns bad input into exit
+code 2 and Ctrl-C into exit code 130."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from harness.bounds import INT_MAX
+
+
+def refuse(message: str) -> None:
+    """Bad input found while the command line is parsed: one ``error:`` line, exit code 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def given(flag: str, fix: str, convert: Callable[[str], Any] = Path) -> Callable[[Any], Any]:
+    """The parser of a path option ``flag`` (a folder, a file, a database URL): an empty or blank
+    value (``--results-dir ""``, an unset shell variable) is refused with ``fix`` before anything
+    runs, never read as ``Path("")``, which is the current folder; an existing path that cannot be
+    read is refused as typer's own ``Path`` type did, in one line."""
+
+    def parse(value: Any) -> Any:
+        if not isinstance(value, str):  # the option's default
+            return value
+        if not value.strip():
+            why = (
+                ""
+                if convert is not Path
+                else f" (only blanks: {value!r})"
+                if value
+                else " (it would mean the current folder)"
+            )
+            refuse(f"{flag} is empty{why}; {fix}")
+        if convert is Path and _exists(value) and not os.access(value, os.R_OK):  # as click.Path(readable=True)
+            refuse(f"{flag} {value} is not readable (permission denied); fix its permissions or pass a readable copy")
+        return convert(value)
+
+    return parse
+
+
+def _exists(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
+
+
+ProfileOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--profile",
+        "-p",
+        help="smoke | cpu | confirm | gpu, or another the ablation declares (default: the ablation's default_profile)",
+    ),
+]
+ResultsOpt = Annotated[
+    Path,
+    typer.Option(
+        "--results-dir",
+        parser=given("--results-dir", "pass the run store's folder, or leave the option out for results"),
+        help="run store",
+    ),
+]
+RESULTS = Path("results")
+NameArg = Annotated[str, typer.Argument(help="ablation name or YAML path")]
+OverridesArg = Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides, e.g. model.d_model=128")]
+MadeWithArg = Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")]
+WorkersOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        min=1,
+        max=INT_MAX,
+        help="runs at once (default: one per GPU slot; on CPU, cores / --threads, at most the runs to do, "
+        "or 1 when the grid's estimated time is too short to pay for a process pool, e.g. a smoke grid)",
+    ),
+]
+ThreadsOpt = Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads per run")]
+RunTimeoutOpt = Annotated[
+    Optional[float], typer.Option(help="seconds; a run over it is stopped and recorded as timeout")
+]
+FromOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from",
+        parser=given("--from", "pass a report's data file, e.g. --from reports/data/NAME.csv"),
+        help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store",
+    ),
+]
+PluginOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--plugin",
+        help="a plugin to load first: an importable module or a .py file (repeatable); "
+        "installed plugins (entry points in ablate.plugins) load by themselves",
+    ),
+]
+StorageOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        parser=given(
+            "--storage",
+            "pass a database URL (e.g. sqlite:///results/optuna.db) or leave it out for RESULTS/optuna.db",
+            str,
+        ),
+        help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)",
+    ),
+]
+
+
+class WandbMode(str, Enum):
+    auto = "auto"
+    off = "off"
+    offline = "offline"
+    online = "online"
+
+
+WandbOpt = Annotated[
+    WandbMode,
+    typer.Option(help="auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"),
+]
+
+
+class Format(str, Enum):
+    table = "table"
+    md = "md"
+    csv = "csv"
+    json = "json"
+
+
+FormatOpt = Annotated[Format, typer.Option("--format")]
+
+
+INTERRUPTED_RUNS = "interrupted: finished runs are in the store; run the same command again to continue"
+INTERRUPTED_TRIALS = (
+    "interrupted: finished trials are in the storage (the interrupted one is not counted); "
+    "run the same command again to continue"
+)
+INTERRUPTED_REPORT = (
+    "interrupted: the report may be incomplete and no run in the store changed; run the same command again to write it"
+)
+
+
+def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "interrupted", **kwargs):
+    """Run ``fn``; bad input exits 2 with one line. ``plugins``: a command that plans or runs loads
+    the installed plugins and its ``--plugin`` values first (None: a command that loads none).
+    ``on_interrupt``: the line Ctrl-C prints (exit 130), what is kept and how to continue."""
+    from harness.errors import AblateError
+
+    try:
+        if plugins is not None:
+            from harness.experiment import plugins as plugin_loader
+
+            plugin_loader.load_for_command(plugins)
+        return fn(*args, **kwargs)
+    except AblateError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo(on_interrupt, err=True)
+        raise typer.Exit(130) from None
+
+
+def wandb_mode(mode: WandbMode, logs: bool = True) -> str:
+    """The one reading of ``--wandb``: ``auto`` is ``off`` for a command that logs no W&B run here
+    (``logs`` False: ``report --all``, ``report --from``), else online when W&B would find
+    credentials (``WANDB_API_KEY`` or ``wandb login``'s ``.netrc`` entry), else offline."""
+    if mode is not WandbMode.auto:
+        return mode.value
+    if not logs:
+        return "off"
+    from harness.credentials import has_wandb_credentials
+
+    return "online" if has_wandb_credentials() else "offline"
