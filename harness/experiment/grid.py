@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness.config import RunConfig, build_config, check_schedule, config_hash
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import RunConfig, build_config, check_schedule, config_hash
 from harness.experiment.overrides import apply_overrides, parse_overrides
 from harness.experiment.versions import hashed_versions, run_versions
 from harness.registry import did_you_mean
@@ -34,7 +34,7 @@ def run_payload(
     tuned_params: dict[str, Any] | None,
     code_versions: dict[str, int],
 ) -> dict[str, Any]:
-    """What a run id hashes (:func:`harness.experiment.config.config_hash` of it): :meth:`RunSpec.payload`,
+    """What a run id hashes (:func:`harness.config.config_hash` of it): :meth:`RunSpec.payload`,
     and the check that a stored record is the run its id names (:func:`record_id`)."""
     out = {
         "task": task,

@@ -1,4 +1,4 @@
-"""Training from a run's config: the pure-torch model config a :class:`~harness.experiment.config.RunConfig`
+"""Training from a run's config: the pure-torch model config a :class:`~harness.config.RunConfig`
 describes (:func:`transformer_config`) and the one call that builds it and trains (:func:`fit`), so
 that no caller builds a model config by hand.
 

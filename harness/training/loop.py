@@ -147,7 +147,7 @@ def train_and_evaluate(
 
     Args:
         model_cfg: the :class:`~harness.modules.TransformerConfig` of the run.
-        cfg: the validated :class:`~harness.experiment.config.RunConfig`.
+        cfg: the validated :class:`~harness.config.RunConfig`.
         task: a built task (``harness.tasks.build_task``).
         seed: the run seed, split into streams by :mod:`harness.seeding`.
         run_dir: the run's folder; the CSV log goes to ``run_dir/csv``, W&B to ``run_dir/wandb``.

@@ -15,8 +15,8 @@ from typing import Any
 
 import optuna
 
+from harness.config import build_config
 from harness.execution.outcome import classify
-from harness.experiment.config import build_config
 from harness.experiment.overrides import apply_overrides
 from harness.experiment.search_space import suggest
 from harness.training.fit import fit

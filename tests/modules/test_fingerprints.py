@@ -99,7 +99,7 @@ def _training_fingerprint() -> tuple[list[float], str]:
     """Metrics of 8 steps of training (copy task, float32, one thread) that depend on numerics."""
     import tempfile
 
-    from harness.experiment.config import build_config
+    from harness.config import build_config
     from harness.tasks import build_task
     from harness.training.fit import transformer_config
     from harness.training.loop import train_and_evaluate
