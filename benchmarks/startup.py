@@ -57,9 +57,8 @@ from harness.execution.local import pool_context
 p = pool_context().Process(target=time.sleep, args=(0,)); p.start(); p.join()
 t.append(("pool: forkserver start (torch, Lightning)", time.perf_counter()))
 import lightning.pytorch as L
-from harness.training.loop import train_and_evaluate
+from harness.training.loop import TrainOptions, train
 t.append(("in-process: import Lightning", time.perf_counter()))
-from harness.training.fit import transformer_config
 from harness.tasks import build_task
 class First(L.Callback):
     def on_train_batch_start(self, trainer, module, batch, i):
@@ -68,8 +67,7 @@ class First(L.Callback):
         if i == 0: t.append(("first step", time.perf_counter()))
 spec = chosen.todo[0]
 task = build_task(spec.task, spec.task_params)
-train_and_evaluate(transformer_config(spec.config, task.vocab_size), spec.config, task, spec.seed,
-                   results / "run", callbacks=[First()])
+train(spec.config, task, spec.seed, results / "run", TrainOptions(callbacks=(First(),)))
 print(json.dumps([(name, b - a) for (_, a), (name, b) in zip(t, t[1:])]))
 """
 

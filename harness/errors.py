@@ -1,6 +1,82 @@
-"""Errors the CLI turns into one clear message and exit code 2 (bad input, before any run)."""
+"""The harness's own exceptions: bad input (:class:`AblateError`: exit code 2, before any run), and
+how a training run that stopped before its end ended (:class:`RunError`: diverged, timeout or
+failed), decided here once for a grid's records, a tuning trial and a run's W&B summary."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from harness.redact import redact
 
 
 class AblateError(Exception):
     """Bad input: an unknown name, an ill-typed override, an impossible evaluation length, a
     missing data file. Raised before any run starts; the CLI prints it and exits with code 2."""
+
+
+class RunError(RuntimeError):
+    """A training run that stopped before its end.
+
+    Attributes:
+        status: ``diverged``, ``timeout`` or ``failed``, as the run's record holds it.
+        metrics: the metrics measured before it stopped, set by the training layer: the probes at
+            initialisation, an outcome too (they see the float16 overflow of a -1e9 mask fill).
+    """
+
+    status: ClassVar[str] = "failed"
+
+    def __init__(self, reason: str, metrics: Mapping[str, float] | None = None) -> None:
+        super().__init__(reason)
+        self.metrics: dict[str, float] = dict(metrics or {})
+
+    @property
+    def reason(self) -> str:
+        """One line for people."""
+        return str(self)
+
+    def fields(self) -> dict[str, Any]:
+        """The record fields this end sets: status, reason, the metrics so far."""
+        return {"status": self.status, "reason": self.reason, "metrics": self.metrics}
+
+
+class Diverged(RunError):
+    """The training loss became NaN or inf; carries the step and the last finite loss."""
+
+    status = "diverged"
+
+    def __init__(self, step: int, last_finite: float | None) -> None:
+        super().__init__(f"non-finite training loss at step {step} (last finite loss: {last_finite})")
+        self.step, self.last_finite = step, last_finite
+
+    def fields(self) -> dict[str, Any]:
+        return {**super().fields(), "diverged_step": self.step, "last_finite_loss": self.last_finite}
+
+
+class TimedOut(RunError):
+    """The run went over its time limit (``--run-timeout``) and was stopped; its record holds no
+    metrics."""
+
+    status = "timeout"
+
+    def __init__(self, step: int, elapsed: float, limit: float) -> None:
+        super().__init__(f"stopped after {elapsed:.1f} s at step {step} (run timeout {limit:g} s)")
+        self.step, self.elapsed, self.limit = step, elapsed, limit
+
+    def fields(self) -> dict[str, Any]:
+        return {"status": self.status, "reason": self.reason, "timeout_step": self.step, "run_timeout_s": self.limit}
+
+
+class RunFailed(RunError):
+    """Any other exception of a run (``cause``, also its ``__cause__``); the reason is its type and
+    message with secrets redacted (:mod:`harness.redact`)."""
+
+    def __init__(self, cause: BaseException, metrics: Mapping[str, float] | None = None) -> None:
+        super().__init__(redact(f"{type(cause).__name__}: {cause}"), metrics)
+        self.__cause__ = cause
+
+
+def run_error(exc: BaseException) -> RunError:
+    """How a run or trial that raised ``exc`` ended: ``exc`` itself when it is a :class:`RunError`,
+    else a :class:`RunFailed` of it."""
+    return exc if isinstance(exc, RunError) else RunFailed(exc)

@@ -71,6 +71,9 @@ class Task(ABC):
             contract then requires it. ``False``: the splits are independent draws of one
             distribution, which may repeat short problems. An ``lm`` task's splits are always
             disjoint (separate stretches of the corpus).
+        pad_id: the padding token id, or ``None`` (the default) for a task without padding; the
+            training layer hides it from attention (a key padding mask), and no scored
+            position may hold it (the ``answers`` contract).
         params: the validated parameters, an instance of ``Params``.
 
     Args:
@@ -86,6 +89,7 @@ class Task(ABC):
     kind: ClassVar[Literal["synthetic", "lm"]]
     answers_in_input: ClassVar[bool] = True
     disjoint_splits: ClassVar[bool] = False
+    pad_id: ClassVar[int | None] = None
     Params: ClassVar[type[TaskParams]] = TaskParams
     example_params: ClassVar[dict[str, Any] | None] = None
     """Params to build the task with when none are given (``ablate check task=NAME``, the

@@ -133,7 +133,7 @@ def shapes(task: Task, length: int, seed: int) -> Outcome:
 
 def vocabulary(task: Task, length: int, seed: int) -> Outcome:
     v = task.vocab_size
-    pad = getattr(task, "pad_id", None)
+    pad = task.pad_id
     if pad is not None and not 0 <= pad < v:
         raise ContractFailed(f"pad_id {pad} outside [0, {v})")
     for split, t, inputs, targets in _batches(task, length, seed):
@@ -165,7 +165,7 @@ def answers(task: Task, length: int, seed: int) -> Outcome:
             raise ContractFailed(
                 f"{split} at T={t}: an answer appears as the next input token (answers_in_input False)"
             )
-        pad = getattr(task, "pad_id", None)
+        pad = task.pad_id
         if pad is not None and (scored & (inputs == pad)).any():
             raise ContractFailed(
                 f"{split} at T={t}: a scored position holds the padding token {pad} (hidden from attention)"

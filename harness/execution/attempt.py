@@ -1,6 +1,6 @@
 """One run of a grid (a :class:`~harness.experiment.grid.RunSpec`): :func:`execute` claims its
-folder, trains it and writes its record; a run that diverges or raises is recorded with its status
-and reason, never raised to the grid. Also the machine and commit a record carries, and the run's
+folder, trains it (:func:`harness.training.loop.train`) and writes its record; a run that diverges
+or raises is recorded with its status and reason, never raised to the grid. Also the machine and commit a record carries, and the run's
 W&B arguments.
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.errors import run_error
 from harness.execution import run_folder as attempts
 from harness.execution.locks import append_event, holder, try_claim
-from harness.execution.outcome import classify
 from harness.execution.reuse import target_of
 from harness.execution.run_folder import CHECKPOINTS, Progress, RunOptions, archived_attempts
 from harness.experiment import plugins
@@ -31,7 +31,6 @@ from harness.experiment.grid import RunSpec
 from harness.redact import redact
 from harness.store.record import Record
 from harness.store.runs import read_record, run_dir, write_record
-from harness.training.fit import fit
 
 
 def environment() -> dict[str, Any]:
@@ -81,13 +80,18 @@ def execute(
     commit: str | None = None,
     options: RunOptions | None = None,
 ) -> Progress:
-    """Claim one spec, run it and write its record; returns the record. Never raises for a bad run.
+    """Claim one spec, train it and write its record; returns the record. Never raises for a bad
+    run: one that diverges, times out or raises is recorded with its status and reason
+    (:class:`harness.errors.RunError`; a ``failed`` one with ``traceback.txt`` beside it).
 
     A finished run is returned as stored, unless ``options.retry`` names that very attempt (it
     is then archived as ``record.attempt-N.json`` and run again). A run another live process
     has claimed is not touched: the returned entry (a dict) has status ``claimed`` and is not stored.
     An interrupted attempt resumes from its last checkpoint (``options.resume``).
     """
+    from harness.tasks import build_task
+    from harness.training.loop import TrainOptions, train
+
     opts = options or RunOptions()
     folder = run_dir(results, spec.ablation, spec.profile, spec.run_id)
     if (done := read_record(folder)) is not None and not opts.wants_retry(done):
@@ -102,7 +106,46 @@ def execute(
         if done is not None:
             attempts.archive(folder, done)
         attempts.prepare(folder, opts.resume)
-        record = _attempt(spec, folder, results, wandb_mode, data_dir, abl, commit, opts, claim.took_over)
+        started = {
+            "started_at": datetime.now(timezone.utc).isoformat(),
+            "commit": commit,
+            "plugins": plugins.record(),
+            **environment(),
+            "attempt": archived_attempts(folder) + 1,
+        }
+        t0 = time.perf_counter()
+        try:
+            task = build_task(spec.task, spec.task_params, data_dir=data_dir)
+            how = TrainOptions(
+                target=abl.tasks[spec.task].target if abl is not None else None,
+                wandb=_wandb_kwargs(spec, wandb_mode, results, started["attempt"]),
+                checkpoint_dir=folder / CHECKPOINTS,
+                checkpoint_every_s=opts.checkpoint_every,
+                keep_checkpoint=opts.keep_checkpoints,
+                resume=opts.resume,
+                timeout_s=opts.run_timeout,
+                devices=opts.devices,
+                strategy=opts.strategy,
+            )
+            result = train(spec.config, task, spec.seed, folder, how)
+            _write_history(folder, result.history)
+            if result.resumed_from_step:
+                append_event(folder, "resume", step=result.resumed_from_step)
+            ended = {"status": "ok", "reason": None, **result.record_fields()}
+        except Exception as exc:  # noqa: BLE001  a bad run is data: record it and let the grid go on
+            err = run_error(exc)
+            if err.status == "failed":
+                (folder / "traceback.txt").write_text(redact(traceback.format_exc()))
+            ended = err.fields()
+        record = spec_record(
+            spec,
+            abl,
+            **started,
+            **ended,
+            wall_time_s=time.perf_counter() - t0,
+            finished_at=datetime.now(timezone.utc).isoformat(),
+            **({"took_over": claim.took_over} if claim.took_over else {}),
+        )
         write_record(folder, record)
         append_event(folder, "finish", status=record.status, attempt=record.attempt)
         attempts.finish(folder, opts.keep_checkpoints)
@@ -133,65 +176,6 @@ def spec_record(spec: RunSpec, abl: Ablation | None = None, **fields: Any) -> Re
             **({"target": target_of(abl.tasks[spec.task].target)} if abl is not None else {}),
             **fields,
         }
-    )
-
-
-def _attempt(
-    spec: RunSpec,
-    folder: Path,
-    results: Path,
-    wandb_mode: str,
-    data_dir: Path | None,
-    abl: Ablation | None,
-    commit: str | None,
-    opts: RunOptions,
-    took_over: dict[str, Any] | None = None,
-) -> Record:
-    """Train and evaluate one claimed run; the record of the outcome (ok, diverged, failed, timeout)."""
-    from harness.tasks import build_task
-
-    started = {
-        "started_at": datetime.now(timezone.utc).isoformat(),
-        "commit": commit,
-        "plugins": plugins.record(),
-        **environment(),
-        "attempt": archived_attempts(folder) + 1,
-    }
-    t0 = time.perf_counter()
-    try:
-        task = build_task(spec.task, spec.task_params, data_dir=data_dir)
-        out = fit(
-            spec.config,
-            task,
-            spec.seed,
-            folder,
-            target=abl.tasks[spec.task].target if abl is not None else None,
-            wandb=_wandb_kwargs(spec, wandb_mode, results, started["attempt"]),
-            checkpoint_dir=folder / CHECKPOINTS,
-            checkpoint_every_s=opts.checkpoint_every,
-            keep_checkpoint=opts.keep_checkpoints,
-            resume=opts.resume,
-            timeout_s=opts.run_timeout,
-            devices=opts.devices,
-            strategy=opts.strategy,
-        )
-        _write_history(folder, out.pop("history"))
-        if out.get("resumed_from_step"):
-            append_event(folder, "resume", step=out["resumed_from_step"])
-        ended = {"status": "ok", "reason": None, **out}
-    except Exception as exc:  # noqa: BLE001  a bad run is data: record it and let the grid go on
-        outcome = classify(exc)
-        if outcome.status == "failed":
-            (folder / "traceback.txt").write_text(redact(traceback.format_exc()))
-        ended = outcome.fields()
-    return spec_record(
-        spec,
-        abl,
-        **started,
-        **ended,
-        wall_time_s=time.perf_counter() - t0,
-        finished_at=datetime.now(timezone.utc).isoformat(),
-        **({"took_over": took_over} if took_over else {}),
     )
 
 

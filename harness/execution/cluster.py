@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import AblateError
+from harness.execution.run_folder import Progress
 from harness.execution.worker import WorkerArgs, crashed, run_with_threads
+from harness.experiment.grid import RunSpec
 
 KINDS = ("local", "ray", "slurm")
 SUBMITIT_CLUSTERS = ("slurm", "local", "debug")
@@ -86,7 +88,7 @@ class Engine:
 
 
 def run_cluster(
-    engine: Engine, specs: list[Any], args: WorkerArgs, threads: int, finished: Callable[[dict[str, Any]], None]
+    engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: int, finished: Callable[[Progress], None]
 ) -> None:
     """Run ``specs`` on Ray or SLURM, calling ``finished`` with each record as it arrives."""
     args = args.resolved()
@@ -99,7 +101,7 @@ def run_cluster(
 
 
 def _run_ray(
-    engine: Engine, specs: list[Any], args: WorkerArgs, threads: int, finished: Callable[[dict[str, Any]], None]
+    engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: int, finished: Callable[[Progress], None]
 ) -> None:
     import ray
 
@@ -126,10 +128,10 @@ def _run_ray(
 
 def _run_slurm(
     engine: Engine,
-    specs: list[Any],
+    specs: list[RunSpec],
     args: WorkerArgs,
     threads: int,
-    finished: Callable[[dict[str, Any]], None],
+    finished: Callable[[Progress], None],
     poll_s: float = 1.0,
 ) -> None:
     import submitit

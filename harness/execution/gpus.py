@@ -108,7 +108,7 @@ and the machine's other work; two workers on 2 cores gave 1.7x)."""
 
 def forward_flops(cfg: Any, rows: int, length: int) -> float:
     """Floating-point operations of one forward pass of ``rows`` sequences of ``length`` tokens
-    through the model of ``cfg`` (a :class:`~harness.experiment.config.RunConfig`): 2 per
+    through the model of ``cfg`` (a :class:`~harness.config.RunConfig`): 2 per
     parameter of the blocks and of an output head of ~64 tokens, per token, plus attention's
     ``4 x layers x length^2 x d_model`` per sequence. A training step is about 3 of them."""
     d, layers = cfg.model.d_model, cfg.model.n_layers

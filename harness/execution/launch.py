@@ -28,6 +28,7 @@ from harness.execution.cluster import Engine
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.locks import HEARTBEAT_S
 from harness.execution.run_folder import Progress, RunOptions, parse_retry
+from harness.experiment.grid import RunSpec
 from harness.hints import Context
 from harness.store.record import Record
 from harness.store.runs import read_record, run_dir
@@ -48,7 +49,7 @@ class Selected:
     """What :meth:`Launch.select` found: runs to execute, ``{run_id: attempt}`` of finished attempts
     to retry, and the records of runs copied from identical runs of other ablations."""
 
-    todo: list[Any] = field(default_factory=list)
+    todo: list[RunSpec] = field(default_factory=list)
     retry: dict[str, int] = field(default_factory=dict)
     reused: list[Record] = field(default_factory=list)
     failed_before: list[Record] = field(default_factory=list)
@@ -110,7 +111,7 @@ class Launch:
 
     def select(
         self,
-        specs: list[Any],
+        specs: list[RunSpec],
         results: Path,
         ablation: str,
         statuses: tuple[str, ...],

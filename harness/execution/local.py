@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.execution.attempt import git_commit
-from harness.execution.cluster import run_cluster
+from harness.execution.cluster import Engine, run_cluster
 from harness.execution.locks import pid_alive, pid_start
-from harness.execution.run_folder import RunOptions
+from harness.execution.run_folder import Progress, RunOptions
 from harness.execution.worker import WorkerArgs, crashed, run_one
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
@@ -106,11 +106,11 @@ def run_grid(
     threads: int = 1,
     wandb_mode: str = "off",
     data_dir: Path | None = None,
-    on_done: Callable[[dict[str, Any], int, int, float], None] | None = None,
+    on_done: Callable[[Progress, int, int, float], None] | None = None,
     options: RunOptions | None = None,
     slots: tuple[str, ...] = (),
-    engine: Any = None,
-) -> list[dict[str, Any]]:
+    engine: Engine | None = None,
+) -> list[Progress]:
     """Execute ``specs`` (already filtered to unfinished runs); returns their records in order.
 
     Args:
@@ -123,13 +123,13 @@ def run_grid(
     """
     commit = git_commit()
     total, done, started = len(specs), 0, time.perf_counter()
-    records: dict[str, dict[str, Any]] = {}
+    records: dict[str, Progress] = {}
 
     local = engine is None or engine.kind == "local"
     at_once = 1 if (workers <= 1 or total <= 1) and not slots else max(1, min(workers, total))
     walls: list[float] = []
 
-    def finished(rec: dict[str, Any]) -> None:
+    def finished(rec: Progress) -> None:
         nonlocal done
         done += 1
         records[rec["run_id"]] = rec
@@ -162,7 +162,7 @@ def _run_pool(
     workers: int,
     threads: int,
     slots: tuple[str, ...],
-    finished: Callable[[dict[str, Any]], None],
+    finished: Callable[[Progress], None],
 ) -> None:
     """Run ``specs`` on a process pool; a pool broken by a dying worker is replaced once."""
     ctx, remaining = pool_context(), list(specs)

@@ -22,10 +22,10 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, StrictBool, ValidationError, model_validator
 
+from harness.config import check_key, format_validation_error
 from harness.errors import AblateError
 from harness.experiment import claims as claims_file
 from harness.experiment import plugins
-from harness.experiment.config import check_key, format_validation_error
 from harness.experiment.control import Control
 from harness.experiment.declaration import Decl, MetricSpec, Profile, Sequential, TaskEntry, Threshold, check_name
 from harness.experiment.search_space import ParamSpec

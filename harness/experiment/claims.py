@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from harness.config import format_validation_error
 from harness.errors import AblateError
 from harness.experiment import metrics
-from harness.experiment.config import format_validation_error
 from harness.experiment.yaml_files import load_yaml
 from harness.registry import did_you_mean
 

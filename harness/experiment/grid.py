@@ -13,16 +13,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from harness.config import RunConfig, build_config, check_schedule, config_hash
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import RunConfig, build_config, check_schedule, config_hash
+from harness.experiment.declaration import TaskEntry
 from harness.experiment.overrides import apply_overrides, parse_overrides
 from harness.experiment.versions import hashed_versions, run_versions
 from harness.registry import did_you_mean
 from harness.training.fit import transformer_config
+
+if TYPE_CHECKING:  # the task registry imports its tasks: imported where a task is built
+    from harness.modules import TransformerConfig
+    from harness.tasks import Task
 
 
 def run_payload(
@@ -34,7 +39,7 @@ def run_payload(
     tuned_params: dict[str, Any] | None,
     code_versions: dict[str, int],
 ) -> dict[str, Any]:
-    """What a run id hashes (:func:`harness.experiment.config.config_hash` of it): :meth:`RunSpec.payload`,
+    """What a run id hashes (:func:`harness.config.config_hash` of it): :meth:`RunSpec.payload`,
     and the check that a stored record is the run its id names (:func:`record_id`)."""
     out = {
         "task": task,
@@ -123,14 +128,14 @@ class RunSpec:
         return replace(self, profile=profile, config=cfg, tuned_params=params)
 
 
-def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True) -> Any:
+def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True) -> Task:
     """The task ``name`` built with ``params``, its data file found and checked unless
     ``check_data`` is False; any problem is an :class:`AblateError`."""
     from harness.tasks import DataUnavailableError, build_task
 
     try:
         task = build_task(name, params, data_dir=data_dir)
-        if check_data and hasattr(task, "check_available"):
+        if check_data:
             task.check_available()
         return task
     except DataUnavailableError as exc:
@@ -139,7 +144,7 @@ def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check
         raise AblateError(f"task {name!r}: {exc}") from None
 
 
-def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) -> None:
+def _check_kernel_available(cfg: RunConfig, mcfg: TransformerConfig, task: Task, where: str) -> None:
     """The attention kernel can run where this process would train (e.g. ``flash``: never a
     silent fallback to another backend), with the run's dtype and masks (a learned bias: a mask
     that requires a gradient)."""
@@ -147,7 +152,7 @@ def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) ->
     from harness.training.precision import compute_dtype, run_device
 
     position = POSITIONAL.get(mcfg.position)
-    with_mask = position.adds_bias() or getattr(task, "pad_id", None) is not None
+    with_mask = position.adds_bias() or task.pad_id is not None
     try:
         KERNELS.get(mcfg.kernel).check_available(
             run_device(),
@@ -160,7 +165,7 @@ def _check_kernel_available(cfg: RunConfig, mcfg: Any, task: Any, where: str) ->
         raise AblateError(f"{where}: {exc}") from None
 
 
-def check_variant(cfg: RunConfig, task: Any, where: str) -> None:
+def check_variant(cfg: RunConfig, task: Task, where: str) -> None:
     """The step schedule, model names, shapes and every evaluation length, checked before any run starts."""
     from harness.modules import POSITIONAL
 
@@ -181,7 +186,7 @@ def check_variant(cfg: RunConfig, task: Any, where: str) -> None:
             f"model.max_len to at least {longest} or leave it unset (it then covers the longest evaluation)"
         )
     shortest = min(cfg.train.seq_len, *cfg.eval_lengths())
-    if shortest < getattr(task, "min_seq_len", 1):
+    if shortest < task.min_seq_len:
         raise AblateError(f"{where}: task {task.name!r} needs seq_len >= {task.min_seq_len}, got {shortest}")
     _check_longest(cfg, task, where)
 
@@ -191,7 +196,7 @@ LENGTH_USES = {"train": ("train", "val"), "eval": ("test", "val")}
 train and val splits; every evaluation length is drawn from test (``run``) and val (``tune``)."""
 
 
-def _check_longest(cfg: RunConfig, task: Any, where: str) -> None:
+def _check_longest(cfg: RunConfig, task: Task, where: str) -> None:
     """``train.seq_len`` and every evaluation length must fit what the task can provide
     (:meth:`harness.tasks.base.Task.max_seq_len`), before any run starts."""
     seq_len = cfg.train.seq_len
@@ -214,7 +219,7 @@ def _check_longest(cfg: RunConfig, task: Any, where: str) -> None:
                 )
 
 
-def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
+def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str) -> None:
     """The primary and gate metrics must be ones the task produces at the evaluated lengths with
     the probes it asks for (``acc@x4`` needs multiplier 4, ``leak_logits`` the ``leakage``
     probe), the target one the validation pass logs (``acc``, ``loss``): :mod:`harness.experiment.metrics`."""
@@ -223,8 +228,8 @@ def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
         tuple(cfg.eval.length_multipliers),
         tuple(cfg.eval.probes),
         cfg.model.n_layers,
-        getattr(task, "pad_id", None) is not None,
-        getattr(task, "token_bytes", None) is not None,
+        task.pad_id is not None,
+        task.token_bytes is not None,
     )
     named = [("primary", entry.primary.metric)] + ([("gate", entry.gate.metric)] if entry.gate else [])
     multipliers = cfg.eval.length_multipliers
@@ -243,7 +248,7 @@ def _check_metrics(entry: Any, cfg: RunConfig, task: Any, tname: str) -> None:
                 f"task {tname!r}: {role} metric {metric!r} is not produced by this task at the "
                 f"evaluated lengths and probes{fix}"
             )
-    bases = metrics.validation_metrics(task.kind, getattr(task, "token_bytes", None) is not None)
+    bases = metrics.validation_metrics(task.kind, task.token_bytes is not None)
     if entry.target is not None and entry.target.metric not in bases:
         raise AblateError(
             f"task {tname!r}: target metric {entry.target.metric!r} is not a validation metric"
@@ -293,7 +298,7 @@ def plan(
             "profile's only_variants (ablate show NAME names them)"
         )
     per_task: dict[str, list[tuple[dict[str, Any], RunConfig]]] = {}
-    tasks: dict[str, Any] = {}
+    tasks: dict[str, Task] = {}
     for tname, entry in abl.tasks.items():
         tasks[tname] = task = prepare_task(tname, entry.params, data_dir, check_data)
         per_task[tname] = []

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
+from harness.config import check_path
 from harness.errors import AblateError
-from harness.experiment.config import check_path
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
+from harness.config import EvalSection
 from harness.experiment import claims as claims_file
 from harness.experiment import metrics, refusals, schema
-from harness.experiment.config import EvalSection
 from harness.experiment.families import families
 
 GROUPS: tuple[tuple[str, str], ...] = (

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.bounds import INT_MAX
+from harness.config import RunConfig
 from harness.experiment import claims as claims_file
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import RunConfig
 from harness.experiment.declaration import SAFE_NAME
 from harness.experiment.families import families
 

@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
+from harness.config import build_config, check_schedule
 from harness.errors import AblateError
-from harness.experiment.config import build_config, check_schedule
 from harness.experiment.overrides import apply_overrides
 
 Number = StrictInt | StrictFloat
@@ -124,7 +124,7 @@ def within_budget(space: dict[str, ParamSpec], config: Any) -> dict[str, ParamSp
 
 def check_space(space: dict[str, ParamSpec], config: Any, where: str) -> None:
     """Every bound and choice of ``space`` must give a valid config when set on ``config``, one
-    whose step schedule fits ``train.steps`` (:func:`harness.experiment.config.check_schedule`).
+    whose step schedule fits ``train.steps`` (:func:`harness.config.check_schedule`).
 
     Raises:
         AblateError: a value the config rejects (wrong type, out of the key's own range, a

@@ -15,11 +15,11 @@ from harness.analysis import verdicts as vd
 from harness.analysis.claims import ControlOutcome, audit_text, claim_verdict, control_outcomes
 from harness.analysis.comparisons import Analysis
 from harness.analysis.primary_power import TARGET_POWER
+from harness.config import FFNSection
 from harness.encode import count, text
 from harness.experiment import claims as claims_mod
 from harness.experiment import reproductions
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import FFNSection
 from harness.experiment.versions import mix_warning
 from harness.report.guards import Guards
 from harness.store.record import Record

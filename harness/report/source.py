@@ -3,7 +3,7 @@ FILE``): the records, histories and store problems it holds, as the :class:`Stor
 made from, checked against the grid the command names, its tuned runs as another, and the studies
 kept beside it (:mod:`harness.report.tuning_data`). The format is :mod:`harness.report.data`'s:
 an empty cell is None, lists and mappings are JSON, floats their ``repr``; the config columns are
-read back through :class:`harness.experiment.config.RunConfig`, which gives each value its type.
+read back through :class:`harness.config.RunConfig`, which gives each value its type.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import Any
 
 import pandas as pd
 
+from harness.config import RunConfig
 from harness.errors import AblateError
 from harness.experiment import metrics as metrics_mod
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import RunConfig
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
 from harness.registry import did_you_mean

@@ -9,7 +9,7 @@ next to its ``.wandb`` log, so a second ``ablate sync`` uploads only what is new
 An attempt killed and resumed leaves two folders of one W&B run id: the killed attempt's log holds
 what W&B had written of it when it died (nothing but the log's header if it died within its first
 block, 32 KiB), and the resumed attempt's log holds the whole curve (it logs the rows kept up to
-its checkpoint first: :func:`harness.training.loop.train_and_evaluate`). ``ablate sync`` uploads
+its checkpoint first: :func:`harness.training.loop.train`). ``ablate sync`` uploads
 the latest folder of each W&B run alone, and never a folder that holds nothing: the killed
 attempt's folder, uploaded too, would give W&B its steps twice.
 """

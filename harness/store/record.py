@@ -68,7 +68,7 @@ class Record(BaseModel):
     last_finite_loss: float | None = None
     timeout_step: int | None = None
     run_timeout_s: float | None = None
-    # what training reports (harness.training.loop.train_and_evaluate); seconds
+    # what training reports (harness.training.loop.RunResult); seconds
     n_params: int | None = None
     wall_time_s: float | None = None
     train_step_s: float | None = None

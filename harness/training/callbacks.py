@@ -21,17 +21,10 @@ from typing import Any
 import lightning.pytorch as L
 import torch
 
+from harness.errors import TimedOut
 from harness.training.progress import EVERY_S, RunProgress, write_progress
 
 CHECKPOINT = "last.ckpt"
-
-
-class TimedOut(RuntimeError):
-    """The run went over its time limit (``--run-timeout``) and was stopped."""
-
-    def __init__(self, step: int, elapsed: float, limit: float) -> None:
-        super().__init__(f"stopped after {elapsed:.1f} s at step {step} (run timeout {limit:g} s)")
-        self.step, self.elapsed, self.limit = step, elapsed, limit
 
 
 class RunMonitor(L.Callback):
@@ -45,7 +38,7 @@ class RunMonitor(L.Callback):
       the same 200 steps read 85,139 tokens/s validating every 200 steps and 61,086 every 10).
     - Time limit: counted from the callback's creation, checked after every training, validation
       and test batch (a single batch that never returns is not interrupted); raises
-      :class:`TimedOut`.
+      :class:`~harness.errors.TimedOut`.
     - Checkpoints: ``checkpoint_dir/last.ckpt``, written at the end of a validation pass (so it
       always holds the validation curve so far) when ``checkpoint_every_s`` have passed since the
       previous one or the start of training (0: at every validation pass), so an interrupted run

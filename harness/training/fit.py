@@ -1,21 +1,24 @@
-"""Training from a run's config: the pure-torch model config a :class:`~harness.experiment.config.RunConfig`
-describes (:func:`transformer_config`) and the one call that builds it and trains (:func:`fit`), so
-that no caller builds a model config by hand.
+"""What a run's config means before it trains: the pure-torch model config a
+:class:`~harness.config.RunConfig` describes (:func:`transformer_config`, which the pre-run checks
+of :mod:`harness.experiment.grid` and :func:`harness.training.loop.train` both build, so that no
+caller builds a model config by hand), and Lightning's check of ``--devices`` and ``--strategy``.
 
-Imports nothing heavy at module level: the pre-run checks (:mod:`harness.experiment.grid`) build a
-model config to check shapes and names; torch and Lightning are imported when a model is built or
-trained.
+Imports nothing heavy at module level: torch and Lightning are imported when a model config is
+built or the devices are checked.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from harness.config import RunConfig
 from harness.errors import AblateError
 
+if TYPE_CHECKING:
+    from harness.modules import TransformerConfig
 
-def transformer_config(cfg: Any, vocab_size: int) -> Any:
+
+def transformer_config(cfg: RunConfig, vocab_size: int) -> TransformerConfig:
     """The :class:`harness.modules.TransformerConfig` of a run config ``cfg`` (a ``RunConfig``)
     for a task of ``vocab_size`` tokens.
 
@@ -46,16 +49,6 @@ def transformer_config(cfg: Any, vocab_size: int) -> Any:
         tie_embeddings=m.tie_embeddings,
         init=m.init,
     )
-
-
-def fit(cfg: Any, task: Any, seed: int, run_dir: Path, **options: Any) -> dict[str, Any]:
-    """Train and evaluate the model ``cfg`` describes on a built ``task``: the model config is
-    built here, then :func:`harness.training.loop.train_and_evaluate` runs with ``options``
-    (``target``, ``wandb``, ``callbacks``, ``eval_split``, ``checkpoint_dir``, ``resume``,
-    ``timeout_s``, ``devices``, ``strategy``), whose result and exceptions this returns and raises."""
-    from harness.training.loop import train_and_evaluate
-
-    return train_and_evaluate(transformer_config(cfg, task.vocab_size), cfg, task, seed, run_dir, **options)
 
 
 def check_devices(devices: int | str, strategy: str) -> None:

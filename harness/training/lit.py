@@ -1,7 +1,7 @@
 """The LightningModule and DataModule of a run: :class:`LitLM` wraps the pure-torch
 :class:`~harness.modules.TransformerLM` (loss, optimiser, schedule, validation and test sums, the
 state a resumed run restores); :class:`TaskData` serves one task's batches from the seeded streams
-of :mod:`harness.seeding`. :func:`harness.training.loop.train_and_evaluate` runs them.
+of :mod:`harness.seeding`. :func:`harness.training.loop.train` runs them.
 """
 
 from __future__ import annotations
@@ -10,19 +10,28 @@ import csv
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import lightning.pytorch as L
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
+from harness.config import RunConfig
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng
-from harness.tasks import IGNORE_INDEX
+from harness.tasks import IGNORE_INDEX, Task
 from harness.training import precision as prec
 from harness.training.scoring import add_sums, score, summarise, undefined_reason
 from harness.training.step_log import StepLog
+
+
+class Target(Protocol):
+    """A convergence target on a validation metric (:class:`harness.experiment.declaration.Threshold`)."""
+
+    metric: str
+
+    def passes(self, value: float | None) -> bool: ...
 
 
 def salt_stream(salt: int) -> tuple[int, ...]:
@@ -38,7 +47,7 @@ class _TrainStream(IterableDataset):
     """
 
     def __init__(
-        self, task: Any, batch_size: int, seq_len: int, steps: int, seed: int, start: int = 0, salt: int = 0
+        self, task: Task, batch_size: int, seq_len: int, steps: int, seed: int, start: int = 0, salt: int = 0
     ) -> None:
         self.task, self.batch_size, self.seq_len, self.steps, self.seed = task, batch_size, seq_len, steps, seed
         self.start, self.salt = start, salt
@@ -62,7 +71,7 @@ class TaskData(L.LightningDataModule):
     instead, so an Optuna objective never sees the test split the comparison uses.
     """
 
-    def __init__(self, task: Any, cfg: Any, seed: int, eval_split: str = "test", start_step: int = 0) -> None:
+    def __init__(self, task: Task, cfg: RunConfig, seed: int, eval_split: str = "test", start_step: int = 0) -> None:
         super().__init__()
         if eval_split not in ("val", "test"):
             raise ValueError(f"eval_split must be 'val' or 'test', got {eval_split!r}")
@@ -103,9 +112,9 @@ class LitLM(L.LightningModule):
     def __init__(
         self,
         model: TransformerLM,
-        cfg: Any,
+        cfg: RunConfig,
         task_kind: str,
-        target: Any = None,
+        target: Target | None = None,
         pad_id: int | None = None,
         token_bytes: torch.Tensor | None = None,
         log_every: int = 25,

@@ -1,4 +1,4 @@
-"""One run, trained and evaluated: :func:`train_and_evaluate` builds the model, the
+"""One run, trained and evaluated: :func:`train` builds the model, the
 :class:`~harness.training.lit.LitLM` and :class:`~harness.training.lit.TaskData` of
 :mod:`harness.training.lit`, and runs Lightning's Trainer: ``train.steps`` AdamW steps with a
 linear warm-up and cosine decay, validation at length L every ``train.val_every`` steps on the
@@ -15,23 +15,27 @@ import json
 import logging
 import time
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as L
 import torch
 
+from harness.config import RunConfig
+from harness.errors import run_error
 from harness.modules import TransformerLM
 from harness.seeding import stream_seed
+from harness.tasks import Task
 from harness.training import precision as prec
 from harness.training import scoring
-from harness.training.callbacks import RunMonitor, TimedOut, resume_point
-from harness.training.lit import CSV_FILE, LitLM, TaskData, lr_factor, salt_stream
+from harness.training.callbacks import RunMonitor, resume_point
+from harness.training.fit import transformer_config
+from harness.training.lit import CSV_FILE, LitLM, Target, TaskData, lr_factor, salt_stream
 from harness.training.probes import measure
 from harness.training.progress import remove_progress
-from harness.training.step_log import Diverged
 
-__all__ = ["Diverged", "LitLM", "TaskData", "lr_factor", "train_and_evaluate"]
+__all__ = ["LitLM", "RunResult", "TaskData", "TrainOptions", "lr_factor", "train"]
 
 logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
 logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
@@ -102,7 +106,7 @@ def _number(cell: str) -> int | float:
         return float(cell)
 
 
-def _flags(metrics: dict[str, float], history: list[dict[str, float]], cfg: Any, task: Any) -> dict[str, str]:
+def _flags(metrics: dict[str, float], history: list[dict[str, float]], cfg: RunConfig, task: Task) -> dict[str, str]:
     """The flags of a finished run: ``train_below_held_out`` (:func:`scoring.train_gap_flag`), against
     the test loss at L (``loss@x1``; the last validation loss when L is not among the test lengths)."""
     t = cfg.train
@@ -112,49 +116,15 @@ def _flags(metrics: dict[str, float], history: list[dict[str, float]], cfg: Any,
     return {"train_below_held_out": gap} if gap else {}
 
 
-def train_and_evaluate(
-    model_cfg: Any,
-    cfg: Any,
-    task: Any,
-    seed: int,
-    run_dir: Path,
-    target: Any = None,
-    wandb: dict[str, Any] | None = None,
-    callbacks: list[Any] | None = None,
-    eval_split: str = "test",
-    *,
-    checkpoint_dir: Path | None = None,
-    checkpoint_every_s: float = 0.0,
-    keep_checkpoint: bool = False,
-    resume: bool = True,
-    timeout_s: float | None = None,
-    devices: int | str = 1,
-    strategy: str = "auto",
-    progress: bool = True,
-) -> dict[str, Any]:
-    """Train one run and evaluate it at every length; returns metrics, history and timings.
+@dataclass(frozen=True)
+class TrainOptions:
+    """How one run trains, beyond what determines its numbers (its config, task and seed).
 
-    ``flags`` (only when raised): what makes the run's numbers suspect, by name
-    (``train_below_held_out``: :func:`harness.training.scoring.train_gap_flag`).
-    ``undefined_metrics`` (only when some are): test metrics that are NaN because the logits at
-    their length were not finite, each with why (:func:`harness.training.scoring.undefined_reason`).
-
-    Timings (seconds, this attempt only for a resumed run): ``train_step_s`` inside training
-    steps (:class:`~harness.training.callbacks.RunMonitor`; the metric ``train_tokens_per_s`` is tokens
-    over it), ``fit_s`` the wall time of ``trainer.fit`` (steps, validation passes, checkpoint
-    writes, data), ``test_s`` the evaluation at every length. The runner adds ``wall_time_s``,
-    the whole attempt (task build, init probes, loggers, fit, test, final probes).
-
-    Args:
-        model_cfg: the :class:`~harness.modules.TransformerConfig` of the run.
-        cfg: the validated :class:`~harness.experiment.config.RunConfig`.
-        task: a built task (``harness.tasks.build_task``).
-        seed: the run seed, split into streams by :mod:`harness.seeding`.
-        run_dir: the run's folder; the CSV log goes to ``run_dir/csv``, W&B to ``run_dir/wandb``.
-        target: a :class:`~harness.experiment.ablation.Threshold` on a validation metric, or None.
-        wandb: keyword arguments for ``WandbLogger`` (mode, project, group, name, ...), or None.
+    Attributes:
+        target: the convergence target of ``steps_to_target`` (an ablation's ``target``), or None.
+        wandb: keyword arguments for ``wandb.init`` (mode, project, group, name, ...), or None.
         callbacks: extra Lightning callbacks (e.g. Optuna's pruning callback); an exception one
-            raises (``optuna.TrialPruned``) propagates out of this function.
+            raises ends the run as a :class:`~harness.errors.RunFailed` whose cause it is.
         eval_split: ``"test"`` (comparisons) or ``"val"`` (tuning): the split the per-length
             evaluation after training draws from.
         checkpoint_dir: where to checkpoint, at the end of a validation pass (None: no checkpoints).
@@ -167,57 +137,119 @@ def train_and_evaluate(
             curve, RNG and the position in the data stream are all restored); the CSV log keeps
             its rows up to the checkpoint and appends, and a W&B run that does not hold the curve
             so far (offline, or never uploaded) gets those rows first, so both hold it from step 0.
-        timeout_s: stop the run (raise :class:`TimedOut`) once it has run this long.
+        timeout_s: stop the run (:class:`~harness.errors.TimedOut`) once it has run this long.
         devices, strategy: Lightning's, for one run over several devices (e.g. 2 and ``"ddp"``).
         progress: write ``run_dir/progress.json`` every few seconds while training
-            (:mod:`harness.training.progress`); it is removed when this function returns.
+            (:mod:`harness.training.progress`); it is removed when the run ends.
+    """
+
+    target: Target | None = None
+    wandb: dict[str, Any] | None = None
+    callbacks: tuple[L.Callback, ...] = ()
+    eval_split: str = "test"
+    checkpoint_dir: Path | None = None
+    checkpoint_every_s: float = 0.0
+    keep_checkpoint: bool = False
+    resume: bool = True
+    timeout_s: float | None = None
+    devices: int | str = 1
+    strategy: str = "auto"
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run that trained to its end: its numbers, validation curve, timings and what ran.
+
+    ``flags`` (when raised): what makes the run's numbers suspect, by name
+    (``train_below_held_out``: :func:`harness.training.scoring.train_gap_flag`).
+    ``undefined_metrics`` (when some are): test metrics that are NaN because the logits at their
+    length were not finite, each with why (:func:`harness.training.scoring.undefined_reason`).
+
+    Timings (seconds, this attempt only for a resumed run): ``train_step_s`` inside training
+    steps (:class:`~harness.training.callbacks.RunMonitor`; the metric ``train_tokens_per_s`` is
+    tokens over it), ``fit_s`` the wall time of ``trainer.fit`` (steps, validation passes,
+    checkpoint writes, data), ``test_s`` the evaluation at every length. The runner adds
+    ``wall_time_s``, the whole attempt (task build, init probes, loggers, fit, test, final probes).
+    """
+
+    metrics: dict[str, float]
+    history: list[dict[str, float]]
+    train_step_s: float
+    fit_s: float
+    test_s: float
+    n_params: int
+    device: str
+    precision: str
+    precision_requested: str
+    adam_eps: float
+    kernel_backend: str
+    wandb_id: str | None
+    resumed_from_step: int | None
+    devices: int | str
+    strategy: str
+    undefined_metrics: dict[str, str] = field(default_factory=dict)
+    flags: dict[str, str] = field(default_factory=dict)
+
+    def record_fields(self) -> dict[str, Any]:
+        """The fields of the run's record (:class:`harness.store.record.Record`): every one but
+        ``history`` (a file of its own), ``undefined_metrics`` and ``flags`` only when not empty."""
+        out = {k: v for k, v in vars(self).items() if k not in ("history", "undefined_metrics", "flags")}
+        return out | {k: v for k in ("undefined_metrics", "flags") if (v := getattr(self, k))}
+
+
+def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOptions = TrainOptions()) -> RunResult:
+    """Train one run and evaluate it at every length.
+
+    Args:
+        cfg: the validated run config (model, schedule, evaluation lengths, probes).
+        task: a built task (``harness.tasks.build_task``).
+        seed: the run seed, split into streams by :mod:`harness.seeding`.
+        run_dir: the run's folder; the CSV log goes to ``run_dir/csv``, W&B to ``run_dir/wandb``.
+        options: how it trains (:class:`TrainOptions`).
 
     Raises:
-        Diverged: the training loss became non-finite.
-        TimedOut: the run went over ``timeout_s``.
+        RunError: the run stopped during training or evaluation (:class:`~harness.errors.Diverged`,
+            :class:`~harness.errors.TimedOut`, or :class:`~harness.errors.RunFailed` of any other
+            exception), with the metrics measured before (the probes at initialisation, when it
+            stopped in ``trainer.fit``); the status is also the W&B run's summary. Building the
+            model, its loggers or its trainer raises what they raise.
     """
+    o = options
     torch.manual_seed(stream_seed(seed, "init", *salt_stream(cfg.train.seed_salt)))
-    model = TransformerLM(model_cfg)
+    model = TransformerLM(transformer_config(cfg, task.vocab_size))
     torch.manual_seed(stream_seed(seed, "dropout", *salt_stream(cfg.train.seed_salt)))
-    lit = LitLM(
-        model,
-        cfg,
-        task.kind,
-        target,
-        pad_id=getattr(task, "pad_id", None),
-        token_bytes=getattr(task, "token_bytes", None),
-        log_every=LOG_EVERY,
-    )
+    lit = LitLM(model, cfg, task.kind, o.target, pad_id=task.pad_id, token_bytes=task.token_bytes, log_every=LOG_EVERY)
     loggers: list[Any] = [L.loggers.CSVLogger(run_dir, name="csv", version="")]
-    if wandb is not None:
+    if o.wandb is not None:
         import wandb as wandb_lib
 
         # init the run ourselves and hand it to Lightning: WandbLogger's own init passes the
         # deprecated `anonymous` setting, which W&B 0.31 warns about on every run
-        loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **wandb)))
-    start, ckpt = resume_point(checkpoint_dir, resume)
+        loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **o.wandb)))
+    start, ckpt = resume_point(o.checkpoint_dir, o.resume)
     kept = _continue_csv(loggers[0], ckpt)
-    if wandb is not None and not loggers[1].experiment.resumed:  # a W&B run resumed online has its curve
+    if o.wandb is not None and not loggers[1].experiment.resumed:  # a W&B run resumed online has its curve
         _replay(loggers[1], kept)
-    monitor = RunMonitor(checkpoint_dir, checkpoint_every_s, timeout_s, run_dir if progress else None)
+    monitor = RunMonitor(o.checkpoint_dir, o.checkpoint_every_s, o.timeout_s, run_dir if o.progress else None)
     trainer = L.Trainer(
         max_steps=cfg.train.steps,
         accelerator="auto",
-        devices=devices,
-        strategy=strategy,
+        devices=o.devices,
+        strategy=o.strategy,
         **prec.trainer_kwargs(cfg.train.precision),
         logger=loggers,
         enable_checkpointing=False,  # RunMonitor writes the checkpoints, at its own cadence
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[monitor, *(callbacks or [])],
+        callbacks=[monitor, *o.callbacks],
         val_check_interval=min(cfg.train.val_every, cfg.train.steps),
         check_val_every_n_epoch=None,
         num_sanity_val_steps=0,
         gradient_clip_val=cfg.train.grad_clip or None,
         log_every_n_steps=lit.log_every,
     )
-    data = TaskData(task, cfg, seed, eval_split, start_step=start)
+    data = TaskData(task, cfg, seed, o.eval_split, start_step=start)
     plugin, device = trainer.precision_plugin, trainer.strategy.root_device
     try:
         with warnings.catch_warnings():
@@ -230,13 +262,14 @@ def train_and_evaluate(
             t0 = time.perf_counter()
             try:
                 trainer.fit(lit, datamodule=data, ckpt_path=ckpt, weights_only=True if ckpt else None)
-            except Exception as exc:  # the init probes are outcomes too (e.g. of a run that diverges)
-                exc.partial_metrics = probes  # type: ignore[attr-defined]
-                raise
+            except Exception as exc:  # noqa: BLE001  the init probes are outcomes too (e.g. of a run that diverges)
+                err = run_error(exc)
+                err.metrics = probes
+                raise err from err.__cause__
             fit_s = time.perf_counter() - t0
             lit.steps.read_back()
             monitor.write_progress(trainer, lit)
-            if keep_checkpoint:
+            if o.keep_checkpoint:
                 monitor.save(trainer)
             trainer.test(lit, datamodule=data, verbose=False)
             test_s = time.perf_counter() - t0 - fit_s
@@ -249,38 +282,36 @@ def train_and_evaluate(
         last = lit.steps.last_finite
         metrics["train_loss_final"] = float(last) if last is not None else float("nan")
         metrics["train_tokens_per_s"] = monitor.tokens_per_s()  # training steps only, this attempt's
-        flags = _flags(metrics, lit.history, cfg, task)
-        if wandb is not None:  # under the store's names (record.json "metrics" and "status")
+        if o.wandb is not None:  # under the store's names (record.json "metrics" and "status")
             loggers[1].experiment.summary.update({**metrics, "status": "ok"})
-        return {
-            "metrics": metrics,
-            "history": lit.history,
-            "train_step_s": monitor.seconds,
-            "fit_s": fit_s,
-            "test_s": test_s,
-            "n_params": model.num_parameters(),
-            "device": str(trainer.strategy.root_device),
-            "precision": lit.precision_ran or str(trainer.precision),
-            "precision_requested": cfg.train.precision,
-            "adam_eps": prec.adam_eps(cfg.train.precision),
-            "kernel_backend": ",".join(model.kernel_backends()),
-            "wandb_id": loggers[1].experiment.id if wandb else None,
-            "resumed_from_step": start or None,
-            "devices": devices,
-            "strategy": strategy,
-            **({"undefined_metrics": lit.undefined} if lit.undefined else {}),
-            **({"flags": flags} if flags else {}),
-        }
-    except Exception as exc:  # the status and partial metrics the runner stores for this run
-        if wandb is not None:
-            status = "diverged" if isinstance(exc, Diverged) else "timeout" if isinstance(exc, TimedOut) else "failed"
-            partial = {} if status == "timeout" else getattr(exc, "partial_metrics", {})  # as harness.execution.attempt
-            loggers[1].experiment.summary.update({**partial, "status": status})
-        raise
+        return RunResult(
+            metrics=metrics,
+            history=lit.history,
+            train_step_s=monitor.seconds,
+            fit_s=fit_s,
+            test_s=test_s,
+            n_params=model.num_parameters(),
+            device=str(trainer.strategy.root_device),
+            precision=lit.precision_ran or str(trainer.precision),
+            precision_requested=cfg.train.precision,
+            adam_eps=prec.adam_eps(cfg.train.precision),
+            kernel_backend=",".join(model.kernel_backends()),
+            wandb_id=loggers[1].experiment.id if o.wandb else None,
+            resumed_from_step=start or None,
+            devices=o.devices,
+            strategy=o.strategy,
+            undefined_metrics=lit.undefined,
+            flags=_flags(metrics, lit.history, cfg, task),
+        )
+    except Exception as exc:  # noqa: BLE001  how the run ended, as its record and its W&B summary hold it
+        err = run_error(exc)
+        if o.wandb is not None:
+            loggers[1].experiment.summary.update({**err.fields().get("metrics", {}), "status": err.status})
+        raise err from err.__cause__
     finally:
-        if progress:
+        if o.progress:
             remove_progress(run_dir)
-        if wandb is not None:
+        if o.wandb is not None:
             import wandb as wandb_lib
 
             wandb_lib.finish()

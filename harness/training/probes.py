@@ -26,20 +26,21 @@ from typing import Any
 
 import torch
 
+from harness.config import RunConfig
 from harness.modules.probes import causal_leakage, init_gradients, masked_attention
 from harness.modules.transformer import TransformerLM
 from harness.seeding import numpy_rng
+from harness.tasks import Task
 
 PROBES = ("grad_norm_init", "leakage", "masked_attention")
 PROBE_STREAM = 1000  # sub-stream of "val" for the probe batch: permanent
 PROBE_ROWS = 16
 
 
-def probe_batch(task: Any, cfg: Any, seed: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
+def probe_batch(task: Task, cfg: RunConfig, seed: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
     """``(inputs, targets, key_padding_mask or None)``: PROBE_ROWS rows at length L."""
     x, y = task.sample(PROBE_ROWS, cfg.train.seq_len, numpy_rng(seed, "val", PROBE_STREAM), "val")
-    pad_id = getattr(task, "pad_id", None)
-    pad = (x == pad_id).to(device) if pad_id is not None else None
+    pad = (x == task.pad_id).to(device) if task.pad_id is not None else None
     return x.to(device), y.to(device), pad
 
 
@@ -70,8 +71,8 @@ def _grad_norms(net: TransformerLM, x: torch.Tensor, y: torch.Tensor, pad: torch
 
 def measure(
     model: TransformerLM,
-    cfg: Any,
-    task: Any,
+    cfg: RunConfig,
+    task: Task,
     seed: int,
     context: Callable[[], AbstractContextManager],
     device: torch.device | str,

@@ -4,7 +4,7 @@ Each step's training loss and gradient norm are copied into a small buffer on th
 :meth:`StepLog.read_back` brings the buffer to the host every few steps (at each logging point,
 before a validation pass or a checkpoint, and at the end) and folds it in, in step order:
 
-- the first non-finite loss raises :class:`Diverged` with its step and the last finite loss
+- the first non-finite loss raises :class:`~harness.errors.Diverged` with its step and the last finite loss
   before it, exactly as a check after every step would (the steps run between that step and the
   read-back train on NaNs and are thrown away with the run);
 - the gradient-norm sums (sum, sum of squares, count of finite norms, count of non-finite ones)
@@ -21,13 +21,7 @@ import math
 import numpy as np
 import torch
 
-
-class Diverged(RuntimeError):
-    """The training loss became NaN or inf; carries the step and the last finite loss."""
-
-    def __init__(self, step: int, last_finite: float | None) -> None:
-        super().__init__(f"non-finite training loss at step {step} (last finite loss: {last_finite})")
-        self.step, self.last_finite = step, last_finite
+from harness.errors import Diverged
 
 
 class StepLog:

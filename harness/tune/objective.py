@@ -11,17 +11,17 @@ import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import optuna
 
-from harness.execution.outcome import classify
-from harness.experiment.config import build_config
+from harness.config import build_config
+from harness.errors import RunFailed, run_error
 from harness.experiment.overrides import apply_overrides
 from harness.experiment.search_space import suggest
-from harness.training.fit import fit
+from harness.tasks import Task
+from harness.training.loop import TrainOptions, train
 from harness.training.pruning import StepPruningCallback
-from harness.tune.studies import INTERRUPTED
+from harness.tune.studies import INTERRUPTED, StudyPlan
 
 
 def _fail(trial: optuna.Trial, outcome: str, reason: str) -> None:
@@ -29,11 +29,11 @@ def _fail(trial: optuna.Trial, outcome: str, reason: str) -> None:
     trial.set_user_attr("reason", reason[:500])
 
 
-def objective(study_plan: Any, task: Any, seed: int) -> Callable[[optuna.Trial], float]:
-    """The objective of ``study_plan`` (a :class:`harness.tune.studies.StudyPlan`) on a built ``task``.
+def objective(study_plan: StudyPlan, task: Task, seed: int) -> Callable[[optuna.Trial], float]:
+    """The objective of ``study_plan`` on a built ``task``.
 
     A trial that diverges or raises records ``outcome`` and ``reason`` as user attributes (as a
-    run's record would: :func:`harness.execution.outcome.classify`) and re-raises, so Optuna
+    run's record would: :class:`harness.errors.RunError`) and re-raises, so Optuna
     stores it as FAIL; a pruned trial raises ``optuna.TrialPruned``. A trial stopped by Ctrl-C
     (``KeyboardInterrupt``, or the ``SystemExit`` Lightning makes of it) gets the user attribute
     ``interrupted`` and raises ``KeyboardInterrupt``: Optuna stores it as FAIL, and
@@ -45,21 +45,21 @@ def objective(study_plan: Any, task: Any, seed: int) -> Callable[[optuna.Trial],
         params = {path: suggest(trial, path, spec) for path, spec in study_plan.space.items()}
         try:
             cfg = build_config(apply_overrides(base, params), study_plan.name)
-            callbacks = [StepPruningCallback(trial, study_plan.monitor)] if study_plan.monitor else []
+            callbacks = (StepPruningCallback(trial, study_plan.monitor),) if study_plan.monitor else ()
             with tempfile.TemporaryDirectory(prefix="ablate-trial-") as tmp:
-                out = fit(cfg, task, seed, Path(tmp), callbacks=callbacks, eval_split="val")
-        except optuna.TrialPruned:
-            raise
+                out = train(cfg, task, seed, Path(tmp), TrainOptions(callbacks=callbacks, eval_split="val"))
         except (KeyboardInterrupt, SystemExit):  # Ctrl-C (Lightning turns it into SystemExit(1))
             trial.set_user_attr(INTERRUPTED, True)  # stored as FAIL by Optuna; not counted as finished
             raise KeyboardInterrupt from None
         except Exception as exc:
-            outcome = classify(exc)
-            _fail(trial, outcome.status, outcome.reason)
+            if isinstance(exc, RunFailed) and isinstance(exc.__cause__, optuna.TrialPruned):
+                raise exc.__cause__ from None  # the pruning callback's, which Optuna stores as PRUNED
+            err = run_error(exc)
+            _fail(trial, err.status, err.reason)
             raise
-        metrics = {k: v for k, v in out["metrics"].items() if isinstance(v, float) and math.isfinite(v)}
+        metrics = {k: v for k, v in out.metrics.items() if isinstance(v, float) and math.isfinite(v)}
         trial.set_user_attr("val_metrics", metrics)
-        value = out["metrics"].get(study_plan.metric)
+        value = out.metrics.get(study_plan.metric)
         if value is None or not math.isfinite(value):
             _fail(trial, "failed", f"{study_plan.metric} on the validation split is {value}")
             raise ValueError(f"{study_plan.metric} on the validation split is {value}")

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.config import get_path
 from harness.experiment.ablation import Ablation
-from harness.experiment.config import get_path
 from harness.experiment.search_space import distribution
 from harness.tune.storage import check_study, default_storage, ensure_study, mask_url, open_storage
 from harness.tune.studies import HEARTBEAT_S, TUNING_SEED, StudyPlan, counts

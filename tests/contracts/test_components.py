@@ -10,13 +10,13 @@ import pytest
 import torch
 
 import harness.modules as modules
+from harness.config import RunConfig, get_path, valid_paths
 from harness.contracts import cost
 from harness.contracts.components import CONTRACTS, build, host_config
 from harness.contracts.result import CheckReport
 from harness.contracts.suite import check
 from harness.contracts.targets import FAMILIES, everything, resolve
 from harness.errors import AblateError
-from harness.experiment.config import RunConfig, get_path, valid_paths
 from harness.registry import Registry
 
 COMPONENTS = [t.label for t in everything() if t.family is not None]

@@ -127,14 +127,14 @@ def test_a_rerun_after_failed_runs_says_so_and_exits_1(tmp_path, monkeypatch):
     """The first run of a grid fails every run; the same command again must not print a clean
     exit 0 with 'no finished runs': it lists them, prints the --retry hint and exits 1."""
     from harness.cli import run as run_cmd
-    from harness.execution import attempt
+    from harness.training import loop
 
     monkeypatch.setenv("ABLATE_DATA_DIR", str(REPO.parent / "shared" / "data"))
 
-    def broken_fit(*args, **kwargs):
+    def broken_train(*args, **kwargs):
         raise RuntimeError("boom in training")
 
-    monkeypatch.setattr(attempt, "fit", broken_fit)
+    monkeypatch.setattr(loop, "train", broken_train)
     decl = write_tiny(tmp_path, steps=10, seeds=(0,))
     results = tmp_path / "results"
     assert run_cmd.run(str(decl), None, [], results, workers=1) == 1

@@ -137,7 +137,7 @@ def test_a_worker_dies_soon_after_ablate_does():
 
 
 def _config(**overrides):
-    from harness.experiment.config import RunConfig
+    from harness.config import RunConfig
 
     return RunConfig.model_validate(overrides) if overrides else RunConfig()
 

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.config import RunConfig, config_hash
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation, load
-from harness.experiment.config import RunConfig, config_hash
 from harness.experiment.grid import plan
 from helpers.cli import assert_refused, invoke, user_file
 

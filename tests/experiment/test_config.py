@@ -1,4 +1,4 @@
-"""harness.experiment.config: dotted keys, ``key=value`` parsing, validation messages and the config hash.
+"""harness.config: dotted keys, ``key=value`` parsing, validation messages and the config hash.
 
 Pure pydantic / YAML: nothing here imports torch or touches the disk.
 """
@@ -11,8 +11,7 @@ import re
 
 import pytest
 
-from harness.errors import AblateError
-from harness.experiment.config import (
+from harness.config import (
     RunConfig,
     build_config,
     check_path,
@@ -20,6 +19,7 @@ from harness.experiment.config import (
     get_path,
     valid_paths,
 )
+from harness.errors import AblateError
 from harness.experiment.overrides import apply_overrides, parse_override
 
 SECTIONS = ("model", "attention", "block", "ffn", "train", "eval")

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import torch
 
+from harness.config import build_config, config_hash
 from harness.errors import AblateError
 from harness.experiment.ablation import load
-from harness.experiment.config import build_config, config_hash
 from harness.experiment.grid import plan
 from harness.tasks import build_task
 from harness.training.lit import _TrainStream

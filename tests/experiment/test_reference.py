@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.config import EvalSection, valid_paths
 from harness.experiment import ablation, metrics, refusals
 from harness.experiment import claims as claims_file
-from harness.experiment.config import EvalSection, valid_paths
 from harness.experiment.control import Control
 from harness.experiment.declaration import MetricSpec, Profile, TaskEntry, Threshold
 from harness.experiment.families import families

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.config import valid_paths
 from harness.experiment import ablation
 from harness.experiment import schema as schema_mod
-from harness.experiment.config import valid_paths
 from harness.experiment.families import families
 from harness.experiment.selection import select
 

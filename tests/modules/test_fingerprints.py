@@ -99,10 +99,9 @@ def _training_fingerprint() -> tuple[list[float], str]:
     """Metrics of 8 steps of training (copy task, float32, one thread) that depend on numerics."""
     import tempfile
 
-    from harness.experiment.config import build_config
+    from harness.config import build_config
     from harness.tasks import build_task
-    from harness.training.fit import transformer_config
-    from harness.training.loop import train_and_evaluate
+    from harness.training.loop import train
 
     cfg = build_config(
         {
@@ -117,12 +116,11 @@ def _training_fingerprint() -> tuple[list[float], str]:
     torch.set_num_threads(1)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            out = train_and_evaluate(transformer_config(cfg, task.vocab_size), cfg, task, 0, Path(tmp))
+            out = train(cfg, task, 0, Path(tmp))
     finally:
         torch.set_num_threads(threads)
-    m = out["metrics"]
     keys = ("train_loss_final", "loss@x1", "loss@x2", "acc@x1", "grad_norm_mean")
-    return [float(m[k]) for k in keys] + [float(h["loss"]) for h in out["history"]], "float32"
+    return [float(out.metrics[k]) for k in keys] + [float(h["loss"]) for h in out.history], "float32"
 
 
 def current() -> dict[str, dict]:

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import torch
 
+from harness.errors import Diverged
 from harness.training.callbacks import CHECKPOINT, RunMonitor
-from harness.training.step_log import Diverged, StepLog
+from harness.training.step_log import StepLog
 
 
 def _per_step_sums(norms: list[float]) -> list[float]:

@@ -403,12 +403,12 @@ def test_an_interrupted_trial_is_not_a_finished_trial(tmp_path: Path, monkeypatc
     from harness.tune import objective as objective_mod
 
     path, results = write_tiny(tmp_path), tmp_path / "results"
-    real = objective_mod.fit
+    real = objective_mod.train
 
     def ctrl_c(*args, **kwargs):
         raise SystemExit(1)
 
-    monkeypatch.setattr(objective_mod, "fit", ctrl_c)
+    monkeypatch.setattr(objective_mod, "train", ctrl_c)
     out = CliRunner().invoke(
         app, ["tune", str(path), "--trials", "2", "--variant", "position=rope", "--results-dir", str(results)]
     )
@@ -420,7 +420,7 @@ def test_an_interrupted_trial_is_not_a_finished_trial(tmp_path: Path, monkeypatc
     url = default_storage(results)
     study = optuna.load_study(study_name=ROPE, storage=url)
     assert [(t.state.name, t.user_attrs.get("interrupted")) for t in study.trials] == [("FAIL", True)]
-    monkeypatch.setattr(objective_mod, "fit", real)
+    monkeypatch.setattr(objective_mod, "train", real)
     assert _tune(path, results, 2, variants=["position=rope"]) == 0
     study = optuna.load_study(study_name=ROPE, storage=url)
     assert [t.state.name for t in study.trials].count("FAIL") == 1 and len(study.trials) == 3
