@@ -16,10 +16,10 @@ from harness.experiment.selection import Selection, select
 from harness.experiment.versions import mix_warning
 from harness.hints import DEFAULT_REPORTS, Context
 from harness.registry import did_you_mean
-from harness.report import data as report_data
 from harness.report.markdown import report_path
 from harness.report.source import load_source
 from harness.report.tables import render, summary_markdown
+from harness.store import archive
 from harness.store.runs import StoreScan, scan
 from harness.tune.studies import tuned_profile
 
@@ -36,7 +36,7 @@ def compare(
 ) -> None:
     """The comparison table(s) from the store: every primary metric, or one ``metric``; ``tuned``:
     the runs of ``ablate run --tuned`` instead of the untuned ones; ``source``: a report's data
-    file (:mod:`harness.report.data`, which holds the tuned runs its Tuning section compares) read
+    file (:mod:`harness.store.archive`, which holds the tuned runs its Tuning section compares) read
     instead of the store."""
     abl = ablation_mod.load(name)
     found = None
@@ -52,7 +52,7 @@ def compare(
         sel = output.selection(abl, profile, overrides)
         ctx = Context(name, sel.profile, results, tuple(overrides))
         output.check_results_readable(results)
-        committed = report_data.existing(report_path(abl, sel.profile, DEFAULT_REPORTS))
+        committed = archive.existing(report_path(abl, sel.profile, DEFAULT_REPORTS))
         output.check_store_exists(results, abl.name, sel.profile, tuned, ctx=ctx, data_file=committed)
     print_tables(
         abl,

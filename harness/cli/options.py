@@ -91,8 +91,8 @@ FromOpt = Annotated[
     Path | None,
     typer.Option(
         "--from",
-        parser=given("--from", "pass a report's data file, e.g. --from reports/data/NAME.csv"),
-        help="a report's data file (reports/data/NAME.PROFILE.csv[.gz]) read instead of the store",
+        parser=given("--from", "pass a report's data file, e.g. --from reports/data/NAME.tar.gz"),
+        help="a report's data file (reports/data/NAME.PROFILE.tar.gz) read instead of the store",
     ),
 ]
 PluginOpt = Annotated[

@@ -15,14 +15,14 @@ from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.hints import Context
-from harness.report import data as report_data
 from harness.report.guards import UNKNOWN
 from harness.report.index import report_all as write_all
 from harness.report.markdown import report_path, write_report
 from harness.report.source import load_source
 from harness.report.tuning import TuningInputs, tuned_analysis
-from harness.report.tuning_data import copy_figures, studies_path
+from harness.report.tuning_data import copy_figures
 from harness.report.wandb_summary import log_report
+from harness.store import archive
 from harness.tune.storage import open_storage, sqlite_exists
 
 
@@ -40,14 +40,13 @@ def report(
     Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists).
     ``wandb`` (off | offline | online): also log the W&B summary run of the ablation and profile
     (:mod:`harness.report.wandb_summary`); a W&B failure is a warning, the report stands. ``source``: a
-    report's data file read instead of the store (:mod:`harness.report.data`): the same report, no
+    report's data file read instead of the store (:mod:`harness.store.archive`): the same report, no
     data file and no W&B run written (a ``wandb`` mode other than off is refused). Its Tuning
-    section comes from the tuned runs the file holds and the studies kept beside it
-    (:mod:`harness.report.tuning_data`), never from the Optuna storage or the store; the studies'
-    figures are not drawn again but copied from the report folder the file lies in (``reports/``
-    for ``reports/data/FILE``) when ``out`` is another folder; one found in neither is named in a
-    warning and linked all the same. Its Speed section (kernel ablations) shows the bench files
-    kept beside the file (``data/bench/``), not the store's."""
+    section comes from the tuned runs and studies' summary the file holds, never from the Optuna
+    storage or the store; the studies' figures are not drawn again but copied from the report
+    folder the file lies in (``reports/`` for ``reports/data/FILE``) when ``out`` is another
+    folder; one found in neither is named in a warning and linked all the same. Its Speed section
+    (kernel ablations) shows the bench files the file holds, not the store's."""
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     if source is not None and wandb != "off":
@@ -68,7 +67,7 @@ def report(
             abl.name,
             sel.profile,
             ctx=Context(name, sel.profile, results, tuple(overrides), storage),
-            data_file=report_data.existing(report_path(abl, sel.profile, out)),
+            data_file=archive.existing(report_path(abl, sel.profile, out)),
         )
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
@@ -84,7 +83,6 @@ def report(
     else:  # the controls' outcomes kept beside the data file; without that file, unknown
         guards = data.guards if data.guards is not None else declared_guards(list(abl.claims), UNKNOWN)
     with _writing(out):
-        bench = Path(source).parent / "bench" if source is not None else None  # the copy beside the data file
         path = write_report(
             sel,
             results,
@@ -95,14 +93,9 @@ def report(
             ctx=ctx,
             tuning=tuning,
             guards=guards,
-            bench=bench,
+            bench=data.bench if data is not None else None,
         )
     output.console.print(f"wrote {path}")
-    if data is not None and data.tuned.records and data.tuning is None:
-        output.console.print(
-            f"[yellow]warning: {escape(str(source))} holds {len(data.tuned.records)} tuned runs but no studies' summary "
-            f"lies beside it ({escape(studies_path(Path(source)).name)}): the report has no Tuning section[/]"
-        )
     if data is not None and data.tuning is not None:
         missing = copy_figures(data.tuning, Path(source).parent.parent, out)
         for fig in missing:

@@ -1,4 +1,4 @@
-"""``ablate restore``: a run store rebuilt from reports' data files (:mod:`harness.report.restore`),
+"""``ablate restore``: a run store rebuilt from reports' data files (:mod:`harness.store.archive`),
 so that a clone of the repository, without the store the reports were made from, can regenerate
 every report, the reproductions page and the index (``ablate report --all``), and finish or
 extend a grid (``ablate run NAME`` trains only the runs the store lacks)."""
@@ -17,8 +17,9 @@ from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.reproductions import load_registry
 from harness.hints import results_option
-from harness.report.restore import Restored, plan
-from harness.report.restore import restore as restore_file
+from harness.report.source import plan
+from harness.report.tuning_data import copy_figures
+from harness.store.archive import Restored, unpack
 
 
 def restore(files: list[Path], results: Path) -> int:
@@ -40,9 +41,12 @@ def restore(files: list[Path], results: Path) -> int:
         output.console.print(f"skipped {escape(shown)} ({why})")
     done: list[Restored] = []
     try:
-        for path, data in todo.files:
-            done.append(restore_file(path, data, Path(results)))
-            output.console.print(_line(done[-1]))
+        for path, arc, studies, guards in todo.files:
+            done.append(d := unpack(arc, Path(results)))
+            d.guards = guards
+            if studies is not None and d.studies is not None:  # from reports/ for reports/data/FILE
+                d.missing_figures = copy_figures(studies, path.parent.parent, d.studies.parent)
+            output.console.print(_line(d))
     except OSError as exc:
         raise AblateError(
             f"cannot write the store under --results-dir {results} ({exc.strerror or exc}); what was written "
@@ -104,9 +108,6 @@ def _line(d: Restored) -> str:
         line += escape(
             f"; {count(len(d.missing_figures), 'figure')} of the studies not found, e.g. {d.missing_figures[0]}"
         )
-    if d.no_studies:
-        name = Path(d.path).name.split(".csv")[0]
-        line += escape(f"; no studies' summary beside it ({name}.tuning.json): its report will have no Tuning section")
     return line
 
 

@@ -12,7 +12,6 @@ stays in the JSON.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ def applies(abl: Any) -> bool:
 
 def load(results: Path, folder: Path | None = None) -> list[tuple[Path, dict[str, Any] | str]]:
     """``(path, document)`` per ``<results>/bench/attention-*.json`` (``folder``: another folder of
-    them, the copy kept beside a report's data file); an unreadable file gives ``(path, reason)``
+    them, those of a report's data file); an unreadable file gives ``(path, reason)``
     instead of raising."""
     out: list[tuple[Path, dict[str, Any] | str]] = []
     for path in sorted(Path(folder if folder is not None else Path(results) / "bench").glob("attention-*.json")):
@@ -175,26 +174,15 @@ def _at(row: dict[str, Any]) -> str:
     return "" if row["seq_len"] is None else f" T={row['seq_len']}"
 
 
-def keep(abl: Any, results: Path, data_dir: Path) -> list[Path]:
-    """Copy the bench files of the store (``<results>/bench/attention-*.json``) that ``abl``'s report
-    shows into ``data_dir/bench/``, beside its data file, so that ``ablate report --from`` shows
-    the same section without the store (:func:`bench_section` with ``folder``). A file of the same
-    name is replaced; others are left (the reports of another store may show them). Returns the
-    paths written."""
-    if not applies(abl):
-        return []
-    written = []
-    for path in sorted((Path(results) / "bench").glob("attention-*.json")):
-        target = Path(data_dir) / "bench" / path.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-        written.append(target)
-    return written
+def shown(abl: Any, results: Path) -> list[Path]:
+    """The bench files of the store (``<results>/bench/attention-*.json``) that ``abl``'s report
+    shows, which its data file keeps so that ``ablate report --from`` shows the same section."""
+    return sorted((Path(results) / "bench").glob("attention-*.json")) if applies(abl) else []
 
 
 def bench_section(abl: Any, results: Path, fig_dir: Path, md_dir: Path, folder: Path | None = None) -> list[str]:
     """Markdown lines of the section (none when it does not apply or no bench JSON exists).
-    ``folder``: where the bench files lie when not in ``<results>/bench`` (beside a data file)."""
+    ``folder``: where the bench files lie when not in ``<results>/bench`` (a data file's)."""
     found = load(results, folder) if applies(abl) else []
     if not found:
         return []

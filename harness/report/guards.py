@@ -44,8 +44,8 @@ class _File(BaseModel):
 
 
 def guards_path(data_file: Path) -> Path:
-    """``data/NAME.PROFILE.guards.json`` beside the data file ``data/NAME.PROFILE.csv[.gz]``."""
-    stem = Path(data_file).name.removesuffix(".gz").removesuffix(".csv")
+    """``data/NAME.PROFILE.guards.json`` beside the data file ``data/NAME.PROFILE.tar.gz``."""
+    stem = Path(data_file).name.removesuffix(".tar.gz")
     return Path(data_file).with_name(f"{stem}.guards.json")
 
 

@@ -84,7 +84,7 @@ def check_store(results: Path, out: Path | None = None) -> None:
         if (Path(results) / name).is_dir() and any(p.is_dir() for p in (Path(results) / name).iterdir()):
             return
     restore = ""
-    if out is not None and any((Path(out) / "data").glob("*.csv*")):
+    if out is not None and any((Path(out) / "data").glob("*.tar.gz")):
         files = shlex.join(["ablate", "restore", str(Path(out) / "data"), *results_option(results)])
         restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
     raise AblateError(

@@ -18,16 +18,16 @@ from harness.experiment.selection import Selection
 from harness.hints import Context
 from harness.report import figures, sections
 from harness.report.bench import bench_section
-from harness.report.bench import keep as keep_bench
-from harness.report.data import write_data
+from harness.report.bench import shown as shown_bench
 from harness.report.guards import Guards, write_guards
 from harness.report.omnibus import across_variants
 from harness.report.probes import probe_section
 from harness.report.sequential import sequential_section
 from harness.report.tables import any_clipped, markdown, title
 from harness.report.tuning import TuningInputs, read_tuning, tuning_section
-from harness.report.tuning_data import write_studies
-from harness.store.runs import history_of, run_history
+from harness.report.tuning_data import restored_studies_path, studies_json
+from harness.store import archive
+from harness.store.runs import run_history
 from harness.tune.studies import tuned_profile
 
 
@@ -50,14 +50,13 @@ def write_report(
     bench: Path | None = None,
 ) -> Path:
     """Write the markdown report of the selection's runs and its PNG figures under ``out``;
-    returns the markdown path. ``data``: also write the tidy table of its runs,
-    ``out/data/NAME[.PROFILE].csv[.gz]`` (:mod:`harness.report.data`, with the tuned runs), and
-    the studies the Tuning section lists, ``out/data/NAME[.PROFILE].tuning.json``
-    (:mod:`harness.report.tuning_data`), from which ``ablate report --from`` makes the same report.
+    returns the markdown path. ``data``: also write its data file,
+    ``out/data/NAME[.PROFILE].tar.gz`` (:mod:`harness.store.archive`: its runs' folders, the tuned
+    runs and studies' summary of its Tuning section, the bench files of its Speed section), from
+    which ``ablate report --from`` makes the same report.
 
     ``bench``: the folder of the ``ablate bench attention`` files the Speed section shows (None:
-    ``<results>/bench``, copied to ``out/data/bench/`` with the data file; a data file's copy for
-    ``--from``).
+    ``<results>/bench``; a data file's for ``--from``).
 
     ``guards``: the positive controls of the ablation's claims and their outcomes
     (:mod:`harness.report.guards`; a claim's verdict is withheld while one has not passed); None:
@@ -111,10 +110,14 @@ def write_report(
     path.parent.mkdir(parents=True, exist_ok=True)  # out/ itself, when no figure made it
     path.write_text("\n".join(parts))
     if data:
-        written = write_data(records, history_of(result.scan, results), result.scan.problems, results, path, tuned)
-        write_studies(tuning.studies, written)
+        extra = {f"bench/{p.name}": p.read_bytes() for p in shown_bench(abl, results)}
+        if tuning.studies is not None:
+            extra[restored_studies_path(Path(), abl.name, profile).as_posix()] = studies_json(tuning.studies)
+        problems = result.scan.problems
+        written = archive.write(
+            archive.data_path(path), results, [*records, *tuned], abl.name, profile, problems, extra
+        )
         write_guards(guards, written, abl.name, profile)
-        keep_bench(abl, results, written.parent)
     return path
 
 

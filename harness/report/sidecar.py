@@ -1,6 +1,6 @@
-"""A JSON file kept beside a report's data file (``data/NAME.PROFILE.tuning.json``,
-``data/NAME.PROFILE.guards.json``), read back by ``ablate report --from``: validated against its
-pydantic model and checked to be of the data file's ablation and profile."""
+"""A JSON file of one report's ablation and profile (its controls' file beside its data file,
+``data/NAME.PROFILE.guards.json``; a studies' summary restored into a store), read back: validated
+against its pydantic model and checked to be of that ablation and profile."""
 
 from __future__ import annotations
 

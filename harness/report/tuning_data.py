@@ -1,14 +1,13 @@
-"""What a report's "Tuning" section prints of each Optuna study, kept beside the report's data file
-(``reports/data/NAME[.PROFILE].tuning.json``), so that ``ablate report NAME --from FILE`` prints
-the same section without the Optuna storage (the tuned runs themselves travel in the data file,
-:mod:`harness.report.data`).
+"""What a report's "Tuning" section prints of each Optuna study, kept in the report's data file
+(``restored/NAME.PROFILE.tuning.json``, :mod:`harness.store.archive`, with the tuned runs), so that
+``ablate report NAME --from FILE`` and a store restored from it print the same section without the
+Optuna storage.
 
 One :class:`StudySummary` per study the section lists: its trial counts, best value and
 parameters, Optuna's parameter importances (or why they could not be computed) and the paths of
 the figures drawn for it, relative to the report's folder. The file is plain JSON (floats as
 Python writes them, so they read back equal; ``Infinity`` for an infinite value) and holds no
-timestamp: the same studies give the same bytes. Written by :func:`write_studies`, read back by
-:func:`read_studies`.
+timestamp: the same studies give the same bytes (:func:`studies_json`).
 """
 
 from __future__ import annotations
@@ -87,16 +86,9 @@ class TuningData(BaseModel):
     studies: list[StudySummary]
 
 
-def studies_path(data_file: Path) -> Path:
-    """``data/NAME.PROFILE.tuning.json`` beside the data file ``data/NAME.PROFILE.csv[.gz]``."""
-    name = Path(data_file).name
-    stem = name.removesuffix(".gz").removesuffix(".csv")
-    return Path(data_file).with_name(f"{stem}.tuning.json")
-
-
 RESTORED = "restored"
 """``<results>/restored/``: the studies' summaries (and their figures) ``ablate restore`` copied
-from data files (:mod:`harness.report.restore`)."""
+from data files."""
 
 
 def restored_studies_path(results: Path, ablation: str, profile: str) -> Path:
@@ -134,27 +126,9 @@ def read_restored(results: Path, ablation: str, profile: str, out: Path) -> Tuni
     return data
 
 
-def write_studies(data: TuningData | None, data_file: Path) -> Path | None:
-    """Write ``data`` beside ``data_file``; with None (no study listed) remove a file left from an
-    earlier report. Returns the path written, or None."""
-    path = studies_path(data_file)
-    if data is None:
-        path.unlink(missing_ok=True)
-        return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data.model_dump(mode="python"), indent=1, ensure_ascii=False) + "\n")
-    return path
-
-
-def read_studies(data_file: Path, ablation: str, profile: str) -> TuningData | None:
-    """The studies kept beside ``data_file``; None when there is no such file (its report has no
-    Tuning section).
-
-    Raises:
-        AblateError: a file that is not JSON of this format, or of another ablation or profile.
-    """
-    fix = "regenerate both with `ablate report NAME` from the store, or delete it to leave the Tuning section out"
-    return read_sidecar(studies_path(data_file), TuningData, data_file, "studies' file", ablation, profile, fix)
+def studies_json(data: TuningData) -> bytes:
+    """The summary's file: indented JSON, no timestamp (the same studies give the same bytes)."""
+    return (json.dumps(data.model_dump(mode="python"), indent=1, ensure_ascii=False) + "\n").encode()
 
 
 def copy_figures(data: TuningData, source: Path, out: Path) -> list[str]:

@@ -30,28 +30,34 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RECORD = "record.json"
+HISTORY = "history.csv"
 
 
 def run_dir(results: Path, ablation: str, profile: str, run_id: str) -> Path:
     return Path(results) / ablation / profile / run_id
 
 
-def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON to ``path`` through a temporary file in the same folder and ``os.replace``.
-
-    Strict JSON: NaN is written as null and +/-inf as ``"Infinity"`` / ``"-Infinity"``
-    (:mod:`harness.encode`); :func:`load_record` turns a record's metrics back into floats."""
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(dumps(payload, indent=2, sort_keys=True, default=str))
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write JSON to ``path`` atomically (:func:`write_atomic`).
+
+    Strict JSON: NaN is written as null and +/-inf as ``"Infinity"`` / ``"-Infinity"``
+    (:mod:`harness.encode`); :func:`load_record` turns a record's metrics back into floats."""
+    write_atomic(path, dumps(payload, indent=2, sort_keys=True, default=str).encode())
 
 
 def write_record(folder: Path, record: Record) -> None:
@@ -83,7 +89,7 @@ class StoreScan:
     records: list[Record] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     incomplete: list[Path] = field(default_factory=list)
-    history: dict[str, Any] | None = None  # run id -> validation history, when read from a report's data file
+    history: dict[str, Any] | None = None  # run id -> validation history, when read before (a report's data file)
 
 
 def scan(results: Path, ablation: str, profile: str) -> StoreScan:
@@ -119,13 +125,13 @@ def scan(results: Path, ablation: str, profile: str) -> StoreScan:
 
 def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | str | None:
     """A finished run's validation history as the report draws it: the frame of its
-    ``history.csv`` (``scan.history`` when the scan came from a report's data file), the problem
+    ``history.csv`` (``scan.history`` when the scan holds them), the problem
     line when that file is unreadable, None when there is none (or it lacks ``step`` and ``loss``)."""
     import pandas as pd
 
     if scan.history is not None:
         return scan.history.get(rec.run_id)
-    f = run_dir(results, rec.ablation, rec.profile, rec.run_id) / "history.csv"
+    f = run_dir(results, rec.ablation, rec.profile, rec.run_id) / HISTORY
     try:
         frame = pd.read_csv(f)
     except FileNotFoundError:
@@ -133,6 +139,14 @@ def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | s
     except (OSError, ValueError) as exc:
         return f"{f}: unreadable validation history ({type(exc).__name__})"
     return frame if {"step", "loss"} <= set(frame.columns) else None
+
+
+def readable_history(folder: Path) -> bool:
+    """Whether ``folder/history.csv`` is there and its header names ``step``."""
+    try:
+        return "step" in (folder / HISTORY).read_text().partition("\n")[0].split(",")
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def history_of(scan: StoreScan, results: Path) -> dict[str, pd.DataFrame | str]:

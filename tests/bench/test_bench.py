@@ -258,14 +258,15 @@ def test_write_report_appends_the_section(tmp_path, monkeypatch):
 
 
 def test_the_bench_files_travel_with_the_data_file(tmp_path):
-    """A kernel ablation's report keeps the store's bench files beside its data file
-    (``data/bench/``), and ``ablate report --from`` shows the same Speed section from them once the
+    """A kernel ablation's report keeps the store's bench files in its data file
+    (``bench/``), and ``ablate report --from`` shows the same Speed section from them once the
     store is gone: the committed report is checkable without the store."""
     import shutil
 
     import yaml
 
     from harness.cli import run as run_cmd
+    from harness.store import archive
     from helpers.cli import invoke, untimed
     from helpers.tiny_grid import write_tiny
 
@@ -280,10 +281,10 @@ def test_the_bench_files_travel_with_the_data_file(tmp_path):
     assert (
         invoke("report", str(decl), "--results-dir", str(results), "--out", str(first), "--wandb", "off").exit_code == 0
     )
-    kept = first / "data" / "bench" / "attention-cpu-float32.json"
-    assert kept.read_bytes() == (results / "bench" / "attention-cpu-float32.json").read_bytes()
+    kept = archive.read(first / "data" / "kern.tar.gz", "kern").members["bench/attention-cpu-float32.json"]
+    assert kept == (results / "bench" / "attention-cpu-float32.json").read_bytes()
     shutil.rmtree(results)
-    made = invoke("report", str(decl), "--from", str(first / "data" / "kern.csv"), "--out", str(second))
+    made = invoke("report", str(decl), "--from", str(first / "data" / "kern.tar.gz"), "--out", str(second))
     assert made.exit_code == 0, made.output
     original = untimed((first / "kern.md").read_text())
     assert "## Speed and memory" in original and "| math | 128 | 4 | 2.00 |" in original
@@ -292,11 +293,11 @@ def test_the_bench_files_travel_with_the_data_file(tmp_path):
     assert (first / fig).read_bytes() == (second / fig).read_bytes()
     # and through a store restored from the data file (`ablate restore`): the bench file comes too
     store, third = tmp_path / "restored", tmp_path / "c"
-    done = invoke("restore", str(first / "data" / "kern.csv"), "--results-dir", str(store))
+    done = invoke("restore", str(first / "data" / "kern.tar.gz"), "--results-dir", str(store))
     assert done.exit_code == 0 and "bench files into " in done.stdout and "attention-cpu-float32.json" in done.stdout, (
         done.output
     )
-    assert (store / "bench" / "attention-cpu-float32.json").read_bytes() == kept.read_bytes()
+    assert (store / "bench" / "attention-cpu-float32.json").read_bytes() == kept
     assert invoke("report", str(decl), "--results-dir", str(store), "--out", str(third)).exit_code == 0
     speed = original[original.index("## Speed and memory") :]
     assert speed in (third / "kern.md").read_text()

@@ -107,7 +107,7 @@ def test_no_runs_names_the_data_file_of_the_committed_report(cli_isolated, resul
     and the option it gives works as printed; with overrides (another grid) it is not named."""
     repo = Path(__file__).resolve().parents[2]
     (cli_isolated / "reports" / "data").mkdir(parents=True)
-    name = "head_split_control.confirm.csv.gz"
+    name = "head_split_control.confirm.tar.gz"
     (cli_isolated / "reports" / "data" / name).write_bytes((repo / "reports" / "data" / name).read_bytes())
     args = [command[0], "head_split_control", "--profile", "confirm", *command[1:], "--results-dir", str(results)]
     err = assert_refused(invoke(*args), "no runs of head_split_control / confirm")

@@ -7,7 +7,6 @@ from collections import namedtuple
 from dataclasses import replace
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from harness.analysis.comparisons import analyse
@@ -19,6 +18,7 @@ from harness.experiment.selection import select
 from harness.modules import POSITIONAL
 from harness.registry import Registry
 from harness.report.markdown import write_report
+from harness.store import archive
 from helpers.fake_store import write_decl, write_runs
 
 # ids computed by the code before versions existed (commit 673fa0e), for tests/helpers/fake_store.py's
@@ -63,8 +63,9 @@ def test_ids_change_only_for_runs_of_code_whose_version_was_bumped(tmp_path: Pat
 
 
 def _stored_ids(data_file: str, profile: str) -> set[str]:
-    frame = pd.read_csv(ROOT / "reports" / "data" / data_file, usecols=["run_id", "profile"])
-    return set(frame.loc[frame["profile"] == profile, "run_id"])
+    return {
+        r.run_id for r in archive.read(ROOT / "reports" / "data" / data_file, data_file).runs if r.profile == profile
+    }
 
 
 def test_a_new_config_key_at_its_default_keeps_every_stored_run_id() -> None:
@@ -74,11 +75,11 @@ def test_a_new_config_key_at_its_default_keeps_every_stored_run_id() -> None:
     value must change the id."""
     specs = plan(load("norm_placement"), "confirm", check_data=False)[1]
     first_look = {s.run_id for s in specs if s.seed < 8}  # the seeds stored before the key came
-    assert first_look == _stored_ids("norm_placement.confirm.csv.gz", "confirm") & first_look
+    assert first_look == _stored_ids("norm_placement.confirm.tar.gz", "confirm") & first_look
     assert len(first_look) == 40
     grid = plan(load("ln_grad_init"), "probe", check_data=False)[1]
     default = {s.run_id for s in grid if s.config.model.init == "normal_0.02"}
-    assert default <= _stored_ids("ln_grad_init.csv.gz", "probe")
+    assert default <= _stored_ids("ln_grad_init.tar.gz", "probe")
     spec = specs[0]
     named = spec.config.model_copy(update={"model": spec.config.model.model_copy(update={"init": "normal_0.02"})})
     assert replace(spec, config=named).run_id == spec.run_id

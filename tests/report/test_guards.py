@@ -144,7 +144,7 @@ def test_report_index_and_data_file_withhold_the_same_verdicts(store, tmp_path):
     assert sidecar.is_file()
     # the data file regenerates the report without the reproductions' runs (not in the file)
     again = tmp_path / "again"
-    result = invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(again))
+    result = invoke("report", "mini", "--from", str(out / "data" / "mini.tar.gz"), "--out", str(again))
     assert result.exit_code == 0, result.output
     assert untimed((again / "mini.md").read_text()) == untimed(report)
     # one report from the store evaluates the same guards
@@ -159,7 +159,7 @@ def test_a_guards_file_of_another_report_is_refused(store, tmp_path):
     assert invoke("report", "mini", "--results-dir", str(results), "--out", str(out)).exit_code == 0
     sidecar = out / "data" / "mini.guards.json"
     sidecar.write_text(sidecar.read_text().replace('"profile": "cpu"', '"profile": "gpu"'))
-    result = invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(tmp_path / "b"))
+    result = invoke("report", "mini", "--from", str(out / "data" / "mini.tar.gz"), "--out", str(tmp_path / "b"))
     assert result.exit_code == 2 and "its controls' file" in result.output, result.output
 
 
@@ -252,8 +252,8 @@ def test_a_data_file_without_its_controls_file_withholds_every_guarded_verdict(s
     assert invoke("report", "mini", "--results-dir", str(results), "--out", str(out)).exit_code == 0
     lone = tmp_path / "lone"
     lone.mkdir()
-    (lone / "mini.csv").write_bytes((out / "data" / "mini.csv").read_bytes())  # copied without mini.guards.json
-    result = invoke("report", "mini", "--from", str(lone / "mini.csv"), "--out", str(tmp_path / "b"))
+    (lone / "mini.tar.gz").write_bytes((out / "data" / "mini.tar.gz").read_bytes())  # copied without mini.guards.json
+    result = invoke("report", "mini", "--from", str(lone / "mini.tar.gz"), "--out", str(tmp_path / "b"))
     assert result.exit_code == 0, result.output
     claims = _claims((tmp_path / "b" / "mini.md").read_text())
     unknown = "unknown: no controls' file beside the data file"

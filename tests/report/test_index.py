@@ -205,7 +205,7 @@ def test_report_all_without_a_store_names_restore_where_reports_have_data_files(
     names the command that rebuilds the store from them, as it can be pasted."""
     out = tmp_path / "reports"
     (out / "data").mkdir(parents=True)
-    (out / "data" / "tiny.csv.gz").write_bytes(b"")
+    (out / "data" / "tiny.tar.gz").write_bytes(b"")
     results = tmp_path / "results"
     assert_refused(
         invoke("report", "--all", "--results-dir", str(results), "--out", str(out)),

@@ -4,9 +4,6 @@ the runs it lacks, and never overwrites a finished run; bad input is refused (ex
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
 import json
 import shutil
 from pathlib import Path
@@ -17,6 +14,7 @@ import pytest
 from harness.cli import run as run_cmd
 from harness.store.runs import scan
 from helpers.cli import assert_refused, invoke, untimed
+from helpers.data_files import edit_record, repack
 from helpers.tiny_grid import write_tiny
 
 
@@ -43,12 +41,6 @@ def _runs(results: Path) -> dict[str, dict]:
     return {r.run_id: r.to_json() for r in scan(results, "tiny", "cpu").records}
 
 
-def _held(stored: dict[str, dict], restored: dict[str, dict]) -> dict[str, dict]:
-    """The stored records cut to the fields a data file holds (those a report reads: ids, status,
-    metrics, config, versions, timings, hardware; not e.g. the per-step timings or the host)."""
-    return {rid: {k: v for k, v in rec.items() if k in restored.get(rid, {})} for rid, rec in stored.items()}
-
-
 def _histories(results: Path) -> dict[str, pd.DataFrame]:
     return {p.parent.name: pd.read_csv(p) for p in (results / "tiny" / "cpu").glob("*/history.csv")}
 
@@ -56,16 +48,14 @@ def _histories(results: Path) -> dict[str, pd.DataFrame]:
 def test_restored_runs_equal_the_stored_ones_and_give_the_same_report(reported, tmp_path):
     decl, results, out = reported
     again = tmp_path / "store"
-    result = invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(again))
+    result = invoke("restore", str(out / "data" / "tiny.tar.gz"), "--results-dir", str(again))
     assert result.exit_code == 0, result.output
-    assert "4 runs written (3 with a validation history)" in result.stdout
+    assert "4 runs written (4 with a validation history)" in result.stdout
     restored = _runs(again)
-    assert restored == _held(_runs(results), restored) and len(restored) == 4
-    assert all({"metrics", "status", "config", "seed", "commit", "wall_time_s"} <= set(r) for r in restored.values())
-    ok = {rid for rid, rec in restored.items() if rec["status"] == "ok"}
+    assert restored == _runs(results) and len(restored) == 4  # the store's own records, every field
     stored, restored = _histories(results), _histories(again)
-    assert restored.keys() == ok and len(ok) == 3  # a data file holds the curves of ok runs: those the report draws
-    for rid in ok:
+    assert restored.keys() == stored.keys() and len(stored) == 4
+    for rid in stored:
         pd.testing.assert_frame_equal(restored[rid], stored[rid])
     report = tmp_path / "reports"
     made = invoke("report", str(decl), "--results-dir", str(again), "--out", str(report), "--wandb", "off")
@@ -78,7 +68,7 @@ def test_restored_runs_equal_the_stored_ones_and_give_the_same_report(reported, 
 def test_a_restored_store_trains_only_the_runs_it_lacks(reported, tmp_path):
     decl, _, out = reported
     store = tmp_path / "store"
-    assert invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(store)).exit_code == 0
+    assert invoke("restore", str(out / "data" / "tiny.tar.gz"), "--results-dir", str(store)).exit_code == 0
     more = write_tiny(tmp_path / "more", steps=20, val_every=10, seeds=(0, 1, 2))  # the same grid, one more seed
     before = set(_runs(store))
     assert run_cmd.run(str(more), None, [], store, workers=1) == 0
@@ -91,7 +81,7 @@ def test_a_run_already_in_the_store_is_kept_and_a_different_one_said(reported, t
     decl, results, out = reported
     store = tmp_path / "store"
     shutil.copytree(results, store)
-    data = str(out / "data" / "tiny.csv")
+    data = str(out / "data" / "tiny.tar.gz")
     same = invoke("restore", data, "--results-dir", str(store))
     assert same.exit_code == 0, same.output
     assert "0 runs written" in same.stdout and "4 runs already in the store, kept" in same.stdout
@@ -117,7 +107,7 @@ def test_a_run_already_in_the_store_is_kept_and_a_different_one_said(reported, t
 def test_an_unfinished_restore_is_completed_by_the_next(reported, tmp_path):
     decl, _, out = reported
     store = tmp_path / "store"
-    data = str(out / "data" / "tiny.csv")
+    data = str(out / "data" / "tiny.tar.gz")
     assert invoke("restore", data, "--results-dir", str(store)).exit_code == 0
     folder = sorted((store / "tiny" / "cpu").iterdir())[1]
     (folder / "record.json").unlink()  # killed after the history, before the record
@@ -126,41 +116,25 @@ def test_an_unfinished_restore_is_completed_by_the_next(reported, tmp_path):
     assert (folder / "record.json").is_file()
 
 
-def test_a_gzipped_data_file_restores_the_same_runs(reported, tmp_path):
-    decl, results, out = reported
-    packed = tmp_path / "tiny.csv.gz"
-    packed.write_bytes(gzip.compress((out / "data" / "tiny.csv").read_bytes()))
-    store = tmp_path / "store"
-    assert invoke("restore", str(packed), "--results-dir", str(store)).exit_code == 0
-    restored = _runs(store)
-    assert restored == _held(_runs(results), restored) and len(restored) == 4
-
-
 def test_bad_input_is_refused_before_anything_is_written(reported, tmp_path):
     _, _, out = reported
-    data = out / "data" / "tiny.csv"
+    data = out / "data" / "tiny.tar.gz"
     store = tmp_path / "s"
     assert_refused(invoke("restore", "--results-dir", str(store)), "name the data files")
     assert_refused(invoke("restore", str(tmp_path), "--results-dir", str(store)), "a folder")
-    assert_refused(invoke("restore", str(tmp_path / "none.csv"), "--results-dir", str(store)), "no such file")
-    (tmp_path / "empty.csv").write_bytes(b"")
-    assert_refused(invoke("restore", str(tmp_path / "empty.csv"), "--results-dir", str(store)), "empty")
-    (tmp_path / "junk.csv").write_text("a,b\n1,2\n")
-    assert_refused(
-        invoke("restore", str(tmp_path / "junk.csv"), "--results-dir", str(store)),
-        "not a report's data file (missing columns",
-    )
-    # a seed edited in every row of one run: the rows agree, but the run is not the one its id names
-    rows = list(csv.reader(io.StringIO(data.read_text())))
-    cols = rows[0]
-    rid = next(r[cols.index("run_id")] for r in rows[1:] if r[cols.index("kind")] == "metric")
-    for r in rows[1:]:
-        if r[cols.index("run_id")] == rid:
-            r[cols.index("seed")] = "9"
-    edited = tmp_path / "edited.csv"
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(rows)
-    edited.write_text(buf.getvalue())
+    assert_refused(invoke("restore", str(tmp_path / "none.tar.gz"), "--results-dir", str(store)), "no such file")
+    (tmp_path / "empty.tar.gz").write_bytes(b"")
+    assert_refused(invoke("restore", str(tmp_path / "empty.tar.gz"), "--results-dir", str(store)), "empty")
+    junk = repack(data, tmp_path / "junk.tar.gz", lambda m: m.pop("manifest.json"))
+    assert_refused(invoke("restore", str(junk), "--results-dir", str(store)), "not a report's data file (no manifest")
+    # a seed edited in one run's record: the record parses, but the run is not the one its id names
+    rid = ""
+
+    def seed(m: dict[str, bytes]) -> None:
+        nonlocal rid
+        rid = edit_record(m, lambda r: r.update(seed=9)).rpartition("/")[2]
+
+    edited = repack(data, tmp_path / "edited.tar.gz", seed)
     # the good file first: nothing of it is written either, every file is checked before any is
     assert_refused(
         invoke("restore", str(data), str(edited), "--results-dir", str(store)),
@@ -175,7 +149,7 @@ def test_the_files_beside_data_files_are_passed_over_and_a_file_named_twice_once
     _, _, out = reported
     folder = tmp_path / "data"
     shutil.copytree(out / "data", folder)
-    data = folder / "tiny.csv"
+    data = folder / "tiny.tar.gz"
     (folder / "tiny.guards.json").write_text(json.dumps({"ablation": "tiny", "profile": "cpu", "guards": {}}))
     store = tmp_path / "s"
     result = invoke("restore", *map(str, sorted(folder.iterdir())), str(data), "--results-dir", str(store))
@@ -194,44 +168,41 @@ def test_an_unreadable_record_is_replaced_by_the_files(reported, tmp_path):
     folder = next(p for p in sorted((store / "tiny" / "cpu").iterdir()) if (p / "record.json").is_file())
     good = json.loads((folder / "record.json").read_text())
     (folder / "record.json").write_text('{"trunc')
-    result = invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(store))
+    result = invoke("restore", str(out / "data" / "tiny.tar.gz"), "--results-dir", str(store))
     assert result.exit_code == 0, result.output
     assert "1 run written" in result.stdout and "1 of them in place of an unreadable record.json" in result.stdout
     assert json.loads((folder / "record.json").read_text())["metrics"] == good["metrics"]
 
 
 def test_a_store_that_cannot_be_written_is_said_in_one_line(reported, tmp_path, monkeypatch):
-    from harness.report import restore as restore_mod
+    from harness.store import archive
 
     def read_only(*args, **kwargs):
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(restore_mod, "write_record", read_only)
+    monkeypatch.setattr(archive, "write_atomic", read_only)
     _, _, out = reported
     assert_refused(
-        invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(tmp_path / "s")),
+        invoke("restore", str(out / "data" / "tiny.tar.gz"), "--results-dir", str(tmp_path / "s")),
         "cannot write the store under --results-dir",
         "Read-only file system",
         "what was written before it stays (the same command again completes the rest)",
     )
 
 
-def test_a_variant_edited_in_every_row_is_refused(reported, tmp_path):
-    """The variant is not in the run id (its config is): a run relabelled in every row hashed to
-    its id and restored as another variant's run."""
+def test_a_variant_edited_is_refused(reported, tmp_path):
+    """The variant is not in the run id (its config is): a run relabelled hashed to its id and
+    restored as another variant's run."""
     _, _, out = reported
-    rows = list(csv.reader(io.StringIO((out / "data" / "tiny.csv").read_text())))
-    cols = rows[0]
-    rid = next(r[cols.index("run_id")] for r in rows[1:] if r[cols.index("kind")] == "metric")
-    for r in rows[1:]:
-        if r[cols.index("run_id")] == rid:
-            held = json.loads(r[cols.index("variant_axes")])
-            r[cols.index("variant_axes")] = json.dumps({k: "rope" for k in held})
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(rows)
-    (tmp_path / "edited.csv").write_text(buf.getvalue())
+    rid = ""
+
+    def relabel(m: dict[str, bytes]) -> None:
+        nonlocal rid
+        rid = edit_record(m, lambda r: r.update(variant={k: "rope" for k in r["variant"]})).rpartition("/")[2]
+
+    edited = repack(out / "data" / "tiny.tar.gz", tmp_path / "edited.tar.gz", relabel)
     assert_refused(
-        invoke("restore", str(tmp_path / "edited.csv"), "--results-dir", str(tmp_path / "s")),
+        invoke("restore", str(edited), "--results-dir", str(tmp_path / "s")),
         f"run {rid} has variant model.position='rope', where its config has",
     )
 
@@ -246,34 +217,16 @@ def test_a_kept_runs_lost_history_is_written_again(reported, tmp_path):
         if (p / "history.csv").is_file() and json.loads((p / "record.json").read_text())["status"] == "ok"
     )
     (folder / "history.csv").unlink()
-    done = invoke("restore", str(out / "data" / "tiny.csv"), "--results-dir", str(store))
+    done = invoke("restore", str(out / "data" / "tiny.tar.gz"), "--results-dir", str(store))
     assert done.exit_code == 0 and "the lost validation history of 1 kept run written again" in done.stdout
     assert pd.read_csv(folder / "history.csv").equals(
         pd.read_csv(results / "tiny" / "cpu" / folder.name / "history.csv")
     )
 
 
-def test_a_file_written_before_code_versions_restores_them(reported, tmp_path):
-    """A data file of format 1 (no format or code_versions column, no end row): its runs came back
-    without code versions, which a report reads as version 1 of everything, and warned of code
-    mixed with the runs made since (reports/mqar_pairs_16.md, position:rope at versions 1, 2)."""
-    _, results, out = reported
-    rows = list(csv.reader(io.StringIO((out / "data" / "tiny.csv").read_text())))
-    keep = [i for i, c in enumerate(rows[0]) if c not in ("format", "code_versions")]
-    old = [[r[i] for i in keep] for r in rows[:-1]]  # and no end row
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(old)
-    (tmp_path / "old.csv").write_text(buf.getvalue())
-    store = tmp_path / "s"
-    assert invoke("restore", str(tmp_path / "old.csv"), "--results-dir", str(store)).exit_code == 0
-    restored, stored = _runs(store), _runs(results)
-    assert restored and all(r["code_versions"] == stored[rid]["code_versions"] for rid, r in restored.items())
-
-
 def test_a_folder_stands_for_the_data_files_it_holds(reported, tmp_path):
-    """`ablate restore reports/data`: a glob of *.csv.gz missed the small data files, kept as .csv."""
+    """`ablate restore reports/data`: every data file in it, the controls' files passed over."""
     _, _, out = reported
-    (out / "data" / "bench").mkdir(exist_ok=True)
     done = invoke("restore", str(out / "data"), "--results-dir", str(tmp_path / "s"))
     assert done.exit_code == 0 and "4 runs written" in done.stdout, done.output
     (tmp_path / "empty").mkdir()

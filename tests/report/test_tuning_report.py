@@ -15,9 +15,11 @@ import pytest
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.report.tuning import ClaimChange
+from harness.store import archive
 from harness.tune.storage import default_storage
 from harness.tune.studies import study_name
 from helpers.cli import assert_refused, invoke, untimed
+from helpers.data_files import repack
 from helpers.fake_store import write_decl, write_runs
 from helpers.mini_claims import MINI_CLAIMS
 
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.usefixtures("cli_isolated")
 
 CLAIMS = MINI_CLAIMS
 LR = {"train.lr": 0.005}
+STUDIES = "restored/mini.cpu.tuning.json"  # the studies' summary in a data file
 
 
 def _untuned(variant: str, seed: int) -> float:
@@ -131,12 +134,12 @@ def test_report_from_its_data_file_gives_the_same_tuning_section(tuned_store, tm
     assert invoke("report", "mini", "--results-dir", str(tuned_store), "--out", str(first)).exit_code == 0
     original = (first / "mini.md").read_text()
     assert "## Tuning" in original and "### Claims: untuned vs tuned" in original
-    data, studies = first / "data" / "mini.csv", first / "data" / "mini.tuning.json"
-    assert studies.is_file()
-    tuned_rows = [line for line in data.read_text().splitlines() if ",cpu+tuned," in line]
-    assert len(tuned_rows) == 3 * 7 * 2  # 21 tuned runs, acc@x1 and acc@x2 each
+    data = first / "data" / "mini.tar.gz"
+    held = archive.read(data, "data")
+    assert STUDIES in held.members
+    assert sum(r.profile == "cpu+tuned" for r in held.runs) == 3 * 7  # 21 tuned runs
     from_store = invoke("compare", "mini", "--tuned", "--results-dir", str(tuned_store))
-    # neither the store nor the storage is there any more: everything comes from the two files
+    # neither the store nor the storage is there any more: everything comes from the file
     shutil.move(tuned_store, tmp_path / "gone")
     second = tmp_path / "again"
     made = invoke("report", "mini", "--from", str(data), "--out", str(second))
@@ -170,7 +173,11 @@ def test_a_store_restored_from_the_data_file_gives_the_same_tuning_section(tuned
     shutil.move(tuned_store, tmp_path / "gone")
     store = tmp_path / "restored"
     done = invoke(
-        "restore", str(first / "data" / "mini.csv"), str(first / "data" / "other.csv"), "--results-dir", str(store)
+        "restore",
+        str(first / "data" / "mini.tar.gz"),
+        str(first / "data" / "other.tar.gz"),
+        "--results-dir",
+        str(store),
     )
     assert done.exit_code == 0, done.output
     assert (
@@ -186,20 +193,21 @@ def test_a_store_restored_from_the_data_file_gives_the_same_tuning_section(tuned
     assert same((second / "README.md").read_text(), store) == same(index, tuned_store)
     for fig in re.findall(r"\]\((figures/mini\.cpu-tune-[^)]+\.png)\)", original):
         assert (second / fig).read_bytes() == (first / fig).read_bytes()
-    assert (second / "data" / "mini.tuning.json").read_bytes() == (first / "data" / "mini.tuning.json").read_bytes()
+    again, before = (archive.read(f / "data" / "mini.tar.gz", "data").members for f in (second, first))
+    assert again[STUDIES] == before[STUDIES]
 
 
 @pytest.mark.parametrize(
     "change,words",
     [
-        (lambda text: text[:40], ["studies' file", "unreadable", "regenerate"]),
+        (lambda text: text[:40], ["studies' summary", "unreadable", "regenerate"]),
         (
             lambda text: text.replace('"profile": "cpu"', '"profile": "pilot"'),
-            ["studies' file", "is of mini / pilot, not of mini / cpu"],
+            ["studies' summary", "is of mini / pilot, not of mini / cpu"],
         ),
-        (lambda text: text.replace('"complete": 3', '"complete": "three"', 1), ["studies' file", "unreadable"]),
+        (lambda text: text.replace('"complete": 3', '"complete": "three"', 1), ["studies' summary", "unreadable"]),
         # a figure's path is copied by --from and restore: one that leaves figures/ wrote files anywhere
-        (lambda text: text.replace('"path": "figures/', '"path": "../', 1), ["studies' file", "unreadable"]),
+        (lambda text: text.replace('"path": "figures/', '"path": "../', 1), ["studies' summary", "unreadable"]),
         (  # a study of a task the ablation lacks: the section's lookup of its metric raised KeyError
             lambda text: text.replace('"task": "copy"', '"task": "nope"', 1),
             ["study 'mini/cpu/copy/", "is of task 'nope'", "which the ablation does not have"],
@@ -209,22 +217,13 @@ def test_a_store_restored_from_the_data_file_gives_the_same_tuning_section(tuned
 def test_a_damaged_studies_file_is_refused(tuned_store, tmp_path, change, words):
     out = tmp_path / "reports"
     assert invoke("report", "mini", "--results-dir", str(tuned_store), "--out", str(out)).exit_code == 0
-    studies = out / "data" / "mini.tuning.json"
-    studies.write_text(change(studies.read_text()))
-    assert_refused(
-        invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(tmp_path / "n")), *words
+    damaged = repack(
+        out / "data" / "mini.tar.gz",
+        tmp_path / "damaged.tar.gz",
+        lambda m: m.update({STUDIES: change(m[STUDIES].decode()).encode()}),
     )
+    assert_refused(invoke("report", "mini", "--from", str(damaged), "--out", str(tmp_path / "n")), *words)
     assert not (tmp_path / "n").exists()
-
-
-def test_a_data_file_of_tuned_runs_without_its_studies_summary_says_the_section_is_lost(tuned_store, tmp_path):
-    out = tmp_path / "reports"
-    assert invoke("report", "mini", "--results-dir", str(tuned_store), "--out", str(out)).exit_code == 0
-    (out / "data" / "mini.tuning.json").unlink()
-    made = invoke("report", "mini", "--from", str(out / "data" / "mini.csv"), "--out", str(tmp_path / "a"))
-    assert made.exit_code == 0 and "holds 21 tuned runs but no studies' summary lies beside it" in made.stdout
-    done = invoke("restore", str(out / "data" / "mini.csv"), "--results-dir", str(tmp_path / "s"))
-    assert done.exit_code == 0 and "no studies' summary beside it (mini.tuning.json)" in done.stdout, done.output
 
 
 def test_compare_from_a_data_file_without_tuned_runs_refuses_tuned(tmp_path, monkeypatch):
@@ -235,8 +234,9 @@ def test_compare_from_a_data_file_without_tuned_runs_refuses_tuned(tmp_path, mon
     write_runs(results, mini, "cpu", _tuned, tuned=LR)  # tuned runs, but no study: no Tuning section
     out = tmp_path / "reports"
     assert invoke("report", str(mini), "--results-dir", str(results), "--out", str(out)).exit_code == 0
-    assert "## Tuning" not in (out / "mini.md").read_text() and not (out / "data" / "mini.tuning.json").exists()
-    refused = invoke("compare", str(mini), "--tuned", "--from", str(out / "data" / "mini.csv"))
+    assert "## Tuning" not in (out / "mini.md").read_text()
+    assert STUDIES not in archive.read(out / "data" / "mini.tar.gz", "data").members
+    refused = invoke("compare", str(mini), "--tuned", "--from", str(out / "data" / "mini.tar.gz"))
     assert_refused(refused, "holds no tuned runs", "drop --tuned")
 
 

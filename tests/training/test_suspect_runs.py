@@ -19,9 +19,8 @@ from harness.execution.attempt import execute
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.modules import POSITIONAL, PositionalEncoding
-from harness.report.data import write_data
 from harness.report.sections import run_notes
-from harness.report.source import read_data
+from harness.store import archive
 from harness.store.record import Record
 from harness.tasks import IGNORE_INDEX
 from harness.training.scoring import GAP_NATS, fresh_draws, score, summarise, train_gap_flag, undefined_reason
@@ -122,8 +121,8 @@ def status_text(tmp_path: Path) -> str:
 
 def read_back(rec: Record, tmp_path: Path) -> list[Record]:
     """The records a report's data file holding ``rec`` gives back."""
-    path = write_data([rec], {}, [], "results", tmp_path / "reports" / "suspect.md")
-    return read_data(path, None, None, controls=False).scan.records
+    path = archive.write(tmp_path / "suspect.tar.gz", tmp_path / "runs", [rec], rec.ablation, rec.profile, [], {})
+    return archive.read(path, str(path)).runs
 
 
 def test_an_honest_run_has_no_flag_and_no_note(tmp_path: Path) -> None:

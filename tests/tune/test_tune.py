@@ -353,10 +353,10 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path) -> None:
     assert "Untuned vs tuned" in section and "smoke+tuned" in section
     for png in ("tiny_tune.smoke-tune-copy-rope-history.png",):
         assert (tmp_path / "reports" / "figures" / png).stat().st_size > 1000
-    # the same section from the data file and the studies beside it, without the store or the storage
+    # the same section from the data file (its tuned runs and studies' summary), without the store or the storage
     shutil.move(results, tmp_path / "gone")
     again = report_cmd.report(
-        str(path), None, results, tmp_path / "again", source=tmp_path / "reports" / "data" / "tiny_tune.csv"
+        str(path), None, results, tmp_path / "again", source=tmp_path / "reports" / "data" / "tiny_tune.tar.gz"
     )
     untimed = re.compile(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC ")
     assert untimed.sub("", again.read_text()) == untimed.sub("", md)

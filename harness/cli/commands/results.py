@@ -157,13 +157,13 @@ def restore(
     files: Annotated[
         Optional[list[Path]],
         typer.Argument(
-            help="reports' data files (reports/data/NAME[.PROFILE].csv[.gz]), or a folder of them: reports/data"
+            help="reports' data files (reports/data/NAME[.PROFILE].tar.gz), or a folder of them: reports/data"
         ),
     ] = None,
     results_dir: ResultsOpt = RESULTS,
 ) -> None:
     """Rebuild the run store from reports' data files: their runs, validation histories and tuned
-    runs become finished runs again, with the studies' summaries and bench files kept beside them
+    runs become finished runs again, with the studies' summaries and bench files they hold
     (not checkpoints, logger folders or the Optuna studies); runs already in the store are kept.
     Then `ablate report --all` makes every report and the index, and `ablate run NAME` trains only
     the runs the store lacks."""

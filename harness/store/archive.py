@@ -1,0 +1,272 @@
+"""A report's data file: the run folders its report was made from, as the store holds them, in one
+gzipped tar (``reports/data/NAME[.PROFILE].tar.gz``), so that the report can be made again without
+the store (``ablate report NAME --from FILE``, ``ablate compare NAME --from FILE``) and the store
+rebuilt from it (``ablate restore FILE``: :func:`unpack`).
+
+Its members are laid out as in a store (:mod:`harness.store.runs`), bytes as the store holds them::
+
+    manifest.json                          {"format", "ablation", "profile", "store", "problems"}
+    ABLATION/PROFILE/RUN_ID/record.json    each run's record, and its history.csv where it has one
+    ABLATION/PROFILE+tuned/RUN_ID/...      the tuned runs a report's Tuning section compares
+    restored/ABLATION.PROFILE.tuning.json  the studies' summary that section lists
+    bench/attention-*.json                 the ``ablate bench attention`` files of a Speed section
+
+``store`` is the store the report names, ``problems`` the unreadable store entries it lists. The
+members are sorted, with mtime 0 and no owner: the same runs give the same bytes. Records are read
+by the store's own parser (:func:`harness.store.record.parse_record`); gzip's checksum refuses a
+file cut short. In pandas: ``docs/reports.md``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import math
+import re
+import tarfile
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import AblateError
+from harness.store.record import Record, parse_record
+from harness.store.runs import HISTORY, RECORD, load_record, readable_history, run_dir, write_atomic
+
+FORMAT = "ablate-runs/1"
+MANIFEST = "manifest.json"
+SUFFIX = ".tar.gz"
+TUNED = "+tuned"
+PASS = "pass a report's data file (reports/data/NAME[.PROFILE].tar.gz)"
+_NAME = r"([^/.][^/]*)"  # a folder name, never . or ..
+_RUN = re.compile(rf"{_NAME}/{_NAME}/{_NAME}/(record\.json|history\.csv)")
+_MEMBER = re.compile(rf"{_RUN.pattern}|bench/attention-[^/]+\.json|restored/[^/]+\.tuning\.json")
+
+
+def data_path(report: Path) -> Path:
+    """``reports/data/NAME[.PROFILE].tar.gz`` beside ``reports/NAME[.PROFILE].md``."""
+    return Path(report).parent / "data" / f"{Path(report).stem}{SUFFIX}"
+
+
+def existing(report: Path) -> Path | None:
+    """The data file written for ``report``, if any."""
+    return path if (path := data_path(report)).is_file() else None
+
+
+@dataclass
+class Archive:
+    """A data file read and checked (:func:`read`): its manifest's fields, its records by member
+    folder (``ABLATION/PROFILE/RUN_ID``) and every member's bytes."""
+
+    path: Path
+    ablation: str
+    profile: str
+    store: str
+    problems: list[str]
+    records: dict[str, Record]
+    members: dict[str, bytes]
+
+    @property
+    def runs(self) -> list[Record]:
+        return list(self.records.values())
+
+
+def write(
+    path: Path,
+    results: Path,
+    records: list[Record],
+    ablation: str,
+    profile: str,
+    problems: list[str],
+    extra: dict[str, bytes],
+) -> Path:
+    """Write the data file ``path`` of ``records`` (their folders under ``results``), the store
+    ``problems`` its report lists and the ``extra`` members (a studies' summary, bench files, by
+    their path in a store)."""
+    manifest = {"format": FORMAT, "ablation": ablation, "profile": profile, "store": str(results), "problems": problems}
+    files = {MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False).encode() + b"\n"}
+    for rec in records:
+        folder = run_dir(results, rec.ablation, rec.profile, rec.run_id)
+        for name in (RECORD, HISTORY):
+            if (folder / name).is_file():
+                files[f"{rec.where}/{name}"] = (folder / name).read_bytes()
+    files.update(extra)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as fh:
+        fh.write(buf.getvalue())
+    return path
+
+
+def read(path: Path, at: str) -> Archive:
+    """The data file ``path``, checked: a gzipped tar of this layout whose records parse and lie in
+    their own folders. ``at``: how messages name the file (``--from PATH``, or the path).
+
+    Raises:
+        AblateError: a missing, empty, unreadable or truncated file, one that is not a report's data
+            file (no manifest of this format, a member outside the layout), a record that does not
+            parse or lies in another run's folder, runs of another ablation or profile than its own.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_file():  # /dev/null, a FIFO: reading would mislead or block
+        raise AblateError(f"{at}: not a regular file (a device, a FIFO or a socket); {PASS}")
+    if not path.is_file():
+        raise AblateError(f"{at}: no such file; {PASS}")
+    members: dict[str, bytes] = {}
+    try:
+        raw = path.read_bytes()
+        data = gzip.decompress(raw) if raw else b""
+        if data:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+                for info in tar:
+                    if not info.isfile() or not (info.name == MANIFEST or _MEMBER.fullmatch(info.name)):
+                        raise AblateError(f"{at}: not a report's data file (member {info.name!r}); {PASS}")
+                    members[info.name] = tar.extractfile(info).read()  # type: ignore[union-attr]
+    except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
+        raise AblateError(f"{at}: unreadable ({type(exc).__name__}: {exc}); {PASS}") from None
+    if not data:
+        raise AblateError(
+            f"{at}: empty ({'gzipped, 0 bytes inside' if raw else '0 bytes'}): a copy or download that did not "
+            f"happen, or a file truncated; {PASS}, or regenerate it with `ablate report NAME` from the store"
+        )
+    try:
+        manifest = json.loads(members.get(MANIFEST, b"null"))
+    except ValueError:
+        manifest = None
+    keys = ("ablation", "profile", "store")
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("format") != FORMAT
+        or not all(isinstance(manifest.get(k), str) for k in keys)
+    ):
+        raise AblateError(f"{at}: not a report's data file (no {MANIFEST} of format {FORMAT}); {PASS}")
+    ablation, profile, store = (manifest[k] for k in keys)
+    problems = [str(p) for p in manifest.get("problems") or []]
+    records: dict[str, Record] = {}
+    for name in sorted(members):
+        if not (m := _RUN.fullmatch(name)) or m[4] != RECORD:
+            continue
+        try:
+            rec, why = parse_record(json.loads(members[name]), m[3])
+        except ValueError as exc:
+            rec, why = None, f"unreadable record ({type(exc).__name__}: {exc})"
+        if rec is None:
+            raise AblateError(f"{at}: run {m[3]} is not a valid run record ({why})")
+        if (rec.ablation, rec.profile) != (m[1], m[2]):
+            raise AblateError(f"{at}: {name} holds a record of {rec.ablation} / {rec.profile}: the file was edited")
+        records[name.rpartition("/")[0]] = rec
+    _one_grid(at, ablation, profile, records.values())
+    if not records:
+        raise AblateError(f"{at}: holds no runs; regenerate it with `ablate report NAME` from a store that holds runs")
+    return Archive(path, ablation, profile, store, problems, records, members)
+
+
+def _one_grid(at: str, ablation: str, profile: str, records: Iterable[Record]) -> None:
+    grids = {(r.ablation, r.profile.removesuffix(TUNED)) for r in records}
+    if other := sorted({a for a, _ in grids} - {ablation}):
+        raise AblateError(
+            f"{at}: holds runs of {', '.join(other)} beside those of {ablation}; a data file holds one ablation: "
+            f"regenerate it with `ablate report {ablation}` from the store"
+        )
+    if len(profiles := sorted({p for _, p in grids} | {profile})) > 1:
+        raise AblateError(
+            f"{at}: holds runs of profiles {', '.join(profiles)}; a data file holds one profile (and its "
+            f"tuned runs): regenerate it with `ablate report {ablation} --profile PROFILE` from the store"
+        )
+
+
+MACHINE = ("train_tokens_per_s", "peak_mem_mb")
+"""Metrics of the machine a run ran on, not of the run: never the same twice, so not compared."""
+
+
+def _same(a: object, b: object) -> bool:
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def difference(held: Record, rec: Record) -> str | None:
+    """How the store's record of a run differs from the file's: its status, or the first metric
+    (but those of :data:`MACHINE`) that is missing from one or has another value; None when none does."""
+    if held.status != rec.status:
+        return f"status {held.status} here, {rec.status} in the file"
+    x, y = held.metrics or {}, rec.metrics or {}
+    for k in sorted((x.keys() | y.keys()) - set(MACHINE)):
+        if not _same(x.get(k), y.get(k)):
+            return f"{k} {x.get(k)!r} here, {y.get(k)!r} in the file"
+    return None
+
+
+@dataclass
+class Restored:
+    """What one data file gave the store: the runs written (``tuned`` of them tuned runs, with
+    ``histories`` validation histories), those already there (kept), those kept whose status or
+    metrics differ from the file's (run id, how), unreadable records replaced, kept runs whose lost
+    history the file's took the place of, the store problems the file lists (not runs), the
+    studies' summary and bench files written, and (said by the caller) the studies' figures found
+    nowhere and the controls of its claims (kind, id, profile)."""
+
+    path: Path
+    ablation: str
+    profile: str
+    written: list[Record] = field(default_factory=list)
+    kept: list[Record] = field(default_factory=list)
+    differ: list[tuple[str, str]] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    histories: int = 0
+    problems: int = 0
+    tuned: int = 0
+    refilled: int = 0
+    studies: Path | None = None
+    bench: list[str] = field(default_factory=list)
+    missing_figures: list[str] = field(default_factory=list)
+    guards: list[tuple[str, str, str | None]] = field(default_factory=list)
+
+
+def unpack(archive: Archive, results: Path) -> Restored:
+    """Write the runs of a checked data file into the store ``results``, with its studies' summary
+    and bench files. A finished run is never overwritten: one whose folder holds a readable
+    ``record.json`` is kept (and said when its status or metrics differ, or its history.csv
+    refilled when lost); an unreadable ``record.json`` (not a finished run) is replaced. The history
+    is written before the record, and the record atomically, so an unpack that is killed leaves only
+    unfinished folders, which the next one (or a run) completes. A bench file of the store is kept.
+
+    Raises:
+        OSError: the store cannot be written (the caller says so).
+    """
+    out = Restored(archive.path, archive.ablation, archive.profile, problems=len(archive.problems))
+    for where, rec in archive.records.items():
+        folder, history = Path(results) / where, archive.members.get(f"{where}/{HISTORY}")
+        held, problem = load_record(folder)
+        if held is not None:
+            if (how := difference(held, rec)) is not None:
+                out.differ.append((rec.run_id, how))
+            elif history is not None and not readable_history(folder):
+                (folder / HISTORY).write_bytes(history)  # the same run: its lost curve comes back
+                out.refilled += 1
+            out.kept.append(rec)
+            continue
+        if problem is not None:
+            out.replaced.append(rec.run_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        if history is not None:
+            (folder / HISTORY).write_bytes(history)
+            out.histories += 1
+        write_atomic(folder / RECORD, archive.members[f"{where}/{RECORD}"])
+        out.written.append(rec)
+        out.tuned += rec.profile.endswith(TUNED)
+    for name, data in archive.members.items():
+        target = Path(results) / name
+        if name.startswith("restored/"):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            out.studies = target
+        elif name.startswith("bench/") and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            out.bench.append(target.name)
+    return out
