@@ -148,11 +148,6 @@ class Text(Task):
         """(N,) int32: the train, val and test ids, concatenated; :attr:`bounds` are offsets into it."""
         return self._tokens
 
-    def split_tokens(self, split: Split) -> np.ndarray:
-        """The split's token ids, (N,) int32, in corpus order."""
-        start, stop = self.bounds[split]
-        return self._tokens[start:stop]
-
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         import torch
 

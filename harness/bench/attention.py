@@ -141,7 +141,7 @@ def _observed_backend(step: Callable[[], None]) -> str:
     )
 
 
-def measure(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
+def measure_layer(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
     """Forward + backward of one attention layer with kernel ``kernel`` at length ``t``, in this
     process (see the module docstring for what is measured).
 
@@ -199,8 +199,8 @@ def _child(cfg: BenchConfig, kernel: str, t: int, conn: Any) -> None:
     T=16 makes torch's lazy set-up (thread pool, oneDNN; about 90 MiB) happen before the base."""
     torch.set_num_threads(cfg.threads)
     try:
-        measure(replace(cfg, repeats=1), kernel, 16)
-        row = measure(cfg, kernel, t)
+        measure_layer(replace(cfg, repeats=1), kernel, 16)
+        row = measure_layer(cfg, kernel, t)
     except (RuntimeError, ValueError, MemoryError) as exc:
         row = _failure(exc)
     conn.send(row)
@@ -221,7 +221,7 @@ def run_one(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
     an outcome (out of memory, an error in the kernel): it is the row's ``status``."""
     if cfg.device != "cpu":
         try:
-            return measure(cfg, kernel, t)
+            return measure_layer(cfg, kernel, t)
         except (RuntimeError, ValueError, MemoryError) as exc:
             return _failure(exc)
         finally:

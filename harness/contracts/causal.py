@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from harness.contracts.result import ContractFailed, Outcome
+from harness.contracts.result import ContractFailed, Passed
 from harness.modules import TransformerLM
 
 PREFIX_RTOL = 1e-4
@@ -27,7 +27,7 @@ def causality(
     key_padding_mask: Tensor | None = None,
     starts: Tensor | None = None,
     mode: str = "eval",
-) -> Outcome:
+) -> Passed:
     """Changing the tokens from position s on never changes the outputs before s, for every s in
     ``starts`` (default: every s in 1 .. T-1): exactly, since the same batch row of two calls
     computes the same prefix.
@@ -92,7 +92,7 @@ def forward(model: TransformerLM, idx: Tensor, pad: Tensor | None, mode: str, se
     return out.detach().clone()  # (B, T, V), usable outside inference mode
 
 
-def prefix(model: TransformerLM, length: int, seed: int = 0) -> Outcome:
+def prefix(model: TransformerLM, length: int, seed: int = 0) -> Passed:
     """The outputs at the first ``length // 2`` positions are the same whether the sequence ends
     there or runs on to ``length`` (to a relative ``PREFIX_RTOL``: other matrix shapes round
     otherwise): an output may depend on the tokens up to it, not on how many follow.

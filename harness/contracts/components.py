@@ -42,7 +42,7 @@ import torch.nn.functional as F
 
 from harness.contracts import cost, shapes
 from harness.contracts.causal import MODES, causality, prefix, tokens
-from harness.contracts.result import CheckReport, ContractFailed, Outcome, Refused, run_contract, skipped
+from harness.contracts.result import CheckReport, ContractFailed, Passed, Refused, run_contract, skipped
 from harness.contracts.targets import Family
 from harness.modules import KERNELS, POSITIONAL, TransformerConfig, TransformerLM
 
@@ -124,7 +124,7 @@ def check_component(
     return CheckReport(label, "component", version, tuple(results))
 
 
-def _config(family: Family, name: str) -> Outcome:
+def _config(family: Family, name: str) -> Passed:
     cfg = host_config(family, name)
     build(cfg, 0)
     return f"accepted in a {cfg.n_layers}-layer model, d_model {cfg.d_model}, {cfg.n_heads} heads, L {L}" + (
@@ -132,22 +132,22 @@ def _config(family: Family, name: str) -> Outcome:
     )
 
 
-def shapes_contract(family: Family, name: str, cfg: TransformerConfig, seed: int) -> Outcome:
+def shapes_contract(family: Family, name: str, cfg: TransformerConfig, seed: int) -> Passed:
     detail = shapes.FAMILY_SHAPES[family.field](name, cfg)
     logits = build(cfg, seed)(tokens(BATCH, L, seed, V))
     shapes.expect("logits", logits, (BATCH, L, V), torch.float32)
     return f"{detail}; logits (B, T, V) float32"
 
 
-def causality_contract(cfg: TransformerConfig, seed: int) -> Outcome:
+def causality_contract(cfg: TransformerConfig, seed: int) -> Passed:
     return causality(build(cfg, seed), L, seed)
 
 
-def prefix_contract(cfg: TransformerConfig, seed: int) -> Outcome:
+def prefix_contract(cfg: TransformerConfig, seed: int) -> Passed:
     return prefix(build(cfg, seed), L, seed)
 
 
-def determinism(cfg: TransformerConfig, seed: int) -> Outcome:
+def determinism(cfg: TransformerConfig, seed: int) -> Passed:
     idx = tokens(BATCH, L, seed, V)
     a, b = build(cfg, seed), build(cfg, seed)
     sa, sb = a.state_dict(), b.state_dict()
@@ -178,7 +178,7 @@ def _refusal(cfg: TransformerConfig, dtype: torch.dtype) -> None:
         raise Refused(f"kernel '{cfg.kernel}' refuses it before any run: {exc}") from None
 
 
-def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Outcome:
+def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Passed:
     dtype = DTYPES[dtype_name]
     _refusal(cfg, dtype)
     model = build(cfg, seed).train()
@@ -212,7 +212,7 @@ def covering(cfg: TransformerConfig, longest: int) -> TransformerConfig:
     return cfg
 
 
-def causality_in_use(cfg: TransformerConfig, seed: int) -> Outcome:
+def causality_in_use(cfg: TransformerConfig, seed: int) -> Passed:
     lengths = [m * L for m in MULTIPLIERS]
     model = build(covering(cfg, max(lengths)), seed)
     for t in lengths:
@@ -228,7 +228,7 @@ def causality_in_use(cfg: TransformerConfig, seed: int) -> Outcome:
     )
 
 
-def lengths_contract(cfg: TransformerConfig, seed: int) -> Outcome:
+def lengths_contract(cfg: TransformerConfig, seed: int) -> Passed:
     lengths = sorted({*(m * L for m in MULTIPLIERS), LONGEST})
     model = build(covering(cfg, LONGEST), seed)
     for t in lengths:
@@ -241,7 +241,7 @@ def lengths_contract(cfg: TransformerConfig, seed: int) -> Outcome:
     return f"finite logits at T = {', '.join(map(str, lengths))}"
 
 
-def gradients(cfg: TransformerConfig, seed: int) -> Outcome:
+def gradients(cfg: TransformerConfig, seed: int) -> Passed:
     model = build(cfg, seed).train()
     logits = model(tokens(BATCH, L, seed, V))
     F.cross_entropy(logits.flatten(0, 1), tokens(BATCH, L, seed + 1, V).flatten()).backward()
@@ -258,7 +258,7 @@ def gradients(cfg: TransformerConfig, seed: int) -> Outcome:
     return f"all {len(named)} parameter tensors get a finite, non-zero gradient"
 
 
-def parameters(cfg: TransformerConfig, default: TransformerConfig, default_name: str, seed: int) -> Outcome:
+def parameters(cfg: TransformerConfig, default: TransformerConfig, default_name: str, seed: int) -> Passed:
     model = build(cfg, seed)
     n, n_default = model.num_parameters(), build(default, seed).num_parameters()
     other = build(cfg, seed + 1)
@@ -279,7 +279,7 @@ def parameters(cfg: TransformerConfig, default: TransformerConfig, default_name:
 
 def time_and_memory(
     cfg: TransformerConfig, default: TransformerConfig | None, default_name: str, lengths: tuple[int, ...], seed: int
-) -> Outcome:
+) -> Passed:
     mine, theirs = cost.compare(cfg, default, lengths, seed)
     parts = []
     for i, c in enumerate(mine):

@@ -45,7 +45,7 @@ class Cost:
         return f"refused ({self.refused})" if self.refused else f"{self.ms:.3g} ms {self.mib:.3g} MiB"
 
 
-def measure(model: TransformerLM, seq_len: int, seed: int = 0) -> Cost:
+def model_cost(model: TransformerLM, seq_len: int, seed: int = 0) -> Cost:
     """Forward + backward of ``model`` on a (1, ``seq_len``) batch; see the module docstring."""
     limit = POSITIONAL.get(model.cfg.position).max_positions(model.cfg)
     if limit is not None and limit < seq_len:
@@ -82,7 +82,7 @@ def measure(model: TransformerLM, seq_len: int, seed: int = 0) -> Cost:
 def compare(
     cfg: TransformerConfig, default: TransformerConfig | None, lengths: tuple[int, ...], seed: int = 0
 ) -> tuple[list[Cost], list[Cost] | None]:
-    """:func:`measure` at every length for ``cfg`` and (unless None) ``default``, each model
+    """:func:`model_cost` at every length for ``cfg`` and (unless None) ``default``, each model
     built once with ``max_len`` covering the longest length (a learned table must hold it)."""
     out = []
     for c in (cfg, default):
@@ -93,5 +93,5 @@ def compare(
             c = replace(c, max_len=max(c.max_len, *lengths))
         torch.manual_seed(seed)
         model = TransformerLM(c).train()
-        out.append([measure(model, t, seed) for t in lengths])
+        out.append([model_cost(model, t, seed) for t in lengths])
     return out[0], out[1]

@@ -51,13 +51,7 @@ class ContractResult:
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "contract": self.contract,
-            "status": self.status,
-            "detail": self.detail,
-            "seconds": round(self.seconds, 4),
-            "data": self.data,
-        }
+        return {**vars(self), "seconds": round(self.seconds, 4)}
 
 
 @dataclass(frozen=True)
@@ -103,11 +97,11 @@ class CheckReport:
         }
 
 
-Outcome = str | tuple[str, dict[str, Any]]
+Passed = str | tuple[str, dict[str, Any]]
 """What a contract function returns when it passes: the detail, or the detail and its data."""
 
 
-def run_contract(contract: str, fn: Callable[..., Outcome], *args: Any, **kwargs: Any) -> ContractResult:
+def run_contract(contract: str, fn: Callable[..., Passed], *args: Any, **kwargs: Any) -> ContractResult:
     """Run one contract function and time it: its return value is a pass, :class:`Refused` a
     refusal, :class:`ContractFailed` a failure with its message, any other exception a failure
     that names it (a component that raises where it should compute breaks the contract)."""

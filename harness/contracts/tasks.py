@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.contracts.result import CheckReport, ContractFailed, Outcome, run_contract, skipped
+from harness.contracts.result import CheckReport, ContractFailed, Passed, run_contract, skipped
 from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, Task, TaskParams, build_task
 
 L, N = 32, 64
@@ -60,7 +60,7 @@ def check_task(
     results = [run_contract("version", version, TASKS.canonical(name), cls)]
     task: Task | None = None
 
-    def build() -> Outcome:
+    def build() -> Passed:
         nonlocal task
         task = build_task(name, params if params is not None else cls.example_params, data_dir=data_dir)
         task.check_available()
@@ -100,7 +100,7 @@ def _batches(task: Task, length: int, seed: int):
             yield (split, t, *task.sample(N, t, _rng(seed), split))  # type: ignore[arg-type]
 
 
-def version(name: str, cls: type[Task]) -> Outcome:
+def version(name: str, cls: type[Task]) -> Passed:
     problems = []
     if getattr(cls, "name", None) != name:
         problems.append(f"name {getattr(cls, 'name', None)!r} is not its registry name {name!r}")
@@ -121,7 +121,7 @@ def version(name: str, cls: type[Task]) -> Outcome:
     }
 
 
-def shapes(task: Task, length: int, seed: int) -> Outcome:
+def shapes(task: Task, length: int, seed: int) -> Passed:
     seen = []
     for split, t, inputs, targets in _batches(task, length, seed):
         for what, x in (("inputs", inputs), ("targets", targets)):
@@ -131,7 +131,7 @@ def shapes(task: Task, length: int, seed: int) -> Outcome:
     return f"(N, T) int64 inputs and targets in {', '.join(SPLITS)} at T = {', '.join(map(str, sorted(set(seen))))}"
 
 
-def vocabulary(task: Task, length: int, seed: int) -> Outcome:
+def vocabulary(task: Task, length: int, seed: int) -> Passed:
     v = task.vocab_size
     pad = task.pad_id
     if pad is not None and not 0 <= pad < v:
@@ -146,7 +146,7 @@ def vocabulary(task: Task, length: int, seed: int) -> Outcome:
     return f"every input and scored target in [0, {v}) in every split and length"
 
 
-def answers(task: Task, length: int, seed: int) -> Outcome:
+def answers(task: Task, length: int, seed: int) -> Passed:
     for split, t, inputs, targets in _batches(task, length, seed):
         scored = targets != IGNORE_INDEX  # (N, T)
         if not scored.any(1).all():
@@ -224,7 +224,7 @@ def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str
             )
 
 
-def determinism(task: Task, length: int, seed: int) -> Outcome:
+def determinism(task: Task, length: int, seed: int) -> Passed:
     for split in SPLITS:
         a = task.sample(N, length, _rng(seed), split)  # type: ignore[arg-type]
         b = task.sample(N, length, _rng(seed), split)  # type: ignore[arg-type]
@@ -245,7 +245,7 @@ def _windows(x: torch.Tensor, k: int) -> set[bytes]:
     return {row[i : i + k].tobytes() for row in rows for i in range(rows.shape[1] - k + 1)}
 
 
-def splits(task: Task, length: int, seed: int) -> Outcome:
+def splits(task: Task, length: int, seed: int) -> Passed:
     if task.kind != "lm":
         train = {row.numpy().tobytes() for row in task.sample(4 * N, length, _rng(seed), "train")[0]}
         test = task.sample(4 * N, length, _rng(seed + 1), "test")[0]
@@ -283,7 +283,7 @@ def splits(task: Task, length: int, seed: int) -> Outcome:
     }
 
 
-def lengths(task: Task, length: int, seed: int) -> Outcome:
+def lengths(task: Task, length: int, seed: int) -> Passed:
     notes = []
     for split in SPLITS:
         longest = task.max_seq_len(split)  # type: ignore[arg-type]

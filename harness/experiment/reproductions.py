@@ -25,7 +25,6 @@ from harness.experiment.yaml_files import load_yaml
 from harness.registry import did_you_mean
 
 REGISTRY = "reproductions.yaml"
-EXPECT = ("better", "worse", "equivalent")
 
 
 class Comparison(metrics.KnownMetric):

@@ -104,7 +104,7 @@ def test_flash_on_cpu_runs_as_flash():
     """torch 2.13 has a CPU flash kernel: forced flash must run it, and say so."""
     if "flash" not in bench.KERNELS.names() or not _flash_on_cpu():
         pytest.skip("this torch has no CPU flash kernel")
-    row = bench.measure(bench.BenchConfig(d_model=16, n_heads=2, repeats=1), "flash", 32)
+    row = bench.measure_layer(bench.BenchConfig(d_model=16, n_heads=2, repeats=1), "flash", 32)
     assert row["backend"] == "flash_attention" and row["backend_predicted"] == "flash_attention"
 
 

@@ -126,8 +126,8 @@ def test_memory_is_what_the_forward_saves_for_backward() -> None:
     layer (for the backward of weights @ v), which SDPA's fused kernel never materialises."""
     t = 128
     cfg = host_config(FAMILIES[1], "sdpa")
-    sdpa = cost.measure(build(cfg, 0).train(), t)
-    math = cost.measure(build(dataclasses.replace(cfg, kernel="math"), 0).train(), t)
+    sdpa = cost.model_cost(build(cfg, 0).train(), t)
+    math = cost.model_cost(build(dataclasses.replace(cfg, kernel="math"), 0).train(), t)
     weights_mib = cfg.n_layers * cfg.n_heads * t * t * 4 / 2**20
     assert math.mib - sdpa.mib >= weights_mib
     assert sdpa.ms > 0 and math.ms > 0

@@ -39,6 +39,11 @@ def head(shakespeare_head: Path) -> Path:
     return shakespeare_head
 
 
+def _split_tokens(task, split: str) -> np.ndarray:
+    """The split's token ids, in corpus order."""
+    return task.tokens[slice(*task.bounds[split])]
+
+
 def _write(tmp_path: Path, name: str, content: str | bytes) -> Path:
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -75,13 +80,13 @@ def test_splits_are_contiguous_disjoint_and_cover_the_corpus(head: Path, params:
     (a0, a1), (b0, b1), (c0, c1) = (task.bounds[s] for s in ("train", "val", "test"))
     assert a0 == 0 and a1 == b0 and b1 == c0 and c1 == len(task.tokens)  # token ranges tile, no overlap
     for split, (start, stop) in chars.items():  # each split's tokens decode to exactly its text
-        assert task.vocab.decode(task.split_tokens(split)) == text[start:stop]
+        assert task.vocab.decode(_split_tokens(task, split)) == text[start:stop]
 
 
 @pytest.mark.parametrize("split", ["train", "val", "test"])
 def test_rows_are_windows_of_their_split(head: Path, split: str) -> None:
     task = build_task("text", {"path": str(head), "tokenizer": "bpe", "vocab_size": 300})
-    tokens = task.split_tokens(split)
+    tokens = _split_tokens(task, split)
     inputs, targets = task.sample(16, 40, np.random.default_rng(2), split)
     assert torch.equal(inputs[:, 1:], targets[:, :-1])
     windows = np.lib.stride_tricks.sliding_window_view(tokens, 41)  # every window of the split
@@ -202,7 +207,7 @@ def test_a_folder_is_its_text_files_in_path_order(tmp_path: Path) -> None:
     _write(tmp_path, "corpus/.hidden/x.txt", "hidden\n" * 30)
     _write(tmp_path, "corpus/notes.md", "markdown\n" * 30)
     task = build_task("text", {"path": str(tmp_path / "corpus")})
-    whole = "".join(task.vocab.decode(task.split_tokens(s)) for s in ("train", "val", "test"))
+    whole = "".join(task.vocab.decode(_split_tokens(task, s)) for s in ("train", "val", "test"))
     assert whole == "first file\n" * 30 + "second file\n" * 30
     md = build_task("text", {"path": str(tmp_path / "corpus"), "glob": "*.md"})
     assert md.max_seq_len("train") + 1 + md.max_seq_len("val") + 1 + md.max_seq_len("test") + 1 == 9 * 30
