@@ -81,8 +81,15 @@ class Analysis:
     def seeds_text(self) -> str:
         """The seeds a scale caveat names: ``8 seeds`` once every planned run is in the store, else
         ``8 seeds planned, 9 of 16 runs so far``: an unfinished grid has run fewer seeds, and each
-        comparison's ``n`` says how many of its own pairs it read."""
+        comparison's ``n`` says how many of its own pairs it read; a group-sequential design that
+        finished before its last look: ``16 of at most 32 seeds (the group-sequential design finished at look 2
+        of 4)``, its arms having stopped at the looks their comparisons were decided at."""
         d = self.seeds_done()
+        if (st := self.sequential) is not None and st.finished and not d.complete:
+            return (
+                f"{st.seeds_used} of at most {count(d.declared, 'seed')} (the group-sequential design finished at "
+                f"look {st.reached} of {len(st.design.looks)})"
+            )
         return (
             count(d.declared, "seed")
             if d.complete

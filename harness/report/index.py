@@ -212,8 +212,11 @@ def _verdicts(entry: Entry, result: Analysis, tuning: TuningInputs, guards: Guar
 def seeds_cell(result: Analysis) -> str:
     """``k/n``: the seeds all of whose planned runs are in the store, of the ``n`` the profile
     declares; with ``(r/m runs)`` after it while some planned run is not
-    (:meth:`~harness.analysis.comparisons.Analysis.seeds_done`)."""
+    (:meth:`~harness.analysis.comparisons.Analysis.seeds_done`); a group-sequential design that
+    finished before its last look: the most seeds an arm ran, of the design's maximum."""
     d = result.seeds_done()
+    if (st := result.sequential) is not None and st.finished and not d.complete:
+        return f"{st.seeds_used}/{d.declared} (design finished at look {st.reached} of {len(st.design.looks)})"
     cell = f"{d.seeds}/{d.declared}"
     return cell if d.complete else f"{cell} ({d.runs}/{d.planned} runs)"
 
@@ -239,7 +242,8 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         "the most of the claims' comparisons (then the one with the most recent run) when there is one, else the "
         "most recent pilot; the verdicts are those of its report, the seeds "
         "those whose every run is in the store (ok, diverged or failed) out of those the profile declares, with the "
-        "runs that are while some are not. Negative control: for an ablation declared "
+        "runs that are while some are not (a group-sequential design that finished before its last look: the most "
+        "seeds an arm ran, of the design's maximum). Negative control: for an ablation declared "
         "as one (a known bug), `caught` when the latest report judges the bug's variant `worse` on a task's primary "
         "metric with adjusted p < 0.05, `not caught` otherwise; the claims it guards are withheld unless it is caught on "
         "every task of its declared confirmatory profile. Where the latest report has tuned runs (`ablate tune`, "

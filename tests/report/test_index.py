@@ -296,3 +296,32 @@ def test_the_latest_is_the_confirmatory_profile_that_tests_the_claims(tmp_path, 
     _, _, profiles, latest, claims, _, _ = _row((out / "README.md").read_text(), "mini")
     assert latest == "cpu" and "control" in profiles
     assert "not tested in this profile" not in claims and "`mini-rope-better`:" in claims
+
+
+def test_a_design_finished_before_its_last_look_reads_as_finished_not_as_runs_missing() -> None:
+    """A group-sequential profile whose comparisons were all decided at look 2 of 4 planned 32 seeds
+    and ran 16: the scale caveat and the index's seeds cell say the design finished there, not that
+    runs are still to come; before it finishes, and on a fixed profile, they read as before."""
+    from types import SimpleNamespace
+
+    from harness.analysis import looks
+    from harness.analysis import sequential as sq
+    from harness.analysis.comparisons import Analysis, SeedsDone
+
+    design = sq.Design((8, 16, 24, 32), "obrien_fleming", 0.05, True)
+    done = SeedsDone(seeds=8, declared=32, runs=56, planned=160)
+
+    def result(needed: frozenset) -> SimpleNamespace:
+        st = looks.State(design, [], reached=2, needed=needed, seeds_used=16)
+        return SimpleNamespace(sequential=st, seeds_done=lambda: done)
+
+    finished = result(frozenset())
+    assert Analysis.seeds_text(finished) == (
+        "16 of at most 32 seeds (the group-sequential design finished at look 2 of 4)"
+    )
+    assert index_mod.seeds_cell(finished) == "16/32 (design finished at look 2 of 4)"
+    running = result(frozenset({("copy", "nope")}))
+    assert Analysis.seeds_text(running) == "32 seeds planned, 56 of 160 runs so far"
+    assert index_mod.seeds_cell(running) == "8/32 (56/160 runs)"
+    fixed = SimpleNamespace(sequential=None, seeds_done=lambda: done)
+    assert index_mod.seeds_cell(fixed) == "8/32 (56/160 runs)"
