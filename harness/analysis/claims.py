@@ -61,25 +61,12 @@ class Guard:
 
 
 def claim_verdict(claim: dict[str, Any], result: Analysis, guards: Sequence[Guard] = ()) -> tuple[str, list[str]]:
-    """Verdict (supported / partly supported / contradicted / partly contradicted / mixed /
-    inconclusive / pilot / not tested in this profile / untestable at this scale / underpowered at
-    this scale (needs N seeds) / withheld (positive control ID: OUTCOME)) and one evidence line per
-    entry.
-
-    ``guards``: the positive controls of the claim. A verdict that rules (for or against it:
-    :data:`~harness.analysis.verdicts.RULINGS`) while one of them has not passed is ``withheld``:
-    the harness has not shown at this scale that it sees the published effect the claim's evidence
-    rests on. A last evidence line then says what the tests alone gave.
-
-    Each evidence entry names a comparison (task, metric, variant vs the baseline) and the
-    verdict expected if the claim holds (better, worse or equivalent). Equivalence within the
-    smallest effect of interest, the same outcome in every pair, or identical values in every
-    pair contradict a claim of a difference. Entries outside the profile's grid are listed and
-    left out of the verdict. A claim whose every comparison is underpowered (inconclusive with fewer
-    seeds than ``ablate plan`` asks at the sesoi) reads ``underpowered at this scale (needs N
-    seeds)``, N the most any of them needs; one whose every comparison was not learned or at
-    ceiling (the baseline at the metric's best value on every seed), ``untestable at this scale``;
-    such comparisons beside ones that rule are left out of the verdict.
+    """The claim's verdict and one evidence line per evidence entry, by the rules of
+    docs/statistics.md ("Claims and their verdicts"): each entry's comparison judged against the
+    verdict the claim expects; entries outside the profile's grid listed and left out. ``guards``:
+    the controls of the claim; while one has not passed, a verdict that rules
+    (:data:`~harness.analysis.verdicts.RULINGS`) is ``withheld``, and a last evidence line says
+    what the tests alone gave.
     """
     verdict, lines = _tested(claim, result)
     waiting = [g for g in guards if not g.passed]

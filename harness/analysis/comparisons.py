@@ -1,16 +1,14 @@
-"""From the run store to comparison tables: gates, pairing by seed, families.
+"""From the run store to comparison tables: gates, pairing by seed, families, and each comparison's
+verdict, decided once from what the analysis knows of it (:func:`harness.analysis.verdicts.decide`).
 
 Everything here is computed from the store's tidy rows (:func:`harness.store.runs.tidy`); nothing is
-typed in. The rules (families, the gate, which comparisons get no verdict) are said once, in
-docs/statistics.md; here: the Holm family in :mod:`harness.analysis.holm`, the comparisons that get
-no verdict in :mod:`harness.analysis.untestable`, an inconclusive primary comparison that had too
-few seeds for its smallest effect of interest in :mod:`harness.analysis.primary_power`.
+typed in. The rules (families, the gate, the verdicts) are said once, in docs/statistics.md.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import looks, primary_power, stats, untestable
+from harness.analysis import verdicts as vd
 from harness.analysis.holm import holm_across
 from harness.analysis.table import Table
 from harness.encode import count
@@ -202,23 +201,56 @@ def analyse(
             table.family = "primary" if is_primary else "exploratory (BH)"
             table.frame["planned"] = planned
             (primaries if is_primary else out.tables).append(table)
-    holm_across(primaries, alpha, prof.confirmatory, abl.exploratory_variants)
+    holm_across(primaries, alpha, abl.exploratory_variants)
     out.power = primary_power.primary_power(primaries, alpha)
-    if out.sequential is not None:  # the looks decide, not the fixed design's Holm family
-        looks.mark(primaries, out.sequential)
-    elif prof.confirmatory:  # inconclusive with fewer seeds than `ablate plan` asks: say so
-        primary_power.mark_underpowered(primaries, out.power)
     out.tables += _outcome_tables(abl, runs, prof.confirmatory, alpha, planned)
     out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
-    for table in primaries + out.tables:
-        untestable.mark_too_few(table)
-        if table.metric == metrics.STEPS_TO_TARGET:
-            untestable.mark_censored(table, rows)
-        if prof.confirmatory:
-            untestable.mark_not_learned(table, out.unlearned.get(table.task), runs, prof.apply_gate, planned)
-            untestable.mark_ceiling(table, rows)
+    looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
+    if out.sequential is not None:  # the looks decide, not the fixed design's Holm family
+        looked = {(c.task, c.variant): looks.verdict(out.sequential, c) for c in out.sequential.comparisons}
+        for table in primaries:
+            table.family = (
+                f"primary (group-sequential, Holm over {count(len(out.sequential.comparisons), 'comparison')})"
+            )
+    short = {(p.task, p.metric, p.variant): p.needed for p in out.power if p.underpowered and out.sequential is None}
+    for table in primaries:
+        _decide(out, table, planned, looked, short if prof.confirmatory else {})
+    for table in out.tables:
+        _decide(out, table, planned, {}, {})
     out.tables = primaries + out.tables
     return out
+
+
+def _decide(
+    out: Analysis,
+    table: Table,
+    planned: int,
+    looked: dict[tuple[str, str], str],
+    short: dict[tuple[str, str, str], int],
+) -> None:
+    """The verdict of each comparison of ``table`` (:func:`harness.analysis.verdicts.decide`), from
+    its test's facts and what else the analysis knows of it: the looks' verdict (``looked``), the
+    seeds it needs when it had fewer (``short``), whether the task was learned, its gate, censoring
+    and ceiling (:mod:`harness.analysis.untestable`)."""
+    frame, rows, confirmatory = table.frame, out.rows, out.selection.settings.confirmatory
+    base, decided = frame["variant"].iloc[0], []
+    for variant in frame["variant"].iloc[1:]:
+        at_best = untestable.seeds_at_ceiling(rows, table.task, table.metric, base, paired_with=variant)
+        facts = replace(
+            table.facts.get(variant, vd.Facts(n_pairs=0 if "n_pairs" in frame else None)),
+            sequential=looked.get((table.task, variant)),
+            needed=short.get((table.task, table.metric, variant)),
+            unlearned=out.unlearned.get(table.task) if confirmatory else None,
+            below_gate=untestable.below_gate(
+                out.runs, table.task, table.metric, variant, base, confirmatory and out.selection.settings.apply_gate
+            ),
+            planned=planned,
+            censored=table.metric == metrics.STEPS_TO_TARGET and untestable.censored(rows, table.task, variant, base),
+            ceiling=(metrics.best_value(table.metric), at_best) if confirmatory and at_best is not None else None,
+        )
+        decided.append(vd.decide(facts))
+    if decided and ("verdict" in frame or any(v is not None for v in decided)):
+        frame.loc[frame.index[1:], "verdict"] = [np.nan if v is None else v for v in decided]
 
 
 def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Table | None:
@@ -256,9 +288,7 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
     order = [ref] + [v for v in frame["variant"] if v != ref]
     frame = frame.set_index("variant").reindex(order).reset_index()
     hib = metrics.higher_is_better(metric)
-    table = Table(task, metric, hib, f"exploratory (against {ref}, BH)", frame, sesoi, ref)
-    untestable.mark_too_few(table)
-    return table
+    return Table(task, metric, hib, f"exploratory (against {ref}, BH)", frame, sesoi, ref)
 
 
 def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[Record]) -> None:
@@ -325,6 +355,7 @@ def _compare(
         # each variant keeps its own numbers, with no pair (``too few pairs``), rather than n = 0 for all
         values = pd.concat([values, pd.DataFrame({"variant": [abl.baseline_label], "seed": [-1], "value": [np.nan]})])
         present = [abl.baseline_label] + [v for v in present if v != abl.baseline_label]
+    facts: dict[str, vd.Facts] = {}
     if abl.baseline_label in set(values["variant"]):
         frame = stats.compare(
             values,
@@ -334,6 +365,7 @@ def _compare(
             alpha=alpha,
             confirmatory=confirmatory,
             p_adjust=p_adjust,
+            facts=facts,
         )
         frame = frame.set_index("variant").reindex(present).reset_index()
     else:
@@ -348,7 +380,7 @@ def _compare(
     no_value = kept.groupby("variant").size()
     frame["no_value"] = [int(no_value.get(v, 0)) for v in frame["variant"]]
     _add_cost(frame, task_runs)
-    return Table(task, metric, hib, "", frame, sesoi)
+    return Table(task, metric, hib, "", frame, sesoi, facts=facts)
 
 
 def _add_cost(frame: pd.DataFrame, task_runs: pd.DataFrame) -> None:
@@ -381,15 +413,15 @@ def _outcome_tables(abl: Ablation, runs: pd.DataFrame, confirmatory: bool, alpha
         data = pd.DataFrame(
             {"variant": sub["variant"], "seed": sub["seed"], "value": (sub["status"] == "ok").astype(float)}
         )
-        frame = stats.outcome_compare(data, baseline=abl.baseline_label, alpha=alpha, confirmatory=confirmatory)
+        facts: dict[str, vd.Facts] = {}
+        frame = stats.outcome_compare(
+            data, baseline=abl.baseline_label, alpha=alpha, confirmatory=confirmatory, facts=facts
+        )
         order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
         frame = frame.set_index("variant").reindex([v for v in order if v in set(frame["variant"])]).reset_index()
         frame["below_gate"], frame["not_ok"] = 0, 0
         frame["planned"] = planned
         _add_cost(frame, sub)
-        out.append(
-            Table(
-                task, metrics.OUTCOME, metrics.higher_is_better(metrics.OUTCOME), "outcome (exact McNemar, BH)", frame
-            )
-        )
+        hib = metrics.higher_is_better(metrics.OUTCOME)
+        out.append(Table(task, metrics.OUTCOME, hib, "outcome (exact McNemar, BH)", frame, facts=facts))
     return out

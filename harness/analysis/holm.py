@@ -1,21 +1,22 @@
-"""The primary comparisons of all tasks of an ablation as one Holm family: every p a verdict reads
-and the MDE are adjusted over the family, and the verdicts redone (the exploratory metrics are
-Benjamini-Hochberg families within each metric, adjusted by :func:`harness.analysis.stats.compare`)."""
+"""The primary comparisons of all tasks of an ablation as one Holm family (docs/statistics.md,
+"Families and adjusted p-values"); the exploratory metrics are Benjamini-Hochberg families within
+each table, adjusted by :func:`harness.analysis.stats.compare`."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 
 import pandas as pd
 
 from harness.analysis import stats
-from harness.analysis import verdicts as vd
 from harness.analysis.table import Table
 from harness.encode import count
 
 
-def holm_across(tables: list[Table], alpha: float, confirmatory: bool, exploratory: Collection[str] = ()) -> None:
-    """Re-adjust the primary comparisons of all tasks as one Holm family, and redo verdicts.
+def holm_across(tables: list[Table], alpha: float, exploratory: Collection[str] = ()) -> None:
+    """Re-adjust the primary comparisons of all tasks as one Holm family, in each table's frame and
+    in the facts its verdicts are decided from.
 
     Everything a verdict reads or a table prints beside the adjusted p is redone for the whole
     family (:func:`harness.analysis.stats.adjust_family`): the t-test p, the sign-flip p, the TOST p
@@ -39,18 +40,12 @@ def holm_across(tables: list[Table], alpha: float, confirmatory: bool, explorato
         column("p"), column("p_perm"), column("p_tost"), column("n_pairs"), column("sd_diff"), "holm", alpha
     )
     for i, (ti, ri) in enumerate(where):
-        frame = tables[ti].frame
-        frame.loc[ri, ["p_adj", "p_perm_adj", "p_tost_adj", "mde"]] = [
-            fam.p_adj[i],
-            fam.p_perm_adj[i],
-            fam.p_tost_adj[i],
-            fam.mde[i],
-        ]
-        frame.loc[ri, "family_size"] = fam.size
-        if vd.kind(frame.loc[ri, "verdict"]) is vd.Kind.IDENTICAL:  # no pair differs: nothing to re-judge
-            continue
-        low, high = frame.loc[ri, "delta_ci_low"], frame.loc[ri, "delta_ci_high"]
-        frame.loc[ri, "verdict"] = fam.verdict(i, low, high, tables[ti].sesoi, alpha=alpha, confirmatory=confirmatory)
+        table = tables[ti]
+        adjusted = {"p_adj": fam.p_adj[i], "p_perm_adj": fam.p_perm_adj[i], "p_tost_adj": fam.p_tost_adj[i]}
+        table.frame.loc[ri, [*adjusted, "mde"]] = [*adjusted.values(), fam.mde[i]]
+        table.frame.loc[ri, "family_size"] = fam.size
+        variant = table.frame.loc[ri, "variant"]
+        table.facts[variant] = replace(table.facts[variant], **adjusted, mde=fam.mde[i])
     for table in tables:
         if "family_size" in table.frame:  # an exploratory variant is in no primary family
             table.frame.loc[table.frame["variant"].isin(list(exploratory)), "family_size"] = None

@@ -22,7 +22,6 @@ import pandas as pd
 from harness.analysis import paired, power
 from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
-from harness.analysis.table import Table
 from harness.encode import count
 from harness.errors import AblateError
 from harness.experiment import metrics
@@ -217,7 +216,8 @@ def next_specs(sel: Selection, st: State) -> list[RunSpec]:
 
 
 def verdict(st: State, c: Comparison) -> str:
-    """The comparison verdict of a comparison's sequential decision (:mod:`harness.analysis.verdicts`)."""
+    """The verdict of a comparison's sequential decision: a fact its verdict is decided from
+    (:mod:`harness.analysis.verdicts`)."""
     looks = st.design.looks
     if c.outcome in (sq.BETTER, sq.WORSE):
         return vd.direction(c.outcome == sq.BETTER)
@@ -228,16 +228,3 @@ def verdict(st: State, c: Comparison) -> str:
     if st.reached == len(looks):
         return vd.inconclusive_sequential(f"not decided by the last look, {count(looks[-1], 'seed')}")
     return vd.inconclusive_sequential(f"open: next look {st.reached + 1} at {count(looks[st.reached], 'seed')}")
-
-
-def mark(tables: list[Table], st: State) -> None:
-    """Give each primary comparison of ``tables`` its sequential verdict (a row that is identical in
-    all pairs, or undefined, keeps its verdict: no test applies to it)."""
-    by_arm = {(c.task, c.variant): c for c in st.comparisons}
-    for table in tables:
-        for ri in range(1, len(table.frame)):
-            c = by_arm.get((table.task, table.frame.loc[ri, "variant"]))
-            if c is None or vd.kind(table.frame.loc[ri, "verdict"]) in (vd.Kind.IDENTICAL, vd.Kind.UNDEFINED):
-                continue
-            table.frame.loc[ri, "verdict"] = verdict(st, c)
-        table.family = f"primary (group-sequential, Holm over {count(len(st.comparisons), 'comparison')})"

@@ -54,7 +54,7 @@ def power_at(effect: float, sd_diff: float, n: int, alpha: float = 0.05) -> floa
 def seeds_for_verdict(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
     """Seeds a verdict of a direction needs, as ``ablate plan`` counts them: :func:`seeds_needed`
     for the t-test, and at least :func:`sign_flip_min_seeds` ``(alpha)``, since a direction also needs
-    the exact sign-flip test to reject (:func:`harness.analysis.stats.verdict`).
+    the exact sign-flip test to reject (:data:`harness.analysis.verdicts.RULES`).
 
     Raises:
         ValueError: as :func:`seeds_needed` (an effect of 0, an SD that is not positive, an alpha

@@ -1,17 +1,6 @@
-"""Enough seeds for the question (docs/statistics.md): the power of each primary comparison at its
-task's smallest effect of interest (sesoi), and the verdict of one that could not have seen it.
-
-The computation is ``ablate plan``'s (:mod:`harness.analysis.seed_planning`): a two-sided paired
-t-test at alpha / the size of the primary family (the first, strictest Holm step, as the table's MDE),
-with the SD of the paired differences, and at least the seeds at which the exact sign-flip test a
-direction needs can reject (:func:`harness.analysis.power.seeds_for_verdict`). Here the SD is the
-profile's own runs' (the ``sd_diff`` column of its primary table), not a pilot's: the report can then
-be made again from its data file alone (``ablate report --from``), which holds no pilot runs.
-
-A primary comparison of a confirmatory profile that is inconclusive and needed more seeds than it
-had reads ``underpowered at this scale (needs N seeds)``: more seeds, not a different design, may
-decide it. Power at the sesoi is not the "observed power" at the observed effect (a function of p):
-it asks what this design could see at the effect the ablation declares it cares about.
+"""The power of each primary comparison at its task's smallest effect of interest, and the seeds it
+needs (docs/statistics.md, "Enough seeds for the question"): ``ablate plan``'s computation
+(:mod:`harness.analysis.seed_planning`) on the profile's own runs. Its verdict: :mod:`harness.analysis.verdicts`.
 """
 
 from __future__ import annotations
@@ -22,7 +11,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.analysis import power as pw
-from harness.analysis import verdicts as vd
 from harness.analysis.table import Table
 
 TARGET_POWER = 0.8
@@ -102,14 +90,3 @@ def primary_power(tables: list[Table], alpha: float = 0.05) -> list[PrimaryPower
                 )
             )
     return out
-
-
-def mark_underpowered(tables: list[Table], powers: list[PrimaryPower]) -> None:
-    """An inconclusive primary comparison that had fewer seeds than it needs reads
-    ``underpowered at this scale (needs N seeds)``; every other verdict stands."""
-    short = {(p.task, p.metric, p.variant): p.needed for p in powers if p.underpowered}
-    for table in tables:
-        for i, variant in enumerate(table.frame["variant"]):
-            needed = short.get((table.task, table.metric, variant))
-            if i and needed is not None and vd.kind(table.frame.loc[i, "verdict"]) is vd.Kind.INCONCLUSIVE:
-                table.frame.loc[i, "verdict"] = vd.underpowered(needed)

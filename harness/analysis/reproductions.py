@@ -24,7 +24,7 @@ names the reference's level as part of the published result.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ class Outcome:
     planned: int = 0  # runs the grid declares
     unlearned: untestable.Unlearned | None = None  # the reference did not reach the task's target on most seeds
     ceiling: int | None = None  # seeds, when the reference scored the metric's best value on every one
+    facts: vd.Facts = vd.Facts()  # what the comparison's test established (harness.analysis.verdicts)
 
 
 @dataclass
@@ -107,13 +108,14 @@ def compare_pair(
     margin: float | None,
     alpha: float,
     confirmatory: bool,
-) -> tuple[dict[str, Any], dict[str, Any]] | None:
+) -> tuple[dict[str, Any], dict[str, Any], vd.Facts] | None:
     """The paired comparison of ``variant`` against ``reference`` (:func:`harness.analysis.stats.compare`
     with the reference as its baseline): ``(variant row, reference row)`` as dicts of
-    ``stats.COLUMNS``, or None when either has no value."""
+    ``stats.COLUMNS``, and the facts of the comparison; None when either has no value."""
     present = set(data["variant"])
     if variant not in present or reference not in present:
         return None
+    facts: dict[str, vd.Facts] = {}
     frame = stats.compare(
         data,
         baseline=reference,
@@ -122,13 +124,15 @@ def compare_pair(
         alpha=alpha,
         confirmatory=confirmatory,
         p_adjust="holm",
+        facts=facts,
     )
     by = frame.set_index("variant")
-    return {"variant": variant, **by.loc[variant].to_dict()}, {"variant": reference, **by.loc[reference].to_dict()}
+    row, ref = {"variant": variant, **by.loc[variant].to_dict()}, {"variant": reference, **by.loc[reference].to_dict()}
+    return row, ref, facts[variant]
 
 
-def _holm(outcomes: list[Outcome], alpha: float, confirmatory: dict[int, bool]) -> None:
-    """Adjust the entry's comparisons as one Holm family (p and TOST p) and redo the verdicts."""
+def _holm(outcomes: list[Outcome], alpha: float) -> None:
+    """Adjust the entry's comparisons as one Holm family (p and TOST p) and decide their verdicts."""
     tested = [i for i, o in enumerate(outcomes) if o.row and not math.isnan(o.row.get("p", math.nan))]
     if not tested:
         return
@@ -150,10 +154,8 @@ def _holm(outcomes: list[Outcome], alpha: float, confirmatory: dict[int, bool]) 
             family_size=fam.size,
             mde=fam.mde[j],
         )
-        if vd.kind(row["verdict"]) is vd.Kind.IDENTICAL:
-            continue
-        low, high = row["delta_ci_low"], row["delta_ci_high"]
-        row["verdict"] = fam.verdict(j, low, high, row.get("margin"), alpha=alpha, confirmatory=confirmatory[i])
+        adjusted = {k: row[k] for k in ("p_adj", "p_perm_adj", "p_tost_adj", "mde")}
+        row["verdict"] = vd.decide(replace(outcomes[i].facts, **adjusted))
 
 
 def judge(verdict: str, expect: str) -> str:
@@ -171,7 +173,6 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryRe
     """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
     cache: dict[tuple[str, str], Any] = {}
     outcomes: list[Outcome] = []
-    confirmatory: dict[int, bool] = {}
     scale: list[str] = []
     for comp in entry.comparisons:
         key = (comp.ablation, comp.profile)
@@ -195,13 +196,10 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryRe
             outcomes.append(
                 Outcome(comp, "not run", runs=runs, planned=planned, note="no runs of both variants with this metric")
             )
-            confirmatory[len(outcomes) - 1] = prof.confirmatory
             continue
-        row, ref = pair
+        row, ref, facts = pair
         row["margin"] = margin
-        if row["n_pairs"] < 2:
-            row["verdict"] = vd.TOO_FEW
-        outcome = Outcome(comp, "", row=row, reference=ref, runs=runs, planned=planned)
+        outcome = Outcome(comp, "", row=row, reference=ref, runs=runs, planned=planned, facts=facts)
         if view.tasks[comp.task].target is not None:  # the gating rule of the claims, on the reference
             reached = untestable.seeds_at_target(result.rows, comp.task, comp.reference)
             if not untestable.learned(reached, len(prof.seeds)):
@@ -211,8 +209,7 @@ def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryRe
             result.rows, comp.task, comp.metric, comp.reference, paired_with=comp.variant
         )
         outcomes.append(outcome)
-        confirmatory[len(outcomes) - 1] = prof.confirmatory
-    _holm(outcomes, alpha, confirmatory)
+    _holm(outcomes, alpha)
     for o in outcomes:
         if o.outcome == "not run":
             continue

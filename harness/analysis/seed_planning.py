@@ -156,7 +156,7 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
         return None, f"too few pilot seeds ({n} paired with the baseline; an SD needs 2)"
     if not sd > 0:
         return None, "SD 0 in the pilot: cannot size"
-    try:  # a direction also needs the exact sign-flip test to reject (stats.verdict): at least its floor
+    try:  # a direction also needs the exact sign-flip test to reject (verdicts.RULES): at least its floor
         return pw.seeds_for_verdict(delta, sd, alpha=alpha, power=power), ""
     except ValueError as exc:  # an extreme level or effect / SD: no number rather than a traceback
         return None, f"cannot size: {exc}"

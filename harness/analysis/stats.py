@@ -1,8 +1,9 @@
 """Every variant against the baseline for one metric: the comparison table (:func:`compare`;
-:func:`outcome_compare` for whether runs finished), the adjustment of a family (:func:`adjust`,
-:func:`adjust_family`) and the verdict rules (:func:`verdict`). The tests of one pair of arms are in
-:mod:`harness.analysis.paired`, power in :mod:`harness.analysis.power`, the test over all variants in
-:mod:`harness.analysis.ranks`. Invalid input (duplicate seeds, unknown baseline) raises ``ValueError``.
+:func:`outcome_compare` for whether runs finished) and the adjustment of a family (:func:`adjust`,
+:func:`adjust_family`); each row's verdict is :func:`harness.analysis.verdicts.decide`'s. The tests
+of one pair of arms are in :mod:`harness.analysis.paired`, power in :mod:`harness.analysis.power`,
+the test over all variants in :mod:`harness.analysis.ranks`. Invalid input (duplicate seeds,
+unknown baseline) raises ``ValueError``.
 
 Does not do: mixed models, bootstrap intervals (percentile bootstrap undercovers at n <= 10),
 corrections across several ``compare`` calls (collect the raw ``p`` and call ``adjust``).
@@ -10,7 +11,7 @@ corrections across several ``compare`` calls (collect the raw ``p`` and call ``a
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -44,58 +45,12 @@ def adjust(pvalues, method: str = "holm") -> Adjusted:
     return Adjusted(out, int(ok.sum()))
 
 
-def verdict(
-    p_adj: float,
-    ci_low: float,
-    ci_high: float,
-    *,
-    perm_p_adj: float,
-    sesoi: float | None = None,
-    tost_p: float = NAN,
-    alpha: float = 0.05,
-    confirmatory: bool = True,
-    mde: float = NAN,
-) -> str:
-    """One short word for a comparison, in this order. Every p here is adjusted within the
-    comparison's family (the same family and method for the t-test, the sign-flip test and TOST).
-
-    - ``"pilot"``: not a confirmatory run; no claim is made.
-    - ``"better"`` / ``"worse"``: the paired t-test **and** the exact sign-flip test both reject
-      (``p_adj < alpha`` and ``perm_p_adj < alpha``); sign of the CI midpoint (= delta). This
-      wins over equivalence: a significant effect smaller than sesoi still reads "better".
-      Requiring both keeps a direction from resting on the t-test's normal model where the
-      distribution-free test disagrees: with ties or few pairs (differences [0.1] x 5 + [0] x 3:
-      t-test p 0.011, exact p 0.0625) and with outliers. The exact test's smallest two-sided p
-      is 2 / 2**m with m non-zero differences (0.0078 at 8 seeds, 0.25 at 3), so in a Holm
-      family of k a direction needs at least :func:`harness.analysis.power.sign_flip_min_seeds` ``(alpha / k)`` seeds
-      that differ (6 at k = 1, 8 at k = 6).
-    - ``"equivalent (±sesoi)"``: TOST p < alpha.
-    - ``"inconclusive (t-test only: exact sign-flip p adj x)"``: the t-test rejects, the exact
-      test does not, and equivalence is not shown.
-    - ``"inconclusive (MDE x.xxx)"``: otherwise; MDE omitted when unknown (n < 2).
-    """
-    if not confirmatory:
-        return vd.PILOT
-    if p_adj < alpha and perm_p_adj < alpha:
-        return vd.direction((ci_low + ci_high) / 2 > 0)
-    if sesoi is not None and tost_p < alpha:
-        return vd.equivalent(sesoi)
-    if p_adj < alpha:
-        return vd.inconclusive(perm_p_adj=perm_p_adj)
-    return vd.inconclusive(mde=mde if np.isfinite(mde) else None)
-
-
 class Family(NamedTuple):
     p_adj: np.ndarray  # adjusted t-test p; NaN where p is NaN
     p_perm_adj: np.ndarray  # adjusted sign-flip p, over the same members
     p_tost_adj: np.ndarray  # adjusted TOST p, over the same members
     mde: np.ndarray  # MDE at alpha / size, the level of the family's first Holm step
     size: int  # members: comparisons with a defined t-test p
-
-    def verdict(self, i: int, ci_low: float, ci_high: float, sesoi: float | None, **kw: Any) -> str:
-        """:func:`verdict` of member ``i`` from the family's adjusted p and MDE (``kw``: alpha, confirmatory)."""
-        p, perm, tost = self.p_adj[i], self.p_perm_adj[i], self.p_tost_adj[i]
-        return verdict(p, ci_low, ci_high, perm_p_adj=perm, sesoi=sesoi, tost_p=tost, mde=self.mde[i], **kw)
 
 
 def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float = 0.05) -> Family:
@@ -104,7 +59,7 @@ def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float
     The members are the comparisons whose t-test ``p`` is defined; their sign-flip p and TOST p
     are adjusted by the same ``method`` over the same members (a comparison whose t-test is
     undefined, e.g. no pair differs, is in none of the three), so that a verdict reads three p
-    of one family (:func:`verdict`). The MDE of each member is :func:`harness.analysis.power.mde` at ``alpha / size``.
+    of one family. The MDE of each member is :func:`harness.analysis.power.mde` at ``alpha / size``.
 
     Args:
         p, p_perm, p_tost: raw p per comparison (NaN: undefined / no TOST).
@@ -162,6 +117,7 @@ def compare(
     confidence: float = 0.95,
     confirmatory: bool = True,
     p_adjust: str = "holm",
+    facts: dict[str, vd.Facts] | None = None,
 ) -> pd.DataFrame:
     """Every variant against the baseline, paired by seed, for one metric in one slice.
 
@@ -171,10 +127,12 @@ def compare(
         higher_is_better: direction of the metric; ``delta > 0`` always means better.
         sesoi: smallest effect size of interest (metric units); enables the TOST equivalence.
         alpha, confidence: test level; level of the t-intervals.
-        confirmatory: False gives the verdict ``"pilot"`` for every variant.
+        confirmatory: False: a pilot, no verdict but ``pilot`` (:data:`harness.analysis.verdicts.RULES`).
         p_adjust: ``multipletests`` method, applied within this call's family (all variants vs
             the baseline with a defined ``p``) to ``p`` (-> ``p_adj``), to the sign-flip p
             ``p_perm`` (-> ``p_perm_adj``) and to the TOST p ``p_tost`` (-> ``p_tost_adj``).
+        facts: filled with each variant's :class:`~harness.analysis.verdicts.Facts`, which its
+            verdict is decided from, for a caller that learns more of the comparison.
 
     Returns:
         One row per variant, baseline first (descriptives only, verdict ``"baseline"``), then the
@@ -210,7 +168,11 @@ def compare(
         p_adjust,
         alpha,
     )
+    facts = {} if facts is None else facts
     for i, (v, t) in enumerate(zip(names[1:], tests)):
+        better = bool((t.ci_low + t.ci_high) / 2 > 0)
+        adjusted = (fam.p_adj[i], fam.p_perm_adj[i], fam.p_tost_adj[i], fam.mde[i])
+        facts[v] = vd.Facts(t.n_pairs, t.ties, t.non_finite, better, *adjusted, sesoi, alpha, confirmatory)
         rows.append(
             vars(describe(series[v], confidence))
             | {
@@ -234,22 +196,24 @@ def compare(
                 "p_tost": tost[i],
                 "p_tost_adj": fam.p_tost_adj[i],
                 "mde": fam.mde[i],
-                "verdict": fam.verdict(i, t.ci_low, t.ci_high, sesoi, alpha=alpha, confirmatory=confirmatory),
+                "verdict": vd.decide(facts[v]),
             }
         )
     rows[0]["verdict"] = vd.BASELINE
-    for r, t in zip(rows[1:], tests):  # no pair differs: no spread, no test; say so rather than "inconclusive"
-        if r["n_pairs"] >= 2 and t.non_finite:  # an infinite value: no test exists, even in a pilot
-            r["verdict"] = vd.undefined_non_finite(t.non_finite, t.n_pairs)
-        elif confirmatory and r["n_pairs"] >= 2 and r["ties"] == r["n_pairs"]:
-            r["verdict"] = vd.identical(r["n_pairs"])
     out = {c: [r.get(c, NAN) for r in rows] for c in COLUMNS}
     for c in ("n", "n_pairs", "wins", "ties", "losses", "family_size"):
         out[c] = pd.array(out[c], dtype="Int64")  # NA on the baseline row
     return pd.DataFrame(out)
 
 
-def outcome_compare(df: pd.DataFrame, *, baseline: str, alpha: float = 0.05, confirmatory: bool = True) -> pd.DataFrame:
+def outcome_compare(
+    df: pd.DataFrame,
+    *,
+    baseline: str,
+    alpha: float = 0.05,
+    confirmatory: bool = True,
+    facts: dict[str, vd.Facts] | None = None,
+) -> pd.DataFrame:
     """Every variant against the baseline on a binary outcome per run (1 = the run finished, 0 =
     it diverged, raised or timed out), paired by seed.
 
@@ -262,6 +226,7 @@ def outcome_compare(df: pd.DataFrame, *, baseline: str, alpha: float = 0.05, con
 
     Args:
         df: columns ``variant``, ``seed``, ``value`` (0 or 1); one row per (variant, seed).
+        facts: as :func:`compare`'s.
 
     Returns:
         :func:`compare`'s columns; ``mean`` is the fraction of runs that finished, ``delta`` the
@@ -284,13 +249,9 @@ def outcome_compare(df: pd.DataFrame, *, baseline: str, alpha: float = 0.05, con
         frame.loc[i, ["p", "p_perm", "p_adj", "p_perm_adj"]] = [p, p, pa, pa]
         frame.loc[i, ["t", "p_tost", "p_tost_adj", "mde"]] = NAN  # no t-test, no equivalence, no MDE
         frame.loc[i, "family_size"] = m
-        n = int(frame.loc[i, "n_pairs"] or 0)
-        if not confirmatory:
-            frame.loc[i, "verdict"] = vd.PILOT
-        elif pa < alpha:
-            frame.loc[i, "verdict"] = vd.direction(frame.loc[i, "delta"] > 0)
-        elif frame.loc[i, "wins"] + frame.loc[i, "losses"] == 0:
-            frame.loc[i, "verdict"] = vd.same_outcome(n)
-        else:
-            frame.loc[i, "verdict"] = vd.inconclusive()
+        n, ties, delta = int(frame.loc[i, "n_pairs"] or 0), int(frame.loc[i, "ties"]), frame.loc[i, "delta"]
+        f = vd.Facts(n, ties, 0, bool(delta > 0), pa, pa, alpha=alpha, confirmatory=confirmatory, outcome=True)
+        frame.loc[i, "verdict"] = vd.decide(f)
+        if facts is not None:
+            facts[frame.loc[i, "variant"]] = f
     return frame

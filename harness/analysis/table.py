@@ -1,12 +1,13 @@
 """One comparison table: a task, a metric and a row per variant; the unit that
-:mod:`harness.analysis.comparisons` builds and the passes of :mod:`harness.analysis.holm`,
-:mod:`harness.analysis.primary_power` and :mod:`harness.analysis.untestable` mark."""
+:mod:`harness.analysis.comparisons` builds, with the facts each row's verdict is decided from."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
+
+from harness.analysis import verdicts as vd
 
 
 @dataclass
@@ -20,3 +21,4 @@ class Table:
     frame: pd.DataFrame
     sesoi: float | None = None
     reference: str | None = None  # the variant of row 0 when it is not the ablation's baseline
+    facts: dict[str, vd.Facts] = field(default_factory=dict)  # variant -> what its comparison established

@@ -1,9 +1,7 @@
-"""Comparisons that get no verdict, and the words that say why (:mod:`harness.analysis.verdicts`):
-fewer than 2 seeds paired with the baseline (``too few pairs``); ``steps_to_target`` where neither
-arm reached the target (censored at the step budget); a task whose baseline missed its convergence
-target on most seeds, or a comparison beyond L where an arm never passed the task's gate
-(``not learned``); a baseline at the metric's best value on every seed (``at ceiling``). Each marks the rows of a :class:`~harness.analysis.table.Table` the
-statistics would otherwise have judged."""
+"""The facts that leave a comparison without a verdict (docs/statistics.md, "A baseline that did not
+learn, a task too easy"): a task whose baseline missed its convergence target on most seeds, an arm
+that never passed the gate, a baseline at the metric's best value, ``steps_to_target`` censored at
+the step budget. The verdicts they give: :mod:`harness.analysis.verdicts`."""
 
 from __future__ import annotations
 
@@ -13,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import verdicts as vd
-from harness.analysis.table import Table
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 
@@ -66,57 +63,18 @@ def learned(reached: int, planned: int) -> bool:
     return 2 * reached > planned
 
 
-def mark_not_learned(
-    table: Table, unlearned: Unlearned | None, runs: pd.DataFrame, apply_gate: bool, planned: int
-) -> None:
-    """No verdict where the task was not learned: every comparison of a task whose baseline missed
-    its target on most seeds reads ``not learned (k/n seeds reached target)``; a comparison beyond L
-    where the variant (or the baseline) has no run that passed the gate reads ``not learned (0/n
-    passed the gate)`` instead of ``too few pairs``."""
-    if unlearned is not None:
-        table.frame.loc[table.frame.index[1:], "verdict"] = vd.not_learned_target(*unlearned)
-        return
-    if not (apply_gate and metrics.beyond_training(table.metric)):
-        return
-    task_runs = runs[runs["task"] == table.task]
+def below_gate(runs: pd.DataFrame, task: str, metric: str, variant: str, base: str, apply_gate: bool) -> str | None:
+    """Whose runs of a comparison beyond L never passed the task's gate: ``"baseline "``, ``""``
+    (the variant's), or None (both arms have a run that passed, or no gate applies)."""
+    if not (apply_gate and metrics.beyond_training(metric)):
+        return None
+    task_runs = runs[runs["task"] == task]
+    if variant not in set(task_runs["variant"]):
+        return None
     passed = task_runs[task_runs["passed_gate"].astype(bool)].groupby("variant").size()
-    ran = set(task_runs["variant"])
-    base = table.frame["variant"].iloc[0]
-    for i, variant in enumerate(table.frame["variant"]):
-        if not i or variant not in ran:
-            continue
-        if passed.get(base, 0) == 0:
-            table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned, "baseline ")
-        elif passed.get(variant, 0) == 0:
-            table.frame.loc[i, "verdict"] = vd.not_learned_gate(0, planned)
-
-
-_UNDECIDED_AT_CEILING = (
-    vd.Kind.IDENTICAL,
-    vd.Kind.EQUIVALENT,
-    vd.Kind.INCONCLUSIVE,
-    vd.Kind.UNDERPOWERED,
-    vd.Kind.BETTER,
-)
-
-
-def mark_ceiling(table: Table, rows: pd.DataFrame) -> None:
-    """No verdict from a task too easy at this scale: where the baseline scored the metric's best
-    value (:func:`harness.experiment.metrics.best_value`, 1 for accuracy) on every seed, no variant
-    can be better, and a variant that also reached it, or came within the smallest effect of
-    interest, says nothing about the claim; such a comparison (identical, equivalent,
-    inconclusive, underpowered) reads ``at ceiling (baseline 1 on all n seeds)``. ``worse`` stands:
-    falling below a baseline at the ceiling is an effect the task did show. The seeds are those of
-    each comparison's pairs, so n agrees with the table's n while a grid is unfinished."""
-    if "verdict" not in table.frame:  # no variant beside the baseline has a value
-        return
-    base = table.frame["variant"].iloc[0]
-    for i, (variant, verdict) in enumerate(zip(table.frame["variant"], table.frame["verdict"], strict=True)):
-        if not i or not undecided_at_ceiling(verdict):
-            continue
-        n = seeds_at_ceiling(rows, table.task, table.metric, base, paired_with=variant)
-        if n is not None:  # n counts the seeds of this comparison's pairs, as its n does
-            table.frame.loc[table.frame.index[i], "verdict"] = vd.at_ceiling(metrics.best_value(table.metric), n)
+    if passed.get(base, 0) == 0:
+        return "baseline "
+    return "" if passed.get(variant, 0) == 0 else None
 
 
 def seeds_at_ceiling(
@@ -141,28 +99,14 @@ def seeds_at_ceiling(
 
 def undecided_at_ceiling(verdict: object) -> bool:
     """Whether a comparison verdict says nothing when its baseline is at the ceiling (identical,
-    equivalent, inconclusive, underpowered; ``better`` cannot happen), as opposed to ``worse``."""
-    return vd.kind(verdict) in _UNDECIDED_AT_CEILING
+    equivalent, inconclusive; ``better`` cannot happen), as opposed to ``worse``."""
+    return vd.kind(verdict) in (vd.Kind.IDENTICAL, vd.Kind.EQUIVALENT, vd.Kind.INCONCLUSIVE, vd.Kind.BETTER)
 
 
-def mark_censored(table: Table, rows: pd.DataFrame) -> None:
-    """``steps_to_target`` of a run that never reached its target is the step budget (censored):
-    where neither the baseline nor the variant reached it, there is nothing to compare."""
+def censored(rows: pd.DataFrame, task: str, variant: str, base: str) -> bool:
+    """Whether neither ``variant`` nor ``base`` reached the task's target: ``steps_to_target`` is
+    then the step budget for both (censored), nothing to compare."""
     reached = (
-        rows[(rows["task"] == table.task) & (rows["metric"] == metrics.TARGET_REACHED)]
-        .groupby("variant")["value"]
-        .max()
+        rows[(rows["task"] == task) & (rows["metric"] == metrics.TARGET_REACHED)].groupby("variant")["value"].max()
     )
-    base = table.frame["variant"].iloc[0]
-    for i, variant in enumerate(table.frame["variant"]):
-        if i and reached.get(variant, 0) == 0 and reached.get(base, 0) == 0:
-            table.frame.loc[i, "verdict"] = vd.CENSORED
-
-
-def mark_too_few(table: Table) -> None:
-    """No test, hence no verdict, for a variant with fewer than 2 seeds paired with the baseline."""
-    if "n_pairs" not in table.frame:
-        return
-    few = table.frame["n_pairs"].fillna(0).astype(int) < 2
-    few.iloc[0] = False  # the baseline row
-    table.frame.loc[few, "verdict"] = vd.TOO_FEW
+    return bool(reached.get(variant, 0) == 0 and reached.get(base, 0) == 0)

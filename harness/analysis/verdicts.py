@@ -1,49 +1,22 @@
-"""The verdict vocabulary: every word a comparison or a claim can be judged with, in one place.
+"""The verdicts: every word a comparison or a claim can be judged with, and the rules that choose a
+comparison's verdict, in one place.
 
-A comparison verdict (one row of a comparison table, :mod:`harness.analysis.comparisons`) and a
-claim verdict (:func:`harness.analysis.claims.claim_verdict`) are written by the
-constructors here and read back by :func:`kind` / :func:`claim_kind`, never by matching a prefix
-elsewhere. The texts are what reports print; changing one changes every committed report. How the
-tests behind each word are made, for a reader: docs/statistics.md.
-
-Comparison verdicts (:class:`Kind`):
-
-- ``better`` / ``worse``: the paired t-test and the exact sign-flip test both reject after adjustment.
-- ``equivalent (±sesoi)``: TOST within the smallest effect of interest.
-- ``inconclusive``, ``inconclusive (MDE x)``, ``inconclusive (t-test only: exact sign-flip p adj x)``.
-- ``identical in all n pairs``: no pair differs (nothing to test).
-- ``undefined (a non-finite value in k of n pairs)``: a run's value is infinite (a loss that
-  overflowed), so the mean difference and every test of it are undefined
-  (:mod:`harness.analysis.paired`).
-- ``same outcome in all n pairs``: outcome tables (finished or not), every pair agrees.
-- ``pilot``: not a confirmatory profile, no verdict.
-- ``too few pairs``: fewer than 2 seeds paired with the baseline.
-- ``target never reached (censored)``: ``steps_to_target`` where neither arm reached the target.
-- ``not learned (k/n seeds reached target)``: the baseline reached the task's convergence target
-  on at most half of its planned seeds; ``not learned (k/n passed the gate)``:
-  a comparison beyond L where the variant (or the baseline) never passed the task's gate.
-- ``at ceiling (baseline 1 on all n seeds)``: the baseline scored the metric's best value on every
-  seed, so no variant can be better and an equal score says only that the task is too easy at this
-  scale: a comparison that would otherwise read identical, equivalent, inconclusive or
-  underpowered gets no verdict (``worse`` stands: a variant can still fall below the ceiling).
-- ``underpowered at this scale (needs N seeds)``: a primary comparison of a confirmatory profile
-  that is inconclusive and had less than 80 % power at the task's smallest effect of interest;
-  N is what ``ablate plan`` says the family needs.
-- ``baseline``: the baseline's own row.
-
-Claim verdicts (:class:`ClaimKind`; docs/claims-audit.md): ``supported`` / ``partly supported``
-(``in direction only``), ``contradicted`` / ``partly contradicted``, ``mixed``, ``inconclusive``,
-``pilot``, ``untestable at this scale``, ``underpowered at this scale (needs N seeds)``, ``not
-tested ...``, ``withheld (...)``; and, for what a claim says rather than what its cells did:
-``premise fails here: SETTING cannot run (...)`` (the claim's setting does not run here: no
-evidence for or against it), ``not testable as stated: PART: reason`` (no comparison tests its
-effect or mechanism), and a verdict per condition, ``supported for Post-LN, contradicted for
-Pre-LN`` (:attr:`ClaimKind.BY_CONDITION`), when conditions disagree.
+A comparison (one row of a comparison table, :mod:`harness.analysis.comparisons`) gathers what it
+established in a :class:`Facts`; :func:`decide` gives its verdict by :data:`RULES`, in order, the
+first rule that holds winning. docs/statistics.md ("Comparison verdicts") explains each rule, in the
+same order. A claim verdict (:func:`harness.analysis.claims.claim_verdict`; docs/claims-audit.md) is
+written by the ``claim_*`` constructors. Verdicts are read back by :func:`kind` / :func:`claim_kind`,
+never by matching a prefix elsewhere. The texts are what reports print; changing one changes every
+committed report.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 
 class Kind(str, Enum):
@@ -99,9 +72,8 @@ def inconclusive(mde: float | None = None, perm_p_adj: float | None = None) -> s
 
 
 def inconclusive_sequential(state: str) -> str:
-    """``inconclusive (STATE)``: a primary comparison of a group-sequential design that no look
-    decided (``open: next look 2 at 16 seeds``, ``stopped for futility at look 1, 8 seeds``,
-    ``not decided by the last look, 32 seeds``; :mod:`harness.analysis.looks`)."""
+    """``inconclusive (STATE)``: what the looks of a group-sequential design left undecided
+    (``open: next look 2 at 16 seeds``; :func:`harness.analysis.looks.verdict`)."""
     return f"{Kind.INCONCLUSIVE.value} ({state})"
 
 
@@ -111,7 +83,7 @@ def identical(n_pairs: int) -> str:
 
 
 def undefined_non_finite(non_finite: int, n_pairs: int) -> str:
-    """``undefined (a non-finite value in k of n pairs)``: no test of the mean difference exists."""
+    """``undefined (a non-finite value in k of n pairs)``."""
     return f"{Kind.UNDEFINED.value} (a non-finite value in {non_finite} of {n_pairs} pairs)"
 
 
@@ -121,9 +93,8 @@ def same_outcome(n_pairs: int) -> str:
 
 
 def not_learned_target(reached: int, planned: int, run: int | None = None) -> str:
-    """``not learned (k/n seeds reached target)``: the baseline reached the task's convergence target
-    on ``reached`` of its ``planned`` seeds, not more than half; ``run``: the seeds it has a run of,
-    when fewer (an unfinished grid: ``not learned (0/8 seeds reached target; 5 not run)``)."""
+    """``not learned (k/n seeds reached target)``; ``run``: the seeds the baseline has a run of, when
+    fewer than ``planned`` (an unfinished grid: ``not learned (0/8 seeds reached target; 5 not run)``)."""
     left = f"; {planned - run} not run" if run is not None and run < planned else ""
     return f"{Kind.NOT_LEARNED.value} ({reached}/{planned} seeds reached target{left})"
 
@@ -134,8 +105,7 @@ def not_learned_gate(passed: int, planned: int, whose: str = "") -> str:
 
 
 def at_ceiling(best: float, n_seeds: int) -> str:
-    """``at ceiling (baseline 1 on all n seeds)``: the baseline scored the metric's best value
-    ``best`` on each of its ``n_seeds`` seeds."""
+    """``at ceiling (baseline 1 on all n seeds)``, ``best`` the metric's best value."""
     return f"{Kind.CEILING.value} (baseline {best:g} on all {n_seeds} seeds)"
 
 
@@ -145,9 +115,88 @@ is ``untestable at this scale``."""
 
 
 def underpowered(needed: int) -> str:
-    """``underpowered at this scale (needs N seeds)``: inconclusive, and the design had less than
-    80 % power at the smallest effect of interest; ``needed``: the seeds it would take."""
+    """``underpowered at this scale (needs N seeds)``."""
     return f"{Kind.UNDERPOWERED.value} (needs {needed} seeds)"
+
+
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one comparison (a variant against the baseline, one metric) established: its test,
+    adjusted in its family (:mod:`harness.analysis.stats`), and what else decides its verdict."""
+
+    n_pairs: int | None = None  # seeds paired with the baseline; None: no run compared has a value
+    ties: int = 0  # pairs with equal values
+    non_finite: int = 0  # pairs with an infinite value: no test of the mean difference exists
+    better: bool = False  # the difference's direction (its CI's midpoint; an outcome table's: Δ)
+    p_adj: float = NAN  # the t-test's p (an outcome table's: exact McNemar), adjusted in the family
+    p_perm_adj: float = NAN  # the exact sign-flip test's, adjusted in the same family
+    p_tost_adj: float = NAN  # TOST's at ±sesoi, adjusted in the same family
+    mde: float = NAN  # at alpha / the family's size
+    sesoi: float | None = None
+    alpha: float = 0.05
+    confirmatory: bool = True
+    outcome: bool = False  # an outcome table (finished or not)
+    sequential: str | None = None  # what a group-sequential design's looks decided (harness.analysis.looks)
+    needed: int | None = None  # seeds for 80 % power at the sesoi, when more than it had (primary_power)
+    unlearned: tuple[int, int, int] | None = None  # the baseline reached the target on k of n seeds (k, n, run)
+    below_gate: str | None = None  # whose runs never passed the gate: "baseline " or "" (the variant's)
+    planned: int = 0  # seeds planned
+    censored: bool = False  # steps_to_target: neither arm reached the target
+    ceiling: tuple[float, int] | None = None  # (best, n): the baseline scored the best value on its n paired seeds
+
+    @property
+    def rejects(self) -> bool:
+        """The t-test and the exact sign-flip test both reject."""
+        return self.p_adj < self.alpha and self.p_perm_adj < self.alpha
+
+    @property
+    def worse(self) -> bool:
+        """The looks (in a group-sequential design) or the tests say worse."""
+        if self.sequential is not None:
+            return kind(self.sequential) is Kind.WORSE
+        return self.rejects and not self.better
+
+
+class Rule(NamedTuple):
+    """When a verdict applies; ``name``: the rule's name in docs/statistics.md."""
+
+    name: str
+    holds: Callable[[Facts], bool]
+    verdict: Callable[[Facts], str | None]
+
+
+RULES = (
+    Rule("not learned", lambda f: f.unlearned is not None, lambda f: not_learned_target(*f.unlearned)),
+    Rule("below the gate", lambda f: f.below_gate is not None, lambda f: not_learned_gate(0, f.planned, f.below_gate)),
+    Rule("censored", lambda f: f.censored, lambda f: CENSORED),
+    Rule("too few pairs", lambda f: f.n_pairs is not None and f.n_pairs < 2, lambda f: TOO_FEW),
+    Rule("no value", lambda f: f.n_pairs is None, lambda f: None),
+    Rule("undefined", lambda f: f.non_finite > 0, lambda f: undefined_non_finite(f.non_finite, f.n_pairs)),
+    Rule("worse", lambda f: f.confirmatory and f.worse, lambda f: WORSE),
+    Rule("at ceiling", lambda f: f.ceiling is not None, lambda f: at_ceiling(*f.ceiling)),
+    Rule(
+        "same outcome",
+        lambda f: f.outcome and f.confirmatory and f.ties == f.n_pairs,
+        lambda f: same_outcome(f.n_pairs),
+    ),
+    Rule("identical", lambda f: f.confirmatory and f.ties == f.n_pairs, lambda f: identical(f.n_pairs)),
+    Rule("the looks", lambda f: f.sequential is not None, lambda f: f.sequential),
+    Rule("pilot", lambda f: not f.confirmatory, lambda f: PILOT),
+    Rule("better", lambda f: f.rejects, lambda f: direction(f.better)),
+    Rule("equivalent", lambda f: f.sesoi is not None and f.p_tost_adj < f.alpha, lambda f: equivalent(f.sesoi)),
+    Rule("underpowered", lambda f: f.needed is not None, lambda f: underpowered(f.needed)),
+    Rule("t-test only", lambda f: f.p_adj < f.alpha, lambda f: inconclusive(perm_p_adj=f.p_perm_adj)),
+    Rule("inconclusive", lambda f: True, lambda f: inconclusive(mde=f.mde if math.isfinite(f.mde) else None)),
+)
+"""The rules of a comparison's verdict, in order: the first that holds gives it (docs/statistics.md)."""
+
+
+def decide(facts: Facts) -> str | None:
+    """The verdict of a comparison (None: no verdict) by the first of :data:`RULES` that holds."""
+    return next(rule.verdict(facts) for rule in RULES if rule.holds(facts))
 
 
 def matches(verdict: object, expect: str) -> bool:

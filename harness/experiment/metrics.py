@@ -50,7 +50,7 @@ class Metric:
             primary metric or a claim names them.
         best: the best value a run can score (1 for a fraction right), or None when unbounded in
             the better direction; a baseline at it on every seed leaves nothing to be better
-            (:func:`harness.analysis.untestable.mark_ceiling`).
+            (:data:`harness.analysis.verdicts.RULES`).
         floor: the value it never goes below (0 for a loss or a fraction right, 1 for a
             perplexity), or None when not stated; a lower-is-better metric never reaches it in
             practice (a loss of 0 needs every scored token at probability 1), so a bound at or

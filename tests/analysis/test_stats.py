@@ -16,6 +16,7 @@ from harness.analysis import paired as PT
 from harness.analysis import power as W
 from harness.analysis import ranks as R
 from harness.analysis import stats as S
+from harness.analysis import verdicts as vd
 
 
 def series(values, seeds=None):
@@ -242,7 +243,11 @@ def test_tost_matches_two_one_sided_ttests():
     ],
 )
 def test_verdict(kw, expected):
-    assert S.verdict(**kw) == expected
+    """The rules of a tested comparison (verdicts.RULES) from its adjusted p, CI and TOST p."""
+    low, high = kw.pop("ci_low"), kw.pop("ci_high")
+    tost, perm = kw.pop("tost_p", np.nan), kw.pop("perm_p_adj")
+    facts = vd.Facts(n_pairs=8, better=(low + high) / 2 > 0, p_perm_adj=perm, p_tost_adj=tost, **kw)
+    assert vd.decide(facts) == expected
 
 
 def test_t_test_and_exact_test_disagree_at_small_n():
