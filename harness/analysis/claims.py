@@ -15,7 +15,8 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import Analysis, why_not_finished
+from harness.analysis.comparisons import Analysis
+from harness.analysis.outcomes import why_not_finished
 from harness.encode import count, text
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
