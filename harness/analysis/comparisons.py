@@ -85,7 +85,7 @@ class Analysis:
         finished before its last look: ``16 of at most 32 seeds (the group-sequential design finished at look 2
         of 4)``, its arms having stopped at the looks their comparisons were decided at."""
         d = self.seeds_done()
-        if (st := self.sequential) is not None and st.finished and not d.complete:
+        if (st := self.stopped_early(d)) is not None:
             return (
                 f"{st.seeds_used} of at most {count(d.declared, 'seed')} (the group-sequential design finished at "
                 f"look {st.reached} of {len(st.design.looks)})"
@@ -95,6 +95,12 @@ class Analysis:
             if d.complete
             else f"{count(d.declared, 'seed')} planned, {d.runs} of {count(d.planned, 'run')} so far"
         )
+
+    def stopped_early(self, done: SeedsDone) -> looks.State | None:
+        """The design's state when a group-sequential profile finished before running every seed it
+        declares (``done``: :meth:`seeds_done`), else None."""
+        st = self.sequential
+        return st if st is not None and st.finished and not done.complete else None
 
 
 class SeedsDone(NamedTuple):

@@ -215,7 +215,7 @@ def seeds_cell(result: Analysis) -> str:
     (:meth:`~harness.analysis.comparisons.Analysis.seeds_done`); a group-sequential design that
     finished before its last look: the most seeds an arm ran, of the design's maximum."""
     d = result.seeds_done()
-    if (st := result.sequential) is not None and st.finished and not d.complete:
+    if (st := result.stopped_early(d)) is not None:
         return f"{st.seeds_used}/{d.declared} (design finished at look {st.reached} of {len(st.design.looks)})"
     cell = f"{d.seeds}/{d.declared}"
     return cell if d.complete else f"{cell} ({d.runs}/{d.planned} runs)"

@@ -313,7 +313,9 @@ def test_a_design_finished_before_its_last_look_reads_as_finished_not_as_runs_mi
 
     def result(needed: frozenset) -> SimpleNamespace:
         st = looks.State(design, [], reached=2, needed=needed, seeds_used=16)
-        return SimpleNamespace(sequential=st, seeds_done=lambda: done)
+        ns = SimpleNamespace(sequential=st, seeds_done=lambda: done)
+        ns.stopped_early = lambda d: Analysis.stopped_early(ns, d)
+        return ns
 
     finished = result(frozenset())
     assert Analysis.seeds_text(finished) == (
@@ -324,4 +326,5 @@ def test_a_design_finished_before_its_last_look_reads_as_finished_not_as_runs_mi
     assert Analysis.seeds_text(running) == "32 seeds planned, 56 of 160 runs so far"
     assert index_mod.seeds_cell(running) == "8/32 (56/160 runs)"
     fixed = SimpleNamespace(sequential=None, seeds_done=lambda: done)
+    fixed.stopped_early = lambda d: Analysis.stopped_early(fixed, d)
     assert index_mod.seeds_cell(fixed) == "8/32 (56/160 runs)"
