@@ -1,6 +1,6 @@
 """Pure-PyTorch model components (never imports Lightning).
 
-Shape notation, used in docstrings and at every reshape:
+Shape notation, used in every docstring and at every reshape of this package:
 
     B  batch size
     T  query length (sequence length)
@@ -10,26 +10,15 @@ Shape notation, used in docstrings and at every reshape:
     C  model width (d_model)
     V  vocabulary size
 
-Each component family is a ``harness.registry.Registry`` defined in registries.py (below the
-components and ``TransformerConfig``, config.py, which checks names against them); importing
-this package registers every entry: ``POSITIONAL`` (positional.py), ``KERNELS`` and ``MASK_FILLS`` (kernels.py,
-linear_attention.py), ``QKV``, ``SCALES`` and ``HEAD_SPLITS`` (attention.py), ``NORMS``
-(norms.py), ``ACTIVATIONS`` (ffn.py), ``INITS`` (inits.py) and ``BLOCKS`` (transformer.py). Probes that measure a
-model rather than train it (causal leakage, attention on masked keys, gradient norms per layer)
-are in probes.py.
+The component families' registries and ``TransformerConfig`` are in config.py; importing this
+package registers every entry (one module per family: positional, kernels, attention, norms, ffn,
+inits, transformer). Measurements of a model that are not its loss are in probes.py.
 """
 
-from harness.modules.attention import (
-    HEAD_SPLITS,
-    KERNELS,
-    MASK_FILLS,
-    QKV,
-    SCALES,
-    AttentionKernel,
-    MultiHeadAttention,
-)
+from harness.modules.attention import HEAD_SPLITS, KERNELS, QKV, SCALES, MultiHeadAttention
 from harness.modules.ffn import ACTIVATIONS, FeedForward
 from harness.modules.inits import INITS
+from harness.modules.kernels import MASK_FILLS, AttentionKernel
 from harness.modules.norms import NORMS
 from harness.modules.positional import POSITIONAL, PositionalEncoding
 from harness.modules.transformer import BLOCKS, TransformerConfig, TransformerLM

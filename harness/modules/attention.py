@@ -1,39 +1,13 @@
-"""Causal multi-head self-attention: projections, head split, scale and a kernel, each by name.
-
-Registries defined here:
-
-- ``QKV``: how q, k, v are projected from x: ``separate`` (three C x C matrices), ``fused``
-  (one C x 3C matrix, the same function), ``shared`` (one C x C matrix used for q, k and v).
-- ``SCALES``: the factor on ``q k^T``: ``d_head`` (1/sqrt(D), Vaswani et al., 2017) or
-  ``d_model`` (1/sqrt(C), smaller by sqrt(H)).
-- ``HEAD_SPLITS``: ``correct`` (view then transpose) or ``transpose_missing``, a deliberately
-  wrong negative control.
-
-The kernels (``KERNELS``: math, sdpa, flash, linear) are in :mod:`harness.modules.kernels` and
-:mod:`harness.modules.linear_attention`; they are re-exported here.
+"""Causal multi-head self-attention: projections (``QKV``), head split (``HEAD_SPLITS``), score
+scale (``SCALES``) and kernel (``KERNELS``, :mod:`harness.modules.kernels`), each by name.
 """
 
 from __future__ import annotations
 
 from torch import Tensor, nn
 
-from harness.modules.kernels import KERNELS, MASK_FILLS, AttentionKernel, causal_mask
-from harness.modules.linear_attention import LinearAttention
+from harness.modules.config import HEAD_SPLITS, KERNELS, QKV, SCALES
 from harness.modules.positional import PositionalEncoding
-from harness.modules.registries import HEAD_SPLITS, QKV, SCALES
-
-__all__ = [
-    "HEAD_SPLITS",
-    "KERNELS",
-    "MASK_FILLS",
-    "QKV",
-    "SCALES",
-    "AttentionKernel",
-    "LinearAttention",
-    "MultiHeadAttention",
-    "causal_mask",
-]
-
 
 SCALES.register("d_head")(lambda d_model, n_heads: (d_model // n_heads) ** -0.5)  # Vaswani et al. (2017), Eq. 1
 SCALES.register("d_model")(lambda d_model, n_heads: d_model**-0.5)  # the claimed mistake (claim scale-dk)
@@ -43,9 +17,7 @@ SCALES.register("d_model")(lambda d_model, n_heads: d_model**-0.5)  # the claime
 class SeparateQKV(nn.Module):
     """Three projections ``q = x Wq + bq``, ``k = x Wk + bk``, ``v = x Wv + bv`` (3 C^2 weights).
 
-    Args:
-        d_model: C.
-        bias: whether the projections have biases.
+    Built as ``QKV.get(name)(d_model, bias)``; called on x (B, T, C), returns q, k, v, each (B, T, C).
     """
 
     def __init__(self, d_model: int, bias: bool = True) -> None:
@@ -55,7 +27,6 @@ class SeparateQKV(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """(B, T, C) -> q, k, v, each (B, T, C)."""
         return self.q_proj(x), self.k_proj(x), self.v_proj(x)
 
 
@@ -69,7 +40,6 @@ class FusedQKV(nn.Module):
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """(B, T, C) -> q, k, v, each (B, T, C)."""
         q, k, v = self.qkv_proj(x).chunk(3, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
         return q, k, v
 
@@ -85,21 +55,16 @@ class SharedQKV(nn.Module):
         self.proj = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """(B, T, C) -> q = k = v, (B, T, C)."""
         y = self.proj(x)
         return y, y, y
 
 
 class HeadSplit:
-    """How (B, T, C) is cut into heads (B, H, T, D) and put back (the exact inverse)."""
+    """How (B, T, C) is cut into heads (B, H, T, D) (``split(x, n_heads)``) and put back
+    (``merge(y)``, the exact inverse)."""
 
-    @staticmethod
-    def split(x: Tensor, n_heads: int) -> Tensor:
-        raise NotImplementedError
-
-    @staticmethod
-    def merge(y: Tensor) -> Tensor:
-        raise NotImplementedError
+    split: staticmethod
+    merge: staticmethod
 
 
 @HEAD_SPLITS.register("correct")
@@ -146,16 +111,10 @@ class MultiHeadAttention(nn.Module):
     projections, head split, score scale and kernel, and the positional hooks (``rotate_qk``,
     ``attention_bias``).
 
-    Args:
-        d_model: C, the model width.
-        n_heads: H; must divide ``d_model``.
-        kernel: a ``KERNELS`` name.
-        dropout: on the attention weights (inside the kernel) and on the output projection.
-        bias: whether the projections have biases.
-        qkv: a ``QKV`` name.
-        scale: a ``SCALES`` name.
-        mask_fill: a ``MASK_FILLS`` name (kernel ``math`` only).
-        head_split: a ``HEAD_SPLITS`` name.
+    ``d_model`` C and ``n_heads`` H (must divide it); ``kernel``, ``qkv``, ``scale``, ``mask_fill``
+    (kernel ``math`` only) and ``head_split`` name registry entries; ``dropout`` acts on the
+    attention weights (inside the kernel) and on the output projection; ``bias``: whether the
+    projections have biases.
 
     Raises:
         ValueError: ``d_model`` not divisible by ``n_heads``.
@@ -189,17 +148,9 @@ class MultiHeadAttention(nn.Module):
     def forward(
         self, x: Tensor, pos: PositionalEncoding, need_weights: bool = False, key_padding_mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor | None]:
-        """Self-attention over ``x``.
-
-        Args:
-            x: (B, T, C).
-            pos: the positional encoding shared by all layers.
-            need_weights: also return the weights (kernel 'math' only).
-            key_padding_mask: (B, T) bool, True for padding tokens no query may attend to.
-
-        Returns:
-            out (B, T, C) and weights (B, H, T, T) or ``None``.
-        """
+        """x (B, T, C) -> out (B, T, C) and, with ``need_weights`` (kernel 'math' only), the weights
+        (B, H, T, T); ``pos`` is the encoding shared by all layers, ``key_padding_mask`` (B, T)
+        bool, True for padding tokens no query may attend to."""
         T = x.size(1)
         q, k, v = (self.head_split.split(t, self.n_heads) for t in self.qkv(x))  # (B, H, T, D) each
         q, k = pos.rotate_qk(q, k)

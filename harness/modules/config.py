@@ -1,25 +1,31 @@
-"""The architecture of a ``TransformerLM``: sizes and the names of its components.
+"""The registries of the model's component families (one :class:`harness.registry.Registry`
+each; what an entry is: the table in :mod:`harness.plugin`) and ``TransformerConfig``, the
+architecture of a ``TransformerLM``.
 
-A leaf of :mod:`harness.modules`: it imports only the registries (:mod:`harness.modules.registries`),
-so that every component can take a ``TransformerConfig`` without an import cycle.
+A leaf of :mod:`harness.modules`: it imports no component, so that every component module can
+register into its family's registry and take a ``TransformerConfig`` without an import cycle.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.modules.registries import (
-    ACTIVATIONS,
-    BLOCKS,
-    HEAD_SPLITS,
-    INITS,
-    KERNELS,
-    MASK_FILLS,
-    NORMS,
-    POSITIONAL,
-    QKV,
-    SCALES,
-)
+import torch
+from torch import nn
+
+from harness.registry import Registry
+
+POSITIONAL: Registry[type[nn.Module]] = Registry("positional encoding")
+KERNELS: Registry[type[nn.Module]] = Registry("attention kernel")
+MASK_FILLS: Registry[Callable[[torch.dtype], float]] = Registry("mask fill")
+QKV: Registry[type[nn.Module]] = Registry("q/k/v projection")
+SCALES: Registry[Callable[[int, int], float]] = Registry("attention scale")
+HEAD_SPLITS: Registry[type] = Registry("head split")
+NORMS: Registry[type[nn.Module]] = Registry("norm")
+ACTIVATIONS: Registry[type[nn.Module]] = Registry("activation")
+BLOCKS: Registry[type[nn.Module]] = Registry("block (norm position)")
+INITS: Registry[Callable[[nn.Linear], None]] = Registry("initialisation")
 
 
 @dataclass(frozen=True)
@@ -69,12 +75,12 @@ class TransformerConfig:
             (SCALES, self.scale),
             (MASK_FILLS, self.mask_fill),
             (HEAD_SPLITS, self.head_split),
+            (NORMS, self.norm),
+            (BLOCKS, self.norm_position),
+            (ACTIVATIONS, self.activation),
+            (INITS, self.init),
         ):
             registry.canonical(name)
-        NORMS.canonical(self.norm)
-        BLOCKS.canonical(self.norm_position)
-        ACTIVATIONS.canonical(self.activation)
-        INITS.canonical(self.init)
         POSITIONAL.get(self.position).check_config(self)
         KERNELS.get(self.kernel).check_config(self)
 

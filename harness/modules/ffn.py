@@ -1,9 +1,5 @@
-"""Position-wise feed-forward network and its activations (``ACTIVATIONS.get(name)()``).
-
-An activation class with ``gated = True`` (``swiglu``) receives a hidden vector twice as wide
-(``[a, b]``, each ``d_ff`` wide) and returns ``d_ff`` values; :class:`FeedForward` sizes its
-input projection accordingly.
-"""
+"""Position-wise feed-forward network and its activations (``ACTIVATIONS.get(name)()``); an
+activation class with ``gated = True`` (``swiglu``) takes a hidden vector twice as wide."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ from typing import ClassVar
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from harness.modules.registries import ACTIVATIONS
+from harness.modules.config import ACTIVATIONS
 
 # ReLU, as in Vaswani et al. (2017), Eq. 2.
 ACTIVATIONS.register("relu")(nn.ReLU)
@@ -46,11 +42,7 @@ class FeedForward(nn.Module):
     §3.3), applied to each position independently. With a gated activation (``swiglu``) the
     input projection is ``Linear(C, 2 d_ff)`` and the activation gates one half with the other.
 
-    Args:
-        d_model: C.
-        d_ff: hidden width F (after the gate, for gated activations).
-        activation: an ``ACTIVATIONS`` name.
-        dropout: on the output.
+    ``d_ff`` is the hidden width F (after the gate); (B, T, C) -> (B, T, C); ``dropout`` on the output.
 
     Raises:
         UnknownNameError: unknown activation.
@@ -66,5 +58,4 @@ class FeedForward(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        """(B, T, C) -> (B, T, C)."""
         return self.drop(self.fc_out(self.act(self.fc_in(x))))  # hidden (B, T, d_ff) or (B, T, 2 d_ff)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from harness.modules.registries import INITS
+from harness.modules.config import INITS
 
 
 @INITS.register("normal_0.02")

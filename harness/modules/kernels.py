@@ -1,32 +1,27 @@
-"""Attention kernels: how causal ``softmax(q k^T * scale + bias) v`` is computed.
+"""Attention kernels: how causal ``softmax(q k^T * scale + bias) v`` is computed (``math``,
+``sdpa``, ``flash``; ``linear`` replaces the softmax).
 
 Each kernel is built as ``KERNELS.get(name)(dropout=p, scale=s, mask_fill=f)`` and called as
 ``kernel(q, k, v, bias, need_weights, key_padding_mask)``. Every kernel is causal and takes the
-additive float bias (H, T, S) of the positional encoding. Queries are the last T of the S key
-positions (T == S without a KV cache, which this package does not implement).
-``key_padding_mask`` (B, S) hides padding keys from every query; a query whose visible keys are
-all hidden (a left-padding position) has a *fully masked row*.
-
-The values ``mask_fill`` may name are in :data:`MASK_FILLS`; only kernels with
-``honours_mask_fill`` (``math``) write them into scores, and the config refuses any other value
-than ``-inf`` for the others. ``linear`` lives in :mod:`harness.modules.linear_attention`.
+additive float bias (H, T, S) of the positional encoding; queries are the last T of the S key
+positions. ``key_padding_mask`` (B, S) hides padding keys from every query; a query whose visible
+keys are all hidden (a left-padding position) has a *fully masked row*. Only kernels with
+``honours_mask_fill`` (``math``) write a ``MASK_FILLS`` value into scores; the config refuses any
+other value than ``-inf`` for the others.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from harness.modules.registries import KERNELS, MASK_FILLS
-
-if TYPE_CHECKING:
-    from harness.modules.config import TransformerConfig
-
+from harness.modules.config import KERNELS, MASK_FILLS, POSITIONAL, TransformerConfig
 
 # The value written into masked scores, as a function of the scores' dtype.
 MASK_FILLS.register("-inf")(lambda dtype: float("-inf"))  # exact: exp(-inf) = 0; a fully masked row is NaN
@@ -47,11 +42,8 @@ def causal_mask(t: int, s: int, device: torch.device | None = None) -> Tensor:
 
 
 def hidden_keys(t: int, s: int, key_padding_mask: Tensor | None, device: torch.device) -> Tensor:
-    """True where a query may not see a key: the causal mask, or'ed with padding keys.
-
-    Returns:
-        (T, S) without ``key_padding_mask``; (B, 1, T, S) with a (B, S) ``key_padding_mask``.
-    """
+    """True where a query may not see a key: the causal mask, or'ed with padding keys; (T, S)
+    without ``key_padding_mask``, (B, 1, T, S) with a (B, S) one."""
     mask = causal_mask(t, s, device)  # (T, S)
     if key_padding_mask is None:
         return mask
@@ -116,18 +108,15 @@ class AttentionKernel(nn.Module):
         need_weights: bool = False,
         key_padding_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """Causal attention.
-
-        Args:
-            q: (B, H, T, D) queries.
-            k: (B, H, S, D) keys.
-            v: (B, H, S, D) values.
-            bias: additive float (H, T, S), cast to the scores' dtype; ``None`` for no bias.
-            need_weights: also return the attention weights.
-            key_padding_mask: (B, S) bool, True for keys no query may see; ``None``: none.
+        """Causal attention of q (B, H, T, D) over k, v (B, H, S, D), with an additive float
+        ``bias`` (H, T, S) cast to the scores' dtype, and ``key_padding_mask`` (B, S) bool, True
+        for keys no query may see (``None``: none of either).
 
         Returns:
-            out (B, H, T, D) and weights (B, H, T, S) before dropout, or ``None``.
+            out (B, H, T, D) and, with ``need_weights``, the weights (B, H, T, S) before dropout.
+
+        Raises:
+            ValueError: ``need_weights`` for a kernel that does not return weights.
         """
         raise NotImplementedError
 
@@ -144,15 +133,7 @@ class MathAttention(AttentionKernel):
     honours_mask_fill = True
     returns_weights = True
 
-    def forward(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        bias: Tensor | None = None,
-        need_weights: bool = False,
-        key_padding_mask: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, q, k, v, bias=None, need_weights=False, key_padding_mask=None):
         t, s = q.size(-2), k.size(-2)
         scores = (q @ k.transpose(-2, -1)) * self.scale_for(q)  # (B, H, T, S)
         if bias is not None:
@@ -175,17 +156,9 @@ class SDPAttention(AttentionKernel):
     (``torch._fused_sdp_choice``, private but the only way torch tells) is added to ``backends``.
     """
 
-    forced: ClassVar[SDPBackend | None] = None
+    forced: ClassVar[SDPBackend | None] = None  # the only backend torch may use
 
-    def forward(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        bias: Tensor | None = None,
-        need_weights: bool = False,
-        key_padding_mask: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, q, k, v, bias=None, need_weights=False, key_padding_mask=None):
         if need_weights:
             raise ValueError(f"kernel '{type(self).__name__}' does not return attention weights; use kernel 'math'")
         t, s = q.size(-2), k.size(-2)
@@ -197,18 +170,17 @@ class SDPAttention(AttentionKernel):
             attn_mask = base.masked_fill(hidden, float("-inf"))  # (H, T, S), (T, S) or (B, H|1, T, S)
             if attn_mask.dim() == 3:
                 attn_mask = attn_mask[None]  # (1, H, T, S): flash on CPU takes 2-D or 4-D masks only
-        causal = attn_mask is None
-        self._note_backend(q, k, v, attn_mask, p, causal)
-        return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=causal, scale=self.scale_for(q)
-        ), None
-
-    def _note_backend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float, causal: bool) -> None:
-        try:
-            choice = torch._fused_sdp_choice(q, k, v, mask, p, causal, scale=self.scale_for(q))
-            self.backends.add(SDPBackend(choice).name.lower())
-        except (AttributeError, RuntimeError, TypeError, ValueError):  # private API: best effort only
-            self.backends.add("unknown")
+        causal, scale = attn_mask is None, self.scale_for(q)
+        with sdpa_kernel(self.forced) if self.forced is not None else contextlib.nullcontext():
+            try:  # private API: best effort only
+                choice = torch._fused_sdp_choice(q, k, v, attn_mask, p, causal, scale=scale)
+                self.backends.add(SDPBackend(choice).name.lower())
+            except (AttributeError, RuntimeError, TypeError, ValueError):
+                self.backends.add("unknown")
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=causal, scale=scale
+            )
+        return out, None
 
 
 @KERNELS.register("flash")
@@ -221,17 +193,7 @@ class FlashAttention(SDPAttention):
     float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run.
     """
 
-    def forward(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        bias: Tensor | None = None,
-        need_weights: bool = False,
-        key_padding_mask: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return super().forward(q, k, v, bias, need_weights, key_padding_mask)
+    forced = SDPBackend.FLASH_ATTENTION
 
     @classmethod
     def check_available(
@@ -265,7 +227,8 @@ class FlashAttention(SDPAttention):
                 return
             except RuntimeError as exc:
                 error = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        reasons = [_torch_reason(w.message) for w in caught]
+        # each warning as one line, without torch's "(Triggered internally at ...)"
+        reasons = [" ".join(str(w.message).split()).split(" (Triggered internally")[0].strip() for w in caught]
         reasons = [r for r in reasons if r and not r.endswith("not used because:")]
         masked = " and a learned attention bias (a mask that requires a gradient)" if mask_requires_grad else ""
         masked = masked or (" and an attention mask" if with_mask else "")
@@ -276,7 +239,80 @@ class FlashAttention(SDPAttention):
         )
 
 
-def _torch_reason(message: Warning | str) -> str:
-    """A warning of torch's SDPA dispatch as one line, without its "(Triggered internally at ...)"."""
-    text = " ".join(str(message).split())
-    return text.split(" (Triggered internally")[0].strip()
+@KERNELS.register("linear")
+class LinearAttention(AttentionKernel):
+    """Causal linear attention (Katharopoulos et al., ICML 2020, "Transformers are RNNs"):
+    softmax replaced by the kernel ``phi(q) . phi(k)``, ``phi(x) = elu(x) + 1`` (Eq. 7):
+
+        ``out_i = phi(q_i)^T S_i / (phi(q_i)^T z_i + eps)``, ``S_i = sum_{j<=i} phi(k_j) v_j^T``,
+        ``z_i = sum_{j<=i} phi(k_j)`` (Eqs. 5-6 with the causal mask of Eq. 8-9).
+
+    Computed chunk by chunk (chunk size ``chunk``): within a chunk the masked (c, c) product,
+    across chunks the running state ``S`` (D x D) and normaliser ``z``, so memory is
+    O(B H (T c + T/c D^2)) and time O(T (c + D) D), linear in T. Computed in float32 whatever the
+    input dtype (prefix sums in bfloat16 lose too much), cast back. Padding keys (``key_padding_mask``)
+    contribute nothing; a query that sees no key returns 0.
+
+    Does not do: an additive bias (ALiBi), attention dropout, a score scale (``phi`` is not
+    scale-equivariant; ``attention.scale`` is ignored by the paper's formula), returning weights.
+    The config refuses the first three (:meth:`check_config`).
+
+    Args:
+        dropout: must be 0.
+        scale: ignored (see above); accepted for the common constructor.
+        mask_fill: must be ``-inf`` (there are no scores to fill).
+        chunk: chunk length c.
+    """
+
+    softmax = False
+    eps = 1e-6
+
+    def __init__(
+        self, dropout: float = 0.0, scale: float | None = None, mask_fill: str = "-inf", chunk: int = 64
+    ) -> None:
+        if dropout:
+            raise ValueError("kernel 'linear' has no attention weights to drop out; set model.dropout=0")
+        super().__init__(0.0, None, mask_fill)
+        self.chunk = chunk
+
+    @classmethod
+    def check_config(cls, cfg: TransformerConfig) -> None:
+        super().check_config(cfg)
+        if POSITIONAL.get(cfg.position).adds_bias():
+            raise ValueError(
+                f"kernel 'linear' cannot add the attention bias of position '{cfg.position}'; "
+                "use rope, sinusoidal, learned or nope"
+            )
+        if cfg.dropout:
+            raise ValueError("kernel 'linear' has no attention weights to drop out; set model.dropout=0")
+        if cfg.scale != "d_head":
+            raise ValueError(f"kernel 'linear' has no score scale; attention.scale={cfg.scale} would be ignored")
+
+    def forward(self, q, k, v, bias=None, need_weights=False, key_padding_mask=None):
+        if need_weights:
+            raise ValueError("kernel 'linear' does not return attention weights; use kernel 'math'")
+        if bias is not None:
+            raise ValueError("kernel 'linear' cannot add an attention bias")
+        B, H, T, D = q.shape
+        S, Dv = k.size(-2), v.size(-1)
+        if T > S:
+            raise ValueError(f"causal attention needs T <= S, got T={T}, S={S}")
+        fq, fk, vf = F.elu(q.float()) + 1, F.elu(k.float()) + 1, v.float()  # phi(q), phi(k)
+        if key_padding_mask is not None:
+            fk = fk * (~key_padding_mask.to(torch.bool))[:, None, :, None]  # (B, H, S, D): hidden keys are 0
+        fq = F.pad(fq, (0, 0, S - T, 0))  # (B, H, S, D): queries sit at the last T positions
+        c = min(self.chunk, S)
+        n = -(-S // c)
+        pad = n * c - S  # zero keys and queries at the end; dropped below
+        fq, fk, vf = (F.pad(x, (0, 0, 0, pad)).view(B, H, n, c, -1) for x in (fq, fk, vf))  # (B, H, n, c, *)
+        kv = fk.transpose(-2, -1) @ vf  # (B, H, n, D, Dv): each chunk's sum of phi(k) v^T
+        z = fk.sum(-2)  # (B, H, n, D)
+        zero_kv, zero_z = torch.zeros_like(kv[:, :, :1]), torch.zeros_like(z[:, :, :1])
+        kv_prev = torch.cat([zero_kv, kv.cumsum(2)[:, :, :-1]], dim=2)  # (B, H, n, D, Dv): earlier chunks
+        z_prev = torch.cat([zero_z, z.cumsum(2)[:, :, :-1]], dim=2)  # (B, H, n, D)
+        a = (fq @ fk.transpose(-2, -1)).tril()  # (B, H, n, c, c): within the chunk, j <= i
+        num = fq @ kv_prev + a @ vf  # (B, H, n, c, Dv)
+        den = (fq * z_prev[..., None, :]).sum(-1) + a.sum(-1)  # (B, H, n, c)
+        out = (num / (den[..., None] + self.eps)).reshape(B, H, n * c, Dv)  # (B, H, S + pad, Dv)
+        self.backends.add("linear")
+        return out[:, :, S - T : S].to(q.dtype), None  # (B, H, T, Dv)

@@ -1,6 +1,4 @@
-"""Normalisation layers, built as ``NORMS.get(name)(d_model)``; all act on the last dim (C).
-
-``none`` is the identity: the norm-free arm of the ``layernorm-needed`` claim. A norm class
+"""Normalisation layers, built as ``NORMS.get(name)(d_model)``, (..., C) -> (..., C); a norm class
 says whether it rescales with the class attribute ``normalises`` (default True)."""
 
 from __future__ import annotations
@@ -8,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from harness.modules.registries import NORMS
+from harness.modules.config import NORMS
 
 # Layer normalisation (Ba et al., 2016): centre and scale over C, learned gain and bias, eps 1e-5.
 NORMS.register("layernorm")(nn.LayerNorm)
@@ -18,11 +16,7 @@ NORMS.register("layernorm")(nn.LayerNorm)
 class RMSNorm(nn.Module):
     """Root-mean-square layer normalisation (Zhang & Sennrich, NeurIPS 2019):
     ``y = x / sqrt(mean(x^2) + eps) * g``, no centring and no bias. Normalises in float32 and
-    casts back to the input dtype (as LLaMA does).
-
-    Args:
-        d_model: C, the normalised (last) dimension.
-        eps: added to the mean square.
+    casts back to the input dtype (as LLaMA does); ``eps`` is added to the mean square.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
@@ -31,7 +25,6 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x: Tensor) -> Tensor:
-        """(..., C) -> (..., C)."""
         xf = x.float()
         xf = xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         return (xf * self.weight.float()).to(x.dtype)
@@ -44,10 +37,7 @@ class RMSNorm(nn.Module):
 class NoNorm(nn.Identity):
     """No normalisation, ``y = x`` (the arm without LayerNorm of claim ``layernorm-needed``).
     With Pre-LN the residual stream and the final projection then see unnormalised activations;
-    with Post-LN the block is a plain residual block.
-
-    Args:
-        d_model: accepted for the norms' common constructor, unused.
+    with Post-LN the block is a plain residual block. ``d_model`` is unused.
     """
 
     normalises = False

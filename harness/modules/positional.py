@@ -1,36 +1,21 @@
-"""Positional encodings: one base class with identity hooks, one registry entry per variant.
-
-Each variant acts in one place of the model, and overrides only that hook:
-
-- ``add_to_embeddings(x)``: ``sinusoidal``, ``learned``, ``learned_clamp`` (added to the token embeddings).
-- ``rotate_qk(q, k)``: ``rope`` (rotates queries and keys in every layer).
-- ``attention_bias(t, s)``: ``alibi`` (an additive bias on the attention scores).
-- nothing: ``nope``.
-
-Every variant is built as ``POSITIONAL.get(name)(cfg)`` from a ``TransformerConfig``. One
-instance is shared by all layers; the attention layers receive it in ``forward``.
+"""Positional encodings, built as ``POSITIONAL.get(name)(cfg)`` from a ``TransformerConfig``; one
+instance is shared by all layers. Each variant overrides the one hook where it acts:
+``add_to_embeddings`` (sinusoidal, learned, learned_clamp), ``rotate_qk`` (rope) or
+``attention_bias`` (alibi); ``nope`` none.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
-from harness.modules.registries import POSITIONAL
-
-if TYPE_CHECKING:
-    from harness.modules.config import TransformerConfig
+from harness.modules.config import POSITIONAL, TransformerConfig
 
 
 class PositionalEncoding(nn.Module):
-    """Base: every hook is the identity. A variant overrides only what it needs.
-
-    Args:
-        cfg: the model config (``d_model``, ``n_heads``, ``max_len``, ...).
-    """
+    """Base: every hook is the identity. A variant overrides only what it needs."""
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
@@ -45,7 +30,6 @@ class PositionalEncoding(nn.Module):
     @classmethod
     def max_positions(cls, cfg: TransformerConfig) -> int | None:
         """Longest sequence the encoding can represent; ``None`` for any length."""
-        return None
 
     @classmethod
     def adds_bias(cls) -> bool:
@@ -89,7 +73,7 @@ class Sinusoidal(PositionalEncoding):
     """
 
     def table(self, t: int, device: torch.device | None = None) -> Tensor:
-        """The float32 table of shape (T, C)."""
+        """(T, C) float32."""
         pos = torch.arange(t, dtype=torch.float64, device=device)[:, None]  # (T, 1)
         two_i = torch.arange(0, self.d_model, 2, dtype=torch.float64, device=device)  # (ceil(C/2),)
         angle = pos * torch.exp(two_i * (-math.log(10000.0) / self.d_model))  # (T, ceil(C/2))
@@ -99,7 +83,6 @@ class Sinusoidal(PositionalEncoding):
         return pe.float()
 
     def add_to_embeddings(self, x: Tensor) -> Tensor:
-        """(B, T, C) -> (B, T, C); the table is cast to ``x``'s dtype."""
         return x + self.table(x.size(1), x.device).to(x.dtype)
 
 
@@ -131,18 +114,13 @@ class Learned(PositionalEncoding):
         return cfg.max_len
 
     def add_to_embeddings(self, x: Tensor) -> Tensor:
-        """(B, T, C) -> (B, T, C).
-
-        Raises:
-            ValueError: ``T > max_len``.
-        """
         t = x.size(1)
         if t > self.max_len:
             raise ValueError(f"sequence length T={t} exceeds max_len={self.max_len} of the learned table")
         return x + self.table(self.rows(t, x.device)).to(x.dtype)  # (T, C) broadcast
 
     def rows(self, t: int, device: torch.device) -> Tensor:
-        """The table row each of ``t`` positions reads, (T,): its own."""
+        """(T,): the table row each position reads, its own."""
         return torch.arange(t, device=device)
 
 
@@ -196,29 +174,20 @@ class RoPE(PositionalEncoding):
             raise ValueError(f"position 'rope' needs an even head dim, got d_head={cfg.d_head}")
 
     def cos_sin(self, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """cos and sin of the angles, float32, each of shape (N, D), for integer positions (N,).
-
-        The angles and their cos/sin are taken in float64 and rounded once to float32.
-        """
+        """(N,) integer positions -> cos and sin of their angles, (N, D) float32 each."""
         two_i = torch.arange(0, self.d_head, 2, dtype=torch.float64, device=positions.device)
         inv_freq = self.base ** (-two_i / self.d_head)  # (D/2,)
         angle = positions.double()[:, None] * inv_freq[None, :]  # (N, D/2)
         angle = torch.cat([angle, angle], dim=-1)  # (N, D): pair i and i + D/2 share an angle
         return angle.cos().float(), angle.sin().float()
 
-    @staticmethod
-    def rotate_half(x: Tensor) -> Tensor:
-        """(..., D) -> (..., D): ``[x1, x2] -> [-x2, x1]``."""
-        x1, x2 = x.chunk(2, dim=-1)
-        return torch.cat([-x2, x1], dim=-1)
-
     def _rotate(self, x: Tensor, positions: Tensor) -> Tensor:
         cos, sin = self.cos_sin(positions)  # (N, D) each, float32
         xf = x.float()
-        return (xf * cos + self.rotate_half(xf) * sin).to(x.dtype)
+        x1, x2 = xf.chunk(2, dim=-1)
+        return (xf * cos + torch.cat([-x2, x1], dim=-1) * sin).to(x.dtype)  # rotate_half: [x1, x2] -> [-x2, x1]
 
     def rotate_qk(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
-        """(B, H, T, D), (B, H, S, D) -> same shapes and dtypes."""
         t, s = q.size(-2), k.size(-2)
         k_pos = torch.arange(s, device=k.device)  # (S,)
         return self._rotate(q, k_pos[s - t :]), self._rotate(k, k_pos)
@@ -248,7 +217,7 @@ class ALiBi(PositionalEncoding):
     head counts that are not powers of two (:func:`alibi_slopes`).
 
     The bias is float32 on the module's device; entries above the diagonal (``j > i``) are left
-    positive, since the kernel masks them (always causal).
+    positive: the kernel masks them.
     """
 
     slopes: Tensor

@@ -1,8 +1,6 @@
 """Measurements of a model that are not its loss: causal leakage, attention on masked keys, and
-gradient norms per layer. Pure torch; the caller picks the precision (autocast) to run them in.
-
-Every function returns plain floats (NaN where the model produced NaN/inf; gradient norms in
-an :class:`InitGradients`), ready for a run record. None of them changes the model's parameters or leaves gradients behind.
+gradient norms per layer, as plain floats (NaN where the model produced NaN/inf). The caller picks
+the precision (autocast); none changes the model's parameters or leaves gradients behind.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from harness.modules.transformer import TransformerLM
 
 
 def _finite_max(x: Tensor) -> float:
-    """Largest finite entry of ``x``, 0.0 if none is finite (non-finite entries are counted apart)."""
+    """Largest finite entry of ``x``, 0.0 if none is finite."""
     x = x.detach().float()
     finite = x[torch.isfinite(x)]
     return finite.max().item() if finite.numel() else 0.0
@@ -52,6 +50,29 @@ def causal_leakage(
     gen = torch.Generator().manual_seed(seed)
     other = idx.clone()
     other[:, t + 1 :] = torch.randint(0, model.cfg.vocab_size, (idx.size(0), idx.size(1) - t - 1), generator=gen)
+    w = torch.randn((idx.size(0), t + 1, model.cfg.vocab_size), generator=gen).to(idx.device)
+    a, grad = _logits_and_grad(model, idx, key_padding_mask, t, w)  # (B, t + 1, V), (B, T, C)
+    with torch.no_grad():
+        b = model(other, key_padding_mask)[:, : t + 1]
+    diff = (a.float() - b.float()).abs()  # (B, t + 1, V)
+    out = {
+        "leak_logits": _finite_max(diff),
+        "leak_grad": _finite_max(grad[:, t + 1 :].abs()),
+        "nonfinite_logits": (~torch.isfinite(a)).float().mean().item(),
+        "nonfinite_grad": (~torch.isfinite(grad)).float().mean().item(),
+    }
+    if key_padding_mask is not None:  # the same, at the real (non-padding) positions <= t only
+        real = ~key_padding_mask[:, : t + 1]  # (B, t + 1)
+        out["leak_logits_real"] = _finite_max(diff[real])
+        grad = _logits_and_grad(model, idx, key_padding_mask, t, w * real[..., None].to(w.dtype))[1]
+        out["leak_grad_real"] = _finite_max(grad[:, t + 1 :].abs())
+    return out
+
+
+def _logits_and_grad(
+    model: TransformerLM, idx: Tensor, mask: Tensor | None, t: int, w: Tensor
+) -> tuple[Tensor, Tensor]:
+    """The logits at ``<= t`` and the gradient of ``sum(logits * w)`` at the token embeddings."""
     store: dict[str, Tensor] = {}
 
     def keep(module: torch.nn.Module, inputs: tuple[Tensor, ...], out: Tensor) -> Tensor:
@@ -62,35 +83,12 @@ def causal_leakage(
     handle = model.tok_emb.register_forward_hook(keep)
     try:
         with torch.enable_grad():
-            a = model(idx, key_padding_mask)[:, : t + 1]  # (B, t + 1, V)
-            w = torch.randn(a.shape, generator=gen).to(a.device)
+            a = model(idx, mask)[:, : t + 1]  # (B, t + 1, V)
             (a.float() * w).sum().backward()
     finally:
         handle.remove()
-    grad = store["emb"].grad  # (B, T, C)
     model.zero_grad(set_to_none=True)
-    with torch.no_grad():
-        b = model(other, key_padding_mask)[:, : t + 1]
-    diff = (a.detach().float() - b.float()).abs()  # (B, t + 1, V)
-    out = {
-        "leak_logits": _finite_max(diff),
-        "leak_grad": _finite_max(grad[:, t + 1 :].abs()),
-        "nonfinite_logits": (~torch.isfinite(a.detach())).float().mean().item(),
-        "nonfinite_grad": (~torch.isfinite(grad)).float().mean().item(),
-    }
-    if key_padding_mask is not None:  # the same, at the real (non-padding) positions <= t only
-        real = ~key_padding_mask[:, : t + 1]  # (B, t + 1)
-        out["leak_logits_real"] = _finite_max(diff[real])
-        handle = model.tok_emb.register_forward_hook(keep)
-        try:
-            with torch.enable_grad():
-                a = model(idx, key_padding_mask)[:, : t + 1]
-                (a.float() * w * real[..., None].to(w.dtype)).sum().backward()
-        finally:
-            handle.remove()
-        out["leak_grad_real"] = _finite_max(store["emb"].grad[:, t + 1 :].abs())
-        model.zero_grad(set_to_none=True)
-    return out
+    return a.detach(), store["emb"].grad
 
 
 def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor | None = None) -> dict[str, float]:

@@ -1,9 +1,6 @@
-"""A decoder-only Transformer language model whose components are picked by name.
+"""A decoder-only Transformer language model whose components are named by a ``TransformerConfig``.
 
-``TransformerConfig`` (:mod:`harness.modules.config`) holds the names (``position``, ``kernel``,
-``qkv``, ``scale``, ``mask_fill``, ``head_split``, ``norm``, ``norm_position``, ``activation``, ``init``) and
-is validated when built; ``TransformerLM`` wires the registered classes. Blocks are built as
-``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos, key_padding_mask)``.
+Blocks are built as ``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos, key_padding_mask)``.
 """
 
 from __future__ import annotations
@@ -14,20 +11,15 @@ from typing import Any, ClassVar
 from torch import Tensor, nn
 
 from harness.modules.attention import MultiHeadAttention
-from harness.modules.config import TransformerConfig
+from harness.modules.config import BLOCKS, INITS, NORMS, POSITIONAL, TransformerConfig
 from harness.modules.ffn import FeedForward
-from harness.modules.inits import INITS
-from harness.modules.norms import NORMS
-from harness.modules.positional import POSITIONAL, PositionalEncoding
-from harness.modules.registries import BLOCKS
+from harness.modules.positional import PositionalEncoding
 
 
 class Block(nn.Module):
     """Base of the Transformer blocks: one attention and one feed-forward sub-layer, each with
     its norm. ``final_norm`` says whether the model needs a norm after the last block.
-
-    Args:
-        cfg: the model config.
+    ``forward(x, pos, key_padding_mask)``: (B, T, C) -> (B, T, C); the mask (B, T) hides padding keys.
     """
 
     final_norm: ClassVar[bool] = True
@@ -47,10 +39,6 @@ class Block(nn.Module):
         )
         self.norm2 = NORMS.get(cfg.norm)(cfg.d_model)
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.dropout)
-
-    def forward(self, x: Tensor, pos: PositionalEncoding, key_padding_mask: Tensor | None = None) -> Tensor:
-        """(B, T, C) -> (B, T, C); ``key_padding_mask`` (B, T) hides padding keys."""
-        raise NotImplementedError
 
 
 @BLOCKS.register("pre")
@@ -93,9 +81,6 @@ class TransformerLM(nn.Module):
         - the head shares the token embedding's weight when ``cfg.tie_embeddings``.
 
     No KV cache, no generation loop; sequences beyond ``max_positions`` raise ``ValueError``.
-
-    Args:
-        cfg: the architecture.
     """
 
     def __init__(self, cfg: TransformerConfig) -> None:
@@ -154,24 +139,13 @@ class TransformerLM(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def parameter_groups(self, weight_decay: float) -> list[dict[str, Any]]:
-        """Two AdamW parameter groups covering every parameter exactly once.
-
-        Decay: weights of ``nn.Linear`` layers only. No decay: embeddings (tokens, learned
-        positions, and so a tied head), norms and biases.
-
-        Args:
-            weight_decay: the decay of the first group.
-
-        Returns:
-            ``[{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}]``.
-        """
+        """Two AdamW parameter groups covering every parameter exactly once: ``weight_decay`` on
+        the weights of ``nn.Linear`` layers only, 0 on the rest (embeddings: tokens, learned
+        positions, and so a tied head; norms; biases)."""
         embeddings = {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}
         linear = {id(m.weight) for m in self.modules() if isinstance(m, nn.Linear)}
         decay_ids = linear - embeddings
         params = list(self.parameters())  # shared parameters appear once
         decay = [p for p in params if id(p) in decay_ids]
         rest = [p for p in params if id(p) not in decay_ids]
-        return [
-            {"params": decay, "weight_decay": weight_decay},
-            {"params": rest, "weight_decay": 0.0},
-        ]
+        return [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}]

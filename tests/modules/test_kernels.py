@@ -8,8 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from harness.modules import KERNELS, MASK_FILLS, POSITIONAL, TransformerConfig
-from harness.modules.kernels import hidden_keys
-from harness.modules.linear_attention import LinearAttention
+from harness.modules.kernels import LinearAttention, hidden_keys
 from helpers.kernels import available_kernels
 
 H, T, D = 4, 7, 8
