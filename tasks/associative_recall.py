@@ -1,29 +1,16 @@
 """Multi-query associative recall (MQAR).
 
 After Arora, Eyuboglu et al. 2023, "Zoology: Measuring and Improving Recall in Efficient Language
-Models" (HazyResearch/zoology, ``zoology/data/multiquery_ar.py``, ``multiquery_ar``). A row opens
-with ``n_pairs`` key-value pairs ``k_1 v_1 .. k_P v_P``; every key is then queried once, in random
-order, and the model must produce the value paired with it earlier in the row. As in Zoology, the
-answer is only a target: the input token after a query is filler, never the answer.
+Models" (HazyResearch/zoology, ``zoology/data/multiquery_ar.py``). A row opens with ``n_pairs``
+key-value pairs ``k_1 v_1 .. k_P v_P``; every key is then queried once, in random order, and the
+model must produce the value paired with it earlier in the row. As in Zoology, the answer is only
+a target: the input token after a query is filler (why: version 2 in docs/tasks.md).
 
 Differences from Zoology's generator, deliberate: filler is the single token 0 (Zoology fills with
 random tokens); query positions are uniform over all non-overlapping 2-token slots (Zoology draws
-gaps from a power law, favouring short ones); values are drawn with replacement. The number of
-pairs is the same at every length, so a longer sequence means longer query distances, as in
-Zoology. Every split draws from the same distribution.
-
-Version 2 (why version 1 did not learn): version 1 also wrote each answer into the input after its
-query. That lets a model score without recall: answer with one of the row's values not yet given
-as an answer, which is right with probability 1/4, 1/3, 1/2, 1 for the 4 queries of a 4-pair row
-(0.52 on average). Every model tried stopped on that plateau (0.51-0.52 answer accuracy,
-validation loss 0.93-0.97 nats; 4 pairs, 2 layers, d_model 64, batch 128, lr 1e-3, 2,000 steps),
-the product and a plain-PyTorch model alike (lr 3e-3: 0.51 at step 750). With the answer hidden
-(this version) the product's model reaches 1.00 by step 750. The plain-PyTorch pilot that reached
-1.00 with answers in the input asked the queries in pair order: a copy from 2P positions back,
-which needs positions but no recall. Version 2 in the product (seed 0; L 16, batch 128, lr 1e-3,
-untied head, weight decay 0.01, 1,500 steps): sinusoidal 1.00 and alibi 0.995 test accuracy
-(target 0.9 first met at step 750), learned 1.00 and rope 0.97 at step 500, nope 0.88. At L 32
-with a tied head and weight decay 0.1, sinusoidal stayed at 0.33 for 1,000 steps.
+gaps from a power law); values are drawn with replacement. The number of pairs is the same at
+every length, so a longer sequence means longer query distances. Every split draws from the same
+distribution.
 """
 
 from __future__ import annotations
@@ -43,8 +30,6 @@ FILLER = 0
 
 
 class AssociativeRecallParams(TaskParams):
-    """Parameters of ``associative_recall``."""
-
     n_pairs: int = pydantic.Field(4, ge=1, description="key-value pairs (and queries) per row")
     n_keys: int = pydantic.Field(16, ge=1, description="size of the key vocabulary")
     n_values: int = pydantic.Field(16, ge=1, description="size of the value vocabulary")
@@ -111,10 +96,7 @@ def _distinct(rng: np.random.Generator, n: int, high: int, k: int) -> np.ndarray
 
 
 def _non_overlapping_starts(rng: np.random.Generator, n: int, span: int, k: int) -> np.ndarray:
-    """(N, k) sorted starts of ``k`` disjoint 2-token slots in ``0 .. span - 1``, per row.
-
-    Uniform over all placements: choose ``k`` of ``span - k`` positions, then shift the i-th
-    (sorted) by ``i`` so consecutive slots never touch the same token.
-    """
+    """(N, k) sorted starts of ``k`` disjoint 2-token slots in ``0 .. span - 1``, per row, uniform
+    over all placements: ``k`` of ``span - k`` positions, the i-th (sorted) shifted by ``i``."""
     chosen = np.sort(_distinct(rng, n, span - k, k), axis=1)  # (N, k)
     return chosen + np.arange(k)[None, :]

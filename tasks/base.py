@@ -1,13 +1,5 @@
-"""The task contract: every task is a causal language-modelling problem.
-
-A task turns a numpy ``Generator`` into a batch of ``inputs`` and next-token ``targets``, both
-``(N, T)`` int64, where ``T`` is the model's input length. A scored target is also the next
-input token, unless the task hides its answers (``answers_in_input = False``: MQAR, as in
-Zoology, where an answer seen in the input would let later answers be guessed). Targets equal
-:data:`IGNORE_INDEX` where no loss is taken. Synthetic tasks score only their answer positions;
-language-modelling tasks score every position. All randomness comes from the generator passed in, so the same
-generator state always gives identical tensors.
-"""
+"""The task contract: every task is a causal language-modelling problem, drawn by :meth:`Task.sample`
+from a numpy ``Generator`` alone (the same generator state always gives identical tensors)."""
 
 from __future__ import annotations
 
@@ -25,8 +17,7 @@ from harness.registry import did_you_mean
 if TYPE_CHECKING:  # torch is imported where tensors are made: `ablate list` stays fast
     from torch import Tensor
 
-IGNORE_INDEX = -100
-"""Target value for positions that take no loss (PyTorch's ``cross_entropy`` default)."""
+IGNORE_INDEX = -100  # the target of a position that takes no loss (PyTorch's ``cross_entropy`` default)
 
 SPLITS = ("train", "val", "test")
 Split = Literal["train", "val", "test"]
@@ -38,24 +29,20 @@ class DataUnavailableError(RuntimeError):
 
 class TaskParams(pydantic.BaseModel):
     """Base of every task's ``Params``: unknown fields are errors, instances are immutable, every
-    integer is at most 2**31 - 1."""
+    integer is at most 2**31 - 1 (:mod:`harness.bounds`)."""
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
     @pydantic.field_validator("*", mode="after")
     @classmethod
     def _int_in_range(cls, value: Any, info: pydantic.ValidationInfo) -> Any:
-        """Every integer parameter is at most 2**31 - 1 (:mod:`harness.bounds`)."""
         return check_int_range(value, cls.model_fields[info.field_name].metadata)
 
 
 class Task(ABC):
-    """Base class of all tasks.
-
-    A subclass sets the class attributes, defines ``Params`` (a :class:`TaskParams` subclass),
-    the ``vocab_size`` and ``min_seq_len`` properties, and implements :meth:`max_seq_len` and
-    :meth:`_generate`. The
-    public :meth:`sample` checks its arguments and the shapes of what ``_generate`` returns.
+    """Base class of all tasks: a subclass sets the class attributes and ``Params`` (a
+    :class:`TaskParams` subclass), and defines ``vocab_size``, :meth:`max_seq_len`,
+    :meth:`_generate` and, where it is above 1, ``min_seq_len``.
 
     Attributes:
         name: the registry name, permanent.
@@ -74,10 +61,7 @@ class Task(ABC):
         pad_id: the padding token id, or ``None`` (the default) for a task without padding; the
             training layer hides it from attention (a key padding mask), and no scored
             position may hold it (the ``answers`` contract).
-        params: the validated parameters, an instance of ``Params``.
-
-    Args:
-        params: task parameters; ``None`` means all defaults.
+        params: the validated parameters, an instance of ``Params`` (``None``: all defaults).
         data_dir: directory holding data files (used by tasks that read files only).
 
     Raises:
@@ -96,7 +80,12 @@ class Task(ABC):
     contract tests), for a task whose defaults cannot be built (``text`` needs a corpus)."""
 
     def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None):
-        self.params = validate_params(self.Params, params, task=self.name)
+        try:
+            self.params = self.Params.model_validate(dict(params or {}))
+        except pydantic.ValidationError as err:
+            raise ValueError(
+                f"invalid params for task {self.name!r}: " + _problems(err, list(self.Params.model_fields))
+            ) from err
         self.data_dir = Path(data_dir) if data_dir is not None else None
 
     @property
@@ -127,22 +116,15 @@ class Task(ABC):
         """
 
     def check_available(self) -> None:
-        """Make sure the task's data can be loaded, before any run starts.
-
-        Synthetic tasks need nothing. File-backed tasks find, download or verify their file here.
+        """Make sure the task's data can be loaded (found, downloaded, verified), before any run starts.
 
         Raises:
             DataUnavailableError: the data cannot be had; the message says how to provide it.
         """
 
     def sample(self, n: int, seq_len: int, rng: np.random.Generator, split: Split = "train") -> tuple[Tensor, Tensor]:
-        """Draw ``n`` problems of input length ``seq_len``.
-
-        Args:
-            n: number of rows N, at least 1.
-            seq_len: input length T, at least :attr:`min_seq_len`, at most :meth:`max_seq_len`.
-            rng: the only source of randomness.
-            split: ``"train"``, ``"val"`` (tuning) or ``"test"`` (comparisons).
+        """Draw ``n`` (N) problems of input length ``seq_len`` (T) from ``split``: ``"train"``,
+        ``"val"`` (tuning) or ``"test"`` (comparisons); ``rng`` is the only source of randomness.
 
         Returns:
             ``(inputs, targets)``, each ``(N, T)`` int64; ``targets[i, t]`` is the token that
@@ -182,26 +164,17 @@ class Task(ABC):
         return f"{type(self).__name__}({self.params!r})"
 
 
-def validate_params(model: type[TaskParams], params: Mapping[str, Any] | None, task: str) -> TaskParams:
-    """Validate ``params`` against ``model``; a ``ValueError`` names every bad field.
-
-    Raises:
-        ValueError: an unknown field (with the closest valid name) or an invalid value. The
-            pydantic ``ValidationError`` is chained as the cause.
-    """
-    try:
-        return model.model_validate(dict(params or {}))
-    except pydantic.ValidationError as err:
-        fields = list(model.model_fields)
-        problems = []
-        for e in err.errors():
-            field = ".".join(str(p) for p in e["loc"])
-            if not field:  # a check across fields; its message names them
-                problems.append(str(e["msg"]).removeprefix("Value error, "))
-            elif e["type"] == "extra_forbidden":
-                problems.append(
-                    f"unknown param {field!r}{did_you_mean(field, fields)}; valid params: {', '.join(fields) or 'none'}"
-                )
-            else:
-                problems.append(f"param {field!r}: {e['msg']} (got {e.get('input')!r})")
-        raise ValueError(f"invalid params for task {task!r}: " + "; ".join(problems)) from err
+def _problems(err: pydantic.ValidationError, fields: list[str]) -> str:
+    """Every problem of ``err``, each naming its field (an unknown one with the closest valid name)."""
+    problems = []
+    for e in err.errors():
+        field = ".".join(str(p) for p in e["loc"])
+        if not field:  # a check across fields; its message names them
+            problems.append(str(e["msg"]).removeprefix("Value error, "))
+        elif e["type"] == "extra_forbidden":
+            problems.append(
+                f"unknown param {field!r}{did_you_mean(field, fields)}; valid params: {', '.join(fields) or 'none'}"
+            )
+        else:
+            problems.append(f"param {field!r}: {e['msg']} (got {e.get('input')!r})")
+    return "; ".join(problems)

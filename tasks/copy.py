@@ -31,8 +31,6 @@ FIRST_SYMBOL = 2
 
 
 class CopyParams(TaskParams):
-    """Parameters of ``copy`` and ``reverse``."""
-
     n_symbols: int = pydantic.Field(16, ge=1, description="alphabet size of the strings")
     min_len: int = pydantic.Field(1, ge=1, description="shortest string in training rows")
 
@@ -59,7 +57,7 @@ class Copy(Task):
         return 2 * self.params.min_len
 
     def max_seq_len(self, split: Split) -> None:
-        """No bound: strings are generated at any length."""
+        """No bound."""
 
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         max_len = seq_len // 2
@@ -90,17 +88,8 @@ class Reverse(Copy):
 
 
 def _build_sequences(symbols: np.ndarray, lengths: np.ndarray, total: int, reverse: bool) -> np.ndarray:
-    """Lay out ``x SEP y PAD ..`` for every row.
-
-    Args:
-        symbols: (N, n_max) candidate symbols; row i uses its first ``lengths[i]``.
-        lengths: (N,) string lengths, each in ``1 .. n_max``.
-        total: length of the full sequence, at least ``2 * n_max + 1``.
-        reverse: whether ``y`` is ``x`` reversed.
-
-    Returns:
-        (N, total) int64.
-    """
+    """(N, total) int64 rows ``x SEP y PAD ..``: row i's ``x`` is the first ``lengths[i]`` of
+    ``symbols[i]`` (N, n_max); ``total`` is at least ``2 * n_max + 1``."""
     pos = np.arange(total)[None, :]  # (1, total)
     lens = lengths[:, None]  # (N, 1)
     copy_idx = 2 * lens - pos if reverse else pos - lens - 1  # index into x, for y

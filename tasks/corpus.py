@@ -1,21 +1,7 @@
-"""A user's corpus for the ``text`` task: found, read, checked and fingerprinted.
-
-Three sources:
-
-- a local **file**, UTF-8 text;
-- a local **folder**: its files matching a glob (default ``**/*.txt``, hidden paths skipped),
-  sorted by their path relative to the folder and concatenated byte for byte (no separator);
-- a Hugging Face **dataset** (the optional extra ``ablate[datasets]``), loaded with
-  ``datasets.load_dataset(name, config, data_files=..., split=...)`` into
-  ``$ABLATE_CACHE_DIR/huggingface``; the rows of one text column are joined with ``"\\n"`` and
-  the result is cached as a text file under ``$ABLATE_CACHE_DIR/text/hf/``, keyed by the
-  arguments and the content of its local files, which every later load reads: once cached, no
-  network and no ``datasets`` import.
-
-A relative ``path`` is looked up in ``data_dir`` (else ``$ABLATE_DATA_DIR``), then in the working
-directory. Every problem is a :class:`~tasks.base.DataUnavailableError` naming the file and the
-fix: no such path, a folder without matching files, an empty corpus, a file that is not UTF-8
-text (a binary file).
+"""A user's corpus for the ``text`` task: a local UTF-8 file, a folder's files matching a glob
+(concatenated byte for byte in relative-path order, hidden paths skipped) or a Hugging Face
+dataset's text column (docs/tasks.md), read, checked and fingerprinted. Every problem is a
+:class:`~harness.tasks.base.DataUnavailableError` naming the file and the fix.
 """
 
 from __future__ import annotations
@@ -23,25 +9,19 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.tasks.base import DataUnavailableError
-from harness.tasks.tinyshakespeare import cache_dir, write_atomically
+from harness.tasks.tinyshakespeare import cache_dir, data_dir_or_env, write_atomically
 
 
 @dataclass(frozen=True)
 class Corpus:
-    """The whole corpus as one string.
-
-    Attributes:
-        text: the decoded text.
-        sha256: hex digest of its UTF-8 bytes (what the task version fingerprints).
-        source: where it was read from, for messages.
-    """
+    """The whole corpus as one string, the hex sha256 of its UTF-8 bytes (what the task version
+    fingerprints) and where it was read from (for messages)."""
 
     text: str
     sha256: str
@@ -64,14 +44,10 @@ def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None) -
 
 def resolve(path: str, data_dir: Path | None = None) -> Path:
     """The file or folder ``path`` names: as given when absolute, else in ``data_dir`` (else
-    ``$ABLATE_DATA_DIR``), then in the working directory.
-
-    Raises:
-        DataUnavailableError: none of those exists; the message lists where it looked.
-    """
+    ``$ABLATE_DATA_DIR``), then in the working directory; a :class:`DataUnavailableError` lists
+    where it looked."""
     given = Path(path).expanduser()
-    if data_dir is None and os.environ.get("ABLATE_DATA_DIR"):
-        data_dir = Path(os.environ["ABLATE_DATA_DIR"]).expanduser()
+    data_dir = data_dir_or_env(data_dir)
     tried = [given] if given.is_absolute() else [*([Path(data_dir) / given] if data_dir else []), Path.cwd() / given]
     for candidate in tried:
         if candidate.exists():
@@ -84,7 +60,6 @@ def resolve(path: str, data_dir: Path | None = None) -> Path:
 
 
 def _folder_files(folder: Path, glob: str) -> list[Path]:
-    """The files of ``folder`` matching ``glob``, hidden paths skipped, in relative-path order."""
     files = [
         p
         for p in folder.glob(glob)
@@ -99,7 +74,6 @@ def _folder_files(folder: Path, glob: str) -> list[Path]:
 
 
 def _decode(payload: bytes, where: Path | str) -> str:
-    """UTF-8 text, or a :class:`DataUnavailableError` saying why it is not."""
     if (nul := payload.find(b"\x00")) >= 0:
         raise DataUnavailableError(
             f"text: {where} is not a text file (a NUL byte at offset {nul:,}: binary data?); give a UTF-8 text file"
@@ -120,8 +94,7 @@ def _corpus(text: str, payload: bytes, source: str) -> Corpus:
     return Corpus(text, hashlib.sha256(payload).hexdigest(), source)
 
 
-DataFiles = str | Sequence[str] | Mapping[str, str | Sequence[str]]
-"""``data_files`` of ``datasets.load_dataset``: a path or glob, a list of them, or a dict of splits."""
+DataFiles = str | Sequence[str] | Mapping[str, str | Sequence[str]]  # of datasets.load_dataset
 
 
 def read_dataset(
@@ -131,12 +104,10 @@ def read_dataset(
     split: str = "train",
     column: str = "text",
 ) -> Corpus:
-    """A Hugging Face dataset's text column as one :class:`Corpus`, its rows joined by ``"\\n"``.
-
-    The joined text is cached under ``$ABLATE_CACHE_DIR/text/hf/``, keyed by the arguments and by
-    the content of every local file the dataset can read (:func:`local_files`: its ``data_files``,
-    whatever their form, or the files of a local folder ``name``), so that adding, removing or
-    rewriting one is another corpus; a cached copy is read without importing ``datasets``.
+    """A Hugging Face dataset's text column as one :class:`Corpus`, its rows joined by ``"\\n"``,
+    cached under ``$ABLATE_CACHE_DIR/text/hf/`` keyed by the arguments and by the content of every
+    local file the dataset can read (:func:`local_files`); a cached copy is read without
+    importing ``datasets``.
 
     Raises:
         DataUnavailableError: ``datasets`` is not installed; the dataset cannot be loaded (no
@@ -160,15 +131,11 @@ def read_dataset(
 
 
 def local_files(name: str, data_files: DataFiles | None) -> list[Path]:
-    """The local files ``datasets.load_dataset(name, data_files=data_files)`` can read, or more.
-
-    Each pattern of ``data_files`` (a string, a list, or a dict of splits: every split's) is
-    resolved as ``datasets.data_files.resolve_pattern`` resolves it, with :func:`glob.glob`, which
-    ``datasets`` documents as equivalent: relative to the folder ``name`` when it is one, else to
-    the working directory; ``**`` across folders; hidden names skipped unless the pattern names
-    them; files only. A folder ``name`` without ``data_files``: every file below it. Remote
-    patterns (``hf://``, ``https://``) are left out. Files ``datasets`` would skip (in
-    ``__pycache__``, another split's) are kept: they only make another cache key. Sorted.
+    """The local files ``datasets.load_dataset(name, data_files=data_files)`` can read, or more,
+    sorted: every pattern of ``data_files`` (of every split) resolved with :func:`glob.glob`, as
+    ``datasets.data_files.resolve_pattern`` does, relative to the folder ``name`` when it is one,
+    else to the working directory (every file below a folder ``name`` without ``data_files``).
+    Remote patterns are left out; files ``datasets`` would skip are kept (another cache key only).
     """
     folder = Path(name).expanduser()
     base = folder if folder.is_dir() else Path.cwd()
@@ -190,8 +157,8 @@ def local_files(name: str, data_files: DataFiles | None) -> list[Path]:
 
 
 def content_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, read in 1 MiB chunks (every time: a rewrite that keeps the size
-    and the modification time is still another corpus; hashing runs at several hundred MB/s)."""
+    """sha256 of a file's bytes, read every time (a rewrite that keeps the size and the
+    modification time is still another corpus)."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         while chunk := fh.read(1 << 20):
@@ -209,8 +176,7 @@ def _load_dataset(
     rebuild: bool = False,
 ) -> str:
     """The text column's rows joined by newlines. ``rebuild``: read local files afresh, not from
-    ``datasets``' own cache (keyed by their paths and modification times: a rewrite that keeps
-    them would be read stale)."""
+    ``datasets``' own cache (keyed by paths and modification times)."""
     try:
         import datasets
     except ImportError:

@@ -1,23 +1,14 @@
-"""Left-padded copy: variable-length problems aligned to the end of the row, padding in front.
+"""Left-padded copy (ablation ``mask_fill_fp16``): one copy problem ``x SEP x`` of string length
+``n`` at the end of a row of length ``T``, preceded by ``T - 2n`` PAD tokens. The training layer
+hides PAD from attention (``pad_id``), so every query at a padding position sees no key at all, a
+*fully masked row*, as in a left-padded batch of a decoder. Scored as ``copy``; padding never.
+Every split draws ``n`` uniformly from ``min_len .. T // 2``, so evaluation rows hold padding too.
 
-The task behind ablation ``mask_fill_fp16``. A row of length ``T`` holds one copy problem of
-string length ``n`` (``x_1 .. x_n SEP x_1 .. x_n``, as in ``copy``) at its end, preceded by
-``T - 2n`` PAD tokens. The task declares ``pad_id``: the training layer hides PAD tokens from
-attention (a key padding mask), so every query at a padding position sees no key at all, a
-*fully masked row*, as in a left-padded batch of a decoder. Scored, as ``copy``, only on the
-``n`` positions that predict the copied string; padding is never scored.
-
-Every split draws ``n`` uniformly from ``min_len .. T // 2`` (unlike ``copy``, whose evaluation
-rows all use the longest string), so validation and test rows hold padding too.
-
-**Disjoint splits** (version 2). Short strings are few (``n_symbols`` strings of length 1), so
-independent draws would repeat training problems in the test split (9 of 256 test rows at
-T = 32 in version 1). Each problem ``(n, x)`` belongs to one split by a fixed hash of its length
-and symbols (:func:`split_of`: 80 % train, 10 % val, 10 % test, the same at every row length);
-a split draws ``(n, x)`` pairs and keeps those that are its own. A test row therefore never
-equals a train or val row, at any length. The lengths stay uniform except where a length has
-few strings: a split holds on average 10 % (val, test) of the strings of each length, and a
-length none of whose strings is in the split is not drawn in it (e.g. some ``n = 1`` in val and
+**Disjoint splits** (version 2). Short strings are few, so independent draws would repeat training
+problems in the test split (9 of 256 test rows at T = 32 in version 1). Each problem ``(n, x)``
+belongs to one split by a fixed hash of its length and symbols (:func:`split_of`: 80 % train,
+10 % val, 10 % test, at every row length); a split draws ``(n, x)`` pairs and keeps its own. A
+length none of whose strings is in a split is not drawn in it (e.g. some ``n = 1`` in val and
 test with 16 symbols).
 """
 
@@ -63,10 +54,8 @@ class PaddedCopy(Copy):
 
     @functools.cached_property
     def min_seq_len(self) -> int:
-        """The shortest row length at which every split holds at least one problem (``2 * min_len``
-        unless the alphabet is tiny: with ``n_symbols = 1`` each length has one string, so one
-        split holds it), found by listing the problems of each length while they are few; the
-        pre-run checks refuse a shorter ``train.seq_len`` or evaluation length."""
+        """The shortest row length at which every split holds a problem (``2 * min_len`` unless
+        the alphabet is tiny), found by listing the problems of each length while they are few."""
         have: set[int] = set()
         n = self.params.min_len
         while True:
@@ -80,13 +69,9 @@ class PaddedCopy(Copy):
             n += 1
 
     def _draw(self, n: int, max_len: int, rng: np.random.Generator, split: Split) -> tuple[np.ndarray, np.ndarray]:
-        """``n`` problems of ``split``: (N,) lengths uniform in ``min_len .. max_len`` and (N, n_max)
-        symbols, drawn in rounds of candidates of which those :func:`split_of` gives to ``split``
-        are kept, in the order drawn.
-
-        Raises:
-            ValueError: the parameters leave (next to) no problem to this split at this length
-                (e.g. ``n_symbols = 1``: one string per length).
+        """``n`` problems of ``split``: (N,) lengths and (N, n_max) symbols, drawn in rounds of
+        candidates of which those :func:`split_of` gives to ``split`` are kept, in the order drawn.
+        ``ValueError`` when the parameters leave (next to) no problem to this split at this length.
         """
         want = SPLIT_BUCKETS[split]
         lengths, symbols, have = [], [], 0
@@ -108,37 +93,23 @@ class PaddedCopy(Copy):
         )
 
 
-BUCKETS = 10
-"""A problem's hash modulo ``BUCKETS`` picks its split (:data:`SPLIT_BUCKETS`)."""
+BUCKETS = 10  # a problem's hash modulo BUCKETS picks its split
 SPLIT_BUCKETS: dict[str, tuple[int, ...]] = {"train": (0, 1, 2, 3, 4, 5, 6, 7), "val": (8,), "test": (9,)}
-ENUMERATE_UP_TO = 4096
-"""Strings of one length listed at most by :attr:`PaddedCopy.min_seq_len`."""
-MAX_ROUNDS = 1000
-"""Rounds of candidates before a split is declared (next to) empty at these parameters."""
-MAX_CANDIDATE_TOKENS = 1 << 21
-"""Symbols drawn per round at most (16 MiB of int64), however many rows are asked for."""
+ENUMERATE_UP_TO = 4096  # strings of one length listed at most by PaddedCopy.min_seq_len
+MAX_ROUNDS = 1000  # rounds of candidates before a split is declared (next to) empty
+MAX_CANDIDATE_TOKENS = 1 << 21  # symbols drawn per round at most (16 MiB of int64)
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser (Steele et al., 2014) on uint64 values: every input bit reaches every
-    output bit. Wrapping uint64 arithmetic, as in the reference C code."""
+    """SplitMix64's finaliser (Steele et al., 2014) on uint64 values, wrapping as the reference C code."""
     h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return h ^ (h >> np.uint64(31))
 
 
 def split_of(symbols: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The bucket ``0 .. BUCKETS - 1`` of each problem ``(n, x)``: a hash of its length and its
-    first ``n`` symbols (the rest of the row is ignored), the same on every machine and at every
-    row length.
-
-    Args:
-        symbols: (N, n_max) int symbols; row i uses its first ``lengths[i]``.
-        lengths: (N,) string lengths.
-
-    Returns:
-        (N,) int64 buckets.
-    """
+    """(N,) int64: the bucket ``0 .. BUCKETS - 1`` of each problem, a hash of its length (``lengths``
+    (N,)) and its first ``n`` symbols (of ``symbols`` (N, n_max)), the same on every machine."""
     with np.errstate(over="ignore"):
         h = _mix(lengths.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15))  # (N,)
         for i in range(symbols.shape[1]):

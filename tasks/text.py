@@ -1,28 +1,7 @@
-"""``text``: language modelling on a user's own corpus, character or byte-level BPE tokens.
-
-The corpus is a local UTF-8 file or folder (param ``path``) or a Hugging Face dataset (param
-``dataset``, extra ``ablate[datasets]``): :mod:`harness.tasks.corpus`. The vocabulary (param
-``tokenizer``) is its characters or a byte-level BPE of ``vocab_size`` ids trained on the
-training split only: :mod:`harness.tasks.vocab`.
-
-**Split**, fixed and contiguous, by characters of the corpus: the last ``test_fraction`` is
-``test`` (comparisons), the ``val_fraction`` before it ``val`` (tuning), everything before that
-``train``; each count is ``round(fraction x characters)``. The defaults (0.05, 0.05) give the 90/5/5
-split of ``tinyshakespeare``, character for character. Each split is tokenised on its own, so
-no token spans two splits. A row is a random window of ``T + 1`` tokens of its split (windows
-overlap); every position is scored, in nats per token, and, through :attr:`Text.token_bytes`, in
-bits per byte (``bpb``), which compares character and BPE runs.
-
-**Version**: ``1+corpus.<12 hex>.<char|bpe>.<12 hex>``: the code version, the sha256 of the
-corpus's bytes and the sha256 of the vocabulary (its characters; the BPE tokenizer's JSON). A
-run's id holds it, so another corpus or another tokenizer is another run. The corpus is read,
-and a BPE tokenizer trained or loaded, when the task is built: also by read-only commands
-(``status``, ``report``), which need the corpus to know the run ids.
-
-**Cache** (BPE only; ``$ABLATE_CACHE_DIR``, else ``~/.cache/ablate``), per corpus:
-``text/<corpus sha256[:16]>/bpe<V>-train<chars>-tokenizers<version>.json`` (the tokenizer) and
-``tokens-<tokenizer sha256[:16]>-<train chars>-<val chars>-<test chars>.npz`` (the encoded splits).
-A character vocabulary is derived in milliseconds and not cached.
+"""``text``: language modelling on a user's own corpus (:mod:`harness.tasks.corpus`), character or
+byte-level BPE tokens (:mod:`harness.tasks.vocab`); its params, split, version and cache are
+described in docs/tasks.md. Each split is tokenised on its own, so no token spans two splits;
+:attr:`Text.token_bytes` gives bits per byte (``bpb``), which compares character and BPE runs.
 """
 
 from __future__ import annotations
@@ -37,9 +16,9 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from harness.tasks import TASKS
-from harness.tasks.base import DataUnavailableError, Split, Task, TaskParams
+from harness.tasks.base import DataUnavailableError, TaskParams
 from harness.tasks.corpus import Corpus, read_dataset, read_path
-from harness.tasks.tinyshakespeare import cache_dir, write_atomically
+from harness.tasks.tinyshakespeare import CorpusTask, cache_dir, write_atomically
 from harness.tasks.vocab import BPEVocab, CharVocab
 
 if TYPE_CHECKING:
@@ -47,8 +26,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CODE_VERSION = "1"
-"""Bumped whenever the rows drawn for a given corpus, vocabulary and seed change."""
+CODE_VERSION = "1"  # bumped whenever the rows drawn for a given corpus, vocabulary and seed change
 
 _LOADED: dict[tuple[Any, ...], tuple[CharVocab | BPEVocab, np.ndarray, dict[str, tuple[int, int]]]] = {}
 """Per process: (corpus sha256, vocabulary params, split) -> (vocab, token ids, token bounds)."""
@@ -96,12 +74,13 @@ def split_bounds(n_chars: int, val_fraction: float, test_fraction: float) -> dic
 
 
 @TASKS.register("text")
-class Text(Task):
+class Text(CorpusTask):
     """LM on your own corpus (param path or dataset), char or byte-level BPE; every position scored.
 
     Built eagerly: the corpus is read and checked, and the vocabulary built, in the constructor,
     so that ``vocab_size``, :meth:`max_seq_len` and the instance's ``version`` (code, corpus and
     vocabulary digests; the class attribute is the code version alone) are known to planning.
+    :attr:`tokens` (N,) int32 holds the train, val and test ids, concatenated.
 
     Raises:
         ValueError: bad params.
@@ -111,22 +90,19 @@ class Text(Task):
 
     name = "text"
     version = CODE_VERSION
-    kind = "lm"
     Params = TextParams
     example_params = {"path": "tinyshakespeare.txt"}  # in $ABLATE_DATA_DIR (ablate check task=text)
 
     def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None) -> None:
         super().__init__(params, data_dir)
         p = self.params
-        corpus = read_path(p.path, p.glob, self.data_dir) if p.path is not None else self._read_dataset()
-        self.vocab, self._tokens, self.bounds = _load(corpus, p)
+        if p.path is not None:
+            corpus = read_path(p.path, p.glob, self.data_dir)
+        else:
+            corpus = read_dataset(p.dataset, p.dataset_config, p.data_files, p.dataset_split, p.text_column)
+        self.vocab, self.tokens, self.bounds = _tokenise(corpus, p)
         self.corpus_sha256, self.corpus_source = corpus.sha256, corpus.source
         self.version = f"{CODE_VERSION}+corpus.{corpus.sha256[:12]}.{self.vocab.kind}.{self.vocab.digest[:12]}"
-        self._data: Tensor | None = None
-
-    def _read_dataset(self) -> Corpus:
-        p = self.params
-        return read_dataset(p.dataset, p.dataset_config, p.data_files, p.dataset_split, p.text_column)
 
     @property
     def vocab_size(self) -> int:
@@ -138,29 +114,13 @@ class Text(Task):
 
         return torch.from_numpy(self.vocab.token_bytes)
 
-    def max_seq_len(self, split: Split) -> int:
-        """A row is a window of ``seq_len + 1`` tokens of the split."""
-        start, stop = self.bounds[split]
-        return stop - start - 1
-
-    @property
-    def tokens(self) -> np.ndarray:
-        """(N,) int32: the train, val and test ids, concatenated; :attr:`bounds` are offsets into it."""
-        return self._tokens
-
-    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
+    def _load(self) -> Tensor:
         import torch
 
-        if self._data is None:
-            self._data = torch.from_numpy(self._tokens)
-        start, stop = self.bounds[split]
-        offsets = start + rng.integers(0, stop - start - seq_len, size=n)  # (N,)
-        idx = torch.from_numpy(offsets)[:, None] + torch.arange(seq_len + 1)  # (N, T + 1)
-        windows = self._data[idx].long()  # (N, T + 1)
-        return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+        return torch.from_numpy(self.tokens)
 
 
-def _load(corpus: Corpus, p: TextParams) -> tuple[CharVocab | BPEVocab, np.ndarray, dict[str, tuple[int, int]]]:
+def _tokenise(corpus: Corpus, p: TextParams) -> tuple[CharVocab | BPEVocab, np.ndarray, dict[str, tuple[int, int]]]:
     """The vocabulary, every split's tokens concatenated (int32) and their ``[start, stop)``
     token offsets; from this process's memo, the cache, or built (and cached)."""
     chars = split_bounds(len(corpus.text), p.val_fraction, p.test_fraction)

@@ -1,15 +1,11 @@
-"""Tiny Shakespeare, character-level language modelling.
+"""Tiny Shakespeare, character-level language modelling (where the file comes from:
+docs/tasks.md), and what every task on a corpus shares: :class:`CorpusTask`, the cache folder and
+atomic writes.
 
 The 1,115,394-character corpus of karpathy/char-rnn (``data/tinyshakespeare/input.txt``), as used
 by nanoGPT's ``shakespeare_char``. The vocabulary is the file's 65 distinct characters, sorted.
 Splits by position: the first 90 % trains; of the last 10 %, the first half is ``val`` (tuning)
-and the second half ``test`` (comparisons). A row is a random window of ``T + 1`` characters of
-its split; every position is scored. Windows may overlap; no document boundaries, no BPE.
-
-Where the file comes from, in order: ``data_dir`` (else ``$ABLATE_DATA_DIR``)
-``/tinyshakespeare.txt``; the cache ``$ABLATE_CACHE_DIR`` (else ``$XDG_CACHE_HOME/ablate``, else
-``~/.cache/ablate``) ``/tinyshakespeare.txt``; a download into that cache. Every file used is
-checked against its sha256.
+and the second half ``test`` (comparisons). No document boundaries, no BPE.
 """
 
 from __future__ import annotations
@@ -19,9 +15,8 @@ import http.client
 import os
 import tempfile
 import urllib.request
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -48,8 +43,7 @@ class DataChecksumError(DataUnavailableError):
 
 
 def cache_dir() -> Path:
-    """Where downloads go: ``$ABLATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ablate``, else
-    ``~/.cache/ablate``."""
+    """``$ABLATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ablate``, else ``~/.cache/ablate``."""
     if os.environ.get("ABLATE_CACHE_DIR"):
         return Path(os.environ["ABLATE_CACHE_DIR"]).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
@@ -57,19 +51,22 @@ def cache_dir() -> Path:
     return base / "ablate"
 
 
-def locate(data_dir: Path | None = None, download: bool = True) -> Path:
-    """Find (or download) a verified copy of the corpus and return its path.
+def data_dir_or_env(data_dir: Path | None) -> Path | None:
+    """``data_dir``, else ``$ABLATE_DATA_DIR`` when set."""
+    if data_dir is None and os.environ.get("ABLATE_DATA_DIR"):
+        return Path(os.environ["ABLATE_DATA_DIR"]).expanduser()
+    return data_dir
 
-    Args:
-        data_dir: directory to look in first; ``None`` means ``$ABLATE_DATA_DIR`` if set.
-        download: whether to try the network when no local copy exists.
+
+def locate(data_dir: Path | None = None, download: bool = True) -> Path:
+    """A verified copy of the corpus: in ``data_dir`` (else ``$ABLATE_DATA_DIR``), in the cache,
+    or downloaded into the cache (unless not ``download``).
 
     Raises:
         DataChecksumError: a copy was found or downloaded but its sha256 is wrong.
         DataUnavailableError: no local copy and the download failed (or was not allowed).
     """
-    if data_dir is None and os.environ.get("ABLATE_DATA_DIR"):
-        data_dir = Path(os.environ["ABLATE_DATA_DIR"]).expanduser()
+    data_dir = data_dir_or_env(data_dir)
     cached = cache_dir() / FILENAME
     for path in ([Path(data_dir) / FILENAME] if data_dir is not None else []) + [cached]:
         if path.is_file():
@@ -113,47 +110,53 @@ def split_bounds(size: int = SIZE) -> dict[str, tuple[int, int]]:
     return {"train": (0, train_end), "val": (train_end, val_end), "test": (val_end, size)}
 
 
-@TASKS.register("tinyshakespeare", aliases=("shakespeare_char",))
-class TinyShakespeare(Task):
-    """Character-level LM on Tiny Shakespeare; 65 tokens; every position scored.
+class CorpusTask(Task):
+    """Base of the ``lm`` tasks on a corpus: a row is a random window of ``T + 1`` tokens of its
+    split (windows may overlap); every position is scored. A subclass gives :attr:`bounds`, the
+    ``[start, stop)`` token offsets of each split, and :meth:`_load`, the corpus's (N,) ids."""
 
-    The file is read on the first :meth:`sample` (or :meth:`check_available`), not at
-    construction, so ``vocab_size`` is known without the data.
-    """
+    kind = "lm"
+    bounds: dict[str, tuple[int, int]]
+    _data: Tensor | None = None
+
+    def _load(self) -> Tensor:
+        raise NotImplementedError
+
+    def max_seq_len(self, split: Split) -> int:
+        start, stop = self.bounds[split]
+        return stop - start - 1
+
+    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
+        import torch
+
+        if self._data is None:
+            self._data = self._load()
+        start, stop = self.bounds[split]
+        offsets = start + rng.integers(0, stop - start - seq_len, size=n)  # (N,)
+        idx = torch.from_numpy(offsets)[:, None] + torch.arange(seq_len + 1)  # (N, T + 1)
+        windows = self._data[idx].long()  # (N, T + 1)
+        return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+
+
+@TASKS.register("tinyshakespeare", aliases=("shakespeare_char",))
+class TinyShakespeare(CorpusTask):
+    """Character-level LM on Tiny Shakespeare; 65 tokens; every position scored. The file is read
+    on the first :meth:`sample` (or :meth:`check_available`), so ``vocab_size`` is known without
+    it; ``max_seq_len`` is 1,003,853 (train) or 55,769 (val, test)."""
 
     name = "tinyshakespeare"
     version = "1"
-    kind = "lm"
-
-    def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None) -> None:
-        super().__init__(params, data_dir)
-        self._data: Tensor | None = None  # (SIZE,) uint8, loaded on first use
+    bounds = split_bounds()
 
     @property
     def vocab_size(self) -> int:
         return len(VOCAB)
 
-    def max_seq_len(self, split: Split) -> int:
-        """A row is a window of ``seq_len + 1`` characters of the split: 1,003,853 (train),
-        55,769 (val, test)."""
-        start, stop = split_bounds()[split]
-        return stop - start - 1
-
     def check_available(self) -> None:
-        """Find, download or verify the file now; raises :class:`DataUnavailableError`."""
         locate(self.data_dir)
 
-    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
-        start, stop = split_bounds()[split]
-        if self._data is None:
-            self._data = load_encoded(self.data_dir)
-        data = self._data
-        offsets = start + rng.integers(0, stop - start - seq_len, size=n)  # (N,)
-        import torch
-
-        idx = torch.from_numpy(offsets)[:, None] + torch.arange(seq_len + 1)  # (N, T + 1)
-        windows = data[idx].long()  # (N, T + 1)
-        return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+    def _load(self) -> Tensor:
+        return load_encoded(self.data_dir)
 
 
 def _download() -> bytes:

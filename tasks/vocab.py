@@ -1,32 +1,22 @@
-"""Vocabularies of the ``text`` task: the corpus's characters, or a byte-level BPE.
+"""Vocabularies of the ``text`` task: text to token ids, and how many UTF-8 bytes each id stands
+for (``token_bytes``: a loss of ``L`` nats per token over ``N`` tokens and ``B`` bytes is
+``L * N / (B * ln 2)`` bits per byte, which compares across vocabularies).
 
-A vocabulary turns text into token ids and says how many UTF-8 bytes each id stands for
-(:attr:`token_bytes`), so that a loss of ``L`` nats per token over a span of ``N`` tokens and
-``B`` bytes is ``L * N / (B * ln 2)`` bits per byte, a figure that compares across vocabularies.
+- ``char`` (:class:`CharVocab`): the sorted distinct characters (code points) of the whole
+  corpus, as nanoGPT's ``shakespeare_char``: only the character set, not its counts, is read
+  outside the training split.
+- ``bpe`` (:class:`BPEVocab`): byte-level BPE (Sennrich et al., ACL 2016; GPT-2's byte alphabet
+  and pre-tokenisation regex, Radford et al. 2019), trained with Hugging Face ``tokenizers``'
+  ``BpeTrainer`` on the training split only, up to ``vocab_size`` ids (256 bytes, then merges).
+  No special tokens, no added prefix space: every string round-trips. Its definition is the
+  tokenizer's JSON, its digest that JSON's sha256.
 
-- ``char`` (:class:`CharVocab`): the sorted distinct characters (Unicode code points) of the whole
-  corpus, as nanoGPT's ``shakespeare_char`` (and the ``tinyshakespeare`` task): no character of
-  the val or test split is unknown; only the character set, not its counts, is read outside the
-  training split.
-- ``bpe`` (:class:`BPEVocab`): byte-level BPE (Sennrich et al., ACL 2016; GPT-2's byte alphabet of
-  256 symbols and pre-tokenisation regex, Radford et al. 2019), trained with Hugging Face
-  ``tokenizers``' ``BpeTrainer`` on the training split only, up to ``vocab_size`` ids (the 256
-  byte symbols, then merges; fewer when the text has no more pairs to merge). No special tokens,
-  no added prefix space: every string encodes and decodes back to itself. Its definition is the
-  tokenizer's JSON; its digest is that JSON's sha256.
-
-  **Cost.** The trainer's time grows with the square of a pre-token's ("word's") length: a text
-  without whitespace (DNA, base64, minified code) is one word, and 200,000 characters of ``ACGT``
-  took 11 s of CPU, 400,000 took 49 s, 1 MB would take about 5 minutes (tokenizers 0.23,
-  vocab_size 1024, one thread). A training text holding a run of :data:`MAX_WORD` characters
-  without whitespace (or of whitespace) is therefore pre-split into pieces of at most
-  :data:`MAX_WORD` characters before the byte-level split (``tokenizers.pre_tokenizers.Split``,
-  at encoding too); then training is linear, about 1.1 µs per character: 200,000 characters of
-  ``ACGT`` in 0.2 s, 400,000 in 0.3 s, 1 MB in 1.1 s, 4 MB in 5.4 s of CPU (one thread, a 2-core
-  VM under load 8.5; wall time there was 3 to 7 times the CPU time). A text without such a run
-  (any prose: Tiny Shakespeare's longest is 23 characters) keeps the plain byte-level
-  pre-tokenizer: the same tokenizer JSON, digest and run ids as before. Training prints one line
-  on stderr first.
+  **Cost.** The trainer's time grows with the square of a pre-token's length: 200,000 characters
+  of ``ACGT`` (one "word") took 11 s of CPU, 400,000 took 49 s. A training text holding a run of
+  :data:`MAX_WORD` characters without whitespace (or of whitespace) is therefore pre-split into
+  pieces of at most that length (``pre_tokenizers.Split``, at encoding too): then training is
+  linear, about 1.1 µs per character (1 MB in 1.1 s). A text without such a run (any prose) keeps
+  the plain byte-level pre-tokenizer: the same JSON, digest and run ids as before.
 """
 
 from __future__ import annotations
@@ -43,19 +33,13 @@ from harness.tasks.tinyshakespeare import write_atomically
 
 log = logging.getLogger(__name__)
 
-MAX_WORD = 256
-"""Longest run of non-whitespace (or of whitespace) characters the BPE trainer sees as one word,
-in a text that holds a longer one (see the module docstring: the cost grows with its square)."""
+MAX_WORD = 256  # the longest run of (non-)whitespace the BPE trainer sees as one word (Cost, above)
 
 _LONG_RUN = re.compile(rf"\S{{{MAX_WORD}}}|\s{{{MAX_WORD}}}")
 
 
 class CharVocab:
-    """One id per character, in code-point order.
-
-    Args:
-        chars: the vocabulary, distinct characters in ascending code-point order.
-    """
+    """One id per character of ``chars`` (distinct, in ascending code-point order)."""
 
     kind = "char"
 
@@ -66,7 +50,6 @@ class CharVocab:
 
     @classmethod
     def of(cls, text: str) -> CharVocab:
-        """The vocabulary of every character in ``text``."""
         return cls("".join(sorted(set(text))))
 
     @property
@@ -75,7 +58,6 @@ class CharVocab:
 
     @property
     def digest(self) -> str:
-        """sha256 of the characters, UTF-8 encoded, in order."""
         return hashlib.sha256(self.chars.encode("utf-8")).hexdigest()
 
     @property
@@ -84,11 +66,7 @@ class CharVocab:
         return np.array([len(c.encode("utf-8")) for c in self.chars], dtype=np.int64)
 
     def encode(self, text: str) -> np.ndarray:
-        """(len(text),) int32 ids.
-
-        Raises:
-            ValueError: a character outside the vocabulary.
-        """
+        """(len(text),) int32 ids; ``ValueError`` for a character outside the vocabulary."""
         points = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")  # (N,) code points
         ids = np.searchsorted(self._codepoints, points)
         known = ids < self.size
@@ -103,11 +81,7 @@ class CharVocab:
 
 
 class BPEVocab:
-    """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``).
-
-    Args:
-        definition: the tokenizer's JSON (``Tokenizer.to_str()``).
-    """
+    """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``), from its JSON ``definition``."""
 
     kind = "bpe"
 
@@ -119,9 +93,8 @@ class BPEVocab:
 
     @classmethod
     def train(cls, text: str, vocab_size: int) -> BPEVocab:
-        """Train on ``text`` (the training split) up to ``vocab_size`` ids; deterministic. Says so
-        on stderr first; a text with a run of :data:`MAX_WORD` characters without whitespace is
-        pre-split into pieces of that length (linear time, see the module docstring)."""
+        """Train on ``text`` (the training split) up to ``vocab_size`` ids, deterministically;
+        says so on stderr first."""
         from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -171,7 +144,6 @@ class BPEVocab:
 
     @property
     def digest(self) -> str:
-        """sha256 of the tokenizer's JSON."""
         return hashlib.sha256(self.definition.encode("utf-8")).hexdigest()
 
     @property
@@ -183,7 +155,6 @@ class BPEVocab:
         return out
 
     def encode(self, text: str) -> np.ndarray:
-        """(N,) int32 ids."""
         return np.array(self._tokenizer.encode(text).ids, dtype=np.int32)
 
     def decode(self, ids: np.ndarray | list[int]) -> str:
