@@ -1,11 +1,7 @@
 """ablate: controlled, repeated, statistically honest ablations of Transformer design choices.
 
-The repository keeps ``tasks/`` and ``ablations/`` at its top level, but
-their import names are ``harness.tasks`` and ``harness.ablations``: generic top-level names would be
-shadowed by a user's own ``tasks`` module in the working directory, or clash with a plugin's. An
-installed wheel holds them under ``harness/`` (``package-dir`` in pyproject.toml); in a source
-checkout (``PYTHONPATH`` at the repository, or an editable install) this package's search path
-also holds the repository root, where the import system then finds them.
+In a source checkout this package's search path also holds the repository root, so that
+``tasks/`` and ``ablations/`` import as ``harness.tasks`` and ``harness.ablations`` (why: docs/ARCHITECTURE.md).
 """
 
 import os

@@ -1,11 +1,5 @@
-"""Validated run configs, dotted overrides and a stable config hash.
-
-A run config has one section per component family (``model``, ``attention``, ``block``, ``ffn``)
-plus ``train`` and ``eval``. Every key is addressed by a dotted path (``model.position``,
-``train.steps``): ablation axes, profile overrides and CLI overrides all use those paths, and
-all of them are validated here, before any run starts (every integer key at most 2**31 - 1:
-:mod:`harness.bounds`). This module imports neither torch nor
-Lightning, so ``ablate list`` and ``ablate --help`` stay fast.
+"""Validated run configs, addressed by dotted keys (``model.position``, ``train.steps``: ablation
+axes, profile and CLI overrides), and a stable config hash. Imports neither torch nor Lightning.
 """
 
 from __future__ import annotations
@@ -28,8 +22,7 @@ class _Section(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_bool_as_number(cls, value: Any, info: ValidationInfo) -> Any:
-        """Reject ``true``/``false`` for numeric keys: pydantic's lax mode would read
-        ``train.steps=true`` as 1 and ``train.grad_clip=false`` as 0, silently."""
+        """Pydantic's lax mode would read ``train.steps=true`` as 1, silently."""
         ann = cls.model_fields[info.field_name].annotation
         numeric = {int, float} & {ann, *get_args(ann)}
         items = value if isinstance(value, list) else [value]
@@ -40,8 +33,7 @@ class _Section(BaseModel):
     @field_validator("*", mode="after")
     @classmethod
     def _int_in_range(cls, value: Any, info: ValidationInfo) -> Any:
-        """Every integer key is at most 2**31 - 1 (:mod:`harness.bounds`): a larger one passed
-        validation and failed every run in torch (``train.steps=99999999999999999999``)."""
+        """Every integer key is at most 2**31 - 1 (:mod:`harness.bounds`)."""
         return check_int_range(value, cls.model_fields[info.field_name].metadata)
 
 
@@ -64,12 +56,7 @@ class ModelSection(_Section):
 
 
 class AttentionSection(_Section):
-    """Attention, each key a registry name checked when the model config is built
-    (``harness.modules``): ``kernel`` (math, sdpa, flash, linear), ``qkv`` (separate, fused,
-    shared), ``scale`` (d_head: 1/sqrt(d_model / n_heads); d_model: 1/sqrt(d_model)),
-    ``mask_fill`` (-inf, -1e9, -1e4, dtype_min; written into the scores by kernel ``math`` only,
-    other kernels accept only -inf) and ``head_split`` (correct, transpose_missing: a deliberately
-    wrong negative control)."""
+    """Attention, each key a registry name checked when the model config is built (``harness.modules``)."""
 
     kernel: str = Field("sdpa", description="how scores and weights are computed (registry: kernel)")
     qkv: str = Field("separate", description="the q/k/v projections: separate, one fused matrix, or shared")
@@ -84,13 +71,8 @@ class BlockSection(_Section):
 
 
 class FFNSection(_Section):
-    """Feed-forward width and activation (relu, gelu, swiglu).
-
-    The hidden width is ``d_ff`` (absolute) or ``d_ff_mult`` x ``model.d_model`` (rounded to the
-    nearest integer); set at most one of them (both is an error), neither means 4 x d_model.
-    With ``swiglu`` the width is that of the gated hidden layer: the FFN then has 3 d_model x
-    d_ff weights instead of 2 (set d_ff_mult 8/3 for the parameters of a 4x ungated FFN).
-    """
+    """Feed-forward width and activation. The hidden width is ``d_ff`` or ``d_ff_mult`` x
+    ``model.d_model`` (rounded; at most one of them), else 4 x d_model."""
 
     d_ff: int | None = Field(None, gt=0, description="None: d_ff_mult x d_model, else 4 x d_model")
     d_ff_mult: float | None = Field(None, gt=0, description="hidden width as a multiple of d_model")
@@ -108,20 +90,16 @@ class FFNSection(_Section):
         return self
 
     def width(self, d_model: int) -> int | None:
-        """The hidden width for ``d_model``; None for the model's default (4 x d_model)."""
+        """The hidden width for ``d_model``; None: the model's default."""
         if self.d_ff_mult is not None:
             return max(1, round(self.d_ff_mult * d_model))
         return self.d_ff
 
 
 class TrainSection(_Section):
-    """Optimisation. AdamW; linear warm-up then cosine decay to ``min_lr_ratio`` x lr.
-
-    ``precision``: the run records the precision that actually ran. ``16-mixed`` is float16
-    autocast with a gradient scaler on CUDA *and* on CPU (Lightning alone would silently run
-    bfloat16 on CPU; the training layer passes its own float16 plugin instead). ``16-true`` casts
-    the weights to float16 and uses AdamW eps 1e-4 (the default 1e-8 is 0 in float16).
-    """
+    """Optimisation: AdamW, linear warm-up then cosine decay to ``min_lr_ratio`` x lr. The run
+    records the precision that actually ran; ``16-mixed`` is float16 autocast with a gradient
+    scaler on CPU too (Lightning alone would run bfloat16 there)."""
 
     steps: int = Field(1000, gt=0, description="optimiser steps (the step budget)")
     batch_size: int = Field(32, gt=0, description="sequences per training step")
@@ -163,9 +141,7 @@ class EvalSection(_Section):
     @field_validator("length_multipliers")
     @classmethod
     def _distinct_ascending(cls, mults: list[int]) -> list[int]:
-        """Each multiplier once, in ascending order: a repeat evaluates one length twice, and
-        ``[2, 1]`` is the computation of ``[1, 2]``, so both get one run id (every registered
-        profile already gives its multipliers ascending: no stored run id changes)."""
+        """Each multiplier once, in ascending order: ``[2, 1]`` and ``[1, 2]`` are one run id."""
         if dupes := sorted({m for m in mults if mults.count(m) > 1}):
             raise ValueError(f"length_multipliers repeats {dupes}; each evaluation length must appear once")
         return sorted(mults)
@@ -198,8 +174,8 @@ class RunConfig(_Section):
         return self
 
     def hash_dump(self) -> dict[str, Any]:
-        """``model_dump(mode="json")`` without the :data:`ADDED_KEYS` that hold their default:
-        what a run id hashes, so that runs stored before those keys existed keep their ids."""
+        """What a run id hashes: ``model_dump(mode="json")`` without the :data:`ADDED_KEYS` that
+        hold their default, so that runs stored before those keys existed keep their ids."""
         data = self.model_dump(mode="json")
         for path, default in ADDED_KEYS.items():
             section, key = path.split(".")
@@ -208,11 +184,11 @@ class RunConfig(_Section):
         return data
 
     def eval_lengths(self) -> list[int]:
-        """Evaluation lengths in tokens, one per multiplier of ``train.seq_len``."""
+        """Evaluation lengths in tokens."""
         return [m * self.train.seq_len for m in self.eval.length_multipliers]
 
 
-ADDED_KEYS: dict[str, Any] = {
+ADDED_KEYS: dict[str, Any] = {  # keys added after run ids were first stored, with their defaults
     "attention.qkv": "separate",
     "attention.scale": "d_head",
     "attention.mask_fill": "-inf",
@@ -222,7 +198,6 @@ ADDED_KEYS: dict[str, Any] = {
     "train.seed_salt": 0,
     "model.init": "normal_0.02",
 }
-"""Keys added after run ids were first stored, with their defaults (see ``RunConfig.hash_dump``)."""
 
 
 def valid_paths(model: type[BaseModel] = RunConfig, prefix: str = "") -> list[str]:
@@ -238,15 +213,14 @@ def valid_paths(model: type[BaseModel] = RunConfig, prefix: str = "") -> list[st
 
 
 def check_path(path: str) -> None:
-    """Raise :class:`AblateError` (with the closest valid key) unless ``path`` is a config key."""
+    """Raise :class:`AblateError` (naming the closest valid key) unless ``path`` is a config key."""
     paths = valid_paths()
     if path not in paths:
         raise AblateError(f"unknown config key {path!r}{did_you_mean(path, paths)}; valid keys: {', '.join(paths)}")
 
 
 def check_key(path: str, where: str) -> None:
-    """:func:`check_path` as a ValueError naming the declaration section ``where`` (for pydantic
-    validators of an ablation's declaration)."""
+    """:func:`check_path` as a ValueError naming the declaration section ``where`` (for pydantic)."""
     try:
         check_path(path)
     except AblateError as exc:
@@ -254,11 +228,7 @@ def check_key(path: str, where: str) -> None:
 
 
 def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:
-    """Validate a nested dict into a :class:`RunConfig`.
-
-    Raises:
-        AblateError: one line per problem, each naming the dotted key and what is wrong.
-    """
+    """Validate a nested dict into a :class:`RunConfig`; :class:`AblateError` names every problem."""
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -266,12 +236,8 @@ def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:
 
 
 def format_validation_error(exc: ValidationError, context: str = "", keys: list[str] | None = None) -> str:
-    """One line per problem of ``exc``, each naming its dotted location.
-
-    Args:
-        keys: the valid names an unknown key is matched against (its last part); ``None``
-            means the dotted config keys (:func:`valid_paths`).
-    """
+    """One line per problem of ``exc``, each naming its dotted location; an unknown key is
+    matched against ``keys`` (its last part), else against the dotted config keys."""
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
@@ -287,16 +253,9 @@ def format_validation_error(exc: ValidationError, context: str = "", keys: list[
 
 
 def check_schedule(cfg: RunConfig, where: str) -> None:
-    """The step counts of ``train`` must fit its step budget ``train.steps``: a longer warm-up never
-    reaches ``train.lr`` (the cosine decay never starts), a longer validation interval validates
-    only at the last step (the training loop clamps it: one point of the validation curve, a
-    convergence target checked only there, no checkpoint before it). Checked before any run
-    starts (:mod:`harness.experiment.grid`) and on every bound of a tuning space
-    (:mod:`harness.experiment.search_space`), not when a stored record is read back.
-
-    Raises:
-        AblateError: naming ``where``, both values and the fix.
-    """
+    """Raise :class:`AblateError` (naming ``where``) when a step count of ``train`` exceeds its
+    budget ``train.steps``; checked before any run and on every bound of a tuning space, never
+    when a stored record is read back."""
     t = cfg.train
     if t.warmup_steps > t.steps:
         raise AblateError(

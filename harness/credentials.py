@@ -1,12 +1,5 @@
-"""Where the W&B credentials of this process come from, found the way W&B finds them, without
-importing W&B (seconds to import).
-
-One helper for every command that decides on them: ``--wandb auto`` (online when there are
-credentials), ``--wandb online`` (refused without them, before any run) and ``ablate sync``
-(uploading needs them). W&B reads, in this order (``wandb.sdk.lib.wbauth``): the variable
-``WANDB_API_KEY``, then the ``.netrc`` file that ``wandb login`` writes, an entry for the host of
-``WANDB_BASE_URL`` (default ``https://api.wandb.ai``) with a non-empty password. The file is
-``$NETRC`` when set, else ``~/.netrc``, else ``~/_netrc`` when that one exists.
+"""Where the W&B credentials of this process come from, found as W&B finds them
+(``wandb.sdk.lib.wbauth``) without importing it: for ``--wandb auto|online`` and ``ablate sync``.
 """
 
 from __future__ import annotations
@@ -16,12 +9,12 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
-DEFAULT_BASE_URL = "https://api.wandb.ai"
-"""W&B's cloud, the host when ``WANDB_BASE_URL`` is not set."""
+DEFAULT_BASE_URL = "https://api.wandb.ai"  # the host when WANDB_BASE_URL is not set
 
 
 def netrc_path() -> Path:
-    """The ``.netrc`` file W&B reads and ``wandb login`` writes (it may not exist)."""
+    """The ``.netrc`` file W&B reads and ``wandb login`` writes (it may not exist): ``$NETRC``,
+    else ``~/.netrc``, else ``~/_netrc`` when only that one exists."""
     if env := os.environ.get("NETRC"):
         return Path(env).expanduser()
     unix = Path("~/.netrc").expanduser()
@@ -30,11 +23,9 @@ def netrc_path() -> Path:
 
 
 def wandb_credentials() -> str | None:
-    """Where W&B would find an API key: ``"WANDB_API_KEY"``, ``"<netrc path> (<host>)"``, or None.
-
-    Never returns the key. A ``.netrc`` that cannot be read or parsed counts as none, as in W&B
-    (which warns and goes on without it).
-    """
+    """Where W&B would find an API key: ``"WANDB_API_KEY"``, ``"<netrc path> (<host>)"`` (an
+    entry for the host of ``WANDB_BASE_URL`` with a non-empty password), or None. Never the key;
+    a ``.netrc`` that cannot be read or parsed counts as none, as in W&B."""
     if os.environ.get("WANDB_API_KEY"):
         return "WANDB_API_KEY"
     host = urlsplit(os.environ.get("WANDB_BASE_URL") or DEFAULT_BASE_URL).netloc
@@ -51,5 +42,5 @@ def wandb_credentials() -> str | None:
 
 
 def has_wandb_credentials() -> bool:
-    """Whether W&B would find an API key in this process (:func:`wandb_credentials`)."""
+    """Whether W&B would find an API key in this process."""
     return wandb_credentials() is not None

@@ -1,19 +1,10 @@
 """Numbers in machine-readable outputs: one encoding for every JSON and CSV file the harness writes.
 
-Strict JSON (RFC 8259) has no NaN or Infinity; Python's ``json`` writes them as bare ``NaN`` and
-``Infinity`` by default, which strict parsers and dashboards reject, and pandas' ``to_json``
-writes both as ``null``, which loses an infinite statistic. The encoding here keeps the two apart:
-
-- undefined (NaN, ``None``, ``pandas.NA``): JSON ``null``; an empty CSV cell;
-- infinite: the strings ``"Infinity"`` and ``"-Infinity"`` in JSON and in CSV. These are the
-  strings W&B itself writes for an infinite summary value, and ``float()``, ``pandas.read_csv``
-  and JavaScript's ``Number()`` all read them back as +/-inf.
-
-Writers: ``ablate compare/plan --format json|csv`` (:func:`dumps`, :func:`to_csv`), the W&B
-summary tables (:func:`json_safe` per cell), ``record.json`` and the bench files
-(:func:`harness.store.runs.write_json_atomic`), the run's ``events.jsonl``. Readers turn a value back
-into a float with :func:`number`. Numbers for people go through :func:`text` (``–`` for an
-undefined value, ``∞`` for an infinite one).
+Strict JSON (RFC 8259) has no NaN or Infinity, and pandas' ``to_json`` writes both as ``null``,
+losing an infinite statistic. Here an undefined value (NaN, ``None``, ``pandas.NA``) is JSON
+``null`` and an empty CSV cell; an infinite one the string ``"Infinity"`` / ``"-Infinity"`` (as
+W&B writes it; ``float()``, ``pandas.read_csv`` and JavaScript's ``Number()`` read it back).
+:func:`number` turns a value back into a float; :func:`text` writes numbers for people.
 """
 
 from __future__ import annotations
@@ -26,10 +17,8 @@ INF, NEG_INF = "Infinity", "-Infinity"
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` with every float made strict-JSON-able: NaN / None / ``pandas.NA`` -> None,
-    +/-inf -> ``"Infinity"`` / ``"-Infinity"``; numpy scalars and arrays become Python values;
-    dicts, lists and tuples are converted recursively (tuples become lists). Other objects are
-    returned as they are."""
+    """``value`` with every float made strict-JSON-able, numpy values made Python ones, dicts,
+    lists and tuples (made lists) converted recursively; other objects as they are."""
     if isinstance(value, dict):
         return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -47,14 +36,12 @@ def json_safe(value: Any) -> Any:
 
 
 def dumps(payload: Any, **kwargs: Any) -> str:
-    """``json.dumps`` of :func:`json_safe` ``(payload)`` with ``allow_nan=False``: the text
-    always parses with a strict parser. ``kwargs`` go to ``json.dumps`` (``indent``, ``default``...)."""
+    """``json.dumps`` of :func:`json_safe` ``(payload)``, strict (``allow_nan=False``)."""
     return json.dumps(json_safe(payload), allow_nan=False, **kwargs)
 
 
 def number(value: Any) -> float:
-    """A value written by this module (or a plain JSON number) as a float: None -> NaN,
-    ``"Infinity"`` / ``"-Infinity"`` -> +/-inf.
+    """A value written by this module (or a plain JSON number) as a float (None -> NaN).
 
     Raises:
         ValueError: any other string.
@@ -72,18 +59,11 @@ def number(value: Any) -> float:
 
 
 def to_csv(frame: Any) -> str:
-    """``frame.to_csv(index=False)`` with this module's encoding: undefined cells empty, infinite
-    ones ``Infinity`` / ``-Infinity`` (pandas alone writes ``inf``)."""
-
-    def cell(x: Any) -> Any:
-        return (
-            INF if isinstance(x, float) and x == math.inf else NEG_INF if isinstance(x, float) and x == -math.inf else x
-        )
-
+    """``frame.to_csv(index=False)`` with this module's encoding (pandas alone writes ``inf``)."""
     out = frame.copy()
     for col in out.columns:
         if out[col].dtype.kind in "fO" and any(isinstance(x, float) and math.isinf(x) for x in out[col]):
-            out[col] = [cell(x) for x in out[col]]
+            out[col] = [(INF if x > 0 else NEG_INF) if isinstance(x, float) and math.isinf(x) else x for x in out[col]]
     return out.to_csv(index=False)
 
 
@@ -91,9 +71,8 @@ UNDEFINED = "–"
 
 
 def text(value: Any, spec: str = ".4g") -> str:
-    """A number for people (reports, terminal lines): ``format(value, spec)``, but ``–`` where it
-    is undefined (None, NaN, ``pandas.NA``) and ``∞`` / ``-∞`` (``+∞`` with a ``+`` spec) where it
-    is infinite, never ``nan`` or ``inf``. Say why a value is undefined next to it (e.g. "one pair")."""
+    """A number for people: ``format(value, spec)``, but ``–`` where it is undefined and ``∞`` /
+    ``-∞`` (``+∞`` with a ``+`` spec) where infinite. Say why a value is undefined next to it."""
     if value is None or type(value).__name__ == "NAType":
         return UNDEFINED
     x = float(value)
@@ -105,5 +84,5 @@ def text(value: Any, spec: str = ".4g") -> str:
 
 
 def count(n: int, noun: str) -> str:
-    """``1 layer``, ``2 layers``, ``0 seeds``: a count and its noun, plural unless the count is 1."""
+    """``1 layer``, ``2 layers``, ``0 seeds``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -33,12 +33,9 @@ config key                  registry           an entry is
 a task name                 ``TASKS``          a :class:`Task` subclass with a ``Params``
 ==========================  =================  ==========================================
 
-The metrics table, :data:`METRICS` (:mod:`harness.experiment.metrics`, one :class:`Metric` per
-metric or family, with its direction, unit, where it is produced and whether a primary or gate may
-name it): a task of kind ``synthetic`` is scored with ``acc``, ``exact`` and ``loss`` at every
-evaluation length (``acc@x4``), a task of kind ``lm`` with ``loss`` and ``ppl``, any other kind with
-``loss``. A declaration's primary and gate metrics are checked against it before any run starts.
-Read it; do not change it.
+The metrics table, :data:`METRICS` (:mod:`harness.experiment.metrics`: a task of kind
+``synthetic`` is scored with ``acc``, ``exact`` and ``loss`` at every evaluation length, ``lm`` with
+``loss`` and ``ppl``, any other kind with ``loss``): read it; do not change it.
 """
 
 from harness.experiment.metrics import METRICS, Metric

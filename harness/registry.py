@@ -1,10 +1,6 @@
-"""One registry class; one instance per component family.
-
-Components are selected by a short, permanent, lower_snake name written in the run config
-(``model.position=rope``). Each entry carries a code version (an int, 1 at first), bumped
-whenever the entry's numbers change; it enters the id of every run that uses the entry
-(:mod:`harness.experiment.versions`). An unknown name fails when the config is built, with the closest
-valid names (pattern of EleutherAI/lm-evaluation-harness ``api/registry.py``).
+"""One registry class, one instance per component family: short, permanent, lower_snake names
+(``model.position=rope``), each with a code version that enters the id of every run using it
+(:mod:`harness.experiment.versions`). Pattern of EleutherAI/lm-evaluation-harness ``api/registry.py``.
 """
 
 from __future__ import annotations
@@ -24,13 +20,7 @@ class UnknownNameError(KeyError, ValueError):
 
 
 class NameTakenError(ValueError):
-    """Raised by :meth:`Registry.register` for a name or alias an entry of the registry already
-    holds (a plugin's entry that clashes with a built-in one or another plugin's).
-
-    Attributes:
-        family: the registry's family (``"positional encoding"``).
-        name: the name or alias that was taken.
-    """
+    """Raised by :meth:`Registry.register` for a name or alias of the ``family`` already taken."""
 
     def __init__(self, family: str, name: str) -> None:
         super().__init__(f"{family} {name!r} is already registered")
@@ -51,10 +41,7 @@ def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str:
 
 
 class Registry(Generic[T]):
-    """Maps names (and aliases) to objects, usually classes.
-
-    Args:
-        family: what the registry holds, used in messages (``"positional encoding"``).
+    """Maps names (and aliases) to objects, usually classes; ``family`` names them in messages.
 
     Example:
         >>> POSITIONAL = Registry("positional encoding")
@@ -71,11 +58,8 @@ class Registry(Generic[T]):
         self._versions: dict[str, int] = {}
 
     def register(self, name: str, *, aliases: tuple[str, ...] = (), version: int = 1) -> Callable[[T], T]:
-        """Decorator that registers an object under ``name`` (and ``aliases``).
-
-        Args:
-            version: the entry's code version; bump it when its output on a given input changes
-                (tests/modules/test_fingerprints.py fails until it is bumped).
+        """Decorator that registers an object under ``name`` (and ``aliases``), with its code
+        ``version``: bump it when its output on a given input changes (tests/modules/test_fingerprints.py).
 
         Raises:
             NameTakenError: the name or an alias is already taken (a ``ValueError``).
@@ -97,13 +81,8 @@ class Registry(Generic[T]):
         return deco
 
     def unregister(self, name: str) -> None:
-        """Remove the entry ``name`` (its registered name, not an alias) with its aliases and
-        version: how the plugin loader undoes the entries of a plugin that failed its checks
-        (:mod:`harness.experiment.plugins`).
-
-        Raises:
-            UnknownNameError: no entry is registered as ``name``.
-        """
+        """Remove the entry ``name`` (not an alias) with its aliases and version (how the plugin
+        loader undoes a plugin that failed its checks); :class:`UnknownNameError` if none."""
         if name not in self._entries:
             raise UnknownNameError(f"no {self.family} is registered as {name!r}")
         del self._entries[name], self._versions[name]
@@ -111,16 +90,13 @@ class Registry(Generic[T]):
             del self._aliases[alias]
 
     def aliases(self, name: str) -> list[str]:
-        """The aliases of the entry ``name`` (or of the entry an alias names), in registration order."""
+        """The aliases of the entry ``name`` (or of the entry an alias names)."""
         target = self.canonical(name)
         return [a for a, t in self._aliases.items() if t == target]
 
     def canonical(self, name: str) -> str:
-        """The registered name for ``name`` or one of its aliases.
-
-        Raises:
-            UnknownNameError: no such name; the message lists close matches and all names.
-        """
+        """The registered name for ``name`` or one of its aliases; :class:`UnknownNameError`
+        (listing close matches and all names) otherwise."""
         if name in self._entries:
             return name
         if name in self._aliases:
@@ -131,11 +107,11 @@ class Registry(Generic[T]):
         )
 
     def get(self, name: str) -> T:
-        """The object registered as ``name``; raises :class:`UnknownNameError` otherwise."""
+        """The object registered as ``name`` (or an alias)."""
         return self._entries[self.canonical(name)]
 
     def version(self, name: str) -> int:
-        """The code version of ``name`` (or an alias); raises :class:`UnknownNameError` otherwise."""
+        """The code version of ``name`` (or an alias)."""
         return self._versions[self.canonical(name)]
 
     def names(self) -> list[str]:

@@ -1,9 +1,6 @@
-"""Separate random streams for weight init, data order, evaluation data and dropout.
-
-One integer seed per run is split into independent streams (numpy ``SeedSequence``), so seed
-``s`` of every variant sees the same training batches in the same order and the same evaluation
-set, however differently the variants consume the global torch generator while initialising.
-Without this, pairing by seed would silently break, and the paired statistics with it.
+"""Separate random streams (numpy ``SeedSequence``) for weight init, data order, evaluation data
+and dropout, so that seed ``s`` of every variant sees the same batches and evaluation set however
+differently the variants consume the global torch generator: what pairing by seed rests on.
 """
 
 from __future__ import annotations
