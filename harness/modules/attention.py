@@ -16,9 +16,7 @@ SCALES.register("d_model")(lambda d_model, n_heads: d_model**-0.5)  # the claime
 @QKV.register("separate")
 class SeparateQKV(nn.Module):
     """Three projections ``q = x Wq + bq``, ``k = x Wk + bk``, ``v = x Wv + bv`` (3 C^2 weights).
-
-    Built as ``QKV.get(name)(d_model, bias)``; called on x (B, T, C), returns q, k, v, each (B, T, C).
-    """
+    Every ``QKV`` entry is built as ``(d_model, bias)`` and maps x (B, T, C) to q, k, v (B, T, C)."""
 
     def __init__(self, d_model: int, bias: bool = True) -> None:
         super().__init__()
@@ -86,13 +84,10 @@ class CorrectSplit(HeadSplit):
 @HEAD_SPLITS.register("transpose_missing")
 class TransposeMissingSplit(HeadSplit):
     """The bug of claim ``head-split-bug``, kept as a negative control: ``x.view(B, H, T, D)``
-    without the transpose. Shapes are right, so nothing fails; but "head" h now holds positions
-    ``h*T/H ..`` of the sequence cut into D-wide pieces, and "position" i of a head is the piece
-    ``(h*T + i) mod H`` of token ``(h*T + i) // H``. Token order is kept within a head, so the
-    model stays causal: it is a different, worse function, not a leak. But which tokens a head
-    sees depends on T, so a position's output changes when the sequence grows (the ``prefix``
-    contract of ``ablate check``): trained at L, the model computes yet another function at 4 L.
-    Merge is its inverse.
+    without the transpose. Shapes are right, so nothing fails; but "position" i of head h is the
+    piece ``(h*T + i) mod H`` of token ``(h*T + i) // H``. Token order is kept within a head, so
+    the model stays causal (a worse function, not a leak), but which tokens a head sees depends on
+    T (the ``prefix`` contract of ``ablate check`` fails). Merge is its inverse.
     """
 
     @staticmethod

@@ -1,9 +1,6 @@
-"""The registries of the model's component families (one :class:`harness.registry.Registry`
-each; what an entry is: the table in :mod:`harness.plugin`) and ``TransformerConfig``, the
-architecture of a ``TransformerLM``.
-
-A leaf of :mod:`harness.modules`: it imports no component, so that every component module can
-register into its family's registry and take a ``TransformerConfig`` without an import cycle.
+"""The registries of the model's component families (what an entry is: docs/extending.md) and
+``TransformerConfig``: a leaf that imports no component, so that every component module can
+register into them and take a ``TransformerConfig`` without an import cycle.
 """
 
 from __future__ import annotations
@@ -34,10 +31,7 @@ class TransformerConfig:
 
     Raises (when built):
         ValueError: non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1), a
-            config the positional encoding rejects (``learned`` without ``max_len``, ``rope``
-            with an odd head dim) or the kernel rejects (``linear`` with ``alibi``, dropout or
-            scale ``d_model``; a ``mask_fill`` other than ``-inf`` with a kernel other than
-            ``math``).
+            config the positional encoding or the kernel rejects (their ``check_config``).
         UnknownNameError: a name no registry holds; the message suggests the closest names.
     """
 

@@ -22,11 +22,8 @@ class SwiGLU(nn.Module):
     Transformer", Eq. 6: ``FFN(x) = (Swish(x W) * (x V)) W2``. Here ``[x W, x V]`` is the output
     of the FFN's input projection, split in halves: ``silu(a) * b``, (..., 2F) -> (..., F).
 
-    Parameters: the FFN then has three C x F matrices (3 C F weights, plus biases) instead of
-    two (2 C F): at the same ``d_ff`` SwiGLU has 1.5x the FFN parameters. Shazeer, and LLaMA,
-    shrink the hidden width to 2/3 to compare at equal parameters: set ``ffn.d_ff`` (or
-    ``ffn.d_ff_mult``) accordingly; the run records ``n_params`` either way. Unlike Shazeer we
-    keep the projections' biases (zero at init), like the other FFNs here.
+    The FFN then has three C x F matrices instead of two: 1.5x the parameters at the same
+    ``d_ff`` (Shazeer and LLaMA shrink it to 2/3). Unlike Shazeer we keep the projections' biases.
     """
 
     gated: ClassVar[bool] = True

@@ -1,13 +1,8 @@
-"""Initialisation of the model's linear layers, picked by name: ``INITS.get(name)(linear)``
-initialises one ``nn.Linear`` in place (weight and bias). The token embedding, the norms and the
-learned position table keep their own initialisation whatever the scheme
-(:class:`harness.modules.transformer.TransformerLM`).
-
-The scale of the linear weights decides how much each sub-layer adds to the residual stream at
-initialisation. With tokens entering at unit scale (embedding x sqrt(C)), ``normal_0.02`` at
-d_model 64 gives each weight std 0.02 against Xavier's 1/sqrt(64) = 0.125: a sub-layer's output
-starts two orders of magnitude below its input and a Pre-LN residual stream does not grow with
-depth, while under ``xavier`` it grows as Xiong et al. (ICML 2020, Lemma 2) assume.
+"""Initialisation of the model's linear layers: ``INITS.get(name)(linear)`` initialises one
+``nn.Linear`` in place. With tokens entering at unit scale, ``normal_0.02`` at d_model 64 starts
+each sub-layer's output two orders of magnitude below its input (std 0.02 against Xavier's 0.125),
+so a Pre-LN residual stream does not grow with depth; under ``xavier`` it grows as Xiong et al.
+(ICML 2020, Lemma 2) assume.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Attention kernels: how causal ``softmax(q k^T * scale + bias) v`` is computed (``math``,
-``sdpa``, ``flash``; ``linear`` replaces the softmax).
-
-Each kernel is built as ``KERNELS.get(name)(dropout=p, scale=s, mask_fill=f)`` and called as
-``kernel(q, k, v, bias, need_weights, key_padding_mask)``. Every kernel is causal and takes the
-additive float bias (H, T, S) of the positional encoding; queries are the last T of the S key
-positions. ``key_padding_mask`` (B, S) hides padding keys from every query; a query whose visible
-keys are all hidden (a left-padding position) has a *fully masked row*. Only kernels with
-``honours_mask_fill`` (``math``) write a ``MASK_FILLS`` value into scores; the config refuses any
-other value than ``-inf`` for the others.
+"""Attention kernels: how causal ``softmax(q k^T * scale + bias) v`` is computed, each built as
+``KERNELS.get(name)(dropout=p, scale=s, mask_fill=f)`` and called as :meth:`AttentionKernel.forward`.
+A query whose visible keys are all hidden (a left-padding position) has a *fully masked row*.
 """
 
 from __future__ import annotations
@@ -51,16 +44,10 @@ def hidden_keys(t: int, s: int, key_padding_mask: Tensor | None, device: torch.d
 
 
 class AttentionKernel(nn.Module):
-    """Base: causal scaled dot-product attention with an optional additive bias.
-
-    Args:
-        dropout: dropout probability on the attention weights, applied only in training.
-        scale: multiplies ``q k^T``; ``None`` is ``1 / sqrt(D)`` (Vaswani et al., 2017).
-        mask_fill: a :data:`MASK_FILLS` name, the value written into masked scores.
-
-    Attributes:
-        backends: names of the backends that computed this kernel's outputs so far
-            (``SDPBackend`` names for SDPA kernels), for the run record.
+    """Base: causal scaled dot-product attention with an optional additive bias. ``dropout`` acts
+    on the weights in training only; ``scale`` multiplies ``q k^T`` (``None``: ``1 / sqrt(D)``,
+    Vaswani et al., 2017); ``mask_fill`` names the value written into masked scores (kernels with
+    ``honours_mask_fill`` only). ``backends``: the backends that computed its outputs so far.
     """
 
     softmax: ClassVar[bool] = True  # computes softmax attention (agrees with ``math``)
@@ -108,15 +95,10 @@ class AttentionKernel(nn.Module):
         need_weights: bool = False,
         key_padding_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """Causal attention of q (B, H, T, D) over k, v (B, H, S, D), with an additive float
-        ``bias`` (H, T, S) cast to the scores' dtype, and ``key_padding_mask`` (B, S) bool, True
-        for keys no query may see (``None``: none of either).
-
-        Returns:
-            out (B, H, T, D) and, with ``need_weights``, the weights (B, H, T, S) before dropout.
-
-        Raises:
-            ValueError: ``need_weights`` for a kernel that does not return weights.
+        """Causal attention of q (B, H, T, D), the last T of the S key positions, over k, v
+        (B, H, S, D), with an additive float ``bias`` (H, T, S) and ``key_padding_mask`` (B, S)
+        bool, True for keys no query may see. Returns out (B, H, T, D) and, with ``need_weights``,
+        the weights (B, H, T, S) before dropout; ``ValueError`` from a kernel that returns none.
         """
         raise NotImplementedError
 
@@ -149,11 +131,9 @@ class MathAttention(AttentionKernel):
 @KERNELS.register("sdpa")
 class SDPAttention(AttentionKernel):
     """``torch.nn.functional.scaled_dot_product_attention``, which dispatches to a fused kernel
-    (FlashAttention, memory-efficient, cuDNN or math) for the device, dtype and mask. Without a
-    bias or padding and with T == S it uses ``is_causal=True``; otherwise the bias, the causal
-    mask and the padding are folded into one float ``attn_mask`` (-inf where hidden). Fully
-    masked rows come out as zeros on CPU. Does not return weights. The backend torch picks
-    (``torch._fused_sdp_choice``, private but the only way torch tells) is added to ``backends``.
+    for the device, dtype and mask: ``is_causal=True`` without a bias or padding and with T == S,
+    else one float ``attn_mask`` (-inf where hidden). Fully masked rows are zeros on CPU. Does not
+    return weights. ``backends`` gets the backend torch picks (``torch._fused_sdp_choice``).
     """
 
     forced: ClassVar[SDPBackend | None] = None  # the only backend torch may use
@@ -185,12 +165,10 @@ class SDPAttention(AttentionKernel):
 
 @KERNELS.register("flash")
 class FlashAttention(SDPAttention):
-    """SDPA restricted to the FlashAttention backend (Dao et al., 2022) with
-    ``torch.nn.attention.sdpa_kernel(SDPBackend.FLASH_ATTENTION)``: where torch has no flash
-    kernel for the device, dtype or mask, it raises instead of falling back to another backend.
-    On CPU (torch 2.13) flash runs in float32, bfloat16 and float16, with or without masks, never
-    with dropout (``ablate check attention.kernel=flash`` runs all three); on CUDA it needs
-    float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run.
+    """SDPA restricted to the FlashAttention backend (Dao et al., 2022): where torch has no flash
+    kernel for the device, dtype or mask, it raises instead of falling back. On CPU (torch 2.13)
+    flash runs in float32, bfloat16 and float16, with or without masks, never with dropout; on
+    CUDA it needs float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run.
     """
 
     forced = SDPBackend.FLASH_ATTENTION
@@ -247,21 +225,14 @@ class LinearAttention(AttentionKernel):
         ``out_i = phi(q_i)^T S_i / (phi(q_i)^T z_i + eps)``, ``S_i = sum_{j<=i} phi(k_j) v_j^T``,
         ``z_i = sum_{j<=i} phi(k_j)`` (Eqs. 5-6 with the causal mask of Eq. 8-9).
 
-    Computed chunk by chunk (chunk size ``chunk``): within a chunk the masked (c, c) product,
-    across chunks the running state ``S`` (D x D) and normaliser ``z``, so memory is
-    O(B H (T c + T/c D^2)) and time O(T (c + D) D), linear in T. Computed in float32 whatever the
-    input dtype (prefix sums in bfloat16 lose too much), cast back. Padding keys (``key_padding_mask``)
-    contribute nothing; a query that sees no key returns 0.
+    Computed chunk by chunk (``chunk`` c): within a chunk the masked (c, c) product, across chunks
+    the running state ``S`` (D x D) and normaliser ``z``: time O(T (c + D) D), linear in T. In
+    float32 whatever the input dtype, cast back. Padding keys contribute nothing; a query that sees
+    no key returns 0.
 
-    Does not do: an additive bias (ALiBi), attention dropout, a score scale (``phi`` is not
-    scale-equivariant; ``attention.scale`` is ignored by the paper's formula), returning weights.
-    The config refuses the first three (:meth:`check_config`).
-
-    Args:
-        dropout: must be 0.
-        scale: ignored (see above); accepted for the common constructor.
-        mask_fill: must be ``-inf`` (there are no scores to fill).
-        chunk: chunk length c.
+    Does not do (and the config refuses): an additive bias (ALiBi), attention dropout (``dropout``
+    must be 0), a score scale (``phi`` is not scale-equivariant: ``scale`` is ignored), a
+    ``mask_fill`` other than ``-inf``; nor does it return weights.
     """
 
     softmax = False

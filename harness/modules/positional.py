@@ -38,11 +38,10 @@ class PositionalEncoding(nn.Module):
 
     @classmethod
     def bias_requires_grad(cls, cfg: TransformerConfig) -> bool:
-        """Whether :meth:`attention_bias` is trained (it carries a gradient, as T5's learned table;
-        ALiBi's fixed slopes do not): a kernel that takes only a fixed mask (``flash`` on CPU)
-        refuses it before any run. Answered by building the encoding on the CPU, its random draws
-        undone (the generator's state restored), and asking it for a 1 x 1 bias with gradients on
-        (on the ``meta`` device a factory call imports torch's compiler: ~1.5 s in every plan)."""
+        """Whether :meth:`attention_bias` is trained (as T5's learned table; not ALiBi's slopes): a
+        kernel that takes only a fixed mask (``flash`` on CPU) refuses it before any run. Asks an
+        encoding built on the CPU, its random draws undone, for a 1 x 1 bias (the ``meta`` device
+        would import torch's compiler: ~1.5 s in every plan)."""
         if not cls.adds_bias():
             return False
         with torch.random.fork_rng(devices=[]), torch.enable_grad():
@@ -67,9 +66,9 @@ class Sinusoidal(PositionalEncoding):
     """Fixed sinusoids added to the embeddings (Vaswani et al., 2017, §3.5):
     ``PE[p, 2i] = sin(p / 10000^(2i/C))``, ``PE[p, 2i+1] = cos(p / 10000^(2i/C))``.
 
-    Computed for any length on every forward (no table, no length limit). The angles are taken in
-    float64 and the table is rounded once to float32, so it equals the float64 closed form to
-    about 1e-7 even at positions in the thousands. An odd ``C`` drops the last cosine column.
+    Computed for any length on every forward, in float64 and rounded once to float32 (within
+    about 1e-7 of the closed form at positions in the thousands). An odd ``C`` drops the last
+    cosine column.
     """
 
     def table(self, t: int, device: torch.device | None = None) -> Tensor:
@@ -91,11 +90,9 @@ class Learned(PositionalEncoding):
     """A trained table of absolute position embeddings (GPT-style; Gehring et al., 2017), one row
     per position up to ``cfg.max_len``, initialised N(0, ``cfg.learned_init_std``).
 
-    Positions beyond ``max_len`` raise ``ValueError``. Rows for positions never seen in training
-    keep their initial values exactly: the training layer puts embeddings outside weight decay
-    (``TransformerLM.parameter_groups``), their gradient is exactly zero, and AdamW's update for a
-    zero gradient with zero moments is exactly zero. Evaluating beyond the training length thus
-    uses random, untrained rows: this is the extrapolation failure the harness measures.
+    Positions beyond ``max_len`` raise ``ValueError``. Rows never seen in training keep their
+    initial values exactly (no weight decay on embeddings, a zero gradient, a zero AdamW update):
+    beyond the training length it reads random rows, the extrapolation failure the harness measures.
     """
 
     def __init__(self, cfg: TransformerConfig) -> None:
@@ -127,13 +124,9 @@ class Learned(PositionalEncoding):
 @POSITIONAL.register("learned_clamp")
 class LearnedClamp(Learned):
     """``learned`` with every position beyond the training length reading the row of the last
-    trained position, instead of its own untrained row: ``row(p) = min(p, T_train - 1)``, as
-    implementations that clamp position ids to the table they trained do. ``T_train`` is the
-    longest sequence passed in training mode with gradients on (a training step; a buffer, saved
-    with the weights); before any training step every position reads its own row, as ``learned``.
-
-    Same table, initialisation and parameter count as ``learned``; positions beyond ``max_len``
-    raise ``ValueError`` as there. Within the training length the two are the same function.
+    trained position: ``row(p) = min(p, T_train - 1)``, as implementations that clamp position ids
+    do. ``T_train`` (a buffer) is the longest sequence of a training step so far; before any,
+    every position reads its own row. Otherwise as ``learned`` (same table, same ``ValueError``).
     """
 
     def __init__(self, cfg: TransformerConfig) -> None:
@@ -155,11 +148,9 @@ class RoPE(PositionalEncoding):
     GPT-NeoX / LLaMA (Hugging Face): dimension ``i`` is paired with ``i + D/2`` and the pair is
     rotated by ``p * base^(-2i/D)``, base 10000, applied to q and k of every head in every layer.
 
-    Angles, cos and sin are computed in float64 and rounded once to float32 (as the sinusoidal
-    table), whatever the dtype of q/k (bf16 cannot even represent position 4000 + 1; float32
-    angles are off by up to 7e-5 in cos/sin at position 4096); the rotation is done in float32
-    and cast back. Queries are the
-    last ``T`` of the ``S`` key positions. Requires an even head dim. No cache of cos/sin.
+    Angles, cos and sin are computed in float64 and rounded once to float32, whatever the dtype of
+    q/k (float32 angles are off by up to 7e-5 in cos/sin at position 4096); the rotation is done
+    in float32 and cast back. Requires an even head dim. No cache of cos/sin.
     """
 
     base: float = 10000.0
@@ -194,11 +185,9 @@ class RoPE(PositionalEncoding):
 
 
 def alibi_slopes(n: int) -> list[float]:
-    """Per-head ALiBi slopes, as ``get_slopes`` of the reference implementation
-    (ofirpress/attention_with_linear_biases): the geometric sequence with start and ratio
-    ``2^(-8/n)`` for ``n`` a power of two; otherwise the slopes of the closest lower power of two
-    ``m``, followed by every other slope of ``2m``, ``n - m`` of them.
-    """
+    """Per-head ALiBi slopes, as ``get_slopes`` of ofirpress/attention_with_linear_biases: the
+    geometric sequence with start and ratio ``2^(-8/n)`` for ``n`` a power of two; otherwise those
+    of the closest lower power of two ``m``, then every other slope of ``2m``, ``n - m`` of them."""
     if n < 1:
         raise ValueError(f"number of heads must be positive, got {n}")
     m = 2 ** math.floor(math.log2(n))

@@ -25,18 +25,12 @@ def _finite_max(x: Tensor) -> float:
 def causal_leakage(
     model: TransformerLM, idx: Tensor, t: int, key_padding_mask: Tensor | None = None, seed: int = 0
 ) -> dict[str, float]:
-    """Does anything after position ``t`` reach the logits at positions ``<= t``?
+    """Does anything after position ``t`` reach the logits at positions ``<= t``? Replaces the
+    tokens after ``t`` with random ones and compares, then back-propagates a random projection of
+    the logits at ``<= t`` to the input embeddings: a correct causal mask gives exactly 0 for both.
 
-    Replaces the tokens after ``t`` with random tokens (the padding mask is kept) and compares,
-    then back-propagates a random projection of the logits at ``<= t`` to the input embeddings.
-    A correct causal mask gives exactly 0 for both, whatever the precision.
-
-    Args:
-        model: the model, in the mode it should be measured in (eval).
-        idx: (B, T) token ids, ``t < T - 1``.
-        t: last position whose logits are compared.
-        key_padding_mask: (B, T) bool, True at padding, passed to both forwards.
-        seed: for the replacement tokens and the projection.
+    ``model`` in the mode it is measured in (eval); ``idx`` (B, T) with ``t < T - 1``;
+    ``key_padding_mask`` (B, T) bool, True at padding; ``seed`` for the tokens and the projection.
 
     Returns:
         ``leak_logits`` (largest finite |change| of logits at ``<= t``), ``leak_grad`` (largest
@@ -92,9 +86,8 @@ def _logits_and_grad(
 
 
 def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor | None = None) -> dict[str, float]:
-    """Attention probability on keys a query must not see (future or padding), every layer.
-
-    Needs a kernel that returns weights (``math``); for others every value is NaN.
+    """Attention probability on keys a query must not see (future or padding), every layer; NaN
+    without a kernel that returns weights (``math``).
 
     Returns:
         ``attn_masked_max``: the largest probability on a hidden key, over rows with at least
@@ -138,14 +131,12 @@ class InitGradients:
     """Gradient norms per block at one batch, bottom block first, and the residual stream's growth.
 
     Attributes:
-        block: L2 norm of the loss gradient over every parameter of block i, its norms included.
-            Not like with like across norm positions: a Post-LN block's ``norm2`` is, in the last
-            block, the model's final norm, while Pre-LN's final norm (``norm_f``) is in no block.
-        ffn_out: L2 norm of the loss gradient of block i's FFN output weight (``ffn.fc_out``,
-            W^(2) of Xiong et al., 2020): the quantity of their Fig. 3 and Theorem 1, the same
-            parameter in every block of either norm position.
-        stream_growth: |x_L| / |x_0|, the Frobenius norm over the batch of the residual stream
-            after the last block over that of the first block's input (the embeddings).
+        block: L2 norm of the loss gradient over every parameter of block i, its norms included
+            (the last Post-LN block's ``norm2`` is the final norm; Pre-LN's is in no block).
+        ffn_out: L2 norm of the loss gradient of block i's ``ffn.fc_out`` weight (W^(2) of Xiong
+            et al., 2020: their Fig. 3 and Theorem 1), the same parameter in either norm position.
+        stream_growth: |x_L| / |x_0|, the Frobenius norm of the residual stream after the last
+            block over that of the embeddings.
     """
 
     block: list[float]
@@ -161,17 +152,12 @@ def _norm(grads: list[Tensor | None]) -> float:
 def init_gradients(
     model: TransformerLM, idx: Tensor, targets: Tensor, ignore_index: int = -100, key_padding_mask: Tensor | None = None
 ) -> InitGradients:
-    """The per-block gradient norms and the residual stream's growth of ``model`` on one batch.
-
-    At initialisation these are the quantities Xiong et al. (ICML 2020) analyse: in Post-LN the
-    gradient of the FFN weights grows toward the last block (Fig. 3) and the last block's does not
-    shrink with depth (Theorem 1: O(d sqrt(ln d))); in Pre-LN it is flat across blocks and the
-    last block's shrinks as the stream grows with depth (O(d sqrt(ln d / L))). ``.grad`` is left
-    untouched.
-
-    Args:
-        idx: (B, T) inputs; targets: (B, T), ``ignore_index`` where no loss is taken.
-        key_padding_mask: (B, T) bool, True at padding.
+    """The per-block gradient norms and the residual stream's growth of ``model`` on one batch
+    (``idx``, ``targets`` (B, T), ``ignore_index`` where no loss is taken; ``key_padding_mask``
+    (B, T) True at padding); ``.grad`` is left untouched. At initialisation these are the
+    quantities Xiong et al. (ICML 2020) analyse: in Post-LN the gradient of the FFN weights grows
+    toward the last block (Fig. 3) and the last block's does not shrink with depth (Theorem 1); in
+    Pre-LN it is flat across blocks and the last block's shrinks as the stream grows with depth.
     """
     ends: list[Tensor] = []
     first = model.blocks[0].register_forward_pre_hook(lambda _m, args: ends.append(args[0].detach()))

@@ -69,18 +69,12 @@ class PostNormBlock(Block):
 
 class TransformerLM(nn.Module):
     """Decoder-only causal language model: token embedding, positional hooks, ``n_layers``
-    blocks, optional final norm, and a linear head to the vocabulary.
+    blocks, optional final norm, and a linear head to the vocabulary (sharing the embedding's
+    weight when ``cfg.tie_embeddings``). No KV cache, no generation loop.
 
-    Init choices:
-        - token embedding ~ N(0, 1/C) and multiplied by sqrt(C) in ``forward`` (Vaswani et al.,
-          2017, §3.4), so tokens enter at unit scale, like the sinusoidal signal; with a tied head
-          the logits then start with unit scale as well.
-        - every ``nn.Linear`` by ``INITS.get(cfg.init)`` (harness/modules/inits.py): by default
-          weight ~ N(0, 0.02) (GPT-2), or Xavier (``xavier``); biases zero; norms gain 1, bias 0.
-        - the learned position table is initialised by its encoding (N(0, ``learned_init_std``)).
-        - the head shares the token embedding's weight when ``cfg.tie_embeddings``.
-
-    No KV cache, no generation loop; sequences beyond ``max_positions`` raise ``ValueError``.
+    Init: token embedding ~ N(0, 1/C), multiplied by sqrt(C) in ``forward`` (Vaswani et al., 2017,
+    §3.4), so tokens enter at unit scale; every ``nn.Linear`` by ``INITS.get(cfg.init)``; norms
+    gain 1, bias 0; the learned position table by its encoding.
     """
 
     def __init__(self, cfg: TransformerConfig) -> None:
@@ -105,15 +99,8 @@ class TransformerLM(nn.Module):
         nn.init.normal_(self.tok_emb.weight, mean=0.0, std=self.cfg.d_model**-0.5)
 
     def forward(self, idx: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        """Next-token logits.
-
-        Args:
-            idx: (B, T) token ids in ``[0, V)``.
-            key_padding_mask: (B, T) bool, True at padding tokens, which no query attends to
-                (with left padding, the queries at padding positions see no key at all).
-
-        Returns:
-            logits (B, T, V).
+        """Next-token logits (B, T, V) of token ids ``idx`` (B, T) in ``[0, V)``;
+        ``key_padding_mask`` (B, T) bool, True at padding tokens, which no query attends to.
 
         Raises:
             ValueError: ``idx`` is not 2-D, or ``T`` exceeds the encoding's ``max_positions``.
@@ -131,7 +118,7 @@ class TransformerLM(nn.Module):
         return self.head(self.norm_f(x))  # (B, T, V)
 
     def kernel_backends(self) -> list[str]:
-        """Sorted names of the attention backends that have run (e.g. ``flash_attention``)."""
+        """Sorted names of the attention backends that have run."""
         return sorted({b for block in self.blocks for b in block.attn.kernel.backends})
 
     def num_parameters(self) -> int:
