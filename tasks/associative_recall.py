@@ -30,6 +30,8 @@ FILLER = 0
 
 
 class AssociativeRecallParams(TaskParams):
+    """Parameters of ``associative_recall``."""
+
     n_pairs: int = pydantic.Field(4, ge=1, description="key-value pairs (and queries) per row")
     n_keys: int = pydantic.Field(16, ge=1, description="size of the key vocabulary")
     n_values: int = pydantic.Field(16, ge=1, description="size of the value vocabulary")
@@ -46,11 +48,8 @@ class AssociativeRecallParams(TaskParams):
 @TASKS.register("associative_recall", aliases=("mqar",))
 class AssociativeRecall(Task):
     """MQAR. Tokens: filler 0, keys ``1 .. n_keys``, values ``n_keys + 1 .. n_keys + n_values``.
-
-    Loss only at the ``n_pairs`` query positions, whose target is the queried key's value; the
-    input after a query is filler. Needs ``T >= 4 * n_pairs``: the pairs take ``2P`` tokens and
-    the queries, each in a 2-token slot (query, filler), ``2P``.
-    """
+    Loss only at the ``n_pairs`` query positions. Needs ``T >= 4 * n_pairs``: ``2P`` tokens of
+    pairs, ``P`` 2-token slots (query, filler)."""
 
     name = "associative_recall"
     version = "2"

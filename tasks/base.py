@@ -29,7 +29,7 @@ class DataUnavailableError(RuntimeError):
 
 class TaskParams(pydantic.BaseModel):
     """Base of every task's ``Params``: unknown fields are errors, instances are immutable, every
-    integer is at most 2**31 - 1 (:mod:`harness.bounds`)."""
+    integer is at most 2**31 - 1."""
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
@@ -48,19 +48,14 @@ class Task(ABC):
         name: the registry name, permanent.
         version: bumped whenever the data generated for a given seed changes; stored with results.
         answers_in_input: whether a scored target is also the next input token (teacher
-            forcing); ``False`` for a task whose answers are targets only, never in the input
-            after their position. Either way a target is never readable from the input at its
-            own position, which the model sees (the ``answers`` contract checks both).
+            forcing); ``False``: answers are targets only (MQAR). Either way a target is never
+            readable from the input at its own position (the ``answers`` contract checks both).
         kind: ``"synthetic"`` (answer positions scored: accuracy, exact match) or ``"lm"``
             (every position scored: loss in nats/token, perplexity).
         disjoint_splits: whether a synthetic task promises that no val or test row equals a
-            train row (``padded_copy``: each problem belongs to one split); the ``splits``
-            contract then requires it. ``False``: the splits are independent draws of one
-            distribution, which may repeat short problems. An ``lm`` task's splits are always
-            disjoint (separate stretches of the corpus).
-        pad_id: the padding token id, or ``None`` (the default) for a task without padding; the
-            training layer hides it from attention (a key padding mask), and no scored
-            position may hold it (the ``answers`` contract).
+            train row (the ``splits`` contract then checks it); an ``lm`` task's always are.
+        pad_id: the padding token id (``None``: no padding), hidden from attention by the
+            training layer, never at a scored position (the ``answers`` contract).
         params: the validated parameters, an instance of ``Params`` (``None``: all defaults).
         data_dir: directory holding data files (used by tasks that read files only).
 
@@ -75,11 +70,9 @@ class Task(ABC):
     disjoint_splits: ClassVar[bool] = False
     pad_id: ClassVar[int | None] = None
     Params: ClassVar[type[TaskParams]] = TaskParams
-    example_params: ClassVar[dict[str, Any] | None] = None
-    """Params to build the task with when none are given (``ablate check task=NAME``, the
-    contract tests), for a task whose defaults cannot be built (``text`` needs a corpus)."""
+    example_params: ClassVar[dict[str, Any] | None] = None  # for contracts when the defaults cannot be built
 
-    def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None):
+    def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | str | None = None):
         try:
             self.params = self.Params.model_validate(dict(params or {}))
         except pydantic.ValidationError as err:
@@ -96,10 +89,8 @@ class Task(ABC):
     @property
     def token_bytes(self) -> Tensor | None:
         """``(V,)`` int64: how many UTF-8 bytes each token id stands for, so that a loss in nats
-        per token becomes bits per byte (``bpb``, comparable across vocabularies). A task that
-        defines it (``text``) reports ``bpb``; ``None`` (the default: synthetic tasks, and
-        ``tinyshakespeare``, whose stored runs predate ``bpb``; there it is ``loss / ln 2``)
-        reports no ``bpb``."""
+        per token becomes bits per byte (``bpb``); ``None`` (synthetic tasks, and
+        ``tinyshakespeare``, whose stored runs predate ``bpb``) reports no ``bpb``."""
         return None
 
     @property
@@ -109,11 +100,8 @@ class Task(ABC):
 
     @abstractmethod
     def max_seq_len(self, split: Split) -> int | None:
-        """Longest ``seq_len`` :meth:`sample` can draw from ``split``; ``None`` when rows are
-        generated at any length (synthetic tasks). A file-backed task is bounded by its split's
-        size (a row is a window of ``seq_len + 1`` tokens). Known without loading the data, so
-        that planning checks every length before any run starts.
-        """
+        """Longest ``seq_len`` :meth:`sample` can draw from ``split`` (``None``: any), known
+        without loading the data, so that planning checks every length before any run starts."""
 
     def check_available(self) -> None:
         """Make sure the task's data can be loaded (found, downloaded, verified), before any run starts.
@@ -126,14 +114,9 @@ class Task(ABC):
         """Draw ``n`` (N) problems of input length ``seq_len`` (T) from ``split``: ``"train"``,
         ``"val"`` (tuning) or ``"test"`` (comparisons); ``rng`` is the only source of randomness.
 
-        Returns:
-            ``(inputs, targets)``, each ``(N, T)`` int64; ``targets[i, t]`` is the token that
-            follows ``inputs[i, :t + 1]`` (also the next input token when
-            :attr:`answers_in_input`), or :data:`IGNORE_INDEX` where no loss is taken.
-
-        Raises:
-            ValueError: ``n`` < 1, ``seq_len`` below :attr:`min_seq_len` or above
-                :meth:`max_seq_len`, or an unknown split.
+        Returns ``(inputs, targets)``, each ``(N, T)`` int64; ``targets[i, t]`` is the token that
+        follows ``inputs[i, :t + 1]``, or :data:`IGNORE_INDEX` where no loss is taken. Raises
+        ``ValueError`` for ``n`` < 1, a ``seq_len`` out of the task's bounds or an unknown split.
         """
         if split not in SPLITS:
             raise ValueError(

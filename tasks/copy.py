@@ -1,14 +1,7 @@
-"""Copy and reverse: repeat a random string after a separator, as is or reversed.
-
-The standard probe of length generalisation for positional encodings (e.g. Kazemnejad et al.,
-NeurIPS 2023, "The Impact of Positional Encoding on Length Generalization in Transformers").
-A problem of string length ``n`` is the sequence ``x_1 .. x_n SEP y_1 .. y_n`` with ``y = x``
-(copy) or ``y = reversed(x)`` (reverse); the model reads its first ``2n`` tokens and is scored
-only on the ``n`` positions that predict ``y``. Rows shorter than ``T`` are padded at the end,
-which a causal mask makes harmless.
-
-Training rows draw ``n`` uniformly from ``min_len .. T // 2``; evaluation rows (``val``,
-``test``) all use the full ``n = T // 2``, the hardest problem at that length, so evaluating at
+"""Copy and reverse (the standard probe of length generalisation for positional encodings, e.g.
+Kazemnejad et al., NeurIPS 2023): ``x_1 .. x_n SEP y_1 .. y_n`` with ``y = x`` or ``reversed(x)``,
+scored only on the ``n`` positions that predict ``y``, padded at the end. Training rows draw ``n``
+uniformly from ``min_len .. T // 2``; evaluation rows all use ``n = T // 2``, so evaluating at
 ``2T`` and ``4T`` measures extrapolation to longer strings. No curriculum, no EOS token.
 """
 
@@ -31,6 +24,8 @@ FIRST_SYMBOL = 2
 
 
 class CopyParams(TaskParams):
+    """Parameters of ``copy`` and ``reverse``."""
+
     n_symbols: int = pydantic.Field(16, ge=1, description="alphabet size of the strings")
     min_len: int = pydantic.Field(1, ge=1, description="shortest string in training rows")
 

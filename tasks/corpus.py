@@ -29,12 +29,9 @@ class Corpus:
 
 
 def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None) -> Corpus:
-    """Read a text file, or the matching files of a folder, as one :class:`Corpus`.
-
-    Raises:
-        DataUnavailableError: no such path; a folder with no file matching ``glob``; a file that
-            is not UTF-8 text; a corpus that is empty or only whitespace.
-    """
+    """A text file, or the files of a folder matching ``glob``, as one :class:`Corpus`; a
+    :class:`DataUnavailableError` for no such path or file, a file that is not UTF-8 text, or a
+    corpus that is only whitespace."""
     found = resolve(path, data_dir)
     files = _folder_files(found, glob) if found.is_dir() else [found]
     payloads = [f.read_bytes() for f in files]
@@ -185,15 +182,11 @@ def _load_dataset(
             f"(or give a local file as the task param path)"
         ) from None
     datasets.disable_progress_bars()
-    if isinstance(data_files, Mapping):
-        files: DataFiles | None = {k: v if isinstance(v, str) else list(v) for k, v in data_files.items()}
-    else:
-        files = list(data_files) if data_files is not None and not isinstance(data_files, str) else data_files
     try:
         rows = datasets.load_dataset(
             name,
             config,
-            data_files=files,
+            data_files=data_files,
             split=split,
             cache_dir=str(cache_dir() / "huggingface"),
             download_mode="force_redownload" if rebuild else None,

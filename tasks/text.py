@@ -28,8 +28,8 @@ log = logging.getLogger(__name__)
 
 CODE_VERSION = "1"  # bumped whenever the rows drawn for a given corpus, vocabulary and seed change
 
+# per process: (corpus sha256, vocabulary params, split) -> (vocab, token ids, token bounds)
 _LOADED: dict[tuple[Any, ...], tuple[CharVocab | BPEVocab, np.ndarray, dict[str, tuple[int, int]]]] = {}
-"""Per process: (corpus sha256, vocabulary params, split) -> (vocab, token ids, token bounds)."""
 
 
 class TextParams(TaskParams):
@@ -75,12 +75,10 @@ def split_bounds(n_chars: int, val_fraction: float, test_fraction: float) -> dic
 
 @TASKS.register("text")
 class Text(CorpusTask):
-    """LM on your own corpus (param path or dataset), char or byte-level BPE; every position scored.
-
-    Built eagerly: the corpus is read and checked, and the vocabulary built, in the constructor,
-    so that ``vocab_size``, :meth:`max_seq_len` and the instance's ``version`` (code, corpus and
-    vocabulary digests; the class attribute is the code version alone) are known to planning.
-    :attr:`tokens` (N,) int32 holds the train, val and test ids, concatenated.
+    """LM on your own corpus, char or byte-level BPE. Built eagerly (the corpus read and checked,
+    the vocabulary built), so that ``vocab_size``, :meth:`max_seq_len` and the instance's
+    ``version`` (code, corpus and vocabulary digests) are known to planning. :attr:`tokens` (N,)
+    int32 holds the train, val and test ids, concatenated.
 
     Raises:
         ValueError: bad params.

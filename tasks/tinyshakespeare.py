@@ -30,8 +30,7 @@ FILENAME = "tinyshakespeare.txt"
 URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 SIZE = 1_115_394
 SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
-VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-"""sorted(set(text)) of the file with the checksum above; fixed by that checksum."""
+VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # sorted(set(text)) of that file
 DOWNLOAD_TIMEOUT_S = 20.0
 TRAIN_FRACTION = 0.9
 
@@ -58,13 +57,13 @@ def data_dir_or_env(data_dir: Path | None) -> Path | None:
     return data_dir
 
 
-def locate(data_dir: Path | None = None, download: bool = True) -> Path:
+def locate(data_dir: Path | None = None) -> Path:
     """A verified copy of the corpus: in ``data_dir`` (else ``$ABLATE_DATA_DIR``), in the cache,
-    or downloaded into the cache (unless not ``download``).
+    or downloaded into the cache.
 
     Raises:
         DataChecksumError: a copy was found or downloaded but its sha256 is wrong.
-        DataUnavailableError: no local copy and the download failed (or was not allowed).
+        DataUnavailableError: no local copy and the download failed.
     """
     data_dir = data_dir_or_env(data_dir)
     cached = cache_dir() / FILENAME
@@ -72,10 +71,9 @@ def locate(data_dir: Path | None = None, download: bool = True) -> Path:
         if path.is_file():
             _verify(path.read_bytes(), path)
             return path
-    if not download:
-        raise DataUnavailableError(_unavailable_message(data_dir, cached, "downloads disabled"))
     try:
-        payload = _download()
+        with urllib.request.urlopen(URL, timeout=DOWNLOAD_TIMEOUT_S) as response:
+            payload = response.read()
     except (OSError, http.client.HTTPException) as err:  # URLError, timeouts, resets
         raise DataUnavailableError(_unavailable_message(data_dir, cached, repr(err))) from err
     _verify(payload, URL)
@@ -159,11 +157,6 @@ class TinyShakespeare(CorpusTask):
         return load_encoded(self.data_dir)
 
 
-def _download() -> bytes:
-    with urllib.request.urlopen(URL, timeout=DOWNLOAD_TIMEOUT_S) as response:
-        return response.read()
-
-
 def write_atomically(path: Path, payload: bytes) -> None:
     """Write to a temporary file next to ``path``, then rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -178,7 +171,6 @@ def write_atomically(path: Path, payload: bytes) -> None:
 
 
 def _verify(payload: bytes, source: Path | str) -> None:
-    """Raise :class:`DataChecksumError` unless ``payload`` is the expected corpus."""
     digest = hashlib.sha256(payload).hexdigest()
     if digest == SHA256:
         return

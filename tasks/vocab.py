@@ -76,9 +76,6 @@ class CharVocab:
             raise ValueError(f"character {text[at]!r} at offset {at} is not in the vocabulary")
         return ids.astype(np.int32)
 
-    def decode(self, ids: np.ndarray | list[int]) -> str:
-        return "".join(self.chars[i] for i in np.asarray(ids).tolist())
-
 
 class BPEVocab:
     """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``), from its JSON ``definition``."""
@@ -156,6 +153,3 @@ class BPEVocab:
 
     def encode(self, text: str) -> np.ndarray:
         return np.array(self._tokenizer.encode(text).ids, dtype=np.int32)
-
-    def decode(self, ids: np.ndarray | list[int]) -> str:
-        return self._tokenizer.decode(np.asarray(ids).tolist())
