@@ -91,9 +91,7 @@ class FFNSection(_Section):
 
     def width(self, d_model: int) -> int | None:
         """The hidden width for ``d_model``; None: the model's default."""
-        if self.d_ff_mult is not None:
-            return max(1, round(self.d_ff_mult * d_model))
-        return self.d_ff
+        return max(1, round(self.d_ff_mult * d_model)) if self.d_ff_mult is not None else self.d_ff
 
 
 class TrainSection(_Section):

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -31,25 +31,14 @@ class NameTakenError(ValueError):
 def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str:
     """Return ``" (did you mean 'x'?)"`` for the closest of ``choices``, or ``""``; case is ignored
     in the matching (``ALiBi`` finds ``alibi``), never in the names suggested."""
-    folded: dict[str, str] = {}
-    for choice in choices:
-        folded.setdefault(choice.casefold(), choice)
+    folded = {c.casefold(): c for c in reversed(choices)}  # the first spelling of each
     close = [folded[c] for c in difflib.get_close_matches(name.casefold(), list(folded), n=2, cutoff=0.6)]
-    if not close:
-        return ""
-    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 class Registry(Generic[T]):
-    """Maps names (and aliases) to objects, usually classes; ``family`` names them in messages.
-
-    Example:
-        >>> POSITIONAL = Registry("positional encoding")
-        >>> @POSITIONAL.register("rope")
-        ... class RoPE: ...
-        >>> POSITIONAL.get("rope") is RoPE
-        True
-    """
+    """Maps names (and aliases) to objects, usually classes, registered with ``@REG.register(name)``;
+    ``family`` names them in messages."""
 
     def __init__(self, family: str) -> None:
         self.family = family
@@ -120,12 +109,6 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries or name in self._aliases
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
     def __repr__(self) -> str:
         return f"Registry({self.family!r}, {self.names()})"
