@@ -10,9 +10,7 @@ Shape notation, used in every docstring and at every reshape of this package:
     C  model width (d_model)
     V  vocabulary size
 
-The component families' registries and ``TransformerConfig`` are in config.py; importing this
-package registers every entry (one module per family: positional, kernels, attention, norms, ffn,
-inits, transformer). Measurements of a model that are not its loss are in probes.py.
+Importing this package registers every entry into the registries of config.py.
 """
 
 from harness.modules.attention import HEAD_SPLITS, KERNELS, QKV, SCALES, MultiHeadAttention

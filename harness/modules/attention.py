@@ -102,18 +102,10 @@ class TransposeMissingSplit(HeadSplit):
 
 
 class MultiHeadAttention(nn.Module):
-    """Causal multi-head self-attention (Vaswani et al., 2017, §3.2.2) with registered q/k/v
-    projections, head split, score scale and kernel, and the positional hooks (``rotate_qk``,
-    ``attention_bias``).
-
-    ``d_model`` C and ``n_heads`` H (must divide it); ``kernel``, ``qkv``, ``scale``, ``mask_fill``
-    (kernel ``math`` only) and ``head_split`` name registry entries; ``dropout`` acts on the
-    attention weights (inside the kernel) and on the output projection; ``bias``: whether the
-    projections have biases.
-
-    Raises:
-        ValueError: ``d_model`` not divisible by ``n_heads``.
-        UnknownNameError: an unknown name.
+    """Causal multi-head self-attention (Vaswani et al., 2017, §3.2.2) with the positional hooks.
+    ``d_model`` C and ``n_heads`` H (must divide it: else ``ValueError``); ``kernel``, ``qkv``,
+    ``scale``, ``mask_fill`` and ``head_split`` name registry entries (else ``UnknownNameError``);
+    ``dropout`` on the attention weights and the output projection; ``bias`` on the projections.
     """
 
     def __init__(

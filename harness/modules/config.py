@@ -64,16 +64,9 @@ class TransformerConfig:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        for registry, name in (
-            (QKV, self.qkv),
-            (SCALES, self.scale),
-            (MASK_FILLS, self.mask_fill),
-            (HEAD_SPLITS, self.head_split),
-            (NORMS, self.norm),
-            (BLOCKS, self.norm_position),
-            (ACTIVATIONS, self.activation),
-            (INITS, self.init),
-        ):
+        registries = (QKV, SCALES, MASK_FILLS, HEAD_SPLITS, NORMS, BLOCKS, ACTIVATIONS, INITS)
+        names = (self.qkv, self.scale, self.mask_fill, self.head_split, self.norm, self.norm_position)
+        for registry, name in zip(registries, (*names, self.activation, self.init)):
             registry.canonical(name)
         POSITIONAL.get(self.position).check_config(self)
         KERNELS.get(self.kernel).check_config(self)

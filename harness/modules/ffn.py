@@ -37,12 +37,8 @@ class SwiGLU(nn.Module):
 class FeedForward(nn.Module):
     """``Linear(C, d_ff) -> activation -> Linear(d_ff, C) -> dropout`` (Vaswani et al., 2017,
     §3.3), applied to each position independently. With a gated activation (``swiglu``) the
-    input projection is ``Linear(C, 2 d_ff)`` and the activation gates one half with the other.
-
-    ``d_ff`` is the hidden width F (after the gate); (B, T, C) -> (B, T, C); ``dropout`` on the output.
-
-    Raises:
-        UnknownNameError: unknown activation.
+    input projection is ``Linear(C, 2 d_ff)``. (B, T, C) -> (B, T, C); ``d_ff`` is the hidden
+    width F (after the gate). Raises ``UnknownNameError`` for an unknown activation.
     """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", dropout: float = 0.0) -> None:

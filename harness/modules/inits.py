@@ -23,10 +23,8 @@ def normal_002(linear: nn.Linear) -> None:
 @INITS.register("xavier")
 def xavier(linear: nn.Linear) -> None:
     """Xavier (Glorot & Bengio, AISTATS 2010), normal form: weight ~ N(0, 2 / (fan_in + fan_out)),
-    bias 0; N(0, 1/C) for a C x C matrix, the initialisation Xiong et al. (ICML 2020, §3)
-    analyse. Applied to each ``nn.Linear`` as built: a fused QKV projection (C -> 3C) is one matrix
-    (std sqrt(1 / (2C)), as fairseq's fused ``in_proj`` under ``xavier_uniform_``), the FFN's
-    C -> 4C and 4C -> C projections std sqrt(2 / (5C)).
+    bias 0; N(0, 1/C) for a C x C matrix, as Xiong et al. (ICML 2020, §3) analyse. A fused QKV
+    projection (C -> 3C) is one matrix, as fairseq's fused ``in_proj``.
     """
     nn.init.xavier_normal_(linear.weight)
     if linear.bias is not None:

@@ -65,19 +65,13 @@ class AttentionKernel(nn.Module):
         """Raise ``ValueError`` for a model config this kernel cannot compute faithfully."""
         if not cls.honours_mask_fill and MASK_FILLS.canonical(cfg.mask_fill) != "-inf":
             raise ValueError(
-                f"attention.mask_fill={cfg.mask_fill} needs explicit scores (kernel 'math'); "
-                f"kernel '{cfg.kernel}' masks on its own"
+                f"attention.mask_fill={cfg.mask_fill} needs explicit scores (kernel 'math'); kernel '{cfg.kernel}' masks on its own"
             )
 
     @classmethod
     def check_available(
-        cls,
-        device: torch.device | str,
-        dtype: torch.dtype,
-        with_mask: bool = False,
-        dropout: float = 0.0,
-        mask_requires_grad: bool = False,
-    ) -> None:
+        cls, device: torch.device | str, dtype: torch.dtype, with_mask=False, dropout=0.0, mask_requires_grad=False
+    ):
         """Raise ``ValueError`` if the kernel cannot run on ``device`` with inputs of ``dtype``
         (with a float attention mask: a bias or padding; with attention dropout in training; with
         a mask that requires a gradient: a learned bias,
@@ -86,15 +80,7 @@ class AttentionKernel(nn.Module):
     def scale_for(self, q: Tensor) -> float:
         return self.scale if self.scale is not None else q.size(-1) ** -0.5
 
-    def forward(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        bias: Tensor | None = None,
-        need_weights: bool = False,
-        key_padding_mask: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias=None, need_weights=False, key_padding_mask=None):
         """Causal attention of q (B, H, T, D), the last T of the S key positions, over k, v
         (B, H, S, D), with an additive float ``bias`` (H, T, S) and ``key_padding_mask`` (B, S)
         bool, True for keys no query may see. Returns out (B, H, T, D) and, with ``need_weights``,
@@ -175,13 +161,8 @@ class FlashAttention(SDPAttention):
 
     @classmethod
     def check_available(
-        cls,
-        device: torch.device | str,
-        dtype: torch.dtype,
-        with_mask: bool = False,
-        dropout: float = 0.0,
-        mask_requires_grad: bool = False,
-    ) -> None:
+        cls, device: torch.device | str, dtype: torch.dtype, with_mask=False, dropout=0.0, mask_requires_grad=False
+    ):
         """Run one tiny forced-flash forward and backward on ``device`` in ``dtype``, as training
         would (CPU flash has no dropout, and no mask that requires a gradient: a learned bias).
 
@@ -212,8 +193,7 @@ class FlashAttention(SDPAttention):
         masked = masked or (" and an attention mask" if with_mask else "")
         extra = masked + (f" and dropout {dropout}" if dropout else "")
         raise ValueError(
-            f"kernel 'flash' is not available on {device} with {dtype}{extra} ({'; '.join([error, *reasons])}); "
-            "use attention.kernel=sdpa, or a precision/device flash supports"
+            f"kernel 'flash' is not available on {device} with {dtype}{extra} ({'; '.join([error, *reasons])}); use attention.kernel=sdpa, or a precision/device flash supports"
         )
 
 
@@ -251,8 +231,7 @@ class LinearAttention(AttentionKernel):
         super().check_config(cfg)
         if POSITIONAL.get(cfg.position).adds_bias():
             raise ValueError(
-                f"kernel 'linear' cannot add the attention bias of position '{cfg.position}'; "
-                "use rope, sinusoidal, learned or nope"
+                f"kernel 'linear' cannot add the attention bias of position '{cfg.position}'; use rope, sinusoidal, learned or nope"
             )
         if cfg.dropout:
             raise ValueError("kernel 'linear' has no attention weights to drop out; set model.dropout=0")

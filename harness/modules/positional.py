@@ -66,9 +66,8 @@ class Sinusoidal(PositionalEncoding):
     """Fixed sinusoids added to the embeddings (Vaswani et al., 2017, §3.5):
     ``PE[p, 2i] = sin(p / 10000^(2i/C))``, ``PE[p, 2i+1] = cos(p / 10000^(2i/C))``.
 
-    Computed for any length on every forward, in float64 and rounded once to float32 (within
-    about 1e-7 of the closed form at positions in the thousands). An odd ``C`` drops the last
-    cosine column.
+    Computed for any length on every forward, in float64 rounded once to float32. An odd ``C``
+    drops the last cosine column.
     """
 
     def table(self, t: int, device: torch.device | None = None) -> Tensor:
@@ -202,11 +201,8 @@ def alibi_slopes(n: int) -> list[float]:
 class ALiBi(PositionalEncoding):
     """Attention with Linear Biases (Press et al., ICLR 2022): a fixed per-head penalty
     proportional to query-key distance, ``bias[h, i, j] = -slope_h * (i - j)``, added to the
-    scores. No parameters; slopes follow the paper's geometric sequence, including its rule for
-    head counts that are not powers of two (:func:`alibi_slopes`).
-
-    The bias is float32 on the module's device; entries above the diagonal (``j > i``) are left
-    positive: the kernel masks them.
+    scores; no parameters; slopes as in the paper (:func:`alibi_slopes`). The bias is float32 on
+    the module's device; entries above the diagonal (``j > i``) are left positive: the kernel masks them.
     """
 
     slopes: Tensor

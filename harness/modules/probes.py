@@ -34,12 +34,10 @@ def causal_leakage(
 
     Returns:
         ``leak_logits`` (largest finite |change| of logits at ``<= t``), ``leak_grad`` (largest
-        finite |d logits[<= t] / d embedding[> t]|), ``nonfinite_logits`` (fraction of logits
-        at ``<= t`` that are NaN/inf) and ``nonfinite_grad`` (fraction of embedding gradients
-        that are NaN/inf); with a padding mask also ``leak_logits_real`` and ``leak_grad_real``,
-        the same at the positions ``<= t`` that are not padding. A finite mask fill leaks into
-        padding rows (every key masked: the softmax spreads over all keys, later ones included)
-        but must not leak into real positions, which never attend to padding keys.
+        finite |d logits[<= t] / d embedding[> t]|), ``nonfinite_logits`` and ``nonfinite_grad``
+        (fractions that are NaN/inf); with a padding mask also ``leak_logits_real`` and
+        ``leak_grad_real`` at the positions ``<= t`` that are not padding (a finite mask fill leaks
+        into padding rows, never into real positions).
     """
     gen = torch.Generator().manual_seed(seed)
     other = idx.clone()
@@ -90,11 +88,10 @@ def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor
     without a kernel that returns weights (``math``).
 
     Returns:
-        ``attn_masked_max``: the largest probability on a hidden key, over rows with at least
-        one visible key (0 for an exact mask); ``attn_fully_masked_rows``: fraction of rows with
-        no visible key (a property of the padding); ``attn_fully_masked_mass``: mean probability
-        mass on hidden keys in those rows (1 when a finite fill spreads them uniformly, NaN if no
-        such row or all NaN); ``attn_nonfinite_rows``: fraction of rows whose weights hold NaN/inf.
+        ``attn_masked_max``: the largest probability on a hidden key, over rows with a visible
+        key (0 for an exact mask); ``attn_fully_masked_rows``: fraction of rows with none;
+        ``attn_fully_masked_mass``: mean mass on hidden keys in those rows (NaN if none);
+        ``attn_nonfinite_rows``: fraction of rows whose weights hold NaN/inf.
     """
     kernels = [block.attn.kernel for block in model.blocks]
     nan = float("nan")
