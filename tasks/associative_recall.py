@@ -6,11 +6,9 @@ key-value pairs ``k_1 v_1 .. k_P v_P``; every key is then queried once, in rando
 model must produce the value paired with it earlier in the row. As in Zoology, the answer is only
 a target: the input token after a query is filler (why: version 2 in docs/tasks.md).
 
-Differences from Zoology's generator, deliberate: filler is the single token 0 (Zoology fills with
-random tokens); query positions are uniform over all non-overlapping 2-token slots (Zoology draws
-gaps from a power law); values are drawn with replacement. The number of pairs is the same at
-every length, so a longer sequence means longer query distances. Every split draws from the same
-distribution.
+Deliberately unlike Zoology: filler is the single token 0; query positions are uniform over all
+non-overlapping 2-token slots (Zoology: power-law gaps); values are drawn with replacement. The
+number of pairs is the same at every length (longer rows, longer query distances) and in every split.
 """
 
 from __future__ import annotations

@@ -40,9 +40,8 @@ class TaskParams(pydantic.BaseModel):
 
 
 class Task(ABC):
-    """Base class of all tasks: a subclass sets the class attributes and ``Params`` (a
-    :class:`TaskParams` subclass), and defines ``vocab_size``, :meth:`max_seq_len`,
-    :meth:`_generate` and, where it is above 1, ``min_seq_len``.
+    """Base class of all tasks: a subclass sets the class attributes and ``Params``, and defines
+    ``vocab_size``, :meth:`max_seq_len`, :meth:`_generate` and (where above 1) ``min_seq_len``.
 
     Attributes:
         name: the registry name, permanent.
@@ -56,11 +55,9 @@ class Task(ABC):
             train row (the ``splits`` contract then checks it); an ``lm`` task's always are.
         pad_id: the padding token id (``None``: no padding), hidden from attention by the
             training layer, never at a scored position (the ``answers`` contract).
-        params: the validated parameters, an instance of ``Params`` (``None``: all defaults).
+        params: the validated parameters, an instance of ``Params`` (``None``: all defaults); a
+            ``ValueError`` names each that is unknown or invalid.
         data_dir: directory holding data files (used by tasks that read files only).
-
-    Raises:
-        ValueError: a parameter is unknown or invalid; the message names it.
     """
 
     name: ClassVar[str]

@@ -50,9 +50,7 @@ def resolve(path: str, data_dir: Path | None = None) -> Path:
         if candidate.exists():
             return candidate
     raise DataUnavailableError(
-        f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); "
-        f"give an existing file or folder as the task param path (relative paths are looked up in "
-        f"$ABLATE_DATA_DIR, then the working directory)"
+        f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); give an existing file or folder as the task param path (relative paths are looked up in $ABLATE_DATA_DIR, then the working directory)"
     )
 
 
@@ -64,8 +62,7 @@ def _folder_files(folder: Path, glob: str) -> list[Path]:
     ]
     if not files:
         raise DataUnavailableError(
-            f"text: folder {folder} holds no file matching {glob!r}; put the corpus's .txt files in it "
-            f"or set the task param glob (e.g. '**/*.md')"
+            f"text: folder {folder} holds no file matching {glob!r}; put the corpus's .txt files in it or set the task param glob (e.g. '**/*.md')"
         )
     return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
 
@@ -79,8 +76,7 @@ def _decode(payload: bytes, where: Path | str) -> str:
         return payload.decode("utf-8")
     except UnicodeDecodeError as err:
         raise DataUnavailableError(
-            f"text: {where} is not UTF-8 text (byte 0x{payload[err.start]:02x} at offset {err.start:,}: "
-            f"binary data or another encoding?); convert it, e.g. iconv -f LATIN1 -t UTF-8"
+            f"text: {where} is not UTF-8 text (byte 0x{payload[err.start]:02x} at offset {err.start:,}: binary data or another encoding?); convert it, e.g. iconv -f LATIN1 -t UTF-8"
         ) from None
 
 
@@ -107,9 +103,8 @@ def read_dataset(
     importing ``datasets``.
 
     Raises:
-        DataUnavailableError: ``datasets`` is not installed; the dataset cannot be loaded (no
-            network, no such name, config or split); no such column, or a row that is not text;
-            the text is empty.
+        DataUnavailableError: ``datasets`` is missing; the dataset, its column or its text is not
+            there (no network, no such name, config, split or column; a row that is not text).
     """
     key = {"name": name, "config": config, "data_files": data_files, "split": split, "column": column}
     local = local_files(name, data_files)
@@ -178,8 +173,7 @@ def _load_dataset(
         import datasets
     except ImportError:
         raise DataUnavailableError(
-            f"text: {source} needs the datasets package: pip install 'ablate[datasets]' "
-            f"(or give a local file as the task param path)"
+            f"text: {source} needs the datasets package: pip install 'ablate[datasets]' (or give a local file as the task param path)"
         ) from None
     datasets.disable_progress_bars()
     try:
@@ -193,20 +187,16 @@ def _load_dataset(
         )
     except Exception as err:  # noqa: BLE001 hub, network, builder and split errors have no common base
         raise DataUnavailableError(
-            f"text: {source} could not be loaded ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
-            f"check the name, config and split, and the network for a hub dataset (loaded once, it is "
-            f"cached under {cache_dir()} and read offline)"
+            f"text: {source} could not be loaded ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); check the name, config and split, and the network for a hub dataset (loaded once, it is cached under {cache_dir()} and read offline)"
         ) from None
     if column not in rows.column_names:
         raise DataUnavailableError(
-            f"text: {source} has no column {column!r}; set the task param text_column to one of: "
-            f"{', '.join(rows.column_names)}"
+            f"text: {source} has no column {column!r}; set the task param text_column to one of: {', '.join(rows.column_names)}"
         )
     values = rows[column]
     bad = next((i for i, v in enumerate(values) if not isinstance(v, str)), None)
     if bad is not None:
         raise DataUnavailableError(
-            f"text: {source}: row {bad} of column {column!r} is {type(values[bad]).__name__}, not text; "
-            f"set the task param text_column to a column of strings"
+            f"text: {source}: row {bad} of column {column!r} is {type(values[bad]).__name__}, not text; set the task param text_column to a column of strings"
         )
     return "\n".join(values)

@@ -4,12 +4,9 @@ hides PAD from attention (``pad_id``), so every query at a padding position sees
 *fully masked row*, as in a left-padded batch of a decoder. Scored as ``copy``; padding never.
 Every split draws ``n`` uniformly from ``min_len .. T // 2``, so evaluation rows hold padding too.
 
-**Disjoint splits** (version 2). Short strings are few, so independent draws would repeat training
-problems in the test split (9 of 256 test rows at T = 32 in version 1). Each problem ``(n, x)``
-belongs to one split by a fixed hash of its length and symbols (:func:`split_of`: 80 % train,
-10 % val, 10 % test, at every row length); a split draws ``(n, x)`` pairs and keeps its own. A
-length none of whose strings is in a split is not drawn in it (e.g. some ``n = 1`` in val and
-test with 16 symbols).
+**Disjoint splits** (version 2; version 1 repeated 9 of 256 test rows at T = 32): each problem
+``(n, x)`` belongs to one split by a fixed hash (:func:`split_of`: 80 % train, 10 % val, 10 %
+test); a split draws ``(n, x)`` pairs and keeps its own, so a short length may be missing from it.
 """
 
 from __future__ import annotations
@@ -87,9 +84,7 @@ class PaddedCopy(Copy):
             if have >= n:
                 return np.concatenate(lengths)[:n], np.concatenate(symbols)[:n]
         raise ValueError(
-            f"task 'padded_copy' with {self.params!r}: too few distinct problems of length "
-            f"{self.params.min_len}..{max_len} fall in the {split!r} split to draw {n} rows; "
-            "raise n_symbols or seq_len"
+            f"task 'padded_copy' with {self.params!r}: too few distinct problems of length {self.params.min_len}..{max_len} fall in the {split!r} split to draw {n} rows; raise n_symbols or seq_len"
         )
 
 

@@ -60,8 +60,7 @@ class TextParams(TaskParams):
             raise ValueError("vocab_size applies to tokenizer: bpe (a char vocabulary is the corpus's characters)")
         if self.val_fraction + self.test_fraction >= 1:
             raise ValueError(
-                f"val_fraction + test_fraction must be below 1 (the rest trains), got "
-                f"{self.val_fraction} + {self.test_fraction}"
+                f"val_fraction + test_fraction must be below 1 (the rest trains), got {self.val_fraction} + {self.test_fraction}"
             )
         return self
 
@@ -80,10 +79,8 @@ class Text(CorpusTask):
     ``version`` (code, corpus and vocabulary digests) are known to planning. :attr:`tokens` (N,)
     int32 holds the train, val and test ids, concatenated.
 
-    Raises:
-        ValueError: bad params.
-        DataUnavailableError: the corpus cannot be read, is empty or binary, or a split of it
-            holds fewer than 2 tokens.
+    Raises ``ValueError`` for bad params, :class:`DataUnavailableError` for a corpus that cannot
+    be read, is empty or binary, or has a split of fewer than 2 tokens.
     """
 
     name = "text"
@@ -172,7 +169,5 @@ def _check_size(corpus: Corpus, p: TextParams, split: str, n: int, unit: str) ->
         fraction = {"val": p.val_fraction, "test": p.test_fraction}.get(split)
         share = f"{fraction:g} of " if fraction is not None else "the rest of "
         raise DataUnavailableError(
-            f"text: corpus {corpus.source} is too small: its {split} split ({share}{len(corpus.text):,} characters) "
-            f"holds {n} {unit}, and a split needs at least 2 tokens; give a larger corpus or raise "
-            f"val_fraction / test_fraction"
+            f"text: corpus {corpus.source} is too small: its {split} split ({share}{len(corpus.text):,} characters) holds {n} {unit}, and a split needs at least 2 tokens; give a larger corpus or raise val_fraction / test_fraction"
         )

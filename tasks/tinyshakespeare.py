@@ -1,11 +1,6 @@
-"""Tiny Shakespeare, character-level language modelling (where the file comes from:
-docs/tasks.md), and what every task on a corpus shares: :class:`CorpusTask`, the cache folder and
-atomic writes.
-
-The 1,115,394-character corpus of karpathy/char-rnn (``data/tinyshakespeare/input.txt``), as used
-by nanoGPT's ``shakespeare_char``. The vocabulary is the file's 65 distinct characters, sorted.
-Splits by position: the first 90 % trains; of the last 10 %, the first half is ``val`` (tuning)
-and the second half ``test`` (comparisons). No document boundaries, no BPE.
+"""Tiny Shakespeare (docs/tasks.md), and what every task on a corpus shares: :class:`CorpusTask`,
+the cache folder and atomic writes. The vocabulary is the file's 65 distinct characters, sorted;
+the first 90 % trains; of the last 10 %, the first half is ``val``, the second ``test``.
 """
 
 from __future__ import annotations
@@ -59,12 +54,8 @@ def data_dir_or_env(data_dir: Path | None) -> Path | None:
 
 def locate(data_dir: Path | None = None) -> Path:
     """A verified copy of the corpus: in ``data_dir`` (else ``$ABLATE_DATA_DIR``), in the cache,
-    or downloaded into the cache.
-
-    Raises:
-        DataChecksumError: a copy was found or downloaded but its sha256 is wrong.
-        DataUnavailableError: no local copy and the download failed.
-    """
+    or downloaded into the cache; a :class:`DataChecksumError` for a copy whose sha256 is wrong, a
+    :class:`DataUnavailableError` when there is none."""
     data_dir = data_dir_or_env(data_dir)
     cached = cache_dir() / FILENAME
     for path in ([Path(data_dir) / FILENAME] if data_dir is not None else []) + [cached]:
@@ -175,18 +166,11 @@ def _verify(payload: bytes, source: Path | str) -> None:
     if digest == SHA256:
         return
     if isinstance(source, Path):
-        fix = (
-            f"The file is corrupt, truncated or a different text: delete it and put a fresh "
-            f"copy of {URL} in its place (or delete it and let ablate download it)."
-        )
+        fix = f"The file is corrupt, truncated or a different text: delete it and put a fresh copy of {URL} in its place (or delete it and let ablate download it)."
     else:
-        fix = (
-            f"The server sent something else (a proxy or error page?): download {URL} by "
-            f"hand to {cache_dir() / FILENAME} or $ABLATE_DATA_DIR/{FILENAME}."
-        )
+        fix = f"The server sent something else (a proxy or error page?): download {URL} by hand to {cache_dir() / FILENAME} or $ABLATE_DATA_DIR/{FILENAME}."
     raise DataChecksumError(
-        f"tinyshakespeare: {source} has sha256 {digest} ({len(payload):,} bytes), expected "
-        f"{SHA256} ({SIZE:,} bytes). {fix}"
+        f"tinyshakespeare: {source} has sha256 {digest} ({len(payload):,} bytes), expected {SHA256} ({SIZE:,} bytes). {fix}"
     )
 
 
@@ -196,8 +180,4 @@ def _unavailable_message(data_dir: Path | None, cached: Path, reason: str) -> st
         if data_dir is not None
         else "$ABLATE_DATA_DIR/tinyshakespeare.txt (ABLATE_DATA_DIR is not set)"
     )
-    return (
-        f"tinyshakespeare: {FILENAME} could not be found or downloaded (download from {URL} "
-        f"failed: {reason}). Put the file ({SIZE:,} bytes, sha256 {SHA256}) at {where} or at "
-        f"{cached}, e.g. on a machine with network access: curl -fLo {cached} {URL}"
-    )
+    return f"tinyshakespeare: {FILENAME} could not be found or downloaded (download from {URL} failed: {reason}). Put the file ({SIZE:,} bytes, sha256 {SHA256}) at {where} or at {cached}, e.g. on a machine with network access: curl -fLo {cached} {URL}"

@@ -2,21 +2,18 @@
 for (``token_bytes``: a loss of ``L`` nats per token over ``N`` tokens and ``B`` bytes is
 ``L * N / (B * ln 2)`` bits per byte, which compares across vocabularies).
 
-- ``char`` (:class:`CharVocab`): the sorted distinct characters (code points) of the whole
-  corpus, as nanoGPT's ``shakespeare_char``: only the character set, not its counts, is read
-  outside the training split.
+- ``char`` (:class:`CharVocab`): the sorted distinct characters of the whole corpus (only the
+  character set, not its counts, is read outside the training split).
 - ``bpe`` (:class:`BPEVocab`): byte-level BPE (Sennrich et al., ACL 2016; GPT-2's byte alphabet
   and pre-tokenisation regex, Radford et al. 2019), trained with Hugging Face ``tokenizers``'
   ``BpeTrainer`` on the training split only, up to ``vocab_size`` ids (256 bytes, then merges).
   No special tokens, no added prefix space: every string round-trips. Its definition is the
   tokenizer's JSON, its digest that JSON's sha256.
 
-  **Cost.** The trainer's time grows with the square of a pre-token's length: 200,000 characters
-  of ``ACGT`` (one "word") took 11 s of CPU, 400,000 took 49 s. A training text holding a run of
-  :data:`MAX_WORD` characters without whitespace (or of whitespace) is therefore pre-split into
-  pieces of at most that length (``pre_tokenizers.Split``, at encoding too): then training is
-  linear, about 1.1 µs per character (1 MB in 1.1 s). A text without such a run (any prose) keeps
-  the plain byte-level pre-tokenizer: the same JSON, digest and run ids as before.
+  **Cost.** The trainer's time grows with the square of a pre-token's length (400,000 characters
+  of ``ACGT``, one "word": 49 s), so a training text holding a run of :data:`MAX_WORD` characters
+  without whitespace (or of whitespace) is pre-split into pieces of that length: then training
+  takes about 1.1 µs per character. Any prose keeps the plain byte-level pre-tokenizer.
 """
 
 from __future__ import annotations
