@@ -16,11 +16,7 @@ MASK = "***"
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     """``text`` with the password of any ``scheme://user:password@host`` URL and the value (6
     characters or more) of every environment variable named like a credential (``WANDB_API_KEY``,
-    ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ...) replaced by ``***``.
-
-    Example:
-        >>> redact("postgresql://bob:hunter22@db/optuna", environ={})
-        'postgresql://bob:***@db/optuna'
+    ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ...) replaced by ``***``: ``postgresql://bob:***@db``.
     """
     text = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:{MASK}@", text)
     env = os.environ if environ is None else environ

@@ -49,10 +49,7 @@ class Registry(Generic[T]):
     def register(self, name: str, *, aliases: tuple[str, ...] = (), version: int = 1) -> Callable[[T], T]:
         """Decorator that registers an object under ``name`` (and ``aliases``), with its code
         ``version``: bump it when its output on a given input changes (tests/modules/test_fingerprints.py).
-
-        Raises:
-            NameTakenError: the name or an alias is already taken (a ``ValueError``).
-            ValueError: ``version`` is below 1.
+        Raises :class:`NameTakenError` for a name already taken, ``ValueError`` for a version below 1.
         """
         if not isinstance(version, int) or version < 1:
             raise ValueError(f"{self.family} {name!r}: version must be an int >= 1, got {version!r}")
@@ -91,8 +88,7 @@ class Registry(Generic[T]):
         if name in self._aliases:
             return self._aliases[name]
         raise UnknownNameError(
-            f"unknown {self.family} {name!r}{did_you_mean(name, self.names() + list(self._aliases))}; "
-            f"choose one of: {', '.join(self.names())}"
+            f"unknown {self.family} {name!r}{did_you_mean(name, self.names() + list(self._aliases))}; choose one of: {', '.join(self.names())}"
         )
 
     def get(self, name: str) -> T:
