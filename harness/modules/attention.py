@@ -58,11 +58,8 @@ class SharedQKV(nn.Module):
 
 
 class HeadSplit:
-    """How (B, T, C) is cut into heads (B, H, T, D) (``split(x, n_heads)``) and put back
-    (``merge(y)``, the exact inverse)."""
-
-    split: staticmethod
-    merge: staticmethod
+    """How (B, T, C) is cut into heads (B, H, T, D) and put back: a subclass defines the static
+    methods ``split(x, n_heads)`` and ``merge(y)``, its exact inverse."""
 
 
 @HEAD_SPLITS.register("correct")
