@@ -41,3 +41,38 @@ def test_did_you_mean_ignores_case_in_matching_but_not_in_what_it_suggests() -> 
     assert did_you_mean("Press2022-ALiBi", ids) == " (did you mean 'press2022-alibi'?)"
     assert did_you_mean("RoPE", ["rope", "alibi"]) == " (did you mean 'rope'?)"
     assert did_you_mean("zzzz", ids) == ""
+
+
+def test_a_declared_builtin_is_known_before_its_home_is_imported_and_loaded_by_get() -> None:
+    reg: Registry[int] = Registry("thing", {"a": 1, "b": 2}, home="tests.fixtures.no_such_module")
+    assert reg.names() == ["a", "b"] and reg.version("b") == 2 and "a" in reg  # no import
+    with pytest.raises(NameTakenError):
+        reg.register("a")(0)  # a plugin may not take a built-in's name
+    with pytest.raises(ModuleNotFoundError, match="no_such_module"):
+        reg.get("a")  # the first get imports the home module
+    reg.builtin("a")(1)
+    assert reg.get("a") == 1
+    with pytest.raises(ValueError, match="not a declared built-in, or implemented twice"):
+        reg.builtin("a")(1)
+    with pytest.raises(ValueError, match="not a declared built-in"):
+        reg.builtin("c")(3)
+    with pytest.raises(UnknownNameError):
+        reg.unregister("a")  # built-ins stay
+
+
+def test_every_declared_component_is_implemented_and_run_ids_need_no_torch() -> None:
+    import subprocess
+    import sys
+
+    import harness.modules  # noqa: F401 (implements the built-ins)
+    from harness import registry
+
+    families = ("POSITIONAL", "KERNELS", "MASK_FILLS", "QKV", "SCALES", "HEAD_SPLITS", "NORMS", "ACTIVATIONS")
+    for reg in (getattr(registry, n) for n in (*families, "BLOCKS", "INITS")):
+        assert reg.names() and all(reg.get(name) is not None for name in reg.names())
+    code = (
+        "import sys; from harness.experiment.versions import run_versions; "
+        "v = run_versions({'model': {'position': 'rope'}, 'attention': {'kernel': 'flash'}}); "
+        "assert v['position:rope'] == 2 and v['kernel:flash'] == 1, v; assert 'torch' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -4,7 +4,7 @@ A run's numbers depend on its config, its task's data (``Task.version``), its se
 that computed them. The code is versioned in two places, each an int that starts at 1 and is
 bumped whenever the numbers that code produces for a given input change:
 
-- every registry entry (``POSITIONAL.register("rope", version=2)``): the component a config
+- every registry entry (declared in harness/registry.py, ``"rope": 2``; a plugin's with ``register(name, version=2)``): the component a config
   names (position, kernel, qkv, scale, mask_fill, head_split, norm, norm_position, activation,
   init);
 - :data:`MODEL` (the transformer around the components: embeddings, attention and FFN glue,
@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from harness import registry
+
 MODEL = 1
 """Version of ``TransformerLM`` and the attention/FFN glue (harness/modules/transformer.py,
 attention.py, ffn.py) outside the registered components."""
@@ -33,7 +35,7 @@ TRAINING = 1
 """Version of the training loop (harness/training.py, callbacks.py, measure.py): bump when a run's
 metrics change for the same config, task and seed."""
 
-# config field -> (registry attribute in harness.modules, version key prefix)
+# config field -> (registry in harness.registry, version key prefix)
 _FIELDS = {
     ("model", "position"): ("POSITIONAL", "position"),
     ("attention", "kernel"): ("KERNELS", "kernel"),
@@ -57,13 +59,11 @@ def run_versions(config: Mapping[str, Any]) -> dict[str, int]:
     Raises:
         UnknownNameError: a component name no registry holds.
     """
-    from harness import modules
-
     out = {"model": MODEL, "training": TRAINING}
-    for (section, key), (registry, prefix) in _FIELDS.items():
+    for (section, key), (registry_name, prefix) in _FIELDS.items():
         name = (config.get(section) or {}).get(key)
         if name is not None:
-            reg = getattr(modules, registry)
+            reg = getattr(registry, registry_name)
             out[f"{prefix}:{reg.canonical(name)}"] = reg.version(name)
     return out
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from harness.modules.config import HEAD_SPLITS, KERNELS, QKV, SCALES
 from harness.modules.positional import PositionalEncoding
+from harness.registry import HEAD_SPLITS, KERNELS, QKV, SCALES
 
-SCALES.register("d_head")(lambda d_model, n_heads: (d_model // n_heads) ** -0.5)  # Vaswani et al. (2017), Eq. 1
-SCALES.register("d_model")(lambda d_model, n_heads: d_model**-0.5)  # the claimed mistake (claim scale-dk)
+SCALES.builtin("d_head")(lambda d_model, n_heads: (d_model // n_heads) ** -0.5)  # Vaswani et al. (2017), Eq. 1
+SCALES.builtin("d_model")(lambda d_model, n_heads: d_model**-0.5)  # the claimed mistake (claim scale-dk)
 
 
-@QKV.register("separate")
+@QKV.builtin("separate")
 class SeparateQKV(nn.Module):
     """Three projections ``q = x Wq + bq``, ``k = x Wk + bk``, ``v = x Wv + bv`` (3 C^2 weights).
     Every ``QKV`` entry is built as ``(d_model, bias)`` and maps x (B, T, C) to q, k, v (B, T, C)."""
@@ -28,7 +28,7 @@ class SeparateQKV(nn.Module):
         return self.q_proj(x), self.k_proj(x), self.v_proj(x)
 
 
-@QKV.register("fused")
+@QKV.builtin("fused")
 class FusedQKV(nn.Module):
     """One (C, 3C) projection split into q, k, v (GPT-2's ``c_attn``): the same function as
     ``separate``, as one matrix multiply (rows ``[Wq; Wk; Wv]`` of the weight)."""
@@ -42,7 +42,7 @@ class FusedQKV(nn.Module):
         return q, k, v
 
 
-@QKV.register("shared")
+@QKV.builtin("shared")
 class SharedQKV(nn.Module):
     """One projection ``y = x W + b`` used as q, k and v alike (C^2 weights instead of 3 C^2):
     what claim ``qkv-shared`` says removes the difference between "what I look for" and "what I
@@ -62,7 +62,7 @@ class HeadSplit:
     methods ``split(x, n_heads)`` and ``merge(y)``, its exact inverse."""
 
 
-@HEAD_SPLITS.register("correct")
+@HEAD_SPLITS.builtin("correct")
 class CorrectSplit(HeadSplit):
     """``x.view(B, T, H, D).transpose(1, 2)``: head h holds channels ``h*D .. h*D + D - 1`` of
     every position (Vaswani et al., 2017; nanoGPT)."""
@@ -78,7 +78,7 @@ class CorrectSplit(HeadSplit):
         return y.transpose(1, 2).contiguous().view(B, T, H * D)  # (B, T, C)
 
 
-@HEAD_SPLITS.register("transpose_missing")
+@HEAD_SPLITS.builtin("transpose_missing")
 class TransposeMissingSplit(HeadSplit):
     """The bug of claim ``head-split-bug``, kept as a negative control: ``x.view(B, H, T, D)``
     without the transpose. Shapes are right, so nothing fails; but "position" i of head h is the

@@ -1,28 +1,23 @@
-"""The registries of the model's component families (what an entry is: docs/extending.md) and
-``TransformerConfig``: a leaf that imports no component, so that every component module can
-register into them and take a ``TransformerConfig`` without an import cycle.
-"""
+"""``TransformerConfig``: the architecture a ``TransformerLM`` is built from. A leaf that imports
+no component (the registries it checks names against are declared in :mod:`harness.registry`), so
+that every component module can take one without an import cycle."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
-from torch import nn
-
-from harness.registry import Registry
-
-POSITIONAL: Registry[type[nn.Module]] = Registry("positional encoding")
-KERNELS: Registry[type[nn.Module]] = Registry("attention kernel")
-MASK_FILLS: Registry[Callable[[torch.dtype], float]] = Registry("mask fill")
-QKV: Registry[type[nn.Module]] = Registry("q/k/v projection")
-SCALES: Registry[Callable[[int, int], float]] = Registry("attention scale")
-HEAD_SPLITS: Registry[type] = Registry("head split")
-NORMS: Registry[type[nn.Module]] = Registry("norm")
-ACTIVATIONS: Registry[type[nn.Module]] = Registry("activation")
-BLOCKS: Registry[type[nn.Module]] = Registry("block (norm position)")
-INITS: Registry[Callable[[nn.Linear], None]] = Registry("initialisation")
+from harness.registry import (
+    ACTIVATIONS,
+    BLOCKS,
+    HEAD_SPLITS,
+    INITS,
+    KERNELS,
+    MASK_FILLS,
+    NORMS,
+    POSITIONAL,
+    QKV,
+    SCALES,
+)
 
 
 @dataclass(frozen=True)

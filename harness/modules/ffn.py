@@ -8,15 +8,15 @@ from typing import ClassVar
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from harness.modules.config import ACTIVATIONS
+from harness.registry import ACTIVATIONS
 
 # ReLU, as in Vaswani et al. (2017), Eq. 2.
-ACTIVATIONS.register("relu")(nn.ReLU)
+ACTIVATIONS.builtin("relu")(nn.ReLU)
 # GELU (Hendrycks & Gimpel, 2016), exact erf form, as in BERT and GPT-2 (which uses the tanh form).
-ACTIVATIONS.register("gelu")(nn.GELU)
+ACTIVATIONS.builtin("gelu")(nn.GELU)
 
 
-@ACTIVATIONS.register("swiglu")
+@ACTIVATIONS.builtin("swiglu")
 class SwiGLU(nn.Module):
     """The gated linear unit with Swish (SiLU) of Shazeer (2020), "GLU Variants Improve
     Transformer", Eq. 6: ``FFN(x) = (Swish(x W) * (x V)) W2``. Here ``[x W, x V]`` is the output

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from torch import nn
 
-from harness.modules.config import INITS
+from harness.registry import INITS
 
 
-@INITS.register("normal_0.02")
+@INITS.builtin("normal_0.02")
 def normal_002(linear: nn.Linear) -> None:
     """GPT-2 (Radford et al., 2019) and nanoGPT: weight ~ N(0, 0.02^2) whatever its shape, bias 0."""
     nn.init.normal_(linear.weight, mean=0.0, std=0.02)
@@ -20,7 +20,7 @@ def normal_002(linear: nn.Linear) -> None:
         nn.init.zeros_(linear.bias)
 
 
-@INITS.register("xavier")
+@INITS.builtin("xavier")
 def xavier(linear: nn.Linear) -> None:
     """Xavier (Glorot & Bengio, AISTATS 2010), normal form: weight ~ N(0, 2 / (fan_in + fan_out)),
     bias 0; N(0, 1/C) for a C x C matrix, as Xiong et al. (ICML 2020, §3) analyse. A fused QKV

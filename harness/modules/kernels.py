@@ -14,13 +14,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from harness.modules.config import KERNELS, MASK_FILLS, POSITIONAL, TransformerConfig
+from harness.modules.config import TransformerConfig
+from harness.registry import KERNELS, MASK_FILLS, POSITIONAL
 
 # The value written into masked scores, as a function of the scores' dtype.
-MASK_FILLS.register("-inf")(lambda dtype: float("-inf"))  # exact: exp(-inf) = 0; a fully masked row is NaN
-MASK_FILLS.register("-1e9")(lambda dtype: -1e9)  # overflows float16: masked_fill raises
-MASK_FILLS.register("-1e4")(lambda dtype: -1e4)  # fits float16 (max 65504)
-MASK_FILLS.register("dtype_min")(lambda dtype: torch.finfo(dtype).min)  # as Hugging Face
+MASK_FILLS.builtin("-inf")(lambda dtype: float("-inf"))  # exact: exp(-inf) = 0; a fully masked row is NaN
+MASK_FILLS.builtin("-1e9")(lambda dtype: -1e9)  # overflows float16: masked_fill raises
+MASK_FILLS.builtin("-1e4")(lambda dtype: -1e4)  # fits float16 (max 65504)
+MASK_FILLS.builtin("dtype_min")(lambda dtype: torch.finfo(dtype).min)  # as Hugging Face
 
 
 def causal_mask(t: int, s: int, device: torch.device | None = None) -> Tensor:
@@ -89,7 +90,7 @@ class AttentionKernel(nn.Module):
         raise NotImplementedError
 
 
-@KERNELS.register("math")
+@KERNELS.builtin("math")
 class MathAttention(AttentionKernel):
     """Explicit scores, as written in Vaswani et al. (2017), Eq. 1, and as a hand-written
     implementation does it: ``scores = q @ k^T * scale + bias`` in the inputs' dtype, then
@@ -114,7 +115,7 @@ class MathAttention(AttentionKernel):
         return out, (weights if need_weights else None)
 
 
-@KERNELS.register("sdpa")
+@KERNELS.builtin("sdpa")
 class SDPAttention(AttentionKernel):
     """``torch.nn.functional.scaled_dot_product_attention``, which dispatches to a fused kernel
     for the device, dtype and mask: ``is_causal=True`` without a bias or padding and with T == S,
@@ -149,7 +150,7 @@ class SDPAttention(AttentionKernel):
         return out, None
 
 
-@KERNELS.register("flash")
+@KERNELS.builtin("flash")
 class FlashAttention(SDPAttention):
     """SDPA restricted to the FlashAttention backend (Dao et al., 2022): where torch has no flash
     kernel for the device, dtype or mask, it raises instead of falling back. On CPU (torch 2.13)
@@ -197,7 +198,7 @@ class FlashAttention(SDPAttention):
         )
 
 
-@KERNELS.register("linear")
+@KERNELS.builtin("linear")
 class LinearAttention(AttentionKernel):
     """Causal linear attention (Katharopoulos et al., ICML 2020, "Transformers are RNNs"):
     softmax replaced by the kernel ``phi(q) . phi(k)``, ``phi(x) = elu(x) + 1`` (Eq. 7):

@@ -6,13 +6,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from harness.modules.config import NORMS
+from harness.registry import NORMS
 
 # Layer normalisation (Ba et al., 2016): centre and scale over C, learned gain and bias, eps 1e-5.
-NORMS.register("layernorm")(nn.LayerNorm)
+NORMS.builtin("layernorm")(nn.LayerNorm)
 
 
-@NORMS.register("rmsnorm")
+@NORMS.builtin("rmsnorm")
 class RMSNorm(nn.Module):
     """Root-mean-square layer normalisation (Zhang & Sennrich, NeurIPS 2019):
     ``y = x / sqrt(mean(x^2) + eps) * g``, no centring and no bias. Normalises in float32 and
@@ -33,7 +33,7 @@ class RMSNorm(nn.Module):
         return f"{self.weight.numel()}, eps={self.eps}"
 
 
-@NORMS.register("none")
+@NORMS.builtin("none")
 class NoNorm(nn.Identity):
     """No normalisation, ``y = x`` (the arm without LayerNorm of claim ``layernorm-needed``).
     With Pre-LN the residual stream and the final projection then see unnormalised activations;

@@ -11,7 +11,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from harness.modules.config import POSITIONAL, TransformerConfig
+from harness.modules.config import TransformerConfig
+from harness.registry import POSITIONAL
 
 
 class PositionalEncoding(nn.Module):
@@ -61,7 +62,7 @@ class PositionalEncoding(nn.Module):
         return None
 
 
-@POSITIONAL.register("sinusoidal")
+@POSITIONAL.builtin("sinusoidal")
 class Sinusoidal(PositionalEncoding):
     """Fixed sinusoids added to the embeddings (Vaswani et al., 2017, §3.5):
     ``PE[p, 2i] = sin(p / 10000^(2i/C))``, ``PE[p, 2i+1] = cos(p / 10000^(2i/C))``.
@@ -84,7 +85,7 @@ class Sinusoidal(PositionalEncoding):
         return x + self.table(x.size(1), x.device).to(x.dtype)
 
 
-@POSITIONAL.register("learned")
+@POSITIONAL.builtin("learned")
 class Learned(PositionalEncoding):
     """A trained table of absolute position embeddings (GPT-style; Gehring et al., 2017), one row
     per position up to ``cfg.max_len``, initialised N(0, ``cfg.learned_init_std``).
@@ -120,7 +121,7 @@ class Learned(PositionalEncoding):
         return torch.arange(t, device=device)
 
 
-@POSITIONAL.register("learned_clamp")
+@POSITIONAL.builtin("learned_clamp")
 class LearnedClamp(Learned):
     """``learned`` with every position beyond the training length reading the row of the last
     trained position: ``row(p) = min(p, T_train - 1)``, as implementations that clamp position ids
@@ -141,7 +142,7 @@ class LearnedClamp(Learned):
         return pos.clamp(max=trained - 1) if trained else pos
 
 
-@POSITIONAL.register("rope", version=2)  # 2: angles in float64 (were float32: cos/sin off by up to 7e-5)
+@POSITIONAL.builtin("rope")
 class RoPE(PositionalEncoding):
     """Rotary position embedding (Su et al., 2021, RoFormer), rotate-half convention of
     GPT-NeoX / LLaMA (Hugging Face): dimension ``i`` is paired with ``i + D/2`` and the pair is
@@ -197,7 +198,7 @@ def alibi_slopes(n: int) -> list[float]:
     return slopes + alibi_slopes(2 * m)[0::2][: n - m]
 
 
-@POSITIONAL.register("alibi")
+@POSITIONAL.builtin("alibi")
 class ALiBi(PositionalEncoding):
     """Attention with Linear Biases (Press et al., ICLR 2022): a fixed per-head penalty
     proportional to query-key distance, ``bias[h, i, j] = -slope_h * (i - j)``, added to the
@@ -227,7 +228,7 @@ class ALiBi(PositionalEncoding):
         return -self.slopes[:, None, None] * distance  # (H, T, S)
 
 
-@POSITIONAL.register("nope")
+@POSITIONAL.builtin("nope")
 class NoPE(PositionalEncoding):
     """No positional information (Kazemnejad et al., NeurIPS 2023): a causal decoder can still
     infer positions from the mask alone. Every hook is the identity.

@@ -11,9 +11,10 @@ from typing import Any, ClassVar
 from torch import Tensor, nn
 
 from harness.modules.attention import MultiHeadAttention
-from harness.modules.config import BLOCKS, INITS, NORMS, POSITIONAL, TransformerConfig
+from harness.modules.config import TransformerConfig
 from harness.modules.ffn import FeedForward
 from harness.modules.positional import PositionalEncoding
+from harness.registry import BLOCKS, INITS, NORMS, POSITIONAL
 
 
 class Block(nn.Module):
@@ -41,7 +42,7 @@ class Block(nn.Module):
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.dropout)
 
 
-@BLOCKS.register("pre")
+@BLOCKS.builtin("pre")
 class PreNormBlock(Block):
     """Pre-LN (Xiong et al., ICML 2020; GPT-2): ``x + attn(norm1(x))``, ``x + ffn(norm2(x))``;
     the residual stream is never normalised, so the model applies a final norm before the head.
@@ -54,7 +55,7 @@ class PreNormBlock(Block):
         return x + self.ffn(self.norm2(x))
 
 
-@BLOCKS.register("post")
+@BLOCKS.builtin("post")
 class PostNormBlock(Block):
     """Post-LN, as in Vaswani et al. (2017): ``norm1(x + attn(x))``, ``norm2(x + ffn(x))``;
     the output is already normalised, so no final norm.
