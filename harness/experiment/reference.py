@@ -1,11 +1,6 @@
-"""The reference page of ablation files, docs/ablation-files.md, written by ``ablate schema
---markdown`` from the same sources as the JSON Schema (:mod:`harness.experiment.schema`): the
-declaration's pydantic models, :class:`RunConfig`, the registries, the metrics table and the
-claims file. Each key's "bad value" row is not written by hand either: it quotes the error the
-page's example gets with that one value changed (:mod:`harness.experiment.refusals`). A declaration
-key with no bad value there stops the page from being written (:func:`markdown` raises), so a new
-field needs one.
-"""
+"""docs/ablation-files.md, written by ``ablate schema --markdown`` from the JSON Schema's sources
+(:mod:`harness.experiment.schema`); each key's "bad value" row quotes the error the page's example
+gets with that value (:mod:`harness.experiment.refusals`), so a new key needs one."""
 
 from __future__ import annotations
 
@@ -13,7 +8,6 @@ from typing import Any
 
 import yaml
 
-from harness.config import EvalSection
 from harness.experiment import claims as claims_file
 from harness.experiment import metrics, refusals, schema
 from harness.experiment.families import families
@@ -28,8 +22,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("tune.KEY.", "ParamSpec"),
     ("control.", "Control"),
 )
-"""Each level of a declaration: the prefix of its keys on the page and its definition in the schema.
-``target`` takes what ``gate`` takes; a profile's ``tune`` what ``tune`` takes."""
+"""Each level of a declaration: the prefix of its keys on the page and its definition in the schema."""
 
 
 def _cell(text: Any) -> str:
@@ -83,10 +76,11 @@ def _allowed(prop: dict[str, Any], defs: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _default(prop: dict[str, Any], required: bool) -> str:
-    if required:
-        return "required"
-    return _code(prop["default"]) if "default" in prop else ""
+def _row(prop: dict[str, Any], defs: dict[str, Any], required: bool = False, meaning: str | None = None) -> str:
+    """A key's type, default, allowed values and meaning, as cells of a table row."""
+    default = "required" if required else _code(prop["default"]) if "default" in prop else ""
+    meaning = prop.get("description", "") if meaning is None else meaning
+    return f"{_type(prop, defs)} | {default} | {_cell(_allowed(prop, defs))} | {_cell(meaning)} |"
 
 
 def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
@@ -96,13 +90,9 @@ def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str
         model = defs[name]
         for field, prop in model["properties"].items():
             key = prefix + field
-            meaning = prop.get("description") or defs.get(prop.get("$ref", "#").rsplit("/", 1)[-1], {}).get(
-                "description", ""
-            )
-            rows.append(
-                f"| `{key}` | {_type(prop, defs)} | {_default(prop, field in model.get('required', ()))} | "
-                f"{_cell(_allowed(prop, defs))} | {_cell(meaning)} |"
-            )
+            ref = defs.get(prop.get("$ref", "#").rsplit("/", 1)[-1], {})
+            meaning = prop.get("description") or ref.get("description", "")
+            rows.append(f"| `{key}` | {_row(prop, defs, field in model.get('required', ()), meaning)}")
             if key not in refusals.BAD:
                 raise ValueError(f"no bad value for the declaration key {key}; add one to refusals.BAD")
             where, value = refusals.BAD[key]
@@ -125,18 +115,14 @@ def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
     ]
     axes = example["axes"]
     for key in schema.config_keys(None):
-        prop = defs[key]
-        value = refusals.bad_config_value(prop)
+        value = refusals.bad_config_value(defs[key])
         if key in axes:  # an axis: the bad value is one more point of the grid
             said = refusals.refusal(refusals.with_value(example, ("axes", key), [*axes[key], value]))
             shown = f"axes: {{{key}: [..., {_code(value)[1:-1]}]}}"
         else:
             said = refusals.refusal(example, (f"{key}={_code(value)[1:-1]}",))
             shown = f"{key}={_code(value)[1:-1]}"
-        rows.append(
-            f"| `{key}` | {_type(prop, defs)} | {_default(prop, False)} | {_cell(_allowed(prop, defs))} | "
-            f"{_cell(prop.get('description', ''))} | `{_cell(shown)}`: {_cell(said)} |"
-        )
+        rows.append(f"| `{key}` | {_row(defs[key], defs)} `{_cell(shown)}`: {_cell(said)} |")
     return rows
 
 
@@ -158,11 +144,7 @@ def _params_rows(defs: dict[str, Any], names: schema.Names) -> list[str]:
         props = defs[f"params.{task}"]["properties"]
         if not props:
             rows.append(f"| `{task}` | (none) | | | | |")
-        for param, prop in props.items():
-            rows.append(
-                f"| `{task}` | `{param}` | {_type(prop, defs)} | {_default(prop, False)} | "
-                f"{_cell(_allowed(prop, defs))} | {_cell(prop.get('description', ''))} |"
-            )
+        rows += [f"| `{task}` | `{param}` | {_row(prop, defs)}" for param, prop in props.items()]
     return rows
 
 
@@ -228,7 +210,7 @@ def markdown() -> str:
         "",
         *_names_rows(names),
         "",
-        "`eval.probes` takes " + ", ".join(f"`{p}`" for p in _probe_names()) + ".",
+        "`eval.probes` takes " + ", ".join(f"`{p}`" for p in defs["eval.probes"]["items"]["enum"]) + ".",
         "",
         "### Task parameters (`tasks.TASK.params`)",
         "",
@@ -249,7 +231,3 @@ def markdown() -> str:
         "",
     ]
     return "\n".join(parts)
-
-
-def _probe_names() -> list[str]:
-    return list(EvalSection.model_json_schema()["properties"]["probes"]["items"]["enum"])
