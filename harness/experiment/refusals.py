@@ -1,7 +1,5 @@
-"""The example ablation file of docs/ablation-files.md and, for each key, a value it refuses,
-with :func:`refusal`: the error ``ablate show`` prints for the example with that value. The page
-(:mod:`harness.experiment.reference`) quotes those errors, so they are never written by hand and
-never drift from what a user sees."""
+"""The example ablation file of docs/ablation-files.md and, for each key, a value it refuses: the
+page quotes the error ``ablate show`` prints for it (:func:`refusal`), never one written by hand."""
 
 from __future__ import annotations
 
@@ -91,19 +89,25 @@ BAD: dict[str, tuple[tuple[str, ...], Any]] = {
 """Declaration key -> (where in the example file, a bad value there): the page quotes the error."""
 
 
-def refusal(data: dict[str, Any], overrides: tuple[str, ...] = ()) -> str:
-    """The error ``ablate show my_pe.yaml [overrides]`` prints for the declaration ``data``.
-
-    Raises:
-        ValueError: ``data`` with ``overrides`` is accepted (a bad value that is not bad).
-    """
+def _show(text: str, overrides: tuple[str, ...] = ()) -> None:
+    """What ``ablate show my_pe.yaml [overrides]`` does with the file ``text``, the paths in its errors
+    made ``my_pe.yaml``."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "my_pe.yaml"
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        path.write_text(text)
         try:
             select(ablation.load(str(path)), None, overrides, check_data=False)
         except AblateError as exc:
-            return f"error: {exc}".replace(str(path), "my_pe.yaml")
+            raise AblateError(str(exc).replace(str(path), "my_pe.yaml")) from None
+
+
+def refusal(data: dict[str, Any], overrides: tuple[str, ...] = ()) -> str:
+    """The error ``ablate show my_pe.yaml [overrides]`` prints for the declaration ``data``; ValueError
+    when it is accepted (a bad value that is not bad)."""
+    try:
+        _show(yaml.safe_dump(data, sort_keys=False), overrides)
+    except AblateError as exc:
+        return f"error: {exc}"
     raise ValueError(f"the example with {overrides or data} was accepted; pick a value it refuses")
 
 
@@ -117,8 +121,7 @@ def with_value(data: dict[str, Any], where: tuple[str, ...], value: Any) -> dict
 
 
 def bad_config_value(prop: dict[str, Any]) -> Any:
-    """A value of a config key that its schema ``prop`` refuses: below its lower bound, a
-    misspelt name, a word for a number or a boolean."""
+    """A value of a config key that its schema ``prop`` refuses: below its bound, a misspelt name, a word."""
     options = prop.get("anyOf", [prop])
     first = next(o for o in options if o.get("type") != "null")
     if "enum" in first:
@@ -135,7 +138,4 @@ def bad_config_value(prop: dict[str, Any]) -> Any:
 
 def check_example() -> None:
     """The example itself loads and expands (``ablate show`` accepts it)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "my_pe.yaml"
-        path.write_text(EXAMPLE)
-        select(ablation.load(str(path)), None, check_data=False)
+    _show(EXAMPLE)
