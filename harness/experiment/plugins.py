@@ -122,14 +122,12 @@ def load_specs(specs: Iterable[str], named_by: str, base: Path | None = None) ->
 
 def load_declared(specs: Any, path: Path) -> list[Plugin]:
     """An ablation file's ``plugins:``, loaded before it is validated (its axes may name their entries)."""
-    if specs is None:
-        return []
-    if not isinstance(specs, list) or not all(isinstance(s, str) and s.strip() for s in specs):
+    if specs is not None and not (isinstance(specs, list) and all(isinstance(s, str) and s.strip() for s in specs)):
         raise AblateError(
             f"ablation file {path}: plugins must be a list of module names or .py paths, got {specs!r}; "
             f"e.g. plugins: [my_pkg.ablate_plugin, extra.py]"
         )
-    return load_specs(specs, named_by=path.name, base=path.parent)
+    return load_specs(specs or [], named_by=path.name, base=path.parent)
 
 
 def parse(spec: str, named_by: str, base: Path | None = None) -> PluginRef:
@@ -168,11 +166,7 @@ def load_refs(plugin_refs: Iterable[PluginRef]) -> list[Plugin]:
 
 
 def load_ref(ref: PluginRef) -> Plugin:
-    """Load one plugin unless this process already has (the same entry point, module or file).
-
-    Raises:
-        AblateError: it does not import, or fails its checks; its entries are then removed again.
-    """
+    """Load one plugin unless this process already has (the same entry point, module or file)."""
     if ref in _LOADED:
         return _LOADED[ref]
     where = ref.describe()
