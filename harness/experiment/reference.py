@@ -282,78 +282,75 @@ def _metric_rows() -> list[str]:
     return rows
 
 
+PAGE = """\
+# Ablation files: the reference
+
+<!-- Written by `ablate schema --markdown > docs/ablation-files.md`; tests/experiment/test_reference.py fails when it is stale. Do not edit by hand. -->
+
+An ablation is one YAML file. A complete one, `my_pe.yaml` (run it with `ablate run my_pe.yaml --profile smoke`):
+
+```yaml
+{example}
+```
+
+Keys named `model.d_model` are **config keys** (below): `axes`, `baseline`, `base`, a task's `config`, a profile's `overrides` and `tasks`, `tune`, and `KEY=VALUE` on the command line all take them. A run's config is resolved in this order, later entries winning: defaults < `base` < the task's `config` < the profile's `overrides` < the profile's `tasks` < command-line overrides < the variant's axis values. A profile may not change an axis. Every integer is at most 2147483647 (2**31 - 1).
+
+Editors check and complete these files with the JSON Schema `harness/experiment/{shipped}` (`ablate schema` prints it): put `# yaml-language-server: $schema=PATH/TO/ablation.schema.json` on the file's first line (the YAML extension of VS Code, and other editors built on yaml-language-server, read it). With plugins, `ablate schema --plugin PKG > my.schema.json` adds their names.
+
+## Declaration keys
+
+`TASK`: a task name; `PROFILE`: a profile name; `KEY`: a config key. `tasks.TASK.target` takes what `tasks.TASK.gate` takes, a profile's `tune` what `tune` takes.
+
+{declaration}
+
+## Config keys
+
+The bad value is given as `ablate show my_pe.yaml KEY=VALUE` gives it (an axis: as one more value of the axis in the file).
+
+{config}
+
+## Registered names
+
+What a component key takes (`ablate list --components` lists them with their plugins, `ablate check NAME` runs a name's contracts):
+
+{names}
+
+`eval.probes` takes {probes}.
+
+### Task parameters (`tasks.TASK.params`)
+
+{params}
+
+### Metrics (`primary.metric`, `gate.metric`, `target.metric`)
+
+`@x<N>`: at N x the training length L, for every N of `eval.length_multipliers` (a gate or target may name the validation pass at L by the bare name: `acc`). `[_init]`: also measured at initialisation.
+
+{metrics}
+
+### Claims (`claims`, `control.guards`)
+
+| id | claim (the ablation that decides it) |
+|---|---|
+{claims}
+"""
+
+
 def markdown() -> str:
     """The page, for the names registered now (without plugins: the one in docs/)."""
-    built = schema.build()
-    defs = built["$defs"]
+    defs = schema.build()["$defs"]
     names = schema.registered_names()
     example = yaml.safe_load(EXAMPLE)
     _show(EXAMPLE)  # the example itself loads and expands
-    claims = claims_file.load_claims()
-    parts = [
-        "# Ablation files: the reference",
-        "",
-        "<!-- Written by `ablate schema --markdown > docs/ablation-files.md`; "
-        "tests/experiment/test_reference.py fails when it is stale. Do not edit by hand. -->",
-        "",
-        "An ablation is one YAML file. A complete one, `my_pe.yaml` (run it with "
-        "`ablate run my_pe.yaml --profile smoke`):",
-        "",
-        "```yaml",
-        EXAMPLE.rstrip(),
-        "```",
-        "",
-        "Keys named `model.d_model` are **config keys** (below): `axes`, `baseline`, `base`, a task's "
-        "`config`, a profile's `overrides` and `tasks`, `tune`, and `KEY=VALUE` on the command line all take "
-        "them. A run's config is resolved in this order, later entries winning: defaults < `base` < the task's "
-        "`config` < the profile's `overrides` < the profile's `tasks` < command-line overrides < the variant's "
-        "axis values. A profile may not change an axis. Every integer is at most 2147483647 (2**31 - 1).",
-        "",
-        "Editors check and complete these files with the JSON Schema "
-        f"`harness/experiment/{schema.SHIPPED.name}` (`ablate schema` prints it): put "
-        "`# yaml-language-server: $schema=PATH/TO/ablation.schema.json` on the file's first line "
-        "(the YAML extension of VS Code, and other editors built on yaml-language-server, read it). "
-        "With plugins, `ablate schema --plugin PKG > my.schema.json` adds their names.",
-        "",
-        "## Declaration keys",
-        "",
-        "`TASK`: a task name; `PROFILE`: a profile name; `KEY`: a config key. "
-        "`tasks.TASK.target` takes what `tasks.TASK.gate` takes, a profile's `tune` what `tune` takes.",
-        "",
-        *_declaration_rows(defs, example),
-        "",
-        "## Config keys",
-        "",
-        "The bad value is given as `ablate show my_pe.yaml KEY=VALUE` gives it (an axis: as one more value of "
-        "the axis in the file).",
-        "",
-        *_config_rows(defs, example),
-        "",
-        "## Registered names",
-        "",
-        "What a component key takes (`ablate list --components` lists them with their plugins, "
-        "`ablate check NAME` runs a name's contracts):",
-        "",
-        *_names_rows(names),
-        "",
-        "`eval.probes` takes " + ", ".join(f"`{p}`" for p in defs["eval.probes"]["items"]["enum"]) + ".",
-        "",
-        "### Task parameters (`tasks.TASK.params`)",
-        "",
-        *_params_rows(defs, names),
-        "",
-        "### Metrics (`primary.metric`, `gate.metric`, `target.metric`)",
-        "",
-        "`@x<N>`: at N x the training length L, for every N of `eval.length_multipliers` (a gate or target "
-        "may name the validation pass at L by the bare name: `acc`). `[_init]`: also measured at initialisation.",
-        "",
-        *_metric_rows(),
-        "",
-        "### Claims (`claims`, `control.guards`)",
-        "",
-        "| id | claim (the ablation that decides it) |",
-        "|---|---|",
-        *(f"| `{cid}` | {_cell(c['claim'])} (`{c['ablation']}`) |" for cid, c in claims.items()),
-        "",
-    ]
-    return "\n".join(parts)
+    return PAGE.format(
+        example=EXAMPLE.rstrip(),
+        shipped=schema.SHIPPED.name,
+        declaration="\n".join(_declaration_rows(defs, example)),
+        config="\n".join(_config_rows(defs, example)),
+        names="\n".join(_names_rows(names)),
+        probes=", ".join(f"`{p}`" for p in defs["eval.probes"]["items"]["enum"]),
+        params="\n".join(_params_rows(defs, names)),
+        metrics="\n".join(_metric_rows()),
+        claims="\n".join(
+            f"| `{i}` | {_cell(c['claim'])} (`{c['ablation']}`) |" for i, c in claims_file.load_claims().items()
+        ),
+    )
