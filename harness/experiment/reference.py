@@ -197,7 +197,7 @@ def _allowed(prop: dict[str, Any], defs: dict[str, Any]) -> str:
                 parts.append(f"{sign} {item[key]:g}")
         if "maximum" in item and item["maximum"] != schema.INT_MAX:
             parts.append(f"≤ {item['maximum']:g}")
-        if item.get("pattern") == schema._safe():
+        if item.get("pattern") == schema.SAFE:
             parts.append("letters, digits, `_` `.` `-`")
         if "minItems" in option:
             parts.append(f"at least {option['minItems']}")

@@ -27,6 +27,7 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 OPEN = "_plugins"
 """The suffix of the definitions with component and task names left open (a file with ``plugins:``)."""
 
+SAFE = f"^{SAFE_NAME.pattern}$"
 Names = dict[str, list[str]]
 """Config key (``model.position``) or ``task`` -> the registered names and their aliases."""
 
@@ -98,7 +99,7 @@ def _declaration(
     each named with ``suffix``; ``keys``: each config key's reference to its definition."""
     config_ref = {"$ref": f"#/$defs/Config{suffix}"}
     tasks = names.get("task") if names is not None else None
-    task_name = {"type": "string", "enum": tasks} if tasks else {"type": "string", "pattern": _safe()}
+    task_name = {"type": "string", "enum": tasks} if tasks else {"type": "string", "pattern": SAFE}
 
     profile = copy.deepcopy(pyd["$defs"]["Profile"])
     pp = profile["properties"]
@@ -122,8 +123,7 @@ def _declaration(
     abl.pop("$defs")
     ap = abl["properties"]
     ap.pop("source")
-    abl["required"] = [r for r in abl["required"] if r != "source"]
-    ap["name"]["pattern"] = ap["default_profile"]["pattern"] = _safe()
+    ap["name"]["pattern"] = ap["default_profile"]["pattern"] = SAFE
     ap["question"]["pattern"] = r"\S"
     ap["claims"]["items"]["enum"] = claim_ids
     ap["claims"]["uniqueItems"] = True
@@ -137,7 +137,7 @@ def _declaration(
     ap["tasks"] = {**ap["tasks"], **task_map}
     ap["profiles"] = {
         **ap["profiles"],
-        "propertyNames": {"pattern": _safe()},
+        "propertyNames": {"pattern": SAFE},
         "additionalProperties": {"$ref": f"#/$defs/Profile{suffix}"},
         "minProperties": 1,
     }
@@ -148,10 +148,6 @@ def _declaration(
         f"Profile{suffix}": profile,
         f"Ablation{suffix}": abl,
     }
-
-
-def _safe() -> str:
-    return f"^{SAFE_NAME.pattern}$"
 
 
 def _metric_pattern(bare: bool) -> str:
