@@ -73,7 +73,14 @@ class Ablation(Decl):
                 "question is empty; state what the ablation asks in a sentence, e.g. question: Does "
                 "learned position embedding extrapolate worse than sinusoidal at 2L? (the report opens with it)"
             )
-        self._check_claims()
+        known = claims_file.load_claims()
+        if unknown := [c for c in self.claims if c not in known]:
+            raise ValueError(
+                f"claims: {unknown[0]!r} is not a claim of harness/experiment/claims.yaml"
+                f"{did_you_mean(unknown[0], list(known))}; claims: {', '.join(known)}"
+            )
+        if dupes := sorted({c for c in self.claims if self.claims.count(c) > 1}):
+            raise ValueError(f"claims: {dupes} appear more than once")
         for kind, names in (("profile", self.profiles), ("task", self.tasks)):
             for name in names:
                 check_name(kind, name)
@@ -138,16 +145,6 @@ class Ablation(Decl):
             )
         self._check_default_profile()
         return self
-
-    def _check_claims(self) -> None:
-        known = claims_file.load_claims()
-        if unknown := [c for c in self.claims if c not in known]:
-            raise ValueError(
-                f"claims: {unknown[0]!r} is not a claim of harness/experiment/claims.yaml"
-                f"{did_you_mean(unknown[0], list(known))}; claims: {', '.join(known)}"
-            )
-        if dupes := sorted({c for c in self.claims if self.claims.count(c) > 1}):
-            raise ValueError(f"claims: {dupes} appear more than once")
 
     def _check_default_profile(self) -> None:
         if not self.profiles:
@@ -221,8 +218,7 @@ class Ablation(Decl):
 
     def variants(self) -> list[dict[str, Any]]:
         """Every point of the grid (after :meth:`for_profile`: of its ``only_variants``) as ``{path: value}``."""
-        keys = list(self.axes)
-        grid = [dict(zip(keys, combo)) for combo in itertools.product(*(self.axes[k] for k in keys))]
+        grid = [dict(zip(self.axes, combo)) for combo in itertools.product(*self.axes.values())]
         if self._only_variants:  # a profile's subset (for_profile)
             grid = [v for v in grid if self.label(v) in self._only_variants]
         return grid
