@@ -52,13 +52,8 @@ def record_id(
     tuned_params: dict[str, Any] | None,
     code_versions: dict[str, int] | None,
 ) -> str:
-    """The run id a stored run's fields hash to; ``code_versions`` None (a record from before they
-    were kept): this code's versions of the components its config names.
-
-    Raises:
-        pydantic.ValidationError: a config that does not validate.
-        UnknownNameError: a component this code lacks (with ``code_versions`` None).
-    """
+    """The run id a stored run's fields hash to; ``code_versions`` None (a record from before they were
+    kept): this code's versions. Raises ValidationError or UnknownNameError for a config it cannot read."""
     cfg = RunConfig.model_validate(config)
     versions = code_versions if code_versions is not None else run_versions(cfg.model_dump(mode="json"))
     return config_hash(run_payload(task, task_version, task_params, cfg, seed, tuned_params, versions))
@@ -94,11 +89,8 @@ class RunSpec:
         return config_hash(self.payload())
 
     def tuned(self, params: dict[str, Any], profile: str, where: str = "") -> RunSpec:
-        """This run at a study's best ``params`` (dotted keys), stored under ``profile`` (``<profile>+tuned``).
-
-        Raises:
-            AblateError: ``params`` that do not validate with this run's config.
-        """
+        """This run at a study's best ``params`` (dotted keys), stored under ``profile`` (``<profile>+tuned``);
+        AblateError for ``params`` that do not validate with this run's config."""
         cfg = build_config(apply_overrides(self.config.model_dump(mode="json"), params), where)
         return replace(self, profile=profile, config=cfg, tuned_params=params)
 
@@ -208,15 +200,9 @@ def plan(
     data_dir: Path | None = None,
     check_data: bool = True,
 ) -> tuple[str, list[RunSpec]]:
-    """Expand an ablation's grid for one profile into validated run specs.
-
-    Order: seed, then task, then variant, so that finished seeds form complete pairs early.
-    ``check_data=False`` (read-only commands: status, compare, report) skips finding, checking
-    or downloading data files: run ids depend only on configs, never on the data.
-
-    Raises:
-        AblateError: any bad input, before any run starts.
-    """
+    """An ablation's grid for one profile as validated run specs, ordered seed, task, variant (finished
+    seeds form complete pairs early); AblateError for any bad input. ``check_data=False`` (read-only
+    commands) skips the data files: run ids depend only on configs."""
     profile, prof = abl.profile(profile)
     abl = abl.for_profile(profile)
     cli = parse_overrides(overrides)
