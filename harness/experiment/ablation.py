@@ -1,17 +1,6 @@
-"""Ablation declarations, profiles and grid expansion.
-
-An ablation is a YAML file in ``ablations/`` (or any path given on the command line), loaded
-with a safe loader and validated here. It declares the question, the claims it tests, the axes
-of the grid, the baseline (a point of the grid), the tasks with their primary metric, gate and
-convergence target, and the profiles (``smoke``, ``cpu``, ``gpu``). Expansion resolves every run
-config in this order, later entries winning:
-
-    RunConfig defaults < ``base`` < task ``config`` < profile ``overrides`` < profile ``tasks``
-    < command-line overrides < the variant's axis values
-
-Metrics are named as :mod:`harness.experiment.metrics` says (``acc@x4``: at 4L, so a profile can
-shrink lengths without breaking a claim). A profile may not change an axis.
-"""
+"""Ablation declarations: a YAML file in ``ablations/`` (or any path), loaded with a safe loader,
+validated here and expanded into its grid. docs/ablation-files.md is the reference of every key,
+the order in which a run's config is resolved and the metric names."""
 
 from __future__ import annotations
 
@@ -84,7 +73,14 @@ class Ablation(Decl):
                 "question is empty; state what the ablation asks in a sentence, e.g. question: Does "
                 "learned position embedding extrapolate worse than sinusoidal at 2L? (the report opens with it)"
             )
-        self._check_claims()
+        known = claims_file.load_claims()
+        if unknown := [c for c in self.claims if c not in known]:
+            raise ValueError(
+                f"claims: {unknown[0]!r} is not a claim of harness/experiment/claims.yaml"
+                f"{did_you_mean(unknown[0], list(known))}; claims: {', '.join(known)}"
+            )
+        if dupes := sorted({c for c in self.claims if self.claims.count(c) > 1}):
+            raise ValueError(f"claims: {dupes} appear more than once")
         for kind, names in (("profile", self.profiles), ("task", self.tasks)):
             for name in names:
                 check_name(kind, name)
@@ -133,10 +129,12 @@ class Ablation(Decl):
             *((f"profiles.{p}.overrides", prof.overrides) for p, prof in self.profiles.items()),
             *((f"profiles.{p}.tasks.{t}", v) for p, prof in self.profiles.items() for t, v in prof.tasks.items()),
         ]
-        for where, layer in layers:
+        tuned = {"tune": self.tune, **{f"profiles.{p}.tune": prof.tune for p, prof in self.profiles.items()}}
+        for where, layer in [*layers, *tuned.items()]:
             for path in layer:
                 check_key(path, where)
-        self._check_tune()
+                if where in tuned and path in self.axes:
+                    raise ValueError(f"{where}: {path} is an axis of the ablation; an axis cannot be tuned")
         if self.control is not None:
             self.control.check(
                 [self.label(v) for v in self.variants()],
@@ -148,20 +146,7 @@ class Ablation(Decl):
         self._check_default_profile()
         return self
 
-    def _check_claims(self) -> None:
-        """Each claim id names a claim of ``harness/experiment/claims.yaml``, once."""
-        known = claims_file.load_claims()
-        if unknown := [c for c in self.claims if c not in known]:
-            raise ValueError(
-                f"claims: {unknown[0]!r} is not a claim of harness/experiment/claims.yaml"
-                f"{did_you_mean(unknown[0], list(known))}; claims: {', '.join(known)}"
-            )
-        if dupes := sorted({c for c in self.claims if self.claims.count(c) > 1}):
-            raise ValueError(f"claims: {dupes} appear more than once")
-
     def _check_default_profile(self) -> None:
-        """``default_profile`` names a declared profile; left out, it is ``cpu``, which must then be
-        declared (each message says which case it is and the fix)."""
         if not self.profiles:
             raise ValueError("profiles is empty; declare at least one, e.g. profiles: {cpu: {seeds: [0, 1, 2]}}")
         if self.default_profile in self.profiles:
@@ -208,9 +193,7 @@ class Ablation(Decl):
             )
 
     def for_profile(self, name: str | None) -> Ablation:
-        """This ablation as one profile runs it: only the profile's ``only_tasks`` and
-        ``only_variants`` (a confirmatory profile may test a claim on one task and a few grid
-        points). Idempotent; the profile name is checked as :meth:`profile` does."""
+        """This ablation as one profile runs it: only its ``only_tasks`` and ``only_variants``. Idempotent."""
         name, prof = self.profile(name)
         tasks = {t: e for t, e in self.tasks.items() if not prof.only_tasks or t in prof.only_tasks}
         out = self.model_copy(update={"tasks": tasks})
@@ -220,18 +203,8 @@ class Ablation(Decl):
 
     @property
     def exploratory_variants(self) -> tuple[str, ...]:
-        """The labels of the profile's exploratory variants (after :meth:`for_profile`): left out of
-        the primary Holm family."""
+        """The profile's exploratory variants (after :meth:`for_profile`): out of the primary Holm family."""
         return self._exploratory
-
-    def _check_tune(self) -> None:
-        """Tuned keys (ablation and profile ``tune:``) are config keys and never axes."""
-        layers = [("tune", self.tune), *((f"profiles.{p}.tune", prof.tune) for p, prof in self.profiles.items())]
-        for where, layer in layers:
-            for path in layer:
-                check_key(path, where)
-                if path in self.axes:
-                    raise ValueError(f"{where}: {path} is an axis of the ablation; an axis cannot be tuned")
 
     def profile(self, name: str | None) -> tuple[str, Profile]:
         """The named profile (default: ``default_profile``); unknown names raise AblateError."""
@@ -244,10 +217,8 @@ class Ablation(Decl):
         return name, self.profiles[name]
 
     def variants(self) -> list[dict[str, Any]]:
-        """Every point of the grid (of a profile's ``only_variants`` after :meth:`for_profile`), in
-        declaration order, as ``{path: value}``."""
-        keys = list(self.axes)
-        grid = [dict(zip(keys, combo)) for combo in itertools.product(*(self.axes[k] for k in keys))]
+        """Every point of the grid (after :meth:`for_profile`: of its ``only_variants``) as ``{path: value}``."""
+        grid = [dict(zip(self.axes, combo)) for combo in itertools.product(*self.axes.values())]
         if self._only_variants:  # a profile's subset (for_profile)
             grid = [v for v in grid if self.label(v) in self._only_variants]
         return grid
@@ -263,28 +234,19 @@ class Ablation(Decl):
         return self.label(self.baseline)
 
 
-DECLARATION_KEYS = sorted(
-    {
-        f
-        for m in (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec, Control, Sequential)
-        for f in m.model_fields
-        if f != "source"
-    }
-)
+_MODELS = (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec, Control, Sequential)
+DECLARATION_KEYS = sorted({f for m in _MODELS for f in m.model_fields} - {"source"})
 """Every key a declaration may hold, at any level (suggestions for a misspelt one)."""
 
 
 def available() -> dict[str, Path]:
-    """Registered ablations: ``{name: path}`` for every YAML file in ``ablations/``."""
+    """``{name: path}`` of every registered ablation."""
     return {p.stem: p for p in sorted(ABLATIONS_DIR.glob("*.yaml")) if not p.stem.startswith("_")}
 
 
 def _check_not_a_registered_name(path: Path, name: Any) -> None:
-    """A file of one's own may not take a registered ablation's name (an edited copy of
-    ``ablations/pe_extrapolation.yaml`` kept as ``pe_extrapolation``): the store keeps runs under
-    ``<results>/<name>``, so both grids' runs would land in one folder and every report of either
-    would count the other's as runs made with other overrides. The registered file itself, or a
-    byte-for-byte copy of it (a repository checkout beside an installed package), is that ablation."""
+    """A file of one's own may not take a registered ablation's name (both grids' runs would land in
+    ``RESULTS/<name>``); the registered file itself, or a byte-for-byte copy of it, is that ablation."""
     registered = available().get(name) if isinstance(name, str) else None
     if registered is None:
         return
@@ -304,9 +266,8 @@ def load(name_or_path: str) -> Ablation:
     """Load an ablation by registered name or from a YAML file path.
 
     Raises:
-        AblateError: an empty name, an unknown name (with the closest one), unreadable or
-            malformed YAML, a file of one's own that takes a registered ablation's name, or a
-            declaration that fails validation (each problem named).
+        AblateError: an empty or unknown name, a file that cannot be read, or a declaration that
+            fails validation (docs/bad-inputs.md).
     """
     if not name_or_path.strip():  # Path("") is the current folder
         raise AblateError(

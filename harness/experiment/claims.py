@@ -1,13 +1,7 @@
-"""The practitioners' claims the harness tests (``claims.yaml`` beside this module), as data: each
-claim names the comparisons (task, metric, variant against the baseline or another variant) that
-decide it, and its evidence audit: the parts of its wording (:class:`Part`: effect, mechanism,
-condition), each with the comparisons that test it or the reason none here does. A verdict rules
-only on the parts its comparisons test (docs/claims-audit.md).
-
-The file is validated like a declaration (:class:`Claim`, :class:`Evidence`, :class:`Part`: unknown
-keys, a missing key, an ``expect`` that is not a verdict, a comparison naming no part of the audit,
-a part with neither comparisons nor a reason are refused with the entry and the key), and parsed
-once per process."""
+"""The practitioners' claims the harness tests (``claims.yaml`` beside this module), validated like a
+declaration and parsed once per process: each claim names the comparisons that decide it and its
+evidence audit, the parts of its wording (effect, mechanism, condition) each with the comparisons
+that test it or why none here does; a verdict rules only on the parts tested (docs/claims-audit.md)."""
 
 from __future__ import annotations
 
@@ -28,15 +22,11 @@ CLAIMS = "claims.yaml"
 
 
 class Evidence(metrics.KnownMetric):
-    """One comparison that decides a claim: ``variant`` against the ablation's baseline (or
-    ``against``, another variant of the grid) on ``metric`` of ``task``, and the verdict expected
-    if the claim holds (a ``higher_is_better`` it restates must agree with the metrics table).
-
-    ``part``: the words of the claim's :class:`Part` it tests. ``condition``: the setting it is read
-    under when the claim's answer may depend on one (``Post-LN``): the verdict is given per
-    condition. ``premise``: instead of ``expect``, a ``finished`` comparison that says whether the
-    claim's setting (the words given) can run here at all; if no run of the variant finished, the
-    claim's premise fails here and no comparison rules on it."""
+    """One comparison that decides a claim: ``variant`` against the baseline (or ``against``) on
+    ``metric`` of ``task``, and the verdict expected if the claim holds. ``part``: the words of the
+    :class:`Part` it tests; ``condition``: the setting its verdict is given under (``Post-LN``);
+    ``premise``: instead of ``expect``, a ``finished`` comparison: whether the claim's setting (the
+    words given) runs here at all (if no run of the variant finished, no comparison rules on it)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -59,9 +49,8 @@ class Evidence(metrics.KnownMetric):
 
 
 class Part(BaseModel):
-    """One part of a claim's wording: its effect, the mechanism it names, or a condition it sets
-    (precision, placement, learning rate, length). ``not_tested``: why no comparison here tests
-    it; without it, at least one evidence entry names the part."""
+    """One part of a claim's wording; ``not_tested``: why no comparison here tests it (without it,
+    at least one evidence entry names the part)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -71,8 +60,7 @@ class Part(BaseModel):
 
 
 class Claim(BaseModel):
-    """A practitioners' claim, the figure given for it, the ablation whose evidence decides it and
-    its evidence audit (``parts``)."""
+    """A claim, the figure given for it, the ablation that decides it and its audit (``parts``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -106,11 +94,8 @@ class Claim(BaseModel):
 
 
 def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, dict[str, Any]]:
-    """Validated claims by id, each as the plain dict its readers use (the keys the file sets).
-
-    Raises:
-        AblateError: not a list, an invalid entry (its index, id and the key), or a repeated id.
-    """
+    """Validated claims by id, each as the plain dict of the keys the file sets; AblateError for an
+    invalid entry (its index, id and the key) or a repeated id."""
     if not isinstance(data, list):
         raise AblateError(f"{where}: expected a list of claims, got {type(data).__name__}")
     out: dict[str, dict[str, Any]] = {}
@@ -128,8 +113,7 @@ def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, dict[str, Any]]:
 
 
 def guards_problem(ids: list[str], known: Collection[str], field: str = "guards") -> str | None:
-    """What is wrong with the claim ids a control guards (``field.i: 'x' is not a claim ...`` or a
-    repeated id), or None: each must be a claim of ``claims.yaml`` (``known``), once."""
+    """What is wrong with the claim ids a control guards (each a claim of ``known``, once), or None."""
     for i, cid in enumerate(ids):
         if cid not in known:
             return (
@@ -142,6 +126,5 @@ def guards_problem(ids: list[str], known: Collection[str], field: str = "guards"
 
 @functools.cache
 def load_claims() -> dict[str, dict[str, Any]]:
-    """The claims of ``harness/experiment/claims.yaml``, validated, by id (parsed once per process)."""
     text = importlib.resources.files("harness.experiment").joinpath(CLAIMS).read_text()
     return parse_claims(load_yaml(text))

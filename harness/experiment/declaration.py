@@ -1,6 +1,5 @@
-"""The parts of an ablation declaration below the :class:`~harness.experiment.ablation.Ablation`
-itself: a task's entry (its primary metric, gate and convergence target) and a profile (seeds,
-overrides, the tasks and grid points it runs). Unknown keys are refused at every level."""
+"""The parts of an ablation declaration below the :class:`~harness.experiment.ablation.Ablation`:
+a task's entry, a profile and what they hold (docs/ablation-files.md). Unknown keys are refused."""
 
 from __future__ import annotations
 
@@ -16,19 +15,12 @@ from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-"""What an ablation, profile or task name must match: each becomes a folder or file name of the
-store (``RESULTS/<ablation>/<profile>/``) and of a report (``<ablation>.<profile>.md``,
-``<stem>-<task>-....png``), so it may hold no path separator, start with no dot (``..``, ``.``)
-and hold no ``+``, which ``ablate run --tuned`` reserves (its runs of profile P are stored as
-``P+tuned``: :func:`harness.tune.studies.tuned_profile`)."""
+"""An ablation, profile or task name: a folder or file name of the store and of a report, so no path
+separator, no leading dot, and no ``+`` (``ablate run --tuned`` stores profile P's runs as ``P+tuned``)."""
 
 
 def check_name(kind: str, name: str) -> str:
-    """``name`` when it is a :data:`SAFE_NAME` (``kind``: what it names, for the message).
-
-    Raises:
-        ValueError: the name, why it is refused and the characters allowed.
-    """
+    """``name`` when it is a :data:`SAFE_NAME`, else ValueError saying why (``kind``: what it names)."""
     if SAFE_NAME.fullmatch(name):
         return name
     why = (
@@ -54,8 +46,7 @@ class MetricSpec(Decl, metrics.NamedMetric):
 
     @model_validator(mode="after")
     def _sesoi_within_range(self) -> MetricSpec:
-        """A smallest effect of interest no two runs can differ by (``sesoi: 5`` on an accuracy,
-        which lies in [0, 1]) makes every comparison ``equivalent``: refused."""
+        """A sesoi no two runs can differ by (5 on an accuracy) makes every comparison ``equivalent``."""
         metric = metrics.lookup(self.metric)
         if metric is not None and metric.best is not None and metric.floor is not None:
             span = abs(metric.best - metric.floor)
@@ -77,9 +68,7 @@ class Threshold(Decl):
 
     @model_validator(mode="after")
     def _one_reachable_bound(self) -> Threshold:
-        """Exactly one bound, on the side the metric is better (``min`` for ``acc``, ``max`` for
-        ``loss``), that some run can reach and not every run meets: a threshold with no bound
-        was met at the first validation by every run (no convergence step, no not-learned gate)."""
+        """Exactly one bound, on the side the metric is better, that some run can reach and not every run meets."""
         if (self.min is None) == (self.max is None):
             raise ValueError(
                 f"{self.metric}: give exactly one bound, min (the value must be >= min) or max (<= max); "
@@ -128,8 +117,7 @@ class TaskEntry(Decl):
 
 
 SPENDING_FUNCTIONS = ("obrien_fleming", "pocock")
-"""The alpha-spending functions a ``sequential:`` block may name: Lan-DeMets O'Brien-Fleming-like
-and Pocock-like (:func:`harness.analysis.sequential.spent`)."""
+"""Lan-DeMets O'Brien-Fleming-like and Pocock-like alpha spending (:func:`harness.analysis.sequential.spent`)."""
 
 
 class Sequential(Decl):
@@ -163,8 +151,8 @@ class Sequential(Decl):
 
 
 MAX_SEEDS = 1000
-"""The most seeds a profile may declare: a grid is expanded by every command (``show`` prints it),
-and 1,000 seeds already take ``ablate show`` about 17 s on a 10-cell grid on a 2-core CPU."""
+"""The most seeds a profile may declare: every command expands the grid (1,000 seeds: ``ablate show``
+takes about 17 s on a 10-cell grid on a 2-core CPU)."""
 
 
 class Profile(Decl):
@@ -195,7 +183,6 @@ class Profile(Decl):
 
     @model_validator(mode="after")
     def _sequential_fits(self) -> Profile:
-        """A design belongs to a confirmatory profile and looks at no more seeds than it lists."""
         if self.sequential is None:
             return self
         if not self.confirmatory:
@@ -213,7 +200,7 @@ class Profile(Decl):
     @field_validator("seeds")
     @classmethod
     def _distinct(cls, seeds: list[int]) -> list[int]:
-        if len(seeds) > MAX_SEEDS:  # every command expands the grid: 100,000 seeds kept `ablate show` busy for hours
+        if len(seeds) > MAX_SEEDS:
             raise ValueError(
                 f"{len(seeds):,} seeds; a profile holds at most {MAX_SEEDS:,} (a confirmatory profile needs tens: "
                 "`ablate plan NAME --profile PROFILE` says how many detect the smallest effect of interest)"

@@ -1,7 +1,5 @@
-"""The component families and the task registry: every registry a run config or a plugin names,
-with the class its entries must subclass (:func:`families`). Used by the plugin loader
-(:mod:`harness.experiment.plugins`) to check a plugin's entries and by ``ablate list`` to list them.
-"""
+"""The component families and the task registry: every registry a run config or a plugin names, with
+the class its entries must subclass (the plugin loader checks them; ``ablate list`` lists them)."""
 
 from __future__ import annotations
 
@@ -14,31 +12,22 @@ from harness.registry import Registry
 
 @dataclass(frozen=True)
 class Family:
-    """A registry a plugin may add to.
+    """A registry a plugin may add to."""
 
-    Attributes:
-        key: the short name (``position``; ``ablate check position=NAME``, run records' ``entries``).
-        config_key: the run-config key that selects an entry (``model.position``); None for tasks.
-        registry: the registry.
-        base: the class every entry must subclass; None where entries are functions.
-    """
-
-    key: str
-    config_key: str | None
+    key: str  # the short name (``position``: ``ablate check position=NAME``, a run record's ``entries``)
+    config_key: str | None  # the run-config key that selects an entry (``model.position``); None for tasks
     registry: Registry[Any]
-    base: type | None
+    base: type | None  # the class every entry must subclass; None where entries are functions
 
     def problem(self, obj: Any) -> str | None:
         """Why ``obj`` cannot be an entry of this family (with the fix), or None."""
+        what = f"the class {obj.__name__}" if isinstance(obj, type) else f"a {type(obj).__name__}"
         if self.base is None:
             if isinstance(obj, type) or not callable(obj):
-                return f"is {_what(obj)}, not a function; register a function (as the built-in {self.key}s are)"
-            return None
-        if not (isinstance(obj, type) and issubclass(obj, self.base)):
-            return (
-                f"is {_what(obj)}, not a subclass of {self.base.__name__}; "
-                f"derive it from harness.plugin.{self.base.__name__}"
-            )
+                return f"is {what}, not a function; register a function (as the built-in {self.key}s are)"
+        elif not (isinstance(obj, type) and issubclass(obj, self.base)):
+            name = self.base.__name__
+            return f"is {what}, not a subclass of {name}; derive it from harness.plugin.{name}"
         return None
 
 
@@ -63,9 +52,3 @@ def families() -> tuple[Family, ...]:
         Family("init", "model.init", modules.INITS, None),
         Family("task", None, TASKS, Task),
     )
-
-
-def _what(obj: Any) -> str:
-    if isinstance(obj, type):
-        return f"the class {obj.__name__}"
-    return f"a {type(obj).__name__}"

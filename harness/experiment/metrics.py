@@ -1,24 +1,15 @@
-"""Every metric a run is compared on, declared once: its name, which direction is better, its
-unit, where it is produced and whether a declaration may name it as a task's primary or gate metric.
-
-Names. A per-length metric is named relative to the training length L: ``acc@x4`` is the accuracy
-of the test pass at 4L (``@x<N>`` for every ``eval.length_multipliers`` entry N); the validation
-pass at L logs the same quantity under its bare name (``acc``), which a convergence target names.
-A probe measured at initialisation as well as after training carries ``_init`` at initialisation
-(``leak_logits_init``); ``grad_norm_init_l<i>`` is one metric per layer i.
-
-Readers: the pre-run checks (:func:`produced`, :func:`validation_metrics`: what a task's primary,
-gate and target may name, :mod:`harness.experiment.grid`), the declarations (a task's
-``higher_is_better`` must agree), the claims and the positive controls (likewise), the analysis
-(:func:`higher_is_better`, :func:`compared`, :func:`length_of`) and the tuner (the validation
-metric its pruner watches, :func:`validation_name`). A new metric is produced in
-``harness/training/`` and declared here; nothing else restates it.
+"""Every metric a run is compared on, declared once (docs/ablation-files.md lists them): its name,
+which direction is better, its unit, where it is produced and whether a declaration may name it
+as a task's primary or gate metric. ``acc@x4`` is the test pass at 4L (``@x<N>`` for every
+``eval.length_multipliers`` entry N); the validation pass at L logs it under its bare name
+(``acc``). A new metric is produced in ``harness/training/`` and declared here only.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool, field_validator, model_validator
 
@@ -30,46 +21,25 @@ ANALYSIS = "analysis, one per run from its status (harness/analysis/comparisons.
 
 @dataclass(frozen=True)
 class Metric:
-    """One metric, or one family of per-length, per-layer or init/final metrics.
+    """One metric, or one family of per-length, per-layer or init/final metrics."""
 
-    Attributes:
-        name: the name; ``<i>`` in it stands for a layer index (``grad_norm_init_l<i>``).
-        higher_is_better: the direction in which a value is better (every comparison is
-            oriented so that a positive difference means better).
-        unit: what a value measures.
-        source: where it is produced (:data:`TEST`, :data:`TRAINING`, :data:`PROBE`, :data:`ANALYSIS`).
-        per_length: named ``<name>@x<N>``, one per evaluation length multiplier N (the test
-            pass); the validation pass at L logs ``<name>`` (a convergence target may name it).
-        kinds: the task kinds (``Task.kind``) that produce it; None: every task.
-        probe: the ``eval.probes`` entry that produces it.
-        at_init: a probe also measured at initialisation, as ``<name>_init``.
-        padded: produced only for a task with a padding token.
-        byte_level: produced only for a task that states the bytes of its tokens (``Task.token_bytes``).
-        rankable: whether a task's primary or gate metric may name it.
-        compared: whether every analysis compares it; the others are compared when a task's
-            primary metric or a claim names them.
-        best: the best value a run can score (1 for a fraction right), or None when unbounded in
-            the better direction; a baseline at it on every seed leaves nothing to be better
-            (:data:`harness.analysis.verdicts.RULES`).
-        floor: the value it never goes below (0 for a loss or a fraction right, 1 for a
-            perplexity), or None when not stated; a lower-is-better metric never reaches it in
-            practice (a loss of 0 needs every scored token at probability 1), so a bound at or
-            below it is unreachable, and a higher-is-better one at or below it is met by every run.
-    """
-
-    name: str
-    higher_is_better: bool
+    name: str  # ``<i>`` stands for a layer index (``grad_norm_init_l<i>``)
+    higher_is_better: bool  # every comparison is oriented so that a positive difference is better
     unit: str
-    source: str
-    per_length: bool = False
-    kinds: tuple[str, ...] | None = None
-    probe: str | None = None
-    at_init: bool = False
-    padded: bool = False
-    byte_level: bool = False
-    rankable: bool = True
-    compared: bool = False
+    source: str  # where it is produced: TEST, TRAINING, PROBE or ANALYSIS
+    per_length: bool = False  # ``<name>@x<N>`` per length multiplier N; the validation pass logs ``<name>``
+    kinds: tuple[str, ...] | None = None  # the task kinds (``Task.kind``) that produce it; None: every task
+    probe: str | None = None  # the ``eval.probes`` entry that produces it
+    at_init: bool = False  # a probe also measured at initialisation, as ``<name>_init``
+    padded: bool = False  # produced only for a task with a padding token
+    byte_level: bool = False  # produced only for a task that states its tokens' bytes (``Task.token_bytes``)
+    rankable: bool = True  # a task's primary or gate metric may name it
+    compared: bool = False  # every analysis compares it; the others, when a primary metric or claim names them
+    # the best value a run can score (1 for a fraction right), None when unbounded: a baseline at it on
+    # every seed leaves nothing to be better (harness.analysis.verdicts.RULES)
     best: float | None = None
+    # the value it never goes below (0 for a loss, 1 for a perplexity), None when not stated: a
+    # lower-is-better bound at or below it is unreachable, a higher-is-better one met by every run
     floor: float | None = None
 
     def names(self, multipliers: tuple[int, ...] = (), n_layers: int = 0) -> list[str]:
@@ -92,31 +62,26 @@ class Metric:
         return self.name + ("@x<N>" if self.per_length else "[_init]" if self.at_init else "")
 
 
+def _tested(name: str, higher_is_better: bool, unit: str, **kw: Any) -> Metric:
+    """A per-length metric of the test pass, compared by every analysis."""
+    return Metric(name, higher_is_better, unit, TEST, per_length=True, compared=True, **kw)
+
+
 def _probe(name: str, probe: str, unit: str, **kw: bool) -> Metric:
     return Metric(name, False, unit, PROBE, probe=probe, **kw)
 
 
 def _fraction(name: str, unit: str) -> Metric:
-    """A per-length fraction right of a synthetic task: higher is better, between 0 and 1."""
-    return Metric(name, True, unit, TEST, per_length=True, kinds=("synthetic",), compared=True, best=1.0, floor=0.0)
+    return _tested(name, True, unit, kinds=("synthetic",), best=1.0, floor=0.0)
 
 
-_ZERO_ONE = "0 or 1"
+_ZERO_ONE, _GN = "0 or 1", "grad_norm_init"
 METRICS: tuple[Metric, ...] = (
-    Metric("loss", False, "nats per scored token", TEST, per_length=True, compared=True, floor=0.0),
+    _tested("loss", False, "nats per scored token", floor=0.0),
     _fraction("acc", "fraction of scored tokens right"),
     _fraction("exact", "fraction of sequences right"),
-    Metric("ppl", False, "perplexity, exp(loss)", TEST, per_length=True, kinds=("lm",), compared=True, floor=1.0),
-    Metric(
-        "bpb",
-        False,
-        "bits per byte of the scored text",
-        TEST,
-        per_length=True,
-        byte_level=True,
-        compared=True,
-        floor=0.0,
-    ),
+    _tested("ppl", False, "perplexity, exp(loss)", kinds=("lm",), floor=1.0),
+    _tested("bpb", False, "bits per byte of the scored text", byte_level=True, floor=0.0),
     Metric("steps_to_target", False, "optimiser steps (the step budget if never)", TRAINING, compared=True),
     Metric("target_reached", True, _ZERO_ONE, TRAINING),
     Metric("train_loss_final", False, "nats per scored token", TRAINING),
@@ -125,17 +90,13 @@ METRICS: tuple[Metric, ...] = (
     Metric("grad_norm_cv", False, "std / mean of the gradient norm over steps", TRAINING),
     Metric("nonfinite_grad_steps", False, "steps", TRAINING),
     Metric("peak_mem_mb", False, "MiB (CUDA runs only)", TRAINING),
-    _probe("grad_norm_init_l<i>", "grad_norm_init", "L2 norm of block i's gradient at init, its norms included"),
-    _probe("grad_norm_init_top_over_bottom", "grad_norm_init", "ratio, last block over first"),
-    _probe("grad_norm_init_ffn_out_l<i>", "grad_norm_init", "L2 norm of the gradient of block i's FFN output weight"),
-    _probe(
-        "grad_norm_init_ffn_out_top_over_bottom", "grad_norm_init", "ratio, last block's FFN output weight over first's"
-    ),
-    _probe(
-        "grad_norm_init_ffn_out_top", "grad_norm_init", "L2 norm of the gradient of the last block's FFN output weight"
-    ),
-    _probe("resid_growth_init", "grad_norm_init", "|x_L| / |x_0| of the residual stream at init"),
-    _probe("grad_norm_init_raised", "grad_norm_init", _ZERO_ONE),
+    _probe("grad_norm_init_l<i>", _GN, "L2 norm of block i's gradient at init, its norms included"),
+    _probe("grad_norm_init_top_over_bottom", _GN, "ratio, last block over first"),
+    _probe("grad_norm_init_ffn_out_l<i>", _GN, "L2 norm of the gradient of block i's FFN output weight"),
+    _probe("grad_norm_init_ffn_out_top_over_bottom", _GN, "ratio, last block's FFN output weight over first's"),
+    _probe("grad_norm_init_ffn_out_top", _GN, "L2 norm of the gradient of the last block's FFN output weight"),
+    _probe("resid_growth_init", _GN, "|x_L| / |x_0| of the residual stream at init"),
+    _probe("grad_norm_init_raised", _GN, _ZERO_ONE),
     _probe("leak_logits", "leakage", "largest change of a logit", at_init=True),
     _probe("leak_grad", "leakage", "largest gradient of a logit", at_init=True),
     _probe("leak_logits_real", "leakage", "largest change of a logit", at_init=True, padded=True),
@@ -168,11 +129,7 @@ def lookup(name: str) -> Metric | None:
 
 
 def higher_is_better(name: str) -> bool:
-    """Whether a higher value of the metric ``name`` is better.
-
-    Raises:
-        ValueError: a name no metric of :data:`METRICS` matches (:func:`known`).
-    """
+    """Raises ValueError for a name no metric of :data:`METRICS` matches (:func:`known`)."""
     return lookup(known(name)).higher_is_better
 
 
@@ -183,10 +140,8 @@ def length_of(name: str) -> tuple[str, int] | None:
 
 
 def best_value(name: str) -> float | None:
-    """The best value a run can score on the metric ``name`` (1.0 for ``acc@x1``), or None when the
-    metric is unknown or unbounded in its better direction."""
-    metric = lookup(name)
-    return None if metric is None else metric.best
+    """The best value a run can score on ``name`` (1.0 for ``acc@x1``); None: unknown or unbounded."""
+    return metric.best if (metric := lookup(name)) else None
 
 
 def of_bound(name: str) -> Metric | None:
@@ -197,14 +152,12 @@ def of_bound(name: str) -> Metric | None:
 
 def beyond_training(name: str) -> bool:
     """Whether the metric ``name`` is measured beyond the training length L (``acc@x2``, ``loss@x4``)."""
-    length = length_of(name)
-    return length is not None and length[1] > 1
+    return (length := length_of(name)) is not None and length[1] > 1
 
 
 def compared(name: str) -> bool:
     """Whether every analysis compares the metric ``name`` (per-length metrics, ``steps_to_target``)."""
-    metric = lookup(name)
-    return metric is not None and metric.compared
+    return (metric := lookup(name)) is not None and metric.compared
 
 
 def produced(
@@ -216,8 +169,7 @@ def produced(
     byte_level: bool = False,
 ) -> list[str]:
     """Every metric a run makes that a task's primary or gate may name, for a task of ``kind``
-    evaluated at ``multipliers``, asking for ``probes``, with ``n_layers`` blocks; ``padded``: the
-    task pads its rows; ``byte_level``: it states the bytes of its tokens."""
+    evaluated at ``multipliers``, asking for ``probes``, with ``n_layers`` blocks."""
     return [
         name
         for m in METRICS
@@ -230,8 +182,7 @@ def produced(
 
 
 def validation_metrics(kind: str, byte_level: bool = False) -> list[str]:
-    """The metrics the validation pass at L logs for a task of ``kind`` (``byte_level``: one that
-    states the bytes of its tokens): what a convergence target names."""
+    """The metrics the validation pass at L logs for a task of ``kind``: what a convergence target names."""
     return [m.name for m in METRICS if m.per_length and _made_for(m, kind, byte_level)]
 
 
@@ -240,42 +191,21 @@ def _made_for(metric: Metric, kind: str, byte_level: bool) -> bool:
 
 
 def validation_name(name: str) -> str | None:
-    """The validation-pass metric that measures the same quantity as ``name`` (``acc`` for
-    ``acc@x4``), or None when the validation pass logs none."""
+    """The validation-pass metric of ``name`` (``acc`` for ``acc@x4``), or None."""
     length = length_of(name)
     return length[0] if length and lookup(name) is not None else None
 
 
 def known(name: str) -> str:
-    """``name``, when a metric of the table matches it (a pydantic validator of a declared name).
-
-    Raises:
-        ValueError: an unknown name, with the metrics the table knows.
-    """
+    """``name``, when a metric of the table matches it; else ValueError with the metrics it knows."""
     if lookup(name) is None:
         raise ValueError(f"unknown metric {name!r}; metrics: {', '.join(m.shown for m in METRICS)}")
     return name
 
 
-def check_direction(name: str, stated: bool | None) -> None:
-    """Nothing when ``higher_is_better: stated`` agrees with the table for the metric ``name``
-    (or nothing is stated, or the table does not know the metric).
-
-    Raises:
-        ValueError: the stated direction is the other one, with how to mend it.
-    """
-    metric = lookup(name)
-    if stated is not None and metric is not None and stated != metric.higher_is_better:
-        raise ValueError(
-            f"{name} is {'higher' if metric.higher_is_better else 'lower'}-is-better "
-            f"(harness/experiment/metrics.py); drop higher_is_better or set it to {str(metric.higher_is_better).lower()}"
-        )
-
-
 class NamedMetric(BaseModel):
     """A declaration's reference to a metric: its name, and a direction it may restate, which must
-    agree with the table (a task's primary metric; its name is checked against what the task
-    produces by :mod:`harness.experiment.grid`)."""
+    agree with the table."""
 
     metric: str = Field(description="a metric name: acc@x4 (at 4L), loss@x1, steps_to_target, ...")
     higher_is_better: StrictBool | None = Field(
@@ -284,7 +214,12 @@ class NamedMetric(BaseModel):
 
     @model_validator(mode="after")
     def _direction(self) -> NamedMetric:
-        check_direction(self.metric, self.higher_is_better)
+        metric, stated = lookup(self.metric), self.higher_is_better
+        if stated is not None and metric is not None and stated != metric.higher_is_better:
+            raise ValueError(
+                f"{self.metric} is {'higher' if metric.higher_is_better else 'lower'}-is-better (harness/experiment/"
+                f"metrics.py); drop higher_is_better or set it to {str(metric.higher_is_better).lower()}"
+            )
         return self
 
 

@@ -14,11 +14,7 @@ from harness.errors import AblateError
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """Parse one ``key=value`` argument; the value is read as YAML (``128`` -> int).
-
-    Raises:
-        AblateError: no ``=`` or an empty key.
-    """
+    """One ``key=value`` argument, its value read as YAML (``128`` -> int); AblateError without a key."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise AblateError(f"override {text!r} is not of the form key=value (e.g. model.d_model=128)")
@@ -30,12 +26,7 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def parse_overrides(overrides: Iterable[str]) -> dict[str, Any]:
-    """:func:`parse_override` of each ``key=value``, as one mapping.
-
-    Raises:
-        AblateError: a malformed override, or one key given twice (``train.steps=5 train.steps=7``:
-            which one was meant cannot be known).
-    """
+    """:func:`parse_override` of each ``key=value``, as one mapping; AblateError for a key given twice."""
     out: dict[str, Any] = {}
     for text in overrides:
         key, value = parse_override(text)

@@ -1,48 +1,91 @@
-"""Plugins: components and tasks from a user's own package, loaded once per process, before any
-declaration or config is validated, and the same way in every process that plans or runs.
-
-A plugin is a Python module whose import registers entries through :mod:`harness.plugin`, the one
-public module for plugins (docs/extending.md). Three ways name one:
-
-- an entry point in the group ``ablate.plugins`` of an installed distribution, whose value is the
-  module (``[project.entry-points."ablate.plugins"] my_pkg = "my_pkg.ablate_plugin"``), found with
-  :mod:`importlib.metadata` by every command that plans or runs (unless the environment sets
-  ``ABLATE_DISABLE_PLUGIN_AUTOLOAD=1``);
-- ``--plugin MODULE`` or ``--plugin PATH.py`` on the command line (repeatable);
-- ``plugins: [MODULE, PATH.py]`` in an ablation file (a relative path is read from the file's folder).
-
-Each plugin is checked as it loads; a failure is an :class:`~harness.errors.AblateError` naming
-the plugin and the fix (exit 2, nothing runs), and the entries the plugin had registered leave the
-registries again: the module must import; each entry must subclass its family's base class (be a
-function, for scales and mask fills); no name or alias may be one a built-in entry or another
-plugin holds.
-
-Workers (local pool, Ray, SLURM) load :func:`refs`, the plugins of the process that planned the
-grid, with :func:`load_refs` before each run (:mod:`harness.execution.worker`); every run record
-lists :func:`record`: each plugin's distribution and version (a file's path and sha256 when no
-distribution provides it), so that a result says which code produced it.
-"""
+"""The plugin loader: components and tasks from a user's own package (docs/extending.md), loaded
+once per process before any declaration is validated, the same way in every process that plans or
+runs. Installed entry points of :data:`GROUP` (unless ``ABLATE_DISABLE_PLUGIN_AUTOLOAD=1``),
+``--plugin MODULE|PATH.py`` and an ablation file's ``plugins:`` name them. A plugin that does not
+import or fails its checks (docs/bad-inputs.md, rows 77-81) is an AblateError naming it and the
+fix, and its entries leave the registries again. Workers load :func:`refs` with :func:`load_refs`;
+a run record lists :func:`record`, so that a result says which code produced it."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import importlib.metadata as md
+import importlib.util
 import os
 import re
 import sys
+import traceback
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.errors import AblateError
-from harness.experiment import plugin_loading as loading
 from harness.experiment.families import families
-from harness.experiment.plugin_loading import GROUP, Plugin, PluginRef
 from harness.registry import NameTakenError
 
+GROUP = "ablate.plugins"
 AUTOLOAD_OFF = "ABLATE_DISABLE_PLUGIN_AUTOLOAD"
 """Set to 1 to start without the installed plugins (``--plugin`` and ``plugins:`` still load)."""
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class PluginRef:
+    """How a plugin was named, enough to load it again in another process: ``kind`` ``entry point``
+    (``target``: its name in :data:`GROUP`; with ``distribution``, its identity), ``module`` (a
+    module name) or ``file`` (an absolute ``.py`` path); ``named_by``: where, for messages."""
+
+    kind: Literal["entry point", "module", "file"]
+    target: str
+    named_by: str = field(default="", compare=False)
+    distribution: str = ""
+
+    def describe(self) -> str:
+        """``--plugin my_pkg.extra``, ``plugins: extra.py (in study.yaml)``, ``entry point 'x' in ablate.plugins``."""
+        if self.kind == "entry point":
+            return f"entry point {self.target!r} in {GROUP}"
+        if self.named_by == "--plugin":
+            return f"--plugin {self.target}"
+        return f"plugins: {self.target}" + (f" (in {self.named_by})" if self.named_by else "")
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A loaded plugin: the ``module`` imported (a file's under a made-up name), the installed
+    ``distribution`` and ``version`` that provide it, else the ``path`` of its file or package folder
+    and the ``sha256`` of its code (:func:`_code_hash`); ``entries``: ``(family key, name)`` it registered."""
+
+    ref: PluginRef
+    module: str
+    distribution: str | None
+    version: str | None
+    path: str | None
+    sha256: str | None
+    entries: tuple[tuple[str, str], ...]
+
+    @property
+    def package(self) -> str:
+        """What its entries are marked with: ``distribution version``, else the file or module."""
+        if self.distribution:
+            return f"{self.distribution} {self.version}"
+        if self.ref.kind == "file":
+            return f"{Path(self.ref.target).name} (sha256 {self.sha256[:12] if self.sha256 else '?'})"
+        return self.module
+
+    def as_record(self) -> dict[str, Any]:
+        """The run record's entry (``record.json``: ``plugins``)."""
+        out: dict[str, Any] = {
+            "distribution": self.distribution,
+            "version": self.version,
+            "module": self.module,
+            "entries": [f"{family}:{name}" for family, name in self.entries],
+        }
+        if self.distribution is None:
+            out.update(path=self.path, sha256=self.sha256)
+        return out
 
 
 _LOADED: dict[PluginRef, Plugin] = {}
@@ -54,12 +97,10 @@ def loaded() -> tuple[Plugin, ...]:
 
 
 def refs() -> tuple[PluginRef, ...]:
-    """What a worker loads to have this process's plugins (:func:`load_refs`)."""
     return tuple(_LOADED)
 
 
 def record() -> list[dict[str, Any]]:
-    """The ``plugins`` field of a run record: :meth:`Plugin.as_record` of each loaded plugin."""
     return [p.as_record() for p in loaded()]
 
 
@@ -68,55 +109,28 @@ def origin(family: str, name: str) -> Plugin | None:
     return next((p for p in _LOADED.values() if (family, name) in p.entries), None)
 
 
-def autoload_enabled() -> bool:
-    """False when ``ABLATE_DISABLE_PLUGIN_AUTOLOAD`` is set to anything but ``""`` or ``0``."""
-    return os.environ.get(AUTOLOAD_OFF, "") in ("", "0")
-
-
 def load_for_command(specs: Sequence[str] = ()) -> list[Plugin]:
-    """What a command loads first: the installed plugins (entry points, unless autoload is
-    off), then each ``--plugin`` value. Loading a plugin twice loads it once.
-
-    Raises:
-        AblateError: a plugin that cannot be loaded or fails its checks (see the module docstring).
-    """
-    out = [load_ref(ref) for ref in discovered()] if autoload_enabled() else []
+    """The installed plugins (unless :data:`AUTOLOAD_OFF`), then each ``--plugin`` value."""
+    out = load_refs(discovered()) if os.environ.get(AUTOLOAD_OFF, "") in ("", "0") else []
     return out + load_specs(specs, named_by="--plugin")
 
 
 def load_specs(specs: Iterable[str], named_by: str, base: Path | None = None) -> list[Plugin]:
-    """Load plugins named as on the command line: a module name, or a path ending in ``.py``
-    (relative to ``base``, default the working directory).
-
-    Raises:
-        AblateError: a value that is neither, or a plugin that cannot be loaded or fails its checks.
-    """
-    return [load_ref(parse(spec, named_by, base)) for spec in specs]
+    """Plugins named by module name or ``.py`` path (relative to ``base``, default the working folder)."""
+    return load_refs(parse(spec, named_by, base) for spec in specs)
 
 
 def load_declared(specs: Any, path: Path) -> list[Plugin]:
-    """Load an ablation file's ``plugins:`` (before the file is validated: its axes may name their
-    entries); relative paths are relative to the file's folder.
-
-    Raises:
-        AblateError: ``plugins:`` that is not a list of module names or ``.py`` paths; as :func:`load_specs`.
-    """
-    if specs is None:
-        return []
-    if not isinstance(specs, list) or not all(isinstance(s, str) and s.strip() for s in specs):
+    """An ablation file's ``plugins:``, loaded before it is validated (its axes may name their entries)."""
+    if specs is not None and not (isinstance(specs, list) and all(isinstance(s, str) and s.strip() for s in specs)):
         raise AblateError(
             f"ablation file {path}: plugins must be a list of module names or .py paths, got {specs!r}; "
             f"e.g. plugins: [my_pkg.ablate_plugin, extra.py]"
         )
-    return load_specs(specs, named_by=path.name, base=path.parent)
+    return load_specs(specs or [], named_by=path.name, base=path.parent)
 
 
 def parse(spec: str, named_by: str, base: Path | None = None) -> PluginRef:
-    """The :class:`PluginRef` of one ``--plugin`` or ``plugins:`` value.
-
-    Raises:
-        AblateError: neither a dotted module name nor a path to a ``.py`` file.
-    """
     text = str(spec).strip()
     if text.endswith(".py") or "/" in text or os.sep in text:
         path = Path(text).expanduser()
@@ -131,15 +145,10 @@ def parse(spec: str, named_by: str, base: Path | None = None) -> PluginRef:
 
 
 def discovered() -> list[PluginRef]:
-    """The entry points of :data:`GROUP` in this environment, sorted by name, then distribution.
-    An entry point is a distribution's: two distributions that declare the same name are two
-    plugins, both loaded (their entries must not clash).
-
-    Raises:
-        AblateError: two distributions whose entry points import the same module: only the one
-            first on ``sys.path`` could be imported, so which code ran would depend on the path.
-    """
-    eps = sorted(_entry_points(), key=lambda e: (e.name, _distribution(e)))
+    """The entry points of :data:`GROUP`, by name, then distribution: two distributions declaring one
+    name are two plugins; two whose entry points import one module are refused (which one imports
+    would depend on ``sys.path``)."""
+    eps = sorted(md.entry_points(group=GROUP), key=lambda e: (e.name, _distribution(e)))
     seen: dict[str, md.EntryPoint] = {}
     for ep in eps:
         other = seen.setdefault(ep.module, ep)
@@ -153,26 +162,18 @@ def discovered() -> list[PluginRef]:
 
 
 def load_refs(plugin_refs: Iterable[PluginRef]) -> list[Plugin]:
-    """Load the plugins another process loaded (:func:`refs`): what a worker does before a run.
-
-    Raises:
-        AblateError: as :func:`load_ref`; an entry point not installed where this process runs.
-    """
     return [load_ref(ref) for ref in plugin_refs]
 
 
 def load_ref(ref: PluginRef) -> Plugin:
-    """Load one plugin unless this process already has (the same entry point, module or file).
-
-    Raises:
-        AblateError: it does not import, or fails its checks; its entries are then removed again.
-    """
+    """Load one plugin unless this process already has (the same entry point, module or file)."""
     if ref in _LOADED:
         return _LOADED[ref]
     where = ref.describe()
     dist = version = None
     if ref.kind == "entry point":
-        ep = next((e for e in _entry_points() if e.name == ref.target and _distribution(e) == ref.distribution), None)
+        eps = md.entry_points(group=GROUP)
+        ep = next((e for e in eps if e.name == ref.target and _distribution(e) == ref.distribution), None)
         if ep is None:
             of = f" of {ref.distribution}" if ref.distribution else ""
             raise AblateError(
@@ -189,28 +190,38 @@ def load_ref(ref: PluginRef) -> Plugin:
         module_name = ep.module
     elif ref.kind == "module":
         module_name = ref.target
-    else:
-        module_name = loading.file_module_name(Path(ref.target))
+    else:  # a name unique per path
+        stem = re.sub(r"\W", "_", Path(ref.target).stem)
+        module_name = f"ablate_plugin_{stem}_{hashlib.sha256(str(Path(ref.target)).encode()).hexdigest()[:8]}"
     same = next((p for p in _LOADED.values() if p.module == module_name), None)
     if same is not None:  # named twice (an entry point and --plugin): loaded once
         _LOADED[ref] = same
         return same
     before = {f.key: set(f.registry.names()) for f in families()}
+
+    def added() -> dict[str, list[str]]:
+        return {f.key: [n for n in f.registry.names() if n not in before[f.key]] for f in families()}
+
     try:
-        module = loading.import_plugin(ref, module_name, where)
-        added = loading.added_since(before)
-        loading.check_added(added, where)
-    except NameTakenError as exc:
-        added = loading.added_since(before)
-        message = f"{where}: {loading.clash(exc, ref, module_name, added, loaded())}"
-        loading.undo(added, module_name)
+        module = _import(ref, module_name, where)
+        new = added()
+        for fam in families():
+            for name in new[fam.key]:
+                if (problem := fam.problem(fam.registry.get(name))) is not None:
+                    raise AblateError(f"{where}: {fam.registry.family} {name!r} {problem}")
+    except BaseException as exc:
+        new = added()
+        message = f"{where}: {_clash(exc, ref, module_name, new)}" if isinstance(exc, NameTakenError) else None
+        for fam in families():
+            for name in new[fam.key]:
+                fam.registry.unregister(name)
+        drop_module(module_name)
+        if message is None:
+            raise
         raise AblateError(message) from None
-    except BaseException:
-        loading.undo(loading.added_since(before), module_name)
-        raise
     if dist is None:
-        dist, version = loading.distribution_of(module_name)
-    path, digest = loading.code_hash(sys.modules[module_name.split(".")[0]] if ref.kind != "file" else module)
+        dist, version = _distribution_of(module_name)
+    path, digest = _code_hash(sys.modules[module_name.split(".")[0]] if ref.kind != "file" else module)
     plugin = Plugin(
         ref=ref,
         module=module_name,
@@ -218,16 +229,110 @@ def load_ref(ref: PluginRef) -> Plugin:
         version=version,
         path=path,
         sha256=digest if dist is None else None,
-        entries=tuple((f.key, name) for f in families() for name in added[f.key]),
+        entries=tuple((f.key, name) for f in families() for name in new[f.key]),
     )
     _LOADED[ref] = plugin
     return plugin
 
 
-def _entry_points() -> list[md.EntryPoint]:
-    return list(md.entry_points(group=GROUP))
+def drop_module(module_name: str) -> None:
+    """``module_name`` and its submodules out of ``sys.modules``: a later import runs it afresh."""
+    for name in [m for m in sys.modules if m == module_name or m.startswith(module_name + ".")]:
+        del sys.modules[name]
 
 
 def _distribution(ep: md.EntryPoint) -> str:
     """The name of the distribution that declares ``ep``; ``""`` for one made by hand."""
     return ep.dist.name if ep.dist is not None else ""
+
+
+def _import(ref: PluginRef, module_name: str, where: str) -> Any:
+    """Import the plugin's module, turning every failure into one line naming the plugin."""
+    try:
+        if ref.kind != "file":
+            return importlib.import_module(module_name)
+        path = Path(ref.target)
+        if not path.is_file():
+            raise AblateError(f"{where}: no such file; pass an existing .py file or an importable module")
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[module_name] = module  # before it runs: its classes must pickle to workers
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+    except (AblateError, NameTakenError):
+        raise
+    except ModuleNotFoundError as exc:
+        if ref.kind == "module" and exc.name is not None and (module_name + ".").startswith(exc.name + "."):
+            raise AblateError(
+                f"{where}: no module named {exc.name!r}; install the package that provides it "
+                f"(e.g. pip install -e ./my_plugin) or pass the path to a .py file"
+            ) from None
+        raise AblateError(f"{where}: {_raised(exc)}; install what it imports, or fix the plugin") from None
+    except Exception as exc:  # noqa: BLE001  any error of the plugin's own code: one line naming it
+        raise AblateError(f"{where}: {_raised(exc)}; fix the plugin") from None
+
+
+def _raised(exc: BaseException) -> str:
+    """``importing it raised NameError: ... (extra.py, line 3)``: the innermost frame of the plugin."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        at = f" ({Path(exc.filename).name}, line {exc.lineno})"
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        frame = next((f for f in reversed(frames) if "importlib" not in f.filename), None)
+        at = f" ({Path(frame.filename).name}, line {frame.lineno})" if frame else ""
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    return f"importing it raised {type(exc).__name__}: {message}{at}"
+
+
+def _distribution_of(module_name: str) -> tuple[str | None, str | None]:
+    """The installed distribution that provides the top-level package of ``module_name``."""
+    names = md.packages_distributions().get(module_name.split(".")[0]) or []
+    if not names:
+        return None, None
+    try:
+        return names[0], md.version(names[0])
+    except md.PackageNotFoundError:
+        return names[0], None
+
+
+def _code_hash(module: Any) -> tuple[str | None, str | None]:
+    """``(path, sha256)`` of a module's file, or of a package's folder: every ``.py`` file below it
+    (relative path and bytes, in sorted order); None where it has no file."""
+    folders = list(getattr(module, "__path__", []) or [])
+    if folders:
+        root = Path(folders[0])
+        files = sorted(root.rglob("*.py"))
+    elif getattr(module, "__file__", None):
+        root = Path(module.__file__)
+        files = [root]
+    else:
+        return None, None
+    digest = hashlib.sha256()
+    try:
+        for f in files:
+            digest.update(str(f.relative_to(root) if folders else f.name).encode() + b"\0" + f.read_bytes() + b"\0")
+    except OSError:
+        return str(root), None
+    return str(root), digest.hexdigest()
+
+
+def _clash(exc: NameTakenError, ref: PluginRef, module_name: str, added: dict[str, list[str]]) -> str:
+    """What a plugin's name clashes with (its own, another plugin's, a built-in entry), and the fix."""
+    fam = next(f for f in families() if f.registry.family == exc.family)
+
+    def holds(entries: Iterable[tuple[str, str]]) -> bool:
+        return any(k == fam.key and exc.name in (n, *fam.registry.aliases(n)) for k, n in entries)
+
+    what = f"{exc.family} {exc.name!r}"
+    if holds((fam.key, n) for n in added[fam.key]):
+        return f"{what} is registered twice by this plugin; register each name (and alias) once"
+    if (owner := next((p for p in loaded() if holds(p.entries)), None)) is not None:
+        return (
+            f"{what} is already registered by plugin {owner.package} ({owner.ref.describe()}); "
+            f"rename one of the two, or uninstall one plugin"
+        )
+    prefix = Path(ref.target).stem if ref.kind == "file" else module_name.split(".")[0]
+    return (
+        f"{what} is already registered by ablate (built in); register yours under another name, "
+        f"e.g. {re.sub(r'[^A-Za-z0-9_]', '_', prefix) + '_' + exc.name!r}"
+    )

@@ -1,22 +1,144 @@
-"""The reference page of ablation files, docs/ablation-files.md, written by ``ablate schema
---markdown`` from the same sources as the JSON Schema (:mod:`harness.experiment.schema`): the
-declaration's pydantic models, :class:`RunConfig`, the registries, the metrics table and the
-claims file. Each key's "bad value" row is not written by hand either: it quotes the error the
-page's example gets with that one value changed (:mod:`harness.experiment.refusals`). A declaration
-key with no bad value there stops the page from being written (:func:`markdown` raises), so a new
-field needs one.
-"""
+"""docs/ablation-files.md, written by ``ablate schema --markdown`` from the JSON Schema's sources
+(:mod:`harness.experiment.schema`), around a complete example file (:data:`EXAMPLE`); each key's
+"bad value" row quotes the error ``ablate show`` prints for the example with that one value
+(:data:`BAD`, :func:`refusal`), never one written by hand, so a new key needs one."""
 
 from __future__ import annotations
 
+import copy
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness.config import EvalSection
+from harness.errors import AblateError
+from harness.experiment import ablation, metrics, schema
 from harness.experiment import claims as claims_file
-from harness.experiment import metrics, refusals, schema
 from harness.experiment.families import families
+from harness.experiment.selection import select
+
+EXAMPLE = """\
+name: my_pe
+question: Does RoPE keep copy accuracy at 4x the training length better than sinusoidal positions?
+axes:
+  model.position: [sinusoidal, rope, alibi]
+baseline: {model.position: sinusoidal}
+base: {model.d_model: 64, model.n_layers: 2, train.seq_len: 16, eval.length_multipliers: [1, 2, 4]}
+tasks:
+  copy:
+    params: {n_symbols: 16}
+    primary: {metric: acc@x4, higher_is_better: true, sesoi: 0.05}
+    gate: {metric: acc@x1, min: 0.9}
+profiles:
+  smoke: {seeds: [0, 1], confirmatory: false, apply_gate: false,
+          overrides: {train.steps: 40, train.val_every: 20, train.warmup_steps: 10}}
+  cpu: {seeds: [0, 1, 2, 3, 4, 5, 6, 7], overrides: {train.steps: 2000}}
+"""
+"""The page's example: a complete file (``my_pe.yaml``), loaded and expanded when the page is written."""
+
+_CONTROL = {"kind": "negative", "variant": "rope"}
+BAD: dict[str, tuple[tuple[str, ...], Any]] = {
+    "name": (("name",), "my pe"),
+    "question": (("question",), " "),
+    "claims": (("claims",), ["pe-learned-extrapolaton"]),
+    "axes": (("axes",), {"model.positon": ["sinusoidal", "rope"]}),
+    "baseline": (("baseline",), {"model.position": "learned"}),
+    "base": (("base",), {"model.d_modle": 64}),
+    "tasks": (("tasks",), {"copyy": {"primary": {"metric": "acc@x4", "sesoi": 0.05}}}),
+    "profiles": (("profiles",), {"smoke": {"seeds": [0, 1], "overrides": {"model.position": "rope"}}}),
+    "default_profile": (("default_profile",), "gpu"),
+    "notes": (("notes",), ["a", "list"]),
+    "identical_arms": (("identical_arms",), "maybe"),
+    "tune": (("tune",), {"train.lr": {"type": "float", "low": 0.01, "high": 0.001}}),
+    "control": (("control",), {"kind": "negative", "variant": "sinusoidal"}),
+    "plugins": (("plugins",), ["no_such_plugin"]),
+    "tasks.TASK.params": (("tasks", "copy", "params"), {"n_symbol": 16}),
+    "tasks.TASK.config": (("tasks", "copy", "config"), {"train.seq_len": 0}),
+    "tasks.TASK.primary": (("tasks", "copy", "primary"), {"metric": "acc@x4"}),
+    "tasks.TASK.gate": (("tasks", "copy", "gate"), {"metric": "acc@x1", "max": 0.9}),
+    "tasks.TASK.target": (("tasks", "copy", "target"), {"metric": "acc", "min": 1.5}),
+    "tasks.TASK.primary.metric": (("tasks", "copy", "primary", "metric"), "accuracy@x4"),
+    "tasks.TASK.primary.higher_is_better": (("tasks", "copy", "primary", "higher_is_better"), False),
+    "tasks.TASK.primary.sesoi": (("tasks", "copy", "primary", "sesoi"), 0),
+    "tasks.TASK.gate.metric": (("tasks", "copy", "gate", "metric"), "acc@x9"),
+    "tasks.TASK.gate.min": (("tasks", "copy", "gate", "min"), 0.0),
+    "tasks.TASK.gate.max": (("tasks", "copy", "gate", "max"), 0.1),
+    "profiles.PROFILE.description": (("profiles", "cpu", "description"), 3),
+    "profiles.PROFILE.seeds": (("profiles", "cpu", "seeds"), [0, 1, 1]),
+    "profiles.PROFILE.confirmatory": (("profiles", "cpu", "confirmatory"), "no"),
+    "profiles.PROFILE.apply_gate": (("profiles", "cpu", "apply_gate"), "maybe"),
+    "profiles.PROFILE.overrides": (("profiles", "cpu", "overrides"), {"train.step": 2000}),
+    "profiles.PROFILE.tasks": (("profiles", "cpu", "tasks"), {"reverse": {"train.steps": 10}}),
+    "profiles.PROFILE.tune": (("profiles", "cpu", "tune"), {"model.position": {"type": "categorical", "choices": [1]}}),
+    "profiles.PROFILE.only_tasks": (("profiles", "cpu", "only_tasks"), ["cpy"]),
+    "profiles.PROFILE.only_variants": (("profiles", "cpu", "only_variants"), ["rope", "alibi"]),
+    "profiles.PROFILE.exploratory_variants": (("profiles", "cpu", "exploratory_variants"), ["rop"]),
+    "profiles.PROFILE.sequential": (("profiles", "cpu", "sequential"), [4, 8]),
+    "profiles.PROFILE.sequential.looks": (("profiles", "cpu", "sequential"), {"looks": [8, 4]}),
+    "profiles.PROFILE.sequential.spending": (("profiles", "cpu", "sequential"), {"looks": [4, 8], "spending": "obf"}),
+    "profiles.PROFILE.sequential.alpha": (("profiles", "cpu", "sequential"), {"looks": [4, 8], "alpha": 1.5}),
+    "profiles.PROFILE.sequential.futility": (("profiles", "cpu", "sequential"), {"looks": [4, 8], "futility": "no"}),
+    "tune.KEY.type": (("tune",), {"train.lr": {"type": "log-float", "low": 0.001, "high": 0.01}}),
+    "tune.KEY.low": (("tune",), {"train.lr": {"type": "float", "low": 0, "high": 0.01, "log": True}}),
+    "tune.KEY.high": (("tune",), {"train.lr": {"type": "float", "low": 0.001}}),
+    "tune.KEY.log": (("tune",), {"train.lr": {"type": "float", "low": 0.001, "high": 0.01, "log": "yes"}}),
+    "tune.KEY.choices": (("tune",), {"train.batch_size": {"type": "categorical", "choices": []}}),
+    "control.kind": (("control",), {**_CONTROL, "kind": "positive"}),
+    "control.expect": (("control",), {**_CONTROL, "expect": "different"}),
+    "control.variant": (("control",), {**_CONTROL, "variant": "rop"}),
+    "control.guards": (("control",), {**_CONTROL, "guards": ["pe-learned-slowr"]}),
+    "control.profile": (("control",), {**_CONTROL, "guards": ["pe-learned-slower"], "profile": "smoke"}),
+}
+"""Declaration key -> (where in the example file, a bad value there): the page quotes the error."""
+
+
+def _show(text: str, overrides: tuple[str, ...] = ()) -> None:
+    """What ``ablate show my_pe.yaml [overrides]`` does with the file ``text``, the paths in its errors
+    made ``my_pe.yaml``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "my_pe.yaml"
+        path.write_text(text)
+        try:
+            select(ablation.load(str(path)), None, overrides, check_data=False)
+        except AblateError as exc:
+            raise AblateError(str(exc).replace(str(path), "my_pe.yaml")) from None
+
+
+def refusal(data: dict[str, Any], overrides: tuple[str, ...] = ()) -> str:
+    """The error ``ablate show my_pe.yaml [overrides]`` prints for the declaration ``data``; ValueError
+    when it is accepted (a bad value that is not bad)."""
+    try:
+        _show(yaml.safe_dump(data, sort_keys=False), overrides)
+    except AblateError as exc:
+        return f"error: {exc}"
+    raise ValueError(f"the example with {overrides or data} was accepted; pick a value it refuses")
+
+
+def with_value(data: dict[str, Any], where: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(data)
+    node = out
+    for part in where[:-1]:
+        node = node[part]
+    node[where[-1]] = value
+    return out
+
+
+def bad_config_value(prop: dict[str, Any]) -> Any:
+    """A value of a config key that its schema ``prop`` refuses: below its bound, a misspelt name, a word."""
+    options = prop.get("anyOf", [prop])
+    first = next(o for o in options if o.get("type") != "null")
+    if "enum" in first:
+        return str(first["enum"][0])[:-1]
+    if first.get("type") == "array":
+        inner = first["items"]
+        return [str(inner["enum"][0])[:-1]] if "enum" in inner else [0]
+    if "exclusiveMinimum" in first:
+        return first["exclusiveMinimum"]
+    if "minimum" in first:
+        return first["minimum"] - 1
+    return "maybe" if first.get("type") == "boolean" else "many"
+
 
 GROUPS: tuple[tuple[str, str], ...] = (
     ("", "Ablation"),
@@ -28,8 +150,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("tune.KEY.", "ParamSpec"),
     ("control.", "Control"),
 )
-"""Each level of a declaration: the prefix of its keys on the page and its definition in the schema.
-``target`` takes what ``gate`` takes; a profile's ``tune`` what ``tune`` takes."""
+"""Each level of a declaration: the prefix of its keys on the page and its definition in the schema."""
 
 
 def _cell(text: Any) -> str:
@@ -76,17 +197,18 @@ def _allowed(prop: dict[str, Any], defs: dict[str, Any]) -> str:
                 parts.append(f"{sign} {item[key]:g}")
         if "maximum" in item and item["maximum"] != schema.INT_MAX:
             parts.append(f"≤ {item['maximum']:g}")
-        if item.get("pattern") == schema._safe():
+        if item.get("pattern") == schema.SAFE:
             parts.append("letters, digits, `_` `.` `-`")
         if "minItems" in option:
             parts.append(f"at least {option['minItems']}")
     return "; ".join(parts)
 
 
-def _default(prop: dict[str, Any], required: bool) -> str:
-    if required:
-        return "required"
-    return _code(prop["default"]) if "default" in prop else ""
+def _row(prop: dict[str, Any], defs: dict[str, Any], required: bool = False, meaning: str | None = None) -> str:
+    """A key's type, default, allowed values and meaning, as cells of a table row."""
+    default = "required" if required else _code(prop["default"]) if "default" in prop else ""
+    meaning = prop.get("description", "") if meaning is None else meaning
+    return f"{_type(prop, defs)} | {default} | {_cell(_allowed(prop, defs))} | {_cell(meaning)} |"
 
 
 def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
@@ -96,19 +218,13 @@ def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str
         model = defs[name]
         for field, prop in model["properties"].items():
             key = prefix + field
-            meaning = prop.get("description") or defs.get(prop.get("$ref", "#").rsplit("/", 1)[-1], {}).get(
-                "description", ""
-            )
-            rows.append(
-                f"| `{key}` | {_type(prop, defs)} | {_default(prop, field in model.get('required', ()))} | "
-                f"{_cell(_allowed(prop, defs))} | {_cell(meaning)} |"
-            )
-            if key not in refusals.BAD:
-                raise ValueError(f"no bad value for the declaration key {key}; add one to refusals.BAD")
-            where, value = refusals.BAD[key]
-            bad.append(
-                f"| `{key}` | {_cell(_code(value))} | {_cell(refusals.refusal(refusals.with_value(example, where, value)))} |"
-            )
+            ref = defs.get(prop.get("$ref", "#").rsplit("/", 1)[-1], {})
+            meaning = prop.get("description") or ref.get("description", "")
+            rows.append(f"| `{key}` | {_row(prop, defs, field in model.get('required', ()), meaning)}")
+            if key not in BAD:
+                raise ValueError(f"no bad value for the declaration key {key}; add one to reference.BAD")
+            where, value = BAD[key]
+            bad.append(f"| `{key}` | {_cell(_code(value))} | {_cell(refusal(with_value(example, where, value)))} |")
     return [
         *rows,
         "",
@@ -125,18 +241,14 @@ def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
     ]
     axes = example["axes"]
     for key in schema.config_keys(None):
-        prop = defs[key]
-        value = refusals.bad_config_value(prop)
+        value = bad_config_value(defs[key])
         if key in axes:  # an axis: the bad value is one more point of the grid
-            said = refusals.refusal(refusals.with_value(example, ("axes", key), [*axes[key], value]))
+            said = refusal(with_value(example, ("axes", key), [*axes[key], value]))
             shown = f"axes: {{{key}: [..., {_code(value)[1:-1]}]}}"
         else:
-            said = refusals.refusal(example, (f"{key}={_code(value)[1:-1]}",))
+            said = refusal(example, (f"{key}={_code(value)[1:-1]}",))
             shown = f"{key}={_code(value)[1:-1]}"
-        rows.append(
-            f"| `{key}` | {_type(prop, defs)} | {_default(prop, False)} | {_cell(_allowed(prop, defs))} | "
-            f"{_cell(prop.get('description', ''))} | `{_cell(shown)}`: {_cell(said)} |"
-        )
+        rows.append(f"| `{key}` | {_row(defs[key], defs)} `{_cell(shown)}`: {_cell(said)} |")
     return rows
 
 
@@ -158,11 +270,7 @@ def _params_rows(defs: dict[str, Any], names: schema.Names) -> list[str]:
         props = defs[f"params.{task}"]["properties"]
         if not props:
             rows.append(f"| `{task}` | (none) | | | | |")
-        for param, prop in props.items():
-            rows.append(
-                f"| `{task}` | `{param}` | {_type(prop, defs)} | {_default(prop, False)} | "
-                f"{_cell(_allowed(prop, defs))} | {_cell(prop.get('description', ''))} |"
-            )
+        rows += [f"| `{task}` | `{param}` | {_row(prop, defs)}" for param, prop in props.items()]
     return rows
 
 
@@ -174,82 +282,75 @@ def _metric_rows() -> list[str]:
     return rows
 
 
+PAGE = """\
+# Ablation files: the reference
+
+<!-- Written by `ablate schema --markdown > docs/ablation-files.md`; tests/experiment/test_reference.py fails when it is stale. Do not edit by hand. -->
+
+An ablation is one YAML file. A complete one, `my_pe.yaml` (run it with `ablate run my_pe.yaml --profile smoke`):
+
+```yaml
+{example}
+```
+
+Keys named `model.d_model` are **config keys** (below): `axes`, `baseline`, `base`, a task's `config`, a profile's `overrides` and `tasks`, `tune`, and `KEY=VALUE` on the command line all take them. A run's config is resolved in this order, later entries winning: defaults < `base` < the task's `config` < the profile's `overrides` < the profile's `tasks` < command-line overrides < the variant's axis values. A profile may not change an axis. Every integer is at most 2147483647 (2**31 - 1).
+
+Editors check and complete these files with the JSON Schema `harness/experiment/{shipped}` (`ablate schema` prints it): put `# yaml-language-server: $schema=PATH/TO/ablation.schema.json` on the file's first line (the YAML extension of VS Code, and other editors built on yaml-language-server, read it). With plugins, `ablate schema --plugin PKG > my.schema.json` adds their names.
+
+## Declaration keys
+
+`TASK`: a task name; `PROFILE`: a profile name; `KEY`: a config key. `tasks.TASK.target` takes what `tasks.TASK.gate` takes, a profile's `tune` what `tune` takes.
+
+{declaration}
+
+## Config keys
+
+The bad value is given as `ablate show my_pe.yaml KEY=VALUE` gives it (an axis: as one more value of the axis in the file).
+
+{config}
+
+## Registered names
+
+What a component key takes (`ablate list --components` lists them with their plugins, `ablate check NAME` runs a name's contracts):
+
+{names}
+
+`eval.probes` takes {probes}.
+
+### Task parameters (`tasks.TASK.params`)
+
+{params}
+
+### Metrics (`primary.metric`, `gate.metric`, `target.metric`)
+
+`@x<N>`: at N x the training length L, for every N of `eval.length_multipliers` (a gate or target may name the validation pass at L by the bare name: `acc`). `[_init]`: also measured at initialisation.
+
+{metrics}
+
+### Claims (`claims`, `control.guards`)
+
+| id | claim (the ablation that decides it) |
+|---|---|
+{claims}
+"""
+
+
 def markdown() -> str:
     """The page, for the names registered now (without plugins: the one in docs/)."""
-    built = schema.build()
-    defs = built["$defs"]
+    defs = schema.build()["$defs"]
     names = schema.registered_names()
-    example = yaml.safe_load(refusals.EXAMPLE)
-    refusals.check_example()
-    claims = claims_file.load_claims()
-    parts = [
-        "# Ablation files: the reference",
-        "",
-        "<!-- Written by `ablate schema --markdown > docs/ablation-files.md`; "
-        "tests/experiment/test_reference.py fails when it is stale. Do not edit by hand. -->",
-        "",
-        "An ablation is one YAML file. A complete one, `my_pe.yaml` (run it with "
-        "`ablate run my_pe.yaml --profile smoke`):",
-        "",
-        "```yaml",
-        refusals.EXAMPLE.rstrip(),
-        "```",
-        "",
-        "Keys named `model.d_model` are **config keys** (below): `axes`, `baseline`, `base`, a task's "
-        "`config`, a profile's `overrides` and `tasks`, `tune`, and `KEY=VALUE` on the command line all take "
-        "them. A run's config is resolved in this order, later entries winning: defaults < `base` < the task's "
-        "`config` < the profile's `overrides` < the profile's `tasks` < command-line overrides < the variant's "
-        "axis values. A profile may not change an axis. Every integer is at most 2147483647 (2**31 - 1).",
-        "",
-        "Editors check and complete these files with the JSON Schema "
-        f"`harness/experiment/{schema.SHIPPED.name}` (`ablate schema` prints it): put "
-        "`# yaml-language-server: $schema=PATH/TO/ablation.schema.json` on the file's first line "
-        "(the YAML extension of VS Code, and other editors built on yaml-language-server, read it). "
-        "With plugins, `ablate schema --plugin PKG > my.schema.json` adds their names.",
-        "",
-        "## Declaration keys",
-        "",
-        "`TASK`: a task name; `PROFILE`: a profile name; `KEY`: a config key. "
-        "`tasks.TASK.target` takes what `tasks.TASK.gate` takes, a profile's `tune` what `tune` takes.",
-        "",
-        *_declaration_rows(defs, example),
-        "",
-        "## Config keys",
-        "",
-        "The bad value is given as `ablate show my_pe.yaml KEY=VALUE` gives it (an axis: as one more value of "
-        "the axis in the file).",
-        "",
-        *_config_rows(defs, example),
-        "",
-        "## Registered names",
-        "",
-        "What a component key takes (`ablate list --components` lists them with their plugins, "
-        "`ablate check NAME` runs a name's contracts):",
-        "",
-        *_names_rows(names),
-        "",
-        "`eval.probes` takes " + ", ".join(f"`{p}`" for p in _probe_names()) + ".",
-        "",
-        "### Task parameters (`tasks.TASK.params`)",
-        "",
-        *_params_rows(defs, names),
-        "",
-        "### Metrics (`primary.metric`, `gate.metric`, `target.metric`)",
-        "",
-        "`@x<N>`: at N x the training length L, for every N of `eval.length_multipliers` (a gate or target "
-        "may name the validation pass at L by the bare name: `acc`). `[_init]`: also measured at initialisation.",
-        "",
-        *_metric_rows(),
-        "",
-        "### Claims (`claims`, `control.guards`)",
-        "",
-        "| id | claim (the ablation that decides it) |",
-        "|---|---|",
-        *(f"| `{cid}` | {_cell(c['claim'])} (`{c['ablation']}`) |" for cid, c in claims.items()),
-        "",
-    ]
-    return "\n".join(parts)
-
-
-def _probe_names() -> list[str]:
-    return list(EvalSection.model_json_schema()["properties"]["probes"]["items"]["enum"])
+    example = yaml.safe_load(EXAMPLE)
+    _show(EXAMPLE)  # the example itself loads and expands
+    return PAGE.format(
+        example=EXAMPLE.rstrip(),
+        shipped=schema.SHIPPED.name,
+        declaration="\n".join(_declaration_rows(defs, example)),
+        config="\n".join(_config_rows(defs, example)),
+        names="\n".join(_names_rows(names)),
+        probes=", ".join(f"`{p}`" for p in defs["eval.probes"]["items"]["enum"]),
+        params="\n".join(_params_rows(defs, names)),
+        metrics="\n".join(_metric_rows()),
+        claims="\n".join(
+            f"| `{i}` | {_cell(c['claim'])} (`{c['ablation']}`) |" for i, c in claims_file.load_claims().items()
+        ),
+    )

@@ -1,19 +1,8 @@
-"""The JSON Schema of an ablation file, built from the declaration's pydantic models
-(:class:`~harness.experiment.ablation.Ablation` and the models below it, :class:`RunConfig`'s
-sections, each task's ``Params``) and from the registries: a key that takes a component name
-(``model.position``) or a task name lists the registered names (and aliases) as an ``enum``.
-
-Every dotted config key (``model.d_model``) is a property of its own wherever the declaration takes
-one (``base``, a task's ``config``, a profile's ``overrides`` and ``tasks``, ``axes``, ``baseline``,
-``tune``), with the value schema of its field, so an editor checks and completes them. A file that
-declares ``plugins:`` may name components the schema cannot know: it is checked against the same
-schema with those names left open (``if``/``then``/``else`` on ``plugins``).
-
-The schema is shipped as ``harness/experiment/ablation.schema.json`` (:data:`SHIPPED`: the
-built-in names only, no plugin loaded); ``ablate schema`` prints it for the names registered in
-its process (its ``--plugin`` values and installed plugins included). It checks what a schema can:
-key names, types, ranges, names; the rest (a baseline in the grid, a profile that changes an axis,
-a metric the task produces) is checked when the file loads (``ablate show``).
+"""The JSON Schema of an ablation file, built from the declaration's pydantic models, RunConfig's
+sections, each task's ``Params`` and the registries (a component or task key lists the registered
+names as an ``enum``; a file with ``plugins:`` is checked with those names left open). Shipped as
+:data:`SHIPPED` (built-in names only); ``ablate schema`` prints it for the names registered in its
+process. The rest (a baseline in the grid, a metric the task produces) is checked when a file loads.
 """
 
 from __future__ import annotations
@@ -38,13 +27,13 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 OPEN = "_plugins"
 """The suffix of the definitions with component and task names left open (a file with ``plugins:``)."""
 
+SAFE = f"^{SAFE_NAME.pattern}$"
 Names = dict[str, list[str]]
 """Config key (``model.position``) or ``task`` -> the registered names and their aliases."""
 
 
 def registered_names() -> Names:
-    """Every name the registries hold now (built-in and loaded plugins'), with aliases, by the
-    config key that selects it (``task`` for the task registry). Imports torch (the registries)."""
+    """Every name the registries hold now, with aliases, by the config key that selects it (``task``)."""
     out: Names = {}
     for fam in families():
         reg = fam.registry
@@ -52,16 +41,8 @@ def registered_names() -> Names:
     return out
 
 
-def task_params(tasks: list[str]) -> dict[str, dict[str, Any]]:
-    """Each task name (or alias) of ``tasks`` -> the JSON Schema of its ``Params``."""
-    from harness.tasks import TASKS
-
-    return {name: _tidy(TASKS.get(name).Params.model_json_schema()) for name in tasks}
-
-
 def config_keys(names: Names | None) -> dict[str, dict[str, Any]]:
-    """Every dotted config key -> the JSON Schema of its value, with its default; a component key
-    lists ``names`` as an enum (``None``: any string)."""
+    """Every dotted config key -> the JSON Schema of its value and default; ``names``: a component key's enum."""
     full = RunConfig.model_json_schema()
     defaults = RunConfig().model_dump(mode="json")
     out = {}
@@ -78,8 +59,9 @@ def config_keys(names: Names | None) -> dict[str, dict[str, Any]]:
 
 def build() -> dict[str, Any]:
     """The schema for the names registered now (:func:`registered_names`)."""
+    from harness.tasks import TASKS
+
     names = registered_names()
-    params = task_params(names["task"])
     pyd = _tidy(Ablation.model_json_schema())
     defs = {k: pyd["$defs"][k] for k in ("Control", "MetricSpec", "ParamSpec", "Sequential", "Threshold")}
     defs["MetricSpec"]["properties"]["metric"]["pattern"] = _metric_pattern(bare=False)
@@ -94,7 +76,7 @@ def build() -> dict[str, Any]:
             defs[ref] = prop
             refs[path] = {"$ref": f"#/$defs/{ref}"}
         defs.update(_declaration(pyd, suffix, refs, known, claim_ids))
-    defs.update({f"params.{task}": schema for task, schema in params.items()})
+    defs.update({f"params.{t}": _tidy(TASKS.get(t).Params.model_json_schema()) for t in names["task"]})
     return {
         "$schema": DRAFT,
         "title": "ablate: an ablation declaration",
@@ -113,18 +95,17 @@ def _declaration(
     names: Names | None,
     claim_ids: list[str],
 ) -> dict[str, Any]:
-    """The definitions whose schema depends on the names: the config mapping, a task entry, a
-    profile and the declaration itself, each named with ``suffix``; ``keys``: each config key's
-    reference to its definition."""
+    """The definitions that depend on the names (config mapping, task entry, profile, declaration),
+    each named with ``suffix``; ``keys``: each config key's reference to its definition."""
     config_ref = {"$ref": f"#/$defs/Config{suffix}"}
     tasks = names.get("task") if names is not None else None
-    task_name = {"type": "string", "enum": tasks} if tasks else {"type": "string", "pattern": _safe()}
+    task_name = {"type": "string", "enum": tasks} if tasks else {"type": "string", "pattern": SAFE}
 
     profile = copy.deepcopy(pyd["$defs"]["Profile"])
     pp = profile["properties"]
     pp["overrides"] = {**config_ref, "description": pp["overrides"].get("description", "")}
     pp["tasks"] = {**pp["tasks"], "propertyNames": task_name, "additionalProperties": config_ref}
-    pp["tune"] = _tune(pp["tune"], keys)
+    pp["tune"] = {**pp["tune"], "propertyNames": {"enum": list(keys)}}
     pp["only_tasks"]["items"] = task_name
     pp["only_tasks"]["uniqueItems"] = pp["only_variants"]["uniqueItems"] = True
     pp["seeds"]["uniqueItems"] = True
@@ -142,8 +123,7 @@ def _declaration(
     abl.pop("$defs")
     ap = abl["properties"]
     ap.pop("source")
-    abl["required"] = [r for r in abl["required"] if r != "source"]
-    ap["name"]["pattern"] = ap["default_profile"]["pattern"] = _safe()
+    ap["name"]["pattern"] = ap["default_profile"]["pattern"] = SAFE
     ap["question"]["pattern"] = r"\S"
     ap["claims"]["items"]["enum"] = claim_ids
     ap["claims"]["uniqueItems"] = True
@@ -157,11 +137,11 @@ def _declaration(
     ap["tasks"] = {**ap["tasks"], **task_map}
     ap["profiles"] = {
         **ap["profiles"],
-        "propertyNames": {"pattern": _safe()},
+        "propertyNames": {"pattern": SAFE},
         "additionalProperties": {"$ref": f"#/$defs/Profile{suffix}"},
         "minProperties": 1,
     }
-    ap["tune"] = _tune(ap["tune"], keys)
+    ap["tune"] = {**ap["tune"], "propertyNames": {"enum": list(keys)}}
     return {
         f"Config{suffix}": {"type": "object", "properties": keys, "additionalProperties": False},
         f"TaskEntry{suffix}": entry,
@@ -170,19 +150,9 @@ def _declaration(
     }
 
 
-def _tune(prop: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
-    """A ``tune:`` mapping: config keys only, each a ParamSpec or null (removed from the space)."""
-    return {**prop, "propertyNames": {"enum": list(keys)}}
-
-
-def _safe() -> str:
-    return f"^{SAFE_NAME.pattern}$"
-
-
 def _metric_pattern(bare: bool) -> str:
-    """What a task's primary metric (``bare``: a gate or target, which may also name a per-length
-    metric at L by its bare name, ``acc``) may be called: the names of the metrics table
-    (:data:`harness.experiment.metrics.METRICS`) that a declaration may rank on."""
+    """The names a task's primary metric may take (``bare``: a gate or target, which may also name
+    a per-length metric at L by its bare name, ``acc``)."""
     forms = [m.pattern.pattern.removesuffix("$") for m in metrics.METRICS if m.rankable]
     if bare:
         forms += [m.name for m in metrics.METRICS if m.rankable and m.per_length]
@@ -190,8 +160,7 @@ def _metric_pattern(bare: bool) -> str:
 
 
 def _tidy(node: Any) -> Any:
-    """pydantic's schema without its ``title`` entries (the key names say it), every integer at
-    most :data:`harness.bounds.INT_MAX`, as the models check."""
+    """pydantic's schema without its ``title`` entries, every integer at most :data:`INT_MAX`."""
     if isinstance(node, list):
         return [_tidy(v) for v in node]
     if not isinstance(node, dict):

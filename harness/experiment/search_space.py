@@ -1,19 +1,7 @@
-"""Search spaces for ``ablate tune``: typed ranges over dotted config keys.
-
-A space maps a config key (``train.lr``) to a :class:`ParamSpec`. Every ablation starts from
-:data:`DEFAULT_SPACE`; its ``tune:`` mapping, then the selected profile's ``tune:`` mapping,
-override or extend it, and ``null`` removes a key::
-
-    tune:
-      train.lr: {type: float, low: 1.0e-4, high: 3.0e-3, log: true}
-      model.dropout: null                       # not tuned in this ablation
-      ffn.d_ff: {type: categorical, choices: [64, 128, 256]}
-
-A key of the default space that is an axis of the ablation is left out (the axis is the
-question); declaring one is an error. Ranges are checked when the declaration loads (low <= high,
-a log range above 0, non-empty choices); the values themselves are checked against each variant's
-resolved config before any trial starts (:func:`check_space`). This module imports neither optuna
-nor torch.
+"""Search spaces for ``ablate tune`` (docs/tuning.md): typed ranges over dotted config keys, from
+:data:`DEFAULT_SPACE` < the ablation's ``tune:`` < the profile's (``null`` removes a key). Ranges
+are checked when the declaration loads, values against each variant's config before any trial
+(:func:`check_space`). Imports neither optuna nor torch.
 """
 
 from __future__ import annotations
@@ -89,10 +77,7 @@ DEFAULT_SPACE: dict[str, ParamSpec] = {
 
 
 def resolve_space(abl: Any, profile: str) -> dict[str, ParamSpec]:
-    """The search space of one ablation and profile: defaults < ``tune:`` < profile ``tune:``.
-
-    Keys of the default space that are axes of the ablation are dropped.
-    """
+    """The search space of one ablation and profile; keys of the default space that are axes are dropped."""
     space = {k: v for k, v in DEFAULT_SPACE.items() if k not in abl.axes}
     for layer in (abl.tune, abl.profiles[profile].tune):
         for path, spec in layer.items():
@@ -104,15 +89,12 @@ def resolve_space(abl: Any, profile: str) -> dict[str, ParamSpec]:
 
 
 STEP_COUNTS = ("train.warmup_steps",)
-"""Keys of :data:`DEFAULT_SPACE` counted in optimiser steps, whose default range
-:func:`within_budget` caps at the run's ``train.steps``."""
+"""Keys of :data:`DEFAULT_SPACE` counted in optimiser steps."""
 
 
 def within_budget(space: dict[str, ParamSpec], config: Any) -> dict[str, ParamSpec]:
-    """``space`` for one resolved ``config``: a default range of a step count (``train.warmup_steps``
-    0..300) capped at ``config.train.steps``, so that a 30-step profile is not searched over warm-ups
-    it never ends. A range the declaration gives is kept as written (:func:`check_space` refuses it
-    when it exceeds the budget)."""
+    """``space`` for one resolved ``config``: a default range of a step count capped at
+    ``config.train.steps`` (a declared range is kept: :func:`check_space` refuses it when too long)."""
     out = dict(space)
     steps = config.train.steps
     for path in STEP_COUNTS:
@@ -123,14 +105,8 @@ def within_budget(space: dict[str, ParamSpec], config: Any) -> dict[str, ParamSp
 
 
 def check_space(space: dict[str, ParamSpec], config: Any, where: str) -> None:
-    """Every bound and choice of ``space`` must give a valid config when set on ``config``, one
-    whose step schedule fits ``train.steps`` (:func:`harness.config.check_schedule`).
-
-    Raises:
-        AblateError: a value the config rejects (wrong type, out of the key's own range, a
-            d_model that the heads no longer divide, a warm-up longer than the step budget, ...),
-            naming the key and the value.
-    """
+    """Every bound and choice of ``space`` must give a valid config when set on ``config``, with a
+    step schedule that fits (:func:`harness.config.check_schedule`); else AblateError naming it."""
     data = config.model_dump(mode="json")
     for path, spec in space.items():
         for value in spec.candidates():
@@ -141,7 +117,6 @@ def check_space(space: dict[str, ParamSpec], config: Any, where: str) -> None:
 
 
 def suggest(trial: Any, path: str, spec: ParamSpec) -> Any:
-    """Draw ``path`` from an Optuna trial according to ``spec``."""
     if spec.type == "float":
         return trial.suggest_float(path, float(spec.low), float(spec.high), log=spec.log)
     if spec.type == "int":

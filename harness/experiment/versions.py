@@ -1,23 +1,9 @@
-"""Code versions: which version of each piece of code computed a run, and how they enter run ids.
-
-A run's numbers depend on its config, its task's data (``Task.version``), its seed, and the code
-that computed them. The code is versioned in two places, each an int that starts at 1 and is
-bumped whenever the numbers that code produces for a given input change:
-
-- every registry entry (declared in harness/registry.py, ``"rope": 2``; a plugin's with ``register(name, version=2)``): the component a config
-  names (position, kernel, qkv, scale, mask_fill, head_split, norm, norm_position, activation,
-  init);
-- :data:`MODEL` (the transformer around the components: embeddings, attention and FFN glue,
-  initialisation, the LM head) and :data:`TRAINING` (``harness/training.py``: batches,
-  optimiser, schedule, loss, evaluation and the metrics of a run).
-
-:func:`run_versions` lists the versions a config uses; the record stores them all
-(``code_versions``). The run id hashes only those above 1 (:func:`hashed_versions`), so the
-ids of runs made before versions existed, whose code has not changed since, stay as they were,
-while every run of a bumped component gets a new id and is made again. A bump of
-:data:`MODEL` or :data:`TRAINING` therefore gives every run a new id.
-tests/modules/test_fingerprints.py fails when a component's output on a fixed input changes
-while its version stays the same.
+"""Code versions: which version of each piece of code computed a run, and how they enter run ids
+(docs/execution.md#the-run-store-and-run-ids). Each is an int that starts at 1 and is bumped when
+the numbers that code produces for a given input change: every registry entry (the built-ins
+declared in harness/registry.py; a plugin's ``register(name, version=2)``), :data:`MODEL` and
+:data:`TRAINING`. A run id hashes only those above 1 (:func:`hashed_versions`), so the ids of runs made before versions existed
+stay as they were; tests/modules/test_fingerprints.py fails when an output changes at one version.
 """
 
 from __future__ import annotations
@@ -51,14 +37,8 @@ _FIELDS = {
 
 
 def run_versions(config: Mapping[str, Any]) -> dict[str, int]:
-    """Every code version a run config uses: ``{"model": 1, "training": 1, "position:rope": 2, ...}``.
-
-    Args:
-        config: ``RunConfig.model_dump()`` (sections ``model``, ``attention``, ``block``, ``ffn``).
-
-    Raises:
-        UnknownNameError: a component name no registry holds.
-    """
+    """Every code version a run config (``RunConfig.model_dump()``) uses: ``{"model": 1, "training": 1,
+    "position:rope": 2, ...}``; UnknownNameError for a component name no registry holds."""
     out = {"model": MODEL, "training": TRAINING}
     for (section, key), (registry_name, prefix) in _FIELDS.items():
         name = (config.get(section) or {}).get(key)
@@ -69,7 +49,6 @@ def run_versions(config: Mapping[str, Any]) -> dict[str, int]:
 
 
 def hashed_versions(versions: Mapping[str, int]) -> dict[str, int]:
-    """The versions a run id hashes: those above 1 (see the module docstring)."""
     return {k: v for k, v in sorted(versions.items()) if v != 1}
 
 

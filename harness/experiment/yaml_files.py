@@ -14,8 +14,7 @@ from harness.errors import AblateError
 
 
 class UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that refuses a key given twice in one mapping (PyYAML keeps the last
-    one silently): in a declaration, the first value would be ignored without a word."""
+    """PyYAML's safe loader that refuses a key given twice in one mapping (PyYAML keeps the last one)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -30,18 +29,13 @@ class UniqueKeyLoader(yaml.SafeLoader):
 
 
 def load_yaml(text: str) -> Any:
-    """``yaml.safe_load`` that refuses duplicate keys (:class:`UniqueKeyLoader`); raises
-    :class:`yaml.YAMLError` as ``safe_load`` does."""
+    """``yaml.safe_load`` that refuses duplicate keys (:class:`UniqueKeyLoader`)."""
     return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506  a SafeLoader subclass
 
 
 def read_yaml(path: Path, what: str) -> Any:
-    """The parsed YAML of the file ``path``, described as ``what`` in errors (``ablation file``).
-
-    Raises:
-        AblateError: the file cannot be read, is not UTF-8 text, or is not valid YAML (with the
-            line and column), a key given twice included.
-    """
+    """The parsed YAML of the file ``path`` (``what``: ``ablation file``, for errors); AblateError when
+    it cannot be read, is not UTF-8 text or not valid YAML (with the line and column)."""
     try:
         return load_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from harness.config import EvalSection, valid_paths
-from harness.experiment import ablation, metrics, refusals
+from harness.experiment import ablation, metrics, reference
 from harness.experiment import claims as claims_file
 from harness.experiment.control import Control
 from harness.experiment.declaration import MetricSpec, Profile, TaskEntry, Threshold
@@ -84,7 +84,7 @@ def test_every_config_key_and_registered_name_is_on_the_page(page):
 def test_the_example_opens_the_page_and_runs(page, tmp_path):
     """The page starts with a complete file of about 15 lines, the one ``ablate show`` accepts."""
     example = page.split("```yaml\n", 1)[1].split("```", 1)[0]
-    assert example == refusals.EXAMPLE
+    assert example == reference.EXAMPLE
     assert 12 <= len(example.splitlines()) <= 18
     path = tmp_path / "my_pe.yaml"
     path.write_text(example)
@@ -95,4 +95,4 @@ def test_the_example_opens_the_page_and_runs(page, tmp_path):
 def test_a_bad_value_that_is_accepted_cannot_be_written():
     """A row quotes a real refusal: a value the example accepts stops the page from being written."""
     with pytest.raises(ValueError, match="was accepted"):
-        refusals.refusal(yaml.safe_load(refusals.EXAMPLE), ("train.steps=3000",))
+        reference.refusal(yaml.safe_load(reference.EXAMPLE), ("train.steps=3000",))

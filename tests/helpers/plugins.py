@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.experiment import plugin_loading, plugins
+from harness.experiment import plugins
 from harness.experiment.families import families
 
 
@@ -32,7 +32,7 @@ def unload(plugin: plugins.Plugin) -> None:
         registry = next(f.registry for f in families() if f.key == key)
         if name in registry.names():
             registry.unregister(name)
-    plugin_loading.drop_module(plugin.module)
+    plugins.drop_module(plugin.module)
     for ref in [r for r, p in plugins._LOADED.items() if p is plugin]:
         del plugins._LOADED[ref]
 
