@@ -2,8 +2,9 @@
 (docs/execution.md#the-run-store-and-run-ids). Each is an int that starts at 1 and is bumped when
 the numbers that code produces for a given input change: every registry entry (the built-ins
 declared in harness/registry.py; a plugin's ``register(name, version=2)``), :data:`MODEL` and
-:data:`TRAINING`. A run id hashes only those above 1 (:func:`hashed_versions`), so the ids of runs made before versions existed
-stay as they were; tests/modules/test_fingerprints.py fails when an output changes at one version.
+:data:`TRAINING`. A run id hashes only those above 1 (:func:`hashed_versions`), so the ids of
+runs made before versions existed stay as they were; tests/modules/test_fingerprints.py fails when
+an output changes at one version.
 """
 
 from __future__ import annotations
