@@ -21,7 +21,7 @@ from harness.experiment import ablation as ablation_mod
 from harness.experiment import grid
 from harness.experiment.selection import Selection
 from harness.hints import Context
-from harness.store.runs import scan
+from harness.store.runs import read_record, run_dir, scan
 from harness.tune.studies import tuned_profile, tuned_specs
 
 
@@ -47,7 +47,16 @@ def run(
     ``tuned``: each (task, variant) at its Optuna study's best parameters (``storage``, default
     ``<results>/optuna.db``), stored under profile ``<profile>+tuned`` (:mod:`harness.tune.studies`)."""
     abl = ablation_mod.load(name)
-    prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir())
+    finished = (
+        None
+        if tuned
+        else (
+            lambda s: (
+                (r := read_record(run_dir(results, s.ablation, s.profile, s.run_id))) is not None and r.status == "ok"
+            )
+        )
+    )
+    prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir(), stored=finished)
     ctx = Context(name, prof_name, results, tuple(overrides), storage)
     if abl.profiles[prof_name].sequential is not None:
         _check_design(abl, prof_name, overrides, specs, tuned)
@@ -93,7 +102,7 @@ def run(
             )
             progress.finished(rec["run_id"])
 
-        records = local.run_grid(
+        records = todo and local.run_grid(  # nothing to run: no pool, no torch
             todo,
             results,
             abl,

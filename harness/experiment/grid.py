@@ -6,6 +6,7 @@ once with exit code 2 (docs/bad-inputs.md). Torch and the tasks are imported onl
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -199,10 +200,13 @@ def plan(
     overrides: list[str] | tuple[str, ...] = (),
     data_dir: Path | None = None,
     check_data: bool = True,
+    stored: Callable[[RunSpec], bool] | None = None,
 ) -> tuple[str, list[RunSpec]]:
     """An ablation's grid for one profile as validated run specs, ordered seed, task, variant (finished
     seeds form complete pairs early); AblateError for any bad input. ``check_data=False`` (read-only
-    commands) skips the data files: run ids depend only on configs."""
+    commands) skips the data files: run ids depend only on configs. A variant whose every run is
+    ``stored`` (finished: it will not run again) skips :func:`check_variant`, which builds its
+    components (imports torch): a grid with nothing left to run plans in well under a second."""
     profile, prof = abl.profile(profile)
     abl = abl.for_profile(profile)
     cli = parse_overrides(overrides)
@@ -212,10 +216,9 @@ def plan(
             "a run override may not change an axis; to run some of its values only, list their variants in a "
             "profile's only_variants (ablate show NAME names them)"
         )
-    per_task: dict[str, list[tuple[dict[str, Any], RunConfig]]] = {}
-    tasks: dict[str, Task] = {}
+    per_task: dict[str, list[tuple[dict[str, Any], RunConfig, list[RunSpec]]]] = {}
     for tname, entry in abl.tasks.items():
-        tasks[tname] = task = prepare_task(tname, entry.params, data_dir, check_data)
+        task = prepare_task(tname, entry.params, data_dir, check_data)
         per_task[tname] = []
         for variant in abl.variants():
             layers = [abl.base, entry.config, prof.overrides, prof.tasks.get(tname, {}), cli, variant]
@@ -226,9 +229,12 @@ def plan(
                 cfg = cfg.model_copy(
                     update={"model": cfg.model.model_copy(update={"max_len": max(cfg.eval_lengths())})}
                 )
-            check_variant(cfg, task, where)
+            head = (abl.name, profile, tname, dict(entry.params), str(task.version), variant, abl.label(variant))
+            runs = [RunSpec(*head, seed, cfg) for seed in prof.seeds]
+            if stored is None or not all(map(stored, runs)):
+                check_variant(cfg, task, where)
             _check_metrics(entry, cfg, task, tname)
-            for other, other_cfg in per_task[tname]:  # one config, one run id: two runs into one folder
+            for other, other_cfg, _ in per_task[tname]:  # one config, one run id: two runs into one folder
                 if other_cfg.hash_dump() == cfg.hash_dump():
                     values = ", ".join(f"{k}={other[k]!r} and {v!r}" for k, v in variant.items() if other[k] != v)
                     raise AblateError(
@@ -236,11 +242,5 @@ def plan(
                         f"config once validated ({values}), so their runs would have one run id; each value of an "
                         f"axis must appear once"
                     )
-            per_task[tname].append((variant, cfg))
-    specs = [
-        RunSpec(abl.name, profile, t, dict(abl.tasks[t].params), str(tasks[t].version), v, abl.label(v), seed, cfg)
-        for seed in prof.seeds
-        for t in abl.tasks
-        for v, cfg in per_task[t]
-    ]
-    return profile, specs
+            per_task[tname].append((variant, cfg, runs))
+    return profile, [runs[i] for i in range(len(prof.seeds)) for t in abl.tasks for *_, runs in per_task[t]]
