@@ -126,11 +126,8 @@ def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str,
 
 
 def state(sel: Selection, records: list[Record]) -> State:
-    """Replay the looks of the selection's stored ``records`` (module docstring).
-
-    Raises:
-        AblateError: as :func:`design_of`; ValueError when the profile has no design.
-    """
+    """Replay the looks of the selection's stored ``records`` (module docstring). Raises AblateError
+    as :func:`design_of`, ValueError when the profile has no design."""
     design = design_of(sel)
     if design is None:
         raise ValueError(f"profile {sel.profile!r} has no sequential design")

@@ -31,13 +31,8 @@ def holm_across(tables: list[Table], alpha: float, exploratory: Collection[str] 
     ]
     if not where:
         return
-
-    def column(name: str) -> list[float]:
-        return [float(tables[ti].frame.loc[ri, name]) for ti, ri in where]
-
-    fam = stats.adjust_family(
-        column("p"), column("p_perm"), column("p_tost"), column("n_pairs"), column("sd_diff"), "holm", alpha
-    )
+    names = ("p", "p_perm", "p_tost", "n_pairs", "sd_diff")
+    fam = stats.adjust_family(*([float(tables[ti].frame.loc[ri, c]) for ti, ri in where] for c in names), "holm", alpha)
     for i, (ti, ri) in enumerate(where):
         table = tables[ti]
         adjusted = {"p_adj": fam.p_adj[i], "p_perm_adj": fam.p_perm_adj[i], "p_tost_adj": fam.p_tost_adj[i]}

@@ -77,21 +77,12 @@ def compare(
     p_adjust: str = "holm",
     facts: dict[str, vd.Facts] | None = None,
 ) -> pd.DataFrame:
-    """Every variant against the baseline, paired by seed, for one metric in one slice.
+    """Every variant against the baseline, paired by seed, for one metric in one slice: one row per
+    variant, baseline first (descriptives only, verdict ``"baseline"``), columns ``COLUMNS`` (``mde`` at 80 % power).
 
-    Args:
-        df: tidy rows with columns ``variant``, ``seed``, ``value``; one row per (variant, seed).
-        higher_is_better: direction of the metric; ``delta > 0`` always means better.
-        sesoi: smallest effect size of interest (metric units); enables the TOST equivalence.
-        confidence: level of the t-intervals.
-        confirmatory: False: a pilot (no verdict but ``pilot``).
-        p_adjust: ``multipletests`` method of this call's family (:func:`adjust_family`).
-        facts: filled with each variant's :class:`~harness.analysis.verdicts.Facts`, for a caller
-            that learns more of the comparison.
-
-    Returns:
-        One row per variant, baseline first (descriptives only, verdict ``"baseline"``), then the
-        others in order of appearance, with the columns of ``COLUMNS``; ``mde`` at 80 % power.
+    ``df``: tidy rows ``variant``, ``seed``, ``value``, one per (variant, seed); ``delta > 0`` always
+    means better; ``sesoi`` (metric units) enables TOST; ``confirmatory`` False: a pilot; ``p_adjust``:
+    this call's family (:func:`adjust_family`); ``facts``: filled with each variant's Facts.
 
     Raises:
         ValueError: missing columns, duplicate (variant, seed) rows or an unknown baseline.

@@ -8,10 +8,10 @@ never by matching a prefix elsewhere; the texts are what the committed reports p
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class Kind(str, Enum):
@@ -190,12 +190,14 @@ def rules(verdict: object) -> bool:
 
 def kind(verdict: object) -> Kind | None:
     """The kind of a comparison verdict text, or None for no verdict (NaN, empty, unknown)."""
+    return _match(Kind, verdict)
+
+
+def _match(kinds: Iterable[Any], verdict: object) -> Any:
+    """The first of ``kinds`` whose text ``verdict`` is, up to its parameters, or None."""
     if not isinstance(verdict, str):
         return None
-    for k in Kind:
-        if verdict == k.value or verdict.startswith(k.value + " "):
-            return k
-    return None
+    return next((k for k in kinds if verdict == k.value or verdict.startswith((k.value + " ", k.value + ":"))), None)
 
 
 class ClaimKind(str, Enum):
@@ -288,10 +290,7 @@ def _by_condition(verdict: str) -> bool:
 
 
 def _single_kind(verdict: str) -> ClaimKind | None:
-    for k in sorted(ClaimKind, key=lambda c: -len(c.value)):
-        if verdict == k.value or verdict.startswith((k.value + " ", k.value + ":")):
-            return k
-    return None
+    return _match(sorted(ClaimKind, key=lambda c: -len(c.value)), verdict)  # partly supported before supported
 
 
 def claim_kind(verdict: str) -> ClaimKind | None:
