@@ -1,8 +1,6 @@
 """The verdict on a practitioners' claim (``claims.yaml``) from the analysis of one ablation and
-profile: each evidence entry's comparison is read from the analysis's tables and judged against the
-verdict the claim expects; the words come from :mod:`harness.analysis.verdicts`. Also whether a
-negative control (an ablation declaring ``control: {kind: negative}``) was caught
-(:func:`control_outcomes`)."""
+profile (docs/statistics.md, "Claims and their verdicts"; docs/claims-audit.md), and whether a
+negative control was caught (:func:`control_outcomes`)."""
 
 from __future__ import annotations
 
@@ -15,17 +13,14 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import Analysis
-from harness.analysis.outcomes import why_not_finished
+from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import count, text
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 
 
 def in_grid(evidence: dict[str, Any], view: Ablation) -> bool:
-    """Whether a claim's evidence entry names a task and a variant (and the variant it is compared
-    with, ``against``) of the profile's grid ``view`` (an
-    :class:`~harness.experiment.ablation.Ablation` restricted to one profile)."""
+    """Whether a claim's evidence entry names a task and variants (``against`` too) of the profile's grid ``view``."""
     labels = {view.label(v) for v in view.variants()}
     return (
         evidence["task"] in view.tasks
@@ -39,11 +34,9 @@ NEGATIVE = "negative control"
 
 @dataclass(frozen=True)
 class Guard:
-    """A control that guards a claim, and its outcome at this scale. A positive control: a published
-    result (an entry of ``harness/experiment/reproductions.yaml`` listing the claim under
-    ``guards``; outcome pass | fail | inconclusive ... | not run, :mod:`harness.analysis.reproductions`).
-    A negative control: an ablation declaring ``control: {guards: [...]}`` (a known bug; outcome
-    caught | not caught | not run, from its confirmatory ``profile``)."""
+    """A control that guards a claim, and its outcome at this scale (docs/statistics.md, "Controls
+    before verdicts"): a positive control's pass | fail | inconclusive ... | not run, a negative
+    control's caught | not caught | not run (from its confirmatory ``profile``)."""
 
     id: str
     outcome: str
@@ -55,20 +48,15 @@ class Guard:
         return self.outcome in ("pass", "caught")
 
     def command(self) -> str:
-        """What runs it: ``ablate reproduce ID`` or ``ablate run NAME --profile P``."""
         if self.kind == NEGATIVE:
             return f"ablate run {self.id} --profile {self.profile}"
         return f"ablate reproduce {self.id}"
 
 
 def claim_verdict(claim: dict[str, Any], result: Analysis, guards: Sequence[Guard] = ()) -> tuple[str, list[str]]:
-    """The claim's verdict and one evidence line per evidence entry, by the rules of
-    docs/statistics.md ("Claims and their verdicts"): each entry's comparison judged against the
-    verdict the claim expects; entries outside the profile's grid listed and left out. ``guards``:
-    the controls of the claim; while one has not passed, a verdict that rules
-    (:data:`~harness.analysis.verdicts.RULINGS`) is ``withheld``, and a last evidence line says
-    what the tests alone gave.
-    """
+    """The claim's verdict and one evidence line per evidence entry (entries outside the profile's
+    grid listed and left out); while one of its ``guards`` has not passed, a verdict that rules is
+    ``withheld``, and a last evidence line says what the tests alone gave."""
     verdict, lines = _tested(claim, result)
     waiting = [g for g in guards if not g.passed]
     if not waiting or vd.claim_kind(verdict) not in vd.RULINGS:
@@ -105,23 +93,21 @@ def _tested(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
     untested = [p for p in claim.get("parts", []) if p["kind"] != "condition" and p.get("not_tested")]
     if untested and len(untested) == sum(p["kind"] != "condition" for p in claim["parts"]):
         return vd.claim_not_testable(f"{untested[0]['words']}: {untested[0]['not_tested']}"), lines
-    confirmatory = result.ablation.profiles[result.profile].confirmatory
-    if not confirmatory or any(j.outcome == "pilot" for j in judged):  # no verdict, under any condition
-        return vd.claim_pilot(), lines
+    if not result.ablation.profiles[result.profile].confirmatory or any(j.outcome == "pilot" for j in judged):
+        return vd.claim_pilot(), lines  # a pilot rules on nothing, under any condition
     conditions = list(dict.fromkeys(j.condition for j in judged))
     if len(conditions) > 1:
-        each = [(c, _compose([j for j in judged if j.condition == c], confirmatory, inline=True)) for c in conditions]
+        each = [(c, _compose([j for j in judged if j.condition == c], inline=True)) for c in conditions]
         if len({vd.claim_kind(v) for _, v in each}) > 1:
             return vd.claim_by_condition(each), lines
-        return vd.claim_for_all(_compose(judged, confirmatory, inline=True), conditions), lines
-    return _compose(judged, confirmatory), lines
+        return vd.claim_for_all(_compose(judged, inline=True), conditions), lines
+    return _compose(judged), lines
 
 
 @dataclass(frozen=True)
 class _Judged:
-    """One comparison's outcome for the claim: supported, contradicted, inconclusive, pilot,
-    underpowered (``needs`` seeds), untestable or not run; ``small``: a supporting effect below
-    the sesoi (its value)."""
+    """One comparison's outcome for the claim (supported, contradicted, inconclusive, pilot,
+    underpowered, untestable or not run); ``small``: the sesoi a supporting effect is below."""
 
     outcome: str
     condition: str | None = None
@@ -129,16 +115,11 @@ class _Judged:
     small: float | None = None
 
 
-def _compose(judged: list[_Judged], confirmatory: bool, inline: bool = False) -> str:
-    """The claim verdict of a set of comparison outcomes (``inline``: within a verdict per condition)."""
+def _compose(judged: list[_Judged], inline: bool = False) -> str:
+    """The claim verdict of a set of confirmatory comparison outcomes (``inline``: within a verdict per condition)."""
     counts = Counter(j.outcome for j in judged)
-    if counts["pilot"] or not confirmatory:
-        # a pilot rules on nothing, also where a comparison's own verdict is not "pilot" (e.g. censored)
-        return vd.claim_pilot()
     small = sum(j.small is not None for j in judged)
-    if (
-        counts["supported"] and not counts["contradicted"]
-    ):  # in direction only: every supporting effect is below the sesoi
+    if counts["supported"] and not counts["contradicted"]:  # in direction only: every supporting effect is small
         return vd.claim_supported(counts["supported"] == len(judged), small == counts["supported"])
     if counts["contradicted"] and not counts["supported"]:
         return vd.claim_contradicted(counts["contradicted"] == len(judged))
@@ -152,23 +133,19 @@ def _compose(judged: list[_Judged], confirmatory: bool, inline: bool = False) ->
 
 
 def _judge(ev: dict[str, Any], result: Analysis) -> tuple[str, Any]:
-    """One evidence entry's line and outcome: a :class:`_Judged` (None for an entry outside the
-    profile's grid); for a premise entry, the ``premise fails here`` verdict when no run of its
-    variant finished, else None."""
+    """One evidence entry's line and :class:`_Judged` (None outside the profile's grid); for a
+    premise entry, the ``premise fails here`` verdict or None."""
     abl = result.ablation  # the profile's view: its tasks and variants
     ref = ev.get("against") or abl.baseline_label
     cond = ev.get("condition")
     name = f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {ref}"
     if not in_grid(ev, abl):
-        return (
-            f"{ev['task']} {ev['metric']}, {ev['variant']} vs {ref}: not in the `{result.profile}` profile's grid "
-            "(see the ablation's other profiles)",
-            None,
-        )
+        where = f"not in the `{result.profile}` profile's grid (see the ablation's other profiles)"
+        return f"{ev['task']} {ev['metric']}, {ev['variant']} vs {ref}: {where}", None
     table = result.table(ev["task"], ev["metric"], ref)
     row = None if table is None else table.frame[table.frame["variant"] == ev["variant"]]
     if ev.get("premise"):
-        return _premise(ev, result, name, row)
+        return _premise(ev, result, name)
     if row is not None and not row.empty and vd.kind(row.iloc[0].get("verdict")) in vd.NO_VERDICT:
         # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
         return (
@@ -179,23 +156,20 @@ def _judge(ev: dict[str, Any], result: Analysis) -> tuple[str, Any]:
         return f"{ev['task']} {ev['metric']}, {ev['variant']} vs {ref}: no paired runs", _Judged("not run", cond)
     r = row.iloc[0]
     v = str(r["verdict"])
-    outcome = (
-        "pilot"  # a pilot rules on nothing, a censored comparison of one included
-        if vd.kind(v) is vd.Kind.PILOT or not abl.profiles[result.profile].confirmatory
-        else "supported"
-        if vd.matches(v, ev["expect"])
-        else "contradicted"
-        if vd.rules(v)
-        else "underpowered"
-        if vd.kind(v) is vd.Kind.UNDERPOWERED
-        else "inconclusive"
-    )
-    needs = _needed(result, ev["task"], ev["metric"], ev["variant"]) if outcome == "underpowered" else None
+    if vd.kind(v) is vd.Kind.PILOT or not abl.profiles[result.profile].confirmatory:
+        outcome = "pilot"  # a pilot rules on nothing, a censored comparison of one included
+    elif vd.matches(v, ev["expect"]) or vd.rules(v):
+        outcome = "supported" if vd.matches(v, ev["expect"]) else "contradicted"
+    else:
+        outcome = "underpowered" if vd.kind(v) is vd.Kind.UNDERPOWERED else "inconclusive"
+    key = (ev["task"], ev["metric"], ev["variant"])
+    needs = next((p.needed for p in result.power if (p.task, p.metric, p.variant) == key and p.needed), None)
     head = name + (f" (this comparison tests {ev['tests']})" if ev.get("tests") else "") + ": "
     family = "exploratory variant, BH within the table" if ev["variant"] in abl.exploratory_variants else table.family
     if ev["metric"] == metrics.OUTCOME:
         base = table.frame[table.frame["variant"] == ref].iloc[0]
-        why = _failure_reasons(result, ev["task"], ev["variant"])
+        common = _not_finished(result, ev["task"], ev["variant"])[1]
+        why = f" ({common[0][1]} {common[0][0]})" if common else ""
         return (
             head + f"finished {r['mean'] * r['n']:.0f}/{r['n']} runs vs {base['mean'] * base['n']:.0f}/{base['n']}"
             f"{why}; exact McNemar p = {text(r['p'], '.3g')}, adjusted p = {text(r['p_adj'], '.3g')} "
@@ -217,14 +191,12 @@ def _judge(ev: dict[str, Any], result: Analysis) -> tuple[str, Any]:
     )
 
 
-def _premise(ev: dict[str, Any], result: Analysis, name: str, row: pd.DataFrame | None) -> tuple[str, str | None]:
-    """A premise entry (``finished`` of the claim's setting): ``fails`` when no run of the variant
-    finished, with the most common reason; ``holds`` when one did."""
-    runs = result.runs[(result.runs["task"] == ev["task"]) & (result.runs["variant"] == ev["variant"])]
+def _premise(ev: dict[str, Any], result: Analysis, name: str) -> tuple[str, str | None]:
+    """A premise entry (``finished`` of the claim's setting): it fails when no run of the variant finished."""
+    runs, common = _not_finished(result, ev["task"], ev["variant"])
     if runs.empty:
         return f"{name}: premise ({ev['premise']}) not known: no runs", None
     done = int((runs["status"] == "ok").sum())
-    common = why_not_finished(list(runs["status"]), list(runs["reason"]))
     observed = f"{done}/{len(runs)} runs finished" + (f"; {common[0][1]} {common[0][0]}" if common else "")
     if done:
         return f"{name}: premise ({ev['premise']}) holds here: {observed}", None
@@ -236,9 +208,7 @@ def _premise(ev: dict[str, Any], result: Analysis, name: str, row: pd.DataFrame 
 
 
 def audit_text(claim: dict[str, Any]) -> str | None:
-    """``tests: A; B. Does not test: C (why)``: the parts of the claim's wording its comparisons
-    test and those they do not (its ``parts``, harness/experiment/claims.yaml), or None without an
-    audit. The verdict rules only on the parts tested."""
+    """``Tests: A; B. Does not test: C (why)``: the claim's audit (its ``parts``), or None without one."""
     parts = claim.get("parts") or []
     if not parts:
         return None
@@ -253,18 +223,8 @@ def audit_text(claim: dict[str, Any]) -> str | None:
     return out + ". The verdict rules only on the parts tested."
 
 
-def _needed(result: Analysis, task: str, metric: str, variant: str) -> int:
-    """The seeds an underpowered comparison needs (:mod:`harness.analysis.primary_power`)."""
-    return next(
-        p.needed
-        for p in result.power
-        if (p.task, p.metric, p.variant) == (task, metric, variant) and p.needed is not None
-    )
-
-
 def delta_ci(row: Mapping[str, Any], note: str = "") -> str:
-    """``95% CI [-0.01, +0.02]`` of a comparison's Δ (with ``note`` after it), or ``95% CI – (why)``
-    where it has no test (:func:`why_undefined`): never ``nan``."""
+    """``95% CI [-0.01, +0.02]`` of a comparison's Δ (with ``note`` after it), or ``95% CI – (why)``."""
     undefined = why_undefined(row)
     if undefined is not None:
         return f"95% CI – ({undefined})"
@@ -281,17 +241,15 @@ def why_undefined(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _failure_reasons(result: Analysis, task: str, variant: str) -> str:
-    """`` (n status: reason)`` of the variant's most common way of not finishing."""
+def _not_finished(result: Analysis, task: str, variant: str) -> tuple[pd.DataFrame, list[tuple[str, int]]]:
+    """The variant's runs of ``task``, and why those that did not finish did not, most common first."""
     runs = result.runs[(result.runs["task"] == task) & (result.runs["variant"] == variant)]
-    common = why_not_finished(list(runs["status"]), list(runs["reason"]))
-    return f" ({common[0][1]} {common[0][0]})" if common else ""
+    return runs, why_not_finished(list(runs["status"]), list(runs["reason"]))
 
 
 @dataclass(frozen=True)
 class ControlOutcome:
-    """Whether one comparison of a negative control caught the bug: its variant against the
-    baseline on a task's primary metric."""
+    """Whether one comparison of a negative control (its variant on a task's primary metric) caught the bug."""
 
     task: str
     variant: str
@@ -302,10 +260,8 @@ class ControlOutcome:
 
 
 def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[ControlOutcome]:
-    """For an ablation that declares ``control:`` (:class:`harness.experiment.ablation.Control`),
-    per task of the profile and control variant: ``caught`` when its primary comparison reads the
-    expected verdict (``worse``) with adjusted p < ``alpha``, not caught otherwise (another verdict,
-    no verdict, a pilot, a task not learned). Empty for any other ablation."""
+    """For an ablation that declares ``control:``, per task of the profile and control variant: caught
+    when its primary comparison reads the expected verdict with adjusted p < ``alpha``; else empty."""
     abl = result.ablation
     control = abl.control
     if control is None:

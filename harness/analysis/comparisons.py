@@ -1,24 +1,22 @@
-"""From the run store to comparison tables: gates, pairing by seed, families, and each comparison's
-verdict, decided once from what the analysis knows of it (:func:`harness.analysis.verdicts.decide`).
-
-Everything here is computed from the store's tidy rows (:func:`harness.store.runs.tidy`); nothing is
-typed in. The rules (families, the gate, the verdicts) are said once, in docs/statistics.md.
+"""From the run store's tidy rows to comparison tables: gates, pairing by seed, families, each
+comparison's verdict, decided once from what the analysis knows of it, and the outcome tables
+(whether each run finished). The rules (families, the gate, the verdicts) are said once, in
+docs/statistics.md.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from harness.analysis import looks, primary_power, stats, untestable
 from harness.analysis import verdicts as vd
-from harness.analysis.holm import holm_across
-from harness.analysis.outcomes import add_cost, outcome_tables
 from harness.analysis.table import Table
 from harness.encode import count
 from harness.errors import AblateError
@@ -56,7 +54,6 @@ class Analysis:
 
     @property
     def profile(self) -> str:
-        """The profile's name."""
         return self.selection.profile
 
     def table(self, task: str, metric: str, reference: str | None = None) -> Table | None:
@@ -79,11 +76,8 @@ class Analysis:
         return SeedsDone(done, len(seeds), sum(s.run_id in stored for s in specs), len(specs))
 
     def seeds_text(self) -> str:
-        """The seeds a scale caveat names: ``8 seeds`` once every planned run is in the store, else
-        ``8 seeds planned, 9 of 16 runs so far``: an unfinished grid has run fewer seeds, and each
-        comparison's ``n`` says how many of its own pairs it read; a group-sequential design that
-        finished before its last look: ``16 of at most 32 seeds (the group-sequential design finished at look 2
-        of 4)``, its arms having stopped at the looks their comparisons were decided at."""
+        """The seeds a scale caveat names: ``8 seeds``, ``8 seeds planned, 9 of 16 runs so far`` (an
+        unfinished grid), or ``16 of at most 32 seeds (the group-sequential design finished at look 2 of 4)``."""
         d = self.seeds_done()
         if (st := self.stopped_early(d)) is not None:
             return (
@@ -104,8 +98,8 @@ class Analysis:
 
 
 class SeedsDone(NamedTuple):
-    """How far a grid got: ``seeds`` (all of whose planned runs are in the store) of the
-    ``declared`` ones, and ``runs`` of the ``planned`` runs."""
+    """How far a grid got: ``seeds`` with every planned run stored, of the ``declared`` ones, and
+    ``runs`` of the ``planned`` runs."""
 
     seeds: int
     declared: int
@@ -117,20 +111,10 @@ class SeedsDone(NamedTuple):
         return self.runs == self.planned
 
 
-def metric_order(names: list[str]) -> list[str]:
+def _metric_order(m: str) -> tuple:
     """Per-length metrics first (by name, then length), then the others by name."""
-
-    def key(m: str) -> tuple:
-        length = metrics.length_of(m)
-        return (0, *length) if length else (1, m, 0)
-
-    return sorted(names, key=key)
-
-
-def compared_metrics(frame: pd.DataFrame, extra: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """Metrics compared across variants: those every analysis compares
-    (:func:`harness.experiment.metrics.compared`) and ``extra``."""
-    return metric_order([m for m in frame["metric"].unique() if metrics.compared(m) or m in extra])
+    length = metrics.length_of(m)
+    return (0, *length) if length else (1, m, 0)
 
 
 def claimed_metrics(abl: Ablation, task: str) -> set[str]:
@@ -147,15 +131,12 @@ def analyse(
     found: StoreScan | None = None,
 ) -> Analysis:
     """Read the store and build every comparison table of the selection's runs: those of its run
-    ids (the grid with its overrides); other records of the folder are set aside and counted in
-    ``Analysis.foreign``.
+    ids (the grid with its overrides); other records of the folder are counted in ``Analysis.foreign``.
 
     Args:
         store_profile: the store folder to read when it is not the selection's profile: the tuned
-            runs of ``ablate run --tuned`` live under ``<profile>+tuned`` and are analysed with the
-            declaration's profile (seeds, gate, confirmatory), apart from the untuned ones. Their
-            ids carry their studies' parameters: a record of that folder is compared when its id
-            is the selection's run at its recorded parameters (the grid with these overrides).
+            runs of ``ablate run --tuned`` (``<profile>+tuned``), a record compared when its id is
+            the selection's run at its recorded parameters.
         found: the records to compare instead of the store's (a report's data file).
 
     Raises:
@@ -187,31 +168,20 @@ def analyse(
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
-        for metric in compared_metrics(sub, claimed_metrics(abl, task) | {entry.primary.metric}):
+        extra = claimed_metrics(abl, task) | {entry.primary.metric}  # and those every analysis compares
+        names = {m for m in sub["metric"].unique() if metrics.compared(m) or m in extra}
+        for metric in sorted(names, key=_metric_order):
             if metric == metrics.STEPS_TO_TARGET and entry.target is None:
                 continue  # no convergence target: every run holds the step budget, a comparison of nothing
-            hib = metrics.higher_is_better(metric)
             is_primary = metric == entry.primary.metric
-            table = _compare(
-                abl,
-                runs,
-                sub,
-                task,
-                metric,
-                hib,
-                entry.primary.sesoi if is_primary else None,
-                prof.confirmatory,
-                prof.apply_gate,
-                alpha,
-                "fdr_bh",
-            )
+            table = _compare(out, task, metric, entry.primary.sesoi if is_primary else None)
             table.family = "primary" if is_primary else "exploratory (BH)"
             table.frame["planned"] = planned
             (primaries if is_primary else out.tables).append(table)
-    holm_across(primaries, alpha, abl.exploratory_variants)
+    primary_power.holm_across(primaries, alpha, abl.exploratory_variants)
     out.power = primary_power.primary_power(primaries, alpha)
     named = {task for task in abl.tasks if metrics.OUTCOME in claimed_metrics(abl, task)}
-    out.tables += outcome_tables(abl, runs, prof.confirmatory, alpha, planned, named)
+    out.tables += _outcome_tables(out, planned, named)
     out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
     looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
     if out.sequential is not None:  # the looks decide, not the fixed design's Holm family
@@ -229,17 +199,9 @@ def analyse(
     return out
 
 
-def _decide(
-    out: Analysis,
-    table: Table,
-    planned: int,
-    looked: dict[tuple[str, str], str],
-    short: dict[tuple[str, str, str], int],
-) -> None:
-    """The verdict of each comparison of ``table`` (:func:`harness.analysis.verdicts.decide`), from
-    its test's facts and what else the analysis knows of it: the looks' verdict (``looked``), the
-    seeds it needs when it had fewer (``short``), whether the task was learned, its gate, censoring
-    and ceiling (:mod:`harness.analysis.untestable`)."""
+def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str], short: dict[tuple, int]) -> None:
+    """The verdict of each comparison of ``table`` from its test's facts and what else the analysis
+    knows of it: the looks' verdict (``looked``), the seeds it needs (``short``), learning, gate, ceiling."""
     frame, rows, confirmatory = table.frame, out.rows, out.selection.settings.confirmatory
     base, decided = frame["variant"].iloc[0], []
     for variant in frame["variant"].iloc[1:]:
@@ -262,19 +224,15 @@ def _decide(
 
 
 def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Table | None:
-    """Every variant of ``task`` against the variant ``ref`` instead of the baseline on ``metric``
-    (a claim's evidence entry with ``against``: Post-LN without warm-up against Post-LN with it),
-    paired by seed as the other tables, the gate applied beyond L; outcome metrics by the exact
-    McNemar test. In no confirmatory family: the table is its own Benjamini-Hochberg family
-    (``exploratory (against REF, BH)``). None when ``ref`` has no run of the task."""
+    """Every variant of ``task`` against the variant ``ref`` on ``metric`` (a claim's evidence entry
+    with ``against``), as the other tables but its own BH family; None when ``ref`` has no run of the task."""
     abl, prof = result.ablation, result.selection.settings
     runs = result.runs[result.runs["task"] == task]
     if ref not in set(runs["variant"]):
         return None
     sesoi = None
     if metric == metrics.OUTCOME:
-        data = pd.DataFrame({"variant": runs["variant"], "seed": runs["seed"], "value": (runs["status"] == "ok") * 1.0})
-        frame = stats.outcome_compare(data, baseline=ref, alpha=result.alpha, confirmatory=prof.confirmatory)
+        frame = stats.outcome_compare(_finished(runs), baseline=ref, alpha=result.alpha, confirmatory=prof.confirmatory)
     else:
         kept = runs[runs["status"] == "ok"]
         if metrics.beyond_training(metric) and prof.apply_gate:
@@ -284,14 +242,9 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
             return None
         entry = abl.tasks[task]
         sesoi = entry.primary.sesoi if metric == entry.primary.metric else None
+        how = {"higher_is_better": metrics.higher_is_better(metric), "sesoi": sesoi, "alpha": result.alpha}
         frame = stats.compare(
-            data[["variant", "seed", "value"]],
-            baseline=ref,
-            higher_is_better=metrics.higher_is_better(metric),
-            sesoi=sesoi,
-            alpha=result.alpha,
-            confirmatory=prof.confirmatory,
-            p_adjust="fdr_bh",
+            data[["variant", "seed", "value"]], baseline=ref, p_adjust="fdr_bh", confirmatory=prof.confirmatory, **how
         )
     order = [ref] + [v for v in frame["variant"] if v != ref]
     frame = frame.set_index("variant").reindex(order).reset_index()
@@ -314,49 +267,37 @@ def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[Record]) -> N
 def _runs(abl: Ablation, records: list[Record]) -> pd.DataFrame:
     cols = ["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"]
     rows = []
-    for rec in records:
-        entry = abl.tasks.get(rec.task)
+    for r in records:
+        entry = abl.tasks.get(r.task)
         gate = entry.gate if entry is not None else None
-        passed = rec.status == "ok" and (gate is None or gate.passes(rec.metric(gate.metric)))
-        rows.append(
-            {
-                "run_id": rec.run_id,
-                "task": rec.task,
-                "variant": rec.variant_label,
-                "seed": rec.seed,
-                "status": rec.status,
-                "reason": rec.reason,
-                "passed_gate": passed,
-                "n_params": rec.n_params,
-                "wall_time_s": rec.wall_time_s,
-            }
-        )
+        passed = r.status == "ok" and (gate is None or gate.passes(r.metric(gate.metric)))
+        rows.append((r.run_id, r.task, r.variant_label, r.seed, r.status, r.reason, passed, r.n_params, r.wall_time_s))
     return pd.DataFrame(rows, columns=cols)
 
 
-def _compare(
-    abl: Ablation,
-    runs: pd.DataFrame,
-    rows: pd.DataFrame,
-    task: str,
-    metric: str,
-    hib: bool,
-    sesoi: float | None,
-    confirmatory: bool,
-    apply_gate: bool,
-    alpha: float,
-    p_adjust: str,
-) -> Table:
-    data = rows[rows["metric"] == metric]
-    task_runs = runs[runs["task"] == task]
+def _order(abl: Ablation, present: Iterable[str]) -> list[str]:
+    """The variants ``present``, baseline first, then in declaration order."""
+    order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
+    return [v for v in order if v in set(present)]
+
+
+def _finished(runs: pd.DataFrame) -> pd.DataFrame:
+    """Whether each run finished (1) or not (0), as the values of an outcome table."""
+    return pd.DataFrame({"variant": runs["variant"], "seed": runs["seed"], "value": (runs["status"] == "ok") * 1.0})
+
+
+def _compare(out: Analysis, task: str, metric: str, sesoi: float | None) -> Table:
+    abl, prof, hib = out.ablation, out.selection.settings, metrics.higher_is_better(metric)
+    apply_gate = prof.apply_gate
+    data = out.rows[(out.rows["task"] == task) & (out.rows["metric"] == metric)]
+    task_runs = out.runs[out.runs["task"] == task]
     excluded = pd.Series(dtype=int)
     if metrics.beyond_training(metric) and apply_gate:
         gated = task_runs[(task_runs["status"] == "ok") & ~task_runs["passed_gate"]]
         data = data[~data["run_id"].isin(set(gated["run_id"]))]
         excluded = gated.groupby("variant").size()
     not_ok = task_runs[task_runs["status"] != "ok"].groupby("variant").size()
-    order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
-    present = [v for v in order if v in set(task_runs["variant"])]
+    present = _order(abl, task_runs["variant"])
     values = data[["variant", "seed", "value"]]
     if not values.empty and abl.baseline_label not in set(values["variant"]):
         # no value of the baseline (its runs pending, failed or below the gate): its row reads n = 0 and
@@ -365,16 +306,8 @@ def _compare(
         present = [abl.baseline_label] + [v for v in present if v != abl.baseline_label]
     facts: dict[str, vd.Facts] = {}
     if abl.baseline_label in set(values["variant"]):
-        frame = stats.compare(
-            values,
-            baseline=abl.baseline_label,
-            higher_is_better=hib,
-            sesoi=sesoi,
-            alpha=alpha,
-            confirmatory=confirmatory,
-            p_adjust=p_adjust,
-            facts=facts,
-        )
+        how = {"higher_is_better": hib, "sesoi": sesoi, "alpha": out.alpha, "confirmatory": prof.confirmatory}
+        frame = stats.compare(values, baseline=abl.baseline_label, p_adjust="fdr_bh", facts=facts, **how)
         frame = frame.set_index("variant").reindex(present).reset_index()
     else:
         frame = pd.DataFrame({"variant": present})
@@ -387,5 +320,45 @@ def _compare(
         kept = kept[kept["passed_gate"]]
     no_value = kept.groupby("variant").size()
     frame["no_value"] = [int(no_value.get(v, 0)) for v in frame["variant"]]
-    add_cost(frame, task_runs)
+    _add_cost(frame, task_runs)
     return Table(task, metric, hib, "", frame, sesoi, facts=facts)
+
+
+def _add_cost(frame: pd.DataFrame, task_runs: pd.DataFrame) -> None:
+    """The cost columns of a table: parameters and median wall time per run, per variant (the
+    median: a worker's first run also pays for its start-up, which would weigh on one variant's mean)."""
+    params = task_runs.groupby("variant")["n_params"].first()
+    walls = task_runs.groupby("variant")["wall_time_s"].median()
+    frame["n_params"] = [params.get(v, np.nan) for v in frame["variant"]]
+    frame["wall_time_s"] = [walls.get(v, np.nan) for v in frame["variant"]]
+
+
+def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str, int]]:
+    """``("status: reason", count)`` of the runs that did not finish, most common first; the
+    reason is cut before the last finite loss, which differs per run."""
+    texts = [f"{st}: {str(r or '')[:90].split(' (last finite')[0]}" for st, r in zip(statuses, reasons) if st != "ok"]
+    return Counter(texts).most_common()
+
+
+def _outcome_tables(out: Analysis, planned: int, named: set[str]) -> list[Table]:
+    """Per task where some run did not finish (or, in ``named``, a claim names ``finished``): whether
+    each run finished, variant against baseline, by :func:`harness.analysis.stats.outcome_compare`."""
+    abl, tables = out.ablation, []
+    for task in abl.tasks:
+        sub = out.runs[out.runs["task"] == task]
+        if (
+            sub.empty
+            or ((sub["status"] == "ok").all() and task not in named)
+            or abl.baseline_label not in set(sub["variant"])
+        ):
+            continue  # (a claim reads this table even when every run finished)
+        facts: dict[str, vd.Facts] = {}
+        how = {"alpha": out.alpha, "confirmatory": out.selection.settings.confirmatory, "facts": facts}
+        frame = stats.outcome_compare(_finished(sub), baseline=abl.baseline_label, **how)
+        frame = frame.set_index("variant").reindex(_order(abl, frame["variant"])).reset_index()
+        frame["below_gate"], frame["not_ok"] = 0, 0
+        frame["planned"] = planned
+        _add_cost(frame, sub)
+        hib = metrics.higher_is_better(metrics.OUTCOME)
+        tables.append(Table(task, metrics.OUTCOME, hib, "outcome (exact McNemar, BH)", frame, facts=facts))
+    return tables

@@ -2,13 +2,10 @@
 reached, what the rule of :mod:`harness.analysis.sequential` decided for each primary comparison,
 and the runs the next look needs.
 
-The looks are replayed from the store in order, so that a decision depends only on the runs of
-the looks before it: look k is reached when every arm of every comparison still open after look
-k - 1 has a stored run (ok or not: a failure is an outcome) of each of the profile's first n_k
-seeds; each comparison is then judged on the pairs of those seeds (its ok runs with a value, gated
-as the comparison tables are). An arm runs while any open comparison uses it (the baseline while
-any variant of its task is open). A comparison that stopped keeps its decision whatever runs later
-looks add.
+The looks are replayed from the store in order: look k is reached when every arm of every
+comparison still open after look k - 1 has a stored run (ok or not) of each of the first n_k seeds;
+each comparison is then judged on the pairs of those seeds, gated as the comparison tables are. A
+comparison that stopped keeps its decision whatever runs later looks add.
 """
 
 from __future__ import annotations
@@ -29,13 +26,8 @@ from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
 from harness.store.record import Record
 
-OUTCOME_WORDS = {
-    sq.BETTER: "better",
-    sq.WORSE: "worse",
-    sq.EQUIVALENT: "equivalent",
-    sq.FUTILE: "stopped for futility",
-    sq.OPEN: "open",
-}
+OUTCOME_WORDS = {sq.BETTER: "better", sq.WORSE: "worse", sq.EQUIVALENT: "equivalent", sq.OPEN: "open"}
+OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
 
 
 def design_of(sel: Selection) -> sq.Design | None:
@@ -106,11 +98,6 @@ class State:
             return f"{done}; finished: {count(self.seeds_used, 'seed')} used of {looks[-1]}"
         return f"{done}; next: look {k + 1} ({count(looks[k], 'seed')}) for {count(len(self.needed), 'arm')}"
 
-    @property
-    def next_seeds(self) -> int | None:
-        """Seeds of the next look, None when nothing is left to run."""
-        return self.design.looks[self.reached] if self.needed else None
-
     def waits_for(self, c: Comparison) -> str:
         """What one comparison waits for, in words."""
         if c.outcome != sq.OPEN:
@@ -121,8 +108,7 @@ class State:
 
 
 def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str, int], float], set]:
-    """The primary metric of each ok run (NaN where it has none or is gated out), and the
-    (task, variant, seed) of every stored run of the selection."""
+    """The primary metric of each ok run (NaN: none), gated, and the (task, variant, seed) of every stored run."""
     ids = sel.run_ids
     stored, values = set(), {}
     apply_gate = sel.settings.apply_gate
@@ -140,11 +126,8 @@ def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str,
 
 
 def state(sel: Selection, records: list[Record]) -> State:
-    """Replay the looks of the selection's stored ``records`` (module docstring).
-
-    Raises:
-        AblateError: as :func:`design_of`; ValueError when the profile has no design.
-    """
+    """Replay the looks of the selection's stored ``records`` (module docstring). Raises AblateError
+    as :func:`design_of`, ValueError when the profile has no design."""
     design = design_of(sel)
     if design is None:
         raise ValueError(f"profile {sel.profile!r} has no sequential design")
@@ -157,38 +140,30 @@ def state(sel: Selection, records: list[Record]) -> State:
     stats_by_look: list[list[paired.Paired]] = []
     decided = sq.decide(design, *(np.empty((1, 0, len(members))) for _ in range(5)), sesoi)
     for n_k in design.looks:
-        open_ = [m for i, m in enumerate(members) if decided.outcome[0, i] == sq.OPEN]
-        arms = {(task, arm) for task, v in open_ for arm in (base, v)}
+        arms = _open_arms(members, decided, base)
         if not arms or not all((task, arm, s) in stored for task, arm in arms for s in seeds[:n_k]):
             break
         stats_by_look.append([_paired(sel, values, task, v, seeds[:n_k]) for task, v in members])
         decided = sq.decide(design, *_arrays(stats_by_look), sesoi)
     reached = len(stats_by_look)
-    open_ = [m for i, m in enumerate(members) if decided.outcome[0, i] == sq.OPEN]
-    needed = frozenset(
-        {(task, arm) for task, v in open_ for arm in (base, v)} if reached < len(design.looks) else set()
-    )
+    needed = frozenset(_open_arms(members, decided, base) if reached < len(design.looks) else ())
     comps = []
     for i, (task, v) in enumerate(members):
         at = decided.look[0, i] if decided.look[0, i] >= 0 else reached - 1
         st = stats_by_look[at][i] if at >= 0 else None
-        comps.append(
-            Comparison(
-                task,
-                v,
-                float(sesoi[i]),
-                int(decided.outcome[0, i]),
-                int(decided.look[0, i]),
-                st.n_pairs if st else 0,
-                st.delta if st else np.nan,
-                st.t if st else np.nan,
-                (float(decided.rci_low[0, i]), float(decided.rci_high[0, i])),
-                float(decided.level[0, i]),
-                float(decided.bound[0, i]),
-            )
+        got = (st.n_pairs, st.delta, st.t) if st else (0, np.nan, np.nan)
+        rci = (float(decided.rci_low[0, i]), float(decided.rci_high[0, i]))
+        outcome, look, level, bound = (
+            x[0, i].item() for x in (decided.outcome, decided.look, decided.level, decided.bound)
         )
+        comps.append(Comparison(task, v, float(sesoi[i]), outcome, look, *got, rci, level, bound))
     used = max(Counter((task, arm) for task, arm, _ in stored).values(), default=0)
     return State(design, comps, reached, needed, used)
+
+
+def _open_arms(members: list[tuple[str, str]], decided: sq.Decisions, base: str) -> set[tuple[str, str]]:
+    """The (task, variant) arms of the comparisons still open: each variant and its task's baseline."""
+    return {(task, arm) for i, (task, v) in enumerate(members) if decided.outcome[0, i] == sq.OPEN for arm in (base, v)}
 
 
 def _paired(sel: Selection, values: dict, task: str, variant: str, seeds: list[int]) -> paired.Paired:
@@ -202,22 +177,21 @@ def _paired(sel: Selection, values: dict, task: str, variant: str, seeds: list[i
 
 
 def _arrays(by_look: list[list[paired.Paired]]) -> tuple[np.ndarray, ...]:
-    """t, pairs, sign-flip p, mean difference and SD of differences, each (1, looks, members)."""
+    """:func:`harness.analysis.sequential.decide`'s inputs, each (1, looks, members)."""
     fields = ("t", "n_pairs", "p_perm", "delta", "sd_diff")
     return tuple(np.array([[[float(getattr(p, f)) for p in look] for look in by_look]]) for f in fields)
 
 
 def next_specs(sel: Selection, st: State) -> list[RunSpec]:
     """The selection's runs the next look needs: the first n seeds of each arm an open comparison uses."""
-    if st.next_seeds is None:
+    if st.finished:
         return []
-    seeds = set(sel.settings.seeds[: st.next_seeds])
+    seeds = set(sel.settings.seeds[: st.design.looks[st.reached]])
     return [s for s in sel.specs if s.seed in seeds and (s.task, s.variant_label) in st.needed]
 
 
 def verdict(st: State, c: Comparison) -> str:
-    """The verdict of a comparison's sequential decision: a fact its verdict is decided from
-    (:mod:`harness.analysis.verdicts`)."""
+    """The verdict of a comparison's sequential decision (one of the facts of its verdict)."""
     looks = st.design.looks
     if c.outcome in (sq.BETTER, sq.WORSE):
         return vd.direction(c.outcome == sq.BETTER)

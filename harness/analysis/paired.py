@@ -1,24 +1,13 @@
 """The tests of one arm against another over repeated seeds: descriptives, the paired t-test with
-the exact sign-flip test and TOST equivalence. Thin wrappers over
-scipy and statsmodels: every test and interval is the library's own; only one-line quantities are
-written here (d_z, wins/ties/losses). A positive ``delta`` always means the variant is better,
-whatever the metric's direction (``higher_is_better``).
+the exact sign-flip test and TOST equivalence, each the library's own (scipy, statsmodels). A
+positive ``delta`` always means the variant is better, whatever the metric's direction.
 
 Degenerate input never raises: fewer than 2 values (or pairs) gives NaN statistics. Constant
 paired differences follow scipy's ``ttest_rel``: all equal and non-zero give ``t = ±inf, p = 0``
-with a zero-width CI; all zero give ``t = p = NaN``. Duplicate seeds raise ``ValueError``.
-
-Non-finite values (a loss or perplexity that overflowed to ``inf``) are outcomes, not missing
-values, so they are not dropped like NaN (dropping the worst runs would flatter their arm); but a
-mean, an SD, a t-test and a sign-flip test of the mean difference are undefined with an infinite
-term (numpy would give ``p_perm = 0``, below the exact test's minimum, and ``p = NaN`` with a
-RuntimeWarning). So: a mean is the float mean (``±inf``; NaN for ``+inf`` and ``-inf`` together)
-with NaN SD and CI; a paired comparison with any non-finite value keeps its pairs, its
-wins/ties/losses (the sign of each difference is defined: ``inf`` loss against a finite one is a
-loss; two equal infinities are a tie) and its mean difference, and has NaN CI, t, p, sign-flip p,
-d_z, SD and TOST p, with ``non_finite`` counting the pairs that hold one. A NaN p is in no
-multiplicity family (:func:`harness.analysis.stats.adjust_family`), and the comparison's verdict
-says why (``undefined (a non-finite value in k of n pairs)``, :mod:`harness.analysis.verdicts`).
+with a zero-width CI; all zero give ``t = p = NaN``. Duplicate seeds raise ``ValueError``. An
+infinite value is an outcome, not dropped: its mean is ``±inf`` with NaN SD and CI, and a pair
+holding one (counted in ``non_finite``) keeps its wins/ties/losses and mean difference with every
+test NaN (docs/statistics.md, "Infinite values").
 """
 
 from __future__ import annotations
@@ -38,14 +27,14 @@ EXACT_PERMUTATIONS = 2**16  # sign-flip test is exact for n <= 16 pairs, Monte C
 
 @contextlib.contextmanager
 def quiet():
-    """Silence scipy's precision / divide warnings on the documented degenerate inputs."""
+    """Silence scipy's warnings on the degenerate inputs above."""
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         yield
 
 
 def clean(values) -> tuple[np.ndarray, int]:
-    """The values as a float array without NaNs, and how many NaNs were dropped."""
+    """The values without NaNs, and how many NaNs were dropped."""
     x = np.asarray(values, dtype=float).ravel()
     keep = ~np.isnan(x)
     return x[keep], int((~keep).sum())
@@ -62,11 +51,8 @@ class Descriptives:
 
 
 def describe(values, confidence: float = 0.95) -> Descriptives:
-    """Mean, SD (ddof=1) and t-interval of the mean (``scipy.stats.ttest_1samp`` CI).
-
-    NaNs are dropped and counted. n=1 gives NaN sd and CI; n=0 NaN everything; an infinite
-    value gives the mean ``±inf`` (NaN with both signs) and NaN sd and CI.
-    """
+    """Mean, SD (ddof=1) and t-interval of the mean (``scipy.stats.ttest_1samp`` CI); NaNs dropped
+    and counted."""
     x, n_nan = clean(values)
     n = len(x)
     if n < 2 or not np.isfinite(x).all():  # an infinite value: the mean is ±inf (or NaN), no SD
@@ -108,13 +94,9 @@ def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarr
 
 
 def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool, confidence: float = 0.95) -> Paired:
-    """Paired comparison on the seeds both series share (Series indexed by seed).
-
-    ``p`` from ``scipy.stats.ttest_rel``, CI from its ``confidence_interval``; ``p_perm`` from
-    ``scipy.stats.permutation_test(permutation_type='samples')`` on the differences, exact up
-    to 16 pairs (minimum two-sided p is 2 / 2**n: 0.0625 at n=5), seeded Monte Carlo above.
-    A pair with an infinite value makes every test undefined (NaN; see the module docstring).
-    """
+    """Paired comparison on the seeds both series share (Series indexed by seed): ``p`` and CI by
+    ``scipy.stats.ttest_rel``; ``p_perm`` by ``scipy.stats.permutation_test(permutation_type='samples')``
+    on the differences, exact up to 16 pairs (smallest two-sided p 2 / 2**n), seeded Monte Carlo above."""
     b, v, dropped = _pair(baseline, variant)
     sign = 1.0 if higher_is_better else -1.0
     with quiet():  # inf - inf: NaN, a tie below
@@ -126,48 +108,23 @@ def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool,
     if n < 2 or non_finite:
         with quiet():
             delta = float(d.mean()) if n else NAN
-        return Paired(
-            n, dropped, delta, NAN, NAN, NAN, NAN, NAN, NAN, NAN, prob, wins, ties, losses, tuple(d), non_finite
-        )
+        return Paired(n, dropped, delta, *[NAN] * 7, prob, wins, ties, losses, tuple(d), non_finite)
     with quiet():
         res = stats.ttest_rel(sign * v, sign * b)
         ci = res.confidence_interval(confidence)
+        rng = np.random.default_rng(0)
         perm = stats.permutation_test(
-            (d,),
-            np.mean,
-            permutation_type="samples",
-            axis=-1,
-            vectorized=True,
-            n_resamples=EXACT_PERMUTATIONS,
-            rng=np.random.default_rng(0),
+            (d,), np.mean, permutation_type="samples", n_resamples=EXACT_PERMUTATIONS, rng=rng
         )
         sd = float(d.std(ddof=1))
         d_z = float(np.float64(d.mean()) / sd)
-    return Paired(
-        n,
-        dropped,
-        float(d.mean()),
-        float(ci.low),
-        float(ci.high),
-        float(res.statistic),
-        float(res.pvalue),
-        float(perm.pvalue),
-        d_z,
-        sd,
-        prob,
-        wins,
-        ties,
-        losses,
-        tuple(d),
-        0,
-    )
+    stat = (float(ci.low), float(ci.high), float(res.statistic), float(res.pvalue), float(perm.pvalue))
+    return Paired(n, dropped, float(d.mean()), *stat, d_z, sd, prob, wins, ties, losses, tuple(d))
 
 
 def tost_paired(diffs, sesoi: float) -> float:
     """Equivalence p (two one-sided tests, margin ±sesoi) on paired differences, by
-    ``statsmodels.stats.weightstats.ttost_paired``. Equivalent at level alpha iff p < alpha.
-    NaN for fewer than 2 differences or an infinite one.
-    """
+    ``statsmodels.stats.weightstats.ttost_paired``; NaN for fewer than 2 differences or an infinite one."""
     d, _ = clean(diffs)
     if len(d) < 2 or not sesoi > 0 or not np.isfinite(d).all():
         return NAN

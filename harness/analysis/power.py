@@ -1,8 +1,5 @@
-"""Power of the paired t-test over seeds: the smallest difference a design detects (:func:`mde`),
-the power at a given difference (:func:`power_at`), the seeds a difference needs
-(:func:`seeds_needed`, statsmodels ``TTestPower``), the fewest seeds at which the exact sign-flip
-test that a verdict also needs can reject (:func:`sign_flip_min_seeds`), and the seeds a verdict
-needs, both together (:func:`seeds_for_verdict`, what ``ablate plan`` prints)."""
+"""Power of the two-sided paired t-test over seeds (statsmodels ``TTestPower``), and the seeds a
+verdict needs (:func:`seeds_for_verdict`, what ``ablate plan`` prints)."""
 
 from __future__ import annotations
 
@@ -23,22 +20,17 @@ def _detectable_effect(n: int, alpha: float, power: float) -> float:
 
 
 def mde(n: int, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Minimum detectable mean difference of a two-sided paired t-test with ``n`` pairs:
-    ``TTestPower().solve_power(effect_size=None, ...)`` (standardised, d_z) times ``sd_diff``.
-    About 0.996 SD at n=10, alpha 0.05, power 0.8. NaN for n < 2 or a NaN sd.
-    """
+    """Minimum detectable mean difference with ``n`` pairs: ``TTestPower().solve_power(effect_size=None,
+    ...)`` times ``sd_diff`` (0.996 SD at n=10, alpha 0.05, power 0.8); NaN for n < 2 or a NaN sd."""
     if n < 2 or not np.isfinite(sd_diff):
         return NAN
     return _detectable_effect(int(n), float(alpha), float(power)) * float(sd_diff)
 
 
 def power_at(effect: float, sd_diff: float, n: int, alpha: float = 0.05) -> float:
-    """Power of a two-sided paired t-test with ``n`` pairs to detect a mean difference ``effect``
-    when the paired differences have SD ``sd_diff``: ``TTestPower().power(|effect| / sd_diff, nobs=n,
-    alpha=alpha, alternative="two-sided")``, computed as its two tails (each a one-sided test at
-    alpha / 2), since scipy's noncentral t gives NaN for the far lower tail at large effect / SD
-    (8.5 SD at 4 pairs), where that tail is below 1e-15: a NaN lower tail counts as 0. 1.0 for an
-    SD of 0 and a non-zero effect (every pair differs alike); NaN for n < 2 or a NaN SD."""
+    """Power with ``n`` pairs to detect a mean difference ``effect`` at SD ``sd_diff``: ``TTestPower().power``
+    two-sided, as its two tails, since scipy's noncentral t gives NaN for the far lower tail at large
+    effect / SD (below 1e-15: counted as 0). 1.0 for an SD of 0 and an effect; NaN for n < 2 or a NaN SD."""
     if n < 2 or not np.isfinite(sd_diff) or sd_diff < 0:
         return NAN
     if sd_diff == 0:
@@ -52,25 +44,18 @@ def power_at(effect: float, sd_diff: float, n: int, alpha: float = 0.05) -> floa
 
 
 def seeds_for_verdict(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Seeds a verdict of a direction needs, as ``ablate plan`` counts them: :func:`seeds_needed`
-    for the t-test, and at least :func:`sign_flip_min_seeds` ``(alpha)``, since a direction also needs
-    the exact sign-flip test to reject (:data:`harness.analysis.verdicts.RULES`).
-
-    Raises:
-        ValueError: as :func:`seeds_needed` (an effect of 0, an SD that is not positive, an alpha
-            out of range, no answer found).
-    """
+    """Seeds a direction needs: :func:`seeds_needed`, and at least :func:`sign_flip_min_seeds`, since
+    the exact sign-flip test must reject too. Raises ValueError as :func:`seeds_needed`."""
     return max(seeds_needed(effect, sd_diff, alpha=alpha, power=power), sign_flip_min_seeds(alpha))
 
 
 def seeds_needed(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Pairs (seeds) a two-sided paired t-test needs to detect ``effect`` with ``power``:
-    ``TTestPower().solve_power(nobs=None, ...)``, rounded up. The inverse of ``mde``. Where that
-    root finder fails or is wrong (alpha about 1e-4 and below), a search on the upper tail.
+    """Pairs needed to detect ``effect`` with ``power``: ``TTestPower().solve_power(nobs=None, ...)``
+    rounded up; where that root finder fails or is wrong (alpha about 1e-4 and below), a search on
+    the upper tail.
 
     Raises:
-        ValueError: if ``effect`` is 0 or ``sd_diff`` is not positive, alpha is below 1e-100,
-            or no answer can be found.
+        ValueError: ``effect`` 0, ``sd_diff`` not positive, alpha below 1e-100, or no answer found.
     """
     if effect == 0 or not sd_diff > 0:
         raise ValueError(f"need effect != 0 and sd_diff > 0, got {effect=} {sd_diff=}")
@@ -114,8 +99,7 @@ def seeds_needed(effect: float, sd_diff: float, alpha: float = 0.05, power: floa
 
 
 def sign_flip_min_seeds(alpha: float) -> int:
-    """The fewest differing pairs m at which the exact two-sided sign-flip test can reach
-    p < ``alpha``: its smallest p is 2 / 2**m (all signs alike), so m = floor(log2(2 / alpha)) + 1
-    (6 at alpha 0.05, 8 at 0.05 / 6)."""
+    """The fewest differing pairs m at which the exact sign-flip test can reach p < ``alpha``: its
+    smallest p is 2 / 2**m (6 at alpha 0.05, 8 at 0.05 / 6)."""
     m = math.floor(math.log2(2 / alpha)) + 1
     return m if 2 / 2**m < alpha else m + 1  # guard the float at exact powers of two

@@ -1,17 +1,53 @@
-"""The power of each primary comparison at its task's smallest effect of interest, and the seeds it
-needs (docs/statistics.md, "Enough seeds for the question"): ``ablate plan``'s computation
-(:mod:`harness.analysis.seed_planning`) on the profile's own runs. Its verdict: :mod:`harness.analysis.verdicts`.
+"""The primary family: the primary comparisons of all tasks as one Holm family (docs/statistics.md,
+"Families and adjusted p-values"), and each one's power at its task's smallest effect of interest
+with the seeds it needs ("Enough seeds for the question"), ``ablate plan``'s computation on the
+profile's own runs.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from harness.analysis import power as pw
+from harness.analysis import stats
 from harness.analysis.table import Table
+from harness.encode import count
+
+
+def holm_across(tables: list[Table], alpha: float, exploratory: Collection[str] = ()) -> None:
+    """Re-adjust the primary comparisons of all tasks as one Holm family (each p a verdict reads, and
+    the MDE), in each table's frame and facts; the rows of ``exploratory`` variants stay out of it,
+    with their table's Benjamini-Hochberg adjustment."""
+    where = [
+        (ti, ri)
+        for ti, table in enumerate(tables)
+        if "p" in table.frame
+        for ri, (p, variant) in enumerate(zip(table.frame["p"], table.frame["variant"]))
+        if pd.notna(p) and ri > 0 and variant not in exploratory
+    ]
+    if not where:
+        return
+    names = ("p", "p_perm", "p_tost", "n_pairs", "sd_diff")
+    fam = stats.adjust_family(*([float(tables[ti].frame.loc[ri, c]) for ti, ri in where] for c in names), "holm", alpha)
+    for i, (ti, ri) in enumerate(where):
+        table = tables[ti]
+        adjusted = {"p_adj": fam.p_adj[i], "p_perm_adj": fam.p_perm_adj[i], "p_tost_adj": fam.p_tost_adj[i]}
+        table.frame.loc[ri, [*adjusted, "mde"]] = [*adjusted.values(), fam.mde[i]]
+        table.frame.loc[ri, "family_size"] = fam.size
+        variant = table.frame.loc[ri, "variant"]
+        table.facts[variant] = replace(table.facts[variant], **adjusted, mde=fam.mde[i])
+    for table in tables:
+        if "family_size" in table.frame:  # an exploratory variant is in no primary family
+            table.frame.loc[table.frame["variant"].isin(list(exploratory)), "family_size"] = None
+        apart = [v for v in table.frame["variant"] if v in exploratory]
+        table.family = f"primary (Holm over {count(fam.size, 'comparison')}" + (
+            f"; {', '.join(apart)}: exploratory, BH within the table)" if apart else ")"
+        )
+
 
 TARGET_POWER = 0.8
 """The power a primary comparison should have at its sesoi (``ablate plan``'s default)."""
@@ -35,25 +71,14 @@ class PrimaryPower:
 
     @property
     def underpowered(self) -> bool:
-        """Fewer seeds than ``ablate plan`` says the comparison needs."""
         return self.needed is not None and self.needed > self.n_pairs
 
 
 def primary_power(tables: list[Table], alpha: float = 0.05) -> list[PrimaryPower]:
-    """The power of every tested comparison (a member of the family: a defined t-test p) of the primary ``tables``, after
-    :func:`harness.analysis.holm.holm_across` has sized their family.
-
-    Args:
-        tables: the primary comparison tables of an analysis (each with its task's ``sesoi``).
-        alpha: the family-wise level of the primary family.
-    """
-    sizes = [
-        int(row["family_size"])
-        for t in tables
-        if "p" in t.frame
-        for _, row in t.frame.iloc[1:].iterrows()
-        if pd.notna(row["p"]) and pd.notna(row["family_size"])
-    ]
+    """The power of every member of the primary family (a defined t-test p) of the primary ``tables``
+    at the family-wise level ``alpha``, after :func:`holm_across` has sized their family."""
+    members = [t.frame.iloc[1:] for t in tables if "p" in t.frame]
+    sizes = [int(f) for m in members for p, f in zip(m["p"], m["family_size"]) if pd.notna(p) and pd.notna(f)]
     if not sizes or max(sizes) < 1:
         return []
     size = max(sizes)  # one Holm family: every member carries its size
@@ -73,20 +98,6 @@ def primary_power(tables: list[Table], alpha: float = 0.05) -> list[PrimaryPower
                 needed = pw.seeds_for_verdict(table.sesoi, sd, alpha=alpha_each, power=TARGET_POWER)
             except ValueError as exc:  # an SD of 0, or an extreme level: no number, say why
                 note = "SD 0: no spread to size from" if sd == 0 else f"cannot size: {exc}"
-            power = pw.power_at(table.sesoi, sd, n, alpha_each)
-            out.append(
-                PrimaryPower(
-                    table.task,
-                    str(row["variant"]),
-                    table.metric,
-                    table.sesoi,
-                    n,
-                    sd,
-                    size,
-                    alpha_each,
-                    power,
-                    needed,
-                    note,
-                )
-            )
+            which = (table.task, str(row["variant"]), table.metric, table.sesoi, n, sd, size, alpha_each)
+            out.append(PrimaryPower(*which, pw.power_at(table.sesoi, sd, n, alpha_each), needed, note))
     return out

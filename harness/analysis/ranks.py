@@ -28,12 +28,9 @@ class Friedman:
 
 
 def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
-    """Nemenyi critical difference of mean ranks (Demsar, JMLR 2006, sec. 3.2.2):
-    ``CD = q_alpha * sqrt(k (k + 1) / (6 N))`` with ``q_alpha`` the studentized range quantile
-    ``scipy.stats.studentized_range.ppf(1 - alpha, k, inf) / sqrt(2)`` (2.569 at k=4, alpha
-    0.05: Demsar's Table 5a). Two variants whose mean ranks over ``n`` blocks differ by more
-    than CD differ at level ``alpha``. NaN for k < 2 or n < 1.
-    """
+    """Nemenyi critical difference of mean ranks over ``n`` blocks (Demsar, JMLR 2006, sec. 3.2.2):
+    ``CD = q_alpha * sqrt(k (k + 1) / (6 N))``, ``q_alpha`` the studentized range quantile / sqrt(2)
+    (2.569 at k=4, alpha 0.05: Demsar's Table 5a). NaN for k < 2 or n < 1."""
     if k < 2 or n < 1:
         return NAN
     q = float(stats.studentized_range.ppf(1 - alpha, k, np.inf)) / math.sqrt(2)
@@ -41,11 +38,9 @@ def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
 
 
 def friedman(table: pd.DataFrame, higher_is_better: bool = True, alpha: float = 0.05) -> Friedman:
-    """Friedman test over variants (rows = seeds, columns = variants), complete seeds only:
-    ``scipy.stats.friedmanchisquare``; mean ranks by ``scipy.stats.rankdata`` (1 = best,
-    ties averaged); ``cd`` by :func:`nemenyi_cd` at ``alpha``. Fewer than 3 variants or 2
-    complete seeds gives NaN statistic, p and cd.
-    """
+    """Friedman test over variants (rows = seeds, columns = variants), complete seeds only, by
+    ``scipy.stats.friedmanchisquare``; mean ranks 1 = best, ties averaged. Fewer than 3 variants or
+    2 complete seeds: NaN statistic, p and cd."""
     full = table.dropna()
     k = table.shape[1]
     ranks = stats.rankdata(-full.to_numpy(float) if higher_is_better else full.to_numpy(float), axis=1)

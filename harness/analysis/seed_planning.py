@@ -1,19 +1,10 @@
-"""How many seeds a confirmatory profile needs, from a pilot's spread (``ablate plan``).
+"""How many seeds a confirmatory profile needs, from a pilot's spread (``ablate plan``): for each
+primary comparison of the profile, :func:`harness.analysis.power.seeds_for_verdict` at the task's
+sesoi, with the SD of the paired differences in the pilot's comparison table, at alpha / the
+number of primary comparisons (the first, strictest Holm step: conservative); :func:`describe`
+says it to the user.
 
-For every task of the confirmatory profile (its ``only_tasks``) and every variant (its
-``only_variants``) against the baseline, on the task's primary metric:
-
-- the SD of the paired differences (variant - baseline, by seed) in the pilot's runs: the
-  ``sd_diff`` column of the pilot's comparison table (:func:`harness.analysis.comparisons.analyse`, gate
-  applied as the pilot profile declares);
-- the effect to detect: the task's declared smallest effect of interest (``sesoi``);
-- the level: alpha divided by the number of primary comparisons of the confirmatory profile
-  (Bonferroni). That is the first, strictest step of the Holm procedure the analysis applies to
-  the primary family, so the plan is conservative: every later Holm step tests at a larger level;
-- seeds: :func:`harness.analysis.power.seeds_needed` (statsmodels ``TTestPower``, two-sided paired t-test).
-
-Does not do: allow for the uncertainty of the pilot's SD (2-3 pilot seeds estimate it loosely,
-and a pilot at a smaller scale may spread differently), or for runs lost to the gate or to
+Does not do: allow for the uncertainty of the pilot's SD, or for runs lost to the gate or to
 divergence. A variant with fewer than 2 pilot pairs, or no spread at all, gets no number.
 """
 
@@ -88,10 +79,9 @@ SMOKE = "smoke"
 
 
 def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Context | None = None) -> str:
-    """The profile whose runs give the spread: ``given`` (checked), else the first pilot
-    (non-confirmatory) profile, in declaration order, with a folder in the store; ``smoke`` only
-    when no other pilot has one (a smoke grid checks the plumbing: its spread says little). ``ctx``: the
-    command's context, for the ``ablate run`` command the error suggests.
+    """The profile whose runs give the spread: ``given`` (checked), else the first pilot profile, in
+    declaration order, with a folder in the store; ``smoke`` only when no other pilot has one. ``ctx``:
+    the command's context, for the ``ablate run`` command the error suggests.
 
     Raises:
         AblateError: an unknown profile, or no pilot profile with runs in ``results``.
@@ -115,21 +105,14 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Context 
 
 
 def primary_comparisons(abl: Ablation) -> list[tuple[str, str]]:
-    """``(task, variant)`` of every primary comparison of ``abl`` (a profile's view:
-    :attr:`harness.experiment.selection.Selection.ablation`): the Holm family of the analysis."""
+    """``(task, variant)`` of every primary comparison of a profile's view ``abl``: the Holm family."""
     others = [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
     return [(task, variant) for task in abl.tasks for variant in others]
 
 
 def seed_plan(sel: Selection, pilot: Analysis, power: float = 0.8, alpha: float = 0.05) -> SeedPlan:
-    """The seeds each primary comparison of the selection (the confirmatory profile to plan, its
-    tasks and variants) needs, from the ``pilot`` analysis.
-
-    Args:
-        sel: the confirmatory profile's :class:`~harness.experiment.selection.Selection`.
-        pilot: :func:`harness.analysis.comparisons.analyse` of the pilot's runs.
-        power, alpha: the target power and the family-wise level of the primary comparisons.
-    """
+    """The seeds each primary comparison of the confirmatory profile ``sel`` needs, from the ``pilot``
+    analysis, at ``power`` and the family-wise level ``alpha``."""
     check_levels(power, alpha)
     view, prof = sel.ablation, sel.settings
     pairs = primary_comparisons(view)
@@ -162,63 +145,33 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
         return None, f"cannot size: {exc}"
 
 
+FRAME_COLUMNS = (  # noqa: SIM905 - one line, not one per name
+    "task variant metric pilot pilot_n sd_diff delta power alpha family_size alpha_each seeds_needed profile "
+    "profile_seeds enough note"
+).split()
+
+
 def frame(plan: SeedPlan) -> pd.DataFrame:
     """The plan's rows as raw numbers (CSV and JSON output)."""
+    shared = {k: getattr(plan, k) for k in ("pilot", "power", "alpha", "family_size", "alpha_each", "profile")}
     rows = [
-        {
-            "task": r.task,
-            "variant": r.variant,
-            "metric": r.metric,
-            "pilot": plan.pilot,
-            "pilot_n": r.pilot_n,
-            "sd_diff": r.sd_diff,
-            "delta": r.delta,
-            "power": plan.power,
-            "alpha": plan.alpha,
-            "family_size": plan.family_size,
-            "alpha_each": plan.alpha_each,
-            "seeds_needed": r.needed,
-            "profile": plan.profile,
-            "profile_seeds": r.have,
-            "enough": r.enough,
-            "note": r.note,
-        }
-        for r in plan.rows
+        {**vars(r), **shared, "seeds_needed": r.needed, "profile_seeds": r.have, "enough": r.enough} for r in plan.rows
     ]
-    return pd.DataFrame(rows).astype({"seeds_needed": "Int64", "enough": "boolean"}) if rows else pd.DataFrame(rows)
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows, columns=FRAME_COLUMNS).astype({"seeds_needed": "Int64", "enough": "boolean"})
 
 
-def headers(plan: SeedPlan) -> list[str]:
-    return [
-        "task",
-        "variant",
-        "metric",
-        "pilot n",
-        "SD of Δ",
-        "δ (sesoi)",
-        f"seeds needed (power {plan.power:g})",
-        f"{plan.profile} has",
-    ]
-
-
-def formatted(plan: SeedPlan) -> list[list[str]]:
-    """The plan's rows as display strings, one per :func:`headers` entry."""
-    out = []
+def formatted(plan: SeedPlan) -> tuple[list[str], list[list[str]]]:
+    """The plan's headers and rows as display strings."""
+    rows = []
     for r in plan.rows:
+        sd = "–" if math.isnan(r.sd_diff) else f"{r.sd_diff:.4g}"
         have = f"{r.have}: " + ("–" if r.enough is None else "enough" if r.enough else "too few")
-        out.append(
-            [
-                r.task,
-                r.variant,
-                r.metric,
-                str(r.pilot_n),
-                "–" if math.isnan(r.sd_diff) else f"{r.sd_diff:.4g}",
-                f"{r.delta:g}",
-                str(r.needed) if r.needed is not None else r.note,
-                have,
-            ]
-        )
-    return out
+        need = str(r.needed) if r.needed is not None else r.note
+        rows.append([r.task, r.variant, r.metric, str(r.pilot_n), sd, f"{r.delta:g}", need, have])
+    last = [f"seeds needed (power {plan.power:g})", f"{plan.profile} has"]
+    return ["task", "variant", "metric", "pilot n", "SD of Δ", "δ (sesoi)", *last], rows
 
 
 def describe(plan: SeedPlan) -> str:
@@ -240,7 +193,7 @@ def render(plan: SeedPlan, fmt: str) -> Any:
         return encode.to_csv(frame(plan))
     if fmt == "json":
         return encode.dumps(frame(plan).astype(object).to_dict(orient="records"), indent=1)
-    cols, rows = headers(plan), formatted(plan)
+    cols, rows = formatted(plan)
     if fmt == "md":
         return pd.DataFrame(rows, columns=cols).to_markdown(index=False, disable_numparse=True)
 

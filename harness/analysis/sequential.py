@@ -4,35 +4,18 @@ statistic at each look, and the decision rule that carries a Holm family across 
 Sources:
 
 - Lan & DeMets (1983), "Discrete sequential boundaries for clinical trials", Biometrika 70(3):
-  the alpha-spending functions, of the information fraction t = n_k / n_K (seeds at look k over
-  seeds at the last look): O'Brien-Fleming-like ``2 - 2 Phi(z_{1-alpha/2} / sqrt(t))`` and
-  Pocock-like ``alpha ln(1 + (e - 1) t)`` (``alpha`` the test's total level; with one-sided
-  0.025 these are R gsDesign's ``sfLDOF`` and ``sfLDPocock``).
+  the alpha-spending functions (:func:`spent`; with one-sided 0.025, R gsDesign's ``sfLDOF`` and
+  ``sfLDPocock``).
 - Jennison & Turnbull (2000), *Group Sequential Methods with Applications to Clinical Trials*:
-  the boundaries as exit probabilities of the canonical joint distribution (ch. 3; Table 2.1
-  holds the classical Pocock constants), t-tests with unknown variance (section 3.8), repeated
+  the canonical joint distribution (ch. 3), t-tests with unknown variance (section 3.8), repeated
   confidence intervals (ch. 9), stochastic curtailment by conditional power (ch. 10).
 - Maurer & Bretz (2013), "Multiple testing in group sequential trials using graphical approaches",
-  Statistics in Biopharmaceutical Research 5(4): a family tested at each look with group-sequential
-  boundaries at each hypothesis's current level; a rejected hypothesis passes its level to the
-  others (Holm: equally), and they are tested at the recomputed boundaries of their new level.
+  Statistics in Biopharmaceutical Research 5(4): Holm across looks, a rejected hypothesis passing
+  its level to the others.
 
-Normal case (:func:`normal_bounds`): the canonical joint distribution of the z statistics at the
-looks (``corr(Z_i, Z_j) = sqrt(n_i / n_j)``) integrated by ``scipy.stats.multivariate_normal``'s
-CDF (Genz's algorithm, absolute error 1e-6), each bound solved by ``scipy.optimize.brentq``.
-
-Paired t (:func:`t_bounds`, what decisions use): the paired t statistic of normal differences is
-pivotal under the null (its joint law over the looks depends on nothing but the look sizes), so
-the bounds are found on :data:`N_PATHS` simulated null paths (seed :data:`SIM_SEED`, cached per
-design): the first bound is the exact Student-t quantile; each later one is the value that makes
-the simulated paths' cumulative crossing equal the spending function. With differences that are
-not normal the bounds are approximate; ``benchmarks/sequential.py`` measures the error rate on
-heavy-tailed and skewed differences.
-
-Does not do: binding futility (futility here is non-binding: the bounds ignore it, so stopping
-for futility only lowers the error rate), unequal Holm weights, re-testing earlier looks after a
-rejection (allowed by Maurer & Bretz, not used: conservative), bias-adjusted estimates at an early
-stop (the estimate at a stopping look is biased away from zero; reports say so).
+The bounds (:func:`t_bounds`) and the rule (:func:`decide`) step by step, and what it does not do
+(binding futility, unequal Holm weights, re-testing earlier looks, bias-adjusted estimates):
+docs/sequential.md. The normal-case bounds they are checked against: tests/analysis/test_sequential.py.
 """
 
 from __future__ import annotations
@@ -41,7 +24,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import stats
 
 SPENDING = ("obrien_fleming", "pocock")
 """The alpha-spending functions a ``sequential:`` block may name (Lan & DeMets 1983)."""
@@ -59,7 +42,8 @@ OPEN, BETTER, WORSE, EQUIVALENT, FUTILE = 0, 1, -1, 2, 3
 
 
 def spent(spending: str, alpha: float, fractions) -> np.ndarray:
-    """Cumulative alpha spent at information ``fractions`` (in (0, 1]), Lan & DeMets (1983).
+    """Cumulative alpha spent at information ``fractions`` (seeds at the look / at the last, in (0, 1]):
+    O'Brien-Fleming-like ``2 - 2 Phi(z_{1-alpha/2} / sqrt(t))``, Pocock-like ``alpha ln(1 + (e - 1) t)``.
 
     Raises:
         ValueError: an unknown ``spending`` name.
@@ -70,36 +54,6 @@ def spent(spending: str, alpha: float, fractions) -> np.ndarray:
     if spending == "pocock":
         return alpha * np.log1p((np.e - 1.0) * t)
     raise ValueError(f"unknown spending function {spending!r}; choose one of {', '.join(SPENDING)}")
-
-
-def _correlation(fractions: np.ndarray) -> np.ndarray:
-    """corr(Z_i, Z_j) = sqrt(t_i / t_j), i <= j: the canonical joint distribution (J&T section 3.1)."""
-    return np.sqrt(np.minimum.outer(fractions, fractions) / np.maximum.outer(fractions, fractions))
-
-
-def crossing_probability(bounds, fractions, sides: int = 2) -> float:
-    """Probability under the null that the z statistic crosses ``bounds`` (one per look, upper;
-    ``sides`` 2: also below minus them) at some look, the looks at information ``fractions``."""
-    b, t = np.asarray(bounds, dtype=float), np.asarray(fractions, dtype=float)[: len(bounds)]
-    if len(b) == 1:
-        return float(stats.norm.sf(b[0]) * sides)
-    mvn = stats.multivariate_normal(np.zeros(len(b)), _correlation(t), abseps=1e-6, releps=0)
-    low = -b if sides == 2 else np.full(len(b), -np.inf)
-    return float(1.0 - mvn.cdf(b, lower_limit=low, rng=np.random.default_rng(0)))
-
-
-def normal_bounds(fractions, alpha: float, spending: str, sides: int = 2) -> np.ndarray:
-    """Z boundaries of a group-sequential test with known variance: look by look, the bound at
-    which the cumulative crossing probability equals the spent alpha (J&T section 7.2).
-
-    Three equal looks, one-sided 0.025, O'Brien-Fleming-like: 3.710, 2.511, 1.993 (gsDesign)."""
-    alphas = spent(spending, alpha, fractions)
-    out: list[float] = []
-    for a in alphas:
-        out.append(
-            optimize.brentq(lambda c, a=a: crossing_probability([*out, c], fractions, sides) - a, 0.1, 40, xtol=1e-5)
-        )
-    return np.array(out)
 
 
 @functools.lru_cache(maxsize=8)
@@ -120,8 +74,8 @@ def _null_t(looks: tuple[int, ...]) -> np.ndarray:
 @functools.lru_cache(maxsize=256)
 def t_bounds(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
     """Two-sided bounds for |paired t| at each look (``looks``: pairs at each look, increasing;
-    the first at least 2), spending ``alpha`` in total. The first is the Student-t quantile at
-    the spent alpha; each later one is found on the simulated null paths (module docstring).
+    the first at least 2), spending ``alpha`` in total: the first the Student-t quantile at the spent
+    alpha, each later one the value at which the null paths' cumulative crossing is the spent alpha.
     An infinite bound: no alpha left to spend at that look."""
     n = np.asarray(looks, dtype=float)
     target = spent(spending, alpha, n / n[-1]) * N_PATHS
@@ -165,38 +119,20 @@ class Design:
 
 @dataclass(frozen=True)
 class Decisions:
-    """What the sequential rule decided for each comparison of each experiment, shape (S, m).
+    """What the sequential rule decided for each comparison of each experiment, each (S, m)."""
 
-    Attributes:
-        outcome: :data:`OPEN`, :data:`BETTER`, :data:`WORSE`, :data:`EQUIVALENT` or :data:`FUTILE`.
-        look: index of the look at which it stopped; -1 while open.
-        level: the comparison's Holm level (alpha / remaining members) when it stopped or now.
-        bound: the |t| bound of that look and level (a direction crossed it).
-        rci_low, rci_high: the repeated confidence interval of the mean difference at that look,
-            coverage 1 - level (J&T ch. 9): a direction is declared only when it excludes 0.
-    """
-
-    outcome: np.ndarray
-    look: np.ndarray
-    level: np.ndarray
-    bound: np.ndarray
-    rci_low: np.ndarray
+    outcome: np.ndarray  # OPEN, BETTER, WORSE, EQUIVALENT or FUTILE
+    look: np.ndarray  # index of the look at which it stopped; -1 while open
+    level: np.ndarray  # its Holm level (alpha / remaining members) when it stopped or now
+    bound: np.ndarray  # the |t| bound of that look and level
+    rci_low: np.ndarray  # the repeated CI of the mean difference at that look, coverage 1 - level
     rci_high: np.ndarray
 
 
 def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
-    """Replay the looks of a family of paired comparisons and decide each (vectorised over experiments).
-
-    At each look k the open members are tested, Holm step-down (Maurer & Bretz 2013): with j
-    members not yet rejected, a member is rejected (``better``/``worse`` by the sign of t) when its
-    nominal two-sided p is at most the nominal p of look k's bound at level alpha / j and its exact
-    sign-flip p is at most that nominal p too, or, where the exact test cannot reach it (its smallest
-    p is 2 / 2^n), at most 2 / 2^n, never above alpha / j (a check, not a spending test: it only
-    narrows the rejection region, so the family-wise rate stays at most the t rule's; it keeps a
-    direction from resting on the normal model alone where the differences are skewed); each
-    rejection raises the others' level and the step repeats. A member still open is ``equivalent`` when its repeated 1 - 2 alpha / j interval
-    lies within +-sesoi (TOST by repeated confidence intervals), and, at an interim look of a design
-    with futility, ``futile`` (non-binding) when its conditional power at the sesoi is below :data:`FUTILITY_POWER`.
+    """Replay the looks of a family of paired comparisons and decide each, vectorised over experiments
+    (the rule: docs/sequential.md, "The decision rule": Holm step-down at each look, the exact
+    sign-flip p as a check, equivalence by repeated CIs, non-binding futility).
 
     Args:
         design: the looks, spending function and alpha.

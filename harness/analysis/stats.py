@@ -1,12 +1,8 @@
 """Every variant against the baseline for one metric: the comparison table (:func:`compare`;
 :func:`outcome_compare` for whether runs finished) and the adjustment of a family (:func:`adjust`,
-:func:`adjust_family`); each row's verdict is :func:`harness.analysis.verdicts.decide`'s. The tests
-of one pair of arms are in :mod:`harness.analysis.paired`, power in :mod:`harness.analysis.power`,
-the test over all variants in :mod:`harness.analysis.ranks`. Invalid input (duplicate seeds,
-unknown baseline) raises ``ValueError``.
+:func:`adjust_family`; docs/statistics.md, "Families and adjusted p-values").
 
-Does not do: mixed models, bootstrap intervals (percentile bootstrap undercovers at n <= 10),
-corrections across several ``compare`` calls (collect the raw ``p`` and call ``adjust``).
+Does not do: mixed models, bootstrap intervals (percentile bootstrap undercovers at n <= 10).
 """
 
 from __future__ import annotations
@@ -28,13 +24,8 @@ class Adjusted(NamedTuple):
 
 
 def adjust(pvalues, method: str = "holm") -> Adjusted:
-    """Multiplicity adjustment by ``statsmodels.stats.multitest.multipletests``.
-
-    ``method`` is always passed explicitly: statsmodels' own default is Holm-Sidak ("hs").
-    Use "holm" for confirmatory families, "fdr_bh" for exploratory ones. NaN p-values are
-    skipped: they stay NaN and do not count in the family. To correct across several slices
-    or metrics, collect the raw ``p`` column of several ``compare`` outputs and call this once.
-    """
+    """Multiplicity adjustment by ``statsmodels.stats.multitest.multipletests`` ("holm" or "fdr_bh",
+    passed explicitly: statsmodels' default is Holm-Sidak). NaN p-values stay NaN, outside the family."""
     p = np.asarray(pvalues, dtype=float)
     out = np.full(p.shape, NAN)
     ok = ~np.isnan(p)
@@ -54,18 +45,9 @@ class Family(NamedTuple):
 
 
 def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float = 0.05) -> Family:
-    """Adjust every p printed or judged for one family of comparisons, and size the MDE for it.
-
-    The members are the comparisons whose t-test ``p`` is defined; their sign-flip p and TOST p
-    are adjusted by the same ``method`` over the same members (a comparison whose t-test is
-    undefined, e.g. no pair differs, is in none of the three), so that a verdict reads three p
-    of one family. The MDE of each member is :func:`harness.analysis.power.mde` at ``alpha / size``.
-
-    Args:
-        p, p_perm, p_tost: raw p per comparison (NaN: undefined / no TOST).
-        n_pairs, sd_diff: per comparison, for the MDE.
-        method: a ``multipletests`` method ("holm", "fdr_bh").
-    """
+    """Adjust every p printed or judged for one family, and size its MDE (at ``alpha / size``). The
+    members are the comparisons whose t-test ``p`` is defined; their sign-flip and TOST p (NaN: no
+    TOST) are adjusted by the same ``method`` over the same members, so a verdict reads three p of one family."""
     p = np.asarray(p, dtype=float)
     member = ~np.isnan(p)
     adj, size = adjust(p, method)
@@ -77,34 +59,10 @@ def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float
     return Family(adj, perm, tost, m_de, size)
 
 
-COLUMNS = [
-    "variant",
-    "n",
-    "mean",
-    "sd",
-    "ci_low",
-    "ci_high",
-    "n_pairs",
-    "delta",
-    "delta_ci_low",
-    "delta_ci_high",
-    "wins",
-    "ties",
-    "losses",
-    "d_z",
-    "sd_diff",
-    "prob_improvement",
-    "t",
-    "p",
-    "p_perm",
-    "p_adj",
-    "p_perm_adj",
-    "family_size",
-    "p_tost",
-    "p_tost_adj",
-    "mde",
-    "verdict",
-]
+COLUMNS = (  # noqa: SIM905 - one line, not one per name
+    "variant n mean sd ci_low ci_high n_pairs delta delta_ci_low delta_ci_high wins ties losses d_z sd_diff "
+    "prob_improvement t p p_perm p_adj p_perm_adj family_size p_tost p_tost_adj mde verdict"
+).split()
 
 
 def compare(
@@ -119,28 +77,12 @@ def compare(
     p_adjust: str = "holm",
     facts: dict[str, vd.Facts] | None = None,
 ) -> pd.DataFrame:
-    """Every variant against the baseline, paired by seed, for one metric in one slice.
+    """Every variant against the baseline, paired by seed, for one metric in one slice: one row per
+    variant, baseline first (descriptives only, verdict ``"baseline"``), columns ``COLUMNS`` (``mde`` at 80 % power).
 
-    Args:
-        df: tidy rows with columns ``variant``, ``seed``, ``value``; one row per (variant, seed).
-        baseline: the variant the others are compared with.
-        higher_is_better: direction of the metric; ``delta > 0`` always means better.
-        sesoi: smallest effect size of interest (metric units); enables the TOST equivalence.
-        alpha, confidence: test level; level of the t-intervals.
-        confirmatory: False: a pilot, no verdict but ``pilot`` (:data:`harness.analysis.verdicts.RULES`).
-        p_adjust: ``multipletests`` method, applied within this call's family (all variants vs
-            the baseline with a defined ``p``) to ``p`` (-> ``p_adj``), to the sign-flip p
-            ``p_perm`` (-> ``p_perm_adj``) and to the TOST p ``p_tost`` (-> ``p_tost_adj``).
-        facts: filled with each variant's :class:`~harness.analysis.verdicts.Facts`, which its
-            verdict is decided from, for a caller that learns more of the comparison.
-
-    Returns:
-        One row per variant, baseline first (descriptives only, verdict ``"baseline"``), then the
-        others in order of appearance, with the columns of ``COLUMNS``. ``mde`` is the minimum
-        detectable delta at 80 % power with the observed sd of differences and alpha divided by
-        the family size (the first, strictest Holm step). To adjust across several slices,
-        re-run :func:`adjust_family` on the concatenated rows (as ``analysis`` does for the
-        primary comparisons).
+    ``df``: tidy rows ``variant``, ``seed``, ``value``, one per (variant, seed); ``delta > 0`` always
+    means better; ``sesoi`` (metric units) enables TOST; ``confirmatory`` False: a pilot; ``p_adjust``:
+    this call's family (:func:`adjust_family`); ``facts``: filled with each variant's Facts.
 
     Raises:
         ValueError: missing columns, duplicate (variant, seed) rows or an unknown baseline.
@@ -159,37 +101,20 @@ def compare(
     rows = [vars(describe(series[baseline], confidence)) | {"variant": baseline}]
     tests = [paired_test(series[baseline], series[v], higher_is_better, confidence) for v in names[1:]]
     tost = [tost_paired(t.diffs, sesoi) if sesoi and not t.non_finite else NAN for t in tests]
-    fam = adjust_family(
-        [t.p for t in tests],
-        [t.p_perm for t in tests],
-        tost,
-        [t.n_pairs for t in tests],
-        [t.sd_diff for t in tests],
-        p_adjust,
-        alpha,
-    )
+    p, p_perm, n_pairs, sd_diff = ([getattr(t, f) for t in tests] for f in ("p", "p_perm", "n_pairs", "sd_diff"))
+    fam = adjust_family(p, p_perm, tost, n_pairs, sd_diff, p_adjust, alpha)
     facts = {} if facts is None else facts
     for i, (v, t) in enumerate(zip(names[1:], tests)):
         better = bool((t.ci_low + t.ci_high) / 2 > 0)
         adjusted = (fam.p_adj[i], fam.p_perm_adj[i], fam.p_tost_adj[i], fam.mde[i])
         facts[v] = vd.Facts(t.n_pairs, t.ties, t.non_finite, better, *adjusted, sesoi, alpha, confirmatory)
         rows.append(
-            vars(describe(series[v], confidence))
+            vars(t)  # its ci_low and ci_high are delta's: the mean's replace them
+            | vars(describe(series[v], confidence))
             | {
                 "variant": v,
-                "n_pairs": t.n_pairs,
-                "delta": t.delta,
                 "delta_ci_low": t.ci_low,
                 "delta_ci_high": t.ci_high,
-                "wins": t.wins,
-                "ties": t.ties,
-                "losses": t.losses,
-                "d_z": t.d_z,
-                "sd_diff": t.sd_diff,
-                "prob_improvement": t.prob_improvement,
-                "t": t.t,
-                "p": t.p,
-                "p_perm": t.p_perm,
                 "p_adj": fam.p_adj[i],
                 "p_perm_adj": fam.p_perm_adj[i],
                 "family_size": None if np.isnan(t.p) else fam.size,  # a comparison without p is in no family
@@ -214,25 +139,11 @@ def outcome_compare(
     confirmatory: bool = True,
     facts: dict[str, vd.Facts] | None = None,
 ) -> pd.DataFrame:
-    """Every variant against the baseline on a binary outcome per run (1 = the run finished, 0 =
-    it diverged, raised or timed out), paired by seed.
-
-    The test is the exact McNemar test (``statsmodels.stats.contingency_tables.mcnemar`` with
-    ``exact=True``): a binomial test on the discordant pairs, which is also the exact sign-flip
-    test of the paired 0/1 differences. With every pair concordant (no discordant pair) there is
-    nothing to test: p = 1 and the verdict says the outcome was the same in all pairs. P-values
-    are adjusted with Benjamini-Hochberg within the call (an exploratory family). The smallest
-    attainable two-sided p with n discordant pairs is 2 * 0.5**n (8 pairs: 0.0078).
-
-    Args:
-        df: columns ``variant``, ``seed``, ``value`` (0 or 1); one row per (variant, seed).
-        facts: as :func:`compare`'s.
-
-    Returns:
-        :func:`compare`'s columns; ``mean`` is the fraction of runs that finished, ``delta`` the
-        mean paired difference (+ = the variant finished more often), ``p`` and ``p_perm`` the
-        exact McNemar p.
-    """
+    """Every variant against the baseline on a binary outcome per run (``value`` 1: the run finished,
+    0: it diverged, raised or timed out), paired by seed, by the exact McNemar test
+    (``statsmodels.stats.contingency_tables.mcnemar``, ``exact=True``: a binomial test on the
+    discordant pairs; none: p = 1), Benjamini-Hochberg within the call. :func:`compare`'s columns:
+    ``mean`` the fraction that finished, ``p`` and ``p_perm`` the exact McNemar p."""
     from statsmodels.stats.contingency_tables import mcnemar
 
     frame = compare(

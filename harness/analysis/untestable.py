@@ -1,7 +1,6 @@
 """The facts that leave a comparison without a verdict (docs/statistics.md, "A baseline that did not
-learn, a task too easy"): a task whose baseline missed its convergence target on most seeds, an arm
-that never passed the gate, a baseline at the metric's best value, ``steps_to_target`` censored at
-the step budget. The verdicts they give: :mod:`harness.analysis.verdicts`."""
+learn, a task too easy"): a baseline that did not learn, an arm below the gate, a baseline at the
+ceiling, ``steps_to_target`` censored."""
 
 from __future__ import annotations
 
@@ -16,10 +15,8 @@ from harness.experiment.ablation import Ablation
 
 
 class Unlearned(NamedTuple):
-    """A baseline (or a reproduction's reference) that did not learn its task: it reached the
-    convergence target on ``reached`` seeds, not more than half of the ``planned`` ones; ``run``:
-    the seeds it has a finished run of (fewer than ``planned`` while the grid is unfinished, the
-    seeds not run counting as not reached)."""
+    """A baseline (or a reproduction's reference) that reached its task's convergence target on
+    ``reached`` seeds, not more than half of the ``planned`` ones; ``run``: the seeds it has a run of."""
 
     reached: int
     planned: int
@@ -31,10 +28,7 @@ class Unlearned(NamedTuple):
 
 
 def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, Unlearned]:
-    """An :class:`Unlearned` for every task with a convergence target whose baseline reached it
-    (per-run metric ``target_reached`` = 1) on ``k`` seeds, not more than half of ``planned``: at
-    such a scale the task was not learned, and no comparison on it gets a verdict (docs/statistics.md).
-    A baseline run that did not finish, or carries no ``target_reached``, did not reach the target."""
+    """An :class:`Unlearned` for every task with a convergence target whose baseline did not learn it."""
     out = {}
     for task, entry in abl.tasks.items():
         if entry.target is None:
@@ -51,15 +45,13 @@ def seeds_run(rows: pd.DataFrame, task: str, variant: str) -> int:
 
 
 def seeds_at_target(rows: pd.DataFrame, task: str, variant: str) -> int:
-    """Seeds on which ``variant``'s run of ``task`` reached the convergence target (per-run metric
-    ``target_reached`` = 1) in the tidy ``rows``; a run without the metric did not."""
+    """Seeds on which ``variant``'s run of ``task`` reached the target (``target_reached`` = 1) in the tidy ``rows``."""
     runs = rows[(rows["task"] == task) & (rows["variant"] == variant) & (rows["metric"] == metrics.TARGET_REACHED)]
     return int(runs.loc[runs["value"] >= 1, "seed"].nunique())
 
 
 def learned(reached: int, planned: int) -> bool:
-    """The gating rule: a task is learned when its target was reached on most (more than half) of the
-    planned seeds."""
+    """A task is learned when its target was reached on more than half of the planned seeds."""
     return 2 * reached > planned
 
 
@@ -81,9 +73,7 @@ def seeds_at_ceiling(
     rows: pd.DataFrame, task: str, metric: str, variant: str, paired_with: str | None = None
 ) -> int | None:
     """The number of seeds of ``variant`` when it scored ``metric``'s best value on every one of them
-    (at least 2) in the tidy ``rows``, else None (also for a metric without a best value).
-    ``paired_with``: count only the seeds on which that variant has a value too (the pairs of one
-    comparison, so that the count agrees with the comparison's n while a grid is unfinished)."""
+    (at least 2) in the tidy ``rows``, else None; ``paired_with``: count only the seeds that variant has too."""
     best = metrics.best_value(metric)
     if best is None:
         return None
@@ -98,14 +88,13 @@ def seeds_at_ceiling(
 
 
 def undecided_at_ceiling(verdict: object) -> bool:
-    """Whether a comparison verdict says nothing when its baseline is at the ceiling (identical,
-    equivalent, inconclusive; ``better`` cannot happen), as opposed to ``worse``."""
+    """Whether a comparison verdict says nothing when its baseline is at the ceiling (identical, equivalent,
+    inconclusive; ``better`` cannot happen), as opposed to ``worse``."""
     return vd.kind(verdict) in (vd.Kind.IDENTICAL, vd.Kind.EQUIVALENT, vd.Kind.INCONCLUSIVE, vd.Kind.BETTER)
 
 
 def censored(rows: pd.DataFrame, task: str, variant: str, base: str) -> bool:
-    """Whether neither ``variant`` nor ``base`` reached the task's target: ``steps_to_target`` is
-    then the step budget for both (censored), nothing to compare."""
+    """Whether neither ``variant`` nor ``base`` reached the task's target (``steps_to_target`` censored)."""
     reached = (
         rows[(rows["task"] == task) & (rows["metric"] == metrics.TARGET_REACHED)].groupby("variant")["value"].max()
     )

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import math
 
-from harness.analysis.comparisons import Analysis
-from harness.analysis.outcomes import why_not_finished
+from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import text
 from harness.store.record import Record
 
