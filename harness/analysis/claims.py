@@ -41,7 +41,7 @@ NEGATIVE = "negative control"
 class Guard:
     """A control that guards a claim, and its outcome at this scale. A positive control: a published
     result (an entry of ``harness/experiment/reproductions.yaml`` listing the claim under
-    ``guards``; outcome pass | fail | inconclusive ... | not run, :mod:`harness.analysis.reproductions`).
+    ``guards``; outcome pass | fail | inconclusive ... | not run, :mod:`harness.analysis.guards`).
     A negative control: an ablation declaring ``control: {guards: [...]}`` (a known bug; outcome
     caught | not caught | not run, from its confirmatory ``profile``)."""
 
