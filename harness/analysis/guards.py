@@ -7,7 +7,7 @@ docs/statistics.md, "Controls before verdicts" (the negative ones: ablations dec
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,16 +23,13 @@ from harness.experiment import claims as claims_mod
 from harness.experiment import control as registry
 from harness.experiment import metrics
 from harness.experiment import selection as selection_mod
-from harness.experiment.ablation import Ablation
-from harness.experiment.control import Comparison, Reproduction
 from harness.registry import did_you_mean
 from harness.store.runs import read_record, run_dir
 
-Guards = dict[str, tuple[Guard, ...]]
-"""Claim id -> the controls that guard it, with their outcomes."""
+Guards = dict[str, tuple[Guard, ...]]  # claim id -> the controls that guard it, with their outcomes
 
 
-def check(entry: Reproduction) -> None:
+def check(entry: registry.Reproduction) -> None:
     """Raises AblateError, one line naming the entry and the field, unless each claim ``entry`` guards
     is in ``claims.yaml`` (once) and each comparison names a registered ablation, one of its profiles,
     a task of it, two distinct points of its grid, and, for an equivalence, a margin or a sesoi."""
@@ -70,7 +67,7 @@ def check(entry: Reproduction) -> None:
             raise AblateError(f"{at}.margin: an equivalence needs a margin and the task declares no sesoi")
 
 
-def load_checked(rid: str | None = None) -> list[Reproduction]:
+def load_checked(rid: str | None = None) -> list[registry.Reproduction]:
     """The registry's entries (or the one named ``rid``), each :func:`check`-ed (AblateError otherwise)."""
     entries = registry.load_registry()
     ids = [e.id for e in entries]
@@ -87,7 +84,7 @@ class Outcome:
     """One comparison's result; ``row`` and ``reference``: the variant's and the reference's
     ``stats.COLUMNS``; ``runs`` of its grid in the store, of ``planned``."""
 
-    comparison: Comparison
+    comparison: registry.Comparison
     outcome: str  # pass | fail | inconclusive [(why)] | not run
     verdict: str = ""
     row: dict[str, Any] = field(default_factory=dict)
@@ -102,7 +99,7 @@ class Outcome:
 
 @dataclass
 class EntryResult:
-    entry: Reproduction
+    entry: registry.Reproduction
     outcomes: list[Outcome]
     scale: list[str] = field(default_factory=list)  # "ablation / profile: d_model ..., seeds"
 
@@ -125,7 +122,7 @@ class EntryResult:
         return "pass" if all(w == "pass" for w in words) else "inconclusive"
 
 
-def _compare(result: Analysis, planned: int, comp: Comparison, alpha: float) -> Outcome:
+def _compare(result: Analysis, planned: int, comp: registry.Comparison, alpha: float) -> Outcome:
     """The variant against the reference (the baseline of :func:`harness.analysis.stats.compare`),
     runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value."""
     rows, runs, prof, task = result.rows, result.runs, result.ablation.profiles[comp.profile], comp.task
@@ -147,7 +144,6 @@ def _compare(result: Analysis, planned: int, comp: Comparison, alpha: float) -> 
         sesoi=margin,
         alpha=alpha,
         confirmatory=prof.confirmatory,
-        p_adjust="holm",
         facts=facts,
     ).set_index("variant")
     o.outcome, o.facts = "", facts[comp.variant]
@@ -196,7 +192,7 @@ def _judge(o: Outcome) -> None:
             o.note += f"; it reached the task's target on {u.reached} of {seeds}"
 
 
-def evaluate(entry: Reproduction, results: Path, alpha: float = 0.05) -> EntryResult:
+def evaluate(entry: registry.Reproduction, results: Path, alpha: float = 0.05) -> EntryResult:
     """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
     grids: dict[tuple[str, str], tuple[Analysis, int]] = {}
     res = EntryResult(entry, [])
@@ -224,7 +220,7 @@ def _scale(result: Analysis) -> str:
     )
 
 
-def evaluate_all(results: Path, entries: Collection[Reproduction] | None = None) -> list[EntryResult]:
+def evaluate_all(results: Path, entries: Collection[registry.Reproduction] | None = None) -> list[EntryResult]:
     """Every entry (default: the registry's) evaluated from the store; one that does not
     :func:`check` here (e.g. an ablation not registered) is ``not run``, with the reason."""
     out = []
@@ -238,7 +234,7 @@ def evaluate_all(results: Path, entries: Collection[Reproduction] | None = None)
     return out
 
 
-def grids(entries: list[Reproduction], results: Path) -> list[tuple[str, str, int, int]]:
+def grids(entries: list[registry.Reproduction], results: Path) -> list[tuple[str, str, int, int]]:
     """(ablation, profile, runs planned, runs not in the store) of each grid the entries read, in order, once."""
     seen: dict[tuple[str, str], tuple[str, str, int, int]] = {}
     for comp in (c for e in entries for c in e.comparisons):
@@ -249,7 +245,7 @@ def grids(entries: list[Reproduction], results: Path) -> list[tuple[str, str, in
     return list(seen.values())
 
 
-def negative_outcome(abl: Ablation, results: Path) -> str:
+def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> str:
     """caught | not caught | not run | incomplete (k/n runs), for an ablation declaring ``control:``."""
     sel = selection_mod.select(abl, abl.control.profile, [], check_data=False)
     result = analyse(sel, results)
@@ -262,48 +258,42 @@ def negative_outcome(abl: Ablation, results: Path) -> str:
     return "caught" if outcomes and all(o.caught for o in outcomes) else "not caught"
 
 
-def _negatives(claims: Collection[str]) -> Iterator[Ablation]:
+def _negatives(
+    claims: Collection[str], outcome: Callable[[ablation_mod.Ablation], str]
+) -> list[tuple[list[str], Guard]]:
     """The registered ablations whose ``control:`` guards one of ``claims`` (one that does not load
-    is skipped: `report --all` names it in its index)."""
+    is skipped: `report --all` names it in its index): the claims each guards, and its guard."""
+    out = []
     for name in ablation_mod.available():
         try:
             abl = ablation_mod.load(name)
         except AblateError:
             continue
         if abl.control is not None and set(abl.control.guards) & set(claims):
-            yield abl
+            out.append((abl.control.guards, Guard(abl.name, outcome(abl), NEGATIVE, abl.control.profile)))
+    return out
 
 
-def _collect(
-    claims: Collection[str], positive: list[tuple[Reproduction, str]], negative: list[tuple[Ablation, str]]
-) -> Guards:
-    """Each of ``claims`` -> its guards: the positive controls (entry, outcome) first, then the negative ones."""
-    pairs = [(cid, Guard(e.id, outcome)) for e, outcome in positive for cid in e.guards]
-    pairs += [
-        (cid, Guard(a.name, outcome, NEGATIVE, a.control.profile))
-        for a, outcome in negative
-        if a.control
-        for cid in a.control.guards
-    ]
+def _by_claim(claims: Collection[str], guarded: list[tuple[list[str], Guard]]) -> Guards:
+    """Each of ``claims`` -> the guards that name it, in order."""
     out: Guards = {}
-    for cid, guard in pairs:
-        if cid in claims:
+    for ids, guard in guarded:
+        for cid in (c for c in ids if c in claims):
             out[cid] = (*out.get(cid, ()), guard)
     return out
 
 
 def guards_of(claims: Collection[str], results: Path, evaluated: list[EntryResult] | None = None) -> Guards:
-    """Every control that guards one of ``claims``, evaluated from the store; ``evaluated``: the
-    positive controls already evaluated (default: those guarding ``claims``, evaluated here)."""
+    """Every control that guards one of ``claims``, positive ones first, evaluated from the store;
+    ``evaluated``: the positive ones already evaluated (default: those guarding ``claims``)."""
     if evaluated is None:
         evaluated = evaluate_all(results, [e for e in registry.load_registry() if set(e.guards) & set(claims)])
-    negative = [(abl, negative_outcome(abl, results)) for abl in _negatives(claims)]
-    return _collect(claims, [(r.entry, r.outcome) for r in evaluated], negative)
+    positive = [(r.entry.guards, Guard(r.entry.id, r.outcome)) for r in evaluated]
+    return _by_claim(claims, positive + _negatives(claims, lambda abl: negative_outcome(abl, results)))
 
 
 def declared_guards(claims: Collection[str], outcome: str) -> Guards:
     """Every control declared to guard one of ``claims``, each with the same ``outcome``: for a
     report whose controls' outcomes are unknown (a data file read without its controls' file)."""
-    return _collect(
-        claims, [(e, outcome) for e in registry.load_registry()], [(a, outcome) for a in _negatives(claims)]
-    )
+    positive = [(e.guards, Guard(e.id, outcome)) for e in registry.load_registry()]
+    return _by_claim(claims, positive + _negatives(claims, lambda _: outcome))

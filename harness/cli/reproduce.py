@@ -33,11 +33,8 @@ def reproduce(
     entries = guards.load_checked(rid)
     grids = guards.grids(entries, results)
     for ablation, profile, planned, missing in grids:
-        output.console.print(
-            f"{ablation} / {profile}: {planned} runs, {missing} missing"
-            + (f" (`{Context(ablation, profile, results).command('run')}`)" if missing else ""),
-            markup=False,
-        )
+        hint = f" (`{Context(ablation, profile, results).command('run')}`)" if missing else ""
+        output.console.print(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}", markup=False)
     code = 0
     for ablation, profile, _, missing in grids:
         if missing and not dry_run:

@@ -1,8 +1,6 @@
-"""The controls of the harness, as data (docs/statistics.md, "Controls before verdicts"): a negative
-control is an ablation declaring ``control:`` (:class:`Control`), a known bug the harness must catch;
-a positive control is an entry of ``reproductions.yaml`` beside this module (:class:`Reproduction`,
-its header says each field), a published result the harness should reproduce at CPU scale. Checked
-against the ablations and evaluated in :mod:`harness.analysis.guards`."""
+"""The controls of the harness (docs/statistics.md, "Controls before verdicts"): a known bug an
+ablation declares (``control:``), and the published results of ``reproductions.yaml`` beside this
+module (its header says each field); checked and evaluated in :mod:`harness.analysis.guards`."""
 
 from __future__ import annotations
 

@@ -31,8 +31,7 @@ class _File(BaseModel):
     guards: dict[str, tuple[Guard, ...]]
 
 
-def _guards_path(data_file: Path) -> Path:
-    """``data/NAME.PROFILE.guards.json`` beside the data file ``data/NAME.PROFILE.tar.gz``."""
+def _guards_path(data_file: Path) -> Path:  # data/NAME.PROFILE.guards.json beside data/NAME.PROFILE.tar.gz
     return Path(data_file).with_name(Path(data_file).name.removesuffix(".tar.gz") + ".guards.json")
 
 
@@ -49,12 +48,8 @@ def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -
 
 
 def read_guards(data_file: Path, ablation: str, profile: str) -> Guards | None:
-    """The guards kept beside ``data_file``; None without such a file (no claim of the report had a
-    control, or the file was not copied with the data file: the caller tells them apart).
-
-    Raises:
-        AblateError: a file that is not JSON of this format, or of another ablation or profile.
-    """
+    """The guards kept beside ``data_file``; None without such a file (no claim had a control, or it
+    was not copied with the data file). AblateError for one not of this format, ablation or profile."""
     fix = "regenerate both with `ablate report NAME` from the store"
     data = read_sidecar(_guards_path(data_file), _File, data_file, "controls' file", ablation, profile, fix)
     return None if data is None else data.guards
@@ -88,8 +83,8 @@ def evidence_line(o: Outcome) -> str:
 
 
 def summary_lines(results: list[EntryResult]) -> list[str]:
-    """What ``ablate reproduce`` prints: one line per entry (its outcome's word in capitals, e.g.
-    ``PASS``, ``INCOMPLETE (29/32 runs)``), then its evidence, then the caveat."""
+    """What ``ablate reproduce`` prints: per entry its outcome (``PASS``, ``INCOMPLETE (29/32 runs)``)
+    and evidence, then the caveat."""
     out = []
     for res in results:
         word, sep, detail = res.outcome.partition(" (")
@@ -138,7 +133,8 @@ def markdown(results: list[EntryResult], store: Path) -> str:
     lines.append("")
     for res in results:
         e = res.entry
-        guarded = ", ".join(f"`{c}`" for c in e.guards)
+        guarded = ", ".join(f"`{c}`" for c in e.guards) + " (their verdicts are withheld unless this entry passes)"
+        why = f"; {' '.join(e.guards_why.split())}." if e.guards_why else "."
         lines += [
             f"## {e.id}",
             "",
@@ -147,12 +143,7 @@ def markdown(results: list[EntryResult], store: Path) -> str:
             f"- Published setting: {e.setting}.",
             f"- Published result: {e.result}.",
             f"- Expected at CPU scale: {e.expected}.",
-            (
-                f"- Guards: {guarded} (their verdicts are withheld unless this entry passes)"
-                if e.guards
-                else "- Guards: no claim"
-            )
-            + (f"; {' '.join(e.guards_why.split())}." if e.guards_why else "."),
+            f"- Guards: {guarded if e.guards else 'no claim'}{why}",
             "",
             "Evidence:",
             "",
