@@ -43,16 +43,12 @@ def check(entry: registry.Reproduction) -> None:
         except AblateError as exc:
             raise AblateError(f"{at}.ablation: {exc}") from None
         if comp.profile not in abl.profiles:
-            raise AblateError(
-                f"{at}.profile: {abl.name} has no profile {comp.profile!r}"
-                f"{did_you_mean(comp.profile, list(abl.profiles))}"
-            )
+            hint = did_you_mean(comp.profile, list(abl.profiles))
+            raise AblateError(f"{at}.profile: {abl.name} has no profile {comp.profile!r}{hint}")
         view = abl.for_profile(comp.profile)
         if comp.task not in view.tasks:
-            raise AblateError(
-                f"{at}.task: {comp.task!r} is not a task of {abl.name} / {comp.profile}"
-                f"{did_you_mean(comp.task, list(view.tasks))}"
-            )
+            hint = did_you_mean(comp.task, list(view.tasks))
+            raise AblateError(f"{at}.task: {comp.task!r} is not a task of {abl.name} / {comp.profile}{hint}")
         labels = [view.label(v) for v in view.variants()]
         for key in ("variant", "reference"):
             label = getattr(comp, key)
@@ -161,8 +157,8 @@ def _holm(outcomes: list[Outcome], alpha: float) -> None:
     tested = [o for o in outcomes if o.row and not math.isnan(o.row.get("p", math.nan))]
     if not tested:
         return
-    keys = ("p", "p_perm", "p_tost", "n_pairs", "sd_diff")
-    fam = stats.adjust_family(*([o.row.get(k, math.nan) for o in tested] for k in keys), "holm", alpha)
+    columns = ([o.row.get(k, math.nan) for o in tested] for k in ("p", "p_perm", "p_tost", "n_pairs", "sd_diff"))
+    fam = stats.adjust_family(*columns, "holm", alpha)
     for j, o in enumerate(tested):
         adjusted = {"p_adj": fam.p_adj[j], "p_perm_adj": fam.p_perm_adj[j], "p_tost_adj": fam.p_tost_adj[j]}
         o.row.update(adjusted, family_size=fam.size, mde=fam.mde[j])

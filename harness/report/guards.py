@@ -65,16 +65,14 @@ def evidence_line(o: Outcome) -> str:
             if o.note and not o.planned
             else f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}"
         )
-    r, ref = o.row, o.reference
+    r = o.row
+    adjusted = "no adjusted p (no test: in no family)"
+    if pd.notna(r.get("family_size")):
+        adjusted = f"adjusted p = {text(r['p_adj'], '.3g')} (Holm over {int(r['family_size'])})"
     line = (
-        head + f"{c.variant} {text(r['mean'])} vs {c.reference} {text(ref['mean'])} (means); "
-        f"Δ = {text(r['delta'], '+.4g')} ({delta_ci(r)}, + = {c.variant} better), "
-        + (
-            f"adjusted p = {text(r['p_adj'], '.3g')} (Holm over {int(r['family_size'])})"
-            if pd.notna(r.get("family_size"))
-            else "no adjusted p (no test: in no family)"
-        )
-        + f", n = {count(int(r['n_pairs']), 'seed')}"
+        f"{head}{c.variant} {text(r['mean'])} vs {c.reference} {text(o.reference['mean'])} (means); "
+        f"Δ = {text(r['delta'], '+.4g')} ({delta_ci(r)}, + = {c.variant} better), {adjusted}, "
+        f"n = {count(int(r['n_pairs']), 'seed')}"
     )
     if c.expect == "equivalent":
         line += f", TOST p adj = {text(r['p_tost_adj'], '.3g')} within ±{r['margin']:g}"
