@@ -1,61 +1,247 @@
-"""The controls that guard a claim (:class:`harness.analysis.claims.Guard`), evaluated from the
-store: a claim's verdict that rules is withheld while one of them has not passed
-(:func:`harness.analysis.claims.claim_verdict`).
-
-- Positive controls: the entries of ``harness/experiment/reproductions.yaml`` that list the claim
-  under ``guards`` (a published result the harness must see), outcome pass | fail | inconclusive
-  | not run (:mod:`harness.analysis.reproductions`).
-- Negative controls: the registered ablations whose ``control:`` lists the claim under ``guards``
-  (a known bug the harness must catch), outcome ``caught`` when every task of its confirmatory
-  ``control.profile`` judges the bug as expected with adjusted p < 0.05
-  (:func:`harness.analysis.claims.control_outcomes`), ``not caught`` otherwise, ``not run`` without
-  runs and ``incomplete (k/n runs)`` before its grid has finished.
+"""The controls that guard a claim (:class:`harness.analysis.claims.Guard`), checked and evaluated
+from the store: a claim's verdict that rules is withheld while one has not passed. Their rules:
+docs/reports.md, "Positive controls" (the entries of ``harness/experiment/reproductions.yaml``) and
+docs/statistics.md, "Controls before verdicts" (the negative ones: ablations declaring ``control:``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+from harness.analysis import stats, untestable
+from harness.analysis import verdicts as vd
 from harness.analysis.claims import NEGATIVE, Guard, control_outcomes
-from harness.analysis.comparisons import analyse
-from harness.analysis.reproductions import EntryResult, Outcome, evaluate, guards_from
+from harness.analysis.comparisons import Analysis, analyse
+from harness.encode import count
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.experiment import reproductions as registry
+from harness.experiment import claims as claims_mod
+from harness.experiment import control as registry
+from harness.experiment import metrics
 from harness.experiment import selection as selection_mod
-from harness.experiment.ablation import Ablation
+from harness.registry import did_you_mean
+from harness.store.runs import read_record, run_dir
 
-Guards = dict[str, tuple[Guard, ...]]
-"""Claim id -> the controls that guard it, with their outcomes."""
+Guards = dict[str, tuple[Guard, ...]]  # claim id -> the controls that guard it, with their outcomes
 
 
-def merge(*parts: Guards) -> Guards:
-    """One mapping from several, each claim's guards in the order given."""
-    out: Guards = {}
-    for part in parts:
-        for cid, guards in part.items():
-            out[cid] = (*out.get(cid, ()), *guards)
+def check(entry: registry.Reproduction) -> None:
+    """Raises AblateError, one line naming the entry and the field, unless each claim ``entry`` guards
+    is in ``claims.yaml`` (once) and each comparison names a registered ablation, one of its profiles,
+    a task of it, two distinct points of its grid, and, for an equivalence, a margin or a sesoi."""
+    where = registry.REGISTRY
+    if problem := claims_mod.guards_problem(entry.guards, claims_mod.load_claims()):
+        raise AblateError(f"{where}: entry {entry.id!r}, field {problem}")
+    for j, comp in enumerate(entry.comparisons):
+        at = f"{where}: entry {entry.id!r}, field comparisons.{j}"
+        try:
+            abl = ablation_mod.load(comp.ablation)
+        except AblateError as exc:
+            raise AblateError(f"{at}.ablation: {exc}") from None
+        if comp.profile not in abl.profiles:
+            hint = did_you_mean(comp.profile, list(abl.profiles))
+            raise AblateError(f"{at}.profile: {abl.name} has no profile {comp.profile!r}{hint}")
+        view = abl.for_profile(comp.profile)
+        if comp.task not in view.tasks:
+            hint = did_you_mean(comp.task, list(view.tasks))
+            raise AblateError(f"{at}.task: {comp.task!r} is not a task of {abl.name} / {comp.profile}{hint}")
+        labels = [view.label(v) for v in view.variants()]
+        for key in ("variant", "reference"):
+            label = getattr(comp, key)
+            if label not in labels:
+                raise AblateError(
+                    f"{at}.{key}: {label!r} is not a point of the {abl.name} / {comp.profile} grid"
+                    f"{did_you_mean(label, labels)}; grid: {labels}"
+                )
+        if comp.variant == comp.reference:
+            raise AblateError(f"{at}.reference: the same as the variant ({comp.variant!r}); nothing is compared")
+        if comp.expect == "equivalent" and comp.margin is None and view.tasks[comp.task].primary.sesoi is None:
+            raise AblateError(f"{at}.margin: an equivalence needs a margin and the task declares no sesoi")
+
+
+def load_checked(rid: str | None = None) -> list[registry.Reproduction]:
+    """The registry's entries (or the one named ``rid``), each :func:`check`-ed (AblateError otherwise)."""
+    entries = registry.load_registry()
+    ids = [e.id for e in entries]
+    if rid is not None and rid not in ids:
+        raise AblateError(f"no reproduction {rid!r}{did_you_mean(rid, ids)}; reproductions: {', '.join(ids)}")
+    out = [e for e in entries if rid in (None, e.id)]
+    for entry in out:
+        check(entry)
     return out
 
 
-def positive_guards(claims: list[str] | tuple[str, ...], results: Path, alpha: float = 0.05) -> Guards:
-    """:func:`~harness.analysis.reproductions.guards_from` the registry's entries that guard one of
-    ``claims``, evaluated from the store (an entry that does not check here counts as not run)."""
-    evaluated = []
-    for entry in registry.load_registry():
-        if not set(entry.guards) & set(claims):
-            continue
+@dataclass
+class Outcome:
+    """One comparison's result; ``row`` and ``reference``: the variant's and the reference's
+    ``stats.COLUMNS``; ``runs`` of its grid in the store, of ``planned``."""
+
+    comparison: registry.Comparison
+    outcome: str  # pass | fail | inconclusive [(why)] | not run
+    verdict: str = ""
+    row: dict[str, Any] = field(default_factory=dict)
+    reference: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+    runs: int = 0
+    planned: int = 0
+    unlearned: untestable.Unlearned | None = None
+    ceiling: int | None = None  # seeds, when the reference scored the metric's best value on every one
+    facts: vd.Facts = vd.Facts()
+
+
+@dataclass
+class EntryResult:
+    entry: registry.Reproduction
+    outcomes: list[Outcome]
+    scale: list[str] = field(default_factory=list)  # "ablation / profile: d_model ..., seeds"
+
+    @property
+    def runs(self) -> tuple[int, int]:
+        """(runs in the store, runs planned) over the grids the entry reads, each grid counted once."""
+        grids = {(o.comparison.ablation, o.comparison.profile): (o.runs, o.planned) for o in self.outcomes}
+        return sum(r for r, _ in grids.values()), sum(p for _, p in grids.values())
+
+    @property
+    def outcome(self) -> str:
+        words = [o.outcome for o in self.outcomes]
+        if all(w == "not run" for w in words):
+            return "not run"
+        runs, planned = self.runs
+        if runs < planned:
+            return f"incomplete ({runs}/{planned} runs)"
+        if "fail" in words:
+            return "fail"
+        return "pass" if all(w == "pass" for w in words) else "inconclusive"
+
+
+def _compare(result: Analysis, planned: int, comp: registry.Comparison, alpha: float) -> Outcome:
+    """The variant against the reference (the baseline of :func:`harness.analysis.stats.compare`),
+    runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value."""
+    rows, runs, prof, task = result.rows, result.runs, result.ablation.profiles[comp.profile], comp.task
+    pair = [comp.variant, comp.reference]
+    data = rows[(rows["task"] == task) & (rows["metric"] == comp.metric) & rows["variant"].isin(pair)]
+    if metrics.beyond_training(comp.metric) and prof.apply_gate:
+        gated = set(runs.loc[(runs["task"] == task) & (runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
+        data = data[~data["run_id"].isin(gated)]
+    o = Outcome(comp, "not run", runs=len(result.scan.records), planned=planned)
+    if not set(pair) <= set(data["variant"]):
+        o.note = "no runs of both variants with this metric"
+        return o
+    entry, facts = result.ablation.tasks[task], {}
+    margin = comp.margin if comp.margin is not None else entry.primary.sesoi
+    frame = stats.compare(
+        data[["variant", "seed", "value"]],
+        baseline=comp.reference,
+        higher_is_better=metrics.higher_is_better(comp.metric),
+        sesoi=margin,
+        alpha=alpha,
+        confirmatory=prof.confirmatory,
+        facts=facts,
+    ).set_index("variant")
+    o.outcome, o.facts = "", facts[comp.variant]
+    o.row = {"variant": comp.variant, **frame.loc[comp.variant].to_dict(), "margin": margin}
+    o.reference = {"variant": comp.reference, **frame.loc[comp.reference].to_dict()}
+    reached, seeds = untestable.seeds_at_target(rows, task, comp.reference), len(prof.seeds)
+    if entry.target is not None and not untestable.learned(reached, seeds):  # the claims' gating rule
+        o.unlearned = untestable.Unlearned(reached, seeds, untestable.seeds_run(rows, task, comp.reference))
+    o.ceiling = untestable.seeds_at_ceiling(rows, task, comp.metric, comp.reference, paired_with=comp.variant)
+    return o
+
+
+def _holm(outcomes: list[Outcome], alpha: float) -> None:
+    """Adjust the entry's comparisons as one Holm family (p and TOST p) and decide their verdicts."""
+    tested = [o for o in outcomes if o.row and not math.isnan(o.row.get("p", math.nan))]
+    if not tested:
+        return
+    columns = ([o.row.get(k, math.nan) for o in tested] for k in ("p", "p_perm", "p_tost", "n_pairs", "sd_diff"))
+    fam = stats.adjust_family(*columns, "holm", alpha)
+    for j, o in enumerate(tested):
+        adjusted = {"p_adj": fam.p_adj[j], "p_perm_adj": fam.p_perm_adj[j], "p_tost_adj": fam.p_tost_adj[j]}
+        o.row.update(adjusted, family_size=fam.size, mde=fam.mde[j])
+        o.row["verdict"] = vd.decide(replace(o.facts, **adjusted, mde=fam.mde[j]))
+
+
+def _judge(o: Outcome) -> None:
+    """A tested comparison's outcome: its verdict judged as a claim's, then the reference's learning and level."""
+    o.verdict = str(o.row["verdict"])
+    if vd.kind(o.verdict) is vd.Kind.PILOT or not o.verdict:
+        o.outcome = "inconclusive"
+    elif vd.matches(o.verdict, o.comparison.expect):
+        o.outcome = "pass"
+    else:
+        o.outcome = "fail" if vd.rules(o.verdict) else "inconclusive"
+    if (u := o.unlearned) is not None:  # no pass or fail from a reference that did not learn the task
+        left = f", {u.not_run} not run" if u.not_run else ""
+        o.outcome = f"inconclusive (baseline not learned {u.reached}/{u.planned}{left})"
+    elif o.ceiling is not None and untestable.undecided_at_ceiling(o.verdict):  # too easy to separate them
+        o.outcome = f"inconclusive (reference at ceiling on all {o.ceiling} seeds)"
+    low, mean = o.comparison.reference_min, o.reference.get("mean", math.nan)
+    if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not mean >= low:
+        o.outcome = "fail"
+        o.note = f"the reference's mean {mean:.4g} is below {low:g}"
+        if u is not None:
+            seeds = f"the {u.run} seeds run ({u.planned} planned)" if u.not_run else f"{u.planned} seeds"
+            o.note += f"; it reached the task's target on {u.reached} of {seeds}"
+
+
+def evaluate(entry: registry.Reproduction, results: Path, alpha: float = 0.05) -> EntryResult:
+    """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
+    grids: dict[tuple[str, str], tuple[Analysis, int]] = {}
+    res = EntryResult(entry, [])
+    for comp in entry.comparisons:
+        if (comp.ablation, comp.profile) not in grids:
+            sel = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False)
+            grids[comp.ablation, comp.profile] = (result := analyse(sel, results)), len(sel.specs)
+            if result.scan.records:
+                res.scale.append(_scale(result))
+        res.outcomes.append(_compare(*grids[comp.ablation, comp.profile], comp, alpha))
+    _holm(res.outcomes, alpha)
+    for o in res.outcomes:
+        if o.outcome != "not run":
+            _judge(o)
+    return res
+
+
+def _scale(result: Analysis) -> str:
+    base = result.ablation.baseline_label
+    rec = next((r for r in result.scan.records if r.variant_label == base), result.scan.records[0])
+    c = rec.config
+    return (
+        f"{result.ablation.name} / {result.profile}: d_model {c['model']['d_model']}, {count(c['model']['n_layers'], 'layer')} "
+        f"({rec.variant_label}), {count(c['train']['steps'], 'step')}, L = {c['train']['seq_len']}; {result.seeds_text()}"
+    )
+
+
+def evaluate_all(results: Path, entries: Collection[registry.Reproduction] | None = None) -> list[EntryResult]:
+    """Every entry (default: the registry's) evaluated from the store; one that does not
+    :func:`check` here (e.g. an ablation not registered) is ``not run``, with the reason."""
+    out = []
+    for entry in registry.load_registry() if entries is None else entries:
         try:
-            registry.check(entry)
+            check(entry)
         except AblateError as exc:
-            evaluated.append(EntryResult(entry, [Outcome(c, "not run", note=str(exc)) for c in entry.comparisons]))
+            out.append(EntryResult(entry, [Outcome(c, "not run", note=str(exc)) for c in entry.comparisons]))
             continue
-        evaluated.append(evaluate(entry, results, alpha))
-    return guards_from(evaluated)
+        out.append(evaluate(entry, results))
+    return out
 
 
-def negative_outcome(abl: Ablation, results: Path) -> str:
+def grids(entries: list[registry.Reproduction], results: Path) -> list[tuple[str, str, int, int]]:
+    """(ablation, profile, runs planned, runs not in the store) of each grid the entries read, in order, once."""
+    seen: dict[tuple[str, str], tuple[str, str, int, int]] = {}
+    for comp in (c for e in entries for c in e.comparisons):
+        if (comp.ablation, comp.profile) not in seen:
+            specs = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False).specs
+            missing = sum(read_record(run_dir(results, s.ablation, s.profile, s.run_id)) is None for s in specs)
+            seen[comp.ablation, comp.profile] = (comp.ablation, comp.profile, len(specs), missing)
+    return list(seen.values())
+
+
+def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> str:
     """caught | not caught | not run | incomplete (k/n runs), for an ablation declaring ``control:``."""
     sel = selection_mod.select(abl, abl.control.profile, [], check_data=False)
     result = analyse(sel, results)
@@ -68,41 +254,42 @@ def negative_outcome(abl: Ablation, results: Path) -> str:
     return "caught" if outcomes and all(o.caught for o in outcomes) else "not caught"
 
 
-def _registered_controls(claims: list[str] | tuple[str, ...]) -> Iterator[Ablation]:
+def _negatives(
+    claims: Collection[str], outcome: Callable[[ablation_mod.Ablation], str]
+) -> list[tuple[list[str], Guard]]:
     """The registered ablations whose ``control:`` guards one of ``claims`` (one that does not load
-    is skipped: `report --all` names it in its index)."""
+    is skipped: `report --all` names it in its index): the claims each guards, and its guard."""
+    out = []
     for name in ablation_mod.available():
         try:
             abl = ablation_mod.load(name)
         except AblateError:
             continue
         if abl.control is not None and set(abl.control.guards) & set(claims):
-            yield abl
+            out.append((abl.control.guards, Guard(abl.name, outcome(abl), NEGATIVE, abl.control.profile)))
+    return out
 
 
-def _negative(abl: Ablation, outcome: str, claims: list[str] | tuple[str, ...]) -> Guards:
-    """``abl``'s negative control, with ``outcome``, for each of ``claims`` it guards."""
-    if abl.control is None:
-        return {}
-    guard = Guard(abl.name, outcome, NEGATIVE, abl.control.profile)
-    return {cid: (guard,) for cid in abl.control.guards if cid in claims}
-
-
-def negative_guards(claims: list[str] | tuple[str, ...], results: Path) -> Guards:
-    """The registered negative controls that guard one of ``claims``, evaluated from the store."""
-    return merge(*(_negative(abl, negative_outcome(abl, results), claims) for abl in _registered_controls(claims)))
-
-
-def declared_guards(claims: list[str] | tuple[str, ...], outcome: str) -> Guards:
-    """Every control declared to guard one of ``claims`` (the registry's entries, the registered
-    negative controls), each with the same ``outcome``: for a report whose controls' outcomes are
-    unknown (a data file read without the file of its controls)."""
+def _by_claim(claims: Collection[str], guarded: list[tuple[list[str], Guard]]) -> Guards:
+    """Each of ``claims`` -> the guards that name it, in order."""
     out: Guards = {}
-    for entry in registry.load_registry():
-        out = merge(out, {cid: (Guard(entry.id, outcome),) for cid in entry.guards if cid in claims})
-    return merge(out, *(_negative(abl, outcome, claims) for abl in _registered_controls(claims)))
+    for ids, guard in guarded:
+        for cid in (c for c in ids if c in claims):
+            out[cid] = (*out.get(cid, ()), guard)
+    return out
 
 
-def guards_of(claims: list[str] | tuple[str, ...], results: Path) -> Guards:
-    """Every control that guards one of ``claims``: positive ones first, then negative ones."""
-    return merge(positive_guards(claims, results), negative_guards(claims, results))
+def guards_of(claims: Collection[str], results: Path, evaluated: list[EntryResult] | None = None) -> Guards:
+    """Every control that guards one of ``claims``, positive ones first, evaluated from the store;
+    ``evaluated``: the positive ones already evaluated (default: those guarding ``claims``)."""
+    if evaluated is None:
+        evaluated = evaluate_all(results, [e for e in registry.load_registry() if set(e.guards) & set(claims)])
+    positive = [(r.entry.guards, Guard(r.entry.id, r.outcome)) for r in evaluated]
+    return _by_claim(claims, positive + _negatives(claims, lambda abl: negative_outcome(abl, results)))
+
+
+def declared_guards(claims: Collection[str], outcome: str) -> Guards:
+    """Every control declared to guard one of ``claims``, each with the same ``outcome``: for a
+    report whose controls' outcomes are unknown (a data file read without its controls' file)."""
+    positive = [(e.guards, Guard(e.id, outcome)) for e in registry.load_registry()]
+    return _by_claim(claims, positive + _negatives(claims, lambda _: outcome))

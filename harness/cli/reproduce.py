@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.analysis import reproductions as evaluation
+from harness.analysis import guards
 from harness.cli import output
 from harness.cli.run import run
 from harness.execution.launch import Launch
-from harness.experiment import reproductions as registry
 from harness.hints import Context
-from harness.report import reproduce as rep
+from harness.report.guards import summary_lines
 
 
 def reproduce(
@@ -23,43 +22,26 @@ def reproduce(
     wandb: str = "off",
     launch: Launch | None = None,
 ) -> int:
-    """``ablate reproduce [ID]``: the positive controls of ``harness/experiment/reproductions.yaml``
-    (or the one named ``rid``): list each grid they read with the runs missing from ``results``, run
-    those (``dry_run``: list only) through :func:`harness.cli.run.run`, the runner of ``ablate run``
-    with its options, then print pass / fail / inconclusive per entry
-    (:mod:`harness.analysis.reproductions`). Returns the exit code: 1 when some run failed, else 0 (a
-    failed reproduction is a finding, not an error).
-
-    Raises:
-        AblateError: an unknown ``rid``, a bad registry entry, a bad execution option or ``--wandb
-            online`` without credentials (as ``ablate run`` refuses them) or a ``results`` path that is a file or unreadable, all before any
-            grid is read or any run starts (nothing written).
-    """
+    """List the grids the entries (or the one named ``rid``) read with the runs missing from
+    ``results``, run those as ``ablate run`` does (``dry_run``: list only), print each entry's outcome.
+    Returns 1 when some run failed, else 0 (a failed reproduction is a finding, not an error). Bad
+    input (docs/bad-inputs.md) raises AblateError before any grid is read."""
     launch = launch or Launch()
     launch.check(results, workers, threads)
     output.check_wandb(wandb)  # the dry run too: its runs would all fail on wandb.init
     output.check_results_readable(results)  # without dry_run, the runner also checks it is writable
-    entries = registry.load_checked(rid)
-    grids = evaluation.grids(entries, results)
-    for g in grids:
-        output.console.print(
-            f"{g.ablation} / {g.profile}: {g.planned} runs, {g.missing} missing"
-            + (f" (`{Context(g.ablation, g.profile, results).command('run')}`)" if g.missing else ""),
-            markup=False,
-        )
+    entries = guards.load_checked(rid)
+    grids = guards.grids(entries, results)
+    for ablation, profile, planned, missing in grids:
+        hint = f" (`{Context(ablation, profile, results).command('run')}`)" if missing else ""
+        output.console.print(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}", markup=False)
     code = 0
-    if not dry_run:
-        for g in grids:
-            if g.missing:
-                code = max(
-                    code,
-                    run(
-                        g.ablation, g.profile, [], results, workers=workers, threads=threads, wandb=wandb, launch=launch
-                    ),
-                )
-    elif sum(g.missing for g in grids):
-        output.console.print(f"dry run: {sum(g.missing for g in grids)} runs would run; nothing ran", markup=False)
-    outcomes = [evaluation.evaluate(e, results) for e in entries]
-    for line in rep.summary_lines(outcomes):
+    for ablation, profile, _, missing in grids:
+        if missing and not dry_run:
+            run_code = run(ablation, profile, [], results, workers=workers, threads=threads, wandb=wandb, launch=launch)
+            code = max(code, run_code)
+    if dry_run and (missing := sum(g[3] for g in grids)):
+        output.console.print(f"dry run: {missing} runs would run; nothing ran", markup=False)
+    for line in summary_lines([guards.evaluate(e, results) for e in entries]):
         output.console.print(line, markup=False)
     return code

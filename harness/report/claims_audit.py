@@ -1,11 +1,9 @@
-"""The evidence audit of every claim as one markdown table (docs/claims-audit.md), generated from
-``harness/experiment/claims.yaml``: per claim, each part of its wording (effect, mechanism,
-condition), the comparisons that test it or why none here does. ``python -m
-harness.report.claims_audit`` rewrites the table in the page; a test checks the page against it."""
+"""The table of docs/claims-audit.md from ``harness/experiment/claims.yaml``: each part of a claim's
+wording, the comparisons that test it or why none here does. ``python -m harness.report.claims_audit``
+rewrites it; a test checks the page against it."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,4 +42,4 @@ def render(page: str) -> str:
 
 if __name__ == "__main__":
     PAGE.write_text(render(PAGE.read_text()))
-    sys.stdout.write(f"wrote {PAGE}\n")
+    print(f"wrote {PAGE}")

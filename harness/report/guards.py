@@ -1,85 +1,190 @@
-"""The controls (positive and negative) that guard a report's claims, kept beside the report's data file
-(``reports/data/NAME[.PROFILE].guards.json``), so that ``ablate report NAME --from FILE`` withholds
-the same verdicts without the runs of the controls (other grids, not in the file).
-
-A claim listed under ``guards`` by an entry of ``harness/experiment/reproductions.yaml`` or by an
-ablation's ``control:`` has its verdict withheld while that control does not pass
-(:mod:`harness.analysis.guards`, :func:`harness.analysis.claims.claim_verdict`). The file maps each
-of the report's claims that has guards to ``[{"id", "outcome", "kind", "profile"}]`` and
-holds no timestamp: the same outcomes give the same bytes. Written by :func:`write_guards`, read
-back by :func:`read_guards`.
-"""
+"""The controls in the reports, as :mod:`harness.analysis.guards` evaluates them: the positive
+controls' page (``reports/reproductions.md``), what ``ablate reproduce`` prints, and the controls'
+file beside a data file, which ``--from`` reads for the same verdicts (docs/reports.md, "Controls")."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shlex
+from datetime import datetime, timezone
 from pathlib import Path
 
+import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from harness.analysis.claims import POSITIVE, Guard
-from harness.analysis.guards import Guards
+from harness.analysis.claims import Guard, delta_ci
+from harness.analysis.guards import EntryResult, Guards, Outcome
+from harness.encode import count, text
+from harness.hints import results_option
 from harness.report.sidecar import read_sidecar
-
-__all__ = ["UNKNOWN", "Guards", "guards_path", "read_guards", "write_guards"]
 
 UNKNOWN = "unknown: no controls' file beside the data file"
 """The outcome of each control declared to guard a claim when ``--from`` finds no controls' file
 beside the data file (copied without it, or renamed): its verdict is withheld, not given."""
 
 
-class _Entry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    id: str
-    outcome: str
-    kind: str = POSITIVE
-    profile: str | None = None
-
-
 class _File(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     ablation: str
     profile: str
-    guards: dict[str, list[_Entry]]
+    guards: dict[str, tuple[Guard, ...]]
 
 
-def guards_path(data_file: Path) -> Path:
-    """``data/NAME.PROFILE.guards.json`` beside the data file ``data/NAME.PROFILE.tar.gz``."""
-    stem = Path(data_file).name.removesuffix(".tar.gz")
-    return Path(data_file).with_name(f"{stem}.guards.json")
+def _guards_path(data_file: Path) -> Path:  # data/NAME.PROFILE.guards.json beside data/NAME.PROFILE.tar.gz
+    return Path(data_file).with_name(Path(data_file).name.removesuffix(".tar.gz") + ".guards.json")
 
 
-def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -> Path | None:
-    """Write ``guards`` beside ``data_file``; with none, remove a file left from an earlier report.
-    Returns the path written, or None."""
-    path = guards_path(data_file)
+def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -> None:
+    """Write ``guards`` beside ``data_file``; with none, remove a file left from an earlier report."""
+    path = _guards_path(data_file)
     if not guards:
         path.unlink(missing_ok=True)
-        return None
-    body = {
-        "ablation": ablation,
-        "profile": profile,
-        "guards": {
-            cid: [{"id": g.id, "outcome": g.outcome, "kind": g.kind, "profile": g.profile} for g in gs]
-            for cid, gs in sorted(guards.items())
-        },
-    }
+        return
+    by_claim = {cid: [dataclasses.asdict(g) for g in gs] for cid, gs in sorted(guards.items())}
+    body = {"ablation": ablation, "profile": profile, "guards": by_claim}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n")
-    return path
 
 
 def read_guards(data_file: Path, ablation: str, profile: str) -> Guards | None:
-    """The guards kept beside ``data_file``; None when there is no such file (no claim of the report
-    had a control, or the file was not copied with the data file: the caller tells them apart).
-
-    Raises:
-        AblateError: a file that is not JSON of this format, or of another ablation or profile.
-    """
+    """The guards kept beside ``data_file``; None without such a file (no claim had a control, or it
+    was not copied with the data file). AblateError for one not of this format, ablation or profile."""
     fix = "regenerate both with `ablate report NAME` from the store"
-    data = read_sidecar(guards_path(data_file), _File, data_file, "controls' file", ablation, profile, fix)
-    if data is None:
-        return None
-    return {
-        cid: tuple(Guard(e.id, e.outcome, e.kind, e.profile) for e in entries) for cid, entries in data.guards.items()
-    }
+    data = read_sidecar(_guards_path(data_file), _File, data_file, "controls' file", ablation, profile, fix)
+    return None if data is None else data.guards
+
+
+def evidence_line(o: Outcome) -> str:
+    """One comparison as the claims' evidence lines read: Δ, its CI, adjusted p, pairs, verdict."""
+    c = o.comparison
+    head = f"{c.ablation} / {c.profile}, {c.task} `{c.metric}`, {c.variant} vs {c.reference}: "
+    if o.outcome == "not run":
+        return head + (
+            f"not evaluated: {o.note}"
+            if o.note and not o.planned
+            else f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}"
+        )
+    r = o.row
+    adjusted = "no adjusted p (no test: in no family)"
+    if pd.notna(r.get("family_size")):
+        adjusted = f"adjusted p = {text(r['p_adj'], '.3g')} (Holm over {int(r['family_size'])})"
+    line = (
+        f"{head}{c.variant} {text(r['mean'])} vs {c.reference} {text(o.reference['mean'])} (means); "
+        f"Δ = {text(r['delta'], '+.4g')} ({delta_ci(r)}, + = {c.variant} better), {adjusted}, "
+        f"n = {count(int(r['n_pairs']), 'seed')}"
+    )
+    if c.expect == "equivalent":
+        line += f", TOST p adj = {text(r['p_tost_adj'], '.3g')} within ±{r['margin']:g}"
+    line += f" → {o.verdict}; expects {c.expect}: **{o.outcome}**"
+    return line + (f" ({o.note})" if o.note else "")
+
+
+def summary_lines(results: list[EntryResult]) -> list[str]:
+    """What ``ablate reproduce`` prints: per entry its outcome (``PASS``, ``INCOMPLETE (29/32 runs)``)
+    and evidence, then the caveat."""
+    out = []
+    for res in results:
+        word, sep, detail = res.outcome.partition(" (")
+        out.append(
+            f"{res.entry.id}: {word.upper()}{sep}{detail}  ({res.entry.paper.split(',')[0]}, {res.entry.source})"
+        )
+        out += [f"  - {evidence_line(o)}" for o in res.outcomes]
+    out.append(
+        "Scale caveat: each outcome holds at the scale run here (see reports/reproductions.md), "
+        "not necessarily at the published scale."
+    )
+    return out
+
+
+def markdown(results: list[EntryResult], store: Path) -> str:
+    """``reports/reproductions.md``: a table of entries and outcomes, then one section per entry."""
+    lines = [
+        "# Reproductions: published results as positive controls",
+        "",
+        (
+            f"*Generated by `{shlex.join(['ablate', 'report', '--all', *results_option(store)])}` on "
+            f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from the runs in `{store}`; the entries are "
+            f"`harness/experiment/reproductions.yaml`; `{_reproduce('[ID]', store)}` runs what is missing.*"
+        ),
+        "",
+        "Each comparison is the paired test of the claims (paired t-test by seed and its t-interval; TOST for an "
+        "equivalence), of a variant against a reference variant; an entry's comparisons are one Holm family. pass: "
+        "every comparison gave the verdict the published result predicts; fail: one gave another (a finding, not a "
+        "bug: its section says what the harness saw and what differs from the published setting); inconclusive: the "
+        "tests did not decide, or the reference did not learn the task (`inconclusive (baseline not learned k/n)`: "
+        "it reached the task's convergence target on k of its n seeds, not more than half, as a claim's baseline "
+        "must); incomplete (k/n runs): its grids have not all finished, so it is not judged yet, whatever its first "
+        "runs say; not run: none of its runs is in the store. An entry guards the claims whose verdicts rest on the "
+        "effect it checks: until it passes, their reports withhold a verdict (`withheld (positive control ID: "
+        "OUTCOME)`) and say what the tests alone gave. Negative controls (a known bug an ablation's `control:` "
+        "declares) guard claims the same way; the index shows which, and whether each was caught.",
+        "",
+        "| reproduction | paper | source | expected at CPU scale | guards the claims | outcome |",
+        "|---|---|---|---|---|---|",
+    ]
+    for res in results:
+        e = res.entry
+        paper, source, expected = (" ".join(x.split()).replace("|", "\\|") for x in (e.paper, e.source, e.expected))
+        guarded = ", ".join(f"`{c}`" for c in e.guards) or "none"
+        lines.append(f"| [{e.id}](#{e.id}) | {paper} | {source} | {expected} | {guarded} | **{res.outcome}** |")
+    lines.append("")
+    for res in results:
+        e = res.entry
+        guarded = ", ".join(f"`{c}`" for c in e.guards) + " (their verdicts are withheld unless this entry passes)"
+        why = f"; {' '.join(e.guards_why.split())}." if e.guards_why else "."
+        lines += [
+            f"## {e.id}",
+            "",
+            f"**{res.outcome}**. {e.paper}, {e.source}.",
+            "",
+            f"- Published setting: {e.setting}.",
+            f"- Published result: {e.result}.",
+            f"- Expected at CPU scale: {e.expected}.",
+            f"- Guards: {guarded if e.guards else 'no claim'}{why}",
+            "",
+            "Evidence:",
+            "",
+            *(f"- {evidence_line(o)}" for o in res.outcomes),
+            "",
+        ]
+        if res.outcome in ("fail", "inconclusive"):
+            saw = [
+                f"{o.comparison.variant} vs {o.comparison.reference} not run"
+                if o.outcome == "not run"
+                else f"{o.comparison.variant} vs {o.comparison.reference} on `{o.comparison.metric}`: {o.verdict} "
+                f"(means {o.row['mean']:.4g} vs {o.reference['mean']:.4g}, Δ {o.row['delta']:+.3g} with + = "
+                f"{o.comparison.variant} better)" + (f"; {o.note}" if o.note else "")
+                for o in res.outcomes
+            ]
+            lines += [
+                f"What the harness saw: {'; '.join(saw)}.",
+                "",
+                f"What might explain the difference: {' '.join(e.differences.split())}",
+                "",
+            ]
+        if res.outcome == "not run":
+            lines += [f"Not run yet: `{_reproduce(e.id, store)}`.", ""]
+        elif res.outcome.startswith("incomplete"):
+            missing = count(res.runs[1] - res.runs[0], "run")
+            lines += [f"Not decided until its grids finish ({missing} missing): `{_reproduce(e.id, store)}`.", ""]
+        scale = "; ".join(res.scale) or "no runs"
+        lines += [
+            f"Scale caveat: this outcome holds at the scale run here ({scale}), not necessarily at the "
+            "published scale.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def _reproduce(rid: str, store: Path) -> str:
+    """The ``ablate reproduce`` command that runs ``rid`` into the store this page was made from."""
+    return " ".join(["ablate", "reproduce", rid, *map(shlex.quote, results_option(store))])
+
+
+def write_markdown(results: Path, out: Path, evaluated: list[EntryResult]) -> Path:
+    """Write ``out/reproductions.md`` from the ``evaluated`` entries; returns its path."""
+    path = Path(out) / "reproductions.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(markdown(evaluated, results))
+    return path

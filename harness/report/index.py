@@ -27,17 +27,15 @@ from pathlib import Path
 
 from harness.analysis.claims import claim_verdict, control_outcomes, in_grid
 from harness.analysis.comparisons import Analysis, analyse
-from harness.analysis.guards import merge, negative_guards
-from harness.analysis.reproductions import guards_from
+from harness.analysis.guards import evaluate_all, guards_of
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import select
 from harness.hints import Context, results_option
-from harness.report.guards import Guards
+from harness.report.guards import Guards, write_markdown
 from harness.report.markdown import write_report
-from harness.report.reproduce import evaluate_all, write_markdown
 from harness.report.sections import control_text
 from harness.report.tuning import CHANGES, ClaimChange, TuningInputs, claim_changes, read_tuning
 from harness.store.runs import scan
@@ -104,7 +102,7 @@ def report_all(
     per report written or profile skipped."""
     check_store(results, out)
     evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
-    guards = merge(guards_from(evaluated), negative_guards(_all_claims(), results))
+    guards = guards_of(_all_claims(), results, evaluated)
     entries = [
         _report_ablation(name, results, out, data_dir, storage, echo, guards) for name in ablation_mod.available()
     ]

@@ -11,13 +11,14 @@ import re
 import pytest
 import yaml
 
+from harness.analysis import guards as guards_mod
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import Guard, claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
-from harness.experiment import reproductions as registry
+from harness.experiment import control as registry
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
 from helpers.cli import invoke, untimed
@@ -166,13 +167,13 @@ def test_a_guards_file_of_another_report_is_refused(store, tmp_path):
 def test_an_entry_guarding_an_unknown_or_repeated_claim_is_refused(monkeypatch):
     monkeypatch.setattr(claims_mod, "load_claims", lambda: MINI_CLAIMS)
     with pytest.raises(AblateError, match=r"guards\.0: 'mini-learned-wors' is not a claim .*mini-learned-worse"):
-        registry.check(_entry("x", "worse", ["mini-learned-wors"]))
+        guards_mod.check(_entry("x", "worse", ["mini-learned-wors"]))
     with pytest.raises(AblateError, match="appears more than once"):
-        registry.check(_entry("x", "worse", ["mini-rope-better", "mini-rope-better"]))
+        guards_mod.check(_entry("x", "worse", ["mini-rope-better", "mini-rope-better"]))
 
 
 def test_every_registered_guard_names_a_claim_of_claims_yaml():
-    for entry in registry.load_checked():
+    for entry in guards_mod.load_checked():
         assert set(entry.guards) <= set(claims_mod.load_claims()), entry.id
 
 

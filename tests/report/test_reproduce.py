@@ -1,4 +1,4 @@
-"""Positive controls (harness/experiment/reproductions.yaml, harness/report/reproduce.py): the registry's validation
+"""Positive controls (harness/experiment/reproductions.yaml, harness/analysis/guards.py): the registry's validation
 (bad entries exit 2 with one line naming the entry and the field), the verdict -> pass / fail /
 inconclusive mapping on a synthetic store, the paired statistics against scipy, and
 reports/reproductions.md with its link from the index."""
@@ -12,11 +12,11 @@ import pytest
 import scipy.stats
 import yaml
 
-from harness.analysis import reproductions as ev
+from harness.analysis import guards as ev
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.experiment import reproductions as reg
-from harness.report.reproduce import markdown as markdown_page
+from harness.experiment import control as reg
+from harness.report.guards import markdown as markdown_page
 from helpers.cli import assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
 
@@ -56,7 +56,7 @@ def mini(tmp_path, monkeypatch):
 
 
 def test_the_shipped_registry_is_valid_and_has_the_four_named_entries():
-    entries = reg.load_checked()
+    entries = ev.load_checked()
     assert {e.id for e in entries} >= NAMED
     pairs = {(c.variant, c.reference) for e in entries for c in e.comparisons}
     assert ("alibi", "rope") in pairs and ("rope", "sinusoidal") in pairs  # a reference that is not the baseline
@@ -103,7 +103,7 @@ def test_a_repeated_id_or_an_empty_registry_is_refused():
 def test_comparisons_are_checked_against_the_declarations(mini, comparison, words):
     entry = reg.parse([_entry(**comparison)])[0]
     with pytest.raises(AblateError) as err:
-        reg.check(entry)
+        ev.check(entry)
     for w in words:
         assert w in str(err.value), (w, str(err.value))
 
@@ -183,7 +183,7 @@ def _value(variant: str, seed: int) -> float:
 
 def _evaluate(results, **comparison):
     entry = reg.parse([_entry(**comparison)])[0]
-    reg.check(entry)
+    ev.check(entry)
     return ev.evaluate(entry, results)
 
 
@@ -371,7 +371,7 @@ def test_the_scale_caveat_of_an_unfinished_grid_says_how_far_it_got(mini, tmp_pa
 def test_an_evidence_line_of_one_pair_says_why_it_has_no_interval(mini, tmp_path):
     """With one pair there is no spread to test: the line gives `–` and why, never `nan`
     (arora2023-mqar's 16-pair half printed `95% CI [+nan, +nan]` with one seed run)."""
-    from harness.report.reproduce import evidence_line
+    from harness.report.guards import evidence_line
 
     results = tmp_path / "results"
     write_runs(results, mini, "cpu", lambda v, s: {"learned": 0.6, "rope": 0.5}.get(v) if s == 0 else None)
