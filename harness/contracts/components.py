@@ -1,23 +1,6 @@
-"""The contracts of a component, checked in a small model (:data:`HOST`: V 16, C 32, 4 heads, 2
-layers, training length L 16) whose other components are the defaults; :func:`check_component`
-runs, in the order of :data:`CONTRACTS`:
-
-- ``config``: the config accepts the component (otherwise every other contract is skipped);
-- ``shapes``: the family's own shapes (:mod:`harness.contracts.shapes`) and logits (B, T, V);
-- ``causality``: changing the tokens after t never changes the outputs up to t, for every t;
-- ``causality in use``: the same as runs call the component: at every evaluation length
-  :data:`MULTIPLIERS` x L, in training and in eval mode, :data:`RUN_BATCH` rows a call whose
-  first changed positions spread over 1 .. T-1, in a model whose ``max_len`` covers them;
-- ``prefix``: extending a sequence never changes the outputs of its prefix;
-- ``determinism``: the same seed gives the same weights and logits, and two calls agree;
-- ``finite fp32`` / ``bf16`` / ``fp16``: forward and backward in train mode give finite logits,
-  loss and gradients (bf16 and fp16 under CPU autocast), or the kernel refuses the dtype;
-- ``lengths``: finite logits at every evaluation length and at :data:`LONGEST` tokens, or the
-  positional encoding declares a ``max_positions`` below them;
-- ``gradients``: every parameter gets a finite, non-zero gradient;
-- ``parameters``: the count beside the family's default; a model loaded from the state_dict
-  gives the same logits (nothing outside the checkpoint);
-- ``time and memory``: :mod:`harness.contracts.cost`.
+"""The contracts of a component (each in one line: docs/extending.md, "Check it"), checked by
+:func:`check_component` in a small model (:data:`HOST`, training length L) whose other components
+are the defaults.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""The contracts of a task, on its default parameters (or its ``example_params``, for a task whose
-defaults cannot be built, such as ``text``), at L = :data:`L` (or the task's ``min_seq_len``):
-
-- ``version``: a registry name, a non-empty ``version``, a ``kind`` and ``Params`` refusing unknown fields;
-- ``data``: its data can be had (:meth:`~tasks.Task.check_available`; if not, the rest is skipped);
-- ``shapes``: every split gives (N, T) int64 inputs and targets at L, 4 L and ``min_seq_len``;
-- ``vocabulary``: every input and scored target is in ``[0, vocab_size)``;
-- ``answers``: every row scores a position (an lm task every one); a scored target is the next
-  input token but at a row's last (or never is, for ``answers_in_input = False``); no scored
-  position holds ``pad_id``; no target is readable from the input (:func:`readable`);
-- ``determinism``: the same generator seed gives the same data, another seed other data;
-- ``splits``: an lm task shares no :data:`WINDOW`-token window of val or test with train; a
-  synthetic task with ``disjoint_splits`` no row; other synthetic splits are independent draws,
-  the share of test rows also drawn in train is reported;
-- ``lengths``: a synthetic task generates 4 L; a file-backed one states its longest length per
-  split (``max_seq_len``) and refuses one token more.
+"""The contracts of a task (each in one line: docs/extending.md, "Check it"), checked by
+:func:`check_task` on its default parameters (or its ``example_params``, for a task whose defaults
+cannot be built, such as ``text``) at L = :data:`L` (or the task's ``min_seq_len``).
 """
 
 from __future__ import annotations
@@ -84,16 +71,14 @@ def version(name: str, cls: type[Task]) -> Passed:
     if getattr(cls, "kind", None) not in ("synthetic", "lm"):
         problems.append(f"kind must be 'synthetic' or 'lm', got {getattr(cls, 'kind', None)!r}")
     params = getattr(cls, "Params", None)
-    if (
-        not (isinstance(params, type) and issubclass(params, TaskParams))
-        or params.model_config.get("extra") != "forbid"
+    if not (
+        isinstance(params, type) and issubclass(params, TaskParams) and params.model_config.get("extra") == "forbid"
     ):
         problems.append("Params must subclass tasks.TaskParams (unknown fields refused)")
     if problems:
         raise ContractFailed("; ".join(problems))
-    return f"version {cls.version} ({cls.kind}), params {', '.join(params.model_fields) or 'none'}", {
-        "version": cls.version
-    }
+    detail = f"version {cls.version} ({cls.kind}), params {', '.join(params.model_fields) or 'none'}"
+    return detail, {"version": cls.version}
 
 
 def shapes(task: Task, length: int, seed: int) -> Passed:
@@ -107,17 +92,14 @@ def shapes(task: Task, length: int, seed: int) -> Passed:
 
 
 def vocabulary(task: Task, length: int, seed: int) -> Passed:
-    v = task.vocab_size
-    pad = task.pad_id
+    v, pad = task.vocab_size, task.pad_id
     if pad is not None and not 0 <= pad < v:
         raise ContractFailed(f"pad_id {pad} outside [0, {v})")
     for split, t, inputs, targets in _batches(task, length, seed):
         scored = targets != IGNORE_INDEX
         for what, x in (("input", inputs), ("scored target", targets[scored])):
-            out = (x < 0) | (x >= v)
-            if out.any():
-                bad = x[out][0].item()
-                raise ContractFailed(f"{split} at T={t}: {what} token {bad} outside [0, {v})")
+            if (out := (x < 0) | (x >= v)).any():
+                raise ContractFailed(f"{split} at T={t}: {what} token {x[out][0].item()} outside [0, {v})")
     return f"every input and scored target in [0, {v}) in every split and length"
 
 
@@ -140,8 +122,7 @@ def answers(task: Task, length: int, seed: int) -> Passed:
             raise ContractFailed(
                 f"{split} at T={t}: an answer appears as the next input token (answers_in_input False)"
             )
-        pad = task.pad_id
-        if pad is not None and (scored & (inputs == pad)).any():
+        if (pad := task.pad_id) is not None and (scored & (inputs == pad)).any():
             raise ContractFailed(
                 f"{split} at T={t}: a scored position holds the padding token {pad} (hidden from attention)"
             )
