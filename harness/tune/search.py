@@ -25,7 +25,8 @@ def _declared_point(study_plan: StudyPlan) -> dict[str, Any]:
     point = {}
     for path, s in study_plan.space.items():
         v = get_path(study_plan.spec.config, path)
-        if v in (s.choices or []) if s.type == "categorical" else not isinstance(v, bool) and s.low <= v <= s.high:
+        inside = v in (s.choices or []) if s.type == "categorical" else not isinstance(v, bool) and s.low <= v <= s.high
+        if inside:
             point[path] = v
     return point
 
