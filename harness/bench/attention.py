@@ -127,7 +127,6 @@ def measure_layer(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
     base = _memory_start(cfg.device)
     observed = _observed_backend(step)
     predicted = ",".join(sorted(layer.kernel.backends))  # noted by the kernel during the call
-    backend = observed or predicted
     peak = _memory_peak(cfg.device)  # of this one call; later calls add the allocator's retention on CPU
     times = []
     for i in range(WARMUP + cfg.repeats):
@@ -147,7 +146,7 @@ def measure_layer(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
         "peak_mib": peak,
         "base_mib": base,
         "peak_mib_after_repeats": _memory_peak(cfg.device),
-        "backend": backend,
+        "backend": observed or predicted,
         "backend_predicted": predicted,
     }
 

@@ -76,9 +76,8 @@ def check_component(
 def _config(family: Family, name: str) -> Passed:
     cfg = host_config(family, name)
     build(cfg, 0)
-    return f"accepted in a {cfg.n_layers}-layer model, d_model {cfg.d_model}, {cfg.n_heads} heads, L {L}" + (
-        "".join(f", {k} {v}" for k, v in family.host)
-    )
+    host = "".join(f", {k} {v}" for k, v in family.host)
+    return f"accepted in a {cfg.n_layers}-layer model, d_model {cfg.d_model}, {cfg.n_heads} heads, L {L}{host}"
 
 
 def shapes_contract(family: Family, name: str, cfg: TransformerConfig, seed: int) -> Passed:

@@ -174,9 +174,7 @@ def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str
 
 def determinism(task: Task, length: int, seed: int) -> Passed:
     for split in SPLITS:
-        a = task.sample(N, length, _rng(seed), split)  # type: ignore[arg-type]
-        b = task.sample(N, length, _rng(seed), split)  # type: ignore[arg-type]
-        c = task.sample(N, length, _rng(seed + 1), split)  # type: ignore[arg-type]
+        a, b, c = (task.sample(N, length, _rng(s), split) for s in (seed, seed, seed + 1))  # type: ignore[arg-type]
         if not (torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])):
             raise ContractFailed(f"{split}: the same generator seed gave other data")
         if torch.equal(a[0], c[0]) and torch.equal(a[1], c[1]):
@@ -222,9 +220,8 @@ def splits(task: Task, length: int, seed: int) -> Passed:
             raise ContractFailed(
                 f"{len(shared_windows)} {WINDOW}-token windows of the {split} split occur in the train split: the splits overlap"
             )
-    return f"no {WINDOW}-token window of val or test among {len(train_windows):,} of the train split", {
-        "train_windows": len(train_windows)
-    }
+    detail = f"no {WINDOW}-token window of val or test among {len(train_windows):,} of the train split"
+    return detail, {"train_windows": len(train_windows)}
 
 
 def lengths(task: Task, length: int, seed: int) -> Passed:
