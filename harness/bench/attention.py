@@ -1,42 +1,14 @@
 """What ``ablate bench attention`` measures: forward + backward of one attention layer per kernel
-and sequence length, with peak memory, the SDPA backend that ran and tokens/s. The command (JSON,
-table) is :mod:`harness.cli.bench`, the report section :mod:`harness.report.bench`.
-``python -m harness.bench ARGS`` is ``ablate bench attention ARGS``.
-
-What one (kernel, length) measures: a :class:`~harness.modules.MultiHeadAttention` (q/k/v and
-output projections around the kernel; no positional encoding, no dropout) on (B, T, C) inputs,
-called as in training: forward, then backward of a fixed random output gradient. Time: median
-wall time of ``repeats`` calls after ``1 + WARMUP`` untimed ones (``torch.cuda.synchronize``
-around each call on CUDA). Memory: ``peak_mib``, the peak during the first call; ``base_mib``, the
-level before it; ``peak_mib_after_repeats``, the peak over all calls. On CPU the last one also
-holds what glibc's malloc kept after frees (its mmap threshold rises to the size of freed blocks,
-up to 32 MiB, and smaller blocks then come from a heap that is not given back): measured, math at
-T=1024 added 195 MiB over all calls, against about 64 MiB of live (4, 1024, 1024) float32 scores.
-
-- CUDA: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats`` (base:
-  ``memory_allocated``, i.e. weights and inputs), in this process; ``torch.OutOfMemoryError``
-  is an ``oom`` row.
-- CPU: the process peak resident set size, which never goes down within a process. So each
-  (kernel, length) runs in a fresh child forked from a ``multiprocessing`` forkserver that has
-  only imported torch and :mod:`harness.modules`; after one call at T=16 (torch's lazy set-up)
-  the peak is reset to the current size (``/proc/self/clear_refs``, base) and read back as
-  ``VmHWM`` of ``/proc/self/status`` (``ru_maxrss`` where there is no ``/proc``). Not
-  ``ru_maxrss`` on Linux: a child started with fork + exec inherits its parent's peak there
-  (measured: 1020 MiB reported for a 230 MiB child of a 1 GiB parent). A child killed by a
-  signal (the kernel's OOM killer) is an ``oom`` row.
-
-Backend: the SDPA aten ops that ran on the first call, seen by a ``TorchDispatchMode`` (private
-torch API; ``_scaled_dot_product_flash_attention_for_cpu`` -> ``flash_attention``); for kernels
-that call no SDPA op (``math``, ``linear``), the kernel's own name. ``backend_predicted`` is what
-the kernel noted (``torch._fused_sdp_choice``). A kernel torch cannot run on the device and dtype
-(``check_available``) is one ``unavailable`` row with the reason, never a fallback; after an
-``oom`` or ``error`` the longer lengths of that kernel are ``skipped`` rows.
+and sequence length, with peak memory, the SDPA backend that ran and tokens/s; how, and why a CPU
+reading needs a fresh process per (kernel, length): docs/benchmarks.md. The command (JSON, table)
+is :mod:`harness.cli.bench`, the report section :mod:`harness.report.bench`.
 """
 
 from __future__ import annotations
 
 import gc
 import multiprocessing as mp
+import resource
 import signal
 import statistics
 import time
@@ -46,70 +18,66 @@ from typing import Any
 
 import torch
 
-from harness.bench import memory
 from harness.modules import KERNELS, POSITIONAL, MultiHeadAttention, TransformerConfig
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPES = ("float32", "bfloat16", "float16")
+"""The ``--dtype`` names, each a ``torch`` attribute."""
 WARMUP = 1  # untimed calls after the first one (which also watches the backend)
-SDPA_BACKENDS = {
-    "flash_attention": "flash_attention",
-    "efficient_attention": "efficient_attention",
-    "cudnn_attention": "cudnn_attention",
-    "attention_math": "math",
-    "overrideable": "overrideable",
+SDPA_BACKENDS = {k: k for k in ("flash_attention", "efficient_attention", "cudnn_attention", "overrideable")}
+SDPA_BACKENDS["attention_math"] = "math"
+"""A part of an SDPA aten op's name -> the backend it names."""
+ROW_KEYS = ("kernel", "seq_len", "status", "reason", "ms_fwd_bwd", "ms_min", "times_ms", "tokens_per_s", "peak_mib")
+ROW_KEYS += ("base_mib", "peak_mib_after_repeats", "backend", "backend_predicted")
+MEMORY = {
+    "cuda": "torch.cuda.max_memory_allocated during the first forward + backward at T, after "
+    "reset_peak_memory_stats; base: memory_allocated before it (weights, inputs)",
+    "cpu": "peak RSS (VmHWM) during the first forward + backward at T, in a fresh forkserver child per "
+    "(kernel, length), the peak reset after a T=16 call; base: the child's RSS at that reset",
 }
-ROW_KEYS = (
-    "kernel",
-    "seq_len",
-    "status",
-    "reason",
-    "ms_fwd_bwd",
-    "ms_min",
-    "times_ms",
-    "tokens_per_s",
-    "peak_mib",
-    "base_mib",
-    "peak_mib_after_repeats",
-    "backend",
-    "backend_predicted",
-)
+"""What the peak and base of a row are, per device (written into the bench's JSON)."""
 
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """What every (kernel, length) of one bench shares.
+    """What every (kernel, length) of one bench shares."""
 
-    Args:
-        device: ``cpu`` or ``cuda``.
-        dtype: a :data:`DTYPES` name, of the inputs and the layer's weights.
-        d_model: C.
-        n_heads: H.
-        batch: B.
-        repeats: timed calls per (kernel, length).
-        threads: torch threads (CPU).
-    """
-
-    device: str = "cpu"
-    dtype: str = "float32"
-    d_model: int = 64
-    n_heads: int = 4
-    batch: int = 1
-    repeats: int = 10
+    device: str = "cpu"  # or cuda
+    dtype: str = "float32"  # of the inputs and the layer's weights: one of DTYPES
+    d_model: int = 64  # C
+    n_heads: int = 4  # H
+    batch: int = 1  # B
+    repeats: int = 10  # timed calls per (kernel, length)
     threads: int = 1  # on CPU: 2 threads on 2 cores shared with other jobs made small calls ~100x slower
 
 
-def _sync(device: str) -> None:
+def _status_mib(key: str) -> float | None:
+    """A size field of ``/proc/self/status`` (``VmRSS``, ``VmHWM``) in MiB, or None without ``/proc``."""
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) / 1024 for line in fh if line.startswith(key + ":"))
+    except (OSError, StopIteration):
+        return None
+
+
+def _memory_start(device: str) -> float | None:
+    """MiB in use now; resets the peak to it (on CPU where Linux allows: ``/proc/self/clear_refs``)."""
     if device == "cuda":
-        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        return torch.cuda.memory_allocated() / 2**20
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")  # Linux >= 4.0: peak RSS := current RSS
+    except OSError:
+        pass  # the peak then also covers the imports, about as large as the base
+    return _status_mib("VmRSS")
 
 
-def _layer(cfg: BenchConfig, kernel: str) -> tuple[MultiHeadAttention, Any]:
-    model = TransformerConfig(
-        vocab_size=1, d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=1, position="nope", kernel=kernel
-    )  # checks the kernel's config
-    torch.manual_seed(0)
-    layer = MultiHeadAttention(cfg.d_model, cfg.n_heads, kernel=kernel).to(cfg.device, DTYPES[cfg.dtype])
-    return layer, POSITIONAL.get("nope")(model)
+def _memory_peak(device: str) -> float:
+    """MiB at the peak since :func:`_memory_start`."""
+    if device == "cuda":
+        return torch.cuda.max_memory_allocated() / 2**20
+    peak = _status_mib("VmHWM")
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if peak is None else peak  # KiB on Linux
 
 
 def _observed_backend(step: Callable[[], None]) -> str:
@@ -128,30 +96,27 @@ def _observed_backend(step: Callable[[], None]) -> str:
 
     with Watch():
         step()
-    return ",".join(
-        sorted(
-            {
-                backend
-                for op in seen
-                if op.startswith("_scaled_dot_product_")
-                for key, backend in SDPA_BACKENDS.items()
-                if key in op
-            }
-        )
-    )
+    ops = [op for op in seen if op.startswith("_scaled_dot_product_")]
+    return ",".join(sorted({backend for op in ops for key, backend in SDPA_BACKENDS.items() if key in op}))
 
 
 def measure_layer(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
     """Forward + backward of one attention layer with kernel ``kernel`` at length ``t``, in this
-    process (see the module docstring for what is measured).
+    process: a row's measured keys.
 
     Raises:
         RuntimeError: e.g. out of memory; ``torch.OutOfMemoryError`` on CUDA.
     """
-    layer, pos = _layer(cfg, kernel)
-    dtype = DTYPES[cfg.dtype]
+    model = TransformerConfig(
+        vocab_size=1, d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=1, position="nope", kernel=kernel
+    )  # checks the kernel's config
+    torch.manual_seed(0)
+    dtype = getattr(torch, cfg.dtype)
+    layer = MultiHeadAttention(cfg.d_model, cfg.n_heads, kernel=kernel).to(cfg.device, dtype)
+    pos = POSITIONAL.get("nope")(model)
     x = torch.randn(cfg.batch, t, cfg.d_model, device=cfg.device, dtype=dtype, requires_grad=True)  # (B, T, C)
     grad = torch.randn_like(x)  # dL/d(out), (B, T, C)
+    sync = torch.cuda.synchronize if cfg.device == "cuda" else lambda: None
 
     def step() -> None:
         out, _ = layer(x, pos)  # (B, T, C)
@@ -159,15 +124,16 @@ def measure_layer(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
         x.grad = None
         layer.zero_grad(set_to_none=True)
 
-    base = memory.start(cfg.device)
-    backend = _observed_backend(step) or ",".join(sorted(layer.kernel.backends))
-    peak = memory.peak(cfg.device)  # of this one call; later calls add the allocator's retention on CPU
+    base = _memory_start(cfg.device)
+    observed = _observed_backend(step)
+    predicted = ",".join(sorted(layer.kernel.backends))  # noted by the kernel during the call
+    peak = _memory_peak(cfg.device)  # of this one call; later calls add the allocator's retention on CPU
     times = []
     for i in range(WARMUP + cfg.repeats):
-        _sync(cfg.device)
+        sync()
         t0 = time.perf_counter()
         step()
-        _sync(cfg.device)
+        sync()
         if i >= WARMUP:
             times.append((time.perf_counter() - t0) * 1e3)
     ms = statistics.median(times)
@@ -179,9 +145,9 @@ def measure_layer(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
         "tokens_per_s": cfg.batch * t / ms * 1e3,
         "peak_mib": peak,
         "base_mib": base,
-        "peak_mib_after_repeats": memory.peak(cfg.device),
-        "backend": backend,
-        "backend_predicted": ",".join(sorted(layer.kernel.backends)),
+        "peak_mib_after_repeats": _memory_peak(cfg.device),
+        "backend": observed or predicted,
+        "backend_predicted": predicted,
     }
 
 
@@ -207,15 +173,6 @@ def _child(cfg: BenchConfig, kernel: str, t: int, conn: Any) -> None:
     conn.close()
 
 
-def _context() -> mp.context.BaseContext:
-    if "forkserver" not in mp.get_all_start_methods():  # no fork: spawn has the ru_maxrss caveat
-        return mp.get_context("spawn")
-    ctx = mp.get_context("forkserver")
-    # torch._dynamo: imported by the first call under a TorchDispatchMode, 2.5 s in every child otherwise
-    ctx.set_forkserver_preload(["__main__", "harness.bench.attention", "torch._dynamo"])  # no effect if the server runs
-    return ctx
-
-
 def run_one(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
     """One (kernel, length): in this process on CUDA, in a fresh child on CPU. Never raises for
     an outcome (out of memory, an error in the kernel): it is the row's ``status``."""
@@ -227,7 +184,13 @@ def run_one(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
         finally:
             gc.collect()  # the failed call's tensors, before the next length
             torch.cuda.empty_cache()
-    ctx = _context()
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        # torch._dynamo: imported by the first call under a TorchDispatchMode, 2.5 s in every child otherwise;
+        # no effect once the server runs
+        ctx.set_forkserver_preload(["__main__", "harness.bench.attention", "torch._dynamo"])
+    else:  # no fork: spawn has the ru_maxrss caveat
+        ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(cfg, kernel, t, send), daemon=True)
     proc.start()
@@ -240,34 +203,33 @@ def run_one(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
     if row is not None:
         return row
     killed = proc.exitcode is not None and proc.exitcode < 0
-    why = f"killed by {signal.Signals(-proc.exitcode).name}" if killed else f"exit code {proc.exitcode}"
     oom = killed and -proc.exitcode == signal.SIGKILL
-    return {
-        "status": "oom" if oom else "error",
-        "reason": f"the child process died ({why}"
-        + ("; most likely the kernel's out-of-memory killer)" if oom else ")"),
-    }
+    why = f"killed by {signal.Signals(-proc.exitcode).name}" if killed else f"exit code {proc.exitcode}"
+    why += "; most likely the kernel's out-of-memory killer" if oom else ""
+    return {"status": "oom" if oom else "error", "reason": f"the child process died ({why})"}
 
 
 def bench(
     cfg: BenchConfig, kernels: list[str], lengths: list[int], echo: Callable[[dict[str, Any]], None] | None = None
 ) -> list[dict[str, Any]]:
     """Rows (keys :data:`ROW_KEYS`) for every kernel x length, shortest first; ``echo`` gets each row."""
-    rows = []
+    rows: list[dict[str, Any]] = []
+
+    def add(row: dict[str, Any]) -> None:
+        rows.append(dict.fromkeys(ROW_KEYS) | row)
+        if echo:
+            echo(rows[-1])
+
     for name in kernels:
         try:
-            KERNELS.get(name).check_available(cfg.device, DTYPES[cfg.dtype])
+            KERNELS.get(name).check_available(cfg.device, getattr(torch, cfg.dtype))
         except ValueError as exc:
-            rows.append(dict.fromkeys(ROW_KEYS) | {"kernel": name, "status": "unavailable", "reason": str(exc)})
-            if echo:
-                echo(rows[-1])
+            add({"kernel": name, "status": "unavailable", "reason": str(exc)})
             continue
         stop = None
         for t in lengths:
             row = {"status": "skipped", "reason": f"{stop} before"} if stop else run_one(cfg, name, t)
-            rows.append(dict.fromkeys(ROW_KEYS) | {"kernel": name, "seq_len": t} | row)
-            if echo:
-                echo(rows[-1])
+            add({"kernel": name, "seq_len": t} | row)
             if stop is None and row["status"] in ("oom", "error"):
                 stop = f"{row['status']} at T={t}"
     return rows

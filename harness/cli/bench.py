@@ -14,8 +14,7 @@ from typing import Any
 
 import torch
 
-from harness.bench.attention import DTYPES, WARMUP, BenchConfig, bench
-from harness.bench.memory import MEMORY
+from harness.bench.attention import DTYPES, MEMORY, WARMUP, BenchConfig, bench
 from harness.cli import output
 from harness.errors import AblateError
 from harness.execution.attempt import git_commit

@@ -1,6 +1,5 @@
-"""Causality of a whole model: the ``causality`` and ``prefix`` contracts, for any
-:class:`~harness.modules.TransformerLM` (a component's check builds one around it; tests build one
-per combination of components)."""
+"""The ``causality`` and ``prefix`` contracts, for any :class:`~harness.modules.TransformerLM` (a
+component's check builds one around it; tests build one per combination of components)."""
 
 from __future__ import annotations
 
@@ -10,13 +9,13 @@ from torch import Tensor
 from harness.contracts.result import ContractFailed, Passed
 from harness.modules import TransformerLM
 
-PREFIX_RTOL = 1e-4
-"""Relative tolerance of :func:`prefix`: a prefix computed at two lengths goes through matrices of
-other shapes, which round otherwise (in float32, by about 1e-7)."""
+PREFIX_RTOL = 1e-4  # matrices of other shapes round otherwise (in float32, by about 1e-7)
+MODES = ("train", "eval")
+"""How a run calls a model: ``train``, a training step (training mode, gradients on); ``eval``, a
+validation or test pass (eval mode, under ``torch.inference_mode`` as Lightning runs them)."""
 
 
 def tokens(n: int, t: int, seed: int, vocab: int) -> Tensor:
-    """(n, t) random token ids from their own generator."""
     return torch.randint(0, vocab, (n, t), generator=torch.Generator().manual_seed(seed))
 
 
@@ -28,22 +27,14 @@ def causality(
     starts: Tensor | None = None,
     mode: str = "eval",
 ) -> Passed:
-    """Changing the tokens from position s on never changes the outputs before s, for every s in
-    ``starts`` (default: every s in 1 .. T-1): exactly, since the same batch row of two calls
-    computes the same prefix.
-
-    Args:
-        model: the model; :func:`forward` puts it in ``mode``.
-        length: T, the length of the sequences.
-        key_padding_mask: (1, T) bool, True at padding; outputs at padding positions are not compared.
-        starts: (B,) long, the first changed position of each row of the batch (B rows: the batch
-            size the check runs at); None: one row per s in 1 .. T-1.
-        mode: as in :data:`MODES`: ``eval`` (inference mode, as a validation or test pass) or
-            ``train`` (training mode, gradients on, as a training step).
+    """Changing the tokens from position s on never changes the outputs before s (exactly: the same
+    batch row of two calls computes the same prefix), for every s in ``starts`` (B,) long, one row
+    each (None: every s in 1 .. T-1), T = ``length``, called in ``mode`` (:data:`MODES`);
+    ``key_padding_mask`` (1, T) bool, True at padding, whose outputs are not compared.
 
     Raises:
-        ContractFailed: with the first offending position (the lowest position whose output
-            changes), the first changed token that reaches it, and the largest change.
+        ContractFailed: with the first offending position, the first changed token that reaches
+            it, and the largest change.
     """
     vocab = model.cfg.vocab_size
     base = tokens(1, length, seed, vocab)[0]  # (T,)
@@ -74,11 +65,6 @@ def causality(
     return f"no output up to t changes with the tokens after t, for t = 0 .. {length - 2}"
 
 
-MODES = ("train", "eval")
-"""How a run calls a model: ``train``, a training step (training mode, gradients on); ``eval``, a
-validation or test pass (eval mode, under ``torch.inference_mode`` as Lightning runs them)."""
-
-
 def forward(model: TransformerLM, idx: Tensor, pad: Tensor | None, mode: str, seed: int) -> Tensor:
     """Logits (B, T, V) of ``idx`` (B, T) as a run computes them in ``mode`` (:data:`MODES`), with
     the global generator seeded from ``seed`` (restored afterwards): two calls draw the same dropout."""
@@ -93,13 +79,9 @@ def forward(model: TransformerLM, idx: Tensor, pad: Tensor | None, mode: str, se
 
 
 def prefix(model: TransformerLM, length: int, seed: int = 0) -> Passed:
-    """The outputs at the first ``length // 2`` positions are the same whether the sequence ends
-    there or runs on to ``length`` (to a relative ``PREFIX_RTOL``: other matrix shapes round
-    otherwise): an output may depend on the tokens up to it, not on how many follow.
-
-    Raises:
-        ContractFailed: with the first position whose output changes.
-    """
+    """The outputs at the first ``length // 2`` positions are the same (to :data:`PREFIX_RTOL`)
+    whether the sequence ends there or runs on to ``length``; :class:`ContractFailed` names the first
+    position whose output changes."""
     base = tokens(1, length, seed, model.cfg.vocab_size)  # (1, T)
     half = length // 2
     with torch.no_grad():

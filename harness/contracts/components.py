@@ -1,35 +1,6 @@
-"""The contracts of a component, checked in a small model whose other components are the defaults.
-
-``check_component(family, name)`` builds a :class:`~harness.modules.TransformerLM` of
-:data:`HOST` (V 16, C 32, 4 heads, 2 layers, training length L 16) with ``family`` set to ``name``
-and runs, in order:
-
-- ``config``: the model config accepts the component (otherwise every other contract is skipped);
-- ``shapes``: the family's own shapes (:mod:`harness.contracts.shapes`) and logits (B, T, V);
-- ``causality``: changing the tokens after t never changes the outputs up to t, for every t; the
-  first offending position is in the message;
-- ``causality in use``: the same, the way runs call the component: at every evaluation length
-  :data:`MULTIPLIERS` x L, in training mode (gradients on) and in eval mode (inference mode), at a
-  batch of :data:`RUN_BATCH` rows whose first changed positions are spread over 1 .. T-1 (every
-  one when T - 1 <= :data:`RUN_BATCH`), in a model whose ``max_len`` covers the longest of them
-  (as :func:`harness.experiment.grid.plan` sizes it); the message names the length and mode;
-- ``prefix``: extending a sequence never changes the outputs of its prefix (an output may not
-  depend on how many tokens follow it);
-- ``determinism``: the same seed gives the same weights and logits, and two calls agree;
-- ``finite fp32`` / ``finite bf16`` / ``finite fp16``: forward and backward in train mode give
-  finite logits, loss and gradients (bf16 and fp16 under CPU autocast, as ``train.precision``
-  ``bf16-mixed`` / ``16-mixed``), or the kernel refuses the dtype (``check_available``) before any run;
-- ``lengths``: evaluation gives finite logits at every evaluation length :data:`MULTIPLIERS` x L
-  and at :data:`LONGEST` tokens (the longest evaluation of a registered ablation), in a model whose
-  ``max_len`` covers them, or the positional encoding declares a ``max_positions`` below them (the
-  harness then refuses such a grid before any run);
-- ``gradients``: every parameter gets a finite, non-zero gradient;
-- ``parameters``: the parameter count beside the family's default, and a model loaded from the
-  state_dict (over another seed's init) gives the same logits (nothing outside the checkpoint);
-- ``time and memory``: forward + backward at a few lengths beside the default (:mod:`harness.contracts.cost`).
-
-:func:`~harness.contracts.causal.causality` and :func:`~harness.contracts.causal.prefix` take any
-model, so tests check combinations of components with them.
+"""The contracts of a component (each in one line: docs/extending.md, "Check it"), checked by
+:func:`check_component` in a small model (:data:`HOST`, training length L) whose other components
+are the defaults.
 """
 
 from __future__ import annotations
@@ -48,33 +19,14 @@ from harness.modules import KERNELS, POSITIONAL, TransformerConfig, TransformerL
 
 V, L, BATCH = 16, 16, 4
 HOST = {"vocab_size": V, "d_model": 32, "n_heads": 4, "n_layers": 2, "max_len": L}
-"""The small model every component is checked in (``max_len`` L: a learned table of L rows)."""
+# Every multiplier of L and the longest evaluation (in tokens: pe_extrapolation's gpu profile on
+# tinyshakespeare, 8 x 256) of a registered ablation (tests/contracts/test_components.py checks it)
 MULTIPLIERS = (1, 2, 4, 8)
-"""Evaluation lengths of ``causality in use`` and ``lengths``, as multiples of L: every multiplier
-a registered ablation's profile evaluates at (pe_extrapolation's gpu profile: 1, 2, 4, 8);
-``tests/contracts/test_components.py`` checks that they cover every registered ablation."""
 LONGEST = 2048
-"""Tokens of the longest evaluation of a registered ablation (pe_extrapolation's gpu profile on
-tinyshakespeare: 8 x 256): ``lengths`` checks the logits are finite there too (a component may
-fail from an absolute position on, beyond 8 L of the small model)."""
-RUN_BATCH = 32
-"""Rows of each call of ``causality in use`` (fewer at L, which has L - 1 places to cut): the
-default ``train.batch_size`` (the registered ablations train at 16 to 256). A component that mixes
-the rows of a batch in training mode (batch statistics) shows with any two rows that differ."""
+RUN_BATCH = 32  # the default train.batch_size: rows that differ show a component mixing the rows of a batch
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-CONTRACTS = (
-    "config",
-    "shapes",
-    "causality",
-    "causality in use",
-    "prefix",
-    "determinism",
-    *(f"finite {d}" for d in DTYPES),
-    "lengths",
-    "gradients",
-    "parameters",
-    "time and memory",
-)
+CONTRACTS = ("config", "shapes", "causality", "causality in use", "prefix", "determinism", "finite fp32", "finite bf16")
+CONTRACTS += ("finite fp16", "lengths", "gradients", "parameters", "time and memory")
 
 
 def host_config(family: Family, name: str) -> TransformerConfig:
@@ -92,13 +44,8 @@ def build(cfg: TransformerConfig, seed: int) -> TransformerLM:
 def check_component(
     family: Family, name: str, seed: int = 0, lengths: tuple[int, ...] | None = cost.LENGTHS
 ) -> CheckReport:
-    """Every contract of component ``name`` of ``family``, in the order of :data:`CONTRACTS`.
-
-    Args:
-        family: the component's family; ``name`` must be registered in its registry.
-        seed: of the weights and the tokens.
-        lengths: of the ``time and memory`` contract; ``None`` leaves that contract out.
-    """
+    """Every contract of component ``name`` (registered in ``family``), with the weights and tokens
+    of ``seed``; ``lengths``: of ``time and memory``, None leaves that contract out."""
     version = str(family.registry.version(name))
     label = f"{family.key}={name}"
     first = run_contract("config", _config, family, name)
@@ -110,9 +57,9 @@ def check_component(
     results = [
         first,
         run_contract("shapes", shapes_contract, family, name, cfg, seed),
-        run_contract("causality", causality_contract, cfg, seed),
+        run_contract("causality", lambda: causality(build(cfg, seed), L, seed)),
         run_contract("causality in use", causality_in_use, cfg, seed),
-        run_contract("prefix", prefix_contract, cfg, seed),
+        run_contract("prefix", lambda: prefix(build(cfg, seed), L, seed)),
         run_contract("determinism", determinism, cfg, seed),
         *(run_contract(f"finite {d}", finite, cfg, d, seed) for d in DTYPES),
         run_contract("lengths", lengths_contract, cfg, seed),
@@ -120,16 +67,17 @@ def check_component(
         run_contract("parameters", parameters, cfg, default or cfg, family.default, seed),
     ]
     if lengths:
-        results.append(run_contract("time and memory", time_and_memory, cfg, default, family.default, lengths, seed))
+        results.append(
+            run_contract("time and memory", cost.time_and_memory, cfg, default, family.default, lengths, seed)
+        )
     return CheckReport(label, "component", version, tuple(results))
 
 
 def _config(family: Family, name: str) -> Passed:
     cfg = host_config(family, name)
     build(cfg, 0)
-    return f"accepted in a {cfg.n_layers}-layer model, d_model {cfg.d_model}, {cfg.n_heads} heads, L {L}" + (
-        "".join(f", {k} {v}" for k, v in family.host)
-    )
+    host = "".join(f", {k} {v}" for k, v in family.host)
+    return f"accepted in a {cfg.n_layers}-layer model, d_model {cfg.d_model}, {cfg.n_heads} heads, L {L}{host}"
 
 
 def shapes_contract(family: Family, name: str, cfg: TransformerConfig, seed: int) -> Passed:
@@ -137,14 +85,6 @@ def shapes_contract(family: Family, name: str, cfg: TransformerConfig, seed: int
     logits = build(cfg, seed)(tokens(BATCH, L, seed, V))
     shapes.expect("logits", logits, (BATCH, L, V), torch.float32)
     return f"{detail}; logits (B, T, V) float32"
-
-
-def causality_contract(cfg: TransformerConfig, seed: int) -> Passed:
-    return causality(build(cfg, seed), L, seed)
-
-
-def prefix_contract(cfg: TransformerConfig, seed: int) -> Passed:
-    return prefix(build(cfg, seed), L, seed)
 
 
 def determinism(cfg: TransformerConfig, seed: int) -> Passed:
@@ -163,10 +103,9 @@ def determinism(cfg: TransformerConfig, seed: int) -> Passed:
     return f"seed {seed}: identical weights ({len(sa)} tensors) and logits on a second build; two calls agree"
 
 
-def _refusal(cfg: TransformerConfig, dtype: torch.dtype) -> None:
-    """The kernel's own refusal of ``dtype`` on CPU, as the pre-run checks ask it (grid.py)."""
-    position = POSITIONAL.get(cfg.position)
-    try:
+def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Passed:
+    dtype, position = DTYPES[dtype_name], POSITIONAL.get(cfg.position)
+    try:  # the kernel's own refusal on CPU, as the pre-run checks ask it (grid.py)
         KERNELS.get(cfg.kernel).check_available(
             "cpu",
             dtype,
@@ -176,11 +115,6 @@ def _refusal(cfg: TransformerConfig, dtype: torch.dtype) -> None:
         )
     except ValueError as exc:
         raise Refused(f"kernel '{cfg.kernel}' refuses it before any run: {exc}") from None
-
-
-def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Passed:
-    dtype = DTYPES[dtype_name]
-    _refusal(cfg, dtype)
     model = build(cfg, seed).train()
     idx, targets = tokens(BATCH, L, seed, V), tokens(BATCH, L, seed + 1, V)
     autocast = torch.autocast("cpu", dtype=dtype) if dtype != torch.float32 else contextlib.nullcontext()
@@ -275,23 +209,3 @@ def parameters(cfg: TransformerConfig, default: TransformerConfig, default_name:
         f"{n:,} parameters ({n - n_default:+,} vs {default_name}); the state_dict holds everything",
         {"n_params": n, "default_n_params": n_default},
     )
-
-
-def time_and_memory(
-    cfg: TransformerConfig, default: TransformerConfig | None, default_name: str, lengths: tuple[int, ...], seed: int
-) -> Passed:
-    mine, theirs = cost.compare(cfg, default, lengths, seed)
-    parts = []
-    for i, c in enumerate(mine):
-        beside = f" ({default_name} {theirs[i].text()})" if theirs else ""
-        parts.append(f"T={c.seq_len} {c.text()}{beside}")
-    data = {
-        "threads": torch.get_num_threads(),
-        "rows": [
-            {"seq_len": c.seq_len, "ms": c.ms, "calls": c.calls, "mib_saved": c.mib, "refused": c.refused}
-            | ({"default_ms": theirs[i].ms, "default_mib_saved": theirs[i].mib} if theirs else {})
-            for i, c in enumerate(mine)
-        ],
-    }
-    tail = "" if theirs else " (this is the default)"
-    return "forward + backward, MiB saved for backward: " + "; ".join(parts) + tail, data

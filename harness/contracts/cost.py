@@ -1,13 +1,12 @@
-"""Time and memory of one forward + backward of a small model, at a few lengths, for the component
-under test and its family's default side by side (the ``time and memory`` contract).
+"""The ``time and memory`` contract: one forward + backward of a small model at a few lengths, for
+the component under test and its family's default side by side.
 
 Time: the median wall time of up to :data:`REPEATS` calls (fewer once they took :data:`BUDGET_MS`)
 after one untimed call, each a forward of a (1, T) batch and a backward of its loss, in the
-calling thread(s) (``torch.get_num_threads()``).
-Memory: the MiB of tensors the forward saves for the backward (unique storages, the parameters
-left out), counted with ``torch.autograd.graph.saved_tensors_hooks``: exact and repeatable on any
-device, unlike a process's peak RSS, and it is what grows with T (a ``math`` kernel saves its
-(B, H, T, T) weights, a fused kernel does not). It misses buffers freed within the forward.
+calling thread(s). Memory: the MiB of tensors the forward saves for the backward (unique storages
+but the parameters, counted by ``saved_tensors_hooks``): exact on any device, unlike a process's
+peak RSS, and what grows with T (a ``math`` kernel saves its (B, H, T, T) weights, a fused kernel
+does not); it misses buffers freed within the forward.
 """
 
 from __future__ import annotations
@@ -19,21 +18,18 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
+from harness.contracts.result import Passed
 from harness.modules import POSITIONAL, TransformerConfig, TransformerLM
 
 LENGTHS = (64, 256, 1024)
-"""Default lengths of the ``time and memory`` contract."""
 REPEATS = 3
-BUDGET_MS = 500.0
-"""Timed calls stop after :data:`REPEATS` or once they took this long together (at least one):
-a math kernel at T = 1024 takes about 0.8 s a call on two loaded cores."""
+BUDGET_MS = 500.0  # a math kernel at T = 1024 takes about 0.8 s a call on two loaded cores
 
 
 @dataclass(frozen=True)
 class Cost:
-    """One model at one length: ``ms`` median forward + backward over ``calls`` timed calls,
-    ``mib`` saved for backward; ``refused``: the reason the model declares it cannot run at this
-    length (then no numbers)."""
+    """One model at one length: ``ms`` median over ``calls`` timed calls, ``mib`` saved for
+    backward; ``refused``: why the model declares it cannot run at this length (then no numbers)."""
 
     seq_len: int
     ms: float | None = None
@@ -79,19 +75,21 @@ def model_cost(model: TransformerLM, seq_len: int, seed: int = 0) -> Cost:
     return Cost(seq_len, statistics.median(times), sum(saved.values()) / 2**20, calls=len(times))
 
 
-def compare(
-    cfg: TransformerConfig, default: TransformerConfig | None, lengths: tuple[int, ...], seed: int = 0
-) -> tuple[list[Cost], list[Cost] | None]:
+def time_and_memory(
+    cfg: TransformerConfig, default: TransformerConfig | None, default_name: str, lengths: tuple[int, ...], seed: int
+) -> Passed:
     """:func:`model_cost` at every length for ``cfg`` and (unless None) ``default``, each model
     built once with ``max_len`` covering the longest length (a learned table must hold it)."""
-    out = []
-    for c in (cfg, default):
-        if c is None:
-            out.append(None)
-            continue
-        if c.max_len is not None:
-            c = replace(c, max_len=max(c.max_len, *lengths))
+    costs = []
+    for c in (cfg, default) if default else (cfg,):
         torch.manual_seed(seed)
-        model = TransformerLM(c).train()
-        out.append([model_cost(model, t, seed) for t in lengths])
-    return out[0], out[1]
+        model = TransformerLM(c if c.max_len is None else replace(c, max_len=max(c.max_len, *lengths))).train()
+        costs.append([model_cost(model, t, seed) for t in lengths])
+    parts, rows = [], []
+    for c, d in zip(costs[0], costs[1] if default else [None] * len(lengths), strict=True):
+        parts.append(f"T={c.seq_len} {c.text()}" + (f" ({default_name} {d.text()})" if d else ""))
+        row = {"seq_len": c.seq_len, "ms": c.ms, "calls": c.calls, "mib_saved": c.mib, "refused": c.refused}
+        rows.append(row | ({"default_ms": d.ms, "default_mib_saved": d.mib} if d else {}))
+    tail = "" if default else " (this is the default)"
+    detail = "forward + backward, MiB saved for backward: " + "; ".join(parts) + tail
+    return detail, {"threads": torch.get_num_threads(), "rows": rows}

@@ -1,10 +1,7 @@
-"""The shape contract of each component family, checked on the component alone (the model's
-logits are checked by :func:`harness.contracts.components.shapes`).
-
-One function per :class:`~harness.contracts.targets.Family` field, called as ``fn(name, cfg)`` with
-the host model's config; each raises :class:`~harness.contracts.result.ContractFailed` naming what
-came out wrong and returns a one-line summary of what it checked. Shapes as in
-:mod:`harness.modules`: B batch, T length, H heads, D head dim, C model width.
+"""The shape contract of each component family on the component alone, one function per
+:class:`~harness.contracts.targets.Family` field, ``fn(name, cfg)`` with the host model's config:
+it raises :class:`~harness.contracts.result.ContractFailed` naming what came out wrong and returns
+a one-line summary of what it checked. B batch, T length, H heads, D head dim, C model width.
 """
 
 from __future__ import annotations
@@ -15,42 +12,22 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+import harness.modules as m
 from harness.contracts.result import ContractFailed
-from harness.modules import (
-    ACTIVATIONS,
-    BLOCKS,
-    HEAD_SPLITS,
-    INITS,
-    KERNELS,
-    MASK_FILLS,
-    NORMS,
-    POSITIONAL,
-    QKV,
-    SCALES,
-    FeedForward,
-    TransformerConfig,
-)
 
 B, T = 2, 8
 
 
 def expect(what: str, got: Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> None:
-    """Raise :class:`ContractFailed` unless ``got`` is a tensor of ``shape`` and ``dtype``."""
     if not isinstance(got, Tensor):
         raise ContractFailed(f"{what}: expected a tensor of shape {shape}, got {type(got).__name__}")
     if tuple(got.shape) != shape or got.dtype != dtype:
         raise ContractFailed(f"{what}: expected {shape} {dtype}, got {tuple(got.shape)} {got.dtype}")
 
 
-def _dims(cfg: TransformerConfig) -> tuple[int, int, int]:
-    return cfg.d_model, cfg.n_heads, cfg.d_head
-
-
-def position(name: str, cfg: TransformerConfig) -> str:
-    """Hooks keep shapes and dtypes; the bias is (H, T, S) float32 or None; ``max_positions`` is
-    None or a positive int."""
-    C, H, D = _dims(cfg)
-    pe = POSITIONAL.get(name)(cfg)
+def position(name: str, cfg: m.TransformerConfig) -> str:
+    C, H, D = cfg.d_model, cfg.n_heads, cfg.d_head
+    pe = m.POSITIONAL.get(name)(cfg)
     for dtype in (torch.float32, torch.bfloat16):
         expect(f"add_to_embeddings {dtype}", pe.add_to_embeddings(torch.randn(B, T, C, dtype=dtype)), (B, T, C), dtype)
         q, k = pe.rotate_qk(torch.randn(B, H, T, D, dtype=dtype), torch.randn(B, H, T, D, dtype=dtype))
@@ -65,10 +42,9 @@ def position(name: str, cfg: TransformerConfig) -> str:
     return f"hooks keep (B, T, C) and (B, H, T, D) in float32 and bfloat16; bias {'(H, T, S) float32' if bias is not None else 'none'}"
 
 
-def kernel(name: str, cfg: TransformerConfig) -> str:
-    """(B, H, T, D) q, k, v -> out (B, H, T, D) in the inputs' dtype, no weights unless asked."""
-    C, H, D = _dims(cfg)
-    attn = KERNELS.get(name)(dropout=0.0, scale=None, mask_fill=cfg.mask_fill)
+def kernel(name: str, cfg: m.TransformerConfig) -> str:
+    H, D = cfg.n_heads, cfg.d_head
+    attn = m.KERNELS.get(name)(dropout=0.0, scale=None, mask_fill=cfg.mask_fill)
     q, k, v = (torch.randn(B, H, T, D) for _ in range(3))
     out, weights = attn(q, k, v)
     expect("out", out, (B, H, T, D), torch.float32)
@@ -77,10 +53,9 @@ def kernel(name: str, cfg: TransformerConfig) -> str:
     return "(B, H, T, D) q, k, v -> (B, H, T, D) float32, no weights unless asked"
 
 
-def qkv(name: str, cfg: TransformerConfig) -> str:
-    """(B, T, C) -> q, k, v, each (B, T, C)."""
-    C, _, _ = _dims(cfg)
-    out = QKV.get(name)(C, bias=True)(torch.randn(B, T, C))
+def qkv(name: str, cfg: m.TransformerConfig) -> str:
+    C = cfg.d_model
+    out = m.QKV.get(name)(C, bias=True)(torch.randn(B, T, C))
     if not isinstance(out, tuple) or len(out) != 3:
         raise ContractFailed(f"expected (q, k, v), got {type(out).__name__} of length {len(out)}")
     for which, x in zip("qkv", out, strict=True):
@@ -88,17 +63,15 @@ def qkv(name: str, cfg: TransformerConfig) -> str:
     return "(B, T, C) -> q, k, v, each (B, T, C)"
 
 
-def scale(name: str, cfg: TransformerConfig) -> str:
-    """A positive, finite factor of d_model and n_heads."""
-    value = SCALES.get(name)(cfg.d_model, cfg.n_heads)
+def scale(name: str, cfg: m.TransformerConfig) -> str:
+    value = m.SCALES.get(name)(cfg.d_model, cfg.n_heads)
     if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ContractFailed(f"scale({cfg.d_model}, {cfg.n_heads}) must be a positive finite number, got {value!r}")
     return f"scale({cfg.d_model}, {cfg.n_heads}) = {value:.4g}"
 
 
-def mask_fill(name: str, cfg: TransformerConfig) -> str:
-    """A negative float (or -inf) for each scores dtype."""
-    fill = MASK_FILLS.get(name)
+def mask_fill(name: str, cfg: m.TransformerConfig) -> str:
+    fill = m.MASK_FILLS.get(name)
     values = {str(d).removeprefix("torch."): fill(d) for d in (torch.float32, torch.bfloat16, torch.float16)}
     bad = {d: v for d, v in values.items() if not isinstance(v, (int, float)) or not v < 0}
     if bad:
@@ -106,10 +79,9 @@ def mask_fill(name: str, cfg: TransformerConfig) -> str:
     return "fill per dtype: " + ", ".join(f"{d} {v:.4g}" for d, v in values.items())
 
 
-def head_split(name: str, cfg: TransformerConfig) -> str:
-    """(B, T, C) -> (B, H, T, D), and merge is its exact inverse."""
-    C, H, D = _dims(cfg)
-    split = HEAD_SPLITS.get(name)
+def head_split(name: str, cfg: m.TransformerConfig) -> str:
+    C, H, D = cfg.d_model, cfg.n_heads, cfg.d_head
+    split = m.HEAD_SPLITS.get(name)
     x = torch.randn(B, T, C)
     heads = split.split(x, H)
     expect("split", heads, (B, H, T, D), torch.float32)
@@ -118,28 +90,25 @@ def head_split(name: str, cfg: TransformerConfig) -> str:
     return "(B, T, C) -> (B, H, T, D), merge the exact inverse"
 
 
-def norm(name: str, cfg: TransformerConfig) -> str:
-    """(..., C) -> (..., C) in the input's dtype (float32 and bfloat16)."""
-    C, _, _ = _dims(cfg)
-    layer = NORMS.get(name)(C)
+def norm(name: str, cfg: m.TransformerConfig) -> str:
+    C = cfg.d_model
+    layer = m.NORMS.get(name)(C)
     for dtype in (torch.float32, torch.bfloat16):
         expect(f"{dtype}", layer.to(dtype)(torch.randn(B, T, C, dtype=dtype)), (B, T, C), dtype)
     return "(B, T, C) -> (B, T, C) in float32 and bfloat16"
 
 
-def norm_position(name: str, cfg: TransformerConfig) -> str:
-    """A block maps (B, T, C) to (B, T, C)."""
-    C, _, _ = _dims(cfg)
-    block = BLOCKS.get(name)(cfg)
-    expect("block", block(torch.randn(B, T, C), POSITIONAL.get(cfg.position)(cfg)), (B, T, C), torch.float32)
+def norm_position(name: str, cfg: m.TransformerConfig) -> str:
+    C = cfg.d_model
+    block = m.BLOCKS.get(name)(cfg)
+    expect("block", block(torch.randn(B, T, C), m.POSITIONAL.get(cfg.position)(cfg)), (B, T, C), torch.float32)
     return "block (B, T, C) -> (B, T, C)"
 
 
-def activation(name: str, cfg: TransformerConfig) -> str:
-    """The FFN keeps (B, T, C) and acts on each position alone."""
-    C, _, _ = _dims(cfg)
-    ACTIVATIONS.get(name)
-    ffn = FeedForward(C, cfg.ffn_dim, name).eval()
+def activation(name: str, cfg: m.TransformerConfig) -> str:
+    C = cfg.d_model
+    m.ACTIVATIONS.get(name)
+    ffn = m.FeedForward(C, cfg.ffn_dim, name).eval()
     x = torch.randn(B, T, C)
     y = ffn(x)
     expect("ffn", y, (B, T, C), torch.float32)
@@ -149,14 +118,12 @@ def activation(name: str, cfg: TransformerConfig) -> str:
     return "FFN (B, T, C) -> (B, T, C), position-wise"
 
 
-def init(name: str, cfg: TransformerConfig) -> str:
-    """An initialisation fills an ``nn.Linear`` in place: same tensors, shapes and dtype, finite
-    values, not all zero."""
-    C, _, _ = _dims(cfg)
+def init(name: str, cfg: m.TransformerConfig) -> str:
+    C = cfg.d_model
     linear = torch.nn.Linear(C, cfg.ffn_dim)
     weight, bias = linear.weight, linear.bias
     with torch.no_grad():
-        INITS.get(name)(linear)
+        m.INITS.get(name)(linear)
     if linear.weight is not weight or linear.bias is not bias:
         raise ContractFailed("the initialisation replaced the layer's parameters instead of filling them in place")
     expect("weight", linear.weight, (cfg.ffn_dim, C), torch.float32)
@@ -166,16 +133,7 @@ def init(name: str, cfg: TransformerConfig) -> str:
     return "nn.Linear filled in place, shapes and dtype kept, finite non-zero weight"
 
 
-FAMILY_SHAPES: dict[str, Callable[[str, TransformerConfig], str]] = {
-    "position": position,
-    "kernel": kernel,
-    "qkv": qkv,
-    "scale": scale,
-    "mask_fill": mask_fill,
-    "head_split": head_split,
-    "norm": norm,
-    "norm_position": norm_position,
-    "activation": activation,
-    "init": init,
+FAMILY_SHAPES: dict[str, Callable[[str, m.TransformerConfig], str]] = {
+    f.__name__: f for f in (position, kernel, qkv, scale, mask_fill, head_split, norm, norm_position, activation, init)
 }
 """The component-level shape check of each family, by its config field."""

@@ -14,12 +14,9 @@ from harness.contracts.tasks import check_task
 def check(
     target: Target | str, seed: int = 0, lengths: tuple[int, ...] | None = cost.LENGTHS, data_dir: Path | None = None
 ) -> CheckReport:
-    """Every contract of ``target`` (a :class:`Target`, or a name as ``ablate check`` takes it).
-
-    Args:
-        seed: of the weights, tokens and task data.
-        lengths: of a component's ``time and memory`` contract; ``None`` leaves it out.
-        data_dir: where a file-backed task looks for its data first.
+    """Every contract of ``target`` (or the name ``ablate check`` takes), with the weights, tokens
+    and data of ``seed``; ``lengths``: of a component's ``time and memory`` (None leaves it out);
+    ``data_dir``: where a file-backed task looks for its data first.
 
     Raises:
         AblateError: a name that names nothing (:func:`harness.contracts.targets.resolve`).

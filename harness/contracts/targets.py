@@ -1,11 +1,7 @@
-"""Which component or task ``ablate check NAME`` means.
-
-A component is named as in a config override, ``KEY=NAME``, with the config key
-(``model.position=rope``, ``attention.kernel=linear``, ``block.norm=rmsnorm``) or its last part
-(``position=rope``); a task as ``task=copy``. A bare registered name (``rope``, ``copy``) is
-accepted when exactly one family holds it. Every family is a registry of :mod:`harness.modules`
-(or :data:`harness.tasks.TASKS`); a name registered there, built-in or added at run time, is checkable.
-"""
+"""Which component or task ``ablate check NAME`` means: ``KEY=NAME`` with a config key
+(``model.position=rope``) or its last part (``position=rope``), ``task=copy``, or a bare name
+(``rope``) that exactly one family holds. Any name registered, built-in or added at run time, is
+checkable."""
 
 from __future__ import annotations
 
@@ -13,20 +9,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+import harness.modules as m
 from harness.errors import AblateError
-from harness.modules import (
-    ACTIVATIONS,
-    BLOCKS,
-    HEAD_SPLITS,
-    INITS,
-    KERNELS,
-    MASK_FILLS,
-    NORMS,
-    POSITIONAL,
-    QKV,
-    SCALES,
-    TransformerConfig,
-)
 from harness.registry import Registry, UnknownNameError, did_you_mean
 from harness.tasks import TASKS
 
@@ -35,57 +19,45 @@ TASK_KEY = "task"
 
 @dataclass(frozen=True)
 class Family:
-    """A component family as the config names it.
+    """A component family as the config names it."""
 
-    Attributes:
-        key: the config key (``model.position``).
-        field: the :class:`~harness.modules.TransformerConfig` field it sets, also its short key.
-        registry: the registry holding its entries.
-        host: other fields of the small model a member of this family is checked in (a mask fill
-            is only written by kernel ``math``: the others refuse any fill but ``-inf``).
-    """
-
-    key: str
-    field: str
+    key: str  # the config key: model.position
+    field: str  # the TransformerConfig field it sets, also its short key
     registry: Registry[Any]
+    # other fields of the model a member is checked in (only kernel math writes a mask fill)
     host: tuple[tuple[str, Any], ...] = ()
 
     @property
     def default(self) -> str:
         """The family's default entry: the config's default (``sinusoidal``, ``sdpa``, ...)."""
-        return {f.name: f.default for f in dataclasses.fields(TransformerConfig)}[self.field]
+        return {f.name: f.default for f in dataclasses.fields(m.TransformerConfig)}[self.field]
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("model.position", "position", POSITIONAL),
-    Family("attention.kernel", "kernel", KERNELS),
-    Family("attention.qkv", "qkv", QKV),
-    Family("attention.scale", "scale", SCALES),
-    Family("attention.mask_fill", "mask_fill", MASK_FILLS, host=(("kernel", "math"),)),
-    Family("attention.head_split", "head_split", HEAD_SPLITS),
-    Family("block.norm", "norm", NORMS),
-    Family("block.norm_position", "norm_position", BLOCKS),
-    Family("ffn.activation", "activation", ACTIVATIONS),
-    Family("model.init", "init", INITS),
+    Family("model.position", "position", m.POSITIONAL),
+    Family("attention.kernel", "kernel", m.KERNELS),
+    Family("attention.qkv", "qkv", m.QKV),
+    Family("attention.scale", "scale", m.SCALES),
+    Family("attention.mask_fill", "mask_fill", m.MASK_FILLS, host=(("kernel", "math"),)),
+    Family("attention.head_split", "head_split", m.HEAD_SPLITS),
+    Family("block.norm", "norm", m.NORMS),
+    Family("block.norm_position", "norm_position", m.BLOCKS),
+    Family("ffn.activation", "activation", m.ACTIVATIONS),
+    Family("model.init", "init", m.INITS),
 )
 """Every component family, by config key, in the order ``ablate check --all`` checks them."""
 
 
 @dataclass(frozen=True)
 class Target:
-    """One thing to check: ``family`` is a :class:`Family` or ``None`` for a task."""
+    """One thing to check: ``family`` is None for a task."""
 
     family: Family | None
     name: str
 
     @property
     def label(self) -> str:
-        """``model.position=rope``, ``task=copy``."""
         return f"{self.family.key if self.family else TASK_KEY}={self.name}"
-
-    @property
-    def registry(self) -> Registry[Any]:
-        return self.family.registry if self.family else TASKS
 
 
 def _keys() -> dict[str, Family | None]:

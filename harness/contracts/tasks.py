@@ -1,29 +1,6 @@
-"""The contracts of a task, on its default parameters (or its ``example_params``, for a task whose
-defaults cannot be built, such as ``text``): ``check_task(name)`` runs, in order:
-
-- ``version``: the class states its registry name, a non-empty ``version`` (stored with every
-  result), a ``kind`` (synthetic or lm) and ``Params`` that refuse unknown fields;
-- ``data``: its data can be had (:meth:`~tasks.Task.check_available`); if not, every other
-  contract is skipped;
-- ``shapes``: every split gives ``(N, T)`` int64 inputs and targets at L, 4 L and the task's
-  ``min_seq_len``;
-- ``vocabulary``: every input and every scored target is in ``[0, vocab_size)``;
-- ``answers``: every row holds at least one scored position (an answer inside the sequence), an
-  lm task scores every position, a scored target is the next input token (or never is, for a
-  task that hides its answers: ``answers_in_input = False``) but at a row's last scored position,
-  no scored position holds the task's ``pad_id`` (padding is hidden from attention), and no scored
-  target is readable from the input at its own position, nor, for a task that hides its answers,
-  at any later one (:func:`readable`);
-- ``determinism``: the same generator seed gives the same data in every split, another seed other data;
-- ``splits``: for an lm task (windows of one corpus), no 32-token window of the val or test split
-  occurs in the train split (in a sample of it); a synthetic task that declares
-  ``disjoint_splits`` (``padded_copy``) has no val or test row among a sample of train rows; other
-  synthetic splits are independent draws from one distribution, so the share of test rows also
-  drawn in train is reported, not required to be 0;
-- ``lengths``: a synthetic task generates 4 L; a file-backed task states its longest length per
-  split (``max_seq_len``) and refuses one token more.
-
-L is :data:`L` (or the task's ``min_seq_len`` when larger).
+"""The contracts of a task (each in one line: docs/extending.md, "Check it"), checked by
+:func:`check_task` on its default parameters (or its ``example_params``, for a task whose defaults
+cannot be built, such as ``text``) at L = :data:`L` (or the task's ``min_seq_len``).
 """
 
 from __future__ import annotations
@@ -39,22 +16,18 @@ from harness.contracts.result import CheckReport, ContractFailed, Passed, run_co
 from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, Task, TaskParams, build_task
 
 L, N = 32, 64
+# A copied target removes all the errors of the most frequent answer (1.0); the registered tasks
+# at most 0.13 (tinyshakespeare's bigram), the example plugin's lag_copy 0.02
 READABLE = 0.9
-"""Share of the errors of guessing the most frequent answer that a lookup from one input position
-must remove for :func:`readable` to call the target readable there. A target copied from the
-input removes all of them (1.0); the registered tasks remove at most 0.13 (tinyshakespeare's next
-character from the current one: a bigram), the example plugin's ``lag_copy`` 0.02."""
+# no 32-character window of tinyshakespeare's val or test split occurs in its train split (16: 680 of 55,755)
 WINDOW = 32
-"""Tokens of a window the ``splits`` contract looks up: no 32-character window of tinyshakespeare's
-val or test split occurs anywhere in its train split (16-character ones do: 680 of 55,755)."""
 CONTRACTS = ("version", "data", "shapes", "vocabulary", "answers", "determinism", "splits", "lengths")
 
 
 def check_task(
     name: str, seed: int = 0, data_dir: Path | None = None, params: Mapping[str, Any] | None = None
 ) -> CheckReport:
-    """Every contract of task ``name`` (a registered name or alias) built with ``params`` (default:
-    the class's ``example_params``, else its default parameters)."""
+    """Every contract of task ``name`` built with ``params`` (default: its ``example_params``)."""
     cls = TASKS.get(name)
     label = f"task={TASKS.canonical(name)}"
     results = [run_contract("version", version, TASKS.canonical(name), cls)]
@@ -71,14 +44,8 @@ def check_task(
         results += [skipped(c, "the task could not be built or its data is missing") for c in CONTRACTS[2:]]
     else:
         length = max(L, task.min_seq_len)
-        results += [
-            run_contract("shapes", shapes, task, length, seed),
-            run_contract("vocabulary", vocabulary, task, length, seed),
-            run_contract("answers", answers, task, length, seed),
-            run_contract("determinism", determinism, task, length, seed),
-            run_contract("splits", splits, task, length, seed),
-            run_contract("lengths", lengths, task, length, seed),
-        ]
+        contracts = (shapes, vocabulary, answers, determinism, splits, lengths)
+        results += [run_contract(c, fn, task, length, seed) for c, fn in zip(CONTRACTS[2:], contracts, strict=True)]
     version_ = task.version if task is not None else getattr(cls, "version", "")  # an instance may add data digests
     return CheckReport(label, "task", str(version_), tuple(results))
 
@@ -87,16 +54,11 @@ def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def _lengths(task: Task, length: int, split: str) -> list[int]:
-    """L, 4 L (if the split holds it) and ``min_seq_len``."""
-    longest = task.max_seq_len(split)  # type: ignore[arg-type]
-    return sorted({n for n in (task.min_seq_len, length, 4 * length) if longest is None or n <= longest})
-
-
 def _batches(task: Task, length: int, seed: int):
-    """(split, T, inputs, targets) for every split and length of :func:`_lengths`."""
+    """(split, T, inputs, targets) for every split at L, 4 L (if the split holds it) and ``min_seq_len``."""
     for split in SPLITS:
-        for t in _lengths(task, length, split):
+        longest = task.max_seq_len(split)  # type: ignore[arg-type]
+        for t in sorted({n for n in (task.min_seq_len, length, 4 * length) if longest is None or n <= longest}):
             yield (split, t, *task.sample(N, t, _rng(seed), split))  # type: ignore[arg-type]
 
 
@@ -109,16 +71,14 @@ def version(name: str, cls: type[Task]) -> Passed:
     if getattr(cls, "kind", None) not in ("synthetic", "lm"):
         problems.append(f"kind must be 'synthetic' or 'lm', got {getattr(cls, 'kind', None)!r}")
     params = getattr(cls, "Params", None)
-    if (
-        not (isinstance(params, type) and issubclass(params, TaskParams))
-        or params.model_config.get("extra") != "forbid"
+    if not (
+        isinstance(params, type) and issubclass(params, TaskParams) and params.model_config.get("extra") == "forbid"
     ):
         problems.append("Params must subclass tasks.TaskParams (unknown fields refused)")
     if problems:
         raise ContractFailed("; ".join(problems))
-    return f"version {cls.version} ({cls.kind}), params {', '.join(params.model_fields) or 'none'}", {
-        "version": cls.version
-    }
+    detail = f"version {cls.version} ({cls.kind}), params {', '.join(params.model_fields) or 'none'}"
+    return detail, {"version": cls.version}
 
 
 def shapes(task: Task, length: int, seed: int) -> Passed:
@@ -132,17 +92,14 @@ def shapes(task: Task, length: int, seed: int) -> Passed:
 
 
 def vocabulary(task: Task, length: int, seed: int) -> Passed:
-    v = task.vocab_size
-    pad = task.pad_id
+    v, pad = task.vocab_size, task.pad_id
     if pad is not None and not 0 <= pad < v:
         raise ContractFailed(f"pad_id {pad} outside [0, {v})")
     for split, t, inputs, targets in _batches(task, length, seed):
         scored = targets != IGNORE_INDEX
         for what, x in (("input", inputs), ("scored target", targets[scored])):
-            out = (x < 0) | (x >= v)
-            if out.any():
-                bad = x[out][0].item()
-                raise ContractFailed(f"{split} at T={t}: {what} token {bad} outside [0, {v})")
+            if (out := (x < 0) | (x >= v)).any():
+                raise ContractFailed(f"{split} at T={t}: {what} token {x[out][0].item()} outside [0, {v})")
     return f"every input and scored target in [0, {v}) in every split and length"
 
 
@@ -165,8 +122,7 @@ def answers(task: Task, length: int, seed: int) -> Passed:
             raise ContractFailed(
                 f"{split} at T={t}: an answer appears as the next input token (answers_in_input False)"
             )
-        pad = task.pad_id
-        if pad is not None and (scored & (inputs == pad)).any():
+        if (pad := task.pad_id) is not None and (scored & (inputs == pad)).any():
             raise ContractFailed(
                 f"{split} at T={t}: a scored position holds the padding token {pad} (hidden from attention)"
             )
@@ -180,20 +136,12 @@ def answers(task: Task, length: int, seed: int) -> Passed:
 
 
 def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str) -> None:
-    """No scored target at position t can be read off the input token at t, which the model sees
-    there; nor, for a task that hides its answers (``answers_in_input`` False), off the token at
-    any t + k, k >= 1, where a later query would see it. (A task with ``answers_in_input`` feeds
-    each answer as the next input by design, and may repeat it later, as a periodic sequence does:
-    the causal mask hides both, which the component contracts check.)
-
-    The test is empirical and exact for a generator that copies an answer into the input: the most
-    frequent target of each input token at offset k, learnt on the even rows, predicts the scored
-    targets of the odd rows; the target is readable there when that removes at least
-    :data:`READABLE` of the errors of always guessing the most frequent answer (of at least 32
-    predictions).
-
-    Args:
-        inputs, targets: (N, T) int64 of one split and length.
+    """No scored target at t can be read off the input token at t, nor, for a task that hides its
+    answers, at any t + k (a task with ``answers_in_input`` feeds each answer as the next input by
+    design: the causal mask hides it). Empirical, and exact for a generator that copies an answer:
+    the most frequent target of each input token at offset k, learnt on the even rows, predicts the
+    odd rows' scored targets (of ``inputs``, ``targets``: (N, T)); readable when that removes at
+    least :data:`READABLE` of the errors of the most frequent answer (of 32 predictions or more).
 
     Raises:
         ContractFailed: with the offset and both shares right.
@@ -226,9 +174,7 @@ def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str
 
 def determinism(task: Task, length: int, seed: int) -> Passed:
     for split in SPLITS:
-        a = task.sample(N, length, _rng(seed), split)  # type: ignore[arg-type]
-        b = task.sample(N, length, _rng(seed), split)  # type: ignore[arg-type]
-        c = task.sample(N, length, _rng(seed + 1), split)  # type: ignore[arg-type]
+        a, b, c = (task.sample(N, length, _rng(s), split) for s in (seed, seed, seed + 1))  # type: ignore[arg-type]
         if not (torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])):
             raise ContractFailed(f"{split}: the same generator seed gave other data")
         if torch.equal(a[0], c[0]) and torch.equal(a[1], c[1]):
@@ -246,41 +192,36 @@ def _windows(x: torch.Tensor, k: int) -> set[bytes]:
 
 
 def splits(task: Task, length: int, seed: int) -> Passed:
+    rows = 4 * N
     if task.kind != "lm":
-        train = {row.numpy().tobytes() for row in task.sample(4 * N, length, _rng(seed), "train")[0]}
-        test = task.sample(4 * N, length, _rng(seed + 1), "test")[0]
-        repeats = sum(row.numpy().tobytes() in train for row in test)
-        if task.disjoint_splits:
-            for split in ("val", "test"):
-                held = task.sample(4 * N, length, _rng(seed + 1), split)[0]  # type: ignore[arg-type]
-                shared = sum(row.numpy().tobytes() in train for row in held)
-                if shared:
-                    raise ContractFailed(
-                        f"{shared} of {4 * N} {split} rows are also train rows, although the task declares "
-                        "disjoint splits"
-                    )
-            return f"synthetic, disjoint splits: no val or test row among {4 * N} train rows", {
-                "repeats": 0,
-                "rows": 4 * N,
-            }
-        return (
-            f"synthetic: {repeats} of {4 * N} test rows also drawn among {4 * N} train rows "
-            "(independent draws of one distribution; not required to be 0)",
-            {"repeats": repeats, "rows": 4 * N},
-        )
+        train = {row.numpy().tobytes() for row in task.sample(rows, length, _rng(seed), "train")[0]}
+
+        def shared(split: str) -> int:
+            return sum(row.numpy().tobytes() in train for row in task.sample(rows, length, _rng(seed + 1), split)[0])  # type: ignore[arg-type]
+
+        if not task.disjoint_splits:
+            repeats = shared("test")
+            return (
+                f"synthetic: {repeats} of {rows} test rows also drawn among {rows} train rows "
+                "(independent draws of one distribution; not required to be 0)",
+                {"repeats": repeats, "rows": rows},
+            )
+        for split in ("val", "test"):
+            if n := shared(split):
+                raise ContractFailed(
+                    f"{n} of {rows} {split} rows are also train rows, although the task declares disjoint splits"
+                )
+        return f"synthetic, disjoint splits: no val or test row among {rows} train rows", {"repeats": 0, "rows": rows}
     long = min(4096, task.max_seq_len("train") or 4096)
-    train = task.sample(N, long, _rng(seed), "train")[0]  # (N, 4096): a sample of the train split
-    train_windows = _windows(train, WINDOW)
+    train_windows = _windows(task.sample(N, long, _rng(seed), "train")[0], WINDOW)  # a sample of the train split
     for split in ("val", "test"):
         held = task.sample(16, 8 * WINDOW, _rng(seed + 1), split)[0]  # type: ignore[arg-type]
-        shared = _windows(held, WINDOW) & train_windows
-        if shared:
+        if shared_windows := _windows(held, WINDOW) & train_windows:
             raise ContractFailed(
-                f"{len(shared)} {WINDOW}-token windows of the {split} split occur in the train split: the splits overlap"
+                f"{len(shared_windows)} {WINDOW}-token windows of the {split} split occur in the train split: the splits overlap"
             )
-    return f"no {WINDOW}-token window of val or test among {len(train_windows):,} of the train split", {
-        "train_windows": len(train_windows)
-    }
+    detail = f"no {WINDOW}-token window of val or test among {len(train_windows):,} of the train split"
+    return detail, {"train_windows": len(train_windows)}
 
 
 def lengths(task: Task, length: int, seed: int) -> Passed:

@@ -1,20 +1,6 @@
-"""A report's data file: the run folders its report was made from, as the store holds them, in one
-gzipped tar (``reports/data/NAME[.PROFILE].tar.gz``), so that the report can be made again without
-the store (``ablate report NAME --from FILE``, ``ablate compare NAME --from FILE``) and the store
-rebuilt from it (``ablate restore FILE``: :func:`unpack`).
-
-Its members are laid out as in a store (:mod:`harness.store.runs`), bytes as the store holds them::
-
-    manifest.json                          {"format", "ablation", "profile", "store", "problems"}
-    ABLATION/PROFILE/RUN_ID/record.json    each run's record, and its history.csv where it has one
-    ABLATION/PROFILE+tuned/RUN_ID/...      the tuned runs a report's Tuning section compares
-    restored/ABLATION.PROFILE.tuning.json  the studies' summary that section lists
-    bench/attention-*.json                 the ``ablate bench attention`` files of a Speed section
-
-``store`` is the store the report names, ``problems`` the unreadable store entries it lists. The
-members are sorted, with mtime 0 and no owner: the same runs give the same bytes. Records are read
-by the store's own parser (:func:`harness.store.record.parse_record`); gzip's checksum refuses a
-file cut short. In pandas: ``docs/reports.md``.
+"""A report's data file, ``reports/data/NAME[.PROFILE].tar.gz``: the run folders its report was
+made from, as the store holds them, in one gzipped tar; its layout and uses: docs/reports.md (data
+files, restore). Members are sorted, with mtime 0 and no owner: the same runs give the same bytes.
 """
 
 from __future__ import annotations
@@ -26,7 +12,6 @@ import math
 import re
 import tarfile
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,19 +30,17 @@ _MEMBER = re.compile(rf"{_RUN.pattern}|bench/attention-[^/]+\.json|restored/[^/]
 
 
 def data_path(report: Path) -> Path:
-    """``reports/data/NAME[.PROFILE].tar.gz`` beside ``reports/NAME[.PROFILE].md``."""
     return Path(report).parent / "data" / f"{Path(report).stem}{SUFFIX}"
 
 
 def existing(report: Path) -> Path | None:
-    """The data file written for ``report``, if any."""
     return path if (path := data_path(report)).is_file() else None
 
 
 @dataclass
 class Archive:
-    """A data file read and checked (:func:`read`): its manifest's fields, its records by member
-    folder (``ABLATION/PROFILE/RUN_ID``) and every member's bytes."""
+    """A data file read and checked (:func:`read`): its manifest's fields, its records by folder
+    (``ABLATION/PROFILE/RUN_ID``) and every member's bytes."""
 
     path: Path
     ablation: str
@@ -81,9 +64,8 @@ def write(
     problems: list[str],
     extra: dict[str, bytes],
 ) -> Path:
-    """Write the data file ``path`` of ``records`` (their folders under ``results``), the store
-    ``problems`` its report lists and the ``extra`` members (a studies' summary, bench files, by
-    their path in a store)."""
+    """Write the data file of ``records`` (their folders under ``results``), the store ``problems``
+    its report lists and the ``extra`` members (a studies' summary, bench files) by their path."""
     manifest = {"format": FORMAT, "ablation": ablation, "profile": profile, "store": str(results), "problems": problems}
     files = {MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False).encode() + b"\n"}
     for rec in records:
@@ -105,13 +87,12 @@ def write(
 
 
 def read(path: Path, at: str) -> Archive:
-    """The data file ``path``, checked: a gzipped tar of this layout whose records parse and lie in
-    their own folders. ``at``: how messages name the file (``--from PATH``, or the path).
+    """The data file ``path``, checked; ``at``: how messages name it (``--from PATH``, or the path).
 
     Raises:
-        AblateError: a missing, empty, unreadable or truncated file, one that is not a report's data
-            file (no manifest of this format, a member outside the layout), a record that does not
-            parse or lies in another run's folder, runs of another ablation or profile than its own.
+        AblateError: a missing, empty, unreadable or truncated file, not a data file (no manifest of
+            this format, a member outside the layout), a record that does not parse or lies in
+            another run's folder, runs of another ablation or profile than its own.
     """
     path = Path(path)
     if path.exists() and not path.is_file():  # /dev/null, a FIFO: reading would mislead or block
@@ -137,16 +118,11 @@ def read(path: Path, at: str) -> Archive:
         )
     try:
         manifest = json.loads(members.get(MANIFEST, b"null"))
-    except ValueError:
-        manifest = None
-    keys = ("ablation", "profile", "store")
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("format") != FORMAT
-        or not all(isinstance(manifest.get(k), str) for k in keys)
-    ):
-        raise AblateError(f"{at}: not a report's data file (no {MANIFEST} of format {FORMAT}); {PASS}")
-    ablation, profile, store = (manifest[k] for k in keys)
+        ablation, profile, store = (manifest[k] for k in ("ablation", "profile", "store"))
+        if manifest["format"] != FORMAT or not all(isinstance(v, str) for v in (ablation, profile, store)):
+            raise ValueError(manifest)
+    except (ValueError, TypeError, KeyError):
+        raise AblateError(f"{at}: not a report's data file (no {MANIFEST} of format {FORMAT}); {PASS}") from None
     problems = [str(p) for p in manifest.get("problems") or []]
     records: dict[str, Record] = {}
     for name in sorted(members):
@@ -161,14 +137,7 @@ def read(path: Path, at: str) -> Archive:
         if (rec.ablation, rec.profile) != (m[1], m[2]):
             raise AblateError(f"{at}: {name} holds a record of {rec.ablation} / {rec.profile}: the file was edited")
         records[name.rpartition("/")[0]] = rec
-    _one_grid(at, ablation, profile, records.values())
-    if not records:
-        raise AblateError(f"{at}: holds no runs; regenerate it with `ablate report NAME` from a store that holds runs")
-    return Archive(path, ablation, profile, store, problems, records, members)
-
-
-def _one_grid(at: str, ablation: str, profile: str, records: Iterable[Record]) -> None:
-    grids = {(r.ablation, r.profile.removesuffix(TUNED)) for r in records}
+    grids = {(r.ablation, r.profile.removesuffix(TUNED)) for r in records.values()}
     if other := sorted({a for a, _ in grids} - {ablation}):
         raise AblateError(
             f"{at}: holds runs of {', '.join(other)} beside those of {ablation}; a data file holds one ablation: "
@@ -179,6 +148,9 @@ def _one_grid(at: str, ablation: str, profile: str, records: Iterable[Record]) -
             f"{at}: holds runs of profiles {', '.join(profiles)}; a data file holds one profile (and its "
             f"tuned runs): regenerate it with `ablate report {ablation} --profile PROFILE` from the store"
         )
+    if not records:
+        raise AblateError(f"{at}: holds no runs; regenerate it with `ablate report NAME` from a store that holds runs")
+    return Archive(path, ablation, profile, store, problems, records, members)
 
 
 MACHINE = ("train_tokens_per_s", "peak_mem_mb")
@@ -190,8 +162,8 @@ def _same(a: object, b: object) -> bool:
 
 
 def difference(held: Record, rec: Record) -> str | None:
-    """How the store's record of a run differs from the file's: its status, or the first metric
-    (but those of :data:`MACHINE`) that is missing from one or has another value; None when none does."""
+    """How the store's record of a run differs from the file's (status, or the first metric but
+    :data:`MACHINE` missing from one or of another value), or None."""
     if held.status != rec.status:
         return f"status {held.status} here, {rec.status} in the file"
     x, y = held.metrics or {}, rec.metrics or {}
@@ -203,12 +175,8 @@ def difference(held: Record, rec: Record) -> str | None:
 
 @dataclass
 class Restored:
-    """What one data file gave the store: the runs written (``tuned`` of them tuned runs, with
-    ``histories`` validation histories), those already there (kept), those kept whose status or
-    metrics differ from the file's (run id, how), unreadable records replaced, kept runs whose lost
-    history the file's took the place of, the store problems the file lists (not runs), the
-    studies' summary and bench files written, and (said by the caller) the studies' figures found
-    nowhere and the controls of its claims (kind, id, profile)."""
+    """What one data file gave the store (:func:`unpack`); the caller adds the studies' figures
+    found nowhere and the controls of its claims (kind, id, profile)."""
 
     path: Path
     ablation: str
@@ -228,12 +196,10 @@ class Restored:
 
 
 def unpack(archive: Archive, results: Path) -> Restored:
-    """Write the runs of a checked data file into the store ``results``, with its studies' summary
-    and bench files. A finished run is never overwritten: one whose folder holds a readable
-    ``record.json`` is kept (and said when its status or metrics differ, or its history.csv
-    refilled when lost); an unreadable ``record.json`` (not a finished run) is replaced. The history
-    is written before the record, and the record atomically, so an unpack that is killed leaves only
-    unfinished folders, which the next one (or a run) completes. A bench file of the store is kept.
+    """Write a checked data file's runs, studies' summary and bench files into the store
+    ``results``. A finished run is kept (said when it differs; its lost history.csv refilled), an
+    unreadable record replaced; history first, the record atomically last, so a killed unpack
+    leaves only unfinished folders. A bench file of the store is kept.
 
     Raises:
         OSError: the store cannot be written (the caller says so).

@@ -1,17 +1,7 @@
-"""The run store: one folder per run, written atomically, read back as one tidy DataFrame.
-
-Layout: ``<results>/<ablation>/<profile>/<run_id>/`` holding ``record.json`` (the run's config,
-status, metrics, timings, versions and commit), ``history.csv`` (validation curve) and the
-loggers' folders (``csv/``, ``wandb/``). A run is finished exactly when ``record.json`` exists
-and parses: it is written to a temporary file and moved into place with ``os.replace``, so a
-killed process never leaves a half-written record that reads as finished. A finished run is
-never overwritten; a folder without a record is an interrupted attempt and is started afresh
-(or resumed from ``checkpoints/last.ckpt``). Also in a run folder: ``claim.lock`` while a
-process owns the run (:mod:`harness.execution.locks`), ``events.jsonl`` (claims, takeovers, resumes,
-finishes) and ``record.attempt-N.json`` for attempts replaced by ``--retry``
-(:mod:`harness.execution.run_folder`). A record that does not parse or lacks the fields every reader relies
-on is not a finished run: :func:`scan` reports it with its path, and nothing that reads the
-store raises on it.
+"""The run store: ``<results>/<ablation>/<profile>/<run_id>/`` per run, its ``record.json`` written
+atomically (a run is finished exactly when it parses), read back as one tidy DataFrame. The layout
+and the files beside the record: docs/execution.md (the store never loses a run). A record that
+does not parse is not a finished run: :func:`scan` reports it, nothing that reads the store raises.
 """
 
 from __future__ import annotations
@@ -31,6 +21,9 @@ if TYPE_CHECKING:
 
 RECORD = "record.json"
 HISTORY = "history.csv"
+COLUMNS = ("ablation", "profile", "run_id", "variant", "seed", "task", "task_version", "metric", "value", "status")
+COLUMNS += ("n_params", "wall_time_s", "config_hash", "commit")
+"""The columns of :func:`tidy`."""
 
 
 def run_dir(results: Path, ablation: str, profile: str, run_id: str) -> Path:
@@ -53,26 +46,22 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON to ``path`` atomically (:func:`write_atomic`).
-
-    Strict JSON: NaN is written as null and +/-inf as ``"Infinity"`` / ``"-Infinity"``
-    (:mod:`harness.encode`); :func:`load_record` turns a record's metrics back into floats."""
+    """Strict JSON (:mod:`harness.encode`: NaN as null, +/-inf as ``"Infinity"``), atomically."""
     write_atomic(path, dumps(payload, indent=2, sort_keys=True, default=str).encode())
 
 
 def write_record(folder: Path, record: Record) -> None:
-    """Write ``record`` as ``folder/record.json``, atomically (:func:`write_json_atomic`)."""
     write_json_atomic(folder / RECORD, record.to_json())
 
 
 def read_record(folder: Path) -> Record | None:
-    """The finished record of a run folder, or None when there is none (or it is unreadable)."""
+    """The finished record of a run folder, or None (none, or unreadable)."""
     return load_record(folder)[0]
 
 
 def load_record(folder: Path) -> tuple[Record | None, str | None]:
-    """``(record, None)`` for a finished run; ``(None, why)`` when ``record.json`` exists but is
-    not a usable record (:func:`harness.store.record.parse_record`); ``(None, None)`` when there is none."""
+    """``(record, None)`` for a finished run; ``(None, why)`` when ``record.json`` is not a usable
+    record (:func:`harness.store.record.parse_record`); ``(None, None)`` when there is none."""
     try:
         raw = json.loads((folder / RECORD).read_text())
     except FileNotFoundError:
@@ -124,9 +113,8 @@ def scan(results: Path, ablation: str, profile: str) -> StoreScan:
 
 
 def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | str | None:
-    """A finished run's validation history as the report draws it: the frame of its
-    ``history.csv`` (``scan.history`` when the scan holds them), the problem
-    line when that file is unreadable, None when there is none (or it lacks ``step`` and ``loss``)."""
+    """A finished run's validation history (``scan.history`` when the scan holds them): its frame,
+    the problem line when the file is unreadable, None when there is none or it lacks step and loss."""
     import pandas as pd
 
     if scan.history is not None:
@@ -151,56 +139,20 @@ def readable_history(folder: Path) -> bool:
 
 def history_of(scan: StoreScan, results: Path) -> dict[str, pd.DataFrame | str]:
     """:func:`run_history` of every ok run that has one, by run id."""
-    out = {}
-    for rec in scan.records:
-        if rec.status == "ok" and (frame := run_history(scan, results, rec)) is not None:
-            out[rec.run_id] = frame
-    return out
+    frames = {rec.run_id: run_history(scan, results, rec) for rec in scan.records if rec.status == "ok"}
+    return {k: v for k, v in frames.items() if v is not None}
 
 
-def tidy(records: list[Record]):
-    """One row per (run, metric): the table every statistic and report is a group-by over.
-
-    Columns: ablation, profile, run_id, variant, seed, task, task_version, metric, value,
-    status, n_params, wall_time_s, config_hash, commit. Failed and diverged runs appear with
-    metric ``status`` and a NaN value, so they are rows too.
-    """
+def tidy(records: list[Record]) -> pd.DataFrame:
+    """One row per (run, metric), columns :data:`COLUMNS`: the table every statistic and report is
+    a group-by over. A run without metrics (failed, diverged) is one row of metric ``status``, value NaN."""
     import pandas as pd
 
+    same = ("ablation", "profile", "run_id", "seed", "task", "task_version", "status", "n_params", "wall_time_s")
     rows = []
     for rec in records:
-        base = {
-            "ablation": rec.ablation,
-            "profile": rec.profile,
-            "run_id": rec.run_id,
-            "variant": rec.variant_label,
-            "seed": rec.seed,
-            "task": rec.task,
-            "task_version": rec.task_version,
-            "status": rec.status,
-            "n_params": rec.n_params,
-            "wall_time_s": rec.wall_time_s,
-            "config_hash": rec.run_id,
-            "commit": rec.commit,
-        }
-        if not rec.metrics:
-            rows.append({**base, "metric": "status", "value": float("nan")})
-        for name, value in (rec.metrics or {}).items():
-            rows.append({**base, "metric": name, "value": value})
-    cols = [
-        "ablation",
-        "profile",
-        "run_id",
-        "variant",
-        "seed",
-        "task",
-        "task_version",
-        "metric",
-        "value",
-        "status",
-        "n_params",
-        "wall_time_s",
-        "config_hash",
-        "commit",
-    ]
-    return pd.DataFrame(rows, columns=cols)
+        base = {k: getattr(rec, k) for k in same} | {"variant": rec.variant_label, "config_hash": rec.run_id}
+        base["commit"] = rec.commit
+        metrics = rec.metrics or {"status": float("nan")}
+        rows += [{**base, "metric": name, "value": value} for name, value in metrics.items()]
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -1,9 +1,6 @@
 """The Optuna objective of one study: train a variant with drawn parameters, score it on the
-validation split, and let the pruner stop it early through Lightning
-(:class:`harness.training.pruning.StepPruningCallback`).
-
-Imported lazily (it pulls in Lightning through optuna-integration and the training loop).
-"""
+validation split, pruned through :class:`harness.training.pruning.StepPruningCallback`. Imported
+lazily (it pulls in Lightning)."""
 
 from __future__ import annotations
 
@@ -30,15 +27,10 @@ def _fail(trial: optuna.Trial, outcome: str, reason: str) -> None:
 
 
 def objective(study_plan: StudyPlan, task: Task, seed: int) -> Callable[[optuna.Trial], float]:
-    """The objective of ``study_plan`` on a built ``task``.
-
-    A trial that diverges or raises records ``outcome`` and ``reason`` as user attributes (as a
-    run's record would: :class:`harness.errors.RunError`) and re-raises, so Optuna
-    stores it as FAIL; a pruned trial raises ``optuna.TrialPruned``. A trial stopped by Ctrl-C
-    (``KeyboardInterrupt``, or the ``SystemExit`` Lightning makes of it) gets the user attribute
-    ``interrupted`` and raises ``KeyboardInterrupt``: Optuna stores it as FAIL, and
-    :func:`harness.tune.studies.counts` does not count it as finished.
-    """
+    """The objective of ``study_plan`` on a built ``task``. A trial that diverges or raises
+    records ``outcome`` and ``reason`` (:class:`harness.errors.RunError`) and re-raises (Optuna's
+    FAIL); a pruned one raises ``optuna.TrialPruned``; one stopped by Ctrl-C is marked
+    :data:`~harness.tune.studies.INTERRUPTED` and raises ``KeyboardInterrupt``."""
     base = study_plan.spec.config.model_dump(mode="json")
 
     def run(trial: optuna.Trial) -> float:

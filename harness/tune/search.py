@@ -1,19 +1,9 @@
-"""Running the studies of ``ablate tune`` (:mod:`harness.tune.studies` says which): sampler TPE
-(seeded from the study name; ``constant_liar`` for parallel workers); pruner median (default) or
-Hyperband, wired into Lightning through optuna-integration's ``PyTorchLightningPruningCallback``.
-The first trial of a new study is the declared, untuned config (where it lies inside the space),
-so the best trial is never worse on the validation split than not tuning.
-
-Storage: ``sqlite:///<results>/optuna.db`` by default (it opens in optuna-dashboard as it is), or
-any RDB URL (PostgreSQL) for many workers, each running ``ablate tune`` against the same studies.
-Studies are created before any trial starts, with a retry on the creation race. ``--trials N``
-tops a study up to N *finished* trials (complete + pruned + failed); a trial stopped by Ctrl-C is
-stored as FAIL with the user attribute ``interrupted`` and is not counted (the next start runs
-another in its place); a worker that stops sending heartbeats (killed) has its running trial
-marked failed on the next start, and it counts as finished. A worker starts a trial only while the
-finished trials and those running in other workers are fewer than N, so that workers sharing a
-study do not overshoot it (a worker that counted only finished trials started the 13th of 12 while
-another's 12th was running). Two workers that start at the same instant may still overshoot by one.
+"""Running the studies of ``ablate tune`` (:mod:`harness.tune.studies` says which; docs/tuning.md
+says how): TPE seeded from the study name (``constant_liar`` for parallel workers), pruner median,
+Hyperband or none; a new study's first trial is the declared config. ``--trials N`` tops a study
+up to N finished trials; a trial stopped by Ctrl-C is not one; a worker starts a trial only while
+the finished trials and those running in other workers are fewer than N (two starting at the same
+instant may overshoot by one).
 """
 
 from __future__ import annotations
@@ -26,7 +16,6 @@ from typing import Any
 
 from harness.config import get_path
 from harness.experiment.ablation import Ablation
-from harness.experiment.search_space import distribution
 from harness.tune.storage import check_study, default_storage, ensure_study, mask_url, open_storage
 from harness.tune.studies import HEARTBEAT_S, TUNING_SEED, StudyPlan, counts
 
@@ -34,15 +23,11 @@ from harness.tune.studies import HEARTBEAT_S, TUNING_SEED, StudyPlan, counts
 def _declared_point(study_plan: StudyPlan) -> dict[str, Any]:
     """The untuned config's value of every tuned key that lies inside its range."""
     point = {}
-    for path, spec in study_plan.space.items():
-        value = get_path(study_plan.spec.config, path)
-        inside = (
-            value in (spec.choices or [])
-            if spec.type == "categorical"
-            else spec.low <= value <= spec.high and not isinstance(value, bool)
-        )
+    for path, s in study_plan.space.items():
+        v = get_path(study_plan.spec.config, path)
+        inside = v in (s.choices or []) if s.type == "categorical" else not isinstance(v, bool) and s.low <= v <= s.high
         if inside:
-            point[path] = value
+            point[path] = v
     return point
 
 
@@ -53,11 +38,7 @@ def _finished(study: Any) -> int:
 
 def _taken(study: Any) -> int:
     """Finished trials and those running (in other workers, when called between trials)."""
-    return _finished(study) + sum(t.state.name == "RUNNING" for t in study.get_trials(deepcopy=False))
-
-
-def _stable_seed(text: str) -> int:
-    return zlib.crc32(text.encode())
+    return _finished(study) + counts(study)["running"]
 
 
 def _load(storage: Any, study_plan: StudyPlan, trials: int, pruner: str) -> Any:
@@ -65,7 +46,7 @@ def _load(storage: Any, study_plan: StudyPlan, trials: int, pruner: str) -> Any:
     import optuna
 
     study_id = storage.get_study_id_from_name(study_plan.name)
-    seed = _stable_seed(study_plan.name) + storage.get_n_trials(study_id)
+    seed = zlib.crc32(study_plan.name.encode()) + storage.get_n_trials(study_id)
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, max(2, trials // 2)), constant_liar=True)
     steps, every = study_plan.spec.config.train.steps, study_plan.spec.config.train.val_every
     pruners = {
@@ -90,43 +71,27 @@ def run_study(
     from harness.tasks import build_task
     from harness.tune.objective import objective
 
-    study = _load(storage, study_plan, trials, pruner)
+    name, study = study_plan.name, _load(storage, study_plan, trials, pruner)
     running = {t.number for t in study.get_trials(deepcopy=False) if t.state.name == "RUNNING"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
     if stale := [t.number for t in study.get_trials(deepcopy=False) if t.number in running and t.state.name == "FAIL"]:
-        echo(f"{study_plan.name}: marked trial(s) {stale} failed (their worker stopped sending heartbeats)")
+        echo(f"{name}: marked trial(s) {stale} failed (their worker stopped sending heartbeats)")
     if not study.get_trials(deepcopy=False) and (point := _declared_point(study_plan)):
         study.enqueue_trial(point, user_attrs={"declared": True}, skip_if_exists=True)
     if interrupted := counts(study)["interrupted"]:
-        echo(f"{study_plan.name}: {interrupted} interrupted trial(s) (Ctrl-C) not counted as finished")
+        echo(f"{name}: {interrupted} interrupted trial(s) (Ctrl-C) not counted as finished")
     todo = trials - _taken(study)
     if todo <= 0:
-        busy = _taken(study) - _finished(study)
-        echo(
-            f"{study_plan.name}: {_finished(study)} finished trials already"
-            + (f" and {busy} running in other workers" if busy else "")
-            + f" (asked for {trials}); nothing to do"
-        )
+        busy = f" and {busy} running in other workers" if (busy := counts(study)["running"]) else ""
+        echo(f"{name}: {_finished(study)} finished trials already{busy} (asked for {trials}); nothing to do")
         return counts(study)
     task = build_task(study_plan.spec.task, study_plan.spec.task_params, data_dir=data_dir)
 
-    def stop(study: Any, trial: Any) -> None:  # Optuna's MaxTrialsCallback would count interrupted trials
-        if _taken(study) >= trials:  # this worker's trial has finished: running ones are other workers'
-            study.stop()
-
-    study.optimize(
-        objective(study_plan, task, TUNING_SEED),
-        n_trials=todo,
-        catch=(Exception,),
-        callbacks=[stop, _echo_trial(study_plan, trials, echo)],
-    )
-    return counts(study)
-
-
-def _echo_trial(study_plan: StudyPlan, trials: int, echo: Callable[[str], None]) -> Callable[[Any, Any], None]:
     def on_trial(study: Any, trial: Any) -> None:
+        if _taken(study) >= trials:  # not MaxTrialsCallback, which counts interrupted trials; running: other workers'
+            study.stop()
         state = trial.state.name.lower()
         if state == "complete":
             detail = f"{study_plan.metric} (val) = {trial.value:.4g}"
@@ -135,15 +100,13 @@ def _echo_trial(study_plan: StudyPlan, trials: int, echo: Callable[[str], None])
         else:
             detail = trial.user_attrs.get("reason", "")
         params = ", ".join(
-            f"{k.rsplit('.', 1)[-1]}={v:.3g}" if isinstance(v, float) else f"{k.rsplit('.', 1)[-1]}={v}"
-            for k, v in trial.params.items()
+            f"{k.rsplit('.', 1)[-1]}={f'{v:.3g}' if isinstance(v, float) else v}" for k, v in trial.params.items()
         )
         took = trial.duration.total_seconds() if trial.duration else 0.0
-        echo(
-            f"[{_finished(study)}/{trials}] {study_plan.name} #{trial.number} {state} {detail} ({params}; {took:.1f}s)"
-        )
+        echo(f"[{_finished(study)}/{trials}] {name} #{trial.number} {state} {detail} ({params}; {took:.1f}s)")
 
-    return on_trial
+    study.optimize(objective(study_plan, task, TUNING_SEED), n_trials=todo, catch=(Exception,), callbacks=[on_trial])
+    return counts(study)
 
 
 def tune(
@@ -161,11 +124,7 @@ def tune(
     echo: Callable[[str], None] = print,
 ) -> list[tuple[StudyPlan, dict[str, Any]]]:
     """Create every study of ``plans`` (:func:`plan_studies`) first, then top each up to
-    ``trials`` finished trials, in order.
-
-    Returns:
-        ``(study plan, counts)`` per study.
-    """
+    ``trials`` finished trials, in order: ``(study plan, counts)`` per study."""
     import optuna
 
     url = storage or default_storage(results)
@@ -174,31 +133,12 @@ def tune(
     known = set(optuna.get_all_study_names(store))
     for p in plans:  # every existing study checked before any is created
         if p.name in known:
-            check_study(
-                optuna.load_study(study_name=p.name, storage=store),
-                p.name,
-                "maximize" if p.maximize else "minimize",
-                url,
-                {k: distribution(v) for k, v in p.space.items()},
-            )
+            check_study(optuna.load_study(study_name=p.name, storage=store), p.name, p.direction, url, p.distributions)
     for p in plans:
-        ensure_study(
-            store,
-            p.name,
-            "maximize" if p.maximize else "minimize",
-            {
-                "ablation": abl.name,
-                "profile": prof_name,
-                "task": p.spec.task,
-                "variant": p.spec.variant_label,
-                "objective": f"{p.metric} on the validation split",
-                "seed": TUNING_SEED,
-                "overrides": list(overrides),
-                "space": {k: v.describe() for k, v in p.space.items()},
-            },
-            url=url,
-            distributions={k: distribution(v) for k, v in p.space.items()},
-        )
+        attrs = dict(ablation=abl.name, profile=prof_name, task=p.spec.task, variant=p.spec.variant_label)
+        attrs |= dict(objective=f"{p.metric} on the validation split", seed=TUNING_SEED, overrides=list(overrides))
+        space = {k: v.describe() for k, v in p.space.items()}
+        ensure_study(store, p.name, p.direction, attrs | {"space": space}, url, p.distributions)
     space = "; ".join(f"{k} {v.describe()}" for k, v in plans[0].space.items()) if plans else "-"
     echo(
         f"{abl.name} / {prof_name}: {len(plans)} studies in {mask_url(url)}; {trials} finished trials each "

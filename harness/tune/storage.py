@@ -1,11 +1,7 @@
-"""Optuna storage for ``ablate tune``: URLs, masking, opening, and creating studies safely.
-
-SQLite under the results directory by default (``sqlite:///<results>/optuna.db``; one file that
-optuna-dashboard opens as it is); any SQLAlchemy RDB URL otherwise, e.g.
-``postgresql+psycopg2://user:password@host/db`` for many workers (``pip install psycopg2-binary``).
-A URL is only ever printed with its password masked. Several processes creating one fresh SQLite
-schema or study at the same moment race ("table alembic_version already exists", UNIQUE
-constraint): opening and creating are retried a few times on those errors only.
+"""Optuna storage for ``ablate tune`` (docs/tuning.md: storage and many workers): an RDB URL, by
+default ``sqlite:///<results>/optuna.db``, only ever printed with its password masked. Processes
+creating one fresh SQLite schema or study at the same moment race ("table alembic_version already
+exists", UNIQUE constraint): opening and creating are retried a few times on those errors only.
 """
 
 from __future__ import annotations
@@ -15,6 +11,7 @@ import random
 import shlex
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,137 +20,111 @@ from harness.redact import mask_url
 
 _RACE = ("already exists", "unique constraint", "duplicate key", "database is locked", "integrityerror")
 ATTEMPTS = 8
+# a SQLAlchemy driver's module -> the package that installs it, where the names differ
+DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]", "MySQLdb": "mysqlclient"}
 
 
-def _password(url: str) -> str | None:
+def _parsed(url: str) -> Any:
+    from sqlalchemy.engine import make_url
+
     try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(url).password
+        return make_url(url)
     except Exception:  # noqa: BLE001
         return None
 
 
+def _password(url: str) -> str | None:
+    return (parsed := _parsed(url)) and parsed.password
+
+
+def _database(url: str) -> str | None:
+    database = (parsed := _parsed(url)) and parsed.database
+    return database if database != ":memory:" else None
+
+
 def default_storage(results: Path) -> str:
-    """``sqlite:///<absolute results dir>/optuna.db``."""
     return f"sqlite:///{(Path(results) / 'optuna.db').resolve()}"
 
 
 def sqlite_exists(url: str) -> bool:
     """False only for a SQLite URL whose database file does not exist (opening would create it)."""
-    if not url.startswith("sqlite"):
+    if not url.startswith("sqlite") or _parsed(url) is None:
         return True
-    from sqlalchemy.engine import make_url
-
-    try:
-        database = make_url(url).database
-    except Exception:  # noqa: BLE001 - unparsable (sqlite:x): open_storage says why
-        return True
-    return bool(database) and database != ":memory:" and Path(database).is_file()
+    return bool(database := _database(url)) and Path(database).is_file()
 
 
 def _reason(exc: BaseException, url: str) -> str:
-    """The driver's own first line, with any password removed."""
+    """The driver's own first line, without the password."""
     text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     secret = _password(url)
     return text.replace(secret, "***") if secret else text
 
 
-def _is_race(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__} {exc}".lower()
-    return any(marker in text for marker in _RACE)
-
-
-def _engine_kwargs(url: str) -> dict[str, Any]:
-    if url.startswith("sqlite"):
-        return {"connect_args": {"timeout": 60}}
-    if url.startswith("postgresql"):
-        return {"connect_args": {"connect_timeout": 10}, "pool_pre_ping": True}
-    return {"pool_pre_ping": True}
+def _retry(call: Callable[[], Any]) -> Any:
+    """``call()``, again (up to :data:`ATTEMPTS` times) while it raises a creation race."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return call()
+        except Exception as exc:
+            text = f"{type(exc).__name__} {exc}".lower()
+            if attempt + 1 == ATTEMPTS or not any(marker in text for marker in _RACE):
+                raise
+            time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def open_storage(url: str, heartbeat: int | None = None) -> Any:
-    """An ``optuna.storages.RDBStorage`` on ``url``; with ``heartbeat`` (seconds) each running
-    trial sends heartbeats, and a trial silent for 3 x ``heartbeat`` is failed by the next worker.
+    """An ``optuna.storages.RDBStorage`` on ``url``; with ``heartbeat`` (seconds), a running trial
+    silent for 3 x ``heartbeat`` is failed by the next worker.
 
     Raises:
-        AblateError: an unparsable URL, a missing driver, an unreachable or unwritable database;
-            the message names the URL with its password masked.
+        AblateError: an unparsable URL, a missing driver, an unreachable or unwritable database.
     """
     import optuna
     import sqlalchemy.exc
 
-    if url.startswith("sqlite"):
-        _make_parent(url)
-    beat = {"heartbeat_interval": heartbeat, "grace_period": 3 * heartbeat} if heartbeat else {}
-    for attempt in range(ATTEMPTS):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url), **beat)
-        except ImportError as exc:  # optuna re-raises the driver's ModuleNotFoundError as ImportError
-            driver = getattr(exc.__cause__, "name", None) or getattr(exc, "name", None) or "?"
-            raise AblateError(missing_driver(url, driver)) from None
-        except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
-            raise AblateError(
-                f"{mask_url(url)} is not a database URL ({_reason(exc, url)}); e.g. "
-                f"sqlite:///results/optuna.db or postgresql+psycopg2://user@host/db"
-            ) from None
-        except sqlalchemy.exc.SQLAlchemyError as exc:
-            if attempt + 1 < ATTEMPTS and _is_race(exc):
-                time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
-                continue
-            raise AblateError(f"cannot open the Optuna storage {mask_url(url)}: {_reason(exc, url)}") from None
-    raise AssertionError("unreachable")
-
-
-DRIVER_PACKAGES = {
-    "psycopg2": "psycopg2-binary",
-    "psycopg": "psycopg[binary]",
-    "MySQLdb": "mysqlclient",
-    "pymysql": "pymysql",
-    "asyncpg": "asyncpg",
-    "pg8000": "pg8000",
-}
-"""Python module of a SQLAlchemy database driver -> the package that installs it."""
-
-
-def missing_driver(url: str, driver: str) -> str:
-    """What to do when ``url``'s driver module ``driver`` is not installed. A bare
-    ``postgresql://`` selects SQLAlchemy's default PostgreSQL driver (psycopg 3 in SQLAlchemy 2.1;
-    psycopg2 before): where psycopg2 is installed, the fix is the URL, not a package."""
-    scheme = url.split("://", 1)[0]
-    if scheme == "postgresql" and driver != "psycopg2" and importlib.util.find_spec("psycopg2") is not None:
-        fixed = "postgresql+psycopg2://" + url.split("://", 1)[1]
-        return (
-            f"the Optuna storage {mask_url(url)} selects the driver {driver!r}, which is not installed; psycopg2 "
-            f"is: name it in the URL, --storage {mask_url(fixed)}"
-        )
-
-    package = DRIVER_PACKAGES.get(driver, driver)
-    return (
-        f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}, which is not installed: "
-        f"pip install {shlex.quote(package)}"
-    )
-
-
-def _make_parent(url: str) -> None:
-    from sqlalchemy.engine import make_url
-
-    try:
-        database = make_url(url).database
-    except Exception:  # noqa: BLE001 - reported by open_storage
-        return
-    if database and database != ":memory:":
+    if url.startswith("sqlite") and (database := _database(url)):
         try:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise AblateError(f"cannot create the folder of {mask_url(url)}: {exc.strerror}") from None
+    engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+    if url.startswith("postgresql"):
+        engine["connect_args"] = {"connect_timeout": 10}
+    beat = {"heartbeat_interval": heartbeat, "grace_period": 3 * heartbeat} if heartbeat else {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return _retry(lambda: optuna.storages.RDBStorage(url, engine_kwargs=engine, **beat))
+    except ImportError as exc:  # optuna re-raises the driver's ModuleNotFoundError as ImportError
+        driver = getattr(exc.__cause__, "name", None) or getattr(exc, "name", None) or "?"
+        raise AblateError(missing_driver(url, driver)) from None
+    except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
+        raise AblateError(
+            f"{mask_url(url)} is not a database URL ({_reason(exc, url)}); e.g. "
+            f"sqlite:///results/optuna.db or postgresql+psycopg2://user@host/db"
+        ) from None
+    except sqlalchemy.exc.SQLAlchemyError as exc:
+        raise AblateError(f"cannot open the Optuna storage {mask_url(url)}: {_reason(exc, url)}") from None
+
+
+def missing_driver(url: str, driver: str) -> str:
+    """What to do when ``url``'s driver module ``driver`` is not installed: where a bare
+    ``postgresql://`` selects psycopg 3 (SQLAlchemy 2.1) but psycopg2 is installed, the URL."""
+    scheme, _, rest = url.partition("://")
+    if scheme == "postgresql" and driver != "psycopg2" and importlib.util.find_spec("psycopg2") is not None:
+        return (
+            f"the Optuna storage {mask_url(url)} selects the driver {driver!r}, which is not installed; psycopg2 "
+            f"is: name it in the URL, --storage {mask_url('postgresql+psycopg2://' + rest)}"
+        )
+    return (
+        f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}, which is not installed: "
+        f"pip install {shlex.quote(DRIVER_PACKAGES.get(driver, driver))}"
+    )
 
 
 def delete_hint(name: str, url: str) -> str:
-    """What to do about a study that is in the way: a command that deletes it, as it can be run
-    (the URL is only printed where it holds no password), or another storage."""
+    """A command that deletes a study in the way (a URL with a password left out), or another storage."""
     where = shlex.quote(url) if not _password(url) else "URL (your --storage, with its password)"
     return (
         f"delete it (optuna delete-study --study-name {shlex.quote(name)} --storage {where}) or pass another --storage"
@@ -172,52 +143,29 @@ def foreign_study(study: Any, name: str, url: str) -> str | None:
 
 
 def ensure_study(
-    storage: Any,
-    name: str,
-    direction: str,
-    attrs: dict[str, Any],
-    url: str = "",
-    distributions: dict[str, Any] | None = None,
+    storage: Any, name: str, direction: str, attrs: dict[str, Any], url: str, distributions: dict[str, Any]
 ) -> None:
-    """Create study ``name`` unless it exists (``load_if_exists``), retrying on the creation race;
-    a new study gets ``attrs`` as user attributes (shown by optuna-dashboard).
-
-    Args:
-        url: the storage's URL, for messages (printed with its password masked).
-        distributions: the Optuna distribution of each searched key; an existing study whose
-            trials drew a key from an incompatible one (another kind, log scale or choices:
-            every new trial would fail) is refused.
-
-    Raises:
-        AblateError: the study exists with several objectives, with the other direction or with
-            incompatible parameter distributions, or creation kept failing.
-    """
+    """Create study ``name`` unless it exists and check it (:func:`check_study`, whose
+    :class:`AblateError` it raises); a new study gets ``attrs`` as user attributes."""
     import optuna
     import sqlalchemy.exc
 
-    for attempt in range(ATTEMPTS):
-        try:
-            study = optuna.create_study(storage=storage, study_name=name, direction=direction, load_if_exists=True)
-            break
-        except (optuna.exceptions.DuplicatedStudyError, sqlalchemy.exc.SQLAlchemyError) as exc:
-            if attempt + 1 == ATTEMPTS:
-                raise AblateError(f"cannot create study {name!r}: {type(exc).__name__}: {exc}") from None
-            time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
+    try:
+        study = _retry(
+            lambda: optuna.create_study(storage=storage, study_name=name, direction=direction, load_if_exists=True)
+        )
+    except (optuna.exceptions.DuplicatedStudyError, sqlalchemy.exc.SQLAlchemyError) as exc:
+        raise AblateError(f"cannot create study {name!r}: {type(exc).__name__}: {exc}") from None
     check_study(study, name, direction, url, distributions)
     if not study.user_attrs:
         for key, value in attrs.items():
             study.set_user_attr(key, value)
 
 
-def check_study(
-    study: Any, name: str, direction: str, url: str = "", distributions: dict[str, Any] | None = None
-) -> None:
-    """An existing study ``name`` must be one this tune can top up (see :func:`ensure_study`).
-
-    Raises:
-        AblateError: several objectives, the other direction or incompatible distributions; the
-            one-line message names the study and how to get it out of the way.
-    """
+def check_study(study: Any, name: str, direction: str, url: str, distributions: dict[str, Any]) -> None:
+    """Raise :class:`AblateError` (one line naming the study and how to get it out of the way)
+    unless study ``name`` has one objective, ``direction``, and trials that drew each searched key
+    from a distribution compatible with ``distributions`` (else every new trial would fail)."""
     from optuna.distributions import check_distribution_compatibility
 
     if problem := foreign_study(study, name, url):
@@ -229,7 +177,7 @@ def check_study(
         )
     for trial in study.get_trials(deepcopy=False):
         for key, stored in trial.distributions.items():
-            if key not in (distributions or {}):
+            if key not in distributions:
                 continue
             try:
                 check_distribution_compatibility(stored, distributions[key])

@@ -1,18 +1,7 @@
-"""Optuna tuning of every variant of an ablation, before the comparison (``ablate tune``): what the
-studies are (this module) and how they run (:mod:`harness.tune.search`).
-
-One study per (ablation, profile, task, variant), named ``<ablation>/<profile>/<task>/<variant>``
-(e.g. ``pe_extrapolation/smoke/copy/rope``), so that every variant gets the same search budget.
-Each trial trains the variant's resolved config with parameters drawn from the ablation's search
-space (:mod:`harness.experiment.search_space`) at the tuning seed :data:`TUNING_SEED`, which no profile may use
-as a comparison seed; it is scored on the task's primary metric computed on the validation
-split at the same evaluation lengths (``eval_split="val"``), never on the test split the
-comparison uses. The pruner watches the validation metric at L with the primary metric's
-direction (:func:`monitor_for`).
-
-``ablate run --tuned`` merges each (task, variant)'s best parameters into its run configs
-(:func:`tuned_specs`); those runs are recorded with ``tuned_params`` and stored under profile
-``<profile>+tuned``, apart from the untuned runs, and analysed with the declaration's ``<profile>``.
+"""Optuna tuning of every variant of an ablation before the comparison (``ablate tune``,
+docs/tuning.md): what the studies are (this module) and how they run (:mod:`harness.tune.search`).
+One study per (ablation, profile, task, variant), at :data:`TUNING_SEED`, scored on the validation
+split; ``ablate run --tuned`` runs each variant at its study's best parameters (:func:`tuned_specs`).
 """
 
 from __future__ import annotations
@@ -26,22 +15,15 @@ from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec, check_variant, prepare_task
 from harness.experiment.overrides import parse_override
-from harness.experiment.search_space import ParamSpec, check_space, resolve_space, within_budget
+from harness.experiment.search_space import ParamSpec, check_space, distribution, resolve_space, within_budget
 from harness.experiment.selection import select
 from harness.hints import Context
 from harness.registry import did_you_mean
-from harness.tune.storage import (
-    default_storage,
-    foreign_study,
-    mask_url,
-    open_storage,
-    sqlite_exists,
-)
+from harness.tune.storage import default_storage, foreign_study, mask_url, open_storage, sqlite_exists
 
-TUNING_SEED = 1000
-"""The seed of every tuning trial (init, data order, validation sets); never a comparison seed."""
-HEARTBEAT_S = 10
-"""Seconds between a worker's heartbeats; a trial silent for 3x that is marked failed."""
+TUNING_SEED = 1000  # of every tuning trial (init, data order, validation sets); never a comparison seed
+HEARTBEAT_S = 10  # seconds between a worker's heartbeats; a trial silent for 3x that is marked failed
+INTERRUPTED = "interrupted"  # user attribute of a trial stopped by Ctrl-C: Optuna's FAIL, not a finished trial
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,9 +37,13 @@ class StudyPlan:
     maximize: bool
     monitor: str | None
 
+    @property
+    def direction(self) -> str:
+        return "maximize" if self.maximize else "minimize"
 
-INTERRUPTED = "interrupted"
-"""User attribute of a trial stopped by Ctrl-C: stored as FAIL by Optuna, not a finished trial."""
+    @property
+    def distributions(self) -> dict[str, Any]:
+        return {k: distribution(v) for k, v in self.space.items()}
 
 
 def study_name(ablation: str, profile: str, task: str, variant_label: str) -> str:
@@ -70,9 +56,8 @@ def tuned_profile(profile: str) -> str:
 
 
 def monitor_for(metric: str, maximize: bool) -> str | None:
-    """The validation metric at L that the pruner watches: same quantity as the objective when
-    the validation pass logs it (:func:`harness.experiment.metrics.validation_name`), else one with
-    the same direction; None when no logged metric fits."""
+    """The validation metric at L the pruner watches: the objective's quantity where the validation
+    pass logs it, else one of the same direction; None when none fits."""
     if base := metrics.validation_name(metric):
         return f"val/{base}"
     return None if maximize else "val/loss"
@@ -114,9 +99,8 @@ def plan_studies(
     variants: list[str] | None = None,
     data_dir: Path | None = None,
 ) -> tuple[str, list[StudyPlan]]:
-    """The studies of one ablation and profile, validated before any trial starts.
-
-    A key set by an ``overrides`` entry keeps that value and is left out of the search.
+    """The studies of one ablation and profile, validated before any trial starts; a key set by
+    ``overrides`` is not searched.
 
     Raises:
         AblateError: bad overrides, an unknown task or variant selector, a space value that a
@@ -151,30 +135,18 @@ def plan_studies(
         check_space(study_space, spec.config, name)
         metric = abl.tasks[spec.task].primary.metric
         maximize = metrics.higher_is_better(metric)
-        out.append(
-            StudyPlan(
-                name,
-                dataclasses.replace(spec, seed=TUNING_SEED),
-                study_space,
-                metric,
-                maximize,
-                monitor_for(metric, maximize),
-            )
-        )
+        tuning = dataclasses.replace(spec, seed=TUNING_SEED)
+        out.append(StudyPlan(name, tuning, study_space, metric, maximize, monitor_for(metric, maximize)))
     return prof_name, out
 
 
 def counts(study: Any) -> dict[str, Any]:
     """Trial counts of a study (complete, pruned, failed of which diverged, running, interrupted)
-    and its best. A trial stopped by Ctrl-C (user attribute :data:`INTERRUPTED`; Optuna stores it
-    as FAIL) is counted apart, not as failed: it is not a finished trial."""
+    and its best. A trial stopped by Ctrl-C (:data:`INTERRUPTED`; stored as FAIL) is not failed."""
     from optuna.trial import TrialState
 
     trials = study.get_trials(deepcopy=False)
-    by = {
-        s: [t for t in trials if t.state == s]
-        for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
-    }
+    by = {s: [t for t in trials if t.state == s] for s in TrialState}
     complete = by[TrialState.COMPLETE]
     pick = max if study.direction.name == "MAXIMIZE" else min
     best = pick(complete, key=lambda t: t.value) if complete else None
@@ -193,11 +165,8 @@ def counts(study: Any) -> dict[str, Any]:
 
 
 def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
-    """The best complete trial's parameters of study ``name``.
-
-    Raises:
-        AblateError: no such study, one with several objectives, or no complete trial in it.
-    """
+    """The best complete trial's parameters of study ``name``; :class:`AblateError` when there is
+    no such study, it has several objectives, or no complete trial."""
     import optuna
 
     try:
@@ -222,18 +191,19 @@ def tuned_specs(
     results: Path,
     storage: str | None = None,
     data_dir: Path | None = None,
-    ctx: Context | None = None,
+    *,
+    ctx: Context,
 ) -> list[RunSpec]:
     """``specs`` with their study's best parameters merged in, stored under ``<profile>+tuned``.
-    ``ctx``: the ``ablate run`` command's context, for the ``ablate tune`` command errors suggest,
-    and its key=value overrides, which may not set a key a study tuned.
+    ``ctx``: the ``ablate run`` command's, for the ``ablate tune`` command errors suggest, and its
+    key=value overrides, which may not set a key a study tuned.
 
     Raises:
         AblateError: a (task, variant) with no study or no complete trial (all listed at once); an
-            override of a key a study tuned (its best value would replace the override unseen).
+            override of a key a study tuned.
     """
     url = storage or default_storage(results)
-    tune_first = (ctx or Context(abl.name, profile, results, storage=storage)).command("tune", storage=True)
+    tune_first = ctx.command("tune", storage=True)
     if not sqlite_exists(url):
         raise AblateError(
             f"no tuning studies: {mask_url(url)} does not exist; run `{tune_first}` first, or pass "
@@ -255,7 +225,16 @@ def tuned_specs(
             f"--tuned needs a study with a complete trial for every variant; run "
             f"`{tune_first}` first: " + "; ".join(problems)
         )
-    _refuse_tuned_overrides(ctx.overrides if ctx else (), best, abl.name, profile)
+    for text in ctx.overrides:  # the study's best value would replace it unseen
+        key = parse_override(text)[0]
+        for (task, variant), params in best.items():
+            if key in params:
+                raise AblateError(
+                    f"{text} sets a key the studies tuned: study {study_name(abl.name, profile, task, variant)!r} "
+                    f"chose {key}={params[key]!r}, and --tuned runs every variant at its study's best "
+                    f"parameters; drop {text}, or tune with it fixed (ablate tune with {text}, into "
+                    f"another --storage) and pass that --storage here"
+                )
     out, built = [], {}
     for spec in specs:
         params = best[(spec.task, spec.variant_label)]
@@ -265,20 +244,3 @@ def tuned_specs(
         check_variant(run.config, task, where)
         out.append(run)
     return out
-
-
-def _refuse_tuned_overrides(
-    overrides: tuple[str, ...], best: dict[tuple[str, str], dict[str, Any]], ablation: str, profile: str
-) -> None:
-    """An override of a key that a study tuned would be replaced by the study's best value without
-    a word (``ablate run NAME --tuned train.lr=0.5`` ran at the tuned learning rates): refuse it."""
-    for text in overrides:
-        key = parse_override(text)[0]
-        for (task, variant), params in best.items():
-            if key in params:
-                raise AblateError(
-                    f"{text} sets a key the studies tuned: study {study_name(ablation, profile, task, variant)!r} "
-                    f"chose {key}={params[key]!r}, and --tuned runs every variant at its study's best "
-                    f"parameters; drop {text}, or tune with it fixed (ablate tune with {text}, into "
-                    f"another --storage) and pass that --storage here"
-                )
