@@ -18,7 +18,7 @@ from harness.credentials import has_wandb_credentials
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection, select
-from harness.hints import Context
+from harness.hints import DEFAULT_RESULTS
 from harness.tune.studies import tuned_profile
 
 
@@ -73,16 +73,6 @@ def check_wandb(mode: str) -> None:
     )
 
 
-def check_storage_not_empty(storage: str | None) -> None:
-    """An Optuna ``--storage`` given as empty text (``--storage ""``, an unset shell variable) is
-    refused rather than read as the default ``<results>/optuna.db``."""
-    if storage is not None and not storage.strip():
-        raise AblateError(
-            "--storage is empty; pass a database URL (e.g. sqlite:///results/optuna.db) or leave it "
-            "out for RESULTS/optuna.db"
-        )
-
-
 def check_results_readable(results: Path) -> None:
     """For the commands that read the store: a results path that is a file, lies under a file (no
     store can ever be made there: ``ablate run`` refuses to create it) or cannot be read."""
@@ -100,50 +90,47 @@ def check_results_readable(results: Path) -> None:
         )
 
 
-def selection(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...]) -> Selection:
-    """The :class:`Selection` a read-only command works on (no data needed: run ids depend only
-    on configs). Raises AblateError as :func:`harness.experiment.selection.select` does."""
-    return select(abl, profile, overrides, data_dir(), check_data=False)
+def selection(
+    abl: Ablation,
+    profile: str | None,
+    overrides: list[str] | tuple[str, ...],
+    results: Path = DEFAULT_RESULTS,
+    storage: str | None = None,
+    *,
+    typed: str = "",
+    check_data: bool = False,
+) -> Selection:
+    """The :class:`Selection` a command works on, with what it was given for its hints (``typed``:
+    the ablation as named). A read-only command needs no data (run ids depend only on configs).
+    Raises AblateError as :func:`harness.experiment.selection.select` does."""
+    return select(abl, profile, overrides, data_dir(), check_data, typed=typed, results=results, storage=storage)
 
 
 def check_store_exists(
-    results: Path,
-    name: str,
-    profile: str,
-    tuned: bool = False,
-    *,
-    ctx: Context,
-    flag: str = "--profile",
-    data_file: Path | None = None,
+    sel: Selection, tuned: bool = False, *, flag: str = "--profile", data_file: Path | None = None
 ) -> None:
-    """The profile's folder must exist; else the ``ablate run`` command (from ``ctx``) that fills it,
-    and the profiles whose runs the store does hold (untuned only; ``flag``: the option that names
-    one, ``--profile``, or ``--from`` for ``ablate plan``'s pilot). ``data_file``: the data file of
-    the profile's report (``reports/data/...``, for the commands that take ``--from``), named as
-    the way to read its runs without the store; ignored with overrides (another grid's runs)."""
-    folders = (
-        [results / name / tuned_profile(profile)]
-        if tuned
-        else [results / name / profile, results / name / tuned_profile(profile)]
-    )
-    folder = folders[0]
-    if not any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
-        held = [] if tuned else _profiles_with_runs(results / name)
-        raise AblateError(
-            f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
-            f"{folder} does not exist; run `{ctx.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
-            f"first or pass the --results-dir it wrote to"
-            + (
-                f"; the store holds runs of {name} in profile(s) {', '.join(held)}: pass {flag} {held[0]}"
-                if held
-                else ""
-            )
-            + (
-                f"; or pass --from {data_file} to read the runs the committed report was made from"
-                if data_file is not None and not ctx.overrides and not tuned
-                else ""
-            )
+    """The profile's folder must exist; else the ``ablate run`` command that fills it, and the
+    profiles whose runs the store does hold (untuned only; ``flag``: the option that names one,
+    ``--profile``, or ``--from`` for ``ablate plan``'s pilot). ``data_file``: the data file of the
+    profile's report (``reports/data/...``, for the commands that take ``--from``), named as the way
+    to read its runs without the store; ignored with overrides (another grid's runs)."""
+    results, name, profile = sel.results, sel.name, sel.profile
+    folders = [results / name / tuned_profile(profile)] + ([] if tuned else [results / name / profile])
+    folder = folders[-1]
+    if any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
+        return
+    held = [] if tuned else _profiles_with_runs(results / name)
+    raise AblateError(
+        f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
+        f"{folder} does not exist; run `{sel.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
+        f"first or pass the --results-dir it wrote to"
+        + (f"; the store holds runs of {name} in profile(s) {', '.join(held)}: pass {flag} {held[0]}" if held else "")
+        + (
+            f"; or pass --from {data_file} to read the runs the committed report was made from"
+            if data_file is not None and not sel.overrides and not tuned
+            else ""
         )
+    )
 
 
 def _profiles_with_runs(folder: Path) -> list[str]:

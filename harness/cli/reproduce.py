@@ -9,7 +9,7 @@ from harness.cli import output
 from harness.cli.run import run
 from harness.execution.launch import Launch
 from harness.experiment import reproductions as registry
-from harness.hints import Context
+from harness.hints import command
 from harness.report import reproduce as rep
 
 
@@ -44,7 +44,7 @@ def reproduce(
     for g in grids:
         output.console.print(
             f"{g.ablation} / {g.profile}: {g.planned} runs, {g.missing} missing"
-            + (f" (`{Context(g.ablation, g.profile, results).command('run')}`)" if g.missing else ""),
+            + (f" (`{command('run', g.ablation, g.profile, results=results)}`)" if g.missing else ""),
             markup=False,
         )
     code = 0

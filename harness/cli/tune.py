@@ -11,7 +11,7 @@ from harness.cli import output
 from harness.encode import text
 from harness.execution.gpus import check_threads
 from harness.experiment import ablation as ablation_mod
-from harness.hints import Context
+from harness.hints import command
 from harness.tune import search
 from harness.tune import studies as tune_mod
 
@@ -34,7 +34,6 @@ def tune(
     summary. Returns 1 when some study has no complete trial (its line says why), else 0."""
     import torch
 
-    output.check_storage_not_empty(storage)
     check_threads(threads)
     abl = ablation_mod.load(name)
     prof_name, plans = tune_mod.plan_studies(abl, profile, overrides, tasks, variants, output.data_dir())
@@ -74,7 +73,7 @@ def tune(
         output.console.print(
             f"[red]no complete trial[/] in {study_name}: {c['pruned']} pruned, {c['failed']} failed"
             + (f" (last failure: {c['last_reason']})" if c["last_reason"] else "")
-            + f"; `{escape(Context(name, prof_name, results, tuple(overrides), storage).command('run', '--tuned', storage=True))}` "
+            + f"; `{escape(command('run', name, prof_name, '--tuned', results=results, overrides=tuple(overrides), storage=storage))}` "
             "will refuse this variant"
         )
     return 1 if empty else 0

@@ -27,8 +27,7 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec, check_variant, prepare_task
 from harness.experiment.overrides import parse_override
 from harness.experiment.search_space import ParamSpec, check_space, resolve_space, within_budget
-from harness.experiment.selection import select
-from harness.hints import Context
+from harness.experiment.selection import Selection, select
 from harness.registry import did_you_mean
 from harness.tune.storage import (
     default_storage,
@@ -222,10 +221,11 @@ def tuned_specs(
     results: Path,
     storage: str | None = None,
     data_dir: Path | None = None,
-    ctx: Context | None = None,
+    *,
+    ctx: Selection,
 ) -> list[RunSpec]:
     """``specs`` with their study's best parameters merged in, stored under ``<profile>+tuned``.
-    ``ctx``: the ``ablate run`` command's context, for the ``ablate tune`` command errors suggest,
+    ``ctx``: the ``ablate run`` command's selection, for the ``ablate tune`` command errors suggest,
     and its key=value overrides, which may not set a key a study tuned.
 
     Raises:
@@ -233,7 +233,7 @@ def tuned_specs(
             override of a key a study tuned (its best value would replace the override unseen).
     """
     url = storage or default_storage(results)
-    tune_first = (ctx or Context(abl.name, profile, results, storage=storage)).command("tune", storage=True)
+    tune_first = ctx.command("tune", storage=True)
     if not sqlite_exists(url):
         raise AblateError(
             f"no tuning studies: {mask_url(url)} does not exist; run `{tune_first}` first, or pass "
@@ -255,7 +255,7 @@ def tuned_specs(
             f"--tuned needs a study with a complete trial for every variant; run "
             f"`{tune_first}` first: " + "; ".join(problems)
         )
-    _refuse_tuned_overrides(ctx.overrides if ctx else (), best, abl.name, profile)
+    _refuse_tuned_overrides(ctx.overrides, best, abl.name, profile)
     out, built = [], {}
     for spec in specs:
         params = best[(spec.task, spec.variant_label)]
