@@ -26,14 +26,9 @@ STYLE = {"pass": "green", "fail": "bold red", "refused": "yellow", "skipped": "d
 
 
 def check(names: list[str], fmt: str = "table", every: bool = False, seed: int = 0, threads: int = 1) -> int:
-    """Check every component or task ``names`` names (or every registered one, ``every``).
-
-    Returns:
-        1 if a contract failed, else 0.
-
-    Raises:
-        AblateError: no name and no ``--all``, both, or a name that names nothing.
-    """
+    """Check every component or task ``names`` names (or every registered one, ``every``); returns 1
+    if a contract failed, else 0. Raises AblateError: no name and no ``--all``, both, or a name that
+    names nothing."""
     if every and names:
         raise AblateError(f"--all checks every registered component and task; drop {' '.join(names)} (or --all)")
     if not every and not names:
@@ -48,9 +43,9 @@ def check(names: list[str], fmt: str = "table", every: bool = False, seed: int =
     reports = []
     try:
         for target in targets:
-            reports.append(run_check(target, seed, data_dir=output.data_dir()))
+            reports.append(report := run_check(target, seed, data_dir=output.data_dir()))
             if fmt == "table":
-                output.console.print(table(reports[-1]))
+                output.console.print(table(report))
     finally:
         torch.set_num_threads(before)
     if fmt == "json":

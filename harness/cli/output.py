@@ -1,8 +1,7 @@
-"""What the command modules share: the console every command prints to, the data folder, and the
-checks of the paths a command is given, made before anything is read or written.
-
-Commands print through ``output.console`` (looked up at call time), so a test can replace the
-console once for every command."""
+"""What the command modules share: the console every command prints to (``output.console``,
+looked up at call time, so that a test can replace it once for every command), the data folder,
+the command's :class:`Selection`, and the checks of the paths a command is given, made before
+anything is read or written."""
 
 from __future__ import annotations
 
@@ -23,10 +22,9 @@ from harness.tune.studies import tuned_profile
 
 
 class _Console(Console):
-    """Rich's console, but a closed stdout pipe (``ablate list | head -1``) is left to the command
-    line, which ends quietly with exit status 141 as other Unix tools do (``harness.cli.app``);
-    rich's own handler exits 1. A display thread (the progress of ``ablate run``) stops printing
-    without a word; the main thread's next output ends the command."""
+    """Rich's console, but a closed stdout pipe is left to the command line (``harness.cli.app``: exit
+    141; rich's own handler exits 1). A display thread (the progress of ``ablate run``) stops
+    printing without a word; the main thread's next output ends the command."""
 
     def on_broken_pipe(self) -> None:
         if threading.current_thread() is threading.main_thread():
@@ -62,15 +60,13 @@ def check_results_dir(results: Path, create: bool = True) -> None:
 
 
 def check_wandb(mode: str) -> None:
-    """``--wandb online`` with no W&B credentials (``WANDB_API_KEY``, or the ``wandb login`` entry in
-    the ``.netrc`` file: :func:`harness.credentials.wandb_credentials`) is refused before any run:
-    every run would fail on ``wandb.init``."""
-    if mode != "online" or has_wandb_credentials():
-        return
-    raise AblateError(
-        "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
-        "offline and upload later with `ablate sync`"
-    )
+    """``--wandb online`` with no W&B credentials is refused before any run: every run would fail
+    on ``wandb.init`` (:func:`harness.credentials.has_wandb_credentials`)."""
+    if mode == "online" and not has_wandb_credentials():
+        raise AblateError(
+            "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
+            "offline and upload later with `ablate sync`"
+        )
 
 
 def check_results_readable(results: Path) -> None:
@@ -134,8 +130,7 @@ def check_store_exists(
 
 
 def _profiles_with_runs(folder: Path) -> list[str]:
-    """The profiles (``PROFILE``, not ``PROFILE+tuned``) under an ablation's store folder with at
-    least one run folder, sorted; none when it cannot be listed."""
+    """The profiles (not ``PROFILE+tuned``) under an ablation's store folder with a run folder, sorted."""
     try:
         return sorted(
             p.name
@@ -145,5 +140,5 @@ def _profiles_with_runs(folder: Path) -> list[str]:
             and not p.name.endswith(tuned_profile(""))
             and any(r.is_dir() and not r.name.startswith(".") for r in p.iterdir())
         )
-    except OSError:
+    except OSError:  # cannot be listed: none
         return []

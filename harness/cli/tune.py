@@ -56,24 +56,18 @@ def tune(
     table = RichTable(title="tuning (objective on the validation split)")
     for col in ("study", "complete", "pruned", "failed (diverged)", "best value", "best parameters"):
         table.add_column(col)
-    empty = []
     for study_plan, c in done:
-        best = text(c["best_value"])  # – when there is none, ∞ when infinite
-        params = ", ".join(
-            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items()
-        )
-        table.add_row(
-            study_plan.name, str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})", best, params
-        )
-        if c["best_value"] is None:
-            empty.append((study_plan.name, c))
+        params = (f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items())
+        counts = (str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})")
+        table.add_row(study_plan.name, *counts, text(c["best_value"]), ", ".join(params))  # –: none, ∞: infinite
     if done:
         output.console.print(table)
+    empty = [(study_plan.name, c) for study_plan, c in done if c["best_value"] is None]
+    rerun = command("run", name, prof_name, "--tuned", results=results, overrides=tuple(overrides), storage=storage)
     for study_name, c in empty:
         output.console.print(
             f"[red]no complete trial[/] in {study_name}: {c['pruned']} pruned, {c['failed']} failed"
             + (f" (last failure: {c['last_reason']})" if c["last_reason"] else "")
-            + f"; `{escape(command('run', name, prof_name, '--tuned', results=results, overrides=tuple(overrides), storage=storage))}` "
-            "will refuse this variant"
+            + f"; `{escape(rerun)}` will refuse this variant"
         )
     return 1 if empty else 0
