@@ -1,12 +1,6 @@
 """The ``ablate`` command line: a thin typer shell over plain functions, one module per command
-group (:mod:`harness.cli.inspect`, ``run``, ``compare``, ``report``, ``plan``, ``tune``, ``bench``,
-``check``). The commands are declared in :mod:`harness.cli.commands` (their shared options in
-:mod:`harness.cli.options`) and registered here, in the order ``ablate --help`` lists them.
-
-Bad input (unknown names, ill-typed overrides, impossible lengths, missing data) prints one
-message and exits with code 2 before any run starts. ``ablate run`` exits with 1 when some runs
-failed (raised), 0 otherwise (diverged runs are outcomes, recorded and reported).
-"""
+group (:mod:`harness.cli.inspect`, ``run``, ``compare``, ...), declared in :mod:`harness.cli.commands`
+and registered here in the order ``ablate --help`` lists them. Exit codes: docs/bad-inputs.md."""
 
 from __future__ import annotations
 

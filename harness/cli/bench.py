@@ -1,7 +1,4 @@
-"""``ablate bench attention`` as a plain function (the CLI only parses): check the options, run
-:func:`harness.bench.attention.bench`, write ``<out>/attention-DEVICE-DTYPE.json`` (environment, config,
-rows; read back by :mod:`harness.report.bench`) and print the table with ratios to sdpa.
-"""
+"""``ablate bench attention`` as a plain function (the CLI only parses)."""
 
 from __future__ import annotations
 
@@ -58,8 +55,9 @@ def attention(
     threads: int | None = None,
     out: Path = Path("results/bench"),
 ) -> Path:
-    """``ablate bench attention``: bench every kernel x length, write ``out/attention-DEVICE-DTYPE.json``
-    (environment, config, rows) and print the table with ratios to sdpa; returns the JSON path.
+    """Bench every kernel x length (:func:`harness.bench.attention.bench`), write
+    ``out/attention-DEVICE-DTYPE.json`` (environment, config, rows; read back by
+    :mod:`harness.report.bench`) and print the table with ratios to sdpa; returns the JSON path.
 
     Raises:
         AblateError: an unknown device, dtype or kernel, no CUDA, bad lengths or shape, an ``out``

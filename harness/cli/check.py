@@ -1,9 +1,6 @@
 """``ablate check NAME ...``: the contract suite (:mod:`harness.contracts`) on registered components
-and tasks, as a table (rich) or JSON; the repository's tests run the same suite.
-
-Every name is resolved before any check runs (a bad one exits 2, with the closest names); the
-exit code is 1 when a contract fails, 0 otherwise (``refused`` is a declared limit, not a failure).
-"""
+and tasks, as a table or JSON; every name resolved before any check runs (``refused`` is a
+declared limit, not a failure)."""
 
 from __future__ import annotations
 

@@ -21,9 +21,8 @@ from harness.store.runs import read_record, run_dir, scan
 
 
 def list_all(components: bool = False) -> None:
-    """Registered ablations and tasks, one line each, then each loaded plugin and the component
-    families it adds to (every family with ``components``), its entries beside the built-in ones
-    and marked with its package. Without a plugin and ``components``, torch is never imported."""
+    """Ablations, tasks, loaded plugins, then the component families a plugin adds to (every family
+    with ``components``), a plugin's entries marked. Without either, torch is never imported."""
     from harness.report.index import short_question  # the report and its statistics: list needs one line
 
     say = output.console.print
@@ -142,9 +141,8 @@ def _too_few_seeds(abl: Ablation, sel: Selection, alpha: float = 0.05) -> str | 
 
 
 def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
-    """Per task and variant: ok / diverged / failed / timeout / running / pending counts, the runs
-    in progress or interrupted, the runs whose record flags their numbers or holds metrics without
-    a value, and every store file that is not a readable run (with its path)."""
+    """Per task and variant, the runs of each status; then the runs in progress or interrupted, those
+    with suspect numbers, and every store file that is not a readable run (with its path)."""
     sel = output.selection(ablation_mod.load(name), profile, overrides, results, typed=name)
     output.check_results_readable(results)
     if sequential := sel.settings.sequential is not None:

@@ -1,13 +1,7 @@
 """What ``ablate run`` shows while a grid runs: runs done / total and, for each run in flight, its
-step / total, last training loss and ETA.
-
-Fed by the runs themselves, whatever executes them (this process, a local pool, Ray, SLURM):
-each run rewrites ``progress.json`` in its run folder every few seconds
-(:mod:`harness.training.progress`), and a thread of this process reads the folders of the runs
-not yet finished. In a terminal: rich's live display (the grid's bar, one line per run in
-flight). Piped or in a log file: one plain line every ``PLAIN_EVERY_S`` seconds while runs are in
-flight, beside the line each finished run prints.
-"""
+step / total, last training loss and ETA, read by a thread from the ``progress.json`` each run
+rewrites in its folder (:mod:`harness.training.progress`), whatever executes it. In a terminal:
+rich's live display; piped: one plain line every ``PLAIN_EVERY_S`` seconds while runs are in flight."""
 
 from __future__ import annotations
 
@@ -47,17 +41,10 @@ def describe(label: str, progress: RunProgress) -> str:
 
 
 class GridProgress:
-    """The live progress of a grid; a context manager, with :meth:`finished` called per run.
-
-    Args:
-        console: where to show it (``console.is_terminal`` chooses the live display).
-        specs: the runs to execute (:class:`~harness.experiment.grid.RunSpec`), in order.
-        results: the store's folder.
-        workers: runs executed at once; the first ``4 x workers`` (at least 16) unfinished runs
-            in order are polled, the ones an executor starts first.
-        poll_s, plain_every_s: seconds between two reads of the run folders (default
-            ``POLL_S``), and between two plain lines when piped (default ``PLAIN_EVERY_S``).
-    """
+    """The live progress of ``specs`` (in order) on ``console``; a context manager, with
+    :meth:`finished` called per run. The first ``4 x workers`` (at least 16) unfinished runs are
+    polled: those an executor starts first. ``poll_s``, ``plain_every_s``: seconds between two reads
+    of the run folders, and between two plain lines when piped."""
 
     def __init__(
         self,

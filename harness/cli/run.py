@@ -1,9 +1,6 @@
 """``ablate run``: every unfinished run of a grid, with one progress line per finished run and the
-progress of the runs in flight (:mod:`harness.cli.progress`), then the comparison.
-
-The comparison's statistics (scipy, statsmodels, pandas) are imported after the grid, where they
-are needed: a process pool's parent never needs them before (runs in this process import scipy
-with Lightning all the same: torchmetrics needs it)."""
+progress of the runs in flight (:mod:`harness.cli.progress`), then the comparison, whose statistics
+(scipy, statsmodels, pandas) are imported only then: a process pool's parent never needs them before."""
 
 from __future__ import annotations
 
@@ -36,14 +33,10 @@ def run(
     launch: Launch | None = None,
 ) -> int:
     """Run every unfinished run of the grid; print progress and the comparison. Returns the exit
-    code: 1 when some runs failed (raised, timed out or crashed), else 0.
-
-    ``launch``: execution options (:class:`harness.execution.launch.Launch`: executor, GPUs, resume,
-    checkpoints, run timeout, ``--retry``); checked before any run starts.
-
-    ``tuned``: each (task, variant) at its Optuna study's best parameters (``storage``, default
-    ``<results>/optuna.db``), stored under profile ``<profile>+tuned`` (:mod:`harness.tune.studies`).
-    A group-sequential profile runs only what its next look needs (:mod:`harness.analysis.looks`)."""
+    code: 1 when some runs failed (raised, timed out or crashed), else 0. ``launch``: the execution
+    options, checked before any run starts. ``tuned``: each (task, variant) at its Optuna study's best
+    parameters, stored under ``<profile>+tuned`` (:mod:`harness.tune.studies`). A group-sequential
+    profile runs only what its next look needs (:mod:`harness.analysis.looks`)."""
     abl = ablation_mod.load(name)
     sel = output.selection(abl, profile, overrides, results, storage, typed=name, check_data=True)
     prof_name, specs = sel.profile, list(sel.specs)
