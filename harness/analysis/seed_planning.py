@@ -24,7 +24,6 @@ from harness.analysis.comparisons import Analysis
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
-from harness.hints import Context
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ SMOKE = "smoke"
 """The profile that checks the plumbing in seconds: a pilot of last resort (:func:`pilot_profile`)."""
 
 
-def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Context | None = None) -> str:
+def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selection) -> str:
     """The profile whose runs give the spread: ``given`` (checked), else the first pilot profile, in
     declaration order, with a folder in the store; ``smoke`` only when no other pilot has one. ``ctx``:
     the command's context, for the ``ablate run`` command the error suggests.
@@ -99,7 +98,7 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Context 
         )
     raise AblateError(
         f"no pilot runs of {abl.name} in {results} (looked for profile(s) {', '.join(pilots)}); "
-        f"run `{(ctx or Context(abl.name, pilots[0], results)).command('run', profile=pilots[0])}` first, "
+        f"run `{ctx.command('run', profile=pilots[0])}` first, "
         f"or pass --from PROFILE"
     )
 

@@ -1,12 +1,6 @@
 """The ``ablate`` command line: a thin typer shell over plain functions, one module per command
-group (:mod:`harness.cli.inspect`, ``run``, ``compare``, ``report``, ``plan``, ``tune``, ``bench``,
-``check``). The commands are declared in :mod:`harness.cli.commands` (their shared options in
-:mod:`harness.cli.options`) and registered here, in the order ``ablate --help`` lists them.
-
-Bad input (unknown names, ill-typed overrides, impossible lengths, missing data) prints one
-message and exits with code 2 before any run starts. ``ablate run`` exits with 1 when some runs
-failed (raised), 0 otherwise (diverged runs are outcomes, recorded and reported).
-"""
+group (:mod:`harness.cli.inspect`, ``run``, ``compare``, ...), declared in :mod:`harness.cli.commands`
+and registered here in the order ``ablate --help`` lists them. Exit codes: docs/bad-inputs.md."""
 
 from __future__ import annotations
 
@@ -21,41 +15,37 @@ from typer.core import TyperGroup
 
 from harness.cli.commands import inspect, results, runs, tools
 
-CLOSED_PIPE_EXIT = 141
-"""The exit status of a command whose output pipe closed (``ablate list | head -1``): 128 + SIGPIPE,
-what the shell reports for ``git log | head -1`` or ``seq 1 1000000 | head -1``."""
-
-
-@contextmanager
-def _quiet_when_the_reader_leaves() -> Iterator[None]:
-    """A closed stdout pipe ends the command quietly with :data:`CLOSED_PIPE_EXIT`: no traceback, no
-    message (click's own handler exits 1). What is still buffered goes to /dev/null, so that the
-    interpreter's last flush does not fail either."""
-    try:
-        yield
-    except BrokenPipeError:
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor
-            pass
-        raise typer.Exit(CLOSED_PIPE_EXIT) from None
+CLOSED_PIPE_EXIT = 141  # a closed output pipe (`ablate list | head -1`): 128 + SIGPIPE, as `git log | head -1`
 
 
 class _Commands(TyperGroup):
-    """The ``ablate`` command group: every command's parsing (``--help`` prints while parsing) and
-    run, its output flushed before it returns, under :func:`_quiet_when_the_reader_leaves`."""
+    """The ``ablate`` command group: a closed stdout pipe, found while a command parses (``--help``
+    prints then) or runs, or at the flush of its output before it returns, ends it quietly with
+    :data:`CLOSED_PIPE_EXIT` (click's own handler exits 1); what is still buffered goes to /dev/null,
+    so that the interpreter's last flush does not fail either."""
+
+    @staticmethod
+    @contextmanager
+    def _quiet() -> Iterator[None]:
+        try:
+            yield
+        except BrokenPipeError:
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor
+                pass
+            raise typer.Exit(CLOSED_PIPE_EXIT) from None
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
-        with _quiet_when_the_reader_leaves():
+        with self._quiet():
             return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: Any) -> Any:
-        with _quiet_when_the_reader_leaves():
+        with self._quiet():
             try:
                 return super().invoke(ctx)
             finally:
-                sys.stdout.flush()  # a closed pipe is found here, not at the interpreter's exit
+                sys.stdout.flush()
 
 
 app = typer.Typer(

@@ -1,7 +1,4 @@
-"""``ablate bench attention`` as a plain function (the CLI only parses): check the options, run
-:func:`harness.bench.attention.bench`, write ``<out>/attention-DEVICE-DTYPE.json`` (environment, config,
-rows; read back by :mod:`harness.report.bench`) and print the table with ratios to sdpa.
-"""
+"""``ablate bench attention`` as a plain function (the CLI only parses)."""
 
 from __future__ import annotations
 
@@ -34,36 +31,37 @@ def environment(cfg: BenchConfig) -> dict[str, Any]:
         name = torch.cuda.get_device_name(0)
     else:
         try:
-            name = next(
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            )
+            cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+            name = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
         except (OSError, StopIteration):
             name = platform.processor() or platform.machine()
     return {
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-        "device": cfg.device,
-        "device_name": name,
-        "dtype": cfg.dtype,
-        "threads": cfg.threads,
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "commit": git_commit(),
+        **{"torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version()},
+        **{"device": cfg.device, "device_name": name, "dtype": cfg.dtype, "threads": cfg.threads},
+        **{"cpu_count": os.cpu_count(), "platform": platform.platform(), "commit": git_commit()},
     }
 
 
-def _check(
-    device: str | None,
-    dtype: str,
-    kernels: list[str] | None,
-    lengths: list[int] | None,
-    d_model: int,
-    n_heads: int,
+def attention(
+    device: str | None = None,
+    lengths: list[int] | None = None,
+    kernels: list[str] | None = None,
+    d_model: int = 64,
+    n_heads: int = 4,
     batch: int = 1,
-) -> tuple[str, str, list[str], list[int]]:
+    repeats: int = 10,
+    dtype: str = "float32",
+    threads: int | None = None,
+    out: Path = Path("results/bench"),
+) -> Path:
+    """Bench every kernel x length (:func:`harness.bench.attention.bench`), write
+    ``out/attention-DEVICE-DTYPE.json`` (environment, config, rows; read back by
+    :mod:`harness.report.bench`) and print the table with ratios to sdpa; returns the JSON path.
+
+    Raises:
+        AblateError: an unknown device, dtype or kernel, no CUDA, bad lengths or shape, an ``out``
+            that is a file or lies under one: all before the bench runs.
+    """
     device = ("cuda" if torch.cuda.is_available() else "cpu") if device is None else device
     if device not in DEFAULT_LENGTHS:
         raise AblateError(f"--device {device!r}: use cpu or cuda")
@@ -92,28 +90,7 @@ def _check(
         raise AblateError(f"--lengths {max(lengths)} is too long: batch x length x d_model must stay below 2**63")
     if d_model % n_heads:
         raise AblateError(f"--d-model {d_model} is not divisible by --n-heads {n_heads}")
-    return device, dtype, kernels, sorted(set(lengths))
-
-
-def attention(
-    device: str | None = None,
-    lengths: list[int] | None = None,
-    kernels: list[str] | None = None,
-    d_model: int = 64,
-    n_heads: int = 4,
-    batch: int = 1,
-    repeats: int = 10,
-    dtype: str = "float32",
-    threads: int | None = None,
-    out: Path = Path("results/bench"),
-) -> Path:
-    """``ablate bench attention``: bench every kernel x length, write ``out/attention-DEVICE-DTYPE.json``
-    (environment, config, rows) and print the table with ratios to sdpa; returns the JSON path.
-
-    Raises:
-        AblateError: an unknown device, dtype or kernel, no CUDA, bad lengths or shape.
-    """
-    device, dtype, kernels, lengths = _check(device, dtype, kernels, lengths, d_model, n_heads, batch)
+    lengths = sorted(set(lengths))
     if threads is not None:
         check_threads(threads)
     threads = threads or (1 if device == "cpu" else torch.get_num_threads())  # cpu: see BenchConfig.threads
@@ -148,7 +125,4 @@ def attention(
 def _progress(r: dict[str, Any]) -> str:
     if r["status"] != "ok":
         return f"  {r['kernel']} T={r['seq_len']}: {r['status']} ({r['reason']})"
-    return (
-        f"  {r['kernel']} T={r['seq_len']}: {r['ms_fwd_bwd']:.3g} ms, peak {r['peak_mib']:.0f} MiB, "
-        f"backend {r['backend']}"
-    )
+    return f"  {r['kernel']} T={r['seq_len']}: {r['ms_fwd_bwd']:.3g} ms, peak {r['peak_mib']:.0f} MiB, backend {r['backend']}"

@@ -1,9 +1,6 @@
 """``ablate check NAME ...``: the contract suite (:mod:`harness.contracts`) on registered components
-and tasks, as a table (rich) or JSON; the repository's tests run the same suite.
-
-Every name is resolved before any check runs (a bad one exits 2, with the closest names); the
-exit code is 1 when a contract fails, 0 otherwise (``refused`` is a declared limit, not a failure).
-"""
+and tasks, as a table or JSON; every name resolved before any check runs (``refused`` is a
+declared limit, not a failure)."""
 
 from __future__ import annotations
 
@@ -26,14 +23,9 @@ STYLE = {"pass": "green", "fail": "bold red", "refused": "yellow", "skipped": "d
 
 
 def check(names: list[str], fmt: str = "table", every: bool = False, seed: int = 0, threads: int = 1) -> int:
-    """Check every component or task ``names`` names (or every registered one, ``every``).
-
-    Returns:
-        1 if a contract failed, else 0.
-
-    Raises:
-        AblateError: no name and no ``--all``, both, or a name that names nothing.
-    """
+    """Check every component or task ``names`` names (or every registered one, ``every``); returns 1
+    if a contract failed, else 0. Raises AblateError: no name and no ``--all``, both, or a name that
+    names nothing."""
     if every and names:
         raise AblateError(f"--all checks every registered component and task; drop {' '.join(names)} (or --all)")
     if not every and not names:
@@ -48,9 +40,9 @@ def check(names: list[str], fmt: str = "table", every: bool = False, seed: int =
     reports = []
     try:
         for target in targets:
-            reports.append(run_check(target, seed, data_dir=output.data_dir()))
+            reports.append(report := run_check(target, seed, data_dir=output.data_dir()))
             if fmt == "table":
-                output.console.print(table(reports[-1]))
+                output.console.print(table(report))
     finally:
         torch.set_num_threads(before)
     if fmt == "json":

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection, select
 from harness.experiment.versions import mix_warning
-from harness.hints import DEFAULT_REPORTS, Context
+from harness.hints import DEFAULT_REPORTS
 from harness.registry import did_you_mean
 from harness.report.markdown import report_path
 from harness.report.source import load_source
@@ -41,19 +42,18 @@ def compare(
     abl = ablation_mod.load(name)
     found = None
     if source is not None:
-        data, sel = load_source(source, abl, profile, lambda p: output.selection(abl, p, overrides))
+        data, sel = load_source(source, abl, profile, lambda p: output.selection(abl, p, overrides, typed=name))
         found, results = (data.tuned if tuned else data.scan), data.store
+        sel = dataclasses.replace(sel, results=results)
         if tuned and not found.records:
             raise AblateError(
                 f"--from {source}: the data file holds no tuned runs (its report has no Tuning section); drop --tuned"
             )
-        ctx = Context(name, sel.profile, results, tuple(overrides))
     else:
-        sel = output.selection(abl, profile, overrides)
-        ctx = Context(name, sel.profile, results, tuple(overrides))
+        sel = output.selection(abl, profile, overrides, results, typed=name)
         output.check_results_readable(results)
         committed = archive.existing(report_path(abl, sel.profile, DEFAULT_REPORTS))
-        output.check_store_exists(results, abl.name, sel.profile, tuned, ctx=ctx, data_file=committed)
+        output.check_store_exists(sel, tuned, data_file=committed)
     print_tables(
         abl,
         sel.profile,
@@ -64,7 +64,7 @@ def compare(
         tuned=tuned,
         sel=sel,
         found=found,
-        ctx=ctx,
+        ctx=sel,
     )
 
 
@@ -79,17 +79,17 @@ def print_tables(
     sel: Selection | None = None,
     found: StoreScan | None = None,
     *,
-    ctx: Context,
+    ctx: Selection,
     brief: bool = False,
 ) -> None:
     """Analyse the store's runs of ``profile`` (``tuned``: its ``+tuned`` folder) and print the
     primary tables, or every table, or those of ``metric``. ``sel``: the selection of ``abl``,
-    ``profile`` and the overrides of ``ctx`` when the caller has it (built here otherwise).
+    ``profile`` and the overrides of ``ctx`` when the caller has it (``ctx`` otherwise).
 
     ``fmt="table"``: in a terminal, the columns a reader decides from, fitted to its width
     (:func:`harness.report.tables.summary`); piped, every column as markdown, or (``brief``: the
     end of ``ablate run``) the same few columns as markdown."""
-    sel = sel or output.selection(abl, profile, ctx.overrides)
+    sel = sel or ctx
     store = tuned_profile(profile) if tuned else profile
     result = analyse(sel, results, store_profile=store if tuned else None, found=found)
 
@@ -130,7 +130,7 @@ def print_tables(
     output.console.print(render(tables, fmt, output.console), markup=False)  # text formats verbatim
 
 
-def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Context) -> list[str]:
+def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) -> list[str]:
     """What the tables of ``profile`` can say (a pilot's: no verdict), and the commands that come
     next: the report, and after a pilot the first confirmatory profile with its run count and,
     where the store holds some of its runs, the time the others take on one worker."""
@@ -156,7 +156,7 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Context) -> l
     return ["", said, step]
 
 
-def _cost(abl: Ablation, profile: str, results: Path, ctx: Context) -> str:
+def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     """``: 24 runs, 10 in the store; ~14 min for the 14 others on one worker (median 61 s per run
     of the 10)``; only the run count where the store holds none; empty where the grid of
     ``profile`` cannot be planned (an override it refuses: its own run says why)."""

@@ -3,7 +3,6 @@ and how far its runs are; nothing here trains or analyses."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from rich.markup import escape
@@ -12,27 +11,25 @@ from rich.table import Table as RichTable
 from harness.cli import output
 from harness.execution.run_folder import unfinished_state
 from harness.experiment import ablation as ablation_mod
-from harness.experiment import grid, metrics, plugins, reference
-from harness.experiment import schema as schema_mod
+from harness.experiment import metrics, plugins
 from harness.experiment.ablation import Ablation
 from harness.experiment.families import families
 from harness.experiment.search_space import resolve_space
 from harness.experiment.selection import Selection
 from harness.store.record import STATUSES
-from harness.store.runs import StoreScan, read_record, run_dir, scan
+from harness.store.runs import read_record, run_dir, scan
 
 
 def list_all(components: bool = False) -> None:
-    """Registered ablations and tasks, one line each, then each loaded plugin and the component
-    families it adds to (every family with ``components``), its entries beside the built-in ones
-    and marked with its package. Without a plugin and ``components``, torch is never imported."""
+    """Ablations, tasks, loaded plugins, then the component families a plugin adds to (every family
+    with ``components``), a plugin's entries marked. Without either, torch is never imported."""
     from harness.report.index import short_question  # the report and its statistics: list needs one line
 
+    say = output.console.print
     for name, path in ablation_mod.available().items():
         abl = ablation_mod.load(str(path))
-        n = len(abl.variants())
-        output.console.print(
-            f"[bold]{name}[/]  {n} variants x {len(abl.tasks)} tasks ({', '.join(abl.tasks)}); "
+        say(
+            f"[bold]{name}[/]  {len(abl.variants())} variants x {len(abl.tasks)} tasks ({', '.join(abl.tasks)}); "
             f"profiles {', '.join(abl.profiles)} — {short_question(abl.question, limit=len(abl.question))}"
         )
     from harness.tasks import TASKS
@@ -40,17 +37,16 @@ def list_all(components: bool = False) -> None:
     for name in TASKS.names():
         cls = TASKS.get(name)
         doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        output.console.print(f"task [bold]{name}[/]{_marked('task', name)} (v{cls.version}, {cls.kind}) — {doc}")
+        say(f"task [bold]{name}[/]{_marked('task', name)} (v{cls.version}, {cls.kind}) — {doc}")
     for plugin in plugins.loaded():
         what = ", ".join(f"{family} {name}" for family, name in plugin.entries) or "no entries"
-        output.console.print(f"plugin [bold]{escape(plugin.package)}[/] ({escape(plugin.ref.describe())}): {what}")
+        say(f"plugin [bold]{escape(plugin.package)}[/] ({escape(plugin.ref.describe())}): {what}")
     touched = {family for p in plugins.loaded() for family, _ in p.entries}
     if not (components or touched - {"task"}):
-        return
+        return  # families() imports torch
     for fam in families():
         if fam.key != "task" and (components or fam.key in touched):
-            names = ", ".join(f"{n}{_marked(fam.key, n)}" for n in fam.registry.names())
-            output.console.print(f"{fam.key} ({fam.config_key}): {names}")
+            say(f"{fam.key} ({fam.config_key}): {', '.join(n + _marked(fam.key, n) for n in fam.registry.names())}")
 
 
 def _marked(family: str, name: str) -> str:
@@ -64,76 +60,71 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
     from harness.analysis.guards import declared_guards  # the statistics (scipy): show needs them, status not
 
     abl = ablation_mod.load(name)
-    prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir())
-    prof = abl.profiles[prof_name]
-    output.console.print(f"[bold]{abl.name}[/]: {abl.question}")
+    sel = output.selection(abl, profile, overrides, typed=name, check_data=True)
+    say = output.console.print
+    say(f"[bold]{abl.name}[/]: {abl.question}")
     if abl.claims:
-        output.console.print(f"claims: {', '.join(abl.claims)}")
+        say(f"claims: {', '.join(abl.claims)}")
         for cid, guards in declared_guards(list(abl.claims), "").items():
             names = ", ".join(f"{g.kind} {g.id}" for g in guards)
-            output.console.print(f"  {cid}: guarded by {names} (a verdict waits for each to pass at this scale)")
+            say(f"  {cid}: guarded by {names} (a verdict waits for each to pass at this scale)")
     if (control := abl.control) is not None:
-        output.console.print(
+        say(
             f"control: negative; {control.variant or 'every variant but the baseline'} is a known bug, expected "
             f"{control.expect} in profile {control.profile}"
             + (f"; guards the claims {', '.join(control.guards)}" if control.guards else "")
         )
     for path, values in abl.axes.items():
-        output.console.print(f"axis {path}: {', '.join(map(str, values))}")
-    output.console.print(f"baseline: {abl.baseline_label}")
+        say(f"axis {path}: {', '.join(map(str, values))}")
+    say(f"baseline: {abl.baseline_label}")
     for tname, entry in abl.tasks.items():
         gate = f"; gate {entry.gate.describe()}" if entry.gate else ""
-        output.console.print(
+        say(
             f"task {tname}: primary {entry.primary.metric} "
             f"({'higher' if metrics.higher_is_better(entry.primary.metric) else 'lower'} is better, "
             f"smallest effect of interest {entry.primary.sesoi:g}){gate}"
         )
     for pname, p in abl.profiles.items():
-        mark = " (selected)" if pname == prof_name else ""
+        seq = p.sequential
         subset = "".join(
             [
                 f"; only tasks {', '.join(p.only_tasks)}" if p.only_tasks else "",
                 f"; only variants {', '.join(p.only_variants)}" if p.only_variants else "",
-                f"; sequential: looks at {', '.join(map(str, p.sequential.looks))} seeds, {p.sequential.spending} "
-                f"spending, alpha {p.sequential.alpha:g}"
-                if p.sequential
+                f"; sequential: looks at {', '.join(map(str, seq.looks))} seeds, {seq.spending} spending, "
+                f"alpha {seq.alpha:g}"
+                if seq
                 else "",
             ]
         )
-        output.console.print(
-            f"profile {pname}{mark}: {len(p.seeds)} seeds, "
+        say(
+            f"profile {pname}{' (selected)' if pname == sel.profile else ''}: {len(p.seeds)} seeds, "
             f"{'confirmatory' if p.confirmatory else 'pilot'}{subset} — {p.description}"
         )
-    if (line := _too_few_seeds(abl, prof_name, specs)) is not None:
-        output.console.print(line)
-    _show_space(abl, prof_name)
-    table = RichTable(title=f"{len(specs)} runs ({prof_name} profile, seeds {prof.seeds})")
+    if (line := _too_few_seeds(abl, sel)) is not None:
+        say(line)
+    space = resolve_space(abl, sel.profile)
+    say(f"tune space ({sel.profile}): " + ("; ".join(f"{k} {v.describe()}" for k, v in space.items()) or "empty"))
+    table = RichTable(title=f"{len(sel.specs)} runs ({sel.profile} profile, seeds {sel.settings.seeds})")
     for col in ("run id", "task", "variant", "seed", "d_model", "layers", "steps", "train L", "eval lengths"):
         table.add_column(col)
-    for s in specs:
+    for s in sel.specs:
         c = s.config
         table.add_row(
-            s.run_id,
-            s.task,
-            s.variant_label,
-            str(s.seed),
-            str(c.model.d_model),
-            str(c.model.n_layers),
-            str(c.train.steps),
-            str(c.train.seq_len),
+            *(s.run_id, s.task, s.variant_label),
+            *map(str, (s.seed, c.model.d_model, c.model.n_layers, c.train.steps, c.train.seq_len)),
             ",".join(map(str, c.eval_lengths())),
         )
-    output.console.print(table)
+    say(table)
 
 
-def _too_few_seeds(abl: Ablation, profile: str, specs: list[grid.RunSpec], alpha: float = 0.05) -> str | None:
+def _too_few_seeds(abl: Ablation, sel: Selection, alpha: float = 0.05) -> str | None:
     """A line when a fixed confirmatory profile lists fewer seeds than the exact sign-flip test
     needs to reject at its first Holm step (alpha / the primary comparisons): then no comparison can
     read better or worse, whatever the data (docs/statistics.md). ``alpha``: the analysis' own default."""
-    prof = abl.profiles[profile]
+    prof = sel.settings
     if not prof.confirmatory or prof.sequential is not None:
         return None
-    arms = {(s.task, s.variant_label) for s in specs}
+    arms = {(s.task, s.variant_label) for s in sel.specs}
     family = sum(1 for _, v in arms if v != abl.baseline_label and v not in abl.exploratory_variants)
     if family == 0:
         return None
@@ -143,46 +134,29 @@ def _too_few_seeds(abl: Ablation, profile: str, specs: list[grid.RunSpec], alpha
     if len(prof.seeds) >= needed:
         return None
     return (
-        f"note: profile {profile} lists {len(prof.seeds)} seeds; with {family} primary comparison(s) the exact "
+        f"note: profile {sel.profile} lists {len(prof.seeds)} seeds; with {family} primary comparison(s) the exact "
         f"sign-flip test needs at least {needed} paired seeds to reject at alpha {alpha:g} / {family}, so no "
         f"comparison can read better or worse: list at least {needed} seeds, or make it a pilot (confirmatory: false)"
     )
 
 
-def schema(markdown: bool = False, echo: Callable[..., None] = print) -> None:
-    """The JSON Schema of ablation files (:mod:`harness.experiment.schema`) for the names registered
-    now, or (``markdown``) their reference page (:mod:`harness.experiment.reference`), printed
-    verbatim through ``echo`` (no console: a terminal's width must not wrap it)."""
-    echo(reference.markdown() if markdown else schema_mod.text(), nl=False)
-
-
-def _show_space(abl: Ablation, profile: str) -> None:
-    space = resolve_space(abl, profile)
-    output.console.print(
-        f"tune space ({profile}): " + ("; ".join(f"{k} {v.describe()}" for k, v in space.items()) or "empty")
-    )
-
-
 def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
-    """Per task and variant: ok / diverged / failed / timeout / running / pending counts, the runs
-    in progress or interrupted, the runs whose record flags their numbers or holds metrics without
-    a value, and every store file that is not a readable run (with its path)."""
-    abl = ablation_mod.load(name)
-    prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir(), check_data=False)
+    """Per task and variant, the runs of each status; then the runs in progress or interrupted, those
+    with suspect numbers, and every store file that is not a readable run (with its path)."""
+    sel = output.selection(ablation_mod.load(name), profile, overrides, results, typed=name)
     output.check_results_readable(results)
-    sel = Selection(abl.for_profile(prof_name), prof_name, tuple(overrides), tuple(specs))
-    if sel.settings.sequential is not None:
+    if sequential := sel.settings.sequential is not None:
         from harness.analysis import looks  # scipy
 
         looks.design_of(sel)  # a design that could decide nothing is refused before the table
     columns = (*STATUSES, "running", "pending")
-    table = RichTable(title=f"{abl.name} / {prof_name} in {results}")
+    table = RichTable(title=f"{sel.name} / {sel.profile} in {results}")
     for col in ("task", "variant", *columns):
         table.add_column(col)
     counts: dict[tuple[str, str], dict[str, int]] = {}
     notes = []
-    for s in specs:
-        folder = run_dir(results, abl.name, prof_name, s.run_id)
+    for s in sel.specs:
+        folder = run_dir(results, sel.name, sel.profile, s.run_id)
         rec = read_record(folder)
         state, why = (rec.status, "") if rec else unfinished_state(folder)
         counts.setdefault((s.task, s.variant_label), dict.fromkeys(columns, 0))[state] += 1
@@ -194,33 +168,24 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
                 notes.append(f"no value of {', '.join(sorted(rec.undefined_metrics))} (non-finite logits): {folder}")
     for (task, variant), c in counts.items():
         table.add_row(task, variant, *(str(c[k]) for k in columns))
-    output.console.print(table)
-    found = scan(results, abl.name, prof_name)
-    planned = {sp.run_id for sp in specs}
-    if other := sum(r.run_id not in planned for r in found.records):
-        output.console.print(
+    say = output.console.print
+    say(table)
+    found = scan(results, sel.name, sel.profile)
+    if other := sum(r.run_id not in sel.run_ids for r in found.records):
+        say(
             f"{other} other finished runs in this folder were made with other overrides "
             "(pass the same key=value overrides to see them)"
         )
     for problem in found.problems:
-        output.console.print(f"[yellow]store problem[/] {problem}")
+        say(f"[yellow]store problem[/] {problem}")
     for note in notes:
-        output.console.print(note)
-    if sel.settings.sequential is not None:
-        _sequential_status(sel, found)
-
-
-def _sequential_status(sel: Selection, found: StoreScan) -> None:
-    """The look a group-sequential profile reached and what each primary comparison waits for."""
-    from harness.analysis import looks  # scipy
-
-    st = looks.state(sel, found.records)
-    d = st.design
-    output.console.print(
-        f"sequential design: looks at {', '.join(map(str, d.looks))} seeds, {d.spending} spending, alpha {d.alpha:g}; "
-        f"{st.summary()}"
-    )
-    for c in st.comparisons:
-        output.console.print(
-            f"  {c.task} {escape(c.variant)} vs {escape(sel.ablation.baseline_label)}: {st.waits_for(c)}"
+        say(note)
+    if sequential:  # the look the design reached and what each primary comparison waits for
+        st = looks.state(sel, found.records)
+        d = st.design
+        say(
+            f"sequential design: looks at {', '.join(map(str, d.looks))} seeds, {d.spending} spending, "
+            f"alpha {d.alpha:g}; {st.summary()}"
         )
+        for c in st.comparisons:
+            say(f"  {c.task} {escape(c.variant)} vs {escape(sel.ablation.baseline_label)}: {st.waits_for(c)}")

@@ -15,45 +15,30 @@ import typer
 from harness.bounds import INT_MAX
 
 
-def refuse(message: str) -> None:
-    """Bad input found while the command line is parsed: one ``error:`` line, exit code 2."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
 def given(flag: str, fix: str, convert: Callable[[str], Any] = Path) -> Callable[[Any], Any]:
     """The parser of a path option ``flag`` (a folder, a file, a database URL): an empty or blank
     value (``--results-dir ""``, an unset shell variable) is refused with ``fix`` before anything
     runs, never read as ``Path("")``, which is the current folder; an existing path that cannot be
-    read is refused as typer's own ``Path`` type did, in one line."""
+    read is refused as typer's own ``Path`` type did, in one line (``error:``, exit code 2)."""
 
     def parse(value: Any) -> Any:
         if not isinstance(value, str):  # the option's default
             return value
+        problem = None
         if not value.strip():
-            why = (
-                ""
-                if convert is not Path
-                else f" (only blanks: {value!r})"
-                if value
-                else " (it would mean the current folder)"
-            )
-            refuse(f"{flag} is empty{why}; {fix}")
-        if convert is Path and _exists(value) and not os.access(value, os.R_OK):  # as click.Path(readable=True)
-            refuse(f"{flag} {value} is not readable (permission denied); fix its permissions or pass a readable copy")
+            why = f" (only blanks: {value!r})" if value else " (it would mean the current folder)"
+            problem = f"{flag} is empty{why if convert is Path else ''}; {fix}"
+        elif convert is Path and os.path.exists(value) and not os.access(value, os.R_OK):  # click.Path(readable=True)
+            problem = f"{flag} {value} is not readable (permission denied); fix its permissions or pass a readable copy"
+        if problem:
+            typer.echo(f"error: {problem}", err=True)
+            raise typer.Exit(2)
         return convert(value)
 
     return parse
 
 
-def _exists(path: str) -> bool:
-    try:
-        os.stat(path)
-    except OSError:
-        return False
-    return True
-
-
+RESULTS = Path("results")
 ProfileOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -70,7 +55,6 @@ ResultsOpt = Annotated[
         help="run store",
     ),
 ]
-RESULTS = Path("results")
 NameArg = Annotated[str, typer.Argument(help="ablation name or YAML path")]
 OverridesArg = Annotated[Optional[list[str]], typer.Argument(help="key=value config overrides, e.g. model.d_model=128")]
 MadeWithArg = Annotated[Optional[list[str]], typer.Argument(help="the key=value overrides the runs were made with")]
@@ -116,11 +100,12 @@ StorageOpt = Annotated[
 ]
 
 
-class WandbMode(str, Enum):
-    auto = "auto"
-    off = "off"
-    offline = "offline"
-    online = "online"
+def choices(name: str, *values: str) -> type[Enum]:
+    """The choices of an option, as typer takes them (a ``str`` Enum whose members are their values)."""
+    return Enum(name, {v: v for v in values}, type=str)
+
+
+WandbMode = choices("WandbMode", "auto", "off", "offline", "online")
 
 
 WandbOpt = Annotated[
@@ -129,13 +114,7 @@ WandbOpt = Annotated[
 ]
 
 
-class Format(str, Enum):
-    table = "table"
-    md = "md"
-    csv = "csv"
-    json = "json"
-
-
+Format = choices("Format", "table", "md", "csv", "json")
 FormatOpt = Annotated[Format, typer.Option("--format")]
 
 

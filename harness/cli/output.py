@@ -1,8 +1,7 @@
-"""What the command modules share: the console every command prints to, the data folder, and the
-checks of the paths a command is given, made before anything is read or written.
-
-Commands print through ``output.console`` (looked up at call time), so a test can replace the
-console once for every command."""
+"""What the command modules share: the console every command prints to (``output.console``,
+looked up at call time, so that a test can replace it once for every command), the data folder,
+the command's :class:`Selection`, and the checks of the paths a command is given, made before
+anything is read or written."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import errno
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -17,16 +17,16 @@ from rich.console import Console
 from harness.credentials import has_wandb_credentials
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
+from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection, select
-from harness.hints import Context
+from harness.hints import DEFAULT_RESULTS
 from harness.tune.studies import tuned_profile
 
 
 class _Console(Console):
-    """Rich's console, but a closed stdout pipe (``ablate list | head -1``) is left to the command
-    line, which ends quietly with exit status 141 as other Unix tools do (``harness.cli.app``);
-    rich's own handler exits 1. A display thread (the progress of ``ablate run``) stops printing
-    without a word; the main thread's next output ends the command."""
+    """Rich's console, but a closed stdout pipe is left to the command line (``harness.cli.app``: exit
+    141; rich's own handler exits 1). A display thread (the progress of ``ablate run``) stops
+    printing without a word; the main thread's next output ends the command."""
 
     def on_broken_pipe(self) -> None:
         if threading.current_thread() is threading.main_thread():
@@ -62,24 +62,12 @@ def check_results_dir(results: Path, create: bool = True) -> None:
 
 
 def check_wandb(mode: str) -> None:
-    """``--wandb online`` with no W&B credentials (``WANDB_API_KEY``, or the ``wandb login`` entry in
-    the ``.netrc`` file: :func:`harness.credentials.wandb_credentials`) is refused before any run:
-    every run would fail on ``wandb.init``."""
-    if mode != "online" or has_wandb_credentials():
-        return
-    raise AblateError(
-        "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
-        "offline and upload later with `ablate sync`"
-    )
-
-
-def check_storage_not_empty(storage: str | None) -> None:
-    """An Optuna ``--storage`` given as empty text (``--storage ""``, an unset shell variable) is
-    refused rather than read as the default ``<results>/optuna.db``."""
-    if storage is not None and not storage.strip():
+    """``--wandb online`` with no W&B credentials is refused before any run: every run would fail
+    on ``wandb.init`` (:func:`harness.credentials.has_wandb_credentials`)."""
+    if mode == "online" and not has_wandb_credentials():
         raise AblateError(
-            "--storage is empty; pass a database URL (e.g. sqlite:///results/optuna.db) or leave it "
-            "out for RESULTS/optuna.db"
+            "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
+            "offline and upload later with `ablate sync`"
         )
 
 
@@ -100,55 +88,54 @@ def check_results_readable(results: Path) -> None:
         )
 
 
-def selection(abl: Ablation, profile: str | None, overrides: list[str] | tuple[str, ...]) -> Selection:
-    """The :class:`Selection` a read-only command works on (no data needed: run ids depend only
-    on configs). Raises AblateError as :func:`harness.experiment.selection.select` does."""
-    return select(abl, profile, overrides, data_dir(), check_data=False)
+def selection(
+    abl: Ablation,
+    profile: str | None,
+    overrides: list[str] | tuple[str, ...],
+    results: Path = DEFAULT_RESULTS,
+    storage: str | None = None,
+    *,
+    typed: str = "",
+    check_data: bool = False,
+    stored: Callable[[RunSpec], bool] | None = None,
+) -> Selection:
+    """The :class:`Selection` a command works on, with what it was given for its hints (``typed``:
+    the ablation as named). A read-only command needs no data (run ids depend only on configs).
+    Raises AblateError as :func:`harness.experiment.selection.select` does."""
+    return select(
+        abl, profile, overrides, data_dir(), check_data, typed=typed, results=results, storage=storage, stored=stored
+    )
 
 
 def check_store_exists(
-    results: Path,
-    name: str,
-    profile: str,
-    tuned: bool = False,
-    *,
-    ctx: Context,
-    flag: str = "--profile",
-    data_file: Path | None = None,
+    sel: Selection, tuned: bool = False, *, flag: str = "--profile", data_file: Path | None = None
 ) -> None:
-    """The profile's folder must exist; else the ``ablate run`` command (from ``ctx``) that fills it,
-    and the profiles whose runs the store does hold (untuned only; ``flag``: the option that names
-    one, ``--profile``, or ``--from`` for ``ablate plan``'s pilot). ``data_file``: the data file of
-    the profile's report (``reports/data/...``, for the commands that take ``--from``), named as
-    the way to read its runs without the store; ignored with overrides (another grid's runs)."""
-    folders = (
-        [results / name / tuned_profile(profile)]
-        if tuned
-        else [results / name / profile, results / name / tuned_profile(profile)]
-    )
-    folder = folders[0]
-    if not any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
-        held = [] if tuned else _profiles_with_runs(results / name)
-        raise AblateError(
-            f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
-            f"{folder} does not exist; run `{ctx.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
-            f"first or pass the --results-dir it wrote to"
-            + (
-                f"; the store holds runs of {name} in profile(s) {', '.join(held)}: pass {flag} {held[0]}"
-                if held
-                else ""
-            )
-            + (
-                f"; or pass --from {data_file} to read the runs the committed report was made from"
-                if data_file is not None and not ctx.overrides and not tuned
-                else ""
-            )
+    """The profile's folder must exist; else the ``ablate run`` command that fills it, and the
+    profiles whose runs the store does hold (untuned only; ``flag``: the option that names one,
+    ``--profile``, or ``--from`` for ``ablate plan``'s pilot). ``data_file``: the data file of the
+    profile's report (``reports/data/...``, for the commands that take ``--from``), named as the way
+    to read its runs without the store; ignored with overrides (another grid's runs)."""
+    results, name, profile = sel.results, sel.name, sel.profile
+    folders = [results / name / tuned_profile(profile)] + ([] if tuned else [results / name / profile])
+    folder = folders[-1]
+    if any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
+        return
+    held = [] if tuned else _profiles_with_runs(results / name)
+    raise AblateError(
+        f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
+        f"{folder} does not exist; run `{sel.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
+        f"first or pass the --results-dir it wrote to"
+        + (f"; the store holds runs of {name} in profile(s) {', '.join(held)}: pass {flag} {held[0]}" if held else "")
+        + (
+            f"; or pass --from {data_file} to read the runs the committed report was made from"
+            if data_file is not None and not sel.overrides and not tuned
+            else ""
         )
+    )
 
 
 def _profiles_with_runs(folder: Path) -> list[str]:
-    """The profiles (``PROFILE``, not ``PROFILE+tuned``) under an ablation's store folder with at
-    least one run folder, sorted; none when it cannot be listed."""
+    """The profiles (not ``PROFILE+tuned``) under an ablation's store folder with a run folder, sorted."""
     try:
         return sorted(
             p.name
@@ -158,5 +145,5 @@ def _profiles_with_runs(folder: Path) -> list[str]:
             and not p.name.endswith(tuned_profile(""))
             and any(r.is_dir() and not r.name.startswith(".") for r in p.iterdir())
         )
-    except OSError:
+    except OSError:  # cannot be listed: none
         return []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -12,7 +11,6 @@ from harness.analysis.seed_planning import SeedPlan
 from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.hints import Context
 
 
 def plan_seeds(
@@ -43,14 +41,10 @@ def plan_seeds(
             )
         )
     output.check_results_readable(results)
-    ctx = Context(name, prof_name, results, tuple(overrides))
-    pilot_name = planning.pilot_profile(abl, results, pilot, ctx=ctx)
-    sel = output.selection(abl, pilot_name, overrides)
-    pilot_name = sel.profile
-    output.check_store_exists(
-        results, abl.name, pilot_name, ctx=dataclasses.replace(ctx, profile=pilot_name), flag="--from"
-    )
-    if pilot_name == planning.SMOKE:
+    target = output.selection(abl, prof_name, overrides, results, typed=name)
+    sel = output.selection(abl, planning.pilot_profile(abl, results, pilot, target), overrides, results, typed=name)
+    output.check_store_exists(sel, flag="--from")
+    if sel.profile == planning.SMOKE:
         others = [n for n, p in abl.profiles.items() if not p.confirmatory and n != planning.SMOKE]
         print(
             f"warning: the spread comes from the {planning.SMOKE} profile, whose runs check the plumbing "
@@ -64,10 +58,9 @@ def plan_seeds(
             f" ({result.foreign} made with other overrides: pass those key=value overrides)" if result.foreign else ""
         )
         raise AblateError(
-            f"no pilot runs of {abl.name} / {pilot_name} in {results}{other}; "
-            f"run `{ctx.command('run', profile=pilot_name)}` first"
+            f"no pilot runs of {abl.name} / {sel.profile} in {results}{other}; run `{sel.command('run')}` first"
         )
-    seeds = planning.seed_plan(output.selection(abl, prof_name, overrides), result, power=power, alpha=alpha)
+    seeds = planning.seed_plan(target, result, power=power, alpha=alpha)
     if fmt == "table" and not output.console.is_terminal:
         fmt = "md"  # piped or captured: plain markdown instead of box drawing
     if fmt in ("table", "md"):

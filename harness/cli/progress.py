@@ -1,13 +1,7 @@
 """What ``ablate run`` shows while a grid runs: runs done / total and, for each run in flight, its
-step / total, last training loss and ETA.
-
-Fed by the runs themselves, whatever executes them (this process, a local pool, Ray, SLURM):
-each run rewrites ``progress.json`` in its run folder every few seconds
-(:mod:`harness.training.progress`), and a thread of this process reads the folders of the runs
-not yet finished. In a terminal: rich's live display (the grid's bar, one line per run in
-flight). Piped or in a log file: one plain line every ``plain_every_s`` seconds while runs are in
-flight, beside the line each finished run prints.
-"""
+step / total, last training loss and ETA, read by a thread from the ``progress.json`` each run
+rewrites in its folder (:mod:`harness.training.progress`), whatever executes it. In a terminal:
+rich's live display; piped: one plain line every ``PLAIN_EVERY_S`` seconds while runs are in flight."""
 
 from __future__ import annotations
 
@@ -27,10 +21,8 @@ from harness.store.runs import run_dir
 from harness.training.progress import EVERY_S, RunProgress, read_progress
 
 POLL_S = EVERY_S
-PLAIN_EVERY_S = 30.0
-"""Seconds between two plain progress lines when the output is not a terminal."""
-STALE_S = 120.0
-"""A progress file older than this is an attempt that died, not a run in flight."""
+PLAIN_EVERY_S = 30.0  # seconds between two plain progress lines when the output is not a terminal
+STALE_S = 120.0  # a progress file older than this is an attempt that died, not a run in flight
 
 
 def clock(seconds: float | None) -> str:
@@ -44,23 +36,15 @@ def clock(seconds: float | None) -> str:
 def describe(label: str, progress: RunProgress) -> str:
     """``copy sinusoidal s0 1200/3000 loss 1.234 ETA 0m40s`` (``testing`` after the last step)."""
     loss = f" loss {progress.loss:.4g}" if progress.loss is not None else ""
-    if progress.step >= progress.total:
-        return f"{label} {progress.step}/{progress.total}{loss} testing"
-    return f"{label} {progress.step}/{progress.total}{loss} ETA {clock(progress.eta_s())}"
+    left = "testing" if progress.step >= progress.total else f"ETA {clock(progress.eta_s())}"
+    return f"{label} {progress.step}/{progress.total}{loss} {left}"
 
 
 class GridProgress:
-    """The live progress of a grid; a context manager, with :meth:`finished` called per run.
-
-    Args:
-        console: where to show it (``console.is_terminal`` chooses the live display).
-        specs: the runs to execute (:class:`~harness.experiment.grid.RunSpec`), in order.
-        results: the store's folder.
-        workers: runs executed at once; the first ``4 x workers`` (at least 16) unfinished runs
-            in order are polled, the ones an executor starts first.
-        poll_s, plain_every_s: seconds between two reads of the run folders (default
-            ``POLL_S``), and between two plain lines when piped (default ``PLAIN_EVERY_S``).
-    """
+    """The live progress of ``specs`` (in order) on ``console``; a context manager, with
+    :meth:`finished` called per run. The first ``4 x workers`` (at least 16) unfinished runs are
+    polled: those an executor starts first. ``poll_s``, ``plain_every_s``: seconds between two reads
+    of the run folders, and between two plain lines when piped."""
 
     def __init__(
         self,
@@ -75,34 +59,25 @@ class GridProgress:
         self.console = console
         self.poll_s = POLL_S if poll_s is None else poll_s
         self.plain_every_s = PLAIN_EVERY_S if plain_every_s is None else plain_every_s
-        self._pending = {
+        self._pending = {  # in order: a dict keeps it as runs leave
             s.run_id: (f"{s.task} {s.variant_label} s{s.seed}", run_dir(results, s.ablation, s.profile, s.run_id))
             for s in specs
         }
-        self._order = [s.run_id for s in specs]
         self._window = max(16, 4 * workers)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._live: Live | None = None
         self._bar: Progress | None = None
-        self._task: Any = None
         self.lines: list[str] = []  # the runs in flight at the last poll, as shown
 
     def __enter__(self) -> GridProgress:
         if not self._pending:
             return self
         if self.console.is_terminal:
-            self._bar = Progress(
-                "runs",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                "ETA",
-                TimeRemainingColumn(),
-                console=self.console,
-            )
-            self._task = self._bar.add_task("grid", total=len(self._pending))
+            columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), "ETA", TimeRemainingColumn())
+            self._bar = Progress("runs", *columns, console=self.console)
+            self._bar.add_task("grid", total=len(self._pending))
             self._live = Live(self._renderable(), console=self.console, transient=True, refresh_per_second=1)
             self._live.__enter__()
         self._thread = threading.Thread(target=self._watch, name="ablate-progress", daemon=True)
@@ -121,19 +96,15 @@ class GridProgress:
         with self._lock:
             self._pending.pop(run_id, None)
         if self._bar is not None:
-            self._bar.advance(self._task)
+            self._bar.advance(self._bar.task_ids[0])
 
     def poll(self) -> list[str]:
         """Read the progress of the runs in flight now; returns their descriptions."""
         with self._lock:
-            window = [self._pending[r] for r in self._order if r in self._pending][: self._window]
-        out = []
-        for label, folder in window:
-            progress = read_progress(folder, stale_s=STALE_S)
-            if progress is not None:
-                out.append(describe(label, progress))
-        self.lines = out
-        return out
+            window = list(self._pending.values())[: self._window]
+        found = ((label, read_progress(folder, stale_s=STALE_S)) for label, folder in window)
+        self.lines = [describe(label, progress) for label, progress in found if progress is not None]
+        return self.lines
 
     def _renderable(self) -> Group:
         lines = [Text.from_markup(f"  [dim]{escape(line)}[/]") for line in self.lines]

@@ -4,6 +4,7 @@ every registered ablation's reports and their index."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,6 @@ from harness.analysis.guards import declared_guards, guards_of
 from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.hints import Context
 from harness.report.guards import UNKNOWN
 from harness.report.index import report_all as write_all
 from harness.report.markdown import report_path, write_report
@@ -57,24 +57,20 @@ def report(
     abl = ablation_mod.load(name)
     data = found = None
     if source is not None:
-        data, sel = load_source(source, abl, profile, lambda prof: output.selection(abl, prof, overrides))
-        found, results = data.scan, data.store
-    else:
-        sel = output.selection(abl, profile, overrides)
-        output.check_results_readable(results)
-        output.check_store_exists(
-            results,
-            abl.name,
-            sel.profile,
-            ctx=Context(name, sel.profile, results, tuple(overrides), storage),
-            data_file=archive.existing(report_path(abl, sel.profile, out)),
+        data, sel = load_source(
+            source, abl, profile, lambda prof: output.selection(abl, prof, overrides, storage=storage, typed=name)
         )
+        found, results = data.scan, data.store
+        sel = dataclasses.replace(sel, results=results)
+    else:
+        sel = output.selection(abl, profile, overrides, results, storage, typed=name)
+        output.check_results_readable(results)
+        output.check_store_exists(sel, data_file=archive.existing(report_path(abl, sel.profile, out)))
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
     check_out_parent(out)
     check_storage(storage)
     result = analyse(sel, results, found=found)  # the report and the W&B summary share it
-    ctx = Context(name, sel.profile, results, tuple(overrides), storage)
     tuning = None  # from the store and the Optuna storage
     if data is not None:  # the file's tuned runs and studies; the studies' figures copied, not drawn
         tuning = TuningInputs(data.tuning, tuned_analysis(sel, results, found=data.tuned))
@@ -90,7 +86,6 @@ def report(
             storage=storage,
             result=result,
             data=found is None,
-            ctx=ctx,
             tuning=tuning,
             guards=guards,
             bench=data.bench if data is not None else None,

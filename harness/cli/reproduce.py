@@ -8,7 +8,7 @@ from harness.analysis import guards
 from harness.cli import output
 from harness.cli.run import run
 from harness.execution.launch import Launch
-from harness.hints import Context
+from harness.hints import command
 from harness.report.guards import summary_lines
 
 
@@ -33,7 +33,7 @@ def reproduce(
     entries = guards.load_checked(rid)
     grids = guards.grids(entries, results)
     for ablation, profile, planned, missing in grids:
-        hint = f" (`{Context(ablation, profile, results).command('run')}`)" if missing else ""
+        hint = f" (`{command('run', ablation, profile, results=results)}`)" if missing else ""
         output.console.print(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}", markup=False)
     code = 0
     for ablation, profile, _, missing in grids:

@@ -16,7 +16,7 @@ from harness.encode import count
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.control import load_registry
-from harness.hints import results_option
+from harness.hints import command, results_option
 from harness.report.source import plan
 from harness.report.tuning_data import copy_figures
 from harness.store.archive import Restored, unpack
@@ -25,15 +25,12 @@ from harness.store.archive import Restored, unpack
 def restore(files: list[Path], results: Path) -> int:
     """Check every data file, then restore each into ``results``: one line per file, then what to
     run next. Returns the exit status: 0, or 1 when a run already in the store differs from the
-    file's (kept; said).
-
-    Raises:
-        AblateError: no file; a file that is refused (nothing is written then); a store that cannot
-            be written.
-    """
+    file's (kept; said). Raises AblateError: no file; a file that is refused (nothing is written
+    then); a store that cannot be written."""
     if not files:
         raise AblateError("name the data files to restore, e.g. `ablate restore reports/data`")
-    output.check_results_readable(Path(results))
+    results = Path(results)
+    output.check_results_readable(results)
     todo = plan(files)
     for why in dict.fromkeys(why for _, why in todo.skipped):
         paths = [str(p) for p, w in todo.skipped if w == why]
@@ -42,7 +39,7 @@ def restore(files: list[Path], results: Path) -> int:
     done: list[Restored] = []
     try:
         for path, arc, studies, guards in todo.files:
-            done.append(d := unpack(arc, Path(results)))
+            done.append(d := unpack(arc, results))
             d.guards = guards
             if studies is not None and d.studies is not None:  # from reports/ for reports/data/FILE
                 d.missing_figures = copy_figures(studies, path.parent.parent, d.studies.parent)
@@ -53,10 +50,10 @@ def restore(files: list[Path], results: Path) -> int:
             "before it stays (the same command again completes the rest); pass a folder you can write to"
         ) from None
     if bench := sorted({b for d in done for b in d.bench}):
-        output.console.print(escape(f"bench files into {Path(results) / 'bench'}: {', '.join(bench)}"))
+        output.console.print(escape(f"bench files into {results / 'bench'}: {', '.join(bench)}"))
     differ = sum(len(d.differ) for d in done)
-    _missing_controls(done, Path(results))
-    _next_steps(done, Path(results), differ)
+    _missing_controls(done, results)
+    _next_steps(done, results, differ)
     return 1 if differ else 0
 
 
@@ -70,8 +67,7 @@ def _missing_controls(done: list[Restored], results: Path) -> None:
             grids = {(gid, profile or "confirm")}
         else:
             grids = {(c.ablation, c.profile) for c in entries[gid].comparisons} if gid in entries else set()
-        lacking = sorted(f"{a} / {p}" for a, p in grids if not (results / a / p).is_dir())
-        if lacking:
+        if lacking := sorted(f"{a} / {p}" for a, p in grids if not (results / a / p).is_dir()):
             missing.append(f"{kind} {gid} ({', '.join(lacking)})")
     if missing:
         output.console.print(
@@ -81,34 +77,26 @@ def _missing_controls(done: list[Restored], results: Path) -> None:
 
 
 def _line(d: Restored) -> str:
-    tuned = f", {d.tuned} of them tuned runs" if d.tuned else ""
-    parts = [f"{count(len(d.written), 'run')} written{tuned}"]
-    if d.histories:
-        parts[0] += f" ({d.histories} with a validation history)"
-    if d.replaced:
-        parts.append(f"{len(d.replaced)} of them in place of an unreadable record.json")
-    if d.kept:
-        parts.append(f"{count(len(d.kept), 'run')} already in the store, kept")
-    if d.differ:
-        parts.append(
-            f"{len(d.differ)} of them differ{'s' if len(d.differ) == 1 else ''} from the file's "
-            f"(status or metrics), e.g. {d.differ[0][0]} ({d.differ[0][1]}): the store's is kept"
-        )
-    if d.problems:
-        parts.append(f"{count(d.problems, 'unreadable store entry')} it lists not restored (not runs)")
-    if d.refilled:
-        parts.append(f"the lost validation history of {count(d.refilled, 'kept run')} written again")
-    if d.studies is not None:
-        parts.append(
-            "the summary of its Optuna studies, which the report shows (not the studies: `run --tuned` needs "
-            "`ablate tune` again)"
-        )
-    line = escape(f"{d.path}: {d.ablation} / {d.profile}: " + "; ".join(parts))
-    if d.missing_figures:
-        line += escape(
-            f"; {count(len(d.missing_figures), 'figure')} of the studies not found, e.g. {d.missing_figures[0]}"
-        )
-    return line
+    parts = [
+        f"{count(len(d.written), 'run')} written"
+        + (f", {d.tuned} of them tuned runs" if d.tuned else "")
+        + (f" ({d.histories} with a validation history)" if d.histories else ""),
+        f"{len(d.replaced)} of them in place of an unreadable record.json" if d.replaced else "",
+        f"{count(len(d.kept), 'run')} already in the store, kept" if d.kept else "",
+        f"{len(d.differ)} of them differ{'s' if len(d.differ) == 1 else ''} from the file's (status or metrics), "
+        f"e.g. {d.differ[0][0]} ({d.differ[0][1]}): the store's is kept"
+        if d.differ
+        else "",
+        f"{count(d.problems, 'unreadable store entry')} it lists not restored (not runs)" if d.problems else "",
+        f"the lost validation history of {count(d.refilled, 'kept run')} written again" if d.refilled else "",
+        "the summary of its Optuna studies, which the report shows (not the studies: `run --tuned` needs "
+        "`ablate tune` again)"
+        if d.studies is not None
+        else "",
+    ]
+    missing = d.missing_figures
+    figures = f"; {count(len(missing), 'figure')} of the studies not found, e.g. {missing[0]}" if missing else ""
+    return escape(f"{d.path}: {d.ablation} / {d.profile}: " + "; ".join(p for p in parts if p) + figures)
 
 
 def _next_steps(done: list[Restored], results: Path, differ: int) -> None:
@@ -117,18 +105,15 @@ def _next_steps(done: list[Restored], results: Path, differ: int) -> None:
     registered = [d for d in done if d.ablation in known]
     lines = []
     if registered:
-        lines.append(f"`{shlex.join(['ablate', 'report', '--all', *flag])}` makes every report and the index from them")
         d = registered[0]
-        lines.append(
-            f"`{shlex.join(['ablate', 'run', d.ablation, '--profile', d.profile.removesuffix('+tuned'), *flag])}` "
-            "trains only the runs the store lacks"
-        )
-    if len(registered) < len(done):
-        own = next(d for d in done if d not in registered)
-        lines.append(
-            f"{own.ablation} is not a registered ablation: `{shlex.join(['ablate', 'report', 'PATH/TO/' + own.ablation + '.yaml', '--profile', own.profile, *flag])}` "
-            "reports it"
-        )
+        lines += [
+            f"`{shlex.join(['ablate', 'report', '--all', *flag])}` makes every report and the index from them",
+            f"`{command('run', d.ablation, d.profile.removesuffix('+tuned'), results=results)}` "
+            "trains only the runs the store lacks",
+        ]
+    if own := next((d for d in done if d not in registered), None):
+        report = command("report", f"PATH/TO/{own.ablation}.yaml", own.profile, results=results)
+        lines.append(f"{own.ablation} is not a registered ablation: `{report}` reports it")
     head = f"{count(sum(len(d.written) for d in done), 'run')} restored into {results}"
     if differ:
         head += f" ({count(differ, 'run')} kept that differ{'s' if differ == 1 else ''} from the files: exit 1)"

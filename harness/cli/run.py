@@ -1,9 +1,6 @@
 """``ablate run``: every unfinished run of a grid, with one progress line per finished run and the
-progress of the runs in flight (:mod:`harness.cli.progress`), then the comparison.
-
-The comparison's statistics (scipy, statsmodels, pandas) are imported after the grid, where they
-are needed: a process pool's parent never needs them before (runs in this process import scipy
-with Lightning all the same: torchmetrics needs it)."""
+progress of the runs in flight (:mod:`harness.cli.progress`), then the comparison, whose statistics
+(scipy, statsmodels, pandas) are imported only then: a process pool's parent never needs them before."""
 
 from __future__ import annotations
 
@@ -18,9 +15,7 @@ from harness.execution import local, reuse
 from harness.execution.gpus import estimate_seconds
 from harness.execution.launch import Launch, outcome_lines, progress_note
 from harness.experiment import ablation as ablation_mod
-from harness.experiment import grid
-from harness.experiment.selection import Selection
-from harness.hints import Context
+from harness.experiment.grid import RunSpec
 from harness.store.runs import read_record, run_dir, scan
 from harness.tune.studies import tuned_profile, tuned_specs
 
@@ -39,51 +34,50 @@ def run(
     launch: Launch | None = None,
 ) -> int:
     """Run every unfinished run of the grid; print progress and the comparison. Returns the exit
-    code: 1 when some runs failed (raised, timed out or crashed), else 0.
-
-    ``launch``: execution options (:class:`harness.execution.launch.Launch`: executor, GPUs, resume,
-    checkpoints, run timeout, ``--retry``); checked before any run starts.
-
-    ``tuned``: each (task, variant) at its Optuna study's best parameters (``storage``, default
-    ``<results>/optuna.db``), stored under profile ``<profile>+tuned`` (:mod:`harness.tune.studies`)."""
+    code: 1 when some runs failed (raised, timed out or crashed), else 0. ``launch``: the execution
+    options, checked before any run starts. ``tuned``: each (task, variant) at its Optuna study's best
+    parameters, stored under ``<profile>+tuned`` (:mod:`harness.tune.studies`). A group-sequential
+    profile runs only what its next look needs (:mod:`harness.analysis.looks`)."""
     abl = ablation_mod.load(name)
-    finished = (
-        None
-        if tuned
-        else (
-            lambda s: (
-                (r := read_record(run_dir(results, s.ablation, s.profile, s.run_id))) is not None and r.status == "ok"
-            )
-        )
+
+    def finished(spec: RunSpec) -> bool:  # an ok record: it will not run again (--retry takes failures only)
+        rec = read_record(run_dir(results, spec.ablation, spec.profile, spec.run_id))
+        return rec is not None and rec.status == "ok"
+
+    sel = output.selection(
+        abl, profile, overrides, results, storage, typed=name, check_data=True, stored=None if tuned else finished
     )
-    prof_name, specs = grid.plan(abl, profile, overrides, output.data_dir(), stored=finished)
-    ctx = Context(name, prof_name, results, tuple(overrides), storage)
-    if abl.profiles[prof_name].sequential is not None:
-        _check_design(abl, prof_name, overrides, specs, tuned)
+    prof_name, specs = sel.profile, list(sel.specs)
+    if sequential := sel.settings.sequential is not None:
+        from harness.analysis import looks  # scipy: the decisions so far choose the runs
+
+        if tuned:
+            raise AblateError(
+                f"--tuned with profile {prof_name!r}, a group-sequential design: its looks decide which untuned "
+                f"runs to make; run --tuned with a fixed profile, or run {prof_name} without --tuned"
+            )
+        looks.design_of(sel)  # a first look that could decide nothing is refused
     launch = launch or Launch()
     retry = launch.check(results, workers, threads)
-    output.check_storage_not_empty(storage)
     output.check_results_dir(results, create=not tuned)  # --tuned with no study must leave nothing behind
     output.check_wandb(wandb)
     if tuned:
-        specs = tuned_specs(abl, prof_name, specs, results, storage, output.data_dir(), ctx=ctx)
+        specs = tuned_specs(abl, prof_name, specs, results, storage, output.data_dir(), ctx=sel)
         output.check_results_dir(results)
-    elif abl.profiles[prof_name].sequential is not None:  # only the runs the next look needs
-        specs = _next_look(abl, prof_name, overrides, specs, results)
+    elif sequential:
+        st = looks.state(sel, scan(results, abl.name, prof_name).records if results.is_dir() else [])
+        output.console.print(f"{abl.name} / {prof_name}: sequential design, {st.summary()}")
+        specs = looks.next_specs(sel, st)
     targets = {name: reuse.target_of(entry.target) for name, entry in abl.tasks.items()}
     chosen = launch.select(specs, results, abl.name, retry, targets=None if tuned else targets)
     todo, retried = chosen.todo, chosen.retry
     placement = launch.place(workers, len(todo), threads, [estimate_seconds(s.config, threads) for s in todo])
     again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
-    copied = (
-        f" ({len(chosen.reused)} copied from identical runs of {', '.join(_sources(chosen.reused))})"
-        if chosen.reused
-        else ""
-    )
-    stored = tuned_profile(prof_name) if tuned else prof_name  # the store folder the counts are of
+    sources = dict.fromkeys(rec["reused_from"].rsplit("/", 1)[0] for rec in chosen.reused)  # e.g. NAME/confirm
+    copied = f" ({len(chosen.reused)} copied from identical runs of {', '.join(sources)})" if sources else ""
     output.console.print(
-        f"{abl.name} / {stored}: {len(specs)} runs, {len(specs) - len(todo) + len(retried)} already in "
-        f"{results}{copied}, {len(todo)} to run{again}"
+        f"{abl.name} / {tuned_profile(prof_name) if tuned else prof_name}: {len(specs)} runs, "
+        f"{len(specs) - len(todo) + len(retried)} already in {results}{copied}, {len(todo)} to run{again}"
         + (f" ({launch.describe(placement, threads)}, W&B {wandb})" if todo else "")  # no pool, no W&B run: none
     )
 
@@ -115,44 +109,10 @@ def run(
         )
     from harness.cli.compare import closing_lines, print_tables  # scipy and statsmodels: needed from here on
 
-    print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=ctx, brief=True)
-    for line in closing_lines(abl, prof_name, results, ctx):
+    print_tables(abl, prof_name, results, primary_only=True, tuned=tuned, ctx=sel, brief=True)
+    for line in closing_lines(abl, prof_name, results, sel):
         output.console.print(line, markup=False)
-    lines, code = outcome_lines([*chosen.failed_before, *records], results, abl.name, ctx=ctx, tuned=tuned)
+    lines, code = outcome_lines([*chosen.failed_before, *records], results, abl.name, ctx=sel, tuned=tuned)
     for line in lines:  # last: runs that did not finish come before any next step
         output.console.print(line)
     return code
-
-
-def _check_design(abl: Any, profile: str, overrides: list[str], specs: list[Any], tuned: bool) -> None:
-    """A group-sequential profile's design can decide at its first look, and runs untuned.
-
-    Raises:
-        AblateError: ``--tuned``, or a first look that could decide nothing
-            (:func:`harness.analysis.looks.design_of`).
-    """
-    from harness.analysis import looks  # scipy
-
-    if tuned:
-        raise AblateError(
-            f"--tuned with profile {profile!r}, a group-sequential design: its looks decide which untuned runs "
-            f"to make; run --tuned with a fixed profile, or run {profile} without --tuned"
-        )
-    looks.design_of(Selection(abl.for_profile(profile), profile, tuple(overrides), tuple(specs)))
-
-
-def _next_look(abl: Any, profile: str, overrides: list[str], specs: list[Any], results: Path) -> list[Any]:
-    """The runs of a group-sequential profile's next look (:mod:`harness.analysis.looks`), and a
-    line saying where the design stands."""
-    from harness.analysis import looks  # scipy: the decisions so far choose the runs
-
-    sel = Selection(abl.for_profile(profile), profile, tuple(overrides), tuple(specs))
-    looks.design_of(sel)
-    st = looks.state(sel, scan(results, abl.name, profile).records if results.is_dir() else [])
-    output.console.print(f"{abl.name} / {profile}: sequential design, {st.summary()}")
-    return looks.next_specs(sel, st)
-
-
-def _sources(records: list[dict[str, Any]]) -> list[str]:
-    """``head_split_control/confirm``, ...: where copied runs came from, in order of appearance."""
-    return list(dict.fromkeys(rec["reused_from"].rsplit("/", 1)[0] for rec in records))

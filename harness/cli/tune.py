@@ -11,7 +11,7 @@ from harness.cli import output
 from harness.encode import text
 from harness.execution.gpus import check_threads
 from harness.experiment import ablation as ablation_mod
-from harness.hints import Context
+from harness.hints import command
 from harness.tune import search
 from harness.tune import studies as tune_mod
 
@@ -34,7 +34,6 @@ def tune(
     summary. Returns 1 when some study has no complete trial (its line says why), else 0."""
     import torch
 
-    output.check_storage_not_empty(storage)
     check_threads(threads)
     abl = ablation_mod.load(name)
     prof_name, plans = tune_mod.plan_studies(abl, profile, overrides, tasks, variants, output.data_dir())
@@ -57,24 +56,18 @@ def tune(
     table = RichTable(title="tuning (objective on the validation split)")
     for col in ("study", "complete", "pruned", "failed (diverged)", "best value", "best parameters"):
         table.add_column(col)
-    empty = []
     for study_plan, c in done:
-        best = text(c["best_value"])  # – when there is none, ∞ when infinite
-        params = ", ".join(
-            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items()
-        )
-        table.add_row(
-            study_plan.name, str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})", best, params
-        )
-        if c["best_value"] is None:
-            empty.append((study_plan.name, c))
+        params = (f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items())
+        counts = (str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})")
+        table.add_row(study_plan.name, *counts, text(c["best_value"]), ", ".join(params))  # –: none, ∞: infinite
     if done:
         output.console.print(table)
+    empty = [(study_plan.name, c) for study_plan, c in done if c["best_value"] is None]
+    rerun = command("run", name, prof_name, "--tuned", results=results, overrides=tuple(overrides), storage=storage)
     for study_name, c in empty:
         output.console.print(
             f"[red]no complete trial[/] in {study_name}: {c['pruned']} pruned, {c['failed']} failed"
             + (f" (last failure: {c['last_reason']})" if c["last_reason"] else "")
-            + f"; `{escape(Context(name, prof_name, results, tuple(overrides), storage).command('run', '--tuned', storage=True))}` "
-            "will refuse this variant"
+            + f"; `{escape(rerun)}` will refuse this variant"
         )
     return 1 if empty else 0

@@ -29,7 +29,7 @@ from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.locks import HEARTBEAT_S
 from harness.execution.run_folder import Progress, RunOptions, parse_retry
 from harness.experiment.grid import RunSpec
-from harness.hints import Context
+from harness.experiment.selection import Selection
 from harness.store.record import Record
 from harness.store.runs import read_record, run_dir
 from harness.training.fit import check_devices
@@ -175,10 +175,10 @@ class Launch:
 
 
 def outcome_lines(
-    records: list[Progress], results: Path, ablation: str, *, ctx: Context, tuned: bool = False
+    records: list[Progress], results: Path, ablation: str, *, ctx: Selection, tuned: bool = False
 ) -> tuple[list[str], int]:
     """Lines about runs that did not finish well, and the exit code (1 when some failed).
-    ``ctx``: the ``ablate run`` command's context, for the commands the lines suggest (required:
+    ``ctx``: the ``ablate run`` command's selection, for the commands the lines suggest (required:
     a hint without it would name no grid)."""
     lines, failed, statuses = [], 0, set()
     rerun = ["--tuned"] if tuned else []

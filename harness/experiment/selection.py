@@ -1,14 +1,16 @@
 """What one command works on: one ablation, one profile, the command line's ``key=value``
-overrides. Built once per command by :func:`select` and handed down, so that the profile's subset
-of the grid and the run ids it expects are derived in one place."""
+overrides, and where its runs are. Built once per command by :func:`select` and handed down, so
+that the profile's subset of the grid, the run ids it expects and the commands a hint suggests
+(:mod:`harness.hints`) are derived in one place."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import hints
 from harness.errors import AblateError
 from harness.experiment import grid
 from harness.experiment.ablation import Ablation
@@ -27,12 +29,19 @@ class Selection:
         overrides: the ``key=value`` run overrides, in command-line order.
         specs: every run of the subset, validated (:func:`harness.experiment.grid.plan`), in
             seed, task, variant order.
+        typed: the ablation as the user named it (a registered name or a YAML path), for hints;
+            :func:`select` makes it the name when none is given.
+        results: ``--results-dir``, for hints.
+        storage: ``--storage`` (Optuna), if given; only ``run --tuned``, ``tune`` and ``report`` take it.
     """
 
     ablation: Ablation
     profile: str
     overrides: tuple[str, ...]
     specs: tuple[RunSpec, ...]
+    typed: str = ""
+    results: Path = hints.DEFAULT_RESULTS
+    storage: str | None = None
 
     @property
     def name(self) -> str:
@@ -48,6 +57,19 @@ class Selection:
     def run_ids(self) -> frozenset[str]:
         """The run ids of :attr:`specs`: which stored runs belong to this selection."""
         return frozenset(s.run_id for s in self.specs)
+
+    def command(self, verb: str, *options: str, profile: str | None = None, storage: bool = False) -> str:
+        """The ``ablate VERB`` command over this grid (:func:`harness.hints.command`), at ``profile``
+        when given; ``storage``: with ``--storage`` when one was given."""
+        return hints.command(
+            verb,
+            self.typed or self.name,
+            profile or self.profile,
+            *options,
+            results=self.results,
+            overrides=self.overrides,
+            storage=self.storage if storage else None,
+        )
 
     def tuned_run_ids(self, runs: Iterable[tuple[str, str, int, dict[str, Any] | None]]) -> frozenset[str]:
         """The ids the tuned runs ``(task, variant label, seed, tuned params)`` have when they are
@@ -66,10 +88,6 @@ class Selection:
                 continue
         return frozenset(out)
 
-    def folder(self, results: Path) -> Path:
-        """The store folder of the selection's runs under the results directory ``results``."""
-        return Path(results) / self.name / self.profile
-
 
 def select(
     abl: Ablation,
@@ -77,15 +95,24 @@ def select(
     overrides: list[str] | tuple[str, ...] = (),
     data_dir: Path | None = None,
     check_data: bool = True,
+    *,
+    typed: str = "",
+    results: Path = hints.DEFAULT_RESULTS,
+    storage: str | None = None,
+    stored: Callable[[RunSpec], bool] | None = None,
 ) -> Selection:
     """The :class:`Selection` of ``abl`` under ``profile`` (None: the default profile) with the
-    run ``overrides``. ``check_data=False`` (read-only commands) skips finding or downloading
-    data files: run ids depend only on configs.
+        run ``overrides``. ``check_data=False`` (read-only commands) skips finding or downloading
+        data files: run ids depend only on configs. ``typed``, ``results``, ``storage``: what the
+        command was given, for the commands its hints suggest (:attr:`Selection.typed`); ``stored``: as
+    :func:`harness.experiment.grid.plan` takes it.
 
-    Raises:
-        AblateError: an unknown profile, a bad override (one naming an axis, an unknown key, a bad
-            value) or a grid point that fails the pre-run checks, as
-            :func:`harness.experiment.grid.plan` does.
+        Raises:
+            AblateError: an unknown profile, a bad override (one naming an axis, an unknown key, a bad
+                value) or a grid point that fails the pre-run checks, as
+                :func:`harness.experiment.grid.plan` does.
     """
-    name, specs = grid.plan(abl, profile, overrides, data_dir, check_data)
-    return Selection(abl.for_profile(name), name, tuple(overrides), tuple(specs))
+    name, specs = grid.plan(abl, profile, overrides, data_dir, check_data, stored)
+    return Selection(
+        abl.for_profile(name), name, tuple(overrides), tuple(specs), typed or abl.name, Path(results), storage
+    )

@@ -33,7 +33,7 @@ from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import select
-from harness.hints import Context, results_option
+from harness.hints import command, results_option
 from harness.report.guards import Guards, write_markdown
 from harness.report.markdown import write_report
 from harness.report.sections import control_text
@@ -162,7 +162,7 @@ def _report_ablation(
         if not found.records:
             continue
         try:
-            sel = select(abl, pname, [], data_dir, check_data=False)
+            sel = select(abl, pname, [], data_dir, check_data=False, results=results, storage=storage)
         except AblateError as exc:
             entry.notes.append(f"{pname}: not reported ({exc})")
             echo(f"skipped {name} / {pname}: {exc}")
@@ -171,7 +171,7 @@ def _report_ablation(
         if not mine:
             entry.notes.append(
                 f"{pname}: {len(found.records)} runs made with key=value overrides "
-                f"(`{Context(name, pname, results, ('KEY=VALUE', '...')).command('report')}`)"
+                f"(`{command('report', name, pname, results=results, overrides=('KEY=VALUE', '...'))}`)"
             )
             echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
             continue

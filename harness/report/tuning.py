@@ -26,7 +26,6 @@ from harness.encode import text
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
-from harness.hints import Context
 from harness.report.figures import pyplot, save_png
 from harness.report.guards import Guards
 from harness.report.tables import markdown, title
@@ -146,12 +145,10 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
     return TuningData(ablation=abl.name, profile=profile, storage=mask_url(url), studies=summaries)
 
 
-def tuning_section(
-    sel: Selection, result: Analysis, tuning: TuningInputs, ctx: Context | None = None, guards: Guards | None = None
-) -> list[str]:
+def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guards: Guards | None = None) -> list[str]:
     """Markdown lines of the section; empty when ``tuning`` lists no study. ``result``: the
-    report's analysis of the untuned runs; ``ctx``: the report command's context, for the
-    ``ablate run`` commands it suggests; ``guards``: the claims' positive controls (as in the
+    report's analysis of the untuned runs, the ``ablate run`` commands it suggests the
+    selection's; ``guards``: the claims' positive controls (as in the
     Claims section)."""
     data = tuning.studies
     if data is None:
@@ -196,8 +193,7 @@ def tuning_section(
         ),
     ]
     lines += _claims_table(claim_changes(abl, result, tuning, guards))
-    ctx = ctx or Context(abl.name, profile, result.results, sel.overrides)
-    return lines + _comparison(sel, result, tuning.tuned, ctx)
+    return lines + _comparison(sel, result, tuning.tuned)
 
 
 def claim_changes(
@@ -303,7 +299,7 @@ def _save(plt: Any, ax: Any, path: Path, md_dir: Path) -> str:
     return path.relative_to(md_dir).as_posix()
 
 
-def _comparison(sel: Selection, untuned: Analysis, tuned: Analysis | None, ctx: Context) -> list[str]:
+def _comparison(sel: Selection, untuned: Analysis, tuned: Analysis | None) -> list[str]:
     """Per task, the primary comparison of the untuned and the tuned runs side by side, then the
     tuned table in full."""
     abl = sel.ablation
@@ -313,11 +309,11 @@ def _comparison(sel: Selection, untuned: Analysis, tuned: Analysis | None, ctx: 
         u, t = untuned.table(task, metric), None if tuned is None else tuned.table(task, metric)
         lines += [f"### Untuned vs tuned: `{task}` · `{metric}`", ""]
         if t is None:
-            lines += [f"No tuned runs yet: `{ctx.command('run', '--tuned', storage=True)}`.", ""]
+            lines += [f"No tuned runs yet: `{sel.command('run', '--tuned', storage=True)}`.", ""]
             continue
         order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
         if u is None:
-            lines += [f"No untuned runs in the store (`{ctx.command('run')}`).", ""]
+            lines += [f"No untuned runs in the store (`{sel.command('run')}`).", ""]
         lines += [_side_by_side(u, t, order), "", f"**Tuned: {title(t)}**", "", markdown(t), ""]
     return lines
 

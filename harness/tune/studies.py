@@ -16,8 +16,7 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec, check_variant, prepare_task
 from harness.experiment.overrides import parse_override
 from harness.experiment.search_space import ParamSpec, check_space, distribution, resolve_space, within_budget
-from harness.experiment.selection import select
-from harness.hints import Context
+from harness.experiment.selection import Selection, select
 from harness.registry import did_you_mean
 from harness.tune.storage import default_storage, foreign_study, mask_url, open_storage, sqlite_exists
 
@@ -192,11 +191,11 @@ def tuned_specs(
     storage: str | None = None,
     data_dir: Path | None = None,
     *,
-    ctx: Context,
+    ctx: Selection,
 ) -> list[RunSpec]:
     """``specs`` with their study's best parameters merged in, stored under ``<profile>+tuned``.
-    ``ctx``: the ``ablate run`` command's, for the ``ablate tune`` command errors suggest, and its
-    key=value overrides, which may not set a key a study tuned.
+    ``ctx``: the ``ablate run`` command's selection, for the ``ablate tune`` command errors suggest,
+    and its key=value overrides, which may not set a key a study tuned.
 
     Raises:
         AblateError: a (task, variant) with no study or no complete trial (all listed at once); an

@@ -161,9 +161,10 @@ def test_a_smoke_pilot_is_the_last_resort_and_is_warned_about(tmp_path):
     results = tmp_path / "results"
     for prof in ("smoke", "cpu"):
         (results / "pe_extrapolation" / prof).mkdir(parents=True)
-    assert pilot_profile(abl, results, None) == "cpu"
+    confirm = select(abl, "confirm", check_data=False)  # the profile to plan: the hints' grid
+    assert pilot_profile(abl, results, None, confirm) == "cpu"
     (results / "pe_extrapolation" / "cpu").rmdir()
-    assert pilot_profile(abl, results, None) == "smoke"
+    assert pilot_profile(abl, results, None, confirm) == "smoke"
     decl = write_decl(
         tmp_path / "decl", smoke={"seeds": [0, 1, 2], "confirmatory": False}, cpu={"seeds": list(range(12))}
     )

@@ -144,21 +144,27 @@ def test_tune_first_hint_tunes_the_same_grid_in_the_same_storage(tmp_path: Path,
 
 
 def test_a_hint_in_the_default_store_names_no_results_dir(tmp_path: Path) -> None:
-    """The default --results-dir is left out (it is relative to the working folder, as typed)."""
-    from harness.hints import Context
+    """The default --results-dir is left out (it is relative to the working folder, as typed); a
+    selection's hint names the ablation as typed, its overrides, folder and (masked) storage."""
+    from harness.experiment.ablation import load
+    from harness.experiment.selection import select
+    from harness.hints import command
 
-    assert Context("pe_extrapolation", "smoke").command("status") == "ablate status pe_extrapolation --profile smoke"
-    ctx = Context(
-        str(tmp_path / "my decl.yaml"),
+    assert command("status", "pe_extrapolation", "smoke") == "ablate status pe_extrapolation --profile smoke"
+    decl = write_decl(tmp_path / "my decl")
+    sel = select(
+        load(str(decl)),
         "cpu",
-        tmp_path / "r",
-        ("eval.length_multipliers=[1,2]",),
-        "postgresql+psycopg2://bob:pw@db/x",
+        ["eval.length_multipliers=[1,2]"],
+        check_data=False,
+        typed=str(decl),
+        results=tmp_path / "r",
+        storage="postgresql+psycopg2://bob:pw@db/x",
     )
-    assert shlex.split(ctx.command("run", "--tuned", storage=True)) == [
+    assert shlex.split(sel.command("run", "--tuned", storage=True)) == [
         "ablate",
         "run",
-        str(tmp_path / "my decl.yaml"),
+        str(decl),
         "eval.length_multipliers=[1,2]",
         "--profile",
         "cpu",
@@ -168,3 +174,7 @@ def test_a_hint_in_the_default_store_names_no_results_dir(tmp_path: Path) -> Non
         "--storage",
         "postgresql+psycopg2://bob:***@db/x",
     ]
+    assert sel.command("show", profile="pilot") == shlex.join(
+        ["ablate", "show", str(decl), "eval.length_multipliers=[1,2]", "--profile", "pilot"]
+    )
+    assert select(load(str(decl)), "cpu", check_data=False).command("status") == "ablate status mini --profile cpu"

@@ -15,7 +15,7 @@ from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Table
 from harness.cli.compare import closing_lines
 from harness.experiment.ablation import load
-from harness.hints import Context
+from harness.experiment.selection import select
 from harness.report.tables import SUMMARY, render, summary_frame
 from helpers.cli import invoke
 from helpers.fake_store import write_decl, write_runs
@@ -120,7 +120,9 @@ def _pilot_and_confirm(tmp_path):
 def test_a_pilot_says_it_gives_no_verdict_and_what_to_run_next(tmp_path):
     abl, decl = _pilot_and_confirm(tmp_path)
     results = tmp_path / "results"
-    lines = closing_lines(abl, "pilot", results, Context(str(decl), "pilot", results))
+    lines = closing_lines(
+        abl, "pilot", results, select(abl, "pilot", check_data=False, typed=str(decl), results=results)
+    )
     text = "\n".join(lines)
     assert "pilot profile (confirmatory: false): it gives no verdicts" in text
     assert f"`ablate report {decl} --profile pilot --results-dir {results}` writes reports/mini.pilot.md" in text
@@ -133,7 +135,9 @@ def test_the_next_profile_s_time_comes_from_its_stored_runs(tmp_path):
     results = tmp_path / "results"
     written = write_runs(results, decl, "cpu", lambda v, s: 0.5 if s == 0 else None, wall=lambda v, s: 90.0)
     assert written == 3
-    lines = closing_lines(abl, "pilot", results, Context(str(decl), "pilot", results))
+    lines = closing_lines(
+        abl, "pilot", results, select(abl, "pilot", check_data=False, typed=str(decl), results=results)
+    )
     assert lines[-1].endswith(
         "runs the confirmatory profile: 12 runs, 3 in the store; ~14 min for the 9 others on one worker "
         "(median 90 s per run of the 3)"
@@ -143,7 +147,7 @@ def test_the_next_profile_s_time_comes_from_its_stored_runs(tmp_path):
 def test_a_confirmatory_profile_says_what_its_verdicts_mean(tmp_path):
     abl, decl = _pilot_and_confirm(tmp_path)
     results = tmp_path / "results"
-    lines = closing_lines(abl, "cpu", results, Context(str(decl), "cpu", results))
+    lines = closing_lines(abl, "cpu", results, select(abl, "cpu", check_data=False, typed=str(decl), results=results))
     assert "cpu is confirmatory: better or worse where" in lines[1]
     assert lines[-1] == f"next: `ablate report {decl} --profile cpu --results-dir {results}` writes reports/mini.md"
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -179,7 +178,6 @@ def test_the_retry_hint_names_the_statuses_that_occurred(tmp_path, statuses, com
     """It named `--retry failed,timeout` whatever happened, and promised that a retry runs them
     again, where a run failed by its own config (mask_fill_fp16's -1e9 in fp16) fails again."""
     from harness.execution.launch import outcome_lines
-    from harness.hints import Context
 
     records = [
         {
@@ -193,7 +191,9 @@ def test_the_retry_hint_names_the_statuses_that_occurred(tmp_path, statuses, com
         }
         for i, s in enumerate(statuses)
     ]
-    lines, code = outcome_lines(records, tmp_path, "mini", ctx=Context("mini", "cpu", Path("results")))
+    lines, code = outcome_lines(
+        records, tmp_path, "mini", ctx=select(load(str(write_decl(tmp_path))), "cpu", check_data=False)
+    )
     last = lines[-1]
     assert code == 1 and last.startswith(f"{len(statuses)} run(s) did not finish; `")
     assert f"{command} runs them again" in last, last

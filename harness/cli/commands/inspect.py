@@ -41,9 +41,13 @@ def schema(
 ) -> None:
     """The JSON Schema of ablation files, with the registered names (for editors; shipped as
     harness/experiment/ablation.schema.json)."""
-    from harness.cli import inspect as inspect_cmd
+    from harness.experiment import reference
+    from harness.experiment import schema as schema_mod
 
-    guard(inspect_cmd.schema, markdown=markdown, echo=typer.echo, plugins=plugin or [])
+    def write() -> None:  # verbatim, no console: a terminal's width must not wrap it
+        typer.echo(reference.markdown() if markdown else schema_mod.text(), nl=False)
+
+    guard(write, plugins=plugin or [])
 
 
 def status(

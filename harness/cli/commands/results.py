@@ -86,33 +86,13 @@ def report(
     --all: every registered ablation, and reports/README.md, their index."""
     from harness.cli import report as report_cmd
 
-    if every:
-        guard(
-            report_cmd.report_all,
-            results_dir,
-            out,
-            storage=storage,
-            name=name,
-            profile=profile,
-            source=source,
-            wandb=wandb_mode(wandb, logs=False),
-            plugins=plugin or [],
-            on_interrupt=INTERRUPTED_REPORT,
-        )
-        return
-    guard(
-        report_cmd.report,
-        name,
-        profile,
-        results_dir,
-        out,
-        storage=storage,
-        overrides=overrides or [],
-        wandb=wandb_mode(wandb, logs=source is None),  # --from: no W&B run
-        source=source,
-        plugins=plugin or [],
-        on_interrupt=INTERRUPTED_REPORT,
-    )
+    common = {"storage": storage, "source": source, "plugins": plugin or [], "on_interrupt": INTERRUPTED_REPORT}
+    if every:  # --all logs no W&B run: auto is off
+        mode = wandb_mode(wandb, logs=False)
+        guard(report_cmd.report_all, results_dir, out, name=name, profile=profile, wandb=mode, **common)
+    else:  # nor does --from
+        mode = wandb_mode(wandb, logs=source is None)
+        guard(report_cmd.report, name, profile, results_dir, out, overrides=overrides or [], wandb=mode, **common)
 
 
 def plan_cmd(

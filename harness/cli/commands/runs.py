@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
@@ -24,15 +23,12 @@ from harness.cli.options import (
     WandbMode,
     WandbOpt,
     WorkersOpt,
+    choices,
     guard,
     wandb_mode,
 )
 
-
-class Executor(str, Enum):
-    local = "local"
-    ray = "ray"
-    slurm = "slurm"
+Executor = choices("Executor", "local", "ray", "slurm")
 
 
 def run(
@@ -113,22 +109,23 @@ def run(
         gpus_per_run=gpus_per_run,
         retry=retry,
     )
-    code = guard(
-        run_cmd.run,
-        name,
-        profile,
-        overrides or [],
-        results_dir,
-        workers=workers or None,
-        threads=threads,
-        wandb=wandb_mode(wandb),
-        tuned=tuned,
-        storage=storage,
-        launch=launch,
-        plugins=plugin or [],
-        on_interrupt=INTERRUPTED_RUNS,
+    raise typer.Exit(
+        guard(
+            run_cmd.run,
+            name,
+            profile,
+            overrides or [],
+            results_dir,
+            workers=workers or None,
+            threads=threads,
+            wandb=wandb_mode(wandb),
+            tuned=tuned,
+            storage=storage,
+            launch=launch,
+            plugins=plugin or [],
+            on_interrupt=INTERRUPTED_RUNS,
+        )
     )
-    raise typer.Exit(code)
 
 
 def reproduce(
@@ -153,25 +150,23 @@ def reproduce(
     from harness.execution.run_folder import RunOptions
 
     launch = Launch(options=RunOptions(run_timeout=run_timeout))
-    code = guard(
-        reproduce_cmd.reproduce,
-        rid,
-        results_dir,
-        dry_run=dry_run,
-        workers=workers,
-        threads=threads,
-        wandb=wandb_mode(wandb),
-        launch=launch,
-        plugins=plugin or [],
-        on_interrupt=INTERRUPTED_RUNS,
+    raise typer.Exit(
+        guard(
+            reproduce_cmd.reproduce,
+            rid,
+            results_dir,
+            dry_run=dry_run,
+            workers=workers,
+            threads=threads,
+            wandb=wandb_mode(wandb),
+            launch=launch,
+            plugins=plugin or [],
+            on_interrupt=INTERRUPTED_RUNS,
+        )
     )
-    raise typer.Exit(code)
 
 
-class Pruner(str, Enum):
-    median = "median"
-    hyperband = "hyperband"
-    none = "none"
+Pruner = choices("Pruner", "median", "hyperband", "none")
 
 
 def tune(
@@ -203,20 +198,21 @@ def tune(
     """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
     from harness.cli import tune as tune_cmd
 
-    code = guard(
-        tune_cmd.tune,
-        name,
-        profile,
-        overrides or [],
-        results_dir,
-        trials=trials,
-        tasks=task or None,
-        variants=variant or None,
-        storage=storage,
-        pruner=pruner.value,
-        threads=threads,
-        heartbeat=heartbeat,
-        plugins=plugin or [],
-        on_interrupt=INTERRUPTED_TRIALS,
+    raise typer.Exit(
+        guard(
+            tune_cmd.tune,
+            name,
+            profile,
+            overrides or [],
+            results_dir,
+            trials=trials,
+            tasks=task or None,
+            variants=variant or None,
+            storage=storage,
+            pruner=pruner.value,
+            threads=threads,
+            heartbeat=heartbeat,
+            plugins=plugin or [],
+            on_interrupt=INTERRUPTED_TRIALS,
+        )
     )
-    raise typer.Exit(code)

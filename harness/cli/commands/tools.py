@@ -3,19 +3,15 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from harness.bounds import INT_MAX
-from harness.cli.options import PluginOpt, given, guard
+from harness.cli.options import PluginOpt, choices, given, guard
 
-
-class CheckFormat(str, Enum):
-    table = "table"
-    json = "json"
+CheckFormat = choices("CheckFormat", "table", "json")
 
 
 def check(
