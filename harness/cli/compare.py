@@ -161,7 +161,7 @@ def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     of the 10)``; only the run count where the store holds none; empty where the grid of
     ``profile`` cannot be planned (an override it refuses: its own run says why)."""
     try:
-        specs = select(abl, profile, ctx.overrides, output.data_dir(), check_data=False).specs
+        specs = select(abl, profile, ctx.overrides, check_data=False, will_run=lambda s: False).specs  # a count
     except AblateError:
         return ""
     ids = {s.run_id for s in specs}

@@ -97,13 +97,21 @@ def selection(
     *,
     typed: str = "",
     check_data: bool = False,
-    stored: Callable[[RunSpec], bool] | None = None,
+    will_run: Callable[[RunSpec], bool] | None = None,
 ) -> Selection:
     """The :class:`Selection` a command works on, with what it was given for its hints (``typed``:
     the ablation as named). A read-only command needs no data (run ids depend only on configs).
     Raises AblateError as :func:`harness.experiment.selection.select` does."""
     return select(
-        abl, profile, overrides, data_dir(), check_data, typed=typed, results=results, storage=storage, stored=stored
+        abl,
+        profile,
+        overrides,
+        data_dir(),
+        check_data,
+        typed=typed,
+        results=results,
+        storage=storage,
+        will_run=will_run,
     )
 
 

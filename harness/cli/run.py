@@ -40,12 +40,12 @@ def run(
     profile runs only what its next look needs (:mod:`harness.analysis.looks`)."""
     abl = ablation_mod.load(name)
 
-    def finished(spec: RunSpec) -> bool:  # an ok record: it will not run again (--retry takes failures only)
+    def will_run(spec: RunSpec) -> bool:  # an ok record never runs again (--retry takes failures only)
         rec = read_record(run_dir(results, spec.ablation, spec.profile, spec.run_id))
-        return rec is not None and rec.status == "ok"
+        return rec is None or rec.status != "ok"
 
     sel = output.selection(
-        abl, profile, overrides, results, storage, typed=name, check_data=True, stored=None if tuned else finished
+        abl, profile, overrides, results, storage, typed=name, check_data=True, will_run=None if tuned else will_run
     )
     prof_name, specs = sel.profile, list(sel.specs)
     if sequential := sel.settings.sequential is not None:

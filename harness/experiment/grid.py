@@ -200,13 +200,13 @@ def plan(
     overrides: list[str] | tuple[str, ...] = (),
     data_dir: Path | None = None,
     check_data: bool = True,
-    stored: Callable[[RunSpec], bool] | None = None,
+    will_run: Callable[[RunSpec], bool] | None = None,
 ) -> tuple[str, list[RunSpec]]:
     """An ablation's grid for one profile as validated run specs, ordered seed, task, variant (finished
     seeds form complete pairs early); AblateError for any bad input. ``check_data=False`` (read-only
-    commands) skips the data files: run ids depend only on configs. A variant whose every run is
-    ``stored`` (finished: it will not run again) skips :func:`check_variant`, which builds its
-    components (imports torch): a grid with nothing left to run plans in well under a second."""
+    commands) skips the data files: run ids depend only on configs. :func:`check_variant`, which
+    builds a variant's components (imports torch), checks only variants one of whose runs
+    ``will_run`` (default: all): a grid with nothing left to run plans in well under a second."""
     profile, prof = abl.profile(profile)
     abl = abl.for_profile(profile)
     cli = parse_overrides(overrides)
@@ -231,7 +231,7 @@ def plan(
                 )
             head = (abl.name, profile, tname, dict(entry.params), str(task.version), variant, abl.label(variant))
             runs = [RunSpec(*head, seed, cfg) for seed in prof.seeds]
-            if stored is None or not all(map(stored, runs)):
+            if will_run is None or any(map(will_run, runs)):
                 check_variant(cfg, task, where)
             _check_metrics(entry, cfg, task, tname)
             for other, other_cfg, _ in per_task[tname]:  # one config, one run id: two runs into one folder

@@ -99,7 +99,7 @@ def select(
     typed: str = "",
     results: Path = hints.DEFAULT_RESULTS,
     storage: str | None = None,
-    stored: Callable[[RunSpec], bool] | None = None,
+    will_run: Callable[[RunSpec], bool] | None = None,
 ) -> Selection:
     """The :class:`Selection` of ``abl`` under ``profile`` (None: the default profile) with the
         run ``overrides``. ``check_data=False`` (read-only commands) skips finding or downloading
@@ -112,7 +112,7 @@ def select(
                 value) or a grid point that fails the pre-run checks, as
                 :func:`harness.experiment.grid.plan` does.
     """
-    name, specs = grid.plan(abl, profile, overrides, data_dir, check_data, stored)
+    name, specs = grid.plan(abl, profile, overrides, data_dir, check_data, will_run)
     return Selection(
         abl.for_profile(name), name, tuple(overrides), tuple(specs), typed or abl.name, Path(results), storage
     )

@@ -473,6 +473,20 @@ def test_plan_rejects_bad_input_before_any_run(pe):
     assert re.search(r"evaluates at \d+ tokens", msg)
 
 
+def test_plan_checks_the_model_only_of_variants_with_a_run_left_to_run(pe):
+    """A variant whose every run is finished skips the model checks (they build its components);
+    the others are checked as before, and the runs are the same either way."""
+    needs_data()
+    learned = lambda s: s.variant_label == "learned"  # noqa: E731
+    with pytest.raises(AblateError, match="variant 'learned' on task 'copy'.*can represent 40 positions"):
+        plan(pe, "cpu", ["model.max_len=40"], DATA_DIR, will_run=learned)
+    _, specs = plan(pe, "cpu", ["model.max_len=40"], DATA_DIR, will_run=lambda s: not learned(s))
+    assert {s.variant_label for s in specs} >= {"learned", "rope"}
+    assert [s.run_id for s in plan(pe, "cpu", [], DATA_DIR, will_run=lambda s: False)[1]] == [
+        s.run_id for s in plan(pe, "cpu", [], DATA_DIR)[1]
+    ]
+
+
 def test_plan_unknown_component_name_in_base_suggests_the_closest(tmp_path):
     d = decl()
     d["base"]["model.position"] = "rop"
