@@ -34,10 +34,8 @@ def compare(
     overrides: list[str] | tuple[str, ...] = (),
     source: Path | None = None,
 ) -> None:
-    """The comparison table(s) from the store: every primary metric, or one ``metric``; ``tuned``:
-    the runs of ``ablate run --tuned`` instead of the untuned ones; ``source``: a report's data
-    file (:mod:`harness.store.archive`, which holds the tuned runs its Tuning section compares) read
-    instead of the store."""
+    """The comparison table(s): every primary metric, or one ``metric``; ``tuned``: the runs of
+    ``ablate run --tuned``; ``source``: a report's data file read instead of the store."""
     abl = ablation_mod.load(name)
     found = None
     if source is not None:
@@ -47,25 +45,14 @@ def compare(
             raise AblateError(
                 f"--from {source}: the data file holds no tuned runs (its report has no Tuning section); drop --tuned"
             )
-        ctx = Context(name, sel.profile, results, tuple(overrides))
     else:
         sel = output.selection(abl, profile, overrides)
-        ctx = Context(name, sel.profile, results, tuple(overrides))
+    ctx = Context(name, sel.profile, results, tuple(overrides))
+    if source is None:
         output.check_results_readable(results)
         committed = archive.existing(report_path(abl, sel.profile, DEFAULT_REPORTS))
         output.check_store_exists(results, abl.name, sel.profile, tuned, ctx=ctx, data_file=committed)
-    print_tables(
-        abl,
-        sel.profile,
-        results,
-        primary_only=metric is None,
-        metric=metric,
-        fmt=fmt,
-        tuned=tuned,
-        sel=sel,
-        found=found,
-        ctx=ctx,
-    )
+    print_tables(abl, sel.profile, results, metric is None, metric, fmt, tuned, sel, found, ctx=ctx)
 
 
 def print_tables(
@@ -82,13 +69,10 @@ def print_tables(
     ctx: Context,
     brief: bool = False,
 ) -> None:
-    """Analyse the store's runs of ``profile`` (``tuned``: its ``+tuned`` folder) and print the
-    primary tables, or every table, or those of ``metric``. ``sel``: the selection of ``abl``,
-    ``profile`` and the overrides of ``ctx`` when the caller has it (built here otherwise).
-
-    ``fmt="table"``: in a terminal, the columns a reader decides from, fitted to its width
-    (:func:`harness.report.tables.summary`); piped, every column as markdown, or (``brief``: the
-    end of ``ablate run``) the same few columns as markdown."""
+    """Analyse the runs of ``profile`` (``tuned``: its ``+tuned`` folder; ``found``: a data file's)
+    and print the primary tables, or every table, or those of ``metric``. ``fmt="table"``: in a
+    terminal, the columns a reader decides from (:func:`harness.report.tables.summary`); piped, every
+    column as markdown, or (``brief``: the end of ``ablate run``) the same few columns."""
     sel = sel or output.selection(abl, profile, ctx.overrides)
     store = tuned_profile(profile) if tuned else profile
     result = analyse(sel, results, store_profile=store if tuned else None, found=found)
@@ -132,8 +116,7 @@ def print_tables(
 
 def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Context) -> list[str]:
     """What the tables of ``profile`` can say (a pilot's: no verdict), and the commands that come
-    next: the report, and after a pilot the first confirmatory profile with its run count and,
-    where the store holds some of its runs, the time the others take on one worker."""
+    next: the report, and after a pilot the first confirmatory profile with its cost (:func:`_cost`)."""
     pilot = not abl.profiles[profile].confirmatory
     if pilot:
         said = (
@@ -158,8 +141,7 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Context) -> l
 
 def _cost(abl: Ablation, profile: str, results: Path, ctx: Context) -> str:
     """``: 24 runs, 10 in the store; ~14 min for the 14 others on one worker (median 61 s per run
-    of the 10)``; only the run count where the store holds none; empty where the grid of
-    ``profile`` cannot be planned (an override it refuses: its own run says why)."""
+    of the 10)``; empty where the grid of ``profile`` cannot be planned."""
     try:
         specs = select(abl, profile, ctx.overrides, output.data_dir(), check_data=False).specs
     except AblateError:

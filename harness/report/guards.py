@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.analysis.claims import POSITIVE, Guard
 from harness.analysis.guards import Guards
-from harness.report.sidecar import read_sidecar
+from harness.report.tuning_data import read_sidecar
 
 __all__ = ["UNKNOWN", "Guards", "guards_path", "read_guards", "write_guards"]
 

@@ -1,14 +1,7 @@
-"""The per-cell probe table of a report: what each variant's runs measured beyond the loss.
-
-For ablations whose runs carry the ``leakage`` / ``masked_attention`` probes (``eval.probes``;
-:mod:`harness.training.probes`), e.g. ``mask_fill_fp16``: per variant, how many runs finished and how
-the others ended (with the message, e.g. the float16 overflow ``masked_fill`` raises for -1e9),
-whether a probe itself raised, the causal leakage (largest change of logits at positions <= t
-when tokens after t change, and the largest gradient of those logits with respect to later
-inputs: both exactly 0 for a correct mask), NaN/inf in logits, gradients and attention rows, and
-the largest attention probability on a masked key, at initialisation and after training. Read
-from every record of the analysis, whatever its status: a run that raised or diverged still
-stored the probes it measured at initialisation.
+"""The per-cell probe table of a report, for runs that carry the ``leakage`` / ``masked_attention``
+probes (:mod:`harness.training.probes`, e.g. ``mask_fill_fp16``): per variant, how its runs ended and
+what the probes measured at initialisation and after training. Read from every record whatever its
+status: a run that raised or diverged still stored the probes it measured at initialisation.
 """
 
 from __future__ import annotations
@@ -23,30 +16,19 @@ from harness.store.record import Record
 PROBE_KEYS = ("leak_logits", "attn_masked_max")
 
 
-def _max(values: list[float]) -> float:
-    finite = [v for v in values if v is not None and not math.isnan(v)]
-    return max(finite) if finite else math.nan
-
-
-def _fmt(x: float) -> str:
-    return "0 (exact)" if x == 0 else text(x, ".3g")  # – when undefined, ∞ when infinite
+def _values(recs: list[Record], key: str) -> list[float]:
+    return [x for x in (r.metric(key) for r in recs) if x is not None and not math.isnan(x)]
 
 
 def _pair(recs: list[Record], key: str) -> str:
-    """``init / final`` maxima over runs of one probe metric."""
-    init = _max([r.metric(f"{key}_init") for r in recs])
-    final = _max([r.metric(key) for r in recs])
-    return f"{_fmt(init)} / {_fmt(final)}"
+    """``init / final`` maxima over runs of one probe metric (– when undefined, ∞ when infinite)."""
+    maxima = [max(_values(recs, k), default=math.nan) for k in (f"{key}_init", key)]
+    return " / ".join("0 (exact)" if x == 0 else text(x, ".3g") for x in maxima)
 
 
-def _ended(recs: list[Record]) -> str:
-    reasons = why_not_finished([r.status for r in recs], [r.reason for r in recs])
-    return "; ".join(f"{n} {why}" for why, n in reasons) or "–"
-
-
-def _raised(recs: list[Record]) -> str:
-    n = sum(1 for r in recs if any(r.metric(f"{p}_raised{s}") == 1 for p in ("leak", "attn") for s in ("_init", "")))
-    return f"{n}/{len(recs)}"
+def _mean(recs: list[Record], key: str) -> str:
+    vals = _values(recs, key)
+    return text(sum(vals) / len(vals)) if vals else "–"
 
 
 def probe_section(result: Analysis) -> list[str]:
@@ -94,19 +76,19 @@ def probe_section(result: Analysis) -> list[str]:
             if not recs:
                 continue
             ok = [r for r in recs if r.status == "ok"]
-            primary = abl.tasks[task].primary.metric
-            vals = [r.metric(primary) for r in ok]
-            vals = [x for x in vals if x is not None and not math.isnan(x)]
-            mean = text(sum(vals) / len(vals)) if vals else "–"
             name = f"{label} (baseline)" if label == abl.baseline_label else label
-            skipped = [r.metric("nonfinite_grad_steps") for r in ok]
-            skipped = [x for x in skipped if x is not None and not math.isnan(x)]
-            bad_steps = text(sum(skipped) / len(skipped)) if skipped else "–"
+            ended = "; ".join(
+                f"{n} {why}" for why, n in why_not_finished([r.status for r in recs], [r.reason for r in recs])
+            )
+            raised = sum(
+                any(r.metric(f"{p}_raised{s}") == 1 for p in ("leak", "attn") for s in ("_init", "")) for r in recs
+            )
             lines.append(
-                f"| {name} | {len(ok)}/{len(recs)} | {_ended(recs)} | {_raised(recs)} | "
+                f"| {name} | {len(ok)}/{len(recs)} | {ended or '–'} | {raised}/{len(recs)} | "
                 f"{_pair(recs, 'leak_logits_real')} | {_pair(recs, 'leak_grad_real')} | {_pair(recs, 'leak_logits')} | "
                 f"{_pair(recs, 'nonfinite_logits')} | {_pair(recs, 'attn_masked_max')} | "
-                f"{_pair(recs, 'attn_nonfinite_rows')} | {bad_steps} | {mean} |"
+                f"{_pair(recs, 'attn_nonfinite_rows')} | {_mean(ok, 'nonfinite_grad_steps')} | "
+                f"{_mean(ok, abl.tasks[task].primary.metric)} |"
             )
         lines.append("")
     return lines

@@ -219,6 +219,7 @@ def test_tuned_run_refuses_a_multi_objective_study(tmp_path: Path) -> None:
 
 def test_report_leaves_a_multi_objective_study_out(tmp_path: Path) -> None:
     from harness.analysis.comparisons import analyse
+    from harness.hints import Context
     from harness.report.tuning import TuningInputs, collect_studies, tuning_section
 
     results = tmp_path / "r"
@@ -226,7 +227,8 @@ def test_report_leaves_a_multi_objective_study_out(tmp_path: Path) -> None:
     _foreign(default_storage(results), "multi-objective")
     sel = select(load(str(write_tiny(tmp_path))), "smoke", check_data=False)
     studies = collect_studies(sel, results, None, tmp_path)
-    lines = tuning_section(sel, analyse(sel, results), TuningInputs(studies, None))
+    ctx = Context(sel.name, "smoke", results)
+    lines = tuning_section(sel, analyse(sel, results), TuningInputs(studies, None), ctx, {})
     assert "| copy | rope | | | | **not a study of ablate tune: 2 objectives; left out** | | |" in lines
 
 
