@@ -71,20 +71,16 @@ def report(
         results = data.store
     else:
         sel = output.selection(abl, profile, overrides)
+    ctx = Context(name, sel.profile, results, tuple(overrides), storage)
+    if data is None:
         output.check_results_readable(results)
-        output.check_store_exists(
-            results,
-            abl.name,
-            sel.profile,
-            ctx=Context(name, sel.profile, results, tuple(overrides), storage),
-            data_file=archive.existing(report_path(abl, sel.profile, out)),
-        )
+        committed = archive.existing(report_path(abl, sel.profile, out))
+        output.check_store_exists(results, abl.name, sel.profile, ctx=ctx, data_file=committed)
     _check_out(out, "report and its figures", storage)
     if data is None:
         guards = guards_of(list(abl.claims), results)
     else:  # the controls' outcomes kept beside the data file; without that file, unknown
         guards = data.guards if data.guards is not None else declared_guards(list(abl.claims), UNKNOWN)
-    ctx = Context(name, sel.profile, results, tuple(overrides), storage)
     with _writing(out):
         path, result, _ = write_report(sel, results, out, guards, ctx, storage, data)
     output.console.print(f"wrote {path}")

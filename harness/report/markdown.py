@@ -19,7 +19,7 @@ from harness.report import figures, sections
 from harness.report.bench import bench_section
 from harness.report.guards import Guards
 from harness.report.omnibus import across_variants
-from harness.report.probes import probe_section
+from harness.report.probes import failures_section, probe_section
 from harness.report.sequential import sequential_section
 from harness.report.tables import any_clipped, markdown, title
 from harness.report.tuning import TuningInputs, tuning_section
@@ -63,7 +63,7 @@ def write_markdown(
         *sequential_section(result),
         *_results_section(abl, profile, result, fig_dir, path.parent, ctx),
         *probe_section(result),
-        *sections.failures_section(result),
+        *failures_section(result),
         *tuning_section(sel, result, tuning, ctx, guards),
         *bench_section(abl, bench, fig_dir, path.parent),
         *(["## Notes on the design", "", abl.notes, ""] if abl.notes else []),

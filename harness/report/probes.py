@@ -1,12 +1,15 @@
-"""The per-cell probe table of a report, for runs that carry the ``leakage`` / ``masked_attention``
-probes (:mod:`harness.training.probes`, e.g. ``mask_fill_fp16``): per variant, how its runs ended and
-what the probes measured at initialisation and after training. Read from every record whatever its
-status: a run that raised or diverged still stored the probes it measured at initialisation.
+"""What a report says of how its runs ended: the failures section (runs that did not finish or fell
+below the gate, suspect numbers) and the per-cell probe table, for runs that carry the ``leakage`` /
+``masked_attention`` probes (:mod:`harness.training.probes`, e.g. ``mask_fill_fp16``): per variant,
+how its runs ended and what the probes measured at initialisation and after training, read from
+every record whatever its status (a run that raised still stored the probes of its initialisation).
 """
 
 from __future__ import annotations
 
 import math
+
+import pandas as pd
 
 from harness.analysis.comparisons import Analysis
 from harness.analysis.outcomes import why_not_finished
@@ -92,3 +95,73 @@ def probe_section(result: Analysis) -> list[str]:
             )
         lines.append("")
     return lines
+
+
+def failures_section(result: Analysis) -> list[str]:
+    """Every run that did not finish or fell below its task's gate, unreadable store entries, the
+    tasks whose learning nothing checks, and the suspect numbers (:func:`run_notes`)."""
+    runs = result.runs
+    bad = runs[(runs["status"] != "ok") | ~runs["passed_gate"]]
+    lines = ["## Failures, divergences and runs below the gate", ""]
+    notes = run_notes(result.scan.records)
+    if bad.empty and not result.scan.problems:
+        return lines + ["None: every run finished and passed its task's gate.", "", *_unchecked(result), *notes]
+    for _, r in bad.sort_values(["task", "variant", "seed"]).iterrows():
+        why = r["reason"] if r["status"] != "ok" else _gate_reason(result, r)
+        status = r["status"] if r["status"] != "ok" else "below gate"
+        lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{status}** — {why}")
+    lines += [f"- unreadable store entry: `{p}`" for p in result.scan.problems]
+    return lines + ["", *_unchecked(result), *notes]
+
+
+def run_notes(records: list[Record]) -> list[str]:
+    """``Suspect numbers`` lines: each run's ``flags`` (:mod:`harness.training.scoring`) and
+    ``undefined_metrics`` (no value, and why)."""
+    lines = []
+    for rec in sorted(records, key=lambda r: (r.task, r.variant_label, r.seed)):
+        where = f"- `{rec.task}` {rec.variant_label} seed {rec.seed}"
+        lines += [f"{where}: **flagged** ({name}) — {why}" for name, why in (rec.flags or {}).items()]
+        by_reason: dict[str, list[str]] = {}
+        for metric, why in sorted((rec.undefined_metrics or {}).items()):
+            by_reason.setdefault(why, []).append(f"`{metric}`")
+        lines += [f"{where}: **no value** of {', '.join(ms)} — {why}" for why, ms in by_reason.items()]
+    if not lines:
+        return []
+    return ["Suspect numbers (left in the tables, or counted there as without a value):", "", *lines, ""]
+
+
+def _unchecked(result: Analysis) -> list[str]:
+    """Tasks of the grid that declare neither a gate nor a convergence target: nothing checks them."""
+    tasks = sorted(
+        t for t in result.runs["task"].unique() if (e := result.ablation.tasks[t]).gate is None and e.target is None
+    )
+    if not tasks:
+        return []
+    return [
+        f"Not checked: whether the runs learned {', '.join(f'`{t}`' for t in tasks)}, which declare neither a gate "
+        "nor a convergence target (`gate:` / `target:` of the task, docs/ablation-files.md); a baseline that "
+        "never learned the task would be compared as if it had.",
+        "",
+    ]
+
+
+def _gate_reason(result: Analysis, run: pd.Series) -> str:
+    gate = result.ablation.tasks[run["task"]].gate
+    rec = next(x for x in result.scan.records if x.run_id == run["run_id"])
+    if not result.ablation.profiles[result.profile].apply_gate:
+        return (
+            f"`{gate.metric}` = {_metric_text(rec, gate.metric)}, below the gate "
+            f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison"
+        )
+    return (
+        f"did not learn the task at L: `{gate.metric}` = {_metric_text(rec, gate.metric)}, gate {gate.describe()}; "
+        "left out of the comparisons beyond L"
+    )
+
+
+def _metric_text(rec: Record, metric: str) -> str:
+    """A record's metric for prose: the value, or ``–`` and why there is none."""
+    value = rec.metric(metric)
+    if value is None:
+        return "– (not recorded)"
+    return text(value) + (" (undefined: NaN)" if math.isnan(value) else "")

@@ -100,32 +100,24 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
         return None
     store = open_storage(url)
     known = set(optuna.get_all_study_names(store))
-    studies = [
-        (task, abl.label(v))
-        for task in abl.tasks
-        for v in abl.variants()
-        if study_name(abl.name, profile, task, abl.label(v)) in known
-    ]
-    if not studies:
+    names = {
+        (t, abl.label(v)): study_name(abl.name, profile, t, abl.label(v)) for t in abl.tasks for v in abl.variants()
+    }
+    if not known & set(names.values()):
         return None
-    fig_dir = Path(out) / "figures"  # created by the first figure saved
     summaries = []
-    for task, variant in studies:
-        name = study_name(abl.name, profile, task, variant)
+    for (task, variant), name in ((k, n) for k, n in names.items() if n in known):
         study = optuna.load_study(study_name=name, storage=store)
+        about = {"task": task, "variant": variant, "name": name}
         if len(study.directions) != 1:
-            summaries.append(StudySummary(task=task, variant=variant, name=name, objectives=len(study.directions)))
+            summaries.append(StudySummary(**about, objectives=len(study.directions)))
             continue
         c = counts(study)
-        stem = fig_dir / re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{abl.name}.{profile}-tune-{task}-{variant}")
+        stem = Path(out) / "figures" / re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{abl.name}.{profile}-tune-{task}-{variant}")
         imp, problem, figs = _figures(study, c, abl.tasks[task].primary.metric, stem, Path(out))
-        keep = {
-            k: c[k] for k in ("complete", "pruned", "failed", "diverged", "best_value", "best_params", "last_reason")
-        }
+        keep = ("complete", "pruned", "failed", "diverged", "best_value", "best_params", "last_reason")
         summaries.append(
-            StudySummary(
-                **keep, task=task, variant=variant, name=name, importances=imp, importance_problem=problem, figures=figs
-            )
+            StudySummary(**about, **{k: c[k] for k in keep}, importances=imp, importance_problem=problem, figures=figs)
         )
     return TuningData(ablation=abl.name, profile=profile, storage=mask_url(url), studies=summaries)
 
