@@ -53,10 +53,9 @@ class Entry:
 
 
 def seeds_cell(result: Analysis) -> str:
-    """``k/n``: the seeds all of whose planned runs are in the store, of the ``n`` the profile
-    declares; with ``(r/m runs)`` after it while some planned run is not
-    (:meth:`~harness.analysis.comparisons.Analysis.seeds_done`); a group-sequential design that
-    finished before its last look: the most seeds an arm ran, of the design's maximum."""
+    """``k/n``: the seeds all of whose planned runs are in the store, of the ``n`` declared, with
+    ``(r/m runs)`` while some is not; a group-sequential design that finished early: the most seeds
+    an arm ran, of the design's maximum."""
     d = result.seeds_done()
     if (st := result.stopped_early(d)) is not None:
         return f"{st.seeds_used}/{d.declared} (design finished at look {st.reached} of {len(st.design.looks)})"
@@ -143,11 +142,6 @@ def _reproductions_line(path: Path) -> list[str]:
     """The index's link to the positive controls, with the outcome of each (read back from the
     page's summary table, so that the two never disagree)."""
     rows = [line.split(" | ") for line in Path(path).read_text().splitlines() if line.startswith("| [")]
-    outcomes = ", ".join(f"{r[0].split(']')[0][3:]} **{r[-1].strip(' |*')}**" for r in rows)
-    return [
-        (
-            f"Positive controls: [published results reproduced]({Path(path).name}) at this scale, before any "
-            f"verdict on the claims: {outcomes or 'none'}."
-        ),
-        "",
-    ]
+    outcomes = ", ".join(f"{r[0].split(']')[0][3:]} **{r[-1].strip(' |*')}**" for r in rows) or "none"
+    link = f"[published results reproduced]({Path(path).name})"
+    return [f"Positive controls: {link} at this scale, before any verdict on the claims: {outcomes}.", ""]

@@ -44,7 +44,6 @@ class DataFile:
     tuning: TuningData | None
     guards: Guards | None
     bench: Path
-    ablation: str
     _tmp: tempfile.TemporaryDirectory[str] = field(repr=False)
 
 
@@ -138,13 +137,16 @@ def _check_metric(name: str, value: float, where: str) -> None:
         raise AblateError(f"{where}: {name} = {value!r}, where a run's {name} is {span} ({metric.unit}); {EDITED}")
 
 
-def read_data(path: Path, abl: Ablation, profile: str | None) -> DataFile:
-    """The data file ``path`` of ``abl`` (and ``profile``, when not None), checked and unpacked
-    into a temporary store.
+def load_source(
+    path: Path, abl: Ablation, profile: str | None, select_of: Callable[[str | None], Selection]
+) -> tuple[DataFile, Selection]:
+    """The data file ``path`` of ``abl`` (and ``profile``, when not None: else the file's), checked,
+    unpacked into a temporary store and checked against the grid ``select_of(profile)`` (the
+    command's overrides): ``(data file, selection)``.
 
     Raises:
-        AblateError: a folder; what :func:`harness.store.archive.read` refuses; a file of another
-            ablation or profile; what :func:`check_ids` refuses; an unreadable sidecar.
+        AblateError: a folder; what :func:`harness.store.archive.read` or :func:`check_ids` refuses;
+            a file of another ablation or profile; an unreadable sidecar; runs or studies of another grid.
     """
     path, at = Path(path), f"--from {path}"
     if path.is_dir():
@@ -172,30 +174,17 @@ def read_data(path: Path, abl: Ablation, profile: str | None) -> DataFile:
     damaged = [h for h in found.history.values() if isinstance(h, str)]
     found.problems = [p for p in arc.problems if p not in damaged]
     guards = read_guards(path, arc.ablation, arc.profile)
-    return DataFile(found, tuned, arc.profile, Path(arc.store), tuning, guards, root / "bench", arc.ablation, tmp)
-
-
-def load_source(
-    path: Path, abl: Ablation, profile: str | None, select_of: Callable[[str | None], Selection]
-) -> tuple[DataFile, Selection]:
-    """:func:`read_data` checked against the grid ``select_of(profile)`` (the command's overrides;
-    ``profile`` None: the file's): ``(data file, selection)``.
-
-    Raises:
-        AblateError: as :func:`read_data`; runs that are not of that grid, or studies of another.
-    """
-    data = read_data(path, abl, profile)
+    data = DataFile(found, tuned, arc.profile, Path(arc.store), tuning, guards, root / "bench", tmp)
     sel = select_of(data.profile)
     strays = [r.run_id for r in data.scan.records if r.run_id not in sel.run_ids]
     if strays:
         raise AblateError(
-            f"--from {path}: {len(strays)} of its {len(data.scan.records)} runs (e.g. {strays[0]}) are not runs "
+            f"{at}: {len(strays)} of its {len(data.scan.records)} runs (e.g. {strays[0]}) are not runs "
             f"of the {abl.name} / {sel.profile} grid with these overrides; pass the key=value overrides the "
             "report was made with (its Reproduce section names them), or, if the file was edited, regenerate it "
             f"with `ablate report {abl.name}` from the store"
         )
-    where = f"--from {path}: its studies' summary"
-    check_studies(data.tuning, list(abl.tasks), [abl.label(v) for v in abl.variants()], where)
+    check_studies(tuning, list(abl.tasks), [abl.label(v) for v in abl.variants()], f"{at}: its studies' summary")
     return data, sel
 
 

@@ -39,22 +39,15 @@ HEADERS = [
 
 
 def _num(x: Any, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA:
-        return "–"
-    if isinstance(x, float) and math.isinf(x):
-        return "∞" if x > 0 else "-∞"
+    if encode.text(x) in (encode.UNDEFINED, "∞", "-∞"):
+        return encode.text(x)
     x = float(x)
-    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
-        return f"{x:.2e}"
-    if abs(x) >= 10**digits:  # e.g. steps: 1267, not 1.27e+03
-        return f"{x:.0f}"
-    return f"{x:.{digits}g}"
+    big = abs(x) >= 10**digits  # e.g. steps: 1267, not 1.27e+03
+    return format(x, ".2e" if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3) else ".0f" if big else f".{digits}g")
 
 
 def _p(x: Any) -> str:
-    if x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return "<0.001" if x < 1e-3 else f"{x:.3f}"
+    return encode.text(x) if encode.text(x) == encode.UNDEFINED else "<0.001" if x < 1e-3 else f"{x:.3f}"
 
 
 def bounds(metric: str, higher_is_better: bool) -> tuple[float | None, float | None]:

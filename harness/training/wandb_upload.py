@@ -1,16 +1,11 @@
 """Offline W&B runs under the run store: the summary run of a report, and their upload (``ablate sync``).
 
-Every training run logs to ``<results>/<ablation>/<profile>/<run id>/wandb/offline-run-*/``, every
-summary run (:func:`log_summary_run`) to ``<results>/<ablation>/<profile>/.wandb-summary/wandb/
-offline-run-*/`` (the store's reader skips dot folders). Uploading is W&B's own ``wandb sync`` on those
-folders; it needs W&B credentials and network, and marks each uploaded run with a ``.wandb.synced``
-file next to its ``.wandb`` log, so a second ``ablate sync`` uploads only what is new.
-
-An attempt killed and resumed leaves two folders of one W&B run id: the killed attempt's holds what
-W&B had written when it died (nothing but the log's header within its first 32 KiB block), the
-resumed attempt's the whole curve (it replays the rows kept up to its checkpoint and marks its folder
-with :data:`REPLAYED`: :func:`harness.training.loop.train`). ``ablate sync`` uploads the latest
-folder of each W&B run alone, and never a folder that holds nothing: W&B would get the steps twice.
+Training runs log to ``<results>/<ablation>/<profile>/<run id>/wandb/offline-run-*/``, a report's
+summary run to ``<results>/<ablation>/<profile>/.wandb-summary/wandb/offline-run-*/``. Uploading is
+W&B's own ``wandb sync`` (credentials and network needed), which marks each uploaded run with a
+``.wandb.synced`` file. An attempt killed and resumed leaves two folders of one W&B run id; the
+resumed one holds the whole curve when it replayed it (:data:`REPLAYED`, written by
+:func:`harness.training.loop.train`), and only it is uploaded: W&B would get the steps twice.
 """
 
 from __future__ import annotations
