@@ -151,7 +151,7 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, ctx: 
             )
             continue
         metric = abl.tasks[s.task].primary.metric
-        best = "no complete trial" if s.best_value is None else f"`{metric}` = {_fmt(s.best_value)}"
+        best = "no complete trial" if s.best_value is None else f"`{metric}` = {text(s.best_value)}"
         lines.append(
             f"| {s.task} | {s.variant} | {s.complete} | {s.pruned} | {s.failed} ({s.diverged}) | "
             f"{best} | {_params(s.best_params)} | {_importance(s)} |"
@@ -284,8 +284,8 @@ def _side_by_side(untuned: Any, tuned: Any, order: list[str]) -> str:
             return pd.DataFrame(columns=["variant"])
         f = table.frame.set_index("variant")
         out = pd.DataFrame(index=f.index)
-        out[f"{tag} mean"] = [_fmt(x) for x in f.get("mean", pd.Series(index=f.index, dtype=float))]
-        out[f"{tag} Δ (+ = better)"] = [_fmt(x) for x in f.get("delta", pd.Series(index=f.index, dtype=float))]
+        out[f"{tag} mean"] = [text(x) for x in f.get("mean", pd.Series(index=f.index, dtype=float))]
+        out[f"{tag} Δ (+ = better)"] = [text(x) for x in f.get("delta", pd.Series(index=f.index, dtype=float))]
         out[f"{tag} verdict"] = [
             str(x) if isinstance(x, str) else "–" for x in f.get("verdict", pd.Series(index=f.index))
         ]
@@ -294,7 +294,3 @@ def _side_by_side(untuned: Any, tuned: Any, order: list[str]) -> str:
     both = cols(untuned, "untuned").merge(cols(tuned, "tuned"), on="variant", how="outer").fillna("–")
     both["variant"] = pd.Categorical(both["variant"], categories=order, ordered=True)
     return both.sort_values("variant").to_markdown(index=False)
-
-
-def _fmt(x: Any) -> str:
-    return text(x)  # – when undefined, ∞ when infinite

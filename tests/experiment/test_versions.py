@@ -119,6 +119,7 @@ def test_report_and_compare_warn_when_a_comparison_mixes_code_versions(tmp_path:
     assert result.mixed_code == {"copy": {"position:rope": [1, 2]}}
     text = write_report(abl.source, "pilot", results, tmp_path / "out").read_text()
     assert "**Warning: the runs compared on copy were made by different code (position:rope at versions 1, 2)" in text
+    capsys.readouterr()  # the report's "wrote" line
     compare_cmd.compare(str(decl), "pilot", results, fmt="json")
     out, err = capsys.readouterr()
     assert "warning: the runs compared on copy were made by different code (position:rope at versions 1, 2)" in err
