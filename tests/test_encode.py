@@ -95,11 +95,11 @@ def test_cli_compare_json_parses_strictly(analysed):
 
 
 def test_wandb_summary_tables_parse_strictly(analysed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from harness.report.wandb_summary import log_summary
+    from harness.cli.report import log_summary
 
     monkeypatch.setenv("WANDB_SILENT", "true")
     _, _, result = analysed
-    run = log_summary(result, mode="offline", results=tmp_path)
+    run = log_summary(result, {}, [], "offline")
     files = sorted(Path(run).parent.rglob("*.table.json")) + sorted((tmp_path).rglob("*.table.json"))
     assert files
     for f in files:
@@ -143,7 +143,7 @@ def test_record_and_bench_files_parse_strictly(tmp_path: Path):
         },
     )
     assert strict(bench.read_text())["rows"][0]["tokens_per_s"] == "Infinity"
-    ((_, doc),) = load_bench(tmp_path)
+    ((_, doc),) = load_bench(tmp_path / "bench")
     assert doc["rows"][0]["tokens_per_s"] == math.inf and doc["rows"][0]["peak_mib"] is None
 
 
@@ -189,10 +189,10 @@ def test_claim_line_says_why_a_comparison_has_no_ci_or_p(one_pair):
 def test_report_prints_no_nan_or_inf(one_pair, tmp_path: Path):
     import re
 
-    from harness.report.markdown import write_report
+    from harness.cli.report import report as write_report
 
     decl, results, result = one_pair
-    text = write_report(select(load(str(decl)), "cpu", check_data=False), results, tmp_path, result=result).read_text()
+    text = write_report(str(decl), "cpu", results, tmp_path).read_text()
     assert not re.search(r"\b(nan|NaN|inf|Infinity)\b", text)
     learned = next(line for line in text.splitlines() if line.startswith("| learned") and "∞" in line)
     assert re.search(r"\|\s*∞\s*\|", learned)  # d_z of identical non-zero differences

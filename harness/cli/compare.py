@@ -35,10 +35,8 @@ def compare(
     overrides: list[str] | tuple[str, ...] = (),
     source: Path | None = None,
 ) -> None:
-    """The comparison table(s) from the store: every primary metric, or one ``metric``; ``tuned``:
-    the runs of ``ablate run --tuned`` instead of the untuned ones; ``source``: a report's data
-    file (:mod:`harness.store.archive`, which holds the tuned runs its Tuning section compares) read
-    instead of the store."""
+    """The comparison table(s): every primary metric, or one ``metric``; ``tuned``: the runs of
+    ``ablate run --tuned``; ``source``: a report's data file read instead of the store."""
     abl = ablation_mod.load(name)
     found = None
     if source is not None:
@@ -82,13 +80,10 @@ def print_tables(
     ctx: Selection,
     brief: bool = False,
 ) -> None:
-    """Analyse the store's runs of ``profile`` (``tuned``: its ``+tuned`` folder) and print the
-    primary tables, or every table, or those of ``metric``. ``sel``: the selection of ``abl``,
-    ``profile`` and the overrides of ``ctx`` when the caller has it (``ctx`` otherwise).
-
-    ``fmt="table"``: in a terminal, the columns a reader decides from, fitted to its width
-    (:func:`harness.report.tables.summary`); piped, every column as markdown, or (``brief``: the
-    end of ``ablate run``) the same few columns as markdown."""
+    """Analyse the runs of ``profile`` (``tuned``: its ``+tuned`` folder; ``found``: a data file's)
+    and print the primary tables, or every table, or those of ``metric``. ``fmt="table"``: in a
+    terminal, the columns a reader decides from (:func:`harness.report.tables.summary`); piped, every
+    column as markdown, or (``brief``: the end of ``ablate run``) the same few columns."""
     sel = sel or ctx
     store = tuned_profile(profile) if tuned else profile
     result = analyse(sel, results, store_profile=store if tuned else None, found=found)
@@ -132,8 +127,7 @@ def print_tables(
 
 def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) -> list[str]:
     """What the tables of ``profile`` can say (a pilot's: no verdict), and the commands that come
-    next: the report, and after a pilot the first confirmatory profile with its run count and,
-    where the store holds some of its runs, the time the others take on one worker."""
+    next: the report, and after a pilot the first confirmatory profile with its cost (:func:`_cost`)."""
     pilot = not abl.profiles[profile].confirmatory
     if pilot:
         said = (
@@ -158,8 +152,7 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) ->
 
 def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     """``: 24 runs, 10 in the store; ~14 min for the 14 others on one worker (median 61 s per run
-    of the 10)``; only the run count where the store holds none; empty where the grid of
-    ``profile`` cannot be planned (an override it refuses: its own run says why)."""
+    of the 10)``; empty where the grid of ``profile`` cannot be planned."""
     try:
         specs = select(abl, profile, ctx.overrides, check_data=False, will_run=lambda s: False).specs  # a count
     except AblateError:

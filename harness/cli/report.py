@@ -1,28 +1,43 @@
 """``ablate report``: one ablation's markdown report (and its W&B summary run), or with ``--all``
-every registered ablation's reports and their index."""
+every registered ablation's reports and their index (docs/reports.md).
+
+The one place that computes what a report shows: the analysis, the controls' outcomes, the Tuning
+section's studies and tuned runs, the bench files, each once, from the store or from a report's
+data file (``--from``); :mod:`harness.report` renders them, and this module writes the data file.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+import shlex
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from rich.markup import escape
 
-from harness.analysis.comparisons import analyse
-from harness.analysis.guards import declared_guards, guards_of
+from harness.analysis.claims import control_outcomes, in_grid
+from harness.analysis.comparisons import Analysis, analyse
+from harness.analysis.guards import declared_guards, evaluate_all, guards_of
 from harness.cli import output
+from harness.encode import json_safe
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.report.guards import UNKNOWN
-from harness.report.index import report_all as write_all
-from harness.report.markdown import report_path, write_report
-from harness.report.source import load_source
-from harness.report.tuning import TuningInputs, tuned_analysis
-from harness.report.tuning_data import copy_figures
-from harness.report.wandb_summary import log_report
+from harness.experiment import claims as claims_mod
+from harness.experiment.selection import Selection, select
+from harness.hints import command, results_option
+from harness.report import index
+from harness.report.bench import files as bench_files
+from harness.report.guards import UNKNOWN, Guards, write_guards
+from harness.report.guards import write_markdown as write_reproductions
+from harness.report.markdown import report_path, write_markdown
+from harness.report.sections import control_text, verdict
+from harness.report.source import DataFile, load_source
+from harness.report.tuning import TuningInputs, claim_changes, read_tuning, tuned_analysis
+from harness.report.tuning_data import copy_figures, restored_studies_path, studies_json
 from harness.store import archive
+from harness.store.runs import scan
+from harness.training.wandb_upload import log_summary_run, summary_dir
 from harness.tune.storage import open_storage, sqlite_exists
 
 
@@ -36,17 +51,11 @@ def report(
     wandb: str = "off",
     source: Path | None = None,
 ) -> Path:
-    """Write the markdown report and its figures; returns the markdown path. ``storage``: the
-    Optuna storage of the tuning section (default ``<results>/optuna.db`` when it exists).
-    ``wandb`` (off | offline | online): also log the W&B summary run of the ablation and profile
-    (:mod:`harness.report.wandb_summary`); a W&B failure is a warning, the report stands. ``source``: a
-    report's data file read instead of the store (:mod:`harness.store.archive`): the same report, no
-    data file and no W&B run written (a ``wandb`` mode other than off is refused). Its Tuning
-    section comes from the tuned runs and studies' summary the file holds, never from the Optuna
-    storage or the store; the studies' figures are not drawn again but copied from the report
-    folder the file lies in (``reports/`` for ``reports/data/FILE``) when ``out`` is another
-    folder; one found in neither is named in a warning and linked all the same. Its Speed section
-    (kernel ablations) shows the bench files the file holds, not the store's."""
+    """Write the markdown report and its figures; returns its path. ``storage``: the Optuna storage
+    of the Tuning section (default ``<results>/optuna.db``). ``wandb`` (off | offline | online): also
+    log the W&B summary run (a failure is a warning). ``source``: a report's data file read instead of
+    the store: the same report, no data file nor W&B run written, the studies' figures copied from
+    the report folder the file lies in (``reports/`` for ``reports/data/FILE``)."""
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     if source is not None and wandb != "off":
@@ -55,61 +64,99 @@ def report(
             "or log one from the store with `ablate report NAME --wandb MODE`"
         )
     abl = ablation_mod.load(name)
-    data = found = None
+    data = None
     if source is not None:
         data, sel = load_source(
             source, abl, profile, lambda prof: output.selection(abl, prof, overrides, storage=storage, typed=name)
         )
-        found, results = data.scan, data.store
+        results = data.store
         sel = dataclasses.replace(sel, results=results)
     else:
         sel = output.selection(abl, profile, overrides, results, storage, typed=name)
         output.check_results_readable(results)
         output.check_store_exists(sel, data_file=archive.existing(report_path(abl, sel.profile, out)))
-    if out.exists() and not out.is_dir():
-        raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the report and its figures")
-    check_out_parent(out)
-    check_storage(storage)
-    result = analyse(sel, results, found=found)  # the report and the W&B summary share it
-    tuning = None  # from the store and the Optuna storage
-    if data is not None:  # the file's tuned runs and studies; the studies' figures copied, not drawn
-        tuning = TuningInputs(data.tuning, tuned_analysis(sel, results, found=data.tuned))
-    if data is None:  # evaluated once from the store, for the report and the W&B summary
+    _check_out(out, "report and its figures", storage)
+    if data is None:
         guards = guards_of(list(abl.claims), results)
     else:  # the controls' outcomes kept beside the data file; without that file, unknown
         guards = data.guards if data.guards is not None else declared_guards(list(abl.claims), UNKNOWN)
     with _writing(out):
-        path = write_report(
-            sel,
-            results,
-            out,
-            storage=storage,
-            result=result,
-            data=found is None,
-            tuning=tuning,
-            guards=guards,
-            bench=data.bench if data is not None else None,
-        )
+        path, result, _ = write_report(sel, results, out, guards, storage, data)
     output.console.print(f"wrote {path}")
     if data is not None and data.tuning is not None:
-        missing = copy_figures(data.tuning, Path(source).parent.parent, out)
-        for fig in missing:
+        for fig in copy_figures(data.tuning, Path(source).parent.parent, out):
             output.console.print(
                 f"[yellow]warning: {escape(fig)} not found; the Tuning section links it all the same[/]"
             )
     if wandb != "off":  # never with --from (refused above)
         try:
-            run_dir = log_report(sel, results, out, mode=wandb, analysis=result, guards=guards)
+            run_dir = log_summary(result, guards, sorted((Path(out) / "figures").glob(f"{path.stem}-*.png")), wandb)
             output.console.print(f"W&B summary run ({wandb}): {run_dir}")
         except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
             output.console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")
     return path
 
 
+def write_report(
+    sel: Selection,
+    results: Path,
+    out: Path,
+    guards: Guards,
+    storage: str | None = None,
+    data: DataFile | None = None,
+) -> tuple[Path, Analysis, TuningInputs]:
+    """Analyse the selection's runs (the store's, or those of the data file ``data``) and write their
+    report; from the store, also its data file ``out/data/NAME[.PROFILE].tar.gz`` (the runs, the tuned
+    runs and studies' summary, the bench files) and the controls' file beside it. Returns the
+    report's path, its analysis and its Tuning section's inputs."""
+    abl, profile = sel.ablation, sel.profile
+    guards = {cid: g for cid, g in guards.items() if cid in abl.claims}
+    if data is None:
+        result, tuning, bench = analyse(sel, results), read_tuning(sel, results, storage, out), Path(results) / "bench"
+    else:
+        result = analyse(sel, results, found=data.scan)
+        tuning, bench = TuningInputs(data.tuning, tuned_analysis(sel, results, data.tuned)), data.bench
+    path = write_markdown(sel, result, out, tuning, guards, bench)
+    if data is None:
+        extra = {f"bench/{p.name}": p.read_bytes() for p in bench_files(abl, bench)}
+        tuned = []
+        if tuning.studies is not None:
+            extra[restored_studies_path(Path(), abl.name, profile).as_posix()] = studies_json(tuning.studies)
+            tuned = tuning.tuned.scan.records if tuning.tuned is not None else []
+        records, problems = [*result.scan.records, *tuned], result.scan.problems
+        written = archive.write(archive.data_path(path), results, records, abl.name, profile, problems, extra)
+        write_guards(guards, written, abl.name, profile)
+    return path, result, tuning
+
+
+def log_summary(analysis: Analysis, guards: Guards, figures: list[Path], mode: str) -> Path:
+    """The W&B summary run of a report: every comparison table (raw values, strict-JSON cells), its
+    figures, each claim's verdict and evidence as the report gives them."""
+    abl = analysis.ablation
+    profiles = {r.profile for r in analysis.scan.records}  # the store's: cpu+tuned for ablate run --tuned
+    profile = profiles.pop() if len(profiles) == 1 else analysis.profile
+    tables = {
+        f"compare/{t.task}/{t.metric}": (
+            [str(c) for c in t.frame.columns],
+            [[json_safe(v) for v in row] for row in t.frame.itertuples(index=False)],
+        )
+        for t in analysis.tables
+    }
+    claims = [[cid, v, "\n".join(ev)] for cid in abl.claims for v, ev in [verdict(cid, analysis, guards)]]
+    config = {
+        "ablation": abl.model_dump(mode="json"),
+        "profile": profile,
+        "runs": len(analysis.runs),
+        "runs_ok": int((analysis.runs["status"] == "ok").sum()),
+    }
+    folder = summary_dir(analysis.results, abl.name, profile)
+    return log_summary_run(folder, f"{abl.name}/{profile}", config, tables, figures, claims, mode)
+
+
 @contextlib.contextmanager
 def _writing(out: Path) -> Iterator[None]:
-    """An OS error while writing under ``--out`` (a folder the system will not create, e.g. under
-    /proc; a full disk; no permission) as one line, not a traceback."""
+    """An OS error while writing under ``--out`` (a folder the system will not create, a full disk,
+    no permission) as one line, not a traceback."""
     try:
         yield
     except OSError as exc:
@@ -119,24 +166,16 @@ def _writing(out: Path) -> Iterator[None]:
         ) from None
 
 
-def check_out_parent(out: Path) -> None:
-    """``--out`` that cannot be created: a file on its path (checked without creating anything)."""
+def _check_out(out: Path, what: str, storage: str | None) -> None:
+    """``--out`` that is a file or cannot be created (a file on its path), and an Optuna
+    ``--storage`` that cannot be opened (a bad URL, a missing driver, an unreachable database):
+    refused before any figure is written."""
+    if out.exists() and not out.is_dir():
+        raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the {what}")
     blocker = next((p for p in Path(out).absolute().parents if p.exists()), None)
     if blocker is not None and not blocker.is_dir():
         raise AblateError(f"cannot create --out {out}: {blocker} is a file, not a folder; pass a folder path")
-
-
-def check_storage(storage: str | None) -> None:
-    """An Optuna ``--storage`` given to a report: opened now, so that a bad URL, a missing driver
-    or an unreachable database is refused before any figure is written."""
-    if storage is None:
-        return
-    if not storage.strip():
-        raise AblateError(
-            "--storage is empty; pass a database URL (e.g. sqlite:///results/optuna.db) or leave it "
-            "out for RESULTS/optuna.db"
-        )
-    if sqlite_exists(storage):  # a SQLite file that does not exist: no tuning section, nothing to open
+    if storage is not None and sqlite_exists(storage):  # a SQLite file that does not exist: no tuning section
         open_storage(storage)
 
 
@@ -150,10 +189,9 @@ def report_all(
     source: Path | None = None,
     wandb: str = "off",
 ) -> Path:
-    """``ablate report --all``: the report of every registered ablation for each profile with
-    runs, and ``out/README.md``, their index (:mod:`harness.report.index`); returns the index's path.
-    ``name``, ``profile``, ``source`` (--from) and a ``wandb`` mode other than ``off`` are refused: --all
-    means every ablation and every profile, from the store, without W&B summary runs."""
+    """``ablate report --all``: the report of every registered ablation for each profile with runs of
+    its declared grid (no overrides), the positive controls' page and ``out/README.md``, their index
+    (:mod:`harness.report.index`); returns the index's path."""
     if name is not None:
         raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
     if profile is not None:
@@ -163,17 +201,101 @@ def report_all(
     if wandb != "off":
         raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
     output.check_results_readable(results)
-    if out.exists() and not out.is_dir():
-        raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the reports and their figures")
-    check_out_parent(out)
-    check_storage(storage)
+    _check_out(out, "reports and their figures", storage)
     with _writing(out):
-        path = write_all(
-            results,
-            out,
-            data_dir=output.data_dir(),
-            storage=storage,
-            echo=lambda line: output.console.print(escape(line)),
-        )
+        path = _write_all(results, out, storage, lambda line: output.console.print(escape(line)))
     output.console.print(f"wrote {path}")
     return path
+
+
+def _check_store(results: Path, out: Path) -> None:
+    """Raises AblateError when no registered ablation has a profile folder in ``results`` (naming
+    ``ablate restore`` when ``out/data`` holds data files)."""
+    for name in ablation_mod.available():
+        if (Path(results) / name).is_dir() and any(p.is_dir() for p in (Path(results) / name).iterdir()):
+            return
+    restore = ""
+    if any((Path(out) / "data").glob("*.tar.gz")):
+        files = shlex.join(["ablate", "restore", str(Path(out) / "data"), *results_option(results)])
+        restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
+    raise AblateError(
+        f"no runs of any registered ablation in {results}; run `{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` "
+        f"first or pass the --results-dir it wrote to{restore}"
+    )
+
+
+def _write_all(results: Path, out: Path, storage: str | None, echo: Callable[[str], None]) -> Path:
+    _check_store(results, out)
+    evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
+    guards = guards_of(list(claims_mod.load_claims()), results, evaluated)
+    entries = [_report_ablation(name, results, out, storage, echo, guards) for name in ablation_mod.available()]
+    for entry in entries:  # reports already in OUT whose runs are not in this store: linked, not rewritten
+        written = {r.path.name for r in entry.reported}
+        for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
+            if old.name not in written:
+                entry.notes.append(
+                    f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier "
+                    "report whose runs are not in this store (not regenerated)"
+                )
+    repro = write_reproductions(results, out, evaluated=evaluated)
+    echo(f"wrote {repro}")
+    path = Path(out) / "README.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(index.index_markdown(entries, results, repro))
+    return path
+
+
+def _default_profile(name: str) -> str:
+    """The profile a report named ``NAME.md`` belongs to (the ablation's default)."""
+    try:
+        return ablation_mod.load(name).default_profile
+    except AblateError:
+        return "default profile"
+
+
+def _report_ablation(
+    name: str, results: Path, out: Path, storage: str | None, echo: Callable[[str], None], guards: Guards
+) -> index.Entry:
+    try:
+        abl = ablation_mod.load(name)
+    except AblateError as exc:
+        echo(f"skipped {name}: {exc}")
+        return index.Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
+    control = abl.control is not None
+    guarded = list(abl.control.guards) if control else []
+    entry = index.Entry(name, index.short_question(abl.question), list(abl.claims), control=control, guards=guarded)
+    claims = claims_mod.load_claims()
+    made: dict[str, tuple[Analysis, TuningInputs]] = {}  # per reported profile: its report's, for the verdicts
+    for order, (pname, prof) in enumerate(abl.profiles.items()):
+        found = scan(results, name, pname)
+        if not found.records:
+            continue
+        try:
+            sel = select(abl, pname, [], output.data_dir(), check_data=False, results=results, storage=storage)
+        except AblateError as exc:
+            entry.notes.append(f"{pname}: not reported ({exc})")
+            echo(f"skipped {name} / {pname}: {exc}")
+            continue
+        mine = [r for r in found.records if r.run_id in sel.run_ids]
+        if not mine:
+            entry.notes.append(
+                f"{pname}: {len(found.records)} runs made with key=value overrides "
+                f"(`{command('report', name, pname, results=results, overrides=('KEY=VALUE', '...'))}`)"
+            )
+            echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
+            continue
+        path, result, tuning = write_report(sel, results, out, guards, storage)
+        made[pname] = result, tuning
+        echo(f"wrote {path}")
+        newest = max((r.finished_at or "" for r in mine), default="")
+        # the claims' evidence its grid holds: the latest report is the confirmatory one that tests them most
+        view = sel.ablation
+        evidence = sum(in_grid(ev, view) for cid in view.claims for ev in claims.get(cid, {}).get("evidence", []))
+        entry.reported.append(index.Reported(pname, path, prof.confirmatory, newest, order, evidence))
+    if (latest := entry.latest) is not None:
+        result, tuning = made[latest.profile]
+        entry.verdicts = [(cid, verdict(cid, result, guards)[0]) for cid in result.ablation.claims]
+        entry.tuning = claim_changes(result.ablation, result, tuning, guards)  # as its Tuning section says it
+        entry.controls = [control_text(c) for c in control_outcomes(result)]  # as the report says it
+        entry.seeds = index.seeds_cell(result)
+    return entry

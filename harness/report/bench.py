@@ -1,12 +1,10 @@
-"""The "Speed and memory" section of attention-kernel reports, from the JSON files that
-``ablate bench attention`` writes (``<results>/bench/attention-DEVICE-DTYPE.json``, see
-:mod:`harness.bench.attention`), and the table that command prints. No torch import: reports stay fast.
+"""The "Speed and memory" section of attention-kernel reports, from the JSON files ``ablate bench
+attention`` writes (``<results>/bench/attention-DEVICE-DTYPE.json``: :mod:`harness.bench.attention`),
+and the table that command prints. No torch import.
 
-Ratios are to ``sdpa`` at the same length (> 1: slower, or more memory). Memory ratios use the
-memory *added* by forward + backward (peak minus the level before the first call), because on
-CPU the process peak also holds the interpreter and torch (about 150-300 MiB) whatever the kernel.
-Peaks are those of the first timed-shape call (see :mod:`harness.bench.attention`); ``peak_mib_after_repeats``
-stays in the JSON.
+Ratios are to ``sdpa`` at the same length (> 1: slower, or more memory). Memory ratios use the memory
+*added* by forward + backward (peak minus the level before the first call): on CPU the process peak
+also holds the interpreter and torch (about 150-300 MiB) whatever the kernel.
 """
 
 from __future__ import annotations
@@ -36,17 +34,17 @@ BASELINE = "sdpa"
 MIN_ADDED_MIB = 1.0  # no memory ratio to a baseline that added less (a few pages: 1.3 MiB / 0.01 MiB = 112)
 
 
-def applies(abl: Any) -> bool:
-    """The section belongs to ``attention_kernel`` and to any ablation with an ``attention.kernel`` axis."""
-    return abl.name == "attention_kernel" or "attention.kernel" in abl.axes
+def files(abl: Any, folder: Path) -> list[Path]:
+    """The bench files of ``folder`` (``<results>/bench``, or a data file's) that ``abl``'s report
+    shows: those of ``attention_kernel`` and of any ablation with an ``attention.kernel`` axis."""
+    shown = abl.name == "attention_kernel" or "attention.kernel" in abl.axes
+    return sorted(Path(folder).glob("attention-*.json")) if shown else []
 
 
-def load(results: Path, folder: Path | None = None) -> list[tuple[Path, dict[str, Any] | str]]:
-    """``(path, document)`` per ``<results>/bench/attention-*.json`` (``folder``: another folder of
-    them, those of a report's data file); an unreadable file gives ``(path, reason)``
-    instead of raising."""
+def load(folder: Path) -> list[tuple[Path, dict[str, Any] | str]]:
+    """``(path, document)`` per ``folder/attention-*.json``; ``(path, reason)`` for an unreadable one."""
     out: list[tuple[Path, dict[str, Any] | str]] = []
-    for path in sorted(Path(folder if folder is not None else Path(results) / "bench").glob("attention-*.json")):
+    for path in sorted(Path(folder).glob("attention-*.json")):
         try:
             doc = json.loads(path.read_text())
             if not isinstance(doc.get("rows"), list):
@@ -87,21 +85,17 @@ def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _num(x: float | None, fmt: str) -> str:
-    return text(x, fmt)  # – when missing or NaN, ∞ when infinite
-
-
 def cells(row: dict[str, Any]) -> list[str]:
     """One row of :data:`COLUMNS` as text (a row of :func:`with_ratios`)."""
     return [
         row["kernel"],
         "–" if row["seq_len"] is None else str(row["seq_len"]),
-        _num(row.get("ms_fwd_bwd"), ".4g"),
-        _num(row["ms_ratio"], ".2f"),
-        _num(row.get("tokens_per_s"), ",.0f"),
-        _num(row.get("peak_mib"), ",.0f"),
-        _num(row["added_mib"], ",.1f"),
-        _num(row["mem_ratio"], ".2f"),
+        text(row.get("ms_fwd_bwd"), ".4g"),
+        text(row["ms_ratio"], ".2f"),
+        text(row.get("tokens_per_s"), ",.0f"),
+        text(row.get("peak_mib"), ",.0f"),
+        text(row["added_mib"], ",.1f"),
+        text(row["mem_ratio"], ".2f"),
         row.get("backend") or "–",
         row["status"],
     ]
@@ -123,12 +117,6 @@ def describe(doc: dict[str, Any]) -> str:
         f"backward calls after {cfg.get('warmup')} untimed ones. Memory: {cfg.get('memory')}. "
         f"Written {doc.get('created')}, commit {env.get('commit')}."
     )
-
-
-def markdown_table(doc: dict[str, Any]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(cells(r)) + " |" for r in with_ratios(doc["rows"])]
-    return "\n".join(lines)
 
 
 def rich_table(doc: dict[str, Any]) -> Any:
@@ -174,16 +162,10 @@ def _at(row: dict[str, Any]) -> str:
     return "" if row["seq_len"] is None else f" T={row['seq_len']}"
 
 
-def shown(abl: Any, results: Path) -> list[Path]:
-    """The bench files of the store (``<results>/bench/attention-*.json``) that ``abl``'s report
-    shows, which its data file keeps so that ``ablate report --from`` shows the same section."""
-    return sorted((Path(results) / "bench").glob("attention-*.json")) if applies(abl) else []
-
-
-def bench_section(abl: Any, results: Path, fig_dir: Path, md_dir: Path, folder: Path | None = None) -> list[str]:
-    """Markdown lines of the section (none when it does not apply or no bench JSON exists).
-    ``folder``: where the bench files lie when not in ``<results>/bench`` (a data file's)."""
-    found = load(results, folder) if applies(abl) else []
+def bench_section(abl: Any, folder: Path, fig_dir: Path, md_dir: Path) -> list[str]:
+    """Markdown lines of the section of the bench files in ``folder``; none when it does not apply
+    (:func:`files`) or there are none."""
+    found = load(folder) if files(abl, folder) else []
     if not found:
         return []
     lines = [
@@ -206,7 +188,9 @@ def bench_section(abl: Any, results: Path, fig_dir: Path, md_dir: Path, folder: 
             "",
             describe(doc),
             "",
-            markdown_table(doc),
+            "| " + " | ".join(COLUMNS) + " |",
+            "|" + "---|" * len(COLUMNS),
+            *("| " + " | ".join(cells(r)) + " |" for r in with_ratios(doc["rows"])),
             "",
         ]
         failed = [

@@ -1,10 +1,7 @@
-"""PNG figures for reports (matplotlib, Agg backend): every value drawn comes from the store.
-
-Each figure is a :class:`matplotlib.figure.Figure` of its own, saved by the Agg renderer, never
-through ``pyplot``: whatever backend the environment names (``MPLBACKEND``, which a notebook sets to
-``module://matplotlib_inline.backend_inline``) is not used, and a report draws the same figures
-from a terminal, a notebook or a batch job. A figure's folder is created when its PNG is saved,
-so a report that fails before any figure leaves no empty ``figures/``.
+"""PNG figures for reports: each a :class:`matplotlib.figure.Figure` of its own on an Agg canvas,
+never through ``pyplot``, so that whatever backend ``MPLBACKEND`` names (a notebook's
+``module://matplotlib_inline.backend_inline``) a report draws the same figures. A figure's folder is
+created when its PNG is saved: a report that fails before any figure leaves no empty ``figures/``.
 """
 
 from __future__ import annotations
@@ -23,9 +20,8 @@ from harness.analysis.paired import describe
 
 
 def import_matplotlib() -> Any:
-    """``matplotlib``, imported whatever ``MPLBACKEND`` says: the variable is set aside while it
-    imports (matplotlib validates it on import and raises ``ValueError`` for a backend module that is
-    not installed, as ``module://matplotlib_inline.backend_inline`` outside Jupyter), then put back."""
+    """``matplotlib``, imported with ``MPLBACKEND`` set aside (matplotlib raises ``ValueError`` on
+    import for a backend module that is not installed, as a notebook's outside Jupyter)."""
     if "matplotlib" in sys.modules:
         return sys.modules["matplotlib"]
     named = os.environ.pop("MPLBACKEND", None)
@@ -38,8 +34,7 @@ def import_matplotlib() -> Any:
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the Agg backend, for figures another library draws through it
-    (Optuna's); the figures of this module never use it."""
+    """``matplotlib.pyplot`` on the Agg backend, for the figures Optuna draws through it."""
     matplotlib = import_matplotlib()
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -48,8 +43,7 @@ def pyplot() -> Any:
 
 
 def new_figure(width: float, height: float, **kwargs: Any) -> Any:
-    """A :class:`matplotlib.figure.Figure` of ``width`` x ``height`` inches at 120 dpi on an Agg
-    canvas, outside ``pyplot`` (nothing to close); ``kwargs`` go to ``Figure``."""
+    """A ``Figure`` of ``width`` x ``height`` inches at 120 dpi on an Agg canvas (``kwargs`` to ``Figure``)."""
     import_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -60,8 +54,8 @@ def new_figure(width: float, height: float, **kwargs: Any) -> Any:
 
 
 _SHORT = {"n_layers": "{}L", "warmup_steps": "wu {}", "n_heads": "{}h", "d_model": "d{}", "d_ff": "ff {}"}
-"""How an axis value reads in a short label, by the key's last part (else the value alone, or
-``key value`` for numbers, booleans and ``none``)."""
+"""How an axis value reads in a short label (else the value alone, or ``key value`` for numbers,
+booleans and ``none``)."""
 SEP = " · "
 
 
@@ -77,14 +71,9 @@ def _short(key: str, value: str) -> str:
 
 
 def short_labels(labels: list[str]) -> tuple[list[str], str]:
-    """Short names for variants labelled ``key=value,key=value`` (several axes): only the axes
-    whose values differ among ``labels``, joined by `` · `` (``post · 6L · wu 0``).
-
-    Returns:
-        The short labels, in order (single-axis labels unchanged), and a caption giving the full
-        names: what each short form stands for and the axis values every variant shares; ``""``
-        when nothing was shortened.
-    """
+    """Short names for variants labelled ``key=value,key=value``: the axes whose values differ,
+    joined by `` · `` (``post · 6L · wu 0``), and a caption saying what each short form stands for
+    and the values every variant shares (``""`` when nothing was shortened)."""
     parsed = [dict(part.split("=", 1) for part in label.split(",")) if "=" in label else None for label in labels]
     if not labels or any(p is None for p in parsed) or len({tuple(p) for p in parsed}) != 1:
         return list(labels), ""
@@ -99,28 +88,18 @@ def short_labels(labels: list[str]) -> tuple[list[str], str]:
 
 
 def _wrap(text: str, fig, fontsize: float = 10.0) -> str:
-    """``text`` wrapped to 80 % of the figure's width (at most 0.62 em per character: DejaVu Sans)."""
+    """``text`` wrapped to 80 % of the figure's width (0.62 em per character at most: DejaVu Sans)."""
     width = int(0.8 * fig.get_figwidth() * 72 / (0.62 * fontsize))
     return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
-
-
-def _figure(width: float, height: float):
-    """A figure laid out by matplotlib's constrained layout (labels, titles and legends kept inside)."""
-    fig = new_figure(width, height, layout="constrained")
-    return fig, fig.add_subplot()
 
 
 def metric_vs_length(
     rows: pd.DataFrame, base: str, variants: list[str], train_len: int, title: str, path: Path
 ) -> Path:
-    """Mean of ``base@x{m}`` against evaluation length, one line per variant, 95% t-interval band.
-
-    Args:
-        rows: tidy rows (variant, seed, metric, value) of one task, gate already applied.
-        base: metric name without the length suffix (``acc``, ``loss``).
-        train_len: L in tokens; the x axis is m x L.
-    """
-    fig, ax = _figure(6.4, 4.0)
+    """Mean of ``base@x{m}`` (``rows``: one task's, gate applied) against the evaluation length m x
+    ``train_len`` tokens, one line per variant, 95% t-interval band."""
+    fig = new_figure(6.4, 4.0, layout="constrained")
+    ax = fig.add_subplot()
     names, caption = short_labels(variants)
     for variant, shown in zip(variants, names):
         sub = rows[(rows["variant"] == variant) & rows["metric"].str.match(rf"^{base}@x\d+$")]
@@ -143,12 +122,10 @@ def metric_vs_length(
 
 
 def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], title: str, path: Path) -> Path:
-    """Validation ``metric`` at length L against training step: mean over seeds, min-max band.
-
-    Args:
-        history: rows (variant, seed, step, <metric>) from the runs' ``history.csv``.
-    """
-    fig, ax = _figure(6.4, 4.0)
+    """Validation ``metric`` at length L (``history``: the runs' ``history.csv`` rows, with variant and
+    seed) against training step: mean over seeds, min-max band."""
+    fig = new_figure(6.4, 4.0, layout="constrained")
+    ax = fig.add_subplot()
     names, caption = short_labels(variants)
     for variant, shown in zip(variants, names):
         sub = history[history["variant"] == variant]
@@ -161,17 +138,8 @@ def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], t
 
 
 def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
-    """Draw one thin line per seed across the variants, every value a marker; returns the lines.
-
-    Args:
-        ax: a matplotlib Axes.
-        wide: (seeds, variants) values: index seed, columns the variants in x order (baseline
-            first). NaN (a run that is missing, failed, or excluded from the comparison) is not
-            drawn, and the seed's line is broken there rather than bridged over the gap.
-
-    Returns:
-        One ``Line2D`` per seed (row of ``wide``), labelled ``seed S``.
-    """
+    """One thin line per seed (a row of ``wide``: index seed, columns the variants, baseline first),
+    every value a marker; a NaN (a run missing or left out of the comparison) breaks the line there."""
     x = np.arange(wide.shape[1])
     lines = [
         ax.plot(x, values.to_numpy(float), marker="o", markersize=4, linewidth=0.8, alpha=0.85, label=f"seed {seed}")[0]
@@ -187,14 +155,10 @@ def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
 
 
 def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title: str, path: Path) -> Path:
-    """Per-seed paired lines of one metric: x = variants (baseline first), y = each seed's value.
-
-    Runs excluded from the comparison (below the task's gate, for metrics beyond L) are **not
-    drawn**: pass ``wide`` with the gate applied (NaN there); tick labels give the values drawn
-    per variant (``n=``). Same seed = same init and data order, so a line's slope is a paired
-    difference. See :func:`draw_paired_lines` for ``wide``.
-    """
-    fig, ax = _figure(max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8)
+    """Per-seed paired lines of one metric (:func:`draw_paired_lines`; ``wide`` with the gate applied):
+    same seed, same init and data order, so a line's slope is a paired difference."""
+    fig = new_figure(max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8, layout="constrained")
+    ax = fig.add_subplot()
     draw_paired_lines(ax, wide)
     arrow = "higher is better" if higher_is_better else "lower is better"
     return _finish(
@@ -209,17 +173,13 @@ def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title:
 
 
 def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: str, path: Path) -> Path:
-    """Mean rank of each variant (1 = best) with a bar of ±CD/2, best at the top (after Demsar,
-    JMLR 2006, Fig. 1, drawn as intervals): two variants differ by the Nemenyi test at level
-    ``alpha`` exactly when their bars do not overlap (``|R_i - R_j| > CD``).
-
-    Args:
-        mean_ranks: per variant (index), from :func:`harness.analysis.ranks.friedman`.
-        cd: the Nemenyi critical difference, in ranks (:func:`harness.analysis.ranks.nemenyi_cd`).
-    """
+    """Mean rank of each variant (1 = best, :func:`harness.analysis.ranks.friedman`) with a bar of
+    ±CD/2 (the Nemenyi critical difference), best at the top (after Demsar, JMLR 2006, Fig. 1): two
+    variants differ at level ``alpha`` exactly when their bars do not overlap."""
     order = mean_ranks.sort_values(ascending=False)  # best last: drawn at the top
     names, caption = short_labels([str(v) for v in order.index])
-    fig, ax = _figure(6.4, 2.4 + 0.35 * len(order))
+    fig = new_figure(6.4, 2.4 + 0.35 * len(order), layout="constrained")
+    ax = fig.add_subplot()
     y = np.arange(len(order))
     ax.errorbar(order.to_numpy(float), y, xerr=cd / 2, fmt="o", capsize=3, linewidth=1.2)
     ax.set_yticks(y, names)
@@ -229,9 +189,8 @@ def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: s
 
 
 def _finish(fig, ax, xlabel: str, ylabel: str, title: str, path: Path, caption: str = "") -> Path:
-    """Labels, legend and grid shared by every figure; saves the PNG (its folder created here).
-    ``caption`` (the full names behind short variant labels) goes under the x label; the x label,
-    the title and the caption are wrapped to the figure's width."""
+    """Labels (wrapped to the figure's width), legend and grid; ``caption`` (the full names behind
+    short variant labels) under the x label; saves the PNG."""
     ax.set_xlabel(_wrap(xlabel, fig))
     ax.set_ylabel(ylabel)
     ax.set_title(_wrap(title, fig), fontsize=10)
@@ -246,8 +205,8 @@ def _finish(fig, ax, xlabel: str, ylabel: str, title: str, path: Path, caption: 
 
 
 def save_png(fig: Any, path: Path, **kwargs: Any) -> Path:
-    """Render ``fig`` as PNG (``kwargs`` to ``savefig``), then write it at ``path``, creating its
-    folder: a figure that fails to render leaves no file and no folder behind."""
+    """Render ``fig`` as PNG (``kwargs`` to ``savefig``), then write it, creating its folder: a
+    figure that fails to render leaves no file and no folder behind."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", **kwargs)
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from harness.analysis.claims import Guard, delta_ci
 from harness.analysis.guards import EntryResult, Guards, Outcome
 from harness.encode import count, text
 from harness.hints import results_option
-from harness.report.sidecar import read_sidecar
+from harness.report.tuning_data import read_sidecar
 
 UNKNOWN = "unknown: no controls' file beside the data file"
 """The outcome of each control declared to guard a claim when ``--from`` finds no controls' file

@@ -1,5 +1,5 @@
-"""Markdown reports: question, claims with verdicts, setup, comparison tables, figures, failures,
-and the command that reproduces it. Every figure is computed from the run store."""
+"""A markdown report: question, claims with verdicts, setup, comparison tables, figures, failures,
+and the commands that reproduce it, rendered from what :mod:`harness.cli.report` computed."""
 
 from __future__ import annotations
 
@@ -10,22 +10,18 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import Analysis, analyse, claimed_metrics
-from harness.analysis.guards import guards_of
+from harness.analysis.comparisons import Analysis, claimed_metrics
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.report import figures, sections
 from harness.report.bench import bench_section
-from harness.report.bench import shown as shown_bench
-from harness.report.guards import Guards, write_guards
+from harness.report.guards import Guards
 from harness.report.omnibus import across_variants
-from harness.report.probes import probe_section
+from harness.report.probes import failures_section, probe_section
 from harness.report.sequential import sequential_section
 from harness.report.tables import any_clipped, markdown, title
-from harness.report.tuning import TuningInputs, read_tuning, tuning_section
-from harness.report.tuning_data import restored_studies_path, studies_json
-from harness.store import archive
+from harness.report.tuning import TuningInputs, tuning_section
 from harness.store.runs import run_history
 from harness.tune.studies import tuned_profile
 
@@ -36,84 +32,48 @@ def report_path(abl: Ablation, profile: str, out: Path) -> Path:
     return Path(out) / f"{abl.name}{suffix}.md"
 
 
-def write_report(
-    sel: Selection,
-    results: Path,
-    out: Path,
-    storage: str | None = None,
-    result: Analysis | None = None,
-    data: bool = True,
-    tuning: TuningInputs | None = None,
-    guards: Guards | None = None,
-    bench: Path | None = None,
+def write_markdown(
+    sel: Selection, result: Analysis, out: Path, tuning: TuningInputs, guards: Guards, bench: Path
 ) -> Path:
-    """Write the markdown report of the selection's runs and its PNG figures under ``out``;
-    returns the markdown path. ``data``: also write its data file,
-    ``out/data/NAME[.PROFILE].tar.gz`` (:mod:`harness.store.archive`: its runs' folders, the tuned
-    runs and studies' summary of its Tuning section, the bench files of its Speed section), from
-    which ``ablate report --from`` makes the same report.
-
-    ``bench``: the folder of the ``ablate bench attention`` files the Speed section shows (None:
-    ``<results>/bench``; a data file's for ``--from``).
-
-    ``guards``: the positive controls of the ablation's claims and their outcomes
-    (:mod:`harness.report.guards`; a claim's verdict is withheld while one has not passed); None:
-    evaluate the reproductions that guard them from ``results``.
-
-    ``storage``: the Optuna storage URL of a "Tuning" section (default ``<results>/optuna.db``);
-    the section appears when that storage holds studies of this ablation and profile.
-    ``tuning``: what that section shows when the caller already has it (a data file's, or the
-    index's); None: read the storage (drawing the studies' figures) and the tuned runs here.
-    ``result``: the analysis of the selection when the caller already has it (the W&B summary
-    run logs the same one); None: read the store here. The commands the report suggests are the
-    selection's (:meth:`~harness.experiment.selection.Selection.command`)."""
+    """Write the markdown report of ``result`` (the analysis of the selection's runs) and its PNG
+    figures under ``out``; returns its path. ``tuning``: what the Tuning section shows; ``guards``:
+    the controls of the claims and their outcomes (a verdict waits for them to pass); ``bench``: the folder of the ``ablate
+    bench attention`` files the Speed section shows."""
     abl, profile = sel.ablation, sel.profile
-    result = result or analyse(sel, results)
-    if guards is None:
-        guards = guards_of(list(abl.claims), results)
-    guards = {cid: g for cid, g in guards.items() if cid in abl.claims}
     path = report_path(abl, profile, out)
     fig_dir = Path(out) / "figures"  # created by the first figure saved: none, no folder
-    records = result.scan.records
-    if tuning is None:
-        tuning = read_tuning(sel, results, storage, out)
-    shown = tuning.studies is not None and tuning.tuned is not None  # the runs its Tuning section compares
-    tuned = tuning.tuned.scan.records if shown else []
+    tuned = tuning.tuned.scan.records if tuning.studies is not None and tuning.tuned is not None else []
     also = f" and {len(tuned)} tuned runs (`{tuned_profile(profile)}`)" if tuned else ""
     parts = [
         f"# {abl.name} ({profile} profile)",
         "",
         f"*Generated by `{sel.command('report', storage=True)}` on "
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {len(records)} runs{also} in `{results}`.*",
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {len(result.scan.records)} runs{also} in "
+        f"`{result.results}`.*",
         "",
         "## Question",
         "",
         abl.question,
         "",
+        *sections.version_warnings(result),
+        *(sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, guards)),
+        *sections.setup_section(abl, profile, result.scan.records, result),
+        *sequential_section(result),
+        *_results_section(abl, profile, result, fig_dir, path.parent, sel),
+        *probe_section(result),
+        *failures_section(result),
+        *tuning_section(sel, result, tuning, guards),
+        *bench_section(abl, bench, fig_dir, path.parent),
+        *(["## Notes on the design", "", abl.notes, ""] if abl.notes else []),
+        "## Reproduce",
+        "",
+        "```",
+        *_commands(abl, profile, list(sel.overrides), tuning, sel.typed),
+        "```",
+        "",
     ]
-    parts += sections.version_warnings(result)
-    parts += sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, guards)
-    parts += sections.setup_section(abl, profile, records, result)
-    parts += sequential_section(result)  # a group-sequential profile's looks; nothing for a fixed one
-    parts += _results_section(abl, profile, result, fig_dir, path.parent, sel)
-    parts += probe_section(result)  # leakage / masked attention probes per cell, where runs carry them
-    parts += sections.failures_section(result)
-    parts += tuning_section(sel, result, tuning, guards)
-    parts += bench_section(abl, results, fig_dir, path.parent, bench)  # attention kernels: `ablate bench attention`
-    if abl.notes:
-        parts += ["## Notes on the design", "", abl.notes, ""]
-    parts += ["## Reproduce", "", "```", *_commands(abl, profile, list(sel.overrides), tuning, sel.typed), "```", ""]
     path.parent.mkdir(parents=True, exist_ok=True)  # out/ itself, when no figure made it
     path.write_text("\n".join(parts))
-    if data:
-        extra = {f"bench/{p.name}": p.read_bytes() for p in shown_bench(abl, results)}
-        if tuning.studies is not None:
-            extra[restored_studies_path(Path(), abl.name, profile).as_posix()] = studies_json(tuning.studies)
-        problems = result.scan.problems
-        written = archive.write(
-            archive.data_path(path), results, [*records, *tuned], abl.name, profile, problems, extra
-        )
-        write_guards(guards, written, abl.name, profile)
     return path
 
 
@@ -130,10 +90,6 @@ _CEILING_NOTE = (
     "no variant can be better and an equal score says only that the task is too easy at this scale: no verdict "
     "(a variant below the ceiling is still `worse`)."
 )
-
-
-def _has_ceiling(frame: pd.DataFrame) -> bool:
-    return any(vd.kind(v) is vd.Kind.CEILING for v in frame.get("verdict", []))
 
 
 def _results_section(
@@ -156,11 +112,15 @@ def _results_section(
         "Runs below a task's gate are left out of comparisons beyond L (`excluded`). "
         "`s/run`: the median wall time of a variant's runs in seconds (the whole attempt; the median, "
         "since a worker's first run also pays for its start-up)."
-        + (_CEILING_NOTE if any(_has_ceiling(t.frame) for t in result.tables) else "")
+        + (
+            _CEILING_NOTE
+            if any(vd.kind(v) is vd.Kind.CEILING for t in result.tables for v in t.frame.get("verdict", []))
+            else ""
+        )
         + (_CLIPPED_NOTE if any(any_clipped(t) for t in result.tables) else "")
         + (
             _NO_VALUE_NOTE
-            if any(t.frame.get("no_value", pd.Series(dtype=int)).gt(0).any() for t in result.tables)
+            if any((t.frame.get("no_value", pd.Series(dtype=int)) > 0).any() for t in result.tables)
             else ""
         ),
         "",
@@ -175,19 +135,11 @@ def _results_section(
         rows = _gated_rows(result, task)
         base = entry.primary.metric.split("@")[0]
         variants = [abl.label(v) for v in abl.variants()]
-        train_len = _train_len(result, task)
-        if (
-            rows["metric"].str.match(rf"^{base}@x\d+$").any()
-            and rows.loc[rows["metric"].str.startswith(f"{base}@x"), "metric"].nunique() > 1
-        ):  # a length ablation
-            fig = figures.metric_vs_length(
-                rows,
-                base,
-                variants,
-                train_len,
-                f"{task}: {base} against evaluation length",
-                fig_dir / f"{stem}-{task}-{base}-vs-length.png",
-            )
+        lengths = rows["metric"].str.startswith(f"{base}@x")
+        if rows["metric"].str.match(rf"^{base}@x\d+$").any() and rows.loc[lengths, "metric"].nunique() > 1:
+            train_len = next(r.config["train"]["seq_len"] for r in result.scan.records if r.task == task)
+            title_, png = f"{task}: {base} against evaluation length", fig_dir / f"{stem}-{task}-{base}-vs-length.png"
+            fig = figures.metric_vs_length(rows, base, variants, train_len, title_, png)
             lines += [f"![{task}: {base} against length]({fig.relative_to(md_dir).as_posix()})", ""]
         claimed = claimed_metrics(abl, task)
         for table in _report_tables(tables, base, claimed):
@@ -208,13 +160,11 @@ def _results_section(
         hist = _history(result, task)
         if not hist.empty and hist["step"].nunique() > 1:  # one validation pass (a probe) draws no curve
             metric = "acc" if "acc" in hist else "loss"
-            fig = figures.validation_curves(
-                hist,
-                metric,
-                variants,
+            title_, png = (
                 f"{task}: validation {metric} at L during training",
                 fig_dir / f"{stem}-{task}-validation-{metric}.png",
             )
+            fig = figures.validation_curves(hist, metric, variants, title_, png)
             lines += [f"![{task}: validation curves]({fig.relative_to(md_dir).as_posix()})", ""]
     return lines
 
@@ -226,10 +176,6 @@ def _report_tables(tables: list, base: str, claimed: set[str] | frozenset[str] =
     keep = [t for t in tables if t.metric.split("@")[0] == base]
     keep += [t for t in tables if t.metric == metrics.STEPS_TO_TARGET]
     return keep + [t for t in tables if t.metric in claimed and t not in keep]
-
-
-def _train_len(result: Analysis, task: str) -> int:
-    return next(r.config["train"]["seq_len"] for r in result.scan.records if r.task == task)
 
 
 def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
@@ -269,8 +215,5 @@ def _commands(
     studies = [s for s in (tuning.studies.studies if tuning and tuning.studies else []) if s.objectives == 1]
     if studies:
         trials = max(s.finished for s in studies)
-        lines += [
-            f"ablate tune {target}{prof}{extra} --trials {trials}",
-            f"ablate run {target}{prof}{extra} --tuned",
-        ]
+        lines += [f"ablate tune {target}{prof}{extra} --trials {trials}", f"ablate run {target}{prof}{extra} --tuned"]
     return [*lines, f"ablate report {target}{prof}{extra}"]

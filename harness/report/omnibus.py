@@ -1,12 +1,6 @@
-"""Across all variants: per-seed paired lines and a Friedman test with Nemenyi mean ranks, for
-the primary metric of each task (Demsar, "Statistical comparisons of classifiers over multiple
-data sets", JMLR 2006: blocks = seeds, treatments = variants).
-
-The pairwise tables compare each variant with the baseline; this adds the omnibus question
-(do the variants differ at all?) and the ranks of all of them against each other. Blocks are the
-seeds that have every variant; runs left out of the comparison (below the task's gate, for
-metrics beyond L) are left out here too. The Nemenyi critical difference is printed whatever
-the Friedman p; Demsar reads it only after the Friedman test rejects.
+"""Across all variants, for the primary metric of each task: per-seed paired lines and a Friedman
+test with Nemenyi mean ranks (Demsar, "Statistical comparisons of classifiers over multiple data
+sets", JMLR 2006: blocks = the seeds that have every variant, treatments = variants; docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -24,15 +18,8 @@ MIN_VARIANTS = 3  # with 2 variants the pairwise table already is the whole comp
 
 
 def seed_table(rows: pd.DataFrame, metric: str, variants: list[str]) -> pd.DataFrame:
-    """(seeds, variants) values of one metric: index seed (ascending), columns ``variants`` in
-    the given order; NaN where a variant has no value for a seed.
-
-    Args:
-        rows: tidy rows (run_id, variant, seed, metric, value) of one task, gate already applied.
-
-    Raises:
-        ValueError: two rows for one (seed, variant) (``DataFrame.pivot``).
-    """
+    """(seeds, variants) values of one metric from one task's tidy ``rows``: index seed (ascending),
+    columns ``variants`` in order, NaN where a variant has no value (ValueError: two for one seed)."""
     sub = rows[rows["metric"] == metric]
     wide = sub.pivot(index="seed", columns="variant", values="value")
     return wide.reindex(columns=variants).sort_index().rename_axis(columns=None)
@@ -48,8 +35,7 @@ def skip_reason(n_blocks: int, k: int) -> str | None:
 
 
 def friedman_line(res: ranks.Friedman, alpha: float) -> str:
-    """``Friedman χ²(df) = .., p = .., N blocks, k variants; mean ranks: ...; CD = ..``, ranks
-    best first."""
+    """``Friedman χ²(df) = .., p = .., N blocks, k variants; mean ranks: ...; CD = ..``."""
     ranks = ", ".join(f"{v} {r:.2f}" for v, r in res.mean_ranks.sort_values().items())
     return (
         f"Friedman χ²({res.df}) = {res.statistic:.3g}, p = {res.p:.3g}, {res.n_seeds} blocks (seeds), "
@@ -67,18 +53,10 @@ def across_variants(
     alpha: float = 0.05,
     withheld: str | None = None,
 ) -> list[str]:
-    """Markdown lines for one task's primary table: the paired-lines figure, then one Friedman
-    line with the critical-difference figure, or one line saying why the test is left out.
-
-    Args:
-        table: the task's primary comparison (its variants, baseline first, and direction);
-            None gives no lines.
-        rows: the task's tidy rows with the gate applied (``report._gated_rows``).
-        fig_dir, md_dir: where the PNGs go; the folder the markdown links are relative to.
-        stem: file-name prefix of the report's figures.
-        withheld: why no test may be read here (e.g. the task was not learned): the figure, and
-            this reason in place of the Friedman line.
-    """
+    """Markdown lines for one task's primary ``table`` (None: none) from its tidy ``rows`` (gate
+    applied): the paired-lines figure, then the Friedman line with the critical-difference figure,
+    or why the test is left out (``withheld``: e.g. the task was not learned). The figures go to
+    ``fig_dir`` as ``stem-...png``, linked relative to ``md_dir``."""
     if table is None:
         return []
     wide = seed_table(rows, table.metric, list(table.frame["variant"]))

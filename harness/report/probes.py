@@ -1,19 +1,15 @@
-"""The per-cell probe table of a report: what each variant's runs measured beyond the loss.
-
-For ablations whose runs carry the ``leakage`` / ``masked_attention`` probes (``eval.probes``;
-:mod:`harness.training.probes`), e.g. ``mask_fill_fp16``: per variant, how many runs finished and how
-the others ended (with the message, e.g. the float16 overflow ``masked_fill`` raises for -1e9),
-whether a probe itself raised, the causal leakage (largest change of logits at positions <= t
-when tokens after t change, and the largest gradient of those logits with respect to later
-inputs: both exactly 0 for a correct mask), NaN/inf in logits, gradients and attention rows, and
-the largest attention probability on a masked key, at initialisation and after training. Read
-from every record of the analysis, whatever its status: a run that raised or diverged still
-stored the probes it measured at initialisation.
+"""What a report says of how its runs ended: the failures section (runs that did not finish or fell
+below the gate, suspect numbers) and the per-cell probe table, for runs that carry the ``leakage`` /
+``masked_attention`` probes (:mod:`harness.training.probes`, e.g. ``mask_fill_fp16``): per variant,
+how its runs ended and what the probes measured at initialisation and after training, read from
+every record whatever its status (a run that raised still stored the probes of its initialisation).
 """
 
 from __future__ import annotations
 
 import math
+
+import pandas as pd
 
 from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import text
@@ -22,30 +18,19 @@ from harness.store.record import Record
 PROBE_KEYS = ("leak_logits", "attn_masked_max")
 
 
-def _max(values: list[float]) -> float:
-    finite = [v for v in values if v is not None and not math.isnan(v)]
-    return max(finite) if finite else math.nan
-
-
-def _fmt(x: float) -> str:
-    return "0 (exact)" if x == 0 else text(x, ".3g")  # – when undefined, ∞ when infinite
+def _values(recs: list[Record], key: str) -> list[float]:
+    return [x for x in (r.metric(key) for r in recs) if x is not None and not math.isnan(x)]
 
 
 def _pair(recs: list[Record], key: str) -> str:
-    """``init / final`` maxima over runs of one probe metric."""
-    init = _max([r.metric(f"{key}_init") for r in recs])
-    final = _max([r.metric(key) for r in recs])
-    return f"{_fmt(init)} / {_fmt(final)}"
+    """``init / final`` maxima over runs of one probe metric (– when undefined, ∞ when infinite)."""
+    maxima = [max(_values(recs, k), default=math.nan) for k in (f"{key}_init", key)]
+    return " / ".join("0 (exact)" if x == 0 else text(x, ".3g") for x in maxima)
 
 
-def _ended(recs: list[Record]) -> str:
-    reasons = why_not_finished([r.status for r in recs], [r.reason for r in recs])
-    return "; ".join(f"{n} {why}" for why, n in reasons) or "–"
-
-
-def _raised(recs: list[Record]) -> str:
-    n = sum(1 for r in recs if any(r.metric(f"{p}_raised{s}") == 1 for p in ("leak", "attn") for s in ("_init", "")))
-    return f"{n}/{len(recs)}"
+def _mean(recs: list[Record], key: str) -> str:
+    vals = _values(recs, key)
+    return text(sum(vals) / len(vals)) if vals else "–"
 
 
 def probe_section(result: Analysis) -> list[str]:
@@ -93,19 +78,89 @@ def probe_section(result: Analysis) -> list[str]:
             if not recs:
                 continue
             ok = [r for r in recs if r.status == "ok"]
-            primary = abl.tasks[task].primary.metric
-            vals = [r.metric(primary) for r in ok]
-            vals = [x for x in vals if x is not None and not math.isnan(x)]
-            mean = text(sum(vals) / len(vals)) if vals else "–"
             name = f"{label} (baseline)" if label == abl.baseline_label else label
-            skipped = [r.metric("nonfinite_grad_steps") for r in ok]
-            skipped = [x for x in skipped if x is not None and not math.isnan(x)]
-            bad_steps = text(sum(skipped) / len(skipped)) if skipped else "–"
+            ended = "; ".join(
+                f"{n} {why}" for why, n in why_not_finished([r.status for r in recs], [r.reason for r in recs])
+            )
+            raised = sum(
+                any(r.metric(f"{p}_raised{s}") == 1 for p in ("leak", "attn") for s in ("_init", "")) for r in recs
+            )
             lines.append(
-                f"| {name} | {len(ok)}/{len(recs)} | {_ended(recs)} | {_raised(recs)} | "
+                f"| {name} | {len(ok)}/{len(recs)} | {ended or '–'} | {raised}/{len(recs)} | "
                 f"{_pair(recs, 'leak_logits_real')} | {_pair(recs, 'leak_grad_real')} | {_pair(recs, 'leak_logits')} | "
                 f"{_pair(recs, 'nonfinite_logits')} | {_pair(recs, 'attn_masked_max')} | "
-                f"{_pair(recs, 'attn_nonfinite_rows')} | {bad_steps} | {mean} |"
+                f"{_pair(recs, 'attn_nonfinite_rows')} | {_mean(ok, 'nonfinite_grad_steps')} | "
+                f"{_mean(ok, abl.tasks[task].primary.metric)} |"
             )
         lines.append("")
     return lines
+
+
+def failures_section(result: Analysis) -> list[str]:
+    """Every run that did not finish or fell below its task's gate, unreadable store entries, the
+    tasks whose learning nothing checks, and the suspect numbers (:func:`run_notes`)."""
+    runs = result.runs
+    bad = runs[(runs["status"] != "ok") | ~runs["passed_gate"]]
+    lines = ["## Failures, divergences and runs below the gate", ""]
+    notes = run_notes(result.scan.records)
+    if bad.empty and not result.scan.problems:
+        return lines + ["None: every run finished and passed its task's gate.", "", *_unchecked(result), *notes]
+    for _, r in bad.sort_values(["task", "variant", "seed"]).iterrows():
+        why = r["reason"] if r["status"] != "ok" else _gate_reason(result, r)
+        status = r["status"] if r["status"] != "ok" else "below gate"
+        lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{status}** — {why}")
+    lines += [f"- unreadable store entry: `{p}`" for p in result.scan.problems]
+    return lines + ["", *_unchecked(result), *notes]
+
+
+def run_notes(records: list[Record]) -> list[str]:
+    """``Suspect numbers`` lines: each run's ``flags`` (:mod:`harness.training.scoring`) and
+    ``undefined_metrics`` (no value, and why)."""
+    lines = []
+    for rec in sorted(records, key=lambda r: (r.task, r.variant_label, r.seed)):
+        where = f"- `{rec.task}` {rec.variant_label} seed {rec.seed}"
+        lines += [f"{where}: **flagged** ({name}) — {why}" for name, why in (rec.flags or {}).items()]
+        by_reason: dict[str, list[str]] = {}
+        for metric, why in sorted((rec.undefined_metrics or {}).items()):
+            by_reason.setdefault(why, []).append(f"`{metric}`")
+        lines += [f"{where}: **no value** of {', '.join(ms)} — {why}" for why, ms in by_reason.items()]
+    if not lines:
+        return []
+    return ["Suspect numbers (left in the tables, or counted there as without a value):", "", *lines, ""]
+
+
+def _unchecked(result: Analysis) -> list[str]:
+    """Tasks of the grid that declare neither a gate nor a convergence target: nothing checks them."""
+    tasks = sorted(
+        t for t in result.runs["task"].unique() if (e := result.ablation.tasks[t]).gate is None and e.target is None
+    )
+    if not tasks:
+        return []
+    return [
+        f"Not checked: whether the runs learned {', '.join(f'`{t}`' for t in tasks)}, which declare neither a gate "
+        "nor a convergence target (`gate:` / `target:` of the task, docs/ablation-files.md); a baseline that "
+        "never learned the task would be compared as if it had.",
+        "",
+    ]
+
+
+def _gate_reason(result: Analysis, run: pd.Series) -> str:
+    gate = result.ablation.tasks[run["task"]].gate
+    rec = next(x for x in result.scan.records if x.run_id == run["run_id"])
+    if not result.ablation.profiles[result.profile].apply_gate:
+        return (
+            f"`{gate.metric}` = {_metric_text(rec, gate.metric)}, below the gate "
+            f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison"
+        )
+    return (
+        f"did not learn the task at L: `{gate.metric}` = {_metric_text(rec, gate.metric)}, gate {gate.describe()}; "
+        "left out of the comparisons beyond L"
+    )
+
+
+def _metric_text(rec: Record, metric: str) -> str:
+    """A record's metric for prose: the value, or ``–`` and why there is none."""
+    value = rec.metric(metric)
+    if value is None:
+        return "– (not recorded)"
+    return text(value) + (" (undefined: NaN)" if math.isnan(value) else "")

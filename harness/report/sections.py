@@ -1,13 +1,9 @@
-"""The prose sections of a report, each a function of the analysis returning markdown lines: the
-A/A check or the claims with their verdicts, the warnings (mixed code versions, a task not
-learned), the setup, and the failures. Called by :func:`harness.report.markdown.write_report`."""
+"""The prose sections of a report, each markdown lines from the analysis: the A/A check or the claims
+with their verdicts, the warnings (mixed code versions, a task not learned), the setup."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
-
-import pandas as pd
 
 from harness.analysis import power as pw
 from harness.analysis import untestable
@@ -26,8 +22,7 @@ from harness.store.record import Record
 
 
 def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
-    """An A/A check's verdict on the harness: how many comparisons between identical arms were
-    declared different (each a false positive), against what alpha allows."""
+    """How many comparisons between identical arms were declared different (each a false positive)."""
     lines = ["## A/A check: false positives", ""]
     for label, tables in (
         ("primary metric", [t for t in result.tables if t.family.startswith("primary")]),
@@ -51,10 +46,17 @@ def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
     return lines
 
 
-def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None) -> list[str]:
-    """Each claim the ablation tests, its verdict and evidence lines, and the scale caveat.
-    ``guards``: the positive controls of each claim (a verdict waits for them to pass)."""
-    guards = guards or {}
+NOT_REGISTERED = {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"}
+
+
+def verdict(cid: str, result: Analysis, guards: Guards) -> tuple[str, list[str]]:
+    """The claim's verdict on ``result`` and its evidence lines (withheld while a control of it in
+    ``guards`` has not passed): the report's, the index's, the Tuning section's and the W&B run's."""
+    return claim_verdict(claims_mod.load_claims().get(cid, NOT_REGISTERED), result, guards.get(cid, ()))
+
+
+def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]:
+    """Each claim the ablation tests, its verdict and evidence lines, and the scale caveat."""
     claims = claims_mod.load_claims()
     lines = ["## Claims", ""]
     if not abl.claims:
@@ -67,14 +69,9 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None
             "",
         ]
     for cid in abl.claims:
-        claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
-        verdict, evidence = claim_verdict(claim, result, guards.get(cid, ()))
-        lines += [
-            f"### `{cid}`: {verdict}",
-            "",
-            f"> {claim['claim']} (figure given: {claim.get('figure', 'none')})",
-            "",
-        ]
+        claim = claims.get(cid, NOT_REGISTERED)
+        said, evidence = verdict(cid, result, guards)
+        lines += [f"### `{cid}`: {said}", "", f"> {claim['claim']} (figure given: {claim.get('figure', 'none')})", ""]
         if audit := audit_text(claim):
             lines += [audit, ""]
         lines += [f"- {e}" for e in evidence]
@@ -104,7 +101,7 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards | None = None
 
 
 def control_text(c: ControlOutcome) -> str:
-    """``\`task\` variant: **caught** (\`metric\` worse, adjusted p 0.0078)``, as the report and the index say it."""
+    """``\`task\` variant: **caught** (\`metric\` worse, adjusted p 0.0078)``: the report's and the index's."""
     p = f", adjusted p {text(c.p_adj, '.3g')}" if c.p_adj == c.p_adj else ""
     return f"`{c.task}` {c.variant}: **{'caught' if c.caught else 'not caught'}** (`{c.metric}` {c.verdict}{p})"
 
@@ -115,9 +112,8 @@ def version_warnings(result: Analysis) -> list[str]:
 
 
 def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
-    """A loud line for every task whose baseline reached its convergence target on at most half of
-    its planned seeds (:func:`harness.analysis.untestable.unlearned_tasks`): at such a scale no
-    comparison on the task gets a verdict, and the line says why the tables read ``not learned``."""
+    """A loud line for every task whose baseline did not learn it
+    (:func:`harness.analysis.untestable.unlearned_tasks`): why its tables read ``not learned``."""
     out = []
     confirmatory = abl.profiles[result.profile].confirmatory
     for task, unlearned in result.unlearned.items():
@@ -152,8 +148,8 @@ def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
 
 
 def setup_section(abl: Ablation, profile: str, records: list[Record], result: Analysis | None = None) -> list[str]:
-    """The grid, each task's config (the baseline's), hardware, versions, commits and run counts;
-    with ``result``, a confirmatory profile's power at each task's sesoi (:func:`power_lines`)."""
+    """The grid, each task's config (the baseline's), hardware, versions, commits and run counts, and
+    a confirmatory profile's power at each task's sesoi (:func:`power_lines`)."""
     prof = abl.profiles[profile]
     lines = [
         "## Setup",
@@ -210,8 +206,8 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
 
 
 def power_lines(result: Analysis) -> list[str]:
-    """``- Power (ablate plan): ...``: each primary comparison's power at its task's sesoi and the
-    seeds it has, the seeds it needs where that is more (:mod:`harness.analysis.primary_power`)."""
+    """Each primary comparison's power at its task's sesoi and the seeds it has, and the seeds it
+    needs where that is more (:mod:`harness.analysis.primary_power`)."""
     if not result.power:
         return []
     first = result.power[0]
@@ -232,8 +228,7 @@ def power_lines(result: Analysis) -> list[str]:
 
 
 def _plugins_line(records: list[Record]) -> list[str]:
-    """``- Plugins: my-plugin 0.1.0 (position:xpos, task:lag_copy).``: every plugin the runs were made
-    with (a record's ``plugins``, :mod:`harness.experiment.plugins`); none when no run had one."""
+    """``- Plugins: my-plugin 0.1.0 (position:xpos, task:lag_copy).``: the plugins the runs were made with."""
     seen: dict[str, list[str]] = {}
     for rec in records:
         for p in rec.plugins or []:
@@ -248,76 +243,3 @@ def _plugins_line(records: list[Record]) -> list[str]:
 
 def _decay(min_ratio: float) -> str:
     return "then constant" if min_ratio == 1 else f"cosine to {min_ratio:g} x"
-
-
-def failures_section(result: Analysis) -> list[str]:
-    """Every run that did not finish or fell below its task's gate, and unreadable store entries;
-    the tasks whose learning nothing checks (:func:`_unchecked`); then every run whose record flags
-    its numbers or holds metrics without a value, with why (:func:`run_notes`)."""
-    runs = result.runs
-    bad = runs[(runs["status"] != "ok") | ~runs["passed_gate"]]
-    lines = ["## Failures, divergences and runs below the gate", ""]
-    notes = run_notes(result.scan.records)
-    if bad.empty and not result.scan.problems:
-        return lines + ["None: every run finished and passed its task's gate.", "", *_unchecked(result), *notes]
-    for _, r in bad.sort_values(["task", "variant", "seed"]).iterrows():
-        why = r["reason"] if r["status"] != "ok" else _gate_reason(result, r)
-        status = r["status"] if r["status"] != "ok" else "below gate"
-        lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{status}** — {why}")
-    lines += [f"- unreadable store entry: `{p}`" for p in result.scan.problems]
-    return lines + ["", *_unchecked(result), *notes]
-
-
-def run_notes(records: list[Record]) -> list[str]:
-    """``Suspect numbers`` lines: a run's ``flags`` (``harness.training.scoring``: a training loss far
-    below its held-out loss where that cannot happen honestly) and its ``undefined_metrics`` (no value,
-    and why: non-finite logits at their length); none when no record holds either."""
-    lines = []
-    for rec in sorted(records, key=lambda r: (r.task, r.variant_label, r.seed)):
-        where = f"- `{rec.task}` {rec.variant_label} seed {rec.seed}"
-        lines += [f"{where}: **flagged** ({name}) — {why}" for name, why in (rec.flags or {}).items()]
-        by_reason: dict[str, list[str]] = {}
-        for metric, why in sorted((rec.undefined_metrics or {}).items()):
-            by_reason.setdefault(why, []).append(f"`{metric}`")
-        lines += [f"{where}: **no value** of {', '.join(ms)} — {why}" for why, ms in by_reason.items()]
-    if not lines:
-        return []
-    return ["Suspect numbers (left in the tables, or counted there as without a value):", "", *lines, ""]
-
-
-def _unchecked(result: Analysis) -> list[str]:
-    """Tasks of the grid that declare neither a gate nor a convergence target: nothing checks
-    that their runs learned the task, so an unlearned baseline would pass unnoticed."""
-    tasks = sorted(
-        t for t in result.runs["task"].unique() if (e := result.ablation.tasks[t]).gate is None and e.target is None
-    )
-    if not tasks:
-        return []
-    return [
-        f"Not checked: whether the runs learned {', '.join(f'`{t}`' for t in tasks)}, which declare neither a gate "
-        "nor a convergence target (`gate:` / `target:` of the task, docs/ablation-files.md); a baseline that "
-        "never learned the task would be compared as if it had.",
-        "",
-    ]
-
-
-def _gate_reason(result: Analysis, run: pd.Series) -> str:
-    gate = result.ablation.tasks[run["task"]].gate
-    rec = next(x for x in result.scan.records if x.run_id == run["run_id"])
-    if not result.ablation.profiles[result.profile].apply_gate:
-        return (
-            f"`{gate.metric}` = {_metric_text(rec, gate.metric)}, below the gate "
-            f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison"
-        )
-    return (
-        f"did not learn the task at L: `{gate.metric}` = {_metric_text(rec, gate.metric)}, gate {gate.describe()}; "
-        "left out of the comparisons beyond L"
-    )
-
-
-def _metric_text(rec: Record, metric: str) -> str:
-    """A record's metric for prose: the value, or ``–`` and why there is none."""
-    value = rec.metric(metric)
-    if value is None:
-        return "– (not recorded)"
-    return text(value) + (" (undefined: NaN)" if math.isnan(value) else "")

@@ -1,9 +1,7 @@
-"""A report's data file (:mod:`harness.store.archive`: the run folders of its store) checked for
-``ablate report NAME --from FILE``, ``ablate compare NAME --from FILE`` (:func:`load_source`:
-unpacked into a temporary store, scanned as any store) and ``ablate restore FILE`` (:func:`plan`):
-each run is the run its id names (a hash of its task, config, seed and code versions:
-:func:`harness.experiment.grid.record_id`), so a run whose seed, config or task was edited is
-refused; its status and metrics are not in the id, and git shows their edits in a committed file.
+"""A report's data file (:mod:`harness.store.archive`) checked for ``ablate report|compare NAME
+--from FILE`` (:func:`load_source`: unpacked into a temporary store, scanned as any store) and
+``ablate restore FILE`` (:func:`plan`): each run must be the run its id names
+(:func:`harness.experiment.grid.record_id`), so a run whose seed, config or task was edited is refused.
 """
 
 from __future__ import annotations
@@ -35,10 +33,9 @@ EDITED = "the file was edited; a data file is written by `ablate report NAME`, n
 
 @dataclass
 class DataFile:
-    """What ``--from`` reads of a data file: the runs of its profile (``scan``, with their
-    histories), its tuned runs (``tuned``), the store it names, its studies' summary (None: no
-    Tuning section), the controls' outcomes kept beside it (None: no such file), and the folder of
-    its bench files. The temporary store it was unpacked into lives as long as it does."""
+    """What ``--from`` reads of a data file: its profile's runs (``scan``) and tuned runs, the store it
+    names, its studies' summary and the controls' outcomes beside it (None: none), the folder of its
+    bench files. The temporary store it was unpacked into lives as long as it does."""
 
     scan: StoreScan
     tuned: StoreScan
@@ -47,13 +44,11 @@ class DataFile:
     tuning: TuningData | None
     guards: Guards | None
     bench: Path
-    ablation: str
     _tmp: tempfile.TemporaryDirectory[str] = field(repr=False)
 
 
 def _folder_hint(folder: Path, ablation: str) -> str:
-    """What to pass instead of a folder: a data file of ``ablation`` that ``folder`` or its
-    ``data/`` holds (a reports folder), or the file name to look for."""
+    """What to pass instead of a folder: a data file of ``ablation`` in it or its ``data/``."""
     found = sorted(
         str(p)
         for d in (folder, folder / "data")
@@ -73,7 +68,7 @@ def _studies(arc: Archive, at: str) -> TuningData | None:
     """The studies' summary the file holds (``restored/NAME.PROFILE.tuning.json``), or None.
 
     Raises:
-        AblateError: one that is not JSON of its format, or of another ablation or profile.
+        AblateError: one that is not of its format, or of another ablation or profile.
     """
     names = [n for n in arc.members if n.startswith("restored/")]
     if not names:
@@ -94,14 +89,11 @@ def _studies(arc: Archive, at: str) -> TuningData | None:
 
 
 def check_ids(arc: Archive, at: str, abl: Ablation | None) -> None:
-    """Every run is the run its id names, and its variant the one its config holds (and, for a
-    registered ablation ``abl``, named as the ablation names it); its metrics are metrics ablate
-    produces, with values a run can score.
+    """Every run is the run its id names, its variant the one its config holds (and named as a
+    registered ``abl`` names it), its metrics metrics ablate produces, with values a run can score.
 
     Raises:
-        AblateError: a run whose fields hash to another id (its seed, task or config edited),
-            whose variant disagrees with its config or its label, or whose metric is unknown or
-            out of its range.
+        AblateError: a run that is not, naming what was edited.
     """
     for rec in arc.runs:
         for name, value in (rec.metrics or {}).items():
@@ -131,9 +123,8 @@ def check_ids(arc: Archive, at: str, abl: Ablation | None) -> None:
 
 
 def _check_metric(name: str, value: float, where: str) -> None:
-    """A metric of :data:`harness.experiment.metrics.METRICS` with a value a run can score: a fraction
-    right between 0 and 1, a loss not below 0, a perplexity not below 1 (the table's ``floor`` and,
-    in the better direction, ``best``). NaN and an infinite loss are values a run can end with."""
+    """A metric of :data:`harness.experiment.metrics.METRICS` within its ``floor`` and (in the better
+    direction) ``best``; NaN and an infinite loss are values a run can end with."""
     metric = metrics_mod.lookup(name)
     if metric is None:
         known = did_you_mean(name, [n for m in metrics_mod.METRICS for n in m.names((1, 2, 4), 2)])
@@ -146,14 +137,16 @@ def _check_metric(name: str, value: float, where: str) -> None:
         raise AblateError(f"{where}: {name} = {value!r}, where a run's {name} is {span} ({metric.unit}); {EDITED}")
 
 
-def read_data(path: Path, abl: Ablation, profile: str | None) -> DataFile:
-    """The data file ``path`` of ``abl`` (and ``profile``, when not None), checked and unpacked
-    into a temporary store, read back as any store is.
+def load_source(
+    path: Path, abl: Ablation, profile: str | None, select_of: Callable[[str | None], Selection]
+) -> tuple[DataFile, Selection]:
+    """The data file ``path`` of ``abl`` (and ``profile``, when not None: else the file's), checked,
+    unpacked into a temporary store and checked against the grid ``select_of(profile)`` (the
+    command's overrides): ``(data file, selection)``.
 
     Raises:
-        AblateError: a folder; what :func:`harness.store.archive.read` refuses; a file of another
-            ablation or profile; a run that is not the run its id names; an unreadable studies'
-            summary or controls' file.
+        AblateError: a folder; what :func:`harness.store.archive.read` or :func:`check_ids` refuses;
+            a file of another ablation or profile; an unreadable sidecar; runs or studies of another grid.
     """
     path, at = Path(path), f"--from {path}"
     if path.is_dir():
@@ -181,42 +174,24 @@ def read_data(path: Path, abl: Ablation, profile: str | None) -> DataFile:
     damaged = [h for h in found.history.values() if isinstance(h, str)]
     found.problems = [p for p in arc.problems if p not in damaged]
     guards = read_guards(path, arc.ablation, arc.profile)
-    return DataFile(found, tuned, arc.profile, Path(arc.store), tuning, guards, root / "bench", arc.ablation, tmp)
-
-
-def load_source(
-    path: Path, abl: Ablation, profile: str | None, select_of: Callable[[str | None], Selection]
-) -> tuple[DataFile, Selection]:
-    """:func:`read_data` checked against the grid: ``(data file, selection)``.
-
-    Args:
-        abl: the ablation named on the command line.
-        profile: the profile named on the command line (None: the file's).
-        select_of: ``profile -> Selection`` of the grid the command's overrides describe.
-
-    Raises:
-        AblateError: as :func:`read_data`; a profile the ablation does not declare; runs that are not
-            of that grid (made with other overrides, or an older declaration).
-    """
-    data = read_data(path, abl, profile)
+    data = DataFile(found, tuned, arc.profile, Path(arc.store), tuning, guards, root / "bench", tmp)
     sel = select_of(data.profile)
     strays = [r.run_id for r in data.scan.records if r.run_id not in sel.run_ids]
     if strays:
         raise AblateError(
-            f"--from {path}: {len(strays)} of its {len(data.scan.records)} runs (e.g. {strays[0]}) are not runs "
+            f"{at}: {len(strays)} of its {len(data.scan.records)} runs (e.g. {strays[0]}) are not runs "
             f"of the {abl.name} / {sel.profile} grid with these overrides; pass the key=value overrides the "
             "report was made with (its Reproduce section names them), or, if the file was edited, regenerate it "
             f"with `ablate report {abl.name}` from the store"
         )
-    where = f"--from {path}: its studies' summary"
-    check_studies(data.tuning, list(abl.tasks), [abl.label(v) for v in abl.variants()], where)
+    check_studies(tuning, list(abl.tasks), [abl.label(v) for v in abl.variants()], f"{at}: its studies' summary")
     return data, sel
 
 
 @dataclass
 class Plan:
-    """The files a restore reads (each with its archive, studies' summary and the controls of its
-    claims as (kind, id, profile)), and those it passes over, with why."""
+    """The files a restore reads (with its archive, studies' summary and controls as (kind, id,
+    profile)), and those it passes over, with why."""
 
     files: list[tuple[Path, Archive, TuningData | None, list[tuple[str, str, str | None]]]] = field(
         default_factory=list
@@ -225,13 +200,11 @@ class Plan:
 
 
 def plan(paths: list[Path]) -> Plan:
-    """Read and check every file before anything is written: a folder stands for the data files it
-    holds. The controls' files kept beside them (``*.guards.json``, what ``reports/data/*`` also
-    matches) are passed over, as is a file named twice.
+    """Read and check every file (a folder: the data files it holds) before anything is written;
+    the controls' files beside them (``*.guards.json``) and a file named twice are passed over.
 
     Raises:
-        AblateError: no data file among ``paths``; a folder without one; a file
-            :func:`harness.store.archive.read` refuses; a run that is not the run its id names.
+        AblateError: no data file among ``paths``; a folder without one; a file that does not check.
     """
     out = Plan()
     seen: set[Path] = set()
@@ -266,11 +239,7 @@ def plan(paths: list[Path]) -> Plan:
 
 
 def _data_files(paths: list[Path]) -> list[Path]:
-    """``paths`` with each folder (``reports/data``) replaced by the files it holds.
-
-    Raises:
-        AblateError: a folder that holds no data file.
-    """
+    """``paths`` with each folder replaced by the files it holds (AblateError: none)."""
     out = []
     for path in map(Path, paths):
         if not path.is_dir():

@@ -39,28 +39,20 @@ HEADERS = [
 
 
 def _num(x: Any, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA:
-        return "–"
-    if isinstance(x, float) and math.isinf(x):
-        return "∞" if x > 0 else "-∞"
+    if encode.text(x) in (encode.UNDEFINED, "∞", "-∞"):
+        return encode.text(x)
     x = float(x)
-    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
-        return f"{x:.2e}"
-    if abs(x) >= 10**digits:  # e.g. steps: 1267, not 1.27e+03
-        return f"{x:.0f}"
-    return f"{x:.{digits}g}"
+    big = abs(x) >= 10**digits  # e.g. steps: 1267, not 1.27e+03
+    return format(x, ".2e" if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3) else ".0f" if big else f".{digits}g")
 
 
 def _p(x: Any) -> str:
-    if x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return "<0.001" if x < 1e-3 else f"{x:.3f}"
+    return encode.text(x) if encode.text(x) == encode.UNDEFINED else "<0.001" if x < 1e-3 else f"{x:.3f}"
 
 
 def bounds(metric: str, higher_is_better: bool) -> tuple[float | None, float | None]:
-    """The range a run's value of ``metric`` can take, where known: ``(0, 1)`` for a metric whose
-    best value is 1 (accuracies, exact match: :func:`harness.experiment.metrics.best_value`),
-    ``(0, None)`` for one whose best value is 0 and lower is better; else ``(None, None)``."""
+    """The range a run's value of ``metric`` can take: ``(0, 1)`` where its best value is 1
+    (:func:`harness.experiment.metrics.best_value`), ``(0, None)`` where it is 0 and lower is better."""
     best = metrics.best_value(metric)
     if best == 1.0 and higher_is_better:
         return 0.0, 1.0
@@ -70,9 +62,7 @@ def bounds(metric: str, higher_is_better: bool) -> tuple[float | None, float | N
 
 
 def clipped_ci(table: Table, low: Any, high: Any) -> tuple[Any, Any, bool]:
-    """A variant's descriptive 95% CI of the mean clipped to the metric's :func:`bounds` (a
-    t-interval of an accuracy near 1 can reach past 1): ``(low, high, whether either moved)``.
-    The CI of Δ is left as it is."""
+    """A variant's 95% CI of the mean clipped to the metric's :func:`bounds`: ``(low, high, moved)``."""
     lo_bound, hi_bound = bounds(table.metric, table.higher_is_better)
     out = []
     for x in (low, high):
@@ -150,10 +140,7 @@ def render(tables: list[Table], fmt: str, console: Any = None) -> Any:
 
 
 SUMMARY = ("variant", "n", "mean ± SD", "Δ (+ = better) [95% CI]", "p adj", "verdict")
-"""The columns of a terminal's comparison (``ablate run``, ``ablate compare``): those a reader
-decides from. The baseline's verdict cell says ``baseline``; Δ is oriented so that + is better.
-Every other column is in ``ablate compare --format md|csv|json`` and the report."""
-
+"""The columns of a terminal's comparison (``ablate run``, ``ablate compare``): those a reader decides from."""
 SUMMARY_DROPS = ("n", "mean ± SD", "p adj")
 """The columns a terminal too narrow for all of :data:`SUMMARY` loses, in this order."""
 
@@ -188,11 +175,9 @@ def summary_markdown(tables: list[Table]) -> str:
 
 
 def summary(tables: list[Table], width: int) -> Group:
-    """The :data:`SUMMARY` columns of ``tables`` as rich tables no wider than ``width`` terminal
-    columns, none breaking a number or a name: every column but the verdict is as wide as its
-    widest cell and never wraps; the verdict wraps between words. Where that does not fit, the
-    columns of :data:`SUMMARY_DROPS` go, in order, from every table alike; a variant name folds
-    only when even the last three columns do not fit."""
+    """The :data:`SUMMARY` columns of ``tables`` as rich tables no wider than ``width``: no number or
+    name broken (only the verdict wraps, between words); where that does not fit, the columns of
+    :data:`SUMMARY_DROPS` go from every table alike, and at last the variant name folds."""
     frames = [summary_frame(t) for t in tables]
     columns = list(SUMMARY)
     for dropped in SUMMARY_DROPS:

@@ -1,11 +1,7 @@
-"""The report's "Tuning" section: per task and variant the study's best parameters, its complete /
-pruned / failed trial counts, Optuna's own optimisation-history and parameter-importance figures
-(matplotlib backend, PNG), the claims' verdicts on the untuned and on the tuned runs side by side,
-and per task the tuned comparison beside the untuned one.
-
-Everything is read from the Optuna storage and the run store (:func:`read_tuning`), or from a
-report's data file and the studies' file beside it (``ablate report --from``:
-:mod:`harness.report.tuning_data`, the figures copied, not drawn again); nothing is typed in.
+"""The report's "Tuning" section: per (task, variant) study its trial counts, best parameters and
+Optuna's figures, the claims' verdicts untuned and tuned, and per task the tuned comparison beside the
+untuned one; read from the Optuna storage and the store (:func:`read_tuning`), or a data file's
+summary (:mod:`harness.report.tuning_data`).
 """
 
 from __future__ import annotations
@@ -19,15 +15,14 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import Analysis, analyse
 from harness.analysis.verdicts import claim_kind
 from harness.encode import text
-from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.report.figures import pyplot, save_png
 from harness.report.guards import Guards
+from harness.report.sections import verdict
 from harness.report.tables import markdown, title
 from harness.report.tuning_data import (
     StudyFigure,
@@ -47,8 +42,7 @@ CHANGES = "changes with tuning"
 
 @dataclass(frozen=True)
 class TuningInputs:
-    """What the section shows: the studies (None: no study of this ablation and profile, and no
-    section) and the analysis of the tuned runs (None: no tuned run yet)."""
+    """What the section shows: the studies (None: no section) and the analysis of the tuned runs (None: none yet)."""
 
     studies: TuningData | None
     tuned: Analysis | None
@@ -60,8 +54,7 @@ NO_RUNS = "no runs"
 
 @dataclass(frozen=True)
 class ClaimChange:
-    """A claim's verdict on the untuned and on the tuned runs
-    (:func:`harness.analysis.claims.claim_verdict`)."""
+    """A claim's verdict on the untuned and on the tuned runs."""
 
     claim: str
     untuned: str
@@ -78,26 +71,21 @@ class ClaimChange:
 
 
 def read_tuning(sel: Selection, results: Path, storage: str | None, out: Path) -> TuningInputs:
-    """The studies of the selection's ablation and profile in ``storage`` (default
-    ``<results>/optuna.db``; their figures drawn under ``out/figures``) and the analysis of its
-    tuned runs in the store (``<profile>+tuned``). Where the storage holds none of them, the
-    summary ``ablate restore`` copied from a report's data file (``<results>/restored/``), so that
-    a store rebuilt from data files gives the Tuning section the report was made with."""
+    """The studies of the selection in ``storage`` (default ``<results>/optuna.db``; their figures
+    drawn under ``out/figures``), else the summary ``ablate restore`` copied from a data file, and the
+    analysis of its tuned runs in the store (``<profile>+tuned``)."""
+    abl = sel.ablation
     studies = collect_studies(sel, results, storage, out)
     if studies is None:
-        studies = read_restored(results, sel.ablation.name, sel.profile, out)
-        abl = sel.ablation
+        studies = read_restored(results, abl.name, sel.profile, out)
         where = f"the studies' summary restored in {restored_studies_path(results, abl.name, sel.profile)}"
         check_studies(studies, list(abl.tasks), [abl.label(v) for v in abl.variants()], where)
-    return TuningInputs(studies, tuned_analysis(sel, results))
+    return TuningInputs(studies, tuned_analysis(sel, results, scan(results, abl.name, tuned_profile(sel.profile))))
 
 
-def tuned_analysis(sel: Selection, results: Path, found: StoreScan | None = None) -> Analysis | None:
-    """The analysis of the tuned runs (``found``: those of a report's data file instead of the
-    store's); None when there are none."""
-    store = tuned_profile(sel.profile)
-    found = found if found is not None else scan(results, sel.ablation.name, store)
-    return analyse(sel, results, store_profile=store, found=found) if found.records else None
+def tuned_analysis(sel: Selection, results: Path, found: StoreScan) -> Analysis | None:
+    """The analysis of the tuned runs ``found`` (the store's, or a data file's); None when there are none."""
+    return analyse(sel, results, store_profile=tuned_profile(sel.profile), found=found) if found.records else None
 
 
 def collect_studies(sel: Selection, results: Path, storage: str | None, out: Path) -> TuningData | None:
@@ -111,45 +99,31 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
         return None
     store = open_storage(url)
     known = set(optuna.get_all_study_names(store))
-    studies = [
-        (task, abl.label(v))
-        for task in abl.tasks
-        for v in abl.variants()
-        if study_name(abl.name, profile, task, abl.label(v)) in known
-    ]
-    if not studies:
+    names = {
+        (t, abl.label(v)): study_name(abl.name, profile, t, abl.label(v)) for t in abl.tasks for v in abl.variants()
+    }
+    if not known & set(names.values()):
         return None
-    fig_dir = Path(out) / "figures"  # created by the first figure saved
     summaries = []
-    for task, variant in studies:
-        name = study_name(abl.name, profile, task, variant)
+    for (task, variant), name in ((k, n) for k, n in names.items() if n in known):
         study = optuna.load_study(study_name=name, storage=store)
+        about = {"task": task, "variant": variant, "name": name}
         if len(study.directions) != 1:
-            summaries.append(StudySummary(task=task, variant=variant, name=name, objectives=len(study.directions)))
+            summaries.append(StudySummary(**about, objectives=len(study.directions)))
             continue
         c = counts(study)
-        stem = fig_dir / _slug(f"{abl.name}.{profile}-tune-{task}-{variant}")
-        importances, problem, figs = _figures(study, c, abl.tasks[task].primary.metric, stem, Path(out))
+        stem = Path(out) / "figures" / re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{abl.name}.{profile}-tune-{task}-{variant}")
+        imp, problem, figs = _figures(study, c, abl.tasks[task].primary.metric, stem, Path(out))
         keep = ("complete", "pruned", "failed", "diverged", "best_value", "best_params", "last_reason")
         summaries.append(
-            StudySummary(
-                task=task,
-                variant=variant,
-                name=name,
-                **{k: c[k] for k in keep},
-                importances=importances,
-                importance_problem=problem,
-                figures=figs,
-            )
+            StudySummary(**about, **{k: c[k] for k in keep}, importances=imp, importance_problem=problem, figures=figs)
         )
     return TuningData(ablation=abl.name, profile=profile, storage=mask_url(url), studies=summaries)
 
 
-def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guards: Guards | None = None) -> list[str]:
+def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guards: Guards) -> list[str]:
     """Markdown lines of the section; empty when ``tuning`` lists no study. ``result``: the
-    report's analysis of the untuned runs, the ``ablate run`` commands it suggests the
-    selection's; ``guards``: the claims' positive controls (as in the
-    Claims section)."""
+    report's analysis of the untuned runs."""
     data = tuning.studies
     if data is None:
         return []
@@ -176,7 +150,7 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guard
             )
             continue
         metric = abl.tasks[s.task].primary.metric
-        best = "no complete trial" if s.best_value is None else f"`{metric}` = {_fmt(s.best_value)}"
+        best = "no complete trial" if s.best_value is None else f"`{metric}` = {text(s.best_value)}"
         lines.append(
             f"| {s.task} | {s.variant} | {s.complete} | {s.pruned} | {s.failed} ({s.diverged}) | "
             f"{best} | {_params(s.best_params)} | {_importance(s)} |"
@@ -185,33 +159,24 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guard
         if s.best_value is None:
             why = f"; last failure: {s.last_reason}" if s.last_reason else ""
             lines.append(f"| | | **every trial of {s.variant} was pruned or failed{why}: not tuned** | | | | | |")
-    lines += [
-        "",
-        *(
-            figures
-            and ["Optimisation history and parameter importance per study (Optuna's plots):", "", " ".join(figures), ""]
-        ),
-    ]
-    lines += _claims_table(claim_changes(abl, result, tuning, guards))
-    return lines + _comparison(sel, result, tuning.tuned)
+    lines.append("")
+    if figures:
+        lines += [
+            "Optimisation history and parameter importance per study (Optuna's plots):",
+            "",
+            " ".join(figures),
+            "",
+        ]
+    return lines + _claims_table(claim_changes(abl, result, tuning, guards)) + _comparison(sel, result, tuning.tuned)
 
 
-def claim_changes(
-    abl: Ablation, result: Analysis, tuning: TuningInputs, guards: Guards | None = None
-) -> list[ClaimChange]:
-    """Each claim of the ablation, its verdict on ``result`` (the untuned runs) and on the tuned
-    runs, both withheld while a positive control in ``guards`` has not passed; empty when the
-    section shows no tuned runs (no study listed, or no tuned run)."""
+def claim_changes(abl: Ablation, result: Analysis, tuning: TuningInputs, guards: Guards) -> list[ClaimChange]:
+    """Each claim's verdict on ``result`` (the untuned runs) and on the tuned runs; empty when the
+    section shows no tuned runs."""
     if tuning.studies is None or tuning.tuned is None:
         return []
-    claims = claims_mod.load_claims()
-    out = []
-    for cid in abl.claims:  # the fallback of sections.claims_section, so that the texts agree
-        claim = claims.get(cid, {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"})
-        mine = (guards or {}).get(cid, ())
-        untuned = claim_verdict(claim, result, mine)[0] if result.scan.records else NO_RUNS  # as the index says
-        out.append(ClaimChange(cid, untuned, claim_verdict(claim, tuning.tuned, mine)[0]))
-    return out
+    untuned = [verdict(cid, result, guards)[0] if result.scan.records else NO_RUNS for cid in abl.claims]
+    return [ClaimChange(cid, u, verdict(cid, tuning.tuned, guards)[0]) for cid, u in zip(abl.claims, untuned)]
 
 
 def _claims_table(changes: list[ClaimChange]) -> list[str]:
@@ -237,10 +202,6 @@ def _claims_table(changes: list[ClaimChange]) -> list[str]:
     ]
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text)
-
-
 def _params(params: dict[str, Any] | None) -> str:
     if not params:
         return "–"
@@ -258,9 +219,8 @@ def _importance(s: StudySummary) -> str:
 def _figures(
     study: Any, c: dict[str, Any], metric: str, stem: Path, md_dir: Path
 ) -> tuple[dict[str, float] | None, str | None, list[StudyFigure]]:
-    """Save the optimisation history and the parameter importances (when Optuna can compute them);
-    returns the importances (None: not computable, with Optuna's reason when it gave one) and the
-    figures, their paths relative to ``md_dir``."""
+    """Draw the optimisation history and the parameter importances (when Optuna can compute them):
+    ``(importances or None, Optuna's reason when it gave one, the figures)``."""
     plt = pyplot()  # Optuna draws through pyplot: on Agg, whatever MPLBACKEND names (before it imports matplotlib)
     import optuna
     from optuna.visualization import matplotlib as ovm
@@ -273,11 +233,8 @@ def _figures(
         ax = ovm.plot_optimization_history(study)
         ax.set_title(f"{study.study_name}: optimisation history", fontsize=9)
         ax.set_ylabel(f"{metric} (validation)")
-        out.append(
-            StudyFigure(
-                kind="optimisation history", path=_save(plt, ax, stem.with_name(stem.name + "-history.png"), md_dir)
-            )
-        )
+        path = _save(plt, ax, stem.with_name(stem.name + "-history.png"), md_dir)
+        out.append(StudyFigure(kind="optimisation history", path=path))
         try:
             importances = optuna.importance.get_param_importances(study)
             if not importances or any(math.isnan(v) for v in importances.values()):
@@ -324,8 +281,8 @@ def _side_by_side(untuned: Any, tuned: Any, order: list[str]) -> str:
             return pd.DataFrame(columns=["variant"])
         f = table.frame.set_index("variant")
         out = pd.DataFrame(index=f.index)
-        out[f"{tag} mean"] = [_fmt(x) for x in f.get("mean", pd.Series(index=f.index, dtype=float))]
-        out[f"{tag} Δ (+ = better)"] = [_fmt(x) for x in f.get("delta", pd.Series(index=f.index, dtype=float))]
+        out[f"{tag} mean"] = [text(x) for x in f.get("mean", pd.Series(index=f.index, dtype=float))]
+        out[f"{tag} Δ (+ = better)"] = [text(x) for x in f.get("delta", pd.Series(index=f.index, dtype=float))]
         out[f"{tag} verdict"] = [
             str(x) if isinstance(x, str) else "–" for x in f.get("verdict", pd.Series(index=f.index))
         ]
@@ -334,7 +291,3 @@ def _side_by_side(untuned: Any, tuned: Any, order: list[str]) -> str:
     both = cols(untuned, "untuned").merge(cols(tuned, "tuned"), on="variant", how="outer").fillna("–")
     both["variant"] = pd.Categorical(both["variant"], categories=order, ordered=True)
     return both.sort_values("variant").to_markdown(index=False)
-
-
-def _fmt(x: Any) -> str:
-    return text(x)  # – when undefined, ∞ when infinite

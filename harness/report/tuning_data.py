@@ -1,13 +1,7 @@
 """What a report's "Tuning" section prints of each Optuna study, kept in the report's data file
-(``restored/NAME.PROFILE.tuning.json``, :mod:`harness.store.archive`, with the tuned runs), so that
-``ablate report NAME --from FILE`` and a store restored from it print the same section without the
-Optuna storage.
-
-One :class:`StudySummary` per study the section lists: its trial counts, best value and
-parameters, Optuna's parameter importances (or why they could not be computed) and the paths of
-the figures drawn for it, relative to the report's folder. The file is plain JSON (floats as
-Python writes them, so they read back equal; ``Infinity`` for an infinite value) and holds no
-timestamp: the same studies give the same bytes (:func:`studies_json`).
+(``restored/NAME.PROFILE.tuning.json``, with the tuned runs), so that ``ablate report --from`` and a
+store restored from it print the same section without the Optuna storage. Plain JSON, no timestamp:
+the same studies give the same bytes (:func:`studies_json`).
 """
 
 from __future__ import annotations
@@ -15,19 +9,46 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from harness.errors import AblateError
-from harness.report.sidecar import read_sidecar
 
-Param = bool | int | float | str | None
-"""A parameter value Optuna stores: a number, a categorical choice."""
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_sidecar(
+    path: Path, model: type[M], data_file: Path, what: str, ablation: str, profile: str, fix: str
+) -> M | None:
+    """A JSON file of one report's ablation and profile (the controls' file beside its data file, a
+    studies' summary restored into a store) validated as ``model``; None when there is none.
+
+    Raises:
+        AblateError: not JSON of this model (naming it as ``what``, with ``fix``), or of another
+            ablation or profile.
+    """
+    if not path.is_file():
+        return None
+    try:
+        data = model.model_validate(json.loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise AblateError(f"{data_file}: its {what} {path} is unreadable ({first}); {fix}") from None
+    found = (getattr(data, "ablation"), getattr(data, "profile"))  # noqa: B009 - fields of the model
+    if found != (ablation, profile):
+        raise AblateError(
+            f"{data_file}: its {what} {path} is of {found[0]} / {found[1]}, not of {ablation} / {profile}; "
+            "regenerate it with `ablate report NAME`"
+        )
+    return data
+
+
+Param = bool | int | float | str | None  # a number, a categorical choice
 
 
 class StudyFigure(BaseModel):
-    """One figure drawn for a study: its kind (``optimisation history``, ``parameter importance``)
-    and its path relative to the report's folder (``figures/...png``)."""
+    """One figure drawn for a study: its kind and its path in the report's folder (``figures/...png``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     kind: str
@@ -36,8 +57,7 @@ class StudyFigure(BaseModel):
     @field_validator("path")
     @classmethod
     def _under_figures(cls, path: str) -> str:
-        # the figure is copied by this path (ablate report --from, ablate restore): never from or
-        # to a place outside the report's figures/ folder
+        # copied by this path (--from, restore): never from or to outside the report's figures/
         parts = PurePosixPath(path).parts
         if len(parts) != 2 or parts[0] != "figures" or not path.endswith(".png") or "\\" in path:
             raise ValueError(f"a figure's path is figures/NAME.png, not {path!r}")
@@ -45,12 +65,9 @@ class StudyFigure(BaseModel):
 
 
 class StudySummary(BaseModel):
-    """What the section prints of one (task, variant) study.
-
-    ``objectives`` above 1: a study ablate tune did not make, listed as left out (nothing else is
-    read from it). ``importances``: Optuna's parameter importances, in its order (None: not
-    computed; ``importance_problem`` then says why, when Optuna said something).
-    """
+    """What the section prints of one (task, variant) study. ``objectives`` above 1: a study ablate
+    tune did not make, left out. ``importances``: Optuna's, in its order (None: not computed, with
+    why in ``importance_problem`` when Optuna said)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     task: str
@@ -70,14 +87,12 @@ class StudySummary(BaseModel):
 
     @property
     def finished(self) -> int:
-        """The trials ``ablate tune --trials`` counts: complete, pruned and failed (``diverged`` is
-        a part of ``failed``, not beside it)."""
+        """The trials ``ablate tune --trials`` counts (``diverged`` is a part of ``failed``)."""
         return self.complete + self.pruned + self.failed
 
 
 class TuningData(BaseModel):
-    """Every study of one ablation and profile the section lists, and the storage it names
-    (password masked)."""
+    """Every study of one ablation and profile, and the storage (password masked)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     ablation: str
@@ -86,22 +101,13 @@ class TuningData(BaseModel):
     studies: list[StudySummary]
 
 
-RESTORED = "restored"
-"""``<results>/restored/``: the studies' summaries (and their figures) ``ablate restore`` copied
-from data files."""
-
-
 def restored_studies_path(results: Path, ablation: str, profile: str) -> Path:
-    """Where the studies' summary of ``ablation`` / ``profile`` restored from a data file lies."""
-    return Path(results) / RESTORED / f"{ablation}.{profile}.tuning.json"
+    """Where ``ablate restore`` puts the studies' summary of ``ablation`` / ``profile`` (and beside it their figures)."""
+    return Path(results) / "restored" / f"{ablation}.{profile}.tuning.json"
 
 
 def check_studies(data: TuningData | None, tasks: list[str], variants: list[str], where: str) -> None:
-    """Every study of ``data`` is of one of the ablation's ``tasks`` and ``variants`` (labels).
-
-    Raises:
-        AblateError: a study of another task or variant (a summary edited, or of an older declaration).
-    """
+    """Raises AblateError for a study of ``data`` whose task or variant the ablation does not have."""
     for s in data.studies if data is not None else []:
         if s.task not in tasks or s.variant not in variants:
             raise AblateError(
@@ -113,11 +119,7 @@ def check_studies(data: TuningData | None, tasks: list[str], variants: list[str]
 
 def read_restored(results: Path, ablation: str, profile: str, out: Path) -> TuningData | None:
     """The studies' summary ``ablate restore`` copied into the store (None: none), its figures
-    copied into ``out``.
-
-    Raises:
-        AblateError: an unreadable summary, or one of another ablation or profile.
-    """
+    copied into ``out`` (AblateError: unreadable, or of another ablation or profile)."""
     path = restored_studies_path(results, ablation, profile)
     fix = f"run `ablate restore` on the data file again, or delete {path}"
     data = read_sidecar(path, TuningData, path, "studies' summary", ablation, profile, fix)
@@ -127,14 +129,13 @@ def read_restored(results: Path, ablation: str, profile: str, out: Path) -> Tuni
 
 
 def studies_json(data: TuningData) -> bytes:
-    """The summary's file: indented JSON, no timestamp (the same studies give the same bytes)."""
+    """The summary's file: indented JSON, no timestamp."""
     return (json.dumps(data.model_dump(mode="python"), indent=1, ensure_ascii=False) + "\n").encode()
 
 
 def copy_figures(data: TuningData, source: Path, out: Path) -> list[str]:
-    """Copy the studies' figures from the report folder ``source`` to ``out`` (both hold them as
-    ``figures/...``), when they are different folders; nothing is drawn. Returns the figures
-    found in neither (the report links them all the same)."""
+    """Copy the studies' figures from the report folder ``source`` to ``out``; returns those found in
+    neither (the report links them all the same)."""
     missing = []
     for fig in (f for s in data.studies for f in s.figures):
         src, dst = Path(source) / fig.path, Path(out) / fig.path

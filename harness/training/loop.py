@@ -34,6 +34,7 @@ from harness.training.fit import transformer_config
 from harness.training.lit import CSV_FILE, LitLM, Target, TaskData, lr_factor, salt_stream
 from harness.training.probes import measure
 from harness.training.progress import remove_progress
+from harness.training.wandb_upload import REPLAYED
 
 __all__ = ["LitLM", "RunResult", "TaskData", "TrainOptions", "lr_factor", "train"]
 
@@ -90,11 +91,6 @@ def _replay(logger: Any, rows: list[dict[str, str]]) -> None:
         logger.log_metrics(metrics, step=int(row["step"]))
     if rows:
         (Path(logger.experiment.dir).parent / REPLAYED).write_text(json.dumps({"to_step": int(rows[-1]["step"])}))
-
-
-REPLAYED = "ablate-replayed.json"
-"""The mark of an offline W&B folder into which a resumed attempt replayed the curve before its
-checkpoint (read by ``harness.report.wandb_sync``, which names the same file)."""
 
 
 def _number(cell: str) -> int | float:

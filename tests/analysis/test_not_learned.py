@@ -14,9 +14,9 @@ import yaml
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse
+from harness.cli.report import report as write_report
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
-from harness.report.markdown import write_report
 from helpers.fake_store import write_decl, write_runs
 
 SEEDS = list(range(8))
@@ -71,9 +71,7 @@ def test_baseline_below_target_on_half_the_seeds_gives_no_verdict(tmp_path: Path
         "copy `acc@x2`, learned vs sinusoidal: not learned (4/8 seeds reached target); "
         "claim expects better: **untestable at this scale**"
     ]
-    text = write_report(
-        select(abl, "confirm", check_data=False), tmp_path / "results", tmp_path / "reports", data=False
-    ).read_text()
+    text = write_report(abl.source, "confirm", tmp_path / "results", tmp_path / "reports").read_text()
     assert "on 4 of its 8 planned seeds" in text and "each reads `not learned (4/8 seeds reached target)`" in text
     assert "| better" not in text and "| inconclusive" not in text  # no verdict beside the warning
     assert "Friedman χ²" not in text and "Nemenyi" not in text  # nor a test across the variants
@@ -87,9 +85,7 @@ def test_baseline_at_target_on_most_seeds_keeps_its_verdicts(tmp_path: Path) -> 
     assert frame.loc["learned", "verdict"] == "better"
     assert vd.kind(frame.loc["rope", "verdict"]) is vd.Kind.IDENTICAL
     assert claim_verdict(CLAIM, result)[0] == "supported"
-    text = write_report(
-        select(abl, "confirm", check_data=False), tmp_path / "results", tmp_path / "reports", data=False
-    ).read_text()
+    text = write_report(abl.source, "confirm", tmp_path / "results", tmp_path / "reports").read_text()
     assert "Warning: on `copy`" not in text and "not learned" not in text
     assert "Friedman χ²(2)" in text  # the test across variants is there when the task was learned
 
@@ -99,9 +95,7 @@ def test_pilot_keeps_pilot_and_warns(tmp_path: Path) -> None:
     assert result.unlearned == {"copy": (0, 8, 8)}
     assert set(result.table("copy", "acc@x2").frame["verdict"][1:]) == {"pilot"}
     assert claim_verdict(CLAIM, result)[0].startswith("pilot")
-    text = write_report(
-        select(abl, "pilot", check_data=False), tmp_path / "results", tmp_path / "reports", data=False
-    ).read_text()
+    text = write_report(abl.source, "pilot", tmp_path / "results", tmp_path / "reports").read_text()
     assert "on 0 of its 8 planned seeds" in text and "a confirmatory run at this scale would give no verdict" in text
 
 
@@ -119,7 +113,7 @@ def test_an_unfinished_grid_does_not_say_the_scale_is_too_small(tmp_path: Path) 
             if json.loads(record.read_text())["seed"] >= seeds_run:
                 shutil.rmtree(record.parent)
         sel = select(abl, "confirm", check_data=False)
-        return write_report(sel, tmp / "results", tmp / "reports", data=False).read_text()
+        return write_report(sel.ablation.source, sel.profile, tmp / "results", tmp / "reports").read_text()
 
     text = report(tmp_path / "a", reached=8, seeds_run=3)
     assert (

@@ -18,9 +18,9 @@ from harness.analysis import power as pw
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse
+from harness.cli.report import report as write_report
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
-from harness.report.markdown import write_report
 from helpers.fake_store import write_decl, write_runs
 
 SESOI = 0.05  # write_decl's copy task: primary acc@x2, sesoi 0.05, higher is better
@@ -116,7 +116,7 @@ def test_claim_verdicts_carry_it_through(tmp_path: Path) -> None:
 def test_a_pilot_gets_no_power_verdict_and_no_power_line(tmp_path: Path) -> None:
     sel, result = _store(tmp_path, "pilot", list(range(8)), {"learned": NOISY, "rope": TIGHT})
     assert set(result.table("copy", "acc@x2").frame["verdict"][1:]) == {"pilot"}
-    text = write_report(sel, tmp_path / "results", tmp_path / "reports", data=False).read_text()
+    text = write_report(sel.ablation.source, sel.profile, tmp_path / "results", tmp_path / "reports").read_text()
     assert "- Power at the smallest effect of interest" not in text and "| underpowered" not in text
 
 
@@ -129,7 +129,7 @@ def test_not_learned_wins_over_underpowered(tmp_path: Path) -> None:
 
 def test_report_setup_says_the_power(tmp_path: Path) -> None:
     sel, result = _store(tmp_path, "cpu", list(range(8)), {"learned": NOISY, "rope": TIGHT})
-    text = write_report(sel, tmp_path / "results", tmp_path / "reports", data=False, result=result).read_text()
+    text = write_report(sel.ablation.source, sel.profile, tmp_path / "results", tmp_path / "reports").read_text()
     setup = text.split("## Setup", 1)[1].split("\n## ", 1)[0]
     (line,) = [x for x in setup.splitlines() if x.startswith("- Power at the smallest effect of interest")]
     learned = next(p for p in result.power if p.variant == "learned").power

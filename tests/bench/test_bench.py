@@ -217,7 +217,7 @@ def test_report_section_and_figure_from_the_json(tmp_path):
     (results / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
     (results / "bench" / "attention-cuda-bfloat16.json").write_text("{not json")
     (out / "figures").mkdir(parents=True)
-    lines = bench_report.bench_section(load_ablation("attention_kernel"), results, out / "figures", out)
+    lines = bench_report.bench_section(load_ablation("attention_kernel"), results / "bench", out / "figures", out)
     text = "\n".join(lines)
     assert "## Speed and memory (`ablate bench attention`)" in text
     assert "| " + " | ".join(bench_report.COLUMNS) + " |" in text
@@ -233,7 +233,7 @@ def test_report_section_only_for_kernel_ablations(tmp_path):
     (tmp_path / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
 
     def section(abl, results=tmp_path):
-        return bench_report.bench_section(abl, results, tmp_path, tmp_path)
+        return bench_report.bench_section(abl, results / "bench", tmp_path, tmp_path)
 
     assert section(SimpleNamespace(name="norm", axes={"block.norm": []})) == []
     assert section(SimpleNamespace(name="mine", axes={"attention.kernel": []}))
@@ -241,18 +241,20 @@ def test_report_section_only_for_kernel_ablations(tmp_path):
 
 
 def test_write_report_appends_the_section(tmp_path, monkeypatch):
-    """The one call line in ``write_report`` (the store-dependent sections are stubbed out)."""
+    """The one call line in ``write_markdown`` (the store-dependent sections are stubbed out)."""
     results, out = tmp_path / "results", tmp_path / "reports"
     (results / "bench").mkdir(parents=True)
     (results / "bench" / "attention-cpu-float32.json").write_text(json.dumps(fake_doc()))
+    from harness.report.tuning import TuningInputs
     from harness.store.runs import StoreScan
 
-    monkeypatch.setattr(report_mod, "analyse", lambda *a, **k: SimpleNamespace(scan=StoreScan(), sequential=None))
-    for name in ("version_warnings", "claims_section", "setup_section", "failures_section"):
+    result = SimpleNamespace(scan=StoreScan(), sequential=None, results=results)
+    for name in ("version_warnings", "claims_section", "setup_section"):
         monkeypatch.setattr(sections, name, lambda *a, **k: [])
-    for name in ("_results_section", "tuning_section"):
+    for name in ("_results_section", "tuning_section", "failures_section"):
         monkeypatch.setattr(report_mod, name, lambda *a, **k: [])
-    path = report_mod.write_report(select(load_ablation("attention_kernel"), "cpu", check_data=False), results, out)
+    sel = select(load_ablation("attention_kernel"), "cpu", check_data=False)
+    path = report_mod.write_markdown(sel, result, out, TuningInputs(None, None), {}, results / "bench")
     assert "## Speed and memory (`ablate bench attention`)" in path.read_text()
     assert (out / "figures" / "attention_kernel-bench-attention-cpu-float32.png").exists()
 

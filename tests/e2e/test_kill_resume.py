@@ -32,9 +32,9 @@ from harness.execution.local import pool_context
 from harness.execution.run_folder import RunOptions
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
-from harness.report.wandb_sync import offline_runs
 from harness.store.runs import load_record, scan
 from harness.training import lit
+from harness.training.wandb_upload import offline_runs
 from helpers.events import read_events
 from helpers.tiny_grid import numbers, write_tiny
 from helpers.wandb_runs import curve, read_run

@@ -377,7 +377,7 @@ def test_a_wandb_login_counts_for_auto_online_and_sync(tmp_path, monkeypatch):
     online`` is accepted, and ``ablate sync`` uploads (it said "uploading needs WANDB_API_KEY");
     without it, offline, refused, refused. One helper decides: harness/credentials.py."""
     from harness.cli.options import WandbMode, wandb_mode
-    from harness.report import wandb_sync
+    from harness.training import wandb_upload as wandb_sync
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("NETRC", raising=False)

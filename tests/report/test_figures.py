@@ -121,9 +121,8 @@ def test_norm_placement_figures_are_readable(
 def test_a_probe_of_one_validation_pass_draws_no_curve(tmp_path: Path, passes: int) -> None:
     """A probe (ln_grad_init: one step, one validation pass) has no curve to draw: one point per
     run is no training curve, so the report shows none; two passes draw one."""
-    from harness.analysis.comparisons import analyse
+    from harness.cli.report import report as write_report
     from harness.experiment.selection import select
-    from harness.report.markdown import write_report
     from helpers.fake_store import write_decl, write_runs
 
     decl = write_decl(tmp_path / "decl", cpu={"seeds": [0, 1, 2]})
@@ -134,7 +133,7 @@ def test_a_probe_of_one_validation_pass_draws_no_curve(tmp_path: Path, passes: i
         (folder / "history.csv").write_text("step,loss,acc\n" + rows)
     abl = load(str(decl))
     sel = select(abl, "cpu", check_data=False)
-    md = write_report(sel, results, tmp_path / "out", result=analyse(sel, results)).read_text()
+    md = write_report(sel.ablation.source, sel.profile, results, tmp_path / "out").read_text()
     assert ("validation curves" in md) == (passes > 1), md
 
 
@@ -161,8 +160,7 @@ def test_a_report_drawn_where_mplbackend_names_a_notebook_backend(tmp_path: Path
 
 
 def test_a_report_whose_figure_fails_leaves_no_figures_folder(tmp_path: Path, monkeypatch) -> None:
-    from harness.experiment.selection import select
-    from harness.report.markdown import write_report
+    from harness.cli.report import report as write_report
     from helpers.fake_store import write_decl, write_runs
 
     decl = write_decl(tmp_path / "decl", cpu={"seeds": [0, 1, 2]})
@@ -173,12 +171,12 @@ def test_a_report_whose_figure_fails_leaves_no_figures_folder(tmp_path: Path, mo
 
     monkeypatch.setattr(Figure, "savefig", broken)
     with pytest.raises(RuntimeError, match="the renderer failed"):
-        write_report(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results", tmp_path / "out")
+        write_report(str(decl), "cpu", tmp_path / "results", tmp_path / "out")
     assert not (tmp_path / "out" / "figures").exists()
 
 
 def test_a_report_without_figures_has_no_figures_folder(tmp_path: Path, monkeypatch) -> None:
-    from harness.experiment.selection import select
+    from harness.cli.report import report
     from harness.report import markdown
     from helpers.fake_store import write_decl, write_runs
 
@@ -186,6 +184,6 @@ def test_a_report_without_figures_has_no_figures_folder(tmp_path: Path, monkeypa
     write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s)
     monkeypatch.setattr(markdown, "_results_section", lambda *args: ["## Results", ""])  # draws nothing
     out = tmp_path / "new" / "out"
-    path = markdown.write_report(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results", out)
+    path = report(str(decl), "cpu", tmp_path / "results", out)
     assert path == out / "mini.md" and path.is_file()
     assert not (out / "figures").exists()

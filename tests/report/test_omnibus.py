@@ -119,11 +119,11 @@ def _write_store(folder, seeds=SEEDS, positions=POSITIONS):
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from harness.report.markdown import write_report
+    from harness.cli.report import report as write_report
 
     folder = tmp_path_factory.mktemp("omni")
     abl = _write_store(folder)
-    md = write_report(select(abl, "cpu", check_data=False), folder / "results", folder / "reports")
+    md = write_report(abl.source, "cpu", folder / "results", folder / "reports")
     return md, md.read_text()
 
 

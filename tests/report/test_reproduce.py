@@ -386,16 +386,15 @@ def test_a_report_without_claims_names_the_reproductions_its_runs_serve(mini, tm
     """ln_grad_init tests no claim: its Claims section held only a caveat about 'these verdicts'.
     It now says it tests none, names the reproduction its runs are the evidence of, and calls its
     numbers results."""
-    from harness.analysis.comparisons import analyse
+    from harness.cli.report import report as write_report
     from harness.experiment.selection import select
-    from harness.report.markdown import write_report
 
     entries = [_entry()] if used else [_entry(ablation="other")]
     monkeypatch.setattr(reg, "load_registry", lambda: tuple(reg.parse(entries)))
     results = tmp_path / "results"
     write_runs(results, mini, "cpu", _value)
     sel = select(ablation_mod.load("mini"), "cpu", check_data=False)
-    md = write_report(sel, results, tmp_path / "out", result=analyse(sel, results), data=False).read_text()
+    md = write_report(sel.ablation.source, sel.profile, results, tmp_path / "out").read_text()
     claims = md.split("## Claims")[1].split("\n## ")[0]
     assert "This ablation tests no claim of `harness/experiment/claims.yaml`" in claims
     assert ("its runs are the evidence of `x2020` on [the reproductions page](reproductions.md)" in claims) == used

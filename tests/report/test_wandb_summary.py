@@ -24,9 +24,8 @@ from harness.experiment.ablation import load
 from harness.experiment.claims import load_claims
 from harness.experiment.grid import plan
 from harness.experiment.selection import select
-from harness.report.wandb_summary import SUMMARY_DIR, log_report, log_summary, table_key, table_rows
-from harness.report.wandb_sync import EMPTY_LOG_BYTES, REPLAYED, offline_runs
 from harness.training import loop as training
+from harness.training.wandb_upload import EMPTY_LOG_BYTES, REPLAYED, SUMMARY_DIR, offline_runs
 from helpers.tiny_grid import records, write_tiny
 from helpers.wandb_runs import read_run
 
@@ -43,8 +42,8 @@ def grid(tmp_path_factory: pytest.TempPathFactory):
     results = root / "results"
     assert run_cmd.run(str(path), None, [], results, workers=1, wandb="offline") == 0
     abl = load(str(path))
-    report_cmd.report(str(path), None, results, root / "reports")
-    summary = log_report(select(abl, "cpu", check_data=False), results, root / "reports", mode="offline")
+    report_cmd.report(str(path), None, results, root / "reports", wandb="offline")
+    (summary,) = offline_runs(results / "tiny" / "cpu" / SUMMARY_DIR)
     return abl, results, root / "reports", summary
 
 
@@ -100,10 +99,9 @@ def test_summary_run_holds_every_table_figure_and_claim(grid) -> None:
     analysis = analyse(select(abl, "cpu", check_data=False), results)
     assert analysis.tables
     for table in analysis.tables:
-        logged = json.loads(run.file(table_key(table)).read_text())
-        columns, rows = table_rows(table)
-        assert logged["columns"] == columns == list(table.frame.columns)
-        assert logged["data"] == rows
+        logged = json.loads(run.file(f"compare/{table.task}/{table.metric}").read_text())
+        columns = list(table.frame.columns)
+        assert logged["columns"] == columns and len(logged["data"]) == len(table.frame)
         for row, (_, expect) in zip(logged["data"], table.frame.iterrows()):
             for col, value in zip(columns, row):
                 assert (value is None and pd.isna(expect[col])) or value == expect[col], (table.metric, col)
@@ -123,8 +121,9 @@ def test_summary_is_replaced_not_added_and_off_logs_nothing(grid, tmp_path: Path
     store = tmp_path / "results"
     shutil.copytree(results, store, symlinks=True)
     analysis = analyse(select(abl, "cpu", check_data=False), store)
-    assert log_summary(analysis, mode="off") is None
-    folder = log_summary(analysis, mode="offline")
+    folder = report_cmd.log_summary(analysis, {}, [], "offline")
+    assert offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR) == [folder]
+    report_cmd.report(abl.source, None, store, tmp_path / "reports", wandb="off")
     assert offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR) == [folder]
     assert not list(store.rglob("*.wandb.synced"))
 
@@ -244,7 +243,6 @@ def test_report_hands_its_controls_to_the_summary_run(grid, tmp_path: Path, monk
     # `ablate report --wandb offline` evaluates the controls guarding its claims once: the summary
     # run logs the claims with the report's outcomes, it does not read the store's grids again
     from harness.analysis import guards as guards_mod
-    from harness.report import wandb_summary
 
     abl, results, _, summary = grid
     store = tmp_path / "results"
@@ -256,7 +254,6 @@ def test_report_hands_its_controls_to_the_summary_run(grid, tmp_path: Path, monk
         return guards_mod.guards_of(claims, results)
 
     monkeypatch.setattr(report_cmd, "guards_of", counted)
-    monkeypatch.setattr(wandb_summary, "guards_of", counted)
     decl = results.parent / "decl" / "tiny.yaml"
     report_cmd.report(str(decl), None, store, tmp_path / "reports", wandb="offline")
     assert calls == ["guards_of"]

@@ -19,7 +19,7 @@ from harness.execution.attempt import execute
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.modules import POSITIONAL, PositionalEncoding
-from harness.report.sections import run_notes
+from harness.report.probes import run_notes
 from harness.store import archive
 from harness.store.record import Record
 from harness.tasks import IGNORE_INDEX

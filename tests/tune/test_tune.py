@@ -226,7 +226,7 @@ def test_report_leaves_a_multi_objective_study_out(tmp_path: Path) -> None:
     _foreign(default_storage(results), "multi-objective")
     sel = select(load(str(write_tiny(tmp_path))), "smoke", check_data=False)
     studies = collect_studies(sel, results, None, tmp_path)
-    lines = tuning_section(sel, analyse(sel, results), TuningInputs(studies, None))
+    lines = tuning_section(sel, analyse(sel, results), TuningInputs(studies, None), {})
     assert "| copy | rope | | | | **not a study of ablate tune: 2 objectives; left out** | | |" in lines
 
 

@@ -1,5 +1,5 @@
 """The declarations of ``ablate compare``, ``report``, ``plan``, ``restore`` and ``sync``: the commands that read
-the store (:mod:`harness.cli.compare`, ``report``, ``plan``, ``restore`` and :mod:`harness.report.wandb_sync` run them)."""
+the store (:mod:`harness.cli.compare`, ``report``, ``plan``, ``restore`` and :mod:`harness.training.wandb_upload` run them)."""
 
 from __future__ import annotations
 
@@ -166,6 +166,6 @@ def sync(
 ) -> None:
     """Upload the offline W&B runs of the store (`wandb sync`); needs W&B credentials (WANDB_API_KEY or
     `wandb login`) and network."""
-    from harness.report import wandb_sync
+    from harness.training import wandb_upload
 
-    raise typer.Exit(guard(wandb_sync.sync, results_dir, dry_run=dry_run, echo=typer.echo))
+    raise typer.Exit(guard(wandb_upload.sync, results_dir, dry_run=dry_run, echo=typer.echo))
