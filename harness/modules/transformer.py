@@ -29,14 +29,7 @@ class Block(nn.Module):
         super().__init__()
         self.norm1 = NORMS.get(cfg.norm)(cfg.d_model)
         self.attn = MultiHeadAttention(
-            cfg.d_model,
-            cfg.n_heads,
-            cfg.kernel,
-            cfg.dropout,
-            qkv=cfg.qkv,
-            scale=cfg.scale,
-            mask_fill=cfg.mask_fill,
-            head_split=cfg.head_split,
+            cfg.d_model, cfg.n_heads, cfg.kernel, cfg.dropout, True, cfg.qkv, cfg.scale, cfg.mask_fill, cfg.head_split
         )
         self.norm2 = NORMS.get(cfg.norm)(cfg.d_model)
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.dropout)
@@ -47,8 +40,6 @@ class PreNormBlock(Block):
     """Pre-LN (Xiong et al., ICML 2020; GPT-2): ``x + attn(norm1(x))``, ``x + ffn(norm2(x))``;
     the residual stream is never normalised, so the model applies a final norm before the head.
     """
-
-    final_norm = True
 
     def forward(self, x: Tensor, pos: PositionalEncoding, key_padding_mask: Tensor | None = None) -> Tensor:
         x = x + self.attn(self.norm1(x), pos, key_padding_mask=key_padding_mask)[0]  # (B, T, C)
@@ -88,16 +79,12 @@ class TransformerLM(nn.Module):
         self.blocks = nn.ModuleList(block_cls(cfg) for _ in range(cfg.n_layers))
         self.norm_f = NORMS.get(cfg.norm)(cfg.d_model) if block_cls.final_norm else nn.Identity()
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self._init_weights()
-        if cfg.tie_embeddings:
-            self.head.weight = self.tok_emb.weight
-
-    def _init_weights(self) -> None:
-        init = INITS.get(self.cfg.init)
         for module in self.modules():
             if isinstance(module, nn.Linear):
-                init(module)
-        nn.init.normal_(self.tok_emb.weight, mean=0.0, std=self.cfg.d_model**-0.5)
+                INITS.get(cfg.init)(module)
+        nn.init.normal_(self.tok_emb.weight, mean=0.0, std=cfg.d_model**-0.5)
+        if cfg.tie_embeddings:
+            self.head.weight = self.tok_emb.weight
 
     def forward(self, idx: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         """Next-token logits (B, T, V) of token ids ``idx`` (B, T) in ``[0, V)``;
