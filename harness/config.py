@@ -11,12 +11,12 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from harness.bounds import check_int_range
+from harness.bounds import IntBounded
 from harness.errors import AblateError
 from harness.registry import did_you_mean
 
 
-class _Section(BaseModel):
+class _Section(IntBounded):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     @field_validator("*", mode="before")
@@ -29,12 +29,6 @@ class _Section(BaseModel):
         if numeric and any(isinstance(v, bool) for v in items):
             raise ValueError("expected a number, not a boolean")
         return value
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _int_in_range(cls, value: Any, info: ValidationInfo) -> Any:
-        """Every integer key is at most 2**31 - 1 (:mod:`harness.bounds`)."""
-        return check_int_range(value, cls.model_fields[info.field_name].metadata)
 
 
 class ModelSection(_Section):

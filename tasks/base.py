@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pydantic
 
-from harness.bounds import check_int_range
+from harness.bounds import IntBounded
 from harness.registry import did_you_mean
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: `ablate list` stays fast
@@ -27,16 +27,11 @@ class DataUnavailableError(RuntimeError):
     """A task's data file could not be found, downloaded or verified; the message says the fix."""
 
 
-class TaskParams(pydantic.BaseModel):
+class TaskParams(IntBounded):
     """Base of every task's ``Params``: unknown fields are errors, instances are immutable, every
     integer is at most 2**31 - 1."""
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-    @pydantic.field_validator("*", mode="after")
-    @classmethod
-    def _int_in_range(cls, value: Any, info: pydantic.ValidationInfo) -> Any:
-        return check_int_range(value, cls.model_fields[info.field_name].metadata)
 
 
 class Task(ABC):
