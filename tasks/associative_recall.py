@@ -63,9 +63,6 @@ class AssociativeRecall(Task):
     def min_seq_len(self) -> int:
         return 4 * self.params.n_pairs
 
-    def max_seq_len(self, split: Split) -> None:
-        """No bound: rows are generated at any length (longer rows, longer query distances)."""
-
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         p = self.params
         n_pairs = p.n_pairs

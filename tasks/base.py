@@ -36,7 +36,7 @@ class TaskParams(IntBounded):
 
 class Task(ABC):
     """Base class of all tasks: a subclass sets the class attributes and ``Params``, and defines
-    ``vocab_size``, :meth:`max_seq_len`, :meth:`_generate` and (where above 1) ``min_seq_len``.
+    ``vocab_size``, :meth:`_generate` and, where not 1 and None, ``min_seq_len`` and :meth:`max_seq_len`.
 
     Attributes:
         name: the registry name, permanent.
@@ -90,10 +90,9 @@ class Task(ABC):
         """Smallest ``seq_len`` this task can generate; :meth:`sample` raises below it."""
         return 1
 
-    @abstractmethod
     def max_seq_len(self, split: Split) -> int | None:
-        """Longest ``seq_len`` :meth:`sample` can draw from ``split`` (``None``: any), known
-        without loading the data, so that planning checks every length before any run starts."""
+        """Longest ``seq_len`` :meth:`sample` can draw from ``split`` (``None``, the default: any),
+        known without loading the data, so that planning checks every length before any run starts."""
 
     def check_available(self) -> None:
         """Make sure the task's data can be loaded (found, downloaded, verified), before any run starts.
