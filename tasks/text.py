@@ -129,11 +129,10 @@ def _tokenise(corpus: Corpus, p: TextParams) -> tuple[CharVocab | BPEVocab, np.n
             ids = {s: vocab.encode(t) for s, t in texts.items()}
         else:
             vocab, ids = _bpe(corpus, p, texts)
-        lengths = [len(ids[s]) for s in chars]
-        stops = np.cumsum(lengths).tolist()
-        bounds = {s: (stop - n, stop) for s, n, stop in zip(chars, lengths, stops)}
-        for split, n in zip(chars, lengths):
-            _check_size(corpus, p, split, n, "tokens")
+        for split in chars:
+            _check_size(corpus, p, split, len(ids[split]), "tokens")
+        stops = np.cumsum([len(ids[s]) for s in chars]).tolist()
+        bounds = {s: (stop - len(ids[s]), stop) for s, stop in zip(chars, stops)}
         _LOADED[key] = (vocab, np.concatenate([ids[s] for s in chars]), bounds)
     return _LOADED[key]
 
