@@ -52,42 +52,32 @@ class Corpus:
 
 
 def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None) -> Corpus:
-    """A text file, or the files of a folder matching ``glob``, as one :class:`Corpus`; a
-    :class:`DataUnavailableError` for no such path or file, a file that is not UTF-8 text, or a
-    corpus that is only whitespace."""
-    found = resolve(path, data_dir)
-    files = _folder_files(found, glob) if found.is_dir() else [found]
-    payloads = [f.read_bytes() for f in files]
-    text = "".join(_decode(b, f) for b, f in zip(payloads, files))  # a message names the file
-    return _corpus(text, b"".join(payloads), str(found))
-
-
-def resolve(path: str, data_dir: Path | None = None) -> Path:
-    """The file or folder ``path`` names: as given when absolute, else in ``data_dir`` (else
-    ``$ABLATE_DATA_DIR``), then in the working directory; a :class:`DataUnavailableError` lists
-    where it looked."""
+    """A text file, or the files of a folder matching ``glob``, as one :class:`Corpus`. ``path`` is
+    taken as given when absolute, else in ``data_dir`` (else ``$ABLATE_DATA_DIR``), then in the
+    working directory. A :class:`DataUnavailableError` for no such path (listing where it looked)
+    or file, a file that is not UTF-8 text, or a corpus that is only whitespace."""
     given = Path(path).expanduser()
     data_dir = data_dir_or_env(data_dir)
     tried = [given] if given.is_absolute() else [*([Path(data_dir) / given] if data_dir else []), Path.cwd() / given]
-    for candidate in tried:
-        if candidate.exists():
-            return candidate
-    raise DataUnavailableError(
-        f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); give an existing file or folder as the task param path (relative paths are looked up in $ABLATE_DATA_DIR, then the working directory)"
-    )
-
-
-def _folder_files(folder: Path, glob: str) -> list[Path]:
-    files = [
-        p
-        for p in folder.glob(glob)
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    ]
-    if not files:
+    found = next((candidate for candidate in tried if candidate.exists()), None)
+    if found is None:
         raise DataUnavailableError(
-            f"text: folder {folder} holds no file matching {glob!r}; put the corpus's .txt files in it or set the task param glob (e.g. '**/*.md')"
+            f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); give an existing file or folder as the task param path (relative paths are looked up in $ABLATE_DATA_DIR, then the working directory)"
         )
-    return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
+    files = [found]
+    if found.is_dir():
+        hidden = lambda p: any(part.startswith(".") for part in p.relative_to(found).parts)
+        files = sorted(
+            (p for p in found.glob(glob) if p.is_file() and not hidden(p)),
+            key=lambda p: p.relative_to(found).as_posix(),
+        )
+        if not files:
+            raise DataUnavailableError(
+                f"text: folder {found} holds no file matching {glob!r}; put the corpus's .txt files in it or set the task param glob (e.g. '**/*.md')"
+            )
+    payloads = [f.read_bytes() for f in files]
+    text = "".join(_decode(b, f) for b, f in zip(payloads, files))  # a message names the file
+    return _corpus(text, b"".join(payloads), str(found))
 
 
 def _decode(payload: bytes, where: Path | str) -> str:
