@@ -4,6 +4,7 @@ axes, profile and CLI overrides), and a stable config hash. Imports neither torc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -253,10 +254,7 @@ def check_schedule(cfg: RunConfig, where: str) -> None:
 
 
 def get_path(cfg: RunConfig, path: str) -> Any:
-    node: Any = cfg
-    for part in path.split("."):
-        node = getattr(node, part)
-    return node
+    return functools.reduce(getattr, path.split("."), cfg)
 
 
 def config_hash(payload: Mapping[str, Any], length: int = 12) -> str:
