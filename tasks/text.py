@@ -308,7 +308,7 @@ def _tokenise(corpus: Corpus, p: TextParams) -> tuple[CharVocab | BPEVocab, np.n
             _check_size(corpus, p, split, b - a, "characters")
         texts = {s: corpus.text[a:b] for s, (a, b) in chars.items()}
         if p.tokenizer == "char":
-            vocab: CharVocab | BPEVocab = CharVocab.of(corpus.text)
+            vocab: CharVocab | BPEVocab = CharVocab("".join(sorted(set(corpus.text))))
             ids = {s: vocab.encode(t) for s, t in texts.items()}
         else:
             vocab, ids = _bpe(corpus, p, texts)

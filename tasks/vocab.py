@@ -55,10 +55,6 @@ class CharVocab(_Vocab):
         self._codepoints = np.array([ord(c) for c in chars], dtype=np.uint32)  # (V,) ascending
         assert (np.diff(self._codepoints.astype(np.int64)) > 0).all(), "chars must be distinct and sorted"
 
-    @classmethod
-    def of(cls, text: str) -> CharVocab:
-        return cls("".join(sorted(set(text))))
-
     @property
     def size(self) -> int:
         return len(self.chars)
