@@ -128,7 +128,37 @@ def read_dataset(
     if cached.is_file():
         payload = cached.read_bytes()
         return _corpus(_decode(payload, cached), payload, f"{source}, cached at {cached}")
-    text = _load_dataset(name, config, data_files, split, column, source, rebuild=bool(local))
+    try:
+        import datasets
+    except ImportError:
+        raise DataUnavailableError(
+            f"text: {source} needs the datasets package: pip install 'ablate[datasets]' (or give a local file as the task param path)"
+        ) from None
+    datasets.disable_progress_bars()
+    try:
+        rows = datasets.load_dataset(
+            name,
+            config,
+            data_files=data_files,
+            split=split,
+            cache_dir=str(cache_dir() / "huggingface"),
+            download_mode="force_redownload" if local else None,  # local files afresh: not by mtime
+        )
+    except Exception as err:  # noqa: BLE001 hub, network, builder and split errors have no common base
+        raise DataUnavailableError(
+            f"text: {source} could not be loaded ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); check the name, config and split, and the network for a hub dataset (loaded once, it is cached under {cache_dir()} and read offline)"
+        ) from None
+    if column not in rows.column_names:
+        raise DataUnavailableError(
+            f"text: {source} has no column {column!r}; set the task param text_column to one of: {', '.join(rows.column_names)}"
+        )
+    values = rows[column]
+    bad = next((i for i, v in enumerate(values) if not isinstance(v, str)), None)
+    if bad is not None:
+        raise DataUnavailableError(
+            f"text: {source}: row {bad} of column {column!r} is {type(values[bad]).__name__}, not text; set the task param text_column to a column of strings"
+        )
+    text = "\n".join(values)
     payload = text.encode("utf-8")
     corpus = _corpus(text, payload, source)
     write_atomically(cached, payload)
@@ -169,50 +199,6 @@ def content_sha256(path: Path) -> str:
         while chunk := fh.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _load_dataset(
-    name: str,
-    config: str | None,
-    data_files: DataFiles | None,
-    split: str,
-    column: str,
-    source: str,
-    rebuild: bool = False,
-) -> str:
-    """The text column's rows joined by newlines. ``rebuild``: read local files afresh, not from
-    ``datasets``' own cache (keyed by paths and modification times)."""
-    try:
-        import datasets
-    except ImportError:
-        raise DataUnavailableError(
-            f"text: {source} needs the datasets package: pip install 'ablate[datasets]' (or give a local file as the task param path)"
-        ) from None
-    datasets.disable_progress_bars()
-    try:
-        rows = datasets.load_dataset(
-            name,
-            config,
-            data_files=data_files,
-            split=split,
-            cache_dir=str(cache_dir() / "huggingface"),
-            download_mode="force_redownload" if rebuild else None,
-        )
-    except Exception as err:  # noqa: BLE001 hub, network, builder and split errors have no common base
-        raise DataUnavailableError(
-            f"text: {source} could not be loaded ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); check the name, config and split, and the network for a hub dataset (loaded once, it is cached under {cache_dir()} and read offline)"
-        ) from None
-    if column not in rows.column_names:
-        raise DataUnavailableError(
-            f"text: {source} has no column {column!r}; set the task param text_column to one of: {', '.join(rows.column_names)}"
-        )
-    values = rows[column]
-    bad = next((i for i, v in enumerate(values) if not isinstance(v, str)), None)
-    if bad is not None:
-        raise DataUnavailableError(
-            f"text: {source}: row {bad} of column {column!r} is {type(values[bad]).__name__}, not text; set the task param text_column to a column of strings"
-        )
-    return "\n".join(values)
 
 
 class TextParams(TaskParams):
