@@ -4,6 +4,7 @@ axes, profile and CLI overrides), and a stable config hash. Imports neither torc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -11,12 +12,12 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from harness.bounds import check_int_range
+from harness.bounds import IntBounded
 from harness.errors import AblateError
 from harness.registry import did_you_mean
 
 
-class _Section(BaseModel):
+class _Section(IntBounded):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     @field_validator("*", mode="before")
@@ -29,12 +30,6 @@ class _Section(BaseModel):
         if numeric and any(isinstance(v, bool) for v in items):
             raise ValueError("expected a number, not a boolean")
         return value
-
-    @field_validator("*", mode="after")
-    @classmethod
-    def _int_in_range(cls, value: Any, info: ValidationInfo) -> Any:
-        """Every integer key is at most 2**31 - 1 (:mod:`harness.bounds`)."""
-        return check_int_range(value, cls.model_fields[info.field_name].metadata)
 
 
 class ModelSection(_Section):
@@ -259,10 +254,7 @@ def check_schedule(cfg: RunConfig, where: str) -> None:
 
 
 def get_path(cfg: RunConfig, path: str) -> Any:
-    node: Any = cfg
-    for part in path.split("."):
-        node = getattr(node, part)
-    return node
+    return functools.reduce(getattr, path.split("."), cfg)
 
 
 def config_hash(payload: Mapping[str, Any], length: int = 12) -> str:

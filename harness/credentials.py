@@ -36,9 +36,7 @@ def wandb_credentials() -> str | None:
         entry = netrc.netrc(path).authenticators(host)
     except (OSError, netrc.NetrcParseError):
         return None
-    if entry is None or not entry[2]:
-        return None
-    return f"{path} ({host})"
+    return f"{path} ({host})" if entry is not None and entry[2] else None
 
 
 def has_wandb_credentials() -> bool:

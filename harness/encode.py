@@ -73,9 +73,7 @@ UNDEFINED = "–"
 def text(value: Any, spec: str = ".4g") -> str:
     """A number for people: ``format(value, spec)``, but ``–`` where it is undefined and ``∞`` /
     ``-∞`` (``+∞`` with a ``+`` spec) where infinite. Say why a value is undefined next to it."""
-    if value is None or type(value).__name__ == "NAType":
-        return UNDEFINED
-    x = float(value)
+    x = math.nan if value is None or type(value).__name__ == "NAType" else float(value)
     if math.isnan(x):
         return UNDEFINED
     if math.isinf(x):

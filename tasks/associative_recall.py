@@ -63,16 +63,16 @@ class AssociativeRecall(Task):
     def min_seq_len(self) -> int:
         return 4 * self.params.n_pairs
 
-    def max_seq_len(self, split: Split) -> None:
-        """No bound: rows are generated at any length (longer rows, longer query distances)."""
-
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         p = self.params
         n_pairs = p.n_pairs
         keys = _distinct(rng, n, p.n_keys, n_pairs) + 1  # (N, P)
         values = rng.integers(p.n_keys + 1, p.n_keys + p.n_values + 1, size=(n, n_pairs))
         order = _distinct(rng, n, n_pairs, n_pairs)  # (N, P)
-        query_pos = 2 * n_pairs + _non_overlapping_starts(rng, n, seq_len + 1 - 2 * n_pairs, n_pairs)  # (N, P)
+        # P disjoint 2-token slots after the pairs, uniform over all placements: P of the
+        # span - P positions, the i-th (sorted) shifted by i
+        span = seq_len + 1 - 2 * n_pairs
+        query_pos = 2 * n_pairs + np.sort(_distinct(rng, n, span - n_pairs, n_pairs), axis=1) + np.arange(n_pairs)
 
         seq = np.full((n, seq_len + 1), FILLER, dtype=np.int64)  # (N, T + 1)
         seq[:, 0 : 2 * n_pairs : 2] = keys
@@ -90,10 +90,3 @@ class AssociativeRecall(Task):
 def _distinct(rng: np.random.Generator, n: int, high: int, k: int) -> np.ndarray:
     """(N, k) int64: per row, ``k`` distinct integers from ``0 .. high - 1`` in random order."""
     return np.argsort(rng.random((n, high)), axis=1)[:, :k]
-
-
-def _non_overlapping_starts(rng: np.random.Generator, n: int, span: int, k: int) -> np.ndarray:
-    """(N, k) sorted starts of ``k`` disjoint 2-token slots in ``0 .. span - 1``, per row, uniform
-    over all placements: ``k`` of ``span - k`` positions, the i-th (sorted) shifted by ``i``."""
-    chosen = np.sort(_distinct(rng, n, span - k, k), axis=1)  # (N, k)
-    return chosen + np.arange(k)[None, :]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pydantic
 
-from harness.bounds import check_int_range
+from harness.bounds import IntBounded
 from harness.registry import did_you_mean
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: `ablate list` stays fast
@@ -27,21 +27,16 @@ class DataUnavailableError(RuntimeError):
     """A task's data file could not be found, downloaded or verified; the message says the fix."""
 
 
-class TaskParams(pydantic.BaseModel):
+class TaskParams(IntBounded):
     """Base of every task's ``Params``: unknown fields are errors, instances are immutable, every
     integer is at most 2**31 - 1."""
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
-    @pydantic.field_validator("*", mode="after")
-    @classmethod
-    def _int_in_range(cls, value: Any, info: pydantic.ValidationInfo) -> Any:
-        return check_int_range(value, cls.model_fields[info.field_name].metadata)
-
 
 class Task(ABC):
     """Base class of all tasks: a subclass sets the class attributes and ``Params``, and defines
-    ``vocab_size``, :meth:`max_seq_len`, :meth:`_generate` and (where above 1) ``min_seq_len``.
+    ``vocab_size``, :meth:`_generate` and, where not 1 and None, ``min_seq_len`` and :meth:`max_seq_len`.
 
     Attributes:
         name: the registry name, permanent.
@@ -95,10 +90,9 @@ class Task(ABC):
         """Smallest ``seq_len`` this task can generate; :meth:`sample` raises below it."""
         return 1
 
-    @abstractmethod
     def max_seq_len(self, split: Split) -> int | None:
-        """Longest ``seq_len`` :meth:`sample` can draw from ``split`` (``None``: any), known
-        without loading the data, so that planning checks every length before any run starts."""
+        """Longest ``seq_len`` :meth:`sample` can draw from ``split`` (``None``, the default: any),
+        known without loading the data, so that planning checks every length before any run starts."""
 
     def check_available(self) -> None:
         """Make sure the task's data can be loaded (found, downloaded, verified), before any run starts.

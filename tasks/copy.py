@@ -51,9 +51,6 @@ class Copy(Task):
     def min_seq_len(self) -> int:
         return 2 * self.params.min_len
 
-    def max_seq_len(self, split: Split) -> None:
-        """No bound."""
-
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         max_len = seq_len // 2
         if split == "train":

@@ -35,27 +35,29 @@ MAX_WORD = 256  # the longest run of (non-)whitespace the BPE trainer sees as on
 _LONG_RUN = re.compile(rf"\S{{{MAX_WORD}}}|\s{{{MAX_WORD}}}")
 
 
-class CharVocab:
+class _Vocab:
+    """A vocabulary is defined by the string ``definition``; its digest is that string's sha256."""
+
+    definition: str
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.definition.encode("utf-8")).hexdigest()
+
+
+class CharVocab(_Vocab):
     """One id per character of ``chars`` (distinct, in ascending code-point order)."""
 
     kind = "char"
 
     def __init__(self, chars: str) -> None:
-        self.chars = chars
+        self.chars = self.definition = chars
         self._codepoints = np.array([ord(c) for c in chars], dtype=np.uint32)  # (V,) ascending
         assert (np.diff(self._codepoints.astype(np.int64)) > 0).all(), "chars must be distinct and sorted"
-
-    @classmethod
-    def of(cls, text: str) -> CharVocab:
-        return cls("".join(sorted(set(text))))
 
     @property
     def size(self) -> int:
         return len(self.chars)
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(self.chars.encode("utf-8")).hexdigest()
 
     @property
     def token_bytes(self) -> np.ndarray:
@@ -74,7 +76,7 @@ class CharVocab:
         return ids.astype(np.int32)
 
 
-class BPEVocab:
+class BPEVocab(_Vocab):
     """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``), from its JSON ``definition``."""
 
     kind = "bpe"
@@ -135,10 +137,6 @@ class BPEVocab:
     @property
     def size(self) -> int:
         return self._tokenizer.get_vocab_size()
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(self.definition.encode("utf-8")).hexdigest()
 
     @property
     def token_bytes(self) -> np.ndarray:

@@ -16,7 +16,7 @@ from harness import registry
 
 MODEL = 1
 """Version of ``TransformerLM`` and the attention/FFN glue (harness/modules/transformer.py,
-attention.py, ffn.py) outside the registered components."""
+attention.py) outside the registered components."""
 
 TRAINING = 1
 """Version of the training loop (harness/training.py, callbacks.py, measure.py): bump when a run's

@@ -14,12 +14,9 @@ Importing this package registers every entry into the registries of config.py.
 """
 
 from harness.modules.attention import HEAD_SPLITS, KERNELS, QKV, SCALES, MultiHeadAttention
-from harness.modules.ffn import ACTIVATIONS, FeedForward
-from harness.modules.inits import INITS
 from harness.modules.kernels import MASK_FILLS, AttentionKernel
-from harness.modules.norms import NORMS
 from harness.modules.positional import POSITIONAL, PositionalEncoding
-from harness.modules.transformer import BLOCKS, TransformerConfig, TransformerLM
+from harness.modules.transformer import ACTIVATIONS, BLOCKS, INITS, NORMS, FeedForward, TransformerConfig, TransformerLM
 
 __all__ = [
     "ACTIVATIONS",

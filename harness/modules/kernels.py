@@ -24,21 +24,13 @@ MASK_FILLS.builtin("-1e4")(lambda dtype: -1e4)  # fits float16 (max 65504)
 MASK_FILLS.builtin("dtype_min")(lambda dtype: torch.finfo(dtype).min)  # as Hugging Face
 
 
-def causal_mask(t: int, s: int, device: torch.device | None = None) -> Tensor:
-    """Boolean (T, S), True where key ``j`` lies after query ``i`` (at position ``i + S - T``).
-
-    Raises:
-        ValueError: ``T > S`` (some queries would have no key).
-    """
+def hidden_keys(t: int, s: int, key_padding_mask: Tensor | None, device: torch.device) -> Tensor:
+    """True where a query may not see a key: the causal mask (key ``j`` after query ``i``, at
+    position ``i + S - T``), or'ed with padding keys; (T, S) without ``key_padding_mask``,
+    (B, 1, T, S) with a (B, S) one. ``ValueError`` for ``T > S`` (a query with no key)."""
     if t > s:
         raise ValueError(f"causal attention needs T <= S, got T={t}, S={s}")
-    return torch.ones(t, s, dtype=torch.bool, device=device).triu(s - t + 1)
-
-
-def hidden_keys(t: int, s: int, key_padding_mask: Tensor | None, device: torch.device) -> Tensor:
-    """True where a query may not see a key: the causal mask, or'ed with padding keys; (T, S)
-    without ``key_padding_mask``, (B, 1, T, S) with a (B, S) one."""
-    mask = causal_mask(t, s, device)  # (T, S)
+    mask = torch.ones(t, s, dtype=torch.bool, device=device).triu(s - t + 1)  # (T, S)
     if key_padding_mask is None:
         return mask
     return mask[None, None] | key_padding_mask[:, None, None, :].to(torch.bool)  # (B, 1, T, S)
@@ -133,10 +125,9 @@ class SDPAttention(AttentionKernel):
         attn_mask = None
         if bias is not None or key_padding_mask is not None or t != s:
             hidden = hidden_keys(t, s, key_padding_mask, q.device)  # (T, S) or (B, 1, T, S)
-            base = bias.to(q.dtype) if bias is not None else torch.zeros(t, s, dtype=q.dtype, device=q.device)
-            attn_mask = base.masked_fill(hidden, float("-inf"))  # (H, T, S), (T, S) or (B, H|1, T, S)
-            if attn_mask.dim() == 3:
-                attn_mask = attn_mask[None]  # (1, H, T, S): flash on CPU takes 2-D or 4-D masks only
+            # (1, H, T, S), not (H, T, S): flash on CPU takes 2-D or 4-D masks only
+            base = bias.to(q.dtype)[None] if bias is not None else torch.zeros(t, s, dtype=q.dtype, device=q.device)
+            attn_mask = base.masked_fill(hidden, float("-inf"))  # (T, S), (1, H, T, S) or (B, H|1, T, S)
         causal, scale = attn_mask is None, self.scale_for(q)
         with sdpa_kernel(self.forced) if self.forced is not None else contextlib.nullcontext():
             try:  # private API: best effort only

@@ -65,22 +65,15 @@ def _logits_and_grad(
     model: TransformerLM, idx: Tensor, mask: Tensor | None, t: int, w: Tensor
 ) -> tuple[Tensor, Tensor]:
     """The logits at ``<= t`` and the gradient of ``sum(logits * w)`` at the token embeddings."""
-    store: dict[str, Tensor] = {}
-
-    def keep(module: torch.nn.Module, inputs: tuple[Tensor, ...], out: Tensor) -> Tensor:
-        out.retain_grad()
-        store["emb"] = out
-        return out
-
-    handle = model.tok_emb.register_forward_hook(keep)
+    emb: list[Tensor] = []
+    handle = model.tok_emb.register_forward_hook(lambda _m, _i, out: emb.append(out))
     try:
         with torch.enable_grad():
             a = model(idx, mask)[:, : t + 1]  # (B, t + 1, V)
-            (a.float() * w).sum().backward()
+            (grad,) = torch.autograd.grad((a.float() * w).sum(), emb[0])  # (B, T, C)
     finally:
         handle.remove()
-    model.zero_grad(set_to_none=True)
-    return a.detach(), store["emb"].grad
+    return a.detach(), grad
 
 
 def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor | None = None) -> dict[str, float]:

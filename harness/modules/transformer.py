@@ -1,6 +1,15 @@
-"""A decoder-only Transformer language model whose components are named by a ``TransformerConfig``.
+"""A decoder-only Transformer language model whose components are named by a ``TransformerConfig``,
+and the layers it is built from besides attention: norms, the feed-forward network, the linear
+layers' initialisations.
 
 Blocks are built as ``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos, key_padding_mask)``.
+Norms are built as ``NORMS.get(name)(d_model)``, (..., C) -> (..., C); a norm class says whether it
+rescales with the class attribute ``normalises`` (default True). Activations are built as
+``ACTIVATIONS.get(name)()``; one with ``gated = True`` (``swiglu``) takes a hidden vector twice as
+wide. ``INITS.get(name)(linear)`` initialises one ``nn.Linear`` in place. With tokens entering at
+unit scale, ``normal_0.02`` at d_model 64 starts each sub-layer's output two orders of magnitude
+below its input (std 0.02 against Xavier's 0.125), so a Pre-LN residual stream does not grow with
+depth; under ``xavier`` it grows as Xiong et al. (ICML 2020, Lemma 2) assume.
 """
 
 from __future__ import annotations
@@ -8,13 +17,114 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from harness.modules.attention import MultiHeadAttention
 from harness.modules.config import TransformerConfig
-from harness.modules.ffn import FeedForward
 from harness.modules.positional import PositionalEncoding
-from harness.registry import BLOCKS, INITS, NORMS, POSITIONAL
+from harness.registry import ACTIVATIONS, BLOCKS, INITS, NORMS, POSITIONAL
+
+# Layer normalisation (Ba et al., 2016): centre and scale over C, learned gain and bias, eps 1e-5.
+NORMS.builtin("layernorm")(nn.LayerNorm)
+
+
+@NORMS.builtin("rmsnorm")
+class RMSNorm(nn.Module):
+    """Root-mean-square layer normalisation (Zhang & Sennrich, NeurIPS 2019):
+    ``y = x / sqrt(mean(x^2) + eps) * g``, no centring and no bias. Normalises in float32 and
+    casts back to the input dtype (as LLaMA does); ``eps`` is added to the mean square.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: Tensor) -> Tensor:
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return (xf * self.weight.float()).to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.numel()}, eps={self.eps}"
+
+
+@NORMS.builtin("none")
+class NoNorm(nn.Identity):
+    """No normalisation, ``y = x`` (the arm without LayerNorm of claim ``layernorm-needed``).
+    With Pre-LN the residual stream and the final projection then see unnormalised activations;
+    with Post-LN the block is a plain residual block. ``d_model`` is unused.
+    """
+
+    normalises = False
+
+    def __init__(self, d_model: int, eps: float = 0.0) -> None:
+        super().__init__()
+
+
+@INITS.builtin("normal_0.02")
+def normal_002(linear: nn.Linear) -> None:
+    """GPT-2 (Radford et al., 2019) and nanoGPT: weight ~ N(0, 0.02^2) whatever its shape, bias 0."""
+    nn.init.normal_(linear.weight, mean=0.0, std=0.02)
+    if linear.bias is not None:
+        nn.init.zeros_(linear.bias)
+
+
+@INITS.builtin("xavier")
+def xavier(linear: nn.Linear) -> None:
+    """Xavier (Glorot & Bengio, AISTATS 2010), normal form: weight ~ N(0, 2 / (fan_in + fan_out)),
+    bias 0; N(0, 1/C) for a C x C matrix, as Xiong et al. (ICML 2020, §3) analyse. A fused QKV
+    projection (C -> 3C) is one matrix, as fairseq's fused ``in_proj``.
+    """
+    nn.init.xavier_normal_(linear.weight)
+    if linear.bias is not None:
+        nn.init.zeros_(linear.bias)
+
+
+# ReLU, as in Vaswani et al. (2017), Eq. 2.
+ACTIVATIONS.builtin("relu")(nn.ReLU)
+# GELU (Hendrycks & Gimpel, 2016), exact erf form, as in BERT and GPT-2 (which uses the tanh form).
+ACTIVATIONS.builtin("gelu")(nn.GELU)
+
+
+@ACTIVATIONS.builtin("swiglu")
+class SwiGLU(nn.Module):
+    """The gated linear unit with Swish (SiLU) of Shazeer (2020), "GLU Variants Improve
+    Transformer", Eq. 6: ``FFN(x) = (Swish(x W) * (x V)) W2``. Here ``[x W, x V]`` is the output
+    of the FFN's input projection, split in halves: ``silu(a) * b``, (..., 2F) -> (..., F).
+
+    The FFN then has three C x F matrices instead of two: 1.5x the parameters at the same
+    ``d_ff`` (Shazeer and LLaMA shrink it to 2/3). Unlike Shazeer we keep the projections' biases.
+    """
+
+    gated: ClassVar[bool] = True
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(..., 2F) -> (..., F)."""
+        a, b = x.chunk(2, dim=-1)
+        return F.silu(a) * b
+
+
+class FeedForward(nn.Module):
+    """``Linear(C, d_ff) -> activation -> Linear(d_ff, C) -> dropout`` (Vaswani et al., 2017,
+    §3.3), applied to each position independently. With a gated activation (``swiglu``) the
+    input projection is ``Linear(C, 2 d_ff)``. (B, T, C) -> (B, T, C); ``d_ff`` is the hidden
+    width F (after the gate). Raises ``UnknownNameError`` for an unknown activation.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", dropout: float = 0.0) -> None:
+        super().__init__()
+        act_cls = ACTIVATIONS.get(activation)
+        width = 2 * d_ff if getattr(act_cls, "gated", False) else d_ff
+        self.fc_in = nn.Linear(d_model, width)
+        self.act = act_cls()
+        self.fc_out = nn.Linear(d_ff, d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.drop(self.fc_out(self.act(self.fc_in(x))))  # hidden (B, T, d_ff) or (B, T, 2 d_ff)
 
 
 class Block(nn.Module):
@@ -29,14 +139,7 @@ class Block(nn.Module):
         super().__init__()
         self.norm1 = NORMS.get(cfg.norm)(cfg.d_model)
         self.attn = MultiHeadAttention(
-            cfg.d_model,
-            cfg.n_heads,
-            cfg.kernel,
-            cfg.dropout,
-            qkv=cfg.qkv,
-            scale=cfg.scale,
-            mask_fill=cfg.mask_fill,
-            head_split=cfg.head_split,
+            cfg.d_model, cfg.n_heads, cfg.kernel, cfg.dropout, True, cfg.qkv, cfg.scale, cfg.mask_fill, cfg.head_split
         )
         self.norm2 = NORMS.get(cfg.norm)(cfg.d_model)
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.dropout)
@@ -47,8 +150,6 @@ class PreNormBlock(Block):
     """Pre-LN (Xiong et al., ICML 2020; GPT-2): ``x + attn(norm1(x))``, ``x + ffn(norm2(x))``;
     the residual stream is never normalised, so the model applies a final norm before the head.
     """
-
-    final_norm = True
 
     def forward(self, x: Tensor, pos: PositionalEncoding, key_padding_mask: Tensor | None = None) -> Tensor:
         x = x + self.attn(self.norm1(x), pos, key_padding_mask=key_padding_mask)[0]  # (B, T, C)
@@ -88,16 +189,12 @@ class TransformerLM(nn.Module):
         self.blocks = nn.ModuleList(block_cls(cfg) for _ in range(cfg.n_layers))
         self.norm_f = NORMS.get(cfg.norm)(cfg.d_model) if block_cls.final_norm else nn.Identity()
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self._init_weights()
-        if cfg.tie_embeddings:
-            self.head.weight = self.tok_emb.weight
-
-    def _init_weights(self) -> None:
-        init = INITS.get(self.cfg.init)
         for module in self.modules():
             if isinstance(module, nn.Linear):
-                init(module)
-        nn.init.normal_(self.tok_emb.weight, mean=0.0, std=self.cfg.d_model**-0.5)
+                INITS.get(cfg.init)(module)
+        nn.init.normal_(self.tok_emb.weight, mean=0.0, std=cfg.d_model**-0.5)
+        if cfg.tie_embeddings:
+            self.head.weight = self.tok_emb.weight
 
     def forward(self, idx: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         """Next-token logits (B, T, V) of token ids ``idx`` (B, T) in ``[0, V)``;

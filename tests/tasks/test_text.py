@@ -253,7 +253,7 @@ def test_token_bytes_add_up_to_the_utf8_length(tmp_path: Path, params: dict) -> 
 
 def test_char_vocab_refuses_an_unknown_character() -> None:
     with pytest.raises(ValueError, match="'z' at offset 2"):
-        CharVocab.of("abc").encode("abz")
+        CharVocab("abc").encode("abz")
 
 
 # --- bad params and bad corpora ------------------------------------------------------------------------
