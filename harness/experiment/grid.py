@@ -18,7 +18,7 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import TaskEntry
 from harness.experiment.overrides import apply_overrides, parse_overrides
 from harness.experiment.versions import hashed_versions, run_versions
-from harness.registry import did_you_mean
+from harness.registry import UnknownNameError, did_you_mean
 from harness.training.fit import transformer_config
 
 if TYPE_CHECKING:  # the task registry imports its tasks: imported where a task is built
@@ -231,7 +231,11 @@ def plan(
                 )
             head = (abl.name, profile, tname, dict(entry.params), str(task.version), variant, abl.label(variant))
             runs = [RunSpec(*head, seed, cfg) for seed in prof.seeds]
-            if will_run is None or any(map(will_run, runs)):
+            try:  # a run id needs every component name known: an unknown one is refused as check_variant would
+                check = will_run is None or any(map(will_run, runs))
+            except UnknownNameError as exc:
+                raise AblateError(f"{where}: {exc}") from None
+            if check:
                 check_variant(cfg, task, where)
             _check_metrics(entry, cfg, task, tname)
             for other, other_cfg, _ in per_task[tname]:  # one config, one run id: two runs into one folder
