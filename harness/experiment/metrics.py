@@ -71,15 +71,11 @@ def _probe(name: str, probe: str, unit: str, **kw: bool) -> Metric:
     return Metric(name, False, unit, PROBE, probe=probe, **kw)
 
 
-def _fraction(name: str, unit: str) -> Metric:
-    return _tested(name, True, unit, kinds=("synthetic",), best=1.0, floor=0.0)
-
-
 _ZERO_ONE, _GN = "0 or 1", "grad_norm_init"
 METRICS: tuple[Metric, ...] = (
     _tested("loss", False, "nats per scored token", floor=0.0),
-    _fraction("acc", "fraction of scored tokens right"),
-    _fraction("exact", "fraction of sequences right"),
+    _tested("acc", True, "fraction of scored tokens right", kinds=("synthetic",), best=1.0, floor=0.0),
+    _tested("exact", True, "fraction of sequences right", kinds=("synthetic",), best=1.0, floor=0.0),
     _tested("ppl", False, "perplexity, exp(loss)", kinds=("lm",), floor=1.0),
     _tested("bpb", False, "bits per byte of the scored text", byte_level=True, floor=0.0),
     Metric("steps_to_target", False, "optimiser steps (the step budget if never)", TRAINING, compared=True),

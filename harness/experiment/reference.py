@@ -204,10 +204,10 @@ def _allowed(prop: dict[str, Any], defs: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _row(prop: dict[str, Any], defs: dict[str, Any], required: bool = False, meaning: str | None = None) -> str:
-    """A key's type, default, allowed values and meaning, as cells of a table row."""
+def _row(prop: dict[str, Any], defs: dict[str, Any], required: bool = False) -> str:
+    """A key's type, default, allowed values and meaning (its own, else its definition's), as cells of a table row."""
     default = "required" if required else _code(prop["default"]) if "default" in prop else ""
-    meaning = prop.get("description", "") if meaning is None else meaning
+    meaning = prop.get("description") or defs.get(prop.get("$ref", "#").rsplit("/", 1)[-1], {}).get("description", "")
     return f"{_type(prop, defs)} | {default} | {_cell(_allowed(prop, defs))} | {_cell(meaning)} |"
 
 
@@ -218,9 +218,7 @@ def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str
         model = defs[name]
         for field, prop in model["properties"].items():
             key = prefix + field
-            ref = defs.get(prop.get("$ref", "#").rsplit("/", 1)[-1], {})
-            meaning = prop.get("description") or ref.get("description", "")
-            rows.append(f"| `{key}` | {_row(prop, defs, field in model.get('required', ()), meaning)}")
+            rows.append(f"| `{key}` | {_row(prop, defs, field in model.get('required', ()))}")
             if key not in BAD:
                 raise ValueError(f"no bad value for the declaration key {key}; add one to reference.BAD")
             where, value = BAD[key]

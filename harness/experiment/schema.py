@@ -23,7 +23,6 @@ from harness.experiment.families import families
 SHIPPED = Path(__file__).with_name("ablation.schema.json")
 """The schema shipped with the package, for editors: ``# yaml-language-server: $schema=PATH``."""
 
-DRAFT = "https://json-schema.org/draft/2020-12/schema"
 OPEN = "_plugins"
 """The suffix of the definitions with component and task names left open (a file with ``plugins:``)."""
 
@@ -34,11 +33,10 @@ Names = dict[str, list[str]]
 
 def registered_names() -> Names:
     """Every name the registries hold now, with aliases, by the config key that selects it (``task``)."""
-    out: Names = {}
-    for fam in families():
-        reg = fam.registry
-        out[fam.config_key or "task"] = [*reg.names(), *(a for n in reg.names() for a in reg.aliases(n))]
-    return out
+    return {
+        f.config_key or "task": [*f.registry.names(), *(a for n in f.registry.names() for a in f.registry.aliases(n))]
+        for f in families()
+    }
 
 
 def config_keys(names: Names | None) -> dict[str, dict[str, Any]]:
@@ -78,7 +76,7 @@ def build() -> dict[str, Any]:
         defs.update(_declaration(pyd, suffix, refs, known, claim_ids))
     defs.update({f"params.{t}": _tidy(TASKS.get(t).Params.model_json_schema()) for t in names["task"]})
     return {
-        "$schema": DRAFT,
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "ablate: an ablation declaration",
         "description": "An ablation file (docs/ablation-files.md). Written by `ablate schema`.",
         "if": {"required": ["plugins"], "properties": {"plugins": {"minItems": 1}}},
@@ -171,6 +169,6 @@ def _tidy(node: Any) -> Any:
     return out
 
 
-def text(schema: dict[str, Any] | None = None) -> str:
-    """The schema as the shipped file holds it: JSON, indented, ending with a newline."""
-    return json.dumps(build() if schema is None else schema, indent=1, ensure_ascii=False) + "\n"
+def text() -> str:
+    """:func:`build`'s schema as the shipped file holds it: JSON, indented, ending with a newline."""
+    return json.dumps(build(), indent=1, ensure_ascii=False) + "\n"
