@@ -218,17 +218,9 @@ def load_ref(ref: PluginRef) -> Plugin:
     if dist is None and (names := md.packages_distributions().get(module_name.split(".")[0])):
         dist, version = names[0], md.version(names[0])
     path, digest = _code_hash(sys.modules[module_name.split(".")[0]] if ref.kind != "file" else module)
-    plugin = Plugin(
-        ref=ref,
-        module=module_name,
-        distribution=dist,
-        version=version,
-        path=path,
-        sha256=digest if dist is None else None,
-        entries=tuple((f.key, name) for f, name in new),
-    )
-    _LOADED[ref] = plugin
-    return plugin
+    entries = tuple((f.key, name) for f, name in new)
+    _LOADED[ref] = Plugin(ref, module_name, dist, version, path, digest if dist is None else None, entries)
+    return _LOADED[ref]
 
 
 def drop_module(module_name: str) -> None:

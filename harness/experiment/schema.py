@@ -64,16 +64,15 @@ def build() -> dict[str, Any]:
     defs = {k: pyd["$defs"][k] for k in ("Control", "MetricSpec", "ParamSpec", "Sequential", "Threshold")}
     defs["MetricSpec"]["properties"]["metric"]["pattern"] = _metric_pattern(bare=False)
     defs["Threshold"]["properties"]["metric"]["pattern"] = _metric_pattern(bare=True)
-    claim_ids = list(claims_file.load_claims())
-    defs["Control"]["properties"]["guards"]["items"]["enum"] = claim_ids
+    defs["Control"]["properties"]["guards"]["items"]["enum"] = list(claims_file.load_claims())
     closed, loose = config_keys(names), config_keys(None)
-    for suffix, known, keys in (("", names, closed), (OPEN, None, loose)):
+    for suffix, tasks, keys in (("", names["task"], closed), (OPEN, None, loose)):
         refs = {}  # one definition per key, one per variant where the names make them differ
         for path, prop in keys.items():
             ref = path if closed[path] == loose[path] else path + suffix
             defs[ref] = prop
             refs[path] = {"$ref": f"#/$defs/{ref}"}
-        defs.update(_declaration(pyd, suffix, refs, known, claim_ids))
+        defs.update(_declaration(pyd, suffix, refs, tasks))
     defs.update({f"params.{t}": _tidy(TASKS.get(t).Params.model_json_schema()) for t in names["task"]})
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -86,17 +85,10 @@ def build() -> dict[str, Any]:
     }
 
 
-def _declaration(
-    pyd: dict[str, Any],
-    suffix: str,
-    keys: dict[str, dict[str, Any]],
-    names: Names | None,
-    claim_ids: list[str],
-) -> dict[str, Any]:
+def _declaration(pyd: dict[str, Any], suffix: str, keys: dict[str, Any], tasks: list[str] | None) -> dict[str, Any]:
     """The definitions that depend on the names (config mapping, task entry, profile, declaration),
     each named with ``suffix``; ``keys``: each config key's reference to its definition."""
     config_ref = {"$ref": f"#/$defs/Config{suffix}"}
-    tasks = names.get("task") if names is not None else None
     task_name = {"type": "string", "enum": tasks} if tasks else {"type": "string", "pattern": SAFE}
 
     profile = copy.deepcopy(pyd["$defs"]["Profile"])
@@ -123,7 +115,7 @@ def _declaration(
     ap.pop("source")
     ap["name"]["pattern"] = ap["default_profile"]["pattern"] = SAFE
     ap["question"]["pattern"] = r"\S"
-    ap["claims"]["items"]["enum"] = claim_ids
+    ap["claims"]["items"]["enum"] = list(claims_file.load_claims())
     ap["claims"]["uniqueItems"] = True
     ap["axes"] = {
         **ap["axes"],
