@@ -250,36 +250,6 @@ def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
     return rows
 
 
-def _names_rows(names: schema.Names) -> list[str]:
-    rows = ["| config key | family | names (aliases) |", "|---|---|---|"]
-    for fam in families():
-        reg = fam.registry
-        shown = ", ".join(
-            f"`{n}`" + (f" ({', '.join(f'`{a}`' for a in reg.aliases(n))})" if reg.aliases(n) else "")
-            for n in reg.names()
-        )
-        rows.append(f"| `{fam.config_key or 'tasks: TASK'}` | {reg.family} | {shown} |")
-    return rows
-
-
-def _params_rows(defs: dict[str, Any], names: schema.Names) -> list[str]:
-    rows = ["| task | param | type | default | allowed | meaning |", "|---|---|---|---|---|---|"]
-    for task in names["task"]:
-        props = defs[f"params.{task}"]["properties"]
-        if not props:
-            rows.append(f"| `{task}` | (none) | | | | |")
-        rows += [f"| `{task}` | `{param}` | {_row(prop, defs)}" for param, prop in props.items()]
-    return rows
-
-
-def _metric_rows() -> list[str]:
-    rows = ["| metric | better | unit | a task's primary or gate |", "|---|---|---|---|"]
-    for m in metrics.METRICS:
-        better = "higher" if m.higher_is_better else "lower"
-        rows.append(f"| `{m.shown}` | {better} | {_cell(m.unit)} | {'yes' if m.rankable else 'no'} |")
-    return rows
-
-
 PAGE = """\
 # Ablation files: the reference
 
@@ -336,18 +306,35 @@ What a component key takes (`ablate list --components` lists them with their plu
 def markdown() -> str:
     """The page, for the names registered now (without plugins: the one in docs/)."""
     defs = schema.build()["$defs"]
-    names = schema.registered_names()
     example = yaml.safe_load(EXAMPLE)
     _show(EXAMPLE)  # the example itself loads and expands
+    names = ["| config key | family | names (aliases) |", "|---|---|---|"]
+    for fam in families():
+        reg = fam.registry
+        shown = [
+            f"`{n}`" + (f" ({', '.join(f'`{a}`' for a in reg.aliases(n))})" if reg.aliases(n) else "")
+            for n in reg.names()
+        ]
+        names.append(f"| `{fam.config_key or 'tasks: TASK'}` | {reg.family} | {', '.join(shown)} |")
+    params = ["| task | param | type | default | allowed | meaning |", "|---|---|---|---|---|---|"]
+    for task in schema.registered_names()["task"]:
+        props = defs[f"params.{task}"]["properties"]
+        if not props:
+            params.append(f"| `{task}` | (none) | | | | |")
+        params += [f"| `{task}` | `{param}` | {_row(prop, defs)}" for param, prop in props.items()]
+    metric_rows = ["| metric | better | unit | a task's primary or gate |", "|---|---|---|---|"]
+    for m in metrics.METRICS:
+        better = "higher" if m.higher_is_better else "lower"
+        metric_rows.append(f"| `{m.shown}` | {better} | {_cell(m.unit)} | {'yes' if m.rankable else 'no'} |")
     return PAGE.format(
         example=EXAMPLE.rstrip(),
         shipped=schema.SHIPPED.name,
         declaration="\n".join(_declaration_rows(defs, example)),
         config="\n".join(_config_rows(defs, example)),
-        names="\n".join(_names_rows(names)),
+        names="\n".join(names),
         probes=", ".join(f"`{p}`" for p in defs["eval.probes"]["items"]["enum"]),
-        params="\n".join(_params_rows(defs, names)),
-        metrics="\n".join(_metric_rows()),
+        params="\n".join(params),
+        metrics="\n".join(metric_rows),
         claims="\n".join(
             f"| `{i}` | {_cell(c['claim'])} (`{c['ablation']}`) |" for i, c in claims_file.load_claims().items()
         ),

@@ -110,19 +110,15 @@ def check_space(space: dict[str, ParamSpec], config: Any, where: str) -> None:
 
 
 def suggest(trial: Any, path: str, spec: ParamSpec) -> Any:
-    if spec.type == "float":
-        return trial.suggest_float(path, float(spec.low), float(spec.high), log=spec.log)
-    if spec.type == "int":
-        return trial.suggest_int(path, int(spec.low), int(spec.high), log=spec.log)
-    return trial.suggest_categorical(path, list(spec.choices or []))
+    if spec.type == "categorical":
+        return trial.suggest_categorical(path, spec.candidates())
+    return getattr(trial, f"suggest_{spec.type}")(path, *spec.candidates(), log=spec.log)
 
 
 def distribution(spec: ParamSpec) -> Any:
     """The Optuna distribution :func:`suggest` draws ``spec`` from."""
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-    if spec.type == "float":
-        return FloatDistribution(float(spec.low), float(spec.high), log=spec.log)
-    if spec.type == "int":
-        return IntDistribution(int(spec.low), int(spec.high), log=spec.log)
-    return CategoricalDistribution(list(spec.choices or []))
+    if spec.type == "categorical":
+        return CategoricalDistribution(spec.candidates())
+    return (IntDistribution if spec.type == "int" else FloatDistribution)(*spec.candidates(), log=spec.log)
