@@ -109,12 +109,8 @@ METRICS: tuple[Metric, ...] = (
 )
 """Every metric, in the order the documentation lists them."""
 
-OUTCOME = "finished"
-"""The outcome metric: 1 when a run finished, 0 when it diverged, raised or timed out."""
-STEPS_TO_TARGET = "steps_to_target"
-"""Steps until the validation metric first met the task's convergence target (censored at the budget)."""
-TARGET_REACHED = "target_reached"
-"""1 when the run met its task's convergence target within the step budget."""
+# the metrics the analysis reads by name (their units are the table's)
+OUTCOME, STEPS_TO_TARGET, TARGET_REACHED = "finished", "steps_to_target", "target_reached"
 
 _LENGTH = re.compile(r"^(?P<base>[a-z_]+)@x(?P<mult>\d+)$")
 
