@@ -166,7 +166,7 @@ class Ablation(Decl):
             self.control.check(
                 labels,
                 self.baseline_label,
-                claims_file.load_claims() if self.control.guards else (),
+                known,
                 {name: prof.confirmatory for name, prof in self.profiles.items()},
                 self.claims,
             )
