@@ -44,13 +44,8 @@ class RunSpec:
     def payload(self, code_versions: dict[str, int] | None = None) -> dict[str, Any]:
         """What a run id hashes: everything that determines the run's numbers, the code versions above 1
         included (:mod:`harness.experiment.versions`; ``code_versions``: a stored run's, default this code's)."""
-        out = dict(
-            task=self.task,
-            task_version=self.task_version,
-            task_params=self.task_params,
-            config=self.config.hash_dump(),
-            seed=self.seed,
-        )
+        out: dict[str, Any] = {"task": self.task, "task_version": self.task_version, "task_params": self.task_params}
+        out.update(config=self.config.hash_dump(), seed=self.seed)
         if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
             out["tuned_params"] = self.tuned_params
         if code := hashed_versions(self.code_versions if code_versions is None else code_versions):
