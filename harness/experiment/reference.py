@@ -211,7 +211,7 @@ def _row(prop: dict[str, Any], defs: dict[str, Any], required: bool = False) -> 
     return f"{_type(prop, defs)} | {default} | {_cell(_allowed(prop, defs))} | {_cell(meaning)} |"
 
 
-def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
+def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> tuple[list[str], list[str]]:
     rows = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     bad = ["| key | bad value | what `ablate show my_pe.yaml` says |", "|---|---|---|"]
     for prefix, name in GROUPS:
@@ -223,13 +223,7 @@ def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str
                 raise ValueError(f"no bad value for the declaration key {key}; add one to reference.BAD")
             where, value = BAD[key]
             bad.append(f"| `{key}` | {_cell(_code(value))} | {_cell(refusal(with_value(example, where, value)))} |")
-    return [
-        *rows,
-        "",
-        "What a bad value gets: the example with one value changed, loaded as `ablate show` does.",
-        "",
-        *bad,
-    ]
+    return rows, bad
 
 
 def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
@@ -270,6 +264,10 @@ Editors check and complete these files with the JSON Schema `harness/experiment/
 `TASK`: a task name; `PROFILE`: a profile name; `KEY`: a config key. `tasks.TASK.target` takes what `tasks.TASK.gate` takes, a profile's `tune` what `tune` takes.
 
 {declaration}
+
+What a bad value gets: the example with one value changed, loaded as `ablate show` does.
+
+{declaration_bad}
 
 ## Config keys
 
@@ -326,10 +324,12 @@ def markdown() -> str:
     for m in metrics.METRICS:
         better = "higher" if m.higher_is_better else "lower"
         metric_rows.append(f"| `{m.shown}` | {better} | {_cell(m.unit)} | {'yes' if m.rankable else 'no'} |")
+    rows, bad = _declaration_rows(defs, example)
     return PAGE.format(
         example=EXAMPLE.rstrip(),
         shipped=schema.SHIPPED.name,
-        declaration="\n".join(_declaration_rows(defs, example)),
+        declaration="\n".join(rows),
+        declaration_bad="\n".join(bad),
         config="\n".join(_config_rows(defs, example)),
         names="\n".join(names),
         probes=", ".join(f"`{p}`" for p in defs["eval.probes"]["items"]["enum"]),
