@@ -109,6 +109,7 @@ class Ablation(Decl):
                 f"ablation needs at least 2 variants: the baseline and one to compare (e.g. {path}: "
                 f"[{self.axes[path][0]}, ANOTHER])"
             )
+        labels = [self.label(v) for v in self.variants()]
         for name, prof in self.profiles.items():
             touched = set(prof.overrides) | {k for t in prof.tasks.values() for k in t}
             if clash := touched & set(self.axes):
@@ -122,7 +123,33 @@ class Ablation(Decl):
                 )
             if dupes := sorted({t for t in prof.only_tasks if prof.only_tasks.count(t) > 1}):
                 raise ValueError(f"profile {name!r}: only_tasks repeats {dupes}")
-            self._check_only_variants(name, prof)
+            run = prof.only_variants or labels
+            if unknown := [v for v in prof.exploratory_variants if v not in run]:
+                raise ValueError(
+                    f"profile {name!r}: exploratory_variants names {unknown}, not grid points the profile runs"
+                    f"{did_you_mean(unknown[0], run)}; it runs: {run}"
+                )
+            if self.baseline_label in prof.exploratory_variants:
+                raise ValueError(
+                    f"profile {name!r}: exploratory_variants holds the baseline {self.baseline_label!r}, which "
+                    "every comparison is made against; list only the variants to leave out of the primary family"
+                )
+            if not prof.only_variants:
+                continue
+            if unknown := [v for v in prof.only_variants if v not in labels]:
+                raise ValueError(
+                    f"profile {name!r}: only_variants names {unknown}, not points of the grid"
+                    f"{did_you_mean(unknown[0], labels)}; grid: {labels}"
+                )
+            if self.baseline_label not in prof.only_variants:
+                raise ValueError(f"profile {name!r}: only_variants must hold the baseline {self.baseline_label!r}")
+            if dupes := sorted({v for v in prof.only_variants if prof.only_variants.count(v) > 1}):
+                raise ValueError(f"profile {name!r}: only_variants repeats {dupes}")
+            if set(prof.only_variants) == {self.baseline_label}:
+                raise ValueError(
+                    f"profile {name!r}: only_variants holds only the baseline {self.baseline_label!r}, "
+                    f"so nothing is compared; add at least one other point of the grid: {labels}"
+                )
         layers = [
             ("base", self.base),
             *((f"tasks.{t}.config", e.config) for t, e in self.tasks.items()),
@@ -137,60 +164,26 @@ class Ablation(Decl):
                     raise ValueError(f"{where}: {path} is an axis of the ablation; an axis cannot be tuned")
         if self.control is not None:
             self.control.check(
-                [self.label(v) for v in self.variants()],
+                labels,
                 self.baseline_label,
-                claims_file.load_claims() if self.control.guards else (),
+                known,
                 {name: prof.confirmatory for name, prof in self.profiles.items()},
                 self.claims,
             )
-        self._check_default_profile()
-        return self
-
-    def _check_default_profile(self) -> None:
         if not self.profiles:
             raise ValueError("profiles is empty; declare at least one, e.g. profiles: {cpu: {seeds: [0, 1, 2]}}")
-        if self.default_profile in self.profiles:
-            return
-        declared = ", ".join(self.profiles)
-        if "default_profile" not in self.model_fields_set:
+        if self.default_profile not in self.profiles:
+            declared = ", ".join(self.profiles)
+            if "default_profile" not in self.model_fields_set:
+                raise ValueError(
+                    f"no default_profile given and no profile 'cpu' (the default when default_profile is left "
+                    f"out); add default_profile: NAME (one of {declared}) or declare a cpu profile"
+                )
             raise ValueError(
-                f"no default_profile given and no profile 'cpu' (the default when default_profile is left "
-                f"out); add default_profile: NAME (one of {declared}) or declare a cpu profile"
+                f"default_profile {self.default_profile!r} is not a profile"
+                f"{did_you_mean(self.default_profile, list(self.profiles))}; profiles: {declared}"
             )
-        raise ValueError(
-            f"default_profile {self.default_profile!r} is not a profile"
-            f"{did_you_mean(self.default_profile, list(self.profiles))}; profiles: {declared}"
-        )
-
-    def _check_only_variants(self, name: str, prof: Profile) -> None:
-        labels = [self.label(v) for v in self.variants()]
-        run = prof.only_variants or labels
-        if unknown := [v for v in prof.exploratory_variants if v not in run]:
-            raise ValueError(
-                f"profile {name!r}: exploratory_variants names {unknown}, not grid points the profile runs"
-                f"{did_you_mean(unknown[0], run)}; it runs: {run}"
-            )
-        if self.baseline_label in prof.exploratory_variants:
-            raise ValueError(
-                f"profile {name!r}: exploratory_variants holds the baseline {self.baseline_label!r}, which every "
-                "comparison is made against; list only the variants to leave out of the primary family"
-            )
-        if not prof.only_variants:
-            return
-        if unknown := [v for v in prof.only_variants if v not in labels]:
-            raise ValueError(
-                f"profile {name!r}: only_variants names {unknown}, not points of the grid"
-                f"{did_you_mean(unknown[0], labels)}; grid: {labels}"
-            )
-        if self.baseline_label not in prof.only_variants:
-            raise ValueError(f"profile {name!r}: only_variants must hold the baseline {self.baseline_label!r}")
-        if dupes := sorted({v for v in prof.only_variants if prof.only_variants.count(v) > 1}):
-            raise ValueError(f"profile {name!r}: only_variants repeats {dupes}")
-        if set(prof.only_variants) == {self.baseline_label}:
-            raise ValueError(
-                f"profile {name!r}: only_variants holds only the baseline {self.baseline_label!r}, "
-                f"so nothing is compared; add at least one other point of the grid: {labels}"
-            )
+        return self
 
     def for_profile(self, name: str | None) -> Ablation:
         """This ablation as one profile runs it: only its ``only_tasks`` and ``only_variants``. Idempotent."""
@@ -244,24 +237,6 @@ def available() -> dict[str, Path]:
     return {p.stem: p for p in sorted(ABLATIONS_DIR.glob("*.yaml")) if not p.stem.startswith("_")}
 
 
-def _check_not_a_registered_name(path: Path, name: Any) -> None:
-    """A file of one's own may not take a registered ablation's name (both grids' runs would land in
-    ``RESULTS/<name>``); the registered file itself, or a byte-for-byte copy of it, is that ablation."""
-    registered = available().get(name) if isinstance(name, str) else None
-    if registered is None:
-        return
-    try:
-        same = path.resolve() == registered.resolve() or path.read_bytes() == registered.read_bytes()
-    except OSError:
-        same = False
-    if not same:
-        raise AblateError(
-            f"ablation file {path} declares name {name!r}, the name of the registered ablation {registered}, "
-            f"and differs from it: both would store their runs in RESULTS/{name} and be counted as one grid; "
-            f"rename yours (name: my_{name}, in my_{name}.yaml), or run the registered one as `{name}`"
-        )
-
-
 def load(name_or_path: str) -> Ablation:
     """Load an ablation by registered name or from a YAML file path.
 
@@ -291,7 +266,20 @@ def load(name_or_path: str) -> Ablation:
     data = read_yaml(path, "ablation file")
     if not isinstance(data, dict):
         raise AblateError(f"ablation file {path} must hold a mapping (name, question, axes, ...)")
-    _check_not_a_registered_name(path, data.get("name"))
+    # a file of one's own may not take a registered ablation's name (both grids' runs would land in
+    # RESULTS/<name>); the registered file itself, or a byte-for-byte copy of it, is that ablation
+    name = data.get("name")
+    if (registered := available().get(name) if isinstance(name, str) else None) is not None:
+        try:
+            same = path.resolve() == registered.resolve() or path.read_bytes() == registered.read_bytes()
+        except OSError:
+            same = False
+        if not same:
+            raise AblateError(
+                f"ablation file {path} declares name {name!r}, the name of the registered ablation {registered}, "
+                f"and differs from it: both would store their runs in RESULTS/{name} and be counted as one grid; "
+                f"rename yours (name: my_{name}, in my_{name}.yaml), or run the registered one as `{name}`"
+            )
     plugins.load_declared(data.get("plugins"), path)
     try:
         abl = Ablation.model_validate({**data, "source": str(path)})

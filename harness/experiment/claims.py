@@ -10,25 +10,24 @@ import importlib.resources
 from collections.abc import Collection
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import ValidationError, model_validator
 
 from harness.config import format_validation_error
 from harness.errors import AblateError
 from harness.experiment import metrics
+from harness.experiment.declaration import Decl
 from harness.experiment.yaml_files import load_yaml
 from harness.registry import did_you_mean
 
 CLAIMS = "claims.yaml"
 
 
-class Evidence(metrics.KnownMetric):
+class Evidence(Decl, metrics.KnownMetric):
     """One comparison that decides a claim: ``variant`` against the baseline (or ``against``) on
     ``metric`` of ``task``, and the verdict expected if the claim holds. ``part``: the words of the
     :class:`Part` it tests; ``condition``: the setting its verdict is given under (``Post-LN``);
     ``premise``: instead of ``expect``, a ``finished`` comparison: whether the claim's setting (the
     words given) runs here at all (if no run of the variant finished, no comparison rules on it)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     task: str
     variant: str
@@ -48,21 +47,17 @@ class Evidence(metrics.KnownMetric):
         return self
 
 
-class Part(BaseModel):
+class Part(Decl):
     """One part of a claim's wording; ``not_tested``: why no comparison here tests it (without it,
     at least one evidence entry names the part)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     words: str
     kind: Literal["effect", "mechanism", "condition"]
     not_tested: str | None = None
 
 
-class Claim(BaseModel):
+class Claim(Decl):
     """A claim, the figure given for it, the ablation that decides it and its audit (``parts``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     claim: str

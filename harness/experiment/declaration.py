@@ -102,8 +102,7 @@ class Threshold(Decl):
         return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
 
     def describe(self) -> str:
-        parts = [f">= {self.min:g}" if self.min is not None else "", f"<= {self.max:g}" if self.max is not None else ""]
-        return f"{self.metric} {' and '.join(p for p in parts if p)}"
+        return f"{self.metric} >= {self.min:g}" if self.min is not None else f"{self.metric} <= {self.max:g}"
 
 
 class TaskEntry(Decl):

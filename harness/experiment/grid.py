@@ -25,41 +25,6 @@ if TYPE_CHECKING:  # the task registry imports its tasks: imported where a task 
     from harness.tasks import Task
 
 
-def run_payload(
-    task: str,
-    task_version: str,
-    task_params: dict[str, Any],
-    config: RunConfig,
-    seed: int,
-    tuned_params: dict[str, Any] | None,
-    code_versions: dict[str, int],
-) -> dict[str, Any]:
-    """What a run id hashes: everything that determines the run's numbers, the code versions above 1
-    included (:mod:`harness.experiment.versions`)."""
-    out = dict(task=task, task_version=task_version, task_params=task_params, config=config.hash_dump(), seed=seed)
-    if tuned_params:  # absent for untuned runs, so their ids stay as they were
-        out["tuned_params"] = tuned_params
-    if code := hashed_versions(code_versions):  # absent while all are 1: ids as before versions
-        out["code_versions"] = code
-    return out
-
-
-def record_id(
-    task: str,
-    task_version: str,
-    task_params: dict[str, Any],
-    config: dict[str, Any],
-    seed: int,
-    tuned_params: dict[str, Any] | None,
-    code_versions: dict[str, int] | None,
-) -> str:
-    """The run id a stored run's fields hash to; ``code_versions`` None (a record from before they were
-    kept): this code's versions. Raises ValidationError or UnknownNameError for a config it cannot read."""
-    cfg = RunConfig.model_validate(config)
-    versions = code_versions if code_versions is not None else run_versions(cfg.model_dump(mode="json"))
-    return config_hash(run_payload(task, task_version, task_params, cfg, seed, tuned_params, versions))
-
-
 @dataclass(frozen=True)
 class RunSpec:
     """One run of a grid: a resolved config, a task and a seed; ``tuned_params`` (``ablate run
@@ -76,9 +41,16 @@ class RunSpec:
     config: RunConfig
     tuned_params: dict[str, Any] | None = None
 
-    def payload(self) -> dict[str, Any]:
-        fields = (self.task, self.task_version, self.task_params, self.config, self.seed, self.tuned_params)
-        return run_payload(*fields, self.code_versions)
+    def payload(self, code_versions: dict[str, int] | None = None) -> dict[str, Any]:
+        """What a run id hashes: everything that determines the run's numbers, the code versions above 1
+        included (:mod:`harness.experiment.versions`; ``code_versions``: a stored run's, default this code's)."""
+        out: dict[str, Any] = {"task": self.task, "task_version": self.task_version, "task_params": self.task_params}
+        out.update(config=self.config.hash_dump(), seed=self.seed)
+        if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
+            out["tuned_params"] = self.tuned_params
+        if code := hashed_versions(self.code_versions if code_versions is None else code_versions):
+            out["code_versions"] = code  # absent while all are 1: ids as before versions
+        return out
 
     @property
     def code_versions(self) -> dict[str, int]:
@@ -94,6 +66,23 @@ class RunSpec:
         AblateError for ``params`` that do not validate with this run's config."""
         cfg = build_config(apply_overrides(self.config.model_dump(mode="json"), params), where)
         return replace(self, profile=profile, config=cfg, tuned_params=params)
+
+
+def record_id(
+    task: str,
+    task_version: str,
+    task_params: dict[str, Any],
+    config: dict[str, Any],
+    seed: int,
+    tuned_params: dict[str, Any] | None,
+    code_versions: dict[str, int] | None,
+) -> str:
+    """The run id a stored run's fields hash to; ``code_versions`` None (a record from before they were
+    kept): this code's versions. Raises ValidationError or UnknownNameError for a config it cannot read."""
+    spec = RunSpec(
+        "", "", task, task_params, task_version, {}, "", seed, RunConfig.model_validate(config), tuned_params
+    )
+    return config_hash(spec.payload(code_versions))  # the fields a run id does not hash left empty
 
 
 def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True) -> Task:

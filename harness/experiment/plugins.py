@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import AblateError
-from harness.experiment.families import families
+from harness.experiment.families import Family, families
 from harness.registry import NameTakenError
 
 GROUP = "ablate.plugins"
@@ -75,18 +75,6 @@ class Plugin:
             return f"{Path(self.ref.target).name} (sha256 {self.sha256[:12] if self.sha256 else '?'})"
         return self.module
 
-    def as_record(self) -> dict[str, Any]:
-        """The run record's entry (``record.json``: ``plugins``)."""
-        out: dict[str, Any] = {
-            "distribution": self.distribution,
-            "version": self.version,
-            "module": self.module,
-            "entries": [f"{family}:{name}" for family, name in self.entries],
-        }
-        if self.distribution is None:
-            out.update(path=self.path, sha256=self.sha256)
-        return out
-
 
 _LOADED: dict[PluginRef, Plugin] = {}
 
@@ -101,7 +89,17 @@ def refs() -> tuple[PluginRef, ...]:
 
 
 def record() -> list[dict[str, Any]]:
-    return [p.as_record() for p in loaded()]
+    """The run record's ``plugins`` (``record.json``)."""
+    return [
+        {
+            "distribution": p.distribution,
+            "version": p.version,
+            "module": p.module,
+            "entries": [f"{family}:{name}" for family, name in p.entries],
+            **({"path": p.path, "sha256": p.sha256} if p.distribution is None else {}),
+        }
+        for p in loaded()
+    ]
 
 
 def origin(family: str, name: str) -> Plugin | None:
@@ -197,42 +195,32 @@ def load_ref(ref: PluginRef) -> Plugin:
     if same is not None:  # named twice (an entry point and --plugin): loaded once
         _LOADED[ref] = same
         return same
-    before = {f.key: set(f.registry.names()) for f in families()}
+    before = {(f.key, n) for f in families() for n in f.registry.names()}
 
-    def added() -> dict[str, list[str]]:
-        return {f.key: [n for n in f.registry.names() if n not in before[f.key]] for f in families()}
+    def added() -> list[tuple[Family, str]]:
+        return [(f, n) for f in families() for n in f.registry.names() if (f.key, n) not in before]
 
     try:
         module = _import(ref, module_name, where)
         new = added()
-        for fam in families():
-            for name in new[fam.key]:
-                if (problem := fam.problem(fam.registry.get(name))) is not None:
-                    raise AblateError(f"{where}: {fam.registry.family} {name!r} {problem}")
+        for fam, name in new:
+            if (problem := fam.problem(fam.registry.get(name))) is not None:
+                raise AblateError(f"{where}: {fam.registry.family} {name!r} {problem}")
     except BaseException as exc:
         new = added()
         message = f"{where}: {_clash(exc, ref, module_name, new)}" if isinstance(exc, NameTakenError) else None
-        for fam in families():
-            for name in new[fam.key]:
-                fam.registry.unregister(name)
+        for fam, name in new:
+            fam.registry.unregister(name)
         drop_module(module_name)
         if message is None:
             raise
         raise AblateError(message) from None
-    if dist is None:
-        dist, version = _distribution_of(module_name)
+    if dist is None and (names := md.packages_distributions().get(module_name.split(".")[0])):
+        dist, version = names[0], md.version(names[0])
     path, digest = _code_hash(sys.modules[module_name.split(".")[0]] if ref.kind != "file" else module)
-    plugin = Plugin(
-        ref=ref,
-        module=module_name,
-        distribution=dist,
-        version=version,
-        path=path,
-        sha256=digest if dist is None else None,
-        entries=tuple((f.key, name) for f in families() for name in new[f.key]),
-    )
-    _LOADED[ref] = plugin
-    return plugin
+    entries = tuple((f.key, name) for f, name in new)
+    _LOADED[ref] = Plugin(ref, module_name, dist, version, path, digest if dist is None else None, entries)
+    return _LOADED[ref]
 
 
 def drop_module(module_name: str) -> None:
@@ -284,39 +272,21 @@ def _raised(exc: BaseException) -> str:
     return f"importing it raised {type(exc).__name__}: {message}{at}"
 
 
-def _distribution_of(module_name: str) -> tuple[str | None, str | None]:
-    """The installed distribution that provides the top-level package of ``module_name``."""
-    names = md.packages_distributions().get(module_name.split(".")[0]) or []
-    if not names:
-        return None, None
-    try:
-        return names[0], md.version(names[0])
-    except md.PackageNotFoundError:
-        return names[0], None
-
-
-def _code_hash(module: Any) -> tuple[str | None, str | None]:
+def _code_hash(module: Any) -> tuple[str, str | None]:
     """``(path, sha256)`` of a module's file, or of a package's folder: every ``.py`` file below it
-    (relative path and bytes, in sorted order); None where it has no file."""
-    folders = list(getattr(module, "__path__", []) or [])
-    if folders:
-        root = Path(folders[0])
-        files = sorted(root.rglob("*.py"))
-    elif getattr(module, "__file__", None):
-        root = Path(module.__file__)
-        files = [root]
-    else:
-        return None, None
+    (relative path and bytes, in sorted order)."""
+    folders = list(getattr(module, "__path__", []))
+    root = Path(folders[0] if folders else module.__file__)
     digest = hashlib.sha256()
     try:
-        for f in files:
+        for f in sorted(root.rglob("*.py")) if folders else [root]:
             digest.update(str(f.relative_to(root) if folders else f.name).encode() + b"\0" + f.read_bytes() + b"\0")
     except OSError:
         return str(root), None
     return str(root), digest.hexdigest()
 
 
-def _clash(exc: NameTakenError, ref: PluginRef, module_name: str, added: dict[str, list[str]]) -> str:
+def _clash(exc: NameTakenError, ref: PluginRef, module_name: str, added: list[tuple[Family, str]]) -> str:
     """What a plugin's name clashes with (its own, another plugin's, a built-in entry), and the fix."""
     fam = next(f for f in families() if f.registry.family == exc.family)
 
@@ -324,7 +294,7 @@ def _clash(exc: NameTakenError, ref: PluginRef, module_name: str, added: dict[st
         return any(k == fam.key and exc.name in (n, *fam.registry.aliases(n)) for k, n in entries)
 
     what = f"{exc.family} {exc.name!r}"
-    if holds((fam.key, n) for n in added[fam.key]):
+    if holds((f.key, n) for f, n in added):
         return f"{what} is registered twice by this plugin; register each name (and alias) once"
     if (owner := next((p for p in loaded() if holds(p.entries)), None)) is not None:
         return (

@@ -204,34 +204,26 @@ def _allowed(prop: dict[str, Any], defs: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _row(prop: dict[str, Any], defs: dict[str, Any], required: bool = False, meaning: str | None = None) -> str:
-    """A key's type, default, allowed values and meaning, as cells of a table row."""
+def _row(prop: dict[str, Any], defs: dict[str, Any], required: bool = False) -> str:
+    """A key's type, default, allowed values and meaning (its own, else its definition's), as cells of a table row."""
     default = "required" if required else _code(prop["default"]) if "default" in prop else ""
-    meaning = prop.get("description", "") if meaning is None else meaning
+    meaning = prop.get("description") or defs.get(prop.get("$ref", "#").rsplit("/", 1)[-1], {}).get("description", "")
     return f"{_type(prop, defs)} | {default} | {_cell(_allowed(prop, defs))} | {_cell(meaning)} |"
 
 
-def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
+def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> tuple[list[str], list[str]]:
     rows = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     bad = ["| key | bad value | what `ablate show my_pe.yaml` says |", "|---|---|---|"]
     for prefix, name in GROUPS:
         model = defs[name]
         for field, prop in model["properties"].items():
             key = prefix + field
-            ref = defs.get(prop.get("$ref", "#").rsplit("/", 1)[-1], {})
-            meaning = prop.get("description") or ref.get("description", "")
-            rows.append(f"| `{key}` | {_row(prop, defs, field in model.get('required', ()), meaning)}")
+            rows.append(f"| `{key}` | {_row(prop, defs, field in model.get('required', ()))}")
             if key not in BAD:
                 raise ValueError(f"no bad value for the declaration key {key}; add one to reference.BAD")
             where, value = BAD[key]
             bad.append(f"| `{key}` | {_cell(_code(value))} | {_cell(refusal(with_value(example, where, value)))} |")
-    return [
-        *rows,
-        "",
-        "What a bad value gets: the example with one value changed, loaded as `ablate show` does.",
-        "",
-        *bad,
-    ]
+    return rows, bad
 
 
 def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
@@ -249,36 +241,6 @@ def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
             said = refusal(example, (f"{key}={_code(value)[1:-1]}",))
             shown = f"{key}={_code(value)[1:-1]}"
         rows.append(f"| `{key}` | {_row(defs[key], defs)} `{_cell(shown)}`: {_cell(said)} |")
-    return rows
-
-
-def _names_rows(names: schema.Names) -> list[str]:
-    rows = ["| config key | family | names (aliases) |", "|---|---|---|"]
-    for fam in families():
-        reg = fam.registry
-        shown = ", ".join(
-            f"`{n}`" + (f" ({', '.join(f'`{a}`' for a in reg.aliases(n))})" if reg.aliases(n) else "")
-            for n in reg.names()
-        )
-        rows.append(f"| `{fam.config_key or 'tasks: TASK'}` | {reg.family} | {shown} |")
-    return rows
-
-
-def _params_rows(defs: dict[str, Any], names: schema.Names) -> list[str]:
-    rows = ["| task | param | type | default | allowed | meaning |", "|---|---|---|---|---|---|"]
-    for task in names["task"]:
-        props = defs[f"params.{task}"]["properties"]
-        if not props:
-            rows.append(f"| `{task}` | (none) | | | | |")
-        rows += [f"| `{task}` | `{param}` | {_row(prop, defs)}" for param, prop in props.items()]
-    return rows
-
-
-def _metric_rows() -> list[str]:
-    rows = ["| metric | better | unit | a task's primary or gate |", "|---|---|---|---|"]
-    for m in metrics.METRICS:
-        better = "higher" if m.higher_is_better else "lower"
-        rows.append(f"| `{m.shown}` | {better} | {_cell(m.unit)} | {'yes' if m.rankable else 'no'} |")
     return rows
 
 
@@ -302,6 +264,10 @@ Editors check and complete these files with the JSON Schema `harness/experiment/
 `TASK`: a task name; `PROFILE`: a profile name; `KEY`: a config key. `tasks.TASK.target` takes what `tasks.TASK.gate` takes, a profile's `tune` what `tune` takes.
 
 {declaration}
+
+What a bad value gets: the example with one value changed, loaded as `ablate show` does.
+
+{declaration_bad}
 
 ## Config keys
 
@@ -338,18 +304,37 @@ What a component key takes (`ablate list --components` lists them with their plu
 def markdown() -> str:
     """The page, for the names registered now (without plugins: the one in docs/)."""
     defs = schema.build()["$defs"]
-    names = schema.registered_names()
     example = yaml.safe_load(EXAMPLE)
     _show(EXAMPLE)  # the example itself loads and expands
+    names = ["| config key | family | names (aliases) |", "|---|---|---|"]
+    for fam in families():
+        reg = fam.registry
+        shown = [
+            f"`{n}`" + (f" ({', '.join(f'`{a}`' for a in reg.aliases(n))})" if reg.aliases(n) else "")
+            for n in reg.names()
+        ]
+        names.append(f"| `{fam.config_key or 'tasks: TASK'}` | {reg.family} | {', '.join(shown)} |")
+    params = ["| task | param | type | default | allowed | meaning |", "|---|---|---|---|---|---|"]
+    for task in schema.registered_names()["task"]:
+        props = defs[f"params.{task}"]["properties"]
+        if not props:
+            params.append(f"| `{task}` | (none) | | | | |")
+        params += [f"| `{task}` | `{param}` | {_row(prop, defs)}" for param, prop in props.items()]
+    metric_rows = ["| metric | better | unit | a task's primary or gate |", "|---|---|---|---|"]
+    for m in metrics.METRICS:
+        better = "higher" if m.higher_is_better else "lower"
+        metric_rows.append(f"| `{m.shown}` | {better} | {_cell(m.unit)} | {'yes' if m.rankable else 'no'} |")
+    rows, bad = _declaration_rows(defs, example)
     return PAGE.format(
         example=EXAMPLE.rstrip(),
         shipped=schema.SHIPPED.name,
-        declaration="\n".join(_declaration_rows(defs, example)),
+        declaration="\n".join(rows),
+        declaration_bad="\n".join(bad),
         config="\n".join(_config_rows(defs, example)),
-        names="\n".join(_names_rows(names)),
+        names="\n".join(names),
         probes=", ".join(f"`{p}`" for p in defs["eval.probes"]["items"]["enum"]),
-        params="\n".join(_params_rows(defs, names)),
-        metrics="\n".join(_metric_rows()),
+        params="\n".join(params),
+        metrics="\n".join(metric_rows),
         claims="\n".join(
             f"| `{i}` | {_cell(c['claim'])} (`{c['ablation']}`) |" for i, c in claims_file.load_claims().items()
         ),

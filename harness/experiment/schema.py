@@ -23,7 +23,6 @@ from harness.experiment.families import families
 SHIPPED = Path(__file__).with_name("ablation.schema.json")
 """The schema shipped with the package, for editors: ``# yaml-language-server: $schema=PATH``."""
 
-DRAFT = "https://json-schema.org/draft/2020-12/schema"
 OPEN = "_plugins"
 """The suffix of the definitions with component and task names left open (a file with ``plugins:``)."""
 
@@ -34,11 +33,10 @@ Names = dict[str, list[str]]
 
 def registered_names() -> Names:
     """Every name the registries hold now, with aliases, by the config key that selects it (``task``)."""
-    out: Names = {}
-    for fam in families():
-        reg = fam.registry
-        out[fam.config_key or "task"] = [*reg.names(), *(a for n in reg.names() for a in reg.aliases(n))]
-    return out
+    return {
+        f.config_key or "task": [*f.registry.names(), *(a for n in f.registry.names() for a in f.registry.aliases(n))]
+        for f in families()
+    }
 
 
 def config_keys(names: Names | None) -> dict[str, dict[str, Any]]:
@@ -66,19 +64,18 @@ def build() -> dict[str, Any]:
     defs = {k: pyd["$defs"][k] for k in ("Control", "MetricSpec", "ParamSpec", "Sequential", "Threshold")}
     defs["MetricSpec"]["properties"]["metric"]["pattern"] = _metric_pattern(bare=False)
     defs["Threshold"]["properties"]["metric"]["pattern"] = _metric_pattern(bare=True)
-    claim_ids = list(claims_file.load_claims())
-    defs["Control"]["properties"]["guards"]["items"]["enum"] = claim_ids
+    defs["Control"]["properties"]["guards"]["items"]["enum"] = list(claims_file.load_claims())
     closed, loose = config_keys(names), config_keys(None)
-    for suffix, known, keys in (("", names, closed), (OPEN, None, loose)):
+    for suffix, tasks, keys in (("", names["task"], closed), (OPEN, None, loose)):
         refs = {}  # one definition per key, one per variant where the names make them differ
         for path, prop in keys.items():
             ref = path if closed[path] == loose[path] else path + suffix
             defs[ref] = prop
             refs[path] = {"$ref": f"#/$defs/{ref}"}
-        defs.update(_declaration(pyd, suffix, refs, known, claim_ids))
+        defs.update(_declaration(pyd, suffix, refs, tasks))
     defs.update({f"params.{t}": _tidy(TASKS.get(t).Params.model_json_schema()) for t in names["task"]})
     return {
-        "$schema": DRAFT,
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "ablate: an ablation declaration",
         "description": "An ablation file (docs/ablation-files.md). Written by `ablate schema`.",
         "if": {"required": ["plugins"], "properties": {"plugins": {"minItems": 1}}},
@@ -88,17 +85,10 @@ def build() -> dict[str, Any]:
     }
 
 
-def _declaration(
-    pyd: dict[str, Any],
-    suffix: str,
-    keys: dict[str, dict[str, Any]],
-    names: Names | None,
-    claim_ids: list[str],
-) -> dict[str, Any]:
+def _declaration(pyd: dict[str, Any], suffix: str, keys: dict[str, Any], tasks: list[str] | None) -> dict[str, Any]:
     """The definitions that depend on the names (config mapping, task entry, profile, declaration),
     each named with ``suffix``; ``keys``: each config key's reference to its definition."""
     config_ref = {"$ref": f"#/$defs/Config{suffix}"}
-    tasks = names.get("task") if names is not None else None
     task_name = {"type": "string", "enum": tasks} if tasks else {"type": "string", "pattern": SAFE}
 
     profile = copy.deepcopy(pyd["$defs"]["Profile"])
@@ -125,7 +115,7 @@ def _declaration(
     ap.pop("source")
     ap["name"]["pattern"] = ap["default_profile"]["pattern"] = SAFE
     ap["question"]["pattern"] = r"\S"
-    ap["claims"]["items"]["enum"] = claim_ids
+    ap["claims"]["items"]["enum"] = list(claims_file.load_claims())
     ap["claims"]["uniqueItems"] = True
     ap["axes"] = {
         **ap["axes"],
@@ -171,6 +161,6 @@ def _tidy(node: Any) -> Any:
     return out
 
 
-def text(schema: dict[str, Any] | None = None) -> str:
-    """The schema as the shipped file holds it: JSON, indented, ending with a newline."""
-    return json.dumps(build() if schema is None else schema, indent=1, ensure_ascii=False) + "\n"
+def text() -> str:
+    """:func:`build`'s schema as the shipped file holds it: JSON, indented, ending with a newline."""
+    return json.dumps(build(), indent=1, ensure_ascii=False) + "\n"

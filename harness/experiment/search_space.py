@@ -88,20 +88,13 @@ def resolve_space(abl: Any, profile: str) -> dict[str, ParamSpec]:
     return space
 
 
-STEP_COUNTS = ("train.warmup_steps",)
-"""Keys of :data:`DEFAULT_SPACE` counted in optimiser steps."""
-
-
 def within_budget(space: dict[str, ParamSpec], config: Any) -> dict[str, ParamSpec]:
-    """``space`` for one resolved ``config``: a default range of a step count capped at
+    """``space`` for one resolved ``config``: the default range of ``train.warmup_steps`` capped at
     ``config.train.steps`` (a declared range is kept: :func:`check_space` refuses it when too long)."""
-    out = dict(space)
-    steps = config.train.steps
-    for path in STEP_COUNTS:
-        spec = out.get(path)
-        if spec is not None and spec == DEFAULT_SPACE[path] and spec.high is not None and spec.high > steps:
-            out[path] = spec.model_copy(update={"high": max(steps, spec.low or 0)})
-    return out
+    spec, steps = space.get("train.warmup_steps"), config.train.steps
+    if spec != DEFAULT_SPACE["train.warmup_steps"] or spec.high <= steps:
+        return dict(space)
+    return {**space, "train.warmup_steps": spec.model_copy(update={"high": max(steps, spec.low)})}
 
 
 def check_space(space: dict[str, ParamSpec], config: Any, where: str) -> None:
@@ -117,19 +110,15 @@ def check_space(space: dict[str, ParamSpec], config: Any, where: str) -> None:
 
 
 def suggest(trial: Any, path: str, spec: ParamSpec) -> Any:
-    if spec.type == "float":
-        return trial.suggest_float(path, float(spec.low), float(spec.high), log=spec.log)
-    if spec.type == "int":
-        return trial.suggest_int(path, int(spec.low), int(spec.high), log=spec.log)
-    return trial.suggest_categorical(path, list(spec.choices or []))
+    if spec.type == "categorical":
+        return trial.suggest_categorical(path, spec.candidates())
+    return getattr(trial, f"suggest_{spec.type}")(path, *spec.candidates(), log=spec.log)
 
 
 def distribution(spec: ParamSpec) -> Any:
     """The Optuna distribution :func:`suggest` draws ``spec`` from."""
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-    if spec.type == "float":
-        return FloatDistribution(float(spec.low), float(spec.high), log=spec.log)
-    if spec.type == "int":
-        return IntDistribution(int(spec.low), int(spec.high), log=spec.log)
-    return CategoricalDistribution(list(spec.choices or []))
+    if spec.type == "categorical":
+        return CategoricalDistribution(spec.candidates())
+    return (IntDistribution if spec.type == "int" else FloatDistribution)(*spec.candidates(), log=spec.log)
