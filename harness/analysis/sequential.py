@@ -94,12 +94,6 @@ def t_bounds(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
     return out
 
 
-def nominal_p(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
-    """The two-sided nominal p of each look's t bound (:func:`t_bounds`), at its own degrees of
-    freedom: a comparison with fewer pairs than the look (a failed run) is judged on this p."""
-    return 2.0 * stats.t.sf(t_bounds(looks, alpha, spending), np.asarray(looks) - 1)
-
-
 @dataclass(frozen=True)
 class Design:
     """A profile's ``sequential:`` block, resolved: pairs at each look, the spending function, the
@@ -111,10 +105,11 @@ class Design:
     futility: bool = True
 
     def p_table(self, m: int, scale: float = 1.0) -> np.ndarray:
-        """Nominal p bounds at level ``scale * alpha / j`` for j = 1..m remaining Holm members, (m, K)."""
-        return np.array(
-            [nominal_p(self.looks, min(scale * self.alpha / j, 0.999), self.spending) for j in range(1, m + 1)]
-        )
+        """The two-sided nominal p of each look's t bound (:func:`t_bounds`), at its own degrees of freedom,
+        at level ``scale * alpha / j`` for j = 1..m remaining Holm members, (m, K): a comparison with fewer
+        pairs than the look (a failed run) is judged on this p."""
+        levels = [min(scale * self.alpha / j, 0.999) for j in range(1, m + 1)]
+        return 2.0 * stats.t.sf([t_bounds(self.looks, a, self.spending) for a in levels], np.asarray(self.looks) - 1)
 
 
 @dataclass(frozen=True)
