@@ -144,7 +144,10 @@ def state(sel: Selection, records: list[Record]) -> State:
         if not arms or not all((task, arm, s) in stored for task, arm in arms for s in seeds[:n_k]):
             break
         stats_by_look.append([_paired(sel, values, task, v, seeds[:n_k]) for task, v in members])
-        decided = sq.decide(design, *_arrays(stats_by_look), sesoi)
+        fields = ("t", "n_pairs", "p_perm", "delta", "sd_diff")  # each (1, looks, members)
+        decided = sq.decide(
+            design, *(np.array([[[getattr(p, f) for p in k] for k in stats_by_look]]) for f in fields), sesoi
+        )
     reached = len(stats_by_look)
     needed = frozenset(_open_arms(members, decided, base) if reached < len(design.looks) else ())
     comps = []
@@ -174,12 +177,6 @@ def _paired(sel: Selection, values: dict, task: str, variant: str, seeds: list[i
         return pd.Series({s: values.get((task, arm, s), np.nan) for s in seeds}, dtype=float)
 
     return paired.paired_test(series(sel.ablation.baseline_label), series(variant), hib)
-
-
-def _arrays(by_look: list[list[paired.Paired]]) -> tuple[np.ndarray, ...]:
-    """:func:`harness.analysis.sequential.decide`'s inputs, each (1, looks, members)."""
-    fields = ("t", "n_pairs", "p_perm", "delta", "sd_diff")
-    return tuple(np.array([[[float(getattr(p, f)) for p in look] for look in by_look]]) for f in fields)
 
 
 def next_specs(sel: Selection, st: State) -> list[RunSpec]:
