@@ -111,12 +111,6 @@ class SeedsDone(NamedTuple):
         return self.runs == self.planned
 
 
-def _metric_order(m: str) -> tuple:
-    """Per-length metrics first (by name, then length), then the others by name."""
-    length = metrics.length_of(m)
-    return (0, *length) if length else (1, m, 0)
-
-
 def claimed_metrics(abl: Ablation, task: str) -> set[str]:
     """Metrics an evidence entry of the ablation's claims names for ``task`` (e.g. ``tokens_per_s``)."""
     claims = claims_mod.load_claims()
@@ -150,9 +144,22 @@ def analyse(
         ids = sel.tuned_run_ids((r.task, r.variant_label, r.seed, r.tuned_params) for r in found.records)
     foreign = sum(r.run_id not in ids for r in found.records)
     found.records = [r for r in found.records if r.run_id in ids]
-    _refuse_mixed_grids(abl, profile, found.records)
+    seen = Counter((r.task, r.variant_label, r.seed) for r in found.records)
+    if dupes := [k for k, n in seen.items() if n > 1]:
+        (task, variant, seed), n = dupes[0], seen[dupes[0]]
+        raise AblateError(
+            f"the store holds {len(found.records)} runs of {abl.name}/{profile} from more than one config "
+            f"(e.g. {n} runs of {task} {variant} seed {seed}); pass the key=value overrides "
+            f"the runs to compare were made with (as given to `ablate run`), or use another --results-dir"
+        )
+    runs = pd.DataFrame(
+        [
+            (r.run_id, r.task, r.variant_label, r.seed, r.status, r.reason, _passed(abl, r), r.n_params, r.wall_time_s)
+            for r in found.records
+        ],
+        columns=["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"],
+    )
     frame = tidy(found.records)
-    runs = _runs(abl, found.records)
     ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
     rows = frame[frame["run_id"].isin(ok_ids)]
     prof = sel.settings
@@ -170,7 +177,8 @@ def analyse(
         sub = rows[rows["task"] == task]
         extra = claimed_metrics(abl, task) | {entry.primary.metric}  # and those every analysis compares
         names = {m for m in sub["metric"].unique() if metrics.compared(m) or m in extra}
-        for metric in sorted(names, key=_metric_order):
+        # per-length metrics first (by name, then length), then the others by name
+        for metric in sorted(names, key=lambda m: (0, *metrics.length_of(m)) if metrics.length_of(m) else (1, m, 0)):
             if metric == metrics.STEPS_TO_TARGET and entry.target is None:
                 continue  # no convergence target: every run holds the step budget, a comparison of nothing
             is_primary = metric == entry.primary.metric
@@ -237,38 +245,16 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
     return table
 
 
-def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[Record]) -> None:
-    seen = Counter((r.task, r.variant_label, r.seed) for r in records)
-    dupes = [k for k, n in seen.items() if n > 1]
-    if dupes:
-        task, variant, seed = dupes[0]
-        raise AblateError(
-            f"the store holds {len(records)} runs of {abl.name}/{profile} from more than one config "
-            f"(e.g. {seen[dupes[0]]} runs of {task} {variant} seed {seed}); pass the key=value overrides "
-            f"the runs to compare were made with (as given to `ablate run`), or use another --results-dir"
-        )
-
-
-def _runs(abl: Ablation, records: list[Record]) -> pd.DataFrame:
-    cols = ["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"]
-    rows = []
-    for r in records:
-        entry = abl.tasks.get(r.task)
-        gate = entry.gate if entry is not None else None
-        passed = r.status == "ok" and (gate is None or gate.passes(r.metric(gate.metric)))
-        rows.append((r.run_id, r.task, r.variant_label, r.seed, r.status, r.reason, passed, r.n_params, r.wall_time_s))
-    return pd.DataFrame(rows, columns=cols)
+def _passed(abl: Ablation, r: Record) -> bool:
+    """Whether a run finished and passed its task's gate (if it has one)."""
+    gate = abl.tasks[r.task].gate if r.task in abl.tasks else None
+    return r.status == "ok" and (gate is None or gate.passes(r.metric(gate.metric)))
 
 
 def _order(abl: Ablation, present: Iterable[str], first: str) -> list[str]:
     """The variants ``present``, ``first`` first, then in declaration order."""
     order = [first] + [abl.label(v) for v in abl.variants() if abl.label(v) != first]
     return [v for v in order if v in set(present)]
-
-
-def _finished(runs: pd.DataFrame) -> pd.DataFrame:
-    """Whether each run finished (1) or not (0), as the values of an outcome table."""
-    return pd.DataFrame({"variant": runs["variant"], "seed": runs["seed"], "value": (runs["status"] == "ok") * 1.0})
 
 
 def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: str | None = None) -> Table:
@@ -327,7 +313,8 @@ def _outcome_table(out: Analysis, task: str, base: str, planned: int = 0) -> Tab
     runs = out.runs[out.runs["task"] == task]
     facts: dict[str, vd.Facts] = {}
     how = {"alpha": out.alpha, "confirmatory": out.selection.settings.confirmatory, "facts": facts}
-    frame = stats.outcome_compare(_finished(runs), baseline=base, **how)
+    finished = pd.DataFrame({"variant": runs["variant"], "seed": runs["seed"], "value": (runs["status"] == "ok") * 1.0})
+    frame = stats.outcome_compare(finished, baseline=base, **how)
     frame = frame.set_index("variant").reindex(_order(out.ablation, frame["variant"], base)).reset_index()
     frame["below_gate"], frame["not_ok"], frame["planned"] = 0, 0, planned
     _add_counts(frame, runs)
