@@ -147,7 +147,7 @@ def test_adjust_skips_nan_and_passes_method():
     assert m == 3 and math.isnan(adj[1])
     ref = multipletests([0.01, 0.04, 0.03], method="fdr_bh")[1]
     np.testing.assert_allclose(adj[[0, 2, 3]], ref)
-    assert S.adjust([np.nan, 0.03]).p_adj[1] == 0.03 and S.adjust([np.nan]).family_size == 0
+    assert S.adjust([np.nan, 0.03])[0][1] == 0.03 and S.adjust([np.nan])[1] == 0
 
 
 # ---------------------------------------------------------------- power
