@@ -109,16 +109,14 @@ class State:
 
 def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str, int], float], set]:
     """The primary metric of each ok run (NaN: none), gated, and the (task, variant, seed) of every stored run."""
-    ids = sel.run_ids
-    stored, values = set(), {}
-    apply_gate = sel.settings.apply_gate
+    ids, stored, values = sel.run_ids, set(), {}
     for r in records:
         if r.run_id not in ids:
             continue
         stored.add((r.task, r.variant_label, r.seed))
         entry = sel.ablation.tasks[r.task]
         metric = entry.primary.metric
-        gated = apply_gate and entry.gate is not None and metrics.beyond_training(metric)
+        gated = sel.settings.apply_gate and entry.gate is not None and metrics.beyond_training(metric)
         if r.status == "ok" and not (gated and not entry.gate.passes(r.metric(entry.gate.metric))):
             value = r.metric(metric)
             values[(r.task, r.variant_label, r.seed)] = np.nan if value is None else float(value)
