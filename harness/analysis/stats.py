@@ -101,21 +101,18 @@ def compare(
     facts = {} if facts is None else facts
     for i, (v, t) in enumerate(zip(names[1:], tests)):
         better = bool((t.ci_low + t.ci_high) / 2 > 0)
-        adjusted = (fam.p_adj[i], fam.p_perm_adj[i], fam.p_tost_adj[i], fam.mde[i])
-        facts[v] = vd.Facts(t.n_pairs, t.ties, t.non_finite, better, *adjusted, sesoi, alpha, confirmatory)
+        adjusted = {name: fam[j][i] for j, name in enumerate(Family._fields[:4])}  # p_adj .. mde
+        facts[v] = vd.Facts(t.n_pairs, t.ties, t.non_finite, better, *adjusted.values(), sesoi, alpha, confirmatory)
         rows.append(
             vars(t)  # its ci_low and ci_high are delta's: the mean's replace them
             | vars(describe(series[v], confidence))
+            | adjusted
             | {
                 "variant": v,
                 "delta_ci_low": t.ci_low,
                 "delta_ci_high": t.ci_high,
-                "p_adj": fam.p_adj[i],
-                "p_perm_adj": fam.p_perm_adj[i],
                 "family_size": None if np.isnan(t.p) else fam.size,  # a comparison without p is in no family
                 "p_tost": tost[i],
-                "p_tost_adj": fam.p_tost_adj[i],
-                "mde": fam.mde[i],
                 "verdict": vd.decide(facts[v]),
             }
         )
