@@ -27,7 +27,7 @@ EXACT_PERMUTATIONS = 2**16  # sign-flip test is exact for n <= 16 pairs, Monte C
 
 @contextlib.contextmanager
 def quiet():
-    """Silence scipy's warnings on the degenerate inputs above."""
+    """Silence scipy's warnings on the degenerate inputs above (a context manager or a decorator)."""
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         yield
@@ -48,15 +48,14 @@ class Descriptives:
     ci_high: float
 
 
+@quiet()
 def describe(values, confidence: float = 0.95) -> Descriptives:
     """Mean, SD (ddof=1) and t-interval of the mean (``scipy.stats.ttest_1samp`` CI); NaNs dropped."""
     x = clean(values)
     n = len(x)
     if n < 2 or not np.isfinite(x).all():  # an infinite value: the mean is ±inf (or NaN), no SD
-        with quiet():
-            return Descriptives(n, float(x.mean()) if n else NAN, NAN, NAN, NAN)
-    with quiet():
-        ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
+        return Descriptives(n, float(x.mean()) if n else NAN, NAN, NAN, NAN)
+    ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
     return Descriptives(n, float(x.mean()), float(x.std(ddof=1)), float(ci.low), float(ci.high))
 
 
@@ -88,31 +87,26 @@ def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarr
     return both["b"].to_numpy(float), both["v"].to_numpy(float)
 
 
+@quiet()
 def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool, confidence: float = 0.95) -> Paired:
     """Paired comparison on the seeds both series share (Series indexed by seed): ``p`` and CI by
     ``scipy.stats.ttest_rel``; ``p_perm`` by ``scipy.stats.permutation_test(permutation_type='samples')``
     on the differences, exact up to 16 pairs (smallest two-sided p 2 / 2**n), seeded Monte Carlo above."""
     b, v = _pair(baseline, variant)
     sign = 1.0 if higher_is_better else -1.0
-    with quiet():  # inf - inf: NaN, a tie below
-        d = sign * (v - b)
+    d = sign * (v - b)  # inf - inf: NaN, a tie below
     n = len(d)
     wins, ties, losses = int((d > 0).sum()), int((v == b).sum()), int((d < 0).sum())
     prob = (wins + ties / 2) / n if n else NAN
     non_finite = int((~(np.isfinite(b) & np.isfinite(v))).sum())
     if n < 2 or non_finite:
-        with quiet():
-            delta = float(d.mean()) if n else NAN
-        return Paired(n, delta, *[NAN] * 7, prob, wins, ties, losses, tuple(d), non_finite)
-    with quiet():
-        res = stats.ttest_rel(sign * v, sign * b)
-        ci = res.confidence_interval(confidence)
-        rng = np.random.default_rng(0)
-        perm = stats.permutation_test(
-            (d,), np.mean, permutation_type="samples", n_resamples=EXACT_PERMUTATIONS, rng=rng
-        )
-        sd = float(d.std(ddof=1))
-        d_z = float(np.float64(d.mean()) / sd)
+        return Paired(n, float(d.mean()) if n else NAN, *[NAN] * 7, prob, wins, ties, losses, tuple(d), non_finite)
+    res = stats.ttest_rel(sign * v, sign * b)
+    ci = res.confidence_interval(confidence)
+    rng = np.random.default_rng(0)
+    perm = stats.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=EXACT_PERMUTATIONS, rng=rng)
+    sd = float(d.std(ddof=1))
+    d_z = float(np.float64(d.mean()) / sd)
     stat = (float(ci.low), float(ci.high), float(res.statistic), float(res.pvalue), float(perm.pvalue))
     return Paired(n, float(d.mean()), *stat, d_z, sd, prob, wins, ties, losses, tuple(d))
 
