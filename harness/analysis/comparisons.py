@@ -84,11 +84,8 @@ class Analysis:
                 f"{st.seeds_used} of at most {count(d.declared, 'seed')} (the group-sequential design finished at "
                 f"look {st.reached} of {len(st.design.looks)})"
             )
-        return (
-            count(d.declared, "seed")
-            if d.complete
-            else f"{count(d.declared, 'seed')} planned, {d.runs} of {count(d.planned, 'run')} so far"
-        )
+        planned = f" planned, {d.runs} of {count(d.planned, 'run')} so far"
+        return count(d.declared, "seed") + ("" if d.complete else planned)
 
     def stopped_early(self, done: SeedsDone) -> looks.State | None:
         """The design's state when a group-sequential profile finished before running every seed it
@@ -194,10 +191,9 @@ def analyse(
     looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
     if out.sequential is not None:  # the looks decide, not the fixed design's Holm family
         looked = {(c.task, c.variant): looks.verdict(out.sequential, c) for c in out.sequential.comparisons}
+        family = f"primary (group-sequential, Holm over {count(len(out.sequential.comparisons), 'comparison')})"
         for table in primaries:
-            table.family = (
-                f"primary (group-sequential, Holm over {count(len(out.sequential.comparisons), 'comparison')})"
-            )
+            table.family = family
     short = {(p.task, p.metric, p.variant): p.needed for p in out.power if p.underpowered and out.sequential is None}
     for table in primaries:
         _decide(out, table, planned, looked, short if prof.confirmatory else {})
