@@ -138,23 +138,22 @@ def _judge(ev: dict[str, Any], result: Analysis) -> tuple[str, Any]:
     abl = result.ablation  # the profile's view: its tasks and variants
     ref = ev.get("against") or abl.baseline_label
     cond = ev.get("condition")
-    name = f"{ev['task']} `{ev['metric']}`, {ev['variant']} vs {ref}"
+    name, plain = (f"{ev['task']} {q}{ev['metric']}{q}, {ev['variant']} vs {ref}" for q in ("`", ""))
     if not in_grid(ev, abl):
-        where = f"not in the `{result.profile}` profile's grid (see the ablation's other profiles)"
-        return f"{ev['task']} {ev['metric']}, {ev['variant']} vs {ref}: {where}", None
-    table = result.table(ev["task"], ev["metric"], ref)
-    row = None if table is None else table.frame[table.frame["variant"] == ev["variant"]]
+        return f"{plain}: not in the `{result.profile}` profile's grid (see the ablation's other profiles)", None
     if ev.get("premise"):
         return _premise(ev, result, name)
-    if row is not None and not row.empty and vd.kind(row.iloc[0].get("verdict")) in vd.NO_VERDICT:
+    table = result.table(ev["task"], ev["metric"], ref)
+    rows = [] if table is None else table.frame[table.frame["variant"] == ev["variant"]].to_dict("records")
+    r = rows[0] if rows else {}
+    if vd.kind(r.get("verdict")) in vd.NO_VERDICT:
         # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
         return (
-            f"{name}: {row.iloc[0]['verdict']}; claim expects {ev['expect']}: **untestable at this scale**",
+            f"{name}: {r['verdict']}; claim expects {ev['expect']}: **untestable at this scale**",
             _Judged("untestable", cond),
         )
-    if row is None or row.empty or pd.isna(row.iloc[0].get("delta")):
-        return f"{ev['task']} {ev['metric']}, {ev['variant']} vs {ref}: no paired runs", _Judged("not run", cond)
-    r = row.iloc[0]
+    if pd.isna(r.get("delta")):
+        return f"{plain}: no paired runs", _Judged("not run", cond)
     v = str(r["verdict"])
     if vd.kind(v) is vd.Kind.PILOT or not abl.profiles[result.profile].confirmatory:
         outcome = "pilot"  # a pilot rules on nothing, a censored comparison of one included
@@ -272,11 +271,10 @@ def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[ControlOutco
     for task, entry in abl.tasks.items():
         table = result.table(task, entry.primary.metric)
         for variant in variants:
-            row = None if table is None else table.frame[table.frame["variant"] == variant]
-            if row is None or row.empty or not isinstance(row.iloc[0].get("verdict"), str):
-                out.append(ControlOutcome(task, variant, entry.primary.metric, "no paired runs", math.nan, False))
-                continue
-            verdict, p_adj = row.iloc[0]["verdict"], row.iloc[0].get("p_adj")
+            rows = [] if table is None else table.frame[table.frame["variant"] == variant].to_dict("records")
+            verdict, p_adj = (rows[0].get("verdict"), rows[0].get("p_adj")) if rows else (None, None)
+            if not isinstance(verdict, str):
+                verdict, p_adj = "no paired runs", None
             p_adj = math.nan if pd.isna(p_adj) else float(p_adj)
             caught = vd.kind(verdict) is vd.Kind(control.expect) and p_adj < alpha
             out.append(ControlOutcome(task, variant, entry.primary.metric, verdict, p_adj, caught))

@@ -84,11 +84,8 @@ class Analysis:
                 f"{st.seeds_used} of at most {count(d.declared, 'seed')} (the group-sequential design finished at "
                 f"look {st.reached} of {len(st.design.looks)})"
             )
-        return (
-            count(d.declared, "seed")
-            if d.complete
-            else f"{count(d.declared, 'seed')} planned, {d.runs} of {count(d.planned, 'run')} so far"
-        )
+        planned = f" planned, {d.runs} of {count(d.planned, 'run')} so far"
+        return count(d.declared, "seed") + ("" if d.complete else planned)
 
     def stopped_early(self, done: SeedsDone) -> looks.State | None:
         """The design's state when a group-sequential profile finished before running every seed it
@@ -109,12 +106,6 @@ class SeedsDone(NamedTuple):
     @property
     def complete(self) -> bool:
         return self.runs == self.planned
-
-
-def _metric_order(m: str) -> tuple:
-    """Per-length metrics first (by name, then length), then the others by name."""
-    length = metrics.length_of(m)
-    return (0, *length) if length else (1, m, 0)
 
 
 def claimed_metrics(abl: Ablation, task: str) -> set[str]:
@@ -150,9 +141,22 @@ def analyse(
         ids = sel.tuned_run_ids((r.task, r.variant_label, r.seed, r.tuned_params) for r in found.records)
     foreign = sum(r.run_id not in ids for r in found.records)
     found.records = [r for r in found.records if r.run_id in ids]
-    _refuse_mixed_grids(abl, profile, found.records)
+    seen = Counter((r.task, r.variant_label, r.seed) for r in found.records)
+    if dupes := [k for k, n in seen.items() if n > 1]:
+        (task, variant, seed), n = dupes[0], seen[dupes[0]]
+        raise AblateError(
+            f"the store holds {len(found.records)} runs of {abl.name}/{profile} from more than one config "
+            f"(e.g. {n} runs of {task} {variant} seed {seed}); pass the key=value overrides "
+            f"the runs to compare were made with (as given to `ablate run`), or use another --results-dir"
+        )
+    runs = pd.DataFrame(
+        [
+            (r.run_id, r.task, r.variant_label, r.seed, r.status, r.reason, _passed(abl, r), r.n_params, r.wall_time_s)
+            for r in found.records
+        ],
+        columns=["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"],
+    )
     frame = tidy(found.records)
-    runs = _runs(abl, found.records)
     ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
     rows = frame[frame["run_id"].isin(ok_ids)]
     prof = sel.settings
@@ -170,7 +174,8 @@ def analyse(
         sub = rows[rows["task"] == task]
         extra = claimed_metrics(abl, task) | {entry.primary.metric}  # and those every analysis compares
         names = {m for m in sub["metric"].unique() if metrics.compared(m) or m in extra}
-        for metric in sorted(names, key=_metric_order):
+        # per-length metrics first (by name, then length), then the others by name
+        for metric in sorted(names, key=lambda m: (0, *metrics.length_of(m)) if metrics.length_of(m) else (1, m, 0)):
             if metric == metrics.STEPS_TO_TARGET and entry.target is None:
                 continue  # no convergence target: every run holds the step budget, a comparison of nothing
             is_primary = metric == entry.primary.metric
@@ -186,10 +191,9 @@ def analyse(
     looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
     if out.sequential is not None:  # the looks decide, not the fixed design's Holm family
         looked = {(c.task, c.variant): looks.verdict(out.sequential, c) for c in out.sequential.comparisons}
+        family = f"primary (group-sequential, Holm over {count(len(out.sequential.comparisons), 'comparison')})"
         for table in primaries:
-            table.family = (
-                f"primary (group-sequential, Holm over {count(len(out.sequential.comparisons), 'comparison')})"
-            )
+            table.family = family
     short = {(p.task, p.metric, p.variant): p.needed for p in out.power if p.underpowered and out.sequential is None}
     for table in primaries:
         _decide(out, table, planned, looked, short if prof.confirmatory else {})
@@ -226,109 +230,68 @@ def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str],
 def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Table | None:
     """Every variant of ``task`` against the variant ``ref`` on ``metric`` (a claim's evidence entry
     with ``against``), as the other tables but its own BH family; None when ``ref`` has no run of the task."""
-    abl, prof = result.ablation, result.selection.settings
-    runs = result.runs[result.runs["task"] == task]
-    if ref not in set(runs["variant"]):
+    if ref not in set(result.runs.loc[result.runs["task"] == task, "variant"]):
         return None
-    sesoi = None
+    entry = result.ablation.tasks[task]
     if metric == metrics.OUTCOME:
-        frame = stats.outcome_compare(_finished(runs), baseline=ref, alpha=result.alpha, confirmatory=prof.confirmatory)
+        table = _outcome_table(result, task, ref)
     else:
-        kept = runs[runs["status"] == "ok"]
-        if metrics.beyond_training(metric) and prof.apply_gate:
-            kept = kept[kept["passed_gate"]]
-        data = result.rows[(result.rows["metric"] == metric) & result.rows["run_id"].isin(set(kept["run_id"]))]
-        if ref not in set(data["variant"]):
-            return None
-        entry = abl.tasks[task]
-        sesoi = entry.primary.sesoi if metric == entry.primary.metric else None
-        how = {"higher_is_better": metrics.higher_is_better(metric), "sesoi": sesoi, "alpha": result.alpha}
-        frame = stats.compare(
-            data[["variant", "seed", "value"]], baseline=ref, p_adjust="fdr_bh", confirmatory=prof.confirmatory, **how
-        )
-    order = [ref] + [v for v in frame["variant"] if v != ref]
-    frame = frame.set_index("variant").reindex(order).reset_index()
-    hib = metrics.higher_is_better(metric)
-    return Table(task, metric, hib, f"exploratory (against {ref}, BH)", frame, sesoi, ref)
+        table = _compare(result, task, metric, entry.primary.sesoi if metric == entry.primary.metric else None, ref)
+    table.family, table.reference = f"exploratory (against {ref}, BH)", ref
+    return table
 
 
-def _refuse_mixed_grids(abl: Ablation, profile: str, records: list[Record]) -> None:
-    seen = Counter((r.task, r.variant_label, r.seed) for r in records)
-    dupes = [k for k, n in seen.items() if n > 1]
-    if dupes:
-        task, variant, seed = dupes[0]
-        raise AblateError(
-            f"the store holds {len(records)} runs of {abl.name}/{profile} from more than one config "
-            f"(e.g. {seen[dupes[0]]} runs of {task} {variant} seed {seed}); pass the key=value overrides "
-            f"the runs to compare were made with (as given to `ablate run`), or use another --results-dir"
-        )
+def _passed(abl: Ablation, r: Record) -> bool:
+    """Whether a run finished and passed its task's gate (if it has one)."""
+    gate = abl.tasks[r.task].gate if r.task in abl.tasks else None
+    return r.status == "ok" and (gate is None or gate.passes(r.metric(gate.metric)))
 
 
-def _runs(abl: Ablation, records: list[Record]) -> pd.DataFrame:
-    cols = ["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"]
-    rows = []
-    for r in records:
-        entry = abl.tasks.get(r.task)
-        gate = entry.gate if entry is not None else None
-        passed = r.status == "ok" and (gate is None or gate.passes(r.metric(gate.metric)))
-        rows.append((r.run_id, r.task, r.variant_label, r.seed, r.status, r.reason, passed, r.n_params, r.wall_time_s))
-    return pd.DataFrame(rows, columns=cols)
-
-
-def _order(abl: Ablation, present: Iterable[str]) -> list[str]:
-    """The variants ``present``, baseline first, then in declaration order."""
-    order = [abl.baseline_label] + [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
+def _order(abl: Ablation, present: Iterable[str], first: str) -> list[str]:
+    """The variants ``present``, ``first`` first, then in declaration order."""
+    order = [first] + [abl.label(v) for v in abl.variants() if abl.label(v) != first]
     return [v for v in order if v in set(present)]
 
 
-def _finished(runs: pd.DataFrame) -> pd.DataFrame:
-    """Whether each run finished (1) or not (0), as the values of an outcome table."""
-    return pd.DataFrame({"variant": runs["variant"], "seed": runs["seed"], "value": (runs["status"] == "ok") * 1.0})
-
-
-def _compare(out: Analysis, task: str, metric: str, sesoi: float | None) -> Table:
+def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: str | None = None) -> Table:
+    """``metric`` on ``task``, every variant against ``base`` (the baseline unless given), BH within the table."""
     abl, prof, hib = out.ablation, out.selection.settings, metrics.higher_is_better(metric)
-    apply_gate = prof.apply_gate
+    base = base or abl.baseline_label
     data = out.rows[(out.rows["task"] == task) & (out.rows["metric"] == metric)]
     task_runs = out.runs[out.runs["task"] == task]
-    excluded = pd.Series(dtype=int)
-    if metrics.beyond_training(metric) and apply_gate:
-        gated = task_runs[(task_runs["status"] == "ok") & ~task_runs["passed_gate"]]
-        data = data[~data["run_id"].isin(set(gated["run_id"]))]
-        excluded = gated.groupby("variant").size()
-    not_ok = task_runs[task_runs["status"] != "ok"].groupby("variant").size()
-    present = _order(abl, task_runs["variant"])
+    ok = task_runs["status"] == "ok"
+    gated = metrics.beyond_training(metric) and prof.apply_gate
+    below = task_runs[ok & ~task_runs["passed_gate"]] if gated else task_runs.iloc[:0]
+    data = data[~data["run_id"].isin(set(below["run_id"]))]
+    present = _order(abl, task_runs["variant"], base)
     values = data[["variant", "seed", "value"]]
-    if not values.empty and abl.baseline_label not in set(values["variant"]):
+    if not values.empty and base not in set(values["variant"]):
         # no value of the baseline (its runs pending, failed or below the gate): its row reads n = 0 and
         # each variant keeps its own numbers, with no pair (``too few pairs``), rather than n = 0 for all
-        values = pd.concat([values, pd.DataFrame({"variant": [abl.baseline_label], "seed": [-1], "value": [np.nan]})])
-        present = [abl.baseline_label] + [v for v in present if v != abl.baseline_label]
+        values = pd.concat([values, pd.DataFrame({"variant": [base], "seed": [-1], "value": [np.nan]})])
+        present = [base] + [v for v in present if v != base]
     facts: dict[str, vd.Facts] = {}
-    if abl.baseline_label in set(values["variant"]):
+    if base in set(values["variant"]):
         how = {"higher_is_better": hib, "sesoi": sesoi, "alpha": out.alpha, "confirmatory": prof.confirmatory}
-        frame = stats.compare(values, baseline=abl.baseline_label, p_adjust="fdr_bh", facts=facts, **how)
+        frame = stats.compare(values, baseline=base, p_adjust="fdr_bh", facts=facts, **how)
         frame = frame.set_index("variant").reindex(present).reset_index()
     else:
         frame = pd.DataFrame({"variant": present})
-    frame["below_gate"] = [int(excluded.get(v, 0)) for v in frame["variant"]]
-    frame["not_ok"] = [int(not_ok.get(v, 0)) for v in frame["variant"]]
     # ok runs left in the comparison with no value of the metric (no row, or NaN): n counts them out, say so
     valued = set(data.loc[pd.to_numeric(data["value"], errors="coerce").notna(), "run_id"])
-    kept = task_runs[(task_runs["status"] == "ok") & ~task_runs["run_id"].isin(valued)]
-    if metrics.beyond_training(metric) and apply_gate:
-        kept = kept[kept["passed_gate"]]
-    no_value = kept.groupby("variant").size()
-    frame["no_value"] = [int(no_value.get(v, 0)) for v in frame["variant"]]
-    _add_cost(frame, task_runs)
+    no_value = ok & ~task_runs["run_id"].isin(valued) & (task_runs["passed_gate"] if gated else True)
+    _add_counts(frame, task_runs, below_gate=below, not_ok=task_runs[~ok], no_value=task_runs[no_value])
     return Table(task, metric, hib, "", frame, sesoi, facts=facts)
 
 
-def _add_cost(frame: pd.DataFrame, task_runs: pd.DataFrame) -> None:
-    """The cost columns of a table: parameters and median wall time per run, per variant (the
-    median: a worker's first run also pays for its start-up, which would weigh on one variant's mean)."""
-    params = task_runs.groupby("variant")["n_params"].first()
-    walls = task_runs.groupby("variant")["wall_time_s"].median()
+def _add_counts(frame: pd.DataFrame, task_runs: pd.DataFrame, **runs: pd.DataFrame) -> None:
+    """Per variant: a column of the number of each of ``runs``, and the cost columns: parameters and
+    median wall time per run (the median: a worker's first run also pays for its start-up, which would
+    weigh on one variant's mean)."""
+    for column, some in runs.items():
+        frame[column] = [int(n) for n in some.groupby("variant").size().reindex(frame["variant"], fill_value=0)]
+    by_variant = task_runs.groupby("variant")
+    params, walls = by_variant["n_params"].first(), by_variant["wall_time_s"].median()
     frame["n_params"] = [params.get(v, np.nan) for v in frame["variant"]]
     frame["wall_time_s"] = [walls.get(v, np.nan) for v in frame["variant"]]
 
@@ -340,25 +303,27 @@ def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str,
     return Counter(texts).most_common()
 
 
+def _outcome_table(out: Analysis, task: str, base: str, planned: int = 0) -> Table:
+    """Whether each run of ``task`` finished, variant against ``base``, by
+    :func:`harness.analysis.stats.outcome_compare`."""
+    runs = out.runs[out.runs["task"] == task]
+    facts: dict[str, vd.Facts] = {}
+    how = {"alpha": out.alpha, "confirmatory": out.selection.settings.confirmatory, "facts": facts}
+    finished = pd.DataFrame({"variant": runs["variant"], "seed": runs["seed"], "value": (runs["status"] == "ok") * 1.0})
+    frame = stats.outcome_compare(finished, baseline=base, **how)
+    frame = frame.set_index("variant").reindex(_order(out.ablation, frame["variant"], base)).reset_index()
+    frame["below_gate"], frame["not_ok"], frame["planned"] = 0, 0, planned
+    _add_counts(frame, runs)
+    hib = metrics.higher_is_better(metrics.OUTCOME)
+    return Table(task, metrics.OUTCOME, hib, "outcome (exact McNemar, BH)", frame, facts=facts)
+
+
 def _outcome_tables(out: Analysis, planned: int, named: set[str]) -> list[Table]:
-    """Per task where some run did not finish (or, in ``named``, a claim names ``finished``): whether
-    each run finished, variant against baseline, by :func:`harness.analysis.stats.outcome_compare`."""
+    """Per task where some run did not finish (or, in ``named``, a claim names ``finished``): its :func:`_outcome_table`."""
     abl, tables = out.ablation, []
     for task in abl.tasks:
         sub = out.runs[out.runs["task"] == task]
-        if (
-            sub.empty
-            or ((sub["status"] == "ok").all() and task not in named)
-            or abl.baseline_label not in set(sub["variant"])
-        ):
-            continue  # (a claim reads this table even when every run finished)
-        facts: dict[str, vd.Facts] = {}
-        how = {"alpha": out.alpha, "confirmatory": out.selection.settings.confirmatory, "facts": facts}
-        frame = stats.outcome_compare(_finished(sub), baseline=abl.baseline_label, **how)
-        frame = frame.set_index("variant").reindex(_order(abl, frame["variant"])).reset_index()
-        frame["below_gate"], frame["not_ok"] = 0, 0
-        frame["planned"] = planned
-        _add_cost(frame, sub)
-        hib = metrics.higher_is_better(metrics.OUTCOME)
-        tables.append(Table(task, metrics.OUTCOME, hib, "outcome (exact McNemar, BH)", frame, facts=facts))
+        if ((sub["status"] == "ok").all() and task not in named) or abl.baseline_label not in set(sub["variant"]):
+            continue  # (a claim reads this table even when every run finished; an empty sub has no baseline)
+        tables.append(_outcome_table(out, task, abl.baseline_label, planned))
     return tables

@@ -109,16 +109,14 @@ class State:
 
 def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str, int], float], set]:
     """The primary metric of each ok run (NaN: none), gated, and the (task, variant, seed) of every stored run."""
-    ids = sel.run_ids
-    stored, values = set(), {}
-    apply_gate = sel.settings.apply_gate
+    ids, stored, values = sel.run_ids, set(), {}
     for r in records:
         if r.run_id not in ids:
             continue
         stored.add((r.task, r.variant_label, r.seed))
         entry = sel.ablation.tasks[r.task]
         metric = entry.primary.metric
-        gated = apply_gate and entry.gate is not None and metrics.beyond_training(metric)
+        gated = sel.settings.apply_gate and entry.gate is not None and metrics.beyond_training(metric)
         if r.status == "ok" and not (gated and not entry.gate.passes(r.metric(entry.gate.metric))):
             value = r.metric(metric)
             values[(r.task, r.variant_label, r.seed)] = np.nan if value is None else float(value)
@@ -144,7 +142,10 @@ def state(sel: Selection, records: list[Record]) -> State:
         if not arms or not all((task, arm, s) in stored for task, arm in arms for s in seeds[:n_k]):
             break
         stats_by_look.append([_paired(sel, values, task, v, seeds[:n_k]) for task, v in members])
-        decided = sq.decide(design, *_arrays(stats_by_look), sesoi)
+        fields = ("t", "n_pairs", "p_perm", "delta", "sd_diff")  # each (1, looks, members)
+        decided = sq.decide(
+            design, *(np.array([[[getattr(p, f) for p in k] for k in stats_by_look]]) for f in fields), sesoi
+        )
     reached = len(stats_by_look)
     needed = frozenset(_open_arms(members, decided, base) if reached < len(design.looks) else ())
     comps = []
@@ -174,12 +175,6 @@ def _paired(sel: Selection, values: dict, task: str, variant: str, seeds: list[i
         return pd.Series({s: values.get((task, arm, s), np.nan) for s in seeds}, dtype=float)
 
     return paired.paired_test(series(sel.ablation.baseline_label), series(variant), hib)
-
-
-def _arrays(by_look: list[list[paired.Paired]]) -> tuple[np.ndarray, ...]:
-    """:func:`harness.analysis.sequential.decide`'s inputs, each (1, looks, members)."""
-    fields = ("t", "n_pairs", "p_perm", "delta", "sd_diff")
-    return tuple(np.array([[[float(getattr(p, f)) for p in look] for look in by_look]]) for f in fields)
 
 
 def next_specs(sel: Selection, st: State) -> list[RunSpec]:

@@ -27,46 +27,41 @@ EXACT_PERMUTATIONS = 2**16  # sign-flip test is exact for n <= 16 pairs, Monte C
 
 @contextlib.contextmanager
 def quiet():
-    """Silence scipy's warnings on the degenerate inputs above."""
+    """Silence scipy's warnings on the degenerate inputs above (a context manager or a decorator)."""
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         yield
 
 
-def clean(values) -> tuple[np.ndarray, int]:
-    """The values without NaNs, and how many NaNs were dropped."""
+def clean(values) -> np.ndarray:
+    """The values without NaNs."""
     x = np.asarray(values, dtype=float).ravel()
-    keep = ~np.isnan(x)
-    return x[keep], int((~keep).sum())
+    return x[~np.isnan(x)]
 
 
 @dataclass(frozen=True)
 class Descriptives:
     n: int  # values used (NaNs dropped)
-    n_nan: int  # NaNs dropped
     mean: float
     sd: float  # ddof=1
     ci_low: float  # t-interval of the mean
     ci_high: float
 
 
+@quiet()
 def describe(values, confidence: float = 0.95) -> Descriptives:
-    """Mean, SD (ddof=1) and t-interval of the mean (``scipy.stats.ttest_1samp`` CI); NaNs dropped
-    and counted."""
-    x, n_nan = clean(values)
+    """Mean, SD (ddof=1) and t-interval of the mean (``scipy.stats.ttest_1samp`` CI); NaNs dropped."""
+    x = clean(values)
     n = len(x)
     if n < 2 or not np.isfinite(x).all():  # an infinite value: the mean is ±inf (or NaN), no SD
-        with quiet():
-            return Descriptives(n, n_nan, float(x.mean()) if n else NAN, NAN, NAN, NAN)
-    with quiet():
-        ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
-    return Descriptives(n, n_nan, float(x.mean()), float(x.std(ddof=1)), float(ci.low), float(ci.high))
+        return Descriptives(n, float(x.mean()) if n else NAN, NAN, NAN, NAN)
+    ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
+    return Descriptives(n, float(x.mean()), float(x.std(ddof=1)), float(ci.low), float(ci.high))
 
 
 @dataclass(frozen=True)
 class Paired:
-    n_pairs: int
-    n_dropped: int  # seeds missing on either side, or NaN on either side
+    n_pairs: int  # seeds with a value on both sides
     delta: float  # mean(variant - baseline), oriented: > 0 means variant better
     ci_low: float  # t-interval of delta (ttest_rel CI), oriented
     ci_high: float
@@ -84,48 +79,42 @@ class Paired:
     non_finite: int = 0  # pairs with an infinite value: every statistic but delta and the counts is NaN
 
 
-def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarray, int]:
+def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     for s in (baseline, variant):
         if s.index.has_duplicates:
             raise ValueError(f"duplicate seeds: {sorted(set(s.index[s.index.duplicated()]))}")
-    both = pd.concat({"b": baseline, "v": variant}, axis=1, join="outer").sort_index()
-    ok = both.notna().all(axis=1)
-    return both["b"][ok].to_numpy(float), both["v"][ok].to_numpy(float), int((~ok).sum())
+    both = pd.concat({"b": baseline, "v": variant}, axis=1).sort_index().dropna()
+    return both["b"].to_numpy(float), both["v"].to_numpy(float)
 
 
+@quiet()
 def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool, confidence: float = 0.95) -> Paired:
     """Paired comparison on the seeds both series share (Series indexed by seed): ``p`` and CI by
     ``scipy.stats.ttest_rel``; ``p_perm`` by ``scipy.stats.permutation_test(permutation_type='samples')``
     on the differences, exact up to 16 pairs (smallest two-sided p 2 / 2**n), seeded Monte Carlo above."""
-    b, v, dropped = _pair(baseline, variant)
+    b, v = _pair(baseline, variant)
     sign = 1.0 if higher_is_better else -1.0
-    with quiet():  # inf - inf: NaN, a tie below
-        d = sign * (v - b)
+    d = sign * (v - b)  # inf - inf: NaN, a tie below
     n = len(d)
     wins, ties, losses = int((d > 0).sum()), int((v == b).sum()), int((d < 0).sum())
     prob = (wins + ties / 2) / n if n else NAN
     non_finite = int((~(np.isfinite(b) & np.isfinite(v))).sum())
     if n < 2 or non_finite:
-        with quiet():
-            delta = float(d.mean()) if n else NAN
-        return Paired(n, dropped, delta, *[NAN] * 7, prob, wins, ties, losses, tuple(d), non_finite)
-    with quiet():
-        res = stats.ttest_rel(sign * v, sign * b)
-        ci = res.confidence_interval(confidence)
-        rng = np.random.default_rng(0)
-        perm = stats.permutation_test(
-            (d,), np.mean, permutation_type="samples", n_resamples=EXACT_PERMUTATIONS, rng=rng
-        )
-        sd = float(d.std(ddof=1))
-        d_z = float(np.float64(d.mean()) / sd)
+        return Paired(n, float(d.mean()) if n else NAN, *[NAN] * 7, prob, wins, ties, losses, tuple(d), non_finite)
+    res = stats.ttest_rel(sign * v, sign * b)
+    ci = res.confidence_interval(confidence)
+    rng = np.random.default_rng(0)
+    perm = stats.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=EXACT_PERMUTATIONS, rng=rng)
+    sd = float(d.std(ddof=1))
+    d_z = float(np.float64(d.mean()) / sd)
     stat = (float(ci.low), float(ci.high), float(res.statistic), float(res.pvalue), float(perm.pvalue))
-    return Paired(n, dropped, float(d.mean()), *stat, d_z, sd, prob, wins, ties, losses, tuple(d))
+    return Paired(n, float(d.mean()), *stat, d_z, sd, prob, wins, ties, losses, tuple(d))
 
 
 def tost_paired(diffs, sesoi: float) -> float:
     """Equivalence p (two one-sided tests, margin ±sesoi) on paired differences, by
     ``statsmodels.stats.weightstats.ttost_paired``; NaN for fewer than 2 differences or an infinite one."""
-    d, _ = clean(diffs)
+    d = clean(diffs)
     if len(d) < 2 or not sesoi > 0 or not np.isfinite(d).all():
         return NAN
     with quiet():

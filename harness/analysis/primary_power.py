@@ -6,7 +6,6 @@ profile's own runs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
@@ -75,25 +74,16 @@ class PrimaryPower:
 
 
 def primary_power(tables: list[Table], alpha: float = 0.05) -> list[PrimaryPower]:
-    """The power of every member of the primary family (a defined t-test p) of the primary ``tables``
-    at the family-wise level ``alpha``, after :func:`holm_across` has sized their family."""
-    members = [t.frame.iloc[1:] for t in tables if "p" in t.frame]
-    sizes = [int(f) for m in members for p, f in zip(m["p"], m["family_size"]) if pd.notna(p) and pd.notna(f)]
-    if not sizes or max(sizes) < 1:
-        return []
-    size = max(sizes)  # one Holm family: every member carries its size
-    alpha_each = alpha / size
+    """The power of every member of the primary family (a defined t-test p, in the Holm family that
+    :func:`holm_across` sized) of the primary ``tables`` with a sesoi, at the family-wise level ``alpha``."""
     out = []
     for table in tables:
-        if not table.sesoi or "sd_diff" not in table.frame:
+        if not table.sesoi or "p" not in table.frame:
             continue
-        for _, row in table.frame.iloc[1:].iterrows():
-            n = 0 if pd.isna(row.get("n_pairs")) else int(row["n_pairs"])
-            sd = float(row["sd_diff"]) if pd.notna(row.get("sd_diff")) else math.nan
-            if n < 2 or math.isnan(sd) or pd.isna(row.get("p")) or pd.isna(row.get("family_size")):
-                # not a member: no test (or an exploratory variant, outside the family), no power
-                continue
-            needed, note = None, ""
+        rows = table.frame.iloc[1:]
+        for _, row in rows[rows["p"].notna() & rows["family_size"].notna()].iterrows():
+            n, sd, size = int(row["n_pairs"]), float(row["sd_diff"]), int(row["family_size"])
+            alpha_each, needed, note = alpha / size, None, ""
             try:
                 needed = pw.seeds_for_verdict(table.sesoi, sd, alpha=alpha_each, power=TARGET_POWER)
             except ValueError as exc:  # an SD of 0, or an extreme level: no number, say why

@@ -37,6 +37,7 @@ def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
     return q * math.sqrt(k * (k + 1) / (6 * n))
 
 
+@quiet()
 def friedman(table: pd.DataFrame, higher_is_better: bool = True, alpha: float = 0.05) -> Friedman:
     """Friedman test over variants (rows = seeds, columns = variants), complete seeds only, by
     ``scipy.stats.friedmanchisquare``; mean ranks 1 = best, ties averaged. Fewer than 3 variants or
@@ -47,6 +48,5 @@ def friedman(table: pd.DataFrame, higher_is_better: bool = True, alpha: float = 
     mean_ranks = pd.Series(ranks.mean(axis=0) if len(full) else NAN, index=table.columns)
     if k < 3 or len(full) < 2:
         return Friedman(NAN, NAN, len(full), mean_ranks, k)
-    with quiet():
-        res = stats.friedmanchisquare(*full.to_numpy(float).T)
+    res = stats.friedmanchisquare(*full.to_numpy(float).T)
     return Friedman(float(res.statistic), float(res.pvalue), len(full), mean_ranks, k, nemenyi_cd(k, len(full), alpha))

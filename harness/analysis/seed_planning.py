@@ -111,24 +111,19 @@ def primary_comparisons(abl: Ablation) -> list[tuple[str, str]]:
 
 def seed_plan(sel: Selection, pilot: Analysis, power: float = 0.8, alpha: float = 0.05) -> SeedPlan:
     """The seeds each primary comparison of the confirmatory profile ``sel`` needs, from the ``pilot``
-    analysis, at ``power`` and the family-wise level ``alpha``."""
-    check_levels(power, alpha)
+    analysis, at ``power`` and the family-wise level ``alpha`` (both checked by :func:`check_levels`)."""
     view, prof = sel.ablation, sel.settings
     pairs = primary_comparisons(view)
     out = SeedPlan(sel.name, sel.profile, pilot.profile, pilot.results, power, alpha, len(pairs))
     for task, variant in pairs:
         spec = view.tasks[task].primary
         table = pilot.table(task, spec.metric)
-        row = None if table is None else table.frame[table.frame["variant"] == variant]
-        n = 0 if row is None or row.empty or "n_pairs" not in row else _int(row.iloc[0]["n_pairs"])
-        sd = math.nan if n < 2 or "sd_diff" not in row else float(row.iloc[0]["sd_diff"])
+        rows = [] if table is None else table.frame[table.frame["variant"] == variant].to_dict("records")
+        n = 0 if not rows or pd.isna(rows[0].get("n_pairs")) else int(rows[0]["n_pairs"])
+        sd = math.nan if n < 2 else float(rows[0]["sd_diff"])
         needed, note = _needed(spec.sesoi, sd, n, out.alpha_each, power, table is None)
         out.rows.append(PlanRow(task, variant, spec.metric, n, sd, spec.sesoi, needed, len(prof.seeds), note))
     return out
-
-
-def _int(value: Any) -> int:
-    return 0 if pd.isna(value) else int(value)
 
 
 def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task: bool) -> tuple[int | None, str]:

@@ -94,12 +94,6 @@ def t_bounds(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
     return out
 
 
-def nominal_p(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
-    """The two-sided nominal p of each look's t bound (:func:`t_bounds`), at its own degrees of
-    freedom: a comparison with fewer pairs than the look (a failed run) is judged on this p."""
-    return 2.0 * stats.t.sf(t_bounds(looks, alpha, spending), np.asarray(looks) - 1)
-
-
 @dataclass(frozen=True)
 class Design:
     """A profile's ``sequential:`` block, resolved: pairs at each look, the spending function, the
@@ -111,10 +105,11 @@ class Design:
     futility: bool = True
 
     def p_table(self, m: int, scale: float = 1.0) -> np.ndarray:
-        """Nominal p bounds at level ``scale * alpha / j`` for j = 1..m remaining Holm members, (m, K)."""
-        return np.array(
-            [nominal_p(self.looks, min(scale * self.alpha / j, 0.999), self.spending) for j in range(1, m + 1)]
-        )
+        """The two-sided nominal p of each look's t bound (:func:`t_bounds`), at its own degrees of freedom,
+        at level ``scale * alpha / j`` for j = 1..m remaining Holm members, (m, K): a comparison with fewer
+        pairs than the look (a failed run) is judged on this p."""
+        levels = [min(scale * self.alpha / j, 0.999) for j in range(1, m + 1)]
+        return 2.0 * stats.t.sf([t_bounds(self.looks, a, self.spending) for a in levels], np.asarray(self.looks) - 1)
 
 
 @dataclass(frozen=True)
@@ -129,6 +124,7 @@ class Decisions:
     rci_high: np.ndarray
 
 
+@np.errstate(invalid="ignore", divide="ignore")  # no test (NaN) where there are fewer than 2 pairs
 def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
     """Replay the looks of a family of paired comparisons and decide each, vectorised over experiments
     (the rule: docs/sequential.md, "The decision rule": Holm step-down at each look, the exact
@@ -148,17 +144,14 @@ def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
     s_count, k_count, m = t.shape
     last = len(design.looks) - 1
     p_dir, p_eq = design.p_table(m), design.p_table(m, scale=2.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = 2.0 * stats.t.sf(np.abs(t), n - 1)
+    p = 2.0 * stats.t.sf(np.abs(t), n - 1)
     p_sign = np.where(np.isnan(p_sign), 1.0, p_sign)
     outcome = np.zeros((s_count, m), dtype=np.int8)
     look = np.full((s_count, m), -1)
     level, bound, low, high = (np.full((s_count, m), np.nan) for _ in range(4))
     sesoi = None if sesoi is None else np.asarray(sesoi, dtype=float)
     for k in range(k_count):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            se = sd[:, k] / np.sqrt(n[:, k])
-
+        se = sd[:, k] / np.sqrt(n[:, k])
         floor = 2.0 / 2.0 ** n[:, k]  # the exact sign-flip test's smallest p with n pairs
         rejected = np.isin(outcome, (BETTER, WORSE)).sum(axis=1)
         while True:  # Holm step-down within the look; thresholds only grow as members are rejected
@@ -177,15 +170,13 @@ def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
         _keep(outcome == OPEN, now, (level, bound, low, high))  # the latest interval of each open member
         if sesoi is None:
             continue
-        with np.errstate(invalid="ignore", divide="ignore"):
-            c_eq = stats.t.isf(p_eq[j - 1, k][:, None] / 2, n[:, k] - 1)
-            equiv = (outcome == OPEN) & (np.abs(delta[:, k]) + c_eq * se < sesoi)
+        c_eq = stats.t.isf(p_eq[j - 1, k][:, None] / 2, n[:, k] - 1)
+        equiv = (outcome == OPEN) & (np.abs(delta[:, k]) + c_eq * se < sesoi)
         outcome[equiv], look[equiv] = EQUIVALENT, k
         if design.futility and k < last:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                c_end = stats.norm.isf(p_dir[j - 1, last] / 2)[:, None]
-                power = _conditional_power(design.looks[k], design.looks[-1], t[:, k], sd[:, k], sesoi, c_end)
-                futile = (outcome == OPEN) & (power < FUTILITY_POWER)
+            c_end = stats.norm.isf(p_dir[j - 1, last] / 2)[:, None]
+            power = _conditional_power(design.looks[k], design.looks[-1], t[:, k], sd[:, k], sesoi, c_end)
+            futile = (outcome == OPEN) & (power < FUTILITY_POWER)
             outcome[futile], look[futile] = FUTILE, k
     return Decisions(outcome, look, level, bound, low, high)
 
@@ -193,8 +184,7 @@ def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
 def _interval(alpha: float, j, p_cut, n, delta, se) -> tuple[np.ndarray, ...]:
     """Level alpha / j, the |t| bound of nominal p ``p_cut`` at n - 1 degrees of freedom and the
     repeated CI delta -+ bound x se, each (S, m) (``j``, ``p_cut``: (S,))."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        c = stats.t.isf(p_cut[:, None] / 2, n - 1)
+    c = stats.t.isf(p_cut[:, None] / 2, n - 1)  # under decide's errstate
     return np.broadcast_to((alpha / j)[:, None], c.shape), c, delta - c * se, delta + c * se
 
 

@@ -18,14 +18,10 @@ from harness.analysis import verdicts as vd
 from harness.analysis.paired import NAN, describe, paired_test, tost_paired
 
 
-class Adjusted(NamedTuple):
-    p_adj: np.ndarray  # same shape as the input; NaN where the input was NaN
-    family_size: int  # number of non-NaN p-values adjusted together
-
-
-def adjust(pvalues, method: str = "holm") -> Adjusted:
+def adjust(pvalues, method: str = "holm") -> tuple[np.ndarray, int]:
     """Multiplicity adjustment by ``statsmodels.stats.multitest.multipletests`` ("holm" or "fdr_bh",
-    passed explicitly: statsmodels' default is Holm-Sidak). NaN p-values stay NaN, outside the family."""
+    passed explicitly: statsmodels' default is Holm-Sidak): the adjusted p, NaN where the input is NaN
+    (outside the family), and the family's size (the non-NaN p)."""
     p = np.asarray(pvalues, dtype=float)
     out = np.full(p.shape, NAN)
     ok = ~np.isnan(p)
@@ -33,7 +29,7 @@ def adjust(pvalues, method: str = "holm") -> Adjusted:
         out[ok] = p[ok]  # avoids the gc.collect() that statsmodels' Holm runs on every call
     elif ok.any():
         out[ok] = multipletests(p[ok], method=method)[1]
-    return Adjusted(out, int(ok.sum()))
+    return out, int(ok.sum())
 
 
 class Family(NamedTuple):
@@ -51,8 +47,7 @@ def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float
     p = np.asarray(p, dtype=float)
     member = ~np.isnan(p)
     adj, size = adjust(p, method)
-    perm = adjust(np.where(member, np.asarray(p_perm, dtype=float), NAN), method).p_adj
-    tost = adjust(np.where(member, np.asarray(p_tost, dtype=float), NAN), method).p_adj
+    perm, tost = (adjust(np.where(member, np.asarray(q, dtype=float), NAN), method)[0] for q in (p_perm, p_tost))
     m_de = np.array(
         [power.mde(int(n), float(sd), alpha / max(size, 1)) for n, sd in zip(n_pairs, sd_diff)], dtype=float
     )
@@ -106,21 +101,18 @@ def compare(
     facts = {} if facts is None else facts
     for i, (v, t) in enumerate(zip(names[1:], tests)):
         better = bool((t.ci_low + t.ci_high) / 2 > 0)
-        adjusted = (fam.p_adj[i], fam.p_perm_adj[i], fam.p_tost_adj[i], fam.mde[i])
-        facts[v] = vd.Facts(t.n_pairs, t.ties, t.non_finite, better, *adjusted, sesoi, alpha, confirmatory)
+        adjusted = {name: fam[j][i] for j, name in enumerate(Family._fields[:4])}  # p_adj .. mde
+        facts[v] = vd.Facts(t.n_pairs, t.ties, t.non_finite, better, *adjusted.values(), sesoi, alpha, confirmatory)
         rows.append(
             vars(t)  # its ci_low and ci_high are delta's: the mean's replace them
             | vars(describe(series[v], confidence))
+            | adjusted
             | {
                 "variant": v,
                 "delta_ci_low": t.ci_low,
                 "delta_ci_high": t.ci_high,
-                "p_adj": fam.p_adj[i],
-                "p_perm_adj": fam.p_perm_adj[i],
                 "family_size": None if np.isnan(t.p) else fam.size,  # a comparison without p is in no family
                 "p_tost": tost[i],
-                "p_tost_adj": fam.p_tost_adj[i],
-                "mde": fam.mde[i],
                 "verdict": vd.decide(facts[v]),
             }
         )

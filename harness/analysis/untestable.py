@@ -61,26 +61,20 @@ def below_gate(runs: pd.DataFrame, task: str, metric: str, variant: str, base: s
     if not (apply_gate and metrics.beyond_training(metric)):
         return None
     task_runs = runs[runs["task"] == task]
-    if variant not in set(task_runs["variant"]):
-        return None
     passed = task_runs[task_runs["passed_gate"].astype(bool)].groupby("variant").size()
     if passed.get(base, 0) == 0:
         return "baseline "
     return "" if passed.get(variant, 0) == 0 else None
 
 
-def seeds_at_ceiling(
-    rows: pd.DataFrame, task: str, metric: str, variant: str, paired_with: str | None = None
-) -> int | None:
+def seeds_at_ceiling(rows: pd.DataFrame, task: str, metric: str, variant: str, paired_with: str) -> int | None:
     """The number of seeds of ``variant`` when it scored ``metric``'s best value on every one of them
-    (at least 2) in the tidy ``rows``, else None; ``paired_with``: count only the seeds that variant has too."""
+    (at least 2) in the tidy ``rows``, else None, counting only the seeds ``paired_with`` has too."""
     best = metrics.best_value(metric)
     if best is None:
         return None
     on = rows[(rows["task"] == task) & (rows["metric"] == metric)]
-    mine = on[on["variant"] == variant]
-    if paired_with is not None:
-        mine = mine[mine["seed"].isin(on.loc[on["variant"] == paired_with, "seed"])]
+    mine = on[(on["variant"] == variant) & on["seed"].isin(on.loc[on["variant"] == paired_with, "seed"])]
     values = mine["value"].to_numpy(dtype=float)
     if values.size < 2 or not np.all(np.abs(values - best) <= 1e-12):
         return None

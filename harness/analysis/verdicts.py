@@ -100,9 +100,6 @@ def underpowered(needed: int) -> str:
     return f"{Kind.UNDERPOWERED.value} (needs {needed} seeds)"
 
 
-NAN = float("nan")
-
-
 @dataclass(frozen=True)
 class Facts:
     """What one comparison (a variant against the baseline, one metric) established: its test,
@@ -112,10 +109,10 @@ class Facts:
     ties: int = 0  # pairs with equal values
     non_finite: int = 0  # pairs with an infinite value: no test of the mean difference exists
     better: bool = False  # the difference's direction (its CI's midpoint; an outcome table's: Δ)
-    p_adj: float = NAN  # the t-test's p (an outcome table's: exact McNemar), adjusted in the family
-    p_perm_adj: float = NAN  # the exact sign-flip test's, adjusted in the same family
-    p_tost_adj: float = NAN  # TOST's at ±sesoi, adjusted in the same family
-    mde: float = NAN  # at alpha / the family's size
+    p_adj: float = math.nan  # the t-test's p (an outcome table's: exact McNemar), adjusted in the family
+    p_perm_adj: float = math.nan  # the exact sign-flip test's, adjusted in the same family
+    p_tost_adj: float = math.nan  # TOST's at ±sesoi, adjusted in the same family
+    mde: float = math.nan  # at alpha / the family's size
     sesoi: float | None = None
     alpha: float = 0.05
     confirmatory: bool = True

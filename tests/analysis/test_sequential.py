@@ -120,7 +120,7 @@ def test_where_the_exact_test_can_reach_the_bound_it_must():
     """At 16 pairs the exact test's smallest p (2 / 2**16) is below look 1's nominal p, so its p must
     reach that nominal p too, not only the Holm level: a direction the normal model alone carries waits."""
     design = sq.Design((16, 32), "obrien_fleming", 0.05)
-    cut = sq.nominal_p(design.looks, 0.05, "obrien_fleming")[0]
+    cut = design.p_table(1)[0, 0]  # alpha / 1 at look 1
     t, n = np.full((1, 1, 1), 50.0), np.full((1, 1, 1), 16.0)
 
     def outcome(p_sign: float) -> int:

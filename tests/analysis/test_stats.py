@@ -37,16 +37,16 @@ def test_describe_matches_t_interval():
     x = np.array([0.61, 0.58, 0.66, 0.70, 0.59, 0.63])
     d = PT.describe(x, confidence=0.9)
     lo, hi = st.t.interval(0.9, len(x) - 1, loc=x.mean(), scale=st.sem(x))
-    assert (d.n, d.n_nan) == (6, 0)
+    assert d.n == 6
     assert d.mean == pytest.approx(x.mean()) and d.sd == pytest.approx(x.std(ddof=1))
     assert (d.ci_low, d.ci_high) == pytest.approx((lo, hi))
 
 
 def test_describe_nan_and_small_n():
     d = PT.describe([1.0, np.nan, 3.0, np.nan])
-    assert (d.n, d.n_nan, d.mean) == (2, 2, 2.0)
+    assert (d.n, d.mean) == (2, 2.0)
     one = PT.describe([5.0, np.nan])
-    assert (one.n, one.n_nan, one.mean) == (1, 1, 5.0)
+    assert (one.n, one.mean) == (1, 5.0)
     assert all(math.isnan(v) for v in (one.sd, one.ci_low, one.ci_high))
     assert math.isnan(PT.describe([]).mean)
     const = PT.describe([2.0, 2.0, 2.0])
@@ -61,7 +61,7 @@ def test_paired_matches_ttest_rel(pair):
     r = PT.paired_test(base, var, higher_is_better=True, confidence=0.9)
     ref = st.ttest_rel(var, base)
     ci = ref.confidence_interval(0.9)
-    assert r.n_pairs == 12 and r.n_dropped == 0
+    assert r.n_pairs == 12
     assert (r.t, r.p) == pytest.approx((ref.statistic, ref.pvalue))
     assert (r.ci_low, r.ci_high) == pytest.approx((ci.low, ci.high))
     d = var - base
@@ -86,13 +86,13 @@ def test_paired_on_common_seeds_any_order():
     base = series([1.0, 2.0, 3.0, 4.0, np.nan], seeds=[0, 1, 2, 3, 4])
     var = series([3.5, 2.5, 1.5, 9.0], seeds=[2, 1, 0, 7])  # shuffled; 3, 4 and 7 unpaired
     r = PT.paired_test(base, var, higher_is_better=True)
-    assert (r.n_pairs, r.n_dropped) == (3, 3)
+    assert r.n_pairs == 3
     assert r.diffs == (0.5, 0.5, 0.5)
 
 
 def test_paired_small_n_gives_nan():
     r = PT.paired_test(series([1.0, 2.0]), series([2.0], seeds=[1]), higher_is_better=True)
-    assert (r.n_pairs, r.n_dropped, r.delta) == (1, 1, 0.0)
+    assert (r.n_pairs, r.delta) == (1, 0.0)
     assert all(math.isnan(v) for v in (r.t, r.p, r.p_perm, r.ci_low, r.d_z))
     empty = PT.paired_test(series([]), series([]), higher_is_better=True)
     assert empty.n_pairs == 0 and math.isnan(empty.delta)
@@ -147,7 +147,7 @@ def test_adjust_skips_nan_and_passes_method():
     assert m == 3 and math.isnan(adj[1])
     ref = multipletests([0.01, 0.04, 0.03], method="fdr_bh")[1]
     np.testing.assert_allclose(adj[[0, 2, 3]], ref)
-    assert S.adjust([np.nan, 0.03]).p_adj[1] == 0.03 and S.adjust([np.nan]).family_size == 0
+    assert S.adjust([np.nan, 0.03])[0][1] == 0.03 and S.adjust([np.nan])[1] == 0
 
 
 # ---------------------------------------------------------------- power
