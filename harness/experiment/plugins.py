@@ -18,7 +18,7 @@ function, for scales and mask fills); no name or alias may be one a built-in ent
 plugin holds.
 
 Workers (local pool, Ray, SLURM) load :func:`refs`, the plugins of the process that planned the
-grid, with :func:`load_refs` before each run (:mod:`harness.execution.worker`); every run record
+grid, with :func:`load_refs` before each run (:func:`harness.execution.attempt.execute`); every run record
 lists :func:`record`: each plugin's distribution and version (a file's path and sha256 when no
 distribution provides it), so that a result says which code produced it.
 """

@@ -12,9 +12,9 @@ like); and the residual stream's growth |x_L| / |x_0| (``resid_growth_init``).
 training. ``masked_attention``: :func:`harness.modules.probes.masked_attention` likewise (kernel
 ``math`` only; NaN otherwise).
 
-All probes run on one probe batch of the validation distribution at length L (its own
-sub-stream of the run seed, the same for every variant), in the run's precision (the precision
-plugin's forward context), with the task's padding mask. Torch only; no Lightning import.
+All probes run on one batch of PROBE_ROWS rows of the validation distribution at length L (its
+own sub-stream of the run seed, the same for every variant), in the run's precision (the precision
+plugin's forward context), with the task's padding mask. Torch only.
 """
 
 from __future__ import annotations
@@ -32,16 +32,8 @@ from harness.modules.transformer import TransformerLM
 from harness.seeding import numpy_rng
 from harness.tasks import Task
 
-PROBES = ("grad_norm_init", "leakage", "masked_attention")
 PROBE_STREAM = 1000  # sub-stream of "val" for the probe batch: permanent
 PROBE_ROWS = 16
-
-
-def probe_batch(task: Task, cfg: RunConfig, seed: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
-    """``(inputs, targets, key_padding_mask or None)``: PROBE_ROWS rows at length L."""
-    x, y = task.sample(PROBE_ROWS, cfg.train.seq_len, numpy_rng(seed, "val", PROBE_STREAM), "val")
-    pad = (x == task.pad_id).to(device) if task.pad_id is not None else None
-    return x.to(device), y.to(device), pad
 
 
 def _guarded(name: str, fn: Callable[[], dict[str, float]]) -> dict[str, float]:
@@ -79,12 +71,9 @@ def measure(
     when: str,
     convert: Callable[[TransformerLM], Any] | None = None,
 ) -> dict[str, float]:
-    """The probes ``cfg.eval.probes`` asks for, at ``when`` = ``"init"`` (on a copy of the model,
-    converted by ``convert``, e.g. to float16 for ``16-true``) or ``"final"`` (the trained model).
-
-    Returns:
-        Metric name -> value; names carry ``_init`` for ``when="init"``.
-    """
+    """The probes ``cfg.eval.probes`` asks for (metric name -> value), at ``when`` = ``"init"`` (on
+    a copy of the model, converted by ``convert``, e.g. to float16 for ``16-true``; names end in
+    ``_init``) or ``"final"`` (the trained model)."""
     wanted = set(cfg.eval.probes)
     if not wanted or (when == "final" and not wanted - {"grad_norm_init"}):
         return {}
@@ -93,7 +82,9 @@ def measure(
         net = convert(net) or net
     was_training = net.training
     net.eval()
-    x, y, pad = probe_batch(task, cfg, seed, device)
+    x, y = task.sample(PROBE_ROWS, cfg.train.seq_len, numpy_rng(seed, "val", PROBE_STREAM), "val")
+    x, y = x.to(device), y.to(device)
+    pad = x == task.pad_id if task.pad_id is not None else None
     out: dict[str, float] = {}
     with context():
         if "grad_norm_init" in wanted and when == "init":
