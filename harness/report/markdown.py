@@ -233,7 +233,7 @@ def _report_tables(tables: list, base: str, claimed: set[str] | frozenset[str] =
 
 
 def _train_len(result: Analysis, task: str) -> int:
-    return next(r.config["train"]["seq_len"] for r in result.scan.records if r.task == task)
+    return next(r.config.train.seq_len for r in result.scan.records if r.task == task)
 
 
 def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
