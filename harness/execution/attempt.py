@@ -66,13 +66,8 @@ def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> Progress:
 
 
 def _unstored(spec: RunSpec, status: str, reason: str) -> dict[str, Any]:
-    keys = ("run_id", "task", "variant_label", "seed")
-    return {k: getattr(spec, k) for k in keys} | {
-        "status": status,
-        "reason": reason,
-        "wall_time_s": 0.0,
-        "stored": False,
-    }
+    entry = {k: getattr(spec, k) for k in ("run_id", "task", "variant_label", "seed")}
+    return entry | {"status": status, "reason": reason, "wall_time_s": 0.0, "stored": False}
 
 
 def crashed(spec: RunSpec, exc: BaseException) -> dict[str, Any]:

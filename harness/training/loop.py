@@ -1,14 +1,10 @@
-"""One run, trained and evaluated: :func:`train` builds the model, the
-:class:`~harness.training.lit.LitLM` and :class:`~harness.training.lit.TaskData`, and runs
-Lightning's Trainer: ``train.steps`` AdamW steps, validation at length L every ``train.val_every``
-steps (convergence curve, ``steps_to_target``), then a test at every evaluation length. Loggers:
-CSV always; W&B (offline unless a key is set; one W&B run per attempt). :class:`RunMonitor`, the
-run's one callback, keeps its step clock, time limit, checkpoints and progress file.
-
-A resumed run ends exactly as an uninterrupted one: Lightning restores weights, optimiser,
-schedule and loops; ``LitLM.on_save_checkpoint`` keeps the rest (validation curve, RNG, ...); the
-data stream skips the batches already trained on; the CSV log keeps its rows up to the checkpoint
-and appends, and a W&B run that does not hold the curve so far gets those rows first.
+"""One run, trained and evaluated: :func:`train` runs Lightning's Trainer on the
+:class:`~harness.training.lit.LitLM` and :class:`~harness.training.lit.TaskData`: ``train.steps``
+AdamW steps, validation at length L every ``train.val_every`` steps (convergence curve,
+``steps_to_target``), then a test at every evaluation length. Loggers: CSV; W&B (offline unless a
+key is set; one W&B run per attempt). A resumed run ends exactly as an uninterrupted one: Lightning
+restores weights, optimiser, schedule and loops; ``LitLM.on_save_checkpoint`` the rest; the data
+stream skips the batches already trained on; the logs continue (:func:`_resume`).
 """
 
 from __future__ import annotations
@@ -57,17 +53,15 @@ class RunMonitor(L.Callback):
     """Step clock, time limit, checkpoints and progress of one run (one callback rather than four:
     Lightning calls every hook of every callback at every step).
 
-    - Step clock (``seconds``, ``tokens``: this attempt's): time inside training steps only, CUDA
-      synchronised at both ends; validation, checkpoints, logging and data fetching fall between
-      steps (a timer around ``trainer.fit`` read 85,139 tokens/s validating every 200 steps and
-      61,086 every 10, for the same 200 steps).
-    - Time limit (``timeout_s``): from the callback's creation, checked after every training,
-      validation and test batch; raises :class:`~harness.errors.TimedOut`.
-    - Checkpoints (``checkpoints``: written by this attempt): ``checkpoint_dir/last.ckpt`` at the end
-      of a validation pass (so it holds the curve so far) once ``checkpoint_every_s`` passed since
-      the previous one or the start of training (0: every pass).
-    - Progress: ``progress_dir/progress.json`` after the first step, then every ``progress_every_s``;
-      its loss is the last one read back from the device (no sync of its own).
+    - Step clock (``seconds``, ``tokens``: this attempt's): inside training steps only, CUDA
+      synchronised at both ends (a timer around ``trainer.fit`` read 85,139 tokens/s validating
+      every 200 steps and 61,086 every 10, for the same 200 steps).
+    - Time limit (``timeout_s``, from the callback's creation): checked after every batch; raises
+      :class:`~harness.errors.TimedOut`.
+    - Checkpoints: ``checkpoint_dir/last.ckpt`` at the end of a validation pass (so it holds the
+      curve so far) once ``checkpoint_every_s`` passed since the previous one (0: every pass).
+    - Progress: ``progress_dir/progress.json`` after the first step, then every ``progress_every_s``
+      (its loss: the last read back from the device, no sync of its own).
     """
 
     def __init__(
@@ -200,13 +194,10 @@ class TrainOptions(RunOptions):
 
 @dataclass(frozen=True)
 class RunResult:
-    """A run that trained to its end: its numbers, validation curve, timings and what ran.
-
-    ``flags``: what makes its numbers suspect (:func:`harness.training.scoring.train_gap_flag`);
-    ``undefined_metrics``: NaN test metrics, each with why (:func:`~harness.training.scoring.undefined_reason`).
-    Seconds, this attempt's: ``train_step_s`` inside training steps (``train_tokens_per_s`` is
-    tokens over it), ``fit_s`` of ``trainer.fit``, ``test_s`` of the test at every length.
-    """
+    """A run that trained to its end: its numbers, validation curve, timings (seconds, this
+    attempt's: ``train_step_s`` inside training steps, ``fit_s`` of ``trainer.fit``, ``test_s`` of
+    the test at every length) and what ran; ``flags`` (:func:`~harness.training.scoring.train_gap_flag`)
+    and ``undefined_metrics`` (:func:`~harness.training.scoring.undefined_reason`) when raised."""
 
     metrics: dict[str, float]
     history: list[dict[str, float]]
@@ -227,10 +218,10 @@ class RunResult:
     flags: dict[str, str] = field(default_factory=dict)
 
     def record_fields(self) -> dict[str, Any]:
-        """The fields of the run's record: all but ``history`` (a file of its own); ``undefined_metrics``
-        and ``flags`` only when not empty."""
-        out = {k: v for k, v in vars(self).items() if k not in ("history", "undefined_metrics", "flags")}
-        return out | {k: v for k in ("undefined_metrics", "flags") if (v := getattr(self, k))}
+        """The fields of the run's record: all but ``history`` (a file of its own) and an empty
+        ``undefined_metrics`` or ``flags``."""
+        optional = ("undefined_metrics", "flags")
+        return {k: v for k, v in vars(self).items() if k != "history" and (v or k not in optional)}
 
 
 def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOptions = TrainOptions()) -> RunResult:
