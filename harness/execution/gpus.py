@@ -27,13 +27,11 @@ def visible_gpus(environ: Mapping[str, str] | None = None, count: int | None = N
     the variable as CUDA does, without initialising CUDA), so a value naming no device CUDA can open
     (``NoDevFiles``, which Grid Engine sets; ``0`` without a GPU or driver) gives none, and a list
     cut short by an invalid id (CUDA stops there) gives the ids before it."""
-    env = os.environ if environ is None else environ
+    raw = (os.environ if environ is None else environ).get("CUDA_VISIBLE_DEVICES")
     usable = _cuda_count() if count is None else count
-    if "CUDA_VISIBLE_DEVICES" in env:
-        raw = env["CUDA_VISIBLE_DEVICES"].strip()
-        named = [] if raw in ("", "-1") else [part.strip() for part in raw.split(",") if part.strip()]
-        return named[:usable]
-    return [str(i) for i in range(usable)]
+    if raw is None:
+        return [str(i) for i in range(usable)]
+    return [] if raw.strip() in ("", "-1") else [part.strip() for part in raw.split(",") if part.strip()][:usable]
 
 
 def _cuda_count() -> int:

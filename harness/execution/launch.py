@@ -22,11 +22,11 @@ from rich.markup import escape
 
 from harness.config import RunOptions
 from harness.errors import AblateError
-from harness.execution import reuse, run_folder
+from harness.execution import reuse
+from harness.execution.attempt import Progress, tidy_finished
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.local import Engine
 from harness.execution.locks import HEARTBEAT_S
-from harness.execution.run_folder import Progress
 from harness.experiment.grid import RunSpec
 from harness.hints import Context
 from harness.registry import did_you_mean
@@ -144,10 +144,8 @@ class Launch:
             rec = read_record(own)
             if rec is None:
                 target = (targets or {}).get(spec.task)
-                source = None
-                if targets is not None and not spec.tuned_params and not (own / "checkpoints").exists():
-                    source = reuse.find(results, spec.run_id, own, target)
-                if source is not None:
+                fresh = targets is not None and not spec.tuned_params and not (own / "checkpoints").exists()
+                if fresh and (source := reuse.find(results, spec.run_id, own, target)) is not None:
                     out.reused.append(reuse.adopt(spec, source, own, target))
                 else:
                     out.todo.append(spec)
@@ -158,7 +156,7 @@ class Launch:
                 if rec.status in FAILURES:
                     out.failed_before.append(rec)
                 # kept as it is: a kill between its record and its clean-up left a claim and checkpoints
-                run_folder.tidy_finished(own, self.options.keep_checkpoints, self.options.claim_timeout)
+                tidy_finished(own, self.options.keep_checkpoints, self.options.claim_timeout)
         return out
 
     def place(

@@ -44,9 +44,8 @@ from typing import Any
 
 from harness.config import RunOptions
 from harness.errors import AblateError
-from harness.execution.attempt import WorkerArgs, crashed, execute, git_commit, run_with_threads
+from harness.execution.attempt import Progress, WorkerArgs, crashed, execute, git_commit, run_with_threads
 from harness.execution.locks import pid_alive, pid_start
-from harness.execution.run_folder import Progress
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
 
@@ -70,11 +69,7 @@ class Engine:
     def on_this_machine(self) -> bool:
         """Whether the runs take their CPUs here: the local pool, a Ray instance started here (no
         ``--address``), submitit's ``local`` and ``debug`` clusters."""
-        return (
-            self.kind == "local"
-            or (self.kind == "ray" and self.address is None)
-            or (self.kind == "slurm" and self.cluster != "slurm")
-        )
+        return self.kind == "local" or (self.address is None if self.kind == "ray" else self.cluster != "slurm")
 
     def check(self) -> None:
         """Refuse inconsistent options and missing engines before any run (``AblateError``: the
@@ -225,11 +220,9 @@ def _run_pool(
     """Run ``specs`` on a process pool; a pool broken by a dying worker is replaced once."""
     ctx, remaining, owner = pool_context(), list(specs), (os.getpid(), pid_start(os.getpid()))
     for _ in range(2):
-        queue = None
-        if slots:
-            queue = ctx.Queue()
-            for slot in slots[:workers]:
-                queue.put(slot)
+        queue = ctx.Queue() if slots else None
+        for slot in slots[:workers]:
+            queue.put(slot)  # type: ignore[union-attr]
         broken: list[tuple[RunSpec, BaseException]] = []
         with ProcessPoolExecutor(
             max_workers=min(workers, len(remaining)),

@@ -135,16 +135,18 @@ def _read(path: Path) -> tuple[bytes, float] | None:
 
 @dataclass
 class Claim:
-    """A held claim; :meth:`release` it (or use it as a context manager)."""
+    """A held claim, its file touched every ``heartbeat`` seconds; :meth:`release` it (or use it as
+    a context manager)."""
 
     folder: Path
     info: dict[str, Any]
     took_over: dict[str, Any] | None = None
+    heartbeat: float = HEARTBEAT_S
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
-    def start_heartbeat(self, every: float = HEARTBEAT_S) -> None:
+    def __post_init__(self) -> None:
         def beat() -> None:
-            while not self._stop.wait(every):
+            while not self._stop.wait(self.heartbeat):
                 try:
                     os.utime(self.folder / CLAIM)
                 except OSError:
@@ -202,14 +204,12 @@ def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = HEA
     for _ in range(3):
         info = owner()
         if _create(folder / CLAIM, json.dumps(info, indent=1).encode()):
-            claim = Claim(folder, info, taken)
             append_event(folder, "claim", owner=info["owner"], token=info["token"])
-            claim.start_heartbeat(heartbeat)
-            return claim
+            return Claim(folder, info, taken, heartbeat)
         held = _read(folder / CLAIM)
         if held is None:
             continue  # released in between: try again
-        reason = stale_reason(held[0], held[1], stale_after)
+        reason = stale_reason(*held, stale_after)
         if reason is None:
             return None
         taken = _take_over(folder, held[0], reason) or taken
@@ -220,10 +220,8 @@ def clear_stale(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | 
     """Remove the claim on ``folder`` if it is stale, as a takeover (a process killed between a
     run's record and its release leaves one); returns what was taken over, or None."""
     held = _read(folder / CLAIM)
-    if held is None:
-        return None
-    reason = stale_reason(held[0], held[1], stale_after)
-    return _take_over(folder, held[0], reason) if reason is not None else None
+    reason = stale_reason(*held, stale_after) if held is not None else None
+    return _take_over(folder, held[0], reason) if held is not None and reason is not None else None
 
 
 def holder(folder: Path) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ never overwritten; a folder without a record is an interrupted attempt and is st
 (or resumed from ``checkpoints/last.ckpt``). Also in a run folder: ``claim.lock`` while a
 process owns the run (:mod:`harness.execution.locks`), ``events.jsonl`` (claims, takeovers, resumes,
 finishes) and ``record.attempt-N.json`` for attempts replaced by ``--retry``
-(:mod:`harness.execution.run_folder`). A record that does not parse or lacks the fields every reader relies
+(:mod:`harness.execution.attempt`). A record that does not parse or lacks the fields every reader relies
 on is not a finished run: :func:`scan` reports it with its path, and nothing that reads the
 store raises on it.
 """

@@ -267,6 +267,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
     )
     data = TaskData(task, cfg, seed, o.eval_split, start_step=start)
     plugin, device = trainer.precision_plugin, trainer.strategy.root_device
+    probes, fitting = {}, False
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=UserWarning)
@@ -275,14 +276,9 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             probes = measure(model, cfg, task, seed, plugin.forward_context, device, "init", plugin.convert_module)
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
-            t0 = time.perf_counter()
-            try:
-                trainer.fit(lit, datamodule=data, ckpt_path=ckpt, weights_only=True if ckpt else None)
-            except Exception as exc:  # noqa: BLE001  the init probes are outcomes too (e.g. of a run that diverges)
-                err = run_error(exc)
-                err.metrics = probes
-                raise err from err.__cause__
-            fit_s = time.perf_counter() - t0
+            t0, fitting = time.perf_counter(), True
+            trainer.fit(lit, datamodule=data, ckpt_path=ckpt, weights_only=True if ckpt else None)
+            fit_s, fitting = time.perf_counter() - t0, False
             lit.steps.read_back()
             monitor.write_progress(trainer, lit)
             if o.keep_checkpoints:
@@ -320,6 +316,8 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
         )
     except Exception as exc:  # noqa: BLE001  how the run ended, as its record and its W&B summary hold it
         err = run_error(exc)
+        if fitting:  # the init probes are outcomes too (e.g. of a run that diverges)
+            err.metrics = probes
         if wandb is not None:
             wandb.summary.update({**err.fields().get("metrics", {}), "status": err.status})
         raise err from err.__cause__
