@@ -5,12 +5,10 @@ that diverges or raises is recorded with its status and reason, never raised to 
 machine and commit a record carries, the run's W&B arguments, and the progress entries of runs
 that are not stored (``claimed`` elsewhere, ``crashed``).
 
-The run folder's life around its one finished record (``record.json``): an interrupted attempt
-(killed before its record) leaves logs and, once it validated, ``checkpoints/last.ckpt``;
-:func:`prepare` keeps both when resuming from it (the resumed attempt continues the same curve:
-the CSV up to the checkpoint, the same W&B run id) and removes them otherwise; ``--retry`` moves a
-finished record to ``record.attempt-N.json`` (with its ``traceback`` and ``history`` files) before
-the new attempt (:func:`archive`); a finished run keeps what reports need (:func:`finish`).
+The run folder around its one ``record.json``: an interrupted attempt leaves logs and, once it
+validated, ``checkpoints/last.ckpt``, both kept when resuming from it (the same curve, the same W&B
+run id: :func:`prepare`); ``--retry`` moves a finished record to ``record.attempt-N.json`` with its
+``traceback`` and ``history`` files (:func:`archive`); :func:`finish` keeps what reports need.
 """
 
 from __future__ import annotations

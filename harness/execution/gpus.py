@@ -155,11 +155,8 @@ def place(
     """The pool for ``todo`` runs (never more workers than runs) of ``threads`` each: ``workers``
     (``--workers``; None: one per GPU slot, on CPU :func:`default_cpu_workers` of the runs'
     ``estimates``, or as many as the ``cpus`` hold when None) on ``gpus`` (:func:`visible_gpus`) cut
-    by ``gpus_per_run`` (None: 1 when GPUs are visible; 0: CPU only).
-
-    Raises:
-        AblateError: more workers than GPU slots, or more GPUs per run than visible.
-    """
+    by ``gpus_per_run`` (None: 1 when GPUs are visible; 0: CPU only). ``AblateError``: more workers
+    than GPU slots, or more GPUs per run than visible."""
     todo = max(todo, 1)
     if gpus_per_run == 0 or (gpus_per_run is None and not gpus):
         cores = cpus or os.cpu_count() or 1

@@ -61,7 +61,7 @@ def parse_retry(text: str | None) -> tuple[str, ...]:
 @dataclass
 class Selected:
     """What :meth:`Launch.select` found: runs to execute, ``{run_id: attempt}`` of finished attempts
-    to retry, and the records of runs copied from identical runs of other ablations."""
+    to retry, the records of runs copied from identical runs of other ablations."""
 
     todo: list[RunSpec] = field(default_factory=list)
     retry: dict[str, int] = field(default_factory=dict)
@@ -131,13 +131,9 @@ class Launch:
         statuses: tuple[str, ...],
         targets: Mapping[str, dict[str, Any] | None] | None = None,
     ) -> Selected:
-        """The runs to execute, the finished attempts to retry and the runs adopted from elsewhere
-        in the store.
-
-        ``targets``: each task's convergence target as a record holds it
-        (:func:`harness.execution.reuse.target_of`); with it, a run without a record that another
-        ablation already made with the same id and target is copied instead of trained
-        (:mod:`harness.execution.reuse`). None: no reuse."""
+        """The runs to execute, the finished attempts to retry, and the runs without a record that
+        another ablation made with the same id and convergence target (``targets``, per task, as
+        records hold them; None: no reuse), copied instead of trained (:mod:`harness.execution.reuse`)."""
         out = Selected()
         for spec in specs:
             own = run_dir(results, ablation, spec.profile, spec.run_id)

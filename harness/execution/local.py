@@ -1,28 +1,23 @@
 """Executing a grid of run specs: in this process, on a local process pool, or on Ray or SLURM
-(through submitit); one progress display.
+(through submitit), each run by :func:`harness.execution.attempt.execute`, so the store does not
+depend on the executor; one progress display.
 
 Every run uses ``threads`` torch threads (default 1) whatever the number of workers, so a grid
-gives the same numbers bit for bit with ``--workers 1`` and ``--workers 2`` (torch's results
-depend on the thread count). On 2 cores, two 1-thread workers gave about 1.3x the throughput of
-one 2-thread process (docs/benchmarks.md, pilot measurements).
+gives the same numbers bit for bit with ``--workers 1`` and ``--workers 2``. On 2 cores, two
+1-thread workers gave about 1.3x the throughput of one 2-thread process (docs/benchmarks.md).
 
 Pool workers are forked from a ``forkserver`` that has imported torch and Lightning once (``spawn``
 where there is none), die within seconds when ``ablate`` dies, and on GPUs each owns one slot of
-:mod:`harness.execution.gpus` through ``CUDA_VISIBLE_DEVICES``. A worker that dies (killed for
-memory, a crash in native code) breaks the pool: its runs get one fresh pool, then are reported as
-``crashed`` (not stored; the next ``ablate run`` resumes them).
+:mod:`harness.execution.gpus` through ``CUDA_VISIBLE_DEVICES``. A worker that dies breaks the
+pool: its runs get one fresh pool, then are reported as ``crashed`` (not stored; the next ``ablate
+run`` resumes them).
 
-On Ray and SLURM each run is one task calling :func:`harness.execution.attempt.execute` as a local
-worker does, so the store does not depend on the executor; the results (and data) folder must be
-on a filesystem every worker sees (passed as absolute paths).
-
-- Ray: ``--address`` connects to a running cluster (``auto``, ``host:port``,
-  ``ray://host:10001``); without it a local instance is started for the grid and shut down
-  after it. One task per run with ``num_cpus = --threads`` (1) and ``num_gpus = --gpus-per-run``.
-- SLURM: one job per run through a submitit job array (``--slurm-partition``,
-  ``--slurm-time`` minutes, ``--gpus-per-run`` GPUs and ``--threads`` CPUs per task; logs in
-  ``<results>/.submitit/``). ``--submitit-cluster local`` runs the same jobs as local processes
-  (submitit's LocalExecutor), ``debug`` in this process: for trying the path without SLURM.
+Ray and SLURM need the results (and data) folder on a filesystem every worker sees. Ray:
+``--address`` connects to a running cluster (``auto``, ``host:port``, ``ray://host:10001``), else a
+local instance runs for the grid; one task per run with ``num_cpus = --threads`` and ``num_gpus =
+--gpus-per-run``. SLURM: one job per run of a submitit job array (``--slurm-partition``,
+``--slurm-time`` minutes; logs in ``<results>/.submitit/``); ``--submitit-cluster local`` runs the
+same jobs as local processes, ``debug`` in this process.
 """
 
 from __future__ import annotations

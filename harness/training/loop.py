@@ -231,9 +231,9 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
 
     Raises:
         RunError: the run stopped in training or evaluation (``Diverged``, ``TimedOut``, or
-            ``RunFailed`` of any other exception), with the probes at initialisation as its metrics
-            when it stopped in ``trainer.fit``; the status is also the W&B run's summary. Building
-            the model, its loggers or its trainer raises what they raise.
+            ``RunFailed`` of any other exception; the init probes as its metrics when it stopped in
+            ``trainer.fit``; the status also the W&B run's summary). Building the model, its
+            loggers or its trainer raises what they raise.
     """
     o, t = options, cfg.train
     torch.manual_seed(stream_seed(seed, "init", *salt_stream(t.seed_salt)))

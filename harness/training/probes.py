@@ -1,20 +1,16 @@
-"""Probe metrics of a run, beyond its loss (``eval.probes``), computed by the training layer.
+"""Probe metrics of a run beyond its loss (``eval.probes``), on one batch of PROBE_ROWS rows of the
+validation distribution at length L (its own sub-stream of the run seed, the same for every
+variant), in the run's precision, with the task's padding mask. Torch only.
 
-``grad_norm_init``: gradient norms per block at initialisation (Xiong et al., 2020), before the
-first step (:func:`harness.modules.probes.init_gradients`): of the FFN output weight W^(2), the
-parameter of their Fig. 3 and the same in every block of either norm position
-(``grad_norm_init_ffn_out_l<i>``, ``grad_norm_init_ffn_out_top_over_bottom``, the last block's
-``grad_norm_init_ffn_out_top``); of every parameter of the block, norms included
-(``grad_norm_init_l<i>``, ``grad_norm_init_top_over_bottom``: Post-LN's last block holds the
-model's final norm, Pre-LN's final norm is in no block, so the two are not compared like with
-like); and the residual stream's growth |x_L| / |x_0| (``resid_growth_init``).
-``leakage``: :func:`harness.modules.probes.causal_leakage` at init (``*_init``) and after
-training. ``masked_attention``: :func:`harness.modules.probes.masked_attention` likewise (kernel
-``math`` only; NaN otherwise).
-
-All probes run on one batch of PROBE_ROWS rows of the validation distribution at length L (its
-own sub-stream of the run seed, the same for every variant), in the run's precision (the precision
-plugin's forward context), with the task's padding mask. Torch only.
+``grad_norm_init``: gradient norms per block at initialisation (Xiong et al., 2020;
+:func:`harness.modules.probes.init_gradients`): of the FFN output weight W^(2), the parameter of
+their Fig. 3 (``grad_norm_init_ffn_out_l<i>``, ``..._top_over_bottom``, the last block's
+``grad_norm_init_ffn_out_top``); of every parameter of the block (``grad_norm_init_l<i>``,
+``grad_norm_init_top_over_bottom``: Post-LN's last block holds the model's final norm, Pre-LN's is
+in no block, so the two are not like for like); the residual stream's growth |x_L| / |x_0|
+(``resid_growth_init``). ``leakage`` (:func:`~harness.modules.probes.causal_leakage`) and
+``masked_attention`` (:func:`~harness.modules.probes.masked_attention`, kernel ``math`` only): at
+init (``*_init``) and after training.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The sums a validation or test pass keeps per batch, and the metrics made from them: loss
 (nats/token), accuracy and exact match on synthetic tasks' answer positions, perplexity and bits
-per byte for language modelling. Torch only; no Lightning.
-
-A pass whose logits are not finite (NaN or infinite) at a scored position has no metric: argmax of
-NaN logits is a valid-looking token, so accuracy would read 0 as if measured. :func:`summarise`
-then gives NaN (stored as null) for every metric of that length, and :func:`undefined_reason`
-says why (kept in the run's record as ``undefined_metrics`` and shown in the report)."""
+per byte for language modelling. Torch only. A pass with non-finite logits at a scored position
+has no metric (argmax of NaN logits is a valid-looking token: accuracy would read 0 as if
+measured): every metric of that length is NaN, and :func:`undefined_reason` says why (the record's
+``undefined_metrics``)."""
 
 from __future__ import annotations
 
