@@ -94,6 +94,7 @@ class Engine:
 
 
 PRELOAD = ["harness.training.loop"]
+Finished = Callable[[Progress], None]
 
 
 def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] | None = None) -> None:
@@ -205,12 +206,7 @@ def run_grid(
 
 
 def _run_pool(
-    specs: list[RunSpec],
-    args: WorkerArgs,
-    workers: int,
-    threads: int,
-    slots: tuple[str, ...],
-    finished: Callable[[Progress], None],
+    specs: list[RunSpec], args: WorkerArgs, workers: int, threads: int, slots: tuple[str, ...], finished: Finished
 ) -> None:
     """Run ``specs`` on a process pool; a pool broken by a dying worker is replaced once."""
     ctx, remaining, owner = pool_context(), list(specs), (os.getpid(), pid_start(os.getpid()))
@@ -247,9 +243,7 @@ def _run_pool(
         finished(crashed(spec, exc))
 
 
-def _run_ray(
-    engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: int, finished: Callable[[Progress], None]
-) -> None:
+def _run_ray(engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: int, finished: Finished) -> None:
     import ray
 
     started = not ray.is_initialized()
@@ -273,14 +267,7 @@ def _run_ray(
             ray.shutdown()
 
 
-def _run_slurm(
-    engine: Engine,
-    specs: list[RunSpec],
-    args: WorkerArgs,
-    threads: int,
-    finished: Callable[[Progress], None],
-    poll_s: float = 1.0,
-) -> None:
+def _run_slurm(engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: int, finished: Finished) -> None:
     import submitit
 
     executor = submitit.AutoExecutor(folder=args.results / ".submitit" / "%j", cluster=engine.cluster)
@@ -302,4 +289,4 @@ def _run_slurm(
             except Exception as exc:  # noqa: BLE001  a failed job (node failure, time limit)
                 finished(crashed(spec, exc))
         if pending:
-            time.sleep(poll_s)
+            time.sleep(1.0)
