@@ -49,9 +49,7 @@ from harness.redact import redact
 from harness.store.record import Record
 from harness.store.runs import RECORD, read_record, run_dir, write_record
 
-Progress = Record | dict[str, Any]
-"""What a grid reports for each run: its stored :class:`Record`, or a plain entry that is never
-stored (``claimed``, ``crashed``: :mod:`harness.execution.attempt`); both are read by key."""
+Progress = Record | dict[str, Any]  # a run's stored Record, or an entry never stored (claimed, crashed)
 CHECKPOINTS = "checkpoints"
 _ALWAYS_KEPT = {RECORD, EVENTS, CLAIM, TAKEOVER}
 
@@ -100,9 +98,8 @@ def tidy_finished(folder: Path, keep_checkpoints: bool, stale_after: float) -> N
     that still holds (a live process) is left alone, with the checkpoints."""
     if (folder / CLAIM).exists():
         clear_stale(folder, stale_after)
-        if (folder / CLAIM).exists():
-            return
-    finish(folder, keep_checkpoints)
+    if not (folder / CLAIM).exists():
+        finish(folder, keep_checkpoints)
 
 
 def unfinished_state(folder: Path, stale_after: float = RunOptions.claim_timeout) -> tuple[str, str]:

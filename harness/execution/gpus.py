@@ -124,11 +124,7 @@ def default_cpu_workers(estimates: Sequence[float], cap: int) -> tuple[int, str]
 
 
 def _duration(seconds: float) -> str:
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min"
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def check_threads(threads: int, flag: str = "--threads", cores: int | None = None) -> None:
