@@ -4,6 +4,7 @@ axes, profile and CLI overrides), and a stable config hash. Imports neither torc
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -261,3 +262,23 @@ def config_hash(payload: Mapping[str, Any], length: int = 12) -> str:
     """Stable hex digest of a JSON-serialisable mapping (sorted keys, no whitespace)."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How runs execute (``ablate run``'s options; the training layer's ``TrainOptions`` extends it);
+    nothing here changes a run's numbers or its id. Seconds: ``checkpoint_every`` between two
+    checkpoints, each at the end of a validation pass (0: every pass; a killed run loses at most
+    this plus one validation interval); ``run_timeout`` before a run stops as ``timeout``;
+    ``claim_timeout`` without a heartbeat before another owner's claim is stale. ``retry``:
+    ``{run_id: attempt}``, the finished attempts to archive and run again. ``devices``,
+    ``strategy``: Lightning's, for one run (``2``, ``"ddp"``)."""
+
+    resume: bool = True
+    keep_checkpoints: bool = False  # also the trained model's checkpoint, after the last step
+    checkpoint_every: float = 120.0  # a checkpoint writes weights and optimiser: every few minutes
+    run_timeout: float | None = None
+    claim_timeout: float = 600.0
+    retry: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    devices: int | str = 1
+    strategy: str = "auto"

@@ -16,13 +16,9 @@ class AblateError(Exception):
 
 
 class RunError(RuntimeError):
-    """A training run that stopped before its end.
-
-    Attributes:
-        status: ``diverged``, ``timeout`` or ``failed``, as the run's record holds it.
-        metrics: the metrics measured before it stopped, set by the training layer: the probes at
-            initialisation, an outcome too (they see the float16 overflow of a -1e9 mask fill).
-    """
+    """A training run that stopped before its end: its ``status`` (``diverged``, ``timeout`` or
+    ``failed``, as its record holds it), and the ``metrics`` measured before, set by the training
+    layer (the probes at initialisation: they see the float16 overflow of a -1e9 mask fill)."""
 
     status: ClassVar[str] = "failed"
 
@@ -32,7 +28,6 @@ class RunError(RuntimeError):
 
     @property
     def reason(self) -> str:
-        """One line for people."""
         return str(self)
 
     def fields(self) -> dict[str, Any]:
@@ -41,7 +36,7 @@ class RunError(RuntimeError):
 
 
 class Diverged(RunError):
-    """The training loss became NaN or inf; carries the step and the last finite loss."""
+    """The training loss became NaN or inf at ``step``, after ``last_finite``."""
 
     status = "diverged"
 
@@ -54,8 +49,7 @@ class Diverged(RunError):
 
 
 class TimedOut(RunError):
-    """The run went over its time limit (``--run-timeout``) and was stopped; its record holds no
-    metrics."""
+    """The run went over its ``--run-timeout`` and was stopped; its record holds no metrics."""
 
     status = "timeout"
 

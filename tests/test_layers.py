@@ -71,7 +71,6 @@ LAZY_INTERNAL = {
     # the modules below import torch or Lightning at module level
     "harness.modules",
     "harness.training.loop",
-    "harness.training.callbacks",
     "harness.training.precision",
     "harness.training.probes",
     "harness.tune.objective",

@@ -211,8 +211,8 @@ def _scale(result: Analysis) -> str:
     rec = next((r for r in result.scan.records if r.variant_label == base), result.scan.records[0])
     c = rec.config
     return (
-        f"{result.ablation.name} / {result.profile}: d_model {c['model']['d_model']}, {count(c['model']['n_layers'], 'layer')} "
-        f"({rec.variant_label}), {count(c['train']['steps'], 'step')}, L = {c['train']['seq_len']}; {result.seeds_text()}"
+        f"{result.ablation.name} / {result.profile}: d_model {c.model.d_model}, {count(c.model.n_layers, 'layer')} "
+        f"({rec.variant_label}), {count(c.train.steps, 'step')}, L = {c.train.seq_len}; {result.seeds_text()}"
     )
 
 

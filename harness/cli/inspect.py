@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from harness.cli import output
-from harness.execution.run_folder import unfinished_state
+from harness.execution.attempt import unfinished_state
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics, plugins
 from harness.experiment.ablation import Ablation

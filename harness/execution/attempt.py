@@ -1,7 +1,14 @@
-"""One run of a grid (a :class:`~harness.experiment.grid.RunSpec`): :func:`execute` claims its
-folder, trains it (:func:`harness.training.loop.train`) and writes its record; a run that diverges
-or raises is recorded with its status and reason, never raised to the grid. Also the machine and commit a record carries, and the run's
-W&B arguments.
+"""One run of a grid (a :class:`~harness.experiment.grid.RunSpec`), wherever it executes (this
+process, a local pool worker, a Ray task, a SLURM job): :func:`execute` loads the grid's plugins,
+claims the run folder, trains it (:func:`harness.training.loop.train`) and writes its record; a run
+that diverges or raises is recorded with its status and reason, never raised to the grid. Also the
+machine and commit a record carries, the run's W&B arguments, and the progress entries of runs
+that are not stored (``claimed`` elsewhere, ``crashed``).
+
+The run folder around its one ``record.json``: an interrupted attempt leaves logs and, once it
+validated, ``checkpoints/last.ckpt``, both kept when resuming from it (the same curve, the same W&B
+run id: :func:`prepare`); ``--retry`` moves a finished record to ``record.attempt-N.json`` with its
+``traceback`` and ``history`` files (:func:`archive`); :func:`finish` keeps what reports need.
 """
 
 from __future__ import annotations
@@ -11,26 +18,139 @@ import hashlib
 import importlib.metadata as md
 import os
 import platform
+import shutil
 import socket
 import subprocess
 import time
 import traceback
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.config import RunOptions
 from harness.errors import run_error
-from harness.execution import run_folder as attempts
-from harness.execution.locks import append_event, holder, try_claim
+from harness.execution.locks import (
+    CLAIM,
+    EVENTS,
+    TAKEOVER,
+    append_event,
+    clear_stale,
+    holder,
+    stale_reason,
+    try_claim,
+)
 from harness.execution.reuse import target_of
-from harness.execution.run_folder import CHECKPOINTS, Progress, RunOptions, archived_attempts
-from harness.experiment import plugins
+from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
 from harness.redact import redact
 from harness.store.record import Record
-from harness.store.runs import read_record, run_dir, write_record
+from harness.store.runs import RECORD, read_record, run_dir, write_record
+
+Progress = Record | dict[str, Any]  # a run's stored Record, or an entry never stored (claimed, crashed)
+CHECKPOINTS = "checkpoints"
+_ALWAYS_KEPT = {RECORD, EVENTS, CLAIM, TAKEOVER}
+
+
+def archive(folder: Path, record: Record) -> None:
+    """Move the finished record (and its traceback and history) to ``*.attempt-N.*``."""
+    for stem in ("record", "traceback", "history"):
+        for path in folder.glob(f"{stem}.*"):
+            if ".attempt-" not in path.name and not path.name.startswith("."):
+                os.replace(path, folder / f"{stem}.attempt-{record.attempt}{path.suffix}")
+
+
+def prepare(folder: Path, resume: bool) -> None:
+    """Clear what an interrupted attempt left but every archived attempt, the event log and the
+    claim (and the checkpoints and logs when resuming from a checkpoint). A ``record.json`` still
+    here is not a usable record (the caller found none): it is kept as ``record.unreadable-N.json``."""
+    if (folder / RECORD).exists():
+        n = len(list(folder.glob("record.unreadable-*.json"))) + 1
+        os.replace(folder / RECORD, folder / f"record.unreadable-{n}.json")
+        append_event(folder, "unreadable_record", kept_as=f"record.unreadable-{n}.json")
+    resuming = resume and (folder / CHECKPOINTS / "last.ckpt").is_file()
+    for path in folder.iterdir():
+        if (
+            path.name in _ALWAYS_KEPT
+            or ".attempt-" in path.name
+            or ".unreadable-" in path.name
+            or (resume and path.name == CHECKPOINTS)
+            or (resuming and path.name in ("csv", "wandb"))  # the loggers' folders, continued
+        ):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def finish(folder: Path, keep_checkpoints: bool) -> None:
+    """Drop the checkpoints of a finished run unless asked to keep them."""
+    if not keep_checkpoints:
+        shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
+
+
+def tidy_finished(folder: Path, keep_checkpoints: bool, stale_after: float) -> None:
+    """Clean what a process killed between a finished run's record and its clean-up left: its
+    claim, once stale (logged as a takeover), and the checkpoints :func:`finish` would drop. A claim
+    that still holds (a live process) is left alone, with the checkpoints."""
+    if (folder / CLAIM).exists():
+        clear_stale(folder, stale_after)
+    if not (folder / CLAIM).exists():
+        finish(folder, keep_checkpoints)
+
+
+def unfinished_state(folder: Path, stale_after: float = RunOptions.claim_timeout) -> tuple[str, str]:
+    """``("running", who)`` while a live claim holds a run without a record, else
+    ``("pending", how it will start)``."""
+    held = holder(folder)
+    if held is not None and "token" in held:
+        raw = (folder / CLAIM).read_bytes() if (folder / CLAIM).exists() else b""
+        if raw and stale_reason(raw, held["heartbeat_age_s"], stale_after) is None:
+            return "running", f"claimed by {held.get('owner')} since {held.get('claimed_at')}"
+    if (folder / CHECKPOINTS / "last.ckpt").is_file():
+        return "pending", "interrupted; resumes from its last checkpoint"
+    return "pending", "interrupted; starts afresh" if folder.is_dir() else "not started"
+
+
+@dataclass(frozen=True)
+class WorkerArgs:
+    """The keyword arguments of :func:`execute` that every run of one grid shares (pickled to each
+    worker once). ``plugins``: those the planning process has loaded when the arguments are made,
+    loaded again where the run executes (a spawned worker, a Ray task, a SLURM job)."""
+
+    results: Path
+    wandb_mode: str
+    data_dir: Path | None
+    abl: Ablation
+    commit: str | None
+    options: RunOptions | None = None
+    plugins: tuple[plugin_loader.PluginRef, ...] = field(default_factory=plugin_loader.refs)
+
+    def resolved(self) -> WorkerArgs:
+        """The same arguments with absolute paths, for a worker that starts in another folder."""
+        data_dir = Path(self.data_dir).resolve() if self.data_dir else None
+        return replace(self, results=Path(self.results).resolve(), data_dir=data_dir)
+
+
+def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> Progress:
+    """What one Ray task or SLURM job runs: :func:`execute` with ``threads`` torch threads."""
+    import torch
+
+    torch.set_num_threads(threads)
+    return execute(spec, **vars(args))
+
+
+def _unstored(spec: RunSpec, status: str, reason: str) -> dict[str, Any]:
+    entry = {k: getattr(spec, k) for k in ("run_id", "task", "variant_label", "seed")}
+    return entry | {"status": status, "reason": reason, "wall_time_s": 0.0, "stored": False}
+
+
+def crashed(spec: RunSpec, exc: BaseException) -> dict[str, Any]:
+    """The progress entry (never stored) of a run whose process died or whose executor failed."""
+    return _unstored(spec, "crashed", f"{type(exc).__name__}: {exc}")
 
 
 def environment() -> dict[str, Any]:
@@ -54,10 +174,9 @@ def environment() -> dict[str, Any]:
 
 
 def git_commit(src: Path | None = None) -> str | None:
-    """The commit of the harness source (default: this checkout), if known. A tree with uncommitted
-    changes to tracked files gives ``SHA+dirty.HASH``: HASH is the first 8 hex digits of the SHA-256
-    of ``git diff HEAD``, so that two runs made from different uncommitted edits of one commit do not
-    read as made by the same code."""
+    """The commit of the harness source (default: this checkout), if known; ``SHA+dirty.HASH`` for a
+    tree with uncommitted changes to tracked files (HASH: 8 hex digits of the SHA-256 of ``git diff
+    HEAD``, so runs of different uncommitted edits of one commit do not read as the same code)."""
     src = src or Path(__file__).resolve().parents[2]
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True, timeout=5)
@@ -79,56 +198,61 @@ def execute(
     abl: Ablation | None = None,
     commit: str | None = None,
     options: RunOptions | None = None,
+    plugins: tuple[plugin_loader.PluginRef, ...] | None = None,
 ) -> Progress:
-    """Claim one spec, train it and write its record; returns the record. Never raises for a bad
-    run: one that diverges, times out or raises is recorded with its status and reason
-    (:class:`harness.errors.RunError`; a ``failed`` one with ``traceback.txt`` beside it).
+    """Load ``plugins`` (once per process; an ``AblateError`` when one cannot be loaded here), claim
+    one spec, train it and write its record; returns the record. Never raises for a bad run: one
+    that diverges, times out or raises is recorded with its status and reason (a ``failed`` one
+    with ``traceback.txt`` beside it).
 
-    A finished run is returned as stored, unless ``options.retry`` names that very attempt (it
-    is then archived as ``record.attempt-N.json`` and run again). A run another live process
-    has claimed is not touched: the returned entry (a dict) has status ``claimed`` and is not stored.
-    An interrupted attempt resumes from its last checkpoint (``options.resume``).
+    A finished run is returned as stored, unless ``options.retry`` names that very attempt (it is
+    then archived as ``record.attempt-N.json`` and run again). A run another live process has
+    claimed is not touched (a ``claimed`` entry, not stored). An interrupted attempt resumes from
+    its last checkpoint (``options.resume``).
     """
     from harness.tasks import build_task
     from harness.training.loop import TrainOptions, train
 
+    if plugins is not None:
+        plugin_loader.load_refs(plugins)
     opts = options or RunOptions()
     folder = run_dir(results, spec.ablation, spec.profile, spec.run_id)
-    if (done := read_record(folder)) is not None and not opts.wants_retry(done):
-        attempts.tidy_finished(folder, opts.keep_checkpoints, opts.claim_timeout)  # a kill after its record
+    if (done := read_record(folder)) is not None and opts.retry.get(done.run_id) != done.attempt:
+        tidy_finished(folder, opts.keep_checkpoints, opts.claim_timeout)  # a kill after its record
         return done
     claim = try_claim(folder, opts.claim_timeout)
     if claim is None:
-        return attempts.claimed_elsewhere(spec, holder(folder))
+        return _unstored(
+            spec, "claimed", f"running elsewhere ({(holder(folder) or {}).get('owner', 'another process')})"
+        )
     with claim:
-        if (done := read_record(folder)) is not None and not opts.wants_retry(done):
+        if (done := read_record(folder)) is not None and opts.retry.get(done.run_id) != done.attempt:
             return done  # finished by another process since we looked
         if done is not None:
-            attempts.archive(folder, done)
-        attempts.prepare(folder, opts.resume)
+            archive(folder, done)
+        prepare(folder, opts.resume)
         started = {
             "started_at": datetime.now(timezone.utc).isoformat(),
             "commit": commit,
-            "plugins": plugins.record(),
+            "plugins": plugin_loader.record(),
             **environment(),
-            "attempt": archived_attempts(folder) + 1,
+            "attempt": len(list(folder.glob("record.attempt-*.json"))) + 1,
         }
         t0 = time.perf_counter()
         try:
             task = build_task(spec.task, spec.task_params, data_dir=data_dir)
             how = TrainOptions(
+                **vars(opts),
                 target=abl.tasks[spec.task].target if abl is not None else None,
-                wandb=_wandb_kwargs(spec, wandb_mode, results, started["attempt"]),
+                wandb=_wandb_kwargs(spec, wandb_mode, started["attempt"]),
                 checkpoint_dir=folder / CHECKPOINTS,
-                checkpoint_every_s=opts.checkpoint_every,
-                keep_checkpoint=opts.keep_checkpoints,
-                resume=opts.resume,
-                timeout_s=opts.run_timeout,
-                devices=opts.devices,
-                strategy=opts.strategy,
             )
             result = train(spec.config, task, spec.seed, folder, how)
-            _write_history(folder, result.history)
+            if result.history:
+                with open(folder / "history.csv", "w", newline="") as fh:
+                    writer = csv.DictWriter(fh, fieldnames=list(result.history[0]))
+                    writer.writeheader()
+                    writer.writerows(result.history)
             if result.resumed_from_step:
                 append_event(folder, "resume", step=result.resumed_from_step)
             ended = {"status": "ok", "reason": None, **result.record_fields()}
@@ -148,7 +272,7 @@ def execute(
         )
         write_record(folder, record)
         append_event(folder, "finish", status=record.status, attempt=record.attempt)
-        attempts.finish(folder, opts.keep_checkpoints)
+        finish(folder, opts.keep_checkpoints)
     return record
 
 
@@ -159,74 +283,40 @@ def spec_record(spec: RunSpec, abl: Ablation | None = None, **fields: Any) -> Re
     Raises:
         pydantic.ValidationError: ``fields`` that do not make a record (:class:`Record`).
     """
-    return Record.model_validate(
-        {
-            "run_id": spec.run_id,
-            "ablation": spec.ablation,
-            "profile": spec.profile,
-            "task": spec.task,
-            "task_params": spec.task_params,
-            "task_version": spec.task_version,
-            "variant": spec.variant,
-            "variant_label": spec.variant_label,
-            "seed": spec.seed,
-            "config": spec.config.model_dump(mode="json"),
-            "code_versions": spec.code_versions,
-            **({"tuned_params": spec.tuned_params} if spec.tuned_params else {}),
-            **({"target": target_of(abl.tasks[spec.task].target)} if abl is not None else {}),
-            **fields,
-        }
-    )
-
-
-def _write_history(folder: Path, history: list[dict[str, float]]) -> None:
-    if not history:
-        return
-    with open(folder / "history.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(history[0]))
-        writer.writeheader()
-        writer.writerows(history)
+    keys = ("run_id", "ablation", "profile", "task", "task_params", "task_version", "variant", "variant_label", "seed")
+    what = {k: getattr(spec, k) for k in keys} | {"config": spec.config.model_dump(mode="json")}
+    what |= {"code_versions": spec.code_versions} | ({"tuned_params": spec.tuned_params} if spec.tuned_params else {})
+    if abl is not None:
+        what["target"] = target_of(abl.tasks[spec.task].target)
+    return Record.model_validate(what | fields)
 
 
 def wandb_run_id(run_id: str, attempt: int) -> str:
-    """The W&B run id of one attempt at a run: stable across resumes of that attempt (they log
-    into the same W&B run, ``resume="allow"``); a ``--retry`` is a new attempt and a new W&B run."""
+    """The W&B run id of one attempt at a run: its resumes log into the same W&B run
+    (``resume="allow"``); a ``--retry`` is a new attempt and a new W&B run."""
     return f"{run_id}-a{attempt}"
 
 
-def _wandb_kwargs(spec: RunSpec, mode: str, results: Path, attempt: int = 1) -> dict[str, Any] | None:
+def _wandb_kwargs(spec: RunSpec, mode: str, attempt: int) -> dict[str, Any] | None:
     if mode == "off":
         return None
     os.environ.setdefault("WANDB_SILENT", "true")
-    # the full config (as in record.json), not the hashed one, which drops keys at their defaults
+    # W&B refuses a tag over 64 characters at init: a longer variant label is one tag per axis
+    label = spec.variant_label
+    tags = [label] if len(label) <= 64 else [f"{k.rsplit('.', 1)[-1]}={v}"[:64] for k, v in spec.variant.items()]
+    names = ("ablation", "profile", "variant", "variant_label", "run_id")
     return {
         "project": os.environ.get("WANDB_PROJECT", "ablate"),
         "mode": mode,
         "group": f"{spec.ablation}/{spec.profile}",
-        "name": f"{spec.variant_label}-s{spec.seed}",
+        "name": f"{label}-s{spec.seed}",
         "job_type": spec.task,
-        "tags": wandb_tags(spec),
-        "config": {
-            **spec.payload(),
-            "config": spec.config.model_dump(mode="json"),
-            "ablation": spec.ablation,
-            "profile": spec.profile,
-            "variant": spec.variant,
-            "variant_label": spec.variant_label,
-            "run_id": spec.run_id,
-        },
+        "tags": [*tags, f"seed:{spec.seed}", spec.task[:64], spec.profile[:64]],
+        # the full config (as in record.json), not the hashed one, which drops keys at their defaults
+        "config": spec.payload()
+        | {"config": spec.config.model_dump(mode="json")}
+        | {k: getattr(spec, k) for k in names},
         "reinit": "finish_previous",
         "id": wandb_run_id(spec.run_id, attempt),
         "resume": "allow",
     }
-
-
-def wandb_tags(spec: RunSpec) -> list[str]:
-    """Variant, ``seed:N``, task and profile. W&B refuses a tag over 64 characters at init (which
-    would fail the run): a longer variant label is tagged as one ``key=value`` tag per axis."""
-    variant = (
-        [spec.variant_label]
-        if len(spec.variant_label) <= 64
-        else [f"{k.rsplit('.', 1)[-1]}={v}"[:64] for k, v in spec.variant.items()]
-    )
-    return [*variant, f"seed:{spec.seed}", spec.task[:64], spec.profile[:64]]

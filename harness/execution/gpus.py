@@ -1,13 +1,11 @@
 """Where the runs of a local process pool go: how many workers, and which GPUs each one sees.
 
-CPU: every run uses ``threads`` torch threads. The default number of workers is one when the
-grid is too small to pay for a process pool, else as many as the cores hold (workers x threads
-within the cores): :func:`default_cpu_workers`, from the number of runs and their expected length
-(:func:`estimate_seconds`, from each run's config). ``--workers N`` forces N. GPU: the GPUs torch
-can use (named as ``CUDA_VISIBLE_DEVICES`` names them, when set) are cut into slots of
-``gpus_per_run`` devices; each worker owns one slot for its whole life and is pinned to it through
-``CUDA_VISIBLE_DEVICES`` before CUDA is initialised, so a run's ``cuda:0`` is its slot's first GPU.
-No torch import here unless GPUs have to be counted.
+CPU: every run uses ``threads`` torch threads; by default one worker when the grid is too small to
+pay for a pool, else as many as the cores hold (:func:`default_cpu_workers`, from each run's
+expected length: :func:`estimate_seconds`); ``--workers N`` forces N. GPU: the GPUs torch can use
+(as ``CUDA_VISIBLE_DEVICES`` names them) are cut into slots of ``gpus_per_run``; each worker owns
+one slot for life, pinned through ``CUDA_VISIBLE_DEVICES`` before CUDA starts (its ``cuda:0`` is
+the slot's first GPU). No torch import unless GPUs have to be counted.
 """
 
 from __future__ import annotations
@@ -24,31 +22,20 @@ from harness.errors import AblateError
 
 
 def visible_gpus(environ: Mapping[str, str] | None = None, count: int | None = None) -> list[str]:
-    """Identifiers of the GPUs this process can use, as ``CUDA_VISIBLE_DEVICES`` spells them.
-
-    How many comes from torch (:func:`_cuda_count`), which applies ``CUDA_VISIBLE_DEVICES`` as
-    CUDA does; the variable only names them. So a value that names no device CUDA can open
-    (``NoDevFiles``, which Grid Engine sets; ``0`` on a machine without a GPU or driver; a CPU
-    build of torch) gives none, and a list cut short by an invalid id (CUDA stops there) gives
-    the ids before it.
-
-    Args:
-        environ: the environment to read (default ``os.environ``).
-        count: the number of CUDA devices usable (default: ask torch, which counts without
-            initialising CUDA, where an NVIDIA driver is installed).
-    """
-    env = os.environ if environ is None else environ
+    """Identifiers of the GPUs this process can use, as ``CUDA_VISIBLE_DEVICES`` (in ``environ``,
+    default ``os.environ``) spells them. How many: ``count``, default torch's count (which applies
+    the variable as CUDA does, without initialising CUDA), so a value naming no device CUDA can open
+    (``NoDevFiles``, which Grid Engine sets; ``0`` without a GPU or driver) gives none, and a list
+    cut short by an invalid id (CUDA stops there) gives the ids before it."""
+    raw = (os.environ if environ is None else environ).get("CUDA_VISIBLE_DEVICES")
     usable = _cuda_count() if count is None else count
-    if "CUDA_VISIBLE_DEVICES" in env:
-        raw = env["CUDA_VISIBLE_DEVICES"].strip()
-        named = [] if raw in ("", "-1") else [part.strip() for part in raw.split(",") if part.strip()]
-        return named[:usable]
-    return [str(i) for i in range(usable)]
+    if raw is None:
+        return [str(i) for i in range(usable)]
+    return [] if raw.strip() in ("", "-1") else [part.strip() for part in raw.split(",") if part.strip()][:usable]
 
 
 def _cuda_count() -> int:
-    """CUDA devices torch can use (after ``CUDA_VISIBLE_DEVICES``); 0 without importing torch
-    where no NVIDIA driver is installed."""
+    """CUDA devices torch can use; 0 without importing torch where no NVIDIA driver is installed."""
     if not Path("/proc/driver/nvidia/gpus").exists() and shutil.which("nvidia-smi") is None:
         return 0
     import torch
@@ -57,11 +44,8 @@ def _cuda_count() -> int:
 
 
 def gpu_slots(gpus: list[str], per_run: int) -> list[str]:
-    """Disjoint groups of ``per_run`` GPUs, each as a ``CUDA_VISIBLE_DEVICES`` value.
-
-    Raises:
-        AblateError: ``per_run`` < 1 or more than the GPUs visible.
-    """
+    """Disjoint groups of ``per_run`` GPUs, each as a ``CUDA_VISIBLE_DEVICES`` value
+    (``AblateError``: ``per_run`` < 1 or more than the GPUs visible)."""
     if per_run < 1:
         raise AblateError(f"--gpus-per-run must be at least 1, got {per_run}")
     if per_run > len(gpus):
@@ -90,27 +74,19 @@ class Placement:
 
 
 # The cost model of a run on one CPU thread, for the default number of workers only (it changes no
-# run). Rough on purpose: the rule below needs the order of magnitude. Measured with
-# benchmarks/overhead.py and benchmarks/workers.py on an idle 2-core VM (torch 2.13, Lightning 2.6).
-FLOP_PER_S = 50e9
-"""Floating-point operations per second of one thread on the model's matrix products (fp32)."""
-STEP_S = 1.5e-3
-"""Seconds per training step outside the matrix products (Python, Lightning's loop, AdamW)."""
-RUN_S = 0.3
-"""Seconds per run outside its steps: model, Trainer, loggers, probes, the record."""
-POOL_START_S = 3.0
-"""What starting a process pool adds to a grid: a forkserver that imports torch and Lightning afresh
-(the planning process has imported torch only), then each worker's first run."""
-POOL_EFFICIENCY = 0.85
-"""Throughput of k one-thread workers over k cores, relative to k x one worker (memory bandwidth
-and the machine's other work; two workers on 2 cores gave 1.7x)."""
+# run; rough on purpose: the order of magnitude). Measured with benchmarks/overhead.py and
+# benchmarks/workers.py on an idle 2-core VM (torch 2.13, Lightning 2.6).
+FLOP_PER_S = 50e9  # of one thread on the model's matrix products (fp32)
+STEP_S = 1.5e-3  # per training step outside the matrix products (Python, Lightning's loop, AdamW)
+RUN_S = 0.3  # per run outside its steps: model, Trainer, loggers, probes, the record
+POOL_START_S = 3.0  # a forkserver that imports torch and Lightning afresh, then each worker's first run
+POOL_EFFICIENCY = 0.85  # k one-thread workers on k cores over k x one worker (2 on 2 cores: 1.7x)
 
 
 def forward_flops(cfg: Any, rows: int, length: int) -> float:
     """Floating-point operations of one forward pass of ``rows`` sequences of ``length`` tokens
-    through the model of ``cfg`` (a :class:`~harness.config.RunConfig`): 2 per
-    parameter of the blocks and of an output head of ~64 tokens, per token, plus attention's
-    ``4 x layers x length^2 x d_model`` per sequence. A training step is about 3 of them."""
+    through the model of ``cfg``: 2 per parameter of the blocks and of an output head of ~64
+    tokens, per token, plus attention's ``4 x layers x length^2 x d_model`` per sequence."""
     d, layers = cfg.model.d_model, cfg.model.n_layers
     d_ff = cfg.ffn.width(d) or 4 * d
     params = layers * (4 * d * d + 2 * d * d_ff) + 64 * d
@@ -118,10 +94,9 @@ def forward_flops(cfg: Any, rows: int, length: int) -> float:
 
 
 def estimate_seconds(cfg: Any, threads: int = 1) -> float:
-    """Expected wall time of one run on CPU, from its config alone: training steps (3 forward
-    passes' worth of :func:`forward_flops` each), validation passes, the test at every length,
-    and fixed costs per step and per run. ``threads``: torch threads per run (counted with a
-    square root: small matrices scale poorly)."""
+    """Expected seconds of one run on CPU, from its config alone: training steps (3 forward passes
+    each), validation passes, the test at every length, and fixed costs per step and per run;
+    ``threads`` count with a square root (small matrices scale poorly)."""
     t, e = cfg.train, cfg.eval
     flops = 3 * t.steps * forward_flops(cfg, t.batch_size, t.seq_len)
     flops += (t.steps // max(t.val_every, 1)) * forward_flops(cfg, e.val_examples, t.seq_len)
@@ -130,14 +105,11 @@ def estimate_seconds(cfg: Any, threads: int = 1) -> float:
 
 
 def default_cpu_workers(estimates: Sequence[float], cap: int) -> tuple[int, str]:
-    """The default number of CPU workers for runs expected to last ``estimates`` seconds each on
-    one worker, at most ``cap`` (cores // threads), and why.
-
-    The rule: ``k = min(cap, runs)`` workers when the time they save, ``total - max(total / (k x
-    POOL_EFFICIENCY), longest run)``, is more than twice what starting the pool costs
-    (``POOL_START_S``; twice, for the estimate's error), else one worker in this process. So the
-    default never makes a grid slower than one worker where the estimate is within a factor 2.
-    """
+    """The default number of CPU workers (at most ``cap``: cores // threads) for runs expected to
+    last ``estimates`` seconds each, and why: ``k = min(cap, runs)`` when the time they save,
+    ``total - max(total / (k x POOL_EFFICIENCY), longest run)``, is more than twice the pool's start
+    (``POOL_START_S``; twice, for the estimate's error), else one worker in this process: never
+    slower than one worker where the estimate is within a factor 2."""
     n, total = len(estimates), float(sum(estimates))
     if cap <= 1:
         return 1, "the cores hold one run's threads"
@@ -152,21 +124,13 @@ def default_cpu_workers(estimates: Sequence[float], cap: int) -> tuple[int, str]
 
 
 def _duration(seconds: float) -> str:
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min"
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def check_threads(threads: int, flag: str = "--threads", cores: int | None = None) -> None:
-    """Refuse more torch threads for one process than this machine has cores (default
-    ``os.cpu_count()``): beyond them the threads only contend, and far beyond them the process
-    cannot start them (``RuntimeError: can't start new thread`` in every run).
-
-    Raises:
-        AblateError: ``threads`` above the cores.
-    """
+    """Refuse (``AblateError``) more torch threads for one process than the ``cores`` (default
+    ``os.cpu_count()``): beyond them they only contend, far beyond them every run fails with
+    ``RuntimeError: can't start new thread``."""
     cores = cores or os.cpu_count() or 1
     if threads > cores:
         raise AblateError(
@@ -184,34 +148,20 @@ def place(
     cpus: int | None = None,
     estimates: Sequence[float] | None = None,
 ) -> Placement:
-    """Decide the pool for ``todo`` runs.
-
-    Args:
-        workers: ``--workers`` (None: one per GPU slot; on CPU :func:`default_cpu_workers`).
-        todo: runs to execute; never more workers than runs.
-        threads: torch threads per run.
-        gpus: :func:`visible_gpus`.
-        gpus_per_run: ``--gpus-per-run`` (None: 1 when GPUs are visible; 0: CPU only).
-        cpus: cores (default ``os.cpu_count()``).
-        estimates: expected seconds of each run to execute (:func:`estimate_seconds`); None:
-            unknown, as many CPU workers as the cores hold.
-
-    Raises:
-        AblateError: more workers than GPU slots, or more GPUs per run than visible.
-    """
+    """The pool for ``todo`` runs (never more workers than runs) of ``threads`` each: ``workers``
+    (``--workers``; None: one per GPU slot, on CPU :func:`default_cpu_workers` of the runs'
+    ``estimates``, or as many as the ``cpus`` hold when None) on ``gpus`` (:func:`visible_gpus`) cut
+    by ``gpus_per_run`` (None: 1 when GPUs are visible; 0: CPU only). ``AblateError``: more workers
+    than GPU slots, or more GPUs per run than visible."""
     todo = max(todo, 1)
     if gpus_per_run == 0 or (gpus_per_run is None and not gpus):
         cores = cpus or os.cpu_count() or 1
         cap = max(1, cores // max(threads, 1))
         if workers is not None:
             n = max(1, min(workers, todo))
-            over = n * max(threads, 1) > cores  # the user's choice, said rather than refused
-            note = (
-                f": {n} x {max(threads, 1)} thread(s) on {cores} cores, oversubscribed (each run slower)"
-                if over
-                else ""
-            )
-            return Placement(n, reason=f"--workers {workers}{note}")
+            # more threads than cores: the user's choice, said rather than refused
+            note = f": {n} x {max(threads, 1)} thread(s) on {cores} cores, oversubscribed (each run slower)"
+            return Placement(n, reason=f"--workers {workers}{note if n * max(threads, 1) > cores else ''}")
         if estimates is None:
             return Placement(max(1, min(cap, todo)), reason=f"{cores} cores / {threads} thread(s) per run")
         n, why = default_cpu_workers(estimates, cap)

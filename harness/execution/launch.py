@@ -1,13 +1,11 @@
-"""How ``ablate run`` launches a grid: which runs, where, with what execution options.
-
-:class:`Launch` gathers the execution options of the command line (executor, GPUs, resume,
-checkpoints, time limits, retries), checks them before anything runs (bad ones raise
-:class:`~harness.errors.AblateError`, exit code 2), picks the runs to execute and says how the
-grid went. Nothing here changes a run's numbers or its id.
+"""How ``ablate run`` launches a grid: :class:`Launch` gathers the execution options of the
+command line (executor, GPUs, resume, checkpoints, time limits, retries), checks them before
+anything runs (:class:`~harness.errors.AblateError`, exit code 2), picks the runs to execute and
+says how the grid went. Nothing here changes a run's numbers or its id.
 
 Runs executed: every run of the grid without a finished record (never started, or interrupted:
-those resume), plus, with ``--retry STATUSES``, the finished runs whose status is listed; their
-record is archived as ``record.attempt-N.json`` and never overwritten.
+those resume), and with ``--retry STATUSES`` the finished runs of those statuses (their record
+archived as ``record.attempt-N.json``).
 """
 
 from __future__ import annotations
@@ -22,32 +20,48 @@ from typing import Any
 
 from rich.markup import escape
 
+from harness.config import RunOptions
 from harness.errors import AblateError
-from harness.execution import reuse, run_folder
-from harness.execution.cluster import Engine
+from harness.execution import reuse
+from harness.execution.attempt import Progress, tidy_finished
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
+from harness.execution.local import Engine
 from harness.execution.locks import HEARTBEAT_S
-from harness.execution.run_folder import Progress, RunOptions, parse_retry
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
-from harness.store.record import Record
+from harness.registry import did_you_mean
+from harness.store.record import STATUSES, Record
 from harness.store.runs import read_record, run_dir
 from harness.training.fit import check_devices
 
 FAILURES = ("failed", "timeout", "crashed")
 """Outcomes that make ``ablate run`` exit with 1 (``diverged`` is a result, not a failure)."""
-_NO_LIMIT = {
-    "--run-timeout": "leave the option out for no time limit",
-    "--checkpoint-every": "e.g. 120 (the default); 0 checkpoints at every validation pass",
-    "--claim-timeout": "e.g. 600 (the default)",
-}
 _URL = re.compile(r"^[a-z][a-z0-9+.\-]+:/", re.IGNORECASE)  # s3://b/x arrives as the Path s3:/b/x
+RETRYABLE = tuple(s for s in STATUSES if s != "ok")
+
+
+def parse_retry(text: str | None) -> tuple[str, ...]:
+    """``"failed,diverged"`` -> ``("failed", "diverged")``.
+
+    Raises:
+        AblateError: an empty list or a status that cannot be retried (with the closest one).
+    """
+    statuses = tuple(dict.fromkeys(s.strip() for s in text.split(",") if s.strip())) if text is not None else ()
+    if text is not None and not statuses:
+        raise AblateError(f"--retry needs statuses, e.g. --retry {','.join(RETRYABLE)}")
+    for s in statuses:
+        if s not in RETRYABLE:
+            raise AblateError(
+                f"--retry: {s!r} is not a status that can be retried{did_you_mean(s, RETRYABLE)}; "
+                f"choose among {', '.join(RETRYABLE)}"
+            )
+    return statuses
 
 
 @dataclass
 class Selected:
     """What :meth:`Launch.select` found: runs to execute, ``{run_id: attempt}`` of finished attempts
-    to retry, and the records of runs copied from identical runs of other ablations."""
+    to retry, the records of runs copied from identical runs of other ablations."""
 
     todo: list[RunSpec] = field(default_factory=list)
     retry: dict[str, int] = field(default_factory=dict)
@@ -67,42 +81,42 @@ class Launch:
     retry: str | None = None
 
     def check(self, results: Path, workers: int | None = None, threads: int = 1) -> tuple[str, ...]:
-        """Validate everything before any run; returns the statuses to retry.
-
-        Raises:
-            AblateError: a bad option, a missing engine, GPUs that are not there, or a results
-                location that is a URL.
-        """
+        """Validate everything before any run (``AblateError``: a bad option, a missing engine, GPUs
+        that are not there, a results location that is a URL); returns the statuses to retry."""
         if _URL.match(str(results)):
             raise AblateError(
                 f"--results-dir {results} is a URL; the store is a folder (local or on a shared "
                 f"filesystem every worker sees), e.g. --results-dir /shared/ablate-results"
             )
-        seconds = {
-            "--run-timeout": self.options.run_timeout,
-            "--checkpoint-every": self.options.checkpoint_every,
-            "--claim-timeout": self.options.claim_timeout,
-        }
-        for flag, value in seconds.items():
+        o = self.options
+        for flag, value, hint in (
+            ("--run-timeout", o.run_timeout, "leave the option out for no time limit"),
+            (
+                "--checkpoint-every",
+                o.checkpoint_every,
+                "e.g. 120 (the default); 0 checkpoints at every validation pass",
+            ),
+            ("--claim-timeout", o.claim_timeout, "e.g. 600 (the default)"),
+        ):
             if value is not None and not math.isfinite(value):  # nan slips through every comparison below
-                raise AblateError(f"{flag} must be a finite number of seconds, got {value:g}; {_NO_LIMIT[flag]}")
-        if self.options.run_timeout is not None and self.options.run_timeout <= 0:
-            raise AblateError(f"--run-timeout must be a positive number of seconds, got {self.options.run_timeout:g}")
-        if self.options.checkpoint_every < 0:
+                raise AblateError(f"{flag} must be a finite number of seconds, got {value:g}; {hint}")
+        if o.run_timeout is not None and o.run_timeout <= 0:
+            raise AblateError(f"--run-timeout must be a positive number of seconds, got {o.run_timeout:g}")
+        if o.checkpoint_every < 0:
             raise AblateError(
                 f"--checkpoint-every must be 0 (a checkpoint at every validation pass) or a positive number "
-                f"of seconds, got {self.options.checkpoint_every:g}"
+                f"of seconds, got {o.checkpoint_every:g}"
             )
-        if self.options.claim_timeout < 2 * HEARTBEAT_S:
+        if o.claim_timeout < 2 * HEARTBEAT_S:
             raise AblateError(
                 f"--claim-timeout must be at least {2 * HEARTBEAT_S:g} s (a running claim is "
-                f"refreshed every {HEARTBEAT_S:g} s), got {self.options.claim_timeout:g}"
+                f"refreshed every {HEARTBEAT_S:g} s), got {o.claim_timeout:g}"
             )
         if self.gpus_per_run is not None and self.gpus_per_run < 0:
             raise AblateError(f"--gpus-per-run must be 0 (CPU) or more, got {self.gpus_per_run}")
         self.engine.check()
-        if self.engine.kind == "local" and (str(self.options.devices), self.options.strategy) != ("1", "auto"):
-            check_devices(self.options.devices, self.options.strategy)
+        if self.engine.kind == "local" and (str(o.devices), o.strategy) != ("1", "auto"):
+            check_devices(o.devices, o.strategy)
         statuses = parse_retry(self.retry)
         if self.engine.on_this_machine:  # a Ray cluster connected to, or SLURM: CPUs on other machines
             check_threads(threads)
@@ -117,23 +131,17 @@ class Launch:
         statuses: tuple[str, ...],
         targets: Mapping[str, dict[str, Any] | None] | None = None,
     ) -> Selected:
-        """The runs to execute, the finished attempts to retry and the runs adopted from elsewhere
-        in the store.
-
-        ``targets``: each task's convergence target as a record holds it
-        (:func:`harness.execution.reuse.target_of`); with it, a run without a record that another
-        ablation already made with the same id and target is copied instead of trained
-        (:mod:`harness.execution.reuse`). None: no reuse."""
+        """The runs to execute, the finished attempts to retry, and the runs without a record that
+        another ablation made with the same id and convergence target (``targets``, per task, as
+        records hold them; None: no reuse), copied instead of trained (:mod:`harness.execution.reuse`)."""
         out = Selected()
         for spec in specs:
             own = run_dir(results, ablation, spec.profile, spec.run_id)
             rec = read_record(own)
             if rec is None:
                 target = (targets or {}).get(spec.task)
-                source = None
-                if targets is not None and not spec.tuned_params and not (own / "checkpoints").exists():
-                    source = reuse.find(results, spec.run_id, own, target)
-                if source is not None:
+                fresh = targets is not None and not spec.tuned_params and not (own / "checkpoints").exists()
+                if fresh and (source := reuse.find(results, spec.run_id, own, target)) is not None:
                     out.reused.append(reuse.adopt(spec, source, own, target))
                 else:
                     out.todo.append(spec)
@@ -144,7 +152,7 @@ class Launch:
                 if rec.status in FAILURES:
                     out.failed_before.append(rec)
                 # kept as it is: a kill between its record and its clean-up left a claim and checkpoints
-                run_folder.tidy_finished(own, self.options.keep_checkpoints, self.options.claim_timeout)
+                tidy_finished(own, self.options.keep_checkpoints, self.options.claim_timeout)
         return out
 
     def place(

@@ -1,46 +1,106 @@
-"""Executing a grid of run specs: in-process or on a local process pool, one progress display.
+"""Executing a grid of run specs: in this process, on a local process pool, or on Ray or SLURM
+(through submitit), each run by :func:`harness.execution.attempt.execute`, so the store does not
+depend on the executor; one progress display.
 
 Every run uses ``threads`` torch threads (default 1) whatever the number of workers, so a grid
-gives the same numbers bit for bit with ``--workers 1`` and ``--workers 2`` (torch's results
-depend on the thread count; it is recorded in each run). On 2 cores, two 1-thread workers gave
-about 1.3x the throughput of one 2-thread process (docs/benchmarks.md, pilot measurements).
+gives the same numbers bit for bit with ``--workers 1`` and ``--workers 2``. On 2 cores, two
+1-thread workers gave about 1.3x the throughput of one 2-thread process (docs/benchmarks.md).
 
-Pool workers are forked from a ``forkserver`` that has imported torch and Lightning once
-(``spawn`` where there is none), die within seconds when ``ablate`` dies, and on GPUs each owns one
-slot of :mod:`harness.execution.gpus` through ``CUDA_VISIBLE_DEVICES``. A worker that dies (killed for
-memory, a crash in native code) breaks the pool: the runs it took down are given one fresh pool,
-then reported as ``crashed`` (not stored; their folders hold interrupted attempts that the next
-``ablate run`` resumes). Ray and SLURM: :mod:`harness.execution.cluster`.
+Pool workers are forked from a ``forkserver`` that has imported torch and Lightning once (``spawn``
+where there is none), die within seconds when ``ablate`` dies, and on GPUs each owns one slot of
+:mod:`harness.execution.gpus` through ``CUDA_VISIBLE_DEVICES``. A worker that dies breaks the
+pool: its runs get one fresh pool, then are reported as ``crashed`` (not stored; the next ``ablate
+run`` resumes them).
+
+Ray and SLURM need the results (and data) folder on a filesystem every worker sees. Ray:
+``--address`` connects to a running cluster (``auto``, ``host:port``, ``ray://host:10001``), else a
+local instance runs for the grid; one task per run with ``num_cpus = --threads`` and ``num_gpus =
+--gpus-per-run``. SLURM: one job per run of a submitit job array (``--slurm-partition``,
+``--slurm-time`` minutes; logs in ``<results>/.submitit/``); ``--submitit-cluster local`` runs the
+same jobs as local processes, ``debug`` in this process.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing as mp
 import os
+import re
+import shutil
 import signal
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.execution.attempt import git_commit
-from harness.execution.cluster import Engine, run_cluster
+from harness.config import RunOptions
+from harness.errors import AblateError
+from harness.execution.attempt import Progress, WorkerArgs, crashed, execute, git_commit, run_with_threads
 from harness.execution.locks import pid_alive, pid_start
-from harness.execution.run_folder import Progress, RunOptions
-from harness.execution.worker import WorkerArgs, crashed, run_one
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
 
+KINDS = ("local", "ray", "slurm")
+SUBMITIT_CLUSTERS = ("slurm", "local", "debug")
+_ADDRESS = re.compile(r"^(auto|(ray://)?[A-Za-z0-9_.\-]+:\d{1,5})$")
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Where the runs execute, and the engine's own options."""
+
+    kind: str = "local"
+    address: str | None = None
+    gpus_per_run: int = 0
+    partition: str | None = None
+    time_min: int | None = None
+    cluster: str = "slurm"
+
+    @property
+    def on_this_machine(self) -> bool:
+        """Whether the runs take their CPUs here: the local pool, a Ray instance started here (no
+        ``--address``), submitit's ``local`` and ``debug`` clusters."""
+        return self.kind == "local" or (self.address is None if self.kind == "ray" else self.cluster != "slurm")
+
+    def check(self) -> None:
+        """Refuse inconsistent options and missing engines before any run (``AblateError``: the
+        option and the fix)."""
+        if self.kind not in KINDS:
+            raise AblateError(f"--executor {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.address is not None and self.kind != "ray":
+            raise AblateError("--address is the Ray cluster to connect to; add --executor ray")
+        if self.address is not None and not _ADDRESS.match(self.address):
+            raise AblateError(
+                f"--address {self.address!r} is not a Ray address; use auto, HOST:PORT "
+                f"(e.g. 10.0.0.1:6379) or ray://HOST:10001"
+            )
+        slurm_only = [n for n, v in (("--slurm-partition", self.partition), ("--slurm-time", self.time_min)) if v]
+        if slurm_only and self.kind != "slurm":
+            raise AblateError(f"{', '.join(slurm_only)} only apply to --executor slurm")
+        if self.cluster not in SUBMITIT_CLUSTERS:
+            raise AblateError(f"--submitit-cluster {self.cluster!r} is not one of {', '.join(SUBMITIT_CLUSTERS)}")
+        package = {"ray": "ray", "slurm": "submitit"}.get(self.kind)
+        if package and importlib.util.find_spec(package) is None:
+            raise AblateError(f"--executor {self.kind} needs the {package} package: pip install 'ablate[{self.kind}]'")
+        if self.kind == "slurm" and self.cluster == "slurm" and shutil.which("sbatch") is None:
+            raise AblateError(
+                "--executor slurm: no SLURM here (sbatch not found); run where sbatch is, or try "
+                "the same jobs locally with --submitit-cluster local"
+            )
+
+
 PRELOAD = ["harness.training.loop"]
+Finished = Callable[[Progress], None]
 
 
 def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] | None = None) -> None:
     """Pin this worker to a GPU slot (before CUDA starts), tie its life to ``ablate``'s, set threads."""
-    # Ctrl-C reaches every process of the terminal's group: ``ablate`` decides (it stops the
-    # workers), so a worker must not take it for a failed run and go on to the next one.
+    # Ctrl-C reaches the terminal's whole group: ``ablate`` stops the workers, which must not
+    # take it for a failed run and go on to the next one
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if slots is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = slots.get(timeout=60)
@@ -52,10 +112,9 @@ def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] 
 
 
 def _die_with(pid: int, start: int | None, every: float = 1.0) -> None:
-    """SIGKILL this worker about ``every`` seconds after process ``pid`` (``ablate run``) dies, as
-    if it had been killed with it: no orphan keeps training, and its claim reads as a dead
-    process's. (A worker's parent is the forkserver, which outlives ``ablate`` while any worker
-    lives, so the kernel's parent-death signal cannot be used.)"""
+    """SIGKILL this worker about ``every`` seconds after process ``pid`` (``ablate run``) dies: no
+    orphan keeps training, and its claim reads as a dead process's. (Its parent is the forkserver,
+    which outlives ``ablate``: the kernel's parent-death signal cannot be used.)"""
 
     def watch() -> None:
         while pid_alive(pid, start):
@@ -66,11 +125,10 @@ def _die_with(pid: int, start: int | None, every: float = 1.0) -> None:
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel every run not started and kill the workers now (SIGKILL): the runs they were training
-    keep their last checkpoint and resume at the next ``ablate run``, as after any kill. Without it
-    the runs already queued to the workers start after Ctrl-C, and the interpreter's exit waits for
-    each of them to end. (SIGTERM is not enough: Lightning's handler turns it into an exception
-    that the pool's worker reports as a result before taking the next queued run.)"""
+    """Cancel every run not started and SIGKILL the workers (their runs resume from their last
+    checkpoint at the next ``ablate run``): else the runs queued to the workers start after Ctrl-C
+    and the exit waits for them. (Lightning turns SIGTERM into an exception that the worker
+    reports as a result before taking the next queued run.)"""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown clears it
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
@@ -89,9 +147,8 @@ def pool_context() -> mp.context.BaseContext:
 
 def remaining_time(walls: list[float], left: int, at_once: int) -> float:
     """Seconds until ``left`` more runs finish, ``at_once`` at a time: the mean wall time of the runs
-    so far (``walls``, seconds) times the runs left, over the runs that go at once. (Elapsed time
-    over runs done counts the first finished run as the only work done while a second worker's run
-    was in flight, which doubled the first estimate of a two-worker grid.)"""
+    so far (``walls``) times the runs left, over ``at_once``. (Elapsed time over runs done doubled
+    the first estimate of a two-worker grid.)"""
     if left <= 0 or not walls:
         return 0.0
     return sum(walls) / len(walls) * left / max(1, at_once)
@@ -111,22 +168,14 @@ def run_grid(
     slots: tuple[str, ...] = (),
     engine: Engine | None = None,
 ) -> list[Progress]:
-    """Execute ``specs`` (already filtered to unfinished runs); returns their records in order.
-
-    Args:
-        workers: processes running at once; 1 runs in this process.
-        threads: torch threads per run.
-        on_done: called after each run with (record, done, total, eta_seconds).
-        options: resume, checkpoints, timeouts, retries (:class:`~harness.execution.run_folder.RunOptions`).
-        slots: one ``CUDA_VISIBLE_DEVICES`` value per worker (:func:`harness.execution.gpus.place`).
-        engine: an :class:`~harness.execution.cluster.Engine` for Ray or SLURM (None: local).
-    """
-    commit = git_commit()
+    """Execute ``specs`` (already filtered to unfinished runs) with ``threads`` torch threads each:
+    in this process (``workers`` 1, no GPU ``slots``: one ``CUDA_VISIBLE_DEVICES`` value per worker),
+    on a local pool, or on the ``engine`` (Ray, SLURM); returns their records in order.
+    ``on_done(record, done, total, eta_seconds)`` after each run."""
     total, done, started = len(specs), 0, time.perf_counter()
     records: dict[str, Progress] = {}
-
-    local = engine is None or engine.kind == "local"
-    at_once = 1 if (workers <= 1 or total <= 1) and not slots else max(1, min(workers, total))
+    local, inline = engine is None or engine.kind == "local", (workers <= 1 or total <= 1) and not slots
+    at_once = 1 if inline else max(1, min(workers, total))
     walls: list[float] = []
 
     def finished(rec: Progress) -> None:
@@ -139,48 +188,40 @@ def run_grid(
         if on_done is not None:
             on_done(rec, done, total, eta)
 
-    args = WorkerArgs(results, wandb_mode, data_dir, abl, commit, options)
-    if engine is not None and engine.kind != "local":
-        run_cluster(engine, specs, args, threads, finished)
-    elif (workers <= 1 or total <= 1) and not slots:
+    args = WorkerArgs(results, wandb_mode, data_dir, abl, git_commit(), options)
+    if not local:
+        {"ray": _run_ray, "slurm": _run_slurm}[engine.kind](engine, specs, args.resolved(), threads, finished)
+    elif inline:
         import torch
 
         torch.set_num_threads(threads)
         for spec in specs:
             try:
-                finished(run_one(spec, args))
+                finished(execute(spec, **vars(args)))
             except Exception as exc:  # noqa: BLE001  the store or the machine, not the run: go on
                 finished(crashed(spec, exc))
     else:
-        _run_pool(specs, args, min(workers, total), threads, slots, finished)
+        _run_pool(specs, args, at_once, threads, slots, finished)
     return [records[s.run_id] for s in specs if s.run_id in records]
 
 
 def _run_pool(
-    specs: list[RunSpec],
-    args: WorkerArgs,
-    workers: int,
-    threads: int,
-    slots: tuple[str, ...],
-    finished: Callable[[Progress], None],
+    specs: list[RunSpec], args: WorkerArgs, workers: int, threads: int, slots: tuple[str, ...], finished: Finished
 ) -> None:
     """Run ``specs`` on a process pool; a pool broken by a dying worker is replaced once."""
-    ctx, remaining = pool_context(), list(specs)
+    ctx, remaining, owner = pool_context(), list(specs), (os.getpid(), pid_start(os.getpid()))
     for _ in range(2):
-        queue = None
-        if slots:
-            queue = ctx.Queue()
-            for slot in slots[:workers]:
-                queue.put(slot)
+        queue = ctx.Queue() if slots else None
+        for slot in slots[:workers]:
+            queue.put(slot)  # type: ignore[union-attr]
         broken: list[tuple[RunSpec, BaseException]] = []
-        owner = (os.getpid(), pid_start(os.getpid()))
         with ProcessPoolExecutor(
             max_workers=min(workers, len(remaining)),
             mp_context=ctx,
             initializer=_init_worker,
             initargs=(threads, queue, owner),
         ) as pool:
-            futures = {pool.submit(run_one, s, args): s for s in remaining}
+            futures = {pool.submit(execute, s, **vars(args)): s for s in remaining}
             pending = set(futures)
             while pending:
                 try:
@@ -200,3 +241,52 @@ def _run_pool(
             return
     for spec, exc in broken:
         finished(crashed(spec, exc))
+
+
+def _run_ray(engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: int, finished: Finished) -> None:
+    import ray
+
+    started = not ray.is_initialized()
+    if started:
+        where = {"address": engine.address} if engine.address else {"num_cpus": max(threads, os.cpu_count() or 1)}
+        ray.init(**where, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        task = ray.remote(num_cpus=threads, num_gpus=engine.gpus_per_run, max_retries=0)(run_with_threads)
+        shared = ray.put(args)
+        refs = {task.remote(spec, shared, threads): spec for spec in specs}
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                try:
+                    finished(ray.get(ref))
+                except Exception as exc:  # noqa: BLE001  a lost worker or node: the run is not stored
+                    finished(crashed(refs[ref], exc))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _run_slurm(engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: int, finished: Finished) -> None:
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=args.results / ".submitit" / "%j", cluster=engine.cluster)
+    params: dict[str, Any] = {"name": "ablate", "nodes": 1, "tasks_per_node": 1, "cpus_per_task": threads}
+    params["timeout_min"] = engine.time_min or 60
+    if engine.gpus_per_run:
+        params["gpus_per_node"] = engine.gpus_per_run
+    if engine.partition:
+        params["slurm_partition"] = engine.partition
+    executor.update_parameters(**params)
+    jobs = executor.map_array(run_with_threads, specs, [args] * len(specs), [threads] * len(specs))
+    pending = list(zip(jobs, specs))
+    while pending:
+        done = [(job, spec) for job, spec in pending if job.done()]
+        pending = [p for p in pending if p not in done]
+        for job, spec in done:
+            try:
+                finished(job.result())
+            except Exception as exc:  # noqa: BLE001  a failed job (node failure, time limit)
+                finished(crashed(spec, exc))
+        if pending:
+            time.sleep(1.0)

@@ -1,18 +1,13 @@
-"""Claims: one process at a time owns a run folder, so no run is executed twice.
+"""Claims: one process at a time owns a run folder, so no run is executed twice (stdlib only).
 
-A run is claimed before it starts by creating ``<run folder>/claim.lock``, a small JSON file
-naming its owner (user, host, pid and the pid's start time) and the claim time. Creation is
-atomic and exclusive: the content is written to a private temporary file first and then
-hard-linked to ``claim.lock`` (``os.link`` fails if the name exists), so a claim is never seen
-half-written; where hard links are not supported, ``O_CREAT | O_EXCL`` is used instead.
-While it runs, the owner touches the file every :data:`HEARTBEAT_S` seconds.
-
-A claim is *stale*, and is taken over, when its owner is on this host and its process is gone
-(or the pid now belongs to another process), or when its heartbeat is older than the stated
-timeout (``--claim-timeout``, default :data:`DEFAULT_STALE_S` s: an owner on another host that
-stopped touching it). Takeovers are serialised by a second lock file, checked against the
-exact bytes judged stale, logged through :mod:`logging` and appended to the run's
-``events.jsonl``. No third-party locking library: stdlib only.
+A run is claimed before it starts by creating ``<run folder>/claim.lock``, a JSON file naming its
+owner (user, host, pid and the pid's start time) and the claim time, atomically and exclusively:
+written to a private file, then hard-linked to ``claim.lock`` (``O_CREAT | O_EXCL`` where hard
+links are not supported), so it is never seen half-written. The owner touches it every
+:data:`HEARTBEAT_S` seconds. A claim is *stale*, and taken over, when its owner is on this host and
+its process is gone (or the pid is another process's), or when its heartbeat is older than
+``--claim-timeout`` (an owner on another host). Takeovers are serialised by a second lock file,
+checked against the exact bytes judged stale, logged and appended to the run's ``events.jsonl``.
 """
 
 from __future__ import annotations
@@ -30,13 +25,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.config import RunOptions
 from harness.encode import dumps
 
 CLAIM = "claim.lock"
 TAKEOVER = "claim.lock.takeover"
 EVENTS = "events.jsonl"
 HEARTBEAT_S = 30.0
-DEFAULT_STALE_S = 600.0
+STALE_S = RunOptions.claim_timeout
 TAKEOVER_STALE_S = 60.0  # a takeover lock left by a process killed mid-takeover
 log = logging.getLogger("ablate.claims")
 
@@ -50,18 +46,15 @@ def pid_start(pid: int) -> int | None:
         return None
 
 
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
-
-
 def owner() -> dict[str, Any]:
     """Who is claiming: user, host, pid, the pid's start time and the claim time."""
     pid = os.getpid()
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
     return {
-        "owner": f"{_user()}@{socket.gethostname()}:{pid}",
+        "owner": f"{user}@{socket.gethostname()}:{pid}",
         "host": socket.gethostname(),
         "pid": pid,
         "pid_start": pid_start(pid),
@@ -100,18 +93,9 @@ def stale_reason(raw: bytes, age_s: float, stale_after: float) -> str | None:
 
 def append_event(folder: Path, event: str, **data: Any) -> None:
     """Append one JSON line to the run's ``events.jsonl`` (a single ``O_APPEND`` write)."""
+    at = datetime.now(timezone.utc).isoformat()
     line = (
-        dumps(
-            {
-                "event": event,
-                "at": datetime.now(timezone.utc).isoformat(),
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                **data,
-            },
-            default=str,
-        )
-        + "\n"
+        dumps({"event": event, "at": at, "pid": os.getpid(), "host": socket.gethostname(), **data}, default=str) + "\n"
     )
     fd = os.open(folder / EVENTS, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
@@ -151,16 +135,18 @@ def _read(path: Path) -> tuple[bytes, float] | None:
 
 @dataclass
 class Claim:
-    """A held claim; :meth:`release` it (or use it as a context manager)."""
+    """A held claim, its file touched every ``heartbeat`` seconds; :meth:`release` it (or use it as
+    a context manager)."""
 
     folder: Path
     info: dict[str, Any]
     took_over: dict[str, Any] | None = None
+    heartbeat: float = HEARTBEAT_S
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
-    def start_heartbeat(self, every: float = HEARTBEAT_S) -> None:
+    def __post_init__(self) -> None:
         def beat() -> None:
-            while not self._stop.wait(every):
+            while not self._stop.wait(self.heartbeat):
                 try:
                     os.utime(self.folder / CLAIM)
                 except OSError:
@@ -209,45 +195,33 @@ def _take_over(folder: Path, raw: bytes, reason: str) -> dict[str, Any] | None:
     return taken
 
 
-def try_claim(folder: Path, stale_after: float = DEFAULT_STALE_S, heartbeat: float = HEARTBEAT_S) -> Claim | None:
-    """Claim a run folder (created if needed); None while another live process holds it.
-
-    Args:
-        folder: the run folder.
-        stale_after: seconds without a heartbeat after which any owner's claim is stale.
-        heartbeat: seconds between touches of the claim file while it is held.
-
-    Returns:
-        The :class:`Claim` (its ``took_over`` says whose stale claim it replaced), or None.
-    """
+def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = HEARTBEAT_S) -> Claim | None:
+    """Claim a run folder (created if needed), touched every ``heartbeat`` seconds while held;
+    None while another live process holds it (a claim without a heartbeat for ``stale_after``
+    seconds is stale). The claim's ``took_over`` says whose stale claim it replaced."""
     folder.mkdir(parents=True, exist_ok=True)
     taken = None
     for _ in range(3):
         info = owner()
         if _create(folder / CLAIM, json.dumps(info, indent=1).encode()):
-            claim = Claim(folder, info, taken)
             append_event(folder, "claim", owner=info["owner"], token=info["token"])
-            claim.start_heartbeat(heartbeat)
-            return claim
+            return Claim(folder, info, taken, heartbeat)
         held = _read(folder / CLAIM)
         if held is None:
             continue  # released in between: try again
-        reason = stale_reason(held[0], held[1], stale_after)
+        reason = stale_reason(*held, stale_after)
         if reason is None:
             return None
         taken = _take_over(folder, held[0], reason) or taken
     return None
 
 
-def clear_stale(folder: Path, stale_after: float = DEFAULT_STALE_S) -> dict[str, Any] | None:
-    """Remove the claim on ``folder`` if it is stale (a process killed between writing a run's
-    record and releasing its claim leaves one on a finished run); logged as a takeover. Returns
-    what was taken over, or None (no claim, or one that holds)."""
+def clear_stale(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | None:
+    """Remove the claim on ``folder`` if it is stale, as a takeover (a process killed between a
+    run's record and its release leaves one); returns what was taken over, or None."""
     held = _read(folder / CLAIM)
-    if held is None:
-        return None
-    reason = stale_reason(held[0], held[1], stale_after)
-    return _take_over(folder, held[0], reason) if reason is not None else None
+    reason = stale_reason(*held, stale_after) if held is not None else None
+    return _take_over(folder, held[0], reason) if held is not None and reason is not None else None
 
 
 def holder(folder: Path) -> dict[str, Any] | None:

@@ -1,18 +1,15 @@
 """Runs that another ablation already made: the same run id is the same computation.
 
-A run id hashes everything that determines a run's numbers (task, task version and parameters,
-the resolved config, the seed and the code versions: :meth:`harness.experiment.grid.RunSpec.payload`),
-not the ablation or profile that asked for it. So the baseline of one ablation is often, to the
+A run id hashes everything that determines a run's numbers (:meth:`harness.experiment.grid.RunSpec.payload`),
+not the ablation or profile that asked for it, so the baseline of one ablation is often, to the
 bit, a run of another (``qkv_sharing``'s separate projections at seed 0 are ``head_split_control``'s
 correct split at seed 0). :func:`adopt` copies such a finished run into the grid that needs it
-instead of training it again, and says where it came from (``reused_from`` in the record, a
-``reuse`` event in ``events.jsonl``).
+(``reused_from`` in the record, a ``reuse`` event in ``events.jsonl``) instead of training it again.
 
-One number of a run is not in its id: ``steps_to_target`` depends on the ablation's convergence
-target for the task. A run is reused only when the source's target equals this grid's: the
-``target`` field of records that have it, else the target the source ablation declares today.
-Only finished runs whose outcome is a result (``ok``, ``diverged``) are reused; ``failed`` and
-``timeout`` may depend on the machine and are trained again.
+One number is not in the id: ``steps_to_target`` depends on the ablation's convergence target, so
+a run is reused only when the source's target (its record's ``target``, else the one its ablation
+declares today) equals this grid's. Only outcomes that are results (``ok``, ``diverged``) are
+reused; ``failed`` and ``timeout`` may depend on the machine.
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ from harness.store.record import Record
 from harness.store.runs import load_record, write_record
 
 REUSABLE = ("ok", "diverged")
-_COPIED = ("history.csv",)
 
 
 def target_of(spec_target: Any) -> dict[str, Any] | None:
@@ -47,30 +43,22 @@ def _source_target(rec: Record) -> dict[str, Any] | None | str:
 
 
 def find(results: Path, run_id: str, own: Path, target: dict[str, Any] | None) -> Path | None:
-    """The folder of a finished, reusable run with ``run_id`` elsewhere in the store, or None."""
-    root = Path(results)
-    if not root.is_dir():
-        return None
-    for folder in sorted(root.glob(f"*/*/{run_id}")):
+    """The folder of a finished, reusable run with ``run_id`` elsewhere in the store (never a copy:
+    the run that was trained), or None."""
+    for folder in sorted(Path(results).glob(f"*/*/{run_id}")):
         if folder == own or not folder.is_dir():
             continue
         rec, _ = load_record(folder)
-        if rec is None or rec.status not in REUSABLE or rec.tuned_params:
-            continue
-        if rec.reused_from:  # follow copies back to the run that was trained
-            continue
-        if _source_target(rec) != target:
-            continue
-        return folder
+        usable = rec is not None and rec.status in REUSABLE and not rec.tuned_params and not rec.reused_from
+        if usable and _source_target(rec) == target:
+            return folder
     return None
 
 
 def adopt(spec: Any, source: Path, own: Path, target: dict[str, Any] | None) -> Record:
-    """Copy the finished run in ``source`` into ``own`` as ``spec``'s run; returns the new record.
-
-    The record keeps the source's numbers, timings, versions and commit; the fields that name
-    the grid (ablation, profile, variant) are ``spec``'s, and ``reused_from`` names the source
-    as ``<ablation>/<profile>/<run id>``."""
+    """Copy the finished run in ``source`` into ``own`` as ``spec``'s run; returns the new record:
+    the source's numbers, timings, versions and commit, ``spec``'s ablation, profile and variant,
+    and ``reused_from``: the source's ``<ablation>/<profile>/<run id>``."""
     rec, problem = load_record(source)
     if rec is None:
         raise ValueError(f"{source}: {problem or 'no finished record'}")
@@ -86,9 +74,8 @@ def adopt(spec: Any, source: Path, own: Path, target: dict[str, Any] | None) -> 
         }
     )
     own.mkdir(parents=True, exist_ok=True)
-    for name in _COPIED:
-        if (source / name).is_file():
-            shutil.copyfile(source / name, own / name)
+    if (source / "history.csv").is_file():
+        shutil.copyfile(source / "history.csv", own / "history.csv")
     append_event(own, "reuse", source=origin)
     write_record(own, rec)
     return rec

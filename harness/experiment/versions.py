@@ -71,7 +71,9 @@ def mixed_versions(records: Iterable[Any]) -> dict[str, list[int]]:
     ``{"position:rope": [1, 2]}``; empty when every piece ran at a single version."""
     seen: dict[str, set[int]] = {}
     for rec in records:
-        for key, version in (record_versions(rec.code_versions, rec.config) or {}).items():
+        for key, version in (
+            record_versions(rec.code_versions, rec.config.model_dump(exclude_unset=True)) or {}
+        ).items():
             seen.setdefault(key, set()).add(version)
     return {k: sorted(v) for k, v in sorted(seen.items()) if len(v) > 1}
 

@@ -137,7 +137,7 @@ def _results_section(
         variants = [abl.label(v) for v in abl.variants()]
         lengths = rows["metric"].str.startswith(f"{base}@x")
         if rows["metric"].str.match(rf"^{base}@x\d+$").any() and rows.loc[lengths, "metric"].nunique() > 1:
-            train_len = next(r.config["train"]["seq_len"] for r in result.scan.records if r.task == task)
+            train_len = next(r.config.train.seq_len for r in result.scan.records if r.task == task)
             title_, png = f"{task}: {base} against evaluation length", fig_dir / f"{stem}-{task}-{base}-vs-length.png"
             fig = figures.metric_vs_length(rows, base, variants, train_len, title_, png)
             lines += [f"![{task}: {base} against length]({fig.relative_to(md_dir).as_posix()})", ""]

@@ -3,15 +3,13 @@ with their verdicts, the warnings (mixed code versions, a task not learned), the
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.analysis import power as pw
 from harness.analysis import untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import ControlOutcome, audit_text, claim_verdict, control_outcomes
 from harness.analysis.comparisons import Analysis
 from harness.analysis.primary_power import TARGET_POWER
-from harness.config import FFNSection
+from harness.config import RunConfig
 from harness.encode import count, text
 from harness.experiment import claims as claims_mod
 from harness.experiment import control
@@ -82,12 +80,12 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
             f"{abl.control.expect}): " + "; ".join(control_text(c) for c in controls) + ".",
             "",
         ]
-    scale: dict[str, dict[str, Any]] = {}
+    scale: dict[str, RunConfig] = {}
     for rec in result.scan.records:
         scale.setdefault(rec.task, rec.config)
     desc = "; ".join(  # no run in the store: only the seed count below
-        f"{t}: d_model {c['model']['d_model']}, {count(c['model']['n_layers'], 'layer')}, "
-        f"{count(c['train']['steps'], 'step')}, L = {c['train']['seq_len']}"
+        f"{t}: d_model {c.model.d_model}, {count(c.model.n_layers, 'layer')}, "
+        f"{count(c.train.steps, 'step')}, L = {c.train.seq_len}"
         for t, c in scale.items()
     )
     lines += [
@@ -171,17 +169,17 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
         # the baseline's config: the axes vary around it (the grid line above names them)
         r = next((x for x in recs if x.variant_label == abl.baseline_label), recs[0])
         c = r.config
-        m, t, e = c["model"], c["train"], c["eval"]
+        m, t, e = c.model, c.train, c.eval
         lines.append(
             f"- Task `{task}` v{r.task_version}{f' {r.task_params}' if r.task_params else ''} (baseline `{abl.baseline_label}`): "
-            f"d_model {m['d_model']}, {count(m['n_heads'], 'head')}, "
-            f"{count(m['n_layers'], 'layer')}, d_ff {FFNSection.model_validate(c['ffn']).width(m['d_model']) or 4 * m['d_model']}, "
-            f"{c['block']['norm_position']}-"
-            f"{c['block']['norm']}, {c['ffn']['activation']}, kernel {c['attention']['kernel']}; "
-            f"{count(t['steps'], 'step')} x batch {t['batch_size']} at L = {t['seq_len']} tokens, AdamW lr {t['lr']:g} "
-            f"(warm-up {t['warmup_steps']}, {_decay(t['min_lr_ratio'])}), weight decay {t['weight_decay']:g}, "
-            f"precision {r.get('precision', t['precision'])}; evaluated on {e['n_examples']} held-out examples at "
-            f"{', '.join(str(x * t['seq_len']) for x in e['length_multipliers'])} tokens; primary "
+            f"d_model {m.d_model}, {count(m.n_heads, 'head')}, "
+            f"{count(m.n_layers, 'layer')}, d_ff {c.ffn.width(m.d_model) or 4 * m.d_model}, "
+            f"{c.block.norm_position}-"
+            f"{c.block.norm}, {c.ffn.activation}, kernel {c.attention.kernel}; "
+            f"{count(t.steps, 'step')} x batch {t.batch_size} at L = {t.seq_len} tokens, AdamW lr {t.lr:g} "
+            f"(warm-up {t.warmup_steps}, {_decay(t.min_lr_ratio)}), weight decay {t.weight_decay:g}, "
+            f"precision {r.get('precision', t.precision)}; evaluated on {e.n_examples} held-out examples at "
+            f"{', '.join(str(x * t.seq_len) for x in e.length_multipliers)} tokens; primary "
             f"`{entry.primary.metric}`"
             + (f"; gate `{entry.gate.describe()}`" if entry.gate else "")
             + (f"; convergence target validation `{entry.target.describe()}`" if entry.target else "")

@@ -101,7 +101,7 @@ def check_ids(arc: Archive, at: str, abl: Ablation | None) -> None:
         variant = rec.variant or {}
         for key, value in variant.items():
             section, _, name = key.partition(".")
-            if (held := (rec.config.get(section) or {}).get(name)) != value:
+            if (held := getattr(getattr(rec.config, section, None), name, None)) != value:
                 raise AblateError(
                     f"{at}: run {rec.run_id} has variant {key}={value!r}, where its config has {held!r}: {EDITED}"
                 )

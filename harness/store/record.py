@@ -1,14 +1,12 @@
 """One run's record (``record.json``) as a typed, frozen object: what the run was, how it ended,
 its numbers, timings and provenance.
 
-The file format is the one the harness has always written: a JSON object with sorted keys, strict
-numbers (:mod:`harness.encode`), holding exactly the keys the run set. :meth:`Record.to_json`
-gives that object back key for key, so a record read and written again is the same file: a key
-the writer left out stays out (``target`` in records made before reuse, ``metrics`` of a run that
-timed out), a key it wrote as null stays null, and a key this code does not know (a field of an
-older or newer harness) is kept as it was. :func:`parse_record` turns a parsed ``record.json``
-into a :class:`Record` or says why it is not one (``store problem``); nothing that reads the store
-raises on a bad record.
+The file is a JSON object with sorted keys and strict numbers (:mod:`harness.encode`) holding
+exactly the keys the run set. :meth:`Record.to_json` gives that object back key for key (the
+config's too), so a record read and written again is the same file: a key the writer left out
+stays out (``target`` before reuse, ``metrics`` of a timeout), a null stays null, a key this code
+does not know is kept. :func:`parse_record` turns a parsed ``record.json`` into a :class:`Record`
+or says why it is not one (a ``store problem``): nothing that reads the store raises on a bad record.
 """
 
 from __future__ import annotations
@@ -17,29 +15,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
+from harness.config import RunConfig
 from harness.encode import number
 
 STATUSES = ("ok", "diverged", "failed", "timeout")
 """How a stored run ended: trained and evaluated, non-finite training loss, an exception, over
 its ``--run-timeout``."""
-_CONFIG = {
-    "model": ("d_model", "n_heads", "n_layers"),
-    "train": ("steps", "batch_size", "seq_len"),
-    "eval": ("length_multipliers",),
-    "ffn": (),
-    "block": (),
-    "attention": (),
-}
+_CONFIG = {"model": ("d_model", "n_heads", "n_layers"), "train": ("steps", "batch_size", "seq_len")}
+_CONFIG |= {"eval": ("length_multipliers",), "ffn": (), "block": (), "attention": ()}
 
 
 class Record(BaseModel):
     """A finished run (:data:`STATUSES`), as ``record.json`` holds it.
 
-    Attributes beyond the run's identity are None when the record does not hold them (a run
-    that failed has no ``n_params``; a record made before a field existed lacks it); unknown keys
-    are kept (``model_extra``). ``metrics`` are floats: NaN where the file holds null, +/-inf
-    where it holds ``"Infinity"`` / ``"-Infinity"`` (or bare ``NaN`` / ``Infinity``, as records
-    written before the strict encoding do).
+    Attributes beyond the run's identity are None when the record does not hold them; unknown keys
+    are kept (``model_extra``). ``metrics`` are floats: NaN where the file holds null, +/-inf for
+    ``"Infinity"`` / ``"-Infinity"`` (or the bare ``NaN`` / ``Infinity`` of older records).
     """
 
     model_config = ConfigDict(frozen=True, extra="allow")
@@ -52,7 +43,7 @@ class Record(BaseModel):
     task: StrictStr
     variant_label: StrictStr
     seed: StrictInt
-    config: dict[str, Any]  # the resolved RunConfig as JSON
+    config: RunConfig  # the resolved config (a key the file lacks is unset: left out when written)
     task_params: dict[str, Any] | None = None
     task_version: str | None = None
     variant: dict[str, Any] | None = None  # {axis path: value}
@@ -105,10 +96,10 @@ class Record(BaseModel):
             raise ValueError(f"status {value!r} is not one of {', '.join(STATUSES)}")
         return value
 
-    @field_validator("config")
+    @field_validator("config", mode="before")
     @classmethod
-    def _config(cls, config: dict[str, Any]) -> dict[str, Any]:
-        for section, keys in _CONFIG.items():
+    def _config(cls, config: Any) -> Any:
+        for section, keys in _CONFIG.items() if isinstance(config, dict) else ():
             sub = config.get(section)
             if not isinstance(sub, dict) or any(k not in sub for k in keys):
                 raise ValueError(f"config.{section} missing or incomplete")
@@ -144,13 +135,8 @@ class Record(BaseModel):
         return self.model_dump(exclude_unset=True)
 
     def __getitem__(self, key: str) -> Any:
-        """The value of a key the file holds (``rec["status"]``), for callers that read stored
-        records and the progress entries that are not stored (``claimed``, ``crashed``: plain
-        dicts, :mod:`harness.execution.worker`) alike.
-
-        Raises:
-            KeyError: a key the record does not hold.
-        """
+        """The value of a key the file holds (``KeyError`` for another), as the progress entries that
+        are not stored (``claimed``, ``crashed``: plain dicts, :mod:`harness.execution.attempt`) read."""
         if key not in self.model_fields_set:
             raise KeyError(key)
         return getattr(self, key)

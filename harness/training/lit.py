@@ -1,7 +1,8 @@
 """The LightningModule and DataModule of a run: :class:`LitLM` wraps the pure-torch
 :class:`~harness.modules.TransformerLM` (loss, optimiser, schedule, validation and test sums, the
 state a resumed run restores); :class:`TaskData` serves one task's batches from the seeded streams
-of :mod:`harness.seeding`. :func:`harness.training.loop.train` runs them.
+of :mod:`harness.seeding`; :class:`StepLog` keeps every step's loss and gradient norm without a
+host-device sync per step. :func:`harness.training.loop.train` runs them.
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import lightning.pytorch as L
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 from harness.config import RunConfig
+from harness.errors import Diverged
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng
 from harness.tasks import IGNORE_INDEX, Task
 from harness.training import precision as prec
 from harness.training.scoring import add_sums, score, summarise, undefined_reason
-from harness.training.step_log import StepLog
+
+CSV_FILE = "metrics.csv"  # Lightning's CSVLogger file in run_dir/csv/
 
 
 class Target(Protocol):
@@ -39,12 +43,78 @@ def salt_stream(salt: int) -> tuple[int, ...]:
     return (salt,) if salt else ()
 
 
-class _TrainStream(IterableDataset):
-    """``steps`` training batches drawn from the run's data stream (same for every variant).
+def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
+    """Linear warm-up over ``warmup`` steps, then cosine decay to ``min_ratio`` at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
-    A resumed run passes ``start``: the first ``start`` batches are drawn and dropped, so the
-    stream continues exactly where the interrupted attempt stopped.
-    """
+
+class StepLog:
+    """Per-step training loss and gradient norm, kept on the device and brought to the host by
+    :meth:`read_back` every few steps (each logging point, before a validation pass or a
+    checkpoint, at the end), folded in step order: the first non-finite loss raises
+    :class:`~harness.errors.Diverged` with its step and the last finite loss, as a check after every
+    step would; the gradient-norm sums (sum, sum of squares, finite steps, non-finite steps) are
+    added one step at a time in float32, the figures of a per-step device sum to the last bit.
+
+    ``capacity``: the losses held between two read-backs (the logging interval)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity)
+        self.last_finite: float | None = None  # the last finite training loss read back
+        self.grad_sums = np.zeros(4, dtype=np.float32)
+        self._losses: list[torch.Tensor] = []
+        self._norms: list[torch.Tensor] = []
+        self._first_step = 0  # the step of the first buffered loss
+
+    def add_loss(self, step: int, loss: torch.Tensor) -> None:
+        """Buffer the training loss (0-dim) of ``step``; no sync."""
+        if len(self._losses) == self.capacity:
+            raise RuntimeError("StepLog full: read_back() was not called within its capacity")
+        if not self._losses:
+            self._first_step = step
+        self._losses.append(loss.detach().float())
+
+    def add_grad_norm(self, norm: torch.Tensor) -> None:
+        """Buffer the gradient norm (0-dim) of the step being taken; no sync."""
+        self._norms.append(norm.detach().float())
+
+    def read_back(self) -> float | None:
+        """Fold the buffers in; returns the latest loss read back (None: none was buffered)."""
+        latest = None
+        values, self._losses = (torch.stack(self._losses).tolist() if self._losses else []), []
+        for i, value in enumerate(values):
+            if not math.isfinite(value):
+                raise Diverged(self._first_step + i, self.last_finite)
+            self.last_finite = latest = value
+        self._fold_norms()
+        return latest
+
+    def _fold_norms(self) -> None:
+        norms, self._norms = (torch.stack(self._norms).cpu().numpy() if self._norms else []), []
+        s, one = self.grad_sums, np.float32(1)
+        for n in norms:  # float32, one step at a time: the order of a per-step device sum
+            if np.isfinite(n):
+                s[0], s[1], s[2] = s[0] + n, s[1] + n * n, s[2] + one
+            else:
+                s[3] = s[3] + one
+
+    def grad_state(self) -> torch.Tensor:
+        """The gradient-norm sums (norms folded in first) as the float32 tensor a checkpoint holds."""
+        self._fold_norms()
+        return torch.from_numpy(self.grad_sums.copy())
+
+    def restore(self, grad_state: torch.Tensor, last_finite: float | None) -> None:
+        """Continue from a checkpoint's sums and last finite loss."""
+        self.grad_sums = grad_state.detach().cpu().to(torch.float32).numpy().copy()
+        self.last_finite, self._losses, self._norms = last_finite, [], []
+
+
+class _TrainStream(IterableDataset):
+    """``steps`` training batches of the run's data stream (the same for every variant); a resumed
+    run draws and drops the first ``start``, so the stream continues where it stopped."""
 
     def __init__(
         self, task: Task, batch_size: int, seq_len: int, steps: int, seed: int, start: int = 0, salt: int = 0
@@ -64,20 +134,16 @@ class _TrainStream(IterableDataset):
 
 
 class TaskData(L.LightningDataModule):
-    """Training stream, validation set at L (val split) and one test set per evaluation length.
-
-    The validation and test sets depend only on (task, seed, length), never on the variant.
-    ``eval_split="val"`` (tuning) draws the per-length evaluation sets from the validation split
-    instead, so an Optuna objective never sees the test split the comparison uses.
-    """
+    """Training stream, validation set at L (val split) and one test set per evaluation length,
+    the evaluation sets depending only on (task, seed, length). ``eval_split="val"`` (tuning) draws
+    the per-length sets from the validation split, so an Optuna objective never sees the test split.
+    ``start_step``: a resumed run's step (the batches already trained on are skipped)."""
 
     def __init__(self, task: Task, cfg: RunConfig, seed: int, eval_split: str = "test", start_step: int = 0) -> None:
         super().__init__()
         if eval_split not in ("val", "test"):
             raise ValueError(f"eval_split must be 'val' or 'test', got {eval_split!r}")
-        self.task, self.cfg, self.seed, self.eval_split = task, cfg, seed, eval_split
-        self.lengths = cfg.eval_lengths()
-        self.start_step = start_step  # a resumed run: batches already trained on are skipped
+        self.task, self.cfg, self.seed, self.eval_split, self.start_step = task, cfg, seed, eval_split, start_step
 
     def train_dataloader(self) -> DataLoader:
         t = self.cfg.train
@@ -89,50 +155,33 @@ class TaskData(L.LightningDataModule):
         return DataLoader(TensorDataset(x, y), batch_size=self.cfg.eval.batch_size)
 
     def test_dataloader(self) -> list[DataLoader]:
-        loaders = []
-        for mult, length in zip(self.cfg.eval.length_multipliers, self.lengths):
-            rng = numpy_rng(self.seed, self.eval_split, mult)
-            x, y = self.task.sample(self.cfg.eval.n_examples, length, rng, self.eval_split)
-            loaders.append(DataLoader(TensorDataset(x, y), batch_size=self._eval_batch(length)))
+        loaders, e = [], self.cfg.eval
+        for mult, length in zip(e.length_multipliers, self.cfg.eval_lengths()):
+            x, y = self.task.sample(e.n_examples, length, numpy_rng(self.seed, self.eval_split, mult), self.eval_split)
+            # eval memory about constant across lengths: batch x length <= eval.batch_size x L
+            batch = max(1, e.batch_size * self.cfg.train.seq_len // length)
+            loaders.append(DataLoader(TensorDataset(x, y), batch_size=batch))
         return loaders
-
-    def _eval_batch(self, length: int) -> int:
-        # keep eval memory roughly constant across lengths: batch x length <= eval.batch x L
-        return max(1, self.cfg.eval.batch_size * self.cfg.train.seq_len // length)
 
 
 class LitLM(L.LightningModule):
-    """Causal LM training around a pure :class:`TransformerLM`.
+    """Causal LM training around a pure :class:`TransformerLM`: token-level cross-entropy (nats)
+    over scored positions; AdamW over ``model.parameter_groups`` (weight decay on Linear weights
+    only: embedding rows never trained keep their initial values), with :func:`lr_factor`."""
 
-    Loss: token-level cross-entropy (nats) over scored positions. Optimiser: AdamW with
-    ``model.parameter_groups`` (weight decay on Linear weights only: embeddings, including the
-    learned position table, are not decayed, so rows never trained keep their initial values).
-    """
-
-    def __init__(
-        self,
-        model: TransformerLM,
-        cfg: RunConfig,
-        task_kind: str,
-        target: Target | None = None,
-        pad_id: int | None = None,
-        token_bytes: torch.Tensor | None = None,
-        log_every: int = 25,
-    ) -> None:
+    def __init__(self, model: TransformerLM, cfg: RunConfig, task: Task, target: Target | None, log_every: int) -> None:
         super().__init__()
-        self.model, self.cfg, self.kind, self.target = model, cfg, task_kind, target
-        self.pad_id = pad_id  # the task's padding token: hidden from attention (key padding mask)
-        self.token_bytes = token_bytes  # (V,) bytes per token id, for bpb; not a buffer: no state_dict key
+        self.model, self.cfg, self.kind, self.target = model, cfg, task.kind, target
+        self.pad_id = task.pad_id  # the task's padding token: hidden from attention (key padding mask)
+        self.token_bytes = task.token_bytes  # (V,) bytes per token id, for bpb; not a buffer: no state_dict key
         self.precision_ran: str | None = None
-        self.multipliers = list(cfg.eval.length_multipliers)
         self.history: list[dict[str, float]] = []
         self.test_metrics: dict[str, float] = {}
         self.undefined: dict[str, str] = {}  # test metric -> why it is NaN (scoring.undefined_reason)
         self.steps_to_target: int | None = None
         self.log_every = max(1, min(log_every, cfg.train.steps))  # the Trainer's log_every_n_steps
-        self.steps = StepLog(self.log_every)  # per-step loss and gradient norm, read back every log_every steps
-        self._sums: dict[int, dict[str, float]] = {}
-        self._params: list[torch.nn.Parameter] | None = None
+        self.steps = StepLog(self.log_every)
+        self._sums: list[dict[str, float]] = []
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """(B, T) -> logits (B, T, V); padding tokens (``pad_id``) are hidden keys."""
@@ -146,82 +195,80 @@ class LitLM(L.LightningModule):
             prec.check_ran(self.cfg.train.precision, self.precision_ran)
         loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), ignore_index=IGNORE_INDEX)
         step = self.global_step
-        self.steps.add_loss(step, loss)  # no host sync: read back every log_every steps
+        self.steps.add_loss(step, loss)
         if (step + 1) % self.log_every == 0 or step + 1 == self.cfg.train.steps:
-            self._log_train(step, self.steps.read_back())  # raises Diverged at a non-finite loss
+            # raises Diverged at a non-finite loss
+            row = {"train/loss": self.steps.read_back(), "train/lr": self.lr_schedulers().get_last_lr()[0]}
+            if (step + 1) % self.log_every == 0:  # Lightning writes it at the end of this step
+                self.log_dict(row, on_step=True, on_epoch=False)
+            else:  # the last step, which Lightning's cadence leaves out: under its step and epoch keys
+                for logger in self.loggers:
+                    logger.log_metrics(row | {"epoch": self.current_epoch}, step=step)
         return loss
 
-    def _log_train(self, step: int, loss: float | None) -> None:
-        """Training loss and learning rate of ``step``, at Lightning's logging points (every
-        ``log_every`` steps) and at the last step, which Lightning's cadence would leave out."""
-        lr = self.lr_schedulers().get_last_lr()[0]
-        if (step + 1) % self.log_every == 0:  # Lightning writes them at the end of this step
-            self.log("train/loss", loss, on_step=True, on_epoch=False)
-            self.log("train/lr", lr, on_step=True, on_epoch=False)
+    def on_before_optimizer_step(self, optimizer: Any) -> None:
+        """The gradient norm of every step, computed once: buffered (before clipping; unscaled
+        under fp16, where the scaler then skips a non-finite step), then used to clip at
+        ``train.grad_clip`` (0: no clipping), over the optimiser's parameters as Lightning would."""
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        if not params:
             return
-        for logger in self.loggers:  # under Lightning's step and epoch keys
-            logger.log_metrics({"train/loss": loss, "train/lr": lr, "epoch": self.current_epoch}, step=step)
+        norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        self.steps.add_grad_norm(norm)
+        if self.cfg.train.grad_clip:
+            torch.nn.utils.clip_grads_with_norm_(params, self.cfg.train.grad_clip, norm)
 
     def on_validation_epoch_start(self) -> None:
         self.steps.read_back()  # a diverged run is never validated or checkpointed
-        self._sums = {0: {}}
+        self._sums = [{}]
 
-    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
-        add_sums(self._sums[0], score(self(batch[0]), batch[1], self.token_bytes))
+    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+        add_sums(self._sums[dataloader_idx], score(self(batch[0]), batch[1], self.token_bytes))
+
+    validation_step = test_step
 
     def on_validation_epoch_end(self) -> None:
         metrics = summarise(self._sums[0], self.kind, "")
         self.log_dict({f"val/{k}": v for k, v in metrics.items()})
         self.history.append({"step": self.global_step, **metrics})
-        if (
-            self.target is not None
-            and self.steps_to_target is None
-            and self.target.passes(metrics.get(self.target.metric))
-        ):
+        t = self.target
+        if t is not None and self.steps_to_target is None and t.passes(metrics.get(t.metric)):
             self.steps_to_target = self.global_step
 
     def on_test_epoch_start(self) -> None:
-        self._sums = {i: {} for i in range(len(self.multipliers))}
-
-    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
-        add_sums(self._sums[dataloader_idx], score(self(batch[0]), batch[1], self.token_bytes))
+        self._sums = [{} for _ in self.cfg.eval.length_multipliers]
 
     def on_test_epoch_end(self) -> None:
-        for i, mult in enumerate(self.multipliers):
-            metrics = summarise(self._sums[i], self.kind, f"@x{mult}")
+        for sums, mult in zip(self._sums, self.cfg.eval.length_multipliers):
+            metrics = summarise(sums, self.kind, f"@x{mult}")
             self.test_metrics.update(metrics)
-            if why := undefined_reason(self._sums[i], mult * self.cfg.train.seq_len):
+            if why := undefined_reason(sums, mult * self.cfg.train.seq_len):
                 self.undefined |= dict.fromkeys(metrics, why)
 
-    def on_before_optimizer_step(self, optimizer: Any) -> None:
-        """Buffer the gradient norm of every step (before clipping; unscaled under fp16, where
-        the scaler then skips a non-finite step), on the device, without a sync per step."""
-        if self._params is None:
-            self._params = list(self.model.parameters())
-        grads = [p.grad for p in self._params if p.grad is not None]
-        if grads:
-            self.steps.add_grad_norm(torch.nn.utils.get_total_norm(grads).float())
-
-    def grad_metrics(self) -> dict[str, float]:
-        """``grad_norm_mean``, ``grad_norm_cv`` (std / mean over steps: the "swings" of claim
-        layernorm-needed) and ``nonfinite_grad_steps`` (steps with a NaN/inf gradient), over the whole
-        run (a resumed run restores the sums from its checkpoint)."""
+    def run_metrics(self) -> dict[str, float]:
+        """What the run measured of itself, over every attempt: ``grad_norm_mean``, ``grad_norm_cv``
+        (std / mean over steps: the "swings" of claim layernorm-needed), ``nonfinite_grad_steps``,
+        ``steps_to_target`` (the step budget when never reached), ``target_reached`` and
+        ``train_loss_final`` (the last finite training loss, nats/token)."""
         total, sq, n, bad = self.steps.grad_state().tolist()
-        mean = total / n if n else float("nan")
-        var = max(sq / n - mean * mean, 0.0) if n else float("nan")
+        mean = total / n if n else math.nan
+        var = max(sq / n - mean * mean, 0.0) if n else math.nan
+        reached, last = self.steps_to_target, self.steps.last_finite
         return {
             "grad_norm_mean": mean,
-            "grad_norm_cv": math.sqrt(var) / mean if n and mean else float("nan"),
+            "grad_norm_cv": math.sqrt(var) / mean if n and mean else math.nan,
             "nonfinite_grad_steps": bad,
+            "steps_to_target": float(reached if reached is not None else self.cfg.train.steps),
+            "target_reached": float(reached is not None),
+            "train_loss_final": float(last) if last is not None else math.nan,
         }
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Keep what lives outside the weights, so a resumed run ends as an uninterrupted one: the
-        validation curve so far, the convergence step, the last finite loss, the gradient-norm
-        sums, the precision that ran and the global RNG (dropout) state; and the CSV log, flushed
-        here, with the number of its rows (a resumed run keeps those and appends)."""
+        """Keep what lives outside the weights, so a resumed run ends as an uninterrupted one
+        (validation curve, convergence step, last finite loss, gradient-norm sums, the precision
+        that ran, the global RNG state), and the CSV log's rows so far (flushed here)."""
         self.steps.read_back()  # never a checkpoint of a diverged run
-        checkpoint["ablate"] = {
+        state = checkpoint["ablate"] = {
             "history": self.history,
             "steps_to_target": self.steps_to_target,
             "last_finite": self.steps.last_finite,
@@ -232,7 +279,9 @@ class LitLM(L.LightningModule):
         for logger in self.loggers:
             if isinstance(logger, L.loggers.CSVLogger):
                 logger.save()
-                checkpoint["ablate"]["csv_rows"] = _csv_rows(Path(logger.log_dir) / CSV_FILE)
+                if (path := Path(logger.log_dir) / CSV_FILE).is_file():
+                    with open(path, newline="") as fh:
+                        state["csv_rows"] = sum(1 for _ in csv.DictReader(fh))
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         state = checkpoint["ablate"]
@@ -248,22 +297,3 @@ class LitLM(L.LightningModule):
         )
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, t.warmup_steps, t.steps, t.min_lr_ratio))
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
-
-
-CSV_FILE = "metrics.csv"  # Lightning's CSVLogger file in run_dir/csv/
-
-
-def _csv_rows(path: Path) -> int:
-    """Data rows (header excluded) of a CSV file; 0 when there is none."""
-    if not path.is_file():
-        return 0
-    with open(path, newline="") as fh:
-        return sum(1 for _ in csv.DictReader(fh))
-
-
-def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
-    """Linear warm-up over ``warmup`` steps, then cosine decay to ``min_ratio`` at ``total``."""
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))

@@ -1,10 +1,10 @@
-"""One run, trained and evaluated: :func:`train` builds the model, the
-:class:`~harness.training.lit.LitLM` and :class:`~harness.training.lit.TaskData` of
-:mod:`harness.training.lit`, and runs Lightning's Trainer: ``train.steps`` AdamW steps with a
-linear warm-up and cosine decay, validation at length L every ``train.val_every`` steps on the
-validation split (convergence curve, ``steps_to_target``), then a test at every evaluation length
-on the test split. Loggers: CSV always; W&B (offline unless a key is set, one W&B run per
-training run, finished afterwards).
+"""One run, trained and evaluated: :func:`train` runs Lightning's Trainer on the
+:class:`~harness.training.lit.LitLM` and :class:`~harness.training.lit.TaskData`: ``train.steps``
+AdamW steps, validation at length L every ``train.val_every`` steps (convergence curve,
+``steps_to_target``), then a test at every evaluation length. Loggers: CSV; W&B (offline unless a
+key is set; one W&B run per attempt). A resumed run ends exactly as an uninterrupted one: Lightning
+restores weights, optimiser, schedule and loops; ``LitLM.on_save_checkpoint`` the rest; the data
+stream skips the batches already trained on; the logs continue (:func:`_resume`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 import logging
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,18 +23,17 @@ from typing import Any
 import lightning.pytorch as L
 import torch
 
-from harness.config import RunConfig
-from harness.errors import run_error
+from harness.config import RunConfig, RunOptions
+from harness.errors import TimedOut, run_error
 from harness.modules import TransformerLM
 from harness.seeding import stream_seed
 from harness.tasks import Task
 from harness.training import precision as prec
 from harness.training import scoring
-from harness.training.callbacks import RunMonitor, resume_point
 from harness.training.fit import transformer_config
 from harness.training.lit import CSV_FILE, LitLM, Target, TaskData, lr_factor, salt_stream
 from harness.training.probes import measure
-from harness.training.progress import remove_progress
+from harness.training.progress import EVERY_S, PROGRESS, RunProgress, write_progress
 from harness.training.wandb_upload import REPLAYED
 
 __all__ = ["LitLM", "RunResult", "TaskData", "TrainOptions", "lr_factor", "train"]
@@ -43,131 +43,159 @@ logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
 
 LOG_EVERY = 25
 """Steps between two rows of training loss and learning rate in the logs (Lightning's
-``log_every_n_steps``; the last step is logged too). The losses are read back from the device
-this often, never at every step."""
+``log_every_n_steps``; the last step is logged too): how often losses are read back from the device."""
+CHECKPOINT = "last.ckpt"
 
 
-def _continue_csv(logger: Any, ckpt: str | None) -> list[dict[str, str]]:
-    """Make ``logger`` (a CSVLogger) append to the curve the checkpoint ``ckpt`` saw; returns the
-    rows kept.
+class RunMonitor(L.Callback):
+    """Step clock, time limit, checkpoints and progress of one run (one callback rather than four:
+    Lightning calls every hook of every callback at every step).
 
-    Lightning's CSV writer deletes ``metrics.csv`` when it is created; this creates it, then puts
-    back the rows logged up to the checkpoint (``csv_rows``; rows an interrupted attempt logged
-    after it are dropped: the resumed attempt logs them again) with their header. Without a
-    checkpoint, or one that does not know its rows, the log starts afresh.
+    - Step clock (``seconds``, ``tokens``: this attempt's): inside training steps only, CUDA
+      synchronised at both ends (a timer around ``trainer.fit`` read 85,139 tokens/s validating
+      every 200 steps and 61,086 every 10, for the same 200 steps).
+    - Time limit (``timeout_s``, from the callback's creation): checked after every batch; raises
+      :class:`~harness.errors.TimedOut`.
+    - Checkpoints: ``checkpoint_dir/last.ckpt`` at the end of a validation pass (so it holds the
+      curve so far) once ``checkpoint_every_s`` passed since the previous one (0: every pass).
+    - Progress: ``progress_dir/progress.json`` after the first step, then every ``progress_every_s``
+      (its loss: the last read back from the device, no sync of its own).
     """
-    path = Path(logger.log_dir) / CSV_FILE
-    state = torch.load(ckpt, map_location="cpu", weights_only=True, mmap=True) if ckpt else {}
-    rows = state.get("ablate", {}).get("csv_rows")
+
+    def __init__(
+        self,
+        checkpoint_dir: Path | None = None,
+        checkpoint_every_s: float = 0.0,
+        timeout_s: float | None = None,
+        progress_dir: Path | None = None,
+        progress_every_s: float = EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.checkpoint_dir, self.checkpoint_every_s = checkpoint_dir, checkpoint_every_s
+        self.limit, self.progress_dir, self.progress_every_s = timeout_s, progress_dir, progress_every_s
+        self.seconds, self.tokens, self.checkpoints = 0.0, 0, 0
+        self.clock = clock
+        self._created = self._started = self._last_checkpoint = clock()
+        self._last_progress, self._start_step, self._t0, self._cuda = -float("inf"), 0, 0.0, False
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # after a checkpoint is restored: global_step is the step this attempt starts at
+        self._cuda = trainer.strategy.root_device.type == "cuda"
+        self._started = self._last_checkpoint = self.clock()
+        self._start_step = trainer.global_step
+
+    def on_train_batch_start(self, trainer: L.Trainer, *args: Any) -> None:
+        if self._cuda:
+            torch.cuda.synchronize(trainer.strategy.root_device)
+        self._t0 = time.perf_counter()
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        if self._cuda:
+            torch.cuda.synchronize(trainer.strategy.root_device)
+        self.seconds += time.perf_counter() - self._t0
+        self.tokens += int(batch[0].numel())
+        now = self._check(trainer)
+        if self.progress_dir is not None and now - self._last_progress >= self.progress_every_s:
+            self._last_progress = now
+            self.write_progress(trainer, pl_module)
+
+    def write_progress(self, trainer: L.Trainer, pl_module: LitLM) -> None:
+        if self.progress_dir is not None:
+            now, total = self.clock(), int(trainer.max_steps)
+            step, loss = trainer.global_step, pl_module.steps.last_finite
+            progress = RunProgress(step, total, loss, self._start_step, now - self._started, time.time())
+            write_progress(self.progress_dir, progress)
+
+    def _check(self, trainer: L.Trainer, *args: Any) -> float:
+        now = self.clock()
+        if self.limit is not None and now - self._created > self.limit:
+            raise TimedOut(trainer.global_step, now - self._created, self.limit)
+        return now
+
+    on_validation_batch_end = on_test_batch_end = _check
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: Any) -> None:
+        due = self.clock() - self._last_checkpoint >= self.checkpoint_every_s
+        if self.checkpoint_dir is not None and not trainer.sanity_checking and due:
+            self.save(trainer)
+            self._last_checkpoint = self.clock()
+
+    def save(self, trainer: L.Trainer) -> None:
+        """Write ``checkpoint_dir/last.ckpt`` now, replacing the previous one."""
+        if self.checkpoint_dir is not None:
+            trainer.save_checkpoint(Path(self.checkpoint_dir) / CHECKPOINT)
+            self.checkpoints += 1
+
+
+def _resume(checkpoint_dir: Path | None, loggers: list[Any]) -> tuple[int, str | None]:
+    """``(global step, path)`` of the last checkpoint in ``checkpoint_dir`` (``(0, None)``: none),
+    the logs continued to it. One that cannot be loaded with ``weights_only=True`` (truncated,
+    foreign, another version) is removed: the run starts afresh.
+
+    The CSV log keeps the rows the checkpoint saw (``csv_rows``; Lightning's CSV writer deletes
+    ``metrics.csv`` when it is created: they are put back with their header; later rows of the
+    interrupted attempt are logged again). A W&B run that does not hold them (offline, or never
+    uploaded: W&B keeps an offline run's records in memory until a block is full) gets them at
+    their steps, as Lightning logged them live, and :data:`REPLAYED` beside its files (``ablate
+    sync`` then uploads this folder alone)."""
+    path = Path(checkpoint_dir) / CHECKPOINT if checkpoint_dir is not None else None
+    state: dict[str, Any] = {}
+    try:
+        if path is not None and path.is_file():
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            step = int(state["global_step"])
+    except Exception as exc:  # noqa: BLE001  any unreadable checkpoint means: start afresh
+        logging.getLogger("ablate").warning("ignoring unloadable checkpoint %s (%s: %s)", path, type(exc).__name__, exc)
+        path.unlink(missing_ok=True)  # type: ignore[union-attr]
+        state = {}
+    rows, csv_path = state.get("ablate", {}).get("csv_rows"), Path(loggers[0].log_dir) / CSV_FILE
     header, kept = [], []
-    if rows and path.is_file():
-        with open(path, newline="") as fh:
+    if rows and csv_path.is_file():
+        with open(csv_path, newline="") as fh:
             reader = csv.DictReader(fh)
             header, kept = list(reader.fieldnames or []), list(itertools.islice(reader, rows))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Experiment logs directory ... exists and is not empty"
-        writer = logger.experiment  # removes metrics.csv
+        writer = loggers[0].experiment  # removes metrics.csv
     if kept:
-        with open(path, "w", newline="") as fh:
+        with open(csv_path, "w", newline="") as fh:
             out = csv.DictWriter(fh, fieldnames=header)
             out.writeheader()
             out.writerows(kept)
         writer.metrics_keys = header  # later rows are appended under this header (or it is widened)
-    return kept
-
-
-def _replay(logger: Any, rows: list[dict[str, str]]) -> None:
-    """Log ``rows`` of the CSV log (what was logged up to the checkpoint) into the W&B run of
-    ``logger`` (a WandbLogger), each at its step under its name, as Lightning logged them live
-    (both loggers receive the same ``log_metrics`` calls), so that a resumed run's W&B curve
-    starts at step 0 too: W&B keeps an offline run's records in memory until a block of its log
-    is full or the run finishes, so a killed attempt's log holds few of them or none.
-
-    Writes ``REPLAYED`` beside the W&B run's files (in its ``offline-run-*`` folder): ``ablate
-    sync`` then knows that this folder holds the earlier attempts' curve (an attempt resumed by
-    code that did not replay does not hold it, and its earlier folders are uploaded too)."""
-    for row in rows:
-        metrics = {k: _number(v) for k, v in row.items() if k != "step" and v not in ("", None)}
-        logger.log_metrics(metrics, step=int(row["step"]))
-    if rows:
-        (Path(logger.experiment.dir).parent / REPLAYED).write_text(json.dumps({"to_step": int(rows[-1]["step"])}))
-
-
-def _number(cell: str) -> int | float:
-    """A CSV cell as the value Lightning logged: an integer as written (``epoch``), else a float
-    (Python's own text of it, so the float is the same to the last bit; ``nan``, ``inf``)."""
-    try:
-        return int(cell)
-    except ValueError:
-        return float(cell)
-
-
-def _flags(metrics: dict[str, float], history: list[dict[str, float]], cfg: RunConfig, task: Task) -> dict[str, str]:
-    """The flags of a finished run: ``train_below_held_out`` (:func:`scoring.train_gap_flag`), against
-    the test loss at L (``loss@x1``; the last validation loss when L is not among the test lengths)."""
-    t = cfg.train
-    fresh = scoring.fresh_draws(task.kind, t.steps * t.batch_size * t.seq_len, task.max_seq_len("train"))
-    held_out = metrics.get("loss@x1", history[-1]["loss"] if history else float("nan"))
-    gap = scoring.train_gap_flag(metrics["train_loss_final"], held_out, fresh)
-    return {"train_below_held_out": gap} if gap else {}
+    if kept and len(loggers) > 1 and not loggers[1].experiment.resumed:  # a W&B run resumed online has them
+        for row in kept:  # a cell as logged: an integer as written (epoch), else Python's float text
+            metrics = {k: int(v) if v.lstrip("-").isdigit() else float(v) for k, v in row.items() if k != "step" and v}
+            loggers[1].log_metrics(metrics, step=int(row["step"]))
+        to_step = json.dumps({"to_step": int(kept[-1]["step"])})
+        (Path(loggers[1].experiment.dir).parent / REPLAYED).write_text(to_step)
+    return (step, str(path)) if state else (0, None)
 
 
 @dataclass(frozen=True)
-class TrainOptions:
-    """How one run trains, beyond what determines its numbers (its config, task and seed).
-
-    Attributes:
-        target: the convergence target of ``steps_to_target`` (an ablation's ``target``), or None.
-        wandb: keyword arguments for ``wandb.init`` (mode, project, group, name, ...), or None.
-        callbacks: extra Lightning callbacks (e.g. Optuna's pruning callback); an exception one
-            raises ends the run as a :class:`~harness.errors.RunFailed` whose cause it is.
-        eval_split: ``"test"`` (comparisons) or ``"val"`` (tuning): the split the per-length
-            evaluation after training draws from.
-        checkpoint_dir: where to checkpoint, at the end of a validation pass (None: no checkpoints).
-        checkpoint_every_s: seconds between two checkpoints (0: at every validation pass); a
-            checkpoint is written at the first validation pass this long after the previous one.
-        keep_checkpoint: also checkpoint the trained model after the last step (a run's
-            ``--keep-checkpoints``), whatever the cadence.
-        resume: continue from ``checkpoint_dir/last.ckpt`` when there is one; the result is the
-            same as an uninterrupted run's (weights, optimiser, schedule, loops, validation
-            curve, RNG and the position in the data stream are all restored); the CSV log keeps
-            its rows up to the checkpoint and appends, and a W&B run that does not hold the curve
-            so far (offline, or never uploaded) gets those rows first, so both hold it from step 0.
-        timeout_s: stop the run (:class:`~harness.errors.TimedOut`) once it has run this long.
-        devices, strategy: Lightning's, for one run over several devices (e.g. 2 and ``"ddp"``).
-        progress: write ``run_dir/progress.json`` every few seconds while training
-            (:mod:`harness.training.progress`); it is removed when the run ends.
-    """
+class TrainOptions(RunOptions):
+    """How one run trains beyond what determines its numbers: the execution options
+    (:class:`~harness.config.RunOptions`: resume, checkpoint cadence, time limit, devices) and
+    ``target``: the convergence target of ``steps_to_target``; ``wandb``: ``wandb.init`` keyword
+    arguments (None: no W&B); ``callbacks``: extra Lightning callbacks (Optuna's pruning; one that
+    raises ends the run as a ``RunFailed``); ``eval_split``: ``"test"`` (comparisons) or ``"val"``
+    (tuning), the split of the per-length evaluation; ``checkpoint_dir``: None, no checkpoints;
+    ``progress``: write ``run_dir/progress.json`` while training (removed when the run ends)."""
 
     target: Target | None = None
     wandb: dict[str, Any] | None = None
     callbacks: tuple[L.Callback, ...] = ()
     eval_split: str = "test"
     checkpoint_dir: Path | None = None
-    checkpoint_every_s: float = 0.0
-    keep_checkpoint: bool = False
-    resume: bool = True
-    timeout_s: float | None = None
-    devices: int | str = 1
-    strategy: str = "auto"
     progress: bool = True
 
 
 @dataclass(frozen=True)
 class RunResult:
-    """A run that trained to its end: its numbers, validation curve, timings and what ran.
-
-    ``flags`` (when raised): what makes the run's numbers suspect, by name
-    (``train_below_held_out``: :func:`harness.training.scoring.train_gap_flag`).
-    ``undefined_metrics`` (when some are): test metrics that are NaN because the logits at their
-    length were not finite, each with why (:func:`harness.training.scoring.undefined_reason`).
-
-    Timings (seconds, this attempt only for a resumed run): ``train_step_s`` inside training
-    steps (:class:`~harness.training.callbacks.RunMonitor`; the metric ``train_tokens_per_s`` is
-    tokens over it), ``fit_s`` the wall time of ``trainer.fit`` (steps, validation passes,
-    checkpoint writes, data), ``test_s`` the evaluation at every length. The runner adds
-    ``wall_time_s``, the whole attempt (task build, init probes, loggers, fit, test, final probes).
-    """
+    """A run that trained to its end: its numbers, validation curve, timings (seconds, this
+    attempt's: ``train_step_s`` inside training steps, ``fit_s`` of ``trainer.fit``, ``test_s`` of
+    the test at every length) and what ran; ``flags`` (:func:`~harness.training.scoring.train_gap_flag`)
+    and ``undefined_metrics`` (:func:`~harness.training.scoring.undefined_reason`) when raised."""
 
     metrics: dict[str, float]
     history: list[dict[str, float]]
@@ -188,65 +216,56 @@ class RunResult:
     flags: dict[str, str] = field(default_factory=dict)
 
     def record_fields(self) -> dict[str, Any]:
-        """The fields of the run's record (:class:`harness.store.record.Record`): every one but
-        ``history`` (a file of its own), ``undefined_metrics`` and ``flags`` only when not empty."""
-        out = {k: v for k, v in vars(self).items() if k not in ("history", "undefined_metrics", "flags")}
-        return out | {k: v for k in ("undefined_metrics", "flags") if (v := getattr(self, k))}
+        """The fields of the run's record: all but ``history`` (a file of its own) and an empty
+        ``undefined_metrics`` or ``flags``."""
+        optional = ("undefined_metrics", "flags")
+        return {k: v for k, v in vars(self).items() if k != "history" and (v or k not in optional)}
 
 
 def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOptions = TrainOptions()) -> RunResult:
-    """Train one run and evaluate it at every length.
-
-    Args:
-        cfg: the validated run config (model, schedule, evaluation lengths, probes).
-        task: a built task (``harness.tasks.build_task``).
-        seed: the run seed, split into streams by :mod:`harness.seeding`.
-        run_dir: the run's folder; the CSV log goes to ``run_dir/csv``, W&B to ``run_dir/wandb``.
-        options: how it trains (:class:`TrainOptions`).
+    """Train the run of ``cfg`` on a built ``task`` with ``seed`` (split into streams by
+    :mod:`harness.seeding`) in ``run_dir`` (logs in ``csv/`` and ``wandb/``), and evaluate it at
+    every length.
 
     Raises:
-        RunError: the run stopped during training or evaluation (:class:`~harness.errors.Diverged`,
-            :class:`~harness.errors.TimedOut`, or :class:`~harness.errors.RunFailed` of any other
-            exception), with the metrics measured before (the probes at initialisation, when it
-            stopped in ``trainer.fit``); the status is also the W&B run's summary. Building the
-            model, its loggers or its trainer raises what they raise.
+        RunError: the run stopped in training or evaluation (``Diverged``, ``TimedOut``, or
+            ``RunFailed`` of any other exception; the init probes as its metrics when it stopped in
+            ``trainer.fit``; the status also the W&B run's summary). Building the model, its
+            loggers or its trainer raises what they raise.
     """
-    o = options
-    torch.manual_seed(stream_seed(seed, "init", *salt_stream(cfg.train.seed_salt)))
+    o, t = options, cfg.train
+    torch.manual_seed(stream_seed(seed, "init", *salt_stream(t.seed_salt)))
     model = TransformerLM(transformer_config(cfg, task.vocab_size))
-    torch.manual_seed(stream_seed(seed, "dropout", *salt_stream(cfg.train.seed_salt)))
-    lit = LitLM(model, cfg, task.kind, o.target, pad_id=task.pad_id, token_bytes=task.token_bytes, log_every=LOG_EVERY)
+    torch.manual_seed(stream_seed(seed, "dropout", *salt_stream(t.seed_salt)))
+    lit = LitLM(model, cfg, task, o.target, LOG_EVERY)
     loggers: list[Any] = [L.loggers.CSVLogger(run_dir, name="csv", version="")]
     if o.wandb is not None:
         import wandb as wandb_lib
 
-        # init the run ourselves and hand it to Lightning: WandbLogger's own init passes the
-        # deprecated `anonymous` setting, which W&B 0.31 warns about on every run
+        # init the run ourselves: WandbLogger's own init passes the deprecated `anonymous` setting
         loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **o.wandb)))
-    start, ckpt = resume_point(o.checkpoint_dir, o.resume)
-    kept = _continue_csv(loggers[0], ckpt)
-    if o.wandb is not None and not loggers[1].experiment.resumed:  # a W&B run resumed online has its curve
-        _replay(loggers[1], kept)
-    monitor = RunMonitor(o.checkpoint_dir, o.checkpoint_every_s, o.timeout_s, run_dir if o.progress else None)
+    wandb = loggers[1].experiment if o.wandb is not None else None
+    start, ckpt = _resume(o.checkpoint_dir if o.resume else None, loggers)
+    monitor = RunMonitor(o.checkpoint_dir, o.checkpoint_every, o.run_timeout, run_dir if o.progress else None)
     trainer = L.Trainer(
-        max_steps=cfg.train.steps,
+        max_steps=t.steps,
         accelerator="auto",
         devices=o.devices,
         strategy=o.strategy,
-        **prec.trainer_kwargs(cfg.train.precision),
+        **prec.trainer_kwargs(t.precision),
         logger=loggers,
         enable_checkpointing=False,  # RunMonitor writes the checkpoints, at its own cadence
         enable_progress_bar=False,
         enable_model_summary=False,
         callbacks=[monitor, *o.callbacks],
-        val_check_interval=min(cfg.train.val_every, cfg.train.steps),
+        val_check_interval=min(t.val_every, t.steps),
         check_val_every_n_epoch=None,
-        num_sanity_val_steps=0,
-        gradient_clip_val=cfg.train.grad_clip or None,
+        num_sanity_val_steps=0,  # no gradient_clip_val: LitLM clips with the norm it logs
         log_every_n_steps=lit.log_every,
     )
     data = TaskData(task, cfg, seed, o.eval_split, start_step=start)
     plugin, device = trainer.precision_plugin, trainer.strategy.root_device
+    probes, fitting = {}, False
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=UserWarning)
@@ -255,31 +274,25 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             probes = measure(model, cfg, task, seed, plugin.forward_context, device, "init", plugin.convert_module)
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
-            t0 = time.perf_counter()
-            try:
-                trainer.fit(lit, datamodule=data, ckpt_path=ckpt, weights_only=True if ckpt else None)
-            except Exception as exc:  # noqa: BLE001  the init probes are outcomes too (e.g. of a run that diverges)
-                err = run_error(exc)
-                err.metrics = probes
-                raise err from err.__cause__
-            fit_s = time.perf_counter() - t0
+            t0, fitting = time.perf_counter(), True
+            trainer.fit(lit, datamodule=data, ckpt_path=ckpt, weights_only=True if ckpt else None)
+            fit_s, fitting = time.perf_counter() - t0, False
             lit.steps.read_back()
             monitor.write_progress(trainer, lit)
-            if o.keep_checkpoint:
+            if o.keep_checkpoints:
                 monitor.save(trainer)
             trainer.test(lit, datamodule=data, verbose=False)
             test_s = time.perf_counter() - t0 - fit_s
             probes |= measure(lit.model, cfg, task, seed, plugin.forward_context, device, "final")
-        metrics = dict(lit.test_metrics) | probes | lit.grad_metrics()
+        metrics = lit.test_metrics | probes | lit.run_metrics()
         if device.type == "cuda":
             metrics["peak_mem_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
-        metrics["steps_to_target"] = float(lit.steps_to_target if lit.steps_to_target is not None else cfg.train.steps)
-        metrics["target_reached"] = float(lit.steps_to_target is not None)
-        last = lit.steps.last_finite
-        metrics["train_loss_final"] = float(last) if last is not None else float("nan")
-        metrics["train_tokens_per_s"] = monitor.tokens_per_s()  # training steps only, this attempt's
-        if o.wandb is not None:  # under the store's names (record.json "metrics" and "status")
-            loggers[1].experiment.summary.update({**metrics, "status": "ok"})
+        metrics["train_tokens_per_s"] = monitor.tokens / monitor.seconds if monitor.seconds > 0 else float("nan")
+        fresh = scoring.fresh_draws(task.kind, t.steps * t.batch_size * t.seq_len, task.max_seq_len("train"))
+        held_out = metrics.get("loss@x1", lit.history[-1]["loss"] if lit.history else float("nan"))
+        gap = scoring.train_gap_flag(metrics["train_loss_final"], held_out, fresh)
+        if wandb is not None:  # under the store's names (record.json "metrics" and "status")
+            wandb.summary.update({**metrics, "status": "ok"})
         return RunResult(
             metrics=metrics,
             history=lit.history,
@@ -287,27 +300,29 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             fit_s=fit_s,
             test_s=test_s,
             n_params=model.num_parameters(),
-            device=str(trainer.strategy.root_device),
+            device=str(device),
             precision=lit.precision_ran or str(trainer.precision),
-            precision_requested=cfg.train.precision,
-            adam_eps=prec.adam_eps(cfg.train.precision),
+            precision_requested=t.precision,
+            adam_eps=prec.adam_eps(t.precision),
             kernel_backend=",".join(model.kernel_backends()),
-            wandb_id=loggers[1].experiment.id if o.wandb else None,
+            wandb_id=wandb.id if wandb is not None else None,
             resumed_from_step=start or None,
             devices=o.devices,
             strategy=o.strategy,
             undefined_metrics=lit.undefined,
-            flags=_flags(metrics, lit.history, cfg, task),
+            flags={"train_below_held_out": gap} if gap else {},
         )
     except Exception as exc:  # noqa: BLE001  how the run ended, as its record and its W&B summary hold it
         err = run_error(exc)
-        if o.wandb is not None:
-            loggers[1].experiment.summary.update({**err.fields().get("metrics", {}), "status": err.status})
+        if fitting:  # the init probes are outcomes too (e.g. of a run that diverges)
+            err.metrics = probes
+        if wandb is not None:
+            wandb.summary.update({**err.fields().get("metrics", {}), "status": err.status})
         raise err from err.__cause__
     finally:
         if o.progress:
-            remove_progress(run_dir)
-        if o.wandb is not None:
+            (run_dir / PROGRESS).unlink(missing_ok=True)
+        if wandb is not None:
             import wandb as wandb_lib
 
             wandb_lib.finish()

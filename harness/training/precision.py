@@ -1,15 +1,11 @@
 """What each ``train.precision`` means on each device, and which precision actually ran.
 
-Lightning turns ``precision="16-mixed"`` on CPU into bfloat16 with a warning only
-(docs/benchmarks.md, pilot measurements); a run recorded as fp16 would then have run bf16. Here ``16-mixed`` is float16
-autocast on every device: on CPU the training layer hands Lightning its own ``MixedPrecision``
-plugin (``torch.autocast("cpu", dtype=torch.float16)`` and a CPU ``GradScaler``, both supported
-by torch 2.13), which Lightning uses as given. The precision a run records is then *observed*
-(the dtype of the logits and of the weights in the first training step), not the requested one,
-and a mismatch fails the run (:func:`check_ran`).
-
-Torch only, Lightning is imported inside :func:`trainer_kwargs`; :func:`compute_dtype` and
-:func:`run_device` serve the checks made before a run (``harness.experiment.grid.plan``).
+Lightning turns ``16-mixed`` on CPU into bfloat16 with a warning only (docs/benchmarks.md, pilot
+measurements). Here ``16-mixed`` is float16 autocast on every device: on CPU Lightning is handed
+a ``MixedPrecision`` plugin of float16 autocast and a CPU ``GradScaler``. The precision a run
+records is *observed* (the dtypes of the logits and the weights in the first training step), and
+a mismatch with the requested one fails the run (:func:`check_ran`). Torch only; Lightning is
+imported inside :func:`trainer_kwargs`.
 """
 
 from __future__ import annotations
@@ -18,19 +14,8 @@ from typing import Any
 
 import torch
 
-DTYPES: dict[str, torch.dtype] = {
-    "32-true": torch.float32,
-    "bf16-mixed": torch.bfloat16,
-    "16-mixed": torch.float16,
-    "16-true": torch.float16,
-}
-"""The dtype attention and matrix products run in, per ``train.precision``."""
-
+_DTYPES = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16, "16-true": torch.float16}
 _PREFIX = {torch.float32: "32", torch.bfloat16: "bf16", torch.float16: "16", torch.float64: "64"}
-
-ADAM_EPS_16_TRUE = 1e-4
-"""AdamW eps under ``16-true``: the default 1e-8 rounds to 0 in float16 and training turns NaN at
-step 2 (docs/benchmarks.md, pilot measurements); 1e-4 trains."""
 
 
 def run_device() -> str:
@@ -39,22 +24,18 @@ def run_device() -> str:
 
 
 def compute_dtype(precision: str) -> torch.dtype:
-    """The dtype of q, k, v and the scores under ``precision``."""
-    return DTYPES[precision]
+    """The dtype of q, k, v, the scores and the matrix products under ``precision``."""
+    return _DTYPES[precision]
 
 
 def adam_eps(precision: str) -> float:
-    """AdamW's eps for ``precision``: 1e-8 (torch's default), or 1e-4 under ``16-true``."""
-    return ADAM_EPS_16_TRUE if precision == "16-true" else 1e-8
+    """AdamW's eps: torch's 1e-8, or 1e-4 under ``16-true`` (1e-8 rounds to 0 in float16 and
+    training turns NaN at step 2: docs/benchmarks.md, pilot measurements)."""
+    return 1e-4 if precision == "16-true" else 1e-8
 
 
 def trainer_kwargs(precision: str, device: str | None = None) -> dict[str, Any]:
-    """``L.Trainer`` keyword arguments that run ``precision`` for real on ``device``.
-
-    Returns:
-        ``{"precision": precision}``, or for ``16-mixed`` on CPU ``{"plugins": [MixedPrecision(
-        "16-mixed", "cpu", GradScaler("cpu"))]}`` (Lightning would otherwise run bfloat16).
-    """
+    """``L.Trainer`` keyword arguments that run ``precision`` for real on ``device`` (default: here)."""
     if precision == "16-mixed" and (device or run_device()) == "cpu":
         from lightning.pytorch.plugins import MixedPrecision
 

@@ -1,20 +1,16 @@
-"""Probe metrics of a run, beyond its loss (``eval.probes``), computed by the training layer.
+"""Probe metrics of a run beyond its loss (``eval.probes``), on one batch of PROBE_ROWS rows of the
+validation distribution at length L (its own sub-stream of the run seed, the same for every
+variant), in the run's precision, with the task's padding mask. Torch only.
 
-``grad_norm_init``: gradient norms per block at initialisation (Xiong et al., 2020), before the
-first step (:func:`harness.modules.probes.init_gradients`): of the FFN output weight W^(2), the
-parameter of their Fig. 3 and the same in every block of either norm position
-(``grad_norm_init_ffn_out_l<i>``, ``grad_norm_init_ffn_out_top_over_bottom``, the last block's
-``grad_norm_init_ffn_out_top``); of every parameter of the block, norms included
-(``grad_norm_init_l<i>``, ``grad_norm_init_top_over_bottom``: Post-LN's last block holds the
-model's final norm, Pre-LN's final norm is in no block, so the two are not compared like with
-like); and the residual stream's growth |x_L| / |x_0| (``resid_growth_init``).
-``leakage``: :func:`harness.modules.probes.causal_leakage` at init (``*_init``) and after
-training. ``masked_attention``: :func:`harness.modules.probes.masked_attention` likewise (kernel
-``math`` only; NaN otherwise).
-
-All probes run on one probe batch of the validation distribution at length L (its own
-sub-stream of the run seed, the same for every variant), in the run's precision (the precision
-plugin's forward context), with the task's padding mask. Torch only; no Lightning import.
+``grad_norm_init``: gradient norms per block at initialisation (Xiong et al., 2020;
+:func:`harness.modules.probes.init_gradients`): of the FFN output weight W^(2), the parameter of
+their Fig. 3 (``grad_norm_init_ffn_out_l<i>``, ``..._top_over_bottom``, the last block's
+``grad_norm_init_ffn_out_top``); of every parameter of the block (``grad_norm_init_l<i>``,
+``grad_norm_init_top_over_bottom``: Post-LN's last block holds the model's final norm, Pre-LN's is
+in no block, so the two are not like for like); the residual stream's growth |x_L| / |x_0|
+(``resid_growth_init``). ``leakage`` (:func:`~harness.modules.probes.causal_leakage`) and
+``masked_attention`` (:func:`~harness.modules.probes.masked_attention`, kernel ``math`` only): at
+init (``*_init``) and after training.
 """
 
 from __future__ import annotations
@@ -32,16 +28,8 @@ from harness.modules.transformer import TransformerLM
 from harness.seeding import numpy_rng
 from harness.tasks import Task
 
-PROBES = ("grad_norm_init", "leakage", "masked_attention")
 PROBE_STREAM = 1000  # sub-stream of "val" for the probe batch: permanent
 PROBE_ROWS = 16
-
-
-def probe_batch(task: Task, cfg: RunConfig, seed: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
-    """``(inputs, targets, key_padding_mask or None)``: PROBE_ROWS rows at length L."""
-    x, y = task.sample(PROBE_ROWS, cfg.train.seq_len, numpy_rng(seed, "val", PROBE_STREAM), "val")
-    pad = (x == task.pad_id).to(device) if task.pad_id is not None else None
-    return x.to(device), y.to(device), pad
 
 
 def _guarded(name: str, fn: Callable[[], dict[str, float]]) -> dict[str, float]:
@@ -79,12 +67,9 @@ def measure(
     when: str,
     convert: Callable[[TransformerLM], Any] | None = None,
 ) -> dict[str, float]:
-    """The probes ``cfg.eval.probes`` asks for, at ``when`` = ``"init"`` (on a copy of the model,
-    converted by ``convert``, e.g. to float16 for ``16-true``) or ``"final"`` (the trained model).
-
-    Returns:
-        Metric name -> value; names carry ``_init`` for ``when="init"``.
-    """
+    """The probes ``cfg.eval.probes`` asks for (metric name -> value), at ``when`` = ``"init"`` (on
+    a copy of the model, converted by ``convert``, e.g. to float16 for ``16-true``; names end in
+    ``_init``) or ``"final"`` (the trained model)."""
     wanted = set(cfg.eval.probes)
     if not wanted or (when == "final" and not wanted - {"grad_norm_init"}):
         return {}
@@ -93,7 +78,9 @@ def measure(
         net = convert(net) or net
     was_training = net.training
     net.eval()
-    x, y, pad = probe_batch(task, cfg, seed, device)
+    x, y = task.sample(PROBE_ROWS, cfg.train.seq_len, numpy_rng(seed, "val", PROBE_STREAM), "val")
+    x, y = x.to(device), y.to(device)
+    pad = x == task.pad_id if task.pad_id is not None else None
     out: dict[str, float] = {}
     with context():
         if "grad_norm_init" in wanted and when == "init":

@@ -1,12 +1,8 @@
-"""The progress of a run in flight: ``progress.json`` in its run folder, written by the run every
-few seconds (:class:`~harness.training.callbacks.RunMonitor`) and read by whoever shows the grid.
-
-The file is replaced atomically (written beside, then renamed), so a reader never sees half of
-one; it is the only channel from a run to the display, so every executor (this process, a local
-pool, Ray, SLURM) feeds the same display through the store's filesystem, which every worker sees.
-A finished run removes it; an attempt killed mid-run leaves it behind until the next attempt
-starts (``harness.execution.run_folder.prepare`` clears it), so a reader also checks its age.
-No torch and no Lightning here: the command line imports this module.
+"""The progress of a run in flight: ``progress.json`` in its run folder, replaced atomically every
+few seconds by the run (:class:`harness.training.loop.RunMonitor`) and read by whoever shows the
+grid. Every executor (this process, a local pool, Ray, SLURM) feeds the same display through the
+store's filesystem. A finished run removes it; an attempt killed mid-run leaves it behind until
+the next attempt starts, so a reader also checks its age. No torch: the command line imports it.
 """
 
 from __future__ import annotations
@@ -25,17 +21,9 @@ EVERY_S = 2.0
 
 @dataclass(frozen=True)
 class RunProgress:
-    """Where one run is.
-
-    Attributes:
-        step: training steps done (global step; a resumed run counts its earlier attempts' steps).
-        total: ``train.steps``.
-        loss: the last training loss read back from the device (nats/token; at most a logging
-            interval old), or None before the first one.
-        start_step: the step this attempt started at (0, or the checkpoint's step when resumed).
-        elapsed_s: seconds since this attempt's training started.
-        updated_at: when this was written (Unix time, seconds).
-    """
+    """Where one run is: ``step`` done (of every attempt) of ``total``; ``loss``, the last training
+    loss read back (nats/token; None before one); ``start_step``, this attempt's first step;
+    ``elapsed_s`` since this attempt's training started; ``updated_at`` (Unix time)."""
 
     step: int
     total: int
@@ -53,8 +41,7 @@ class RunProgress:
 
 
 def write_progress(folder: Path, progress: RunProgress) -> None:
-    """Replace ``folder/progress.json`` atomically (a failure to write is not the run's failure:
-    it is ignored)."""
+    """Replace ``folder/progress.json`` (a failure to write is ignored: not the run's failure)."""
     tmp = folder / f".{PROGRESS}.{os.getpid()}.tmp"
     data = asdict(progress)
     if data["loss"] is not None and not math.isfinite(data["loss"]):
@@ -70,15 +57,9 @@ def read_progress(folder: Path, stale_s: float | None = None) -> RunProgress | N
     """The progress of the run in ``folder``; None when there is none, it cannot be read, or it
     was written more than ``stale_s`` seconds ago (an attempt that died)."""
     try:
-        data = json.loads((folder / PROGRESS).read_text())
-        out = RunProgress(**data)
+        out = RunProgress(**json.loads((folder / PROGRESS).read_text()))
     except (OSError, ValueError, TypeError):
         return None
     if stale_s is not None and time.time() - out.updated_at > stale_s:
         return None
     return out
-
-
-def remove_progress(folder: Path) -> None:
-    """Drop ``folder/progress.json`` (the run is over)."""
-    (folder / PROGRESS).unlink(missing_ok=True)

@@ -1,11 +1,9 @@
 """The sums a validation or test pass keeps per batch, and the metrics made from them: loss
 (nats/token), accuracy and exact match on synthetic tasks' answer positions, perplexity and bits
-per byte for language modelling. Torch only; no Lightning.
-
-A pass whose logits are not finite (NaN or infinite) at a scored position has no metric: argmax of
-NaN logits is a valid-looking token, so accuracy would read 0 as if measured. :func:`summarise`
-then gives NaN (stored as null) for every metric of that length, and :func:`undefined_reason`
-says why (kept in the run's record as ``undefined_metrics`` and shown in the report)."""
+per byte for language modelling. Torch only. A pass with non-finite logits at a scored position
+has no metric (argmax of NaN logits is a valid-looking token: accuracy would read 0 as if
+measured): every metric of that length is NaN, and :func:`undefined_reason` says why (the record's
+``undefined_metrics``)."""
 
 from __future__ import annotations
 
@@ -18,19 +16,11 @@ from harness.tasks import IGNORE_INDEX
 
 
 def score(logits: torch.Tensor, targets: torch.Tensor, token_bytes: torch.Tensor | None = None) -> dict[str, float]:
-    """Sums for loss and accuracy over scored positions (targets != IGNORE_INDEX).
-
-    Args:
-        logits: (B, T, V) float.
-        targets: (B, T) long, IGNORE_INDEX where no loss is taken.
-        token_bytes: (V,) long, UTF-8 bytes per token id (``Task.token_bytes``), or None.
-
-    Returns:
-        ``loss_sum`` (nats), ``tokens``, ``correct``, ``seqs`` (rows with a scored position) and
-        ``exact`` (rows whose every scored position is right); with ``token_bytes``, ``bytes``:
-        the bytes the scored targets stand for; where a scored position has non-finite logits,
-        ``nonfinite`` (how many) and ``first_nonfinite`` (the lowest such position).
-    """
+    """Sums over the scored positions of ``logits`` (B, T, V) for ``targets`` (B, T; IGNORE_INDEX
+    where no loss is taken): ``loss_sum`` (nats), ``tokens``, ``correct``, ``seqs`` (rows with a
+    scored position), ``exact`` (rows whose every scored position is right); with ``token_bytes``
+    ((V,) UTF-8 bytes per token id), ``bytes`` of the scored targets; where scored logits are not
+    finite, ``nonfinite`` (how many) and ``first_nonfinite`` (the lowest such position)."""
     mask = targets != IGNORE_INDEX  # (B, T)
     bad = ~torch.isfinite(logits).all(-1) & mask  # (B, T): scored positions with a NaN or inf logit
     loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX, reduction="sum")
@@ -53,11 +43,9 @@ def score(logits: torch.Tensor, targets: torch.Tensor, token_bytes: torch.Tensor
 
 
 def summarise(sums: dict[str, float], kind: str, suffix: str) -> dict[str, float]:
-    """Metrics from summed counts: ``loss`` (nats/token) always; ``acc``/``exact`` for synthetic
-    tasks (answer positions only); ``ppl`` = exp(loss) for language modelling, and ``bpb`` (bits
-    per byte: ``loss_sum / (bytes x ln 2)``, i.e. ``loss x tokens / (bytes x ln 2)``) when the
-    sums hold the scored bytes. Every one is NaN when a scored position had non-finite logits
-    (:func:`undefined_reason`)."""
+    """Metrics from summed counts: ``loss`` (nats/token); ``acc``/``exact`` for synthetic tasks
+    (answer positions only); ``ppl`` = exp(loss) for language modelling; ``bpb`` (bits per byte:
+    ``loss_sum / (bytes x ln 2)``) when the sums hold bytes. All NaN at non-finite logits."""
     loss = sums["loss_sum"] / max(sums["tokens"], 1)
     out = {f"loss{suffix}": loss}
     if kind == "lm":
@@ -84,7 +72,7 @@ def undefined_reason(sums: dict[str, float], length: int) -> str | None:
 
 
 def add_sums(acc: dict[str, float], new: dict[str, float]) -> None:
-    """Add the sums of one batch (:func:`score`) to ``acc``, in place (``first_nonfinite``: the lowest)."""
+    """Add one batch's sums (:func:`score`) to ``acc`` in place (``first_nonfinite``: the lowest)."""
     for k, v in new.items():
         acc[k] = min(acc.get(k, v), v) if k == "first_nonfinite" else acc.get(k, 0.0) + v
 
@@ -106,20 +94,12 @@ def fresh_draws(kind: str, train_tokens: int, train_split: int | None) -> bool:
 
 
 def train_gap_flag(train_loss: float, held_out: float, fresh: bool) -> str | None:
-    """The flag of a run whose final training loss is more than :data:`GAP_NATS` below its held-out
-    loss at L where that cannot happen honestly, or None.
-
-    Where training batches are fresh draws (:func:`fresh_draws`), the last step's training loss is
-    itself a held-out estimate for (one step earlier) the weights the held-out loss is measured
-    with: the two differ by sampling noise only. A training loss far below it means the model saw
-    its answers in training that it does not see in evaluation: a component that leaks the next
-    token in training mode only (``ablate check``'s ``causality in use`` catches such a component).
-
-    Args:
-        train_loss: the last finite training loss (nats/token; ``train_loss_final``).
-        held_out: the test loss at L (``loss@x1``), nats/token.
-        fresh: :func:`fresh_draws` of the run.
-    """
+    """The flag of a run whose final training loss (``train_loss_final``, nats/token) is more than
+    :data:`GAP_NATS` below its ``held_out`` loss at L (``loss@x1``) where that cannot happen
+    honestly, or None. Where batches are ``fresh`` draws (:func:`fresh_draws`), the last training
+    loss is itself a held-out estimate for (one step earlier) the same weights; far below it, the
+    model sees in training what it does not in evaluation: a component that leaks the next token
+    in training mode only (``ablate check``'s ``causality in use`` catches one)."""
     if not fresh or not held_out - train_loss > GAP_NATS:  # NaN: no flag (the metric says why)
         return None
     return (

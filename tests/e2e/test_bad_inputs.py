@@ -21,8 +21,8 @@ from harness.cli import compare as compare_cmd
 from harness.cli import inspect as inspect_cmd
 from harness.cli import report as report_cmd
 from harness.errors import AblateError
-from harness.execution import cluster as executors_cluster
 from harness.execution import gpus
+from harness.execution import local as executors_cluster
 from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
 
 pytestmark = pytest.mark.usefixtures("cli_isolated")
@@ -165,7 +165,7 @@ def test_more_threads_than_cores_on_an_engine_started_here_are_refused(tmp_path,
 
 
 def test_threads_are_bounded_where_the_engine_takes_cores_here():
-    from harness.execution.cluster import Engine
+    from harness.execution.local import Engine
 
     assert Engine().on_this_machine and Engine("ray").on_this_machine
     assert Engine("slurm", cluster="local").on_this_machine and Engine("slurm", cluster="debug").on_this_machine

@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from harness.cli import output
+from harness.config import RunOptions
 from harness.errors import AblateError
 from harness.execution.launch import Launch
-from harness.execution.run_folder import RunOptions
 from harness.experiment.ablation import available
 from harness.experiment.ablation import load as load_ablation
 from harness.experiment.grid import plan

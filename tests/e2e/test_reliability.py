@@ -19,14 +19,13 @@ import torch
 
 from harness.cli import inspect as inspect_cmd
 from harness.cli import run as run_cmd
+from harness.config import RunOptions
 from harness.execution.attempt import execute
-from harness.execution.cluster import Engine
 from harness.execution.launch import Launch
-from harness.execution.run_folder import RunOptions
+from harness.execution.local import Engine
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.runs import load_record, run_dir
-from harness.training import callbacks
 from harness.training import loop as training
 from helpers.events import read_events
 from helpers.tiny_grid import numbers, records, write_tiny
@@ -72,7 +71,7 @@ def test_interrupted_run_resumes_from_its_last_checkpoint_with_identical_results
     folder = run_dir(tmp_path / "int", "tiny", "cpu", specs[0].run_id)
     assert (folder / "checkpoints" / "last.ckpt").is_file() and not (folder / "record.json").exists()
     shown = []  # the progress the resumed attempt writes: its rate counts its own steps only
-    monkeypatch.setattr(callbacks, "write_progress", lambda folder, progress: shown.append(progress))
+    monkeypatch.setattr(training, "write_progress", lambda folder, progress: shown.append(progress))
     resumed = execute(specs[0], tmp_path / "int", abl=abl, options=every_pass)
     assert (shown[0].start_step, shown[0].step, shown[-1].step, shown[-1].total) == (20, 21, 40, 40)
     assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 20

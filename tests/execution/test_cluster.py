@@ -11,8 +11,8 @@ import torch
 from harness.cli import progress as progress_mod
 from harness.cli import run as run_cmd
 from harness.execution.attempt import execute
-from harness.execution.cluster import Engine
 from harness.execution.launch import Launch
+from harness.execution.local import Engine
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.record import Record

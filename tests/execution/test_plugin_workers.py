@@ -11,8 +11,7 @@ import torch
 import yaml
 
 from harness.cli import run as run_cmd
-from harness.execution.attempt import execute
-from harness.execution.worker import WorkerArgs
+from harness.execution.attempt import WorkerArgs, execute
 from harness.experiment import plugins
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan

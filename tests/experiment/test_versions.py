@@ -12,6 +12,7 @@ import pytest
 from harness.analysis.comparisons import analyse
 from harness.cli import compare as compare_cmd
 from harness.cli.report import report as write_report
+from harness.config import RunConfig
 from harness.experiment import versions
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
@@ -88,11 +89,12 @@ def test_a_new_config_key_at_its_default_keeps_every_stored_run_id() -> None:
 
 
 def test_records_without_versions_ran_version_1_of_what_they_used() -> None:
-    run = namedtuple("run", "code_versions config")
-    old_rope = run(None, {"model": {"position": "rope"}, "attention": {"kernel": "sdpa"}})
-    new_rope = run({"model": 1, "position:rope": 2, "kernel:sdpa": 1}, {})
-    old_sin = run(None, {"model": {"position": "sinusoidal"}})
-    assert versions.record_versions(*old_rope) == {"model": 1, "training": 1, "position:rope": 1, "kernel:sdpa": 1}
+    run = namedtuple("run", "code_versions config")  # a record's config: the keys its file holds
+    rope = {"model": {"position": "rope"}, "attention": {"kernel": "sdpa"}}
+    old_rope = run(None, RunConfig.model_validate(rope))
+    new_rope = run({"model": 1, "position:rope": 2, "kernel:sdpa": 1}, RunConfig())
+    old_sin = run(None, RunConfig.model_validate({"model": {"position": "sinusoidal"}}))
+    assert versions.record_versions(None, rope) == {"model": 1, "training": 1, "position:rope": 1, "kernel:sdpa": 1}
     assert versions.mixed_versions([old_rope, new_rope, old_sin]) == {"position:rope": [1, 2]}
     assert versions.mixed_versions([old_sin, new_rope]) == {}  # different components, one version each
     assert versions.record_versions(None, {"model": {"position": "gone"}}) is None

@@ -1,6 +1,6 @@
-"""The per-step figures a run keeps without a host sync per step (harness/training/step_log.py),
+"""The per-step figures a run keeps without a host sync per step (harness/training/lit.py StepLog),
 against the arithmetic of a check and a device sum after every step; and the checkpoint cadence of
-harness/training/callbacks.py on a clock of our own."""
+harness/training/loop.py on a clock of our own."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from harness.errors import Diverged
-from harness.training.callbacks import CHECKPOINT, RunMonitor
-from harness.training.step_log import StepLog
+from harness.training.lit import StepLog
+from harness.training.loop import CHECKPOINT, RunMonitor
 
 
 def _per_step_sums(norms: list[float]) -> list[float]:

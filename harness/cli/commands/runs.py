@@ -89,9 +89,9 @@ def run(
 ) -> None:
     """Train every run of the grid not yet in the store, then print the comparison table."""
     from harness.cli import run as run_cmd
-    from harness.execution.cluster import Engine
+    from harness.config import RunOptions
     from harness.execution.launch import Launch
-    from harness.execution.run_folder import RunOptions
+    from harness.execution.local import Engine
 
     launch = Launch(
         options=RunOptions(
@@ -146,8 +146,8 @@ def reproduce(
     """Positive controls: run what the published results of harness/experiment/reproductions.yaml need (as
     `ablate run` does) and print pass / fail / inconclusive per entry."""
     from harness.cli import reproduce as reproduce_cmd
+    from harness.config import RunOptions
     from harness.execution.launch import Launch
-    from harness.execution.run_folder import RunOptions
 
     launch = Launch(options=RunOptions(run_timeout=run_timeout))
     raise typer.Exit(
