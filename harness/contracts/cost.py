@@ -11,9 +11,11 @@ does not); it misses buffers freed within the forward.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -26,26 +28,14 @@ REPEATS = 3
 BUDGET_MS = 500.0  # a math kernel at T = 1024 takes about 0.8 s a call on two loaded cores
 
 
-@dataclass(frozen=True)
-class Cost:
-    """One model at one length: ``ms`` median over ``calls`` timed calls, ``mib`` saved for
+def model_cost(model: TransformerLM, seq_len: int, seed: int = 0) -> dict[str, Any]:
+    """Forward + backward of ``model`` on a (1, ``seq_len``) batch (see the module docstring): a row
+    of ``time and memory``, ``ms`` the median over ``calls`` timed calls, ``mib_saved`` saved for
     backward; ``refused``: why the model declares it cannot run at this length (then no numbers)."""
-
-    seq_len: int
-    ms: float | None = None
-    mib: float | None = None
-    refused: str | None = None
-    calls: int = 0
-
-    def text(self) -> str:
-        return f"refused ({self.refused})" if self.refused else f"{self.ms:.3g} ms {self.mib:.3g} MiB"
-
-
-def model_cost(model: TransformerLM, seq_len: int, seed: int = 0) -> Cost:
-    """Forward + backward of ``model`` on a (1, ``seq_len``) batch; see the module docstring."""
+    row: dict[str, Any] = {"seq_len": seq_len, "ms": None, "calls": 0, "mib_saved": None, "refused": None}
     limit = POSITIONAL.get(model.cfg.position).max_positions(model.cfg)
     if limit is not None and limit < seq_len:
-        return Cost(seq_len, refused=f"max_positions {limit}")
+        return row | {"refused": f"max_positions {limit}"}
     gen = torch.Generator().manual_seed(seed)
     idx = torch.randint(0, model.cfg.vocab_size, (1, seq_len), generator=gen)  # (1, T)
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -57,22 +47,23 @@ def model_cost(model: TransformerLM, seq_len: int, seed: int = 0) -> Cost:
             saved[storage.data_ptr()] = storage.nbytes()
         return t
 
-    def step(count: bool = False) -> None:
-        if count:
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                logits = model(idx)  # (1, T, V)
-        else:
-            logits = model(idx)
+    def step(hooks: Any = None) -> None:
+        with hooks or contextlib.nullcontext():
+            logits = model(idx)  # (1, T, V)
         F.cross_entropy(logits.float().flatten(0, 1), idx.flatten()).backward()
         model.zero_grad(set_to_none=True)
 
-    step(count=True)
+    step(torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t))
     times: list[float] = []
     while len(times) < REPEATS and sum(times) < BUDGET_MS:
         start = time.perf_counter()
         step()
         times.append((time.perf_counter() - start) * 1e3)
-    return Cost(seq_len, statistics.median(times), sum(saved.values()) / 2**20, calls=len(times))
+    return row | {"ms": statistics.median(times), "calls": len(times), "mib_saved": sum(saved.values()) / 2**20}
+
+
+def _text(c: dict[str, Any]) -> str:
+    return f"refused ({c['refused']})" if c["refused"] else f"{c['ms']:.3g} ms {c['mib_saved']:.3g} MiB"
 
 
 def time_and_memory(
@@ -87,9 +78,8 @@ def time_and_memory(
         costs.append([model_cost(model, t, seed) for t in lengths])
     parts, rows = [], []
     for c, d in zip(costs[0], costs[1] if default else [None] * len(lengths), strict=True):
-        parts.append(f"T={c.seq_len} {c.text()}" + (f" ({default_name} {d.text()})" if d else ""))
-        row = {"seq_len": c.seq_len, "ms": c.ms, "calls": c.calls, "mib_saved": c.mib, "refused": c.refused}
-        rows.append(row | ({"default_ms": d.ms, "default_mib_saved": d.mib} if d else {}))
+        parts.append(f"T={c['seq_len']} {_text(c)}" + (f" ({default_name} {_text(d)})" if d else ""))
+        rows.append(c | ({"default_ms": d["ms"], "default_mib_saved": d["mib_saved"]} if d else {}))
     tail = "" if default else " (this is the default)"
     detail = "forward + backward, MiB saved for backward: " + "; ".join(parts) + tail
     return detail, {"threads": torch.get_num_threads(), "rows": rows}
