@@ -33,9 +33,6 @@ class ContractResult:
     seconds: float
     data: dict[str, Any] = field(default_factory=dict)  # numbers for machines (--format json)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**vars(self), "seconds": round(self.seconds, 4)}
-
 
 @dataclass(frozen=True)
 class CheckReport:
@@ -63,7 +60,10 @@ class CheckReport:
 
     def to_dict(self) -> dict[str, Any]:
         head = {"target": self.target, "kind": self.kind, "version": self.version, "ok": not self.failed}
-        return head | {"seconds": round(self.seconds, 4), "contracts": [r.to_dict() for r in self.results]}
+        return head | {
+            "seconds": round(self.seconds, 4),
+            "contracts": [{**vars(r), "seconds": round(r.seconds, 4)} for r in self.results],
+        }
 
 
 Passed = str | tuple[str, dict[str, Any]]
@@ -85,9 +85,8 @@ def run_contract(contract: str, fn: Callable[..., Passed], *args: Any) -> Contra
     except ContractFailed as exc:
         status, detail = "fail", str(exc)
     except Exception as exc:  # noqa: BLE001 - any error of the component under test is its failure
-        text = str(exc).strip()
-        first = text.splitlines()[0][:300] if text else ""
-        status, detail = "fail", f"raised {type(exc).__name__}: {first}" if first else f"raised {type(exc).__name__}"
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        status, detail = "fail", f"raised {type(exc).__name__}" + (f": {first}" if first else "")
     return ContractResult(contract, status, detail, time.perf_counter() - start, data)
 
 
