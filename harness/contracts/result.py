@@ -51,13 +51,6 @@ class CheckReport:
     def seconds(self) -> float:
         return sum(r.seconds for r in self.results)
 
-    def result(self, contract: str) -> ContractResult:
-        """The result of ``contract``; ``KeyError`` if no such contract ran."""
-        for r in self.results:
-            if r.contract == contract:
-                return r
-        raise KeyError(f"{self.target}: no contract {contract!r}; ran {[r.contract for r in self.results]}")
-
     def to_dict(self) -> dict[str, Any]:
         head = {"target": self.target, "kind": self.kind, "version": self.version, "ok": not self.failed}
         return head | {

@@ -18,6 +18,7 @@ from harness.contracts.suite import check
 from harness.contracts.targets import FAMILIES, everything, resolve
 from harness.errors import AblateError
 from harness.registry import Registry
+from helpers import contract_result
 
 COMPONENTS = [t.label for t in everything() if t.family is not None]
 
@@ -50,7 +51,7 @@ def report(label: str) -> CheckReport:
 @pytest.mark.parametrize("contract", [c for c in CONTRACTS if c != "time and memory"])
 @pytest.mark.parametrize("label", COMPONENTS)
 def test_every_component_meets_every_contract(label: str, contract: str) -> None:
-    result = report(label).result(contract)
+    result = contract_result(report(label), contract)
     if (label, contract) in EXPECTED_FAILURES:
         assert result.status == "fail" and EXPECTED_FAILURES[label, contract] in result.detail, result
     elif (label, contract) in EXPECTED_REFUSALS:
@@ -135,11 +136,11 @@ def test_memory_is_what_the_forward_saves_for_backward() -> None:
 
 def test_time_and_memory_beside_the_default_and_refused_lengths() -> None:
     rep = check("position=alibi", lengths=(16, 32))
-    res = rep.result("time and memory")
+    res = contract_result(rep, "time and memory")
     assert res.status == "pass" and "sinusoidal" in res.detail
     rows = res.data["rows"]
     assert [r["seq_len"] for r in rows] == [16, 32]
     assert all(r["ms"] > 0 and r["default_ms"] > 0 for r in rows)
     assert rows[1]["mib_saved"] > rows[1]["default_mib_saved"]  # ALiBi's (H, T, T) bias per layer
-    own = check("position=sinusoidal", lengths=(16,)).result("time and memory")
+    own = contract_result(check("position=sinusoidal", lengths=(16,)), "time and memory")
     assert "this is the default" in own.detail and "default_ms" not in own.data["rows"][0]
