@@ -82,11 +82,8 @@ def _memory_peak(device: str) -> float:
 
 def _observed_backend(step: Callable[[], None]) -> str:
     """Run ``step`` once; the SDPA backends whose aten ops ran, comma-separated ("" for none)."""
-    try:
-        from torch.utils._python_dispatch import TorchDispatchMode  # private: best effort only
-    except ImportError:
-        step()
-        return ""
+    from torch.utils._python_dispatch import TorchDispatchMode  # private, in every torch >= 2.4
+
     seen: set[str] = set()
 
     class Watch(TorchDispatchMode):
