@@ -226,13 +226,12 @@ def unpack(archive: Archive, results: Path) -> Restored:
         out.written.append(rec)
         out.tuned += rec.profile.endswith(TUNED)
     for name, data in archive.members.items():
-        target = Path(results) / name
-        if name.startswith("restored/"):
+        studies, target = name.startswith("restored/"), Path(results) / name
+        if studies or (name.startswith("bench/") and not target.exists()):  # the store's bench file is kept
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-            out.studies = target
-        elif name.startswith("bench/") and not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            out.bench.append(target.name)
+            if studies:
+                out.studies = target
+            else:
+                out.bench.append(target.name)
     return out
