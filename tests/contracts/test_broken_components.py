@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from harness.contracts.suite import check
+from harness.contracts.components import check
 from harness.modules import ACTIVATIONS, KERNELS, POSITIONAL, PositionalEncoding
 from harness.modules.kernels import MathAttention
 from helpers import contract_result

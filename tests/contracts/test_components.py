@@ -11,10 +11,8 @@ import torch
 
 import harness.modules as modules
 from harness.config import RunConfig, get_path, valid_paths
-from harness.contracts import cost
-from harness.contracts.components import CONTRACTS, build, host_config
+from harness.contracts.components import CONTRACTS, build, check, host_config, model_cost
 from harness.contracts.result import CheckReport
-from harness.contracts.suite import check
 from harness.contracts.targets import FAMILIES, everything, resolve
 from harness.errors import AblateError
 from harness.registry import Registry
@@ -127,8 +125,8 @@ def test_memory_is_what_the_forward_saves_for_backward() -> None:
     layer (for the backward of weights @ v), which SDPA's fused kernel never materialises."""
     t = 128
     cfg = host_config(FAMILIES[1], "sdpa")
-    sdpa = cost.model_cost(build(cfg, 0).train(), t)
-    math = cost.model_cost(build(dataclasses.replace(cfg, kernel="math"), 0).train(), t)
+    sdpa = model_cost(build(cfg, 0).train(), t)
+    math = model_cost(build(dataclasses.replace(cfg, kernel="math"), 0).train(), t)
     weights_mib = cfg.n_layers * cfg.n_heads * t * t * 4 / 2**20
     assert math["mib_saved"] - sdpa["mib_saved"] >= weights_mib
     assert sdpa["ms"] > 0 and math["ms"] > 0
