@@ -1,11 +1,7 @@
 """What a check returns: one :class:`ContractResult` per contract, gathered in a :class:`CheckReport`.
-
-A contract ends ``pass``; ``fail`` (it is broken, or raised: ``ablate check`` exits 1);
-``refused`` (the component declares beforehand that it cannot do this, a kernel's
-``check_available`` or a position's ``max_positions``, so the harness refuses such a run before it
-starts: not a failure); or ``skipped`` (an earlier contract it needs failed). No torch here: the
-command line formats a report without it.
-"""
+A ``fail`` makes ``ablate check`` exit 1; ``refused`` is not a failure (the harness refuses such a
+run before it starts); ``skipped``: an earlier contract it needs failed. No torch here: the command
+line formats a report without it."""
 
 from __future__ import annotations
 
