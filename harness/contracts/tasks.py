@@ -21,6 +21,7 @@ L, N = 32, 64
 READABLE = 0.9
 # no 32-character window of tinyshakespeare's val or test split occurs in its train split (16: 680 of 55,755)
 WINDOW = 32
+_rng = np.random.default_rng
 CONTRACTS = ("version", "data", "shapes", "vocabulary", "answers", "determinism", "splits", "lengths")
 
 
@@ -55,7 +56,7 @@ def _batches(task: Task, length: int, seed: int):
     for split in SPLITS:
         longest = task.max_seq_len(split)  # type: ignore[arg-type]
         for t in sorted({n for n in (task.min_seq_len, length, 4 * length) if longest is None or n <= longest}):
-            yield (split, t, *task.sample(N, t, np.random.default_rng(seed), split))  # type: ignore[arg-type]
+            yield (split, t, *task.sample(N, t, _rng(seed), split))  # type: ignore[arg-type]
 
 
 def version(name: str, cls: type[Task]) -> Passed:
@@ -170,7 +171,7 @@ def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str
 
 def determinism(task: Task, length: int, seed: int) -> Passed:
     for split in SPLITS:
-        a, b, c = (task.sample(N, length, np.random.default_rng(s), split) for s in (seed, seed, seed + 1))  # type: ignore[arg-type]
+        a, b, c = (task.sample(N, length, _rng(s), split) for s in (seed, seed, seed + 1))  # type: ignore[arg-type]
         if not (torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])):
             raise ContractFailed(f"{split}: the same generator seed gave other data")
         if torch.equal(a[0], c[0]) and torch.equal(a[1], c[1]):
@@ -190,13 +191,10 @@ def _windows(x: torch.Tensor, k: int) -> set[bytes]:
 def splits(task: Task, length: int, seed: int) -> Passed:
     rows = 4 * N
     if task.kind != "lm":
-        train = {row.numpy().tobytes() for row in task.sample(rows, length, np.random.default_rng(seed), "train")[0]}
+        train = {row.numpy().tobytes() for row in task.sample(rows, length, _rng(seed), "train")[0]}
 
         def shared(split: str) -> int:
-            return sum(
-                row.numpy().tobytes() in train
-                for row in task.sample(rows, length, np.random.default_rng(seed + 1), split)[0]
-            )  # type: ignore[arg-type]
+            return sum(row.numpy().tobytes() in train for row in task.sample(rows, length, _rng(seed + 1), split)[0])  # type: ignore[arg-type]
 
         if not task.disjoint_splits:
             repeats = shared("test")
@@ -212,11 +210,9 @@ def splits(task: Task, length: int, seed: int) -> Passed:
                 )
         return f"synthetic, disjoint splits: no val or test row among {rows} train rows", {"repeats": 0, "rows": rows}
     long = min(4096, task.max_seq_len("train") or 4096)
-    train_windows = _windows(
-        task.sample(N, long, np.random.default_rng(seed), "train")[0], WINDOW
-    )  # a sample of the train split
+    train_windows = _windows(task.sample(N, long, _rng(seed), "train")[0], WINDOW)  # a sample of the train split
     for split in ("val", "test"):
-        held = task.sample(16, 8 * WINDOW, np.random.default_rng(seed + 1), split)[0]  # type: ignore[arg-type]
+        held = task.sample(16, 8 * WINDOW, _rng(seed + 1), split)[0]  # type: ignore[arg-type]
         if shared_windows := _windows(held, WINDOW) & train_windows:
             raise ContractFailed(
                 f"{len(shared_windows)} {WINDOW}-token windows of the {split} split occur in the train split: the splits overlap"
@@ -232,13 +228,13 @@ def lengths(task: Task, length: int, seed: int) -> Passed:
         if longest is None:
             if task.kind != "synthetic":
                 raise ContractFailed(f"{split}: an lm task reads a corpus of finite size and must state max_seq_len")
-            task.sample(2, 4 * length, np.random.default_rng(seed), split)  # type: ignore[arg-type]
+            task.sample(2, 4 * length, _rng(seed), split)  # type: ignore[arg-type]
             continue
         if not isinstance(longest, int) or longest < task.min_seq_len:
             raise ContractFailed(f"{split}: max_seq_len {longest!r} below min_seq_len {task.min_seq_len}")
-        x, _ = task.sample(1, longest, np.random.default_rng(seed), split)  # type: ignore[arg-type]
+        x, _ = task.sample(1, longest, _rng(seed), split)  # type: ignore[arg-type]
         try:
-            task.sample(1, longest + 1, np.random.default_rng(seed), split)  # type: ignore[arg-type]
+            task.sample(1, longest + 1, _rng(seed), split)  # type: ignore[arg-type]
         except ValueError:
             notes.append(f"{split} {longest:,}")
             continue
