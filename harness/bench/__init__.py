@@ -1,3 +1,1 @@
-"""Attention-kernel benchmarks (time and memory against sequence length).
-
-``python -m harness.bench ARGS`` is ``ablate bench attention ARGS``."""
+"""Attention-kernel benchmarks (time and memory against sequence length); run by :mod:`.__main__`."""

@@ -6,6 +6,7 @@ is :mod:`harness.cli.bench`, the report section :mod:`harness.report.bench`.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing as mp
 import resource
@@ -64,11 +65,8 @@ def _memory_start(device: str) -> float | None:
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
         return torch.cuda.memory_allocated() / 2**20
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")  # Linux >= 4.0: peak RSS := current RSS
-    except OSError:
-        pass  # the peak then also covers the imports, about as large as the base
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as fh:  # else the peak covers the imports
+        fh.write("5")  # Linux >= 4.0: peak RSS := current RSS
     return _status_mib("VmRSS")
 
 
@@ -82,11 +80,8 @@ def _memory_peak(device: str) -> float:
 
 def _observed_backend(step: Callable[[], None]) -> str:
     """Run ``step`` once; the SDPA backends whose aten ops ran, comma-separated ("" for none)."""
-    try:
-        from torch.utils._python_dispatch import TorchDispatchMode  # private: best effort only
-    except ImportError:
-        step()
-        return ""
+    from torch.utils._python_dispatch import TorchDispatchMode  # private, in every torch >= 2.4
+
     seen: set[str] = set()
 
     class Watch(TorchDispatchMode):

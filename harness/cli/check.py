@@ -12,8 +12,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from harness.cli import output
+from harness.contracts.components import check as run_check
 from harness.contracts.result import CheckReport
-from harness.contracts.suite import check as run_check
 from harness.contracts.targets import everything, resolve
 from harness.encode import dumps
 from harness.errors import AblateError

@@ -68,8 +68,6 @@ def causality(
 def forward(model: TransformerLM, idx: Tensor, pad: Tensor | None, mode: str, seed: int) -> Tensor:
     """Logits (B, T, V) of ``idx`` (B, T) as a run computes them in ``mode`` (:data:`MODES`), with
     the global generator seeded from ``seed`` (restored afterwards): two calls draw the same dropout."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     model.train(mode == "train")
     grad = torch.enable_grad() if mode == "train" else torch.inference_mode()
     with torch.random.fork_rng(devices=[]), grad:

@@ -1,20 +1,26 @@
 """The contracts of a component (each in one line: docs/extending.md, "Check it"), checked by
 :func:`check_component` in a small model (:data:`HOST`, training length L) whose other components
-are the defaults.
+are the defaults; :func:`check`, the entry point of ``ablate check`` and the tests, checks a
+component or a task by name.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import statistics
+import time
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from harness.contracts import cost, shapes
+from harness.contracts import shapes
 from harness.contracts.causal import MODES, causality, prefix, tokens
 from harness.contracts.result import CheckReport, ContractFailed, Passed, Refused, run_contract, skipped
-from harness.contracts.targets import Family
+from harness.contracts.targets import Family, Target, resolve
+from harness.contracts.tasks import check_task
 from harness.modules import KERNELS, POSITIONAL, TransformerConfig, TransformerLM
 
 V, L, BATCH = 16, 16, 4
@@ -27,6 +33,9 @@ RUN_BATCH = 32  # the default train.batch_size: rows that differ show a componen
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CONTRACTS = ("config", "shapes", "causality", "causality in use", "prefix", "determinism", "finite fp32", "finite bf16")
 CONTRACTS += ("finite fp16", "lengths", "gradients", "parameters", "time and memory")
+LENGTHS = (64, 256, 1024)  # of time and memory
+REPEATS = 3
+BUDGET_MS = 500.0  # a math kernel at T = 1024 takes about 0.8 s a call on two loaded cores
 
 
 def host_config(family: Family, name: str) -> TransformerConfig:
@@ -41,9 +50,23 @@ def build(cfg: TransformerConfig, seed: int) -> TransformerLM:
     return TransformerLM(cfg).eval()
 
 
-def check_component(
-    family: Family, name: str, seed: int = 0, lengths: tuple[int, ...] | None = cost.LENGTHS
+def check(
+    target: Target | str, seed: int = 0, lengths: tuple[int, ...] | None = LENGTHS, data_dir: Path | None = None
 ) -> CheckReport:
+    """Every contract of ``target`` (or the name ``ablate check`` takes), with the weights, tokens
+    and data of ``seed``; ``lengths``: of a component's ``time and memory`` (None leaves it out);
+    ``data_dir``: where a file-backed task looks for its data first.
+
+    Raises:
+        AblateError: a name that names nothing (:func:`harness.contracts.targets.resolve`).
+    """
+    target = resolve(target) if isinstance(target, str) else target
+    if target.family is None:
+        return check_task(target.name, seed, data_dir)
+    return check_component(target.family, target.name, seed, lengths)
+
+
+def check_component(family: Family, name: str, seed: int = 0, lengths: tuple[int, ...] | None = LENGTHS) -> CheckReport:
     """Every contract of component ``name`` (registered in ``family``), with the weights and tokens
     of ``seed``; ``lengths``: of ``time and memory``, None leaves that contract out."""
     version = str(family.registry.version(name))
@@ -67,9 +90,7 @@ def check_component(
         run_contract("parameters", parameters, cfg, default or cfg, family.default, seed),
     ]
     if lengths:
-        results.append(
-            run_contract("time and memory", cost.time_and_memory, cfg, default, family.default, lengths, seed)
-        )
+        results.append(run_contract("time and memory", time_and_memory, cfg, default, family.default, lengths, seed))
     return CheckReport(label, "component", version, tuple(results))
 
 
@@ -209,3 +230,70 @@ def parameters(cfg: TransformerConfig, default: TransformerConfig, default_name:
         f"{n:,} parameters ({n - n_default:+,} vs {default_name}); the state_dict holds everything",
         {"n_params": n, "default_n_params": n_default},
     )
+
+
+def model_cost(model: TransformerLM, seq_len: int, seed: int = 0) -> dict[str, Any]:
+    """Forward + backward of ``model`` on a (1, ``seq_len``) batch: a row of ``time and memory``,
+    ``ms`` the median over ``calls`` timed calls, ``mib_saved`` saved for backward; ``refused``: why
+    the model declares it cannot run at this length (then no numbers)."""
+    row: dict[str, Any] = {"seq_len": seq_len, "ms": None, "calls": 0, "mib_saved": None, "refused": None}
+    limit = POSITIONAL.get(model.cfg.position).max_positions(model.cfg)
+    if limit is not None and limit < seq_len:
+        return row | {"refused": f"max_positions {limit}"}
+    gen = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, model.cfg.vocab_size, (1, seq_len), generator=gen)  # (1, T)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    def step(hooks: Any = None) -> None:
+        with hooks or contextlib.nullcontext():
+            logits = model(idx)  # (1, T, V)
+        F.cross_entropy(logits.float().flatten(0, 1), idx.flatten()).backward()
+        model.zero_grad(set_to_none=True)
+
+    step(torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t))
+    times: list[float] = []
+    while len(times) < REPEATS and sum(times) < BUDGET_MS:
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1e3)
+    return row | {"ms": statistics.median(times), "calls": len(times), "mib_saved": sum(saved.values()) / 2**20}
+
+
+def _text(c: dict[str, Any]) -> str:
+    return f"refused ({c['refused']})" if c["refused"] else f"{c['ms']:.3g} ms {c['mib_saved']:.3g} MiB"
+
+
+def time_and_memory(
+    cfg: TransformerConfig, default: TransformerConfig | None, default_name: str, lengths: tuple[int, ...], seed: int
+) -> Passed:
+    """:func:`model_cost` at every length for ``cfg`` and (unless None) ``default``, side by side, each
+    model built once with ``max_len`` covering the longest length (a learned table must hold it).
+
+    Time: the median wall time of up to :data:`REPEATS` calls (fewer once they took :data:`BUDGET_MS`)
+    after one untimed call, each a forward of a (1, T) batch and a backward of its loss, in the
+    calling thread(s). Memory: the MiB of tensors the forward saves for the backward (unique storages
+    but the parameters, counted by ``saved_tensors_hooks``): exact on any device, unlike a process's
+    peak RSS, and what grows with T (a ``math`` kernel saves its (B, H, T, T) weights, a fused kernel
+    does not); it misses buffers freed within the forward.
+    """
+    costs = []
+    for c in (cfg, default) if default else (cfg,):
+        torch.manual_seed(seed)
+        model = TransformerLM(
+            c if c.max_len is None else dataclasses.replace(c, max_len=max(c.max_len, *lengths))
+        ).train()
+        costs.append([model_cost(model, t, seed) for t in lengths])
+    parts, rows = [], []
+    for c, d in zip(costs[0], costs[1] if default else [None] * len(lengths), strict=True):
+        parts.append(f"T={c['seq_len']} {_text(c)}" + (f" ({default_name} {_text(d)})" if d else ""))
+        rows.append(c | ({"default_ms": d["ms"], "default_mib_saved": d["mib_saved"]} if d else {}))
+    tail = "" if default else " (this is the default)"
+    detail = "forward + backward, MiB saved for backward: " + "; ".join(parts) + tail
+    return detail, {"threads": torch.get_num_threads(), "rows": rows}

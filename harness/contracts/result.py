@@ -1,11 +1,7 @@
 """What a check returns: one :class:`ContractResult` per contract, gathered in a :class:`CheckReport`.
-
-A contract ends ``pass``; ``fail`` (it is broken, or raised: ``ablate check`` exits 1);
-``refused`` (the component declares beforehand that it cannot do this, a kernel's
-``check_available`` or a position's ``max_positions``, so the harness refuses such a run before it
-starts: not a failure); or ``skipped`` (an earlier contract it needs failed). No torch here: the
-command line formats a report without it.
-"""
+A ``fail`` makes ``ablate check`` exit 1; ``refused`` is not a failure (the harness refuses such a
+run before it starts); ``skipped``: an earlier contract it needs failed. No torch here: the command
+line formats a report without it."""
 
 from __future__ import annotations
 
@@ -33,9 +29,6 @@ class ContractResult:
     seconds: float
     data: dict[str, Any] = field(default_factory=dict)  # numbers for machines (--format json)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**vars(self), "seconds": round(self.seconds, 4)}
-
 
 @dataclass(frozen=True)
 class CheckReport:
@@ -54,16 +47,12 @@ class CheckReport:
     def seconds(self) -> float:
         return sum(r.seconds for r in self.results)
 
-    def result(self, contract: str) -> ContractResult:
-        """The result of ``contract``; ``KeyError`` if no such contract ran."""
-        for r in self.results:
-            if r.contract == contract:
-                return r
-        raise KeyError(f"{self.target}: no contract {contract!r}; ran {[r.contract for r in self.results]}")
-
     def to_dict(self) -> dict[str, Any]:
         head = {"target": self.target, "kind": self.kind, "version": self.version, "ok": not self.failed}
-        return head | {"seconds": round(self.seconds, 4), "contracts": [r.to_dict() for r in self.results]}
+        return head | {
+            "seconds": round(self.seconds, 4),
+            "contracts": [{**vars(r), "seconds": round(r.seconds, 4)} for r in self.results],
+        }
 
 
 Passed = str | tuple[str, dict[str, Any]]
@@ -85,9 +74,8 @@ def run_contract(contract: str, fn: Callable[..., Passed], *args: Any) -> Contra
     except ContractFailed as exc:
         status, detail = "fail", str(exc)
     except Exception as exc:  # noqa: BLE001 - any error of the component under test is its failure
-        text = str(exc).strip()
-        first = text.splitlines()[0][:300] if text else ""
-        status, detail = "fail", f"raised {type(exc).__name__}: {first}" if first else f"raised {type(exc).__name__}"
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        status, detail = "fail", f"raised {type(exc).__name__}" + (f": {first}" if first else "")
     return ContractResult(contract, status, detail, time.perf_counter() - start, data)
 
 

@@ -60,13 +60,6 @@ class Target:
         return f"{self.family.key if self.family else TASK_KEY}={self.name}"
 
 
-def _keys() -> dict[str, Family | None]:
-    keys: dict[str, Family | None] = {TASK_KEY: None}
-    for fam in FAMILIES:
-        keys[fam.key] = keys[fam.field] = fam
-    return keys
-
-
 def resolve(text: str) -> Target:
     """The target ``text`` names.
 
@@ -77,7 +70,7 @@ def resolve(text: str) -> Target:
     key, sep, name = (part.strip() for part in text.partition("="))
     if not sep:
         return _bare(key)
-    keys = _keys()
+    keys: dict[str, Family | None] = {TASK_KEY: None} | {k: fam for fam in FAMILIES for k in (fam.key, fam.field)}
     if key not in keys:
         raise AblateError(
             f"ablate check {text}: unknown component family {key!r}{did_you_mean(key, list(keys))}; "

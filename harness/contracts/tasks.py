@@ -21,6 +21,7 @@ L, N = 32, 64
 READABLE = 0.9
 # no 32-character window of tinyshakespeare's val or test split occurs in its train split (16: 680 of 55,755)
 WINDOW = 32
+_rng = np.random.default_rng
 CONTRACTS = ("version", "data", "shapes", "vocabulary", "answers", "determinism", "splits", "lengths")
 
 
@@ -48,10 +49,6 @@ def check_task(
         results += [run_contract(c, fn, task, length, seed) for c, fn in zip(CONTRACTS[2:], contracts, strict=True)]
     version_ = task.version if task is not None else getattr(cls, "version", "")  # an instance may add data digests
     return CheckReport(label, "task", str(version_), tuple(results))
-
-
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
 
 
 def _batches(task: Task, length: int, seed: int):

@@ -157,10 +157,6 @@ MACHINE = ("train_tokens_per_s", "peak_mem_mb")
 """Metrics of the machine a run ran on, not of the run: never the same twice, so not compared."""
 
 
-def _same(a: object, b: object) -> bool:
-    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
-
-
 def difference(held: Record, rec: Record) -> str | None:
     """How the store's record of a run differs from the file's (status, or the first metric but
     :data:`MACHINE` missing from one or of another value), or None."""
@@ -168,8 +164,9 @@ def difference(held: Record, rec: Record) -> str | None:
         return f"status {held.status} here, {rec.status} in the file"
     x, y = held.metrics or {}, rec.metrics or {}
     for k in sorted((x.keys() | y.keys()) - set(MACHINE)):
-        if not _same(x.get(k), y.get(k)):
-            return f"{k} {x.get(k)!r} here, {y.get(k)!r} in the file"
+        a, b = x.get(k), y.get(k)
+        if a != b and not (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
+            return f"{k} {a!r} here, {b!r} in the file"
     return None
 
 
@@ -226,13 +223,12 @@ def unpack(archive: Archive, results: Path) -> Restored:
         out.written.append(rec)
         out.tuned += rec.profile.endswith(TUNED)
     for name, data in archive.members.items():
-        target = Path(results) / name
-        if name.startswith("restored/"):
+        studies, target = name.startswith("restored/"), Path(results) / name
+        if studies or (name.startswith("bench/") and not target.exists()):  # the store's bench file is kept
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-            out.studies = target
-        elif name.startswith("bench/") and not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            out.bench.append(target.name)
+            if studies:
+                out.studies = target
+            else:
+                out.bench.append(target.name)
     return out

@@ -77,7 +77,6 @@ class StoreScan:
 
     records: list[Record] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    incomplete: list[Path] = field(default_factory=list)
     history: dict[str, Any] | None = None  # run id -> validation history, when read before (a report's data file)
 
 
@@ -105,10 +104,8 @@ def scan(results: Path, ablation: str, profile: str) -> StoreScan:
             rec, problem = None, f"a record of {rec.ablation}/{rec.profile}, not of {ablation}/{profile}"
         if rec is not None:
             out.records.append(rec)
-        elif problem is not None:
+        elif problem is not None:  # else a run not finished (yet)
             out.problems.append(f"{folder / RECORD}: {problem}")
-        else:
-            out.incomplete.append(folder)
     return out
 
 

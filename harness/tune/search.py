@@ -1,10 +1,6 @@
-"""Running the studies of ``ablate tune`` (:mod:`harness.tune.studies` says which; docs/tuning.md
-says how): TPE seeded from the study name (``constant_liar`` for parallel workers), pruner median,
-Hyperband or none; a new study's first trial is the declared config. ``--trials N`` tops a study
-up to N finished trials; a trial stopped by Ctrl-C is not one; a worker starts a trial only while
-the finished trials and those running in other workers are fewer than N (two starting at the same
-instant may overshoot by one).
-"""
+"""Running the studies of ``ablate tune`` (:mod:`harness.tune.studies` says which; docs/tuning.md:
+sampler, pruner, resuming): a new study's first trial is the declared config; a worker starts a
+trial only while finished trials and those running in other workers are fewer than ``--trials``."""
 
 from __future__ import annotations
 
@@ -31,14 +27,10 @@ def _declared_point(study_plan: StudyPlan) -> dict[str, Any]:
     return point
 
 
-def _finished(study: Any) -> int:
+def _finished(study: Any, running: bool = False) -> int:
+    """Finished trials, and with ``running`` those running (in other workers, when called between trials)."""
     c = counts(study)
-    return c["complete"] + c["pruned"] + c["failed"]
-
-
-def _taken(study: Any) -> int:
-    """Finished trials and those running (in other workers, when called between trials)."""
-    return _finished(study) + counts(study)["running"]
+    return c["complete"] + c["pruned"] + c["failed"] + (c["running"] if running else 0)
 
 
 def _load(storage: Any, study_plan: StudyPlan, trials: int, pruner: str) -> Any:
@@ -82,7 +74,7 @@ def run_study(
         study.enqueue_trial(point, user_attrs={"declared": True}, skip_if_exists=True)
     if interrupted := counts(study)["interrupted"]:
         echo(f"{name}: {interrupted} interrupted trial(s) (Ctrl-C) not counted as finished")
-    todo = trials - _taken(study)
+    todo = trials - _finished(study, running=True)
     if todo <= 0:
         busy = f" and {busy} running in other workers" if (busy := counts(study)["running"]) else ""
         echo(f"{name}: {_finished(study)} finished trials already{busy} (asked for {trials}); nothing to do")
@@ -90,7 +82,7 @@ def run_study(
     task = build_task(study_plan.spec.task, study_plan.spec.task_params, data_dir=data_dir)
 
     def on_trial(study: Any, trial: Any) -> None:
-        if _taken(study) >= trials:  # not MaxTrialsCallback, which counts interrupted trials; running: other workers'
+        if _finished(study, running=True) >= trials:  # not MaxTrialsCallback: it counts interrupted trials
             study.stop()
         state = trial.state.name.lower()
         if state == "complete":

@@ -24,22 +24,15 @@ ATTEMPTS = 8
 DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]", "MySQLdb": "mysqlclient"}
 
 
-def _parsed(url: str) -> Any:
+def _part(url: str, part: str) -> str | None:
+    """A part of ``url`` (``password``, ``database`` unless ``:memory:``); None if it does not parse."""
     from sqlalchemy.engine import make_url
 
     try:
-        return make_url(url)
+        value = getattr(make_url(url), part)
     except Exception:  # noqa: BLE001
         return None
-
-
-def _password(url: str) -> str | None:
-    return (parsed := _parsed(url)) and parsed.password
-
-
-def _database(url: str) -> str | None:
-    database = (parsed := _parsed(url)) and parsed.database
-    return database if database != ":memory:" else None
+    return value if value != ":memory:" else None
 
 
 def default_storage(results: Path) -> str:
@@ -48,29 +41,28 @@ def default_storage(results: Path) -> str:
 
 def sqlite_exists(url: str) -> bool:
     """False only for a SQLite URL whose database file does not exist (opening would create it)."""
-    if not url.startswith("sqlite") or _parsed(url) is None:
+    if not url.startswith("sqlite") or _part(url, "drivername") is None:
         return True
-    return bool(database := _database(url)) and Path(database).is_file()
+    return bool(database := _part(url, "database")) and Path(database).is_file()
 
 
 def _reason(exc: BaseException, url: str) -> str:
     """The driver's own first line, without the password."""
     text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    secret = _password(url)
+    secret = _part(url, "password")
     return text.replace(secret, "***") if secret else text
 
 
 def _retry(call: Callable[[], Any]) -> Any:
     """``call()``, again (up to :data:`ATTEMPTS` times) while it raises a creation race."""
-    for attempt in range(ATTEMPTS):
+    for attempt in range(1, ATTEMPTS):
         try:
             return call()
         except Exception as exc:
-            text = f"{type(exc).__name__} {exc}".lower()
-            if attempt + 1 == ATTEMPTS or not any(marker in text for marker in _RACE):
+            if not any(marker in f"{type(exc).__name__} {exc}".lower() for marker in _RACE):
                 raise
-            time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
-    raise AssertionError("unreachable")
+            time.sleep(random.uniform(0.05, 0.2) * attempt)
+    return call()
 
 
 def open_storage(url: str, heartbeat: int | None = None) -> Any:
@@ -83,7 +75,7 @@ def open_storage(url: str, heartbeat: int | None = None) -> Any:
     import optuna
     import sqlalchemy.exc
 
-    if url.startswith("sqlite") and (database := _database(url)):
+    if url.startswith("sqlite") and (database := _part(url, "database")):
         try:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -125,7 +117,7 @@ def missing_driver(url: str, driver: str) -> str:
 
 def delete_hint(name: str, url: str) -> str:
     """A command that deletes a study in the way (a URL with a password left out), or another storage."""
-    where = shlex.quote(url) if not _password(url) else "URL (your --storage, with its password)"
+    where = shlex.quote(url) if not _part(url, "password") else "URL (your --storage, with its password)"
     return (
         f"delete it (optuna delete-study --study-name {shlex.quote(name)} --storage {where}) or pass another --storage"
     )

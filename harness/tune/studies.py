@@ -33,12 +33,8 @@ class StudyPlan:
     spec: RunSpec
     space: dict[str, ParamSpec]
     metric: str
-    maximize: bool
+    direction: str  # maximize | minimize
     monitor: str | None
-
-    @property
-    def direction(self) -> str:
-        return "maximize" if self.maximize else "minimize"
 
     @property
     def distributions(self) -> dict[str, Any]:
@@ -135,7 +131,8 @@ def plan_studies(
         metric = abl.tasks[spec.task].primary.metric
         maximize = metrics.higher_is_better(metric)
         tuning = dataclasses.replace(spec, seed=TUNING_SEED)
-        out.append(StudyPlan(name, tuning, study_space, metric, maximize, monitor_for(metric, maximize)))
+        direction = "maximize" if maximize else "minimize"
+        out.append(StudyPlan(name, tuning, study_space, metric, direction, monitor_for(metric, maximize)))
     return prof_name, out
 
 
@@ -211,14 +208,12 @@ def tuned_specs(
     store = open_storage(url)
     best: dict[tuple[str, str], dict[str, Any]] = {}
     problems = []
-    for spec in specs:
-        key = (spec.task, spec.variant_label)
-        if key not in best:
-            try:
-                best[key] = best_params(store, study_name(abl.name, profile, *key), url)
-            except AblateError as exc:
-                best[key] = {}
-                problems.append(str(exc))
+    for key in dict.fromkeys((spec.task, spec.variant_label) for spec in specs):
+        try:
+            best[key] = best_params(store, study_name(abl.name, profile, *key), url)
+        except AblateError as exc:
+            best[key] = {}
+            problems.append(str(exc))
     if problems:
         raise AblateError(
             f"--tuned needs a study with a complete trial for every variant; run "
@@ -236,10 +231,10 @@ def tuned_specs(
                 )
     out, built = [], {}
     for spec in specs:
-        params = best[(spec.task, spec.variant_label)]
         where = f"tuned variant {spec.variant_label!r} on task {spec.task!r}"
-        run = spec.tuned(params, tuned_profile(profile), where)
-        task = built.setdefault(spec.task, prepare_task(spec.task, spec.task_params, data_dir))
-        check_variant(run.config, task, where)
+        run = spec.tuned(best[(spec.task, spec.variant_label)], tuned_profile(profile), where)
+        if spec.task not in built:  # each task built once
+            built[spec.task] = prepare_task(spec.task, spec.task_params, data_dir)
+        check_variant(run.config, built[spec.task], where)
         out.append(run)
     return out

@@ -10,9 +10,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from harness.contracts.suite import check
+from harness.contracts.components import check
 from harness.modules import ACTIVATIONS, KERNELS, POSITIONAL, PositionalEncoding
 from harness.modules.kernels import MathAttention
+from helpers import contract_result
 from helpers.cli import invoke
 
 
@@ -65,7 +66,7 @@ class NaNFrom100(PositionalEncoding):
 
 
 def assert_fails(label: str, contract: str, *words: str) -> None:
-    result = check(label, lengths=None).result(contract)
+    result = contract_result(check(label, lengths=None), contract)
     assert result.status == "fail", result
     for w in words:
         assert w in result.detail, (w, result.detail)
@@ -111,14 +112,14 @@ def test_a_conditional_leak_fails_causality_in_use_naming_length_and_mode(regist
     before ``causality in use``."""
     register(POSITIONAL, name, cls)
     rep = check(f"position={name}", lengths=None)
-    assert rep.result("causality").status == "pass"
+    assert contract_result(rep, "causality").status == "pass"
     assert_fails(f"position={name}", "causality in use", words)
 
 
 def test_nan_beyond_4l_fails_lengths_at_its_first_position(register):
     register(POSITIONAL, "nan_from_100", NaNFrom100)
     rep = check("position=nan_from_100", lengths=None)
-    assert rep.result("finite fp32").status == rep.result("prefix").status == "pass"
+    assert contract_result(rep, "finite fp32").status == contract_result(rep, "prefix").status == "pass"
     assert_fails("position=nan_from_100", "lengths", "logits at T=128 not finite")
     assert_fails("position=nan_from_100", "causality in use", "at T=128 (8 x L) in train mode", "not finite")
 
@@ -148,9 +149,12 @@ def test_a_position_whose_outputs_depend_on_the_length_fails_prefix(register):
 
     register(POSITIONAL, "length_scaled", LengthScaled)
     rep = check("position=length_scaled", lengths=None)
-    assert rep.result("causality").status == "pass"
-    assert rep.result("prefix").status == "fail"
-    assert "first offending position 0" in rep.result("prefix").detail and "from 8 to 16" in rep.result("prefix").detail
+    assert contract_result(rep, "causality").status == "pass"
+    assert contract_result(rep, "prefix").status == "fail"
+    assert (
+        "first offending position 0" in contract_result(rep, "prefix").detail
+        and "from 8 to 16" in contract_result(rep, "prefix").detail
+    )
 
 
 def test_noise_in_the_forward_fails_determinism(register):
@@ -192,9 +196,9 @@ def test_an_overflow_in_float16_fails_finite_fp16_only(register):
 
     register(ACTIVATIONS, "shifted", Shifted)
     rep = check("activation=shifted", lengths=None)
-    assert rep.result("finite fp32").status == rep.result("finite bf16").status == "pass"
-    assert rep.result("finite fp16").status == "fail"
-    assert "not finite under fp16" in rep.result("finite fp16").detail
+    assert contract_result(rep, "finite fp32").status == contract_result(rep, "finite bf16").status == "pass"
+    assert contract_result(rep, "finite fp16").status == "fail"
+    assert "not finite under fp16" in contract_result(rep, "finite fp16").detail
 
 
 def test_an_undeclared_length_limit_fails_lengths(register):
@@ -227,5 +231,8 @@ def test_a_config_the_component_refuses_skips_the_rest(register):
 
     register(POSITIONAL, "picky", Picky)
     rep = check("position=picky")
-    assert rep.result("config").status == "fail" and "needs d_model 4096" in rep.result("config").detail
+    assert (
+        contract_result(rep, "config").status == "fail"
+        and "needs d_model 4096" in contract_result(rep, "config").detail
+    )
     assert {r.status for r in rep.results[1:]} == {"skipped"} and rep.results[-1].contract == "time and memory"

@@ -16,6 +16,7 @@ from harness.tasks import IGNORE_INDEX, TASKS, Task, TaskParams
 from harness.tasks.copy import FIRST_SYMBOL, Copy
 from harness.tasks.padded import PaddedCopy
 from harness.tasks.tinyshakespeare import TinyShakespeare
+from helpers import contract_result
 from helpers.cli import invoke
 
 
@@ -27,26 +28,29 @@ def report(name: str, data_dir: Path) -> CheckReport:
 @pytest.mark.parametrize("contract", CONTRACTS)
 @pytest.mark.parametrize("name", TASKS.names())
 def test_every_task_meets_every_contract(name: str, contract: str, data_dir: Path) -> None:
-    result = report(name, data_dir).result(contract)
+    result = contract_result(report(name, data_dir), contract)
     assert result.status == "pass", result
 
 
 def test_the_version_is_reported(data_dir: Path) -> None:
     rep = report("associative_recall", data_dir)
-    assert rep.version == "2" and rep.result("version").data == {"version": "2"}
+    assert rep.version == "2" and contract_result(rep, "version").data == {"version": "2"}
 
 
 def test_the_lengths_contract_names_each_bound(data_dir: Path) -> None:
     """A file-backed task states its longest length per split and refuses one token more, naming
     the bound (the message of ``Task.sample``); a synthetic task has none."""
-    assert "train 1,003,853, val 55,769, test 55,769" in report("tinyshakespeare", data_dir).result("lengths").detail
+    assert (
+        "train 1,003,853, val 55,769, test 55,769"
+        in contract_result(report("tinyshakespeare", data_dir), "lengths").detail
+    )
     with pytest.raises(ValueError, match="provides at most seq_len 55769 from its 'test' split"):
         TASKS.get("tinyshakespeare")(data_dir=data_dir).sample(1, 55_770, np.random.default_rng(0), "test")
-    assert "any length" in report("copy", data_dir).result("lengths").detail
+    assert "any length" in contract_result(report("copy", data_dir), "lengths").detail
 
 
 def failing(name: str, contract: str) -> str:
-    result = check_task(name).result(contract)
+    result = contract_result(check_task(name), contract)
     assert result.status == "fail", result
     return result.detail
 
@@ -151,7 +155,7 @@ def test_a_broken_task_fails_its_contract(register, cls: type[Task], contract: s
 def test_a_target_readable_from_the_input_fails_answers_only(register, cls: type[Task], words: str) -> None:
     register(TASKS, cls.name, cls)
     rep = check_task(cls.name)
-    assert words in rep.result("answers").detail, rep.result("answers")
+    assert words in contract_result(rep, "answers").detail, contract_result(rep, "answers")
     assert [r.contract for r in rep.results if r.status != "pass"] == ["answers"]
 
 
@@ -167,7 +171,7 @@ def test_ablate_check_refuses_a_task_whose_target_is_its_input(register) -> None
 
 def test_test_windows_found_in_the_train_split_fail_splits(register, data_dir: Path) -> None:
     register(TASKS, "leaky_shakespeare", LeakyShakespeare)
-    detail = check_task("leaky_shakespeare", data_dir=data_dir).result("splits").detail
+    detail = contract_result(check_task("leaky_shakespeare", data_dir=data_dir), "splits").detail
     assert "windows of the test split occur in the train split" in detail
 
 
@@ -183,5 +187,8 @@ def test_missing_data_fails_data_and_skips_the_rest(monkeypatch, tmp_path: Path)
 
     monkeypatch.setattr(urllib.request, "urlopen", no_network)
     rep = check_task("tinyshakespeare", data_dir=tmp_path)
-    assert rep.result("data").status == "fail" and "could not be found or downloaded" in rep.result("data").detail
+    assert (
+        contract_result(rep, "data").status == "fail"
+        and "could not be found or downloaded" in contract_result(rep, "data").detail
+    )
     assert {r.status for r in rep.results[2:]} == {"skipped"}
