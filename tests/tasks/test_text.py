@@ -24,6 +24,7 @@ from harness.tasks import DataUnavailableError, build_task
 from harness.tasks import text as text_mod
 from harness.tasks import tinyshakespeare as ts
 from harness.tasks.vocab import BPEVocab, CharVocab
+from helpers import decode
 
 UNICODE = "naïve café, Ελληνικά — 日本語 🙂\nthe end of a line\n" * 40
 
@@ -37,13 +38,6 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def head(shakespeare_head: Path) -> Path:
     return shakespeare_head
-
-
-def _decode(vocab: CharVocab | BPEVocab, ids: np.ndarray) -> str:
-    """The text of ``ids``: the inverse of ``vocab.encode``."""
-    if isinstance(vocab, CharVocab):
-        return "".join(vocab.chars[i] for i in ids.tolist())
-    return vocab._tokenizer.decode(ids.tolist())
 
 
 def _split_tokens(task, split: str) -> np.ndarray:
@@ -87,7 +81,7 @@ def test_splits_are_contiguous_disjoint_and_cover_the_corpus(head: Path, params:
     (a0, a1), (b0, b1), (c0, c1) = (task.bounds[s] for s in ("train", "val", "test"))
     assert a0 == 0 and a1 == b0 and b1 == c0 and c1 == len(task.tokens)  # token ranges tile, no overlap
     for split, (start, stop) in chars.items():  # each split's tokens decode to exactly its text
-        assert _decode(task.vocab, _split_tokens(task, split)) == text[start:stop]
+        assert decode(task.vocab, _split_tokens(task, split).tolist()) == text[start:stop]
 
 
 @pytest.mark.parametrize("split", ["train", "val", "test"])
@@ -188,7 +182,7 @@ def test_bpe_on_text_without_whitespace_is_bounded_and_said(capsys: pytest.Captu
     )
     pieces = vocab._tokenizer.pre_tokenizer.pre_tokenize_str(dna[:5000])
     assert max(len(p) for p, _ in pieces) == 256  # vocab.MAX_WORD
-    assert vocab.size == 512 and _decode(vocab, vocab.encode(dna[:5000])) == dna[:5000]
+    assert vocab.size == 512 and decode(vocab, vocab.encode(dna[:5000]).tolist()) == dna[:5000]
 
 
 def test_bpe_on_text_with_whitespace_is_the_plain_byte_level_tokenizer(head: Path, capsys) -> None:
@@ -214,7 +208,7 @@ def test_a_folder_is_its_text_files_in_path_order(tmp_path: Path) -> None:
     _write(tmp_path, "corpus/.hidden/x.txt", "hidden\n" * 30)
     _write(tmp_path, "corpus/notes.md", "markdown\n" * 30)
     task = build_task("text", {"path": str(tmp_path / "corpus")})
-    whole = "".join(_decode(task.vocab, _split_tokens(task, s)) for s in ("train", "val", "test"))
+    whole = "".join(decode(task.vocab, _split_tokens(task, s).tolist()) for s in ("train", "val", "test"))
     assert whole == "first file\n" * 30 + "second file\n" * 30
     md = build_task("text", {"path": str(tmp_path / "corpus"), "glob": "*.md"})
     assert md.max_seq_len("train") + 1 + md.max_seq_len("val") + 1 + md.max_seq_len("test") + 1 == 9 * 30
@@ -248,7 +242,7 @@ def test_token_bytes_add_up_to_the_utf8_length(tmp_path: Path, params: dict) -> 
     task = build_task("text", {"path": str(path), **params})
     assert task.token_bytes.shape == (task.vocab_size,) and task.token_bytes.dtype == torch.long
     assert int(task.token_bytes[torch.from_numpy(task.tokens).long()].sum()) == len(UNICODE.encode("utf-8"))
-    assert _decode(task.vocab, task.tokens) == UNICODE
+    assert decode(task.vocab, task.tokens.tolist()) == UNICODE
 
 
 def test_char_vocab_refuses_an_unknown_character() -> None:

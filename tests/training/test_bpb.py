@@ -17,6 +17,7 @@ from harness.experiment.grid import plan
 from harness.seeding import numpy_rng
 from harness.tasks import IGNORE_INDEX, build_task
 from harness.training.scoring import score, summarise
+from helpers import decode
 
 UNICODE = "naïve café, Ελληνικά — 日本語 🙂\nthe end of a line\n" * 40
 
@@ -48,7 +49,7 @@ def test_bpb_of_the_scored_positions_by_hand(corpora: dict[str, dict], vocab: st
     scored = targets != IGNORE_INDEX
     nll = -torch.log_softmax(logits.double(), -1).gather(-1, targets.clamp(min=0)[..., None])[..., 0]  # (4, 32)
     nats = nll[scored].sum().item()
-    n_bytes = sum(len(task.vocab.decode(row[keep].tolist()).encode("utf-8")) for row, keep in zip(targets, scored))
+    n_bytes = sum(len(decode(task.vocab, row[keep].tolist()).encode("utf-8")) for row, keep in zip(targets, scored))
     assert sums["bytes"] == n_bytes and sums["tokens"] == scored.sum().item()
     assert metrics["bpb@x1"] == pytest.approx(nats / (n_bytes * math.log(2)), rel=1e-6)
     assert metrics["bpb@x1"] == pytest.approx(metrics["loss@x1"] * sums["tokens"] / (n_bytes * math.log(2)), rel=1e-12)
@@ -94,7 +95,7 @@ def test_a_run_reports_bpb_of_its_own_evaluation_set(corpora: dict[str, dict], t
     assert record["task_version"] == task.version
     for mult in (1, 2):  # the evaluation set, drawn again as the training layer draws it
         _, targets = task.sample(16, 16 * mult, numpy_rng(spec.seed, "test", mult), "test")
-        n_bytes = len(task.vocab.decode(targets.flatten().tolist()).encode("utf-8"))
+        n_bytes = len(decode(task.vocab, targets.flatten().tolist()).encode("utf-8"))
         expected = metrics[f"loss@x{mult}"] * targets.numel() / (n_bytes * math.log(2))
         assert metrics[f"bpb@x{mult}"] == pytest.approx(expected, rel=1e-6)
     history = (tmp_path / "results" / "tiny_text" / "cpu" / spec.run_id / "history.csv").read_text()
