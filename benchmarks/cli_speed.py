@@ -1,5 +1,7 @@
 """Wall time of `ablate --help` and `ablate list` (target < 1 s each): heavy imports (torch,
-Lightning, W&B) must stay inside the commands that need them.
+Lightning, W&B) must stay inside the commands that need them. Also `ablate run pe_extrapolation
+--profile cpu` with nothing left to run and `ablate status` of that grid (target < 3 s each), on a
+store restored from the grid's report data file.
 
 Usage: python benchmarks/cli_speed.py [--repeat 5] [--json]
 Prints the best and the median of ``--repeat`` fresh processes per command, and whether torch
@@ -13,11 +15,14 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ABLATE = Path(sys.executable).parent / "ablate"
 GOAL_S = 1.0
+PLANNED_GOAL_S = 3.0
+DATA = Path(__file__).resolve().parents[1] / "reports" / "data" / "pe_extrapolation.tar.gz"
 PROBE = (
     "import sys, runpy; sys.argv = ['ablate', *sys.argv[1:]]\n"
     "try:\n    runpy.run_module('harness.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
@@ -40,13 +45,23 @@ def measure(repeat: int = 5) -> dict:
     """Best and median seconds of ``ablate --help`` and ``ablate list``, their heavy imports, and a
     bare interpreter's start for reference."""
     out: dict = {"goal": GOAL_S, "commands": {}}
-    for cmd in (["--help"], ["list"]):
-        times = [timed([str(ABLATE), *cmd]) for _ in range(repeat)]
-        out["commands"][" ".join(cmd)] = {
-            "best": min(times),
-            "median": statistics.median(times),
-            "heavy": heavy_imports(cmd),
-        }
+    with tempfile.TemporaryDirectory() as store:
+        subprocess.run([str(ABLATE), "restore", str(DATA), "--results-dir", store], check=True, capture_output=True)
+        grid = ["pe_extrapolation", "--profile", "cpu", "--results-dir", store]
+        for cmd, goal in (
+            (["--help"], GOAL_S),
+            (["list"], GOAL_S),
+            (["run", *grid], PLANNED_GOAL_S),
+            (["status", *grid], PLANNED_GOAL_S),
+        ):
+            times = [timed([str(ABLATE), *cmd]) for _ in range(repeat)]
+            name = " ".join(cmd[:4]) + (" (nothing left to run)" if cmd[0] == "run" else "")
+            out["commands"][name] = {
+                "best": min(times),
+                "median": statistics.median(times),
+                "heavy": heavy_imports(cmd),
+                "goal": goal,
+            }
     out["python"] = min(timed([sys.executable, "-c", "pass"]) for _ in range(repeat))
     return out
 
@@ -60,10 +75,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(r))
         return
-    print(f"{'command':16s} {'best':>7s} {'median':>7s}  target < {GOAL_S:g} s  heavy modules imported")
+    print(f"{'command':60s} {'best':>7s} {'median':>7s}  target  heavy modules imported")
     for cmd, c in r["commands"].items():
-        ok = "ok" if c["median"] < GOAL_S else "MISSED"
-        print(f"ablate {cmd:9s} {c['best']:6.2f}s {c['median']:6.2f}s  {ok:12s} {c['heavy']}")
+        ok = f"< {c['goal']:g} s " + ("ok" if c["median"] < c["goal"] else "MISSED")
+        print(f"ablate {cmd:53s} {c['best']:6.2f}s {c['median']:6.2f}s  {ok:12s} {c['heavy']}")
     print(f"(a bare `python -c pass` takes {r['python']:.2f}s here)")
 
 

@@ -149,8 +149,8 @@ def rows(figures: dict) -> list[Row]:
                 Row(
                     f"`ablate {cmd}` (median)",
                     f"{t['median']:.2f} s (heavy modules imported: {t['heavy']}; python -c pass {c['python']:.2f} s)",
-                    f"< {c['goal']:g} s",
-                    t["median"] < c["goal"],
+                    f"< {t['goal']:g} s",
+                    t["median"] < t["goal"],
                 )
             )
     if m := figures.get("smoke"):
