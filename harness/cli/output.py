@@ -100,8 +100,10 @@ def selection(
     will_run: Callable[[RunSpec], bool] | None = None,
 ) -> Selection:
     """The :class:`Selection` a command works on, with what it was given for its hints (``typed``:
-    the ablation as named). A read-only command needs no data (run ids depend only on configs).
-    Raises AblateError as :func:`harness.experiment.selection.select` does."""
+    the ablation as named). A read-only command (``check_data`` False) needs no data and builds no
+    model (run ids depend only on configs; a variant ``ablate run`` would refuse has no runs to
+    read), unless ``will_run`` says otherwise. Raises AblateError as
+    :func:`harness.experiment.selection.select` does."""
     return select(
         abl,
         profile,
@@ -111,7 +113,7 @@ def selection(
         typed=typed,
         results=results,
         storage=storage,
-        will_run=will_run,
+        will_run=will_run if will_run is not None or check_data else (lambda spec: False),
     )
 
 

@@ -101,13 +101,39 @@ def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check
         raise AblateError(f"task {name!r}: {exc}") from None
 
 
-def check_variant(cfg: RunConfig, task: Task, where: str) -> None:
+def check_variant(cfg: RunConfig, task: Task, where: str, model: bool = True) -> None:
     """The step schedule, model names and shapes, the attention kernel where this process would
-    train (``flash``: never a silent fallback) and every length the task must provide."""
+    train (``flash``: never a silent fallback) and every length the task must provide;
+    ``model=False``: all but what builds the model's components (it imports torch)."""
+    check_schedule(cfg, where)
+    if model:
+        _check_model(cfg, task, where)
+    shortest = min(cfg.train.seq_len, *cfg.eval_lengths())
+    if shortest < task.min_seq_len:
+        raise AblateError(f"{where}: task {task.name!r} needs seq_len >= {task.min_seq_len}, got {shortest}")
+    seq_len = cfg.train.seq_len
+    for split in ("train", "val"):  # train.seq_len trains and validates
+        if (longest := task.max_seq_len(split)) is not None and seq_len > longest:
+            raise AblateError(
+                f"{where}: train.seq_len={seq_len} but task {task.name!r} provides rows of at most {longest} "
+                f"tokens from its {split} split; lower train.seq_len to at most {longest}"
+            )
+    for split in ("test", "val"):  # every evaluation length: test (run) and val (tune)
+        if (longest := task.max_seq_len(split)) is None:
+            continue
+        for mult, length in zip(cfg.eval.length_multipliers, cfg.eval_lengths()):
+            if length > longest:
+                raise AblateError(
+                    f"{where}: evaluation length {length} tokens ({mult} x train.seq_len={seq_len}) is longer than "
+                    f"task {task.name!r} provides from its {split} split ({longest} tokens); keep "
+                    f"eval.length_multipliers at most {longest // seq_len} or lower train.seq_len"
+                )
+
+
+def _check_model(cfg: RunConfig, task: Task, where: str) -> None:
     from harness.modules import KERNELS, POSITIONAL
     from harness.training.precision import compute_dtype, run_device
 
-    check_schedule(cfg, where)
     try:
         mcfg = transformer_config(cfg, task.vocab_size)
         position = POSITIONAL.get(mcfg.position)
@@ -129,26 +155,6 @@ def check_variant(cfg: RunConfig, task: Task, where: str) -> None:
             f"({max(cfg.eval.length_multipliers)} x train.seq_len={cfg.train.seq_len}); raise "
             f"model.max_len to at least {longest} or leave it unset (it then covers the longest evaluation)"
         )
-    shortest = min(cfg.train.seq_len, *cfg.eval_lengths())
-    if shortest < task.min_seq_len:
-        raise AblateError(f"{where}: task {task.name!r} needs seq_len >= {task.min_seq_len}, got {shortest}")
-    seq_len = cfg.train.seq_len
-    for split in ("train", "val"):  # train.seq_len trains and validates
-        if (longest := task.max_seq_len(split)) is not None and seq_len > longest:
-            raise AblateError(
-                f"{where}: train.seq_len={seq_len} but task {task.name!r} provides rows of at most {longest} "
-                f"tokens from its {split} split; lower train.seq_len to at most {longest}"
-            )
-    for split in ("test", "val"):  # every evaluation length: test (run) and val (tune)
-        if (longest := task.max_seq_len(split)) is None:
-            continue
-        for mult, length in zip(cfg.eval.length_multipliers, cfg.eval_lengths()):
-            if length > longest:
-                raise AblateError(
-                    f"{where}: evaluation length {length} tokens ({mult} x train.seq_len={seq_len}) is longer than "
-                    f"task {task.name!r} provides from its {split} split ({longest} tokens); keep "
-                    f"eval.length_multipliers at most {longest // seq_len} or lower train.seq_len"
-                )
 
 
 def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str) -> None:
@@ -193,9 +199,9 @@ def plan(
 ) -> tuple[str, list[RunSpec]]:
     """An ablation's grid for one profile as validated run specs, ordered seed, task, variant (finished
     seeds form complete pairs early); AblateError for any bad input. ``check_data=False`` (read-only
-    commands) skips the data files: run ids depend only on configs. :func:`check_variant`, which
-    builds a variant's components (imports torch), checks only variants one of whose runs
-    ``will_run`` (default: all): a grid with nothing left to run plans in well under a second."""
+    commands) skips the data files: run ids depend only on configs. :func:`check_variant` builds a
+    variant's components (imports torch) only when one of its runs ``will_run`` (default: all): a
+    grid with nothing left to run, and a read-only command, plan without torch."""
     profile, prof = abl.profile(profile)
     abl = abl.for_profile(profile)
     cli = parse_overrides(overrides)
@@ -224,8 +230,7 @@ def plan(
                 check = will_run is None or any(map(will_run, runs))
             except UnknownNameError as exc:
                 raise AblateError(f"{where}: {exc}") from None
-            if check:
-                check_variant(cfg, task, where)
+            check_variant(cfg, task, where, model=check)
             _check_metrics(entry, cfg, task, tname)
             for other, other_cfg, _ in per_task[tname]:  # one config, one run id: two runs into one folder
                 if other_cfg.hash_dump() == cfg.hash_dump():
