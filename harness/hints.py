@@ -11,11 +11,8 @@ from pathlib import Path
 
 from harness.redact import mask_url
 
-DEFAULT_RESULTS = Path("results")
-"""The CLI's default ``--results-dir``; a hint names the folder only when it differs."""
-
-DEFAULT_REPORTS = Path("reports")
-"""The default ``--out`` of ``ablate report``: where the committed reports and their data files are."""
+DEFAULT_RESULTS = Path("results")  # the default --results-dir: a hint names another one only
+DEFAULT_REPORTS = Path("reports")  # the default --out of `ablate report`: the committed reports
 
 
 def command(
@@ -38,6 +35,5 @@ def command(
 
 
 def results_option(results: Path | str) -> list[str]:
-    """``["--results-dir", R]`` when ``results`` is not the CLI's default folder, else ``[]``: for
-    the hints of commands that read a store but no grid (``ablate reproduce``, ``report --all``)."""
+    """``["--results-dir", R]`` when ``results`` is not the CLI's default folder, else ``[]``."""
     return ["--results-dir", str(results)] if Path(results) != DEFAULT_RESULTS else []

@@ -1,7 +1,6 @@
-"""What the command modules share: the console every command prints to (``output.console``,
-looked up at call time, so that a test can replace it once for every command), the data folder,
-the command's :class:`Selection`, and the checks of the paths a command is given, made before
-anything is read or written."""
+"""What the command modules share: the console (``output.console``, looked up at call time, so that
+a test can replace it once for every command), the command's :class:`Selection`, and the checks of
+the paths it is given, made before anything is read or written."""
 
 from __future__ import annotations
 
@@ -41,14 +40,12 @@ console = _Console(highlight=False, soft_wrap=not sys.stdout.isatty(), width=Non
 
 def data_dir() -> Path | None:
     """``$ABLATE_DATA_DIR`` (where tinyshakespeare.txt is looked up first), or None."""
-    env = os.environ.get("ABLATE_DATA_DIR")
-    return Path(env) if env else None
+    return Path(env) if (env := os.environ.get("ABLATE_DATA_DIR")) else None
 
 
 def check_results_dir(results: Path, create: bool = True) -> None:
     """For the commands that write the store: a results path that is a file, cannot be created or
-    cannot be written. ``create=False``: only refuse a file, and leave a missing folder uncreated (a
-    command that may still refuse on other grounds checks again before it writes)."""
+    written. ``create=False``: only refuse a file (a command that may still refuse checks again)."""
     if results.exists() and not results.is_dir():
         raise AblateError(f"--results-dir {results} exists and is not a folder; pass a folder path")
     if not create:
@@ -62,8 +59,7 @@ def check_results_dir(results: Path, create: bool = True) -> None:
 
 
 def check_wandb(mode: str) -> None:
-    """``--wandb online`` with no W&B credentials is refused before any run: every run would fail
-    on ``wandb.init`` (:func:`harness.credentials.has_wandb_credentials`)."""
+    """``--wandb online`` with no W&B credentials: every run would fail on ``wandb.init``."""
     if mode == "online" and not has_wandb_credentials():
         raise AblateError(
             "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
@@ -72,8 +68,8 @@ def check_wandb(mode: str) -> None:
 
 
 def check_results_readable(results: Path) -> None:
-    """For the commands that read the store: a results path that is a file, lies under a file (no
-    store can ever be made there: ``ablate run`` refuses to create it) or cannot be read."""
+    """For the commands that read the store: a results path that is a file, lies under a file or
+    cannot be read."""
     if results.exists() and not results.is_dir():
         raise AblateError(f"--results-dir {results} is not a folder; pass the folder `ablate run` wrote to")
     if not results.exists():
@@ -99,9 +95,7 @@ def selection(
     check_data: bool = False,
     will_run: Callable[[RunSpec], bool] | None = None,
 ) -> Selection:
-    """The :class:`Selection` a command works on, with what it was given for its hints (``typed``:
-    the ablation as named). A read-only command needs no data (run ids depend only on configs).
-    Raises AblateError as :func:`harness.experiment.selection.select` does."""
+    """:func:`harness.experiment.selection.select` with the data folder, read-only by default."""
     return select(
         abl,
         profile,
@@ -118,11 +112,9 @@ def selection(
 def check_store_exists(
     sel: Selection, tuned: bool = False, *, flag: str = "--profile", data_file: Path | None = None
 ) -> None:
-    """The profile's folder must exist; else the ``ablate run`` command that fills it, and the
-    profiles whose runs the store does hold (untuned only; ``flag``: the option that names one,
-    ``--profile``, or ``--from`` for ``ablate plan``'s pilot). ``data_file``: the data file of the
-    profile's report (``reports/data/...``, for the commands that take ``--from``), named as the way
-    to read its runs without the store; ignored with overrides (another grid's runs)."""
+    """The profile's folder must exist; else name the ``ablate run`` that fills it, the profiles the
+    store holds (untuned only; ``flag`` names one: ``--profile``, or ``plan``'s ``--from``) and
+    ``data_file``, the report's data file to read instead (without overrides)."""
     results, name, profile = sel.results, sel.name, sel.profile
     folders = [results / name / tuned_profile(profile)] + ([] if tuned else [results / name / profile])
     folder = folders[-1]
@@ -143,7 +135,7 @@ def check_store_exists(
 
 
 def _profiles_with_runs(folder: Path) -> list[str]:
-    """The profiles (not ``PROFILE+tuned``) under an ablation's store folder with a run folder, sorted."""
+    """The untuned profiles under an ablation's store folder with a run folder, sorted."""
     try:
         return sorted(
             p.name
