@@ -104,9 +104,8 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
         say(line)
     space = resolve_space(abl, sel.profile)
     say(f"tune space ({sel.profile}): " + ("; ".join(f"{k} {v.describe()}" for k, v in space.items()) or "empty"))
-    table = RichTable(title=f"{len(sel.specs)} runs ({sel.profile} profile, seeds {sel.settings.seeds})")
-    for col in ("run id", "task", "variant", "seed", "d_model", "layers", "steps", "train L", "eval lengths"):
-        table.add_column(col)
+    columns = ("run id", "task", "variant", "seed", "d_model", "layers", "steps", "train L", "eval lengths")
+    table = RichTable(*columns, title=f"{len(sel.specs)} runs ({sel.profile} profile, seeds {sel.settings.seeds})")
     for s in sel.specs:
         c = s.config
         table.add_row(
@@ -150,9 +149,7 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
 
         looks.design_of(sel)  # a design that could decide nothing is refused before the table
     columns = (*STATUSES, "running", "pending")
-    table = RichTable(title=f"{sel.name} / {sel.profile} in {results}")
-    for col in ("task", "variant", *columns):
-        table.add_column(col)
+    table = RichTable("task", "variant", *columns, title=f"{sel.name} / {sel.profile} in {results}")
     counts: dict[tuple[str, str], dict[str, int]] = {}
     notes = []
     for s in sel.specs:

@@ -120,7 +120,17 @@ def check_store_exists(
     folder = folders[-1]
     if any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
         return
-    held = [] if tuned else _profiles_with_runs(results / name)
+    held: list[str] = []  # the untuned profiles with a run folder; none in a folder that cannot be listed
+    try:
+        if not tuned:
+            held = sorted(
+                p.name
+                for p in (results / name).iterdir()
+                if p.is_dir() and not p.name.startswith(".") and not p.name.endswith(tuned_profile(""))
+                if any(r.is_dir() and not r.name.startswith(".") for r in p.iterdir())
+            )
+    except OSError:
+        pass
     raise AblateError(
         f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
         f"{folder} does not exist; run `{sel.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
@@ -132,18 +142,3 @@ def check_store_exists(
             else ""
         )
     )
-
-
-def _profiles_with_runs(folder: Path) -> list[str]:
-    """The untuned profiles under an ablation's store folder with a run folder, sorted."""
-    try:
-        return sorted(
-            p.name
-            for p in folder.iterdir()
-            if p.is_dir()
-            and not p.name.startswith(".")
-            and not p.name.endswith(tuned_profile(""))
-            and any(r.is_dir() and not r.name.startswith(".") for r in p.iterdir())
-        )
-    except OSError:  # cannot be listed: none
-        return []
