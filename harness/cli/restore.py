@@ -26,7 +26,6 @@ def restore(files: list[Path], results: Path) -> int:
     AblateError: no file, a refused file (nothing written), a store that cannot be written."""
     if not files:
         raise AblateError("name the data files to restore, e.g. `ablate restore reports/data`")
-    results = Path(results)
     output.check_results_readable(results)
     todo = plan(files)
     for why in dict.fromkeys(why for _, why in todo.skipped):
