@@ -1,8 +1,6 @@
 """The commands the CLI suggests ("run `ablate run X --profile smoke` first"), built in one place so
-that each works as printed and reads the grid the user was looking at: the ablation as they named
-it (a registered name or a YAML path), the resolved profile, the key=value overrides,
-``--results-dir`` and the Optuna ``--storage``. A command over a grid asks its
-:class:`harness.experiment.selection.Selection` (``sel.command(...)``), which holds all of them."""
+that each works as printed on the grid the user named: ablation as typed, profile, overrides,
+``--results-dir`` and ``--storage`` (over a grid: ``Selection.command``, which holds them all)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""What one command works on: one ablation, one profile, the command line's ``key=value``
-overrides, and where its runs are. Built once per command by :func:`select` and handed down, so
-that the profile's subset of the grid, the run ids it expects and the commands a hint suggests
-(:mod:`harness.hints`) are derived in one place."""
+"""What one command works on (one ablation, profile, ``key=value`` overrides and store), built once
+by :func:`select` and handed down: its runs, their ids and its hints are derived in one place."""
 
 from __future__ import annotations
 
