@@ -124,9 +124,10 @@ INTERRUPTED_REPORT = (
 )
 
 
-def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "interrupted", **kwargs):
-    """Run ``fn``; bad input exits 2 with one line, Ctrl-C 130 with ``on_interrupt``. ``plugins``: the
-    ``--plugin`` values to load, with the installed plugins, first (None: load none)."""
+def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "interrupted", **kwargs) -> None:
+    """Run ``fn``, exiting with the int it returns; bad input exits 2 with one line, Ctrl-C 130 with
+    ``on_interrupt``. ``plugins``: the ``--plugin`` values to load, with the installed ones, first
+    (None: load none)."""
     from harness.errors import AblateError
 
     try:
@@ -134,13 +135,15 @@ def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "inte
             from harness.experiment import plugins as plugin_loader
 
             plugin_loader.load_for_command(plugins)
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
     except AblateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         typer.echo(on_interrupt, err=True)
         raise typer.Exit(130) from None
+    if isinstance(result, int):  # the exit status of a command that has one (other results: 0)
+        raise typer.Exit(result)
 
 
 def wandb_mode(mode: WandbMode, logs: bool = True) -> str:

@@ -133,14 +133,12 @@ def restore(
     the runs the store lacks."""
     from harness.cli import restore as restore_cmd
 
-    raise typer.Exit(
-        o.guard(
-            restore_cmd.restore,
-            files or [],
-            results_dir,
-            on_interrupt="interrupted: the runs restored so far are in the store; the same command again "
-            "restores the rest (a run folder left without record.json is completed)",
-        )
+    o.guard(
+        restore_cmd.restore,
+        files or [],
+        results_dir,
+        on_interrupt="interrupted: the runs restored so far are in the store; the same command again "
+        "restores the rest (a run folder left without record.json is completed)",
     )
 
 
@@ -152,4 +150,4 @@ def sync(
     `wandb login`) and network."""
     from harness.training import wandb_upload
 
-    raise typer.Exit(o.guard(wandb_upload.sync, results_dir, dry_run=dry_run, echo=typer.echo))
+    o.guard(wandb_upload.sync, results_dir, dry_run=dry_run, echo=typer.echo)

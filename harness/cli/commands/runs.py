@@ -91,22 +91,20 @@ def run(
         gpus_per_run=gpus_per_run,
         retry=retry,
     )
-    raise typer.Exit(
-        o.guard(
-            run_cmd.run,
-            name,
-            profile,
-            overrides or [],
-            results_dir,
-            workers=workers or None,
-            threads=threads,
-            wandb=o.wandb_mode(wandb),
-            tuned=tuned,
-            storage=storage,
-            launch=launch,
-            plugins=plugin or [],
-            on_interrupt=o.INTERRUPTED_RUNS,
-        )
+    o.guard(
+        run_cmd.run,
+        name,
+        profile,
+        overrides or [],
+        results_dir,
+        workers=workers or None,
+        threads=threads,
+        wandb=o.wandb_mode(wandb),
+        tuned=tuned,
+        storage=storage,
+        launch=launch,
+        plugins=plugin or [],
+        on_interrupt=o.INTERRUPTED_RUNS,
     )
 
 
@@ -132,19 +130,17 @@ def reproduce(
     from harness.execution.run_folder import RunOptions
 
     launch = Launch(options=RunOptions(run_timeout=run_timeout))
-    raise typer.Exit(
-        o.guard(
-            reproduce_cmd.reproduce,
-            rid,
-            results_dir,
-            dry_run=dry_run,
-            workers=workers,
-            threads=threads,
-            wandb=o.wandb_mode(wandb),
-            launch=launch,
-            plugins=plugin or [],
-            on_interrupt=o.INTERRUPTED_RUNS,
-        )
+    o.guard(
+        reproduce_cmd.reproduce,
+        rid,
+        results_dir,
+        dry_run=dry_run,
+        workers=workers,
+        threads=threads,
+        wandb=o.wandb_mode(wandb),
+        launch=launch,
+        plugins=plugin or [],
+        on_interrupt=o.INTERRUPTED_RUNS,
     )
 
 
@@ -180,21 +176,19 @@ def tune(
     """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
     from harness.cli import tune as tune_cmd
 
-    raise typer.Exit(
-        o.guard(
-            tune_cmd.tune,
-            name,
-            profile,
-            overrides or [],
-            results_dir,
-            trials=trials,
-            tasks=task or None,
-            variants=variant or None,
-            storage=storage,
-            pruner=pruner.value,
-            threads=threads,
-            heartbeat=heartbeat,
-            plugins=plugin or [],
-            on_interrupt=o.INTERRUPTED_TRIALS,
-        )
+    o.guard(
+        tune_cmd.tune,
+        name,
+        profile,
+        overrides or [],
+        results_dir,
+        trials=trials,
+        tasks=task or None,
+        variants=variant or None,
+        storage=storage,
+        pruner=pruner.value,
+        threads=threads,
+        heartbeat=heartbeat,
+        plugins=plugin or [],
+        on_interrupt=o.INTERRUPTED_TRIALS,
     )

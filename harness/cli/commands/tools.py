@@ -29,16 +29,14 @@ def check(
     """The contract suite on components and tasks (shapes, causality, precisions, lengths, ...); exit 1 if one fails."""
     from harness.cli import check as check_cmd
 
-    raise typer.Exit(
-        o.guard(
-            check_cmd.check,
-            names or [],
-            fmt=fmt.value,
-            every=every,
-            seed=seed,
-            threads=threads,
-            plugins=plugin or [],
-        )
+    o.guard(
+        check_cmd.check,
+        names or [],
+        fmt=fmt.value,
+        every=every,
+        seed=seed,
+        threads=threads,
+        plugins=plugin or [],
     )
 
 
