@@ -95,14 +95,13 @@ def _line(d: Restored) -> str:
 
 
 def _next_steps(done: list[Restored], results: Path, differ: int) -> None:
-    flag = results_option(results)
     known = ablation_mod.available()  # a scan of the ablations folder: once
     registered = [d for d in done if d.ablation in known]
     lines = []
     if registered:
         d = registered[0]
         lines += [
-            f"`{shlex.join(['ablate', 'report', '--all', *flag])}` makes every report and the index from them",
+            f"`{shlex.join(['ablate', 'report', '--all', *results_option(results)])}` makes every report and the index from them",
             f"`{command('run', d.ablation, d.profile.removesuffix('+tuned'), results=results)}` "
             "trains only the runs the store lacks",
         ]

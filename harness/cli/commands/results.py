@@ -71,11 +71,10 @@ def report(
     from harness.cli import report as report_cmd
 
     common = {"storage": storage, "source": source, "plugins": plugin or [], "on_interrupt": o.INTERRUPTED_REPORT}
-    if every:  # --all logs no W&B run: auto is off
-        mode = o.wandb_mode(wandb, logs=False)
+    mode = o.wandb_mode(wandb, logs=not every and source is None)  # --all and --from log no W&B run: auto is off
+    if every:
         o.guard(report_cmd.report_all, results_dir, out, name=name, profile=profile, wandb=mode, **common)
-    else:  # nor does --from
-        mode = o.wandb_mode(wandb, logs=source is None)
+    else:
         o.guard(report_cmd.report, name, profile, results_dir, out, overrides=overrides or [], wandb=mode, **common)
 
 
