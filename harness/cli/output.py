@@ -23,18 +23,16 @@ from harness.tune.studies import tuned_profile
 
 
 class _Console(Console):
-    """Rich's console, but a closed stdout pipe is left to the command line (``harness.cli.app``: exit
-    141; rich's own handler exits 1). A display thread (the progress of ``ablate run``) stops
-    printing without a word; the main thread's next output ends the command."""
+    """Rich's console, but a closed stdout pipe is left to ``harness.cli.app`` (exit 141, not rich's 1);
+    a display thread (``ablate run``'s progress) stops without a word."""
 
     def on_broken_pipe(self) -> None:
         if threading.current_thread() is threading.main_thread():
             raise BrokenPipeError(errno.EPIPE, "stdout was closed by its reader")
 
 
-# Piped or captured output gets a wide virtual terminal so that tables are not squeezed to 80 columns,
-# and lines are left whole (soft wrap); a terminal gets its own width, and a line longer than it wraps
-# between words (a terminal's own wrapping would cut `ETA 5m14s` into `ETA 5` / `m14s`).
+# Piped or captured: a wide virtual terminal (tables not squeezed to 80 columns), lines left whole; a
+# terminal: its own width, long lines wrapped between words (not `ETA 5` / `m14s`).
 console = _Console(highlight=False, soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else 160)
 
 
@@ -72,12 +70,11 @@ def check_results_readable(results: Path) -> None:
     cannot be read."""
     if results.exists() and not results.is_dir():
         raise AblateError(f"--results-dir {results} is not a folder; pass the folder `ablate run` wrote to")
-    if not results.exists():
-        above = next((p for p in results.parents if p.exists()), None)
-        if above is not None and not above.is_dir():
-            raise AblateError(
-                f"--results-dir {results} cannot be a folder: {above} is a file; pass the folder `ablate run` wrote to"
-            )
+    above = next((p for p in results.parents if p.exists()), None)  # the nearest path above that exists
+    if not results.exists() and above is not None and not above.is_dir():
+        raise AblateError(
+            f"--results-dir {results} cannot be a folder: {above} is a file; pass the folder `ablate run` wrote to"
+        )
     if results.is_dir() and not os.access(results, os.R_OK | os.X_OK):
         raise AblateError(
             f"--results-dir {results} cannot be read (permission denied); fix its permissions or pass a readable copy"
