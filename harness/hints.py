@@ -1,8 +1,6 @@
 """The commands the CLI suggests ("run `ablate run X --profile smoke` first"), built in one place so
-that each works as printed and reads the grid the user was looking at: the ablation as they named
-it (a registered name or a YAML path), the resolved profile, the key=value overrides,
-``--results-dir`` and the Optuna ``--storage``. A command over a grid asks its
-:class:`harness.experiment.selection.Selection` (``sel.command(...)``), which holds all of them."""
+that each works as printed on the grid the user named: ablation as typed, profile, overrides,
+``--results-dir`` and ``--storage`` (over a grid: ``Selection.command``, which holds them all)."""
 
 from __future__ import annotations
 
@@ -11,11 +9,8 @@ from pathlib import Path
 
 from harness.redact import mask_url
 
-DEFAULT_RESULTS = Path("results")
-"""The CLI's default ``--results-dir``; a hint names the folder only when it differs."""
-
-DEFAULT_REPORTS = Path("reports")
-"""The default ``--out`` of ``ablate report``: where the committed reports and their data files are."""
+DEFAULT_RESULTS = Path("results")  # the default --results-dir: a hint names another one only
+DEFAULT_REPORTS = Path("reports")  # the default --out of `ablate report`: the committed reports
 
 
 def command(
@@ -38,6 +33,5 @@ def command(
 
 
 def results_option(results: Path | str) -> list[str]:
-    """``["--results-dir", R]`` when ``results`` is not the CLI's default folder, else ``[]``: for
-    the hints of commands that read a store but no grid (``ablate reproduce``, ``report --all``)."""
+    """``["--results-dir", R]`` when ``results`` is not the CLI's default folder, else ``[]``."""
     return ["--results-dir", str(results)] if Path(results) != DEFAULT_RESULTS else []

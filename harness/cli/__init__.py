@@ -5,6 +5,6 @@ that tests call directly (one module per command group)."""
 def main() -> None:
     """The ``ablate`` console script (``harness.cli:main``): the typer app, imported only when the
     command line starts, so that importing a command module does not import typer."""
-    from harness.cli.app import main as run_app
+    from harness.cli.app import app
 
-    run_app()
+    app()

@@ -1,5 +1,5 @@
 """``python -m harness.cli ARGS`` is ``ablate ARGS``."""
 
-from harness.cli.app import main
+from harness.cli.app import app
 
-main()
+app()

@@ -19,10 +19,8 @@ CLOSED_PIPE_EXIT = 141  # a closed output pipe (`ablate list | head -1`): 128 + 
 
 
 class _Commands(TyperGroup):
-    """The ``ablate`` command group: a closed stdout pipe, found while a command parses (``--help``
-    prints then) or runs, or at the flush of its output before it returns, ends it quietly with
-    :data:`CLOSED_PIPE_EXIT` (click's own handler exits 1); what is still buffered goes to /dev/null,
-    so that the interpreter's last flush does not fail either."""
+    """The ``ablate`` command group: a closed stdout pipe, while a command parses, runs or flushes,
+    ends it quietly with :data:`CLOSED_PIPE_EXIT` (click exits 1), the rest of stdout to /dev/null."""
 
     @staticmethod
     @contextmanager
@@ -57,28 +55,12 @@ app = typer.Typer(
 )
 
 
-app.command("list")(inspect.list_cmd)
-app.command()(inspect.show)
-app.command()(inspect.schema)
-app.command()(runs.run)
-app.command()(inspect.status)
-app.command()(results.compare)
-app.command()(results.report)
-app.command()(runs.reproduce)
-app.command("plan")(results.plan_cmd)
-app.command()(runs.tune)
-app.command()(results.restore)
-app.command()(results.sync)
-app.command()(tools.check)
+for declared in (
+    *(inspect.list_cmd, inspect.show, inspect.schema, runs.run, inspect.status, results.compare, results.report),
+    *(runs.reproduce, results.plan_cmd, runs.tune, results.restore, results.sync, tools.check),
+):  # in the order `ablate --help` lists them
+    app.command(declared.__name__.removesuffix("_cmd"))(declared)
 
 bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks outside the run store.")
 app.add_typer(bench_app, name="bench")
 bench_app.command("attention")(tools.bench_attention)
-
-
-def main() -> None:
-    app()
-
-
-if __name__ == "__main__":
-    main()

@@ -54,14 +54,9 @@ def attention(
     threads: int | None = None,
     out: Path = Path("results/bench"),
 ) -> Path:
-    """Bench every kernel x length (:func:`harness.bench.attention.bench`), write
-    ``out/attention-DEVICE-DTYPE.json`` (environment, config, rows; read back by
-    :mod:`harness.report.bench`) and print the table with ratios to sdpa; returns the JSON path.
-
-    Raises:
-        AblateError: an unknown device, dtype or kernel, no CUDA, bad lengths or shape, an ``out``
-            that is a file or lies under one: all before the bench runs.
-    """
+    """Bench every kernel x length (:func:`harness.bench.attention.bench`), write and return
+    ``out/attention-DEVICE-DTYPE.json`` and print the table. Raises AblateError before the bench
+    runs: an unknown device, dtype or kernel, no CUDA, bad lengths or shape, an ``out`` under a file."""
     device = ("cuda" if torch.cuda.is_available() else "cpu") if device is None else device
     if device not in DEFAULT_LENGTHS:
         raise AblateError(f"--device {device!r}: use cpu or cuda")

@@ -67,9 +67,8 @@ def table(report: CheckReport) -> RichTable:
     """The report as a rich table: contract, result, detail, seconds."""
     counts = {s: sum(r.status == s for r in report.results) for s in STYLE}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    out = RichTable(title=f"{report.target} (version {report.version}): {summary} in {report.seconds:.2f} s")
-    for col in ("contract", "result", "detail"):
-        out.add_column(col)
+    title = f"{report.target} (version {report.version}): {summary} in {report.seconds:.2f} s"
+    out = RichTable("contract", "result", "detail", title=title)
     out.add_column("s", justify="right")
     for r in report.results:
         out.add_row(r.contract, Text(r.status, style=STYLE[r.status]), Text(r.detail), f"{r.seconds:.2f}")

@@ -4,6 +4,7 @@ and how far its runs are; nothing here trains or analyses."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table as RichTable
@@ -18,6 +19,10 @@ from harness.experiment.search_space import resolve_space
 from harness.experiment.selection import Selection
 from harness.store.record import STATUSES
 from harness.store.runs import read_record, run_dir, scan
+
+if TYPE_CHECKING:
+    from harness.analysis.sequential import Design
+    from harness.experiment.declaration import Sequential
 
 
 def list_all(components: bool = False) -> None:
@@ -85,17 +90,10 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
             f"smallest effect of interest {entry.primary.sesoi:g}){gate}"
         )
     for pname, p in abl.profiles.items():
-        seq = p.sequential
-        subset = "".join(
-            [
-                f"; only tasks {', '.join(p.only_tasks)}" if p.only_tasks else "",
-                f"; only variants {', '.join(p.only_variants)}" if p.only_variants else "",
-                f"; sequential: looks at {', '.join(map(str, seq.looks))} seeds, {seq.spending} spending, "
-                f"alpha {seq.alpha:g}"
-                if seq
-                else "",
-            ]
+        subset = (f"; only tasks {', '.join(p.only_tasks)}" if p.only_tasks else "") + (
+            f"; only variants {', '.join(p.only_variants)}" if p.only_variants else ""
         )
+        subset += f"; sequential: {_design(p.sequential)}" if p.sequential else ""
         say(
             f"profile {pname}{' (selected)' if pname == sel.profile else ''}: {len(p.seeds)} seeds, "
             f"{'confirmatory' if p.confirmatory else 'pilot'}{subset} — {p.description}"
@@ -104,9 +102,8 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
         say(line)
     space = resolve_space(abl, sel.profile)
     say(f"tune space ({sel.profile}): " + ("; ".join(f"{k} {v.describe()}" for k, v in space.items()) or "empty"))
-    table = RichTable(title=f"{len(sel.specs)} runs ({sel.profile} profile, seeds {sel.settings.seeds})")
-    for col in ("run id", "task", "variant", "seed", "d_model", "layers", "steps", "train L", "eval lengths"):
-        table.add_column(col)
+    columns = ("run id", "task", "variant", "seed", "d_model", "layers", "steps", "train L", "eval lengths")
+    table = RichTable(*columns, title=f"{len(sel.specs)} runs ({sel.profile} profile, seeds {sel.settings.seeds})")
     for s in sel.specs:
         c = s.config
         table.add_row(
@@ -115,6 +112,10 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
             ",".join(map(str, c.eval_lengths())),
         )
     say(table)
+
+
+def _design(seq: Sequential | Design) -> str:
+    return f"looks at {', '.join(map(str, seq.looks))} seeds, {seq.spending} spending, alpha {seq.alpha:g}"
 
 
 def _too_few_seeds(abl: Ablation, sel: Selection, alpha: float = 0.05) -> str | None:
@@ -150,9 +151,7 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
 
         looks.design_of(sel)  # a design that could decide nothing is refused before the table
     columns = (*STATUSES, "running", "pending")
-    table = RichTable(title=f"{sel.name} / {sel.profile} in {results}")
-    for col in ("task", "variant", *columns):
-        table.add_column(col)
+    table = RichTable("task", "variant", *columns, title=f"{sel.name} / {sel.profile} in {results}")
     counts: dict[tuple[str, str], dict[str, int]] = {}
     notes = []
     for s in sel.specs:
@@ -182,10 +181,6 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         say(note)
     if sequential:  # the look the design reached and what each primary comparison waits for
         st = looks.state(sel, found.records)
-        d = st.design
-        say(
-            f"sequential design: looks at {', '.join(map(str, d.looks))} seeds, {d.spending} spending, "
-            f"alpha {d.alpha:g}; {st.summary()}"
-        )
+        say(f"sequential design: {_design(st.design)}; {st.summary()}")
         for c in st.comparisons:
             say(f"  {c.task} {escape(c.variant)} vs {escape(sel.ablation.baseline_label)}: {st.waits_for(c)}")

@@ -1,6 +1,4 @@
-"""What the commands of :mod:`harness.cli.app` share: the options and arguments several declare, the
-parsers of path options, the ``--wandb`` modes and :func:`guard`, which turns bad input into exit
-code 2 and Ctrl-C into exit code 130."""
+"""The options and arguments several commands declare, and :func:`guard`, which runs a command."""
 
 from __future__ import annotations
 
@@ -16,10 +14,8 @@ from harness.bounds import INT_MAX
 
 
 def given(flag: str, fix: str, convert: Callable[[str], Any] = Path) -> Callable[[Any], Any]:
-    """The parser of a path option ``flag`` (a folder, a file, a database URL): an empty or blank
-    value (``--results-dir ""``, an unset shell variable) is refused with ``fix`` before anything
-    runs, never read as ``Path("")``, which is the current folder; an existing path that cannot be
-    read is refused as typer's own ``Path`` type did, in one line (``error:``, exit code 2)."""
+    """The parser of a path option ``flag``: an empty or blank value (an unset shell variable) is
+    refused with ``fix``, never read as ``Path("")``, the current folder; so is an unreadable path."""
 
     def parse(value: Any) -> Any:
         if not isinstance(value, str):  # the option's default
@@ -128,10 +124,10 @@ INTERRUPTED_REPORT = (
 )
 
 
-def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "interrupted", **kwargs):
-    """Run ``fn``; bad input exits 2 with one line. ``plugins``: a command that plans or runs loads
-    the installed plugins and its ``--plugin`` values first (None: a command that loads none).
-    ``on_interrupt``: the line Ctrl-C prints (exit 130), what is kept and how to continue."""
+def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "interrupted", **kwargs) -> None:
+    """Run ``fn``, exiting with the int it returns; bad input exits 2 with one line, Ctrl-C 130 with
+    ``on_interrupt``. ``plugins``: the ``--plugin`` values to load, with the installed ones, first
+    (None: load none)."""
     from harness.errors import AblateError
 
     try:
@@ -139,19 +135,20 @@ def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "inte
             from harness.experiment import plugins as plugin_loader
 
             plugin_loader.load_for_command(plugins)
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
     except AblateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         typer.echo(on_interrupt, err=True)
         raise typer.Exit(130) from None
+    if isinstance(result, int):  # the exit status of a command that has one (other results: 0)
+        raise typer.Exit(result)
 
 
 def wandb_mode(mode: WandbMode, logs: bool = True) -> str:
-    """The one reading of ``--wandb``: ``auto`` is ``off`` for a command that logs no W&B run here
-    (``logs`` False: ``report --all``, ``report --from``), else online when W&B would find
-    credentials (``WANDB_API_KEY`` or ``wandb login``'s ``.netrc`` entry), else offline."""
+    """``--wandb``: ``auto`` is ``off`` for a command that logs no W&B run (``logs`` False), else
+    online when W&B would find credentials, else offline."""
     if mode is not WandbMode.auto:
         return mode.value
     if not logs:

@@ -1,7 +1,6 @@
-"""What the command modules share: the console every command prints to (``output.console``,
-looked up at call time, so that a test can replace it once for every command), the data folder,
-the command's :class:`Selection`, and the checks of the paths a command is given, made before
-anything is read or written."""
+"""What the command modules share: the console (``output.console``, looked up at call time, so that
+a test can replace it once for every command), the command's :class:`Selection`, and the checks of
+the paths it is given, made before anything is read or written."""
 
 from __future__ import annotations
 
@@ -24,31 +23,27 @@ from harness.tune.studies import tuned_profile
 
 
 class _Console(Console):
-    """Rich's console, but a closed stdout pipe is left to the command line (``harness.cli.app``: exit
-    141; rich's own handler exits 1). A display thread (the progress of ``ablate run``) stops
-    printing without a word; the main thread's next output ends the command."""
+    """Rich's console, but a closed stdout pipe is left to ``harness.cli.app`` (exit 141, not rich's 1);
+    a display thread (``ablate run``'s progress) stops without a word."""
 
     def on_broken_pipe(self) -> None:
         if threading.current_thread() is threading.main_thread():
             raise BrokenPipeError(errno.EPIPE, "stdout was closed by its reader")
 
 
-# Piped or captured output gets a wide virtual terminal so that tables are not squeezed to 80 columns,
-# and lines are left whole (soft wrap); a terminal gets its own width, and a line longer than it wraps
-# between words (a terminal's own wrapping would cut `ETA 5m14s` into `ETA 5` / `m14s`).
+# Piped or captured: a wide virtual terminal (tables not squeezed to 80 columns), lines left whole; a
+# terminal: its own width, long lines wrapped between words (not `ETA 5` / `m14s`).
 console = _Console(highlight=False, soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else 160)
 
 
 def data_dir() -> Path | None:
     """``$ABLATE_DATA_DIR`` (where tinyshakespeare.txt is looked up first), or None."""
-    env = os.environ.get("ABLATE_DATA_DIR")
-    return Path(env) if env else None
+    return Path(env) if (env := os.environ.get("ABLATE_DATA_DIR")) else None
 
 
 def check_results_dir(results: Path, create: bool = True) -> None:
     """For the commands that write the store: a results path that is a file, cannot be created or
-    cannot be written. ``create=False``: only refuse a file, and leave a missing folder uncreated (a
-    command that may still refuse on other grounds checks again before it writes)."""
+    written. ``create=False``: only refuse a file (a command that may still refuse checks again)."""
     if results.exists() and not results.is_dir():
         raise AblateError(f"--results-dir {results} exists and is not a folder; pass a folder path")
     if not create:
@@ -62,8 +57,7 @@ def check_results_dir(results: Path, create: bool = True) -> None:
 
 
 def check_wandb(mode: str) -> None:
-    """``--wandb online`` with no W&B credentials is refused before any run: every run would fail
-    on ``wandb.init`` (:func:`harness.credentials.has_wandb_credentials`)."""
+    """``--wandb online`` with no W&B credentials: every run would fail on ``wandb.init``."""
     if mode == "online" and not has_wandb_credentials():
         raise AblateError(
             "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
@@ -72,16 +66,15 @@ def check_wandb(mode: str) -> None:
 
 
 def check_results_readable(results: Path) -> None:
-    """For the commands that read the store: a results path that is a file, lies under a file (no
-    store can ever be made there: ``ablate run`` refuses to create it) or cannot be read."""
+    """For the commands that read the store: a results path that is a file, lies under a file or
+    cannot be read."""
     if results.exists() and not results.is_dir():
         raise AblateError(f"--results-dir {results} is not a folder; pass the folder `ablate run` wrote to")
-    if not results.exists():
-        above = next((p for p in results.parents if p.exists()), None)
-        if above is not None and not above.is_dir():
-            raise AblateError(
-                f"--results-dir {results} cannot be a folder: {above} is a file; pass the folder `ablate run` wrote to"
-            )
+    above = next((p for p in results.parents if p.exists()), None)  # the nearest path above that exists
+    if not results.exists() and above is not None and not above.is_dir():
+        raise AblateError(
+            f"--results-dir {results} cannot be a folder: {above} is a file; pass the folder `ablate run` wrote to"
+        )
     if results.is_dir() and not os.access(results, os.R_OK | os.X_OK):
         raise AblateError(
             f"--results-dir {results} cannot be read (permission denied); fix its permissions or pass a readable copy"
@@ -120,17 +113,25 @@ def selection(
 def check_store_exists(
     sel: Selection, tuned: bool = False, *, flag: str = "--profile", data_file: Path | None = None
 ) -> None:
-    """The profile's folder must exist; else the ``ablate run`` command that fills it, and the
-    profiles whose runs the store does hold (untuned only; ``flag``: the option that names one,
-    ``--profile``, or ``--from`` for ``ablate plan``'s pilot). ``data_file``: the data file of the
-    profile's report (``reports/data/...``, for the commands that take ``--from``), named as the way
-    to read its runs without the store; ignored with overrides (another grid's runs)."""
+    """The profile's folder must exist; else name the ``ablate run`` that fills it, the profiles the
+    store holds (untuned only; ``flag`` names one: ``--profile``, or ``plan``'s ``--from``) and
+    ``data_file``, the report's data file to read instead (without overrides)."""
     results, name, profile = sel.results, sel.name, sel.profile
     folders = [results / name / tuned_profile(profile)] + ([] if tuned else [results / name / profile])
     folder = folders[-1]
     if any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
         return
-    held = [] if tuned else _profiles_with_runs(results / name)
+    held: list[str] = []  # the untuned profiles with a run folder; none in a folder that cannot be listed
+    try:
+        if not tuned:
+            held = sorted(
+                p.name
+                for p in (results / name).iterdir()
+                if p.is_dir() and not p.name.startswith(".") and not p.name.endswith(tuned_profile(""))
+                if any(r.is_dir() and not r.name.startswith(".") for r in p.iterdir())
+            )
+    except OSError:
+        pass
     raise AblateError(
         f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
         f"{folder} does not exist; run `{sel.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
@@ -142,18 +143,3 @@ def check_store_exists(
             else ""
         )
     )
-
-
-def _profiles_with_runs(folder: Path) -> list[str]:
-    """The profiles (not ``PROFILE+tuned``) under an ablation's store folder with a run folder, sorted."""
-    try:
-        return sorted(
-            p.name
-            for p in folder.iterdir()
-            if p.is_dir()
-            and not p.name.startswith(".")
-            and not p.name.endswith(tuned_profile(""))
-            and any(r.is_dir() and not r.name.startswith(".") for r in p.iterdir())
-        )
-    except OSError:  # cannot be listed: none
-        return []

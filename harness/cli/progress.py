@@ -1,7 +1,6 @@
-"""What ``ablate run`` shows while a grid runs: runs done / total and, for each run in flight, its
-step / total, last training loss and ETA, read by a thread from the ``progress.json`` each run
-rewrites in its folder (:mod:`harness.training.progress`), whatever executes it. In a terminal:
-rich's live display; piped: one plain line every ``PLAIN_EVERY_S`` seconds while runs are in flight."""
+"""What ``ablate run`` shows while a grid runs: runs done / total and each run in flight's step,
+loss and ETA, polled from its ``progress.json`` (:mod:`harness.training.progress`). In a terminal:
+rich's live display; piped: a plain line every ``PLAIN_EVERY_S`` seconds."""
 
 from __future__ import annotations
 
@@ -41,10 +40,8 @@ def describe(label: str, progress: RunProgress) -> str:
 
 
 class GridProgress:
-    """The live progress of ``specs`` (in order) on ``console``; a context manager, with
-    :meth:`finished` called per run. The first ``4 x workers`` (at least 16) unfinished runs are
-    polled: those an executor starts first. ``poll_s``, ``plain_every_s``: seconds between two reads
-    of the run folders, and between two plain lines when piped."""
+    """The live progress of ``specs`` on ``console``, a context manager; :meth:`finished` per run.
+    The first ``4 x workers`` (at least 16) unfinished runs are polled: those an executor starts first."""
 
     def __init__(
         self,
@@ -92,14 +89,12 @@ class GridProgress:
             self._live.__exit__(*exc)
 
     def finished(self, run_id: str) -> None:
-        """A run is over (its line was printed): stop polling it, advance the bar."""
         with self._lock:
             self._pending.pop(run_id, None)
         if self._bar is not None:
             self._bar.advance(self._bar.task_ids[0])
 
     def poll(self) -> list[str]:
-        """Read the progress of the runs in flight now; returns their descriptions."""
         with self._lock:
             window = list(self._pending.values())[: self._window]
         found = ((label, read_progress(folder, stale_s=STALE_S)) for label, folder in window)

@@ -35,13 +35,13 @@ def reproduce(
     for ablation, profile, planned, missing in grids:
         hint = f" (`{command('run', ablation, profile, results=results)}`)" if missing else ""
         output.console.print(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}", markup=False)
-    code = 0
-    for ablation, profile, _, missing in grids:
-        if missing and not dry_run:
-            run_code = run(ablation, profile, [], results, workers=workers, threads=threads, wandb=wandb, launch=launch)
-            code = max(code, run_code)
+    codes = [
+        run(ablation, profile, [], results, workers=workers, threads=threads, wandb=wandb, launch=launch)
+        for ablation, profile, _, missing in grids
+        if missing and not dry_run
+    ]
     if dry_run and (missing := sum(g[3] for g in grids)):
         output.console.print(f"dry run: {missing} runs would run; nothing ran", markup=False)
     for line in summary_lines([guards.evaluate(e, results) for e in entries]):
         output.console.print(line, markup=False)
-    return code
+    return max(codes, default=0)

@@ -1,7 +1,5 @@
 """``ablate restore``: a run store rebuilt from reports' data files (:mod:`harness.store.archive`),
-so that a clone of the repository, without the store the reports were made from, can regenerate
-every report, the reproductions page and the index (``ablate report --all``), and finish or
-extend a grid (``ablate run NAME`` trains only the runs the store lacks)."""
+so that a clone can regenerate every report and finish or extend a grid."""
 
 from __future__ import annotations
 
@@ -23,13 +21,11 @@ from harness.store.archive import Restored, unpack
 
 
 def restore(files: list[Path], results: Path) -> int:
-    """Check every data file, then restore each into ``results``: one line per file, then what to
-    run next. Returns the exit status: 0, or 1 when a run already in the store differs from the
-    file's (kept; said). Raises AblateError: no file; a file that is refused (nothing is written
-    then); a store that cannot be written."""
+    """Check every data file, then restore each into ``results``, one line each, then what to run
+    next. Returns 1 when a run already in the store differs from the file's (kept), else 0. Raises
+    AblateError: no file, a refused file (nothing written), a store that cannot be written."""
     if not files:
         raise AblateError("name the data files to restore, e.g. `ablate restore reports/data`")
-    results = Path(results)
     output.check_results_readable(results)
     todo = plan(files)
     for why in dict.fromkeys(why for _, why in todo.skipped):
@@ -58,8 +54,7 @@ def restore(files: list[Path], results: Path) -> int:
 
 
 def _missing_controls(done: list[Restored], results: Path) -> None:
-    """One line naming the controls the restored reports' claims rest on whose grids the store
-    lacks: without their runs, `report` withholds those claims' verdicts."""
+    """The controls the restored claims rest on whose grids the store lacks (their verdicts wait)."""
     entries = {e.id: e for e in load_registry()}
     missing = []
     for kind, gid, profile in sorted({g for d in done for g in d.guards}, key=str):
@@ -100,14 +95,13 @@ def _line(d: Restored) -> str:
 
 
 def _next_steps(done: list[Restored], results: Path, differ: int) -> None:
-    flag = results_option(results)
     known = ablation_mod.available()  # a scan of the ablations folder: once
     registered = [d for d in done if d.ablation in known]
     lines = []
     if registered:
         d = registered[0]
         lines += [
-            f"`{shlex.join(['ablate', 'report', '--all', *flag])}` makes every report and the index from them",
+            f"`{shlex.join(['ablate', 'report', '--all', *results_option(results)])}` makes every report and the index from them",
             f"`{command('run', d.ablation, d.profile.removesuffix('+tuned'), results=results)}` "
             "trains only the runs the store lacks",
         ]

@@ -33,11 +33,9 @@ def run(
     storage: str | None = None,
     launch: Launch | None = None,
 ) -> int:
-    """Run every unfinished run of the grid; print progress and the comparison. Returns the exit
-    code: 1 when some runs failed (raised, timed out or crashed), else 0. ``launch``: the execution
-    options, checked before any run starts. ``tuned``: each (task, variant) at its Optuna study's best
-    parameters, stored under ``<profile>+tuned`` (:mod:`harness.tune.studies`). A group-sequential
-    profile runs only what its next look needs (:mod:`harness.analysis.looks`)."""
+    """Run every unfinished run of the grid; print progress and the comparison. Returns 1 when some
+    runs failed, else 0. ``tuned``: at each study's best parameters, stored under ``<profile>+tuned``
+    (:mod:`harness.tune.studies`); a sequential profile runs its next look (:mod:`harness.analysis.looks`)."""
     abl = ablation_mod.load(name)
 
     def will_run(spec: RunSpec) -> bool:  # an ok record never runs again (--retry takes failures only)

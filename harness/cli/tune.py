@@ -53,9 +53,8 @@ def tune(
         heartbeat=heartbeat or tune_mod.HEARTBEAT_S,
         echo=lambda line: output.console.print(escape(line)),
     )
-    table = RichTable(title="tuning (objective on the validation split)")
-    for col in ("study", "complete", "pruned", "failed (diverged)", "best value", "best parameters"):
-        table.add_column(col)
+    columns = ("study", "complete", "pruned", "failed (diverged)", "best value", "best parameters")
+    table = RichTable(*columns, title="tuning (objective on the validation split)")
     for study_plan, c in done:
         params = (f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (c["best_params"] or {}).items())
         counts = (str(c["complete"]), str(c["pruned"]), f"{c['failed']} ({c['diverged']})")

@@ -1,7 +1,5 @@
-"""What one command works on: one ablation, one profile, the command line's ``key=value``
-overrides, and where its runs are. Built once per command by :func:`select` and handed down, so
-that the profile's subset of the grid, the run ids it expects and the commands a hint suggests
-(:mod:`harness.hints`) are derived in one place."""
+"""What one command works on (one ablation, profile, ``key=value`` overrides and store), built once
+by :func:`select` and handed down: its runs, their ids and its hints are derived in one place."""
 
 from __future__ import annotations
 
@@ -20,20 +18,10 @@ from harness.experiment.grid import RunSpec
 
 @dataclass(frozen=True)
 class Selection:
-    """One ablation x profile x overrides, resolved (frozen: its fields cannot be reassigned).
-
-    Attributes:
-        ablation: the declaration as the profile runs it (:meth:`Ablation.for_profile`: only the
-            profile's ``only_tasks`` and ``only_variants``); its ``variants()`` are the subset.
-        profile: the profile's name (the declaration's ``default_profile`` when none was named).
-        overrides: the ``key=value`` run overrides, in command-line order.
-        specs: every run of the subset, validated (:func:`harness.experiment.grid.plan`), in
-            seed, task, variant order.
-        typed: the ablation as the user named it (a registered name or a YAML path), for hints;
-            :func:`select` makes it the name when none is given.
-        results: ``--results-dir``, for hints.
-        storage: ``--storage`` (Optuna), if given; only ``run --tuned``, ``tune`` and ``report`` take it.
-    """
+    """One ablation x profile x overrides, resolved (frozen). ``ablation``: the declaration as the
+    profile runs it (:meth:`Ablation.for_profile`); ``specs``: every run of that subset, validated, in
+    seed, task, variant order; ``typed`` (the ablation as the user named it), ``results`` and
+    ``storage``: what the command was given, for its hints."""
 
     ablation: Ablation
     profile: str
@@ -45,17 +33,15 @@ class Selection:
 
     @property
     def name(self) -> str:
-        """The ablation's name (its folder in the store)."""
         return self.ablation.name
 
     @property
     def settings(self) -> Profile:
-        """The profile's declaration (seeds, overrides, subsets)."""
         return self.ablation.profiles[self.profile]
 
     @property
     def run_ids(self) -> frozenset[str]:
-        """The run ids of :attr:`specs`: which stored runs belong to this selection."""
+        """Which stored runs belong to this selection."""
         return frozenset(s.run_id for s in self.specs)
 
     def command(self, verb: str, *options: str, profile: str | None = None, storage: bool = False) -> str:
@@ -72,20 +58,18 @@ class Selection:
         )
 
     def tuned_run_ids(self, runs: Iterable[tuple[str, str, int, dict[str, Any] | None]]) -> frozenset[str]:
-        """The ids the tuned runs ``(task, variant label, seed, tuned params)`` have when they are
-        runs of this selection at those parameters (``ablate run --tuned`` with these overrides):
-        which records of the ``<profile>+tuned`` folder belong to it. A run without parameters, of
-        a point not in the selection, or whose parameters do not validate has none."""
+        """The ids the tuned runs ``(task, variant label, seed, tuned params)`` have as runs of this
+        selection at those parameters: which records of ``<profile>+tuned`` belong to it. A run
+        without parameters, outside the selection or whose parameters do not validate has none."""
         specs = {(s.task, s.variant_label, s.seed): s for s in self.specs}
         out = set()
         for task, variant, seed, params in runs:
             spec = specs.get((task, variant, seed))
-            if spec is None or not params:
-                continue
             try:
-                out.add(spec.tuned(params, spec.profile).run_id)
+                if spec is not None and params:
+                    out.add(spec.tuned(params, spec.profile).run_id)
             except AblateError:
-                continue
+                pass
         return frozenset(out)
 
 
@@ -101,17 +85,10 @@ def select(
     storage: str | None = None,
     will_run: Callable[[RunSpec], bool] | None = None,
 ) -> Selection:
-    """The :class:`Selection` of ``abl`` under ``profile`` (None: the default profile) with the
-        run ``overrides``. ``check_data=False`` (read-only commands) skips finding or downloading
-        data files: run ids depend only on configs. ``typed``, ``results``, ``storage``: what the
-        command was given, for the commands its hints suggest (:attr:`Selection.typed`); ``stored``: as
-    :func:`harness.experiment.grid.plan` takes it.
-
-        Raises:
-            AblateError: an unknown profile, a bad override (one naming an axis, an unknown key, a bad
-                value) or a grid point that fails the pre-run checks, as
-                :func:`harness.experiment.grid.plan` does.
-    """
+    """The :class:`Selection` of ``abl`` under ``profile`` (None: the default one) with the run
+    ``overrides``; ``check_data=False`` (read-only commands) finds no data files: run ids depend only
+    on configs. Raises AblateError as :func:`harness.experiment.grid.plan` does (an unknown profile, a
+    bad override, a grid point that fails the pre-run checks)."""
     name, specs = grid.plan(abl, profile, overrides, data_dir, check_data, will_run)
     return Selection(
         abl.for_profile(name), name, tuple(overrides), tuple(specs), typed or abl.name, Path(results), storage

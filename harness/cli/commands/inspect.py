@@ -6,38 +6,38 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.options import RESULTS, MadeWithArg, NameArg, OverridesArg, PluginOpt, ProfileOpt, ResultsOpt, guard
+from harness.cli import options as o
 
 
 def list_cmd(
     components: Annotated[
         bool, typer.Option("--components", help="also every component family (position, kernel, norm, ...)")
     ] = False,
-    plugin: PluginOpt = None,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """Registered ablations, tasks and plugins, one line each; plugin entries marked with their package."""
     from harness.cli import inspect as inspect_cmd
 
-    guard(inspect_cmd.list_all, components=components, plugins=plugin or [])
+    o.guard(inspect_cmd.list_all, components=components, plugins=plugin or [])
 
 
 def show(
-    name: NameArg,
-    profile: ProfileOpt = None,
-    overrides: OverridesArg = None,
-    plugin: PluginOpt = None,
+    name: o.NameArg,
+    profile: o.ProfileOpt = None,
+    overrides: o.OverridesArg = None,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """An ablation's question, claims, axes, profiles and its expanded grid (nothing runs)."""
     from harness.cli import inspect as inspect_cmd
 
-    guard(inspect_cmd.show, name, profile, overrides or [], plugins=plugin or [])
+    o.guard(inspect_cmd.show, name, profile, overrides or [], plugins=plugin or [])
 
 
 def schema(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="the reference page of ablation files (docs/ablation-files.md) instead")
     ] = False,
-    plugin: PluginOpt = None,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """The JSON Schema of ablation files, with the registered names (for editors; shipped as
     harness/experiment/ablation.schema.json)."""
@@ -47,17 +47,17 @@ def schema(
     def write() -> None:  # verbatim, no console: a terminal's width must not wrap it
         typer.echo(reference.markdown() if markdown else schema_mod.text(), nl=False)
 
-    guard(write, plugins=plugin or [])
+    o.guard(write, plugins=plugin or [])
 
 
 def status(
     name: str,
-    overrides: MadeWithArg = None,
-    profile: ProfileOpt = None,
-    results_dir: ResultsOpt = RESULTS,
-    plugin: PluginOpt = None,
+    overrides: o.MadeWithArg = None,
+    profile: o.ProfileOpt = None,
+    results_dir: o.ResultsOpt = o.RESULTS,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """Done / failed / diverged / pending, per variant and task."""
     from harness.cli import inspect as inspect_cmd
 
-    guard(inspect_cmd.status, name, profile, results_dir, overrides or [], plugins=plugin or [])
+    o.guard(inspect_cmd.status, name, profile, results_dir, overrides or [], plugins=plugin or [])

@@ -8,40 +8,24 @@ from typing import Annotated, Optional
 
 import typer
 
-from harness.cli.options import (
-    INTERRUPTED_REPORT,
-    RESULTS,
-    Format,
-    FormatOpt,
-    FromOpt,
-    MadeWithArg,
-    NameArg,
-    PluginOpt,
-    ProfileOpt,
-    ResultsOpt,
-    StorageOpt,
-    WandbMode,
-    given,
-    guard,
-    wandb_mode,
-)
+from harness.cli import options as o
 
 
 def compare(
     name: str,
-    overrides: MadeWithArg = None,
-    profile: ProfileOpt = None,
-    results_dir: ResultsOpt = RESULTS,
+    overrides: o.MadeWithArg = None,
+    profile: o.ProfileOpt = None,
+    results_dir: o.ResultsOpt = o.RESULTS,
     metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
-    fmt: FormatOpt = Format.table,
+    fmt: o.FormatOpt = o.Format.table,
     tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
-    source: FromOpt = None,
-    plugin: PluginOpt = None,
+    source: o.FromOpt = None,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """The statistical comparison table, from the store (or a report's data file, --from)."""
     from harness.cli import compare as compare_cmd
 
-    guard(
+    o.guard(
         compare_cmd.compare,
         name,
         profile,
@@ -57,47 +41,46 @@ def compare(
 
 def report(
     name: Annotated[Optional[str], typer.Argument(help="ablation name or YAML path (not with --all)")] = None,
-    overrides: MadeWithArg = None,
-    profile: ProfileOpt = None,
-    results_dir: ResultsOpt = RESULTS,
+    overrides: o.MadeWithArg = None,
+    profile: o.ProfileOpt = None,
+    results_dir: o.ResultsOpt = o.RESULTS,
     out: Annotated[
         Path,
         typer.Option(
-            parser=given("--out", "pass a folder, or leave the option out for reports"),
+            parser=o.given("--out", "pass a folder, or leave the option out for reports"),
             help="folder for the markdown and figures",
         ),
     ] = Path("reports"),
-    storage: StorageOpt = None,
+    storage: o.StorageOpt = None,
     every: Annotated[
         bool,
         typer.Option("--all", help="every registered ablation, each profile with runs, and OUT/README.md, their index"),
     ] = False,
     wandb: Annotated[
-        WandbMode,
+        o.WandbMode,
         typer.Option(
             help="the summary run (comparison tables, figures, verdicts); "
             "auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"
         ),
-    ] = WandbMode.auto,
-    source: FromOpt = None,
-    plugin: PluginOpt = None,
+    ] = o.WandbMode.auto,
+    source: o.FromOpt = None,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures;
     --all: every registered ablation, and reports/README.md, their index."""
     from harness.cli import report as report_cmd
 
-    common = {"storage": storage, "source": source, "plugins": plugin or [], "on_interrupt": INTERRUPTED_REPORT}
-    if every:  # --all logs no W&B run: auto is off
-        mode = wandb_mode(wandb, logs=False)
-        guard(report_cmd.report_all, results_dir, out, name=name, profile=profile, wandb=mode, **common)
-    else:  # nor does --from
-        mode = wandb_mode(wandb, logs=source is None)
-        guard(report_cmd.report, name, profile, results_dir, out, overrides=overrides or [], wandb=mode, **common)
+    common = {"storage": storage, "source": source, "plugins": plugin or [], "on_interrupt": o.INTERRUPTED_REPORT}
+    mode = o.wandb_mode(wandb, logs=not every and source is None)  # --all and --from log no W&B run: auto is off
+    if every:
+        o.guard(report_cmd.report_all, results_dir, out, name=name, profile=profile, wandb=mode, **common)
+    else:
+        o.guard(report_cmd.report, name, profile, results_dir, out, overrides=overrides or [], wandb=mode, **common)
 
 
 def plan_cmd(
-    name: NameArg,
-    overrides: MadeWithArg = None,
+    name: o.NameArg,
+    overrides: o.MadeWithArg = None,
     profile: Annotated[
         Optional[str],
         typer.Option("--profile", "-p", help="the confirmatory profile to plan (default: the ablation's default)"),
@@ -108,18 +91,18 @@ def plan_cmd(
             "--from", help="the profile whose runs give the spread (default: the first pilot profile with runs)"
         ),
     ] = None,
-    results_dir: ResultsOpt = RESULTS,
+    results_dir: o.ResultsOpt = o.RESULTS,
     power: Annotated[float, typer.Option(help="target power of each primary comparison")] = 0.8,
     alpha: Annotated[
         float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")
     ] = 0.05,
-    fmt: FormatOpt = Format.table,
-    plugin: PluginOpt = None,
+    fmt: o.FormatOpt = o.Format.table,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
     from harness.cli import plan as seeds_cmd
 
-    guard(
+    o.guard(
         seeds_cmd.plan_seeds,
         name,
         profile,
@@ -140,7 +123,7 @@ def restore(
             help="reports' data files (reports/data/NAME[.PROFILE].tar.gz), or a folder of them: reports/data"
         ),
     ] = None,
-    results_dir: ResultsOpt = RESULTS,
+    results_dir: o.ResultsOpt = o.RESULTS,
 ) -> None:
     """Rebuild the run store from reports' data files: their runs, validation histories and tuned
     runs become finished runs again, with the studies' summaries and bench files they hold
@@ -149,23 +132,21 @@ def restore(
     the runs the store lacks."""
     from harness.cli import restore as restore_cmd
 
-    raise typer.Exit(
-        guard(
-            restore_cmd.restore,
-            files or [],
-            results_dir,
-            on_interrupt="interrupted: the runs restored so far are in the store; the same command again "
-            "restores the rest (a run folder left without record.json is completed)",
-        )
+    o.guard(
+        restore_cmd.restore,
+        files or [],
+        results_dir,
+        on_interrupt="interrupted: the runs restored so far are in the store; the same command again "
+        "restores the rest (a run folder left without record.json is completed)",
     )
 
 
 def sync(
-    results_dir: ResultsOpt = RESULTS,
+    results_dir: o.ResultsOpt = o.RESULTS,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False,
 ) -> None:
     """Upload the offline W&B runs of the store (`wandb sync`); needs W&B credentials (WANDB_API_KEY or
     `wandb login`) and network."""
     from harness.training import wandb_upload
 
-    raise typer.Exit(guard(wandb_upload.sync, results_dir, dry_run=dry_run, echo=typer.echo))
+    o.guard(wandb_upload.sync, results_dir, dry_run=dry_run, echo=typer.echo)

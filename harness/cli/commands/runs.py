@@ -8,44 +8,26 @@ from typing import Annotated, Optional
 import typer
 
 from harness.bounds import INT_MAX
-from harness.cli.options import (
-    INTERRUPTED_RUNS,
-    INTERRUPTED_TRIALS,
-    RESULTS,
-    NameArg,
-    OverridesArg,
-    PluginOpt,
-    ProfileOpt,
-    ResultsOpt,
-    RunTimeoutOpt,
-    StorageOpt,
-    ThreadsOpt,
-    WandbMode,
-    WandbOpt,
-    WorkersOpt,
-    choices,
-    guard,
-    wandb_mode,
-)
+from harness.cli import options as o
 
-Executor = choices("Executor", "local", "ray", "slurm")
+Executor = o.choices("Executor", "local", "ray", "slurm")
 
 
 def run(
-    name: NameArg,
-    overrides: OverridesArg = None,
-    profile: ProfileOpt = None,
-    results_dir: ResultsOpt = RESULTS,
-    workers: WorkersOpt = None,
-    threads: ThreadsOpt = 1,
-    wandb: WandbOpt = WandbMode.auto,
+    name: o.NameArg,
+    overrides: o.OverridesArg = None,
+    profile: o.ProfileOpt = None,
+    results_dir: o.ResultsOpt = o.RESULTS,
+    workers: o.WorkersOpt = None,
+    threads: o.ThreadsOpt = 1,
+    wandb: o.WandbOpt = o.WandbMode.auto,
     tuned: Annotated[
         bool,
         typer.Option(
             "--tuned", help="each variant at its study's best parameters (ablate tune); stored as profile P+tuned"
         ),
     ] = False,
-    storage: StorageOpt = None,
+    storage: o.StorageOpt = None,
     executor: Annotated[
         Executor,
         typer.Option(help="local: this machine (--workers); ray: a Ray cluster; slurm: SLURM jobs through submitit"),
@@ -70,7 +52,7 @@ def run(
         float,
         typer.Option(help="seconds between two checkpoints of a run, written at validation passes (0: at every pass)"),
     ] = 120.0,
-    run_timeout: RunTimeoutOpt = None,
+    run_timeout: o.RunTimeoutOpt = None,
     retry: Annotated[
         Optional[str], typer.Option(help="also rerun finished runs with these statuses, e.g. failed,diverged,timeout")
     ] = None,
@@ -85,7 +67,7 @@ def run(
     submitit_cluster: Annotated[
         str, typer.Option(help="slurm; or local / debug: the same submitit jobs without SLURM")
     ] = "slurm",
-    plugin: PluginOpt = None,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """Train every run of the grid not yet in the store, then print the comparison table."""
     from harness.cli import run as run_cmd
@@ -109,22 +91,20 @@ def run(
         gpus_per_run=gpus_per_run,
         retry=retry,
     )
-    raise typer.Exit(
-        guard(
-            run_cmd.run,
-            name,
-            profile,
-            overrides or [],
-            results_dir,
-            workers=workers or None,
-            threads=threads,
-            wandb=wandb_mode(wandb),
-            tuned=tuned,
-            storage=storage,
-            launch=launch,
-            plugins=plugin or [],
-            on_interrupt=INTERRUPTED_RUNS,
-        )
+    o.guard(
+        run_cmd.run,
+        name,
+        profile,
+        overrides or [],
+        results_dir,
+        workers=workers or None,
+        threads=threads,
+        wandb=o.wandb_mode(wandb),
+        tuned=tuned,
+        storage=storage,
+        launch=launch,
+        plugins=plugin or [],
+        on_interrupt=o.INTERRUPTED_RUNS,
     )
 
 
@@ -133,15 +113,15 @@ def reproduce(
         str | None,
         typer.Argument(metavar="ID", help="one entry of harness/experiment/reproductions.yaml (default: every one)"),
     ] = None,
-    results_dir: ResultsOpt = RESULTS,
+    results_dir: o.ResultsOpt = o.RESULTS,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="list the grids and the runs missing; run nothing")
     ] = False,
-    workers: WorkersOpt = None,
-    threads: ThreadsOpt = 1,
-    wandb: WandbOpt = WandbMode.auto,
-    run_timeout: RunTimeoutOpt = None,
-    plugin: PluginOpt = None,
+    workers: o.WorkersOpt = None,
+    threads: o.ThreadsOpt = 1,
+    wandb: o.WandbOpt = o.WandbMode.auto,
+    run_timeout: o.RunTimeoutOpt = None,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """Positive controls: run what the published results of harness/experiment/reproductions.yaml need (as
     `ablate run` does) and print pass / fail / inconclusive per entry."""
@@ -150,29 +130,27 @@ def reproduce(
     from harness.execution.launch import Launch
 
     launch = Launch(options=RunOptions(run_timeout=run_timeout))
-    raise typer.Exit(
-        guard(
-            reproduce_cmd.reproduce,
-            rid,
-            results_dir,
-            dry_run=dry_run,
-            workers=workers,
-            threads=threads,
-            wandb=wandb_mode(wandb),
-            launch=launch,
-            plugins=plugin or [],
-            on_interrupt=INTERRUPTED_RUNS,
-        )
+    o.guard(
+        reproduce_cmd.reproduce,
+        rid,
+        results_dir,
+        dry_run=dry_run,
+        workers=workers,
+        threads=threads,
+        wandb=o.wandb_mode(wandb),
+        launch=launch,
+        plugins=plugin or [],
+        on_interrupt=o.INTERRUPTED_RUNS,
     )
 
 
-Pruner = choices("Pruner", "median", "hyperband", "none")
+Pruner = o.choices("Pruner", "median", "hyperband", "none")
 
 
 def tune(
-    name: NameArg,
-    overrides: OverridesArg = None,
-    profile: ProfileOpt = None,
+    name: o.NameArg,
+    overrides: o.OverridesArg = None,
+    profile: o.ProfileOpt = None,
     trials: Annotated[
         int,
         typer.Option(
@@ -183,8 +161,8 @@ def tune(
         Optional[list[str]], typer.Option(help="only variants with this axis value, e.g. position=rope (repeatable)")
     ] = None,
     task: Annotated[Optional[list[str]], typer.Option(help="only this task (repeatable)")] = None,
-    storage: StorageOpt = None,
-    results_dir: ResultsOpt = RESULTS,
+    storage: o.StorageOpt = None,
+    results_dir: o.ResultsOpt = o.RESULTS,
     pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = Pruner.median,
     threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads for this worker")] = 1,
     heartbeat: Annotated[
@@ -193,26 +171,24 @@ def tune(
             min=1, max=INT_MAX, help="seconds between heartbeats; a trial silent 3x as long is failed (default 10)"
         ),
     ] = None,
-    plugin: PluginOpt = None,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
     from harness.cli import tune as tune_cmd
 
-    raise typer.Exit(
-        guard(
-            tune_cmd.tune,
-            name,
-            profile,
-            overrides or [],
-            results_dir,
-            trials=trials,
-            tasks=task or None,
-            variants=variant or None,
-            storage=storage,
-            pruner=pruner.value,
-            threads=threads,
-            heartbeat=heartbeat,
-            plugins=plugin or [],
-            on_interrupt=INTERRUPTED_TRIALS,
-        )
+    o.guard(
+        tune_cmd.tune,
+        name,
+        profile,
+        overrides or [],
+        results_dir,
+        trials=trials,
+        tasks=task or None,
+        variants=variant or None,
+        storage=storage,
+        pruner=pruner.value,
+        threads=threads,
+        heartbeat=heartbeat,
+        plugins=plugin or [],
+        on_interrupt=o.INTERRUPTED_TRIALS,
     )

@@ -9,9 +9,9 @@ from typing import Annotated, Optional
 import typer
 
 from harness.bounds import INT_MAX
-from harness.cli.options import PluginOpt, choices, given, guard
+from harness.cli import options as o
 
-CheckFormat = choices("CheckFormat", "table", "json")
+CheckFormat = o.choices("CheckFormat", "table", "json")
 
 
 def check(
@@ -24,21 +24,19 @@ def check(
         int, typer.Option(min=0, max=INT_MAX, help="of the weights, tokens and task data")
     ] = 0,  # max: harness.bounds.INT_MAX (past 2**64 torch's manual_seed overflows)
     threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads")] = 1,
-    plugin: PluginOpt = None,
+    plugin: o.PluginOpt = None,
 ) -> None:
     """The contract suite on components and tasks (shapes, causality, precisions, lengths, ...); exit 1 if one fails."""
     from harness.cli import check as check_cmd
 
-    raise typer.Exit(
-        guard(
-            check_cmd.check,
-            names or [],
-            fmt=fmt.value,
-            every=every,
-            seed=seed,
-            threads=threads,
-            plugins=plugin or [],
-        )
+    o.guard(
+        check_cmd.check,
+        names or [],
+        fmt=fmt.value,
+        every=every,
+        seed=seed,
+        threads=threads,
+        plugins=plugin or [],
     )
 
 
@@ -65,7 +63,7 @@ def bench_attention(
     out: Annotated[
         Path,
         typer.Option(
-            parser=given("--out", "pass a folder, or leave the option out for results/bench"),
+            parser=o.given("--out", "pass a folder, or leave the option out for results/bench"),
             help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)",
         ),
     ] = Path("results/bench"),
@@ -81,7 +79,7 @@ def bench_attention(
             raise typer.Exit(2) from None
 
     names = [k.strip() for k in kernels.split(",") if k.strip()] if kernels is not None else None
-    guard(
+    o.guard(
         bench_command.attention,
         device=device,
         lengths=ints(lengths),
