@@ -52,18 +52,7 @@ def compare(
         output.check_results_readable(results)
         committed = archive.existing(report_path(abl, sel.profile, DEFAULT_REPORTS))
         output.check_store_exists(sel, tuned, data_file=committed)
-    print_tables(
-        abl,
-        sel.profile,
-        results,
-        primary_only=metric is None,
-        metric=metric,
-        fmt=fmt,
-        tuned=tuned,
-        sel=sel,
-        found=found,
-        ctx=sel,
-    )
+    print_tables(abl, sel.profile, results, metric is None, metric, fmt, tuned, found, ctx=sel)
 
 
 def print_tables(
@@ -74,7 +63,6 @@ def print_tables(
     metric: str | None = None,
     fmt: str = "table",
     tuned: bool = False,
-    sel: Selection | None = None,
     found: StoreScan | None = None,
     *,
     ctx: Selection,
@@ -84,9 +72,8 @@ def print_tables(
     and print the primary tables, or every table, or those of ``metric``. ``fmt="table"``: in a
     terminal, the columns a reader decides from (:func:`harness.report.tables.summary`); piped, every
     column as markdown, or (``brief``: the end of ``ablate run``) the same few columns."""
-    sel = sel or ctx
     store = tuned_profile(profile) if tuned else profile
-    result = analyse(sel, results, store_profile=store if tuned else None, found=found)
+    result = analyse(ctx, results, store_profile=store if tuned else None, found=found)
 
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
     def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup
@@ -129,17 +116,14 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) ->
     """What the tables of ``profile`` can say (a pilot's: no verdict), and the commands that come
     next: the report, and after a pilot the first confirmatory profile with its cost (:func:`_cost`)."""
     pilot = not abl.profiles[profile].confirmatory
-    if pilot:
-        said = (
-            f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; "
-            "Δ and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
-        )
-    else:
-        said = (
-            f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both "
-            "reject after Holm adjustment over the primary comparisons (p adj); inconclusive and underpowered "
-            "decide nothing at these seeds."
-        )
+    said = (
+        f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; "
+        "Δ and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
+        if pilot
+        else f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both "
+        "reject after Holm adjustment over the primary comparisons (p adj); inconclusive and underpowered "
+        "decide nothing at these seeds."
+    )
     step = f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS)}"
     confirm = next((name for name, prof in abl.profiles.items() if prof.confirmatory), None)
     if pilot and confirm is not None:
@@ -166,15 +150,11 @@ def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     text = f": {len(specs)} runs"
     if not times:
         return text
-    left = len(specs) - len(times)
-    median = statistics.median(times)
+    left, median = len(specs) - len(times), statistics.median(times)
     if not left:
         return f"{text}, all in the store"
+    eta = f"{left * median:.0f} s" if left * median < 120 else f"{left * median / 60:.0f} min"
     return (
-        f"{text}, {len(times)} in the store; ~{_minutes(left * median)} for the {left} others on one worker "
+        f"{text}, {len(times)} in the store; ~{eta} for the {left} others on one worker "
         f"(median {median:.0f} s per run of the {len(times)})"
     )
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
