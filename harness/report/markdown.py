@@ -59,7 +59,7 @@ def write_markdown(
         *(sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, guards)),
         *sections.setup_section(abl, profile, result.scan.records, result),
         *sequential_section(result),
-        *_results_section(abl, profile, result, fig_dir, path.parent, sel),
+        *_results_section(sel, result, fig_dir, path),
         *probe_section(result),
         *failures_section(result),
         *tuning_section(sel, result, tuning, guards),
@@ -92,9 +92,8 @@ _CEILING_NOTE = (
 )
 
 
-def _results_section(
-    abl: Ablation, profile: str, result: Analysis, fig_dir: Path, md_dir: Path, ctx: Selection
-) -> list[str]:
+def _results_section(sel: Selection, result: Analysis, fig_dir: Path, path: Path) -> list[str]:
+    abl, profile, md_dir, stem = sel.ablation, sel.profile, path.parent, path.stem
     lines = [
         "## Results",
         "",
@@ -125,7 +124,6 @@ def _results_section(
         ),
         "",
     ]
-    stem = f"{abl.name}" + ("" if profile == abl.default_profile else f".{profile}")
     for task, entry in abl.tasks.items():
         lines += [f"### Task `{task}`", ""]
         tables = [t for t in result.tables if t.task == task]
@@ -141,8 +139,12 @@ def _results_section(
             title_, png = f"{task}: {base} against evaluation length", fig_dir / f"{stem}-{task}-{base}-vs-length.png"
             fig = figures.metric_vs_length(rows, base, variants, train_len, title_, png)
             lines += [f"![{task}: {base} against length]({fig.relative_to(md_dir).as_posix()})", ""]
-        claimed = claimed_metrics(abl, task)
-        for table in _report_tables(tables, base, claimed):
+        # the primary metric at every length, the convergence metric, then any other metric a claim's
+        # evidence names: the rest stays in ``ablate compare``, so that the report is not drowned in them
+        shown = [t for t in tables if t.metric.split("@")[0] == base]
+        shown += [t for t in tables if t.metric == metrics.STEPS_TO_TARGET]
+        shown += [t for t in tables if t.metric in claimed_metrics(abl, task) and t not in shown]
+        for table in shown:
             lines += [f"**{title(table)}**", "", markdown(table), ""]
         withheld = None  # no test of a task whose baseline did not learn it (the warning says why)
         if task in result.unlearned and abl.profiles[profile].confirmatory:
@@ -150,42 +152,30 @@ def _results_section(
         lines += across_variants(
             result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem, withheld=withheld
         )
-        others = sorted({t.metric for t in tables} - {t.metric for t in _report_tables(tables, base, claimed)})
+        others = sorted({t.metric for t in tables} - {t.metric for t in shown})
         if others:
             lines += [
                 f"Other metrics ({', '.join(f'`{m}`' for m in others)}): "
-                f"`{ctx.command('compare', '--metric', 'NAME')}`.",
+                f"`{sel.command('compare', '--metric', 'NAME')}`.",
                 "",
             ]
         hist = _history(result, task)
         if not hist.empty and hist["step"].nunique() > 1:  # one validation pass (a probe) draws no curve
             metric = "acc" if "acc" in hist else "loss"
-            title_, png = (
-                f"{task}: validation {metric} at L during training",
-                fig_dir / f"{stem}-{task}-validation-{metric}.png",
+            title_ = f"{task}: validation {metric} at L during training"
+            fig = figures.validation_curves(
+                hist, metric, variants, title_, fig_dir / f"{stem}-{task}-validation-{metric}.png"
             )
-            fig = figures.validation_curves(hist, metric, variants, title_, png)
             lines += [f"![{task}: validation curves]({fig.relative_to(md_dir).as_posix()})", ""]
     return lines
 
 
-def _report_tables(tables: list, base: str, claimed: set[str] | frozenset[str] = frozenset()) -> list:
-    """The primary metric at every length, the convergence metric, then any other metric a claim's
-    evidence names (e.g. ``finished``, ``grad_norm_cv``, ``train_tokens_per_s``); the rest stays in
-    ``ablate compare`` so that the report is not drowned in exploratory tables."""
-    keep = [t for t in tables if t.metric.split("@")[0] == base]
-    keep += [t for t in tables if t.metric == metrics.STEPS_TO_TARGET]
-    return keep + [t for t in tables if t.metric in claimed and t not in keep]
-
-
 def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
-    runs = result.runs[result.runs["task"] == task]
+    rows, runs = result.rows[result.rows["task"] == task], result.runs
     if not result.ablation.profiles[result.profile].apply_gate:
-        return result.rows[result.rows["task"] == task]
-    gated = set(runs.loc[(runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
-    rows = result.rows[result.rows["task"] == task]
-    drop = rows["run_id"].isin(gated) & rows["metric"].map(metrics.beyond_training)
-    return rows[~drop]
+        return rows
+    gated = set(runs.loc[(runs["task"] == task) & (runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
+    return rows[~(rows["run_id"].isin(gated) & rows["metric"].map(metrics.beyond_training))]
 
 
 def _history(result: Analysis, task: str) -> pd.DataFrame:

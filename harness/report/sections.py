@@ -118,32 +118,27 @@ def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
     confirmatory = abl.profiles[result.profile].confirmatory
     for task, unlearned in result.unlearned.items():
         reached, planned, run = unlearned
+        target = f"the convergence target (validation `{abl.tasks[task].target.describe()}`)"
+        none = f"no comparison on it gets a verdict: each reads `{vd.not_learned_target(*unlearned)}`"
         if run < planned and untestable.learned(reached + planned - run, planned):
             # an unfinished grid: the seeds not run yet could still make the task learned
-            out += [
-                f"**Warning: on `{task}` the baseline has reached the convergence target (validation "
-                f"`{abl.tasks[task].target.describe()}`) on {reached} of the {run} seeds run so far ({planned} "
-                f"planned): whether this scale learns the task is not known until its other {planned - run} run(s) "
-                "finish, and until then "
+            said = (
+                f"has reached {target} on {reached} of the {run} seeds run so far ({planned} planned): whether "
+                f"this scale learns the task is not known until its other {planned - run} run(s) finish, and until "
+                "then "
                 + (
-                    f"no comparison on it gets a verdict: each reads `{vd.not_learned_target(*unlearned)}`.**"
+                    none
                     if confirmatory
-                    else "it cannot say whether a confirmatory run at this scale would give a verdict.**"
-                ),
-                "",
-            ]
-            continue
-        why = (
-            f"so no comparison on it gets a verdict: each reads `{vd.not_learned_target(*unlearned)}`"
-            if confirmatory
-            else "and a confirmatory run at this scale would give no verdict on it"
-        )
-        out += [
-            f"**Warning: on `{task}` the baseline reached the convergence target (validation "
-            f"`{abl.tasks[task].target.describe()}`) on {reached} of its {planned} planned seeds within the step "
-            f"budget: this scale is too small to learn the task, {why}.**",
-            "",
-        ]
+                    else "it cannot say whether a confirmatory run at this scale would give a verdict"
+                )
+            )
+        else:
+            said = (
+                f"reached {target} on {reached} of its {planned} planned seeds within the step budget: this scale "
+                "is too small to learn the task, "
+                + (f"so {none}" if confirmatory else "and a confirmatory run at this scale would give no verdict on it")
+            )
+        out += [f"**Warning: on `{task}` the baseline {said}.**", ""]
     return out
 
 
