@@ -1,9 +1,7 @@
-"""``ablate compare``: the comparison tables of a grid from the store (also printed at the end of
-``ablate run``)."""
+"""``ablate compare``: the comparison tables of a grid from the store (also printed by ``ablate run``)."""
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import sys
 from pathlib import Path
@@ -35,14 +33,12 @@ def compare(
     overrides: list[str] | tuple[str, ...] = (),
     source: Path | None = None,
 ) -> None:
-    """The comparison table(s): every primary metric, or one ``metric``; ``tuned``: the runs of
-    ``ablate run --tuned``; ``source``: a report's data file read instead of the store."""
+    """The comparison tables of every primary metric, or of ``metric``; ``source``: a data file."""
     abl = ablation_mod.load(name)
     found = None
     if source is not None:
         data, sel = load_source(source, abl, profile, lambda p: output.selection(abl, p, overrides, typed=name))
         found, results = (data.tuned if tuned else data.scan), data.store
-        sel = dataclasses.replace(sel, results=results)
         if tuned and not found.records:
             raise AblateError(
                 f"--from {source}: the data file holds no tuned runs (its report has no Tuning section); drop --tuned"
@@ -68,10 +64,8 @@ def print_tables(
     ctx: Selection,
     brief: bool = False,
 ) -> None:
-    """Analyse the runs of ``profile`` (``tuned``: its ``+tuned`` folder; ``found``: a data file's)
-    and print the primary tables, or every table, or those of ``metric``. ``fmt="table"``: in a
-    terminal, the columns a reader decides from (:func:`harness.report.tables.summary`); piped, every
-    column as markdown, or (``brief``: the end of ``ablate run``) the same few columns."""
+    """Print the primary tables, or every table, or those of ``metric`` (``found``: a data file's runs);
+    ``fmt="table"`` piped: every column as markdown, or with ``brief`` (``ablate run``) the summary's."""
     store = tuned_profile(profile) if tuned else profile
     result = analyse(ctx, results, store_profile=store if tuned else None, found=found)
 
@@ -113,8 +107,7 @@ def print_tables(
 
 
 def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) -> list[str]:
-    """What the tables of ``profile`` can say (a pilot's: no verdict), and the commands that come
-    next: the report, and after a pilot the first confirmatory profile with its cost (:func:`_cost`)."""
+    """What the tables of ``profile`` can say, and the next commands (after a pilot, a confirmatory run)."""
     pilot = not abl.profiles[profile].confirmatory
     said = (
         f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; "
@@ -135,8 +128,7 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) ->
 
 
 def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
-    """``: 24 runs, 10 in the store; ~14 min for the 14 others on one worker (median 61 s per run
-    of the 10)``; empty where the grid of ``profile`` cannot be planned."""
+    """``: 24 runs, 10 in the store; ~14 min for the 14 others on one worker (median 61 s per run of the 10)``."""
     try:
         specs = select(abl, profile, ctx.overrides, check_data=False, will_run=lambda s: False).specs  # a count
     except AblateError:
