@@ -20,7 +20,7 @@ from harness.report.guards import Guards
 from harness.report.omnibus import across_variants
 from harness.report.probes import failures_section, probe_section
 from harness.report.sequential import sequential_section
-from harness.report.tables import any_clipped, markdown, title
+from harness.report.tables import clipped_ci, markdown, title
 from harness.report.tuning import TuningInputs, tuning_section
 from harness.store.runs import run_history
 from harness.tune.studies import tuned_profile
@@ -35,10 +35,8 @@ def report_path(abl: Ablation, profile: str, out: Path) -> Path:
 def write_markdown(
     sel: Selection, result: Analysis, out: Path, tuning: TuningInputs, guards: Guards, bench: Path
 ) -> Path:
-    """Write the markdown report of ``result`` (the analysis of the selection's runs) and its PNG
-    figures under ``out``; returns its path. ``tuning``: what the Tuning section shows; ``guards``:
-    the controls of the claims and their outcomes (a verdict waits for them to pass); ``bench``: the folder of the ``ablate
-    bench attention`` files the Speed section shows."""
+    """Write the report of ``result`` and its PNG figures under ``out``; returns its path. ``guards``:
+    the claims' controls (a verdict waits for them to pass); ``bench``: the Speed section's folder."""
     abl, profile = sel.ablation, sel.profile
     path = report_path(abl, profile, out)
     fig_dir = Path(out) / "figures"  # created by the first figure saved: none, no folder
@@ -94,6 +92,10 @@ _CEILING_NOTE = (
 
 def _results_section(sel: Selection, result: Analysis, fig_dir: Path, path: Path) -> list[str]:
     abl, profile, md_dir, stem = sel.ablation, sel.profile, path.parent, path.stem
+    every = result.tables
+    ceiling = any(vd.kind(v) is vd.Kind.CEILING for t in every for v in t.frame.get("verdict", []))
+    clipped = any(clipped_ci(t, r.get("ci_low"), r.get("ci_high"))[2] for t in every for _, r in t.frame.iterrows())
+    no_value = any((t.frame.get("no_value", pd.Series(dtype=int)) > 0).any() for t in every)
     lines = [
         "## Results",
         "",
@@ -111,17 +113,9 @@ def _results_section(sel: Selection, result: Analysis, fig_dir: Path, path: Path
         "Runs below a task's gate are left out of comparisons beyond L (`excluded`). "
         "`s/run`: the median wall time of a variant's runs in seconds (the whole attempt; the median, "
         "since a worker's first run also pays for its start-up)."
-        + (
-            _CEILING_NOTE
-            if any(vd.kind(v) is vd.Kind.CEILING for t in result.tables for v in t.frame.get("verdict", []))
-            else ""
-        )
-        + (_CLIPPED_NOTE if any(any_clipped(t) for t in result.tables) else "")
-        + (
-            _NO_VALUE_NOTE
-            if any((t.frame.get("no_value", pd.Series(dtype=int)) > 0).any() for t in result.tables)
-            else ""
-        ),
+        + (_CEILING_NOTE if ceiling else "")
+        + (_CLIPPED_NOTE if clipped else "")
+        + (_NO_VALUE_NOTE if no_value else ""),
         "",
     ]
     for task, entry in abl.tasks.items():
@@ -194,16 +188,14 @@ def _history(result: Analysis, task: str) -> pd.DataFrame:
 def _commands(
     abl: Ablation, profile: str, overrides: list[str], tuning: TuningInputs | None = None, name: str | None = None
 ) -> list[str]:
-    """The commands that make this report again: with a Tuning section, the studies (as many
-    trials as the largest of them holds) and the tuned runs too, before the report. ``name``: the
-    ablation as the command that made the report named it (a YAML path for an unregistered one,
-    which ``ablate run NAME`` would not find)."""
+    """The commands that make this report again (with a Tuning section, the studies and tuned runs
+    too); ``name``: the ablation as the report's command named it (a YAML path for an unregistered one)."""
     prof = "" if profile == abl.default_profile else f" --profile {profile}"
     extra = "".join(f" {o}" for o in overrides)
     target = shlex.quote(name) if name else abl.name
     lines = ["pip install -e .", f"ablate run {target}{prof}{extra}"]
     studies = [s for s in (tuning.studies.studies if tuning and tuning.studies else []) if s.objectives == 1]
     if studies:
-        trials = max(s.finished for s in studies)
-        lines += [f"ablate tune {target}{prof}{extra} --trials {trials}", f"ablate run {target}{prof}{extra} --tuned"]
+        trials = f"--trials {max(s.finished for s in studies)}"
+        lines += [f"ablate tune {target}{prof}{extra} {trials}", f"ablate run {target}{prof}{extra} --tuned"]
     return [*lines, f"ablate report {target}{prof}{extra}"]
