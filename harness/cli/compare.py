@@ -1,9 +1,7 @@
-"""``ablate compare``: the comparison tables of a grid from the store (also printed at the end of
-``ablate run``)."""
+"""``ablate compare``: the comparison tables of a grid from the store (also printed by ``ablate run``)."""
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import sys
 from pathlib import Path
@@ -35,14 +33,12 @@ def compare(
     overrides: list[str] | tuple[str, ...] = (),
     source: Path | None = None,
 ) -> None:
-    """The comparison table(s): every primary metric, or one ``metric``; ``tuned``: the runs of
-    ``ablate run --tuned``; ``source``: a report's data file read instead of the store."""
+    """The comparison tables of every primary metric, or of ``metric``; ``source``: a data file."""
     abl = ablation_mod.load(name)
     found = None
     if source is not None:
         data, sel = load_source(source, abl, profile, lambda p: output.selection(abl, p, overrides, typed=name))
         found, results = (data.tuned if tuned else data.scan), data.store
-        sel = dataclasses.replace(sel, results=results)
         if tuned and not found.records:
             raise AblateError(
                 f"--from {source}: the data file holds no tuned runs (its report has no Tuning section); drop --tuned"
@@ -52,18 +48,7 @@ def compare(
         output.check_results_readable(results)
         committed = archive.existing(report_path(abl, sel.profile, DEFAULT_REPORTS))
         output.check_store_exists(sel, tuned, data_file=committed)
-    print_tables(
-        abl,
-        sel.profile,
-        results,
-        primary_only=metric is None,
-        metric=metric,
-        fmt=fmt,
-        tuned=tuned,
-        sel=sel,
-        found=found,
-        ctx=sel,
-    )
+    print_tables(abl, sel.profile, results, metric is None, metric, fmt, tuned, found, ctx=sel)
 
 
 def print_tables(
@@ -74,19 +59,15 @@ def print_tables(
     metric: str | None = None,
     fmt: str = "table",
     tuned: bool = False,
-    sel: Selection | None = None,
     found: StoreScan | None = None,
     *,
     ctx: Selection,
     brief: bool = False,
 ) -> None:
-    """Analyse the runs of ``profile`` (``tuned``: its ``+tuned`` folder; ``found``: a data file's)
-    and print the primary tables, or every table, or those of ``metric``. ``fmt="table"``: in a
-    terminal, the columns a reader decides from (:func:`harness.report.tables.summary`); piped, every
-    column as markdown, or (``brief``: the end of ``ablate run``) the same few columns."""
-    sel = sel or ctx
+    """Print the primary tables, or every table, or those of ``metric`` (``found``: a data file's runs);
+    ``fmt="table"`` piped: every column as markdown, or with ``brief`` (``ablate run``) the summary's."""
     store = tuned_profile(profile) if tuned else profile
-    result = analyse(sel, results, store_profile=store if tuned else None, found=found)
+    result = analyse(ctx, results, store_profile=store if tuned else None, found=found)
 
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
     def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup
@@ -126,20 +107,16 @@ def print_tables(
 
 
 def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) -> list[str]:
-    """What the tables of ``profile`` can say (a pilot's: no verdict), and the commands that come
-    next: the report, and after a pilot the first confirmatory profile with its cost (:func:`_cost`)."""
+    """What the tables of ``profile`` can say, and the next commands (after a pilot, a confirmatory run)."""
     pilot = not abl.profiles[profile].confirmatory
-    if pilot:
-        said = (
-            f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; "
-            "Δ and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
-        )
-    else:
-        said = (
-            f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both "
-            "reject after Holm adjustment over the primary comparisons (p adj); inconclusive and underpowered "
-            "decide nothing at these seeds."
-        )
+    said = (
+        f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; "
+        "Δ and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
+        if pilot
+        else f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both "
+        "reject after Holm adjustment over the primary comparisons (p adj); inconclusive and underpowered "
+        "decide nothing at these seeds."
+    )
     step = f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS)}"
     confirm = next((name for name, prof in abl.profiles.items() if prof.confirmatory), None)
     if pilot and confirm is not None:
@@ -151,8 +128,7 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) ->
 
 
 def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
-    """``: 24 runs, 10 in the store; ~14 min for the 14 others on one worker (median 61 s per run
-    of the 10)``; empty where the grid of ``profile`` cannot be planned."""
+    """``: 24 runs, 10 in the store; ~14 min for the 14 others on one worker (median 61 s per run of the 10)``."""
     try:
         specs = select(abl, profile, ctx.overrides, check_data=False, will_run=lambda s: False).specs  # a count
     except AblateError:
@@ -166,15 +142,11 @@ def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     text = f": {len(specs)} runs"
     if not times:
         return text
-    left = len(specs) - len(times)
-    median = statistics.median(times)
+    left, median = len(specs) - len(times), statistics.median(times)
     if not left:
         return f"{text}, all in the store"
+    eta = f"{left * median:.0f} s" if left * median < 120 else f"{left * median / 60:.0f} min"
     return (
-        f"{text}, {len(times)} in the store; ~{_minutes(left * median)} for the {left} others on one worker "
+        f"{text}, {len(times)} in the store; ~{eta} for the {left} others on one worker "
         f"(median {median:.0f} s per run of the {len(times)})"
     )
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"

@@ -1,15 +1,11 @@
 """``ablate report``: one ablation's markdown report (and its W&B summary run), or with ``--all``
-every registered ablation's reports and their index (docs/reports.md).
-
-The one place that computes what a report shows: the analysis, the controls' outcomes, the Tuning
-section's studies and tuned runs, the bench files, each once, from the store or from a report's
-data file (``--from``); :mod:`harness.report` renders them, and this module writes the data file.
+every registered ablation's reports and their index (docs/reports.md). The one place that computes
+what a report shows, from the store or a data file (``--from``); :mod:`harness.report` renders it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,7 +25,7 @@ from harness.hints import command, results_option
 from harness.report import index
 from harness.report.bench import files as bench_files
 from harness.report.guards import UNKNOWN, Guards, write_guards
-from harness.report.guards import write_markdown as write_reproductions
+from harness.report.guards import markdown as reproductions_markdown
 from harness.report.markdown import report_path, write_markdown
 from harness.report.sections import control_text, verdict
 from harness.report.source import DataFile, load_source
@@ -51,11 +47,9 @@ def report(
     wandb: str = "off",
     source: Path | None = None,
 ) -> Path:
-    """Write the markdown report and its figures; returns its path. ``storage``: the Optuna storage
-    of the Tuning section (default ``<results>/optuna.db``). ``wandb`` (off | offline | online): also
-    log the W&B summary run (a failure is a warning). ``source``: a report's data file read instead of
-    the store: the same report, no data file nor W&B run written, the studies' figures copied from
-    the report folder the file lies in (``reports/`` for ``reports/data/FILE``)."""
+    """Write the markdown report and its figures; returns its path. ``wandb``: also log the W&B summary
+    run (a failure is a warning). ``source``: a data file read instead of the store (no data file nor
+    W&B run written; the studies' figures copied from the report folder the file lies in)."""
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     if source is not None and wandb != "off":
@@ -70,7 +64,6 @@ def report(
             source, abl, profile, lambda prof: output.selection(abl, prof, overrides, storage=storage, typed=name)
         )
         results = data.store
-        sel = dataclasses.replace(sel, results=results)
     else:
         sel = output.selection(abl, profile, overrides, results, storage, typed=name)
         output.check_results_readable(results)
@@ -105,10 +98,9 @@ def write_report(
     storage: str | None = None,
     data: DataFile | None = None,
 ) -> tuple[Path, Analysis, TuningInputs]:
-    """Analyse the selection's runs (the store's, or those of the data file ``data``) and write their
-    report; from the store, also its data file ``out/data/NAME[.PROFILE].tar.gz`` (the runs, the tuned
-    runs and studies' summary, the bench files) and the controls' file beside it. Returns the
-    report's path, its analysis and its Tuning section's inputs."""
+    """Analyse the selection's runs (the store's, or the data file ``data``'s) and write their report;
+    from the store, also its data file ``out/data/NAME[.PROFILE].tar.gz`` and the controls' file beside
+    it. Returns the report's path, its analysis and its Tuning section's inputs."""
     abl, profile = sel.ablation, sel.profile
     guards = {cid: g for cid, g in guards.items() if cid in abl.claims}
     if data is None:
@@ -130,8 +122,7 @@ def write_report(
 
 
 def log_summary(analysis: Analysis, guards: Guards, figures: list[Path], mode: str) -> Path:
-    """The W&B summary run of a report: every comparison table (raw values, strict-JSON cells), its
-    figures, each claim's verdict and evidence as the report gives them."""
+    """The W&B summary run of a report: its comparison tables, figures, and claims' verdicts and evidence."""
     abl = analysis.ablation
     profiles = {r.profile for r in analysis.scan.records}  # the store's: cpu+tuned for ablate run --tuned
     profile = profiles.pop() if len(profiles) == 1 else analysis.profile
@@ -155,8 +146,7 @@ def log_summary(analysis: Analysis, guards: Guards, figures: list[Path], mode: s
 
 @contextlib.contextmanager
 def _writing(out: Path) -> Iterator[None]:
-    """An OS error while writing under ``--out`` (a folder the system will not create, a full disk,
-    no permission) as one line, not a traceback."""
+    """An OS error while writing under ``--out`` (a full disk, no permission) as one line."""
     try:
         yield
     except OSError as exc:
@@ -167,9 +157,8 @@ def _writing(out: Path) -> Iterator[None]:
 
 
 def _check_out(out: Path, what: str, storage: str | None) -> None:
-    """``--out`` that is a file or cannot be created (a file on its path), and an Optuna
-    ``--storage`` that cannot be opened (a bad URL, a missing driver, an unreachable database):
-    refused before any figure is written."""
+    """Refuse, before any figure is written, an ``--out`` that cannot be a folder and an Optuna
+    ``--storage`` that cannot be opened."""
     if out.exists() and not out.is_dir():
         raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the {what}")
     blocker = next((p for p in Path(out).absolute().parents if p.exists()), None)
@@ -189,9 +178,8 @@ def report_all(
     source: Path | None = None,
     wandb: str = "off",
 ) -> Path:
-    """``ablate report --all``: the report of every registered ablation for each profile with runs of
-    its declared grid (no overrides), the positive controls' page and ``out/README.md``, their index
-    (:mod:`harness.report.index`); returns the index's path."""
+    """``ablate report --all``: every registered ablation's report per profile with runs of its declared
+    grid, the positive controls' page and their index ``out/README.md``; returns the index's path."""
     if name is not None:
         raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
     if profile is not None:
@@ -208,24 +196,19 @@ def report_all(
     return path
 
 
-def _check_store(results: Path, out: Path) -> None:
-    """Raises AblateError when no registered ablation has a profile folder in ``results`` (naming
-    ``ablate restore`` when ``out/data`` holds data files)."""
-    for name in ablation_mod.available():
-        if (Path(results) / name).is_dir() and any(p.is_dir() for p in (Path(results) / name).iterdir()):
-            return
-    restore = ""
-    if any((Path(out) / "data").glob("*.tar.gz")):
-        files = shlex.join(["ablate", "restore", str(Path(out) / "data"), *results_option(results)])
-        restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
-    raise AblateError(
-        f"no runs of any registered ablation in {results}; run `{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` "
-        f"first or pass the --results-dir it wrote to{restore}"
-    )
-
-
 def _write_all(results: Path, out: Path, storage: str | None, echo: Callable[[str], None]) -> Path:
-    _check_store(results, out)
+    if not any(
+        (Path(results) / n).is_dir() and any(p.is_dir() for p in (Path(results) / n).iterdir())
+        for n in ablation_mod.available()
+    ):
+        restore = ""
+        if any((Path(out) / "data").glob("*.tar.gz")):
+            files = shlex.join(["ablate", "restore", str(Path(out) / "data"), *results_option(results)])
+            restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
+        raise AblateError(
+            f"no runs of any registered ablation in {results}; run `{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` "
+            f"first or pass the --results-dir it wrote to{restore}"
+        )
     evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
     guards = guards_of(list(claims_mod.load_claims()), results, evaluated)
     entries = [_report_ablation(name, results, out, storage, echo, guards) for name in ablation_mod.available()]
@@ -237,16 +220,14 @@ def _write_all(results: Path, out: Path, storage: str | None, echo: Callable[[st
                     f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier "
                     "report whose runs are not in this store (not regenerated)"
                 )
-    repro = write_reproductions(results, out, evaluated=evaluated)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (repro := Path(out) / "reproductions.md").write_text(reproductions_markdown(evaluated, results))
     echo(f"wrote {repro}")
-    path = Path(out) / "README.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(index.index_markdown(entries, results, repro))
+    (path := Path(out) / "README.md").write_text(index.index_markdown(entries, results, repro))
     return path
 
 
 def _default_profile(name: str) -> str:
-    """The profile a report named ``NAME.md`` belongs to (the ablation's default)."""
     try:
         return ablation_mod.load(name).default_profile
     except AblateError:
@@ -261,9 +242,9 @@ def _report_ablation(
     except AblateError as exc:
         echo(f"skipped {name}: {exc}")
         return index.Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
-    control = abl.control is not None
-    guarded = list(abl.control.guards) if control else []
-    entry = index.Entry(name, index.short_question(abl.question), list(abl.claims), control=control, guards=guarded)
+    guarded = list(abl.control.guards) if abl.control is not None else []
+    question, control = index.short_question(abl.question), abl.control is not None
+    entry = index.Entry(name, question, list(abl.claims), control=control, guards=guarded)
     claims = claims_mod.load_claims()
     made: dict[str, tuple[Analysis, TuningInputs]] = {}  # per reported profile: its report's, for the verdicts
     for order, (pname, prof) in enumerate(abl.profiles.items()):

@@ -1,10 +1,7 @@
 """The "Speed and memory" section of attention-kernel reports, from the JSON files ``ablate bench
-attention`` writes (``<results>/bench/attention-DEVICE-DTYPE.json``: :mod:`harness.bench.attention`),
-and the table that command prints. No torch import.
-
-Ratios are to ``sdpa`` at the same length (> 1: slower, or more memory). Memory ratios use the memory
-*added* by forward + backward (peak minus the level before the first call): on CPU the process peak
-also holds the interpreter and torch (about 150-300 MiB) whatever the kernel.
+attention`` writes (:mod:`harness.bench.attention`), and the table that command prints. No torch import.
+Memory ratios use the memory *added* by forward + backward: on CPU the process peak also holds the
+interpreter and torch (about 150-300 MiB) whatever the kernel.
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ MIN_ADDED_MIB = 1.0  # no memory ratio to a baseline that added less (a few page
 
 
 def files(abl: Any, folder: Path) -> list[Path]:
-    """The bench files of ``folder`` (``<results>/bench``, or a data file's) that ``abl``'s report
-    shows: those of ``attention_kernel`` and of any ablation with an ``attention.kernel`` axis."""
+    """The bench files of ``folder`` that ``abl``'s report shows (attention_kernel's, an ``attention.kernel`` axis's)."""
     shown = abl.name == "attention_kernel" or "attention.kernel" in abl.axes
     return sorted(Path(folder).glob("attention-*.json")) if shown else []
 
@@ -59,8 +55,7 @@ def load(folder: Path) -> list[tuple[Path, dict[str, Any] | str]]:
 
 
 def _added(row: dict[str, Any]) -> float | None:
-    peak, base = row.get("peak_mib"), row.get("base_mib")
-    return None if peak is None or base is None else peak - base
+    return None if row.get("peak_mib") is None or row.get("base_mib") is None else row["peak_mib"] - row["base_mib"]
 
 
 def _ratio(a: float | None, b: float | None, floor: float = 0.0) -> float | None:
@@ -68,21 +63,15 @@ def _ratio(a: float | None, b: float | None, floor: float = 0.0) -> float | None
 
 
 def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows plus ``added_mib``, ``ms_ratio`` and ``mem_ratio`` (to :data:`BASELINE`, same length;
-    no ``mem_ratio`` where the baseline added under :data:`MIN_ADDED_MIB`)."""
+    """Rows plus ``added_mib``, and ``ms_ratio`` and ``mem_ratio`` to :data:`BASELINE` at the same length."""
     base = {r["seq_len"]: r for r in rows if r["kernel"] == BASELINE and r["status"] == "ok"}
-    out = []
-    for r in rows:
-        ref = base.get(r["seq_len"]) if r["status"] == "ok" else None
-        out.append(
-            r
-            | {
-                "added_mib": _added(r),
-                "ms_ratio": _ratio(r.get("ms_fwd_bwd"), ref and ref["ms_fwd_bwd"]),
-                "mem_ratio": _ratio(_added(r), ref and _added(ref), MIN_ADDED_MIB),
-            }
-        )
-    return out
+    refs = [base.get(r["seq_len"]) if r["status"] == "ok" else None for r in rows]
+    return [
+        r
+        | {"added_mib": _added(r), "ms_ratio": _ratio(r.get("ms_fwd_bwd"), ref and ref["ms_fwd_bwd"])}
+        | {"mem_ratio": _ratio(_added(r), ref and _added(ref), MIN_ADDED_MIB)}
+        for r, ref in zip(rows, refs)
+    ]
 
 
 def cells(row: dict[str, Any]) -> list[str]:
@@ -150,21 +139,15 @@ def figure(doc: dict[str, Any], title: str, path: Path) -> Path:
         ax.set_yscale("log")
         ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.xaxis.set_minor_locator(NullLocator())
-    ax_t.set_xlabel("sequence length T (tokens)")
-    ax_t.set_ylabel("ms, forward + backward (median)")
+    ax_t.set(xlabel="sequence length T (tokens)", ylabel="ms, forward + backward (median)")
     ax_t.set_title("time", fontsize=10)
     ax_t.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
     return _finish(fig, ax_m, "sequence length T (tokens)", "MiB added by forward + backward", "peak memory", path)
 
 
-def _at(row: dict[str, Any]) -> str:
-    return "" if row["seq_len"] is None else f" T={row['seq_len']}"
-
-
 def bench_section(abl: Any, folder: Path, fig_dir: Path, md_dir: Path) -> list[str]:
-    """Markdown lines of the section of the bench files in ``folder``; none when it does not apply
-    (:func:`files`) or there are none."""
+    """Markdown lines of the section of the bench files in ``folder``; none where :func:`files` finds none."""
     found = load(folder) if files(abl, folder) else []
     if not found:
         return []
@@ -193,10 +176,10 @@ def bench_section(abl: Any, folder: Path, fig_dir: Path, md_dir: Path) -> list[s
             *("| " + " | ".join(cells(r)) + " |" for r in with_ratios(doc["rows"])),
             "",
         ]
-        failed = [
-            f"- `{r['kernel']}`{_at(r)}: **{r['status']}** — {r['reason']}" for r in doc["rows"] if r["status"] != "ok"
-        ]
-        lines += [*failed, ""] if failed else []
+        failed = [r for r in doc["rows"] if r["status"] != "ok"]
+        at = ["" if r["seq_len"] is None else f" T={r['seq_len']}" for r in failed]
+        lines += [f"- `{r['kernel']}`{t}: **{r['status']}** — {r['reason']}" for r, t in zip(failed, at)]
+        lines += [""] if failed else []
         fig = figure(
             doc,
             f"attention kernels on {env.get('device')} ({env.get('dtype')}): forward + backward",

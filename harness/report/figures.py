@@ -35,8 +35,7 @@ def import_matplotlib() -> Any:
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the Agg backend, for the figures Optuna draws through it."""
-    matplotlib = import_matplotlib()
-    matplotlib.use("Agg", force=True)
+    import_matplotlib().use("Agg", force=True)
     import matplotlib.pyplot as plt
 
     return plt
@@ -54,8 +53,7 @@ def new_figure(width: float, height: float, **kwargs: Any) -> Any:
 
 
 _SHORT = {"n_layers": "{}L", "warmup_steps": "wu {}", "n_heads": "{}h", "d_model": "d{}", "d_ff": "ff {}"}
-"""How an axis value reads in a short label (else the value alone, or ``key value`` for numbers,
-booleans and ``none``)."""
+"""How an axis value reads in a short label (else the value, or ``key value`` for numbers, booleans, none)."""
 SEP = " · "
 
 
@@ -71,9 +69,8 @@ def _short(key: str, value: str) -> str:
 
 
 def short_labels(labels: list[str]) -> tuple[list[str], str]:
-    """Short names for variants labelled ``key=value,key=value``: the axes whose values differ,
-    joined by `` · `` (``post · 6L · wu 0``), and a caption saying what each short form stands for
-    and the values every variant shares (``""`` when nothing was shortened)."""
+    """Short names for variants labelled ``key=value,...``: the axes that differ (``post · 6L · wu 0``), and a
+    caption saying what each short form stands for and what every variant shares (``""``: not shortened)."""
     parsed = [dict(part.split("=", 1) for part in label.split(",")) if "=" in label else None for label in labels]
     if not labels or any(p is None for p in parsed) or len({tuple(p) for p in parsed}) != 1:
         return list(labels), ""
@@ -96,8 +93,7 @@ def _wrap(text: str, fig, fontsize: float = 10.0) -> str:
 def metric_vs_length(
     rows: pd.DataFrame, base: str, variants: list[str], train_len: int, title: str, path: Path
 ) -> Path:
-    """Mean of ``base@x{m}`` (``rows``: one task's, gate applied) against the evaluation length m x
-    ``train_len`` tokens, one line per variant, 95% t-interval band."""
+    """Mean of ``base@x{m}`` against the length m x ``train_len`` tokens per variant, 95% t-interval band."""
     fig = new_figure(6.4, 4.0, layout="constrained")
     ax = fig.add_subplot()
     names, caption = short_labels(variants)
@@ -122,8 +118,7 @@ def metric_vs_length(
 
 
 def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], title: str, path: Path) -> Path:
-    """Validation ``metric`` at length L (``history``: the runs' ``history.csv`` rows, with variant and
-    seed) against training step: mean over seeds, min-max band."""
+    """Validation ``metric`` at L (``history.csv`` rows) against training step: mean over seeds, min-max band."""
     fig = new_figure(6.4, 4.0, layout="constrained")
     ax = fig.add_subplot()
     names, caption = short_labels(variants)
@@ -138,8 +133,7 @@ def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], t
 
 
 def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
-    """One thin line per seed (a row of ``wide``: index seed, columns the variants, baseline first),
-    every value a marker; a NaN (a run missing or left out of the comparison) breaks the line there."""
+    """One line per seed (a row of ``wide``: columns the variants, baseline first); a NaN breaks the line."""
     x = np.arange(wide.shape[1])
     lines = [
         ax.plot(x, values.to_numpy(float), marker="o", markersize=4, linewidth=0.8, alpha=0.85, label=f"seed {seed}")[0]
@@ -155,21 +149,13 @@ def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
 
 
 def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title: str, path: Path) -> Path:
-    """Per-seed paired lines of one metric (:func:`draw_paired_lines`; ``wide`` with the gate applied):
-    same seed, same init and data order, so a line's slope is a paired difference."""
+    """Per-seed paired lines of one metric (:func:`draw_paired_lines`): a line's slope is a paired difference."""
     fig = new_figure(max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8, layout="constrained")
     ax = fig.add_subplot()
     draw_paired_lines(ax, wide)
-    arrow = "higher is better" if higher_is_better else "lower is better"
-    return _finish(
-        fig,
-        ax,
-        "variant (baseline first); n = seeds drawn (runs left out of the comparison are not)",
-        f"{metric} ({arrow})",
-        title,
-        path,
-        short_labels([str(v) for v in wide.columns])[1],
-    )
+    xlabel = "variant (baseline first); n = seeds drawn (runs left out of the comparison are not)"
+    ylabel = f"{metric} ({'higher' if higher_is_better else 'lower'} is better)"
+    return _finish(fig, ax, xlabel, ylabel, title, path, short_labels([str(v) for v in wide.columns])[1])
 
 
 def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: str, path: Path) -> Path:
@@ -189,8 +175,7 @@ def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: s
 
 
 def _finish(fig, ax, xlabel: str, ylabel: str, title: str, path: Path, caption: str = "") -> Path:
-    """Labels (wrapped to the figure's width), legend and grid; ``caption`` (the full names behind
-    short variant labels) under the x label; saves the PNG."""
+    """Labels (wrapped), legend, grid and ``caption`` (the full names behind short labels); saves the PNG."""
     ax.set_xlabel(_wrap(xlabel, fig))
     ax.set_ylabel(ylabel)
     ax.set_title(_wrap(title, fig), fontsize=10)
@@ -205,8 +190,7 @@ def _finish(fig, ax, xlabel: str, ylabel: str, title: str, path: Path, caption: 
 
 
 def save_png(fig: Any, path: Path, **kwargs: Any) -> Path:
-    """Render ``fig`` as PNG (``kwargs`` to ``savefig``), then write it, creating its folder: a
-    figure that fails to render leaves no file and no folder behind."""
+    """Render ``fig`` as PNG (``kwargs`` to ``savefig``), then write it: a failed render leaves no file or folder."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", **kwargs)
     Path(path).parent.mkdir(parents=True, exist_ok=True)

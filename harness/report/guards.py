@@ -20,8 +20,7 @@ from harness.hints import results_option
 from harness.report.tuning_data import read_sidecar
 
 UNKNOWN = "unknown: no controls' file beside the data file"
-"""The outcome of each control declared to guard a claim when ``--from`` finds no controls' file
-beside the data file (copied without it, or renamed): its verdict is withheld, not given."""
+"""Each control's outcome when ``--from`` finds no controls' file beside the data file: the verdict is withheld."""
 
 
 class _File(BaseModel):
@@ -48,8 +47,7 @@ def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -
 
 
 def read_guards(data_file: Path, ablation: str, profile: str) -> Guards | None:
-    """The guards kept beside ``data_file``; None without such a file (no claim had a control, or it
-    was not copied with the data file). AblateError for one not of this format, ablation or profile."""
+    """The guards kept beside ``data_file``, or None (AblateError: not of this format, ablation or profile)."""
     fix = "regenerate both with `ablate report NAME` from the store"
     data = read_sidecar(_guards_path(data_file), _File, data_file, "controls' file", ablation, profile, fix)
     return None if data is None else data.guards
@@ -81,8 +79,7 @@ def evidence_line(o: Outcome) -> str:
 
 
 def summary_lines(results: list[EntryResult]) -> list[str]:
-    """What ``ablate reproduce`` prints: per entry its outcome (``PASS``, ``INCOMPLETE (29/32 runs)``)
-    and evidence, then the caveat."""
+    """What ``ablate reproduce`` prints: per entry its outcome (``INCOMPLETE (29/32 runs)``) and evidence."""
     out = []
     for res in results:
         word, sep, detail = res.outcome.partition(" (")
@@ -180,11 +177,3 @@ def markdown(results: list[EntryResult], store: Path) -> str:
 def _reproduce(rid: str, store: Path) -> str:
     """The ``ablate reproduce`` command that runs ``rid`` into the store this page was made from."""
     return " ".join(["ablate", "reproduce", rid, *map(shlex.quote, results_option(store))])
-
-
-def write_markdown(results: Path, out: Path, evaluated: list[EntryResult]) -> Path:
-    """Write ``out/reproductions.md`` from the ``evaluated`` entries; returns its path."""
-    path = Path(out) / "reproductions.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown(evaluated, results))
-    return path

@@ -1,6 +1,5 @@
-"""The reports' index, ``README.md`` beside the reports ``ablate report --all`` writes
-(:mod:`harness.cli.report`): one row per registered ablation, every cell computed from the store and
-the declarations, never typed in (its header says how; docs/reports.md).
+"""The reports' index, ``README.md`` beside the reports ``ablate report --all`` writes: one row per
+registered ablation, every cell computed from the store and the declarations (docs/reports.md).
 """
 
 from __future__ import annotations
@@ -31,8 +30,6 @@ class Reported:
 
 @dataclass
 class Entry:
-    """One row of the index."""
-
     name: str
     question: str
     claims: list[str] = field(default_factory=list)
@@ -47,15 +44,12 @@ class Entry:
 
     @property
     def latest(self) -> Reported | None:
-        """A confirmatory profile before a pilot; then the one whose grid holds the most of the claims'
-        evidence, then the one whose newest run finished last, then the later declared."""
+        """Confirmatory first, then most of the claims' evidence, then newest run, then declared later."""
         return max(self.reported, key=lambda r: (r.confirmatory, r.evidence, r.newest, r.order), default=None)
 
 
 def seeds_cell(result: Analysis) -> str:
-    """``k/n``: the seeds all of whose planned runs are in the store, of the ``n`` declared, with
-    ``(r/m runs)`` while some is not; a group-sequential design that finished early: the most seeds
-    an arm ran, of the design's maximum."""
+    """``k/n``: the seeds whose planned runs are all in the store, of the ``n`` declared (the index's header says more)."""
     d = result.seeds_done()
     if (st := result.stopped_early(d)) is not None:
         return f"{st.seeds_used}/{d.declared} (design finished at look {st.reached} of {len(st.design.looks)})"
@@ -67,14 +61,11 @@ def short_question(question: str, limit: int = 100) -> str:
     """The question's first sentence, cut at a word before ``limit`` characters."""
     # a sentence ends at ? ! or . followed by a space, but not after an abbreviation ("et al.", "e.g.")
     first = re.split(r"(?<!\bal\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[?.!])\s", " ".join(question.split()), maxsplit=1)[0]
-    if len(first) <= limit:
-        return first
-    return first[:limit].rsplit(" ", 1)[0] + " …"
+    return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def index_markdown(entries: list[Entry], results: Path, reproductions: Path | None = None) -> str:
-    """``README.md``: a header, the link to ``reproductions`` (the positive controls' page, when
-    written) with each entry's outcome, and one table row per ablation."""
+    """``README.md``: a header, the link to ``reproductions`` (when written), one table row per ablation."""
     lines = [
         "# Reports",
         "",
@@ -107,7 +98,12 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         if e.notes:
             profiles += "; " + "; ".join(e.notes)
         claims = (
-            "<br>".join(_tuned_claim(c) + _untested(c.claim) for c in e.tuning)
+            "<br>".join(
+                f"`{c.claim}`: {c.untuned}; tuned: {c.tuned}"
+                + (f" (**{CHANGES}**)" if c.changed else "")
+                + _untested(c.claim)
+                for c in e.tuning
+            )
             if e.tuning
             else "<br>".join(f"`{cid}`: {verdict}{_untested(cid)}" for cid, verdict in e.verdicts)
             if latest
@@ -117,30 +113,19 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         if e.guards:
             control += "<br>guards " + ", ".join(f"`{c}`" for c in e.guards)
         cells = [link, e.question, profiles, latest.profile if latest else "–", claims or "–", control, e.seeds]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(" ".join(str(c).split()).replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def _untested(cid: str) -> str:
-    """`` (does not test: *at a fixed 1e-4*)``: the parts of the claim's wording no comparison
-    tests (its audit in claims.yaml); empty when it tests them all."""
+    """`` (does not test: *at a fixed 1e-4*)``: the parts of the claim's wording no comparison tests."""
     parts = claims_mod.load_claims().get(cid, {}).get("parts", [])
     words = [f"*{p['words']}*" for p in parts if p.get("not_tested")]
     return f" (does not test: {', '.join(words)})" if words else ""
 
 
-def _tuned_claim(c: ClaimChange) -> str:
-    """``\`id\`: supported; tuned: contradicted (**changes with tuning**)``."""
-    return f"`{c.claim}`: {c.untuned}; tuned: {c.tuned}" + (f" (**{CHANGES}**)" if c.changed else "")
-
-
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 def _reproductions_line(path: Path) -> list[str]:
-    """The index's link to the positive controls, with the outcome of each (read back from the
-    page's summary table, so that the two never disagree)."""
+    """The link to the positive controls with each outcome, read back from the page's table: the two agree."""
     rows = [line.split(" | ") for line in Path(path).read_text().splitlines() if line.startswith("| [")]
     outcomes = ", ".join(f"{r[0].split(']')[0][3:]} **{r[-1].strip(' |*')}**" for r in rows) or "none"
     link = f"[published results reproduced]({Path(path).name})"

@@ -20,7 +20,7 @@ from harness.report.guards import Guards
 from harness.report.omnibus import across_variants
 from harness.report.probes import failures_section, probe_section
 from harness.report.sequential import sequential_section
-from harness.report.tables import any_clipped, markdown, title
+from harness.report.tables import clipped_ci, markdown, title
 from harness.report.tuning import TuningInputs, tuning_section
 from harness.store.runs import run_history
 from harness.tune.studies import tuned_profile
@@ -35,10 +35,8 @@ def report_path(abl: Ablation, profile: str, out: Path) -> Path:
 def write_markdown(
     sel: Selection, result: Analysis, out: Path, tuning: TuningInputs, guards: Guards, bench: Path
 ) -> Path:
-    """Write the markdown report of ``result`` (the analysis of the selection's runs) and its PNG
-    figures under ``out``; returns its path. ``tuning``: what the Tuning section shows; ``guards``:
-    the controls of the claims and their outcomes (a verdict waits for them to pass); ``bench``: the folder of the ``ablate
-    bench attention`` files the Speed section shows."""
+    """Write the report of ``result`` and its PNG figures under ``out``; returns its path. ``guards``:
+    the claims' controls (a verdict waits for them to pass); ``bench``: the Speed section's folder."""
     abl, profile = sel.ablation, sel.profile
     path = report_path(abl, profile, out)
     fig_dir = Path(out) / "figures"  # created by the first figure saved: none, no folder
@@ -59,7 +57,7 @@ def write_markdown(
         *(sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, guards)),
         *sections.setup_section(abl, profile, result.scan.records, result),
         *sequential_section(result),
-        *_results_section(abl, profile, result, fig_dir, path.parent, sel),
+        *_results_section(sel, result, fig_dir, path),
         *probe_section(result),
         *failures_section(result),
         *tuning_section(sel, result, tuning, guards),
@@ -92,9 +90,12 @@ _CEILING_NOTE = (
 )
 
 
-def _results_section(
-    abl: Ablation, profile: str, result: Analysis, fig_dir: Path, md_dir: Path, ctx: Selection
-) -> list[str]:
+def _results_section(sel: Selection, result: Analysis, fig_dir: Path, path: Path) -> list[str]:
+    abl, profile, md_dir, stem = sel.ablation, sel.profile, path.parent, path.stem
+    every = result.tables
+    ceiling = any(vd.kind(v) is vd.Kind.CEILING for t in every for v in t.frame.get("verdict", []))
+    clipped = any(clipped_ci(t, r.get("ci_low"), r.get("ci_high"))[2] for t in every for _, r in t.frame.iterrows())
+    no_value = any((t.frame.get("no_value", pd.Series(dtype=int)) > 0).any() for t in every)
     lines = [
         "## Results",
         "",
@@ -112,20 +113,11 @@ def _results_section(
         "Runs below a task's gate are left out of comparisons beyond L (`excluded`). "
         "`s/run`: the median wall time of a variant's runs in seconds (the whole attempt; the median, "
         "since a worker's first run also pays for its start-up)."
-        + (
-            _CEILING_NOTE
-            if any(vd.kind(v) is vd.Kind.CEILING for t in result.tables for v in t.frame.get("verdict", []))
-            else ""
-        )
-        + (_CLIPPED_NOTE if any(any_clipped(t) for t in result.tables) else "")
-        + (
-            _NO_VALUE_NOTE
-            if any((t.frame.get("no_value", pd.Series(dtype=int)) > 0).any() for t in result.tables)
-            else ""
-        ),
+        + (_CEILING_NOTE if ceiling else "")
+        + (_CLIPPED_NOTE if clipped else "")
+        + (_NO_VALUE_NOTE if no_value else ""),
         "",
     ]
-    stem = f"{abl.name}" + ("" if profile == abl.default_profile else f".{profile}")
     for task, entry in abl.tasks.items():
         lines += [f"### Task `{task}`", ""]
         tables = [t for t in result.tables if t.task == task]
@@ -141,8 +133,12 @@ def _results_section(
             title_, png = f"{task}: {base} against evaluation length", fig_dir / f"{stem}-{task}-{base}-vs-length.png"
             fig = figures.metric_vs_length(rows, base, variants, train_len, title_, png)
             lines += [f"![{task}: {base} against length]({fig.relative_to(md_dir).as_posix()})", ""]
-        claimed = claimed_metrics(abl, task)
-        for table in _report_tables(tables, base, claimed):
+        # the primary metric at every length, the convergence metric, then any other metric a claim's
+        # evidence names: the rest stays in ``ablate compare``, so that the report is not drowned in them
+        shown = [t for t in tables if t.metric.split("@")[0] == base]
+        shown += [t for t in tables if t.metric == metrics.STEPS_TO_TARGET]
+        shown += [t for t in tables if t.metric in claimed_metrics(abl, task) and t not in shown]
+        for table in shown:
             lines += [f"**{title(table)}**", "", markdown(table), ""]
         withheld = None  # no test of a task whose baseline did not learn it (the warning says why)
         if task in result.unlearned and abl.profiles[profile].confirmatory:
@@ -150,42 +146,30 @@ def _results_section(
         lines += across_variants(
             result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem, withheld=withheld
         )
-        others = sorted({t.metric for t in tables} - {t.metric for t in _report_tables(tables, base, claimed)})
+        others = sorted({t.metric for t in tables} - {t.metric for t in shown})
         if others:
             lines += [
                 f"Other metrics ({', '.join(f'`{m}`' for m in others)}): "
-                f"`{ctx.command('compare', '--metric', 'NAME')}`.",
+                f"`{sel.command('compare', '--metric', 'NAME')}`.",
                 "",
             ]
         hist = _history(result, task)
         if not hist.empty and hist["step"].nunique() > 1:  # one validation pass (a probe) draws no curve
             metric = "acc" if "acc" in hist else "loss"
-            title_, png = (
-                f"{task}: validation {metric} at L during training",
-                fig_dir / f"{stem}-{task}-validation-{metric}.png",
+            title_ = f"{task}: validation {metric} at L during training"
+            fig = figures.validation_curves(
+                hist, metric, variants, title_, fig_dir / f"{stem}-{task}-validation-{metric}.png"
             )
-            fig = figures.validation_curves(hist, metric, variants, title_, png)
             lines += [f"![{task}: validation curves]({fig.relative_to(md_dir).as_posix()})", ""]
     return lines
 
 
-def _report_tables(tables: list, base: str, claimed: set[str] | frozenset[str] = frozenset()) -> list:
-    """The primary metric at every length, the convergence metric, then any other metric a claim's
-    evidence names (e.g. ``finished``, ``grad_norm_cv``, ``train_tokens_per_s``); the rest stays in
-    ``ablate compare`` so that the report is not drowned in exploratory tables."""
-    keep = [t for t in tables if t.metric.split("@")[0] == base]
-    keep += [t for t in tables if t.metric == metrics.STEPS_TO_TARGET]
-    return keep + [t for t in tables if t.metric in claimed and t not in keep]
-
-
 def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
-    runs = result.runs[result.runs["task"] == task]
+    rows, runs = result.rows[result.rows["task"] == task], result.runs
     if not result.ablation.profiles[result.profile].apply_gate:
-        return result.rows[result.rows["task"] == task]
-    gated = set(runs.loc[(runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
-    rows = result.rows[result.rows["task"] == task]
-    drop = rows["run_id"].isin(gated) & rows["metric"].map(metrics.beyond_training)
-    return rows[~drop]
+        return rows
+    gated = set(runs.loc[(runs["task"] == task) & (runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
+    return rows[~(rows["run_id"].isin(gated) & rows["metric"].map(metrics.beyond_training))]
 
 
 def _history(result: Analysis, task: str) -> pd.DataFrame:
@@ -204,16 +188,14 @@ def _history(result: Analysis, task: str) -> pd.DataFrame:
 def _commands(
     abl: Ablation, profile: str, overrides: list[str], tuning: TuningInputs | None = None, name: str | None = None
 ) -> list[str]:
-    """The commands that make this report again: with a Tuning section, the studies (as many
-    trials as the largest of them holds) and the tuned runs too, before the report. ``name``: the
-    ablation as the command that made the report named it (a YAML path for an unregistered one,
-    which ``ablate run NAME`` would not find)."""
+    """The commands that make this report again (with a Tuning section, the studies and tuned runs
+    too); ``name``: the ablation as the report's command named it (a YAML path for an unregistered one)."""
     prof = "" if profile == abl.default_profile else f" --profile {profile}"
     extra = "".join(f" {o}" for o in overrides)
     target = shlex.quote(name) if name else abl.name
     lines = ["pip install -e .", f"ablate run {target}{prof}{extra}"]
     studies = [s for s in (tuning.studies.studies if tuning and tuning.studies else []) if s.objectives == 1]
     if studies:
-        trials = max(s.finished for s in studies)
-        lines += [f"ablate tune {target}{prof}{extra} --trials {trials}", f"ablate run {target}{prof}{extra} --tuned"]
+        trials = f"--trials {max(s.finished for s in studies)}"
+        lines += [f"ablate tune {target}{prof}{extra} {trials}", f"ablate run {target}{prof}{extra} --tuned"]
     return [*lines, f"ablate report {target}{prof}{extra}"]

@@ -34,16 +34,6 @@ def skip_reason(n_blocks: int, k: int) -> str | None:
     return None
 
 
-def friedman_line(res: ranks.Friedman, alpha: float) -> str:
-    """``Friedman χ²(df) = .., p = .., N blocks, k variants; mean ranks: ...; CD = ..``."""
-    ranks = ", ".join(f"{v} {r:.2f}" for v, r in res.mean_ranks.sort_values().items())
-    return (
-        f"Friedman χ²({res.df}) = {res.statistic:.3g}, p = {res.p:.3g}, {res.n_seeds} blocks (seeds), "
-        f"{res.k} variants; mean ranks (1 = best): {ranks}; Nemenyi CD = {res.cd:.3g} at alpha {alpha:g} "
-        "(mean ranks further apart than CD differ)."
-    )
-
-
 def across_variants(
     table: Table | None,
     rows: pd.DataFrame,
@@ -53,10 +43,9 @@ def across_variants(
     alpha: float = 0.05,
     withheld: str | None = None,
 ) -> list[str]:
-    """Markdown lines for one task's primary ``table`` (None: none) from its tidy ``rows`` (gate
-    applied): the paired-lines figure, then the Friedman line with the critical-difference figure,
-    or why the test is left out (``withheld``: e.g. the task was not learned). The figures go to
-    ``fig_dir`` as ``stem-...png``, linked relative to ``md_dir``."""
+    """Markdown lines for one task's primary ``table`` (None: none) from its tidy ``rows`` (gate applied):
+    the paired-lines figure, then the Friedman test with its critical-difference figure, or why it is
+    left out (``withheld``: e.g. the task was not learned); figures ``fig_dir/stem-...png``."""
     if table is None:
         return []
     wide = seed_table(rows, table.metric, list(table.frame["variant"]))
@@ -78,8 +67,11 @@ def across_variants(
     fig = figures.critical_difference(
         res.mean_ranks, res.cd, alpha, f"{table.task}: mean ranks of {table.metric}", fig_dir / f"{name}-ranks.png"
     )
+    mean_ranks = ", ".join(f"{v} {r:.2f}" for v, r in res.mean_ranks.sort_values().items())
     return lines + [
-        head + friedman_line(res, alpha),
+        f"{head}Friedman χ²({res.df}) = {res.statistic:.3g}, p = {res.p:.3g}, {res.n_seeds} blocks (seeds), "
+        f"{res.k} variants; mean ranks (1 = best): {mean_ranks}; Nemenyi CD = {res.cd:.3g} at alpha {alpha:g} "
+        "(mean ranks further apart than CD differ).",
         "",
         f"![{table.task}: mean ranks]({fig.relative_to(md_dir).as_posix()})",
         "",

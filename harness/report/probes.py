@@ -1,8 +1,6 @@
-"""What a report says of how its runs ended: the failures section (runs that did not finish or fell
-below the gate, suspect numbers) and the per-cell probe table, for runs that carry the ``leakage`` /
-``masked_attention`` probes (:mod:`harness.training.probes`, e.g. ``mask_fill_fp16``): per variant,
-how its runs ended and what the probes measured at initialisation and after training, read from
-every record whatever its status (a run that raised still stored the probes of its initialisation).
+"""What a report says of how its runs ended: the failures section and, for runs with the probes of
+:mod:`harness.training.probes` (e.g. ``mask_fill_fp16``), the per-cell probe table, read from every
+record whatever its status (a run that raised still stored the probes of its initialisation).
 """
 
 from __future__ import annotations
@@ -15,7 +13,8 @@ from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import text
 from harness.store.record import Record
 
-PROBE_KEYS = ("leak_logits", "attn_masked_max")
+PROBED = ("leak_logits_init", "attn_masked_max_init", "leak_raised_init", "attn_raised_init")
+"""The metrics a run with the probes holds (a value, or the probe's forward pass raised)."""
 
 
 def _values(recs: list[Record], key: str) -> list[float]:
@@ -35,14 +34,7 @@ def _mean(recs: list[Record], key: str) -> str:
 
 def probe_section(result: Analysis) -> list[str]:
     """Markdown lines of the "Probes per cell" section; empty when no run carries a probe."""
-    records = [
-        r
-        for r in result.scan.records
-        if any(
-            r.metric(f"{k}_init") is not None or r.metric(f"{k.split('_')[0]}_raised_init") is not None
-            for k in PROBE_KEYS
-        )
-    ]
+    records = [r for r in result.scan.records if any(r.metric(k) is not None for k in PROBED)]
     if not records:
         return []
     abl = result.ablation  # the profile's view: analyse applied its subset
@@ -97,8 +89,7 @@ def probe_section(result: Analysis) -> list[str]:
 
 
 def failures_section(result: Analysis) -> list[str]:
-    """Every run that did not finish or fell below its task's gate, unreadable store entries, the
-    tasks whose learning nothing checks, and the suspect numbers (:func:`run_notes`)."""
+    """Runs that did not finish or fell below the gate, unreadable entries, unchecked tasks, suspect numbers."""
     runs = result.runs
     bad = runs[(runs["status"] != "ok") | ~runs["passed_gate"]]
     lines = ["## Failures, divergences and runs below the gate", ""]
@@ -114,8 +105,7 @@ def failures_section(result: Analysis) -> list[str]:
 
 
 def run_notes(records: list[Record]) -> list[str]:
-    """``Suspect numbers`` lines: each run's ``flags`` (:mod:`harness.training.scoring`) and
-    ``undefined_metrics`` (no value, and why)."""
+    """``Suspect numbers`` lines: each run's ``flags`` and ``undefined_metrics`` (:mod:`harness.training.scoring`)."""
     lines = []
     for rec in sorted(records, key=lambda r: (r.task, r.variant_label, r.seed)):
         where = f"- `{rec.task}` {rec.variant_label} seed {rec.seed}"

@@ -35,21 +35,19 @@ def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
             f"worse after adjustment; raw p < {alpha:g} in {raw} of {tested} (expected about "
             f"{alpha * tested:.2g} by chance)."
         )
-    lines += [
+    return lines + [
         "",
         "Every such declaration is a false positive. The long-run rate is measured by a simulation of "
         "1,000 A/A tables in the test suite (`tests/analysis/test_stats.py::test_aa_false_positive_rate`).",
         "",
     ]
-    return lines
 
 
 NOT_REGISTERED = {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"}
 
 
 def verdict(cid: str, result: Analysis, guards: Guards) -> tuple[str, list[str]]:
-    """The claim's verdict on ``result`` and its evidence lines (withheld while a control of it in
-    ``guards`` has not passed): the report's, the index's, the Tuning section's and the W&B run's."""
+    """The claim's verdict on ``result`` and its evidence lines (withheld while a control in ``guards`` has not passed)."""
     return claim_verdict(claims_mod.load_claims().get(cid, NOT_REGISTERED), result, guards.get(cid, ()))
 
 
@@ -72,8 +70,7 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
         lines += [f"### `{cid}`: {said}", "", f"> {claim['claim']} (figure given: {claim.get('figure', 'none')})", ""]
         if audit := audit_text(claim):
             lines += [audit, ""]
-        lines += [f"- {e}" for e in evidence]
-        lines.append("")
+        lines += [*(f"- {e}" for e in evidence), ""]
     if controls := control_outcomes(result):
         lines += [
             f"Negative control ({abl.control.variant or 'every variant'} is a known bug, expected "
@@ -94,8 +91,7 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
         + ("at the scale where the claims were made." if abl.claims else "at another scale."),
         "",
     ]
-    lines += unlearned_warnings(abl, result)
-    return lines
+    return lines + unlearned_warnings(abl, result)
 
 
 def control_text(c: ControlOutcome) -> str:
@@ -110,44 +106,37 @@ def version_warnings(result: Analysis) -> list[str]:
 
 
 def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
-    """A loud line for every task whose baseline did not learn it
-    (:func:`harness.analysis.untestable.unlearned_tasks`): why its tables read ``not learned``."""
+    """A loud line for every task whose baseline did not learn it: why its tables read ``not learned``."""
     out = []
     confirmatory = abl.profiles[result.profile].confirmatory
     for task, unlearned in result.unlearned.items():
         reached, planned, run = unlearned
+        target = f"the convergence target (validation `{abl.tasks[task].target.describe()}`)"
+        none = f"no comparison on it gets a verdict: each reads `{vd.not_learned_target(*unlearned)}`"
         if run < planned and untestable.learned(reached + planned - run, planned):
             # an unfinished grid: the seeds not run yet could still make the task learned
-            out += [
-                f"**Warning: on `{task}` the baseline has reached the convergence target (validation "
-                f"`{abl.tasks[task].target.describe()}`) on {reached} of the {run} seeds run so far ({planned} "
-                f"planned): whether this scale learns the task is not known until its other {planned - run} run(s) "
-                "finish, and until then "
+            said = (
+                f"has reached {target} on {reached} of the {run} seeds run so far ({planned} planned): whether "
+                f"this scale learns the task is not known until its other {planned - run} run(s) finish, and until "
+                "then "
                 + (
-                    f"no comparison on it gets a verdict: each reads `{vd.not_learned_target(*unlearned)}`.**"
+                    none
                     if confirmatory
-                    else "it cannot say whether a confirmatory run at this scale would give a verdict.**"
-                ),
-                "",
-            ]
-            continue
-        why = (
-            f"so no comparison on it gets a verdict: each reads `{vd.not_learned_target(*unlearned)}`"
-            if confirmatory
-            else "and a confirmatory run at this scale would give no verdict on it"
-        )
-        out += [
-            f"**Warning: on `{task}` the baseline reached the convergence target (validation "
-            f"`{abl.tasks[task].target.describe()}`) on {reached} of its {planned} planned seeds within the step "
-            f"budget: this scale is too small to learn the task, {why}.**",
-            "",
-        ]
+                    else "it cannot say whether a confirmatory run at this scale would give a verdict"
+                )
+            )
+        else:
+            said = (
+                f"reached {target} on {reached} of its {planned} planned seeds within the step budget: this scale "
+                "is too small to learn the task, "
+                + (f"so {none}" if confirmatory else "and a confirmatory run at this scale would give no verdict on it")
+            )
+        out += [f"**Warning: on `{task}` the baseline {said}.**", ""]
     return out
 
 
 def setup_section(abl: Ablation, profile: str, records: list[Record], result: Analysis | None = None) -> list[str]:
-    """The grid, each task's config (the baseline's), hardware, versions, commits and run counts, and
-    a confirmatory profile's power at each task's sesoi (:func:`power_lines`)."""
+    """The grid, each task's (baseline's) config, hardware, versions, commits, run counts and power."""
     prof = abl.profiles[profile]
     lines = [
         "## Setup",
@@ -185,18 +174,15 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
             + (f"; convergence target validation `{entry.target.describe()}`" if entry.target else "")
             + "."
         )
-    ok = [r for r in records if r.status == "ok"]
     if records:
-        r = records[0]
-        commits = sorted({str(x.commit) for x in records})
-        total = sum(x.wall_time_s or 0 for x in records)
+        r, total = records[0], sum(x.wall_time_s or 0 for x in records)
         lines += [
             f"- Hardware: {r.platform}, {r.cpu_count} CPUs, device {r.get('device', 'cpu')}"
             f"{', ' + r.cuda if r.cuda else ''}, {r.torch_threads} torch thread(s) per run.",
             f"- Versions: {', '.join(f'{k} {v}' for k, v in (r.versions or {}).items())}.",
-            f"- Commit(s): {', '.join(commits)}.",
+            f"- Commit(s): {', '.join(sorted({str(x.commit) for x in records}))}.",
             *_plugins_line(records),
-            f"- Runs: {len(records)} in the store ({len(ok)} ok); summed run wall time {total / 60:.1f} min.",
+            f"- Runs: {len(records)} in the store ({sum(x.status == 'ok' for x in records)} ok); summed run wall time {total / 60:.1f} min.",
         ]
     if result is not None and prof.confirmatory:
         lines += power_lines(result)
@@ -204,8 +190,7 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
 
 
 def power_lines(result: Analysis) -> list[str]:
-    """Each primary comparison's power at its task's sesoi and the seeds it has, and the seeds it
-    needs where that is more (:mod:`harness.analysis.primary_power`)."""
+    """Each primary comparison's power at its sesoi (:mod:`harness.analysis.primary_power`)."""
     if not result.power:
         return []
     first = result.power[0]
@@ -226,7 +211,6 @@ def power_lines(result: Analysis) -> list[str]:
 
 
 def _plugins_line(records: list[Record]) -> list[str]:
-    """``- Plugins: my-plugin 0.1.0 (position:xpos, task:lag_copy).``: the plugins the runs were made with."""
     seen: dict[str, list[str]] = {}
     for rec in records:
         for p in rec.plugins or []:

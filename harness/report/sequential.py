@@ -1,7 +1,5 @@
-"""The report section of a group-sequential profile (docs/sequential.md): the design, each primary
-comparison's stopping look and the bound it crossed, its repeated confidence interval, and the
-seeds used out of the most the design allows. Computed from the :class:`~harness.analysis.looks.State`
-the analysis holds; a fixed profile has no such section."""
+"""The report section of a group-sequential profile (docs/sequential.md), from the analysis's
+:class:`~harness.analysis.looks.State`: the design, and each primary comparison's look, bound and repeated CI."""
 
 from __future__ import annotations
 
@@ -45,7 +43,7 @@ def sequential_section(result: Analysis) -> list[str]:
             f"{text(c.bound, '.3f')} | {text(c.t, '.2f')} | {text(c.delta, '.4g')} | "
             f"[{text(c.rci[0], '.4g')}, {text(c.rci[1], '.4g')}] |"
         )
-    lines += [
+    return lines + [
         "",
         "The repeated CI is the interval at the comparison's level and look (coverage 1 - level whatever the "
         "stopping rule did; J&T ch. 9): a direction is declared only when it excludes 0. An estimate at an early "
@@ -54,4 +52,3 @@ def sequential_section(result: Analysis) -> list[str]:
         "their p adj are the fixed design's and do not decide here.",
         "",
     ]
-    return lines

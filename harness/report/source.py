@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -33,9 +33,8 @@ EDITED = "the file was edited; a data file is written by `ablate report NAME`, n
 
 @dataclass
 class DataFile:
-    """What ``--from`` reads of a data file: its profile's runs (``scan``) and tuned runs, the store it
-    names, its studies' summary and the controls' outcomes beside it (None: none), the folder of its
-    bench files. The temporary store it was unpacked into lives as long as it does."""
+    """What ``--from`` reads of a data file (None: no studies' summary, no controls' file); the
+    temporary store it was unpacked into lives as long as it does."""
 
     scan: StoreScan
     tuned: StoreScan
@@ -47,29 +46,8 @@ class DataFile:
     _tmp: tempfile.TemporaryDirectory[str] = field(repr=False)
 
 
-def _folder_hint(folder: Path, ablation: str) -> str:
-    """What to pass instead of a folder: a data file of ``ablation`` in it or its ``data/``."""
-    found = sorted(
-        str(p)
-        for d in (folder, folder / "data")
-        for p in d.glob(f"{ablation}.*")
-        if p.name.endswith(archive.SUFFIX) and p.name.split(".")[0] == ablation
-    )
-    if found:
-        more = f" ({len(found)} data files of {ablation} there, one per profile)" if len(found) > 1 else ""
-        return f"is a folder, not a report's data file; pass one file, e.g. --from {found[0]}{more}"
-    return (
-        f"is a folder, not a report's data file, and holds none of {ablation}; pass the file "
-        f"`ablate report {ablation}` wrote (reports/data/{ablation}[.PROFILE]{archive.SUFFIX})"
-    )
-
-
 def _studies(arc: Archive, at: str) -> TuningData | None:
-    """The studies' summary the file holds (``restored/NAME.PROFILE.tuning.json``), or None.
-
-    Raises:
-        AblateError: one that is not of its format, or of another ablation or profile.
-    """
+    """The studies' summary the file holds, or None (AblateError: unreadable, or of another ablation or profile)."""
     names = [n for n in arc.members if n.startswith("restored/")]
     if not names:
         return None
@@ -89,12 +67,8 @@ def _studies(arc: Archive, at: str) -> TuningData | None:
 
 
 def check_ids(arc: Archive, at: str, abl: Ablation | None) -> None:
-    """Every run is the run its id names, its variant the one its config holds (and named as a
-    registered ``abl`` names it), its metrics metrics ablate produces, with values a run can score.
-
-    Raises:
-        AblateError: a run that is not, naming what was edited.
-    """
+    """Raises AblateError naming what was edited unless every run is the run its id names, its variant
+    the one its config holds (as a registered ``abl`` names it), its metrics ablate's, with values a run can score."""
     for rec in arc.runs:
         for name, value in (rec.metrics or {}).items():
             _check_metric(name, value, f"{at}: run {rec.run_id}")
@@ -123,8 +97,7 @@ def check_ids(arc: Archive, at: str, abl: Ablation | None) -> None:
 
 
 def _check_metric(name: str, value: float, where: str) -> None:
-    """A metric of :data:`harness.experiment.metrics.METRICS` within its ``floor`` and (in the better
-    direction) ``best``; NaN and an infinite loss are values a run can end with."""
+    """A known metric within its ``floor`` and (in the better direction) ``best``; NaN and inf can be scored."""
     metric = metrics_mod.lookup(name)
     if metric is None:
         known = did_you_mean(name, [n for m in metrics_mod.METRICS for n in m.names((1, 2, 4), 2)])
@@ -140,9 +113,8 @@ def _check_metric(name: str, value: float, where: str) -> None:
 def load_source(
     path: Path, abl: Ablation, profile: str | None, select_of: Callable[[str | None], Selection]
 ) -> tuple[DataFile, Selection]:
-    """The data file ``path`` of ``abl`` (and ``profile``, when not None: else the file's), checked,
-    unpacked into a temporary store and checked against the grid ``select_of(profile)`` (the
-    command's overrides): ``(data file, selection)``.
+    """The data file ``path`` of ``abl`` (and ``profile``, if given), checked, unpacked into a temporary
+    store and checked against the grid ``select_of(profile)``: ``(data file, selection on its store)``.
 
     Raises:
         AblateError: a folder; what :func:`harness.store.archive.read` or :func:`check_ids` refuses;
@@ -150,7 +122,19 @@ def load_source(
     """
     path, at = Path(path), f"--from {path}"
     if path.is_dir():
-        raise AblateError(f"{at}: {_folder_hint(path, abl.name)}")
+        found = sorted(
+            str(p)
+            for d in (path, path / "data")
+            for p in d.glob(f"{abl.name}.*")
+            if p.name.endswith(archive.SUFFIX) and p.name.split(".")[0] == abl.name
+        )
+        more = f" ({len(found)} data files of {abl.name} there, one per profile)" if len(found) > 1 else ""
+        raise AblateError(
+            f"{at}: is a folder, not a report's data file; pass one file, e.g. --from {found[0]}{more}"
+            if found
+            else f"{at}: is a folder, not a report's data file, and holds none of {abl.name}; pass the file "
+            f"`ablate report {abl.name}` wrote (reports/data/{abl.name}[.PROFILE]{archive.SUFFIX})"
+        )
     arc = archive.read(path, at)
     if arc.ablation != abl.name:
         raise AblateError(
@@ -185,13 +169,12 @@ def load_source(
             f"with `ablate report {abl.name}` from the store"
         )
     check_studies(tuning, list(abl.tasks), [abl.label(v) for v in abl.variants()], f"{at}: its studies' summary")
-    return data, sel
+    return data, replace(sel, results=data.store)
 
 
 @dataclass
 class Plan:
-    """The files a restore reads (with its archive, studies' summary and controls as (kind, id,
-    profile)), and those it passes over, with why."""
+    """The files a restore reads (archive, studies' summary, controls as (kind, id, profile)), and those it passes over."""
 
     files: list[tuple[Path, Archive, TuningData | None, list[tuple[str, str, str | None]]]] = field(
         default_factory=list
@@ -200,8 +183,7 @@ class Plan:
 
 
 def plan(paths: list[Path]) -> Plan:
-    """Read and check every file (a folder: the data files it holds) before anything is written;
-    the controls' files beside them (``*.guards.json``) and a file named twice are passed over.
+    """Read and check every file (a folder: its data files) before anything is written.
 
     Raises:
         AblateError: no data file among ``paths``; a folder without one; a file that does not check.
@@ -239,7 +221,6 @@ def plan(paths: list[Path]) -> Plan:
 
 
 def _data_files(paths: list[Path]) -> list[Path]:
-    """``paths`` with each folder replaced by the files it holds (AblateError: none)."""
     out = []
     for path in map(Path, paths):
         if not path.is_dir():

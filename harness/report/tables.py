@@ -51,8 +51,7 @@ def _p(x: Any) -> str:
 
 
 def bounds(metric: str, higher_is_better: bool) -> tuple[float | None, float | None]:
-    """The range a run's value of ``metric`` can take: ``(0, 1)`` where its best value is 1
-    (:func:`harness.experiment.metrics.best_value`), ``(0, None)`` where it is 0 and lower is better."""
+    """The range of ``metric``: ``(0, 1)`` where its best value is 1, ``(0, None)`` where it is 0 and lower is better."""
     best = metrics.best_value(metric)
     if best == 1.0 and higher_is_better:
         return 0.0, 1.0
@@ -63,20 +62,14 @@ def bounds(metric: str, higher_is_better: bool) -> tuple[float | None, float | N
 
 def clipped_ci(table: Table, low: Any, high: Any) -> tuple[Any, Any, bool]:
     """A variant's 95% CI of the mean clipped to the metric's :func:`bounds`: ``(low, high, moved)``."""
-    lo_bound, hi_bound = bounds(table.metric, table.higher_is_better)
-    out = []
-    for x in (low, high):
-        if isinstance(x, (int, float)) and math.isfinite(x):
-            x = max(x, lo_bound) if lo_bound is not None else x
-            x = min(x, hi_bound) if hi_bound is not None else x
-        out.append(x)
+    lo, hi = bounds(table.metric, table.higher_is_better)
+    lo, hi = -math.inf if lo is None else lo, math.inf if hi is None else hi
+    out = [min(max(x, lo), hi) if isinstance(x, (int, float)) and math.isfinite(x) else x for x in (low, high)]
     moved = any(a is not b and a != b for a, b in zip(out, (low, high), strict=True))
     return out[0], out[1], moved
 
 
-def any_clipped(table: Table) -> bool:
-    """Whether :func:`clipped_ci` moves the CI of some variant of the table."""
-    return any(clipped_ci(table, r.get("ci_low"), r.get("ci_high"))[2] for _, r in table.frame.iterrows())
+_EXCLUDED = (("below_gate", "below gate"), ("not_ok", "failed/diverged/timeout"), ("no_value", "without a value"))
 
 
 def formatted(table: Table) -> pd.DataFrame:
@@ -84,13 +77,7 @@ def formatted(table: Table) -> pd.DataFrame:
     rows = []
     for _, r in table.frame.iterrows():
         base = r.get("verdict") == vd.BASELINE
-        excl = []
-        if r.get("below_gate"):
-            excl.append(f"{int(r['below_gate'])} below gate")
-        if r.get("not_ok"):
-            excl.append(f"{int(r['not_ok'])} failed/diverged/timeout")
-        if r.get("no_value"):
-            excl.append(f"{int(r['no_value'])} without a value")
+        excl = [f"{int(r[k])} {why}" for k, why in _EXCLUDED if r.get(k)]
         rows.append(
             {
                 "variant": f"{r['variant']} (baseline)" if base else r["variant"],
@@ -128,10 +115,11 @@ def markdown(table: Table) -> str:
 def render(tables: list[Table], fmt: str, console: Any = None) -> Any:
     """Render tables as rich renderables (``table``), markdown, CSV or JSON text."""
     if fmt == "md":
-        return "\n\n".join(f"**{title(t)}**\n\n{markdown(t)}" for t in tables)
+        return _md(tables, formatted)
     if fmt in ("csv", "json"):  # raw values; undefined and infinite ones as harness.encode says
-        frames = [t.frame.assign(task=t.task, metric=t.metric, family=t.family) for t in tables]
-        raw = pd.concat(frames, ignore_index=True)
+        raw = pd.concat(
+            [t.frame.assign(task=t.task, metric=t.metric, family=t.family) for t in tables], ignore_index=True
+        )
         if fmt == "csv":
             return encode.to_csv(raw)
         return encode.dumps(raw.astype(object).to_dict(orient="records"), indent=1)
@@ -169,15 +157,16 @@ def summary_frame(table: Table) -> pd.DataFrame:
 
 def summary_markdown(tables: list[Table]) -> str:
     """The :data:`SUMMARY` columns of ``tables`` as markdown (``ablate run`` piped or captured)."""
-    return "\n\n".join(
-        f"**{title(t)}**\n\n" + summary_frame(t).to_markdown(index=False, disable_numparse=True) for t in tables
-    )
+    return _md(tables, summary_frame)
+
+
+def _md(tables: list[Table], frame: Any) -> str:
+    return "\n\n".join(f"**{title(t)}**\n\n" + frame(t).to_markdown(index=False, disable_numparse=True) for t in tables)
 
 
 def summary(tables: list[Table], width: int) -> Group:
-    """The :data:`SUMMARY` columns of ``tables`` as rich tables no wider than ``width``: no number or
-    name broken (only the verdict wraps, between words); where that does not fit, the columns of
-    :data:`SUMMARY_DROPS` go from every table alike, and at last the variant name folds."""
+    """The :data:`SUMMARY` columns as rich tables no wider than ``width``: only the verdict wraps; else the
+    columns of :data:`SUMMARY_DROPS` go from every table alike, and at last the variant name folds."""
     frames = [summary_frame(t) for t in tables]
     columns = list(SUMMARY)
     for dropped in SUMMARY_DROPS:
@@ -189,8 +178,7 @@ def summary(tables: list[Table], width: int) -> Group:
         table = _fitted(frame, columns)
         excess = _least_width(table) - width
         if excess > 0:  # the last resort: the variant name folds, the numbers stay whole
-            variant = table.columns[0]
-            variant.width = max(8, (variant.width or 0) - excess)
+            table.columns[0].width = max(8, (table.columns[0].width or 0) - excess)
         out += [*([Text("")] if out else []), Text(title(t), style="bold"), table]
     return Group(*out)
 

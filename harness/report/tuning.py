@@ -1,7 +1,5 @@
-"""The report's "Tuning" section: per (task, variant) study its trial counts, best parameters and
-Optuna's figures, the claims' verdicts untuned and tuned, and per task the tuned comparison beside the
-untuned one; read from the Optuna storage and the store (:func:`read_tuning`), or a data file's
-summary (:mod:`harness.report.tuning_data`).
+"""The report's "Tuning" section: the studies, the claims' verdicts untuned and tuned, and the tuned
+comparisons; read from the Optuna storage (:func:`read_tuning`) or a summary (:mod:`harness.report.tuning_data`).
 """
 
 from __future__ import annotations
@@ -62,8 +60,7 @@ class ClaimChange:
 
     @property
     def changed(self) -> bool:
-        """The two verdicts differ in kind (supported, contradicted, inconclusive, ...); the
-        numbers in brackets (e.g. the seeds an underpowered comparison needs) are not a change."""
+        """The two verdicts differ in kind, not only in a number in brackets."""
         if NO_RUNS in (self.untuned, self.tuned):  # nothing to change from
             return False
         a, b = claim_kind(self.untuned), claim_kind(self.tuned)
@@ -71,9 +68,8 @@ class ClaimChange:
 
 
 def read_tuning(sel: Selection, results: Path, storage: str | None, out: Path) -> TuningInputs:
-    """The studies of the selection in ``storage`` (default ``<results>/optuna.db``; their figures
-    drawn under ``out/figures``), else the summary ``ablate restore`` copied from a data file, and the
-    analysis of its tuned runs in the store (``<profile>+tuned``)."""
+    """The studies of the selection in ``storage`` (default ``<results>/optuna.db``), else the summary
+    ``ablate restore`` copied, and the analysis of its tuned runs in the store (``<profile>+tuned``)."""
     abl = sel.ablation
     studies = collect_studies(sel, results, storage, out)
     if studies is None:
@@ -89,8 +85,7 @@ def tuned_analysis(sel: Selection, results: Path, found: StoreScan) -> Analysis 
 
 
 def collect_studies(sel: Selection, results: Path, storage: str | None, out: Path) -> TuningData | None:
-    """Summarise every study of the selection's (task, variant)s in ``storage`` and draw its
-    figures under ``out/figures``; None when the storage holds none."""
+    """Summarise every study of the selection in ``storage``, its figures drawn under ``out/figures``; None: none."""
     import optuna
 
     abl, profile = sel.ablation, sel.profile
@@ -122,8 +117,7 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
 
 
 def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guards: Guards) -> list[str]:
-    """Markdown lines of the section; empty when ``tuning`` lists no study. ``result``: the
-    report's analysis of the untuned runs."""
+    """Markdown lines of the section (none without a study); ``result``: the untuned runs' analysis."""
     data = tuning.studies
     if data is None:
         return []
@@ -151,9 +145,18 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guard
             continue
         metric = abl.tasks[s.task].primary.metric
         best = "no complete trial" if s.best_value is None else f"`{metric}` = {text(s.best_value)}"
+        params = (s.best_params or {}).items()
+        params = ", ".join(f"`{k}` {v:.3g}" if isinstance(v, float) else f"`{k}` {v}" for k, v in params) or "–"
+        importance = (
+            "–"
+            if s.complete == 0
+            else "not computable" + (f" ({s.importance_problem})" if s.importance_problem else "")
+            if s.importances is None
+            else ", ".join(f"`{k}` {v:.2f}" for k, v in s.importances.items())
+        )
         lines.append(
             f"| {s.task} | {s.variant} | {s.complete} | {s.pruned} | {s.failed} ({s.diverged}) | "
-            f"{best} | {_params(s.best_params)} | {_importance(s)} |"
+            f"{best} | {params} | {importance} |"
         )
         figures += [f"![{s.name}: {f.kind}]({f.path})" for f in s.figures]
         if s.best_value is None:
@@ -171,8 +174,7 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guard
 
 
 def claim_changes(abl: Ablation, result: Analysis, tuning: TuningInputs, guards: Guards) -> list[ClaimChange]:
-    """Each claim's verdict on ``result`` (the untuned runs) and on the tuned runs; empty when the
-    section shows no tuned runs."""
+    """Each claim's verdict on ``result`` (the untuned runs) and on the tuned runs; empty without tuned runs."""
     if tuning.studies is None or tuning.tuned is None:
         return []
     untuned = [verdict(cid, result, guards)[0] if result.scan.records else NO_RUNS for cid in abl.claims]
@@ -182,14 +184,8 @@ def claim_changes(abl: Ablation, result: Analysis, tuning: TuningInputs, guards:
 def _claims_table(changes: list[ClaimChange]) -> list[str]:
     if not changes:
         return []
-    frame = pd.DataFrame(
-        {
-            "claim": [f"`{c.claim}`" for c in changes],
-            "untuned verdict": [c.untuned for c in changes],
-            "tuned verdict": [c.tuned for c in changes],
-            CHANGES: ["**yes**" if c.changed else "no" for c in changes],
-        }
-    )
+    rows = [(f"`{c.claim}`", c.untuned, c.tuned, "**yes**" if c.changed else "no") for c in changes]
+    frame = pd.DataFrame(rows, columns=["claim", "untuned verdict", "tuned verdict", CHANGES])
     return [
         "### Claims: untuned vs tuned",
         "",
@@ -202,25 +198,10 @@ def _claims_table(changes: list[ClaimChange]) -> list[str]:
     ]
 
 
-def _params(params: dict[str, Any] | None) -> str:
-    if not params:
-        return "–"
-    return ", ".join(f"`{k}` {v:.3g}" if isinstance(v, float) else f"`{k}` {v}" for k, v in params.items())
-
-
-def _importance(s: StudySummary) -> str:
-    if s.complete == 0:
-        return "–"
-    if s.importances is None:
-        return "not computable" + (f" ({s.importance_problem})" if s.importance_problem else "")
-    return ", ".join(f"`{k}` {v:.2f}" for k, v in s.importances.items())
-
-
 def _figures(
     study: Any, c: dict[str, Any], metric: str, stem: Path, md_dir: Path
 ) -> tuple[dict[str, float] | None, str | None, list[StudyFigure]]:
-    """Draw the optimisation history and the parameter importances (when Optuna can compute them):
-    ``(importances or None, Optuna's reason when it gave one, the figures)``."""
+    """The history and importance figures: ``(importances or None, Optuna's reason if any, the figures)``."""
     plt = pyplot()  # Optuna draws through pyplot: on Agg, whatever MPLBACKEND names (before it imports matplotlib)
     import optuna
     from optuna.visualization import matplotlib as ovm
@@ -249,7 +230,7 @@ def _figures(
 
 
 def _save(plt: Any, ax: Any, path: Path, md_dir: Path) -> str:
-    fig = ax.figure if hasattr(ax, "figure") else ax.flat[0].figure
+    fig = ax.figure
     fig.set_size_inches(6, 3.5)
     save_png(fig, path, dpi=90, bbox_inches="tight")
     plt.close(fig)
@@ -257,8 +238,7 @@ def _save(plt: Any, ax: Any, path: Path, md_dir: Path) -> str:
 
 
 def _comparison(sel: Selection, untuned: Analysis, tuned: Analysis | None) -> list[str]:
-    """Per task, the primary comparison of the untuned and the tuned runs side by side, then the
-    tuned table in full."""
+    """Per task, the untuned and tuned primary comparisons side by side, then the tuned table."""
     abl = sel.ablation
     lines = []
     for task, entry in abl.tasks.items():
@@ -280,13 +260,10 @@ def _side_by_side(untuned: Any, tuned: Any, order: list[str]) -> str:
         if table is None:
             return pd.DataFrame(columns=["variant"])
         f = table.frame.set_index("variant")
-        out = pd.DataFrame(index=f.index)
-        out[f"{tag} mean"] = [text(x) for x in f.get("mean", pd.Series(index=f.index, dtype=float))]
-        out[f"{tag} Δ (+ = better)"] = [text(x) for x in f.get("delta", pd.Series(index=f.index, dtype=float))]
-        out[f"{tag} verdict"] = [
-            str(x) if isinstance(x, str) else "–" for x in f.get("verdict", pd.Series(index=f.index))
-        ]
-        return out.reset_index()
+        col = {c: f[c] if c in f else pd.Series(index=f.index, dtype=float) for c in ("mean", "delta", "verdict")}
+        out = {f"{tag} mean": col["mean"].map(text), f"{tag} Δ (+ = better)": col["delta"].map(text)}
+        out[f"{tag} verdict"] = col["verdict"].map(lambda x: x if isinstance(x, str) else "–")
+        return pd.DataFrame(out).reset_index()
 
     both = cols(untuned, "untuned").merge(cols(tuned, "tuned"), on="variant", how="outer").fillna("–")
     both["variant"] = pd.Categorical(both["variant"], categories=order, ordered=True)

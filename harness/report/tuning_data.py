@@ -1,7 +1,6 @@
-"""What a report's "Tuning" section prints of each Optuna study, kept in the report's data file
-(``restored/NAME.PROFILE.tuning.json``, with the tuned runs), so that ``ablate report --from`` and a
-store restored from it print the same section without the Optuna storage. Plain JSON, no timestamp:
-the same studies give the same bytes (:func:`studies_json`).
+"""What a report's "Tuning" section prints of each Optuna study, kept in its data file
+(``restored/NAME.PROFILE.tuning.json``) so that ``--from`` and a restored store print the same section
+without the Optuna storage. Plain JSON, no timestamp: the same studies give the same bytes.
 """
 
 from __future__ import annotations
@@ -21,13 +20,8 @@ M = TypeVar("M", bound=BaseModel)
 def read_sidecar(
     path: Path, model: type[M], data_file: Path, what: str, ablation: str, profile: str, fix: str
 ) -> M | None:
-    """A JSON file of one report's ablation and profile (the controls' file beside its data file, a
-    studies' summary restored into a store) validated as ``model``; None when there is none.
-
-    Raises:
-        AblateError: not JSON of this model (naming it as ``what``, with ``fix``), or of another
-            ablation or profile.
-    """
+    """A JSON file of one report's ablation and profile validated as ``model``; None when there is none.
+    AblateError: not JSON of this model (naming it as ``what``, with ``fix``), or of another ablation or profile."""
     if not path.is_file():
         return None
     try:
@@ -65,9 +59,7 @@ class StudyFigure(BaseModel):
 
 
 class StudySummary(BaseModel):
-    """What the section prints of one (task, variant) study. ``objectives`` above 1: a study ablate
-    tune did not make, left out. ``importances``: Optuna's, in its order (None: not computed, with
-    why in ``importance_problem`` when Optuna said)."""
+    """What the section prints of one (task, variant) study (``objectives`` above 1: not ablate tune's)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     task: str
@@ -118,8 +110,7 @@ def check_studies(data: TuningData | None, tasks: list[str], variants: list[str]
 
 
 def read_restored(results: Path, ablation: str, profile: str, out: Path) -> TuningData | None:
-    """The studies' summary ``ablate restore`` copied into the store (None: none), its figures
-    copied into ``out`` (AblateError: unreadable, or of another ablation or profile)."""
+    """The studies' summary ``ablate restore`` copied (None: none), its figures copied into ``out``."""
     path = restored_studies_path(results, ablation, profile)
     fix = f"run `ablate restore` on the data file again, or delete {path}"
     data = read_sidecar(path, TuningData, path, "studies' summary", ablation, profile, fix)
@@ -129,13 +120,11 @@ def read_restored(results: Path, ablation: str, profile: str, out: Path) -> Tuni
 
 
 def studies_json(data: TuningData) -> bytes:
-    """The summary's file: indented JSON, no timestamp."""
     return (json.dumps(data.model_dump(mode="python"), indent=1, ensure_ascii=False) + "\n").encode()
 
 
 def copy_figures(data: TuningData, source: Path, out: Path) -> list[str]:
-    """Copy the studies' figures from the report folder ``source`` to ``out``; returns those found in
-    neither (the report links them all the same)."""
+    """Copy the studies' figures from the report folder ``source`` to ``out``; returns those found in neither."""
     missing = []
     for fig in (f for s in data.studies for f in s.figures):
         src, dst = Path(source) / fig.path, Path(out) / fig.path
