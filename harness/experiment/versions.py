@@ -19,7 +19,7 @@ MODEL = 1
 attention.py) outside the registered components."""
 
 TRAINING = 1
-"""Version of the training loop (harness/training.py, callbacks.py, measure.py): bump when a run's
+"""Version of the training loop (harness/training/: loop.py, lit.py, scoring.py): bump when a run's
 metrics change for the same config, task and seed."""
 
 # config field -> (registry in harness.registry, version key prefix)
