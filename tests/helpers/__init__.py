@@ -14,3 +14,13 @@ def decode(vocab, ids) -> str:
     if hasattr(vocab, "chars"):
         return "".join(vocab.chars[i] for i in ids)
     return vocab._tokenizer.decode(ids)
+
+
+def unfinished(results, ablation: str, profile: str) -> list:
+    """The run folders of a store's grid without a record: runs interrupted and never finished."""
+    from pathlib import Path
+
+    from harness.store.runs import RECORD
+
+    folder = Path(results) / ablation / profile
+    return [d for d in sorted(folder.iterdir()) if d.is_dir() and not (d / RECORD).exists()]
