@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 INF, NEG_INF = "Infinity", "-Infinity"
@@ -84,3 +85,10 @@ def text(value: Any, spec: str = ".4g") -> str:
 def count(n: int, noun: str) -> str:
     """``1 layer``, ``2 layers``, ``0 seeds``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def short_question(question: str, limit: int = 100) -> str:
+    """The question's first sentence, cut at a word before ``limit`` characters."""
+    # a sentence ends at ? ! or . followed by a space, but not after an abbreviation ("et al.", "e.g.")
+    first = re.split(r"(?<!\bal\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[?.!])\s", " ".join(question.split()), maxsplit=1)[0]
+    return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0] + " …"

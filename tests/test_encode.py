@@ -200,3 +200,9 @@ def test_report_prints_no_nan_or_inf(one_pair, tmp_path: Path):
 
 def test_count_is_plural_unless_one() -> None:
     assert [encode.count(n, "seed") for n in (0, 1, 2)] == ["0 seeds", "1 seed", "2 seeds"]
+
+
+def test_short_question_keeps_the_first_sentence():
+    assert encode.short_question("Does it work?  More detail follows.") == "Does it work?"
+    long = "Which " + "very " * 40 + "long question?"
+    assert encode.short_question(long).endswith(" …") and len(encode.short_question(long)) <= 102

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from harness.cli import output
+from harness.encode import short_question
 from harness.execution.attempt import unfinished_state
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics, plugins
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
 def list_all(components: bool = False) -> None:
     """Ablations, tasks, loaded plugins, then the component families a plugin adds to (every family
     with ``components``), a plugin's entries marked. Without either, torch is never imported."""
-    from harness.report.index import short_question  # the report and its statistics: list needs one line
-
     say = output.console.print
     for name, path in ablation_mod.available().items():
         abl = ablation_mod.load(str(path))

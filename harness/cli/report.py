@@ -16,7 +16,7 @@ from harness.analysis.claims import control_outcomes, in_grid
 from harness.analysis.comparisons import Analysis, analyse
 from harness.analysis.guards import declared_guards, evaluate_all, guards_of
 from harness.cli import output
-from harness.encode import json_safe
+from harness.encode import json_safe, short_question
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
@@ -243,7 +243,7 @@ def _report_ablation(
         echo(f"skipped {name}: {exc}")
         return index.Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
     guarded = list(abl.control.guards) if abl.control is not None else []
-    question, control = index.short_question(abl.question), abl.control is not None
+    question, control = short_question(abl.question), abl.control is not None
     entry = index.Entry(name, question, list(abl.claims), control=control, guards=guarded)
     claims = claims_mod.load_claims()
     made: dict[str, tuple[Analysis, TuningInputs]] = {}  # per reported profile: its report's, for the verdicts

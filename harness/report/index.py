@@ -4,7 +4,6 @@ registered ablation, every cell computed from the store and the declarations (do
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -55,13 +54,6 @@ def seeds_cell(result: Analysis) -> str:
         return f"{st.seeds_used}/{d.declared} (design finished at look {st.reached} of {len(st.design.looks)})"
     cell = f"{d.seeds}/{d.declared}"
     return cell if d.complete else f"{cell} ({d.runs}/{d.planned} runs)"
-
-
-def short_question(question: str, limit: int = 100) -> str:
-    """The question's first sentence, cut at a word before ``limit`` characters."""
-    # a sentence ends at ? ! or . followed by a space, but not after an abbreviation ("et al.", "e.g.")
-    first = re.split(r"(?<!\bal\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[?.!])\s", " ".join(question.split()), maxsplit=1)[0]
-    return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def index_markdown(entries: list[Entry], results: Path, reproductions: Path | None = None) -> str:

@@ -14,7 +14,6 @@ from harness.cli import report as report_cmd
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.report import index as index_mod
-from harness.report.index import short_question
 from helpers.cli import assert_nothing_written, assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
 from helpers.mini_claims import MINI_CLAIMS
@@ -127,12 +126,6 @@ def test_the_index_follows_the_store(registered, tmp_path):
         "[pilot](mini.pilot.md); [cpu](mini.md): an earlier report whose runs are not in this store (not regenerated)"
     )
     assert "pilot (no verdict from a non-confirmatory profile)" in claims
-
-
-def test_short_question_keeps_the_first_sentence():
-    assert short_question("Does it work?  More detail follows.") == "Does it work?"
-    long = "Which " + "very " * 40 + "long question?"
-    assert short_question(long).endswith(" …") and len(short_question(long)) <= 102
 
 
 @pytest.mark.parametrize(
