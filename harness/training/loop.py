@@ -13,6 +13,7 @@ import csv
 import itertools
 import json
 import logging
+import signal
 import time
 import warnings
 from collections.abc import Callable
@@ -275,7 +276,13 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             t0, fitting = time.perf_counter(), True
-            trainer.fit(lit, datamodule=data, ckpt_path=ckpt, weights_only=True if ckpt else None)
+            try:
+                trainer.fit(lit, datamodule=data, ckpt_path=ckpt, weights_only=True if ckpt else None)
+            except SystemExit:  # Lightning turns Ctrl-C into exit 1 and ignores the next ones
+                if not trainer.interrupted:
+                    raise
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                raise KeyboardInterrupt from None  # the caller's: the interrupted line, exit 130
             fit_s, fitting = time.perf_counter() - t0, False
             lit.steps.read_back()
             monitor.write_progress(trainer, lit)

@@ -40,7 +40,7 @@ def objective(study_plan: StudyPlan, task: Task, seed: int) -> Callable[[optuna.
             callbacks = (StepPruningCallback(trial, study_plan.monitor),) if study_plan.monitor else ()
             with tempfile.TemporaryDirectory(prefix="ablate-trial-") as tmp:
                 out = train(cfg, task, seed, Path(tmp), TrainOptions(callbacks=callbacks, eval_split="val"))
-        except (KeyboardInterrupt, SystemExit):  # Ctrl-C (Lightning turns it into SystemExit(1))
+        except KeyboardInterrupt:  # Ctrl-C (train gives it back from Lightning's exit)
             trial.set_user_attr(INTERRUPTED, True)  # stored as FAIL by Optuna; not counted as finished
             raise KeyboardInterrupt from None
         except Exception as exc:

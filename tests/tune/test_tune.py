@@ -397,7 +397,8 @@ def test_tuned_runs_of_other_overrides_are_set_aside_not_refused(tmp_path: Path)
 
 
 def test_an_interrupted_trial_is_not_a_finished_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ctrl-C in a trial (Lightning turns it into ``SystemExit(1)``): exit 130 with the tune line
+    """Ctrl-C in a trial (``train`` raises it again from Lightning's ``SystemExit(1)``: the in-process
+    Ctrl-C test of tests/e2e/test_newcomer_faults.py): exit 130 with the tune line
     (trials, storage; not "runs in the store"), the trial stored as FAIL with ``interrupted``, and
     not counted: the next ``--trials 2`` runs 2 finished trials besides it (it used to count it)."""
     from harness.tune import objective as objective_mod
@@ -406,7 +407,7 @@ def test_an_interrupted_trial_is_not_a_finished_trial(tmp_path: Path, monkeypatc
     real = objective_mod.train
 
     def ctrl_c(*args, **kwargs):
-        raise SystemExit(1)
+        raise KeyboardInterrupt
 
     monkeypatch.setattr(objective_mod, "train", ctrl_c)
     out = CliRunner().invoke(
