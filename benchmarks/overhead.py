@@ -9,6 +9,10 @@ thread each. Target: ratio <= 1.03. Bare and ablate runs alternate, `--repeat` p
 jobs on the cores disturb least), and the figure is the median over the pairs, printed with their
 min and max, so that one lucky pair is never the figure.
 
+A third run of each round, ``lightning``, puts the bare loop's step inside a minimal Lightning
+``fit`` (manual optimisation, no loggers or callbacks): Lightning's own cost, the floor under any
+Trainer-based run, so the figure splits into Lightning's loop and what ablate adds to it.
+
 Also the cost of the progress display (harness/training/progress.py, harness/cli/progress.py),
 timed directly: a run writes progress.json every 2 s, and `ablate run` reads the folders of the
 runs in flight every 2 s (in a thread of the training process with --workers 1). Target: < 1 %.
@@ -27,6 +31,7 @@ import os
 import statistics
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -90,6 +95,62 @@ def bare(spec, task) -> dict[str, float]:
     return {"wall": t3 - t0, "cpu": time.process_time() - c0, "train": t2 - t1, "test": t3 - t2}
 
 
+def lightning(spec, task) -> dict[str, float]:
+    """The bare loop's step inside a minimal Lightning ``fit`` (manual optimisation, as ablate's
+    LitLM; no loggers, no callbacks, validation and test as the bare loop does them): what
+    Lightning's own loop costs, the floor under any Trainer-based run."""
+    import lightning.pytorch as L
+
+    cfg, t = spec.config, spec.config.train
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            rng = numpy_rng(spec.seed, "data")
+            for _ in range(t.steps):
+                yield task.sample(t.batch_size, t.seq_len, rng, "train")
+
+    class Floor(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model, self.automatic_optimization = TransformerLM(transformer_config(cfg, task.vocab_size)), False
+
+        def training_step(self, batch, batch_idx):
+            opt, sched = self.optimizers(), self.lr_schedulers()
+            loss = _loss(self.model, *batch)
+            opt.zero_grad(set_to_none=True)
+            self.manual_backward(loss)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip)
+            opt.step()
+            sched.step()
+            if not math.isfinite(loss.item()):
+                raise RuntimeError("diverged")
+            if (batch_idx + 1) % t.val_every == 0:
+                rng_val = numpy_rng(spec.seed, "val")
+                _evaluate(self.model, task, cfg.eval.val_examples, t.seq_len, cfg.eval.batch_size, rng_val, "val")
+
+        def configure_optimizers(self):
+            opt = torch.optim.AdamW(self.model.parameter_groups(t.weight_decay), lr=t.lr, betas=(0.9, 0.95))
+            factor = lambda s: lr_factor(s, t.warmup_steps, t.steps, t.min_lr_ratio)  # noqa: E731
+            return [opt], [torch.optim.lr_scheduler.LambdaLR(opt, factor)]
+
+    warnings.filterwarnings("ignore", category=FutureWarning)  # torch 2.13's LeafSpec notice, every fit
+    t0, c0 = time.perf_counter(), time.process_time()
+    torch.manual_seed(stream_seed(spec.seed, "init"))
+    module = Floor()
+    trainer = L.Trainer(
+        max_steps=t.steps, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, num_sanity_val_steps=0,
+    )  # fmt: skip
+    t1 = time.perf_counter()
+    trainer.fit(module, torch.utils.data.DataLoader(Stream(), batch_size=None))
+    t2 = time.perf_counter()
+    for mult, length in zip(cfg.eval.length_multipliers, cfg.eval_lengths()):
+        batch = max(1, cfg.eval.batch_size * t.seq_len // length)
+        _evaluate(module.model, task, cfg.eval.n_examples, length, batch, numpy_rng(spec.seed, "test", mult), "test")
+    t3 = time.perf_counter()
+    return {"wall": t3 - t0, "cpu": time.process_time() - c0, "train": t2 - t1, "test": t3 - t2}
+
+
 def harness(spec, abl) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -139,16 +200,18 @@ def measure(task_name: str = "copy", steps: int = 1000, repeat: int = MIN_PAIRS)
     task = build_task(spec.task, spec.task_params, data_dir=Path(data) if data else None)
     m, t = spec.config.model, spec.config.train
     harness(spec, abl)  # warm-up: imports, first Trainer, allocator
-    runs: dict[str, list[dict]] = {"bare": [], "ablate": []}
+    runs: dict[str, list[dict]] = {"bare": [], "lightning": [], "ablate": []}
     for _ in range(repeat):
         runs["bare"].append(bare(spec, task))
+        runs["lightning"].append(lightning(spec, task))
         runs["ablate"].append(harness(spec, abl))
     pairs = list(zip(runs["bare"], runs["ablate"]))
     wall = sorted(h["wall"] / b["wall"] for b, h in pairs)
     cpu = sorted(h["cpu"] / b["cpu"] for b, h in pairs)
     train = sorted(h["train"] / b["train"] for b, h in pairs)
-    b, h = (sorted(runs[k], key=lambda r: r["wall"])[(len(pairs) - 1) // 2] for k in ("bare", "ablate"))
-    b_cpu, h_cpu = (statistics.median(r["cpu"] for r in runs[k]) for k in ("bare", "ablate"))
+    floor_cpu = sorted(f["cpu"] / b["cpu"] for b, f in zip(runs["bare"], runs["lightning"]))
+    b, f, h = (sorted(runs[k], key=lambda r: r["wall"])[(len(pairs) - 1) // 2] for k in runs)
+    b_cpu, f_cpu, h_cpu = (statistics.median(r["cpu"] for r in runs[k]) for k in runs)
     display = display_cost()
     return {
         "task": task_name,
@@ -156,6 +219,7 @@ def measure(task_name: str = "copy", steps: int = 1000, repeat: int = MIN_PAIRS)
         "steps": t.steps,
         "val_every": t.val_every,
         "bare": b,
+        "lightning": f,
         "ablate": h,
         "pairs": len(pairs),
         "ratio": statistics.median(wall),
@@ -165,6 +229,9 @@ def measure(task_name: str = "copy", steps: int = 1000, repeat: int = MIN_PAIRS)
         "ratio_train": statistics.median(train),
         "per_step_ms": 1e3 * (h["wall"] - b["wall"]) / t.steps,
         "per_step_cpu_ms": 1e3 * (h_cpu - b_cpu) / t.steps,
+        "floor_ratio_cpu": statistics.median(floor_cpu),
+        "floor_ratio_cpu_range": (floor_cpu[0], floor_cpu[-1]),
+        "floor_step_cpu_ms": 1e3 * (f_cpu - b_cpu) / t.steps,
         "bare_step_ms": 1e3 * b["train"] / t.steps,
         "display": display,
         "goal": GOAL,
@@ -184,12 +251,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(r))
         return
-    b, h, d = r["bare"], r["ablate"], r["display"]
+    b, f, h, d = r["bare"], r["lightning"], r["ablate"], r["display"]
     print(
         f"{r['task']}, sinusoidal, seed 0: {r['size']}, {r['steps']} steps, validation every {r['val_every']}, 1 thread"
     )
     print(f"median of {r['pairs']} alternating pairs (the run with the median wall time of each kind):")
     print(f"bare loop : {b['wall']:7.2f} s  (cpu {b['cpu']:.2f} s; train {b['train']:.2f} s, test {b['test']:.2f} s)")
+    print(f"lightning : {f['wall']:7.2f} s  (cpu {f['cpu']:.2f} s; train {f['train']:.2f} s, test {f['test']:.2f} s)")
     print(f"ablate run: {h['wall']:7.2f} s  (cpu {h['cpu']:.2f} s; train {h['train']:.2f} s, test {h['test']:.2f} s)")
     (w0, w1), (c0, c1) = r["ratio_range"], r["ratio_cpu_range"]
     print(
@@ -200,6 +268,12 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"per step: {r['per_step_ms']:+.2f} ms wall, {r['per_step_cpu_ms']:+.2f} ms cpu "
         f"(bare loop {r['bare_step_ms']:.2f} ms per step)"
+    )
+    (f0, f1), floor_ms = r["floor_ratio_cpu_range"], r["floor_step_cpu_ms"]
+    print(
+        f"of which Lightning's own loop (the bare step in a minimal fit): {r['floor_ratio_cpu']:.3f} cpu "
+        f"(min {f0:.3f}, max {f1:.3f}), {floor_ms:+.2f} ms per step; ablate beyond it "
+        f"{r['per_step_cpu_ms'] - floor_ms:+.2f} ms per step"
     )
     print(
         f"progress display: {1e6 * d['write_s']:.0f} us per write, {1e6 * d['poll_s']:.0f} us per poll of 16 runs: "
