@@ -11,7 +11,7 @@ from harness.cli import output
 from harness.cli.progress import GridProgress, clock
 from harness.encode import text
 from harness.errors import AblateError
-from harness.execution import local, reuse
+from harness.execution import attempt, local
 from harness.execution.gpus import estimate_seconds
 from harness.execution.launch import Launch, outcome_lines, progress_note
 from harness.experiment import ablation as ablation_mod
@@ -66,7 +66,7 @@ def run(
         st = looks.state(sel, scan(results, abl.name, prof_name).records if results.is_dir() else [])
         output.console.print(f"{abl.name} / {prof_name}: sequential design, {st.summary()}")
         specs = looks.next_specs(sel, st)
-    targets = {name: reuse.target_of(entry.target) for name, entry in abl.tasks.items()}
+    targets = {name: attempt.target_of(entry.target) for name, entry in abl.tasks.items()}
     chosen = launch.select(specs, results, abl.name, retry, targets=None if tuned else targets)
     todo, retried = chosen.todo, chosen.retry
     placement = launch.place(workers, len(todo), threads, [estimate_seconds(s.config, threads) for s in todo])

@@ -1,7 +1,6 @@
-"""The contracts of a component (each in one line: docs/extending.md, "Check it"), checked by
-:func:`check_component` in a small model (:data:`HOST`, training length L) whose other components
-are the defaults; :func:`check`, the entry point of ``ablate check`` and the tests, checks a
-component or a task by name.
+"""The contracts of a component (each in one line: docs/extending.md, "Check it"), checked in a
+small model (:data:`HOST`, training length L) whose other components are the defaults; :func:`check`,
+the entry point of ``ablate check`` and the tests, checks a component or a task by name.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import torch.nn.functional as F
 
 from harness.contracts import shapes
 from harness.contracts.causal import MODES, causality, prefix, tokens
-from harness.contracts.result import CheckReport, ContractFailed, Passed, Refused, run_contract, skipped
+from harness.contracts.result import CheckReport, ContractFailed, ContractResult, Passed, Refused, run_contract
 from harness.contracts.targets import Family, Target, resolve
 from harness.contracts.tasks import check_task
 from harness.modules import KERNELS, POSITIONAL, TransformerConfig, TransformerLM
@@ -61,19 +60,17 @@ def check(
         AblateError: a name that names nothing (:func:`harness.contracts.targets.resolve`).
     """
     target = resolve(target) if isinstance(target, str) else target
-    if target.family is None:
-        return check_task(target.name, seed, data_dir)
-    return check_component(target.family, target.name, seed, lengths)
-
-
-def check_component(family: Family, name: str, seed: int = 0, lengths: tuple[int, ...] | None = LENGTHS) -> CheckReport:
-    """Every contract of component ``name`` (registered in ``family``), with the weights and tokens
-    of ``seed``; ``lengths``: of ``time and memory``, None leaves that contract out."""
-    version = str(family.registry.version(name))
-    label = f"{family.key}={name}"
+    family, name = target.family, target.name
+    if family is None:
+        return check_task(name, seed, data_dir)
+    version, label = str(family.registry.version(name)), f"{family.key}={name}"
     first = run_contract("config", _config, family, name)
     if first.status != "pass":
-        rest = [skipped(c, "the model could not be built") for c in CONTRACTS[1:] if lengths or c != CONTRACTS[-1]]
+        rest = [
+            ContractResult(c, "skipped", "the model could not be built", 0.0)
+            for c in CONTRACTS[1:]
+            if lengths or c != CONTRACTS[-1]
+        ]
         return CheckReport(label, "component", version, (first, *rest))
     cfg = host_config(family, name)
     default = host_config(family, family.default) if family.registry.canonical(name) != family.default else None
@@ -102,7 +99,7 @@ def _config(family: Family, name: str) -> Passed:
 
 
 def shapes_contract(family: Family, name: str, cfg: TransformerConfig, seed: int) -> Passed:
-    detail = shapes.FAMILY_SHAPES[family.field](name, cfg)
+    detail = getattr(shapes, family.field)(name, cfg)  # shapes has one function per family field
     logits = build(cfg, seed)(tokens(BATCH, L, seed, V))
     shapes.expect("logits", logits, (BATCH, L, V), torch.float32)
     return f"{detail}; logits (B, T, V) float32"
@@ -112,8 +109,7 @@ def determinism(cfg: TransformerConfig, seed: int) -> Passed:
     idx = tokens(BATCH, L, seed, V)
     a, b = build(cfg, seed), build(cfg, seed)
     sa, sb = a.state_dict(), b.state_dict()
-    differ = [k for k in sa if not torch.equal(sa[k], sb[k])]
-    if differ:
+    if differ := [k for k in sa if not torch.equal(sa[k], sb[k])]:
         raise ContractFailed(f"seed {seed} gives other weights on a second build: {', '.join(differ[:5])}")
     with torch.no_grad():
         la, lb, again = a(idx), b(idx), a(idx)
@@ -126,14 +122,9 @@ def determinism(cfg: TransformerConfig, seed: int) -> Passed:
 
 def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Passed:
     dtype, position = DTYPES[dtype_name], POSITIONAL.get(cfg.position)
+    mask = {"with_mask": position.adds_bias(), "mask_requires_grad": position.bias_requires_grad(cfg)}
     try:  # the kernel's own refusal on CPU, as the pre-run checks ask it (grid.py)
-        KERNELS.get(cfg.kernel).check_available(
-            "cpu",
-            dtype,
-            with_mask=position.adds_bias(),
-            dropout=cfg.dropout,
-            mask_requires_grad=position.bias_requires_grad(cfg),
-        )
+        KERNELS.get(cfg.kernel).check_available("cpu", dtype, dropout=cfg.dropout, **mask)
     except ValueError as exc:
         raise Refused(f"kernel '{cfg.kernel}' refuses it before any run: {exc}") from None
     model = build(cfg, seed).train()
@@ -144,14 +135,17 @@ def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Passed:
             raise Refused(f"torch {torch.__version__} has no CPU autocast to {dtype}")
         logits = model(idx)  # (B, T, V)
         loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
-    if not torch.isfinite(logits).all():
-        p = int((~torch.isfinite(logits)).any(-1).any(0).nonzero()[0])
-        raise ContractFailed(f"logits not finite under {dtype_name} (first at position {p})")
+    _finite(logits, f"logits not finite under {dtype_name}")
     loss.backward()
-    bad = [n for n, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]
-    if bad:
+    if bad := [n for n, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]:
         raise ContractFailed(f"gradients not finite under {dtype_name}: {', '.join(bad[:5])}")
     return f"logits {str(logits.dtype).removeprefix('torch.')}, loss {loss.item():.3f}, every gradient finite"
+
+
+def _finite(logits: torch.Tensor, what: str) -> None:
+    """:class:`ContractFailed` (``what`` and the first position) unless ``logits`` (B, T, V) are finite."""
+    if not torch.isfinite(logits).all():
+        raise ContractFailed(f"{what} (first at position {int((~torch.isfinite(logits)).any(-1).any(0).nonzero()[0])})")
 
 
 def covering(cfg: TransformerConfig, longest: int) -> TransformerConfig:
@@ -190,9 +184,7 @@ def lengths_contract(cfg: TransformerConfig, seed: int) -> Passed:
         with torch.inference_mode():
             logits = model(tokens(1, t, seed, V))  # (1, T, V)
         shapes.expect(f"logits at T={t}", logits, (1, t, V), torch.float32)
-        if not torch.isfinite(logits).all():
-            p = int((~torch.isfinite(logits)).any(-1).any(0).nonzero()[0])
-            raise ContractFailed(f"logits at T={t} not finite (first at position {p})")
+        _finite(logits, f"logits at T={t} not finite")
     return f"finite logits at T = {', '.join(map(str, lengths))}"
 
 
@@ -206,10 +198,8 @@ def gradients(cfg: TransformerConfig, seed: int) -> Passed:
         "a zero gradient": [n for n, p in named if p.grad is not None and not p.grad.any()],
         "a non-finite gradient": [n for n, p in named if p.grad is not None and not torch.isfinite(p.grad).all()],
     }
-    if any(problems.values()):
-        raise ContractFailed(
-            "; ".join(f"{len(ns)} get {what}: {', '.join(ns[:5])}" for what, ns in problems.items() if ns)
-        )
+    if found := "; ".join(f"{len(ns)} get {what}: {', '.join(ns[:5])}" for what, ns in problems.items() if ns):
+        raise ContractFailed(found)
     return f"all {len(named)} parameter tensors get a finite, non-zero gradient"
 
 
@@ -234,8 +224,9 @@ def parameters(cfg: TransformerConfig, default: TransformerConfig, default_name:
 
 def model_cost(model: TransformerLM, seq_len: int, seed: int = 0) -> dict[str, Any]:
     """Forward + backward of ``model`` on a (1, ``seq_len``) batch: a row of ``time and memory``,
-    ``ms`` the median over ``calls`` timed calls, ``mib_saved`` saved for backward; ``refused``: why
-    the model declares it cannot run at this length (then no numbers)."""
+    ``ms`` the median over ``calls`` timed calls after an untimed one (up to :data:`REPEATS`, fewer
+    once they took :data:`BUDGET_MS`), ``mib_saved`` saved for backward (unique storages but the
+    parameters); ``refused``: why the model declares it cannot run at this length (then no numbers)."""
     row: dict[str, Any] = {"seq_len": seq_len, "ms": None, "calls": 0, "mib_saved": None, "refused": None}
     limit = POSITIONAL.get(model.cfg.position).max_positions(model.cfg)
     if limit is not None and limit < seq_len:
@@ -275,20 +266,13 @@ def time_and_memory(
 ) -> Passed:
     """:func:`model_cost` at every length for ``cfg`` and (unless None) ``default``, side by side, each
     model built once with ``max_len`` covering the longest length (a learned table must hold it).
-
-    Time: the median wall time of up to :data:`REPEATS` calls (fewer once they took :data:`BUDGET_MS`)
-    after one untimed call, each a forward of a (1, T) batch and a backward of its loss, in the
-    calling thread(s). Memory: the MiB of tensors the forward saves for the backward (unique storages
-    but the parameters, counted by ``saved_tensors_hooks``): exact on any device, unlike a process's
-    peak RSS, and what grows with T (a ``math`` kernel saves its (B, H, T, T) weights, a fused kernel
-    does not); it misses buffers freed within the forward.
-    """
+    Memory counted from ``saved_tensors_hooks`` is exact on any device, unlike a process's peak RSS,
+    and what grows with T (a ``math`` kernel saves its (B, H, T, T) weights, a fused kernel does
+    not); it misses buffers freed within the forward."""
     costs = []
     for c in (cfg, default) if default else (cfg,):
-        torch.manual_seed(seed)
-        model = TransformerLM(
-            c if c.max_len is None else dataclasses.replace(c, max_len=max(c.max_len, *lengths))
-        ).train()
+        sized = c if c.max_len is None else dataclasses.replace(c, max_len=max(c.max_len, *lengths))
+        model = build(sized, seed).train()
         costs.append([model_cost(model, t, seed) for t in lengths])
     parts, rows = [], []
     for c, d in zip(costs[0], costs[1] if default else [None] * len(lengths), strict=True):

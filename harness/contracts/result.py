@@ -49,10 +49,8 @@ class CheckReport:
 
     def to_dict(self) -> dict[str, Any]:
         head = {"target": self.target, "kind": self.kind, "version": self.version, "ok": not self.failed}
-        return head | {
-            "seconds": round(self.seconds, 4),
-            "contracts": [{**vars(r), "seconds": round(r.seconds, 4)} for r in self.results],
-        }
+        contracts = [{**vars(r), "seconds": round(r.seconds, 4)} for r in self.results]
+        return head | {"seconds": round(self.seconds, 4), "contracts": contracts}
 
 
 Passed = str | tuple[str, dict[str, Any]]
@@ -69,15 +67,9 @@ def run_contract(contract: str, fn: Callable[..., Passed], *args: Any) -> Contra
         out = fn(*args)
         detail, data = out if isinstance(out, tuple) else (out, {})
         status: Status = "pass"
-    except Refused as exc:
-        status, detail = "refused", str(exc)
-    except ContractFailed as exc:
-        status, detail = "fail", str(exc)
+    except (Refused, ContractFailed) as exc:
+        status, detail = "refused" if isinstance(exc, Refused) else "fail", str(exc)
     except Exception as exc:  # noqa: BLE001 - any error of the component under test is its failure
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         status, detail = "fail", f"raised {type(exc).__name__}" + (f": {first}" if first else "")
     return ContractResult(contract, status, detail, time.perf_counter() - start, data)
-
-
-def skipped(contract: str, why: str) -> ContractResult:
-    return ContractResult(contract, "skipped", why, 0.0)

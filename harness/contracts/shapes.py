@@ -7,7 +7,6 @@ a one-line summary of what it checked. B batch, T length, H heads, D head dim, C
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -45,8 +44,7 @@ def position(name: str, cfg: m.TransformerConfig) -> str:
 def kernel(name: str, cfg: m.TransformerConfig) -> str:
     H, D = cfg.n_heads, cfg.d_head
     attn = m.KERNELS.get(name)(dropout=0.0, scale=None, mask_fill=cfg.mask_fill)
-    q, k, v = (torch.randn(B, H, T, D) for _ in range(3))
-    out, weights = attn(q, k, v)
+    out, weights = attn(*(torch.randn(B, H, T, D) for _ in range(3)))
     expect("out", out, (B, H, T, D), torch.float32)
     if weights is not None:
         raise ContractFailed(f"returned attention weights {tuple(weights.shape)} though need_weights=False")
@@ -54,12 +52,11 @@ def kernel(name: str, cfg: m.TransformerConfig) -> str:
 
 
 def qkv(name: str, cfg: m.TransformerConfig) -> str:
-    C = cfg.d_model
-    out = m.QKV.get(name)(C, bias=True)(torch.randn(B, T, C))
+    out = m.QKV.get(name)(cfg.d_model, bias=True)(torch.randn(B, T, cfg.d_model))
     if not isinstance(out, tuple) or len(out) != 3:
         raise ContractFailed(f"expected (q, k, v), got {type(out).__name__} of length {len(out)}")
     for which, x in zip("qkv", out, strict=True):
-        expect(which, x, (B, T, C), torch.float32)
+        expect(which, x, (B, T, cfg.d_model), torch.float32)
     return "(B, T, C) -> q, k, v, each (B, T, C)"
 
 
@@ -81,46 +78,37 @@ def mask_fill(name: str, cfg: m.TransformerConfig) -> str:
 
 def head_split(name: str, cfg: m.TransformerConfig) -> str:
     C, H, D = cfg.d_model, cfg.n_heads, cfg.d_head
-    split = m.HEAD_SPLITS.get(name)
-    x = torch.randn(B, T, C)
-    heads = split.split(x, H)
-    expect("split", heads, (B, H, T, D), torch.float32)
+    split, x = m.HEAD_SPLITS.get(name), torch.randn(B, T, C)
+    expect("split", heads := split.split(x, H), (B, H, T, D), torch.float32)
     if not torch.equal(split.merge(heads), x):
         raise ContractFailed("merge(split(x)) != x: merge is not the inverse of split")
     return "(B, T, C) -> (B, H, T, D), merge the exact inverse"
 
 
 def norm(name: str, cfg: m.TransformerConfig) -> str:
-    C = cfg.d_model
-    layer = m.NORMS.get(name)(C)
+    C, layer = cfg.d_model, m.NORMS.get(name)(cfg.d_model)
     for dtype in (torch.float32, torch.bfloat16):
         expect(f"{dtype}", layer.to(dtype)(torch.randn(B, T, C, dtype=dtype)), (B, T, C), dtype)
     return "(B, T, C) -> (B, T, C) in float32 and bfloat16"
 
 
 def norm_position(name: str, cfg: m.TransformerConfig) -> str:
-    C = cfg.d_model
-    block = m.BLOCKS.get(name)(cfg)
+    C, block = cfg.d_model, m.BLOCKS.get(name)(cfg)
     expect("block", block(torch.randn(B, T, C), m.POSITIONAL.get(cfg.position)(cfg)), (B, T, C), torch.float32)
     return "block (B, T, C) -> (B, T, C)"
 
 
 def activation(name: str, cfg: m.TransformerConfig) -> str:
-    C = cfg.d_model
     m.ACTIVATIONS.get(name)
-    ffn = m.FeedForward(C, cfg.ffn_dim, name).eval()
-    x = torch.randn(B, T, C)
-    y = ffn(x)
-    expect("ffn", y, (B, T, C), torch.float32)
-    alone = ffn(x[:, 2:3])
-    if not torch.allclose(alone, y[:, 2:3], atol=1e-6, rtol=1e-5):
+    ffn, x = m.FeedForward(cfg.d_model, cfg.ffn_dim, name).eval(), torch.randn(B, T, cfg.d_model)
+    expect("ffn", y := ffn(x), (B, T, cfg.d_model), torch.float32)
+    if not torch.allclose(ffn(x[:, 2:3]), y[:, 2:3], atol=1e-6, rtol=1e-5):
         raise ContractFailed("the FFN is not position-wise: position 2 alone differs from position 2 in the sequence")
     return "FFN (B, T, C) -> (B, T, C), position-wise"
 
 
 def init(name: str, cfg: m.TransformerConfig) -> str:
-    C = cfg.d_model
-    linear = torch.nn.Linear(C, cfg.ffn_dim)
+    C, linear = cfg.d_model, torch.nn.Linear(cfg.d_model, cfg.ffn_dim)
     weight, bias = linear.weight, linear.bias
     with torch.no_grad():
         m.INITS.get(name)(linear)
@@ -131,9 +119,3 @@ def init(name: str, cfg: m.TransformerConfig) -> str:
     if not torch.isfinite(weight).all() or not weight.abs().sum():
         raise ContractFailed("the initialised weight is not finite, or all zero")
     return "nn.Linear filled in place, shapes and dtype kept, finite non-zero weight"
-
-
-FAMILY_SHAPES: dict[str, Callable[[str, m.TransformerConfig], str]] = {
-    f.__name__: f for f in (position, kernel, qkv, scale, mask_fill, head_split, norm, norm_position, activation, init)
-}
-"""The component-level shape check of each family, by its config field."""

@@ -68,8 +68,24 @@ def resolve(text: str) -> Target:
             families hold (with the ``KEY=NAME`` spellings to choose from), or an empty name.
     """
     key, sep, name = (part.strip() for part in text.partition("="))
-    if not sep:
-        return _bare(key)
+    if not sep:  # a bare name
+        if not key:
+            raise AblateError("ablate check: name a component or task, e.g. position=rope or task=copy")
+        found = [Target(fam, fam.registry.canonical(key)) for fam in FAMILIES if key in fam.registry]
+        if key in TASKS:
+            found.append(Target(None, TASKS.canonical(key)))
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise AblateError(
+                f"ablate check {key}: {key!r} is registered in several families; "
+                f"name one: {' or '.join(t.label for t in found)}"
+            )
+        every = [t.name for t in everything()]
+        raise AblateError(
+            f"ablate check {key}: no component or task is registered as {key!r}{did_you_mean(key, every)}; "
+            "name one as KEY=NAME (e.g. position=rope, task=copy) or see ablate list"
+        )
     keys: dict[str, Family | None] = {TASK_KEY: None} | {k: fam for fam in FAMILIES for k in (fam.key, fam.field)}
     if key not in keys:
         raise AblateError(
@@ -82,26 +98,6 @@ def resolve(text: str) -> Target:
         return Target(family, registry.canonical(name))
     except UnknownNameError as exc:  # its message has the closest names and every name
         raise AblateError(f"ablate check {text}: {exc}") from None
-
-
-def _bare(name: str) -> Target:
-    if not name:
-        raise AblateError("ablate check: name a component or task, e.g. position=rope or task=copy")
-    found = [Target(fam, fam.registry.canonical(name)) for fam in FAMILIES if name in fam.registry]
-    if name in TASKS:
-        found.append(Target(None, TASKS.canonical(name)))
-    if len(found) == 1:
-        return found[0]
-    if found:
-        raise AblateError(
-            f"ablate check {name}: {name!r} is registered in several families; "
-            f"name one: {' or '.join(t.label for t in found)}"
-        )
-    every = [t.name for t in everything()]
-    raise AblateError(
-        f"ablate check {name}: no component or task is registered as {name!r}{did_you_mean(name, every)}; "
-        "name one as KEY=NAME (e.g. position=rope, task=copy) or see ablate list"
-    )
 
 
 def everything() -> list[Target]:

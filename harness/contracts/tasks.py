@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.contracts.result import CheckReport, ContractFailed, Passed, run_contract, skipped
+from harness.contracts.result import CheckReport, ContractFailed, ContractResult, Passed, run_contract
 from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, Task, TaskParams, build_task
 
 L, N = 32, 64
@@ -42,7 +42,8 @@ def check_task(
 
     results.append(run_contract("data", build))
     if task is None or results[-1].status != "pass":
-        results += [skipped(c, "the task could not be built or its data is missing") for c in CONTRACTS[2:]]
+        missing = "the task could not be built or its data is missing"
+        results += [ContractResult(c, "skipped", missing, 0.0) for c in CONTRACTS[2:]]
     else:
         length = max(L, task.min_seq_len)
         contracts = (shapes, vocabulary, answers, determinism, splits, lengths)
@@ -60,19 +61,17 @@ def _batches(task: Task, length: int, seed: int):
 
 
 def version(name: str, cls: type[Task]) -> Passed:
-    problems = []
-    if getattr(cls, "name", None) != name:
-        problems.append(f"name {getattr(cls, 'name', None)!r} is not its registry name {name!r}")
-    if not isinstance(getattr(cls, "version", None), str) or not cls.version:
-        problems.append(f"version must be a non-empty str, got {getattr(cls, 'version', None)!r}")
-    if getattr(cls, "kind", None) not in ("synthetic", "lm"):
-        problems.append(f"kind must be 'synthetic' or 'lm', got {getattr(cls, 'kind', None)!r}")
-    params = getattr(cls, "Params", None)
-    if not (
+    own, ver, kind, params = (getattr(cls, a, None) for a in ("name", "version", "kind", "Params"))
+    strict = (
         isinstance(params, type) and issubclass(params, TaskParams) and params.model_config.get("extra") == "forbid"
-    ):
-        problems.append("Params must subclass tasks.TaskParams (unknown fields refused)")
-    if problems:
+    )
+    checks = (
+        (own == name, f"name {own!r} is not its registry name {name!r}"),
+        (isinstance(ver, str) and ver, f"version must be a non-empty str, got {ver!r}"),
+        (kind in ("synthetic", "lm"), f"kind must be 'synthetic' or 'lm', got {kind!r}"),
+        (strict, "Params must subclass tasks.TaskParams (unknown fields refused)"),
+    )
+    if problems := [why for ok, why in checks if not ok]:
         raise ContractFailed("; ".join(problems))
     detail = f"version {cls.version} ({cls.kind}), params {', '.join(params.model_fields) or 'none'}"
     return detail, {"version": cls.version}
@@ -134,15 +133,11 @@ def answers(task: Task, length: int, seed: int) -> Passed:
 
 def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str) -> None:
     """No scored target at t can be read off the input token at t, nor, for a task that hides its
-    answers, at any t + k (a task with ``answers_in_input`` feeds each answer as the next input by
-    design: the causal mask hides it). Empirical, and exact for a generator that copies an answer:
-    the most frequent target of each input token at offset k, learnt on the even rows, predicts the
-    odd rows' scored targets (of ``inputs``, ``targets``: (N, T)); readable when that removes at
-    least :data:`READABLE` of the errors of the most frequent answer (of 32 predictions or more).
-
-    Raises:
-        ContractFailed: with the offset and both shares right.
-    """
+    answers, at any t + k (``answers_in_input`` feeds each answer as the next input by design).
+    Empirical: the most frequent target of each input token at offset k, learnt on the even rows of
+    ``inputs``, ``targets`` (N, T), predicts the odd rows' scored targets; readable when that removes
+    at least :data:`READABLE` of the errors of the most frequent answer (of 32 predictions or more).
+    :class:`ContractFailed` names the offset and both shares right."""
     x, y = inputs.numpy(), targets.numpy()
     scored = y != IGNORE_INDEX  # (N, T)
     learn = (np.arange(len(y)) % 2 == 0)[:, None]  # (N, 1): even rows learn, odd rows are predicted

@@ -1,14 +1,9 @@
-"""One run of a grid (a :class:`~harness.experiment.grid.RunSpec`), wherever it executes (this
-process, a local pool worker, a Ray task, a SLURM job): :func:`execute` loads the grid's plugins,
-claims the run folder, trains it (:func:`harness.training.loop.train`) and writes its record; a run
-that diverges or raises is recorded with its status and reason, never raised to the grid. Also the
-machine and commit a record carries, the run's W&B arguments, and the progress entries of runs
-that are not stored (``claimed`` elsewhere, ``crashed``).
-
-The run folder around its one ``record.json``: an interrupted attempt leaves logs and, once it
-validated, ``checkpoints/last.ckpt``, both kept when resuming from it (the same curve, the same W&B
-run id: :func:`prepare`); ``--retry`` moves a finished record to ``record.attempt-N.json`` with its
-``traceback`` and ``history`` files (:func:`archive`); :func:`finish` keeps what reports need.
+"""One run of a grid (a :class:`~harness.experiment.grid.RunSpec`), wherever it executes:
+:func:`execute` claims its run folder, trains it and writes its record (docs/INTERFACES.md,
+"execution"); a run that diverges or raises is recorded with its status and reason, never raised
+to the grid. Also the machine and commit a record carries, the run's W&B arguments, and the
+progress entries of runs that are not stored (``claimed`` elsewhere, ``crashed``). The files of a
+run folder: docs/execution.md, "The store never loses a run".
 """
 
 from __future__ import annotations
@@ -31,17 +26,7 @@ from typing import Any
 from harness import __version__
 from harness.config import RunOptions
 from harness.errors import run_error
-from harness.execution.locks import (
-    CLAIM,
-    EVENTS,
-    TAKEOVER,
-    append_event,
-    clear_stale,
-    holder,
-    stale_reason,
-    try_claim,
-)
-from harness.execution.reuse import target_of
+from harness.execution.locks import CLAIM, EVENTS, TAKEOVER, append_event, clear_stale, holder, try_claim
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
@@ -51,7 +36,6 @@ from harness.store.runs import RECORD, read_record, run_dir, write_record
 
 Progress = Record | dict[str, Any]  # a run's stored Record, or an entry never stored (claimed, crashed)
 CHECKPOINTS = "checkpoints"
-_ALWAYS_KEPT = {RECORD, EVENTS, CLAIM, TAKEOVER}
 
 
 def archive(folder: Path, record: Record) -> None:
@@ -70,15 +54,11 @@ def prepare(folder: Path, resume: bool) -> None:
         n = len(list(folder.glob("record.unreadable-*.json"))) + 1
         os.replace(folder / RECORD, folder / f"record.unreadable-{n}.json")
         append_event(folder, "unreadable_record", kept_as=f"record.unreadable-{n}.json")
-    resuming = resume and (folder / CHECKPOINTS / "last.ckpt").is_file()
+    kept = {RECORD, EVENTS, CLAIM, TAKEOVER} | ({CHECKPOINTS} if resume else set())
+    if resume and (folder / CHECKPOINTS / "last.ckpt").is_file():
+        kept |= {"csv", "wandb"}  # the loggers' folders, continued
     for path in folder.iterdir():
-        if (
-            path.name in _ALWAYS_KEPT
-            or ".attempt-" in path.name
-            or ".unreadable-" in path.name
-            or (resume and path.name == CHECKPOINTS)
-            or (resuming and path.name in ("csv", "wandb"))  # the loggers' folders, continued
-        ):
+        if path.name in kept or ".attempt-" in path.name or ".unreadable-" in path.name:
             continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
@@ -86,30 +66,21 @@ def prepare(folder: Path, resume: bool) -> None:
             path.unlink(missing_ok=True)
 
 
-def finish(folder: Path, keep_checkpoints: bool) -> None:
-    """Drop the checkpoints of a finished run unless asked to keep them."""
-    if not keep_checkpoints:
-        shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
-
-
 def tidy_finished(folder: Path, keep_checkpoints: bool, stale_after: float) -> None:
     """Clean what a process killed between a finished run's record and its clean-up left: its
-    claim, once stale (logged as a takeover), and the checkpoints :func:`finish` would drop. A claim
-    that still holds (a live process) is left alone, with the checkpoints."""
-    if (folder / CLAIM).exists():
-        clear_stale(folder, stale_after)
-    if not (folder / CLAIM).exists():
-        finish(folder, keep_checkpoints)
+    claim, once stale (logged as a takeover), and the checkpoints (unless kept). A claim that still
+    holds (a live process) is left alone, with the checkpoints."""
+    clear_stale(folder, stale_after)
+    if not (folder / CLAIM).exists() and not keep_checkpoints:
+        shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
 
 
 def unfinished_state(folder: Path, stale_after: float = RunOptions.claim_timeout) -> tuple[str, str]:
     """``("running", who)`` while a live claim holds a run without a record, else
     ``("pending", how it will start)``."""
-    held = holder(folder)
-    if held is not None and "token" in held:
-        raw = (folder / CLAIM).read_bytes() if (folder / CLAIM).exists() else b""
-        if raw and stale_reason(raw, held["heartbeat_age_s"], stale_after) is None:
-            return "running", f"claimed by {held.get('owner')} since {held.get('claimed_at')}"
+    held = holder(folder, stale_after)
+    if held is not None and "token" in held and held["stale"] is None:
+        return "running", f"claimed by {held.get('owner')} since {held.get('claimed_at')}"
     if (folder / CHECKPOINTS / "last.ckpt").is_file():
         return "pending", "interrupted; resumes from its last checkpoint"
     return "pending", "interrupted; starts afresh" if folder.is_dir() else "not started"
@@ -143,14 +114,11 @@ def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> Progress:
     return execute(spec, **vars(args))
 
 
-def _unstored(spec: RunSpec, status: str, reason: str) -> dict[str, Any]:
+def unstored(spec: RunSpec, status: str, reason: str) -> dict[str, Any]:
+    """The progress entry (never stored) of a run ``claimed`` by another process, or ``crashed``:
+    its process died or its executor failed."""
     entry = {k: getattr(spec, k) for k in ("run_id", "task", "variant_label", "seed")}
     return entry | {"status": status, "reason": reason, "wall_time_s": 0.0, "stored": False}
-
-
-def crashed(spec: RunSpec, exc: BaseException) -> dict[str, Any]:
-    """The progress entry (never stored) of a run whose process died or whose executor failed."""
-    return _unstored(spec, "crashed", f"{type(exc).__name__}: {exc}")
 
 
 def environment() -> dict[str, Any]:
@@ -201,14 +169,10 @@ def execute(
     plugins: tuple[plugin_loader.PluginRef, ...] | None = None,
 ) -> Progress:
     """Load ``plugins`` (once per process; an ``AblateError`` when one cannot be loaded here), claim
-    one spec, train it and write its record; returns the record. Never raises for a bad run: one
-    that diverges, times out or raises is recorded with its status and reason (a ``failed`` one
-    with ``traceback.txt`` beside it).
-
-    A finished run is returned as stored, unless ``options.retry`` names that very attempt (it is
-    then archived as ``record.attempt-N.json`` and run again). A run another live process has
-    claimed is not touched (a ``claimed`` entry, not stored). An interrupted attempt resumes from
-    its last checkpoint (``options.resume``).
+    one spec, train it and write its record; returns the record, or a ``claimed`` entry (not
+    stored) when another live process holds the run. Never raises for a bad run (a ``failed`` one
+    has ``traceback.txt`` beside it). A finished run is returned as stored, unless
+    ``options.retry`` names that very attempt: it is then archived and run again.
     """
     from harness.tasks import build_task
     from harness.training.loop import TrainOptions, train
@@ -222,9 +186,8 @@ def execute(
         return done
     claim = try_claim(folder, opts.claim_timeout)
     if claim is None:
-        return _unstored(
-            spec, "claimed", f"running elsewhere ({(holder(folder) or {}).get('owner', 'another process')})"
-        )
+        who = (holder(folder) or {}).get("owner", "another process")
+        return unstored(spec, "claimed", f"running elsewhere ({who})")
     with claim:
         if (done := read_record(folder)) is not None and opts.retry.get(done.run_id) != done.attempt:
             return done  # finished by another process since we looked
@@ -261,19 +224,19 @@ def execute(
             if err.status == "failed":
                 (folder / "traceback.txt").write_text(redact(traceback.format_exc()))
             ended = err.fields()
-        record = spec_record(
-            spec,
-            abl,
-            **started,
-            **ended,
-            wall_time_s=time.perf_counter() - t0,
-            finished_at=datetime.now(timezone.utc).isoformat(),
-            **({"took_over": claim.took_over} if claim.took_over else {}),
-        )
+        ended |= {"wall_time_s": time.perf_counter() - t0, "finished_at": datetime.now(timezone.utc).isoformat()}
+        took_over = {"took_over": claim.took_over} if claim.took_over else {}
+        record = spec_record(spec, abl, **started, **ended, **took_over)
         write_record(folder, record)
         append_event(folder, "finish", status=record.status, attempt=record.attempt)
-        finish(folder, opts.keep_checkpoints)
+        if not opts.keep_checkpoints:
+            shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
     return record
+
+
+def target_of(spec_target: Any) -> dict[str, Any] | None:
+    """A :class:`~harness.experiment.ablation.Threshold` (or None) as the plain dict records hold."""
+    return spec_target.model_dump(mode="json") if spec_target is not None else None
 
 
 def spec_record(spec: RunSpec, abl: Ablation | None = None, **fields: Any) -> Record:
@@ -305,6 +268,8 @@ def _wandb_kwargs(spec: RunSpec, mode: str, attempt: int) -> dict[str, Any] | No
     label = spec.variant_label
     tags = [label] if len(label) <= 64 else [f"{k.rsplit('.', 1)[-1]}={v}"[:64] for k, v in spec.variant.items()]
     names = ("ablation", "profile", "variant", "variant_label", "run_id")
+    # the full config (as in record.json), not the hashed one, which drops keys at their defaults
+    config = spec.payload() | {"config": spec.config.model_dump(mode="json")} | {k: getattr(spec, k) for k in names}
     return {
         "project": os.environ.get("WANDB_PROJECT", "ablate"),
         "mode": mode,
@@ -312,10 +277,7 @@ def _wandb_kwargs(spec: RunSpec, mode: str, attempt: int) -> dict[str, Any] | No
         "name": f"{label}-s{spec.seed}",
         "job_type": spec.task,
         "tags": [*tags, f"seed:{spec.seed}", spec.task[:64], spec.profile[:64]],
-        # the full config (as in record.json), not the hashed one, which drops keys at their defaults
-        "config": spec.payload()
-        | {"config": spec.config.model_dump(mode="json")}
-        | {k: getattr(spec, k) for k in names},
+        "config": config,
         "reinit": "finish_previous",
         "id": wandb_run_id(spec.run_id, attempt),
         "resume": "allow",

@@ -1,11 +1,6 @@
-"""Where the runs of a local process pool go: how many workers, and which GPUs each one sees.
-
-CPU: every run uses ``threads`` torch threads; by default one worker when the grid is too small to
-pay for a pool, else as many as the cores hold (:func:`default_cpu_workers`, from each run's
-expected length: :func:`estimate_seconds`); ``--workers N`` forces N. GPU: the GPUs torch can use
-(as ``CUDA_VISIBLE_DEVICES`` names them) are cut into slots of ``gpus_per_run``; each worker owns
-one slot for life, pinned through ``CUDA_VISIBLE_DEVICES`` before CUDA starts (its ``cuda:0`` is
-the slot's first GPU). No torch import unless GPUs have to be counted.
+"""Where the runs of a local process pool go: how many workers (by default from each run's expected
+length, :func:`estimate_seconds`), and which GPU slot each one owns (docs/execution.md, "Where runs
+execute"). No torch import unless GPUs have to be counted.
 """
 
 from __future__ import annotations
@@ -68,10 +63,6 @@ class Placement:
     slots: tuple[str, ...] = ()
     reason: str = ""
 
-    @property
-    def on_gpu(self) -> bool:
-        return bool(self.slots)
-
 
 # The cost model of a run on one CPU thread, for the default number of workers only (it changes no
 # run; rough on purpose: the order of magnitude). Measured with benchmarks/overhead.py and
@@ -107,9 +98,8 @@ def estimate_seconds(cfg: Any, threads: int = 1) -> float:
 def default_cpu_workers(estimates: Sequence[float], cap: int) -> tuple[int, str]:
     """The default number of CPU workers (at most ``cap``: cores // threads) for runs expected to
     last ``estimates`` seconds each, and why: ``k = min(cap, runs)`` when the time they save,
-    ``total - max(total / (k x POOL_EFFICIENCY), longest run)``, is more than twice the pool's start
-    (``POOL_START_S``; twice, for the estimate's error), else one worker in this process: never
-    slower than one worker where the estimate is within a factor 2."""
+    ``total - max(total / (k x POOL_EFFICIENCY), longest run)``, is more than twice (for the
+    estimate's error) the pool's start ``POOL_START_S``, else one worker in this process."""
     n, total = len(estimates), float(sum(estimates))
     if cap <= 1:
         return 1, "the cores hold one run's threads"
@@ -127,14 +117,12 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
-def check_threads(threads: int, flag: str = "--threads", cores: int | None = None) -> None:
-    """Refuse (``AblateError``) more torch threads for one process than the ``cores`` (default
-    ``os.cpu_count()``): beyond them they only contend, far beyond them every run fails with
-    ``RuntimeError: can't start new thread``."""
-    cores = cores or os.cpu_count() or 1
-    if threads > cores:
+def check_threads(threads: int) -> None:
+    """Refuse (``AblateError``) more torch threads for one process than ``os.cpu_count()``: beyond
+    the cores they only contend, far beyond them every run fails (``can't start new thread``)."""
+    if threads > (cores := os.cpu_count() or 1):
         raise AblateError(
-            f"{flag} {threads}: more than the {cores} cores here; use {flag} {cores} or fewer "
+            f"--threads {threads}: more than the {cores} cores here; use --threads {cores} or fewer "
             "(threads beyond the cores only contend)"
         )
 

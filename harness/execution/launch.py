@@ -6,6 +6,13 @@ says how the grid went. Nothing here changes a run's numbers or its id.
 Runs executed: every run of the grid without a finished record (never started, or interrupted:
 those resume), and with ``--retry STATUSES`` the finished runs of those statuses (their record
 archived as ``record.attempt-N.json``).
+
+Reuse: a run id hashes everything that determines a run's numbers
+(:meth:`~harness.experiment.grid.RunSpec.payload`), not the ablation or profile that asked for it,
+so a run without a record that another ablation finished (``ok`` or ``diverged``: ``failed`` and
+``timeout`` may depend on the machine) is copied into this grid (:func:`adopt`) instead of trained
+again. ``steps_to_target`` is not in the id: a run is reused only when the source's convergence
+target (its record's ``target``, else the one its ablation declares today) equals this grid's.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,22 +30,23 @@ from rich.markup import escape
 
 from harness.config import RunOptions
 from harness.errors import AblateError
-from harness.execution import reuse
-from harness.execution.attempt import Progress, tidy_finished
+from harness.execution.attempt import Progress, target_of, tidy_finished
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.local import Engine
-from harness.execution.locks import HEARTBEAT_S
+from harness.execution.locks import HEARTBEAT_S, append_event
+from harness.experiment import ablation as ablation_mod
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
 from harness.registry import did_you_mean
 from harness.store.record import STATUSES, Record
-from harness.store.runs import read_record, run_dir
+from harness.store.runs import load_record, read_record, run_dir, write_record
 from harness.training.fit import check_devices
 
 FAILURES = ("failed", "timeout", "crashed")
 """Outcomes that make ``ablate run`` exit with 1 (``diverged`` is a result, not a failure)."""
 _URL = re.compile(r"^[a-z][a-z0-9+.\-]+:/", re.IGNORECASE)  # s3://b/x arrives as the Path s3:/b/x
 RETRYABLE = tuple(s for s in STATUSES if s != "ok")
+REUSABLE = ("ok", "diverged")
 
 
 def parse_retry(text: str | None) -> tuple[str, ...]:
@@ -61,14 +70,14 @@ def parse_retry(text: str | None) -> tuple[str, ...]:
 @dataclass
 class Selected:
     """What :meth:`Launch.select` found: runs to execute, ``{run_id: attempt}`` of finished attempts
-    to retry, the records of runs copied from identical runs of other ablations."""
+    to retry, the records of runs copied from identical runs of other ablations, and those of runs
+    that did not finish (failed, timeout) and are not retried (a rerun without ``--retry`` says so
+    and exits 1, as the run that made them did)."""
 
     todo: list[RunSpec] = field(default_factory=list)
     retry: dict[str, int] = field(default_factory=dict)
     reused: list[Record] = field(default_factory=list)
     failed_before: list[Record] = field(default_factory=list)
-    """Stored records of runs that did not finish (failed, timeout) and are not retried: a rerun
-    without ``--retry`` says so and exits 1, as the run that made them did."""
 
 
 @dataclass(frozen=True)
@@ -89,15 +98,12 @@ class Launch:
                 f"filesystem every worker sees), e.g. --results-dir /shared/ablate-results"
             )
         o = self.options
-        for flag, value, hint in (
-            ("--run-timeout", o.run_timeout, "leave the option out for no time limit"),
-            (
-                "--checkpoint-every",
-                o.checkpoint_every,
-                "e.g. 120 (the default); 0 checkpoints at every validation pass",
-            ),
-            ("--claim-timeout", o.claim_timeout, "e.g. 600 (the default)"),
+        for flag, hint in (
+            ("--run-timeout", "leave the option out for no time limit"),
+            ("--checkpoint-every", "e.g. 120 (the default); 0 checkpoints at every validation pass"),
+            ("--claim-timeout", "e.g. 600 (the default)"),
         ):
+            value = getattr(o, flag[2:].replace("-", "_"))  # --run-timeout: o.run_timeout
             if value is not None and not math.isfinite(value):  # nan slips through every comparison below
                 raise AblateError(f"{flag} must be a finite number of seconds, got {value:g}; {hint}")
         if o.run_timeout is not None and o.run_timeout <= 0:
@@ -133,7 +139,7 @@ class Launch:
     ) -> Selected:
         """The runs to execute, the finished attempts to retry, and the runs without a record that
         another ablation made with the same id and convergence target (``targets``, per task, as
-        records hold them; None: no reuse), copied instead of trained (:mod:`harness.execution.reuse`)."""
+        records hold them; None: no reuse), copied instead of trained (:func:`adopt`)."""
         out = Selected()
         for spec in specs:
             own = run_dir(results, ablation, spec.profile, spec.run_id)
@@ -141,8 +147,8 @@ class Launch:
             if rec is None:
                 target = (targets or {}).get(spec.task)
                 fresh = targets is not None and not spec.tuned_params and not (own / "checkpoints").exists()
-                if fresh and (source := reuse.find(results, spec.run_id, own, target)) is not None:
-                    out.reused.append(reuse.adopt(spec, source, own, target))
+                if fresh and (source := find_reusable(results, spec.run_id, own, target)) is not None:
+                    out.reused.append(adopt(spec, source, own, target))
                 else:
                     out.todo.append(spec)
             elif rec.status in statuses:
@@ -177,9 +183,50 @@ class Launch:
             return f"Ray {self.engine.address or 'local instance'}, {threads} CPU(s) per run"
         if self.engine.kind == "slurm":
             return f"SLURM via submitit ({self.engine.cluster}), {threads} CPU(s) per run"
-        gpus = f", GPUs {' | '.join(placement.slots)}" if placement.on_gpu else ""
+        gpus = f", GPUs {' | '.join(placement.slots)}" if placement.slots else ""
         why = f": {placement.reason}" if placement.reason else ""
         return f"{placement.workers} worker(s) x {threads} thread(s){gpus}{why}"
+
+
+def _source_target(rec: Record) -> dict[str, Any] | None | str:
+    """The target the source run was measured against; ``"unknown"`` when it cannot be told."""
+    if "target" in rec:
+        return rec.target
+    try:
+        entry = ablation_mod.load(rec.ablation).tasks.get(rec.task)
+    except Exception:  # noqa: BLE001  a source ablation that no longer loads is simply not reused
+        return "unknown"
+    return target_of(entry.target) if entry is not None else "unknown"
+
+
+def find_reusable(results: Path, run_id: str, own: Path, target: dict[str, Any] | None) -> Path | None:
+    """The folder of a finished, reusable run with ``run_id`` elsewhere in the store (never a copy:
+    the run that was trained), or None."""
+    for folder in sorted(Path(results).glob(f"*/*/{run_id}")):
+        if folder == own or not folder.is_dir():
+            continue
+        rec, _ = load_record(folder)
+        usable = rec is not None and rec.status in REUSABLE and not rec.tuned_params and not rec.reused_from
+        if usable and _source_target(rec) == target:
+            return folder
+    return None
+
+
+def adopt(spec: RunSpec, source: Path, own: Path, target: dict[str, Any] | None) -> Record:
+    """Copy the finished run in ``source`` into ``own`` as ``spec``'s run; returns the new record:
+    the source's numbers, timings, versions and commit, ``spec``'s ablation, profile and variant,
+    and ``reused_from``: the source's ``<ablation>/<profile>/<run id>``."""
+    rec, problem = load_record(source)
+    if rec is None:
+        raise ValueError(f"{source}: {problem or 'no finished record'}")
+    update = {k: getattr(spec, k) for k in ("ablation", "profile", "variant", "variant_label")}
+    rec = rec.model_copy(update=update | {"target": target, "reused_from": rec.where})
+    own.mkdir(parents=True, exist_ok=True)
+    if (source / "history.csv").is_file():
+        shutil.copyfile(source / "history.csv", own / "history.csv")
+    append_event(own, "reuse", source=rec.reused_from)
+    write_record(own, rec)
+    return rec
 
 
 def outcome_lines(
@@ -188,28 +235,24 @@ def outcome_lines(
     """Lines about runs that did not finish well, and the exit code (1 when some failed).
     ``ctx``: the ``ablate run`` command's selection, for the commands the lines suggest (required:
     a hint without it would name no grid)."""
-    lines, failed, statuses = [], 0, set()
-    rerun = ["--tuned"] if tuned else []
+    lines, rerun = [], ["--tuned"] if tuned else []
+    failed = [rec for rec in records if rec["status"] in FAILURES]
     for rec in records:
         where = f"{rec['task']} {rec['variant_label']} seed {rec['seed']}"
         if rec["status"] in FAILURES:
-            failed += 1
-            statuses.add(rec["status"])
             hint = ""
             if rec["status"] == "failed" and rec.get("profile"):
                 hint = f" (traceback in {run_dir(results, ablation, rec['profile'], rec['run_id']) / 'traceback.txt'})"
             lines.append(f"[red]{rec['status']}[/] {where}: {rec.get('reason')}{hint}")
         elif rec["status"] == "claimed":
-            see = (
-                f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done"
-                if tuned
-                else f"`{escape(ctx.command('status'))}` shows when it is done"
-            )
+            see = f"`{escape(ctx.command('status'))}` shows when it is done"
+            if tuned:
+                see = f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done"
             lines.append(f"[yellow]skipped[/] {where}: {rec.get('reason')}; {see}")
     if failed:
-        stored = [
-            s for s in FAILURES if s in statuses and s != "crashed"
-        ]  # a crashed run is not stored: run picks it up
+        statuses = {rec["status"] for rec in failed}
+        # a crashed run is not stored: run picks it up
+        stored = [s for s in FAILURES if s in statuses and s != "crashed"]
         retry = ["--retry", ",".join(stored)] if stored else []
         again = f"`{escape(ctx.command('run', *rerun, *retry, storage=tuned))}`"
         why = (
@@ -218,7 +261,7 @@ def outcome_lines(
             if "failed" in statuses
             else ""
         )
-        lines.append(f"{failed} run(s) did not finish; {again} runs them again{why}")
+        lines.append(f"{len(failed)} run(s) did not finish; {again} runs them again{why}")
     return lines, 1 if failed else 0
 
 

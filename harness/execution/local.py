@@ -1,23 +1,8 @@
-"""Executing a grid of run specs: in this process, on a local process pool, or on Ray or SLURM
-(through submitit), each run by :func:`harness.execution.attempt.execute`, so the store does not
-depend on the executor; one progress display.
-
-Every run uses ``threads`` torch threads (default 1) whatever the number of workers, so a grid
-gives the same numbers bit for bit with ``--workers 1`` and ``--workers 2``. On 2 cores, two
-1-thread workers gave about 1.3x the throughput of one 2-thread process (docs/benchmarks.md).
-
-Pool workers are forked from a ``forkserver`` that has imported torch and Lightning once (``spawn``
-where there is none), die within seconds when ``ablate`` dies, and on GPUs each owns one slot of
-:mod:`harness.execution.gpus` through ``CUDA_VISIBLE_DEVICES``. A worker that dies breaks the
-pool: its runs get one fresh pool, then are reported as ``crashed`` (not stored; the next ``ablate
-run`` resumes them).
-
-Ray and SLURM need the results (and data) folder on a filesystem every worker sees. Ray:
-``--address`` connects to a running cluster (``auto``, ``host:port``, ``ray://host:10001``), else a
-local instance runs for the grid; one task per run with ``num_cpus = --threads`` and ``num_gpus =
---gpus-per-run``. SLURM: one job per run of a submitit job array (``--slurm-partition``,
-``--slurm-time`` minutes; logs in ``<results>/.submitit/``); ``--submitit-cluster local`` runs the
-same jobs as local processes, ``debug`` in this process.
+"""Executing a grid of run specs: in this process, on a local process pool (forkserver workers, one
+GPU slot each: :mod:`harness.execution.gpus`), or on Ray or SLURM (through submitit), each run by
+:func:`harness.execution.attempt.execute`, so the store does not depend on the executor; one
+progress display. Threads, workers, pools and clusters: docs/execution.md, "Where runs execute".
+A worker that dies breaks the pool: its runs get one fresh pool, then are reported as ``crashed``.
 """
 
 from __future__ import annotations
@@ -31,15 +16,16 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from harness.config import RunOptions
 from harness.errors import AblateError
-from harness.execution.attempt import Progress, WorkerArgs, crashed, execute, git_commit, run_with_threads
+from harness.execution.attempt import Progress, WorkerArgs, execute, git_commit, run_with_threads, unstored
 from harness.execution.locks import pid_alive, pid_start
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
@@ -67,8 +53,7 @@ class Engine:
         return self.kind == "local" or (self.address is None if self.kind == "ray" else self.cluster != "slurm")
 
     def check(self) -> None:
-        """Refuse inconsistent options and missing engines before any run (``AblateError``: the
-        option and the fix)."""
+        """Refuse inconsistent options and missing engines before any run (``AblateError``: the option and the fix)."""
         if self.kind not in KINDS:
             raise AblateError(f"--executor {self.kind!r} is not one of {', '.join(KINDS)}")
         if self.address is not None and self.kind != "ray":
@@ -93,42 +78,36 @@ class Engine:
             )
 
 
-PRELOAD = ["harness.training.loop"]
-Finished = Callable[[Progress], None]
+Finished = Callable[[RunSpec, Callable[[], Progress]], None]  # a run and its result (or its crash)
 
 
 def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] | None = None) -> None:
-    """Pin this worker to a GPU slot (before CUDA starts), tie its life to ``ablate``'s, set threads."""
+    """Pin this worker to a GPU slot (before CUDA starts), tie its life to ``ablate``'s, set threads.
+
+    The worker SIGKILLs itself about a second after ``owner`` (``ablate run``'s pid and start time)
+    dies: no orphan keeps training, and its claim reads as a dead process's. (Its parent is the
+    forkserver, which outlives ``ablate``: the kernel's parent-death signal cannot be used.)"""
     # Ctrl-C reaches the terminal's whole group: ``ablate`` stops the workers, which must not
     # take it for a failed run and go on to the next one
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if slots is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = slots.get(timeout=60)
     if owner is not None:
-        _die_with(*owner)
+
+        def watch() -> None:
+            while pid_alive(*owner):
+                time.sleep(1.0)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        threading.Thread(target=watch, name="ablate-owner-watch", daemon=True).start()
     import torch
 
     torch.set_num_threads(threads)
 
 
-def _die_with(pid: int, start: int | None, every: float = 1.0) -> None:
-    """SIGKILL this worker about ``every`` seconds after process ``pid`` (``ablate run``) dies: no
-    orphan keeps training, and its claim reads as a dead process's. (Its parent is the forkserver,
-    which outlives ``ablate``: the kernel's parent-death signal cannot be used.)"""
-
-    def watch() -> None:
-        while pid_alive(pid, start):
-            time.sleep(every)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=watch, name="ablate-owner-watch", daemon=True).start()
-
-
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel every run not started and SIGKILL the workers (their runs resume from their last
-    checkpoint at the next ``ablate run``): else the runs queued to the workers start after Ctrl-C
-    and the exit waits for them. (Lightning turns SIGTERM into an exception that the worker
-    reports as a result before taking the next queued run.)"""
+    """Cancel every run not started and SIGKILL the workers (their runs resume at the next ``ablate
+    run``), else the queued runs start after Ctrl-C (a SIGTERM'd worker reports a result, then goes on)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown clears it
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
@@ -141,7 +120,7 @@ def pool_context() -> mp.context.BaseContext:
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
+    ctx.set_forkserver_preload(["harness.training.loop"])
     return ctx
 
 
@@ -149,9 +128,7 @@ def remaining_time(walls: list[float], left: int, at_once: int) -> float:
     """Seconds until ``left`` more runs finish, ``at_once`` at a time: the mean wall time of the runs
     so far (``walls``) times the runs left, over ``at_once``. (Elapsed time over runs done doubled
     the first estimate of a two-worker grid.)"""
-    if left <= 0 or not walls:
-        return 0.0
-    return sum(walls) / len(walls) * left / max(1, at_once)
+    return sum(walls) / len(walls) * left / max(1, at_once) if left > 0 and walls else 0.0
 
 
 def run_grid(
@@ -172,18 +149,21 @@ def run_grid(
     in this process (``workers`` 1, no GPU ``slots``: one ``CUDA_VISIBLE_DEVICES`` value per worker),
     on a local pool, or on the ``engine`` (Ray, SLURM); returns their records in order.
     ``on_done(record, done, total, eta_seconds)`` after each run."""
-    total, done, started = len(specs), 0, time.perf_counter()
+    total, started = len(specs), time.perf_counter()
     records: dict[str, Progress] = {}
     local, inline = engine is None or engine.kind == "local", (workers <= 1 or total <= 1) and not slots
     at_once = 1 if inline else max(1, min(workers, total))
     walls: list[float] = []
 
-    def finished(rec: Progress) -> None:
-        nonlocal done
-        done += 1
+    def finished(spec: RunSpec, result: Callable[[], Progress]) -> None:
+        try:
+            rec = result()
+        except Exception as exc:  # noqa: BLE001  the store, the machine, a lost worker or job: not the run's
+            rec = unstored(spec, "crashed", f"{type(exc).__name__}: {exc}")
         records[rec["run_id"]] = rec
         elapsed = time.perf_counter() - started
         walls.append(float(rec.get("wall_time_s") or elapsed))
+        done = len(walls)
         eta = remaining_time(walls, total - done, at_once) if local else elapsed / done * (total - done)
         if on_done is not None:
             on_done(rec, done, total, eta)
@@ -196,10 +176,7 @@ def run_grid(
 
         torch.set_num_threads(threads)
         for spec in specs:
-            try:
-                finished(execute(spec, **vars(args)))
-            except Exception as exc:  # noqa: BLE001  the store or the machine, not the run: go on
-                finished(crashed(spec, exc))
+            finished(spec, partial(execute, spec, **vars(args)))
     else:
         _run_pool(specs, args, at_once, threads, slots, finished)
     return [records[s.run_id] for s in specs if s.run_id in records]
@@ -214,33 +191,24 @@ def _run_pool(
         queue = ctx.Queue() if slots else None
         for slot in slots[:workers]:
             queue.put(slot)  # type: ignore[union-attr]
-        broken: list[tuple[RunSpec, BaseException]] = []
-        with ProcessPoolExecutor(
-            max_workers=min(workers, len(remaining)),
-            mp_context=ctx,
-            initializer=_init_worker,
-            initargs=(threads, queue, owner),
-        ) as pool:
+        broken: list[tuple[RunSpec, Future[Progress]]] = []
+        size = min(workers, len(remaining))
+        with ProcessPoolExecutor(size, ctx, initializer=_init_worker, initargs=(threads, queue, owner)) as pool:
             futures = {pool.submit(execute, s, **vars(args)): s for s in remaining}
-            pending = set(futures)
-            while pending:
-                try:
-                    complete, pending = wait(pending, return_when=FIRST_COMPLETED)
-                except KeyboardInterrupt:  # Ctrl-C: start nothing more, stop the runs in flight
-                    _stop(pool)
-                    raise
-                for fut in complete:
-                    try:
-                        finished(fut.result())
-                    except BrokenProcessPool as exc:
-                        broken.append((futures[fut], exc))
-                    except Exception as exc:  # noqa: BLE001
-                        finished(crashed(futures[fut], exc))
+            try:
+                for fut in as_completed(futures):
+                    if isinstance(fut.exception(), BrokenProcessPool):
+                        broken.append((futures[fut], fut))
+                    else:
+                        finished(futures[fut], fut.result)
+            except KeyboardInterrupt:  # Ctrl-C: start nothing more, stop the runs in flight
+                _stop(pool)
+                raise
         remaining = [spec for spec, _ in broken]
         if not remaining:
             return
-    for spec, exc in broken:
-        finished(crashed(spec, exc))
+    for spec, fut in broken:
+        finished(spec, fut.result)  # crashed
 
 
 def _run_ray(engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: int, finished: Finished) -> None:
@@ -256,12 +224,8 @@ def _run_ray(engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: in
         refs = {task.remote(spec, shared, threads): spec for spec in specs}
         pending = list(refs)
         while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                try:
-                    finished(ray.get(ref))
-                except Exception as exc:  # noqa: BLE001  a lost worker or node: the run is not stored
-                    finished(crashed(refs[ref], exc))
+            [ref], pending = ray.wait(pending, num_returns=1)
+            finished(refs[ref], partial(ray.get, ref))
     finally:
         if started:
             ray.shutdown()
@@ -271,22 +235,9 @@ def _run_slurm(engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: 
     import submitit
 
     executor = submitit.AutoExecutor(folder=args.results / ".submitit" / "%j", cluster=engine.cluster)
-    params: dict[str, Any] = {"name": "ablate", "nodes": 1, "tasks_per_node": 1, "cpus_per_task": threads}
-    params["timeout_min"] = engine.time_min or 60
-    if engine.gpus_per_run:
-        params["gpus_per_node"] = engine.gpus_per_run
-    if engine.partition:
-        params["slurm_partition"] = engine.partition
-    executor.update_parameters(**params)
+    params = {"nodes": 1, "tasks_per_node": 1, "cpus_per_task": threads, "timeout_min": engine.time_min or 60}
+    optional = {"gpus_per_node": engine.gpus_per_run, "slurm_partition": engine.partition}
+    executor.update_parameters(name="ablate", **params, **{k: v for k, v in optional.items() if v})
     jobs = executor.map_array(run_with_threads, specs, [args] * len(specs), [threads] * len(specs))
-    pending = list(zip(jobs, specs))
-    while pending:
-        done = [(job, spec) for job, spec in pending if job.done()]
-        pending = [p for p in pending if p not in done]
-        for job, spec in done:
-            try:
-                finished(job.result())
-            except Exception as exc:  # noqa: BLE001  a failed job (node failure, time limit)
-                finished(crashed(spec, exc))
-        if pending:
-            time.sleep(1.0)
+    for job in submitit.helpers.as_completed(jobs, poll_frequency=1.0):
+        finished(specs[jobs.index(job)], job.result)

@@ -1,17 +1,13 @@
-"""Claims: one process at a time owns a run folder, so no run is executed twice (stdlib only).
-
-A run is claimed before it starts by creating ``<run folder>/claim.lock``, a JSON file naming its
-owner (user, host, pid and the pid's start time) and the claim time, atomically and exclusively:
-written to a private file, then hard-linked to ``claim.lock`` (``O_CREAT | O_EXCL`` where hard
-links are not supported), so it is never seen half-written. The owner touches it every
-:data:`HEARTBEAT_S` seconds. A claim is *stale*, and taken over, when its owner is on this host and
-its process is gone (or the pid is another process's), or when its heartbeat is older than
-``--claim-timeout`` (an owner on another host). Takeovers are serialised by a second lock file,
-checked against the exact bytes judged stale, logged and appended to the run's ``events.jsonl``.
+"""Claims: one process at a time owns a run folder, so no run is executed twice (stdlib only;
+docs/execution.md, "The store never loses a run"). A claim is ``<run folder>/claim.lock``, a JSON
+file naming its owner, created atomically and exclusively (:func:`_create`) and touched every
+:data:`HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`) is taken over, serialised by a second
+lock file, checked against the exact bytes judged stale and logged to the run's ``events.jsonl``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 import logging
@@ -94,14 +90,9 @@ def stale_reason(raw: bytes, age_s: float, stale_after: float) -> str | None:
 def append_event(folder: Path, event: str, **data: Any) -> None:
     """Append one JSON line to the run's ``events.jsonl`` (a single ``O_APPEND`` write)."""
     at = datetime.now(timezone.utc).isoformat()
-    line = (
-        dumps({"event": event, "at": at, "pid": os.getpid(), "host": socket.gethostname(), **data}, default=str) + "\n"
-    )
-    fd = os.open(folder / EVENTS, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
+    line = dumps({"event": event, "at": at, "pid": os.getpid(), "host": socket.gethostname(), **data}, default=str)
+    with open(folder / EVENTS, "ab", buffering=0) as fh:  # unbuffered: one write, appended whole
+        fh.write(f"{line}\n".encode())
 
 
 def _create(path: Path, payload: bytes) -> bool:
@@ -115,11 +106,10 @@ def _create(path: Path, payload: bytes) -> bool:
         return False
     except OSError:  # no hard links on this filesystem: exclusive create, then write
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            with open(path, "xb") as fh:
+                fh.write(payload)
         except FileExistsError:
             return False
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
         return True
     finally:
         tmp.unlink(missing_ok=True)
@@ -134,7 +124,7 @@ def _read(path: Path) -> tuple[bytes, float] | None:
 
 
 @dataclass
-class Claim:
+class Claim(contextlib.AbstractContextManager):
     """A held claim, its file touched every ``heartbeat`` seconds; :meth:`release` it (or use it as
     a context manager)."""
 
@@ -160,9 +150,6 @@ class Claim:
         held = _read(self.folder / CLAIM)
         if held is not None and self.info["token"].encode() in held[0]:
             (self.folder / CLAIM).unlink(missing_ok=True)
-
-    def __enter__(self) -> Claim:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
@@ -209,8 +196,7 @@ def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = HEA
         held = _read(folder / CLAIM)
         if held is None:
             continue  # released in between: try again
-        reason = stale_reason(*held, stale_after)
-        if reason is None:
+        if (reason := stale_reason(*held, stale_after)) is None:
             return None
         taken = _take_over(folder, held[0], reason) or taken
     return None
@@ -224,12 +210,14 @@ def clear_stale(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | 
     return _take_over(folder, held[0], reason) if held is not None and reason is not None else None
 
 
-def holder(folder: Path) -> dict[str, Any] | None:
-    """The claim currently on a run folder, parsed, or None."""
+def holder(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | None:
+    """The claim currently on a run folder, parsed, with its ``heartbeat_age_s`` and why it is
+    ``stale`` (None: it holds); None when there is none."""
     held = _read(folder / CLAIM)
     if held is None:
         return None
     try:
-        return {**json.loads(held[0]), "heartbeat_age_s": held[1]}
+        info = json.loads(held[0])
     except ValueError:
-        return {"owner": "unreadable claim file", "heartbeat_age_s": held[1]}
+        info = {"owner": "unreadable claim file"}
+    return {**info, "heartbeat_age_s": held[1], "stale": stale_reason(*held, stale_after)}

@@ -93,7 +93,7 @@ def test_cpu_workers_keep_workers_times_threads_within_the_cores():
     assert _where(many) == (8, ()) and "--workers 99: 8 x 1 thread(s) on 2 cores, oversubscribed" in many.reason
     assert place(2, 10, 1, [], None, cpus=2).reason == "--workers 2"  # within the cores: nothing to say
     assert _where(place(None, 10, 1, ["0", "1"], 0, cpus=2)) == (2, ())  # --gpus-per-run 0: CPU
-    assert not place(None, 10, 1, [], None, cpus=2).on_gpu
+    assert not place(None, 10, 1, [], None, cpus=2).slots
 
 
 def test_each_worker_pins_its_own_slot(monkeypatch):
@@ -113,8 +113,8 @@ def test_each_worker_pins_its_own_slot(monkeypatch):
 
 WATCHER = """
 import sys, time
-from harness.execution.local import _die_with
-_die_with(int(sys.argv[1]), None, every=0.05)
+from harness.execution.local import _init_worker
+_init_worker(1, None, (int(sys.argv[1]), None))
 print("watching", flush=True)
 time.sleep(60)
 """
