@@ -12,16 +12,13 @@ test); a split draws ``(n, x)`` pairs and keeps its own, so a short length may b
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from harness.tasks import TASKS
-from harness.tasks.base import IGNORE_INDEX, Split
-from harness.tasks.copy import FIRST_SYMBOL, PAD, Copy, _build_sequences
-
-if TYPE_CHECKING:  # torch is imported where tensors are made: `ablate list` stays fast
-    from torch import Tensor
+from harness.tasks.base import Split
+from harness.tasks.copy import FIRST_SYMBOL, PAD, Copy
 
 
 @TASKS.register("padded_copy")
@@ -33,21 +30,6 @@ class PaddedCopy(Copy):
     version = "2"  # 2: disjoint splits (a problem's split is split_of(n, x))
     pad_id: ClassVar[int] = PAD
     disjoint_splits: ClassVar[bool] = True
-
-    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
-        max_len = seq_len // 2
-        lengths, symbols = self._draw(n, max_len, rng, split)  # (N,), (N, n_max)
-        seq = _build_sequences(symbols, lengths, seq_len + 1, False)  # (N, T + 1), x SEP y PAD..
-        shift = (seq_len - 2 * lengths)[:, None]  # (N, 1): padding in front
-        pos = np.arange(seq_len + 1)[None, :]  # (1, T + 1)
-        src = pos - shift
-        full = np.where(src >= 0, np.take_along_axis(seq, np.clip(src, 0, None), axis=1), PAD)  # (N, T + 1)
-        p, lens = pos[:, :-1], lengths[:, None]
-        scored = (p >= shift + lens) & (p < shift + 2 * lens)  # input positions whose next token is y_i
-        targets = np.where(scored, full[:, 1:], IGNORE_INDEX)  # (N, T)
-        import torch
-
-        return torch.from_numpy(full[:, :-1].copy()), torch.from_numpy(targets)
 
     @functools.cached_property
     def min_seq_len(self) -> int:
