@@ -1,12 +1,8 @@
-"""``text``: language modelling on a user's own corpus, character or byte-level BPE tokens
-(:mod:`harness.tasks.vocab`); its params, split, version and cache are described in docs/tasks.md.
-Each split is tokenised on its own, so no token spans two splits; :attr:`Text.token_bytes` gives
-bits per byte (``bpb``), which compares character and BPE runs.
-
-The corpus is a local UTF-8 file, a folder's files matching a glob (concatenated byte for byte in
-relative-path order, hidden paths skipped) or a Hugging Face dataset's text column, read, checked
-and fingerprinted. Every problem is a :class:`~harness.tasks.base.DataUnavailableError` naming the
-file and the fix.
+"""``text``: language modelling on a user's own corpus (a UTF-8 file, a folder's files matching a
+glob, or a Hugging Face dataset's text column), character or byte-level BPE tokens
+(:mod:`harness.tasks.vocab`); params, split, version and cache: docs/tasks.md. Each split is
+tokenised on its own, so no token spans two splits. Every problem with the corpus is a
+:class:`~harness.tasks.base.DataUnavailableError` naming the file and the fix.
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ from pydantic import Field, model_validator
 
 from harness.tasks import TASKS
 from harness.tasks.base import DataUnavailableError, TaskParams
-from harness.tasks.tinyshakespeare import CorpusTask, cache_dir, data_dir_or_env, write_atomically
+from harness.tasks.tinyshakespeare import CorpusTask, cache_dir, data_dir_or_env, split_bounds, write_atomically
 from harness.tasks.vocab import BPEVocab, CharVocab
 
 if TYPE_CHECKING:
@@ -43,8 +39,7 @@ _LOADED: dict[tuple[Any, ...], tuple[CharVocab | BPEVocab, np.ndarray, dict[str,
 
 @dataclass(frozen=True)
 class Corpus:
-    """The whole corpus as one string, the hex sha256 of its UTF-8 bytes (what the task version
-    fingerprints) and where it was read from (for messages)."""
+    """The whole corpus, the hex sha256 of its UTF-8 bytes (in the task version), where it was read."""
 
     text: str
     sha256: str
@@ -175,13 +170,9 @@ def local_files(name: str, data_files: DataFiles | None) -> list[Path]:
     folder = Path(name).expanduser()
     base = folder if folder.is_dir() else Path.cwd()
     if data_files is None:
-        patterns = ["**/*"] if folder.is_dir() else []
-    elif isinstance(data_files, str):
-        patterns = [data_files]
-    elif isinstance(data_files, Mapping):
-        patterns = [p for v in data_files.values() for p in ([v] if isinstance(v, str) else v)]
-    else:
-        patterns = list(data_files)
+        data_files = ["**/*"] if folder.is_dir() else []
+    groups = data_files.values() if isinstance(data_files, Mapping) else [data_files]
+    patterns = [p for g in groups for p in ([g] if isinstance(g, str) else g)]
     found = {
         Path(match)
         for pattern in patterns
@@ -232,13 +223,6 @@ class TextParams(TaskParams):
                 f"val_fraction + test_fraction must be below 1 (the rest trains), got {self.val_fraction} + {self.test_fraction}"
             )
         return self
-
-
-def split_bounds(n_chars: int, val_fraction: float, test_fraction: float) -> dict[str, tuple[int, int]]:
-    """``[start, stop)`` character offsets of each split: train, then val, then test."""
-    n_test, n_val = round(n_chars * test_fraction), round(n_chars * val_fraction)
-    train_end = n_chars - n_val - n_test
-    return {"train": (0, train_end), "val": (train_end, train_end + n_val), "test": (train_end + n_val, n_chars)}
 
 
 @TASKS.register("text")
