@@ -35,29 +35,17 @@ MAX_WORD = 256  # the longest run of (non-)whitespace the BPE trainer sees as on
 _LONG_RUN = re.compile(rf"\S{{{MAX_WORD}}}|\s{{{MAX_WORD}}}")
 
 
-class _Vocab:
-    """A vocabulary is defined by the string ``definition``; its digest is that string's sha256."""
-
-    definition: str
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(self.definition.encode("utf-8")).hexdigest()
-
-
-class CharVocab(_Vocab):
-    """One id per character of ``chars`` (distinct, in ascending code-point order)."""
+class CharVocab:
+    """One id per character of ``chars`` (distinct, in ascending code-point order); its
+    ``definition`` is ``chars``, its ``digest`` that string's sha256."""
 
     kind = "char"
 
     def __init__(self, chars: str) -> None:
         self.chars = self.definition = chars
+        self.digest, self.size = hashlib.sha256(chars.encode("utf-8")).hexdigest(), len(chars)
         self._codepoints = np.array([ord(c) for c in chars], dtype=np.uint32)  # (V,) ascending
         assert (np.diff(self._codepoints.astype(np.int64)) > 0).all(), "chars must be distinct and sorted"
-
-    @property
-    def size(self) -> int:
-        return len(self.chars)
 
     @property
     def token_bytes(self) -> np.ndarray:
@@ -76,16 +64,18 @@ class CharVocab(_Vocab):
         return ids.astype(np.int32)
 
 
-class BPEVocab(_Vocab):
-    """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``), from its JSON ``definition``."""
+class BPEVocab:
+    """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``), from its JSON ``definition``
+    (``digest``: that JSON's sha256)."""
 
     kind = "bpe"
 
     def __init__(self, definition: str) -> None:
         from tokenizers import Tokenizer
 
-        self.definition = definition
+        self.definition, self.digest = definition, hashlib.sha256(definition.encode("utf-8")).hexdigest()
         self._tokenizer = Tokenizer.from_str(definition)
+        self.size = self._tokenizer.get_vocab_size()
 
     @classmethod
     def train(cls, text: str, vocab_size: int) -> BPEVocab:
@@ -133,10 +123,6 @@ class BPEVocab(_Vocab):
         except OSError as err:
             log.warning("the BPE tokenizer is not cached: %s cannot be written (%s)", path, err)
         return vocab
-
-    @property
-    def size(self) -> int:
-        return self._tokenizer.get_vocab_size()
 
     @property
     def token_bytes(self) -> np.ndarray:
