@@ -21,8 +21,7 @@ class PositionalEncoding(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.check_config(cfg)
-        self.n_heads = cfg.n_heads
-        self.d_model = cfg.d_model
+        self.n_heads, self.d_model, self.d_head = cfg.n_heads, cfg.d_model, cfg.d_head
 
     @classmethod
     def check_config(cls, cfg: TransformerConfig) -> None:
@@ -154,10 +153,6 @@ class RoPE(PositionalEncoding):
     """
 
     base: float = 10000.0
-
-    def __init__(self, cfg: TransformerConfig) -> None:
-        super().__init__(cfg)
-        self.d_head = cfg.d_head
 
     @classmethod
     def check_config(cls, cfg: TransformerConfig) -> None:

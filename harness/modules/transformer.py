@@ -1,15 +1,11 @@
-"""A decoder-only Transformer language model whose components are named by a ``TransformerConfig``,
-and the layers it is built from besides attention: norms, the feed-forward network, the linear
-layers' initialisations.
-
-Blocks are built as ``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos, key_padding_mask)``.
-Norms are built as ``NORMS.get(name)(d_model)``, (..., C) -> (..., C); a norm class says whether it
-rescales with the class attribute ``normalises`` (default True). Activations are built as
-``ACTIVATIONS.get(name)()``; one with ``gated = True`` (``swiglu``) takes a hidden vector twice as
-wide. ``INITS.get(name)(linear)`` initialises one ``nn.Linear`` in place. With tokens entering at
-unit scale, ``normal_0.02`` at d_model 64 starts each sub-layer's output two orders of magnitude
-below its input (std 0.02 against Xavier's 0.125), so a Pre-LN residual stream does not grow with
-depth; under ``xavier`` it grows as Xiong et al. (ICML 2020, Lemma 2) assume.
+"""A decoder-only Transformer language model whose components are named by a ``TransformerConfig``
+(what an entry of each registry is: docs/extending.md), and the layers it is built from besides
+attention: norms (class attribute ``normalises = False``: one that does not rescale), activations
+(``gated = True``: takes a hidden vector twice as wide, as ``swiglu``), the feed-forward network,
+the linear layers' initialisations. With tokens entering at unit scale, ``normal_0.02`` at d_model
+64 starts each sub-layer's output two orders of magnitude below its input (std 0.02 against
+Xavier's 0.125), so a Pre-LN residual stream does not grow with depth; under ``xavier`` it grows
+as Xiong et al. (ICML 2020, Lemma 2) assume.
 """
 
 from __future__ import annotations
@@ -60,9 +56,6 @@ class NoNorm(nn.Identity):
 
     normalises = False
 
-    def __init__(self, d_model: int, eps: float = 0.0) -> None:
-        super().__init__()
-
 
 @INITS.builtin("normal_0.02")
 def normal_002(linear: nn.Linear) -> None:
@@ -102,7 +95,6 @@ class SwiGLU(nn.Module):
     gated: ClassVar[bool] = True
 
     def forward(self, x: Tensor) -> Tensor:
-        """(..., 2F) -> (..., F)."""
         a, b = x.chunk(2, dim=-1)
         return F.silu(a) * b
 
@@ -227,9 +219,8 @@ class TransformerLM(nn.Module):
         """Two AdamW parameter groups covering every parameter exactly once: ``weight_decay`` on
         the weights of ``nn.Linear`` layers only, 0 on the rest (embeddings: tokens, learned
         positions, and so a tied head; norms; biases)."""
-        embeddings = {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}
-        linear = {id(m.weight) for m in self.modules() if isinstance(m, nn.Linear)}
-        decay_ids = linear - embeddings
+        decay_ids = {id(m.weight) for m in self.modules() if isinstance(m, nn.Linear)}
+        decay_ids -= {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}  # a tied head
         params = list(self.parameters())  # shared parameters appear once
         decay = [p for p in params if id(p) in decay_ids]
         rest = [p for p in params if id(p) not in decay_ids]
