@@ -38,8 +38,7 @@ class FusedQKV(nn.Module):
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        q, k, v = self.qkv_proj(x).chunk(3, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
-        return q, k, v
+        return self.qkv_proj(x).chunk(3, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
 
 
 @QKV.builtin("shared")

@@ -135,10 +135,7 @@ class SDPAttention(AttentionKernel):
                 self.backends.add(SDPBackend(choice).name.lower())
             except (AttributeError, RuntimeError, TypeError, ValueError):
                 self.backends.add("unknown")
-            out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=causal, scale=scale
-            )
-        return out, None
+            return F.scaled_dot_product_attention(q, k, v, attn_mask, p, causal, scale=scale), None
 
 
 @KERNELS.builtin("flash")
@@ -155,35 +152,28 @@ class FlashAttention(SDPAttention):
     def check_available(
         cls, device: torch.device | str, dtype: torch.dtype, with_mask=False, dropout=0.0, mask_requires_grad=False
     ):
-        """Run one tiny forced-flash forward and backward on ``device`` in ``dtype``, as training
-        would (CPU flash has no dropout, and no mask that requires a gradient: a learned bias).
-
-        Raises:
-            ValueError: torch has no flash kernel there (the message says what to use instead).
-        """
+        """Run one tiny forced-flash forward and backward on ``device`` in ``dtype``, as training would
+        (CPU flash has no dropout, and no mask that requires a gradient: a learned bias); a
+        ``ValueError`` that says what to use instead where torch has no flash kernel there."""
         q = torch.randn(1, 1, 8, 16, device=device, dtype=dtype, requires_grad=True)
-        mask = None
-        if with_mask or mask_requires_grad:
-            mask = torch.zeros(8, 8, device=device, dtype=dtype, requires_grad=mask_requires_grad)
+        masked = with_mask or mask_requires_grad
+        mask = torch.zeros(8, 8, device=device, dtype=dtype, requires_grad=mask_requires_grad) if masked else None
         # torch warns its reasons (UserWarning, several lines) and raises "No available kernel":
         # the reasons go into the one-line refusal, never to the terminal on their own
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                    out = F.scaled_dot_product_attention(
-                        q, q, q, attn_mask=mask, dropout_p=dropout, is_causal=mask is None
-                    )
-                    out.sum().backward()
+                    F.scaled_dot_product_attention(q, q, q, mask, dropout, is_causal=mask is None).sum().backward()
                 return
             except RuntimeError as exc:
                 error = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         # each warning as one line, without torch's "(Triggered internally at ...)"
         reasons = [" ".join(str(w.message).split()).split(" (Triggered internally")[0].strip() for w in caught]
         reasons = [r for r in reasons if r and not r.endswith("not used because:")]
-        masked = " and a learned attention bias (a mask that requires a gradient)" if mask_requires_grad else ""
-        masked = masked or (" and an attention mask" if with_mask else "")
-        extra = masked + (f" and dropout {dropout}" if dropout else "")
+        extra = " and a learned attention bias (a mask that requires a gradient)" if mask_requires_grad else ""
+        extra = extra or (" and an attention mask" if with_mask else "")
+        extra += f" and dropout {dropout}" if dropout else ""
         raise ValueError(
             f"kernel 'flash' is not available on {device} with {dtype}{extra} ({'; '.join([error, *reasons])}); use attention.kernel=sdpa, or a precision/device flash supports"
         )
@@ -249,9 +239,8 @@ class LinearAttention(AttentionKernel):
         fq, fk, vf = (F.pad(x, (0, 0, 0, pad)).view(B, H, n, c, -1) for x in (fq, fk, vf))  # (B, H, n, c, *)
         kv = fk.transpose(-2, -1) @ vf  # (B, H, n, D, Dv): each chunk's sum of phi(k) v^T
         z = fk.sum(-2)  # (B, H, n, D)
-        zero_kv, zero_z = torch.zeros_like(kv[:, :, :1]), torch.zeros_like(z[:, :, :1])
-        kv_prev = torch.cat([zero_kv, kv.cumsum(2)[:, :, :-1]], dim=2)  # (B, H, n, D, Dv): earlier chunks
-        z_prev = torch.cat([zero_z, z.cumsum(2)[:, :, :-1]], dim=2)  # (B, H, n, D)
+        # the sums over the earlier chunks: (B, H, n, D, Dv) and (B, H, n, D)
+        kv_prev, z_prev = (torch.cat([torch.zeros_like(x[:, :, :1]), x.cumsum(2)[:, :, :-1]], dim=2) for x in (kv, z))
         a = (fq @ fk.transpose(-2, -1)).tril()  # (B, H, n, c, c): within the chunk, j <= i
         num = fq @ kv_prev + a @ vf  # (B, H, n, c, Dv)
         den = (fq * z_prev[..., None, :]).sum(-1) + a.sum(-1)  # (B, H, n, c)

@@ -70,18 +70,15 @@ class Sinusoidal(PositionalEncoding):
     drops the last cosine column.
     """
 
-    def table(self, t: int, device: torch.device | None = None) -> Tensor:
-        """(T, C) float32."""
+    def add_to_embeddings(self, x: Tensor) -> Tensor:
+        t, device = x.size(1), x.device
         pos = torch.arange(t, dtype=torch.float64, device=device)[:, None]  # (T, 1)
         two_i = torch.arange(0, self.d_model, 2, dtype=torch.float64, device=device)  # (ceil(C/2),)
         angle = pos * torch.exp(two_i * (-math.log(10000.0) / self.d_model))  # (T, ceil(C/2))
         pe = torch.empty(t, self.d_model, dtype=torch.float64, device=device)  # (T, C)
         pe[:, 0::2] = torch.sin(angle)
         pe[:, 1::2] = torch.cos(angle[:, : self.d_model // 2])
-        return pe.float()
-
-    def add_to_embeddings(self, x: Tensor) -> Tensor:
-        return x + self.table(x.size(1), x.device).to(x.dtype)
+        return x + pe.float().to(x.dtype)
 
 
 @POSITIONAL.builtin("learned")
