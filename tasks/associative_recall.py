@@ -64,8 +64,7 @@ class AssociativeRecall(Task):
         return 4 * self.params.n_pairs
 
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
-        p = self.params
-        n_pairs = p.n_pairs
+        p, n_pairs = self.params, self.params.n_pairs
         keys = _distinct(rng, n, p.n_keys, n_pairs) + 1  # (N, P)
         values = rng.integers(p.n_keys + 1, p.n_keys + p.n_values + 1, size=(n, n_pairs))
         order = _distinct(rng, n, n_pairs, n_pairs)  # (N, P)

@@ -98,22 +98,15 @@ def _corpus(text: str, payload: bytes, source: str) -> Corpus:
 DataFiles = str | Sequence[str] | Mapping[str, str | Sequence[str]]  # of datasets.load_dataset
 
 
-def read_dataset(
-    name: str,
-    config: str | None = None,
-    data_files: DataFiles | None = None,
-    split: str = "train",
-    column: str = "text",
-) -> Corpus:
-    """A Hugging Face dataset's text column as one :class:`Corpus`, its rows joined by ``"\\n"``,
-    cached under ``$ABLATE_CACHE_DIR/text/hf/`` keyed by the arguments and by the content of every
-    local file the dataset can read (:func:`local_files`); a cached copy is read without
-    importing ``datasets``.
-
-    Raises:
-        DataUnavailableError: ``datasets`` is missing; the dataset, its column or its text is not
-            there (no network, no such name, config, split or column; a row that is not text).
+def read_dataset(p: TextParams) -> Corpus:
+    """The text column of the Hugging Face dataset of ``p`` as one :class:`Corpus`, its rows joined
+    by ``"\n"``, cached under ``$ABLATE_CACHE_DIR/text/hf/`` keyed by the arguments and by the
+    content of every local file the dataset can read (:func:`local_files`); a cached copy is read
+    without importing ``datasets``. A :class:`DataUnavailableError` when ``datasets`` is missing or
+    the dataset, its column or its text is not there (no network, no such name, config, split or
+    column; a row that is not text).
     """
+    name, config, data_files, split, column = p.dataset, p.dataset_config, p.data_files, p.dataset_split, p.text_column
     key = {"name": name, "config": config, "data_files": data_files, "split": split, "column": column}
     local = local_files(name, data_files)
     key["local_files"] = [[str(f), content_sha256(f)] for f in local]
@@ -130,14 +123,11 @@ def read_dataset(
             f"text: {source} needs the datasets package: pip install 'ablate[datasets]' (or give a local file as the task param path)"
         ) from None
     datasets.disable_progress_bars()
+    mode = "force_redownload" if local else None  # local files afresh: not by their mtime
+    hf_cache = str(cache_dir() / "huggingface")
     try:
         rows = datasets.load_dataset(
-            name,
-            config,
-            data_files=data_files,
-            split=split,
-            cache_dir=str(cache_dir() / "huggingface"),
-            download_mode="force_redownload" if local else None,  # local files afresh: not by mtime
+            name, config, data_files=data_files, split=split, cache_dir=hf_cache, download_mode=mode
         )
     except Exception as err:  # noqa: BLE001 hub, network, builder and split errors have no common base
         raise DataUnavailableError(
@@ -247,7 +237,7 @@ class Text(CorpusTask):
         if p.path is not None:
             corpus = read_path(p.path, p.glob, self.data_dir)
         else:
-            corpus = read_dataset(p.dataset, p.dataset_config, p.data_files, p.dataset_split, p.text_column)
+            corpus = read_dataset(p)
         self.vocab, self.tokens, self.bounds = _tokenise(corpus, p)
         self.corpus_sha256, self.corpus_source = corpus.sha256, corpus.source
         self.version = f"{CODE_VERSION}+corpus.{corpus.sha256[:12]}.{self.vocab.kind}.{self.vocab.digest[:12]}"

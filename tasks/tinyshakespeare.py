@@ -169,9 +169,7 @@ def _verify(payload: bytes, source: Path | str) -> None:
 
 
 def _unavailable_message(data_dir: Path | None, cached: Path, reason: str) -> str:
-    where = (
-        f"{Path(data_dir) / FILENAME} (data_dir / $ABLATE_DATA_DIR)"
-        if data_dir is not None
-        else "$ABLATE_DATA_DIR/tinyshakespeare.txt (ABLATE_DATA_DIR is not set)"
-    )
+    where = "$ABLATE_DATA_DIR/tinyshakespeare.txt (ABLATE_DATA_DIR is not set)"
+    if data_dir is not None:
+        where = f"{Path(data_dir) / FILENAME} (data_dir / $ABLATE_DATA_DIR)"
     return f"tinyshakespeare: {FILENAME} could not be found or downloaded (download from {URL} failed: {reason}). Put the file ({SIZE:,} bytes, sha256 {SHA256}) at {where} or at {cached}, e.g. on a machine with network access: curl -fLo {cached} {URL}"

@@ -85,13 +85,9 @@ class BPEVocab:
 
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
         long_run = _LONG_RUN.search(text) is not None
-        print(
-            f"training a byte-level BPE of {vocab_size:,} tokens on {len(text):,} characters"
-            + (f" (runs without whitespace cut every {MAX_WORD} characters)" if long_run else "")
-            + " ...",
-            file=sys.stderr,
-            flush=True,
-        )
+        cut = f" (runs without whitespace cut every {MAX_WORD} characters)" if long_run else ""
+        say = f"training a byte-level BPE of {vocab_size:,} tokens on {len(text):,} characters{cut} ..."
+        print(say, file=sys.stderr, flush=True)
         tokenizer = Tokenizer(models.BPE())
         tokenizer.pre_tokenizer = (
             pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(_LONG_RUN.pattern), behavior="isolated"), byte_level])
@@ -99,12 +95,8 @@ class BPEVocab:
             else byte_level  # every text without such a run: the tokenizer (and its digest) as it always was
         )
         tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            special_tokens=[],
-            show_progress=False,
-        )
+        alphabet = pre_tokenizers.ByteLevel.alphabet()  # no special tokens (the trainer's default)
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=alphabet, show_progress=False)
         tokenizer.train_from_iterator([text], trainer=trainer)
         return cls(tokenizer.to_str())
 
