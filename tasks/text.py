@@ -234,10 +234,7 @@ class Text(CorpusTask):
     def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None) -> None:
         super().__init__(params, data_dir)
         p = self.params
-        if p.path is not None:
-            corpus = read_path(p.path, p.glob, self.data_dir)
-        else:
-            corpus = read_dataset(p)
+        corpus = read_path(p.path, p.glob, self.data_dir) if p.path is not None else read_dataset(p)
         self.vocab, self.tokens, self.bounds = _tokenise(corpus, p)
         self.corpus_sha256, self.corpus_source = corpus.sha256, corpus.source
         self.version = f"{CODE_VERSION}+corpus.{corpus.sha256[:12]}.{self.vocab.kind}.{self.vocab.digest[:12]}"
