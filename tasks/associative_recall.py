@@ -8,8 +8,7 @@ a target: the input token after a query is filler (why: version 2 in docs/tasks.
 
 Deliberately unlike Zoology: filler is the single token 0; query positions are uniform over all
 non-overlapping 2-token slots (Zoology: power-law gaps); values are drawn with replacement. The
-number of pairs is the same at every length (longer rows, longer query distances) and in every split.
-"""
+number of pairs is the same at every length (longer rows, longer query distances) and in every split."""
 
 from __future__ import annotations
 

@@ -38,8 +38,7 @@ class Task(ABC):
     """Base class of all tasks: a subclass sets the class attributes and ``Params``, and defines
     ``vocab_size``, :meth:`_generate` and, where not 1 and None, ``min_seq_len`` and :meth:`max_seq_len`.
     ``params`` holds the validated parameters, an instance of ``Params`` (``None``: all defaults;
-    a ``ValueError`` names each that is unknown or invalid); ``data_dir`` the directory of data files.
-    """
+    a ``ValueError`` names each that is unknown or invalid); ``data_dir`` the directory of data files."""
 
     name: ClassVar[str]  # the registry name, permanent
     version: ClassVar[str]  # bumped whenever the data generated for a given seed changes; stored with results
@@ -94,8 +93,7 @@ class Task(ABC):
 
         Returns ``(inputs, targets)``, each ``(N, T)`` int64; ``targets[i, t]`` is the token that
         follows ``inputs[i, :t + 1]``, or :data:`IGNORE_INDEX` where no loss is taken. Raises
-        ``ValueError`` for ``n`` < 1, a ``seq_len`` out of the task's bounds or an unknown split.
-        """
+        ``ValueError`` for ``n`` < 1, a ``seq_len`` out of the task's bounds or an unknown split."""
         if split not in SPLITS:
             raise ValueError(
                 f"unknown split {split!r}{did_you_mean(str(split), SPLITS)}; choose one of: {', '.join(SPLITS)}"

@@ -2,8 +2,7 @@
 Kazemnejad et al., NeurIPS 2023): ``x_1 .. x_n SEP y_1 .. y_n`` with ``y = x`` or ``reversed(x)``,
 scored only on the ``n`` positions that predict ``y``, padded at the end. Training rows draw ``n``
 uniformly from ``min_len .. T // 2``; evaluation rows all use ``n = T // 2``, so evaluating at
-``2T`` and ``4T`` measures extrapolation to longer strings. No curriculum, no EOS token.
-"""
+``2T`` and ``4T`` measures extrapolation to longer strings. No curriculum, no EOS token."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ class CopyParams(TaskParams):
 class Copy(Task):
     """Copy a random string: ``x SEP x``. Tokens: PAD 0, SEP 1, symbols ``2 .. n_symbols + 1``.
 
-    Symbols are drawn uniformly with replacement. Loss only on the ``n`` copied positions.
-    """
+    Symbols are drawn uniformly with replacement. Loss only on the ``n`` copied positions."""
 
     name = "copy"
     version = "1"

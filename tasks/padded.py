@@ -6,8 +6,7 @@ Every split draws ``n`` uniformly from ``min_len .. T // 2``, so evaluation rows
 
 **Disjoint splits** (version 2; version 1 repeated 9 of 256 test rows at T = 32): each problem
 ``(n, x)`` belongs to one split by a fixed hash (:func:`split_of`: 80 % train, 10 % val, 10 %
-test); a split draws ``(n, x)`` pairs and keeps its own, so a short length may be missing from it.
-"""
+test); a split draws ``(n, x)`` pairs and keeps its own, so a short length may be missing from it."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ class PaddedCopy(Copy):
     def _draw(self, n: int, max_len: int, rng: np.random.Generator, split: Split) -> tuple[np.ndarray, np.ndarray]:
         """``n`` problems of ``split``: (N,) lengths and (N, n_max) symbols, drawn in rounds of
         candidates of which those :func:`split_of` gives to ``split`` are kept, in the order drawn.
-        ``ValueError`` when the parameters leave (next to) no problem to this split at this length.
-        """
+        ``ValueError`` when the parameters leave (next to) no problem to this split at this length."""
         want = SPLIT_BUCKETS[split]
         lengths, symbols, have = [], [], 0
         for _ in range(MAX_ROUNDS):

@@ -2,8 +2,7 @@
 glob, or a Hugging Face dataset's text column), character or byte-level BPE tokens
 (:mod:`harness.tasks.vocab`); params, split, version and cache: docs/tasks.md. Each split is
 tokenised on its own, so no token spans two splits. Every problem with the corpus is a
-:class:`~harness.tasks.base.DataUnavailableError` naming the file and the fix.
-"""
+:class:`~harness.tasks.base.DataUnavailableError` naming the file and the fix."""
 
 from __future__ import annotations
 
@@ -104,8 +103,7 @@ def read_dataset(p: TextParams) -> Corpus:
     content of every local file the dataset can read (:func:`local_files`); a cached copy is read
     without importing ``datasets``. A :class:`DataUnavailableError` when ``datasets`` is missing or
     the dataset, its column or its text is not there (no network, no such name, config, split or
-    column; a row that is not text).
-    """
+    column; a row that is not text)."""
     name, config, data_files, split, column = p.dataset, p.dataset_config, p.data_files, p.dataset_split, p.text_column
     key = {"name": name, "config": config, "data_files": data_files, "split": split, "column": column}
     local = local_files(name, data_files)
@@ -155,8 +153,7 @@ def local_files(name: str, data_files: DataFiles | None) -> list[Path]:
     sorted: every pattern of ``data_files`` (of every split) resolved with :func:`glob.glob`, as
     ``datasets.data_files.resolve_pattern`` does, relative to the folder ``name`` when it is one,
     else to the working directory (every file below a folder ``name`` without ``data_files``).
-    Remote patterns are left out; files ``datasets`` would skip are kept (another cache key only).
-    """
+    Remote patterns are left out; files ``datasets`` would skip are kept (another cache key only)."""
     folder = Path(name).expanduser()
     base = folder if folder.is_dir() else Path.cwd()
     if data_files is None:
@@ -223,8 +220,7 @@ class Text(CorpusTask):
     int32 holds the train, val and test ids, concatenated.
 
     Raises ``ValueError`` for bad params, :class:`DataUnavailableError` for a corpus that cannot
-    be read, is empty or binary, or has a split of fewer than 2 tokens.
-    """
+    be read, is empty or binary, or has a split of fewer than 2 tokens."""
 
     name = "text"
     version = CODE_VERSION

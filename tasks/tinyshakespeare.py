@@ -1,7 +1,6 @@
 """Tiny Shakespeare (docs/tasks.md), and what every task on a corpus shares: :class:`CorpusTask`,
 the cache folder and atomic writes. The vocabulary is the file's 65 distinct characters, sorted;
-the first 90 % trains; of the last 10 %, the first half is ``val``, the second ``test``.
-"""
+the first 90 % trains; of the last 10 %, the first half is ``val``, the second ``test``."""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ for (``token_bytes``: a loss of ``L`` nats per token over ``N`` tokens and ``B``
   **Cost.** The trainer's time grows with the square of a pre-token's length (400,000 characters
   of ``ACGT``, one "word": 49 s), so a training text holding a run of :data:`MAX_WORD` characters
   without whitespace (or of whitespace) is pre-split into pieces of that length: then training
-  takes about 1.1 µs per character. Any prose keeps the plain byte-level pre-tokenizer.
-"""
+  takes about 1.1 µs per character. Any prose keeps the plain byte-level pre-tokenizer."""
 
 from __future__ import annotations
 

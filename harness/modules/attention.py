@@ -1,6 +1,5 @@
 """Causal multi-head self-attention: projections (``QKV``), head split (``HEAD_SPLITS``), score
-scale (``SCALES``) and kernel (``KERNELS``, :mod:`harness.modules.kernels`), each by name.
-"""
+scale (``SCALES``) and kernel (``KERNELS``, :mod:`harness.modules.kernels`), each by name."""
 
 from __future__ import annotations
 
@@ -83,8 +82,7 @@ class TransposeMissingSplit(HeadSplit):
     without the transpose. Shapes are right, so nothing fails; but "position" i of head h is the
     piece ``(h*T + i) mod H`` of token ``(h*T + i) // H``. Token order is kept within a head, so
     the model stays causal (a worse function, not a leak), but which tokens a head sees depends on
-    T (the ``prefix`` contract of ``ablate check`` fails). Merge is its inverse.
-    """
+    T (the ``prefix`` contract of ``ablate check`` fails). Merge is its inverse."""
 
     @staticmethod
     def split(x: Tensor, n_heads: int) -> Tensor:
@@ -101,8 +99,7 @@ class MultiHeadAttention(nn.Module):
     """Causal multi-head self-attention (Vaswani et al., 2017, §3.2.2) with the positional hooks.
     ``d_model`` C and ``n_heads`` H (must divide it: else ``ValueError``); ``kernel``, ``qkv``,
     ``scale``, ``mask_fill`` and ``head_split`` name registry entries (else ``UnknownNameError``);
-    ``dropout`` on the attention weights and the output projection; ``bias`` on the projections.
-    """
+    ``dropout`` on the attention weights and the output projection; ``bias`` on the projections."""
 
     def __init__(
         self,

@@ -16,8 +16,7 @@ class TransformerConfig:
     Raises (when built):
         ValueError: non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1), a
             config the positional encoding or the kernel rejects (their ``check_config``).
-        UnknownNameError: a name no registry holds; the message suggests the closest names.
-    """
+        UnknownNameError: a name no registry holds; the message suggests the closest names."""
 
     vocab_size: int
     d_model: int = 64

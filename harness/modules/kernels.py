@@ -1,7 +1,6 @@
 """Attention kernels: how causal ``softmax(q k^T * scale + bias) v`` is computed, each built as
 ``KERNELS.get(name)(dropout=p, scale=s, mask_fill=f)`` and called as :meth:`AttentionKernel.forward`.
-A query whose visible keys are all hidden (a left-padding position) has a *fully masked row*.
-"""
+A query whose visible keys are all hidden (a left-padding position) has a *fully masked row*."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ class AttentionKernel(nn.Module):
     """Base: causal scaled dot-product attention with an optional additive bias. ``dropout`` acts
     on the weights in training only; ``scale`` multiplies ``q k^T`` (``None``: ``1 / sqrt(D)``,
     Vaswani et al., 2017); ``mask_fill`` names the value written into masked scores (kernels with
-    ``honours_mask_fill`` only). ``backends``: the backends that computed its outputs so far.
-    """
+    ``honours_mask_fill`` only). ``backends``: the backends that computed its outputs so far."""
 
     softmax: ClassVar[bool] = True  # computes softmax attention (agrees with ``math``)
     honours_mask_fill: ClassVar[bool] = False  # writes ``mask_fill`` into explicit scores
@@ -77,8 +75,7 @@ class AttentionKernel(nn.Module):
         """Causal attention of q (B, H, T, D), the last T of the S key positions, over k, v
         (B, H, S, D), with an additive float ``bias`` (H, T, S) and ``key_padding_mask`` (B, S)
         bool, True for keys no query may see. Returns out (B, H, T, D) and, with ``need_weights``,
-        the weights (B, H, T, S) before dropout; ``ValueError`` from a kernel that returns none.
-        """
+        the weights (B, H, T, S) before dropout; ``ValueError`` from a kernel that returns none."""
         raise NotImplementedError
 
 
@@ -88,8 +85,7 @@ class MathAttention(AttentionKernel):
     implementation does it: ``scores = q @ k^T * scale + bias`` in the inputs' dtype, then
     ``scores.masked_fill(hidden, fill)`` *in the scores' dtype* (so ``-1e9`` on float16 scores
     raises torch's overflow error, and ``-inf`` makes a fully masked row NaN), softmax in float32
-    then cast back. The reference kernel; the only one that returns weights. Memory O(B H T S).
-    """
+    then cast back. The reference kernel; the only one that returns weights. Memory O(B H T S)."""
 
     honours_mask_fill = True
     returns_weights = True
@@ -112,8 +108,7 @@ class SDPAttention(AttentionKernel):
     """``torch.nn.functional.scaled_dot_product_attention``, which dispatches to a fused kernel
     for the device, dtype and mask: ``is_causal=True`` without a bias or padding and with T == S,
     else one float ``attn_mask`` (-inf where hidden). Fully masked rows are zeros on CPU. Does not
-    return weights. ``backends`` gets the backend torch picks (``torch._fused_sdp_choice``).
-    """
+    return weights. ``backends`` gets the backend torch picks (``torch._fused_sdp_choice``)."""
 
     forced: ClassVar[SDPBackend | None] = None  # the only backend torch may use
 
@@ -143,8 +138,7 @@ class FlashAttention(SDPAttention):
     """SDPA restricted to the FlashAttention backend (Dao et al., 2022): where torch has no flash
     kernel for the device, dtype or mask, it raises instead of falling back. On CPU (torch 2.13)
     flash runs in float32, bfloat16 and float16, with or without masks, never with dropout; on
-    CUDA it needs float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run.
-    """
+    CUDA it needs float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run."""
 
     forced = SDPBackend.FLASH_ATTENTION
 
@@ -194,8 +188,7 @@ class LinearAttention(AttentionKernel):
 
     Does not do (and the config refuses): an additive bias (ALiBi), attention dropout (``dropout``
     must be 0), a score scale (``phi`` is not scale-equivariant: ``scale`` is ignored), a
-    ``mask_fill`` other than ``-inf``; nor does it return weights.
-    """
+    ``mask_fill`` other than ``-inf``; nor does it return weights."""
 
     softmax = False
     eps = 1e-6
