@@ -131,10 +131,9 @@ class MultiHeadAttention(nn.Module):
         """x (B, T, C) -> out (B, T, C) and, with ``need_weights`` (kernel 'math' only), the weights
         (B, H, T, T); ``pos`` is the encoding shared by all layers, ``key_padding_mask`` (B, T)
         bool, True for padding tokens no query may attend to."""
-        T = x.size(1)
         q, k, v = (self.head_split.split(t, self.n_heads) for t in self.qkv(x))  # (B, H, T, D) each
         q, k = pos.rotate_qk(q, k)
-        bias = pos.attention_bias(T, T)  # (H, T, T) or None
+        bias = pos.attention_bias(x.size(1), x.size(1))  # (H, T, T) or None
         y, weights = self.kernel(q, k, v, bias, need_weights, key_padding_mask)  # (B, H, T, D)
         y = self.head_split.merge(y)  # (B, T, C)
         return self.resid_drop(self.out_proj(y)), weights

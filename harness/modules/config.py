@@ -11,12 +11,10 @@ import harness.registry as reg
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Architecture of a ``TransformerLM``; string fields name registry entries.
-
-    Raises (when built):
-        ValueError: non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1), a
-            config the positional encoding or the kernel rejects (their ``check_config``).
-        UnknownNameError: a name no registry holds; the message suggests the closest names."""
+    """Architecture of a ``TransformerLM``; string fields name registry entries. Built, it raises
+    ``ValueError`` for non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1) or a
+    config the positional encoding or the kernel rejects (their ``check_config``), and
+    ``UnknownNameError`` (suggesting the closest names) for a name no registry holds."""
 
     vocab_size: int
     d_model: int = 64

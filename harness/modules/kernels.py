@@ -63,10 +63,9 @@ class AttentionKernel(nn.Module):
     def check_available(
         cls, device: torch.device | str, dtype: torch.dtype, with_mask=False, dropout=0.0, mask_requires_grad=False
     ):
-        """Raise ``ValueError`` if the kernel cannot run on ``device`` with inputs of ``dtype``
-        (with a float attention mask: a bias or padding; with attention dropout in training; with
-        a mask that requires a gradient: a learned bias,
-        :meth:`~harness.modules.positional.PositionalEncoding.bias_requires_grad`)."""
+        """Raise ``ValueError`` if the kernel cannot run on ``device`` with inputs of ``dtype`` (with a
+        float attention mask: a bias or padding; with attention dropout in training; with a mask that
+        requires a gradient: a learned bias, ``PositionalEncoding.bias_requires_grad``)."""
 
     def scale_for(self, q: Tensor) -> float:
         return self.scale if self.scale is not None else q.size(-1) ** -0.5

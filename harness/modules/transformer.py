@@ -179,11 +179,9 @@ class TransformerLM(nn.Module):
             self.head.weight = self.tok_emb.weight
 
     def forward(self, idx: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        """Next-token logits (B, T, V) of token ids ``idx`` (B, T) in ``[0, V)``;
-        ``key_padding_mask`` (B, T) bool, True at padding tokens, which no query attends to.
-
-        Raises:
-            ValueError: ``idx`` is not 2-D, or ``T`` exceeds the encoding's ``max_positions``."""
+        """Next-token logits (B, T, V) of token ids ``idx`` (B, T) in ``[0, V)``; ``key_padding_mask``
+        (B, T) bool, True at padding tokens, which no query attends to. A ``ValueError`` when ``idx``
+        is not 2-D or ``T`` exceeds the encoding's ``max_positions``."""
         if idx.dim() != 2:
             raise ValueError(f"idx must have shape (B, T), got {tuple(idx.shape)}")
         T = idx.size(1)
