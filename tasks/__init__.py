@@ -22,10 +22,7 @@ from harness.tasks.tinyshakespeare import DataChecksumError  # isort: skip
 
 
 def build_task(name: str, params: Mapping[str, Any] | None = None, data_dir: Path | str | None = None) -> Task:
-    """The task registered as ``name`` (or an alias) with ``params`` (``None``: the defaults).
-
-    Raises:
-        UnknownNameError: no such task; the message suggests the closest names.
-        ValueError: invalid or unknown params; the message names the field.
-    """
+    """The task registered as ``name`` (or an alias) with ``params`` (``None``: the defaults); an
+    ``UnknownNameError`` (suggesting the closest names) for no such task, a ``ValueError`` naming
+    the field for invalid or unknown params."""
     return TASKS.get(name)(params, data_dir=data_dir)

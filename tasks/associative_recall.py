@@ -8,8 +8,7 @@ a target: the input token after a query is filler (why: version 2 in docs/tasks.
 
 Deliberately unlike Zoology: filler is the single token 0; query positions are uniform over all
 non-overlapping 2-token slots (Zoology: power-law gaps); values are drawn with replacement. The
-number of pairs is the same at every length (longer rows, longer query distances) and in every split.
-"""
+number of pairs is the same at every length (longer rows, longer query distances) and in every split."""
 
 from __future__ import annotations
 
@@ -64,8 +63,7 @@ class AssociativeRecall(Task):
         return 4 * self.params.n_pairs
 
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
-        p = self.params
-        n_pairs = p.n_pairs
+        p, n_pairs = self.params, self.params.n_pairs
         keys = _distinct(rng, n, p.n_keys, n_pairs) + 1  # (N, P)
         values = rng.integers(p.n_keys + 1, p.n_keys + p.n_values + 1, size=(n, n_pairs))
         order = _distinct(rng, n, n_pairs, n_pairs)  # (N, P)

@@ -37,29 +37,19 @@ class TaskParams(IntBounded):
 class Task(ABC):
     """Base class of all tasks: a subclass sets the class attributes and ``Params``, and defines
     ``vocab_size``, :meth:`_generate` and, where not 1 and None, ``min_seq_len`` and :meth:`max_seq_len`.
+    ``params`` holds the validated parameters, an instance of ``Params`` (``None``: all defaults;
+    a ``ValueError`` names each that is unknown or invalid); ``data_dir`` the directory of data files."""
 
-    Attributes:
-        name: the registry name, permanent.
-        version: bumped whenever the data generated for a given seed changes; stored with results.
-        answers_in_input: whether a scored target is also the next input token (teacher
-            forcing); ``False``: answers are targets only (MQAR). Either way a target is never
-            readable from the input at its own position (the ``answers`` contract checks both).
-        kind: ``"synthetic"`` (answer positions scored: accuracy, exact match) or ``"lm"``
-            (every position scored: loss in nats/token, perplexity).
-        disjoint_splits: whether a synthetic task promises that no val or test row equals a
-            train row (the ``splits`` contract then checks it); an ``lm`` task's always are.
-        pad_id: the padding token id (``None``: no padding), hidden from attention by the
-            training layer, never at a scored position (the ``answers`` contract).
-        params: the validated parameters, an instance of ``Params`` (``None``: all defaults); a
-            ``ValueError`` names each that is unknown or invalid.
-        data_dir: directory holding data files (used by tasks that read files only).
-    """
-
-    name: ClassVar[str]
-    version: ClassVar[str]
+    name: ClassVar[str]  # the registry name, permanent
+    version: ClassVar[str]  # bumped whenever the data generated for a given seed changes; stored with results
+    # "synthetic": answer positions scored (accuracy, exact match); "lm": every position (nats/token, perplexity)
     kind: ClassVar[Literal["synthetic", "lm"]]
+    # whether a scored target is also the next input token (teacher forcing); False: answers are targets
+    # only (MQAR). Either way a target is never readable from the input at its own position (contract answers).
     answers_in_input: ClassVar[bool] = True
+    # synthetic: no val or test row equals a train row (contract splits checks it); an lm task's never do
     disjoint_splits: ClassVar[bool] = False
+    # the padding token id (None: none), hidden from attention by the training layer, never scored
     pad_id: ClassVar[int | None] = None
     Params: ClassVar[type[TaskParams]] = TaskParams
     example_params: ClassVar[dict[str, Any] | None] = None  # for contracts when the defaults cannot be built
@@ -83,7 +73,6 @@ class Task(ABC):
         """``(V,)`` int64: how many UTF-8 bytes each token id stands for, so that a loss in nats
         per token becomes bits per byte (``bpb``); ``None`` (synthetic tasks, and
         ``tinyshakespeare``, whose stored runs predate ``bpb``) reports no ``bpb``."""
-        return None
 
     @property
     def min_seq_len(self) -> int:
@@ -95,11 +84,8 @@ class Task(ABC):
         known without loading the data, so that planning checks every length before any run starts."""
 
     def check_available(self) -> None:
-        """Make sure the task's data can be loaded (found, downloaded, verified), before any run starts.
-
-        Raises:
-            DataUnavailableError: the data cannot be had; the message says how to provide it.
-        """
+        """Make sure the task's data can be had (found, downloaded, verified) before any run starts,
+        else raise :class:`DataUnavailableError`, whose message says how to provide it."""
 
     def sample(self, n: int, seq_len: int, rng: np.random.Generator, split: Split = "train") -> tuple[Tensor, Tensor]:
         """Draw ``n`` (N) problems of input length ``seq_len`` (T) from ``split``: ``"train"``,
@@ -107,8 +93,7 @@ class Task(ABC):
 
         Returns ``(inputs, targets)``, each ``(N, T)`` int64; ``targets[i, t]`` is the token that
         follows ``inputs[i, :t + 1]``, or :data:`IGNORE_INDEX` where no loss is taken. Raises
-        ``ValueError`` for ``n`` < 1, a ``seq_len`` out of the task's bounds or an unknown split.
-        """
+        ``ValueError`` for ``n`` < 1, a ``seq_len`` out of the task's bounds or an unknown split."""
         if split not in SPLITS:
             raise ValueError(
                 f"unknown split {split!r}{did_you_mean(str(split), SPLITS)}; choose one of: {', '.join(SPLITS)}"

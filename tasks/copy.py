@@ -2,8 +2,7 @@
 Kazemnejad et al., NeurIPS 2023): ``x_1 .. x_n SEP y_1 .. y_n`` with ``y = x`` or ``reversed(x)``,
 scored only on the ``n`` positions that predict ``y``, padded at the end. Training rows draw ``n``
 uniformly from ``min_len .. T // 2``; evaluation rows all use ``n = T // 2``, so evaluating at
-``2T`` and ``4T`` measures extrapolation to longer strings. No curriculum, no EOS token.
-"""
+``2T`` and ``4T`` measures extrapolation to longer strings. No curriculum, no EOS token."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ class CopyParams(TaskParams):
 class Copy(Task):
     """Copy a random string: ``x SEP x``. Tokens: PAD 0, SEP 1, symbols ``2 .. n_symbols + 1``.
 
-    Symbols are drawn uniformly with replacement. Loss only on the ``n`` copied positions.
-    """
+    Symbols are drawn uniformly with replacement. Loss only on the ``n`` copied positions."""
 
     name = "copy"
     version = "1"
@@ -52,22 +50,26 @@ class Copy(Task):
         return 2 * self.params.min_len
 
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
-        max_len = seq_len // 2
-        if split == "train":
-            lengths = rng.integers(self.params.min_len, max_len + 1, size=n)  # (N,)
-        else:
-            lengths = np.full(n, max_len)
-        symbols = rng.integers(FIRST_SYMBOL, self.vocab_size, size=(n, max_len))  # (N, n_max)
-        seq = _build_sequences(symbols, lengths, seq_len + 1, self.reverse)  # (N, T + 1)
-
-        pos = np.arange(seq_len)[None, :]  # (1, T)
+        lengths, symbols = self._draw(n, seq_len // 2, rng, split)  # (N,), (N, n_max)
         lens = lengths[:, None]  # (N, 1)
-        scored = (pos >= lens) & (pos < 2 * lens)  # input positions whose next token is y_i
-        targets = np.where(scored, seq[:, 1:], IGNORE_INDEX)  # (N, T)
-        inputs = np.where(pos < 2 * lens, seq[:, :-1], PAD)  # y_n is only ever a target
+        # each position relative to x_1: ``x SEP y`` from 0, the left padding (pad_id only) before it
+        pos = np.arange(seq_len + 1)[None, :] - ((seq_len - 2 * lens) if self.pad_id is not None else 0)
+        src = np.where(pos < lens, pos, 2 * lens - pos if self.reverse else pos - lens - 1)  # index into x
+        seq = np.take_along_axis(symbols, np.clip(src, 0, symbols.shape[1] - 1), axis=1).astype(np.int64)
+        seq[pos == lens] = SEP
+        seq[(pos < 0) | (pos > 2 * lens)] = PAD  # (N, T + 1)
+        p = pos[:, :-1]
+        targets = np.where((p >= lens) & (p < 2 * lens), seq[:, 1:], IGNORE_INDEX)  # (N, T): those predicting y
+        inputs = np.where(p < 2 * lens, seq[:, :-1], PAD)  # y_n is only ever a target
         import torch
 
         return torch.from_numpy(inputs), torch.from_numpy(targets)
+
+    def _draw(self, n: int, max_len: int, rng: np.random.Generator, split: Split) -> tuple[np.ndarray, np.ndarray]:
+        """(N,) string lengths (all ``max_len`` outside training) and (N, n_max) symbols."""
+        train = split == "train"
+        lengths = rng.integers(self.params.min_len, max_len + 1, size=n) if train else np.full(n, max_len)
+        return lengths, rng.integers(FIRST_SYMBOL, self.vocab_size, size=(n, max_len))
 
 
 @TASKS.register("reverse")
@@ -77,17 +79,3 @@ class Reverse(Copy):
     name = "reverse"
     version = "1"
     reverse = True
-
-
-def _build_sequences(symbols: np.ndarray, lengths: np.ndarray, total: int, reverse: bool) -> np.ndarray:
-    """(N, total) int64 rows ``x SEP y PAD ..``: row i's ``x`` is the first ``lengths[i]`` of
-    ``symbols[i]`` (N, n_max); ``total`` is at least ``2 * n_max + 1``."""
-    pos = np.arange(total)[None, :]  # (1, total)
-    lens = lengths[:, None]  # (N, 1)
-    copy_idx = 2 * lens - pos if reverse else pos - lens - 1  # index into x, for y
-    src = np.where(pos < lens, pos, copy_idx)
-    src = np.clip(src, 0, symbols.shape[1] - 1)
-    seq = np.take_along_axis(symbols, src, axis=1).astype(np.int64)  # (N, total)
-    seq[pos == lens] = SEP  # broadcast mask (N, total)
-    seq[pos > 2 * lens] = PAD
-    return seq

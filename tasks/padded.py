@@ -6,22 +6,18 @@ Every split draws ``n`` uniformly from ``min_len .. T // 2``, so evaluation rows
 
 **Disjoint splits** (version 2; version 1 repeated 9 of 256 test rows at T = 32): each problem
 ``(n, x)`` belongs to one split by a fixed hash (:func:`split_of`: 80 % train, 10 % val, 10 %
-test); a split draws ``(n, x)`` pairs and keeps its own, so a short length may be missing from it.
-"""
+test); a split draws ``(n, x)`` pairs and keeps its own, so a short length may be missing from it."""
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from harness.tasks import TASKS
-from harness.tasks.base import IGNORE_INDEX, Split
-from harness.tasks.copy import FIRST_SYMBOL, PAD, Copy, _build_sequences
-
-if TYPE_CHECKING:  # torch is imported where tensors are made: `ablate list` stays fast
-    from torch import Tensor
+from harness.tasks.base import Split
+from harness.tasks.copy import FIRST_SYMBOL, PAD, Copy
 
 
 @TASKS.register("padded_copy")
@@ -33,21 +29,6 @@ class PaddedCopy(Copy):
     version = "2"  # 2: disjoint splits (a problem's split is split_of(n, x))
     pad_id: ClassVar[int] = PAD
     disjoint_splits: ClassVar[bool] = True
-
-    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
-        max_len = seq_len // 2
-        lengths, symbols = self._draw(n, max_len, rng, split)  # (N,), (N, n_max)
-        seq = _build_sequences(symbols, lengths, seq_len + 1, False)  # (N, T + 1), x SEP y PAD..
-        shift = (seq_len - 2 * lengths)[:, None]  # (N, 1): padding in front
-        pos = np.arange(seq_len + 1)[None, :]  # (1, T + 1)
-        src = pos - shift
-        full = np.where(src >= 0, np.take_along_axis(seq, np.clip(src, 0, None), axis=1), PAD)  # (N, T + 1)
-        p, lens = pos[:, :-1], lengths[:, None]
-        scored = (p >= shift + lens) & (p < shift + 2 * lens)  # input positions whose next token is y_i
-        targets = np.where(scored, full[:, 1:], IGNORE_INDEX)  # (N, T)
-        import torch
-
-        return torch.from_numpy(full[:, :-1].copy()), torch.from_numpy(targets)
 
     @functools.cached_property
     def min_seq_len(self) -> int:
@@ -68,8 +49,7 @@ class PaddedCopy(Copy):
     def _draw(self, n: int, max_len: int, rng: np.random.Generator, split: Split) -> tuple[np.ndarray, np.ndarray]:
         """``n`` problems of ``split``: (N,) lengths and (N, n_max) symbols, drawn in rounds of
         candidates of which those :func:`split_of` gives to ``split`` are kept, in the order drawn.
-        ``ValueError`` when the parameters leave (next to) no problem to this split at this length.
-        """
+        ``ValueError`` when the parameters leave (next to) no problem to this split at this length."""
         want = SPLIT_BUCKETS[split]
         lengths, symbols, have = [], [], 0
         for _ in range(MAX_ROUNDS):

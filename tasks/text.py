@@ -1,13 +1,8 @@
-"""``text``: language modelling on a user's own corpus, character or byte-level BPE tokens
-(:mod:`harness.tasks.vocab`); its params, split, version and cache are described in docs/tasks.md.
-Each split is tokenised on its own, so no token spans two splits; :attr:`Text.token_bytes` gives
-bits per byte (``bpb``), which compares character and BPE runs.
-
-The corpus is a local UTF-8 file, a folder's files matching a glob (concatenated byte for byte in
-relative-path order, hidden paths skipped) or a Hugging Face dataset's text column, read, checked
-and fingerprinted. Every problem is a :class:`~harness.tasks.base.DataUnavailableError` naming the
-file and the fix.
-"""
+"""``text``: language modelling on a user's own corpus (a UTF-8 file, a folder's files matching a
+glob, or a Hugging Face dataset's text column), character or byte-level BPE tokens
+(:mod:`harness.tasks.vocab`); params, split, version and cache: docs/tasks.md. Each split is
+tokenised on its own, so no token spans two splits. Every problem with the corpus is a
+:class:`~harness.tasks.base.DataUnavailableError` naming the file and the fix."""
 
 from __future__ import annotations
 
@@ -27,7 +22,7 @@ from pydantic import Field, model_validator
 
 from harness.tasks import TASKS
 from harness.tasks.base import DataUnavailableError, TaskParams
-from harness.tasks.tinyshakespeare import CorpusTask, cache_dir, data_dir_or_env, write_atomically
+from harness.tasks.tinyshakespeare import CorpusTask, cache_dir, data_dir_or_env, split_bounds, write_atomically
 from harness.tasks.vocab import BPEVocab, CharVocab
 
 if TYPE_CHECKING:
@@ -43,8 +38,7 @@ _LOADED: dict[tuple[Any, ...], tuple[CharVocab | BPEVocab, np.ndarray, dict[str,
 
 @dataclass(frozen=True)
 class Corpus:
-    """The whole corpus as one string, the hex sha256 of its UTF-8 bytes (what the task version
-    fingerprints) and where it was read from (for messages)."""
+    """The whole corpus, the hex sha256 of its UTF-8 bytes (in the task version), where it was read."""
 
     text: str
     sha256: str
@@ -103,22 +97,14 @@ def _corpus(text: str, payload: bytes, source: str) -> Corpus:
 DataFiles = str | Sequence[str] | Mapping[str, str | Sequence[str]]  # of datasets.load_dataset
 
 
-def read_dataset(
-    name: str,
-    config: str | None = None,
-    data_files: DataFiles | None = None,
-    split: str = "train",
-    column: str = "text",
-) -> Corpus:
-    """A Hugging Face dataset's text column as one :class:`Corpus`, its rows joined by ``"\\n"``,
-    cached under ``$ABLATE_CACHE_DIR/text/hf/`` keyed by the arguments and by the content of every
-    local file the dataset can read (:func:`local_files`); a cached copy is read without
-    importing ``datasets``.
-
-    Raises:
-        DataUnavailableError: ``datasets`` is missing; the dataset, its column or its text is not
-            there (no network, no such name, config, split or column; a row that is not text).
-    """
+def read_dataset(p: TextParams) -> Corpus:
+    """The text column of the Hugging Face dataset of ``p`` as one :class:`Corpus`, its rows joined
+    by ``"\n"``, cached under ``$ABLATE_CACHE_DIR/text/hf/`` keyed by the arguments and by the
+    content of every local file the dataset can read (:func:`local_files`); a cached copy is read
+    without importing ``datasets``. A :class:`DataUnavailableError` when ``datasets`` is missing or
+    the dataset, its column or its text is not there (no network, no such name, config, split or
+    column; a row that is not text)."""
+    name, config, data_files, split, column = p.dataset, p.dataset_config, p.data_files, p.dataset_split, p.text_column
     key = {"name": name, "config": config, "data_files": data_files, "split": split, "column": column}
     local = local_files(name, data_files)
     key["local_files"] = [[str(f), content_sha256(f)] for f in local]
@@ -135,14 +121,11 @@ def read_dataset(
             f"text: {source} needs the datasets package: pip install 'ablate[datasets]' (or give a local file as the task param path)"
         ) from None
     datasets.disable_progress_bars()
+    mode = "force_redownload" if local else None  # local files afresh: not by their mtime
+    hf_cache = str(cache_dir() / "huggingface")
     try:
         rows = datasets.load_dataset(
-            name,
-            config,
-            data_files=data_files,
-            split=split,
-            cache_dir=str(cache_dir() / "huggingface"),
-            download_mode="force_redownload" if local else None,  # local files afresh: not by mtime
+            name, config, data_files=data_files, split=split, cache_dir=hf_cache, download_mode=mode
         )
     except Exception as err:  # noqa: BLE001 hub, network, builder and split errors have no common base
         raise DataUnavailableError(
@@ -170,18 +153,13 @@ def local_files(name: str, data_files: DataFiles | None) -> list[Path]:
     sorted: every pattern of ``data_files`` (of every split) resolved with :func:`glob.glob`, as
     ``datasets.data_files.resolve_pattern`` does, relative to the folder ``name`` when it is one,
     else to the working directory (every file below a folder ``name`` without ``data_files``).
-    Remote patterns are left out; files ``datasets`` would skip are kept (another cache key only).
-    """
+    Remote patterns are left out; files ``datasets`` would skip are kept (another cache key only)."""
     folder = Path(name).expanduser()
     base = folder if folder.is_dir() else Path.cwd()
     if data_files is None:
-        patterns = ["**/*"] if folder.is_dir() else []
-    elif isinstance(data_files, str):
-        patterns = [data_files]
-    elif isinstance(data_files, Mapping):
-        patterns = [p for v in data_files.values() for p in ([v] if isinstance(v, str) else v)]
-    else:
-        patterns = list(data_files)
+        data_files = ["**/*"] if folder.is_dir() else []
+    groups = data_files.values() if isinstance(data_files, Mapping) else [data_files]
+    patterns = [p for g in groups for p in ([g] if isinstance(g, str) else g)]
     found = {
         Path(match)
         for pattern in patterns
@@ -234,13 +212,6 @@ class TextParams(TaskParams):
         return self
 
 
-def split_bounds(n_chars: int, val_fraction: float, test_fraction: float) -> dict[str, tuple[int, int]]:
-    """``[start, stop)`` character offsets of each split: train, then val, then test."""
-    n_test, n_val = round(n_chars * test_fraction), round(n_chars * val_fraction)
-    train_end = n_chars - n_val - n_test
-    return {"train": (0, train_end), "val": (train_end, train_end + n_val), "test": (train_end + n_val, n_chars)}
-
-
 @TASKS.register("text")
 class Text(CorpusTask):
     """LM on your own corpus, char or byte-level BPE. Built eagerly (the corpus read and checked,
@@ -249,8 +220,7 @@ class Text(CorpusTask):
     int32 holds the train, val and test ids, concatenated.
 
     Raises ``ValueError`` for bad params, :class:`DataUnavailableError` for a corpus that cannot
-    be read, is empty or binary, or has a split of fewer than 2 tokens.
-    """
+    be read, is empty or binary, or has a split of fewer than 2 tokens."""
 
     name = "text"
     version = CODE_VERSION
@@ -260,10 +230,7 @@ class Text(CorpusTask):
     def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None) -> None:
         super().__init__(params, data_dir)
         p = self.params
-        if p.path is not None:
-            corpus = read_path(p.path, p.glob, self.data_dir)
-        else:
-            corpus = read_dataset(p.dataset, p.dataset_config, p.data_files, p.dataset_split, p.text_column)
+        corpus = read_path(p.path, p.glob, self.data_dir) if p.path is not None else read_dataset(p)
         self.vocab, self.tokens, self.bounds = _tokenise(corpus, p)
         self.corpus_sha256, self.corpus_source = corpus.sha256, corpus.source
         self.version = f"{CODE_VERSION}+corpus.{corpus.sha256[:12]}.{self.vocab.kind}.{self.vocab.digest[:12]}"

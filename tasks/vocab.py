@@ -13,8 +13,7 @@ for (``token_bytes``: a loss of ``L`` nats per token over ``N`` tokens and ``B``
   **Cost.** The trainer's time grows with the square of a pre-token's length (400,000 characters
   of ``ACGT``, one "word": 49 s), so a training text holding a run of :data:`MAX_WORD` characters
   without whitespace (or of whitespace) is pre-split into pieces of that length: then training
-  takes about 1.1 µs per character. Any prose keeps the plain byte-level pre-tokenizer.
-"""
+  takes about 1.1 µs per character. Any prose keeps the plain byte-level pre-tokenizer."""
 
 from __future__ import annotations
 
@@ -35,29 +34,17 @@ MAX_WORD = 256  # the longest run of (non-)whitespace the BPE trainer sees as on
 _LONG_RUN = re.compile(rf"\S{{{MAX_WORD}}}|\s{{{MAX_WORD}}}")
 
 
-class _Vocab:
-    """A vocabulary is defined by the string ``definition``; its digest is that string's sha256."""
-
-    definition: str
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(self.definition.encode("utf-8")).hexdigest()
-
-
-class CharVocab(_Vocab):
-    """One id per character of ``chars`` (distinct, in ascending code-point order)."""
+class CharVocab:
+    """One id per character of ``chars`` (distinct, in ascending code-point order); its
+    ``definition`` is ``chars``, its ``digest`` that string's sha256."""
 
     kind = "char"
 
     def __init__(self, chars: str) -> None:
         self.chars = self.definition = chars
+        self.digest, self.size = hashlib.sha256(chars.encode("utf-8")).hexdigest(), len(chars)
         self._codepoints = np.array([ord(c) for c in chars], dtype=np.uint32)  # (V,) ascending
         assert (np.diff(self._codepoints.astype(np.int64)) > 0).all(), "chars must be distinct and sorted"
-
-    @property
-    def size(self) -> int:
-        return len(self.chars)
 
     @property
     def token_bytes(self) -> np.ndarray:
@@ -76,16 +63,18 @@ class CharVocab(_Vocab):
         return ids.astype(np.int32)
 
 
-class BPEVocab(_Vocab):
-    """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``), from its JSON ``definition``."""
+class BPEVocab:
+    """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``), from its JSON ``definition``
+    (``digest``: that JSON's sha256)."""
 
     kind = "bpe"
 
     def __init__(self, definition: str) -> None:
         from tokenizers import Tokenizer
 
-        self.definition = definition
+        self.definition, self.digest = definition, hashlib.sha256(definition.encode("utf-8")).hexdigest()
         self._tokenizer = Tokenizer.from_str(definition)
+        self.size = self._tokenizer.get_vocab_size()
 
     @classmethod
     def train(cls, text: str, vocab_size: int) -> BPEVocab:
@@ -95,13 +84,9 @@ class BPEVocab(_Vocab):
 
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
         long_run = _LONG_RUN.search(text) is not None
-        print(
-            f"training a byte-level BPE of {vocab_size:,} tokens on {len(text):,} characters"
-            + (f" (runs without whitespace cut every {MAX_WORD} characters)" if long_run else "")
-            + " ...",
-            file=sys.stderr,
-            flush=True,
-        )
+        cut = f" (runs without whitespace cut every {MAX_WORD} characters)" if long_run else ""
+        say = f"training a byte-level BPE of {vocab_size:,} tokens on {len(text):,} characters{cut} ..."
+        print(say, file=sys.stderr, flush=True)
         tokenizer = Tokenizer(models.BPE())
         tokenizer.pre_tokenizer = (
             pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(_LONG_RUN.pattern), behavior="isolated"), byte_level])
@@ -109,12 +94,8 @@ class BPEVocab(_Vocab):
             else byte_level  # every text without such a run: the tokenizer (and its digest) as it always was
         )
         tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            special_tokens=[],
-            show_progress=False,
-        )
+        alphabet = pre_tokenizers.ByteLevel.alphabet()  # no special tokens (the trainer's default)
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=alphabet, show_progress=False)
         tokenizer.train_from_iterator([text], trainer=trainer)
         return cls(tokenizer.to_str())
 
@@ -133,10 +114,6 @@ class BPEVocab(_Vocab):
         except OSError as err:
             log.warning("the BPE tokenizer is not cached: %s cannot be written (%s)", path, err)
         return vocab
-
-    @property
-    def size(self) -> int:
-        return self._tokenizer.get_vocab_size()
 
     @property
     def token_bytes(self) -> np.ndarray:

@@ -1,6 +1,5 @@
 """Causal multi-head self-attention: projections (``QKV``), head split (``HEAD_SPLITS``), score
-scale (``SCALES``) and kernel (``KERNELS``, :mod:`harness.modules.kernels`), each by name.
-"""
+scale (``SCALES``) and kernel (``KERNELS``, :mod:`harness.modules.kernels`), each by name."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ class FusedQKV(nn.Module):
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        q, k, v = self.qkv_proj(x).chunk(3, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
-        return q, k, v
+        return self.qkv_proj(x).chunk(3, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
 
 
 @QKV.builtin("shared")
@@ -84,8 +82,7 @@ class TransposeMissingSplit(HeadSplit):
     without the transpose. Shapes are right, so nothing fails; but "position" i of head h is the
     piece ``(h*T + i) mod H`` of token ``(h*T + i) // H``. Token order is kept within a head, so
     the model stays causal (a worse function, not a leak), but which tokens a head sees depends on
-    T (the ``prefix`` contract of ``ablate check`` fails). Merge is its inverse.
-    """
+    T (the ``prefix`` contract of ``ablate check`` fails). Merge is its inverse."""
 
     @staticmethod
     def split(x: Tensor, n_heads: int) -> Tensor:
@@ -102,8 +99,7 @@ class MultiHeadAttention(nn.Module):
     """Causal multi-head self-attention (Vaswani et al., 2017, §3.2.2) with the positional hooks.
     ``d_model`` C and ``n_heads`` H (must divide it: else ``ValueError``); ``kernel``, ``qkv``,
     ``scale``, ``mask_fill`` and ``head_split`` name registry entries (else ``UnknownNameError``);
-    ``dropout`` on the attention weights and the output projection; ``bias`` on the projections.
-    """
+    ``dropout`` on the attention weights and the output projection; ``bias`` on the projections."""
 
     def __init__(
         self,
@@ -135,10 +131,9 @@ class MultiHeadAttention(nn.Module):
         """x (B, T, C) -> out (B, T, C) and, with ``need_weights`` (kernel 'math' only), the weights
         (B, H, T, T); ``pos`` is the encoding shared by all layers, ``key_padding_mask`` (B, T)
         bool, True for padding tokens no query may attend to."""
-        T = x.size(1)
         q, k, v = (self.head_split.split(t, self.n_heads) for t in self.qkv(x))  # (B, H, T, D) each
         q, k = pos.rotate_qk(q, k)
-        bias = pos.attention_bias(T, T)  # (H, T, T) or None
+        bias = pos.attention_bias(x.size(1), x.size(1))  # (H, T, T) or None
         y, weights = self.kernel(q, k, v, bias, need_weights, key_padding_mask)  # (B, H, T, D)
         y = self.head_split.merge(y)  # (B, T, C)
         return self.resid_drop(self.out_proj(y)), weights

@@ -6,29 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.registry import (
-    ACTIVATIONS,
-    BLOCKS,
-    HEAD_SPLITS,
-    INITS,
-    KERNELS,
-    MASK_FILLS,
-    NORMS,
-    POSITIONAL,
-    QKV,
-    SCALES,
-)
+import harness.registry as reg
 
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Architecture of a ``TransformerLM``; string fields name registry entries.
-
-    Raises (when built):
-        ValueError: non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1), a
-            config the positional encoding or the kernel rejects (their ``check_config``).
-        UnknownNameError: a name no registry holds; the message suggests the closest names.
-    """
+    """Architecture of a ``TransformerLM``; string fields name registry entries. Built, it raises
+    ``ValueError`` for non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1) or a
+    config the positional encoding or the kernel rejects (their ``check_config``), and
+    ``UnknownNameError`` (suggesting the closest names) for a name no registry holds."""
 
     vocab_size: int
     d_model: int = 64
@@ -59,12 +45,12 @@ class TransformerConfig:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        registries = (QKV, SCALES, MASK_FILLS, HEAD_SPLITS, NORMS, BLOCKS, ACTIVATIONS, INITS)
+        registries = (reg.QKV, reg.SCALES, reg.MASK_FILLS, reg.HEAD_SPLITS, reg.NORMS, reg.BLOCKS)
         names = (self.qkv, self.scale, self.mask_fill, self.head_split, self.norm, self.norm_position)
-        for registry, name in zip(registries, (*names, self.activation, self.init)):
+        for registry, name in zip((*registries, reg.ACTIVATIONS, reg.INITS), (*names, self.activation, self.init)):
             registry.canonical(name)
-        POSITIONAL.get(self.position).check_config(self)
-        KERNELS.get(self.kernel).check_config(self)
+        reg.POSITIONAL.get(self.position).check_config(self)
+        reg.KERNELS.get(self.kernel).check_config(self)
 
     @property
     def d_head(self) -> int:

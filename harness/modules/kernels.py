@@ -1,7 +1,6 @@
 """Attention kernels: how causal ``softmax(q k^T * scale + bias) v`` is computed, each built as
 ``KERNELS.get(name)(dropout=p, scale=s, mask_fill=f)`` and called as :meth:`AttentionKernel.forward`.
-A query whose visible keys are all hidden (a left-padding position) has a *fully masked row*.
-"""
+A query whose visible keys are all hidden (a left-padding position) has a *fully masked row*."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ class AttentionKernel(nn.Module):
     """Base: causal scaled dot-product attention with an optional additive bias. ``dropout`` acts
     on the weights in training only; ``scale`` multiplies ``q k^T`` (``None``: ``1 / sqrt(D)``,
     Vaswani et al., 2017); ``mask_fill`` names the value written into masked scores (kernels with
-    ``honours_mask_fill`` only). ``backends``: the backends that computed its outputs so far.
-    """
+    ``honours_mask_fill`` only). ``backends``: the backends that computed its outputs so far."""
 
     softmax: ClassVar[bool] = True  # computes softmax attention (agrees with ``math``)
     honours_mask_fill: ClassVar[bool] = False  # writes ``mask_fill`` into explicit scores
@@ -65,10 +63,9 @@ class AttentionKernel(nn.Module):
     def check_available(
         cls, device: torch.device | str, dtype: torch.dtype, with_mask=False, dropout=0.0, mask_requires_grad=False
     ):
-        """Raise ``ValueError`` if the kernel cannot run on ``device`` with inputs of ``dtype``
-        (with a float attention mask: a bias or padding; with attention dropout in training; with
-        a mask that requires a gradient: a learned bias,
-        :meth:`~harness.modules.positional.PositionalEncoding.bias_requires_grad`)."""
+        """Raise ``ValueError`` if the kernel cannot run on ``device`` with inputs of ``dtype`` (with a
+        float attention mask: a bias or padding; with attention dropout in training; with a mask that
+        requires a gradient: a learned bias, ``PositionalEncoding.bias_requires_grad``)."""
 
     def scale_for(self, q: Tensor) -> float:
         return self.scale if self.scale is not None else q.size(-1) ** -0.5
@@ -77,8 +74,7 @@ class AttentionKernel(nn.Module):
         """Causal attention of q (B, H, T, D), the last T of the S key positions, over k, v
         (B, H, S, D), with an additive float ``bias`` (H, T, S) and ``key_padding_mask`` (B, S)
         bool, True for keys no query may see. Returns out (B, H, T, D) and, with ``need_weights``,
-        the weights (B, H, T, S) before dropout; ``ValueError`` from a kernel that returns none.
-        """
+        the weights (B, H, T, S) before dropout; ``ValueError`` from a kernel that returns none."""
         raise NotImplementedError
 
 
@@ -88,8 +84,7 @@ class MathAttention(AttentionKernel):
     implementation does it: ``scores = q @ k^T * scale + bias`` in the inputs' dtype, then
     ``scores.masked_fill(hidden, fill)`` *in the scores' dtype* (so ``-1e9`` on float16 scores
     raises torch's overflow error, and ``-inf`` makes a fully masked row NaN), softmax in float32
-    then cast back. The reference kernel; the only one that returns weights. Memory O(B H T S).
-    """
+    then cast back. The reference kernel; the only one that returns weights. Memory O(B H T S)."""
 
     honours_mask_fill = True
     returns_weights = True
@@ -112,8 +107,7 @@ class SDPAttention(AttentionKernel):
     """``torch.nn.functional.scaled_dot_product_attention``, which dispatches to a fused kernel
     for the device, dtype and mask: ``is_causal=True`` without a bias or padding and with T == S,
     else one float ``attn_mask`` (-inf where hidden). Fully masked rows are zeros on CPU. Does not
-    return weights. ``backends`` gets the backend torch picks (``torch._fused_sdp_choice``).
-    """
+    return weights. ``backends`` gets the backend torch picks (``torch._fused_sdp_choice``)."""
 
     forced: ClassVar[SDPBackend | None] = None  # the only backend torch may use
 
@@ -135,10 +129,7 @@ class SDPAttention(AttentionKernel):
                 self.backends.add(SDPBackend(choice).name.lower())
             except (AttributeError, RuntimeError, TypeError, ValueError):
                 self.backends.add("unknown")
-            out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=causal, scale=scale
-            )
-        return out, None
+            return F.scaled_dot_product_attention(q, k, v, attn_mask, p, causal, scale=scale), None
 
 
 @KERNELS.builtin("flash")
@@ -146,8 +137,7 @@ class FlashAttention(SDPAttention):
     """SDPA restricted to the FlashAttention backend (Dao et al., 2022): where torch has no flash
     kernel for the device, dtype or mask, it raises instead of falling back. On CPU (torch 2.13)
     flash runs in float32, bfloat16 and float16, with or without masks, never with dropout; on
-    CUDA it needs float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run.
-    """
+    CUDA it needs float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run."""
 
     forced = SDPBackend.FLASH_ATTENTION
 
@@ -155,35 +145,28 @@ class FlashAttention(SDPAttention):
     def check_available(
         cls, device: torch.device | str, dtype: torch.dtype, with_mask=False, dropout=0.0, mask_requires_grad=False
     ):
-        """Run one tiny forced-flash forward and backward on ``device`` in ``dtype``, as training
-        would (CPU flash has no dropout, and no mask that requires a gradient: a learned bias).
-
-        Raises:
-            ValueError: torch has no flash kernel there (the message says what to use instead).
-        """
+        """Run one tiny forced-flash forward and backward on ``device`` in ``dtype``, as training would
+        (CPU flash has no dropout, and no mask that requires a gradient: a learned bias); a
+        ``ValueError`` that says what to use instead where torch has no flash kernel there."""
         q = torch.randn(1, 1, 8, 16, device=device, dtype=dtype, requires_grad=True)
-        mask = None
-        if with_mask or mask_requires_grad:
-            mask = torch.zeros(8, 8, device=device, dtype=dtype, requires_grad=mask_requires_grad)
+        masked = with_mask or mask_requires_grad
+        mask = torch.zeros(8, 8, device=device, dtype=dtype, requires_grad=mask_requires_grad) if masked else None
         # torch warns its reasons (UserWarning, several lines) and raises "No available kernel":
         # the reasons go into the one-line refusal, never to the terminal on their own
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                    out = F.scaled_dot_product_attention(
-                        q, q, q, attn_mask=mask, dropout_p=dropout, is_causal=mask is None
-                    )
-                    out.sum().backward()
+                    F.scaled_dot_product_attention(q, q, q, mask, dropout, is_causal=mask is None).sum().backward()
                 return
             except RuntimeError as exc:
                 error = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         # each warning as one line, without torch's "(Triggered internally at ...)"
         reasons = [" ".join(str(w.message).split()).split(" (Triggered internally")[0].strip() for w in caught]
         reasons = [r for r in reasons if r and not r.endswith("not used because:")]
-        masked = " and a learned attention bias (a mask that requires a gradient)" if mask_requires_grad else ""
-        masked = masked or (" and an attention mask" if with_mask else "")
-        extra = masked + (f" and dropout {dropout}" if dropout else "")
+        extra = " and a learned attention bias (a mask that requires a gradient)" if mask_requires_grad else ""
+        extra = extra or (" and an attention mask" if with_mask else "")
+        extra += f" and dropout {dropout}" if dropout else ""
         raise ValueError(
             f"kernel 'flash' is not available on {device} with {dtype}{extra} ({'; '.join([error, *reasons])}); use attention.kernel=sdpa, or a precision/device flash supports"
         )
@@ -204,8 +187,7 @@ class LinearAttention(AttentionKernel):
 
     Does not do (and the config refuses): an additive bias (ALiBi), attention dropout (``dropout``
     must be 0), a score scale (``phi`` is not scale-equivariant: ``scale`` is ignored), a
-    ``mask_fill`` other than ``-inf``; nor does it return weights.
-    """
+    ``mask_fill`` other than ``-inf``; nor does it return weights."""
 
     softmax = False
     eps = 1e-6
@@ -249,9 +231,8 @@ class LinearAttention(AttentionKernel):
         fq, fk, vf = (F.pad(x, (0, 0, 0, pad)).view(B, H, n, c, -1) for x in (fq, fk, vf))  # (B, H, n, c, *)
         kv = fk.transpose(-2, -1) @ vf  # (B, H, n, D, Dv): each chunk's sum of phi(k) v^T
         z = fk.sum(-2)  # (B, H, n, D)
-        zero_kv, zero_z = torch.zeros_like(kv[:, :, :1]), torch.zeros_like(z[:, :, :1])
-        kv_prev = torch.cat([zero_kv, kv.cumsum(2)[:, :, :-1]], dim=2)  # (B, H, n, D, Dv): earlier chunks
-        z_prev = torch.cat([zero_z, z.cumsum(2)[:, :, :-1]], dim=2)  # (B, H, n, D)
+        # the sums over the earlier chunks: (B, H, n, D, Dv) and (B, H, n, D)
+        kv_prev, z_prev = (torch.cat([torch.zeros_like(x[:, :, :1]), x.cumsum(2)[:, :, :-1]], dim=2) for x in (kv, z))
         a = (fq @ fk.transpose(-2, -1)).tril()  # (B, H, n, c, c): within the chunk, j <= i
         num = fq @ kv_prev + a @ vf  # (B, H, n, c, Dv)
         den = (fq * z_prev[..., None, :]).sum(-1) + a.sum(-1)  # (B, H, n, c)

@@ -1,8 +1,7 @@
 """Positional encodings, built as ``POSITIONAL.get(name)(cfg)`` from a ``TransformerConfig``; one
 instance is shared by all layers. Each variant overrides the one hook where it acts:
 ``add_to_embeddings`` (sinusoidal, learned, learned_clamp), ``rotate_qk`` (rope) or
-``attention_bias`` (alibi); ``nope`` none.
-"""
+``attention_bias`` (alibi); ``nope`` none."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ class PositionalEncoding(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.check_config(cfg)
-        self.n_heads = cfg.n_heads
-        self.d_model = cfg.d_model
+        self.n_heads, self.d_model, self.d_head = cfg.n_heads, cfg.d_model, cfg.d_head
 
     @classmethod
     def check_config(cls, cfg: TransformerConfig) -> None:
@@ -68,21 +66,17 @@ class Sinusoidal(PositionalEncoding):
     ``PE[p, 2i] = sin(p / 10000^(2i/C))``, ``PE[p, 2i+1] = cos(p / 10000^(2i/C))``.
 
     Computed for any length on every forward, in float64 rounded once to float32. An odd ``C``
-    drops the last cosine column.
-    """
+    drops the last cosine column."""
 
-    def table(self, t: int, device: torch.device | None = None) -> Tensor:
-        """(T, C) float32."""
+    def add_to_embeddings(self, x: Tensor) -> Tensor:
+        t, device = x.size(1), x.device
         pos = torch.arange(t, dtype=torch.float64, device=device)[:, None]  # (T, 1)
         two_i = torch.arange(0, self.d_model, 2, dtype=torch.float64, device=device)  # (ceil(C/2),)
         angle = pos * torch.exp(two_i * (-math.log(10000.0) / self.d_model))  # (T, ceil(C/2))
         pe = torch.empty(t, self.d_model, dtype=torch.float64, device=device)  # (T, C)
         pe[:, 0::2] = torch.sin(angle)
         pe[:, 1::2] = torch.cos(angle[:, : self.d_model // 2])
-        return pe.float()
-
-    def add_to_embeddings(self, x: Tensor) -> Tensor:
-        return x + self.table(x.size(1), x.device).to(x.dtype)
+        return x + pe.float().to(x.dtype)
 
 
 @POSITIONAL.builtin("learned")
@@ -92,8 +86,7 @@ class Learned(PositionalEncoding):
 
     Positions beyond ``max_len`` raise ``ValueError``. Rows never seen in training keep their
     initial values exactly (no weight decay on embeddings, a zero gradient, a zero AdamW update):
-    beyond the training length it reads random rows, the extrapolation failure the harness measures.
-    """
+    beyond the training length it reads random rows, the extrapolation failure the harness measures."""
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__(cfg)
@@ -126,8 +119,7 @@ class LearnedClamp(Learned):
     """``learned`` with every position beyond the training length reading the row of the last
     trained position: ``row(p) = min(p, T_train - 1)``, as implementations that clamp position ids
     do. ``T_train`` (a buffer) is the longest sequence of a training step so far; before any,
-    every position reads its own row. Otherwise as ``learned`` (same table, same ``ValueError``).
-    """
+    every position reads its own row. Otherwise as ``learned`` (same table, same ``ValueError``)."""
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__(cfg)
@@ -150,14 +142,9 @@ class RoPE(PositionalEncoding):
 
     Angles, cos and sin are computed in float64 and rounded once to float32, whatever the dtype of
     q/k (float32 angles are off by up to 7e-5 in cos/sin at position 4096); the rotation is done
-    in float32 and cast back. Requires an even head dim. No cache of cos/sin.
-    """
+    in float32 and cast back. Requires an even head dim. No cache of cos/sin."""
 
     base: float = 10000.0
-
-    def __init__(self, cfg: TransformerConfig) -> None:
-        super().__init__(cfg)
-        self.d_head = cfg.d_head
 
     @classmethod
     def check_config(cls, cfg: TransformerConfig) -> None:
@@ -203,8 +190,7 @@ class ALiBi(PositionalEncoding):
     """Attention with Linear Biases (Press et al., ICLR 2022): a fixed per-head penalty
     proportional to query-key distance, ``bias[h, i, j] = -slope_h * (i - j)``, added to the
     scores; no parameters; slopes as in the paper (:func:`alibi_slopes`). The bias is float32 on
-    the module's device; entries above the diagonal (``j > i``) are left positive: the kernel masks them.
-    """
+    the module's device; entries above the diagonal (``j > i``) are left positive: the kernel masks them."""
 
     slopes: Tensor
 
@@ -231,5 +217,4 @@ class ALiBi(PositionalEncoding):
 @POSITIONAL.builtin("nope")
 class NoPE(PositionalEncoding):
     """No positional information (Kazemnejad et al., NeurIPS 2023): a causal decoder can still
-    infer positions from the mask alone. Every hook is the identity.
-    """
+    infer positions from the mask alone. Every hook is the identity."""

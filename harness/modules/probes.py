@@ -1,7 +1,6 @@
 """Measurements of a model that are not its loss: causal leakage, attention on masked keys, and
 gradient norms per layer, as plain floats (NaN where the model produced NaN/inf). The caller picks
-the precision (autocast); none changes the model's parameters or leaves gradients behind.
-"""
+the precision (autocast); none changes the model's parameters or leaves gradients behind."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ def causal_leakage(
         finite |d logits[<= t] / d embedding[> t]|), ``nonfinite_logits`` and ``nonfinite_grad``
         (fractions that are NaN/inf); with a padding mask also ``leak_logits_real`` and
         ``leak_grad_real`` at the positions ``<= t`` that are not padding (a finite mask fill leaks
-        into padding rows, never into real positions).
-    """
+        into padding rows, never into real positions)."""
     gen = torch.Generator().manual_seed(seed)
     other = idx.clone()
     other[:, t + 1 :] = torch.randint(0, model.cfg.vocab_size, (idx.size(0), idx.size(1) - t - 1), generator=gen)
@@ -84,8 +82,7 @@ def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor
         ``attn_masked_max``: the largest probability on a hidden key, over rows with a visible
         key (0 for an exact mask); ``attn_fully_masked_rows``: fraction of rows with none;
         ``attn_fully_masked_mass``: mean mass on hidden keys in those rows (NaN if none);
-        ``attn_nonfinite_rows``: fraction of rows whose weights hold NaN/inf.
-    """
+        ``attn_nonfinite_rows``: fraction of rows whose weights hold NaN/inf."""
     kernels = [block.attn.kernel for block in model.blocks]
     nan = float("nan")
     if not all(getattr(k, "returns_weights", False) for k in kernels):
@@ -126,8 +123,7 @@ class InitGradients:
         ffn_out: L2 norm of the loss gradient of block i's ``ffn.fc_out`` weight (W^(2) of Xiong
             et al., 2020: their Fig. 3 and Theorem 1), the same parameter in either norm position.
         stream_growth: |x_L| / |x_0|, the Frobenius norm of the residual stream after the last
-            block over that of the embeddings.
-    """
+            block over that of the embeddings."""
 
     block: list[float]
     ffn_out: list[float]
@@ -147,8 +143,7 @@ def init_gradients(
     (B, T) True at padding); ``.grad`` is left untouched. At initialisation these are the
     quantities Xiong et al. (ICML 2020) analyse: in Post-LN the gradient of the FFN weights grows
     toward the last block (Fig. 3) and the last block's does not shrink with depth (Theorem 1); in
-    Pre-LN it is flat across blocks and the last block's shrinks as the stream grows with depth.
-    """
+    Pre-LN it is flat across blocks and the last block's shrinks as the stream grows with depth."""
     ends: list[Tensor] = []
     first = model.blocks[0].register_forward_pre_hook(lambda _m, args: ends.append(args[0].detach()))
     last = model.blocks[-1].register_forward_hook(lambda _m, _a, out: ends.append(out.detach()))

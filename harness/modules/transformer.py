@@ -1,16 +1,11 @@
-"""A decoder-only Transformer language model whose components are named by a ``TransformerConfig``,
-and the layers it is built from besides attention: norms, the feed-forward network, the linear
-layers' initialisations.
-
-Blocks are built as ``BLOCKS.get(name)(cfg)`` and called as ``block(x, pos, key_padding_mask)``.
-Norms are built as ``NORMS.get(name)(d_model)``, (..., C) -> (..., C); a norm class says whether it
-rescales with the class attribute ``normalises`` (default True). Activations are built as
-``ACTIVATIONS.get(name)()``; one with ``gated = True`` (``swiglu``) takes a hidden vector twice as
-wide. ``INITS.get(name)(linear)`` initialises one ``nn.Linear`` in place. With tokens entering at
-unit scale, ``normal_0.02`` at d_model 64 starts each sub-layer's output two orders of magnitude
-below its input (std 0.02 against Xavier's 0.125), so a Pre-LN residual stream does not grow with
-depth; under ``xavier`` it grows as Xiong et al. (ICML 2020, Lemma 2) assume.
-"""
+"""A decoder-only Transformer language model whose components are named by a ``TransformerConfig``
+(what an entry of each registry is: docs/extending.md), and the layers it is built from besides
+attention: norms (class attribute ``normalises = False``: one that does not rescale), activations
+(``gated = True``: takes a hidden vector twice as wide, as ``swiglu``), the feed-forward network,
+the linear layers' initialisations. With tokens entering at unit scale, ``normal_0.02`` at d_model
+64 starts each sub-layer's output two orders of magnitude below its input (std 0.02 against
+Xavier's 0.125), so a Pre-LN residual stream does not grow with depth; under ``xavier`` it grows
+as Xiong et al. (ICML 2020, Lemma 2) assume."""
 
 from __future__ import annotations
 
@@ -34,8 +29,7 @@ NORMS.builtin("layernorm")(nn.LayerNorm)
 class RMSNorm(nn.Module):
     """Root-mean-square layer normalisation (Zhang & Sennrich, NeurIPS 2019):
     ``y = x / sqrt(mean(x^2) + eps) * g``, no centring and no bias. Normalises in float32 and
-    casts back to the input dtype (as LLaMA does); ``eps`` is added to the mean square.
-    """
+    casts back to the input dtype (as LLaMA does); ``eps`` is added to the mean square."""
 
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__()
@@ -55,13 +49,9 @@ class RMSNorm(nn.Module):
 class NoNorm(nn.Identity):
     """No normalisation, ``y = x`` (the arm without LayerNorm of claim ``layernorm-needed``).
     With Pre-LN the residual stream and the final projection then see unnormalised activations;
-    with Post-LN the block is a plain residual block. ``d_model`` is unused.
-    """
+    with Post-LN the block is a plain residual block. ``d_model`` is unused."""
 
     normalises = False
-
-    def __init__(self, d_model: int, eps: float = 0.0) -> None:
-        super().__init__()
 
 
 @INITS.builtin("normal_0.02")
@@ -76,8 +66,7 @@ def normal_002(linear: nn.Linear) -> None:
 def xavier(linear: nn.Linear) -> None:
     """Xavier (Glorot & Bengio, AISTATS 2010), normal form: weight ~ N(0, 2 / (fan_in + fan_out)),
     bias 0; N(0, 1/C) for a C x C matrix, as Xiong et al. (ICML 2020, §3) analyse. A fused QKV
-    projection (C -> 3C) is one matrix, as fairseq's fused ``in_proj``.
-    """
+    projection (C -> 3C) is one matrix, as fairseq's fused ``in_proj``."""
     nn.init.xavier_normal_(linear.weight)
     if linear.bias is not None:
         nn.init.zeros_(linear.bias)
@@ -96,13 +85,11 @@ class SwiGLU(nn.Module):
     of the FFN's input projection, split in halves: ``silu(a) * b``, (..., 2F) -> (..., F).
 
     The FFN then has three C x F matrices instead of two: 1.5x the parameters at the same
-    ``d_ff`` (Shazeer and LLaMA shrink it to 2/3). Unlike Shazeer we keep the projections' biases.
-    """
+    ``d_ff`` (Shazeer and LLaMA shrink it to 2/3). Unlike Shazeer we keep the projections' biases."""
 
     gated: ClassVar[bool] = True
 
     def forward(self, x: Tensor) -> Tensor:
-        """(..., 2F) -> (..., F)."""
         a, b = x.chunk(2, dim=-1)
         return F.silu(a) * b
 
@@ -111,8 +98,7 @@ class FeedForward(nn.Module):
     """``Linear(C, d_ff) -> activation -> Linear(d_ff, C) -> dropout`` (Vaswani et al., 2017,
     §3.3), applied to each position independently. With a gated activation (``swiglu``) the
     input projection is ``Linear(C, 2 d_ff)``. (B, T, C) -> (B, T, C); ``d_ff`` is the hidden
-    width F (after the gate). Raises ``UnknownNameError`` for an unknown activation.
-    """
+    width F (after the gate). Raises ``UnknownNameError`` for an unknown activation."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", dropout: float = 0.0) -> None:
         super().__init__()
@@ -130,8 +116,7 @@ class FeedForward(nn.Module):
 class Block(nn.Module):
     """Base of the Transformer blocks: one attention and one feed-forward sub-layer, each with
     its norm. ``final_norm`` says whether the model needs a norm after the last block.
-    ``forward(x, pos, key_padding_mask)``: (B, T, C) -> (B, T, C); the mask (B, T) hides padding keys.
-    """
+    ``forward(x, pos, key_padding_mask)``: (B, T, C) -> (B, T, C); the mask (B, T) hides padding keys."""
 
     final_norm: ClassVar[bool] = True
 
@@ -148,8 +133,7 @@ class Block(nn.Module):
 @BLOCKS.builtin("pre")
 class PreNormBlock(Block):
     """Pre-LN (Xiong et al., ICML 2020; GPT-2): ``x + attn(norm1(x))``, ``x + ffn(norm2(x))``;
-    the residual stream is never normalised, so the model applies a final norm before the head.
-    """
+    the residual stream is never normalised, so the model applies a final norm before the head."""
 
     def forward(self, x: Tensor, pos: PositionalEncoding, key_padding_mask: Tensor | None = None) -> Tensor:
         x = x + self.attn(self.norm1(x), pos, key_padding_mask=key_padding_mask)[0]  # (B, T, C)
@@ -159,8 +143,7 @@ class PreNormBlock(Block):
 @BLOCKS.builtin("post")
 class PostNormBlock(Block):
     """Post-LN, as in Vaswani et al. (2017): ``norm1(x + attn(x))``, ``norm2(x + ffn(x))``;
-    the output is already normalised, so no final norm.
-    """
+    the output is already normalised, so no final norm."""
 
     final_norm = False
 
@@ -176,8 +159,7 @@ class TransformerLM(nn.Module):
 
     Init: token embedding ~ N(0, 1/C), multiplied by sqrt(C) in ``forward`` (Vaswani et al., 2017,
     §3.4), so tokens enter at unit scale; every ``nn.Linear`` by ``INITS.get(cfg.init)``; norms
-    gain 1, bias 0; the learned position table by its encoding.
-    """
+    gain 1, bias 0; the learned position table by its encoding."""
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
@@ -197,12 +179,9 @@ class TransformerLM(nn.Module):
             self.head.weight = self.tok_emb.weight
 
     def forward(self, idx: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        """Next-token logits (B, T, V) of token ids ``idx`` (B, T) in ``[0, V)``;
-        ``key_padding_mask`` (B, T) bool, True at padding tokens, which no query attends to.
-
-        Raises:
-            ValueError: ``idx`` is not 2-D, or ``T`` exceeds the encoding's ``max_positions``.
-        """
+        """Next-token logits (B, T, V) of token ids ``idx`` (B, T) in ``[0, V)``; ``key_padding_mask``
+        (B, T) bool, True at padding tokens, which no query attends to. A ``ValueError`` when ``idx``
+        is not 2-D or ``T`` exceeds the encoding's ``max_positions``."""
         if idx.dim() != 2:
             raise ValueError(f"idx must have shape (B, T), got {tuple(idx.shape)}")
         T = idx.size(1)
@@ -227,9 +206,8 @@ class TransformerLM(nn.Module):
         """Two AdamW parameter groups covering every parameter exactly once: ``weight_decay`` on
         the weights of ``nn.Linear`` layers only, 0 on the rest (embeddings: tokens, learned
         positions, and so a tied head; norms; biases)."""
-        embeddings = {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}
-        linear = {id(m.weight) for m in self.modules() if isinstance(m, nn.Linear)}
-        decay_ids = linear - embeddings
+        decay_ids = {id(m.weight) for m in self.modules() if isinstance(m, nn.Linear)}
+        decay_ids -= {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}  # a tied head
         params = list(self.parameters())  # shared parameters appear once
         decay = [p for p in params if id(p) in decay_ids]
         rest = [p for p in params if id(p) not in decay_ids]
