@@ -30,15 +30,11 @@ def holm_across(tables: list[Table], alpha: float, exploratory: Collection[str] 
     ]
     if not where:
         return
-    names = ("p", "p_perm", "p_tost", "n_pairs", "sd_diff")
-    fam = stats.adjust_family(*([float(tables[ti].frame.loc[ri, c]) for ti, ri in where] for c in names), "holm", alpha)
+    fam = stats.adjust_family([tables[ti].frame.loc[ri] for ti, ri in where], "holm", alpha)
     for i, (ti, ri) in enumerate(where):
-        table = tables[ti]
-        adjusted = {"p_adj": fam.p_adj[i], "p_perm_adj": fam.p_perm_adj[i], "p_tost_adj": fam.p_tost_adj[i]}
-        table.frame.loc[ri, [*adjusted, "mde"]] = [*adjusted.values(), fam.mde[i]]
-        table.frame.loc[ri, "family_size"] = fam.size
-        variant = table.frame.loc[ri, "variant"]
-        table.facts[variant] = replace(table.facts[variant], **adjusted, mde=fam.mde[i])
+        frame, facts, adjusted = tables[ti].frame, tables[ti].facts, fam.at(i)
+        frame.loc[ri, list(adjusted)], frame.loc[ri, "family_size"] = list(adjusted.values()), fam.size
+        facts[frame.loc[ri, "variant"]] = replace(facts[frame.loc[ri, "variant"]], **adjusted)
     for table in tables:
         if "family_size" in table.frame:  # an exploratory variant is in no primary family
             table.frame.loc[table.frame["variant"].isin(list(exploratory)), "family_size"] = None

@@ -7,6 +7,7 @@ Does not do: mixed models, bootstrap intervals (percentile bootstrap undercovers
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -39,18 +40,22 @@ class Family(NamedTuple):
     mde: np.ndarray  # MDE at alpha / size, the level of the family's first Holm step
     size: int  # members: comparisons with a defined t-test p
 
+    def at(self, i: int) -> dict[str, float]:
+        """Comparison ``i``'s adjusted p (``p_adj``, ``p_perm_adj``, ``p_tost_adj``) and ``mde``."""
+        return {name: self[j][i] for j, name in enumerate(self._fields[:4])}
 
-def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float = 0.05) -> Family:
-    """Adjust every p printed or judged for one family, and size its MDE (at ``alpha / size``). The
-    members are the comparisons whose t-test ``p`` is defined; their sign-flip and TOST p (NaN: no
-    TOST) are adjusted by the same ``method`` over the same members, so a verdict reads three p of one family."""
-    p = np.asarray(p, dtype=float)
+
+def adjust_family(comparisons: Sequence[Mapping[str, float]], method: str, alpha: float = 0.05) -> Family:
+    """Adjust every p printed or judged for one family, and size its MDE (at ``alpha / size``), from
+    each comparison's ``p``, ``p_perm``, ``p_tost`` (NaN: no TOST), ``n_pairs`` and ``sd_diff``. The
+    members are the comparisons whose t-test ``p`` is defined; their sign-flip and TOST p are adjusted
+    by the same ``method`` over the same members, so a verdict reads three p of one family."""
+    columns = ("p", "p_perm", "p_tost", "n_pairs", "sd_diff")
+    p, p_perm, p_tost, n_pairs, sd_diff = (np.array([c[k] for c in comparisons], dtype=float) for k in columns)
     member = ~np.isnan(p)
     adj, size = adjust(p, method)
-    perm, tost = (adjust(np.where(member, np.asarray(q, dtype=float), NAN), method)[0] for q in (p_perm, p_tost))
-    m_de = np.array(
-        [power.mde(int(n), float(sd), alpha / max(size, 1)) for n, sd in zip(n_pairs, sd_diff)], dtype=float
-    )
+    perm, tost = (adjust(np.where(member, q, NAN), method)[0] for q in (p_perm, p_tost))
+    m_de = np.array([power.mde(int(n), sd, alpha / max(size, 1)) for n, sd in zip(n_pairs, sd_diff)], dtype=float)
     return Family(adj, perm, tost, m_de, size)
 
 
@@ -96,12 +101,11 @@ def compare(
     rows = [vars(describe(series[baseline], confidence)) | {"variant": baseline}]
     tests = [paired_test(series[baseline], series[v], higher_is_better, confidence) for v in names[1:]]
     tost = [tost_paired(t.diffs, sesoi) if sesoi and not t.non_finite else NAN for t in tests]
-    p, p_perm, n_pairs, sd_diff = ([getattr(t, f) for t in tests] for f in ("p", "p_perm", "n_pairs", "sd_diff"))
-    fam = adjust_family(p, p_perm, tost, n_pairs, sd_diff, p_adjust, alpha)
+    fam = adjust_family([vars(t) | {"p_tost": q} for t, q in zip(tests, tost)], p_adjust, alpha)
     facts = {} if facts is None else facts
     for i, (v, t) in enumerate(zip(names[1:], tests)):
         better = bool((t.ci_low + t.ci_high) / 2 > 0)
-        adjusted = {name: fam[j][i] for j, name in enumerate(Family._fields[:4])}  # p_adj .. mde
+        adjusted = fam.at(i)
         facts[v] = vd.Facts(t.n_pairs, t.ties, t.non_finite, better, *adjusted.values(), sesoi, alpha, confirmatory)
         rows.append(
             vars(t)  # its ci_low and ci_high are delta's: the mean's replace them
