@@ -1,11 +1,7 @@
-"""Where a group-sequential profile stands (docs/sequential.md): the looks its stored runs have
-reached, what the rule of :mod:`harness.analysis.sequential` decided for each primary comparison,
-and the runs the next look needs.
-
-The looks are replayed from the store in order: look k is reached when every arm of every
-comparison still open after look k - 1 has a stored run (ok or not) of each of the first n_k seeds;
-each comparison is then judged on the pairs of those seeds, gated as the comparison tables are. A
-comparison that stopped keeps its decision whatever runs later looks add.
+"""Where a group-sequential profile stands: the looks its stored runs have reached (replayed from
+the store in order: docs/sequential.md, "Running it"; each comparison judged on the pairs of the
+look's seeds, gated as the comparison tables are), what the rule of :mod:`harness.analysis.sequential`
+decided for each primary comparison, and the runs the next look needs.
 """
 
 from __future__ import annotations
@@ -31,12 +27,8 @@ OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
 
 
 def design_of(sel: Selection) -> sq.Design | None:
-    """The selection's design (None: a fixed profile).
-
-    Raises:
-        AblateError: a first look at which the exact sign-flip check could reject nothing at the
-            family's first Holm level (alpha / members): that look would spend alpha for nothing.
-    """
+    """The selection's design (None: a fixed profile). Raises AblateError for a first look at which the
+    exact sign-flip check could reject nothing at the family's first Holm level (alpha / members)."""
     seq = sel.settings.sequential
     if seq is None:
         return None
@@ -89,11 +81,9 @@ class State:
     def summary(self) -> str:
         """``look 1 of 3 reached (8 seeds); next: look 2 (16 seeds), 3 arms`` or ``finished``."""
         k, looks = self.reached, self.design.looks
-        done = (
-            f"look {k} of {len(looks)} reached ({count(looks[k - 1], 'seed')})"
-            if k
-            else f"no look of {len(looks)} reached yet"
-        )
+        done = f"no look of {len(looks)} reached yet"
+        if k:
+            done = f"look {k} of {len(looks)} reached ({count(looks[k - 1], 'seed')})"
         if self.finished:
             return f"{done}; finished: {count(self.seeds_used, 'seed')} used of {looks[-1]}"
         return f"{done}; next: look {k + 1} ({count(looks[k], 'seed')}) for {count(len(self.needed), 'arm')}"

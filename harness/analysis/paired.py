@@ -2,12 +2,9 @@
 the exact sign-flip test and TOST equivalence, each the library's own (scipy, statsmodels). A
 positive ``delta`` always means the variant is better, whatever the metric's direction.
 
-Degenerate input never raises: fewer than 2 values (or pairs) gives NaN statistics. Constant
-paired differences follow scipy's ``ttest_rel``: all equal and non-zero give ``t = ±inf, p = 0``
-with a zero-width CI; all zero give ``t = p = NaN``. Duplicate seeds raise ``ValueError``. An
-infinite value is an outcome, not dropped: its mean is ``±inf`` with NaN SD and CI, and a pair
-holding one (counted in ``non_finite``) keeps its wins/ties/losses and mean difference with every
-test NaN (docs/statistics.md, "Infinite values").
+Only duplicate seeds raise (``ValueError``): fewer than 2 values or pairs give NaN statistics;
+constant differences follow ``ttest_rel`` (non-zero: ``t = ±inf, p = 0``, a zero-width CI; zero:
+``t = p = NaN``); an infinite value: docs/statistics.md, "Infinite values".
 """
 
 from __future__ import annotations

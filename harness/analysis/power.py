@@ -51,12 +51,8 @@ def seeds_for_verdict(effect: float, sd_diff: float, alpha: float = 0.05, power:
 
 def seeds_needed(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
     """Pairs needed to detect ``effect`` with ``power``: ``TTestPower().solve_power(nobs=None, ...)``
-    rounded up; where that root finder fails or is wrong (alpha about 1e-4 and below), a search on
-    the upper tail.
-
-    Raises:
-        ValueError: ``effect`` 0, ``sd_diff`` not positive, alpha below 1e-100, or no answer found.
-    """
+    rounded up; where that root finder fails or is wrong (alpha about 1e-4 and below), a search on the
+    upper tail. Raises ValueError for ``effect`` 0, ``sd_diff`` not positive, alpha below 1e-100, or no answer."""
     if effect == 0 or not sd_diff > 0:
         raise ValueError(f"need effect != 0 and sd_diff > 0, got {effect=} {sd_diff=}")
     es, solver = abs(effect) / sd_diff, TTestPower()

@@ -1,11 +1,7 @@
-"""How many seeds a confirmatory profile needs, from a pilot's spread (``ablate plan``): for each
-primary comparison of the profile, :func:`harness.analysis.power.seeds_for_verdict` at the task's
-sesoi, with the SD of the paired differences in the pilot's comparison table, at alpha / the
-number of primary comparisons (the first, strictest Holm step: conservative); :func:`describe`
-says it to the user.
-
-Does not do: allow for the uncertainty of the pilot's SD, or for runs lost to the gate or to
-divergence. A variant with fewer than 2 pilot pairs, or no spread at all, gets no number.
+"""How many seeds a confirmatory profile needs, from a pilot's spread (``ablate plan``; the computation,
+as the user reads it: :func:`describe`). Does not do: allow for the uncertainty of the pilot's SD, or
+for runs lost to the gate or to divergence. A variant with fewer than 2 pilot pairs, or no spread at
+all, gets no number.
 """
 
 from __future__ import annotations

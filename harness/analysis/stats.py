@@ -78,15 +78,11 @@ def compare(
     facts: dict[str, vd.Facts] | None = None,
 ) -> pd.DataFrame:
     """Every variant against the baseline, paired by seed, for one metric in one slice: one row per
-    variant, baseline first (descriptives only, verdict ``"baseline"``), columns ``COLUMNS`` (``mde`` at 80 % power).
-
-    ``df``: tidy rows ``variant``, ``seed``, ``value``, one per (variant, seed); ``delta > 0`` always
-    means better; ``sesoi`` (metric units) enables TOST; ``confirmatory`` False: a pilot; ``p_adjust``:
-    this call's family (:func:`adjust_family`); ``facts``: filled with each variant's Facts.
-
-    Raises:
-        ValueError: missing columns, duplicate (variant, seed) rows or an unknown baseline.
-    """
+    variant, baseline first (descriptives only, verdict ``"baseline"``), columns ``COLUMNS`` (``mde`` at
+    80 % power). ``df``: tidy rows ``variant``, ``seed``, ``value``, one per (variant, seed); ``delta > 0``
+    always means better; ``sesoi`` (metric units) enables TOST; ``confirmatory`` False: a pilot;
+    ``p_adjust``: this call's family (:func:`adjust_family`); ``facts``: filled with each variant's Facts.
+    Raises ValueError for missing columns, duplicate (variant, seed) rows or an unknown baseline."""
     missing = {"variant", "seed", "value"} - set(df.columns)
     if missing:
         raise ValueError(f"compare needs columns variant, seed, value; missing {sorted(missing)}")
