@@ -261,8 +261,7 @@ class ControlOutcome:
 def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[ControlOutcome]:
     """For an ablation that declares ``control:``, per task of the profile and control variant: caught
     when its primary comparison reads the expected verdict with adjusted p < ``alpha``; else empty."""
-    abl = result.ablation
-    control = abl.control
+    abl, control = result.ablation, result.ablation.control
     if control is None:
         return []
     labels = [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]

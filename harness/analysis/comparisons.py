@@ -17,8 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from harness.analysis import looks, stats, untestable
-from harness.analysis import power as pw
+from harness.analysis import looks, paired, stats, untestable
 from harness.analysis import verdicts as vd
 from harness.encode import count
 from harness.errors import AblateError
@@ -390,9 +389,9 @@ def primary_power(tables: list[Table], alpha: float = 0.05) -> list[PrimaryPower
             n, sd, size = int(row["n_pairs"]), float(row["sd_diff"]), int(row["family_size"])
             alpha_each, needed, note = alpha / size, None, ""
             try:
-                needed = pw.seeds_for_verdict(table.sesoi, sd, alpha=alpha_each, power=TARGET_POWER)
+                needed = paired.seeds_for_verdict(table.sesoi, sd, alpha=alpha_each, power=TARGET_POWER)
             except ValueError as exc:  # an SD of 0, or an extreme level: no number, say why
                 note = "SD 0: no spread to size from" if sd == 0 else f"cannot size: {exc}"
             which = (table.task, str(row["variant"]), table.metric, table.sesoi, n, sd, size, alpha_each)
-            out.append(PrimaryPower(*which, pw.power_at(table.sesoi, sd, n, alpha_each), needed, note))
+            out.append(PrimaryPower(*which, paired.power_at(table.sesoi, sd, n, alpha_each), needed, note))
     return out

@@ -140,9 +140,8 @@ def _compare(result: Analysis, planned: int, comp: registry.Comparison, alpha: f
     o.outcome, o.facts = "", facts[comp.variant]
     o.row = {"variant": comp.variant, **frame.loc[comp.variant].to_dict(), "margin": margin}
     o.reference = {"variant": comp.reference, **frame.loc[comp.reference].to_dict()}
-    reached, seeds = untestable.seeds_at_target(rows, task, comp.reference), len(prof.seeds)
-    if entry.target is not None and not untestable.learned(reached, seeds):  # the claims' gating rule
-        o.unlearned = untestable.Unlearned(reached, seeds, untestable.seeds_run(rows, task, comp.reference))
+    if entry.target is not None:  # the claims' gating rule
+        o.unlearned = untestable.unlearned(rows, task, comp.reference, len(prof.seeds))
     o.ceiling = untestable.seeds_at_ceiling(rows, task, comp.metric, comp.reference, paired_with=comp.variant)
     return o
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.analysis import paired, power
+from harness.analysis import paired
 from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
 from harness.encode import count
@@ -33,7 +33,7 @@ def design_of(sel: Selection) -> sq.Design | None:
     if seq is None:
         return None
     members = len(sel.ablation.tasks) * (len(sel.ablation.variants()) - 1)
-    need = power.sign_flip_min_seeds(seq.alpha / max(members, 1))
+    need = paired.sign_flip_min_seeds(seq.alpha / max(members, 1))
     if seq.looks[0] < need:
         raise AblateError(
             f"profile {sel.profile!r}: sequential looks start at {seq.looks[0]} seeds, where the exact sign-flip "
@@ -119,8 +119,7 @@ def state(sel: Selection, records: list[Record]) -> State:
     design = design_of(sel)
     if design is None:
         raise ValueError(f"profile {sel.profile!r} has no sequential design")
-    abl = sel.ablation
-    base = abl.baseline_label
+    abl, base = sel.ablation, sel.ablation.baseline_label
     members = [(task, abl.label(v)) for task in abl.tasks for v in abl.variants() if abl.label(v) != base]
     sesoi = np.array([abl.tasks[task].primary.sesoi for task, _ in members])
     values, stored = _values(sel, records)
@@ -159,12 +158,11 @@ def _open_arms(members: list[tuple[str, str]], decided: sq.Decisions, base: str)
 
 def _paired(sel: Selection, values: dict, task: str, variant: str, seeds: list[int]) -> paired.Paired:
     """The paired test of ``variant`` against the baseline on ``task`` over ``seeds``."""
-    hib = metrics.higher_is_better(sel.ablation.tasks[task].primary.metric)
-
-    def series(arm: str) -> pd.Series:
-        return pd.Series({s: values.get((task, arm, s), np.nan) for s in seeds}, dtype=float)
-
-    return paired.paired_test(series(sel.ablation.baseline_label), series(variant), hib)
+    base, mine = (
+        pd.Series({s: values.get((task, arm, s), np.nan) for s in seeds}, dtype=float)
+        for arm in (sel.ablation.baseline_label, variant)
+    )
+    return paired.paired_test(base, mine, metrics.higher_is_better(sel.ablation.tasks[task].primary.metric))
 
 
 def next_specs(sel: Selection, st: State) -> list[RunSpec]:

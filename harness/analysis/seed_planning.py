@@ -15,7 +15,7 @@ import pandas as pd
 from rich.table import Table as RichTable
 
 from harness import encode
-from harness.analysis import power as pw
+from harness.analysis import paired
 from harness.analysis.comparisons import Analysis
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
@@ -76,11 +76,8 @@ SMOKE = "smoke"
 def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selection) -> str:
     """The profile whose runs give the spread: ``given`` (checked), else the first pilot profile, in
     declaration order, with a folder in the store; ``smoke`` only when no other pilot has one. ``ctx``:
-    the command's context, for the ``ablate run`` command the error suggests.
-
-    Raises:
-        AblateError: an unknown profile, or no pilot profile with runs in ``results``.
-    """
+    the command's context, for the ``ablate run`` command the error suggests. Raises AblateError for
+    an unknown profile, or no pilot profile with runs in ``results``."""
     if given is not None:
         return abl.profile(given)[0]
     pilots = [name for name, p in abl.profiles.items() if not p.confirmatory]
@@ -94,8 +91,7 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selectio
         )
     raise AblateError(
         f"no pilot runs of {abl.name} in {results} (looked for profile(s) {', '.join(pilots)}); "
-        f"run `{ctx.command('run', profile=pilots[0])}` first, "
-        f"or pass --from PROFILE"
+        f"run `{ctx.command('run', profile=pilots[0])}` first, or pass --from PROFILE"
     )
 
 
@@ -130,7 +126,7 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
     if not sd > 0:
         return None, "SD 0 in the pilot: cannot size"
     try:  # a direction also needs the exact sign-flip test to reject (verdicts.RULES): at least its floor
-        return pw.seeds_for_verdict(delta, sd, alpha=alpha, power=power), ""
+        return paired.seeds_for_verdict(delta, sd, alpha=alpha, power=power), ""
     except ValueError as exc:  # an extreme level or effect / SD: no number rather than a traceback
         return None, f"cannot size: {exc}"
 
@@ -171,7 +167,7 @@ def describe(plan: SeedPlan) -> str:
         f"{plan.results}. Two-sided paired t-test at power {plan.power:g}; level alpha {plan.alpha:g} / "
         f"{plan.family_size} primary comparisons = {plan.alpha_each:.4g} (Bonferroni: the first, strictest "
         "Holm step, so conservative); δ = each task's smallest effect of interest; at least "
-        f"{pw.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
+        f"{paired.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
         "that a verdict also needs can reject at this level. A pilot of few seeds estimates the SD loosely: "
         "treat the numbers as a floor."
     )

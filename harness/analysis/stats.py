@@ -14,9 +14,8 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
-from harness.analysis import power
 from harness.analysis import verdicts as vd
-from harness.analysis.paired import NAN, describe, paired_test, tost_paired
+from harness.analysis.paired import NAN, describe, mde, paired_test, tost_paired
 
 
 def adjust(pvalues, method: str = "holm") -> tuple[np.ndarray, int]:
@@ -55,7 +54,7 @@ def adjust_family(comparisons: Sequence[Mapping[str, float]], method: str, alpha
     member = ~np.isnan(p)
     adj, size = adjust(p, method)
     perm, tost = (adjust(np.where(member, q, NAN), method)[0] for q in (p_perm, p_tost))
-    m_de = np.array([power.mde(int(n), sd, alpha / max(size, 1)) for n, sd in zip(n_pairs, sd_diff)], dtype=float)
+    m_de = np.array([mde(int(n), sd, alpha / max(size, 1)) for n, sd in zip(n_pairs, sd_diff)], dtype=float)
     return Family(adj, perm, tost, m_de, size)
 
 
@@ -83,8 +82,7 @@ def compare(
     always means better; ``sesoi`` (metric units) enables TOST; ``confirmatory`` False: a pilot;
     ``p_adjust``: this call's family (:func:`adjust_family`); ``facts``: filled with each variant's Facts.
     Raises ValueError for missing columns, duplicate (variant, seed) rows or an unknown baseline."""
-    missing = {"variant", "seed", "value"} - set(df.columns)
-    if missing:
+    if missing := {"variant", "seed", "value"} - set(df.columns):
         raise ValueError(f"compare needs columns variant, seed, value; missing {sorted(missing)}")
     if df.duplicated(["variant", "seed"]).any():
         raise ValueError("duplicate (variant, seed) rows; select one metric and one slice first")
@@ -145,8 +143,6 @@ def outcome_compare(
     for i in range(1, len(frame)):
         wins, losses = int(frame.loc[i, "wins"] or 0), int(frame.loc[i, "losses"] or 0)
         pvals.append(float(mcnemar([[0, wins], [losses, 0]], exact=True).pvalue) if wins + losses else 1.0)
-    if not pvals:
-        return frame
     p_adj, m = adjust(pvals, "fdr_bh")
     for i, (p, pa) in enumerate(zip(pvals, p_adj), start=1):
         frame.loc[i, ["p", "p_perm", "p_adj", "p_perm_adj"]] = [p, p, pa, pa]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import ranks
+from harness.analysis import paired as ranks
 from harness.analysis.comparisons import Table
 from harness.report import figures
 

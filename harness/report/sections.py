@@ -3,7 +3,7 @@ with their verdicts, the warnings (mixed code versions, a task not learned), the
 
 from __future__ import annotations
 
-from harness.analysis import power as pw
+from harness.analysis import paired as pw
 from harness.analysis import untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import ControlOutcome, audit_text, claim_verdict, control_outcomes
