@@ -76,8 +76,7 @@ class Analysis:
         """The comparison of ``metric`` on ``task`` against the baseline (or against the variant
         ``reference``, as a claim names it), if the runs gave one."""
         if reference is not None and reference != self.ablation.baseline_label:
-            key = (task, metric, reference)
-            if key not in self.references:
+            if (key := (task, metric, reference)) not in self.references:
                 self.references[key] = _reference_table(self, task, metric, reference)
             return self.references[key]
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)

@@ -72,8 +72,7 @@ class Paired:
     p_perm: float  # two-sided sign-flip permutation test on the differences
     d_z: float  # delta / sd_diff; ±inf when sd_diff = 0 and delta != 0
     sd_diff: float
-    prob_improvement: float  # (wins + ties / 2) / n_pairs: share of seeds where the variant
-    #                          is better, ties half (not the unpaired common-language effect size)
+    prob_improvement: float  # (wins + ties / 2) / n_pairs (not the unpaired common-language effect size)
     wins: int
     ties: int  # exactly equal values
     losses: int

@@ -148,18 +148,6 @@ def frame(plan: SeedPlan) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=FRAME_COLUMNS).astype({"seeds_needed": "Int64", "enough": "boolean"})
 
 
-def formatted(plan: SeedPlan) -> tuple[list[str], list[list[str]]]:
-    """The plan's headers and rows as display strings."""
-    rows = []
-    for r in plan.rows:
-        sd = "–" if math.isnan(r.sd_diff) else f"{r.sd_diff:.4g}"
-        have = f"{r.have}: " + ("–" if r.enough is None else "enough" if r.enough else "too few")
-        need = str(r.needed) if r.needed is not None else r.note
-        rows.append([r.task, r.variant, r.metric, str(r.pilot_n), sd, f"{r.delta:g}", need, have])
-    last = [f"seeds needed (power {plan.power:g})", f"{plan.profile} has"]
-    return ["task", "variant", "metric", "pilot n", "SD of Δ", "δ (sesoi)", *last], rows
-
-
 def describe(plan: SeedPlan) -> str:
     """The line above the table: the test, the level and where the spread comes from."""
     return (
@@ -179,7 +167,13 @@ def render(plan: SeedPlan, fmt: str) -> Any:
         return encode.to_csv(frame(plan))
     if fmt == "json":
         return encode.dumps(frame(plan).astype(object).to_dict(orient="records"), indent=1)
-    cols, rows = formatted(plan)
+    last = [f"seeds needed (power {plan.power:g})", f"{plan.profile} has"]
+    cols, rows = ["task", "variant", "metric", "pilot n", "SD of Δ", "δ (sesoi)", *last], []
+    for r in plan.rows:
+        sd = "–" if math.isnan(r.sd_diff) else f"{r.sd_diff:.4g}"
+        have = f"{r.have}: " + ("–" if r.enough is None else "enough" if r.enough else "too few")
+        need = str(r.needed) if r.needed is not None else r.note
+        rows.append([r.task, r.variant, r.metric, str(r.pilot_n), sd, f"{r.delta:g}", need, have])
     if fmt == "md":
         return pd.DataFrame(rows, columns=cols).to_markdown(index=False, disable_numparse=True)
 

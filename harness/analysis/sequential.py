@@ -26,8 +26,7 @@ N_PATHS = 2**19
 crossing probability p is sqrt(p / N_PATHS): 1.4e-4 at p = 0.01)."""
 SIM_SEED = 20_000_531
 FUTILITY_POWER = 0.10
-"""An open comparison stops for futility (non-binding) at an interim look when its conditional
-power at the smallest effect of interest, to cross the last look's boundary, is below this."""
+"""The conditional power below which an open comparison stops for futility (docs/sequential.md)."""
 
 OPEN, BETTER, WORSE, EQUIVALENT, FUTILE = 0, 1, -1, 2, 3
 """The outcome codes of :class:`Decisions`."""
@@ -62,22 +61,19 @@ def _null_t(looks: tuple[int, ...]) -> np.ndarray:
 
 @functools.lru_cache(maxsize=256)
 def t_bounds(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
-    """Two-sided bounds for |paired t| at each look (``looks``: pairs at each look, increasing;
-    the first at least 2), spending ``alpha`` in total: the first the Student-t quantile at the spent
-    alpha, each later one the value at which the null paths' cumulative crossing is the spent alpha.
-    An infinite bound: no alpha left to spend at that look."""
+    """Two-sided bounds for |paired t| at each look (``looks``: pairs at each look, increasing; the first
+    at least 2), spending ``alpha`` in total (how: docs/sequential.md, "The decision rule", step 1). An
+    infinite bound: no alpha left to spend at that look."""
     n = np.asarray(looks, dtype=float)
     target = spent(spending, alpha, n / n[-1]) * N_PATHS
     paths = _null_t(tuple(looks))
-    alive = np.ones(N_PATHS, dtype=bool)
     out = np.empty(len(looks))
-    for k in range(len(looks)):
-        if k == 0:
-            out[k] = stats.t.isf(target[0] / N_PATHS / 2, looks[0] - 1)
-        else:
-            vals = np.sort(paths[alive, k])[::-1]  # descending
-            m = int(round(target[k] - (N_PATHS - alive.sum())))  # crossings still to spend
-            out[k] = np.inf if m <= 0 else (0.0 if m >= len(vals) else (vals[m - 1] + vals[m]) / 2)
+    out[0] = stats.t.isf(target[0] / N_PATHS / 2, looks[0] - 1)
+    alive = paths[:, 0] < out[0]
+    for k in range(1, len(looks)):
+        vals = np.sort(paths[alive, k])[::-1]  # descending
+        m = int(round(target[k] - (N_PATHS - alive.sum())))  # crossings still to spend
+        out[k] = np.inf if m <= 0 else (0.0 if m >= len(vals) else (vals[m - 1] + vals[m]) / 2)
         alive &= paths[:, k] < out[k]
     out.setflags(write=False)  # cached: shared by every caller
     return out

@@ -101,19 +101,10 @@ def compare(
         better = bool((t.ci_low + t.ci_high) / 2 > 0)
         adjusted = fam.at(i)
         facts[v] = vd.Facts(t.n_pairs, t.ties, t.non_finite, better, *adjusted.values(), sesoi, alpha, confirmatory)
-        rows.append(
-            vars(t)  # its ci_low and ci_high are delta's: the mean's replace them
-            | vars(describe(series[v], confidence))
-            | adjusted
-            | {
-                "variant": v,
-                "delta_ci_low": t.ci_low,
-                "delta_ci_high": t.ci_high,
-                "family_size": None if np.isnan(t.p) else fam.size,  # a comparison without p is in no family
-                "p_tost": tost[i],
-                "verdict": vd.decide(facts[v]),
-            }
-        )
+        own = {"variant": v, "delta_ci_low": t.ci_low, "delta_ci_high": t.ci_high, "p_tost": tost[i]}
+        own["family_size"] = None if np.isnan(t.p) else fam.size  # a comparison without p is in no family
+        own["verdict"] = vd.decide(facts[v])
+        rows.append(vars(t) | vars(describe(series[v], confidence)) | adjusted | own)  # the mean's CI, not Δ's
     rows[0]["verdict"] = vd.BASELINE
     out = {c: [r.get(c, NAN) for r in rows] for c in COLUMNS}
     for c in ("n", "n_pairs", "wins", "ties", "losses", "family_size"):

@@ -81,7 +81,6 @@ def undecided_at_ceiling(verdict: object) -> bool:
 
 def censored(rows: pd.DataFrame, task: str, variant: str, base: str) -> bool:
     """Whether neither ``variant`` nor ``base`` reached the task's target (``steps_to_target`` censored)."""
-    reached = (
-        rows[(rows["task"] == task) & (rows["metric"] == metrics.TARGET_REACHED)].groupby("variant")["value"].max()
-    )
+    on = rows[(rows["task"] == task) & (rows["metric"] == metrics.TARGET_REACHED)]
+    reached = on.groupby("variant")["value"].max()
     return bool(reached.get(variant, 0) == 0 and reached.get(base, 0) == 0)

@@ -37,12 +37,9 @@ DIRECTIONS = (Kind.BETTER, Kind.WORSE)
 DECIDED = (Kind.BETTER, Kind.WORSE, Kind.EQUIVALENT, Kind.SAME_OUTCOME, Kind.IDENTICAL)
 """Kinds that rule on a claim of a difference: each either matches the claim or contradicts it."""
 
-BETTER = Kind.BETTER.value
-WORSE = Kind.WORSE.value
-PILOT = Kind.PILOT.value
-TOO_FEW = Kind.TOO_FEW.value
-CENSORED = Kind.CENSORED.value
-BASELINE = Kind.BASELINE.value
+BETTER, WORSE, PILOT, TOO_FEW, CENSORED, BASELINE = (
+    k.value for k in (Kind.BETTER, Kind.WORSE, Kind.PILOT, Kind.TOO_FEW, Kind.CENSORED, Kind.BASELINE)
+)
 
 
 def direction(better: bool) -> str:

@@ -145,10 +145,8 @@ def measure_layer(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
 def _failure(exc: BaseException) -> dict[str, Any]:
     text = str(exc).strip()
     oom = isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "can't allocate memory" in text
-    return {
-        "status": "oom" if oom else "error",
-        "reason": f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}".rstrip(": "),
-    }
+    reason = f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}".rstrip(": ")
+    return {"status": "oom" if oom else "error", "reason": reason}
 
 
 def _child(cfg: BenchConfig, kernel: str, t: int, conn: Any) -> None:
