@@ -197,11 +197,10 @@ def analyse(
             out.tables.append(_outcome_table(out, task, abl.baseline_label, planned))
     out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
     looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
-    if out.sequential is not None:  # the looks decide, not the fixed design's Holm family
-        looked = {(c.task, c.variant): looks.verdict(out.sequential, c) for c in out.sequential.comparisons}
-        family = f"primary (group-sequential, Holm over {count(len(out.sequential.comparisons), 'comparison')})"
+    if (st := out.sequential) is not None:  # the looks decide, not the fixed design's Holm family
+        looked = {(c.task, c.variant): looks.verdict(st, c) for c in st.comparisons}
         for table in primaries:
-            table.family = family
+            table.family = f"primary (group-sequential, Holm over {count(len(st.comparisons), 'comparison')})"
     short = {(p.task, p.metric, p.variant): p.needed for p in out.power if p.underpowered and out.sequential is None}
     for table in primaries:
         _decide(out, table, planned, looked, short if prof.confirmatory else {})

@@ -130,10 +130,8 @@ def outcome_compare(
     frame = compare(
         df, baseline=baseline, higher_is_better=True, alpha=alpha, confirmatory=confirmatory, p_adjust="fdr_bh"
     )
-    pvals = []
-    for i in range(1, len(frame)):
-        wins, losses = int(frame.loc[i, "wins"] or 0), int(frame.loc[i, "losses"] or 0)
-        pvals.append(float(mcnemar([[0, wins], [losses, 0]], exact=True).pvalue) if wins + losses else 1.0)
+    discordant = [(int(w or 0), int(lo or 0)) for w, lo in zip(frame["wins"].iloc[1:], frame["losses"].iloc[1:])]
+    pvals = [float(mcnemar([[0, w], [lo, 0]], exact=True).pvalue) if w + lo else 1.0 for w, lo in discordant]
     p_adj, m = adjust(pvals, "fdr_bh")
     for i, (p, pa) in enumerate(zip(pvals, p_adj), start=1):
         frame.loc[i, ["p", "p_perm", "p_adj", "p_perm_adj"]] = [p, p, pa, pa]
