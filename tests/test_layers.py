@@ -81,7 +81,7 @@ LAZY_INTERNAL = {
     # the comparison's statistics (scipy, statsmodels, pandas): `ablate run` imports them after its grid
     "harness.cli.compare",
     # the power of a design (scipy, statsmodels): `ablate status` needs it for a confirmatory profile only
-    "harness.analysis.power",
+    "harness.analysis.paired",
     # the controls a claim declares (the statistics under them: scipy): `ablate show` lists them, status not
     "harness.analysis.guards",
     # the reports' index (the analysis under it: pandas, scipy): `ablate list` cuts questions with it
@@ -208,11 +208,11 @@ def test_nothing_but_the_cli_imports_the_cli() -> None:
     assert users == []
 
 
-STATISTICS = ("stats", "paired", "power", "ranks", "verdicts", "sequential")
+STATISTICS = ("stats", "paired", "verdicts", "sequential")
 
 
 def test_statistics_know_nothing_of_the_harness() -> None:
-    """The statistics (``stats``, ``paired``, ``power``, ``ranks``) import nothing of the harness
+    """The statistics (``stats``, ``paired``, ``sequential``) import nothing of the harness
     but each other and the verdict vocabulary, which imports nothing."""
     allowed = {f"harness.analysis.{m}" for m in STATISTICS}
     for module in STATISTICS:

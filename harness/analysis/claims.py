@@ -144,8 +144,7 @@ def _judge(ev: dict[str, Any], result: Analysis) -> tuple[str, Any]:
     if ev.get("premise"):
         return _premise(ev, result, name)
     table = result.table(ev["task"], ev["metric"], ref)
-    rows = [] if table is None else table.frame[table.frame["variant"] == ev["variant"]].to_dict("records")
-    r = rows[0] if rows else {}
+    r = {} if table is None else next(iter(table.frame[table.frame["variant"] == ev["variant"]].to_dict("records")), {})
     if vd.kind(r.get("verdict")) in vd.NO_VERDICT:
         # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
         return (
@@ -208,8 +207,7 @@ def _premise(ev: dict[str, Any], result: Analysis, name: str) -> tuple[str, str 
 
 def audit_text(claim: dict[str, Any]) -> str | None:
     """``Tests: A; B. Does not test: C (why)``: the claim's audit (its ``parts``), or None without one."""
-    parts = claim.get("parts") or []
-    if not parts:
+    if not (parts := claim.get("parts")):
         return None
     tested = [f"*{p['words']}* ({p['kind']})" for p in parts if not p.get("not_tested")]
     untested = [f"*{p['words']}* ({p['kind']}: {p['not_tested']})" for p in parts if p.get("not_tested")]
@@ -261,8 +259,7 @@ class ControlOutcome:
 def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[ControlOutcome]:
     """For an ablation that declares ``control:``, per task of the profile and control variant: caught
     when its primary comparison reads the expected verdict with adjusted p < ``alpha``; else empty."""
-    abl = result.ablation
-    control = abl.control
+    abl, control = result.ablation, result.ablation.control
     if control is None:
         return []
     labels = [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]

@@ -1,13 +1,15 @@
 """From the run store's tidy rows to comparison tables: gates, pairing by seed, families, each
 comparison's verdict, decided once from what the analysis knows of it, and the outcome tables
-(whether each run finished). The rules (families, the gate, the verdicts) are said once, in
-docs/statistics.md.
+(whether each run finished); the primary family, the primary comparisons of all tasks as one Holm
+family, and each one's power at its task's smallest effect of interest with the seeds it needs
+(``ablate plan``'s computation on the profile's own runs). The rules (families, the gate, the
+verdicts, enough seeds for the question) are said once, in docs/statistics.md.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -15,9 +17,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from harness.analysis import looks, primary_power, stats, untestable
+from harness.analysis import looks, paired, stats, untestable
 from harness.analysis import verdicts as vd
-from harness.analysis.table import Table
 from harness.encode import count
 from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
@@ -27,6 +28,21 @@ from harness.experiment.selection import Selection
 from harness.experiment.versions import mixed_versions
 from harness.store.record import Record
 from harness.store.runs import StoreScan, scan, tidy
+
+
+@dataclass
+class Table:
+    """One comparison: a task, a metric, and a row per variant (baseline first), with the facts each
+    row's verdict is decided from."""
+
+    task: str
+    metric: str
+    higher_is_better: bool
+    family: str  # "primary (Holm over k comparisons)" or "exploratory (BH)"
+    frame: pd.DataFrame
+    sesoi: float | None = None
+    reference: str | None = None  # the variant of row 0 when it is not the ablation's baseline
+    facts: dict[str, vd.Facts] = field(default_factory=dict)  # variant -> what its comparison established
 
 
 @dataclass
@@ -42,7 +58,7 @@ class Analysis:
     foreign: int = 0  # records of this folder made with other overrides
     mixed_code: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # task -> code run at >1 version
     unlearned: dict[str, untestable.Unlearned] = field(default_factory=dict)  # task -> baseline seeds at target
-    power: list[primary_power.PrimaryPower] = field(default_factory=list)  # each primary comparison at its sesoi
+    power: list[PrimaryPower] = field(default_factory=list)  # each primary comparison at its sesoi
     alpha: float = 0.05
     references: dict[tuple[str, str, str], Table | None] = field(default_factory=dict)  # made when a claim asks
     sequential: looks.State | None = None  # a group-sequential profile: where its looks stand
@@ -60,8 +76,7 @@ class Analysis:
         """The comparison of ``metric`` on ``task`` against the baseline (or against the variant
         ``reference``, as a claim names it), if the runs gave one."""
         if reference is not None and reference != self.ablation.baseline_label:
-            key = (task, metric, reference)
-            if key not in self.references:
+            if (key := (task, metric, reference)) not in self.references:
                 self.references[key] = _reference_table(self, task, metric, reference)
             return self.references[key]
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
@@ -121,24 +136,16 @@ def analyse(
     store_profile: str | None = None,
     found: StoreScan | None = None,
 ) -> Analysis:
-    """Read the store and build every comparison table of the selection's runs: those of its run
-    ids (the grid with its overrides); other records of the folder are counted in ``Analysis.foreign``.
-
-    Args:
-        store_profile: the store folder to read when it is not the selection's profile: the tuned
-            runs of ``ablate run --tuned`` (``<profile>+tuned``), a record compared when its id is
-            the selection's run at its recorded parameters.
-        found: the records to compare instead of the store's (a report's data file).
-
-    Raises:
-        AblateError: the store holds several runs of one (task, variant, seed) of the selection.
-    """
+    """Read the store and build every comparison table of the selection's runs: those of its run ids
+    (the grid with its overrides); other records of the folder are counted in ``Analysis.foreign``.
+    ``store_profile``: the folder to read when not the selection's profile (``<profile>+tuned``, whose
+    record is compared when its id is the selection's run at its recorded parameters); ``found``: the
+    records to compare instead of the store's (a report's data file). Raises AblateError when the
+    store holds several runs of one (task, variant, seed) of the selection."""
     abl, profile = sel.ablation, sel.profile
     found = found if found is not None else scan(results, abl.name, store_profile or profile)
-    if store_profile is None:
-        ids = sel.run_ids
-    else:  # a tuned run belongs to the selection when its id is that of the selection's run at its parameters
-        ids = sel.tuned_run_ids((r.task, r.variant_label, r.seed, r.tuned_params) for r in found.records)
+    tuned = ((r.task, r.variant_label, r.seed, r.tuned_params) for r in found.records)
+    ids = sel.run_ids if store_profile is None else sel.tuned_run_ids(tuned)
     foreign = sum(r.run_id not in ids for r in found.records)
     found.records = [r for r in found.records if r.run_id in ids]
     seen = Counter((r.task, r.variant_label, r.seed) for r in found.records)
@@ -156,10 +163,8 @@ def analyse(
         ],
         columns=["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"],
     )
-    frame = tidy(found.records)
-    ok_ids = set(runs.loc[runs["status"] == "ok", "run_id"])
-    rows = frame[frame["run_id"].isin(ok_ids)]
-    prof = sel.settings
+    ok_ids, prof = set(runs.loc[runs["status"] == "ok", "run_id"]), sel.settings
+    rows = tidy(found.records).loc[lambda frame: frame["run_id"].isin(ok_ids)]
     out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign, alpha=alpha)
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
@@ -183,17 +188,19 @@ def analyse(
             table.family = "primary" if is_primary else "exploratory (BH)"
             table.frame["planned"] = planned
             (primaries if is_primary else out.tables).append(table)
-    primary_power.holm_across(primaries, alpha, abl.exploratory_variants)
-    out.power = primary_power.primary_power(primaries, alpha)
-    named = {task for task in abl.tasks if metrics.OUTCOME in claimed_metrics(abl, task)}
-    out.tables += _outcome_tables(out, planned, named)
+    holm_across(primaries, alpha, abl.exploratory_variants)
+    out.power = primary_power(primaries, alpha)
+    for task in abl.tasks:  # whether each run finished: where some did not, or a claim names `finished`
+        sub = runs[runs["task"] == task]
+        asked = not (sub["status"] == "ok").all() or metrics.OUTCOME in claimed_metrics(abl, task)
+        if asked and abl.baseline_label in set(sub["variant"]):  # (an empty sub has no baseline)
+            out.tables.append(_outcome_table(out, task, abl.baseline_label, planned))
     out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
     looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
-    if out.sequential is not None:  # the looks decide, not the fixed design's Holm family
-        looked = {(c.task, c.variant): looks.verdict(out.sequential, c) for c in out.sequential.comparisons}
-        family = f"primary (group-sequential, Holm over {count(len(out.sequential.comparisons), 'comparison')})"
+    if (st := out.sequential) is not None:  # the looks decide, not the fixed design's Holm family
+        looked = {(c.task, c.variant): looks.verdict(st, c) for c in st.comparisons}
         for table in primaries:
-            table.family = family
+            table.family = f"primary (group-sequential, Holm over {count(len(st.comparisons), 'comparison')})"
     short = {(p.task, p.metric, p.variant): p.needed for p in out.power if p.underpowered and out.sequential is None}
     for table in primaries:
         _decide(out, table, planned, looked, short if prof.confirmatory else {})
@@ -285,9 +292,8 @@ def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: s
 
 
 def _add_counts(frame: pd.DataFrame, task_runs: pd.DataFrame, **runs: pd.DataFrame) -> None:
-    """Per variant: a column of the number of each of ``runs``, and the cost columns: parameters and
-    median wall time per run (the median: a worker's first run also pays for its start-up, which would
-    weigh on one variant's mean)."""
+    """Per variant: a column of the number of each of ``runs``, the parameters and the median wall time
+    per run (a worker's first run also pays for its start-up, which would weigh on one variant's mean)."""
     for column, some in runs.items():
         frame[column] = [int(n) for n in some.groupby("variant").size().reindex(frame["variant"], fill_value=0)]
     by_variant = task_runs.groupby("variant")
@@ -304,8 +310,7 @@ def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str,
 
 
 def _outcome_table(out: Analysis, task: str, base: str, planned: int = 0) -> Table:
-    """Whether each run of ``task`` finished, variant against ``base``, by
-    :func:`harness.analysis.stats.outcome_compare`."""
+    """Whether each run of ``task`` finished, variant against ``base`` (:func:`stats.outcome_compare`)."""
     runs = out.runs[out.runs["task"] == task]
     facts: dict[str, vd.Facts] = {}
     how = {"alpha": out.alpha, "confirmatory": out.selection.settings.confirmatory, "facts": facts}
@@ -318,12 +323,73 @@ def _outcome_table(out: Analysis, task: str, base: str, planned: int = 0) -> Tab
     return Table(task, metrics.OUTCOME, hib, "outcome (exact McNemar, BH)", frame, facts=facts)
 
 
-def _outcome_tables(out: Analysis, planned: int, named: set[str]) -> list[Table]:
-    """Per task where some run did not finish (or, in ``named``, a claim names ``finished``): its :func:`_outcome_table`."""
-    abl, tables = out.ablation, []
-    for task in abl.tasks:
-        sub = out.runs[out.runs["task"] == task]
-        if ((sub["status"] == "ok").all() and task not in named) or abl.baseline_label not in set(sub["variant"]):
-            continue  # (a claim reads this table even when every run finished; an empty sub has no baseline)
-        tables.append(_outcome_table(out, task, abl.baseline_label, planned))
-    return tables
+def holm_across(tables: list[Table], alpha: float, exploratory: Collection[str] = ()) -> None:
+    """Re-adjust the primary comparisons of all tasks as one Holm family (each p a verdict reads, and
+    the MDE), in each table's frame and facts; the rows of ``exploratory`` variants stay out of it,
+    with their table's Benjamini-Hochberg adjustment."""
+    where = [
+        (ti, ri)
+        for ti, table in enumerate(tables)
+        if "p" in table.frame
+        for ri, (p, variant) in enumerate(zip(table.frame["p"], table.frame["variant"]))
+        if pd.notna(p) and ri > 0 and variant not in exploratory
+    ]
+    if not where:
+        return
+    fam = stats.adjust_family([tables[ti].frame.loc[ri] for ti, ri in where], "holm", alpha)
+    for i, (ti, ri) in enumerate(where):
+        frame, facts, adjusted = tables[ti].frame, tables[ti].facts, fam.at(i)
+        frame.loc[ri, list(adjusted)], frame.loc[ri, "family_size"] = list(adjusted.values()), fam.size
+        facts[frame.loc[ri, "variant"]] = replace(facts[frame.loc[ri, "variant"]], **adjusted)
+    for table in tables:
+        if "family_size" in table.frame:  # an exploratory variant is in no primary family
+            table.frame.loc[table.frame["variant"].isin(list(exploratory)), "family_size"] = None
+        apart = [v for v in table.frame["variant"] if v in exploratory]
+        table.family = f"primary (Holm over {count(fam.size, 'comparison')}" + (
+            f"; {', '.join(apart)}: exploratory, BH within the table)" if apart else ")"
+        )
+
+
+TARGET_POWER = 0.8
+"""The power a primary comparison should have at its sesoi (``ablate plan``'s default)."""
+
+
+@dataclass(frozen=True)
+class PrimaryPower:
+    """One primary comparison's power at its task's sesoi, and the seeds it needs."""
+
+    task: str
+    variant: str
+    metric: str
+    sesoi: float  # the effect to detect (metric units)
+    n_pairs: int  # seeds paired with the baseline
+    sd_diff: float  # SD of the paired differences in these runs
+    family_size: int  # comparisons in the primary (Holm) family
+    alpha_each: float  # alpha / family_size
+    power: float  # two-sided paired t-test at sesoi; NaN when unknown
+    needed: int | None  # seeds for TARGET_POWER and the sign-flip floor; None: cannot size (``note``)
+    note: str = ""
+
+    @property
+    def underpowered(self) -> bool:
+        return self.needed is not None and self.needed > self.n_pairs
+
+
+def primary_power(tables: list[Table], alpha: float = 0.05) -> list[PrimaryPower]:
+    """The power of every member of the primary family (a defined t-test p, in the Holm family that
+    :func:`holm_across` sized) of the primary ``tables`` with a sesoi, at the family-wise level ``alpha``."""
+    out = []
+    for table in tables:
+        if not table.sesoi or "p" not in table.frame:
+            continue
+        rows = table.frame.iloc[1:]
+        for _, row in rows[rows["p"].notna() & rows["family_size"].notna()].iterrows():
+            n, sd, size = int(row["n_pairs"]), float(row["sd_diff"]), int(row["family_size"])
+            alpha_each, needed, note = alpha / size, None, ""
+            try:
+                needed = paired.seeds_for_verdict(table.sesoi, sd, alpha=alpha_each, power=TARGET_POWER)
+            except ValueError as exc:  # an SD of 0, or an extreme level: no number, say why
+                note = "SD 0: no spread to size from" if sd == 0 else f"cannot size: {exc}"
+            which = (table.task, str(row["variant"]), table.metric, table.sesoi, n, sd, size, alpha_each)
+            out.append(PrimaryPower(*which, paired.power_at(table.sesoi, sd, n, alpha_each), needed, note))
+    return out

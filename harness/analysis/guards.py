@@ -133,21 +133,15 @@ def _compare(result: Analysis, planned: int, comp: registry.Comparison, alpha: f
         return o
     entry, facts = result.ablation.tasks[task], {}
     margin = comp.margin if comp.margin is not None else entry.primary.sesoi
+    how = {"higher_is_better": metrics.higher_is_better(comp.metric), "sesoi": margin, "alpha": alpha}
     frame = stats.compare(
-        data[["variant", "seed", "value"]],
-        baseline=comp.reference,
-        higher_is_better=metrics.higher_is_better(comp.metric),
-        sesoi=margin,
-        alpha=alpha,
-        confirmatory=prof.confirmatory,
-        facts=facts,
+        data[["variant", "seed", "value"]], baseline=comp.reference, confirmatory=prof.confirmatory, facts=facts, **how
     ).set_index("variant")
     o.outcome, o.facts = "", facts[comp.variant]
     o.row = {"variant": comp.variant, **frame.loc[comp.variant].to_dict(), "margin": margin}
     o.reference = {"variant": comp.reference, **frame.loc[comp.reference].to_dict()}
-    reached, seeds = untestable.seeds_at_target(rows, task, comp.reference), len(prof.seeds)
-    if entry.target is not None and not untestable.learned(reached, seeds):  # the claims' gating rule
-        o.unlearned = untestable.Unlearned(reached, seeds, untestable.seeds_run(rows, task, comp.reference))
+    if entry.target is not None:  # the claims' gating rule
+        o.unlearned = untestable.unlearned(rows, task, comp.reference, len(prof.seeds))
     o.ceiling = untestable.seeds_at_ceiling(rows, task, comp.metric, comp.reference, paired_with=comp.variant)
     return o
 
@@ -155,14 +149,10 @@ def _compare(result: Analysis, planned: int, comp: registry.Comparison, alpha: f
 def _holm(outcomes: list[Outcome], alpha: float) -> None:
     """Adjust the entry's comparisons as one Holm family (p and TOST p) and decide their verdicts."""
     tested = [o for o in outcomes if o.row and not math.isnan(o.row.get("p", math.nan))]
-    if not tested:
-        return
-    columns = ([o.row.get(k, math.nan) for o in tested] for k in ("p", "p_perm", "p_tost", "n_pairs", "sd_diff"))
-    fam = stats.adjust_family(*columns, "holm", alpha)
+    fam = stats.adjust_family([o.row for o in tested], "holm", alpha)
     for j, o in enumerate(tested):
-        adjusted = {"p_adj": fam.p_adj[j], "p_perm_adj": fam.p_perm_adj[j], "p_tost_adj": fam.p_tost_adj[j]}
-        o.row.update(adjusted, family_size=fam.size, mde=fam.mde[j])
-        o.row["verdict"] = vd.decide(replace(o.facts, **adjusted, mde=fam.mde[j]))
+        o.row.update(fam.at(j), family_size=fam.size)
+        o.row["verdict"] = vd.decide(replace(o.facts, **fam.at(j)))
 
 
 def _judge(o: Outcome) -> None:
@@ -272,11 +262,7 @@ def _negatives(
 
 def _by_claim(claims: Collection[str], guarded: list[tuple[list[str], Guard]]) -> Guards:
     """Each of ``claims`` -> the guards that name it, in order."""
-    out: Guards = {}
-    for ids, guard in guarded:
-        for cid in (c for c in ids if c in claims):
-            out[cid] = (*out.get(cid, ()), guard)
-    return out
+    return {c: tuple(g for ids, g in guarded if c in ids) for ids, _ in guarded for c in ids if c in claims}
 
 
 def guards_of(claims: Collection[str], results: Path, evaluated: list[EntryResult] | None = None) -> Guards:

@@ -1,11 +1,7 @@
-"""Where a group-sequential profile stands (docs/sequential.md): the looks its stored runs have
-reached, what the rule of :mod:`harness.analysis.sequential` decided for each primary comparison,
-and the runs the next look needs.
-
-The looks are replayed from the store in order: look k is reached when every arm of every
-comparison still open after look k - 1 has a stored run (ok or not) of each of the first n_k seeds;
-each comparison is then judged on the pairs of those seeds, gated as the comparison tables are. A
-comparison that stopped keeps its decision whatever runs later looks add.
+"""Where a group-sequential profile stands: the looks its stored runs have reached (replayed from
+the store in order: docs/sequential.md, "Running it"; each comparison judged on the pairs of the
+look's seeds, gated as the comparison tables are), what the rule of :mod:`harness.analysis.sequential`
+decided for each primary comparison, and the runs the next look needs.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.analysis import paired, power
+from harness.analysis import paired
 from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
 from harness.encode import count
@@ -31,17 +27,13 @@ OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
 
 
 def design_of(sel: Selection) -> sq.Design | None:
-    """The selection's design (None: a fixed profile).
-
-    Raises:
-        AblateError: a first look at which the exact sign-flip check could reject nothing at the
-            family's first Holm level (alpha / members): that look would spend alpha for nothing.
-    """
+    """The selection's design (None: a fixed profile). Raises AblateError for a first look at which the
+    exact sign-flip check could reject nothing at the family's first Holm level (alpha / members)."""
     seq = sel.settings.sequential
     if seq is None:
         return None
     members = len(sel.ablation.tasks) * (len(sel.ablation.variants()) - 1)
-    need = power.sign_flip_min_seeds(seq.alpha / max(members, 1))
+    need = paired.sign_flip_min_seeds(seq.alpha / max(members, 1))
     if seq.looks[0] < need:
         raise AblateError(
             f"profile {sel.profile!r}: sequential looks start at {seq.looks[0]} seeds, where the exact sign-flip "
@@ -89,11 +81,9 @@ class State:
     def summary(self) -> str:
         """``look 1 of 3 reached (8 seeds); next: look 2 (16 seeds), 3 arms`` or ``finished``."""
         k, looks = self.reached, self.design.looks
-        done = (
-            f"look {k} of {len(looks)} reached ({count(looks[k - 1], 'seed')})"
-            if k
-            else f"no look of {len(looks)} reached yet"
-        )
+        done = f"no look of {len(looks)} reached yet"
+        if k:
+            done = f"look {k} of {len(looks)} reached ({count(looks[k - 1], 'seed')})"
         if self.finished:
             return f"{done}; finished: {count(self.seeds_used, 'seed')} used of {looks[-1]}"
         return f"{done}; next: look {k + 1} ({count(looks[k], 'seed')}) for {count(len(self.needed), 'arm')}"
@@ -129,8 +119,7 @@ def state(sel: Selection, records: list[Record]) -> State:
     design = design_of(sel)
     if design is None:
         raise ValueError(f"profile {sel.profile!r} has no sequential design")
-    abl = sel.ablation
-    base = abl.baseline_label
+    abl, base = sel.ablation, sel.ablation.baseline_label
     members = [(task, abl.label(v)) for task in abl.tasks for v in abl.variants() if abl.label(v) != base]
     sesoi = np.array([abl.tasks[task].primary.sesoi for task, _ in members])
     values, stored = _values(sel, records)
@@ -169,12 +158,11 @@ def _open_arms(members: list[tuple[str, str]], decided: sq.Decisions, base: str)
 
 def _paired(sel: Selection, values: dict, task: str, variant: str, seeds: list[int]) -> paired.Paired:
     """The paired test of ``variant`` against the baseline on ``task`` over ``seeds``."""
-    hib = metrics.higher_is_better(sel.ablation.tasks[task].primary.metric)
-
-    def series(arm: str) -> pd.Series:
-        return pd.Series({s: values.get((task, arm, s), np.nan) for s in seeds}, dtype=float)
-
-    return paired.paired_test(series(sel.ablation.baseline_label), series(variant), hib)
+    base, mine = (
+        pd.Series({s: values.get((task, arm, s), np.nan) for s in seeds}, dtype=float)
+        for arm in (sel.ablation.baseline_label, variant)
+    )
+    return paired.paired_test(base, mine, metrics.higher_is_better(sel.ablation.tasks[task].primary.metric))
 
 
 def next_specs(sel: Selection, st: State) -> list[RunSpec]:

@@ -1,24 +1,26 @@
-"""The tests of one arm against another over repeated seeds: descriptives, the paired t-test with
-the exact sign-flip test and TOST equivalence, each the library's own (scipy, statsmodels). A
-positive ``delta`` always means the variant is better, whatever the metric's direction.
+"""The statistics of repeated seeds, each the library's own (scipy, statsmodels): the tests of one arm
+against another (descriptives, the paired t-test with the exact sign-flip test and TOST
+equivalence), the power of the paired t-test and the seeds a verdict needs (:func:`seeds_for_verdict`,
+what ``ablate plan`` prints), and all variants at once (:func:`friedman`). A positive ``delta``
+always means the variant is better, whatever the metric's direction.
 
-Degenerate input never raises: fewer than 2 values (or pairs) gives NaN statistics. Constant
-paired differences follow scipy's ``ttest_rel``: all equal and non-zero give ``t = ±inf, p = 0``
-with a zero-width CI; all zero give ``t = p = NaN``. Duplicate seeds raise ``ValueError``. An
-infinite value is an outcome, not dropped: its mean is ``±inf`` with NaN SD and CI, and a pair
-holding one (counted in ``non_finite``) keeps its wins/ties/losses and mean difference with every
-test NaN (docs/statistics.md, "Infinite values").
+Only duplicate seeds raise (``ValueError``): fewer than 2 values or pairs give NaN statistics;
+constant differences follow ``ttest_rel`` (non-zero: ``t = ±inf, p = 0``, a zero-width CI; zero:
+``t = p = NaN``); an infinite value: docs/statistics.md, "Infinite values".
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import math
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+from statsmodels.stats.power import TTestPower
 from statsmodels.stats.weightstats import ttost_paired
 
 NAN = float("nan")
@@ -70,8 +72,7 @@ class Paired:
     p_perm: float  # two-sided sign-flip permutation test on the differences
     d_z: float  # delta / sd_diff; ±inf when sd_diff = 0 and delta != 0
     sd_diff: float
-    prob_improvement: float  # (wins + ties / 2) / n_pairs: share of seeds where the variant
-    #                          is better, ties half (not the unpaired common-language effect size)
+    prob_improvement: float  # (wins + ties / 2) / n_pairs (not the unpaired common-language effect size)
     wins: int
     ties: int  # exactly equal values
     losses: int
@@ -119,3 +120,136 @@ def tost_paired(diffs, sesoi: float) -> float:
         return NAN
     with quiet():
         return float(ttost_paired(d, np.zeros_like(d), -sesoi, sesoi)[0])
+
+
+# The power of the paired t-test over seeds (statsmodels ``TTestPower``)
+
+
+@functools.lru_cache(maxsize=1024)
+def _detectable_effect(n: int, alpha: float, power: float) -> float:
+    return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))
+
+
+def mde(n: int, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Minimum detectable mean difference with ``n`` pairs: ``TTestPower().solve_power(effect_size=None,
+    ...)`` times ``sd_diff`` (0.996 SD at n=10, alpha 0.05, power 0.8); NaN for n < 2 or a NaN sd."""
+    if n < 2 or not np.isfinite(sd_diff):
+        return NAN
+    return _detectable_effect(int(n), float(alpha), float(power)) * float(sd_diff)
+
+
+def power_at(effect: float, sd_diff: float, n: int, alpha: float = 0.05) -> float:
+    """Power with ``n`` pairs to detect a mean difference ``effect`` at SD ``sd_diff``: ``TTestPower().power``
+    two-sided, as its two tails, since scipy's noncentral t gives NaN for the far lower tail at large
+    effect / SD (below 1e-15: counted as 0). 1.0 for an SD of 0 and an effect; NaN for n < 2 or a NaN SD."""
+    if n < 2 or not np.isfinite(sd_diff) or sd_diff < 0:
+        return NAN
+    if sd_diff == 0:
+        return 1.0 if effect else NAN
+    es, solver = abs(effect) / sd_diff, TTestPower()
+    with warnings.catch_warnings():  # statsmodels warns about the far lower tail at large effects
+        warnings.simplefilter("ignore")
+        upper = float(solver.power(es, nobs=int(n), alpha=alpha / 2, alternative="larger"))
+        lower = float(solver.power(es, nobs=int(n), alpha=alpha / 2, alternative="smaller"))
+    return upper + (0.0 if math.isnan(lower) else lower)
+
+
+def seeds_for_verdict(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Seeds a direction needs: :func:`seeds_needed`, and at least :func:`sign_flip_min_seeds`, since
+    the exact sign-flip test must reject too. Raises ValueError as :func:`seeds_needed`."""
+    return max(seeds_needed(effect, sd_diff, alpha=alpha, power=power), sign_flip_min_seeds(alpha))
+
+
+def seeds_needed(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Pairs needed to detect ``effect`` with ``power``: ``TTestPower().solve_power(nobs=None, ...)``
+    rounded up; where that root finder fails or is wrong (alpha about 1e-4 and below), a search on the
+    upper tail. Raises ValueError for ``effect`` 0, ``sd_diff`` not positive, alpha below 1e-100, or no answer."""
+    if effect == 0 or not sd_diff > 0:
+        raise ValueError(f"need effect != 0 and sd_diff > 0, got {effect=} {sd_diff=}")
+    es, solver = abs(effect) / sd_diff, TTestPower()
+    if not 1e-100 <= alpha < 1:  # scipy's t quantiles break down far below (alpha 1e-300: 4 seeds)
+        raise ValueError(f"alpha {alpha:.3g} is out of the range the power solver handles (1e-100 to 1)")
+    for small in (2, 3):  # the root finder fails below 3 and scipy's nct.cdf gives NaN for
+        # the far lower tail there: use the upper tail alone (the other is < 1e-6 at such es)
+        if solver.power(es, nobs=small, alpha=alpha / 2, alternative="larger") >= power:
+            return small
+    with warnings.catch_warnings():  # statsmodels warns, then returns NaN, when its root finder fails
+        warnings.simplefilter("ignore")
+        n = solver.solve_power(effect_size=es, nobs=None, alpha=alpha, power=power)
+
+        def upper(k: int) -> float:
+            return float(solver.power(es, nobs=k, alpha=alpha / 2, alternative="larger"))
+
+        failed = ValueError(
+            f"the power solver did not converge (effect / SD {es:.3g}, alpha {alpha:.3g}, power {power:.3g})"
+        )
+        # a t-test needs at least the seeds of a z-test; fewer means scipy's t quantiles broke down
+        z_floor = 0.9 * ((stats.norm.isf(alpha / 2) + stats.norm.ppf(power)) / es) ** 2 - 1
+        n = float(np.ravel(n)[0])  # an array ([nan] or its last try) when the root finder failed
+        k = math.ceil(n - 1e-3) if math.isfinite(n) else 0  # the root finder is good to ~1e-6 seeds
+        if k > 3 and k >= z_floor and upper(k) >= power - 1e-3 * (1 - power) and not upper(k - 1) >= power:
+            return k
+        # at small alpha (about 1e-4 and below) the root finder stops at its bracket (500) or
+        # returns a wrong root: search the upper tail alone, monotone in k (conservative by the
+        # lower tail, negligible there)
+        lo, hi = 3, 6
+        while not upper(hi) >= power:
+            if hi > 2**50 or math.isnan(upper(hi)) or upper(hi) < upper(lo) - 1e-9:
+                raise failed
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if upper(mid) >= power else (mid, hi)
+        if hi < z_floor:
+            raise failed
+        return hi
+
+
+def sign_flip_min_seeds(alpha: float) -> int:
+    """The fewest differing pairs m at which the exact sign-flip test can reach p < ``alpha``: its
+    smallest p is 2 / 2**m (6 at alpha 0.05, 8 at 0.05 / 6)."""
+    m = math.floor(math.log2(2 / alpha)) + 1
+    return m if 2 / 2**m < alpha else m + 1  # guard the float at exact powers of two
+
+
+# All variants at once: the Friedman test on the per-seed ranks and the Nemenyi critical difference
+# of mean ranks (Demsar, JMLR 2006)
+
+
+@dataclass(frozen=True)
+class Friedman:
+    statistic: float
+    p: float
+    n_seeds: int  # complete seeds used (the blocks, N)
+    mean_ranks: pd.Series  # per variant; 1 = best
+    k: int = 0  # variants (treatments); the test has k - 1 degrees of freedom
+    cd: float = NAN  # Nemenyi critical difference of mean ranks at the call's alpha
+
+    @property
+    def df(self) -> int:
+        return self.k - 1
+
+
+def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
+    """Nemenyi critical difference of mean ranks over ``n`` blocks (Demsar, JMLR 2006, sec. 3.2.2):
+    ``CD = q_alpha * sqrt(k (k + 1) / (6 N))``, ``q_alpha`` the studentized range quantile / sqrt(2)
+    (2.569 at k=4, alpha 0.05: Demsar's Table 5a). NaN for k < 2 or n < 1."""
+    if k < 2 or n < 1:
+        return NAN
+    q = float(stats.studentized_range.ppf(1 - alpha, k, np.inf)) / math.sqrt(2)
+    return q * math.sqrt(k * (k + 1) / (6 * n))
+
+
+@quiet()
+def friedman(table: pd.DataFrame, higher_is_better: bool = True, alpha: float = 0.05) -> Friedman:
+    """Friedman test over variants (rows = seeds, columns = variants), complete seeds only, by
+    ``scipy.stats.friedmanchisquare``; mean ranks 1 = best, ties averaged. Fewer than 3 variants or
+    2 complete seeds: NaN statistic, p and cd."""
+    full = table.dropna()
+    k = table.shape[1]
+    ranks = stats.rankdata(-full.to_numpy(float) if higher_is_better else full.to_numpy(float), axis=1)
+    mean_ranks = pd.Series(ranks.mean(axis=0) if len(full) else NAN, index=table.columns)
+    if k < 3 or len(full) < 2:
+        return Friedman(NAN, NAN, len(full), mean_ranks, k)
+    res = stats.friedmanchisquare(*full.to_numpy(float).T)
+    return Friedman(float(res.statistic), float(res.pvalue), len(full), mean_ranks, k, nemenyi_cd(k, len(full), alpha))

@@ -1,11 +1,7 @@
-"""How many seeds a confirmatory profile needs, from a pilot's spread (``ablate plan``): for each
-primary comparison of the profile, :func:`harness.analysis.power.seeds_for_verdict` at the task's
-sesoi, with the SD of the paired differences in the pilot's comparison table, at alpha / the
-number of primary comparisons (the first, strictest Holm step: conservative); :func:`describe`
-says it to the user.
-
-Does not do: allow for the uncertainty of the pilot's SD, or for runs lost to the gate or to
-divergence. A variant with fewer than 2 pilot pairs, or no spread at all, gets no number.
+"""How many seeds a confirmatory profile needs, from a pilot's spread (``ablate plan``; the computation,
+as the user reads it: :func:`describe`). Does not do: allow for the uncertainty of the pilot's SD, or
+for runs lost to the gate or to divergence. A variant with fewer than 2 pilot pairs, or no spread at
+all, gets no number.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ import pandas as pd
 from rich.table import Table as RichTable
 
 from harness import encode
-from harness.analysis import power as pw
+from harness.analysis import paired
 from harness.analysis.comparisons import Analysis
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
@@ -80,11 +76,8 @@ SMOKE = "smoke"
 def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selection) -> str:
     """The profile whose runs give the spread: ``given`` (checked), else the first pilot profile, in
     declaration order, with a folder in the store; ``smoke`` only when no other pilot has one. ``ctx``:
-    the command's context, for the ``ablate run`` command the error suggests.
-
-    Raises:
-        AblateError: an unknown profile, or no pilot profile with runs in ``results``.
-    """
+    the command's context, for the ``ablate run`` command the error suggests. Raises AblateError for
+    an unknown profile, or no pilot profile with runs in ``results``."""
     if given is not None:
         return abl.profile(given)[0]
     pilots = [name for name, p in abl.profiles.items() if not p.confirmatory]
@@ -98,8 +91,7 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selectio
         )
     raise AblateError(
         f"no pilot runs of {abl.name} in {results} (looked for profile(s) {', '.join(pilots)}); "
-        f"run `{ctx.command('run', profile=pilots[0])}` first, "
-        f"or pass --from PROFILE"
+        f"run `{ctx.command('run', profile=pilots[0])}` first, or pass --from PROFILE"
     )
 
 
@@ -134,7 +126,7 @@ def _needed(delta: float, sd: float, n: int, alpha: float, power: float, no_task
     if not sd > 0:
         return None, "SD 0 in the pilot: cannot size"
     try:  # a direction also needs the exact sign-flip test to reject (verdicts.RULES): at least its floor
-        return pw.seeds_for_verdict(delta, sd, alpha=alpha, power=power), ""
+        return paired.seeds_for_verdict(delta, sd, alpha=alpha, power=power), ""
     except ValueError as exc:  # an extreme level or effect / SD: no number rather than a traceback
         return None, f"cannot size: {exc}"
 
@@ -156,18 +148,6 @@ def frame(plan: SeedPlan) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=FRAME_COLUMNS).astype({"seeds_needed": "Int64", "enough": "boolean"})
 
 
-def formatted(plan: SeedPlan) -> tuple[list[str], list[list[str]]]:
-    """The plan's headers and rows as display strings."""
-    rows = []
-    for r in plan.rows:
-        sd = "–" if math.isnan(r.sd_diff) else f"{r.sd_diff:.4g}"
-        have = f"{r.have}: " + ("–" if r.enough is None else "enough" if r.enough else "too few")
-        need = str(r.needed) if r.needed is not None else r.note
-        rows.append([r.task, r.variant, r.metric, str(r.pilot_n), sd, f"{r.delta:g}", need, have])
-    last = [f"seeds needed (power {plan.power:g})", f"{plan.profile} has"]
-    return ["task", "variant", "metric", "pilot n", "SD of Δ", "δ (sesoi)", *last], rows
-
-
 def describe(plan: SeedPlan) -> str:
     """The line above the table: the test, the level and where the spread comes from."""
     return (
@@ -175,7 +155,7 @@ def describe(plan: SeedPlan) -> str:
         f"{plan.results}. Two-sided paired t-test at power {plan.power:g}; level alpha {plan.alpha:g} / "
         f"{plan.family_size} primary comparisons = {plan.alpha_each:.4g} (Bonferroni: the first, strictest "
         "Holm step, so conservative); δ = each task's smallest effect of interest; at least "
-        f"{pw.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
+        f"{paired.sign_flip_min_seeds(plan.alpha_each)} seeds, the fewest at which the exact sign-flip test "
         "that a verdict also needs can reject at this level. A pilot of few seeds estimates the SD loosely: "
         "treat the numbers as a floor."
     )
@@ -187,7 +167,13 @@ def render(plan: SeedPlan, fmt: str) -> Any:
         return encode.to_csv(frame(plan))
     if fmt == "json":
         return encode.dumps(frame(plan).astype(object).to_dict(orient="records"), indent=1)
-    cols, rows = formatted(plan)
+    last = [f"seeds needed (power {plan.power:g})", f"{plan.profile} has"]
+    cols, rows = ["task", "variant", "metric", "pilot n", "SD of Δ", "δ (sesoi)", *last], []
+    for r in plan.rows:
+        sd = "–" if math.isnan(r.sd_diff) else f"{r.sd_diff:.4g}"
+        have = f"{r.have}: " + ("–" if r.enough is None else "enough" if r.enough else "too few")
+        need = str(r.needed) if r.needed is not None else r.note
+        rows.append([r.task, r.variant, r.metric, str(r.pilot_n), sd, f"{r.delta:g}", need, have])
     if fmt == "md":
         return pd.DataFrame(rows, columns=cols).to_markdown(index=False, disable_numparse=True)
 

@@ -1,21 +1,13 @@
 """Group-sequential design of a confirmatory profile: alpha spending, boundaries for the paired t
-statistic at each look, and the decision rule that carries a Holm family across looks.
+statistic at each look, and the decision rule that carries a Holm family across looks; step by step,
+and what it does not do: docs/sequential.md (the normal-case bounds they are checked against:
+tests/analysis/test_sequential.py).
 
-Sources:
-
-- Lan & DeMets (1983), "Discrete sequential boundaries for clinical trials", Biometrika 70(3):
-  the alpha-spending functions (:func:`spent`; with one-sided 0.025, R gsDesign's ``sfLDOF`` and
-  ``sfLDPocock``).
-- Jennison & Turnbull (2000), *Group Sequential Methods with Applications to Clinical Trials*:
-  the canonical joint distribution (ch. 3), t-tests with unknown variance (section 3.8), repeated
-  confidence intervals (ch. 9), stochastic curtailment by conditional power (ch. 10).
-- Maurer & Bretz (2013), "Multiple testing in group sequential trials using graphical approaches",
-  Statistics in Biopharmaceutical Research 5(4): Holm across looks, a rejected hypothesis passing
-  its level to the others.
-
-The bounds (:func:`t_bounds`) and the rule (:func:`decide`) step by step, and what it does not do
-(binding futility, unequal Holm weights, re-testing earlier looks, bias-adjusted estimates):
-docs/sequential.md. The normal-case bounds they are checked against: tests/analysis/test_sequential.py.
+Sources: Lan & DeMets (1983), Biometrika 70(3): alpha spending (:func:`spent`; R gsDesign's
+``sfLDOF``, ``sfLDPocock``). Jennison & Turnbull (2000), *Group Sequential Methods with Applications
+to Clinical Trials*: the canonical joint distribution (ch. 3), t-tests with unknown variance (3.8),
+repeated CIs (ch. 9), conditional power (ch. 10). Maurer & Bretz (2013), Statistics in
+Biopharmaceutical Research 5(4): Holm across looks, a rejected hypothesis passing its level on.
 """
 
 from __future__ import annotations
@@ -34,8 +26,7 @@ N_PATHS = 2**19
 crossing probability p is sqrt(p / N_PATHS): 1.4e-4 at p = 0.01)."""
 SIM_SEED = 20_000_531
 FUTILITY_POWER = 0.10
-"""An open comparison stops for futility (non-binding) at an interim look when its conditional
-power at the smallest effect of interest, to cross the last look's boundary, is below this."""
+"""The conditional power below which an open comparison stops for futility (docs/sequential.md)."""
 
 OPEN, BETTER, WORSE, EQUIVALENT, FUTILE = 0, 1, -1, 2, 3
 """The outcome codes of :class:`Decisions`."""
@@ -44,10 +35,7 @@ OPEN, BETTER, WORSE, EQUIVALENT, FUTILE = 0, 1, -1, 2, 3
 def spent(spending: str, alpha: float, fractions) -> np.ndarray:
     """Cumulative alpha spent at information ``fractions`` (seeds at the look / at the last, in (0, 1]):
     O'Brien-Fleming-like ``2 - 2 Phi(z_{1-alpha/2} / sqrt(t))``, Pocock-like ``alpha ln(1 + (e - 1) t)``.
-
-    Raises:
-        ValueError: an unknown ``spending`` name.
-    """
+    Raises ValueError for an unknown ``spending`` name."""
     t = np.asarray(fractions, dtype=float)
     if spending == "obrien_fleming":
         return 2.0 - 2.0 * stats.norm.cdf(stats.norm.isf(alpha / 2) / np.sqrt(t))
@@ -73,22 +61,19 @@ def _null_t(looks: tuple[int, ...]) -> np.ndarray:
 
 @functools.lru_cache(maxsize=256)
 def t_bounds(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
-    """Two-sided bounds for |paired t| at each look (``looks``: pairs at each look, increasing;
-    the first at least 2), spending ``alpha`` in total: the first the Student-t quantile at the spent
-    alpha, each later one the value at which the null paths' cumulative crossing is the spent alpha.
-    An infinite bound: no alpha left to spend at that look."""
+    """Two-sided bounds for |paired t| at each look (``looks``: pairs at each look, increasing; the first
+    at least 2), spending ``alpha`` in total (how: docs/sequential.md, "The decision rule", step 1). An
+    infinite bound: no alpha left to spend at that look."""
     n = np.asarray(looks, dtype=float)
     target = spent(spending, alpha, n / n[-1]) * N_PATHS
     paths = _null_t(tuple(looks))
-    alive = np.ones(N_PATHS, dtype=bool)
     out = np.empty(len(looks))
-    for k in range(len(looks)):
-        if k == 0:
-            out[k] = stats.t.isf(target[0] / N_PATHS / 2, looks[0] - 1)
-        else:
-            vals = np.sort(paths[alive, k])[::-1]  # descending
-            m = int(round(target[k] - (N_PATHS - alive.sum())))  # crossings still to spend
-            out[k] = np.inf if m <= 0 else (0.0 if m >= len(vals) else (vals[m - 1] + vals[m]) / 2)
+    out[0] = stats.t.isf(target[0] / N_PATHS / 2, looks[0] - 1)
+    alive = paths[:, 0] < out[0]
+    for k in range(1, len(looks)):
+        vals = np.sort(paths[alive, k])[::-1]  # descending
+        m = int(round(target[k] - (N_PATHS - alive.sum())))  # crossings still to spend
+        out[k] = np.inf if m <= 0 else (0.0 if m >= len(vals) else (vals[m - 1] + vals[m]) / 2)
         alive &= paths[:, k] < out[k]
     out.setflags(write=False)  # cached: shared by every caller
     return out
@@ -126,20 +111,11 @@ class Decisions:
 
 @np.errstate(invalid="ignore", divide="ignore")  # no test (NaN) where there are fewer than 2 pairs
 def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
-    """Replay the looks of a family of paired comparisons and decide each, vectorised over experiments
-    (the rule: docs/sequential.md, "The decision rule": Holm step-down at each look, the exact
-    sign-flip p as a check, equivalence by repeated CIs, non-binding futility).
-
-    Args:
-        design: the looks, spending function and alpha.
-        t, n, p_sign, delta, sd: per (experiment, look reached, member), shape (S, K', m), K' <= K:
-            oriented paired t, pairs, exact sign-flip p, mean difference, SD of differences (NaN:
-            no test, e.g. fewer than 2 pairs).
-        sesoi: per member (m,), or None: no equivalence and no futility.
-
-    Returns:
-        :class:`Decisions` at the last look given.
-    """
+    """Replay the looks of a family of paired comparisons and decide each at the last look given,
+    vectorised over experiments (docs/sequential.md, "The decision rule"). ``t, n, p_sign, delta, sd``:
+    per (experiment, look reached, member), (S, K' <= K, m): oriented paired t, pairs, exact sign-flip
+    p, mean difference, SD of differences (NaN: no test); ``sesoi``: per member (m,), or None (no
+    equivalence, no futility)."""
     t, n, p_sign, delta, sd = (np.asarray(a, dtype=float) for a in (t, n, p_sign, delta, sd))
     s_count, k_count, m = t.shape
     last = len(design.looks) - 1

@@ -7,15 +7,15 @@ Does not do: mixed models, bootstrap intervals (percentile bootstrap undercovers
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
-from harness.analysis import power
 from harness.analysis import verdicts as vd
-from harness.analysis.paired import NAN, describe, paired_test, tost_paired
+from harness.analysis.paired import NAN, describe, mde, paired_test, tost_paired
 
 
 def adjust(pvalues, method: str = "holm") -> tuple[np.ndarray, int]:
@@ -39,18 +39,22 @@ class Family(NamedTuple):
     mde: np.ndarray  # MDE at alpha / size, the level of the family's first Holm step
     size: int  # members: comparisons with a defined t-test p
 
+    def at(self, i: int) -> dict[str, float]:
+        """Comparison ``i``'s adjusted p (``p_adj``, ``p_perm_adj``, ``p_tost_adj``) and ``mde``."""
+        return {name: self[j][i] for j, name in enumerate(self._fields[:4])}
 
-def adjust_family(p, p_perm, p_tost, n_pairs, sd_diff, method: str, alpha: float = 0.05) -> Family:
-    """Adjust every p printed or judged for one family, and size its MDE (at ``alpha / size``). The
-    members are the comparisons whose t-test ``p`` is defined; their sign-flip and TOST p (NaN: no
-    TOST) are adjusted by the same ``method`` over the same members, so a verdict reads three p of one family."""
-    p = np.asarray(p, dtype=float)
+
+def adjust_family(comparisons: Sequence[Mapping[str, float]], method: str, alpha: float = 0.05) -> Family:
+    """Adjust every p printed or judged for one family, and size its MDE (at ``alpha / size``), from
+    each comparison's ``p``, ``p_perm``, ``p_tost`` (NaN: no TOST), ``n_pairs`` and ``sd_diff``. The
+    members are the comparisons whose t-test ``p`` is defined; their sign-flip and TOST p are adjusted
+    by the same ``method`` over the same members, so a verdict reads three p of one family."""
+    columns = ("p", "p_perm", "p_tost", "n_pairs", "sd_diff")
+    p, p_perm, p_tost, n_pairs, sd_diff = (np.array([c[k] for c in comparisons], dtype=float) for k in columns)
     member = ~np.isnan(p)
     adj, size = adjust(p, method)
-    perm, tost = (adjust(np.where(member, np.asarray(q, dtype=float), NAN), method)[0] for q in (p_perm, p_tost))
-    m_de = np.array(
-        [power.mde(int(n), float(sd), alpha / max(size, 1)) for n, sd in zip(n_pairs, sd_diff)], dtype=float
-    )
+    perm, tost = (adjust(np.where(member, q, NAN), method)[0] for q in (p_perm, p_tost))
+    m_de = np.array([mde(int(n), sd, alpha / max(size, 1)) for n, sd in zip(n_pairs, sd_diff)], dtype=float)
     return Family(adj, perm, tost, m_de, size)
 
 
@@ -73,17 +77,12 @@ def compare(
     facts: dict[str, vd.Facts] | None = None,
 ) -> pd.DataFrame:
     """Every variant against the baseline, paired by seed, for one metric in one slice: one row per
-    variant, baseline first (descriptives only, verdict ``"baseline"``), columns ``COLUMNS`` (``mde`` at 80 % power).
-
-    ``df``: tidy rows ``variant``, ``seed``, ``value``, one per (variant, seed); ``delta > 0`` always
-    means better; ``sesoi`` (metric units) enables TOST; ``confirmatory`` False: a pilot; ``p_adjust``:
-    this call's family (:func:`adjust_family`); ``facts``: filled with each variant's Facts.
-
-    Raises:
-        ValueError: missing columns, duplicate (variant, seed) rows or an unknown baseline.
-    """
-    missing = {"variant", "seed", "value"} - set(df.columns)
-    if missing:
+    variant, baseline first (descriptives only, verdict ``"baseline"``), columns ``COLUMNS`` (``mde`` at
+    80 % power). ``df``: tidy rows ``variant``, ``seed``, ``value``, one per (variant, seed); ``delta > 0``
+    always means better; ``sesoi`` (metric units) enables TOST; ``confirmatory`` False: a pilot;
+    ``p_adjust``: this call's family (:func:`adjust_family`); ``facts``: filled with each variant's Facts.
+    Raises ValueError for missing columns, duplicate (variant, seed) rows or an unknown baseline."""
+    if missing := {"variant", "seed", "value"} - set(df.columns):
         raise ValueError(f"compare needs columns variant, seed, value; missing {sorted(missing)}")
     if df.duplicated(["variant", "seed"]).any():
         raise ValueError("duplicate (variant, seed) rows; select one metric and one slice first")
@@ -96,26 +95,16 @@ def compare(
     rows = [vars(describe(series[baseline], confidence)) | {"variant": baseline}]
     tests = [paired_test(series[baseline], series[v], higher_is_better, confidence) for v in names[1:]]
     tost = [tost_paired(t.diffs, sesoi) if sesoi and not t.non_finite else NAN for t in tests]
-    p, p_perm, n_pairs, sd_diff = ([getattr(t, f) for t in tests] for f in ("p", "p_perm", "n_pairs", "sd_diff"))
-    fam = adjust_family(p, p_perm, tost, n_pairs, sd_diff, p_adjust, alpha)
+    fam = adjust_family([vars(t) | {"p_tost": q} for t, q in zip(tests, tost)], p_adjust, alpha)
     facts = {} if facts is None else facts
     for i, (v, t) in enumerate(zip(names[1:], tests)):
         better = bool((t.ci_low + t.ci_high) / 2 > 0)
-        adjusted = {name: fam[j][i] for j, name in enumerate(Family._fields[:4])}  # p_adj .. mde
+        adjusted = fam.at(i)
         facts[v] = vd.Facts(t.n_pairs, t.ties, t.non_finite, better, *adjusted.values(), sesoi, alpha, confirmatory)
-        rows.append(
-            vars(t)  # its ci_low and ci_high are delta's: the mean's replace them
-            | vars(describe(series[v], confidence))
-            | adjusted
-            | {
-                "variant": v,
-                "delta_ci_low": t.ci_low,
-                "delta_ci_high": t.ci_high,
-                "family_size": None if np.isnan(t.p) else fam.size,  # a comparison without p is in no family
-                "p_tost": tost[i],
-                "verdict": vd.decide(facts[v]),
-            }
-        )
+        own = {"variant": v, "delta_ci_low": t.ci_low, "delta_ci_high": t.ci_high, "p_tost": tost[i]}
+        own["family_size"] = None if np.isnan(t.p) else fam.size  # a comparison without p is in no family
+        own["verdict"] = vd.decide(facts[v])
+        rows.append(vars(t) | vars(describe(series[v], confidence)) | adjusted | own)  # the mean's CI, not Δ's
     rows[0]["verdict"] = vd.BASELINE
     out = {c: [r.get(c, NAN) for r in rows] for c in COLUMNS}
     for c in ("n", "n_pairs", "wins", "ties", "losses", "family_size"):
@@ -141,12 +130,8 @@ def outcome_compare(
     frame = compare(
         df, baseline=baseline, higher_is_better=True, alpha=alpha, confirmatory=confirmatory, p_adjust="fdr_bh"
     )
-    pvals = []
-    for i in range(1, len(frame)):
-        wins, losses = int(frame.loc[i, "wins"] or 0), int(frame.loc[i, "losses"] or 0)
-        pvals.append(float(mcnemar([[0, wins], [losses, 0]], exact=True).pvalue) if wins + losses else 1.0)
-    if not pvals:
-        return frame
+    discordant = [(int(w or 0), int(lo or 0)) for w, lo in zip(frame["wins"].iloc[1:], frame["losses"].iloc[1:])]
+    pvals = [float(mcnemar([[0, w], [lo, 0]], exact=True).pvalue) if w + lo else 1.0 for w, lo in discordant]
     p_adj, m = adjust(pvals, "fdr_bh")
     for i, (p, pa) in enumerate(zip(pvals, p_adj), start=1):
         frame.loc[i, ["p", "p_perm", "p_adj", "p_perm_adj"]] = [p, p, pa, pa]

@@ -29,25 +29,17 @@ class Unlearned(NamedTuple):
 
 def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, Unlearned]:
     """An :class:`Unlearned` for every task with a convergence target whose baseline did not learn it."""
-    out = {}
-    for task, entry in abl.tasks.items():
-        if entry.target is None:
-            continue
-        reached = seeds_at_target(rows, task, abl.baseline_label)
-        if not learned(reached, planned):
-            out[task] = Unlearned(reached, planned, seeds_run(rows, task, abl.baseline_label))
-    return out
+    found = {t: unlearned(rows, t, abl.baseline_label, planned) for t, e in abl.tasks.items() if e.target is not None}
+    return {task: u for task, u in found.items() if u is not None}
 
 
-def seeds_run(rows: pd.DataFrame, task: str, variant: str) -> int:
-    """Seeds of which ``variant`` has a finished run of ``task`` (ok, diverged or failed) in the tidy ``rows``."""
-    return int(rows.loc[(rows["task"] == task) & (rows["variant"] == variant), "seed"].nunique())
-
-
-def seeds_at_target(rows: pd.DataFrame, task: str, variant: str) -> int:
-    """Seeds on which ``variant``'s run of ``task`` reached the target (``target_reached`` = 1) in the tidy ``rows``."""
-    runs = rows[(rows["task"] == task) & (rows["variant"] == variant) & (rows["metric"] == metrics.TARGET_REACHED)]
-    return int(runs.loc[runs["value"] >= 1, "seed"].nunique())
+def unlearned(rows: pd.DataFrame, task: str, variant: str, planned: int) -> Unlearned | None:
+    """An :class:`Unlearned` when ``variant``'s runs of ``task`` in the tidy ``rows`` reached the target
+    (``target_reached`` = 1) on at most half of the ``planned`` seeds, else None."""
+    mine = rows[(rows["task"] == task) & (rows["variant"] == variant)]
+    target = mine[mine["metric"] == metrics.TARGET_REACHED]
+    reached = int(target.loc[target["value"] >= 1, "seed"].nunique())
+    return None if learned(reached, planned) else Unlearned(reached, planned, int(mine["seed"].nunique()))
 
 
 def learned(reached: int, planned: int) -> bool:
@@ -89,7 +81,6 @@ def undecided_at_ceiling(verdict: object) -> bool:
 
 def censored(rows: pd.DataFrame, task: str, variant: str, base: str) -> bool:
     """Whether neither ``variant`` nor ``base`` reached the task's target (``steps_to_target`` censored)."""
-    reached = (
-        rows[(rows["task"] == task) & (rows["metric"] == metrics.TARGET_REACHED)].groupby("variant")["value"].max()
-    )
+    on = rows[(rows["task"] == task) & (rows["metric"] == metrics.TARGET_REACHED)]
+    reached = on.groupby("variant")["value"].max()
     return bool(reached.get(variant, 0) == 0 and reached.get(base, 0) == 0)

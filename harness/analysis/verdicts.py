@@ -37,12 +37,9 @@ DIRECTIONS = (Kind.BETTER, Kind.WORSE)
 DECIDED = (Kind.BETTER, Kind.WORSE, Kind.EQUIVALENT, Kind.SAME_OUTCOME, Kind.IDENTICAL)
 """Kinds that rule on a claim of a difference: each either matches the claim or contradicts it."""
 
-BETTER = Kind.BETTER.value
-WORSE = Kind.WORSE.value
-PILOT = Kind.PILOT.value
-TOO_FEW = Kind.TOO_FEW.value
-CENSORED = Kind.CENSORED.value
-BASELINE = Kind.BASELINE.value
+BETTER, WORSE, PILOT, TOO_FEW, CENSORED, BASELINE = (
+    k.value for k in (Kind.BETTER, Kind.WORSE, Kind.PILOT, Kind.TOO_FEW, Kind.CENSORED, Kind.BASELINE)
+)
 
 
 def direction(better: bool) -> str:
@@ -118,7 +115,7 @@ class Facts:
     confirmatory: bool = True
     outcome: bool = False  # an outcome table (finished or not)
     sequential: str | None = None  # what a group-sequential design's looks decided (harness.analysis.looks)
-    needed: int | None = None  # seeds for 80 % power at the sesoi, when more than it had (primary_power)
+    needed: int | None = None  # seeds for 80 % power at the sesoi, when more than it had (comparisons.primary_power)
     unlearned: tuple[int, int, int] | None = None  # the baseline reached the target on k of n seeds (k, n, run)
     below_gate: str | None = None  # whose runs never passed the gate: "baseline " or "" (the variant's)
     planned: int = 0  # seeds planned
@@ -264,26 +261,16 @@ def claim_not_testable(reason: str) -> str:
     return f"{ClaimKind.NOT_TESTABLE.value}: {reason}"
 
 
-_FOR = " for "
-_BETWEEN = ", "
-
-
 def claim_by_condition(verdicts: list[tuple[str, str]]) -> str:
     """``supported for Post-LN, contradicted for Pre-LN``: ``(condition, claim verdict)`` in the claim's
     order, when they differ in kind (a ``mixed`` one inline, so that the text splits back at its commas)."""
-    return _BETWEEN.join(f"{v}{_FOR}{c}" for c, v in verdicts)
+    return ", ".join(f"{v} for {c}" for c, v in verdicts)
 
 
 def claim_for_all(verdict: str, conditions: list[str]) -> str:
     """``contradicted for A and B``: one verdict where the conditions agree in kind, naming them."""
     named = conditions[0] if len(conditions) == 1 else f"{', '.join(conditions[:-1])} and {conditions[-1]}"
-    return f"{verdict}{_FOR}{named}"
-
-
-def _by_condition(verdict: str) -> bool:
-    """Whether ``verdict`` is a :func:`claim_by_condition` text: two or more ``VERDICT for CONDITION``."""
-    pieces = verdict.split(_BETWEEN)
-    return len(pieces) > 1 and all(_FOR in p and _single_kind(p.rsplit(_FOR, 1)[0]) is not None for p in pieces)
+    return f"{verdict} for {named}"
 
 
 def _single_kind(verdict: str) -> ClaimKind | None:
@@ -292,7 +279,10 @@ def _single_kind(verdict: str) -> ClaimKind | None:
 
 def claim_kind(verdict: str) -> ClaimKind | None:
     """The kind of a claim verdict text (longest match first: ``partly supported`` before
-    ``supported``; a verdict per condition: :attr:`ClaimKind.BY_CONDITION`)."""
-    if not verdict.startswith((ClaimKind.PREMISE_FAILS.value, ClaimKind.NOT_TESTABLE.value)) and _by_condition(verdict):
+    ``supported``; a verdict per condition, two or more ``VERDICT for CONDITION`` of
+    :func:`claim_by_condition`: :attr:`ClaimKind.BY_CONDITION`)."""
+    pieces = verdict.split(", ")
+    fixed = verdict.startswith((ClaimKind.PREMISE_FAILS.value, ClaimKind.NOT_TESTABLE.value))
+    if not fixed and len(pieces) > 1 and all(" for " in p and _single_kind(p.rsplit(" for ", 1)[0]) for p in pieces):
         return ClaimKind.BY_CONDITION
     return _single_kind(verdict)

@@ -97,11 +97,7 @@ def _observed_backend(step: Callable[[], None]) -> str:
 
 def measure_layer(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
     """Forward + backward of one attention layer with kernel ``kernel`` at length ``t``, in this
-    process: a row's measured keys.
-
-    Raises:
-        RuntimeError: e.g. out of memory; ``torch.OutOfMemoryError`` on CUDA.
-    """
+    process: a row's measured keys. Raises RuntimeError (e.g. out of memory; ``torch.OutOfMemoryError`` on CUDA)."""
     model = TransformerConfig(
         vocab_size=1, d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=1, position="nope", kernel=kernel
     )  # checks the kernel's config
@@ -149,10 +145,8 @@ def measure_layer(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
 def _failure(exc: BaseException) -> dict[str, Any]:
     text = str(exc).strip()
     oom = isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "can't allocate memory" in text
-    return {
-        "status": "oom" if oom else "error",
-        "reason": f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}".rstrip(": "),
-    }
+    reason = f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}".rstrip(": ")
+    return {"status": "oom" if oom else "error", "reason": reason}
 
 
 def _child(cfg: BenchConfig, kernel: str, t: int, conn: Any) -> None:

@@ -128,7 +128,7 @@ def _too_few_seeds(abl: Ablation, sel: Selection, alpha: float = 0.05) -> str | 
     family = sum(1 for _, v in arms if v != abl.baseline_label and v not in abl.exploratory_variants)
     if family == 0:
         return None
-    from harness.analysis import power  # scipy and statsmodels: ~1 s that status needs only here
+    from harness.analysis import paired as power  # scipy and statsmodels: ~1 s that status needs only here
 
     needed = power.sign_flip_min_seeds(alpha / family)
     if len(prof.seeds) >= needed:

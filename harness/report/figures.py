@@ -159,7 +159,7 @@ def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title:
 
 
 def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: str, path: Path) -> Path:
-    """Mean rank of each variant (1 = best, :func:`harness.analysis.ranks.friedman`) with a bar of
+    """Mean rank of each variant (1 = best, :func:`harness.analysis.paired.friedman`) with a bar of
     ±CD/2 (the Nemenyi critical difference), best at the top (after Demsar, JMLR 2006, Fig. 1): two
     variants differ at level ``alpha`` exactly when their bars do not overlap."""
     order = mean_ranks.sort_values(ascending=False)  # best last: drawn at the top

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import ranks
-from harness.analysis.table import Table
+from harness.analysis import paired as ranks
+from harness.analysis.comparisons import Table
 from harness.report import figures
 
 MIN_BLOCKS = 3  # complete seeds needed for the omnibus test and ranks

@@ -3,12 +3,11 @@ with their verdicts, the warnings (mixed code versions, a task not learned), the
 
 from __future__ import annotations
 
-from harness.analysis import power as pw
+from harness.analysis import paired as pw
 from harness.analysis import untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import ControlOutcome, audit_text, claim_verdict, control_outcomes
-from harness.analysis.comparisons import Analysis
-from harness.analysis.primary_power import TARGET_POWER
+from harness.analysis.comparisons import TARGET_POWER, Analysis
 from harness.config import RunConfig
 from harness.encode import count, text
 from harness.experiment import claims as claims_mod
@@ -190,7 +189,7 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
 
 
 def power_lines(result: Analysis) -> list[str]:
-    """Each primary comparison's power at its sesoi (:mod:`harness.analysis.primary_power`)."""
+    """Each primary comparison's power at its sesoi (:func:`harness.analysis.comparisons.primary_power`)."""
     if not result.power:
         return []
     first = result.power[0]

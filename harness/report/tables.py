@@ -14,7 +14,7 @@ from rich.text import Text
 
 from harness import encode
 from harness.analysis import verdicts as vd
-from harness.analysis.table import Table
+from harness.analysis.comparisons import Table
 from harness.experiment import metrics
 
 HEADERS = [

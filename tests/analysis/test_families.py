@@ -12,7 +12,7 @@ from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from harness.analysis import power
+from harness.analysis import paired as power
 from harness.analysis.comparisons import analyse
 from harness.experiment.ablation import load
 from harness.experiment.selection import select

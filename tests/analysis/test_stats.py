@@ -13,8 +13,6 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.weightstats import ttost_paired
 
 from harness.analysis import paired as PT
-from harness.analysis import power as W
-from harness.analysis import ranks as R
 from harness.analysis import stats as S
 from harness.analysis import verdicts as vd
 
@@ -154,29 +152,29 @@ def test_adjust_skips_nan_and_passes_method():
 
 
 def test_mde_known_value():
-    assert W.mde(10, 1.0) == pytest.approx(0.996, abs=1e-3)
-    assert W.mde(10, 0.02) == pytest.approx(0.02 * W.mde(10, 1.0))
-    assert math.isnan(W.mde(1, 1.0)) and math.isnan(W.mde(5, np.nan))
+    assert PT.mde(10, 1.0) == pytest.approx(0.996, abs=1e-3)
+    assert PT.mde(10, 0.02) == pytest.approx(0.02 * PT.mde(10, 1.0))
+    assert math.isnan(PT.mde(1, 1.0)) and math.isnan(PT.mde(5, np.nan))
 
 
 def test_mde_has_the_stated_power():
     rng = np.random.default_rng(3)
-    diffs = rng.normal(W.mde(10, 1.0), 1.0, size=(20_000, 10))
+    diffs = rng.normal(PT.mde(10, 1.0), 1.0, size=(20_000, 10))
     power = (st.ttest_1samp(diffs, 0.0, axis=1).pvalue < 0.05).mean()
     assert power == pytest.approx(0.8, abs=0.015)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 10, 20])
 def test_seeds_needed_inverts_mde(n):
-    assert W.seeds_needed(W.mde(n, 0.3), 0.3) == n
-    assert W.seeds_needed(-W.mde(n, 0.3), 0.3) == n
-    assert W.seeds_needed(0.99 * W.mde(n, 0.3), 0.3) == n + 1
+    assert PT.seeds_needed(PT.mde(n, 0.3), 0.3) == n
+    assert PT.seeds_needed(-PT.mde(n, 0.3), 0.3) == n
+    assert PT.seeds_needed(0.99 * PT.mde(n, 0.3), 0.3) == n + 1
 
 
 def test_seeds_needed_edges():
-    assert W.seeds_needed(100.0, 1.0) == 2
+    assert PT.seeds_needed(100.0, 1.0) == 2
     with pytest.raises(ValueError):
-        W.seeds_needed(0.0, 1.0)
+        PT.seeds_needed(0.0, 1.0)
 
 
 @pytest.mark.parametrize("alpha, es", [(1e-4, 1.0), (1e-4, 2.0), (1e-6, 0.5), (1e-5, 0.2)])
@@ -185,13 +183,13 @@ def test_seeds_needed_at_small_alpha_reaches_the_power(alpha, es):
     def power(n):
         return st.nct.sf(st.t.isf(alpha / 2, n - 1), n - 1, es * np.sqrt(n))
 
-    n = W.seeds_needed(es, 1.0, alpha=alpha, power=0.8)
+    n = PT.seeds_needed(es, 1.0, alpha=alpha, power=0.8)
     assert power(n) >= 0.8 > power(n - 1)
 
 
 def test_seeds_needed_says_when_it_cannot_size():
     with pytest.raises(ValueError, match="out of the range the power solver handles"):
-        W.seeds_needed(1.0, 1.0, alpha=1e-300)
+        PT.seeds_needed(1.0, 1.0, alpha=1e-300)
 
 
 # ---------------------------------------------------------------- tost, verdict
@@ -273,21 +271,21 @@ def test_friedman_matches_scipy_on_complete_seeds():
     rng = np.random.default_rng(4)
     table = pd.DataFrame(rng.normal(size=(8, 3)) + [0.0, 0.5, 1.0], columns=["a", "b", "c"])
     table.iloc[2, 1] = np.nan
-    r = R.friedman(table)
+    r = PT.friedman(table)
     full = table.dropna().to_numpy()
     ref = st.friedmanchisquare(*full.T)
     assert r.n_seeds == 7 and (r.statistic, r.p) == pytest.approx((ref.statistic, ref.pvalue))
     ranks = np.array([[sorted(row, reverse=True).index(v) + 1 for v in row] for row in full])
     np.testing.assert_allclose(r.mean_ranks.to_numpy(), ranks.mean(axis=0))
     assert r.mean_ranks.idxmin() == "c"
-    assert R.friedman(table, higher_is_better=False).mean_ranks.idxmin() == "a"
+    assert PT.friedman(table, higher_is_better=False).mean_ranks.idxmin() == "a"
 
 
 def test_friedman_degenerate_is_nan():
     two = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [2.0, 3.0, 4.0]})
-    assert math.isnan(R.friedman(two).p)
+    assert math.isnan(PT.friedman(two).p)
     one_seed = pd.DataFrame({"a": [1.0], "b": [2.0], "c": [3.0]})
-    assert math.isnan(R.friedman(one_seed).statistic) and R.friedman(one_seed).n_seeds == 1
+    assert math.isnan(PT.friedman(one_seed).statistic) and PT.friedman(one_seed).n_seeds == 1
 
 
 # ---------------------------------------------------------------- compare
@@ -326,7 +324,7 @@ def test_compare_layout_and_family(table):
     assert rest.verdict.iloc[0] == "better"
     np.testing.assert_allclose(rest.p_perm_adj, multipletests(rest.p_perm, method="holm")[1])
     d = table.value[table.variant == "rope"].to_numpy() - table.value[table.variant == "base"].to_numpy()
-    assert rest.mde.iloc[0] == pytest.approx(W.mde(10, d.std(ddof=1), alpha=0.05 / 3))
+    assert rest.mde.iloc[0] == pytest.approx(PT.mde(10, d.std(ddof=1), alpha=0.05 / 3))
 
 
 def test_compare_lower_is_better_and_equivalence(table):

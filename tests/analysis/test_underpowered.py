@@ -14,7 +14,7 @@ import pytest
 import yaml
 from statsmodels.stats.power import TTestPower
 
-from harness.analysis import power as pw
+from harness.analysis import paired as pw
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse

@@ -18,7 +18,7 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from harness.analysis import ranks
+from harness.analysis import paired as ranks
 from harness.experiment.ablation import load
 from harness.report import figures
 

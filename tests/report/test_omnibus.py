@@ -11,7 +11,7 @@ import pytest
 import yaml
 from scipy import stats as st
 
-from harness.analysis import ranks as R
+from harness.analysis import paired as R
 from harness.experiment.selection import select
 from harness.report import figures
 from harness.report.omnibus import across_variants, seed_table, skip_reason
