@@ -75,8 +75,7 @@ def attention(
         raise AblateError(str(exc)) from None
     if lengths is not None and not lengths:  # --lengths "" or ","; leave the option out for the defaults
         raise AblateError(
-            f"--lengths names no length; e.g. --lengths 128,256,512, or leave it out for "
-            f"{DEFAULT_LENGTHS[device][0]}..{DEFAULT_LENGTHS[device][-1]}"
+            f"--lengths names no length; e.g. --lengths 128,256,512, or leave it out for {DEFAULT_LENGTHS[device][0]}..{DEFAULT_LENGTHS[device][-1]}"
         )
     lengths = lengths or DEFAULT_LENGTHS[device]
     if min(lengths) < 1:
@@ -90,11 +89,7 @@ def attention(
         check_threads(threads)
     threads = threads or (1 if device == "cpu" else torch.get_num_threads())  # cpu: see BenchConfig.threads
     cfg = BenchConfig(device, dtype, d_model, n_heads, batch, repeats, threads)
-    if Path(out).exists() and not Path(out).is_dir():
-        raise AblateError(f"--out {out} exists and is not a folder")
-    blocker = next((p for p in Path(out).absolute().parents if p.exists()), None)
-    if blocker is not None and not blocker.is_dir():  # found now, not after the whole bench has run
-        raise AblateError(f"cannot create --out {out}: {blocker} is a file, not a folder; pass a folder path")
+    output.check_out(Path(out), "bench files")  # found now, not after the whole bench has run
     doc: dict[str, Any] = {
         "bench": "attention",
         "schema": 1,
@@ -104,8 +99,7 @@ def attention(
         | {"warmup": 1 + WARMUP, "kernels": kernels, "lengths": lengths, "memory": MEMORY[device]},
     }
     output.console.print(
-        f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): "
-        f"kernels {', '.join(kernels)} x T = {', '.join(map(str, lengths))}",
+        f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): kernels {', '.join(kernels)} x T = {', '.join(map(str, lengths))}",
         markup=False,
     )
     doc["rows"] = bench(cfg, kernels, lengths, echo=lambda r: output.console.print(_progress(r), markup=False))

@@ -30,8 +30,7 @@ def check(names: list[str], fmt: str = "table", every: bool = False, seed: int =
         raise AblateError(f"--all checks every registered component and task; drop {' '.join(names)} (or --all)")
     if not every and not names:
         raise AblateError(
-            "name a component or task to check, e.g. ablate check position=rope or ablate check task=copy; "
-            "--all checks every registered one"
+            "name a component or task to check, e.g. ablate check position=rope or ablate check task=copy; --all checks every registered one"
         )
     check_threads(threads)
     targets = everything() if every else [resolve(n) for n in names]

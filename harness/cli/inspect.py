@@ -74,8 +74,7 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
             say(f"  {cid}: guarded by {names} (a verdict waits for each to pass at this scale)")
     if (control := abl.control) is not None:
         say(
-            f"control: negative; {control.variant or 'every variant but the baseline'} is a known bug, expected "
-            f"{control.expect} in profile {control.profile}"
+            f"control: negative; {control.variant or 'every variant but the baseline'} is a known bug, expected {control.expect} in profile {control.profile}"
             + (f"; guards the claims {', '.join(control.guards)}" if control.guards else "")
         )
     for path, values in abl.axes.items():
@@ -133,11 +132,7 @@ def _too_few_seeds(abl: Ablation, sel: Selection, alpha: float = 0.05) -> str | 
     needed = power.sign_flip_min_seeds(alpha / family)
     if len(prof.seeds) >= needed:
         return None
-    return (
-        f"note: profile {sel.profile} lists {len(prof.seeds)} seeds; with {family} primary comparison(s) the exact "
-        f"sign-flip test needs at least {needed} paired seeds to reject at alpha {alpha:g} / {family}, so no "
-        f"comparison can read better or worse: list at least {needed} seeds, or make it a pilot (confirmatory: false)"
-    )
+    return f"note: profile {sel.profile} lists {len(prof.seeds)} seeds; with {family} primary comparison(s) the exact sign-flip test needs at least {needed} paired seeds to reject at alpha {alpha:g} / {family}, so no comparison can read better or worse: list at least {needed} seeds, or make it a pilot (confirmatory: false)"
 
 
 def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
@@ -171,8 +166,7 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     found = scan(results, sel.name, sel.profile)
     if other := sum(r.run_id not in sel.run_ids for r in found.records):
         say(
-            f"{other} other finished runs in this folder were made with other overrides "
-            "(pass the same key=value overrides to see them)"
+            f"{other} other finished runs in this folder were made with other overrides (pass the same key=value overrides to see them)"
         )
     for problem in found.problems:
         say(f"[yellow]store problem[/] {problem}")

@@ -47,8 +47,7 @@ def plan_seeds(
     if sel.profile == planning.SMOKE:
         others = [n for n, p in abl.profiles.items() if not p.confirmatory and n != planning.SMOKE]
         print(
-            f"warning: the spread comes from the {planning.SMOKE} profile, whose runs check the plumbing "
-            "and are too short for their spread to mean anything"
+            f"warning: the spread comes from the {planning.SMOKE} profile, whose runs check the plumbing and are too short for their spread to mean anything"
             + (f"; run a pilot ({', '.join(others)}) and plan --from it" if others else ""),
             file=sys.stderr,
         )

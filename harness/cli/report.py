@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.markup import escape
@@ -54,8 +54,7 @@ def report(
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     if source is not None and wandb != "off":
         raise AblateError(
-            f"--from writes no W&B summary run (--wandb {wandb}): a data file is not a store; drop --wandb, "
-            "or log one from the store with `ablate report NAME --wandb MODE`"
+            f"--from writes no W&B summary run (--wandb {wandb}): a data file is not a store; drop --wandb, or log one from the store with `ablate report NAME --wandb MODE`"
         )
     abl = ablation_mod.load(name)
     data = None
@@ -69,10 +68,9 @@ def report(
         output.check_results_readable(results)
         output.check_store_exists(sel, data_file=archive.existing(report_path(abl, sel.profile, out)))
     _check_out(out, "report and its figures", storage)
-    if data is None:
-        guards = guards_of(list(abl.claims), results)
-    else:  # the controls' outcomes kept beside the data file; without that file, unknown
-        guards = data.guards if data.guards is not None else declared_guards(list(abl.claims), UNKNOWN)
+    guards = guards_of(list(abl.claims), results) if data is None else data.guards
+    if guards is None:  # a data file without the controls' outcomes kept beside it: unknown
+        guards = declared_guards(list(abl.claims), UNKNOWN)
     with _writing(out):
         path, result, _ = write_report(sel, results, out, guards, storage, data)
     output.console.print(f"wrote {path}")
@@ -91,12 +89,7 @@ def report(
 
 
 def write_report(
-    sel: Selection,
-    results: Path,
-    out: Path,
-    guards: Guards,
-    storage: str | None = None,
-    data: DataFile | None = None,
+    sel: Selection, results: Path, out: Path, guards: Guards, storage: str | None = None, data: DataFile | None = None
 ) -> tuple[Path, Analysis, TuningInputs]:
     """Analyse the selection's runs (the store's, or the data file ``data``'s) and write their report;
     from the store, also its data file ``out/data/NAME[.PROFILE].tar.gz`` and the controls' file beside
@@ -109,15 +102,16 @@ def write_report(
         result = analyse(sel, results, found=data.scan)
         tuning, bench = TuningInputs(data.tuning, tuned_analysis(sel, results, data.tuned)), data.bench
     path = write_markdown(sel, result, out, tuning, guards, bench)
-    if data is None:
-        extra = {f"bench/{p.name}": p.read_bytes() for p in bench_files(abl, bench)}
-        tuned = []
-        if tuning.studies is not None:
-            extra[restored_studies_path(Path(), abl.name, profile).as_posix()] = studies_json(tuning.studies)
-            tuned = tuning.tuned.scan.records if tuning.tuned is not None else []
-        records, problems = [*result.scan.records, *tuned], result.scan.problems
-        written = archive.write(archive.data_path(path), results, records, abl.name, profile, problems, extra)
-        write_guards(guards, written, abl.name, profile)
+    if data is not None:
+        return path, result, tuning
+    extra = {f"bench/{p.name}": p.read_bytes() for p in bench_files(abl, bench)}
+    tuned = []
+    if tuning.studies is not None:
+        extra[restored_studies_path(Path(), abl.name, profile).as_posix()] = studies_json(tuning.studies)
+        tuned = tuning.tuned.scan.records if tuning.tuned is not None else []
+    records, problems = [*result.scan.records, *tuned], result.scan.problems
+    written = archive.write(archive.data_path(path), results, records, abl.name, profile, problems, extra)
+    write_guards(guards, written, abl.name, profile)
     return path, result, tuning
 
 
@@ -157,13 +151,8 @@ def _writing(out: Path) -> Iterator[None]:
 
 
 def _check_out(out: Path, what: str, storage: str | None) -> None:
-    """Refuse, before any figure is written, an ``--out`` that cannot be a folder and an Optuna
-    ``--storage`` that cannot be opened."""
-    if out.exists() and not out.is_dir():
-        raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the {what}")
-    blocker = next((p for p in Path(out).absolute().parents if p.exists()), None)
-    if blocker is not None and not blocker.is_dir():
-        raise AblateError(f"cannot create --out {out}: {blocker} is a file, not a folder; pass a folder path")
+    """Refuse, before any figure is written, a bad ``--out`` and an Optuna ``--storage`` that cannot be opened."""
+    output.check_out(out, what)
     if storage is not None and sqlite_exists(storage):  # a SQLite file that does not exist: no tuning section
         open_storage(storage)
 
@@ -190,13 +179,6 @@ def report_all(
         raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
     output.check_results_readable(results)
     _check_out(out, "reports and their figures", storage)
-    with _writing(out):
-        path = _write_all(results, out, storage, lambda line: output.console.print(escape(line)))
-    output.console.print(f"wrote {path}")
-    return path
-
-
-def _write_all(results: Path, out: Path, storage: str | None, echo: Callable[[str], None]) -> Path:
     if not any(
         (Path(results) / n).is_dir() and any(p.is_dir() for p in (Path(results) / n).iterdir())
         for n in ablation_mod.available()
@@ -206,25 +188,29 @@ def _write_all(results: Path, out: Path, storage: str | None, echo: Callable[[st
             files = shlex.join(["ablate", "restore", str(Path(out) / "data"), *results_option(results)])
             restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
         raise AblateError(
-            f"no runs of any registered ablation in {results}; run `{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` "
-            f"first or pass the --results-dir it wrote to{restore}"
+            f"no runs of any registered ablation in {results}; run `{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` first or pass the --results-dir it wrote to{restore}"
         )
-    evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
-    guards = guards_of(list(claims_mod.load_claims()), results, evaluated)
-    entries = [_report_ablation(name, results, out, storage, echo, guards) for name in ablation_mod.available()]
-    for entry in entries:  # reports already in OUT whose runs are not in this store: linked, not rewritten
-        written = {r.path.name for r in entry.reported}
-        for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
-            if old.name not in written:
-                entry.notes.append(
-                    f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier "
-                    "report whose runs are not in this store (not regenerated)"
-                )
-    Path(out).mkdir(parents=True, exist_ok=True)
-    (repro := Path(out) / "reproductions.md").write_text(reproductions_markdown(evaluated, results))
-    echo(f"wrote {repro}")
-    (path := Path(out) / "README.md").write_text(index.index_markdown(entries, results, repro))
+    with _writing(out):
+        evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
+        guards = guards_of(list(claims_mod.load_claims()), results, evaluated)
+        entries = [_report_ablation(name, results, out, storage, guards) for name in ablation_mod.available()]
+        for entry in entries:  # reports already in OUT whose runs are not in this store: linked, not rewritten
+            written = {r.path.name for r in entry.reported}
+            for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
+                if old.name not in written:
+                    entry.notes.append(
+                        f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier report whose runs are not in this store (not regenerated)"
+                    )
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (repro := Path(out) / "reproductions.md").write_text(reproductions_markdown(evaluated, results))
+        _echo(f"wrote {repro}")
+        (path := Path(out) / "README.md").write_text(index.index_markdown(entries, results, repro))
+    output.console.print(f"wrote {path}")
     return path
+
+
+def _echo(line: str) -> None:
+    output.console.print(escape(line))
 
 
 def _default_profile(name: str) -> str:
@@ -234,13 +220,11 @@ def _default_profile(name: str) -> str:
         return "default profile"
 
 
-def _report_ablation(
-    name: str, results: Path, out: Path, storage: str | None, echo: Callable[[str], None], guards: Guards
-) -> index.Entry:
+def _report_ablation(name: str, results: Path, out: Path, storage: str | None, guards: Guards) -> index.Entry:
     try:
         abl = ablation_mod.load(name)
     except AblateError as exc:
-        echo(f"skipped {name}: {exc}")
+        _echo(f"skipped {name}: {exc}")
         return index.Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
     guarded = list(abl.control.guards) if abl.control is not None else []
     question, control = short_question(abl.question), abl.control is not None
@@ -255,19 +239,18 @@ def _report_ablation(
             sel = select(abl, pname, [], output.data_dir(), check_data=False, results=results, storage=storage)
         except AblateError as exc:
             entry.notes.append(f"{pname}: not reported ({exc})")
-            echo(f"skipped {name} / {pname}: {exc}")
+            _echo(f"skipped {name} / {pname}: {exc}")
             continue
         mine = [r for r in found.records if r.run_id in sel.run_ids]
         if not mine:
             entry.notes.append(
-                f"{pname}: {len(found.records)} runs made with key=value overrides "
-                f"(`{command('report', name, pname, results=results, overrides=('KEY=VALUE', '...'))}`)"
+                f"{pname}: {len(found.records)} runs made with key=value overrides (`{command('report', name, pname, results=results, overrides=('KEY=VALUE', '...'))}`)"
             )
-            echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
+            _echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
             continue
         path, result, tuning = write_report(sel, results, out, guards, storage)
         made[pname] = result, tuning
-        echo(f"wrote {path}")
+        _echo(f"wrote {path}")
         newest = max((r.finished_at or "" for r in mine), default="")
         # the claims' evidence its grid holds: the latest report is the confirmatory one that tests them most
         view = sel.ablation

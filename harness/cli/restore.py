@@ -42,8 +42,7 @@ def restore(files: list[Path], results: Path) -> int:
             output.console.print(_line(d))
     except OSError as exc:
         raise AblateError(
-            f"cannot write the store under --results-dir {results} ({exc.strerror or exc}); what was written "
-            "before it stays (the same command again completes the rest); pass a folder you can write to"
+            f"cannot write the store under --results-dir {results} ({exc.strerror or exc}); what was written before it stays (the same command again completes the rest); pass a folder you can write to"
         ) from None
     if bench := sorted({b for d in done for b in d.bench}):
         output.console.print(escape(f"bench files into {results / 'bench'}: {', '.join(bench)}"))
@@ -66,8 +65,7 @@ def _missing_controls(done: list[Restored], results: Path) -> None:
             missing.append(f"{kind} {gid} ({', '.join(lacking)})")
     if missing:
         output.console.print(
-            "[yellow]the claims of these reports rest on controls whose grids the store lacks: "
-            f"{escape('; '.join(missing))}; restore their data files too, or their reports withhold those verdicts[/]"
+            f"[yellow]the claims of these reports rest on controls whose grids the store lacks: {escape('; '.join(missing))}; restore their data files too, or their reports withhold those verdicts[/]"
         )
 
 
@@ -78,14 +76,12 @@ def _line(d: Restored) -> str:
         + (f" ({d.histories} with a validation history)" if d.histories else ""),
         f"{len(d.replaced)} of them in place of an unreadable record.json" if d.replaced else "",
         f"{count(len(d.kept), 'run')} already in the store, kept" if d.kept else "",
-        f"{len(d.differ)} of them differ{'s' if len(d.differ) == 1 else ''} from the file's (status or metrics), "
-        f"e.g. {d.differ[0][0]} ({d.differ[0][1]}): the store's is kept"
+        f"{len(d.differ)} of them differ{'s' if len(d.differ) == 1 else ''} from the file's (status or metrics), e.g. {d.differ[0][0]} ({d.differ[0][1]}): the store's is kept"
         if d.differ
         else "",
         f"{count(d.problems, 'unreadable store entry')} it lists not restored (not runs)" if d.problems else "",
         f"the lost validation history of {count(d.refilled, 'kept run')} written again" if d.refilled else "",
-        "the summary of its Optuna studies, which the report shows (not the studies: `run --tuned` needs "
-        "`ablate tune` again)"
+        "the summary of its Optuna studies, which the report shows (not the studies: `run --tuned` needs `ablate tune` again)"
         if d.studies is not None
         else "",
     ]
@@ -102,8 +98,7 @@ def _next_steps(done: list[Restored], results: Path, differ: int) -> None:
         d = registered[0]
         lines += [
             f"`{shlex.join(['ablate', 'report', '--all', *results_option(results)])}` makes every report and the index from them",
-            f"`{command('run', d.ablation, d.profile.removesuffix('+tuned'), results=results)}` "
-            "trains only the runs the store lacks",
+            f"`{command('run', d.ablation, d.profile.removesuffix('+tuned'), results=results)}` trains only the runs the store lacks",
         ]
     if own := next((d for d in done if d not in registered), None):
         report = command("report", f"PATH/TO/{own.ablation}.yaml", own.profile, results=results)
