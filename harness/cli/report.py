@@ -1,7 +1,6 @@
 """``ablate report``: one ablation's markdown report (and its W&B summary run), or with ``--all``
 every registered ablation's reports and their index (docs/reports.md). The one place that computes
-what a report shows, from the store or a data file (``--from``); :mod:`harness.report` renders it.
-"""
+what a report shows, from the store or a data file (``--from``); :mod:`harness.report` renders it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Optuna storage for ``ablate tune`` (docs/tuning.md: storage and many workers): an RDB URL, by
 default ``sqlite:///<results>/optuna.db``, only ever printed with its password masked. Processes
 creating one fresh SQLite schema or study at the same moment race ("table alembic_version already
-exists", UNIQUE constraint): opening and creating are retried a few times on those errors only.
-"""
+exists", UNIQUE constraint): opening and creating are retried a few times on those errors only."""
 
 from __future__ import annotations
 
@@ -158,9 +157,7 @@ def check_study(study: Any, name: str, direction: str, url: str, distributions: 
             f"study {name!r} exists and {study.direction.name.lower()}s, but the ablation's primary metric asks to {direction}; {delete_hint(name, url)}"
         )
     for trial in study.get_trials(deepcopy=False):
-        for key, stored in trial.distributions.items():
-            if key not in distributions:
-                continue
+        for key, stored in ((k, d) for k, d in trial.distributions.items() if k in distributions):
             try:
                 check_distribution_compatibility(stored, distributions[key])
             except ValueError as exc:

@@ -1,8 +1,7 @@
 """Optuna tuning of every variant of an ablation before the comparison (``ablate tune``,
 docs/tuning.md): what the studies are (this module) and how they run (:mod:`harness.tune.search`).
 One study per (ablation, profile, task, variant), at :data:`TUNING_SEED`, scored on the validation
-split; ``ablate run --tuned`` runs each variant at its study's best parameters (:func:`tuned_specs`).
-"""
+split; ``ablate run --tuned`` runs each variant at its study's best parameters (:func:`tuned_specs`)."""
 
 from __future__ import annotations
 
@@ -173,9 +172,8 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
 
 
 def tuned_specs(sel: Selection, specs: list[RunSpec], data_dir: Path | None = None) -> list[RunSpec]:
-    """``specs`` with their study's best parameters merged in, stored under ``<profile>+tuned``.
-    ``sel``: the ``ablate run`` command's selection: its storage (default ``RESULTS/optuna.db``), the
-    ``ablate tune`` command errors suggest, and its key=value overrides, which may not set a key a study tuned.
+    """``specs`` at their study's best parameters, stored under ``<profile>+tuned``; ``sel``: the ``ablate
+    run`` command's selection (its storage, hints, and overrides, which may not set a key a study tuned).
 
     Raises:
         AblateError: a (task, variant) with no study or no complete trial (all listed at once); an

@@ -110,10 +110,10 @@ def plan_cmd(
     plugin: o.PluginOpt = None,
 ) -> None:
     """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
-    from harness.cli import plan as seeds_cmd
+    from harness.cli import compare as compare_cmd
 
     o.guard(
-        seeds_cmd.plan_seeds,
+        compare_cmd.plan_seeds,
         name,
         profile,
         pilot,

@@ -129,7 +129,6 @@ def reproduce(
     from harness.config import RunOptions
     from harness.execution.launch import Launch
 
-    launch = Launch(options=RunOptions(run_timeout=run_timeout))
     o.guard(
         run_cmd.reproduce,
         rid,
@@ -138,7 +137,7 @@ def reproduce(
         workers=workers,
         threads=threads,
         wandb=o.wandb_mode(wandb),
-        launch=launch,
+        launch=Launch(options=RunOptions(run_timeout=run_timeout)),
         plugins=plugin or [],
         on_interrupt=o.INTERRUPTED_RUNS,
     )

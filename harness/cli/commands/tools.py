@@ -47,10 +47,8 @@ def schema(
     from harness.experiment import reference
     from harness.experiment import schema as schema_mod
 
-    def write() -> None:  # verbatim, no console: a terminal's width must not wrap it
-        typer.echo(reference.markdown() if markdown else schema_mod.text(), nl=False)
-
-    o.guard(write, plugins=plugin or [])
+    # verbatim, no console: a terminal's width must not wrap it
+    o.guard(lambda: typer.echo(reference.markdown() if markdown else schema_mod.text(), nl=False), plugins=plugin or [])
 
 
 CheckFormat = o.choices("CheckFormat", "table", "json")
