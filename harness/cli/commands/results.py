@@ -1,5 +1,5 @@
 """The declarations of ``ablate status``, ``compare``, ``report``, ``plan``, ``restore`` and ``sync``: the commands that
-read the store (:mod:`harness.cli.inspect`, ``compare``, ``report``, ``plan``, ``restore`` and
+read the store (:mod:`harness.cli.inspect`, :mod:`harness.cli.compare`, :mod:`harness.cli.report` and
 :mod:`harness.training.wandb_upload` run them)."""
 
 from __future__ import annotations
@@ -140,10 +140,10 @@ def restore(
     (not checkpoints, logger folders or the Optuna studies); runs already in the store are kept.
     Then `ablate report --all` makes every report and the index, and `ablate run NAME` trains only
     the runs the store lacks."""
-    from harness.cli import restore as restore_cmd
+    from harness.cli import report as report_cmd
 
     o.guard(
-        restore_cmd.restore,
+        report_cmd.restore,
         files or [],
         results_dir,
         on_interrupt="interrupted: the runs restored so far are in the store; the same command again restores the rest (a run folder left without record.json is completed)",
