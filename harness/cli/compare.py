@@ -157,13 +157,10 @@ def plan_seeds(
     planning.check_levels(power, alpha)
     if not prof.confirmatory:
         confirm = [n for n, p in abl.profiles.items() if p.confirmatory]
+        fix = f"; plan one of {', '.join(confirm)}, e.g. --profile {confirm[0]}" if confirm else ""
         raise AblateError(
             f"ablate plan sizes a confirmatory profile; {abl.name} / {prof_name} is a pilot (confirmatory: false)"
-            + (
-                f"; plan one of {', '.join(confirm)}, e.g. --profile {confirm[0]}"
-                if confirm
-                else f", and {abl.name} declares no confirmatory profile"
-            )
+            + (fix or f", and {abl.name} declares no confirmatory profile")
         )
     output.check_results_readable(results)
     target = output.selection(abl, prof_name, overrides, results, typed=name)
@@ -171,9 +168,9 @@ def plan_seeds(
     output.check_store_exists(sel, flag="--from")
     if sel.profile == planning.SMOKE:
         others = [n for n, p in abl.profiles.items() if not p.confirmatory and n != planning.SMOKE]
+        fix = f"; run a pilot ({', '.join(others)}) and plan --from it" if others else ""
         print(
-            f"warning: the spread comes from the {planning.SMOKE} profile, whose runs check the plumbing and are too short for their spread to mean anything"
-            + (f"; run a pilot ({', '.join(others)}) and plan --from it" if others else ""),
+            f"warning: the spread comes from the {planning.SMOKE} profile, whose runs check the plumbing and are too short for their spread to mean anything{fix}",
             file=sys.stderr,
         )
     result = analyse(sel, results)

@@ -65,12 +65,9 @@ def _retry(call: Callable[[], Any]) -> Any:
 
 
 def open_storage(url: str, heartbeat: int | None = None) -> Any:
-    """An ``optuna.storages.RDBStorage`` on ``url``; with ``heartbeat`` (seconds), a running trial
-    silent for 3 x ``heartbeat`` is failed by the next worker.
-
-    Raises:
-        AblateError: an unparsable URL, a missing driver, an unreachable or unwritable database.
-    """
+    """An ``optuna.storages.RDBStorage`` on ``url``; with ``heartbeat`` (seconds), a running trial silent
+    for 3 x ``heartbeat`` is failed by the next worker. Raises AblateError: an unparsable URL, a missing
+    driver, an unreachable or unwritable database."""
     import optuna
     import sqlalchemy.exc
 

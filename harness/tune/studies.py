@@ -68,7 +68,7 @@ def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
         key, value = parse_override(text)
         paths = [p for p in abl.axes if p == key or p.rsplit(".", 1)[-1] == key]
         if len(paths) != 1:
-            names = list(abl.axes) + [p.rsplit(".", 1)[-1] for p in abl.axes]
+            names = [*abl.axes, *(p.rsplit(".", 1)[-1] for p in abl.axes)]
             raise AblateError(
                 f"--variant {text!r}: {key!r} is not an axis of {abl.name}{did_you_mean(key, names)}; axes: {', '.join(abl.axes)}"
             )
@@ -90,12 +90,8 @@ def plan_studies(
     data_dir: Path | None = None,
 ) -> tuple[str, list[StudyPlan]]:
     """The studies of one ablation and profile, validated before any trial starts; a key set by
-    ``overrides`` is not searched.
-
-    Raises:
-        AblateError: bad overrides, an unknown task or variant selector, a space value that a
-            variant's config rejects, or a profile that uses the tuning seed for a comparison.
-    """
+    ``overrides`` is not searched. Raises AblateError: bad overrides, an unknown task or variant
+    selector, a space value that a variant's config rejects, a profile that compares at the tuning seed."""
     sel = select(abl, profile, overrides, data_dir)
     prof_name, specs, abl = sel.profile, sel.specs, sel.ablation
     if TUNING_SEED in abl.profiles[prof_name].seeds:
@@ -174,11 +170,8 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
 def tuned_specs(sel: Selection, specs: list[RunSpec], data_dir: Path | None = None) -> list[RunSpec]:
     """``specs`` at their study's best parameters, stored under ``<profile>+tuned``; ``sel``: the ``ablate
     run`` command's selection (its storage, hints, and overrides, which may not set a key a study tuned).
-
-    Raises:
-        AblateError: a (task, variant) with no study or no complete trial (all listed at once); an
-            override of a key a study tuned.
-    """
+    Raises AblateError: a (task, variant) with no study or no complete trial (all listed at once); an
+    override of a key a study tuned."""
     url = sel.storage or default_storage(sel.results)
     tune_first = sel.command("tune", storage=True)
     if not sqlite_exists(url):
