@@ -88,6 +88,8 @@ LAZY_INTERNAL = {
     "harness.report.index",
     # the positive controls' outcomes (pandas, scipy): `ablate reproduce`, beside `ablate run`, prints them
     "harness.report.guards",
+    # the bench's table (matplotlib, pandas under it): `ablate check`, beside `ablate bench`, needs neither
+    "harness.report.bench",
     # the decisions of a group-sequential design (scipy): `ablate run` needs them to choose its runs
     "harness.analysis.looks",
 }

@@ -1,5 +1,5 @@
 """The declarations of ``ablate list``, ``show``, ``schema``, ``check`` and ``bench attention``: the commands
-outside the run store (:mod:`harness.cli.inspect`, :mod:`harness.cli.check` and :mod:`harness.cli.bench` run them)."""
+outside the run store (:mod:`harness.cli.inspect` and :mod:`harness.cli.tools` run them)."""
 
 from __future__ import annotations
 
@@ -67,9 +67,9 @@ def check(
     plugin: o.PluginOpt = None,
 ) -> None:
     """The contract suite on components and tasks (shapes, causality, precisions, lengths, ...); exit 1 if one fails."""
-    from harness.cli import check as check_cmd
+    from harness.cli import tools as tools_cmd
 
-    o.guard(check_cmd.check, names or [], fmt=fmt.value, every=every, seed=seed, threads=threads, plugins=plugin or [])
+    o.guard(tools_cmd.check, names or [], fmt=fmt.value, every=every, seed=seed, threads=threads, plugins=plugin or [])
 
 
 def bench_attention(
@@ -101,7 +101,7 @@ def bench_attention(
     ] = Path("results/bench"),
 ) -> None:
     """Time forward + backward of one attention layer per kernel and length, with peak memory; writes JSON."""
-    from harness.cli import bench as bench_command
+    from harness.cli import tools as tools_cmd
 
     def ints(text: Optional[str]) -> Optional[list[int]]:
         try:
@@ -112,7 +112,7 @@ def bench_attention(
 
     names = [k.strip() for k in kernels.split(",") if k.strip()] if kernels is not None else None
     o.guard(
-        bench_command.attention,
+        tools_cmd.attention,
         device=device,
         lengths=ints(lengths),
         kernels=names,
