@@ -117,9 +117,8 @@ class GridProgress:
         self.lines = [describe(label, progress) for label, progress in found if progress is not None]
         return self.lines
 
-    def _renderable(self) -> Group:
-        lines = [Text.from_markup(f"  [dim]{escape(line)}[/]") for line in self.lines]
-        return Group(self._bar, *lines) if self._bar is not None else Group(*lines)
+    def _renderable(self) -> Group:  # in a terminal only: with the bar
+        return Group(self._bar, *(Text.from_markup(f"  [dim]{escape(line)}[/]") for line in self.lines))
 
     def _watch(self) -> None:
         last_plain = time.monotonic()
