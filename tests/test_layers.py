@@ -86,6 +86,10 @@ LAZY_INTERNAL = {
     "harness.analysis.guards",
     # the reports' index (the analysis under it: pandas, scipy): `ablate list` cuts questions with it
     "harness.report.index",
+    # the positive controls' outcomes (pandas, scipy): `ablate reproduce`, beside `ablate run`, prints them
+    "harness.report.guards",
+    # the bench's table (matplotlib, pandas under it): `ablate check`, beside `ablate bench`, needs neither
+    "harness.report.bench",
     # the decisions of a group-sequential design (scipy): `ablate run` needs them to choose its runs
     "harness.analysis.looks",
 }
@@ -94,7 +98,6 @@ LAZY_INTERNAL = {
 LAZY_MODULES = {
     "harness.cli.app",
     "harness.cli.options",
-    "harness.cli.commands.inspect",
     "harness.cli.commands.results",
     "harness.cli.commands.runs",
     "harness.cli.commands.tools",

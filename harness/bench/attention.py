@@ -1,7 +1,7 @@
 """What ``ablate bench attention`` measures: forward + backward of one attention layer per kernel
 and sequence length, with peak memory, the SDPA backend that ran and tokens/s; how, and why a CPU
 reading needs a fresh process per (kernel, length): docs/benchmarks.md. The command (JSON, table)
-is :mod:`harness.cli.bench`, the report section :mod:`harness.report.bench`.
+is :mod:`harness.cli.tools`, the report section :mod:`harness.report.bench`.
 """
 
 from __future__ import annotations

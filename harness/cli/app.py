@@ -13,7 +13,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from harness.cli.commands import inspect, results, runs, tools
+from harness.cli.commands import results, runs, tools
 
 CLOSED_PIPE_EXIT = 141  # a closed output pipe (`ablate list | head -1`): 128 + SIGPIPE, as `git log | head -1`
 
@@ -56,7 +56,7 @@ app = typer.Typer(
 
 
 for declared in (
-    *(inspect.list_cmd, inspect.show, inspect.schema, runs.run, inspect.status, results.compare, results.report),
+    *(tools.list_cmd, tools.show, tools.schema, runs.run, results.status, results.compare, results.report),
     *(runs.reproduce, results.plan_cmd, runs.tune, results.restore, results.sync, tools.check),
 ):  # in the order `ablate --help` lists them
     app.command(declared.__name__.removesuffix("_cmd"))(declared)

@@ -1,4 +1,5 @@
-"""``ablate compare``: the comparison tables of a grid from the store (also printed by ``ablate run``)."""
+"""``ablate compare``: the comparison tables of a grid from the store (also printed by ``ablate run``); ``ablate
+plan``: the seeds each primary comparison needs, from a pilot's spread."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import statistics
 import sys
 from pathlib import Path
 
+from harness.analysis import seed_planning as planning
 from harness.analysis.comparisons import analyse
+from harness.analysis.seed_planning import SeedPlan
 from harness.cli import output
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
@@ -48,26 +51,22 @@ def compare(
         output.check_results_readable(results)
         committed = archive.existing(report_path(abl, sel.profile, DEFAULT_REPORTS))
         output.check_store_exists(sel, tuned, data_file=committed)
-    print_tables(abl, sel.profile, results, metric is None, metric, fmt, tuned, found, ctx=sel)
+    print_tables(sel, results, metric, fmt, tuned, found)
 
 
 def print_tables(
-    abl: Ablation,
-    profile: str,
+    sel: Selection,
     results: Path,
-    primary_only: bool,
     metric: str | None = None,
     fmt: str = "table",
     tuned: bool = False,
     found: StoreScan | None = None,
-    *,
-    ctx: Selection,
     brief: bool = False,
 ) -> None:
-    """Print the primary tables, or every table, or those of ``metric`` (``found``: a data file's runs);
-    ``fmt="table"`` piped: every column as markdown, or with ``brief`` (``ablate run``) the summary's."""
-    store = tuned_profile(profile) if tuned else profile
-    result = analyse(ctx, results, store_profile=store if tuned else None, found=found)
+    """Print the primary tables, or those of ``metric`` (``found``: a data file's runs); ``fmt="table"``
+    piped: every column as markdown, or with ``brief`` (``ablate run``) the summary's."""
+    store = tuned_profile(sel.profile) if tuned else sel.profile
+    result = analyse(sel, results, store_profile=store if tuned else None, found=found)
 
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
     def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup
@@ -78,52 +77,42 @@ def print_tables(
 
     if result.foreign:
         note(
-            f"({result.foreign} other runs in {results / abl.name / store} were made with other "
-            "overrides and are not compared here; pass those key=value overrides to compare them)"
+            f"({result.foreign} other runs in {results / sel.name / store} were made with other overrides and are not compared here; pass those key=value overrides to compare them)"
         )
     if result.scan.problems:
-        note(f"({len(result.scan.problems)} unreadable store entries left out: see `{ctx.command('status')}`)")
+        note(f"({len(result.scan.problems)} unreadable store entries left out: see `{sel.command('status')}`)")
     for task, mix in result.mixed_code.items():  # on stderr: --format json/csv stays parseable
         print(f"warning: {mix_warning(task, mix)}", file=sys.stderr)
     if not result.tables:
-        note(f"no finished runs of {abl.name} / {store} in {results}")
+        note(f"no finished runs of {sel.name} / {store} in {results}")
         return
-    tables = [t for t in result.tables if (t.family.startswith("primary") if primary_only else True)]
-    if metric is not None:
-        tables = [t for t in tables if t.metric == metric]
-        if not tables:
-            known = sorted({t.metric for t in result.tables})
-            raise AblateError(
-                f"no results for metric {metric!r}{did_you_mean(metric, known)}; metrics: {', '.join(known)}"
-            )
+    if metric is None:
+        tables = [t for t in result.tables if t.family.startswith("primary")]
+    elif not (tables := [t for t in result.tables if t.metric == metric]):
+        known = sorted({t.metric for t in result.tables})
+        raise AblateError(f"no results for metric {metric!r}{did_you_mean(metric, known)}; metrics: {', '.join(known)}")
     if not tables:
-        note(f"no finished runs of {abl.name} / {profile} in {results}")
+        note(f"no finished runs of {sel.name} / {sel.profile} in {results}")
         return
     if fmt == "table" and not output.console.is_terminal:  # piped or captured: markdown, not box drawing
         text = summary_markdown(tables) if brief else render(tables, "md")
-        output.console.print(text, markup=False)
-        return
-    output.console.print(render(tables, fmt, output.console), markup=False)  # text formats verbatim
+    else:
+        text = render(tables, fmt, output.console)  # text formats verbatim
+    output.console.print(text, markup=False)
 
 
 def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) -> list[str]:
     """What the tables of ``profile`` can say, and the next commands (after a pilot, a confirmatory run)."""
     pilot = not abl.profiles[profile].confirmatory
     said = (
-        f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; "
-        "Δ and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
+        f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; Δ and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
         if pilot
-        else f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both "
-        "reject after Holm adjustment over the primary comparisons (p adj); inconclusive and underpowered "
-        "decide nothing at these seeds."
+        else f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both reject after Holm adjustment over the primary comparisons (p adj); inconclusive and underpowered decide nothing at these seeds."
     )
     step = f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS)}"
     confirm = next((name for name, prof in abl.profiles.items() if prof.confirmatory), None)
     if pilot and confirm is not None:
-        step += (
-            f"; `{ctx.command('run', profile=confirm)}` runs the confirmatory profile"
-            f"{_cost(abl, confirm, results, ctx)}"
-        )
+        step += f"; `{ctx.command('run', profile=confirm)}` runs the confirmatory profile{_cost(abl, confirm, results, ctx)}"
     return ["", said, step]
 
 
@@ -146,7 +135,56 @@ def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     if not left:
         return f"{text}, all in the store"
     eta = f"{left * median:.0f} s" if left * median < 120 else f"{left * median / 60:.0f} min"
-    return (
-        f"{text}, {len(times)} in the store; ~{eta} for the {left} others on one worker "
-        f"(median {median:.0f} s per run of the {len(times)})"
-    )
+    return f"{text}, {len(times)} in the store; ~{eta} for the {left} others on one worker (median {median:.0f} s per run of the {len(times)})"
+
+
+def plan_seeds(
+    name: str,
+    profile: str | None,
+    pilot: str | None,
+    results: Path,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    fmt: str = "table",
+    overrides: list[str] | tuple[str, ...] = (),
+) -> SeedPlan:
+    """``ablate plan``: the seeds each primary comparison of ``profile`` (default: the declared
+    default) needs to detect its task's sesoi, from the spread of the ``pilot`` profile's runs
+    (default: the first pilot profile with runs; ``overrides``: those its runs were made with).
+    Prints the table and returns the :class:`harness.analysis.seed_planning.SeedPlan`."""
+    abl = ablation_mod.load(name)
+    prof_name, prof = abl.profile(profile)
+    planning.check_levels(power, alpha)
+    if not prof.confirmatory:
+        confirm = [n for n, p in abl.profiles.items() if p.confirmatory]
+        fix = f"; plan one of {', '.join(confirm)}, e.g. --profile {confirm[0]}" if confirm else ""
+        raise AblateError(
+            f"ablate plan sizes a confirmatory profile; {abl.name} / {prof_name} is a pilot (confirmatory: false)"
+            + (fix or f", and {abl.name} declares no confirmatory profile")
+        )
+    output.check_results_readable(results)
+    target = output.selection(abl, prof_name, overrides, results, typed=name)
+    sel = output.selection(abl, planning.pilot_profile(abl, results, pilot, target), overrides, results, typed=name)
+    output.check_store_exists(sel, flag="--from")
+    if sel.profile == planning.SMOKE:
+        others = [n for n, p in abl.profiles.items() if not p.confirmatory and n != planning.SMOKE]
+        fix = f"; run a pilot ({', '.join(others)}) and plan --from it" if others else ""
+        print(
+            f"warning: the spread comes from the {planning.SMOKE} profile, whose runs check the plumbing and are too short for their spread to mean anything{fix}",
+            file=sys.stderr,
+        )
+    result = analyse(sel, results)
+    if not result.scan.records:
+        other = (
+            f" ({result.foreign} made with other overrides: pass those key=value overrides)" if result.foreign else ""
+        )
+        raise AblateError(
+            f"no pilot runs of {abl.name} / {sel.profile} in {results}{other}; run `{sel.command('run')}` first"
+        )
+    seeds = planning.seed_plan(target, result, power=power, alpha=alpha)
+    if fmt == "table" and not output.console.is_terminal:
+        fmt = "md"  # piped or captured: plain markdown instead of box drawing
+    if fmt in ("table", "md"):
+        output.console.print(planning.describe(seeds) + "\n", markup=False)
+    output.console.print(planning.render(seeds, fmt), markup=False)
+    return seeds

@@ -59,8 +59,7 @@ WorkersOpt = Annotated[
     typer.Option(
         min=1,
         max=INT_MAX,
-        help="runs at once (default: one per GPU slot; on CPU, cores / --threads, at most the runs to do, "
-        "or 1 when the grid's estimated time is too short to pay for a process pool, e.g. a smoke grid)",
+        help="runs at once (default: one per GPU slot; on CPU, cores / --threads, at most the runs to do, or 1 when the grid's estimated time is too short to pay for a process pool, e.g. a smoke grid)",
     ),
 ]
 ThreadsOpt = Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads per run")]
@@ -79,8 +78,7 @@ PluginOpt = Annotated[
     Optional[list[str]],
     typer.Option(
         "--plugin",
-        help="a plugin to load first: an importable module or a .py file (repeatable); "
-        "installed plugins (entry points in ablate.plugins) load by themselves",
+        help="a plugin to load first: an importable module or a .py file (repeatable); installed plugins (entry points in ablate.plugins) load by themselves",
     ),
 ]
 StorageOpt = Annotated[
@@ -102,23 +100,13 @@ def choices(name: str, *values: str) -> type[Enum]:
 
 
 WandbMode = choices("WandbMode", "auto", "off", "offline", "online")
-
-
-WandbOpt = Annotated[
-    WandbMode,
-    typer.Option(help="auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"),
-]
-
-
+WANDB_AUTO = "auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"
+WandbOpt = Annotated[WandbMode, typer.Option(help=WANDB_AUTO)]
 Format = choices("Format", "table", "md", "csv", "json")
 FormatOpt = Annotated[Format, typer.Option("--format")]
 
 
 INTERRUPTED_RUNS = "interrupted: finished runs are in the store; run the same command again to continue"
-INTERRUPTED_TRIALS = (
-    "interrupted: finished trials are in the storage (the interrupted one is not counted); "
-    "run the same command again to continue"
-)
 INTERRUPTED_REPORT = (
     "interrupted: the report may be incomplete and no run in the store changed; run the same command again to write it"
 )

@@ -56,12 +56,20 @@ def check_results_dir(results: Path, create: bool = True) -> None:
         raise AblateError(f"--results-dir {results} is not writable; pass a folder you can write to")
 
 
+def check_out(out: Path, what: str) -> None:
+    """An ``--out`` that is a file or lies under one (``what``: what it is for)."""
+    if out.exists() and not out.is_dir():
+        raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the {what}")
+    blocker = next((p for p in out.absolute().parents if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise AblateError(f"cannot create --out {out}: {blocker} is a file, not a folder; pass a folder path")
+
+
 def check_wandb(mode: str) -> None:
     """``--wandb online`` with no W&B credentials: every run would fail on ``wandb.init``."""
     if mode == "online" and not has_wandb_credentials():
         raise AblateError(
-            "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
-            "offline and upload later with `ablate sync`"
+            "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb offline and upload later with `ablate sync`"
         )
 
 
@@ -92,11 +100,10 @@ def selection(
     check_data: bool = False,
     will_run: Callable[[RunSpec], bool] | None = None,
 ) -> Selection:
-    """The :class:`Selection` a command works on, with what it was given for its hints (``typed``:
-    the ablation as named). A read-only command (``check_data`` False) needs no data and builds no
-    model (run ids depend only on configs; a variant ``ablate run`` would refuse has no runs to
-    read), unless ``will_run`` says otherwise. Raises AblateError as
-    :func:`harness.experiment.selection.select` does."""
+    """The :class:`Selection` a command works on (:func:`harness.experiment.selection.select`), with
+    what it was given for its hints (``typed``: the ablation as named). A read-only command
+    (``check_data`` False) needs no data and builds no model (run ids depend only on configs; a
+    variant ``ablate run`` would refuse has no runs to read), unless ``will_run`` says otherwise."""
     return select(
         abl,
         profile,

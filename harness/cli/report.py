@@ -1,25 +1,27 @@
 """``ablate report``: one ablation's markdown report (and its W&B summary run), or with ``--all``
 every registered ablation's reports and their index (docs/reports.md). The one place that computes
 what a report shows, from the store or a data file (``--from``); :mod:`harness.report` renders it.
-"""
+``ablate restore``: a run store rebuilt from reports' data files (:mod:`harness.store.archive`), so
+that a clone can regenerate every report and finish or extend a grid."""
 
 from __future__ import annotations
 
 import contextlib
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.markup import escape
 
-from harness.analysis.claims import control_outcomes, in_grid
+from harness.analysis.claims import NEGATIVE, control_outcomes, in_grid
 from harness.analysis.comparisons import Analysis, analyse
 from harness.analysis.guards import declared_guards, evaluate_all, guards_of
 from harness.cli import output
-from harness.encode import json_safe, short_question
+from harness.encode import count, json_safe, short_question
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
+from harness.experiment.control import load_registry
 from harness.experiment.selection import Selection, select
 from harness.hints import command, results_option
 from harness.report import index
@@ -28,7 +30,7 @@ from harness.report.guards import UNKNOWN, Guards, write_guards
 from harness.report.guards import markdown as reproductions_markdown
 from harness.report.markdown import report_path, write_markdown
 from harness.report.sections import control_text, verdict
-from harness.report.source import DataFile, load_source
+from harness.report.source import DataFile, load_source, plan
 from harness.report.tuning import TuningInputs, claim_changes, read_tuning, tuned_analysis
 from harness.report.tuning_data import copy_figures, restored_studies_path, studies_json
 from harness.store import archive
@@ -54,8 +56,7 @@ def report(
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     if source is not None and wandb != "off":
         raise AblateError(
-            f"--from writes no W&B summary run (--wandb {wandb}): a data file is not a store; drop --wandb, "
-            "or log one from the store with `ablate report NAME --wandb MODE`"
+            f"--from writes no W&B summary run (--wandb {wandb}): a data file is not a store; drop --wandb, or log one from the store with `ablate report NAME --wandb MODE`"
         )
     abl = ablation_mod.load(name)
     data = None
@@ -69,10 +70,9 @@ def report(
         output.check_results_readable(results)
         output.check_store_exists(sel, data_file=archive.existing(report_path(abl, sel.profile, out)))
     _check_out(out, "report and its figures", storage)
-    if data is None:
-        guards = guards_of(list(abl.claims), results)
-    else:  # the controls' outcomes kept beside the data file; without that file, unknown
-        guards = data.guards if data.guards is not None else declared_guards(list(abl.claims), UNKNOWN)
+    guards = guards_of(list(abl.claims), results) if data is None else data.guards
+    if guards is None:  # a data file without the controls' outcomes kept beside it: unknown
+        guards = declared_guards(list(abl.claims), UNKNOWN)
     with _writing(out):
         path, result, _ = write_report(sel, results, out, guards, storage, data)
     output.console.print(f"wrote {path}")
@@ -91,12 +91,7 @@ def report(
 
 
 def write_report(
-    sel: Selection,
-    results: Path,
-    out: Path,
-    guards: Guards,
-    storage: str | None = None,
-    data: DataFile | None = None,
+    sel: Selection, results: Path, out: Path, guards: Guards, storage: str | None = None, data: DataFile | None = None
 ) -> tuple[Path, Analysis, TuningInputs]:
     """Analyse the selection's runs (the store's, or the data file ``data``'s) and write their report;
     from the store, also its data file ``out/data/NAME[.PROFILE].tar.gz`` and the controls' file beside
@@ -109,15 +104,16 @@ def write_report(
         result = analyse(sel, results, found=data.scan)
         tuning, bench = TuningInputs(data.tuning, tuned_analysis(sel, results, data.tuned)), data.bench
     path = write_markdown(sel, result, out, tuning, guards, bench)
-    if data is None:
-        extra = {f"bench/{p.name}": p.read_bytes() for p in bench_files(abl, bench)}
-        tuned = []
-        if tuning.studies is not None:
-            extra[restored_studies_path(Path(), abl.name, profile).as_posix()] = studies_json(tuning.studies)
-            tuned = tuning.tuned.scan.records if tuning.tuned is not None else []
-        records, problems = [*result.scan.records, *tuned], result.scan.problems
-        written = archive.write(archive.data_path(path), results, records, abl.name, profile, problems, extra)
-        write_guards(guards, written, abl.name, profile)
+    if data is not None:
+        return path, result, tuning
+    extra = {f"bench/{p.name}": p.read_bytes() for p in bench_files(abl, bench)}
+    tuned = []
+    if tuning.studies is not None:
+        extra[restored_studies_path(Path(), abl.name, profile).as_posix()] = studies_json(tuning.studies)
+        tuned = tuning.tuned.scan.records if tuning.tuned is not None else []
+    records, problems = [*result.scan.records, *tuned], result.scan.problems
+    written = archive.write(archive.data_path(path), results, records, abl.name, profile, problems, extra)
+    write_guards(guards, written, abl.name, profile)
     return path, result, tuning
 
 
@@ -157,13 +153,8 @@ def _writing(out: Path) -> Iterator[None]:
 
 
 def _check_out(out: Path, what: str, storage: str | None) -> None:
-    """Refuse, before any figure is written, an ``--out`` that cannot be a folder and an Optuna
-    ``--storage`` that cannot be opened."""
-    if out.exists() and not out.is_dir():
-        raise AblateError(f"--out {out} exists and is not a folder; pass a folder for the {what}")
-    blocker = next((p for p in Path(out).absolute().parents if p.exists()), None)
-    if blocker is not None and not blocker.is_dir():
-        raise AblateError(f"cannot create --out {out}: {blocker} is a file, not a folder; pass a folder path")
+    """Refuse, before any figure is written, a bad ``--out`` and an Optuna ``--storage`` that cannot be opened."""
+    output.check_out(out, what)
     if storage is not None and sqlite_exists(storage):  # a SQLite file that does not exist: no tuning section
         open_storage(storage)
 
@@ -190,13 +181,6 @@ def report_all(
         raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
     output.check_results_readable(results)
     _check_out(out, "reports and their figures", storage)
-    with _writing(out):
-        path = _write_all(results, out, storage, lambda line: output.console.print(escape(line)))
-    output.console.print(f"wrote {path}")
-    return path
-
-
-def _write_all(results: Path, out: Path, storage: str | None, echo: Callable[[str], None]) -> Path:
     if not any(
         (Path(results) / n).is_dir() and any(p.is_dir() for p in (Path(results) / n).iterdir())
         for n in ablation_mod.available()
@@ -206,25 +190,29 @@ def _write_all(results: Path, out: Path, storage: str | None, echo: Callable[[st
             files = shlex.join(["ablate", "restore", str(Path(out) / "data"), *results_option(results)])
             restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
         raise AblateError(
-            f"no runs of any registered ablation in {results}; run `{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` "
-            f"first or pass the --results-dir it wrote to{restore}"
+            f"no runs of any registered ablation in {results}; run `{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` first or pass the --results-dir it wrote to{restore}"
         )
-    evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
-    guards = guards_of(list(claims_mod.load_claims()), results, evaluated)
-    entries = [_report_ablation(name, results, out, storage, echo, guards) for name in ablation_mod.available()]
-    for entry in entries:  # reports already in OUT whose runs are not in this store: linked, not rewritten
-        written = {r.path.name for r in entry.reported}
-        for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
-            if old.name not in written:
-                entry.notes.append(
-                    f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier "
-                    "report whose runs are not in this store (not regenerated)"
-                )
-    Path(out).mkdir(parents=True, exist_ok=True)
-    (repro := Path(out) / "reproductions.md").write_text(reproductions_markdown(evaluated, results))
-    echo(f"wrote {repro}")
-    (path := Path(out) / "README.md").write_text(index.index_markdown(entries, results, repro))
+    with _writing(out):
+        evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
+        guards = guards_of(list(claims_mod.load_claims()), results, evaluated)
+        entries = [_report_ablation(name, results, out, storage, guards) for name in ablation_mod.available()]
+        for entry in entries:  # reports already in OUT whose runs are not in this store: linked, not rewritten
+            written = {r.path.name for r in entry.reported}
+            for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
+                if old.name not in written:
+                    entry.notes.append(
+                        f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier report whose runs are not in this store (not regenerated)"
+                    )
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (repro := Path(out) / "reproductions.md").write_text(reproductions_markdown(evaluated, results))
+        _echo(f"wrote {repro}")
+        (path := Path(out) / "README.md").write_text(index.index_markdown(entries, results, repro))
+    output.console.print(f"wrote {path}")
     return path
+
+
+def _echo(line: str) -> None:
+    output.console.print(escape(line))
 
 
 def _default_profile(name: str) -> str:
@@ -234,13 +222,11 @@ def _default_profile(name: str) -> str:
         return "default profile"
 
 
-def _report_ablation(
-    name: str, results: Path, out: Path, storage: str | None, echo: Callable[[str], None], guards: Guards
-) -> index.Entry:
+def _report_ablation(name: str, results: Path, out: Path, storage: str | None, guards: Guards) -> index.Entry:
     try:
         abl = ablation_mod.load(name)
     except AblateError as exc:
-        echo(f"skipped {name}: {exc}")
+        _echo(f"skipped {name}: {exc}")
         return index.Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
     guarded = list(abl.control.guards) if abl.control is not None else []
     question, control = short_question(abl.question), abl.control is not None
@@ -255,19 +241,18 @@ def _report_ablation(
             sel = select(abl, pname, [], output.data_dir(), check_data=False, results=results, storage=storage)
         except AblateError as exc:
             entry.notes.append(f"{pname}: not reported ({exc})")
-            echo(f"skipped {name} / {pname}: {exc}")
+            _echo(f"skipped {name} / {pname}: {exc}")
             continue
         mine = [r for r in found.records if r.run_id in sel.run_ids]
         if not mine:
             entry.notes.append(
-                f"{pname}: {len(found.records)} runs made with key=value overrides "
-                f"(`{command('report', name, pname, results=results, overrides=('KEY=VALUE', '...'))}`)"
+                f"{pname}: {len(found.records)} runs made with key=value overrides (`{command('report', name, pname, results=results, overrides=('KEY=VALUE', '...'))}`)"
             )
-            echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
+            _echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
             continue
         path, result, tuning = write_report(sel, results, out, guards, storage)
         made[pname] = result, tuning
-        echo(f"wrote {path}")
+        _echo(f"wrote {path}")
         newest = max((r.finished_at or "" for r in mine), default="")
         # the claims' evidence its grid holds: the latest report is the confirmatory one that tests them most
         view = sel.ablation
@@ -280,3 +265,92 @@ def _report_ablation(
         entry.controls = [control_text(c) for c in control_outcomes(result)]  # as the report says it
         entry.seeds = index.seeds_cell(result)
     return entry
+
+
+def restore(files: list[Path], results: Path) -> int:
+    """Check every data file, then restore each into ``results``, one line each, then what to run
+    next. Returns 1 when a run already in the store differs from the file's (kept), else 0. Raises
+    AblateError: no file, a refused file (nothing written), a store that cannot be written."""
+    if not files:
+        raise AblateError("name the data files to restore, e.g. `ablate restore reports/data`")
+    output.check_results_readable(results)
+    todo = plan(files)
+    for why in dict.fromkeys(why for _, why in todo.skipped):
+        paths = [str(p) for p, w in todo.skipped if w == why]
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        output.console.print(f"skipped {escape(shown)} ({why})")
+    done: list[archive.Restored] = []
+    try:
+        for path, arc, studies, guards in todo.files:
+            done.append(d := archive.unpack(arc, results))
+            d.guards = guards
+            if studies is not None and d.studies is not None:  # from reports/ for reports/data/FILE
+                d.missing_figures = copy_figures(studies, path.parent.parent, d.studies.parent)
+            output.console.print(_line(d))
+    except OSError as exc:
+        raise AblateError(
+            f"cannot write the store under --results-dir {results} ({exc.strerror or exc}); what was written before it stays (the same command again completes the rest); pass a folder you can write to"
+        ) from None
+    if bench := sorted({b for d in done for b in d.bench}):
+        output.console.print(escape(f"bench files into {results / 'bench'}: {', '.join(bench)}"))
+    differ = sum(len(d.differ) for d in done)
+    _missing_controls(done, results)
+    _next_steps(done, results, differ)
+    return 1 if differ else 0
+
+
+def _missing_controls(done: list[archive.Restored], results: Path) -> None:
+    """The controls the restored claims rest on whose grids the store lacks (their verdicts wait)."""
+    entries = {e.id: e for e in load_registry()}
+    missing = []
+    for kind, gid, profile in sorted({g for d in done for g in d.guards}, key=str):
+        if kind == NEGATIVE:
+            grids = {(gid, profile or "confirm")}
+        else:
+            grids = {(c.ablation, c.profile) for c in entries[gid].comparisons} if gid in entries else set()
+        if lacking := sorted(f"{a} / {p}" for a, p in grids if not (results / a / p).is_dir()):
+            missing.append(f"{kind} {gid} ({', '.join(lacking)})")
+    if missing:
+        output.console.print(
+            f"[yellow]the claims of these reports rest on controls whose grids the store lacks: {escape('; '.join(missing))}; restore their data files too, or their reports withhold those verdicts[/]"
+        )
+
+
+def _line(d: archive.Restored) -> str:
+    parts = [
+        f"{count(len(d.written), 'run')} written"
+        + (f", {d.tuned} of them tuned runs" if d.tuned else "")
+        + (f" ({d.histories} with a validation history)" if d.histories else ""),
+        f"{len(d.replaced)} of them in place of an unreadable record.json" if d.replaced else "",
+        f"{count(len(d.kept), 'run')} already in the store, kept" if d.kept else "",
+        f"{len(d.differ)} of them differ{'s' if len(d.differ) == 1 else ''} from the file's (status or metrics), e.g. {d.differ[0][0]} ({d.differ[0][1]}): the store's is kept"
+        if d.differ
+        else "",
+        f"{count(d.problems, 'unreadable store entry')} it lists not restored (not runs)" if d.problems else "",
+        f"the lost validation history of {count(d.refilled, 'kept run')} written again" if d.refilled else "",
+        "the summary of its Optuna studies, which the report shows (not the studies: `run --tuned` needs `ablate tune` again)"
+        if d.studies is not None
+        else "",
+    ]
+    missing = d.missing_figures
+    figures = f"; {count(len(missing), 'figure')} of the studies not found, e.g. {missing[0]}" if missing else ""
+    return escape(f"{d.path}: {d.ablation} / {d.profile}: " + "; ".join(p for p in parts if p) + figures)
+
+
+def _next_steps(done: list[archive.Restored], results: Path, differ: int) -> None:
+    known = ablation_mod.available()  # a scan of the ablations folder: once
+    registered = [d for d in done if d.ablation in known]
+    lines = []
+    if registered:
+        d = registered[0]
+        lines += [
+            f"`{shlex.join(['ablate', 'report', '--all', *results_option(results)])}` makes every report and the index from them",
+            f"`{command('run', d.ablation, d.profile.removesuffix('+tuned'), results=results)}` trains only the runs the store lacks",
+        ]
+    if own := next((d for d in done if d not in registered), None):
+        report = command("report", f"PATH/TO/{own.ablation}.yaml", own.profile, results=results)
+        lines.append(f"{own.ablation} is not a registered ablation: `{report}` reports it")
+    head = f"{count(sum(len(d.written) for d in done), 'run')} restored into {results}"
+    if differ:
+        head += f" ({count(differ, 'run')} kept that differ{'s' if differ == 1 else ''} from the files: exit 1)"
+    output.console.print(escape(head + "; " + "; ".join(lines)))

@@ -1,8 +1,7 @@
 """Optuna storage for ``ablate tune`` (docs/tuning.md: storage and many workers): an RDB URL, by
 default ``sqlite:///<results>/optuna.db``, only ever printed with its password masked. Processes
 creating one fresh SQLite schema or study at the same moment race ("table alembic_version already
-exists", UNIQUE constraint): opening and creating are retried a few times on those errors only.
-"""
+exists", UNIQUE constraint): opening and creating are retried a few times on those errors only."""
 
 from __future__ import annotations
 
@@ -66,12 +65,9 @@ def _retry(call: Callable[[], Any]) -> Any:
 
 
 def open_storage(url: str, heartbeat: int | None = None) -> Any:
-    """An ``optuna.storages.RDBStorage`` on ``url``; with ``heartbeat`` (seconds), a running trial
-    silent for 3 x ``heartbeat`` is failed by the next worker.
-
-    Raises:
-        AblateError: an unparsable URL, a missing driver, an unreachable or unwritable database.
-    """
+    """An ``optuna.storages.RDBStorage`` on ``url``; with ``heartbeat`` (seconds), a running trial silent
+    for 3 x ``heartbeat`` is failed by the next worker. Raises AblateError: an unparsable URL, a missing
+    driver, an unreachable or unwritable database."""
     import optuna
     import sqlalchemy.exc
 
@@ -93,8 +89,7 @@ def open_storage(url: str, heartbeat: int | None = None) -> Any:
         raise AblateError(missing_driver(url, driver)) from None
     except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
         raise AblateError(
-            f"{mask_url(url)} is not a database URL ({_reason(exc, url)}); e.g. "
-            f"sqlite:///results/optuna.db or postgresql+psycopg2://user@host/db"
+            f"{mask_url(url)} is not a database URL ({_reason(exc, url)}); e.g. sqlite:///results/optuna.db or postgresql+psycopg2://user@host/db"
         ) from None
     except sqlalchemy.exc.SQLAlchemyError as exc:
         raise AblateError(f"cannot open the Optuna storage {mask_url(url)}: {_reason(exc, url)}") from None
@@ -105,14 +100,8 @@ def missing_driver(url: str, driver: str) -> str:
     ``postgresql://`` selects psycopg 3 (SQLAlchemy 2.1) but psycopg2 is installed, the URL."""
     scheme, _, rest = url.partition("://")
     if scheme == "postgresql" and driver != "psycopg2" and importlib.util.find_spec("psycopg2") is not None:
-        return (
-            f"the Optuna storage {mask_url(url)} selects the driver {driver!r}, which is not installed; psycopg2 "
-            f"is: name it in the URL, --storage {mask_url('postgresql+psycopg2://' + rest)}"
-        )
-    return (
-        f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}, which is not installed: "
-        f"pip install {shlex.quote(DRIVER_PACKAGES.get(driver, driver))}"
-    )
+        return f"the Optuna storage {mask_url(url)} selects the driver {driver!r}, which is not installed; psycopg2 is: name it in the URL, --storage {mask_url('postgresql+psycopg2://' + rest)}"
+    return f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}, which is not installed: pip install {shlex.quote(DRIVER_PACKAGES.get(driver, driver))}"
 
 
 def delete_hint(name: str, url: str) -> str:
@@ -123,15 +112,14 @@ def delete_hint(name: str, url: str) -> str:
     )
 
 
-def foreign_study(study: Any, name: str, url: str) -> str | None:
-    """Why study ``name`` cannot be one that ``ablate tune`` made (several objectives), or None."""
-    if len(study.directions) == 1:
-        return None
-    return (
-        f"study {name!r} in {mask_url(url)} has {len(study.directions)} objectives "
-        f"({', '.join(d.name.lower() for d in study.directions)}), so ablate tune did not make it "
-        f"(its studies have one); {delete_hint(name, url)}"
-    )
+def check_one_objective(study: Any, name: str, url: str) -> None:
+    """Raise :class:`AblateError` when study ``name`` has several objectives: ``ablate tune`` did not make it."""
+    if len(study.directions) > 1:
+        raise AblateError(
+            f"study {name!r} in {mask_url(url)} has {len(study.directions)} objectives "
+            f"({', '.join(d.name.lower() for d in study.directions)}), so ablate tune did not make it "
+            f"(its studies have one); {delete_hint(name, url)}"
+        )
 
 
 def ensure_study(
@@ -160,23 +148,18 @@ def check_study(study: Any, name: str, direction: str, url: str, distributions: 
     from a distribution compatible with ``distributions`` (else every new trial would fail)."""
     from optuna.distributions import check_distribution_compatibility
 
-    if problem := foreign_study(study, name, url):
-        raise AblateError(problem)
+    check_one_objective(study, name, url)
     if study.direction.name.lower() != direction:
         raise AblateError(
-            f"study {name!r} exists and {study.direction.name.lower()}s, but the ablation's primary "
-            f"metric asks to {direction}; {delete_hint(name, url)}"
+            f"study {name!r} exists and {study.direction.name.lower()}s, but the ablation's primary metric asks to {direction}; {delete_hint(name, url)}"
         )
     for trial in study.get_trials(deepcopy=False):
-        for key, stored in trial.distributions.items():
-            if key not in distributions:
-                continue
+        for key, stored in ((k, d) for k, d in trial.distributions.items() if k in distributions):
             try:
                 check_distribution_compatibility(stored, distributions[key])
             except ValueError as exc:
                 raise AblateError(
-                    f"study {name!r} drew {key} from {_describe(stored)} (trial {trial.number}), but this tune searches "
-                    f"{_describe(distributions[key])} ({str(exc).rstrip('.')}); {delete_hint(name, url)}"
+                    f"study {name!r} drew {key} from {_describe(stored)} (trial {trial.number}), but this tune searches {_describe(distributions[key])} ({str(exc).rstrip('.')}); {delete_hint(name, url)}"
                 ) from None
 
 

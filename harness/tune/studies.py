@@ -1,8 +1,7 @@
 """Optuna tuning of every variant of an ablation before the comparison (``ablate tune``,
 docs/tuning.md): what the studies are (this module) and how they run (:mod:`harness.tune.search`).
 One study per (ablation, profile, task, variant), at :data:`TUNING_SEED`, scored on the validation
-split; ``ablate run --tuned`` runs each variant at its study's best parameters (:func:`tuned_specs`).
-"""
+split; ``ablate run --tuned`` runs each variant at its study's best parameters (:func:`tuned_specs`)."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from harness.experiment.overrides import parse_override
 from harness.experiment.search_space import ParamSpec, check_space, distribution, resolve_space, within_budget
 from harness.experiment.selection import Selection, select
 from harness.registry import did_you_mean
-from harness.tune.storage import default_storage, foreign_study, mask_url, open_storage, sqlite_exists
+from harness.tune.storage import check_one_objective, default_storage, mask_url, open_storage, sqlite_exists
 
 TUNING_SEED = 1000  # of every tuning trial (init, data order, validation sets); never a comparison seed
 HEARTBEAT_S = 10  # seconds between a worker's heartbeats; a trial silent for 3x that is marked failed
@@ -63,24 +62,20 @@ def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
     chosen = abl.variants()
     for text in selectors:
         if "=" not in text or text.startswith("="):  # parse_override's message speaks of config overrides
-            axes = ", ".join(abl.axes)
             raise AblateError(
-                f"--variant {text!r} is not of the form axis=value (e.g. "
-                f"{next(iter(abl.axes)).rsplit('.', 1)[-1]}={next(iter(abl.axes.values()))[0]}); axes: {axes}"
+                f"--variant {text!r} is not of the form axis=value (e.g. {next(iter(abl.axes)).rsplit('.', 1)[-1]}={next(iter(abl.axes.values()))[0]}); axes: {', '.join(abl.axes)}"
             )
         key, value = parse_override(text)
         paths = [p for p in abl.axes if p == key or p.rsplit(".", 1)[-1] == key]
         if len(paths) != 1:
-            names = list(abl.axes) + [p.rsplit(".", 1)[-1] for p in abl.axes]
+            names = [*abl.axes, *(p.rsplit(".", 1)[-1] for p in abl.axes)]
             raise AblateError(
-                f"--variant {text!r}: {key!r} is not an axis of {abl.name}{did_you_mean(key, names)}; "
-                f"axes: {', '.join(abl.axes)}"
+                f"--variant {text!r}: {key!r} is not an axis of {abl.name}{did_you_mean(key, names)}; axes: {', '.join(abl.axes)}"
             )
         values = abl.axes[paths[0]]
         if not any(value == v or str(value) == str(v) for v in values):
             raise AblateError(
-                f"--variant {text!r}: {value!r} is not a value of {paths[0]}"
-                f"{did_you_mean(str(value), [str(v) for v in values])}; values: {values}"
+                f"--variant {text!r}: {value!r} is not a value of {paths[0]}{did_you_mean(str(value), [str(v) for v in values])}; values: {values}"
             )
         chosen = [v for v in chosen if value == v[paths[0]] or str(value) == str(v[paths[0]])]
     return chosen
@@ -95,12 +90,8 @@ def plan_studies(
     data_dir: Path | None = None,
 ) -> tuple[str, list[StudyPlan]]:
     """The studies of one ablation and profile, validated before any trial starts; a key set by
-    ``overrides`` is not searched.
-
-    Raises:
-        AblateError: bad overrides, an unknown task or variant selector, a space value that a
-            variant's config rejects, or a profile that uses the tuning seed for a comparison.
-    """
+    ``overrides`` is not searched. Raises AblateError: bad overrides, an unknown task or variant
+    selector, a space value that a variant's config rejects, a profile that compares at the tuning seed."""
     sel = select(abl, profile, overrides, data_dir)
     prof_name, specs, abl = sel.profile, sel.specs, sel.ablation
     if TUNING_SEED in abl.profiles[prof_name].seeds:
@@ -110,8 +101,7 @@ def plan_studies(
     for t in tasks or []:
         if t not in abl.tasks:
             raise AblateError(
-                f"--task {t!r} is not a task of {abl.name}{did_you_mean(t, list(abl.tasks))}; "
-                f"tasks: {', '.join(abl.tasks)}"
+                f"--task {t!r} is not a task of {abl.name}{did_you_mean(t, list(abl.tasks))}; tasks: {', '.join(abl.tasks)}"
             )
     chosen = _matches(abl, variants or [])
     fixed = {parse_override(o)[0] for o in overrides}  # a key set on the command line is not searched
@@ -126,12 +116,10 @@ def plan_studies(
         if spec.seed != first or (tasks and spec.task not in tasks) or spec.variant not in chosen:
             continue
         name = study_name(abl.name, prof_name, spec.task, spec.variant_label)
-        study_space = within_budget(space, spec.config)
-        check_space(study_space, spec.config, name)
+        check_space(study_space := within_budget(space, spec.config), spec.config, name)
         metric = abl.tasks[spec.task].primary.metric
         maximize = metrics.higher_is_better(metric)
-        tuning = dataclasses.replace(spec, seed=TUNING_SEED)
-        direction = "maximize" if maximize else "minimize"
+        tuning, direction = dataclasses.replace(spec, seed=TUNING_SEED), "maximize" if maximize else "minimize"
         out.append(StudyPlan(name, tuning, study_space, metric, direction, monitor_for(metric, maximize)))
     return prof_name, out
 
@@ -169,8 +157,7 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
         study = optuna.load_study(study_name=name, storage=store)
     except KeyError:
         raise AblateError(f"no study {name!r} in {mask_url(url)}") from None
-    if problem := foreign_study(study, name, url):
-        raise AblateError(problem)
+    check_one_objective(study, name, url)
     c = counts(study)
     if c["best_params"] is None:
         raise AblateError(
@@ -180,59 +167,41 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
     return c["best_params"]
 
 
-def tuned_specs(
-    abl: Ablation,
-    profile: str,
-    specs: list[RunSpec],
-    results: Path,
-    storage: str | None = None,
-    data_dir: Path | None = None,
-    *,
-    ctx: Selection,
-) -> list[RunSpec]:
-    """``specs`` with their study's best parameters merged in, stored under ``<profile>+tuned``.
-    ``ctx``: the ``ablate run`` command's selection, for the ``ablate tune`` command errors suggest,
-    and its key=value overrides, which may not set a key a study tuned.
-
-    Raises:
-        AblateError: a (task, variant) with no study or no complete trial (all listed at once); an
-            override of a key a study tuned.
-    """
-    url = storage or default_storage(results)
-    tune_first = ctx.command("tune", storage=True)
+def tuned_specs(sel: Selection, specs: list[RunSpec], data_dir: Path | None = None) -> list[RunSpec]:
+    """``specs`` at their study's best parameters, stored under ``<profile>+tuned``; ``sel``: the ``ablate
+    run`` command's selection (its storage, hints, and overrides, which may not set a key a study tuned).
+    Raises AblateError: a (task, variant) with no study or no complete trial (all listed at once); an
+    override of a key a study tuned."""
+    url = sel.storage or default_storage(sel.results)
+    tune_first = sel.command("tune", storage=True)
     if not sqlite_exists(url):
         raise AblateError(
-            f"no tuning studies: {mask_url(url)} does not exist; run `{tune_first}` first, or pass "
-            f"--storage URL where your studies are"
+            f"no tuning studies: {mask_url(url)} does not exist; run `{tune_first}` first, or pass --storage URL where your studies are"
         )
     store = open_storage(url)
     best: dict[tuple[str, str], dict[str, Any]] = {}
     problems = []
     for key in dict.fromkeys((spec.task, spec.variant_label) for spec in specs):
         try:
-            best[key] = best_params(store, study_name(abl.name, profile, *key), url)
+            best[key] = best_params(store, study_name(sel.name, sel.profile, *key), url)
         except AblateError as exc:
-            best[key] = {}
             problems.append(str(exc))
     if problems:
         raise AblateError(
-            f"--tuned needs a study with a complete trial for every variant; run "
-            f"`{tune_first}` first: " + "; ".join(problems)
+            f"--tuned needs a study with a complete trial for every variant; run `{tune_first}` first: "
+            + "; ".join(problems)
         )
-    for text in ctx.overrides:  # the study's best value would replace it unseen
+    for text in sel.overrides:  # the study's best value would replace it unseen
         key = parse_override(text)[0]
         for (task, variant), params in best.items():
             if key in params:
                 raise AblateError(
-                    f"{text} sets a key the studies tuned: study {study_name(abl.name, profile, task, variant)!r} "
-                    f"chose {key}={params[key]!r}, and --tuned runs every variant at its study's best "
-                    f"parameters; drop {text}, or tune with it fixed (ablate tune with {text}, into "
-                    f"another --storage) and pass that --storage here"
+                    f"{text} sets a key the studies tuned: study {study_name(sel.name, sel.profile, task, variant)!r} chose {key}={params[key]!r}, and --tuned runs every variant at its study's best parameters; drop {text}, or tune with it fixed (ablate tune with {text}, into another --storage) and pass that --storage here"
                 )
     out, built = [], {}
     for spec in specs:
         where = f"tuned variant {spec.variant_label!r} on task {spec.task!r}"
-        run = spec.tuned(best[(spec.task, spec.variant_label)], tuned_profile(profile), where)
+        run = spec.tuned(best[(spec.task, spec.variant_label)], tuned_profile(sel.profile), where)
         if spec.task not in built:  # each task built once
             built[spec.task] = prepare_task(spec.task, spec.task_params, data_dir)
         check_variant(run.config, built[spec.task], where)

@@ -9,7 +9,7 @@ import pytest
 from statsmodels.stats.power import TTestPower
 
 from harness.analysis.seed_planning import pilot_profile, primary_comparisons
-from harness.cli import plan as plan_cmd
+from harness.cli import compare as plan_cmd
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
 from helpers.cli import assert_nothing_written, assert_refused, invoke

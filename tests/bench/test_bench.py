@@ -9,7 +9,7 @@ import torch
 from typer.testing import CliRunner
 
 from harness.bench import attention as bench
-from harness.cli import bench as bench_command
+from harness.cli import tools as bench_command
 from harness.cli.app import app
 from harness.experiment.ablation import load as load_ablation
 from harness.experiment.selection import select

@@ -19,14 +19,13 @@ from typer.testing import CliRunner
 from harness.cli import output
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
-from harness.cli import tune as tune_cmd
 from harness.cli.app import app
 from harness.errors import AblateError
 from harness.experiment.ablation import load
 from harness.experiment.search_space import DEFAULT_SPACE, ParamSpec, resolve_space
 from harness.experiment.selection import select
 from harness.tune.storage import default_storage, mask_url
-from harness.tune.studies import TUNING_SEED, monitor_for, plan_studies, study_name, tuned_profile
+from harness.tune.studies import TUNING_SEED, counts, monitor_for, plan_studies, study_name, tuned_profile
 from helpers.tune import TINY, states, write_tiny
 
 ROPE = "tiny_tune/smoke/copy/rope"
@@ -38,7 +37,7 @@ def _wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _tune(path: Path, results: Path, trials: int, *extra: str, variants: list[str] | None = None) -> int:
-    return tune_cmd.tune(str(path), None, list(extra), results, trials=trials, variants=variants)
+    return run_cmd.tune(str(path), None, list(extra), results, trials=trials, variants=variants)
 
 
 # --- declarations and bad input (nothing trains) ---------------------------------------------
@@ -425,5 +424,5 @@ def test_an_interrupted_trial_is_not_a_finished_trial(tmp_path: Path, monkeypatc
     assert _tune(path, results, 2, variants=["position=rope"]) == 0
     study = optuna.load_study(study_name=ROPE, storage=url)
     assert [t.state.name for t in study.trials].count("FAIL") == 1 and len(study.trials) == 3
-    c = tune_cmd.tune_mod.counts(study)
+    c = counts(study)
     assert (c["complete"] + c["pruned"], c["failed"], c["interrupted"]) == (2, 0, 1)

@@ -17,7 +17,6 @@ from rich.console import Console
 from harness.cli import output
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
-from harness.cli import tune as tune_cmd
 from harness.store.runs import scan
 
 # 20 steps: the smoke profile searches warm-ups up to 20, and a warm-up longer than the budget is refused
@@ -28,7 +27,7 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeyp
     console = Console(highlight=False, width=250, record=True)
     monkeypatch.setattr(output, "console", console)
     results = tmp_path / "results"
-    assert tune_cmd.tune("pe_extrapolation", "smoke", SMALL, results, trials=2) == 0
+    assert run_cmd.tune("pe_extrapolation", "smoke", SMALL, results, trials=2) == 0
     assert (results / "optuna.db").is_file()
     assert run_cmd.run("pe_extrapolation", "smoke", SMALL, results, workers=1, wandb="off", tuned=True) == 0
     # the counts are of the tuned runs' folder, so the line names it (it said `smoke`, whose runs are others)

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from harness.cli import output
-from harness.cli import tune as tune_cmd
+from harness.cli import run as run_cmd
 from harness.tune.storage import default_storage
 from helpers.tune import ROPE, states, worker, write_tiny
 
@@ -55,7 +55,7 @@ def test_a_killed_workers_trial_is_marked_failed(
     slow.wait()
     assert _safe_states(url) == {"RUNNING": 1}
     time.sleep(3.5)  # past the grace period (3 x heartbeat)
-    assert tune_cmd.tune(str(path), None, [], results, trials=2, variants=["position=rope"], heartbeat=1) == 0
+    assert run_cmd.tune(str(path), None, [], results, trials=2, variants=["position=rope"], heartbeat=1) == 0
     assert "marked trial(s) [0] failed" in capsys.readouterr().out
     study = optuna.load_study(study_name=ROPE, storage=url)
     assert [t.state.name for t in study.trials][0] == "FAIL" and len(study.trials) == 2

@@ -1,5 +1,6 @@
-"""The declarations of ``ablate compare``, ``report``, ``plan``, ``restore`` and ``sync``: the commands that read
-the store (:mod:`harness.cli.compare`, ``report``, ``plan``, ``restore`` and :mod:`harness.training.wandb_upload` run them)."""
+"""The declarations of ``ablate status``, ``compare``, ``report``, ``plan``, ``restore`` and ``sync``: the commands that
+read the store (:mod:`harness.cli.inspect`, :mod:`harness.cli.compare`, :mod:`harness.cli.report` and
+:mod:`harness.training.wandb_upload` run them)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,19 @@ from typing import Annotated, Optional
 import typer
 
 from harness.cli import options as o
+
+
+def status(
+    name: str,
+    overrides: o.MadeWithArg = None,
+    profile: o.ProfileOpt = None,
+    results_dir: o.ResultsOpt = o.RESULTS,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """Done / failed / diverged / pending, per variant and task."""
+    from harness.cli import inspect as inspect_cmd
+
+    o.guard(inspect_cmd.status, name, profile, results_dir, overrides or [], plugins=plugin or [])
 
 
 def compare(
@@ -57,11 +71,7 @@ def report(
         typer.Option("--all", help="every registered ablation, each profile with runs, and OUT/README.md, their index"),
     ] = False,
     wandb: Annotated[
-        o.WandbMode,
-        typer.Option(
-            help="the summary run (comparison tables, figures, verdicts); "
-            "auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"
-        ),
+        o.WandbMode, typer.Option(help="the summary run (comparison tables, figures, verdicts); " + o.WANDB_AUTO)
     ] = o.WandbMode.auto,
     source: o.FromOpt = None,
     plugin: o.PluginOpt = None,
@@ -100,10 +110,10 @@ def plan_cmd(
     plugin: o.PluginOpt = None,
 ) -> None:
     """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
-    from harness.cli import plan as seeds_cmd
+    from harness.cli import compare as compare_cmd
 
     o.guard(
-        seeds_cmd.plan_seeds,
+        compare_cmd.plan_seeds,
         name,
         profile,
         pilot,
@@ -130,14 +140,13 @@ def restore(
     (not checkpoints, logger folders or the Optuna studies); runs already in the store are kept.
     Then `ablate report --all` makes every report and the index, and `ablate run NAME` trains only
     the runs the store lacks."""
-    from harness.cli import restore as restore_cmd
+    from harness.cli import report as report_cmd
 
     o.guard(
-        restore_cmd.restore,
+        report_cmd.restore,
         files or [],
         results_dir,
-        on_interrupt="interrupted: the runs restored so far are in the store; the same command again "
-        "restores the rest (a run folder left without record.json is completed)",
+        on_interrupt="interrupted: the runs restored so far are in the store; the same command again restores the rest (a run folder left without record.json is completed)",
     )
 
 

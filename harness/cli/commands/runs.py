@@ -1,5 +1,5 @@
-"""The declarations of ``ablate run``, ``reproduce`` and ``tune``: the commands that train (:mod:`harness.cli.run`,
-:mod:`harness.cli.reproduce` and :mod:`harness.cli.tune` run them)."""
+"""The declarations of ``ablate run``, ``reproduce`` and ``tune``: the commands that train (:mod:`harness.cli.run`
+runs them)."""
 
 from __future__ import annotations
 
@@ -125,20 +125,19 @@ def reproduce(
 ) -> None:
     """Positive controls: run what the published results of harness/experiment/reproductions.yaml need (as
     `ablate run` does) and print pass / fail / inconclusive per entry."""
-    from harness.cli import reproduce as reproduce_cmd
+    from harness.cli import run as run_cmd
     from harness.config import RunOptions
     from harness.execution.launch import Launch
 
-    launch = Launch(options=RunOptions(run_timeout=run_timeout))
     o.guard(
-        reproduce_cmd.reproduce,
+        run_cmd.reproduce,
         rid,
         results_dir,
         dry_run=dry_run,
         workers=workers,
         threads=threads,
         wandb=o.wandb_mode(wandb),
-        launch=launch,
+        launch=Launch(options=RunOptions(run_timeout=run_timeout)),
         plugins=plugin or [],
         on_interrupt=o.INTERRUPTED_RUNS,
     )
@@ -174,10 +173,10 @@ def tune(
     plugin: o.PluginOpt = None,
 ) -> None:
     """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
-    from harness.cli import tune as tune_cmd
+    from harness.cli import run as run_cmd
 
     o.guard(
-        tune_cmd.tune,
+        run_cmd.tune,
         name,
         profile,
         overrides or [],
@@ -190,5 +189,5 @@ def tune(
         threads=threads,
         heartbeat=heartbeat,
         plugins=plugin or [],
-        on_interrupt=o.INTERRUPTED_TRIALS,
+        on_interrupt="interrupted: finished trials are in the storage (the interrupted one is not counted); run the same command again to continue",
     )

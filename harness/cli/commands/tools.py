@@ -1,5 +1,5 @@
-"""The declarations of ``ablate check`` and ``ablate bench attention``: the commands outside the run store
-(:mod:`harness.cli.check` and :mod:`harness.cli.bench` run them)."""
+"""The declarations of ``ablate list``, ``show``, ``schema``, ``check`` and ``bench attention``: the commands
+outside the run store (:mod:`harness.cli.inspect` and :mod:`harness.cli.tools` run them)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,46 @@ import typer
 
 from harness.bounds import INT_MAX
 from harness.cli import options as o
+
+
+def list_cmd(
+    components: Annotated[
+        bool, typer.Option("--components", help="also every component family (position, kernel, norm, ...)")
+    ] = False,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """Registered ablations, tasks and plugins, one line each; plugin entries marked with their package."""
+    from harness.cli import inspect as inspect_cmd
+
+    o.guard(inspect_cmd.list_all, components=components, plugins=plugin or [])
+
+
+def show(
+    name: o.NameArg,
+    profile: o.ProfileOpt = None,
+    overrides: o.OverridesArg = None,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """An ablation's question, claims, axes, profiles and its expanded grid (nothing runs)."""
+    from harness.cli import inspect as inspect_cmd
+
+    o.guard(inspect_cmd.show, name, profile, overrides or [], plugins=plugin or [])
+
+
+def schema(
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="the reference page of ablation files (docs/ablation-files.md) instead")
+    ] = False,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """The JSON Schema of ablation files, with the registered names (for editors; shipped as
+    harness/experiment/ablation.schema.json)."""
+    from harness.experiment import reference
+    from harness.experiment import schema as schema_mod
+
+    # verbatim, no console: a terminal's width must not wrap it
+    o.guard(lambda: typer.echo(reference.markdown() if markdown else schema_mod.text(), nl=False), plugins=plugin or [])
+
 
 CheckFormat = o.choices("CheckFormat", "table", "json")
 
@@ -27,17 +67,9 @@ def check(
     plugin: o.PluginOpt = None,
 ) -> None:
     """The contract suite on components and tasks (shapes, causality, precisions, lengths, ...); exit 1 if one fails."""
-    from harness.cli import check as check_cmd
+    from harness.cli import tools as tools_cmd
 
-    o.guard(
-        check_cmd.check,
-        names or [],
-        fmt=fmt.value,
-        every=every,
-        seed=seed,
-        threads=threads,
-        plugins=plugin or [],
-    )
+    o.guard(tools_cmd.check, names or [], fmt=fmt.value, every=every, seed=seed, threads=threads, plugins=plugin or [])
 
 
 def bench_attention(
@@ -69,7 +101,7 @@ def bench_attention(
     ] = Path("results/bench"),
 ) -> None:
     """Time forward + backward of one attention layer per kernel and length, with peak memory; writes JSON."""
-    from harness.cli import bench as bench_command
+    from harness.cli import tools as tools_cmd
 
     def ints(text: Optional[str]) -> Optional[list[int]]:
         try:
@@ -80,7 +112,7 @@ def bench_attention(
 
     names = [k.strip() for k in kernels.split(",") if k.strip()] if kernels is not None else None
     o.guard(
-        bench_command.attention,
+        tools_cmd.attention,
         device=device,
         lengths=ints(lengths),
         kernels=names,
