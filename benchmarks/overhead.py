@@ -13,7 +13,7 @@ A third run of each round, ``lightning``, puts the bare loop's step inside a min
 ``fit`` (manual optimisation, no loggers or callbacks): Lightning's own cost, the floor under any
 Trainer-based run, so the figure splits into Lightning's loop and what ablate adds to it.
 
-Also the cost of the progress display (harness/training/progress.py, harness/cli/progress.py),
+Also the cost of the progress display (harness/training/progress.py, harness/cli/run.py),
 timed directly: a run writes progress.json every 2 s, and `ablate run` reads the folders of the
 runs in flight every 2 s (in a thread of the training process with --workers 1). Target: < 1 %.
 
@@ -166,7 +166,7 @@ def display_cost(repeat: int = 200) -> dict[str, float]:
     each run; a poll every ``POLL_S`` in the training process itself when it runs in-process)."""
     from rich.console import Console
 
-    from harness.cli.progress import POLL_S, GridProgress
+    from harness.cli.run import POLL_S, GridProgress
     from harness.store.runs import run_dir
     from harness.training.progress import EVERY_S, RunProgress, write_progress
 
