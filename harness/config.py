@@ -82,8 +82,7 @@ class FFNSection(_Section):
             raise ValueError(f"set ffn.d_ff ({self.d_ff}) or ffn.d_ff_mult ({self.d_ff_mult}), not both")
         return self
 
-    def width(self, d_model: int) -> int | None:
-        """The hidden width for ``d_model``; None: the model's default."""
+    def width(self, d_model: int) -> int | None:  # None: the model's default
         return max(1, round(self.d_ff_mult * d_model)) if self.d_ff_mult is not None else self.d_ff
 
 
@@ -170,8 +169,7 @@ class RunConfig(_Section):
                 data[section].pop(key, None)
         return data
 
-    def eval_lengths(self) -> list[int]:
-        """Evaluation lengths in tokens."""
+    def eval_lengths(self) -> list[int]:  # in tokens
         return [m * self.train.seq_len for m in self.eval.length_multipliers]
 
 
@@ -266,19 +264,14 @@ def config_hash(payload: Mapping[str, Any], length: int = 12) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
-    """How runs execute (``ablate run``'s options; the training layer's ``TrainOptions`` extends it);
-    nothing here changes a run's numbers or its id. Seconds: ``checkpoint_every`` between two
-    checkpoints, each at the end of a validation pass (0: every pass; a killed run loses at most
-    this plus one validation interval); ``run_timeout`` before a run stops as ``timeout``;
-    ``claim_timeout`` without a heartbeat before another owner's claim is stale. ``retry``:
-    ``{run_id: attempt}``, the finished attempts to archive and run again. ``devices``,
-    ``strategy``: Lightning's, for one run (``2``, ``"ddp"``)."""
+    """How runs execute (``ablate run``'s options, docs/execution.md); nothing here changes a run's
+    numbers or its id. ``retry``: ``{run_id: attempt}``, the finished attempts to run again."""
 
     resume: bool = True
     keep_checkpoints: bool = False  # also the trained model's checkpoint, after the last step
-    checkpoint_every: float = 120.0  # a checkpoint writes weights and optimiser: every few minutes
-    run_timeout: float | None = None
-    claim_timeout: float = 600.0
+    checkpoint_every: float = 120.0  # seconds between checkpoints, each at the end of a validation pass (0: every)
+    run_timeout: float | None = None  # seconds before a run stops as ``timeout``
+    claim_timeout: float = 600.0  # seconds without a heartbeat before another owner's claim is stale
     retry: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    devices: int | str = 1
+    devices: int | str = 1  # Lightning's, for one run
     strategy: str = "auto"

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -93,34 +94,28 @@ BAD: dict[str, tuple[tuple[str, ...], Any]] = {
 """Declaration key -> (where in the example file, a bad value there): the page quotes the error."""
 
 
-def _show(text: str, overrides: tuple[str, ...] = ()) -> None:
-    """What ``ablate show my_pe.yaml [overrides]`` does with the file ``text``, the paths in its errors
-    made ``my_pe.yaml``."""
+def _said(text: str, overrides: tuple[str, ...] = ()) -> str | None:
+    """The error ``ablate show my_pe.yaml [overrides]`` prints for the file ``text``, None if it loads."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "my_pe.yaml"
         path.write_text(text)
         try:
             select(ablation.load(str(path)), None, overrides, check_data=False)
         except AblateError as exc:
-            raise AblateError(str(exc).replace(str(path), "my_pe.yaml")) from None
+            return "error: " + str(exc).replace(str(path), "my_pe.yaml")
+    return None
 
 
 def refusal(data: dict[str, Any], overrides: tuple[str, ...] = ()) -> str:
-    """The error ``ablate show my_pe.yaml [overrides]`` prints for the declaration ``data``; ValueError
-    when it is accepted (a bad value that is not bad)."""
-    try:
-        _show(yaml.safe_dump(data, sort_keys=False), overrides)
-    except AblateError as exc:
-        return f"error: {exc}"
-    raise ValueError(f"the example with {overrides or data} was accepted; pick a value it refuses")
+    """:func:`_said` for the declaration ``data``; ValueError when it is accepted (a bad value that is not bad)."""
+    if (said := _said(yaml.safe_dump(data, sort_keys=False), overrides)) is None:
+        raise ValueError(f"the example with {overrides or data} was accepted; pick a value it refuses")
+    return said
 
 
 def with_value(data: dict[str, Any], where: tuple[str, ...], value: Any) -> dict[str, Any]:
     out = copy.deepcopy(data)
-    node = out
-    for part in where[:-1]:
-        node = node[part]
-    node[where[-1]] = value
+    functools.reduce(dict.__getitem__, where[:-1], out)[where[-1]] = value
     return out
 
 
@@ -305,7 +300,8 @@ def markdown() -> str:
     """The page, for the names registered now (without plugins: the one in docs/)."""
     defs = schema.build()["$defs"]
     example = yaml.safe_load(EXAMPLE)
-    _show(EXAMPLE)  # the example itself loads and expands
+    if said := _said(EXAMPLE):  # the example itself loads and expands
+        raise AblateError(f"the example is refused: {said}")
     names = ["| config key | family | names (aliases) |", "|---|---|---|"]
     for fam in families():
         reg = fam.registry
