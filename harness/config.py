@@ -1,16 +1,19 @@
 """Validated run configs, addressed by dotted keys (``model.position``, ``train.steps``: ablation
-axes, profile and CLI overrides), and a stable config hash. Imports neither torch nor Lightning.
+axes, profile and CLI overrides, given as ``key=value`` with the value read as YAML), and a stable
+config hash. Imports neither torch nor Lightning.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, get_args
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from harness.bounds import IntBounded
@@ -160,8 +163,7 @@ class RunConfig(_Section):
         return self
 
     def hash_dump(self) -> dict[str, Any]:
-        """What a run id hashes: ``model_dump(mode="json")`` without the :data:`ADDED_KEYS` that
-        hold their default, so that runs stored before those keys existed keep their ids."""
+        """What a run id hashes: ``model_dump(mode="json")`` without the :data:`ADDED_KEYS` at their default."""
         data = self.model_dump(mode="json")
         for path, default in ADDED_KEYS.items():
             section, key = path.split(".")
@@ -213,7 +215,6 @@ def check_key(path: str, where: str) -> None:
 
 
 def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:
-    """Validate a nested dict into a :class:`RunConfig`; :class:`AblateError` names every problem."""
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -221,8 +222,7 @@ def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:
 
 
 def format_validation_error(exc: ValidationError, context: str = "", keys: list[str] | None = None) -> str:
-    """One line per problem of ``exc``, each naming its dotted location; an unknown key is
-    matched against ``keys`` (its last part), else against the dotted config keys."""
+    """One line per problem of ``exc``, each naming its dotted location and a close ``keys`` for an unknown one."""
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
@@ -260,6 +260,41 @@ def config_hash(payload: Mapping[str, Any], length: int = 12) -> str:
     """Stable hex digest of a JSON-serialisable mapping (sorted keys, no whitespace)."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """One ``key=value`` argument, its value read as YAML (``128`` -> int); AblateError without a key."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise AblateError(f"override {text!r} is not of the form key=value (e.g. model.d_model=128)")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def parse_overrides(overrides: Iterable[str]) -> dict[str, Any]:
+    """:func:`parse_override` of each ``key=value``, as one mapping; AblateError for a key given twice."""
+    out: dict[str, Any] = {}
+    for text in overrides:
+        key, value = parse_override(text)
+        if key in out:
+            raise AblateError(f"override {key!r} is given twice ({out[key]!r} and {value!r}); give it once")
+        out[key] = value
+    return out
+
+
+def apply_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(base))
+    for path, value in overrides.items():
+        check_path(path)
+        node = out
+        *parents, leaf = path.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,10 +14,8 @@ MASK = "***"
 
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """``text`` with the password of any ``scheme://user:password@host`` URL and the value (6
-    characters or more) of every environment variable named like a credential (``WANDB_API_KEY``,
-    ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ...) replaced by ``***``: ``postgresql://bob:***@db``.
-    """
+    """``text`` with the password of any ``scheme://user:password@host`` URL and the value (6 chars
+    or more) of every environment variable named like a credential (``*_TOKEN``, ...) as ``***``."""
     text = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:{MASK}@", text)
     env = os.environ if environ is None else environ
     for value in sorted({v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 6}, key=len, reverse=True):

@@ -1,7 +1,6 @@
 """The practitioners' claims the harness tests (``claims.yaml`` beside this module), validated like a
-declaration and parsed once per process: each claim names the comparisons that decide it and its
-evidence audit, the parts of its wording (effect, mechanism, condition) each with the comparisons
-that test it or why none here does; a verdict rules only on the parts tested (docs/claims-audit.md)."""
+declaration: each names the comparisons that decide it and the parts of its wording each tests
+(docs/claims-audit.md)."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ from pydantic import ValidationError, model_validator
 from harness.config import format_validation_error
 from harness.errors import AblateError
 from harness.experiment import metrics
-from harness.experiment.declaration import Decl
-from harness.experiment.yaml_files import load_yaml
+from harness.experiment.declaration import Decl, load_yaml
 from harness.registry import did_you_mean
 
 CLAIMS = "claims.yaml"
@@ -24,10 +22,8 @@ CLAIMS = "claims.yaml"
 
 class Evidence(Decl, metrics.KnownMetric):
     """One comparison that decides a claim: ``variant`` against the baseline (or ``against``) on
-    ``metric`` of ``task``, and the verdict expected if the claim holds. ``part``: the words of the
-    :class:`Part` it tests; ``condition``: the setting its verdict is given under (``Post-LN``);
-    ``premise``: instead of ``expect``, a ``finished`` comparison: whether the claim's setting (the
-    words given) runs here at all (if no run of the variant finished, no comparison rules on it)."""
+    ``metric`` of ``task``, and the verdict expected if the claim holds; ``premise`` instead: a
+    ``finished`` comparison, whether the claim's setting runs here at all (docs/claims-audit.md)."""
 
     task: str
     variant: str
@@ -89,8 +85,7 @@ class Claim(Decl):
 
 
 def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, dict[str, Any]]:
-    """Validated claims by id, each as the plain dict of the keys the file sets; AblateError for an
-    invalid entry (its index, id and the key) or a repeated id."""
+    """Validated claims by id, each as the plain dict of the keys the file sets; AblateError."""
     if not isinstance(data, list):
         raise AblateError(f"{where}: expected a list of claims, got {type(data).__name__}")
     out: dict[str, dict[str, Any]] = {}

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.claims import guards_problem
-from harness.experiment.yaml_files import load_yaml
+from harness.experiment.declaration import load_yaml
 from harness.registry import did_you_mean
 
 REGISTRY = "reproductions.yaml"
@@ -43,8 +43,8 @@ class Control(BaseModel):
     def check(
         self, labels: list[str], baseline: str, claims: Collection[str], confirmatory: dict[str, bool], own: list[str]
     ) -> None:
-        """Raises ValueError (for pydantic): ``variant`` must be a grid label but the baseline; each of
-        ``guards`` a claim (once), none of the ablation's ``own``; ``profile`` a confirmatory one."""
+        """ValueError (for pydantic) unless ``variant`` is a grid label but the baseline, ``guards`` claims
+        (once) not the ablation's ``own``, ``profile`` a confirmatory one."""
         others = [x for x in labels if x != baseline]
         if self.variant is not None and self.variant not in others:
             raise ValueError(
@@ -97,7 +97,6 @@ class Reproduction(BaseModel):
 
 
 def parse(data: object) -> list[Reproduction]:
-    """The registry's parsed YAML validated (AblateError naming the first bad entry and its field)."""
     if not isinstance(data, list) or not data:
         raise AblateError(f"{REGISTRY}: expected a non-empty list of reproduction entries")
     out: dict[str, Reproduction] = {}

@@ -16,7 +16,7 @@ import yaml
 from harness.errors import AblateError
 from harness.experiment import ablation, metrics, schema
 from harness.experiment import claims as claims_file
-from harness.experiment.families import families
+from harness.experiment.plugins import families
 from harness.experiment.selection import select
 
 EXAMPLE = """\
