@@ -90,9 +90,8 @@ class FFNSection(_Section):
 
 
 class TrainSection(_Section):
-    """Optimisation: AdamW, linear warm-up then cosine decay to ``min_lr_ratio`` x lr. The run
-    records the precision that actually ran; ``16-mixed`` is float16 autocast with a gradient
-    scaler on CPU too (Lightning alone would run bfloat16 there)."""
+    """Optimisation: AdamW, linear warm-up then cosine decay to ``min_lr_ratio`` x lr; ``16-mixed`` is
+    float16 autocast with a gradient scaler on CPU too (Lightning alone would run bfloat16 there)."""
 
     steps: int = Field(1000, gt=0, description="optimiser steps (the step budget)")
     batch_size: int = Field(32, gt=0, description="sequences per training step")
@@ -238,9 +237,8 @@ def format_validation_error(exc: ValidationError, context: str = "", keys: list[
 
 
 def check_schedule(cfg: RunConfig, where: str) -> None:
-    """Raise :class:`AblateError` (naming ``where``) when a step count of ``train`` exceeds its
-    budget ``train.steps``; checked before any run and on every bound of a tuning space, never
-    when a stored record is read back."""
+    """:class:`AblateError` (naming ``where``) when a step count of ``train`` exceeds ``train.steps``;
+    checked before any run and on every bound of a tuning space, never on a stored record."""
     t = cfg.train
     if t.warmup_steps > t.steps:
         raise AblateError(

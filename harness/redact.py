@@ -1,6 +1,5 @@
 """Secrets never reach the store, a report or a log line: text that comes from elsewhere (an
-exception message, a traceback, a storage URL) passes through :func:`redact` first.
-"""
+exception message, a traceback, a storage URL) passes through :func:`redact` first."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """One registry class, one instance per component family: short, permanent, lower_snake names
 (``model.position=rope``), each with a code version that enters the id of every run using it
-(:mod:`harness.experiment.versions`). Pattern of EleutherAI/lm-evaluation-harness ``api/registry.py``.
-"""
+(:mod:`harness.experiment.versions`). Pattern of EleutherAI/lm-evaluation-harness ``api/registry.py``."""
 
 from __future__ import annotations
 

@@ -21,9 +21,8 @@ CLAIMS = "claims.yaml"
 
 
 class Evidence(Decl, metrics.KnownMetric):
-    """One comparison that decides a claim: ``variant`` against the baseline (or ``against``) on
-    ``metric`` of ``task``, and the verdict expected if the claim holds; ``premise`` instead: a
-    ``finished`` comparison, whether the claim's setting runs here at all (docs/claims-audit.md)."""
+    """One comparison that decides a claim (``variant`` against the baseline or ``against``), and the
+    verdict ``expect``-ed if it holds, or a ``premise``: whether its setting runs here (docs/claims-audit.md)."""
 
     task: str
     variant: str

@@ -191,9 +191,8 @@ def plan(
     check_data: bool = True,
     will_run: Callable[[RunSpec], bool] | None = None,
 ) -> tuple[str, list[RunSpec]]:
-    """An ablation's grid for one profile as validated run specs, ordered seed, task, variant (finished
-    seeds form complete pairs early); AblateError for any bad input. ``check_data=False``: no data
-    files; a variant's components are built (torch) only when one of its runs ``will_run``."""
+    """An ablation's grid for one profile as validated run specs, ordered seed, task, variant; AblateError
+    for any bad input. A variant's components are built (torch) only when one of its runs ``will_run``."""
     profile, prof = abl.profile(profile)
     abl = abl.for_profile(profile)
     cli = parse_overrides(overrides)

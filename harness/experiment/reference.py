@@ -1,7 +1,6 @@
-"""docs/ablation-files.md, written by ``ablate schema --markdown`` from the JSON Schema's sources
-(:mod:`harness.experiment.schema`), around a complete example file (:data:`EXAMPLE`); each key's
-"bad value" row quotes the error ``ablate show`` prints for the example with that one value
-(:data:`BAD`, :func:`refusal`), never one written by hand, so a new key needs one."""
+"""docs/ablation-files.md, written by ``ablate schema --markdown`` from the JSON Schema's sources around
+a complete example file (:data:`EXAMPLE`); each key's "bad value" row quotes the error ``ablate show``
+prints for the example with that one value (:data:`BAD`): a new key needs one."""
 
 from __future__ import annotations
 

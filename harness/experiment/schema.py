@@ -45,10 +45,8 @@ def config_keys(names: Names | None) -> dict[str, dict[str, Any]]:
         fields = full["$defs"][ref["$ref"].rsplit("/", 1)[-1]]["properties"]
         for key, prop in fields.items():
             path = f"{section}.{key}"
-            prop = {**_tidy(prop), "default": defaults[section][key]}
-            if names is not None and path in names:
-                prop["enum"] = names[path]
-            out[path] = prop
+            enum = {"enum": names[path]} if names is not None and path in names else {}
+            out[path] = {**_tidy(prop), "default": defaults[section][key], **enum}
     return out
 
 

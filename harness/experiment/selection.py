@@ -3,6 +3,7 @@ by :func:`select` and handed down: its runs, their ids and its hints are derived
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,12 +59,9 @@ class Selection:
         specs = {(s.task, s.variant_label, s.seed): s for s in self.specs}
         out = set()
         for task, variant, seed, params in runs:
-            spec = specs.get((task, variant, seed))
-            try:
-                if spec is not None and params:
+            if (spec := specs.get((task, variant, seed))) is not None and params:
+                with contextlib.suppress(AblateError):  # parameters that do not validate: no id
                     out.add(spec.tuned(params, spec.profile).run_id)
-            except AblateError:
-                pass
         return frozenset(out)
 
 
