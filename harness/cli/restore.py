@@ -13,7 +13,7 @@ from harness.cli import output
 from harness.encode import count
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.experiment.control import load_registry
+from harness.experiment.claims import load_registry
 from harness.hints import command, results_option
 from harness.report.source import plan
 from harness.report.tuning_data import copy_figures

@@ -15,7 +15,7 @@ from harness.config import check_key, format_validation_error
 from harness.errors import AblateError
 from harness.experiment import claims as claims_file
 from harness.experiment import declaration, plugins
-from harness.experiment.control import Control
+from harness.experiment.claims import Control
 from harness.experiment.declaration import Decl, MetricSpec, Profile, Sequential, TaskEntry, Threshold, check_name
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
