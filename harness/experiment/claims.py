@@ -1,9 +1,6 @@
-"""The practitioners' claims the harness tests (``claims.yaml`` beside this module), validated like a
-declaration: each names the comparisons that decide it and the parts of its wording each tests
-(docs/claims-audit.md); and the controls that guard them (docs/statistics.md, "Controls before
-verdicts"): a known bug an ablation declares (``control:``), and the published results of
-``reproductions.yaml`` beside this module (its header says each field), evaluated in
-:mod:`harness.analysis.guards`."""
+"""The practitioners' claims the harness tests (``claims.yaml`` beside this module; docs/claims-audit.md),
+and the controls that guard them (docs/statistics.md): a known bug an ablation declares (``control:``)
+and the published results of ``reproductions.yaml`` (its header says each field)."""
 
 from __future__ import annotations
 

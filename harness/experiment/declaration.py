@@ -1,7 +1,6 @@
-"""The parts of an ablation declaration below the :class:`~harness.experiment.ablation.Ablation`:
-a task's entry, a profile and what they hold (docs/ablation-files.md), unknown keys refused; and the
-reading of a user's YAML files (declarations, the claims and reproductions registries): PyYAML's safe
-loader with a key given twice refused, every failure one line naming the file, the place and the fix."""
+"""The parts of an ablation declaration below the :class:`~harness.experiment.ablation.Ablation`
+(docs/ablation-files.md), and the reading of a user's YAML files: PyYAML's safe loader with a key
+given twice refused, every failure one line naming the file, the place and the fix."""
 
 from __future__ import annotations
 

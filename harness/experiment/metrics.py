@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, StrictBool, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, StrictBool, model_validator
 
 TEST = "test pass at every evaluation length (harness/training/loop.py)"
 TRAINING = "training loop (harness/training/loop.py)"
@@ -207,7 +207,4 @@ class NamedMetric(BaseModel):
 class KnownMetric(NamedMetric):
     """A :class:`NamedMetric` whose name the table must know (claims' evidence, positive controls)."""
 
-    @field_validator("metric")
-    @classmethod
-    def _known(cls, name: str) -> str:
-        return known(name)
+    metric: Annotated[str, AfterValidator(known)]

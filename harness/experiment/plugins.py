@@ -1,9 +1,6 @@
-"""The component families and the task registry a plugin may add to (:func:`families`), and the
-plugin loader (docs/extending.md): installed entry points of :data:`GROUP`, ``--plugin
-MODULE|PATH.py`` and an ablation file's ``plugins:``, loaded once per process before any declaration
-is validated. A plugin that does not import or fails its checks is an AblateError naming it and the
-fix (docs/bad-inputs.md), its entries unregistered. Workers load :func:`refs`; a run record lists
-:func:`record`."""
+"""The registries a plugin may add to (:func:`families`) and the plugin loader (docs/extending.md):
+entry points of :data:`GROUP`, ``--plugin`` and ``plugins:``, loaded once per process before any
+declaration is validated; a plugin that fails is an AblateError naming it and the fix."""
 
 from __future__ import annotations
 
