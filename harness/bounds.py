@@ -1,8 +1,6 @@
 """The upper bound of every integer a user sets in a config, a task's parameters or a seed list:
-2**31 - 1, far above any size that fits in memory, and small enough that the product of two stays
-inside torch's 64-bit index (``train.steps=99999999999999999999`` passed pydantic and then failed
-every run in the DataLoader). Checked by pydantic validators: the error names the key.
-"""
+2**31 - 1, far above any size that fits in memory, small enough that the product of two fits torch's
+64-bit index."""
 
 from __future__ import annotations
 
@@ -15,9 +13,8 @@ INT_MAX = 2**31 - 1  # the largest int32
 
 
 class IntBounded(BaseModel):
-    """Base of the config sections and task parameters: every integer in a field (itself, or the
-    items of a list) lies within [-2**31, :data:`INT_MAX`], else a ``ValueError`` naming the valid
-    range (its lower bound read from the field's ``ge``/``gt``); pydantic adds the key and value."""
+    """Base of the config sections and task parameters: every integer in a field (or its list) lies
+    within [-2**31, :data:`INT_MAX`], else a ``ValueError`` naming the range (low: the field's ge/gt)."""
 
     @field_validator("*", mode="after")
     @classmethod

@@ -1,16 +1,19 @@
 """Validated run configs, addressed by dotted keys (``model.position``, ``train.steps``: ablation
-axes, profile and CLI overrides), and a stable config hash. Imports neither torch nor Lightning.
+axes, profile and CLI overrides, given as ``key=value`` with the value read as YAML), and a stable
+config hash. Imports neither torch nor Lightning.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, get_args
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from harness.bounds import IntBounded
@@ -82,15 +85,13 @@ class FFNSection(_Section):
             raise ValueError(f"set ffn.d_ff ({self.d_ff}) or ffn.d_ff_mult ({self.d_ff_mult}), not both")
         return self
 
-    def width(self, d_model: int) -> int | None:
-        """The hidden width for ``d_model``; None: the model's default."""
+    def width(self, d_model: int) -> int | None:  # None: the model's default
         return max(1, round(self.d_ff_mult * d_model)) if self.d_ff_mult is not None else self.d_ff
 
 
 class TrainSection(_Section):
-    """Optimisation: AdamW, linear warm-up then cosine decay to ``min_lr_ratio`` x lr. The run
-    records the precision that actually ran; ``16-mixed`` is float16 autocast with a gradient
-    scaler on CPU too (Lightning alone would run bfloat16 there)."""
+    """Optimisation: AdamW, linear warm-up then cosine decay to ``min_lr_ratio`` x lr; ``16-mixed`` is
+    float16 autocast with a gradient scaler on CPU too (Lightning alone would run bfloat16 there)."""
 
     steps: int = Field(1000, gt=0, description="optimiser steps (the step budget)")
     batch_size: int = Field(32, gt=0, description="sequences per training step")
@@ -161,8 +162,7 @@ class RunConfig(_Section):
         return self
 
     def hash_dump(self) -> dict[str, Any]:
-        """What a run id hashes: ``model_dump(mode="json")`` without the :data:`ADDED_KEYS` that
-        hold their default, so that runs stored before those keys existed keep their ids."""
+        """What a run id hashes: ``model_dump(mode="json")`` without the :data:`ADDED_KEYS` at their default."""
         data = self.model_dump(mode="json")
         for path, default in ADDED_KEYS.items():
             section, key = path.split(".")
@@ -170,8 +170,7 @@ class RunConfig(_Section):
                 data[section].pop(key, None)
         return data
 
-    def eval_lengths(self) -> list[int]:
-        """Evaluation lengths in tokens."""
+    def eval_lengths(self) -> list[int]:  # in tokens
         return [m * self.train.seq_len for m in self.eval.length_multipliers]
 
 
@@ -215,7 +214,6 @@ def check_key(path: str, where: str) -> None:
 
 
 def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:
-    """Validate a nested dict into a :class:`RunConfig`; :class:`AblateError` names every problem."""
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -223,8 +221,7 @@ def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:
 
 
 def format_validation_error(exc: ValidationError, context: str = "", keys: list[str] | None = None) -> str:
-    """One line per problem of ``exc``, each naming its dotted location; an unknown key is
-    matched against ``keys`` (its last part), else against the dotted config keys."""
+    """One line per problem of ``exc``, each naming its dotted location and a close ``keys`` for an unknown one."""
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
@@ -240,9 +237,8 @@ def format_validation_error(exc: ValidationError, context: str = "", keys: list[
 
 
 def check_schedule(cfg: RunConfig, where: str) -> None:
-    """Raise :class:`AblateError` (naming ``where``) when a step count of ``train`` exceeds its
-    budget ``train.steps``; checked before any run and on every bound of a tuning space, never
-    when a stored record is read back."""
+    """:class:`AblateError` (naming ``where``) when a step count of ``train`` exceeds ``train.steps``;
+    checked before any run and on every bound of a tuning space, never on a stored record."""
     t = cfg.train
     if t.warmup_steps > t.steps:
         raise AblateError(
@@ -264,21 +260,51 @@ def config_hash(payload: Mapping[str, Any], length: int = 12) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
+def parse_override(text: str) -> tuple[str, Any]:
+    """One ``key=value`` argument, its value read as YAML (``128`` -> int); AblateError without a key."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise AblateError(f"override {text!r} is not of the form key=value (e.g. model.d_model=128)")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def parse_overrides(overrides: Iterable[str]) -> dict[str, Any]:
+    """:func:`parse_override` of each ``key=value``, as one mapping; AblateError for a key given twice."""
+    out: dict[str, Any] = {}
+    for text in overrides:
+        key, value = parse_override(text)
+        if key in out:
+            raise AblateError(f"override {key!r} is given twice ({out[key]!r} and {value!r}); give it once")
+        out[key] = value
+    return out
+
+
+def apply_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(base))
+    for path, value in overrides.items():
+        check_path(path)
+        node = out
+        *parents, leaf = path.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
-    """How runs execute (``ablate run``'s options; the training layer's ``TrainOptions`` extends it);
-    nothing here changes a run's numbers or its id. Seconds: ``checkpoint_every`` between two
-    checkpoints, each at the end of a validation pass (0: every pass; a killed run loses at most
-    this plus one validation interval); ``run_timeout`` before a run stops as ``timeout``;
-    ``claim_timeout`` without a heartbeat before another owner's claim is stale. ``retry``:
-    ``{run_id: attempt}``, the finished attempts to archive and run again. ``devices``,
-    ``strategy``: Lightning's, for one run (``2``, ``"ddp"``)."""
+    """How runs execute (``ablate run``'s options, docs/execution.md); nothing here changes a run's
+    numbers or its id. ``retry``: ``{run_id: attempt}``, the finished attempts to run again."""
 
     resume: bool = True
     keep_checkpoints: bool = False  # also the trained model's checkpoint, after the last step
-    checkpoint_every: float = 120.0  # a checkpoint writes weights and optimiser: every few minutes
-    run_timeout: float | None = None
-    claim_timeout: float = 600.0
+    checkpoint_every: float = 120.0  # seconds between checkpoints, each at the end of a validation pass (0: every)
+    run_timeout: float | None = None  # seconds before a run stops as ``timeout``
+    claim_timeout: float = 600.0  # seconds without a heartbeat before another owner's claim is stale
     retry: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    devices: int | str = 1
+    devices: int | str = 1  # Lightning's, for one run
     strategy: str = "auto"

@@ -1,6 +1,5 @@
 """Where the W&B credentials of this process come from, found as W&B finds them
-(``wandb.sdk.lib.wbauth``) without importing it: for ``--wandb auto|online`` and ``ablate sync``.
-"""
+(``wandb.sdk.lib.wbauth``) without importing it."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ DEFAULT_BASE_URL = "https://api.wandb.ai"  # the host when WANDB_BASE_URL is not
 
 
 def netrc_path() -> Path:
-    """The ``.netrc`` file W&B reads and ``wandb login`` writes (it may not exist): ``$NETRC``,
-    else ``~/.netrc``, else ``~/_netrc`` when only that one exists."""
+    """The ``.netrc`` file W&B reads: ``$NETRC``, else ``~/.netrc``, else ``~/_netrc`` if only it exists."""
     if env := os.environ.get("NETRC"):
         return Path(env).expanduser()
     unix = Path("~/.netrc").expanduser()
@@ -23,9 +21,8 @@ def netrc_path() -> Path:
 
 
 def wandb_credentials() -> str | None:
-    """Where W&B would find an API key: ``"WANDB_API_KEY"``, ``"<netrc path> (<host>)"`` (an
-    entry for the host of ``WANDB_BASE_URL`` with a non-empty password), or None. Never the key;
-    a ``.netrc`` that cannot be read or parsed counts as none, as in W&B."""
+    """Where W&B would find an API key: ``"WANDB_API_KEY"``, ``"<netrc path> (<host>)"`` or None
+    (never the key; a ``.netrc`` that cannot be read counts as none, as in W&B)."""
     if os.environ.get("WANDB_API_KEY"):
         return "WANDB_API_KEY"
     host = urlsplit(os.environ.get("WANDB_BASE_URL") or DEFAULT_BASE_URL).netloc
@@ -40,5 +37,4 @@ def wandb_credentials() -> str | None:
 
 
 def has_wandb_credentials() -> bool:
-    """Whether W&B would find an API key in this process."""
     return wandb_credentials() is not None

@@ -1,10 +1,7 @@
 """Numbers in machine-readable outputs: one encoding for every JSON and CSV file the harness writes.
-
-Strict JSON (RFC 8259) has no NaN or Infinity, and pandas' ``to_json`` writes both as ``null``,
-losing an infinite statistic. Here an undefined value (NaN, ``None``, ``pandas.NA``) is JSON
-``null`` and an empty CSV cell; an infinite one the string ``"Infinity"`` / ``"-Infinity"`` (as
-W&B writes it; ``float()``, ``pandas.read_csv`` and JavaScript's ``Number()`` read it back).
-:func:`number` turns a value back into a float; :func:`text` writes numbers for people.
+Strict JSON has no NaN or Infinity: an undefined value (NaN, ``None``, ``pandas.NA``) is JSON ``null``
+and an empty CSV cell; an infinite one the string ``"Infinity"`` / ``"-Infinity"`` (as W&B writes it;
+``float()``, ``pandas.read_csv`` and JavaScript's ``Number()`` read it back). :func:`text`: for people.
 """
 
 from __future__ import annotations
@@ -42,12 +39,8 @@ def dumps(payload: Any, **kwargs: Any) -> str:
 
 
 def number(value: Any) -> float:
-    """A value written by this module (or a plain JSON number) as a float (None -> NaN).
-
-    Raises:
-        ValueError: any other string.
-        TypeError: a value that is not a number, None or one of those strings.
-    """
+    """A value written by this module (or a plain JSON number) as a float (None -> NaN); ValueError
+    for any other string, TypeError for a value that is not a number, None or one of those strings."""
     if value is None:
         return math.nan
     if isinstance(value, str):
@@ -83,7 +76,6 @@ def text(value: Any, spec: str = ".4g") -> str:
 
 
 def count(n: int, noun: str) -> str:
-    """``1 layer``, ``2 layers``, ``0 seeds``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 

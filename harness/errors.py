@@ -1,6 +1,5 @@
 """The harness's own exceptions: bad input (:class:`AblateError`: exit code 2, before any run), and
-how a training run that stopped before its end ended (:class:`RunError`: diverged, timeout or
-failed), decided here once for a grid's records, a tuning trial and a run's W&B summary."""
+how a training run that stopped before its end ended (:class:`RunError`)."""
 
 from __future__ import annotations
 
@@ -11,14 +10,12 @@ from harness.redact import redact
 
 
 class AblateError(Exception):
-    """Bad input: an unknown name, an ill-typed override, an impossible evaluation length, a
-    missing data file. Raised before any run starts; the CLI prints it and exits with code 2."""
+    """Bad input, raised before any run starts; the CLI prints it and exits with code 2."""
 
 
 class RunError(RuntimeError):
     """A training run that stopped before its end: its ``status`` (``diverged``, ``timeout`` or
-    ``failed``, as its record holds it), and the ``metrics`` measured before, set by the training
-    layer (the probes at initialisation: they see the float16 overflow of a -1e9 mask fill)."""
+    ``failed``, as its record holds it), and the ``metrics`` measured before (the probes at init)."""
 
     status: ClassVar[str] = "failed"
 
@@ -31,7 +28,6 @@ class RunError(RuntimeError):
         return str(self)
 
     def fields(self) -> dict[str, Any]:
-        """The record fields this end sets: status, reason, the metrics so far."""
         return {"status": self.status, "reason": self.reason, "metrics": self.metrics}
 
 
@@ -62,8 +58,7 @@ class TimedOut(RunError):
 
 
 class RunFailed(RunError):
-    """Any other exception of a run (``cause``, also its ``__cause__``); the reason is its type and
-    message with secrets redacted (:mod:`harness.redact`)."""
+    """Any other exception of a run (``cause``); the reason is its type and message, secrets redacted."""
 
     def __init__(self, cause: BaseException, metrics: Mapping[str, float] | None = None) -> None:
         super().__init__(redact(f"{type(cause).__name__}: {cause}"), metrics)
@@ -71,6 +66,5 @@ class RunFailed(RunError):
 
 
 def run_error(exc: BaseException) -> RunError:
-    """How a run or trial that raised ``exc`` ended: ``exc`` itself when it is a :class:`RunError`,
-    else a :class:`RunFailed` of it."""
+    """How a run or trial that raised ``exc`` ended: ``exc`` itself, or a :class:`RunFailed` of it."""
     return exc if isinstance(exc, RunError) else RunFailed(exc)

@@ -1,6 +1,5 @@
 """The commands the CLI suggests ("run `ablate run X --profile smoke` first"), built in one place so
-that each works as printed on the grid the user named: ablation as typed, profile, overrides,
-``--results-dir`` and ``--storage`` (over a grid: ``Selection.command``, which holds them all)."""
+that each works as printed on the grid the user named (over a grid: ``Selection.command``)."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ def command(
     storage: str | None = None,
 ) -> str:
     """``ablate VERB NAME [overrides] --profile P [--results-dir R] [options] [--storage URL]``,
-    shell-quoted (``show`` reads no store: no ``--results-dir``). A ``storage`` URL with a password
-    is shown masked: the user must put theirs back."""
+    shell-quoted, a ``storage`` password masked (``show`` reads no store: no ``--results-dir``)."""
     parts = ["ablate", verb, name, *overrides, "--profile", profile]
     parts += [*(results_option(results) if verb != "show" else []), *options]
     if storage is not None:

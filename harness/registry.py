@@ -1,14 +1,13 @@
 """One registry class, one instance per component family: short, permanent, lower_snake names
 (``model.position=rope``), each with a code version that enters the id of every run using it
-(:mod:`harness.experiment.versions`). Pattern of EleutherAI/lm-evaluation-harness ``api/registry.py``.
-"""
+(:mod:`harness.experiment.versions`). Pattern of EleutherAI/lm-evaluation-harness ``api/registry.py``."""
 
 from __future__ import annotations
 
 import difflib
 import importlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     import torch
@@ -42,13 +41,10 @@ def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str:
 
 
 class Registry(Generic[T]):
-    """Maps names (and aliases) to objects, usually classes, registered with ``@REG.register(name)``;
-    ``family`` names them in messages.
-
-    ``builtins`` declares the project's own entries, ``{name: version}``, implemented by
-    ``@REG.builtin(name)`` in the module ``home``, which the first :meth:`get` imports: names and
-    versions are known without importing it (planning a grid computes run ids without torch).
-    """
+    """Maps names (and aliases) to objects, registered with ``@REG.register(name)``; ``family`` names
+    them in messages. ``builtins``: the project's own entries, ``{name: version}``, implemented by
+    ``@REG.builtin(name)`` in the module ``home``, which the first :meth:`get` imports (run ids
+    need no torch)."""
 
     def __init__(self, family: str, builtins: dict[str, int] | None = None, home: str | None = None) -> None:
         self.family = family
@@ -59,10 +55,8 @@ class Registry(Generic[T]):
         self._home = home
 
     def register(self, name: str, *, aliases: tuple[str, ...] = (), version: int = 1) -> Callable[[T], T]:
-        """Decorator that registers an object under ``name`` (and ``aliases``), with its code
-        ``version``: bump it when its output on a given input changes (tests/modules/test_fingerprints.py).
-        Raises :class:`NameTakenError` for a name already taken, ``ValueError`` for a version below 1.
-        """
+        """Decorator that registers an object under ``name`` (and ``aliases``) at code ``version``;
+        :class:`NameTakenError` for a name already taken, ``ValueError`` for a version below 1."""
         if not isinstance(version, int) or version < 1:
             raise ValueError(f"{self.family} {name!r}: version must be an int >= 1, got {version!r}")
 
@@ -79,8 +73,7 @@ class Registry(Generic[T]):
         return deco
 
     def builtin(self, name: str) -> Callable[[T], T]:
-        """Decorator that implements the declared built-in entry ``name`` (its version is declared
-        with it); ``ValueError`` for a name not declared or implemented twice."""
+        """Decorator that implements the declared built-in entry ``name``; ValueError if undeclared or twice."""
 
         def deco(obj: T) -> T:
             if name not in self._builtins or name in self._entries:
@@ -91,8 +84,7 @@ class Registry(Generic[T]):
         return deco
 
     def unregister(self, name: str) -> None:
-        """Remove the entry ``name`` (not an alias) with its aliases and version (how the plugin
-        loader undoes a plugin that failed its checks); :class:`UnknownNameError` if none."""
+        """Remove the entry ``name`` with its aliases and version (a plugin that failed its checks)."""
         if name not in self._entries or name in self._builtins:
             raise UnknownNameError(f"no {self.family} is registered as {name!r}")
         del self._entries[name], self._versions[name]
@@ -100,13 +92,11 @@ class Registry(Generic[T]):
             del self._aliases[alias]
 
     def aliases(self, name: str) -> list[str]:
-        """The aliases of the entry ``name`` (or of the entry an alias names)."""
         target = self.canonical(name)
         return [a for a, t in self._aliases.items() if t == target]
 
     def canonical(self, name: str) -> str:
-        """The registered name for ``name`` or one of its aliases; :class:`UnknownNameError`
-        (listing close matches and all names) otherwise."""
+        """The registered name for ``name`` or one of its aliases; else :class:`UnknownNameError`."""
         if name in self._versions:
             return name
         if name in self._aliases:
@@ -123,11 +113,9 @@ class Registry(Generic[T]):
         return self._entries[name]
 
     def version(self, name: str) -> int:
-        """The code version of ``name`` (or an alias)."""
         return self._versions[self.canonical(name)]
 
     def names(self) -> list[str]:
-        """Registered names, built-ins first, in declaration order (aliases excluded)."""
         return list(self._versions)
 
     def __contains__(self, name: object) -> bool:
@@ -139,27 +127,20 @@ class Registry(Generic[T]):
 
 # The built-in entries and their code versions (harness/experiment/versions.py says when to bump one);
 # each is implemented by ``@REG.builtin(name)`` in harness/modules/, imported on the first ``get``.
-_HOME = "harness.modules"
-POSITIONAL: Registry[type[nn.Module]] = Registry(
-    "positional encoding",
-    # rope 2: angles in float64 (were float32: cos/sin off by up to 7e-5)
-    {"sinusoidal": 1, "learned": 1, "learned_clamp": 1, "rope": 2, "alibi": 1, "nope": 1},
-    _HOME,
+def _builtins(family: str, *names: str, **versions: int) -> Registry[Any]:
+    return Registry(family, {name: versions.get(name, 1) for name in names}, "harness.modules")
+
+
+# rope 2: angles in float64 (were float32: cos/sin off by up to 7e-5)
+POSITIONAL: Registry[type[nn.Module]] = _builtins(
+    "positional encoding", "sinusoidal", "learned", "learned_clamp", "rope", "alibi", "nope", rope=2
 )
-KERNELS: Registry[type[nn.Module]] = Registry(
-    "attention kernel", dict.fromkeys(("math", "sdpa", "flash", "linear"), 1), _HOME
-)
-MASK_FILLS: Registry[Callable[[torch.dtype], float]] = Registry(
-    "mask fill", dict.fromkeys(("-inf", "-1e9", "-1e4", "dtype_min"), 1), _HOME
-)
-QKV: Registry[type[nn.Module]] = Registry("q/k/v projection", dict.fromkeys(("separate", "fused", "shared"), 1), _HOME)
-SCALES: Registry[Callable[[int, int], float]] = Registry(
-    "attention scale", dict.fromkeys(("d_head", "d_model"), 1), _HOME
-)
-HEAD_SPLITS: Registry[type] = Registry("head split", dict.fromkeys(("correct", "transpose_missing"), 1), _HOME)
-NORMS: Registry[type[nn.Module]] = Registry("norm", dict.fromkeys(("layernorm", "rmsnorm", "none"), 1), _HOME)
-ACTIVATIONS: Registry[type[nn.Module]] = Registry("activation", dict.fromkeys(("relu", "gelu", "swiglu"), 1), _HOME)
-BLOCKS: Registry[type[nn.Module]] = Registry("block (norm position)", dict.fromkeys(("pre", "post"), 1), _HOME)
-INITS: Registry[Callable[[nn.Linear], None]] = Registry(
-    "initialisation", dict.fromkeys(("normal_0.02", "xavier"), 1), _HOME
-)
+KERNELS: Registry[type[nn.Module]] = _builtins("attention kernel", "math", "sdpa", "flash", "linear")
+MASK_FILLS: Registry[Callable[[torch.dtype], float]] = _builtins("mask fill", "-inf", "-1e9", "-1e4", "dtype_min")
+QKV: Registry[type[nn.Module]] = _builtins("q/k/v projection", "separate", "fused", "shared")
+SCALES: Registry[Callable[[int, int], float]] = _builtins("attention scale", "d_head", "d_model")
+HEAD_SPLITS: Registry[type] = _builtins("head split", "correct", "transpose_missing")
+NORMS: Registry[type[nn.Module]] = _builtins("norm", "layernorm", "rmsnorm", "none")
+ACTIVATIONS: Registry[type[nn.Module]] = _builtins("activation", "relu", "gelu", "swiglu")
+BLOCKS: Registry[type[nn.Module]] = _builtins("block (norm position)", "pre", "post")
+INITS: Registry[Callable[[nn.Linear], None]] = _builtins("initialisation", "normal_0.02", "xavier")

@@ -1,7 +1,5 @@
-"""Separate random streams (numpy ``SeedSequence``) for weight init, data order, evaluation data
-and dropout, so that seed ``s`` of every variant sees the same batches and evaluation set however
-differently the variants consume the global torch generator: what pairing by seed rests on.
-"""
+"""Separate random streams (numpy ``SeedSequence``) for weight init, data order, evaluation data and
+dropout, so that seed ``s`` of every variant sees the same batches and evaluation set."""
 
 from __future__ import annotations
 
@@ -18,5 +16,4 @@ def stream_seed(seed: int, stream: str, *extra: int) -> int:
 
 
 def numpy_rng(seed: int, stream: str, *extra: int) -> np.random.Generator:
-    """An independent numpy Generator for ``stream`` of run seed ``seed``."""
     return np.random.default_rng(np.random.SeedSequence([seed, STREAMS[stream], *extra]))

@@ -20,7 +20,6 @@ from harness.encode import count
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
-from harness.experiment import control as registry
 from harness.experiment import metrics
 from harness.experiment import selection as selection_mod
 from harness.registry import did_you_mean
@@ -29,11 +28,11 @@ from harness.store.runs import read_record, run_dir
 Guards = dict[str, tuple[Guard, ...]]  # claim id -> the controls that guard it, with their outcomes
 
 
-def check(entry: registry.Reproduction) -> None:
+def check(entry: claims_mod.Reproduction) -> None:
     """Raises AblateError, one line naming the entry and the field, unless each claim ``entry`` guards
     is in ``claims.yaml`` (once) and each comparison names a registered ablation, one of its profiles,
     a task of it, two distinct points of its grid, and, for an equivalence, a margin or a sesoi."""
-    where = registry.REGISTRY
+    where = claims_mod.REGISTRY
     if problem := claims_mod.guards_problem(entry.guards, claims_mod.load_claims()):
         raise AblateError(f"{where}: entry {entry.id!r}, field {problem}")
     for j, comp in enumerate(entry.comparisons):
@@ -63,9 +62,9 @@ def check(entry: registry.Reproduction) -> None:
             raise AblateError(f"{at}.margin: an equivalence needs a margin and the task declares no sesoi")
 
 
-def load_checked(rid: str | None = None) -> list[registry.Reproduction]:
+def load_checked(rid: str | None = None) -> list[claims_mod.Reproduction]:
     """The registry's entries (or the one named ``rid``), each :func:`check`-ed (AblateError otherwise)."""
-    entries = registry.load_registry()
+    entries = claims_mod.load_registry()
     ids = [e.id for e in entries]
     if rid is not None and rid not in ids:
         raise AblateError(f"no reproduction {rid!r}{did_you_mean(rid, ids)}; reproductions: {', '.join(ids)}")
@@ -80,7 +79,7 @@ class Outcome:
     """One comparison's result; ``row`` and ``reference``: the variant's and the reference's
     ``stats.COLUMNS``; ``runs`` of its grid in the store, of ``planned``."""
 
-    comparison: registry.Comparison
+    comparison: claims_mod.Comparison
     outcome: str  # pass | fail | inconclusive [(why)] | not run
     verdict: str = ""
     row: dict[str, Any] = field(default_factory=dict)
@@ -95,7 +94,7 @@ class Outcome:
 
 @dataclass
 class EntryResult:
-    entry: registry.Reproduction
+    entry: claims_mod.Reproduction
     outcomes: list[Outcome]
     scale: list[str] = field(default_factory=list)  # "ablation / profile: d_model ..., seeds"
 
@@ -118,7 +117,7 @@ class EntryResult:
         return "pass" if all(w == "pass" for w in words) else "inconclusive"
 
 
-def _compare(result: Analysis, planned: int, comp: registry.Comparison, alpha: float) -> Outcome:
+def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha: float) -> Outcome:
     """The variant against the reference (the baseline of :func:`harness.analysis.stats.compare`),
     runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value."""
     rows, runs, prof, task = result.rows, result.runs, result.ablation.profiles[comp.profile], comp.task
@@ -178,7 +177,7 @@ def _judge(o: Outcome) -> None:
             o.note += f"; it reached the task's target on {u.reached} of {seeds}"
 
 
-def evaluate(entry: registry.Reproduction, results: Path, alpha: float = 0.05) -> EntryResult:
+def evaluate(entry: claims_mod.Reproduction, results: Path, alpha: float = 0.05) -> EntryResult:
     """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
     grids: dict[tuple[str, str], tuple[Analysis, int]] = {}
     res = EntryResult(entry, [])
@@ -206,11 +205,11 @@ def _scale(result: Analysis) -> str:
     )
 
 
-def evaluate_all(results: Path, entries: Collection[registry.Reproduction] | None = None) -> list[EntryResult]:
+def evaluate_all(results: Path, entries: Collection[claims_mod.Reproduction] | None = None) -> list[EntryResult]:
     """Every entry (default: the registry's) evaluated from the store; one that does not
     :func:`check` here (e.g. an ablation not registered) is ``not run``, with the reason."""
     out = []
-    for entry in registry.load_registry() if entries is None else entries:
+    for entry in claims_mod.load_registry() if entries is None else entries:
         try:
             check(entry)
         except AblateError as exc:
@@ -220,7 +219,7 @@ def evaluate_all(results: Path, entries: Collection[registry.Reproduction] | Non
     return out
 
 
-def grids(entries: list[registry.Reproduction], results: Path) -> list[tuple[str, str, int, int]]:
+def grids(entries: list[claims_mod.Reproduction], results: Path) -> list[tuple[str, str, int, int]]:
     """(ablation, profile, runs planned, runs not in the store) of each grid the entries read, in order, once."""
     seen: dict[tuple[str, str], tuple[str, str, int, int]] = {}
     for comp in (c for e in entries for c in e.comparisons):
@@ -269,7 +268,7 @@ def guards_of(claims: Collection[str], results: Path, evaluated: list[EntryResul
     """Every control that guards one of ``claims``, positive ones first, evaluated from the store;
     ``evaluated``: the positive ones already evaluated (default: those guarding ``claims``)."""
     if evaluated is None:
-        evaluated = evaluate_all(results, [e for e in registry.load_registry() if set(e.guards) & set(claims)])
+        evaluated = evaluate_all(results, [e for e in claims_mod.load_registry() if set(e.guards) & set(claims)])
     positive = [(r.entry.guards, Guard(r.entry.id, r.outcome)) for r in evaluated]
     return _by_claim(claims, positive + _negatives(claims, lambda abl: negative_outcome(abl, results)))
 
@@ -277,5 +276,5 @@ def guards_of(claims: Collection[str], results: Path, evaluated: list[EntryResul
 def declared_guards(claims: Collection[str], outcome: str) -> Guards:
     """Every control declared to guard one of ``claims``, each with the same ``outcome``: for a
     report whose controls' outcomes are unknown (a data file read without its controls' file)."""
-    positive = [(e.guards, Guard(e.id, outcome)) for e in registry.load_registry()]
+    positive = [(e.guards, Guard(e.id, outcome)) for e in claims_mod.load_registry()]
     return _by_claim(claims, positive + _negatives(claims, lambda _: outcome))

@@ -15,7 +15,7 @@ from harness.execution.attempt import unfinished_state
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics, plugins
 from harness.experiment.ablation import Ablation
-from harness.experiment.families import families
+from harness.experiment.plugins import families
 from harness.experiment.search_space import resolve_space
 from harness.experiment.selection import Selection
 from harness.store.record import STATUSES

@@ -21,7 +21,7 @@ from harness.encode import count, json_safe, short_question
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
-from harness.experiment.control import load_registry
+from harness.experiment.claims import load_registry
 from harness.experiment.selection import Selection, select
 from harness.hints import command, results_option
 from harness.report import index

@@ -14,11 +14,10 @@ from pydantic import Field, PrivateAttr, StrictBool, ValidationError, model_vali
 from harness.config import check_key, format_validation_error
 from harness.errors import AblateError
 from harness.experiment import claims as claims_file
-from harness.experiment import plugins
-from harness.experiment.control import Control
+from harness.experiment import declaration, plugins
+from harness.experiment.claims import Control
 from harness.experiment.declaration import Decl, MetricSpec, Profile, Sequential, TaskEntry, Threshold, check_name
 from harness.experiment.search_space import ParamSpec
-from harness.experiment.yaml_files import read_yaml
 from harness.registry import did_you_mean
 
 # the registered declarations: the package harness.ablations (the repository's ablations/ folder,
@@ -196,11 +195,9 @@ class Ablation(Decl):
 
     @property
     def exploratory_variants(self) -> tuple[str, ...]:
-        """The profile's exploratory variants (after :meth:`for_profile`): out of the primary Holm family."""
         return self._exploratory
 
     def profile(self, name: str | None) -> tuple[str, Profile]:
-        """The named profile (default: ``default_profile``); unknown names raise AblateError."""
         name = self.default_profile if name is None else name  # "" is a bad name, not the default
         if name not in self.profiles:
             raise AblateError(
@@ -233,17 +230,12 @@ DECLARATION_KEYS = sorted({f for m in _MODELS for f in m.model_fields} - {"sourc
 
 
 def available() -> dict[str, Path]:
-    """``{name: path}`` of every registered ablation."""
     return {p.stem: p for p in sorted(ABLATIONS_DIR.glob("*.yaml")) if not p.stem.startswith("_")}
 
 
 def load(name_or_path: str) -> Ablation:
-    """Load an ablation by registered name or from a YAML file path.
-
-    Raises:
-        AblateError: an empty or unknown name, a file that cannot be read, or a declaration that
-            fails validation (docs/bad-inputs.md).
-    """
+    """Load an ablation by registered name or from a YAML file path; AblateError for an empty or
+    unknown name, a file that cannot be read, or a declaration that fails validation."""
     if not name_or_path.strip():  # Path("") is the current folder
         raise AblateError(
             f"the ablation name {name_or_path!r} is empty; name a registered ablation (`ablate list`) "
@@ -263,7 +255,7 @@ def load(name_or_path: str) -> Ablation:
                 f"unknown ablation {name_or_path!r}{did_you_mean(name_or_path, list(known))}; "
                 f"run `ablate list` to see them"
             )
-    data = read_yaml(path, "ablation file")
+    data = declaration.read_yaml(path, "ablation file")
     if not isinstance(data, dict):
         raise AblateError(f"ablation file {path} must hold a mapping (name, question, axes, ...)")
     # a file of one's own may not take a registered ablation's name (both grids' runs would land in
@@ -284,11 +276,8 @@ def load(name_or_path: str) -> Ablation:
     try:
         abl = Ablation.model_validate({**data, "source": str(path)})
     except ValidationError as exc:
-        raise AblateError(
-            format_validation_error(exc, f"ablation {path.name}", keys=DECLARATION_KEYS).replace(
-                "invalid config", "invalid declaration", 1
-            )
-        ) from None
+        message = format_validation_error(exc, f"ablation {path.name}", keys=DECLARATION_KEYS)
+        raise AblateError(message.replace("invalid config", "invalid declaration", 1)) from None
     if abl.name != path.stem:
         raise AblateError(f"ablation file {path} declares name {abl.name!r}; the file must be named {abl.name}.yaml")
     return abl

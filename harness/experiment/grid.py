@@ -1,7 +1,5 @@
-"""Grid expansion into run specs (:func:`plan`), each with its resolved config and a content hash
-as run id, and every check that can be made before any run starts, so that bad input fails at
-once with exit code 2 (docs/bad-inputs.md). Torch and the tasks are imported only where needed.
-"""
+"""Grid expansion into run specs (:func:`plan`), each with its resolved config and a content hash as
+run id, and every check that can be made before any run starts (docs/bad-inputs.md: exit code 2)."""
 
 from __future__ import annotations
 
@@ -11,12 +9,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.config import RunConfig, build_config, check_schedule, config_hash
+from harness.config import RunConfig, apply_overrides, build_config, check_schedule, config_hash, parse_overrides
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import TaskEntry
-from harness.experiment.overrides import apply_overrides, parse_overrides
 from harness.experiment.versions import hashed_versions, run_versions
 from harness.registry import UnknownNameError, did_you_mean
 from harness.training.fit import transformer_config
@@ -77,8 +74,8 @@ def record_id(
     tuned_params: dict[str, Any] | None,
     code_versions: dict[str, int] | None,
 ) -> str:
-    """The run id a stored run's fields hash to; ``code_versions`` None (a record from before they were
-    kept): this code's versions. Raises ValidationError or UnknownNameError for a config it cannot read."""
+    """The run id a stored run's fields hash to (``code_versions`` None: this code's); ValidationError or
+    UnknownNameError for a config it cannot read."""
     spec = RunSpec(
         "", "", task, task_params, task_version, {}, "", seed, RunConfig.model_validate(config), tuned_params
     )
@@ -86,8 +83,7 @@ def record_id(
 
 
 def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True) -> Task:
-    """The task ``name`` built with ``params``, its data file found and checked unless
-    ``check_data`` is False; any problem is an :class:`AblateError`."""
+    """The task ``name`` built with ``params``, its data checked unless ``check_data`` is False; AblateError."""
     from harness.tasks import DataUnavailableError, build_task
 
     try:
@@ -102,9 +98,8 @@ def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check
 
 
 def check_variant(cfg: RunConfig, task: Task, where: str, model: bool = True) -> None:
-    """The step schedule, model names and shapes, the attention kernel where this process would
-    train (``flash``: never a silent fallback) and every length the task must provide;
-    ``model=False``: all but what builds the model's components (it imports torch)."""
+    """The step schedule, model names and shapes, the attention kernel where this process would train
+    and every length the task must provide; ``model=False``: all but the model's components (torch)."""
     check_schedule(cfg, where)
     if model:
         _check_model(cfg, task, where)
@@ -158,9 +153,8 @@ def _check_model(cfg: RunConfig, task: Task, where: str) -> None:
 
 
 def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str) -> None:
-    """The primary and gate metrics must be ones the task produces at the evaluated lengths with
-    the probes it asks for (``acc@x4`` needs multiplier 4, ``leak_logits`` the ``leakage``
-    probe), the target one the validation pass logs (``acc``, ``loss``): :mod:`harness.experiment.metrics`."""
+    """The primary and gate metrics must be ones the task produces at the evaluated lengths with the
+    probes it asks for, the target one the validation pass logs (:mod:`harness.experiment.metrics`)."""
     multipliers, byte_level = tuple(cfg.eval.length_multipliers), task.token_bytes is not None
     made = metrics.produced(
         task.kind, multipliers, tuple(cfg.eval.probes), cfg.model.n_layers, task.pad_id is not None, byte_level
@@ -197,11 +191,8 @@ def plan(
     check_data: bool = True,
     will_run: Callable[[RunSpec], bool] | None = None,
 ) -> tuple[str, list[RunSpec]]:
-    """An ablation's grid for one profile as validated run specs, ordered seed, task, variant (finished
-    seeds form complete pairs early); AblateError for any bad input. ``check_data=False`` (read-only
-    commands) skips the data files: run ids depend only on configs. :func:`check_variant` builds a
-    variant's components (imports torch) only when one of its runs ``will_run`` (default: all): a
-    grid with nothing left to run, and a read-only command, plan without torch."""
+    """An ablation's grid for one profile as validated run specs, ordered seed, task, variant; AblateError
+    for any bad input. A variant's components are built (torch) only when one of its runs ``will_run``."""
     profile, prof = abl.profile(profile)
     abl = abl.for_profile(profile)
     cli = parse_overrides(overrides)
@@ -220,10 +211,8 @@ def plan(
             data = apply_overrides({}, {k: v for layer in layers for k, v in layer.items()})
             where = f"variant {abl.label(variant)!r} on task {tname!r}"
             cfg = build_config(data, where)
-            if cfg.model.max_len is None:
-                cfg = cfg.model_copy(
-                    update={"model": cfg.model.model_copy(update={"max_len": max(cfg.eval_lengths())})}
-                )
+            if cfg.model.max_len is None:  # the longest evaluation
+                cfg = build_config(apply_overrides(data, {"model.max_len": max(cfg.eval_lengths())}), where)
             head = (abl.name, profile, tname, dict(entry.params), str(task.version), variant, abl.label(variant))
             runs = [RunSpec(*head, seed, cfg) for seed in prof.seeds]
             try:  # a run id needs every component name known: an unknown one is refused as check_variant would

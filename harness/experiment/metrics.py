@@ -1,17 +1,14 @@
-"""Every metric a run is compared on, declared once (docs/ablation-files.md lists them): its name,
-which direction is better, its unit, where it is produced and whether a declaration may name it
-as a task's primary or gate metric. ``acc@x4`` is the test pass at 4L (``@x<N>`` for every
-``eval.length_multipliers`` entry N); the validation pass at L logs it under its bare name
-(``acc``). A new metric is produced in ``harness/training/`` and declared here only.
-"""
+"""Every metric a run is compared on, declared once (docs/ablation-files.md lists them). ``acc@x4``
+is the test pass at 4L; the validation pass at L logs it under its bare name (``acc``). A new metric
+is produced in ``harness/training/`` and declared here only."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, StrictBool, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, StrictBool, model_validator
 
 TEST = "test pass at every evaluation length (harness/training/loop.py)"
 TRAINING = "training loop (harness/training/loop.py)"
@@ -43,7 +40,6 @@ class Metric:
     floor: float | None = None
 
     def names(self, multipliers: tuple[int, ...] = (), n_layers: int = 0) -> list[str]:
-        """The concrete names of this metric for the evaluated ``multipliers`` and ``n_layers``."""
         if self.per_length:
             return [f"{self.name}@x{m}" for m in multipliers]
         if "<i>" in self.name:
@@ -52,7 +48,6 @@ class Metric:
 
     @property
     def pattern(self) -> re.Pattern[str]:
-        """What every concrete name of this metric matches."""
         text = re.escape(self.name).replace(re.escape("<i>"), r"\d+")
         return re.compile(text + (r"@x\d+" if self.per_length else "(_init)?" if self.at_init else "") + "$")
 
@@ -63,7 +58,6 @@ class Metric:
 
 
 def _tested(name: str, higher_is_better: bool, unit: str, **kw: Any) -> Metric:
-    """A per-length metric of the test pass, compared by every analysis."""
     return Metric(name, higher_is_better, unit, TEST, per_length=True, compared=True, **kw)
 
 
@@ -121,12 +115,10 @@ def lookup(name: str) -> Metric | None:
 
 
 def higher_is_better(name: str) -> bool:
-    """Raises ValueError for a name no metric of :data:`METRICS` matches (:func:`known`)."""
     return lookup(known(name)).higher_is_better
 
 
 def length_of(name: str) -> tuple[str, int] | None:
-    """``(base, N)`` of a per-length name ``<base>@x<N>``, else None."""
     match = _LENGTH.match(name)
     return (match.group("base"), int(match.group("mult"))) if match else None
 
@@ -137,8 +129,7 @@ def best_value(name: str) -> float | None:
 
 
 def of_bound(name: str) -> Metric | None:
-    """The :class:`Metric` a gate or convergence target names: a concrete name (``acc@x1``) or
-    the validation pass's name at L (``acc``, ``loss``); None when the table knows neither."""
+    """The :class:`Metric` a gate or target names (``acc@x1``, or ``acc`` at L), or None."""
     return lookup(name) or next((m for m in METRICS if m.per_length and m.name == name), None)
 
 
@@ -160,8 +151,7 @@ def produced(
     padded: bool,
     byte_level: bool = False,
 ) -> list[str]:
-    """Every metric a run makes that a task's primary or gate may name, for a task of ``kind``
-    evaluated at ``multipliers``, asking for ``probes``, with ``n_layers`` blocks."""
+    """Every metric a run of a task of ``kind`` makes that its primary or gate may name."""
     return [
         name
         for m in METRICS
@@ -196,8 +186,7 @@ def known(name: str) -> str:
 
 
 class NamedMetric(BaseModel):
-    """A declaration's reference to a metric: its name, and a direction it may restate, which must
-    agree with the table."""
+    """A declaration's reference to a metric, and a direction it may restate (as the table has it)."""
 
     metric: str = Field(description="a metric name: acc@x4 (at 4L), loss@x1, steps_to_target, ...")
     higher_is_better: StrictBool | None = Field(
@@ -218,7 +207,4 @@ class NamedMetric(BaseModel):
 class KnownMetric(NamedMetric):
     """A :class:`NamedMetric` whose name the table must know (claims' evidence, positive controls)."""
 
-    @field_validator("metric")
-    @classmethod
-    def _known(cls, name: str) -> str:
-        return known(name)
+    metric: Annotated[str, AfterValidator(known)]

@@ -1,10 +1,6 @@
-"""The plugin loader: components and tasks from a user's own package (docs/extending.md), loaded
-once per process before any declaration is validated, the same way in every process that plans or
-runs. Installed entry points of :data:`GROUP` (unless ``ABLATE_DISABLE_PLUGIN_AUTOLOAD=1``),
-``--plugin MODULE|PATH.py`` and an ablation file's ``plugins:`` name them. A plugin that does not
-import or fails its checks (docs/bad-inputs.md, rows 77-81) is an AblateError naming it and the
-fix, and its entries leave the registries again. Workers load :func:`refs` with :func:`load_refs`;
-a run record lists :func:`record`, so that a result says which code produced it."""
+"""The registries a plugin may add to (:func:`families`) and the plugin loader (docs/extending.md):
+entry points of :data:`GROUP`, ``--plugin`` and ``plugins:``, loaded once per process before any
+declaration is validated; a plugin that fails is an AblateError naming it and the fix."""
 
 from __future__ import annotations
 
@@ -18,12 +14,12 @@ import sys
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import AblateError
-from harness.experiment.families import Family, families
-from harness.registry import NameTakenError
+from harness.registry import NameTakenError, Registry
 
 GROUP = "ablate.plugins"
 AUTOLOAD_OFF = "ABLATE_DISABLE_PLUGIN_AUTOLOAD"
@@ -33,10 +29,51 @@ _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 
 
 @dataclass(frozen=True)
+class Family:
+    key: str  # the short name (``position``: ``ablate check position=NAME``, a run record's ``entries``)
+    config_key: str | None  # the run-config key that selects an entry (``model.position``); None for tasks
+    registry: Registry[Any]
+    base: type | None  # the class every entry must subclass; None where entries are functions
+
+    def problem(self, obj: Any) -> str | None:
+        """Why ``obj`` cannot be an entry of this family (with the fix), or None."""
+        what = f"the class {obj.__name__}" if isinstance(obj, type) else f"a {type(obj).__name__}"
+        if self.base is None:
+            if isinstance(obj, type) or not callable(obj):
+                return f"is {what}, not a function; register a function (as the built-in {self.key}s are)"
+        elif not (isinstance(obj, type) and issubclass(obj, self.base)):
+            name = self.base.__name__
+            return f"is {what}, not a subclass of {name}; derive it from harness.plugin.{name}"
+        return None
+
+
+@cache
+def families() -> tuple[Family, ...]:
+    """Every registry of components (:mod:`harness.modules`) and the task registry, with its base."""
+    from torch import nn
+
+    from harness import modules
+    from harness.tasks import TASKS, Task
+
+    return (
+        Family("position", "model.position", modules.POSITIONAL, modules.PositionalEncoding),
+        Family("kernel", "attention.kernel", modules.KERNELS, modules.AttentionKernel),
+        Family("qkv", "attention.qkv", modules.QKV, nn.Module),
+        Family("scale", "attention.scale", modules.SCALES, None),
+        Family("mask_fill", "attention.mask_fill", modules.MASK_FILLS, None),
+        Family("head_split", "attention.head_split", modules.HEAD_SPLITS, modules.attention.HeadSplit),
+        Family("norm", "block.norm", modules.NORMS, nn.Module),
+        Family("norm_position", "block.norm_position", modules.BLOCKS, modules.transformer.Block),
+        Family("activation", "ffn.activation", modules.ACTIVATIONS, nn.Module),
+        Family("init", "model.init", modules.INITS, None),
+        Family("task", None, TASKS, Task),
+    )
+
+
+@dataclass(frozen=True)
 class PluginRef:
-    """How a plugin was named, enough to load it again in another process: ``kind`` ``entry point``
-    (``target``: its name in :data:`GROUP`; with ``distribution``, its identity), ``module`` (a
-    module name) or ``file`` (an absolute ``.py`` path); ``named_by``: where, for messages."""
+    """How a plugin was named, enough to load it again in another process: ``target`` is an entry
+    point's name in :data:`GROUP`, a module name or an absolute ``.py`` path; ``named_by``: where."""
 
     kind: Literal["entry point", "module", "file"]
     target: str
@@ -44,7 +81,6 @@ class PluginRef:
     distribution: str = ""
 
     def describe(self) -> str:
-        """``--plugin my_pkg.extra``, ``plugins: extra.py (in study.yaml)``, ``entry point 'x' in ablate.plugins``."""
         if self.kind == "entry point":
             return f"entry point {self.target!r} in {GROUP}"
         if self.named_by == "--plugin":
@@ -54,9 +90,8 @@ class PluginRef:
 
 @dataclass(frozen=True)
 class Plugin:
-    """A loaded plugin: the ``module`` imported (a file's under a made-up name), the installed
-    ``distribution`` and ``version`` that provide it, else the ``path`` of its file or package folder
-    and the ``sha256`` of its code (:func:`_code_hash`); ``entries``: ``(family key, name)`` it registered."""
+    """A loaded plugin: the ``module`` imported, the ``distribution`` and ``version`` that provide it,
+    else the ``path`` and ``sha256`` of its code; ``entries``: ``(family key, name)`` it registered."""
 
     ref: PluginRef
     module: str
@@ -143,9 +178,7 @@ def parse(spec: str, named_by: str, base: Path | None = None) -> PluginRef:
 
 
 def discovered() -> list[PluginRef]:
-    """The entry points of :data:`GROUP`, by name, then distribution: two distributions declaring one
-    name are two plugins; two whose entry points import one module are refused (which one imports
-    would depend on ``sys.path``)."""
+    """The entry points of :data:`GROUP`; two distributions' entry points importing one module are refused."""
     eps = sorted(md.entry_points(group=GROUP), key=lambda e: (e.name, _distribution(e)))
     seen: dict[str, md.EntryPoint] = {}
     for ep in eps:
@@ -160,11 +193,10 @@ def discovered() -> list[PluginRef]:
 
 
 def load_refs(plugin_refs: Iterable[PluginRef]) -> list[Plugin]:
-    return [load_ref(ref) for ref in plugin_refs]
+    return [_load(ref) for ref in plugin_refs]
 
 
-def load_ref(ref: PluginRef) -> Plugin:
-    """Load one plugin unless this process already has (the same entry point, module or file)."""
+def _load(ref: PluginRef) -> Plugin:
     if ref in _LOADED:
         return _LOADED[ref]
     where = ref.describe()
@@ -191,8 +223,7 @@ def load_ref(ref: PluginRef) -> Plugin:
     else:  # a name unique per path
         stem = re.sub(r"\W", "_", Path(ref.target).stem)
         module_name = f"ablate_plugin_{stem}_{hashlib.sha256(str(Path(ref.target)).encode()).hexdigest()[:8]}"
-    same = next((p for p in _LOADED.values() if p.module == module_name), None)
-    if same is not None:  # named twice (an entry point and --plugin): loaded once
+    if same := next((p for p in _LOADED.values() if p.module == module_name), None):  # named twice: loaded once
         _LOADED[ref] = same
         return same
     before = {(f.key, n) for f in families() for n in f.registry.names()}
@@ -230,12 +261,10 @@ def drop_module(module_name: str) -> None:
 
 
 def _distribution(ep: md.EntryPoint) -> str:
-    """The name of the distribution that declares ``ep``; ``""`` for one made by hand."""
     return ep.dist.name if ep.dist is not None else ""
 
 
 def _import(ref: PluginRef, module_name: str, where: str) -> Any:
-    """Import the plugin's module, turning every failure into one line naming the plugin."""
     try:
         if ref.kind != "file":
             return importlib.import_module(module_name)
@@ -273,8 +302,7 @@ def _raised(exc: BaseException) -> str:
 
 
 def _code_hash(module: Any) -> tuple[str, str | None]:
-    """``(path, sha256)`` of a module's file, or of a package's folder: every ``.py`` file below it
-    (relative path and bytes, in sorted order)."""
+    """``(path, sha256)`` of a module's file, or of a package's folder's ``.py`` files (names and bytes)."""
     folders = list(getattr(module, "__path__", []))
     root = Path(folders[0] if folders else module.__file__)
     digest = hashlib.sha256()

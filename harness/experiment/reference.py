@@ -1,11 +1,11 @@
-"""docs/ablation-files.md, written by ``ablate schema --markdown`` from the JSON Schema's sources
-(:mod:`harness.experiment.schema`), around a complete example file (:data:`EXAMPLE`); each key's
-"bad value" row quotes the error ``ablate show`` prints for the example with that one value
-(:data:`BAD`, :func:`refusal`), never one written by hand, so a new key needs one."""
+"""docs/ablation-files.md, written by ``ablate schema --markdown`` from the JSON Schema's sources around
+a complete example file (:data:`EXAMPLE`); each key's "bad value" row quotes the error ``ablate show``
+prints for the example with that one value (:data:`BAD`): a new key needs one."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ import yaml
 from harness.errors import AblateError
 from harness.experiment import ablation, metrics, schema
 from harness.experiment import claims as claims_file
-from harness.experiment.families import families
+from harness.experiment.plugins import families
 from harness.experiment.selection import select
 
 EXAMPLE = """\
@@ -93,34 +93,28 @@ BAD: dict[str, tuple[tuple[str, ...], Any]] = {
 """Declaration key -> (where in the example file, a bad value there): the page quotes the error."""
 
 
-def _show(text: str, overrides: tuple[str, ...] = ()) -> None:
-    """What ``ablate show my_pe.yaml [overrides]`` does with the file ``text``, the paths in its errors
-    made ``my_pe.yaml``."""
+def _said(text: str, overrides: tuple[str, ...] = ()) -> str | None:
+    """The error ``ablate show my_pe.yaml [overrides]`` prints for the file ``text``, None if it loads."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "my_pe.yaml"
         path.write_text(text)
         try:
             select(ablation.load(str(path)), None, overrides, check_data=False)
         except AblateError as exc:
-            raise AblateError(str(exc).replace(str(path), "my_pe.yaml")) from None
+            return "error: " + str(exc).replace(str(path), "my_pe.yaml")
+    return None
 
 
 def refusal(data: dict[str, Any], overrides: tuple[str, ...] = ()) -> str:
-    """The error ``ablate show my_pe.yaml [overrides]`` prints for the declaration ``data``; ValueError
-    when it is accepted (a bad value that is not bad)."""
-    try:
-        _show(yaml.safe_dump(data, sort_keys=False), overrides)
-    except AblateError as exc:
-        return f"error: {exc}"
-    raise ValueError(f"the example with {overrides or data} was accepted; pick a value it refuses")
+    """:func:`_said` for the declaration ``data``; ValueError when it is accepted (a bad value that is not bad)."""
+    if (said := _said(yaml.safe_dump(data, sort_keys=False), overrides)) is None:
+        raise ValueError(f"the example with {overrides or data} was accepted; pick a value it refuses")
+    return said
 
 
 def with_value(data: dict[str, Any], where: tuple[str, ...], value: Any) -> dict[str, Any]:
     out = copy.deepcopy(data)
-    node = out
-    for part in where[:-1]:
-        node = node[part]
-    node[where[-1]] = value
+    functools.reduce(dict.__getitem__, where[:-1], out)[where[-1]] = value
     return out
 
 
@@ -305,7 +299,8 @@ def markdown() -> str:
     """The page, for the names registered now (without plugins: the one in docs/)."""
     defs = schema.build()["$defs"]
     example = yaml.safe_load(EXAMPLE)
-    _show(EXAMPLE)  # the example itself loads and expands
+    if said := _said(EXAMPLE):  # the example itself loads and expands
+        raise AblateError(f"the example is refused: {said}")
     names = ["| config key | family | names (aliases) |", "|---|---|---|"]
     for fam in families():
         reg = fam.registry

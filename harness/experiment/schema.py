@@ -1,9 +1,6 @@
-"""The JSON Schema of an ablation file, built from the declaration's pydantic models, RunConfig's
-sections, each task's ``Params`` and the registries (a component or task key lists the registered
-names as an ``enum``; a file with ``plugins:`` is checked with those names left open). Shipped as
-:data:`SHIPPED` (built-in names only); ``ablate schema`` prints it for the names registered in its
-process. The rest (a baseline in the grid, a metric the task produces) is checked when a file loads.
-"""
+"""The JSON Schema of an ablation file, built from the declaration's pydantic models, RunConfig,
+each task's ``Params`` and the registries' names (left open for a file with ``plugins:``). Shipped
+as :data:`SHIPPED` (built-in names only); ``ablate schema`` prints it for the names registered now."""
 
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ from harness.experiment import claims as claims_file
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import SAFE_NAME
-from harness.experiment.families import families
+from harness.experiment.plugins import families
 
 SHIPPED = Path(__file__).with_name("ablation.schema.json")
 """The schema shipped with the package, for editors: ``# yaml-language-server: $schema=PATH``."""
@@ -48,15 +45,12 @@ def config_keys(names: Names | None) -> dict[str, dict[str, Any]]:
         fields = full["$defs"][ref["$ref"].rsplit("/", 1)[-1]]["properties"]
         for key, prop in fields.items():
             path = f"{section}.{key}"
-            prop = {**_tidy(prop), "default": defaults[section][key]}
-            if names is not None and path in names:
-                prop["enum"] = names[path]
-            out[path] = prop
+            enum = {"enum": names[path]} if names is not None and path in names else {}
+            out[path] = {**_tidy(prop), "default": defaults[section][key], **enum}
     return out
 
 
 def build() -> dict[str, Any]:
-    """The schema for the names registered now (:func:`registered_names`)."""
     from harness.tasks import TASKS
 
     names = registered_names()
@@ -86,8 +80,7 @@ def build() -> dict[str, Any]:
 
 
 def _declaration(pyd: dict[str, Any], suffix: str, keys: dict[str, Any], tasks: list[str] | None) -> dict[str, Any]:
-    """The definitions that depend on the names (config mapping, task entry, profile, declaration),
-    each named with ``suffix``; ``keys``: each config key's reference to its definition."""
+    """The definitions that depend on the names, named with ``suffix``; ``keys``: each config key's $ref."""
     config_ref = {"$ref": f"#/$defs/Config{suffix}"}
     task_name = {"type": "string", "enum": tasks} if tasks else {"type": "string", "pattern": SAFE}
 
@@ -141,8 +134,7 @@ def _declaration(pyd: dict[str, Any], suffix: str, keys: dict[str, Any], tasks: 
 
 
 def _metric_pattern(bare: bool) -> str:
-    """The names a task's primary metric may take (``bare``: a gate or target, which may also name
-    a per-length metric at L by its bare name, ``acc``)."""
+    """The names a task's primary metric may take (``bare``: a gate or target, which may also say ``acc``)."""
     forms = [m.pattern.pattern.removesuffix("$") for m in metrics.METRICS if m.rankable]
     if bare:
         forms += [m.name for m in metrics.METRICS if m.rankable and m.per_length]

@@ -1,8 +1,5 @@
 """Search spaces for ``ablate tune`` (docs/tuning.md): typed ranges over dotted config keys, from
-:data:`DEFAULT_SPACE` < the ablation's ``tune:`` < the profile's (``null`` removes a key). Ranges
-are checked when the declaration loads, values against each variant's config before any trial
-(:func:`check_space`). Imports neither optuna nor torch.
-"""
+:data:`DEFAULT_SPACE` < the ablation's ``tune:`` < the profile's (``null`` removes a key)."""
 
 from __future__ import annotations
 
@@ -10,9 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
-from harness.config import build_config, check_schedule
+from harness.config import apply_overrides, build_config, check_schedule
 from harness.errors import AblateError
-from harness.experiment.overrides import apply_overrides
 
 Number = StrictInt | StrictFloat
 
@@ -54,7 +50,6 @@ class ParamSpec(BaseModel):
         return self
 
     def candidates(self) -> list[Any]:
-        """The values that bound the range (low and high), or every choice."""
         if self.type == "categorical":
             return list(self.choices or [])
         cast = int if self.type == "int" else float
@@ -89,8 +84,7 @@ def resolve_space(abl: Any, profile: str) -> dict[str, ParamSpec]:
 
 
 def within_budget(space: dict[str, ParamSpec], config: Any) -> dict[str, ParamSpec]:
-    """``space`` for one resolved ``config``: the default range of ``train.warmup_steps`` capped at
-    ``config.train.steps`` (a declared range is kept: :func:`check_space` refuses it when too long)."""
+    """``space`` with the default range of ``train.warmup_steps`` capped at ``config.train.steps``."""
     spec, steps = space.get("train.warmup_steps"), config.train.steps
     if spec != DEFAULT_SPACE["train.warmup_steps"] or spec.high <= steps:
         return dict(space)
@@ -98,8 +92,7 @@ def within_budget(space: dict[str, ParamSpec], config: Any) -> dict[str, ParamSp
 
 
 def check_space(space: dict[str, ParamSpec], config: Any, where: str) -> None:
-    """Every bound and choice of ``space`` must give a valid config when set on ``config``, with a
-    step schedule that fits (:func:`harness.config.check_schedule`); else AblateError naming it."""
+    """AblateError unless every bound and choice of ``space`` set on ``config`` gives a valid config."""
     data = config.model_dump(mode="json")
     for path, spec in space.items():
         for value in spec.candidates():
@@ -116,7 +109,6 @@ def suggest(trial: Any, path: str, spec: ParamSpec) -> Any:
 
 
 def distribution(spec: ParamSpec) -> Any:
-    """The Optuna distribution :func:`suggest` draws ``spec`` from."""
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
     if spec.type == "categorical":

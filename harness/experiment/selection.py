@@ -3,6 +3,7 @@ by :func:`select` and handed down: its runs, their ids and its hints are derived
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +19,8 @@ from harness.experiment.grid import RunSpec
 
 @dataclass(frozen=True)
 class Selection:
-    """One ablation x profile x overrides, resolved (frozen). ``ablation``: the declaration as the
-    profile runs it (:meth:`Ablation.for_profile`); ``specs``: every run of that subset, validated, in
-    seed, task, variant order; ``typed`` (the ablation as the user named it), ``results`` and
-    ``storage``: what the command was given, for its hints."""
+    """One ablation x profile x overrides, resolved: ``ablation`` as the profile runs it, ``specs`` its
+    validated runs; ``typed`` (the ablation as the user named it), ``results`` and ``storage``: for hints."""
 
     ablation: Ablation
     profile: str
@@ -41,12 +40,9 @@ class Selection:
 
     @property
     def run_ids(self) -> frozenset[str]:
-        """Which stored runs belong to this selection."""
         return frozenset(s.run_id for s in self.specs)
 
     def command(self, verb: str, *options: str, profile: str | None = None, storage: bool = False) -> str:
-        """The ``ablate VERB`` command over this grid (:func:`harness.hints.command`), at ``profile``
-        when given; ``storage``: with ``--storage`` when one was given."""
         return hints.command(
             verb,
             self.typed or self.name,
@@ -59,17 +55,13 @@ class Selection:
 
     def tuned_run_ids(self, runs: Iterable[tuple[str, str, int, dict[str, Any] | None]]) -> frozenset[str]:
         """The ids the tuned runs ``(task, variant label, seed, tuned params)`` have as runs of this
-        selection at those parameters: which records of ``<profile>+tuned`` belong to it. A run
-        without parameters, outside the selection or whose parameters do not validate has none."""
+        selection at those parameters: which records of ``<profile>+tuned`` belong to it."""
         specs = {(s.task, s.variant_label, s.seed): s for s in self.specs}
         out = set()
         for task, variant, seed, params in runs:
-            spec = specs.get((task, variant, seed))
-            try:
-                if spec is not None and params:
+            if (spec := specs.get((task, variant, seed))) is not None and params:
+                with contextlib.suppress(AblateError):  # parameters that do not validate: no id
                     out.add(spec.tuned(params, spec.profile).run_id)
-            except AblateError:
-                pass
         return frozenset(out)
 
 
@@ -85,10 +77,7 @@ def select(
     storage: str | None = None,
     will_run: Callable[[RunSpec], bool] | None = None,
 ) -> Selection:
-    """The :class:`Selection` of ``abl`` under ``profile`` (None: the default one) with the run
-    ``overrides``; ``check_data=False`` (read-only commands) finds no data files: run ids depend only
-    on configs. Raises AblateError as :func:`harness.experiment.grid.plan` does (an unknown profile, a
-    bad override, a grid point that fails the pre-run checks)."""
+    """The :class:`Selection` of ``abl`` under ``profile`` (None: the default one); AblateError as ``plan``."""
     name, specs = grid.plan(abl, profile, overrides, data_dir, check_data, will_run)
     return Selection(
         abl.for_profile(name), name, tuple(overrides), tuple(specs), typed or abl.name, Path(results), storage

@@ -1,11 +1,6 @@
-"""Code versions: which version of each piece of code computed a run, and how they enter run ids
-(docs/execution.md#the-run-store-and-run-ids). Each is an int that starts at 1 and is bumped when
-the numbers that code produces for a given input change: every registry entry (the built-ins
-declared in harness/registry.py; a plugin's ``register(name, version=2)``), :data:`MODEL` and
-:data:`TRAINING`. A run id hashes only those above 1 (:func:`hashed_versions`), so the ids of
-runs made before versions existed stay as they were; tests/modules/test_fingerprints.py fails when
-an output changes at one version.
-"""
+"""Code versions: which version of each piece of code (every registry entry, :data:`MODEL`,
+:data:`TRAINING`) computed a run, bumped when its numbers change, and how they enter run ids
+(docs/execution.md#the-run-store-and-run-ids)."""
 
 from __future__ import annotations
 
@@ -38,8 +33,7 @@ _FIELDS = {
 
 
 def run_versions(config: Mapping[str, Any]) -> dict[str, int]:
-    """Every code version a run config (``RunConfig.model_dump()``) uses: ``{"model": 1, "training": 1,
-    "position:rope": 2, ...}``; UnknownNameError for a component name no registry holds."""
+    """Every code version a run config uses (``{"model": 1, "position:rope": 2, ...}``); UnknownNameError."""
     out = {"model": MODEL, "training": TRAINING}
     for (section, key), (registry_name, prefix) in _FIELDS.items():
         name = (config.get(section) or {}).get(key)
@@ -54,9 +48,8 @@ def hashed_versions(versions: Mapping[str, int]) -> dict[str, int]:
 
 
 def record_versions(code_versions: Mapping[str, int] | None, config: Mapping[str, Any]) -> dict[str, int] | None:
-    """The code versions of a stored run: its ``code_versions``, or for a record made before
-    versions were recorded (None) version 1 of everything its ``config`` used; None when that
-    config names a component this code lacks."""
+    """A stored run's ``code_versions``, or (a record from before they were kept) version 1 of every
+    component its ``config`` used; None when this code lacks one."""
     if code_versions is not None:
         return dict(code_versions)
     try:
@@ -66,9 +59,8 @@ def record_versions(code_versions: Mapping[str, int] | None, config: Mapping[str
 
 
 def mixed_versions(records: Iterable[Any]) -> dict[str, list[int]]:
-    """Pieces of code that ran at more than one version among ``records`` (one comparison; each
-    with ``code_versions`` and ``config``, as :class:`harness.store.record.Record`):
-    ``{"position:rope": [1, 2]}``; empty when every piece ran at a single version."""
+    """Pieces of code that ran at more than one version among ``records`` (one comparison's
+    :class:`harness.store.record.Record`): ``{"position:rope": [1, 2]}``."""
     seen: dict[str, set[int]] = {}
     for rec in records:
         for key, version in (
@@ -79,7 +71,6 @@ def mixed_versions(records: Iterable[Any]) -> dict[str, list[int]]:
 
 
 def mix_warning(task: str, mix: Mapping[str, list[int]]) -> str:
-    """One line saying that a task's comparison mixes runs made by different code versions."""
     parts = ", ".join(f"{key} at versions {', '.join(map(str, vs))}" for key, vs in mix.items())
     return (
         f"the runs compared on {task} were made by different code ({parts}): a difference may come "

@@ -11,7 +11,6 @@ from harness.analysis.comparisons import TARGET_POWER, Analysis
 from harness.config import RunConfig
 from harness.encode import count, text
 from harness.experiment import claims as claims_mod
-from harness.experiment import control
 from harness.experiment.ablation import Ablation
 from harness.experiment.versions import mix_warning
 from harness.report.guards import Guards
@@ -55,7 +54,7 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
     claims = claims_mod.load_claims()
     lines = ["## Claims", ""]
     if not abl.claims:
-        uses = [r.id for r in control.load_registry() if any(c.ablation == abl.name for c in r.comparisons)]
+        uses = [r.id for r in claims_mod.load_registry() if any(c.ablation == abl.name for c in r.comparisons)]
         named = ", ".join(f"`{u}`" for u in uses)
         lines += [
             "This ablation tests no claim of `harness/experiment/claims.yaml`"

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import optuna
 
-from harness.config import build_config
+from harness.config import apply_overrides, build_config
 from harness.errors import RunFailed, run_error
-from harness.experiment.overrides import apply_overrides
 from harness.experiment.search_space import suggest
 from harness.tasks import Task
 from harness.training.loop import TrainOptions, train

@@ -9,11 +9,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from harness.config import parse_override
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec, check_variant, prepare_task
-from harness.experiment.overrides import parse_override
 from harness.experiment.search_space import ParamSpec, check_space, distribution, resolve_space, within_budget
 from harness.experiment.selection import Selection, select
 from harness.registry import did_you_mean

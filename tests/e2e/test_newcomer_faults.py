@@ -16,14 +16,13 @@ import pytest
 import yaml
 
 from harness.cli import output
-from harness.config import RunOptions
+from harness.config import RunOptions, parse_overrides
 from harness.errors import AblateError
 from harness.execution.launch import Launch
 from harness.experiment.ablation import available
 from harness.experiment.ablation import load as load_ablation
+from harness.experiment.declaration import load_yaml
 from harness.experiment.grid import plan
-from harness.experiment.overrides import parse_overrides
-from harness.experiment.yaml_files import load_yaml
 from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
 from helpers.tiny_grid import write_tiny
 

@@ -13,14 +13,15 @@ import pytest
 
 from harness.config import (
     RunConfig,
+    apply_overrides,
     build_config,
     check_path,
     config_hash,
     get_path,
+    parse_override,
     valid_paths,
 )
 from harness.errors import AblateError
-from harness.experiment.overrides import apply_overrides, parse_override
 
 SECTIONS = ("model", "attention", "block", "ffn", "train", "eval")
 

@@ -14,8 +14,7 @@ import pytest
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.ablation import available, load
-from harness.experiment.claims import load_claims, parse_claims
-from harness.experiment.control import load_registry, parse
+from harness.experiment.claims import load_claims, load_registry, parse, parse_claims
 from harness.experiment.grid import plan
 from helpers.mini_decl import decl, write
 

@@ -15,7 +15,7 @@ import yaml
 from harness.errors import AblateError
 from harness.experiment import plugins
 from harness.experiment.ablation import load
-from harness.experiment.families import families
+from harness.experiment.plugins import families
 from harness.modules import NORMS, POSITIONAL, SCALES
 from harness.tasks import TASKS
 from helpers.plugins import restored, unload, write_plugin

@@ -15,9 +15,9 @@ import yaml
 from harness.config import EvalSection, valid_paths
 from harness.experiment import ablation, metrics, reference
 from harness.experiment import claims as claims_file
-from harness.experiment.control import Control
+from harness.experiment.claims import Control
 from harness.experiment.declaration import MetricSpec, Profile, TaskEntry, Threshold
-from harness.experiment.families import families
+from harness.experiment.plugins import families
 from harness.experiment.search_space import ParamSpec
 from harness.tasks import TASKS
 

@@ -18,7 +18,7 @@ import yaml
 from harness.config import valid_paths
 from harness.experiment import ablation
 from harness.experiment import schema as schema_mod
-from harness.experiment.families import families
+from harness.experiment.plugins import families
 from harness.experiment.selection import select
 
 jsonschema = pytest.importorskip("jsonschema")

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.experiment import plugins
-from harness.experiment.families import families
+from harness.experiment.plugins import families
 
 
 @contextmanager

@@ -9,7 +9,7 @@ from pathlib import Path
 from torch import nn
 
 import harness.plugin as api
-from harness.experiment.families import families
+from harness.experiment.plugins import families
 
 ROOT = Path(__file__).resolve().parents[2]
 

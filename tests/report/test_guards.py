@@ -18,7 +18,7 @@ from harness.analysis.comparisons import analyse
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
-from harness.experiment import control as registry
+from harness.experiment import claims as registry
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
 from helpers.cli import invoke, untimed

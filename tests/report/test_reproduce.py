@@ -15,7 +15,7 @@ import yaml
 from harness.analysis import guards as ev
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
-from harness.experiment import control as reg
+from harness.experiment import claims as reg
 from harness.report.guards import markdown as markdown_page
 from helpers.cli import assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
