@@ -16,7 +16,7 @@ from harness.experiment import ablation as ablation_mod
 from harness.experiment.control import load_registry
 from harness.hints import command, results_option
 from harness.report.source import plan
-from harness.report.tuning_data import copy_figures
+from harness.report.tuning import copy_figures
 from harness.store.archive import Restored, unpack
 
 

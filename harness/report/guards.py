@@ -9,15 +9,41 @@ import json
 import shlex
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.analysis.claims import Guard, delta_ci
 from harness.analysis.guards import EntryResult, Guards, Outcome
 from harness.encode import count, text
+from harness.errors import AblateError
 from harness.hints import results_option
-from harness.report.tuning_data import read_sidecar
+from harness.report.tables import md_table
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_sidecar(
+    path: Path, model: type[M], data_file: Path, what: str, ablation: str, profile: str, fix: str
+) -> M | None:
+    """A JSON file of one report's ablation and profile validated as ``model``; None when there is none.
+    AblateError: not JSON of this model (naming it as ``what``, with ``fix``), or of another ablation or profile."""
+    if not path.is_file():
+        return None
+    try:
+        data = model.model_validate(json.loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise AblateError(f"{data_file}: its {what} {path} is unreadable ({first}); {fix}") from None
+    found = (getattr(data, "ablation"), getattr(data, "profile"))  # noqa: B009 - fields of the model
+    if found != (ablation, profile):
+        raise AblateError(
+            f"{data_file}: its {what} {path} is of {found[0]} / {found[1]}, not of {ablation} / {profile}; "
+            "regenerate it with `ablate report NAME`"
+        )
+    return data
+
 
 UNKNOWN = "unknown: no controls' file beside the data file"
 """Each control's outcome when ``--from`` finds no controls' file beside the data file: the verdict is withheld."""
@@ -58,11 +84,8 @@ def evidence_line(o: Outcome) -> str:
     c = o.comparison
     head = f"{c.ablation} / {c.profile}, {c.task} `{c.metric}`, {c.variant} vs {c.reference}: "
     if o.outcome == "not run":
-        return head + (
-            f"not evaluated: {o.note}"
-            if o.note and not o.planned
-            else f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}"
-        )
+        planned = f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}"
+        return head + (f"not evaluated: {o.note}" if o.note and not o.planned else planned)
     r = o.row
     adjusted = "no adjusted p (no test: in no family)"
     if pd.notna(r.get("family_size")):
@@ -117,15 +140,13 @@ def markdown(results: list[EntryResult], store: Path) -> str:
         "OUTCOME)`) and say what the tests alone gave. Negative controls (a known bug an ablation's `control:` "
         "declares) guard claims the same way; the index shows which, and whether each was caught.",
         "",
-        "| reproduction | paper | source | expected at CPU scale | guards the claims | outcome |",
-        "|---|---|---|---|---|---|",
     ]
+    columns = ["reproduction", "paper", "source", "expected at CPU scale", "guards the claims", "outcome"]
+    rows = []
     for res in results:
-        e = res.entry
-        paper, source, expected = (" ".join(x.split()).replace("|", "\\|") for x in (e.paper, e.source, e.expected))
-        guarded = ", ".join(f"`{c}`" for c in e.guards) or "none"
-        lines.append(f"| [{e.id}](#{e.id}) | {paper} | {source} | {expected} | {guarded} | **{res.outcome}** |")
-    lines.append("")
+        e, guarded = res.entry, ", ".join(f"`{c}`" for c in res.entry.guards) or "none"
+        rows.append((f"[{e.id}](#{e.id})", e.paper, e.source, e.expected, guarded, f"**{res.outcome}**"))
+    lines += [*md_table(columns, rows), ""]
     for res in results:
         e = res.entry
         guarded = ", ".join(f"`{c}`" for c in e.guards) + " (their verdicts are withheld unless this entry passes)"

@@ -1,5 +1,10 @@
 """A markdown report: question, claims with verdicts, setup, comparison tables, figures, failures,
-and the commands that reproduce it, rendered from what :mod:`harness.cli.report` computed."""
+and the commands that reproduce it, rendered from what :mod:`harness.cli.report` computed.
+
+Across all variants, for the primary metric of each task (:func:`across_variants`): per-seed paired lines
+and a Friedman test with Nemenyi mean ranks (Demsar, "Statistical comparisons of classifiers over multiple
+data sets", JMLR 2006: blocks = the seeds that have every variant, treatments = variants; docs/statistics.md).
+"""
 
 from __future__ import annotations
 
@@ -9,17 +14,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.analysis import ranks
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, claimed_metrics
+from harness.analysis.table import Table
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.report import figures, sections
 from harness.report.bench import bench_section
 from harness.report.guards import Guards
-from harness.report.omnibus import across_variants
 from harness.report.probes import failures_section, probe_section
-from harness.report.sequential import sequential_section
 from harness.report.tables import clipped_ci, markdown, title
 from harness.report.tuning import TuningInputs, tuning_section
 from harness.store.runs import run_history
@@ -56,7 +61,7 @@ def write_markdown(
         *sections.version_warnings(result),
         *(sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, guards)),
         *sections.setup_section(abl, profile, result.scan.records, result),
-        *sequential_section(result),
+        *sections.sequential_section(result),
         *_results_section(sel, result, fig_dir, path),
         *probe_section(result),
         *failures_section(result),
@@ -143,25 +148,79 @@ def _results_section(sel: Selection, result: Analysis, fig_dir: Path, path: Path
         withheld = None  # no test of a task whose baseline did not learn it (the warning says why)
         if task in result.unlearned and abl.profiles[profile].confirmatory:
             withheld = f"the baseline did not learn the task ({vd.not_learned_target(*result.unlearned[task])})"
-        lines += across_variants(
-            result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem, withheld=withheld
-        )
-        others = sorted({t.metric for t in tables} - {t.metric for t in shown})
-        if others:
-            lines += [
-                f"Other metrics ({', '.join(f'`{m}`' for m in others)}): "
-                f"`{sel.command('compare', '--metric', 'NAME')}`.",
-                "",
-            ]
+        lines += across_variants(result.table(task, entry.primary.metric), rows, fig_dir, md_dir, stem, withheld)
+        if others := ", ".join(f"`{m}`" for m in sorted({t.metric for t in tables} - {t.metric for t in shown})):
+            lines += [f"Other metrics ({others}): `{sel.command('compare', '--metric', 'NAME')}`.", ""]
         hist = _history(result, task)
         if not hist.empty and hist["step"].nunique() > 1:  # one validation pass (a probe) draws no curve
             metric = "acc" if "acc" in hist else "loss"
-            title_ = f"{task}: validation {metric} at L during training"
-            fig = figures.validation_curves(
-                hist, metric, variants, title_, fig_dir / f"{stem}-{task}-validation-{metric}.png"
+            title_, png = (
+                f"{task}: validation {metric} at L during training",
+                fig_dir / f"{stem}-{task}-validation-{metric}.png",
             )
+            fig = figures.validation_curves(hist, metric, variants, title_, png)
             lines += [f"![{task}: validation curves]({fig.relative_to(md_dir).as_posix()})", ""]
     return lines
+
+
+MIN_BLOCKS = 3  # complete seeds needed for the omnibus test and ranks
+MIN_VARIANTS = 3  # with 2 variants the pairwise table already is the whole comparison
+
+
+def seed_table(rows: pd.DataFrame, metric: str, variants: list[str]) -> pd.DataFrame:
+    """(seeds, variants) values of one metric from one task's tidy ``rows``: index seed (ascending),
+    columns ``variants`` in order, NaN where a variant has no value (ValueError: two for one seed)."""
+    sub = rows[rows["metric"] == metric]
+    wide = sub.pivot(index="seed", columns="variant", values="value")
+    return wide.reindex(columns=variants).sort_index().rename_axis(columns=None)
+
+
+def skip_reason(n_blocks: int, k: int) -> str | None:
+    """Why the omnibus test is left out (too few variants or complete seeds), or None."""
+    if k < MIN_VARIANTS:
+        return f"{k} variant(s); it needs at least {MIN_VARIANTS}"
+    if n_blocks < MIN_BLOCKS:
+        return f"only {n_blocks} seed(s) have a value for every variant; it needs at least {MIN_BLOCKS}"
+    return None
+
+
+def across_variants(
+    table: Table | None, rows: pd.DataFrame, fig_dir: Path, md_dir: Path, stem: str, withheld: str | None = None
+) -> list[str]:
+    """Markdown lines for one task's primary ``table`` (None: none) from its tidy ``rows`` (gate applied):
+    the paired-lines figure, then the Friedman test at alpha 0.05 with its critical-difference figure, or
+    why it is left out (``withheld``: e.g. the task was not learned); figures ``fig_dir/stem-...png``."""
+    if table is None:
+        return []
+    alpha = 0.05
+    wide = seed_table(rows, table.metric, list(table.frame["variant"]))
+    if wide.isna().all(axis=None):
+        return []
+    name = f"{stem}-{table.task}-{table.metric.replace('@', '_')}"
+    label = f"{table.task}: {table.metric} per seed"
+    fig = figures.paired_lines(wide, table.metric, table.higher_is_better, label, fig_dir / f"{name}-per-seed.png")
+    lines = [f"![{label}]({fig.relative_to(md_dir).as_posix()})", ""]
+    head = f"**Across all variants** (`{table.metric}`): "
+    if withheld is not None:
+        return lines + [f"{head}Friedman test left out: {withheld}.", ""]
+    res = ranks.friedman(wide, table.higher_is_better, alpha)
+    why = skip_reason(res.n_seeds, res.k)
+    if why is None and res.p != res.p:  # NaN
+        why = "the statistic is undefined (every seed ties all variants)"
+    if why is not None:
+        return lines + [f"{head}Friedman test left out: {why}.", ""]
+    fig = figures.critical_difference(
+        res.mean_ranks, res.cd, alpha, f"{table.task}: mean ranks of {table.metric}", fig_dir / f"{name}-ranks.png"
+    )
+    mean_ranks = ", ".join(f"{v} {r:.2f}" for v, r in res.mean_ranks.sort_values().items())
+    return lines + [
+        f"{head}Friedman χ²({res.df}) = {res.statistic:.3g}, p = {res.p:.3g}, {res.n_seeds} blocks (seeds), "
+        f"{res.k} variants; mean ranks (1 = best): {mean_ranks}; Nemenyi CD = {res.cd:.3g} at alpha {alpha:g} "
+        "(mean ranks further apart than CD differ).",
+        "",
+        f"![{table.task}: mean ranks]({fig.relative_to(md_dir).as_posix()})",
+        "",
+    ]
 
 
 def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:

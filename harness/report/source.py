@@ -22,7 +22,7 @@ from harness.experiment.grid import record_id
 from harness.experiment.selection import Selection
 from harness.registry import did_you_mean
 from harness.report.guards import Guards, read_guards
-from harness.report.tuning_data import TuningData, check_studies, restored_studies_path
+from harness.report.tuning import TuningData, check_studies, restored_studies_path
 from harness.store import archive
 from harness.store.archive import Archive
 from harness.store.runs import StoreScan, history_of, scan
@@ -168,7 +168,7 @@ def load_source(
             "report was made with (its Reproduce section names them), or, if the file was edited, regenerate it "
             f"with `ablate report {abl.name}` from the store"
         )
-    check_studies(tuning, list(abl.tasks), [abl.label(v) for v in abl.variants()], f"{at}: its studies' summary")
+    check_studies(tuning, abl, f"{at}: its studies' summary")
     return data, replace(sel, results=data.store)
 
 
