@@ -250,11 +250,8 @@ def _commands(
     """The commands that make this report again (with a Tuning section, the studies and tuned runs
     too); ``name``: the ablation as the report's command named it (a YAML path for an unregistered one)."""
     prof = "" if profile == abl.default_profile else f" --profile {profile}"
-    extra = "".join(f" {o}" for o in overrides)
-    target = shlex.quote(name) if name else abl.name
-    lines = ["pip install -e .", f"ablate run {target}{prof}{extra}"]
-    studies = [s for s in (tuning.studies.studies if tuning and tuning.studies else []) if s.objectives == 1]
-    if studies:
-        trials = f"--trials {max(s.finished for s in studies)}"
-        lines += [f"ablate tune {target}{prof}{extra} {trials}", f"ablate run {target}{prof}{extra} --tuned"]
-    return [*lines, f"ablate report {target}{prof}{extra}"]
+    args = (shlex.quote(name) if name else abl.name) + prof + "".join(f" {o}" for o in overrides)
+    lines = ["pip install -e .", f"ablate run {args}"]
+    if studies := [s for s in (tuning.studies.studies if tuning and tuning.studies else []) if s.objectives == 1]:
+        lines += [f"ablate tune {args} --trials {max(s.finished for s in studies)}", f"ablate run {args} --tuned"]
+    return [*lines, f"ablate report {args}"]
