@@ -103,8 +103,7 @@ def metric_vs_length(
         mults = sorted({int(m.split("@x")[1]) for m in sub["metric"]})
         desc = [describe(sub[sub["metric"] == f"{base}@x{m}"]["value"]) for m in mults]
         x = np.array(mults) * train_len
-        mean = np.array([d.mean for d in desc])
-        (line,) = ax.plot(x, mean, marker="o", label=f"{shown} (n={desc[-1].n})")
+        (line,) = ax.plot(x, [d.mean for d in desc], marker="o", label=f"{shown} (n={desc[-1].n})")
         lo, hi = np.array([d.ci_low for d in desc]), np.array([d.ci_high for d in desc])
         if np.isfinite(lo).any():
             ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)

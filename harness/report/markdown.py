@@ -1,10 +1,8 @@
 """A markdown report: question, claims with verdicts, setup, comparison tables, figures, failures,
-and the commands that reproduce it, rendered from what :mod:`harness.cli.report` computed.
-
-Across all variants, for the primary metric of each task (:func:`across_variants`): per-seed paired lines
-and a Friedman test with Nemenyi mean ranks (Demsar, "Statistical comparisons of classifiers over multiple
-data sets", JMLR 2006: blocks = the seeds that have every variant, treatments = variants; docs/statistics.md).
-"""
+and the commands that reproduce it, rendered from what :mod:`harness.cli.report` computed. Across all
+variants (:func:`across_variants`): a Friedman test with Nemenyi mean ranks (Demsar, "Statistical comparisons
+of classifiers over multiple data sets", JMLR 2006: blocks = the seeds that have every variant, treatments =
+variants; docs/statistics.md)."""
 
 from __future__ import annotations
 
