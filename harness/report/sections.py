@@ -214,9 +214,8 @@ def _plugins_line(records: list[Record]) -> list[str]:
                 str(p.get("version")) if p.get("version") else f"(sha256 {str(p.get('sha256'))[:12]})"
             )
             seen.setdefault(name, list(p.get("entries") or []))
-    if not seen:
-        return []
-    return ["- Plugins: " + "; ".join(f"{n} ({', '.join(e) or 'no entries'})" for n, e in seen.items()) + "."]
+    plugins = "; ".join(f"{n} ({', '.join(e) or 'no entries'})" for n, e in seen.items())
+    return [f"- Plugins: {plugins}."] if seen else []
 
 
 def sequential_section(result: Analysis) -> list[str]:
@@ -228,19 +227,16 @@ def sequential_section(result: Analysis) -> list[str]:
     d = st.design
     name = {"obrien_fleming": "O'Brien-Fleming-like", "pocock": "Pocock-like"}[d.spending]
     base = result.ablation.baseline_label
+    futility = f"non-binding futility below {sq.FUTILITY_POWER:.0%} conditional power at the sesoi"
+    futility = futility if d.futility else "no futility stop"
     lines = [
         "## Group-sequential design",
         "",
         f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending, two-sided alpha "
         f"{d.alpha:g} over the primary family, Holm carried across looks (a rejected comparison passes its level "
         f"to the others: Maurer & Bretz 2013); bounds for the paired t by simulation of its null distribution "
-        f"({sq.N_PATHS:,} paths); equivalence by repeated confidence intervals within ±sesoi; "
-        + (
-            f"non-binding futility below {sq.FUTILITY_POWER:.0%} conditional power at the sesoi"
-            if d.futility
-            else "no futility stop"
-        )
-        + f". {st.summary().capitalize()}.",
+        f"({sq.N_PATHS:,} paths); equivalence by repeated confidence intervals within ±sesoi; {futility}. "
+        f"{st.summary().capitalize()}.",
         "",
     ]
     rows = []
