@@ -237,8 +237,8 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guard
         best = "no complete trial" if s.best_value is None else f"`{metric}` = {text(s.best_value)}"
         params = (s.best_params or {}).items()
         params = ", ".join(f"`{k}` {v:.3g}" if isinstance(v, float) else f"`{k}` {v}" for k, v in params) or "–"
-        why = "not computable" + (f" ({s.importance_problem})" if s.importance_problem else "")
-        ranked = why if s.importances is None else ", ".join(f"`{k}` {v:.2f}" for k, v in s.importances.items())
+        none = "not computable" + (f" ({s.importance_problem})" if s.importance_problem else "")
+        ranked = none if s.importances is None else ", ".join(f"`{k}` {v:.2f}" for k, v in s.importances.items())
         importance = "–" if s.complete == 0 else ranked
         lines.append(
             f"| {s.task} | {s.variant} | {s.complete} | {s.pruned} | {s.failed} ({s.diverged}) | "
