@@ -102,9 +102,8 @@ def describe(doc: dict[str, Any]) -> str:
 def rich_table(doc: dict[str, Any]) -> Any:
     """The same table for the terminal (``ablate bench attention``)."""
     env = doc["env"]
-    table = Table(
-        title=f"attention kernels, forward + backward: {env['device']} ({env['device_name']}), {env['dtype']}"
-    )
+    title = f"attention kernels, forward + backward: {env['device']} ({env['device_name']}), {env['dtype']}"
+    table = Table(title=title)
     for col in COLUMNS:
         table.add_column(col, justify="left" if col in ("kernel", "backend", "status") else "right")
     for r in with_ratios(doc["rows"]):

@@ -126,22 +126,16 @@ def summary_frame(table: Table) -> pd.DataFrame:
     """The table's rows as the display strings of :data:`SUMMARY`."""
     full = formatted(table)
     base = [r.get("verdict") == vd.BASELINE for _, r in table.frame.iterrows()]  # no column: no run compared
-    delta = ["" if b else f"{d} {ci}" for b, d, ci in zip(base, full["Δ (+ = better)"], full["95% CI of Δ"])]
-    return pd.DataFrame(
-        {
-            "variant": table.frame["variant"].astype(str).to_list(),
-            "n": full["n"],
-            "mean ± SD": full["mean ± SD"],
-            "Δ (+ = better) [95% CI]": delta,
-            "p adj": full["p adj"],
-            # runs left out (below the gate, failed) are said where the verdict is: no other column says it
-            "verdict": [
-                "; ".join(x for x in (vd.BASELINE if b else v, "" if e == "0" else e) if x)
-                for b, v, e in zip(base, full["verdict"], full["excluded"])
-            ],
-        },
-        columns=list(SUMMARY),
-    )
+    full["Δ (+ = better) [95% CI]"] = [
+        "" if b else f"{d} {ci}" for b, d, ci in zip(base, full["Δ (+ = better)"], full["95% CI of Δ"])
+    ]
+    # runs left out (below the gate, failed) are said where the verdict is: no other column says it
+    full["verdict"] = [
+        "; ".join(x for x in (vd.BASELINE if b else v, "" if e == "0" else e) if x)
+        for b, v, e in zip(base, full["verdict"], full["excluded"])
+    ]
+    full["variant"] = table.frame["variant"].astype(str).to_list()
+    return full[list(SUMMARY)]
 
 
 def summary_markdown(tables: list[Table]) -> str:
