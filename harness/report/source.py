@@ -69,7 +69,7 @@ def _studies(arc: Archive, at: str) -> TuningData | None:
 def check_ids(arc: Archive, at: str, abl: Ablation | None) -> None:
     """Raises AblateError naming what was edited unless every run is the run its id names, its variant
     the one its config holds (as a registered ``abl`` names it), its metrics ablate's, with values a run can score."""
-    for rec in arc.records.values():
+    for rec in arc.runs:
         for name, value in (rec.metrics or {}).items():
             _check_metric(name, value, f"{at}: run {rec.run_id}")
         variant = rec.variant or {}

@@ -50,6 +50,10 @@ class Archive:
     records: dict[str, Record]
     members: dict[str, bytes]
 
+    @property
+    def runs(self) -> list[Record]:
+        return list(self.records.values())
+
 
 def write(
     path: Path,
