@@ -156,14 +156,8 @@ def bench_section(abl: Any, folder: Path, fig_dir: Path, md_dir: Path) -> list[s
             lines += [f"- unreadable bench file `{path}`: {doc}", ""]
             continue
         env = doc.get("env", {})
-        lines += [
-            f"### {env.get('device')}, {env.get('dtype')} (`{path.name}`)",
-            "",
-            describe(doc),
-            "",
-            *md_table(COLUMNS, map(cells, with_ratios(doc["rows"]))),
-            "",
-        ]
+        lines += [f"### {env.get('device')}, {env.get('dtype')} (`{path.name}`)", "", describe(doc), ""]
+        lines += [*md_table(COLUMNS, map(cells, with_ratios(doc["rows"]))), ""]
         failed = [r for r in doc["rows"] if r["status"] != "ok"]
         at = ["" if r["seq_len"] is None else f" T={r['seq_len']}" for r in failed]
         lines += [f"- `{r['kernel']}`{t}: **{r['status']}** — {r['reason']}" for r, t in zip(failed, at)]

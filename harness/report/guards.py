@@ -151,21 +151,10 @@ def markdown(results: list[EntryResult], store: Path) -> str:
         e = res.entry
         guarded = ", ".join(f"`{c}`" for c in e.guards) + " (their verdicts are withheld unless this entry passes)"
         why = f"; {' '.join(e.guards_why.split())}." if e.guards_why else "."
-        lines += [
-            f"## {e.id}",
-            "",
-            f"**{res.outcome}**. {e.paper}, {e.source}.",
-            "",
-            f"- Published setting: {e.setting}.",
-            f"- Published result: {e.result}.",
-            f"- Expected at CPU scale: {e.expected}.",
-            f"- Guards: {guarded if e.guards else 'no claim'}{why}",
-            "",
-            "Evidence:",
-            "",
-            *(f"- {evidence_line(o)}" for o in res.outcomes),
-            "",
-        ]
+        lines += [f"## {e.id}", "", f"**{res.outcome}**. {e.paper}, {e.source}.", ""]
+        lines += [f"- Published setting: {e.setting}.", f"- Published result: {e.result}."]
+        lines += [f"- Expected at CPU scale: {e.expected}.", f"- Guards: {guarded if e.guards else 'no claim'}{why}"]
+        lines += ["", "Evidence:", "", *(f"- {evidence_line(o)}" for o in res.outcomes), ""]
         if res.outcome in ("fail", "inconclusive"):
             saw = [
                 f"{o.comparison.variant} vs {o.comparison.reference} not run"
@@ -175,12 +164,8 @@ def markdown(results: list[EntryResult], store: Path) -> str:
                 f"{o.comparison.variant} better)" + (f"; {o.note}" if o.note else "")
                 for o in res.outcomes
             ]
-            lines += [
-                f"What the harness saw: {'; '.join(saw)}.",
-                "",
-                f"What might explain the difference: {' '.join(e.differences.split())}",
-                "",
-            ]
+            said, explain = "; ".join(saw), " ".join(e.differences.split())
+            lines += [f"What the harness saw: {said}.", "", f"What might explain the difference: {explain}", ""]
         if res.outcome == "not run":
             lines += [f"Not run yet: `{_reproduce(e.id, store)}`.", ""]
         elif res.outcome.startswith("incomplete"):
