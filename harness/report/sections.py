@@ -73,11 +73,8 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
             lines += [audit, ""]
         lines += [*(f"- {e}" for e in evidence), ""]
     if controls := control_outcomes(result):
-        lines += [
-            f"Negative control ({abl.control.variant or 'every variant'} is a known bug, expected "
-            f"{abl.control.expect}): " + "; ".join(control_text(c) for c in controls) + ".",
-            "",
-        ]
+        bug = f"{abl.control.variant or 'every variant'} is a known bug, expected {abl.control.expect}"
+        lines += [f"Negative control ({bug}): {'; '.join(control_text(c) for c in controls)}.", ""]
     recs = result.scan.records  # each task's scale: its first run's config
     scale = {t: next(r.config for r in recs if r.task == t) for t in dict.fromkeys(r.task for r in recs)}
     desc = "; ".join(  # no run in the store: only the seed count below
@@ -248,16 +245,14 @@ def sequential_section(result: Analysis) -> list[str]:
         numbers = [text(c.level, ".3g"), text(c.bound, ".3f"), text(c.t, ".2f"), text(c.delta, ".4g"), rci]
         rows.append([c.task, f"{c.variant} vs {base}", decision, where, *numbers])
     columns = ["task", "comparison", "decision", "look (seeds)", "level", "bound on abs(t)", "t", "Δ", "repeated CI"]
-    return (
-        lines
-        + md_table(columns, rows)
-        + [
-            "",
-            "The repeated CI is the interval at the comparison's level and look (coverage 1 - level whatever the "
-            "stopping rule did; J&T ch. 9): a direction is declared only when it excludes 0. An estimate at an early "
-            "stop is biased away from zero (a comparison stops when its estimate happens to be large): read Δ at a "
-            "stopping look as an upper bound of the effect's size. The tables above read every stored pair of each arm; "
-            "their p adj are the fixed design's and do not decide here.",
-            "",
-        ]
-    )
+    return [
+        *lines,
+        *md_table(columns, rows),
+        "",
+        "The repeated CI is the interval at the comparison's level and look (coverage 1 - level whatever the "
+        "stopping rule did; J&T ch. 9): a direction is declared only when it excludes 0. An estimate at an early "
+        "stop is biased away from zero (a comparison stops when its estimate happens to be large): read Δ at a "
+        "stopping look as an upper bound of the effect's size. The tables above read every stored pair of each arm; "
+        "their p adj are the fixed design's and do not decide here.",
+        "",
+    ]

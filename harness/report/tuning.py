@@ -250,12 +250,8 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guard
             lines.append(f"| | | **every trial of {s.variant} was pruned or failed{why}: not tuned** | | | | | |")
     lines.append("")
     if figures:
-        lines += [
-            "Optimisation history and parameter importance per study (Optuna's plots):",
-            "",
-            " ".join(figures),
-            "",
-        ]
+        plots = "Optimisation history and parameter importance per study (Optuna's plots):"
+        lines += [plots, "", " ".join(figures), ""]
     return lines + _claims_table(claim_changes(abl, result, tuning, guards)) + _comparison(sel, result, tuning.tuned)
 
 
