@@ -106,10 +106,8 @@ def summary_lines(results: list[EntryResult]) -> list[str]:
     out = []
     for res in results:
         word, sep, detail = res.outcome.partition(" (")
-        out.append(
-            f"{res.entry.id}: {word.upper()}{sep}{detail}  ({res.entry.paper.split(',')[0]}, {res.entry.source})"
-        )
-        out += [f"  - {evidence_line(o)}" for o in res.outcomes]
+        head = f"{res.entry.id}: {word.upper()}{sep}{detail}  ({res.entry.paper.split(',')[0]}, {res.entry.source})"
+        out += [head, *(f"  - {evidence_line(o)}" for o in res.outcomes)]
     out.append(
         "Scale caveat: each outcome holds at the scale run here (see reports/reproductions.md), "
         "not necessarily at the published scale."

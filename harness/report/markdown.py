@@ -69,18 +69,14 @@ def write_markdown(
     return path
 
 
-_NO_VALUE_NOTE = (
-    " `N without a value` (`excluded`): finished (ok) runs with no value of the metric (no row for it, or NaN, "
-    "e.g. a probe that raised): `n` counts only the runs with a value."
-)
-_CLIPPED_NOTE = (
-    " The `95% CI` of a variant's mean is clipped to the range the metric can take (0 to 1 for an "
-    "accuracy; the t-interval can reach past it); the CI of Δ is not."
-)
-_CEILING_NOTE = (
+_NOTES = (  # the Results paragraph's notes on a ceiling, a clipped CI, runs without a value: where a table shows one
     " `at ceiling (baseline 1 on all n seeds)`: the baseline scored the metric's best value on every seed, so "
     "no variant can be better and an equal score says only that the task is too easy at this scale: no verdict "
-    "(a variant below the ceiling is still `worse`)."
+    "(a variant below the ceiling is still `worse`).",
+    " The `95% CI` of a variant's mean is clipped to the range the metric can take (0 to 1 for an "
+    "accuracy; the t-interval can reach past it); the CI of Δ is not.",
+    " `N without a value` (`excluded`): finished (ok) runs with no value of the metric (no row for it, or NaN, "
+    "e.g. a probe that raised): `n` counts only the runs with a value.",
 )
 
 
@@ -107,9 +103,7 @@ def _results_section(sel: Selection, result: Analysis, fig_dir: Path, path: Path
         "Runs below a task's gate are left out of comparisons beyond L (`excluded`). "
         "`s/run`: the median wall time of a variant's runs in seconds (the whole attempt; the median, "
         "since a worker's first run also pays for its start-up)."
-        + (_CEILING_NOTE if ceiling else "")
-        + (_CLIPPED_NOTE if clipped else "")
-        + (_NO_VALUE_NOTE if no_value else ""),
+        + "".join(note for note, shown in zip(_NOTES, (ceiling, clipped, no_value)) if shown),
         "",
     ]
     for task, entry in abl.tasks.items():
