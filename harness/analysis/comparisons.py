@@ -19,6 +19,7 @@ import pandas as pd
 
 from harness.analysis import looks, paired, stats, untestable
 from harness.analysis import verdicts as vd
+from harness.analysis.table import Table
 from harness.encode import count
 from harness.errors import AblateError
 from harness.experiment import claims as claims_mod
@@ -28,21 +29,6 @@ from harness.experiment.selection import Selection
 from harness.experiment.versions import mixed_versions
 from harness.store.record import Record
 from harness.store.runs import StoreScan, scan, tidy
-
-
-@dataclass
-class Table:
-    """One comparison: a task, a metric, and a row per variant (baseline first), with the facts each
-    row's verdict is decided from."""
-
-    task: str
-    metric: str
-    higher_is_better: bool
-    family: str  # "primary (Holm over k comparisons)" or "exploratory (BH)"
-    frame: pd.DataFrame
-    sesoi: float | None = None
-    reference: str | None = None  # the variant of row 0 when it is not the ablation's baseline
-    facts: dict[str, vd.Facts] = field(default_factory=dict)  # variant -> what its comparison established
 
 
 @dataclass

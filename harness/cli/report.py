@@ -31,8 +31,15 @@ from harness.report.guards import markdown as reproductions_markdown
 from harness.report.markdown import report_path, write_markdown
 from harness.report.sections import control_text, verdict
 from harness.report.source import DataFile, load_source, plan
-from harness.report.tuning import TuningInputs, claim_changes, read_tuning, tuned_analysis
-from harness.report.tuning_data import copy_figures, restored_studies_path, studies_json
+from harness.report.tuning import (
+    TuningInputs,
+    claim_changes,
+    copy_figures,
+    read_tuning,
+    restored_studies_path,
+    studies_json,
+    tuned_analysis,
+)
 from harness.store import archive
 from harness.store.runs import scan
 from harness.training.wandb_upload import log_summary_run, summary_dir

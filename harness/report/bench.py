@@ -14,19 +14,10 @@ from rich.table import Table
 
 from harness.encode import INF, NEG_INF, text
 from harness.report.figures import _finish, new_figure
+from harness.report.tables import md_table
 
-COLUMNS = (
-    "kernel",
-    "T",
-    "ms fwd+bwd",
-    "÷ sdpa",
-    "tokens/s",
-    "peak MiB",
-    "added MiB",
-    "added ÷ sdpa",
-    "backend",
-    "status",
-)
+COLUMNS = ("kernel", "T", "ms fwd+bwd", "÷ sdpa", "tokens/s", "peak MiB", "added MiB", "added ÷ sdpa", "backend")
+COLUMNS += ("status",)
 BASELINE = "sdpa"
 MIN_ADDED_MIB = 1.0  # no memory ratio to a baseline that added less (a few pages: 1.3 MiB / 0.01 MiB = 112)
 
@@ -111,9 +102,8 @@ def describe(doc: dict[str, Any]) -> str:
 def rich_table(doc: dict[str, Any]) -> Any:
     """The same table for the terminal (``ablate bench attention``)."""
     env = doc["env"]
-    table = Table(
-        title=f"attention kernels, forward + backward: {env['device']} ({env['device_name']}), {env['dtype']}"
-    )
+    title = f"attention kernels, forward + backward: {env['device']} ({env['device_name']}), {env['dtype']}"
+    table = Table(title=title)
     for col in COLUMNS:
         table.add_column(col, justify="left" if col in ("kernel", "backend", "status") else "right")
     for r in with_ratios(doc["rows"]):
@@ -143,7 +133,7 @@ def figure(doc: dict[str, Any], title: str, path: Path) -> Path:
     ax_t.set_title("time", fontsize=10)
     ax_t.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
-    return _finish(fig, ax_m, "sequence length T (tokens)", "MiB added by forward + backward", "peak memory", path)
+    return _finish(ax_m, "sequence length T (tokens)", "MiB added by forward + backward", "peak memory", path)
 
 
 def bench_section(abl: Any, folder: Path, fig_dir: Path, md_dir: Path) -> list[str]:
@@ -166,16 +156,8 @@ def bench_section(abl: Any, folder: Path, fig_dir: Path, md_dir: Path) -> list[s
             lines += [f"- unreadable bench file `{path}`: {doc}", ""]
             continue
         env = doc.get("env", {})
-        lines += [
-            f"### {env.get('device')}, {env.get('dtype')} (`{path.name}`)",
-            "",
-            describe(doc),
-            "",
-            "| " + " | ".join(COLUMNS) + " |",
-            "|" + "---|" * len(COLUMNS),
-            *("| " + " | ".join(cells(r)) + " |" for r in with_ratios(doc["rows"])),
-            "",
-        ]
+        lines += [f"### {env.get('device')}, {env.get('dtype')} (`{path.name}`)", "", describe(doc), ""]
+        lines += [*md_table(COLUMNS, map(cells, with_ratios(doc["rows"]))), ""]
         failed = [r for r in doc["rows"] if r["status"] != "ok"]
         at = ["" if r["seq_len"] is None else f" T={r['seq_len']}" for r in failed]
         lines += [f"- `{r['kernel']}`{t}: **{r['status']}** — {r['reason']}" for r, t in zip(failed, at)]

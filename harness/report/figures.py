@@ -94,8 +94,7 @@ def metric_vs_length(
     rows: pd.DataFrame, base: str, variants: list[str], train_len: int, title: str, path: Path
 ) -> Path:
     """Mean of ``base@x{m}`` against the length m x ``train_len`` tokens per variant, 95% t-interval band."""
-    fig = new_figure(6.4, 4.0, layout="constrained")
-    ax = fig.add_subplot()
+    ax = new_figure(6.4, 4.0, layout="constrained").add_subplot()
     names, caption = short_labels(variants)
     for variant, shown in zip(variants, names):
         sub = rows[(rows["variant"] == variant) & rows["metric"].str.match(rf"^{base}@x\d+$")]
@@ -104,8 +103,7 @@ def metric_vs_length(
         mults = sorted({int(m.split("@x")[1]) for m in sub["metric"]})
         desc = [describe(sub[sub["metric"] == f"{base}@x{m}"]["value"]) for m in mults]
         x = np.array(mults) * train_len
-        mean = np.array([d.mean for d in desc])
-        (line,) = ax.plot(x, mean, marker="o", label=f"{shown} (n={desc[-1].n})")
+        (line,) = ax.plot(x, [d.mean for d in desc], marker="o", label=f"{shown} (n={desc[-1].n})")
         lo, hi = np.array([d.ci_low for d in desc]), np.array([d.ci_high for d in desc])
         if np.isfinite(lo).any():
             ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
@@ -114,13 +112,12 @@ def metric_vs_length(
     ticks = sorted({int(m.split("@x")[1]) * train_len for m in rows["metric"] if m.startswith(f"{base}@x")})
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
-    return _finish(fig, ax, "evaluation length (tokens); dotted line = training length L", base, title, path, caption)
+    return _finish(ax, "evaluation length (tokens); dotted line = training length L", base, title, path, caption)
 
 
 def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], title: str, path: Path) -> Path:
     """Validation ``metric`` at L (``history.csv`` rows) against training step: mean over seeds, min-max band."""
-    fig = new_figure(6.4, 4.0, layout="constrained")
-    ax = fig.add_subplot()
+    ax = new_figure(6.4, 4.0, layout="constrained").add_subplot()
     names, caption = short_labels(variants)
     for variant, shown in zip(variants, names):
         sub = history[history["variant"] == variant]
@@ -129,7 +126,7 @@ def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], t
         g = sub.groupby("step")[metric]
         (line,) = ax.plot(g.mean().index, g.mean().values, label=f"{shown} (n={sub['seed'].nunique()})")
         ax.fill_between(g.min().index, g.min().values, g.max().values, color=line.get_color(), alpha=0.15, linewidth=0)
-    return _finish(fig, ax, "training step", f"validation {metric} at L", title, path, caption)
+    return _finish(ax, "training step", f"validation {metric} at L", title, path, caption)
 
 
 def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
@@ -150,12 +147,11 @@ def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
 
 def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title: str, path: Path) -> Path:
     """Per-seed paired lines of one metric (:func:`draw_paired_lines`): a line's slope is a paired difference."""
-    fig = new_figure(max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8, layout="constrained")
-    ax = fig.add_subplot()
+    ax = new_figure(max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8, layout="constrained").add_subplot()
     draw_paired_lines(ax, wide)
     xlabel = "variant (baseline first); n = seeds drawn (runs left out of the comparison are not)"
     ylabel = f"{metric} ({'higher' if higher_is_better else 'lower'} is better)"
-    return _finish(fig, ax, xlabel, ylabel, title, path, short_labels([str(v) for v in wide.columns])[1])
+    return _finish(ax, xlabel, ylabel, title, path, short_labels([str(v) for v in wide.columns])[1])
 
 
 def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: str, path: Path) -> Path:
@@ -164,18 +160,18 @@ def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: s
     variants differ at level ``alpha`` exactly when their bars do not overlap."""
     order = mean_ranks.sort_values(ascending=False)  # best last: drawn at the top
     names, caption = short_labels([str(v) for v in order.index])
-    fig = new_figure(6.4, 2.4 + 0.35 * len(order), layout="constrained")
-    ax = fig.add_subplot()
+    ax = new_figure(6.4, 2.4 + 0.35 * len(order), layout="constrained").add_subplot()
     y = np.arange(len(order))
     ax.errorbar(order.to_numpy(float), y, xerr=cd / 2, fmt="o", capsize=3, linewidth=1.2)
     ax.set_yticks(y, names)
     ax.set_xlim(min(1.0, order.min() - cd / 2) - 0.2, max(len(order), order.max() + cd / 2) + 0.2)
     note = f"bars ± CD/2 (CD = {cd:.3g}); bars that do not overlap differ (Nemenyi, α = {alpha:g})"
-    return _finish(fig, ax, "mean rank over seeds (1 = best)", "", f"{title}\n{note}", path, caption)
+    return _finish(ax, "mean rank over seeds (1 = best)", "", f"{title}\n{note}", path, caption)
 
 
-def _finish(fig, ax, xlabel: str, ylabel: str, title: str, path: Path, caption: str = "") -> Path:
+def _finish(ax, xlabel: str, ylabel: str, title: str, path: Path, caption: str = "") -> Path:
     """Labels (wrapped), legend, grid and ``caption`` (the full names behind short labels); saves the PNG."""
+    fig = ax.figure
     ax.set_xlabel(_wrap(xlabel, fig))
     ax.set_ylabel(ylabel)
     ax.set_title(_wrap(title, fig), fontsize=10)

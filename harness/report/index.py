@@ -12,6 +12,7 @@ from pathlib import Path
 from harness.analysis.comparisons import Analysis
 from harness.experiment import claims as claims_mod
 from harness.hints import results_option
+from harness.report.tables import md_table
 from harness.report.tuning import CHANGES, ClaimChange
 
 
@@ -79,34 +80,26 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         "what the tests alone said.*",
         "",
         *(_reproductions_line(reproductions) if reproductions is not None else []),
-        "| ablation | question | profiles reported | latest | claims: verdict in the latest report "
-        "| negative control | seeds |",
-        "|---|---|---|---|---|---|---|",
     ]
+    rows = []
     for e in entries:
         latest = e.latest
         link = f"[{e.name}]({latest.path.name})" if latest else e.name
-        profiles = ", ".join(f"[{r.profile}]({r.path.name})" for r in e.reported) or "no runs"
-        if e.notes:
-            profiles += "; " + "; ".join(e.notes)
-        claims = (
-            "<br>".join(
-                f"`{c.claim}`: {c.untuned}; tuned: {c.tuned}"
-                + (f" (**{CHANGES}**)" if c.changed else "")
-                + _untested(c.claim)
-                for c in e.tuning
-            )
-            if e.tuning
-            else "<br>".join(f"`{cid}`: {verdict}{_untested(cid)}" for cid, verdict in e.verdicts)
-            if latest
-            else "<br>".join(f"`{cid}`: no runs" for cid in e.claims)
-        )
+        profiles = "; ".join([", ".join(f"[{r.profile}]({r.path.name})" for r in e.reported) or "no runs", *e.notes])
+        if e.tuning:
+            m = {c.claim: f" (**{CHANGES}**)" if c.changed else "" for c in e.tuning}
+            claims = [f"`{c.claim}`: {c.untuned}; tuned: {c.tuned}{m[c.claim]}{_untested(c.claim)}" for c in e.tuning]
+        elif latest:
+            claims = [f"`{cid}`: {verdict}{_untested(cid)}" for cid, verdict in e.verdicts]
+        else:
+            claims = [f"`{cid}`: no runs" for cid in e.claims]
         control = ("<br>".join(e.controls) or "no runs") if e.control else "–"
         if e.guards:
             control += "<br>guards " + ", ".join(f"`{c}`" for c in e.guards)
-        cells = [link, e.question, profiles, latest.profile if latest else "–", claims or "–", control, e.seeds]
-        lines.append("| " + " | ".join(" ".join(str(c).split()).replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+        shown = latest.profile if latest else "–"
+        rows.append([link, e.question, profiles, shown, "<br>".join(claims) or "–", control, e.seeds])
+    columns = ["ablation", "question", "profiles reported", "latest", "claims: verdict in the latest report"]
+    return "\n".join(lines + md_table([*columns, "negative control", "seeds"], rows)) + "\n"
 
 
 def _untested(cid: str) -> str:

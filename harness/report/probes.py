@@ -11,8 +11,16 @@ import pandas as pd
 
 from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import text
+from harness.report.tables import md_table
 from harness.store.record import Record
 
+COLUMNS = ["cell", "finished", "how the others ended", "probe raised", "leak into real positions: logits"]
+COLUMNS += ["leak into real positions: gradient", "leak into padding rows: logits", "NaN/inf logits (fraction)"]
+COLUMNS += ["max attention on a masked key", "attention rows with NaN/inf (fraction)"]
+COLUMNS += ["steps with NaN/inf gradients (mean of finished)"]
+PAIRS = ("leak_logits_real", "leak_grad_real", "leak_logits", "nonfinite_logits", "attn_masked_max")
+PAIRS += ("attn_nonfinite_rows",)
+"""The probe metrics shown as ``init / final`` maxima, in the order of :data:`COLUMNS`."""
 PROBED = ("leak_logits_init", "attn_masked_max_init", "leak_raised_init", "attn_raised_init")
 """The metrics a run with the probes holds (a value, or the probe's forward pass raised)."""
 
@@ -55,15 +63,7 @@ def probe_section(result: Analysis) -> list[str]:
         recs_t = [r for r in records if r.task == task]
         if not recs_t:
             continue
-        lines += [
-            f"**{task}**",
-            "",
-            "| cell | finished | how the others ended | probe raised | leak into real positions: logits | "
-            "leak into real positions: gradient | leak into padding rows: logits | NaN/inf logits (fraction) | "
-            "max attention on a masked key | attention rows with NaN/inf (fraction) | steps with NaN/inf gradients "
-            f"(mean of finished) | `{abl.tasks[task].primary.metric}` (mean of finished) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
+        rows = []
         for v in abl.variants():
             label = abl.label(v)
             recs = [r for r in recs_t if r.variant_label == label]
@@ -77,14 +77,11 @@ def probe_section(result: Analysis) -> list[str]:
             raised = sum(
                 any(r.metric(f"{p}_raised{s}") == 1 for p in ("leak", "attn") for s in ("_init", "")) for r in recs
             )
-            lines.append(
-                f"| {name} | {len(ok)}/{len(recs)} | {ended or '–'} | {raised}/{len(recs)} | "
-                f"{_pair(recs, 'leak_logits_real')} | {_pair(recs, 'leak_grad_real')} | {_pair(recs, 'leak_logits')} | "
-                f"{_pair(recs, 'nonfinite_logits')} | {_pair(recs, 'attn_masked_max')} | "
-                f"{_pair(recs, 'attn_nonfinite_rows')} | {_mean(ok, 'nonfinite_grad_steps')} | "
-                f"{_mean(ok, abl.tasks[task].primary.metric)} |"
-            )
-        lines.append("")
+            pairs = [_pair(recs, key) for key in PAIRS]
+            means = [_mean(ok, "nonfinite_grad_steps"), _mean(ok, abl.tasks[task].primary.metric)]
+            rows.append([name, f"{len(ok)}/{len(recs)}", ended or "–", f"{raised}/{len(recs)}", *pairs, *means])
+        metric = f"`{abl.tasks[task].primary.metric}` (mean of finished)"
+        lines += [f"**{task}**", "", *md_table([*COLUMNS, metric], rows), ""]
     return lines
 
 
@@ -136,21 +133,9 @@ def _unchecked(result: Analysis) -> list[str]:
 
 def _gate_reason(result: Analysis, run: pd.Series) -> str:
     gate = result.ablation.tasks[run["task"]].gate
-    rec = next(x for x in result.scan.records if x.run_id == run["run_id"])
+    value = next(x for x in result.scan.records if x.run_id == run["run_id"]).metric(gate.metric)
+    nan = " (undefined: NaN)" if value is not None and math.isnan(value) else ""
+    said = f"`{gate.metric}` = {'– (not recorded)' if value is None else text(value) + nan}"
     if not result.ablation.profiles[result.profile].apply_gate:
-        return (
-            f"`{gate.metric}` = {_metric_text(rec, gate.metric)}, below the gate "
-            f"{gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison"
-        )
-    return (
-        f"did not learn the task at L: `{gate.metric}` = {_metric_text(rec, gate.metric)}, gate {gate.describe()}; "
-        "left out of the comparisons beyond L"
-    )
-
-
-def _metric_text(rec: Record, metric: str) -> str:
-    """A record's metric for prose: the value, or ``–`` and why there is none."""
-    value = rec.metric(metric)
-    if value is None:
-        return "– (not recorded)"
-    return text(value) + (" (undefined: NaN)" if math.isnan(value) else "")
+        return f"{said}, below the gate {gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison"
+    return f"did not learn the task at L: {said}, gate {gate.describe()}; left out of the comparisons beyond L"

@@ -1,19 +1,20 @@
 """The prose sections of a report, each markdown lines from the analysis: the A/A check or the claims
-with their verdicts, the warnings (mixed code versions, a task not learned), the setup."""
+with their verdicts, the warnings (mixed code versions, a task not learned), the setup, a group-sequential design."""
 
 from __future__ import annotations
 
+from harness.analysis import looks, untestable
 from harness.analysis import paired as pw
-from harness.analysis import untestable
+from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import ControlOutcome, audit_text, claim_verdict, control_outcomes
 from harness.analysis.comparisons import TARGET_POWER, Analysis
-from harness.config import RunConfig
 from harness.encode import count, text
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.versions import mix_warning
 from harness.report.guards import Guards
+from harness.report.tables import md_table
 from harness.store.record import Record
 
 
@@ -70,14 +71,10 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
             lines += [audit, ""]
         lines += [*(f"- {e}" for e in evidence), ""]
     if controls := control_outcomes(result):
-        lines += [
-            f"Negative control ({abl.control.variant or 'every variant'} is a known bug, expected "
-            f"{abl.control.expect}): " + "; ".join(control_text(c) for c in controls) + ".",
-            "",
-        ]
-    scale: dict[str, RunConfig] = {}
-    for rec in result.scan.records:
-        scale.setdefault(rec.task, rec.config)
+        bug = f"{abl.control.variant or 'every variant'} is a known bug, expected {abl.control.expect}"
+        lines += [f"Negative control ({bug}): {'; '.join(control_text(c) for c in controls)}.", ""]
+    recs = result.scan.records  # each task's scale: its first run's config
+    scale = {t: next(r.config for r in recs if r.task == t) for t in dict.fromkeys(r.task for r in recs)}
     desc = "; ".join(  # no run in the store: only the seed count below
         f"{t}: d_model {c.model.d_model}, {count(c.model.n_layers, 'layer')}, "
         f"{count(c.train.steps, 'step')}, L = {c.train.seq_len}"
@@ -113,15 +110,11 @@ def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
         none = f"no comparison on it gets a verdict: each reads `{vd.not_learned_target(*unlearned)}`"
         if run < planned and untestable.learned(reached + planned - run, planned):
             # an unfinished grid: the seeds not run yet could still make the task learned
+            pilot = "it cannot say whether a confirmatory run at this scale would give a verdict"
             said = (
                 f"has reached {target} on {reached} of the {run} seeds run so far ({planned} planned): whether "
                 f"this scale learns the task is not known until its other {planned - run} run(s) finish, and until "
-                "then "
-                + (
-                    none
-                    if confirmatory
-                    else "it cannot say whether a confirmatory run at this scale would give a verdict"
-                )
+                f"then {none if confirmatory else pilot}"
             )
         else:
             said = (
@@ -157,14 +150,14 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
         r = next((x for x in recs if x.variant_label == abl.baseline_label), recs[0])
         c = r.config
         m, t, e = c.model, c.train, c.eval
+        decay = "then constant" if t.min_lr_ratio == 1 else f"cosine to {t.min_lr_ratio:g} x"
         lines.append(
             f"- Task `{task}` v{r.task_version}{f' {r.task_params}' if r.task_params else ''} (baseline `{abl.baseline_label}`): "
-            f"d_model {m.d_model}, {count(m.n_heads, 'head')}, "
-            f"{count(m.n_layers, 'layer')}, d_ff {c.ffn.width(m.d_model) or 4 * m.d_model}, "
-            f"{c.block.norm_position}-"
-            f"{c.block.norm}, {c.ffn.activation}, kernel {c.attention.kernel}; "
+            f"d_model {m.d_model}, {count(m.n_heads, 'head')}, {count(m.n_layers, 'layer')}, "
+            f"d_ff {c.ffn.width(m.d_model) or 4 * m.d_model}, {c.block.norm_position}-{c.block.norm}, "
+            f"{c.ffn.activation}, kernel {c.attention.kernel}; "
             f"{count(t.steps, 'step')} x batch {t.batch_size} at L = {t.seq_len} tokens, AdamW lr {t.lr:g} "
-            f"(warm-up {t.warmup_steps}, {_decay(t.min_lr_ratio)}), weight decay {t.weight_decay:g}, "
+            f"(warm-up {t.warmup_steps}, {decay}), weight decay {t.weight_decay:g}, "
             f"precision {r.get('precision', t.precision)}; evaluated on {e.n_examples} held-out examples at "
             f"{', '.join(str(x * t.seq_len) for x in e.length_multipliers)} tokens; primary "
             f"`{entry.primary.metric}`"
@@ -216,10 +209,48 @@ def _plugins_line(records: list[Record]) -> list[str]:
                 str(p.get("version")) if p.get("version") else f"(sha256 {str(p.get('sha256'))[:12]})"
             )
             seen.setdefault(name, list(p.get("entries") or []))
-    if not seen:
+    plugins = "; ".join(f"{n} ({', '.join(e) or 'no entries'})" for n, e in seen.items())
+    return [f"- Plugins: {plugins}."] if seen else []
+
+
+def sequential_section(result: Analysis) -> list[str]:
+    """The group-sequential design (docs/sequential.md) and each primary comparison's look, bound and repeated
+    CI, from :class:`~harness.analysis.looks.State`; none for a fixed profile."""
+    st = result.sequential
+    if st is None:
         return []
-    return ["- Plugins: " + "; ".join(f"{n} ({', '.join(e) or 'no entries'})" for n, e in seen.items()) + "."]
-
-
-def _decay(min_ratio: float) -> str:
-    return "then constant" if min_ratio == 1 else f"cosine to {min_ratio:g} x"
+    d = st.design
+    name = {"obrien_fleming": "O'Brien-Fleming-like", "pocock": "Pocock-like"}[d.spending]
+    base = result.ablation.baseline_label
+    futility = f"non-binding futility below {sq.FUTILITY_POWER:.0%} conditional power at the sesoi"
+    futility = futility if d.futility else "no futility stop"
+    lines = [
+        "## Group-sequential design",
+        "",
+        f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending, two-sided alpha "
+        f"{d.alpha:g} over the primary family, Holm carried across looks (a rejected comparison passes its level "
+        f"to the others: Maurer & Bretz 2013); bounds for the paired t by simulation of its null distribution "
+        f"({sq.N_PATHS:,} paths); equivalence by repeated confidence intervals within ±sesoi; {futility}. "
+        f"{st.summary().capitalize()}.",
+        "",
+    ]
+    rows = []
+    for c in st.comparisons:
+        at = c.look if c.look >= 0 else st.reached - 1
+        where = f"{at + 1} ({c.pairs} pairs)" if at >= 0 else "none yet"
+        decision = looks.OUTCOME_WORDS[c.outcome] if c.outcome != sq.OPEN else st.waits_for(c)
+        rci = f"[{text(c.rci[0], '.4g')}, {text(c.rci[1], '.4g')}]"
+        numbers = [text(c.level, ".3g"), text(c.bound, ".3f"), text(c.t, ".2f"), text(c.delta, ".4g"), rci]
+        rows.append([c.task, f"{c.variant} vs {base}", decision, where, *numbers])
+    columns = ["task", "comparison", "decision", "look (seeds)", "level", "bound on abs(t)", "t", "Δ", "repeated CI"]
+    return [
+        *lines,
+        *md_table(columns, rows),
+        "",
+        "The repeated CI is the interval at the comparison's level and look (coverage 1 - level whatever the "
+        "stopping rule did; J&T ch. 9): a direction is declared only when it excludes 0. An estimate at an early "
+        "stop is biased away from zero (a comparison stops when its estimate happens to be large): read Δ at a "
+        "stopping look as an upper bound of the effect's size. The tables above read every stored pair of each arm; "
+        "their p adj are the fixed design's and do not decide here.",
+        "",
+    ]

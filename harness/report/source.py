@@ -22,10 +22,10 @@ from harness.experiment.grid import record_id
 from harness.experiment.selection import Selection
 from harness.registry import did_you_mean
 from harness.report.guards import Guards, read_guards
-from harness.report.tuning_data import TuningData, check_studies, restored_studies_path
+from harness.report.tuning import TuningData, check_studies, restored_studies_path
 from harness.store import archive
 from harness.store.archive import Archive
-from harness.store.runs import StoreScan, history_of, scan
+from harness.store.runs import StoreScan, run_history, scan
 from harness.tune.studies import tuned_profile
 
 EDITED = "the file was edited; a data file is written by `ablate report NAME`, not edited"
@@ -151,9 +151,10 @@ def load_source(
     root = Path(tmp.name)
     archive.unpack(arc, root)
     found, tuned = scan(root, arc.ablation, arc.profile), scan(root, arc.ablation, tuned_profile(arc.profile))
-    found.history = {
-        rid: h.replace(str(root), arc.store) if isinstance(h, str) else h for rid, h in history_of(found, root).items()
+    histories = {
+        r.run_id: h for r in found.records if r.status == "ok" and (h := run_history(found, root, r)) is not None
     }
+    found.history = {k: h.replace(str(root), arc.store) if isinstance(h, str) else h for k, h in histories.items()}
     tuned.history = {}  # the report lists an unreadable history once, as it reads it
     damaged = [h for h in found.history.values() if isinstance(h, str)]
     found.problems = [p for p in arc.problems if p not in damaged]
@@ -168,7 +169,7 @@ def load_source(
             "report was made with (its Reproduce section names them), or, if the file was edited, regenerate it "
             f"with `ablate report {abl.name}` from the store"
         )
-    check_studies(tuning, list(abl.tasks), [abl.label(v) for v in abl.variants()], f"{at}: its studies' summary")
+    check_studies(tuning, abl, f"{at}: its studies' summary")
     return data, replace(sel, results=data.store)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -14,28 +15,11 @@ from rich.text import Text
 
 from harness import encode
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import Table
+from harness.analysis.table import Table
 from harness.experiment import metrics
 
-HEADERS = [
-    "variant",
-    "n",
-    "excluded",
-    "mean ± SD",
-    "95% CI",
-    "Δ (+ = better)",
-    "95% CI of Δ",
-    "W/T/L",
-    "d_z",
-    "p (t)",
-    "p (perm)",
-    "p adj",
-    "p adj (perm)",
-    "MDE",
-    "verdict",
-    "params",
-    "s/run",
-]
+HEADERS = ("variant", "n", "excluded", "mean ± SD", "95% CI", "Δ (+ = better)", "95% CI of Δ", "W/T/L", "d_z")
+HEADERS += ("p (t)", "p (perm)", "p adj", "p adj (perm)", "MDE", "verdict", "params", "s/run")
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -73,34 +57,39 @@ _EXCLUDED = (("below_gate", "below gate"), ("not_ok", "failed/diverged/timeout")
 
 
 def formatted(table: Table) -> pd.DataFrame:
-    """The table's rows as display strings, one column per :data:`HEADERS` entry."""
+    """The table's rows as display strings, one column per :data:`HEADERS` entry; in the baseline's row, those
+    of a comparison with it (Δ to the verdict) are blank."""
     rows = []
     for _, r in table.frame.iterrows():
         base = r.get("verdict") == vd.BASELINE
-        excl = [f"{int(r[k])} {why}" for k, why in _EXCLUDED if r.get(k)]
+        n = ("0" if pd.isna(r.get("n")) else str(int(r["n"]))) + (f"/{int(r['planned'])}" if r.get("planned") else "")
+        excluded = ", ".join(f"{int(r[k])} {why}" for k, why in _EXCLUDED if r.get(k)) or "0"
+        ci = "[{}, {}]".format(*map(_num, clipped_ci(table, r.get("ci_low"), r.get("ci_high"))[:2]))
+        compared = [  # Δ (+ = better) ... verdict
+            _num(r.get("delta"), 3),
+            f"[{_num(r.get('delta_ci_low'), 3)}, {_num(r.get('delta_ci_high'), 3)}]",
+            "" if pd.isna(r.get("wins")) else f"{r['wins']}/{r['ties']}/{r['losses']}",
+            _num(r.get("d_z"), 3),
+            *(_p(r.get(k)) for k in ("p", "p_perm", "p_adj", "p_perm_adj")),
+            _num(r.get("mde"), 3),
+            r.get("verdict") if isinstance(r.get("verdict"), str) else "–",
+        ]
         rows.append(
-            {
-                "variant": f"{r['variant']} (baseline)" if base else r["variant"],
-                "n": ("0" if pd.isna(r.get("n")) else str(int(r["n"])))
-                + (f"/{int(r['planned'])}" if r.get("planned") else ""),
-                "excluded": ", ".join(excl) or "0",
-                "mean ± SD": f"{_num(r.get('mean'))} ± {_num(r.get('sd'), 2)}",
-                "95% CI": "[{}, {}]".format(*map(_num, clipped_ci(table, r.get("ci_low"), r.get("ci_high"))[:2])),
-                "Δ (+ = better)": "" if base else _num(r.get("delta"), 3),
-                "95% CI of Δ": "" if base else f"[{_num(r.get('delta_ci_low'), 3)}, {_num(r.get('delta_ci_high'), 3)}]",
-                "W/T/L": "" if base or pd.isna(r.get("wins")) else f"{r['wins']}/{r['ties']}/{r['losses']}",
-                "d_z": "" if base else _num(r.get("d_z"), 3),
-                "p (t)": "" if base else _p(r.get("p")),
-                "p (perm)": "" if base else _p(r.get("p_perm")),
-                "p adj": "" if base else _p(r.get("p_adj")),
-                "p adj (perm)": "" if base else _p(r.get("p_perm_adj")),
-                "MDE": "" if base else _num(r.get("mde"), 3),
-                "verdict": "" if base else str(r.get("verdict") if isinstance(r.get("verdict"), str) else "–"),
-                "params": f"{int(r['n_params']):,}" if not pd.isna(r.get("n_params")) else "–",
-                "s/run": _num(r.get("wall_time_s"), 3),
-            }
+            [f"{r['variant']} (baseline)" if base else r["variant"], n, excluded]
+            + [f"{_num(r.get('mean'))} ± {_num(r.get('sd'), 2)}", ci, *([""] * len(compared) if base else compared)]
+            + [f"{int(r['n_params']):,}" if not pd.isna(r.get("n_params")) else "–", _num(r.get("wall_time_s"), 3)]
         )
     return pd.DataFrame(rows, columns=HEADERS)
+
+
+def md_table(columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> list[str]:
+    """A markdown table's lines, header and rule first; in a cell, whitespace reads as one space, ``|`` escaped."""
+
+    def line(cells: Iterable[Any]) -> str:
+        return "| " + " | ".join(" ".join(str(c).split()).replace("|", "\\|") for c in cells) + " |"
+
+    header = list(columns)
+    return [line(header), "|" + "---|" * len(header), *map(line, rows)]
 
 
 def title(table: Table) -> str:
@@ -137,22 +126,16 @@ def summary_frame(table: Table) -> pd.DataFrame:
     """The table's rows as the display strings of :data:`SUMMARY`."""
     full = formatted(table)
     base = [r.get("verdict") == vd.BASELINE for _, r in table.frame.iterrows()]  # no column: no run compared
-    delta = ["" if b else f"{d} {ci}" for b, d, ci in zip(base, full["Δ (+ = better)"], full["95% CI of Δ"])]
-    return pd.DataFrame(
-        {
-            "variant": table.frame["variant"].astype(str).to_list(),
-            "n": full["n"],
-            "mean ± SD": full["mean ± SD"],
-            "Δ (+ = better) [95% CI]": delta,
-            "p adj": full["p adj"],
-            # runs left out (below the gate, failed) are said where the verdict is: no other column says it
-            "verdict": [
-                "; ".join(x for x in (vd.BASELINE if b else v, "" if e == "0" else e) if x)
-                for b, v, e in zip(base, full["verdict"], full["excluded"])
-            ],
-        },
-        columns=list(SUMMARY),
-    )
+    full["Δ (+ = better) [95% CI]"] = [
+        "" if b else f"{d} {ci}" for b, d, ci in zip(base, full["Δ (+ = better)"], full["95% CI of Δ"])
+    ]
+    # runs left out (below the gate, failed) are said where the verdict is: no other column says it
+    full["verdict"] = [
+        "; ".join(x for x in (vd.BASELINE if b else v, "" if e == "0" else e) if x)
+        for b, v, e in zip(base, full["verdict"], full["excluded"])
+    ]
+    full["variant"] = table.frame["variant"].astype(str).to_list()
+    return full[list(SUMMARY)]
 
 
 def summary_markdown(tables: list[Table]) -> str:

@@ -1,38 +1,126 @@
 """The report's "Tuning" section: the studies, the claims' verdicts untuned and tuned, and the tuned
-comparisons; read from the Optuna storage (:func:`read_tuning`) or a summary (:mod:`harness.report.tuning_data`).
+comparisons; read from the Optuna storage (:func:`read_tuning`) or from the summary of what it prints of each
+study (:class:`TuningData`), kept in its data file (``restored/NAME.PROFILE.tuning.json``) so that ``--from``
+and a restored store print the same section without the Optuna storage. Plain JSON, no timestamp: the same
+studies give the same bytes.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import shutil
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from harness.analysis.comparisons import Analysis, analyse
 from harness.analysis.verdicts import claim_kind
 from harness.encode import text
+from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.report.figures import pyplot, save_png
-from harness.report.guards import Guards
+from harness.report.guards import Guards, read_sidecar
 from harness.report.sections import verdict
 from harness.report.tables import markdown, title
-from harness.report.tuning_data import (
-    StudyFigure,
-    StudySummary,
-    TuningData,
-    check_studies,
-    read_restored,
-    restored_studies_path,
-)
 from harness.store.runs import StoreScan, scan
 from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
+
+Param = bool | int | float | str | None  # a number, a categorical choice
+
+
+class StudyFigure(BaseModel):
+    """One figure drawn for a study: its kind and its path in the report's folder (``figures/...png``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: str
+    path: str
+
+    @field_validator("path")
+    @classmethod
+    def _under_figures(cls, path: str) -> str:
+        # copied by this path (--from, restore): never from or to outside the report's figures/
+        parts = PurePosixPath(path).parts
+        if len(parts) != 2 or parts[0] != "figures" or not path.endswith(".png") or "\\" in path:
+            raise ValueError(f"a figure's path is figures/NAME.png, not {path!r}")
+        return path
+
+
+class StudySummary(BaseModel):
+    """What the section prints of one (task, variant) study (``objectives`` above 1: not ablate tune's)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    task: str
+    variant: str
+    name: str
+    objectives: int = 1
+    complete: int = 0
+    pruned: int = 0
+    failed: int = 0
+    diverged: int = 0
+    best_value: float | None = None
+    best_params: dict[str, Param] | None = None
+    last_reason: str | None = None
+    importances: dict[str, float] | None = None
+    importance_problem: str | None = None
+    figures: list[StudyFigure] = []
+
+    @property
+    def finished(self) -> int:
+        """The trials ``ablate tune --trials`` counts (``diverged`` is a part of ``failed``)."""
+        return self.complete + self.pruned + self.failed
+
+
+class TuningData(BaseModel):
+    """Every study of one ablation and profile, and the storage (password masked)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ablation: str
+    profile: str
+    storage: str
+    studies: list[StudySummary]
+
+
+def restored_studies_path(results: Path, ablation: str, profile: str) -> Path:
+    """Where ``ablate restore`` puts the studies' summary of ``ablation`` / ``profile`` (and beside it their figures)."""
+    return Path(results) / "restored" / f"{ablation}.{profile}.tuning.json"
+
+
+def check_studies(data: TuningData | None, abl: Ablation, where: str) -> None:
+    """Raises AblateError for a study of ``data`` whose task or variant ``abl`` does not have."""
+    tasks, variants = list(abl.tasks), [abl.label(v) for v in abl.variants()]
+    for s in data.studies if data is not None else []:
+        if s.task not in tasks or s.variant not in variants:
+            raise AblateError(
+                f"{where}: study {s.name!r} is of task {s.task!r} / variant {s.variant!r}, which the ablation does "
+                f"not have (tasks {', '.join(tasks)}; variants {', '.join(variants)}); regenerate the summary with "
+                "`ablate report NAME` from the store, or delete it to leave the Tuning section out"
+            )
+
+
+def studies_json(data: TuningData) -> bytes:
+    return (json.dumps(data.model_dump(mode="python"), indent=1, ensure_ascii=False) + "\n").encode()
+
+
+def copy_figures(data: TuningData, source: Path, out: Path) -> list[str]:
+    """Copy the studies' figures from the report folder ``source`` to ``out``; returns those found in neither."""
+    missing = []
+    for fig in (f for s in data.studies for f in s.figures):
+        src, dst = Path(source) / fig.path, Path(out) / fig.path
+        if src.is_file() and src.resolve() != dst.resolve():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+        elif not dst.is_file():
+            missing.append(str(src))
+    return missing
+
 
 CHANGES = "changes with tuning"
 """The mark of a claim whose verdict on the tuned runs differs in kind from the untuned one."""
@@ -73,9 +161,12 @@ def read_tuning(sel: Selection, results: Path, storage: str | None, out: Path) -
     abl = sel.ablation
     studies = collect_studies(sel, results, storage, out)
     if studies is None:
-        studies = read_restored(results, abl.name, sel.profile, out)
-        where = f"the studies' summary restored in {restored_studies_path(results, abl.name, sel.profile)}"
-        check_studies(studies, list(abl.tasks), [abl.label(v) for v in abl.variants()], where)
+        path = restored_studies_path(results, abl.name, sel.profile)
+        fix = f"run `ablate restore` on the data file again, or delete {path}"
+        studies = read_sidecar(path, TuningData, path, "studies' summary", abl.name, sel.profile, fix)
+        if studies is not None:  # its figures copied into ``out``
+            copy_figures(studies, path.parent, out)
+        check_studies(studies, abl, f"the studies' summary restored in {path}")
     return TuningInputs(studies, tuned_analysis(sel, results, scan(results, abl.name, tuned_profile(sel.profile))))
 
 
@@ -108,7 +199,8 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
             continue
         c = counts(study)
         stem = Path(out) / "figures" / re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{abl.name}.{profile}-tune-{task}-{variant}")
-        imp, problem, figs = _figures(study, c, abl.tasks[task].primary.metric, stem, Path(out))
+        metric = abl.tasks[task].primary.metric
+        imp, problem, figs = _figures(study, metric, stem, Path(out)) if c["complete"] else (None, None, [])
         keep = ("complete", "pruned", "failed", "diverged", "best_value", "best_params", "last_reason")
         summaries.append(
             StudySummary(**about, **{k: c[k] for k in keep}, importances=imp, importance_problem=problem, figures=figs)
@@ -138,22 +230,16 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guard
     figures: list[str] = []
     for s in data.studies:
         if s.objectives != 1:
-            lines.append(
-                f"| {s.task} | {s.variant} | | | | **not a study of ablate tune: {s.objectives} "
-                f"objectives; left out** | | |"
-            )
+            left = f"**not a study of ablate tune: {s.objectives} objectives; left out**"
+            lines.append(f"| {s.task} | {s.variant} | | | | {left} | | |")
             continue
         metric = abl.tasks[s.task].primary.metric
         best = "no complete trial" if s.best_value is None else f"`{metric}` = {text(s.best_value)}"
         params = (s.best_params or {}).items()
         params = ", ".join(f"`{k}` {v:.3g}" if isinstance(v, float) else f"`{k}` {v}" for k, v in params) or "–"
-        importance = (
-            "–"
-            if s.complete == 0
-            else "not computable" + (f" ({s.importance_problem})" if s.importance_problem else "")
-            if s.importances is None
-            else ", ".join(f"`{k}` {v:.2f}" for k, v in s.importances.items())
-        )
+        none = "not computable" + (f" ({s.importance_problem})" if s.importance_problem else "")
+        ranked = none if s.importances is None else ", ".join(f"`{k}` {v:.2f}" for k, v in s.importances.items())
+        importance = "–" if s.complete == 0 else ranked
         lines.append(
             f"| {s.task} | {s.variant} | {s.complete} | {s.pruned} | {s.failed} ({s.diverged}) | "
             f"{best} | {params} | {importance} |"
@@ -164,12 +250,8 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guard
             lines.append(f"| | | **every trial of {s.variant} was pruned or failed{why}: not tuned** | | | | | |")
     lines.append("")
     if figures:
-        lines += [
-            "Optimisation history and parameter importance per study (Optuna's plots):",
-            "",
-            " ".join(figures),
-            "",
-        ]
+        plots = "Optimisation history and parameter importance per study (Optuna's plots):"
+        lines += [plots, "", " ".join(figures), ""]
     return lines + _claims_table(claim_changes(abl, result, tuning, guards)) + _comparison(sel, result, tuning.tuned)
 
 
@@ -199,42 +281,34 @@ def _claims_table(changes: list[ClaimChange]) -> list[str]:
 
 
 def _figures(
-    study: Any, c: dict[str, Any], metric: str, stem: Path, md_dir: Path
+    study: Any, metric: str, stem: Path, md_dir: Path
 ) -> tuple[dict[str, float] | None, str | None, list[StudyFigure]]:
     """The history and importance figures: ``(importances or None, Optuna's reason if any, the figures)``."""
     plt = pyplot()  # Optuna draws through pyplot: on Agg, whatever MPLBACKEND names (before it imports matplotlib)
     import optuna
     from optuna.visualization import matplotlib as ovm
 
-    if c["complete"] == 0:
-        return None, None, []
-    out = []
+    def save(ax: Any, kind: str, suffix: str) -> StudyFigure:
+        ax.set_title(f"{study.study_name}: {kind}", fontsize=9)
+        ax.figure.set_size_inches(6, 3.5)
+        path = save_png(ax.figure, stem.with_name(f"{stem.name}-{suffix}.png"), dpi=90, bbox_inches="tight")
+        plt.close(ax.figure)
+        return StudyFigure(kind=kind, path=path.relative_to(md_dir).as_posix())
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ax = ovm.plot_optimization_history(study)
-        ax.set_title(f"{study.study_name}: optimisation history", fontsize=9)
         ax.set_ylabel(f"{metric} (validation)")
-        path = _save(plt, ax, stem.with_name(stem.name + "-history.png"), md_dir)
-        out.append(StudyFigure(kind="optimisation history", path=path))
+        out = [save(ax, "optimisation history", "history")]
         try:
             importances = optuna.importance.get_param_importances(study)
             if not importances or any(math.isnan(v) for v in importances.values()):
                 return None, None, out
             ax = ovm.plot_param_importances(study)
-            ax.set_title(f"{study.study_name}: parameter importance", fontsize=9)
         except Exception as exc:  # noqa: BLE001 - too few or identical trials: say so, draw nothing
             return None, (str(exc).splitlines() or [type(exc).__name__])[0][:80], out
-        path = _save(plt, ax, stem.with_name(stem.name + "-importance.png"), md_dir)
-        out.append(StudyFigure(kind="parameter importance", path=path))
+        out.append(save(ax, "parameter importance", "importance"))
     return {k: float(v) for k, v in importances.items()}, None, out
-
-
-def _save(plt: Any, ax: Any, path: Path, md_dir: Path) -> str:
-    fig = ax.figure
-    fig.set_size_inches(6, 3.5)
-    save_png(fig, path, dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return path.relative_to(md_dir).as_posix()
 
 
 def _comparison(sel: Selection, untuned: Analysis, tuned: Analysis | None) -> list[str]:

@@ -95,10 +95,9 @@ def read(path: Path, at: str) -> Archive:
             another run's folder, runs of another ablation or profile than its own.
     """
     path = Path(path)
-    if path.exists() and not path.is_file():  # /dev/null, a FIFO: reading would mislead or block
-        raise AblateError(f"{at}: not a regular file (a device, a FIFO or a socket); {PASS}")
-    if not path.is_file():
-        raise AblateError(f"{at}: no such file; {PASS}")
+    if not path.is_file():  # /dev/null, a FIFO: reading would mislead or block
+        what = "not a regular file (a device, a FIFO or a socket)" if path.exists() else "no such file"
+        raise AblateError(f"{at}: {what}; {PASS}")
     members: dict[str, bytes] = {}
     try:
         raw = path.read_bytes()

@@ -135,8 +135,7 @@ class Record(BaseModel):
         return self.model_dump(exclude_unset=True)
 
     def __getitem__(self, key: str) -> Any:
-        """The value of a key the file holds (``KeyError`` for another), as the progress entries that
-        are not stored (``claimed``, ``crashed``: plain dicts, :mod:`harness.execution.attempt`) read."""
+        """A key the file holds (``KeyError`` for another), read as the unstored progress entries' dicts are."""
         if key not in self.model_fields_set:
             raise KeyError(key)
         return getattr(self, key)

@@ -134,12 +134,6 @@ def readable_history(folder: Path) -> bool:
         return False
 
 
-def history_of(scan: StoreScan, results: Path) -> dict[str, pd.DataFrame | str]:
-    """:func:`run_history` of every ok run that has one, by run id."""
-    frames = {rec.run_id: run_history(scan, results, rec) for rec in scan.records if rec.status == "ok"}
-    return {k: v for k, v in frames.items() if v is not None}
-
-
 def tidy(records: list[Record]) -> pd.DataFrame:
     """One row per (run, metric), columns :data:`COLUMNS`: the table every statistic and report is
     a group-by over. A run without metrics (failed, diverged) is one row of metric ``status``, value NaN."""

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import Table
+from harness.analysis.table import Table
 from harness.cli.compare import closing_lines
 from harness.experiment.ablation import load
 from harness.experiment.selection import select

@@ -14,7 +14,7 @@ from scipy import stats as st
 from harness.analysis import paired as R
 from harness.experiment.selection import select
 from harness.report import figures
-from harness.report.omnibus import across_variants, seed_table, skip_reason
+from harness.report.markdown import across_variants, seed_table, skip_reason
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import Table
+from harness.analysis.table import Table
 from harness.report.tables import bounds, formatted
 
 

@@ -246,8 +246,7 @@ def test_the_reproduce_block_asks_for_the_trials_tune_counts():
     from types import SimpleNamespace
 
     from harness.report.markdown import _commands
-    from harness.report.tuning import TuningInputs
-    from harness.report.tuning_data import StudySummary, TuningData
+    from harness.report.tuning import StudySummary, TuningData, TuningInputs
 
     study = StudySummary(task="copy", variant="rope", name="s", complete=5, pruned=2, failed=3, diverged=2)
     other = StudySummary(task="copy", variant="alibi", name="t", complete=4, pruned=1)

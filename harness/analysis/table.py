@@ -1,0 +1,25 @@
+"""One comparison table: a task, a metric and a row per variant; the unit that
+:mod:`harness.analysis.comparisons` builds, with the facts each row's verdict is decided from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from harness.analysis import verdicts as vd
+
+
+@dataclass
+class Table:
+    """One comparison: a task, a metric, and a row per variant (baseline first), with the facts each
+    row's verdict is decided from."""
+
+    task: str
+    metric: str
+    higher_is_better: bool
+    family: str  # "primary (Holm over k comparisons)" or "exploratory (BH)"
+    frame: pd.DataFrame
+    sesoi: float | None = None
+    reference: str | None = None  # the variant of row 0 when it is not the ablation's baseline
+    facts: dict[str, vd.Facts] = field(default_factory=dict)  # variant -> what its comparison established
