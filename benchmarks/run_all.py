@@ -58,7 +58,7 @@ def collect(sections: tuple[str, ...], quick: bool) -> dict:
     overhead_steps = {"copy": 100, "tinyshakespeare": 50} if quick else {"copy": 1000, "tinyshakespeare": 500}
     jobs = {
         "overhead": lambda: [
-            _script("overhead", "--task", task, "--steps", str(n), "--repeat", "5")[0]
+            _script("overhead", "--task", task, "--steps", str(n), "--repeat", "5" if quick else "15")[0]
             for task, n in overhead_steps.items()
         ],
         "workers": lambda: _script("workers", *(["--quick"] if quick else [])),
