@@ -3,6 +3,7 @@ and how far its runs are; nothing here trains or analyses."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,7 @@ def list_all(components: bool = False) -> None:
 
     for name in TASKS.names():
         cls = TASKS.get(name)
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        doc = textwrap.shorten((cls.__doc__ or "").split("\n\n")[0], 120, placeholder=" …")  # its first paragraph
         say(f"task [bold]{name}[/]{_marked('task', name)} (v{cls.version}, {cls.kind}) — {doc}")
     for plugin in plugins.loaded():
         what = ", ".join(f"{family} {name}" for family, name in plugin.entries) or "no entries"

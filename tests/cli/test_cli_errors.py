@@ -8,6 +8,7 @@ must be refused by the plan, before the first run starts.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,13 @@ def test_list_shows_the_ablation_and_the_four_tasks():
     assert "pe_extrapolation" in out and "5 variants x 2 tasks" in out
     for task in ("copy", "reverse", "associative_recall", "tinyshakespeare"):
         assert f"task {task} " in out
+    flat = " ".join(out.split())  # the console wraps long lines
+    described = re.findall(
+        r"task \w+ \(v\d+, \w+\) — (.*?)(?= task \w+ \(v| plugin \S+ \S+ \(| \w+ \(\w+\.\w+\):|$)", flat
+    )
+    assert len(described) >= 4
+    for text in described:
+        assert text.endswith((".", "…")), text  # a first paragraph whole, or cut with a mark
     assert_nothing_written(Path("results"))
 
 
