@@ -204,8 +204,9 @@ def plan(paths: list[Path]) -> Plan:
             arc = archive.read(path, str(path))
             check_ids(arc, str(path), ablation_mod.load(arc.ablation) if arc.ablation in registered else None)
             tuning = _studies(arc, str(path))
-        except AblateError as exc:
-            raise AblateError(f"{exc} (a committed file: `git checkout -- {path}` gives it back as written)") from None
+        except AblateError as exc:  # a committed file that was edited or damaged comes back from git
+            hint = f" (a committed file: `git checkout -- {path}` gives it back as written)" if path.exists() else ""
+            raise AblateError(f"{exc}{hint}") from None
         try:
             guards = read_guards(path, arc.ablation, arc.profile) or {}
         except AblateError:  # no reason to refuse the runs: a store's own control runs decide

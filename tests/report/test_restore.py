@@ -122,9 +122,11 @@ def test_bad_input_is_refused_before_anything_is_written(reported, tmp_path):
     store = tmp_path / "s"
     assert_refused(invoke("restore", "--results-dir", str(store)), "name the data files")
     assert_refused(invoke("restore", str(tmp_path), "--results-dir", str(store)), "a folder")
-    assert_refused(invoke("restore", str(tmp_path / "none.tar.gz"), "--results-dir", str(store)), "no such file")
+    missing = assert_refused(invoke("restore", str(tmp_path / "none.tar.gz"), "--results-dir", str(store)), "no such")
+    assert "git checkout" not in missing  # git gives back a file it holds, not a path named wrong
     (tmp_path / "empty.tar.gz").write_bytes(b"")
-    assert_refused(invoke("restore", str(tmp_path / "empty.tar.gz"), "--results-dir", str(store)), "empty")
+    empty = assert_refused(invoke("restore", str(tmp_path / "empty.tar.gz"), "--results-dir", str(store)), "empty")
+    assert "git checkout" in empty
     junk = repack(data, tmp_path / "junk.tar.gz", lambda m: m.pop("manifest.json"))
     assert_refused(invoke("restore", str(junk), "--results-dir", str(store)), "not a report's data file (no manifest")
     # a seed edited in one run's record: the record parses, but the run is not the one its id names
