@@ -177,9 +177,10 @@ def one_pair(tmp_path_factory):
 
 def test_claim_line_says_why_a_comparison_has_no_ci_or_p(one_pair):
     from harness.analysis.claims import claim_verdict
+    from helpers.mini_claims import claim_of
 
     _, _, result = one_pair
-    claim = {"evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}]}
+    claim = claim_of(evidence=[{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}])
     verdict, (line,) = claim_verdict(claim, result)
     assert "nan" not in line and "inf" not in line
     assert "95% CI – (one pair: no spread to test)" in line and "adjusted p = – (one pair" in line

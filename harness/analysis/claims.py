@@ -17,15 +17,13 @@ from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import count, text
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
+from harness.experiment.claims import Claim, Evidence
 
 
-def in_grid(evidence: dict[str, Any], view: Ablation) -> bool:
+def in_grid(evidence: Evidence, view: Ablation) -> bool:
     """Whether a claim's evidence entry names a task and variants (``against`` too) of the profile's grid ``view``."""
     labels = {view.label(v) for v in view.variants()}
-    return (
-        evidence["task"] in view.tasks
-        and {evidence["variant"], evidence.get("against") or view.baseline_label} <= labels
-    )
+    return evidence.task in view.tasks and {evidence.variant, evidence.against or view.baseline_label} <= labels
 
 
 POSITIVE = "positive control"
@@ -53,7 +51,7 @@ class Guard:
         return f"ablate reproduce {self.id}"
 
 
-def claim_verdict(claim: dict[str, Any], result: Analysis, guards: Sequence[Guard] = ()) -> tuple[str, list[str]]:
+def claim_verdict(claim: Claim, result: Analysis, guards: Sequence[Guard] = ()) -> tuple[str, list[str]]:
     """The claim's verdict and one evidence line per evidence entry (entries outside the profile's
     grid listed and left out); while one of its ``guards`` has not passed, a verdict that rules is
     ``withheld``, and a last evidence line says what the tests alone gave."""
@@ -72,27 +70,27 @@ def claim_verdict(claim: dict[str, Any], result: Analysis, guards: Sequence[Guar
     ]
 
 
-def _tested(claim: dict[str, Any], result: Analysis) -> tuple[str, list[str]]:
+def _tested(claim: Claim, result: Analysis) -> tuple[str, list[str]]:
     """The verdict of the claim's comparisons alone, and its evidence lines."""
     lines: list[str] = []
     judged: list[_Judged] = []
     premise_fails: str | None = None
-    for ev in claim.get("evidence", []):
+    for ev in claim.evidence:
         line, outcome = _judge(ev, result)
-        lines.append((f"{ev['condition']}: " if ev.get("condition") else "") + line)
-        if ev.get("premise"):
+        lines.append((f"{ev.condition}: " if ev.condition else "") + line)
+        if ev.premise:
             premise_fails = premise_fails or outcome  # a premise entry's outcome: what failed, or None
         elif outcome is not None:
             judged.append(outcome)
-    if not claim.get("evidence"):
+    if not claim.evidence:
         return vd.ClaimKind.NOT_TESTED_YET.value, lines
     if premise_fails is not None:
         return premise_fails, lines
     if not judged:
         return vd.ClaimKind.NOT_TESTED.value, lines
-    untested = [p for p in claim.get("parts", []) if p["kind"] != "condition" and p.get("not_tested")]
-    if untested and len(untested) == sum(p["kind"] != "condition" for p in claim["parts"]):
-        return vd.claim_not_testable(f"{untested[0]['words']}: {untested[0]['not_tested']}"), lines
+    untested = [p for p in claim.parts if p.kind != "condition" and p.not_tested]
+    if untested and len(untested) == sum(p.kind != "condition" for p in claim.parts):
+        return vd.claim_not_testable(f"{untested[0].words}: {untested[0].not_tested}"), lines
     if not result.ablation.profiles[result.profile].confirmatory or any(j.outcome == "pilot" for j in judged):
         return vd.claim_pilot(), lines  # a pilot rules on nothing, under any condition
     conditions = list(dict.fromkeys(j.condition for j in judged))
@@ -132,23 +130,22 @@ def _compose(judged: list[_Judged], inline: bool = False) -> str:
     return vd.ClaimKind.INCONCLUSIVE.value
 
 
-def _judge(ev: dict[str, Any], result: Analysis) -> tuple[str, Any]:
+def _judge(ev: Evidence, result: Analysis) -> tuple[str, _Judged | str | None]:
     """One evidence entry's line and :class:`_Judged` (None outside the profile's grid); for a
     premise entry, the ``premise fails here`` verdict or None."""
     abl = result.ablation  # the profile's view: its tasks and variants
-    ref = ev.get("against") or abl.baseline_label
-    cond = ev.get("condition")
-    name, plain = (f"{ev['task']} {q}{ev['metric']}{q}, {ev['variant']} vs {ref}" for q in ("`", ""))
+    ref, cond = ev.against or abl.baseline_label, ev.condition
+    name, plain = (f"{ev.task} {q}{ev.metric}{q}, {ev.variant} vs {ref}" for q in ("`", ""))
     if not in_grid(ev, abl):
         return f"{plain}: not in the `{result.profile}` profile's grid (see the ablation's other profiles)", None
-    if ev.get("premise"):
+    if ev.premise:
         return _premise(ev, result, name)
-    table = result.table(ev["task"], ev["metric"], ref)
-    r = {} if table is None else next(iter(table.frame[table.frame["variant"] == ev["variant"]].to_dict("records")), {})
+    table = result.table(ev.task, ev.metric, ref)
+    r = {} if table is None else next(iter(table.frame[table.frame["variant"] == ev.variant].to_dict("records")), {})
     if vd.kind(r.get("verdict")) in vd.NO_VERDICT:
         # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
         return (
-            f"{name}: {r['verdict']}; claim expects {ev['expect']}: **untestable at this scale**",
+            f"{name}: {r['verdict']}; claim expects {ev.expect}: **untestable at this scale**",
             _Judged("untestable", cond),
         )
     if pd.isna(r.get("delta")):
@@ -156,22 +153,22 @@ def _judge(ev: dict[str, Any], result: Analysis) -> tuple[str, Any]:
     v = str(r["verdict"])
     if vd.kind(v) is vd.Kind.PILOT or not abl.profiles[result.profile].confirmatory:
         outcome = "pilot"  # a pilot rules on nothing, a censored comparison of one included
-    elif vd.matches(v, ev["expect"]) or vd.rules(v):
-        outcome = "supported" if vd.matches(v, ev["expect"]) else "contradicted"
+    elif vd.matches(v, ev.expect) or vd.rules(v):
+        outcome = "supported" if vd.matches(v, ev.expect) else "contradicted"
     else:
         outcome = "underpowered" if vd.kind(v) is vd.Kind.UNDERPOWERED else "inconclusive"
-    key = (ev["task"], ev["metric"], ev["variant"])
+    key = (ev.task, ev.metric, ev.variant)
     needs = next((p.needed for p in result.power if (p.task, p.metric, p.variant) == key and p.needed), None)
-    head = name + (f" (this comparison tests {ev['tests']})" if ev.get("tests") else "") + ": "
-    family = "exploratory variant, BH within the table" if ev["variant"] in abl.exploratory_variants else table.family
-    if ev["metric"] == metrics.OUTCOME:
+    head = name + (f" (this comparison tests {ev.tests})" if ev.tests else "") + ": "
+    family = "exploratory variant, BH within the table" if ev.variant in abl.exploratory_variants else table.family
+    if ev.metric == metrics.OUTCOME:
         base = table.frame[table.frame["variant"] == ref].iloc[0]
-        common = _not_finished(result, ev["task"], ev["variant"])[1]
+        common = _not_finished(result, ev.task, ev.variant)[1]
         why = f" ({common[0][1]} {common[0][0]})" if common else ""
         return (
             head + f"finished {r['mean'] * r['n']:.0f}/{r['n']} runs vs {base['mean'] * base['n']:.0f}/{base['n']}"
             f"{why}; exact McNemar p = {text(r['p'], '.3g')}, adjusted p = {text(r['p_adj'], '.3g')} "
-            f"({family}) → {v}; claim expects {ev['expect']}: **{outcome}**",
+            f"({family}) → {v}; claim expects {ev.expect}: **{outcome}**",
             _Judged(outcome, cond, needs),
         )
     small, note = None, ""
@@ -182,36 +179,36 @@ def _judge(ev: dict[str, Any], result: Analysis) -> tuple[str, Any]:
     ci = delta_ci(r, " (not adjusted)")
     p_adj = f"{text(r['p_adj'], '.3g')} ({family})" if undefined is None else f"– ({undefined})"
     return (
-        head + f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {ev['variant']} better), "
+        head + f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {ev.variant} better), "
         f"adjusted p = {p_adj}, n = {count(int(r['n_pairs']), 'seed')} → {v}; "
-        f"claim expects {ev['expect']}: **{outcome}**{note}",
+        f"claim expects {ev.expect}: **{outcome}**{note}",
         _Judged(outcome, cond, needs, small),
     )
 
 
-def _premise(ev: dict[str, Any], result: Analysis, name: str) -> tuple[str, str | None]:
+def _premise(ev: Evidence, result: Analysis, name: str) -> tuple[str, str | None]:
     """A premise entry (``finished`` of the claim's setting): it fails when no run of the variant finished."""
-    runs, common = _not_finished(result, ev["task"], ev["variant"])
+    runs, common = _not_finished(result, ev.task, ev.variant)
     if runs.empty:
-        return f"{name}: premise ({ev['premise']}) not known: no runs", None
+        return f"{name}: premise ({ev.premise}) not known: no runs", None
     done = int((runs["status"] == "ok").sum())
     observed = f"{done}/{len(runs)} runs finished" + (f"; {common[0][1]} {common[0][0]}" if common else "")
     if done:
-        return f"{name}: premise ({ev['premise']}) holds here: {observed}", None
+        return f"{name}: premise ({ev.premise}) holds here: {observed}", None
     return (
-        f"{name}: premise ({ev['premise']}) **fails here**: {observed}; no comparison here rules on what the claim "
+        f"{name}: premise ({ev.premise}) **fails here**: {observed}; no comparison here rules on what the claim "
         "says happens in that setting",
-        vd.claim_premise_fails(ev["premise"], observed),
+        vd.claim_premise_fails(ev.premise, observed),
     )
 
 
-def audit_text(claim: dict[str, Any]) -> str | None:
+def audit_text(claim: Claim) -> str | None:
     """``Tests: A; B. Does not test: C (why)``: the claim's audit (its ``parts``), or None without one."""
-    if not (parts := claim.get("parts")):
+    if not (parts := claim.parts):
         return None
-    tested = [f"*{p['words']}* ({p['kind']})" for p in parts if not p.get("not_tested")]
-    untested = [f"*{p['words']}* ({p['kind']}: {p['not_tested']})" for p in parts if p.get("not_tested")]
-    conditions = list(dict.fromkeys(ev["condition"] for ev in claim.get("evidence", []) if ev.get("condition")))
+    tested = [f"*{p.words}* ({p.kind})" for p in parts if not p.not_tested]
+    untested = [f"*{p.words}* ({p.kind}: {p.not_tested})" for p in parts if p.not_tested]
+    conditions = list(dict.fromkeys(ev.condition for ev in claim.evidence if ev.condition))
     out = "Tests: " + ("; ".join(tested) if tested else "none of its parts")
     if conditions:
         out += f", under each of: {'; '.join(conditions)}"

@@ -112,7 +112,7 @@ class SeedsDone(NamedTuple):
 def claimed_metrics(abl: Ablation, task: str) -> set[str]:
     """Metrics an evidence entry of the ablation's claims names for ``task`` (e.g. ``tokens_per_s``)."""
     claims = claims_mod.load_claims()
-    return {ev["metric"] for cid in abl.claims for ev in claims.get(cid, {}).get("evidence", []) if ev["task"] == task}
+    return {ev.metric for cid in abl.claims for ev in claims[cid].evidence if ev.task == task}
 
 
 def analyse(

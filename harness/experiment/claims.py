@@ -85,11 +85,11 @@ class Claim(Decl):
         return self
 
 
-def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, dict[str, Any]]:
-    """Validated claims by id, each as the plain dict of the keys the file sets; AblateError."""
+def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, Claim]:
+    """Validated claims by id; AblateError."""
     if not isinstance(data, list):
         raise AblateError(f"{where}: expected a list of claims, got {type(data).__name__}")
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Claim] = {}
     for i, entry in enumerate(data):
         name = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
         try:
@@ -99,7 +99,7 @@ def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, dict[str, Any]]:
             raise AblateError(f"{where}: {format_validation_error(exc, f'claim {name}', keys=keys)}") from None
         if claim.id in out:
             raise AblateError(f"{where}: claim id {claim.id!r} appears twice")
-        out[claim.id] = claim.model_dump(exclude_unset=True)
+        out[claim.id] = claim
     return out
 
 
@@ -116,7 +116,7 @@ def guards_problem(ids: list[str], known: Collection[str], field: str = "guards"
 
 
 @functools.cache
-def load_claims() -> dict[str, dict[str, Any]]:
+def load_claims() -> dict[str, Claim]:
     text = importlib.resources.files("harness.experiment").joinpath(CLAIMS).read_text()
     return parse_claims(load_yaml(text))
 

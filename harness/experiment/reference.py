@@ -331,6 +331,6 @@ def markdown() -> str:
         params="\n".join(params),
         metrics="\n".join(metric_rows),
         claims="\n".join(
-            f"| `{i}` | {_cell(c['claim'])} (`{c['ablation']}`) |" for i, c in claims_file.load_claims().items()
+            f"| `{i}` | {_cell(c.claim)} (`{c.ablation}`) |" for i, c in claims_file.load_claims().items()
         ),
     )

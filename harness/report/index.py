@@ -104,8 +104,7 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
 
 def _untested(cid: str) -> str:
     """`` (does not test: *at a fixed 1e-4*)``: the parts of the claim's wording no comparison tests."""
-    parts = claims_mod.load_claims().get(cid, {}).get("parts", [])
-    words = [f"*{p['words']}*" for p in parts if p.get("not_tested")]
+    words = [f"*{p.words}*" for p in claims_mod.load_claims()[cid].parts if p.not_tested]
     return f" (does not test: {', '.join(words)})" if words else ""
 
 

@@ -42,12 +42,9 @@ def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
     ]
 
 
-NOT_REGISTERED = {"claim": "(not in harness/experiment/claims.yaml)", "figure": "none"}
-
-
 def verdict(cid: str, result: Analysis, guards: Guards) -> tuple[str, list[str]]:
     """The claim's verdict on ``result`` and its evidence lines (withheld while a control in ``guards`` has not passed)."""
-    return claim_verdict(claims_mod.load_claims().get(cid, NOT_REGISTERED), result, guards.get(cid, ()))
+    return claim_verdict(claims_mod.load_claims()[cid], result, guards.get(cid, ()))
 
 
 def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]:
@@ -64,9 +61,9 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
             "",
         ]
     for cid in abl.claims:
-        claim = claims.get(cid, NOT_REGISTERED)
+        claim = claims[cid]
         said, evidence = verdict(cid, result, guards)
-        lines += [f"### `{cid}`: {said}", "", f"> {claim['claim']} (figure given: {claim.get('figure', 'none')})", ""]
+        lines += [f"### `{cid}`: {said}", "", f"> {claim.claim} (figure given: {claim.figure})", ""]
         if audit := audit_text(claim):
             lines += [audit, ""]
         lines += [*(f"- {e}" for e in evidence), ""]

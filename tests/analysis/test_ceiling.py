@@ -17,6 +17,7 @@ from harness.experiment import metrics
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
 from helpers.fake_store import write_decl, write_runs
+from helpers.mini_claims import claim_of
 
 SEEDS = list(range(8))
 DROP = 0.3 + np.random.default_rng(7).normal(0, 0.02, 8)  # rope's accuracy below 1, per seed
@@ -64,10 +65,7 @@ def test_the_ceiling_counts_the_seeds_of_the_pairs_while_a_grid_is_unfinished(tm
 
 def test_claim_naming_only_ceiling_comparisons_is_untestable(tmp_path: Path) -> None:
     result = _analysis(tmp_path, 1.0)
-    better = {
-        "claim": "c",
-        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "better"}],
-    }
+    better = claim_of(evidence=[{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "better"}])
     verdict, lines = claim_verdict(better, result)
     assert verdict == "untestable at this scale"
     assert lines == [
@@ -75,13 +73,12 @@ def test_claim_naming_only_ceiling_comparisons_is_untestable(tmp_path: Path) -> 
         "claim expects better: **untestable at this scale**"
     ]
     # beside a comparison that rules, the ceiling one is left out of the verdict: one of two contradicts
-    both = {
-        "claim": "c",
-        "evidence": [
+    both = claim_of(
+        evidence=[
             {"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "worse"},
             {"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"},
-        ],
-    }
+        ]
+    )
     assert claim_verdict(both, result)[0] == "partly contradicted"
 
 

@@ -12,9 +12,10 @@ from harness.analysis import verdicts as vd
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.experiment.ablation import load
-from harness.experiment.claims import parse_claims
+from harness.experiment.claims import Claim
 from harness.experiment.selection import select
 from helpers.fake_store import write_decl, write_runs
+from helpers.mini_claims import claim_of
 
 SEEDS = list(range(8))
 NOISE = np.random.default_rng(3).normal(0, 0.01, (3, 8))
@@ -30,10 +31,8 @@ def result(tmp_path_factory):
     return analyse(select(load(str(decl)), "cpu", check_data=False), tmp / "results")
 
 
-def claim(parts: list[dict], evidence: list[dict]) -> dict:
-    """A claim of the test ablation, validated as claims.yaml's entries are."""
-    entry = {"id": "c", "claim": "X.", "figure": "none", "ablation": "mini", "parts": parts, "evidence": evidence}
-    return parse_claims([entry])["c"]
+def claim(parts: list[dict], evidence: list[dict]) -> Claim:
+    return claim_of(parts=parts, evidence=evidence)
 
 
 EFFECT = {"words": "helps", "kind": "effect"}

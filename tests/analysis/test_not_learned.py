@@ -18,6 +18,7 @@ from harness.cli.report import report as write_report
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
 from helpers.fake_store import write_decl, write_runs
+from helpers.mini_claims import claim_of
 
 SEEDS = list(range(8))
 LIFT = 0.1 + np.random.default_rng(3).normal(0, 0.01, 8)  # learned - sinusoidal per seed: clearly better
@@ -52,10 +53,8 @@ def _store(tmp: Path, profile: str, reached_by_baseline: int, rope: float = 0.5,
     return abl, analyse(select(abl, profile, check_data=False), tmp / "results")
 
 
-CLAIM = {
-    "claim": "learned positions help",
-    "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "better"}],
-}
+LEARNED = {"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "better"}
+CLAIM = claim_of(evidence=[LEARNED])
 
 
 def test_baseline_below_target_on_half_the_seeds_gives_no_verdict(tmp_path: Path) -> None:
@@ -138,9 +137,9 @@ def test_variant_that_never_passed_the_gate_is_not_learned_beyond_l(tmp_path: Pa
     assert beyond.loc["learned", "verdict"] == "better"
     at_l = result.table("copy", "acc@x1").frame.set_index("variant")
     assert at_l.loc["rope", "verdict"] == "worse"
-    claim = {"claim": "rope", "evidence": [{**CLAIM["evidence"][0], "variant": "rope"}]}
-    assert claim_verdict(claim, result)[0] == "untestable at this scale"
-    both = {"claim": "both", "evidence": CLAIM["evidence"] + claim["evidence"]}
+    rope = {**LEARNED, "variant": "rope"}
+    assert claim_verdict(claim_of(evidence=[rope]), result)[0] == "untestable at this scale"
+    both = claim_of(evidence=[LEARNED, rope])
     assert claim_verdict(both, result)[0] == "partly supported"
 
 

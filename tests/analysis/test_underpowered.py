@@ -20,8 +20,10 @@ from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.cli.report import report as write_report
 from harness.experiment.ablation import load
+from harness.experiment.claims import Claim
 from harness.experiment.selection import select
 from helpers.fake_store import write_decl, write_runs
+from helpers.mini_claims import claim_of
 
 SESOI = 0.05  # write_decl's copy task: primary acc@x2, sesoi 0.05, higher is better
 # paired differences (variant - sinusoidal) per seed: learned spreads widely (SD 0.094), rope
@@ -56,11 +58,8 @@ def _store(tmp: Path, profile: str, seeds: list[int], diffs: dict[str, np.ndarra
     return sel, analyse(sel, tmp / "results")
 
 
-def _claim(*variants: str) -> dict:
-    return {
-        "claim": "positions matter",
-        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": v, "expect": "better"} for v in variants],
-    }
+def _claim(*variants: str) -> Claim:
+    return claim_of(evidence=[{"task": "copy", "metric": "acc@x2", "variant": v, "expect": "better"} for v in variants])
 
 
 def test_power_and_seeds_needed_agree_with_statsmodels(tmp_path: Path) -> None:

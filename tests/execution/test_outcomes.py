@@ -17,6 +17,7 @@ from harness.experiment.metrics import OUTCOME
 from harness.experiment.selection import select
 from harness.report.probes import probe_section
 from helpers.fake_store import write_decl, write_runs
+from helpers.mini_claims import claim_of
 
 
 def frame(baseline: list[int], variant: list[int]) -> pd.DataFrame:
@@ -87,8 +88,8 @@ def test_analysis_claims_and_probe_table_see_runs_that_did_not_finish(tmp_path, 
     row = table.frame.set_index("variant")
     assert row.loc["rope", "verdict"] == "worse" and row.loc["learned", "verdict"] == "same outcome in all 8 pairs"
 
-    claim = {
-        "evidence": [
+    claim = claim_of(
+        evidence=[
             {
                 "task": "copy",
                 "metric": OUTCOME,
@@ -98,7 +99,7 @@ def test_analysis_claims_and_probe_table_see_runs_that_did_not_finish(tmp_path, 
             },
             {"task": "copy", "metric": OUTCOME, "variant": "learned", "expect": "worse"},
         ]
-    }
+    )
     verdict, lines = claim_verdict(claim, result)
     assert verdict == "mixed: 1 comparison(s) support it, 1 contradict it"
     assert "finished 0/8 runs vs 8/8" in lines[0] and "c10::Half without overflow" in lines[0]
@@ -157,7 +158,7 @@ def test_a_real_effect_below_the_sesoi_supports_a_claim_in_direction_only(tmp_pa
         tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + 0.01 * s - (0.02 + 0.001 * s if v == "rope" else 0)
     )
     result = analyse(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results")
-    claim = {"evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "worse"}]}
+    claim = claim_of(evidence=[{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "worse"}])
     verdict, lines = claim_verdict(claim, result)
     assert verdict == "supported in direction only (the effect is smaller than the smallest effect of interest)"
     assert "below the smallest effect of interest 0.05" in lines[0]

@@ -4,37 +4,37 @@ import pytest
 
 from harness.errors import AblateError
 from harness.experiment.ablation import available, load
-from harness.experiment.claims import load_claims, parse_claims
+from harness.experiment.claims import Claim, load_claims, parse_claims
 from harness.report import claims_audit
 
 CLAIMS = load_claims()
-WITH_EVIDENCE = [c for c in CLAIMS.values() if c.get("evidence")]
+WITH_EVIDENCE = [c for c in CLAIMS.values() if c.evidence]
 
 
-@pytest.mark.parametrize("claim", WITH_EVIDENCE, ids=[c["id"] for c in WITH_EVIDENCE])
+@pytest.mark.parametrize("claim", WITH_EVIDENCE, ids=[c.id for c in WITH_EVIDENCE])
 def test_evidence_points_into_the_grid(claim):
-    assert claim["ablation"] in available()
-    abl = load(claim["ablation"])
-    assert claim["id"] in abl.claims
+    assert claim.ablation in available()
+    abl = load(claim.ablation)
+    assert claim.id in abl.claims
     labels = {abl.label(v) for v in abl.variants()}
-    for ev in claim["evidence"]:
-        assert ev["task"] in abl.tasks, ev
-        assert ev["variant"] in labels - {abl.baseline_label}, (ev["variant"], sorted(labels))
-        assert ev.get("against", abl.baseline_label) in labels - {ev["variant"]}, ev
-        assert ev.get("expect") in ("better", "worse", "equivalent") or ev.get("premise"), ev
+    for ev in claim.evidence:
+        assert ev.task in abl.tasks, ev
+        assert ev.variant in labels - {abl.baseline_label}, (ev.variant, sorted(labels))
+        assert (ev.against or abl.baseline_label) in labels - {ev.variant}, ev
+        assert ev.expect in ("better", "worse", "equivalent") or ev.premise, ev
 
 
 @pytest.mark.parametrize("claim", list(CLAIMS.values()), ids=list(CLAIMS))
 def test_every_claim_has_its_evidence_audit(claim):
     """Each part of the wording is tested by a comparison of the claim's ablation, or says why not;
     each comparison tests a part (docs/claims-audit.md)."""
-    parts = claim.get("parts", [])
-    assert parts and any(p["kind"] == "effect" for p in parts), claim["id"]
-    words = {p["words"] for p in parts}
+    parts = claim.parts
+    assert parts and any(p.kind == "effect" for p in parts), claim.id
+    words = {p.words for p in parts}
     for part in parts:
-        tests = [ev for ev in claim.get("evidence", []) if ev.get("part") == part["words"]]
-        assert bool(tests) != bool(part.get("not_tested")), part
-    assert all(ev.get("part") in words for ev in claim.get("evidence", [])), claim["id"]
+        tests = [ev for ev in claim.evidence if ev.part == part.words]
+        assert bool(tests) != bool(part.not_tested), part
+    assert all(ev.part in words for ev in claim.evidence), claim.id
 
 
 def test_the_audit_page_holds_the_table_the_claims_give():
@@ -43,7 +43,7 @@ def test_the_audit_page_holds_the_table_the_claims_give():
         "run `python -m harness.report.claims_audit` and commit docs/claims-audit.md"
     )
     assert len([line for line in page.splitlines() if line.startswith("| `")]) == sum(
-        len(c["parts"]) for c in CLAIMS.values()
+        len(c.parts) for c in CLAIMS.values()
     )
 
 
@@ -51,7 +51,7 @@ def test_the_audit_page_holds_the_table_the_claims_give():
 def test_every_claim_of_an_ablation_is_registered(name):
     abl = load(name)
     for cid in abl.claims:
-        assert cid in CLAIMS and CLAIMS[cid]["ablation"] == name
+        assert cid in CLAIMS and CLAIMS[cid].ablation == name
 
 
 GOOD = {
@@ -63,8 +63,10 @@ GOOD = {
 }
 
 
-def test_the_file_parses_to_the_dicts_its_readers_use():
-    assert parse_claims([GOOD]) == {"x": GOOD}  # no keys added for fields the entry leaves out
+def test_the_file_parses_to_the_claims_its_readers_use():
+    (claim,) = parse_claims([GOOD]).values()
+    assert isinstance(claim, Claim) and claim.model_dump(exclude_unset=True) == GOOD
+    assert claim.parts == [] and claim.evidence[0].against is None  # what the entry leaves out, defaulted
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ def test_every_declared_metric_is_in_the_table(name: str) -> None:
 
 
 def test_claims_and_reproductions_name_known_metrics() -> None:
-    named = [ev["metric"] for c in load_claims().values() for ev in c.get("evidence", [])]
+    named = [ev.metric for c in load_claims().values() for ev in c.evidence]
     named += [comp.metric for entry in load_registry() for comp in entry.comparisons]
     assert named and all(metrics.lookup(m) is not None for m in named)
 

@@ -1,17 +1,29 @@
-"""The claims the fake store's ablation ``mini`` (:mod:`helpers.fake_store`) names, in the shape of
-``harness/experiment/claims.yaml`` entries: learned worse, RoPE better, on copy's ``acc@x2``."""
+"""The claims the fake store's ablation ``mini`` (:mod:`helpers.fake_store`) names, validated as
+``harness/experiment/claims.yaml``'s entries are: learned worse, RoPE better, on copy's ``acc@x2``."""
 
-MINI_CLAIMS = {
-    "mini-learned-worse": {
-        "id": "mini-learned-worse",
-        "claim": "Learned positions fall behind.",
-        "figure": "none",
-        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "worse"}],
-    },
-    "mini-rope-better": {
-        "id": "mini-rope-better",
-        "claim": "RoPE does better.",
-        "figure": "none",
-        "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}],
-    },
-}
+from harness.experiment.claims import Claim, parse_claims
+
+MINI_CLAIMS = parse_claims(
+    [
+        {
+            "id": "mini-learned-worse",
+            "claim": "Learned positions fall behind.",
+            "figure": "none",
+            "ablation": "mini",
+            "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "learned", "expect": "worse"}],
+        },
+        {
+            "id": "mini-rope-better",
+            "claim": "RoPE does better.",
+            "figure": "none",
+            "ablation": "mini",
+            "evidence": [{"task": "copy", "metric": "acc@x2", "variant": "rope", "expect": "better"}],
+        },
+    ]
+)
+
+
+def claim_of(**fields) -> Claim:
+    """A claim of the test ablation ``mini`` with ``fields`` (``evidence``, ``parts``), validated as
+    claims.yaml's entries are (an AblateError); its id, wording and figure filled in."""
+    return parse_claims([{"id": "c", "claim": "c", "figure": "none", "ablation": "mini", **fields}])["c"]
