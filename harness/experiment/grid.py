@@ -69,16 +69,14 @@ def record_id(
     task: str,
     task_version: str,
     task_params: dict[str, Any],
-    config: dict[str, Any],
+    config: RunConfig,
     seed: int,
     tuned_params: dict[str, Any] | None,
     code_versions: dict[str, int] | None,
 ) -> str:
-    """The run id a stored run's fields hash to (``code_versions`` None: this code's); ValidationError or
-    UnknownNameError for a config it cannot read."""
-    spec = RunSpec(
-        "", "", task, task_params, task_version, {}, "", seed, RunConfig.model_validate(config), tuned_params
-    )
+    """The run id a stored run's fields hash to (``code_versions`` None: this code's); UnknownNameError
+    for a component this code does not know."""
+    spec = RunSpec("", "", task, task_params, task_version, {}, "", seed, config, tuned_params)
     return config_hash(spec.payload(code_versions))  # the fields a run id does not hash left empty
 
 

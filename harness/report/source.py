@@ -87,7 +87,7 @@ def check_ids(arc: Archive, at: str, abl: Ablation | None) -> None:
             )
         fields = (rec.task, rec.task_version, rec.task_params or {}, rec.config, rec.seed, rec.tuned_params)
         try:
-            rid = record_id(*fields, rec.code_versions)  # type: ignore[arg-type]
+            rid = record_id(*fields, rec.code_versions)
         except Exception as exc:  # noqa: BLE001 - a config or component this code cannot read: one line
             raise AblateError(f"{at}: run {rec.run_id} cannot be checked against its id ({exc})") from None
         if rid != rec.run_id:
