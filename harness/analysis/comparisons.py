@@ -9,10 +9,10 @@ verdicts, enough seeds for the question) are said once, in docs/statistics.md.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -288,7 +288,7 @@ def _add_counts(frame: pd.DataFrame, task_runs: pd.DataFrame, **runs: pd.DataFra
     frame["wall_time_s"] = [walls.get(v, np.nan) for v in frame["variant"]]
 
 
-def why_not_finished(statuses: list[Any], reasons: list[Any]) -> list[tuple[str, int]]:
+def why_not_finished(statuses: Sequence[str], reasons: Sequence[str | None]) -> list[tuple[str, int]]:
     """``("status: reason", count)`` of the runs that did not finish, most common first; the
     reason is cut before the last finite loss, which differs per run."""
     texts = [f"{st}: {str(r or '')[:90].split(' (last finite')[0]}" for st, r in zip(statuses, reasons) if st != "ok"]

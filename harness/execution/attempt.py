@@ -29,6 +29,7 @@ from harness.errors import run_error
 from harness.execution.locks import CLAIM, EVENTS, TAKEOVER, append_event, clear_stale, holder, try_claim
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
+from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
 from harness.redact import redact
 from harness.store.record import Record
@@ -234,8 +235,8 @@ def execute(
     return record
 
 
-def target_of(spec_target: Any) -> dict[str, Any] | None:
-    """A :class:`~harness.experiment.ablation.Threshold` (or None) as the plain dict records hold."""
+def target_of(spec_target: Threshold | None) -> dict[str, Any] | None:
+    """A convergence target (or None) as the plain dict records hold."""
     return spec_target.model_dump(mode="json") if spec_target is not None else None
 
 

@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from harness import registry
+from harness.config import RunConfig
 
 MODEL = 1
 """Version of ``TransformerLM`` and the attention/FFN glue (harness/modules/transformer.py,
@@ -58,9 +59,16 @@ def record_versions(code_versions: Mapping[str, int] | None, config: Mapping[str
         return None
 
 
-def mixed_versions(records: Iterable[Any]) -> dict[str, list[int]]:
-    """Pieces of code that ran at more than one version among ``records`` (one comparison's
-    :class:`harness.store.record.Record`): ``{"position:rope": [1, 2]}``."""
+class Versioned(Protocol):
+    """What a stored run says of its code (:class:`harness.store.record.Record`)."""
+
+    code_versions: dict[str, int] | None
+    config: RunConfig
+
+
+def mixed_versions(records: Iterable[Versioned]) -> dict[str, list[int]]:
+    """Pieces of code that ran at more than one version among ``records`` (one comparison's stored
+    runs): ``{"position:rope": [1, 2]}``."""
     seen: dict[str, set[int]] = {}
     for rec in records:
         for key, version in (
