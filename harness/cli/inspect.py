@@ -92,7 +92,10 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
         subset += f"; only variants {', '.join(p.only_variants)}" if p.only_variants else ""
         subset += f"; sequential: {_design(p.sequential)}" if p.sequential else ""
         selected, kind = " (selected)" if pname == sel.profile else "", "confirmatory" if p.confirmatory else "pilot"
-        say(f"profile {pname}{selected}: {len(p.seeds)} seeds, {kind}{subset} — {p.description}")
+        say(
+            f"profile {pname}{selected}: {len(p.seeds)} seeds, {kind}{subset}"
+            + (f" — {p.description}" if p.description else "")
+        )
     if (line := _too_few_seeds(abl, sel)) is not None:
         say(line)
     space = resolve_space(abl, sel.profile)
