@@ -51,8 +51,26 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Controlled, repeated, statistically honest ablations of Transformer design choices.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from harness import __version__
+
+        typer.echo(f"ablate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """The options of ``ablate`` itself, before a command."""
 
 
 for declared in (

@@ -34,6 +34,14 @@ def test_help_lists_the_commands():
         assert cmd in result.stdout
 
 
+def test_version_and_short_help():
+    from harness import __version__
+
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.stdout == f"ablate {__version__}\n"
+    assert invoke("-h").stdout == invoke("--help").stdout and "Usage" in invoke("run", "-h").stdout
+
+
 def test_no_arguments_shows_help():
     result = invoke()
     assert result.exit_code in (0, 2)  # click's no_args_is_help exits 2 from click 8.2 on
