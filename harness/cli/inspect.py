@@ -12,6 +12,7 @@ from rich.table import Table as RichTable
 
 from harness.cli import output
 from harness.encode import short_question
+from harness.errors import AblateError
 from harness.execution.attempt import unfinished_state
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics, plugins
@@ -170,6 +171,10 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         )
     for problem in found.problems:
         say(f"[yellow]store problem[/] {problem}")
+    try:  # every run pending because the store is elsewhere (a misspelt --results-dir, another profile)?
+        output.check_store_exists(sel)
+    except AblateError as exc:
+        say(escape(str(exc)))
     for note in notes:
         say(note)
     if sequential:  # the look the design reached and what each primary comparison waits for

@@ -112,8 +112,12 @@ def test_status_counts(smoke_store: Path, capsys: pytest.CaptureFixture[str]) ->
     inspect_cmd.status(ABL, "smoke", smoke_store)
     out = capsys.readouterr().out
     assert "stray.txt" in out and "store problem" in out
-    assert out.count("sinusoidal") >= 2
+    assert out.count("sinusoidal") >= 2 and "no runs of" not in out
     (smoke_store / ABL / "smoke" / "stray.txt").unlink()
+    # the profile the store lacks: every run pending, and where the runs are said
+    inspect_cmd.status(ABL, "cpu", smoke_store)
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"no runs of {ABL} / cpu" in out and "the store holds runs of" in out and "--profile smoke" in out
 
 
 def test_runs_of_other_overrides_are_set_aside_not_mixed(
