@@ -65,6 +65,7 @@ def report(
         raise AblateError(
             f"--from writes no W&B summary run (--wandb {wandb}): a data file is not a store; drop --wandb, or log one from the store with `ablate report NAME --wandb MODE`"
         )
+    output.check_wandb(wandb)  # before the report, as `ablate run` refuses before its runs
     abl = ablation_mod.load(name)
     data = None
     if source is not None:

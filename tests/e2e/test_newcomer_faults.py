@@ -47,13 +47,17 @@ def test_lightning_options_lightning_refuses(tmp_path, args, words):
 def test_wandb_online_without_credentials(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
     monkeypatch.delenv("NETRC", raising=False)
-    results = tmp_path / "results"
+    results, decl = tmp_path / "results", str(user_file(tmp_path))
     err = assert_refused(
-        invoke("run", str(user_file(tmp_path)), "--wandb", "online", "--results-dir", str(results)),
+        invoke("run", decl, "--wandb", "online", "--results-dir", str(results)),
         "--wandb online needs W&B credentials",
     )
     assert "ablate sync" in err
     assert not list(results.rglob("record.json"))
+    out = tmp_path / "reports"
+    reported = invoke("report", decl, "--wandb", "online", "--results-dir", str(results), "--out", str(out))
+    assert_refused(reported, "--wandb online needs W&B credentials")  # as run: before the report, not after
+    assert not out.exists()
 
 
 @pytest.mark.usefixtures("cli_isolated")

@@ -131,7 +131,7 @@ def test_summary_is_replaced_not_added_and_off_logs_nothing(grid, tmp_path: Path
 def test_a_summary_that_fails_to_start_keeps_the_one_waiting(
     grid, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # `ablate report --wandb online` without a key: W&B refuses, the report stands (a warning),
+    # `ablate report --wandb online` with a key W&B refuses: the report stands (a warning),
     # and the offline summary waiting for `ablate sync` must still be there
     import wandb
 
@@ -147,7 +147,7 @@ def test_a_summary_that_fails_to_start_keeps_the_one_waiting(
         raise wandb.errors.UsageError("No API key configured. Use `wandb login` to log in.")
 
     monkeypatch.setattr(wandb, "init", no_key)
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_API_KEY", "0" * 40)  # a key W&B refuses when the run starts
     out = CliRunner().invoke(
         app,
         [
