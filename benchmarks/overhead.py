@@ -158,8 +158,8 @@ def harness(spec, abl) -> dict[str, float]:
         t0, c0 = time.perf_counter(), time.process_time()
         rec = execute(spec, Path(tmp), abl=abl)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    assert rec["status"] == "ok", rec.get("reason")
-    return {"wall": wall, "cpu": cpu, "train": rec["fit_s"], "test": rec["test_s"]}
+    assert rec.status == "ok", rec.reason
+    return {"wall": wall, "cpu": cpu, "train": rec.fit_s, "test": rec.test_s}
 
 
 def display_cost(repeat: int = 200) -> dict[str, float]:

@@ -97,7 +97,7 @@ else:
     p = pool_context().Process(target=time.sleep, args=(0,)); p.start(); p.join()  # forkserver up, preloaded
 t0 = time.perf_counter()
 recs = run_grid(specs, results, abl, workers=workers, threads=1)
-print(json.dumps({"seconds": time.perf_counter() - t0, "ok": sum(r["status"] == "ok" for r in recs)}))
+print(json.dumps({"seconds": time.perf_counter() - t0, "ok": sum(r.status == "ok" for r in recs)}))
 """
 
 

@@ -123,9 +123,7 @@ def test_record_and_bench_files_parse_strictly(tmp_path: Path):
     }
     rec, problem = load_record(run)
     assert problem is None
-    assert (
-        rec["metrics"]["loss"] == math.inf and rec["metrics"]["gain"] == -math.inf and math.isnan(rec["metrics"]["acc"])
-    )
+    assert rec.metrics["loss"] == math.inf and rec.metrics["gain"] == -math.inf and math.isnan(rec.metrics["acc"])
     bench = tmp_path / "bench" / "attention-cpu-float32.json"
     write_json_atomic(
         bench,

@@ -181,7 +181,7 @@ def run(
     todo, retried = chosen.todo, chosen.retry
     placement = launch.place(workers, len(todo), threads, [estimate_seconds(s.config, threads) for s in todo])
     again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
-    sources = dict.fromkeys(rec["reused_from"].rsplit("/", 1)[0] for rec in chosen.reused)  # e.g. NAME/confirm
+    sources = dict.fromkeys((rec.reused_from or "").rsplit("/", 1)[0] for rec in chosen.reused)  # e.g. NAME/confirm
     copied = f" ({len(chosen.reused)} copied from identical runs of {', '.join(sources)})" if sources else ""
     output.console.print(
         f"{abl.name} / {tuned_profile(prof_name) if tuned else prof_name}: {len(specs)} runs, "
@@ -194,15 +194,15 @@ def run(
     variant_w = max((len(s.variant_label) for s in todo), default=0)
     with GridProgress(output.console, todo, results, placement.workers) as progress:
 
-        def on_done(rec: dict[str, Any], done: int, total: int, eta: float) -> None:
-            metric = abl.tasks[rec["task"]].primary.metric
-            value = (rec.get("metrics") or {}).get(metric)
-            shown = f"{metric}={text(value, '.4f')}" if isinstance(value, float) else rec.get("reason") or ""
+        def on_done(rec: attempt.Progress, done: int, total: int, eta: float) -> None:
+            metric = abl.tasks[rec.task].primary.metric
+            value = (rec.metrics or {}).get(metric)
+            shown = f"{metric}={text(value, '.4f')}" if isinstance(value, float) else rec.reason or ""
             output.console.print(
-                f"\\[{done:>{len(str(total))}}/{total}] {rec['status']:8s} {rec['task']:{task_w}s} {rec['variant_label']:{variant_w}s} "
-                f"seed {rec['seed']} {shown} ({rec['wall_time_s']:.0f}s; ETA {clock(eta)}){progress_note(rec)}"
+                f"\\[{done:>{len(str(total))}}/{total}] {rec.status:8s} {rec.task:{task_w}s} {rec.variant_label:{variant_w}s} "
+                f"seed {rec.seed} {shown} ({rec.wall_time_s or 0:.0f}s; ETA {clock(eta)}){progress_note(rec)}"
             )
-            progress.finished(rec["run_id"])
+            progress.finished(rec.run_id)
 
         records = todo and local.run_grid(  # nothing to run: no pool, no torch
             todo,

@@ -21,7 +21,7 @@ import traceback
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness import __version__
 from harness.config import RunOptions
@@ -35,7 +35,6 @@ from harness.redact import redact
 from harness.store.record import Record
 from harness.store.runs import RECORD, read_record, run_dir, write_record
 
-Progress = Record | dict[str, Any]  # a run's stored Record, or an entry never stored (claimed, crashed)
 CHECKPOINTS = "checkpoints"
 
 
@@ -115,11 +114,31 @@ def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> Progress:
     return execute(spec, **vars(args))
 
 
-def unstored(spec: RunSpec, status: str, reason: str) -> dict[str, Any]:
-    """The progress entry (never stored) of a run ``claimed`` by another process, or ``crashed``:
-    its process died or its executor failed."""
-    entry = {k: getattr(spec, k) for k in ("run_id", "task", "variant_label", "seed")}
-    return entry | {"status": status, "reason": reason, "wall_time_s": 0.0, "stored": False}
+@dataclass(frozen=True)
+class Unstored:
+    """The progress entry, never stored, of a run ``claimed`` by another live process or ``crashed``
+    (its process died or its executor failed): the attributes of a
+    :class:`~harness.store.record.Record` that progress and outcome lines read, the rest empty."""
+
+    run_id: str
+    task: str
+    variant_label: str
+    seed: int
+    status: Literal["claimed", "crashed"]
+    reason: str
+    profile: None = None
+    metrics: None = None
+    wall_time_s: float = 0.0
+    resumed_from_step: None = None
+    took_over: None = None
+    attempt: int = 1
+
+
+Progress = Record | Unstored  # what a run came to: its stored record, or an entry never stored
+
+
+def unstored(spec: RunSpec, status: Literal["claimed", "crashed"], reason: str) -> Unstored:
+    return Unstored(spec.run_id, spec.task, spec.variant_label, spec.seed, status, reason)
 
 
 def environment() -> dict[str, Any]:

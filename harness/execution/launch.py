@@ -190,7 +190,7 @@ class Launch:
 
 def _source_target(rec: Record) -> dict[str, Any] | None | str:
     """The target the source run was measured against; ``"unknown"`` when it cannot be told."""
-    if "target" in rec:
+    if "target" in rec.model_fields_set:  # held, even as null (none); a record made before targets does not say
         return rec.target
     try:
         entry = ablation_mod.load(rec.ablation).tasks.get(rec.task)
@@ -236,21 +236,21 @@ def outcome_lines(
     ``ctx``: the ``ablate run`` command's selection, for the commands the lines suggest (required:
     a hint without it would name no grid)."""
     lines, rerun = [], ["--tuned"] if tuned else []
-    failed = [rec for rec in records if rec["status"] in FAILURES]
+    failed = [rec for rec in records if rec.status in FAILURES]
     for rec in records:
-        where = f"{rec['task']} {rec['variant_label']} seed {rec['seed']}"
-        if rec["status"] in FAILURES:
+        where = f"{rec.task} {rec.variant_label} seed {rec.seed}"
+        if rec.status in FAILURES:
             hint = ""
-            if rec["status"] == "failed" and rec.get("profile"):
-                hint = f" (traceback in {run_dir(results, ablation, rec['profile'], rec['run_id']) / 'traceback.txt'})"
-            lines.append(f"[red]{rec['status']}[/] {where}: {rec.get('reason')}{hint}")
-        elif rec["status"] == "claimed":
+            if rec.status == "failed" and rec.profile:
+                hint = f" (traceback in {run_dir(results, ablation, rec.profile, rec.run_id) / 'traceback.txt'})"
+            lines.append(f"[red]{rec.status}[/] {where}: {rec.reason}{hint}")
+        elif rec.status == "claimed":
             see = f"`{escape(ctx.command('status'))}` shows when it is done"
             if tuned:
                 see = f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done"
-            lines.append(f"[yellow]skipped[/] {where}: {rec.get('reason')}; {see}")
+            lines.append(f"[yellow]skipped[/] {where}: {rec.reason}; {see}")
     if failed:
-        statuses = {rec["status"] for rec in failed}
+        statuses = {rec.status for rec in failed}
         # a crashed run is not stored: run picks it up
         stored = [s for s in FAILURES if s in statuses and s != "crashed"]
         retry = ["--retry", ",".join(stored)] if stored else []
@@ -268,10 +268,10 @@ def outcome_lines(
 def progress_note(rec: Progress) -> str:
     """What a progress line adds about how a run went: resumed, a claim taken over."""
     notes = []
-    if rec.get("resumed_from_step"):
-        notes.append(f"resumed from step {rec['resumed_from_step']}")
-    if rec.get("took_over"):
-        notes.append(f"took over a stale claim: {rec['took_over'].get('reason')}")
-    if rec.get("attempt", 1) > 1:
-        notes.append(f"attempt {rec['attempt']}")
+    if rec.resumed_from_step:
+        notes.append(f"resumed from step {rec.resumed_from_step}")
+    if rec.took_over:
+        notes.append(f"took over a stale claim: {rec.took_over.get('reason')}")
+    if rec.attempt > 1:
+        notes.append(f"attempt {rec.attempt}")
     return f" — {'; '.join(notes)}" if notes else ""

@@ -160,9 +160,9 @@ def run_grid(
             rec = result()
         except Exception as exc:  # noqa: BLE001  the store, the machine, a lost worker or job: not the run's
             rec = unstored(spec, "crashed", f"{type(exc).__name__}: {exc}")
-        records[rec["run_id"]] = rec
+        records[rec.run_id] = rec
         elapsed = time.perf_counter() - started
-        walls.append(float(rec.get("wall_time_s") or elapsed))
+        walls.append(float(rec.wall_time_s or elapsed))
         done = len(walls)
         eta = remaining_time(walls, total - done, at_once) if local else elapsed / done * (total - done)
         if on_done is not None:

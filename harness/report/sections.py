@@ -155,7 +155,7 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
             f"{c.ffn.activation}, kernel {c.attention.kernel}; "
             f"{count(t.steps, 'step')} x batch {t.batch_size} at L = {t.seq_len} tokens, AdamW lr {t.lr:g} "
             f"(warm-up {t.warmup_steps}, {decay}), weight decay {t.weight_decay:g}, "
-            f"precision {r.get('precision', t.precision)}; evaluated on {e.n_examples} held-out examples at "
+            f"precision {r.precision or t.precision}; evaluated on {e.n_examples} held-out examples at "
             f"{', '.join(str(x * t.seq_len) for x in e.length_multipliers)} tokens; primary "
             f"`{entry.primary.metric}`"
             + (f"; gate `{entry.gate.describe()}`" if entry.gate else "")
@@ -165,7 +165,7 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
     if records:
         r, total = records[0], sum(x.wall_time_s or 0 for x in records)
         lines += [
-            f"- Hardware: {r.platform}, {r.cpu_count} CPUs, device {r.get('device', 'cpu')}"
+            f"- Hardware: {r.platform}, {r.cpu_count} CPUs, device {r.device or 'cpu'}"
             f"{', ' + r.cuda if r.cuda else ''}, {r.torch_threads} torch thread(s) per run.",
             f"- Versions: {', '.join(f'{k} {v}' for k, v in (r.versions or {}).items())}.",
             f"- Commit(s): {', '.join(sorted({str(x.commit) for x in records}))}.",

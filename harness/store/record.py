@@ -134,21 +134,6 @@ class Record(BaseModel):
         """The JSON object of ``record.json``: exactly the keys the record holds."""
         return self.model_dump(exclude_unset=True)
 
-    def __getitem__(self, key: str) -> Any:
-        """A key the file holds (``KeyError`` for another), read as the unstored progress entries' dicts are."""
-        if key not in self.model_fields_set:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        """Whether the file holds ``key``, even as null (``"target" in rec``: a record made before
-        targets were written does not say, while a null target means none)."""
-        return key in self.model_fields_set
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """``self[key]``, or ``default`` when the record does not hold ``key`` (as ``dict.get``)."""
-        return getattr(self, key) if key in self.model_fields_set else default
-
 
 def parse_record(raw: Any, folder_name: str | None = None) -> tuple[Record | None, str | None]:
     """``(record, None)`` for a parsed ``record.json`` that is a record of this harness (in the

@@ -20,6 +20,7 @@ from rich.console import Console
 from harness.cli import output
 from harness.execution import local as executors
 from harness.experiment import grid as runner
+from harness.store.record import Record
 from harness.tune import search as tune_mod
 from helpers.cli import invoke
 from helpers.fake_store import write_decl
@@ -43,15 +44,15 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     def run_grid(specs, results, abl, **kwargs):
         out["grids"].append((frozenset(s.run_id for s in specs), Path(results)))
         return [
-            {
-                "status": "failed",
-                "reason": "recorded, not run",
-                "task": s.task,
-                "variant_label": s.variant_label,
-                "seed": s.seed,
-                "run_id": s.run_id,
-                "profile": s.profile,
-            }
+            Record.model_construct(
+                status="failed",
+                reason="recorded, not run",
+                task=s.task,
+                variant_label=s.variant_label,
+                seed=s.seed,
+                run_id=s.run_id,
+                profile=s.profile,
+            )
             for s in specs
         ]
 

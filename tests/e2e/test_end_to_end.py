@@ -41,16 +41,16 @@ def test_every_run_finished_once(smoke_store: Path) -> None:
     _, specs = plan(abl, "smoke")
     found = scan(smoke_store, ABL, "smoke")
     assert len(specs) == 20
-    assert sorted(r["run_id"] for r in found.records) == sorted(s.run_id for s in specs)
-    assert all(r["status"] == "ok" for r in found.records)
+    assert sorted(r.run_id for r in found.records) == sorted(s.run_id for s in specs)
+    assert all(r.status == "ok" for r in found.records)
     assert not found.problems and not unfinished(smoke_store, ABL, "smoke")
     rec = found.records[0]
     for key in ("config", "metrics", "versions", "commit", "wall_time_s", "n_params", "task_version", "seed"):
-        assert key in rec
+        assert key in rec.model_fields_set
     assert {"acc@x1", "acc@x2", "acc@x4", "steps_to_target"} <= set(
-        next(r for r in found.records if r["task"] == "copy")["metrics"]
+        next(r for r in found.records if r.task == "copy").metrics
     )
-    assert {"loss@x1", "ppl@x4"} <= set(next(r for r in found.records if r["task"] == "tinyshakespeare")["metrics"])
+    assert {"loss@x1", "ppl@x4"} <= set(next(r for r in found.records if r.task == "tinyshakespeare").metrics)
 
 
 def test_second_run_starts_nothing(smoke_store: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,14 +52,14 @@ def _store_is_complete(
     uninterrupted runs, and the CSV curves of ``reference_store``); returns each run's events."""
     found = scan(results, "tiny", "cpu")
     assert not found.problems and not unfinished(results, "tiny", "cpu")
-    assert sorted(r["run_id"] for r in found.records) == sorted(s.run_id for s in specs)
+    assert sorted(r.run_id for r in found.records) == sorted(s.run_id for s in specs)
     events = {}
     for spec in specs:
         folder = results / "tiny" / "cpu" / spec.run_id
         rec, problem = load_record(folder)
-        assert problem is None and rec["status"] == "ok", (spec.run_id, problem)
+        assert problem is None and rec.status == "ok", (spec.run_id, problem)
         for key in ("metrics", "config", "versions", "torch_threads", "device", "attempt", "finished_at"):
-            assert key in rec
+            assert key in rec.model_fields_set
         assert not (folder / "checkpoints").exists() and not (folder / "claim.lock").exists()
         assert not list(folder.glob("record.attempt-*"))
         events[spec.run_id] = [e["event"] for e in read_events(folder)]
@@ -132,7 +132,7 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
     assert sum(e.count("resume") for e in events.values()) >= 1  # killed mid-run, resumed, same numbers
     for spec in specs:  # every attempt's W&B log kept, all under the run's one W&B id
         folder = results / "tiny" / "cpu" / spec.run_id
-        assert load_record(folder)[0]["wandb_id"] == wandb_run_id(spec.run_id, 1)
+        assert load_record(folder)[0].wandb_id == wandb_run_id(spec.run_id, 1)
         logs = list((folder / "wandb").glob("offline-run-*"))
         assert logs and all(p.name.endswith(f"-{wandb_run_id(spec.run_id, 1)}") for p in logs), logs
         if "resume" in events[spec.run_id]:  # the last attempt's W&B run holds the whole curve, once
@@ -179,10 +179,10 @@ def test_a_killed_run_resumed_holds_its_whole_curve_in_one_wandb_run(tmp_path: P
     proc.join(120)
     assert proc.exitcode == -signal.SIGKILL
     rec = execute(spec, results, wandb_mode="offline", abl=abl, options=RunOptions(checkpoint_every=0))
-    assert rec["status"] == "ok" and rec["resumed_from_step"] == 40
+    assert rec.status == "ok" and rec.resumed_from_step == 40
     folder = results / "tiny" / "cpu" / spec.run_id
     killed, resumed = offline_runs(folder)  # one W&B run id, two attempts' folders
-    assert {killed.name[-len(rec["wandb_id"]) :], resumed.name[-len(rec["wandb_id"]) :]} == {rec["wandb_id"]}
+    assert {killed.name[-len(rec.wandb_id) :], resumed.name[-len(rec.wandb_id) :]} == {rec.wandb_id}
     logged = _logged(folder)
     assert logged[0][0] == 9 and logged[-1][0] == 59
     assert curve(read_run(resumed)) == logged

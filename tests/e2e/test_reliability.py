@@ -74,8 +74,8 @@ def test_interrupted_run_resumes_from_its_last_checkpoint_with_identical_results
     monkeypatch.setattr(training, "write_progress", lambda folder, progress: shown.append(progress))
     resumed = execute(specs[0], tmp_path / "int", abl=abl, options=every_pass)
     assert (shown[0].start_step, shown[0].step, shown[-1].step, shown[-1].total) == (20, 21, 40, 40)
-    assert resumed["status"] == "ok" and resumed["resumed_from_step"] == 20
-    assert (resumed["devices"], resumed["strategy"], resumed["attempt"]) == (
+    assert resumed.status == "ok" and resumed.resumed_from_step == 20
+    assert (resumed.devices, resumed.strategy, resumed.attempt) == (
         1,
         "auto",
         1,
@@ -98,7 +98,7 @@ def test_a_claim_left_on_a_finished_run_is_cleared_when_the_grid_runs_again(tiny
     claim = {"owner": "x", "host": socket.gethostname(), "pid": dead.pid, "pid_start": None, "token": "t"}
     (folder / "claim.lock").write_text(json.dumps(claim))
     again = execute(specs[0], tmp_path, abl=abl)
-    assert again["finished_at"] == first["finished_at"] and not (folder / "claim.lock").exists()
+    assert again.finished_at == first.finished_at and not (folder / "claim.lock").exists()
     assert [e["event"] for e in read_events(folder)][-1] == "takeover"
 
 
@@ -109,7 +109,7 @@ def test_no_resume_starts_afresh_and_keep_checkpoints_keeps_them(tiny, tmp_path,
         with pytest.raises(_Killed):
             execute(specs[0], tmp_path, abl=abl)
     rec = execute(specs[0], tmp_path, abl=abl, options=RunOptions(resume=False, keep_checkpoints=True))
-    assert rec["status"] == "ok" and rec["resumed_from_step"] is None
+    assert rec.status == "ok" and rec.resumed_from_step is None
     ckpt = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id) / "checkpoints" / "last.ckpt"
     state = torch.load(ckpt, weights_only=True)
     assert state["global_step"] == 40 and len(state["ablate"]["history"]) == 4
@@ -121,7 +121,7 @@ def test_unloadable_checkpoint_is_dropped_and_the_run_starts_afresh(tiny, tmp_pa
     (folder / "checkpoints").mkdir(parents=True)
     (folder / "checkpoints" / "last.ckpt").write_bytes(b"PK\x03\x04 not a checkpoint")
     rec = execute(specs[0], tmp_path, abl=abl)
-    assert rec["status"] == "ok" and rec["resumed_from_step"] is None
+    assert rec.status == "ok" and rec.resumed_from_step is None
 
 
 def test_run_over_its_time_limit_is_recorded_as_timeout_and_retried(tmp_path, capsys):
@@ -180,7 +180,7 @@ def test_a_run_claimed_by_a_live_process_is_left_alone(tiny, tmp_path, capsys):
     claim = {"owner": "bob@gpu-box:123", "host": socket.gethostname(), "pid": os.getppid(), "token": "x"}
     (folder / "claim.lock").write_text(json.dumps(claim))
     rec = execute(specs[0], tmp_path, abl=abl)
-    assert rec["status"] == "claimed" and "bob@gpu-box:123" in rec["reason"]
+    assert rec.status == "claimed" and "bob@gpu-box:123" in rec.reason
     assert sorted(p.name for p in folder.iterdir()) == ["claim.lock"]
     inspect_cmd.status(abl.source, None, tmp_path)
     out = capsys.readouterr().out

@@ -101,10 +101,10 @@ def test_the_example_runs_pe_extrapolation_smoke_with_bpe(tmp_path: Path, data_d
     results = tmp_path / "results"
     assert run_cmd.run(str(EXAMPLE), "smoke", SMALL, results, workers=1, wandb="off") == 0
     found = scan(results, "pe_extrapolation_text", "smoke")
-    assert len(found.records) == 10 and all(r["status"] == "ok" for r in found.records)
+    assert len(found.records) == 10 and all(r.status == "ok" for r in found.records)
     task = build_task("text", abl.tasks["text"].params)
     assert task.vocab_size == 512
     for rec in found.records:
-        assert rec["task_version"] == task.version
+        assert rec.task_version == task.version
         for mult in (1, 2, 4):
-            assert 0 < rec["metrics"][f"bpb@x{mult}"] < 8  # below a uniform distribution over bytes
+            assert 0 < rec.metrics[f"bpb@x{mult}"] < 8  # below a uniform distribution over bytes

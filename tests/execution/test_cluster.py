@@ -33,10 +33,10 @@ def _reference(path: Path, tmp_path: Path) -> dict[str, Record]:
 def _same_store(results: Path, reference: dict[str, Record]) -> None:
     found = scan(results, "tiny", "cpu")
     assert not found.problems and not unfinished(results, "tiny", "cpu")
-    got = {r["run_id"]: r for r in found.records}
+    got = {r.run_id: r for r in found.records}
     assert sorted(got) == sorted(reference)
     for run_id, rec in got.items():
-        assert rec["status"] == "ok" and rec["torch_threads"] == 1
+        assert rec.status == "ok" and rec.torch_threads == 1
         assert numbers(rec) == numbers(reference[run_id])
         assert set(rec.to_json()) == set(reference[run_id].to_json())  # one record format, whatever the executor
 

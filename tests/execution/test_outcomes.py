@@ -176,19 +176,16 @@ def test_a_real_effect_below_the_sesoi_supports_a_claim_in_direction_only(tmp_pa
 def test_the_retry_hint_names_the_statuses_that_occurred(tmp_path, statuses, command, deterministic):
     """It named `--retry failed,timeout` whatever happened, and promised that a retry runs them
     again, where a run failed by its own config (mask_fill_fp16's -1e9 in fp16) fails again."""
+    from harness.execution.attempt import Unstored
     from harness.execution.launch import outcome_lines
+    from harness.store.record import Record
 
+    fields = [{"run_id": f"r{i}", "task": "copy", "variant_label": "v", "seed": i} for i in range(len(statuses))]
     records = [
-        {
-            "task": "copy",
-            "variant_label": "v",
-            "seed": i,
-            "status": s,
-            "reason": "r",
-            "profile": "cpu",
-            "run_id": f"r{i}",
-        }
-        for i, s in enumerate(statuses)
+        Unstored(**f, status=s, reason="r")
+        if s == "crashed"
+        else Record.model_construct(**f, status=s, reason="r", profile="cpu")
+        for f, s in zip(fields, statuses)
     ]
     lines, code = outcome_lines(
         records, tmp_path, "mini", ctx=select(load(str(write_decl(tmp_path))), "cpu", check_data=False)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from harness.store.record import Record
+
 
 def write_tiny(
     folder: Path,
@@ -59,6 +61,8 @@ def records(results: Path, name: str = "tiny", profile: str = "cpu") -> dict[str
 TIMING = ("train_tokens_per_s",)
 
 
-def numbers(record: dict) -> dict:
-    """A record's metrics without the timing ones (those differ between identical runs)."""
-    return {k: v for k, v in record["metrics"].items() if k not in TIMING}
+def numbers(record: Record | dict) -> dict:
+    """A record's metrics (a Record, or its ``record.json`` as parsed by :func:`records`) without the
+    timing ones (those differ between identical runs)."""
+    metrics = record.metrics if isinstance(record, Record) else record["metrics"]
+    return {k: v for k, v in metrics.items() if k not in TIMING}

@@ -176,8 +176,8 @@ def test_failed_run_logs_its_status(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(training.LitLM, "training_step", boom)
     rec = execute(specs[0], tmp_path / "results", wandb_mode="offline", abl=abl)
-    assert rec["status"] == "failed"
-    run = read_run(_wandb_folder(tmp_path / "results", rec["run_id"]))
+    assert rec.status == "failed"
+    run = read_run(_wandb_folder(tmp_path / "results", rec.run_id))
     assert run.summary["status"] == "failed" and run.job_type == "copy"
 
 

@@ -90,9 +90,9 @@ def test_a_run_reports_bpb_of_its_own_evaluation_set(corpora: dict[str, dict], t
     spec = plan(abl, "cpu")[1][0]
     torch.set_num_threads(1)
     record = execute(spec, tmp_path / "results", abl=abl)
-    assert record["status"] == "ok", record
-    metrics, task = record["metrics"], build_task("text", corpora["bpe"])
-    assert record["task_version"] == task.version
+    assert record.status == "ok", record
+    metrics, task = record.metrics, build_task("text", corpora["bpe"])
+    assert record.task_version == task.version
     for mult in (1, 2):  # the evaluation set, drawn again as the training layer draws it
         _, targets = task.sample(16, 16 * mult, numpy_rng(spec.seed, "test", mult), "test")
         n_bytes = len(decode(task.vocab, targets.flatten().tolist()).encode("utf-8"))

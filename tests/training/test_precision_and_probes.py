@@ -61,10 +61,10 @@ def test_observed_precision():
 def test_fp16_on_cpu_runs_fp16_and_records_outcomes(tmp_path: Path):
     recs = run_all(tmp_path, "16-mixed")
     ok = recs["-1e4"]
-    assert ok["status"] == "ok", ok.get("reason")
-    assert ok["precision"] == ok["precision_requested"] == "16-mixed"
-    assert ok["kernel_backend"] == "math"
-    m = ok["metrics"]
+    assert ok.status == "ok", ok.reason
+    assert ok.precision == ok.precision_requested == "16-mixed"
+    assert ok.kernel_backend == "math"
+    m = ok.metrics
     assert m["attn_fully_masked_rows_init"] > 0
     # a finite fill leaks through the fully masked padding rows, never into a real position
     assert m["leak_grad_init"] > 0 and m["leak_grad_real_init"] == m["leak_logits_real_init"] == 0
@@ -84,13 +84,13 @@ def test_fp16_on_cpu_runs_fp16_and_records_outcomes(tmp_path: Path):
     made = metrics.produced("synthetic", (1,), ("grad_norm_init", "leakage", "masked_attention"), 2, padded=True)
     assert set(m) == set(made) - {"peak_mem_mb"}
     bad = recs["-1e9"]  # masked_fill(-1e9) on float16 scores: torch's overflow, recorded as the outcome
-    assert bad["status"] == "failed" and "c10::Half without overflow" in bad["reason"]
-    assert bad["metrics"]["leak_raised_init"] == 1.0
+    assert bad.status == "failed" and "c10::Half without overflow" in bad.reason
+    assert bad.metrics["leak_raised_init"] == 1.0
     nan = recs["-inf"]  # fully masked rows: NaN
-    assert nan["status"] == "diverged" and nan["metrics"]["attn_nonfinite_rows_init"] > 0
+    assert nan.status == "diverged" and nan.metrics["attn_nonfinite_rows_init"] > 0
 
 
 def test_lightning_silent_bf16_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(prec, "trainer_kwargs", lambda p, d=None: {"precision": p})  # Lightning's own fallback
     rec = run_all(tmp_path, "16-mixed")["-1e4"]
-    assert rec["status"] == "failed" and "16-mixed was requested but bf16-mixed ran" in rec["reason"]
+    assert rec.status == "failed" and "16-mixed was requested but bf16-mixed ran" in rec.reason

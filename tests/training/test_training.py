@@ -50,11 +50,11 @@ def test_same_config_and_seed_give_identical_metrics(tiny, tmp_path: Path) -> No
     torch.set_num_threads(1)
     a = execute(specs[0], tmp_path / "a", abl=abl)
     b = execute(specs[0], tmp_path / "b", abl=abl)
-    assert a["status"] == b["status"] == "ok"
+    assert a.status == b.status == "ok"
     strip = lambda m: {k: v for k, v in m.items() if k not in TIMING}
-    assert strip(a["metrics"]) == strip(b["metrics"])  # bit for bit
+    assert strip(a.metrics) == strip(b.metrics)  # bit for bit
     c = execute(specs[2], tmp_path / "c", abl=abl)  # same variant, seed 1
-    assert strip(c["metrics"]) != strip(a["metrics"])
+    assert strip(c.metrics) != strip(a.metrics)
 
 
 def test_every_variant_sees_the_same_batches_and_eval_sets(
@@ -72,7 +72,7 @@ def test_every_variant_sees_the_same_batches_and_eval_sets(
 
     monkeypatch.setattr(training.LitLM, "training_step", spy)
     recs = [execute(s, tmp_path, abl=abl) for s in (sin, learned)]
-    assert recs[0]["n_params"] != recs[1]["n_params"]  # the learned table consumes the init stream differently
+    assert recs[0].n_params != recs[1].n_params  # the learned table consumes the init stream differently
     assert len(seen["sinusoidal"]) == len(seen["learned"]) == 12
     for x, y in zip(seen["sinusoidal"], seen["learned"]):
         assert torch.equal(x, y)
@@ -100,9 +100,9 @@ def test_divergence_is_recorded_and_grid_goes_on(tiny, monkeypatch: pytest.Monke
     nan_after_step_3.calls = 0
     monkeypatch.setattr(training.TransformerLM, "forward", nan_after_step_3)
     recs = run_grid(specs[:2], tmp_path, abl, workers=1)
-    assert [r["status"] for r in recs] == ["ok", "diverged"]
-    assert recs[1]["diverged_step"] == 3 and recs[1]["last_finite_loss"] > 0
-    assert "non-finite" in recs[1]["reason"]
+    assert [r.status for r in recs] == ["ok", "diverged"]
+    assert recs[1].diverged_step == 3 and recs[1].last_finite_loss > 0
+    assert "non-finite" in recs[1].reason
 
 
 def test_exception_is_recorded_with_traceback(tiny, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ def test_exception_is_recorded_with_traceback(tiny, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(training, "TransformerLM", boom)
     rec = execute(specs[0], tmp_path, abl=abl)
-    assert rec["status"] == "failed" and "RuntimeError: value cannot be converted" in rec["reason"]
+    assert rec.status == "failed" and "RuntimeError: value cannot be converted" in rec.reason
     folder = tmp_path / "tiny" / "cpu" / specs[0].run_id
     assert "Traceback" in (folder / "traceback.txt").read_text()
     assert json.loads((folder / "record.json").read_text())["status"] == "failed"
@@ -123,22 +123,22 @@ def test_finished_run_is_never_overwritten_and_interrupted_one_is_redone(tiny, t
     abl, specs = tiny
     first = execute(specs[0], tmp_path, abl=abl)
     again = execute(specs[0], tmp_path, abl=abl)
-    assert again["finished_at"] == first["finished_at"]
+    assert again.finished_at == first.finished_at
     half = tmp_path / "tiny" / "cpu" / specs[1].run_id
     half.mkdir(parents=True)
     (half / "csv").mkdir()  # an attempt killed before its record was written
-    assert execute(specs[1], tmp_path, abl=abl)["status"] == "ok"
+    assert execute(specs[1], tmp_path, abl=abl).status == "ok"
 
 
 def test_wandb_offline_one_run_per_training_run(tiny, tmp_path: Path) -> None:
     abl, specs = tiny
     recs = [execute(s, tmp_path, wandb_mode="offline", abl=abl) for s in specs[:2]]
-    assert all(r["status"] == "ok" for r in recs)
-    ids = [r["wandb_id"] for r in recs]
+    assert all(r.status == "ok" for r in recs)
+    ids = [r.wandb_id for r in recs]
     assert len(set(ids)) == 2 and None not in ids
     for rec in recs:
-        runs = list((tmp_path / "tiny" / "cpu" / rec["run_id"] / "wandb").glob("offline-run-*"))
-        assert len(runs) == 1 and runs[0].name.endswith(rec["wandb_id"])
+        runs = list((tmp_path / "tiny" / "cpu" / rec.run_id / "wandb").glob("offline-run-*"))
+        assert len(runs) == 1 and runs[0].name.endswith(rec.wandb_id)
 
 
 def test_lr_schedule() -> None:
@@ -174,12 +174,12 @@ def test_throughput_times_training_steps_not_validation_or_checkpoints(tmp_path:
             recs[every] = execute(spec, tmp_path / f"results{every}", abl=abl)
     finally:
         torch.set_num_threads(before)
-    assert all(r["status"] == "ok" for r in recs.values())
+    assert all(r.status == "ok" for r in recs.values())
     tokens = 40 * 8 * 8
-    fit_ratio = (tokens / recs[2]["fit_s"]) / (tokens / recs[40]["fit_s"])
+    fit_ratio = (tokens / recs[2].fit_s) / (tokens / recs[40].fit_s)
     assert fit_ratio < 0.4, f"validation not expensive enough to tell the timers apart ({fit_ratio:.2f})"
-    step = {k: r["metrics"]["train_tokens_per_s"] for k, r in recs.items()}
+    step = {k: r.metrics["train_tokens_per_s"] for k, r in recs.items()}
     assert 1 / 1.6 < step[2] / step[40] < 1.6, step
     for r in recs.values():
-        assert r["train_step_s"] < r["fit_s"] < r["wall_time_s"]
-        assert r["metrics"]["train_tokens_per_s"] == pytest.approx(tokens / r["train_step_s"])
+        assert r.train_step_s < r.fit_s < r.wall_time_s
+        assert r.metrics["train_tokens_per_s"] == pytest.approx(tokens / r.train_step_s)

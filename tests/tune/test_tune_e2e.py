@@ -33,7 +33,7 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeyp
     # the counts are of the tuned runs' folder, so the line names it (it said `smoke`, whose runs are others)
     assert "pe_extrapolation / smoke+tuned: 20 runs, 0 already in" in console.export_text()
     tuned = scan(results, "pe_extrapolation", "smoke+tuned").records
-    assert len(tuned) == 20 and all(r["status"] == "ok" and r["tuned_params"] for r in tuned)
+    assert len(tuned) == 20 and all(r.status == "ok" and r.tuned_params for r in tuned)
     assert not scan(results, "pe_extrapolation", "smoke").records  # untuned runs are not touched
     path = report_cmd.report("pe_extrapolation", "smoke", results, tmp_path / "reports")
     # the Reproduce block makes the whole report again: the studies and the tuned runs too
