@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from harness.contracts.result import CheckReport, ContractFailed, ContractResult, Passed, run_contract
-from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, Task, TaskParams, build_task
+from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, DataUnavailableError, Task, TaskParams, build_task
 
 L, N = 32, 64
 # A copied target removes all the errors of the most frequent answer (1.0); the registered tasks
@@ -37,7 +37,10 @@ def check_task(
     def build() -> Passed:
         nonlocal task
         task = build_task(name, params if params is not None else cls.example_params, data_dir=data_dir)
-        task.check_available()
+        try:
+            task.check_available()
+        except DataUnavailableError as exc:  # whole: its message says where to put the file
+            raise ContractFailed(str(exc)) from None
         return f"available (vocab {task.vocab_size}, min_seq_len {task.min_seq_len})"
 
     results.append(run_contract("data", build))

@@ -15,7 +15,7 @@ from harness.contracts.tasks import CONTRACTS, check_task
 from harness.tasks import IGNORE_INDEX, TASKS, Task, TaskParams
 from harness.tasks.copy import FIRST_SYMBOL, Copy
 from harness.tasks.padded import PaddedCopy
-from harness.tasks.tinyshakespeare import TinyShakespeare
+from harness.tasks.tinyshakespeare import URL, TinyShakespeare
 from helpers import contract_result
 from helpers.cli import invoke
 
@@ -190,5 +190,6 @@ def test_missing_data_fails_data_and_skips_the_rest(monkeypatch, tmp_path: Path)
     assert (
         contract_result(rep, "data").status == "fail"
         and "could not be found or downloaded" in contract_result(rep, "data").detail
+        and contract_result(rep, "data").detail.endswith(f"tinyshakespeare.txt {URL}")  # the fix, whole
     )
     assert {r.status for r in rep.results[2:]} == {"skipped"}
