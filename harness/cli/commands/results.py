@@ -13,7 +13,7 @@ from harness.cli import options as o
 
 
 def status(
-    name: str,
+    name: o.NameArg,
     overrides: o.MadeWithArg = None,
     profile: o.ProfileOpt = None,
     results_dir: o.ResultsOpt = o.RESULTS,
@@ -26,7 +26,7 @@ def status(
 
 
 def compare(
-    name: str,
+    name: o.NameArg,
     overrides: o.MadeWithArg = None,
     profile: o.ProfileOpt = None,
     results_dir: o.ResultsOpt = o.RESULTS,
