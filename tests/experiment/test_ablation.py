@@ -190,6 +190,11 @@ def test_missing_file(tmp_path):
     assert "cannot read ablation file" in msg and "nothere.yaml" in msg
 
 
+def test_a_registered_name_given_as_a_missing_yaml_file_points_at_the_name(tmp_path):
+    msg = load_error(str(tmp_path / "pe_extrapolation.yaml"))
+    assert "cannot read ablation file" in msg and "registered ablation 'pe_extrapolation' is named without .yaml" in msg
+
+
 def test_malformed_yaml_names_the_file_and_line(tmp_path):
     msg = load_error(write(tmp_path, None, text="name: mini\naxes: [unclosed\n"))
     assert "mini.yaml is not valid YAML" in msg
