@@ -49,7 +49,7 @@ def compare(
     else:
         sel = output.selection(abl, profile, overrides, results, typed=name)
         output.check_results_readable(results)
-        committed = archive.existing(report_path(abl, sel.profile, DEFAULT_REPORTS))
+        committed = archive.existing(report_path(abl, sel.profile, DEFAULT_REPORTS, sel.overrides))
         output.check_store_exists(sel, tuned, data_file=committed)
     print_tables(sel, results, metric, fmt, tuned, found)
 
@@ -109,7 +109,7 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) ->
         if pilot
         else f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both reject after Holm adjustment over the primary comparisons (p adj); inconclusive and underpowered decide nothing at these seeds."
     )
-    step = f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS)}"
+    step = f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS, ctx.overrides)}"
     confirm = next((name for name, prof in abl.profiles.items() if prof.confirmatory), None)
     if pilot and confirm is not None:
         step += f"; `{ctx.command('run', profile=confirm)}` runs the confirmatory profile{_cost(abl, confirm, results, ctx)}"

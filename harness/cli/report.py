@@ -76,7 +76,7 @@ def report(
     else:
         sel = output.selection(abl, profile, overrides, results, storage, typed=name)
         output.check_results_readable(results)
-        output.check_store_exists(sel, data_file=archive.existing(report_path(abl, sel.profile, out)))
+        output.check_store_exists(sel, data_file=archive.existing(report_path(abl, sel.profile, out, sel.overrides)))
     _check_out(out, "report and its figures", storage)
     guards = guards_of(list(abl.claims), results) if data is None else data.guards
     if guards is None:  # a data file without the controls' outcomes kept beside it: unknown

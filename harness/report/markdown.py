@@ -6,7 +6,9 @@ variants; docs/statistics.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import shlex
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,9 +31,13 @@ from harness.store.runs import run_history
 from harness.tune.studies import tuned_profile
 
 
-def report_path(abl: Ablation, profile: str, out: Path) -> Path:
-    """``out/NAME.md`` for the ablation's default profile, ``out/NAME.PROFILE.md`` otherwise."""
+def report_path(abl: Ablation, profile: str, out: Path, overrides: Sequence[str] = ()) -> Path:
+    """``out/NAME.md`` for the ablation's default profile, ``out/NAME.PROFILE.md`` otherwise; for runs
+    made with key=value ``overrides``, ``.with-`` and 8 hex digits of their SHA-256 before ``.md``, so
+    that such a report never replaces the declared grid's (the overrides are in its first line)."""
     suffix = "" if profile == abl.default_profile else f".{profile}"
+    if overrides:
+        suffix += ".with-" + hashlib.sha256(" ".join(overrides).encode()).hexdigest()[:8]
     return Path(out) / f"{abl.name}{suffix}.md"
 
 
@@ -41,7 +47,7 @@ def write_markdown(
     """Write the report of ``result`` and its PNG figures under ``out``; returns its path. ``guards``:
     the claims' controls (a verdict waits for them to pass); ``bench``: the Speed section's folder."""
     abl, profile = sel.ablation, sel.profile
-    path = report_path(abl, profile, out)
+    path = report_path(abl, profile, out, sel.overrides)
     fig_dir = Path(out) / "figures"  # created by the first figure saved: none, no folder
     tuned = tuning.tuned.scan.records if tuning.studies is not None and tuning.tuned is not None else []
     also = f" and {len(tuned)} tuned runs (`{tuned_profile(profile)}`)" if tuned else ""

@@ -44,7 +44,9 @@ def test_a_reports_commands_carry_the_path_overrides_and_results_dir(tmp_path) -
         "report", str(decl), *OVERRIDES, "--profile", "pilot", "--results-dir", str(results), "--out", str(out)
     )
     assert made.exit_code == 0, made.output
-    text = (out / "mini.pilot.md").read_text()
+    (path,) = out.glob("mini.pilot*.md")  # its own name: never the declared grid's mini.pilot.md
+    assert re.fullmatch(r"mini\.pilot\.with-[0-9a-f]{8}\.md", path.name)
+    text = path.read_text()
     expected = shlex.join(
         ["ablate", "compare", str(decl), *OVERRIDES, "--profile", "pilot", "--results-dir", str(results)]
     )
@@ -58,7 +60,7 @@ def test_a_reports_commands_carry_the_path_overrides_and_results_dir(tmp_path) -
     assert generated.group(1) == expected.replace("ablate compare", "ablate report", 1)
     again = _run_printed(generated.group(1) + f" --out {shlex.quote(str(tmp_path / 'again'))}")
     assert again.exit_code == 0, again.output
-    assert (tmp_path / "again" / "mini.pilot.md").is_file()
+    assert (tmp_path / "again" / path.name).is_file()  # the same overrides, the same name
 
 
 def test_report_all_notes_runs_made_with_overrides_with_a_command_on_the_same_store(tmp_path, monkeypatch) -> None:
@@ -89,6 +91,7 @@ def test_the_tuning_sections_run_commands_carry_the_same_context(tmp_path) -> No
         "report", str(decl), *OVERRIDES, "--profile", "pilot", "--results-dir", str(results), "--out", str(out)
     )
     assert made.exit_code == 0, made.output
-    text = (out / "mini.pilot.md").read_text()
+    (path,) = out.glob("mini.pilot.with-*.md")  # runs made with overrides: their own report
+    text = path.read_text()
     run = shlex.join(["ablate", "run", str(decl), *OVERRIDES, "--profile", "pilot", "--results-dir", str(results)])
     assert f"No tuned runs yet: `{run} --tuned`." in text

@@ -76,7 +76,8 @@ def report(
     source: o.FromOpt = None,
     plugin: o.PluginOpt = None,
 ) -> None:
-    """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile) and its PNG figures;
+    """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile; NAME[.PROFILE].with-HASH.md
+    for runs made with key=value overrides) and its PNG figures;
     --all: every registered ablation, and reports/README.md, their index."""
     from harness.cli import report as report_cmd
 
