@@ -201,6 +201,10 @@ def valid_paths(model: type[BaseModel] = RunConfig, prefix: str = "") -> list[st
 def check_path(path: str) -> None:
     """Raise :class:`AblateError` (naming the closest valid key) unless ``path`` is a config key."""
     paths = valid_paths()
+    if inside := [p for p in paths if p.startswith(f"{path}.")]:
+        raise AblateError(
+            f"config key {path!r} is a section; set one of its keys, e.g. {inside[0]}=...: {', '.join(inside)}"
+        )
     if path not in paths:
         raise AblateError(f"unknown config key {path!r}{did_you_mean(path, paths)}; valid keys: {', '.join(paths)}")
 
@@ -231,6 +235,8 @@ def format_validation_error(exc: ValidationError, context: str = "", keys: list[
             msg = f"unknown key{hint}"
         # a missing key's "input" is the whole enclosing mapping: not worth quoting
         got = f" (got {err['input']!r})" if "input" in err and err["type"] not in ("extra_forbidden", "missing") else ""
+        if err["type"] == "list_type" and isinstance(err.get("input"), str):
+            got += "; write a list in brackets, e.g. [1,2,4]"
         lines.append(f"{loc}: {msg}{got}" if loc else f"{msg}")
     head = f"invalid config{' for ' + context if context else ''}: "
     return head + "; ".join(lines)

@@ -65,7 +65,10 @@ class Engine:
             )
         slurm_only = [n for n, v in (("--slurm-partition", self.partition), ("--slurm-time", self.time_min)) if v]
         if slurm_only and self.kind != "slurm":
-            raise AblateError(f"{', '.join(slurm_only)} only apply to --executor slurm")
+            verb, it = ("applies", "it") if len(slurm_only) == 1 else ("apply", "them")
+            raise AblateError(
+                f"{' and '.join(slurm_only)} {verb} only to --executor slurm; add --executor slurm or drop {it}"
+            )
         if self.cluster not in SUBMITIT_CLUSTERS:
             raise AblateError(f"--submitit-cluster {self.cluster!r} is not one of {', '.join(SUBMITIT_CLUSTERS)}")
         package = {"ray": "ray", "slurm": "submitit"}.get(self.kind)

@@ -255,11 +255,14 @@ def load(name_or_path: str) -> Ablation:
                 f"unknown ablation {name_or_path!r}{did_you_mean(name_or_path, list(known))}; "
                 f"run `ablate list` to see them"
             )
-    elif not path.exists() and path.stem in (known := available()):  # `pe_extrapolation.yaml` from another folder
-        raise AblateError(
-            f"cannot read ablation file {path}: No such file or directory; the registered ablation "
-            f"{path.stem!r} is named without .yaml ({known[path.stem]})"
+    elif not path.exists():
+        known = available()
+        fix = (  # `pe_extrapolation.yaml` from another folder
+            f"the registered ablation {path.stem!r} is named without .yaml ({known[path.stem]})"
+            if path.stem in known
+            else f"check the path (from {Path.cwd()}), or run `ablate list` for the registered ablations"
         )
+        raise AblateError(f"cannot read ablation file {path}: No such file or directory; {fix}")
     data = declaration.read_yaml(path, "ablation file")
     if not isinstance(data, dict):
         raise AblateError(f"ablation file {path} must hold a mapping (name, question, axes, ...)")

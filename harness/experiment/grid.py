@@ -150,9 +150,10 @@ def _check_model(cfg: RunConfig, task: Task, where: str) -> None:
         )
 
 
-def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str) -> None:
+def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str, overridden: bool = False) -> None:
     """The primary and gate metrics must be ones the task produces at the evaluated lengths with the
-    probes it asks for, the target one the validation pass logs (:mod:`harness.experiment.metrics`)."""
+    probes it asks for, the target one the validation pass logs (:mod:`harness.experiment.metrics`).
+    ``overridden``: the lengths come from a command-line override (the fix then names one)."""
     multipliers, byte_level = tuple(cfg.eval.length_multipliers), task.token_bytes is not None
     made = metrics.produced(
         task.kind, multipliers, tuple(cfg.eval.probes), cfg.model.n_layers, task.pad_id is not None, byte_level
@@ -162,10 +163,15 @@ def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str) -> 
         if metric not in made:
             at = re.fullmatch(r"(.+)@x(\d+)", metric)
             if at and int(at.group(2)) not in multipliers and f"{at.group(1)}@x{multipliers[0]}" in made:
+                wanted = sorted({*multipliers, int(at.group(2))})
+                example = (
+                    f"eval.length_multipliers=[{','.join(map(str, wanted))}]"
+                    if overridden
+                    else f"base: {{eval.length_multipliers: {wanted}}}"
+                )
                 fix = (
                     f"; evaluate at {at.group(2)} x L by adding {at.group(2)} to eval.length_multipliers "
-                    f"(now {list(multipliers)}), e.g. base: {{eval.length_multipliers: "
-                    f"{sorted({*multipliers, int(at.group(2))})}}}"
+                    f"(now {list(multipliers)}), e.g. {example}"
                 )
             else:
                 fix = f"{did_you_mean(metric, made)}; it produces: {', '.join(made)}"
@@ -218,7 +224,7 @@ def plan(
             except UnknownNameError as exc:
                 raise AblateError(f"{where}: {exc}") from None
             check_variant(cfg, task, where, model=check)
-            _check_metrics(entry, cfg, task, tname)
+            _check_metrics(entry, cfg, task, tname, overridden="eval.length_multipliers" in cli)
             for other, other_cfg, _ in per_task[tname]:  # one config, one run id: two runs into one folder
                 if other_cfg.hash_dump() == cfg.hash_dump():
                     values = ", ".join(f"{k}={other[k]!r} and {v!r}" for k, v in variant.items() if other[k] != v)

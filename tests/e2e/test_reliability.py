@@ -198,7 +198,7 @@ def test_options_are_checked_before_anything_runs(tmp_path):
         (Launch(options=RunOptions(claim_timeout=5)), "--claim-timeout must be at least 60 s"),
         (Launch(engine=Engine("local", address="auto")), "--address is the Ray cluster"),
         (Launch(engine=Engine("ray", address="not an address")), "is not a Ray address"),
-        (Launch(engine=Engine("local", partition="gpu")), "only apply to --executor slurm"),
+        (Launch(engine=Engine("local", partition="gpu")), "applies only to --executor slurm"),
         (
             Launch(engine=Engine("slurm")),  # the engine missing (no slurm extra) or SLURM missing
             "sbatch not found" if importlib.util.find_spec("submitit") else "needs the submitit package",

@@ -187,7 +187,7 @@ def test_unknown_registered_name_suggests_the_closest():
 
 def test_missing_file(tmp_path):
     msg = load_error(str(tmp_path / "nothere.yaml"))
-    assert "cannot read ablation file" in msg and "nothere.yaml" in msg
+    assert "cannot read ablation file" in msg and "nothere.yaml" in msg and "`ablate list`" in msg
 
 
 def test_a_registered_name_given_as_a_missing_yaml_file_points_at_the_name(tmp_path):

@@ -80,10 +80,18 @@ def test_check_path_suggests_the_closest_key(bad, suggestion):
     assert "valid keys:" in msg and "train.steps" in msg
 
 
-@pytest.mark.parametrize("bad", ["model", "train.", "", "model.d_model.x", "MODEL.D_MODEL"])
-def test_check_path_rejects_non_leaf_and_malformed_keys(bad):
+@pytest.mark.parametrize("bad", ["train.", "", "model.d_model.x", "MODEL.D_MODEL"])
+def test_check_path_rejects_malformed_keys(bad):
     with pytest.raises(AblateError, match="unknown config key"):
         check_path(bad)
+
+
+def test_check_path_names_the_keys_of_a_section():
+    with pytest.raises(
+        AblateError, match=r"config key 'model' is a section; set one of its keys, e.g. model.d_model="
+    ) as info:
+        check_path("model")
+    assert "model.position" in str(info.value) and "train.steps" not in str(info.value)
 
 
 # --- parse_override -----------------------------------------------------------------------------
