@@ -10,7 +10,7 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal, get_args
 
 import yaml
@@ -217,10 +217,15 @@ def check_key(path: str, where: str) -> None:
         raise ValueError(f"{where}: {exc}") from None
 
 
-def build_config(data: Mapping[str, Any], context: str = "") -> RunConfig:
+def build_config(data: Mapping[str, Any], context: str = "", overridden: Collection[str] = ()) -> RunConfig:
+    """``data`` validated; :class:`AblateError` naming ``context`` (a variant and task), or naming the
+    command line when every key at fault is one of the command-line ``overridden`` keys (its value is
+    then wrong for every variant: an override may not touch an axis)."""
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
+        if overridden and {".".join(map(str, e["loc"])) for e in exc.errors()} <= set(overridden):
+            raise AblateError(format_validation_error(exc).replace("invalid config", "invalid override", 1)) from None
         raise AblateError(format_validation_error(exc, context)) from None
 
 

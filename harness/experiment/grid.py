@@ -214,7 +214,7 @@ def plan(
             layers = [abl.base, entry.config, prof.overrides, prof.tasks.get(tname, {}), cli, variant]
             data = apply_overrides({}, {k: v for layer in layers for k, v in layer.items()})
             where = f"variant {abl.label(variant)!r} on task {tname!r}"
-            cfg = build_config(data, where)
+            cfg = build_config(data, where, overridden=cli)
             if cfg.model.max_len is None:  # the longest evaluation
                 cfg = build_config(apply_overrides(data, {"model.max_len": max(cfg.eval_lengths())}), where)
             head = (abl.name, profile, tname, dict(entry.params), str(task.version), variant, abl.label(variant))

@@ -150,7 +150,7 @@ def test_compare_on_a_store_folder_without_runs_says_so(results):
     [
         (["model.n_heads=3"], ["model.d_model=64", "model.n_heads=3", "not divisible"]),
         (["model.positon=rope"], ["unknown config key 'model.positon'", "did you mean 'model.position'"]),
-        (["train.steps=-5"], ["train.steps", "greater than 0", "-5"]),
+        (["train.steps=-5"], ["invalid override: train.steps", "greater than 0", "-5"]),  # every variant's
         (["train.steps=abc"], ["train.steps", "valid integer", "'abc'"]),
         (["train.steps=true"], ["train.steps", "not a boolean"]),
         (["train.steps=99999999999999999999"], ["train.steps", "from 1 to 2147483647", "99999999999999999999"]),

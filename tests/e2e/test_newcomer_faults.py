@@ -559,7 +559,7 @@ def test_repeated_evaluation_lengths_are_refused_and_their_order_is_one_run(tmp_
     for args in (["show"], ["run", "--results-dir", str(tmp_path / "results")], ["tune"]):
         assert_refused(
             invoke(args[0], str(path), *args[1:], "eval.length_multipliers=[4,1,1]"),
-            "invalid config for variant 'sdpa' on task 'copy': eval.length_multipliers: length_multipliers repeats [1]; "
+            "invalid override: eval.length_multipliers: length_multipliers repeats [1]; "
             "each evaluation length must appear once (got [4, 1, 1])",
         )
     assert_nothing_written(tmp_path / "results")
