@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rich.markup import escape
@@ -28,7 +28,7 @@ from harness.report import index
 from harness.report.bench import files as bench_files
 from harness.report.guards import UNKNOWN, Guards, write_guards
 from harness.report.guards import markdown as reproductions_markdown
-from harness.report.markdown import report_path, write_markdown
+from harness.report.markdown import overrides_tag, report_path, write_markdown
 from harness.report.sections import control_text, verdict
 from harness.report.source import DataFile, load_source, plan
 from harness.report.tuning import (
@@ -91,7 +91,8 @@ def report(
             )
     if wandb != "off":  # never with --from (refused above)
         try:
-            run_dir = log_summary(result, guards, sorted((Path(out) / "figures").glob(f"{path.stem}-*.png")), wandb)
+            figures = sorted((Path(out) / "figures").glob(f"{path.stem}-*.png"))
+            run_dir = log_summary(result, guards, figures, wandb, sel.overrides)
             output.console.print(f"W&B summary run ({wandb}): {run_dir}")
         except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
             output.console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")
@@ -125,8 +126,12 @@ def write_report(
     return path, result, tuning
 
 
-def log_summary(analysis: Analysis, guards: Guards, figures: list[Path], mode: str) -> Path:
-    """The W&B summary run of a report: its comparison tables, figures, and claims' verdicts and evidence."""
+def log_summary(
+    analysis: Analysis, guards: Guards, figures: list[Path], mode: str, overrides: Sequence[str] = ()
+) -> Path:
+    """The W&B summary run of a report: its comparison tables, figures, and claims' verdicts and evidence;
+    for runs made with ``overrides``, in a folder of their own (as their report's file), so that it
+    never replaces the declared grid's summary run."""
     abl = analysis.ablation
     profiles = {r.profile for r in analysis.scan.records}  # the store's: cpu+tuned for ablate run --tuned
     profile = profiles.pop() if len(profiles) == 1 else analysis.profile
@@ -145,6 +150,8 @@ def log_summary(analysis: Analysis, guards: Guards, figures: list[Path], mode: s
         "runs_ok": int((analysis.runs["status"] == "ok").sum()),
     }
     folder = summary_dir(analysis.results, abl.name, profile)
+    if tag := overrides_tag(overrides):
+        folder, config["overrides"] = folder.with_name(f"{folder.name}.{tag}"), list(overrides)
     return log_summary_run(folder, f"{abl.name}/{profile}", config, tables, figures, claims, mode)
 
 
@@ -207,7 +214,7 @@ def report_all(
         for entry in entries:  # reports already in OUT whose runs are not in this store: linked, not rewritten
             written = {r.path.name for r in entry.reported}
             for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
-                if old.name not in written:
+                if old.name not in written and ".with-" not in old.name:  # runs made with overrides: not indexed
                     entry.notes.append(
                         f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier report whose runs are not in this store (not regenerated)"
                     )

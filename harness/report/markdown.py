@@ -7,6 +7,7 @@ variants; docs/statistics.md)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shlex
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -18,6 +19,7 @@ from harness.analysis import paired as ranks
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, claimed_metrics
 from harness.analysis.table import Table
+from harness.config import parse_overrides
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
@@ -31,14 +33,22 @@ from harness.store.runs import run_history
 from harness.tune.studies import tuned_profile
 
 
+def overrides_tag(overrides: Sequence[str]) -> str:
+    """``with-`` and 8 hex digits of the SHA-256 of the parsed key=value ``overrides`` (in key order:
+    ``a=1 b=2`` and ``b=2 a=1`` select the same runs); ``""`` for none."""
+    if not overrides:
+        return ""
+    parsed = json.dumps(sorted(parse_overrides(overrides).items()), default=str)
+    return "with-" + hashlib.sha256(parsed.encode()).hexdigest()[:8]
+
+
 def report_path(abl: Ablation, profile: str, out: Path, overrides: Sequence[str] = ()) -> Path:
     """``out/NAME.md`` for the ablation's default profile, ``out/NAME.PROFILE.md`` otherwise; for runs
-    made with key=value ``overrides``, ``.with-`` and 8 hex digits of their SHA-256 before ``.md``, so
-    that such a report never replaces the declared grid's (the overrides are in its first line)."""
+    made with key=value ``overrides``, ``.`` and their :func:`overrides_tag` before ``.md``, so that such
+    a report never replaces the declared grid's (the overrides are in its first line)."""
     suffix = "" if profile == abl.default_profile else f".{profile}"
-    if overrides:
-        suffix += ".with-" + hashlib.sha256(" ".join(overrides).encode()).hexdigest()[:8]
-    return Path(out) / f"{abl.name}{suffix}.md"
+    tag = overrides_tag(overrides)
+    return Path(out) / f"{abl.name}{suffix}{'.' + tag if tag else ''}.md"
 
 
 def write_markdown(

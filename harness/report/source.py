@@ -128,7 +128,7 @@ def load_source(
             for p in d.glob(f"{abl.name}.*")
             if p.name.endswith(archive.SUFFIX) and p.name.split(".")[0] == abl.name
         )
-        more = f" ({len(found)} data files of {abl.name} there, one per profile)" if len(found) > 1 else ""
+        more = f" ({len(found)} data files of {abl.name} there)" if len(found) > 1 else ""
         raise AblateError(
             f"{at}: is a folder, not a report's data file; pass one file, e.g. --from {found[0]}{more}"
             if found

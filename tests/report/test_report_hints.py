@@ -1,4 +1,4 @@
-"""The commands a report suggests work as printed (issue 11, item 10): they name the ablation as
+"""The commands a report suggests work as printed: they name the ablation as
 the user gave it (a YAML path), its key=value overrides, the profile and ``--results-dir``, so
 that following one reads the grid the report was made from, not the default store."""
 
@@ -10,6 +10,7 @@ import shlex
 import pytest
 
 from harness.experiment import ablation as ablation_mod
+from harness.report.markdown import overrides_tag, report_path
 from helpers.cli import invoke
 from helpers.fake_store import write_decl, write_runs
 
@@ -61,6 +62,32 @@ def test_a_reports_commands_carry_the_path_overrides_and_results_dir(tmp_path) -
     again = _run_printed(generated.group(1) + f" --out {shlex.quote(str(tmp_path / 'again'))}")
     assert again.exit_code == 0, again.output
     assert (tmp_path / "again" / path.name).is_file()  # the same overrides, the same name
+
+
+def test_a_report_with_overrides_replaces_neither_the_declared_grids_report_nor_its_wandb_summary(tmp_path) -> None:
+    """``ablate report NAME key=value`` wrote the declared grid's file (and replaced its W&B summary run)."""
+    decl, results, out = write_decl(tmp_path / "decl"), tmp_path / "store", tmp_path / "reports"
+    write_runs(results, decl, "pilot", _value)
+    write_runs(results, decl, "pilot", _value, overrides=OVERRIDES)
+    for made_with in ((), OVERRIDES):
+        args = ("--profile", "pilot", "--results-dir", str(results), "--out", str(out), "--wandb", "offline")
+        made = invoke("report", str(decl), *made_with, *args)
+        assert made.exit_code == 0, made.output
+    tag = overrides_tag(OVERRIDES)
+    assert re.fullmatch(r"with-[0-9a-f]{8}", tag)
+    assert sorted(p.name for p in out.glob("*.md")) == ["mini.pilot.md", f"mini.pilot.{tag}.md"]
+    assert "train.steps=12" not in (out / "mini.pilot.md").read_text().splitlines()[2]  # the declared grid's own
+    assert sorted(p.name for p in (out / "data").glob("*.tar.gz")) == ["mini.pilot.tar.gz", f"mini.pilot.{tag}.tar.gz"]
+    summaries = sorted((results / "mini" / "pilot").glob(".wandb-summary*"))
+    assert [p.name for p in summaries] == [".wandb-summary", f".wandb-summary.{tag}"]
+    assert all(list((p / "wandb").glob("offline-run-*")) for p in summaries)
+
+
+def test_overrides_in_another_order_name_the_same_report(tmp_path) -> None:
+    abl = ablation_mod.load(str(write_decl(tmp_path / "decl")))
+    one = report_path(abl, "pilot", tmp_path, ["train.steps=12", "train.lr=0.01"])
+    assert one == report_path(abl, "pilot", tmp_path, ["train.lr=0.01", "train.steps=12"])
+    assert one != report_path(abl, "pilot", tmp_path, ["train.lr=0.02", "train.steps=12"])
 
 
 def test_report_all_notes_runs_made_with_overrides_with_a_command_on_the_same_store(tmp_path, monkeypatch) -> None:
