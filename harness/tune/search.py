@@ -49,6 +49,18 @@ def _load(storage: Any, study_plan: StudyPlan, trials: int, pruner: str) -> Any:
     return optuna.load_study(study_name=study_plan.name, storage=storage, sampler=sampler, pruner=pruners[pruner])
 
 
+def _failed_as_stale(exc: BaseException) -> bool:
+    """Whether Optuna refused a trial's result because the trial had finished meanwhile (another
+    worker failed it as stale): ``UpdateFinishedTrialError`` or ``Cannot tell a FAIL trial``, raised
+    as is or under the ``AssertionError`` of Optuna's own clean-up for a trial that returned a value."""
+    import optuna
+
+    late = exc.__context__ if isinstance(exc, AssertionError) else exc
+    return isinstance(late, optuna.exceptions.UpdateFinishedTrialError) or (
+        isinstance(late, ValueError) and str(late).startswith("Cannot tell a ")
+    )
+
+
 def run_study(
     storage: Any,
     study_plan: StudyPlan,
@@ -97,7 +109,17 @@ def run_study(
         took = trial.duration.total_seconds() if trial.duration else 0.0
         echo(f"[{_finished(study)}/{trials}] {name} #{trial.number} {state} {detail} ({params}; {took:.1f}s)")
 
-    study.optimize(objective(study_plan, task, TUNING_SEED), n_trials=todo, catch=(Exception,), callbacks=[on_trial])
+    run = objective(study_plan, task, TUNING_SEED)
+    while (todo := trials - _finished(study, running=True)) > 0:
+        try:
+            study.optimize(run, n_trials=todo, catch=(Exception,), callbacks=[on_trial])
+            break
+        except (optuna.exceptions.UpdateFinishedTrialError, ValueError, AssertionError) as exc:
+            if not _failed_as_stale(exc):
+                raise
+            echo(
+                f"{name}: a trial's result came after another worker had failed it as stale (no heartbeat for 3 x --heartbeat); going on"
+            )
     return counts(study)
 
 

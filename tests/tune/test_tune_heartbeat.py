@@ -59,3 +59,30 @@ def test_a_killed_workers_trial_is_marked_failed(
     assert "marked trial(s) [0] failed" in capsys.readouterr().out
     study = optuna.load_study(study_name=ROPE, storage=url)
     assert [t.state.name for t in study.trials][0] == "FAIL" and len(study.trials) == 2
+
+
+def test_a_trial_failed_as_stale_while_it_ran_does_not_stop_its_worker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose heartbeats were late (a loaded machine) finds its trial failed by another worker
+    when it reports the result: Optuna raises UpdateFinishedTrialError, which stopped ``ablate tune``
+    with a traceback. The worker now says so and tops the study up."""
+    from optuna.trial import TrialState
+
+    from harness.tune import objective as objective_mod
+
+    def late(study_plan, task, seed):
+        def run(trial: optuna.Trial) -> float:
+            if trial.number == 0:  # what another worker's fail_stale_trials does meanwhile
+                trial.study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+            return 1.0
+
+        return run
+
+    monkeypatch.setattr(objective_mod, "objective", late)
+    monkeypatch.setattr(output, "console", Console(highlight=False, width=250))
+    path, results = write_tiny(tmp_path), tmp_path / "results"
+    assert run_cmd.tune(str(path), None, [], results, trials=2, variants=["position=rope"]) == 0
+    assert "came after another worker had failed it as stale" in capsys.readouterr().out
+    study = optuna.load_study(study_name=ROPE, storage=default_storage(results))
+    assert [t.state.name for t in study.trials] == ["FAIL", "COMPLETE"]
