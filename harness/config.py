@@ -203,7 +203,7 @@ def check_path(path: str) -> None:
     paths = valid_paths()
     if inside := [p for p in paths if p.startswith(f"{path}.")]:
         raise AblateError(
-            f"config key {path!r} is a section; set one of its keys, e.g. {inside[0]}=...: {', '.join(inside)}"
+            f"config key {path!r} is a section; name one of its keys, dotted (e.g. {inside[0]}): {', '.join(inside)}"
         )
     if path not in paths:
         raise AblateError(f"unknown config key {path!r}{did_you_mean(path, paths)}; valid keys: {', '.join(paths)}")
@@ -224,7 +224,8 @@ def build_config(data: Mapping[str, Any], context: str = "", overridden: Collect
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        if overridden and {".".join(map(str, e["loc"])) for e in exc.errors()} <= set(overridden):
+        locs = {".".join(map(str, e["loc"])) for e in exc.errors()}  # eval.probes.0: an item of eval.probes
+        if overridden and all(any(loc == k or loc.startswith(f"{k}.") for k in overridden) for loc in locs):
             raise AblateError(format_validation_error(exc).replace("invalid config", "invalid override", 1)) from None
         raise AblateError(format_validation_error(exc, context)) from None
 
@@ -241,7 +242,7 @@ def format_validation_error(exc: ValidationError, context: str = "", keys: list[
         # a missing key's "input" is the whole enclosing mapping: not worth quoting
         got = f" (got {err['input']!r})" if "input" in err and err["type"] not in ("extra_forbidden", "missing") else ""
         if err["type"] == "list_type" and isinstance(err.get("input"), str):
-            got += "; write a list in brackets, e.g. [1,2,4]"
+            got += f"; write a list in brackets: [{err['input']}]"
         lines.append(f"{loc}: {msg}{got}" if loc else f"{msg}")
     head = f"invalid config{' for ' + context if context else ''}: "
     return head + "; ".join(lines)

@@ -36,8 +36,8 @@ def check_task(
 
     def build() -> Passed:
         nonlocal task
-        task = build_task(name, params if params is not None else cls.example_params, data_dir=data_dir)
         try:
+            task = build_task(name, params if params is not None else cls.example_params, data_dir=data_dir)
             task.check_available()
         except DataUnavailableError as exc:  # whole: its message says where to put the file
             raise ContractFailed(str(exc)) from None

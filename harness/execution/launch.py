@@ -93,9 +93,9 @@ class Launch:
         """Validate everything before any run (``AblateError``: a bad option, a missing engine, GPUs
         that are not there, a results location that is a URL); returns the statuses to retry."""
         if _URL.match(str(results)):
-            given = _URL.sub(lambda m: m.group(0) + "/", str(results), count=1)  # the // that Path folded
+            scheme = str(results).split(":", 1)[0]  # Path folded its // (s3://b/x arrives as s3:/b/x)
             raise AblateError(
-                f"--results-dir {given} is a URL; the store is a folder (local or on a shared "
+                f"--results-dir {scheme}://... is a URL; the store is a folder (local or on a shared "
                 f"filesystem every worker sees), e.g. --results-dir /shared/ablate-results"
             )
         o = self.options

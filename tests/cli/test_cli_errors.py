@@ -162,8 +162,9 @@ def test_compare_on_a_store_folder_without_runs_says_so(results):
         (["model.position=rope"], ["model.position is an axis of pe_extrapolation", "only_variants"]),
         (["noequals"], ["'noequals' is not of the form key=value"]),
         (["=5"], ["is not of the form key=value"]),
-        (["model=5"], ["config key 'model' is a section", "e.g. model.d_model=..."]),
-        (["eval.length_multipliers=1,2"], ["valid list", "write a list in brackets, e.g. [1,2,4]"]),
+        (["model=5"], ["config key 'model' is a section", "dotted (e.g. model.d_model)"]),
+        (["eval.length_multipliers=1,2"], ["invalid override", "valid list", "write a list in brackets: [1,2]"]),
+        (["eval.probes=[leakage,grad_norn]"], ["invalid override: eval.probes.1"]),  # an item of the override
         (
             ["eval.length_multipliers=[1,2]"],  # acc@x4, the primary, needs 4: the fix is an override too
             ["primary metric 'acc@x4' is not produced", "e.g. eval.length_multipliers=[1,2,4]"],

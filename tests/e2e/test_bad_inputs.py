@@ -80,7 +80,7 @@ SLURM_MISSING = (
         (["--executor", "ray", "--address", "http//head"], ["not a Ray address", "ray://HOST:10001"]),
         (["--slurm-partition", "gpu"], ["--slurm-partition applies only to --executor slurm; add --executor slurm"]),
         (["--executor", "slurm"], SLURM_MISSING),
-        (["--results-dir", "s3://bucket/ablate"], ["--results-dir s3://bucket/ablate is a URL", "shared filesystem"]),
+        (["--results-dir", "s3://bucket/ablate"], ["--results-dir s3://... is a URL", "shared filesystem"]),
     ],
 )
 def test_run_refuses_bad_execution_options(tmp_path, args, words):

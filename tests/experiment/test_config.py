@@ -88,7 +88,7 @@ def test_check_path_rejects_malformed_keys(bad):
 
 def test_check_path_names_the_keys_of_a_section():
     with pytest.raises(
-        AblateError, match=r"config key 'model' is a section; set one of its keys, e.g. model.d_model="
+        AblateError, match=r"config key 'model' is a section; name one of its keys, dotted \(e.g. model.d_model\)"
     ) as info:
         check_path("model")
     assert "model.position" in str(info.value) and "train.steps" not in str(info.value)
