@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 3, for a session that is lent a GPU: run once (under 8 minutes on one
-# H200), then copy the printed tables into the issue's note. Writes everything under ${OUT:-/tmp/gpu-checks}.
+# The GPU checks, on a machine with a CUDA GPU: run once (under 8 minutes on one H200), then
+# put the printed tables in docs/benchmarks.md. Writes everything under ${OUT:-/tmp/gpu-checks}.
 #   1. mask_fill_fp16 smoke on CUDA: real fp16 autocast with a grad scaler (16-mixed), bf16, fp32.
 #   2. attention_kernel smoke on CUDA (bf16): flash must run as flash, or be refused before the run.
 #   3. the attention kernel bench: forward + backward, 256 .. 32k tokens, peak memory.

@@ -1,4 +1,4 @@
-"""Non-finite statistics in every machine-readable output (issue 11, item 4): each output parses
+"""Non-finite statistics in every machine-readable output: each output parses
 with a strict JSON parser, and an infinite value stays distinct from an undefined one.
 
 Input: baseline [0.5, 0.6, 0.7], variant [0.75, 0.85, 0.95] paired by seed: every paired

@@ -1,4 +1,4 @@
-"""Import names that cannot collide (issue 13): the repository's top-level ``tasks/`` and
+"""Import names that cannot collide: the repository's top-level ``tasks/`` and
 ``ablations/`` are imported as ``harness.tasks`` and ``harness.ablations``, in a source checkout
 (harness/__init__.py) and in an installed wheel (``package-dir`` in pyproject.toml). A user's own
 ``tasks`` or ``ablations`` package in the working directory (first on ``sys.path`` under
@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-OLD = ("tasks", "ablations")  # the import names before issue 13
+OLD = ("tasks", "ablations")  # the import names before the package re-layout
 # a package that breaks whoever imports it: found first, it would fail `ablate list`
 RAISING = 'raise ImportError("the user\'s own {name} package was imported")\n'
 # a plugin whose own top-level package is called `tasks`: it registers a task named from it

@@ -1,4 +1,4 @@
-"""A task too easy at this scale decides nothing (issue 12): where the baseline scored the metric's
+"""A task too easy at this scale decides nothing: where the baseline scored the metric's
 best value (accuracy 1) on every seed, a variant that also did, or came within the smallest
 effect of interest, reads ``at ceiling (baseline 1 on all n seeds)`` instead of ``identical`` or
 ``equivalent``, and a claim that names only such comparisons is ``untestable at this scale``. A

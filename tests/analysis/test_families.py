@@ -1,6 +1,6 @@
 """The primary comparisons of an ablation form one Holm family (README, harness/analysis.py):
-everything a verdict reads, and every number printed beside the adjusted p, belongs to it
-(issue 11, items 1 and 2). Expected values are computed here with scipy / statsmodels."""
+everything a verdict reads, and every number printed beside the adjusted p, belongs to it.
+Expected values are computed here with scipy / statsmodels."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A verdict needs a baseline that learned (issue 12, section 2): in a confirmatory profile, every
+"""A verdict needs a baseline that learned: in a confirmatory profile, every
 comparison of a task whose baseline reached its convergence target on at most half of its planned
 seeds reads ``not learned (k/n seeds reached target)``, a comparison beyond L of a variant with no
 run above the gate reads ``not learned (0/n passed the gate)``, and a claim whose evidence is all

@@ -249,7 +249,7 @@ def test_verdict(kw, expected):
 
 
 def test_t_test_and_exact_test_disagree_at_small_n():
-    """Issue 11, item 3: differences [0.1] x 5 + [0] x 3. The paired t-test rejects (p 0.011),
+    """Differences [0.1] x 5 + [0] x 3. The paired t-test rejects (p 0.011),
     the exact sign-flip test cannot (p = 2 / 2**5 = 0.0625: the three zero differences do not
     change the mean when flipped): the rule in ``verdict`` gives no direction."""
     base = np.full(8, 0.5)

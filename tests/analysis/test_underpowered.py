@@ -1,4 +1,4 @@
-"""Enough seeds for the question (issue 12, section 5): each primary comparison's power at its task's
+"""Enough seeds for the question: each primary comparison's power at its task's
 smallest effect of interest, the seeds it needs (``ablate plan``'s computation), the verdict
 ``underpowered at this scale (needs N seeds)`` for an inconclusive comparison that had fewer, and the
 report's setup line. N and the power are checked against statsmodels' ``TTestPower`` directly."""

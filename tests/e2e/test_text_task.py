@@ -1,5 +1,5 @@
 """The ``text`` task through the real commands: a bad corpus refused before any run (exit 2), and
-issue 13's done-when: the text task with BPE runs pe_extrapolation's smoke profile on Tiny
+the text task with BPE running pe_extrapolation's smoke profile on Tiny
 Shakespeare, from the documented example declaration (examples/text/pe_extrapolation_text.yaml)."""
 
 from __future__ import annotations

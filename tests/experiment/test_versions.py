@@ -36,7 +36,7 @@ def test_registry_versions_default_to_1_and_are_checked() -> None:
     assert reg.version("a") == 1 and reg.version("bee") == 3
     with pytest.raises(ValueError, match="version must be an int >= 1"):
         reg.register("c", version=0)
-    assert POSITIONAL.version("rope") == 2  # angles in float64 (issue 11 item 7)
+    assert POSITIONAL.version("rope") == 2  # angles in float64
 
 
 def test_ids_change_only_for_runs_of_code_whose_version_was_bumped(tmp_path: Path) -> None:

@@ -207,7 +207,7 @@ def test_report_all_without_a_store_names_restore_where_reports_have_data_files(
 
 
 def test_the_index_shows_a_claim_untestable_where_the_baseline_did_not_learn(tmp_path, monkeypatch):
-    """Issue 12, section 2: the cpu baseline reached the task's convergence target on none of its
+    """The cpu baseline reached the task's convergence target on none of its
     7 seeds, so every claim on it is ``untestable at this scale``, in the report and in the index."""
     folder = tmp_path / "ablations"
     mini = write_decl(folder, claims=tuple(CLAIMS), cpu={"seeds": list(range(7))})
