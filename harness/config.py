@@ -226,12 +226,15 @@ def build_config(data: Mapping[str, Any], context: str = "", overridden: Collect
     except ValidationError as exc:
         locs = {".".join(map(str, e["loc"])) for e in exc.errors()}  # eval.probes.0: an item of eval.probes
         if overridden and all(any(loc == k or loc.startswith(f"{k}.") for k in overridden) for loc in locs):
-            raise AblateError(format_validation_error(exc).replace("invalid config", "invalid override", 1)) from None
+            raise AblateError(format_validation_error(exc, what="override")) from None
         raise AblateError(format_validation_error(exc, context)) from None
 
 
-def format_validation_error(exc: ValidationError, context: str = "", keys: list[str] | None = None) -> str:
-    """One line per problem of ``exc``, each naming its dotted location and a close ``keys`` for an unknown one."""
+def format_validation_error(
+    exc: ValidationError, context: str = "", keys: list[str] | None = None, what: str = "config"
+) -> str:
+    """``invalid WHAT for CONTEXT: `` and one line per problem of ``exc``, each naming its dotted
+    location and a close ``keys`` for an unknown one."""
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
@@ -244,7 +247,7 @@ def format_validation_error(exc: ValidationError, context: str = "", keys: list[
         if err["type"] == "list_type" and isinstance(err.get("input"), str):
             got += f"; write a list in brackets: [{err['input']}]"
         lines.append(f"{loc}: {msg}{got}" if loc else f"{msg}")
-    head = f"invalid config{' for ' + context if context else ''}: "
+    head = f"invalid {what}{' for ' + context if context else ''}: "
     return head + "; ".join(lines)
 
 

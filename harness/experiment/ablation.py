@@ -284,8 +284,8 @@ def load(name_or_path: str) -> Ablation:
     try:
         abl = Ablation.model_validate({**data, "source": str(path)})
     except ValidationError as exc:
-        message = format_validation_error(exc, f"ablation {path.name}", keys=DECLARATION_KEYS)
-        raise AblateError(message.replace("invalid config", "invalid declaration", 1)) from None
+        message = format_validation_error(exc, f"ablation {path.name}", keys=DECLARATION_KEYS, what="declaration")
+        raise AblateError(message) from None
     if abl.name != path.stem:
         raise AblateError(f"ablation file {path} declares name {abl.name!r}; the file must be named {abl.name}.yaml")
     return abl
