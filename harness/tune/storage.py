@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import random
+import re
 import shlex
 import time
 import warnings
@@ -19,6 +20,7 @@ from harness.redact import mask_url
 
 _RACE = ("already exists", "unique constraint", "duplicate key", "database is locked", "integrityerror")
 ATTEMPTS = 8
+_SCHEMA = "compatible with the table schema"  # Optuna's RuntimeError on another version's tables
 # a SQLAlchemy driver's module -> the package that installs it, where the names differ
 DRIVER_PACKAGES = {"psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]", "MySQLdb": "mysqlclient"}
 
@@ -67,7 +69,7 @@ def _retry(call: Callable[[], Any]) -> Any:
 def open_storage(url: str, heartbeat: int | None = None) -> Any:
     """An ``optuna.storages.RDBStorage`` on ``url``; with ``heartbeat`` (seconds), a running trial silent
     for 3 x ``heartbeat`` is failed by the next worker. Raises AblateError: an unparsable URL, a missing
-    driver, an unreachable or unwritable database."""
+    driver, an unreachable or unwritable database, tables set up by another Optuna version."""
     import optuna
     import sqlalchemy.exc
 
@@ -93,6 +95,29 @@ def open_storage(url: str, heartbeat: int | None = None) -> Any:
         ) from None
     except sqlalchemy.exc.SQLAlchemyError as exc:
         raise AblateError(f"cannot open the Optuna storage {mask_url(url)}: {_reason(exc, url)}") from None
+    except RuntimeError as exc:
+        if _SCHEMA not in str(exc):
+            raise
+        raise AblateError(schema_mismatch(url, str(exc))) from None
+
+
+def schema_mismatch(url: str, message: str) -> str:
+    """What to do with a storage whose tables another Optuna version set up (Optuna's ``message``
+    says which, and whether ``optuna storage upgrade`` or a newer Optuna fixes it)."""
+    import optuna
+
+    made = re.search(r"set up by optuna ([^)\s]+)", message)
+    by = f"Optuna {made[1]}" if made else "another Optuna version"
+    older = "optuna storage upgrade" in message
+    fix = (
+        f"upgrade it (optuna storage upgrade --storage {shlex.quote(mask_url(url))}; older Optunas can no longer read it)"
+        if older
+        else "install that Optuna (pip install optuna==VERSION) or a newer one"
+    )
+    return (
+        f"the Optuna storage {mask_url(url)} was set up by {by}, which this Optuna ({optuna.__version__}) cannot read: "
+        f"{fix}, or pass another --storage"
+    )
 
 
 def missing_driver(url: str, driver: str) -> str:
