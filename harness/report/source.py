@@ -205,7 +205,11 @@ def plan(paths: list[Path]) -> Plan:
             check_ids(arc, str(path), ablation_mod.load(arc.ablation) if arc.ablation in registered else None)
             tuning = _studies(arc, str(path))
         except AblateError as exc:  # a committed file that was edited or damaged comes back from git
-            hint = f" (a committed file: `git checkout -- {path}` gives it back as written)" if path.exists() else ""
+            hint = (
+                f" (a committed file: `git checkout -- {path}` gives it back as written)"
+                if archive.git_tracked(path)
+                else ""
+            )
             raise AblateError(f"{exc}{hint}") from None
         try:
             guards = read_guards(path, arc.ablation, arc.profile) or {}

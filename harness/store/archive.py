@@ -10,6 +10,7 @@ import io
 import json
 import math
 import re
+import subprocess
 import tarfile
 import zlib
 from dataclasses import dataclass, field
@@ -27,6 +28,32 @@ PASS = "pass a report's data file (reports/data/NAME[.PROFILE].tar.gz)"
 _NAME = r"([^/.][^/]*)"  # a folder name, never . or ..
 _RUN = re.compile(rf"{_NAME}/{_NAME}/{_NAME}/(record\.json|history\.csv)")
 _MEMBER = re.compile(rf"{_RUN.pattern}|bench/attention-[^/]+\.json|restored/[^/]+\.tuning\.json")
+
+
+def newer(fmt: object, at: str) -> None:
+    """Raise AblateError when ``fmt`` names a later version of :data:`FORMAT` (``ablate-runs/2``):
+    a newer ablate wrote the file, which this one cannot read."""
+    family, _, version = str(fmt).rpartition("/")
+    if family == FORMAT.rpartition("/")[0] and version.isdigit() and int(version) > int(FORMAT.rpartition("/")[2]):
+        raise AblateError(
+            f"{at}: written by a newer ablate (format {version}; this one reads {FORMAT.rpartition('/')[2]}): "
+            "upgrade ablate (pip install -U ablate) to read it"
+        )
+
+
+def git_tracked(path: Path) -> bool:
+    """Whether git tracks the file ``path`` (in the repository around it): a committed file that
+    ``git checkout`` gives back."""
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", "--", Path(path).name],
+            cwd=Path(path).parent,
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def data_path(report: Path) -> Path:
@@ -117,10 +144,11 @@ def read(path: Path, at: str) -> Archive:
         )
     try:
         manifest = json.loads(members.get(MANIFEST, b"null"))
+        newer(manifest.get("format"), at)
         ablation, profile, store = (manifest[k] for k in ("ablation", "profile", "store"))
         if manifest["format"] != FORMAT or not all(isinstance(v, str) for v in (ablation, profile, store)):
             raise ValueError(manifest)
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, AttributeError):
         raise AblateError(f"{at}: not a report's data file (no {MANIFEST} of format {FORMAT}); {PASS}") from None
     problems = [str(p) for p in manifest.get("problems") or []]
     records: dict[str, Record] = {}
