@@ -140,7 +140,9 @@ def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str
     Empirical: the most frequent target of each input token at offset k, learnt on the even rows of
     ``inputs``, ``targets`` (N, T), predicts the odd rows' scored targets; readable when that removes
     at least :data:`READABLE` of the errors of the most frequent answer (of 32 predictions or more).
-    :class:`ContractFailed` names the offset and both shares right."""
+    The input token itself predicts too, at every scored position of every row (a row's only or last
+    one included), where no lookup needs to have seen it first. :class:`ContractFailed` names the
+    offset and both shares right."""
     x, y = inputs.numpy(), targets.numpy()
     scored = y != IGNORE_INDEX  # (N, T)
     learn = (np.arange(len(y)) % 2 == 0)[:, None]  # (N, 1): even rows learn, odd rows are predicted
@@ -154,17 +156,22 @@ def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str
         first = np.unique(pairs[0, order], return_index=True)[1]
         lookup = dict(zip(pairs[0, order][first].tolist(), pairs[1, order][first].tolist()))
         seen = np.array([k_ in lookup for k_ in key[~train].tolist()], dtype=bool)
-        if seen.sum() < 32:
-            continue
-        right = np.mean([lookup[k_] == a for k_, a in zip(key[~train][seen].tolist(), answer[~train][seen].tolist())])
-        base = np.mean(answer[~train][seen] == common)
-        if base < 1 and (right - base) / (1 - base) >= READABLE:
-            at = "its own position" if k == 0 else f"position t + {k}"
-            raise ContractFailed(
-                f"{where}: the scored target at t is readable from the input token at {at} (a lookup from it "
-                f"gets {right:.0%} of {int(seen.sum())} scored positions right, the most frequent answer {base:.0%}): "
-                + ("the model sees its answer" if k == 0 else "the answer is in the input after it")
-            )
+        tests = []  # (right or not, the most frequent answer or not, what predicted), per prediction
+        if seen.sum() >= 32:
+            hits = [lookup[k_] == a for k_, a in zip(key[~train][seen].tolist(), answer[~train][seen].tolist())]
+            tests.append((np.array(hits), answer[~train][seen] == common, "a lookup from it gets {} of {} right"))
+        # the token itself, at every scored position (a row's only or last one too): no key need be seen before
+        tests.append((key == answer, answer == common, "it is the target at {} of {}"))
+        for hits, frequent, how in tests:
+            right, base = float(np.mean(hits)), float(np.mean(frequent))
+            if len(hits) >= 32 and base < 1 and (right - base) / (1 - base) >= READABLE:
+                at = "its own position" if k == 0 else f"position t + {k}"
+                raise ContractFailed(
+                    f"{where}: the scored target at t is readable from the input token at {at} ("
+                    + how.format(f"{right:.0%}", f"{len(hits)} scored positions")
+                    + f", the most frequent answer {base:.0%}): "
+                    + ("the model sees its answer" if k == 0 else "the answer is in the input after it")
+                )
 
 
 def determinism(task: Task, length: int, seed: int) -> Passed:
