@@ -16,7 +16,16 @@ from harness.errors import AblateError
 from harness.experiment import claims as claims_file
 from harness.experiment import declaration, plugins
 from harness.experiment.claims import Control
-from harness.experiment.declaration import Decl, MetricSpec, Profile, Sequential, TaskEntry, Threshold, check_name
+from harness.experiment.declaration import (
+    Decl,
+    MetricSpec,
+    Profile,
+    Sequential,
+    TaskEntry,
+    Threshold,
+    check_file_names,
+    check_name,
+)
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
 
@@ -83,6 +92,7 @@ class Ablation(Decl):
         for kind, names in (("profile", self.profiles), ("task", self.tasks)):
             for name in names:
                 check_name(kind, name)
+        check_file_names(self.name, self.longest_file_names())
         for path, values in self.axes.items():
             check_key(path, "axes")
             if not values:
@@ -183,6 +193,17 @@ class Ablation(Decl):
                 f"{did_you_mean(self.default_profile, list(self.profiles))}; profiles: {declared}"
             )
         return self
+
+    def longest_file_names(self) -> list[str]:
+        """The longest file names each profile and task of the ablation make (a report's with
+        overrides and of tuned runs, its controls' file, its figures), with ``x`` for the hex digits."""
+        tag = "with-xxxxxxxx"  # harness.report.markdown.overrides_tag
+        out = []
+        for profile, (task, entry) in itertools.product(self.profiles, self.tasks.items()):
+            stem = f"{self.name}.{profile}+tuned.{tag}"
+            base = entry.primary.metric.split("@")[0]
+            out += [f"{stem}.guards.json", f"{stem}-{task}-{base}-vs-length.png", f"{stem}-{task}-validation-loss.png"]
+        return out
 
     def for_profile(self, name: str | None) -> Ablation:
         """This ablation as one profile runs it: only its ``only_tasks`` and ``only_variants``. Idempotent."""

@@ -39,6 +39,23 @@ def check_name(kind: str, name: str) -> str:
     )
 
 
+NAME_MAX = 255
+"""The longest file name, in bytes, that common file systems hold (ext4, XFS, APFS, NTFS: 255)."""
+
+
+def check_file_names(ablation: str, names: list[str]) -> None:
+    """ValueError when the longest of ``names`` (the file names the ablation ``ablation`` makes) is
+    over :data:`NAME_MAX` bytes, saying by how much to shorten the names it is made of."""
+    longest = max(names, key=lambda n: len(n.encode()), default="")
+    if (over := len(longest.encode()) - NAME_MAX) > 0:
+        raise ValueError(
+            f"ablation name {ablation if len(ablation) <= 40 else ablation[:40] + '...'!r} ({len(ablation.encode())} bytes) makes file names of up to "
+            f"{len(longest.encode())} bytes (e.g. {longest[:30]}...{longest[-30:]}), over the {NAME_MAX} a file "
+            f"system holds; shorten the ablation name (or its longest profile or task name) by at least {over} "
+            "bytes"
+        )
+
+
 class Decl(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
