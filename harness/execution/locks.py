@@ -115,10 +115,28 @@ def _create(path: Path, payload: bytes) -> bool:
         tmp.unlink(missing_ok=True)
 
 
+def server_now(folder: Path) -> float:
+    """The time now by the clock of the file system holding ``folder``: the mtime of a probe file
+    made and removed there. On a shared store the hosts' clocks may differ by minutes; the file
+    server's is the one every claim's heartbeat is stamped with. The local clock where no file can
+    be made (a read-only store)."""
+    probe = folder / f".claim.probe.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return time.time()
+    try:
+        return os.fstat(fd).st_mtime
+    finally:
+        os.close(fd)
+        probe.unlink(missing_ok=True)
+
+
 def _read(path: Path) -> tuple[bytes, float] | None:
+    """A claim file's bytes and its heartbeat's age in seconds (by the file server's clock)."""
     try:
         raw = path.read_bytes()
-        return raw, time.time() - path.stat().st_mtime
+        return raw, server_now(path.parent) - path.stat().st_mtime
     except OSError:
         return None
 
