@@ -95,22 +95,38 @@ def append_event(folder: Path, event: str, **data: Any) -> None:
         fh.write(f"{line}\n".encode())
 
 
-def _create(path: Path, payload: bytes) -> bool:
-    """Atomically create ``path`` holding ``payload``; False if it already exists."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
-    tmp.write_bytes(payload)
+def _write_new(path: Path, payload: bytes) -> None:
+    """Create ``path`` (FileExistsError if it is there) holding ``payload``; a write that fails (a
+    full disk, a quota) removes the file it made, so no empty claim is left behind."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        os.link(tmp, path)
-        return True
-    except FileExistsError:
-        return False
-    except OSError:  # no hard links on this filesystem: exclusive create, then write
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+
+
+def _create(path: Path, payload: bytes) -> bool:
+    """Atomically create ``path`` holding ``payload``; False if it already exists. OSError (a full
+    disk) leaves neither ``path`` nor the temporary file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    try:
+        _write_new(tmp, payload)
         try:
-            with open(path, "xb") as fh:
-                fh.write(payload)
+            os.link(tmp, path)
+            return True
         except FileExistsError:
             return False
-        return True
+        except OSError:  # no hard links on this filesystem: exclusive create, then write
+            try:
+                _write_new(path, payload)
+            except FileExistsError:
+                return False
+            return True
     finally:
         tmp.unlink(missing_ok=True)
 
