@@ -3,6 +3,7 @@ how a training run that stopped before its end ended (:class:`RunError`)."""
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -68,3 +69,20 @@ class RunFailed(RunError):
 def run_error(exc: BaseException) -> RunError:
     """How a run or trial that raised ``exc`` ended: ``exc`` itself, or a :class:`RunFailed` of it."""
     return exc if isinstance(exc, RunError) else RunFailed(exc)
+
+
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES, errno.EPERM, errno.EROFS})
+"""OSErrors of the storage, not of the run: a full disk, a quota, the file-size limit, a permission."""
+
+
+def storage_error(exc: BaseException) -> OSError | None:
+    """The storage error (:data:`STORAGE_ERRNOS`) that ``exc`` is or was raised from (its cause or
+    context, as Lightning or fsspec re-raise it), or None. A run that meets one did not fail: it
+    stopped, and resumes once the storage has room or rights again."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
+            return exc
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return None

@@ -8,6 +8,7 @@ run folder: docs/execution.md, "The store never loses a run".
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import importlib.metadata as md
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 from harness import __version__
 from harness.config import RunOptions
-from harness.errors import run_error
+from harness.errors import run_error, storage_error
 from harness.execution.locks import CLAIM, EVENTS, TAKEOVER, append_event, clear_stale, holder, try_claim
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
@@ -240,6 +241,8 @@ def execute(
                 append_event(folder, "resume", step=result.resumed_from_step)
             ended = {"status": "ok", "reason": None, **result.record_fields()}
         except Exception as exc:  # noqa: BLE001  a bad run is data: record it and let the grid go on
+            if (full := storage_error(exc)) is not None:  # not the run's fault: no record, checkpoints kept
+                return stopped_by_storage(spec, folder, full)
             err = run_error(exc)
             if err.status == "failed":
                 (folder / "traceback.txt").write_text(redact(traceback.format_exc()))
@@ -252,6 +255,15 @@ def execute(
         if not opts.keep_checkpoints:
             shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
     return record
+
+
+def stopped_by_storage(spec: RunSpec, folder: Path, exc: OSError) -> Unstored:
+    """The ``crashed`` entry of a run stopped by a storage error (a full disk, a quota, a
+    permission): no record, so ``ablate run`` resumes it from its checkpoint once there is room."""
+    with contextlib.suppress(OSError):  # the event log may be on the full disk too
+        append_event(folder, "storage_error", errno=exc.errno, reason=f"{exc.strerror}: {exc.filename}")
+    where = f" ({exc.filename})" if exc.filename else ""
+    return unstored(spec, "crashed", f"storage error: {exc.strerror}{where}; free space or fix rights, then run again")
 
 
 def target_of(spec_target: Threshold | None) -> dict[str, Any] | None:

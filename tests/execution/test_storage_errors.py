@@ -1,0 +1,72 @@
+"""A storage error (a full disk, a quota, the file-size limit, a permission) is not the run's fault:
+the run is ``crashed`` (not stored), its checkpoint kept, and the next ``ablate run`` resumes it."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+from lightning.fabric.plugins.io import torch_io
+
+from harness.config import RunOptions
+from harness.errors import RunFailed
+from harness.execution.attempt import Unstored, execute
+from harness.experiment.ablation import load
+from harness.experiment.grid import plan
+
+TINY = """
+name: tiny
+question: tiny?
+axes: {model.position: [sinusoidal, learned]}
+baseline: {model.position: sinusoidal}
+base: {model.d_model: 16, model.n_heads: 2, model.n_layers: 1, train.steps: 12, train.seq_len: 8,
+       train.val_every: 4, train.warmup_steps: 2, eval.length_multipliers: [1], eval.n_examples: 16,
+       eval.val_examples: 16}
+tasks:
+  copy:
+    params: {n_symbols: 6}
+    primary: {metric: acc@x1, higher_is_better: true, sesoi: 0.05}
+profiles:
+  cpu: {seeds: [0]}
+"""
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES])
+def test_a_storage_error_is_found_through_the_wrappers(code: int) -> None:
+    from harness.errors import storage_error
+
+    try:
+        try:
+            raise OSError(code, "storage")
+        except OSError as exc:
+            raise RuntimeError("lightning re-raised it") from exc
+    except RuntimeError as wrapped:
+        assert storage_error(RunFailed(wrapped)).errno == code
+    assert storage_error(OSError(errno.ENOENT, "no such file")) is None and storage_error(ValueError()) is None
+
+
+def test_a_checkpoint_write_hitting_the_file_size_limit_crashes_the_run_and_it_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    abl = load(str(tmp_path / "tiny.yaml"))
+    spec = plan(abl, "cpu")[1][0]
+    saves, real = [], torch_io._atomic_save
+
+    def save(checkpoint, path):
+        saves.append(path)
+        if len(saves) > 1:  # the first checkpoint written, the second over the limit
+            raise OSError(errno.EFBIG, "File too large", str(path))
+        real(checkpoint, path)
+
+    monkeypatch.setattr(torch_io, "_atomic_save", save)
+    options = RunOptions(checkpoint_every=0)
+    first = execute(spec, tmp_path / "results", abl=abl, options=options)
+    folder = tmp_path / "results" / "tiny" / "cpu" / spec.run_id
+    assert isinstance(first, Unstored) and first.status == "crashed", first
+    assert "storage error: File too large" in first.reason
+    assert not (folder / "record.json").exists() and (folder / "checkpoints" / "last.ckpt").is_file()
+    monkeypatch.undo()
+    again = execute(spec, tmp_path / "results", abl=abl, options=options)
+    assert again.status == "ok" and again.resumed_from_step == 4, again
