@@ -34,7 +34,7 @@ from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
 from harness.redact import redact
 from harness.store.record import Record
-from harness.store.runs import RECORD, read_record, run_dir, write_record
+from harness.store.runs import RECORD, denied, load_record, run_dir, write_record
 
 CHECKPOINTS = "checkpoints"
 
@@ -202,7 +202,10 @@ def execute(
         plugin_loader.load_refs(plugins)
     opts = options or RunOptions()
     folder = run_dir(results, spec.ablation, spec.profile, spec.run_id)
-    if (done := read_record(folder)) is not None and opts.retry.get(done.run_id) != done.attempt:
+    done, problem = load_record(folder)
+    if denied(problem):  # another user's record, not a damaged one: never moved aside nor trained again
+        return unstored(spec, "crashed", f"{folder / RECORD}: {problem}")
+    if done is not None and opts.retry.get(done.run_id) != done.attempt:
         tidy_finished(folder, opts.keep_checkpoints, opts.claim_timeout)  # a kill after its record
         return done
     claim = try_claim(folder, opts.claim_timeout)
@@ -210,7 +213,10 @@ def execute(
         who = (holder(folder) or {}).get("owner", "another process")
         return unstored(spec, "claimed", f"running elsewhere ({who})")
     with claim:
-        if (done := read_record(folder)) is not None and opts.retry.get(done.run_id) != done.attempt:
+        done, problem = load_record(folder)
+        if denied(problem):
+            return unstored(spec, "crashed", f"{folder / RECORD}: {problem}")
+        if done is not None and opts.retry.get(done.run_id) != done.attempt:
             return done  # finished by another process since we looked
         if done is not None:
             archive(folder, done)

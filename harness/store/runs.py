@@ -26,15 +26,41 @@ COLUMNS += ("n_params", "wall_time_s", "config_hash", "commit")
 """The columns of :func:`tidy`."""
 
 
+DENIED = "cannot be read"
+"""How :func:`load_record` begins the problem of a record this user may not read: not damaged, never
+replaced (:func:`denied`)."""
+
+
+def denied(problem: str | None) -> bool:
+    """Whether a record's ``problem`` (:func:`load_record`) is that this user may not read it."""
+    return problem is not None and problem.startswith(DENIED)
+
+
 def run_dir(results: Path, ablation: str, profile: str, run_id: str) -> Path:
     return Path(results) / ablation / profile / run_id
 
 
+def umask() -> int:
+    """This process's umask (``/proc/self/status`` on Linux; elsewhere set and put back)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``,
+    with the mode a plain ``open`` gives (``0o666`` less the umask: a store shared by a group under
+    umask 002 stays group-readable; ``mkstemp`` alone makes it 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -61,11 +87,14 @@ def read_record(folder: Path) -> Record | None:
 
 def load_record(folder: Path) -> tuple[Record | None, str | None]:
     """``(record, None)`` for a finished run; ``(None, why)`` when ``record.json`` is not a usable
-    record (:func:`harness.store.record.parse_record`); ``(None, None)`` when there is none."""
+    record (:func:`harness.store.record.parse_record`) or may not be read (:func:`denied`);
+    ``(None, None)`` when there is none."""
     try:
-        raw = json.loads((folder / RECORD).read_text())
+        raw = json.loads((folder / RECORD).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None, None
+    except PermissionError as exc:
+        return None, f"{DENIED} ({exc.strerror}): another user's run? make the store group-readable (chmod -R g+rX)"
     except (OSError, ValueError) as exc:
         return None, f"unreadable record ({type(exc).__name__}: {exc})"
     return parse_record(raw, folder.name)
