@@ -25,7 +25,7 @@ from harness.report.guards import Guards, read_guards
 from harness.report.tuning import TuningData, check_studies, restored_studies_path
 from harness.store import archive
 from harness.store.archive import Archive
-from harness.store.runs import StoreScan, run_history, scan
+from harness.store.runs import DAMAGED_HISTORY, HISTORY, StoreScan, run_dir, run_history, scan
 from harness.tune.studies import tuned_profile
 
 EDITED = "the file was edited; a data file is written by `ablate report NAME`, not edited"
@@ -155,6 +155,10 @@ def load_source(
         r.run_id: h for r in found.records if r.status == "ok" and (h := run_history(found, root, r)) is not None
     }
     found.history = {k: h.replace(str(root), arc.store) if isinstance(h, str) else h for k, h in histories.items()}
+    for rec in found.records:  # a damaged history is not in the file: its problem line stands for it
+        at = f"{run_dir(Path(arc.store), rec.ablation, rec.profile, rec.run_id) / HISTORY}{DAMAGED_HISTORY}"
+        if rec.status == "ok" and (line := next((p for p in arc.problems if p.startswith(at)), None)):
+            found.history[rec.run_id] = line
     tuned.history = {}  # the report lists an unreadable history once, as it reads it
     damaged = [h for h in found.history.values() if isinstance(h, str)]
     found.problems = [p for p in arc.problems if p not in damaged]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness.errors import AblateError
 from harness.store.record import Record, parse_record
-from harness.store.runs import HISTORY, RECORD, load_record, readable_history, run_dir, write_atomic
+from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir, write_atomic
 
 FORMAT = "ablate-runs/1"
 MANIFEST = "manifest.json"
@@ -27,7 +27,26 @@ TUNED = "+tuned"
 PASS = "pass a report's data file (reports/data/NAME[.PROFILE].tar.gz)"
 _NAME = r"([^/.][^/]*)"  # a folder name, never . or ..
 _RUN = re.compile(rf"{_NAME}/{_NAME}/{_NAME}/(record\.json|history\.csv)")
+MAX_FILE = 64 * 2**20
+MAX_JSON = 2**20  # the manifest, a record, a bench file
+MAX_MEMBER = 8 * 2**20  # a history, a studies' summary
+MAX_MEMBERS = 100_000
+MAX_TOTAL = 64 * 2**20
+MAX_HEADERS = 16 * 2**20  # tar headers and padding beside the members' bytes
+LIMITS = (MAX_FILE, MAX_JSON, MAX_MEMBER, MAX_MEMBERS, MAX_TOTAL)
+"""What a data file may hold: its bytes, each member's (JSON of a run or a bench; a history or a
+studies' summary), its members, all members' unpacked (the largest committed one: 56 kB, 186 members,
+440 kB unpacked, its largest member 15 kB). ``restore`` of any file stays far below 512 MB of memory."""
 _MEMBER = re.compile(rf"{_RUN.pattern}|bench/attention-[^/]+\.json|restored/[^/]+\.tuning\.json")
+
+
+def _empty_gzip(path: Path) -> bool:
+    """Whether ``path`` is a gzip of nothing (a download that did not happen)."""
+    try:
+        with gzip.open(path) as fh:
+            return fh.read(1) == b""
+    except (OSError, EOFError, zlib.error):
+        return False
 
 
 def newer(fmt: object, at: str) -> None:
@@ -97,9 +116,13 @@ def write(
     files = {MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False).encode() + b"\n"}
     for rec in records:
         folder = run_dir(results, rec.ablation, rec.profile, rec.run_id)
-        for name in (RECORD, HISTORY):
-            if (folder / name).is_file():
-                files[f"{rec.where}/{name}"] = (folder / name).read_bytes()
+        if (folder / RECORD).is_file():
+            files[f"{rec.where}/{RECORD}"] = (folder / RECORD).read_bytes()
+        try:
+            parse_history(folder / HISTORY)
+            files[f"{rec.where}/{HISTORY}"] = (folder / HISTORY).read_bytes()
+        except (OSError, ValueError):  # none, or damaged: left out (the manifest's problems name it)
+            pass
     files.update(extra)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
@@ -107,40 +130,103 @@ def write(
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as fh:
+    packed = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0) as fh:
         fh.write(buf.getvalue())
+    write_atomic(path, packed.getvalue())
     return path
+
+
+class _Bounded(io.RawIOBase):
+    """A readable stream of at most ``limit`` bytes of ``inner``: OverflowError past it."""
+
+    def __init__(self, inner: io.BufferedIOBase, limit: int) -> None:
+        self.inner, self.left = inner, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self.inner.read(min(len(buffer), self.left + 1))
+        if len(data) > self.left:
+            raise OverflowError
+        self.left -= len(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _check_member(name: str, data: bytes) -> str | None:
+    """Why the member ``name`` is not what its place in the layout says, or None: a bench file is a
+    JSON object, a history CSV of numbers (:func:`harness.store.runs.parse_history`). The manifest
+    and records: :func:`read`, once all is read; a studies' summary: its reader, before any write."""
+    if name == MANIFEST or name.endswith((f"/{RECORD}", ".tuning.json")):
+        return None
+    try:
+        if name.endswith(f"/{HISTORY}"):
+            parse_history(data)
+            return None
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}"
+    return None if isinstance(raw, dict) else f"a JSON {type(raw).__name__}, expected an object"
+
+
+def _members(path: Path, at: str) -> dict[str, bytes]:
+    """Every member of the data file ``path``, streamed and each checked (:func:`_check_member`) as
+    it is read, within :data:`LIMITS`: a file too large, a bomb, a member outside the layout or not
+    what its place says is refused before the next is read, and nothing is ever written."""
+    size = path.stat().st_size
+    if size > MAX_FILE:
+        raise AblateError(f"{at}: {size:,} bytes, over the {MAX_FILE:,} a data file may hold; {PASS}")
+    members: dict[str, bytes] = {}
+    total = 0
+    with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw) as unzipped:
+        stream = io.BufferedReader(_Bounded(unzipped, MAX_TOTAL + MAX_HEADERS))
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            for info in tar:
+                if not info.isfile() or not (info.name == MANIFEST or _MEMBER.fullmatch(info.name)):
+                    raise AblateError(f"{at}: not a report's data file (member {info.name!r}); {PASS}")
+                total += info.size
+                cap = MAX_MEMBER if info.name.endswith((f"/{HISTORY}", ".tuning.json")) else MAX_JSON
+                if len(members) >= MAX_MEMBERS or info.size > cap or total > MAX_TOTAL:
+                    raise AblateError(
+                        f"{at}: member {info.name!r} ({info.size:,} bytes, {len(members) + 1:,} members, "
+                        f"{total:,} bytes in all) is over what a data file holds (this member up to {cap:,} "
+                        f"bytes, {MAX_MEMBERS:,} members, {MAX_TOTAL:,} bytes in all); {PASS}"
+                    )
+                data = tar.extractfile(info).read(info.size)  # type: ignore[union-attr]
+                if (why := _check_member(info.name, data)) is not None:
+                    raise AblateError(f"{at}: member {info.name} is not what a data file holds there ({why}); {PASS}")
+                members[info.name] = data
+    return members
 
 
 def read(path: Path, at: str) -> Archive:
     """The data file ``path``, checked; ``at``: how messages name it (``--from PATH``, or the path).
+    An untrusted file: streamed within :data:`LIMITS`, each member checked as it is read.
 
     Raises:
-        AblateError: a missing, empty, unreadable or truncated file, not a data file (no manifest of
-            this format, a member outside the layout), a record that does not parse or lies in
-            another run's folder, runs of another ablation or profile than its own.
+        AblateError: a missing, empty, unreadable or truncated file, one over :data:`LIMITS`, of a
+            newer format, not a data file (no manifest of this format, a member outside the layout or
+            not what its place holds), a record that lies in another run's folder, runs of another
+            ablation or profile than its own.
     """
     path = Path(path)
     if not path.is_file():  # /dev/null, a FIFO: reading would mislead or block
         what = "not a regular file (a device, a FIFO or a socket)" if path.exists() else "no such file"
         raise AblateError(f"{at}: {what}; {PASS}")
-    members: dict[str, bytes] = {}
     try:
-        raw = path.read_bytes()
-        data = gzip.decompress(raw) if raw else b""
-        if data:
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-                for info in tar:
-                    if not info.isfile() or not (info.name == MANIFEST or _MEMBER.fullmatch(info.name)):
-                        raise AblateError(f"{at}: not a report's data file (member {info.name!r}); {PASS}")
-                    members[info.name] = tar.extractfile(info).read()  # type: ignore[union-attr]
+        members = _members(path, at) if path.stat().st_size else {}
+    except OverflowError:
+        raise AblateError(f"{at}: unpacks to over {MAX_TOTAL:,} bytes, more than a data file holds; {PASS}") from None
     except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
-        raise AblateError(f"{at}: unreadable ({type(exc).__name__}: {exc}); {PASS}") from None
-    if not data:
+        if not (isinstance(exc, tarfile.ReadError) and _empty_gzip(path)):
+            raise AblateError(f"{at}: unreadable ({type(exc).__name__}: {exc}); {PASS}") from None
+        members = {}
+    if not members and (not path.stat().st_size or _empty_gzip(path)):
         raise AblateError(
-            f"{at}: empty ({'gzipped, 0 bytes inside' if raw else '0 bytes'}): a copy or download that did not "
-            f"happen, or a file truncated; {PASS}, or regenerate it with `ablate report NAME` from the store"
+            f"{at}: empty ({'gzipped, 0 bytes inside' if path.stat().st_size else '0 bytes'}): a copy or download "
+            f"that did not happen, or a file truncated; {PASS}, or regenerate it with `ablate report NAME` from the store"
         )
     try:
         manifest = json.loads(members.get(MANIFEST, b"null"))
@@ -236,7 +322,7 @@ def unpack(archive: Archive, results: Path) -> Restored:
             if (how := difference(held, rec)) is not None:
                 out.differ.append((rec.run_id, how))
             elif history is not None and not readable_history(folder):
-                (folder / HISTORY).write_bytes(history)  # the same run: its lost curve comes back
+                write_atomic(folder / HISTORY, history)  # the same run: its lost curve comes back
                 out.refilled += 1
             out.kept.append(rec)
             continue
@@ -244,7 +330,7 @@ def unpack(archive: Archive, results: Path) -> Restored:
             out.replaced.append(rec.run_id)
         folder.mkdir(parents=True, exist_ok=True)
         if history is not None:
-            (folder / HISTORY).write_bytes(history)
+            write_atomic(folder / HISTORY, history)
             out.histories += 1
         write_atomic(folder / RECORD, archive.members[f"{where}/{RECORD}"])
         out.written.append(rec)
@@ -252,8 +338,7 @@ def unpack(archive: Archive, results: Path) -> Restored:
     for name, data in archive.members.items():
         studies, target = name.startswith("restored/"), Path(results) / name
         if studies or (name.startswith("bench/") and not target.exists()):  # the store's bench file is kept
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            write_atomic(target, data)
             if studies:
                 out.studies = target
             else:

@@ -6,6 +6,7 @@ does not parse is not a finished run: :func:`scan` reports it, nothing that read
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
@@ -26,6 +27,8 @@ COLUMNS += ("n_params", "wall_time_s", "config_hash", "commit")
 """The columns of :func:`tidy`."""
 
 
+DAMAGED_HISTORY = ": unreadable validation history"
+"""What follows a damaged ``history.csv``'s path in its problem line (:func:`run_history`)."""
 DENIED = "cannot be read"
 """How :func:`load_record` begins the problem of a record this user may not read: not damaged, never
 replaced (:func:`denied`)."""
@@ -138,28 +141,42 @@ def scan(results: Path, ablation: str, profile: str) -> StoreScan:
     return out
 
 
-def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | str | None:
-    """A finished run's validation history (``scan.history`` when the scan holds them): its frame,
-    the problem line when the file is unreadable, None when there is none or it lacks step and loss."""
+def parse_history(source: Path | bytes) -> pd.DataFrame:
+    """A validation history (``history.csv``, a path or its bytes) as a frame of numbers.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it is not CSV, or a column holds anything but numbers (text, NUL bytes).
+    """
     import pandas as pd
 
+    frame = pd.read_csv(io.BytesIO(source) if isinstance(source, bytes) else source)
+    if text := [str(c) for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]:
+        raise ValueError(f"column {text[0]!r} holds text, not numbers")
+    return frame
+
+
+def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | str | None:
+    """A finished run's validation history (``scan.history`` when the scan holds them): its frame,
+    the problem line when the file is unreadable or damaged (:func:`parse_history`), None when there
+    is none or it lacks step and loss."""
     if scan.history is not None:
         return scan.history.get(rec.run_id)
     f = run_dir(results, rec.ablation, rec.profile, rec.run_id) / HISTORY
     try:
-        frame = pd.read_csv(f)
+        frame = parse_history(f)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        return f"{f}: unreadable validation history ({type(exc).__name__})"
+        return f"{f}{DAMAGED_HISTORY} ({type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''})"
     return frame if {"step", "loss"} <= set(frame.columns) else None
 
 
 def readable_history(folder: Path) -> bool:
-    """Whether ``folder/history.csv`` is there and its header names ``step``."""
+    """Whether ``folder/history.csv`` is there and parses (:func:`parse_history`) with a ``step`` column."""
     try:
-        return "step" in (folder / HISTORY).read_text().partition("\n")[0].split(",")
-    except (OSError, UnicodeDecodeError):
+        return "step" in parse_history(folder / HISTORY).columns
+    except (OSError, ValueError):
         return False
 
 
