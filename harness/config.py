@@ -13,12 +13,20 @@ import json
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from harness.bounds import IntBounded
 from harness.errors import AblateError
-from harness.registry import did_you_mean
+from harness.registry import MASK_FILLS, did_you_mean
+from harness.yaml12 import YAMLError, load_yaml
+
+
+def _spells(name: str, value: float) -> bool:
+    """Whether the registry name ``name`` is the number ``value`` spelled (``"-1e9"`` and -1e9)."""
+    try:
+        return float(name) == value
+    except ValueError:
+        return False
 
 
 class _Section(IntBounded):
@@ -61,6 +69,14 @@ class AttentionSection(_Section):
     scale: str = Field("d_head", description="score scale: d_head 1/sqrt(D), d_model 1/sqrt(C)")
     mask_fill: str = Field("-inf", description="the value masked scores get (kernel math only; others: -inf)")
     head_split: str = Field("correct", description="how heads are split; transpose_missing is a bug on purpose")
+
+    @field_validator("mask_fill", mode="before")
+    @classmethod
+    def _spelled(cls, value: Any) -> Any:
+        """A number where a mask fill is named (YAML 1.2 reads ``-1e9`` as one): the name that spells it."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return next((n for n in MASK_FILLS.names() if _spells(n, value)), str(value))
+        return value
 
 
 class BlockSection(_Section):
@@ -276,13 +292,14 @@ def config_hash(payload: Mapping[str, Any], length: int = 12) -> str:
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """One ``key=value`` argument, its value read as YAML (``128`` -> int); AblateError without a key."""
+    """One ``key=value`` argument, its value read as YAML 1.2 as the ablation file's are
+    (:mod:`harness.yaml12`: ``128`` an int, ``1e-4`` a float, ``yes`` a string); AblateError without a key."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise AblateError(f"override {text!r} is not of the form key=value (e.g. model.d_model=128)")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+        value = load_yaml(raw) if raw.strip() else ""
+    except YAMLError:
         value = raw
     return key.strip(), value
 

@@ -9,14 +9,14 @@ import importlib.resources
 from collections.abc import Collection
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.config import format_validation_error
 from harness.errors import AblateError
 from harness.experiment import metrics
-from harness.experiment.declaration import Decl, load_yaml
+from harness.experiment.declaration import Decl
 from harness.registry import did_you_mean
+from harness.yaml12 import YAMLError, load_yaml
 
 CLAIMS = "claims.yaml"
 REGISTRY = "reproductions.yaml"
@@ -219,5 +219,5 @@ def load_registry() -> tuple[Reproduction, ...]:
     text = importlib.resources.files("harness.experiment").joinpath(REGISTRY).read_text()
     try:
         return tuple(parse(load_yaml(text)))
-    except yaml.YAMLError as exc:
+    except YAMLError as exc:
         raise AblateError(f"{REGISTRY}: not valid YAML ({' '.join(str(exc).split())})") from None

@@ -1,16 +1,15 @@
 """The parts of an ablation declaration below the :class:`~harness.experiment.ablation.Ablation`
-(docs/ablation-files.md), and the reading of a user's YAML files: PyYAML's safe loader with a key
-given twice refused, every failure one line naming the file, the place and the fix."""
+(docs/ablation-files.md), and the reading of a user's YAML files: YAML 1.2 (:mod:`harness.yaml12`, as
+editors read them) with a key given twice refused, every failure one line naming the file, the place
+and the fix."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Hashable
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
 from harness.bounds import INT_MAX
@@ -18,6 +17,7 @@ from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
+from harness.yaml12 import YAMLError, load_yaml
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 """An ablation, profile or task name: a folder or file name of the store and of a report, so no path
@@ -232,25 +232,6 @@ class Profile(Decl):
         return seeds
 
 
-class UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that refuses a key given twice in one mapping (PyYAML keeps the last one)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
-            if isinstance(key, Hashable) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is given twice in one mapping; keep one", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506  a SafeLoader subclass
-
-
 def read_yaml(path: Path, what: str) -> Any:
     """The parsed YAML of the file ``path`` (``what``: ``ablation file``, for errors); AblateError when
     it cannot be read, is not UTF-8 text or not valid YAML (with the line and column)."""
@@ -260,7 +241,7 @@ def read_yaml(path: Path, what: str) -> Any:
         raise AblateError(f"cannot read {what} {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise AblateError(f"{what} {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8 YAML") from None
-    except yaml.YAMLError as exc:
+    except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).replace("\n", " ")

@@ -17,6 +17,7 @@ from harness.experiment import ablation, metrics, schema
 from harness.experiment import claims as claims_file
 from harness.experiment.plugins import families
 from harness.experiment.selection import select
+from harness.yaml12 import load_yaml
 
 EXAMPLE = """\
 name: my_pe
@@ -97,7 +98,7 @@ def _said(text: str, overrides: tuple[str, ...] = ()) -> str | None:
     """The error ``ablate show my_pe.yaml [overrides]`` prints for the file ``text``, None if it loads."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "my_pe.yaml"
-        path.write_text(text)
+        path.write_text(text, encoding="utf-8")
         try:
             select(ablation.load(str(path)), None, overrides, check_data=False)
         except AblateError as exc:
@@ -298,7 +299,7 @@ What a component key takes (`ablate list --components` lists them with their plu
 def markdown() -> str:
     """The page, for the names registered now (without plugins: the one in docs/)."""
     defs = schema.build()["$defs"]
-    example = yaml.safe_load(EXAMPLE)
+    example = load_yaml(EXAMPLE)
     if said := _said(EXAMPLE):  # the example itself loads and expands
         raise AblateError(f"the example is refused: {said}")
     names = ["| config key | family | names (aliases) |", "|---|---|---|"]

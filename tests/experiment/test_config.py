@@ -125,10 +125,10 @@ def test_parse_override_reads_the_value_as_yaml(text, key, value):
     assert v == value and type(v) is type(value)
 
 
-def test_parse_override_scientific_without_dot_stays_a_string_but_validates_as_float():
-    # YAML 1.1 needs a dot for a float: "1e-3" is a string, which pydantic reads as a float
+def test_parse_override_scientific_without_dot_is_a_float():
+    # YAML 1.2, as the ablation file and the editor read it: "1e-3" is a float (YAML 1.1 read a string)
     key, value = parse_override("train.lr=1e-3")
-    assert value == "1e-3"
+    assert value == 1e-3 and isinstance(value, float)
     assert build_config(apply_overrides({}, {key: value})).train.lr == pytest.approx(1e-3)
 
 

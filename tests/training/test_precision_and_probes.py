@@ -17,8 +17,8 @@ from harness.training import precision as prec
 TINY = """
 name: tiny
 question: tiny?
-axes: {{attention.mask_fill: [-inf, -1e4, -1e9]}}
-baseline: {{attention.mask_fill: -1e4}}
+axes: {{attention.mask_fill: [-inf, "-1e4", "-1e9"]}}  # quoted: YAML 1.2 reads -1e4 as a number
+baseline: {{attention.mask_fill: "-1e4"}}
 base: {{model.d_model: 16, model.n_heads: 2, model.n_layers: 2, train.steps: 4, train.seq_len: 8,
        train.val_every: 4, train.warmup_steps: 1, eval.n_examples: 8, eval.val_examples: 8,
        attention.kernel: math, train.precision: {precision}, eval.probes: [grad_norm_init, leakage, masked_attention]}}
