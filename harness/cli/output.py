@@ -4,12 +4,14 @@ the paths it is given, made before anything is read or written."""
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -31,6 +33,18 @@ class _Console(Console):
             raise BrokenPipeError(errno.EPIPE, "stdout was closed by its reader")
 
 
+def replace_unencodable(*streams: Any) -> None:
+    """Let ``streams`` (stdout, stderr) whose encoding is not UTF-8 (a Latin-1 or C locale) write
+    ``?`` for a character they cannot encode (``Δ``, ``—``) instead of raising UnicodeEncodeError,
+    which crashed ``ablate run`` after its grid had trained; files are written in UTF-8 whatever
+    the locale."""
+    for stream in streams:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        if codecs.lookup(encoding).name != "utf-8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+
+
+replace_unencodable(sys.stdout, sys.stderr)
 # Piped or captured: a wide virtual terminal (tables not squeezed to 80 columns), lines left whole; a
 # terminal: its own width, long lines wrapped between words (not `ETA 5` / `m14s`).
 console = _Console(highlight=False, soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else 160)

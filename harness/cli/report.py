@@ -41,7 +41,7 @@ from harness.report.tuning import (
     tuned_analysis,
 )
 from harness.store import archive
-from harness.store.runs import scan
+from harness.store.runs import scan, write_atomic
 from harness.training.wandb_upload import log_summary_run, summary_dir
 from harness.tune.storage import open_storage, sqlite_exists
 
@@ -219,9 +219,11 @@ def report_all(
                         f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier report whose runs are not in this store (not regenerated)"
                     )
         Path(out).mkdir(parents=True, exist_ok=True)
-        (repro := Path(out) / "reproductions.md").write_text(reproductions_markdown(evaluated, results))
+        write_atomic(
+            repro := Path(out) / "reproductions.md", reproductions_markdown(evaluated, results).encode("utf-8")
+        )
         _echo(f"wrote {repro}")
-        (path := Path(out) / "README.md").write_text(index.index_markdown(entries, results, repro))
+        write_atomic(path := Path(out) / "README.md", index.index_markdown(entries, results, repro).encode("utf-8"))
     output.console.print(f"wrote {path}")
     return path
 

@@ -12,6 +12,7 @@ import contextlib
 import csv
 import hashlib
 import importlib.metadata as md
+import io
 import os
 import platform
 import shutil
@@ -34,7 +35,7 @@ from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
 from harness.redact import redact
 from harness.store.record import Record
-from harness.store.runs import RECORD, denied, load_record, run_dir, write_record
+from harness.store.runs import HISTORY, RECORD, denied, load_record, run_dir, write_atomic, write_record
 
 CHECKPOINTS = "checkpoints"
 
@@ -239,10 +240,11 @@ def execute(
             )
             result = train(spec.config, task, spec.seed, folder, how)
             if result.history:
-                with open(folder / "history.csv", "w", newline="") as fh:
-                    writer = csv.DictWriter(fh, fieldnames=list(result.history[0]))
-                    writer.writeheader()
-                    writer.writerows(result.history)
+                text = io.StringIO(newline="")
+                writer = csv.DictWriter(text, fieldnames=list(result.history[0]))
+                writer.writeheader()
+                writer.writerows(result.history)
+                write_atomic(folder / HISTORY, text.getvalue().encode("utf-8"))
             if result.resumed_from_step:
                 append_event(folder, "resume", step=result.resumed_from_step)
             ended = {"status": "ok", "reason": None, **result.record_fields()}
@@ -251,7 +253,7 @@ def execute(
                 return stopped_by_storage(spec, folder, full)
             err = run_error(exc)
             if err.status == "failed":
-                (folder / "traceback.txt").write_text(redact(traceback.format_exc()))
+                write_atomic(folder / "traceback.txt", redact(traceback.format_exc()).encode("utf-8"))
             ended = err.fields()
         ended |= {"wall_time_s": time.perf_counter() - t0, "finished_at": datetime.now(timezone.utc).isoformat()}
         took_over = {"took_over": claim.took_over} if claim.took_over else {}

@@ -33,7 +33,7 @@ def load(folder: Path) -> list[tuple[Path, dict[str, Any] | str]]:
     out: list[tuple[Path, dict[str, Any] | str]] = []
     for path in sorted(Path(folder).glob("attention-*.json")):
         try:
-            doc = json.loads(path.read_text())
+            doc = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(doc.get("rows"), list):
                 raise ValueError("no 'rows' list")
             for row in doc["rows"]:  # infinite values are written as "Infinity" (harness.encode)

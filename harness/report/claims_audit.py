@@ -40,5 +40,5 @@ def render(page: str) -> str:
 
 
 if __name__ == "__main__":
-    PAGE.write_text(render(PAGE.read_text()))
+    PAGE.write_text(render(PAGE.read_text(encoding="utf-8")), encoding="utf-8")
     print(f"wrote {PAGE}")

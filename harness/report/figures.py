@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.paired import describe
+from harness.store.runs import write_atomic
 
 
 def import_matplotlib() -> Any:
@@ -186,9 +187,9 @@ def _finish(ax, xlabel: str, ylabel: str, title: str, path: Path, caption: str =
 
 
 def save_png(fig: Any, path: Path, **kwargs: Any) -> Path:
-    """Render ``fig`` as PNG (``kwargs`` to ``savefig``), then write it: a failed render leaves no file or folder."""
+    """Render ``fig`` as PNG (``kwargs`` to ``savefig``), then write it atomically: a failed render
+    leaves no file or folder, a failed write (a full disk) the previous figure whole."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", **kwargs)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_bytes(buffer.getvalue())
+    write_atomic(Path(path), buffer.getvalue())
     return Path(path)

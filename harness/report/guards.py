@@ -20,6 +20,7 @@ from harness.encode import count, text
 from harness.errors import AblateError
 from harness.hints import results_option
 from harness.report.tables import md_table
+from harness.store.runs import write_atomic
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -32,7 +33,7 @@ def read_sidecar(
     if not path.is_file():
         return None
     try:
-        data = model.model_validate(json.loads(path.read_text()))
+        data = model.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise AblateError(f"{data_file}: its {what} {path} is unreadable ({first}); {fix}") from None
@@ -68,8 +69,7 @@ def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -
         return
     by_claim = {cid: [dataclasses.asdict(g) for g in gs] for cid, gs in sorted(guards.items())}
     body = {"ablation": ablation, "profile": profile, "guards": by_claim}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(path, (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 def read_guards(data_file: Path, ablation: str, profile: str) -> Guards | None:

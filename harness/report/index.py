@@ -110,7 +110,7 @@ def _untested(cid: str) -> str:
 
 def _reproductions_line(path: Path) -> list[str]:
     """The link to the positive controls with each outcome, read back from the page's table: the two agree."""
-    rows = [line.split(" | ") for line in Path(path).read_text().splitlines() if line.startswith("| [")]
+    rows = [line.split(" | ") for line in Path(path).read_text(encoding="utf-8").splitlines() if line.startswith("| [")]
     outcomes = ", ".join(f"{r[0].split(']')[0][3:]} **{r[-1].strip(' |*')}**" for r in rows) or "none"
     link = f"[published results reproduced]({Path(path).name})"
     return [f"Positive controls: {link} at this scale, before any verdict on the claims: {outcomes}.", ""]

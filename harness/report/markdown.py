@@ -29,7 +29,7 @@ from harness.report.guards import Guards
 from harness.report.probes import failures_section, probe_section
 from harness.report.tables import clipped_ci, markdown, title
 from harness.report.tuning import TuningInputs, tuning_section
-from harness.store.runs import run_history
+from harness.store.runs import run_history, write_atomic
 from harness.tune.studies import tuned_profile
 
 
@@ -80,8 +80,7 @@ def write_markdown(
         *(["## Notes on the design", "", abl.notes, ""] if abl.notes else []),
         *reproduce,
     ]
-    path.parent.mkdir(parents=True, exist_ok=True)  # out/ itself, when no figure made it
-    path.write_text("\n".join(parts))
+    write_atomic(path, "\n".join(parts).encode("utf-8"))  # a full disk leaves the previous report whole
     return path
 
 

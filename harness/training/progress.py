@@ -57,7 +57,7 @@ def read_progress(folder: Path, stale_s: float | None = None) -> RunProgress | N
     """The progress of the run in ``folder``; None when there is none, it cannot be read, or it
     was written more than ``stale_s`` seconds ago (an attempt that died)."""
     try:
-        out = RunProgress(**json.loads((folder / PROGRESS).read_text()))
+        out = RunProgress(**json.loads((folder / PROGRESS).read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
     if stale_s is not None and time.time() - out.updated_at > stale_s:
