@@ -134,13 +134,14 @@ def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "inte
         raise typer.Exit(result)
 
 
-def wandb_mode(mode: WandbMode, logs: bool = True) -> str:
+def wandb_mode(mode: WandbMode, logs: bool = True, offline: bool = True) -> str:
     """``--wandb``: ``auto`` is ``off`` for a command that logs no W&B run (``logs`` False), else
-    online when W&B would find credentials, else offline."""
+    online when W&B would find credentials, else offline (``offline`` False: off, for a command that
+    reads the store and must write nothing into it unless asked: ``ablate report``)."""
     if mode is not WandbMode.auto:
         return mode.value
     if not logs:
         return "off"
     from harness.credentials import has_wandb_credentials
 
-    return "online" if has_wandb_credentials() else "offline"
+    return "online" if has_wandb_credentials() else "offline" if offline else "off"

@@ -71,7 +71,11 @@ def report(
         typer.Option("--all", help="every registered ablation, each profile with runs, and OUT/README.md, their index"),
     ] = False,
     wandb: Annotated[
-        o.WandbMode, typer.Option(help="the summary run (comparison tables, figures, verdicts); " + o.WANDB_AUTO)
+        o.WandbMode,
+        typer.Option(
+            help="the summary run (comparison tables, figures, verdicts); auto: online when W&B credentials are set "
+            "(WANDB_API_KEY or `wandb login`), else off (offline writes it into the store, for `ablate sync`)"
+        ),
     ] = o.WandbMode.auto,
     source: o.FromOpt = None,
     plugin: o.PluginOpt = None,
@@ -82,7 +86,9 @@ def report(
     from harness.cli import report as report_cmd
 
     common = {"storage": storage, "source": source, "plugins": plugin or [], "on_interrupt": o.INTERRUPTED_REPORT}
-    mode = o.wandb_mode(wandb, logs=not every and source is None)  # --all and --from log no W&B run: auto is off
+    # --all and --from log no W&B run; nor, unless asked (--wandb offline), does a report without credentials:
+    # its offline summary run would be written into the store it reads
+    mode = o.wandb_mode(wandb, logs=not every and source is None, offline=False)
     if every:
         o.guard(report_cmd.report_all, results_dir, out, name=name, profile=profile, wandb=mode, **common)
     else:

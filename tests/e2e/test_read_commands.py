@@ -1,0 +1,28 @@
+"""Read commands write nothing into the store they read: ``ablate report`` without W&B credentials
+logs no offline summary run there unless asked (``--wandb offline``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers.cli import invoke
+from helpers.fake_store import write_decl, write_runs
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_report_writes_nothing_into_the_store_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no `wandb login` entry either
+    decl = write_decl(tmp_path / "decl", cpu={"seeds": [0, 1, 2]})
+    results = tmp_path / "results"
+    write_runs(results, decl, "cpu", lambda variant, seed: 0.5 + 0.01 * seed)
+    before = _tree(results)
+    out = invoke("report", str(decl), "--results-dir", str(results), "--out", str(tmp_path / "reports"))
+    assert out.exit_code == 0, out.output
+    assert _tree(results) == before
+    assert (tmp_path / "reports" / "mini.md").is_file()
