@@ -19,6 +19,7 @@ from harness.analysis.guards import declared_guards, evaluate_all, guards_of
 from harness.cli import output
 from harness.encode import count, json_safe, short_question
 from harness.errors import AblateError
+from harness.execution.attempt import unfinished_state
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.experiment.claims import load_registry
@@ -44,6 +45,7 @@ from harness.store import archive
 from harness.store.runs import scan, write_atomic
 from harness.training.wandb_upload import log_summary_run, summary_dir
 from harness.tune.storage import open_storage, sqlite_exists
+from harness.tune.studies import tuned_profile
 
 
 def report(
@@ -77,6 +79,7 @@ def report(
         sel = output.selection(abl, profile, overrides, results, storage, typed=name)
         output.check_results_readable(results)
         output.check_store_exists(sel, data_file=archive.existing(report_path(abl, sel.profile, out, sel.overrides)))
+        check_not_all_in_flight(sel)
     _check_out(out, "report and its figures", storage)
     guards = guards_of(list(abl.claims), results) if data is None else data.guards
     if guards is None:  # a data file without the controls' outcomes kept beside it: unknown
@@ -97,6 +100,26 @@ def report(
         except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
             output.console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")
     return path
+
+
+def check_not_all_in_flight(sel: Selection) -> None:
+    """Raise AblateError when the store holds no finished run of the selection (nor of its tuned
+    profile) but runs in flight: a report of them would be empty, and its data file one that
+    ``restore`` refuses."""
+    results, name, profile = sel.results, sel.name, sel.profile
+    if scan(results, name, profile).records or scan(results, name, tuned_profile(profile)).records:
+        return
+    try:
+        folders = sorted(p for p in (results / name / profile).iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return
+    running = [(p.name, state[1]) for p in folders if (state := unfinished_state(p))[0] == "running"]
+    if running:
+        raise AblateError(
+            f"no run of {name} / {profile} in {results} has finished yet: {len(running)} in flight "
+            f"(e.g. {running[0][0]}, {running[0][1]}); report them once they finish "
+            f"(`{sel.command('status')}` shows their progress)"
+        )
 
 
 def write_report(
