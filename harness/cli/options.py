@@ -127,9 +127,9 @@ def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "inte
     except AblateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C: 130; SIGTERM to a pooled run (Terminated): 143
         typer.echo(on_interrupt, err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(getattr(exc, "exit_code", 130)) from None
     if isinstance(result, int):  # the exit status of a command that has one (other results: 0)
         raise typer.Exit(result)
 

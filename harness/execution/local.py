@@ -91,8 +91,11 @@ def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] 
     dies: no orphan keeps training, and its claim reads as a dead process's. (Its parent is the
     forkserver, which outlives ``ablate``: the kernel's parent-death signal cannot be used.)"""
     # Ctrl-C reaches the terminal's whole group: ``ablate`` stops the workers, which must not
-    # take it for a failed run and go on to the next one
+    # take it for a failed run and go on to the next one; SIGTERM (to the group, or to a worker
+    # alone) ends the worker at once, its run resumable, where Lightning would end the run and
+    # the worker start its next one (Lightning keeps a handler it finds)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_terminated)
     if slots is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = slots.get(timeout=60)
     if owner is not None:
@@ -106,6 +109,20 @@ def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] 
     import torch
 
     torch.set_num_threads(threads)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM to ``ablate run``: it stops as Ctrl-C stops it (the same line), exit 143 (128 + SIGTERM)."""
+
+    exit_code = 128 + signal.SIGTERM
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+def _exit_terminated(signum: int, frame: Any) -> None:
+    os._exit(128 + signum)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -190,6 +207,26 @@ def _run_pool(
 ) -> None:
     """Run ``specs`` on a process pool; a pool broken by a dying worker is replaced once."""
     ctx, remaining, owner = pool_context(), list(specs), (os.getpid(), pid_start(os.getpid()))
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if main else None
+    try:
+        _pool_rounds(ctx, remaining, args, workers, threads, slots, owner, finished)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _pool_rounds(
+    ctx: Any,
+    remaining: list[RunSpec],
+    args: WorkerArgs,
+    workers: int,
+    threads: int,
+    slots: tuple[str, ...],
+    owner: tuple[int, int | None],
+    finished: Finished,
+) -> None:
+    """:func:`_run_pool`'s pools: a second one for the runs of a pool a dying worker broke."""
     for _ in range(2):
         queue = ctx.Queue() if slots else None
         for slot in slots[:workers]:
@@ -204,7 +241,7 @@ def _run_pool(
                         broken.append((futures[fut], fut))
                     else:
                         finished(futures[fut], fut.result)
-            except KeyboardInterrupt:  # Ctrl-C: start nothing more, stop the runs in flight
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: start nothing more, stop the runs in flight
                 _stop(pool)
                 raise
         remaining = [spec for spec, _ in broken]
