@@ -86,8 +86,8 @@ def test_a_folder_or_a_file_that_is_not_yaml(tmp_path):
 
 @pytest.mark.usefixtures("cli_isolated")
 def test_a_registered_name_wins_over_a_folder_of_that_name(cli_isolated):
-    (cli_isolated / "pe_extrapolation").mkdir()
-    assert invoke("show", "pe_extrapolation").exit_code == 0
+    (cli_isolated / "mqar_pairs_8").mkdir()  # a registered ablation on a synthetic task: no data file
+    assert invoke("show", "mqar_pairs_8").exit_code == 0
 
 
 @pytest.mark.usefixtures("cli_isolated")
@@ -131,8 +131,6 @@ def test_a_rerun_after_failed_runs_says_so_and_exits_1(tmp_path, monkeypatch):
     exit 0 with 'no finished runs': it lists them, prints the --retry hint and exits 1."""
     from harness.cli import run as run_cmd
     from harness.training import loop
-
-    monkeypatch.setenv("ABLATE_DATA_DIR", str(REPO.parent / "shared" / "data"))
 
     def broken_train(*args, **kwargs):
         raise RuntimeError("boom in training")
@@ -330,14 +328,14 @@ def test_the_aa_check_keeps_its_identical_arms():
 
 @pytest.mark.parametrize(
     "args",
-    [["list"], ["show", "pe_extrapolation"], ["run", "--help"], ["status"]],
+    [["list"], ["show", "mqar_pairs_8"], ["run", "--help"], ["status"]],
 )
 def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path, args):
     """``ablate list | head -1``: the reader closes the pipe before the command writes. The command
     ends as ``git log | head -1`` does in a shell, exit status 141 (128 + SIGPIPE), with nothing on
     stderr (it used to exit 1, click's and rich's choice)."""
     if args == ["status"]:
-        args = ["status", "pe_extrapolation", "--results-dir", str(tmp_path / "results")]
+        args = ["status", "mqar_pairs_8", "--results-dir", str(tmp_path / "results")]
     env = {**os.environ, "PYTHONPATH": str(REPO), "ABLATE_DISABLE_PLUGIN_AUTOLOAD": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", *args],
@@ -358,23 +356,23 @@ def test_a_file_of_ones_own_may_not_take_a_registered_name(tmp_path):
     runs into RESULTS/pe_extrapolation beside the registered grid's, and each report counted the
     other's as runs made with other overrides. Refused unless the file is the registered one (or a
     byte-for-byte copy of it: the same declaration)."""
-    registered = available()["pe_extrapolation"]
-    own = tmp_path / "mine" / "pe_extrapolation.yaml"
+    registered = available()["mqar_pairs_8"]  # on a synthetic task: no data file
+    own = tmp_path / "mine" / "mqar_pairs_8.yaml"
     own.parent.mkdir()
     own.write_bytes(registered.read_bytes())
     assert invoke("show", str(own)).exit_code == 0
-    edited = registered.read_text().replace("seeds: [0, 1, 2]", "seeds: [0, 1, 2, 3]", 1)
+    edited = registered.read_text().replace("seeds: [0, 1]", "seeds: [0, 1, 2]", 1)
     assert edited != registered.read_text()
     own.write_text(edited)
     results = str(tmp_path / "results")
     for args in (["show"], ["run", "--results-dir", results], ["status", "--results-dir", results], ["tune"]):
         assert_refused(
             invoke(args[0], str(own), *args[1:]),
-            f"ablation file {own} declares name 'pe_extrapolation', the name of the registered ablation {registered}",
-            "rename yours (name: my_pe_extrapolation, in my_pe_extrapolation.yaml)",
+            f"ablation file {own} declares name 'mqar_pairs_8', the name of the registered ablation {registered}",
+            "rename yours (name: my_mqar_pairs_8, in my_mqar_pairs_8.yaml)",
         )
     assert_nothing_written(tmp_path / "results")
-    assert invoke("show", str(registered)).exit_code == 0 and invoke("show", "pe_extrapolation").exit_code == 0
+    assert invoke("show", str(registered)).exit_code == 0 and invoke("show", "mqar_pairs_8").exit_code == 0
 
 
 def test_a_wandb_login_counts_for_auto_online_and_sync(tmp_path, monkeypatch):
