@@ -191,10 +191,12 @@ class TextParams(TaskParams):
     )
     dataset_split: str = Field("train", description="the dataset split read as the corpus")
     text_column: str = Field("text", description="the dataset column of text; rows are joined by newlines")
-    tokenizer: Literal["char", "bpe"] = "char"
+    tokenizer: Literal["char", "bpe"] = Field(
+        "char", description="char: the corpus's characters; bpe: a byte-level BPE trained on the train split"
+    )
     vocab_size: int = Field(1024, ge=256, le=1 << 20, description="bpe: ids, 256 bytes + merges")
-    val_fraction: float = Field(0.05, gt=0, lt=1)
-    test_fraction: float = Field(0.05, gt=0, lt=1)
+    val_fraction: float = Field(0.05, gt=0, lt=1, description="the share of characters, after train, that validates")
+    test_fraction: float = Field(0.05, gt=0, lt=1, description="the share of characters, at the end, that tests")
 
     @model_validator(mode="after")
     def _consistent(self) -> TextParams:
