@@ -17,6 +17,7 @@ from harness.experiment import claims as claims_file
 from harness.experiment import declaration, plugins
 from harness.experiment.claims import Control
 from harness.experiment.declaration import Decl, Profile, TaskEntry, check_name
+from harness.experiment.declaration_errors import format_declaration_error
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
 
@@ -279,7 +280,7 @@ def load(name_or_path: str) -> Ablation:
     try:
         abl = Ablation.model_validate({**data, "source": str(path)})
     except ValidationError as exc:
-        message = declaration.format_declaration_error(exc, Ablation, f"ablation {path.name}")
+        message = format_declaration_error(exc, Ablation, f"ablation {path.name}")
         raise AblateError(message) from None
     if abl.name != path.stem:
         raise AblateError(f"ablation file {path} declares name {abl.name!r}; the file must be named {abl.name}.yaml")
