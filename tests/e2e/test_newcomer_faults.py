@@ -641,7 +641,8 @@ def test_an_empty_question_is_refused(tmp_path, question):
 # --- a newcomer's first declaration: the fix named at the place of the key ------------------------
 
 
-def _edited(tmp_path: Path, edit) -> Path:
+def _with(tmp_path: Path, edit) -> Path:
+    """The tiny declaration with ``edit`` (a function of its mapping) applied."""
     path = user_file(tmp_path)
     decl = yaml.safe_load(path.read_text())
     edit(decl)
@@ -711,7 +712,7 @@ def _edited(tmp_path: Path, edit) -> Path:
 def test_a_declaration_mistake_names_its_fix(tmp_path, edit, words, not_words):
     """The newcomer's declaration mistakes (docs/bad-inputs.md, Declarations): refused before any
     run with the fix at the place of the key."""
-    err = assert_refused(invoke("show", str(_edited(tmp_path, edit))), *words)
+    err = assert_refused(invoke("show", str(_with(tmp_path, edit))), *words)
     for word in not_words:
         assert word not in err, (word, err)
 
@@ -735,7 +736,7 @@ def test_a_text_corpus_is_found_in_the_cache(tmp_path, monkeypatch):
     """The ``text`` task looks for a relative path where ``tinyshakespeare`` keeps its download, the
     cache, after ``$ABLATE_DATA_DIR`` and the working directory; not found, it names all three."""
     monkeypatch.delenv("ABLATE_DATA_DIR", raising=False)
-    path = _edited(tmp_path, lambda d: d.update(tasks={"text": {**d["tasks"]["copy"], "params": {"path": "mine.txt"}}}))
+    path = _with(tmp_path, lambda d: d.update(tasks={"text": {**d["tasks"]["copy"], "params": {"path": "mine.txt"}}}))
     text = yaml.safe_load(path.read_text())
     text["tasks"]["text"]["primary"] = {"metric": "loss@x1", "higher_is_better": False, "sesoi": 0.05}
     path.write_text(yaml.safe_dump(text))
