@@ -48,15 +48,17 @@ class Corpus:
 def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None) -> Corpus:
     """A text file, or the files of a folder matching ``glob``, as one :class:`Corpus`. ``path`` is
     taken as given when absolute, else in ``data_dir`` (else ``$ABLATE_DATA_DIR``), then in the
-    working directory. A :class:`DataUnavailableError` for no such path (listing where it looked)
+    working directory, then in the cache (:func:`~harness.tasks.tinyshakespeare.cache_dir`, where
+    ``tinyshakespeare`` downloads its file). A :class:`DataUnavailableError` for no such path (listing where it looked)
     or file, a file that is not UTF-8 text, or a corpus that is only whitespace."""
     given = Path(path).expanduser()
     data_dir = data_dir_or_env(data_dir)
-    tried = [given] if given.is_absolute() else [*([Path(data_dir) / given] if data_dir else []), Path.cwd() / given]
+    folders = [*([Path(data_dir)] if data_dir else []), Path.cwd(), cache_dir()]
+    tried = [given] if given.is_absolute() else [folder / given for folder in folders]
     found = next((candidate for candidate in tried if candidate.exists()), None)
     if found is None:
         raise DataUnavailableError(
-            f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); give an existing file or folder as the task param path (relative paths are looked up in $ABLATE_DATA_DIR, then the working directory)"
+            f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); give an existing file or folder as the task param path (relative paths are looked up in $ABLATE_DATA_DIR, the working directory, then the cache {cache_dir()})"
         )
     files = [found]
     if found.is_dir():
@@ -189,10 +191,12 @@ class TextParams(TaskParams):
     )
     dataset_split: str = Field("train", description="the dataset split read as the corpus")
     text_column: str = Field("text", description="the dataset column of text; rows are joined by newlines")
-    tokenizer: Literal["char", "bpe"] = "char"
+    tokenizer: Literal["char", "bpe"] = Field(
+        "char", description="char: the corpus's characters; bpe: a byte-level BPE trained on the train split"
+    )
     vocab_size: int = Field(1024, ge=256, le=1 << 20, description="bpe: ids, 256 bytes + merges")
-    val_fraction: float = Field(0.05, gt=0, lt=1)
-    test_fraction: float = Field(0.05, gt=0, lt=1)
+    val_fraction: float = Field(0.05, gt=0, lt=1, description="the share of characters, after train, that validates")
+    test_fraction: float = Field(0.05, gt=0, lt=1, description="the share of characters, at the end, that tests")
 
     @model_validator(mode="after")
     def _consistent(self) -> TextParams:

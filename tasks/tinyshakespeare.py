@@ -47,16 +47,26 @@ def data_dir_or_env(data_dir: Path | None) -> Path | None:
     return Path(env).expanduser() if data_dir is None and env else data_dir
 
 
-def locate(data_dir: Path | None = None) -> Path:
-    """A verified copy of the corpus: in ``data_dir`` (else ``$ABLATE_DATA_DIR``), in the cache,
-    or downloaded into the cache; a :class:`DataChecksumError` for a copy whose sha256 is wrong, a
-    :class:`DataUnavailableError` when there is none."""
+def find(data_dir: Path | None = None) -> Path | None:
+    """The verified copy of the corpus on this machine, without downloading: in ``data_dir`` (else
+    ``$ABLATE_DATA_DIR``), else in the cache (:func:`cache_dir`); None when there is none, a
+    :class:`DataChecksumError` for a copy whose sha256 is wrong."""
     data_dir = data_dir_or_env(data_dir)
-    cached = cache_dir() / FILENAME
-    for path in ([Path(data_dir) / FILENAME] if data_dir is not None else []) + [cached]:
+    for path in ([Path(data_dir) / FILENAME] if data_dir is not None else []) + [cache_dir() / FILENAME]:
         if path.is_file():
             _verify(path.read_bytes(), path)
             return path
+    return None
+
+
+def locate(data_dir: Path | None = None) -> Path:
+    """A verified copy of the corpus: :func:`find`'s, else downloaded into the cache; a
+    :class:`DataChecksumError` for a copy whose sha256 is wrong, a :class:`DataUnavailableError`
+    when there is none."""
+    if (found := find(data_dir)) is not None:
+        return found
+    data_dir = data_dir_or_env(data_dir)
+    cached = cache_dir() / FILENAME
     try:
         with urllib.request.urlopen(URL, timeout=DOWNLOAD_TIMEOUT_S) as response:
             payload = response.read()

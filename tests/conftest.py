@@ -1,4 +1,5 @@
-"""Shared test settings: data from ../shared/data (or $ABLATE_DATA_DIR), W&B offline, 1 thread."""
+"""Shared test settings: the corpus found as ablate finds it (tests/helpers/corpus.py), no network,
+W&B offline, 1 thread."""
 
 from __future__ import annotations
 
@@ -13,16 +14,17 @@ from rich.console import Console
 
 from harness.cli import output
 from harness.execution import local as executors
-
-ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or ROOT.parent / "shared" / "data")
+from helpers.corpus import CORPUS_DIR, corpus_dir
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    if not (DATA_DIR / "tinyshakespeare.txt").exists():
-        pytest.skip(f"tinyshakespeare.txt not found in {DATA_DIR}")
-    return DATA_DIR
+    """The folder holding Tiny Shakespeare; skips, saying how to get it, when there is none."""
+    return corpus_dir()
+
+
+def _no_network(*args, **kwargs):
+    raise urllib.error.URLError("network disabled in tests")
 
 
 @pytest.fixture(autouse=True)
@@ -34,23 +36,22 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NETRC", os.devnull)
     # the suite does not depend on which plugins are installed; tests/plugin/ turns discovery on
     monkeypatch.setenv("ABLATE_DISABLE_PLUGIN_AUTOLOAD", "1")
-    if (DATA_DIR / "tinyshakespeare.txt").exists():
-        monkeypatch.setenv("ABLATE_DATA_DIR", str(DATA_DIR))
+    # the corpus where the session found it (the cache included), so that a test with a private
+    # cache still reads it; no test downloads (a test of a download serves its own urlopen)
+    if CORPUS_DIR is not None:
+        monkeypatch.setenv("ABLATE_DATA_DIR", str(CORPUS_DIR))
+    else:
+        monkeypatch.delenv("ABLATE_DATA_DIR", raising=False)
+    monkeypatch.setattr(urllib.request, "urlopen", _no_network)
 
 
 @pytest.fixture
 def cli_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """For tests of the real CLI on bad input (``pytestmark = pytest.mark.usefixtures("cli_isolated")``):
-    shared read-only data, a private empty cache, no network, an empty working directory and
+    the corpus where the session found it (if anywhere), a private empty cache, no network, an empty working directory and
     a wide console (rich would otherwise truncate run ids in tables)."""
-    monkeypatch.setenv("ABLATE_DATA_DIR", str(DATA_DIR))
     monkeypatch.setenv("ABLATE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
-
-    def no_network(*args, **kwargs):
-        raise urllib.error.URLError("network disabled in tests")
-
-    monkeypatch.setattr(urllib.request, "urlopen", no_network)
 
     def no_runs(*args, **kwargs):  # should validation regress, fail instead of training
         raise AssertionError("a run was about to start")

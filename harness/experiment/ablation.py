@@ -11,21 +11,13 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, StrictBool, ValidationError, model_validator
 
-from harness.config import check_key, format_validation_error
+from harness.config import check_key
 from harness.errors import AblateError
 from harness.experiment import claims as claims_file
 from harness.experiment import declaration, plugins
 from harness.experiment.claims import Control
-from harness.experiment.declaration import (
-    Decl,
-    MetricSpec,
-    Profile,
-    Sequential,
-    TaskEntry,
-    Threshold,
-    check_file_names,
-    check_name,
-)
+from harness.experiment.declaration import Decl, Profile, TaskEntry, check_file_names, check_name
+from harness.experiment.declaration_errors import format_declaration_error
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
 
@@ -245,11 +237,6 @@ class Ablation(Decl):
         return self.label(self.baseline)
 
 
-_MODELS = (Ablation, TaskEntry, Profile, MetricSpec, Threshold, ParamSpec, Control, Sequential)
-DECLARATION_KEYS = sorted({f for m in _MODELS for f in m.model_fields} - {"source"})
-"""Every key a declaration may hold, at any level (suggestions for a misspelt one)."""
-
-
 def available() -> dict[str, Path]:
     return {p.stem: p for p in sorted(ABLATIONS_DIR.glob("*.yaml")) if not p.stem.startswith("_")}
 
@@ -305,7 +292,7 @@ def load(name_or_path: str) -> Ablation:
     try:
         abl = Ablation.model_validate({**data, "source": str(path)})
     except ValidationError as exc:
-        message = format_validation_error(exc, f"ablation {path.name}", keys=DECLARATION_KEYS, what="declaration")
+        message = format_declaration_error(exc, Ablation, f"ablation {path.name}")
         raise AblateError(message) from None
     if abl.name != path.stem:
         raise AblateError(f"ablation file {path} declares name {abl.name!r}; the file must be named {abl.name}.yaml")

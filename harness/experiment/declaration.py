@@ -146,7 +146,11 @@ class Sequential(Decl):
     function and the family's two-sided level; :mod:`harness.analysis.sequential` decides."""
 
     looks: list[StrictInt] = Field(min_length=1, description="seeds at each look, increasing")
-    spending: str = Field("obrien_fleming", description="obrien_fleming or pocock (Lan & DeMets 1983)")
+    spending: str = Field(  # a str, not a Literal: a misspelt name gets a suggestion; the schema's enum for editors
+        "obrien_fleming",
+        description="obrien_fleming or pocock (Lan & DeMets 1983)",
+        json_schema_extra={"enum": list(SPENDING_FUNCTIONS)},
+    )
     alpha: float = Field(0.05, description="the primary family's two-sided level (the analysis' alpha)")
     futility: StrictBool = Field(True, description="stop a comparison hopeless at its sesoi (non-binding)")
 

@@ -254,6 +254,12 @@ Keys named `model.d_model` are **config keys** (below): `axes`, `baseline`, `bas
 
 Editors check and complete these files with the JSON Schema `harness/experiment/{shipped}` (`ablate schema` prints it): put `# yaml-language-server: $schema=PATH/TO/ablation.schema.json` on the file's first line (the YAML extension of VS Code, and other editors built on yaml-language-server, read it). With plugins, `ablate schema --plugin PKG > my.schema.json` adds their names.
 
+On the command line, `ablate show` checks a file as every command does, the schema's checks and the rest (registered names, lengths a task holds, the data a task needs), and runs nothing: it prints the grid, or one `error:` line naming the key and its fix, exit 2:
+
+```bash
+ablate show my_pe.yaml --profile smoke
+```
+
 ## Declaration keys
 
 `TASK`: a task name; `PROFILE`: a profile name; `KEY`: a config key. `tasks.TASK.target` takes what `tasks.TASK.gate` takes, a profile's `tune` what `tune` takes.

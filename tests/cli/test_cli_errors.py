@@ -7,7 +7,6 @@ must be refused by the plan, before the first run starts.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -16,11 +15,10 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
+from helpers.corpus import corpus_dir
 
 pytestmark = pytest.mark.usefixtures("cli_isolated")
 
-# as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
-DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
 ABLATE = Path(sys.executable).parent / "ablate"
 
 
@@ -69,8 +67,7 @@ def test_show_prints_the_smoke_grid_and_writes_nothing(results):
     from harness.experiment.ablation import load
     from harness.experiment.grid import plan
 
-    if not (DATA_DIR / "tinyshakespeare.txt").is_file():
-        pytest.skip(f"no tinyshakespeare.txt in {DATA_DIR}")
+    data_dir = corpus_dir()
     result = invoke("show", "pe_extrapolation", "--profile", "smoke")
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -78,7 +75,7 @@ def test_show_prints_the_smoke_grid_and_writes_nothing(results):
     assert "profile smoke (selected)" in out
     assert "baseline: sinusoidal" in out
     assert "axis model.position: sinusoidal, learned, rope, alibi, nope, learned_clamp" in out
-    for spec in plan(load("pe_extrapolation"), "smoke", [], DATA_DIR)[1]:
+    for spec in plan(load("pe_extrapolation"), "smoke", [], data_dir)[1]:
         assert spec.run_id in out
     assert result.stderr == ""
     assert_nothing_written(results)
@@ -257,7 +254,7 @@ def test_results_dir_that_is_a_file_is_refused(tmp_path):
     # the grid is valid; the store is not: refused before any run, the file left alone
     store = tmp_path / "store"
     store.write_text("not a folder")
-    result = invoke("run", "pe_extrapolation", "--profile", "smoke", "--results-dir", str(store), "--wandb", "off")
+    result = invoke("run", str(user_file(tmp_path)), "--results-dir", str(store), "--wandb", "off")
     assert_refused(result, "exists and is not a folder")
     assert store.read_text() == "not a folder"
 
@@ -268,8 +265,7 @@ def test_results_dir_that_is_a_file_is_refused(tmp_path):
 def _ablate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     if not ABLATE.exists():
         pytest.skip(f"no ablate script next to {sys.executable}")
-    env = {**os.environ, "ABLATE_DATA_DIR": str(DATA_DIR)}
-    return subprocess.run([str(ABLATE), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([str(ABLATE), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def test_script_exit_code_for_an_unknown_ablation(tmp_path, results):

@@ -217,31 +217,47 @@ def test_padded_copy_too_short_for_a_problem_in_every_split(tmp_path):
     assert_nothing_written(tmp_path / "results")
 
 
+def _on_a_corpus(tmp_path: Path) -> Path:
+    """The tiny declaration on the ``text`` task over a corpus of 20,000 characters (no data
+    file needed): char splits of 18,000, 1,000 and 1,000, so rows of at most 17,999 tokens from
+    train and 999 from val and test."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(("To be, or not to be, that is the question.\n" * 500)[:20_000])
+    path = user_file(tmp_path)
+    decl = yaml.safe_load(path.read_text())
+    decl["tasks"] = {"text": {**decl["tasks"]["copy"], "params": {"path": str(corpus)}}}
+    decl["tasks"]["text"]["primary"]["metric"] = "loss@x1"
+    decl["tasks"]["text"]["primary"]["higher_is_better"] = False
+    decl["tasks"]["text"]["config"] = {"train.seq_len": 16}
+    path.write_text(yaml.safe_dump(decl))
+    return path
+
+
 @pytest.mark.parametrize("command", ["show", "run", "tune", "status"])
 @pytest.mark.parametrize(
     "override, words",
     [
-        # L = 16 on tinyshakespeare: 4000 x 16 = 64,000 tokens; its test split holds 55,770 characters
+        # L = 16: 4000 x 16 = 64,000 tokens; the test split holds 1,000 characters
         (
             "eval.length_multipliers=[1,2,4,4000]",
             [
-                "on task 'tinyshakespeare'",
+                "on task 'text'",
                 "evaluation length 64000 tokens",
                 "(4000 x train.seq_len=16)",
-                "test split (55769 tokens)",
-                "eval.length_multipliers at most 3485",
+                "test split (999 tokens)",
+                "eval.length_multipliers at most 62",
             ],
         ),
         (
-            "train.seq_len=60000",
-            ["train.seq_len=60000", "at most 55769 tokens from its val split", "lower train.seq_len to at most 55769"],
+            "train.seq_len=5000",
+            ["train.seq_len=5000", "at most 999 tokens from its val split", "lower train.seq_len to at most 999"],
         ),
     ],
 )
 def test_lengths_beyond_what_a_task_holds(tmp_path, command, override, words):
     """Every length of every task of the grid is checked against the task's longest before any run."""
     out = ["--results-dir", str(tmp_path / "results")] if command != "show" else []
-    result = invoke(command, "pe_extrapolation", "--profile", "smoke", override, *out)
+    result = invoke(command, str(_on_a_corpus(tmp_path)), override, *out)
     assert_refused(result, *words)
     assert_nothing_written(tmp_path / "results")
 

@@ -5,6 +5,7 @@ input that showed it, with the behaviour expected."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from harness.experiment.ablation import load as load_ablation
 from harness.experiment.declaration import load_yaml
 from harness.experiment.grid import plan
 from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
+from helpers.corpus import CORPUS_DIR, needs_corpus
 from helpers.tiny_grid import write_tiny
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,8 +88,8 @@ def test_a_folder_or_a_file_that_is_not_yaml(tmp_path):
 
 @pytest.mark.usefixtures("cli_isolated")
 def test_a_registered_name_wins_over_a_folder_of_that_name(cli_isolated):
-    (cli_isolated / "pe_extrapolation").mkdir()
-    assert invoke("show", "pe_extrapolation").exit_code == 0
+    (cli_isolated / "mqar_pairs_8").mkdir()  # a registered ablation on a synthetic task: no data file
+    assert invoke("show", "mqar_pairs_8").exit_code == 0
 
 
 @pytest.mark.usefixtures("cli_isolated")
@@ -131,8 +133,6 @@ def test_a_rerun_after_failed_runs_says_so_and_exits_1(tmp_path, monkeypatch):
     exit 0 with 'no finished runs': it lists them, prints the --retry hint and exits 1."""
     from harness.cli import run as run_cmd
     from harness.training import loop
-
-    monkeypatch.setenv("ABLATE_DATA_DIR", str(REPO.parent / "shared" / "data"))
 
     def broken_train(*args, **kwargs):
         raise RuntimeError("boom in training")
@@ -330,14 +330,14 @@ def test_the_aa_check_keeps_its_identical_arms():
 
 @pytest.mark.parametrize(
     "args",
-    [["list"], ["show", "pe_extrapolation"], ["run", "--help"], ["status"]],
+    [["list"], ["show", "mqar_pairs_8"], ["run", "--help"], ["status"]],
 )
 def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path, args):
     """``ablate list | head -1``: the reader closes the pipe before the command writes. The command
     ends as ``git log | head -1`` does in a shell, exit status 141 (128 + SIGPIPE), with nothing on
     stderr (it used to exit 1, click's and rich's choice)."""
     if args == ["status"]:
-        args = ["status", "pe_extrapolation", "--results-dir", str(tmp_path / "results")]
+        args = ["status", "mqar_pairs_8", "--results-dir", str(tmp_path / "results")]
     env = {**os.environ, "PYTHONPATH": str(REPO), "ABLATE_DISABLE_PLUGIN_AUTOLOAD": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", *args],
@@ -358,23 +358,23 @@ def test_a_file_of_ones_own_may_not_take_a_registered_name(tmp_path):
     runs into RESULTS/pe_extrapolation beside the registered grid's, and each report counted the
     other's as runs made with other overrides. Refused unless the file is the registered one (or a
     byte-for-byte copy of it: the same declaration)."""
-    registered = available()["pe_extrapolation"]
-    own = tmp_path / "mine" / "pe_extrapolation.yaml"
+    registered = available()["mqar_pairs_8"]  # on a synthetic task: no data file
+    own = tmp_path / "mine" / "mqar_pairs_8.yaml"
     own.parent.mkdir()
     own.write_bytes(registered.read_bytes())
     assert invoke("show", str(own)).exit_code == 0
-    edited = registered.read_text().replace("seeds: [0, 1, 2]", "seeds: [0, 1, 2, 3]", 1)
+    edited = registered.read_text().replace("seeds: [0, 1]", "seeds: [0, 1, 2]", 1)
     assert edited != registered.read_text()
     own.write_text(edited)
     results = str(tmp_path / "results")
     for args in (["show"], ["run", "--results-dir", results], ["status", "--results-dir", results], ["tune"]):
         assert_refused(
             invoke(args[0], str(own), *args[1:]),
-            f"ablation file {own} declares name 'pe_extrapolation', the name of the registered ablation {registered}",
-            "rename yours (name: my_pe_extrapolation, in my_pe_extrapolation.yaml)",
+            f"ablation file {own} declares name 'mqar_pairs_8', the name of the registered ablation {registered}",
+            "rename yours (name: my_mqar_pairs_8, in my_mqar_pairs_8.yaml)",
         )
     assert_nothing_written(tmp_path / "results")
-    assert invoke("show", str(registered)).exit_code == 0 and invoke("show", "pe_extrapolation").exit_code == 0
+    assert invoke("show", str(registered)).exit_code == 0 and invoke("show", "mqar_pairs_8").exit_code == 0
 
 
 def test_a_wandb_login_counts_for_auto_online_and_sync(tmp_path, monkeypatch):
@@ -636,3 +636,127 @@ def test_an_empty_question_is_refused(tmp_path, question):
             "invalid declaration for ablation mini.yaml: question is empty; state what the ablation asks",
         )
     assert_nothing_written(tmp_path / "results")
+
+
+# --- a newcomer's first declaration: the fix named at the place of the key ------------------------
+
+
+def _with(tmp_path: Path, edit) -> Path:
+    """The tiny declaration with ``edit`` (a function of its mapping) applied."""
+    path = user_file(tmp_path)
+    decl = yaml.safe_load(path.read_text())
+    edit(decl)
+    path.write_text(yaml.safe_dump(decl))
+    return path
+
+
+@pytest.mark.usefixtures("cli_isolated")
+@pytest.mark.parametrize(
+    "edit, words, not_words",
+    [
+        (  # a key valid elsewhere says where it belongs, and never suggests itself
+            lambda d: d.update(overrides={"train.steps": 50}),
+            ["overrides: not a key at the top level; it belongs under a profile", "profiles: {cpu: {overrides: {"],
+            ["did you mean"],
+        ),
+        (
+            lambda d: d.update(seeds=[0, 1]),
+            ["seeds: not a key at the top level; it belongs under a profile", "profiles: {cpu: {seeds: [0, 1, 2]}}"],
+            ["did you mean", "sesoi"],
+        ),
+        (
+            lambda d: d["profiles"].update(confirm={"seeds": [0], "steps": 50}),
+            [
+                "profiles.confirm.steps: not a profile key; train.steps is a config key: set it as overrides: {train.steps:"
+            ],
+            ["did you mean", "sesoi"],
+        ),
+        (
+            lambda d: d["profiles"]["cpu"].update(sesoi=0.1),
+            ["profiles.cpu.sesoi: not a key under a profile", "sesoi belongs under a task's primary:"],
+            ["did you mean"],
+        ),
+        (  # suggestions only from the keys valid at that place
+            lambda d: d["tasks"]["copy"].update(primray=d["tasks"]["copy"].pop("primary")),
+            ["tasks.copy.primray: unknown key (did you mean 'primary'?)"],
+            ["profiles", "seeds"],
+        ),
+        (  # a value of the wrong form: an example of the right one, no class name
+            lambda d: d["profiles"]["cpu"].update(seeds=8),
+            ["profiles.cpu.seeds:", "(got 8)", "list every seed, e.g. for 8 seeds: seeds: [0, 1, 2, 3, 4, 5, 6, 7]"],
+            [],
+        ),
+        (
+            lambda d: d["tasks"]["copy"].update(primary="acc@x1"),
+            ["tasks.copy.primary:", "primary: {metric: acc@x1, higher_is_better: true, sesoi: 0.05}"],
+            ["MetricSpec", "instance of"],
+        ),
+        (
+            lambda d: d.update(tasks=["copy"]),
+            [
+                "tasks:",
+                "(got ['copy'])",
+                "tasks: {copy: {primary: {metric: acc@x1, higher_is_better: true, sesoi: 0.05}}}",
+            ],
+            ["TaskEntry", "instance of"],
+        ),
+        (  # a value the code refuses in its own words: the choices, the closest first
+            lambda d: d["profiles"]["cpu"].update(
+                seeds=[0, 1, 2, 3], sequential={"looks": [2, 4], "spending": "obrien-fleming"}
+            ),
+            ["unknown spending function 'obrien-fleming' (did you mean 'obrien_fleming'?)", "obrien_fleming, pocock"],
+            [],
+        ),
+    ],
+)
+def test_a_declaration_mistake_names_its_fix(tmp_path, edit, words, not_words):
+    """The newcomer's declaration mistakes (docs/bad-inputs.md, Declarations): refused before any
+    run with the fix at the place of the key."""
+    err = assert_refused(invoke("show", str(_with(tmp_path, edit))), *words)
+    for word in not_words:
+        assert word not in err, (word, err)
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_seeds_copied_with_an_ellipsis_say_to_list_every_seed(tmp_path):
+    """``seeds: [0, 1, 2, ..., 31]``: YAML reads ``...`` as a string; the message says to list every seed."""
+    path = user_file(tmp_path)
+    path.write_text(path.read_text().replace("seeds:\n    - 0", "seeds: [0, 1, 2, ..., 31]"))
+    assert "[0, 1, 2, ..., 31]" in path.read_text()
+    assert_refused(
+        invoke("show", str(path)),
+        "profiles.cpu.seeds.3:",
+        "(got '...')",
+        "YAML has no range: list every seed, e.g. seeds: [0, 1, 2, 3, 4, 5, 6, 7]",
+    )
+
+
+@pytest.mark.usefixtures("cli_isolated")
+def test_a_text_corpus_is_found_in_the_cache(tmp_path, monkeypatch):
+    """The ``text`` task looks for a relative path where ``tinyshakespeare`` keeps its download, the
+    cache, after ``$ABLATE_DATA_DIR`` and the working directory; not found, it names all three."""
+    monkeypatch.delenv("ABLATE_DATA_DIR", raising=False)
+    path = _with(tmp_path, lambda d: d.update(tasks={"text": {**d["tasks"]["copy"], "params": {"path": "mine.txt"}}}))
+    text = yaml.safe_load(path.read_text())
+    text["tasks"]["text"]["primary"] = {"metric": "loss@x1", "higher_is_better": False, "sesoi": 0.05}
+    path.write_text(yaml.safe_dump(text))
+    cache = tmp_path / "cache"  # cli_isolated's private cache
+    assert_refused(invoke("show", str(path)), "corpus path 'mine.txt' not found", str(cache / "mine.txt"))
+    cache.mkdir(exist_ok=True)
+    (cache / "mine.txt").write_text("To be, or not to be, that is the question.\n" * 200)
+    result = invoke("show", str(path))
+    assert result.exit_code == 0, result.output
+
+
+@needs_corpus
+@pytest.mark.usefixtures("cli_isolated")
+def test_the_text_example_plans_from_outside_the_repository(tmp_path, monkeypatch):
+    """docs/tasks.md's example, named by its path from a folder outside the repository, with the
+    corpus only in the cache (where `ablate run pe_extrapolation` downloads it)."""
+    (tmp_path / "cache").mkdir(exist_ok=True)
+    shutil.copy(CORPUS_DIR / "tinyshakespeare.txt", tmp_path / "cache")
+    monkeypatch.delenv("ABLATE_DATA_DIR", raising=False)
+    assert not Path.cwd().resolve().is_relative_to(REPO)
+    result = invoke("show", str(REPO / "examples" / "text" / "pe_extrapolation_text.yaml"), "--profile", "smoke")
+    assert result.exit_code == 0, result.output
+    assert "10 runs (smoke profile" in result.stdout

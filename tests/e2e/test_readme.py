@@ -38,15 +38,25 @@ def _first_block() -> list[str]:
     return [line.split("#", 1)[0].strip() for line in block.group(1).splitlines() if line.split("#", 1)[0].strip()]
 
 
-def test_readme_block_is_install_main_job_test() -> None:
-    install, main, test = _first_block()
+SETUP = (
+    r"git clone \S+ ablate && cd ablate",
+    r"python3 -m venv \.venv && \. \.venv/bin/activate",
+    r"pip install torch .*",
+)
+"""What a fresh machine needs before the install command: the clone, a venv, torch (its CPU build)."""
+
+
+def test_readme_block_is_setup_install_main_job_test() -> None:
+    *setup, install, main, test = _first_block()
+    assert [next((i for i, p in enumerate(SETUP) if re.fullmatch(p, line)), None) for line in setup] == [0, 1, 2]
+    assert "--index-url https://download.pytorch.org/whl/cpu" in setup[2]  # before the install, not after
     assert install.startswith("pip install -e ")
     assert main == "ablate run pe_extrapolation"
     assert test == "python -m pytest -q"
 
 
 def test_readme_install_brings_what_its_test_command_needs() -> None:
-    install, _, test = _first_block()
+    *_, install, _, test = _first_block()
     target = shlex.split(install)[-1]  # '.[test]'
     extras = re.fullmatch(r"\.(?:\[([\w,]+)\])?", target)
     assert extras, target
@@ -59,13 +69,15 @@ def test_readme_install_brings_what_its_test_command_needs() -> None:
 
 
 def test_ci_runs_exactly_readmes_test_command() -> None:
-    _, _, test = _first_block()
-    commands = [
-        line.strip()
-        for line in (ROOT / ".ci/run").read_text().splitlines()
-        if line.strip() and not line.strip().startswith("#")
-    ]
-    assert commands[-1] == test
+    """Twice, last: as a newcomer has it (no ABLATE_DATA_DIR, an empty cache), then with the corpus in a cache."""
+    *_, test = _first_block()
+    script = (ROOT / ".ci/run").read_text().replace("\\\n", " ")  # continued lines as one
+    commands = [line.strip() for line in script.splitlines() if line.strip() and not line.strip().startswith("#")]
+    newcomer, with_corpus = [c for c in commands if c.endswith(test)][-2:]
+    assert commands[-1] == with_corpus
+    for command in (newcomer, with_corpus):
+        assert command.startswith("env -u ABLATE_DATA_DIR -u ABLATE_CACHE_DIR XDG_CACHE_HOME="), command
+        assert " ".join(command.split()).endswith(f" {test}"), command
 
 
 def test_readme_is_short() -> None:

@@ -8,10 +8,7 @@ which reads it from ``ABLATE_DATA_DIR``.
 from __future__ import annotations
 
 import copy
-import os
 import re
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +21,21 @@ from harness.experiment import ablation as ablation_mod
 from harness.experiment.ablation import Ablation, load
 from harness.experiment.grid import plan
 from helpers.cli import assert_refused, invoke, user_file
+from helpers.corpus import corpus_dir
 
-# as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
-DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
 POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "nope", "learned_clamp"]
 RUN_BY_SMOKE = POSITIONS[:5]  # learned_clamp runs in the confirm profile only
 
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Shared read-only data, a private empty cache, no network."""
-    monkeypatch.setenv("ABLATE_DATA_DIR", str(DATA_DIR))
+    """A private empty cache (tests/conftest.py: the corpus where the session found it, no network)."""
     monkeypatch.setenv("ABLATE_CACHE_DIR", str(tmp_path / "cache"))
-
-    def no_network(*args, **kwargs):
-        raise urllib.error.URLError("network disabled in tests")
-
-    monkeypatch.setattr(urllib.request, "urlopen", no_network)
 
 
 @pytest.fixture(scope="module")
 def pe() -> Ablation:
     return load("pe_extrapolation")
-
-
-def needs_data() -> None:
-    if not (DATA_DIR / "tinyshakespeare.txt").is_file():
-        pytest.skip(f"no tinyshakespeare.txt in {DATA_DIR}")
 
 
 def decl(name: str = "mini", **changes: Any) -> dict[str, Any]:
@@ -428,8 +413,8 @@ def test_plan_fills_max_len_with_the_longest_evaluation_length():
 
 
 def test_plan_orders_seed_then_task_then_variant_and_ids_are_stable(pe):
-    needs_data()
-    name, specs = plan(pe, "smoke", [], DATA_DIR)
+    data_dir = corpus_dir()
+    name, specs = plan(pe, "smoke", [], data_dir)
     assert name == "smoke" and len(specs) == 20
     expected = [(seed, task, pos) for seed in (0, 1) for task in ("copy", "tinyshakespeare") for pos in RUN_BY_SMOKE]
     assert [(s.seed, s.task, s.variant_label) for s in specs] == expected
@@ -437,19 +422,19 @@ def test_plan_orders_seed_then_task_then_variant_and_ids_are_stable(pe):
     assert len(set(ids)) == 20  # differ across seeds, tasks and variants
     assert all(len(i) == 12 for i in ids)
     assert all(s.run_id == config_hash(s.payload()) for s in specs)
-    assert [s.run_id for s in plan(load("pe_extrapolation"), "smoke", [], DATA_DIR)[1]] == ids  # stable
+    assert [s.run_id for s in plan(load("pe_extrapolation"), "smoke", [], data_dir)[1]] == ids  # stable
     # the same variant and task under two seeds: same config, different id
     a, b = specs[0], specs[10]
     assert (a.task, a.variant_label) == (b.task, b.variant_label) and a.config == b.config
     assert a.seed != b.seed and a.run_id != b.run_id
     # any change of config changes every id
-    assert not set(ids) & {s.run_id for s in plan(pe, "smoke", ["train.steps=41"], DATA_DIR)[1]}
+    assert not set(ids) & {s.run_id for s in plan(pe, "smoke", ["train.steps=41"], data_dir)[1]}
 
 
 def test_plan_profiles_resolve_as_declared(pe):
-    needs_data()
+    data_dir = corpus_dir()
     for profile, prof in pe.profiles.items():
-        _, specs = plan(pe, profile, [], DATA_DIR)
+        _, specs = plan(pe, profile, [], data_dir)
         view = pe.for_profile(profile)  # a profile's only_tasks / only_variants
         assert len(specs) == len(prof.seeds) * len(view.tasks) * len(view.variants()), profile
         for s in specs:
@@ -465,13 +450,13 @@ def test_plan_profiles_resolve_as_declared(pe):
 
 
 def test_plan_rejects_bad_input_before_any_run(pe):
-    needs_data()
+    data_dir = corpus_dir()
     with pytest.raises(AblateError, match=r"model.position is an axis of pe_extrapolation"):
-        plan(pe, "smoke", ["model.position=rope"], DATA_DIR)
+        plan(pe, "smoke", ["model.position=rope"], data_dir)
     with pytest.raises(AblateError, match="model.d_model=64 is not divisible by model.n_heads=3"):
-        plan(pe, "cpu", ["model.n_heads=3"], DATA_DIR)
+        plan(pe, "cpu", ["model.n_heads=3"], data_dir)
     with pytest.raises(AblateError) as info:
-        plan(pe, "cpu", ["model.max_len=40"], DATA_DIR)
+        plan(pe, "cpu", ["model.max_len=40"], data_dir)
     msg = str(info.value)
     assert "variant 'learned' on task 'copy'" in msg
     assert "can represent 40 positions" in msg and "model.max_len" in msg
@@ -481,14 +466,14 @@ def test_plan_rejects_bad_input_before_any_run(pe):
 def test_plan_checks_the_model_only_of_variants_with_a_run_left_to_run(pe):
     """A variant whose every run is finished skips the model checks (they build its components);
     the others are checked as before, and the runs are the same either way."""
-    needs_data()
+    data_dir = corpus_dir()
     learned = lambda s: s.variant_label == "learned"  # noqa: E731
     with pytest.raises(AblateError, match="variant 'learned' on task 'copy'.*can represent 40 positions"):
-        plan(pe, "cpu", ["model.max_len=40"], DATA_DIR, will_run=learned)
-    _, specs = plan(pe, "cpu", ["model.max_len=40"], DATA_DIR, will_run=lambda s: not learned(s))
+        plan(pe, "cpu", ["model.max_len=40"], data_dir, will_run=learned)
+    _, specs = plan(pe, "cpu", ["model.max_len=40"], data_dir, will_run=lambda s: not learned(s))
     assert {s.variant_label for s in specs} >= {"learned", "rope"}
-    assert [s.run_id for s in plan(pe, "cpu", [], DATA_DIR, will_run=lambda s: False)[1]] == [
-        s.run_id for s in plan(pe, "cpu", [], DATA_DIR)[1]
+    assert [s.run_id for s in plan(pe, "cpu", [], data_dir, will_run=lambda s: False)[1]] == [
+        s.run_id for s in plan(pe, "cpu", [], data_dir)[1]
     ]
 
 

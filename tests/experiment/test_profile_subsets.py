@@ -3,7 +3,6 @@ and a few grid points), and ``train.seed_salt`` (the arms of the A/A check)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,6 @@ from harness.experiment.grid import plan
 from harness.tasks import build_task
 from harness.training.lit import _TrainStream
 from helpers.mini_decl import decl, write
-
-DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
 
 
 def refused(tmp_path: Path, **profile: Any) -> str:

@@ -152,3 +152,11 @@ def test_a_file_with_plugins_may_name_unknown_components_but_not_unknown_keys(va
     bad = copy.deepcopy(data)
     bad["base"]["model.d_modle"] = 64
     assert any("'model.d_modle' was unexpected" in e for e in _errors(validator, bad))
+
+
+def test_the_spending_function_is_one_of_the_two(validator):
+    """An editor flags a misspelt ``sequential.spending`` as ``ablate`` does (a closed set: an enum)."""
+    for spending, valid in (("obrien_fleming", True), ("pocock", True), ("obrien-fleming", False)):
+        data = _pe()
+        data["profiles"]["confirm"]["sequential"] = {"looks": [4, 8], "spending": spending}
+        assert (not _errors(validator, data)) is valid, (spending, _errors(validator, data))
