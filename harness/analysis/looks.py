@@ -16,6 +16,7 @@ from harness.analysis import paired
 from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
 from harness.encode import count
+from harness.encode import text as encode_text
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.grid import RunSpec
@@ -71,6 +72,14 @@ class Comparison:
     level: float
     bound: float
     skewed: float = float("nan")  # the pooled skewness with which the skew guard held a verdict back, else NaN
+
+    def interval_text(self, digits: str = ".4g") -> str:
+        """``[-0.045, +0.032] at 1 - 0.0125 (|t| bound 3.11)``: the interval that decides every kind of
+        verdict (a direction when it excludes 0, equivalence when it lies within ±sesoi), its coverage and bound."""
+        if not self.pairs:
+            return "none yet"
+        low, high = (encode_text(x, digits) for x in self.rci)
+        return f"[{low}, {high}] at 1 - {self.level:.3g} (|t| bound {encode_text(self.bound, '.3f')})"
 
 
 @dataclass(frozen=True)
@@ -157,14 +166,11 @@ def state(sel: Selection, records: list[Record]) -> State:
         at = decided.look[0, i] if decided.look[0, i] >= 0 else reached - 1
         st = stats_by_look[at][i] if at >= 0 else None
         got = (st.n_pairs, st.delta, st.t) if st else (0, np.nan, np.nan)
-        ci, eq_ci = (
-            (float(lo[0, i]), float(hi[0, i]))
-            for lo, hi in ((decided.rci_low, decided.rci_high), (decided.eq_low, decided.eq_high))
+        ci = (float(decided.rci_low[0, i]), float(decided.rci_high[0, i]))
+        outcome, look, level, bound, skewed = (
+            x[0, i].item() for x in (decided.outcome, decided.look, decided.level, decided.bound, decided.skewed)
         )
-        outcome, look, level, bound, eq_bound = (
-            x[0, i].item() for x in (decided.outcome, decided.look, decided.level, decided.bound, decided.eq_bound)
-        )
-        comps.append(Comparison(task, v, float(sesoi[i]), outcome, look, *got, ci, level, bound, eq_ci, eq_bound))
+        comps.append(Comparison(task, v, float(sesoi[i]), outcome, look, *got, ci, level, bound, skewed))
     used = max(Counter((task, arm) for task, arm, _ in stored).values(), default=0)
     return State(design, comps, reached, needed, used)
 
