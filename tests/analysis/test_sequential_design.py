@@ -72,3 +72,26 @@ def test_runs_from_before_fingerprints_are_named_as_such(store, tmp_path):
         path.write_text(json.dumps(rec))
     text = _report(decl, results, tmp_path / "old")
     assert "were made before records held their design's fingerprint" in text
+
+
+def test_tuned_comparisons_of_a_sequential_profile_are_decided_with_every_seed_in(tmp_path):
+    """A tuned grid runs every seed, no looks: its comparisons are a fixed design's, never "open"."""
+    from harness.analysis import verdicts as vd
+    from harness.analysis.comparisons import analyse
+    from harness.experiment.selection import select
+    from harness.tune.studies import tuned_profile
+
+    decl = write_decl(tmp_path / "decl", **PROFILES)
+    results = tmp_path / "results"
+    write_runs(
+        results,
+        decl,
+        "cpu",
+        lambda v, s: 0.5 + 0.01 * s + (0.3 if v == "rope" else 0.0) + 0.001 * (s % 3),
+        tuned={"train.lr": 0.001},
+    )
+    result = analyse(select(load(str(decl)), "cpu", check_data=False), results, store_profile=tuned_profile("cpu"))
+    verdicts = [v for t in result.tables if t.family.startswith("primary") for v in t.frame["verdict"].iloc[1:]]
+    assert verdicts and result.sequential is None
+    assert not any("open" in str(v) for v in verdicts)
+    assert vd.BETTER in verdicts  # rope: +0.3 on every seed
