@@ -29,7 +29,8 @@ OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
 
 def design_of(sel: Selection) -> sq.Design | None:
     """The selection's design (None: a fixed profile). Raises AblateError for a first look at which the
-    exact sign-flip check could reject nothing at the family's first Holm level (alpha / members)."""
+    exact sign-flip test, the least a test that leaves the differences' distribution free needs, could
+    reject nothing at the family's first Holm level (alpha / members)."""
     seq = sel.settings.sequential
     if seq is None:
         return None
@@ -221,7 +222,9 @@ def verdict(st: State, c: Comparison) -> str:
     if c.outcome == sq.EQUIVALENT:
         return vd.equivalent(c.sesoi)
     held = ""
-    if np.isfinite(c.skewed):
+    if np.isfinite(c.skewed) and c.pairs * len(st.comparisons) < sq.SKEW_MIN_VALUES:
+        held = f"; a verdict held back: {c.pairs * len(st.comparisons)} differences cannot show their skewness"
+    elif np.isfinite(c.skewed):
         held = f"; skewed differences held a verdict back (pooled skewness {c.skewed:.2g})"
     if c.outcome == sq.FUTILE:
         state = f"stopped for futility at look {c.look + 1}, {count(looks[c.look], 'seed')}"

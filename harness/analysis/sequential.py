@@ -1,13 +1,17 @@
 """Group-sequential design of a confirmatory profile: alpha spending, boundaries for the paired t
-statistic at each look, and the decision rule that carries a Holm family across looks; step by step,
-and what it does not do: docs/sequential.md (the normal-case bounds they are checked against:
-tests/analysis/test_sequential.py).
+statistic at each look, and the decision rule that carries a Holm family over every verdict kind across
+looks, each verdict read off one interval (the hull of the t's repeated CI and the studentized
+bootstrap's) with a skew guard; step by step, its proof and what it does not do: docs/sequential.md
+(the normal-case bounds they are checked against: tests/analysis/test_sequential.py).
 
 Sources: Lan & DeMets (1983), Biometrika 70(3): alpha spending (:func:`spent`; R gsDesign's
 ``sfLDOF``, ``sfLDPocock``). Jennison & Turnbull (2000), *Group Sequential Methods with Applications
 to Clinical Trials*: the canonical joint distribution (ch. 3), t-tests with unknown variance (3.8),
 repeated CIs (ch. 9), conditional power (ch. 10). Maurer & Bretz (2013), Statistics in
 Biopharmaceutical Research 5(4): Holm across looks, a rejected hypothesis passing its level on.
+Shaffer (1986), JASA 81: Holm over logically related hypotheses. Hall (1992), *The Bootstrap and
+Edgeworth Expansion*: the bootstrap-t's skew correction. Bahadur & Savage (1956), Ann. Math. Stat. 27:
+no test of a mean holds for every distribution (hence the skew guard).
 """
 
 from __future__ import annotations

@@ -168,3 +168,17 @@ def test_futility_stops_a_comparison_far_from_its_sesoi_at_an_interim_look_only(
     q = np.zeros((1, 2, 1, 2, 1))
     last = sq.decide(DESIGN, t, n, t / np.sqrt(n), np.ones_like(t), q, [0.3])
     assert last.outcome[0, 0] == sq.OPEN and last.rci_low[0, 0] < 0 < last.rci_high[0, 0]
+
+
+def test_a_verdict_the_skew_guard_held_back_says_why():
+    from harness.analysis import looks
+
+    design = sq.Design((8, 16), "obrien_fleming", 0.05)
+
+    def verdict(pairs: int, skewed: float) -> str:
+        c = looks.Comparison("copy", "rope", 0.5, sq.OPEN, -1, pairs, 0.1, 1.0, (-1.0, 1.0), 0.05, 2.0, skewed)
+        return looks.verdict(looks.State(design, [c], 2, frozenset(), 16), c)
+
+    assert verdict(16, 2.5).endswith("; skewed differences held a verdict back (pooled skewness 2.5))")
+    assert verdict(8, 0.1).endswith("; a verdict held back: 8 differences cannot show their skewness)")
+    assert verdict(16, float("nan")) == "inconclusive (not decided by the last look, 16 seeds)"
