@@ -238,8 +238,8 @@ def sequential_section(result: Analysis) -> list[str]:
         f"across looks (a comparison passes its level L on only when its interval excludes 0 and lies within "
         f"±sesoi); each decided by one interval of coverage 1 - L, the hull of the paired t's repeated CI (bounds "
         f"by simulation of its null distribution, {sq.N_PATHS:,} paths) and the studentized bootstrap's "
-        f"({pw.BOOTSTRAP_RESAMPLES:,} resamples); a family whose pooled skewness exceeds "
-        f"{sq.SKEW_LIMIT:.3f} x sqrt(pairs) decides no equivalence and no direction against the skew; {futility}. "
+        f"({pw.BOOTSTRAP_RESAMPLES:,} resamples); a family whose pooled skewness exceeds sqrt(pairs / "
+        f"{round(sq.SKEW_LIMIT**-2)}) in size decides no equivalence and no direction against the skew; {futility}. "
         f"{st.summary().capitalize()}.",
         "",
     ]
