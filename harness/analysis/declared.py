@@ -16,7 +16,8 @@ from harness.store.record import Record
 @dataclass(frozen=True)
 class DesignCheck:
     """How the selection's stored runs stand to its design now: runs made under it (``same``), under another
-    (``other``, by fingerprint) and with no fingerprint (``unrecorded``: made before records held one)."""
+    (``other``, by fingerprint) and with no fingerprint (``unrecorded``: made before records held one; named
+    only beside runs that hold one, so that a store older than fingerprints reads as before)."""
 
     profile: str
     current: str
@@ -45,7 +46,7 @@ class DesignCheck:
                 f"changed after {sum(self.other.values())} of its {runs} runs were made: their design {before}, "
                 f"now {self.current}; " + (tail if confirmatory else "a pilot: no verdict rests on it")
             )
-        if self.unrecorded:
+        if self.unrecorded and self.same:  # every run older than fingerprints: nothing to compare, no warning
             return (
                 f"{self.unrecorded} of the {runs} runs of profile {self.profile!r} were made before records held "
                 f"their design's fingerprint: whether its design was declared before them is not recorded"
