@@ -156,7 +156,9 @@ def analyse(
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
     planned = len(prof.seeds)  # the seeds a comparison is judged against: seeds run, not learned, not run
-    if prof.sequential is not None:  # a group-sequential profile plans the seeds of the looks reached
+    # a group-sequential profile plans the seeds of the looks reached; its tuned runs (``ablate run --tuned``
+    # runs every seed: no looks) are decided as a fixed design over the seeds they have
+    if prof.sequential is not None and store_profile is None:
         out.sequential = looks.state(sel, found.records)
         at = prof.sequential.looks[max(out.sequential.reached, 1) - 1]
         planned = max(at, out.sequential.seeds_used)

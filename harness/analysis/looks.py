@@ -16,6 +16,7 @@ from harness.analysis import paired
 from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
 from harness.encode import count
+from harness.encode import text as encode_text
 from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.grid import RunSpec
@@ -28,26 +29,37 @@ OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
 
 def design_of(sel: Selection) -> sq.Design | None:
     """The selection's design (None: a fixed profile). Raises AblateError for a first look at which the
-    exact sign-flip check could reject nothing at the family's first Holm level (alpha / members)."""
+    exact sign-flip test, the least a test that leaves the differences' distribution free needs, could
+    reject nothing at the family's first Holm level (alpha / members)."""
     seq = sel.settings.sequential
     if seq is None:
         return None
-    members = len(sel.ablation.tasks) * (len(sel.ablation.variants()) - 1)
+    members = len(_members(sel))
     need = paired.sign_flip_min_seeds(seq.alpha / max(members, 1))
     if seq.looks[0] < need:
         raise AblateError(
-            f"profile {sel.profile!r}: sequential looks start at {seq.looks[0]} seeds, where the exact sign-flip "
-            f"check cannot reach p < {seq.alpha:g} / {members} (its smallest p is 2 / 2^n), so the first look "
-            f"could decide nothing; start the looks at {need} seeds or more"
+            f"profile {sel.profile!r}: sequential looks start at {seq.looks[0]} seeds, where no test that leaves "
+            f"the differences' distribution free can reach p < {seq.alpha:g} / {members} (the exact sign-flip test's "
+            f"smallest p is 2 / 2^n), so the first look could decide nothing; start the looks at {need} seeds or more"
         )
     return sq.Design(tuple(seq.looks), seq.spending, seq.alpha, seq.futility)
+
+
+def _members(sel: Selection) -> list[tuple[str, str]]:
+    """The (task, variant) of each member of the sequential Holm family: every variant but the baseline and
+    the exploratory ones, on every task."""
+    abl, base = sel.ablation, sel.ablation.baseline_label
+    skip = set(abl.exploratory_variants) | {base}
+    return [(task, abl.label(v)) for task in abl.tasks for v in abl.variants() if abl.label(v) not in skip]
 
 
 @dataclass(frozen=True)
 class Comparison:
     """One primary comparison's place in the design: its decision (an outcome code of
     :mod:`harness.analysis.sequential`), the look it stopped at (-1: open), and at that look (or
-    the latest reached) its pairs, mean difference, repeated CI, level and |t| bound."""
+    the latest reached) its pairs, mean difference, its Holm level L, and the two intervals that decide:
+    interval that decides every kind of verdict (coverage 1 - L: the hull of the paired t's repeated CI, |t|
+    bound ``bound``, and the bootstrap-t's), and the skewness with which the skew guard held one back."""
 
     task: str
     variant: str
@@ -60,6 +72,15 @@ class Comparison:
     rci: tuple[float, float]
     level: float
     bound: float
+    skewed: float = float("nan")  # the pooled skewness with which the skew guard held a verdict back, else NaN
+
+    def interval_text(self, digits: str = ".4g") -> str:
+        """``[-0.045, +0.032] at 1 - 0.0125 (|t| bound 3.11)``: the interval that decides every kind of
+        verdict (a direction when it excludes 0, equivalence when it lies within ±sesoi), its coverage and bound."""
+        if not self.pairs:
+            return "none yet"
+        low, high = (encode_text(x, digits) for x in self.rci)
+        return f"[{low}, {high}] at 1 - {self.level:.3g} (|t| bound {encode_text(self.bound, '.3f')})"
 
 
 @dataclass(frozen=True)
@@ -120,21 +141,25 @@ def state(sel: Selection, records: list[Record]) -> State:
     if design is None:
         raise ValueError(f"profile {sel.profile!r} has no sequential design")
     abl, base = sel.ablation, sel.ablation.baseline_label
-    members = [(task, abl.label(v)) for task in abl.tasks for v in abl.variants() if abl.label(v) != base]
+    members = _members(sel)
+    m = len(members)
     sesoi = np.array([abl.tasks[task].primary.sesoi for task, _ in members])
     values, stored = _values(sel, records)
     seeds = sel.settings.seeds
     stats_by_look: list[list[paired.Paired]] = []
-    decided = sq.decide(design, *(np.empty((1, 0, len(members))) for _ in range(5)), sesoi)
-    for n_k in design.looks:
+    boots: list[np.ndarray] = []  # per look reached, (m, 2, m)
+    skews: list[float] = []  # per look reached, the family's pooled skewness
+    decided = sq.decide(design, *(np.empty((1, 0, m)) for _ in range(4)), np.empty((1, 0, m, 2, m)), sesoi)
+    for k, n_k in enumerate(design.looks):
         arms = _open_arms(members, decided, base)
         if not arms or not all((task, arm, s) in stored for task, arm in arms for s in seeds[:n_k]):
             break
         stats_by_look.append([_paired(sel, values, task, v, seeds[:n_k]) for task, v in members])
-        fields = ("t", "n_pairs", "p_perm", "delta", "sd_diff")  # each (1, looks, members)
-        decided = sq.decide(
-            design, *(np.array([[[getattr(p, f) for p in k] for k in stats_by_look]]) for f in fields), sesoi
-        )
+        boots.append(np.concatenate([_bootstrap(design, m, k, p) for p in stats_by_look[-1]]))
+        skews.append(_pooled_skewness(stats_by_look[-1]))
+        fields = ("t", "n_pairs", "delta", "sd_diff")  # each (1, looks, members)
+        looked = (np.array([[[getattr(p, f) for p in k] for k in stats_by_look]]) for f in fields)
+        decided = sq.decide(design, *looked, np.stack(boots)[None], sesoi, np.array([skews]))
     reached = len(stats_by_look)
     needed = frozenset(_open_arms(members, decided, base) if reached < len(design.looks) else ())
     comps = []
@@ -142,13 +167,29 @@ def state(sel: Selection, records: list[Record]) -> State:
         at = decided.look[0, i] if decided.look[0, i] >= 0 else reached - 1
         st = stats_by_look[at][i] if at >= 0 else None
         got = (st.n_pairs, st.delta, st.t) if st else (0, np.nan, np.nan)
-        rci = (float(decided.rci_low[0, i]), float(decided.rci_high[0, i]))
-        outcome, look, level, bound = (
-            x[0, i].item() for x in (decided.outcome, decided.look, decided.level, decided.bound)
+        ci = (float(decided.rci_low[0, i]), float(decided.rci_high[0, i]))
+        outcome, look, level, bound, skewed = (
+            x[0, i].item() for x in (decided.outcome, decided.look, decided.level, decided.bound, decided.skewed)
         )
-        comps.append(Comparison(task, v, float(sesoi[i]), outcome, look, *got, rci, level, bound))
+        comps.append(Comparison(task, v, float(sesoi[i]), outcome, look, *got, ci, level, bound, skewed))
     used = max(Counter((task, arm) for task, arm, _ in stored).values(), default=0)
     return State(design, comps, reached, needed, used)
+
+
+def _bootstrap(design: sq.Design, m: int, k: int, test: paired.Paired) -> np.ndarray:
+    """The bootstrap-t quantiles :func:`harness.analysis.sequential.decide` reads for one comparison at look
+    ``k``, (1, 2, m); NaN (nothing decided) without a finite difference in every pair."""
+    d = np.asarray(test.diffs, dtype=float)
+    if len(d) < 3 or not np.isfinite(d).all():
+        return np.full((1, 2, m), np.nan)
+    return sq.bootstrap_inputs(design, m, k, paired.bootstrap_t(d[None]))
+
+
+def _pooled_skewness(tests: list[paired.Paired]) -> float:
+    """The skewness of every member's finite differences about its own mean, pooled over the family."""
+    finite = [d[np.isfinite(d)] for d in (np.asarray(t.diffs, dtype=float) for t in tests)]
+    residuals = np.concatenate([d - d.mean() for d in finite if len(d)] or [np.zeros(1)])
+    return float(sq.pooled_skewness(residuals[None])[0])
 
 
 def _open_arms(members: list[tuple[str, str]], decided: sq.Decisions, base: str) -> set[tuple[str, str]]:
@@ -180,8 +221,15 @@ def verdict(st: State, c: Comparison) -> str:
         return vd.direction(c.outcome == sq.BETTER)
     if c.outcome == sq.EQUIVALENT:
         return vd.equivalent(c.sesoi)
+    held = ""
+    if np.isfinite(c.skewed) and c.pairs * len(st.comparisons) < sq.SKEW_MIN_VALUES:
+        held = f"; a verdict held back: {c.pairs * len(st.comparisons)} differences cannot show their skewness"
+    elif np.isfinite(c.skewed):
+        held = f"; skewed differences held a verdict back (pooled skewness {c.skewed:.2g})"
     if c.outcome == sq.FUTILE:
-        return vd.inconclusive_sequential(f"stopped for futility at look {c.look + 1}, {count(looks[c.look], 'seed')}")
-    if st.reached == len(looks):
-        return vd.inconclusive_sequential(f"not decided by the last look, {count(looks[-1], 'seed')}")
-    return vd.inconclusive_sequential(f"open: next look {st.reached + 1} at {count(looks[st.reached], 'seed')}")
+        state = f"stopped for futility at look {c.look + 1}, {count(looks[c.look], 'seed')}"
+    elif st.reached == len(looks):
+        state = f"not decided by the last look, {count(looks[-1], 'seed')}"
+    else:
+        state = f"open: next look {st.reached + 1} at {count(looks[st.reached], 'seed')}"
+    return vd.inconclusive_sequential(state + held)

@@ -1,13 +1,17 @@
 """Group-sequential design of a confirmatory profile: alpha spending, boundaries for the paired t
-statistic at each look, and the decision rule that carries a Holm family across looks; step by step,
-and what it does not do: docs/sequential.md (the normal-case bounds they are checked against:
-tests/analysis/test_sequential.py).
+statistic at each look, and the decision rule that carries a Holm family over every verdict kind across
+looks, each verdict read off one interval (the hull of the t's repeated CI and the studentized
+bootstrap's) with a skew guard; step by step, its proof and what it does not do: docs/sequential.md
+(the normal-case bounds they are checked against: tests/analysis/test_sequential.py).
 
 Sources: Lan & DeMets (1983), Biometrika 70(3): alpha spending (:func:`spent`; R gsDesign's
 ``sfLDOF``, ``sfLDPocock``). Jennison & Turnbull (2000), *Group Sequential Methods with Applications
 to Clinical Trials*: the canonical joint distribution (ch. 3), t-tests with unknown variance (3.8),
 repeated CIs (ch. 9), conditional power (ch. 10). Maurer & Bretz (2013), Statistics in
 Biopharmaceutical Research 5(4): Holm across looks, a rejected hypothesis passing its level on.
+Shaffer (1986), JASA 81: Holm over logically related hypotheses. Hall (1992), *The Bootstrap and
+Edgeworth Expansion*: the bootstrap-t's skew correction. Bahadur & Savage (1956), Ann. Math. Stat. 27:
+no test of a mean holds for every distribution (hence the skew guard).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+
+from harness.analysis import paired
 
 SPENDING = ("obrien_fleming", "pocock")
 """The alpha-spending functions a ``sequential:`` block may name (Lan & DeMets 1983)."""
@@ -97,71 +103,117 @@ class Design:
         return 2.0 * stats.t.sf([t_bounds(self.looks, a, self.spending) for a in levels], np.asarray(self.looks) - 1)
 
 
+SKEW_LIMIT = 1 / np.sqrt(32)
+"""The skew guard: at a look of n pairs, a family whose pooled sample skewness exceeds ``SKEW_LIMIT * sqrt(n)``
+in size (0.5 at 8 pairs, 1 at 32) decides no equivalence and no direction against the skew
+(docs/statistics.md, "Tests that hold without normality")."""
+SKEW_MIN_VALUES = 16
+"""The fewest pooled differences (pairs x members) from which the guard reads a skewness: at a look with fewer
+(8 pairs of a single comparison), it holds every verdict back."""
+
+
+def quantile_probs(design: Design, m: int, k: int) -> np.ndarray:
+    """The probabilities at which :func:`decide` reads the bootstrap-t distribution at look ``k`` of a family of
+    ``m``, (2, m): [lower, upper] x j = 1..m remaining Holm members, from the nominal two-sided p of the
+    look's bound at level alpha / j."""
+    p = design.p_table(m)[:, k]
+    return np.stack([p / 2, 1 - p / 2])
+
+
+def bootstrap_inputs(design: Design, m: int, k: int, tstar: np.ndarray) -> np.ndarray:
+    """The bootstrap-t quantiles :func:`decide` reads at look ``k``, (rows, 2, m), from the sorted
+    bootstrap-t distributions ``tstar`` (rows, B) of :func:`harness.analysis.paired.bootstrap_t`."""
+    probs = quantile_probs(design, m, k)
+    return paired.bootstrap_quantiles(tstar, probs.ravel()).reshape(len(tstar), *probs.shape)
+
+
+def pooled_skewness(residuals: np.ndarray) -> np.ndarray:
+    """The sample skewness (moment estimator, g1) of the residuals pooled over a family, (S, N) -> (S,):
+    each member's differences minus its own mean, so that the members' shifts do not count as skew."""
+    r = np.asarray(residuals, dtype=float)
+    m2, m3 = (r**2).mean(axis=1), (r**3).mean(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(m2 > 0, m3 / m2**1.5, 0.0)
+
+
 @dataclass(frozen=True)
 class Decisions:
-    """What the sequential rule decided for each comparison of each experiment, each (S, m)."""
+    """What the sequential rule decided for each comparison of each experiment, each (S, m): at the look it
+    stopped at (or the latest), its Holm level L and the interval that decides every kind of verdict, of
+    coverage 1 - L: the hull of the paired t's repeated CI (|t| bound ``bound``) and the bootstrap-t's."""
 
     outcome: np.ndarray  # OPEN, BETTER, WORSE, EQUIVALENT or FUTILE
     look: np.ndarray  # index of the look at which it stopped; -1 while open
     level: np.ndarray  # its Holm level (alpha / remaining members) when it stopped or now
     bound: np.ndarray  # the |t| bound of that look and level
-    rci_low: np.ndarray  # the repeated CI of the mean difference at that look, coverage 1 - level
+    rci_low: np.ndarray  # the deciding interval at that look
     rci_high: np.ndarray
+    skewed: np.ndarray  # the skew guard held a verdict back at that look (the pooled skewness, else NaN)
+    resolved: np.ndarray  # a direction and within ±sesoi at once: both of its nulls rejected, its level passed on
 
 
 @np.errstate(invalid="ignore", divide="ignore")  # no test (NaN) where there are fewer than 2 pairs
-def decide(design: Design, t, n, p_sign, delta, sd, sesoi=None) -> Decisions:
+def decide(design: Design, t, n, delta, sd, boot, sesoi=None, skew=None) -> Decisions:
     """Replay the looks of a family of paired comparisons and decide each at the last look given,
-    vectorised over experiments (docs/sequential.md, "The decision rule"). ``t, n, p_sign, delta, sd``:
-    per (experiment, look reached, member), (S, K' <= K, m): oriented paired t, pairs, exact sign-flip
-    p, mean difference, SD of differences (NaN: no test); ``sesoi``: per member (m,), or None (no
-    equivalence, no futility)."""
-    t, n, p_sign, delta, sd = (np.asarray(a, dtype=float) for a in (t, n, p_sign, delta, sd))
+    vectorised over experiments (docs/sequential.md, "The decision rule"). ``t, n, delta, sd``: per
+    (experiment, look reached, member), (S, K' <= K, m): oriented paired t, pairs, mean difference, SD of
+    differences (NaN: no test); ``boot``: (S, K', m, 2, m), the bootstrap-t quantiles of
+    :func:`bootstrap_inputs` (NaN: that interval decides nothing); ``sesoi``: per member (m,), or None (no
+    equivalence, no futility); ``skew``: the family's pooled skewness per look (S, K'), None: no guard."""
+    t, n, delta, sd, boot = (np.asarray(a, dtype=float) for a in (t, n, delta, sd, boot))
     s_count, k_count, m = t.shape
+    skew = np.zeros((s_count, k_count)) if skew is None else np.asarray(skew, dtype=float)
     last = len(design.looks) - 1
-    p_dir, p_eq = design.p_table(m), design.p_table(m, scale=2.0)
-    p = 2.0 * stats.t.sf(np.abs(t), n - 1)
-    p_sign = np.where(np.isnan(p_sign), 1.0, p_sign)
+    p_dir = design.p_table(m)
     outcome = np.zeros((s_count, m), dtype=np.int8)
     look = np.full((s_count, m), -1)
-    level, bound, low, high = (np.full((s_count, m), np.nan) for _ in range(4))
+    resolved = np.zeros((s_count, m), dtype=bool)
+    kept = tuple(np.full((s_count, m), np.nan) for _ in range(5))  # level, bound, low, high, skewed
     sesoi = None if sesoi is None else np.asarray(sesoi, dtype=float)
+    rows = np.arange(s_count)[:, None]
     for k in range(k_count):
         se = sd[:, k] / np.sqrt(n[:, k])
-        floor = 2.0 / 2.0 ** n[:, k]  # the exact sign-flip test's smallest p with n pairs
-        rejected = np.isin(outcome, (BETTER, WORSE)).sum(axis=1)
-        while True:  # Holm step-down within the look; thresholds only grow as members are rejected
-            j = np.maximum(m - rejected, 1)  # (S,); every member rejected: nothing left to test
-            cut, lev = p_dir[j - 1, k], design.alpha / j
-            sign_cut = np.minimum(np.maximum(cut[:, None], floor), lev[:, None])
-            hit = (outcome == OPEN) & (p[:, k] <= cut[:, None]) & (p_sign[:, k] <= sign_cut)
-            if not hit.any():
+        limit = SKEW_LIMIT * np.sqrt(design.looks[k])
+        blind = design.looks[k] * m < SKEW_MIN_VALUES
+        right, left = ((skew[:, k] > limit) | blind)[:, None], ((skew[:, k] < -limit) | blind)[:, None]  # (S, 1)
+        while True:  # Holm within the look: a member whose two nulls are both rejected passes its level on
+            j = np.maximum(m - resolved.sum(axis=1), 1)  # (S,)
+            q = boot[:, k][rows, np.arange(m), :, (j - 1)[:, None]]  # (S, m, 2)
+            q = np.where(np.isnan(q), np.array([-np.inf, np.inf]), q)  # no bootstrap: an infinite interval
+            now = _interval(design.alpha, j, p_dir[j - 1, k], n[:, k], delta[:, k], se, q)
+            is_open = outcome == OPEN
+            low, high = now[2], now[3]
+            better, worse = is_open & (low > 0), is_open & (high < 0)
+            within = np.zeros_like(better) if sesoi is None else is_open & (low > -sesoi) & (high < sesoi)
+            held = (better & left) | (worse & right) | (within & (left | right))
+            better, worse, within = better & ~left, worse & ~right, within & ~(left | right)
+            stop = better | worse | within
+            guard = np.where(held, skew[:, k][:, None], np.nan)
+            _keep(is_open, (*now, guard), kept)  # a stopping member's deciding interval, an open one's latest
+            outcome[better], outcome[worse] = BETTER, WORSE
+            outcome[within & ~better & ~worse] = EQUIVALENT
+            look[stop] = k
+            passes = (better | worse) & within
+            resolved |= passes
+            if not passes.any():
                 break
-            outcome[hit] = np.where(t[:, k] > 0, BETTER, WORSE)[hit]
-            look[hit] = k
-            _keep(hit, _interval(design.alpha, j, p_dir[j - 1, k], n[:, k], delta[:, k], se), (level, bound, low, high))
-            rejected = rejected + hit.sum(axis=1)
-        j = np.maximum(m - rejected, 1)
-        now = _interval(design.alpha, j, p_dir[j - 1, k], n[:, k], delta[:, k], se)
-        _keep(outcome == OPEN, now, (level, bound, low, high))  # the latest interval of each open member
-        if sesoi is None:
+        if sesoi is None or not design.futility or k >= last:
             continue
-        c_eq = stats.t.isf(p_eq[j - 1, k][:, None] / 2, n[:, k] - 1)
-        equiv = (outcome == OPEN) & (np.abs(delta[:, k]) + c_eq * se < sesoi)
-        outcome[equiv], look[equiv] = EQUIVALENT, k
-        if design.futility and k < last:
-            c_end = stats.norm.isf(p_dir[j - 1, last] / 2)[:, None]
-            power = _conditional_power(design.looks[k], design.looks[-1], t[:, k], sd[:, k], sesoi, c_end)
-            futile = (outcome == OPEN) & (power < FUTILITY_POWER)
-            outcome[futile], look[futile] = FUTILE, k
-    return Decisions(outcome, look, level, bound, low, high)
+        j = np.maximum(m - resolved.sum(axis=1), 1)
+        c_end = stats.norm.isf(p_dir[j - 1, last] / 2)[:, None]
+        power = _conditional_power(design.looks[k], design.looks[-1], t[:, k], sd[:, k], sesoi, c_end)
+        futile = (outcome == OPEN) & (power < FUTILITY_POWER)
+        outcome[futile], look[futile] = FUTILE, k
+    return Decisions(outcome, look, *kept, resolved)
 
 
-def _interval(alpha: float, j, p_cut, n, delta, se) -> tuple[np.ndarray, ...]:
-    """Level alpha / j, the |t| bound of nominal p ``p_cut`` at n - 1 degrees of freedom and the
-    repeated CI delta -+ bound x se, each (S, m) (``j``, ``p_cut``: (S,))."""
+def _interval(alpha: float, j, p_cut, n, delta, se, q) -> tuple[np.ndarray, ...]:
+    """Level alpha / j, the |t| bound of nominal p ``p_cut`` at n - 1 degrees of freedom, and the hull of
+    delta -+ bound x se and the bootstrap-t interval [delta - q_upper x se, delta - q_lower x se] (``q``:
+    (S, m, 2) quantiles), each (S, m)."""
     c = stats.t.isf(p_cut[:, None] / 2, n - 1)  # under decide's errstate
-    return np.broadcast_to((alpha / j)[:, None], c.shape), c, delta - c * se, delta + c * se
+    below, above = np.maximum(c, q[:, :, 1]), np.maximum(c, -q[:, :, 0])
+    return np.broadcast_to((alpha / j)[:, None], c.shape), c, delta - below * se, delta + above * se
 
 
 def _keep(where: np.ndarray, values: tuple[np.ndarray, ...], into: tuple[np.ndarray, ...]) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from harness.analysis import declared
 from harness.cli import output
 from harness.encode import short_question
 from harness.errors import AblateError
@@ -177,8 +178,12 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         say(escape(str(exc)))
     for note in notes:
         say(note)
+    stored = [r for r in found.records if r.run_id in sel.run_ids]
+    if warning := declared.check(sel, stored).warning(sel.settings.confirmatory):
+        say(f"[yellow]warning[/] {escape(warning)}")
     if sequential:  # the look the design reached and what each primary comparison waits for
         st = looks.state(sel, found.records)
         say(f"sequential design: {_design(st.design)}; {st.summary()}")
         for c in st.comparisons:
-            say(f"  {c.task} {escape(c.variant)} vs {escape(sel.ablation.baseline_label)}: {st.waits_for(c)}")
+            where = f"{c.task} {escape(c.variant)} vs {escape(sel.ablation.baseline_label)}"
+            say(f"  {where}: {st.waits_for(c)}; deciding interval {escape(c.interval_text())}")

@@ -21,7 +21,6 @@ from rich.text import Text
 
 from harness.cli import output
 from harness.encode import text
-from harness.errors import AblateError
 from harness.execution import attempt, local
 from harness.execution.gpus import check_threads, estimate_seconds
 from harness.execution.launch import Launch, outcome_lines, progress_note
@@ -160,18 +159,19 @@ def run(
     if sequential := sel.settings.sequential is not None:
         from harness.analysis import looks  # scipy: the decisions so far choose the runs
 
-        if tuned:
-            raise AblateError(
-                f"--tuned with profile {prof_name!r}, a group-sequential design: its looks decide which untuned runs to make; run --tuned with a fixed profile, or run {prof_name} without --tuned"
-            )
         looks.design_of(sel)  # a first look that could decide nothing is refused
     launch = launch or Launch()
     retry = launch.check(results, workers, threads)
     output.check_results_dir(results, create=not tuned)  # --tuned with no study must leave nothing behind
     output.check_wandb(wandb)
-    if tuned:
+    if tuned:  # a tuned grid has no looks: every seed, decided as a fixed design (docs/sequential.md)
         specs = tuned_specs(sel, specs, output.data_dir())
         output.check_results_dir(results)
+        if sequential:
+            output.console.print(
+                f"{abl.name} / {prof_name}: tuned runs of a group-sequential profile run every seed "
+                f"({len(sel.settings.seeds)}) and are decided as a fixed design"
+            )
     elif sequential:
         st = looks.state(sel, scan(results, abl.name, prof_name).records if results.is_dir() else [])
         output.console.print(f"{abl.name} / {prof_name}: sequential design, {st.summary()}")

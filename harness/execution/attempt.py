@@ -289,6 +289,7 @@ def spec_record(spec: RunSpec, abl: Ablation | None = None, **fields: Any) -> Re
     keys = ("run_id", "ablation", "profile", "task", "task_params", "task_version", "variant", "variant_label", "seed")
     what = {k: getattr(spec, k) for k in keys} | {"config": spec.config.model_dump(mode="json")}
     what |= {"code_versions": spec.code_versions} | ({"tuned_params": spec.tuned_params} if spec.tuned_params else {})
+    what |= {"design": spec.design} if spec.design else {}
     if abl is not None:
         what["target"] = target_of(abl.tasks[spec.task].target)
     return Record.model_validate(what | fields)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.config import RunConfig, apply_overrides, build_config, check_schedule, config_hash, parse_overrides
 from harness.errors import AblateError
-from harness.experiment import metrics
+from harness.experiment import design, metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import TaskEntry
 from harness.experiment.versions import hashed_versions, run_versions
@@ -37,6 +37,7 @@ class RunSpec:
     seed: int
     config: RunConfig
     tuned_params: dict[str, Any] | None = None
+    design: str | None = None  # the fingerprint of its profile's design (harness.experiment.design); not hashed
 
     def payload(self, code_versions: dict[str, int] | None = None) -> dict[str, Any]:
         """What a run id hashes: everything that determines the run's numbers, the code versions above 1
@@ -199,6 +200,7 @@ def plan(
     for any bad input. A variant's components are built (torch) only when one of its runs ``will_run``."""
     profile, prof = abl.profile(profile)
     abl = abl.for_profile(profile)
+    declared = design.fingerprint(abl, profile)
     cli = parse_overrides(overrides)
     if clash := set(cli) & set(abl.axes):
         raise AblateError(
@@ -218,7 +220,7 @@ def plan(
             if cfg.model.max_len is None:  # the longest evaluation
                 cfg = build_config(apply_overrides(data, {"model.max_len": max(cfg.eval_lengths())}), where)
             head = (abl.name, profile, tname, dict(entry.params), str(task.version), variant, abl.label(variant))
-            runs = [RunSpec(*head, seed, cfg) for seed in prof.seeds]
+            runs = [RunSpec(*head, seed, cfg, design=declared) for seed in prof.seeds]
             try:  # a run id needs every component name known: an unknown one is refused as check_variant would
                 check = will_run is None or any(map(will_run, runs))
             except UnknownNameError as exc:

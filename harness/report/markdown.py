@@ -69,6 +69,7 @@ def write_markdown(
     parts = [
         *[f"# {abl.name} ({profile} profile)", "", made, "", "## Question", "", abl.question, ""],
         *sections.version_warnings(result),
+        *sections.design_warnings(result),
         *(sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, guards)),
         *sections.setup_section(abl, profile, result.scan.records, result),
         *sections.sequential_section(result),

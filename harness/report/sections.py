@@ -3,7 +3,9 @@ with their verdicts, the warnings (mixed code versions, a task not learned), the
 
 from __future__ import annotations
 
-from harness.analysis import looks, untestable
+import math
+
+from harness.analysis import declared, looks, untestable
 from harness.analysis import paired as pw
 from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
@@ -95,6 +97,13 @@ def control_text(c: ControlOutcome) -> str:
 def version_warnings(result: Analysis) -> list[str]:
     """A loud line for every task whose compared runs were made by different code versions."""
     return [f"**Warning: {mix_warning(task, mix)}.**\n" for task, mix in result.mixed_code.items()]
+
+
+def design_warnings(result: Analysis) -> list[str]:
+    """A loud line when the profile's design changed after its runs existed, or is not recorded for some."""
+    check = declared.check(result.selection, result.scan.records)
+    warning = check.warning(result.selection.settings.confirmatory)
+    return [f"**Warning: {warning}.**\n"] if warning else []
 
 
 def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
@@ -225,9 +234,12 @@ def sequential_section(result: Analysis) -> list[str]:
         "## Group-sequential design",
         "",
         f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending, two-sided alpha "
-        f"{d.alpha:g} over the primary family, Holm carried across looks (a rejected comparison passes its level "
-        f"to the others: Maurer & Bretz 2013); bounds for the paired t by simulation of its null distribution "
-        f"({sq.N_PATHS:,} paths); equivalence by repeated confidence intervals within ±sesoi; {futility}. "
+        f"{d.alpha:g} over the primary family (every verdict kind: better, worse, equivalent), Holm carried "
+        f"across looks (a comparison passes its level L on only when its interval excludes 0 and lies within "
+        f"±sesoi); each decided by one interval of coverage 1 - L, the hull of the paired t's repeated CI (bounds "
+        f"by simulation of its null distribution, {sq.N_PATHS:,} paths) and the studentized bootstrap's "
+        f"({pw.BOOTSTRAP_RESAMPLES:,} resamples); a family whose pooled skewness exceeds sqrt(pairs / "
+        f"{round(sq.SKEW_LIMIT**-2)}) in size decides no equivalence and no direction against the skew; {futility}. "
         f"{st.summary().capitalize()}.",
         "",
     ]
@@ -237,17 +249,22 @@ def sequential_section(result: Analysis) -> list[str]:
         where = f"{at + 1} ({c.pairs} pairs)" if at >= 0 else "none yet"
         decision = looks.OUTCOME_WORDS[c.outcome] if c.outcome != sq.OPEN else st.waits_for(c)
         rci = f"[{text(c.rci[0], '.4g')}, {text(c.rci[1], '.4g')}]"
-        numbers = [text(c.level, ".3g"), text(c.bound, ".3f"), text(c.t, ".2f"), text(c.delta, ".4g"), rci]
-        rows.append([c.task, f"{c.variant} vs {base}", decision, where, *numbers])
-    columns = ["task", "comparison", "decision", "look (seeds)", "level", "bound on abs(t)", "t", "Δ", "repeated CI"]
+        cover = text(1 - c.level, ".4g")
+        skew = text(c.skewed, ".2f") if math.isfinite(c.skewed) else ""
+        numbers = [text(c.level, ".3g"), cover, text(c.bound, ".3f"), text(c.t, ".2f"), text(c.delta, ".4g"), rci]
+        rows.append([c.task, f"{c.variant} vs {base}", decision, where, *numbers, skew])
+    columns = ["task", "comparison", "decision", "look (seeds)", "level L", "coverage 1 - L", "bound on abs(t)", "t"]
+    columns += ["Δ", "deciding interval", "held back by skew"]
     return [
         *lines,
         *md_table(columns, rows),
         "",
-        "The repeated CI is the interval at the comparison's level and look (coverage 1 - level whatever the "
-        "stopping rule did; J&T ch. 9): a direction is declared only when it excludes 0. An estimate at an early "
-        "stop is biased away from zero (a comparison stops when its estimate happens to be large): read Δ at a "
-        "stopping look as an upper bound of the effect's size. The tables above read every stored pair of each arm; "
-        "their p adj are the fixed design's and do not decide here.",
+        "The deciding interval is the one that decided each verdict, whatever its kind: `better` / `worse` when it "
+        "excludes 0, `equivalent` when it lies within ±sesoi; at the comparison's level L and look its coverage "
+        "is 1 - L whatever the stopping rule did (J&T ch. 9), so every kind of error is a miss of this interval. "
+        '"Held back by skew" gives the family\'s pooled skewness where the skew guard held a verdict back. An '
+        "estimate at an early stop is biased away from zero (a comparison stops when its estimate happens to be "
+        "large): read Δ at a stopping look as an upper bound of the effect's size. The tables above read every "
+        "stored pair of each arm; their p adj are the fixed design's and do not decide here.",
         "",
     ]

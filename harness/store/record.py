@@ -50,6 +50,7 @@ class Record(BaseModel):
     code_versions: dict[str, int] | None = None
     tuned_params: dict[str, Any] | None = None
     target: dict[str, Any] | None = None  # the convergence target steps_to_target was measured against
+    design: str | None = None  # the fingerprint of its profile's design when it ran (harness.experiment.design)
     # how it ended
     reason: str | None = None
     metrics: dict[str, float] | None = None

@@ -83,54 +83,76 @@ def test_t_bounds_keep_the_error_rate_on_fresh_null_paths():
     assert abs(rate - 0.05) < 3 * np.sqrt(0.05 * 0.95 / 200_000)
 
 
-DESIGN = sq.Design((8, 16), "obrien_fleming", 0.05)
+DESIGN = sq.Design((16, 32), "obrien_fleming", 0.05)
 
 
-def _one(t, n=8, p_sign=0.004, delta=None, sd=1.0, sesoi=None):
-    """decide on one experiment: t per (look, member)."""
+def _one(t, n=16, delta=None, sd=1.0, sesoi=None, boot=0.0, skew=None, design=DESIGN):
+    """decide on one experiment: t per (look, member); ``boot``: every bootstrap-t quantile (0: the t
+    interval alone decides, its bound being above 0)."""
     t = np.atleast_2d(np.asarray(t, dtype=float))[None]
     full = np.ones_like(t)
     d = t * sd / np.sqrt(n) if delta is None else np.asarray(delta, dtype=float).reshape(t.shape)
-    return sq.decide(DESIGN, t, full * n, full * p_sign, d, full * sd, sesoi)
+    m = t.shape[2]
+    q = np.full((*t.shape, 2, m), boot, dtype=float)
+    sk = None if skew is None else np.full(t.shape[:2], skew, dtype=float)
+    return sq.decide(design, t, full * n, d, full * sd, q, sesoi, sk)
 
 
-def test_a_rejection_passes_its_level_to_the_rest_of_the_family():
-    """Maurer & Bretz (2013) with Holm's weights: at look 1 a t between the alpha / 2 and the alpha bound
-    is rejected only once the other member is."""
-    at_half, at_full = (
-        sq.t_bounds(DESIGN.looks, 0.025, "obrien_fleming")[0],
-        sq.t_bounds(DESIGN.looks, 0.05, "obrien_fleming")[0],
-    )
-    between = (at_half + at_full) / 2
-    alone = _one([[between, 0.5]])
-    assert list(alone.outcome[0]) == [sq.OPEN, sq.OPEN]
-    both = _one([[between, -(at_half + 1)]])
-    assert list(both.outcome[0]) == [sq.BETTER, sq.WORSE]
-    assert list(both.level[0]) == [0.05, 0.025] and list(both.look[0]) == [0, 0]
+def test_a_member_passes_its_level_on_only_when_both_its_nulls_are_rejected():
+    """Holm over direction and equivalence: a member declared better keeps its level (its "not equivalent"
+    null may be true); one whose interval excludes 0 and lies within ±sesoi passes it to the rest."""
+    design = sq.Design((8,), "obrien_fleming", 0.05)
+    at_half, at_full = (stats.t.isf(a / 2, 7) for a in (0.025, 0.05))
+    between = (at_half + at_full) / 2  # member 1: rejected at alpha, not at alpha / 2
+
+    def family(delta_2: float, sd_2: float):
+        t = np.array([[[between, delta_2 / (sd_2 / np.sqrt(8))]]])
+        sd = np.array([[[1.0, sd_2]]])
+        delta = t * sd / np.sqrt(8)
+        n, q = np.full_like(t, 8.0), np.zeros((1, 1, 2, 2, 2))
+        return sq.decide(design, t, n, delta, sd, q, [0.01, 0.5], np.zeros((1, 1)))
+
+    big = family(3.0, 1.0)  # member 2 better, far beyond the sesoi: its equivalence null is true
+    assert list(big.outcome[0]) == [sq.OPEN, sq.BETTER] and not big.resolved.any()
+    assert list(big.level[0]) == [0.025, 0.025]
+    small = family(0.3, 0.01)  # member 2's interval excludes 0 and lies within ±0.5: both nulls rejected
+    assert small.resolved[0, 1] and list(small.outcome[0]) == [sq.BETTER, sq.BETTER]
+    assert list(small.level[0]) == [0.05, 0.025]
 
 
-def test_the_sign_flip_check_holds_a_direction_back():
-    """A t past the bound with an exact sign-flip p above the level stays open (and may cross later)."""
-    held = _one([[50.0]], p_sign=0.06)
-    assert held.outcome[0, 0] == sq.OPEN
-    assert _one([[50.0]], p_sign=0.0078).outcome[0, 0] == sq.BETTER
+def test_the_bootstrap_t_interval_holds_a_direction_the_t_test_alone_would_take():
+    """The deciding interval is the hull of the t interval and the bootstrap-t one: a bootstrap-t whose
+    upper quantile lies beyond the observed t (skewed resamples) keeps the member open."""
+    at16 = dict(n=16, design=sq.Design((16, 32), "obrien_fleming", 0.05))
+    assert _one([[50.0]], **at16).outcome[0, 0] == sq.BETTER
+    assert _one([[50.0]], boot=60.0, **at16).outcome[0, 0] == sq.OPEN
+    assert _one([[50.0]], boot=np.nan, **at16).outcome[0, 0] == sq.OPEN  # no bootstrap (too few pairs)
 
 
-def test_where_the_exact_test_can_reach_the_bound_it_must():
-    """At 16 pairs the exact test's smallest p (2 / 2**16) is below look 1's nominal p, so its p must
-    reach that nominal p too, not only the Holm level: a direction the normal model alone carries waits."""
+def test_the_skew_guard_holds_back_a_direction_against_the_skew_and_any_equivalence():
+    """Pooled skewness past SKEW_LIMIT x sqrt(n): no `worse` under right skew (the t-test's lower tail is
+    what skew inflates), `better` still stands; no equivalence either way."""
+    limit = sq.SKEW_LIMIT * np.sqrt(16)
     design = sq.Design((16, 32), "obrien_fleming", 0.05)
-    cut = design.p_table(1)[0, 0]  # alpha / 1 at look 1
-    t, n = np.full((1, 1, 1), 50.0), np.full((1, 1, 1), 16.0)
+    assert _one([[-50.0]], n=16, skew=limit + 0.1, design=design).outcome[0, 0] == sq.OPEN
+    assert _one([[50.0]], n=16, skew=limit + 0.1, design=design).outcome[0, 0] == sq.BETTER
+    held = _one([[-50.0]], n=16, skew=limit + 0.1, design=design)
+    assert held.skewed[0, 0] == pytest.approx(limit + 0.1)
+    assert _one([[-50.0]], n=16, skew=limit - 0.1, design=design).outcome[0, 0] == sq.WORSE
+    eq = dict(n=16, delta=[[0.001]], sd=0.01, sesoi=[0.05], design=design)
+    assert _one([[0.1]], skew=0.0, **eq).outcome[0, 0] == sq.EQUIVALENT
+    assert _one([[0.1]], skew=-(limit + 0.1), **eq).outcome[0, 0] != sq.EQUIVALENT
 
-    def outcome(p_sign: float) -> int:
-        return sq.decide(design, t, n, np.full_like(t, p_sign), t / 4, np.ones_like(t)).outcome[0, 0]
 
-    assert cut < 0.01
-    assert outcome(0.01) == sq.OPEN and outcome(cut * 0.9) == sq.BETTER
+def test_a_single_comparison_at_8_pairs_decides_nothing_its_skewness_unseen():
+    """8 differences of one comparison cannot show a skew (SKEW_MIN_VALUES): every verdict waits."""
+    assert 8 < sq.SKEW_MIN_VALUES <= 16
+    at8 = dict(n=8, skew=0.0, design=sq.Design((8, 16), "obrien_fleming", 0.05))
+    assert _one([[50.0]], **at8).outcome[0, 0] == sq.OPEN
+    assert _one([[50.0, 50.0]], **at8).outcome[0].tolist() == [sq.BETTER, sq.BETTER]
 
 
-def test_equivalence_by_a_repeated_interval_inside_the_sesoi():
+def test_equivalence_by_the_deciding_interval_inside_the_sesoi():
     small = _one([[0.1]], delta=[[0.001]], sd=0.01, sesoi=[0.05])
     assert small.outcome[0, 0] == sq.EQUIVALENT
     assert -0.05 < small.rci_low[0, 0] < 0.001 < small.rci_high[0, 0] < 0.05
@@ -142,6 +164,21 @@ def test_futility_stops_a_comparison_far_from_its_sesoi_at_an_interim_look_only(
     """Conditional power at the sesoi: a tiny t with a sesoi far below the spread is hopeless."""
     hopeless = _one([[0.05]], delta=[[0.001]], sd=1.0, sesoi=[0.01])
     assert hopeless.outcome[0, 0] == sq.FUTILE and hopeless.look[0, 0] == 0
-    t, n = np.array([[[3.0], [0.05]]]), np.array([[[8], [16]]])  # promising at look 1, hopeless at the last
-    last = sq.decide(DESIGN, t, n, np.full_like(t, 0.5), t / np.sqrt(n), np.ones_like(t), [0.3])
+    t, n = np.array([[[3.0], [0.05]]]), np.array([[[16], [32]]])  # promising at look 1, hopeless at the last
+    q = np.zeros((1, 2, 1, 2, 1))
+    last = sq.decide(DESIGN, t, n, t / np.sqrt(n), np.ones_like(t), q, [0.3])
     assert last.outcome[0, 0] == sq.OPEN and last.rci_low[0, 0] < 0 < last.rci_high[0, 0]
+
+
+def test_a_verdict_the_skew_guard_held_back_says_why():
+    from harness.analysis import looks
+
+    design = sq.Design((8, 16), "obrien_fleming", 0.05)
+
+    def verdict(pairs: int, skewed: float) -> str:
+        c = looks.Comparison("copy", "rope", 0.5, sq.OPEN, -1, pairs, 0.1, 1.0, (-1.0, 1.0), 0.05, 2.0, skewed)
+        return looks.verdict(looks.State(design, [c], 2, frozenset(), 16), c)
+
+    assert verdict(16, 2.5).endswith("; skewed differences held a verdict back (pooled skewness 2.5))")
+    assert verdict(8, 0.1).endswith("; a verdict held back: 8 differences cannot show their skewness)")
+    assert verdict(16, float("nan")) == "inconclusive (not decided by the last look, 16 seeds)"
