@@ -91,8 +91,8 @@ def print_tables(
     elif not (tables := [t for t in result.tables if t.metric == metric]):
         known = sorted({t.metric for t in result.tables})
         raise AblateError(f"no results for metric {metric!r}{did_you_mean(metric, known)}; metrics: {', '.join(known)}")
-    if not tables:
-        note(f"no finished runs of {sel.name} / {sel.profile} in {results}")
+    if not tables:  # the runs in the store all stalled, diverged or failed (`ablate status` counts them)
+        note(f"no runs of {sel.name} / {sel.profile} in {results} finished and learned: see `{sel.command('status')}`")
         return
     if fmt == "table" and not output.console.is_terminal:  # piped or captured: markdown, not box drawing
         text = summary_markdown(tables) if brief else render(tables, "md")
@@ -126,7 +126,7 @@ def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     times = [
         r.wall_time_s
         for r in scan(results, abl.name, profile).records
-        if r.run_id in ids and r.status in ("ok", "diverged") and r.wall_time_s is not None
+        if r.run_id in ids and r.status in ("ok", "stalled", "diverged") and r.wall_time_s is not None
     ]
     text = f": {len(specs)} runs"
     if not times:

@@ -23,6 +23,9 @@ STATUSES = ("ok", "stalled", "diverged", "failed", "timeout")
 validation loss never clear of its task's chance level: :func:`harness.errors.stall_reason`),
 non-finite training loss, an exception, over its ``--run-timeout``. A record written before
 ``stalled`` existed reads as it was stored."""
+TRAINED = ("ok", "stalled")
+"""The statuses of a run that trained to its end and was evaluated: its metrics and validation
+history are whole (a stalled one's enter no comparison of quality, as a diverged one's)."""
 _CONFIG = {"model": ("d_model", "n_heads", "n_layers"), "train": ("steps", "batch_size", "seq_len")}
 _CONFIG |= {"eval": ("length_multipliers",), "ffn": (), "block": (), "attention": ()}
 
@@ -119,7 +122,7 @@ class Record(BaseModel):
 
     @model_validator(mode="after")
     def _ok_has_metrics(self) -> Record:
-        if self.status in ("ok", "stalled") and self.metrics is None:
+        if self.status in TRAINED and self.metrics is None:
             raise ValueError(f"an {self.status} record without metrics")
         return self
 

@@ -146,6 +146,9 @@ def test_lr_schedule() -> None:
     assert lr_factor(9, 10, 100, 0.1) == pytest.approx(1.0)
     assert lr_factor(100, 10, 100, 0.1) == pytest.approx(0.1)
     assert lr_factor(55, 10, 100, 0.1) == pytest.approx(0.55)
+    # min_lr_ratio 1: a constant rate after the warm-up, and throughout without one
+    assert [lr_factor(s, 10, 100, 1.0) for s in (0, 9, 10, 55, 99, 100)] == pytest.approx([0.1, 1, 1, 1, 1, 1])
+    assert all(lr_factor(s, 0, 100, 1.0) == 1.0 for s in range(101))
 
 
 def test_model_config_carries_the_resolved_max_len(tiny) -> None:

@@ -1,0 +1,103 @@
+"""A run that never learned is an outcome (``stalled``), end to end: the rule, a run that cannot
+learn recorded as stalled (and shown, retried, counted as not finished, kept out of the quality
+comparisons), a run that learned not stalled; and the detrended swing of the gradient norm."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.analysis.comparisons import analyse
+from harness.errors import STALL_FRACTION, stall_reason
+from harness.experiment.ablation import load
+from harness.experiment.selection import select
+from harness.store.record import parse_record
+from harness.training.lit import swing
+from tests.helpers.cli import invoke
+
+CHANCE = 3.3090842752741243  # tinyshakespeare: the unigram entropy of its training characters (tests/tasks)
+
+PROBE = """
+name: stall_probe
+question: does a run learn?
+axes: {{train.lr: [1.0e-12, 1.0e-2]}}
+baseline: {{train.lr: 1.0e-2}}
+base: {{model.d_model: 32, model.n_heads: 2, model.n_layers: 1, train.steps: {steps}, train.seq_len: 32,
+       train.batch_size: 32, train.val_every: 50, train.warmup_steps: 10, eval.n_examples: 32,
+       eval.val_examples: 64}}
+tasks:
+  tinyshakespeare:
+    primary: {{metric: loss@x1, sesoi: 0.05}}
+default_profile: cpu
+profiles:
+  cpu: {{seeds: [0], confirmatory: false}}
+"""
+
+
+def test_stall_rule_is_a_tenth_below_chance() -> None:
+    bar = (1 - STALL_FRACTION) * CHANCE
+    assert stall_reason(bar, 50, CHANCE) is None  # at the bar: clear of chance
+    assert stall_reason(bar - 1e-9, 50, CHANCE) is None
+    why = stall_reason(bar + 1e-6, 350, CHANCE, "unigram entropy")
+    assert why is not None and "(step 350)" in why and "3.309" in why and "unigram entropy" in why
+    assert stall_reason(math.nan, None, CHANCE) is None  # no finite validation loss: cannot be told
+    assert stall_reason(5.0, 50, None) is None  # a task that states no chance level
+
+
+def test_swing_is_zero_for_a_smooth_trend_and_measures_swings_about_it() -> None:
+    steps = np.arange(600)
+    trend = 5.0 * np.exp(-steps / 150)  # the fall of the norm as the loss falls: no swing at all
+    assert np.std(trend) / np.mean(trend) > 1  # what std / mean over every step reads of it
+    assert swing(trend, warmup=0) == pytest.approx(0.0, abs=1e-12)
+    assert swing(np.full(600, 0.7), warmup=0) == 0.0
+    noise = np.random.default_rng(0).normal(0.0, 0.2, size=600)
+    assert swing(trend * np.exp(noise), warmup=0) == pytest.approx(0.2, abs=0.03)
+    spiky = np.full(600, 1.0)
+    spiky[:100:2] = 10.0  # swings inside the warm-up are not counted
+    assert swing(spiky, warmup=100) == 0.0 and swing(spiky, warmup=0) > 0.5
+    assert math.isnan(swing(np.array([1.0, np.nan, 2.0]), warmup=1))  # one finite step after it
+
+
+def _probe(tmp_path: Path, steps: int) -> Path:
+    path = tmp_path / "stall_probe.yaml"
+    path.write_text(PROBE.format(steps=steps))
+    return path
+
+
+def test_a_run_that_cannot_learn_is_stalled_and_one_that_learns_is_not(tmp_path: Path, data_dir: Path) -> None:
+    yaml, results = _probe(tmp_path, 300), tmp_path / "results"
+    ran = invoke("run", str(yaml), "--results-dir", str(results), "--wandb", "off")
+    assert ran.exit_code == 0, ran.output  # a stalled run is a result, not a failure
+    records = {}
+    for folder in (results / "stall_probe" / "cpu").iterdir():
+        rec, why = parse_record(json.loads((folder / "record.json").read_text()), folder.name)
+        assert rec is not None, why
+        records[rec.config.train.lr] = rec
+    dead, learned = records[1.0e-12], records[1.0e-2]
+    assert dead.status == "stalled" and "never got clear of chance" in dead.reason
+    assert dead.metrics["chance_loss"] == pytest.approx(CHANCE)
+    assert dead.metrics["val_loss_best"] > (1 - STALL_FRACTION) * CHANCE  # kept, with every other metric
+    assert {"loss@x1", "grad_norm_cv_detrended"} <= set(dead.metrics)
+    assert learned.status == "ok" and learned.reason is None
+    assert learned.metrics["val_loss_best"] < (1 - STALL_FRACTION) * CHANCE
+    assert "stalled" in ran.output
+
+    result = analyse(select(load(str(yaml)), "cpu"), results)
+    outcome = next(t for t in result.tables if t.metric == "finished")
+    assert dict(zip(outcome.frame["variant"], outcome.frame["mean"])) == {"0.01": 1.0, "1e-12": 0.0}
+    loss = next(t for t in result.tables if t.metric == "loss@x1")
+    row = loss.frame.set_index("variant").loc["1e-12"]
+    assert row["not_ok"] == 1  # left out of the quality comparison, as a diverged run is
+
+    status = invoke("status", str(yaml), "--results-dir", str(results))
+    assert status.exit_code == 0, status.output
+    assert "stalled" in status.output and "never got clear of chance" in status.output
+
+    again = invoke("run", str(yaml), "--results-dir", str(results), "--wandb", "off", "--retry", "stalled")
+    assert again.exit_code == 0, again.output
+    attempts = {f.name for f in (results / "stall_probe" / "cpu" / dead.run_id).iterdir()}
+    assert "record.attempt-1.json" in attempts  # the stalled attempt archived, the run trained again
