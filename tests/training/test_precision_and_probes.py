@@ -12,6 +12,7 @@ from harness.execution.attempt import execute
 from harness.experiment import metrics
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.store.record import TRAINED
 from harness.training import precision as prec
 
 TINY = """
@@ -61,7 +62,7 @@ def test_observed_precision():
 def test_fp16_on_cpu_runs_fp16_and_records_outcomes(tmp_path: Path):
     recs = run_all(tmp_path, "16-mixed")
     ok = recs["-1e4"]
-    assert ok.status == "ok", ok.reason
+    assert ok.status in TRAINED, ok.reason  # trained to its end (4 steps: stalled)
     assert ok.precision == ok.precision_requested == "16-mixed"
     assert ok.kernel_backend == "math"
     m = ok.metrics
