@@ -113,7 +113,7 @@ def stalled_lines(records: list[Record]) -> list[str]:
         best = _values(stalled, "val_loss_best")
         chance = _values(stalled, "chance_loss")
         span = f"best validation loss {text(min(best))} to {text(max(best))} nats/token" if best else ""
-        bar = f" against the chance level {text(chance[0])} (stalled above {text((1 - STALL_FRACTION) * chance[0])})"
+        bar = f" against the chance level {text(chance[0])}; stalled above {text((1 - STALL_FRACTION) * chance[0])}"
         said = f" ({span}{bar if chance else ''})" if span else ""
         lines.append(
             f"Stalled: {len(stalled)} of {len(recs)} runs of `{task}`{said}: trained to the end without "

@@ -123,7 +123,7 @@ class Record(BaseModel):
     @model_validator(mode="after")
     def _ok_has_metrics(self) -> Record:
         if self.status in TRAINED and self.metrics is None:
-            raise ValueError(f"an {self.status} record without metrics")
+            raise ValueError(f"{'an' if self.status == 'ok' else 'a'} {self.status} record without metrics")
         return self
 
     @property

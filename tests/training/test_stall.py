@@ -15,9 +15,11 @@ from harness.analysis.comparisons import analyse
 from harness.errors import STALL_FRACTION, stall_reason
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
-from harness.store.record import parse_record
+from harness.report.probes import stalled_lines
+from harness.store.record import Record, parse_record
 from harness.training.lit import swing
-from tests.helpers.cli import invoke
+from helpers.cli import invoke
+from helpers.fake_store import bare_record
 
 CHANCE = 3.3090842752741243  # tinyshakespeare: the unigram entropy of its training characters (tests/tasks)
 
@@ -101,3 +103,22 @@ def test_a_run_that_cannot_learn_is_stalled_and_one_that_learns_is_not(tmp_path:
     assert again.exit_code == 0, again.output
     attempts = {f.name for f in (results / "stall_probe" / "cpu" / dead.run_id).iterdir()}
     assert "record.attempt-1.json" in attempts  # the stalled attempt archived, the run trained again
+
+
+def test_a_stalled_record_keeps_its_metrics_and_an_old_record_reads_as_stored() -> None:
+    stalled, why = parse_record(bare_record(status="stalled", reason="never clear", metrics={"val_loss_best": 3.3}))
+    assert why is None and stalled.status == "stalled" and stalled.metric("val_loss_best") == 3.3
+    assert parse_record(bare_record(status="stalled", reason="never clear"))[1] == "a stalled record without metrics"
+    old, why = parse_record(bare_record(status="ok", metrics={"loss@x1": 3.3}))  # written before stalled existed
+    assert why is None and old.status == "ok"
+
+
+def test_the_report_counts_stalled_runs_beside_the_chance_level() -> None:
+    def rec(seed: int, status: str, best: float) -> Record:
+        fields = {"status": status, "seed": seed, "run_id": f"r{seed}", "reason": "x" if status != "ok" else None}
+        return Record.model_validate(bare_record(**fields, metrics={"val_loss_best": best, "chance_loss": 2.0}))
+
+    lines = stalled_lines([rec(0, "stalled", 1.95), rec(1, "ok", 0.5), rec(2, "stalled", 1.85), rec(3, "diverged", 9)])
+    assert lines[0].startswith("Stalled: 2 of 4 runs of `copy` (best validation loss 1.85 to 1.95 nats/token")
+    assert "against the chance level 2; stalled above 1.8)" in lines[0]
+    assert stalled_lines([rec(1, "ok", 0.5)]) == []
