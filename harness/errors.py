@@ -69,8 +69,8 @@ class RunFailed(RunError):
 
 STALLED = "stalled"
 """The status of a run that trained to its end but whose validation loss never got clear of its
-task's chance level (:func:`stall_reason`); its metrics are kept in its record, but like a
-diverged run's they enter no comparison of quality (docs/statistics.md, "Outcomes")."""
+task's chance level (:func:`stall_reason`): not finished in the outcome table, as a diverged run;
+its metrics are kept in its record and compared, flagged (docs/statistics.md, "Outcomes")."""
 
 STALL_FRACTION = 0.1
 """How far below its task's chance-level loss (a fraction of it) a run's best validation loss must

@@ -227,7 +227,7 @@ def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
     rows, runs = result.rows[result.rows["task"] == task], result.runs
     if not result.ablation.profiles[result.profile].apply_gate:
         return rows
-    gated = set(runs.loc[(runs["task"] == task) & (runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
+    gated = set(runs.loc[(runs["task"] == task) & runs["status"].isin(TRAINED) & ~runs["passed_gate"], "run_id"])
     return rows[~(rows["run_id"].isin(gated) & rows["metric"].map(metrics.beyond_training))]
 
 

@@ -117,8 +117,8 @@ def stalled_lines(records: list[Record]) -> list[str]:
         said = f" ({span}{bar if chance else ''})" if span else ""
         lines.append(
             f"Stalled: {len(stalled)} of {len(recs)} runs of `{task}`{said}: trained to the end without "
-            "learning, counted with diverged runs as not finished; their metrics are in their records, "
-            "in no comparison of quality."
+            "learning, counted with diverged runs as not finished; their metrics stay in the comparisons, "
+            "flagged in `n`."
         )
     return [*lines, ""] if lines else []
 

@@ -25,7 +25,7 @@ non-finite training loss, an exception, over its ``--run-timeout``. A record wri
 ``stalled`` existed reads as it was stored."""
 TRAINED = ("ok", "stalled")
 """The statuses of a run that trained to its end and was evaluated: its metrics and validation
-history are whole (a stalled one's enter no comparison of quality, as a diverged one's)."""
+history are whole, and compared (a stalled one flagged; it counts as not finished)."""
 _CONFIG = {"model": ("d_model", "n_heads", "n_layers"), "train": ("steps", "batch_size", "seq_len")}
 _CONFIG |= {"eval": ("length_multipliers",), "ffn": (), "block": (), "attention": ()}
 

@@ -81,9 +81,11 @@ def test_fp16_on_cpu_runs_fp16_and_records_outcomes(tmp_path: Path):
     assert m["resid_growth_init"] == pytest.approx(1.0, abs=0.05)  # N(0, 0.02) weights: a flat stream
     # 4 steps of changing weights: the norms differ, so their swings are finite and not 0
     assert m["nonfinite_grad_steps"] == 0 and m["grad_norm_mean"] > 0 and 0 < m["grad_norm_cv"] < math.inf
-    # the metrics table lists exactly what this run produced (peak_mem_mb: CUDA runs only)
+    # the metrics table lists exactly what this run produced (peak_mem_mb: CUDA runs only; chance_loss, the
+    # task's chance level, is no metric a primary or gate may name)
     made = metrics.produced("synthetic", (1,), ("grad_norm_init", "leakage", "masked_attention"), 2, padded=True)
-    assert set(m) == set(made) - {"peak_mem_mb"}
+    assert set(m) == set(made) - {"peak_mem_mb"} | {"chance_loss"}
+    assert m["chance_loss"] == pytest.approx(math.log(6)) and 0 < m["grad_norm_cv_detrended"] < math.inf
     bad = recs["-1e9"]  # masked_fill(-1e9) on float16 scores: torch's overflow, recorded as the outcome
     assert bad.status == "failed" and "c10::Half without overflow" in bad.reason
     assert bad.metrics["leak_raised_init"] == 1.0

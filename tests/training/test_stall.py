@@ -1,6 +1,6 @@
 """A run that never learned is an outcome (``stalled``), end to end: the rule, a run that cannot
-learn recorded as stalled (and shown, retried, counted as not finished, kept out of the quality
-comparisons), a run that learned not stalled; and the detrended swing of the gradient norm."""
+learn recorded as stalled (and shown, retried, counted as not finished, compared with a flag), a
+run that learned not stalled; and the detrended swing of the gradient norm."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_a_run_that_cannot_learn_is_stalled_and_one_that_learns_is_not(tmp_path:
     assert dict(zip(outcome.frame["variant"], outcome.frame["mean"])) == {"0.01": 1.0, "1e-12": 0.0}
     loss = next(t for t in result.tables if t.metric == "loss@x1")
     row = loss.frame.set_index("variant").loc["1e-12"]
-    assert row["not_ok"] == 1  # left out of the quality comparison, as a diverged run is
+    assert row["stalled"] == 1 and row["n"] == 1 and row["not_ok"] == 0  # compared, flagged: its loss is its outcome
 
     status = invoke("status", str(yaml), "--results-dir", str(results))
     assert status.exit_code == 0, status.output
