@@ -91,8 +91,8 @@ def print_tables(
     elif not (tables := [t for t in result.tables if t.metric == metric]):
         known = sorted({t.metric for t in result.tables})
         raise AblateError(f"no results for metric {metric!r}{did_you_mean(metric, known)}; metrics: {', '.join(known)}")
-    if not tables:  # the runs in the store all stalled, diverged or failed (`ablate status` counts them)
-        note(f"no runs of {sel.name} / {sel.profile} in {results} finished and learned: see `{sel.command('status')}`")
+    if not tables:
+        note(f"no finished runs of {sel.name} / {sel.profile} in {results}")
         return
     if fmt == "table" and not output.console.is_terminal:  # piped or captured: markdown, not box drawing
         text = summary_markdown(tables) if brief else render(tables, "md")
