@@ -122,3 +122,28 @@ def test_the_report_counts_stalled_runs_beside_the_chance_level() -> None:
     assert lines[0].startswith("Stalled: 2 of 4 runs of `copy` (best validation loss 1.85 to 1.95 nats/token")
     assert "against the chance level 2; stalled above 1.8)" in lines[0]
     assert stalled_lines([rec(1, "ok", 0.5)]) == []
+
+
+def test_the_margin_figures_of_the_docs_from_the_committed_confirm_data() -> None:
+    """docs/statistics.md, "Outcomes": in norm_placement's confirm data file, the runs that learned
+    nothing and those that learned, by their best validation loss against the chance level."""
+    import io
+    import tarfile
+
+    import pandas as pd
+
+    path = Path(__file__).resolve().parents[2] / "reports" / "data" / "norm_placement.confirm.tar.gz"
+    with tarfile.open(path) as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}
+    best = {}
+    for name, data in files.items():
+        if name.endswith("/record.json") and (history := name.replace("record.json", "history.csv")) in files:
+            rec = json.loads(data)
+            best[(rec["variant_label"], rec["seed"])] = pd.read_csv(io.BytesIO(files[history]))["loss"].min()
+    bar = (1 - STALL_FRACTION) * CHANCE
+    dead = {k: v for k, v in best.items() if v > bar}
+    learned = [v for v in best.values() if v <= bar]
+    assert len(best) == 72 and len(dead) == 11
+    assert {variant for variant, _ in dead} == {"norm_position=post,n_layers=6,warmup_steps=0,norm=layernorm"}
+    assert min(dead.values()) == pytest.approx(3.245, abs=5e-4) and max(dead.values()) == pytest.approx(3.357, abs=5e-4)
+    assert max(learned) == pytest.approx(2.586, abs=5e-4) and max(learned) / CHANCE < 0.79  # 22 % below chance
