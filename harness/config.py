@@ -114,7 +114,9 @@ class TrainSection(_Section):
     seq_len: int = Field(32, gt=0, description="training length L in tokens")
     lr: float = Field(1e-3, gt=0, description="peak learning rate of AdamW")
     warmup_steps: int = Field(100, ge=0, description="linear warm-up steps; at most train.steps")
-    min_lr_ratio: float = Field(0.1, ge=0, le=1, description="the cosine decay ends at min_lr_ratio x lr")
+    min_lr_ratio: float = Field(
+        0.1, ge=0, le=1, description="the cosine decay ends at min_lr_ratio x lr; 1: a constant lr after the warm-up"
+    )
     weight_decay: float = Field(
         0.1, ge=0, description="AdamW weight decay, on Linear weights only (no embedding is decayed)"
     )

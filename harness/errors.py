@@ -1,9 +1,11 @@
 """The harness's own exceptions: bad input (:class:`AblateError`: exit code 2, before any run), and
-how a training run that stopped before its end ended (:class:`RunError`)."""
+how a training run that stopped before its end ended (:class:`RunError`); and the one outcome of a
+run that trained to its end without learning (``stalled``, :func:`stall_reason`)."""
 
 from __future__ import annotations
 
 import errno
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -64,6 +66,46 @@ class RunFailed(RunError):
     def __init__(self, cause: BaseException, metrics: Mapping[str, float] | None = None) -> None:
         super().__init__(redact(f"{type(cause).__name__}: {cause}"), metrics)
         self.__cause__ = cause
+
+
+STALLED = "stalled"
+"""The status of a run that trained to its end but whose validation loss never got clear of its
+task's chance level (:func:`stall_reason`): not finished in the outcome table, as a diverged run;
+its metrics are kept in its record and compared, flagged (docs/statistics.md, "Outcomes")."""
+
+STALL_FRACTION = 0.1
+"""How far below its task's chance-level loss (a fraction of it) a run's best validation loss must
+get to count as learned: a run is stalled while ``best > (1 - STALL_FRACTION) x chance``. Why a
+tenth: docs/statistics.md, "Outcomes" (the noise of the estimate and the split's own shift are
+under 1 % of the chance level; runs that learned nothing sat within 2 % of it, those that learned
+at least 20 % below it)."""
+
+
+def stall_reason(best_loss: float | None, step: int | None, chance_loss: float | None, basis: str = "") -> str | None:
+    """Why a run that trained to its end is ``stalled``, or None when it learned (or when it cannot be
+    told: no finite validation loss, or a task that states no chance level).
+
+    Args:
+        best_loss: the lowest validation loss of the run (nats per scored token), over its passes.
+        step: the step of that validation pass.
+        chance_loss: the task's chance-level loss (:attr:`harness.tasks.Task.chance`).
+        basis: how the chance level is defined, in words (for the reason).
+
+    Returns:
+        ``validation loss never got clear of chance: best 3.27 nats/token (step 350) > 0.9 x 3.31 ...``
+        when ``best_loss > (1 - STALL_FRACTION) x chance_loss``, else None.
+    """
+    if best_loss is None or chance_loss is None or not math.isfinite(best_loss) or not math.isfinite(chance_loss):
+        return None
+    bar = (1 - STALL_FRACTION) * chance_loss
+    if best_loss <= bar:
+        return None
+    at = f" (step {step})" if step is not None else ""
+    how = f", {basis}" if basis else ""
+    return (
+        f"validation loss never got clear of chance: best {best_loss:.4g} nats/token{at} > {1 - STALL_FRACTION:g} x "
+        f"the chance level {chance_loss:.4g}{how} = {bar:.4g}"
+    )
 
 
 def run_error(exc: BaseException) -> RunError:

@@ -25,6 +25,6 @@ from harness.modules.attention import HeadSplit  # noqa: F401
 from harness.modules.transformer import Block  # noqa: F401
 from harness.registry import Registry  # noqa: F401
 from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, DataUnavailableError, Task, TaskParams  # noqa: F401
-from harness.tasks.base import Split  # noqa: F401
+from harness.tasks.base import Chance, Split  # noqa: F401
 
 __all__ = sorted(name for name in dir() if not name.startswith("_"))  # every name imported above

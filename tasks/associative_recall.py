@@ -18,7 +18,7 @@ import numpy as np
 import pydantic
 
 from harness.tasks import TASKS
-from harness.tasks.base import IGNORE_INDEX, Split, Task, TaskParams
+from harness.tasks.base import IGNORE_INDEX, Chance, Split, Task, TaskParams
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -61,6 +61,11 @@ class AssociativeRecall(Task):
     @property
     def min_seq_len(self) -> int:
         return 4 * self.params.n_pairs
+
+    @property
+    def chance(self) -> Chance:
+        """Every scored target is a value drawn uniformly: ln(n_values) nats, accuracy 1 / n_values."""
+        return Chance.uniform(self.params.n_values, "values")
 
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         p, n_pairs = self.params, self.params.n_pairs

@@ -3,8 +3,10 @@ from a numpy ``Generator`` alone (the same generator state always gives identica
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -25,6 +27,23 @@ Split = Literal["train", "val", "test"]
 
 class DataUnavailableError(RuntimeError):
     """A task's data file could not be found, downloaded or verified; the message says the fix."""
+
+
+@dataclass(frozen=True)
+class Chance:
+    """What a model scores that has learned nothing of a task but the distribution of its answers:
+    ``loss`` (nats per scored token), the entropy of the scored targets' marginal distribution (a
+    model that predicts it, and nothing else, scores exactly that in expectation); ``acc`` (a
+    fraction of scored tokens, synthetic tasks), the majority baseline's; ``basis``, in words."""
+
+    loss: float
+    acc: float | None
+    basis: str
+
+    @classmethod
+    def uniform(cls, n: int, what: str) -> Chance:
+        """Answers drawn uniformly from ``n`` tokens: loss ln(n), accuracy 1 / n."""
+        return cls(math.log(n), 1.0 / n, f"uniform over the {n} {what}")
 
 
 class TaskParams(IntBounded):
@@ -73,6 +92,14 @@ class Task(ABC):
         """``(V,)`` int64: how many UTF-8 bytes each token id stands for, so that a loss in nats
         per token becomes bits per byte (``bpb``); ``None`` (synthetic tasks, and
         ``tinyshakespeare``, whose stored runs predate ``bpb``) reports no ``bpb``."""
+
+    @property
+    def chance(self) -> Chance | None:
+        """The task's chance level (:class:`Chance`): what its held-out loss reads when a run learned
+        nothing of it; a run whose validation loss never gets clear of it is ``stalled``
+        (:func:`harness.errors.stall_reason`). ``None`` (the default, for a task that does not state
+        it): no run of the task is ever called stalled."""
+        return None
 
     @property
     def min_seq_len(self) -> int:

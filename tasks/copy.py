@@ -12,7 +12,7 @@ import numpy as np
 import pydantic
 
 from harness.tasks import TASKS
-from harness.tasks.base import IGNORE_INDEX, Split, Task, TaskParams
+from harness.tasks.base import IGNORE_INDEX, Chance, Split, Task, TaskParams
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -48,6 +48,11 @@ class Copy(Task):
     @property
     def min_seq_len(self) -> int:
         return 2 * self.params.min_len
+
+    @property
+    def chance(self) -> Chance:
+        """Every scored target is a symbol drawn uniformly: ln(n_symbols) nats, accuracy 1 / n_symbols."""
+        return Chance.uniform(self.params.n_symbols, "symbols")
 
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         lengths, symbols = self._draw(n, seq_len // 2, rng, split)  # (N,), (N, n_max)

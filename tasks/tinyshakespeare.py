@@ -4,6 +4,7 @@ the first 90 % trains; of the last 10 %, the first half is ``val``, the second `
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import http.client
 import os
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from harness.tasks import TASKS
-from harness.tasks.base import DataUnavailableError, Split, Task
+from harness.tasks.base import Chance, DataUnavailableError, Split, Task
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -117,6 +118,17 @@ class CorpusTask(Task):
     def max_seq_len(self, split: Split) -> int:
         start, stop = self.bounds[split]
         return stop - start - 1
+
+    @functools.cached_property
+    def chance(self) -> Chance:
+        """The unigram entropy of the training split's tokens (nats): the loss of a model that has
+        learned their frequencies and nothing of their order (the data read here if not yet)."""
+        if self._data is None:
+            self._data = self._load()
+        start, stop = self.bounds["train"]
+        counts = np.bincount(self._data[start:stop].numpy(), minlength=self.vocab_size)
+        p = counts[counts > 0] / counts.sum()
+        return Chance(float(-(p * np.log(p)).sum()), None, "unigram entropy of the training split's tokens")
 
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         import torch

@@ -21,13 +21,13 @@ from harness.analysis import looks, paired, stats, untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.table import Table
 from harness.encode import count
-from harness.errors import AblateError
+from harness.errors import STALLED, AblateError
 from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.experiment.versions import mixed_versions
-from harness.store.record import Record
+from harness.store.record import TRAINED, Record
 from harness.store.runs import StoreScan, scan, tidy
 
 
@@ -149,7 +149,8 @@ def analyse(
         ],
         columns=["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"],
     )
-    ok_ids, prof = set(runs.loc[runs["status"] == "ok", "run_id"]), sel.settings
+    # runs that trained to their end: a stalled one is compared too, flagged (its loss is its arm's outcome)
+    ok_ids, prof = set(runs.loc[runs["status"].isin(TRAINED), "run_id"]), sel.settings
     rows = tidy(found.records).loc[lambda frame: frame["run_id"].isin(ok_ids)]
     out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign, alpha=alpha)
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
@@ -239,7 +240,7 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
 def _passed(abl: Ablation, r: Record) -> bool:
     """Whether a run finished and passed its task's gate (if it has one)."""
     gate = abl.tasks[r.task].gate if r.task in abl.tasks else None
-    return r.status == "ok" and (gate is None or gate.passes(r.metric(gate.metric)))
+    return r.status in TRAINED and (gate is None or gate.passes(r.metric(gate.metric)))
 
 
 def _order(abl: Ablation, present: Iterable[str], first: str) -> list[str]:
@@ -254,7 +255,7 @@ def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: s
     base = base or abl.baseline_label
     data = out.rows[(out.rows["task"] == task) & (out.rows["metric"] == metric)]
     task_runs = out.runs[out.runs["task"] == task]
-    ok = task_runs["status"] == "ok"
+    ok = task_runs["status"].isin(TRAINED)  # stalled runs stay in, counted in `stalled` (flagged)
     gated = metrics.beyond_training(metric) and prof.apply_gate
     below = task_runs[ok & ~task_runs["passed_gate"]] if gated else task_runs.iloc[:0]
     data = data[~data["run_id"].isin(set(below["run_id"]))]
@@ -275,7 +276,10 @@ def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: s
     # ok runs left in the comparison with no value of the metric (no row, or NaN): n counts them out, say so
     valued = set(data.loc[pd.to_numeric(data["value"], errors="coerce").notna(), "run_id"])
     no_value = ok & ~task_runs["run_id"].isin(valued) & (task_runs["passed_gate"] if gated else True)
-    _add_counts(frame, task_runs, below_gate=below, not_ok=task_runs[~ok], no_value=task_runs[no_value])
+    stalled = task_runs[(task_runs["status"] == STALLED) & task_runs["run_id"].isin(valued)]
+    _add_counts(
+        frame, task_runs, below_gate=below, not_ok=task_runs[~ok], no_value=task_runs[no_value], stalled=stalled
+    )
     return Table(task, metric, hib, "", frame, sesoi, facts=facts)
 
 

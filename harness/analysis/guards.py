@@ -23,6 +23,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment import selection as selection_mod
 from harness.registry import did_you_mean
+from harness.store.record import TRAINED
 from harness.store.runs import read_record, run_dir
 
 Guards = dict[str, tuple[Guard, ...]]  # claim id -> the controls that guard it, with their outcomes
@@ -124,7 +125,7 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
     pair = [comp.variant, comp.reference]
     data = rows[(rows["task"] == task) & (rows["metric"] == comp.metric) & rows["variant"].isin(pair)]
     if metrics.beyond_training(comp.metric) and prof.apply_gate:
-        gated = set(runs.loc[(runs["task"] == task) & (runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
+        gated = set(runs.loc[(runs["task"] == task) & runs["status"].isin(TRAINED) & ~runs["passed_gate"], "run_id"])
         data = data[~data["run_id"].isin(gated)]
     o = Outcome(comp, "not run", runs=len(result.scan.records), planned=planned)
     if not set(pair) <= set(data["variant"]):

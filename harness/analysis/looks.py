@@ -21,7 +21,7 @@ from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
-from harness.store.record import Record
+from harness.store.record import TRAINED, Record
 
 OUTCOME_WORDS = {sq.BETTER: "better", sq.WORSE: "worse", sq.EQUIVALENT: "equivalent", sq.OPEN: "open"}
 OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
@@ -128,7 +128,7 @@ def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str,
         entry = sel.ablation.tasks[r.task]
         metric = entry.primary.metric
         gated = sel.settings.apply_gate and entry.gate is not None and metrics.beyond_training(metric)
-        if r.status == "ok" and not (gated and not entry.gate.passes(r.metric(entry.gate.metric))):
+        if r.status in TRAINED and not (gated and not entry.gate.passes(r.metric(entry.gate.metric))):
             value = r.metric(metric)
             values[(r.task, r.variant_label, r.seed)] = np.nan if value is None else float(value)
     return values, stored

@@ -13,7 +13,7 @@ from rich.table import Table as RichTable
 from harness.analysis import declared
 from harness.cli import output
 from harness.encode import short_question
-from harness.errors import AblateError
+from harness.errors import STALLED, AblateError
 from harness.execution.attempt import unfinished_state
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics, plugins
@@ -157,7 +157,8 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         counts.setdefault((s.task, s.variant_label), dict.fromkeys(columns, 0))[state] += 1
         if rec is None and why != "not started":
             notes.append(f"{state} ({why}): {folder}")
-        if rec is not None:  # suspect numbers, as the report's failures section lists them
+        if rec is not None:  # stalled runs and suspect numbers, as the report's failures section lists them
+            notes += [f"stalled ({rec.reason}): {folder}"] if rec.status == STALLED else []
             notes += [f"flagged ({flag}): {folder}" for flag in rec.flags or {}]
             if rec.undefined_metrics:
                 notes.append(f"no value of {', '.join(sorted(rec.undefined_metrics))} (non-finite logits): {folder}")

@@ -1,9 +1,10 @@
 """One run of a grid (a :class:`~harness.experiment.grid.RunSpec`), wherever it executes:
 :func:`execute` claims its run folder, trains it and writes its record (docs/INTERFACES.md,
-"execution"); a run that diverges or raises is recorded with its status and reason, never raised
-to the grid. Also the machine and commit a record carries, the run's W&B arguments, and the
-progress entries of runs that are not stored (``claimed`` elsewhere, ``crashed``). The files of a
-run folder: docs/execution.md, "The store never loses a run".
+"execution"); a run that diverges, raises or stalls (trained to its end, learned nothing) is
+recorded with its status and reason, never raised to the grid. Also the machine and commit a
+record carries, the run's W&B arguments, and the progress entries of runs that are not stored
+(``claimed`` elsewhere, ``crashed``). The files of a run folder: docs/execution.md, "The store
+never loses a run".
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ def execute(
                 write_atomic(folder / HISTORY, text.getvalue().encode("utf-8"))
             if result.resumed_from_step:
                 append_event(folder, "resume", step=result.resumed_from_step)
-            ended = {"status": "ok", "reason": None, **result.record_fields()}
+            ended = result.record_fields()  # ok, or stalled (trained to its end, learned nothing)
         except Exception as exc:  # noqa: BLE001  a bad run is data: record it and let the grid go on
             if (full := storage_error(exc)) is not None:  # not the run's fault: no record, checkpoints kept
                 return stopped_by_storage(spec, folder, full)

@@ -9,10 +9,11 @@ archived as ``record.attempt-N.json``).
 
 Reuse: a run id hashes everything that determines a run's numbers
 (:meth:`~harness.experiment.grid.RunSpec.payload`), not the ablation or profile that asked for it,
-so a run without a record that another ablation finished (``ok`` or ``diverged``: ``failed`` and
-``timeout`` may depend on the machine) is copied into this grid (:func:`adopt`) instead of trained
-again. ``steps_to_target`` is not in the id: a run is reused only when the source's convergence
-target (its record's ``target``, else the one its ablation declares today) equals this grid's.
+so a run without a record that another ablation finished (``ok``, ``stalled`` or ``diverged``:
+``failed`` and ``timeout`` may depend on the machine) is copied into this grid (:func:`adopt`)
+instead of trained again. ``steps_to_target`` is not in the id: a run is reused only when the
+source's convergence target (its record's ``target``, else the one its ablation declares today)
+equals this grid's.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ from harness.store.runs import load_record, read_record, run_dir, write_record
 from harness.training.fit import check_devices
 
 FAILURES = ("failed", "timeout", "crashed")
-"""Outcomes that make ``ablate run`` exit with 1 (``diverged`` is a result, not a failure)."""
+"""Outcomes that make ``ablate run`` exit with 1 (``diverged`` and ``stalled`` are results, not failures)."""
 _URL = re.compile(r"^[a-z][a-z0-9+.\-]+:/", re.IGNORECASE)  # s3://b/x arrives as the Path s3:/b/x
 RETRYABLE = tuple(s for s in STATUSES if s != "ok")
-REUSABLE = ("ok", "diverged")
+REUSABLE = ("ok", "stalled", "diverged")
 
 
 def parse_retry(text: str | None) -> tuple[str, ...]:
@@ -233,7 +234,7 @@ def adopt(spec: RunSpec, source: Path, own: Path, target: dict[str, Any] | None)
 def outcome_lines(
     records: list[Progress], results: Path, ablation: str, *, ctx: Selection, tuned: bool = False
 ) -> tuple[list[str], int]:
-    """Lines about runs that did not finish well, and the exit code (1 when some failed).
+    """Lines about runs that did not finish well (stalled ones too), and the exit code (1 when some failed).
     ``ctx``: the ``ablate run`` command's selection, for the commands the lines suggest (required:
     a hint without it would name no grid)."""
     lines, rerun = [], ["--tuned"] if tuned else []
@@ -245,6 +246,8 @@ def outcome_lines(
             if rec.status == "failed" and rec.profile:
                 hint = f" (traceback in {run_dir(results, ablation, rec.profile, rec.run_id) / 'traceback.txt'})"
             lines.append(f"[red]{rec.status}[/] {where}: {rec.reason}{hint}")
+        elif rec.status == "stalled":  # a result, as a diverged run is: said, exit code 0
+            lines.append(f"[yellow]stalled[/] {where}: {rec.reason}")
         elif rec.status == "claimed":
             see = f"`{escape(ctx.command('status'))}` shows when it is done"
             if tuned:

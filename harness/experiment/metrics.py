@@ -66,6 +66,8 @@ def _probe(name: str, probe: str, unit: str, **kw: bool) -> Metric:
 
 
 _ZERO_ONE, _GN = "0 or 1", "grad_norm_init"
+_SWING = "std of log gradient norm about its 51-step rolling median, steps after warm-up (relative swings)"
+_CHANCE = "nats per scored token: the task's chance level (unigram entropy; uniform answers)"
 METRICS: tuple[Metric, ...] = (
     _tested("loss", False, "nats per scored token", floor=0.0),
     _tested("acc", True, "fraction of scored tokens right", kinds=("synthetic",), best=1.0, floor=0.0),
@@ -75,9 +77,17 @@ METRICS: tuple[Metric, ...] = (
     Metric("steps_to_target", False, "optimiser steps (the step budget if never)", TRAINING, compared=True),
     Metric("target_reached", True, _ZERO_ONE, TRAINING),
     Metric("train_loss_final", False, "nats per scored token", TRAINING),
+    Metric("val_loss_best", False, "nats per scored token, lowest validation loss at L", TRAINING),
+    Metric("chance_loss", False, _CHANCE, TRAINING, rankable=False),
     Metric("train_tokens_per_s", True, "tokens per second of training steps", TRAINING),
     Metric("grad_norm_mean", False, "L2 norm of the gradient, mean over steps", TRAINING),
-    Metric("grad_norm_cv", False, "std / mean of the gradient norm over steps", TRAINING),
+    Metric(
+        "grad_norm_cv",
+        False,
+        "std / mean of the gradient norm over every step, warm-up and early fall included",
+        TRAINING,
+    ),
+    Metric("grad_norm_cv_detrended", False, _SWING, TRAINING),
     Metric("nonfinite_grad_steps", False, "steps", TRAINING),
     Metric("peak_mem_mb", False, "MiB (CUDA runs only)", TRAINING),
     _probe("grad_norm_init_l<i>", _GN, "L2 norm of block i's gradient at init, its norms included"),
@@ -99,7 +109,13 @@ METRICS: tuple[Metric, ...] = (
     _probe("attn_fully_masked_mass", "masked_attention", "probability mass", at_init=True),
     _probe("attn_nonfinite_rows", "masked_attention", "fraction of rows", at_init=True),
     _probe("attn_raised", "masked_attention", _ZERO_ONE, at_init=True),
-    Metric("finished", True, "1 when a run finished, 0 otherwise", ANALYSIS, rankable=False),
+    Metric(
+        "finished",
+        True,
+        "1 when a run finished and learned (ok); 0 stalled, diverged, failed",
+        ANALYSIS,
+        rankable=False,
+    ),
 )
 """Every metric, in the order the documentation lists them."""
 

@@ -29,6 +29,7 @@ from harness.report.guards import Guards
 from harness.report.probes import failures_section, probe_section
 from harness.report.tables import clipped_ci, markdown, title
 from harness.report.tuning import TuningInputs, tuning_section
+from harness.store.record import TRAINED
 from harness.store.runs import run_history, write_atomic
 from harness.tune.studies import tuned_profile
 
@@ -226,14 +227,14 @@ def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
     rows, runs = result.rows[result.rows["task"] == task], result.runs
     if not result.ablation.profiles[result.profile].apply_gate:
         return rows
-    gated = set(runs.loc[(runs["task"] == task) & (runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
+    gated = set(runs.loc[(runs["task"] == task) & runs["status"].isin(TRAINED) & ~runs["passed_gate"], "run_id"])
     return rows[~(rows["run_id"].isin(gated) & rows["metric"].map(metrics.beyond_training))]
 
 
 def _history(result: Analysis, task: str) -> pd.DataFrame:
     frames = []
     for rec in result.scan.records:
-        if rec.task != task or rec.status != "ok":
+        if rec.task != task or rec.status not in TRAINED:  # a stalled run's flat curve is shown too
             continue
         frame = run_history(result.scan, result.results, rec)
         if isinstance(frame, str):  # a damaged curve: reported, never fatal

@@ -11,6 +11,7 @@ import pandas as pd
 
 from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import text
+from harness.errors import STALL_FRACTION, STALLED
 from harness.report.tables import md_table
 from harness.store.record import Record
 
@@ -89,16 +90,37 @@ def failures_section(result: Analysis) -> list[str]:
     """Runs that did not finish or fell below the gate, unreadable entries, unchecked tasks, suspect numbers."""
     runs = result.runs
     bad = runs[(runs["status"] != "ok") | ~runs["passed_gate"]]
-    lines = ["## Failures, divergences and runs below the gate", ""]
+    lines = ["## Failures, divergences, stalled runs and runs below the gate", ""]
     notes = run_notes(result.scan.records)
     if bad.empty and not result.scan.problems:
         return lines + ["None: every run finished and passed its task's gate.", "", *_unchecked(result), *notes]
+    lines += stalled_lines(result.scan.records)
     for _, r in bad.sort_values(["task", "variant", "seed"]).iterrows():
         why = r["reason"] if r["status"] != "ok" else _gate_reason(result, r)
         status = r["status"] if r["status"] != "ok" else "below gate"
         lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{status}** — {why}")
     lines += [f"- unreadable store entry: `{p}`" for p in result.scan.problems]
     return lines + ["", *_unchecked(result), *notes]
+
+
+def stalled_lines(records: list[Record]) -> list[str]:
+    """Per task with stalled runs: how many of its runs stalled, and their best validation loss
+    beside the task's chance level (a stalled run counts as not finished; :func:`harness.errors.stall_reason`)."""
+    lines = []
+    for task in sorted({r.task for r in records if r.status == STALLED}):
+        recs = [r for r in records if r.task == task]
+        stalled = [r for r in recs if r.status == STALLED]
+        best = _values(stalled, "val_loss_best")
+        chance = _values(stalled, "chance_loss")
+        span = f"best validation loss {text(min(best))} to {text(max(best))} nats/token" if best else ""
+        bar = f" against the chance level {text(chance[0])}; stalled above {text((1 - STALL_FRACTION) * chance[0])}"
+        said = f" ({span}{bar if chance else ''})" if span else ""
+        lines.append(
+            f"Stalled: {len(stalled)} of {len(recs)} runs of `{task}`{said}: trained to the end without "
+            "learning, counted with diverged runs as not finished; their metrics stay in the comparisons, "
+            "flagged in `n`."
+        )
+    return [*lines, ""] if lines else []
 
 
 def run_notes(records: list[Record]) -> list[str]:

@@ -63,6 +63,7 @@ def formatted(table: Table) -> pd.DataFrame:
     for _, r in table.frame.iterrows():
         base = r.get("verdict") == vd.BASELINE
         n = ("0" if pd.isna(r.get("n")) else str(int(r["n"]))) + (f"/{int(r['planned'])}" if r.get("planned") else "")
+        n += f" ({int(r['stalled'])} stalled)" if r.get("stalled") else ""  # in n, flagged: learned nothing
         excluded = ", ".join(f"{int(r[k])} {why}" for k, why in _EXCLUDED if r.get(k)) or "0"
         ci = "[{}, {}]".format(*map(_num, clipped_ci(table, r.get("ci_low"), r.get("ci_high"))[:2]))
         compared = [  # Δ (+ = better) ... verdict

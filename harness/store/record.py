@@ -18,9 +18,14 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationErro
 from harness.config import RunConfig
 from harness.encode import number
 
-STATUSES = ("ok", "diverged", "failed", "timeout")
-"""How a stored run ended: trained and evaluated, non-finite training loss, an exception, over
-its ``--run-timeout``."""
+STATUSES = ("ok", "stalled", "diverged", "failed", "timeout")
+"""How a stored run ended: trained and evaluated, trained and evaluated without learning (its
+validation loss never clear of its task's chance level: :func:`harness.errors.stall_reason`),
+non-finite training loss, an exception, over its ``--run-timeout``. A record written before
+``stalled`` existed reads as it was stored."""
+TRAINED = ("ok", "stalled")
+"""The statuses of a run that trained to its end and was evaluated: its metrics and validation
+history are whole, and compared (a stalled one flagged; it counts as not finished)."""
 _CONFIG = {"model": ("d_model", "n_heads", "n_layers"), "train": ("steps", "batch_size", "seq_len")}
 _CONFIG |= {"eval": ("length_multipliers",), "ffn": (), "block": (), "attention": ()}
 
@@ -35,7 +40,7 @@ class Record(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
-    status: Literal["ok", "diverged", "failed", "timeout"]
+    status: Literal["ok", "stalled", "diverged", "failed", "timeout"]
     # what ran: from its RunSpec (harness.experiment.grid)
     run_id: StrictStr
     ablation: StrictStr
@@ -118,8 +123,8 @@ class Record(BaseModel):
 
     @model_validator(mode="after")
     def _ok_has_metrics(self) -> Record:
-        if self.status == "ok" and self.metrics is None:
-            raise ValueError("an ok record without metrics")
+        if self.status in TRAINED and self.metrics is None:
+            raise ValueError(f"{'an' if self.status == 'ok' else 'a'} {self.status} record without metrics")
         return self
 
     @property

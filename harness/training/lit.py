@@ -44,11 +44,39 @@ def salt_stream(salt: int) -> tuple[int, ...]:
 
 
 def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
-    """Linear warm-up over ``warmup`` steps, then cosine decay to ``min_ratio`` at ``total``."""
+    """Linear warm-up over ``warmup`` steps, then cosine decay to ``min_ratio`` at ``total``;
+    ``min_ratio`` 1 holds the rate constant after the warm-up (``warmup`` 0: constant throughout)."""
     if step < warmup:
         return (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+SWING_WINDOW = 51
+"""Steps of the centred rolling median that :func:`swing` takes as a gradient norm's trend: long
+enough that a spike of a few steps does not move it, short against the hundreds of steps over which
+the norm falls as the loss does."""
+
+
+def swing(norms: np.ndarray, warmup: int, window: int = SWING_WINDOW) -> float:
+    """``grad_norm_cv_detrended``: the standard deviation of log gradient norm about its rolling
+    median (``window`` steps, centred; the series' end values repeated beyond its ends) over the
+    steps after ``warmup``, finite norms only: the relative size of the norm's swings about its own
+    trend (about std / mean where they are small), unmoved by the early fall of the norm or a
+    warm-up. NaN with fewer than 2 such steps.
+
+    Args:
+        norms: (steps,) every step's gradient norm before clipping, in step order.
+        warmup: the warm-up steps (``train.warmup_steps``), left out.
+        window: the rolling median's length in steps.
+    """
+    from scipy.ndimage import median_filter
+
+    after = np.asarray(norms, dtype=np.float64)[warmup:]
+    logs = np.log(after[np.isfinite(after) & (after > 0)])
+    if logs.size < 2:
+        return math.nan
+    return float(np.std(logs - median_filter(logs, size=min(window, logs.size), mode="nearest")))
 
 
 class StepLog:
@@ -57,7 +85,8 @@ class StepLog:
     checkpoint, at the end), folded in step order: the first non-finite loss raises
     :class:`~harness.errors.Diverged` with its step and the last finite loss, as a check after every
     step would; the gradient-norm sums (sum, sum of squares, finite steps, non-finite steps) are
-    added one step at a time in float32, the figures of a per-step device sum to the last bit.
+    added one step at a time in float32, the figures of a per-step device sum to the last bit;
+    :meth:`norm_series` gives every step's norm (float32, in step order) for :func:`swing`.
 
     ``capacity``: the losses held between two read-backs (the logging interval)."""
 
@@ -65,6 +94,8 @@ class StepLog:
         self.capacity = max(1, capacity)
         self.last_finite: float | None = None  # the last finite training loss read back
         self.grad_sums = np.zeros(4, dtype=np.float32)
+        self.norms: list[np.ndarray] = []  # every step's gradient norm, in blocks of read-backs
+        self.complete = True  # False: resumed from a checkpoint that did not keep the norms
         self._losses: list[torch.Tensor] = []
         self._norms: list[torch.Tensor] = []
         self._first_step = 0  # the step of the first buffered loss
@@ -94,6 +125,8 @@ class StepLog:
 
     def _fold_norms(self) -> None:
         norms, self._norms = (torch.stack(self._norms).cpu().numpy() if self._norms else []), []
+        if len(norms):
+            self.norms.append(norms)
         s, one = self.grad_sums, np.float32(1)
         for n in norms:  # float32, one step at a time: the order of a per-step device sum
             if np.isfinite(n):
@@ -106,10 +139,18 @@ class StepLog:
         self._fold_norms()
         return torch.from_numpy(self.grad_sums.copy())
 
-    def restore(self, grad_state: torch.Tensor, last_finite: float | None) -> None:
-        """Continue from a checkpoint's sums and last finite loss."""
+    def norm_series(self) -> np.ndarray:
+        """(steps,) float32: every step's gradient norm so far (norms folded in first)."""
+        self._fold_norms()
+        return np.concatenate(self.norms) if self.norms else np.zeros(0, dtype=np.float32)
+
+    def restore(self, grad_state: torch.Tensor, last_finite: float | None, norms: torch.Tensor | None = None) -> None:
+        """Continue from a checkpoint's sums, last finite loss and per-step norms (None: a checkpoint
+        written without them: the run's ``grad_norm_cv_detrended`` is then unknown, NaN)."""
         self.grad_sums = grad_state.detach().cpu().to(torch.float32).numpy().copy()
         self.last_finite, self._losses, self._norms = last_finite, [], []
+        self.norms = [norms.detach().cpu().to(torch.float32).numpy().copy()] if norms is not None else []
+        self.complete = norms is not None
 
 
 class _TrainStream(IterableDataset):
@@ -251,22 +292,33 @@ class LitLM(L.LightningModule):
             if why := undefined_reason(sums, mult * self.cfg.train.seq_len):
                 self.undefined |= dict.fromkeys(metrics, why)
 
+    def best_validation(self) -> tuple[float, int | None]:
+        """The lowest finite validation loss at L and its step (NaN and None: no finite one)."""
+        passes = [(h["loss"], int(h["step"])) for h in self.history if math.isfinite(h.get("loss", math.nan))]
+        return min(passes, default=(math.nan, None))
+
     def run_metrics(self) -> dict[str, float]:
         """What the run measured of itself, over every attempt: ``grad_norm_mean``, ``grad_norm_cv``
-        (std / mean over steps: the "swings" of claim layernorm-needed), ``nonfinite_grad_steps``,
-        ``steps_to_target`` (the step budget when never reached), ``target_reached`` and
-        ``train_loss_final`` (the last finite training loss, nats/token)."""
+        (std / mean over every step, the warm-up and the early fall of the norm included),
+        ``grad_norm_cv_detrended`` (:func:`swing`: the swings of claim layernorm-needed; NaN for a
+        run resumed from a checkpoint that did not keep every step's norm), ``nonfinite_grad_steps``,
+        ``steps_to_target`` (the step budget when never reached), ``target_reached``,
+        ``train_loss_final`` (the last finite training loss, nats/token) and ``val_loss_best`` (the
+        lowest validation loss at L)."""
         total, sq, n, bad = self.steps.grad_state().tolist()
         mean = total / n if n else math.nan
         var = max(sq / n - mean * mean, 0.0) if n else math.nan
         reached, last = self.steps_to_target, self.steps.last_finite
+        detrended = swing(self.steps.norm_series(), self.cfg.train.warmup_steps) if self.steps.complete else math.nan
         return {
             "grad_norm_mean": mean,
             "grad_norm_cv": math.sqrt(var) / mean if n and mean else math.nan,
+            "grad_norm_cv_detrended": detrended,
             "nonfinite_grad_steps": bad,
             "steps_to_target": float(reached if reached is not None else self.cfg.train.steps),
             "target_reached": float(reached is not None),
             "train_loss_final": float(last) if last is not None else math.nan,
+            "val_loss_best": self.best_validation()[0],
         }
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -279,6 +331,7 @@ class LitLM(L.LightningModule):
             "steps_to_target": self.steps_to_target,
             "last_finite": self.steps.last_finite,
             "grad_stats": self.steps.grad_state(),
+            "grad_norms": torch.from_numpy(self.steps.norm_series()),
             "precision_ran": self.precision_ran,
             "rng": torch.get_rng_state(),
         }
@@ -293,7 +346,7 @@ class LitLM(L.LightningModule):
         state = checkpoint["ablate"]
         self.history, self.steps_to_target = list(state["history"]), state["steps_to_target"]
         self.precision_ran = state["precision_ran"]
-        self.steps.restore(state["grad_stats"], state["last_finite"])
+        self.steps.restore(state["grad_stats"], state["last_finite"], state.get("grad_norms"))
         torch.set_rng_state(state["rng"])
 
     def configure_optimizers(self) -> dict[str, Any]:

@@ -19,13 +19,13 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import lightning.pytorch as L
 import torch
 
 from harness.config import RunConfig, RunOptions
-from harness.errors import TimedOut, run_error
+from harness.errors import STALLED, TimedOut, run_error, stall_reason
 from harness.modules import TransformerLM
 from harness.seeding import stream_seed
 from harness.tasks import Task
@@ -196,7 +196,8 @@ class RunResult:
     """A run that trained to its end: its numbers, validation curve, timings (seconds, this
     attempt's: ``train_step_s`` inside training steps, ``fit_s`` of ``trainer.fit``, ``test_s`` of
     the test at every length) and what ran; ``flags`` (:func:`~harness.training.scoring.train_gap_flag`)
-    and ``undefined_metrics`` (:func:`~harness.training.scoring.undefined_reason`) when raised."""
+    and ``undefined_metrics`` (:func:`~harness.training.scoring.undefined_reason`) when raised;
+    ``status`` ``ok``, or ``stalled`` with its ``reason`` (:func:`~harness.errors.stall_reason`)."""
 
     metrics: dict[str, float]
     history: list[dict[str, float]]
@@ -215,10 +216,12 @@ class RunResult:
     strategy: str
     undefined_metrics: dict[str, str] = field(default_factory=dict)
     flags: dict[str, str] = field(default_factory=dict)
+    status: Literal["ok", "stalled"] = "ok"
+    reason: str | None = None
 
     def record_fields(self) -> dict[str, Any]:
-        """The fields of the run's record: all but ``history`` (a file of its own) and an empty
-        ``undefined_metrics`` or ``flags``."""
+        """The fields of the run's record (its ``status`` and ``reason`` among them): all but
+        ``history`` (a file of its own) and an empty ``undefined_metrics`` or ``flags``."""
         optional = ("undefined_metrics", "flags")
         return {k: v for k, v in vars(self).items() if k != "history" and (v or k not in optional)}
 
@@ -298,8 +301,14 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
         fresh = scoring.fresh_draws(task.kind, t.steps * t.batch_size * t.seq_len, task.max_seq_len("train"))
         held_out = metrics.get("loss@x1", lit.history[-1]["loss"] if lit.history else float("nan"))
         gap = scoring.train_gap_flag(metrics["train_loss_final"], held_out, fresh)
+        chance = task.chance
+        if chance is not None:
+            metrics["chance_loss"] = chance.loss
+        best, best_step = lit.best_validation()
+        stalled = stall_reason(best, best_step, chance.loss if chance else None, chance.basis if chance else "")
+        status = STALLED if stalled else "ok"
         if wandb is not None:  # under the store's names (record.json "metrics" and "status")
-            wandb.summary.update({**metrics, "status": "ok"})
+            wandb.summary.update({**metrics, "status": status})
         return RunResult(
             metrics=metrics,
             history=lit.history,
@@ -318,6 +327,8 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             strategy=o.strategy,
             undefined_metrics=lit.undefined,
             flags={"train_below_held_out": gap} if gap else {},
+            status=status,
+            reason=stalled,
         )
     except Exception as exc:  # noqa: BLE001  how the run ended, as its record and its W&B summary hold it
         err = run_error(exc)

@@ -25,7 +25,8 @@ worker's first run pays for its start-up): its 12 cells and one sentence of the 
 The evidence audit of the claims added each claim section's "Tests: ... Does not test: ..." line
 and prefixed each evidence line with the part of the claim it tests (and the clamped variant's
 line); the Reproduce section names the ablation as it was given (the YAML path): rendered by the
-code under test, every other line unchanged.
+code under test, every other line unchanged. The failures section's title names stalled runs: one
+line, edited by hand.
 """
 
 from __future__ import annotations

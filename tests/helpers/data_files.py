@@ -10,6 +10,8 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.store.record import TRAINED
+
 
 def repack(src: Path, dst: Path, edit: Callable[[dict[str, bytes]], None]) -> Path:
     """A copy of the data file ``src`` whose members ``edit`` changed, as a hand edit would."""
@@ -27,9 +29,10 @@ def repack(src: Path, dst: Path, edit: Callable[[dict[str, bytes]], None]) -> Pa
 
 
 def edit_record(members: dict[str, bytes], change: Callable[[dict], None], ok: bool = True) -> str:
-    """Apply ``change`` to the record of the first (ok) run; returns its member folder."""
+    """Apply ``change`` to the record of the first run that trained to its end (ok, or stalled: a
+    smoke run learns nothing); returns its member folder."""
     for name in sorted(members):
-        if name.endswith("/record.json") and (not ok or json.loads(members[name])["status"] == "ok"):
+        if name.endswith("/record.json") and (not ok or json.loads(members[name])["status"] in TRAINED):
             rec = json.loads(members[name])
             change(rec)
             members[name] = json.dumps(rec).encode()

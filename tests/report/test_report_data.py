@@ -187,7 +187,7 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
         ("member", ["not a report's data file (member '../evil.json')"]),
         ("norun", ["holds no runs; regenerate it with `ablate report NAME`"]),
         ("record", ["is not a valid run record (field 'seed': Field required)"]),
-        ("status", ["is not a valid run record (status 'x' is not one of ok, diverged, failed, timeout)"]),
+        ("status", ["is not a valid run record (status 'x' is not one of ok, stalled, diverged, failed, timeout)"]),
         (
             "impossible",
             ["acc@x2 = 7.0, where a run's acc@x2 is [0, 1] (fraction of scored tokens right)", "not edited"],

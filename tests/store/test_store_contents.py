@@ -14,6 +14,7 @@ from harness.cli import inspect as inspect_cmd
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
 from harness.cli.app import app
+from harness.store.record import TRAINED
 from harness.training import loop as training
 from helpers.tiny_grid import write_tiny
 
@@ -65,7 +66,7 @@ def test_no_secret_reaches_the_store_a_report_or_the_output(store, tmp_path, cap
 def _damage(results: Path) -> list[str]:
     """Damage a copy of the store in every way the catalogue lists; returns paths to report."""
     runs = sorted(p for p in (results / "tiny" / "cpu").iterdir() if p.is_dir())
-    ok = [r for r in runs if json.loads((r / "record.json").read_text())["status"] == "ok"]
+    ok = [r for r in runs if json.loads((r / "record.json").read_text())["status"] in TRAINED]
     truncated = runs[0] / "record.json"
     truncated.write_bytes(truncated.read_bytes()[:60])
     (ok[-1] / "history.csv").write_bytes(b"\x00\xff garbage")

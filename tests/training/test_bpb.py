@@ -15,6 +15,7 @@ from harness.execution.attempt import execute
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.seeding import numpy_rng
+from harness.store.record import TRAINED
 from harness.tasks import IGNORE_INDEX, build_task
 from harness.training.scoring import score, summarise
 from helpers import decode
@@ -90,7 +91,7 @@ def test_a_run_reports_bpb_of_its_own_evaluation_set(corpora: dict[str, dict], t
     spec = plan(abl, "cpu")[1][0]
     torch.set_num_threads(1)
     record = execute(spec, tmp_path / "results", abl=abl)
-    assert record.status == "ok", record
+    assert record.status in TRAINED, record  # trained to its end (a run this short stalls)
     metrics, task = record.metrics, build_task("text", corpora["bpe"])
     assert record.task_version == task.version
     for mult in (1, 2):  # the evaluation set, drawn again as the training layer draws it

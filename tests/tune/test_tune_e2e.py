@@ -17,6 +17,7 @@ from rich.console import Console
 from harness.cli import output
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
+from harness.store.record import TRAINED
 from harness.store.runs import scan
 
 # 20 steps: the smoke profile searches warm-ups up to 20, and a warm-up longer than the budget is refused
@@ -33,7 +34,7 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeyp
     # the counts are of the tuned runs' folder, so the line names it (it said `smoke`, whose runs are others)
     assert "pe_extrapolation / smoke+tuned: 20 runs, 0 already in" in console.export_text()
     tuned = scan(results, "pe_extrapolation", "smoke+tuned").records
-    assert len(tuned) == 20 and all(r.status == "ok" and r.tuned_params for r in tuned)
+    assert len(tuned) == 20 and all(r.status in TRAINED and r.tuned_params for r in tuned)
     assert not scan(results, "pe_extrapolation", "smoke").records  # untuned runs are not touched
     path = report_cmd.report("pe_extrapolation", "smoke", results, tmp_path / "reports")
     # the Reproduce block makes the whole report again: the studies and the tuned runs too
