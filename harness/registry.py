@@ -133,7 +133,7 @@ def _builtins(family: str, *names: str, **versions: int) -> Registry[Any]:
 
 # rope 2: angles in float64 (were float32: cos/sin off by up to 7e-5)
 POSITIONAL: Registry[type[nn.Module]] = _builtins(
-    "positional encoding", "sinusoidal", "learned", "learned_clamp", "rope", "alibi", "nope", rope=2
+    "positional encoding", "sinusoidal", "learned", "learned_clamp", "rope", "alibi", "nope", "learned_n01", rope=2
 )
 KERNELS: Registry[type[nn.Module]] = _builtins("attention kernel", "math", "sdpa", "flash", "linear")
 MASK_FILLS: Registry[Callable[[torch.dtype], float]] = _builtins("mask fill", "-inf", "-1e9", "-1e4", "dtype_min")
