@@ -27,7 +27,7 @@ from helpers.cli import assert_refused, invoke, user_file
 
 # as tests/conftest.py: $ABLATE_DATA_DIR, else ../shared/data next to the repository
 DATA_DIR = Path(os.environ.get("ABLATE_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
-POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "nope", "learned_clamp"]
+POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "nope", "learned_clamp", "learned_n01"]
 RUN_BY_SMOKE = POSITIONS[:5]  # learned_clamp runs in the confirm profile only
 
 
@@ -107,6 +107,8 @@ def test_pe_extrapolation_is_registered_and_loads(pe):
         "smoke",
         "cpu",
         "confirm",
+        "init",
+        "long",
         "gpu",
         "reproduce",
     ]  # reproduce: harness/experiment/reproductions.yaml
@@ -154,7 +156,7 @@ def test_unknown_profile_lists_the_profiles(pe):
     with pytest.raises(AblateError) as info:
         pe.profile("laptop")
     msg = str(info.value)
-    assert "no profile 'laptop'" in msg and "profiles: smoke, cpu, confirm, gpu" in msg
+    assert "no profile 'laptop'" in msg and "profiles: smoke, cpu, confirm, init, long, gpu" in msg
 
 
 def test_misspelt_profile_suggests_the_closest(pe):
