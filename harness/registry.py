@@ -135,7 +135,7 @@ def _builtins(family: str, *names: str, **versions: int) -> Registry[Any]:
 POSITIONAL: Registry[type[nn.Module]] = _builtins(
     "positional encoding", "sinusoidal", "learned", "learned_clamp", "rope", "alibi", "nope", "learned_n01", rope=2
 )
-KERNELS: Registry[type[nn.Module]] = _builtins("attention kernel", "math", "sdpa", "flash", "linear")
+KERNELS: Registry[type[nn.Module]] = _builtins("attention kernel", "math", "sdpa", "flash", "linear", "additive_mask")
 MASK_FILLS: Registry[Callable[[torch.dtype], float]] = _builtins("mask fill", "-inf", "-1e9", "-1e4", "dtype_min")
 QKV: Registry[type[nn.Module]] = _builtins("q/k/v projection", "separate", "fused", "shared")
 SCALES: Registry[Callable[[int, int], float]] = _builtins("attention scale", "d_head", "d_model")
