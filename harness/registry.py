@@ -133,13 +133,13 @@ def _builtins(family: str, *names: str, **versions: int) -> Registry[Any]:
 
 # rope 2: angles in float64 (were float32: cos/sin off by up to 7e-5)
 POSITIONAL: Registry[type[nn.Module]] = _builtins(
-    "positional encoding", "sinusoidal", "learned", "learned_clamp", "rope", "alibi", "nope", rope=2
+    "positional encoding", "sinusoidal", "learned", "learned_clamp", "rope", "alibi", "nope", "learned_n01", rope=2
 )
-KERNELS: Registry[type[nn.Module]] = _builtins("attention kernel", "math", "sdpa", "flash", "linear")
+KERNELS: Registry[type[nn.Module]] = _builtins("attention kernel", "math", "sdpa", "flash", "linear", "additive_mask")
 MASK_FILLS: Registry[Callable[[torch.dtype], float]] = _builtins("mask fill", "-inf", "-1e9", "-1e4", "dtype_min")
 QKV: Registry[type[nn.Module]] = _builtins("q/k/v projection", "separate", "fused", "shared")
 SCALES: Registry[Callable[[int, int], float]] = _builtins("attention scale", "d_head", "d_model")
-HEAD_SPLITS: Registry[type] = _builtins("head split", "correct", "transpose_missing")
+HEAD_SPLITS: Registry[type] = _builtins("head split", "correct", "transpose_missing", "split_no_transpose")
 NORMS: Registry[type[nn.Module]] = _builtins("norm", "layernorm", "rmsnorm", "none")
 ACTIVATIONS: Registry[type[nn.Module]] = _builtins("activation", "relu", "gelu", "swiglu")
 BLOCKS: Registry[type[nn.Module]] = _builtins("block (norm position)", "pre", "post")

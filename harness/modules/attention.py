@@ -3,6 +3,7 @@ scale (``SCALES``) and kernel (``KERNELS``, :mod:`harness.modules.kernels`), eac
 
 from __future__ import annotations
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from harness.modules.positional import PositionalEncoding
@@ -57,7 +58,15 @@ class SharedQKV(nn.Module):
 
 class HeadSplit:
     """How (B, T, C) is cut into heads (B, H, T, D) and put back: a subclass defines the static
-    methods ``split(x, n_heads)`` and ``merge(y)``, its exact inverse."""
+    methods ``split(x, n_heads)`` and ``merge(y)``, its exact inverse. ``attend`` is how the split
+    heads are attended: by the kernel, over the T positions of each head, unless a subclass says
+    otherwise."""
+
+    @staticmethod
+    def attend(kernel, q: Tensor, k: Tensor, v: Tensor, bias=None, need_weights=False, key_padding_mask=None):
+        """q, k, v (B, H, T, D) as ``split`` gave them -> out (B, H, T, D) and the weights or ``None``:
+        ``kernel(q, k, v, bias, need_weights, key_padding_mask)`` (:class:`AttentionKernel`)."""
+        return kernel(q, k, v, bias, need_weights, key_padding_mask)
 
 
 @HEAD_SPLITS.builtin("correct")
@@ -93,6 +102,42 @@ class TransposeMissingSplit(HeadSplit):
     def merge(y: Tensor) -> Tensor:
         B, H, T, D = y.shape
         return y.contiguous().view(B, T, H * D)  # (B, T, C)
+
+
+@HEAD_SPLITS.builtin("split_no_transpose")
+class SplitNoTransposeSplit(CorrectSplit):
+    """The bug as the write-up on multi-head attention writes it, kept as a negative control
+    (claim ``head-split-bug``)::
+
+        q = self.Wq(query).view(B, T, self.num_heads, -1)   # (B, T, H, D): no .transpose(1, 2)
+        k = self.Wk(key).view(B, T, self.num_heads, -1)
+        v = self.Wv(value).view(B, T, self.num_heads, -1)
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(k.size(-1))   # (B, T, H, H)
+
+    so ``softmax(scores) @ v`` (B, T, H, D) mixes each token's own H heads and never another
+    token: attention carries nothing between positions (causal trivially, whatever the mask),
+    and the model is a per-position network fed by its token and the positional encoding. The
+    write-up's causal mask has shape (T, T) and cannot apply to (H, H) scores, so none is applied;
+    the scale is the kernel's (``1 / sqrt(D)`` by default, as ``math.sqrt(k.size(-1))``). Split and
+    merge are ``correct``'s (the (B, H, T, D) tensor is the buggy view transposed, so the positional
+    hooks see token positions); the bug is in :meth:`attend`, which computes in float32 and casts
+    back, with the kernel's dropout on the weights. An attention bias (ALiBi) has no (H, H) form:
+    ``ValueError``; ``key_padding_mask`` is moot (no token sees another); no weights are returned
+    (they are (B, T, H, H), not over keys): ``ValueError`` with ``need_weights``."""
+
+    @staticmethod
+    def attend(kernel, q: Tensor, k: Tensor, v: Tensor, bias=None, need_weights=False, key_padding_mask=None):
+        if bias is not None:
+            raise ValueError(
+                "head split 'split_no_transpose' attends over heads: an attention bias over positions does not apply"
+            )
+        if need_weights:
+            raise ValueError("head split 'split_no_transpose' has weights over heads (B, T, H, H), not over keys")
+        qt, kt, vt = (t.transpose(1, 2).float() for t in (q, k, v))  # (B, T, H, D): the write-up's view
+        scores = (qt @ kt.transpose(-2, -1)) * kernel.scale_for(q)  # (B, T, H, H)
+        weights = F.softmax(scores, dim=-1)  # over the token's own heads
+        out = F.dropout(weights, kernel.dropout, kernel.training) @ vt  # (B, T, H, D)
+        return out.transpose(1, 2).to(q.dtype), None  # (B, H, T, D), merged as ``correct``
 
 
 class MultiHeadAttention(nn.Module):
@@ -134,6 +179,6 @@ class MultiHeadAttention(nn.Module):
         q, k, v = (self.head_split.split(t, self.n_heads) for t in self.qkv(x))  # (B, H, T, D) each
         q, k = pos.rotate_qk(q, k)
         bias = pos.attention_bias(x.size(1), x.size(1))  # (H, T, T) or None
-        y, weights = self.kernel(q, k, v, bias, need_weights, key_padding_mask)  # (B, H, T, D)
+        y, weights = self.head_split.attend(self.kernel, q, k, v, bias, need_weights, key_padding_mask)  # (B, H, T, D)
         y = self.head_split.merge(y)  # (B, T, C)
         return self.resid_drop(self.out_proj(y)), weights

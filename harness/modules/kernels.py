@@ -102,6 +102,32 @@ class MathAttention(AttentionKernel):
         return out, (weights if need_weights else None)
 
 
+@KERNELS.builtin("additive_mask")
+class AdditiveMaskAttention(MathAttention):
+    """Explicit scores with the mask *added*, as the write-up on Transformer internals passes its
+    causal mask: ``nn.MultiheadAttention(...)(src, src, src, attn_mask=src_mask)`` with a float
+    (S, S) ``src_mask``, 0 where a key is visible and the fill (``-inf`` there; ``-1e9`` the
+    alternative it warns against) where it is hidden. As torch does with such a mask, it is built
+    in float32, cast to the scores' dtype and added: ``scores = q @ k^T * scale + bias + mask``;
+    softmax in float32, cast back. So ``-1e9`` becomes ``-inf`` in float16 (it overflows in the
+    cast; ``masked_fill`` of ``math`` raises instead) and stays finite in bfloat16 (-998244352),
+    where ``exp`` of it is exactly 0 beside any visible key: no weight reaches a future key. A
+    fully masked row (left padding) is NaN with ``-inf``, uniform with a finite fill. Returns weights."""
+
+    def forward(self, q, k, v, bias=None, need_weights=False, key_padding_mask=None):
+        t, s = q.size(-2), k.size(-2)
+        hidden = hidden_keys(t, s, key_padding_mask, q.device)  # (T, S) or (B, 1, T, S)
+        fill = MASK_FILLS.get(self.mask_fill)(torch.float32)
+        mask = torch.zeros(hidden.shape, device=q.device).masked_fill(hidden, fill).to(q.dtype)  # src_mask
+        scores = (q @ k.transpose(-2, -1)) * self.scale_for(q)  # (B, H, T, S)
+        if bias is not None:
+            scores = scores + bias.to(scores.dtype)  # (H, T, S) broadcast over B
+        weights = F.softmax((scores + mask).float(), dim=-1).to(q.dtype)  # (B, H, T, S)
+        out = F.dropout(weights, self.dropout, self.training) @ v  # (B, H, T, D)
+        self.backends.add("additive_mask")
+        return out, (weights if need_weights else None)
+
+
 @KERNELS.builtin("sdpa")
 class SDPAttention(AttentionKernel):
     """``torch.nn.functional.scaled_dot_product_attention``, which dispatches to a fused kernel

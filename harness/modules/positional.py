@@ -114,6 +114,19 @@ class Learned(PositionalEncoding):
         return torch.arange(t, device=device)
 
 
+@POSITIONAL.builtin("learned_n01")
+class LearnedN01(Learned):
+    """``learned`` initialised N(0, 1), ``nn.Embedding``'s default, as the write-ups' own code
+    builds its table (``self.pos_embedding = nn.Embedding(max_len, d_model)``, no init call):
+    rows at the scale of the token embeddings (unit scale here), where ``learned``'s N(0, 0.02)
+    rows are 50x smaller. ``cfg.learned_init_std`` is not read; otherwise as ``learned`` (rows
+    never trained keep their draws, so beyond the training length it reads unit-scale noise)."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__(cfg)
+        nn.init.normal_(self.table.weight, mean=0.0, std=1.0)
+
+
 @POSITIONAL.builtin("learned_clamp")
 class LearnedClamp(Learned):
     """``learned`` with every position beyond the training length reading the row of the last

@@ -23,7 +23,7 @@ from harness.experiment.grid import plan
 from helpers.cli import assert_refused, invoke, user_file
 from helpers.corpus import corpus_dir
 
-POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "nope", "learned_clamp"]
+POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "nope", "learned_clamp", "learned_n01"]
 RUN_BY_SMOKE = POSITIONS[:5]  # learned_clamp runs in the confirm profile only
 
 
@@ -92,6 +92,8 @@ def test_pe_extrapolation_is_registered_and_loads(pe):
         "smoke",
         "cpu",
         "confirm",
+        "init",
+        "long",
         "gpu",
         "reproduce",
     ]  # reproduce: harness/experiment/reproductions.yaml
@@ -139,7 +141,7 @@ def test_unknown_profile_lists_the_profiles(pe):
     with pytest.raises(AblateError) as info:
         pe.profile("laptop")
     msg = str(info.value)
-    assert "no profile 'laptop'" in msg and "profiles: smoke, cpu, confirm, gpu" in msg
+    assert "no profile 'laptop'" in msg and "profiles: smoke, cpu, confirm, init, long, gpu" in msg
 
 
 def test_misspelt_profile_suggests_the_closest(pe):

@@ -1,6 +1,8 @@
 """Multi-head attention: projections, head split and scale by name, against torch.nn.MultiheadAttention
 and against each other."""
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -107,6 +109,56 @@ def test_transpose_missing_computes_a_different_function(kernel):
     a, b = good(x, positional("nope"))[0], bad(x, positional("nope"))[0]
     assert a.shape == b.shape
     assert (a - b).abs().max() > 1e-2
+
+
+class WriteUpWrongMHA(nn.Module):
+    """The wrong multi-head attention of the write-up on multi-head attention, line for line, with
+    its output projection and the inverse of its view to finish it: an independent reference."""
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.Wq, self.Wk, self.Wv, self.Wo = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, query, key, value):
+        B, T, C = query.shape
+        q = self.Wq(query).view(B, T, self.num_heads, -1)
+        k = self.Wk(key).view(B, T, self.num_heads, -1)
+        v = self.Wv(value).view(B, T, self.num_heads, -1)
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(k.size(-1))  # (B, T, H, H)
+        context = torch.matmul(torch.softmax(scores, dim=-1), v)  # (B, T, H, D)
+        return self.Wo(context.reshape(B, T, C))
+
+
+@pytest.mark.parametrize("kernel", SOFTMAX)
+def test_split_no_transpose_is_the_write_up_code(kernel):
+    """``split_no_transpose`` computes the write-up's wrong attention (float64 reference), for any
+    kernel: scores over the token's own heads, no mixing across tokens."""
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(C, H, kernel=kernel, head_split="split_no_transpose").eval()
+    ref = WriteUpWrongMHA(C, H).double().eval()
+    with torch.no_grad():
+        for theirs, mine in zip((ref.Wq, ref.Wk, ref.Wv, ref.Wo), (*ours.qkv.children(), ours.out_proj)):
+            theirs.weight.copy_(mine.weight)
+            theirs.bias.copy_(torch.randn_like(theirs.bias))
+            mine.bias.copy_(theirs.bias)
+    x = torch.randn(2, T, C)
+    expected = ref(x.double(), x.double(), x.double())
+    torch.testing.assert_close(ours(x, positional("nope"))[0].double(), expected, atol=1e-5, rtol=1e-5)  # float32
+    # no token mixing: each position's output is that of the position alone
+    alone = torch.cat([ours(x[:, i : i + 1], positional("nope"))[0] for i in range(T)], dim=1)
+    torch.testing.assert_close(ours(x, positional("nope"))[0], alone)
+    good = MultiHeadAttention(C, H, kernel=kernel).eval()
+    good.load_state_dict(ours.state_dict())
+    assert (good(x, positional("nope"))[0] - ours(x, positional("nope"))[0]).abs().max() > 1e-2
+
+
+def test_split_no_transpose_refuses_a_bias_over_positions_and_weights():
+    attn = MultiHeadAttention(C, H, kernel="math", head_split="split_no_transpose").eval()
+    with pytest.raises(ValueError, match="attends over heads"):
+        attn(torch.randn(1, T, C), positional("alibi"))
+    with pytest.raises(ValueError, match="not over keys"):
+        attn(torch.randn(1, T, C), positional("nope"), need_weights=True)
 
 
 # --- scale -------------------------------------------------------------------------------------

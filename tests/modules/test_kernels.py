@@ -230,3 +230,39 @@ def test_mask_fill_only_math_honours_it(fill):
         else:
             with pytest.raises(ValueError, match="needs explicit scores"):
                 TransformerConfig(vocab_size=5, kernel=kernel, mask_fill=fill)
+
+
+# --- the mask added as a float attn_mask (additive_mask) -----------------------------------------
+
+
+@pytest.mark.parametrize("fill", ["-inf", "-1e9"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_additive_mask_is_nn_multihead_attention_with_a_float_attn_mask(fill, dtype):
+    """The write-up's route: nn.MultiheadAttention given the causal ``src_mask`` (0 visible, the fill
+    hidden) as a float (S, S) attn_mask, in the inputs' dtype. Same weights and outputs as torch's;
+    -1e9 is -inf once cast to float16 and finite in bfloat16, and no weight reaches a future key."""
+    torch.manual_seed(0)
+    c, h = 16, 4
+    ref = torch.nn.MultiheadAttention(c, h, batch_first=True).to(dtype).eval()
+    x = torch.randn(2, T, c, dtype=dtype)
+    src_mask = torch.zeros(T, T).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float(fill)).to(dtype)
+    want, want_w = ref(x, x, x, attn_mask=src_mask, need_weights=True, average_attn_weights=False)
+    q, k, v = (x @ w.T + b for w, b in zip(ref.in_proj_weight.chunk(3), ref.in_proj_bias.chunk(3)))
+    q, k, v = (t.view(2, T, h, c // h).transpose(1, 2) for t in (q, k, v))  # (B, H, T, D)
+    out, w = KERNELS.get("additive_mask")(mask_fill=fill)(q, k, v, need_weights=True)
+    got = ref.out_proj(out.transpose(1, 2).reshape(2, T, c))
+    tol = {"atol": 1e-5, "rtol": 1e-5} if dtype == torch.float32 else {"atol": 3e-2, "rtol": 0}
+    torch.testing.assert_close(w, want_w, **tol)
+    torch.testing.assert_close(got, want, **tol)
+    assert (w.triu(1) == 0).all() and (want_w.triu(1) == 0).all()  # nothing from the future, exactly
+    if fill == "-1e9":
+        assert torch.isinf(src_mask.min()) == (dtype == torch.float16)  # overflows in the cast
+
+
+def test_additive_mask_fully_masked_rows():
+    """Left padding: -inf gives NaN rows, as math; -1e9 (finite) gives uniform rows, as math."""
+    q, k, v = qkv()
+    for fill in ("-inf", "-1e9"):
+        _, got = KERNELS.get("additive_mask")(mask_fill=fill)(q, k, v, need_weights=True, key_padding_mask=padding())
+        _, want = KERNELS.get("math")(mask_fill=fill)(q, k, v, need_weights=True, key_padding_mask=padding())
+        torch.testing.assert_close(got, want, equal_nan=True)

@@ -49,6 +49,20 @@ def test_learned_table_init_and_limit():
         pe.add_to_embeddings(torch.zeros(1, 9, 16))
 
 
+def test_learned_n01_draws_as_nn_embedding_default():
+    """The write-ups' table, ``nn.Embedding(max_len, d_model)`` with no init call: the same draws
+    as torch's default N(0, 1) from the same generator state, whatever ``learned_init_std``."""
+    torch.manual_seed(3)
+    pe = make("learned_n01", d_model=16, max_len=512, learned_init_std=0.02)
+    torch.manual_seed(3)
+    make("learned", d_model=16, max_len=512)  # the draws of the table before its re-initialisation
+    reference = torch.nn.Embedding(512, 16).weight  # default init: N(0, 1)
+    torch.testing.assert_close(pe.table.weight, reference)
+    assert 0.95 < pe.table.weight.std().item() < 1.05
+    with pytest.raises(ValueError, match=r"T=513.*max_len=512"):
+        pe.add_to_embeddings(torch.zeros(1, 513, 16))
+
+
 # --- RoPE ------------------------------------------------------------------------------------
 
 

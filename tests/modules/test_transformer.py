@@ -12,6 +12,7 @@ from harness.modules import (
     ACTIVATIONS,
     BLOCKS,
     HEAD_SPLITS,
+    KERNELS,
     MASK_FILLS,
     NORMS,
     POSITIONAL,
@@ -61,7 +62,10 @@ def test_causal_for_every_position_and_kernel(position, kernel):
 def test_causal_with_left_padding(position, kernel):
     """With padding keys hidden, future tokens still never reach the logits of real positions
     (fully masked rows at the padding positions are a kernel's choice: see probes)."""
-    model = tiny(position=position, kernel=kernel, mask_fill="-1e4" if kernel == "math" else "-inf")
+    # -inf makes the padding rows NaN where the fill is written into explicit scores (math, additive_mask)
+    model = tiny(
+        position=position, kernel=kernel, mask_fill="-1e4" if KERNELS.get(kernel).honours_mask_fill else "-inf"
+    )
     pad = torch.zeros(1, 12, dtype=torch.bool)
     pad[0, :3] = True
     causality(model, length=12, key_padding_mask=pad)
