@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from harness.analysis import looks, paired, stats, untestable
+from harness.analysis import looks, paired, stats, trend, untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.table import Table
 from harness.encode import count
@@ -48,6 +48,8 @@ class Analysis:
     alpha: float = 0.05
     references: dict[tuple[str, str, str], Table | None] = field(default_factory=dict)  # made when a claim asks
     sequential: looks.State | None = None  # a group-sequential profile: where its looks stand
+    planned: int = 0  # the seeds a comparison is judged against (those of the looks reached, in a sequential design)
+    trends: dict[tuple, Table | None] = field(default_factory=dict)  # made when a claim asks
 
     @property
     def ablation(self) -> Ablation:
@@ -66,6 +68,14 @@ class Analysis:
                 self.references[key] = _reference_table(self, task, metric, reference)
             return self.references[key]
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
+
+    def trend_table(self, ev: claims_mod.Evidence) -> Table | None:
+        """The trend an evidence entry names (``ev.trend``): the slope of its paired difference along the
+        axis, one per seed, decided by the rules of every comparison (:mod:`harness.analysis.trend`)."""
+        key = (ev.task, ev.variant, *(lv for lv in _levels(self, ev)))
+        if key not in self.trends:
+            self.trends[key] = _trend_table(self, ev)
+        return self.trends[key]
 
     def seeds_done(self) -> SeedsDone:
         """How far the grid got (:class:`SeedsDone`). A run that diverged or failed is in the store:
@@ -152,6 +162,7 @@ def analyse(
     ok_ids, prof = set(runs.loc[runs["status"] == "ok", "run_id"]), sel.settings
     rows = tidy(found.records).loc[lambda frame: frame["run_id"].isin(ok_ids)]
     out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign, alpha=alpha)
+    out.planned = len(prof.seeds)
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
@@ -160,6 +171,7 @@ def analyse(
         out.sequential = looks.state(sel, found.records)
         at = prof.sequential.looks[max(out.sequential.reached, 1) - 1]
         planned = max(at, out.sequential.seeds_used)
+        out.planned = planned
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
@@ -202,6 +214,11 @@ def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str],
     frame, rows, confirmatory = table.frame, out.rows, out.selection.settings.confirmatory
     base, decided = frame["variant"].iloc[0], []
     for variant in frame["variant"].iloc[1:]:
+        ci = (
+            frame.loc[frame["variant"] == variant, ["delta_ci_low", "delta_ci_high"]]
+            if "delta_ci_low" in frame
+            else None
+        )
         at_best = untestable.seeds_at_ceiling(rows, table.task, table.metric, base, paired_with=variant)
         facts = replace(
             table.facts.get(variant, vd.Facts(n_pairs=0 if "n_pairs" in frame else None)),
@@ -214,6 +231,7 @@ def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str],
             planned=planned,
             censored=table.metric == metrics.STEPS_TO_TARGET and untestable.censored(rows, table.task, variant, base),
             ceiling=(metrics.best_value(table.metric), at_best) if confirmatory and at_best is not None else None,
+            delta_ci=None if ci is None or ci.empty else tuple(float(x) for x in ci.iloc[0]),
         )
         decided.append(vd.decide(facts))
     if decided and ("verdict" in frame or any(v is not None for v in decided)):
@@ -231,7 +249,69 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
     else:
         table = _compare(result, task, metric, entry.primary.sesoi if metric == entry.primary.metric else None, ref)
     table.family, table.reference = f"exploratory (against {ref}, BH)", ref
+    table.frame["planned"] = result.planned
+    _decide(result, table, result.planned, {}, {})  # the rules of every comparison, none re-applied after
     return table
+
+
+def _levels(result: Analysis, ev: claims_mod.Evidence) -> list[trend.Level]:
+    """The levels of an evidence entry's trend: the metric and arms compared at each."""
+    tr, base = ev.trend, ev.against or result.ablation.baseline_label
+    n = len(tr.levels)
+    metrics_ = tr.metrics or [ev.metric] * n
+    variants, against = tr.variants or [ev.variant] * n, tr.against or [base] * n
+    return [trend.Level(*lv) for lv in zip(tr.levels, metrics_, variants, against)]
+
+
+def _trend_table(result: Analysis, ev: claims_mod.Evidence) -> Table | None:
+    """The slope of ``ev``'s paired difference along its axis against 0 (:mod:`harness.analysis.trend`):
+    a one-row table, its own family, decided by :data:`~harness.analysis.verdicts.RULES` with the facts
+    of every comparison (the baseline's learning, the gate beyond L); None without a run of each arm."""
+    levels, task = _levels(result, ev), ev.task
+    runs = result.runs[result.runs["task"] == task]
+    arms = {lv.variant for lv in levels} | {lv.against for lv in levels}
+    if not arms <= set(runs["variant"]):
+        return None
+    rows, settings = result.rows, result.selection.settings
+    gated = settings.apply_gate and any(metrics.beyond_training(lv.metric) for lv in levels)
+    if gated:  # as every comparison beyond L: runs below the task's gate are left out
+        below = set(runs.loc[(runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
+        rows = rows[~rows["run_id"].isin(below)]
+    hib = metrics.higher_is_better(levels[0].metric)
+    per_seed = trend.slopes(rows, task, levels, hib, ev.trend.log2)
+    entry = result.ablation.tasks[task]
+    stems = {(metrics.length_of(lv.metric) or (lv.metric, 1))[0] for lv in levels}
+    primary_stem = (metrics.length_of(entry.primary.metric) or (entry.primary.metric, 1))[0]
+    sesoi = entry.primary.sesoi if stems == {primary_stem} else None
+    confirmatory = settings.confirmatory
+    gate = [
+        untestable.below_gate(
+            result.runs, task, lv.metric, lv.variant, lv.against, confirmatory and settings.apply_gate
+        )
+        for lv in levels
+    ]
+    facts = trend.facts(
+        per_seed,
+        sesoi,
+        result.alpha,
+        confirmatory,
+        unlearned=result.unlearned.get(task) if confirmatory else None,
+        below_gate=next((g for g in gate if g is not None), None),
+        planned=result.planned,
+    )
+    base = f"{levels[0].against} (no trend)"
+    frame = pd.DataFrame(
+        [
+            {"variant": base, "n": len(per_seed), "verdict": vd.BASELINE},
+            {"variant": ev.variant, "n": len(per_seed), **trend.row(per_seed, facts), "verdict": vd.decide(facts)},
+        ]
+    )
+    axis = (
+        f"slope along {ev.trend.axis} ({'log2 ' if ev.trend.log2 else ''}{', '.join(f'{lv.value:g}' for lv in levels)})"
+    )
+    return Table(
+        task, ev.metric, True, f"{axis}, its own family", frame, sesoi, reference=base, facts={ev.variant: facts}
+    )
 
 
 def _passed(abl: Ablation, r: Record) -> bool:
