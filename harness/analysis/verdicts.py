@@ -409,12 +409,12 @@ def _composed(c: ClaimFacts) -> str:
 
 
 CLAIM_RULES = (
-    ClaimRule("not tested yet", lambda c: c.evidence == 0, lambda c: ClaimKind.NOT_TESTED_YET.value),
     ClaimRule("premise fails", lambda c: c.premise_fails is not None, lambda c: c.premise_fails),
-    ClaimRule("not tested in this profile", lambda c: not c.judged, lambda c: ClaimKind.NOT_TESTED.value),
     ClaimRule(
         "not testable as stated", lambda c: c.not_testable is not None, lambda c: claim_not_testable(c.not_testable)
     ),
+    ClaimRule("not tested yet", lambda c: c.evidence == 0, lambda c: ClaimKind.NOT_TESTED_YET.value),
+    ClaimRule("not tested in this profile", lambda c: not c.judged, lambda c: ClaimKind.NOT_TESTED.value),
     ClaimRule(
         "pilot", lambda c: not c.confirmatory or any(j.outcome == "pilot" for j in c.judged), lambda c: claim_pilot()
     ),

@@ -120,20 +120,18 @@ class Claim(Decl):
     evidence: list[Evidence] = []
 
     def fidelity(self) -> Fidelity:
-        """``faithful``: every effect and mechanism of the wording is tested, none on a stand-in (an evidence
-        entry with ``tests``); ``not tested as stated``: none is tested, and the verdict says so; ``partly``:
-        between (each untested part says why); ``not``: only stand-ins test the effects, a verdict ruling on
-        something else than the write-up says (the registry has none: tests/experiment/test_claims_registry.py)."""
+        """``faithful``: every part of the wording (effects, mechanism, conditions) is tested, none on a
+        stand-in (an evidence entry with ``tests``); ``not tested as stated``: no effect or mechanism is
+        tested, and the verdict says so; ``partly``: between (each untested part says why); ``not``: only
+        stand-ins test its effects, a verdict on something else than the write-up says (the registry has
+        none: tests/experiment/test_claims_registry.py)."""
         said = [p for p in self.parts if p.kind != "condition"]
-        direct = {ev.part for ev in self.evidence if ev.tests is None and ev.premise is None}
-        tested = [p for p in said if p.not_tested is None]
-        if not tested:
+        direct = {ev.part for ev in self.evidence if ev.tests is None}
+        if all(p.not_tested is not None for p in said):
             return "not tested as stated"
-        if not any(p.words in direct for p in tested):
+        if not any(p.words in direct for p in said):
             return "not"
-        if len(tested) == len(said) and all(p.words in direct for p in tested):
-            return "faithful"
-        return "partly"
+        return "faithful" if all(p.words in direct for p in self.parts) else "partly"
 
     @model_validator(mode="after")
     def _audit(self) -> Claim:
@@ -266,6 +264,7 @@ class Reproduction(BaseModel):
     comparisons: list[Comparison] = Field(min_length=1)
     guards: list[str] = Field(default_factory=list)
     guards_why: str | None = None
+    mechanism: str | None = None  # what the published result tests; `guards`: every claim resting on it (rests_on)
 
 
 def parse(data: object) -> list[Reproduction]:
