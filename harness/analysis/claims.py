@@ -19,8 +19,11 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.claims import Claim, Evidence
 
 
-def in_grid(evidence: Evidence, view: Ablation) -> bool:
-    """Whether a claim's evidence entry names a task and variants (``against`` too) of the profile's grid ``view``."""
+def in_grid(evidence: Evidence, view: Ablation, profile: str | None = None) -> bool:
+    """Whether a claim's evidence entry names a task and variants (``against`` too) of the profile's grid
+    ``view``, and, when it names a ``profile``, whether that is the one (``profile``: the view's)."""
+    if evidence.profile is not None and profile is not None and evidence.profile != profile:
+        return False
     labels = {view.label(v) for v in view.variants()}
     named = {evidence.variant, evidence.against or view.baseline_label}
     if (tr := evidence.trend) is not None:
@@ -105,7 +108,7 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, vd.Judged | str | None]
     name, plain = (f"{ev.task} {q}{ev.metric}{q}, {ev.variant} vs {ref}" for q in ("`", ""))
     if ev.trend is not None:
         name, plain = (f"{n} along {ev.trend.axis}" for n in (name, plain))
-    if not in_grid(ev, abl):
+    if not in_grid(ev, abl, result.profile):
         return f"{plain}: not in the `{result.profile}` profile's grid (see the ablation's other profiles)", None
     if ev.premise:
         return _premise(ev, result, name)

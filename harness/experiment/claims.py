@@ -62,6 +62,7 @@ class Evidence(Decl, metrics.KnownMetric):
     premise: str | None = None
     tests: str | None = None  # what the comparison shows when it tests less than the claim says
     trend: Trend | None = None  # the slope of the difference along an axis, not the difference at one point
+    profile: str | None = None  # the one profile whose runs it reads (a setting only that profile runs)
 
     @model_validator(mode="after")
     def _expect_or_premise(self) -> Evidence:

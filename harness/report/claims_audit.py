@@ -32,8 +32,9 @@ SHOWN = {  # the settings "what ran" names, as the write-ups name theirs
 def _comparison(ev: Evidence, baseline: str) -> str:
     what = f"premise: {ev.premise}" if ev.premise else f"expect {ev.expect}"
     cond = f"{ev.condition}: " if ev.condition else ""
+    where = f" [{ev.profile}]" if ev.profile else ""
     along = f" along {ev.trend.axis} ({', '.join(f'{x:g}' for x in ev.trend.levels)})" if ev.trend else ""
-    return f"{cond}{ev.task} `{ev.metric}`{along}, {ev.variant} vs {ev.against or baseline} ({what})"
+    return f"{cond}{ev.task} `{ev.metric}`{along}, {ev.variant} vs {ev.against or baseline}{where} ({what})"
 
 
 def table() -> list[str]:
@@ -62,7 +63,7 @@ def _ran(claim: Claim, abl: Ablation) -> str:
     out = []
     for name, prof in abl.profiles.items():
         view = abl.for_profile(name)
-        held = [ev for ev in claim.evidence if in_grid(ev, view)]
+        held = [ev for ev in claim.evidence if in_grid(ev, view, name)]
         stem = abl.name if name == abl.default_profile else f"{abl.name}.{name}"
         if not held or not (DATA / f"{stem}.tar.gz").exists():
             continue

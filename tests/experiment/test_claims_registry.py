@@ -20,6 +20,10 @@ def test_evidence_points_into_the_grid(claim):
     labels = {abl.label(v) for v in abl.variants()}
     for ev in claim.evidence:
         assert ev.task in abl.tasks, ev
+        if ev.profile is not None:  # a setting only one profile runs: its grid holds the comparison
+            assert ev.profile in abl.profiles, ev
+            view = abl.for_profile(ev.profile)
+            assert ev.task in view.tasks and ev.variant in {view.label(v) for v in view.variants()}, ev
         assert ev.variant in labels - {abl.baseline_label}, (ev.variant, sorted(labels))
         assert (ev.against or abl.baseline_label) in labels - {ev.variant}, ev
         assert ev.expect in ("better", "worse", "equivalent") or ev.premise, ev
