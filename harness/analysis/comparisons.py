@@ -72,9 +72,9 @@ class Analysis:
     def trend_table(self, ev: claims_mod.Evidence) -> Table | None:
         """The trend an evidence entry names (``ev.trend``): the slope of its paired difference along the
         axis, one per seed, decided by the rules of every comparison (:mod:`harness.analysis.trend`)."""
-        key = (ev.task, ev.variant, *(lv for lv in _levels(self, ev)))
+        key = (ev.task, ev.variant, *trend.levels(self, ev))
         if key not in self.trends:
-            self.trends[key] = _trend_table(self, ev)
+            self.trends[key] = trend.table(self, ev)
         return self.trends[key]
 
     def seeds_done(self) -> SeedsDone:
@@ -252,66 +252,6 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
     table.frame["planned"] = result.planned
     _decide(result, table, result.planned, {}, {})  # the rules of every comparison, none re-applied after
     return table
-
-
-def _levels(result: Analysis, ev: claims_mod.Evidence) -> list[trend.Level]:
-    """The levels of an evidence entry's trend: the metric and arms compared at each."""
-    tr, base = ev.trend, ev.against or result.ablation.baseline_label
-    n = len(tr.levels)
-    metrics_ = tr.metrics or [ev.metric] * n
-    variants, against = tr.variants or [ev.variant] * n, tr.against or [base] * n
-    return [trend.Level(*lv) for lv in zip(tr.levels, metrics_, variants, against)]
-
-
-def _trend_table(result: Analysis, ev: claims_mod.Evidence) -> Table | None:
-    """The slope of ``ev``'s paired difference along its axis against 0 (:mod:`harness.analysis.trend`):
-    a one-row table, its own family, decided by :data:`~harness.analysis.verdicts.RULES` with the facts
-    of every comparison (the baseline's learning, the gate beyond L); None without a run of each arm."""
-    levels, task = _levels(result, ev), ev.task
-    runs = result.runs[result.runs["task"] == task]
-    arms = {lv.variant for lv in levels} | {lv.against for lv in levels}
-    if not arms <= set(runs["variant"]):
-        return None
-    rows, settings = result.rows, result.selection.settings
-    gated = settings.apply_gate and any(metrics.beyond_training(lv.metric) for lv in levels)
-    if gated:  # as every comparison beyond L: runs below the task's gate are left out
-        below = set(runs.loc[(runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
-        rows = rows[~rows["run_id"].isin(below)]
-    hib = metrics.higher_is_better(levels[0].metric)
-    per_seed = trend.slopes(rows, task, levels, hib, ev.trend.log2)
-    entry = result.ablation.tasks[task]
-    stems = {(metrics.length_of(lv.metric) or (lv.metric, 1))[0] for lv in levels}
-    primary_stem = (metrics.length_of(entry.primary.metric) or (entry.primary.metric, 1))[0]
-    sesoi = entry.primary.sesoi if stems == {primary_stem} else None
-    confirmatory = settings.confirmatory
-    gate = [
-        untestable.below_gate(
-            result.runs, task, lv.metric, lv.variant, lv.against, confirmatory and settings.apply_gate
-        )
-        for lv in levels
-    ]
-    facts = trend.facts(
-        per_seed,
-        sesoi,
-        result.alpha,
-        confirmatory,
-        unlearned=result.unlearned.get(task) if confirmatory else None,
-        below_gate=next((g for g in gate if g is not None), None),
-        planned=result.planned,
-    )
-    base = f"{levels[0].against} (no trend)"
-    frame = pd.DataFrame(
-        [
-            {"variant": base, "n": len(per_seed), "verdict": vd.BASELINE},
-            {"variant": ev.variant, "n": len(per_seed), **trend.row(per_seed, facts), "verdict": vd.decide(facts)},
-        ]
-    )
-    axis = (
-        f"slope along {ev.trend.axis} ({'log2 ' if ev.trend.log2 else ''}{', '.join(f'{lv.value:g}' for lv in levels)})"
-    )
-    return Table(
-        task, ev.metric, True, f"{axis}, its own family", frame, sesoi, reference=base, facts={ev.variant: facts}
-    )
 
 
 def _passed(abl: Ablation, r: Record) -> bool:
