@@ -72,9 +72,16 @@ class Analysis:
     def trend_table(self, ev: claims_mod.Evidence) -> Table | None:
         """The trend an evidence entry names (``ev.trend``): the slope of its paired difference along the
         axis, one per seed, decided by the rules of every comparison (:mod:`harness.analysis.trend`)."""
-        key = (ev.task, ev.variant, *trend.levels(self, ev))
+        key = (ev.task, ev.variant, *trend.levels(self.ablation, ev))
         if key not in self.trends:
-            self.trends[key] = trend.table(self, ev)
+            how = (
+                self.selection.settings,
+                (self.runs, self.rows),
+                self.unlearned.get(ev.task),
+                self.planned,
+                self.alpha,
+            )
+            self.trends[key] = trend.table(ev, self.ablation, *how)
         return self.trends[key]
 
     def seeds_done(self) -> SeedsDone:

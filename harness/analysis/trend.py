@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -20,10 +19,9 @@ from harness.analysis import paired, untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.table import Table
 from harness.experiment import metrics
+from harness.experiment.ablation import Ablation
 from harness.experiment.claims import Evidence
-
-if TYPE_CHECKING:  # comparisons builds an Analysis and asks this module for its trends
-    from harness.analysis.comparisons import Analysis
+from harness.experiment.declaration import Profile
 
 
 @dataclass(frozen=True)
@@ -104,50 +102,57 @@ def row(per_seed: pd.Series, f: vd.Facts) -> dict[str, float]:
     }
 
 
-def levels(result: Analysis, ev: Evidence) -> list[Level]:
+def levels(abl: Ablation, ev: Evidence) -> list[Level]:
     """The levels of an evidence entry's trend: the metric and arms compared at each."""
-    tr, base = ev.trend, ev.against or result.ablation.baseline_label
+    tr, base = ev.trend, ev.against or abl.baseline_label
     n = len(tr.levels)
     metrics_ = tr.metrics or [ev.metric] * n
     variants, against = tr.variants or [ev.variant] * n, tr.against or [base] * n
     return [Level(*lv) for lv in zip(tr.levels, metrics_, variants, against)]
 
 
-def table(result: Analysis, ev: Evidence) -> Table | None:
-    """The slope of ``ev``'s paired difference along its axis against 0 (:mod:`harness.analysis.trend`):
-    a one-row table, its own family, decided by :data:`~harness.analysis.verdicts.RULES` with the facts
-    of every comparison (the baseline's learning, the gate beyond L); None without a run of each arm."""
-    points, task = levels(result, ev), ev.task
-    runs = result.runs[result.runs["task"] == task]
+def table(
+    ev: Evidence,
+    abl: Ablation,
+    settings: Profile,
+    frames: tuple[pd.DataFrame, pd.DataFrame],
+    unlearned: untestable.Unlearned | None,
+    planned: int,
+    alpha: float,
+) -> Table | None:
+    """The slope of ``ev``'s paired difference along its axis against 0: a one-row table, its own
+    family, decided by :data:`~harness.analysis.verdicts.RULES` with the facts of every comparison
+    (``unlearned``: the task's baseline did not learn; the gate beyond L); ``frames``: an analysis's
+    runs and tidy rows (:class:`harness.analysis.comparisons.Analysis`); None without a run of each arm."""
+    points, task = levels(abl, ev), ev.task
+    all_runs, rows = frames
+    runs = all_runs[all_runs["task"] == task]
     arms = {lv.variant for lv in points} | {lv.against for lv in points}
     if not arms <= set(runs["variant"]):
         return None
-    rows, settings = result.rows, result.selection.settings
     gated = settings.apply_gate and any(metrics.beyond_training(lv.metric) for lv in points)
     if gated:  # as every comparison beyond L: runs below the task's gate are left out
         below = set(runs.loc[(runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
         rows = rows[~rows["run_id"].isin(below)]
     hib = metrics.higher_is_better(points[0].metric)
     per_seed = slopes(rows, task, points, hib, ev.trend.log2)
-    entry = result.ablation.tasks[task]
+    entry = abl.tasks[task]
     stems = {(metrics.length_of(lv.metric) or (lv.metric, 1))[0] for lv in points}
     primary_stem = (metrics.length_of(entry.primary.metric) or (entry.primary.metric, 1))[0]
     sesoi = entry.primary.sesoi if stems == {primary_stem} else None
     confirmatory = settings.confirmatory
     gate = [
-        untestable.below_gate(
-            result.runs, task, lv.metric, lv.variant, lv.against, confirmatory and settings.apply_gate
-        )
+        untestable.below_gate(all_runs, task, lv.metric, lv.variant, lv.against, confirmatory and settings.apply_gate)
         for lv in points
     ]
     decided = facts(
         per_seed,
         sesoi,
-        result.alpha,
+        alpha,
         confirmatory,
-        unlearned=result.unlearned.get(task) if confirmatory else None,
+        unlearned=unlearned if confirmatory else None,
         below_gate=next((g for g in gate if g is not None), None),
-        planned=result.planned,
+        planned=planned,
     )
     base = f"{points[0].against} (no trend)"
     frame = pd.DataFrame(
