@@ -5,7 +5,6 @@ negative control was caught (:func:`control_outcomes`)."""
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +19,16 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.claims import Claim, Evidence
 
 
-def in_grid(evidence: Evidence, view: Ablation) -> bool:
-    """Whether a claim's evidence entry names a task and variants (``against`` too) of the profile's grid ``view``."""
+def in_grid(evidence: Evidence, view: Ablation, profile: str | None = None) -> bool:
+    """Whether a claim's evidence entry names a task and variants (``against`` too) of the profile's grid
+    ``view``, and, when it names a ``profile``, whether that is the one (``profile``: the view's)."""
+    if evidence.profile is not None and profile is not None and evidence.profile != profile:
+        return False
     labels = {view.label(v) for v in view.variants()}
-    return evidence.task in view.tasks and {evidence.variant, evidence.against or view.baseline_label} <= labels
+    named = {evidence.variant, evidence.against or view.baseline_label}
+    if (tr := evidence.trend) is not None:
+        named |= set(tr.variants or []) | set(tr.against or [])
+    return evidence.task in view.tasks and named <= labels
 
 
 POSITIVE = "positive control"
@@ -71,9 +76,10 @@ def claim_verdict(claim: Claim, result: Analysis, guards: Sequence[Guard] = ()) 
 
 
 def _tested(claim: Claim, result: Analysis) -> tuple[str, list[str]]:
-    """The verdict of the claim's comparisons alone, and its evidence lines."""
+    """The verdict of the claim's comparisons alone (:data:`~harness.analysis.verdicts.CLAIM_RULES`),
+    and its evidence lines."""
     lines: list[str] = []
-    judged: list[_Judged] = []
+    judged: list[vd.Judged] = []
     premise_fails: str | None = None
     for ev in claim.evidence:
         line, outcome = _judge(ev, result)
@@ -82,85 +88,48 @@ def _tested(claim: Claim, result: Analysis) -> tuple[str, list[str]]:
             premise_fails = premise_fails or outcome  # a premise entry's outcome: what failed, or None
         elif outcome is not None:
             judged.append(outcome)
-    if not claim.evidence:
-        return vd.ClaimKind.NOT_TESTED_YET.value, lines
-    if premise_fails is not None:
-        return premise_fails, lines
-    if not judged:
-        return vd.ClaimKind.NOT_TESTED.value, lines
     untested = [p for p in claim.parts if p.kind != "condition" and p.not_tested]
-    if untested and len(untested) == sum(p.kind != "condition" for p in claim.parts):
-        return vd.claim_not_testable(f"{untested[0].words}: {untested[0].not_tested}"), lines
-    if not result.ablation.profiles[result.profile].confirmatory or any(j.outcome == "pilot" for j in judged):
-        return vd.claim_pilot(), lines  # a pilot rules on nothing, under any condition
-    conditions = list(dict.fromkeys(j.condition for j in judged))
-    if len(conditions) > 1:
-        each = [(c, _compose([j for j in judged if j.condition == c], inline=True)) for c in conditions]
-        if len({vd.claim_kind(v) for _, v in each}) > 1:
-            return vd.claim_by_condition(each), lines
-        return vd.claim_for_all(_compose(judged, inline=True), conditions), lines
-    return _compose(judged), lines
+    every = untested and len(untested) == sum(p.kind != "condition" for p in claim.parts)
+    facts = vd.ClaimFacts(
+        evidence=len(claim.evidence),
+        premise_fails=premise_fails,
+        judged=tuple(judged),
+        not_testable=f"{untested[0].words}: {untested[0].not_tested}" if every else None,
+        confirmatory=result.ablation.profiles[result.profile].confirmatory,
+    )
+    return vd.decide_claim(facts), lines
 
 
-@dataclass(frozen=True)
-class _Judged:
-    """One comparison's outcome for the claim (supported, contradicted, inconclusive, pilot,
-    underpowered, untestable or not run); ``small``: the sesoi a supporting effect is below."""
-
-    outcome: str
-    condition: str | None = None
-    needs: int | None = None
-    small: float | None = None
-
-
-def _compose(judged: list[_Judged], inline: bool = False) -> str:
-    """The claim verdict of a set of confirmatory comparison outcomes (``inline``: within a verdict per condition)."""
-    counts = Counter(j.outcome for j in judged)
-    small = sum(j.small is not None for j in judged)
-    if counts["supported"] and not counts["contradicted"]:  # in direction only: every supporting effect is small
-        return vd.claim_supported(counts["supported"] == len(judged), small == counts["supported"])
-    if counts["contradicted"] and not counts["supported"]:
-        return vd.claim_contradicted(counts["contradicted"] == len(judged))
-    if counts["supported"] and counts["contradicted"]:
-        return vd.claim_mixed(counts["supported"], counts["contradicted"], inline)
-    if counts["untestable"] == len(judged):
-        return vd.ClaimKind.UNTESTABLE.value
-    if counts["underpowered"] == len(judged):  # more seeds, not another design, may decide it
-        return vd.claim_underpowered(max(j.needs for j in judged if j.needs is not None))
-    return vd.ClaimKind.INCONCLUSIVE.value
-
-
-def _judge(ev: Evidence, result: Analysis) -> tuple[str, _Judged | str | None]:
-    """One evidence entry's line and :class:`_Judged` (None outside the profile's grid); for a
-    premise entry, the ``premise fails here`` verdict or None."""
+def _judge(ev: Evidence, result: Analysis) -> tuple[str, vd.Judged | str | None]:
+    """One evidence entry's line and :class:`~harness.analysis.verdicts.Judged` (None outside the
+    profile's grid); for a premise entry, the ``premise fails here`` verdict or None."""
     abl = result.ablation  # the profile's view: its tasks and variants
     ref, cond = ev.against or abl.baseline_label, ev.condition
     name, plain = (f"{ev.task} {q}{ev.metric}{q}, {ev.variant} vs {ref}" for q in ("`", ""))
-    if not in_grid(ev, abl):
+    if ev.trend is not None:
+        name, plain = (f"{n} along {ev.trend.axis}" for n in (name, plain))
+    if not in_grid(ev, abl, result.profile):
         return f"{plain}: not in the `{result.profile}` profile's grid (see the ablation's other profiles)", None
     if ev.premise:
         return _premise(ev, result, name)
-    table = result.table(ev.task, ev.metric, ref)
+    table = result.trend_table(ev) if ev.trend is not None else result.table(ev.task, ev.metric, ref)
     r = {} if table is None else next(iter(table.frame[table.frame["variant"] == ev.variant].to_dict("records")), {})
-    if vd.kind(r.get("verdict")) in vd.NO_VERDICT:
+    confirmatory = abl.profiles[result.profile].confirmatory
+    facts = vd.EvidenceFacts(r.get("verdict"), ev.expect, not pd.isna(r.get("delta")), confirmatory)
+    outcome = vd.evidence_outcome(facts)
+    if outcome == "untestable":
         # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
-        return (
-            f"{name}: {r['verdict']}; claim expects {ev.expect}: **untestable at this scale**",
-            _Judged("untestable", cond),
+        return f"{name}: {r['verdict']}; claim expects {ev.expect}: **untestable at this scale**", vd.Judged(
+            outcome, cond
         )
-    if pd.isna(r.get("delta")):
-        return f"{plain}: no paired runs", _Judged("not run", cond)
+    if outcome == "not run":
+        return f"{plain}: no paired runs", vd.Judged(outcome, cond)
     v = str(r["verdict"])
-    if vd.kind(v) is vd.Kind.PILOT or not abl.profiles[result.profile].confirmatory:
-        outcome = "pilot"  # a pilot rules on nothing, a censored comparison of one included
-    elif vd.matches(v, ev.expect) or vd.rules(v):
-        outcome = "supported" if vd.matches(v, ev.expect) else "contradicted"
-    else:
-        outcome = "underpowered" if vd.kind(v) is vd.Kind.UNDERPOWERED else "inconclusive"
     key = (ev.task, ev.metric, ev.variant)
     needs = next((p.needed for p in result.power if (p.task, p.metric, p.variant) == key and p.needed), None)
     head = name + (f" (this comparison tests {ev.tests})" if ev.tests else "") + ": "
     family = "exploratory variant, BH within the table" if ev.variant in abl.exploratory_variants else table.family
+    shown = "no effect of that size" if outcome == "negligible" else outcome
     if ev.metric == metrics.OUTCOME:
         base = table.frame[table.frame["variant"] == ref].iloc[0]
         common = _not_finished(result, ev.task, ev.variant)[1]
@@ -168,21 +137,24 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, _Judged | str | None]:
         return (
             head + f"finished {r['mean'] * r['n']:.0f}/{r['n']} runs vs {base['mean'] * base['n']:.0f}/{base['n']}"
             f"{why}; exact McNemar p = {text(r['p'], '.3g')}, adjusted p = {text(r['p_adj'], '.3g')} "
-            f"({family}) → {v}; claim expects {ev.expect}: **{outcome}**",
-            _Judged(outcome, cond, needs),
+            f"({family}) → {v}; claim expects {ev.expect}: **{shown}**",
+            vd.Judged(outcome, cond, needs),
         )
     small, note = None, ""
     if outcome == "supported" and vd.kind(v) in vd.DIRECTIONS and table.sesoi and abs(r["delta"]) < table.sesoi:
         small = table.sesoi  # real, but smaller than the effect the ablation cares about
         note = f" (|Δ| below the smallest effect of interest {table.sesoi:g})"
+    if outcome == "negligible":
+        note = f" (inside the smallest effect of interest ±{table.sesoi:g}: neither for nor against the claim)"
     undefined = why_undefined(r)  # no CI or p to print: say why instead of "nan"
     ci = delta_ci(r, " (not adjusted)")
     p_adj = f"{text(r['p_adj'], '.3g')} ({family})" if undefined is None else f"– ({undefined})"
+    unit = f" per {ev.trend.unit}" if ev.trend is not None else ""
     return (
-        head + f"Δ = {text(r['delta'], '+.4g')} ({ci}, + = {ev.variant} better), "
-        f"adjusted p = {p_adj}, n = {count(int(r['n_pairs']), 'seed')} → {v}; "
-        f"claim expects {ev.expect}: **{outcome}**{note}",
-        _Judged(outcome, cond, needs, small),
+        head + f"{'slope' if ev.trend is not None else 'Δ'} = {text(r['delta'], '+.4g')}{unit} ({ci}, "
+        f"+ = {ev.variant} better), adjusted p = {p_adj}, n = {count(int(r['n_pairs']), 'seed')} → {v}; "
+        f"claim expects {ev.expect}: **{shown}**{note}",
+        vd.Judged(outcome, cond, needs, small, table.sesoi if outcome == "negligible" else None),
     )
 
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from harness.analysis import looks, paired, stats, untestable
+from harness.analysis import looks, paired, stats, trend, untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.table import Table
 from harness.encode import count
@@ -48,6 +48,8 @@ class Analysis:
     alpha: float = 0.05
     references: dict[tuple[str, str, str], Table | None] = field(default_factory=dict)  # made when a claim asks
     sequential: looks.State | None = None  # a group-sequential profile: where its looks stand
+    planned: int = 0  # the seeds a comparison is judged against (those of the looks reached, in a sequential design)
+    trends: dict[tuple, Table | None] = field(default_factory=dict)  # made when a claim asks
 
     @property
     def ablation(self) -> Ablation:
@@ -66,6 +68,21 @@ class Analysis:
                 self.references[key] = _reference_table(self, task, metric, reference)
             return self.references[key]
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
+
+    def trend_table(self, ev: claims_mod.Evidence) -> Table | None:
+        """The trend an evidence entry names (``ev.trend``): the slope of its paired difference along the
+        axis, one per seed, decided by the rules of every comparison (:mod:`harness.analysis.trend`)."""
+        key = (ev.task, ev.variant, *trend.levels(self.ablation, ev))
+        if key not in self.trends:
+            how = (
+                self.selection.settings,
+                (self.runs, self.rows),
+                self.unlearned.get(ev.task),
+                self.planned,
+                self.alpha,
+            )
+            self.trends[key] = trend.table(ev, self.ablation, *how)
+        return self.trends[key]
 
     def seeds_done(self) -> SeedsDone:
         """How far the grid got (:class:`SeedsDone`). A run that diverged or failed is in the store:
@@ -153,6 +170,7 @@ def analyse(
     ok_ids, prof = set(runs.loc[runs["status"].isin(TRAINED), "run_id"]), sel.settings
     rows = tidy(found.records).loc[lambda frame: frame["run_id"].isin(ok_ids)]
     out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign, alpha=alpha)
+    out.planned = len(prof.seeds)
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
@@ -163,6 +181,7 @@ def analyse(
         out.sequential = looks.state(sel, found.records)
         at = prof.sequential.looks[max(out.sequential.reached, 1) - 1]
         planned = max(at, out.sequential.seeds_used)
+        out.planned = planned
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
@@ -205,6 +224,11 @@ def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str],
     frame, rows, confirmatory = table.frame, out.rows, out.selection.settings.confirmatory
     base, decided = frame["variant"].iloc[0], []
     for variant in frame["variant"].iloc[1:]:
+        ci = (
+            frame.loc[frame["variant"] == variant, ["delta_ci_low", "delta_ci_high"]]
+            if "delta_ci_low" in frame
+            else None
+        )
         at_best = untestable.seeds_at_ceiling(rows, table.task, table.metric, base, paired_with=variant)
         facts = replace(
             table.facts.get(variant, vd.Facts(n_pairs=0 if "n_pairs" in frame else None)),
@@ -217,6 +241,7 @@ def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str],
             planned=planned,
             censored=table.metric == metrics.STEPS_TO_TARGET and untestable.censored(rows, table.task, variant, base),
             ceiling=(metrics.best_value(table.metric), at_best) if confirmatory and at_best is not None else None,
+            delta_ci=None if ci is None or ci.empty else tuple(float(x) for x in ci.iloc[0]),
         )
         decided.append(vd.decide(facts))
     if decided and ("verdict" in frame or any(v is not None for v in decided)):
@@ -234,6 +259,8 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
     else:
         table = _compare(result, task, metric, entry.primary.sesoi if metric == entry.primary.metric else None, ref)
     table.family, table.reference = f"exploratory (against {ref}, BH)", ref
+    table.frame["planned"] = result.planned
+    _decide(result, table, result.planned, {}, {})  # the rules of every comparison, none re-applied after
     return table
 
 

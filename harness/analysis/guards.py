@@ -147,28 +147,49 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
 
 
 def _holm(outcomes: list[Outcome], alpha: float) -> None:
-    """Adjust the entry's comparisons as one Holm family (p and TOST p) and decide their verdicts."""
+    """Adjust the entry's comparisons as one Holm family (p and TOST p) and decide their verdicts by
+    :data:`~harness.analysis.verdicts.RULES`, with what else is known of each (the reference's learning,
+    its ceiling, the CI of Δ): no rule is applied again after the table."""
     tested = [o for o in outcomes if o.row and not math.isnan(o.row.get("p", math.nan))]
     fam = stats.adjust_family([o.row for o in tested], "holm", alpha)
-    for j, o in enumerate(tested):
-        o.row.update(fam.at(j), family_size=fam.size)
-        o.row["verdict"] = vd.decide(replace(o.facts, **fam.at(j)))
+    adjusted = {id(o): fam.at(j) for j, o in enumerate(tested)}
+    for o in (o for o in outcomes if o.row):  # every compared one, a test or not (identical pairs)
+        if id(o) in adjusted:
+            o.row.update(adjusted[id(o)], family_size=fam.size)
+        u, best = o.unlearned, metrics.best_value(o.comparison.metric)
+        o.facts = replace(
+            o.facts,
+            **adjusted.get(id(o), {}),
+            unlearned=None if u is None else (u.reached, u.planned, u.run),
+            planned=0 if u is None else u.planned,
+            ceiling=None if o.ceiling is None else (best, o.ceiling),
+            delta_ci=(o.row["delta_ci_low"], o.row["delta_ci_high"]),
+        )
+        o.row["verdict"] = vd.decide(o.facts)
+
+
+OUTCOMES = (  # a control comparison's outcome from its verdict: the first that holds (docs/statistics.md)
+    ("not learned", lambda o: vd.kind(o.verdict) is vd.Kind.NOT_LEARNED, "inconclusive (baseline not learned {u})"),
+    (
+        "at ceiling",
+        lambda o: vd.kind(o.verdict) is vd.Kind.CEILING,
+        "inconclusive (reference at ceiling on all {c} seeds)",
+    ),
+    ("no verdict", lambda o: not o.verdict or vd.kind(o.verdict) is vd.Kind.PILOT, "inconclusive"),
+    ("pass", lambda o: vd.matches(o.verdict, o.comparison.expect), "pass"),
+    ("fail", lambda o: vd.rules(o.verdict), "fail"),
+    ("inconclusive", lambda o: True, "inconclusive"),
+)
 
 
 def _judge(o: Outcome) -> None:
-    """A tested comparison's outcome: its verdict judged as a claim's, then the reference's learning and level."""
+    """A tested comparison's outcome from its verdict (:data:`OUTCOMES`), then the control's own bar: the
+    reference's mean at least ``reference_min`` (what the published result needs, not a verdict rule)."""
     o.verdict = str(o.row["verdict"])
-    if vd.kind(o.verdict) is vd.Kind.PILOT or not o.verdict:
-        o.outcome = "inconclusive"
-    elif vd.matches(o.verdict, o.comparison.expect):
-        o.outcome = "pass"
-    else:
-        o.outcome = "fail" if vd.rules(o.verdict) else "inconclusive"
-    if (u := o.unlearned) is not None:  # no pass or fail from a reference that did not learn the task
-        left = f", {u.not_run} not run" if u.not_run else ""
-        o.outcome = f"inconclusive (baseline not learned {u.reached}/{u.planned}{left})"
-    elif o.ceiling is not None and untestable.undecided_at_ceiling(o.verdict):  # too easy to separate them
-        o.outcome = f"inconclusive (reference at ceiling on all {o.ceiling} seeds)"
+    u = o.unlearned
+    left = f", {u.not_run} not run" if u is not None and u.not_run else ""
+    text = next(out for _, holds, out in OUTCOMES if holds(o))
+    o.outcome = text.format(u=f"{u.reached}/{u.planned}{left}" if u is not None else "", c=o.ceiling)
     low, mean = o.comparison.reference_min, o.reference.get("mean", math.nan)
     if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not mean >= low:
         o.outcome = "fail"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, NamedTuple
 
@@ -29,13 +29,15 @@ class Kind(str, Enum):
     CENSORED = "target never reached (censored)"
     NOT_LEARNED = "not learned"
     CEILING = "at ceiling"
+    NEGLIGIBLE = "negligible"
     UNDERPOWERED = "underpowered at this scale"
     BASELINE = "baseline"
 
 
 DIRECTIONS = (Kind.BETTER, Kind.WORSE)
-DECIDED = (Kind.BETTER, Kind.WORSE, Kind.EQUIVALENT, Kind.SAME_OUTCOME, Kind.IDENTICAL)
-"""Kinds that rule on a claim of a difference: each either matches the claim or contradicts it."""
+DECIDED = (Kind.BETTER, Kind.WORSE, Kind.EQUIVALENT, Kind.NEGLIGIBLE, Kind.SAME_OUTCOME, Kind.IDENTICAL)
+"""Kinds that rule on a published result a control expects: each either matches it or contradicts it (a
+claim reads an equivalent or negligible difference apart, as no effect of that size: :data:`EVIDENCE_RULES`)."""
 
 BETTER, WORSE, PILOT, TOO_FEW, CENSORED, BASELINE = (
     k.value for k in (Kind.BETTER, Kind.WORSE, Kind.PILOT, Kind.TOO_FEW, Kind.CENSORED, Kind.BASELINE)
@@ -85,6 +87,10 @@ def not_learned_gate(passed: int, planned: int, whose: str = "") -> str:
     return f"{Kind.NOT_LEARNED.value} ({whose}{passed}/{planned} passed the gate)"
 
 
+def negligible(sesoi: float) -> str:
+    return f"{Kind.NEGLIGIBLE.value} (95% CI of Δ inside ±{sesoi:g})"
+
+
 def at_ceiling(best: float, n_seeds: int) -> str:
     return f"{Kind.CEILING.value} (baseline {best:g} on all {n_seeds} seeds)"
 
@@ -121,6 +127,14 @@ class Facts:
     planned: int = 0  # seeds planned
     censored: bool = False  # steps_to_target: neither arm reached the target
     ceiling: tuple[float, int] | None = None  # (best, n): the baseline scored the best value on its n paired seeds
+    delta_ci: tuple[float, float] | None = None  # the 95% CI of Δ (not adjusted), when the analysis gives it
+
+    @property
+    def negligible(self) -> bool:
+        """The CI of Δ lies inside ±sesoi: whatever the tests say, no effect of the size the task cares about."""
+        if self.sesoi is None or self.delta_ci is None or not all(map(math.isfinite, self.delta_ci)):
+            return False
+        return -self.sesoi < self.delta_ci[0] and self.delta_ci[1] < self.sesoi
 
     @property
     def rejects(self) -> bool:
@@ -147,8 +161,13 @@ RULES = (
     Rule("too few pairs", lambda f: f.n_pairs is not None and f.n_pairs < 2, lambda f: TOO_FEW),
     Rule("no value", lambda f: f.n_pairs is None, lambda f: None),
     Rule("undefined", lambda f: f.non_finite > 0, lambda f: undefined_non_finite(f.non_finite, f.n_pairs)),
+    Rule("at ceiling", lambda f: f.ceiling is not None and not f.worse, lambda f: at_ceiling(*f.ceiling)),
+    Rule(
+        "negligible",
+        lambda f: f.confirmatory and f.negligible and f.ties != f.n_pairs,
+        lambda f: negligible(f.sesoi),
+    ),
     Rule("worse", lambda f: f.confirmatory and f.worse, lambda f: WORSE),
-    Rule("at ceiling", lambda f: f.ceiling is not None, lambda f: at_ceiling(*f.ceiling)),
     Rule(
         "same outcome",
         lambda f: f.outcome and f.confirmatory and f.ties == f.n_pairs,
@@ -170,11 +189,18 @@ def decide(facts: Facts) -> str | None:
     return next(rule.verdict(facts) for rule in RULES if rule.holds(facts))
 
 
+NO_EFFECT_OF_THAT_SIZE = (Kind.NEGLIGIBLE, Kind.EQUIVALENT)
+"""Kinds that say the difference is inside the smallest effect of interest: for a claim of a material
+effect neither support nor contradiction, only "no effect of that size"; for an equivalence, a match."""
+
+
 def matches(verdict: object, expect: str) -> bool:
     """Whether a comparison verdict is the one a claim or a reproduction expects (``better``,
-    ``worse`` or ``equivalent``, whatever its margin)."""
+    ``worse`` or ``equivalent``, whatever its margin; a negligible difference is an equivalence)."""
     k = kind(verdict)
-    return k in (Kind.BETTER, Kind.WORSE, Kind.EQUIVALENT) and k.value == expect
+    if expect == Kind.EQUIVALENT.value:
+        return k in NO_EFFECT_OF_THAT_SIZE
+    return k in DIRECTIONS and k.value == expect
 
 
 def rules(verdict: object) -> bool:
@@ -195,6 +221,7 @@ def _match(kinds: Iterable[Any], verdict: object) -> Any:
 
 
 class ClaimKind(str, Enum):
+    NO_EFFECT = "no effect of that size"
     SUPPORTED = "supported"
     PARTLY_SUPPORTED = "partly supported"
     CONTRADICTED = "contradicted"
@@ -213,7 +240,7 @@ class ClaimKind(str, Enum):
 
 
 RULINGS = frozenset(ClaimKind(k) for k in ("supported", "partly supported", "contradicted", "partly contradicted"))
-RULINGS |= {ClaimKind.MIXED, ClaimKind.BY_CONDITION}
+RULINGS |= {ClaimKind.MIXED, ClaimKind.BY_CONDITION, ClaimKind.NO_EFFECT}
 """The claim verdicts that rule on a claim (for or against it): those a control that did not pass withholds."""
 
 
@@ -242,6 +269,12 @@ def claim_mixed(supporting: int, contradicting: int, inline: bool = False) -> st
             f"and {c} contradict{'' if c > 1 else 's'} it)"
         )
     return f"{ClaimKind.MIXED.value}: {supporting} comparison(s) support it, {contradicting} contradict it"
+
+
+def claim_no_effect(sesoi: Iterable[float]) -> str:
+    """Every comparison that decided lies inside its smallest effect of interest."""
+    margins = ", ".join(f"±{m:g}" for m in sorted(set(sesoi)))
+    return f"{ClaimKind.NO_EFFECT.value} (every comparison that decided lies inside {margins or 'its sesoi'})"
 
 
 def claim_underpowered(needed: int) -> str:
@@ -286,3 +319,149 @@ def claim_kind(verdict: str) -> ClaimKind | None:
     if not fixed and len(pieces) > 1 and all(" for " in p and _single_kind(p.rsplit(" for ", 1)[0]) for p in pieces):
         return ClaimKind.BY_CONDITION
     return _single_kind(verdict)
+
+
+# What one evidence entry's comparison says of the claim, then the claim's verdict: each an ordered rule
+# table as :data:`RULES` (docs/statistics.md, "Claims and their verdicts", lists both in this order).
+
+
+@dataclass(frozen=True)
+class EvidenceFacts:
+    """One evidence entry's comparison as a claim reads it."""
+
+    verdict: object  # the comparison's verdict (None: no verdict)
+    expect: str  # better | worse | equivalent
+    paired: bool  # the comparison has paired runs (a Δ)
+    confirmatory: bool
+
+
+class EvidenceRule(NamedTuple):
+    name: str
+    holds: Callable[[EvidenceFacts], bool]
+    outcome: str
+
+
+EVIDENCE_RULES = (
+    EvidenceRule("untestable", lambda e: kind(e.verdict) in NO_VERDICT, "untestable"),
+    EvidenceRule("not run", lambda e: not e.paired, "not run"),
+    EvidenceRule("pilot", lambda e: kind(e.verdict) is Kind.PILOT or not e.confirmatory, "pilot"),
+    EvidenceRule("supported", lambda e: matches(e.verdict, e.expect), "supported"),
+    EvidenceRule("no effect of that size", lambda e: kind(e.verdict) in NO_EFFECT_OF_THAT_SIZE, "negligible"),
+    EvidenceRule("contradicted", lambda e: rules(e.verdict), "contradicted"),
+    EvidenceRule("underpowered", lambda e: kind(e.verdict) is Kind.UNDERPOWERED, "underpowered"),
+    EvidenceRule("inconclusive", lambda e: True, "inconclusive"),
+)
+
+
+def evidence_outcome(facts: EvidenceFacts) -> str:
+    """What one comparison says of a claim, by the first of :data:`EVIDENCE_RULES` that holds."""
+    return next(rule.outcome for rule in EVIDENCE_RULES if rule.holds(facts))
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One comparison's outcome for the claim (:data:`EVIDENCE_RULES`); ``small``: the sesoi a supporting
+    effect is below; ``sesoi``: the margin a negligible one lies inside."""
+
+    outcome: str
+    condition: str | None = None
+    needs: int | None = None
+    small: float | None = None
+    sesoi: float | None = None
+
+
+@dataclass(frozen=True)
+class ClaimFacts:
+    """What a claim's evidence gave in one profile: the entries' outcomes (``judged``: those in the
+    profile's grid, premises apart), a premise's failure, and the claim's audit."""
+
+    evidence: int = 0  # evidence entries the claim names
+    premise_fails: str | None = None  # a premise entry's verdict
+    judged: tuple[Judged, ...] = ()
+    not_testable: str | None = None  # every effect and mechanism of its wording untested: the first, and why
+    confirmatory: bool = True
+    inline: bool = False  # composed within a verdict per condition
+
+    def count(self, outcome: str) -> int:
+        return sum(j.outcome == outcome for j in self.judged)
+
+    @property
+    def conditions(self) -> list[str | None]:
+        return list(dict.fromkeys(j.condition for j in self.judged))
+
+    def per_condition(self) -> list[tuple[str, str]]:
+        """(condition, the verdict of its comparisons alone) for each condition, in order."""
+        return [
+            (c, decide_claim(replace(self, judged=tuple(j for j in self.judged if j.condition == c), inline=True)))
+            for c in self.conditions
+        ]
+
+
+class ClaimRule(NamedTuple):
+    name: str
+    holds: Callable[[ClaimFacts], bool]
+    verdict: Callable[[ClaimFacts], str]
+
+
+def _composed(c: ClaimFacts) -> str:
+    """The verdict over every comparison (conditions pooled), as inline text."""
+    return decide_claim(replace(c, inline=True), start=_FIRST_COMPOSED)
+
+
+CLAIM_RULES = (
+    ClaimRule("premise fails", lambda c: c.premise_fails is not None, lambda c: c.premise_fails),
+    ClaimRule(
+        "not testable as stated", lambda c: c.not_testable is not None, lambda c: claim_not_testable(c.not_testable)
+    ),
+    ClaimRule("not tested yet", lambda c: c.evidence == 0, lambda c: ClaimKind.NOT_TESTED_YET.value),
+    ClaimRule("not tested in this profile", lambda c: not c.judged, lambda c: ClaimKind.NOT_TESTED.value),
+    ClaimRule(
+        "pilot", lambda c: not c.confirmatory or any(j.outcome == "pilot" for j in c.judged), lambda c: claim_pilot()
+    ),
+    ClaimRule(
+        "by condition",
+        lambda c: not c.inline and len(c.conditions) > 1 and len({claim_kind(v) for _, v in c.per_condition()}) > 1,
+        lambda c: claim_by_condition(c.per_condition()),
+    ),
+    ClaimRule(
+        "for every condition",
+        lambda c: not c.inline and len(c.conditions) > 1,
+        lambda c: claim_for_all(_composed(c), [str(x) for x in c.conditions]),
+    ),
+    ClaimRule(
+        "mixed",
+        lambda c: c.count("supported") and c.count("contradicted"),
+        lambda c: claim_mixed(c.count("supported"), c.count("contradicted"), c.inline),
+    ),
+    ClaimRule(
+        "supported",
+        lambda c: c.count("supported") > 0,
+        lambda c: claim_supported(
+            c.count("supported") == len(c.judged),
+            sum(j.small is not None for j in c.judged) == c.count("supported"),
+        ),
+    ),
+    ClaimRule(
+        "contradicted",
+        lambda c: c.count("contradicted") > 0,
+        lambda c: claim_contradicted(c.count("contradicted") == len(c.judged)),
+    ),
+    ClaimRule(
+        "no effect of that size",
+        lambda c: c.count("negligible") > 0,
+        lambda c: claim_no_effect(j.sesoi for j in c.judged if j.outcome == "negligible" and j.sesoi is not None),
+    ),
+    ClaimRule("untestable", lambda c: c.count("untestable") == len(c.judged), lambda c: ClaimKind.UNTESTABLE.value),
+    ClaimRule(
+        "underpowered",
+        lambda c: c.count("underpowered") == len(c.judged) and any(j.needs is not None for j in c.judged),
+        lambda c: claim_underpowered(max(j.needs for j in c.judged if j.needs is not None)),
+    ),
+    ClaimRule("inconclusive", lambda c: True, lambda c: ClaimKind.INCONCLUSIVE.value),
+)
+_FIRST_COMPOSED = [r.name for r in CLAIM_RULES].index("mixed")
+
+
+def decide_claim(facts: ClaimFacts, start: int = 0) -> str:
+    """A claim's verdict by the first of :data:`CLAIM_RULES` (from ``start``) that holds."""
+    return next(rule.verdict(facts) for rule in CLAIM_RULES[start:] if rule.holds(facts))

@@ -296,7 +296,7 @@ def _report_ablation(name: str, results: Path, out: Path, storage: str | None, g
         newest = max((r.finished_at or "" for r in mine), default="")
         # the claims' evidence its grid holds: the latest report is the confirmatory one that tests them most
         view = sel.ablation
-        evidence = sum(in_grid(ev, view) for cid in view.claims for ev in claims[cid].evidence)
+        evidence = sum(in_grid(ev, view, pname) for cid in view.claims for ev in claims[cid].evidence)
         entry.reported.append(index.Reported(pname, path, prof.confirmatory, newest, order, evidence))
     if (latest := entry.latest) is not None:
         result, tuning = made[latest.profile]

@@ -22,6 +22,33 @@ CLAIMS = "claims.yaml"
 REGISTRY = "reproductions.yaml"
 
 
+class Trend(Decl):
+    """A comparison along an ordered axis (docs/statistics.md, "Trends along an axis"): the entry's paired
+    difference at each of ``levels``, its slope per seed on the level (``log2``: on log2 of it). Per level,
+    ``metrics`` / ``variants`` / ``against`` name what is compared there (default: the entry's own)."""
+
+    axis: str = Field(min_length=1, description="what grows: the length multiple, the depth, the head count")
+    unit: str = Field(min_length=1, description="the slope's unit, printed: 'doubling of the length'")
+    levels: list[float] = Field(min_length=2)
+    log2: bool = False
+    metrics: list[str] | None = None
+    variants: list[str] | None = None
+    against: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _one_per_level(self) -> Trend:
+        if sorted(self.levels) != self.levels or len(set(self.levels)) < len(self.levels):
+            raise ValueError("trend.levels: give distinct levels in increasing order")
+        if self.log2 and min(self.levels) <= 0:
+            raise ValueError("trend.levels: log2 needs positive levels")
+        for key in ("metrics", "variants", "against"):
+            if (given := getattr(self, key)) is not None and len(given) != len(self.levels):
+                raise ValueError(f"trend.{key}: one per level ({len(self.levels)}), got {len(given)}")
+        for name in self.metrics or []:
+            metrics.known(name)
+        return self
+
+
 class Evidence(Decl, metrics.KnownMetric):
     """One comparison that decides a claim (``variant`` against the baseline or ``against``), and the
     verdict ``expect``-ed if it holds, or a ``premise``: whether its setting runs here (docs/claims-audit.md)."""
@@ -34,6 +61,8 @@ class Evidence(Decl, metrics.KnownMetric):
     condition: str | None = None
     premise: str | None = None
     tests: str | None = None  # what the comparison shows when it tests less than the claim says
+    trend: Trend | None = None  # the slope of the difference along an axis, not the difference at one point
+    profile: str | None = None  # the one profile whose runs it reads (a setting only that profile runs)
 
     @model_validator(mode="after")
     def _expect_or_premise(self) -> Evidence:
@@ -53,6 +82,32 @@ class Part(Decl):
     not_tested: str | None = None
 
 
+class Setting(Decl):
+    """The setting a write-up names for its claim, in its own terms (None: the write-up does not say)."""
+
+    model: str | None = None
+    task: str | None = None
+    learning_rate: str | None = None
+    precision: str | None = None
+    figure: str | None = None
+
+
+class Source(Decl):
+    """Where a claim comes from: the write-up (its file name in the write-ups' folder, e.g.
+    ``000_d260eea772721f72``), its words as written (``quote``) with a translation, the setting it
+    names and the mechanism it gives (None: it gives none)."""
+
+    file: str = Field(pattern=r"^\d{3}_[0-9a-f]{16}$")
+    quote: str = Field(min_length=1)
+    translation: str = Field(min_length=1)
+    setting: Setting = Setting()
+    mechanism: str | None = None
+
+
+Fidelity = Literal["faithful", "partly", "not tested as stated", "not"]
+"""How far a claim's evidence tests what its write-up says (docs/claims-audit.md)."""
+
+
 class Claim(Decl):
     """A claim, the figure given for it, the ablation that decides it and its audit (``parts``)."""
 
@@ -60,8 +115,24 @@ class Claim(Decl):
     claim: str
     figure: str
     ablation: str
+    sources: list[Source] = []
+    rests_on: list[str] = []  # the mechanisms its verdict rests on; a control testing one guards the claim
     parts: list[Part] = []
     evidence: list[Evidence] = []
+
+    def fidelity(self) -> Fidelity:
+        """``faithful``: every part of the wording (effects, mechanism, conditions) is tested, none on a
+        stand-in (an evidence entry with ``tests``); ``not tested as stated``: no effect or mechanism is
+        tested, and the verdict says so; ``partly``: between (each untested part says why); ``not``: only
+        stand-ins test its effects, a verdict on something else than the write-up says (the registry has
+        none: tests/experiment/test_claims_registry.py)."""
+        said = [p for p in self.parts if p.kind != "condition"]
+        direct = {ev.part for ev in self.evidence if ev.tests is None}
+        if all(p.not_tested is not None for p in said):
+            return "not tested as stated"
+        if not any(p.words in direct for p in said):
+            return "not"
+        return "faithful" if all(p.words in direct for p in self.parts) else "partly"
 
     @model_validator(mode="after")
     def _audit(self) -> Claim:
@@ -194,6 +265,7 @@ class Reproduction(BaseModel):
     comparisons: list[Comparison] = Field(min_length=1)
     guards: list[str] = Field(default_factory=list)
     guards_why: str | None = None
+    mechanism: str | None = None  # what the published result tests; `guards`: every claim resting on it (rests_on)
 
 
 def parse(data: object) -> list[Reproduction]:

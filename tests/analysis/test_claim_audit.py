@@ -104,7 +104,7 @@ def test_a_setting_that_cannot_run_is_no_evidence_for_the_claim(result):
     # where the setting runs, the premise holds and the untested effect leaves nothing to rule on
     verdict, lines = claim_verdict(c, result)
     assert "premise (a rope model) holds here: 8/8 runs finished" in lines[0]
-    assert verdict == vd.ClaimKind.NOT_TESTED.value
+    assert verdict == "not testable as stated: helps: the setting cannot run"
 
 
 def test_a_claim_whose_every_effect_is_untested_is_not_testable_as_stated(result):
@@ -140,3 +140,16 @@ def test_a_pilot_gives_no_verdict_under_any_condition(tmp_path):
     pilot = analyse(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results")
     c = claim([EFFECT], [ev("learned", "better", condition="Post-LN"), ev("rope", "better", condition="Pre-LN")])
     assert claim_verdict(c, pilot)[0] == vd.claim_pilot()
+
+
+def test_an_entry_for_one_profile_is_read_in_that_profile_only(result):
+    """A setting only one profile runs (a fixed learning rate): its entry names the profile, and another
+    profile's grid, holding the same labels, does not answer for it."""
+    c = claim([EFFECT], [ev("learned", "better", profile="fixed_lr"), ev("rope", "worse")])
+    verdict, lines = claim_verdict(c, result)
+    assert (
+        lines[0]
+        == "copy acc@x2, learned vs sinusoidal: not in the `cpu` profile's grid (see the ablation's other profiles)"
+    )
+    assert verdict == "supported"  # rope worse, the only entry this profile reads
+    assert claim_verdict(claim([EFFECT], [ev("learned", "better", profile="cpu")]), result)[0] == "supported"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.analysis import stats
+from harness.analysis import guards, stats
 from harness.analysis import verdicts as vd
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
@@ -20,11 +20,30 @@ CEILING = (1.0, 8)
 OPEN = "inconclusive (open: next look 2 at 16 seeds)"
 
 
+def _numbered_tables(section: str) -> list[list[str]]:
+    """The rule names of each numbered table of a section of docs/statistics.md, in order."""
+    tables: list[list[str]] = []
+    for line in section.splitlines():
+        if m := re.match(r"\s*\| (\d+) \| ([^|]+) \|", line):
+            if m.group(1) == "1":
+                tables.append([])
+            assert int(m.group(1)) == len(tables[-1]) + 1, line
+            tables[-1].append(m.group(2).strip())
+    return tables
+
+
+def _section(title: str) -> str:
+    return DOCS.read_text().split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
 def test_the_docs_list_the_rules_in_their_order() -> None:
-    section = DOCS.read_text().split("## Comparison verdicts", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split("|")[1:3] for line in section.splitlines() if re.match(r"\| \d+ \|", line)]
-    assert [int(n) for n, _ in rows] == list(range(1, len(vd.RULES) + 1))
-    assert [name.strip() for _, name in rows] == [rule.name for rule in vd.RULES]
+    (comparisons,) = _numbered_tables(_section("Comparison verdicts"))
+    assert comparisons == [rule.name for rule in vd.RULES]
+    evidence, claims = _numbered_tables(_section("Claims and their verdicts"))
+    assert evidence == [rule.name for rule in vd.EVIDENCE_RULES]
+    assert claims == [rule.name for rule in vd.CLAIM_RULES]
+    (controls,) = _numbered_tables(_section("Controls before verdicts"))
+    assert controls == [name for name, _, _ in guards.OUTCOMES]
 
 
 # (the rule that wins, what else holds, the facts, the verdict)
@@ -61,7 +80,19 @@ COLLISIONS = [
         vd.Facts(n_pairs=8, non_finite=2, ceiling=CEILING, sequential=OPEN),
         "undefined (a non-finite value in 2 of 8 pairs)",
     ),
-    ("worse", "a baseline at the ceiling", vd.Facts(**{**REJECTS, "better": False}, ceiling=CEILING), "worse"),
+    ("worse", "both tests reject (better)", vd.Facts(**{**REJECTS, "better": False}, ceiling=CEILING), "worse"),
+    (
+        "negligible",
+        "worse: both tests reject (16 heads against 4 on tinyshakespeare)",
+        vd.Facts(**{**REJECTS, "better": False}, delta_ci=(-0.0152, -0.0064)),
+        "negligible (95% CI of Δ inside ±0.05)",
+    ),
+    (
+        "negligible",
+        "equivalent: TOST rejects",
+        vd.Facts(**{**TESTED, "p_tost_adj": 0.01}, delta_ci=(-0.01, 0.02)),
+        "negligible (95% CI of Δ inside ±0.05)",
+    ),
     (
         "worse",
         "a baseline at the ceiling (the looks)",
@@ -73,6 +104,12 @@ COLLISIONS = [
         "the fixed design's tests say better (the looks decide)",
         vd.Facts(**{**REJECTS, "better": True}, sequential="worse"),
         "worse",
+    ),
+    (
+        "at ceiling",
+        "a negligible difference",
+        vd.Facts(**TESTED, ceiling=CEILING, delta_ci=(-0.01, 0.0)),
+        "at ceiling (baseline 1 on all 8 seeds)",
     ),
     (
         "at ceiling",

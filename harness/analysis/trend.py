@@ -1,0 +1,169 @@
+"""A trend along an ordered axis (docs/statistics.md, "Trends along an axis"): a claim whose words name a
+condition that grows ("especially in deeper stacks", "beyond the training length", "as heads get fewer")
+is tested by the slope of the paired difference along that axis. Per seed, the difference between the
+two arms at each level of the axis (oriented: + = the variant better) is regressed on the level (or its
+log2); the slopes, one per seed, are tested against 0 as the paired comparisons are (the t-test and the
+exact sign-flip test, both needed for a direction), and decided by the same rules
+(:data:`harness.analysis.verdicts.RULES`): ``better`` means the variant's advantage grows along the axis,
+``worse`` that it shrinks (its disadvantage grows)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis import paired, untestable
+from harness.analysis import verdicts as vd
+from harness.analysis.table import Table
+from harness.experiment import metrics
+from harness.experiment.ablation import Ablation
+from harness.experiment.claims import Evidence
+from harness.experiment.declaration import Profile
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of the axis: its value, and the metric and arms compared there."""
+
+    value: float
+    metric: str
+    variant: str
+    against: str
+
+
+def slopes(rows: pd.DataFrame, task: str, levels: Sequence[Level], higher_is_better: bool, log2: bool) -> pd.Series:
+    """Per seed (the index), the least-squares slope of the oriented difference ``variant - against``
+    (+ = the variant better) on the level (``log2``: on log2 of it), over the seeds with a value at every
+    level; ``rows``: tidy metric rows (task, metric, variant, seed, value)."""
+    sign = 1.0 if higher_is_better else -1.0
+    on = rows[rows["task"] == task]
+    diffs = {}
+    for lv in levels:
+        at = on[on["metric"] == lv.metric]
+        v = at[at["variant"] == lv.variant].set_index("seed")["value"].astype(float)
+        b = at[at["variant"] == lv.against].set_index("seed")["value"].astype(float)
+        diffs[lv.value] = sign * (v - b)
+    frame = pd.DataFrame(diffs).dropna()
+    x = np.array([np.log2(v) if log2 else v for v in frame.columns], dtype=float)
+    return pd.Series(slope_of(frame.to_numpy(float), x), index=frame.index, dtype=float)
+
+
+def slope_of(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The least-squares slope of each row of ``y`` (seeds x levels) on ``x`` (levels)."""
+    xc = x - x.mean()
+    return (y - y.mean(axis=-1, keepdims=True)) @ xc / float(xc @ xc)
+
+
+def facts(per_seed: pd.Series, sesoi: float | None, alpha: float, confirmatory: bool, **context) -> vd.Facts:
+    """The :class:`~harness.analysis.verdicts.Facts` of the slopes tested against 0 (a family of one):
+    the paired t-test, its CI and the exact sign-flip test of :func:`harness.analysis.paired.paired_test`,
+    TOST at ±``sesoi`` (per unit of the axis); ``context``: the other facts (learning, gate, planned)."""
+    t = paired.paired_test(pd.Series(0.0, index=per_seed.index), per_seed, higher_is_better=True)
+    tost = paired.tost_paired(t.diffs, sesoi) if sesoi and not t.non_finite else paired.NAN
+    return vd.Facts(
+        t.n_pairs,
+        t.ties,
+        t.non_finite,
+        bool((t.ci_low + t.ci_high) / 2 > 0) if np.isfinite(t.ci_low) else t.delta > 0,
+        t.p,
+        t.p_perm,
+        tost,
+        paired.mde(t.n_pairs, t.sd_diff, alpha) if t.n_pairs >= 2 else paired.NAN,
+        sesoi,
+        alpha,
+        confirmatory,
+        delta_ci=(t.ci_low, t.ci_high),
+        **context,
+    )
+
+
+def row(per_seed: pd.Series, f: vd.Facts) -> dict[str, float]:
+    """A comparison table's columns for the slopes (``delta``: the mean slope)."""
+    t = paired.paired_test(pd.Series(0.0, index=per_seed.index), per_seed, higher_is_better=True)
+    return {
+        "n_pairs": t.n_pairs,
+        "delta": t.delta,
+        "delta_ci_low": t.ci_low,
+        "delta_ci_high": t.ci_high,
+        "sd_diff": t.sd_diff,
+        "wins": t.wins,
+        "ties": t.ties,
+        "losses": t.losses,
+        "p": t.p,
+        "p_perm": t.p_perm,
+        "p_adj": f.p_adj,
+        "p_perm_adj": f.p_perm_adj,
+        "p_tost_adj": f.p_tost_adj,
+        "family_size": 1 if np.isfinite(t.p) else None,
+        "mde": f.mde,
+    }
+
+
+def levels(abl: Ablation, ev: Evidence) -> list[Level]:
+    """The levels of an evidence entry's trend: the metric and arms compared at each."""
+    tr, base = ev.trend, ev.against or abl.baseline_label
+    n = len(tr.levels)
+    metrics_ = tr.metrics or [ev.metric] * n
+    variants, against = tr.variants or [ev.variant] * n, tr.against or [base] * n
+    return [Level(*lv) for lv in zip(tr.levels, metrics_, variants, against)]
+
+
+def table(
+    ev: Evidence,
+    abl: Ablation,
+    settings: Profile,
+    frames: tuple[pd.DataFrame, pd.DataFrame],
+    unlearned: untestable.Unlearned | None,
+    planned: int,
+    alpha: float,
+) -> Table | None:
+    """The slope of ``ev``'s paired difference along its axis against 0: a one-row table, its own
+    family, decided by :data:`~harness.analysis.verdicts.RULES` with the facts of every comparison
+    (``unlearned``: the task's baseline did not learn; the gate beyond L); ``frames``: an analysis's
+    runs and tidy rows (:class:`harness.analysis.comparisons.Analysis`); None without a run of each arm."""
+    points, task = levels(abl, ev), ev.task
+    all_runs, rows = frames
+    runs = all_runs[all_runs["task"] == task]
+    arms = {lv.variant for lv in points} | {lv.against for lv in points}
+    if not arms <= set(runs["variant"]):
+        return None
+    gated = settings.apply_gate and any(metrics.beyond_training(lv.metric) for lv in points)
+    if gated:  # as every comparison beyond L: runs below the task's gate are left out
+        below = set(runs.loc[(runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
+        rows = rows[~rows["run_id"].isin(below)]
+    hib = metrics.higher_is_better(points[0].metric)
+    per_seed = slopes(rows, task, points, hib, ev.trend.log2)
+    entry = abl.tasks[task]
+    stems = {(metrics.length_of(lv.metric) or (lv.metric, 1))[0] for lv in points}
+    primary_stem = (metrics.length_of(entry.primary.metric) or (entry.primary.metric, 1))[0]
+    sesoi = entry.primary.sesoi if stems == {primary_stem} else None
+    confirmatory = settings.confirmatory
+    gate = [
+        untestable.below_gate(all_runs, task, lv.metric, lv.variant, lv.against, confirmatory and settings.apply_gate)
+        for lv in points
+    ]
+    decided = facts(
+        per_seed,
+        sesoi,
+        alpha,
+        confirmatory,
+        unlearned=unlearned if confirmatory else None,
+        below_gate=next((g for g in gate if g is not None), None),
+        planned=planned,
+    )
+    base = f"{points[0].against} (no trend)"
+    frame = pd.DataFrame(
+        [
+            {"variant": base, "n": len(per_seed), "verdict": vd.BASELINE},
+            {"variant": ev.variant, "n": len(per_seed), **row(per_seed, decided), "verdict": vd.decide(decided)},
+        ]
+    )
+    axis = (
+        f"slope along {ev.trend.axis} ({'log2 ' if ev.trend.log2 else ''}{', '.join(f'{lv.value:g}' for lv in points)})"
+    )
+    return Table(
+        task, ev.metric, True, f"{axis}, its own family", frame, sesoi, reference=base, facts={ev.variant: decided}
+    )
