@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.analysis import claim_verdicts as cv
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import count, text
@@ -62,10 +63,10 @@ def claim_verdict(claim: Claim, result: Analysis, guards: Sequence[Guard] = ()) 
     ``withheld``, and a last evidence line says what the tests alone gave."""
     verdict, lines = _tested(claim, result)
     waiting = [g for g in guards if not g.passed]
-    if not waiting or vd.claim_kind(verdict) not in vd.RULINGS:
+    if not waiting or cv.claim_kind(verdict) not in cv.RULINGS:
         return verdict, lines
     commands = sorted({g.command() for g in waiting if g.outcome == "not run" or g.outcome.startswith("incomplete")})
-    return vd.claim_withheld([(f"{g.kind} {g.id}", g.outcome) for g in waiting]), [
+    return cv.claim_withheld([(f"{g.kind} {g.id}", g.outcome) for g in waiting]), [
         *lines,
         f"The tests alone: **{verdict}**. Withheld until the control{'s' if len(waiting) > 1 else ''} "
         f"guarding this claim pass{'' if len(waiting) > 1 else 'es'} at this scale: a harness that does not see "
@@ -76,10 +77,10 @@ def claim_verdict(claim: Claim, result: Analysis, guards: Sequence[Guard] = ()) 
 
 
 def _tested(claim: Claim, result: Analysis) -> tuple[str, list[str]]:
-    """The verdict of the claim's comparisons alone (:data:`~harness.analysis.verdicts.CLAIM_RULES`),
+    """The verdict of the claim's comparisons alone (:data:`~harness.analysis.claim_verdicts.CLAIM_RULES`),
     and its evidence lines."""
     lines: list[str] = []
-    judged: list[vd.Judged] = []
+    judged: list[cv.Judged] = []
     premise_fails: str | None = None
     for ev in claim.evidence:
         line, outcome = _judge(ev, result)
@@ -90,18 +91,18 @@ def _tested(claim: Claim, result: Analysis) -> tuple[str, list[str]]:
             judged.append(outcome)
     untested = [p for p in claim.parts if p.kind != "condition" and p.not_tested]
     every = untested and len(untested) == sum(p.kind != "condition" for p in claim.parts)
-    facts = vd.ClaimFacts(
+    facts = cv.ClaimFacts(
         evidence=len(claim.evidence),
         premise_fails=premise_fails,
         judged=tuple(judged),
         not_testable=f"{untested[0].words}: {untested[0].not_tested}" if every else None,
         confirmatory=result.ablation.profiles[result.profile].confirmatory,
     )
-    return vd.decide_claim(facts), lines
+    return cv.decide_claim(facts), lines
 
 
-def _judge(ev: Evidence, result: Analysis) -> tuple[str, vd.Judged | str | None]:
-    """One evidence entry's line and :class:`~harness.analysis.verdicts.Judged` (None outside the
+def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]:
+    """One evidence entry's line and :class:`~harness.analysis.claim_verdicts.Judged` (None outside the
     profile's grid); for a premise entry, the ``premise fails here`` verdict or None."""
     abl = result.ablation  # the profile's view: its tasks and variants
     ref, cond = ev.against or abl.baseline_label, ev.condition
@@ -115,15 +116,15 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, vd.Judged | str | None]
     table = result.trend_table(ev) if ev.trend is not None else result.table(ev.task, ev.metric, ref)
     r = {} if table is None else next(iter(table.frame[table.frame["variant"] == ev.variant].to_dict("records")), {})
     confirmatory = abl.profiles[result.profile].confirmatory
-    facts = vd.EvidenceFacts(r.get("verdict"), ev.expect, not pd.isna(r.get("delta")), confirmatory)
-    outcome = vd.evidence_outcome(facts)
+    facts = cv.EvidenceFacts(r.get("verdict"), ev.expect, not pd.isna(r.get("delta")), confirmatory)
+    outcome = cv.evidence_outcome(facts)
     if outcome == "untestable":
         # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
-        return f"{name}: {r['verdict']}; claim expects {ev.expect}: **untestable at this scale**", vd.Judged(
+        return f"{name}: {r['verdict']}; claim expects {ev.expect}: **untestable at this scale**", cv.Judged(
             outcome, cond
         )
     if outcome == "not run":
-        return f"{plain}: no paired runs", vd.Judged(outcome, cond)
+        return f"{plain}: no paired runs", cv.Judged(outcome, cond)
     v = str(r["verdict"])
     key = (ev.task, ev.metric, ev.variant)
     needs = next((p.needed for p in result.power if (p.task, p.metric, p.variant) == key and p.needed), None)
@@ -138,7 +139,7 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, vd.Judged | str | None]
             head + f"finished {r['mean'] * r['n']:.0f}/{r['n']} runs vs {base['mean'] * base['n']:.0f}/{base['n']}"
             f"{why}; exact McNemar p = {text(r['p'], '.3g')}, adjusted p = {text(r['p_adj'], '.3g')} "
             f"({family}) → {v}; claim expects {ev.expect}: **{shown}**",
-            vd.Judged(outcome, cond, needs),
+            cv.Judged(outcome, cond, needs),
         )
     small, note = None, ""
     if outcome == "supported" and vd.kind(v) in vd.DIRECTIONS and table.sesoi and abs(r["delta"]) < table.sesoi:
@@ -154,7 +155,7 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, vd.Judged | str | None]
         head + f"{'slope' if ev.trend is not None else 'Δ'} = {text(r['delta'], '+.4g')}{unit} ({ci}, "
         f"+ = {ev.variant} better), adjusted p = {p_adj}, n = {count(int(r['n_pairs']), 'seed')} → {v}; "
         f"claim expects {ev.expect}: **{shown}**{note}",
-        vd.Judged(outcome, cond, needs, small, table.sesoi if outcome == "negligible" else None),
+        cv.Judged(outcome, cond, needs, small, table.sesoi if outcome == "negligible" else None),
     )
 
 
@@ -170,7 +171,7 @@ def _premise(ev: Evidence, result: Analysis, name: str) -> tuple[str, str | None
     return (
         f"{name}: premise ({ev.premise}) **fails here**: {observed}; no comparison here rules on what the claim "
         "says happens in that setting",
-        vd.claim_premise_fails(ev.premise, observed),
+        cv.claim_premise_fails(ev.premise, observed),
     )
 
 

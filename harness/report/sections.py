@@ -10,7 +10,8 @@ from harness.analysis import paired as pw
 from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import ControlOutcome, audit_text, claim_verdict, control_outcomes
-from harness.analysis.comparisons import TARGET_POWER, Analysis
+from harness.analysis.comparisons import Analysis
+from harness.analysis.power import TARGET_POWER
 from harness.encode import count, text
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
@@ -187,7 +188,7 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
 
 
 def power_lines(result: Analysis) -> list[str]:
-    """Each primary comparison's power at its sesoi (:func:`harness.analysis.comparisons.primary_power`)."""
+    """Each primary comparison's power at its sesoi (:func:`harness.analysis.power.primary_power`)."""
     if not result.power:
         return []
     first = result.power[0]

@@ -19,8 +19,8 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from harness.analysis.claim_verdicts import claim_kind
 from harness.analysis.comparisons import Analysis, analyse
-from harness.analysis.verdicts import claim_kind
 from harness.encode import text
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation

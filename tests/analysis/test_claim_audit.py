@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.analysis import verdicts as vd
+from harness.analysis import claim_verdicts as cv
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.experiment.ablation import load
@@ -46,13 +46,13 @@ def test_conditions_that_disagree_give_a_verdict_per_condition(result):
     c = claim([EFFECT], [ev("learned", "better", condition="Post-LN"), ev("rope", "better", condition="Pre-LN")])
     verdict, lines = claim_verdict(c, result)
     assert verdict == "supported for Post-LN, contradicted for Pre-LN"
-    assert vd.claim_kind(verdict) is vd.ClaimKind.BY_CONDITION
+    assert cv.claim_kind(verdict) is cv.ClaimKind.BY_CONDITION
     assert lines[0].startswith("Post-LN: copy `acc@x2`, learned vs sinusoidal") and lines[1].startswith("Pre-LN: ")
     # agreeing conditions: one verdict over all of them
     same = claim([EFFECT], [ev("learned", "better", condition="A"), ev("rope", "worse", condition="B")])
     assert claim_verdict(same, result)[0] == "supported for A and B"  # what it covers
-    assert vd.claim_kind("supported for A and B") is vd.ClaimKind.SUPPORTED
-    assert vd.claim_kind(vd.claim_for_all("contradicted", ["A", "B", "C"])) is vd.ClaimKind.CONTRADICTED
+    assert cv.claim_kind("supported for A and B") is cv.ClaimKind.SUPPORTED
+    assert cv.claim_kind(cv.claim_for_all("contradicted", ["A", "B", "C"])) is cv.ClaimKind.CONTRADICTED
 
 
 def test_a_mixed_condition_is_written_without_commas_and_reads_back(result):
@@ -66,8 +66,8 @@ def test_a_mixed_condition_is_written_without_commas_and_reads_back(result):
     )
     verdict = claim_verdict(c, result)[0]
     assert verdict == "mixed (1 comparison supports it and 1 contradicts it) for Post-LN, contradicted for Pre-LN"
-    assert vd.claim_kind(verdict) is vd.ClaimKind.BY_CONDITION
-    assert vd.claim_kind("supported for Post-LN") is vd.ClaimKind.SUPPORTED  # one condition: its own kind
+    assert cv.claim_kind(verdict) is cv.ClaimKind.BY_CONDITION
+    assert cv.claim_kind("supported for Post-LN") is cv.ClaimKind.SUPPORTED  # one condition: its own kind
 
 
 def test_a_comparison_against_another_variant_is_paired_with_it(result):
@@ -99,7 +99,7 @@ def test_a_setting_that_cannot_run_is_no_evidence_for_the_claim(result):
         verdict
         == "premise fails here: a rope model cannot run (0/8 runs finished; 8 failed: RuntimeError: value cannot be converted)"
     )
-    assert vd.claim_kind(verdict) is vd.ClaimKind.PREMISE_FAILS and vd.claim_kind(verdict) not in vd.RULINGS
+    assert cv.claim_kind(verdict) is cv.ClaimKind.PREMISE_FAILS and cv.claim_kind(verdict) not in cv.RULINGS
     assert "**fails here**" in lines[0]
     # where the setting runs, the premise holds and the untested effect leaves nothing to rule on
     verdict, lines = claim_verdict(c, result)
@@ -139,7 +139,7 @@ def test_a_pilot_gives_no_verdict_under_any_condition(tmp_path):
     write_runs(tmp_path / "results", decl, "cpu", lambda v, s: ACC[v] + NOISE[INDEX[v], s])
     pilot = analyse(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results")
     c = claim([EFFECT], [ev("learned", "better", condition="Post-LN"), ev("rope", "better", condition="Pre-LN")])
-    assert claim_verdict(c, pilot)[0] == vd.claim_pilot()
+    assert claim_verdict(c, pilot)[0] == cv.claim_pilot()
 
 
 def test_an_entry_for_one_profile_is_read_in_that_profile_only(result):

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from harness.analysis import claim_verdicts as cv
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse
@@ -65,7 +66,7 @@ def test_baseline_below_target_on_half_the_seeds_gives_no_verdict(tmp_path: Path
         assert verdicts == ["baseline"] + ["not learned (4/8 seeds reached target)"] * 2, (metric, verdicts)
     verdict, lines = claim_verdict(CLAIM, result)
     assert verdict == "untestable at this scale"
-    assert vd.claim_kind(verdict) is vd.ClaimKind.UNTESTABLE
+    assert cv.claim_kind(verdict) is cv.ClaimKind.UNTESTABLE
     assert lines == [
         "copy `acc@x2`, learned vs sinusoidal: not learned (4/8 seeds reached target); "
         "claim expects better: **untestable at this scale**"

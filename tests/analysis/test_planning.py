@@ -149,7 +149,7 @@ def test_plan_refuses_a_pilot_profile(tmp_path, args):
     assert_refused(
         invoke("plan", "pe_extrapolation", *args, "--results-dir", str(tmp_path / "results")),
         "ablate plan sizes a confirmatory profile; pe_extrapolation / ",
-        "is a pilot (confirmatory: false); plan one of confirm, gpu, reproduce, e.g. --profile confirm",
+        "is a pilot (confirmatory: false); plan one of confirm, init, long, gpu, reproduce, e.g. --profile confirm",
     )
     assert_nothing_written(tmp_path / "results")
 

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from statsmodels.stats.power import TTestPower
 
+from harness.analysis import claim_verdicts as cv
 from harness.analysis import paired as pw
 from harness.analysis import verdicts as vd
 from harness.analysis.claims import claim_verdict
@@ -106,7 +107,7 @@ def test_claim_verdicts_carry_it_through(tmp_path: Path) -> None:
     _, result = _store(tmp_path, "cpu", list(range(8)), {"learned": NOISY, "rope": TIGHT})
     verdict, lines = claim_verdict(_claim("learned"), result)
     assert verdict == "underpowered at this scale (needs 36 seeds)"
-    assert vd.claim_kind(verdict) is vd.ClaimKind.UNDERPOWERED
+    assert cv.claim_kind(verdict) is cv.ClaimKind.UNDERPOWERED
     assert lines[0].endswith("→ underpowered at this scale (needs 36 seeds); claim expects better: **underpowered**")
     assert claim_verdict(_claim("rope"), result)[0] == "inconclusive"
     assert claim_verdict(_claim("learned", "rope"), result)[0] == "inconclusive"  # not all underpowered

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.analysis import claim_verdicts as cv
 from harness.analysis import guards, stats
 from harness.analysis import verdicts as vd
 
@@ -40,8 +41,8 @@ def test_the_docs_list_the_rules_in_their_order() -> None:
     (comparisons,) = _numbered_tables(_section("Comparison verdicts"))
     assert comparisons == [rule.name for rule in vd.RULES]
     evidence, claims = _numbered_tables(_section("Claims and their verdicts"))
-    assert evidence == [rule.name for rule in vd.EVIDENCE_RULES]
-    assert claims == [rule.name for rule in vd.CLAIM_RULES]
+    assert evidence == [rule.name for rule in cv.EVIDENCE_RULES]
+    assert claims == [rule.name for rule in cv.CLAIM_RULES]
     (controls,) = _numbered_tables(_section("Controls before verdicts"))
     assert controls == [name for name, _, _ in guards.OUTCOMES]
 

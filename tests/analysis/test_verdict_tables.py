@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
+from harness.analysis import claim_verdicts as cv
 from harness.analysis import guards
-from harness.analysis import verdicts as vd
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.experiment import ablation as ablation_mod
@@ -76,7 +76,7 @@ def test_an_against_table_reads_negligible_inside_the_sesoi(tmp_path: Path) -> N
     verdict, lines = claim_verdict(_against(), result)
     assert verdict == "no effect of that size (every comparison that decided lies inside ±0.05)"
     assert "**no effect of that size** (inside the smallest effect of interest ±0.05" in lines[0]
-    assert vd.claim_kind(verdict) is vd.ClaimKind.NO_EFFECT
+    assert cv.claim_kind(verdict) is cv.ClaimKind.NO_EFFECT
     assert claim_verdict(_against("equivalent"), result)[0] == "supported"  # a claim of no difference: a match
 
 
@@ -133,11 +133,11 @@ def test_each_claim_rule_is_the_first_that_holds() -> None:
     negligible one is no contradiction); negligible ones alone read no effect of that size; with a
     contradicting one, contradicted."""
     s, n, c = (
-        vd.Judged(o, sesoi=0.05 if o == "negligible" else None) for o in ("supported", "negligible", "contradicted")
+        cv.Judged(o, sesoi=0.05 if o == "negligible" else None) for o in ("supported", "negligible", "contradicted")
     )
-    assert vd.decide_claim(vd.ClaimFacts(evidence=2, judged=(s, n))) == "partly supported"
-    assert vd.decide_claim(vd.ClaimFacts(evidence=2, judged=(n, n))).startswith("no effect of that size")
-    assert vd.decide_claim(vd.ClaimFacts(evidence=2, judged=(n, c))) == "partly contradicted"
-    assert vd.decide_claim(vd.ClaimFacts(evidence=2, judged=(s, c))).startswith("mixed")
-    assert vd.decide_claim(vd.ClaimFacts(evidence=2, judged=(s, c), confirmatory=False)).startswith("pilot")
-    assert vd.decide_claim(vd.ClaimFacts(evidence=1)) == "not tested in this profile"
+    assert cv.decide_claim(cv.ClaimFacts(evidence=2, judged=(s, n))) == "partly supported"
+    assert cv.decide_claim(cv.ClaimFacts(evidence=2, judged=(n, n))).startswith("no effect of that size")
+    assert cv.decide_claim(cv.ClaimFacts(evidence=2, judged=(n, c))) == "partly contradicted"
+    assert cv.decide_claim(cv.ClaimFacts(evidence=2, judged=(s, c))).startswith("mixed")
+    assert cv.decide_claim(cv.ClaimFacts(evidence=2, judged=(s, c), confirmatory=False)).startswith("pilot")
+    assert cv.decide_claim(cv.ClaimFacts(evidence=1)) == "not tested in this profile"

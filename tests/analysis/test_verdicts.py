@@ -1,4 +1,4 @@
-"""The verdict vocabulary (harness/analysis/verdicts.py): every text a constructor writes is read
+"""The verdict vocabulary (harness/analysis/verdicts.py and claim_verdicts.py): every text a constructor writes is read
 back as its own kind, and the texts are the ones the committed reports print."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from harness.analysis import claim_verdicts as cv
 from harness.analysis import verdicts as vd
 
 COMPARISONS = [
@@ -59,24 +60,24 @@ def test_matches_and_rules() -> None:
 
 
 CLAIMS = [
-    (vd.claim_supported(True, False), vd.ClaimKind.SUPPORTED, "supported"),
-    (vd.claim_supported(False, False), vd.ClaimKind.PARTLY_SUPPORTED, "partly supported"),
+    (cv.claim_supported(True, False), cv.ClaimKind.SUPPORTED, "supported"),
+    (cv.claim_supported(False, False), cv.ClaimKind.PARTLY_SUPPORTED, "partly supported"),
     (
-        vd.claim_supported(True, True),
-        vd.ClaimKind.SUPPORTED,
+        cv.claim_supported(True, True),
+        cv.ClaimKind.SUPPORTED,
         "supported in direction only (the effect is smaller than the smallest effect of interest)",
     ),
-    (vd.claim_contradicted(True), vd.ClaimKind.CONTRADICTED, "contradicted"),
-    (vd.claim_contradicted(False), vd.ClaimKind.PARTLY_CONTRADICTED, "partly contradicted"),
-    (vd.claim_mixed(2, 1), vd.ClaimKind.MIXED, "mixed: 2 comparison(s) support it, 1 contradict it"),
-    (vd.claim_pilot(), vd.ClaimKind.PILOT, "pilot (no verdict from a non-confirmatory profile)"),
-    (vd.ClaimKind.UNTESTABLE.value, vd.ClaimKind.UNTESTABLE, "untestable at this scale"),
-    (vd.claim_underpowered(36), vd.ClaimKind.UNDERPOWERED, "underpowered at this scale (needs 36 seeds)"),
-    (vd.ClaimKind.NOT_TESTED.value, vd.ClaimKind.NOT_TESTED, "not tested in this profile"),
+    (cv.claim_contradicted(True), cv.ClaimKind.CONTRADICTED, "contradicted"),
+    (cv.claim_contradicted(False), cv.ClaimKind.PARTLY_CONTRADICTED, "partly contradicted"),
+    (cv.claim_mixed(2, 1), cv.ClaimKind.MIXED, "mixed: 2 comparison(s) support it, 1 contradict it"),
+    (cv.claim_pilot(), cv.ClaimKind.PILOT, "pilot (no verdict from a non-confirmatory profile)"),
+    (cv.ClaimKind.UNTESTABLE.value, cv.ClaimKind.UNTESTABLE, "untestable at this scale"),
+    (cv.claim_underpowered(36), cv.ClaimKind.UNDERPOWERED, "underpowered at this scale (needs 36 seeds)"),
+    (cv.ClaimKind.NOT_TESTED.value, cv.ClaimKind.NOT_TESTED, "not tested in this profile"),
 ]
 
 
 @pytest.mark.parametrize(("text", "kind", "expected"), CLAIMS)
-def test_claim_verdicts_read_back_as_their_kind(text: str, kind: vd.ClaimKind, expected: str) -> None:
+def test_claim_verdicts_read_back_as_their_kind(text: str, kind: cv.ClaimKind, expected: str) -> None:
     assert text == expected
-    assert vd.claim_kind(text) is kind
+    assert cv.claim_kind(text) is kind

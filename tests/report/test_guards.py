@@ -11,8 +11,8 @@ import re
 import pytest
 import yaml
 
+from harness.analysis import claim_verdicts as cv
 from harness.analysis import guards as guards_mod
-from harness.analysis import verdicts as vd
 from harness.analysis.claims import Guard, claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.errors import AblateError
@@ -92,7 +92,7 @@ def test_a_guard_that_did_not_pass_withholds_a_ruling_and_says_what_the_tests_ga
     for outcome in ("fail", "not run", "inconclusive (baseline not learned 2/8)"):
         verdict, lines = claim_verdict(claim, result, (Guard("a", "pass"), Guard("b", outcome)))
         assert verdict == f"withheld (positive control b: {outcome})", verdict
-        assert vd.claim_kind(verdict) is vd.ClaimKind.WITHHELD
+        assert cv.claim_kind(verdict) is cv.ClaimKind.WITHHELD
         assert lines[-1].startswith("The tests alone: **supported**.")
         assert ("`ablate reproduce b`" in lines[-1]) == (outcome == "not run"), lines[-1]
     verdict, _ = claim_verdict(claim, result, (Guard("a", "fail"), Guard("b", "not run")))
@@ -107,7 +107,7 @@ def test_a_verdict_that_does_not_rule_is_not_withheld(store, tmp_path):
     write_runs(tmp_path / "pr", pilot, "cpu", _value)
     result = analyse(select(load(str(pilot)), "cpu", check_data=False), tmp_path / "pr")
     verdict, lines = claim_verdict(MINI_CLAIMS["mini-learned-worse"], result, (Guard("b", "fail"),))
-    assert vd.claim_kind(verdict) is vd.ClaimKind.PILOT and not lines[-1].startswith("The tests alone")
+    assert cv.claim_kind(verdict) is cv.ClaimKind.PILOT and not lines[-1].startswith("The tests alone")
 
 
 def test_every_evidence_line_of_a_pilot_reads_pilot(store, tmp_path):
@@ -119,7 +119,7 @@ def test_every_evidence_line_of_a_pilot_reads_pilot(store, tmp_path):
     write_runs(tmp_path / "pr", pilot, "cpu", lambda v, s: None if v == "learned" and s > 0 else _value(v, s))
     result = analyse(select(load(str(pilot)), "cpu", check_data=False), tmp_path / "pr")
     verdict, lines = claim_verdict(MINI_CLAIMS["mini-learned-worse"], result)
-    assert vd.claim_kind(verdict) is vd.ClaimKind.PILOT
+    assert cv.claim_kind(verdict) is cv.ClaimKind.PILOT
     evidence = [line for line in lines if "claim expects" in line]
     assert evidence and all(line.endswith("**pilot**") for line in evidence), evidence
     assert any("n = 1 seed" in line for line in evidence), evidence

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.usefixtures("cli_isolated")
 
 CLAIMS = MINI_CLAIMS
 LR = {"train.lr": 0.005}
+NO_EFFECT = "no effect of that size (every comparison that decided lies inside ±0.05)"
 STUDIES = "restored/mini.cpu.tuning.json"  # the studies' summary in a data file
 
 
@@ -88,7 +89,11 @@ def test_the_tuning_section_sets_the_claims_verdicts_side_by_side(tuned_store, t
     report = (out / "mini.md").read_text()
     rows = _claims_rows(report)
     assert rows == {
-        "mini-learned-worse": ["supported", "contradicted", "**yes**"],
+        "mini-learned-worse": [
+            "supported",
+            NO_EFFECT,
+            "**yes**",
+        ],
         "mini-rope-better": ["supported", "supported", "no"],
     }
     # the untuned column is the report's own Claims section; the tuned one what a report of the
@@ -118,7 +123,8 @@ def test_the_index_marks_a_claim_whose_verdict_changes_with_tuning(tuned_store, 
     index = (out / "README.md").read_text()
     mini = next(line for line in index.splitlines() if line.startswith("| [mini]"))
     assert (
-        "`mini-learned-worse`: supported; tuned: contradicted (**changes with tuning**)<br>"
+        "`mini-learned-worse`: supported; tuned: no effect of that size (every comparison that decided lies "
+        "inside ±0.05) (**changes with tuning**)<br>"
         "`mini-rope-better`: supported; tuned: supported |"
     ) in mini
     other = next(line for line in index.splitlines() if line.startswith("| [other]"))
@@ -126,7 +132,7 @@ def test_the_index_marks_a_claim_whose_verdict_changes_with_tuning(tuned_store, 
     assert "**changes with tuning** marks a verdict of another kind than the untuned one" in index
     # the index says what the report's Tuning section says
     rows = _claims_rows((out / "mini.md").read_text())
-    assert rows["mini-learned-worse"][:2] == ["supported", "contradicted"]
+    assert rows["mini-learned-worse"][:2] == ["supported", NO_EFFECT]
 
 
 def test_report_from_its_data_file_gives_the_same_tuning_section(tuned_store, tmp_path):
@@ -284,6 +290,10 @@ def test_a_store_of_tuned_runs_only_says_what_it_holds(tmp_path, monkeypatch):
     assert f"from 0 runs and 21 tuned runs (`cpu+tuned`) in `{results}`" in report
     assert "Scale caveat: these verdicts hold at the scale run here (7 seeds planned, 0 of 21 runs so far)" in report
     assert _claims_rows(report) == {
-        "mini-learned-worse": ["no runs", "contradicted", "no"],
+        "mini-learned-worse": [
+            "no runs",
+            NO_EFFECT,
+            "no",
+        ],
         "mini-rope-better": ["no runs", "supported", "no"],
     }
