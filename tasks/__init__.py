@@ -21,8 +21,10 @@ from harness.tasks import text  # isort: skip
 from harness.tasks.tinyshakespeare import DataChecksumError  # isort: skip
 
 
-def build_task(name: str, params: Mapping[str, Any] | None = None, data_dir: Path | str | None = None) -> Task:
+def build_task(
+    name: str, params: Mapping[str, Any] | None = None, data_dir: Path | str | None = None, near: Path | None = None
+) -> Task:
     """The task registered as ``name`` (or an alias) with ``params`` (``None``: the defaults); an
     ``UnknownNameError`` (suggesting the closest names) for no such task, a ``ValueError`` naming
-    the field for invalid or unknown params."""
-    return TASKS.get(name)(params, data_dir=data_dir)
+    the field for invalid or unknown params. ``near``: the folder of the ablation file that names it."""
+    return TASKS.get(name)(params, data_dir=data_dir, near=near)

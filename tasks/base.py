@@ -57,7 +57,9 @@ class Task(ABC):
     """Base class of all tasks: a subclass sets the class attributes and ``Params``, and defines
     ``vocab_size``, :meth:`_generate` and, where not 1 and None, ``min_seq_len`` and :meth:`max_seq_len`.
     ``params`` holds the validated parameters, an instance of ``Params`` (``None``: all defaults;
-    a ``ValueError`` names each that is unknown or invalid); ``data_dir`` the directory of data files."""
+    a ``ValueError`` names each that is unknown or invalid); ``data_dir`` the directory of data files;
+    ``near`` the folder of the ablation file that names the task, where a relative data path is
+    looked up first (as its ``plugins:`` paths are)."""
 
     name: ClassVar[str]  # the registry name, permanent
     version: ClassVar[str]  # bumped whenever the data generated for a given seed changes; stored with results
@@ -73,7 +75,9 @@ class Task(ABC):
     Params: ClassVar[type[TaskParams]] = TaskParams
     example_params: ClassVar[dict[str, Any] | None] = None  # for contracts when the defaults cannot be built
 
-    def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | str | None = None):
+    def __init__(
+        self, params: Mapping[str, Any] | None = None, data_dir: Path | str | None = None, near: Path | None = None
+    ):
         try:
             self.params = self.Params.model_validate(dict(params or {}))
         except pydantic.ValidationError as err:
@@ -81,6 +85,7 @@ class Task(ABC):
                 f"invalid params for task {self.name!r}: " + _problems(err, list(self.Params.model_fields))
             ) from err
         self.data_dir = Path(data_dir) if data_dir is not None else None
+        self.near = near
 
     @property
     @abstractmethod

@@ -45,20 +45,20 @@ class Corpus:
     source: str
 
 
-def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None) -> Corpus:
+def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None, near: Path | None = None) -> Corpus:
     """A text file, or the files of a folder matching ``glob``, as one :class:`Corpus`. ``path`` is
-    taken as given when absolute, else in ``data_dir`` (else ``$ABLATE_DATA_DIR``), then in the
-    working directory, then in the cache (:func:`~harness.tasks.tinyshakespeare.cache_dir`, where
+    taken as given when absolute, else in ``near`` (the ablation file's folder), then in ``data_dir``
+    (else ``$ABLATE_DATA_DIR``), then in the working directory, then in the cache (:func:`~harness.tasks.tinyshakespeare.cache_dir`, where
     ``tinyshakespeare`` downloads its file). A :class:`DataUnavailableError` for no such path (listing where it looked)
     or file, a file that is not UTF-8 text, or a corpus that is only whitespace."""
     given = Path(path).expanduser()
     data_dir = data_dir_or_env(data_dir)
-    folders = [*([Path(data_dir)] if data_dir else []), Path.cwd(), cache_dir()]
+    folders = [*([near] if near else []), *([Path(data_dir)] if data_dir else []), Path.cwd(), cache_dir()]
     tried = [given] if given.is_absolute() else [folder / given for folder in folders]
     found = next((candidate for candidate in tried if candidate.exists()), None)
     if found is None:
         raise DataUnavailableError(
-            f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); give an existing file or folder as the task param path (relative paths are looked up in $ABLATE_DATA_DIR, the working directory, then the cache {cache_dir()})"
+            f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); give an existing file or folder as the task param path (relative paths are looked up in the ablation file's folder, $ABLATE_DATA_DIR, the working directory, then the cache {cache_dir()})"
         )
     files = [found]
     if found.is_dir():
@@ -231,10 +231,12 @@ class Text(CorpusTask):
     Params = TextParams
     example_params = {"path": "tinyshakespeare.txt"}  # in $ABLATE_DATA_DIR (ablate check task=text)
 
-    def __init__(self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None) -> None:
-        super().__init__(params, data_dir)
+    def __init__(
+        self, params: Mapping[str, Any] | None = None, data_dir: Path | None = None, near: Path | None = None
+    ) -> None:
+        super().__init__(params, data_dir, near)
         p = self.params
-        corpus = read_path(p.path, p.glob, self.data_dir) if p.path is not None else read_dataset(p)
+        corpus = read_path(p.path, p.glob, self.data_dir, near) if p.path is not None else read_dataset(p)
         self.vocab, self.tokens, self.bounds = _tokenise(corpus, p)
         self.corpus_sha256, self.corpus_source = corpus.sha256, corpus.source
         self.version = f"{CODE_VERSION}+corpus.{corpus.sha256[:12]}.{self.vocab.kind}.{self.vocab.digest[:12]}"

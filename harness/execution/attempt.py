@@ -106,7 +106,12 @@ class WorkerArgs:
     def resolved(self) -> WorkerArgs:
         """The same arguments with absolute paths, for a worker that starts in another folder."""
         data_dir = Path(self.data_dir).resolve() if self.data_dir else None
-        return replace(self, results=Path(self.results).resolve(), data_dir=data_dir)
+        abl = (
+            self.abl.model_copy(update={"source": str(Path(self.abl.source).resolve())})
+            if self.abl.source
+            else self.abl
+        )
+        return replace(self, results=Path(self.results).resolve(), data_dir=data_dir, abl=abl)
 
 
 def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> Progress:
@@ -232,7 +237,7 @@ def execute(
         }
         t0 = time.perf_counter()
         try:
-            task = build_task(spec.task, spec.task_params, data_dir=data_dir)
+            task = build_task(spec.task, spec.task_params, data_dir=data_dir, near=abl.folder if abl else None)
             how = TrainOptions(
                 **vars(opts),
                 target=abl.tasks[spec.task].target if abl is not None else None,

@@ -65,6 +65,11 @@ class Ablation(Decl):
     _only_variants: tuple[str, ...] = PrivateAttr(default=())
     _exploratory: tuple[str, ...] = PrivateAttr(default=())
 
+    @property
+    def folder(self) -> Path | None:
+        """The folder of the file it was read from (``None``: built in code); its relative paths start there."""
+        return Path(self.source).parent if self.source else None
+
     @model_validator(mode="after")
     def _consistent(self) -> Ablation:
         check_name("ablation", self.name)

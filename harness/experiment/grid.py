@@ -81,12 +81,15 @@ def record_id(
     return config_hash(spec.payload(code_versions))  # the fields a run id does not hash left empty
 
 
-def prepare_task(name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True) -> Task:
-    """The task ``name`` built with ``params``, its data checked unless ``check_data`` is False; AblateError."""
+def prepare_task(
+    name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True, near: Path | None = None
+) -> Task:
+    """The task ``name`` built with ``params`` (``near``: the ablation file's folder), its data checked unless
+    ``check_data`` is False; AblateError."""
     from harness.tasks import DataUnavailableError, build_task
 
     try:
-        task = build_task(name, params, data_dir=data_dir)
+        task = build_task(name, params, data_dir=data_dir, near=near)
         if check_data:
             task.check_available()
         return task
@@ -210,7 +213,7 @@ def plan(
         )
     per_task: dict[str, list[tuple[dict[str, Any], RunConfig, list[RunSpec]]]] = {}
     for tname, entry in abl.tasks.items():
-        task = prepare_task(tname, entry.params, data_dir, check_data)
+        task = prepare_task(tname, entry.params, data_dir, check_data, abl.folder)
         per_task[tname] = []
         for variant in abl.variants():
             layers = [abl.base, entry.config, prof.overrides, prof.tasks.get(tname, {}), cli, variant]

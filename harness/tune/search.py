@@ -68,8 +68,10 @@ def run_study(
     echo: Callable[[str], None],
     data_dir: Path | None = None,
     pruner: str = "median",
+    near: Path | None = None,
 ) -> dict[str, Any]:
-    """Top one study up to ``trials`` finished trials; returns :func:`counts` afterwards."""
+    """Top one study up to ``trials`` finished trials (``near``: the ablation file's folder); returns
+    :func:`counts` afterwards."""
     import optuna
 
     from harness.tasks import build_task
@@ -91,7 +93,7 @@ def run_study(
         busy = f" and {busy} running in other workers" if (busy := counts(study)["running"]) else ""
         echo(f"{name}: {_finished(study)} finished trials already{busy} (asked for {trials}); nothing to do")
         return counts(study)
-    task = build_task(study_plan.spec.task, study_plan.spec.task_params, data_dir=data_dir)
+    task = build_task(study_plan.spec.task, study_plan.spec.task_params, data_dir=data_dir, near=near)
 
     def on_trial(study: Any, trial: Any) -> None:
         if _finished(study, running=True) >= trials:  # not MaxTrialsCallback: it counts interrupted trials
@@ -157,4 +159,4 @@ def tune(
     echo(
         f"{abl.name} / {prof_name}: {len(plans)} studies in {mask_url(url)}; {trials} finished trials each (complete + pruned + failed); seed {TUNING_SEED}; pruner {pruner}; space: {space}"
     )
-    return [(p, run_study(store, p, trials, echo, data_dir, pruner)) for p in plans]
+    return [(p, run_study(store, p, trials, echo, data_dir, pruner, abl.folder)) for p in plans]

@@ -203,7 +203,7 @@ def tuned_specs(sel: Selection, specs: list[RunSpec], data_dir: Path | None = No
         where = f"tuned variant {spec.variant_label!r} on task {spec.task!r}"
         run = spec.tuned(best[(spec.task, spec.variant_label)], tuned_profile(sel.profile), where)
         if spec.task not in built:  # each task built once
-            built[spec.task] = prepare_task(spec.task, spec.task_params, data_dir)
+            built[spec.task] = prepare_task(spec.task, spec.task_params, data_dir, near=sel.ablation.folder)
         check_variant(run.config, built[spec.task], where)
         out.append(run)
     return out

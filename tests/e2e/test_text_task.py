@@ -77,6 +77,21 @@ def test_a_corpus_too_small_for_the_evaluation_lengths(tmp_path, cli_isolated) -
     assert_nothing_written(tmp_path / "results")
 
 
+def test_a_corpus_beside_the_ablation_file_is_found_from_any_folder(tmp_path, monkeypatch) -> None:
+    """A relative corpus path is taken from the ablation file's folder, as its ``plugins:`` are: the
+    grid plans and its one run trains from another working directory."""
+    decl = _declaration(tmp_path, {"path": "corpus.txt"}, **{"eval.length_multipliers": [1, 2]})
+    (decl.parent / "corpus.txt").write_text("to be, or not to be: that is the question.\n" * 200)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    results = tmp_path / "results"
+    small = ["train.steps=4", "train.warmup_steps=1", "train.val_every=2", "eval.n_examples=4", "eval.val_examples=4"]
+    assert run_cmd.run("../decl/mine.yaml", "cpu", small, results, workers=1, wandb="off") == 0
+    records = scan(results, "mine", "cpu").records
+    assert len(records) == 2 and all(r.status in TRAINED for r in records)
+
+
 def test_bad_text_params_exit_2(tmp_path, cli_isolated) -> None:
     decl = _declaration(tmp_path, {"path": "tinyshakespeare.txt", "tokenizer": "wordpiece"})
     result = invoke("run", str(decl), "--results-dir", str(tmp_path / "results"))

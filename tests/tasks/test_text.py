@@ -224,6 +224,22 @@ def test_a_relative_path_is_looked_up_in_the_data_dir_then_the_working_directory
     assert build_task("text", {"path": "only_here.txt"}).corpus_source == str(tmp_path / "cwd" / "only_here.txt")
 
 
+def test_a_relative_path_is_looked_up_beside_the_ablation_file_first(tmp_path, monkeypatch) -> None:
+    _write(tmp_path, "decl/c.txt", "beside the ablation file\n" * 20)
+    _write(tmp_path, "data/c.txt", "in the data dir\n" * 20)
+    _write(tmp_path, "data/only_here.txt", "only in the data dir\n" * 20)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ABLATE_DATA_DIR", str(tmp_path / "data"))
+    near = tmp_path / "decl"
+    assert build_task("text", {"path": "c.txt"}, near=near).corpus_source == str(near / "c.txt")
+    assert build_task("text", {"path": "only_here.txt"}, near=near).corpus_source == str(
+        tmp_path / "data" / "only_here.txt"
+    )
+    with pytest.raises(DataUnavailableError, match="the ablation file's folder") as info:
+        build_task("text", {"path": "nope.txt"}, near=near)
+    assert str(near / "nope.txt") in str(info.value)
+
+
 def test_the_contract_suite_passes_with_bpe(head: Path) -> None:
     """``ablate check task=text`` runs on ``example_params`` (char); the same suite on a BPE."""
     from harness.contracts.tasks import CONTRACTS, check_task
