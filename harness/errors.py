@@ -92,7 +92,8 @@ def stall_reason(best_loss: float | None, step: int | None, chance_loss: float |
         basis: how the chance level is defined, in words (for the reason).
 
     Returns:
-        ``validation loss never got clear of chance: best 3.27 nats/token (step 350) > 0.9 x 3.31 ...``
+        ``validation loss never got clear of chance: best 3.27 nats/token (step 350) > 2.98 = 0.9 x the
+        chance level 3.31 (...)``
         when ``best_loss > (1 - STALL_FRACTION) x chance_loss``, else None.
     """
     if best_loss is None or chance_loss is None or not math.isfinite(best_loss) or not math.isfinite(chance_loss):
@@ -101,10 +102,10 @@ def stall_reason(best_loss: float | None, step: int | None, chance_loss: float |
     if best_loss <= bar:
         return None
     at = f" (step {step})" if step is not None else ""
-    how = f", {basis}" if basis else ""
+    how = f" ({basis})" if basis else ""
     return (
-        f"validation loss never got clear of chance: best {best_loss:.4g} nats/token{at} > {1 - STALL_FRACTION:g} x "
-        f"the chance level {chance_loss:.4g}{how} = {bar:.4g}"
+        f"validation loss never got clear of chance: best {best_loss:.4g} nats/token{at} > {bar:.4g} = "
+        f"{1 - STALL_FRACTION:g} x the chance level {chance_loss:.4g}{how}"
     )
 
 

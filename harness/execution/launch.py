@@ -239,6 +239,7 @@ def outcome_lines(
     a hint without it would name no grid)."""
     lines, rerun = [], ["--tuned"] if tuned else []
     failed = [rec for rec in records if rec.status in FAILURES]
+    stalled = [rec for rec in records if rec.status == "stalled"]
     for rec in records:
         where = f"{rec.task} {rec.variant_label} seed {rec.seed}"
         if rec.status in FAILURES:
@@ -246,13 +247,19 @@ def outcome_lines(
             if rec.status == "failed" and rec.profile:
                 hint = f" (traceback in {run_dir(results, ablation, rec.profile, rec.run_id) / 'traceback.txt'})"
             lines.append(f"[red]{rec.status}[/] {where}: {rec.reason}{hint}")
-        elif rec.status == "stalled":  # a result, as a diverged run is: said, exit code 0
+        elif rec.status == "stalled" and len(stalled) == 1:  # a result, as a diverged run is: said, exit code 0
             lines.append(f"[yellow]stalled[/] {where}: {rec.reason}")
         elif rec.status == "claimed":
             see = f"`{escape(ctx.command('status'))}` shows when it is done"
             if tuned:
                 see = f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done"
             lines.append(f"[yellow]skipped[/] {where}: {rec.reason}; {see}")
+    if len(stalled) > 1:  # one line, not one a run: a short smoke grid stalls every run
+        first = stalled[0]
+        lines.append(
+            f"[yellow]{len(stalled)} runs stalled[/], e.g. {first.task} {first.variant_label} seed {first.seed}: "
+            f"{first.reason}; `{escape(ctx.command('status'))}` lists them"
+        )
     if failed:
         statuses = {rec.status for rec in failed}
         # a crashed run is not stored: run picks it up
