@@ -188,7 +188,7 @@ def guards_problem(ids: list[str], known: Collection[str], field: str = "guards"
 
 @functools.cache
 def load_claims() -> dict[str, Claim]:
-    text = importlib.resources.files("harness.experiment").joinpath(CLAIMS).read_text()
+    text = importlib.resources.files("harness.experiment").joinpath(CLAIMS).read_text(encoding="utf-8")
     return parse_claims(load_yaml(text))
 
 
@@ -288,7 +288,7 @@ def parse(data: object) -> list[Reproduction]:
 
 @functools.cache
 def load_registry() -> tuple[Reproduction, ...]:
-    text = importlib.resources.files("harness.experiment").joinpath(REGISTRY).read_text()
+    text = importlib.resources.files("harness.experiment").joinpath(REGISTRY).read_text(encoding="utf-8")
     try:
         return tuple(parse(load_yaml(text)))
     except YAMLError as exc:

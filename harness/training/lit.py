@@ -339,7 +339,7 @@ class LitLM(L.LightningModule):
             if isinstance(logger, L.loggers.CSVLogger):
                 logger.save()
                 if (path := Path(logger.log_dir) / CSV_FILE).is_file():
-                    with open(path, newline="") as fh:
+                    with open(path, newline="", encoding="utf-8") as fh:
                         state["csv_rows"] = sum(1 for _ in csv.DictReader(fh))
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:

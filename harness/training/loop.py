@@ -152,14 +152,14 @@ def _resume(checkpoint_dir: Path | None, loggers: list[Any]) -> tuple[int, str |
     rows, csv_path = state.get("ablate", {}).get("csv_rows"), Path(loggers[0].log_dir) / CSV_FILE
     header, kept = [], []
     if rows and csv_path.is_file():
-        with open(csv_path, newline="") as fh:
+        with open(csv_path, newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
             header, kept = list(reader.fieldnames or []), list(itertools.islice(reader, rows))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Experiment logs directory ... exists and is not empty"
         writer = loggers[0].experiment  # removes metrics.csv
     if kept:
-        with open(csv_path, "w", newline="") as fh:
+        with open(csv_path, "w", newline="", encoding="utf-8") as fh:
             out = csv.DictWriter(fh, fieldnames=header)
             out.writeheader()
             out.writerows(kept)

@@ -14,6 +14,8 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import run_all  # noqa: E402
 
+from helpers.corpus import needs_corpus  # noqa: E402
+
 
 def _overhead(task: str, ratio: float) -> dict:
     return {
@@ -65,6 +67,7 @@ def test_each_figure_is_set_against_its_goal() -> None:
     assert "default: 1 worker(s) x 1 thread(s): 8 runs of ~0.4 s each" in text
 
 
+@needs_corpus  # the cli section times `ablate run pe_extrapolation --profile cpu`
 def test_a_quick_section_reports_figures_goals_and_the_load_average() -> None:
     out = subprocess.run(
         [sys.executable, str(BENCHMARKS / "run_all.py"), "--quick", "--only", "cli", "--json"],

@@ -50,7 +50,7 @@ def test_list_shows_the_ablation_and_the_four_tasks():
     result = invoke("list")
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "pe_extrapolation" in out and "5 variants x 2 tasks" in out
+    assert "pe_extrapolation" in out and "7 variants x 2 tasks" in out
     for task in ("copy", "reverse", "associative_recall", "tinyshakespeare"):
         assert f"task {task} " in out
     flat = " ".join(out.split())  # the console wraps long lines
@@ -184,7 +184,7 @@ def test_run_unknown_ablation_suggests_the_closest(results):
 
 def test_run_unknown_profile_lists_the_profiles(results):
     result = invoke("run", "pe_extrapolation", "--profile", "laptop", "--results-dir", str(results))
-    assert_refused(result, "no profile 'laptop'", "profiles: smoke, cpu, confirm, gpu")
+    assert_refused(result, "no profile 'laptop'", "profiles: smoke, cpu, confirm, init, long, gpu, reproduce")
     assert_nothing_written(results)
 
 

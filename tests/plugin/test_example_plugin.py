@@ -44,7 +44,10 @@ def test_list_finds_the_plugin_by_its_entry_point():
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert f"task lag_copy {MARK} (v1, synthetic)" in out
-    assert f"position (model.position): sinusoidal, learned, learned_clamp, rope, alibi, nope, t5_bias {MARK}" in out
+    assert (
+        f"position (model.position): sinusoidal, learned, learned_clamp, rope, alibi, nope, learned_n01, t5_bias {MARK}"
+        in out
+    )
     (plugin,) = plugins.loaded()
     assert plugin.ref == plugins.PluginRef("entry point", "example", distribution="ablate-example-plugin")
     assert (plugin.distribution, plugin.version, plugin.module) == (

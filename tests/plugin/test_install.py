@@ -39,7 +39,7 @@ def test_pip_install_then_ablate_list_shows_the_entries(tmp_path: Path) -> None:
     out = listed.stdout
     assert "task lag_copy [ablate-example-plugin 0.1.0] (v1, synthetic)" in out
     assert (
-        "position (model.position): sinusoidal, learned, learned_clamp, rope, alibi, nope, t5_bias [ablate-example-plugin 0.1.0]"
+        "position (model.position): sinusoidal, learned, learned_clamp, rope, alibi, nope, learned_n01, t5_bias [ablate-example-plugin 0.1.0]"
         in out
     )
     assert (
