@@ -153,7 +153,11 @@ class Rule(NamedTuple):
 
 
 RULES = (
-    Rule("not learned", lambda f: f.unlearned is not None, lambda f: not_learned_target(*f.unlearned)),
+    Rule(
+        "not learned",
+        lambda f: f.unlearned is not None and not f.outcome,
+        lambda f: not_learned_target(*f.unlearned),
+    ),
     Rule("below the gate", lambda f: f.below_gate is not None, lambda f: not_learned_gate(0, f.planned, f.below_gate)),
     Rule("censored", lambda f: f.censored, lambda f: CENSORED),
     Rule("too few pairs", lambda f: f.n_pairs is not None and f.n_pairs < 2, lambda f: TOO_FEW),

@@ -186,5 +186,14 @@ def test_an_outcome_table_where_every_pair_agrees() -> None:
     assert stats.outcome_compare(one, baseline="b").loc[1, "verdict"] == "too few pairs"
 
 
+def test_an_outcome_table_is_decided_whatever_the_baseline_learned() -> None:
+    """Whether runs finish is an outcome of its own: ``warmup-needed``'s fixed-lr grid (no run learned
+    its target without warm-up) read ``not learned`` on its divergence table too."""
+    unlearned = {"unlearned": (0, 8, 8), "planned": 8}
+    assert vd.decide(vd.Facts(n_pairs=8, outcome=True, ties=8, **unlearned)) == "same outcome in all 8 pairs"
+    assert vd.decide(vd.Facts(**{**REJECTS, "better": False}, outcome=True, **unlearned)) == vd.WORSE
+    assert vd.decide(vd.Facts(**REJECTS, **unlearned)) == "not learned (0/8 seeds reached target)"
+
+
 def test_every_rule_but_the_last_wins_a_collision() -> None:
     assert {c[0] for c in COLLISIONS} == {rule.name for rule in vd.RULES[:-1]}
