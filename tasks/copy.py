@@ -1,6 +1,7 @@
 """Copy and reverse (the standard probe of length generalisation for positional encodings, e.g.
-Kazemnejad et al., NeurIPS 2023): ``x_1 .. x_n SEP y_1 .. y_n`` with ``y = x`` or ``reversed(x)``,
-scored only on the ``n`` positions that predict ``y``, padded at the end. Training rows draw ``n``
+Kazemnejad et al., NeurIPS 2023), and running sums: ``x_1 .. x_n SEP y_1 .. y_n`` with ``y = x``,
+``reversed(x)`` or ``y_i = x_1 + .. + x_i`` modulo the alphabet, scored only on the ``n``
+positions that predict ``y``, padded at the end. Training rows draw ``n``
 uniformly from ``min_len .. T // 2``; evaluation rows all use ``n = T // 2``, so evaluating at
 ``2T`` and ``4T`` measures extrapolation to longer strings. No curriculum, no EOS token."""
 
@@ -59,8 +60,10 @@ class Copy(Task):
         lens = lengths[:, None]  # (N, 1)
         # each position relative to x_1: ``x SEP y`` from 0, the left padding (pad_id only) before it
         pos = np.arange(seq_len + 1)[None, :] - ((seq_len - 2 * lens) if self.pad_id is not None else 0)
-        src = np.where(pos < lens, pos, 2 * lens - pos if self.reverse else pos - lens - 1)  # index into x
-        seq = np.take_along_axis(symbols, np.clip(src, 0, symbols.shape[1] - 1), axis=1).astype(np.int64)
+        src = np.where(pos < lens, pos, 2 * lens - pos if self.reverse else pos - lens - 1)  # index into x or y
+        src = np.clip(src, 0, symbols.shape[1] - 1)
+        x, y = (np.take_along_axis(a, src, axis=1) for a in (symbols, self._answers(symbols)))
+        seq = np.where(pos < lens, x, y).astype(np.int64)
         seq[pos == lens] = SEP
         seq[(pos < 0) | (pos > 2 * lens)] = PAD  # (N, T + 1)
         p = pos[:, :-1]
@@ -69,6 +72,10 @@ class Copy(Task):
         import torch
 
         return torch.from_numpy(inputs), torch.from_numpy(targets)
+
+    def _answers(self, symbols: np.ndarray) -> np.ndarray:
+        """The answer string of each row's symbols (N, n_max), read at ``y``'s positions: ``x`` itself."""
+        return symbols
 
     def _draw(self, n: int, max_len: int, rng: np.random.Generator, split: Split) -> tuple[np.ndarray, np.ndarray]:
         """(N,) string lengths (all ``max_len`` outside training) and (N, n_max) symbols."""
@@ -84,3 +91,19 @@ class Reverse(Copy):
     name = "reverse"
     version = "1"
     reverse = True
+
+
+@TASKS.register("prefix_sum")
+class PrefixSum(Copy):
+    """Running sums: ``x SEP y`` with ``y_i = (x_1 + .. + x_i) mod n_symbols``, symbol ``k`` standing
+    for the value ``k - 2``. Same tokens and scoring as ``copy``. Each answer is the one before it plus
+    one input, a chain of ``n`` dependent steps, so an exact match (``exact@x1``) needs every step of
+    the chain right: the multi-step probe of the running-sum / parity family (Anil et al., "Exploring
+    Length Generalization in Large Language Models", NeurIPS 2022). Each ``y_i`` is uniform, as ``x_i``."""
+
+    name = "prefix_sum"
+    version = "1"
+
+    def _answers(self, symbols: np.ndarray) -> np.ndarray:
+        n = self.params.n_symbols
+        return FIRST_SYMBOL + np.cumsum(symbols - FIRST_SYMBOL, axis=1) % n

@@ -52,6 +52,7 @@ def test_text_task_chance_counts_its_own_training_split(shakespeare_head: Path) 
     [
         ("copy", {"n_symbols": 16}, 16),
         ("reverse", {"n_symbols": 5}, 5),
+        ("prefix_sum", {"n_symbols": 7}, 7),
         ("padded_copy", {"n_symbols": 6}, 6),
         ("associative_recall", {"n_pairs": 4, "n_keys": 16, "n_values": 8}, 8),
     ],

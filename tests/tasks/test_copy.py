@@ -1,4 +1,4 @@
-"""copy and reverse: reconstruct every row and check the targets against it."""
+"""copy, reverse and prefix_sum: reconstruct every row and check the targets against it."""
 
 from __future__ import annotations
 
@@ -10,14 +10,25 @@ from harness.tasks import IGNORE_INDEX, build_task
 from harness.tasks.copy import PAD, SEP
 
 
-def _check_rows(inputs: torch.Tensor, targets: torch.Tensor, reverse: bool, n_symbols: int) -> list[int]:
+def _answer(name: str, x: list[int], n_symbols: int) -> list[int]:
+    """The answer string, computed here as its definition says, one step at a time."""
+    if name == "prefix_sum":
+        total, y = 0, []
+        for s in x:
+            total = (total + s - 2) % n_symbols
+            y.append(total + 2)
+        return y
+    return x[::-1] if name == "reverse" else x
+
+
+def _check_rows(inputs: torch.Tensor, targets: torch.Tensor, name: str, n_symbols: int) -> list[int]:
     """Assert each row is ``x SEP y PAD..`` with y scored; return the string lengths."""
     lengths = []
     t = inputs.shape[1]
     for row_in, row_tg in zip(inputs.tolist(), targets.tolist()):
         n = row_in.index(SEP)
         x = row_in[:n]
-        y = x[::-1] if reverse else x
+        y = _answer(name, x, n_symbols)
         assert all(2 <= s < n_symbols + 2 for s in x)
         assert row_in[n + 1 : 2 * n] == y[:-1]
         assert all(tok == PAD for tok in row_in[2 * n :])
@@ -28,30 +39,30 @@ def _check_rows(inputs: torch.Tensor, targets: torch.Tensor, reverse: bool, n_sy
     return lengths
 
 
-@pytest.mark.parametrize("name", ["copy", "reverse"])
+@pytest.mark.parametrize("name", ["copy", "reverse", "prefix_sum"])
 @pytest.mark.parametrize("seq_len", [8, 9, 32])
 def test_rows_reconstruct(name: str, seq_len: int) -> None:
     task = build_task(name, {"n_symbols": 8})
     for split in ("train", "val", "test"):
         inputs, targets = task.sample(64, seq_len, np.random.default_rng(5), split)
-        lengths = _check_rows(inputs, targets, name == "reverse", 8)
+        lengths = _check_rows(inputs, targets, name, 8)
         assert (targets != IGNORE_INDEX).sum(dim=1).tolist() == lengths
 
 
-@pytest.mark.parametrize("name", ["copy", "reverse"])
+@pytest.mark.parametrize("name", ["copy", "reverse", "prefix_sum"])
 @pytest.mark.parametrize("seq_len", [16, 32, 64, 65])
 def test_eval_splits_use_full_length(name: str, seq_len: int) -> None:
     task = build_task(name)
     for split in ("val", "test"):
         inputs, targets = task.sample(32, seq_len, np.random.default_rng(0), split)
-        lengths = _check_rows(inputs, targets, name == "reverse", 16)
+        lengths = _check_rows(inputs, targets, name, 16)
         assert set(lengths) == {seq_len // 2}
 
 
 def test_train_lengths_cover_min_len_to_half() -> None:
     task = build_task("copy", {"min_len": 3})
     inputs, targets = task.sample(2000, 16, np.random.default_rng(0), "train")
-    lengths = _check_rows(inputs, targets, False, 16)
+    lengths = _check_rows(inputs, targets, "copy", 16)
     assert set(lengths) == set(range(3, 9))
 
 
