@@ -156,7 +156,8 @@ def rows(figures: dict) -> list[Row]:
     if m := figures.get("smoke"):
         out.append(
             Row(
-                f"smoke profile of every ablation ({len(m['ablations'])} ablations, {m['runs']} runs), one after another",
+                f"smoke profile of every ablation ({len(m['ablations'])} ablations, {m['runs']} runs), one "
+                "after another",
                 f"{m['total']:.1f} s; failed: {', '.join(m['failed']) or 'none'}",
                 "all pass",
                 not m["failed"],

@@ -56,7 +56,10 @@ class ModelSection(_Section):
     learned_init_std: float = Field(0.02, gt=0, description="init std of the learned position table")
     init: str = Field(
         "normal_0.02",
-        description="initialisation of the linear layers (registry: init): normal_0.02 (GPT-2: N(0, 0.02)) or xavier (N(0, 2 / (fan_in + fan_out)))",
+        description=(
+            "initialisation of the linear layers (registry: init): normal_0.02 (GPT-2: N(0, 0.02)) or "
+            "xavier (N(0, 2 / (fan_in + fan_out)))"
+        ),
     )
     tie_embeddings: bool = Field(True, description="the output layer shares the token embedding's weights")
 
@@ -92,7 +95,11 @@ class FFNSection(_Section):
     d_ff_mult: float | None = Field(None, gt=0, description="hidden width as a multiple of d_model")
     activation: str = Field(
         "gelu",
-        description="the FFN's activation (registry: activation); swiglu is gated: 3 matrices of C x d_ff instead of 2, so at the same width it has 1.5 x the FFN's parameters (set ffn.d_ff_mult: 2.667 for those of a 4 x ungated FFN, as LLaMA does)",
+        description=(
+            "the FFN's activation (registry: activation); swiglu is gated: 3 matrices of C x d_ff instead "
+            "of 2, so at the same width it has 1.5 x the FFN's parameters (set ffn.d_ff_mult: 2.667 for "
+            "those of a 4 x ungated FFN, as LLaMA does)"
+        ),
     )
 
     @model_validator(mode="after")
@@ -128,7 +135,10 @@ class TrainSection(_Section):
     seed_salt: int = Field(
         0,
         ge=0,
-        description="draw other init, data and dropout streams for the same seed (evaluation sets unchanged): the arms of an A/A check; 0 = the seed's own streams",
+        description=(
+            "draw other init, data and dropout streams for the same seed (evaluation sets unchanged): the "
+            "arms of an A/A check; 0 = the seed's own streams"
+        ),
     )
 
 
@@ -143,7 +153,10 @@ class EvalSection(_Section):
     batch_size: int = Field(64, gt=0, description="sequences per evaluation batch")
     probes: list[Literal["grad_norm_init", "leakage", "masked_attention"]] = Field(
         default_factory=list,
-        description="extra measurements (harness/training/probes.py): gradient norm per layer at init, causal leakage and attention on masked keys at init and after training",
+        description=(
+            "extra measurements (harness/training/probes.py): gradient norm per layer at init, causal "
+            "leakage and attention on masked keys at init and after training"
+        ),
     )
 
     @field_validator("length_multipliers")
@@ -175,7 +188,9 @@ class RunConfig(_Section):
     def _heads_divide(self) -> RunConfig:
         if self.model.d_model % self.model.n_heads:
             raise ValueError(
-                f"model.d_model={self.model.d_model} is not divisible by model.n_heads={self.model.n_heads}; pick n_heads among {[h for h in range(1, self.model.d_model + 1) if self.model.d_model % h == 0][:8]}"
+                f"model.d_model={self.model.d_model} is not divisible by "
+                f"model.n_heads={self.model.n_heads}; pick n_heads among "
+                f"{[h for h in range(1, self.model.d_model + 1) if self.model.d_model % h == 0][:8]}"
             )
         return self
 
@@ -275,11 +290,16 @@ def check_schedule(cfg: RunConfig, where: str) -> None:
     t = cfg.train
     if t.warmup_steps > t.steps:
         raise AblateError(
-            f"{where}: train.warmup_steps={t.warmup_steps} is greater than train.steps={t.steps}, so the learning rate would never reach train.lr={t.lr:g}; lower train.warmup_steps to at most {t.steps} or raise train.steps"
+            f"{where}: train.warmup_steps={t.warmup_steps} is greater than train.steps={t.steps}, so the "
+            f"learning rate would never reach train.lr={t.lr:g}; lower train.warmup_steps to at most "
+            f"{t.steps} or raise train.steps"
         )
     if t.val_every > t.steps:
         raise AblateError(
-            f"{where}: train.val_every={t.val_every} is greater than train.steps={t.steps}, so validation would run only once, at the last step (no validation curve, a convergence target checked only there, no checkpoint before it); lower train.val_every to at most {t.steps} or raise train.steps"
+            f"{where}: train.val_every={t.val_every} is greater than train.steps={t.steps}, so validation "
+            "would run only once, at the last step (no validation curve, a convergence target checked only "
+            f"there, no checkpoint before it); lower train.val_every to at most {t.steps} or raise "
+            "train.steps"
         )
 
 

@@ -102,7 +102,8 @@ class Registry(Generic[T]):
         if name in self._aliases:
             return self._aliases[name]
         raise UnknownNameError(
-            f"unknown {self.family} {name!r}{did_you_mean(name, self.names() + list(self._aliases))}; choose one of: {', '.join(self.names())}"
+            f"unknown {self.family} {name!r}{did_you_mean(name, self.names() + list(self._aliases))}; "
+            f"choose one of: {', '.join(self.names())}"
         )
 
     def get(self, name: str) -> T:

@@ -64,7 +64,9 @@ class PaddedCopy(Copy):
             if have >= n:
                 return np.concatenate(lengths)[:n], np.concatenate(symbols)[:n]
         raise ValueError(
-            f"task 'padded_copy' with {self.params!r}: too few distinct problems of length {self.params.min_len}..{max_len} fall in the {split!r} split to draw {n} rows; raise n_symbols or seq_len"
+            f"task 'padded_copy' with {self.params!r}: too few distinct problems of length "
+            f"{self.params.min_len}..{max_len} fall in the {split!r} split to draw {n} rows; raise "
+            "n_symbols or seq_len"
         )
 
 

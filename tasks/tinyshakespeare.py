@@ -181,11 +181,18 @@ def _verify(payload: bytes, source: Path | str) -> None:
     if digest == SHA256:
         return
     if isinstance(source, Path):
-        fix = f"The file is corrupt, truncated or a different text: delete it and put a fresh copy of {URL} in its place (or delete it and let ablate download it)."
+        fix = (
+            f"The file is corrupt, truncated or a different text: delete it and put a fresh copy of {URL} "
+            "in its place (or delete it and let ablate download it)."
+        )
     else:
-        fix = f"The server sent something else (a proxy or error page?): download {URL} by hand to {cache_dir() / FILENAME} or $ABLATE_DATA_DIR/{FILENAME}."
+        fix = (
+            f"The server sent something else (a proxy or error page?): download {URL} by hand to "
+            f"{cache_dir() / FILENAME} or $ABLATE_DATA_DIR/{FILENAME}."
+        )
     raise DataChecksumError(
-        f"tinyshakespeare: {source} has sha256 {digest} ({len(payload):,} bytes), expected {SHA256} ({SIZE:,} bytes). {fix}"
+        f"tinyshakespeare: {source} has sha256 {digest} ({len(payload):,} bytes), expected {SHA256} "
+        f"({SIZE:,} bytes). {fix}"
     )
 
 
@@ -193,4 +200,8 @@ def _unavailable_message(data_dir: Path | None, cached: Path, reason: str) -> st
     where = "$ABLATE_DATA_DIR/tinyshakespeare.txt (ABLATE_DATA_DIR is not set)"
     if data_dir is not None:
         where = f"{Path(data_dir) / FILENAME} (data_dir / $ABLATE_DATA_DIR)"
-    return f"tinyshakespeare: {FILENAME} could not be found or downloaded (download from {URL} failed: {reason}). Put the file ({SIZE:,} bytes, sha256 {SHA256}) at {where} or at {cached}, e.g. on a machine with network access: curl -fLo {cached} {URL}"
+    return (
+        f"tinyshakespeare: {FILENAME} could not be found or downloaded (download from {URL} failed: "
+        f"{reason}). Put the file ({SIZE:,} bytes, sha256 {SHA256}) at {where} or at {cached}, e.g. on a "
+        f"machine with network access: curl -fLo {cached} {URL}"
+    )

@@ -48,8 +48,8 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def cli_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """For tests of the real CLI on bad input (``pytestmark = pytest.mark.usefixtures("cli_isolated")``):
-    the corpus where the session found it (if anywhere), a private empty cache, no network, an empty working directory and
-    a wide console (rich would otherwise truncate run ids in tables)."""
+    the corpus where the session found it (if anywhere), a private empty cache, no network, an empty working
+    directory and a wide console (rich would otherwise truncate run ids in tables)."""
     monkeypatch.setenv("ABLATE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
 

@@ -77,7 +77,8 @@ def print_tables(
 
     if result.foreign:
         note(
-            f"({result.foreign} other runs in {results / sel.name / store} were made with other overrides and are not compared here; pass those key=value overrides to compare them)"
+            f"({result.foreign} other runs in {results / sel.name / store} were made with other overrides "
+            "and are not compared here; pass those key=value overrides to compare them)"
         )
     if result.scan.problems:
         note(f"({len(result.scan.problems)} unreadable store entries left out: see `{sel.command('status')}`)")
@@ -105,14 +106,22 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) ->
     """What the tables of ``profile`` can say, and the next commands (after a pilot, a confirmatory run)."""
     pilot = not abl.profiles[profile].confirmatory
     said = (
-        f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; Δ and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
+        f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; Δ "
+        "and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
         if pilot
-        else f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both reject after Holm adjustment over the primary comparisons (p adj); inconclusive and underpowered decide nothing at these seeds."
+        else (
+            f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both "
+            "reject after Holm adjustment over the primary comparisons (p adj); inconclusive and "
+            "underpowered decide nothing at these seeds."
+        )
     )
     step = f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS, ctx.overrides)}"
     confirm = next((name for name, prof in abl.profiles.items() if prof.confirmatory), None)
     if pilot and confirm is not None:
-        step += f"; `{ctx.command('run', profile=confirm)}` runs the confirmatory profile{_cost(abl, confirm, results, ctx)}"
+        step += (
+            f"; `{ctx.command('run', profile=confirm)}` runs the confirmatory "
+            f"profile{_cost(abl, confirm, results, ctx)}"
+        )
     return ["", said, step]
 
 
@@ -135,7 +144,10 @@ def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     if not left:
         return f"{text}, all in the store"
     eta = f"{left * median:.0f} s" if left * median < 120 else f"{left * median / 60:.0f} min"
-    return f"{text}, {len(times)} in the store; ~{eta} for the {left} others on one worker (median {median:.0f} s per run of the {len(times)})"
+    return (
+        f"{text}, {len(times)} in the store; ~{eta} for the {left} others on one worker (median "
+        f"{median:.0f} s per run of the {len(times)})"
+    )
 
 
 def plan_seeds(
@@ -170,7 +182,8 @@ def plan_seeds(
         others = [n for n, p in abl.profiles.items() if not p.confirmatory and n != planning.SMOKE]
         fix = f"; run a pilot ({', '.join(others)}) and plan --from it" if others else ""
         print(
-            f"warning: the spread comes from the {planning.SMOKE} profile, whose runs check the plumbing and are too short for their spread to mean anything{fix}",
+            f"warning: the spread comes from the {planning.SMOKE} profile, whose runs check the plumbing "
+            f"and are too short for their spread to mean anything{fix}",
             file=sys.stderr,
         )
     result = analyse(sel, results)

@@ -78,7 +78,8 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
     if (control := abl.control) is not None:
         guards = f"; guards the claims {', '.join(control.guards)}" if control.guards else ""
         say(
-            f"control: negative; {control.variant or 'every variant but the baseline'} is a known bug, expected {control.expect} in profile {control.profile}{guards}"
+            f"control: negative; {control.variant or 'every variant but the baseline'} is a known bug, "
+            f"expected {control.expect} in profile {control.profile}{guards}"
         )
     for path, values in abl.axes.items():
         say(f"axis {path}: {', '.join(map(str, values))}")
@@ -87,7 +88,8 @@ def show(name: str, profile: str | None, overrides: list[str]) -> None:
         gate = f"; gate {entry.gate.describe()}" if entry.gate else ""
         better = "higher" if metrics.higher_is_better(entry.primary.metric) else "lower"
         say(
-            f"task {tname}: primary {entry.primary.metric} ({better} is better, smallest effect of interest {entry.primary.sesoi:g}){gate}"
+            f"task {tname}: primary {entry.primary.metric} ({better} is better, smallest effect of interest "
+            f"{entry.primary.sesoi:g}){gate}"
         )
     for pname, p in abl.profiles.items():
         subset = f"; only tasks {', '.join(p.only_tasks)}" if p.only_tasks else ""
@@ -134,7 +136,12 @@ def _too_few_seeds(abl: Ablation, sel: Selection, alpha: float = 0.05) -> str | 
     needed = power.sign_flip_min_seeds(alpha / family)
     if len(prof.seeds) >= needed:
         return None
-    return f"note: profile {sel.profile} lists {len(prof.seeds)} seeds; with {family} primary comparison(s) the exact sign-flip test needs at least {needed} paired seeds to reject at alpha {alpha:g} / {family}, so no comparison can read better or worse: list at least {needed} seeds, or make it a pilot (confirmatory: false)"
+    return (
+        f"note: profile {sel.profile} lists {len(prof.seeds)} seeds; with {family} primary comparison(s) "
+        f"the exact sign-flip test needs at least {needed} paired seeds to reject at alpha {alpha:g} / "
+        f"{family}, so no comparison can read better or worse: list at least {needed} seeds, or make it a "
+        "pilot (confirmatory: false)"
+    )
 
 
 def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
@@ -169,7 +176,8 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     found = scan(results, sel.name, sel.profile)
     if other := sum(r.run_id not in sel.run_ids for r in found.records):
         say(
-            f"{other} other finished runs in this folder were made with other overrides (pass the same key=value overrides to see them)"
+            f"{other} other finished runs in this folder were made with other overrides (pass the same "
+            "key=value overrides to see them)"
         )
     for problem in found.problems:
         say(f"[yellow]store problem[/] {problem}")

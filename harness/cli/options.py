@@ -59,7 +59,10 @@ WorkersOpt = Annotated[
     typer.Option(
         min=1,
         max=INT_MAX,
-        help="runs at once (default: one per GPU slot; on CPU, cores / --threads, at most the runs to do, or 1 when the grid's estimated time is too short to pay for a process pool, e.g. a smoke grid)",
+        help=(
+            "runs at once (default: one per GPU slot; on CPU, cores / --threads, at most the runs to do, or "
+            "1 when the grid's estimated time is too short to pay for a process pool, e.g. a smoke grid)"
+        ),
     ),
 ]
 ThreadsOpt = Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads per run")]
@@ -78,7 +81,10 @@ PluginOpt = Annotated[
     Optional[list[str]],
     typer.Option(
         "--plugin",
-        help="a plugin to load first: an importable module or a .py file (repeatable); installed plugins (entry points in ablate.plugins) load by themselves",
+        help=(
+            "a plugin to load first: an importable module or a .py file (repeatable); installed plugins "
+            "(entry points in ablate.plugins) load by themselves"
+        ),
     ),
 ]
 StorageOpt = Annotated[
@@ -89,7 +95,10 @@ StorageOpt = Annotated[
             "pass a database URL (e.g. sqlite:///results/optuna.db) or leave it out for RESULTS/optuna.db",
             str,
         ),
-        help="Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db for many workers)",
+        help=(
+            "Optuna storage URL (default sqlite:///RESULTS/optuna.db; postgresql+psycopg2://user:pw@host/db "
+            "for many workers)"
+        ),
     ),
 ]
 

@@ -83,7 +83,8 @@ def check_wandb(mode: str) -> None:
     """``--wandb online`` with no W&B credentials: every run would fail on ``wandb.init``."""
     if mode == "online" and not has_wandb_credentials():
         raise AblateError(
-            "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb offline and upload later with `ablate sync`"
+            "--wandb online needs W&B credentials: set WANDB_API_KEY or run `wandb login`; or use --wandb "
+            "offline and upload later with `ablate sync`"
         )
 
 

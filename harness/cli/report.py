@@ -65,7 +65,8 @@ def report(
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     if source is not None and wandb != "off":
         raise AblateError(
-            f"--from writes no W&B summary run (--wandb {wandb}): a data file is not a store; drop --wandb, or log one from the store with `ablate report NAME --wandb MODE`"
+            f"--from writes no W&B summary run (--wandb {wandb}): a data file is not a store; drop --wandb, "
+            "or log one from the store with `ablate report NAME --wandb MODE`"
         )
     output.check_wandb(wandb)  # before the report, as `ablate run` refuses before its runs
     abl = ablation_mod.load(name)
@@ -228,7 +229,9 @@ def report_all(
             files = shlex.join(["ablate", "restore", str(Path(out) / "data"), *results_option(results)])
             restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
         raise AblateError(
-            f"no runs of any registered ablation in {results}; run `{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` first or pass the --results-dir it wrote to{restore}"
+            f"no runs of any registered ablation in {results}; run "
+            f"`{shlex.join(['ablate', 'run', 'NAME', *results_option(results)])}` first or pass the "
+            f"--results-dir it wrote to{restore}"
         )
     with _writing(out):
         evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
@@ -239,7 +242,8 @@ def report_all(
             for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
                 if old.name not in written and ".with-" not in old.name:  # runs made with overrides: not indexed
                     entry.notes.append(
-                        f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an earlier report whose runs are not in this store (not regenerated)"
+                        f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an "
+                        "earlier report whose runs are not in this store (not regenerated)"
                     )
         Path(out).mkdir(parents=True, exist_ok=True)
         write_atomic(
@@ -286,7 +290,8 @@ def _report_ablation(name: str, results: Path, out: Path, storage: str | None, g
         mine = [r for r in found.records if r.run_id in sel.run_ids]
         if not mine:
             entry.notes.append(
-                f"{pname}: {len(found.records)} runs made with key=value overrides (`{command('report', name, pname, results=results, overrides=('KEY=VALUE', '...'))}`)"
+                f"{pname}: {len(found.records)} runs made with key=value overrides "
+                f"(`{command('report', name, pname, results=results, overrides=('KEY=VALUE', '...'))}`)"
             )
             _echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
             continue
@@ -329,7 +334,9 @@ def restore(files: list[Path], results: Path) -> int:
             output.console.print(_line(d))
     except OSError as exc:
         raise AblateError(
-            f"cannot write the store under --results-dir {results} ({exc.strerror or exc}); what was written before it stays (the same command again completes the rest); pass a folder you can write to"
+            f"cannot write the store under --results-dir {results} ({exc.strerror or exc}); what was "
+            "written before it stays (the same command again completes the rest); pass a folder you can "
+            "write to"
         ) from None
     if bench := sorted({b for d in done for b in d.bench}):
         output.console.print(escape(f"bench files into {results / 'bench'}: {', '.join(bench)}"))
@@ -352,7 +359,9 @@ def _missing_controls(done: list[archive.Restored], results: Path) -> None:
             missing.append(f"{kind} {gid} ({', '.join(lacking)})")
     if missing:
         output.console.print(
-            f"[yellow]the claims of these reports rest on controls whose grids the store lacks: {escape('; '.join(missing))}; restore their data files too, or their reports withhold those verdicts[/]"
+            "[yellow]the claims of these reports rest on controls whose grids the store lacks: "
+            f"{escape('; '.join(missing))}; restore their data files too, or their reports withhold those "
+            "verdicts[/]"
         )
 
 
@@ -363,12 +372,14 @@ def _line(d: archive.Restored) -> str:
         + (f" ({d.histories} with a validation history)" if d.histories else ""),
         f"{len(d.replaced)} of them in place of an unreadable record.json" if d.replaced else "",
         f"{count(len(d.kept), 'run')} already in the store, kept" if d.kept else "",
-        f"{len(d.differ)} of them differ{'s' if len(d.differ) == 1 else ''} from the file's (status or metrics), e.g. {d.differ[0][0]} ({d.differ[0][1]}): the store's is kept"
+        f"{len(d.differ)} of them differ{'s' if len(d.differ) == 1 else ''} from the file's (status or "
+        f"metrics), e.g. {d.differ[0][0]} ({d.differ[0][1]}): the store's is kept"
         if d.differ
         else "",
         f"{count(d.problems, 'unreadable store entry')} it lists not restored (not runs)" if d.problems else "",
         f"the lost validation history of {count(d.refilled, 'kept run')} written again" if d.refilled else "",
-        "the summary of its Optuna studies, which the report shows (not the studies: `run --tuned` needs `ablate tune` again)"
+        "the summary of its Optuna studies, which the report shows (not the studies: `run --tuned` needs "
+        "`ablate tune` again)"
         if d.studies is not None
         else "",
     ]
@@ -384,8 +395,10 @@ def _next_steps(done: list[archive.Restored], results: Path, differ: int) -> Non
     if registered:
         d = registered[0]
         lines += [
-            f"`{shlex.join(['ablate', 'report', '--all', *results_option(results)])}` makes every report and the index from them",
-            f"`{command('run', d.ablation, d.profile.removesuffix('+tuned'), results=results)}` trains only the runs the store lacks",
+            f"`{shlex.join(['ablate', 'report', '--all', *results_option(results)])}` makes every report "
+            "and the index from them",
+            f"`{command('run', d.ablation, d.profile.removesuffix('+tuned'), results=results)}` trains only "
+            "the runs the store lacks",
         ]
     if own := next((d for d in done if d not in registered), None):
         report = command("report", f"PATH/TO/{own.ablation}.yaml", own.profile, results=results)

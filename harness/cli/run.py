@@ -199,7 +199,8 @@ def run(
             value = (rec.metrics or {}).get(metric)
             shown = f"{metric}={text(value, '.4f')}" if isinstance(value, float) else rec.reason or ""
             output.console.print(
-                f"\\[{done:>{len(str(total))}}/{total}] {rec.status:8s} {rec.task:{task_w}s} {rec.variant_label:{variant_w}s} "
+                f"\\[{done:>{len(str(total))}}/{total}] {rec.status:8s} {rec.task:{task_w}s} "
+                f"{rec.variant_label:{variant_w}s} "
                 f"seed {rec.seed} {shown} ({rec.wall_time_s or 0:.0f}s; ETA {clock(eta)}){progress_note(rec)}"
             )
             progress.finished(rec.run_id)

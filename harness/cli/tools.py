@@ -42,7 +42,8 @@ def check(names: list[str], fmt: str = "table", every: bool = False, seed: int =
         raise AblateError(f"--all checks every registered component and task; drop {' '.join(names)} (or --all)")
     if not every and not names:
         raise AblateError(
-            "name a component or task to check, e.g. ablate check position=rope or ablate check task=copy; --all checks every registered one"
+            "name a component or task to check, e.g. ablate check position=rope or ablate check task=copy; "
+            "--all checks every registered one"
         )
     check_threads(threads)
     targets = everything() if every else [resolve(n) for n in names]
@@ -136,7 +137,8 @@ def attention(
         raise AblateError(str(exc)) from None
     if lengths is not None and not lengths:  # --lengths "" or ","; leave the option out for the defaults
         raise AblateError(
-            f"--lengths names no length; e.g. --lengths 128,256,512, or leave it out for {DEFAULT_LENGTHS[device][0]}..{DEFAULT_LENGTHS[device][-1]}"
+            "--lengths names no length; e.g. --lengths 128,256,512, or leave it out for "
+            f"{DEFAULT_LENGTHS[device][0]}..{DEFAULT_LENGTHS[device][-1]}"
         )
     lengths = lengths or DEFAULT_LENGTHS[device]
     if min(lengths) < 1:
@@ -160,7 +162,8 @@ def attention(
         | {"warmup": 1 + WARMUP, "kernels": kernels, "lengths": lengths, "memory": MEMORY[device]},
     }
     output.console.print(
-        f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): kernels {', '.join(kernels)} x T = {', '.join(map(str, lengths))}",
+        f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): "
+        f"kernels {', '.join(kernels)} x T = {', '.join(map(str, lengths))}",
         markup=False,
     )
     doc["rows"] = bench(cfg, kernels, lengths, echo=lambda r: output.console.print(_progress(r), markup=False))
@@ -177,4 +180,7 @@ def attention(
 def _progress(r: dict[str, Any]) -> str:
     if r["status"] != "ok":
         return f"  {r['kernel']} T={r['seq_len']}: {r['status']} ({r['reason']})"
-    return f"  {r['kernel']} T={r['seq_len']}: {r['ms_fwd_bwd']:.3g} ms, peak {r['peak_mib']:.0f} MiB, backend {r['backend']}"
+    return (
+        f"  {r['kernel']} T={r['seq_len']}: {r['ms_fwd_bwd']:.3g} ms, peak {r['peak_mib']:.0f} MiB, backend "
+        f"{r['backend']}"
+    )

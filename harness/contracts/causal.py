@@ -58,7 +58,8 @@ def causality(
         s = int(starts[leaks[:, p]].min())
         raise ContractFailed(
             f"first offending position {p}: its output changes when the tokens from position {s} on change "
-            f"(|change| up to {diff[leaks].max().item():.3g}; {int(leaks.any(0).sum())} of {int(real.sum())} positions leak)"
+            f"(|change| up to {diff[leaks].max().item():.3g}; {int(leaks.any(0).sum())} of "
+            f"{int(real.sum())} positions leak)"
         )
     if not (diff[~before & real[None, :]] > 0).any():
         raise ContractFailed("the outputs never change when the tokens change: causality cannot be seen")

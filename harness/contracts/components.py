@@ -213,7 +213,8 @@ def parameters(cfg: TransformerConfig, default: TransformerConfig, default_name:
         gap = (model(idx) - other(idx)).abs().max().item()
     if gap != 0:
         raise ContractFailed(
-            f"a model loaded from the state_dict (over seed {seed + 1}'s init) gives other logits (|change| {gap:.3g}): "
+            f"a model loaded from the state_dict (over seed {seed + 1}'s init) gives other logits (|change| "
+            f"{gap:.3g}): "
             "a tensor the outputs depend on is outside the checkpoint, so a resumed run would differ"
         )
     return (

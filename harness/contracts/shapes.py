@@ -38,7 +38,10 @@ def position(name: str, cfg: m.TransformerConfig) -> str:
     limit = type(pe).max_positions(cfg)
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise ContractFailed(f"max_positions(cfg) must be None or a positive int, got {limit!r}")
-    return f"hooks keep (B, T, C) and (B, H, T, D) in float32 and bfloat16; bias {'(H, T, S) float32' if bias is not None else 'none'}"
+    return (
+        "hooks keep (B, T, C) and (B, H, T, D) in float32 and bfloat16; bias "
+        f"{'(H, T, S) float32' if bias is not None else 'none'}"
+    )
 
 
 def kernel(name: str, cfg: m.TransformerConfig) -> str:

@@ -199,7 +199,8 @@ def splits(task: Task, length: int, seed: int) -> Passed:
         train = {row.numpy().tobytes() for row in task.sample(rows, length, _rng(seed), "train")[0]}
 
         def shared(split: str) -> int:
-            return sum(row.numpy().tobytes() in train for row in task.sample(rows, length, _rng(seed + 1), split)[0])  # type: ignore[arg-type]
+            drawn = task.sample(rows, length, _rng(seed + 1), split)[0]  # type: ignore[arg-type]
+            return sum(row.numpy().tobytes() in train for row in drawn)
 
         if not task.disjoint_splits:
             repeats = shared("test")
@@ -220,7 +221,8 @@ def splits(task: Task, length: int, seed: int) -> Passed:
         held = task.sample(16, 8 * WINDOW, _rng(seed + 1), split)[0]  # type: ignore[arg-type]
         if shared_windows := _windows(held, WINDOW) & train_windows:
             raise ContractFailed(
-                f"{len(shared_windows)} {WINDOW}-token windows of the {split} split occur in the train split: the splits overlap"
+                f"{len(shared_windows)} {WINDOW}-token windows of the {split} split occur in the train "
+                "split: the splits overlap"
             )
     detail = f"no {WINDOW}-token window of val or test among {len(train_windows):,} of the train split"
     return detail, {"train_windows": len(train_windows)}

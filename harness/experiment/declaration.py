@@ -49,7 +49,8 @@ def check_file_names(ablation: str, names: list[str]) -> None:
     longest = max(names, key=lambda n: len(n.encode()), default="")
     if (over := len(longest.encode()) - NAME_MAX) > 0:
         raise ValueError(
-            f"ablation name {ablation if len(ablation) <= 40 else ablation[:40] + '...'!r} ({len(ablation.encode())} bytes) makes file names of up to "
+            f"ablation name {ablation if len(ablation) <= 40 else ablation[:40] + '...'!r} "
+            f"({len(ablation.encode())} bytes) makes file names of up to "
             f"{len(longest.encode())} bytes (e.g. {longest[:30]}...{longest[-30:]}), over the {NAME_MAX} a file "
             f"system holds; shorten the ablation name (or its longest profile or task name) by at least {over} "
             "bytes"

@@ -110,7 +110,10 @@ def _unknown_key(root: type[BaseModel], loc: tuple[str | int, ...]) -> str:
     if config and model is not None and model.__name__ == "Profile":
         return f"not a profile key; {config[0]} is a config key: set it as overrides: {{{config[0]}: ...}}"
     if config and model is not None:
-        return f"not a key here; {config[0]} is a config key: set it in base: {{{config[0]}: ...}} or a profile's overrides"
+        return (
+            f"not a key here; {config[0]} is a config key: set it in base: {{{config[0]}: ...}} or a "
+            "profile's overrides"
+        )
     hint = did_you_mean(str(key), [k for k in here if k != key])
     return f"unknown key{hint}" + (f"; the keys here: {', '.join(here)}" if here and not hint else "")
 

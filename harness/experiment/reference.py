@@ -242,7 +242,8 @@ def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
 PAGE = """\
 # Ablation files: the reference
 
-<!-- Written by `ablate schema --markdown > docs/ablation-files.md`; tests/experiment/test_reference.py fails when it is stale. Do not edit by hand. -->
+<!-- Written by `ablate schema --markdown > docs/ablation-files.md`; tests/experiment/test_reference.py fails when it \
+is stale. Do not edit by hand. -->
 
 An ablation is one YAML file. A complete one, `my_pe.yaml` (run it with `ablate run my_pe.yaml --profile smoke`):
 
@@ -250,11 +251,20 @@ An ablation is one YAML file. A complete one, `my_pe.yaml` (run it with `ablate 
 {example}
 ```
 
-Keys named `model.d_model` are **config keys** (below): `axes`, `baseline`, `base`, a task's `config`, a profile's `overrides` and `tasks`, `tune`, and `KEY=VALUE` on the command line all take them. A run's config is resolved in this order, later entries winning: defaults < `base` < the task's `config` < the profile's `overrides` < the profile's `tasks` < command-line overrides < the variant's axis values. A profile may not change an axis. Every integer is at most 2147483647 (2**31 - 1).
+Keys named `model.d_model` are **config keys** (below): `axes`, `baseline`, `base`, a task's `config`, a profile's \
+`overrides` and `tasks`, `tune`, and `KEY=VALUE` on the command line all take them. A run's config is resolved in \
+this order, later entries winning: defaults < `base` < the task's `config` < the profile's `overrides` < the \
+profile's `tasks` < command-line overrides < the variant's axis values. A profile may not change an axis. Every \
+integer is at most 2147483647 (2**31 - 1).
 
-Editors check and complete these files with the JSON Schema `harness/experiment/{shipped}` (`ablate schema` prints it): put `# yaml-language-server: $schema=PATH/TO/ablation.schema.json` on the file's first line (the YAML extension of VS Code, and other editors built on yaml-language-server, read it). With plugins, `ablate schema --plugin PKG > my.schema.json` adds their names.
+Editors check and complete these files with the JSON Schema `harness/experiment/{shipped}` (`ablate schema` prints \
+it): put `# yaml-language-server: $schema=PATH/TO/ablation.schema.json` on the file's first line (the YAML extension \
+of VS Code, and other editors built on yaml-language-server, read it). With plugins, `ablate schema --plugin PKG > \
+my.schema.json` adds their names.
 
-On the command line, `ablate show` checks a file as every command does, the schema's checks and the rest (registered names, lengths a task holds, the data a task needs), and runs nothing: it prints the grid, or one `error:` line naming the key and its fix, exit 2:
+On the command line, `ablate show` checks a file as every command does, the schema's checks and the rest (registered \
+names, lengths a task holds, the data a task needs), and runs nothing: it prints the grid, or one `error:` line \
+naming the key and its fix, exit 2:
 
 ```bash
 ablate show my_pe.yaml --profile smoke
@@ -262,7 +272,8 @@ ablate show my_pe.yaml --profile smoke
 
 ## Declaration keys
 
-`TASK`: a task name; `PROFILE`: a profile name; `KEY`: a config key. `tasks.TASK.target` takes what `tasks.TASK.gate` takes, a profile's `tune` what `tune` takes.
+`TASK`: a task name; `PROFILE`: a profile name; `KEY`: a config key. `tasks.TASK.target` takes what `tasks.TASK.gate` \
+takes, a profile's `tune` what `tune` takes.
 
 {declaration}
 
@@ -272,13 +283,15 @@ What a bad value gets: the example with one value changed, loaded as `ablate sho
 
 ## Config keys
 
-The bad value is given as `ablate show my_pe.yaml KEY=VALUE` gives it (an axis: as one more value of the axis in the file).
+The bad value is given as `ablate show my_pe.yaml KEY=VALUE` gives it (an axis: as one more value of the axis in the \
+file).
 
 {config}
 
 ## Registered names
 
-What a component key takes (`ablate list --components` lists them with their plugins, `ablate check NAME` runs a name's contracts):
+What a component key takes (`ablate list --components` lists them with their plugins, `ablate check NAME` runs a \
+name's contracts):
 
 {names}
 
@@ -290,7 +303,8 @@ What a component key takes (`ablate list --components` lists them with their plu
 
 ### Metrics (`primary.metric`, `gate.metric`, `target.metric`)
 
-`@x<N>`: at N x the training length L, for every N of `eval.length_multipliers` (a gate or target may name the validation pass at L by the bare name: `acc`). `[_init]`: also measured at initialisation.
+`@x<N>`: at N x the training length L, for every N of `eval.length_multipliers` (a gate or target may name the \
+validation pass at L by the bare name: `acc`). `[_init]`: also measured at initialisation.
 
 {metrics}
 

@@ -56,7 +56,8 @@ class AttentionKernel(nn.Module):
         """Raise ``ValueError`` for a model config this kernel cannot compute faithfully."""
         if not cls.honours_mask_fill and MASK_FILLS.canonical(cfg.mask_fill) != "-inf":
             raise ValueError(
-                f"attention.mask_fill={cfg.mask_fill} needs explicit scores (kernel 'math'); kernel '{cfg.kernel}' masks on its own"
+                f"attention.mask_fill={cfg.mask_fill} needs explicit scores (kernel 'math'); kernel "
+                f"'{cfg.kernel}' masks on its own"
             )
 
     @classmethod
@@ -194,7 +195,9 @@ class FlashAttention(SDPAttention):
         extra = extra or (" and an attention mask" if with_mask else "")
         extra += f" and dropout {dropout}" if dropout else ""
         raise ValueError(
-            f"kernel 'flash' is not available on {device} with {dtype}{extra} ({'; '.join([error, *reasons])}); use attention.kernel=sdpa, or a precision/device flash supports"
+            f"kernel 'flash' is not available on {device} with {dtype}{extra} "
+            f"({'; '.join([error, *reasons])}); use attention.kernel=sdpa, or a precision/device flash "
+            "supports"
         )
 
 
@@ -231,7 +234,8 @@ class LinearAttention(AttentionKernel):
         super().check_config(cfg)
         if POSITIONAL.get(cfg.position).adds_bias():
             raise ValueError(
-                f"kernel 'linear' cannot add the attention bias of position '{cfg.position}'; use rope, sinusoidal, learned or nope"
+                f"kernel 'linear' cannot add the attention bias of position '{cfg.position}'; use rope, "
+                "sinusoidal, learned or nope"
             )
         if cfg.dropout:
             raise ValueError("kernel 'linear' has no attention weights to drop out; set model.dropout=0")

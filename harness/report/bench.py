@@ -23,7 +23,8 @@ MIN_ADDED_MIB = 1.0  # no memory ratio to a baseline that added less (a few page
 
 
 def files(abl: Any, folder: Path) -> list[Path]:
-    """The bench files of ``folder`` that ``abl``'s report shows (attention_kernel's, an ``attention.kernel`` axis's)."""
+    """The bench files of ``folder`` that ``abl``'s report shows (attention_kernel's, an ``attention.kernel``
+    axis's)."""
     shown = abl.name == "attention_kernel" or "attention.kernel" in abl.axes
     return sorted(Path(folder).glob("attention-*.json")) if shown else []
 
@@ -93,7 +94,8 @@ def describe(doc: dict[str, Any]) -> str:
     return (
         f"torch {env.get('torch')} on {env.get('device')} ({env.get('device_name')}), {env.get('dtype')}, "
         f"{env.get('threads')} thread(s){load}. One attention layer, d_model {cfg.get('d_model')}, "
-        f"{cfg.get('n_heads')} head{'' if cfg.get('n_heads') == 1 else 's'}, batch {cfg.get('batch')}: median of {cfg.get('repeats')} timed forward + "
+        f"{cfg.get('n_heads')} head{'' if cfg.get('n_heads') == 1 else 's'}, batch {cfg.get('batch')}: "
+        f"median of {cfg.get('repeats')} timed forward + "
         f"backward calls after {cfg.get('warmup')} untimed ones. Memory: {cfg.get('memory')}. "
         f"Written {doc.get('created')}, commit {env.get('commit')}."
     )

@@ -49,7 +49,8 @@ class Entry:
 
 
 def seeds_cell(result: Analysis) -> str:
-    """``k/n``: the seeds whose planned runs are all in the store, of the ``n`` declared (the index's header says more)."""
+    """``k/n``: the seeds whose planned runs are all in the store, of the ``n`` declared (the index's header says
+    more)."""
     d = result.seeds_done()
     if (st := result.stopped_early(d)) is not None:
         return f"{st.seeds_used}/{d.declared} (design finished at look {st.reached} of {len(st.design.looks)})"

@@ -159,5 +159,8 @@ def _gate_reason(result: Analysis, run: pd.Series) -> str:
     nan = " (undefined: NaN)" if value is not None and math.isnan(value) else ""
     said = f"`{gate.metric}` = {'– (not recorded)' if value is None else text(value) + nan}"
     if not result.ablation.profiles[result.profile].apply_gate:
-        return f"{said}, below the gate {gate.describe()}; the gate is not applied in this profile, so the run stays in every comparison"
+        return (
+            f"{said}, below the gate {gate.describe()}; the gate is not applied in this profile, so the run "
+            "stays in every comparison"
+        )
     return f"did not learn the task at L: {said}, gate {gate.describe()}; left out of the comparisons beyond L"

@@ -180,7 +180,8 @@ def load_source(
 
 @dataclass
 class Plan:
-    """The files a restore reads (archive, studies' summary, controls as (kind, id, profile)), and those it passes over."""
+    """The files a restore reads (archive, studies' summary, controls as (kind, id, profile)), and those it passes
+    over."""
 
     files: list[tuple[Path, Archive, TuningData | None, list[tuple[str, str, str | None]]]] = field(
         default_factory=list

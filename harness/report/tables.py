@@ -35,7 +35,8 @@ def _p(x: Any) -> str:
 
 
 def bounds(metric: str, higher_is_better: bool) -> tuple[float | None, float | None]:
-    """The range of ``metric``: ``(0, 1)`` where its best value is 1, ``(0, None)`` where it is 0 and lower is better."""
+    """The range of ``metric``: ``(0, 1)`` where its best value is 1, ``(0, None)`` where it is 0 and lower is
+    better."""
     best = metrics.best_value(metric)
     if best == 1.0 and higher_is_better:
         return 0.0, 1.0

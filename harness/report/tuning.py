@@ -89,7 +89,8 @@ class TuningData(BaseModel):
 
 
 def restored_studies_path(results: Path, ablation: str, profile: str) -> Path:
-    """Where ``ablate restore`` puts the studies' summary of ``ablation`` / ``profile`` (and beside it their figures)."""
+    """Where ``ablate restore`` puts the studies' summary of ``ablation`` / ``profile`` (and beside it their
+    figures)."""
     return Path(results) / "restored" / f"{ablation}.{profile}.tuning.json"
 
 

@@ -226,7 +226,8 @@ def read(path: Path, at: str) -> Archive:
     if not members and (not path.stat().st_size or _empty_gzip(path)):
         raise AblateError(
             f"{at}: empty ({'gzipped, 0 bytes inside' if path.stat().st_size else '0 bytes'}): a copy or download "
-            f"that did not happen, or a file truncated; {PASS}, or regenerate it with `ablate report NAME` from the store"
+            f"that did not happen, or a file truncated; {PASS}, or regenerate it with `ablate report NAME` "
+            "from the store"
         )
     try:
         manifest = json.loads(members.get(MANIFEST, b"null"))

@@ -168,7 +168,10 @@ def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | s
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        return f"{f}{DAMAGED_HISTORY} ({type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''})"
+        return (
+            f"{f}{DAMAGED_HISTORY} ({type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''})"
+        )
     return frame if {"step", "loss"} <= set(frame.columns) else None
 
 

@@ -120,7 +120,8 @@ def run_study(
             if not _failed_as_stale(exc):
                 raise
             echo(
-                f"{name}: a trial's result came after another worker had failed it as stale (no heartbeat for 3 x --heartbeat); going on"
+                f"{name}: a trial's result came after another worker had failed it as stale (no heartbeat "
+                "for 3 x --heartbeat); going on"
             )
     return counts(study)
 
@@ -157,6 +158,7 @@ def tune(
         ensure_study(store, p.name, p.direction, attrs | {"space": space}, url, p.distributions)
     space = "; ".join(f"{k} {v.describe()}" for k, v in plans[0].space.items()) if plans else "-"
     echo(
-        f"{abl.name} / {prof_name}: {len(plans)} studies in {mask_url(url)}; {trials} finished trials each (complete + pruned + failed); seed {TUNING_SEED}; pruner {pruner}; space: {space}"
+        f"{abl.name} / {prof_name}: {len(plans)} studies in {mask_url(url)}; {trials} finished trials each "
+        f"(complete + pruned + failed); seed {TUNING_SEED}; pruner {pruner}; space: {space}"
     )
     return [(p, run_study(store, p, trials, echo, data_dir, pruner, abl.folder)) for p in plans]

@@ -91,7 +91,8 @@ def open_storage(url: str, heartbeat: int | None = None) -> Any:
         raise AblateError(missing_driver(url, driver)) from None
     except (sqlalchemy.exc.ArgumentError, ValueError) as exc:
         raise AblateError(
-            f"{mask_url(url)} is not a database URL ({_reason(exc, url)}); e.g. sqlite:///results/optuna.db or postgresql+psycopg2://user@host/db"
+            f"{mask_url(url)} is not a database URL ({_reason(exc, url)}); e.g. sqlite:///results/optuna.db "
+            "or postgresql+psycopg2://user@host/db"
         ) from None
     except sqlalchemy.exc.SQLAlchemyError as exc:
         raise AblateError(f"cannot open the Optuna storage {mask_url(url)}: {_reason(exc, url)}") from None
@@ -110,7 +111,8 @@ def schema_mismatch(url: str, message: str) -> str:
     by = f"Optuna {made[1]}" if made else "another Optuna version"
     older = "optuna storage upgrade" in message
     fix = (
-        f"upgrade it (optuna storage upgrade --storage {shlex.quote(mask_url(url))}; older Optunas can no longer read it)"
+        f"upgrade it (optuna storage upgrade --storage {shlex.quote(mask_url(url))}; older Optunas can no "
+        "longer read it)"
         if older
         else "install that Optuna (pip install optuna==VERSION) or a newer one"
     )
@@ -125,8 +127,14 @@ def missing_driver(url: str, driver: str) -> str:
     ``postgresql://`` selects psycopg 3 (SQLAlchemy 2.1) but psycopg2 is installed, the URL."""
     scheme, _, rest = url.partition("://")
     if scheme == "postgresql" and driver != "psycopg2" and importlib.util.find_spec("psycopg2") is not None:
-        return f"the Optuna storage {mask_url(url)} selects the driver {driver!r}, which is not installed; psycopg2 is: name it in the URL, --storage {mask_url('postgresql+psycopg2://' + rest)}"
-    return f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}, which is not installed: pip install {shlex.quote(DRIVER_PACKAGES.get(driver, driver))}"
+        return (
+            f"the Optuna storage {mask_url(url)} selects the driver {driver!r}, which is not installed; "
+            f"psycopg2 is: name it in the URL, --storage {mask_url('postgresql+psycopg2://' + rest)}"
+        )
+    return (
+        f"the Optuna storage {mask_url(url)} needs the database driver {driver!r}, which is not installed: "
+        f"pip install {shlex.quote(DRIVER_PACKAGES.get(driver, driver))}"
+    )
 
 
 def delete_hint(name: str, url: str) -> str:
@@ -176,7 +184,8 @@ def check_study(study: Any, name: str, direction: str, url: str, distributions: 
     check_one_objective(study, name, url)
     if study.direction.name.lower() != direction:
         raise AblateError(
-            f"study {name!r} exists and {study.direction.name.lower()}s, but the ablation's primary metric asks to {direction}; {delete_hint(name, url)}"
+            f"study {name!r} exists and {study.direction.name.lower()}s, but the ablation's primary metric "
+            f"asks to {direction}; {delete_hint(name, url)}"
         )
     for trial in study.get_trials(deepcopy=False):
         for key, stored in ((k, d) for k, d in trial.distributions.items() if k in distributions):
@@ -184,7 +193,9 @@ def check_study(study: Any, name: str, direction: str, url: str, distributions: 
                 check_distribution_compatibility(stored, distributions[key])
             except ValueError as exc:
                 raise AblateError(
-                    f"study {name!r} drew {key} from {_describe(stored)} (trial {trial.number}), but this tune searches {_describe(distributions[key])} ({str(exc).rstrip('.')}); {delete_hint(name, url)}"
+                    f"study {name!r} drew {key} from {_describe(stored)} (trial {trial.number}), but this "
+                    f"tune searches {_describe(distributions[key])} ({str(exc).rstrip('.')}); "
+                    f"{delete_hint(name, url)}"
                 ) from None
 
 

@@ -63,19 +63,23 @@ def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
     for text in selectors:
         if "=" not in text or text.startswith("="):  # parse_override's message speaks of config overrides
             raise AblateError(
-                f"--variant {text!r} is not of the form axis=value (e.g. {next(iter(abl.axes)).rsplit('.', 1)[-1]}={next(iter(abl.axes.values()))[0]}); axes: {', '.join(abl.axes)}"
+                f"--variant {text!r} is not of the form axis=value (e.g. "
+                f"{next(iter(abl.axes)).rsplit('.', 1)[-1]}={next(iter(abl.axes.values()))[0]}); axes: "
+                f"{', '.join(abl.axes)}"
             )
         key, value = parse_override(text)
         paths = [p for p in abl.axes if p == key or p.rsplit(".", 1)[-1] == key]
         if len(paths) != 1:
             names = [*abl.axes, *(p.rsplit(".", 1)[-1] for p in abl.axes)]
             raise AblateError(
-                f"--variant {text!r}: {key!r} is not an axis of {abl.name}{did_you_mean(key, names)}; axes: {', '.join(abl.axes)}"
+                f"--variant {text!r}: {key!r} is not an axis of {abl.name}{did_you_mean(key, names)}; axes: "
+                f"{', '.join(abl.axes)}"
             )
         values = abl.axes[paths[0]]
         if not any(value == v or str(value) == str(v) for v in values):
             raise AblateError(
-                f"--variant {text!r}: {value!r} is not a value of {paths[0]}{did_you_mean(str(value), [str(v) for v in values])}; values: {values}"
+                f"--variant {text!r}: {value!r} is not a value of "
+                f"{paths[0]}{did_you_mean(str(value), [str(v) for v in values])}; values: {values}"
             )
         chosen = [v for v in chosen if value == v[paths[0]] or str(value) == str(v[paths[0]])]
     return chosen
@@ -101,7 +105,8 @@ def plan_studies(
     for t in tasks or []:
         if t not in abl.tasks:
             raise AblateError(
-                f"--task {t!r} is not a task of {abl.name}{did_you_mean(t, list(abl.tasks))}; tasks: {', '.join(abl.tasks)}"
+                f"--task {t!r} is not a task of {abl.name}{did_you_mean(t, list(abl.tasks))}; tasks: "
+                f"{', '.join(abl.tasks)}"
             )
     chosen = _matches(abl, variants or [])
     fixed = {parse_override(o)[0] for o in overrides}  # a key set on the command line is not searched
@@ -176,7 +181,8 @@ def tuned_specs(sel: Selection, specs: list[RunSpec], data_dir: Path | None = No
     tune_first = sel.command("tune", storage=True)
     if not sqlite_exists(url):
         raise AblateError(
-            f"no tuning studies: {mask_url(url)} does not exist; run `{tune_first}` first, or pass --storage URL where your studies are"
+            f"no tuning studies: {mask_url(url)} does not exist; run `{tune_first}` first, or pass "
+            "--storage URL where your studies are"
         )
     store = open_storage(url)
     best: dict[tuple[str, str], dict[str, Any]] = {}
@@ -196,7 +202,11 @@ def tuned_specs(sel: Selection, specs: list[RunSpec], data_dir: Path | None = No
         for (task, variant), params in best.items():
             if key in params:
                 raise AblateError(
-                    f"{text} sets a key the studies tuned: study {study_name(sel.name, sel.profile, task, variant)!r} chose {key}={params[key]!r}, and --tuned runs every variant at its study's best parameters; drop {text}, or tune with it fixed (ablate tune with {text}, into another --storage) and pass that --storage here"
+                    f"{text} sets a key the studies tuned: study "
+                    f"{study_name(sel.name, sel.profile, task, variant)!r} chose {key}={params[key]!r}, and "
+                    f"--tuned runs every variant at its study's best parameters; drop {text}, or tune with "
+                    f"it fixed (ablate tune with {text}, into another --storage) and pass that --storage "
+                    "here"
                 )
     out, built = [], {}
     for spec in specs:

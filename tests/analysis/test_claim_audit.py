@@ -95,9 +95,9 @@ def test_a_setting_that_cannot_run_is_no_evidence_for_the_claim(result):
     }
     c = claim([setting, {**EFFECT, "not_tested": "the setting cannot run"}], [premise])
     verdict, lines = claim_verdict(c, failed)
-    assert (
-        verdict
-        == "premise fails here: a rope model cannot run (0/8 runs finished; 8 failed: RuntimeError: value cannot be converted)"
+    assert verdict == (
+        "premise fails here: a rope model cannot run (0/8 runs finished; 8 failed: RuntimeError: value "
+        "cannot be converted)"
     )
     assert cv.claim_kind(verdict) is cv.ClaimKind.PREMISE_FAILS and cv.claim_kind(verdict) not in cv.RULINGS
     assert "**fails here**" in lines[0]

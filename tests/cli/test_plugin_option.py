@@ -86,7 +86,8 @@ def test_list_marks_plugin_entries_with_their_package(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     family = next(line for line in lines if line.startswith("position (model.position): "))
     assert family.startswith(
-        "position (model.position): sinusoidal, learned, learned_clamp, rope, alibi, nope, learned_n01, my_nope [mine.py (sha256 "
+        "position (model.position): sinusoidal, learned, learned_clamp, rope, alibi, nope, learned_n01, "
+        "my_nope [mine.py (sha256 "
     )
     assert any(
         line.startswith("plugin mine.py (sha256 ") and line.endswith(f"(--plugin {good}): position my_nope")

@@ -517,7 +517,8 @@ _COPY = {"params": {"n_symbols": 8}, "config": {"train.seq_len": 8}, "primary": 
         (
             "gate",
             {"metric": "acc@x1", "min": 0},
-            "acc@x1 min: 0 is at or below 0, the lowest value of acc (fraction of scored tokens right), so every run meets it",
+            "acc@x1 min: 0 is at or below 0, the lowest value of acc (fraction of scored tokens right), so "
+            "every run meets it",
         ),
         (
             "target",
@@ -667,7 +668,8 @@ def _with(tmp_path: Path, edit) -> Path:
         (
             lambda d: d["profiles"].update(confirm={"seeds": [0], "steps": 50}),
             [
-                "profiles.confirm.steps: not a profile key; train.steps is a config key: set it as overrides: {train.steps:"
+                "profiles.confirm.steps: not a profile key; train.steps is a config key: set it as "
+                "overrides: {train.steps:"
             ],
             ["did you mean", "sesoi"],
         ),

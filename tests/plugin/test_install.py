@@ -1,6 +1,6 @@
 """The example plugin installed for real: a throwaway venv (it sees this environment's packages
-through a .pth file listing its site-packages folders), ``pip install -e examples/plugin`` into it (no network: no dependencies, no
-build isolation), then ``ablate list`` there shows the plugin's entries marked with its
+through a .pth file listing its site-packages folders), ``pip install -e examples/plugin`` into it (no network: no
+dependencies, no build isolation), then ``ablate list`` there shows the plugin's entries marked with its
 distribution and version, found through its entry point alone. About 20 s."""
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def test_pip_install_then_ablate_list_shows_the_entries(tmp_path: Path) -> None:
     out = listed.stdout
     assert "task lag_copy [ablate-example-plugin 0.1.0] (v1, synthetic)" in out
     assert (
-        "position (model.position): sinusoidal, learned, learned_clamp, rope, alibi, nope, learned_n01, t5_bias [ablate-example-plugin 0.1.0]"
-        in out
+        "position (model.position): sinusoidal, learned, learned_clamp, rope, alibi, nope, learned_n01, "
+        "t5_bias [ablate-example-plugin 0.1.0]" in out
     )
     assert (
         "plugin ablate-example-plugin 0.1.0 (entry point 'example' in ablate.plugins): position t5_bias, task lag_copy"

@@ -153,7 +153,10 @@ def restore(
         report_cmd.restore,
         files or [],
         results_dir,
-        on_interrupt="interrupted: the runs restored so far are in the store; the same command again restores the rest (a run folder left without record.json is completed)",
+        on_interrupt=(
+            "interrupted: the runs restored so far are in the store; the same command again restores the "
+            "rest (a run folder left without record.json is completed)"
+        ),
     )
 
 

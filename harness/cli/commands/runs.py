@@ -189,5 +189,8 @@ def tune(
         threads=threads,
         heartbeat=heartbeat,
         plugins=plugin or [],
-        on_interrupt="interrupted: finished trials are in the storage (the interrupted one is not counted); run the same command again to continue",
+        on_interrupt=(
+            "interrupted: finished trials are in the storage (the interrupted one is not counted); run the "
+            "same command again to continue"
+        ),
     )

@@ -68,8 +68,8 @@ class T5RelativeBias(PositionalEncoding):
     that scale into its initialisation and scales nothing); the table is initialised
     ``N(0, d_model^-1/2)``, as Hugging Face's ``T5PreTrainedModel._init_weights``. The buckets of
     each ``(T, S)`` are computed once and kept (they hold no parameter); the bias is gathered
-    anew on every call, as it must be for gradients. Works at any length (distances beyond ``max_distance`` share the last bucket);
-    kernels without an additive bias (``linear``) refuse it before any run. Kernel ``flash`` on
+    anew on every call, as it must be for gradients. Works at any length (distances beyond ``max_distance`` share the
+    last bucket); kernels without an additive bias (``linear``) refuse it before any run. Kernel ``flash`` on
     CPU (torch 2.13) refuses an attention mask that requires a gradient: the pre-run check asks
     it with one (``bias_requires_grad``), so ``flash`` with this learned bias is refused before
     any run; use ``sdpa`` or ``math``.
