@@ -48,9 +48,10 @@ class Corpus:
 def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None, near: Path | None = None) -> Corpus:
     """A text file, or the files of a folder matching ``glob``, as one :class:`Corpus`. ``path`` is
     taken as given when absolute, else in ``near`` (the ablation file's folder), then in ``data_dir``
-    (else ``$ABLATE_DATA_DIR``), then in the working directory, then in the cache (:func:`~harness.tasks.tinyshakespeare.cache_dir`, where
-    ``tinyshakespeare`` downloads its file). A :class:`DataUnavailableError` for no such path (listing where it looked)
-    or file, a file that is not UTF-8 text, or a corpus that is only whitespace."""
+    (else ``$ABLATE_DATA_DIR``), then in the working directory, then in the cache
+    (:func:`~harness.tasks.tinyshakespeare.cache_dir`, where ``tinyshakespeare`` downloads its file).
+    A :class:`DataUnavailableError` for no such path (listing where it looked) or file, a file that
+    is not UTF-8 text, or a corpus that is only whitespace."""
     given = Path(path).expanduser()
     data_dir = data_dir_or_env(data_dir)
     folders = [*([near] if near else []), *([Path(data_dir)] if data_dir else []), Path.cwd(), cache_dir()]
@@ -58,7 +59,9 @@ def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None, n
     found = next((candidate for candidate in tried if candidate.exists()), None)
     if found is None:
         raise DataUnavailableError(
-            f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); give an existing file or folder as the task param path (relative paths are looked up in the ablation file's folder, $ABLATE_DATA_DIR, the working directory, then the cache {cache_dir()})"
+            f"text: corpus path {path!r} not found (looked at {', '.join(str(t) for t in tried)}); give an "
+            "existing file or folder as the task param path (relative paths are looked up in the ablation file's "
+            f"folder, $ABLATE_DATA_DIR, the working directory, then the cache {cache_dir()})"
         )
     files = [found]
     if found.is_dir():
@@ -69,7 +72,8 @@ def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None, n
         )
         if not files:
             raise DataUnavailableError(
-                f"text: folder {found} holds no file matching {glob!r}; put the corpus's .txt files in it or set the task param glob (e.g. '**/*.md')"
+                f"text: folder {found} holds no file matching {glob!r}; put the corpus's .txt files in it or "
+                "set the task param glob (e.g. '**/*.md')"
             )
     payloads = [f.read_bytes() for f in files]
     text = "".join(_decode(b, f) for b, f in zip(payloads, files))  # a message names the file
@@ -85,7 +89,8 @@ def _decode(payload: bytes, where: Path | str) -> str:
         return payload.decode("utf-8")
     except UnicodeDecodeError as err:
         raise DataUnavailableError(
-            f"text: {where} is not UTF-8 text (byte 0x{payload[err.start]:02x} at offset {err.start:,}: binary data or another encoding?); convert it, e.g. iconv -f LATIN1 -t UTF-8"
+            f"text: {where} is not UTF-8 text (byte 0x{payload[err.start]:02x} at offset {err.start:,}: "
+            "binary data or another encoding?); convert it, e.g. iconv -f LATIN1 -t UTF-8"
         ) from None
 
 
@@ -120,7 +125,8 @@ def read_dataset(p: TextParams) -> Corpus:
         import datasets
     except ImportError:
         raise DataUnavailableError(
-            f"text: {source} needs the datasets package: pip install 'ablate[datasets]' (or give a local file as the task param path)"
+            f"text: {source} needs the datasets package: pip install 'ablate[datasets]' "
+            "(or give a local file as the task param path)"
         ) from None
     datasets.disable_progress_bars()
     mode = "force_redownload" if local else None  # local files afresh: not by their mtime
@@ -131,17 +137,21 @@ def read_dataset(p: TextParams) -> Corpus:
         )
     except Exception as err:  # noqa: BLE001 hub, network, builder and split errors have no common base
         raise DataUnavailableError(
-            f"text: {source} could not be loaded ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); check the name, config and split, and the network for a hub dataset (loaded once, it is cached under {cache_dir()} and read offline)"
+            f"text: {source} could not be loaded ({type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else ''}); check the name, config and split, and the network "
+            f"for a hub dataset (loaded once, it is cached under {cache_dir()} and read offline)"
         ) from None
     if column not in rows.column_names:
         raise DataUnavailableError(
-            f"text: {source} has no column {column!r}; set the task param text_column to one of: {', '.join(rows.column_names)}"
+            f"text: {source} has no column {column!r}; set the task param text_column to one of: "
+            f"{', '.join(rows.column_names)}"
         )
     values = rows[column]
     bad = next((i for i, v in enumerate(values) if not isinstance(v, str)), None)
     if bad is not None:
         raise DataUnavailableError(
-            f"text: {source}: row {bad} of column {column!r} is {type(values[bad]).__name__}, not text; set the task param text_column to a column of strings"
+            f"text: {source}: row {bad} of column {column!r} is {type(values[bad]).__name__}, not text; "
+            "set the task param text_column to a column of strings"
         )
     text = "\n".join(values)
     payload = text.encode("utf-8")
@@ -211,7 +221,8 @@ class TextParams(TaskParams):
             raise ValueError("vocab_size applies to tokenizer: bpe (a char vocabulary is the corpus's characters)")
         if self.val_fraction + self.test_fraction >= 1:
             raise ValueError(
-                f"val_fraction + test_fraction must be below 1 (the rest trains), got {self.val_fraction} + {self.test_fraction}"
+                "val_fraction + test_fraction must be below 1 (the rest trains), got "
+                f"{self.val_fraction} + {self.test_fraction}"
             )
         return self
 
@@ -310,5 +321,7 @@ def _check_size(corpus: Corpus, p: TextParams, split: str, n: int, unit: str) ->
         fraction = {"val": p.val_fraction, "test": p.test_fraction}.get(split)
         share = f"{fraction:g} of " if fraction is not None else "the rest of "
         raise DataUnavailableError(
-            f"text: corpus {corpus.source} is too small: its {split} split ({share}{len(corpus.text):,} characters) holds {n} {unit}, and a split needs at least 2 tokens; give a larger corpus or raise val_fraction / test_fraction"
+            f"text: corpus {corpus.source} is too small: its {split} split ({share}{len(corpus.text):,} characters) "
+            f"holds {n} {unit}, and a split needs at least 2 tokens; give a larger corpus or raise val_fraction / "
+            "test_fraction"
         )

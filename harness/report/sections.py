@@ -46,7 +46,8 @@ def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
 
 
 def verdict(cid: str, result: Analysis, guards: Guards) -> tuple[str, list[str]]:
-    """The claim's verdict on ``result`` and its evidence lines (withheld while a control in ``guards`` has not passed)."""
+    """The claim's verdict on ``result`` and its evidence lines (withheld while a control in ``guards``
+    has not passed)."""
     return claim_verdict(claims_mod.load_claims()[cid], result, guards.get(cid, ()))
 
 
@@ -146,7 +147,8 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
     if prof.only_variants or prof.only_tasks:
         lines.append(
             f"- This profile runs {len(abl.variants())} grid point(s): "
-            f"{', '.join(f'`{abl.label(v)}`' for v in abl.variants())}; task(s) {', '.join(f'`{t}`' for t in abl.tasks)}."
+            f"{', '.join(f'`{abl.label(v)}`' for v in abl.variants())}; task(s) "
+            f"{', '.join(f'`{t}`' for t in abl.tasks)}."
         )
     for task, entry in abl.tasks.items():
         recs = [r for r in records if r.task == task]
@@ -159,7 +161,8 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
         m, t, e = c.model, c.train, c.eval
         decay = "then constant" if t.min_lr_ratio == 1 else f"cosine to {t.min_lr_ratio:g} x"
         lines.append(
-            f"- Task `{task}` v{r.task_version}{f' {r.task_params}' if r.task_params else ''} (baseline `{abl.baseline_label}`): "
+            f"- Task `{task}` v{r.task_version}{f' {r.task_params}' if r.task_params else ''} (baseline "
+            f"`{abl.baseline_label}`): "
             f"d_model {m.d_model}, {count(m.n_heads, 'head')}, {count(m.n_layers, 'layer')}, "
             f"d_ff {c.ffn.width(m.d_model) or 4 * m.d_model}, {c.block.norm_position}-{c.block.norm}, "
             f"{c.ffn.activation}, kernel {c.attention.kernel}; "
@@ -180,7 +183,8 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
             f"- Versions: {', '.join(f'{k} {v}' for k, v in (r.versions or {}).items())}.",
             f"- Commit(s): {', '.join(sorted({str(x.commit) for x in records}))}.",
             *_plugins_line(records),
-            f"- Runs: {len(records)} in the store ({sum(x.status == 'ok' for x in records)} ok); summed run wall time {total / 60:.1f} min.",
+            f"- Runs: {len(records)} in the store ({sum(x.status == 'ok' for x in records)} ok); "
+            f"summed run wall time {total / 60:.1f} min.",
         ]
     if result is not None and prof.confirmatory:
         lines += power_lines(result)
@@ -201,7 +205,8 @@ def power_lines(result: Analysis) -> list[str]:
     body = "; ".join(f"`{task}` `{metric}`: {', '.join(parts)}" for (task, metric), parts in per_task.items())
     return [
         f"- Power at the smallest effect of interest (`ablate plan`'s computation on this profile's own runs: "
-        f"the SD of the paired differences, two-sided paired t-test at alpha {first.alpha_each * first.family_size:g} / "
+        "the SD of the paired differences, two-sided paired t-test at alpha "
+        f"{first.alpha_each * first.family_size:g} / "
         f"{first.family_size} primary comparisons = {first.alpha_each:.4g}, target power {TARGET_POWER:g}, and at "
         f"least {pw.sign_flip_min_seeds(first.alpha_each)} seeds for the exact sign-flip test): {body}. An "
         "inconclusive comparison with fewer seeds than it needs reads `underpowered at this scale (needs N seeds)`."
