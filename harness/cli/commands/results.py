@@ -147,10 +147,10 @@ def restore(
     (not checkpoints, logger folders or the Optuna studies); runs already in the store are kept.
     Then `ablate report --all` makes every report and the index, and `ablate run NAME` trains only
     the runs the store lacks."""
-    from harness.cli import report as report_cmd
+    from harness.cli.restore import restore as restore_files
 
     o.guard(
-        report_cmd.restore,
+        restore_files,
         files or [],
         results_dir,
         on_interrupt=(
