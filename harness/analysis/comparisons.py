@@ -49,7 +49,6 @@ class Analysis:
     alpha: float = 0.05
     references: dict[tuple[str, str, str], Table | None] = field(default_factory=dict)  # made when a claim asks
     sequential: looks.State | None = None  # a group-sequential profile: where its looks stand
-    fixed: looks.State | None = None  # a fixed confirmatory profile: its primary family decided as one look
     planned: int = 0  # the seeds a comparison is judged against (those of the looks reached, in a sequential design)
     trends: dict[tuple, Table | None] = field(default_factory=dict)  # made when a claim asks
 
@@ -207,35 +206,22 @@ def analyse(
             out.tables.append(_outcome_table(out, task, abl.baseline_label, planned))
     out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
     looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
-    robust: dict[tuple[str, str], tuple[str, str]] = {}  # (task, variant) -> a fixed design's decision
     if (st := out.sequential) is not None:  # the looks decide, not the fixed design's Holm family
         looked = {(c.task, c.variant): looks.verdict(st, c) for c in st.comparisons}
         for table in primaries:
             table.family = f"primary (group-sequential, Holm over {count(len(st.comparisons), 'comparison')})"
-    elif prof.confirmatory:  # a fixed design: decided by the looks' rule at one look of all its seeds
-        design = looks.fixed_design(sel, found.records, alpha, frozenset(ids))
-        out.fixed = fixed = looks.state(sel, found.records, design, frozenset(ids))
-        robust = {(c.task, c.variant): looks.robust(fixed, c) for c in fixed.comparisons}
     short = {(p.task, p.metric, p.variant): p.needed for p in out.power if p.underpowered and out.sequential is None}
     for table in primaries:
-        _decide(out, table, planned, looked, short if prof.confirmatory else {}, robust)
+        _decide(out, table, planned, looked, short if prof.confirmatory else {})
     for table in out.tables:
         _decide(out, table, planned, {}, {})
     out.tables = primaries + out.tables
     return out
 
 
-def _decide(
-    out: Analysis,
-    table: Table,
-    planned: int,
-    looked: dict[tuple, str],
-    short: dict[tuple, int],
-    robust: dict[tuple, tuple[str, str]] | None = None,
-) -> None:
+def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str], short: dict[tuple, int]) -> None:
     """The verdict of each comparison of ``table`` from its test's facts and what else the analysis
-    knows of it: the looks' verdict (``looked``), a fixed design's decision (``robust``), the seeds it
-    needs (``short``), learning, gate, ceiling."""
+    knows of it: the looks' verdict (``looked``), the seeds it needs (``short``), learning, gate, ceiling."""
     frame, rows, confirmatory = table.frame, out.rows, out.selection.settings.confirmatory
     base, decided = frame["variant"].iloc[0], []
     for variant in frame["variant"].iloc[1:]:
@@ -248,8 +234,6 @@ def _decide(
         facts = replace(
             table.facts.get(variant, vd.Facts(n_pairs=0 if "n_pairs" in frame else None)),
             sequential=looked.get((table.task, variant)),
-            robust=(robust or {}).get((table.task, variant), (None, ""))[0],
-            held=(robust or {}).get((table.task, variant), (None, ""))[1],
             needed=short.get((table.task, table.metric, variant)),
             unlearned=out.unlearned.get(table.task) if confirmatory else None,
             below_gate=untestable.below_gate(

@@ -45,20 +45,6 @@ def design_of(sel: Selection) -> sq.Design | None:
     return sq.Design(tuple(seq.looks), seq.spending, seq.alpha, seq.futility)
 
 
-def fixed_design(sel: Selection, records: list[Record], alpha: float, ids: frozenset[str] | None = None) -> sq.Design:
-    """A fixed profile's decision rule: a design of one look, so that it is decided by the rule of a
-    group-sequential profile's looks (the hull of the paired t and bootstrap-t intervals at Holm levels
-    that cover equivalence, the skew guard) with the family's whole ``alpha`` spent at once
-    (docs/statistics.md, "Tests that hold without normality"); no futility stop: there is no later look.
-    The look is at the seeds, in the profile's order, that every arm has run (all of them once the grid
-    is finished; at least 2); ``records`` and ``ids`` as :func:`state` takes them."""
-    _, stored = _values(sel, records, ids)
-    arms = {(task, arm) for task, v in _members(sel) for arm in (sel.ablation.baseline_label, v)}
-    seeds = sel.settings.seeds
-    n = next((i for i, s in enumerate(seeds) if not all((t, a, s) in stored for t, a in arms)), len(seeds))
-    return sq.Design((max(n, 2),), "obrien_fleming", alpha, futility=False)
-
-
 def _members(sel: Selection) -> list[tuple[str, str]]:
     """The (task, variant) of each member of the sequential Holm family: every variant but the baseline and
     the exploratory ones, on every task."""
@@ -132,12 +118,9 @@ class State:
         return f"open: waits for look {self.reached + 1} ({count(self.design.looks[self.reached], 'seed')})"
 
 
-def _values(
-    sel: Selection, records: list[Record], ids: frozenset[str] | None = None
-) -> tuple[dict[tuple[str, str, int], float], set]:
-    """The primary metric of each ok run (NaN: none), gated, and the (task, variant, seed) of every stored run
-    of ``ids`` (None: the selection's run ids)."""
-    ids, stored, values = sel.run_ids if ids is None else ids, set(), {}
+def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str, int], float], set]:
+    """The primary metric of each ok run (NaN: none), gated, and the (task, variant, seed) of every stored run."""
+    ids, stored, values = sel.run_ids, set(), {}
     for r in records:
         if r.run_id not in ids:
             continue
@@ -151,20 +134,17 @@ def _values(
     return values, stored
 
 
-def state(
-    sel: Selection, records: list[Record], design: sq.Design | None = None, ids: frozenset[str] | None = None
-) -> State:
-    """Replay the looks of the selection's stored ``records`` (module docstring) under ``design`` (None: the
-    profile's, :func:`design_of`), those of run ``ids`` (None: the selection's; a tuned grid's differ).
-    Raises AblateError as :func:`design_of`, ValueError when the profile has no design."""
-    design = design if design is not None else design_of(sel)
+def state(sel: Selection, records: list[Record]) -> State:
+    """Replay the looks of the selection's stored ``records`` (module docstring). Raises AblateError
+    as :func:`design_of`, ValueError when the profile has no design."""
+    design = design_of(sel)
     if design is None:
         raise ValueError(f"profile {sel.profile!r} has no sequential design")
     abl, base = sel.ablation, sel.ablation.baseline_label
     members = _members(sel)
     m = len(members)
     sesoi = np.array([abl.tasks[task].primary.sesoi for task, _ in members])
-    values, stored = _values(sel, records, ids)
+    values, stored = _values(sel, records)
     seeds = sel.settings.seeds
     stats_by_look: list[list[paired.Paired]] = []
     boots: list[np.ndarray] = []  # per look reached, (m, 2, m)
@@ -232,25 +212,6 @@ def next_specs(sel: Selection, st: State) -> list[RunSpec]:
         return []
     seeds = set(sel.settings.seeds[: st.design.looks[st.reached]])
     return [s for s in sel.specs if s.seed in seeds and (s.task, s.variant_label) in st.needed]
-
-
-def robust(st: State, c: Comparison) -> tuple[str, str]:
-    """A fixed design's decision of one comparison, as :class:`~harness.analysis.verdicts.Facts` takes it
-    (``robust``, ``held``): the decision's word, and why it is open where one test alone would have decided."""
-    if c.outcome != sq.OPEN:
-        return OUTCOME_WORDS[c.outcome], ""
-    if not st.reached:
-        return "open", f"{count(st.seeds_used, 'seed')} run so far"
-    if np.isfinite(c.skewed) and c.pairs * len(st.comparisons) < sq.SKEW_MIN_VALUES:
-        return "open", f"a verdict held back: {c.pairs * len(st.comparisons)} differences cannot show their skewness"
-    if np.isfinite(c.skewed):
-        return "open", f"skewed differences held a verdict back (pooled skewness {c.skewed:.2g})"
-    if abs(c.t) > c.bound:
-        return (
-            "open",
-            f"t-test only: the deciding interval {c.interval_text('.3g')} (with the bootstrap-t's) includes 0",
-        )
-    return "open", ""
 
 
 def verdict(st: State, c: Comparison) -> str:

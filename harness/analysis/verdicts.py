@@ -126,10 +126,6 @@ class Facts:
     censored: bool = False  # steps_to_target: neither arm reached the target
     ceiling: tuple[float, int] | None = None  # (best, n): the baseline scored the best value on its n paired seeds
     delta_ci: tuple[float, float] | None = None  # the 95% CI of Δ (not adjusted), when the analysis gives it
-    # a fixed confirmatory design's primary comparison, decided as a one-look design (harness.analysis.looks):
-    # "better", "worse", "equivalent" or "open" in place of the p-value tests; None: the tests decide
-    robust: str | None = None
-    held: str = ""  # why the robust rule left it open though the t-test alone would have decided, in words
 
     @property
     def negligible(self) -> bool:
@@ -140,23 +136,7 @@ class Facts:
 
     @property
     def rejects(self) -> bool:
-        """A direction decided: by the robust rule where it decides, else by both tests."""
-        if self.robust is not None:
-            return self.robust in (Kind.BETTER.value, Kind.WORSE.value)
         return self.p_adj < self.alpha and self.p_perm_adj < self.alpha
-
-    @property
-    def within(self) -> bool:
-        """An equivalence decided at ±sesoi: by the robust rule where it decides, else by TOST."""
-        if self.robust is not None:
-            return self.robust == Kind.EQUIVALENT.value
-        return self.sesoi is not None and self.p_tost_adj < self.alpha
-
-    @property
-    def one_test(self) -> bool:
-        """One test alone would have decided a direction: the t-test without the sign-flip test, or
-        (the robust rule) the t-test without the bootstrap-t interval or the skew guard."""
-        return bool(self.held) if self.robust is not None else self.p_adj < self.alpha
 
     @property
     def worse(self) -> bool:
@@ -199,13 +179,9 @@ RULES = (
     Rule("the looks", lambda f: f.sequential is not None, lambda f: f.sequential),
     Rule("pilot", lambda f: not f.confirmatory, lambda f: PILOT),
     Rule("better", lambda f: f.rejects, lambda f: direction(f.better)),
-    Rule("equivalent", lambda f: f.within, lambda f: equivalent(f.sesoi)),
+    Rule("equivalent", lambda f: f.sesoi is not None and f.p_tost_adj < f.alpha, lambda f: equivalent(f.sesoi)),
     Rule("underpowered", lambda f: f.needed is not None, lambda f: underpowered(f.needed)),
-    Rule(
-        "t-test only",
-        lambda f: f.one_test,
-        lambda f: inconclusive_sequential(f.held) if f.held else inconclusive(perm_p_adj=f.p_perm_adj),
-    ),
+    Rule("t-test only", lambda f: f.p_adj < f.alpha, lambda f: inconclusive(perm_p_adj=f.p_perm_adj)),
     Rule("inconclusive", lambda f: True, lambda f: inconclusive(mde=f.mde if math.isfinite(f.mde) else None)),
 )
 

@@ -226,49 +226,34 @@ def _plugins_line(records: list[Record]) -> list[str]:
 
 
 def sequential_section(result: Analysis) -> list[str]:
-    """How the primary family was decided (docs/statistics.md, "Tests that hold without normality"): a
-    group-sequential design (docs/sequential.md) or a fixed one (one look), and each primary comparison's
-    look, bound and deciding interval, from :class:`~harness.analysis.looks.State`; none for a pilot."""
-    st = result.sequential or result.fixed
+    """The group-sequential design (docs/sequential.md) and each primary comparison's look, bound and repeated
+    CI, from :class:`~harness.analysis.looks.State`; none for a fixed profile."""
+    st = result.sequential
     if st is None:
         return []
-    d, base = st.design, result.ablation.baseline_label
-    t_ci = "CI"
-    if result.sequential:
-        t_ci = f"repeated CI (bounds by simulation of its null distribution, {sq.N_PATHS:,} paths)"
-    rule = (
-        f"two-sided alpha {d.alpha:g} over the primary family (every verdict kind: better, worse, equivalent), "
-        f"Holm{' carried across looks' if result.sequential else ''} (a comparison passes its level L on only when "
-        f"its interval excludes 0 and lies within ±sesoi); each decided by one interval of coverage 1 - L, the hull "
-        f"of the paired t's {t_ci} and the studentized bootstrap's ({pw.BOOTSTRAP_RESAMPLES:,} resamples); a family "
-        f"whose pooled skewness exceeds sqrt(pairs / {round(sq.SKEW_LIMIT**-2)}) in size decides no equivalence and "
-        f"no direction against the skew"
-    )
-    if result.sequential is None:
-        lines = [
-            "## Decision rule",
-            "",
-            f"A fixed design, decided as one look at {count(d.looks[0], 'seed')}: {rule}.",
-            "",
-        ]
-    else:
-        name = {"obrien_fleming": "O'Brien-Fleming-like", "pocock": "Pocock-like"}[d.spending]
-        futility = f"non-binding futility below {sq.FUTILITY_POWER:.0%} conditional power at the sesoi"
-        futility = futility if d.futility else "no futility stop"
-        lines = [
-            "## Group-sequential design",
-            "",
-            f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending, {rule}; {futility}. "
-            f"{st.summary().capitalize()}.",
-            "",
-        ]
+    d = st.design
+    name = {"obrien_fleming": "O'Brien-Fleming-like", "pocock": "Pocock-like"}[d.spending]
+    base = result.ablation.baseline_label
+    futility = f"non-binding futility below {sq.FUTILITY_POWER:.0%} conditional power at the sesoi"
+    futility = futility if d.futility else "no futility stop"
+    lines = [
+        "## Group-sequential design",
+        "",
+        f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending, two-sided alpha "
+        f"{d.alpha:g} over the primary family (every verdict kind: better, worse, equivalent), Holm carried "
+        f"across looks (a comparison passes its level L on only when its interval excludes 0 and lies within "
+        f"±sesoi); each decided by one interval of coverage 1 - L, the hull of the paired t's repeated CI (bounds "
+        f"by simulation of its null distribution, {sq.N_PATHS:,} paths) and the studentized bootstrap's "
+        f"({pw.BOOTSTRAP_RESAMPLES:,} resamples); a family whose pooled skewness exceeds sqrt(pairs / "
+        f"{round(sq.SKEW_LIMIT**-2)}) in size decides no equivalence and no direction against the skew; {futility}. "
+        f"{st.summary().capitalize()}.",
+        "",
+    ]
     rows = []
     for c in st.comparisons:
         at = c.look if c.look >= 0 else st.reached - 1
         where = f"{at + 1} ({c.pairs} pairs)" if at >= 0 else "none yet"
-        decision = looks.OUTCOME_WORDS[c.outcome]
-        if c.outcome == sq.OPEN:
-            decision = st.waits_for(c) if result.sequential else "not decided"
+        decision = looks.OUTCOME_WORDS[c.outcome] if c.outcome != sq.OPEN else st.waits_for(c)
         rci = f"[{text(c.rci[0], '.4g')}, {text(c.rci[1], '.4g')}]"
         cover = text(1 - c.level, ".4g")
         skew = text(c.skewed, ".2f") if math.isfinite(c.skewed) else ""
@@ -284,12 +269,8 @@ def sequential_section(result: Analysis) -> list[str]:
         "excludes 0, `equivalent` when it lies within ±sesoi; at the comparison's level L and look its coverage "
         "is 1 - L whatever the stopping rule did (J&T ch. 9), so every kind of error is a miss of this interval. "
         '"Held back by skew" gives the family\'s pooled skewness where the skew guard held a verdict back. An '
-        + (
-            "estimate at an early stop is biased away from zero (a comparison stops when its estimate happens to be "
-            "large): read Δ at a stopping look as an upper bound of the effect's size. The tables above read every "
-            "stored pair of each arm; their p adj are the t and sign-flip tests' and do not decide here."
-            if result.sequential
-            else "p adj in the tables above are the t and sign-flip tests', which decide the exploratory tables only."
-        ),
+        "estimate at an early stop is biased away from zero (a comparison stops when its estimate happens to be "
+        "large): read Δ at a stopping look as an upper bound of the effect's size. The tables above read every "
+        "stored pair of each arm; their p adj are the fixed design's and do not decide here.",
         "",
     ]

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from harness.execution.attempt import spec_record
@@ -120,11 +119,3 @@ def bare_record(**fields: Any) -> dict[str, Any]:
         "config": BARE_CONFIG,
         **fields,
     }
-
-
-def symmetric_noise(scale: float, n: int = 8, seed: int = 0) -> np.ndarray:
-    """``n`` per-seed offsets of SD about ``scale`` whose values mirror about 0 (a shuffled ±pair each):
-    added to a variant over a noiseless baseline, the paired differences have no skewness, so the
-    skew guard of the decision rule (harness.analysis.sequential) holds nothing back."""
-    half = np.random.default_rng(seed).normal(0, scale, n // 2)
-    return np.random.default_rng(seed + 1).permutation(np.concatenate([half, -half, np.zeros(n % 2)]))
