@@ -26,7 +26,8 @@ The evidence audit of the claims added each claim section's "Tests: ... Does not
 and prefixed each evidence line with the part of the claim it tests (and the clamped variant's
 line); the Reproduce section names the ablation as it was given (the YAML path): rendered by the
 code under test, every other line unchanged. The failures section's title names stalled runs: one
-line, edited by hand.
+line, edited by hand. When a claim's evidence moved to another profile (`pe-sinusoidal-decay`), its
+claim section (three lines) was rendered by the code under test.
 """
 
 from __future__ import annotations
