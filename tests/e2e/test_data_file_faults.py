@@ -3,8 +3,6 @@ its place says, a history of text; each refused (or reported) before anything is
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import struct
 import subprocess
@@ -17,6 +15,7 @@ import pytest
 
 from harness.store.archive import FORMAT
 from helpers.cli import assert_refused, invoke
+from helpers.data_files import pack
 from helpers.fake_store import bare_record
 
 HISTORY = b"step,loss,acc\n10,2.5,0.1\n20,2.0,0.2\n"
@@ -38,17 +37,6 @@ def members(**changes: bytes | None) -> dict[str, bytes]:
         else:
             out[name] = data
     return out
-
-
-def pack(path: Path, files: dict[str, bytes]) -> Path:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    path.write_bytes(gzip.compress(buf.getvalue()))
-    return path
 
 
 def test_a_data_file_of_a_newer_format_says_upgrade(tmp_path: Path) -> None:

@@ -15,22 +15,7 @@ from harness.execution.attempt import Unstored, execute
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.record import TRAINED
-
-TINY = """
-name: tiny
-question: tiny?
-axes: {model.position: [sinusoidal, learned]}
-baseline: {model.position: sinusoidal}
-base: {model.d_model: 16, model.n_heads: 2, model.n_layers: 1, train.steps: 12, train.seq_len: 8,
-       train.val_every: 4, train.warmup_steps: 2, eval.length_multipliers: [1], eval.n_examples: 16,
-       eval.val_examples: 16}
-tasks:
-  copy:
-    params: {n_symbols: 6}
-    primary: {metric: acc@x1, higher_is_better: true, sesoi: 0.05}
-profiles:
-  cpu: {seeds: [0]}
-"""
+from helpers.tiny_grid import write_tiny
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCES])
@@ -50,8 +35,7 @@ def test_a_storage_error_is_found_through_the_wrappers(code: int) -> None:
 def test_a_checkpoint_write_hitting_the_file_size_limit_crashes_the_run_and_it_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "tiny.yaml").write_text(TINY)
-    abl = load(str(tmp_path / "tiny.yaml"))
+    abl = load(str(write_tiny(tmp_path, steps=12, val_every=4, seeds=(0,))))
     spec = plan(abl, "cpu")[1][0]
     saves, real = [], torch_io._atomic_save
 

@@ -18,14 +18,20 @@ def repack(src: Path, dst: Path, edit: Callable[[dict[str, bytes]], None]) -> Pa
     with tarfile.open(src) as tar:
         members = {m.name: tar.extractfile(m).read() for m in tar}
     edit(members)
+    return pack(dst, members)
+
+
+def pack(path: Path, members: dict[str, bytes]) -> Path:
+    """Write ``members`` (name to bytes) as a gzipped tar at ``path``, as ``ablate report`` packs a
+    data file; returns ``path``."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    dst.write_bytes(gzip.compress(buf.getvalue()))
-    return dst
+    path.write_bytes(gzip.compress(buf.getvalue()))
+    return path
 
 
 def edit_record(members: dict[str, bytes], change: Callable[[dict], None], ok: bool = True) -> str:
