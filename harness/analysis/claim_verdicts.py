@@ -1,6 +1,7 @@
-"""Claim verdicts: the words a claim can be judged with (the ``claim_*`` constructors, read back by
-:func:`claim_kind`), and the two ordered rule tables that choose them: :data:`EVIDENCE_RULES` (what one
-evidence entry's comparison says of the claim) then :data:`CLAIM_RULES` (the claim's verdict from all of
+"""Claim verdicts: the words a claim can be judged with, and the two ordered rule tables that choose them.
+
+The words: the ``claim_*`` constructors, read back by :func:`claim_kind`. The tables: :data:`EVIDENCE_RULES`
+(what one evidence entry's comparison says of the claim) then :data:`CLAIM_RULES` (the claim's verdict from all of
 them). docs/statistics.md lists both in this order; docs/claims-audit.md explains the words.
 """
 
@@ -23,6 +24,8 @@ from harness.analysis.verdicts import (
 
 
 class ClaimKind(str, Enum):
+    """The kind of a claim verdict; the value is its text up to its parameters (``by condition``: none of its own)."""
+
     NO_EFFECT = "no effect of that size"
     SUPPORTED = "supported"
     PARTLY_SUPPORTED = "partly supported"
@@ -50,15 +53,23 @@ IN_DIRECTION_ONLY = " in direction only (the effect is smaller than the smallest
 
 
 def claim_pilot() -> str:
+    """The ``pilot`` claim verdict: a non-confirmatory profile gives no verdict."""
     return f"{ClaimKind.PILOT.value} (no verdict from a non-confirmatory profile)"
 
 
 def claim_supported(all_of_them: bool, direction_only: bool) -> str:
+    """The ``supported`` claim verdict, or ``partly supported``.
+
+    Args:
+        all_of_them: every comparison judged supports the claim (else ``partly supported``).
+        direction_only: every supporting Δ is below the sesoi: adds :data:`IN_DIRECTION_ONLY`.
+    """
     word = (ClaimKind.SUPPORTED if all_of_them else ClaimKind.PARTLY_SUPPORTED).value
     return word + (IN_DIRECTION_ONLY if direction_only else "")
 
 
 def claim_contradicted(all_of_them: bool) -> str:
+    """``contradicted`` when all judged comparisons contradict it (``all_of_them``), else ``partly contradicted``."""
     return (ClaimKind.CONTRADICTED if all_of_them else ClaimKind.PARTLY_CONTRADICTED).value
 
 
@@ -80,6 +91,7 @@ def claim_no_effect(sesoi: Iterable[float]) -> str:
 
 
 def claim_underpowered(needed: int) -> str:
+    """The ``underpowered at this scale`` claim verdict; ``needed``: the most seeds any of its comparisons needs."""
     return f"{ClaimKind.UNDERPOWERED.value} (needs {needed} seeds)"
 
 
@@ -89,16 +101,21 @@ def claim_withheld(controls: list[tuple[str, str]]) -> str:
 
 
 def claim_premise_fails(setting: str, observed: str) -> str:
+    """The ``premise fails here`` claim verdict: a premise entry's ``setting`` cannot run (``observed``: its runs)."""
     return f"{ClaimKind.PREMISE_FAILS.value}: {setting} cannot run ({observed})"
 
 
 def claim_not_testable(reason: str) -> str:
+    """The ``not testable as stated`` claim verdict; ``reason``: ``PART: why`` of the first part untested."""
     return f"{ClaimKind.NOT_TESTABLE.value}: {reason}"
 
 
 def claim_by_condition(verdicts: list[tuple[str, str]]) -> str:
-    """``supported for Post-LN, contradicted for Pre-LN``: ``(condition, claim verdict)`` in the claim's
-    order, when they differ in kind (a ``mixed`` one inline, so that the text splits back at its commas)."""
+    """``supported for Post-LN, contradicted for Pre-LN``: a verdict per condition, when they differ in kind.
+
+    ``verdicts``: ``(condition, claim verdict)`` in the claim's order (a ``mixed`` one inline, so that the text
+    splits back at its commas).
+    """
     return ", ".join(f"{v} for {c}" for c, v in verdicts)
 
 
@@ -113,9 +130,11 @@ def _single_kind(verdict: str) -> ClaimKind | None:
 
 
 def claim_kind(verdict: str) -> ClaimKind | None:
-    """The kind of a claim verdict text (longest match first: ``partly supported`` before
-    ``supported``; a verdict per condition, two or more ``VERDICT for CONDITION`` of
-    :func:`claim_by_condition`: :attr:`ClaimKind.BY_CONDITION`)."""
+    """The kind of a claim verdict text.
+
+    Longest match first: ``partly supported`` before ``supported``; a verdict per condition, two or more
+    ``VERDICT for CONDITION`` of :func:`claim_by_condition`: :attr:`ClaimKind.BY_CONDITION`.
+    """
     pieces = verdict.split(", ")
     fixed = verdict.startswith((ClaimKind.PREMISE_FAILS.value, ClaimKind.NOT_TESTABLE.value))
     if not fixed and len(pieces) > 1 and all(" for " in p and _single_kind(p.rsplit(" for ", 1)[0]) for p in pieces):
@@ -138,6 +157,8 @@ class EvidenceFacts:
 
 
 class EvidenceRule(NamedTuple):
+    """One of :data:`EVIDENCE_RULES`: when it ``holds`` for an entry's :class:`EvidenceFacts`, and its ``outcome``."""
+
     name: str
     holds: Callable[[EvidenceFacts], bool]
     outcome: str
@@ -162,8 +183,10 @@ def evidence_outcome(facts: EvidenceFacts) -> str:
 
 @dataclass(frozen=True)
 class Judged:
-    """One comparison's outcome for the claim (:data:`EVIDENCE_RULES`); ``small``: the sesoi a supporting
-    effect is below; ``sesoi``: the margin a negligible one lies inside."""
+    """One comparison's outcome for the claim (:data:`EVIDENCE_RULES`).
+
+    ``small``: the sesoi a supporting effect is below; ``sesoi``: the margin a negligible one lies inside.
+    """
 
     outcome: str
     condition: str | None = None
@@ -174,8 +197,11 @@ class Judged:
 
 @dataclass(frozen=True)
 class ClaimFacts:
-    """What a claim's evidence gave in one profile: the entries' outcomes (``judged``: those in the
-    profile's grid, premises apart), a premise's failure, and the claim's audit."""
+    """What a claim's evidence gave in one profile.
+
+    The entries' outcomes (``judged``: those in the profile's grid, premises apart), a premise's failure, and the
+    claim's audit.
+    """
 
     evidence: int = 0  # evidence entries the claim names
     premise_fails: str | None = None  # a premise entry's verdict
@@ -185,10 +211,12 @@ class ClaimFacts:
     inline: bool = False  # composed within a verdict per condition
 
     def count(self, outcome: str) -> int:
+        """How many of the judged comparisons have the outcome ``outcome``."""
         return sum(j.outcome == outcome for j in self.judged)
 
     @property
     def conditions(self) -> list[str | None]:
+        """The conditions of the judged comparisons, each once, in their order (None: an entry with none)."""
         return list(dict.fromkeys(j.condition for j in self.judged))
 
     def per_condition(self) -> list[tuple[str, str]]:
@@ -200,6 +228,8 @@ class ClaimFacts:
 
 
 class ClaimRule(NamedTuple):
+    """One of :data:`CLAIM_RULES`: when it ``holds`` for a claim's :class:`ClaimFacts`, and the ``verdict`` then."""
+
     name: str
     holds: Callable[[ClaimFacts], bool]
     verdict: Callable[[ClaimFacts], str]

@@ -1,6 +1,8 @@
-"""The verdict on a practitioners' claim (``claims.yaml``) from the analysis of one ablation and
-profile (docs/statistics.md, "Claims and their verdicts"; docs/claims-audit.md), and whether a
-negative control was caught (:func:`control_outcomes`)."""
+"""The verdict on a practitioners' claim (``claims.yaml``), and whether a negative control was caught.
+
+The verdict comes from the analysis of one ablation and profile (docs/statistics.md, "Claims and their verdicts";
+docs/claims-audit.md); a negative control's outcome from :func:`control_outcomes`.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ from harness.experiment.claims import Claim, Evidence
 
 
 def in_grid(evidence: Evidence, view: Ablation, profile: str | None = None) -> bool:
-    """Whether a claim's evidence entry names a task and variants (``against`` too) of the profile's grid
-    ``view``, and, when it names a ``profile``, whether that is the one (``profile``: the view's)."""
+    """Whether a claim's evidence entry names a task and variants (``against`` too) of the profile's grid ``view``.
+
+    When it names a ``profile``, also whether that is the one (``profile``: the view's).
+    """
     if evidence.profile is not None and profile is not None and evidence.profile != profile:
         return False
     labels = {view.label(v) for v in view.variants()}
@@ -38,9 +42,11 @@ NEGATIVE = "negative control"
 
 @dataclass(frozen=True)
 class Guard:
-    """A control that guards a claim, and its outcome at this scale (docs/statistics.md, "Controls
-    before verdicts"): a positive control's pass | fail | inconclusive ... | not run, a negative
-    control's caught | not caught | not run (from its confirmatory ``profile``)."""
+    """A control that guards a claim, and its outcome at this scale.
+
+    docs/statistics.md, "Controls before verdicts": a positive control's pass | fail | inconclusive ... | not run, a
+    negative control's caught | not caught | not run (from its confirmatory ``profile``).
+    """
 
     id: str
     outcome: str
@@ -49,18 +55,22 @@ class Guard:
 
     @property
     def passed(self) -> bool:
+        """The control passed: a positive one's ``pass``, a negative one's ``caught``."""
         return self.outcome in ("pass", "caught")
 
     def command(self) -> str:
+        """The command that runs the control: ``ablate run ID --profile PROFILE`` or ``ablate reproduce ID``."""
         if self.kind == NEGATIVE:
             return f"ablate run {self.id} --profile {self.profile}"
         return f"ablate reproduce {self.id}"
 
 
 def claim_verdict(claim: Claim, result: Analysis, guards: Sequence[Guard] = ()) -> tuple[str, list[str]]:
-    """The claim's verdict and one evidence line per evidence entry (entries outside the profile's
-    grid listed and left out); while one of its ``guards`` has not passed, a verdict that rules is
-    ``withheld``, and a last evidence line says what the tests alone gave."""
+    """The claim's verdict and one evidence line per evidence entry.
+
+    Entries outside the profile's grid are listed and left out; while one of its ``guards`` has not passed, a
+    verdict that rules is ``withheld``, and a last evidence line says what the tests alone gave.
+    """
     verdict, lines = _tested(claim, result)
     waiting = [g for g in guards if not g.passed]
     if not waiting or cv.claim_kind(verdict) not in cv.RULINGS:
@@ -77,8 +87,10 @@ def claim_verdict(claim: Claim, result: Analysis, guards: Sequence[Guard] = ()) 
 
 
 def _tested(claim: Claim, result: Analysis) -> tuple[str, list[str]]:
-    """The verdict of the claim's comparisons alone (:data:`~harness.analysis.claim_verdicts.CLAIM_RULES`),
-    and its evidence lines."""
+    """The verdict of the claim's comparisons alone, and its evidence lines.
+
+    The verdict is that of :data:`~harness.analysis.claim_verdicts.CLAIM_RULES`.
+    """
     lines: list[str] = []
     judged: list[cv.Judged] = []
     premise_fails: str | None = None
@@ -102,8 +114,10 @@ def _tested(claim: Claim, result: Analysis) -> tuple[str, list[str]]:
 
 
 def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]:
-    """One evidence entry's line and :class:`~harness.analysis.claim_verdicts.Judged` (None outside the
-    profile's grid); for a premise entry, the ``premise fails here`` verdict or None."""
+    """One evidence entry's line and :class:`~harness.analysis.claim_verdicts.Judged`.
+
+    The latter is None outside the profile's grid; for a premise entry, the ``premise fails here`` verdict or None.
+    """
     abl = result.ablation  # the profile's view: its tasks and variants
     ref, cond = ev.against or abl.baseline_label, ev.condition
     name, plain = (f"{ev.task} {q}{ev.metric}{q}, {ev.variant} vs {ref}" for q in ("`", ""))
@@ -227,8 +241,11 @@ class ControlOutcome:
 
 
 def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[ControlOutcome]:
-    """For an ablation that declares ``control:``, per task of the profile and control variant: caught
-    when its primary comparison reads the expected verdict with adjusted p < ``alpha``; else empty."""
+    """For an ablation that declares ``control:``, an outcome per task of the profile and control variant.
+
+    Caught when its primary comparison reads the expected verdict with adjusted p < ``alpha``; else (no ``control:``)
+    empty.
+    """
     abl, control = result.ablation, result.ablation.control
     if control is None:
         return []

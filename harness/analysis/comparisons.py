@@ -1,9 +1,10 @@
-"""From the run store's tidy rows to comparison tables: gates, pairing by seed, families, each
-comparison's verdict, decided once from what the analysis knows of it, and the outcome tables
-(whether each run finished); the primary family, the primary comparisons of all tasks as one Holm
-family, and each one's power at its task's smallest effect of interest with the seeds it needs
-(``ablate plan``'s computation on the profile's own runs). The rules (families, the gate, the
-verdicts, enough seeds for the question) are said once, in docs/statistics.md.
+"""From the run store's tidy rows to comparison tables.
+
+Gates, pairing by seed, families, each comparison's verdict, decided once from what the analysis knows of it,
+and the outcome tables (whether each run finished); the primary family, the primary comparisons of all tasks as
+one Holm family, and each one's power at its task's smallest effect of interest with the seeds it needs (``ablate
+plan``'s computation on the profile's own runs). The rules (families, the gate, the verdicts, enough seeds for the
+question) are said once, in docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -59,11 +60,14 @@ class Analysis:
 
     @property
     def profile(self) -> str:
+        """The name of the profile the selection runs."""
         return self.selection.profile
 
     def table(self, task: str, metric: str, reference: str | None = None) -> Table | None:
-        """The comparison of ``metric`` on ``task`` against the baseline (or against the variant
-        ``reference``, as a claim names it), if the runs gave one."""
+        """The comparison of ``metric`` on ``task`` against the baseline, if the runs gave one.
+
+        Or against the variant ``reference``, as a claim names it.
+        """
         if reference is not None and reference != self.ablation.baseline_label:
             if (key := (task, metric, reference)) not in self.references:
                 self.references[key] = _reference_table(self, task, metric, reference)
@@ -71,8 +75,10 @@ class Analysis:
         return next((t for t in self.tables if t.task == task and t.metric == metric), None)
 
     def trend_table(self, ev: claims_mod.Evidence) -> Table | None:
-        """The trend an evidence entry names (``ev.trend``): the slope of its paired difference along the
-        axis, one per seed, decided by the rules of every comparison (:mod:`harness.analysis.trend`)."""
+        """The trend an evidence entry names (``ev.trend``), decided by the rules of every comparison.
+
+        The slope of its paired difference along the axis, one per seed (:mod:`harness.analysis.trend`).
+        """
         key = (ev.task, ev.variant, *trend.levels(self.ablation, ev))
         if key not in self.trends:
             how = (
@@ -86,8 +92,10 @@ class Analysis:
         return self.trends[key]
 
     def seeds_done(self) -> SeedsDone:
-        """How far the grid got (:class:`SeedsDone`). A run that diverged or failed is in the store:
-        its outcome is a result (``mask_fill_fp16``'s -inf runs diverge)."""
+        """How far the grid got (:class:`SeedsDone`).
+
+        A run that diverged or failed is in the store: its outcome is a result (``mask_fill_fp16``'s -inf runs diverge).
+        """
         stored = set(self.runs["run_id"])
         specs = self.selection.specs
         seeds = self.selection.settings.seeds
@@ -95,8 +103,11 @@ class Analysis:
         return SeedsDone(done, len(seeds), sum(s.run_id in stored for s in specs), len(specs))
 
     def seeds_text(self) -> str:
-        """The seeds a scale caveat names: ``8 seeds``, ``8 seeds planned, 9 of 16 runs so far`` (an
-        unfinished grid), or ``16 of at most 32 seeds (the group-sequential design finished at look 2 of 4)``."""
+        """The seeds a scale caveat names.
+
+        ``8 seeds``, ``8 seeds planned, 9 of 16 runs so far`` (an unfinished grid), or ``16 of at most 32 seeds
+        (the group-sequential design finished at look 2 of 4)``.
+        """
         d = self.seeds_done()
         if (st := self.stopped_early(d)) is not None:
             return (
@@ -107,15 +118,19 @@ class Analysis:
         return count(d.declared, "seed") + ("" if d.complete else planned)
 
     def stopped_early(self, done: SeedsDone) -> looks.State | None:
-        """The design's state when a group-sequential profile finished before running every seed it
-        declares (``done``: :meth:`seeds_done`), else None."""
+        """The design's state when a group-sequential profile finished before running every seed it declares.
+
+        Else None. ``done``: :meth:`seeds_done`.
+        """
         st = self.sequential
         return st if st is not None and st.finished and not done.complete else None
 
 
 class SeedsDone(NamedTuple):
-    """How far a grid got: ``seeds`` with every planned run stored, of the ``declared`` ones, and
-    ``runs`` of the ``planned`` runs."""
+    """How far a grid got.
+
+    ``seeds`` with every planned run stored, of the ``declared`` ones, and ``runs`` of the ``planned`` runs.
+    """
 
     seeds: int
     declared: int
@@ -124,6 +139,7 @@ class SeedsDone(NamedTuple):
 
     @property
     def complete(self) -> bool:
+        """Every planned run is stored."""
         return self.runs == self.planned
 
 
@@ -140,12 +156,16 @@ def analyse(
     store_profile: str | None = None,
     found: StoreScan | None = None,
 ) -> Analysis:
-    """Read the store and build every comparison table of the selection's runs: those of its run ids
-    (the grid with its overrides); other records of the folder are counted in ``Analysis.foreign``.
-    ``store_profile``: the folder to read when not the selection's profile (``<profile>+tuned``, whose
-    record is compared when its id is the selection's run at its recorded parameters); ``found``: the
-    records to compare instead of the store's (a report's data file). Raises AblateError when the
-    store holds several runs of one (task, variant, seed) of the selection."""
+    """Read the store and build every comparison table of the selection's runs.
+
+    Those of its run ids (the grid with its overrides); other records of the folder are counted in
+    ``Analysis.foreign``. ``store_profile``: the folder to read when not the selection's profile (``<profile>+tuned``,
+    whose record is compared when its id is the selection's run at its recorded parameters); ``found``: the records
+    to compare instead of the store's (a report's data file).
+
+    Raises:
+        AblateError: when the store holds several runs of one (task, variant, seed) of the selection.
+    """
     abl, profile = sel.ablation, sel.profile
     found = found if found is not None else scan(results, abl.name, store_profile or profile)
     tuned = ((r.task, r.variant_label, r.seed, r.tuned_params) for r in found.records)
@@ -220,8 +240,10 @@ def analyse(
 
 
 def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str], short: dict[tuple, int]) -> None:
-    """The verdict of each comparison of ``table`` from its test's facts and what else the analysis
-    knows of it: the looks' verdict (``looked``), the seeds it needs (``short``), learning, gate, ceiling."""
+    """The verdict of each comparison of ``table`` from its test's facts and what else the analysis knows of it.
+
+    The looks' verdict (``looked``), the seeds it needs (``short``), learning, gate, ceiling.
+    """
     frame, rows, confirmatory = table.frame, out.rows, out.selection.settings.confirmatory
     base, decided = frame["variant"].iloc[0], []
     for variant in frame["variant"].iloc[1:]:
@@ -250,8 +272,10 @@ def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str],
 
 
 def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Table | None:
-    """Every variant of ``task`` against the variant ``ref`` on ``metric`` (a claim's evidence entry
-    with ``against``), as the other tables but its own BH family; None when ``ref`` has no run of the task."""
+    """Every variant of ``task`` against the variant ``ref`` on ``metric`` (a claim's evidence entry with ``against``).
+
+    As the other tables but its own BH family; None when ``ref`` has no run of the task.
+    """
     if ref not in set(result.runs.loc[result.runs["task"] == task, "variant"]):
         return None
     entry = result.ablation.tasks[task]
@@ -312,8 +336,10 @@ def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: s
 
 
 def _add_counts(frame: pd.DataFrame, task_runs: pd.DataFrame, **runs: pd.DataFrame) -> None:
-    """Per variant: a column of the number of each of ``runs``, the parameters and the median wall time
-    per run (a worker's first run also pays for its start-up, which would weigh on one variant's mean)."""
+    """Per variant: a column of the number of each of ``runs``, the parameters and the median wall time per run.
+
+    The median: a worker's first run also pays for its start-up, which would weigh on one variant's mean.
+    """
     for column, some in runs.items():
         frame[column] = [int(n) for n in some.groupby("variant").size().reindex(frame["variant"], fill_value=0)]
     by_variant = task_runs.groupby("variant")
@@ -323,8 +349,10 @@ def _add_counts(frame: pd.DataFrame, task_runs: pd.DataFrame, **runs: pd.DataFra
 
 
 def why_not_finished(statuses: Sequence[str], reasons: Sequence[str | None]) -> list[tuple[str, int]]:
-    """``("status: reason", count)`` of the runs that did not finish, most common first; the
-    reason is cut before the last finite loss, which differs per run."""
+    """``("status: reason", count)`` of the runs that did not finish, most common first.
+
+    The reason is cut before the last finite loss, which differs per run.
+    """
     texts = [f"{st}: {str(r or '')[:90].split(' (last finite')[0]}" for st, r in zip(statuses, reasons) if st != "ok"]
     return Counter(texts).most_common()
 
@@ -344,9 +372,11 @@ def _outcome_table(out: Analysis, task: str, base: str, planned: int = 0) -> Tab
 
 
 def holm_across(tables: list[Table], alpha: float, exploratory: Collection[str] = ()) -> None:
-    """Re-adjust the primary comparisons of all tasks as one Holm family (each p a verdict reads, and
-    the MDE), in each table's frame and facts; the rows of ``exploratory`` variants stay out of it,
-    with their table's Benjamini-Hochberg adjustment."""
+    """Re-adjust the primary comparisons of all tasks as one Holm family, in each table's frame and facts.
+
+    Each p a verdict reads, and the MDE; the rows of ``exploratory`` variants stay out of it, with their table's
+    Benjamini-Hochberg adjustment.
+    """
     where = [
         (ti, ri)
         for ti, table in enumerate(tables)

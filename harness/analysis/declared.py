@@ -1,6 +1,8 @@
-"""Whether a profile's design was declared before its data: each run's record holds the fingerprint of its
-profile's design when it ran (:mod:`harness.experiment.design`); a design that changed after runs of the
-profile existed no longer keeps its stated error rate (docs/sequential.md, "A design declared before its data").
+"""Whether a profile's design was declared before its data.
+
+Each run's record holds the fingerprint of its profile's design when it ran (:mod:`harness.experiment.design`); a
+design that changed after runs of the profile existed no longer keeps its stated error rate (docs/sequential.md, "A
+design declared before its data").
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from harness.store.record import Record
 
 @dataclass(frozen=True)
 class DesignCheck:
-    """How the selection's stored runs stand to its design now: runs made under it (``same``), under another
-    (``other``, by fingerprint) and with no fingerprint (``unrecorded``: made before records held one; named
-    only beside runs that hold one, so that a store older than fingerprints reads as before)."""
+    """How the selection's stored runs stand to its design now.
+
+    Runs made under it (``same``), under another (``other``, by fingerprint) and with no fingerprint
+    (``unrecorded``: made before records held one; named only beside runs that hold one, so that a store older than
+    fingerprints reads as before).
+    """
 
     profile: str
     current: str

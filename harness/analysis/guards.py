@@ -1,7 +1,8 @@
-"""The controls that guard a claim (:class:`harness.analysis.claims.Guard`), checked and evaluated
-from the store: a claim's verdict that rules is withheld while one has not passed. Their rules:
-docs/reports.md, "Positive controls" (the entries of ``harness/experiment/reproductions.yaml``) and
-docs/statistics.md, "Controls before verdicts" (the negative ones: ablations declaring ``control:``).
+"""The controls that guard a claim (:class:`harness.analysis.claims.Guard`), checked and evaluated from the store.
+
+A claim's verdict that rules is withheld while one has not passed. Their rules: docs/reports.md, "Positive
+controls" (the entries of ``harness/experiment/reproductions.yaml``) and docs/statistics.md, "Controls before
+verdicts" (the negative ones: ablations declaring ``control:``).
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ Guards = dict[str, tuple[Guard, ...]]  # claim id -> the controls that guard it,
 
 
 def check(entry: claims_mod.Reproduction) -> None:
-    """Raises AblateError, one line naming the entry and the field, unless each claim ``entry`` guards
-    is in ``claims.yaml`` (once) and each comparison names a registered ablation, one of its profiles,
-    a task of it, two distinct points of its grid, and, for an equivalence, a margin or a sesoi."""
+    """Check a registry entry (a positive control): the claims it guards and the comparisons it names.
+
+    Raises:
+        AblateError: one line naming the entry and the field, unless each claim ``entry`` guards is in
+            ``claims.yaml`` (once) and each comparison names a registered ablation, one of its profiles, a task of
+            it, two distinct points of its grid, and, for an equivalence, a margin or a sesoi.
+    """
     where = claims_mod.REGISTRY
     if problem := claims_mod.guards_problem(entry.guards, claims_mod.load_claims()):
         raise AblateError(f"{where}: entry {entry.id!r}, field {problem}")
@@ -77,8 +82,11 @@ def load_checked(rid: str | None = None) -> list[claims_mod.Reproduction]:
 
 @dataclass
 class Outcome:
-    """One comparison's result; ``row`` and ``reference``: the variant's and the reference's
-    ``stats.COLUMNS``; ``runs`` of its grid in the store, of ``planned``."""
+    """One comparison's result.
+
+    ``row`` and ``reference``: the variant's and the reference's ``stats.COLUMNS``; ``runs`` of its grid in the
+    store, of ``planned``.
+    """
 
     comparison: claims_mod.Comparison
     outcome: str  # pass | fail | inconclusive [(why)] | not run
@@ -95,6 +103,8 @@ class Outcome:
 
 @dataclass
 class EntryResult:
+    """One registry entry (a positive control) evaluated: each comparison's :class:`Outcome`, and its grids' scale."""
+
     entry: claims_mod.Reproduction
     outcomes: list[Outcome]
     scale: list[str] = field(default_factory=list)  # "ablation / profile: d_model ..., seeds"
@@ -107,6 +117,11 @@ class EntryResult:
 
     @property
     def outcome(self) -> str:
+        """The control's outcome from its comparisons' and its grids' runs.
+
+        ``not run`` (no comparison was), ``incomplete (k/n runs)``, ``fail`` (a comparison failed), ``pass`` (all
+        passed), else ``inconclusive``.
+        """
         words = [o.outcome for o in self.outcomes]
         if all(w == "not run" for w in words):
             return "not run"
@@ -119,8 +134,10 @@ class EntryResult:
 
 
 def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha: float) -> Outcome:
-    """The variant against the reference (the baseline of :func:`harness.analysis.stats.compare`),
-    runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value."""
+    """The variant against the reference (the baseline of :func:`harness.analysis.stats.compare`).
+
+    Runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value.
+    """
     rows, runs, prof, task = result.rows, result.runs, result.ablation.profiles[comp.profile], comp.task
     pair = [comp.variant, comp.reference]
     data = rows[(rows["task"] == task) & (rows["metric"] == comp.metric) & rows["variant"].isin(pair)]
@@ -147,9 +164,11 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
 
 
 def _holm(outcomes: list[Outcome], alpha: float) -> None:
-    """Adjust the entry's comparisons as one Holm family (p and TOST p) and decide their verdicts by
-    :data:`~harness.analysis.verdicts.RULES`, with what else is known of each (the reference's learning,
-    its ceiling, the CI of Δ): no rule is applied again after the table."""
+    """Adjust the entry's comparisons as one Holm family (p and TOST p) and decide their verdicts.
+
+    By :data:`~harness.analysis.verdicts.RULES`, with what else is known of each (the reference's learning, its
+    ceiling, the CI of Δ): no rule is applied again after the table.
+    """
     tested = [o for o in outcomes if o.row and not math.isnan(o.row.get("p", math.nan))]
     fam = stats.adjust_family([o.row for o in tested], "holm", alpha)
     adjusted = {id(o): fam.at(j) for j, o in enumerate(tested)}
@@ -183,8 +202,10 @@ OUTCOMES = (  # a control comparison's outcome from its verdict: the first that 
 
 
 def _judge(o: Outcome) -> None:
-    """A tested comparison's outcome from its verdict (:data:`OUTCOMES`), then the control's own bar: the
-    reference's mean at least ``reference_min`` (what the published result needs, not a verdict rule)."""
+    """A tested comparison's outcome from its verdict (:data:`OUTCOMES`), then the control's own bar.
+
+    The bar: the reference's mean at least ``reference_min`` (what the published result needs, not a verdict rule).
+    """
     o.verdict = str(o.row["verdict"])
     u = o.unlearned
     left = f", {u.not_run} not run" if u is not None and u.not_run else ""
@@ -228,8 +249,10 @@ def _scale(result: Analysis) -> str:
 
 
 def evaluate_all(results: Path, entries: Collection[claims_mod.Reproduction] | None = None) -> list[EntryResult]:
-    """Every entry (default: the registry's) evaluated from the store; one that does not
-    :func:`check` here (e.g. an ablation not registered) is ``not run``, with the reason."""
+    """Every entry (default: the registry's) evaluated from the store.
+
+    One that does not :func:`check` here (e.g. an ablation not registered) is ``not run``, with the reason.
+    """
     out = []
     for entry in claims_mod.load_registry() if entries is None else entries:
         try:
@@ -253,7 +276,7 @@ def grids(entries: list[claims_mod.Reproduction], results: Path) -> list[tuple[s
 
 
 def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> str:
-    """caught | not caught | not run | incomplete (k/n runs), for an ablation declaring ``control:``."""
+    """Caught | not caught | not run | incomplete (k/n runs), for an ablation declaring ``control:``."""
     sel = selection_mod.select(abl, abl.control.profile, [], check_data=False)
     result = analyse(sel, results)
     done = sum(r.run_id in sel.run_ids for r in result.scan.records)
@@ -268,8 +291,10 @@ def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> str:
 def _negatives(
     claims: Collection[str], outcome: Callable[[ablation_mod.Ablation], str]
 ) -> list[tuple[list[str], Guard]]:
-    """The registered ablations whose ``control:`` guards one of ``claims`` (one that does not load
-    is skipped: `report --all` names it in its index): the claims each guards, and its guard."""
+    """The registered ablations whose ``control:`` guards one of ``claims``: the claims each guards, and its guard.
+
+    One that does not load is skipped: `report --all` names it in its index.
+    """
     out = []
     for name in ablation_mod.available():
         try:
@@ -287,8 +312,10 @@ def _by_claim(claims: Collection[str], guarded: list[tuple[list[str], Guard]]) -
 
 
 def guards_of(claims: Collection[str], results: Path, evaluated: list[EntryResult] | None = None) -> Guards:
-    """Every control that guards one of ``claims``, positive ones first, evaluated from the store;
-    ``evaluated``: the positive ones already evaluated (default: those guarding ``claims``)."""
+    """Every control that guards one of ``claims``, positive ones first, evaluated from the store.
+
+    ``evaluated``: the positive ones already evaluated (default: those guarding ``claims``).
+    """
     if evaluated is None:
         evaluated = evaluate_all(results, [e for e in claims_mod.load_registry() if set(e.guards) & set(claims)])
     positive = [(r.entry.guards, Guard(r.entry.id, r.outcome)) for r in evaluated]
@@ -296,7 +323,9 @@ def guards_of(claims: Collection[str], results: Path, evaluated: list[EntryResul
 
 
 def declared_guards(claims: Collection[str], outcome: str) -> Guards:
-    """Every control declared to guard one of ``claims``, each with the same ``outcome``: for a
-    report whose controls' outcomes are unknown (a data file read without its controls' file)."""
+    """Every control declared to guard one of ``claims``, each with the same ``outcome``.
+
+    For a report whose controls' outcomes are unknown (a data file read without its controls' file).
+    """
     positive = [(e.guards, Guard(e.id, outcome)) for e in claims_mod.load_registry()]
     return _by_claim(claims, positive + _negatives(claims, lambda _: outcome))

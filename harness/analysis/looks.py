@@ -1,7 +1,8 @@
-"""Where a group-sequential profile stands: the looks its stored runs have reached (replayed from
-the store in order: docs/sequential.md, "Running it"; each comparison judged on the pairs of the
-look's seeds, gated as the comparison tables are), what the rule of :mod:`harness.analysis.sequential`
-decided for each primary comparison, and the runs the next look needs.
+"""Where a group-sequential profile stands: the looks reached, what they decided, and the runs the next look needs.
+
+The looks its stored runs have reached are replayed from the store in order (docs/sequential.md, "Running it";
+each comparison judged on the pairs of the look's seeds, gated as the comparison tables are); what the rule of
+:mod:`harness.analysis.sequential` decided for each primary comparison.
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
 
 
 def design_of(sel: Selection) -> sq.Design | None:
-    """The selection's design (None: a fixed profile). Raises AblateError for a first look at which the
-    exact sign-flip test, the least a test that leaves the differences' distribution free needs, could
-    reject nothing at the family's first Holm level (alpha / members)."""
+    """The selection's design (None: a fixed profile).
+
+    Raises:
+        AblateError: for a first look at which the exact sign-flip test, the least a test that leaves the
+            differences' distribution free needs, could reject nothing at the family's first Holm level (alpha /
+            members).
+    """
     seq = sel.settings.sequential
     if seq is None:
         return None
@@ -46,8 +51,10 @@ def design_of(sel: Selection) -> sq.Design | None:
 
 
 def _members(sel: Selection) -> list[tuple[str, str]]:
-    """The (task, variant) of each member of the sequential Holm family: every variant but the baseline and
-    the exploratory ones, on every task."""
+    """The (task, variant) of each member of the sequential Holm family.
+
+    Every variant but the baseline and the exploratory ones, on every task.
+    """
     abl, base = sel.ablation, sel.ablation.baseline_label
     skip = set(abl.exploratory_variants) | {base}
     return [(task, abl.label(v)) for task in abl.tasks for v in abl.variants() if abl.label(v) not in skip]
@@ -55,11 +62,13 @@ def _members(sel: Selection) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One primary comparison's place in the design: its decision (an outcome code of
-    :mod:`harness.analysis.sequential`), the look it stopped at (-1: open), and at that look (or
-    the latest reached) its pairs, mean difference, its Holm level L, and the two intervals that decide:
-    interval that decides every kind of verdict (coverage 1 - L: the hull of the paired t's repeated CI, |t|
-    bound ``bound``, and the bootstrap-t's), and the skewness with which the skew guard held one back."""
+    """One primary comparison's place in the design: its decision, the look it stopped at, and its numbers there.
+
+    Its decision: an outcome code of :mod:`harness.analysis.sequential`; the look it stopped at (-1: open). At that
+    look (or the latest reached): its pairs, mean difference, its Holm level L, the interval that decides every
+    kind of verdict (coverage 1 - L: the hull of the two intervals that decide, the paired t's repeated CI, |t|
+    bound ``bound``, and the bootstrap-t's), and the skewness with which the skew guard held one back.
+    """
 
     task: str
     variant: str
@@ -75,8 +84,11 @@ class Comparison:
     skewed: float = float("nan")  # the pooled skewness with which the skew guard held a verdict back, else NaN
 
     def interval_text(self, digits: str = ".4g") -> str:
-        """``[-0.045, +0.032] at 1 - 0.0125 (|t| bound 3.11)``: the interval that decides every kind of
-        verdict (a direction when it excludes 0, equivalence when it lies within ±sesoi), its coverage and bound."""
+        """``[-0.045, +0.032] at 1 - 0.0125 (|t| bound 3.11)``: the deciding interval, its coverage and bound.
+
+        The interval decides every kind of verdict: a direction when it excludes 0, equivalence when it lies within
+        ±sesoi.
+        """
         if not self.pairs:
             return "none yet"
         low, high = (encode_text(x, digits) for x in self.rci)
@@ -85,8 +97,11 @@ class Comparison:
 
 @dataclass(frozen=True)
 class State:
-    """How far a sequential profile got: ``reached`` looks complete (0..K), each comparison's
-    state, and the arms (task, variant) the next look runs (empty: the design is finished)."""
+    """How far a sequential profile got.
+
+    ``reached`` looks complete (0..K), each comparison's state, and the arms (task, variant) the next look runs
+    (empty: the design is finished).
+    """
 
     design: sq.Design
     comparisons: list[Comparison]
@@ -135,8 +150,12 @@ def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str,
 
 
 def state(sel: Selection, records: list[Record]) -> State:
-    """Replay the looks of the selection's stored ``records`` (module docstring). Raises AblateError
-    as :func:`design_of`, ValueError when the profile has no design."""
+    """Replay the looks of the selection's stored ``records`` (module docstring).
+
+    Raises:
+        AblateError: as :func:`design_of`.
+        ValueError: when the profile has no design.
+    """
     design = design_of(sel)
     if design is None:
         raise ValueError(f"profile {sel.profile!r} has no sequential design")
@@ -177,8 +196,10 @@ def state(sel: Selection, records: list[Record]) -> State:
 
 
 def _bootstrap(design: sq.Design, m: int, k: int, test: paired.Paired) -> np.ndarray:
-    """The bootstrap-t quantiles :func:`harness.analysis.sequential.decide` reads for one comparison at look
-    ``k``, (1, 2, m); NaN (nothing decided) without a finite difference in every pair."""
+    """The bootstrap-t quantiles :func:`harness.analysis.sequential.decide` reads for one comparison at look ``k``.
+
+    Shape (1, 2, m); NaN (nothing decided) without a finite difference in every pair.
+    """
     d = np.asarray(test.diffs, dtype=float)
     if len(d) < 3 or not np.isfinite(d).all():
         return np.full((1, 2, m), np.nan)

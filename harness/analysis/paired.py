@@ -1,8 +1,9 @@
-"""The statistics of repeated seeds, each the library's own (scipy, statsmodels): the tests of one arm
-against another (descriptives, the paired t-test with the exact sign-flip test and TOST
-equivalence), the power of the paired t-test and the seeds a verdict needs (:func:`seeds_for_verdict`,
-what ``ablate plan`` prints), and all variants at once (:func:`friedman`). A positive ``delta``
-always means the variant is better, whatever the metric's direction.
+"""The statistics of repeated seeds, each the library's own (scipy, statsmodels).
+
+The tests of one arm against another (descriptives, the paired t-test with the exact sign-flip test and TOST
+equivalence), the power of the paired t-test and the seeds a verdict needs (:func:`seeds_for_verdict`, what
+``ablate plan`` prints), and all variants at once (:func:`friedman`). A positive ``delta`` always means the
+variant is better, whatever the metric's direction.
 
 Only duplicate seeds raise (``ValueError``): fewer than 2 values or pairs give NaN statistics;
 constant differences follow ``ttest_rel`` (non-zero: ``t = ±inf, p = 0``, a zero-width CI; zero:
@@ -43,6 +44,8 @@ def clean(values) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Descriptives:
+    """One arm's values (:func:`describe`): how many, their mean and SD, and the t-interval of the mean."""
+
     n: int  # values used (NaNs dropped)
     mean: float
     sd: float  # ddof=1
@@ -63,6 +66,12 @@ def describe(values, confidence: float = 0.95) -> Descriptives:
 
 @dataclass(frozen=True)
 class Paired:
+    """One arm against another on the seeds both have (:func:`paired_test`), oriented: > 0 means the variant is better.
+
+    The mean difference and its t-interval, the paired t-test and the sign-flip test, the standardised effect
+    ``d_z``, the probability of improvement, the wins, ties and losses, and the differences themselves.
+    """
+
     n_pairs: int  # seeds with a value on both sides
     delta: float  # mean(variant - baseline), oriented: > 0 means variant better
     ci_low: float  # t-interval of delta (ttest_rel CI), oriented
@@ -90,9 +99,15 @@ def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarr
 
 @quiet()
 def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool, confidence: float = 0.95) -> Paired:
-    """Paired comparison on the seeds both series share (Series indexed by seed): ``p`` and CI by
-    ``scipy.stats.ttest_rel``; ``p_perm`` by ``scipy.stats.permutation_test(permutation_type='samples')``
-    on the differences, exact up to 16 pairs (smallest two-sided p 2 / 2**n), seeded Monte Carlo above."""
+    """Paired comparison on the seeds both series share (Series indexed by seed).
+
+    ``p`` and CI by ``scipy.stats.ttest_rel``; ``p_perm`` by
+    ``scipy.stats.permutation_test(permutation_type='samples')`` on the differences, exact up to 16 pairs (smallest
+    two-sided p 2 / 2**n), seeded Monte Carlo above.
+
+    Raises:
+        ValueError: for duplicate seeds in either series.
+    """
     b, v = _pair(baseline, variant)
     sign = 1.0 if higher_is_better else -1.0
     d = sign * (v - b)  # inf - inf: NaN, a tie below
@@ -113,8 +128,11 @@ def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool,
 
 
 def tost_paired(diffs, sesoi: float) -> float:
-    """Equivalence p (two one-sided tests, margin ±sesoi) on paired differences, by
-    ``statsmodels.stats.weightstats.ttost_paired``; NaN for fewer than 2 differences or an infinite one."""
+    """Equivalence p (two one-sided tests, margin ±sesoi) on paired differences.
+
+    By ``statsmodels.stats.weightstats.ttost_paired``; NaN for fewer than 2 differences or an infinite one (or a
+    ``sesoi`` not positive).
+    """
     d = clean(diffs)
     if len(d) < 2 or not sesoi > 0 or not np.isfinite(d).all():
         return NAN
@@ -131,17 +149,21 @@ def _detectable_effect(n: int, alpha: float, power: float) -> float:
 
 
 def mde(n: int, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Minimum detectable mean difference with ``n`` pairs: ``TTestPower().solve_power(effect_size=None,
-    ...)`` times ``sd_diff`` (0.996 SD at n=10, alpha 0.05, power 0.8); NaN for n < 2 or a NaN sd."""
+    """Minimum detectable mean difference with ``n`` pairs; NaN for n < 2 or a NaN sd.
+
+    ``TTestPower().solve_power(effect_size=None, ...)`` times ``sd_diff`` (0.996 SD at n=10, alpha 0.05, power 0.8).
+    """
     if n < 2 or not np.isfinite(sd_diff):
         return NAN
     return _detectable_effect(int(n), float(alpha), float(power)) * float(sd_diff)
 
 
 def power_at(effect: float, sd_diff: float, n: int, alpha: float = 0.05) -> float:
-    """Power with ``n`` pairs to detect a mean difference ``effect`` at SD ``sd_diff``: ``TTestPower().power``
-    two-sided, as its two tails, since scipy's noncentral t gives NaN for the far lower tail at large
-    effect / SD (below 1e-15: counted as 0). 1.0 for an SD of 0 and an effect; NaN for n < 2 or a NaN SD."""
+    """Power with ``n`` pairs to detect a mean difference ``effect`` at SD ``sd_diff``.
+
+    ``TTestPower().power`` two-sided, as its two tails, since scipy's noncentral t gives NaN for the far lower tail
+    at large effect / SD (below 1e-15: counted as 0). 1.0 for an SD of 0 and an effect; NaN for n < 2 or a NaN SD.
+    """
     if n < 2 or not np.isfinite(sd_diff) or sd_diff < 0:
         return NAN
     if sd_diff == 0:
@@ -155,15 +177,25 @@ def power_at(effect: float, sd_diff: float, n: int, alpha: float = 0.05) -> floa
 
 
 def seeds_for_verdict(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Seeds a direction needs: :func:`seeds_needed`, and at least :func:`sign_flip_min_seeds`, since
-    the exact sign-flip test must reject too. Raises ValueError as :func:`seeds_needed`."""
+    """Seeds a direction needs: :func:`seeds_needed`, and at least :func:`sign_flip_min_seeds`.
+
+    At least those, since the exact sign-flip test must reject too.
+
+    Raises:
+        ValueError: as :func:`seeds_needed`.
+    """
     return max(seeds_needed(effect, sd_diff, alpha=alpha, power=power), sign_flip_min_seeds(alpha))
 
 
 def seeds_needed(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Pairs needed to detect ``effect`` with ``power``: ``TTestPower().solve_power(nobs=None, ...)``
-    rounded up; where that root finder fails or is wrong (alpha about 1e-4 and below), a search on the
-    upper tail. Raises ValueError for ``effect`` 0, ``sd_diff`` not positive, alpha below 1e-100, or no answer."""
+    """Pairs needed to detect ``effect`` with ``power`` (a two-sided paired t-test at ``alpha``).
+
+    ``TTestPower().solve_power(nobs=None, ...)`` rounded up; where that root finder fails or is wrong (alpha about
+    1e-4 and below), a search on the upper tail.
+
+    Raises:
+        ValueError: for ``effect`` 0, ``sd_diff`` not positive, alpha below 1e-100 (or not below 1), or no answer.
+    """
     if effect == 0 or not sd_diff > 0:
         raise ValueError(f"need effect != 0 and sd_diff > 0, got {effect=} {sd_diff=}")
     es, solver = abs(effect) / sd_diff, TTestPower()
@@ -206,8 +238,10 @@ def seeds_needed(effect: float, sd_diff: float, alpha: float = 0.05, power: floa
 
 
 def sign_flip_min_seeds(alpha: float) -> int:
-    """The fewest differing pairs m at which the exact sign-flip test can reach p < ``alpha``: its
-    smallest p is 2 / 2**m (6 at alpha 0.05, 8 at 0.05 / 6)."""
+    """The fewest differing pairs m at which the exact sign-flip test can reach p < ``alpha``.
+
+    Its smallest p is 2 / 2**m (6 at alpha 0.05, 8 at 0.05 / 6).
+    """
     m = math.floor(math.log2(2 / alpha)) + 1
     return m if 2 / 2**m < alpha else m + 1  # guard the float at exact powers of two
 
@@ -218,6 +252,8 @@ def sign_flip_min_seeds(alpha: float) -> int:
 
 @dataclass(frozen=True)
 class Friedman:
+    """The Friedman test over variants (:func:`friedman`), its mean ranks and the Nemenyi critical difference."""
+
     statistic: float
     p: float
     n_seeds: int  # complete seeds used (the blocks, N)
@@ -227,13 +263,16 @@ class Friedman:
 
     @property
     def df(self) -> int:
+        """The test's degrees of freedom: ``k - 1``."""
         return self.k - 1
 
 
 def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
-    """Nemenyi critical difference of mean ranks over ``n`` blocks (Demsar, JMLR 2006, sec. 3.2.2):
-    ``CD = q_alpha * sqrt(k (k + 1) / (6 N))``, ``q_alpha`` the studentized range quantile / sqrt(2)
-    (2.569 at k=4, alpha 0.05: Demsar's Table 5a). NaN for k < 2 or n < 1."""
+    """Nemenyi critical difference of mean ranks over ``n`` blocks (Demsar, JMLR 2006, sec. 3.2.2).
+
+    ``CD = q_alpha * sqrt(k (k + 1) / (6 N))``, ``q_alpha`` the studentized range quantile / sqrt(2) (2.569 at k=4,
+    alpha 0.05: Demsar's Table 5a). NaN for k < 2 or n < 1.
+    """
     if k < 2 or n < 1:
         return NAN
     q = float(stats.studentized_range.ppf(1 - alpha, k, np.inf)) / math.sqrt(2)
@@ -242,9 +281,11 @@ def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
 
 @quiet()
 def friedman(table: pd.DataFrame, higher_is_better: bool = True, alpha: float = 0.05) -> Friedman:
-    """Friedman test over variants (rows = seeds, columns = variants), complete seeds only, by
-    ``scipy.stats.friedmanchisquare``; mean ranks 1 = best, ties averaged. Fewer than 3 variants or
-    2 complete seeds: NaN statistic, p and cd."""
+    """Friedman test over variants (rows = seeds, columns = variants), complete seeds only.
+
+    By ``scipy.stats.friedmanchisquare``; mean ranks 1 = best, ties averaged. Fewer than 3 variants or 2 complete
+    seeds: NaN statistic, p and cd.
+    """
     full = table.dropna()
     k = table.shape[1]
     ranks = stats.rankdata(-full.to_numpy(float) if higher_is_better else full.to_numpy(float), axis=1)
@@ -276,10 +317,12 @@ def _resample_counts(n: int) -> np.ndarray:
 
 @quiet()
 def bootstrap_t(d) -> np.ndarray:
-    """The sorted bootstrap distribution of the studentized mean, ``T* = (mean* - mean) / se*``, of each row
-    of paired differences ``d`` (rows, n) -> (rows, B), by one matrix product per moment over the
-    resample counts of :func:`_resample_counts`. A resample with no spread (se* = 0) gives ±inf by the
-    sign of mean* - mean, 0 when equal. Rows with a NaN or fewer than 3 pairs: all NaN."""
+    """The sorted bootstrap distribution of the studentized mean of each row of paired differences ``d``.
+
+    ``T* = (mean* - mean) / se*``, (rows, n) -> (rows, B), by one matrix product per moment over the resample
+    counts of :func:`_resample_counts`. A resample with no spread (se* = 0) gives ±inf by the sign of mean* - mean,
+    0 when equal. Rows with a NaN or fewer than 3 pairs: all NaN.
+    """
     d = np.atleast_2d(np.asarray(d, dtype=float))
     rows, n = d.shape
     if n < 3:
@@ -296,10 +339,12 @@ def bootstrap_t(d) -> np.ndarray:
 
 
 def bootstrap_quantiles(tstar: np.ndarray, probs) -> np.ndarray:
-    """Quantiles of sorted bootstrap-t distributions ``tstar`` (rows, B) at ``probs`` (P,) -> (rows, P): the
-    order statistic floor(p (B + 1)) below the median, B + 1 - floor((1 - p) (B + 1)) above (Efron &
-    Tibshirani 1993, 12.5; the outer one: the interval never narrower); -inf / +inf beyond what B
-    resamples resolve (p < 1 / (B + 1)): no interval from so few resamples, so nothing is decided."""
+    """Quantiles of sorted bootstrap-t distributions ``tstar`` (rows, B) at ``probs`` (P,) -> (rows, P).
+
+    The order statistic floor(p (B + 1)) below the median, B + 1 - floor((1 - p) (B + 1)) above (Efron & Tibshirani
+    1993, 12.5; the outer one: the interval never narrower); -inf / +inf beyond what B resamples resolve (p < 1 /
+    (B + 1)): no interval from so few resamples, so nothing is decided.
+    """
     probs = np.asarray(probs, dtype=float)
     b = tstar.shape[1]
     tail = np.floor(np.minimum(probs, 1.0 - probs) * (b + 1) + 1e-9).astype(int)  # order statistic from the end
@@ -309,8 +354,10 @@ def bootstrap_quantiles(tstar: np.ndarray, probs) -> np.ndarray:
 
 
 def bootstrap_p(tstar: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One-sided bootstrap-t p of each row's observed studentized statistic ``t`` (rows,): the upper
-    ``(#{T* >= t} + 1) / (B + 1)`` and lower ``(#{T* <= t} + 1) / (B + 1)``. NaN rows: p 1."""
+    """One-sided bootstrap-t p of each row's observed studentized statistic ``t`` (rows,), upper and lower.
+
+    The upper ``(#{T* >= t} + 1) / (B + 1)`` and lower ``(#{T* <= t} + 1) / (B + 1)``. NaN rows: p 1.
+    """
     b = tstar.shape[1]
     t = np.asarray(t, dtype=float)
     upper = np.array([b - np.searchsorted(row, x, side="left") for row, x in zip(tstar, t)], dtype=float)

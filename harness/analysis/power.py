@@ -1,6 +1,7 @@
-"""The power of each primary comparison at its task's smallest effect of interest, and the seeds it
-needs (the report's power section and the ``underpowered`` verdict read it): a two-sided paired t-test
-at the family's Holm level, from the spread the runs show (:mod:`harness.analysis.paired`).
+"""The power of each primary comparison at its task's smallest effect of interest, and the seeds it needs.
+
+The report's power section and the ``underpowered`` verdict read it: a two-sided paired t-test at the family's
+Holm level, from the spread the runs show (:mod:`harness.analysis.paired`).
 """
 
 from __future__ import annotations
@@ -32,12 +33,16 @@ class PrimaryPower:
 
     @property
     def underpowered(self) -> bool:
+        """It needs more seeds than it has paired with the baseline (``needed`` > ``n_pairs``)."""
         return self.needed is not None and self.needed > self.n_pairs
 
 
 def primary_power(tables: list[Table], alpha: float = 0.05) -> list[PrimaryPower]:
-    """The power of every member of the primary family (a defined t-test p, in the Holm family that
-    :func:`holm_across` sized) of the primary ``tables`` with a sesoi, at the family-wise level ``alpha``."""
+    """The power of every member of the primary family, at the family-wise level ``alpha``.
+
+    A member: a defined t-test p, in the Holm family that :func:`holm_across` sized, of the primary ``tables``
+    with a sesoi.
+    """
     out = []
     for table in tables:
         if not table.sesoi or "p" not in table.frame:

@@ -1,7 +1,8 @@
-"""How many seeds a confirmatory profile needs, from a pilot's spread (``ablate plan``; the computation,
-as the user reads it: :func:`describe`). Does not do: allow for the uncertainty of the pilot's SD, or
-for runs lost to the gate or to divergence. A variant with fewer than 2 pilot pairs, or no spread at
-all, gets no number.
+"""How many seeds a confirmatory profile needs, from a pilot's spread (``ablate plan``).
+
+The computation, as the user reads it: :func:`describe`. Does not do: allow for the uncertainty of the pilot's SD,
+or for runs lost to the gate or to divergence. A variant with fewer than 2 pilot pairs, or no spread at all, gets
+no number.
 """
 
 from __future__ import annotations
@@ -38,11 +39,18 @@ class PlanRow:
 
     @property
     def enough(self) -> bool | None:
+        """Whether the profile declares the seeds needed (None: the pilot cannot say)."""
         return None if self.needed is None else self.have >= self.needed
 
 
 @dataclass
 class SeedPlan:
+    """The plan ``ablate plan`` prints: a :class:`PlanRow` per primary comparison of the profile, from the pilot.
+
+    ``results``: the store the pilot's runs are in; ``power`` and ``alpha``: the power and the family-wise level
+    each comparison is sized for.
+    """
+
     ablation: str
     profile: str  # the confirmatory profile being planned
     pilot: str  # the profile whose runs give the spread
@@ -54,6 +62,7 @@ class SeedPlan:
 
     @property
     def alpha_each(self) -> float:
+        """The level each comparison is sized at: ``alpha`` over the family's size (Holm's first, strictest step)."""
         return self.alpha / max(self.family_size, 1)
 
 
@@ -74,10 +83,15 @@ SMOKE = "smoke"
 
 
 def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selection) -> str:
-    """The profile whose runs give the spread: ``given`` (checked), else the first pilot profile, in
-    declaration order, with a folder in the store; ``smoke`` only when no other pilot has one. ``ctx``:
-    the command's context, for the ``ablate run`` command the error suggests. Raises AblateError for
-    an unknown profile, or no pilot profile with runs in ``results``."""
+    """The profile whose runs give the spread.
+
+    ``given`` (checked), else the first pilot profile, in declaration order, with a folder in the store; ``smoke``
+    only when no other pilot has one. ``ctx``: the command's context, for the ``ablate run`` command the error
+    suggests.
+
+    Raises:
+        AblateError: for an unknown profile, or no pilot profile with runs in ``results``.
+    """
     if given is not None:
         return abl.profile(given)[0]
     pilots = [name for name, p in abl.profiles.items() if not p.confirmatory]
@@ -102,8 +116,10 @@ def primary_comparisons(abl: Ablation) -> list[tuple[str, str]]:
 
 
 def seed_plan(sel: Selection, pilot: Analysis, power: float = 0.8, alpha: float = 0.05) -> SeedPlan:
-    """The seeds each primary comparison of the confirmatory profile ``sel`` needs, from the ``pilot``
-    analysis, at ``power`` and the family-wise level ``alpha`` (both checked by :func:`check_levels`)."""
+    """The seeds each primary comparison of the confirmatory profile ``sel`` needs, from the ``pilot`` analysis.
+
+    At ``power`` and the family-wise level ``alpha`` (both checked by :func:`check_levels`).
+    """
     view, prof = sel.ablation, sel.settings
     pairs = primary_comparisons(view)
     out = SeedPlan(sel.name, sel.profile, pilot.profile, pilot.results, power, alpha, len(pairs))

@@ -1,8 +1,9 @@
-"""Group-sequential design of a confirmatory profile: alpha spending, boundaries for the paired t
-statistic at each look, and the decision rule that carries a Holm family over every verdict kind across
-looks, each verdict read off one interval (the hull of the t's repeated CI and the studentized
-bootstrap's) with a skew guard; step by step, its proof and what it does not do: docs/sequential.md
-(the normal-case bounds they are checked against: tests/analysis/test_sequential.py).
+"""Group-sequential design of a confirmatory profile: alpha spending, boundaries, and the decision rule.
+
+Alpha spending, boundaries for the paired t statistic at each look, and the decision rule that carries a Holm
+family over every verdict kind across looks, each verdict read off one interval (the hull of the t's repeated CI
+and the studentized bootstrap's) with a skew guard; step by step, its proof and what it does not do:
+docs/sequential.md (the normal-case bounds they are checked against: tests/analysis/test_sequential.py).
 
 Sources: Lan & DeMets (1983), Biometrika 70(3): alpha spending (:func:`spent`; R gsDesign's
 ``sfLDOF``, ``sfLDPocock``). Jennison & Turnbull (2000), *Group Sequential Methods with Applications
@@ -39,9 +40,13 @@ OPEN, BETTER, WORSE, EQUIVALENT, FUTILE = 0, 1, -1, 2, 3
 
 
 def spent(spending: str, alpha: float, fractions) -> np.ndarray:
-    """Cumulative alpha spent at information ``fractions`` (seeds at the look / at the last, in (0, 1]):
+    """Cumulative alpha spent at information ``fractions`` (seeds at the look / at the last, in (0, 1]).
+
     O'Brien-Fleming-like ``2 - 2 Phi(z_{1-alpha/2} / sqrt(t))``, Pocock-like ``alpha ln(1 + (e - 1) t)``.
-    Raises ValueError for an unknown ``spending`` name."""
+
+    Raises:
+        ValueError: for an unknown ``spending`` name.
+    """
     t = np.asarray(fractions, dtype=float)
     if spending == "obrien_fleming":
         return 2.0 - 2.0 * stats.norm.cdf(stats.norm.isf(alpha / 2) / np.sqrt(t))
@@ -67,9 +72,11 @@ def _null_t(looks: tuple[int, ...]) -> np.ndarray:
 
 @functools.lru_cache(maxsize=256)
 def t_bounds(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
-    """Two-sided bounds for |paired t| at each look (``looks``: pairs at each look, increasing; the first
-    at least 2), spending ``alpha`` in total (how: docs/sequential.md, "The decision rule", step 1). An
-    infinite bound: no alpha left to spend at that look."""
+    """Two-sided bounds for |paired t| at each look, spending ``alpha`` in total.
+
+    ``looks``: pairs at each look, increasing; the first at least 2 (how: docs/sequential.md, "The decision rule",
+    step 1). An infinite bound: no alpha left to spend at that look.
+    """
     n = np.asarray(looks, dtype=float)
     target = spent(spending, alpha, n / n[-1]) * N_PATHS
     paths = _null_t(tuple(looks))
@@ -87,8 +94,11 @@ def t_bounds(looks: tuple[int, ...], alpha: float, spending: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Design:
-    """A profile's ``sequential:`` block, resolved: pairs at each look, the spending function, the
-    family's total two-sided level, and whether open comparisons may stop for futility."""
+    """A profile's ``sequential:`` block, resolved.
+
+    Pairs at each look, the spending function, the family's total two-sided level, and whether open comparisons
+    may stop for futility.
+    """
 
     looks: tuple[int, ...]
     spending: str
@@ -96,9 +106,11 @@ class Design:
     futility: bool = True
 
     def p_table(self, m: int, scale: float = 1.0) -> np.ndarray:
-        """The two-sided nominal p of each look's t bound (:func:`t_bounds`), at its own degrees of freedom,
-        at level ``scale * alpha / j`` for j = 1..m remaining Holm members, (m, K): a comparison with fewer
-        pairs than the look (a failed run) is judged on this p."""
+        """The two-sided nominal p of each look's t bound (:func:`t_bounds`), at its own degrees of freedom.
+
+        At level ``scale * alpha / j`` for j = 1..m remaining Holm members, (m, K): a comparison with fewer pairs
+        than the look (a failed run) is judged on this p.
+        """
         levels = [min(scale * self.alpha / j, 0.999) for j in range(1, m + 1)]
         return 2.0 * stats.t.sf([t_bounds(self.looks, a, self.spending) for a in levels], np.asarray(self.looks) - 1)
 
@@ -113,23 +125,29 @@ SKEW_MIN_VALUES = 16
 
 
 def quantile_probs(design: Design, m: int, k: int) -> np.ndarray:
-    """The probabilities at which :func:`decide` reads the bootstrap-t distribution at look ``k`` of a family of
-    ``m``, (2, m): [lower, upper] x j = 1..m remaining Holm members, from the nominal two-sided p of the
-    look's bound at level alpha / j."""
+    """The probabilities at which :func:`decide` reads the bootstrap-t distribution at look ``k``.
+
+    For a family of ``m``, (2, m): [lower, upper] x j = 1..m remaining Holm members, from the nominal two-sided p
+    of the look's bound at level alpha / j.
+    """
     p = design.p_table(m)[:, k]
     return np.stack([p / 2, 1 - p / 2])
 
 
 def bootstrap_inputs(design: Design, m: int, k: int, tstar: np.ndarray) -> np.ndarray:
-    """The bootstrap-t quantiles :func:`decide` reads at look ``k``, (rows, 2, m), from the sorted
-    bootstrap-t distributions ``tstar`` (rows, B) of :func:`harness.analysis.paired.bootstrap_t`."""
+    """The bootstrap-t quantiles :func:`decide` reads at look ``k``, (rows, 2, m).
+
+    From the sorted bootstrap-t distributions ``tstar`` (rows, B) of :func:`harness.analysis.paired.bootstrap_t`.
+    """
     probs = quantile_probs(design, m, k)
     return paired.bootstrap_quantiles(tstar, probs.ravel()).reshape(len(tstar), *probs.shape)
 
 
 def pooled_skewness(residuals: np.ndarray) -> np.ndarray:
-    """The sample skewness (moment estimator, g1) of the residuals pooled over a family, (S, N) -> (S,):
-    each member's differences minus its own mean, so that the members' shifts do not count as skew."""
+    """The sample skewness (moment estimator, g1) of the residuals pooled over a family, (S, N) -> (S,).
+
+    The residuals: each member's differences minus its own mean, so that the members' shifts do not count as skew.
+    """
     r = np.asarray(residuals, dtype=float)
     m2, m3 = (r**2).mean(axis=1), (r**3).mean(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -138,9 +156,11 @@ def pooled_skewness(residuals: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Decisions:
-    """What the sequential rule decided for each comparison of each experiment, each (S, m): at the look it
-    stopped at (or the latest), its Holm level L and the interval that decides every kind of verdict, of
-    coverage 1 - L: the hull of the paired t's repeated CI (|t| bound ``bound``) and the bootstrap-t's."""
+    """What the sequential rule decided for each comparison of each experiment, each (S, m).
+
+    At the look it stopped at (or the latest), its Holm level L and the interval that decides every kind of
+    verdict, of coverage 1 - L: the hull of the paired t's repeated CI (|t| bound ``bound``) and the bootstrap-t's.
+    """
 
     outcome: np.ndarray  # OPEN, BETTER, WORSE, EQUIVALENT or FUTILE
     look: np.ndarray  # index of the look at which it stopped; -1 while open
@@ -154,12 +174,22 @@ class Decisions:
 
 @np.errstate(invalid="ignore", divide="ignore")  # no test (NaN) where there are fewer than 2 pairs
 def decide(design: Design, t, n, delta, sd, boot, sesoi=None, skew=None) -> Decisions:
-    """Replay the looks of a family of paired comparisons and decide each at the last look given,
-    vectorised over experiments (docs/sequential.md, "The decision rule"). ``t, n, delta, sd``: per
-    (experiment, look reached, member), (S, K' <= K, m): oriented paired t, pairs, mean difference, SD of
-    differences (NaN: no test); ``boot``: (S, K', m, 2, m), the bootstrap-t quantiles of
-    :func:`bootstrap_inputs` (NaN: that interval decides nothing); ``sesoi``: per member (m,), or None (no
-    equivalence, no futility); ``skew``: the family's pooled skewness per look (S, K'), None: no guard."""
+    """Replay the looks of a family of paired comparisons and decide each at the last look given.
+
+    Vectorised over experiments (docs/sequential.md, "The decision rule"). ``t, n, delta, sd``: per (experiment,
+    look reached, member), (S, K' <= K, m) (NaN: no test).
+
+    Args:
+        design: the profile's design.
+        t: oriented paired t.
+        n: pairs.
+        delta: mean difference.
+        sd: SD of differences.
+        boot: (S, K', m, 2, m), the bootstrap-t quantiles of :func:`bootstrap_inputs` (NaN: that interval decides
+            nothing).
+        sesoi: per member (m,), or None (no equivalence, no futility).
+        skew: the family's pooled skewness per look (S, K'), None: no guard.
+    """
     t, n, delta, sd, boot = (np.asarray(a, dtype=float) for a in (t, n, delta, sd, boot))
     s_count, k_count, m = t.shape
     skew = np.zeros((s_count, k_count)) if skew is None else np.asarray(skew, dtype=float)
@@ -208,9 +238,11 @@ def decide(design: Design, t, n, delta, sd, boot, sesoi=None, skew=None) -> Deci
 
 
 def _interval(alpha: float, j, p_cut, n, delta, se, q) -> tuple[np.ndarray, ...]:
-    """Level alpha / j, the |t| bound of nominal p ``p_cut`` at n - 1 degrees of freedom, and the hull of
-    delta -+ bound x se and the bootstrap-t interval [delta - q_upper x se, delta - q_lower x se] (``q``:
-    (S, m, 2) quantiles), each (S, m)."""
+    """Level alpha / j, the |t| bound of nominal p ``p_cut`` at n - 1 degrees of freedom, and the deciding hull.
+
+    The hull of delta -+ bound x se and the bootstrap-t interval [delta - q_upper x se, delta - q_lower x se]
+    (``q``: (S, m, 2) quantiles), each (S, m).
+    """
     c = stats.t.isf(p_cut[:, None] / 2, n - 1)  # under decide's errstate
     below, above = np.maximum(c, q[:, :, 1]), np.maximum(c, -q[:, :, 0])
     return np.broadcast_to((alpha / j)[:, None], c.shape), c, delta - below * se, delta + above * se
@@ -223,9 +255,11 @@ def _keep(where: np.ndarray, values: tuple[np.ndarray, ...], into: tuple[np.ndar
 
 
 def _conditional_power(n_k: int, n_end: int, t, sd, sesoi, c_end) -> np.ndarray:
-    """Probability of crossing the last look's bound ``c_end`` (as a z) from look k (``n_k``
-    pairs, |t| observed), were the true effect the sesoi in the observed direction: the score
-    as Brownian motion with drift (J&T section 10.2), interim crossings ignored (a lower bound)."""
+    """Probability of crossing the last look's bound ``c_end`` (as a z) from look k (``n_k`` pairs, |t| observed).
+
+    Were the true effect the sesoi in the observed direction: the score as Brownian motion with drift (J&T section
+    10.2), interim crossings ignored (a lower bound).
+    """
     theta = sesoi / sd  # standardised effect per pair
     gap = n_end - n_k
     return stats.norm.cdf((np.abs(t) * np.sqrt(n_k) + theta * gap - c_end * np.sqrt(n_end)) / np.sqrt(gap))

@@ -1,6 +1,7 @@
-"""Every variant against the baseline for one metric: the comparison table (:func:`compare`;
-:func:`outcome_compare` for whether runs finished) and the adjustment of a family (:func:`adjust`,
-:func:`adjust_family`; docs/statistics.md, "Families and adjusted p-values").
+"""Every variant against the baseline for one metric: the comparison table and the adjustment of a family.
+
+The table: :func:`compare` (:func:`outcome_compare` for whether runs finished); the adjustment: :func:`adjust`,
+:func:`adjust_family` (docs/statistics.md, "Families and adjusted p-values").
 
 Does not do: mixed models, bootstrap intervals (percentile bootstrap undercovers at n <= 10).
 """
@@ -19,9 +20,11 @@ from harness.analysis.paired import NAN, describe, mde, paired_test, tost_paired
 
 
 def adjust(pvalues, method: str = "holm") -> tuple[np.ndarray, int]:
-    """Multiplicity adjustment by ``statsmodels.stats.multitest.multipletests`` ("holm" or "fdr_bh",
-    passed explicitly: statsmodels' default is Holm-Sidak): the adjusted p, NaN where the input is NaN
-    (outside the family), and the family's size (the non-NaN p)."""
+    """Multiplicity adjustment by ``statsmodels.stats.multitest.multipletests``: the adjusted p and the family's size.
+
+    ``method``: "holm" or "fdr_bh", passed explicitly (statsmodels' default is Holm-Sidak). The adjusted p is NaN
+    where the input is NaN (outside the family); the family's size is the number of non-NaN p.
+    """
     p = np.asarray(pvalues, dtype=float)
     out = np.full(p.shape, NAN)
     ok = ~np.isnan(p)
@@ -33,6 +36,8 @@ def adjust(pvalues, method: str = "holm") -> tuple[np.ndarray, int]:
 
 
 class Family(NamedTuple):
+    """One family's adjusted p and MDE, an entry per comparison given to :func:`adjust_family`, and its size."""
+
     p_adj: np.ndarray  # adjusted t-test p; NaN where p is NaN
     p_perm_adj: np.ndarray  # adjusted sign-flip p, over the same members
     p_tost_adj: np.ndarray  # adjusted TOST p, over the same members
@@ -45,10 +50,12 @@ class Family(NamedTuple):
 
 
 def adjust_family(comparisons: Sequence[Mapping[str, float]], method: str, alpha: float = 0.05) -> Family:
-    """Adjust every p printed or judged for one family, and size its MDE (at ``alpha / size``), from
-    each comparison's ``p``, ``p_perm``, ``p_tost`` (NaN: no TOST), ``n_pairs`` and ``sd_diff``. The
-    members are the comparisons whose t-test ``p`` is defined; their sign-flip and TOST p are adjusted
-    by the same ``method`` over the same members, so a verdict reads three p of one family."""
+    """Adjust every p printed or judged for one family, and size its MDE (at ``alpha / size``).
+
+    From each comparison's ``p``, ``p_perm``, ``p_tost`` (NaN: no TOST), ``n_pairs`` and ``sd_diff``. The members
+    are the comparisons whose t-test ``p`` is defined; their sign-flip and TOST p are adjusted by the same
+    ``method`` over the same members, so a verdict reads three p of one family.
+    """
     columns = ("p", "p_perm", "p_tost", "n_pairs", "sd_diff")
     p, p_perm, p_tost, n_pairs, sd_diff = (np.array([c[k] for c in comparisons], dtype=float) for k in columns)
     member = ~np.isnan(p)
@@ -76,12 +83,25 @@ def compare(
     p_adjust: str = "holm",
     facts: dict[str, vd.Facts] | None = None,
 ) -> pd.DataFrame:
-    """Every variant against the baseline, paired by seed, for one metric in one slice: one row per
-    variant, baseline first (descriptives only, verdict ``"baseline"``), columns ``COLUMNS`` (``mde`` at
-    80 % power). ``df``: tidy rows ``variant``, ``seed``, ``value``, one per (variant, seed); ``delta > 0``
-    always means better; ``sesoi`` (metric units) enables TOST; ``confirmatory`` False: a pilot;
-    ``p_adjust``: this call's family (:func:`adjust_family`); ``facts``: filled with each variant's Facts.
-    Raises ValueError for missing columns, duplicate (variant, seed) rows or an unknown baseline."""
+    """Every variant against the baseline, paired by seed, for one metric in one slice.
+
+    One row per variant, baseline first (descriptives only, verdict ``"baseline"``), columns ``COLUMNS`` (``mde``
+    at 80 % power); ``delta > 0`` always means better.
+
+    Args:
+        df: tidy rows ``variant``, ``seed``, ``value``, one per (variant, seed).
+        baseline: the variant the others are compared against.
+        higher_is_better: the metric's direction.
+        sesoi: (metric units) enables TOST.
+        alpha: the level each adjusted p is judged at; the MDE is sized at ``alpha`` / the family's size.
+        confidence: the level of the CIs (the mean's and Δ's).
+        confirmatory: False: a pilot.
+        p_adjust: this call's family (:func:`adjust_family`): "holm" or "fdr_bh".
+        facts: filled with each variant's Facts.
+
+    Raises:
+        ValueError: for missing columns, duplicate (variant, seed) rows or an unknown baseline.
+    """
     if missing := {"variant", "seed", "value"} - set(df.columns):
         raise ValueError(f"compare needs columns variant, seed, value; missing {sorted(missing)}")
     if df.duplicated(["variant", "seed"]).any():
@@ -120,11 +140,13 @@ def outcome_compare(
     confirmatory: bool = True,
     facts: dict[str, vd.Facts] | None = None,
 ) -> pd.DataFrame:
-    """Every variant against the baseline on a binary outcome per run (``value`` 1: the run finished,
-    0: it diverged, raised or timed out), paired by seed, by the exact McNemar test
-    (``statsmodels.stats.contingency_tables.mcnemar``, ``exact=True``: a binomial test on the
-    discordant pairs; none: p = 1), Benjamini-Hochberg within the call. :func:`compare`'s columns:
-    ``mean`` the fraction that finished, ``p`` and ``p_perm`` the exact McNemar p."""
+    """Every variant against the baseline on a binary outcome per run, paired by seed, by the exact McNemar test.
+
+    ``value`` 1: the run finished, 0: it diverged, raised or timed out. The test:
+    ``statsmodels.stats.contingency_tables.mcnemar``, ``exact=True``: a binomial test on the discordant pairs (none:
+    p = 1), Benjamini-Hochberg within the call. :func:`compare`'s columns: ``mean`` the fraction that finished,
+    ``p`` and ``p_perm`` the exact McNemar p.
+    """
     from statsmodels.stats.contingency_tables import mcnemar
 
     frame = compare(

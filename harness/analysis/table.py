@@ -1,5 +1,7 @@
-"""One comparison table: a task, a metric and a row per variant; the unit that
-:mod:`harness.analysis.comparisons` builds, with the facts each row's verdict is decided from."""
+"""One comparison table: a task, a metric and a row per variant.
+
+The unit that :mod:`harness.analysis.comparisons` builds, with the facts each row's verdict is decided from.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ from harness.analysis import verdicts as vd
 
 @dataclass
 class Table:
-    """One comparison: a task, a metric, and a row per variant (baseline first), with the facts each
-    row's verdict is decided from."""
+    """One comparison: a task, a metric, and a row per variant (baseline first).
+
+    With the facts each row's verdict is decided from.
+    """
 
     task: str
     metric: str

@@ -1,11 +1,12 @@
-"""A trend along an ordered axis (docs/statistics.md, "Trends along an axis"): a claim whose words name a
-condition that grows ("especially in deeper stacks", "beyond the training length", "as heads get fewer")
-is tested by the slope of the paired difference along that axis. Per seed, the difference between the
-two arms at each level of the axis (oriented: + = the variant better) is regressed on the level (or its
-log2); the slopes, one per seed, are tested against 0 as the paired comparisons are (the t-test and the
-exact sign-flip test, both needed for a direction), and decided by the same rules
-(:data:`harness.analysis.verdicts.RULES`): ``better`` means the variant's advantage grows along the axis,
-``worse`` that it shrinks (its disadvantage grows)."""
+"""A trend along an ordered axis (docs/statistics.md, "Trends along an axis"): the slope of a paired difference.
+
+A claim whose words name a condition that grows ("especially in deeper stacks", "beyond the training length", "as
+heads get fewer") is tested by the slope of the paired difference along that axis. Per seed, the difference between
+the two arms at each level of the axis (oriented: + = the variant better) is regressed on the level (or its log2);
+the slopes, one per seed, are tested against 0 as the paired comparisons are (the t-test and the exact sign-flip
+test, both needed for a direction), and decided by the same rules (:data:`harness.analysis.verdicts.RULES`):
+``better`` means the variant's advantage grows along the axis, ``worse`` that it shrinks (its disadvantage grows).
+"""
 
 from __future__ import annotations
 
@@ -35,9 +36,11 @@ class Level:
 
 
 def slopes(rows: pd.DataFrame, task: str, levels: Sequence[Level], higher_is_better: bool, log2: bool) -> pd.Series:
-    """Per seed (the index), the least-squares slope of the oriented difference ``variant - against``
-    (+ = the variant better) on the level (``log2``: on log2 of it), over the seeds with a value at every
-    level; ``rows``: tidy metric rows (task, metric, variant, seed, value)."""
+    """Per seed (the index), the least-squares slope of the oriented difference ``variant - against`` on the level.
+
+    The difference: + = the variant better; ``log2``: on log2 of the level; over the seeds with a value at every
+    level; ``rows``: tidy metric rows (task, metric, variant, seed, value).
+    """
     sign = 1.0 if higher_is_better else -1.0
     on = rows[rows["task"] == task]
     diffs = {}
@@ -58,9 +61,11 @@ def slope_of(y: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def facts(per_seed: pd.Series, sesoi: float | None, alpha: float, confirmatory: bool, **context) -> vd.Facts:
-    """The :class:`~harness.analysis.verdicts.Facts` of the slopes tested against 0 (a family of one):
-    the paired t-test, its CI and the exact sign-flip test of :func:`harness.analysis.paired.paired_test`,
-    TOST at ±``sesoi`` (per unit of the axis); ``context``: the other facts (learning, gate, planned)."""
+    """The :class:`~harness.analysis.verdicts.Facts` of the slopes tested against 0 (a family of one).
+
+    The paired t-test, its CI and the exact sign-flip test of :func:`harness.analysis.paired.paired_test`, TOST at
+    ±``sesoi`` (per unit of the axis); ``context``: the other facts (learning, gate, planned).
+    """
     t = paired.paired_test(pd.Series(0.0, index=per_seed.index), per_seed, higher_is_better=True)
     tost = paired.tost_paired(t.diffs, sesoi) if sesoi and not t.non_finite else paired.NAN
     return vd.Facts(
@@ -120,10 +125,12 @@ def table(
     planned: int,
     alpha: float,
 ) -> Table | None:
-    """The slope of ``ev``'s paired difference along its axis against 0: a one-row table, its own
-    family, decided by :data:`~harness.analysis.verdicts.RULES` with the facts of every comparison
-    (``unlearned``: the task's baseline did not learn; the gate beyond L); ``frames``: an analysis's
-    runs and tidy rows (:class:`harness.analysis.comparisons.Analysis`); None without a run of each arm."""
+    """The slope of ``ev``'s paired difference along its axis against 0: a one-row table, its own family.
+
+    Decided by :data:`~harness.analysis.verdicts.RULES` with the facts of every comparison (``unlearned``: the
+    task's baseline did not learn; the gate beyond L); ``frames``: an analysis's runs and tidy rows
+    (:class:`harness.analysis.comparisons.Analysis`); None without a run of each arm.
+    """
     points, task = levels(abl, ev), ev.task
     all_runs, rows = frames
     runs = all_runs[all_runs["task"] == task]

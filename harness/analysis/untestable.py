@@ -1,6 +1,8 @@
-"""The facts that leave a comparison without a verdict (docs/statistics.md, "A baseline that did not
-learn, a task too easy"): a baseline that did not learn, an arm below the gate, a baseline at the
-ceiling, ``steps_to_target`` censored."""
+"""The facts that leave a comparison without a verdict.
+
+A baseline that did not learn, an arm below the gate, a baseline at the ceiling, ``steps_to_target`` censored
+(docs/statistics.md, "A baseline that did not learn, a task too easy").
+"""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from harness.experiment.ablation import Ablation
 
 
 class Unlearned(NamedTuple):
-    """A baseline (or a reproduction's reference) that reached its task's convergence target on
-    ``reached`` seeds, not more than half of the ``planned`` ones; ``run``: the seeds it has a run of."""
+    """A baseline (or a reproduction's reference) that reached its task's convergence target on too few seeds.
+
+    On ``reached`` seeds, not more than half of the ``planned`` ones; ``run``: the seeds it has a run of.
+    """
 
     reached: int
     planned: int
@@ -24,6 +28,7 @@ class Unlearned(NamedTuple):
 
     @property
     def not_run(self) -> int:
+        """The planned seeds it has no run of."""
         return self.planned - self.run
 
 
@@ -34,8 +39,11 @@ def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str
 
 
 def unlearned(rows: pd.DataFrame, task: str, variant: str, planned: int) -> Unlearned | None:
-    """An :class:`Unlearned` when ``variant``'s runs of ``task`` in the tidy ``rows`` reached the target
-    (``target_reached`` = 1) on at most half of the ``planned`` seeds, else None."""
+    """An :class:`Unlearned` when ``variant``'s runs of ``task`` reached the target on at most half the seeds.
+
+    In the tidy ``rows``: the target reached (``target_reached`` = 1) on at most half of the ``planned`` seeds;
+    else None.
+    """
     mine = rows[(rows["task"] == task) & (rows["variant"] == variant)]
     target = mine[mine["metric"] == metrics.TARGET_REACHED]
     reached = int(target.loc[target["value"] >= 1, "seed"].nunique())
@@ -48,8 +56,10 @@ def learned(reached: int, planned: int) -> bool:
 
 
 def below_gate(runs: pd.DataFrame, task: str, metric: str, variant: str, base: str, apply_gate: bool) -> str | None:
-    """Whose runs of a comparison beyond L never passed the task's gate: ``"baseline "``, ``""``
-    (the variant's), or None (both arms have a run that passed, or no gate applies)."""
+    """Whose runs of a comparison beyond L never passed the task's gate.
+
+    ``"baseline "``, ``""`` (the variant's), or None (both arms have a run that passed, or no gate applies).
+    """
     if not (apply_gate and metrics.beyond_training(metric)):
         return None
     task_runs = runs[runs["task"] == task]
@@ -60,8 +70,10 @@ def below_gate(runs: pd.DataFrame, task: str, metric: str, variant: str, base: s
 
 
 def seeds_at_ceiling(rows: pd.DataFrame, task: str, metric: str, variant: str, paired_with: str) -> int | None:
-    """The number of seeds of ``variant`` when it scored ``metric``'s best value on every one of them
-    (at least 2) in the tidy ``rows``, else None, counting only the seeds ``paired_with`` has too."""
+    """The number of seeds of ``variant`` when it scored ``metric``'s best value on every one of them, else None.
+
+    At least 2, in the tidy ``rows``, counting only the seeds ``paired_with`` has too.
+    """
     best = metrics.best_value(metric)
     if best is None:
         return None
@@ -74,8 +86,10 @@ def seeds_at_ceiling(rows: pd.DataFrame, task: str, metric: str, variant: str, p
 
 
 def undecided_at_ceiling(verdict: object) -> bool:
-    """Whether a comparison verdict says nothing when its baseline is at the ceiling (identical, equivalent,
-    inconclusive; ``better`` cannot happen), as opposed to ``worse``."""
+    """Whether a comparison verdict says nothing when its baseline is at the ceiling, as opposed to ``worse``.
+
+    Identical, equivalent, inconclusive; ``better`` cannot happen.
+    """
     return vd.kind(verdict) in (vd.Kind.IDENTICAL, vd.Kind.EQUIVALENT, vd.Kind.INCONCLUSIVE, vd.Kind.BETTER)
 
 

@@ -1,5 +1,6 @@
-"""A comparison's verdict words (:class:`Kind` and their constructors) and :data:`RULES`, the rules that
-choose a comparison's verdict from its :class:`Facts` (the first that holds wins; docs/statistics.md,
+"""A comparison's verdict words (:class:`Kind` and their constructors) and :data:`RULES`, the rules that pick one.
+
+They choose a comparison's verdict from its :class:`Facts` (the first that holds wins; docs/statistics.md,
 "Comparison verdicts", explains each in the same order).
 """
 
@@ -43,10 +44,12 @@ BETTER, WORSE, PILOT, TOO_FEW, CENSORED, BASELINE = (
 
 
 def direction(better: bool) -> str:
+    """The verdict of a difference with a direction: ``better`` when ``better``, else ``worse``."""
     return BETTER if better else WORSE
 
 
 def equivalent(sesoi: float) -> str:
+    """The ``equivalent`` verdict with its margin ``sesoi``, e.g. ``equivalent (±0.05)``."""
     return f"{Kind.EQUIVALENT.value} (±{sesoi:g})"
 
 
@@ -60,18 +63,22 @@ def inconclusive(mde: float | None = None, perm_p_adj: float | None = None) -> s
 
 
 def inconclusive_sequential(state: str) -> str:
+    """The ``inconclusive`` verdict of a group-sequential design's looks; ``state``: where they stand, in words."""
     return f"{Kind.INCONCLUSIVE.value} ({state})"
 
 
 def identical(n_pairs: int) -> str:
+    """The ``identical`` verdict: no pair of the ``n_pairs`` differs, nothing to test."""
     return f"{Kind.IDENTICAL.value} in all {n_pairs} pairs"
 
 
 def undefined_non_finite(non_finite: int, n_pairs: int) -> str:
+    """The ``undefined`` verdict: ``non_finite`` of the ``n_pairs`` pairs hold an infinite value, so no test exists."""
     return f"{Kind.UNDEFINED.value} (a non-finite value in {non_finite} of {n_pairs} pairs)"
 
 
 def same_outcome(n_pairs: int) -> str:
+    """The ``same outcome`` verdict of an outcome table: all ``n_pairs`` pairs finished alike."""
     return f"{Kind.SAME_OUTCOME.value} in all {n_pairs} pairs"
 
 
@@ -82,14 +89,21 @@ def not_learned_target(reached: int, planned: int, run: int | None = None) -> st
 
 
 def not_learned_gate(passed: int, planned: int, whose: str = "") -> str:
+    """The ``not learned`` verdict of an arm whose runs did not pass the task's gate.
+
+    ``passed`` of the ``planned`` seeds passed it; ``whose``: ``"baseline "`` for the baseline's runs, ``""`` for
+    the variant's (:func:`harness.analysis.untestable.below_gate`).
+    """
     return f"{Kind.NOT_LEARNED.value} ({whose}{passed}/{planned} passed the gate)"
 
 
 def negligible(sesoi: float) -> str:
+    """The ``negligible`` verdict: the 95% CI of Δ lies inside ±``sesoi``, whatever the tests say."""
     return f"{Kind.NEGLIGIBLE.value} (95% CI of Δ inside ±{sesoi:g})"
 
 
 def at_ceiling(best: float, n_seeds: int) -> str:
+    """The ``at ceiling`` verdict: the baseline scored the best value ``best`` on all ``n_seeds`` paired seeds."""
     return f"{Kind.CEILING.value} (baseline {best:g} on all {n_seeds} seeds)"
 
 
@@ -98,13 +112,16 @@ NO_VERDICT = (Kind.NOT_LEARNED, Kind.CEILING)
 
 
 def underpowered(needed: int) -> str:
+    """The ``underpowered at this scale`` verdict: the comparison needs ``needed`` seeds, more than it has."""
     return f"{Kind.UNDERPOWERED.value} (needs {needed} seeds)"
 
 
 @dataclass(frozen=True)
 class Facts:
-    """What one comparison (a variant against the baseline, one metric) established: its test,
-    adjusted in its family, and what else decides its verdict."""
+    """What one comparison (a variant against the baseline, one metric) established.
+
+    Its test, adjusted in its family, and what else decides its verdict.
+    """
 
     n_pairs: int | None = None  # seeds paired with the baseline; None: no run compared has a value
     ties: int = 0  # pairs with equal values
@@ -136,6 +153,7 @@ class Facts:
 
     @property
     def rejects(self) -> bool:
+        """Both the t-test and the exact sign-flip test reject, adjusted in the family (p below ``alpha``)."""
         return self.p_adj < self.alpha and self.p_perm_adj < self.alpha
 
     @property
@@ -147,6 +165,8 @@ class Facts:
 
 
 class Rule(NamedTuple):
+    """One of :data:`RULES`: when it ``holds`` for a comparison's :class:`Facts`, and the ``verdict`` it gives then."""
+
     name: str  # the rule's name in docs/statistics.md
     holds: Callable[[Facts], bool]
     verdict: Callable[[Facts], str | None]
@@ -197,8 +217,11 @@ effect neither support nor contradiction, only "no effect of that size"; for an 
 
 
 def matches(verdict: object, expect: str) -> bool:
-    """Whether a comparison verdict is the one a claim or a reproduction expects (``better``,
-    ``worse`` or ``equivalent``, whatever its margin; a negligible difference is an equivalence)."""
+    """Whether a comparison verdict is the one a claim or a reproduction expects.
+
+    ``expect``: ``better``, ``worse`` or ``equivalent``, whatever its margin; a negligible difference is an
+    equivalence.
+    """
     k = kind(verdict)
     if expect == Kind.EQUIVALENT.value:
         return k in NO_EFFECT_OF_THAT_SIZE
