@@ -1,5 +1,7 @@
-"""Tasks, registered by name in :data:`TASKS`; each is versioned and follows :class:`Task`
-(the built-in ones: docs/tasks.md)."""
+"""Tasks, registered by name in :data:`TASKS`; each is versioned and follows :class:`Task`.
+
+The built-in ones: docs/tasks.md.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +26,16 @@ from harness.tasks.tinyshakespeare import DataChecksumError  # isort: skip
 def build_task(
     name: str, params: Mapping[str, Any] | None = None, data_dir: Path | str | None = None, near: Path | None = None
 ) -> Task:
-    """The task registered as ``name`` (or an alias) with ``params`` (``None``: the defaults); an
-    ``UnknownNameError`` (suggesting the closest names) for no such task, a ``ValueError`` naming
-    the field for invalid or unknown params. ``near``: the folder of the ablation file that names it."""
+    """The task registered as ``name`` (or an alias), built with ``params``.
+
+    Args:
+        name: The task's registered name or an alias.
+        params: The task's params (``None``: the defaults).
+        data_dir: The directory of data files.
+        near: The folder of the ablation file that names it.
+
+    Raises:
+        UnknownNameError: For no such task (suggesting the closest names).
+        ValueError: For invalid or unknown params, naming the field.
+    """
     return TASKS.get(name)(params, data_dir=data_dir, near=near)

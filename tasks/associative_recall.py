@@ -8,7 +8,8 @@ a target: the input token after a query is filler (why: version 2 in docs/tasks.
 
 Deliberately unlike Zoology: filler is the single token 0; query positions are uniform over all
 non-overlapping 2-token slots (Zoology: power-law gaps); values are drawn with replacement. The
-number of pairs is the same at every length (longer rows, longer query distances) and in every split."""
+number of pairs is the same at every length (longer rows, longer query distances) and in every split.
+"""
 
 from __future__ import annotations
 
@@ -44,9 +45,11 @@ class AssociativeRecallParams(TaskParams):
 
 @TASKS.register("associative_recall", aliases=("mqar",))
 class AssociativeRecall(Task):
-    """MQAR. Tokens: filler 0, keys ``1 .. n_keys``, values ``n_keys + 1 .. n_keys + n_values``.
-    Loss only at the ``n_pairs`` query positions. Needs ``T >= 4 * n_pairs``: ``2P`` tokens of
-    pairs, ``P`` 2-token slots (query, filler)."""
+    """MQAR: recall the value paired, earlier in the row, with each queried key.
+
+    Tokens: filler 0, keys ``1 .. n_keys``, values ``n_keys + 1 .. n_keys + n_values``. Loss only at the ``n_pairs``
+    query positions. Needs ``T >= 4 * n_pairs``: ``2P`` tokens of pairs, ``P`` 2-token slots (query, filler).
+    """
 
     name = "associative_recall"
     version = "2"
@@ -56,10 +59,12 @@ class AssociativeRecall(Task):
 
     @property
     def vocab_size(self) -> int:
+        """``1 + n_keys + n_values``: the filler, the keys and the values."""
         return 1 + self.params.n_keys + self.params.n_values
 
     @property
     def min_seq_len(self) -> int:
+        """``4 * n_pairs``: ``2P`` tokens of pairs, then ``P`` 2-token slots (query, filler)."""
         return 4 * self.params.n_pairs
 
     @property

@@ -1,5 +1,8 @@
-"""The task contract: every task is a causal language-modelling problem, drawn by :meth:`Task.sample`
-from a numpy ``Generator`` alone (the same generator state always gives identical tensors)."""
+"""The task contract: every task is a causal language-modelling problem.
+
+Its problems are drawn by :meth:`Task.sample` from a numpy ``Generator`` alone (the same generator state always gives
+identical tensors).
+"""
 
 from __future__ import annotations
 
@@ -31,10 +34,14 @@ class DataUnavailableError(RuntimeError):
 
 @dataclass(frozen=True)
 class Chance:
-    """What a model scores that has learned nothing of a task but the distribution of its answers:
-    ``loss`` (nats per scored token), the entropy of the scored targets' marginal distribution (a
-    model that predicts it, and nothing else, scores exactly that in expectation); ``acc`` (a
-    fraction of scored tokens, synthetic tasks), the majority baseline's; ``basis``, in words."""
+    """What a model scores that has learned nothing of a task but the distribution of its answers.
+
+    Attributes:
+        loss: Nats per scored token: the entropy of the scored targets' marginal distribution (a model that predicts
+            it, and nothing else, scores exactly that in expectation).
+        acc: The majority baseline's accuracy, a fraction of scored tokens (synthetic tasks).
+        basis: What the chance level is based on, in words.
+    """
 
     loss: float
     acc: float | None
@@ -47,19 +54,30 @@ class Chance:
 
 
 class TaskParams(IntBounded):
-    """Base of every task's ``Params``: unknown fields are errors, instances are immutable, every
-    integer is at most 2**31 - 1."""
+    """Base of every task's ``Params``: unknown fields are errors, instances are immutable.
+
+    Every integer is at most 2**31 - 1.
+    """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
 
 class Task(ABC):
-    """Base class of all tasks: a subclass sets the class attributes and ``Params``, and defines
-    ``vocab_size``, :meth:`_generate` and, where not 1 and None, ``min_seq_len`` and :meth:`max_seq_len`.
-    ``params`` holds the validated parameters, an instance of ``Params`` (``None``: all defaults;
-    a ``ValueError`` names each that is unknown or invalid); ``data_dir`` the directory of data files;
-    ``near`` the folder of the ablation file that names the task, where a relative data path is
-    looked up first (as its ``plugins:`` paths are)."""
+    """Base class of all tasks: causal language-modelling problems drawn by :meth:`sample`.
+
+    A subclass sets the class attributes and ``Params``, and defines ``vocab_size``, :meth:`_generate` and, where not
+    1 and None, ``min_seq_len`` and :meth:`max_seq_len`.
+
+    Args:
+        params: The parameters; ``self.params`` holds them validated, an instance of ``Params`` (``None``: all
+            defaults).
+        data_dir: The directory of data files.
+        near: The folder of the ablation file that names the task, where a relative data path is looked up first (as
+            its ``plugins:`` paths are).
+
+    Raises:
+        ValueError: Naming each param that is unknown or invalid.
+    """
 
     name: ClassVar[str]  # the registry name, permanent
     version: ClassVar[str]  # bumped whenever the data generated for a given seed changes; stored with results
@@ -94,16 +112,19 @@ class Task(ABC):
 
     @property
     def token_bytes(self) -> Tensor | None:
-        """``(V,)`` int64: how many UTF-8 bytes each token id stands for, so that a loss in nats
-        per token becomes bits per byte (``bpb``); ``None`` (synthetic tasks, and
-        ``tinyshakespeare``, whose stored runs predate ``bpb``) reports no ``bpb``."""
+        """``(V,)`` int64: how many UTF-8 bytes each token id stands for; or ``None``.
+
+        So that a loss in nats per token becomes bits per byte (``bpb``); ``None`` (synthetic tasks, and
+        ``tinyshakespeare``, whose stored runs predate ``bpb``) reports no ``bpb``.
+        """
 
     @property
     def chance(self) -> Chance | None:
-        """The task's chance level (:class:`Chance`): what its held-out loss reads when a run learned
-        nothing of it; a run whose validation loss never gets clear of it is ``stalled``
-        (:func:`harness.errors.stall_reason`). ``None`` (the default, for a task that does not state
-        it): no run of the task is ever called stalled."""
+        """The task's chance level (:class:`Chance`): what its held-out loss reads when a run learned nothing of it.
+
+        A run whose validation loss never gets clear of it is ``stalled`` (:func:`harness.errors.stall_reason`).
+        ``None`` (the default, for a task that does not state it): no run of the task is ever called stalled.
+        """
         return None
 
     @property
@@ -112,20 +133,34 @@ class Task(ABC):
         return 1
 
     def max_seq_len(self, split: Split) -> int | None:
-        """Longest ``seq_len`` :meth:`sample` can draw from ``split`` (``None``, the default: any),
-        known without loading the data, so that planning checks every length before any run starts."""
+        """Longest ``seq_len`` :meth:`sample` can draw from ``split`` (``None``, the default: any).
+
+        Known without loading the data, so that planning checks every length before any run starts.
+        """
 
     def check_available(self) -> None:
-        """Make sure the task's data can be had (found, downloaded, verified) before any run starts,
-        else raise :class:`DataUnavailableError`, whose message says how to provide it."""
+        """Make sure the task's data can be had (found, downloaded, verified) before any run starts.
+
+        Raises:
+            DataUnavailableError: When it cannot; its message says how to provide it.
+        """
 
     def sample(self, n: int, seq_len: int, rng: np.random.Generator, split: Split = "train") -> tuple[Tensor, Tensor]:
-        """Draw ``n`` (N) problems of input length ``seq_len`` (T) from ``split``: ``"train"``,
-        ``"val"`` (tuning) or ``"test"`` (comparisons); ``rng`` is the only source of randomness.
+        """Draw ``n`` (N) problems of input length ``seq_len`` (T) from ``split``.
 
-        Returns ``(inputs, targets)``, each ``(N, T)`` int64; ``targets[i, t]`` is the token that
-        follows ``inputs[i, :t + 1]``, or :data:`IGNORE_INDEX` where no loss is taken. Raises
-        ``ValueError`` for ``n`` < 1, a ``seq_len`` out of the task's bounds or an unknown split."""
+        Args:
+            n: The number of problems N.
+            seq_len: The input length T.
+            rng: The only source of randomness.
+            split: ``"train"``, ``"val"`` (tuning) or ``"test"`` (comparisons).
+
+        Returns:
+            ``(inputs, targets)``, each ``(N, T)`` int64; ``targets[i, t]`` is the token that follows
+            ``inputs[i, :t + 1]``, or :data:`IGNORE_INDEX` where no loss is taken.
+
+        Raises:
+            ValueError: For ``n`` < 1, a ``seq_len`` out of the task's bounds or an unknown split.
+        """
         if split not in SPLITS:
             raise ValueError(
                 f"unknown split {split!r}{did_you_mean(str(split), SPLITS)}; choose one of: {', '.join(SPLITS)}"

@@ -1,9 +1,11 @@
-"""Copy and reverse (the standard probe of length generalisation for positional encodings, e.g.
-Kazemnejad et al., NeurIPS 2023), and running sums: ``x_1 .. x_n SEP y_1 .. y_n`` with ``y = x``,
-``reversed(x)`` or ``y_i = x_1 + .. + x_i`` modulo the alphabet, scored only on the ``n``
-positions that predict ``y``, padded at the end. Training rows draw ``n``
-uniformly from ``min_len .. T // 2``; evaluation rows all use ``n = T // 2``, so evaluating at
-``2T`` and ``4T`` measures extrapolation to longer strings. No curriculum, no EOS token."""
+"""Copy and reverse, and running sums: ``x_1 .. x_n SEP y_1 .. y_n``, scored only on the ``n`` positions of ``y``.
+
+Copy and reverse are the standard probe of length generalisation for positional encodings (e.g. Kazemnejad et al.,
+NeurIPS 2023). ``y = x``, ``reversed(x)`` or ``y_i = x_1 + .. + x_i`` modulo the alphabet; the scored positions are
+those that predict ``y``; rows are padded at the end. Training rows draw ``n`` uniformly from
+``min_len .. T // 2``; evaluation rows all use ``n = T // 2``, so evaluating at ``2T`` and ``4T`` measures
+extrapolation to longer strings. No curriculum, no EOS token.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ class CopyParams(TaskParams):
 class Copy(Task):
     """Copy a random string: ``x SEP x``. Tokens: PAD 0, SEP 1, symbols ``2 .. n_symbols + 1``.
 
-    Symbols are drawn uniformly with replacement. Loss only on the ``n`` copied positions."""
+    Symbols are drawn uniformly with replacement. Loss only on the ``n`` copied positions.
+    """
 
     name = "copy"
     version = "1"
@@ -44,10 +47,12 @@ class Copy(Task):
 
     @property
     def vocab_size(self) -> int:
+        """``n_symbols + 2``: PAD, SEP and the symbols."""
         return self.params.n_symbols + FIRST_SYMBOL
 
     @property
     def min_seq_len(self) -> int:
+        """``2 * min_len``: the shortest ``x SEP y`` without ``y``'s last symbol, which is only ever a target."""
         return 2 * self.params.min_len
 
     @property
@@ -95,11 +100,13 @@ class Reverse(Copy):
 
 @TASKS.register("prefix_sum")
 class PrefixSum(Copy):
-    """Running sums: ``x SEP y`` with ``y_i = (x_1 + .. + x_i) mod n_symbols``, symbol ``k`` standing
-    for the value ``k - 2``. Same tokens and scoring as ``copy``. Each answer is the one before it plus
-    one input, a chain of ``n`` dependent steps, so an exact match (``exact@x1``) needs every step of
-    the chain right: the multi-step probe of the running-sum / parity family (Anil et al., "Exploring
-    Length Generalization in Large Language Models", NeurIPS 2022). Each ``y_i`` is uniform, as ``x_i``."""
+    """Running sums: ``x SEP y`` with ``y_i = (x_1 + .. + x_i) mod n_symbols``.
+
+    Symbol ``k`` stands for the value ``k - 2``. Same tokens and scoring as ``copy``. Each answer is the one before it
+    plus one input, a chain of ``n`` dependent steps, so an exact match (``exact@x1``) needs every step of the chain
+    right: the multi-step probe of the running-sum / parity family (Anil et al., "Exploring Length Generalization in
+    Large Language Models", NeurIPS 2022). Each ``y_i`` is uniform, as ``x_i``.
+    """
 
     name = "prefix_sum"
     version = "1"

@@ -1,12 +1,14 @@
-"""Left-padded copy (ablation ``mask_fill_fp16``): one copy problem ``x SEP x`` of string length
-``n`` at the end of a row of length ``T``, preceded by ``T - 2n`` PAD tokens. The training layer
-hides PAD from attention (``pad_id``), so every query at a padding position sees no key at all, a
-*fully masked row*, as in a left-padded batch of a decoder. Scored as ``copy``; padding never.
-Every split draws ``n`` uniformly from ``min_len .. T // 2``, so evaluation rows hold padding too.
+"""Left-padded copy (ablation ``mask_fill_fp16``): a copy problem at the end of a row of PAD tokens.
+
+One copy problem ``x SEP x`` of string length ``n`` at the end of a row of length ``T``, preceded by ``T - 2n`` PAD
+tokens. The training layer hides PAD from attention (``pad_id``), so every query at a padding position sees no key at
+all, a *fully masked row*, as in a left-padded batch of a decoder. Scored as ``copy``; padding never. Every split
+draws ``n`` uniformly from ``min_len .. T // 2``, so evaluation rows hold padding too.
 
 **Disjoint splits** (version 2; version 1 repeated 9 of 256 test rows at T = 32): each problem
 ``(n, x)`` belongs to one split by a fixed hash (:func:`split_of`: 80 % train, 10 % val, 10 %
-test); a split draws ``(n, x)`` pairs and keeps its own, so a short length may be missing from it."""
+test); a split draws ``(n, x)`` pairs and keeps its own, so a short length may be missing from it.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +24,10 @@ from harness.tasks.copy import FIRST_SYMBOL, PAD, Copy
 
 @TASKS.register("padded_copy")
 class PaddedCopy(Copy):
-    """``PAD .. PAD x SEP x``: copy, left-padded to the row length. Tokens as ``copy``
-    (PAD 0, SEP 1, symbols ``2 .. n_symbols + 1``); ``pad_id`` = PAD."""
+    """``PAD .. PAD x SEP x``: copy, left-padded to the row length.
+
+    Tokens as ``copy`` (PAD 0, SEP 1, symbols ``2 .. n_symbols + 1``); ``pad_id`` = PAD.
+    """
 
     name = "padded_copy"
     version = "2"  # 2: disjoint splits (a problem's split is split_of(n, x))
@@ -32,8 +36,10 @@ class PaddedCopy(Copy):
 
     @functools.cached_property
     def min_seq_len(self) -> int:
-        """The shortest row length at which every split holds a problem (``2 * min_len`` unless
-        the alphabet is tiny), found by listing the problems of each length while they are few."""
+        """The shortest row length at which every split holds a problem (``2 * min_len`` unless the alphabet is tiny).
+
+        Found by listing the problems of each length while they are few.
+        """
         have: set[int] = set()
         n = self.params.min_len
         while True:
@@ -47,9 +53,13 @@ class PaddedCopy(Copy):
             n += 1
 
     def _draw(self, n: int, max_len: int, rng: np.random.Generator, split: Split) -> tuple[np.ndarray, np.ndarray]:
-        """``n`` problems of ``split``: (N,) lengths and (N, n_max) symbols, drawn in rounds of
-        candidates of which those :func:`split_of` gives to ``split`` are kept, in the order drawn.
-        ``ValueError`` when the parameters leave (next to) no problem to this split at this length."""
+        """``n`` problems of ``split``: (N,) lengths and (N, n_max) symbols.
+
+        Drawn in rounds of candidates of which those :func:`split_of` gives to ``split`` are kept, in the order drawn.
+
+        Raises:
+            ValueError: When the parameters leave (next to) no problem to this split at this length.
+        """
         want = SPLIT_BUCKETS[split]
         lengths, symbols, have = [], [], 0
         for _ in range(MAX_ROUNDS):
@@ -85,8 +95,11 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 
 def split_of(symbols: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """(N,) int64: the bucket ``0 .. BUCKETS - 1`` of each problem, a hash of its length (``lengths``
-    (N,)) and its first ``n`` symbols (of ``symbols`` (N, n_max)), the same on every machine."""
+    """(N,) int64: the bucket ``0 .. BUCKETS - 1`` of each problem, the same on every machine.
+
+    The bucket is a hash of the problem's length (``lengths`` (N,)) and its first ``n`` symbols (of ``symbols``
+    (N, n_max)).
+    """
     with np.errstate(over="ignore"):
         h = _mix(lengths.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15))  # (N,)
         for i in range(symbols.shape[1]):

@@ -1,8 +1,10 @@
-"""``text``: language modelling on a user's own corpus (a UTF-8 file, a folder's files matching a
-glob, or a Hugging Face dataset's text column), character or byte-level BPE tokens
-(:mod:`harness.tasks.vocab`); params, split, version and cache: docs/tasks.md. Each split is
-tokenised on its own, so no token spans two splits. Every problem with the corpus is a
-:class:`~harness.tasks.base.DataUnavailableError` naming the file and the fix."""
+"""``text``: language modelling on a user's own corpus, in character or byte-level BPE tokens.
+
+The corpus: a UTF-8 file, a folder's files matching a glob, or a Hugging Face dataset's text column. The tokens:
+:mod:`harness.tasks.vocab`; params, split, version and cache: docs/tasks.md. Each split is tokenised on its own, so
+no token spans two splits. Every problem with the corpus is a :class:`~harness.tasks.base.DataUnavailableError`
+naming the file and the fix.
+"""
 
 from __future__ import annotations
 
@@ -46,12 +48,16 @@ class Corpus:
 
 
 def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None, near: Path | None = None) -> Corpus:
-    """A text file, or the files of a folder matching ``glob``, as one :class:`Corpus`. ``path`` is
-    taken as given when absolute, else in ``near`` (the ablation file's folder), then in ``data_dir``
+    """A text file, or the files of a folder matching ``glob``, as one :class:`Corpus`.
+
+    ``path`` is taken as given when absolute, else in ``near`` (the ablation file's folder), then in ``data_dir``
     (else ``$ABLATE_DATA_DIR``), then in the working directory, then in the cache
     (:func:`~harness.tasks.tinyshakespeare.cache_dir`, where ``tinyshakespeare`` downloads its file).
-    A :class:`DataUnavailableError` for no such path (listing where it looked) or file, a file that
-    is not UTF-8 text, or a corpus that is only whitespace."""
+
+    Raises:
+        DataUnavailableError: For no such path (listing where it looked) or file, a file that is not UTF-8 text, or a
+            corpus that is only whitespace.
+    """
     given = Path(path).expanduser()
     data_dir = data_dir_or_env(data_dir)
     folders = [*([near] if near else []), *([Path(data_dir)] if data_dir else []), Path.cwd(), cache_dir()]
@@ -105,12 +111,15 @@ DataFiles = str | Sequence[str] | Mapping[str, str | Sequence[str]]  # of datase
 
 
 def read_dataset(p: TextParams) -> Corpus:
-    """The text column of the Hugging Face dataset of ``p`` as one :class:`Corpus`, its rows joined
-    by ``"\n"``, cached under ``$ABLATE_CACHE_DIR/text/hf/`` keyed by the arguments and by the
-    content of every local file the dataset can read (:func:`local_files`); a cached copy is read
-    without importing ``datasets``. A :class:`DataUnavailableError` when ``datasets`` is missing or
-    the dataset, its column or its text is not there (no network, no such name, config, split or
-    column; a row that is not text)."""
+    r"""The text column of the Hugging Face dataset of ``p`` as one :class:`Corpus`, its rows joined by ``"\n"``.
+
+    Cached under ``$ABLATE_CACHE_DIR/text/hf/`` keyed by the arguments and by the content of every local file the
+    dataset can read (:func:`local_files`); a cached copy is read without importing ``datasets``.
+
+    Raises:
+        DataUnavailableError: When ``datasets`` is missing or the dataset, its column or its text is not there (no
+            network, no such name, config, split or column; a row that is not text).
+    """
     name, config, data_files, split, column = p.dataset, p.dataset_config, p.data_files, p.dataset_split, p.text_column
     key = {"name": name, "config": config, "data_files": data_files, "split": split, "column": column}
     local = local_files(name, data_files)
@@ -161,11 +170,13 @@ def read_dataset(p: TextParams) -> Corpus:
 
 
 def local_files(name: str, data_files: DataFiles | None) -> list[Path]:
-    """The local files ``datasets.load_dataset(name, data_files=data_files)`` can read, or more,
-    sorted: every pattern of ``data_files`` (of every split) resolved with :func:`glob.glob`, as
-    ``datasets.data_files.resolve_pattern`` does, relative to the folder ``name`` when it is one,
-    else to the working directory (every file below a folder ``name`` without ``data_files``).
-    Remote patterns are left out; files ``datasets`` would skip are kept (another cache key only)."""
+    """The local files ``datasets.load_dataset(name, data_files=data_files)`` can read, or more, sorted.
+
+    Every pattern of ``data_files`` (of every split) resolved with :func:`glob.glob`, as
+    ``datasets.data_files.resolve_pattern`` does, relative to the folder ``name`` when it is one, else to the working
+    directory (every file below a folder ``name`` without ``data_files``). Remote patterns are left out; files
+    ``datasets`` would skip are kept (another cache key only).
+    """
     folder = Path(name).expanduser()
     base = folder if folder.is_dir() else Path.cwd()
     if data_files is None:
@@ -182,8 +193,10 @@ def local_files(name: str, data_files: DataFiles | None) -> list[Path]:
 
 
 def content_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, read every time (a rewrite that keeps the size and the
-    modification time is still another corpus)."""
+    """sha256 of a file's bytes, read every time.
+
+    A rewrite that keeps the size and the modification time is still another corpus.
+    """
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         while chunk := fh.read(1 << 20):
@@ -192,6 +205,8 @@ def content_sha256(path: Path) -> str:
 
 
 class TextParams(TaskParams):
+    """Parameters of ``text``: the corpus (exactly one of ``path`` and ``dataset``), its tokenizer and its splits."""
+
     path: str | None = Field(None, description="a UTF-8 text file or a folder of them")
     glob: str = Field("**/*.txt", description="files of a folder `path` to read, in path order")
     dataset: str | None = Field(None, description="a Hugging Face dataset name (extra ablate[datasets])")
@@ -229,13 +244,17 @@ class TextParams(TaskParams):
 
 @TASKS.register("text")
 class Text(CorpusTask):
-    """LM on your own corpus, char or byte-level BPE. Built eagerly (the corpus read and checked,
-    the vocabulary built), so that ``vocab_size``, :meth:`max_seq_len` and the instance's
-    ``version`` (code, corpus and vocabulary digests) are known to planning. :attr:`tokens` (N,)
+    """LM on your own corpus, char or byte-level BPE.
+
+    Built eagerly (the corpus read and checked, the vocabulary built), so that ``vocab_size``, :meth:`max_seq_len`
+    and the instance's ``version`` (code, corpus and vocabulary digests) are known to planning. :attr:`tokens` (N,)
     int32 holds the train, val and test ids, concatenated.
 
-    Raises ``ValueError`` for bad params, :class:`DataUnavailableError` for a corpus that cannot
-    be read, is empty or binary, or has a split of fewer than 2 tokens."""
+    Raises:
+        ValueError: For bad params.
+        DataUnavailableError: For a corpus that cannot be read, is empty or binary, or has a split of fewer than 2
+            tokens.
+    """
 
     name = "text"
     version = CODE_VERSION
@@ -254,10 +273,12 @@ class Text(CorpusTask):
 
     @property
     def vocab_size(self) -> int:
+        """The vocabulary's size: the corpus's distinct characters (char), or the BPE's ids (bpe)."""
         return self.vocab.size
 
     @property
     def token_bytes(self) -> Tensor:
+        """``(V,)`` int64: how many UTF-8 bytes each token id stands for (the vocabulary's ``token_bytes``)."""
         import torch
 
         return torch.from_numpy(self.vocab.token_bytes)
@@ -269,8 +290,10 @@ class Text(CorpusTask):
 
 
 def _tokenise(corpus: Corpus, p: TextParams) -> tuple[CharVocab | BPEVocab, np.ndarray, dict[str, tuple[int, int]]]:
-    """The vocabulary, every split's tokens concatenated (int32) and their ``[start, stop)``
-    token offsets; from this process's memo, the cache, or built (and cached)."""
+    """The vocabulary, every split's tokens concatenated (int32) and their ``[start, stop)`` token offsets.
+
+    From this process's memo, the cache, or built (and cached).
+    """
     chars = split_bounds(len(corpus.text), p.val_fraction, p.test_fraction)
     key = (corpus.sha256, p.tokenizer, p.vocab_size if p.tokenizer == "bpe" else None, chars["val"])
     if key not in _LOADED:

@@ -1,6 +1,8 @@
-"""Tiny Shakespeare (docs/tasks.md), and what every task on a corpus shares: :class:`CorpusTask`,
-the cache folder and atomic writes. The vocabulary is the file's 65 distinct characters, sorted;
-the first 90 % trains; of the last 10 %, the first half is ``val``, the second ``test``."""
+"""Tiny Shakespeare (docs/tasks.md), and what every task on a corpus shares.
+
+Those are :class:`CorpusTask`, the cache folder and atomic writes. The vocabulary is the file's 65 distinct
+characters, sorted; the first 90 % trains; of the last 10 %, the first half is ``val``, the second ``test``.
+"""
 
 from __future__ import annotations
 
@@ -49,9 +51,13 @@ def data_dir_or_env(data_dir: Path | None) -> Path | None:
 
 
 def find(data_dir: Path | None = None) -> Path | None:
-    """The verified copy of the corpus on this machine, without downloading: in ``data_dir`` (else
-    ``$ABLATE_DATA_DIR``), else in the cache (:func:`cache_dir`); None when there is none, a
-    :class:`DataChecksumError` for a copy whose sha256 is wrong."""
+    """The verified copy of the corpus on this machine, without downloading; None when there is none.
+
+    Looked for in ``data_dir`` (else ``$ABLATE_DATA_DIR``), else in the cache (:func:`cache_dir`).
+
+    Raises:
+        DataChecksumError: For a copy whose sha256 is wrong.
+    """
     data_dir = data_dir_or_env(data_dir)
     for path in ([Path(data_dir) / FILENAME] if data_dir is not None else []) + [cache_dir() / FILENAME]:
         if path.is_file():
@@ -61,9 +67,12 @@ def find(data_dir: Path | None = None) -> Path | None:
 
 
 def locate(data_dir: Path | None = None) -> Path:
-    """A verified copy of the corpus: :func:`find`'s, else downloaded into the cache; a
-    :class:`DataChecksumError` for a copy whose sha256 is wrong, a :class:`DataUnavailableError`
-    when there is none."""
+    """A verified copy of the corpus: :func:`find`'s, else downloaded into the cache.
+
+    Raises:
+        DataChecksumError: For a copy whose sha256 is wrong.
+        DataUnavailableError: When there is none.
+    """
     if (found := find(data_dir)) is not None:
         return found
     data_dir = data_dir_or_env(data_dir)
@@ -96,17 +105,21 @@ def load_encoded(data_dir: Path | None = None) -> Tensor:
 
 
 def split_bounds(n: int = SIZE, val_fraction: float = 0.05, test_fraction: float = 0.05) -> dict[str, tuple[int, int]]:
-    """``[start, stop)`` offsets of each split of ``n``: train, then val, then test (the defaults
-    give Tiny Shakespeare's 90 % train, then val and test halves)."""
+    """``[start, stop)`` offsets of each split of ``n``: train, then val, then test.
+
+    The defaults give Tiny Shakespeare's 90 % train, then val and test halves.
+    """
     n_test, n_val = round(n * test_fraction), round(n * val_fraction)
     train_end = n - n_val - n_test
     return {"train": (0, train_end), "val": (train_end, train_end + n_val), "test": (train_end + n_val, n)}
 
 
 class CorpusTask(Task):
-    """Base of the ``lm`` tasks on a corpus: a row is a random window of ``T + 1`` tokens of its
-    split (windows may overlap); every position is scored. A subclass gives :attr:`bounds`, the
-    ``[start, stop)`` token offsets of each split, and :meth:`_load`, the corpus's (N,) ids."""
+    """Base of the ``lm`` tasks on a corpus: a row is a random window of ``T + 1`` tokens of its split.
+
+    Windows may overlap; every position is scored. A subclass gives :attr:`bounds`, the ``[start, stop)`` token
+    offsets of each split, and :meth:`_load`, the corpus's (N,) ids.
+    """
 
     kind = "lm"
     bounds: dict[str, tuple[int, int]]
@@ -116,13 +129,17 @@ class CorpusTask(Task):
         raise NotImplementedError
 
     def max_seq_len(self, split: Split) -> int:
+        """The split's length in tokens less one: a row is a window of ``T + 1`` of them."""
         start, stop = self.bounds[split]
         return stop - start - 1
 
     @functools.cached_property
     def chance(self) -> Chance:
-        """The unigram entropy of the training split's tokens (nats): the loss of a model that has
-        learned their frequencies and nothing of their order (the data read here if not yet)."""
+        """The unigram entropy of the training split's tokens (nats).
+
+        The loss of a model that has learned their frequencies and nothing of their order (the data read here if not
+        yet).
+        """
         if self._data is None:
             self._data = self._load()
         start, stop = self.bounds["train"]
@@ -144,9 +161,11 @@ class CorpusTask(Task):
 
 @TASKS.register("tinyshakespeare", aliases=("shakespeare_char",))
 class TinyShakespeare(CorpusTask):
-    """Character-level LM on Tiny Shakespeare; 65 tokens; every position scored. The file is read
-    on the first :meth:`sample` (or :meth:`check_available`), so ``vocab_size`` is known without
-    it; ``max_seq_len`` is 1,003,853 (train) or 55,769 (val, test)."""
+    """Character-level LM on Tiny Shakespeare; 65 tokens; every position scored.
+
+    The file is read on the first :meth:`sample` (or :meth:`check_available`), so ``vocab_size`` is known without
+    it; ``max_seq_len`` is 1,003,853 (train) or 55,769 (val, test).
+    """
 
     name = "tinyshakespeare"
     version = "1"
@@ -154,9 +173,16 @@ class TinyShakespeare(CorpusTask):
 
     @property
     def vocab_size(self) -> int:
+        """65: the file's distinct characters (:data:`VOCAB`)."""
         return len(VOCAB)
 
     def check_available(self) -> None:
+        """Find the verified file, else download it into the cache (:func:`locate`), before any run starts.
+
+        Raises:
+            DataChecksumError: For a copy whose sha256 is wrong.
+            DataUnavailableError: When there is none; its message says how to provide it.
+        """
         locate(self.data_dir)
 
     def _load(self) -> Tensor:

@@ -1,6 +1,7 @@
-"""Vocabularies of the ``text`` task: text to token ids, and how many UTF-8 bytes each id stands
-for (``token_bytes``: a loss of ``L`` nats per token over ``N`` tokens and ``B`` bytes is
-``L * N / (B * ln 2)`` bits per byte, which compares across vocabularies).
+"""Vocabularies of the ``text`` task: text to token ids, and how many UTF-8 bytes each id stands for.
+
+``token_bytes``: a loss of ``L`` nats per token over ``N`` tokens and ``B`` bytes is ``L * N / (B * ln 2)`` bits
+per byte, which compares across vocabularies.
 
 - ``char`` (:class:`CharVocab`): the sorted distinct characters of the whole corpus (only the
   character set, not its counts, is read outside the training split).
@@ -13,7 +14,8 @@ for (``token_bytes``: a loss of ``L`` nats per token over ``N`` tokens and ``B``
   **Cost.** The trainer's time grows with the square of a pre-token's length (400,000 characters
   of ``ACGT``, one "word": 49 s), so a training text holding a run of :data:`MAX_WORD` characters
   without whitespace (or of whitespace) is pre-split into pieces of that length: then training
-  takes about 1.1 µs per character. Any prose keeps the plain byte-level pre-tokenizer."""
+  takes about 1.1 µs per character. Any prose keeps the plain byte-level pre-tokenizer.
+"""
 
 from __future__ import annotations
 
@@ -35,8 +37,10 @@ _LONG_RUN = re.compile(rf"\S{{{MAX_WORD}}}|\s{{{MAX_WORD}}}")
 
 
 class CharVocab:
-    """One id per character of ``chars`` (distinct, in ascending code-point order); its
-    ``definition`` is ``chars``, its ``digest`` that string's sha256."""
+    """One id per character of ``chars`` (distinct, in ascending code-point order).
+
+    Its ``definition`` is ``chars``, its ``digest`` that string's sha256.
+    """
 
     kind = "char"
 
@@ -64,8 +68,10 @@ class CharVocab:
 
 
 class BPEVocab:
-    """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``), from its JSON ``definition``
-    (``digest``: that JSON's sha256)."""
+    """A trained byte-level BPE tokenizer (Hugging Face ``tokenizers``), from its JSON ``definition``.
+
+    ``digest``: that JSON's sha256.
+    """
 
     kind = "bpe"
 
@@ -78,8 +84,10 @@ class BPEVocab:
 
     @classmethod
     def train(cls, text: str, vocab_size: int) -> BPEVocab:
-        """Train on ``text`` (the training split) up to ``vocab_size`` ids, deterministically;
-        says so on stderr first."""
+        """Train on ``text`` (the training split) up to ``vocab_size`` ids, deterministically.
+
+        Says so on stderr first.
+        """
         from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -101,8 +109,10 @@ class BPEVocab:
 
     @classmethod
     def cached(cls, text: str, vocab_size: int, path: Path) -> BPEVocab:
-        """The tokenizer stored at ``path``, else one trained on ``text`` and stored there
-        (atomically; a cache that cannot be written is skipped with a warning)."""
+        """The tokenizer stored at ``path``, else one trained on ``text`` and stored there.
+
+        Stored atomically; a cache that cannot be written is skipped with a warning.
+        """
         if path.is_file():
             try:
                 return cls(path.read_text(encoding="utf-8"))
@@ -124,4 +134,5 @@ class BPEVocab:
         return out
 
     def encode(self, text: str) -> np.ndarray:
+        """(N,) int32 ids of the N tokens of ``text``."""
         return np.array(self._tokenizer.encode(text).ids, dtype=np.int32)

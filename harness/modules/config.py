@@ -1,6 +1,8 @@
-"""``TransformerConfig``: the architecture a ``TransformerLM`` is built from. A leaf that imports
-no component (the registries it checks names against are declared in :mod:`harness.registry`), so
-that every component module can take one without an import cycle."""
+"""``TransformerConfig``: the architecture a ``TransformerLM`` is built from.
+
+A leaf that imports no component (the registries it checks names against are declared in :mod:`harness.registry`),
+so that every component module can take one without an import cycle.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +13,13 @@ import harness.registry as reg
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Architecture of a ``TransformerLM``; string fields name registry entries. Built, it raises
-    ``ValueError`` for non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1) or a
-    config the positional encoding or the kernel rejects (their ``check_config``), and
-    ``UnknownNameError`` (suggesting the closest names) for a name no registry holds."""
+    """Architecture of a ``TransformerLM``; string fields name registry entries.
+
+    Raises:
+        ValueError: When built with non-positive sizes, ``d_model % n_heads != 0``, dropout outside [0, 1) or a
+            config the positional encoding or the kernel rejects (their ``check_config``).
+        UnknownNameError: When built with a name no registry holds (suggesting the closest names).
+    """
 
     vocab_size: int
     d_model: int = 64

@@ -1,6 +1,9 @@
-"""Attention kernels: how causal ``softmax(q k^T * scale + bias) v`` is computed, each built as
-``KERNELS.get(name)(dropout=p, scale=s, mask_fill=f)`` and called as :meth:`AttentionKernel.forward`.
-A query whose visible keys are all hidden (a left-padding position) has a *fully masked row*."""
+"""Attention kernels: how causal ``softmax(q k^T * scale + bias) v`` is computed.
+
+Each is built as ``KERNELS.get(name)(dropout=p, scale=s, mask_fill=f)`` and called as
+:meth:`AttentionKernel.forward`. A query whose visible keys are all hidden (a left-padding position) has a *fully
+masked row*.
+"""
 
 from __future__ import annotations
 
@@ -24,9 +27,22 @@ MASK_FILLS.builtin("dtype_min")(lambda dtype: torch.finfo(dtype).min)  # as Hugg
 
 
 def hidden_keys(t: int, s: int, key_padding_mask: Tensor | None, device: torch.device) -> Tensor:
-    """True where a query may not see a key: the causal mask (key ``j`` after query ``i``, at
-    position ``i + S - T``), or'ed with padding keys; (T, S) without ``key_padding_mask``,
-    (B, 1, T, S) with a (B, S) one. ``ValueError`` for ``T > S`` (a query with no key)."""
+    """True where a query may not see a key: the causal mask, or'ed with padding keys.
+
+    The causal mask hides key ``j`` after query ``i``, which sits at position ``i + S - T``.
+
+    Args:
+        t: The number of queries T, the last T of the S positions.
+        s: The number of keys S.
+        key_padding_mask: (B, S) bool, True at padding keys; or ``None``.
+        device: Where the mask is made.
+
+    Returns:
+        (T, S) bool without ``key_padding_mask``, (B, 1, T, S) with a (B, S) one.
+
+    Raises:
+        ValueError: For ``T > S`` (a query with no key).
+    """
     if t > s:
         raise ValueError(f"causal attention needs T <= S, got T={t}, S={s}")
     mask = torch.ones(t, s, dtype=torch.bool, device=device).triu(s - t + 1)  # (T, S)
@@ -36,10 +52,16 @@ def hidden_keys(t: int, s: int, key_padding_mask: Tensor | None, device: torch.d
 
 
 class AttentionKernel(nn.Module):
-    """Base: causal scaled dot-product attention with an optional additive bias. ``dropout`` acts
-    on the weights in training only; ``scale`` multiplies ``q k^T`` (``None``: ``1 / sqrt(D)``,
-    Vaswani et al., 2017); ``mask_fill`` names the value written into masked scores (kernels with
-    ``honours_mask_fill`` only). ``backends``: the backends that computed its outputs so far."""
+    """Base: causal scaled dot-product attention with an optional additive bias.
+
+    ``backends``: the backends that computed its outputs so far.
+
+    Args:
+        dropout: Dropout probability on the weights, in training only.
+        scale: Multiplies ``q k^T`` (``None``: ``1 / sqrt(D)``, Vaswani et al., 2017).
+        mask_fill: Names the value written into masked scores (kernels with ``honours_mask_fill`` only); an
+            unknown name raises ``UnknownNameError``.
+    """
 
     softmax: ClassVar[bool] = True  # computes softmax attention (agrees with ``math``)
     honours_mask_fill: ClassVar[bool] = False  # writes ``mask_fill`` into explicit scores
@@ -64,33 +86,73 @@ class AttentionKernel(nn.Module):
     def check_available(
         cls, device: torch.device | str, dtype: torch.dtype, with_mask=False, dropout=0.0, mask_requires_grad=False
     ):
-        """Raise ``ValueError`` if the kernel cannot run on ``device`` with inputs of ``dtype`` (with a
-        float attention mask: a bias or padding; with attention dropout in training; with a mask that
-        requires a gradient: a learned bias, ``PositionalEncoding.bias_requires_grad``)."""
+        """Raise ``ValueError`` if the kernel cannot run on ``device`` with inputs of ``dtype``; the base always can.
+
+        Args:
+            device: The device the run uses.
+            dtype: The dtype of q, k and v.
+            with_mask: With a float attention mask: a bias or padding.
+            dropout: With attention dropout in training.
+            mask_requires_grad: With a mask that requires a gradient: a learned bias,
+                ``PositionalEncoding.bias_requires_grad``.
+        """
 
     def scale_for(self, q: Tensor) -> float:
+        """The factor of ``q k^T`` for queries ``q`` (..., D): ``scale``, else ``1 / sqrt(D)``."""
         return self.scale if self.scale is not None else q.size(-1) ** -0.5
 
-    def forward(self, q: Tensor, k: Tensor, v: Tensor, bias=None, need_weights=False, key_padding_mask=None):
-        """Causal attention of q (B, H, T, D), the last T of the S key positions, over k, v
-        (B, H, S, D), with an additive float ``bias`` (H, T, S) and ``key_padding_mask`` (B, S)
-        bool, True for keys no query may see. Returns out (B, H, T, D) and, with ``need_weights``,
-        the weights (B, H, T, S) before dropout; ``ValueError`` from a kernel that returns none."""
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None = None,
+        need_weights: bool = False,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Causal attention of the queries over the keys and values, with an additive bias and padding.
+
+        Args:
+            q: (B, H, T, D) queries, the last T of the S key positions.
+            k: (B, H, S, D) keys.
+            v: (B, H, S, D) values.
+            bias: (H, T, S) additive float bias, or ``None``.
+            need_weights: Whether to return the weights.
+            key_padding_mask: (B, S) bool, True for keys no query may see; or ``None``.
+
+        Returns:
+            out (B, H, T, D) and, with ``need_weights``, the weights (B, H, T, S) before dropout, else ``None``.
+
+        Raises:
+            ValueError: With ``need_weights``, from a kernel that returns none.
+            NotImplementedError: Always, in this base class: each kernel computes it its own way.
+        """
         raise NotImplementedError
 
 
 @KERNELS.builtin("math")
 class MathAttention(AttentionKernel):
-    """Explicit scores, as written in Vaswani et al. (2017), Eq. 1, and as a hand-written
-    implementation does it: ``scores = q @ k^T * scale + bias`` in the inputs' dtype, then
-    ``scores.masked_fill(hidden, fill)`` *in the scores' dtype* (so ``-1e9`` on float16 scores
-    raises torch's overflow error, and ``-inf`` makes a fully masked row NaN), softmax in float32
-    then cast back. The reference kernel; the only one that returns weights. Memory O(B H T S)."""
+    """Explicit scores, as written in Vaswani et al. (2017), Eq. 1, and as a hand-written implementation does it.
+
+    ``scores = q @ k^T * scale + bias`` in the inputs' dtype, then ``scores.masked_fill(hidden, fill)`` *in the
+    scores' dtype* (so ``-1e9`` on float16 scores raises torch's overflow error, and ``-inf`` makes a fully masked
+    row NaN), softmax in float32 then cast back. The reference kernel; the only one that returns weights (with its
+    subclass ``additive_mask``). Memory O(B H T S).
+    """
 
     honours_mask_fill = True
     returns_weights = True
 
-    def forward(self, q, k, v, bias=None, need_weights=False, key_padding_mask=None):
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None = None,
+        need_weights: bool = False,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Explicit scores masked with ``mask_fill`` in their dtype; as :meth:`AttentionKernel.forward`."""
         t, s = q.size(-2), k.size(-2)
         scores = (q @ k.transpose(-2, -1)) * self.scale_for(q)  # (B, H, T, S)
         if bias is not None:
@@ -105,17 +167,27 @@ class MathAttention(AttentionKernel):
 
 @KERNELS.builtin("additive_mask")
 class AdditiveMaskAttention(MathAttention):
-    """Explicit scores with the mask *added*, as the write-up on Transformer internals passes its
-    causal mask: ``nn.MultiheadAttention(...)(src, src, src, attn_mask=src_mask)`` with a float
-    (S, S) ``src_mask``, 0 where a key is visible and the fill (``-inf`` there; ``-1e9`` the
-    alternative it warns against) where it is hidden. As torch does with such a mask, it is built
-    in float32, cast to the scores' dtype and added: ``scores = q @ k^T * scale + bias + mask``;
-    softmax in float32, cast back. So ``-1e9`` becomes ``-inf`` in float16 (it overflows in the
-    cast; ``masked_fill`` of ``math`` raises instead) and stays finite in bfloat16 (-998244352),
-    where ``exp`` of it is exactly 0 beside any visible key: no weight reaches a future key. A
-    fully masked row (left padding) is NaN with ``-inf``, uniform with a finite fill. Returns weights."""
+    """Explicit scores with the mask *added*, as the write-up on Transformer internals passes its causal mask.
 
-    def forward(self, q, k, v, bias=None, need_weights=False, key_padding_mask=None):
+    The write-up calls ``nn.MultiheadAttention(...)(src, src, src, attn_mask=src_mask)`` with a float (S, S)
+    ``src_mask``, 0 where a key is visible and the fill (``-inf`` there; ``-1e9`` the alternative it warns against)
+    where it is hidden. As torch does with such a mask, it is built in float32, cast to the scores' dtype and added:
+    ``scores = q @ k^T * scale + bias + mask``; softmax in float32, cast back. So ``-1e9`` becomes ``-inf`` in
+    float16 (it overflows in the cast; ``masked_fill`` of ``math`` raises instead) and stays finite in bfloat16
+    (-998244352), where ``exp`` of it is exactly 0 beside any visible key: no weight reaches a future key. A fully
+    masked row (left padding) is NaN with ``-inf``, uniform with a finite fill. Returns weights.
+    """
+
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None = None,
+        need_weights: bool = False,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Explicit scores plus the float mask, softmax in float32; as :meth:`AttentionKernel.forward`."""
         t, s = q.size(-2), k.size(-2)
         hidden = hidden_keys(t, s, key_padding_mask, q.device)  # (T, S) or (B, 1, T, S)
         fill = MASK_FILLS.get(self.mask_fill)(torch.float32)
@@ -131,14 +203,31 @@ class AdditiveMaskAttention(MathAttention):
 
 @KERNELS.builtin("sdpa")
 class SDPAttention(AttentionKernel):
-    """``torch.nn.functional.scaled_dot_product_attention``, which dispatches to a fused kernel
-    for the device, dtype and mask: ``is_causal=True`` without a bias or padding and with T == S,
-    else one float ``attn_mask`` (-inf where hidden). Fully masked rows are zeros on CPU. Does not
-    return weights. ``backends`` gets the backend torch picks (``torch._fused_sdp_choice``)."""
+    """``torch.nn.functional.scaled_dot_product_attention``, which dispatches to a fused kernel.
+
+    Torch picks the kernel for the device, dtype and mask: ``is_causal=True`` without a bias or padding and with
+    T == S, else one float ``attn_mask`` (-inf where hidden). Fully masked rows are zeros on CPU. Does not return
+    weights. ``backends`` gets the backend torch picks (``torch._fused_sdp_choice``).
+    """
 
     forced: ClassVar[SDPBackend | None] = None  # the only backend torch may use
 
-    def forward(self, q, k, v, bias=None, need_weights=False, key_padding_mask=None):
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None = None,
+        need_weights: bool = False,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attention by ``F.scaled_dot_product_attention`` (the ``forced`` backend only, if set): out and ``None``.
+
+        Arguments and shapes as :meth:`AttentionKernel.forward`.
+
+        Raises:
+            ValueError: With ``need_weights``: this kernel returns no weights.
+        """
         if need_weights:
             raise ValueError(f"kernel '{type(self).__name__}' does not return attention weights; use kernel 'math'")
         t, s = q.size(-2), k.size(-2)
@@ -161,10 +250,12 @@ class SDPAttention(AttentionKernel):
 
 @KERNELS.builtin("flash")
 class FlashAttention(SDPAttention):
-    """SDPA restricted to the FlashAttention backend (Dao et al., 2022): where torch has no flash
-    kernel for the device, dtype or mask, it raises instead of falling back. On CPU (torch 2.13)
-    flash runs in float32, bfloat16 and float16, with or without masks, never with dropout; on
-    CUDA it needs float16/bfloat16 and no float mask. :meth:`check_available` tries it before a run."""
+    """SDPA restricted to the FlashAttention backend (Dao et al., 2022), raising instead of falling back.
+
+    Where torch has no flash kernel for the device, dtype or mask, it raises. On CPU (torch 2.13) flash runs in
+    float32, bfloat16 and float16, with or without masks, never with dropout; on CUDA it needs float16/bfloat16 and
+    no float mask. :meth:`check_available` tries it before a run.
+    """
 
     forced = SDPBackend.FLASH_ATTENTION
 
@@ -172,9 +263,14 @@ class FlashAttention(SDPAttention):
     def check_available(
         cls, device: torch.device | str, dtype: torch.dtype, with_mask=False, dropout=0.0, mask_requires_grad=False
     ):
-        """Run one tiny forced-flash forward and backward on ``device`` in ``dtype``, as training would
-        (CPU flash has no dropout, and no mask that requires a gradient: a learned bias); a
-        ``ValueError`` that says what to use instead where torch has no flash kernel there."""
+        """Run one tiny forced-flash forward and backward on ``device`` in ``dtype``, as training would.
+
+        With a mask if ``with_mask`` or ``mask_requires_grad``, with ``dropout``: CPU flash has no dropout, and no
+        mask that requires a gradient (a learned bias).
+
+        Raises:
+            ValueError: Where torch has no flash kernel there; it says what to use instead.
+        """
         q = torch.randn(1, 1, 8, 16, device=device, dtype=dtype, requires_grad=True)
         masked = with_mask or mask_requires_grad
         mask = torch.zeros(8, 8, device=device, dtype=dtype, requires_grad=mask_requires_grad) if masked else None
@@ -203,8 +299,9 @@ class FlashAttention(SDPAttention):
 
 @KERNELS.builtin("linear")
 class LinearAttention(AttentionKernel):
-    """Causal linear attention (Katharopoulos et al., ICML 2020, "Transformers are RNNs"):
-    softmax replaced by the kernel ``phi(q) . phi(k)``, ``phi(x) = elu(x) + 1`` (Eq. 7):
+    """Causal linear attention (Katharopoulos et al., ICML 2020, "Transformers are RNNs").
+
+    Softmax replaced by the kernel ``phi(q) . phi(k)``, ``phi(x) = elu(x) + 1`` (Eq. 7):
 
         ``out_i = phi(q_i)^T S_i / (phi(q_i)^T z_i + eps)``, ``S_i = sum_{j<=i} phi(k_j) v_j^T``,
         ``z_i = sum_{j<=i} phi(k_j)`` (Eqs. 5-6 with the causal mask of Eq. 8-9).
@@ -216,7 +313,14 @@ class LinearAttention(AttentionKernel):
 
     Does not do (and the config refuses): an additive bias (ALiBi), attention dropout (``dropout``
     must be 0), a score scale (``phi`` is not scale-equivariant: ``scale`` is ignored), a
-    ``mask_fill`` other than ``-inf``; nor does it return weights."""
+    ``mask_fill`` other than ``-inf``; nor does it return weights.
+
+    Args:
+        dropout: Must be 0 (else ``ValueError``).
+        scale: Ignored.
+        mask_fill: As :class:`AttentionKernel`'s.
+        chunk: The chunk length c.
+    """
 
     softmax = False
     eps = 1e-6
@@ -231,6 +335,10 @@ class LinearAttention(AttentionKernel):
 
     @classmethod
     def check_config(cls, cfg: TransformerConfig) -> None:
+        """Raise ``ValueError`` for what the base refuses, and for what this kernel does not do.
+
+        That is: a position that adds an attention bias, a dropout, or a score scale other than ``d_head``.
+        """
         super().check_config(cfg)
         if POSITIONAL.get(cfg.position).adds_bias():
             raise ValueError(
@@ -242,7 +350,23 @@ class LinearAttention(AttentionKernel):
         if cfg.scale != "d_head":
             raise ValueError(f"kernel 'linear' has no score scale; attention.scale={cfg.scale} would be ignored")
 
-    def forward(self, q, k, v, bias=None, need_weights=False, key_padding_mask=None):
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor | None = None,
+        need_weights: bool = False,
+        key_padding_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Causal linear attention in float32, chunk by chunk, cast back; as :meth:`AttentionKernel.forward`.
+
+        Returns:
+            out (B, H, T, Dv), 0 for a query that sees no key (padding keys contribute nothing), and ``None``.
+
+        Raises:
+            ValueError: With ``need_weights``, a ``bias``, or ``T > S``.
+        """
         if need_weights:
             raise ValueError("kernel 'linear' does not return attention weights; use kernel 'math'")
         if bias is not None:

@@ -1,6 +1,8 @@
-"""Measurements of a model that are not its loss: causal leakage, attention on masked keys, and
-gradient norms per layer, as plain floats (NaN where the model produced NaN/inf). The caller picks
-the precision (autocast); none changes the model's parameters or leaves gradients behind."""
+"""Measurements of a model that are not its loss, as plain floats (NaN where the model produced NaN/inf).
+
+Causal leakage, attention on masked keys, and gradient norms per layer. The caller picks the precision (autocast);
+none changes the model's parameters or leaves gradients behind.
+"""
 
 from __future__ import annotations
 
@@ -24,19 +26,25 @@ def _finite_max(x: Tensor) -> float:
 def causal_leakage(
     model: TransformerLM, idx: Tensor, t: int, key_padding_mask: Tensor | None = None, seed: int = 0
 ) -> dict[str, float]:
-    """Does anything after position ``t`` reach the logits at positions ``<= t``? Replaces the
-    tokens after ``t`` with random ones and compares, then back-propagates a random projection of
-    the logits at ``<= t`` to the input embeddings: a correct causal mask gives exactly 0 for both.
+    """Does anything after position ``t`` reach the logits at positions ``<= t``?
 
-    ``model`` in the mode it is measured in (eval); ``idx`` (B, T) with ``t < T - 1``;
-    ``key_padding_mask`` (B, T) bool, True at padding; ``seed`` for the tokens and the projection.
+    Replaces the tokens after ``t`` with random ones and compares, then back-propagates a random projection of the
+    logits at ``<= t`` to the input embeddings: a correct causal mask gives exactly 0 for both.
+
+    Args:
+        model: The model, in the mode it is measured in (eval).
+        idx: (B, T) token ids, with ``t < T - 1``.
+        t: The last position whose logits are compared.
+        key_padding_mask: (B, T) bool, True at padding.
+        seed: For the tokens and the projection.
 
     Returns:
         ``leak_logits`` (largest finite |change| of logits at ``<= t``), ``leak_grad`` (largest
         finite |d logits[<= t] / d embedding[> t]|), ``nonfinite_logits`` and ``nonfinite_grad``
         (fractions that are NaN/inf); with a padding mask also ``leak_logits_real`` and
         ``leak_grad_real`` at the positions ``<= t`` that are not padding (a finite mask fill leaks
-        into padding rows, never into real positions)."""
+        into padding rows, never into real positions).
+    """
     gen = torch.Generator().manual_seed(seed)
     other = idx.clone()
     other[:, t + 1 :] = torch.randint(0, model.cfg.vocab_size, (idx.size(0), idx.size(1) - t - 1), generator=gen)
@@ -75,14 +83,16 @@ def _logits_and_grad(
 
 
 def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor | None = None) -> dict[str, float]:
-    """Attention probability on keys a query must not see (future or padding), every layer; NaN
-    without a kernel that returns weights (``math``).
+    """Attention probability on keys a query must not see (future or padding), every layer.
+
+    NaN without a kernel that returns weights (``math``).
 
     Returns:
         ``attn_masked_max``: the largest probability on a hidden key, over rows with a visible
         key (0 for an exact mask); ``attn_fully_masked_rows``: fraction of rows with none;
         ``attn_fully_masked_mass``: mean mass on hidden keys in those rows (NaN if none);
-        ``attn_nonfinite_rows``: fraction of rows whose weights hold NaN/inf."""
+        ``attn_nonfinite_rows``: fraction of rows whose weights hold NaN/inf.
+    """
     kernels = [block.attn.kernel for block in model.blocks]
     nan = float("nan")
     if not all(getattr(k, "returns_weights", False) for k in kernels):
@@ -123,7 +133,8 @@ class InitGradients:
         ffn_out: L2 norm of the loss gradient of block i's ``ffn.fc_out`` weight (W^(2) of Xiong
             et al., 2020: their Fig. 3 and Theorem 1), the same parameter in either norm position.
         stream_growth: |x_L| / |x_0|, the Frobenius norm of the residual stream after the last
-            block over that of the embeddings."""
+            block over that of the embeddings.
+    """
 
     block: list[float]
     ffn_out: list[float]
@@ -138,12 +149,23 @@ def _norm(grads: list[Tensor | None]) -> float:
 def init_gradients(
     model: TransformerLM, idx: Tensor, targets: Tensor, ignore_index: int = -100, key_padding_mask: Tensor | None = None
 ) -> InitGradients:
-    """The per-block gradient norms and the residual stream's growth of ``model`` on one batch
-    (``idx``, ``targets`` (B, T), ``ignore_index`` where no loss is taken; ``key_padding_mask``
-    (B, T) True at padding); ``.grad`` is left untouched. At initialisation these are the
-    quantities Xiong et al. (ICML 2020) analyse: in Post-LN the gradient of the FFN weights grows
-    toward the last block (Fig. 3) and the last block's does not shrink with depth (Theorem 1); in
-    Pre-LN it is flat across blocks and the last block's shrinks as the stream grows with depth."""
+    """The per-block gradient norms and the residual stream's growth of ``model`` on one batch.
+
+    ``.grad`` is left untouched. At initialisation these are the quantities Xiong et al. (ICML 2020) analyse: in
+    Post-LN the gradient of the FFN weights grows toward the last block (Fig. 3) and the last block's does not shrink
+    with depth (Theorem 1); in Pre-LN it is flat across blocks and the last block's shrinks as the stream grows with
+    depth.
+
+    Args:
+        model: The model measured.
+        idx: (B, T) token ids.
+        targets: (B, T) next-token targets.
+        ignore_index: The target where no loss is taken.
+        key_padding_mask: (B, T) bool, True at padding.
+
+    Returns:
+        The norms and the growth, as :class:`InitGradients`.
+    """
     ends: list[Tensor] = []
     first = model.blocks[0].register_forward_pre_hook(lambda _m, args: ends.append(args[0].detach()))
     last = model.blocks[-1].register_forward_hook(lambda _m, _a, out: ends.append(out.detach()))

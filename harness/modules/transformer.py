@@ -1,11 +1,12 @@
-"""A decoder-only Transformer language model whose components are named by a ``TransformerConfig``
-(what an entry of each registry is: docs/extending.md), and the layers it is built from besides
-attention: norms (class attribute ``normalises = False``: one that does not rescale), activations
-(``gated = True``: takes a hidden vector twice as wide, as ``swiglu``), the feed-forward network,
-the linear layers' initialisations. With tokens entering at unit scale, ``normal_0.02`` at d_model
-64 starts each sub-layer's output two orders of magnitude below its input (std 0.02 against
-Xavier's 0.125), so a Pre-LN residual stream does not grow with depth; under ``xavier`` it grows
-as Xiong et al. (ICML 2020, Lemma 2) assume."""
+"""A decoder-only Transformer language model, and the layers it is built from besides attention.
+
+The model's components are named by a ``TransformerConfig`` (what an entry of each registry is: docs/extending.md).
+The layers: norms (class attribute ``normalises = False``: one that does not rescale), activations
+(``gated = True``: takes a hidden vector twice as wide, as ``swiglu``), the feed-forward network, the linear layers'
+initialisations. With tokens entering at unit scale, ``normal_0.02`` at d_model 64 starts each sub-layer's output
+two orders of magnitude below its input (std 0.02 against Xavier's 0.125), so a Pre-LN residual stream does not grow
+with depth; under ``xavier`` it grows as Xiong et al. (ICML 2020, Lemma 2) assume.
+"""
 
 from __future__ import annotations
 
@@ -27,9 +28,15 @@ NORMS.builtin("layernorm")(nn.LayerNorm)
 
 @NORMS.builtin("rmsnorm")
 class RMSNorm(nn.Module):
-    """Root-mean-square layer normalisation (Zhang & Sennrich, NeurIPS 2019):
-    ``y = x / sqrt(mean(x^2) + eps) * g``, no centring and no bias. Normalises in float32 and
-    casts back to the input dtype (as LLaMA does); ``eps`` is added to the mean square."""
+    """Root-mean-square layer normalisation (Zhang & Sennrich, NeurIPS 2019).
+
+    ``y = x / sqrt(mean(x^2) + eps) * g``, no centring and no bias. Normalises in float32 and casts back to the input
+    dtype (as LLaMA does).
+
+    Args:
+        d_model: The width C of ``x`` and of the gain ``g`` (initialised to ones).
+        eps: Added to the mean square.
+    """
 
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__()
@@ -37,19 +44,23 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x`` (..., C) normalised over its last dim: same shape and dtype."""
         xf = x.float()
         xf = xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         return (xf * self.weight.float()).to(x.dtype)
 
     def extra_repr(self) -> str:
+        """The gain's size and ``eps``, as the module's ``repr`` shows them."""
         return f"{self.weight.numel()}, eps={self.eps}"
 
 
 @NORMS.builtin("none")
 class NoNorm(nn.Identity):
     """No normalisation, ``y = x`` (the arm without LayerNorm of claim ``layernorm-needed``).
-    With Pre-LN the residual stream and the final projection then see unnormalised activations;
-    with Post-LN the block is a plain residual block. ``d_model`` is unused."""
+
+    With Pre-LN the residual stream and the final projection then see unnormalised activations; with Post-LN the
+    block is a plain residual block. ``d_model`` is unused.
+    """
 
     normalises = False
 
@@ -64,9 +75,11 @@ def normal_002(linear: nn.Linear) -> None:
 
 @INITS.builtin("xavier")
 def xavier(linear: nn.Linear) -> None:
-    """Xavier (Glorot & Bengio, AISTATS 2010), normal form: weight ~ N(0, 2 / (fan_in + fan_out)),
-    bias 0; N(0, 1/C) for a C x C matrix, as Xiong et al. (ICML 2020, §3) analyse. A fused QKV
-    projection (C -> 3C) is one matrix, as fairseq's fused ``in_proj``."""
+    """Xavier (Glorot & Bengio, AISTATS 2010), normal form: weight ~ N(0, 2 / (fan_in + fan_out)), bias 0.
+
+    N(0, 1/C) for a C x C matrix, as Xiong et al. (ICML 2020, §3) analyse. A fused QKV projection (C -> 3C) is one
+    matrix, as fairseq's fused ``in_proj``.
+    """
     nn.init.xavier_normal_(linear.weight)
     if linear.bias is not None:
         nn.init.zeros_(linear.bias)
@@ -80,25 +93,38 @@ ACTIVATIONS.builtin("gelu")(nn.GELU)
 
 @ACTIVATIONS.builtin("swiglu")
 class SwiGLU(nn.Module):
-    """The gated linear unit with Swish (SiLU) of Shazeer (2020), "GLU Variants Improve
-    Transformer", Eq. 6: ``FFN(x) = (Swish(x W) * (x V)) W2``. Here ``[x W, x V]`` is the output
-    of the FFN's input projection, split in halves: ``silu(a) * b``, (..., 2F) -> (..., F).
+    """The gated linear unit with Swish (SiLU) of Shazeer (2020), "GLU Variants Improve Transformer", Eq. 6.
+
+    ``FFN(x) = (Swish(x W) * (x V)) W2``. Here ``[x W, x V]`` is the output of the FFN's input projection, split in
+    halves: ``silu(a) * b``, (..., 2F) -> (..., F).
 
     The FFN then has three C x F matrices instead of two: 1.5x the parameters at the same
-    ``d_ff`` (Shazeer and LLaMA shrink it to 2/3). Unlike Shazeer we keep the projections' biases."""
+    ``d_ff`` (Shazeer and LLaMA shrink it to 2/3). Unlike Shazeer we keep the projections' biases.
+    """
 
     gated: ClassVar[bool] = True
 
     def forward(self, x: Tensor) -> Tensor:
+        """``silu(a) * b`` of the halves ``[a, b]`` of ``x`` (..., 2F): (..., F)."""
         a, b = x.chunk(2, dim=-1)
         return F.silu(a) * b
 
 
 class FeedForward(nn.Module):
-    """``Linear(C, d_ff) -> activation -> Linear(d_ff, C) -> dropout`` (Vaswani et al., 2017,
-    §3.3), applied to each position independently. With a gated activation (``swiglu``) the
-    input projection is ``Linear(C, 2 d_ff)``. (B, T, C) -> (B, T, C); ``d_ff`` is the hidden
-    width F (after the gate). Raises ``UnknownNameError`` for an unknown activation."""
+    """``Linear(C, d_ff) -> activation -> Linear(d_ff, C) -> dropout`` (Vaswani et al., 2017, §3.3).
+
+    Applied to each position independently: (B, T, C) -> (B, T, C).
+
+    Args:
+        d_model: The model width C.
+        d_ff: The hidden width F (after the gate).
+        activation: An ``ACTIVATIONS`` entry; with a gated one (``swiglu``) the input projection is
+            ``Linear(C, 2 d_ff)``.
+        dropout: Dropout probability on the output.
+
+    Raises:
+        UnknownNameError: For an unknown activation.
+    """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", dropout: float = 0.0) -> None:
         super().__init__()
@@ -110,13 +136,19 @@ class FeedForward(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x`` (B, T, C) through the network, each position on its own: (B, T, C)."""
         return self.drop(self.fc_out(self.act(self.fc_in(x))))  # hidden (B, T, d_ff) or (B, T, 2 d_ff)
 
 
 class Block(nn.Module):
-    """Base of the Transformer blocks: one attention and one feed-forward sub-layer, each with
-    its norm. ``final_norm`` says whether the model needs a norm after the last block.
-    ``forward(x, pos, key_padding_mask)``: (B, T, C) -> (B, T, C); the mask (B, T) hides padding keys."""
+    """Base of the Transformer blocks: one attention and one feed-forward sub-layer, each with its norm.
+
+    ``final_norm`` says whether the model needs a norm after the last block. ``forward(x, pos, key_padding_mask)``:
+    (B, T, C) -> (B, T, C); the mask (B, T) hides padding keys.
+
+    Args:
+        cfg: The model's config: the sizes, the norm, the attention's components, the activation, the dropout.
+    """
 
     final_norm: ClassVar[bool] = True
 
@@ -132,34 +164,45 @@ class Block(nn.Module):
 
 @BLOCKS.builtin("pre")
 class PreNormBlock(Block):
-    """Pre-LN (Xiong et al., ICML 2020; GPT-2): ``x + attn(norm1(x))``, ``x + ffn(norm2(x))``;
-    the residual stream is never normalised, so the model applies a final norm before the head."""
+    """Pre-LN (Xiong et al., ICML 2020; GPT-2): ``x + attn(norm1(x))``, ``x + ffn(norm2(x))``.
+
+    The residual stream is never normalised, so the model applies a final norm before the head.
+    """
 
     def forward(self, x: Tensor, pos: PositionalEncoding, key_padding_mask: Tensor | None = None) -> Tensor:
+        """``x`` (B, T, C) -> (B, T, C) with the shared encoding ``pos``; ``key_padding_mask`` (B, T) hides padding."""
         x = x + self.attn(self.norm1(x), pos, key_padding_mask=key_padding_mask)[0]  # (B, T, C)
         return x + self.ffn(self.norm2(x))
 
 
 @BLOCKS.builtin("post")
 class PostNormBlock(Block):
-    """Post-LN, as in Vaswani et al. (2017): ``norm1(x + attn(x))``, ``norm2(x + ffn(x))``;
-    the output is already normalised, so no final norm."""
+    """Post-LN, as in Vaswani et al. (2017): ``norm1(x + attn(x))``, ``norm2(x + ffn(x))``.
+
+    The output is already normalised, so no final norm.
+    """
 
     final_norm = False
 
     def forward(self, x: Tensor, pos: PositionalEncoding, key_padding_mask: Tensor | None = None) -> Tensor:
+        """``x`` (B, T, C) -> (B, T, C) with the shared encoding ``pos``; ``key_padding_mask`` (B, T) hides padding."""
         x = self.norm1(x + self.attn(x, pos, key_padding_mask=key_padding_mask)[0])  # (B, T, C)
         return self.norm2(x + self.ffn(x))
 
 
 class TransformerLM(nn.Module):
-    """Decoder-only causal language model: token embedding, positional hooks, ``n_layers``
-    blocks, optional final norm, and a linear head to the vocabulary (sharing the embedding's
-    weight when ``cfg.tie_embeddings``). No KV cache, no generation loop.
+    """Decoder-only causal language model; no KV cache, no generation loop.
+
+    Token embedding, positional hooks, ``n_layers`` blocks, optional final norm, and a linear head to the vocabulary
+    (sharing the embedding's weight when ``cfg.tie_embeddings``).
 
     Init: token embedding ~ N(0, 1/C), multiplied by sqrt(C) in ``forward`` (Vaswani et al., 2017,
     §3.4), so tokens enter at unit scale; every ``nn.Linear`` by ``INITS.get(cfg.init)``; norms
-    gain 1, bias 0; the learned position table by its encoding."""
+    gain 1, bias 0; the learned position table by its encoding.
+
+    Args:
+        cfg: The architecture: every size and the registry name of every component.
+    """
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
@@ -179,9 +222,18 @@ class TransformerLM(nn.Module):
             self.head.weight = self.tok_emb.weight
 
     def forward(self, idx: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        """Next-token logits (B, T, V) of token ids ``idx`` (B, T) in ``[0, V)``; ``key_padding_mask``
-        (B, T) bool, True at padding tokens, which no query attends to. A ``ValueError`` when ``idx``
-        is not 2-D or ``T`` exceeds the encoding's ``max_positions``."""
+        """Next-token logits (B, T, V) of token ids ``idx`` (B, T).
+
+        Args:
+            idx: (B, T) token ids in ``[0, V)``.
+            key_padding_mask: (B, T) bool, True at padding tokens, which no query attends to.
+
+        Returns:
+            The logits, (B, T, V).
+
+        Raises:
+            ValueError: When ``idx`` is not 2-D or ``T`` exceeds the encoding's ``max_positions``.
+        """
         if idx.dim() != 2:
             raise ValueError(f"idx must have shape (B, T), got {tuple(idx.shape)}")
         T = idx.size(1)
@@ -203,9 +255,11 @@ class TransformerLM(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def parameter_groups(self, weight_decay: float) -> list[dict[str, Any]]:
-        """Two AdamW parameter groups covering every parameter exactly once: ``weight_decay`` on
-        the weights of ``nn.Linear`` layers only, 0 on the rest (embeddings: tokens, learned
-        positions, and so a tied head; norms; biases)."""
+        """Two AdamW parameter groups covering every parameter exactly once.
+
+        ``weight_decay`` on the weights of ``nn.Linear`` layers only, 0 on the rest (embeddings: tokens, learned
+        positions, and so a tied head; norms; biases).
+        """
         decay_ids = {id(m.weight) for m in self.modules() if isinstance(m, nn.Linear)}
         decay_ids -= {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}  # a tied head
         params = list(self.parameters())  # shared parameters appear once
