@@ -1,6 +1,9 @@
-"""The ``ablate`` command line: a thin typer shell over plain functions, one module per command
-group (:mod:`harness.cli.inspect`, ``run``, ``compare``, ...), declared in :mod:`harness.cli.commands`
-and registered here in the order ``ablate --help`` lists them. Exit codes: docs/bad-inputs.md."""
+"""The ``ablate`` command line: a thin typer shell over plain functions, one module per command group.
+
+The modules are :mod:`harness.cli.inspect`, ``run``, ``compare``, ...; the commands are declared in
+:mod:`harness.cli.commands` and registered here in the order ``ablate --help`` lists them. Exit codes:
+docs/bad-inputs.md.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +22,11 @@ CLOSED_PIPE_EXIT = 141  # a closed output pipe (`ablate list | head -1`): 128 + 
 
 
 class _Commands(TyperGroup):
-    """The ``ablate`` command group: a closed stdout pipe, while a command parses, runs or flushes,
-    ends it quietly with :data:`CLOSED_PIPE_EXIT` (click exits 1), the rest of stdout to /dev/null."""
+    """The ``ablate`` command group: a closed stdout pipe ends a command quietly.
+
+    A pipe closed while a command parses, runs or flushes ends it with :data:`CLOSED_PIPE_EXIT` (click exits 1), the
+    rest of stdout to /dev/null.
+    """
 
     @staticmethod
     @contextmanager

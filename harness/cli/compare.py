@@ -1,5 +1,8 @@
-"""``ablate compare``: the comparison tables of a grid from the store (also printed by ``ablate run``); ``ablate
-plan``: the seeds each primary comparison needs, from a pilot's spread."""
+"""``ablate compare`` and ``ablate plan``: what the store says of a grid's comparisons.
+
+``ablate compare``: the comparison tables of a grid from the store (also printed by ``ablate run``); ``ablate plan``:
+the seeds each primary comparison needs, from a pilot's spread.
+"""
 
 from __future__ import annotations
 
@@ -63,8 +66,10 @@ def print_tables(
     found: StoreScan | None = None,
     brief: bool = False,
 ) -> None:
-    """Print the primary tables, or those of ``metric`` (``found``: a data file's runs); ``fmt="table"``
-    piped: every column as markdown, or with ``brief`` (``ablate run``) the summary's."""
+    """Print the primary tables, or those of ``metric`` (``found``: a data file's runs).
+
+    ``fmt="table"`` piped: every column as markdown, or with ``brief`` (``ablate run``) the summary's.
+    """
     store = tuned_profile(sel.profile) if tuned else sel.profile
     result = analyse(sel, results, store_profile=store if tuned else None, found=found)
 
@@ -160,10 +165,12 @@ def plan_seeds(
     fmt: str = "table",
     overrides: list[str] | tuple[str, ...] = (),
 ) -> SeedPlan:
-    """``ablate plan``: the seeds each primary comparison of ``profile`` (default: the declared
-    default) needs to detect its task's sesoi, from the spread of the ``pilot`` profile's runs
-    (default: the first pilot profile with runs; ``overrides``: those its runs were made with).
-    Prints the table and returns the :class:`harness.analysis.seed_planning.SeedPlan`."""
+    """``ablate plan``: the seeds each primary comparison needs to detect its task's sesoi, from a pilot's spread.
+
+    The comparisons are those of ``profile`` (default: the declared default); the spread is that of the ``pilot``
+    profile's runs (default: the first pilot profile with runs; ``overrides``: those its runs were made with). Prints
+    the table and returns the :class:`harness.analysis.seed_planning.SeedPlan`.
+    """
     abl = ablation_mod.load(name)
     prof_name, prof = abl.profile(profile)
     planning.check_levels(power, alpha)

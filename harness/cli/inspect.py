@@ -1,5 +1,7 @@
-"""``ablate list``, ``ablate show`` and ``ablate status``: what is declared, what a grid expands to,
-and how far its runs are; nothing here trains or analyses."""
+"""``ablate list``, ``ablate show`` and ``ablate status``; nothing here trains or analyses.
+
+They say what is declared, what a grid expands to, and how far its runs are.
+"""
 
 from __future__ import annotations
 
@@ -30,8 +32,10 @@ if TYPE_CHECKING:
 
 
 def list_all(components: bool = False) -> None:
-    """Ablations, tasks, loaded plugins, then the component families a plugin adds to (every family
-    with ``components``), a plugin's entries marked. Without either, torch is never imported."""
+    """Ablations, tasks, loaded plugins, then the component families a plugin adds to, a plugin's entries marked.
+
+    With ``components``, every family. Without either, torch is never imported.
+    """
     say = output.console.print
     for name, path in ablation_mod.available().items():
         abl = ablation_mod.load(str(path))
@@ -121,9 +125,12 @@ def _design(seq: Sequential | Design) -> str:
 
 
 def _too_few_seeds(abl: Ablation, sel: Selection, alpha: float = 0.05) -> str | None:
-    """A line when a fixed confirmatory profile lists fewer seeds than the exact sign-flip test
-    needs to reject at its first Holm step (alpha / the primary comparisons): then no comparison can
-    read better or worse, whatever the data (docs/statistics.md). ``alpha``: the analysis' own default."""
+    """A line when a fixed confirmatory profile lists too few seeds for any verdict.
+
+    That is, fewer seeds than the exact sign-flip test needs to reject at its first Holm step (alpha / the primary
+    comparisons): then no comparison can read better or worse, whatever the data (docs/statistics.md). ``alpha``: the
+    analysis' own default.
+    """
     prof = sel.settings
     if not prof.confirmatory or prof.sequential is not None:
         return None
@@ -145,8 +152,11 @@ def _too_few_seeds(abl: Ablation, sel: Selection, alpha: float = 0.05) -> str | 
 
 
 def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
-    """Per task and variant, the runs of each status; then the runs in progress or interrupted, those
-    with suspect numbers, and every store file that is not a readable run (with its path)."""
+    """Per task and variant, the runs of each status; then the runs that need a look.
+
+    Those are the runs in progress or interrupted, those with suspect numbers, and every store file that is not a
+    readable run (with its path).
+    """
     sel = output.selection(ablation_mod.load(name), profile, overrides, results, typed=name)
     output.check_results_readable(results)
     if sequential := sel.settings.sequential is not None:

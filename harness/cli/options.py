@@ -14,8 +14,11 @@ from harness.bounds import INT_MAX
 
 
 def given(flag: str, fix: str, convert: Callable[[str], Any] = Path) -> Callable[[Any], Any]:
-    """The parser of a path option ``flag``: an empty or blank value (an unset shell variable) is
-    refused with ``fix``, never read as ``Path("")``, the current folder; so is an unreadable path."""
+    """The parser of a path option ``flag``.
+
+    An empty or blank value (an unset shell variable) is refused with ``fix``, never read as ``Path("")``, the current
+    folder; so is an unreadable path.
+    """
 
     def parse(value: Any) -> Any:
         if not isinstance(value, str):  # the option's default
@@ -122,9 +125,10 @@ INTERRUPTED_REPORT = (
 
 
 def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "interrupted", **kwargs) -> None:
-    """Run ``fn``, exiting with the int it returns; bad input exits 2 with one line, Ctrl-C 130 with
-    ``on_interrupt``. ``plugins``: the ``--plugin`` values to load, with the installed ones, first
-    (None: load none)."""
+    """Run ``fn``, exiting with the int it returns; bad input exits 2 with one line, Ctrl-C 130 with ``on_interrupt``.
+
+    ``plugins``: the ``--plugin`` values to load, with the installed ones, first (None: load none).
+    """
     from harness.errors import AblateError
 
     try:
@@ -144,9 +148,12 @@ def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "inte
 
 
 def wandb_mode(mode: WandbMode, logs: bool = True, offline: bool = True) -> str:
-    """``--wandb``: ``auto`` is ``off`` for a command that logs no W&B run (``logs`` False), else
-    online when W&B would find credentials, else offline (``offline`` False: off, for a command that
-    reads the store and must write nothing into it unless asked: ``ablate report``)."""
+    """The mode ``--wandb`` gives, ``auto`` resolved.
+
+    ``auto`` is ``off`` for a command that logs no W&B run (``logs`` False), else online when W&B would find
+    credentials, else offline (``offline`` False: off, for a command that reads the store and must write nothing into
+    it unless asked: ``ablate report``).
+    """
     if mode is not WandbMode.auto:
         return mode.value
     if not logs:

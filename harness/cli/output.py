@@ -1,6 +1,8 @@
-"""What the command modules share: the console (``output.console``, looked up at call time, so that
-a test can replace it once for every command), the command's :class:`Selection`, and the checks of
-the paths it is given, made before anything is read or written."""
+"""What the command modules share: the console, the command's :class:`Selection`, and the checks of its paths.
+
+The console (``output.console``) is looked up at call time, so that a test can replace it once for every command; the
+paths a command is given are checked before anything is read or written.
+"""
 
 from __future__ import annotations
 
@@ -25,8 +27,10 @@ from harness.tune.studies import tuned_profile
 
 
 class _Console(Console):
-    """Rich's console, but a closed stdout pipe is left to ``harness.cli.app`` (exit 141, not rich's 1);
-    a display thread (``ablate run``'s progress) stops without a word."""
+    """Rich's console, but a closed stdout pipe is left to ``harness.cli.app`` (exit 141, not rich's 1).
+
+    A display thread (``ablate run``'s progress) stops without a word.
+    """
 
     def on_broken_pipe(self) -> None:
         if threading.current_thread() is threading.main_thread():
@@ -34,10 +38,11 @@ class _Console(Console):
 
 
 def replace_unencodable(*streams: Any) -> None:
-    """Let ``streams`` (stdout, stderr) whose encoding is not UTF-8 (a Latin-1 or C locale) write
-    ``?`` for a character they cannot encode (``Δ``, ``—``) instead of raising UnicodeEncodeError,
-    which crashed ``ablate run`` after its grid had trained; files are written in UTF-8 whatever
-    the locale."""
+    """Let ``streams`` (stdout, stderr) whose encoding is not UTF-8 write ``?`` for a character they cannot encode.
+
+    Such a stream (a Latin-1 or C locale) writes ``?`` for ``Δ``, ``—`` instead of raising UnicodeEncodeError, which
+    crashed ``ablate run`` after its grid had trained; files are written in UTF-8 whatever the locale.
+    """
     for stream in streams:
         encoding = getattr(stream, "encoding", None) or "utf-8"
         if codecs.lookup(encoding).name != "utf-8" and hasattr(stream, "reconfigure"):
@@ -56,8 +61,10 @@ def data_dir() -> Path | None:
 
 
 def check_results_dir(results: Path, create: bool = True) -> None:
-    """For the commands that write the store: a results path that is a file, cannot be created or
-    written. ``create=False``: only refuse a file (a command that may still refuse checks again)."""
+    """For the commands that write the store: a results path that is a file, cannot be created or written.
+
+    ``create=False``: only refuse a file (a command that may still refuse checks again).
+    """
     if results.exists() and not results.is_dir():
         raise AblateError(f"--results-dir {results} exists and is not a folder; pass a folder path")
     if not create:
@@ -89,8 +96,7 @@ def check_wandb(mode: str) -> None:
 
 
 def check_results_readable(results: Path) -> None:
-    """For the commands that read the store: a results path that is a file, lies under a file or
-    cannot be read."""
+    """For the commands that read the store: a results path that is a file, lies under a file or cannot be read."""
     if results.exists() and not results.is_dir():
         raise AblateError(f"--results-dir {results} is not a folder; pass the folder `ablate run` wrote to")
     above = next((p for p in results.parents if p.exists()), None)  # the nearest path above that exists
@@ -115,10 +121,12 @@ def selection(
     check_data: bool = False,
     will_run: Callable[[RunSpec], bool] | None = None,
 ) -> Selection:
-    """The :class:`Selection` a command works on (:func:`harness.experiment.selection.select`), with
-    what it was given for its hints (``typed``: the ablation as named). A read-only command
-    (``check_data`` False) needs no data and builds no model (run ids depend only on configs; a
-    variant ``ablate run`` would refuse has no runs to read), unless ``will_run`` says otherwise."""
+    """The :class:`Selection` a command works on (:func:`harness.experiment.selection.select`).
+
+    It holds what the command was given for its hints (``typed``: the ablation as named). A read-only command
+    (``check_data`` False) needs no data and builds no model (run ids depend only on configs; a variant ``ablate run``
+    would refuse has no runs to read), unless ``will_run`` says otherwise.
+    """
     return select(
         abl,
         profile,
@@ -135,9 +143,11 @@ def selection(
 def check_store_exists(
     sel: Selection, tuned: bool = False, *, flag: str = "--profile", data_file: Path | None = None
 ) -> None:
-    """The profile's folder must exist; else name the ``ablate run`` that fills it, the profiles the
-    store holds (untuned only; ``flag`` names one: ``--profile``, or ``plan``'s ``--from``) and
-    ``data_file``, the report's data file to read instead (without overrides)."""
+    """The profile's folder must exist; else name the ``ablate run`` that fills it and what to read instead.
+
+    That is, the profiles the store holds (untuned only; ``flag`` names one: ``--profile``, or ``plan``'s ``--from``)
+    and ``data_file``, the report's data file to read instead (without overrides).
+    """
     results, name, profile = sel.results, sel.name, sel.profile
     folders = [results / name / tuned_profile(profile)] + ([] if tuned else [results / name / profile])
     folder = folders[-1]

@@ -1,8 +1,10 @@
-"""``ablate report``: one ablation's markdown report (and its W&B summary run), or with ``--all``
-every registered ablation's reports and their index (docs/reports.md). The one place that computes
-what a report shows, from the store or a data file (``--from``); :mod:`harness.report` renders it.
-``ablate restore``: a run store rebuilt from reports' data files (:mod:`harness.store.archive`), so
-that a clone can regenerate every report and finish or extend a grid."""
+"""``ablate report`` and ``ablate restore``: reports from the store or a data file, and a store from data files.
+
+``ablate report``: one ablation's markdown report (and its W&B summary run), or with ``--all`` every registered
+ablation's reports and their index (docs/reports.md). The one place that computes what a report shows, from the store
+or a data file (``--from``); :mod:`harness.report` renders it. ``ablate restore``: a run store rebuilt from reports'
+data files (:mod:`harness.store.archive`), so that a clone can regenerate every report and finish or extend a grid.
+"""
 
 from __future__ import annotations
 
@@ -57,9 +59,11 @@ def report(
     wandb: str = "off",
     source: Path | None = None,
 ) -> Path:
-    """Write the markdown report and its figures; returns its path. ``wandb``: also log the W&B summary
-    run (a failure is a warning). ``source``: a data file read instead of the store (no data file nor
-    W&B run written; the studies' figures copied from the report folder the file lies in)."""
+    """Write the markdown report and its figures; returns its path.
+
+    ``wandb``: also log the W&B summary run (a failure is a warning). ``source``: a data file read instead of the store
+    (no data file nor W&B run written; the studies' figures copied from the report folder the file lies in).
+    """
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     if source is not None and wandb != "off":
@@ -103,9 +107,11 @@ def report(
 
 
 def check_not_all_in_flight(sel: Selection) -> None:
-    """Raise AblateError when the store holds no finished run of the selection (nor of its tuned
-    profile) but runs in flight: a report of them would be empty, and its data file one that
-    ``restore`` refuses."""
+    """Raise AblateError when the store holds runs in flight but no finished run of the selection.
+
+    Nor a finished run of its tuned profile: a report of them would be empty, and its data file one that ``restore``
+    refuses.
+    """
     results, name, profile = sel.results, sel.name, sel.profile
     if scan(results, name, profile).records or scan(results, name, tuned_profile(profile)).records:
         return
@@ -125,9 +131,11 @@ def check_not_all_in_flight(sel: Selection) -> None:
 def write_report(
     sel: Selection, results: Path, out: Path, guards: Guards, storage: str | None = None, data: DataFile | None = None
 ) -> tuple[Path, Analysis, TuningInputs]:
-    """Analyse the selection's runs (the store's, or the data file ``data``'s) and write their report;
-    from the store, also its data file ``out/data/NAME[.PROFILE].tar.gz`` and the controls' file beside
-    it. Returns the report's path, its analysis and its Tuning section's inputs."""
+    """Analyse the selection's runs (the store's, or the data file ``data``'s) and write their report.
+
+    From the store, also its data file ``out/data/NAME[.PROFILE].tar.gz`` and the controls' file beside it. Returns the
+    report's path, its analysis and its Tuning section's inputs.
+    """
     abl, profile = sel.ablation, sel.profile
     guards = {cid: g for cid, g in guards.items() if cid in abl.claims}
     if data is None:
@@ -152,9 +160,11 @@ def write_report(
 def log_summary(
     analysis: Analysis, guards: Guards, figures: list[Path], mode: str, overrides: Sequence[str] = ()
 ) -> Path:
-    """The W&B summary run of a report: its comparison tables, figures, and claims' verdicts and evidence;
-    for runs made with ``overrides``, in a folder of their own (as their report's file), so that it
-    never replaces the declared grid's summary run."""
+    """The W&B summary run of a report: its comparison tables, figures, and claims' verdicts and evidence.
+
+    For runs made with ``overrides``, it is in a folder of their own (as their report's file), so that it never
+    replaces the declared grid's summary run.
+    """
     abl = analysis.ablation
     profiles = {r.profile for r in analysis.scan.records}  # the store's: cpu+tuned for ablate run --tuned
     profile = profiles.pop() if len(profiles) == 1 else analysis.profile
@@ -207,8 +217,10 @@ def report_all(
     source: Path | None = None,
     wandb: str = "off",
 ) -> Path:
-    """``ablate report --all``: every registered ablation's report per profile with runs of its declared
-    grid, the positive controls' page and their index ``out/README.md``; returns the index's path."""
+    """``ablate report --all``: every registered ablation's reports, the positive controls' page and their index.
+
+    A report per profile with runs of its declared grid; the index is ``out/README.md``; returns the index's path.
+    """
     if name is not None:
         raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
     if profile is not None:

@@ -1,5 +1,7 @@
-"""``ablate restore``: a report's data files back into the run store, checked before anything is
-written (harness.store.archive), one line a file, then what to run next."""
+"""``ablate restore``: a report's data files back into the run store, one line a file, then what to run next.
+
+The files are checked before anything is written (harness.store.archive).
+"""
 
 from __future__ import annotations
 
@@ -21,9 +23,13 @@ from harness.store import archive
 
 
 def restore(files: list[Path], results: Path) -> int:
-    """Check every data file, then restore each into ``results``, one line each, then what to run
-    next. Returns 1 when a run already in the store differs from the file's (kept), else 0. Raises
-    AblateError: no file, a refused file (nothing written), a store that cannot be written."""
+    """Check every data file, then restore each into ``results``, one line each, then what to run next.
+
+    Returns 1 when a run already in the store differs from the file's (kept), else 0.
+
+    Raises:
+        AblateError: no file, a refused file (nothing written), a store that cannot be written.
+    """
     if not files:
         raise AblateError("name the data files to restore, e.g. `ablate restore reports/data`")
     output.check_results_readable(results)

@@ -1,8 +1,10 @@
-"""The commands that train: ``ablate run`` (every unfinished run of a grid, with one progress line per
-finished run and the progress of the runs in flight, :class:`GridProgress`, then the comparison, whose
-statistics, scipy, statsmodels and pandas, are imported only then: a process pool's parent never needs
-them before), ``ablate reproduce`` (the positive controls, published results reproduced at this scale)
-and ``ablate tune`` (one Optuna study per (task, variant) topped up, then a summary)."""
+"""The commands that train: ``ablate run``, ``ablate reproduce`` and ``ablate tune``.
+
+``ablate run``: every unfinished run of a grid, with one progress line per finished run and the progress of the runs
+in flight, :class:`GridProgress`, then the comparison, whose statistics, scipy, statsmodels and pandas, are imported
+only then: a process pool's parent never needs them before. ``ablate reproduce``: the positive controls, published
+results reproduced at this scale. ``ablate tune``: one Optuna study per (task, variant) topped up, then a summary.
+"""
 
 from __future__ import annotations
 
@@ -53,10 +55,20 @@ def describe(label: str, progress: RunProgress) -> str:
 
 
 class GridProgress:
-    """The live progress of ``specs`` on ``console``, a context manager; :meth:`finished` per run. The
-    first ``4 x workers`` (at least 16) unfinished runs are polled from their ``progress.json``
-    (:mod:`harness.training.progress`): those an executor starts first. In a terminal, rich's live
-    display; piped, a plain line every ``PLAIN_EVERY_S`` seconds."""
+    """The live progress of ``specs`` on ``console``, a context manager; :meth:`finished` per run.
+
+    The first ``4 x workers`` (at least 16) unfinished runs are polled from their ``progress.json``
+    (:mod:`harness.training.progress`): those an executor starts first. In a terminal, rich's live display; piped, a
+    plain line every ``PLAIN_EVERY_S`` seconds.
+
+    Args:
+        console: where the progress is shown.
+        specs: the runs to watch (their ``run_id``, task, variant and seed), in the order an executor starts them.
+        results: the run store their folders lie in.
+        workers: the runs at once; sets how many runs are polled.
+        poll_s: seconds between two polls (default :data:`POLL_S`).
+        plain_every_s: seconds between two plain lines when not in a terminal (default :data:`PLAIN_EVERY_S`).
+    """
 
     def __init__(
         self,
@@ -104,12 +116,14 @@ class GridProgress:
             self._live.__exit__(*exc)
 
     def finished(self, run_id: str) -> None:
+        """Count the run ``run_id`` as done: it is polled no more and, in a terminal, the bar advances."""
         with self._lock:
             self._pending.pop(run_id, None)
         if self._bar is not None:
             self._bar.advance(self._bar.task_ids[0])
 
     def poll(self) -> list[str]:
+        """The lines of the polled runs with a fresh ``progress.json``, read now; kept as :attr:`lines`."""
         with self._lock:
             window = list(self._pending.values())[: self._window]
         found = ((label, read_progress(folder, stale_s=STALE_S)) for label, folder in window)
@@ -143,9 +157,12 @@ def run(
     storage: str | None = None,
     launch: Launch | None = None,
 ) -> int:
-    """Run every unfinished run of the grid; print progress and the comparison. Returns 1 when some
-    runs failed, else 0. ``tuned``: at each study's best parameters, stored under ``<profile>+tuned``
-    (:mod:`harness.tune.studies`); a sequential profile runs its next look (:mod:`harness.analysis.looks`)."""
+    """Run every unfinished run of the grid; print progress and the comparison.
+
+    Returns 1 when some runs failed, else 0. ``tuned``: at each study's best parameters, stored under
+    ``<profile>+tuned`` (:mod:`harness.tune.studies`); a sequential profile runs its next look
+    (:mod:`harness.analysis.looks`).
+    """
     abl = ablation_mod.load(name)
 
     def will_run(spec: RunSpec) -> bool:  # an ok record never runs again (--retry takes failures only)
@@ -237,10 +254,15 @@ def reproduce(
     wandb: str = "off",
     launch: Launch | None = None,
 ) -> int:
-    """List the grids the entries (or the one named ``rid``) read with the runs missing from
-    ``results``, run those as ``ablate run`` does (``dry_run``: list only), print each entry's outcome.
-    Returns 1 when some run failed, else 0 (a failed reproduction is a finding, not an error). Bad
-    input (docs/bad-inputs.md) raises AblateError before any grid is read."""
+    """Run the grids the reproductions read, as ``ablate run`` does, and print each entry's outcome.
+
+    List the grids the entries (or the one named ``rid``) read with the runs missing from ``results``, run those as
+    ``ablate run`` does (``dry_run``: list only), print each entry's outcome. Returns 1 when some run failed, else 0 (a
+    failed reproduction is a finding, not an error).
+
+    Raises:
+        AblateError: bad input (docs/bad-inputs.md), before any grid is read.
+    """
     from harness.analysis import guards  # the statistics (scipy): the summary of each entry
     from harness.report.guards import summary_lines
 
@@ -279,8 +301,10 @@ def tune(
     threads: int = 1,
     heartbeat: int | None = None,
 ) -> int:
-    """Top up one Optuna study per (task, variant) to ``trials`` finished trials, then print a
-    summary. Returns 1 when some study has no complete trial (its line says why), else 0."""
+    """Top up one Optuna study per (task, variant) to ``trials`` finished trials, then print a summary.
+
+    Returns 1 when some study has no complete trial (its line says why), else 0.
+    """
     import torch
 
     check_threads(threads)

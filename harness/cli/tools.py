@@ -1,6 +1,8 @@
-"""``ablate check NAME ...``, the contract suite (:mod:`harness.contracts`) on registered components and
-tasks, as a table or JSON (every name resolved before any check runs; ``refused`` is a declared limit,
-not a failure), and ``ablate bench attention``: the commands outside the run store."""
+"""``ablate check NAME ...`` and ``ablate bench attention``: the commands outside the run store.
+
+``ablate check`` runs the contract suite (:mod:`harness.contracts`) on registered components and tasks, as a table or
+JSON (every name resolved before any check runs; ``refused`` is a declared limit, not a failure).
+"""
 
 from __future__ import annotations
 
@@ -35,9 +37,13 @@ DEFAULT_LENGTHS = {"cpu": [2**i for i in range(7, 13)], "cuda": [2**i for i in r
 
 
 def check(names: list[str], fmt: str = "table", every: bool = False, seed: int = 0, threads: int = 1) -> int:
-    """Check every component or task ``names`` names (or every registered one, ``every``); returns 1
-    if a contract failed, else 0. Raises AblateError: no name and no ``--all``, both, or a name that
-    names nothing."""
+    """Check every component or task ``names`` names (or every registered one, ``every``).
+
+    Returns 1 if a contract failed, else 0.
+
+    Raises:
+        AblateError: no name and no ``--all``, both, or a name that names nothing.
+    """
     if every and names:
         raise AblateError(f"--all checks every registered component and task; drop {' '.join(names)} (or --all)")
     if not every and not names:
@@ -116,9 +122,14 @@ def attention(
     threads: int | None = None,
     out: Path = Path("results/bench"),
 ) -> Path:
-    """Bench every kernel x length (:func:`harness.bench.attention.bench`), write and return
-    ``out/attention-DEVICE-DTYPE.json`` and print the table. Raises AblateError before the bench
-    runs: an unknown device, dtype or kernel, no CUDA, bad lengths or shape, an ``out`` under a file."""
+    """Bench every kernel x length (:func:`harness.bench.attention.bench`) and print the table.
+
+    Writes and returns ``out/attention-DEVICE-DTYPE.json``.
+
+    Raises:
+        AblateError: before the bench runs: an unknown device, dtype or kernel, no CUDA, bad lengths or shape, an
+            ``out`` under a file.
+    """
     device = ("cuda" if torch.cuda.is_available() else "cpu") if device is None else device
     if device not in DEFAULT_LENGTHS:
         raise AblateError(f"--device {device!r}: use cpu or cuda")

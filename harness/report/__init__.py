@@ -1,2 +1,4 @@
-"""Everything rendered from an analysis: the markdown report and its sections, tables, figures,
-the reports index (computed by :mod:`harness.cli.report`)."""
+"""Everything rendered from an analysis, which :mod:`harness.cli.report` computes.
+
+That is the markdown report and its sections, tables, figures, the reports index.
+"""

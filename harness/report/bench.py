@@ -1,7 +1,8 @@
-"""The "Speed and memory" section of attention-kernel reports, from the JSON files ``ablate bench
-attention`` writes (:mod:`harness.bench.attention`), and the table that command prints. No torch import.
-Memory ratios use the memory *added* by forward + backward: on CPU the process peak also holds the
-interpreter and torch (about 150-300 MiB) whatever the kernel.
+"""The "Speed and memory" section of attention-kernel reports, and the table ``ablate bench attention`` prints.
+
+The section is made from the JSON files ``ablate bench attention`` writes (:mod:`harness.bench.attention`). No torch
+import. Memory ratios use the memory *added* by forward + backward: on CPU the process peak also holds the interpreter
+and torch (about 150-300 MiB) whatever the kernel.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ MIN_ADDED_MIB = 1.0  # no memory ratio to a baseline that added less (a few page
 
 
 def files(abl: Any, folder: Path) -> list[Path]:
-    """The bench files of ``folder`` that ``abl``'s report shows (attention_kernel's, an ``attention.kernel``
-    axis's)."""
+    """The bench files of ``folder`` that ``abl``'s report shows.
+
+    Those are the files of attention_kernel's report, or of one with an ``attention.kernel`` axis.
+    """
     shown = abl.name == "attention_kernel" or "attention.kernel" in abl.axes
     return sorted(Path(folder).glob("attention-*.json")) if shown else []
 

@@ -1,7 +1,9 @@
-"""The tables of docs/claims-audit.md from ``harness/experiment/claims.yaml``: per claim, the write-up's
-words and setting, what ran and how faithfully it tests them (:meth:`Claim.fidelity`); per part of a
-claim's wording, the comparisons that test it or why none here does. ``python -m harness.report.claims_audit``
-rewrites them; a test checks the page against them."""
+"""The tables of docs/claims-audit.md from ``harness/experiment/claims.yaml``.
+
+Per claim, the write-up's words and setting, what ran and how faithfully it tests them (:meth:`Claim.fidelity`); per
+part of a claim's wording, the comparisons that test it or why none here does. ``python -m
+harness.report.claims_audit`` rewrites them; a test checks the page against them.
+"""
 
 from __future__ import annotations
 
@@ -58,8 +60,11 @@ def _setting(claim: Claim) -> str:
 
 
 def _ran(claim: Claim, abl: Ablation) -> str:
-    """The profiles with runs in the committed data files (reports/data) whose grid holds one of the
-    claim's comparisons, at their settings (a pilot marked as such)."""
+    """The profiles with runs in the committed data files (reports/data) that test the claim.
+
+    Those are the profiles whose grid holds one of the claim's comparisons, each at its settings (a pilot marked as
+    such).
+    """
     out = []
     for name, prof in abl.profiles.items():
         view = abl.for_profile(name)

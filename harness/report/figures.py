@@ -1,7 +1,8 @@
-"""PNG figures for reports: each a :class:`matplotlib.figure.Figure` of its own on an Agg canvas,
-never through ``pyplot``, so that whatever backend ``MPLBACKEND`` names (a notebook's
-``module://matplotlib_inline.backend_inline``) a report draws the same figures. A figure's folder is
-created when its PNG is saved: a report that fails before any figure leaves no empty ``figures/``.
+"""PNG figures for reports: each a :class:`matplotlib.figure.Figure` of its own on an Agg canvas.
+
+They are never drawn through ``pyplot``, so that whatever backend ``MPLBACKEND`` names (a notebook's
+``module://matplotlib_inline.backend_inline``) a report draws the same figures. A figure's folder is created when its
+PNG is saved: a report that fails before any figure leaves no empty ``figures/``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ from harness.store.runs import write_atomic
 
 
 def import_matplotlib() -> Any:
-    """``matplotlib``, imported with ``MPLBACKEND`` set aside (matplotlib raises ``ValueError`` on
-    import for a backend module that is not installed, as a notebook's outside Jupyter)."""
+    """``matplotlib``, imported with ``MPLBACKEND`` set aside.
+
+    Matplotlib raises ``ValueError`` on import for a backend module that is not installed, as a notebook's outside
+    Jupyter.
+    """
     if "matplotlib" in sys.modules:
         return sys.modules["matplotlib"]
     named = os.environ.pop("MPLBACKEND", None)
@@ -70,8 +74,11 @@ def _short(key: str, value: str) -> str:
 
 
 def short_labels(labels: list[str]) -> tuple[list[str], str]:
-    """Short names for variants labelled ``key=value,...``: the axes that differ (``post · 6L · wu 0``), and a
-    caption saying what each short form stands for and what every variant shares (``""``: not shortened)."""
+    """Short names for variants labelled ``key=value,...``, and a caption.
+
+    The short names give the axes that differ (``post · 6L · wu 0``); the caption says what each short form stands for
+    and what every variant shares (``""``: not shortened).
+    """
     parsed = [dict(part.split("=", 1) for part in label.split(",")) if "=" in label else None for label in labels]
     if not labels or any(p is None for p in parsed) or len({tuple(p) for p in parsed}) != 1:
         return list(labels), ""
@@ -156,9 +163,11 @@ def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title:
 
 
 def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: str, path: Path) -> Path:
-    """Mean rank of each variant (1 = best, :func:`harness.analysis.paired.friedman`) with a bar of
-    ±CD/2 (the Nemenyi critical difference), best at the top (after Demsar, JMLR 2006, Fig. 1): two
-    variants differ at level ``alpha`` exactly when their bars do not overlap."""
+    """Mean rank of each variant (1 = best, :func:`harness.analysis.paired.friedman`) with a bar of ±CD/2.
+
+    CD is the Nemenyi critical difference; best at the top (after Demsar, JMLR 2006, Fig. 1): two variants differ at
+    level ``alpha`` exactly when their bars do not overlap.
+    """
     order = mean_ranks.sort_values(ascending=False)  # best last: drawn at the top
     names, caption = short_labels([str(v) for v in order.index])
     ax = new_figure(6.4, 2.4 + 0.35 * len(order), layout="constrained").add_subplot()
@@ -187,8 +196,10 @@ def _finish(ax, xlabel: str, ylabel: str, title: str, path: Path, caption: str =
 
 
 def save_png(fig: Any, path: Path, **kwargs: Any) -> Path:
-    """Render ``fig`` as PNG (``kwargs`` to ``savefig``), then write it atomically: a failed render
-    leaves no file or folder, a failed write (a full disk) the previous figure whole."""
+    """Render ``fig`` as PNG (``kwargs`` to ``savefig``), then write it atomically.
+
+    A failed render leaves no file or folder, a failed write (a full disk) the previous figure whole.
+    """
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", **kwargs)
     write_atomic(Path(path), buffer.getvalue())

@@ -1,6 +1,8 @@
-"""The controls in the reports, as :mod:`harness.analysis.guards` evaluates them: the positive
-controls' page (``reports/reproductions.md``), what ``ablate reproduce`` prints, and the controls'
-file beside a data file, which ``--from`` reads for the same verdicts (docs/reports.md, "Controls")."""
+"""The controls in the reports, as :mod:`harness.analysis.guards` evaluates them.
+
+That is the positive controls' page (``reports/reproductions.md``), what ``ablate reproduce`` prints, and the
+controls' file beside a data file, which ``--from`` reads for the same verdicts (docs/reports.md, "Controls").
+"""
 
 from __future__ import annotations
 
@@ -29,7 +31,10 @@ def read_sidecar(
     path: Path, model: type[M], data_file: Path, what: str, ablation: str, profile: str, fix: str
 ) -> M | None:
     """A JSON file of one report's ablation and profile validated as ``model``; None when there is none.
-    AblateError: not JSON of this model (naming it as ``what``, with ``fix``), or of another ablation or profile."""
+
+    Raises:
+        AblateError: not JSON of this model (naming it as ``what``, with ``fix``), or of another ablation or profile.
+    """
     if not path.is_file():
         return None
     try:

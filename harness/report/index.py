@@ -1,5 +1,6 @@
-"""The reports' index, ``README.md`` beside the reports ``ablate report --all`` writes: one row per
-registered ablation, every cell computed from the store and the declarations (docs/reports.md).
+"""The reports' index, ``README.md`` beside the reports ``ablate report --all`` writes.
+
+It has one row per registered ablation, every cell computed from the store and the declarations (docs/reports.md).
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ class Reported:
 
 @dataclass
 class Entry:
+    """One row of the index: a registered ablation, the reports written of it and the cells they give.
+
+    ``name``, ``question`` (shortened) and ``claims`` come from the declaration; one that does not load gives
+    ``question`` "–" and a note saying why. ``seeds``: :func:`seeds_cell` of the latest report, "–" without one.
+    """
+
     name: str
     question: str
     claims: list[str] = field(default_factory=list)
@@ -49,8 +56,10 @@ class Entry:
 
 
 def seeds_cell(result: Analysis) -> str:
-    """``k/n``: the seeds whose planned runs are all in the store, of the ``n`` declared (the index's header says
-    more)."""
+    """``k/n``: the seeds whose planned runs are all in the store, of the ``n`` declared.
+
+    The index's legend says more.
+    """
     d = result.seeds_done()
     if (st := result.stopped_early(d)) is not None:
         return f"{st.seeds_used}/{d.declared} (design finished at look {st.reached} of {len(st.design.looks)})"

@@ -1,8 +1,10 @@
-"""A markdown report: question, claims with verdicts, setup, comparison tables, figures, failures,
-and the commands that reproduce it, rendered from what :mod:`harness.cli.report` computed. Across all
-variants (:func:`across_variants`): a Friedman test with Nemenyi mean ranks (Demsar, "Statistical comparisons
-of classifiers over multiple data sets", JMLR 2006: blocks = the seeds that have every variant, treatments =
-variants; docs/statistics.md)."""
+"""A markdown report, rendered from what :mod:`harness.cli.report` computed.
+
+It holds the question, claims with verdicts, setup, comparison tables, figures, failures, and the commands that
+reproduce it. Across all variants (:func:`across_variants`): a Friedman test with Nemenyi mean ranks (Demsar,
+"Statistical comparisons of classifiers over multiple data sets", JMLR 2006: blocks = the seeds that have every
+variant, treatments = variants; docs/statistics.md).
+"""
 
 from __future__ import annotations
 
@@ -35,8 +37,10 @@ from harness.tune.studies import tuned_profile
 
 
 def overrides_tag(overrides: Sequence[str]) -> str:
-    """``with-`` and 8 hex digits of the SHA-256 of the parsed key=value ``overrides`` (in key order:
-    ``a=1 b=2`` and ``b=2 a=1`` select the same runs); ``""`` for none."""
+    """``with-`` and 8 hex digits of the SHA-256 of the parsed key=value ``overrides``; ``""`` for none.
+
+    The overrides are taken in key order: ``a=1 b=2`` and ``b=2 a=1`` select the same runs.
+    """
     if not overrides:
         return ""
     parsed = json.dumps(sorted(parse_overrides(overrides).items()), default=str)
@@ -44,9 +48,11 @@ def overrides_tag(overrides: Sequence[str]) -> str:
 
 
 def report_path(abl: Ablation, profile: str, out: Path, overrides: Sequence[str] = ()) -> Path:
-    """``out/NAME.md`` for the ablation's default profile, ``out/NAME.PROFILE.md`` otherwise; for runs
-    made with key=value ``overrides``, ``.`` and their :func:`overrides_tag` before ``.md``, so that such
-    a report never replaces the declared grid's (the overrides are in its first line)."""
+    """``out/NAME.md`` for the ablation's default profile, ``out/NAME.PROFILE.md`` otherwise.
+
+    For runs made with key=value ``overrides``, ``.`` and their :func:`overrides_tag` come before ``.md``, so that such
+    a report never replaces the declared grid's (the overrides are in its first line).
+    """
     suffix = "" if profile == abl.default_profile else f".{profile}"
     tag = overrides_tag(overrides)
     return Path(out) / f"{abl.name}{suffix}{'.' + tag if tag else ''}.md"
@@ -55,8 +61,10 @@ def report_path(abl: Ablation, profile: str, out: Path, overrides: Sequence[str]
 def write_markdown(
     sel: Selection, result: Analysis, out: Path, tuning: TuningInputs, guards: Guards, bench: Path
 ) -> Path:
-    """Write the report of ``result`` and its PNG figures under ``out``; returns its path. ``guards``:
-    the claims' controls (a verdict waits for them to pass); ``bench``: the Speed section's folder."""
+    """Write the report of ``result`` and its PNG figures under ``out``; returns its path.
+
+    ``guards``: the claims' controls (a verdict waits for them to pass); ``bench``: the Speed section's folder.
+    """
     abl, profile = sel.ablation, sel.profile
     path = report_path(abl, profile, out, sel.overrides)
     fig_dir = Path(out) / "figures"  # created by the first figure saved: none, no folder
@@ -168,8 +176,13 @@ MIN_VARIANTS = 3  # with 2 variants the pairwise table already is the whole comp
 
 
 def seed_table(rows: pd.DataFrame, metric: str, variants: list[str]) -> pd.DataFrame:
-    """(seeds, variants) values of one metric from one task's tidy ``rows``: index seed (ascending),
-    columns ``variants`` in order, NaN where a variant has no value (ValueError: two for one seed)."""
+    """(seeds, variants) values of one metric from one task's tidy ``rows``.
+
+    Index seed (ascending), columns ``variants`` in order, NaN where a variant has no value.
+
+    Raises:
+        ValueError: two values for one seed.
+    """
     sub = rows[rows["metric"] == metric]
     wide = sub.pivot(index="seed", columns="variant", values="value")
     return wide.reindex(columns=variants).sort_index().rename_axis(columns=None)
@@ -187,9 +200,11 @@ def skip_reason(n_blocks: int, k: int) -> str | None:
 def across_variants(
     table: Table | None, rows: pd.DataFrame, fig_dir: Path, md_dir: Path, stem: str, withheld: str | None = None
 ) -> list[str]:
-    """Markdown lines for one task's primary ``table`` (None: none) from its tidy ``rows`` (gate applied):
-    the paired-lines figure, then the Friedman test at alpha 0.05 with its critical-difference figure, or
-    why it is left out (``withheld``: e.g. the task was not learned); figures ``fig_dir/stem-...png``."""
+    """Markdown lines for one task's primary ``table`` (None: none) from its tidy ``rows`` (gate applied).
+
+    They give the paired-lines figure, then the Friedman test at alpha 0.05 with its critical-difference figure, or why
+    it is left out (``withheld``: e.g. the task was not learned); figures ``fig_dir/stem-...png``.
+    """
     if table is None:
         return []
     alpha = 0.05
@@ -247,8 +262,10 @@ def _history(result: Analysis, task: str) -> pd.DataFrame:
 def _commands(
     abl: Ablation, profile: str, overrides: list[str], tuning: TuningInputs | None = None, name: str | None = None
 ) -> list[str]:
-    """The commands that make this report again (with a Tuning section, the studies and tuned runs
-    too); ``name``: the ablation as the report's command named it (a YAML path for an unregistered one)."""
+    """The commands that make this report again (with a Tuning section, the studies and tuned runs too).
+
+    ``name``: the ablation as the report's command named it (a YAML path for an unregistered one).
+    """
     prof = "" if profile == abl.default_profile else f" --profile {profile}"
     args = (shlex.quote(name) if name else abl.name) + prof + "".join(f" {o}" for o in overrides)
     lines = ["pip install -e .", f"ablate run {args}"]

@@ -1,6 +1,7 @@
-"""What a report says of how its runs ended: the failures section and, for runs with the probes of
-:mod:`harness.training.probes` (e.g. ``mask_fill_fp16``), the per-cell probe table, read from every
-record whatever its status (a run that raised still stored the probes of its initialisation).
+"""What a report says of how its runs ended: the failures section and the per-cell probe table.
+
+The probe table is for runs with the probes of :mod:`harness.training.probes` (e.g. ``mask_fill_fp16``), read from
+every record whatever its status (a run that raised still stored the probes of its initialisation).
 """
 
 from __future__ import annotations
@@ -104,8 +105,11 @@ def failures_section(result: Analysis) -> list[str]:
 
 
 def stalled_lines(records: list[Record]) -> list[str]:
-    """Per task with stalled runs: how many of its runs stalled, and their best validation loss
-    beside the task's chance level (a stalled run counts as not finished; :func:`harness.errors.stall_reason`)."""
+    """Per task with stalled runs: how many of its runs stalled, and their best validation loss.
+
+    The loss stands beside the task's chance level (a stalled run counts as not finished;
+    :func:`harness.errors.stall_reason`).
+    """
     lines = []
     for task in sorted({r.task for r in records if r.status == STALLED}):
         recs = [r for r in records if r.task == task]

@@ -1,5 +1,8 @@
-"""The prose sections of a report, each markdown lines from the analysis: the A/A check or the claims
-with their verdicts, the warnings (mixed code versions, a task not learned), the setup, a group-sequential design."""
+"""The prose sections of a report, each markdown lines from the analysis.
+
+They are the A/A check or the claims with their verdicts, the warnings (mixed code versions, a task not learned), the
+setup, a group-sequential design.
+"""
 
 from __future__ import annotations
 
@@ -46,8 +49,10 @@ def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
 
 
 def verdict(cid: str, result: Analysis, guards: Guards) -> tuple[str, list[str]]:
-    """The claim's verdict on ``result`` and its evidence lines (withheld while a control in ``guards``
-    has not passed)."""
+    """The claim's verdict on ``result`` and its evidence lines.
+
+    The verdict is withheld while a control in ``guards`` has not passed.
+    """
     return claim_verdict(claims_mod.load_claims()[cid], result, guards.get(cid, ()))
 
 
@@ -91,7 +96,7 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
 
 
 def control_text(c: ControlOutcome) -> str:
-    """``\`task\` variant: **caught** (\`metric\` worse, adjusted p 0.0078)``: the report's and the index's."""
+    r"""``\`task\` variant: **caught** (\`metric\` worse, adjusted p 0.0078)``: the report's and the index's."""
     p = f", adjusted p {text(c.p_adj, '.3g')}" if c.p_adj == c.p_adj else ""
     return f"`{c.task}` {c.variant}: **{'caught' if c.caught else 'not caught'}** (`{c.metric}` {c.verdict}{p})"
 
@@ -226,8 +231,10 @@ def _plugins_line(records: list[Record]) -> list[str]:
 
 
 def sequential_section(result: Analysis) -> list[str]:
-    """The group-sequential design (docs/sequential.md) and each primary comparison's look, bound and repeated
-    CI, from :class:`~harness.analysis.looks.State`; none for a fixed profile."""
+    """The group-sequential design (docs/sequential.md) and each primary comparison's look, bound and repeated CI.
+
+    They are read from :class:`~harness.analysis.looks.State`; none for a fixed profile.
+    """
     st = result.sequential
     if st is None:
         return []

@@ -1,6 +1,7 @@
-"""A report's data file (:mod:`harness.store.archive`) checked for ``ablate report|compare NAME
---from FILE`` (:func:`load_source`: unpacked into a temporary store, scanned as any store) and
-``ablate restore FILE`` (:func:`plan`): each run must be the run its id names
+"""A report's data file (:mod:`harness.store.archive`) checked for ``--from FILE`` and ``ablate restore FILE``.
+
+``ablate report|compare NAME --from FILE`` reads it with :func:`load_source` (unpacked into a temporary store, scanned
+as any store), ``ablate restore FILE`` with :func:`plan`: each run must be the run its id names
 (:func:`harness.experiment.grid.record_id`), so a run whose seed, config or task was edited is refused.
 """
 
@@ -34,8 +35,10 @@ EDITED = "the file was edited; a data file is written by `ablate report NAME`, n
 
 @dataclass
 class DataFile:
-    """What ``--from`` reads of a data file (None: no studies' summary, no controls' file); the
-    temporary store it was unpacked into lives as long as it does."""
+    """What ``--from`` reads of a data file (None: no studies' summary, no controls' file).
+
+    The temporary store it was unpacked into lives as long as it does.
+    """
 
     scan: StoreScan
     tuned: StoreScan
@@ -68,8 +71,11 @@ def _studies(arc: Archive, at: str) -> TuningData | None:
 
 
 def check_ids(arc: Archive, at: str, abl: Ablation | None) -> None:
-    """Raises AblateError naming what was edited unless every run is the run its id names, its variant
-    the one its config holds (as a registered ``abl`` names it), its metrics ablate's, with values a run can score."""
+    """Raises AblateError naming what was edited unless every run is what its id and config say.
+
+    Every run must be the run its id names, its variant the one its config holds (as a registered ``abl`` names it),
+    its metrics ablate's, with values a run can score.
+    """
     for rec in arc.runs:
         for name, value in (rec.metrics or {}).items():
             _check_metric(name, value, f"{at}: run {rec.run_id}")
@@ -114,8 +120,9 @@ def _check_metric(name: str, value: float, where: str) -> None:
 def load_source(
     path: Path, abl: Ablation, profile: str | None, select_of: Callable[[str | None], Selection]
 ) -> tuple[DataFile, Selection]:
-    """The data file ``path`` of ``abl`` (and ``profile``, if given), checked, unpacked into a temporary
-    store and checked against the grid ``select_of(profile)``: ``(data file, selection on its store)``.
+    """``(data file, selection on its store)`` for the data file ``path`` of ``abl`` (and ``profile``, if given).
+
+    The file is checked, unpacked into a temporary store and checked against the grid ``select_of(profile)``.
 
     Raises:
         AblateError: a folder; what :func:`harness.store.archive.read` or :func:`check_ids` refuses;
@@ -180,8 +187,10 @@ def load_source(
 
 @dataclass
 class Plan:
-    """The files a restore reads (archive, studies' summary, controls as (kind, id, profile)), and those it passes
-    over."""
+    """The files a restore reads, and those it passes over.
+
+    It reads the archive, the studies' summary and the controls as (kind, id, profile).
+    """
 
     files: list[tuple[Path, Archive, TuningData | None, list[tuple[str, str, str | None]]]] = field(
         default_factory=list

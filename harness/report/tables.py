@@ -35,8 +35,10 @@ def _p(x: Any) -> str:
 
 
 def bounds(metric: str, higher_is_better: bool) -> tuple[float | None, float | None]:
-    """The range of ``metric``: ``(0, 1)`` where its best value is 1, ``(0, None)`` where it is 0 and lower is
-    better."""
+    """The range of ``metric``.
+
+    ``(0, 1)`` where its best value is 1, ``(0, None)`` where it is 0 and lower is better.
+    """
     best = metrics.best_value(metric)
     if best == 1.0 and higher_is_better:
         return 0.0, 1.0
@@ -58,8 +60,10 @@ _EXCLUDED = (("below_gate", "below gate"), ("not_ok", "failed/diverged/timeout")
 
 
 def formatted(table: Table) -> pd.DataFrame:
-    """The table's rows as display strings, one column per :data:`HEADERS` entry; in the baseline's row, those
-    of a comparison with it (Δ to the verdict) are blank."""
+    """The table's rows as display strings, one column per :data:`HEADERS` entry.
+
+    In the baseline's row, those of a comparison with it (Δ to the verdict) are blank.
+    """
     rows = []
     for _, r in table.frame.iterrows():
         base = r.get("verdict") == vd.BASELINE
@@ -95,11 +99,13 @@ def md_table(columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> list[str]
 
 
 def title(table: Table) -> str:
+    """The heading of a comparison table: ``task · metric (higher is better) · family``."""
     arrow = "higher is better" if table.higher_is_better else "lower is better"
     return f"{table.task} · {table.metric} ({arrow}) · {table.family}"
 
 
 def markdown(table: Table) -> str:
+    """The table as markdown, its cells as :func:`formatted` writes them (numbers left as text)."""
     return formatted(table).to_markdown(index=False, disable_numparse=True)
 
 
@@ -150,8 +156,11 @@ def _md(tables: list[Table], frame: Any) -> str:
 
 
 def summary(tables: list[Table], width: int) -> Group:
-    """The :data:`SUMMARY` columns as rich tables no wider than ``width``: only the verdict wraps; else the
-    columns of :data:`SUMMARY_DROPS` go from every table alike, and at last the variant name folds."""
+    """The :data:`SUMMARY` columns as rich tables no wider than ``width``.
+
+    Only the verdict wraps; else the columns of :data:`SUMMARY_DROPS` go from every table alike, and at last the
+    variant name folds.
+    """
     frames = [summary_frame(t) for t in tables]
     columns = list(SUMMARY)
     for dropped in SUMMARY_DROPS:

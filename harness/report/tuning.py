@@ -1,8 +1,9 @@
-"""The report's "Tuning" section: the studies, the claims' verdicts untuned and tuned, and the tuned
-comparisons; read from the Optuna storage (:func:`read_tuning`) or from the summary of what it prints of each
-study (:class:`TuningData`), kept in its data file (``restored/NAME.PROFILE.tuning.json``) so that ``--from``
-and a restored store print the same section without the Optuna storage. Plain JSON, no timestamp: the same
-studies give the same bytes.
+"""The report's "Tuning" section: the studies, the claims' verdicts untuned and tuned, and the tuned comparisons.
+
+The section is read from the Optuna storage (:func:`read_tuning`) or from the summary of what it prints of each study
+(:class:`TuningData`), kept in its data file (``restored/NAME.PROFILE.tuning.json``) so that ``--from`` and a restored
+store print the same section without the Optuna storage. Plain JSON, no timestamp: the same studies give the same
+bytes.
 """
 
 from __future__ import annotations
@@ -89,8 +90,10 @@ class TuningData(BaseModel):
 
 
 def restored_studies_path(results: Path, ablation: str, profile: str) -> Path:
-    """Where ``ablate restore`` puts the studies' summary of ``ablation`` / ``profile`` (and beside it their
-    figures)."""
+    """Where ``ablate restore`` puts the studies' summary of ``ablation`` / ``profile``.
+
+    Their figures go beside it.
+    """
     return Path(results) / "restored" / f"{ablation}.{profile}.tuning.json"
 
 
@@ -107,6 +110,7 @@ def check_studies(data: TuningData | None, abl: Ablation, where: str) -> None:
 
 
 def studies_json(data: TuningData) -> bytes:
+    """The studies' summary ``data`` as its file's bytes: JSON indented one space, non-ASCII kept, a final newline."""
     return (json.dumps(data.model_dump(mode="python"), indent=1, ensure_ascii=False) + "\n").encode()
 
 
@@ -157,8 +161,11 @@ class ClaimChange:
 
 
 def read_tuning(sel: Selection, results: Path, storage: str | None, out: Path) -> TuningInputs:
-    """The studies of the selection in ``storage`` (default ``<results>/optuna.db``), else the summary
-    ``ablate restore`` copied, and the analysis of its tuned runs in the store (``<profile>+tuned``)."""
+    """The studies of the selection and the analysis of its tuned runs in the store (``<profile>+tuned``).
+
+    The studies are read from ``storage`` (default ``<results>/optuna.db``), else from the summary ``ablate restore``
+    copied.
+    """
     abl = sel.ablation
     studies = collect_studies(sel, results, storage, out)
     if studies is None:

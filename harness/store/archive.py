@@ -1,6 +1,7 @@
-"""A report's data file, ``reports/data/NAME[.PROFILE].tar.gz``: the run folders its report was
-made from, as the store holds them, in one gzipped tar; its layout and uses: docs/reports.md (data
-files, restore). Members are sorted, with mtime 0 and no owner: the same runs give the same bytes.
+"""A report's data file, ``reports/data/NAME[.PROFILE].tar.gz``: the run folders its report was made from.
+
+The folders are packed as the store holds them, in one gzipped tar; its layout and uses: docs/reports.md (data files,
+restore). Members are sorted, with mtime 0 and no owner: the same runs give the same bytes.
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ def _empty_gzip(path: Path) -> bool:
 
 
 def newer(fmt: object, at: str) -> None:
-    """Raise AblateError when ``fmt`` names a later version of :data:`FORMAT` (``ablate-runs/2``):
-    a newer ablate wrote the file, which this one cannot read."""
+    """Raise AblateError when ``fmt`` names a later version of :data:`FORMAT` (``ablate-runs/2``).
+
+    Such a version means a newer ablate wrote the file, which this one cannot read.
+    """
     family, _, version = str(fmt).rpartition("/")
     if family == FORMAT.rpartition("/")[0] and version.isdigit() and int(version) > int(FORMAT.rpartition("/")[2]):
         raise AblateError(
@@ -61,8 +64,10 @@ def newer(fmt: object, at: str) -> None:
 
 
 def git_tracked(path: Path) -> bool:
-    """Whether git tracks the file ``path`` (in the repository around it): a committed file that
-    ``git checkout`` gives back."""
+    """Whether git tracks the file ``path`` (in the repository around it).
+
+    A tracked file is a committed file that ``git checkout`` gives back.
+    """
     try:
         done = subprocess.run(
             ["git", "ls-files", "--error-unmatch", "--", Path(path).name],
@@ -76,17 +81,21 @@ def git_tracked(path: Path) -> bool:
 
 
 def data_path(report: Path) -> Path:
+    """The data file of the report ``report`` (``reports/NAME.md``): ``reports/data/NAME.tar.gz``, existing or not."""
     return Path(report).parent / "data" / f"{Path(report).stem}{SUFFIX}"
 
 
 def existing(report: Path) -> Path | None:
+    """The data file of the report ``report`` (:func:`data_path`) when it is a file, else None."""
     return path if (path := data_path(report)).is_file() else None
 
 
 @dataclass
 class Archive:
-    """A data file read and checked (:func:`read`): its manifest's fields, its records by folder
-    (``ABLATION/PROFILE/RUN_ID``) and every member's bytes."""
+    """A data file read and checked (:func:`read`).
+
+    It holds its manifest's fields, its records by folder (``ABLATION/PROFILE/RUN_ID``) and every member's bytes.
+    """
 
     path: Path
     ablation: str
@@ -98,6 +107,7 @@ class Archive:
 
     @property
     def runs(self) -> list[Record]:
+        """The file's records, in the order of :attr:`records`."""
         return list(self.records.values())
 
 
@@ -110,8 +120,11 @@ def write(
     problems: list[str],
     extra: dict[str, bytes],
 ) -> Path:
-    """Write the data file of ``records`` (their folders under ``results``), the store ``problems``
-    its report lists and the ``extra`` members (a studies' summary, bench files) by their path."""
+    """Write the data file ``path`` and return ``path``.
+
+    The file holds the data of ``records`` (their folders under ``results``), the store ``problems`` its report lists
+    and the ``extra`` members (a studies' summary, bench files) by their path.
+    """
     manifest = {"format": FORMAT, "ablation": ablation, "profile": profile, "store": str(results), "problems": problems}
     files = {MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False).encode() + b"\n"}
     for rec in records:
@@ -156,9 +169,11 @@ class _Bounded(io.RawIOBase):
 
 
 def _check_member(name: str, data: bytes) -> str | None:
-    """Why the member ``name`` is not what its place in the layout says, or None: a bench file is a
-    JSON object, a history CSV of numbers (:func:`harness.store.runs.parse_history`). The manifest
-    and records: :func:`read`, once all is read; a studies' summary: its reader, before any write."""
+    """Why the member ``name`` is not what its place in the layout says, or None.
+
+    A bench file is a JSON object, a history CSV of numbers (:func:`harness.store.runs.parse_history`). The manifest
+    and records: :func:`read`, once all is read; a studies' summary: its reader, before any write.
+    """
     if name == MANIFEST or name.endswith((f"/{RECORD}", ".tuning.json")):
         return None
     try:
@@ -172,9 +187,11 @@ def _check_member(name: str, data: bytes) -> str | None:
 
 
 def _members(path: Path, at: str) -> dict[str, bytes]:
-    """Every member of the data file ``path``, streamed and each checked (:func:`_check_member`) as
-    it is read, within :data:`LIMITS`: a file too large, a bomb, a member outside the layout or not
-    what its place says is refused before the next is read, and nothing is ever written."""
+    """Every member of the data file ``path``, streamed and each checked (:func:`_check_member`) as it is read.
+
+    All stays within :data:`LIMITS`: a file too large, a bomb, a member outside the layout or not what its place says
+    is refused before the next is read, and nothing is ever written.
+    """
     size = path.stat().st_size
     if size > MAX_FILE:
         raise AblateError(f"{at}: {size:,} bytes, over the {MAX_FILE:,} a data file may hold; {PASS}")
@@ -203,6 +220,7 @@ def _members(path: Path, at: str) -> dict[str, bytes]:
 
 def read(path: Path, at: str) -> Archive:
     """The data file ``path``, checked; ``at``: how messages name it (``--from PATH``, or the path).
+
     An untrusted file: streamed within :data:`LIMITS`, each member checked as it is read.
 
     Raises:
@@ -272,8 +290,10 @@ MACHINE = ("train_tokens_per_s", "peak_mem_mb")
 
 
 def difference(held: Record, rec: Record) -> str | None:
-    """How the store's record of a run differs from the file's (status, or the first metric but
-    :data:`MACHINE` missing from one or of another value), or None."""
+    """How the store's record of a run differs from the file's, or None.
+
+    The difference is the status, or the first metric but :data:`MACHINE` missing from one or of another value.
+    """
     if held.status != rec.status:
         return f"status {held.status} here, {rec.status} in the file"
     x, y = held.metrics or {}, rec.metrics or {}
@@ -286,8 +306,10 @@ def difference(held: Record, rec: Record) -> str | None:
 
 @dataclass
 class Restored:
-    """What one data file gave the store (:func:`unpack`); the caller adds the studies' figures
-    found nowhere and the controls of its claims (kind, id, profile)."""
+    """What one data file gave the store (:func:`unpack`).
+
+    The caller adds the studies' figures found nowhere and the controls of its claims (kind, id, profile).
+    """
 
     path: Path
     ablation: str
@@ -307,10 +329,11 @@ class Restored:
 
 
 def unpack(archive: Archive, results: Path) -> Restored:
-    """Write a checked data file's runs, studies' summary and bench files into the store
-    ``results``. A finished run is kept (said when it differs; its lost history.csv refilled), an
-    unreadable record replaced; history first, the record atomically last, so a killed unpack
-    leaves only unfinished folders. A bench file of the store is kept.
+    """Write a checked data file's runs, studies' summary and bench files into the store ``results``.
+
+    A finished run is kept (said when it differs; its lost history.csv refilled), an unreadable record replaced;
+    history first, the record atomically last, so a killed unpack leaves only unfinished folders. A bench file of the
+    store is kept.
 
     Raises:
         OSError: the store cannot be written (the caller says so).

@@ -1,5 +1,6 @@
-"""One run's record (``record.json``) as a typed, frozen object: what the run was, how it ended,
-its numbers, timings and provenance.
+"""One run's record (``record.json``) as a typed, frozen object.
+
+It says what the run was, how it ended, its numbers, timings and provenance.
 
 The file is a JSON object with sorted keys and strict numbers (:mod:`harness.encode`) holding
 exactly the keys the run set. :meth:`Record.to_json` gives that object back key for key (the
@@ -142,10 +143,12 @@ class Record(BaseModel):
 
 
 def parse_record(raw: Any, folder_name: str | None = None) -> tuple[Record | None, str | None]:
-    """``(record, None)`` for a parsed ``record.json`` that is a record of this harness (in the
-    folder ``folder_name``, when given), else ``(None, why)``: the first field readers could not
-    use (``status 'weird' is not one of ...``, ``field 'seed': ...``, ``metrics must map names to
-    numbers``, ``run_id 'x' does not match its folder 'y'``)."""
+    """``(record, None)`` for a parsed ``record.json`` that is a record of this harness, else ``(None, why)``.
+
+    A record must lie in the folder ``folder_name``, when given. ``why`` is the first field readers could not use
+    (``status 'weird' is not one of ...``, ``field 'seed': ...``, ``metrics must map names to numbers``, ``run_id 'x'
+    does not match its folder 'y'``).
+    """
     if not isinstance(raw, dict):
         return None, f"not a record (a JSON {type(raw).__name__}, expected an object)"
     try:

@@ -1,7 +1,8 @@
-"""The run store: ``<results>/<ablation>/<profile>/<run_id>/`` per run, its ``record.json`` written
-atomically (a run is finished exactly when it parses), read back as one tidy DataFrame. The layout
-and the files beside the record: docs/execution.md (the store never loses a run). A record that
-does not parse is not a finished run: :func:`scan` reports it, nothing that reads the store raises.
+"""The run store: ``<results>/<ablation>/<profile>/<run_id>/`` per run, read back as one tidy DataFrame.
+
+Each run's ``record.json`` is written atomically (a run is finished exactly when it parses). The layout and the files
+beside the record: docs/execution.md (the store never loses a run). A record that does not parse is not a finished
+run: :func:`scan` reports it, nothing that reads the store raises.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def denied(problem: str | None) -> bool:
 
 
 def run_dir(results: Path, ablation: str, profile: str, run_id: str) -> Path:
+    """The folder of one run in the store ``results``: ``<results>/<ablation>/<profile>/<run_id>``."""
     return Path(results) / ablation / profile / run_id
 
 
@@ -57,9 +59,11 @@ def umask() -> int:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``,
-    with the mode a plain ``open`` gives (``0o666`` less the umask: a store shared by a group under
-    umask 002 stays group-readable; ``mkstemp`` alone makes it 0600)."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``.
+
+    The file gets the mode a plain ``open`` gives (``0o666`` less the umask: a store shared by a group under umask 002
+    stays group-readable; ``mkstemp`` alone makes it 0600).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -80,6 +84,7 @@ def write_json_atomic(path: Path, payload: Any) -> None:
 
 
 def write_record(folder: Path, record: Record) -> None:
+    """Write ``record`` as the ``record.json`` of the run folder ``folder``, atomically (:func:`write_json_atomic`)."""
     write_json_atomic(folder / RECORD, record.to_json())
 
 
@@ -89,9 +94,11 @@ def read_record(folder: Path) -> Record | None:
 
 
 def load_record(folder: Path) -> tuple[Record | None, str | None]:
-    """``(record, None)`` for a finished run; ``(None, why)`` when ``record.json`` is not a usable
-    record (:func:`harness.store.record.parse_record`) or may not be read (:func:`denied`);
-    ``(None, None)`` when there is none."""
+    """``(record, None)`` for a finished run, ``(None, why)`` for a bad record, ``(None, None)`` for none.
+
+    ``(None, why)`` when ``record.json`` is not a usable record (:func:`harness.store.record.parse_record`) or may not
+    be read (:func:`denied`); ``(None, None)`` when there is none.
+    """
     try:
         raw = json.loads((folder / RECORD).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -157,9 +164,11 @@ def parse_history(source: Path | bytes) -> pd.DataFrame:
 
 
 def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | str | None:
-    """A finished run's validation history (``scan.history`` when the scan holds them): its frame,
-    the problem line when the file is unreadable or damaged (:func:`parse_history`), None when there
-    is none or it lacks step and loss."""
+    """A finished run's validation history (``scan.history`` when the scan holds them).
+
+    Returns its frame, the problem line when the file is unreadable or damaged (:func:`parse_history`), None when there
+    is none or it lacks step and loss.
+    """
     if scan.history is not None:
         return scan.history.get(rec.run_id)
     f = run_dir(results, rec.ablation, rec.profile, rec.run_id) / HISTORY
@@ -184,8 +193,11 @@ def readable_history(folder: Path) -> bool:
 
 
 def tidy(records: list[Record]) -> pd.DataFrame:
-    """One row per (run, metric), columns :data:`COLUMNS`: the table every statistic and report is
-    a group-by over. A run without metrics (failed, diverged) is one row of metric ``status``, value NaN."""
+    """One row per (run, metric), columns :data:`COLUMNS`.
+
+    It is the table every statistic and report is a group-by over. A run without metrics (failed, diverged) is one row
+    of metric ``status``, value NaN.
+    """
     import pandas as pd
 
     same = ("ablation", "profile", "run_id", "seed", "task", "task_version", "status", "n_params", "wall_time_s")

@@ -1,6 +1,8 @@
-"""The declarations of ``ablate status``, ``compare``, ``report``, ``plan``, ``restore`` and ``sync``: the commands that
-read the store (:mod:`harness.cli.inspect`, :mod:`harness.cli.compare`, :mod:`harness.cli.report` and
-:mod:`harness.training.wandb_upload` run them)."""
+"""The declarations of ``ablate status``, ``compare``, ``report``, ``plan``, ``restore`` and ``sync``.
+
+They are the commands that read the store (:mod:`harness.cli.inspect`, :mod:`harness.cli.compare`,
+:mod:`harness.cli.report` and :mod:`harness.training.wandb_upload` run them).
+"""
 
 from __future__ import annotations
 
@@ -80,9 +82,11 @@ def report(
     source: o.FromOpt = None,
     plugin: o.PluginOpt = None,
 ) -> None:
-    """Write reports/NAME.md (NAME.PROFILE.md for a non-default profile; NAME[.PROFILE].with-HASH.md
-    for runs made with key=value overrides) and its PNG figures;
-    --all: every registered ablation, and reports/README.md, their index."""
+    """Write reports/NAME.md and its PNG figures.
+
+    NAME.PROFILE.md for a non-default profile; NAME[.PROFILE].with-HASH.md for runs made with key=value overrides;
+    --all: every registered ablation, and reports/README.md, their index.
+    """
     from harness.cli import report as report_cmd
 
     common = {"storage": storage, "source": source, "plugins": plugin or [], "on_interrupt": o.INTERRUPTED_REPORT}
@@ -142,11 +146,12 @@ def restore(
     ] = None,
     results_dir: o.ResultsOpt = o.RESULTS,
 ) -> None:
-    """Rebuild the run store from reports' data files: their runs, validation histories and tuned
-    runs become finished runs again, with the studies' summaries and bench files they hold
-    (not checkpoints, logger folders or the Optuna studies); runs already in the store are kept.
-    Then `ablate report --all` makes every report and the index, and `ablate run NAME` trains only
-    the runs the store lacks."""
+    """Rebuild the run store from reports' data files.
+
+    Their runs, validation histories and tuned runs become finished runs again, with the studies' summaries and bench
+    files they hold (not checkpoints, logger folders or the Optuna studies); runs already in the store are kept. Then
+    `ablate report --all` makes every report and the index, and `ablate run NAME` trains only the runs the store lacks.
+    """
     from harness.cli.restore import restore as restore_files
 
     o.guard(
@@ -164,8 +169,10 @@ def sync(
     results_dir: o.ResultsOpt = o.RESULTS,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False,
 ) -> None:
-    """Upload the offline W&B runs of the store (`wandb sync`); needs W&B credentials (WANDB_API_KEY or
-    `wandb login`) and network."""
+    """Upload the offline W&B runs of the store (`wandb sync`).
+
+    Needs W&B credentials (WANDB_API_KEY or `wandb login`) and network.
+    """
     from harness.training import wandb_upload
 
     o.guard(wandb_upload.sync, results_dir, dry_run=dry_run, echo=typer.echo)

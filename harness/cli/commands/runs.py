@@ -1,5 +1,7 @@
-"""The declarations of ``ablate run``, ``reproduce`` and ``tune``: the commands that train (:mod:`harness.cli.run`
-runs them)."""
+"""The declarations of ``ablate run``, ``reproduce`` and ``tune``: the commands that train.
+
+:mod:`harness.cli.run` runs them.
+"""
 
 from __future__ import annotations
 
@@ -123,8 +125,10 @@ def reproduce(
     run_timeout: o.RunTimeoutOpt = None,
     plugin: o.PluginOpt = None,
 ) -> None:
-    """Positive controls: run what the published results of harness/experiment/reproductions.yaml need (as
-    `ablate run` does) and print pass / fail / inconclusive per entry."""
+    """Positive controls: run what the published results of harness/experiment/reproductions.yaml need.
+
+    Run them as `ablate run` does, and print pass / fail / inconclusive per entry.
+    """
     from harness.cli import run as run_cmd
     from harness.config import RunOptions
     from harness.execution.launch import Launch

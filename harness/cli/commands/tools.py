@@ -1,5 +1,7 @@
-"""The declarations of ``ablate list``, ``show``, ``schema``, ``check`` and ``bench attention``: the commands
-outside the run store (:mod:`harness.cli.inspect` and :mod:`harness.cli.tools` run them)."""
+"""The declarations of ``ablate list``, ``show``, ``schema``, ``check`` and ``bench attention``.
+
+They are the commands outside the run store (:mod:`harness.cli.inspect` and :mod:`harness.cli.tools` run them).
+"""
 
 from __future__ import annotations
 
@@ -42,8 +44,10 @@ def schema(
     ] = False,
     plugin: o.PluginOpt = None,
 ) -> None:
-    """The JSON Schema of ablation files, with the registered names (for editors; shipped as
-    harness/experiment/ablation.schema.json)."""
+    """The JSON Schema of ablation files, with the registered names.
+
+    For editors; shipped as harness/experiment/ablation.schema.json.
+    """
     from harness.experiment import reference
     from harness.experiment import schema as schema_mod
 
