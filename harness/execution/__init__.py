@@ -1,2 +1,4 @@
-"""How and where runs execute: one attempt and its run folder, the local process pool, Ray and
-SLURM, claim locks, GPU placement."""
+"""How and where runs execute.
+
+One attempt and its run folder, the local process pool, Ray and SLURM, claim locks, GPU placement.
+"""

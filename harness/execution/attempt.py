@@ -1,10 +1,11 @@
-"""One run of a grid (a :class:`~harness.experiment.grid.RunSpec`), wherever it executes:
+"""One run of a grid (a :class:`~harness.experiment.grid.RunSpec`), wherever it executes.
+
 :func:`execute` claims its run folder, trains it and writes its record (docs/INTERFACES.md,
 "execution"); a run that diverges, raises or stalls (trained to its end, learned nothing) is
-recorded with its status and reason, never raised to the grid. Also the machine and commit a
-record carries, the run's W&B arguments, and the progress entries of runs that are not stored
-(``claimed`` elsewhere, ``crashed``). The files of a run folder: docs/execution.md, "The store
-never loses a run".
+recorded with its status and reason, never raised to the grid. Also the machine and commit a record
+carries, the run's W&B arguments, and the progress entries of runs that are not stored (``claimed``
+elsewhere, ``crashed``). The files of a run folder: docs/execution.md, "The store never loses a
+run".
 """
 
 from __future__ import annotations
@@ -50,9 +51,12 @@ def archive(folder: Path, record: Record) -> None:
 
 
 def prepare(folder: Path, resume: bool) -> None:
-    """Clear what an interrupted attempt left but every archived attempt, the event log and the
-    claim (and the checkpoints and logs when resuming from a checkpoint). A ``record.json`` still
-    here is not a usable record (the caller found none): it is kept as ``record.unreadable-N.json``."""
+    """Clear what an interrupted attempt left in the run folder ``folder``.
+
+    Everything goes but every archived attempt, the event log and the claim (and the checkpoints and
+    logs when resuming from a checkpoint: ``resume``). A ``record.json`` still here is not a usable
+    record (the caller found none): it is kept as ``record.unreadable-N.json``.
+    """
     if (folder / RECORD).exists():
         n = len(list(folder.glob("record.unreadable-*.json"))) + 1
         os.replace(folder / RECORD, folder / f"record.unreadable-{n}.json")
@@ -70,17 +74,23 @@ def prepare(folder: Path, resume: bool) -> None:
 
 
 def tidy_finished(folder: Path, keep_checkpoints: bool, stale_after: float) -> None:
-    """Clean what a process killed between a finished run's record and its clean-up left: its
-    claim, once stale (logged as a takeover), and the checkpoints (unless kept). A claim that still
-    holds (a live process) is left alone, with the checkpoints."""
+    """Clean what a process killed between a finished run's record and its clean-up left.
+
+    That is its claim, once stale (logged as a takeover), and the checkpoints (unless kept:
+    ``keep_checkpoints``). A claim that still holds (a live process) is left alone, with the
+    checkpoints.
+    """
     clear_stale(folder, stale_after)
     if not (folder / CLAIM).exists() and not keep_checkpoints:
         shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
 
 
 def unfinished_state(folder: Path, stale_after: float = RunOptions.claim_timeout) -> tuple[str, str]:
-    """``("running", who)`` while a live claim holds a run without a record, else
-    ``("pending", how it will start)``."""
+    """The state of a run without a record, and what it is doing or how it will start.
+
+    ``("running", who)`` while a live claim holds a run without a record, else
+    ``("pending", how it will start)``.
+    """
     held = holder(folder, stale_after)
     if held is not None and "token" in held and held["stale"] is None:
         return "running", f"claimed by {held.get('owner')} since {held.get('claimed_at')}"
@@ -91,9 +101,11 @@ def unfinished_state(folder: Path, stale_after: float = RunOptions.claim_timeout
 
 @dataclass(frozen=True)
 class WorkerArgs:
-    """The keyword arguments of :func:`execute` that every run of one grid shares (pickled to each
-    worker once). ``plugins``: those the planning process has loaded when the arguments are made,
-    loaded again where the run executes (a spawned worker, a Ray task, a SLURM job)."""
+    """The keyword arguments of :func:`execute` that every run of one grid shares (pickled to each worker once).
+
+    ``plugins``: those the planning process has loaded when the arguments are made, loaded again
+    where the run executes (a spawned worker, a Ray task, a SLURM job).
+    """
 
     results: Path
     wandb_mode: str
@@ -124,9 +136,11 @@ def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> Progress:
 
 @dataclass(frozen=True)
 class Unstored:
-    """The progress entry, never stored, of a run ``claimed`` by another live process or ``crashed``
-    (its process died or its executor failed): the attributes of a
-    :class:`~harness.store.record.Record` that progress and outcome lines read, the rest empty."""
+    """The progress entry, never stored, of a run ``claimed`` by another live process or ``crashed``.
+
+    ``crashed``: its process died or its executor failed. The entry has the attributes of a
+    :class:`~harness.store.record.Record` that progress and outcome lines read, the rest empty.
+    """
 
     run_id: str
     task: str
@@ -146,6 +160,7 @@ Progress = Record | Unstored  # what a run came to: its stored record, or an ent
 
 
 def unstored(spec: RunSpec, status: Literal["claimed", "crashed"], reason: str) -> Unstored:
+    """The :class:`Unstored` entry of ``spec``'s run, with its ``status`` and the ``reason`` shown for it."""
     return Unstored(spec.run_id, spec.task, spec.variant_label, spec.seed, status, reason)
 
 
@@ -170,9 +185,12 @@ def environment() -> dict[str, Any]:
 
 
 def git_commit(src: Path | None = None) -> str | None:
-    """The commit of the harness source (default: this checkout), if known; ``SHA+dirty.HASH`` for a
-    tree with uncommitted changes to tracked files (HASH: 8 hex digits of the SHA-256 of ``git diff
-    HEAD``, so runs of different uncommitted edits of one commit do not read as the same code)."""
+    """The commit of the harness source ``src`` (default: this checkout), if known.
+
+    ``SHA+dirty.HASH`` for a tree with uncommitted changes to tracked files (HASH: 8 hex digits of
+    the SHA-256 of ``git diff HEAD``, so runs of different uncommitted edits of one commit do not
+    read as the same code). None when git cannot tell (not a checkout, no git, a timeout).
+    """
     src = src or Path(__file__).resolve().parents[2]
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True, timeout=5)
@@ -196,11 +214,16 @@ def execute(
     options: RunOptions | None = None,
     plugins: tuple[plugin_loader.PluginRef, ...] | None = None,
 ) -> Progress:
-    """Load ``plugins`` (once per process; an ``AblateError`` when one cannot be loaded here), claim
-    one spec, train it and write its record; returns the record, or a ``claimed`` entry (not
-    stored) when another live process holds the run. Never raises for a bad run (a ``failed`` one
-    has ``traceback.txt`` beside it). A finished run is returned as stored, unless
+    """Claim one spec, train it and write its record.
+
+    Loads ``plugins`` first (once per process). Returns the record, or a ``claimed`` entry (not
+    stored) when another live process holds the run, or a ``crashed`` one (not stored) when the
+    record is another user's or a storage error stopped the run. Never raises for a bad run (a
+    ``failed`` one has ``traceback.txt`` beside it). A finished run is returned as stored, unless
     ``options.retry`` names that very attempt: it is then archived and run again.
+
+    Raises:
+        AblateError: one of ``plugins`` cannot be loaded here.
     """
     from harness.tasks import build_task
     from harness.training.loop import TrainOptions, train
@@ -272,8 +295,10 @@ def execute(
 
 
 def stopped_by_storage(spec: RunSpec, folder: Path, exc: OSError) -> Unstored:
-    """The ``crashed`` entry of a run stopped by a storage error (a full disk, a quota, a
-    permission): no record, so ``ablate run`` resumes it from its checkpoint once there is room."""
+    """The ``crashed`` entry of a run stopped by a storage error (a full disk, a quota, a permission).
+
+    It gets no record, so ``ablate run`` resumes it from its checkpoint once there is room.
+    """
     with contextlib.suppress(OSError):  # the event log may be on the full disk too
         append_event(folder, "storage_error", errno=exc.errno, reason=f"{exc.strerror}: {exc.filename}")
     where = f" ({exc.filename})" if exc.filename else ""
@@ -286,8 +311,10 @@ def target_of(spec_target: Threshold | None) -> dict[str, Any] | None:
 
 
 def spec_record(spec: RunSpec, abl: Ablation | None = None, **fields: Any) -> Record:
-    """The record of ``spec``'s run: what ran (from the spec; the task's convergence target when
-    the ablation ``abl`` is given) and ``fields`` (how it ended, its numbers, timings, provenance).
+    """The record of ``spec``'s run.
+
+    It holds what ran (from the spec; the task's convergence target when the ablation ``abl`` is
+    given) and ``fields`` (how it ended, its numbers, timings, provenance).
 
     Raises:
         pydantic.ValidationError: ``fields`` that do not make a record (:class:`Record`).
@@ -302,8 +329,11 @@ def spec_record(spec: RunSpec, abl: Ablation | None = None, **fields: Any) -> Re
 
 
 def wandb_run_id(run_id: str, attempt: int) -> str:
-    """The W&B run id of one attempt at a run: its resumes log into the same W&B run
-    (``resume="allow"``); a ``--retry`` is a new attempt and a new W&B run."""
+    """The W&B run id of one attempt at a run.
+
+    Its resumes log into the same W&B run (``resume="allow"``); a ``--retry`` is a new attempt and a
+    new W&B run.
+    """
     return f"{run_id}-a{attempt}"
 
 

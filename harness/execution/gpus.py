@@ -1,6 +1,8 @@
-"""Where the runs of a local process pool go: how many workers (by default from each run's expected
-length, :func:`estimate_seconds`), and which GPU slot each one owns (docs/execution.md, "Where runs
-execute"). No torch import unless GPUs have to be counted.
+"""Where the runs of a local process pool go.
+
+How many workers (by default from each run's expected length, :func:`estimate_seconds`), and which
+GPU slot each one owns (docs/execution.md, "Where runs execute"). No torch import unless GPUs have
+to be counted.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from harness.errors import AblateError
 
 
 def visible_gpus(environ: Mapping[str, str] | None = None, count: int | None = None) -> list[str]:
-    """Identifiers of the GPUs this process can use, as ``CUDA_VISIBLE_DEVICES`` (in ``environ``,
-    default ``os.environ``) spells them. How many: ``count``, default torch's count (which applies
-    the variable as CUDA does, without initialising CUDA), so a value naming no device CUDA can open
-    (``NoDevFiles``, which Grid Engine sets; ``0`` without a GPU or driver) gives none, and a list
-    cut short by an invalid id (CUDA stops there) gives the ids before it."""
+    """Identifiers of the GPUs this process can use, as ``CUDA_VISIBLE_DEVICES`` spells them.
+
+    The variable is read from ``environ`` (default ``os.environ``). How many: ``count``, default
+    torch's count (which applies the variable as CUDA does, without initialising CUDA), so a value
+    naming no device CUDA can open (``NoDevFiles``, which Grid Engine sets; ``0`` without a GPU or
+    driver) gives none, and a list cut short by an invalid id (CUDA stops there) gives the ids
+    before it.
+    """
     raw = (os.environ if environ is None else environ).get("CUDA_VISIBLE_DEVICES")
     usable = _cuda_count() if count is None else count
     if raw is None:
@@ -39,8 +44,11 @@ def _cuda_count() -> int:
 
 
 def gpu_slots(gpus: list[str], per_run: int) -> list[str]:
-    """Disjoint groups of ``per_run`` GPUs, each as a ``CUDA_VISIBLE_DEVICES`` value
-    (``AblateError``: ``per_run`` < 1 or more than the GPUs visible)."""
+    """Disjoint groups of ``per_run`` GPUs of ``gpus``, each as a ``CUDA_VISIBLE_DEVICES`` value.
+
+    Raises:
+        AblateError: ``per_run`` < 1 or more than the GPUs visible.
+    """
     if per_run < 1:
         raise AblateError(f"--gpus-per-run must be at least 1, got {per_run}")
     if per_run > len(gpus):
@@ -56,8 +64,11 @@ def gpu_slots(gpus: list[str], per_run: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Placement:
-    """How many workers run at once, the GPU slot of each (empty on CPU), and why that many (a
-    phrase for the first progress line, e.g. ``"--workers 2"``, ``"one per GPU slot"``)."""
+    """How many workers run at once, the GPU slot of each (empty on CPU), and why that many.
+
+    ``reason``, why that many: a phrase for the first progress line, e.g. ``"--workers 2"``,
+    ``"one per GPU slot"``.
+    """
 
     workers: int
     slots: tuple[str, ...] = ()
@@ -75,9 +86,11 @@ POOL_EFFICIENCY = 0.85  # k one-thread workers on k cores over k x one worker (2
 
 
 def forward_flops(cfg: Any, rows: int, length: int) -> float:
-    """Floating-point operations of one forward pass of ``rows`` sequences of ``length`` tokens
-    through the model of ``cfg``: 2 per parameter of the blocks and of an output head of ~64
-    tokens, per token, plus attention's ``4 x layers x length^2 x d_model`` per sequence."""
+    """Floating-point operations of one forward pass of ``rows`` sequences of ``length`` tokens.
+
+    Counted through the model of ``cfg``: 2 per parameter of the blocks and of an output head of ~64
+    tokens, per token, plus attention's ``4 x layers x length^2 x d_model`` per sequence.
+    """
     d, layers = cfg.model.d_model, cfg.model.n_layers
     d_ff = cfg.ffn.width(d) or 4 * d
     params = layers * (4 * d * d + 2 * d * d_ff) + 64 * d
@@ -85,9 +98,12 @@ def forward_flops(cfg: Any, rows: int, length: int) -> float:
 
 
 def estimate_seconds(cfg: Any, threads: int = 1) -> float:
-    """Expected seconds of one run on CPU, from its config alone: training steps (3 forward passes
-    each), validation passes, the test at every length, and fixed costs per step and per run;
-    ``threads`` count with a square root (small matrices scale poorly)."""
+    """Expected seconds of one run on CPU, from its config alone.
+
+    It counts training steps (3 forward passes each), validation passes, the test at every length,
+    and fixed costs per step and per run; ``threads`` count with a square root (small matrices scale
+    poorly).
+    """
     t, e = cfg.train, cfg.eval
     flops = 3 * t.steps * forward_flops(cfg, t.batch_size, t.seq_len)
     flops += (t.steps // max(t.val_every, 1)) * forward_flops(cfg, e.val_examples, t.seq_len)
@@ -96,10 +112,12 @@ def estimate_seconds(cfg: Any, threads: int = 1) -> float:
 
 
 def default_cpu_workers(estimates: Sequence[float], cap: int) -> tuple[int, str]:
-    """The default number of CPU workers (at most ``cap``: cores // threads) for runs expected to
-    last ``estimates`` seconds each, and why: ``k = min(cap, runs)`` when the time they save,
+    """The default number of CPU workers for runs expected to last ``estimates`` seconds each, and why.
+
+    At most ``cap`` (cores // threads): ``k = min(cap, runs)`` when the time they save,
     ``total - max(total / (k x POOL_EFFICIENCY), longest run)``, is more than twice (for the
-    estimate's error) the pool's start ``POOL_START_S``, else one worker in this process."""
+    estimate's error) the pool's start ``POOL_START_S``, else one worker in this process.
+    """
     n, total = len(estimates), float(sum(estimates))
     if cap <= 1:
         return 1, "the cores hold one run's threads"
@@ -118,8 +136,13 @@ def _duration(seconds: float) -> str:
 
 
 def check_threads(threads: int) -> None:
-    """Refuse (``AblateError``) more torch threads for one process than ``os.cpu_count()``: beyond
-    the cores they only contend, far beyond them every run fails (``can't start new thread``)."""
+    """Refuse more torch threads for one process than ``os.cpu_count()``.
+
+    Beyond the cores they only contend, far beyond them every run fails (``can't start new thread``).
+
+    Raises:
+        AblateError: ``threads`` is more than ``os.cpu_count()``.
+    """
     if threads > (cores := os.cpu_count() or 1):
         raise AblateError(
             f"--threads {threads}: more than the {cores} cores here; use --threads {cores} or fewer "
@@ -136,11 +159,15 @@ def place(
     cpus: int | None = None,
     estimates: Sequence[float] | None = None,
 ) -> Placement:
-    """The pool for ``todo`` runs (never more workers than runs) of ``threads`` each: ``workers``
-    (``--workers``; None: one per GPU slot, on CPU :func:`default_cpu_workers` of the runs'
-    ``estimates``, or as many as the ``cpus`` hold when None) on ``gpus`` (:func:`visible_gpus`) cut
-    by ``gpus_per_run`` (None: 1 when GPUs are visible; 0: CPU only). ``AblateError``: more workers
-    than GPU slots, or more GPUs per run than visible."""
+    """The pool for ``todo`` runs (never more workers than runs) of ``threads`` each.
+
+    It has ``workers`` (``--workers``; None: one per GPU slot, on CPU :func:`default_cpu_workers` of
+    the runs' ``estimates``, or as many as the ``cpus`` hold when None) on ``gpus``
+    (:func:`visible_gpus`) cut by ``gpus_per_run`` (None: 1 when GPUs are visible; 0: CPU only).
+
+    Raises:
+        AblateError: more workers than GPU slots, or more GPUs per run than visible.
+    """
     todo = max(todo, 1)
     if gpus_per_run == 0 or (gpus_per_run is None and not gpus):
         cores = cpus or os.cpu_count() or 1

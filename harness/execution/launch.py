@@ -1,7 +1,9 @@
-"""How ``ablate run`` launches a grid: :class:`Launch` gathers the execution options of the
-command line (executor, GPUs, resume, checkpoints, time limits, retries), checks them before
-anything runs (:class:`~harness.errors.AblateError`, exit code 2), picks the runs to execute and
-says how the grid went. Nothing here changes a run's numbers or its id.
+"""How ``ablate run`` launches a grid.
+
+:class:`Launch` gathers the execution options of the command line (executor, GPUs, resume,
+checkpoints, time limits, retries), checks them before anything runs
+(:class:`~harness.errors.AblateError`, exit code 2), picks the runs to execute and says how the grid
+went. Nothing here changes a run's numbers or its id.
 
 Runs executed: every run of the grid without a finished record (never started, or interrupted:
 those resume), and with ``--retry STATUSES`` the finished runs of those statuses (their record
@@ -70,10 +72,13 @@ def parse_retry(text: str | None) -> tuple[str, ...]:
 
 @dataclass
 class Selected:
-    """What :meth:`Launch.select` found: runs to execute, ``{run_id: attempt}`` of finished attempts
-    to retry, the records of runs copied from identical runs of other ablations, and those of runs
-    that did not finish (failed, timeout) and are not retried (a rerun without ``--retry`` says so
-    and exits 1, as the run that made them did)."""
+    """What :meth:`Launch.select` found.
+
+    Runs to execute, ``{run_id: attempt}`` of finished attempts to retry, the records of runs copied
+    from identical runs of other ablations, and those of runs that did not finish (failed, timeout)
+    and are not retried (a rerun without ``--retry`` says so and exits 1, as the run that made them
+    did).
+    """
 
     todo: list[RunSpec] = field(default_factory=list)
     retry: dict[str, int] = field(default_factory=dict)
@@ -91,8 +96,12 @@ class Launch:
     retry: str | None = None
 
     def check(self, results: Path, workers: int | None = None, threads: int = 1) -> tuple[str, ...]:
-        """Validate everything before any run (``AblateError``: a bad option, a missing engine, GPUs
-        that are not there, a results location that is a URL); returns the statuses to retry."""
+        """Validate everything before any run; returns the statuses to retry.
+
+        Raises:
+            AblateError: a bad option, a missing engine, GPUs that are not there, a results location
+                that is a URL.
+        """
         if _URL.match(str(results)):
             scheme = str(results).split(":", 1)[0]  # Path folded its // (s3://b/x arrives as s3:/b/x)
             raise AblateError(
@@ -139,9 +148,12 @@ class Launch:
         statuses: tuple[str, ...],
         targets: Mapping[str, dict[str, Any] | None] | None = None,
     ) -> Selected:
-        """The runs to execute, the finished attempts to retry, and the runs without a record that
-        another ablation made with the same id and convergence target (``targets``, per task, as
-        records hold them; None: no reuse), copied instead of trained (:func:`adopt`)."""
+        """The runs to execute, the finished attempts to retry, and the runs another ablation made.
+
+        The last are the runs without a record that another ablation made with the same id and
+        convergence target (``targets``, per task, as records hold them; None: no reuse), copied
+        instead of trained (:func:`adopt`).
+        """
         out = Selected()
         for spec in specs:
             own = run_dir(results, ablation, spec.profile, spec.run_id)
@@ -166,9 +178,11 @@ class Launch:
     def place(
         self, workers: int | None, todo: int, threads: int, estimates: Sequence[float] | None = None
     ) -> Placement:
-        """Workers and GPU slots of the local pool (Ray and SLURM place runs themselves);
+        """Workers and GPU slots of the local pool (Ray and SLURM place runs themselves).
+
         ``estimates``: expected seconds of each run (:func:`harness.execution.gpus.estimate_seconds`),
-        from which the default number of CPU workers is decided."""
+        from which the default number of CPU workers is decided.
+        """
         if self.engine.kind != "local":
             return Placement(workers or todo or 1, reason=f"{self.engine.kind} places the runs")
         gpus = [] if self.gpus_per_run == 0 else visible_gpus()
@@ -202,8 +216,11 @@ def _source_target(rec: Record) -> dict[str, Any] | None | str:
 
 
 def find_reusable(results: Path, run_id: str, own: Path, target: dict[str, Any] | None) -> Path | None:
-    """The folder of a finished, reusable run with ``run_id`` elsewhere in the store (never a copy:
-    the run that was trained), or None."""
+    """The folder of a finished, reusable run with ``run_id`` elsewhere in the store, or None.
+
+    Never a copy: the run that was trained. Reusable: a status in ``REUSABLE``, no tuned parameters,
+    and the convergence target ``target``.
+    """
     for folder in sorted(Path(results).glob(f"*/*/{run_id}")):
         if folder == own or not folder.is_dir():
             continue
@@ -215,9 +232,16 @@ def find_reusable(results: Path, run_id: str, own: Path, target: dict[str, Any] 
 
 
 def adopt(spec: RunSpec, source: Path, own: Path, target: dict[str, Any] | None) -> Record:
-    """Copy the finished run in ``source`` into ``own`` as ``spec``'s run; returns the new record:
-    the source's numbers, timings, versions and commit, ``spec``'s ablation, profile and variant,
-    and ``reused_from``: the source's ``<ablation>/<profile>/<run id>``."""
+    """Copy the finished run in ``source`` into ``own`` as ``spec``'s run.
+
+    Returns:
+        The new record: the source's numbers, timings, versions and commit, ``spec``'s ablation,
+        profile and variant, ``target`` as its convergence target, and ``reused_from``: the source's
+        ``<ablation>/<profile>/<run id>``.
+
+    Raises:
+        ValueError: ``source`` holds no finished record that can be read.
+    """
     rec, problem = load_record(source)
     if rec is None:
         raise ValueError(f"{source}: {problem or 'no finished record'}")
@@ -235,8 +259,10 @@ def outcome_lines(
     records: list[Progress], results: Path, ablation: str, *, ctx: Selection, tuned: bool = False
 ) -> tuple[list[str], int]:
     """Lines about runs that did not finish well (stalled ones too), and the exit code (1 when some failed).
+
     ``ctx``: the ``ablate run`` command's selection, for the commands the lines suggest (required:
-    a hint without it would name no grid)."""
+    a hint without it would name no grid).
+    """
     lines, rerun = [], ["--tuned"] if tuned else []
     failed = [rec for rec in records if rec.status in FAILURES]
     stalled = [rec for rec in records if rec.status == "stalled"]

@@ -1,8 +1,10 @@
-"""Executing a grid of run specs: in this process, on a local process pool (forkserver workers, one
-GPU slot each: :mod:`harness.execution.gpus`), or on Ray or SLURM (through submitit), each run by
-:func:`harness.execution.attempt.execute`, so the store does not depend on the executor; one
-progress display. Threads, workers, pools and clusters: docs/execution.md, "Where runs execute".
-A worker that dies breaks the pool: its runs get one fresh pool, then are reported as ``crashed``.
+"""Executing a grid of run specs: in this process, on a local process pool, or on Ray or SLURM.
+
+The local pool has forkserver workers, one GPU slot each (:mod:`harness.execution.gpus`); SLURM is
+reached through submitit. Each run is executed by :func:`harness.execution.attempt.execute`, so the
+store does not depend on the executor; one progress display. Threads, workers, pools and clusters:
+docs/execution.md, "Where runs execute". A worker that dies breaks the pool: its runs get one fresh
+pool, then are reported as ``crashed``.
 """
 
 from __future__ import annotations
@@ -48,8 +50,11 @@ class Engine:
 
     @property
     def on_this_machine(self) -> bool:
-        """Whether the runs take their CPUs here: the local pool, a Ray instance started here (no
-        ``--address``), submitit's ``local`` and ``debug`` clusters."""
+        """Whether the runs take their CPUs here.
+
+        They do on the local pool, a Ray instance started here (no ``--address``), and submitit's
+        ``local`` and ``debug`` clusters.
+        """
         return self.kind == "local" or (self.address is None if self.kind == "ray" else self.cluster != "slurm")
 
     def check(self) -> None:
@@ -89,7 +94,8 @@ def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] 
 
     The worker SIGKILLs itself about a second after ``owner`` (``ablate run``'s pid and start time)
     dies: no orphan keeps training, and its claim reads as a dead process's. (Its parent is the
-    forkserver, which outlives ``ablate``: the kernel's parent-death signal cannot be used.)"""
+    forkserver, which outlives ``ablate``: the kernel's parent-death signal cannot be used.)
+    """
     # Ctrl-C reaches the terminal's whole group: ``ablate`` stops the workers, which must not
     # take it for a failed run and go on to the next one; SIGTERM (to the group, or to a worker
     # alone) ends the worker at once, its run resumable, where Lightning would end the run and
@@ -126,8 +132,10 @@ def _exit_terminated(signum: int, frame: Any) -> None:
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel every run not started and SIGKILL the workers (their runs resume at the next ``ablate
-    run``), else the queued runs start after Ctrl-C (a SIGTERM'd worker reports a result, then goes on)."""
+    """Cancel every run not started and SIGKILL the workers (their runs resume at the next ``ablate run``).
+
+    Else the queued runs start after Ctrl-C (a SIGTERM'd worker reports a result, then goes on).
+    """
     processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown clears it
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
@@ -145,9 +153,11 @@ def pool_context() -> mp.context.BaseContext:
 
 
 def remaining_time(walls: list[float], left: int, at_once: int) -> float:
-    """Seconds until ``left`` more runs finish, ``at_once`` at a time: the mean wall time of the runs
-    so far (``walls``) times the runs left, over ``at_once``. (Elapsed time over runs done doubled
-    the first estimate of a two-worker grid.)"""
+    """Seconds until ``left`` more runs finish, ``at_once`` at a time.
+
+    The mean wall time of the runs so far (``walls``) times the runs left, over ``at_once``. (Elapsed
+    time over runs done doubled the first estimate of a two-worker grid.)
+    """
     return sum(walls) / len(walls) * left / max(1, at_once) if left > 0 and walls else 0.0
 
 
@@ -165,10 +175,12 @@ def run_grid(
     slots: tuple[str, ...] = (),
     engine: Engine | None = None,
 ) -> list[Progress]:
-    """Execute ``specs`` (already filtered to unfinished runs) with ``threads`` torch threads each:
-    in this process (``workers`` 1, no GPU ``slots``: one ``CUDA_VISIBLE_DEVICES`` value per worker),
-    on a local pool, or on the ``engine`` (Ray, SLURM); returns their records in order.
-    ``on_done(record, done, total, eta_seconds)`` after each run."""
+    """Execute ``specs`` (already filtered to unfinished runs) with ``threads`` torch threads each.
+
+    They run in this process (``workers`` 1, no GPU ``slots``: one ``CUDA_VISIBLE_DEVICES`` value per
+    worker), on a local pool, or on the ``engine`` (Ray, SLURM); returns their records in order.
+    ``on_done(record, done, total, eta_seconds)`` is called after each run.
+    """
     total, started = len(specs), time.perf_counter()
     records: dict[str, Progress] = {}
     local, inline = engine is None or engine.kind == "local", (workers <= 1 or total <= 1) and not slots

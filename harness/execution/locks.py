@@ -1,8 +1,10 @@
-"""Claims: one process at a time owns a run folder, so no run is executed twice (stdlib only;
-docs/execution.md, "The store never loses a run"). A claim is ``<run folder>/claim.lock``, a JSON
-file naming its owner, created atomically and exclusively (:func:`_create`) and touched every
-:data:`HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`) is taken over, serialised by a second
-lock file, checked against the exact bytes judged stale and logged to the run's ``events.jsonl``.
+"""Claims: one process at a time owns a run folder, so no run is executed twice.
+
+Stdlib only; docs/execution.md, "The store never loses a run". A claim is
+``<run folder>/claim.lock``, a JSON file naming its owner, created atomically and exclusively
+(:func:`_create`) and touched every :data:`HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`)
+is taken over, serialised by a second lock file, checked against the exact bytes judged stale and
+logged to the run's ``events.jsonl``.
 """
 
 from __future__ import annotations
@@ -96,8 +98,11 @@ def append_event(folder: Path, event: str, **data: Any) -> None:
 
 
 def _write_new(path: Path, payload: bytes) -> None:
-    """Create ``path`` (FileExistsError if it is there) holding ``payload``; a write that fails (a
-    full disk, a quota) removes the file it made, so no empty claim is left behind."""
+    """Create ``path`` (FileExistsError if it is there) holding ``payload``.
+
+    A write that fails (a full disk, a quota) removes the file it made, so no empty claim is left
+    behind.
+    """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         view = memoryview(payload)
@@ -111,8 +116,10 @@ def _write_new(path: Path, payload: bytes) -> None:
 
 
 def _create(path: Path, payload: bytes) -> bool:
-    """Atomically create ``path`` holding ``payload``; False if it already exists. OSError (a full
-    disk) leaves neither ``path`` nor the temporary file."""
+    """Atomically create ``path`` holding ``payload``; False if it already exists.
+
+    OSError (a full disk) leaves neither ``path`` nor the temporary file.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
     try:
         _write_new(tmp, payload)
@@ -132,10 +139,12 @@ def _create(path: Path, payload: bytes) -> bool:
 
 
 def server_now(folder: Path) -> float:
-    """The time now by the clock of the file system holding ``folder``: the mtime of a probe file
-    made and removed there. On a shared store the hosts' clocks may differ by minutes; the file
-    server's is the one every claim's heartbeat is stamped with. The local clock where no file can
-    be made (a read-only store)."""
+    """The time now by the clock of the file system holding ``folder``.
+
+    That is the mtime of a probe file made and removed there. On a shared store the hosts' clocks
+    may differ by minutes; the file server's is the one every claim's heartbeat is stamped with. The
+    local clock where no file can be made (a read-only store).
+    """
     probe = folder / f".claim.probe.{os.getpid()}.{uuid.uuid4().hex[:8]}"
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -159,8 +168,10 @@ def _read(path: Path) -> tuple[bytes, float] | None:
 
 @dataclass
 class Claim(contextlib.AbstractContextManager):
-    """A held claim, its file touched every ``heartbeat`` seconds; :meth:`release` it (or use it as
-    a context manager)."""
+    """A held claim, its file touched every ``heartbeat`` seconds.
+
+    :meth:`release` it (or use it as a context manager).
+    """
 
     folder: Path
     info: dict[str, Any]
@@ -217,9 +228,11 @@ def _take_over(folder: Path, raw: bytes, reason: str) -> dict[str, Any] | None:
 
 
 def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = HEARTBEAT_S) -> Claim | None:
-    """Claim a run folder (created if needed), touched every ``heartbeat`` seconds while held;
-    None while another live process holds it (a claim without a heartbeat for ``stale_after``
-    seconds is stale). The claim's ``took_over`` says whose stale claim it replaced."""
+    """Claim a run folder (created if needed), touched every ``heartbeat`` seconds while held.
+
+    Returns None while another live process holds it (a claim without a heartbeat for
+    ``stale_after`` seconds is stale). The claim's ``took_over`` says whose stale claim it replaced.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     taken = None
     for _ in range(3):
@@ -237,16 +250,20 @@ def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = HEA
 
 
 def clear_stale(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | None:
-    """Remove the claim on ``folder`` if it is stale, as a takeover (a process killed between a
-    run's record and its release leaves one); returns what was taken over, or None."""
+    """Remove the claim on ``folder`` if it is stale, as a takeover; returns what was taken over, or None.
+
+    A process killed between a run's record and its release leaves one.
+    """
     held = _read(folder / CLAIM)
     reason = stale_reason(*held, stale_after) if held is not None else None
     return _take_over(folder, held[0], reason) if held is not None and reason is not None else None
 
 
 def holder(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | None:
-    """The claim currently on a run folder, parsed, with its ``heartbeat_age_s`` and why it is
-    ``stale`` (None: it holds); None when there is none."""
+    """The claim currently on a run folder, parsed; None when there is none.
+
+    It comes with its ``heartbeat_age_s`` and why it is ``stale`` (None: it holds).
+    """
     held = _read(folder / CLAIM)
     if held is None:
         return None

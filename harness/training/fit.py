@@ -1,7 +1,9 @@
-"""What a run's config means before it trains, for the pre-run checks of
-:mod:`harness.experiment.grid` and for :func:`harness.training.loop.train`: the pure-torch model
-config (:func:`transformer_config`, so that no caller builds one by hand) and Lightning's check of
-``--devices`` and ``--strategy``. Torch and Lightning are imported only when used.
+"""What a run's config means before it trains.
+
+For the pre-run checks of :mod:`harness.experiment.grid` and for :func:`harness.training.loop.train`:
+the pure-torch model config (:func:`transformer_config`, so that no caller builds one by hand) and
+Lightning's check of ``--devices`` and ``--strategy``. Torch and Lightning are imported only when
+used.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ if TYPE_CHECKING:
 
 
 def transformer_config(cfg: RunConfig, vocab_size: int) -> TransformerConfig:
-    """The :class:`harness.modules.TransformerConfig` of ``cfg`` for a task of ``vocab_size`` tokens:
-    the keys of ``model``, ``attention`` and ``block``, the FFN's width and activation.
+    """The :class:`harness.modules.TransformerConfig` of ``cfg`` for a task of ``vocab_size`` tokens.
+
+    It takes the keys of ``model``, ``attention`` and ``block``, the FFN's width and activation.
 
     Raises:
         KeyError, ValueError: an unknown component name or inconsistent shapes (as ``TransformerConfig``).
@@ -31,8 +34,9 @@ def transformer_config(cfg: RunConfig, vocab_size: int) -> TransformerConfig:
 
 
 def check_devices(devices: int | str, strategy: str) -> None:
-    """Refuse ``--devices``/``--strategy`` values Lightning refuses on this machine, before any run:
-    the :class:`lightning.pytorch.Trainer` a run would build is built (nothing is launched).
+    """Refuse ``--devices``/``--strategy`` values Lightning refuses on this machine, before any run.
+
+    The :class:`lightning.pytorch.Trainer` a run would build is built (nothing is launched).
 
     Raises:
         AblateError: one line with Lightning's reason.

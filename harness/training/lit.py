@@ -1,8 +1,9 @@
-"""The LightningModule and DataModule of a run: :class:`LitLM` wraps the pure-torch
-:class:`~harness.modules.TransformerLM` (loss, optimiser, schedule, validation and test sums, the
-state a resumed run restores); :class:`TaskData` serves one task's batches from the seeded streams
-of :mod:`harness.seeding`; :class:`StepLog` keeps every step's loss and gradient norm without a
-host-device sync per step. :func:`harness.training.loop.train` runs them.
+"""The LightningModule and DataModule of a run.
+
+:class:`LitLM` wraps the pure-torch :class:`~harness.modules.TransformerLM` (loss, optimiser, schedule, validation and
+test sums, the state a resumed run restores); :class:`TaskData` serves one task's batches from the seeded streams of
+:mod:`harness.seeding`; :class:`StepLog` keeps every step's loss and gradient norm without a host-device sync per step.
+:func:`harness.training.loop.train` runs them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ class Target(Protocol):
 
     metric: str
 
-    def passes(self, value: float | None) -> bool: ...
+    def passes(self, value: float | None) -> bool:
+        """Whether ``value`` of :attr:`metric` meets the target; a missing value (None) or NaN never does."""
+        ...
 
 
 def salt_stream(salt: int) -> tuple[int, ...]:
@@ -44,8 +47,10 @@ def salt_stream(salt: int) -> tuple[int, ...]:
 
 
 def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
-    """Linear warm-up over ``warmup`` steps, then cosine decay to ``min_ratio`` at ``total``;
-    ``min_ratio`` 1 holds the rate constant after the warm-up (``warmup`` 0: constant throughout)."""
+    """Linear warm-up over ``warmup`` steps, then cosine decay to ``min_ratio`` at ``total``.
+
+    ``min_ratio`` 1 holds the rate constant after the warm-up (``warmup`` 0: constant throughout).
+    """
     if step < warmup:
         return (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
@@ -59,11 +64,11 @@ the norm falls as the loss does."""
 
 
 def swing(norms: np.ndarray, warmup: int, window: int = SWING_WINDOW) -> float:
-    """``grad_norm_cv_detrended``: the standard deviation of log gradient norm about its rolling
-    median (``window`` steps, centred; the series' end values repeated beyond its ends) over the
-    steps after ``warmup``, finite norms only: the relative size of the norm's swings about its own
-    trend (about std / mean where they are small), unmoved by the early fall of the norm or a
-    warm-up. NaN with fewer than 2 such steps.
+    """``grad_norm_cv_detrended``: the relative size of the gradient norm's swings about its own trend.
+
+    It is the standard deviation of log gradient norm about its rolling median (``window`` steps, centred; the series'
+    end values repeated beyond its ends) over the steps after ``warmup``, finite norms only: about std / mean where the
+    swings are small, unmoved by the early fall of the norm or a warm-up. NaN with fewer than 2 such steps.
 
     Args:
         norms: (steps,) every step's gradient norm before clipping, in step order.
@@ -80,15 +85,17 @@ def swing(norms: np.ndarray, warmup: int, window: int = SWING_WINDOW) -> float:
 
 
 class StepLog:
-    """Per-step training loss and gradient norm, kept on the device and brought to the host by
-    :meth:`read_back` every few steps (each logging point, before a validation pass or a
-    checkpoint, at the end), folded in step order: the first non-finite loss raises
-    :class:`~harness.errors.Diverged` with its step and the last finite loss, as a check after every
-    step would; the gradient-norm sums (sum, sum of squares, finite steps, non-finite steps) are
-    added one step at a time in float32, the figures of a per-step device sum to the last bit;
-    :meth:`norm_series` gives every step's norm (float32, in step order) for :func:`swing`.
+    """Per-step training loss and gradient norm, kept on the device.
 
-    ``capacity``: the losses held between two read-backs (the logging interval)."""
+    They are brought to the host by :meth:`read_back` every few steps (each logging point, before a validation pass or a
+    checkpoint, at the end), folded in step order: the first non-finite loss raises :class:`~harness.errors.Diverged`
+    with its step and the last finite loss, as a check after every step would; the gradient-norm sums (sum, sum of
+    squares, finite steps, non-finite steps) are added one step at a time in float32, the figures of a per-step device
+    sum to the last bit; :meth:`norm_series` gives every step's norm (float32, in step order) for :func:`swing`.
+
+    Args:
+        capacity: the losses held between two read-backs (the logging interval).
+    """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = max(1, capacity)
@@ -145,8 +152,10 @@ class StepLog:
         return np.concatenate(self.norms) if self.norms else np.zeros(0, dtype=np.float32)
 
     def restore(self, grad_state: torch.Tensor, last_finite: float | None, norms: torch.Tensor | None = None) -> None:
-        """Continue from a checkpoint's sums, last finite loss and per-step norms (None: a checkpoint
-        written without them: the run's ``grad_norm_cv_detrended`` is then unknown, NaN)."""
+        """Continue from a checkpoint's sums, last finite loss and per-step norms.
+
+        ``norms`` None: a checkpoint written without them: the run's ``grad_norm_cv_detrended`` is then unknown, NaN.
+        """
         self.grad_sums = grad_state.detach().cpu().to(torch.float32).numpy().copy()
         self.last_finite, self._losses, self._norms = last_finite, [], []
         self.norms = [norms.detach().cpu().to(torch.float32).numpy().copy()] if norms is not None else []
@@ -154,8 +163,10 @@ class StepLog:
 
 
 class _TrainStream(IterableDataset):
-    """``steps`` training batches of the run's data stream (the same for every variant); a resumed
-    run draws and drops the first ``start``, so the stream continues where it stopped."""
+    """``steps`` training batches of the run's data stream (the same for every variant).
+
+    A resumed run draws and drops the first ``start``, so the stream continues where it stopped.
+    """
 
     def __init__(
         self, task: Task, batch_size: int, seq_len: int, steps: int, seed: int, start: int = 0, salt: int = 0
@@ -175,10 +186,12 @@ class _TrainStream(IterableDataset):
 
 
 class TaskData(L.LightningDataModule):
-    """Training stream, validation set at L (val split) and one test set per evaluation length,
-    the evaluation sets depending only on (task, seed, length). ``eval_split="val"`` (tuning) draws
-    the per-length sets from the validation split, so an Optuna objective never sees the test split.
-    ``start_step``: a resumed run's step (the batches already trained on are skipped)."""
+    """Training stream, validation set at L (val split) and one test set per evaluation length.
+
+    The evaluation sets depend only on (task, seed, length). ``eval_split="val"`` (tuning) draws the per-length sets
+    from the validation split, so an Optuna objective never sees the test split (else ``"test"``; any other value:
+    ``ValueError``). ``start_step``: a resumed run's step (the batches already trained on are skipped).
+    """
 
     def __init__(self, task: Task, cfg: RunConfig, seed: int, eval_split: str = "test", start_step: int = 0) -> None:
         super().__init__()
@@ -187,15 +200,18 @@ class TaskData(L.LightningDataModule):
         self.task, self.cfg, self.seed, self.eval_split, self.start_step = task, cfg, seed, eval_split, start_step
 
     def train_dataloader(self) -> DataLoader:
+        """The run's seeded training stream (salted by ``train.seed_salt``), from ``start_step`` on."""
         t = self.cfg.train
         stream = _TrainStream(self.task, t.batch_size, t.seq_len, t.steps, self.seed, self.start_step, t.seed_salt)
         return DataLoader(stream, batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
+        """The validation set: ``eval.val_examples`` sequences at L from the val split, ``eval.batch_size`` a batch."""
         x, y = self.task.sample(self.cfg.eval.val_examples, self.cfg.train.seq_len, numpy_rng(self.seed, "val"), "val")
         return DataLoader(TensorDataset(x, y), batch_size=self.cfg.eval.batch_size)
 
     def test_dataloader(self) -> list[DataLoader]:
+        """One loader per evaluation length from the ``eval_split`` split, in batches of about constant memory."""
         loaders, e = [], self.cfg.eval
         for mult, length in zip(e.length_multipliers, self.cfg.eval_lengths()):
             x, y = self.task.sample(e.n_examples, length, numpy_rng(self.seed, self.eval_split, mult), self.eval_split)
@@ -206,9 +222,18 @@ class TaskData(L.LightningDataModule):
 
 
 class LitLM(L.LightningModule):
-    """Causal LM training around a pure :class:`TransformerLM`: token-level cross-entropy (nats)
-    over scored positions; AdamW over ``model.parameter_groups`` (weight decay on Linear weights
-    only: embedding rows never trained keep their initial values), with :func:`lr_factor`."""
+    """Causal LM training around a pure :class:`TransformerLM`.
+
+    Token-level cross-entropy (nats) over scored positions; AdamW over ``model.parameter_groups`` (weight decay on
+    Linear weights only: embedding rows never trained keep their initial values), with :func:`lr_factor`.
+
+    Args:
+        model: the pure-torch model trained.
+        cfg: the run's config (``train``: optimiser, schedule, clipping, precision, steps; ``eval``: the test lengths).
+        task: the task trained on (its kind, padding token and bytes per token).
+        target: the convergence target on a validation metric, or None.
+        log_every: steps between two read-backs and logs of the training loss (at most ``train.steps``).
+    """
 
     def __init__(self, model: TransformerLM, cfg: RunConfig, task: Task, target: Target | None, log_every: int) -> None:
         super().__init__()
@@ -230,9 +255,11 @@ class LitLM(L.LightningModule):
         return self.model(idx) if self.pad_id is None else self.model(idx, idx == self.pad_id)
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        """One optimiser step: forward, loss (read back and logged every ``log_every`` steps),
-        backward (scaled under fp16), the optimiser's step (through Lightning's precision plugin,
-        which calls :meth:`on_before_optimizer_step`), the schedule's step."""
+        """One optimiser step; returns the step's loss.
+
+        Forward, loss (read back and logged every ``log_every`` steps), backward (scaled under fp16), the optimiser's
+        step (through Lightning's precision plugin, which calls :meth:`on_before_optimizer_step`), the schedule's step.
+        """
         x, y = batch
         step = self.global_step  # before the optimiser's step counts this one
         logits = self(x)  # (B, T, V)
@@ -254,9 +281,11 @@ class LitLM(L.LightningModule):
         return loss
 
     def on_before_optimizer_step(self, optimizer: Any) -> None:
-        """The gradient norm of every step, computed once: buffered (before clipping; unscaled
-        under fp16, where the scaler then skips a non-finite step), then used to clip at
-        ``train.grad_clip`` (0: no clipping), over the optimiser's parameters as Lightning would."""
+        """The gradient norm of every step, computed once, buffered and used to clip.
+
+        It is buffered before clipping (unscaled under fp16, where the scaler then skips a non-finite step), then used
+        to clip at ``train.grad_clip`` (0: no clipping), over the optimiser's parameters as Lightning would.
+        """
         params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         if not params:
             return
@@ -266,15 +295,18 @@ class LitLM(L.LightningModule):
             torch.nn.utils.clip_grads_with_norm_(params, self.cfg.train.grad_clip, norm)
 
     def on_validation_epoch_start(self) -> None:
+        """Read the buffered training losses back (:class:`~harness.errors.Diverged` here) and start the pass's sums."""
         self.steps.read_back()  # a diverged run is never validated or checkpointed
         self._sums = [{}]
 
     def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+        """Add the sums (:func:`~harness.training.scoring.score`) of a (B, T) batch to loader ``dataloader_idx``'s."""
         add_sums(self._sums[dataloader_idx], score(self(batch[0]), batch[1], self.token_bytes))
 
     validation_step = test_step
 
     def on_validation_epoch_end(self) -> None:
+        """Log the validation metrics at L, add them to the history, and note the first step meeting the target."""
         metrics = summarise(self._sums[0], self.kind, "")
         self.log_dict({f"val/{k}": v for k, v in metrics.items()})
         self.history.append({"step": self.global_step, **metrics})
@@ -283,9 +315,11 @@ class LitLM(L.LightningModule):
             self.steps_to_target = self.global_step
 
     def on_test_epoch_start(self) -> None:
+        """Start one set of sums per evaluation length."""
         self._sums = [{} for _ in self.cfg.eval.length_multipliers]
 
     def on_test_epoch_end(self) -> None:
+        """Make each length's test metrics (suffix ``@x<multiplier>``) and note why any of them is NaN."""
         for sums, mult in zip(self._sums, self.cfg.eval.length_multipliers):
             metrics = summarise(sums, self.kind, f"@x{mult}")
             self.test_metrics.update(metrics)
@@ -298,13 +332,14 @@ class LitLM(L.LightningModule):
         return min(passes, default=(math.nan, None))
 
     def run_metrics(self) -> dict[str, float]:
-        """What the run measured of itself, over every attempt: ``grad_norm_mean``, ``grad_norm_cv``
-        (std / mean over every step, the warm-up and the early fall of the norm included),
-        ``grad_norm_cv_detrended`` (:func:`swing`: the swings of claim layernorm-needed; NaN for a
-        run resumed from a checkpoint that did not keep every step's norm), ``nonfinite_grad_steps``,
-        ``steps_to_target`` (the step budget when never reached), ``target_reached``,
-        ``train_loss_final`` (the last finite training loss, nats/token) and ``val_loss_best`` (the
-        lowest validation loss at L)."""
+        """What the run measured of itself, over every attempt.
+
+        ``grad_norm_mean``, ``grad_norm_cv`` (std / mean over every step, the warm-up and the early fall of the norm
+        included), ``grad_norm_cv_detrended`` (:func:`swing`: the swings of claim layernorm-needed; NaN for a run
+        resumed from a checkpoint that did not keep every step's norm), ``nonfinite_grad_steps``, ``steps_to_target``
+        (the step budget when never reached), ``target_reached``, ``train_loss_final`` (the last finite training loss,
+        nats/token) and ``val_loss_best`` (the lowest validation loss at L).
+        """
         total, sq, n, bad = self.steps.grad_state().tolist()
         mean = total / n if n else math.nan
         var = max(sq / n - mean * mean, 0.0) if n else math.nan
@@ -322,9 +357,11 @@ class LitLM(L.LightningModule):
         }
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Keep what lives outside the weights, so a resumed run ends as an uninterrupted one
-        (validation curve, convergence step, last finite loss, gradient-norm sums, the precision
-        that ran, the global RNG state), and the CSV log's rows so far (flushed here)."""
+        """Keep what lives outside the weights, so a resumed run ends as an uninterrupted one.
+
+        That is the validation curve, convergence step, last finite loss, gradient-norm sums and per-step norms, the
+        precision that ran and the global RNG state; also the CSV log's rows so far (flushed here).
+        """
         self.steps.read_back()  # never a checkpoint of a diverged run
         state = checkpoint["ablate"] = {
             "history": self.history,
@@ -343,6 +380,7 @@ class LitLM(L.LightningModule):
                         state["csv_rows"] = sum(1 for _ in csv.DictReader(fh))
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Restore what :meth:`on_save_checkpoint` kept outside the weights, the global RNG state included."""
         state = checkpoint["ablate"]
         self.history, self.steps_to_target = list(state["history"]), state["steps_to_target"]
         self.precision_ran = state["precision_ran"]
@@ -350,6 +388,7 @@ class LitLM(L.LightningModule):
         torch.set_rng_state(state["rng"])
 
     def configure_optimizers(self) -> dict[str, Any]:
+        """AdamW over ``model.parameter_groups`` at ``train.lr``, its rate scaled every step by :func:`lr_factor`."""
         t = self.cfg.train
         opt = torch.optim.AdamW(
             self.model.parameter_groups(t.weight_decay), lr=t.lr, betas=(0.9, 0.95), eps=prec.adam_eps(t.precision)

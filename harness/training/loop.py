@@ -1,10 +1,12 @@
-"""One run, trained and evaluated: :func:`train` runs Lightning's Trainer on the
-:class:`~harness.training.lit.LitLM` and :class:`~harness.training.lit.TaskData`: ``train.steps``
-AdamW steps, validation at length L every ``train.val_every`` steps (convergence curve,
-``steps_to_target``), then a test at every evaluation length. Loggers: CSV; W&B (offline unless a
-key is set; one W&B run per attempt). A resumed run ends exactly as an uninterrupted one: Lightning
-restores weights, optimiser, schedule and loops; ``LitLM.on_save_checkpoint`` the rest; the data
-stream skips the batches already trained on; the logs continue (:func:`_resume`).
+"""One run, trained and evaluated.
+
+:func:`train` runs Lightning's Trainer on the :class:`~harness.training.lit.LitLM` and
+:class:`~harness.training.lit.TaskData`: ``train.steps`` AdamW steps, validation at length L every
+``train.val_every`` steps (convergence curve, ``steps_to_target``), then a test at every evaluation
+length. Loggers: CSV; W&B (offline unless a key is set; one W&B run per attempt). A resumed run ends
+exactly as an uninterrupted one: Lightning restores weights, optimiser, schedule and loops;
+``LitLM.on_save_checkpoint`` the rest; the data stream skips the batches already trained on; the
+logs continue (:func:`_resume`).
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ CHECKPOINT = "last.ckpt"
 
 
 class RunMonitor(L.Callback):
-    """Step clock, time limit, checkpoints and progress of one run (one callback rather than four:
-    Lightning calls every hook of every callback at every step).
+    """Step clock, time limit, checkpoints and progress of one run.
+
+    One callback rather than four: Lightning calls every hook of every callback at every step.
 
     - Step clock (``seconds``, ``tokens``: this attempt's): inside training steps only, CUDA
       synchronised at both ends (a timer around ``trainer.fit`` read 85,139 tokens/s validating
@@ -129,8 +132,9 @@ class RunMonitor(L.Callback):
 
 
 def _resume(checkpoint_dir: Path | None, loggers: list[Any]) -> tuple[int, str | None]:
-    """``(global step, path)`` of the last checkpoint in ``checkpoint_dir`` (``(0, None)``: none),
-    the logs continued to it. One that cannot be loaded with ``weights_only=True`` (truncated,
+    """``(global step, path)`` of the last checkpoint in ``checkpoint_dir`` (``(0, None)``: none).
+
+    The logs are continued to it. One that cannot be loaded with ``weights_only=True`` (truncated,
     foreign, another version) is removed: the run starts afresh.
 
     The CSV log keeps the rows the checkpoint saw (``csv_rows``; Lightning's CSV writer deletes
@@ -138,7 +142,8 @@ def _resume(checkpoint_dir: Path | None, loggers: list[Any]) -> tuple[int, str |
     interrupted attempt are logged again). A W&B run that does not hold them (offline, or never
     uploaded: W&B keeps an offline run's records in memory until a block is full) gets them at
     their steps, as Lightning logged them live, and :data:`REPLAYED` beside its files (``ablate
-    sync`` then uploads this folder alone)."""
+    sync`` then uploads this folder alone).
+    """
     path = Path(checkpoint_dir) / CHECKPOINT if checkpoint_dir is not None else None
     state: dict[str, Any] = {}
     try:
@@ -175,13 +180,16 @@ def _resume(checkpoint_dir: Path | None, loggers: list[Any]) -> tuple[int, str |
 
 @dataclass(frozen=True)
 class TrainOptions(RunOptions):
-    """How one run trains beyond what determines its numbers: the execution options
-    (:class:`~harness.config.RunOptions`: resume, checkpoint cadence, time limit, devices) and
-    ``target``: the convergence target of ``steps_to_target``; ``wandb``: ``wandb.init`` keyword
-    arguments (None: no W&B); ``callbacks``: extra Lightning callbacks (Optuna's pruning; one that
-    raises ends the run as a ``RunFailed``); ``eval_split``: ``"test"`` (comparisons) or ``"val"``
-    (tuning), the split of the per-length evaluation; ``checkpoint_dir``: None, no checkpoints;
-    ``progress``: write ``run_dir/progress.json`` while training (removed when the run ends)."""
+    """How one run trains beyond what determines its numbers.
+
+    The execution options (:class:`~harness.config.RunOptions`: resume, checkpoint cadence, time
+    limit, devices) and ``target``: the convergence target of ``steps_to_target``; ``wandb``:
+    ``wandb.init`` keyword arguments (None: no W&B); ``callbacks``: extra Lightning callbacks
+    (Optuna's pruning; one that raises ends the run as a ``RunFailed``); ``eval_split``: ``"test"``
+    (comparisons) or ``"val"`` (tuning), the split of the per-length evaluation; ``checkpoint_dir``:
+    None, no checkpoints; ``progress``: write ``run_dir/progress.json`` while training (removed when
+    the run ends).
+    """
 
     target: Target | None = None
     wandb: dict[str, Any] | None = None
@@ -193,11 +201,14 @@ class TrainOptions(RunOptions):
 
 @dataclass(frozen=True)
 class RunResult:
-    """A run that trained to its end: its numbers, validation curve, timings (seconds, this
-    attempt's: ``train_step_s`` inside training steps, ``fit_s`` of ``trainer.fit``, ``test_s`` of
-    the test at every length) and what ran; ``flags`` (:func:`~harness.training.scoring.train_gap_flag`)
-    and ``undefined_metrics`` (:func:`~harness.training.scoring.undefined_reason`) when raised;
-    ``status`` ``ok``, or ``stalled`` with its ``reason`` (:func:`~harness.errors.stall_reason`)."""
+    """A run that trained to its end: its numbers, validation curve, timings and what ran.
+
+    Timings in seconds, this attempt's: ``train_step_s`` inside training steps, ``fit_s`` of
+    ``trainer.fit``, ``test_s`` of the test at every length. ``flags``
+    (:func:`~harness.training.scoring.train_gap_flag`) and ``undefined_metrics``
+    (:func:`~harness.training.scoring.undefined_reason`) when raised; ``status`` ``ok``, or
+    ``stalled`` with its ``reason`` (:func:`~harness.errors.stall_reason`).
+    """
 
     metrics: dict[str, float]
     history: list[dict[str, float]]
@@ -220,16 +231,19 @@ class RunResult:
     reason: str | None = None
 
     def record_fields(self) -> dict[str, Any]:
-        """The fields of the run's record (its ``status`` and ``reason`` among them): all but
-        ``history`` (a file of its own) and an empty ``undefined_metrics`` or ``flags``."""
+        """The fields of the run's record (its ``status`` and ``reason`` among them).
+
+        All but ``history`` (a file of its own) and an empty ``undefined_metrics`` or ``flags``.
+        """
         optional = ("undefined_metrics", "flags")
         return {k: v for k, v in vars(self).items() if k != "history" and (v or k not in optional)}
 
 
 def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOptions = TrainOptions()) -> RunResult:
-    """Train the run of ``cfg`` on a built ``task`` with ``seed`` (split into streams by
-    :mod:`harness.seeding`) in ``run_dir`` (logs in ``csv/`` and ``wandb/``), and evaluate it at
-    every length.
+    """Train the run of ``cfg`` on a built ``task`` with ``seed`` in ``run_dir``, and evaluate it at every length.
+
+    ``seed`` is split into streams by :mod:`harness.seeding`; the logs go in ``csv/`` and ``wandb/``
+    of ``run_dir``.
 
     Raises:
         RunError: the run stopped in training or evaluation (``Diverged``, ``TimedOut``, or

@@ -29,8 +29,11 @@ def compute_dtype(precision: str) -> torch.dtype:
 
 
 def adam_eps(precision: str) -> float:
-    """AdamW's eps: torch's 1e-8, or 1e-4 under ``16-true`` (1e-8 rounds to 0 in float16 and
-    training turns NaN at step 2: docs/benchmarks.md, pilot measurements)."""
+    """AdamW's eps: torch's 1e-8, or 1e-4 under ``16-true``.
+
+    1e-8 rounds to 0 in float16 and training turns NaN at step 2 (docs/benchmarks.md, pilot
+    measurements).
+    """
     return 1e-4 if precision == "16-true" else 1e-8
 
 
@@ -44,8 +47,10 @@ def trainer_kwargs(precision: str, device: str | None = None) -> dict[str, Any]:
 
 
 def observed(logits: torch.Tensor, weight: torch.Tensor) -> str:
-    """The precision that ran, from a forward's logits and one weight of the model:
-    ``<compute>-true`` when the weights are in the compute dtype, else ``<compute>-mixed``."""
+    """The precision that ran, from a forward's logits and one weight of the model.
+
+    ``<compute>-true`` when the weights are in the compute dtype, else ``<compute>-mixed``.
+    """
     compute = _PREFIX.get(logits.dtype, str(logits.dtype))
     return f"{compute}-{'true' if weight.dtype == logits.dtype else 'mixed'}"
 

@@ -1,6 +1,7 @@
-"""Probe metrics of a run beyond its loss (``eval.probes``), on one batch of PROBE_ROWS rows of the
-validation distribution at length L (its own sub-stream of the run seed, the same for every
-variant), in the run's precision, with the task's padding mask. Torch only.
+"""Probe metrics of a run beyond its loss (``eval.probes``), on one batch of the validation distribution.
+
+The batch has PROBE_ROWS rows at length L (its own sub-stream of the run seed, the same for every
+variant); the probes run in the run's precision, with the task's padding mask. Torch only.
 
 ``grad_norm_init``: gradient norms per block at initialisation (Xiong et al., 2020;
 :func:`harness.modules.probes.init_gradients`): of the FFN output weight W^(2), the parameter of
@@ -33,8 +34,10 @@ PROBE_ROWS = 16
 
 
 def _guarded(name: str, fn: Callable[[], dict[str, float]]) -> dict[str, float]:
-    """Run one probe; an exception it raises (float16 overflow of a -1e9 fill) is an outcome:
-    ``<name>_raised`` = 1 and the metric values absent."""
+    """Run one probe; a ``RuntimeError`` it raises (float16 overflow of a -1e9 fill) is an outcome.
+
+    That outcome is ``<name>_raised`` = 1 and the metric values absent.
+    """
     try:
         return {**fn(), f"{name}_raised": 0.0}
     except RuntimeError:
@@ -67,9 +70,11 @@ def measure(
     when: str,
     convert: Callable[[TransformerLM], Any] | None = None,
 ) -> dict[str, float]:
-    """The probes ``cfg.eval.probes`` asks for (metric name -> value), at ``when`` = ``"init"`` (on
-    a copy of the model, converted by ``convert``, e.g. to float16 for ``16-true``; names end in
-    ``_init``) or ``"final"`` (the trained model)."""
+    """The probes ``cfg.eval.probes`` asks for (metric name -> value), at ``when``.
+
+    ``when`` = ``"init"`` (on a copy of the model, converted by ``convert``, e.g. to float16 for
+    ``16-true``; names end in ``_init``) or ``"final"`` (the trained model).
+    """
     wanted = set(cfg.eval.probes)
     if not wanted or (when == "final" and not wanted - {"grad_norm_init"}):
         return {}

@@ -1,8 +1,10 @@
-"""The progress of a run in flight: ``progress.json`` in its run folder, replaced atomically every
-few seconds by the run (:class:`harness.training.loop.RunMonitor`) and read by whoever shows the
-grid. Every executor (this process, a local pool, Ray, SLURM) feeds the same display through the
-store's filesystem. A finished run removes it; an attempt killed mid-run leaves it behind until
-the next attempt starts, so a reader also checks its age. No torch: the command line imports it.
+"""The progress of a run in flight: ``progress.json`` in its run folder.
+
+It is replaced atomically every few seconds by the run (:class:`harness.training.loop.RunMonitor`)
+and read by whoever shows the grid. Every executor (this process, a local pool, Ray, SLURM) feeds
+the same display through the store's filesystem. A finished run removes it; an attempt killed
+mid-run leaves it behind until the next attempt starts, so a reader also checks its age. No torch:
+the command line imports it.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ EVERY_S = 2.0
 
 @dataclass(frozen=True)
 class RunProgress:
-    """Where one run is: ``step`` done (of every attempt) of ``total``; ``loss``, the last training
-    loss read back (nats/token; None before one); ``start_step``, this attempt's first step;
-    ``elapsed_s`` since this attempt's training started; ``updated_at`` (Unix time)."""
+    """Where one run is.
+
+    ``step`` done (of every attempt) of ``total``; ``loss``, the last training loss read back
+    (nats/token; None before one); ``start_step``, this attempt's first step; ``elapsed_s`` since
+    this attempt's training started; ``updated_at`` (Unix time).
+    """
 
     step: int
     total: int
@@ -54,8 +59,11 @@ def write_progress(folder: Path, progress: RunProgress) -> None:
 
 
 def read_progress(folder: Path, stale_s: float | None = None) -> RunProgress | None:
-    """The progress of the run in ``folder``; None when there is none, it cannot be read, or it
-    was written more than ``stale_s`` seconds ago (an attempt that died)."""
+    """The progress of the run in ``folder``, or None.
+
+    None when there is none, it cannot be read, or it was written more than ``stale_s`` seconds ago
+    (an attempt that died).
+    """
     try:
         out = RunProgress(**json.loads((folder / PROGRESS).read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):

@@ -1,5 +1,8 @@
-"""optuna-integration's pruning callback, adapted to ablate's training loop (Lightning: it lives
-here, the only package that imports Lightning; :mod:`harness.tune.objective` wires it in)."""
+"""optuna-integration's pruning callback, adapted to ablate's training loop.
+
+Lightning: it lives here, the only package that imports Lightning; :mod:`harness.tune.objective`
+wires it in.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +21,14 @@ class StepPruningCallback(PyTorchLightningPruningCallback):
     """
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        """Report the monitored validation metric to the trial at the global step; prune if Optuna says so.
+
+        While Lightning's sanity check runs, under DDP, or without the metric (the parent warns), the
+        parent's behaviour.
+
+        Raises:
+            optuna.TrialPruned: the study's pruner prunes the trial at this step.
+        """
         if trainer.sanity_checking or self.is_ddp_backend:
             return super().on_validation_end(trainer, pl_module)
         score = trainer.callback_metrics.get(self.monitor)

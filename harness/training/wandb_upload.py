@@ -33,6 +33,7 @@ Rows = tuple[list[str], list[list[object]]]
 
 
 def summary_dir(results: Path, ablation: str, profile: str) -> Path:
+    """The folder of the summary W&B run of a report: ``<results>/<ablation>/<profile>/.wandb-summary``."""
     return Path(results) / ablation / profile / SUMMARY_DIR
 
 
@@ -45,10 +46,13 @@ def log_summary_run(
     claims: list[list[str]],
     mode: str,
 ) -> Path:
-    """Log one summary run in ``folder`` (group ``group``, job type ``summary``) in one step: ``tables``,
-    ``figures`` (``figures/<stem>``) and ``claims`` (each verdict also as summary ``claim/<id>``);
-    returns its W&B run folder. The previous summary goes once the new run has started (a failed
-    ``wandb.init`` keeps it), so ``ablate sync`` never uploads stale comparisons."""
+    """Log one summary run in ``folder`` (group ``group``, job type ``summary``) in one step.
+
+    The step holds ``tables``, ``figures`` (``figures/<stem>``) and ``claims`` (each verdict also as
+    summary ``claim/<id>``); returns its W&B run folder. The previous summary goes once the new run
+    has started (a failed ``wandb.init`` keeps it), so ``ablate sync`` never uploads stale
+    comparisons.
+    """
     import wandb
 
     stale = [*(p for p in (folder / "wandb").glob("*run-*") if not p.is_symlink()), folder / "data"]
@@ -95,8 +99,11 @@ def offline_runs(results: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class Waiting:
-    """The offline runs not uploaded yet: ``upload``; ``empty`` folders; ``superseded`` earlier
-    folders of a W&B run whose latest folder holds :data:`REPLAYED`."""
+    """The offline runs not uploaded yet, in three lists.
+
+    ``upload``; ``empty`` folders; ``superseded`` earlier folders of a W&B run whose latest folder
+    holds :data:`REPLAYED`.
+    """
 
     upload: list[Path]
     empty: list[Path]
@@ -104,6 +111,13 @@ class Waiting:
 
 
 def waiting_runs(results: Path) -> Waiting:
+    """The offline W&B runs under ``results`` not uploaded yet, sorted into a :class:`Waiting`.
+
+    A folder waits while one of its ``.wandb`` logs has no ``.wandb.synced`` mark beside it.
+    ``empty``: every log no larger than :data:`EMPTY_LOG_BYTES` (W&B's header alone);
+    ``superseded``: the latest non-empty folder of its W&B run id (by name: date and time) is
+    another one, holding :data:`REPLAYED`.
+    """
     runs = offline_runs(results)
     empty = {p for p in runs if all(f.stat().st_size <= EMPTY_LOG_BYTES for f in p.glob("*.wandb"))}
     latest = {_wandb_id(p): p for p in sorted(set(runs) - empty, key=lambda p: p.name)}  # names sort by date, time
@@ -122,9 +136,15 @@ def _wandb_id(run: Path) -> str:
 
 
 def sync(results: Path, dry_run: bool = False, echo: Callable[[str], None] = print) -> int:
-    """Upload the offline W&B runs under ``results`` with ``wandb sync`` (``dry_run``: list them);
-    the folders :class:`Waiting` sets aside are said in one line each. Returns 0, or 1 when ``wandb
-    sync`` failed (AblateError: ``results`` not a folder, or no W&B credentials)."""
+    """Upload the offline W&B runs under ``results`` with ``wandb sync`` (``dry_run``: list them).
+
+    The folders :class:`Waiting` sets aside are said in one line each (through ``echo``). Returns 0,
+    or 1 when ``wandb sync`` failed.
+
+    Raises:
+        AblateError: ``results`` not a folder, or no W&B credentials (when runs wait, outside a dry
+            run).
+    """
     results = Path(results)
     if not results.is_dir():
         raise AblateError(f"--results-dir {results} is not a folder; pass the run store the runs were written to")

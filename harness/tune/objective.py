@@ -1,6 +1,8 @@
-"""The Optuna objective of one study: train a variant with drawn parameters, score it on the
-validation split, pruned through :class:`harness.training.pruning.StepPruningCallback`. Imported
-lazily (it pulls in Lightning)."""
+"""The Optuna objective of one study: train a variant with drawn parameters, score it on the validation split.
+
+Trials are pruned through :class:`harness.training.pruning.StepPruningCallback`. Imported lazily (it
+pulls in Lightning).
+"""
 
 from __future__ import annotations
 
@@ -26,10 +28,14 @@ def _fail(trial: optuna.Trial, outcome: str, reason: str) -> None:
 
 
 def objective(study_plan: StudyPlan, task: Task, seed: int) -> Callable[[optuna.Trial], float]:
-    """The objective of ``study_plan`` on a built ``task``. A trial that diverges or raises
-    records ``outcome`` and ``reason`` (:class:`harness.errors.RunError`) and re-raises (Optuna's
-    FAIL); a pruned one raises ``optuna.TrialPruned``; one stopped by Ctrl-C is marked
-    :data:`~harness.tune.studies.INTERRUPTED` and raises ``KeyboardInterrupt``."""
+    """The objective of ``study_plan`` on a built ``task``, each trial trained with ``seed``.
+
+    A trial that diverges or raises records ``outcome`` and ``reason``
+    (:class:`harness.errors.RunError`) and re-raises (Optuna's FAIL); a pruned one raises
+    ``optuna.TrialPruned``; one stopped by Ctrl-C is marked
+    :data:`~harness.tune.studies.INTERRUPTED` and raises ``KeyboardInterrupt``; one whose metric on
+    the validation split is missing or not finite records ``failed`` and raises ``ValueError``.
+    """
     base = study_plan.spec.config.model_dump(mode="json")
 
     def run(trial: optuna.Trial) -> float:

@@ -1,6 +1,9 @@
-"""Running the studies of ``ablate tune`` (:mod:`harness.tune.studies` says which; docs/tuning.md:
-sampler, pruner, resuming): a new study's first trial is the declared config; a worker starts a
-trial only while finished trials and those running in other workers are fewer than ``--trials``."""
+"""Running the studies of ``ablate tune``.
+
+:mod:`harness.tune.studies` says which; docs/tuning.md: sampler, pruner, resuming. A new study's
+first trial is the declared config; a worker starts a trial only while finished trials and those
+running in other workers are fewer than ``--trials``.
+"""
 
 from __future__ import annotations
 
@@ -50,9 +53,12 @@ def _load(storage: Any, study_plan: StudyPlan, trials: int, pruner: str) -> Any:
 
 
 def _failed_as_stale(exc: BaseException) -> bool:
-    """Whether Optuna refused a trial's result because the trial had finished meanwhile (another
-    worker failed it as stale): ``UpdateFinishedTrialError`` or ``Cannot tell a FAIL trial``, raised
-    as is or under the ``AssertionError`` of Optuna's own clean-up for a trial that returned a value."""
+    """Whether Optuna refused a trial's result because the trial had finished meanwhile.
+
+    It had finished because another worker failed it as stale. The refusal is
+    ``UpdateFinishedTrialError`` or ``Cannot tell a FAIL trial``, raised as is or under the
+    ``AssertionError`` of Optuna's own clean-up for a trial that returned a value.
+    """
     import optuna
 
     late = exc.__context__ if isinstance(exc, AssertionError) else exc
@@ -70,8 +76,10 @@ def run_study(
     pruner: str = "median",
     near: Path | None = None,
 ) -> dict[str, Any]:
-    """Top one study up to ``trials`` finished trials (``near``: the ablation file's folder); returns
-    :func:`counts` afterwards."""
+    """Top one study up to ``trials`` finished trials; returns :func:`counts` afterwards.
+
+    ``near``: the ablation file's folder.
+    """
     import optuna
 
     from harness.tasks import build_task
@@ -140,8 +148,14 @@ def tune(
     heartbeat: int = HEARTBEAT_S,
     echo: Callable[[str], None] = print,
 ) -> list[tuple[StudyPlan, dict[str, Any]]]:
-    """Create every study of ``plans`` (:func:`plan_studies`) first, then top each up to
-    ``trials`` finished trials, in order: ``(study plan, counts)`` per study."""
+    """Create every study of ``plans`` (:func:`plan_studies`) first, then top each up to ``trials`` finished trials.
+
+    In order; returns ``(study plan, counts)`` per study.
+
+    Raises:
+        AblateError: the storage cannot be opened, or a study there does not fit its plan
+            (:func:`~harness.tune.storage.check_study`).
+    """
     import optuna
 
     url = storage or default_storage(results)

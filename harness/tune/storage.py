@@ -1,7 +1,10 @@
-"""Optuna storage for ``ablate tune`` (docs/tuning.md: storage and many workers): an RDB URL, by
-default ``sqlite:///<results>/optuna.db``, only ever printed with its password masked. Processes
-creating one fresh SQLite schema or study at the same moment race ("table alembic_version already
-exists", UNIQUE constraint): opening and creating are retried a few times on those errors only."""
+"""Optuna storage for ``ablate tune`` (docs/tuning.md: storage and many workers).
+
+An RDB URL, by default ``sqlite:///<results>/optuna.db``, only ever printed with its password
+masked. Processes creating one fresh SQLite schema or study at the same moment race ("table
+alembic_version already exists", UNIQUE constraint): opening and creating are retried a few times on
+those errors only.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ def _part(url: str, part: str) -> str | None:
 
 
 def default_storage(results: Path) -> str:
+    """The storage URL when none is given: ``sqlite:///<results>/optuna.db``, its path made absolute."""
     return f"sqlite:///{(Path(results) / 'optuna.db').resolve()}"
 
 
@@ -67,9 +71,15 @@ def _retry(call: Callable[[], Any]) -> Any:
 
 
 def open_storage(url: str, heartbeat: int | None = None) -> Any:
-    """An ``optuna.storages.RDBStorage`` on ``url``; with ``heartbeat`` (seconds), a running trial silent
-    for 3 x ``heartbeat`` is failed by the next worker. Raises AblateError: an unparsable URL, a missing
-    driver, an unreachable or unwritable database, tables set up by another Optuna version."""
+    """An ``optuna.storages.RDBStorage`` on ``url``.
+
+    With ``heartbeat`` (seconds), a running trial silent for 3 x ``heartbeat`` is failed by the next
+    worker.
+
+    Raises:
+        AblateError: an unparsable URL, a missing driver, an unreachable or unwritable database,
+            tables set up by another Optuna version.
+    """
     import optuna
     import sqlalchemy.exc
 
@@ -103,8 +113,10 @@ def open_storage(url: str, heartbeat: int | None = None) -> Any:
 
 
 def schema_mismatch(url: str, message: str) -> str:
-    """What to do with a storage whose tables another Optuna version set up (Optuna's ``message``
-    says which, and whether ``optuna storage upgrade`` or a newer Optuna fixes it)."""
+    """What to do with a storage whose tables another Optuna version set up.
+
+    Optuna's ``message`` says which, and whether ``optuna storage upgrade`` or a newer Optuna fixes it.
+    """
     import optuna
 
     made = re.search(r"set up by optuna ([^)\s]+)", message)
@@ -123,8 +135,11 @@ def schema_mismatch(url: str, message: str) -> str:
 
 
 def missing_driver(url: str, driver: str) -> str:
-    """What to do when ``url``'s driver module ``driver`` is not installed: where a bare
-    ``postgresql://`` selects psycopg 3 (SQLAlchemy 2.1) but psycopg2 is installed, the URL."""
+    """What to do when ``url``'s driver module ``driver`` is not installed.
+
+    Where a bare ``postgresql://`` selects psycopg 3 (SQLAlchemy 2.1) but psycopg2 is installed, the
+    URL that names psycopg2.
+    """
     scheme, _, rest = url.partition("://")
     if scheme == "postgresql" and driver != "psycopg2" and importlib.util.find_spec("psycopg2") is not None:
         return (
@@ -158,8 +173,13 @@ def check_one_objective(study: Any, name: str, url: str) -> None:
 def ensure_study(
     storage: Any, name: str, direction: str, attrs: dict[str, Any], url: str, distributions: dict[str, Any]
 ) -> None:
-    """Create study ``name`` unless it exists and check it (:func:`check_study`, whose
-    :class:`AblateError` it raises); a new study gets ``attrs`` as user attributes."""
+    """Create study ``name`` unless it exists, and check it.
+
+    The check is :func:`check_study`'s; a new study gets ``attrs`` as user attributes.
+
+    Raises:
+        AblateError: the study cannot be created, or :func:`check_study` refuses it.
+    """
     import optuna
     import sqlalchemy.exc
 
@@ -176,9 +196,13 @@ def ensure_study(
 
 
 def check_study(study: Any, name: str, direction: str, url: str, distributions: dict[str, Any]) -> None:
-    """Raise :class:`AblateError` (one line naming the study and how to get it out of the way)
-    unless study ``name`` has one objective, ``direction``, and trials that drew each searched key
-    from a distribution compatible with ``distributions`` (else every new trial would fail)."""
+    """Refuse study ``name`` unless its objective, direction and trials fit this tune.
+
+    Raises:
+        AblateError: one line naming the study and how to get it out of the way, unless study
+            ``name`` has one objective, ``direction``, and trials that drew each searched key from a
+            distribution compatible with ``distributions`` (else every new trial would fail).
+    """
     from optuna.distributions import check_distribution_compatibility
 
     check_one_objective(study, name, url)

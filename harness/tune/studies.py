@@ -1,7 +1,9 @@
-"""Optuna tuning of every variant of an ablation before the comparison (``ablate tune``,
-docs/tuning.md): what the studies are (this module) and how they run (:mod:`harness.tune.search`).
-One study per (ablation, profile, task, variant), at :data:`TUNING_SEED`, scored on the validation
-split; ``ablate run --tuned`` runs each variant at its study's best parameters (:func:`tuned_specs`)."""
+"""Optuna tuning of every variant of an ablation before the comparison (``ablate tune``, docs/tuning.md).
+
+What the studies are (this module) and how they run (:mod:`harness.tune.search`). One study per
+(ablation, profile, task, variant), at :data:`TUNING_SEED`, scored on the validation split;
+``ablate run --tuned`` runs each variant at its study's best parameters (:func:`tuned_specs`).
+"""
 
 from __future__ import annotations
 
@@ -37,10 +39,12 @@ class StudyPlan:
 
     @property
     def distributions(self) -> dict[str, Any]:
+        """The Optuna distribution of every searched key (dotted path -> distribution of its space entry)."""
         return {k: distribution(v) for k, v in self.space.items()}
 
 
 def study_name(ablation: str, profile: str, task: str, variant_label: str) -> str:
+    """The name of the study of one variant on one task: ``<ablation>/<profile>/<task>/<variant label>``."""
     return f"{ablation}/{profile}/{task}/{variant_label}"
 
 
@@ -50,8 +54,10 @@ def tuned_profile(profile: str) -> str:
 
 
 def monitor_for(metric: str, maximize: bool) -> str | None:
-    """The validation metric at L the pruner watches: the objective's quantity where the validation
-    pass logs it, else one of the same direction; None when none fits."""
+    """The validation metric at L the pruner watches; None when none fits.
+
+    The objective's quantity where the validation pass logs it, else one of the same direction.
+    """
     if base := metrics.validation_name(metric):
         return f"val/{base}"
     return None if maximize else "val/loss"
@@ -93,9 +99,15 @@ def plan_studies(
     variants: list[str] | None = None,
     data_dir: Path | None = None,
 ) -> tuple[str, list[StudyPlan]]:
-    """The studies of one ablation and profile, validated before any trial starts; a key set by
-    ``overrides`` is not searched. Raises AblateError: bad overrides, an unknown task or variant
-    selector, a space value that a variant's config rejects, a profile that compares at the tuning seed."""
+    """The studies of one ablation and profile, validated before any trial starts.
+
+    A key set by ``overrides`` is not searched. Returns the profile's name and the studies.
+
+    Raises:
+        AblateError: bad overrides, an unknown task or variant selector, a space value that a
+            variant's config rejects, a profile that compares at the tuning seed, an empty search
+            space.
+    """
     sel = select(abl, profile, overrides, data_dir)
     prof_name, specs, abl = sel.profile, sel.specs, sel.ablation
     if TUNING_SEED in abl.profiles[prof_name].seeds:
@@ -130,8 +142,10 @@ def plan_studies(
 
 
 def counts(study: Any) -> dict[str, Any]:
-    """Trial counts of a study (complete, pruned, failed of which diverged, running, interrupted)
-    and its best. A trial stopped by Ctrl-C (:data:`INTERRUPTED`; stored as FAIL) is not failed."""
+    """Trial counts of a study (complete, pruned, failed of which diverged, running, interrupted) and its best.
+
+    A trial stopped by Ctrl-C (:data:`INTERRUPTED`; stored as FAIL) is not failed.
+    """
     from optuna.trial import TrialState
 
     trials = study.get_trials(deepcopy=False)
@@ -154,8 +168,11 @@ def counts(study: Any) -> dict[str, Any]:
 
 
 def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
-    """The best complete trial's parameters of study ``name``; :class:`AblateError` when there is
-    no such study, it has several objectives, or no complete trial."""
+    """The best complete trial's parameters of study ``name``.
+
+    Raises:
+        AblateError: there is no such study, it has several objectives, or no complete trial.
+    """
     import optuna
 
     try:
@@ -173,10 +190,17 @@ def best_params(store: Any, name: str, url: str) -> dict[str, Any]:
 
 
 def tuned_specs(sel: Selection, specs: list[RunSpec], data_dir: Path | None = None) -> list[RunSpec]:
-    """``specs`` at their study's best parameters, stored under ``<profile>+tuned``; ``sel``: the ``ablate
-    run`` command's selection (its storage, hints, and overrides, which may not set a key a study tuned).
-    Raises AblateError: a (task, variant) with no study or no complete trial (all listed at once); an
-    override of a key a study tuned."""
+    """``specs`` at their study's best parameters, stored under ``<profile>+tuned``.
+
+    ``sel``: the ``ablate run`` command's selection (its storage, hints, and overrides, which may not
+    set a key a study tuned).
+
+    Raises:
+        AblateError: a (task, variant) with no study or no complete trial (all listed at once); an
+            override of a key a study tuned; a SQLite storage that does not exist or a storage that
+            cannot be opened; a tuned config that does not validate or that
+            :func:`~harness.experiment.grid.check_variant` refuses.
+    """
     url = sel.storage or default_storage(sel.results)
     tune_first = sel.command("tune", storage=True)
     if not sqlite_exists(url):
