@@ -110,16 +110,23 @@ def print_tables(
 def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) -> list[str]:
     """What the tables of ``profile`` can say, and the next commands (after a pilot, a confirmatory run)."""
     pilot = not abl.profiles[profile].confirmatory
-    said = (
-        f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; Δ "
-        "and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
-        if pilot
-        else (
+    if pilot:
+        said = (
+            f"{profile} is a pilot profile (confirmatory: false): it gives no verdicts, so each reads pilot; Δ "
+            "and its 95% CI show how large and how uncertain a difference looks, not whether it is real."
+        )
+    elif abl.profiles[profile].sequential is not None:
+        said = (
+            f"{profile} is group-sequential: better, worse or equivalent where the deciding interval (the "
+            "t-interval at the look's bound with the bootstrap-t interval) settles it after Holm over the "
+            "primary comparisons (docs/sequential.md); an open comparison runs at the next look."
+        )
+    else:
+        said = (
             f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both "
             "reject after Holm adjustment over the primary comparisons (p adj); inconclusive and "
             "underpowered decide nothing at these seeds."
         )
-    )
     step = f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS, ctx.overrides)}"
     confirm = next((name for name, prof in abl.profiles.items() if prof.confirmatory), None)
     if pilot and confirm is not None:

@@ -152,6 +152,15 @@ def test_a_confirmatory_profile_says_what_its_verdicts_mean(tmp_path):
     assert lines[-1] == f"next: `ablate report {decl} --profile cpu --results-dir {results}` writes reports/mini.md"
 
 
+def test_a_group_sequential_profile_says_its_own_rule(tmp_path):
+    """Not the fixed design's t-test with the sign-flip check: the deciding interval of the look."""
+    decl = write_decl(tmp_path / "decl", cpu={"seeds": [0, 1, 2, 3], "sequential": {"looks": [2, 4]}})
+    abl, results = load(str(decl)), tmp_path / "results"
+    lines = closing_lines(abl, "cpu", results, select(abl, "cpu", check_data=False, typed=str(decl), results=results))
+    assert "cpu is group-sequential: better, worse or equivalent where the deciding interval" in lines[1]
+    assert "sign-flip" not in lines[1]
+
+
 def test_ablate_run_piped_ends_with_the_narrow_table_and_the_next_commands(tmp_path):
     """Every run in the store: ``ablate run`` prints the comparison (markdown, when piped) and the
     closing lines; no line is wider than 100 characters but the commands it names."""
