@@ -1,6 +1,8 @@
 """ablate: controlled, repeated, statistically honest ablations of Transformer design choices.
+
 In a source checkout the search path also holds the repository root, so that ``tasks/`` and
-``ablations/`` import as ``harness.tasks`` and ``harness.ablations`` (why: docs/ARCHITECTURE.md)."""
+``ablations/`` import as ``harness.tasks`` and ``harness.ablations`` (why: docs/ARCHITECTURE.md).
+"""
 
 import os
 

@@ -1,6 +1,7 @@
-"""The upper bound of every integer a user sets in a config, a task's parameters or a seed list:
-2**31 - 1, far above any size that fits in memory, small enough that the product of two fits torch's
-64-bit index."""
+"""The upper bound of every integer a user sets in a config, a task's parameters or a seed list: 2**31 - 1.
+
+It is far above any size that fits in memory, small enough that the product of two fits torch's 64-bit index.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ INT_MAX = 2**31 - 1  # the largest int32
 
 
 class IntBounded(BaseModel):
-    """Base of the config sections and task parameters: every integer in a field (or its list) lies
-    within [-2**31, :data:`INT_MAX`], else a ``ValueError`` naming the range (low: the field's ge/gt)."""
+    """Base of the config sections and task parameters: every integer in a field (or its list) is bounded.
+
+    It lies within [-2**31, :data:`INT_MAX`], else a ``ValueError`` naming the range (low: the field's ge/gt).
+    """
 
     @field_validator("*", mode="after")
     @classmethod

@@ -1,6 +1,7 @@
-"""Validated run configs, addressed by dotted keys (``model.position``, ``train.steps``: ablation
-axes, profile and CLI overrides, given as ``key=value`` with the value read as YAML), and a stable
-config hash. Imports neither torch nor Lightning.
+"""Validated run configs, addressed by dotted keys, and a stable config hash.
+
+The dotted keys (``model.position``, ``train.steps``) are ablation axes, profile and CLI overrides, given as
+``key=value`` with the value read as YAML. Imports neither torch nor Lightning.
 """
 
 from __future__ import annotations
@@ -83,13 +84,17 @@ class AttentionSection(_Section):
 
 
 class BlockSection(_Section):
+    """Residual blocks: the normalisation layer and pre- or post-norm placement, each a registry name."""
+
     norm: str = Field("layernorm", description="the normalisation layer (registry: norm)")
     norm_position: str = Field("pre", description="pre-norm or post-norm residual blocks (registry: norm_position)")
 
 
 class FFNSection(_Section):
-    """Feed-forward width and activation. The hidden width is ``d_ff`` or ``d_ff_mult`` x
-    ``model.d_model`` (rounded; at most one of them), else 4 x d_model."""
+    """Feed-forward width and activation.
+
+    The hidden width is ``d_ff`` or ``d_ff_mult`` x ``model.d_model`` (rounded; at most one of them), else 4 x d_model.
+    """
 
     d_ff: int | None = Field(None, gt=0, description="None: d_ff_mult x d_model, else 4 x d_model")
     d_ff_mult: float | None = Field(None, gt=0, description="hidden width as a multiple of d_model")
@@ -109,12 +114,15 @@ class FFNSection(_Section):
         return self
 
     def width(self, d_model: int) -> int | None:  # None: the model's default
+        """The hidden width at ``d_model``: ``d_ff_mult`` x ``d_model`` rounded (at least 1), else ``d_ff`` or None."""
         return max(1, round(self.d_ff_mult * d_model)) if self.d_ff_mult is not None else self.d_ff
 
 
 class TrainSection(_Section):
-    """Optimisation: AdamW, linear warm-up then cosine decay to ``min_lr_ratio`` x lr; ``16-mixed`` is
-    float16 autocast with a gradient scaler on CPU too (Lightning alone would run bfloat16 there)."""
+    """Optimisation: AdamW, linear warm-up then cosine decay to ``min_lr_ratio`` x lr.
+
+    ``16-mixed`` is float16 autocast with a gradient scaler on CPU too (Lightning alone would run bfloat16 there).
+    """
 
     steps: int = Field(1000, gt=0, description="optimiser steps (the step budget)")
     batch_size: int = Field(32, gt=0, description="sequences per training step")
@@ -143,6 +151,8 @@ class TrainSection(_Section):
 
 
 class EvalSection(_Section):
+    """Evaluation: the test lengths, the test and validation set sizes, the batch size and the extra probes."""
+
     length_multipliers: list[int] = Field(
         default_factory=lambda: [1],
         description="test lengths as multiples of train.seq_len; metric@xN is measured at N x L",
@@ -204,6 +214,7 @@ class RunConfig(_Section):
         return data
 
     def eval_lengths(self) -> list[int]:  # in tokens
+        """The test lengths in tokens, ascending: each of ``eval.length_multipliers`` x ``train.seq_len``."""
         return [m * self.train.seq_len for m in self.eval.length_multipliers]
 
 
@@ -251,9 +262,13 @@ def check_key(path: str, where: str) -> None:
 
 
 def build_config(data: Mapping[str, Any], context: str = "", overridden: Collection[str] = ()) -> RunConfig:
-    """``data`` validated; :class:`AblateError` naming ``context`` (a variant and task), or naming the
-    command line when every key at fault is one of the command-line ``overridden`` keys (its value is
-    then wrong for every variant: an override may not touch an axis)."""
+    """``data`` validated as a :class:`RunConfig`.
+
+    Raises:
+        AblateError: naming ``context`` (a variant and task), or naming the command line when every key at fault is
+            one of the command-line ``overridden`` keys (its value is then wrong for every variant: an override may
+            not touch an axis).
+    """
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -266,8 +281,10 @@ def build_config(data: Mapping[str, Any], context: str = "", overridden: Collect
 def format_validation_error(
     exc: ValidationError, context: str = "", keys: list[str] | None = None, what: str = "config"
 ) -> str:
-    """``invalid WHAT for CONTEXT: `` and one line per problem of ``exc``, each naming its dotted
-    location and a close ``keys`` for an unknown one."""
+    """``invalid WHAT for CONTEXT: `` and one line per problem of ``exc``.
+
+    Each names its dotted location, and a close ``keys`` for an unknown one.
+    """
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
@@ -285,8 +302,13 @@ def format_validation_error(
 
 
 def check_schedule(cfg: RunConfig, where: str) -> None:
-    """:class:`AblateError` (naming ``where``) when a step count of ``train`` exceeds ``train.steps``;
-    checked before any run and on every bound of a tuning space, never on a stored record."""
+    """Check that no step count of ``train`` exceeds ``train.steps``.
+
+    Checked before any run and on every bound of a tuning space, never on a stored record.
+
+    Raises:
+        AblateError: naming ``where``, when ``train.warmup_steps`` or ``train.val_every`` exceeds ``train.steps``.
+    """
     t = cfg.train
     if t.warmup_steps > t.steps:
         raise AblateError(
@@ -304,6 +326,7 @@ def check_schedule(cfg: RunConfig, where: str) -> None:
 
 
 def get_path(cfg: RunConfig, path: str) -> Any:
+    """The value of ``cfg`` at the dotted key ``path`` (``train.steps``); AttributeError for no such key."""
     return functools.reduce(getattr, path.split("."), cfg)
 
 
@@ -314,8 +337,13 @@ def config_hash(payload: Mapping[str, Any], length: int = 12) -> str:
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """One ``key=value`` argument, its value read as YAML 1.2 as the ablation file's are
-    (:mod:`harness.yaml12`: ``128`` an int, ``1e-4`` a float, ``yes`` a string); AblateError without a key."""
+    """One ``key=value`` argument, its value read as YAML 1.2 as the ablation file's are.
+
+    :mod:`harness.yaml12`: ``128`` an int, ``1e-4`` a float, ``yes`` a string; text that is not YAML stays text.
+
+    Raises:
+        AblateError: without a key.
+    """
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise AblateError(f"override {text!r} is not of the form key=value (e.g. model.d_model=128)")
@@ -338,6 +366,7 @@ def parse_overrides(overrides: Iterable[str]) -> dict[str, Any]:
 
 
 def apply_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` deep-copied, each dotted key of ``overrides`` set to its value; AblateError for an unknown key."""
     out = copy.deepcopy(dict(base))
     for path, value in overrides.items():
         check_path(path)
@@ -351,8 +380,10 @@ def apply_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> di
 
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
-    """How runs execute (``ablate run``'s options, docs/execution.md); nothing here changes a run's
-    numbers or its id. ``retry``: ``{run_id: attempt}``, the finished attempts to run again."""
+    """How runs execute (``ablate run``'s options, docs/execution.md); nothing here changes a run's numbers or its id.
+
+    ``retry``: ``{run_id: attempt}``, the finished attempts to run again.
+    """
 
     resume: bool = True
     keep_checkpoints: bool = False  # also the trained model's checkpoint, after the last step

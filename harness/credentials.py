@@ -1,5 +1,7 @@
-"""Where the W&B credentials of this process come from, found as W&B finds them
-(``wandb.sdk.lib.wbauth``) without importing it."""
+"""Where the W&B credentials of this process come from.
+
+They are found as W&B finds them (``wandb.sdk.lib.wbauth``) without importing it.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ def netrc_path() -> Path:
 
 
 def wandb_credentials() -> str | None:
-    """Where W&B would find an API key: ``"WANDB_API_KEY"``, ``"<netrc path> (<host>)"`` or None
-    (never the key; a ``.netrc`` that cannot be read counts as none, as in W&B)."""
+    """Where W&B would find an API key: ``"WANDB_API_KEY"``, ``"<netrc path> (<host>)"`` or None.
+
+    Never the key; a ``.netrc`` that cannot be read counts as none, as in W&B.
+    """
     if os.environ.get("WANDB_API_KEY"):
         return "WANDB_API_KEY"
     host = urlsplit(os.environ.get("WANDB_BASE_URL") or DEFAULT_BASE_URL).netloc
@@ -37,4 +41,5 @@ def wandb_credentials() -> str | None:
 
 
 def has_wandb_credentials() -> bool:
+    """Whether W&B would find an API key (:func:`wandb_credentials` is not None)."""
     return wandb_credentials() is not None

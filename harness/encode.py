@@ -1,7 +1,8 @@
 """Numbers in machine-readable outputs: one encoding for every JSON and CSV file the harness writes.
-Strict JSON has no NaN or Infinity: an undefined value (NaN, ``None``, ``pandas.NA``) is JSON ``null``
-and an empty CSV cell; an infinite one the string ``"Infinity"`` / ``"-Infinity"`` (as W&B writes it;
-``float()``, ``pandas.read_csv`` and JavaScript's ``Number()`` read it back). :func:`text`: for people.
+
+Strict JSON has no NaN or Infinity: an undefined value (NaN, ``None``, ``pandas.NA``) is JSON ``null`` and an empty
+CSV cell; an infinite one the string ``"Infinity"`` / ``"-Infinity"`` (as W&B writes it; ``float()``,
+``pandas.read_csv`` and JavaScript's ``Number()`` read it back). :func:`text`: for people.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ INF, NEG_INF = "Infinity", "-Infinity"
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` with every float made strict-JSON-able, numpy values made Python ones, dicts,
-    lists and tuples (made lists) converted recursively; other objects as they are."""
+    """``value`` with every float made strict-JSON-able and numpy values made Python ones.
+
+    Dicts, lists and tuples (made lists) are converted recursively; other objects stay as they are.
+    """
     if isinstance(value, dict):
         return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -39,8 +42,12 @@ def dumps(payload: Any, **kwargs: Any) -> str:
 
 
 def number(value: Any) -> float:
-    """A value written by this module (or a plain JSON number) as a float (None -> NaN); ValueError
-    for any other string, TypeError for a value that is not a number, None or one of those strings."""
+    """A value written by this module (or a plain JSON number) as a float (None -> NaN).
+
+    Raises:
+        ValueError: for any other string.
+        TypeError: for a value that is not a number, None or one of those strings.
+    """
     if value is None:
         return math.nan
     if isinstance(value, str):
@@ -65,8 +72,10 @@ UNDEFINED = "–"
 
 
 def text(value: Any, spec: str = ".4g") -> str:
-    """A number for people: ``format(value, spec)``, but ``–`` where it is undefined and ``∞`` /
-    ``-∞`` (``+∞`` with a ``+`` spec) where infinite. Say why a value is undefined next to it."""
+    """A number for people: ``format(value, spec)``, but ``–`` where undefined and ``∞`` / ``-∞`` where infinite.
+
+    ``+∞`` with a ``+`` spec. Say why a value is undefined next to it.
+    """
     x = math.nan if value is None or type(value).__name__ == "NAType" else float(value)
     if math.isnan(x):
         return UNDEFINED
@@ -76,6 +85,7 @@ def text(value: Any, spec: str = ".4g") -> str:
 
 
 def count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, the noun with an ``s`` unless ``n`` is 1: ``count(3, "run")`` is ``"3 runs"``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 

@@ -1,6 +1,8 @@
-"""The harness's own exceptions: bad input (:class:`AblateError`: exit code 2, before any run), and
-how a training run that stopped before its end ended (:class:`RunError`); and the one outcome of a
-run that trained to its end without learning (``stalled``, :func:`stall_reason`)."""
+"""The harness's own exceptions, and the one outcome of a run that trained to its end without learning.
+
+The exceptions: bad input (:class:`AblateError`: exit code 2, before any run), and how a training run that stopped
+before its end ended (:class:`RunError`). The outcome: ``stalled`` (:func:`stall_reason`).
+"""
 
 from __future__ import annotations
 
@@ -17,8 +19,15 @@ class AblateError(Exception):
 
 
 class RunError(RuntimeError):
-    """A training run that stopped before its end: its ``status`` (``diverged``, ``timeout`` or
-    ``failed``, as its record holds it), and the ``metrics`` measured before (the probes at init)."""
+    """A training run that stopped before its end.
+
+    It holds its ``status`` (``diverged``, ``timeout`` or ``failed``, as its record holds it), and the ``metrics``
+    measured before (the probes at init).
+
+    Args:
+        reason: why the run stopped: the exception's message.
+        metrics: the metrics measured before it stopped, by name.
+    """
 
     status: ClassVar[str] = "failed"
 
@@ -28,9 +37,11 @@ class RunError(RuntimeError):
 
     @property
     def reason(self) -> str:
+        """Why the run stopped: the exception's message."""
         return str(self)
 
     def fields(self) -> dict[str, Any]:
+        """What the run's record holds of how it ended: ``status``, ``reason`` and ``metrics``."""
         return {"status": self.status, "reason": self.reason, "metrics": self.metrics}
 
 
@@ -44,6 +55,7 @@ class Diverged(RunError):
         self.step, self.last_finite = step, last_finite
 
     def fields(self) -> dict[str, Any]:
+        """:meth:`RunError.fields`, with ``diverged_step`` and ``last_finite_loss`` added."""
         return {**super().fields(), "diverged_step": self.step, "last_finite_loss": self.last_finite}
 
 
@@ -57,6 +69,7 @@ class TimedOut(RunError):
         self.step, self.elapsed, self.limit = step, elapsed, limit
 
     def fields(self) -> dict[str, Any]:
+        """``status``, ``reason``, ``timeout_step`` and ``run_timeout_s`` (seconds) for the record; no metrics."""
         return {"status": self.status, "reason": self.reason, "timeout_step": self.step, "run_timeout_s": self.limit}
 
 
@@ -82,8 +95,9 @@ at least 20 % below it)."""
 
 
 def stall_reason(best_loss: float | None, step: int | None, chance_loss: float | None, basis: str = "") -> str | None:
-    """Why a run that trained to its end is ``stalled``, or None when it learned (or when it cannot be
-    told: no finite validation loss, or a task that states no chance level).
+    """Why a run that trained to its end is ``stalled``, or None when it learned (or when it cannot be told).
+
+    It cannot be told with no finite validation loss, or for a task that states no chance level.
 
     Args:
         best_loss: the lowest validation loss of the run (nats per scored token), over its passes.
@@ -119,9 +133,11 @@ STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EACCE
 
 
 def storage_error(exc: BaseException) -> OSError | None:
-    """The storage error (:data:`STORAGE_ERRNOS`) that ``exc`` is or was raised from (its cause or
-    context, as Lightning or fsspec re-raise it), or None. A run that meets one did not fail: it
-    stopped, and resumes once the storage has room or rights again."""
+    """The storage error (:data:`STORAGE_ERRNOS`) that ``exc`` is or was raised from, or None.
+
+    Raised from: its cause or context, as Lightning or fsspec re-raise it. A run that meets one did not fail: it
+    stopped, and resumes once the storage has room or rights again.
+    """
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

@@ -1,5 +1,7 @@
-"""The commands the CLI suggests ("run `ablate run X --profile smoke` first"), built in one place so
-that each works as printed on the grid the user named (over a grid: ``Selection.command``)."""
+"""The commands the CLI suggests ("run `ablate run X --profile smoke` first"), built in one place.
+
+That way each works as printed on the grid the user named (over a grid: ``Selection.command``).
+"""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ def command(
     overrides: tuple[str, ...] = (),
     storage: str | None = None,
 ) -> str:
-    """``ablate VERB NAME [overrides] --profile P [--results-dir R] [options] [--storage URL]``,
-    shell-quoted, a ``storage`` password masked (``show`` reads no store: no ``--results-dir``)."""
+    """``ablate VERB NAME [overrides] --profile P [--results-dir R] [options] [--storage URL]``, shell-quoted.
+
+    A ``storage`` password is masked (``show`` reads no store: no ``--results-dir``).
+    """
     parts = ["ablate", verb, name, *overrides, "--profile", profile]
     parts += [*(results_option(results) if verb != "show" else []), *options]
     if storage is not None:

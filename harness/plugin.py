@@ -1,8 +1,8 @@
-"""The public API for plugins: everything a plugin imports from ablate, and the only module it
-should import (every other module of the harness may change without notice). A plugin is a module
-whose import registers components or tasks with the registries below (docs/extending.md);
-``register(name, *, aliases=(), version=1)``: bump ``version`` whenever the entry's output on a
-given input changes. The metrics table, :data:`METRICS`: read it; do not change it.
+"""The public API for plugins: everything a plugin imports from ablate, and the only module it should import.
+
+Every other module of the harness may change without notice. A plugin is a module whose import registers components
+or tasks with the registries below (docs/extending.md); ``register(name, *, aliases=(), version=1)``: bump ``version``
+whenever the entry's output on a given input changes. The metrics table, :data:`METRICS`: read it; do not change it.
 """
 
 from harness.experiment.metrics import METRICS, Metric  # noqa: F401

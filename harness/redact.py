@@ -1,5 +1,7 @@
-"""Secrets never reach the store, a report or a log line: text that comes from elsewhere (an
-exception message, a traceback, a storage URL) passes through :func:`redact` first."""
+"""Secrets never reach the store, a report or a log line.
+
+Text that comes from elsewhere (an exception message, a traceback, a storage URL) passes through :func:`redact` first.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ MASK = "***"
 
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """``text`` with the password of any ``scheme://user:password@host`` URL and the value (6 chars
-    or more) of every environment variable named like a credential (``*_TOKEN``, ...) as ``***``."""
+    """``text`` with every password and credential value in it replaced by ``***``.
+
+    Those are the password of any ``scheme://user:password@host`` URL and the value (6 chars or more) of every
+    environment variable named like a credential (``*_TOKEN``, ...).
+    """
     text = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:{MASK}@", text)
     env = os.environ if environ is None else environ
     for value in sorted({v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 6}, key=len, reverse=True):

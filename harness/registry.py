@@ -1,6 +1,9 @@
-"""One registry class, one instance per component family: short, permanent, lower_snake names
-(``model.position=rope``), each with a code version that enters the id of every run using it
-(:mod:`harness.experiment.versions`). Pattern of EleutherAI/lm-evaluation-harness ``api/registry.py``."""
+"""One registry class, one instance per component family.
+
+Entries have short, permanent, lower_snake names (``model.position=rope``), each with a code version that enters the
+id of every run using it (:mod:`harness.experiment.versions`). Pattern of EleutherAI/lm-evaluation-harness
+``api/registry.py``.
+"""
 
 from __future__ import annotations
 
@@ -33,18 +36,24 @@ class NameTakenError(ValueError):
 
 
 def did_you_mean(name: str, choices: list[str] | tuple[str, ...]) -> str:
-    """Return ``" (did you mean 'x'?)"`` for the closest of ``choices``, or ``""``; case is ignored
-    in the matching (``ALiBi`` finds ``alibi``), never in the names suggested."""
+    """Return ``" (did you mean 'x'?)"`` for the closest of ``choices``, or ``""``.
+
+    Case is ignored in the matching (``ALiBi`` finds ``alibi``), never in the names suggested.
+    """
     folded = {c.casefold(): c for c in reversed(choices)}  # the first spelling of each
     close = [folded[c] for c in difflib.get_close_matches(name.casefold(), list(folded), n=2, cutoff=0.6)]
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 class Registry(Generic[T]):
-    """Maps names (and aliases) to objects, registered with ``@REG.register(name)``; ``family`` names
-    them in messages. ``builtins``: the project's own entries, ``{name: version}``, implemented by
-    ``@REG.builtin(name)`` in the module ``home``, which the first :meth:`get` imports (run ids
-    need no torch)."""
+    """Maps names (and aliases) to objects, registered with ``@REG.register(name)``.
+
+    Args:
+        family: what messages call an entry (``positional encoding``).
+        builtins: the project's own entries, ``{name: version}``, implemented by ``@REG.builtin(name)`` in the
+            module ``home``.
+        home: the module of the built-ins, which the first :meth:`get` imports (run ids need no torch).
+    """
 
     def __init__(self, family: str, builtins: dict[str, int] | None = None, home: str | None = None) -> None:
         self.family = family
@@ -55,8 +64,12 @@ class Registry(Generic[T]):
         self._home = home
 
     def register(self, name: str, *, aliases: tuple[str, ...] = (), version: int = 1) -> Callable[[T], T]:
-        """Decorator that registers an object under ``name`` (and ``aliases``) at code ``version``;
-        :class:`NameTakenError` for a name already taken, ``ValueError`` for a version below 1."""
+        """Decorator that registers an object under ``name`` (and ``aliases``) at code ``version``.
+
+        Raises:
+            NameTakenError: for a name already taken (when the decorator is applied).
+            ValueError: for a version below 1.
+        """
         if not isinstance(version, int) or version < 1:
             raise ValueError(f"{self.family} {name!r}: version must be an int >= 1, got {version!r}")
 
@@ -92,6 +105,11 @@ class Registry(Generic[T]):
             del self._aliases[alias]
 
     def aliases(self, name: str) -> list[str]:
+        """The aliases of the entry ``name`` (or of the entry that the alias ``name`` stands for).
+
+        Raises:
+            UnknownNameError: no entry carries ``name``.
+        """
         target = self.canonical(name)
         return [a for a, t in self._aliases.items() if t == target]
 
@@ -114,9 +132,15 @@ class Registry(Generic[T]):
         return self._entries[name]
 
     def version(self, name: str) -> int:
+        """The code version of the entry ``name`` (or an alias): it enters the id of every run using it.
+
+        Raises:
+            UnknownNameError: no entry carries ``name``.
+        """
         return self._versions[self.canonical(name)]
 
     def names(self) -> list[str]:
+        """Every registered name, no aliases: the declared built-ins first, then the others as registered."""
         return list(self._versions)
 
     def __contains__(self, name: object) -> bool:

@@ -1,5 +1,7 @@
-"""Separate random streams (numpy ``SeedSequence``) for weight init, data order, evaluation data and
-dropout, so that seed ``s`` of every variant sees the same batches and evaluation set."""
+"""Separate random streams (numpy ``SeedSequence``) for weight init, data order, evaluation data and dropout.
+
+They make seed ``s`` of every variant see the same batches and evaluation set.
+"""
 
 from __future__ import annotations
 
@@ -16,4 +18,5 @@ def stream_seed(seed: int, stream: str, *extra: int) -> int:
 
 
 def numpy_rng(seed: int, stream: str, *extra: int) -> np.random.Generator:
+    """A numpy ``Generator`` for ``stream`` of run seed ``seed`` (``extra`` adds sub-streams)."""
     return np.random.default_rng(np.random.SeedSequence([seed, STREAMS[stream], *extra]))

@@ -1,7 +1,9 @@
-"""The one reading of YAML in the harness: YAML 1.2 (ruamel.yaml's safe loader, pure Python), as
-editors and the shipped JSON Schema read a file, so what the editor accepts ``ablate`` accepts:
-``1e-4`` is a float, ``yes``/``no``/``on``/``off`` are strings, and a key given twice is refused
-(YAML 1.1 readers read ``1e-4`` as a string and ``yes`` as true, and keep the last key)."""
+"""The one reading of YAML in the harness: YAML 1.2 (ruamel.yaml's safe loader, pure Python).
+
+It reads a file as editors and the shipped JSON Schema read it, so what the editor accepts ``ablate`` accepts:
+``1e-4`` is a float, ``yes``/``no``/``on``/``off`` are strings, and a key given twice is refused (YAML 1.1 readers
+read ``1e-4`` as a string and ``yes`` as true, and keep the last key).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""What ``ablate bench attention`` measures: forward + backward of one attention layer per kernel
-and sequence length, with peak memory, the SDPA backend that ran and tokens/s; how, and why a CPU
-reading needs a fresh process per (kernel, length): docs/benchmarks.md. The command (JSON, table)
-is :mod:`harness.cli.tools`, the report section :mod:`harness.report.bench`.
+"""What ``ablate bench attention`` measures: forward + backward of one attention layer per kernel and sequence length.
+
+Each reading also has peak memory, the SDPA backend that ran and tokens/s. How, and why a CPU reading needs a fresh
+process per (kernel, length): docs/benchmarks.md. The command (JSON, table) is :mod:`harness.cli.tools`, the report
+section :mod:`harness.report.bench`.
 """
 
 from __future__ import annotations
@@ -96,8 +97,14 @@ def _observed_backend(step: Callable[[], None]) -> str:
 
 
 def measure_layer(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
-    """Forward + backward of one attention layer with kernel ``kernel`` at length ``t``, in this
-    process: a row's measured keys. Raises RuntimeError (e.g. out of memory; ``torch.OutOfMemoryError`` on CUDA)."""
+    """Forward + backward of one attention layer with kernel ``kernel`` at length ``t``, in this process.
+
+    Returns:
+        A row's measured keys.
+
+    Raises:
+        RuntimeError: e.g. out of memory (``torch.OutOfMemoryError`` on CUDA).
+    """
     model = TransformerConfig(
         vocab_size=1, d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=1, position="nope", kernel=kernel
     )  # checks the kernel's config
@@ -150,8 +157,10 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 
 
 def _child(cfg: BenchConfig, kernel: str, t: int, conn: Any) -> None:
-    """In a fresh CPU child: measure and send the row (a failure is a row too). A first call at
-    T=16 makes torch's lazy set-up (thread pool, oneDNN; about 90 MiB) happen before the base."""
+    """In a fresh CPU child: measure and send the row (a failure is a row too).
+
+    A first call at T=16 makes torch's lazy set-up (thread pool, oneDNN; about 90 MiB) happen before the base.
+    """
     torch.set_num_threads(cfg.threads)
     try:
         measure_layer(replace(cfg, repeats=1), kernel, 16)
@@ -163,8 +172,10 @@ def _child(cfg: BenchConfig, kernel: str, t: int, conn: Any) -> None:
 
 
 def run_one(cfg: BenchConfig, kernel: str, t: int) -> dict[str, Any]:
-    """One (kernel, length): in this process on CUDA, in a fresh child on CPU. Never raises for
-    an outcome (out of memory, an error in the kernel): it is the row's ``status``."""
+    """One (kernel, length): in this process on CUDA, in a fresh child on CPU.
+
+    Never raises for an outcome (out of memory, an error in the kernel): it is the row's ``status``.
+    """
     if cfg.device != "cpu":
         try:
             return measure_layer(cfg, kernel, t)

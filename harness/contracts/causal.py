@@ -1,5 +1,7 @@
-"""The ``causality`` and ``prefix`` contracts, for any :class:`~harness.modules.TransformerLM` (a
-component's check builds one around it; tests build one per combination of components)."""
+"""The ``causality`` and ``prefix`` contracts, for any :class:`~harness.modules.TransformerLM`.
+
+A component's check builds one around it; tests build one per combination of components.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ validation or test pass (eval mode, under ``torch.inference_mode`` as Lightning 
 
 
 def tokens(n: int, t: int, seed: int, vocab: int) -> Tensor:
+    """Random token ids (n, t) long in [0, ``vocab``), drawn from a generator of their own seeded with ``seed``."""
     return torch.randint(0, vocab, (n, t), generator=torch.Generator().manual_seed(seed))
 
 
@@ -27,14 +30,16 @@ def causality(
     starts: Tensor | None = None,
     mode: str = "eval",
 ) -> Passed:
-    """Changing the tokens from position s on never changes the outputs before s (exactly: the same
-    batch row of two calls computes the same prefix), for every s in ``starts`` (B,) long, one row
-    each (None: every s in 1 .. T-1), T = ``length``, called in ``mode`` (:data:`MODES`);
-    ``key_padding_mask`` (1, T) bool, True at padding, whose outputs are not compared.
+    """Changing the tokens from position s on never changes the outputs before s, for every s in ``starts``.
+
+    Exactly: the same batch row of two calls computes the same prefix. ``starts``: (B,) long, one row each (None:
+    every s in 1 .. T-1), T = ``length``; called in ``mode`` (:data:`MODES`); ``key_padding_mask`` (1, T) bool, True
+    at padding, whose outputs are not compared.
 
     Raises:
         ContractFailed: with the first offending position, the first changed token that reaches
-            it, and the largest change.
+            it, and the largest change; also when the outputs are not finite or never change at all (causality
+            cannot be checked then).
     """
     vocab = model.cfg.vocab_size
     base = tokens(1, length, seed, vocab)[0]  # (T,)
@@ -67,8 +72,11 @@ def causality(
 
 
 def forward(model: TransformerLM, idx: Tensor, pad: Tensor | None, mode: str, seed: int) -> Tensor:
-    """Logits (B, T, V) of ``idx`` (B, T) as a run computes them in ``mode`` (:data:`MODES`), with
-    the global generator seeded from ``seed`` (restored afterwards): two calls draw the same dropout."""
+    """Logits (B, T, V) of ``idx`` (B, T) as a run computes them in ``mode`` (:data:`MODES`).
+
+    The global generator is seeded from ``seed`` (restored afterwards): two calls draw the same dropout. ``pad``:
+    (B, T) bool, True at padding, or None.
+    """
     model.train(mode == "train")
     grad = torch.enable_grad() if mode == "train" else torch.inference_mode()
     with torch.random.fork_rng(devices=[]), grad:
@@ -78,9 +86,13 @@ def forward(model: TransformerLM, idx: Tensor, pad: Tensor | None, mode: str, se
 
 
 def prefix(model: TransformerLM, length: int, seed: int = 0) -> Passed:
-    """The outputs at the first ``length // 2`` positions are the same (to :data:`PREFIX_RTOL`)
-    whether the sequence ends there or runs on to ``length``; :class:`ContractFailed` names the first
-    position whose output changes."""
+    """The outputs at the first ``length // 2`` positions are the same whether the sequence ends there or runs on.
+
+    The same to :data:`PREFIX_RTOL`, the sequence running on to ``length``.
+
+    Raises:
+        ContractFailed: naming the first position whose output changes.
+    """
     base = tokens(1, length, seed, model.cfg.vocab_size)  # (1, T)
     half = length // 2
     with torch.no_grad():

@@ -1,6 +1,7 @@
-"""The contracts of a component (each in one line: docs/extending.md, "Check it"), checked in a
-small model (:data:`HOST`, training length L) whose other components are the defaults; :func:`check`,
-the entry point of ``ablate check`` and the tests, checks a component or a task by name.
+"""The contracts of a component (each in one line: docs/extending.md, "Check it"), checked in a small model.
+
+The model (:data:`HOST`, training length L) has the defaults as its other components; :func:`check`, the entry point
+of ``ablate check`` and the tests, checks a component or a task by name.
 """
 
 from __future__ import annotations
@@ -38,8 +39,11 @@ BUDGET_MS = 500.0  # a math kernel at T = 1024 takes about 0.8 s a call on two l
 
 
 def host_config(family: Family, name: str) -> TransformerConfig:
-    """The config of the small model with ``family`` set to ``name``; raises ``ValueError`` (or
-    ``UnknownNameError``) when the config refuses it."""
+    """The config of the small model with ``family`` set to ``name``.
+
+    Raises:
+        ValueError: (or ``UnknownNameError``) when the config refuses it.
+    """
     return TransformerConfig(**{**HOST, **dict(family.host), family.field: name})
 
 
@@ -52,9 +56,13 @@ def build(cfg: TransformerConfig, seed: int) -> TransformerLM:
 def check(
     target: Target | str, seed: int = 0, lengths: tuple[int, ...] | None = LENGTHS, data_dir: Path | None = None
 ) -> CheckReport:
-    """Every contract of ``target`` (or the name ``ablate check`` takes), with the weights, tokens
-    and data of ``seed``; ``lengths``: of a component's ``time and memory`` (None leaves it out);
-    ``data_dir``: where a file-backed task looks for its data first.
+    """Every contract of ``target`` (or the name ``ablate check`` takes), with the weights, tokens and data of ``seed``.
+
+    Args:
+        target: what to check, or the name ``ablate check`` takes.
+        seed: the seed of the weights, tokens and data.
+        lengths: the lengths of a component's ``time and memory`` (None leaves it out).
+        data_dir: where a file-backed task looks for its data first.
 
     Raises:
         AblateError: a name that names nothing (:func:`harness.contracts.targets.resolve`).
@@ -99,6 +107,11 @@ def _config(family: Family, name: str) -> Passed:
 
 
 def shapes_contract(family: Family, name: str, cfg: TransformerConfig, seed: int) -> Passed:
+    """The ``shapes`` contract: the family's own check (:mod:`.shapes`), then the host model's logits (B, T, V) float32.
+
+    Raises:
+        ContractFailed: naming what came out with the wrong shape or dtype.
+    """
     detail = getattr(shapes, family.field)(name, cfg)  # shapes has one function per family field
     logits = build(cfg, seed)(tokens(BATCH, L, seed, V))
     shapes.expect("logits", logits, (BATCH, L, V), torch.float32)
@@ -106,6 +119,11 @@ def shapes_contract(family: Family, name: str, cfg: TransformerConfig, seed: int
 
 
 def determinism(cfg: TransformerConfig, seed: int) -> Passed:
+    """The ``determinism`` contract: two builds from ``seed`` have identical weights and logits; two calls agree.
+
+    Raises:
+        ContractFailed: naming the weights that differ (up to 5), or the largest change of the logits.
+    """
     idx = tokens(BATCH, L, seed, V)
     a, b = build(cfg, seed), build(cfg, seed)
     sa, sb = a.state_dict(), b.state_dict()
@@ -121,6 +139,15 @@ def determinism(cfg: TransformerConfig, seed: int) -> Passed:
 
 
 def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Passed:
+    """The ``finite`` contract at ``dtype_name`` (:data:`DTYPES`): a training step gives finite logits and gradients.
+
+    The forward runs under CPU autocast to that dtype (none for fp32), in training mode; the loss is computed on the
+    logits in float32.
+
+    Raises:
+        Refused: the kernel refuses the dtype on CPU before any run, or torch has no CPU autocast to it.
+        ContractFailed: the logits (first position named) or gradients (parameters named) are not finite.
+    """
     dtype, position = DTYPES[dtype_name], POSITIONAL.get(cfg.position)
     mask = {"with_mask": position.adds_bias(), "mask_requires_grad": position.bias_requires_grad(cfg)}
     try:  # the kernel's own refusal on CPU, as the pre-run checks ask it (grid.py)
@@ -149,8 +176,11 @@ def _finite(logits: torch.Tensor, what: str) -> None:
 
 
 def covering(cfg: TransformerConfig, longest: int) -> TransformerConfig:
-    """``cfg`` with ``max_len`` covering ``longest`` tokens, as a run's model is sized (the
-    longest evaluation); :class:`Refused` when the encoding still declares fewer positions."""
+    """``cfg`` with ``max_len`` covering ``longest`` tokens, as a run's model is sized (the longest evaluation).
+
+    Raises:
+        Refused: when the encoding still declares fewer positions.
+    """
     cfg = dataclasses.replace(cfg, max_len=max(cfg.max_len or 0, longest))
     limit = POSITIONAL.get(cfg.position).max_positions(cfg)
     if limit is not None and limit < longest:
@@ -162,6 +192,15 @@ def covering(cfg: TransformerConfig, longest: int) -> TransformerConfig:
 
 
 def causality_in_use(cfg: TransformerConfig, seed: int) -> Passed:
+    """The ``causality in use`` contract: causality at each length L x :data:`MULTIPLIERS`, in each of :data:`MODES`.
+
+    At each length up to :data:`RUN_BATCH` start positions, one batch row each, spread from 1 to T-1; the model is
+    sized for the longest length (:func:`covering`).
+
+    Raises:
+        ContractFailed: naming the length and mode where an output sees a later token.
+        Refused: the encoding declares fewer positions than the longest length.
+    """
     lengths = [m * L for m in MULTIPLIERS]
     model = build(covering(cfg, max(lengths)), seed)
     for t in lengths:
@@ -178,6 +217,14 @@ def causality_in_use(cfg: TransformerConfig, seed: int) -> Passed:
 
 
 def lengths_contract(cfg: TransformerConfig, seed: int) -> Passed:
+    """The ``lengths`` contract: finite (1, T, V) float32 logits at each L x :data:`MULTIPLIERS` and at :data:`LONGEST`.
+
+    Under ``torch.inference_mode``, the model sized for :data:`LONGEST` (:func:`covering`).
+
+    Raises:
+        ContractFailed: naming the length whose logits have the wrong shape or dtype, or are not finite.
+        Refused: the encoding declares fewer than :data:`LONGEST` positions.
+    """
     lengths = sorted({*(m * L for m in MULTIPLIERS), LONGEST})
     model = build(covering(cfg, LONGEST), seed)
     for t in lengths:
@@ -189,6 +236,11 @@ def lengths_contract(cfg: TransformerConfig, seed: int) -> Passed:
 
 
 def gradients(cfg: TransformerConfig, seed: int) -> Passed:
+    """The ``gradients`` contract: one backward pass gives every parameter tensor a finite, non-zero gradient.
+
+    Raises:
+        ContractFailed: naming the parameters with no, a zero or a non-finite gradient (up to 5 of each).
+    """
     model = build(cfg, seed).train()
     logits = model(tokens(BATCH, L, seed, V))
     F.cross_entropy(logits.flatten(0, 1), tokens(BATCH, L, seed + 1, V).flatten()).backward()
@@ -204,6 +256,15 @@ def gradients(cfg: TransformerConfig, seed: int) -> Passed:
 
 
 def parameters(cfg: TransformerConfig, default: TransformerConfig, default_name: str, seed: int) -> Passed:
+    """The ``parameters`` contract: the state_dict holds everything the outputs depend on.
+
+    A model initialised from ``seed + 1`` and loaded with the state_dict of one from ``seed`` gives the same logits.
+    The detail and data also give the parameter count, and its difference from the family's default
+    (``default_name``, whose config is ``default``).
+
+    Raises:
+        ContractFailed: the loaded model gives other logits: a resumed run would differ.
+    """
     model = build(cfg, seed)
     n, n_default = model.num_parameters(), build(default, seed).num_parameters()
     other = build(cfg, seed + 1)
@@ -224,10 +285,12 @@ def parameters(cfg: TransformerConfig, default: TransformerConfig, default_name:
 
 
 def model_cost(model: TransformerLM, seq_len: int, seed: int = 0) -> dict[str, Any]:
-    """Forward + backward of ``model`` on a (1, ``seq_len``) batch: a row of ``time and memory``,
-    ``ms`` the median over ``calls`` timed calls after an untimed one (up to :data:`REPEATS`, fewer
-    once they took :data:`BUDGET_MS`), ``mib_saved`` saved for backward (unique storages but the
-    parameters); ``refused``: why the model declares it cannot run at this length (then no numbers)."""
+    """Forward + backward of ``model`` on a (1, ``seq_len``) batch: a row of ``time and memory``.
+
+    ``ms`` the median over ``calls`` timed calls after an untimed one (up to :data:`REPEATS`, fewer once they took
+    :data:`BUDGET_MS`), ``mib_saved`` saved for backward (unique storages but the parameters); ``refused``: why the
+    model declares it cannot run at this length (then no numbers).
+    """
     row: dict[str, Any] = {"seq_len": seq_len, "ms": None, "calls": 0, "mib_saved": None, "refused": None}
     limit = POSITIONAL.get(model.cfg.position).max_positions(model.cfg)
     if limit is not None and limit < seq_len:
@@ -265,11 +328,13 @@ def _text(c: dict[str, Any]) -> str:
 def time_and_memory(
     cfg: TransformerConfig, default: TransformerConfig | None, default_name: str, lengths: tuple[int, ...], seed: int
 ) -> Passed:
-    """:func:`model_cost` at every length for ``cfg`` and (unless None) ``default``, side by side, each
-    model built once with ``max_len`` covering the longest length (a learned table must hold it).
-    Memory counted from ``saved_tensors_hooks`` is exact on any device, unlike a process's peak RSS,
-    and what grows with T (a ``math`` kernel saves its (B, H, T, T) weights, a fused kernel does
-    not); it misses buffers freed within the forward."""
+    """:func:`model_cost` at every length for ``cfg`` and (unless None) ``default``, side by side.
+
+    Each model is built once with ``max_len`` covering the longest length (a learned table must hold it). Memory
+    counted from ``saved_tensors_hooks`` is exact on any device, unlike a process's peak RSS, and what grows with T (a
+    ``math`` kernel saves its (B, H, T, T) weights, a fused kernel does not); it misses buffers freed within the
+    forward.
+    """
     costs = []
     for c in (cfg, default) if default else (cfg,):
         sized = c if c.max_len is None else dataclasses.replace(c, max_len=max(c.max_len, *lengths))

@@ -1,7 +1,9 @@
 """What a check returns: one :class:`ContractResult` per contract, gathered in a :class:`CheckReport`.
-A ``fail`` makes ``ablate check`` exit 1; ``refused`` is not a failure (the harness refuses such a
-run before it starts); ``skipped``: an earlier contract it needs failed. No torch here: the command
-line formats a report without it."""
+
+A ``fail`` makes ``ablate check`` exit 1; ``refused`` is not a failure (the harness refuses such a run before it
+starts); ``skipped``: an earlier contract it needs failed. No torch here: the command line formats a report without
+it.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class ContractResult:
+    """The outcome of one contract: its name, status, a line for people, its seconds and numbers for machines."""
+
     contract: str  # its name: causality, finite fp16, ...
     status: Status
     detail: str  # one line for people: what was measured, or what broke and where
@@ -41,13 +45,19 @@ class CheckReport:
 
     @property
     def failed(self) -> list[ContractResult]:
+        """The results whose status is ``fail``, in order; the report is ok when there are none."""
         return [r for r in self.results if r.status == "fail"]
 
     @property
     def seconds(self) -> float:
+        """The time every contract took, added up, in seconds."""
         return sum(r.seconds for r in self.results)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (``--format json``): its fields, ``ok``, the total seconds and each contract's.
+
+        Seconds are rounded to 0.1 ms.
+        """
         head = {"target": self.target, "kind": self.kind, "version": self.version, "ok": not self.failed}
         contracts = [{**vars(r), "seconds": round(r.seconds, 4)} for r in self.results]
         return head | {"seconds": round(self.seconds, 4), "contracts": contracts}
@@ -58,9 +68,11 @@ Passed = str | tuple[str, dict[str, Any]]
 
 
 def run_contract(contract: str, fn: Callable[..., Passed], *args: Any) -> ContractResult:
-    """Run one contract function and time it: its return value is a pass, :class:`Refused` a
-    refusal, :class:`ContractFailed` a failure with its message, any other exception a failure
-    that names it (a component that raises where it should compute breaks the contract)."""
+    """Run one contract function and time it.
+
+    Its return value is a pass, :class:`Refused` a refusal, :class:`ContractFailed` a failure with its message, any
+    other exception a failure that names it (a component that raises where it should compute breaks the contract).
+    """
     start = time.perf_counter()
     data: dict[str, Any] = {}
     try:

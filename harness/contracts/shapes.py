@@ -1,7 +1,8 @@
-"""The shape contract of each component family on the component alone, one function per
-:class:`~harness.contracts.targets.Family` field, ``fn(name, cfg)`` with the host model's config:
-it raises :class:`~harness.contracts.result.ContractFailed` naming what came out wrong and returns
-a one-line summary of what it checked. B batch, T length, H heads, D head dim, C model width.
+"""The shape contract of each component family on the component alone.
+
+One function per :class:`~harness.contracts.targets.Family` field, ``fn(name, cfg)`` with the host model's config: it
+raises :class:`~harness.contracts.result.ContractFailed` naming what came out wrong and returns a one-line summary of
+what it checked. B batch, T length, H heads, D head dim, C model width.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ B, T = 2, 8
 
 
 def expect(what: str, got: Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> None:
+    """Check that ``got`` is a tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        ContractFailed: naming ``what``, the shape and dtype expected and what came instead.
+    """
     if not isinstance(got, Tensor):
         raise ContractFailed(f"{what}: expected a tensor of shape {shape}, got {type(got).__name__}")
     if tuple(got.shape) != shape or got.dtype != dtype:
@@ -25,6 +31,11 @@ def expect(what: str, got: Tensor, shape: tuple[int, ...], dtype: torch.dtype) -
 
 
 def position(name: str, cfg: m.TransformerConfig) -> str:
+    """Positional encoding ``name`` keeps shapes and dtypes in its hooks; its bias and position limit are well formed.
+
+    ``add_to_embeddings`` keeps (B, T, C) and ``rotate_qk`` keeps q and k (B, H, T, D), each in float32 and bfloat16;
+    ``attention_bias(T, T)`` is None or (H, T, T) float32; ``max_positions(cfg)`` is None or a positive int.
+    """
     C, H, D = cfg.d_model, cfg.n_heads, cfg.d_head
     pe = m.POSITIONAL.get(name)(cfg)
     for dtype in (torch.float32, torch.bfloat16):
@@ -45,6 +56,10 @@ def position(name: str, cfg: m.TransformerConfig) -> str:
 
 
 def kernel(name: str, cfg: m.TransformerConfig) -> str:
+    """Kernel ``name`` maps q, k, v (B, H, T, D) float32 to an output (B, H, T, D) float32, and no weights.
+
+    Built with no dropout, the default scale and the config's mask fill; no weights were asked for, so none may come.
+    """
     H, D = cfg.n_heads, cfg.d_head
     attn = m.KERNELS.get(name)(dropout=0.0, scale=None, mask_fill=cfg.mask_fill)
     out, weights = attn(*(torch.randn(B, H, T, D) for _ in range(3)))
@@ -55,6 +70,7 @@ def kernel(name: str, cfg: m.TransformerConfig) -> str:
 
 
 def qkv(name: str, cfg: m.TransformerConfig) -> str:
+    """Projection ``name`` (with biases) maps x (B, T, C) to a tuple (q, k, v), each (B, T, C) float32."""
     out = m.QKV.get(name)(cfg.d_model, bias=True)(torch.randn(B, T, cfg.d_model))
     if not isinstance(out, tuple) or len(out) != 3:
         raise ContractFailed(f"expected (q, k, v), got {type(out).__name__} of length {len(out)}")
@@ -64,6 +80,7 @@ def qkv(name: str, cfg: m.TransformerConfig) -> str:
 
 
 def scale(name: str, cfg: m.TransformerConfig) -> str:
+    """Scale ``name`` is a positive finite number for the config's ``d_model`` and ``n_heads``."""
     value = m.SCALES.get(name)(cfg.d_model, cfg.n_heads)
     if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ContractFailed(f"scale({cfg.d_model}, {cfg.n_heads}) must be a positive finite number, got {value!r}")
@@ -71,6 +88,7 @@ def scale(name: str, cfg: m.TransformerConfig) -> str:
 
 
 def mask_fill(name: str, cfg: m.TransformerConfig) -> str:
+    """Mask fill ``name`` is a negative number (or -inf) for float32, bfloat16 and float16."""
     fill = m.MASK_FILLS.get(name)
     values = {str(d).removeprefix("torch."): fill(d) for d in (torch.float32, torch.bfloat16, torch.float16)}
     bad = {d: v for d, v in values.items() if not isinstance(v, (int, float)) or not v < 0}
@@ -80,6 +98,7 @@ def mask_fill(name: str, cfg: m.TransformerConfig) -> str:
 
 
 def head_split(name: str, cfg: m.TransformerConfig) -> str:
+    """Head split ``name`` maps (B, T, C) to (B, H, T, D) float32, and its ``merge`` is the exact inverse."""
     C, H, D = cfg.d_model, cfg.n_heads, cfg.d_head
     split, x = m.HEAD_SPLITS.get(name), torch.randn(B, T, C)
     expect("split", heads := split.split(x, H), (B, H, T, D), torch.float32)
@@ -89,6 +108,7 @@ def head_split(name: str, cfg: m.TransformerConfig) -> str:
 
 
 def norm(name: str, cfg: m.TransformerConfig) -> str:
+    """Norm ``name`` (of width C) maps (B, T, C) to (B, T, C) of the same dtype, in float32 and bfloat16."""
     C, layer = cfg.d_model, m.NORMS.get(name)(cfg.d_model)
     for dtype in (torch.float32, torch.bfloat16):
         expect(f"{dtype}", layer.to(dtype)(torch.randn(B, T, C, dtype=dtype)), (B, T, C), dtype)
@@ -96,12 +116,18 @@ def norm(name: str, cfg: m.TransformerConfig) -> str:
 
 
 def norm_position(name: str, cfg: m.TransformerConfig) -> str:
+    """Block ``name``, built from ``cfg`` and given its positional encoding, maps (B, T, C) to (B, T, C) float32."""
     C, block = cfg.d_model, m.BLOCKS.get(name)(cfg)
     expect("block", block(torch.randn(B, T, C), m.POSITIONAL.get(cfg.position)(cfg)), (B, T, C), torch.float32)
     return "block (B, T, C) -> (B, T, C)"
 
 
 def activation(name: str, cfg: m.TransformerConfig) -> str:
+    """The FFN with activation ``name`` maps (B, T, C) to (B, T, C) float32, position-wise.
+
+    The FFN: :class:`~harness.modules.FeedForward` of hidden width ``cfg.ffn_dim``, in eval mode. Position-wise:
+    position 2 alone gives the output it gets within the sequence (to atol 1e-6, rtol 1e-5).
+    """
     m.ACTIVATIONS.get(name)
     ffn, x = m.FeedForward(cfg.d_model, cfg.ffn_dim, name).eval(), torch.randn(B, T, cfg.d_model)
     expect("ffn", y := ffn(x), (B, T, cfg.d_model), torch.float32)
@@ -111,6 +137,10 @@ def activation(name: str, cfg: m.TransformerConfig) -> str:
 
 
 def init(name: str, cfg: m.TransformerConfig) -> str:
+    """Initialisation ``name`` fills an ``nn.Linear`` in place, shapes and dtype kept, with a finite non-zero weight.
+
+    The layer maps C to ``cfg.ffn_dim``, with a bias; its parameters must stay the same tensors.
+    """
     C, linear = cfg.d_model, torch.nn.Linear(cfg.d_model, cfg.ffn_dim)
     weight, bias = linear.weight, linear.bias
     with torch.no_grad():

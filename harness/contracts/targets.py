@@ -1,7 +1,8 @@
-"""Which component or task ``ablate check NAME`` means: ``KEY=NAME`` with a config key
-(``model.position=rope``) or its last part (``position=rope``), ``task=copy``, or a bare name
-(``rope``) that exactly one family holds. Any name registered, built-in or added at run time, is
-checkable."""
+"""Which component or task ``ablate check NAME`` means.
+
+``KEY=NAME`` with a config key (``model.position=rope``) or its last part (``position=rope``), ``task=copy``, or a
+bare name (``rope``) that exactly one family holds. Any name registered, built-in or added at run time, is checkable.
+"""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ class Target:
 
     @property
     def label(self) -> str:
+        """``KEY=NAME`` with the family's full config key, or ``task=NAME``: ``model.position=rope``, ``task=copy``."""
         return f"{self.family.key if self.family else TASK_KEY}={self.name}"
 
 

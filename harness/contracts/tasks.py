@@ -1,6 +1,7 @@
-"""The contracts of a task (each in one line: docs/extending.md, "Check it"), checked by
-:func:`check_task` on its default parameters (or its ``example_params``, for a task whose defaults
-cannot be built, such as ``text``) at L = :data:`L` (or the task's ``min_seq_len``).
+"""The contracts of a task (each in one line: docs/extending.md, "Check it"), checked by :func:`check_task`.
+
+It checks them on its default parameters (or its ``example_params``, for a task whose defaults cannot be built, such
+as ``text``) at L = :data:`L` (or the task's ``min_seq_len``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,14 @@ def _batches(task: Task, length: int, seed: int):
 
 
 def version(name: str, cls: type[Task]) -> Passed:
+    """The ``version`` contract: the task class declares its registry name ``name``, a version, a kind and ``Params``.
+
+    ``version`` a non-empty str, ``kind`` ``synthetic`` or ``lm``, ``Params`` a :class:`TaskParams` subclass that
+    refuses unknown fields.
+
+    Raises:
+        ContractFailed: listing every declaration that is wrong.
+    """
     own, ver, kind, params = (getattr(cls, a, None) for a in ("name", "version", "kind", "Params"))
     strict = (
         isinstance(params, type) and issubclass(params, TaskParams) and params.model_config.get("extra") == "forbid"
@@ -81,6 +90,13 @@ def version(name: str, cls: type[Task]) -> Passed:
 
 
 def shapes(task: Task, length: int, seed: int) -> Passed:
+    """The ``shapes`` contract: inputs and targets are (N, T) int64 in every split, at every length checked.
+
+    The lengths: ``length``, 4 x ``length`` (if the split holds it) and the task's ``min_seq_len``.
+
+    Raises:
+        ContractFailed: naming the split, the length and the tensor with the wrong shape or dtype.
+    """
     seen = []
     for split, t, inputs, targets in _batches(task, length, seed):
         for what, x in (("inputs", inputs), ("targets", targets)):
@@ -91,6 +107,13 @@ def shapes(task: Task, length: int, seed: int) -> Passed:
 
 
 def vocabulary(task: Task, length: int, seed: int) -> Passed:
+    """The ``vocabulary`` contract: ``pad_id`` and every input and scored target lie in [0, ``vocab_size``).
+
+    Checked in every split at every length :func:`shapes` checks.
+
+    Raises:
+        ContractFailed: naming the pad id, or the first token outside with its split and length.
+    """
     v, pad = task.vocab_size, task.pad_id
     if pad is not None and not 0 <= pad < v:
         raise ContractFailed(f"pad_id {pad} outside [0, {v})")
@@ -103,6 +126,16 @@ def vocabulary(task: Task, length: int, seed: int) -> Passed:
 
 
 def answers(task: Task, length: int, seed: int) -> Passed:
+    """The ``answers`` contract: every row scores an answer, and no answer can be read from the input.
+
+    Every row has a scored position (an ``lm`` task scores every position); with ``answers_in_input`` each scored
+    target but a row's last is the next input token, without it none is; no scored position holds the padding token;
+    and at ``length`` no target is :func:`readable` from the input. In every split at every length :func:`shapes`
+    checks.
+
+    Raises:
+        ContractFailed: naming the split, the length and the rule broken.
+    """
     for split, t, inputs, targets in _batches(task, length, seed):
         scored = targets != IGNORE_INDEX  # (N, T)
         if not scored.any(1).all():
@@ -135,14 +168,17 @@ def answers(task: Task, length: int, seed: int) -> Passed:
 
 
 def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str) -> None:
-    """No scored target at t can be read off the input token at t, nor, for a task that hides its
-    answers, at any t + k (``answers_in_input`` feeds each answer as the next input by design).
-    Empirical: the most frequent target of each input token at offset k, learnt on the even rows of
-    ``inputs``, ``targets`` (N, T), predicts the odd rows' scored targets; readable when that removes
-    at least :data:`READABLE` of the errors of the most frequent answer (of 32 predictions or more).
-    The input token itself predicts too, at every scored position of every row (a row's only or last
-    one included), where no lookup needs to have seen it first. :class:`ContractFailed` names the
-    offset and both shares right."""
+    """No scored target at t can be read off the input token at t, nor, for a task that hides its answers, at t + k.
+
+    Only such a task is checked at every t + k: ``answers_in_input`` feeds each answer as the next input by design.
+    Empirical: the most frequent target of each input token at offset k, learnt on the even rows of ``inputs``,
+    ``targets`` (N, T), predicts the odd rows' scored targets; readable when that removes at least :data:`READABLE` of
+    the errors of the most frequent answer (of 32 predictions or more). The input token itself predicts too, at every
+    scored position of every row (a row's only or last one included), where no lookup needs to have seen it first.
+
+    Raises:
+        ContractFailed: naming the offset and both shares right.
+    """
     x, y = inputs.numpy(), targets.numpy()
     scored = y != IGNORE_INDEX  # (N, T)
     learn = (np.arange(len(y)) % 2 == 0)[:, None]  # (N, 1): even rows learn, odd rows are predicted
@@ -175,6 +211,12 @@ def readable(task: Task, inputs: torch.Tensor, targets: torch.Tensor, where: str
 
 
 def determinism(task: Task, length: int, seed: int) -> Passed:
+    """The ``determinism`` contract: in every split the same seed draws the same data, and the next seed other data.
+
+    Raises:
+        ContractFailed: the same seed gave other data, or seeds ``seed`` and ``seed + 1`` the same (the task ignores
+            its generator, or its parameters leave a single problem).
+    """
     for split in SPLITS:
         a, b, c = (task.sample(N, length, _rng(s), split) for s in (seed, seed, seed + 1))  # type: ignore[arg-type]
         if not (torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])):
@@ -194,6 +236,16 @@ def _windows(x: torch.Tensor, k: int) -> set[bytes]:
 
 
 def splits(task: Task, length: int, seed: int) -> Passed:
+    """The ``splits`` contract: the val and test splits do not overlap the train split where they must not.
+
+    A synthetic task: 4 x N rows drawn per split, compared whole; with ``disjoint_splits`` no val or test row may be a
+    train row, without it the test rows that are also train rows are only counted. An ``lm`` task: no
+    :data:`WINDOW`-token window of a val or test sample occurs in a sample of the train split (N rows of up to 4096
+    tokens).
+
+    Raises:
+        ContractFailed: naming how many rows or windows the splits share.
+    """
     rows = 4 * N
     if task.kind != "lm":
         train = {row.numpy().tobytes() for row in task.sample(rows, length, _rng(seed), "train")[0]}
@@ -229,6 +281,14 @@ def splits(task: Task, length: int, seed: int) -> Passed:
 
 
 def lengths(task: Task, length: int, seed: int) -> Passed:
+    """The ``lengths`` contract: each split states the longest row it draws, and refuses one token more.
+
+    A synthetic task may state none (any length: 4 x ``length`` is drawn); an ``lm`` task must state one (it reads a
+    corpus of finite size). One token more must raise ``ValueError``.
+
+    Raises:
+        ContractFailed: a split states no or a bad longest length, or draws a row longer than it.
+    """
     notes = []
     for split in SPLITS:
         longest = task.max_seq_len(split)  # type: ignore[arg-type]

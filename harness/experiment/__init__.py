@@ -1,2 +1,4 @@
-"""What runs: validated run configs, ablation declarations, their grids, the claims they test and
-the Optuna search space. Imports neither torch nor Lightning at module level."""
+"""What runs: validated run configs, ablation declarations, their grids, the claims they test, the search space.
+
+The search space is Optuna's. Imports neither torch nor Lightning at module level.
+"""

@@ -1,6 +1,8 @@
-"""Ablation declarations: a YAML file in ``ablations/`` (or any path), loaded with a safe loader,
-validated here and expanded into its grid. docs/ablation-files.md is the reference of every key,
-the order in which a run's config is resolved and the metric names."""
+"""Ablation declarations: a YAML file in ``ablations/`` (or any path), loaded, validated and expanded into its grid.
+
+It is loaded with a safe loader. docs/ablation-files.md is the reference of every key, the order in which a run's
+config is resolved and the metric names.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +29,11 @@ ABLATIONS_DIR = Path(importlib.util.find_spec("harness.ablations").submodule_sea
 
 
 class Ablation(Decl):
+    """An ablation: axes whose grid of variants is compared with a baseline, on tasks, in profiles.
+
+    Every key: docs/ablation-files.md.
+    """
+
     name: str = Field(
         description="the ablation's name; the file must be NAME.yaml, and the store keeps its runs in RESULTS/NAME"
     )
@@ -192,8 +199,10 @@ class Ablation(Decl):
         return self
 
     def longest_file_names(self) -> list[str]:
-        """The longest file names each profile and task of the ablation make (a report's with
-        overrides and of tuned runs, its controls' file, its figures), with ``x`` for the hex digits."""
+        """The longest file names each profile and task of the ablation make, with ``x`` for the hex digits.
+
+        Those are a report's with overrides and of tuned runs: its controls' file, its figures.
+        """
         tag = "with-xxxxxxxx"  # harness.report.markdown.overrides_tag
         out = []
         for profile, (task, entry) in itertools.product(self.profiles, self.tasks.items()):
@@ -213,9 +222,15 @@ class Ablation(Decl):
 
     @property
     def exploratory_variants(self) -> tuple[str, ...]:
+        """The labels of the grid points left out of the primary family: the profile's, after :meth:`for_profile`."""
         return self._exploratory
 
     def profile(self, name: str | None) -> tuple[str, Profile]:
+        """``(name, profile)`` for the profile ``name`` (None: :attr:`default_profile`).
+
+        Raises:
+            AblateError: the ablation has no profile ``name`` (the message names the close ones and every one).
+        """
         name = self.default_profile if name is None else name  # "" is a bad name, not the default
         if name not in self.profiles:
             raise AblateError(
@@ -239,16 +254,22 @@ class Ablation(Decl):
 
     @property
     def baseline_label(self) -> str:
+        """The :meth:`label` of the baseline."""
         return self.label(self.baseline)
 
 
 def available() -> dict[str, Path]:
+    """The registered ablations, by name: name -> its YAML file in :data:`ABLATIONS_DIR` (but names starting ``_``)."""
     return {p.stem: p for p in sorted(ABLATIONS_DIR.glob("*.yaml")) if not p.stem.startswith("_")}
 
 
 def load(name_or_path: str) -> Ablation:
-    """Load an ablation by registered name or from a YAML file path; AblateError for an empty or
-    unknown name, a file that cannot be read, or a declaration that fails validation."""
+    """Load an ablation by registered name or from a YAML file path.
+
+    Raises:
+        AblateError: for an empty or unknown name, a file that cannot be read, or a declaration that fails
+            validation (a file that takes a registered ablation's name, or whose name is not its file's, included).
+    """
     if not name_or_path.strip():  # Path("") is the current folder
         raise AblateError(
             f"the ablation name {name_or_path!r} is empty; name a registered ablation (`ablate list`) "

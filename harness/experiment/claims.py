@@ -1,6 +1,8 @@
-"""The practitioners' claims the harness tests (``claims.yaml`` beside this module; docs/claims-audit.md),
-and the controls that guard them (docs/statistics.md): a known bug an ablation declares (``control:``)
-and the published results of ``reproductions.yaml`` (its header says each field)."""
+"""The practitioners' claims the harness tests, and the controls that guard them.
+
+The claims: ``claims.yaml`` beside this module; docs/claims-audit.md. The controls (docs/statistics.md): a known bug
+an ablation declares (``control:``) and the published results of ``reproductions.yaml`` (its header says each field).
+"""
 
 from __future__ import annotations
 
@@ -23,9 +25,11 @@ REGISTRY = "reproductions.yaml"
 
 
 class Trend(Decl):
-    """A comparison along an ordered axis (docs/statistics.md, "Trends along an axis"): the entry's paired
-    difference at each of ``levels``, its slope per seed on the level (``log2``: on log2 of it). Per level,
-    ``metrics`` / ``variants`` / ``against`` name what is compared there (default: the entry's own)."""
+    """A comparison along an ordered axis (docs/statistics.md, "Trends along an axis").
+
+    The entry's paired difference at each of ``levels``, its slope per seed on the level (``log2``: on log2 of it).
+    Per level, ``metrics`` / ``variants`` / ``against`` name what is compared there (default: the entry's own).
+    """
 
     axis: str = Field(min_length=1, description="what grows: the length multiple, the depth, the head count")
     unit: str = Field(min_length=1, description="the slope's unit, printed: 'doubling of the length'")
@@ -50,8 +54,11 @@ class Trend(Decl):
 
 
 class Evidence(Decl, metrics.KnownMetric):
-    """One comparison that decides a claim (``variant`` against the baseline or ``against``), and the
-    verdict ``expect``-ed if it holds, or a ``premise``: whether its setting runs here (docs/claims-audit.md)."""
+    """One comparison that decides a claim, and the verdict expected if the claim holds, or a premise.
+
+    The comparison: ``variant`` against the baseline or ``against``; the verdict ``expect``-ed if it holds, or a
+    ``premise``: whether its setting runs here (docs/claims-audit.md).
+    """
 
     task: str
     variant: str
@@ -74,8 +81,10 @@ class Evidence(Decl, metrics.KnownMetric):
 
 
 class Part(Decl):
-    """One part of a claim's wording; ``not_tested``: why no comparison here tests it (without it,
-    at least one evidence entry names the part)."""
+    """One part of a claim's wording.
+
+    ``not_tested``: why no comparison here tests it (without it, at least one evidence entry names the part).
+    """
 
     words: str
     kind: Literal["effect", "mechanism", "condition"]
@@ -93,9 +102,11 @@ class Setting(Decl):
 
 
 class Source(Decl):
-    """Where a claim comes from: the write-up (its file name in the write-ups' folder, e.g.
-    ``000_d260eea772721f72``), its words as written (``quote``) with a translation, the setting it
-    names and the mechanism it gives (None: it gives none)."""
+    """Where a claim comes from: the write-up, its words, the setting it names and the mechanism it gives.
+
+    The write-up: its file name in the write-ups' folder, e.g. ``000_d260eea772721f72``; its words as written
+    (``quote``) with a translation; the mechanism None where it gives none.
+    """
 
     file: str = Field(pattern=r"^\d{3}_[0-9a-f]{16}$")
     quote: str = Field(min_length=1)
@@ -121,11 +132,13 @@ class Claim(Decl):
     evidence: list[Evidence] = []
 
     def fidelity(self) -> Fidelity:
-        """``faithful``: every part of the wording (effects, mechanism, conditions) is tested, none on a
-        stand-in (an evidence entry with ``tests``); ``not tested as stated``: no effect or mechanism is
-        tested, and the verdict says so; ``partly``: between (each untested part says why); ``not``: only
-        stand-ins test its effects, a verdict on something else than the write-up says (the registry has
-        none: tests/experiment/test_claims_registry.py)."""
+        """How far the claim's evidence tests what its write-up says (:data:`Fidelity`).
+
+        ``faithful``: every part of the wording (effects, mechanism, conditions) is tested, none on a stand-in (an
+        evidence entry with ``tests``); ``not tested as stated``: no effect or mechanism is tested, and the verdict says
+        so; ``partly``: between (each untested part says why); ``not``: only stand-ins test its effects, a verdict on
+        something else than the write-up says (the registry has none: tests/experiment/test_claims_registry.py).
+        """
         said = [p for p in self.parts if p.kind != "condition"]
         direct = {ev.part for ev in self.evidence if ev.tests is None}
         if all(p.not_tested is not None for p in said):
@@ -188,16 +201,23 @@ def guards_problem(ids: list[str], known: Collection[str], field: str = "guards"
 
 @functools.cache
 def load_claims() -> dict[str, Claim]:
+    """The claims of ``claims.yaml`` beside this module, validated, by id (read once, then cached).
+
+    Raises:
+        AblateError: the file is not a list of valid claims, or an id appears twice (:func:`parse_claims`).
+    """
     text = importlib.resources.files("harness.experiment").joinpath(CLAIMS).read_text(encoding="utf-8")
     return parse_claims(load_yaml(text))
 
 
 class Control(BaseModel):
-    """``kind: negative``: a known bug (e.g. a wrong head split) that the harness must catch, i.e.
-    judge ``expect`` (``worse``, adjusted p < 0.05) on a task's primary metric. The reports index
-    shows each such ablation as ``caught`` or ``not caught``. ``guards``: the claims whose verdicts
-    are withheld while the control is not caught in ``profile`` (a confirmatory profile): a harness
-    that cannot see a known bug on a task cannot be trusted with smaller differences on it."""
+    """``kind: negative``: a known bug (e.g. a wrong head split) that the harness must catch.
+
+    That is, judge ``expect`` (``worse``, adjusted p < 0.05) on a task's primary metric. The reports index shows each
+    such ablation as ``caught`` or ``not caught``. ``guards``: the claims whose verdicts are withheld while the control
+    is not caught in ``profile`` (a confirmatory profile): a harness that cannot see a known bug on a task cannot be
+    trusted with smaller differences on it.
+    """
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["negative"] = Field(description="negative: a variant carries a known bug")
@@ -214,8 +234,19 @@ class Control(BaseModel):
     def check(
         self, labels: list[str], baseline: str, claims: Collection[str], confirmatory: dict[str, bool], own: list[str]
     ) -> None:
-        """ValueError (for pydantic) unless ``variant`` is a grid label but the baseline, ``guards`` claims
-        (once) not the ablation's ``own``, ``profile`` a confirmatory one."""
+        """Check the control against the ablation that declares it (for pydantic).
+
+        Args:
+            labels: the labels of the grid's points.
+            baseline: the baseline's label.
+            claims: the ids of every claim.
+            confirmatory: each profile of the ablation -> whether it is confirmatory.
+            own: the ablation's own claims.
+
+        Raises:
+            ValueError: unless ``variant`` is a grid label but the baseline, ``guards`` claims (once) not the
+                ablation's ``own``, ``profile`` a confirmatory one (checked when it guards claims).
+        """
         others = [x for x in labels if x != baseline]
         if self.variant is not None and self.variant not in others:
             raise ValueError(
@@ -242,6 +273,13 @@ class Control(BaseModel):
 
 
 class Comparison(metrics.KnownMetric):
+    """One comparison that tests a published result: ``variant`` against ``reference``, and the verdict expected.
+
+    The runs are ``ablation``'s in ``profile`` on ``task``, compared on ``metric``; ``expect`` (if the published result
+    holds) is oriented by the metric's direction; ``margin``: an ``equivalent``'s, in the metric's units (default: the
+    task's sesoi); ``reference_min``: the reference's mean the published result needs (not a verdict rule).
+    """
+
     model_config = ConfigDict(extra="forbid")
     ablation: str
     profile: str
@@ -254,6 +292,14 @@ class Comparison(metrics.KnownMetric):
 
 
 class Reproduction(BaseModel):
+    """A published result the harness should reproduce at CPU scale: an entry of ``reproductions.yaml``.
+
+    The file's header says each field: the ``paper`` and where in it (``source``), the published ``setting`` and
+    ``result``, what the harness should see (``expected``), the ``differences`` from the published setting, the
+    ``comparisons`` that test it (one Holm family), the claims it ``guards`` (``guards_why``: why) and the ``mechanism``
+    it tests.
+    """
+
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     paper: str = Field(min_length=1)
@@ -269,6 +315,12 @@ class Reproduction(BaseModel):
 
 
 def parse(data: object) -> list[Reproduction]:
+    """The validated entries of ``reproductions.yaml``, in order.
+
+    Raises:
+        AblateError: ``data`` is not a non-empty list, an entry fails validation (naming its first wrong field), or
+            an id appears twice.
+    """
     if not isinstance(data, list) or not data:
         raise AblateError(f"{REGISTRY}: expected a non-empty list of reproduction entries")
     out: dict[str, Reproduction] = {}
@@ -288,6 +340,11 @@ def parse(data: object) -> list[Reproduction]:
 
 @functools.cache
 def load_registry() -> tuple[Reproduction, ...]:
+    """The entries of ``reproductions.yaml`` beside this module (read once, then cached).
+
+    Raises:
+        AblateError: the file is not valid YAML, or :func:`parse` refuses it.
+    """
     text = importlib.resources.files("harness.experiment").joinpath(REGISTRY).read_text(encoding="utf-8")
     try:
         return tuple(parse(load_yaml(text)))

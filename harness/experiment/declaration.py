@@ -1,7 +1,8 @@
-"""The parts of an ablation declaration below the :class:`~harness.experiment.ablation.Ablation`
-(docs/ablation-files.md), and the reading of a user's YAML files: YAML 1.2 (:mod:`harness.yaml12`, as
-editors read them) with a key given twice refused, every failure one line naming the file, the place
-and the fix."""
+"""The parts of an ablation declaration below the :class:`~harness.experiment.ablation.Ablation`, and YAML reading.
+
+The parts: docs/ablation-files.md. The reading of a user's YAML files: YAML 1.2 (:mod:`harness.yaml12`, as editors
+read them) with a key given twice refused, every failure one line naming the file, the place and the fix.
+"""
 
 from __future__ import annotations
 
@@ -44,8 +45,11 @@ NAME_MAX = 255
 
 
 def check_file_names(ablation: str, names: list[str]) -> None:
-    """ValueError when the longest of ``names`` (the file names the ablation ``ablation`` makes) is
-    over :data:`NAME_MAX` bytes, saying by how much to shorten the names it is made of."""
+    """Check that no file name the ablation ``ablation`` makes (``names``) is over :data:`NAME_MAX` bytes.
+
+    Raises:
+        ValueError: when the longest of ``names`` is over, saying by how much to shorten the names it is made of.
+    """
     longest = max(names, key=lambda n: len(n.encode()), default="")
     if (over := len(longest.encode()) - NAME_MAX) > 0:
         raise ValueError(
@@ -58,12 +62,16 @@ def check_file_names(ablation: str, names: list[str]) -> None:
 
 
 class Decl(BaseModel):
+    """Base of every part of a declaration: a key it does not declare is an error."""
+
     model_config = ConfigDict(extra="forbid")
 
 
 class MetricSpec(Decl, metrics.NamedMetric):
-    """The primary metric of a task and its smallest effect of interest; its direction is the
-    metrics table's (:mod:`harness.experiment.metrics`), which ``higher_is_better`` may restate."""
+    """The primary metric of a task and its smallest effect of interest.
+
+    Its direction is the metrics table's (:mod:`harness.experiment.metrics`), which ``higher_is_better`` may restate.
+    """
 
     sesoi: float = Field(gt=0, description="smallest effect of interest, in the metric's units")
 
@@ -120,15 +128,19 @@ class Threshold(Decl):
         return self
 
     def passes(self, value: float | None) -> bool:
+        """Whether ``value`` meets the bound; a missing or NaN value never does."""
         if value is None or value != value:  # missing or NaN
             return False
         return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
 
     def describe(self) -> str:
+        """The bound for people: ``acc@x1 >= 0.9`` or ``loss@x1 <= 1.5``."""
         return f"{self.metric} >= {self.min:g}" if self.min is not None else f"{self.metric} <= {self.max:g}"
 
 
 class TaskEntry(Decl):
+    """One task of an ablation: its parameters, its config keys, its primary metric, a gate and a convergence target."""
+
     params: dict[str, Any] = Field(default_factory=dict, description="the task's parameters (its Params)")
     config: dict[str, Any] = Field(default_factory=dict, description="config keys for this task's runs (over base)")
     primary: MetricSpec = Field(
@@ -143,8 +155,10 @@ SPENDING_FUNCTIONS = ("obrien_fleming", "pocock")
 
 
 class Sequential(Decl):
-    """A group-sequential design (docs/sequential.md): the seeds at each look, the spending
-    function and the family's two-sided level; :mod:`harness.analysis.sequential` decides."""
+    """A group-sequential design (docs/sequential.md): the seeds at each look, the spending function and the level.
+
+    The level is the family's two-sided level; :mod:`harness.analysis.sequential` decides.
+    """
 
     looks: list[StrictInt] = Field(min_length=1, description="seeds at each look, increasing")
     spending: str = Field(  # a str, not a Literal: a misspelt name gets a suggestion; the schema's enum for editors
@@ -182,6 +196,8 @@ takes about 17 s on a 10-cell grid on a 2-core CPU)."""
 
 
 class Profile(Decl):
+    """A profile: how big the runs are (seeds, config overrides), and which tasks and grid points run."""
+
     description: str = Field("", description="what the profile is for and what it costs (ablate show prints it)")
     seeds: list[Annotated[StrictInt, Field(ge=0, le=INT_MAX)]] = Field(
         min_length=1, description="one run per seed, variant and task; seed s of every variant is paired"
@@ -238,8 +254,11 @@ class Profile(Decl):
 
 
 def read_yaml(path: Path, what: str) -> Any:
-    """The parsed YAML of the file ``path`` (``what``: ``ablation file``, for errors); AblateError when
-    it cannot be read, is not UTF-8 text or not valid YAML (with the line and column)."""
+    """The parsed YAML of the file ``path`` (``what``: ``ablation file``, for errors).
+
+    Raises:
+        AblateError: when it cannot be read, is not UTF-8 text or not valid YAML (with the line and column).
+    """
     try:
         return load_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:

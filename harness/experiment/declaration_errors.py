@@ -1,6 +1,8 @@
-"""The message of a declaration that fails validation: one line per problem, each naming its
-dotted place and its fix. A key not valid where it sits says where it belongs, or the keys valid
-there (never itself); a value of the wrong form gets an example of the right one."""
+"""The message of a declaration that fails validation: one line per problem, each naming its dotted place and fix.
+
+A key not valid where it sits says where it belongs, or the keys valid there (never itself); a value of the wrong
+form gets an example of the right one.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +18,10 @@ from harness.registry import did_you_mean
 
 
 def _unwrap(annotation: Any, step: str | int) -> Any:
-    """What a value found under ``annotation`` at ``step`` of a location is declared as (a model, a
-    dict, a list or a plain type), or None where the location leaves the declared structure."""
+    """What a value found under ``annotation`` at ``step`` of a location is declared as, or None.
+
+    Declared as a model, a dict, a list or a plain type; None where the location leaves the declared structure.
+    """
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is Annotated:
         return _unwrap(args[0], step)
@@ -44,8 +48,10 @@ def _model(annotation: Any) -> type[BaseModel] | None:
 
 
 def _place(root: type[BaseModel], loc: tuple[str | int, ...]) -> tuple[type[BaseModel] | None, str | None]:
-    """The model whose mapping holds the last key of ``loc`` and that key's field name (None: not a
-    field of a model, e.g. a list item or a key of a free mapping)."""
+    """The model whose mapping holds the last key of ``loc`` and that key's field name.
+
+    None: not a field of a model, e.g. a list item or a key of a free mapping.
+    """
     annotation: Any = root
     for step in loc[:-1]:
         annotation = _unwrap(annotation, step)
@@ -166,9 +172,11 @@ _CLASS_NAME = re.compile(r" or instance of \w+")
 
 
 def format_declaration_error(exc: ValidationError, root: type[BaseModel], context: str) -> str:
-    """``invalid declaration for CONTEXT: `` and one line per problem of ``exc`` (raised validating
-    ``root``), each naming its dotted place and its fix: for a key not valid there, where it belongs
-    or the keys valid there (never itself); for a value of the wrong form, an example of the right one."""
+    """``invalid declaration for CONTEXT: `` and one line per problem of ``exc`` (raised validating ``root``).
+
+    Each names its dotted place and its fix: for a key not valid there, where it belongs or the keys valid there
+    (never itself); for a value of the wrong form, an example of the right one.
+    """
     lines = []
     for err in exc.errors():
         loc = tuple(err["loc"])

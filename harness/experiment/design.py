@@ -1,6 +1,8 @@
-"""A profile's confirmatory design, declared before its data: what decides its verdicts (the seeds, each
-task's primary metric and smallest effect of interest, the ``sequential:`` block) and its fingerprint,
-which every run's record holds (docs/sequential.md, "A design declared before its data")."""
+"""A profile's confirmatory design, declared before its data: what decides its verdicts, and its fingerprint.
+
+What decides its verdicts: the seeds, each task's primary metric and smallest effect of interest, the ``sequential:``
+block. Every run's record holds the fingerprint (docs/sequential.md, "A design declared before its data").
+"""
 
 from __future__ import annotations
 

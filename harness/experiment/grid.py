@@ -1,5 +1,7 @@
-"""Grid expansion into run specs (:func:`plan`), each with its resolved config and a content hash as
-run id, and every check that can be made before any run starts (docs/bad-inputs.md: exit code 2)."""
+"""Grid expansion into run specs (:func:`plan`), each with its resolved config and a content hash as run id.
+
+Also every check that can be made before any run starts (docs/bad-inputs.md: exit code 2).
+"""
 
 from __future__ import annotations
 
@@ -24,8 +26,10 @@ if TYPE_CHECKING:  # the task registry imports its tasks: imported where a task 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of a grid: a resolved config, a task and a seed; ``tuned_params`` (``ablate run
-    --tuned``): the study's best parameters, already merged into ``config``."""
+    """One run of a grid: a resolved config, a task and a seed.
+
+    ``tuned_params`` (``ablate run --tuned``): the study's best parameters, already merged into ``config``.
+    """
 
     ablation: str
     profile: str
@@ -40,8 +44,10 @@ class RunSpec:
     design: str | None = None  # the fingerprint of its profile's design (harness.experiment.design); not hashed
 
     def payload(self, code_versions: dict[str, int] | None = None) -> dict[str, Any]:
-        """What a run id hashes: everything that determines the run's numbers, the code versions above 1
-        included (:mod:`harness.experiment.versions`; ``code_versions``: a stored run's, default this code's)."""
+        """What a run id hashes: everything that determines the run's numbers, the code versions above 1 included.
+
+        The code versions: :mod:`harness.experiment.versions`; ``code_versions``: a stored run's, default this code's.
+        """
         out: dict[str, Any] = {"task": self.task, "task_version": self.task_version, "task_params": self.task_params}
         out.update(config=self.config.hash_dump(), seed=self.seed)
         if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
@@ -57,11 +63,15 @@ class RunSpec:
 
     @property
     def run_id(self) -> str:
+        """The run's id: the :func:`~harness.config.config_hash` of its :meth:`payload`, with this code's versions."""
         return config_hash(self.payload())
 
     def tuned(self, params: dict[str, Any], profile: str, where: str = "") -> RunSpec:
-        """This run at a study's best ``params`` (dotted keys), stored under ``profile`` (``<profile>+tuned``);
-        AblateError for ``params`` that do not validate with this run's config."""
+        """This run at a study's best ``params`` (dotted keys), stored under ``profile`` (``<profile>+tuned``).
+
+        Raises:
+            AblateError: for ``params`` that do not validate with this run's config.
+        """
         cfg = build_config(apply_overrides(self.config.model_dump(mode="json"), params), where)
         return replace(self, profile=profile, config=cfg, tuned_params=params)
 
@@ -75,8 +85,11 @@ def record_id(
     tuned_params: dict[str, Any] | None,
     code_versions: dict[str, int] | None,
 ) -> str:
-    """The run id a stored run's fields hash to (``code_versions`` None: this code's); UnknownNameError
-    for a component this code does not know."""
+    """The run id a stored run's fields hash to (``code_versions`` None: this code's).
+
+    Raises:
+        UnknownNameError: for a component this code does not know.
+    """
     spec = RunSpec("", "", task, task_params, task_version, {}, "", seed, config, tuned_params)
     return config_hash(spec.payload(code_versions))  # the fields a run id does not hash left empty
 
@@ -84,8 +97,13 @@ def record_id(
 def prepare_task(
     name: str, params: dict[str, Any], data_dir: Path | None, check_data: bool = True, near: Path | None = None
 ) -> Task:
-    """The task ``name`` built with ``params`` (``near``: the ablation file's folder), its data checked unless
-    ``check_data`` is False; AblateError."""
+    """The task ``name`` built with ``params`` (``near``: the ablation file's folder), its data checked.
+
+    The data is checked unless ``check_data`` is False.
+
+    Raises:
+        AblateError: the task cannot be built with ``params``, or its data is unavailable.
+    """
     from harness.tasks import DataUnavailableError, build_task
 
     try:
@@ -100,8 +118,14 @@ def prepare_task(
 
 
 def check_variant(cfg: RunConfig, task: Task, where: str, model: bool = True) -> None:
-    """The step schedule, model names and shapes, the attention kernel where this process would train
-    and every length the task must provide; ``model=False``: all but the model's components (torch)."""
+    """Check the run config ``cfg`` on ``task`` before any run.
+
+    The step schedule, model names and shapes, the attention kernel where this process would train and every length
+    the task must provide; ``model=False``: all but the model's components (torch).
+
+    Raises:
+        AblateError: naming ``where`` and the first check that fails.
+    """
     check_schedule(cfg, where)
     if model:
         _check_model(cfg, task, where)
@@ -155,9 +179,11 @@ def _check_model(cfg: RunConfig, task: Task, where: str) -> None:
 
 
 def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str, overridden: bool = False) -> None:
-    """The primary and gate metrics must be ones the task produces at the evaluated lengths with the
-    probes it asks for, the target one the validation pass logs (:mod:`harness.experiment.metrics`).
-    ``overridden``: the lengths come from a command-line override (the fix then names one)."""
+    """The primary and gate metrics must be ones the task produces at the evaluated lengths with the probes it asks for.
+
+    The target one must be one the validation pass logs (:mod:`harness.experiment.metrics`). ``overridden``: the
+    lengths come from a command-line override (the fix then names one).
+    """
     multipliers, byte_level = tuple(cfg.eval.length_multipliers), task.token_bytes is not None
     made = metrics.produced(
         task.kind, multipliers, tuple(cfg.eval.probes), cfg.model.n_layers, task.pad_id is not None, byte_level
@@ -199,8 +225,16 @@ def plan(
     check_data: bool = True,
     will_run: Callable[[RunSpec], bool] | None = None,
 ) -> tuple[str, list[RunSpec]]:
-    """An ablation's grid for one profile as validated run specs, ordered seed, task, variant; AblateError
-    for any bad input. A variant's components are built (torch) only when one of its runs ``will_run``."""
+    """An ablation's grid for one profile as validated run specs, ordered seed, task, variant.
+
+    A variant's components are built (torch) only when one of its runs ``will_run``.
+
+    Returns:
+        The profile's name (``profile``, or the default profile's for None) and the run specs.
+
+    Raises:
+        AblateError: for any bad input.
+    """
     profile, prof = abl.profile(profile)
     abl = abl.for_profile(profile)
     declared = design.fingerprint(abl, profile)

@@ -1,6 +1,8 @@
-"""Every metric a run is compared on, declared once (docs/ablation-files.md lists them). ``acc@x4``
-is the test pass at 4L; the validation pass at L logs it under its bare name (``acc``). A new metric
-is produced in ``harness/training/`` and declared here only."""
+"""Every metric a run is compared on, declared once (docs/ablation-files.md lists them).
+
+``acc@x4`` is the test pass at 4L; the validation pass at L logs it under its bare name (``acc``). A new metric is
+produced in ``harness/training/`` and declared here only.
+"""
 
 from __future__ import annotations
 
@@ -40,6 +42,11 @@ class Metric:
     floor: float | None = None
 
     def names(self, multipliers: tuple[int, ...] = (), n_layers: int = 0) -> list[str]:
+        """The concrete names this metric stands for, given the length ``multipliers`` and the layer count.
+
+        ``<name>@x<N>`` per multiplier N of a per-length metric, one name per layer i < ``n_layers`` of a per-layer
+        one, else its name (and ``<name>_init`` for a probe also measured at initialisation).
+        """
         if self.per_length:
             return [f"{self.name}@x{m}" for m in multipliers]
         if "<i>" in self.name:
@@ -48,6 +55,7 @@ class Metric:
 
     @property
     def pattern(self) -> re.Pattern[str]:
+        """The regex that a concrete name of this metric matches (any layer index, any length multiplier)."""
         text = re.escape(self.name).replace(re.escape("<i>"), r"\d+")
         return re.compile(text + (r"@x\d+" if self.per_length else "(_init)?" if self.at_init else "") + "$")
 
@@ -131,10 +139,16 @@ def lookup(name: str) -> Metric | None:
 
 
 def higher_is_better(name: str) -> bool:
+    """Whether a higher value of the metric ``name`` (``acc@x4``) is better.
+
+    Raises:
+        ValueError: no metric of the table matches ``name`` (:func:`known`).
+    """
     return lookup(known(name)).higher_is_better
 
 
 def length_of(name: str) -> tuple[str, int] | None:
+    """``(base, N)`` for a per-length name ``<base>@x<N>`` (``("acc", 4)`` for ``acc@x4``), else None."""
     match = _LENGTH.match(name)
     return (match.group("base"), int(match.group("mult"))) if match else None
 

@@ -1,6 +1,8 @@
-"""The registries a plugin may add to (:func:`families`) and the plugin loader (docs/extending.md):
-entry points of :data:`GROUP`, ``--plugin`` and ``plugins:``, loaded once per process before any
-declaration is validated; a plugin that fails is an AblateError naming it and the fix."""
+"""The registries a plugin may add to (:func:`families`) and the plugin loader (docs/extending.md).
+
+The loader takes entry points of :data:`GROUP`, ``--plugin`` and ``plugins:``, loaded once per process before any
+declaration is validated; a plugin that fails is an AblateError naming it and the fix.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 
 @dataclass(frozen=True)
 class Family:
+    """A registry a plugin may add to: its short key, the config key that selects an entry, and what an entry is."""
+
     key: str  # the short name (``position``: ``ablate check position=NAME``, a run record's ``entries``)
     config_key: str | None  # the run-config key that selects an entry (``model.position``); None for tasks
     registry: Registry[Any]
@@ -72,8 +76,11 @@ def families() -> tuple[Family, ...]:
 
 @dataclass(frozen=True)
 class PluginRef:
-    """How a plugin was named, enough to load it again in another process: ``target`` is an entry
-    point's name in :data:`GROUP`, a module name or an absolute ``.py`` path; ``named_by``: where."""
+    """How a plugin was named, enough to load it again in another process.
+
+    ``target`` is an entry point's name in :data:`GROUP`, a module name or an absolute ``.py`` path; ``named_by``:
+    where.
+    """
 
     kind: Literal["entry point", "module", "file"]
     target: str
@@ -81,6 +88,10 @@ class PluginRef:
     distribution: str = ""
 
     def describe(self) -> str:
+        """How the plugin was named, in words for messages: ``--plugin x``, ``plugins: x (in FILE)`` or an entry point.
+
+        An entry point reads ``entry point 'x' in ablate.plugins``; ``(in FILE)``: the file that named it, where known.
+        """
         if self.kind == "entry point":
             return f"entry point {self.target!r} in {GROUP}"
         if self.named_by == "--plugin":
@@ -90,8 +101,11 @@ class PluginRef:
 
 @dataclass(frozen=True)
 class Plugin:
-    """A loaded plugin: the ``module`` imported, the ``distribution`` and ``version`` that provide it,
-    else the ``path`` and ``sha256`` of its code; ``entries``: ``(family key, name)`` it registered."""
+    """A loaded plugin: the ``module`` imported, and the distribution or the code it comes from.
+
+    The ``distribution`` and ``version`` that provide it, else the ``path`` and ``sha256`` of its code; ``entries``:
+    ``(family key, name)`` it registered.
+    """
 
     ref: PluginRef
     module: str
@@ -120,6 +134,7 @@ def loaded() -> tuple[Plugin, ...]:
 
 
 def refs() -> tuple[PluginRef, ...]:
+    """Every way a plugin this process has loaded was named, in load order (a plugin named twice: both)."""
     return tuple(_LOADED)
 
 
@@ -164,6 +179,14 @@ def load_declared(specs: Any, path: Path) -> list[Plugin]:
 
 
 def parse(spec: str, named_by: str, base: Path | None = None) -> PluginRef:
+    """The :class:`PluginRef` of ``spec``, a ``.py`` path or a module name, that ``named_by`` names.
+
+    A spec ending in ``.py`` or holding a path separator is a file, resolved against ``base`` (default: the working
+    folder) when relative.
+
+    Raises:
+        AblateError: ``spec`` is neither a module name nor a path to a ``.py`` file.
+    """
     text = str(spec).strip()
     if text.endswith(".py") or "/" in text or os.sep in text:
         path = Path(text).expanduser()
@@ -193,6 +216,12 @@ def discovered() -> list[PluginRef]:
 
 
 def load_refs(plugin_refs: Iterable[PluginRef]) -> list[Plugin]:
+    """Load each plugin of ``plugin_refs``, in order; one loaded before in this process is returned as it was.
+
+    Raises:
+        AblateError: naming the plugin and the fix, when it is not installed here, cannot be imported, or registers
+            a name already taken or an entry of the wrong kind; what it registered is removed again.
+    """
     return [_load(ref) for ref in plugin_refs]
 
 

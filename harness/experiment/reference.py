@@ -1,6 +1,8 @@
-"""docs/ablation-files.md, written by ``ablate schema --markdown`` from the JSON Schema's sources around
-a complete example file (:data:`EXAMPLE`); each key's "bad value" row quotes the error ``ablate show``
-prints for the example with that one value (:data:`BAD`): a new key needs one."""
+"""docs/ablation-files.md, written by ``ablate schema --markdown`` from the JSON Schema's sources and an example.
+
+The page is written around a complete example file (:data:`EXAMPLE`); each key's "bad value" row quotes the error
+``ablate show`` prints for the example with that one value (:data:`BAD`): a new key needs one.
+"""
 
 from __future__ import annotations
 
@@ -114,6 +116,7 @@ def refusal(data: dict[str, Any], overrides: tuple[str, ...] = ()) -> str:
 
 
 def with_value(data: dict[str, Any], where: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A deep copy of the declaration ``data`` with ``value`` at ``where``, the path of keys that leads to it."""
     out = copy.deepcopy(data)
     functools.reduce(dict.__getitem__, where[:-1], out)[where[-1]] = value
     return out

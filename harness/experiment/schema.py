@@ -1,6 +1,8 @@
-"""The JSON Schema of an ablation file, built from the declaration's pydantic models, RunConfig,
-each task's ``Params`` and the registries' names (left open for a file with ``plugins:``). Shipped
-as :data:`SHIPPED` (built-in names only); ``ablate schema`` prints it for the names registered now."""
+"""The JSON Schema of an ablation file, built from its models, each task's ``Params`` and the registries' names.
+
+The models: the declaration's pydantic models and RunConfig; the names are left open for a file with ``plugins:``.
+Shipped as :data:`SHIPPED` (built-in names only); ``ablate schema`` prints it for the names registered now.
+"""
 
 from __future__ import annotations
 
@@ -51,6 +53,11 @@ def config_keys(names: Names | None) -> dict[str, dict[str, Any]]:
 
 
 def build() -> dict[str, Any]:
+    """The schema of an ablation file for the names registered now, as plain data.
+
+    A file with ``plugins:`` is checked against the definitions whose names are left open (suffix :data:`OPEN`), any
+    other against those that list the registered names.
+    """
     from harness.tasks import TASKS
 
     names = registered_names()
@@ -142,7 +149,7 @@ def _metric_pattern(bare: bool) -> str:
 
 
 def _tidy(node: Any) -> Any:
-    """pydantic's schema without its ``title`` entries, every integer at most :data:`INT_MAX`."""
+    """Pydantic's schema without its ``title`` entries, every integer at most :data:`INT_MAX`."""
     if isinstance(node, list):
         return [_tidy(v) for v in node]
     if not isinstance(node, dict):

@@ -1,5 +1,7 @@
-"""Search spaces for ``ablate tune`` (docs/tuning.md): typed ranges over dotted config keys, from
-:data:`DEFAULT_SPACE` < the ablation's ``tune:`` < the profile's (``null`` removes a key)."""
+"""Search spaces for ``ablate tune`` (docs/tuning.md): typed ranges over dotted config keys.
+
+They come from :data:`DEFAULT_SPACE` < the ablation's ``tune:`` < the profile's (``null`` removes a key).
+"""
 
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ Number = StrictInt | StrictFloat
 
 
 class ParamSpec(BaseModel):
-    """One tuned key: ``float`` or ``int`` in ``[low, high]`` (``log``: sampled on a log scale),
-    or ``categorical`` over ``choices``."""
+    """One tuned key: ``float`` or ``int`` in ``[low, high]``, or ``categorical`` over ``choices``.
+
+    ``log``: the range is sampled on a log scale.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,12 +54,14 @@ class ParamSpec(BaseModel):
         return self
 
     def candidates(self) -> list[Any]:
+        """The choices of a categorical parameter, else the range's ends ``[low, high]`` as its type (int or float)."""
         if self.type == "categorical":
             return list(self.choices or [])
         cast = int if self.type == "int" else float
         return [cast(self.low), cast(self.high)]
 
     def describe(self) -> str:
+        """The parameter for people: ``one of [16, 32, 64]``, ``float in [0.0003, 0.01] (log)``."""
         if self.type == "categorical":
             return f"one of {self.choices}"
         return f"{self.type} in [{self.low:g}, {self.high:g}]{' (log)' if self.log else ''}"
@@ -103,12 +109,14 @@ def check_space(space: dict[str, ParamSpec], config: Any, where: str) -> None:
 
 
 def suggest(trial: Any, path: str, spec: ParamSpec) -> Any:
+    """The value the Optuna ``trial`` suggests for the key ``path``, within ``spec`` (on a log scale if it says so)."""
     if spec.type == "categorical":
         return trial.suggest_categorical(path, spec.candidates())
     return getattr(trial, f"suggest_{spec.type}")(path, *spec.candidates(), log=spec.log)
 
 
 def distribution(spec: ParamSpec) -> Any:
+    """The Optuna distribution of ``spec``: categorical over its choices, else an int or float range (``log`` kept)."""
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
     if spec.type == "categorical":

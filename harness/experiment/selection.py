@@ -1,5 +1,7 @@
-"""What one command works on (one ablation, profile, ``key=value`` overrides and store), built once
-by :func:`select` and handed down: its runs, their ids and its hints are derived in one place."""
+"""What one command works on (one ablation, profile, ``key=value`` overrides and store), built once.
+
+It is built by :func:`select` and handed down: its runs, their ids and its hints are derived in one place.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ from harness.experiment.grid import RunSpec
 
 @dataclass(frozen=True)
 class Selection:
-    """One ablation x profile x overrides, resolved: ``ablation`` as the profile runs it, ``specs`` its
-    validated runs; ``typed`` (the ablation as the user named it), ``results`` and ``storage``: for hints."""
+    """One ablation x profile x overrides, resolved: ``ablation`` as the profile runs it, ``specs`` its validated runs.
+
+    ``typed`` (the ablation as the user named it), ``results`` and ``storage``: for hints.
+    """
 
     ablation: Ablation
     profile: str
@@ -32,17 +36,28 @@ class Selection:
 
     @property
     def name(self) -> str:
+        """The ablation's name."""
         return self.ablation.name
 
     @property
     def settings(self) -> Profile:
+        """The declaration of the profile (its seeds, overrides, ...)."""
         return self.ablation.profiles[self.profile]
 
     @property
     def run_ids(self) -> frozenset[str]:
+        """The run ids of :attr:`specs`."""
         return frozenset(s.run_id for s in self.specs)
 
     def command(self, verb: str, *options: str, profile: str | None = None, storage: bool = False) -> str:
+        """The ``ablate VERB`` command line for this selection as the user named it (:func:`harness.hints.command`).
+
+        Args:
+            verb: the command: ``run``, ``report``, ...
+            options: more options, as given.
+            profile: another profile to name (default: this one).
+            storage: whether to pass ``--storage`` too (its password masked).
+        """
         return hints.command(
             verb,
             self.typed or self.name,
@@ -54,8 +69,10 @@ class Selection:
         )
 
     def tuned_run_ids(self, runs: Iterable[tuple[str, str, int, dict[str, Any] | None]]) -> frozenset[str]:
-        """The ids the tuned runs ``(task, variant label, seed, tuned params)`` have as runs of this
-        selection at those parameters: which records of ``<profile>+tuned`` belong to it."""
+        """The ids the tuned runs ``(task, variant label, seed, tuned params)`` have as runs of this selection.
+
+        At those parameters: which records of ``<profile>+tuned`` belong to it.
+        """
         specs = {(s.task, s.variant_label, s.seed): s for s in self.specs}
         out = set()
         for task, variant, seed, params in runs:

@@ -1,6 +1,8 @@
-"""Code versions: which version of each piece of code (every registry entry, :data:`MODEL`,
-:data:`TRAINING`) computed a run, bumped when its numbers change, and how they enter run ids
-(docs/execution.md#the-run-store-and-run-ids)."""
+"""Code versions: which version of each piece of code computed a run, and how they enter run ids.
+
+The pieces: every registry entry, :data:`MODEL`, :data:`TRAINING`, each bumped when its numbers change. How they enter
+run ids: docs/execution.md#the-run-store-and-run-ids.
+"""
 
 from __future__ import annotations
 
@@ -45,12 +47,15 @@ def run_versions(config: Mapping[str, Any]) -> dict[str, int]:
 
 
 def hashed_versions(versions: Mapping[str, int]) -> dict[str, int]:
+    """The versions a run id hashes: those other than 1, sorted by key (all 1: none, so ids stay as before versions)."""
     return {k: v for k, v in sorted(versions.items()) if v != 1}
 
 
 def record_versions(code_versions: Mapping[str, int] | None, config: Mapping[str, Any]) -> dict[str, int] | None:
-    """A stored run's ``code_versions``, or (a record from before they were kept) version 1 of every
-    component its ``config`` used; None when this code lacks one."""
+    """A stored run's ``code_versions``, or version 1 of every component its ``config`` used.
+
+    The latter for a record from before they were kept; None when this code lacks one.
+    """
     if code_versions is not None:
         return dict(code_versions)
     try:
@@ -67,8 +72,10 @@ class Versioned(Protocol):
 
 
 def mixed_versions(records: Iterable[Versioned]) -> dict[str, list[int]]:
-    """Pieces of code that ran at more than one version among ``records`` (one comparison's stored
-    runs): ``{"position:rope": [1, 2]}``."""
+    """Pieces of code that ran at more than one version among ``records``: ``{"position:rope": [1, 2]}``.
+
+    ``records``: one comparison's stored runs.
+    """
     seen: dict[str, set[int]] = {}
     for rec in records:
         for key, version in (
@@ -79,6 +86,7 @@ def mixed_versions(records: Iterable[Versioned]) -> dict[str, list[int]]:
 
 
 def mix_warning(task: str, mix: Mapping[str, list[int]]) -> str:
+    """The warning that the runs compared on ``task`` were made by different code: each piece of ``mix``, the fix."""
     parts = ", ".join(f"{key} at versions {', '.join(map(str, vs))}" for key, vs in mix.items())
     return (
         f"the runs compared on {task} were made by different code ({parts}): a difference may come "
