@@ -165,6 +165,9 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]
     ci = delta_ci(r, " (not adjusted)")
     p_adj = f"{text(r['p_adj'], '.3g')} ({family})" if undefined is None else f"– ({undefined})"
     unit = f" per {ev.trend.unit}" if ev.trend is not None else ""
+    if metrics.is_ratio(ev.metric) and undefined is None:  # Δ is a log ratio: the ratio too
+        low, mid, high = (text(math.exp(r[k]), ".3g") for k in ("delta_ci_low", "delta", "delta_ci_high"))
+        unit = f" (per-seed ratio {ev.variant} / {ref}: ×{mid}, 95% CI [×{low}, ×{high}])"
     return (
         head + f"{'slope' if ev.trend is not None else 'Δ'} = {text(r['delta'], '+.4g')}{unit} ({ci}, "
         f"+ = {ev.variant} better), adjusted p = {p_adj}, n = {count(int(r['n_pairs']), 'seed')} → {v}; "

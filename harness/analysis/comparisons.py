@@ -313,6 +313,8 @@ def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: s
     data = data[~data["run_id"].isin(set(below["run_id"]))]
     present = _order(abl, task_runs["variant"], base)
     values = data[["variant", "seed", "value"]]
+    if metrics.is_ratio(metric):  # per-seed ratios: the paired difference of logs (a value <= 0 has none)
+        values = values.assign(value=np.log(pd.to_numeric(values["value"]).where(lambda v: v > 0)))
     if not values.empty and base not in set(values["variant"]):
         # no value of the baseline (its runs pending, failed or below the gate): its row reads n = 0 and
         # each variant keeps its own numbers, with no pair (``too few pairs``), rather than n = 0 for all

@@ -40,6 +40,9 @@ class Metric:
     # the value it never goes below (0 for a loss, 1 for a perplexity), None when not stated: a
     # lower-is-better bound at or below it is unreachable, a higher-is-better one met by every run
     floor: float | None = None
+    # compared as the per-seed ratio of a variant to the baseline (the paired difference of logs): what scales both
+    # arms of a seed alike, as the machine's load does for runs made one after the other, cancels
+    ratio: bool = False
 
     def names(self, multipliers: tuple[int, ...] = (), n_layers: int = 0) -> list[str]:
         """The concrete names this metric stands for, given the length ``multipliers`` and the layer count.
@@ -87,7 +90,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("train_loss_final", False, "nats per scored token", TRAINING),
     Metric("val_loss_best", False, "nats per scored token, lowest validation loss at L", TRAINING),
     Metric("chance_loss", False, _CHANCE, TRAINING, rankable=False),
-    Metric("train_tokens_per_s", True, "tokens per second of training steps", TRAINING),
+    Metric("train_tokens_per_s", True, "tokens per second of training steps", TRAINING, ratio=True),
     Metric("grad_norm_mean", False, "L2 norm of the gradient, mean over steps", TRAINING),
     Metric(
         "grad_norm_cv",
@@ -136,6 +139,12 @@ _LENGTH = re.compile(r"^(?P<base>[a-z_]+)@x(?P<mult>\d+)$")
 def lookup(name: str) -> Metric | None:
     """The :class:`Metric` a concrete name (``acc@x4``, ``leak_logits_init``) belongs to, or None."""
     return next((m for m in METRICS if m.pattern.match(name)), None)
+
+
+def is_ratio(name: str) -> bool:
+    """Whether the metric ``name`` is compared as per-seed ratios (its tables read its log; Δ is a log ratio)."""
+    metric = lookup(name)
+    return metric is not None and metric.ratio
 
 
 def higher_is_better(name: str) -> bool:

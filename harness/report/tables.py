@@ -101,6 +101,8 @@ def md_table(columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> list[str]
 def title(table: Table) -> str:
     """The heading of a comparison table: ``task · metric (higher is better) · family``."""
     arrow = "higher is better" if table.higher_is_better else "lower is better"
+    if metrics.is_ratio(table.metric):
+        return f"{table.task} · log {table.metric} ({arrow}; Δ: log of the per-seed ratio) · {table.family}"
     return f"{table.task} · {table.metric} ({arrow}) · {table.family}"
 
 
