@@ -313,7 +313,8 @@ def _report_ablation(name: str, results: Path, out: Path, storage: str | None, g
         # the claims' evidence its grid holds: the latest report is the confirmatory one that tests them most
         view = sel.ablation
         evidence = sum(in_grid(ev, view, pname) for cid in view.claims for ev in claims[cid].evidence)
-        entry.reported.append(index.Reported(pname, path, prof.confirmatory, newest, order, evidence))
+        run_s = sum(r.wall_time_s or 0.0 for r in mine)
+        entry.reported.append(index.Reported(pname, path, prof.confirmatory, newest, order, evidence, run_s))
     if (latest := entry.latest) is not None:
         result, tuning = made[latest.profile]
         entry.verdicts = [(cid, verdict(cid, result, guards)[0]) for cid in result.ablation.claims]

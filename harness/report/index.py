@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness.analysis import claim_verdicts as cv
 from harness.analysis.comparisons import Analysis
 from harness.experiment import claims as claims_mod
 from harness.hints import results_option
@@ -27,6 +28,7 @@ class Reported:
     newest: str  # the latest ``finished_at`` of its runs (ISO 8601, UTC); "" when unknown
     order: int  # the profile's place in the declaration
     evidence: int = 0  # the claims' evidence entries its grid holds (a positive control's profile may hold none)
+    run_s: float = 0.0  # the wall time of its stored runs, summed (seconds)
 
 
 @dataclass
@@ -48,6 +50,11 @@ class Entry:
     control: bool = False  # the declaration marks it a negative control
     guards: list[str] = field(default_factory=list)  # the claims its control guards
     controls: list[str] = field(default_factory=list)  # caught / not caught per task, in the latest
+
+    @property
+    def run_minutes(self) -> float:
+        """The wall time of every reported profile's stored runs, summed, in minutes of one worker."""
+        return sum(r.run_s for r in self.reported) / 60
 
     @property
     def latest(self) -> Reported | None:
@@ -94,9 +101,25 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         if e.guards:
             control += "<br>guards " + ", ".join(f"`{c}`" for c in e.guards)
         shown = latest.profile if latest else "–"
-        rows.append([link, e.question, profiles, shown, "<br>".join(claims) or "–", control, e.seeds])
+        minutes = f"{e.run_minutes:,.0f}" if e.reported else "–"
+        rows.append([link, e.question, profiles, shown, "<br>".join(claims) or "–", control, e.seeds, minutes])
     columns = ["ablation", "question", "profiles reported", "latest", "claims: verdict in the latest report"]
-    return "\n".join(lines + md_table([*columns, "negative control", "seeds"], rows) + READING) + "\n"
+    table = md_table([*columns, "negative control", "seeds", "run-minutes"], rows)
+    return "\n".join(lines + table + _compute_line(entries) + READING) + "\n"
+
+
+def _compute_line(entries: list[Entry]) -> list[str]:
+    """``Compute: 1,234 run-minutes; 8 of 16 claims ruled on: 154 run-minutes per claim ruled on.``."""
+    minutes = sum(e.run_minutes for e in entries)
+    verdicts = [v for e in entries for _, v in e.verdicts]
+    ruled = sum(cv.claim_kind(v) in cv.RULINGS for v in verdicts)
+    per = f": {minutes / ruled:,.0f} run-minutes per claim ruled on" if ruled else ""
+    return [
+        "",
+        f"Compute: {minutes:,.0f} run-minutes (the wall time of every reported run, summed); {ruled} of "
+        f"{len(verdicts)} claims ruled on in the latest reports (supported, contradicted, mixed, no effect of that "
+        f"size, in part or by condition){per}.",
+    ]
 
 
 READING = [
@@ -108,6 +131,8 @@ READING = [
     "- **seeds**: those whose every run is in the store (ok, diverged or failed) out of those the profile declares, "
     "with the runs that are while some are not (a group-sequential design that finished before its last look: the "
     "most seeds an arm ran, of the design's maximum).",
+    "- **run-minutes**: the wall time of every run of the ablation's reported profiles, pilots included, summed: "
+    "minutes of one worker, whatever ran at once.",
     "- **negative control**: for an ablation declared as one (a known bug), `caught` when the latest report judges "
     "the bug's variant `worse` on a task's primary metric with adjusted p < 0.05, `not caught` otherwise; the claims "
     "it guards are withheld unless it is caught on every task of its declared confirmatory profile.",

@@ -44,7 +44,7 @@ def registered(tmp_path, monkeypatch):
     monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
     monkeypatch.setattr(claims_mod, "load_claims", lambda: CLAIMS)
     results = tmp_path / "results"
-    write_runs(results, mini, "cpu", _value, finished_at="2025-01-01T00:00:00+00:00")
+    write_runs(results, mini, "cpu", _value, finished_at="2025-01-01T00:00:00+00:00", wall=lambda v, s: 120.0)
     write_runs(results, mini, "pilot", _value, finished_at="2025-02-01T00:00:00+00:00")  # newer, but a pilot
     return results
 
@@ -65,7 +65,12 @@ def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_p
         "reproductions.md",
     ]  # the positive controls, always
     index = (out / "README.md").read_text()
-    name, question, profiles, latest, claims, control, seeds = _row(index, "mini")
+    name, question, profiles, latest, claims, control, seeds, minutes = _row(index, "mini")
+    assert minutes == "42"  # 21 cpu runs of 2 minutes, 9 pilot runs of 1 s
+    # supported and no effect of that size: both rule on their claim
+    assert "`mini-rope-better`: no effect of that size" in claims
+    assert "Compute: 42 run-minutes (the wall time of every reported run, summed); 2 of 2 claims ruled on" in index
+    assert ": 21 run-minutes per claim ruled on." in index
     assert name == "[mini](mini.md)" and question == "Do learned positions fall behind at 2L?"
     assert profiles == "[pilot](mini.pilot.md), [cpu](mini.md)"
     # 7 seeds: the fewest at which the exact sign-flip test a verdict needs can reject in a family of 2
@@ -76,7 +81,7 @@ def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_p
     assert in_index == in_report and set(in_index) == set(CLAIMS)
     assert in_index["mini-learned-worse"] == "supported"
     other = _row(index, "other")
-    assert other[2] == "no runs" and other[3] == "–" and other[6] == "–"
+    assert other[2] == "no runs" and other[3] == "–" and other[6] == "–" == other[7]
     assert control == "–" == other[5]  # neither is declared a negative control
 
 
@@ -119,7 +124,7 @@ def test_the_index_follows_the_store(registered, tmp_path):
             f.unlink()
         folder.rmdir()
     assert invoke("report", "--all", "--results-dir", str(registered), "--out", str(out)).exit_code == 0
-    name, _, profiles, latest, claims, _, seeds = _row((out / "README.md").read_text(), "mini")
+    name, _, profiles, latest, claims, _, seeds, _ = _row((out / "README.md").read_text(), "mini")
     assert (name, latest, seeds) == ("[mini](mini.pilot.md)", "pilot", "3/3")
     # the cpu report written before its runs were removed stays linked, marked as not regenerated
     assert profiles == (
@@ -282,10 +287,10 @@ def test_the_latest_is_the_confirmatory_profile_that_tests_the_claims(tmp_path, 
     monkeypatch.setattr(ablation_mod, "ABLATIONS_DIR", folder)
     monkeypatch.setattr(claims_mod, "load_claims", lambda: CLAIMS)
     results, out = tmp_path / "results", tmp_path / "reports"
-    write_runs(results, mini, "cpu", _value, finished_at="2025-01-01T00:00:00+00:00")
+    write_runs(results, mini, "cpu", _value, finished_at="2025-01-01T00:00:00+00:00", wall=lambda v, s: 120.0)
     write_runs(results, mini, "control", _value, finished_at="2025-02-01T00:00:00+00:00")  # newer
     assert invoke("report", "--all", "--results-dir", str(results), "--out", str(out)).exit_code == 0
-    _, _, profiles, latest, claims, _, _ = _row((out / "README.md").read_text(), "mini")
+    _, _, profiles, latest, claims, _, _, _ = _row((out / "README.md").read_text(), "mini")
     assert latest == "cpu" and "control" in profiles
     assert "not tested in this profile" not in claims and "`mini-rope-better`:" in claims
 
