@@ -61,7 +61,7 @@ def _members(sel: Selection) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class ComparisonState:
     """One primary comparison's place in the design: its decision, the look it stopped at, and its numbers there.
 
     Its decision: an outcome code of :mod:`harness.analysis.sequential`; the look it stopped at (-1: open). At that
@@ -104,7 +104,7 @@ class State:
     """
 
     design: sq.Design
-    comparisons: list[Comparison]
+    comparisons: list[ComparisonState]
     reached: int
     needed: frozenset[tuple[str, str]]
     seeds_used: int  # the most seeds any arm has run
@@ -124,7 +124,7 @@ class State:
             return f"{done}; finished: {count(self.seeds_used, 'seed')} used of {looks[-1]}"
         return f"{done}; next: look {k + 1} ({count(looks[k], 'seed')}) for {count(len(self.needed), 'arm')}"
 
-    def waits_for(self, c: Comparison) -> str:
+    def waits_for(self, c: ComparisonState) -> str:
         """What one comparison waits for, in words."""
         if c.outcome != sq.OPEN:
             return f"{OUTCOME_WORDS[c.outcome]} at look {c.look + 1} ({count(self.design.looks[c.look], 'seed')})"
@@ -190,7 +190,7 @@ def state(sel: Selection, records: list[Record]) -> State:
         outcome, look, level, bound, skewed = (
             x[0, i].item() for x in (decided.outcome, decided.look, decided.level, decided.bound, decided.skewed)
         )
-        comps.append(Comparison(task, v, float(sesoi[i]), outcome, look, *got, ci, level, bound, skewed))
+        comps.append(ComparisonState(task, v, float(sesoi[i]), outcome, look, *got, ci, level, bound, skewed))
     used = max(Counter((task, arm) for task, arm, _ in stored).values(), default=0)
     return State(design, comps, reached, needed, used)
 
@@ -235,7 +235,7 @@ def next_specs(sel: Selection, st: State) -> list[RunSpec]:
     return [s for s in sel.specs if s.seed in seeds and (s.task, s.variant_label) in st.needed]
 
 
-def verdict(st: State, c: Comparison) -> str:
+def verdict(st: State, c: ComparisonState) -> str:
     """The verdict of a comparison's sequential decision (one of the facts of its verdict)."""
     looks = st.design.looks
     if c.outcome in (sq.BETTER, sq.WORSE):

@@ -35,7 +35,7 @@ def adjust(pvalues, method: str = "holm") -> tuple[np.ndarray, int]:
     return out, int(ok.sum())
 
 
-class Family(NamedTuple):
+class AdjustedFamily(NamedTuple):
     """One family's adjusted p and MDE, an entry per comparison given to :func:`adjust_family`, and its size."""
 
     p_adj: np.ndarray  # adjusted t-test p; NaN where p is NaN
@@ -49,7 +49,7 @@ class Family(NamedTuple):
         return {name: self[j][i] for j, name in enumerate(self._fields[:4])}
 
 
-def adjust_family(comparisons: Sequence[Mapping[str, float]], method: str, alpha: float = 0.05) -> Family:
+def adjust_family(comparisons: Sequence[Mapping[str, float]], method: str, alpha: float = 0.05) -> AdjustedFamily:
     """Adjust every p printed or judged for one family, and size its MDE (at ``alpha / size``).
 
     From each comparison's ``p``, ``p_perm``, ``p_tost`` (NaN: no TOST), ``n_pairs`` and ``sd_diff``. The members
@@ -62,7 +62,7 @@ def adjust_family(comparisons: Sequence[Mapping[str, float]], method: str, alpha
     adj, size = adjust(p, method)
     perm, tost = (adjust(np.where(member, q, NAN), method)[0] for q in (p_perm, p_tost))
     m_de = np.array([mde(int(n), sd, alpha / max(size, 1)) for n, sd in zip(n_pairs, sd_diff)], dtype=float)
-    return Family(adj, perm, tost, m_de, size)
+    return AdjustedFamily(adj, perm, tost, m_de, size)
 
 
 COLUMNS = (  # noqa: SIM905 - one line, not one per name

@@ -93,7 +93,7 @@ def table(report: CheckReport) -> RichTable:
     return out
 
 
-def environment(cfg: BenchConfig) -> dict[str, Any]:
+def bench_environment(cfg: BenchConfig) -> dict[str, Any]:
     """torch, device and host: what explains a difference between two benches."""
     if cfg.device == "cuda":
         name = torch.cuda.get_device_name(0)
@@ -168,7 +168,7 @@ def attention(
         "bench": "attention",
         "schema": 1,
         "created": f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}",
-        "env": environment(cfg) | {"loadavg_start": os.getloadavg()[0]},
+        "env": bench_environment(cfg) | {"loadavg_start": os.getloadavg()[0]},
         "config": asdict(cfg)
         | {"warmup": 1 + WARMUP, "kernels": kernels, "lengths": lengths, "memory": MEMORY[device]},
     }

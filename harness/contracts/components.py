@@ -19,9 +19,9 @@ import torch.nn.functional as F
 from harness.contracts import shapes
 from harness.contracts.causal import MODES, causality, prefix, tokens
 from harness.contracts.result import CheckReport, ContractFailed, ContractResult, Passed, Refused, run_contract
-from harness.contracts.targets import Family, Target, resolve
+from harness.contracts.targets import Target, resolve
 from harness.contracts.tasks import check_task
-from harness.modules import KERNELS, POSITIONAL, TransformerConfig, TransformerLM
+from harness.modules import KERNELS, POSITIONAL, ComponentFamily, TransformerConfig, TransformerLM
 
 V, L, BATCH = 16, 16, 4
 HOST = {"vocab_size": V, "d_model": 32, "n_heads": 4, "n_layers": 2, "max_len": L}
@@ -38,13 +38,13 @@ REPEATS = 3
 BUDGET_MS = 500.0  # a math kernel at T = 1024 takes about 0.8 s a call on two loaded cores
 
 
-def host_config(family: Family, name: str) -> TransformerConfig:
+def host_config(family: ComponentFamily, name: str) -> TransformerConfig:
     """The config of the small model with ``family`` set to ``name``.
 
     Raises:
         ValueError: (or ``UnknownNameError``) when the config refuses it.
     """
-    return TransformerConfig(**{**HOST, **dict(family.host), family.field: name})
+    return TransformerConfig(**{**HOST, **dict(family.host), family.key: name})
 
 
 def build(cfg: TransformerConfig, seed: int) -> TransformerLM:
@@ -71,7 +71,7 @@ def check(
     family, name = target.family, target.name
     if family is None:
         return check_task(name, seed, data_dir)
-    version, label = str(family.registry.version(name)), f"{family.key}={name}"
+    version, label = str(family.registry.version(name)), f"{family.config_key}={name}"
     first = run_contract("config", _config, family, name)
     if first.status != "pass":
         rest = [
@@ -99,20 +99,20 @@ def check(
     return CheckReport(label, "component", version, tuple(results))
 
 
-def _config(family: Family, name: str) -> Passed:
+def _config(family: ComponentFamily, name: str) -> Passed:
     cfg = host_config(family, name)
     build(cfg, 0)
     host = "".join(f", {k} {v}" for k, v in family.host)
     return f"accepted in a {cfg.n_layers}-layer model, d_model {cfg.d_model}, {cfg.n_heads} heads, L {L}{host}"
 
 
-def shapes_contract(family: Family, name: str, cfg: TransformerConfig, seed: int) -> Passed:
+def shapes_contract(family: ComponentFamily, name: str, cfg: TransformerConfig, seed: int) -> Passed:
     """The ``shapes`` contract: the family's own check (:mod:`.shapes`), then the host model's logits (B, T, V) float32.
 
     Raises:
         ContractFailed: naming what came out with the wrong shape or dtype.
     """
-    detail = getattr(shapes, family.field)(name, cfg)  # shapes has one function per family field
+    detail = getattr(shapes, family.key)(name, cfg)  # shapes has one function per family key
     logits = build(cfg, seed)(tokens(BATCH, L, seed, V))
     shapes.expect("logits", logits, (BATCH, L, V), torch.float32)
     return f"{detail}; logits (B, T, V) float32"

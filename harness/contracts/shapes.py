@@ -1,6 +1,6 @@
 """The shape contract of each component family on the component alone.
 
-One function per :class:`~harness.contracts.targets.Family` field, ``fn(name, cfg)`` with the host model's config: it
+One function per :class:`~harness.modules.ComponentFamily` key, ``fn(name, cfg)`` with the host model's config: it
 raises :class:`~harness.contracts.result.ContractFailed` naming what came out wrong and returns a one-line summary of
 what it checked. B batch, T length, H heads, D head dim, C model width.
 """

@@ -164,7 +164,7 @@ def unstored(spec: RunSpec, status: Literal["claimed", "crashed"], reason: str) 
     return Unstored(spec.run_id, spec.task, spec.variant_label, spec.seed, status, reason)
 
 
-def environment() -> dict[str, Any]:
+def run_environment() -> dict[str, Any]:
     """Library versions, host, device and threads: what explains a difference between machines."""
     import torch
 
@@ -255,7 +255,7 @@ def execute(
             "started_at": datetime.now(timezone.utc).isoformat(),
             "commit": commit,
             "plugins": plugin_loader.record(),
-            **environment(),
+            **run_environment(),
             "attempt": len(list(folder.glob("record.attempt-*.json"))) + 1,
         }
         t0 = time.perf_counter()

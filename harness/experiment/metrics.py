@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field, StrictBool, model_validator
 
 TEST = "test pass at every evaluation length (harness/training/loop.py)"
-TRAINING = "training loop (harness/training/loop.py)"
+TRAINING_LOOP = "training loop (harness/training/loop.py)"
 PROBE = "probe (harness/training/probes.py), when eval.probes asks for it"
 ANALYSIS = "analysis, one per run from its status (harness/analysis/comparisons.py)"
 
@@ -25,7 +25,7 @@ class Metric:
     name: str  # ``<i>`` stands for a layer index (``grad_norm_init_l<i>``)
     higher_is_better: bool  # every comparison is oriented so that a positive difference is better
     unit: str
-    source: str  # where it is produced: TEST, TRAINING, PROBE or ANALYSIS
+    source: str  # where it is produced: TEST, TRAINING_LOOP, PROBE or ANALYSIS
     per_length: bool = False  # ``<name>@x<N>`` per length multiplier N; the validation pass logs ``<name>``
     kinds: tuple[str, ...] | None = None  # the task kinds (``Task.kind``) that produce it; None: every task
     probe: str | None = None  # the ``eval.probes`` entry that produces it
@@ -85,22 +85,22 @@ METRICS: tuple[Metric, ...] = (
     _tested("exact", True, "fraction of sequences right", kinds=("synthetic",), best=1.0, floor=0.0),
     _tested("ppl", False, "perplexity, exp(loss)", kinds=("lm",), floor=1.0),
     _tested("bpb", False, "bits per byte of the scored text", byte_level=True, floor=0.0),
-    Metric("steps_to_target", False, "optimiser steps (the step budget if never)", TRAINING, compared=True),
-    Metric("target_reached", True, _ZERO_ONE, TRAINING),
-    Metric("train_loss_final", False, "nats per scored token", TRAINING),
-    Metric("val_loss_best", False, "nats per scored token, lowest validation loss at L", TRAINING),
-    Metric("chance_loss", False, _CHANCE, TRAINING, rankable=False),
-    Metric("train_tokens_per_s", True, "tokens per second of training steps", TRAINING, ratio=True),
-    Metric("grad_norm_mean", False, "L2 norm of the gradient, mean over steps", TRAINING),
+    Metric("steps_to_target", False, "optimiser steps (the step budget if never)", TRAINING_LOOP, compared=True),
+    Metric("target_reached", True, _ZERO_ONE, TRAINING_LOOP),
+    Metric("train_loss_final", False, "nats per scored token", TRAINING_LOOP),
+    Metric("val_loss_best", False, "nats per scored token, lowest validation loss at L", TRAINING_LOOP),
+    Metric("chance_loss", False, _CHANCE, TRAINING_LOOP, rankable=False),
+    Metric("train_tokens_per_s", True, "tokens per second of training steps", TRAINING_LOOP, ratio=True),
+    Metric("grad_norm_mean", False, "L2 norm of the gradient, mean over steps", TRAINING_LOOP),
     Metric(
         "grad_norm_cv",
         False,
         "std / mean of the gradient norm over every step, warm-up and early fall included",
-        TRAINING,
+        TRAINING_LOOP,
     ),
-    Metric("grad_norm_cv_detrended", False, _SWING, TRAINING),
-    Metric("nonfinite_grad_steps", False, "steps", TRAINING),
-    Metric("peak_mem_mb", False, "MiB (CUDA runs only)", TRAINING),
+    Metric("grad_norm_cv_detrended", False, _SWING, TRAINING_LOOP),
+    Metric("nonfinite_grad_steps", False, "steps", TRAINING_LOOP),
+    Metric("peak_mem_mb", False, "MiB (CUDA runs only)", TRAINING_LOOP),
     _probe("grad_norm_init_l<i>", _GN, "L2 norm of block i's gradient at init, its norms included"),
     _probe("grad_norm_init_top_over_bottom", _GN, "ratio, last block over first"),
     _probe("grad_norm_init_ffn_out_l<i>", _GN, "L2 norm of the gradient of block i's FFN output weight"),

@@ -18,10 +18,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.errors import AblateError
-from harness.registry import NameTakenError, Registry
+from harness.registry import NameTakenError
+
+if TYPE_CHECKING:
+    from harness.modules import ComponentFamily
 
 GROUP = "ablate.plugins"
 AUTOLOAD_OFF = "ABLATE_DISABLE_PLUGIN_AUTOLOAD"
@@ -30,48 +33,13 @@ AUTOLOAD_OFF = "ABLATE_DISABLE_PLUGIN_AUTOLOAD"
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
-@dataclass(frozen=True)
-class Family:
-    """A registry a plugin may add to: its short key, the config key that selects an entry, and what an entry is."""
-
-    key: str  # the short name (``position``: ``ablate check position=NAME``, a run record's ``entries``)
-    config_key: str | None  # the run-config key that selects an entry (``model.position``); None for tasks
-    registry: Registry[Any]
-    base: type | None  # the class every entry must subclass; None where entries are functions
-
-    def problem(self, obj: Any) -> str | None:
-        """Why ``obj`` cannot be an entry of this family (with the fix), or None."""
-        what = f"the class {obj.__name__}" if isinstance(obj, type) else f"a {type(obj).__name__}"
-        if self.base is None:
-            if isinstance(obj, type) or not callable(obj):
-                return f"is {what}, not a function; register a function (as the built-in {self.key}s are)"
-        elif not (isinstance(obj, type) and issubclass(obj, self.base)):
-            name = self.base.__name__
-            return f"is {what}, not a subclass of {name}; derive it from harness.plugin.{name}"
-        return None
-
-
 @cache
-def families() -> tuple[Family, ...]:
-    """Every registry of components (:mod:`harness.modules`) and the task registry, with its base."""
-    from torch import nn
-
+def families() -> tuple[ComponentFamily, ...]:
+    """Every component family (:data:`harness.modules.COMPONENT_FAMILIES`) and the task registry, with its base."""
     from harness import modules
     from harness.tasks import TASKS, Task
 
-    return (
-        Family("position", "model.position", modules.POSITIONAL, modules.PositionalEncoding),
-        Family("kernel", "attention.kernel", modules.KERNELS, modules.AttentionKernel),
-        Family("qkv", "attention.qkv", modules.QKV, nn.Module),
-        Family("scale", "attention.scale", modules.SCALES, None),
-        Family("mask_fill", "attention.mask_fill", modules.MASK_FILLS, None),
-        Family("head_split", "attention.head_split", modules.HEAD_SPLITS, modules.attention.HeadSplit),
-        Family("norm", "block.norm", modules.NORMS, nn.Module),
-        Family("norm_position", "block.norm_position", modules.BLOCKS, modules.transformer.Block),
-        Family("activation", "ffn.activation", modules.ACTIVATIONS, nn.Module),
-        Family("init", "model.init", modules.INITS, None),
-        Family("task", None, TASKS, Task),
-    )
+    return (*modules.COMPONENT_FAMILIES, modules.ComponentFamily("task", None, TASKS, Task))
 
 
 @dataclass(frozen=True)
@@ -257,7 +225,7 @@ def _load(ref: PluginRef) -> Plugin:
         return same
     before = {(f.key, n) for f in families() for n in f.registry.names()}
 
-    def added() -> list[tuple[Family, str]]:
+    def added() -> list[tuple[ComponentFamily, str]]:
         return [(f, n) for f in families() for n in f.registry.names() if (f.key, n) not in before]
 
     try:
@@ -343,7 +311,7 @@ def _code_hash(module: Any) -> tuple[str, str | None]:
     return str(root), digest.hexdigest()
 
 
-def _clash(exc: NameTakenError, ref: PluginRef, module_name: str, added: list[tuple[Family, str]]) -> str:
+def _clash(exc: NameTakenError, ref: PluginRef, module_name: str, added: list[tuple[ComponentFamily, str]]) -> str:
     """What a plugin's name clashes with (its own, another plugin's, a built-in entry), and the fix."""
     fam = next(f for f in families() if f.registry.family == exc.family)
 

@@ -1,7 +1,7 @@
 """Code versions: which version of each piece of code computed a run, and how they enter run ids.
 
-The pieces: every registry entry, :data:`MODEL`, :data:`TRAINING`, each bumped when its numbers change. How they enter
-run ids: docs/execution.md#the-run-store-and-run-ids.
+The pieces: every registry entry, :data:`MODEL_VERSION`, :data:`TRAINING_VERSION`, each bumped when its numbers
+change. How they enter run ids: docs/execution.md#the-run-store-and-run-ids.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any, Protocol
 from harness import registry
 from harness.config import RunConfig
 
-MODEL = 1
+MODEL_VERSION = 1
 """Version of ``TransformerLM`` and the attention/FFN glue (harness/modules/transformer.py,
 attention.py) outside the registered components."""
 
-TRAINING = 1
+TRAINING_VERSION = 1
 """Version of the training loop (harness/training/: loop.py, lit.py, scoring.py): bump when a run's
 metrics change for the same config, task and seed."""
 
@@ -37,7 +37,7 @@ _FIELDS = {
 
 def run_versions(config: Mapping[str, Any]) -> dict[str, int]:
     """Every code version a run config uses (``{"model": 1, "position:rope": 2, ...}``); UnknownNameError."""
-    out = {"model": MODEL, "training": TRAINING}
+    out = {"model": MODEL_VERSION, "training": TRAINING_VERSION}
     for (section, key), (registry_name, prefix) in _FIELDS.items():
         name = (config.get(section) or {}).get(key)
         if name is not None:

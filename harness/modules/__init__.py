@@ -14,6 +14,7 @@ Importing this package registers every entry into the registries of config.py.
 """
 
 from harness.modules.attention import HEAD_SPLITS, KERNELS, QKV, SCALES, MultiHeadAttention
+from harness.modules.families import COMPONENT_FAMILIES, ComponentFamily
 from harness.modules.kernels import MASK_FILLS, AttentionKernel
 from harness.modules.positional import POSITIONAL, PositionalEncoding
 from harness.modules.transformer import ACTIVATIONS, BLOCKS, INITS, NORMS, FeedForward, TransformerConfig, TransformerLM
@@ -21,6 +22,7 @@ from harness.modules.transformer import ACTIVATIONS, BLOCKS, INITS, NORMS, FeedF
 __all__ = [
     "ACTIVATIONS",
     "BLOCKS",
+    "COMPONENT_FAMILIES",
     "HEAD_SPLITS",
     "INITS",
     "KERNELS",
@@ -30,6 +32,7 @@ __all__ = [
     "QKV",
     "SCALES",
     "AttentionKernel",
+    "ComponentFamily",
     "FeedForward",
     "MultiHeadAttention",
     "PositionalEncoding",

@@ -31,8 +31,8 @@ from harness.training.scoring import add_sums, score, summarise, undefined_reaso
 CSV_FILE = "metrics.csv"  # Lightning's CSVLogger file in run_dir/csv/
 
 
-class Target(Protocol):
-    """A convergence target on a validation metric (:class:`harness.experiment.declaration.Threshold`)."""
+class Threshold(Protocol):
+    """What training reads of the convergence target, a :class:`harness.experiment.declaration.Threshold`."""
 
     metric: str
 
@@ -235,7 +235,9 @@ class LitLM(L.LightningModule):
         log_every: steps between two read-backs and logs of the training loss (at most ``train.steps``).
     """
 
-    def __init__(self, model: TransformerLM, cfg: RunConfig, task: Task, target: Target | None, log_every: int) -> None:
+    def __init__(
+        self, model: TransformerLM, cfg: RunConfig, task: Task, target: Threshold | None, log_every: int
+    ) -> None:
         super().__init__()
         self.model, self.cfg, self.kind, self.target = model, cfg, task.kind, target
         self.pad_id = task.pad_id  # the task's padding token: hidden from attention (key padding mask)

@@ -34,7 +34,7 @@ from harness.tasks import Task
 from harness.training import precision as prec
 from harness.training import scoring
 from harness.training.fit import transformer_config
-from harness.training.lit import CSV_FILE, LitLM, Target, TaskData, lr_factor, salt_stream
+from harness.training.lit import CSV_FILE, LitLM, TaskData, Threshold, lr_factor, salt_stream
 from harness.training.probes import measure
 from harness.training.progress import EVERY_S, PROGRESS, RunProgress, write_progress
 from harness.training.wandb_upload import REPLAYED
@@ -191,7 +191,7 @@ class TrainOptions(RunOptions):
     the run ends).
     """
 
-    target: Target | None = None
+    target: Threshold | None = None
     wandb: dict[str, Any] | None = None
     callbacks: tuple[L.Callback, ...] = ()
     eval_split: str = "test"

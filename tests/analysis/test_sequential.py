@@ -176,7 +176,7 @@ def test_a_verdict_the_skew_guard_held_back_says_why():
     design = sq.Design((8, 16), "obrien_fleming", 0.05)
 
     def verdict(pairs: int, skewed: float) -> str:
-        c = looks.Comparison("copy", "rope", 0.5, sq.OPEN, -1, pairs, 0.1, 1.0, (-1.0, 1.0), 0.05, 2.0, skewed)
+        c = looks.ComparisonState("copy", "rope", 0.5, sq.OPEN, -1, pairs, 0.1, 1.0, (-1.0, 1.0), 0.05, 2.0, skewed)
         return looks.verdict(looks.State(design, [c], 2, frozenset(), 16), c)
 
     assert verdict(16, 2.5).endswith("; skewed differences held a verdict back (pooled skewness 2.5))")

@@ -13,7 +13,7 @@ import harness.modules as modules
 from harness.config import RunConfig, get_path, valid_paths
 from harness.contracts.components import CONTRACTS, build, check, host_config, model_cost
 from harness.contracts.result import CheckReport
-from harness.contracts.targets import FAMILIES, everything, resolve
+from harness.contracts.targets import everything, resolve
 from harness.errors import AblateError
 from harness.registry import Registry
 from helpers import contract_result
@@ -77,11 +77,11 @@ def test_the_lengths_checked_cover_every_registered_ablation() -> None:
 
 def test_every_registry_of_the_modules_is_a_family_with_its_config_key_and_default() -> None:
     registries = {id(getattr(modules, n)) for n in modules.__all__ if isinstance(getattr(modules, n), Registry)}
-    assert registries == {id(f.registry) for f in FAMILIES}
+    assert registries == {id(f.registry) for f in modules.COMPONENT_FAMILIES}
     defaults = RunConfig()
-    for fam in FAMILIES:
-        assert fam.key in valid_paths()
-        assert get_path(defaults, fam.key) == fam.default, fam.key
+    for fam in modules.COMPONENT_FAMILIES:
+        assert fam.config_key in valid_paths()
+        assert get_path(defaults, fam.config_key) == fam.default, fam.config_key
 
 
 def test_names_as_overrides_short_keys_bare_names_and_aliases() -> None:
@@ -124,7 +124,7 @@ def test_memory_is_what_the_forward_saves_for_backward() -> None:
     """Against the math kernel's own arithmetic: it saves its (B, H, T, T) float32 weights in every
     layer (for the backward of weights @ v), which SDPA's fused kernel never materialises."""
     t = 128
-    cfg = host_config(FAMILIES[1], "sdpa")
+    cfg = host_config(modules.COMPONENT_FAMILIES[1], "sdpa")
     sdpa = model_cost(build(cfg, 0).train(), t)
     math = model_cost(build(dataclasses.replace(cfg, kernel="math"), 0).train(), t)
     weights_mib = cfg.n_layers * cfg.n_heads * t * t * 4 / 2**20

@@ -127,9 +127,9 @@ def current() -> dict[str, dict]:
     """Fingerprints and versions of the code as it is."""
     out = {}
     fp, dtype = _model_fingerprint()
-    out["model"] = {"version": versions.MODEL, "dtype": dtype, "fingerprint": fp}
+    out["model"] = {"version": versions.MODEL_VERSION, "dtype": dtype, "fingerprint": fp}
     fp, dtype = _training_fingerprint()
-    out["training"] = {"version": versions.TRAINING, "dtype": dtype, "fingerprint": fp}
+    out["training"] = {"version": versions.TRAINING_VERSION, "dtype": dtype, "fingerprint": fp}
     for key, field, name, version in _components():
         fp, dtype = _model_fingerprint(field, name)
         out[key] = {"version": version, "dtype": dtype, "fingerprint": fp}
