@@ -143,12 +143,6 @@ class SeedsDone(NamedTuple):
         return self.runs == self.planned
 
 
-def claimed_metrics(abl: Ablation, task: str) -> set[str]:
-    """Metrics an evidence entry of the ablation's claims names for ``task`` (e.g. ``tokens_per_s``)."""
-    claims = claims_mod.load_claims()
-    return {ev.metric for cid in abl.claims for ev in claims[cid].evidence if ev.task == task}
-
-
 def analyse(
     sel: Selection,
     results: Path,
@@ -206,7 +200,9 @@ def analyse(
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
-        extra = claimed_metrics(abl, task) | {entry.primary.metric}  # and those every analysis compares
+        extra = claims_mod.claimed_metrics(abl.claims, task) | {
+            entry.primary.metric
+        }  # and those every analysis compares
         names = {m for m in sub["metric"].unique() if metrics.compared(m) or m in extra}
         # per-length metrics first (by name, then length), then the others by name
         for metric in sorted(names, key=lambda m: (0, *metrics.length_of(m)) if metrics.length_of(m) else (1, m, 0)):
@@ -221,7 +217,7 @@ def analyse(
     out.power = primary_power(primaries, alpha)
     for task in abl.tasks:  # whether each run finished: where some did not, or a claim names `finished`
         sub = runs[runs["task"] == task]
-        asked = not (sub["status"] == "ok").all() or metrics.OUTCOME in claimed_metrics(abl, task)
+        asked = not (sub["status"] == "ok").all() or metrics.OUTCOME in claims_mod.claimed_metrics(abl.claims, task)
         if asked and abl.baseline_label in set(sub["variant"]):  # (an empty sub has no baseline)
             out.tables.append(_outcome_table(out, task, abl.baseline_label, planned))
     out.unlearned = untestable.unlearned_tasks(abl, rows, planned)

@@ -187,6 +187,12 @@ def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, Claim]:
     return out
 
 
+def claimed_metrics(claim_ids: Collection[str], task: str) -> set[str]:
+    """Metrics an evidence entry of the claims ``claim_ids`` names for ``task`` (e.g. ``train_tokens_per_s``)."""
+    claims = load_claims()
+    return {ev.metric for cid in claim_ids for ev in claims[cid].evidence if ev.task == task}
+
+
 def guards_problem(ids: list[str], known: Collection[str], field: str = "guards") -> str | None:
     """What is wrong with the claim ids a control guards (each a claim of ``known``, once), or None."""
     for i, cid in enumerate(ids):

@@ -19,9 +19,10 @@ import pandas as pd
 
 from harness.analysis import paired as ranks
 from harness.analysis import verdicts as vd
-from harness.analysis.comparisons import Analysis, claimed_metrics
+from harness.analysis.comparisons import Analysis
 from harness.analysis.table import Table
 from harness.config import parse_overrides
+from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
@@ -150,7 +151,7 @@ def _results_section(sel: Selection, result: Analysis, fig_dir: Path, path: Path
         # evidence names: the rest stays in ``ablate compare``, so that the report is not drowned in them
         shown = [t for t in tables if t.metric.split("@")[0] == base]
         shown += [t for t in tables if t.metric == metrics.STEPS_TO_TARGET]
-        shown += [t for t in tables if t.metric in claimed_metrics(abl, task) and t not in shown]
+        shown += [t for t in tables if t.metric in claims_mod.claimed_metrics(abl.claims, task) and t not in shown]
         for table in shown:
             lines += [f"**{title(table)}**", "", markdown(table), ""]
         withheld = None  # no test of a task whose baseline did not learn it (the warning says why)
