@@ -22,6 +22,7 @@ import socket
 import subprocess
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -157,6 +158,7 @@ class Unstored:
 
 
 Progress = Record | Unstored  # what a run came to: its stored record, or an entry never stored
+Finished = Callable[[RunSpec, Callable[[], Progress]], None]  # a run and its result (or its crash)
 
 
 def unstored(spec: RunSpec, status: Literal["claimed", "crashed"], reason: str) -> Unstored:

@@ -1,10 +1,11 @@
-"""Executing a grid of run specs: in this process, on a local process pool, or on Ray or SLURM.
+"""Executing a grid of run specs: in this process or on a local process pool, or handing it to Ray or SLURM.
 
-The local pool has forkserver workers, one GPU slot each (:mod:`harness.execution.gpus`); SLURM is
-reached through submitit. Each run is executed by :func:`harness.execution.attempt.execute`, so the
-store does not depend on the executor; one progress display. Threads, workers, pools and clusters:
-docs/execution.md, "Where runs execute". A worker that dies breaks the pool: its runs get one fresh
-pool, then are reported as ``crashed``.
+The local pool has forkserver workers, one GPU slot each (:mod:`harness.execution.gpus`); Ray's
+runner is in :mod:`harness.execution.ray_cluster`, SLURM's (through submitit) in
+:mod:`harness.execution.slurm`; :class:`Engine` names where the runs execute. Each run is executed
+by :func:`harness.execution.attempt.execute`, so the store does not depend on the executor; one
+progress display. Threads, workers, pools and clusters: docs/execution.md, "Where runs execute". A
+worker that dies breaks the pool: its runs get one fresh pool, then are reported as ``crashed``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import multiprocessing as mp
 import os
-import re
 import shutil
 import signal
 import threading
@@ -27,14 +27,14 @@ from typing import Any
 
 from harness.config import RunOptions
 from harness.errors import AblateError
-from harness.execution.attempt import Progress, WorkerArgs, execute, git_commit, run_with_threads, unstored
+from harness.execution.attempt import Finished, Progress, WorkerArgs, execute, git_commit, unstored
 from harness.execution.locks import pid_alive, pid_start
+from harness.execution.ray_cluster import ADDRESS, run_ray
+from harness.execution.slurm import SUBMITIT_CLUSTERS, run_slurm
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
 
 KINDS = ("local", "ray", "slurm")
-SUBMITIT_CLUSTERS = ("slurm", "local", "debug")
-_ADDRESS = re.compile(r"^(auto|(ray://)?[A-Za-z0-9_.\-]+:\d{1,5})$")
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Engine:
             raise AblateError(f"--executor {self.kind!r} is not one of {', '.join(KINDS)}")
         if self.address is not None and self.kind != "ray":
             raise AblateError("--address is the Ray cluster to connect to; add --executor ray")
-        if self.address is not None and not _ADDRESS.match(self.address):
+        if self.address is not None and not ADDRESS.match(self.address):
             raise AblateError(
                 f"--address {self.address!r} is not a Ray address; use auto, HOST:PORT "
                 f"(e.g. 10.0.0.1:6379) or ray://HOST:10001"
@@ -84,9 +84,6 @@ class Engine:
                 "--executor slurm: no SLURM here (sbatch not found); run where sbatch is, or try "
                 "the same jobs locally with --submitit-cluster local"
             )
-
-
-Finished = Callable[[RunSpec, Callable[[], Progress]], None]  # a run and its result (or its crash)
 
 
 def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] | None = None) -> None:
@@ -201,8 +198,19 @@ def run_grid(
             on_done(rec, done, total, eta)
 
     args = WorkerArgs(results, wandb_mode, data_dir, abl, git_commit(), options)
-    if not local:
-        {"ray": _run_ray, "slurm": _run_slurm}[engine.kind](engine, specs, args.resolved(), threads, finished)
+    if not local and engine.kind == "ray":
+        run_ray(specs, args.resolved(), threads, finished, address=engine.address, gpus_per_run=engine.gpus_per_run)
+    elif not local:
+        run_slurm(
+            specs,
+            args.resolved(),
+            threads,
+            finished,
+            cluster=engine.cluster,
+            gpus_per_run=engine.gpus_per_run,
+            partition=engine.partition,
+            time_min=engine.time_min,
+        )
     elif inline:
         import torch
 
@@ -261,35 +269,3 @@ def _pool_rounds(
             return
     for spec, fut in broken:
         finished(spec, fut.result)  # crashed
-
-
-def _run_ray(engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: int, finished: Finished) -> None:
-    import ray
-
-    started = not ray.is_initialized()
-    if started:
-        where = {"address": engine.address} if engine.address else {"num_cpus": max(threads, os.cpu_count() or 1)}
-        ray.init(**where, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    try:
-        task = ray.remote(num_cpus=threads, num_gpus=engine.gpus_per_run, max_retries=0)(run_with_threads)
-        shared = ray.put(args)
-        refs = {task.remote(spec, shared, threads): spec for spec in specs}
-        pending = list(refs)
-        while pending:
-            [ref], pending = ray.wait(pending, num_returns=1)
-            finished(refs[ref], partial(ray.get, ref))
-    finally:
-        if started:
-            ray.shutdown()
-
-
-def _run_slurm(engine: Engine, specs: list[RunSpec], args: WorkerArgs, threads: int, finished: Finished) -> None:
-    import submitit
-
-    executor = submitit.AutoExecutor(folder=args.results / ".submitit" / "%j", cluster=engine.cluster)
-    params = {"nodes": 1, "tasks_per_node": 1, "cpus_per_task": threads, "timeout_min": engine.time_min or 60}
-    optional = {"gpus_per_node": engine.gpus_per_run, "slurm_partition": engine.partition}
-    executor.update_parameters(name="ablate", **params, **{k: v for k, v in optional.items() if v})
-    jobs = executor.map_array(run_with_threads, specs, [args] * len(specs), [threads] * len(specs))
-    for job in submitit.helpers.as_completed(jobs, poll_frequency=1.0):
-        finished(specs[jobs.index(job)], job.result)
