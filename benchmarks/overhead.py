@@ -45,8 +45,8 @@ from harness.experiment.grid import plan
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng, stream_seed
 from harness.tasks import IGNORE_INDEX, build_task
-from harness.training.fit import transformer_config
 from harness.training.loop import lr_factor
+from harness.training.model_and_devices import transformer_config
 
 GOAL = 1.03
 MIN_PAIRS = 5

@@ -43,7 +43,7 @@ from harness.experiment.selection import Selection
 from harness.registry import did_you_mean
 from harness.store.record import STATUSES, Record
 from harness.store.runs import load_record, read_record, run_dir, write_record
-from harness.training.fit import check_devices
+from harness.training.model_and_devices import check_devices
 
 FAILURES = ("failed", "timeout", "crashed")
 """Outcomes that make ``ablate run`` exit with 1 (``diverged`` and ``stalled`` are results, not failures)."""

@@ -18,7 +18,7 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import TaskEntry
 from harness.experiment.versions import hashed_versions, run_versions
 from harness.registry import UnknownNameError, did_you_mean
-from harness.training.fit import transformer_config
+from harness.training.model_and_devices import transformer_config
 
 if TYPE_CHECKING:  # the task registry imports its tasks: imported where a task is built
     from harness.tasks import Task

@@ -33,8 +33,8 @@ from harness.seeding import stream_seed
 from harness.tasks import Task
 from harness.training import precision as prec
 from harness.training import scoring
-from harness.training.fit import transformer_config
 from harness.training.lit import CSV_FILE, LitLM, TaskData, Threshold, lr_factor, salt_stream
+from harness.training.model_and_devices import transformer_config
 from harness.training.probes import measure
 from harness.training.progress import EVERY_S, PROGRESS, RunProgress, write_progress
 from harness.training.wandb_upload import REPLAYED

@@ -151,7 +151,7 @@ def test_forward_flops_match_torchs_count_of_a_training_step() -> None:
     from harness.experiment.ablation import load
     from harness.experiment.grid import plan
     from harness.modules import TransformerLM
-    from harness.training.fit import transformer_config
+    from harness.training.model_and_devices import transformer_config
 
     spec = next(s for s in plan(load("pe_extrapolation"), "cpu", check_data=False)[1] if s.task == "copy")
     cfg, t = spec.config, spec.config.train

@@ -14,8 +14,8 @@ from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.record import TRAINED
 from harness.training import loop as training
-from harness.training.fit import transformer_config
 from harness.training.loop import TaskData, lr_factor
+from harness.training.model_and_devices import transformer_config
 
 TINY = """
 name: tiny
