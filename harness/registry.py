@@ -156,7 +156,7 @@ def _builtins(family: str, *names: str, **versions: int) -> Registry[Any]:
     return Registry(family, {name: versions.get(name, 1) for name in names}, "harness.modules")
 
 
-# rope 2: angles in float64 (were float32: cos/sin off by up to 7e-5)
+# rope 2: angles in float64 (in float32, cos/sin are off by up to 7e-5)
 POSITIONAL: Registry[type[nn.Module]] = _builtins(
     "positional encoding", "sinusoidal", "learned", "learned_clamp", "rope", "alibi", "nope", "learned_n01", rope=2
 )

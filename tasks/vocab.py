@@ -99,7 +99,7 @@ class BPEVocab:
         tokenizer.pre_tokenizer = (
             pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(_LONG_RUN.pattern), behavior="isolated"), byte_level])
             if long_run
-            else byte_level  # every text without such a run: the tokenizer (and its digest) as it always was
+            else byte_level  # a text without such a run: byte-level alone, tokenizer and digest unaffected by the split
         )
         tokenizer.decoder = decoders.ByteLevel()
         alphabet = pre_tokenizers.ByteLevel.alphabet()  # no special tokens (the trainer's default)

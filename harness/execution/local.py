@@ -153,7 +153,7 @@ def remaining_time(walls: list[float], left: int, at_once: int) -> float:
     """Seconds until ``left`` more runs finish, ``at_once`` at a time.
 
     The mean wall time of the runs so far (``walls``) times the runs left, over ``at_once``. (Elapsed
-    time over runs done doubled the first estimate of a two-worker grid.)
+    time over runs done doubles the first estimate of a two-worker grid.)
     """
     return sum(walls) / len(walls) * left / max(1, at_once) if left > 0 and walls else 0.0
 

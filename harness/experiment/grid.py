@@ -50,10 +50,10 @@ class RunSpec:
         """
         out: dict[str, Any] = {"task": self.task, "task_version": self.task_version, "task_params": self.task_params}
         out.update(config=self.config.hash_dump(), seed=self.seed)
-        if self.tuned_params:  # absent for untuned runs, so their ids stay as they were
+        if self.tuned_params:  # absent for untuned runs: their ids hash no tuning key, so stored ids still match
             out["tuned_params"] = self.tuned_params
         if code := hashed_versions(self.code_versions if code_versions is None else code_versions):
-            out["code_versions"] = code  # absent while all are 1: ids as before versions
+            out["code_versions"] = code  # absent while all are 1: ids of runs stored without versions still match
         return out
 
     @property

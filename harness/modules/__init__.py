@@ -10,7 +10,8 @@ Shape notation, used in every docstring and at every reshape of this package:
     C  model width (d_model)
     V  vocabulary size
 
-Importing this package registers every entry into the registries of config.py.
+Importing this package registers every built-in entry (``@REG.builtin``) into the registries
+declared in :mod:`harness.registry`, whose first lookup of a built-in imports this package.
 """
 
 from harness.modules.attention import HEAD_SPLITS, KERNELS, QKV, SCALES, MultiHeadAttention

@@ -190,7 +190,7 @@ def _finish(ax, xlabel: str, ylabel: str, title: str, path: Path, caption: str =
     if ax.get_legend_handles_labels()[0]:  # no empty-legend warning when nothing was drawn
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    if fig.get_layout_engine() is None:  # figures made elsewhere (bench): the old layout
+    if fig.get_layout_engine() is None:  # figures made elsewhere (bench) have no layout engine: fit them
         fig.tight_layout()
     return save_png(fig, path)
 
