@@ -20,8 +20,8 @@ class DesignCheck:
     """How the selection's stored runs stand to its design now.
 
     Runs made under it (``same``), under another (``other``, by fingerprint) and with no fingerprint
-    (``unrecorded``: made before records held one; named only beside runs that hold one, so that a store older than
-    fingerprints reads as before).
+    (``unrecorded``: made before records held one; named only beside runs that hold one, so that a store whose runs
+    all lack one gets no warning: there is nothing to compare them with).
     """
 
     profile: str

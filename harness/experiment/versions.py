@@ -47,7 +47,10 @@ def run_versions(config: Mapping[str, Any]) -> dict[str, int]:
 
 
 def hashed_versions(versions: Mapping[str, int]) -> dict[str, int]:
-    """The versions a run id hashes: those other than 1, sorted by key (all 1: none, so ids stay as before versions)."""
+    """The versions a run id hashes: those other than 1, sorted by key.
+
+    All 1: none, so the ids of runs stored without versions still match.
+    """
     return {k: v for k, v in sorted(versions.items()) if v != 1}
 
 

@@ -53,7 +53,7 @@ CHECKPOINT = "last.ckpt"
 class RunMonitor(L.Callback):
     """Step clock, time limit, checkpoints and progress of one run.
 
-    One callback rather than four: Lightning calls every hook of every callback at every step.
+    Four concerns in one callback, because Lightning calls every hook of every callback at every step.
 
     - Step clock (``seconds``, ``tokens``: this attempt's): inside training steps only, CUDA
       synchronised at both ends (a timer around ``trainer.fit`` read 85,139 tokens/s validating
