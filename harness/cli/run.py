@@ -32,7 +32,7 @@ from harness.hints import command
 from harness.store.runs import read_record, run_dir, scan
 from harness.training.progress import EVERY_S, RunProgress, read_progress
 from harness.tune import search
-from harness.tune.studies import HEARTBEAT_S, plan_studies, tuned_profile, tuned_specs
+from harness.tune.studies import TRIAL_HEARTBEAT_S, plan_studies, tuned_profile, tuned_specs
 
 POLL_S = EVERY_S
 PLAIN_EVERY_S = 30.0  # seconds between two plain progress lines when the output is not a terminal
@@ -323,7 +323,7 @@ def tune(
         storage=storage,
         data_dir=output.data_dir(),
         pruner=pruner,
-        heartbeat=heartbeat or HEARTBEAT_S,
+        heartbeat=heartbeat or TRIAL_HEARTBEAT_S,
         echo=lambda line: output.console.print(escape(line)),
     )
     columns = ("study", "complete", "pruned", "failed (diverged)", "best value", "best parameters")

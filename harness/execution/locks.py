@@ -2,7 +2,7 @@
 
 Stdlib only; docs/execution.md, "The store never loses a run". A claim is
 ``<run folder>/claim.lock``, a JSON file naming its owner, created atomically and exclusively
-(:func:`_create`) and touched every :data:`HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`)
+(:func:`_create`) and touched every :data:`CLAIM_HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`)
 is taken over, serialised by a second lock file, checked against the exact bytes judged stale and
 logged to the run's ``events.jsonl``.
 """
@@ -29,7 +29,7 @@ from harness.encode import dumps
 CLAIM = "claim.lock"
 TAKEOVER = "claim.lock.takeover"
 EVENTS = "events.jsonl"
-HEARTBEAT_S = 30.0
+CLAIM_HEARTBEAT_S = 30.0  # seconds between the touches of a held claim (a tuning trial has its own: TRIAL_HEARTBEAT_S)
 STALE_S = RunOptions.claim_timeout
 TAKEOVER_STALE_S = 60.0  # a takeover lock left by a process killed mid-takeover
 log = logging.getLogger("ablate.claims")
@@ -176,7 +176,7 @@ class Claim(contextlib.AbstractContextManager):
     folder: Path
     info: dict[str, Any]
     took_over: dict[str, Any] | None = None
-    heartbeat: float = HEARTBEAT_S
+    heartbeat: float = CLAIM_HEARTBEAT_S
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
@@ -227,7 +227,7 @@ def _take_over(folder: Path, raw: bytes, reason: str) -> dict[str, Any] | None:
     return taken
 
 
-def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = HEARTBEAT_S) -> Claim | None:
+def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = CLAIM_HEARTBEAT_S) -> Claim | None:
     """Claim a run folder (created if needed), touched every ``heartbeat`` seconds while held.
 
     Returns None while another live process holds it (a claim without a heartbeat for

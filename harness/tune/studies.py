@@ -22,7 +22,7 @@ from harness.registry import did_you_mean
 from harness.tune.storage import check_one_objective, default_storage, mask_url, open_storage, sqlite_exists
 
 TUNING_SEED = 1000  # of every tuning trial (init, data order, validation sets); never a comparison seed
-HEARTBEAT_S = 10  # seconds between a worker's heartbeats; a trial silent for 3x that is marked failed
+TRIAL_HEARTBEAT_S = 10  # seconds between an Optuna worker's heartbeats; a trial silent for 3x that is marked failed
 INTERRUPTED = "interrupted"  # user attribute of a trial stopped by Ctrl-C: Optuna's FAIL, not a finished trial
 
 
