@@ -36,7 +36,7 @@ from harness.tune.studies import TRIAL_HEARTBEAT_S, plan_studies, tuned_profile,
 
 POLL_S = EVERY_S
 PLAIN_EVERY_S = 30.0  # seconds between two plain progress lines when the output is not a terminal
-STALE_S = 120.0  # a progress file older than this is an attempt that died, not a run in flight
+PROGRESS_STALE_S = 120.0  # a progress file older than this is an attempt that died, not a run in flight
 
 
 def clock(seconds: float | None) -> str:
@@ -126,7 +126,7 @@ class GridProgress:
         """The lines of the polled runs with a fresh ``progress.json``, read now; kept as :attr:`lines`."""
         with self._lock:
             window = list(self._pending.values())[: self._window]
-        found = ((label, read_progress(folder, stale_s=STALE_S)) for label, folder in window)
+        found = ((label, read_progress(folder, stale_s=PROGRESS_STALE_S)) for label, folder in window)
         self.lines = [describe(label, progress) for label, progress in found if progress is not None]
         return self.lines
 

@@ -30,7 +30,7 @@ CLAIM = "claim.lock"
 TAKEOVER = "claim.lock.takeover"
 EVENTS = "events.jsonl"
 CLAIM_HEARTBEAT_S = 30.0  # seconds between the touches of a held claim (a tuning trial has its own: TRIAL_HEARTBEAT_S)
-STALE_S = RunOptions.claim_timeout
+CLAIM_STALE_S = RunOptions.claim_timeout  # seconds without a heartbeat before a claim is stale (--claim-timeout)
 TAKEOVER_STALE_S = 60.0  # a takeover lock left by a process killed mid-takeover
 log = logging.getLogger("ablate.claims")
 
@@ -227,7 +227,7 @@ def _take_over(folder: Path, raw: bytes, reason: str) -> dict[str, Any] | None:
     return taken
 
 
-def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = CLAIM_HEARTBEAT_S) -> Claim | None:
+def try_claim(folder: Path, stale_after: float = CLAIM_STALE_S, heartbeat: float = CLAIM_HEARTBEAT_S) -> Claim | None:
     """Claim a run folder (created if needed), touched every ``heartbeat`` seconds while held.
 
     Returns None while another live process holds it (a claim without a heartbeat for
@@ -249,7 +249,7 @@ def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = CLA
     return None
 
 
-def clear_stale(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | None:
+def clear_stale(folder: Path, stale_after: float = CLAIM_STALE_S) -> dict[str, Any] | None:
     """Remove the claim on ``folder`` if it is stale, as a takeover; returns what was taken over, or None.
 
     A process killed between a run's record and its release leaves one.
@@ -259,7 +259,7 @@ def clear_stale(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | 
     return _take_over(folder, held[0], reason) if held is not None and reason is not None else None
 
 
-def holder(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | None:
+def holder(folder: Path, stale_after: float = CLAIM_STALE_S) -> dict[str, Any] | None:
     """The claim currently on a run folder, parsed; None when there is none.
 
     It comes with its ``heartbeat_age_s`` and why it is ``stale`` (None: it holds).
