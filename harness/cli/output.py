@@ -23,7 +23,7 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection, select
 from harness.hints import DEFAULT_RESULTS
-from harness.tune.studies import tuned_profile
+from harness.tuned import TUNED, tuned_profile
 
 
 class _Console(Console):
@@ -159,7 +159,7 @@ def check_store_exists(
             held = sorted(
                 p.name
                 for p in (results / name).iterdir()
-                if p.is_dir() and not p.name.startswith(".") and not p.name.endswith(tuned_profile(""))
+                if p.is_dir() and not p.name.startswith(".") and not p.name.endswith(TUNED)
                 if any(r.is_dir() and not r.name.startswith(".") for r in p.iterdir())
             )
     except OSError:

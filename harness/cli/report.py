@@ -46,7 +46,7 @@ from harness.store import archive
 from harness.store.runs import scan, write_atomic
 from harness.training.wandb_upload import log_summary_run, summary_dir
 from harness.tune.storage import open_storage, sqlite_exists
-from harness.tune.studies import tuned_profile
+from harness.tuned import tuned_profile
 
 
 def report(

@@ -32,7 +32,8 @@ from harness.hints import command
 from harness.store.runs import read_record, run_dir, scan
 from harness.training.progress import EVERY_S, RunProgress, read_progress
 from harness.tune import search
-from harness.tune.studies import TRIAL_HEARTBEAT_S, plan_studies, tuned_profile, tuned_specs
+from harness.tune.studies import TRIAL_HEARTBEAT_S, plan_studies, tuned_specs
+from harness.tuned import tuned_profile
 
 POLL_S = EVERY_S
 PLAIN_EVERY_S = 30.0  # seconds between two plain progress lines when the output is not a terminal

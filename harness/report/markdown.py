@@ -34,7 +34,7 @@ from harness.report.tables import clipped_ci, markdown, title
 from harness.report.tuning import TuningInputs, tuning_section
 from harness.store.record import TRAINED
 from harness.store.runs import run_history, write_atomic
-from harness.tune.studies import tuned_profile
+from harness.tuned import tuned_profile
 
 
 def overrides_tag(overrides: Sequence[str]) -> str:

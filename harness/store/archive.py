@@ -20,11 +20,11 @@ from pathlib import Path
 from harness.errors import AblateError
 from harness.store.record import Record, parse_record
 from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir, write_atomic
+from harness.tuned import TUNED
 
 FORMAT = "ablate-runs/1"
 MANIFEST = "manifest.json"
 SUFFIX = ".tar.gz"
-TUNED = "+tuned"
 PASS = "pass a report's data file (reports/data/NAME[.PROFILE].tar.gz)"
 _NAME = r"([^/.][^/]*)"  # a folder name, never . or ..
 _RUN = re.compile(rf"{_NAME}/{_NAME}/{_NAME}/(record\.json|history\.csv)")
