@@ -236,7 +236,7 @@ def report_all(
         for n in ablation_mod.available()
     ):
         restore = ""
-        if any((Path(out) / "data").glob("*.tar.gz")):
+        if any((Path(out) / "data").glob(f"*{archive.SUFFIX}")):
             files = shlex.join(["ablate", "restore", str(Path(out) / "data"), *results_option(results)])
             restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
         raise AblateError(

@@ -25,7 +25,7 @@ from harness.tuned import TUNED
 FORMAT = "ablate-runs/1"
 MANIFEST = "manifest.json"
 SUFFIX = ".tar.gz"
-PASS = "pass a report's data file (reports/data/NAME[.PROFILE].tar.gz)"
+PASS = f"pass a report's data file (reports/data/NAME[.PROFILE]{SUFFIX})"
 _NAME = r"([^/.][^/]*)"  # a folder name, never . or ..
 _RUN = re.compile(rf"{_NAME}/{_NAME}/{_NAME}/(record\.json|history\.csv)")
 MAX_FILE = 64 * 2**20
