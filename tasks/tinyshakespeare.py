@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from harness.files import data_dir as env_data_dir
 from harness.tasks import TASKS
 from harness.tasks.base import Chance, DataUnavailableError, Split, Task
 
@@ -46,8 +47,7 @@ def cache_dir() -> Path:
 
 def data_dir_or_env(data_dir: Path | None) -> Path | None:
     """``data_dir``, else ``$ABLATE_DATA_DIR`` when set."""
-    env = os.environ.get("ABLATE_DATA_DIR")
-    return Path(env).expanduser() if data_dir is None and env else data_dir
+    return env_data_dir() if data_dir is None else data_dir
 
 
 def find(data_dir: Path | None = None) -> Path | None:
