@@ -35,9 +35,10 @@ from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
+from harness.files import write_atomic
 from harness.redact import redact
 from harness.store.record import Record
-from harness.store.runs import HISTORY, RECORD, denied, load_record, run_dir, write_atomic, write_record
+from harness.store.runs import HISTORY, RECORD, denied, load_record, run_dir, write_record
 
 CHECKPOINTS = "checkpoints"
 

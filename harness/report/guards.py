@@ -20,10 +20,10 @@ from harness.analysis.claims import Guard, delta_ci
 from harness.analysis.guards import EntryResult, Guards, Outcome
 from harness.encode import count, text
 from harness.errors import AblateError
+from harness.files import write_atomic
 from harness.hints import results_option
 from harness.report.tables import md_table
 from harness.store.archive import SUFFIX
-from harness.store.runs import write_atomic
 
 M = TypeVar("M", bound=BaseModel)
 

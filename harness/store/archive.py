@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import AblateError
+from harness.files import write_atomic
 from harness.store.record import Record, parse_record
-from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir, write_atomic
+from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir
 from harness.tuned import TUNED
 
 FORMAT = "ablate-runs/1"
