@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from harness.files import write_atomic
 from harness.tasks import TASKS
 from harness.tasks.base import DataUnavailableError, TaskParams
-from harness.tasks.tinyshakespeare import CorpusTask, cache_dir, data_dir_or_env, split_bounds, write_atomically
+from harness.tasks.tinyshakespeare import CorpusTask, cache_dir, data_dir_or_env, split_bounds
 from harness.tasks.vocab import BPEVocab, CharVocab
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ def read_dataset(p: TextParams) -> Corpus:
     text = "\n".join(values)
     payload = text.encode("utf-8")
     corpus = _corpus(text, payload, source)
-    write_atomically(cached, payload)
+    write_atomic(cached, payload)
     return corpus
 
 
@@ -332,7 +333,7 @@ def _bpe(corpus: Corpus, p: TextParams, texts: dict[str, str]) -> tuple[BPEVocab
     try:
         buffer = io.BytesIO()
         np.savez(buffer, **ids)
-        write_atomically(path, buffer.getvalue())
+        write_atomic(path, buffer.getvalue())
     except OSError as err:
         log.warning("the encoded corpus is not cached: %s cannot be written (%s)", path, err)
     return vocab, ids

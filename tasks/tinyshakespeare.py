@@ -10,13 +10,14 @@ import functools
 import hashlib
 import http.client
 import os
-import tempfile
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from harness.files import data_dir as env_data_dir
+from harness.files import write_atomic
 from harness.tasks import TASKS
 from harness.tasks.base import Chance, DataUnavailableError, Split, Task
 
@@ -46,8 +47,7 @@ def cache_dir() -> Path:
 
 def data_dir_or_env(data_dir: Path | None) -> Path | None:
     """``data_dir``, else ``$ABLATE_DATA_DIR`` when set."""
-    env = os.environ.get("ABLATE_DATA_DIR")
-    return Path(env).expanduser() if data_dir is None and env else data_dir
+    return env_data_dir() if data_dir is None else data_dir
 
 
 def find(data_dir: Path | None = None) -> Path | None:
@@ -84,7 +84,7 @@ def locate(data_dir: Path | None = None) -> Path:
         raise DataUnavailableError(_unavailable_message(data_dir, cached, repr(err))) from err
     _verify(payload, URL)
     try:
-        write_atomically(cached, payload)
+        write_atomic(cached, payload)
     except OSError as err:
         raise DataUnavailableError(
             _unavailable_message(data_dir, cached, f"downloaded but could not save: {err!r}")
@@ -187,19 +187,6 @@ class TinyShakespeare(CorpusTask):
 
     def _load(self) -> Tensor:
         return load_encoded(self.data_dir)
-
-
-def write_atomically(path: Path, payload: bytes) -> None:
-    """Write to a temporary file next to ``path``, then rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _verify(payload: bytes, source: Path | str) -> None:

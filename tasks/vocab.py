@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.tasks.tinyshakespeare import write_atomically
+from harness.files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class BPEVocab:
                 log.warning("retraining the BPE tokenizer: %s is unreadable (%s)", path, err)
         vocab = cls.train(text, vocab_size)
         try:
-            write_atomically(path, vocab.definition.encode("utf-8"))
+            write_atomic(path, vocab.definition.encode("utf-8"))
         except OSError as err:
             log.warning("the BPE tokenizer is not cached: %s cannot be written (%s)", path, err)
         return vocab

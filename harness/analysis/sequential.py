@@ -25,8 +25,16 @@ from scipy import stats
 
 from harness.analysis import paired
 
-SPENDING = ("obrien_fleming", "pocock")
-"""The alpha-spending functions a ``sequential:`` block may name (Lan & DeMets 1983)."""
+SPENDING = {
+    "obrien_fleming": lambda alpha, t: 2.0 - 2.0 * stats.norm.cdf(stats.norm.isf(alpha / 2) / np.sqrt(t)),
+    "pocock": lambda alpha, t: alpha * np.log1p((np.e - 1.0) * t),
+}
+"""The alpha-spending functions a ``sequential:`` block may name (Lan & DeMets 1983): name -> cumulative alpha
+spent at information fractions ``t`` (an array).
+
+The names are :data:`harness.experiment.declaration.SPENDING_FUNCTIONS` (a test checks they agree); this module
+imports nothing of the harness above the statistics.
+"""
 
 N_PATHS = 2**19
 """Simulated null paths of the paired t statistic behind :func:`t_bounds` (Monte Carlo SE of a
@@ -47,12 +55,9 @@ def spent(spending: str, alpha: float, fractions) -> np.ndarray:
     Raises:
         ValueError: for an unknown ``spending`` name.
     """
-    t = np.asarray(fractions, dtype=float)
-    if spending == "obrien_fleming":
-        return 2.0 - 2.0 * stats.norm.cdf(stats.norm.isf(alpha / 2) / np.sqrt(t))
-    if spending == "pocock":
-        return alpha * np.log1p((np.e - 1.0) * t)
-    raise ValueError(f"unknown spending function {spending!r}; choose one of {', '.join(SPENDING)}")
+    if spending not in SPENDING:
+        raise ValueError(f"unknown spending function {spending!r}; choose one of {', '.join(SPENDING)}")
+    return SPENDING[spending](alpha, np.asarray(fractions, dtype=float))
 
 
 @functools.lru_cache(maxsize=8)

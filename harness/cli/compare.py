@@ -26,7 +26,7 @@ from harness.report.source import load_source
 from harness.report.tables import render, summary_markdown
 from harness.store import archive
 from harness.store.runs import StoreScan, scan
-from harness.tune.studies import tuned_profile
+from harness.tuned import tuned_profile
 
 
 def compare(

@@ -37,7 +37,6 @@ def given(flag: str, fix: str, convert: Callable[[str], Any] = Path) -> Callable
     return parse
 
 
-RESULTS = Path("results")
 ProfileOpt = Annotated[
     Optional[str],
     typer.Option(

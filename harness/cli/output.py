@@ -22,8 +22,9 @@ from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection, select
+from harness.files import data_dir
 from harness.hints import DEFAULT_RESULTS
-from harness.tune.studies import tuned_profile
+from harness.tuned import TUNED, tuned_profile
 
 
 class _Console(Console):
@@ -53,11 +54,6 @@ replace_unencodable(sys.stdout, sys.stderr)
 # Piped or captured: a wide virtual terminal (tables not squeezed to 80 columns), lines left whole; a
 # terminal: its own width, long lines wrapped between words (not `ETA 5` / `m14s`).
 console = _Console(highlight=False, soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else 160)
-
-
-def data_dir() -> Path | None:
-    """``$ABLATE_DATA_DIR`` (where tinyshakespeare.txt is looked up first), or None."""
-    return Path(env) if (env := os.environ.get("ABLATE_DATA_DIR")) else None
 
 
 def check_results_dir(results: Path, create: bool = True) -> None:
@@ -159,7 +155,7 @@ def check_store_exists(
             held = sorted(
                 p.name
                 for p in (results / name).iterdir()
-                if p.is_dir() and not p.name.startswith(".") and not p.name.endswith(tuned_profile(""))
+                if p.is_dir() and not p.name.startswith(".") and not p.name.endswith(TUNED)
                 if any(r.is_dir() and not r.name.startswith(".") for r in p.iterdir())
             )
     except OSError:

@@ -25,6 +25,7 @@ from harness.execution.attempt import unfinished_state
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.experiment.selection import Selection, select
+from harness.files import write_atomic
 from harness.hints import command, results_option
 from harness.report import index
 from harness.report.bench import files as bench_files
@@ -43,10 +44,10 @@ from harness.report.tuning import (
     tuned_analysis,
 )
 from harness.store import archive
-from harness.store.runs import scan, write_atomic
+from harness.store.runs import scan
 from harness.training.wandb_upload import log_summary_run, summary_dir
 from harness.tune.storage import open_storage, sqlite_exists
-from harness.tune.studies import tuned_profile
+from harness.tuned import tuned_profile
 
 
 def report(
@@ -236,7 +237,7 @@ def report_all(
         for n in ablation_mod.available()
     ):
         restore = ""
-        if any((Path(out) / "data").glob("*.tar.gz")):
+        if any((Path(out) / "data").glob(f"*{archive.SUFFIX}")):
             files = shlex.join(["ablate", "restore", str(Path(out) / "data"), *results_option(results)])
             restore = f"; or `{files}` to rebuild it from the data files of the reports in {out}"
         raise AblateError(

@@ -20,6 +20,7 @@ from harness.hints import command, results_option
 from harness.report.source import plan
 from harness.report.tuning import copy_figures
 from harness.store import archive
+from harness.tuned import TUNED
 
 
 def restore(files: list[Path], results: Path) -> int:
@@ -111,7 +112,7 @@ def _next_steps(done: list[archive.Restored], results: Path, differ: int) -> Non
         lines += [
             f"`{shlex.join(['ablate', 'report', '--all', *results_option(results)])}` makes every report "
             "and the index from them",
-            f"`{command('run', d.ablation, d.profile.removesuffix('+tuned'), results=results)}` trains only "
+            f"`{command('run', d.ablation, d.profile.removesuffix(TUNED), results=results)}` trains only "
             "the runs the store lacks",
         ]
     if own := next((d for d in done if d not in registered), None):

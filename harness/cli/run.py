@@ -32,11 +32,12 @@ from harness.hints import command
 from harness.store.runs import read_record, run_dir, scan
 from harness.training.progress import EVERY_S, RunProgress, read_progress
 from harness.tune import search
-from harness.tune.studies import HEARTBEAT_S, plan_studies, tuned_profile, tuned_specs
+from harness.tune.studies import TRIAL_HEARTBEAT_S, plan_studies, tuned_specs
+from harness.tuned import tuned_profile
 
 POLL_S = EVERY_S
 PLAIN_EVERY_S = 30.0  # seconds between two plain progress lines when the output is not a terminal
-STALE_S = 120.0  # a progress file older than this is an attempt that died, not a run in flight
+PROGRESS_STALE_S = 120.0  # a progress file older than this is an attempt that died, not a run in flight
 
 
 def clock(seconds: float | None) -> str:
@@ -126,7 +127,7 @@ class GridProgress:
         """The lines of the polled runs with a fresh ``progress.json``, read now; kept as :attr:`lines`."""
         with self._lock:
             window = list(self._pending.values())[: self._window]
-        found = ((label, read_progress(folder, stale_s=STALE_S)) for label, folder in window)
+        found = ((label, read_progress(folder, stale_s=PROGRESS_STALE_S)) for label, folder in window)
         self.lines = [describe(label, progress) for label, progress in found if progress is not None]
         return self.lines
 
@@ -323,7 +324,7 @@ def tune(
         storage=storage,
         data_dir=output.data_dir(),
         pruner=pruner,
-        heartbeat=heartbeat or HEARTBEAT_S,
+        heartbeat=heartbeat or TRIAL_HEARTBEAT_S,
         echo=lambda line: output.console.print(escape(line)),
     )
     columns = ("study", "complete", "pruned", "failed (diverged)", "best value", "best parameters")

@@ -31,14 +31,15 @@ from typing import Any, Literal
 from harness import __version__
 from harness.config import RunOptions
 from harness.errors import run_error, storage_error
-from harness.execution.locks import CLAIM, EVENTS, TAKEOVER, append_event, clear_stale, holder, try_claim
+from harness.execution.locks import CLAIM, CLAIM_STALE_S, EVENTS, TAKEOVER, append_event, clear_stale, holder, try_claim
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
+from harness.files import write_atomic
 from harness.redact import redact
 from harness.store.record import Record
-from harness.store.runs import HISTORY, RECORD, denied, load_record, run_dir, write_atomic, write_record
+from harness.store.runs import HISTORY, RECORD, denied, load_record, run_dir, write_record
 
 CHECKPOINTS = "checkpoints"
 
@@ -86,7 +87,7 @@ def tidy_finished(folder: Path, keep_checkpoints: bool, stale_after: float) -> N
         shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
 
 
-def unfinished_state(folder: Path, stale_after: float = RunOptions.claim_timeout) -> tuple[str, str]:
+def unfinished_state(folder: Path, stale_after: float = CLAIM_STALE_S) -> tuple[str, str]:
     """The state of a run without a record, and what it is doing or how it will start.
 
     ``("running", who)`` while a live claim holds a run without a record, else

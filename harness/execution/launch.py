@@ -36,7 +36,7 @@ from harness.errors import AblateError
 from harness.execution.attempt import Progress, target_of, tidy_finished
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.local import Engine
-from harness.execution.locks import HEARTBEAT_S, append_event
+from harness.execution.locks import CLAIM_HEARTBEAT_S, append_event
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
@@ -124,10 +124,10 @@ class Launch:
                 f"--checkpoint-every must be 0 (a checkpoint at every validation pass) or a positive number "
                 f"of seconds, got {o.checkpoint_every:g}"
             )
-        if o.claim_timeout < 2 * HEARTBEAT_S:
+        if o.claim_timeout < 2 * CLAIM_HEARTBEAT_S:
             raise AblateError(
-                f"--claim-timeout must be at least {2 * HEARTBEAT_S:g} s (a running claim is "
-                f"refreshed every {HEARTBEAT_S:g} s), got {o.claim_timeout:g}"
+                f"--claim-timeout must be at least {2 * CLAIM_HEARTBEAT_S:g} s (a running claim is "
+                f"refreshed every {CLAIM_HEARTBEAT_S:g} s), got {o.claim_timeout:g}"
             )
         if self.gpus_per_run is not None and self.gpus_per_run < 0:
             raise AblateError(f"--gpus-per-run must be 0 (CPU) or more, got {self.gpus_per_run}")

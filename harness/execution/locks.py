@@ -2,7 +2,7 @@
 
 Stdlib only; docs/execution.md, "The store never loses a run". A claim is
 ``<run folder>/claim.lock``, a JSON file naming its owner, created atomically and exclusively
-(:func:`_create`) and touched every :data:`HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`)
+(:func:`_create`) and touched every :data:`CLAIM_HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`)
 is taken over, serialised by a second lock file, checked against the exact bytes judged stale and
 logged to the run's ``events.jsonl``.
 """
@@ -29,8 +29,8 @@ from harness.encode import dumps
 CLAIM = "claim.lock"
 TAKEOVER = "claim.lock.takeover"
 EVENTS = "events.jsonl"
-HEARTBEAT_S = 30.0
-STALE_S = RunOptions.claim_timeout
+CLAIM_HEARTBEAT_S = 30.0  # seconds between the touches of a held claim (a tuning trial has its own: TRIAL_HEARTBEAT_S)
+CLAIM_STALE_S = RunOptions.claim_timeout  # seconds without a heartbeat before a claim is stale (--claim-timeout)
 TAKEOVER_STALE_S = 60.0  # a takeover lock left by a process killed mid-takeover
 log = logging.getLogger("ablate.claims")
 
@@ -176,7 +176,7 @@ class Claim(contextlib.AbstractContextManager):
     folder: Path
     info: dict[str, Any]
     took_over: dict[str, Any] | None = None
-    heartbeat: float = HEARTBEAT_S
+    heartbeat: float = CLAIM_HEARTBEAT_S
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
@@ -227,7 +227,7 @@ def _take_over(folder: Path, raw: bytes, reason: str) -> dict[str, Any] | None:
     return taken
 
 
-def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = HEARTBEAT_S) -> Claim | None:
+def try_claim(folder: Path, stale_after: float = CLAIM_STALE_S, heartbeat: float = CLAIM_HEARTBEAT_S) -> Claim | None:
     """Claim a run folder (created if needed), touched every ``heartbeat`` seconds while held.
 
     Returns None while another live process holds it (a claim without a heartbeat for
@@ -249,7 +249,7 @@ def try_claim(folder: Path, stale_after: float = STALE_S, heartbeat: float = HEA
     return None
 
 
-def clear_stale(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | None:
+def clear_stale(folder: Path, stale_after: float = CLAIM_STALE_S) -> dict[str, Any] | None:
     """Remove the claim on ``folder`` if it is stale, as a takeover; returns what was taken over, or None.
 
     A process killed between a run's record and its release leaves one.
@@ -259,7 +259,7 @@ def clear_stale(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | 
     return _take_over(folder, held[0], reason) if held is not None and reason is not None else None
 
 
-def holder(folder: Path, stale_after: float = STALE_S) -> dict[str, Any] | None:
+def holder(folder: Path, stale_after: float = CLAIM_STALE_S) -> dict[str, Any] | None:
     """The claim currently on a run folder, parsed; None when there is none.
 
     It comes with its ``heartbeat_age_s`` and why it is ``stale`` (None: it holds).

@@ -22,6 +22,7 @@ from harness.experiment.declaration import Decl, Profile, TaskEntry, check_file_
 from harness.experiment.declaration_errors import format_declaration_error
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
+from harness.tuned import tuned_profile
 
 # the registered declarations: the package harness.ablations (the repository's ablations/ folder,
 # installed under harness/; harness/__init__.py), found without importing it
@@ -206,7 +207,7 @@ class Ablation(Decl):
         tag = "with-xxxxxxxx"  # harness.report.markdown.overrides_tag
         out = []
         for profile, (task, entry) in itertools.product(self.profiles, self.tasks.items()):
-            stem = f"{self.name}.{profile}+tuned.{tag}"
+            stem = f"{self.name}.{tuned_profile(profile)}.{tag}"
             base = entry.primary.metric.split("@")[0]
             out += [f"{stem}.guards.json", f"{stem}-{task}-{base}-vs-length.png", f"{stem}-{task}-validation-loss.png"]
         return out

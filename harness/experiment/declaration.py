@@ -150,8 +150,11 @@ class TaskEntry(Decl):
     target: Threshold | None = Field(None, description="convergence target: steps_to_target")
 
 
-SPENDING_FUNCTIONS = ("obrien_fleming", "pocock")
-"""Lan-DeMets O'Brien-Fleming-like and Pocock-like alpha spending (:func:`harness.analysis.sequential.spent`)."""
+SPENDING_FUNCTIONS = {"obrien_fleming": "O'Brien-Fleming-like", "pocock": "Pocock-like"}
+"""Lan-DeMets O'Brien-Fleming-like and Pocock-like alpha spending (:func:`harness.analysis.sequential.spent`).
+
+Each name a ``sequential:`` block may give, with the words a report calls it by.
+"""
 
 
 class Sequential(Decl):

@@ -14,6 +14,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation, load
 from harness.experiment.claims import Claim, Evidence
 from harness.report.tables import md_table
+from harness.store.archive import SUFFIX
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "claims-audit.md"
 DATA = Path(__file__).resolve().parents[2] / "reports" / "data"  # the reports' data files: what ran
@@ -70,7 +71,7 @@ def _ran(claim: Claim, abl: Ablation) -> str:
         view = abl.for_profile(name)
         held = [ev for ev in claim.evidence if in_grid(ev, view, name)]
         stem = abl.name if name == abl.default_profile else f"{abl.name}.{name}"
-        if not held or not (DATA / f"{stem}.tar.gz").exists():
+        if not held or not (DATA / f"{stem}{SUFFIX}").exists():
             continue
         tasks = []
         for task in dict.fromkeys(ev.task for ev in held):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.paired import describe
-from harness.store.runs import write_atomic
+from harness.files import write_atomic
 
 
 def import_matplotlib() -> Any:

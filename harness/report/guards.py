@@ -20,9 +20,10 @@ from harness.analysis.claims import Guard, delta_ci
 from harness.analysis.guards import EntryResult, Guards, Outcome
 from harness.encode import count, text
 from harness.errors import AblateError
+from harness.files import write_atomic
 from harness.hints import results_option
 from harness.report.tables import md_table
-from harness.store.runs import write_atomic
+from harness.store.archive import SUFFIX
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -63,7 +64,7 @@ class _File(BaseModel):
 
 
 def _guards_path(data_file: Path) -> Path:  # data/NAME.PROFILE.guards.json beside data/NAME.PROFILE.tar.gz
-    return Path(data_file).with_name(Path(data_file).name.removesuffix(".tar.gz") + ".guards.json")
+    return Path(data_file).with_name(Path(data_file).name.removesuffix(SUFFIX) + ".guards.json")
 
 
 def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -> None:

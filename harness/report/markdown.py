@@ -26,6 +26,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
+from harness.files import write_atomic
 from harness.report import figures, sections
 from harness.report.bench import bench_section
 from harness.report.guards import Guards
@@ -33,8 +34,8 @@ from harness.report.probes import failures_section, probe_section
 from harness.report.tables import clipped_ci, markdown, title
 from harness.report.tuning import TuningInputs, tuning_section
 from harness.store.record import TRAINED
-from harness.store.runs import run_history, write_atomic
-from harness.tune.studies import tuned_profile
+from harness.store.runs import run_history
+from harness.tuned import tuned_profile
 
 
 def overrides_tag(overrides: Sequence[str]) -> str:

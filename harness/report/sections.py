@@ -18,6 +18,7 @@ from harness.analysis.power import TARGET_POWER
 from harness.encode import count, text
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
+from harness.experiment.declaration import SPENDING_FUNCTIONS
 from harness.experiment.versions import mix_warning
 from harness.report.guards import Guards
 from harness.report.tables import md_table
@@ -239,7 +240,7 @@ def sequential_section(result: Analysis) -> list[str]:
     if st is None:
         return []
     d = st.design
-    name = {"obrien_fleming": "O'Brien-Fleming-like", "pocock": "Pocock-like"}[d.spending]
+    name = SPENDING_FUNCTIONS[d.spending]
     base = result.ablation.baseline_label
     futility = f"non-binding futility below {sq.FUTILITY_POWER:.0%} conditional power at the sesoi"
     futility = futility if d.futility else "no futility stop"

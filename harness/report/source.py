@@ -28,7 +28,7 @@ from harness.store import archive
 from harness.store.archive import Archive
 from harness.store.record import TRAINED
 from harness.store.runs import DAMAGED_HISTORY, HISTORY, StoreScan, run_dir, run_history, scan
-from harness.tune.studies import tuned_profile
+from harness.tuned import tuned_profile
 
 EDITED = "the file was edited; a data file is written by `ablate report NAME`, not edited"
 

@@ -32,7 +32,8 @@ from harness.report.sections import verdict
 from harness.report.tables import markdown, title
 from harness.store.runs import StoreScan, scan
 from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
-from harness.tune.studies import TUNING_SEED, counts, study_name, tuned_profile
+from harness.tune.studies import TUNING_SEED, counts, study_name
+from harness.tuned import tuned_profile
 
 Param = bool | int | float | str | None  # a number, a categorical choice
 

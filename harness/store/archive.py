@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import AblateError
+from harness.files import write_atomic
 from harness.store.record import Record, parse_record
-from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir, write_atomic
+from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir
+from harness.tuned import TUNED
 
 FORMAT = "ablate-runs/1"
 MANIFEST = "manifest.json"
 SUFFIX = ".tar.gz"
-TUNED = "+tuned"
-PASS = "pass a report's data file (reports/data/NAME[.PROFILE].tar.gz)"
+PASS = f"pass a report's data file (reports/data/NAME[.PROFILE]{SUFFIX})"
 _NAME = r"([^/.][^/]*)"  # a folder name, never . or ..
 _RUN = re.compile(rf"{_NAME}/{_NAME}/{_NAME}/(record\.json|history\.csv)")
 MAX_FILE = 64 * 2**20

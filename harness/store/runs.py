@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.encode import dumps
+from harness.files import write_atomic
 from harness.store.record import Record, parse_record
 
 if TYPE_CHECKING:
@@ -43,39 +42,6 @@ def denied(problem: str | None) -> bool:
 def run_dir(results: Path, ablation: str, profile: str, run_id: str) -> Path:
     """The folder of one run in the store ``results``: ``<results>/<ablation>/<profile>/<run_id>``."""
     return Path(results) / ablation / profile / run_id
-
-
-def umask() -> int:
-    """This process's umask (``/proc/self/status`` on Linux; elsewhere set and put back)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``.
-
-    The file gets the mode a plain ``open`` gives (``0o666`` less the umask: a store shared by a group under umask 002
-    stays group-readable; ``mkstemp`` alone makes it 0600).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~umask())
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:

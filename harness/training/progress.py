@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from harness.files import write_atomic
 
 PROGRESS = "progress.json"
 EVERY_S = 2.0
@@ -47,15 +48,13 @@ class RunProgress:
 
 def write_progress(folder: Path, progress: RunProgress) -> None:
     """Replace ``folder/progress.json`` (a failure to write is ignored: not the run's failure)."""
-    tmp = folder / f".{PROGRESS}.{os.getpid()}.tmp"
     data = asdict(progress)
     if data["loss"] is not None and not math.isfinite(data["loss"]):
         data["loss"] = None
-    try:
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, folder / PROGRESS)
+    try:  # never creates the run's folder; rewritten every EVERY_S seconds: no fsync
+        write_atomic(folder / PROGRESS, json.dumps(data).encode(), parents=False, durable=False)
     except OSError:
-        tmp.unlink(missing_ok=True)
+        pass
 
 
 def read_progress(folder: Path, stale_s: float | None = None) -> RunProgress | None:

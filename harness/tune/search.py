@@ -16,7 +16,7 @@ from typing import Any
 from harness.config import get_path
 from harness.experiment.ablation import Ablation
 from harness.tune.storage import check_study, default_storage, ensure_study, mask_url, open_storage
-from harness.tune.studies import HEARTBEAT_S, TUNING_SEED, StudyPlan, counts
+from harness.tune.studies import TRIAL_HEARTBEAT_S, TUNING_SEED, StudyPlan, counts
 
 
 def _declared_point(study_plan: StudyPlan) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def tune(
     storage: str | None = None,
     data_dir: Path | None = None,
     pruner: str = "median",
-    heartbeat: int = HEARTBEAT_S,
+    heartbeat: int = TRIAL_HEARTBEAT_S,
     echo: Callable[[str], None] = print,
 ) -> list[tuple[StudyPlan, dict[str, Any]]]:
     """Create every study of ``plans`` (:func:`plan_studies`) first, then top each up to ``trials`` finished trials.

@@ -20,9 +20,10 @@ from harness.experiment.search_space import ParamSpec, check_space, distribution
 from harness.experiment.selection import Selection, select
 from harness.registry import did_you_mean
 from harness.tune.storage import check_one_objective, default_storage, mask_url, open_storage, sqlite_exists
+from harness.tuned import tuned_profile
 
 TUNING_SEED = 1000  # of every tuning trial (init, data order, validation sets); never a comparison seed
-HEARTBEAT_S = 10  # seconds between a worker's heartbeats; a trial silent for 3x that is marked failed
+TRIAL_HEARTBEAT_S = 10  # seconds between an Optuna worker's heartbeats; a trial silent for 3x that is marked failed
 INTERRUPTED = "interrupted"  # user attribute of a trial stopped by Ctrl-C: Optuna's FAIL, not a finished trial
 
 
@@ -46,11 +47,6 @@ class StudyPlan:
 def study_name(ablation: str, profile: str, task: str, variant_label: str) -> str:
     """The name of the study of one variant on one task: ``<ablation>/<profile>/<task>/<variant label>``."""
     return f"{ablation}/{profile}/{task}/{variant_label}"
-
-
-def tuned_profile(profile: str) -> str:
-    """The store folder of ``ablate run --tuned`` runs of ``profile``."""
-    return f"{profile}+tuned"
 
 
 def monitor_for(metric: str, maximize: bool) -> str | None:

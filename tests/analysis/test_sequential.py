@@ -8,6 +8,7 @@ import pytest
 from scipy import optimize, stats
 
 from harness.analysis import sequential as sq
+from harness.experiment.declaration import SPENDING_FUNCTIONS
 
 THIRDS = [1 / 3, 2 / 3, 1]
 
@@ -35,6 +36,13 @@ def normal_bounds(fractions, alpha: float, spending: str, sides: int = 2) -> np.
             optimize.brentq(lambda c, a=a: crossing_probability([*out, c], fractions, sides) - a, 0.1, 40, xtol=1e-5)
         )
     return np.array(out)
+
+
+def test_the_spending_functions_implemented_are_those_a_declaration_may_name():
+    """The statistics may not import the declarations: the two lists of names are checked here instead."""
+    assert list(sq.SPENDING) == list(SPENDING_FUNCTIONS)
+    with pytest.raises(ValueError, match="choose one of obrien_fleming, pocock"):
+        sq.spent("obrien-fleming", 0.05, THIRDS)
 
 
 def test_obrien_fleming_bounds_are_gsdesigns():

@@ -85,7 +85,7 @@ def test_tuned_comparisons_of_a_sequential_profile_are_decided_with_every_seed_i
     from harness.analysis import verdicts as vd
     from harness.analysis.comparisons import analyse
     from harness.experiment.selection import select
-    from harness.tune.studies import tuned_profile
+    from harness.tuned import tuned_profile
 
     decl = write_decl(tmp_path / "decl", **PROFILES)
     results = tmp_path / "results"

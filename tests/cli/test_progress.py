@@ -46,6 +46,13 @@ def test_progress_file_round_trips_and_gives_an_eta(tmp_path: Path) -> None:
     assert json.loads((tmp_path / PROGRESS).read_text())["loss"] is None  # strict JSON
 
 
+def test_progress_never_makes_a_run_folder_nor_fails_the_run(tmp_path: Path) -> None:
+    """A run folder removed under a run in flight is not made again by its progress; the write fails quietly."""
+    gone = tmp_path / "gone"
+    write_progress(gone, RunProgress(step=1, total=2, loss=None, start_step=0, elapsed_s=0.1, updated_at=time.time()))
+    assert not gone.exists()
+
+
 def test_runs_in_flight_show_step_loss_and_eta_and_finished_ones_drop_out(tmp_path: Path) -> None:
     specs = [_spec("aaa", 0), _spec("bbb", 1), _spec("ccc", 2)]
     _write(run_dir(tmp_path, "tiny", "cpu", "aaa"), 1200)

@@ -13,7 +13,7 @@ from harness.execution.attempt import spec_record
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.store.runs import write_record
-from harness.tune.studies import tuned_profile
+from harness.tuned import tuned_profile
 
 
 def write_decl(folder: Path, name: str = "mini", claims: tuple[str, ...] = (), **profiles: dict[str, Any]) -> Path:

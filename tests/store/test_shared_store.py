@@ -15,7 +15,8 @@ import pytest
 from harness.execution.attempt import Unstored, execute
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
-from harness.store.runs import RECORD, scan, write_atomic, write_json_atomic
+from harness.files import write_atomic
+from harness.store.runs import RECORD, scan, write_json_atomic
 from helpers.fake_store import write_decl, write_runs
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from harness.cli import output
 from harness.tasks import DataChecksumError, DataUnavailableError, build_task
 from harness.tasks import tinyshakespeare as ts
 
@@ -96,6 +97,16 @@ def test_checksum_mismatch_in_data_dir(tmp_path: Path) -> None:
     assert ts.SHA256 in message and hashlib.sha256(payload).hexdigest() in message
     assert "delete it" in message and ts.URL in message
     assert isinstance(info.value, DataUnavailableError)
+
+
+def test_the_data_dir_variable_is_read_one_way(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The task and the CLI read ``$ABLATE_DATA_DIR`` through one function: ``~`` expanded, empty as unset."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("ABLATE_DATA_DIR", "~/data")
+    assert ts.data_dir_or_env(None) == output.data_dir() == tmp_path / "data"
+    assert ts.data_dir_or_env(Path("given")) == Path("given")
+    monkeypatch.setenv("ABLATE_DATA_DIR", "")
+    assert ts.data_dir_or_env(None) is None and output.data_dir() is None
 
 
 def test_checksum_mismatch_in_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ from harness.experiment.search_space import DEFAULT_SPACE, ParamSpec, resolve_sp
 from harness.experiment.selection import select
 from harness.store.record import TRAINED
 from harness.tune.storage import default_storage, mask_url
-from harness.tune.studies import TUNING_SEED, counts, monitor_for, plan_studies, study_name, tuned_profile
+from harness.tune.studies import TUNING_SEED, counts, monitor_for, plan_studies, study_name
+from harness.tuned import tuned_profile
 from helpers.corpus import needs_corpus
 from helpers.tune import TINY, states, write_tiny
 

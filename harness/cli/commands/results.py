@@ -12,13 +12,14 @@ from typing import Annotated, Optional
 import typer
 
 from harness.cli import options as o
+from harness.hints import DEFAULT_REPORTS, DEFAULT_RESULTS
 
 
 def status(
     name: o.NameArg,
     overrides: o.MadeWithArg = None,
     profile: o.ProfileOpt = None,
-    results_dir: o.ResultsOpt = o.RESULTS,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
     plugin: o.PluginOpt = None,
 ) -> None:
     """Done / failed / diverged / pending, per variant and task."""
@@ -31,7 +32,7 @@ def compare(
     name: o.NameArg,
     overrides: o.MadeWithArg = None,
     profile: o.ProfileOpt = None,
-    results_dir: o.ResultsOpt = o.RESULTS,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
     metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
     fmt: o.FormatOpt = o.Format.table,
     tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
@@ -59,14 +60,14 @@ def report(
     name: Annotated[Optional[str], typer.Argument(help="ablation name or YAML path (not with --all)")] = None,
     overrides: o.MadeWithArg = None,
     profile: o.ProfileOpt = None,
-    results_dir: o.ResultsOpt = o.RESULTS,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
     out: Annotated[
         Path,
         typer.Option(
             parser=o.given("--out", "pass a folder, or leave the option out for reports"),
             help="folder for the markdown and figures",
         ),
-    ] = Path("reports"),
+    ] = DEFAULT_REPORTS,
     storage: o.StorageOpt = None,
     every: Annotated[
         bool,
@@ -112,7 +113,7 @@ def plan_cmd(
             "--from", help="the profile whose runs give the spread (default: the first pilot profile with runs)"
         ),
     ] = None,
-    results_dir: o.ResultsOpt = o.RESULTS,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
     power: Annotated[float, typer.Option(help="target power of each primary comparison")] = 0.8,
     alpha: Annotated[
         float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")
@@ -144,7 +145,7 @@ def restore(
             help="reports' data files (reports/data/NAME[.PROFILE].tar.gz), or a folder of them: reports/data"
         ),
     ] = None,
-    results_dir: o.ResultsOpt = o.RESULTS,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
 ) -> None:
     """Rebuild the run store from reports' data files.
 
@@ -166,7 +167,7 @@ def restore(
 
 
 def sync(
-    results_dir: o.ResultsOpt = o.RESULTS,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False,
 ) -> None:
     """Upload the offline W&B runs of the store (`wandb sync`).

@@ -11,6 +11,7 @@ import typer
 
 from harness.bounds import INT_MAX
 from harness.cli import options as o
+from harness.hints import DEFAULT_RESULTS
 
 Executor = o.choices("Executor", "local", "ray", "slurm")
 
@@ -19,7 +20,7 @@ def run(
     name: o.NameArg,
     overrides: o.OverridesArg = None,
     profile: o.ProfileOpt = None,
-    results_dir: o.ResultsOpt = o.RESULTS,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
     workers: o.WorkersOpt = None,
     threads: o.ThreadsOpt = 1,
     wandb: o.WandbOpt = o.WandbMode.auto,
@@ -115,7 +116,7 @@ def reproduce(
         str | None,
         typer.Argument(metavar="ID", help="one entry of harness/experiment/reproductions.yaml (default: every one)"),
     ] = None,
-    results_dir: o.ResultsOpt = o.RESULTS,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="list the grids and the runs missing; run nothing")
     ] = False,
@@ -165,7 +166,7 @@ def tune(
     ] = None,
     task: Annotated[Optional[list[str]], typer.Option(help="only this task (repeatable)")] = None,
     storage: o.StorageOpt = None,
-    results_dir: o.ResultsOpt = o.RESULTS,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
     pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = Pruner.median,
     threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads for this worker")] = 1,
     heartbeat: Annotated[
