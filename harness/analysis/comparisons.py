@@ -349,9 +349,10 @@ def _add_counts(frame: pd.DataFrame, task_runs: pd.DataFrame, **runs: pd.DataFra
 def why_not_finished(statuses: Sequence[str], reasons: Sequence[str | None]) -> list[tuple[str, int]]:
     """``("status: reason", count)`` of the runs that did not finish, most common first.
 
-    The reason is cut before the last finite loss, which differs per run.
+    The reason is cut before the figures that differ per run: a diverged run's last finite loss, a stalled run's best.
     """
-    texts = [f"{st}: {str(r or '')[:90].split(' (last finite')[0]}" for st, r in zip(statuses, reasons) if st != "ok"]
+    cut = (str(r or "").split(" (last finite")[0].split(": best ")[0][:90] for r in reasons)
+    texts = [f"{st}: {r}" for st, r in zip(statuses, cut) if st != "ok"]
     return Counter(texts).most_common()
 
 

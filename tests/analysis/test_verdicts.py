@@ -9,6 +9,8 @@ import pytest
 
 from harness.analysis import claim_verdicts as cv
 from harness.analysis import verdicts as vd
+from harness.analysis.comparisons import why_not_finished
+from harness.errors import Diverged, stall_reason
 
 COMPARISONS = [
     (vd.direction(True), vd.Kind.BETTER, "better"),
@@ -81,3 +83,15 @@ CLAIMS = [
 def test_claim_verdicts_read_back_as_their_kind(text: str, kind: cv.ClaimKind, expected: str) -> None:
     assert text == expected
     assert cv.claim_kind(text) is kind
+
+
+def test_runs_that_did_not_finish_are_counted_by_reason_not_by_their_own_figures() -> None:
+    """Stalled runs differ in their best loss and step, diverged runs in their last finite loss: each
+    kind is counted once over all its runs, the most common first."""
+    stalled = [stall_reason(3.3 + i / 100, 100 * i, 3.309) for i in range(1, 4)]
+    diverged = [str(Diverged(12, loss)) for loss in (2.5, 7.1)]
+    found = why_not_finished(["stalled"] * 3 + ["diverged"] * 2 + ["ok"], [*stalled, *diverged, None])
+    assert found == [
+        ("stalled: validation loss never got clear of chance", 3),
+        ("diverged: non-finite training loss at step 12", 2),
+    ]
