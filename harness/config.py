@@ -90,13 +90,16 @@ class BlockSection(_Section):
     norm_position: str = Field("pre", description="pre-norm or post-norm residual blocks (registry: norm_position)")
 
 
+FFN_MULT = 4  # the FFN's default hidden width in d_model's (no ffn.d_ff nor d_ff_mult; TransformerConfig's too)
+
+
 class FFNSection(_Section):
     """Feed-forward width and activation.
 
     The hidden width is ``d_ff`` or ``d_ff_mult`` x ``model.d_model`` (rounded; at most one of them), else 4 x d_model.
     """
 
-    d_ff: int | None = Field(None, gt=0, description="None: d_ff_mult x d_model, else 4 x d_model")
+    d_ff: int | None = Field(None, gt=0, description=f"None: d_ff_mult x d_model, else {FFN_MULT} x d_model")
     d_ff_mult: float | None = Field(None, gt=0, description="hidden width as a multiple of d_model")
     activation: str = Field(
         "gelu",
@@ -113,9 +116,9 @@ class FFNSection(_Section):
             raise ValueError(f"set ffn.d_ff ({self.d_ff}) or ffn.d_ff_mult ({self.d_ff_mult}), not both")
         return self
 
-    def width(self, d_model: int) -> int | None:  # None: the model's default
-        """The hidden width at ``d_model``: ``d_ff_mult`` x ``d_model`` rounded (at least 1), else ``d_ff`` or None."""
-        return max(1, round(self.d_ff_mult * d_model)) if self.d_ff_mult is not None else self.d_ff
+    def width(self, d_model: int) -> int:
+        """The hidden width at ``d_model``: ``d_ff_mult`` x it rounded (at least 1), else ``d_ff``, else FFN_MULT x."""
+        return max(1, round(self.d_ff_mult * d_model)) if self.d_ff_mult else self.d_ff or FFN_MULT * d_model
 
 
 class TrainSection(_Section):
