@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from harness.bounds import IntBounded
+from harness.dtypes import PRECISION_DTYPES
 from harness.errors import AblateError
 from harness.registry import MASK_FILLS, did_you_mean
 from harness.yaml12 import YAMLError, load_yaml
@@ -139,7 +140,7 @@ class TrainSection(_Section):
         0.1, ge=0, description="AdamW weight decay, on Linear weights only (no embedding is decayed)"
     )
     grad_clip: float = Field(1.0, ge=0, description="0 disables clipping")
-    precision: Literal["32-true", "bf16-mixed", "16-mixed", "16-true"] = Field(
+    precision: Literal[tuple(PRECISION_DTYPES)] = Field(  # "32-true", "bf16-mixed", "16-mixed", "16-true"
         "32-true", description="16-mixed on CPU: float16 autocast (never bf16); 16-true: AdamW eps 1e-4"
     )
     val_every: int = Field(100, gt=0, description="steps between validation passes at length L")
