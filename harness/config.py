@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from harness.bounds import IntBounded
 from harness.dtypes import PRECISION_DTYPES
-from harness.errors import AblateError
+from harness.errors import AblateError, pydantic_message
 from harness.registry import MASK_FILLS, did_you_mean
 from harness.yaml12 import YAMLError, load_yaml
 
@@ -292,7 +292,7 @@ def format_validation_error(
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = pydantic_message(err)
         if err["type"] == "extra_forbidden":
             hint = did_you_mean(loc, valid_paths()) if keys is None else did_you_mean(str(err["loc"][-1]), keys)
             msg = f"unknown key{hint}"

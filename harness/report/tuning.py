@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from harness.analysis.claim_verdicts import claim_kind
 from harness.analysis.comparisons import Analysis, analyse
 from harness.encode import text
-from harness.errors import AblateError
+from harness.errors import AblateError, first_line
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.report.figures import pyplot, save_png
@@ -315,7 +315,7 @@ def _figures(
                 return None, None, out
             ax = ovm.plot_param_importances(study)
         except Exception as exc:  # noqa: BLE001 - too few or identical trials: say so, draw nothing
-            return None, (str(exc).splitlines() or [type(exc).__name__])[0][:80], out
+            return None, first_line(exc)[:80], out
         out.append(save(ax, "parameter importance", "importance"))
     return {k: float(v) for k, v in importances.items()}, None, out
 
