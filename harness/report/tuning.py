@@ -26,12 +26,13 @@ from harness.encode import text
 from harness.errors import AblateError, first_line
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
+from harness.redact import mask_url
 from harness.report.figures import pyplot, save_png
 from harness.report.guards import Guards, read_sidecar
 from harness.report.sections import verdict
 from harness.report.tables import markdown, title
 from harness.store.runs import StoreScan, scan
-from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
+from harness.tune.storage import default_storage, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name
 from harness.tuned import tuned_profile
 
