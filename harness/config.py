@@ -17,7 +17,8 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from harness.bounds import IntBounded
-from harness.errors import AblateError
+from harness.dtypes import PRECISION_DTYPES
+from harness.errors import AblateError, pydantic_message
 from harness.registry import MASK_FILLS, did_you_mean
 from harness.yaml12 import YAMLError, load_yaml
 
@@ -90,13 +91,16 @@ class BlockSection(_Section):
     norm_position: str = Field("pre", description="pre-norm or post-norm residual blocks (registry: norm_position)")
 
 
+FFN_MULT = 4  # the FFN's default hidden width in d_model's (no ffn.d_ff nor d_ff_mult; TransformerConfig's too)
+
+
 class FFNSection(_Section):
     """Feed-forward width and activation.
 
     The hidden width is ``d_ff`` or ``d_ff_mult`` x ``model.d_model`` (rounded; at most one of them), else 4 x d_model.
     """
 
-    d_ff: int | None = Field(None, gt=0, description="None: d_ff_mult x d_model, else 4 x d_model")
+    d_ff: int | None = Field(None, gt=0, description=f"None: d_ff_mult x d_model, else {FFN_MULT} x d_model")
     d_ff_mult: float | None = Field(None, gt=0, description="hidden width as a multiple of d_model")
     activation: str = Field(
         "gelu",
@@ -113,9 +117,9 @@ class FFNSection(_Section):
             raise ValueError(f"set ffn.d_ff ({self.d_ff}) or ffn.d_ff_mult ({self.d_ff_mult}), not both")
         return self
 
-    def width(self, d_model: int) -> int | None:  # None: the model's default
-        """The hidden width at ``d_model``: ``d_ff_mult`` x ``d_model`` rounded (at least 1), else ``d_ff`` or None."""
-        return max(1, round(self.d_ff_mult * d_model)) if self.d_ff_mult is not None else self.d_ff
+    def width(self, d_model: int) -> int:
+        """The hidden width at ``d_model``: ``d_ff_mult`` x it rounded (at least 1), else ``d_ff``, else FFN_MULT x."""
+        return max(1, round(self.d_ff_mult * d_model)) if self.d_ff_mult else self.d_ff or FFN_MULT * d_model
 
 
 class TrainSection(_Section):
@@ -136,7 +140,7 @@ class TrainSection(_Section):
         0.1, ge=0, description="AdamW weight decay, on Linear weights only (no embedding is decayed)"
     )
     grad_clip: float = Field(1.0, ge=0, description="0 disables clipping")
-    precision: Literal["32-true", "bf16-mixed", "16-mixed", "16-true"] = Field(
+    precision: Literal[tuple(PRECISION_DTYPES)] = Field(  # "32-true", "bf16-mixed", "16-mixed", "16-true"
         "32-true", description="16-mixed on CPU: float16 autocast (never bf16); 16-true: AdamW eps 1e-4"
     )
     val_every: int = Field(100, gt=0, description="steps between validation passes at length L")
@@ -288,7 +292,7 @@ def format_validation_error(
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = pydantic_message(err)
         if err["type"] == "extra_forbidden":
             hint = did_you_mean(loc, valid_paths()) if keys is None else did_you_mean(str(err["loc"][-1]), keys)
             msg = f"unknown key{hint}"

@@ -18,6 +18,22 @@ class AblateError(Exception):
     """Bad input, raised before any run starts; the CLI prints it and exits with code 2."""
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, else its type's name.
+
+    A pydantic ``ValidationError``'s is its count and model (``1 validation error for Record``).
+    """
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def pydantic_message(error: Mapping[str, Any]) -> str:
+    """The message of one error of a pydantic ``ValidationError`` (an item of its ``errors()``).
+
+    A validator's own ``ValueError`` comes without the ``Value error, `` pydantic puts before it.
+    """
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
 class RunError(RuntimeError):
     """A training run that stopped before its end.
 

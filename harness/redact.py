@@ -10,8 +10,10 @@ import re
 from collections.abc import Mapping
 
 _SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSW(OR)?D|CREDENTIAL|PRIVATE_KEY)", re.IGNORECASE)
+# the password of a URL inside free text: a scheme, a user, neither crossing a blank (mask_url, given one whole URL,
+# masks what follows any "://user:" up to its "@")
 _URL_PASSWORD = re.compile(r"(?P<head>\b[a-z][a-z0-9+.\-]*://[^:/@\s]+):(?P<password>[^@/\s]+)@", re.IGNORECASE)
-MASK = "***"
+MASK = "***"  # what every secret is replaced by
 
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
@@ -34,4 +36,4 @@ def mask_url(url: str) -> str:
 
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - unparsable: mask by pattern
-        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+        return re.sub(r"(://[^:/@]*:)[^@/]*@", lambda m: f"{m.group(1)}{MASK}@", url)

@@ -17,6 +17,7 @@ import numpy as np
 import pydantic
 
 from harness.bounds import IntBounded
+from harness.errors import pydantic_message
 from harness.registry import did_you_mean
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: `ablate list` stays fast
@@ -196,7 +197,7 @@ def _problems(err: pydantic.ValidationError, fields: list[str]) -> str:
     for e in err.errors():
         field = ".".join(str(p) for p in e["loc"])
         if not field:  # a check across fields; its message names them
-            problems.append(str(e["msg"]).removeprefix("Value error, "))
+            problems.append(pydantic_message(e))
         elif e["type"] == "extra_forbidden":
             problems.append(
                 f"unknown param {field!r}{did_you_mean(field, fields)}; valid params: {', '.join(fields) or 'none'}"

@@ -20,9 +20,10 @@ from typing import Any
 
 import torch
 
+from harness.dtypes import DTYPE_NAMES
 from harness.modules import KERNELS, POSITIONAL, MultiHeadAttention, TransformerConfig
 
-DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = tuple(DTYPE_NAMES.values())
 """The ``--dtype`` names, each a ``torch`` attribute."""
 WARMUP = 1  # untimed calls after the first one (which also watches the backend)
 SDPA_BACKENDS = {k: k for k in ("flash_attention", "efficient_attention", "cudnn_attention", "overrideable")}

@@ -23,6 +23,7 @@ from harness.cli import output
 from harness.contracts.components import check as run_check
 from harness.contracts.result import CheckReport
 from harness.contracts.targets import everything, resolve
+from harness.dtypes import DTYPE_NAMES
 from harness.encode import dumps
 from harness.errors import AblateError
 from harness.execution.attempt import git_commit
@@ -32,7 +33,6 @@ from harness.registry import UnknownNameError
 from harness.store.runs import write_json_atomic
 
 STYLE = {"pass": "green", "fail": "bold red", "refused": "yellow", "skipped": "dim"}
-DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 DEFAULT_LENGTHS = {"cpu": [2**i for i in range(7, 13)], "cuda": [2**i for i in range(9, 16)]}  # 128..4096, 512..32768
 
 
@@ -135,7 +135,7 @@ def attention(
         raise AblateError(f"--device {device!r}: use cpu or cuda")
     if device == "cuda" and not torch.cuda.is_available():
         raise AblateError(f"--device cuda, but torch {torch.__version__} sees no CUDA device here")
-    dtype = DTYPE_ALIASES.get(dtype, dtype)
+    dtype = DTYPE_NAMES.get(dtype, dtype)
     if dtype not in DTYPES:
         raise AblateError(f"--dtype {dtype}: use one of {', '.join(DTYPES)}")
     if kernels is not None and not kernels:  # --kernels "" or ","; leave the option out for all

@@ -21,6 +21,7 @@ from harness.contracts.causal import MODES, causality, prefix, tokens
 from harness.contracts.result import CheckReport, ContractFailed, ContractResult, Passed, Refused, run_contract
 from harness.contracts.targets import Target, resolve
 from harness.contracts.tasks import check_task
+from harness.dtypes import DTYPE_NAMES
 from harness.modules import KERNELS, POSITIONAL, ComponentFamily, TransformerConfig, TransformerLM
 
 V, L, BATCH = 16, 16, 4
@@ -30,9 +31,9 @@ HOST = {"vocab_size": V, "d_model": 32, "n_heads": 4, "n_layers": 2, "max_len": 
 MULTIPLIERS = (1, 2, 4, 8)
 LONGEST = 2048
 RUN_BATCH = 32  # the default train.batch_size: rows that differ show a component mixing the rows of a batch
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-CONTRACTS = ("config", "shapes", "causality", "causality in use", "prefix", "determinism", "finite fp32", "finite bf16")
-CONTRACTS += ("finite fp16", "lengths", "gradients", "parameters", "time and memory")
+DTYPES = {short: getattr(torch, name) for short, name in DTYPE_NAMES.items()}  # fp32, bf16, fp16
+CONTRACTS = ("config", "shapes", "causality", "causality in use", "prefix", "determinism")
+CONTRACTS += (*(f"finite {d}" for d in DTYPES), "lengths", "gradients", "parameters", "time and memory")
 LENGTHS = (64, 256, 1024)  # of time and memory
 REPEATS = 3
 BUDGET_MS = 500.0  # a math kernel at T = 1024 takes about 0.8 s a call on two loaded cores

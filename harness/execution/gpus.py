@@ -92,7 +92,7 @@ def forward_flops(cfg: Any, rows: int, length: int) -> float:
     tokens, per token, plus attention's ``4 x layers x length^2 x d_model`` per sequence.
     """
     d, layers = cfg.model.d_model, cfg.model.n_layers
-    d_ff = cfg.ffn.width(d) or 4 * d
+    d_ff = cfg.ffn.width(d)
     params = layers * (4 * d * d + 2 * d * d_ff) + 64 * d
     return 2.0 * rows * length * params + 4.0 * layers * rows * length * length * d
 

@@ -18,6 +18,7 @@ from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
+from harness.tuned import TUNED
 from harness.yaml12 import YAMLError, load_yaml
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -30,7 +31,7 @@ def check_name(kind: str, name: str) -> str:
     if SAFE_NAME.fullmatch(name):
         return name
     why = (
-        "'+' is reserved: `ablate run --tuned` stores a profile P's tuned runs as P+tuned"
+        f"'+' is reserved: `ablate run --tuned` stores a profile P's tuned runs as P{TUNED}"
         if "+" in name
         else "it becomes a folder of the store (RESULTS/<ablation>/<profile>/) and of a report's file names"
     )

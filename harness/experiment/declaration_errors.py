@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ValidationError
 
 from harness.config import valid_paths
+from harness.errors import pydantic_message
 from harness.registry import did_you_mean
 
 
@@ -185,7 +186,7 @@ def format_declaration_error(exc: ValidationError, root: type[BaseModel], contex
         if err["type"] == "extra_forbidden":
             lines.append(f"{where}: {_unknown_key(root, loc)}")
             continue
-        msg = _CLASS_NAME.sub("", err["msg"].removeprefix("Value error, "))
+        msg = _CLASS_NAME.sub("", pydantic_message(err))
         got = f" (got {given!r})" if "input" in err and err["type"] != "missing" else ""
         model, field = _field_of(root, loc)
         example = _EXAMPLES.get((model.__name__, field)) if model is not None else None

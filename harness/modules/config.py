@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import harness.registry as reg
+from harness.config import FFN_MULT
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class TransformerConfig:
     d_model: int = 64
     n_heads: int = 4
     n_layers: int = 2
-    d_ff: int | None = None  # None -> 4 * d_model
+    d_ff: int | None = None  # None -> FFN_MULT (4) * d_model
     max_len: int | None = None  # positions a bounded encoding (learned) must cover
     position: str = "sinusoidal"  # POSITIONAL registry
     kernel: str = "sdpa"  # KERNELS registry
@@ -64,5 +65,5 @@ class TransformerConfig:
 
     @property
     def ffn_dim(self) -> int:
-        """Hidden width of the feed-forward network: ``d_ff`` or ``4 * d_model``."""
-        return self.d_ff if self.d_ff is not None else 4 * self.d_model
+        """Hidden width of the feed-forward network: ``d_ff`` or ``FFN_MULT * d_model`` (4 x)."""
+        return self.d_ff if self.d_ff is not None else FFN_MULT * self.d_model

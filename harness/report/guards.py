@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from harness.analysis.claims import Guard, delta_ci
 from harness.analysis.guards import EntryResult, Guards, Outcome
 from harness.encode import count, text
-from harness.errors import AblateError
+from harness.errors import AblateError, first_line
 from harness.files import write_atomic
 from harness.hints import results_option
 from harness.report.tables import md_table
@@ -41,7 +41,7 @@ def read_sidecar(
     try:
         data = model.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc)
         raise AblateError(f"{data_file}: its {what} {path} is unreadable ({first}); {fix}") from None
     found = (getattr(data, "ablation"), getattr(data, "profile"))  # noqa: B009 - fields of the model
     if found != (ablation, profile):

@@ -170,7 +170,7 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
             f"- Task `{task}` v{r.task_version}{f' {r.task_params}' if r.task_params else ''} (baseline "
             f"`{abl.baseline_label}`): "
             f"d_model {m.d_model}, {count(m.n_heads, 'head')}, {count(m.n_layers, 'layer')}, "
-            f"d_ff {c.ffn.width(m.d_model) or 4 * m.d_model}, {c.block.norm_position}-{c.block.norm}, "
+            f"d_ff {c.ffn.width(m.d_model)}, {c.block.norm_position}-{c.block.norm}, "
             f"{c.ffn.activation}, kernel {c.attention.kernel}; "
             f"{count(t.steps, 'step')} x batch {t.batch_size} at L = {t.seq_len} tokens, AdamW lr {t.lr:g} "
             f"(warm-up {t.warmup_steps}, {decay}), weight decay {t.weight_decay:g}, "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from harness.errors import AblateError
+from harness.errors import AblateError, first_line
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics as metrics_mod
 from harness.experiment.ablation import Ablation
@@ -59,7 +59,7 @@ def _studies(arc: Archive, at: str) -> TuningData | None:
     try:
         data = TuningData.model_validate_json(arc.members[names[0]])
     except ValidationError as exc:
-        first = str(exc).splitlines()[0]
+        first = first_line(exc)
         raise AblateError(f"{at}: its studies' summary {names[0]} is unreadable ({first}); {fix}") from None
     expected = restored_studies_path(Path(), arc.ablation, arc.profile).as_posix()
     if (data.ablation, data.profile) != (arc.ablation, arc.profile) or names != [expected]:

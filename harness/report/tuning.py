@@ -23,15 +23,16 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from harness.analysis.claim_verdicts import claim_kind
 from harness.analysis.comparisons import Analysis, analyse
 from harness.encode import text
-from harness.errors import AblateError
+from harness.errors import AblateError, first_line
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
+from harness.redact import mask_url
 from harness.report.figures import pyplot, save_png
 from harness.report.guards import Guards, read_sidecar
 from harness.report.sections import verdict
 from harness.report.tables import markdown, title
 from harness.store.runs import StoreScan, scan
-from harness.tune.storage import default_storage, mask_url, open_storage, sqlite_exists
+from harness.tune.storage import default_storage, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name
 from harness.tuned import tuned_profile
 
@@ -315,7 +316,7 @@ def _figures(
                 return None, None, out
             ax = ovm.plot_param_importances(study)
         except Exception as exc:  # noqa: BLE001 - too few or identical trials: say so, draw nothing
-            return None, (str(exc).splitlines() or [type(exc).__name__])[0][:80], out
+            return None, first_line(exc)[:80], out
         out.append(save(ax, "parameter importance", "importance"))
     return {k: float(v) for k, v in importances.items()}, None, out
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationErro
 
 from harness.config import RunConfig
 from harness.encode import number
+from harness.errors import pydantic_message
 
 STATUSES = ("ok", "stalled", "diverged", "failed", "timeout")
 """How a stored run ended: trained and evaluated, trained and evaluated without learning (its
@@ -156,7 +157,7 @@ def parse_record(raw: Any, folder_name: str | None = None) -> tuple[Record | Non
     except ValidationError as exc:
         err = exc.errors()[0]
         if err["type"] == "value_error":
-            return None, err["msg"].removeprefix("Value error, ")
+            return None, pydantic_message(err)
         return None, f"field {'.'.join(map(str, err['loc']))!r}: {err['msg']}"
     if folder_name is not None and rec.run_id != folder_name:
         return None, f"run_id {rec.run_id!r} does not match its folder {folder_name!r}"

@@ -14,8 +14,11 @@ from typing import Any
 
 import torch
 
-_DTYPES = {"32-true": torch.float32, "bf16-mixed": torch.bfloat16, "16-mixed": torch.float16, "16-true": torch.float16}
-_PREFIX = {torch.float32: "32", torch.bfloat16: "bf16", torch.float16: "16", torch.float64: "64"}
+from harness.dtypes import PRECISION_DTYPES
+
+_DTYPES = {precision: getattr(torch, name) for precision, name in PRECISION_DTYPES.items()}
+# a compute dtype -> the prefix of its precisions' names ("bf16" of bf16-mixed), float64 besides
+_PREFIX = {dtype: precision.split("-")[0] for precision, dtype in _DTYPES.items()} | {torch.float64: "64"}
 
 
 def run_device() -> str:

@@ -15,7 +15,8 @@ from typing import Any
 
 from harness.config import get_path
 from harness.experiment.ablation import Ablation
-from harness.tune.storage import check_study, default_storage, ensure_study, mask_url, open_storage
+from harness.redact import mask_url
+from harness.tune.storage import check_study, default_storage, ensure_study, open_storage
 from harness.tune.studies import TRIAL_HEARTBEAT_S, TUNING_SEED, StudyPlan, counts
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import AblateError
-from harness.redact import mask_url
+from harness.redact import MASK, mask_url
 
 _RACE = ("already exists", "unique constraint", "duplicate key", "database is locked", "integrityerror")
 ATTEMPTS = 8
@@ -55,7 +55,7 @@ def _reason(exc: BaseException, url: str) -> str:
     """The driver's own first line, without the password."""
     text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     secret = _part(url, "password")
-    return text.replace(secret, "***") if secret else text
+    return text.replace(secret, MASK) if secret else text
 
 
 def _retry(call: Callable[[], Any]) -> Any:

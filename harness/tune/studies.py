@@ -18,8 +18,9 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec, check_variant, prepare_task
 from harness.experiment.search_space import ParamSpec, check_space, distribution, resolve_space, within_budget
 from harness.experiment.selection import Selection, select
+from harness.redact import mask_url
 from harness.registry import did_you_mean
-from harness.tune.storage import check_one_objective, default_storage, mask_url, open_storage, sqlite_exists
+from harness.tune.storage import check_one_objective, default_storage, open_storage, sqlite_exists
 from harness.tuned import tuned_profile
 
 TUNING_SEED = 1000  # of every tuning trial (init, data order, validation sets); never a comparison seed

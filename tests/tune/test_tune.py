@@ -24,8 +24,9 @@ from harness.errors import AblateError
 from harness.experiment.ablation import load
 from harness.experiment.search_space import DEFAULT_SPACE, ParamSpec, resolve_space
 from harness.experiment.selection import select
+from harness.redact import mask_url
 from harness.store.record import TRAINED
-from harness.tune.storage import default_storage, mask_url
+from harness.tune.storage import default_storage
 from harness.tune.studies import TUNING_SEED, counts, monitor_for, plan_studies, study_name
 from harness.tuned import tuned_profile
 from helpers.corpus import needs_corpus

@@ -12,6 +12,7 @@ import typer
 from harness.bounds import INT_MAX
 from harness.cli import options as o
 from harness.hints import DEFAULT_RESULTS
+from harness.tuned import TUNED
 
 Executor = o.choices("Executor", "local", "ray", "slurm")
 
@@ -27,7 +28,7 @@ def run(
     tuned: Annotated[
         bool,
         typer.Option(
-            "--tuned", help="each variant at its study's best parameters (ablate tune); stored as profile P+tuned"
+            "--tuned", help=f"each variant at its study's best parameters (ablate tune); stored as profile P{TUNED}"
         ),
     ] = False,
     storage: o.StorageOpt = None,

@@ -12,6 +12,7 @@ import typer
 
 from harness.bounds import INT_MAX
 from harness.cli import options as o
+from harness.dtypes import DTYPE_NAMES
 
 
 def list_cmd(
@@ -91,7 +92,9 @@ def bench_attention(
     repeats: Annotated[
         int, typer.Option(min=1, max=10_000, help="timed calls per kernel and length; the median is reported")
     ] = 10,
-    dtype: Annotated[str, typer.Option(help="float32 | bfloat16 | float16 (or fp32, bf16, fp16)")] = "float32",
+    dtype: Annotated[
+        str, typer.Option(help=f"{' | '.join(DTYPE_NAMES.values())} (or {', '.join(DTYPE_NAMES)})")
+    ] = "float32",
     threads: Annotated[
         Optional[int],
         typer.Option(min=1, max=INT_MAX, help="torch threads (default: 1 on cpu, torch's default on cuda)"),
