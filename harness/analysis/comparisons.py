@@ -200,9 +200,8 @@ def analyse(
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
-        extra = claims_mod.claimed_metrics(abl.claims, task) | {
-            entry.primary.metric
-        }  # and those every analysis compares
+        # the primary, the metrics the claims name, and (below) those every analysis compares
+        extra = claims_mod.claimed_metrics(abl.claims, task) | {entry.primary.metric}
         names = {m for m in sub["metric"].unique() if metrics.compared(m) or m in extra}
         # per-length metrics first (by name, then length), then the others by name
         for metric in sorted(names, key=lambda m: (0, *metrics.length_of(m)) if metrics.length_of(m) else (1, m, 0)):
