@@ -4,14 +4,15 @@ Simulates paired experiments and sends each through the decision code a profile 
 (:func:`harness.analysis.sequential.decide`, its t bounds from :func:`~harness.analysis.sequential.t_bounds`
 and its bootstrap-t quantiles from :func:`harness.analysis.paired.bootstrap_t` and
 :func:`~harness.analysis.sequential.bootstrap_inputs`), for O'Brien-Fleming and Pocock spending over looks
-at 8, 16, 24 and 32 seeds, and the fixed 32-seed design (one look: the same code, each member at its
-Holm level), with families of m = 1 and m = 4 comparisons:
+at 8, 16, 24 and 32 seeds, and fixed designs of 32 and of 8 seeds (one look: the same code, each member at its
+Holm level; 8 seeds is what a confirmatory profile without ``sequential:`` runs), with families of m = 1 and
+m = 4 comparisons:
 
 - type I error: every true difference 0, the family's rate of a ``better`` or ``worse``;
 - false equivalence: every true difference +sesoi (or -sesoi), the rate of any wrong verdict
   (``equivalent``, or the wrong direction); futility off, so that every comparison may run to the end;
 - a mixture (m = 4): two at 0, two at +sesoi, any wrong verdict;
-- power at 1x sesoi (``better``), with the mean seeds run.
+- power at 1x and 3x sesoi (``better``), with the mean seeds run.
 
 A scenario fails when the lower end of its 95 % Clopper-Pearson interval is above alpha.
 
@@ -159,6 +160,7 @@ def designs(alpha: float) -> dict[str, sq.Design]:
         "O'Brien-Fleming": sq.Design(looks, "obrien_fleming", alpha),
         "Pocock": sq.Design(looks, "pocock", alpha),
         "fixed 32": sq.Design((32,), "obrien_fleming", alpha),
+        "fixed 8": sq.Design((8,), "obrien_fleming", alpha),
     }
 
 
@@ -194,12 +196,17 @@ def error_table(alpha: float, count: int, seed: int, only: str | None = None) ->
 
 
 def power_table(alpha: float, count: int, seed: int, only: str | None = None) -> list[str]:
-    lines = ["| differences | m | design | power at 1x sesoi | mean seeds |", "|---|---|---|---|---|"]
+    lines = [
+        "| differences | m | design | power at 1x sesoi | mean seeds | power at 3x sesoi | mean seeds |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for dist, m, (label, design) in itertools.product(DISTRIBUTIONS, (1, 4), designs(alpha).items()):
         if only and only not in dist:
             continue
-        r = simulate(design, dist, (1,) * m, count, seed)
-        lines.append(f"| {dist} | {m} | {label} | {r.power:.3f} | {r.seeds:.1f} |")
+        one, three = (simulate(design, dist, (size,) * m, count, seed) for size in (1, 3))
+        lines.append(
+            f"| {dist} | {m} | {label} | {one.power:.3f} | {one.seeds:.1f} | {three.power:.3f} | {three.seeds:.1f} |"
+        )
         print(lines[-1], flush=True)
     return lines
 

@@ -49,7 +49,7 @@ class Analysis:
     power: list[PrimaryPower] = field(default_factory=list)  # each primary comparison at its sesoi
     alpha: float = 0.05
     references: dict[tuple[str, str, str], Table | None] = field(default_factory=dict)  # made when a claim asks
-    sequential: looks.State | None = None  # a group-sequential profile: where its looks stand
+    sequential: looks.State | None = None  # a confirmatory profile: where its design's looks (or one look) stand
     planned: int = 0  # the seeds a comparison is judged against (those of the looks reached, in a sequential design)
     trends: dict[tuple, Table | None] = field(default_factory=dict)  # made when a claim asks
 
@@ -190,11 +190,11 @@ def analyse(
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
     planned = len(prof.seeds)  # the seeds a comparison is judged against: seeds run, not learned, not run
-    # a group-sequential profile plans the seeds of the looks reached; its tuned runs (``ablate run --tuned``
-    # runs every seed: no looks) are decided as a fixed design over the seeds they have
-    if prof.sequential is not None and store_profile is None:
-        out.sequential = looks.state(sel, found.records)
-        at = prof.sequential.looks[max(out.sequential.reached, 1) - 1]
+    # a confirmatory profile's looks decide (a fixed design: one look at every seed); a group-sequential one plans
+    # the seeds of the looks reached; tuned runs (``ablate run --tuned`` runs every seed: no looks) are a fixed design
+    if (design := looks.design_of(sel, alpha, tuned=store_profile is not None)) is not None:
+        out.sequential = looks.state(sel, found.records, alpha, ids=ids if store_profile is not None else None)
+        at = design.looks[max(out.sequential.reached, 1) - 1]
         planned = max(at, out.sequential.seeds_used)
         out.planned = planned
     primaries: list[Table] = []
@@ -221,11 +221,15 @@ def analyse(
             out.tables.append(_outcome_table(out, task, abl.baseline_label, planned))
     out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
     looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
-    if (st := out.sequential) is not None:  # the looks decide, not the fixed design's Holm family
+    if (st := out.sequential) is not None:  # the looks decide, not the t-test's Holm family
         looked = {(c.task, c.variant): looks.verdict(st, c) for c in st.comparisons}
+        design = "fixed design" if st.fixed else "group-sequential"
         for table in primaries:
-            table.family = f"primary (group-sequential, Holm over {count(len(st.comparisons), 'comparison')})"
-    short = {(p.task, p.metric, p.variant): p.needed for p in out.power if p.underpowered and out.sequential is None}
+            table.name_primary(
+                f"{design}, Holm over {count(len(st.comparisons), 'comparison')}", abl.exploratory_variants
+            )
+    fixed = out.sequential is None or out.sequential.fixed  # a sequential design plans its own seeds
+    short = {(p.task, p.metric, p.variant): p.needed for p in out.power if p.underpowered and fixed}
     for table in primaries:
         _decide(out, table, planned, looked, short if prof.confirmatory else {})
     for table in out.tables:
@@ -392,7 +396,4 @@ def holm_across(tables: list[Table], alpha: float, exploratory: Collection[str] 
     for table in tables:
         if "family_size" in table.frame:  # an exploratory variant is in no primary family
             table.frame.loc[table.frame["variant"].isin(list(exploratory)), "family_size"] = None
-        apart = [v for v in table.frame["variant"] if v in exploratory]
-        table.family = f"primary (Holm over {count(fam.size, 'comparison')}" + (
-            f"; {', '.join(apart)}: exploratory, BH within the table)" if apart else ")"
-        )
+        table.name_primary(f"Holm over {count(fam.size, 'comparison')}", exploratory)

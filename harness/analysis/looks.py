@@ -28,17 +28,25 @@ OUTCOME_WORDS = {sq.BETTER: "better", sq.WORSE: "worse", sq.EQUIVALENT: "equival
 OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
 
 
-def design_of(sel: Selection) -> sq.Design | None:
-    """The selection's design (None: a fixed profile).
+def design_of(sel: Selection, alpha: float = 0.05, tuned: bool = False) -> sq.Design | None:
+    """The design that decides the selection's primary comparisons (None: a pilot profile, which decides nothing).
+
+    A profile's ``sequential:`` block; a confirmatory profile without one is a **fixed design**, one look at all its
+    seeds (at ``alpha``, no futility stop), decided by the same rule (docs/statistics.md, "Tests that hold without
+    normality"), so the t-test's error rate under skew is not its own. So are ``tuned`` runs (``ablate run --tuned``
+    runs every seed: no looks), whatever the profile declares.
 
     Raises:
-        AblateError: for a first look at which the exact sign-flip test, the least a test that leaves the
+        AblateError: for a declared first look at which the exact sign-flip test, the least a test that leaves the
             differences' distribution free needs, could reject nothing at the family's first Holm level (alpha /
-            members).
+            members). A fixed design with too few seeds is not refused: its comparisons read underpowered
+            (:attr:`State.too_few`).
     """
     seq = sel.settings.sequential
-    if seq is None:
-        return None
+    if seq is None or tuned:
+        if not sel.settings.confirmatory:
+            return None
+        return sq.Design((len(sel.settings.seeds),), FIXED_SPENDING, alpha, futility=False)
     members = len(_members(sel))
     need = paired.sign_flip_min_seeds(seq.alpha / max(members, 1))
     if seq.looks[0] < need:
@@ -48,6 +56,10 @@ def design_of(sel: Selection) -> sq.Design | None:
             f"smallest p is 2 / 2^n), so the first look could decide nothing; start the looks at {need} seeds or more"
         )
     return sq.Design(tuple(seq.looks), seq.spending, seq.alpha, seq.futility)
+
+
+FIXED_SPENDING = "obrien_fleming"
+"""A one-look design spends all of alpha at its look whatever the function; this one names it."""
 
 
 def _members(sel: Selection) -> list[tuple[str, str]]:
@@ -82,6 +94,12 @@ class ComparisonState:
     level: float
     bound: float
     skewed: float = float("nan")  # the pooled skewness with which the skew guard held a verdict back, else NaN
+    margins: tuple[float, float] = (0.0, 0.0)  # what the skew guard added to the bound of each end
+
+    def bound_text(self) -> str:
+        """``3.110``, or ``3.110 (+9.80 on the upper end: skew guard)`` where the guard widened an end."""
+        ends = [f"+{encode_text(x, '.3g')} on the {end} end" for x, end in zip(self.margins, ("lower", "upper")) if x]
+        return encode_text(self.bound, ".3f") + (f" ({', '.join(ends)}: skew guard)" if ends else "")
 
     def interval_text(self, digits: str = ".4g") -> str:
         """``[-0.045, +0.032] at 1 - 0.0125 (|t| bound 3.11)``: the deciding interval, its coverage and bound.
@@ -92,7 +110,7 @@ class ComparisonState:
         if not self.pairs:
             return "none yet"
         low, high = (encode_text(x, digits) for x in self.rci)
-        return f"[{low}, {high}] at 1 - {self.level:.3g} (|t| bound {encode_text(self.bound, '.3f')})"
+        return f"[{low}, {high}] at 1 - {self.level:.3g} (|t| bound {self.bound_text()})"
 
 
 @dataclass(frozen=True)
@@ -108,6 +126,13 @@ class State:
     reached: int
     needed: frozenset[tuple[str, str]]
     seeds_used: int  # the most seeds any arm has run
+    fixed: bool = False  # a fixed design (no ``sequential:`` block): one look at every seed
+    too_few: int | None = None  # a fixed design's seeds are too few for any verdict: the fewest that could give one
+
+    def at_end(self) -> str:
+        """``at 8 seeds`` (a fixed design) or ``by the last look, 32 seeds``."""
+        last = count(self.design.looks[-1], "seed")
+        return f"at {last}" if self.fixed else f"by the last look, {last}"
 
     @property
     def finished(self) -> bool:
@@ -117,6 +142,11 @@ class State:
     def summary(self) -> str:
         """``look 1 of 3 reached (8 seeds); next: look 2 (16 seeds), 3 arms`` or ``finished``."""
         k, looks = self.reached, self.design.looks
+        if self.too_few is not None:
+            return (
+                f"{count(looks[0], 'seed')}, too few for any verdict: a test that leaves the differences' "
+                f"distribution free needs {self.too_few}"
+            )
         done = f"no look of {len(looks)} reached yet"
         if k:
             done = f"look {k} of {len(looks)} reached ({count(looks[k - 1], 'seed')})"
@@ -126,16 +156,25 @@ class State:
 
     def waits_for(self, c: ComparisonState) -> str:
         """What one comparison waits for, in words."""
+        if self.too_few is not None:
+            return f"too few seeds (needs {self.too_few})"
         if c.outcome != sq.OPEN:
             return f"{OUTCOME_WORDS[c.outcome]} at look {c.look + 1} ({count(self.design.looks[c.look], 'seed')})"
         if self.reached == len(self.design.looks):
-            return f"not decided by the last look ({count(self.design.looks[-1], 'seed')})"
-        return f"open: waits for look {self.reached + 1} ({count(self.design.looks[self.reached], 'seed')})"
+            return f"not decided {self.at_end()}"
+        return f"open: {self.next_look()}"
+
+    def next_look(self) -> str:
+        """``waits for look 2 (16 seeds)``, or ``waits for its 8 seeds`` (a fixed design)."""
+        seeds = count(self.design.looks[self.reached], "seed")
+        return f"waits for its {seeds}" if self.fixed else f"waits for look {self.reached + 1} ({seeds})"
 
 
-def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str, int], float], set]:
-    """The primary metric of each ok run (NaN: none), gated, and the (task, variant, seed) of every stored run."""
-    ids, stored, values = sel.run_ids, set(), {}
+def _values(
+    sel: Selection, records: list[Record], ids: frozenset[str]
+) -> tuple[dict[tuple[str, str, int], float], set]:
+    """The primary metric of each ok run of ``ids`` (NaN: none), gated, and the (task, variant, seed) of every one."""
+    stored, values = set(), {}
     for r in records:
         if r.run_id not in ids:
             continue
@@ -149,27 +188,34 @@ def _values(sel: Selection, records: list[Record]) -> tuple[dict[tuple[str, str,
     return values, stored
 
 
-def state(sel: Selection, records: list[Record]) -> State:
+def state(sel: Selection, records: list[Record], alpha: float = 0.05, ids: frozenset[str] | None = None) -> State:
     """Replay the looks of the selection's stored ``records`` (module docstring).
+
+    ``ids``: the run ids of the tuned runs to read (:meth:`Selection.tuned_run_ids`), decided as a fixed design;
+    None: the selection's own runs.
 
     Raises:
         AblateError: as :func:`design_of`.
-        ValueError: when the profile has no design.
+        ValueError: for a pilot profile (no design).
     """
-    design = design_of(sel)
+    design = design_of(sel, alpha, tuned=ids is not None)
     if design is None:
         raise ValueError(f"profile {sel.profile!r} has no sequential design")
     abl, base = sel.ablation, sel.ablation.baseline_label
     members = _members(sel)
     m = len(members)
     sesoi = np.array([abl.tasks[task].primary.sesoi for task, _ in members])
-    values, stored = _values(sel, records)
+    values, stored = _values(sel, records, sel.run_ids if ids is None else ids)
     seeds = sel.settings.seeds
+    fixed = sel.settings.sequential is None or ids is not None
+    # the fewest seeds at which a test that leaves the differences' distribution free can decide (design_of)
+    need = paired.sign_flip_min_seeds(design.alpha / max(m, 1))
+    too_few = need if fixed and design.looks[0] < need else None
     stats_by_look: list[list[paired.Paired]] = []
     boots: list[np.ndarray] = []  # per look reached, (m, 2, m)
     skews: list[float] = []  # per look reached, the family's pooled skewness
     decided = sq.decide(design, *(np.empty((1, 0, m)) for _ in range(4)), np.empty((1, 0, m, 2, m)), sesoi)
-    for k, n_k in enumerate(design.looks):
+    for k, n_k in enumerate(design.looks if too_few is None else ()):
         arms = _open_arms(members, decided, base)
         if not arms or not all((task, arm, s) in stored for task, arm in arms for s in seeds[:n_k]):
             break
@@ -187,12 +233,15 @@ def state(sel: Selection, records: list[Record]) -> State:
         st = stats_by_look[at][i] if at >= 0 else None
         got = (st.n_pairs, st.delta, st.t) if st else (0, np.nan, np.nan)
         ci = (float(decided.rci_low[0, i]), float(decided.rci_high[0, i]))
-        outcome, look, level, bound, skewed = (
-            x[0, i].item() for x in (decided.outcome, decided.look, decided.level, decided.bound, decided.skewed)
+        outcome, look, level, bound, skewed, low, high = (
+            x[0, i].item()
+            for x in (decided.outcome, decided.look, decided.level, decided.bound, decided.skewed)
+            + (decided.margin_low, decided.margin_high)
         )
-        comps.append(ComparisonState(task, v, float(sesoi[i]), outcome, look, *got, ci, level, bound, skewed))
+        margins = (0.0 if np.isnan(low) else low, 0.0 if np.isnan(high) else high)
+        comps.append(ComparisonState(task, v, float(sesoi[i]), outcome, look, *got, ci, level, bound, skewed, margins))
     used = max(Counter((task, arm) for task, arm, _ in stored).values(), default=0)
-    return State(design, comps, reached, needed, used)
+    return State(design, comps, reached, needed, used, fixed=fixed, too_few=too_few)
 
 
 def _bootstrap(design: sq.Design, m: int, k: int, test: paired.Paired) -> np.ndarray:
@@ -238,6 +287,8 @@ def next_specs(sel: Selection, st: State) -> list[RunSpec]:
 def verdict(st: State, c: ComparisonState) -> str:
     """The verdict of a comparison's sequential decision (one of the facts of its verdict)."""
     looks = st.design.looks
+    if st.too_few is not None:
+        return vd.underpowered(st.too_few)
     if c.outcome in (sq.BETTER, sq.WORSE):
         return vd.direction(c.outcome == sq.BETTER)
     if c.outcome == sq.EQUIVALENT:
@@ -250,7 +301,8 @@ def verdict(st: State, c: ComparisonState) -> str:
     if c.outcome == sq.FUTILE:
         state = f"stopped for futility at look {c.look + 1}, {count(looks[c.look], 'seed')}"
     elif st.reached == len(looks):
-        state = f"not decided by the last look, {count(looks[-1], 'seed')}"
+        state = f"not decided {st.at_end()}"
     else:
-        state = f"open: next look {st.reached + 1} at {count(looks[st.reached], 'seed')}"
+        nxt = f"next look {st.reached + 1} at {count(looks[st.reached], 'seed')}"
+        state = f"open: {st.next_look() if st.fixed else nxt}"
     return vd.inconclusive_sequential(state + held)

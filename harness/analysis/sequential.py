@@ -122,11 +122,24 @@ class Design:
 
 SKEW_LIMIT = 1 / np.sqrt(32)
 """The skew guard: at a look of n pairs, a family whose pooled sample skewness exceeds ``SKEW_LIMIT * sqrt(n)``
-in size (0.5 at 8 pairs, 1 at 32) decides no equivalence and no direction against the skew
-(docs/statistics.md, "Tests that hold without normality")."""
+in size (0.5 at 8 pairs, 1 at 32) has the end of each interval on the side of the skew widened by
+:func:`skew_margin` (docs/statistics.md, "Tests that hold without normality")."""
 SKEW_MIN_VALUES = 16
 """The fewest pooled differences (pairs x members) from which the guard reads a skewness: at a look with fewer
-(8 pairs of a single comparison), it holds every verdict back."""
+(8 pairs of a single comparison), both ends are widened."""
+SKEW_COVERED = 6.2
+"""The skewness the guard's margin is built for: a centred lognormal with sigma 1 (6.18), the most skewed
+differences benchmarks/sequential.py draws."""
+
+
+def skew_margin(bound, n):
+    """What the skew guard adds to a |t| bound at n pairs: the t quantile's shift at skewness :data:`SKEW_COVERED`.
+
+    The one-term Edgeworth expansion of the one-sample t statistic, P(T <= x) = Phi(x) + g (2x^2 + 1) phi(x) /
+    (6 sqrt(n)) + O(1/n) (Hall 1992, section 2.6), moves the quantile at x by g (2x^2 + 1) / (6 sqrt(n)). Arrays
+    broadcast; the same shape.
+    """
+    return SKEW_COVERED * (2 * np.square(bound) + 1) / (6 * np.sqrt(n))
 
 
 def quantile_probs(design: Design, m: int, k: int) -> np.ndarray:
@@ -173,7 +186,9 @@ class Decisions:
     bound: np.ndarray  # the |t| bound of that look and level
     rci_low: np.ndarray  # the deciding interval at that look
     rci_high: np.ndarray
-    skewed: np.ndarray  # the skew guard held a verdict back at that look (the pooled skewness, else NaN)
+    skewed: np.ndarray  # the skew guard's margin held a verdict back at that look (the pooled skewness, else NaN)
+    margin_low: np.ndarray  # what the skew guard added to the bound of the interval's lower end (0: nothing)
+    margin_high: np.ndarray  # and of its upper end
     resolved: np.ndarray  # a direction and within ±sesoi at once: both of its nulls rejected, its level passed on
 
 
@@ -193,7 +208,8 @@ def decide(design: Design, t, n, delta, sd, boot, sesoi=None, skew=None) -> Deci
         boot: (S, K', m, 2, m), the bootstrap-t quantiles of :func:`bootstrap_inputs` (NaN: that interval decides
             nothing).
         sesoi: per member (m,), or None (no equivalence, no futility).
-        skew: the family's pooled skewness per look (S, K'), None: no guard.
+        skew: the family's pooled skewness per look (S, K'), None: read as 0 (the guard then widens only a look
+            with too few differences to show a skew).
     """
     t, n, delta, sd, boot = (np.asarray(a, dtype=float) for a in (t, n, delta, sd, boot))
     s_count, k_count, m = t.shape
@@ -203,28 +219,35 @@ def decide(design: Design, t, n, delta, sd, boot, sesoi=None, skew=None) -> Deci
     outcome = np.zeros((s_count, m), dtype=np.int8)
     look = np.full((s_count, m), -1)
     resolved = np.zeros((s_count, m), dtype=bool)
-    kept = tuple(np.full((s_count, m), np.nan) for _ in range(5))  # level, bound, low, high, skewed
+    kept = tuple(np.full((s_count, m), np.nan) for _ in range(7))  # level, bound, low, high, skewed, margins
     sesoi = None if sesoi is None else np.asarray(sesoi, dtype=float)
     rows = np.arange(s_count)[:, None]
     for k in range(k_count):
         se = sd[:, k] / np.sqrt(n[:, k])
         limit = SKEW_LIMIT * np.sqrt(design.looks[k])
         blind = design.looks[k] * m < SKEW_MIN_VALUES
+        # right skew: a sample that missed the long right tail underestimates the mean, so the upper end widens
         right, left = ((skew[:, k] > limit) | blind)[:, None], ((skew[:, k] < -limit) | blind)[:, None]  # (S, 1)
         while True:  # Holm within the look: a member whose two nulls are both rejected passes its level on
             j = np.maximum(m - resolved.sum(axis=1), 1)  # (S,)
             q = boot[:, k][rows, np.arange(m), :, (j - 1)[:, None]]  # (S, m, 2)
             q = np.where(np.isnan(q), np.array([-np.inf, np.inf]), q)  # no bootstrap: an infinite interval
-            now = _interval(design.alpha, j, p_dir[j - 1, k], n[:, k], delta[:, k], se, q)
+            level, c, plain_low, plain_high = _interval(design.alpha, j, p_dir[j - 1, k], n[:, k], delta[:, k], se, q)
+            margin = skew_margin(c, n[:, k])
+            margins = (np.where(left, margin, 0.0), np.where(right, margin, 0.0))
+            wide_low, wide_high = delta[:, k] - (c + margins[0]) * se, delta[:, k] + (c + margins[1]) * se
+            low, high = np.minimum(plain_low, wide_low), np.maximum(plain_high, wide_high)
             is_open = outcome == OPEN
-            low, high = now[2], now[3]
             better, worse = is_open & (low > 0), is_open & (high < 0)
             within = np.zeros_like(better) if sesoi is None else is_open & (low > -sesoi) & (high < sesoi)
-            held = (better & left) | (worse & right) | (within & (left | right))
-            better, worse, within = better & ~left, worse & ~right, within & ~(left | right)
+            plain = is_open & ((plain_low > 0) | (plain_high < 0))
+            if sesoi is not None:
+                plain |= is_open & (plain_low > -sesoi) & (plain_high < sesoi)
+            held = plain & ~(better | worse | within)
             stop = better | worse | within
             guard = np.where(held, skew[:, k][:, None], np.nan)
-            _keep(is_open, (*now, guard), kept)  # a stopping member's deciding interval, an open one's latest
+            now = (level, c, low, high, guard, *margins)
+            _keep(is_open, now, kept)  # a stopping member's deciding interval, an open one's latest
             outcome[better], outcome[worse] = BETTER, WORSE
             outcome[within & ~better & ~worse] = EQUIVALENT
             look[stop] = k

@@ -5,6 +5,7 @@ The unit that :mod:`harness.analysis.comparisons` builds, with the facts each ro
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -22,8 +23,18 @@ class Table:
     task: str
     metric: str
     higher_is_better: bool
-    family: str  # "primary (Holm over k comparisons)" or "exploratory (BH)"
+    family: str  # "primary (fixed design, Holm over k comparisons)" or "exploratory (BH)"
     frame: pd.DataFrame
     sesoi: float | None = None
     reference: str | None = None  # the variant of row 0 when it is not the ablation's baseline
     facts: dict[str, vd.Facts] = field(default_factory=dict)  # variant -> what its comparison established
+
+    def name_primary(self, family: str, exploratory: Collection[str]) -> None:
+        """Set :attr:`family` to the primary ``family`` (``fixed design, Holm over 2 comparisons``).
+
+        Naming the ``exploratory`` variants the table shows apart from it.
+        """
+        apart = [v for v in self.frame["variant"] if v in exploratory]
+        self.family = f"primary ({family}" + (
+            f"; {', '.join(apart)}: exploratory, BH within the table)" if apart else ")"
+        )

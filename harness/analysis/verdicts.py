@@ -196,11 +196,20 @@ RULES = (
         lambda f: same_outcome(f.n_pairs),
     ),
     Rule("identical", lambda f: f.confirmatory and f.ties == f.n_pairs, lambda f: identical(f.n_pairs)),
-    Rule("the looks", lambda f: f.sequential is not None, lambda f: f.sequential),
+    Rule(
+        "the looks decided",
+        lambda f: f.sequential is not None and kind(f.sequential) in DECIDED,
+        lambda f: f.sequential,
+    ),
     Rule("pilot", lambda f: not f.confirmatory, lambda f: PILOT),
-    Rule("better", lambda f: f.rejects, lambda f: direction(f.better)),
-    Rule("equivalent", lambda f: f.sesoi is not None and f.p_tost_adj < f.alpha, lambda f: equivalent(f.sesoi)),
+    Rule("better", lambda f: f.sequential is None and f.rejects, lambda f: direction(f.better)),
+    Rule(
+        "equivalent",
+        lambda f: f.sequential is None and f.sesoi is not None and f.p_tost_adj < f.alpha,
+        lambda f: equivalent(f.sesoi),
+    ),
     Rule("underpowered", lambda f: f.needed is not None, lambda f: underpowered(f.needed)),
+    Rule("the looks", lambda f: f.sequential is not None, lambda f: f.sequential),
     Rule("t-test only", lambda f: f.p_adj < f.alpha, lambda f: inconclusive(perm_p_adj=f.p_perm_adj)),
     Rule("inconclusive", lambda f: True, lambda f: inconclusive(mde=f.mde if math.isfinite(f.mde) else None)),
 )

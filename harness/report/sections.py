@@ -232,9 +232,10 @@ def _plugins_line(records: list[Record]) -> list[str]:
 
 
 def sequential_section(result: Analysis) -> list[str]:
-    """The group-sequential design (docs/sequential.md) and each primary comparison's look, bound and repeated CI.
+    """The design that decides (docs/sequential.md) and each primary comparison's look, bound and deciding interval.
 
-    They are read from :class:`~harness.analysis.looks.State`; none for a fixed profile.
+    A group-sequential profile's looks, or a confirmatory profile's one look at every seed (a fixed design); read
+    from :class:`~harness.analysis.looks.State`; none for a pilot profile.
     """
     st = result.sequential
     if st is None:
@@ -244,16 +245,27 @@ def sequential_section(result: Analysis) -> list[str]:
     base = result.ablation.baseline_label
     futility = f"non-binding futility below {sq.FUTILITY_POWER:.0%} conditional power at the sesoi"
     futility = futility if d.futility else "no futility stop"
-    lines = [
+    title, looks_text = (
         "## Group-sequential design",
+        f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending",
+    )
+    if st.fixed:
+        title, looks_text = (
+            "## Fixed design",
+            f"One look at {d.looks[0]} seeds (no `sequential:` block: all of alpha there)",
+        )
+    lines = [
+        title,
         "",
-        f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending, two-sided alpha "
+        f"{looks_text}, two-sided alpha "
         f"{d.alpha:g} over the primary family (every verdict kind: better, worse, equivalent), Holm carried "
         f"across looks (a comparison passes its level L on only when its interval excludes 0 and lies within "
         f"±sesoi); each decided by one interval of coverage 1 - L, the hull of the paired t's repeated CI (bounds "
         f"by simulation of its null distribution, {sq.N_PATHS:,} paths) and the studentized bootstrap's "
-        f"({pw.BOOTSTRAP_RESAMPLES:,} resamples); a family whose pooled skewness exceeds sqrt(pairs / "
-        f"{round(sq.SKEW_LIMIT**-2)}) in size decides no equivalence and no direction against the skew; {futility}. "
+        f"({pw.BOOTSTRAP_RESAMPLES:,} resamples); where the family's pooled skewness exceeds sqrt(pairs / "
+        f"{round(sq.SKEW_LIMIT**-2)}) in size (or its differences are fewer than {sq.SKEW_MIN_VALUES}), the end of "
+        f"each interval on the skew's side has its bound widened by the t's Edgeworth shift at skewness "
+        f"{sq.SKEW_COVERED:g}; {futility}. "
         f"{st.summary().capitalize()}.",
         "",
     ]
@@ -262,10 +274,12 @@ def sequential_section(result: Analysis) -> list[str]:
         at = c.look if c.look >= 0 else st.reached - 1
         where = f"{at + 1} ({c.pairs} pairs)" if at >= 0 else "none yet"
         decision = looks.OUTCOME_WORDS[c.outcome] if c.outcome != sq.OPEN else st.waits_for(c)
+        if c.task in result.unlearned:
+            decision = f"no verdict: the baseline did not learn the task (the design: {decision})"
         rci = f"[{text(c.rci[0], '.4g')}, {text(c.rci[1], '.4g')}]"
         cover = text(1 - c.level, ".4g")
         skew = text(c.skewed, ".2f") if math.isfinite(c.skewed) else ""
-        numbers = [text(c.level, ".3g"), cover, text(c.bound, ".3f"), text(c.t, ".2f"), text(c.delta, ".4g"), rci]
+        numbers = [text(c.level, ".3g"), cover, c.bound_text(), text(c.t, ".2f"), text(c.delta, ".4g"), rci]
         rows.append([c.task, f"{c.variant} vs {base}", decision, where, *numbers, skew])
     columns = ["task", "comparison", "decision", "look (seeds)", "level L", "coverage 1 - L", "bound on abs(t)", "t"]
     columns += ["Δ", "deciding interval", "held back by skew"]
@@ -276,9 +290,10 @@ def sequential_section(result: Analysis) -> list[str]:
         "The deciding interval is the one that decided each verdict, whatever its kind: `better` / `worse` when it "
         "excludes 0, `equivalent` when it lies within ±sesoi; at the comparison's level L and look its coverage "
         "is 1 - L whatever the stopping rule did (J&T ch. 9), so every kind of error is a miss of this interval. "
-        '"Held back by skew" gives the family\'s pooled skewness where the skew guard held a verdict back. An '
+        "\"Held back by skew\" gives the family's pooled skewness where the skew guard's margin held back a verdict "
+        "that the interval without it would give. An "
         "estimate at an early stop is biased away from zero (a comparison stops when its estimate happens to be "
         "large): read Δ at a stopping look as an upper bound of the effect's size. The tables above read every "
-        "stored pair of each arm; their p adj are the fixed design's and do not decide here.",
+        "stored pair of each arm; their p adj are the paired t-test's and do not decide here.",
         "",
     ]

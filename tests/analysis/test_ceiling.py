@@ -55,12 +55,16 @@ def test_baseline_at_ceiling_on_every_seed_leaves_equal_variants_undecided(tmp_p
 
 def test_the_ceiling_counts_the_seeds_of_the_pairs_while_a_grid_is_unfinished(tmp_path: Path) -> None:
     """The baseline is at 1 on 8 seeds, learned has run on 5: its comparison has 5 pairs, so its
-    verdict says 5 seeds, as its n does (it said 8 beside n = 5)."""
+    verdict says 5 seeds, as its n does (it said 8 beside n = 5). The fixed design's one look waits for
+    every seed, so rope, clearly worse, is not decided yet: at the ceiling, not worse."""
     result = _analysis(tmp_path, 1.0, learned_seeds=5)
     frame = result.table("copy", "acc@x2").frame.set_index("variant")
     assert frame.loc["learned", "verdict"] == "at ceiling (baseline 1 on all 5 seeds)"
     assert frame.loc["learned", "n_pairs"] == 5
-    assert frame.loc["rope", "verdict"] == "worse"
+    assert frame.loc["rope", "verdict"] == "at ceiling (baseline 1 on all 8 seeds)"
+    assert result.sequential.reached == 0 and result.sequential.waits_for(result.sequential.comparisons[1]).startswith(
+        "open"
+    )
 
 
 def test_claim_naming_only_ceiling_comparisons_is_untestable(tmp_path: Path) -> None:

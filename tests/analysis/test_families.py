@@ -43,7 +43,7 @@ def test_equivalence_is_adjusted_in_the_primary_holm_family(tmp_path):
     decl = write_decl(tmp_path / "decl", cpu={"seeds": SEEDS})
     write_runs(tmp_path / "results", decl, "cpu", lambda v, s: 0.5 + (diffs[v][s] if v in diffs else 0.0))
     table = analyse(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results").table("copy", "acc@x2")
-    assert table.family == "primary (Holm over 2 comparisons)"
+    assert table.family == "primary (fixed design, Holm over 2 comparisons)"
     rows = table.frame.set_index("variant").loc[["learned", "rope"]]
     np.testing.assert_allclose(rows["p_tost"], raw, rtol=1e-9)
     np.testing.assert_allclose(rows["p_tost_adj"], holm, rtol=1e-9)
@@ -118,8 +118,8 @@ def test_a_comparison_with_an_infinite_value_is_in_no_family_and_the_label_agree
     write_runs(tmp_path / "results", decl, "cpu", value)
     table = analyse(select(load(str(decl)), "cpu", check_data=False), tmp_path / "results").table("copy", "acc@x2")
     rows = table.frame.set_index("variant")
-    assert table.family == "primary (Holm over 1 comparison)"
-    assert rows.loc["learned", "family_size"] == 1
+    assert table.family == "primary (fixed design, Holm over 2 comparisons)"  # the design's, declared before data
+    assert rows.loc["learned", "family_size"] == 1  # the t-test's family, which does not decide here
     assert rows.loc["learned", "p_adj"] == pytest.approx(st.ttest_rel(0.5 + diffs["learned"], [0.5] * 8).pvalue)
     assert np.isnan(rows.loc["rope", "p_perm"]) and rows.loc["rope", "family_size"] is pd.NA
     assert rows.loc["rope", "verdict"] == "undefined (a non-finite value in 1 of 8 pairs)"
@@ -146,9 +146,9 @@ def test_an_exploratory_variant_stays_out_of_the_primary_family(tmp_path):
     beside = table("beside", exploratory_variants=["rope"])
     assert [p.variant for p in powers["beside"]] == ["learned"]  # sized as the family it is in
     assert powers["beside"][0].alpha_each == powers["alone"][0].alpha_each == 0.05
-    assert alone.family == "primary (Holm over 1 comparison)"
-    assert beside.family == "primary (Holm over 1 comparison; rope: exploratory, BH within the table)"
+    assert alone.family == "primary (fixed design, Holm over 1 comparison)"
+    assert beside.family == "primary (fixed design, Holm over 1 comparison; rope: exploratory, BH within the table)"
     learned = [t.frame.set_index("variant").loc["learned"] for t in (alone, beside)]
     assert learned[1]["p_adj"] == pytest.approx(learned[0]["p_adj"], rel=1e-12)
     assert learned[0]["p_adj"] == pytest.approx(learned[0]["p"], rel=1e-12)  # Holm over one: the raw p
-    assert table("holm").family == "primary (Holm over 2 comparisons)"  # without the mark: in the family
+    assert table("holm").family == "primary (fixed design, Holm over 2 comparisons)"  # without the mark: in the family

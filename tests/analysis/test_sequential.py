@@ -137,27 +137,44 @@ def test_the_bootstrap_t_interval_holds_a_direction_the_t_test_alone_would_take(
     assert _one([[50.0]], boot=np.nan, **at16).outcome[0, 0] == sq.OPEN  # no bootstrap (too few pairs)
 
 
-def test_the_skew_guard_holds_back_a_direction_against_the_skew_and_any_equivalence():
-    """Pooled skewness past SKEW_LIMIT x sqrt(n): no `worse` under right skew (the t-test's lower tail is
-    what skew inflates), `better` still stands; no equivalence either way."""
+def test_the_skew_guard_widens_the_end_on_the_skews_side_by_the_edgeworth_shift():
+    """Pooled skewness past SKEW_LIMIT x sqrt(n): under right skew the upper end's |t| bound grows by
+    skew_margin (the t-test's lower tail is what skew inflates), so `worse` needs that much more and `better`
+    does not; equivalence is read off the widened interval."""
     limit = sq.SKEW_LIMIT * np.sqrt(16)
     design = sq.Design((16, 32), "obrien_fleming", 0.05)
-    assert _one([[-50.0]], n=16, skew=limit + 0.1, design=design).outcome[0, 0] == sq.OPEN
-    assert _one([[50.0]], n=16, skew=limit + 0.1, design=design).outcome[0, 0] == sq.BETTER
-    held = _one([[-50.0]], n=16, skew=limit + 0.1, design=design)
-    assert held.skewed[0, 0] == pytest.approx(limit + 0.1)
-    assert _one([[-50.0]], n=16, skew=limit - 0.1, design=design).outcome[0, 0] == sq.WORSE
-    eq = dict(n=16, delta=[[0.001]], sd=0.01, sesoi=[0.05], design=design)
+    plain = _one([[-50.0]], n=16, skew=0.0, design=design)
+    bound = plain.bound[0, 0]
+    margin = sq.skew_margin(bound, 16)
+    assert margin == pytest.approx(sq.SKEW_COVERED * (2 * bound**2 + 1) / 24)
+    assert plain.margin_low[0, 0] == plain.margin_high[0, 0] == 0.0
+    between = -(bound + margin / 2)  # past the plain bound, inside the widened one
+    held = _one([[between]], n=16, skew=limit + 0.1, design=design)
+    assert held.outcome[0, 0] == sq.OPEN and held.skewed[0, 0] == pytest.approx(limit + 0.1)
+    assert held.margin_high[0, 0] == pytest.approx(margin) and held.margin_low[0, 0] == 0.0
+    assert held.rci_high[0, 0] == pytest.approx(between / 4 + (bound + margin) / 4)  # sd 1, se 1/4
+    assert _one([[between]], n=16, skew=limit - 0.1, design=design).outcome[0, 0] == sq.WORSE
+    assert _one([[-(bound + margin + 0.5)]], n=16, skew=limit + 0.1, design=design).outcome[0, 0] == sq.WORSE
+    assert _one([[-between]], n=16, skew=limit + 0.1, design=design).outcome[0, 0] == sq.BETTER
+    eq = dict(n=16, delta=[[0.001]], sd=0.05, sesoi=[0.05], design=design)  # plain half-width about 0.035
     assert _one([[0.1]], skew=0.0, **eq).outcome[0, 0] == sq.EQUIVALENT
-    assert _one([[0.1]], skew=-(limit + 0.1), **eq).outcome[0, 0] != sq.EQUIVALENT
+    widened = _one([[0.1]], skew=-(limit + 0.1), **eq)
+    assert widened.outcome[0, 0] == sq.OPEN and widened.rci_low[0, 0] < -0.05 and np.isfinite(widened.skewed[0, 0])
 
 
-def test_a_single_comparison_at_8_pairs_decides_nothing_its_skewness_unseen():
-    """8 differences of one comparison cannot show a skew (SKEW_MIN_VALUES): every verdict waits."""
+def test_a_single_comparison_at_8_pairs_has_both_ends_widened_its_skewness_unseen():
+    """8 differences of one comparison cannot show a skew (SKEW_MIN_VALUES): both ends are widened, so only a
+    large |t| decides; two comparisons (16 values) read their skewness instead."""
     assert 8 < sq.SKEW_MIN_VALUES <= 16
     at8 = dict(n=8, skew=0.0, design=sq.Design((8, 16), "obrien_fleming", 0.05))
-    assert _one([[50.0]], **at8).outcome[0, 0] == sq.OPEN
-    assert _one([[50.0, 50.0]], **at8).outcome[0].tolist() == [sq.BETTER, sq.BETTER]
+    bound = _one([[1.0]], **at8).bound[0, 0]
+    margin = sq.skew_margin(bound, 8)
+    blind = _one([[bound + margin / 2]], **at8)
+    assert blind.outcome[0, 0] == sq.OPEN
+    assert blind.margin_low[0, 0] == blind.margin_high[0, 0] == pytest.approx(margin)
+    assert _one([[-(bound + margin + 0.5)]], **at8).outcome[0, 0] == sq.WORSE
+    two = _one([[bound + margin / 2, bound + margin / 2]], **at8)
+    assert two.outcome[0].tolist() == [sq.BETTER, sq.BETTER] and (two.margin_high[0] == 0).all()
 
 
 def test_equivalence_by_the_deciding_interval_inside_the_sesoi():
@@ -190,3 +207,16 @@ def test_a_verdict_the_skew_guard_held_back_says_why():
     assert verdict(16, 2.5).endswith("; skewed differences held a verdict back (pooled skewness 2.5))")
     assert verdict(8, 0.1).endswith("; a verdict held back: 8 differences cannot show their skewness)")
     assert verdict(16, float("nan")) == "inconclusive (not decided by the last look, 16 seeds)"
+
+
+@pytest.mark.parametrize("n", [8, 16, 32])
+def test_the_skew_margin_keeps_the_t_tests_lower_tail_on_the_most_skewed_differences(n: int) -> None:
+    """Centred lognormal differences with sigma 1 (skewness 6.18, the most the benchmark draws): a t below
+    -b (b the two-sided 0.05 bound) happens far more often than 0.025, below -(b + skew_margin) no more."""
+    rng = np.random.default_rng(20_261_206)
+    x = np.exp(rng.standard_normal((200_000, n)))
+    d = x - np.exp(0.5)  # mean 0
+    t = d.mean(axis=1) / (d.std(axis=1, ddof=1) / np.sqrt(n))
+    b = stats.t.isf(0.025, n - 1)
+    assert (t < -b).mean() > 0.1
+    assert (t < -(b + sq.skew_margin(b, n))).mean() <= 0.025

@@ -46,7 +46,10 @@ def test_the_printed_interval_is_the_deciding_one(ffn_width):
     bound = stats.t.isf(p / 2, len(d) - 1)
     se = d.std(ddof=1) / np.sqrt(len(d))
     q_low, q_high = paired.bootstrap_quantiles(paired.bootstrap_t(d[None]), [p / 2, 1 - p / 2])[0]
-    low, high = d.mean() - max(bound, q_high) * se, d.mean() + max(bound, -q_low) * se
+    # the skew guard's margin where it widened an end (the Edgeworth shift at n pairs), else 0
+    widen = [sq.skew_margin(bound, len(d)) if x else 0.0 for x in c.margins]
+    assert c.margins == pytest.approx(widen)
+    low, high = d.mean() - max(bound + widen[0], q_high) * se, d.mean() + max(bound + widen[1], -q_low) * se
     assert c.rci == pytest.approx((low, high)) and c.bound == pytest.approx(bound)
     # the verdict is what that interval says
     held = np.isfinite(c.skewed)
@@ -57,7 +60,7 @@ def test_the_printed_interval_is_the_deciding_one(ffn_width):
     else:
         assert held or not (low > 0 or high < 0 or -c.sesoi < low < high < c.sesoi)
     # and it is the interval the report prints, with its level and bound
-    analysis = type("A", (), {"sequential": st, "ablation": sel.ablation})()
+    analysis = type("A", (), {"sequential": st, "ablation": sel.ablation, "unlearned": {}})()
     text = "\n".join(sections.sequential_section(analysis))
     row = next(line for line in text.splitlines() if line.startswith(f"| {c.task} |"))
     assert f"[{low:.4g}, {high:.4g}]" in row and f"{bound:.3f}" in row and f"{c.level:.3g}" in row

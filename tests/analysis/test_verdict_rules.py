@@ -142,7 +142,13 @@ COLLISIONS = [
         vd.Facts(n_pairs=8, ties=8, sequential=OPEN),
         "identical in all 8 pairs",
     ),
-    ("the looks", "the fixed design's tests say better", vd.Facts(**REJECTS, sequential=OPEN), OPEN),
+    (
+        "the looks decided",
+        "underpowered, the tests reject nothing",
+        vd.Facts(**TESTED, needed=20, sequential="better"),
+        "better",
+    ),
+    ("the looks", "the t-test's and sign-flip's rejection", vd.Facts(**REJECTS, sequential=OPEN), OPEN),
     ("pilot", "both tests reject", vd.Facts(**REJECTS, confirmatory=False), "pilot"),
     ("better", "equivalent within the sesoi", vd.Facts(**{**REJECTS, "p_tost_adj": 0.01}), "better"),
     (

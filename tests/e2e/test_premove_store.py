@@ -27,7 +27,8 @@ and prefixed each evidence line with the part of the claim it tests (and the cla
 line); the Reproduce section names the ablation as it was given (the YAML path): rendered by the
 code under test, every other line unchanged. The failures section's title names stalled runs: one
 line, edited by hand. When a claim's evidence moved to another profile (`pe-sinusoidal-decay`), its
-claim section (three lines) was rendered by the code under test.
+claim section (three lines) was rendered by the code under test. So were the section of the fixed design
+that decides a confirmatory profile without ``sequential:`` and the primary family's label that names it.
 """
 
 from __future__ import annotations
