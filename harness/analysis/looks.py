@@ -129,10 +129,10 @@ class State:
     fixed: bool = False  # a fixed design (no ``sequential:`` block): one look at every seed
     too_few: int | None = None  # a fixed design's seeds are too few for any verdict: the fewest that could give one
 
-    def at_end(self) -> str:
-        """``at 8 seeds`` (a fixed design) or ``by the last look, 32 seeds``."""
+    def at_end(self, seeds: str = ", {}") -> str:
+        """``at 8 seeds`` (a fixed design) or ``by the last look, 32 seeds`` (``seeds``: how the seeds follow it)."""
         last = count(self.design.looks[-1], "seed")
-        return f"at {last}" if self.fixed else f"by the last look, {last}"
+        return f"at {last}" if self.fixed else "by the last look" + seeds.format(last)
 
     @property
     def finished(self) -> bool:
@@ -161,7 +161,7 @@ class State:
         if c.outcome != sq.OPEN:
             return f"{OUTCOME_WORDS[c.outcome]} at look {c.look + 1} ({count(self.design.looks[c.look], 'seed')})"
         if self.reached == len(self.design.looks):
-            return f"not decided {self.at_end()}"
+            return f"not decided {self.at_end(' ({})')}"
         return f"open: {self.next_look()}"
 
     def next_look(self) -> str:

@@ -333,7 +333,9 @@ def bootstrap_t(d) -> np.ndarray:
     m1 = centred @ counts / n
     var = np.maximum((centred * centred) @ counts - n * m1 * m1, 0.0) / (n - 1)
     se = np.sqrt(var / n)
-    out = np.where(se > 1e-12 * (np.abs(centred).max(axis=1, keepdims=True) + 1e-300), m1 / se, np.sign(m1) * np.inf)
+    flat = se <= 1e-12 * (np.abs(centred).max(axis=1, keepdims=True) + 1e-300)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(flat, np.where(m1 == 0, 0.0, np.sign(m1) * np.inf), m1 / se)
     out[~np.isfinite(d).all(axis=1)] = NAN
     return np.sort(out, axis=1)
 

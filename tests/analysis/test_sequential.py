@@ -220,3 +220,15 @@ def test_the_skew_margin_keeps_the_t_tests_lower_tail_on_the_most_skewed_differe
     b = stats.t.isf(0.025, n - 1)
     assert (t < -b).mean() > 0.1
     assert (t < -(b + sq.skew_margin(b, n))).mean() <= 0.025
+
+
+def test_differences_that_never_vary_give_a_bootstrap_t_of_zero_and_are_decided():
+    """Every seed -0.3 apart: no resample has a spread, T* is 0 (not NaN), and the interval is the point."""
+    from harness.analysis import paired
+
+    d = np.full((1, 8), -0.3)
+    assert (paired.bootstrap_t(d) == 0).all()
+    design = sq.Design((8,), "obrien_fleming", 0.05)
+    q = sq.bootstrap_inputs(design, 1, 0, paired.bootstrap_t(d))[None, None]
+    out = sq.decide(design, np.array([[[-np.inf]]]), np.array([[[8.0]]]), np.array([[[-0.3]]]), np.zeros((1, 1, 1)), q)
+    assert out.outcome[0, 0] == sq.WORSE and out.rci_low[0, 0] == out.rci_high[0, 0] == pytest.approx(-0.3)
