@@ -123,6 +123,8 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]
     name, plain = (f"{ev.task} {q}{ev.metric}{q}, {ev.variant} vs {ref}" for q in ("`", ""))
     if ev.trend is not None:
         name, plain = (f"{n} along {ev.trend.axis}" for n in (name, plain))
+    if ev.profile is not None and ev.profile != result.profile:  # a setting only that profile runs
+        return f"{plain}: read in the `{ev.profile}` profile (its report), not in `{result.profile}`", None
     if not in_grid(ev, abl, result.profile):
         return f"{plain}: not in the `{result.profile}` profile's grid (see the ablation's other profiles)", None
     if ev.premise:

@@ -289,6 +289,7 @@ def _report_ablation(name: str, results: Path, out: Path, storage: str | None, g
     entry = index.Entry(name, question, list(abl.claims), control=control, guards=guarded)
     claims = claims_mod.load_claims()
     made: dict[str, tuple[Analysis, TuningInputs]] = {}  # per reported profile: its report's, for the verdicts
+    held: dict[str, dict[str, int]] = {}  # per reported profile: each claim's evidence entries its grid holds
     for order, (pname, prof) in enumerate(abl.profiles.items()):
         found = scan(results, name, pname)
         if not found.records:
@@ -313,12 +314,17 @@ def _report_ablation(name: str, results: Path, out: Path, storage: str | None, g
         newest = max((r.finished_at or "" for r in mine), default="")
         # the claims' evidence its grid holds: the latest report is the confirmatory one that tests them most
         view = sel.ablation
-        evidence = sum(in_grid(ev, view, pname) for cid in view.claims for ev in claims[cid].evidence)
+        held[pname] = {cid: sum(in_grid(ev, view, pname) for ev in claims[cid].evidence) for cid in view.claims}
         run_s = sum(r.wall_time_s or 0.0 for r in mine)
+        evidence = sum(held[pname].values())
         entry.reported.append(index.Reported(pname, path, prof.confirmatory, newest, order, evidence, run_s))
     if (latest := entry.latest) is not None:
         result, tuning = made[latest.profile]
-        entry.verdicts = [(cid, verdict(cid, result, guards)[0]) for cid in result.ablation.claims]
+        for cid in result.ablation.claims:  # each from the report that tests it most (index.Entry.decided_in)
+            where = max(entry.reported, key=lambda r: (r.confirmatory, held[r.profile].get(cid, 0), r == latest))
+            entry.verdicts.append((cid, verdict(cid, made[where.profile][0], guards)[0]))
+            if where != latest:
+                entry.decided_in[cid] = where
         entry.tuning = claim_changes(result.ablation, result, tuning, guards)  # as its Tuning section says it
         entry.controls = [control_text(c) for c in control_outcomes(result)]  # as the report says it
         entry.seeds = index.seeds_cell(result)

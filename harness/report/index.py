@@ -44,7 +44,8 @@ class Entry:
     claims: list[str] = field(default_factory=list)
     reported: list[Reported] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # profiles with runs that were not reported
-    verdicts: list[tuple[str, str]] = field(default_factory=list)  # (claim id, verdict) in the latest
+    verdicts: list[tuple[str, str]] = field(default_factory=list)  # (claim id, verdict) in the report that decides it
+    decided_in: dict[str, Reported] = field(default_factory=dict)  # a claim whose evidence another report holds more of
     tuning: list[ClaimChange] = field(default_factory=list)  # untuned and tuned verdicts, when it has tuned runs
     seeds: str = "–"
     control: bool = False  # the declaration marks it a negative control
@@ -94,7 +95,7 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
             m = {c.claim: f" (**{CHANGES}**)" if c.changed else "" for c in e.tuning}
             claims = [f"`{c.claim}`: {c.untuned}; tuned: {c.tuned}{m[c.claim]}{_untested(c.claim)}" for c in e.tuning]
         elif latest:
-            claims = [f"`{cid}`: {verdict}{_untested(cid)}" for cid, verdict in e.verdicts]
+            claims = [f"`{cid}`: {verdict}{_elsewhere(e, cid)}{_untested(cid)}" for cid, verdict in e.verdicts]
         else:
             claims = [f"`{cid}`: no runs" for cid in e.claims]
         control = ("<br>".join(e.controls) or "no runs") if e.control else "–"
@@ -103,7 +104,7 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         shown = latest.profile if latest else "–"
         minutes = f"{e.run_minutes:,.0f}" if e.reported else "–"
         rows.append([link, e.question, profiles, shown, "<br>".join(claims) or "–", control, e.seeds, minutes])
-    columns = ["ablation", "question", "profiles reported", "latest", "claims: verdict in the latest report"]
+    columns = ["ablation", "question", "profiles reported", "latest", "claims: verdict in the report that tests each"]
     table = md_table([*columns, "negative control", "seeds", "run-minutes"], rows)
     return "\n".join(lines + table + _compute_line(entries) + READING) + "\n"
 
@@ -117,8 +118,8 @@ def _compute_line(entries: list[Entry]) -> list[str]:
     return [
         "",
         f"Compute: {minutes:,.0f} run-minutes (the wall time of every reported run, summed); {ruled} of "
-        f"{len(verdicts)} claims ruled on in the latest reports (supported, contradicted, mixed, no effect of that "
-        f"size, in part or by condition){per}.",
+        f"{len(verdicts)} claims ruled on in the reports that test them (supported, contradicted, mixed, no effect "
+        f"of that size, in part or by condition){per}.",
     ]
 
 
@@ -127,7 +128,9 @@ READING = [
     "## Reading the table",
     "",
     "- **latest**: the confirmatory profile whose grid holds the most of the claims' comparisons (then the one with "
-    "the most recent run) when there is one, else the most recent pilot; the verdicts are those of its report.",
+    "the most recent run) when there is one, else the most recent pilot; the verdicts are those of its report, but "
+    "for a claim whose comparisons another confirmatory report holds more of (a profile run at the setting it "
+    "names): that report's verdict, with its profile named (`in long`).",
     "- **seeds**: those whose every run is in the store (ok, diverged or failed) out of those the profile declares, "
     "with the runs that are while some are not (a group-sequential design that finished before its last look: the "
     "most seeds an arm ran, of the design's maximum).",
@@ -144,6 +147,12 @@ READING = [
     "OUTCOME)`; its report gives what the tests alone said.",
 ]
 """The index's legend, below its table: what each column's words mean."""
+
+
+def _elsewhere(entry: Entry, cid: str) -> str:
+    """`` (in [long](pe_extrapolation.long.md))`` for a claim decided in another report than the latest."""
+    r = entry.decided_in.get(cid)
+    return f" (in [{r.profile}]({r.path.name}))" if r is not None else ""
 
 
 def _untested(cid: str) -> str:

@@ -147,9 +147,6 @@ def test_an_entry_for_one_profile_is_read_in_that_profile_only(result):
     profile's grid, holding the same labels, does not answer for it."""
     c = claim([EFFECT], [ev("learned", "better", profile="fixed_lr"), ev("rope", "worse")])
     verdict, lines = claim_verdict(c, result)
-    assert (
-        lines[0]
-        == "copy acc@x2, learned vs sinusoidal: not in the `cpu` profile's grid (see the ablation's other profiles)"
-    )
+    assert lines[0] == "copy acc@x2, learned vs sinusoidal: read in the `fixed_lr` profile (its report), not in `cpu`"
     assert verdict == "supported"  # rope worse, the only entry this profile reads
     assert claim_verdict(claim([EFFECT], [ev("learned", "better", profile="cpu")]), result)[0] == "supported"

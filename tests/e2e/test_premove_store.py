@@ -28,7 +28,8 @@ line); the Reproduce section names the ablation as it was given (the YAML path):
 code under test, every other line unchanged. The failures section's title names stalled runs: one
 line, edited by hand. When a claim's evidence moved to another profile (`pe-sinusoidal-decay`), its
 claim section (three lines) was rendered by the code under test. So were the section of the fixed design
-that decides a confirmatory profile without ``sequential:`` and the primary family's label that names it.
+that decides a confirmatory profile without ``sequential:`` and the primary family's label that names it, and
+the evidence lines that another profile reads (three lines: they name it).
 """
 
 from __future__ import annotations
