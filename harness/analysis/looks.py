@@ -277,11 +277,20 @@ def _paired(sel: Selection, values: dict, task: str, variant: str, seeds: list[i
 
 
 def next_specs(sel: Selection, st: State) -> list[RunSpec]:
-    """The selection's runs the next look needs: the first n seeds of each arm an open comparison uses."""
+    """The selection's runs the next look needs: the first n seeds of each arm an open comparison uses.
+
+    And of each exploratory variant (outside the family, but in the grid: a claim may compare against it), while
+    any comparison is open.
+    """
     if st.finished:
         return []
     seeds = set(sel.settings.seeds[: st.design.looks[st.reached]])
-    return [s for s in sel.specs if s.seed in seeds and (s.task, s.variant_label) in st.needed]
+    explore = set(sel.ablation.exploratory_variants)
+    return [
+        s
+        for s in sel.specs
+        if s.seed in seeds and ((s.task, s.variant_label) in st.needed or s.variant_label in explore)
+    ]
 
 
 def verdict(st: State, c: ComparisonState) -> str:

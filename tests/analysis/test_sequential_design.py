@@ -101,3 +101,16 @@ def test_tuned_comparisons_of_a_sequential_profile_are_decided_with_every_seed_i
     assert verdicts and result.sequential.fixed and result.sequential.reached == 1  # one look at every seed
     assert not any("open" in str(v) for v in verdicts)
     assert vd.BETTER in verdicts  # rope: +0.3 on every seed
+
+
+def test_the_next_look_runs_the_exploratory_variants_too(tmp_path):
+    """An exploratory variant is outside the family but in the grid (a claim may compare against it): each look
+    runs its seeds with the open comparisons' arms, so its runs are there when the report reads them."""
+    from harness.analysis import looks
+    from harness.experiment.selection import select
+
+    profiles = {"cpu": {**PROFILES["cpu"], "exploratory_variants": ["rope"]}}
+    sel = select(load(str(write_decl(tmp_path / "decl", **profiles))), "cpu", check_data=False)
+    st = looks.state(sel, [])
+    runs = {(s.variant_label, s.seed) for s in looks.next_specs(sel, st)}
+    assert runs == {(v, seed) for v in ("sinusoidal", "learned", "rope") for seed in range(8)}

@@ -69,7 +69,10 @@ def test_report_all_writes_each_profile_with_runs_and_an_index(registered, tmp_p
     assert minutes == "42"  # 21 cpu runs of 2 minutes, 9 pilot runs of 1 s
     # supported and no effect of that size: both rule on their claim
     assert "`mini-rope-better`: no effect of that size" in claims
-    assert "Compute: 42 run-minutes (the wall time of every reported run, summed); 2 of 2 claims ruled on in the reports that test them" in index
+    assert (
+        "Compute: 42 run-minutes (the wall time of every reported run, summed); 2 of 2 claims ruled on in the reports "
+        "that test them" in index
+    )
     assert ": 21 run-minutes per claim ruled on." in index
     assert name == "[mini](mini.md)" and question == "Do learned positions fall behind at 2L?"
     assert profiles == "[pilot](mini.pilot.md), [cpu](mini.md)"
