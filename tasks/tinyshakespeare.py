@@ -213,6 +213,10 @@ def _unavailable_message(data_dir: Path | None, cached: Path, reason: str) -> st
     where = "$ABLATE_DATA_DIR/tinyshakespeare.txt (ABLATE_DATA_DIR is not set)"
     if data_dir is not None:
         where = f"{Path(data_dir) / FILENAME} (data_dir / $ABLATE_DATA_DIR)"
+        if Path(data_dir).is_file():  # the file itself named: the variable names the folder that holds it
+            where += (
+                f"; {data_dir} is a file: set ABLATE_DATA_DIR to the folder that holds it ({Path(data_dir).parent})"
+            )
     return (
         f"tinyshakespeare: {FILENAME} could not be found or downloaded (download from {URL} failed: "
         f"{reason}). Put the file ({SIZE:,} bytes, sha256 {SHA256}) at {where} or at {cached}, e.g. on a "

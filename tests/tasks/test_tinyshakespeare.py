@@ -186,3 +186,15 @@ def test_cache_dir_respects_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert ts.cache_dir() == tmp_path / "xdg" / "ablate"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert ts.cache_dir() == Path.home() / ".cache" / "ablate"
+
+
+def test_a_data_dir_that_names_the_file_itself_says_to_name_its_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """ABLATE_DATA_DIR=/data/tinyshakespeare.txt (a file): the hint names the folder to set, not file/file."""
+    monkeypatch.setenv("ABLATE_CACHE_DIR", str(tmp_path / "empty_cache"))
+    wrong = tmp_path / "data" / "tinyshakespeare.txt"
+    _bad_file(tmp_path / "data")
+    with pytest.raises(DataUnavailableError) as info:
+        build_task("tinyshakespeare", data_dir=wrong).check_available()
+    assert f"{wrong} is a file: set ABLATE_DATA_DIR to the folder that holds it ({wrong.parent})" in str(info.value)
