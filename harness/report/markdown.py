@@ -113,6 +113,13 @@ def _results_section(sel: Selection, result: Analysis, fig_dir: Path, path: Path
     ceiling = any(vd.kind(v) is vd.Kind.CEILING for t in every for v in t.frame.get("verdict", []))
     clipped = any(clipped_ci(t, r.get("ci_low"), r.get("ci_high"))[2] for t in every for _, r in t.frame.iterrows())
     no_value = any((t.frame.get("no_value", pd.Series(dtype=int)) > 0).any() for t in every)
+    decided = ""  # a confirmatory profile's primary comparisons: the design decides (sections.sequential_section)
+    if result.sequential is not None:
+        decided = "The primary comparisons' verdicts are the design's (the section above): its interval, not these p. "
+        decided += "Elsewhere, "
+    gate = "Runs below a task's gate are left out of comparisons beyond L (`excluded`). "
+    if not abl.profiles[profile].apply_gate:
+        gate = "This profile applies no gate: runs below a task's gate stay in every comparison. "
     lines = [
         "## Results",
         "",
@@ -120,15 +127,14 @@ def _results_section(sel: Selection, result: Analysis, fig_dir: Path, path: Path
         "exact sign-flip permutation test as a check). Δ is oriented so that positive means better. "
         "`p adj`: Holm over the primary comparisons of all tasks; Benjamini-Hochberg within "
         "each exploratory metric; the sign-flip p and the equivalence (TOST) p are adjusted in the same "
-        "family. `better` / `worse` need both the t-test and the exact sign-flip test to reject after "
+        f"family. {decided}`better` / `worse` need both the t-test and the exact sign-flip test to reject after "
         "adjustment (with fewer than 6 seeds that differ, or 8 in a family of 6, the exact test cannot). "
         "The 95% CIs are per comparison, not adjusted for multiplicity; the verdict reads the adjusted p. "
         "MDE: the smallest Δ this design detects with 80 % power at alpha / the family size (the "
         "family's first Holm step). `underpowered at this scale (needs N seeds)`: a primary comparison "
         "that decided nothing with fewer seeds than it needs for 80 % power at the task's smallest effect "
         "of interest (Setup says each one's power). `–`: undefined (e.g. fewer than 2 pairs; the verdict says why). "
-        "Runs below a task's gate are left out of comparisons beyond L (`excluded`). "
-        "`s/run`: the median wall time of a variant's runs in seconds (the whole attempt; the median, "
+        f"{gate}`s/run`: the median wall time of a variant's runs in seconds (the whole attempt; the median, "
         "since a worker's first run also pays for its start-up)."
         + "".join(note for note, shown in zip(_NOTES, (ceiling, clipped, no_value)) if shown),
         "",

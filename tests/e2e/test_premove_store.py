@@ -29,7 +29,8 @@ code under test, every other line unchanged. The failures section's title names 
 line, edited by hand. When a claim's evidence moved to another profile (`pe-sinusoidal-decay`), its
 claim section (three lines) was rendered by the code under test. So were the section of the fixed design
 that decides a confirmatory profile without ``sequential:`` and the primary family's label that names it, and
-the evidence lines that another profile reads (three lines: they name it).
+the evidence lines that another profile reads (three lines: they name it), and the Results legend's sentence
+saying that the design decides the primary comparisons.
 """
 
 from __future__ import annotations

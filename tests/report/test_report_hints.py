@@ -122,3 +122,18 @@ def test_the_tuning_sections_run_commands_carry_the_same_context(tmp_path) -> No
     text = path.read_text()
     run = shlex.join(["ablate", "run", str(decl), *OVERRIDES, "--profile", "pilot", "--results-dir", str(results)])
     assert f"No tuned runs yet: `{run} --tuned`." in text
+
+
+@pytest.mark.parametrize(("apply_gate", "words"), [(True, "are left out of comparisons beyond L"), (False, "no gate")])
+def test_the_results_legend_says_whether_the_profile_applies_its_gate(tmp_path, apply_gate: bool, words: str) -> None:
+    """A smoke profile (``apply_gate: false``) keeps runs below the gate in: its legend says so, not the rule."""
+    pilot = {"seeds": [0, 1, 2], "confirmatory": False, "apply_gate": apply_gate}
+    decl = write_decl(tmp_path / "decl", pilot=pilot, cpu={"seeds": [0, 1]})
+    write_runs(tmp_path / "results", decl, "pilot", lambda v, s: 0.5 + 0.01 * s)
+    out = tmp_path / "reports"
+    made = invoke(
+        "report", str(decl), "--profile", "pilot", "--results-dir", str(tmp_path / "results"), "--out", str(out)
+    )
+    assert made.exit_code == 0, made.output
+    legend = next(p for p in next(out.glob("*.md")).read_text().split("\n\n") if p.startswith("Each variant against"))
+    assert words in legend and ("no gate" in legend) is not apply_gate
