@@ -245,18 +245,17 @@ def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str],
     """
     frame, rows, confirmatory = table.frame, out.rows, out.selection.settings.confirmatory
     base, decided = frame["variant"].iloc[0], []
+    at_init = metrics.at_initialisation(table.metric)  # what training learned cannot move it
+    unlearned = out.unlearned.get(table.task) if confirmatory and not at_init else None
     for variant in frame["variant"].iloc[1:]:
-        ci = (
-            frame.loc[frame["variant"] == variant, ["delta_ci_low", "delta_ci_high"]]
-            if "delta_ci_low" in frame
-            else None
-        )
+        bounds = ["delta_ci_low", "delta_ci_high"]
+        ci = frame.loc[frame["variant"] == variant, bounds] if "delta_ci_low" in frame else None
         at_best = untestable.seeds_at_ceiling(rows, table.task, table.metric, base, paired_with=variant)
         facts = replace(
             table.facts.get(variant, vd.Facts(n_pairs=0 if "n_pairs" in frame else None)),
             sequential=looked.get((table.task, variant)),
             needed=short.get((table.task, table.metric, variant)),
-            unlearned=out.unlearned.get(table.task) if confirmatory else None,
+            unlearned=unlearned,
             below_gate=untestable.below_gate(
                 out.runs, table.task, table.metric, variant, base, confirmatory and out.selection.settings.apply_gate
             ),

@@ -177,6 +177,14 @@ def beyond_training(name: str) -> bool:
     return (length := length_of(name)) is not None and length[1] > 1
 
 
+def at_initialisation(name: str) -> bool:
+    """Whether ``name`` is a probe measured at initialisation (``leak_logits_init``).
+
+    What training learned cannot move it, so a task the baseline did not learn still decides it.
+    """
+    return name.endswith("_init") and (metric := lookup(name)) is not None and metric.at_init
+
+
 def compared(name: str) -> bool:
     """Whether every analysis compares the metric ``name`` (per-length metrics, ``steps_to_target``)."""
     return (metric := lookup(name)) is not None and metric.compared

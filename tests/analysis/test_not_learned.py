@@ -161,3 +161,30 @@ def test_a_task_without_a_convergence_target_gets_no_steps_to_target_table(tmp_p
     abl = load(str(path))
     result = analyse(select(abl, "confirm", check_data=False), tmp_path / "results")
     assert "steps_to_target" in {t.metric for t in result.tables}
+
+
+def test_a_probe_at_initialisation_is_decided_though_the_baseline_did_not_learn(tmp_path: Path, monkeypatch) -> None:
+    """leak_logits_init is measured before any step: what training learned cannot move it, so the not-learned
+    rule leaves it be (every arm 0: identical), while the trained metric still reads not learned."""
+    from harness.experiment import claims as claims_mod
+    from helpers.mini_claims import MINI_CLAIMS
+
+    probe = {"task": "copy", "metric": "leak_logits_init", "variant": "learned", "expect": "worse"}
+    leak = claim_of(evidence=[probe])
+    monkeypatch.setattr(claims_mod, "load_claims", lambda: {**MINI_CLAIMS, "leak": leak})
+    decl = _decl(tmp_path / "decl")
+    mini = yaml.safe_load(decl.read_text())
+    mini["claims"] = ["leak"]
+    decl.write_text(yaml.safe_dump(mini, sort_keys=False))
+
+    def extra(variant: str, seed: int) -> dict[str, float]:
+        return {"target_reached": float(variant != "sinusoidal" or seed < 2), "leak_logits_init": 0.0}
+
+    write_runs(
+        tmp_path / "results", decl, "confirm", lambda v, s: 0.5 + (LIFT[s] if v == "learned" else 0), extra=extra
+    )
+    result = analyse(select(load(str(decl)), "confirm", check_data=False), tmp_path / "results")
+    init = result.table("copy", "leak_logits_init").frame.set_index("variant")
+    assert init.loc["learned", "verdict"] == "identical in all 8 pairs"
+    trained = result.table("copy", "acc@x2").frame.set_index("variant")
+    assert vd.kind(trained.loc["learned", "verdict"]) is vd.Kind.NOT_LEARNED
