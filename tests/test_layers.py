@@ -78,29 +78,20 @@ LAZY_INTERNAL = {
     "harness.tasks",
     # the console script imports typer and the app only when the command line starts
     "harness.cli.app",
-    # the comparison's statistics (scipy, statsmodels, pandas): `ablate run` imports them after its grid
-    "harness.cli.compare",
-    # the power of a design (scipy, statsmodels): `ablate status` needs it for a confirmatory profile only
-    "harness.analysis.paired",
-    # the controls a claim declares (the statistics under them: scipy): `ablate show` lists them, status not
-    "harness.analysis.guards",
-    # the reports' index (the analysis under it: pandas, scipy): `ablate list` cuts questions with it
-    "harness.report.index",
-    # the positive controls' outcomes (pandas, scipy): `ablate reproduce`, beside `ablate run`, prints them
-    "harness.report.guards",
-    # the bench's table (matplotlib, pandas under it): `ablate check`, beside `ablate bench`, needs neither
-    "harness.report.bench",
-    # the decisions of a group-sequential design (scipy): `ablate run` needs them to choose its runs
-    "harness.analysis.looks",
 }
-# modules whose every import of the harness may be lazy: the typer app and the command declarations
-# import a command's module only when that command runs, so that `ablate --help` answers at once
+# modules whose every import of the harness may be lazy: the typer app and the modules it imports, each
+# command declared beside what runs it, import what a command needs only when it runs, so that
+# `ablate --help` answers at once
 LAZY_MODULES = {
     "harness.cli.app",
     "harness.cli.options",
-    "harness.cli.commands.results",
-    "harness.cli.commands.runs",
-    "harness.cli.commands.tools",
+    "harness.cli.output",
+    "harness.cli.inspect",
+    "harness.cli.run",
+    "harness.cli.compare",
+    "harness.cli.report",
+    "harness.cli.restore",
+    "harness.cli.tools",
 }
 LIGHTNING = ("lightning", "pytorch_lightning", "optuna_integration")
 

@@ -1,7 +1,7 @@
-"""The ``ablate`` command line: a thin typer shell over plain functions, one module per command group.
+"""The ``ablate`` command line: the typer app, with every command registered in the order ``ablate --help`` lists them.
 
-The modules are :mod:`harness.cli.inspect`, ``run``, ``compare``, ...; the commands are declared in
-:mod:`harness.cli.commands` and registered here in the order ``ablate --help`` lists them. Exit codes:
+Each command is declared (its arguments, options and help) in the module that runs it, one module per command group:
+:mod:`harness.cli.inspect`, ``run``, ``compare``, ``report``, ``restore`` and ``tools``. Exit codes:
 docs/bad-inputs.md.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from harness.cli.commands import results, runs, tools
+from harness.cli import compare, inspect, report, restore, run, tools
 
 CLOSED_PIPE_EXIT = 141  # a closed output pipe (`ablate list | head -1`): 128 + SIGPIPE, as `git log | head -1`
 
@@ -80,11 +80,12 @@ def _options(
 
 
 for declared in (
-    *(tools.list_cmd, tools.show, tools.schema, runs.run, results.status, results.compare, results.report),
-    *(runs.reproduce, results.plan_cmd, runs.tune, results.restore, results.sync, tools.check),
+    *(inspect.list_cmd, inspect.show_cmd, inspect.schema_cmd, run.run_cmd, inspect.status_cmd, compare.compare_cmd),
+    *(report.report_cmd, run.reproduce_cmd, compare.plan_cmd, run.tune_cmd, restore.restore_cmd, restore.sync_cmd),
+    tools.check_cmd,
 ):  # in the order `ablate --help` lists them
     app.command(declared.__name__.removesuffix("_cmd"))(declared)
 
 bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks outside the run store.")
 app.add_typer(bench_app, name="bench")
-bench_app.command("attention")(tools.bench_attention)
+bench_app.command("attention")(tools.attention_cmd)

@@ -1,7 +1,8 @@
 """``ablate compare`` and ``ablate plan``: what the store says of a grid's comparisons.
 
 ``ablate compare``: the comparison tables of a grid from the store (also printed by ``ablate run``); ``ablate plan``:
-the seeds each primary comparison needs, from a pilot's spread.
+the seeds each primary comparison needs, from a pilot's spread. The statistics (pandas, scipy, statsmodels) are
+imported when a command runs, never with this module.
 """
 
 from __future__ import annotations
@@ -9,24 +10,47 @@ from __future__ import annotations
 import statistics
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
 
-from harness.analysis import seed_planning as planning
-from harness.analysis.comparisons import analyse
-from harness.analysis.seed_planning import SeedPlan
+import typer
+
+from harness.cli import options as o
 from harness.cli import output
 from harness.errors import AblateError
-from harness.experiment import ablation as ablation_mod
-from harness.experiment.ablation import Ablation
-from harness.experiment.selection import Selection, select
-from harness.experiment.versions import mix_warning
-from harness.hints import DEFAULT_REPORTS
+from harness.hints import DEFAULT_REPORTS, DEFAULT_RESULTS
 from harness.registry import did_you_mean
-from harness.report.markdown import report_path
-from harness.report.source import load_source
-from harness.report.tables import render, summary_markdown
-from harness.store import archive
-from harness.store.runs import StoreScan, scan
 from harness.tuned import tuned_profile
+
+if TYPE_CHECKING:
+    from harness.analysis.seed_planning import SeedPlan
+    from harness.experiment.ablation import Ablation
+    from harness.experiment.selection import Selection
+    from harness.store.runs import StoreScan
+
+
+@o.guard()
+def compare_cmd(
+    name: o.NameArg,
+    overrides: o.MadeWithArg = None,
+    profile: o.ProfileOpt = None,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
+    fmt: o.FormatOpt = o.Format.table,
+    tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
+    source: o.FromOpt = None,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """The statistical comparison table, from the store (or a report's data file, --from)."""
+    compare(
+        name,
+        profile,
+        results_dir,
+        metric=metric,
+        fmt=fmt.value,
+        tuned=tuned,
+        overrides=overrides or [],
+        source=source,
+    )
 
 
 def compare(
@@ -40,6 +64,11 @@ def compare(
     source: Path | None = None,
 ) -> None:
     """The comparison tables of every primary metric, or of ``metric``; ``source``: a data file."""
+    from harness.experiment import ablation as ablation_mod
+    from harness.report.markdown import report_path  # the statistics: pandas, scipy and statsmodels
+    from harness.report.source import load_source
+    from harness.store import archive
+
     abl = ablation_mod.load(name)
     found = None
     if source is not None:
@@ -70,6 +99,10 @@ def print_tables(
 
     ``fmt="table"`` piped: every column as markdown, or with ``brief`` (``ablate run``) the summary's.
     """
+    from harness.analysis.comparisons import analyse
+    from harness.experiment.versions import mix_warning
+    from harness.report.tables import render, summary_markdown
+
     store = tuned_profile(sel.profile) if tuned else sel.profile
     result = analyse(sel, results, store_profile=store if tuned else None, found=found)
 
@@ -109,6 +142,8 @@ def print_tables(
 
 def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) -> list[str]:
     """What the tables of ``profile`` can say, and the next commands (after a pilot, a confirmatory run)."""
+    from harness.report.markdown import report_path
+
     pilot = not abl.profiles[profile].confirmatory
     if pilot:
         said = (
@@ -139,6 +174,9 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) ->
 
 def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     """``: 24 runs, 10 in the store; ~14 min for the 14 others on one worker (median 61 s per run of the 10)``."""
+    from harness.experiment.selection import select
+    from harness.store.runs import scan
+
     try:
         specs = select(abl, profile, ctx.overrides, check_data=False, will_run=lambda s: False).specs  # a count
     except AblateError:
@@ -162,6 +200,41 @@ def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     )
 
 
+@o.guard()
+def plan_cmd(
+    name: o.NameArg,
+    overrides: o.MadeWithArg = None,
+    profile: Annotated[
+        Optional[str],
+        typer.Option("--profile", "-p", help="the confirmatory profile to plan (default: the ablation's default)"),
+    ] = None,
+    pilot: Annotated[
+        Optional[str],
+        typer.Option(
+            "--from", help="the profile whose runs give the spread (default: the first pilot profile with runs)"
+        ),
+    ] = None,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    power: Annotated[float, typer.Option(help="target power of each primary comparison")] = 0.8,
+    alpha: Annotated[
+        float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")
+    ] = 0.05,
+    fmt: o.FormatOpt = o.Format.table,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
+    plan_seeds(
+        name,
+        profile,
+        pilot,
+        results_dir,
+        power=power,
+        alpha=alpha,
+        fmt=fmt.value,
+        overrides=overrides or [],
+    )
+
+
 def plan_seeds(
     name: str,
     profile: str | None,
@@ -178,6 +251,10 @@ def plan_seeds(
     profile's runs (default: the first pilot profile with runs; ``overrides``: those its runs were made with). Prints
     the table and returns the :class:`harness.analysis.seed_planning.SeedPlan`.
     """
+    from harness.analysis import seed_planning as planning
+    from harness.analysis.comparisons import analyse
+    from harness.experiment import ablation as ablation_mod
+
     abl = ablation_mod.load(name)
     prof_name, prof = abl.profile(profile)
     planning.check_levels(power, alpha)

@@ -1,4 +1,4 @@
-"""``ablate list``, ``ablate show`` and ``ablate status``; nothing here trains or analyses.
+"""``ablate list``, ``ablate show``, ``ablate schema`` and ``ablate status``; nothing here trains or analyses.
 
 They say what is declared, what a grid expands to, and how far its runs are.
 """
@@ -7,35 +7,39 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
+import typer
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from harness.analysis import declared
+from harness.cli import options as o
 from harness.cli import output
 from harness.encode import short_question
 from harness.errors import STALLED, AblateError
-from harness.execution.attempt import unfinished_state
-from harness.experiment import ablation as ablation_mod
 from harness.experiment import metrics, plugins
-from harness.experiment.ablation import Ablation
 from harness.experiment.plugins import families
-from harness.experiment.search_space import resolve_space
-from harness.experiment.selection import Selection
-from harness.store.record import STATUSES
-from harness.store.runs import read_record, run_dir, scan
+from harness.hints import DEFAULT_RESULTS
 
 if TYPE_CHECKING:
     from harness.analysis.sequential import Design
+    from harness.experiment.ablation import Ablation
     from harness.experiment.declaration import Sequential
+    from harness.experiment.selection import Selection
 
 
-def list_all(components: bool = False) -> None:
-    """Ablations, tasks, loaded plugins, then the component families a plugin adds to, a plugin's entries marked.
+@o.guard()
+def list_cmd(
+    components: Annotated[
+        bool, typer.Option("--components", help="also every component family (position, kernel, norm, ...)")
+    ] = False,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """Registered ablations, tasks and plugins, one line each; plugin entries marked with their package."""
+    # then the component families a plugin adds to, a plugin's entries marked (with --components, every family;
+    # without either, torch is never imported)
+    from harness.experiment import ablation as ablation_mod
 
-    With ``components``, every family. Without either, torch is never imported.
-    """
     say = output.console.print
     for name, path in ablation_mod.available().items():
         abl = ablation_mod.load(str(path))
@@ -49,9 +53,9 @@ def list_all(components: bool = False) -> None:
         cls = TASKS.get(name)
         doc = textwrap.shorten((cls.__doc__ or "").split("\n\n")[0], 120, placeholder=" …")  # its first paragraph
         say(f"task [bold]{name}[/]{_marked('task', name)} (v{cls.version}, {cls.kind}) — {doc}")
-    for plugin in plugins.loaded():
-        what = ", ".join(f"{family} {name}" for family, name in plugin.entries) or "no entries"
-        say(f"plugin [bold]{escape(plugin.package)}[/] ({escape(plugin.ref.describe())}): {what}")
+    for loaded in plugins.loaded():
+        what = ", ".join(f"{family} {name}" for family, name in loaded.entries) or "no entries"
+        say(f"plugin [bold]{escape(loaded.package)}[/] ({escape(loaded.ref.describe())}): {what}")
     touched = {family for p in plugins.loaded() for family, _ in p.entries}
     if not (components or touched - {"task"}):
         return  # families() imports torch
@@ -66,12 +70,20 @@ def _marked(family: str, name: str) -> str:
     return f" [cyan]{escape('[' + plugin.package + ']')}[/]" if plugin else ""
 
 
-def show(name: str, profile: str | None, overrides: list[str]) -> None:
-    """The declaration and the expanded grid; nothing runs."""
+@o.guard()
+def show_cmd(
+    name: o.NameArg,
+    profile: o.ProfileOpt = None,
+    overrides: o.OverridesArg = None,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """An ablation's question, claims, axes, profiles and its expanded grid (nothing runs)."""
     from harness.analysis.guards import declared_guards  # the statistics (scipy): show needs them, status not
+    from harness.experiment import ablation as ablation_mod
+    from harness.experiment.search_space import resolve_space
 
     abl = ablation_mod.load(name)
-    sel = output.selection(abl, profile, overrides, typed=name, check_data=True)
+    sel = output.selection(abl, profile, overrides or [], typed=name, check_data=True)
     say = output.console.print
     say(f"[bold]{abl.name}[/]: {abl.question}")
     if abl.claims:
@@ -151,12 +163,46 @@ def _too_few_seeds(abl: Ablation, sel: Selection, alpha: float = 0.05) -> str | 
     )
 
 
+@o.guard()
+def schema_cmd(
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="the reference page of ablation files (docs/ablation-files.md) instead")
+    ] = False,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """The JSON Schema of ablation files, with the registered names.
+
+    For editors; shipped as harness/experiment/ablation.schema.json.
+    """
+    from harness.experiment import reference, schema
+
+    typer.echo(reference.markdown() if markdown else schema.text(), nl=False)  # verbatim: no console to wrap it
+
+
+@o.guard()
+def status_cmd(
+    name: o.NameArg,
+    overrides: o.MadeWithArg = None,
+    profile: o.ProfileOpt = None,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """Done / failed / diverged / pending, per variant and task."""
+    status(name, profile, results_dir, overrides or [])
+
+
 def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
     """Per task and variant, the runs of each status; then the runs that need a look.
 
     Those are the runs in progress or interrupted, those with suspect numbers, and every store file that is not a
     readable run (with its path).
     """
+    from harness.analysis import declared
+    from harness.execution.attempt import unfinished_state
+    from harness.experiment import ablation as ablation_mod
+    from harness.store.record import STATUSES
+    from harness.store.runs import read_record, run_dir, scan
+
     sel = output.selection(ablation_mod.load(name), profile, overrides, results, typed=name)
     output.check_results_readable(results)
     if sequential := sel.settings.sequential is not None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, ParamSpec
 
 import typer
 
 from harness.bounds import INT_MAX
+
+P = ParamSpec("P")
 
 
 def given(flag: str, fix: str, convert: Callable[[str], Any] = Path) -> Callable[[Any], Any]:
@@ -117,33 +120,35 @@ Format = choices("Format", "table", "md", "csv", "json")
 FormatOpt = Annotated[Format, typer.Option("--format")]
 
 
-INTERRUPTED_RUNS = "interrupted: finished runs are in the store; run the same command again to continue"
-INTERRUPTED_REPORT = (
-    "interrupted: the report may be incomplete and no run in the store changed; run the same command again to write it"
-)
+def guard(on_interrupt: str = "interrupted") -> Callable[[Callable[P, int | None]], Callable[P, None]]:
+    """Make a command exit with the int it returns; bad input exits 2 with one line, Ctrl-C 130 with ``on_interrupt``.
 
-
-def guard(fn, *args, plugins: list[str] | None = None, on_interrupt: str = "interrupted", **kwargs) -> None:
-    """Run ``fn``, exiting with the int it returns; bad input exits 2 with one line, Ctrl-C 130 with ``on_interrupt``.
-
-    ``plugins``: the ``--plugin`` values to load, with the installed ones, first (None: load none).
+    The decorator of every command's declaration: its errors never reach the user as a traceback. A command with a
+    ``plugin`` option loads those plugins (``--plugin``), with the installed ones, first.
     """
-    from harness.errors import AblateError
 
-    try:
-        if plugins is not None:
-            from harness.experiment import plugins as plugin_loader
+    def decorate(command: Callable[P, int | None]) -> Callable[P, None]:
+        @functools.wraps(command)
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
+            from harness.errors import AblateError
+            from harness.experiment import plugins
 
-            plugin_loader.load_for_command(plugins)
-        result = fn(*args, **kwargs)
-    except AblateError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt as exc:  # Ctrl-C: 130; SIGTERM to a pooled run (Terminated): 143
-        typer.echo(on_interrupt, err=True)
-        raise typer.Exit(getattr(exc, "exit_code", 130)) from None
-    if isinstance(result, int):  # the exit status of a command that has one (other results: 0)
-        raise typer.Exit(result)
+            try:
+                if "plugin" in kwargs:
+                    plugins.load_for_command(kwargs["plugin"] or [])
+                result = command(*args, **kwargs)
+            except AblateError as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(2) from None
+            except KeyboardInterrupt as exc:  # Ctrl-C: 130; SIGTERM to a pooled run (Terminated): 143
+                typer.echo(on_interrupt, err=True)
+                raise typer.Exit(getattr(exc, "exit_code", 130)) from None
+            if isinstance(result, int):  # the exit status of a command that has one (other results: 0)
+                raise typer.Exit(result)
+
+        return guarded
+
+    return decorate
 
 
 def wandb_mode(mode: WandbMode, logs: bool = True, offline: bool = True) -> str:

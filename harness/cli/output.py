@@ -13,18 +13,20 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from harness.credentials import has_wandb_credentials
 from harness.errors import AblateError
-from harness.experiment.ablation import Ablation
-from harness.experiment.grid import RunSpec
-from harness.experiment.selection import Selection, select
 from harness.files import data_dir
 from harness.hints import DEFAULT_RESULTS
 from harness.tuned import TUNED, tuned_profile
+
+if TYPE_CHECKING:
+    from harness.experiment.ablation import Ablation
+    from harness.experiment.grid import RunSpec
+    from harness.experiment.selection import Selection
 
 
 class _Console(Console):
@@ -123,6 +125,8 @@ def selection(
     (``check_data`` False) needs no data and builds no model (run ids depend only on configs; a variant ``ablate run``
     would refuse has no runs to read), unless ``will_run`` says otherwise.
     """
+    from harness.experiment.selection import select  # the validated configs: `ablate --help` never needs them
+
     return select(
         abl,
         profile,

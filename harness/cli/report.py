@@ -1,9 +1,9 @@
-"""``ablate report`` and ``ablate restore``: reports from the store or a data file, and a store from data files.
+"""``ablate report``: reports from the store or a data file.
 
-``ablate report``: one ablation's markdown report (and its W&B summary run), or with ``--all`` every registered
-ablation's reports and their index (docs/reports.md). The one place that computes what a report shows, from the store
-or a data file (``--from``); :mod:`harness.report` renders it. ``ablate restore``: a run store rebuilt from reports'
-data files (:mod:`harness.store.archive`), so that a clone can regenerate every report and finish or extend a grid.
+One ablation's markdown report (and its W&B summary run), or with ``--all`` every registered ablation's reports and
+their index (docs/reports.md). The one place that computes what a report shows, from the store or a data file
+(``--from``); :mod:`harness.report` renders it. The statistics and the report's sections (pandas, scipy, statsmodels)
+are imported as a report runs, never with this module.
 """
 
 from __future__ import annotations
@@ -12,42 +12,72 @@ import contextlib
 import shlex
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
 
+import typer
 from rich.markup import escape
 
-from harness.analysis.claims import control_outcomes, in_grid
-from harness.analysis.comparisons import Analysis, analyse
-from harness.analysis.guards import declared_guards, evaluate_all, guards_of
+from harness.cli import options as o
 from harness.cli import output
 from harness.encode import json_safe, short_question
 from harness.errors import AblateError
-from harness.execution.attempt import unfinished_state
-from harness.experiment import ablation as ablation_mod
-from harness.experiment import claims as claims_mod
-from harness.experiment.selection import Selection, select
 from harness.files import write_atomic
-from harness.hints import command, results_option
-from harness.report import index
-from harness.report.bench import files as bench_files
-from harness.report.guards import UNKNOWN, Guards, write_guards
-from harness.report.guards import markdown as reproductions_markdown
-from harness.report.markdown import overrides_tag, report_path, write_markdown
-from harness.report.sections import control_text, verdict
-from harness.report.source import DataFile, load_source
-from harness.report.tuning import (
-    TuningInputs,
-    claim_changes,
-    copy_figures,
-    read_tuning,
-    restored_studies_path,
-    studies_json,
-    tuned_analysis,
-)
-from harness.store import archive
-from harness.store.runs import scan
+from harness.hints import DEFAULT_REPORTS, DEFAULT_RESULTS, command, results_option
 from harness.training.wandb_upload import log_summary_run, summary_dir
 from harness.tune.storage import open_storage, sqlite_exists
 from harness.tuned import tuned_profile
+
+if TYPE_CHECKING:
+    from harness.analysis.comparisons import Analysis
+    from harness.experiment.selection import Selection
+    from harness.report import index
+    from harness.report.guards import Guards
+    from harness.report.source import DataFile
+    from harness.report.tuning import TuningInputs
+
+
+@o.guard(
+    "interrupted: the report may be incomplete and no run in the store changed; run the same command again to write it"
+)
+def report_cmd(
+    name: Annotated[Optional[str], typer.Argument(help="ablation name or YAML path (not with --all)")] = None,
+    overrides: o.MadeWithArg = None,
+    profile: o.ProfileOpt = None,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    out: Annotated[
+        Path,
+        typer.Option(
+            parser=o.given("--out", "pass a folder, or leave the option out for reports"),
+            help="folder for the markdown and figures",
+        ),
+    ] = DEFAULT_REPORTS,
+    storage: o.StorageOpt = None,
+    every: Annotated[
+        bool,
+        typer.Option("--all", help="every registered ablation, each profile with runs, and OUT/README.md, their index"),
+    ] = False,
+    wandb: Annotated[
+        o.WandbMode,
+        typer.Option(
+            help="the summary run (comparison tables, figures, verdicts); auto: online when W&B credentials are set "
+            "(WANDB_API_KEY or `wandb login`), else off (offline writes it into the store, for `ablate sync`)"
+        ),
+    ] = o.WandbMode.auto,
+    source: o.FromOpt = None,
+    plugin: o.PluginOpt = None,
+) -> None:
+    """Write reports/NAME.md and its PNG figures.
+
+    NAME.PROFILE.md for a non-default profile; NAME[.PROFILE].with-HASH.md for runs made with key=value overrides;
+    --all: every registered ablation, and reports/README.md, their index.
+    """
+    # --all and --from log no W&B run; nor, unless asked (--wandb offline), does a report without credentials:
+    # its offline summary run would be written into the store it reads
+    mode = o.wandb_mode(wandb, logs=not every and source is None, offline=False)
+    if every:
+        report_all(results_dir, out, storage, name=name, profile=profile, source=source, wandb=mode)
+    else:
+        report(name, profile, results_dir, out, storage, overrides or [], wandb=mode, source=source)
 
 
 def report(
@@ -65,6 +95,14 @@ def report(
     ``wandb``: also log the W&B summary run (a failure is a warning). ``source``: a data file read instead of the store
     (no data file nor W&B run written; the studies' figures copied from the report folder the file lies in).
     """
+    from harness.analysis.guards import declared_guards, guards_of
+    from harness.experiment import ablation as ablation_mod
+    from harness.report.guards import UNKNOWN
+    from harness.report.markdown import report_path
+    from harness.report.source import load_source
+    from harness.report.tuning import copy_figures
+    from harness.store import archive
+
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     if source is not None and wandb != "off":
@@ -113,6 +151,9 @@ def check_not_all_in_flight(sel: Selection) -> None:
     Nor a finished run of its tuned profile: a report of them would be empty, and its data file one that ``restore``
     refuses.
     """
+    from harness.execution.attempt import unfinished_state
+    from harness.store.runs import scan
+
     results, name, profile = sel.results, sel.name, sel.profile
     if scan(results, name, profile).records or scan(results, name, tuned_profile(profile)).records:
         return
@@ -137,6 +178,13 @@ def write_report(
     From the store, also its data file ``out/data/NAME[.PROFILE].tar.gz`` and the controls' file beside it. Returns the
     report's path, its analysis and its Tuning section's inputs.
     """
+    from harness.analysis.comparisons import analyse
+    from harness.report.bench import files as bench_files
+    from harness.report.guards import write_guards
+    from harness.report.markdown import write_markdown
+    from harness.report.tuning import TuningInputs, read_tuning, restored_studies_path, studies_json, tuned_analysis
+    from harness.store import archive
+
     abl, profile = sel.ablation, sel.profile
     guards = {cid: g for cid, g in guards.items() if cid in abl.claims}
     if data is None:
@@ -166,6 +214,9 @@ def log_summary(
     For runs made with ``overrides``, it is in a folder of their own (as their report's file), so that it never
     replaces the declared grid's summary run.
     """
+    from harness.report.markdown import overrides_tag
+    from harness.report.sections import verdict
+
     abl = analysis.ablation
     profiles = {r.profile for r in analysis.scan.records}  # the store's: cpu+tuned for ablate run --tuned
     profile = profiles.pop() if len(profiles) == 1 else analysis.profile
@@ -222,6 +273,13 @@ def report_all(
 
     A report per profile with runs of its declared grid; the index is ``out/README.md``; returns the index's path.
     """
+    from harness.analysis.guards import evaluate_all, guards_of
+    from harness.experiment import ablation as ablation_mod
+    from harness.experiment import claims as claims_mod
+    from harness.report import index
+    from harness.report.guards import markdown as reproductions_markdown
+    from harness.store import archive
+
     if name is not None:
         raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
     if profile is not None:
@@ -272,6 +330,8 @@ def _echo(line: str) -> None:
 
 
 def _default_profile(name: str) -> str:
+    from harness.experiment import ablation as ablation_mod
+
     try:
         return ablation_mod.load(name).default_profile
     except AblateError:
@@ -279,6 +339,15 @@ def _default_profile(name: str) -> str:
 
 
 def _report_ablation(name: str, results: Path, out: Path, storage: str | None, guards: Guards) -> index.Entry:
+    from harness.analysis.claims import control_outcomes, in_grid
+    from harness.experiment import ablation as ablation_mod
+    from harness.experiment import claims as claims_mod
+    from harness.experiment.selection import select
+    from harness.report import index
+    from harness.report.sections import control_text, verdict
+    from harness.report.tuning import claim_changes
+    from harness.store.runs import scan
+
     try:
         abl = ablation_mod.load(name)
     except AblateError as exc:

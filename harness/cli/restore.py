@@ -1,39 +1,59 @@
-"""``ablate restore``: a report's data files back into the run store, one line a file, then what to run next.
+"""``ablate restore`` and ``ablate sync``: the run store from reports' data files, and its offline W&B runs to W&B.
 
-The files are checked before anything is written (harness.store.archive).
+``ablate restore``: a report's data files back into the run store, one line a file, then what to run next; the files
+are checked before anything is written (harness.store.archive). ``ablate sync``: the offline W&B runs of the store
+uploaded (:mod:`harness.training.wandb_upload`).
 """
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
 
+import typer
 from rich.markup import escape
 
-from harness.analysis.claims import NEGATIVE
+from harness.cli import options as o
 from harness.cli import output
 from harness.encode import count
 from harness.errors import AblateError
-from harness.experiment import ablation as ablation_mod
-from harness.experiment.claims import load_registry
-from harness.hints import command, results_option
-from harness.report.source import plan
-from harness.report.tuning import copy_figures
-from harness.store import archive
+from harness.hints import DEFAULT_RESULTS, command, results_option
+from harness.training import wandb_upload
 from harness.tuned import TUNED
 
+if TYPE_CHECKING:
+    from harness.store import archive
 
-def restore(files: list[Path], results: Path) -> int:
-    """Check every data file, then restore each into ``results``, one line each, then what to run next.
 
-    Returns 1 when a run already in the store differs from the file's (kept), else 0.
+@o.guard(
+    "interrupted: the runs restored so far are in the store; the same command again restores the rest (a run folder "
+    "left without record.json is completed)"
+)
+def restore_cmd(
+    files: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            help="reports' data files (reports/data/NAME[.PROFILE].tar.gz), or a folder of them: reports/data"
+        ),
+    ] = None,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+) -> int:
+    """Rebuild the run store from reports' data files.
 
-    Raises:
-        AblateError: no file, a refused file (nothing written), a store that cannot be written.
+    Their runs, validation histories and tuned runs become finished runs again, with the studies' summaries and bench
+    files they hold (not checkpoints, logger folders or the Optuna studies); runs already in the store are kept. Then
+    `ablate report --all` makes every report and the index, and `ablate run NAME` trains only the runs the store lacks.
     """
+    # exit 1 when a run already in the store differs from the file's (kept); every file is checked before any is
+    # restored (a refused file: nothing written)
+    from harness.report.source import plan  # the statistics under it: pandas, scipy and statsmodels
+    from harness.report.tuning import copy_figures
+    from harness.store import archive
+
     if not files:
         raise AblateError("name the data files to restore, e.g. `ablate restore reports/data`")
-    output.check_results_readable(results)
+    output.check_results_readable(results_dir)
     todo = plan(files)
     for why in dict.fromkeys(why for _, why in todo.skipped):
         paths = [str(p) for p, w in todo.skipped if w == why]
@@ -42,27 +62,30 @@ def restore(files: list[Path], results: Path) -> int:
     done: list[archive.Restored] = []
     try:
         for path, arc, studies, guards in todo.files:
-            done.append(d := archive.unpack(arc, results))
+            done.append(d := archive.unpack(arc, results_dir))
             d.guards = guards
             if studies is not None and d.studies is not None:  # from reports/ for reports/data/FILE
                 d.missing_figures = copy_figures(studies, path.parent.parent, d.studies.parent)
             output.console.print(_line(d))
     except OSError as exc:
         raise AblateError(
-            f"cannot write the store under --results-dir {results} ({exc.strerror or exc}); what was "
+            f"cannot write the store under --results-dir {results_dir} ({exc.strerror or exc}); what was "
             "written before it stays (the same command again completes the rest); pass a folder you can "
             "write to"
         ) from None
     if bench := sorted({b for d in done for b in d.bench}):
-        output.console.print(escape(f"bench files into {results / 'bench'}: {', '.join(bench)}"))
+        output.console.print(escape(f"bench files into {results_dir / 'bench'}: {', '.join(bench)}"))
     differ = sum(len(d.differ) for d in done)
-    _missing_controls(done, results)
-    _next_steps(done, results, differ)
+    _missing_controls(done, results_dir)
+    _next_steps(done, results_dir, differ)
     return 1 if differ else 0
 
 
 def _missing_controls(done: list[archive.Restored], results: Path) -> None:
     """The controls the restored claims rest on whose grids the store lacks (their verdicts wait)."""
+    from harness.analysis.claims import NEGATIVE
+    from harness.experiment.claims import load_registry
+
     entries = {e.id: e for e in load_registry()}
     missing = []
     for kind, gid, profile in sorted({g for d in done for g in d.guards}, key=str):
@@ -104,6 +127,8 @@ def _line(d: archive.Restored) -> str:
 
 
 def _next_steps(done: list[archive.Restored], results: Path, differ: int) -> None:
+    from harness.experiment import ablation as ablation_mod
+
     known = ablation_mod.available()  # a scan of the ablations folder: once
     registered = [d for d in done if d.ablation in known]
     lines = []
@@ -122,3 +147,15 @@ def _next_steps(done: list[archive.Restored], results: Path, differ: int) -> Non
     if differ:
         head += f" ({count(differ, 'run')} kept that differ{'s' if differ == 1 else ''} from the files: exit 1)"
     output.console.print(escape(head + "; " + "; ".join(lines)))
+
+
+@o.guard()
+def sync_cmd(
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list the offline runs that wait; upload nothing")] = False,
+) -> int:
+    """Upload the offline W&B runs of the store (`wandb sync`).
+
+    Needs W&B credentials (WANDB_API_KEY or `wandb login`) and network.
+    """
+    return wandb_upload.sync(results_dir, dry_run=dry_run, echo=typer.echo)

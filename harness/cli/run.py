@@ -1,148 +1,128 @@
 """The commands that train: ``ablate run``, ``ablate reproduce`` and ``ablate tune``.
 
 ``ablate run``: every unfinished run of a grid, with one progress line per finished run and the progress of the runs
-in flight, :class:`GridProgress`, then the comparison, whose statistics, scipy, statsmodels and pandas, are imported
-only then: a process pool's parent never needs them before. ``ablate reproduce``: the positive controls, published
-results reproduced at this scale. ``ablate tune``: one Optuna study per (task, variant) topped up, then a summary.
+in flight (:class:`harness.cli.progress.GridProgress`), then the comparison, whose statistics, scipy, statsmodels and
+pandas, are imported only then: a process pool's parent never needs them before. ``ablate reproduce``: the positive
+controls, published results reproduced at this scale. ``ablate tune``: one Optuna study per (task, variant) topped up,
+then a summary.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Optional
 
-from rich.console import Console, Group
-from rich.live import Live
+import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table as RichTable
-from rich.text import Text
 
+from harness.bounds import INT_MAX
+from harness.cli import options as o
 from harness.cli import output
+from harness.cli.compare import closing_lines, print_tables
 from harness.encode import text
-from harness.execution import attempt, local
 from harness.execution.gpus import check_threads, estimate_seconds
-from harness.execution.launch import Launch, outcome_lines, progress_note
-from harness.experiment import ablation as ablation_mod
-from harness.experiment.grid import RunSpec
-from harness.hints import command
-from harness.store.runs import read_record, run_dir, scan
-from harness.training.progress import EVERY_S, RunProgress, read_progress
-from harness.tune import search
-from harness.tune.studies import TRIAL_HEARTBEAT_S, plan_studies, tuned_specs
-from harness.tuned import tuned_profile
+from harness.hints import DEFAULT_RESULTS, command
+from harness.tuned import TUNED, tuned_profile
 
-POLL_S = EVERY_S
-PLAIN_EVERY_S = 30.0  # seconds between two plain progress lines when the output is not a terminal
-PROGRESS_STALE_S = 120.0  # a progress file older than this is an attempt that died, not a run in flight
+if TYPE_CHECKING:
+    from harness.execution.launch import Launch
+    from harness.experiment.grid import RunSpec
+
+INTERRUPTED_RUNS = "interrupted: finished runs are in the store; run the same command again to continue"
+Executor = o.choices("Executor", "local", "ray", "slurm")
 
 
-def clock(seconds: float | None) -> str:
-    """``3m05s``; ``?`` when unknown."""
-    if seconds is None:
-        return "?"
-    m, s = divmod(int(seconds + 0.5), 60)
-    return f"{m}m{s:02d}s"
+@o.guard(INTERRUPTED_RUNS)
+def run_cmd(
+    name: o.NameArg,
+    overrides: o.OverridesArg = None,
+    profile: o.ProfileOpt = None,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    workers: o.WorkersOpt = None,
+    threads: o.ThreadsOpt = 1,
+    wandb: o.WandbOpt = o.WandbMode.auto,
+    tuned: Annotated[
+        bool,
+        typer.Option(
+            "--tuned", help=f"each variant at its study's best parameters (ablate tune); stored as profile P{TUNED}"
+        ),
+    ] = False,
+    storage: o.StorageOpt = None,
+    executor: Annotated[
+        Executor,
+        typer.Option(help="local: this machine (--workers); ray: a Ray cluster; slurm: SLURM jobs through submitit"),
+    ] = Executor.local,
+    address: Annotated[
+        Optional[str],
+        typer.Option(help="Ray cluster to connect to (auto, HOST:PORT, ray://HOST:10001); default: a local instance"),
+    ] = None,
+    gpus_per_run: Annotated[
+        Optional[int],
+        typer.Option(help="GPUs per run; default 1 when GPUs are visible (one worker per GPU), 0: CPU only"),
+    ] = None,
+    devices: Annotated[str, typer.Option(help="Lightning devices for one run (e.g. 2, with --strategy ddp)")] = "1",
+    strategy: Annotated[str, typer.Option(help="Lightning strategy for one run")] = "auto",
+    resume: Annotated[
+        bool, typer.Option("--resume/--no-resume", help="continue interrupted runs from their last checkpoint")
+    ] = True,
+    keep_checkpoints: Annotated[
+        bool, typer.Option("--keep-checkpoints", help="keep checkpoints of finished runs")
+    ] = False,
+    checkpoint_every: Annotated[
+        float,
+        typer.Option(help="seconds between two checkpoints of a run, written at validation passes (0: at every pass)"),
+    ] = 120.0,
+    run_timeout: o.RunTimeoutOpt = None,
+    retry: Annotated[
+        Optional[str], typer.Option(help="also rerun finished runs with these statuses, e.g. failed,diverged,timeout")
+    ] = None,
+    claim_timeout: Annotated[
+        float,
+        typer.Option(help="seconds without a heartbeat after which another process's claim on a run is taken over"),
+    ] = 600.0,
+    slurm_partition: Annotated[Optional[str], typer.Option(help="SLURM partition (--executor slurm)")] = None,
+    slurm_time: Annotated[
+        Optional[int], typer.Option(min=1, max=INT_MAX, help="SLURM time limit per run, minutes (default 60)")
+    ] = None,
+    submitit_cluster: Annotated[
+        str, typer.Option(help="slurm; or local / debug: the same submitit jobs without SLURM")
+    ] = "slurm",
+    plugin: o.PluginOpt = None,
+) -> int:
+    """Train every run of the grid not yet in the store, then print the comparison table."""
+    from harness.config import RunOptions
+    from harness.execution.launch import Launch
+    from harness.execution.local import Engine
 
-
-def describe(label: str, progress: RunProgress) -> str:
-    """``copy sinusoidal s0 1200/3000 loss 1.234 ETA 0m40s`` (``testing`` after the last step)."""
-    loss = f" loss {progress.loss:.4g}" if progress.loss is not None else ""
-    left = "testing" if progress.step >= progress.total else f"ETA {clock(progress.eta_s())}"
-    return f"{label} {progress.step}/{progress.total}{loss} {left}"
-
-
-class GridProgress:
-    """The live progress of ``specs`` on ``console``, a context manager; :meth:`finished` per run.
-
-    The first ``4 x workers`` (at least 16) unfinished runs are polled from their ``progress.json``
-    (:mod:`harness.training.progress`): those an executor starts first. In a terminal, rich's live display; piped, a
-    plain line every ``PLAIN_EVERY_S`` seconds.
-
-    Args:
-        console: where the progress is shown.
-        specs: the runs to watch (their ``run_id``, task, variant and seed), in the order an executor starts them.
-        results: the run store their folders lie in.
-        workers: the runs at once; sets how many runs are polled.
-        poll_s: seconds between two polls (default :data:`POLL_S`).
-        plain_every_s: seconds between two plain lines when not in a terminal (default :data:`PLAIN_EVERY_S`).
-    """
-
-    def __init__(
-        self,
-        console: Console,
-        specs: Sequence[Any],
-        results: Path,
-        workers: int = 1,
-        *,
-        poll_s: float | None = None,
-        plain_every_s: float | None = None,
-    ) -> None:
-        self.console = console
-        self.poll_s = POLL_S if poll_s is None else poll_s
-        self.plain_every_s = PLAIN_EVERY_S if plain_every_s is None else plain_every_s
-        self._pending = {  # in order: a dict keeps it as runs leave
-            s.run_id: (f"{s.task} {s.variant_label} s{s.seed}", run_dir(results, s.ablation, s.profile, s.run_id))
-            for s in specs
-        }
-        self._window = max(16, 4 * workers)
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._live: Live | None = None
-        self._bar: Progress | None = None
-        self.lines: list[str] = []  # the runs in flight at the last poll, as shown
-
-    def __enter__(self) -> GridProgress:
-        if not self._pending:
-            return self
-        if self.console.is_terminal:
-            columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), "ETA", TimeRemainingColumn())
-            self._bar = Progress("runs", *columns, console=self.console)
-            self._bar.add_task("grid", total=len(self._pending))
-            self._live = Live(self._renderable(), console=self.console, transient=True, refresh_per_second=1)
-            self._live.__enter__()
-        self._thread = threading.Thread(target=self._watch, name="ablate-progress", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        if self._live is not None:
-            self._live.__exit__(*exc)
-
-    def finished(self, run_id: str) -> None:
-        """Count the run ``run_id`` as done: it is polled no more and, in a terminal, the bar advances."""
-        with self._lock:
-            self._pending.pop(run_id, None)
-        if self._bar is not None:
-            self._bar.advance(self._bar.task_ids[0])
-
-    def poll(self) -> list[str]:
-        """The lines of the polled runs with a fresh ``progress.json``, read now; kept as :attr:`lines`."""
-        with self._lock:
-            window = list(self._pending.values())[: self._window]
-        found = ((label, read_progress(folder, stale_s=PROGRESS_STALE_S)) for label, folder in window)
-        self.lines = [describe(label, progress) for label, progress in found if progress is not None]
-        return self.lines
-
-    def _renderable(self) -> Group:  # in a terminal only: with the bar
-        return Group(self._bar, *(Text.from_markup(f"  [dim]{escape(line)}[/]") for line in self.lines))
-
-    def _watch(self) -> None:
-        last_plain = time.monotonic()
-        while not self._stop.wait(self.poll_s):
-            lines = self.poll()
-            if self._live is not None:
-                self._live.update(self._renderable())
-            elif lines and time.monotonic() - last_plain >= self.plain_every_s:
-                last_plain = time.monotonic()
-                self.console.print(f"running {len(lines)}: " + " | ".join(lines), markup=False, highlight=False)
+    launch = Launch(
+        options=RunOptions(
+            resume=resume,
+            keep_checkpoints=keep_checkpoints,
+            checkpoint_every=checkpoint_every,
+            run_timeout=run_timeout,
+            claim_timeout=claim_timeout,
+            devices=int(devices) if devices.isdigit() else devices,
+            strategy=strategy,
+        ),
+        engine=Engine(
+            executor.value, address=address, partition=slurm_partition, time_min=slurm_time, cluster=submitit_cluster
+        ),
+        gpus_per_run=gpus_per_run,
+        retry=retry,
+    )
+    return run(
+        name,
+        profile,
+        overrides or [],
+        results_dir,
+        workers=workers or None,
+        threads=threads,
+        wandb=o.wandb_mode(wandb),
+        tuned=tuned,
+        storage=storage,
+        launch=launch,
+    )
 
 
 def run(
@@ -164,6 +144,13 @@ def run(
     ``<profile>+tuned`` (:mod:`harness.tune.studies`); a sequential profile runs its next look
     (:mod:`harness.analysis.looks`).
     """
+    from harness.cli.progress import GridProgress, clock
+    from harness.execution import attempt, local
+    from harness.execution.launch import Launch, outcome_lines, progress_note
+    from harness.experiment import ablation as ablation_mod
+    from harness.store.runs import read_record, run_dir, scan
+    from harness.tune.studies import tuned_specs
+
     abl = ablation_mod.load(name)
 
     def will_run(spec: RunSpec) -> bool:  # an ok record never runs again (--retry takes failures only)
@@ -234,8 +221,6 @@ def run(
             on_done=on_done,
             **launch.grid_kwargs(placement, retried),
         )
-    from harness.cli.compare import closing_lines, print_tables  # scipy and statsmodels: needed from here on
-
     print_tables(sel, results, tuned=tuned, brief=True)
     for line in closing_lines(abl, prof_name, results, sel):
         output.console.print(line, markup=False)
@@ -245,47 +230,101 @@ def run(
     return code
 
 
-def reproduce(
-    rid: str | None,
-    results: Path,
-    *,
-    dry_run: bool = False,
-    workers: int | None = None,
-    threads: int = 1,
-    wandb: str = "off",
-    launch: Launch | None = None,
+@o.guard(INTERRUPTED_RUNS)
+def reproduce_cmd(
+    rid: Annotated[
+        str | None,
+        typer.Argument(metavar="ID", help="one entry of harness/experiment/reproductions.yaml (default: every one)"),
+    ] = None,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="list the grids and the runs missing; run nothing")
+    ] = False,
+    workers: o.WorkersOpt = None,
+    threads: o.ThreadsOpt = 1,
+    wandb: o.WandbOpt = o.WandbMode.auto,
+    run_timeout: o.RunTimeoutOpt = None,
+    plugin: o.PluginOpt = None,
 ) -> int:
-    """Run the grids the reproductions read, as ``ablate run`` does, and print each entry's outcome.
+    """Positive controls: run what the published results of harness/experiment/reproductions.yaml need.
 
-    List the grids the entries (or the one named ``rid``) read with the runs missing from ``results``, run those as
-    ``ablate run`` does (``dry_run``: list only), print each entry's outcome. Returns 1 when some run failed, else 0 (a
-    failed reproduction is a finding, not an error).
-
-    Raises:
-        AblateError: bad input (docs/bad-inputs.md), before any grid is read.
+    Run them as `ablate run` does, and print pass / fail / inconclusive per entry.
     """
+    # exit 1 when some run failed, else 0: a failed reproduction is a finding, not an error
     from harness.analysis import guards  # the statistics (scipy): the summary of each entry
+    from harness.config import RunOptions
+    from harness.execution.launch import Launch
     from harness.report.guards import summary_lines
 
-    launch = launch or Launch()
-    launch.check(results, workers, threads)
-    output.check_wandb(wandb)  # the dry run too: its runs would all fail on wandb.init
-    output.check_results_readable(results)  # without dry_run, the runner also checks it is writable
+    launch = Launch(options=RunOptions(run_timeout=run_timeout))
+    mode = o.wandb_mode(wandb)
+    launch.check(results_dir, workers, threads)
+    output.check_wandb(mode)  # the dry run too: its runs would all fail on wandb.init
+    output.check_results_readable(results_dir)  # without dry_run, the runner also checks it is writable
     entries = guards.load_checked(rid)
-    grids = guards.grids(entries, results)
+    grids = guards.grids(entries, results_dir)
     for ablation, profile, planned, missing in grids:
-        hint = f" (`{command('run', ablation, profile, results=results)}`)" if missing else ""
+        hint = f" (`{command('run', ablation, profile, results=results_dir)}`)" if missing else ""
         output.console.print(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}", markup=False)
     codes = [
-        run(ablation, profile, [], results, workers=workers, threads=threads, wandb=wandb, launch=launch)
+        run(ablation, profile, [], results_dir, workers=workers, threads=threads, wandb=mode, launch=launch)
         for ablation, profile, _, missing in grids
         if missing and not dry_run
     ]
     if dry_run and (missing := sum(g[3] for g in grids)):
         output.console.print(f"dry run: {missing} runs would run; nothing ran", markup=False)
-    for line in summary_lines([guards.evaluate(e, results) for e in entries]):
+    for line in summary_lines([guards.evaluate(e, results_dir) for e in entries]):
         output.console.print(line, markup=False)
     return max(codes, default=0)
+
+
+Pruner = o.choices("Pruner", "median", "hyperband", "none")
+
+
+@o.guard(
+    "interrupted: finished trials are in the storage (the interrupted one is not counted); run the same command "
+    "again to continue"
+)
+def tune_cmd(
+    name: o.NameArg,
+    overrides: o.OverridesArg = None,
+    profile: o.ProfileOpt = None,
+    trials: Annotated[
+        int,
+        typer.Option(
+            min=1, max=INT_MAX, help="finished trials (complete + pruned + failed; not one stopped by Ctrl-C) per study"
+        ),
+    ] = 20,
+    variant: Annotated[
+        Optional[list[str]], typer.Option(help="only variants with this axis value, e.g. position=rope (repeatable)")
+    ] = None,
+    task: Annotated[Optional[list[str]], typer.Option(help="only this task (repeatable)")] = None,
+    storage: o.StorageOpt = None,
+    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = Pruner.median,
+    threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads for this worker")] = 1,
+    heartbeat: Annotated[
+        Optional[int],
+        typer.Option(
+            min=1, max=INT_MAX, help="seconds between heartbeats; a trial silent 3x as long is failed (default 10)"
+        ),
+    ] = None,
+    plugin: o.PluginOpt = None,
+) -> int:
+    """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
+    return tune(
+        name,
+        profile,
+        overrides or [],
+        results_dir,
+        trials=trials,
+        tasks=task or None,
+        variants=variant or None,
+        storage=storage,
+        pruner=pruner.value,
+        threads=threads,
+        heartbeat=heartbeat,
+    )
 
 
 def tune(
@@ -307,6 +346,10 @@ def tune(
     Returns 1 when some study has no complete trial (its line says why), else 0.
     """
     import torch
+
+    from harness.experiment import ablation as ablation_mod
+    from harness.tune import search
+    from harness.tune.studies import TRIAL_HEARTBEAT_S, plan_studies
 
     check_threads(threads)
     abl = ablation_mod.load(name)

@@ -1,7 +1,8 @@
 """``ablate check NAME ...`` and ``ablate bench attention``: the commands outside the run store.
 
 ``ablate check`` runs the contract suite (:mod:`harness.contracts`) on registered components and tasks, as a table or
-JSON (every name resolved before any check runs; ``refused`` is a declared limit, not a failure).
+JSON (every name resolved before any check runs; ``refused`` is a declared limit, not a failure). Both import torch
+when they run, never with this module.
 """
 
 from __future__ import annotations
@@ -12,38 +13,52 @@ import sys
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
-import torch
+import typer
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from harness.bench.attention import DTYPES, MEMORY, WARMUP, BenchConfig, bench
+from harness.bounds import INT_MAX
+from harness.cli import options as o
 from harness.cli import output
-from harness.contracts.components import check as run_check
 from harness.contracts.result import CheckReport
-from harness.contracts.targets import everything, resolve
 from harness.dtypes import DTYPE_NAMES
 from harness.encode import dumps
 from harness.errors import AblateError
-from harness.execution.attempt import git_commit
 from harness.execution.gpus import check_threads
-from harness.modules import KERNELS
 from harness.registry import UnknownNameError
-from harness.store.runs import write_json_atomic
+
+if TYPE_CHECKING:
+    from harness.bench.attention import BenchConfig
 
 STYLE = {"pass": "green", "fail": "bold red", "refused": "yellow", "skipped": "dim"}
 DEFAULT_LENGTHS = {"cpu": [2**i for i in range(7, 13)], "cuda": [2**i for i in range(9, 16)]}  # 128..4096, 512..32768
 
 
-def check(names: list[str], fmt: str = "table", every: bool = False, seed: int = 0, threads: int = 1) -> int:
-    """Check every component or task ``names`` names (or every registered one, ``every``).
+CheckFormat = o.choices("CheckFormat", "table", "json")
 
-    Returns 1 if a contract failed, else 0.
 
-    Raises:
-        AblateError: no name and no ``--all``, both, or a name that names nothing.
-    """
+@o.guard()
+def check_cmd(
+    names: Annotated[
+        Optional[list[str]], typer.Argument(help="KEY=NAME as in an override (position=rope, task=copy) or a bare name")
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="every registered component and task")] = False,
+    fmt: Annotated[CheckFormat, typer.Option("--format")] = CheckFormat.table,
+    seed: Annotated[
+        int, typer.Option(min=0, max=INT_MAX, help="of the weights, tokens and task data")
+    ] = 0,  # max: harness.bounds.INT_MAX (past 2**64 torch's manual_seed overflows)
+    threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads")] = 1,
+    plugin: o.PluginOpt = None,
+) -> int:
+    """The contract suite on components and tasks (shapes, causality, precisions, lengths, ...); exit 1 if one fails."""
+    # every name resolved before any check runs (bad input: AblateError)
+    import torch
+
+    from harness.contracts.components import check as run_check
+    from harness.contracts.targets import everything, resolve
+
     if every and names:
         raise AblateError(f"--all checks every registered component and task; drop {' '.join(names)} (or --all)")
     if not every and not names:
@@ -59,11 +74,11 @@ def check(names: list[str], fmt: str = "table", every: bool = False, seed: int =
     try:
         for target in targets:
             reports.append(report := run_check(target, seed, data_dir=output.data_dir()))
-            if fmt == "table":
+            if fmt is CheckFormat.table:
                 output.console.print(table(report))
     finally:
         torch.set_num_threads(before)
-    if fmt == "json":
+    if fmt is CheckFormat.json:
         payload = {
             "torch": torch.__version__,
             "threads": threads,
@@ -95,6 +110,10 @@ def table(report: CheckReport) -> RichTable:
 
 def bench_environment(cfg: BenchConfig) -> dict[str, Any]:
     """torch, device and host: what explains a difference between two benches."""
+    import torch
+
+    from harness.execution.attempt import git_commit
+
     if cfg.device == "cuda":
         name = torch.cuda.get_device_name(0)
     else:
@@ -110,26 +129,52 @@ def bench_environment(cfg: BenchConfig) -> dict[str, Any]:
     }
 
 
-def attention(
-    device: str | None = None,
-    lengths: list[int] | None = None,
-    kernels: list[str] | None = None,
-    d_model: int = 64,
-    n_heads: int = 4,
-    batch: int = 1,
-    repeats: int = 10,
-    dtype: str = "float32",
-    threads: int | None = None,
-    out: Path = Path("results/bench"),
-) -> Path:
-    """Bench every kernel x length (:func:`harness.bench.attention.bench`) and print the table.
+@o.guard()
+def attention_cmd(
+    device: Annotated[Optional[str], typer.Option(help="cpu | cuda (default: cuda when available)")] = None,
+    lengths: Annotated[
+        Optional[str],
+        typer.Option(help="comma-separated sequence lengths (default: cpu 128..4096, cuda 512..32768, powers of 2)"),
+    ] = None,
+    kernels: Annotated[
+        Optional[str], typer.Option(help="comma-separated kernel names (default: all: math,sdpa,flash,linear)")
+    ] = None,
+    d_model: Annotated[int, typer.Option(min=1, max=INT_MAX)] = 64,
+    n_heads: Annotated[int, typer.Option(min=1, max=INT_MAX)] = 4,
+    batch: Annotated[int, typer.Option(min=1, max=INT_MAX)] = 1,
+    repeats: Annotated[
+        int, typer.Option(min=1, max=10_000, help="timed calls per kernel and length; the median is reported")
+    ] = 10,
+    dtype: Annotated[
+        str, typer.Option(help=f"{' | '.join(DTYPE_NAMES.values())} (or {', '.join(DTYPE_NAMES)})")
+    ] = "float32",
+    threads: Annotated[
+        Optional[int],
+        typer.Option(min=1, max=INT_MAX, help="torch threads (default: 1 on cpu, torch's default on cuda)"),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            parser=o.given("--out", "pass a folder, or leave the option out for results/bench"),
+            help="folder for attention-DEVICE-DTYPE.json (the report reads RESULTS/bench)",
+        ),
+    ] = Path("results/bench"),
+) -> None:
+    """Time forward + backward of one attention layer per kernel and length, with peak memory; writes JSON."""
+    # bad input is refused before the bench runs: an unknown device, dtype or kernel, no CUDA, bad lengths or shape,
+    # an --out under a file
+    import torch
 
-    Writes and returns ``out/attention-DEVICE-DTYPE.json``.
+    from harness.bench.attention import DTYPES, MEMORY, WARMUP, BenchConfig, bench
+    from harness.modules import KERNELS
+    from harness.store.runs import write_json_atomic
 
-    Raises:
-        AblateError: before the bench runs: an unknown device, dtype or kernel, no CUDA, bad lengths or shape, an
-            ``out`` under a file.
-    """
+    try:
+        sizes = [int(x) for x in lengths.split(",") if x.strip()] if lengths is not None else None  # "": [], refused
+    except ValueError:
+        typer.echo(f"error: --lengths {lengths}: expected comma-separated integers", err=True)
+        raise typer.Exit(2) from None
+    names = [k.strip() for k in kernels.split(",") if k.strip()] if kernels is not None else None
     device = ("cuda" if torch.cuda.is_available() else "cpu") if device is None else device
     if device not in DEFAULT_LENGTHS:
         raise AblateError(f"--device {device!r}: use cpu or cuda")
@@ -138,27 +183,27 @@ def attention(
     dtype = DTYPE_NAMES.get(dtype, dtype)
     if dtype not in DTYPES:
         raise AblateError(f"--dtype {dtype}: use one of {', '.join(DTYPES)}")
-    if kernels is not None and not kernels:  # --kernels "" or ","; leave the option out for all
+    if names is not None and not names:  # --kernels "" or ","; leave the option out for all
         raise AblateError(
             f"--kernels names no kernel; choose among {', '.join(KERNELS.names())}, or leave it out for all"
         )
     try:
-        kernels = [KERNELS.canonical(k) for k in kernels or KERNELS.names()]
+        names = [KERNELS.canonical(k) for k in names or KERNELS.names()]
     except UnknownNameError as exc:
         raise AblateError(str(exc)) from None
-    if lengths is not None and not lengths:  # --lengths "" or ","; leave the option out for the defaults
+    if sizes is not None and not sizes:  # --lengths "" or ","; leave the option out for the defaults
         raise AblateError(
             "--lengths names no length; e.g. --lengths 128,256,512, or leave it out for "
             f"{DEFAULT_LENGTHS[device][0]}..{DEFAULT_LENGTHS[device][-1]}"
         )
-    lengths = lengths or DEFAULT_LENGTHS[device]
-    if min(lengths) < 1:
-        raise AblateError(f"--lengths must be positive, got {lengths}")
-    if max(lengths) * batch * d_model >= 2**63:  # torch sizes are int64; the child process would crash
-        raise AblateError(f"--lengths {max(lengths)} is too long: batch x length x d_model must stay below 2**63")
+    sizes = sizes or DEFAULT_LENGTHS[device]
+    if min(sizes) < 1:
+        raise AblateError(f"--lengths must be positive, got {sizes}")
+    if max(sizes) * batch * d_model >= 2**63:  # torch sizes are int64; the child process would crash
+        raise AblateError(f"--lengths {max(sizes)} is too long: batch x length x d_model must stay below 2**63")
     if d_model % n_heads:
         raise AblateError(f"--d-model {d_model} is not divisible by --n-heads {n_heads}")
-    lengths = sorted(set(lengths))
+    sizes = sorted(set(sizes))
     if threads is not None:
         check_threads(threads)
     threads = threads or (1 if device == "cpu" else torch.get_num_threads())  # cpu: see BenchConfig.threads
@@ -169,15 +214,14 @@ def attention(
         "schema": 1,
         "created": f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}",
         "env": bench_environment(cfg) | {"loadavg_start": os.getloadavg()[0]},
-        "config": asdict(cfg)
-        | {"warmup": 1 + WARMUP, "kernels": kernels, "lengths": lengths, "memory": MEMORY[device]},
+        "config": asdict(cfg) | {"warmup": 1 + WARMUP, "kernels": names, "lengths": sizes, "memory": MEMORY[device]},
     }
     output.console.print(
         f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): "
-        f"kernels {', '.join(kernels)} x T = {', '.join(map(str, lengths))}",
+        f"kernels {', '.join(names)} x T = {', '.join(map(str, sizes))}",
         markup=False,
     )
-    doc["rows"] = bench(cfg, kernels, lengths, echo=lambda r: output.console.print(_progress(r), markup=False))
+    doc["rows"] = bench(cfg, names, sizes, echo=lambda r: output.console.print(_progress(r), markup=False))
     doc["env"]["loadavg_end"] = os.getloadavg()[0]
     path = Path(out) / f"attention-{device}-{dtype}.json"
     write_json_atomic(path, doc)  # strict JSON: NaN as null, inf as "Infinity" (harness.encode)
@@ -185,7 +229,6 @@ def attention(
 
     output.console.print(rich_table(doc))
     output.console.print(f"wrote {path}")
-    return path
 
 
 def _progress(r: dict[str, Any]) -> str:

@@ -46,18 +46,12 @@ def cpu_bench(tmp_path_factory):
     refuse_flash(mp)
     out = tmp_path_factory.mktemp("results") / "bench"
     try:
-        path = bench_command.attention(
-            device="cpu",
-            lengths=[128, 64],
-            kernels=["math", "sdpa", "flash", "linear"],
-            d_model=16,
-            n_heads=2,
-            repeats=1,
-            out=out,
+        bench_command.attention_cmd(
+            device="cpu", lengths="128,64", kernels="math,sdpa,flash,linear", d_model=16, n_heads=2, repeats=1, out=out
         )
     finally:
         mp.undo()
-    return path
+    return out / "attention-cpu-float32.json"
 
 
 def test_cpu_bench_writes_one_json_per_device_and_dtype(cpu_bench):
@@ -162,7 +156,7 @@ def test_cli_refuses_empty_lists_huge_lengths_and_an_out_it_cannot_create(tmp_pa
     def no_bench(*a, **k):
         raise AssertionError("the bench was about to run")
 
-    monkeypatch.setattr(bench_command, "bench", no_bench)
+    monkeypatch.setattr(bench, "bench", no_bench)
     blocker = tmp_path / "file"
     blocker.write_text("x")
     out = tmp_path / "out"

@@ -1,4 +1,4 @@
-"""The progress of runs in flight (harness/cli/run.py, harness/training/progress.py): read from
+"""The progress of runs in flight (harness/cli/progress.py, harness/training/progress.py): read from
 the run folders, shown as a plain line when piped, fed by a real run in this process."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
+from harness.cli import progress
 from harness.cli import run as run_cmd
 from harness.store.runs import run_dir
 from harness.training.progress import PROGRESS, RunProgress, read_progress, write_progress
@@ -57,9 +58,9 @@ def test_runs_in_flight_show_step_loss_and_eta_and_finished_ones_drop_out(tmp_pa
     specs = [_spec("aaa", 0), _spec("bbb", 1), _spec("ccc", 2)]
     _write(run_dir(tmp_path, "tiny", "cpu", "aaa"), 1200)
     _write(run_dir(tmp_path, "tiny", "cpu", "bbb"), 3000, total=3000)
-    shown = run_cmd.GridProgress(Console(file=io.StringIO()), specs, tmp_path).poll()
+    shown = progress.GridProgress(Console(file=io.StringIO()), specs, tmp_path).poll()
     assert shown == ["copy rope s0 1200/3000 loss 1.25 ETA 0m18s", "copy rope s1 3000/3000 loss 1.25 testing"]
-    grid = run_cmd.GridProgress(Console(file=io.StringIO()), specs, tmp_path)
+    grid = progress.GridProgress(Console(file=io.StringIO()), specs, tmp_path)
     grid.finished("aaa")
     assert grid.poll() == ["copy rope s1 3000/3000 loss 1.25 testing"]
 
@@ -69,7 +70,7 @@ def test_piped_output_gets_a_plain_line_within_seconds(tmp_path: Path) -> None:
     console = Console(file=out, width=200)
     assert not console.is_terminal
     _write(run_dir(tmp_path, "tiny", "cpu", "aaa"), 40, total=100)
-    with run_cmd.GridProgress(console, [_spec("aaa")], tmp_path, poll_s=0.05, plain_every_s=0.1):
+    with progress.GridProgress(console, [_spec("aaa")], tmp_path, poll_s=0.05, plain_every_s=0.1):
         end = time.monotonic() + 10
         while "running 1:" not in out.getvalue() and time.monotonic() < end:
             time.sleep(0.05)
@@ -80,8 +81,8 @@ def test_a_run_in_flight_in_this_process_shows_its_step(tmp_path: Path, monkeypa
     """``ablate run`` with the default workers (one run: trained in this process, the display in a
     thread): the first line says why one worker, a plain line with the run's step appears while
     it trains, and no progress file is left behind."""
-    monkeypatch.setattr(run_cmd, "POLL_S", 0.05)
-    monkeypatch.setattr(run_cmd, "PLAIN_EVERY_S", 0.05)
+    monkeypatch.setattr(progress, "POLL_S", 0.05)
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 0.05)
     path = write_tiny(tmp_path / "decl", steps=400, val_every=200, seeds=(0,), positions=("nope", "sinusoidal"))
     # a grid has at least 2 points: the other one is in the store already, so one run is left to do
     assert write_runs(tmp_path / "results", path, "cpu", lambda variant, seed: 0.5 if variant != "nope" else None)

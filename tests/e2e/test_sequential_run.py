@@ -26,7 +26,7 @@ def test_run_makes_one_look_at_a_time_and_stops_at_the_last(
 ) -> None:
     monkeypatch.setenv("ABLATE_DATA_DIR", str(data_dir))
     results = tmp_path / "results"
-    inspect_cmd.show(DECL, None, [])
+    inspect_cmd.show_cmd(DECL)
     assert "sequential: looks at 6, 10 seeds, obrien_fleming spending, alpha 0.05" in capsys.readouterr().out
     assert run_cmd.run(DECL, None, [], results, workers=1, wandb="off") == 0
     assert _seeds(results) == {"sinusoidal": list(range(6)), "nope": list(range(6))}  # look 1: 6 seeds, no more

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.options import INTERRUPTED_RUNS
+from harness.cli.run import INTERRUPTED_RUNS
 from helpers.tiny_grid import write_tiny
 
 ROOT = Path(__file__).resolve().parents[2]

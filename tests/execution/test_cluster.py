@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.cli import progress
 from harness.cli import run as run_cmd
 from harness.execution.attempt import execute
 from harness.execution.launch import Launch
@@ -50,8 +51,8 @@ def _shows_runs_in_flight(out: str) -> None:
 
 @pytest.fixture
 def _fast_display(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(run_cmd, "POLL_S", 0.05)
-    monkeypatch.setattr(run_cmd, "PLAIN_EVERY_S", 0.05)
+    monkeypatch.setattr(progress, "POLL_S", 0.05)
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 0.05)
 
 
 def test_ray_local_instance(tmp_path: Path, capsys, _fast_display) -> None:

@@ -10,7 +10,7 @@ import shutil
 import pytest
 import yaml
 
-from harness.cli import report as report_cmd
+from harness.analysis import comparisons
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.report import index as index_mod
@@ -107,13 +107,13 @@ def test_a_seed_counts_once_all_its_runs_finished(registered, tmp_path):
 def test_report_all_analyses_each_profile_once(registered, tmp_path, monkeypatch):
     """The index's verdicts come from the analysis the profile's report made, not a second read."""
     calls: list[tuple[str, str]] = []
-    real = report_cmd.analyse
+    real = comparisons.analyse
 
     def counted(sel, *args, **kwargs):
         calls.append((sel.name, sel.profile))
         return real(sel, *args, **kwargs)
 
-    monkeypatch.setattr(report_cmd, "analyse", counted)
+    monkeypatch.setattr(comparisons, "analyse", counted)
     out = tmp_path / "reports"
     assert invoke("report", "--all", "--results-dir", str(registered), "--out", str(out)).exit_code == 0
     assert sorted(calls) == [("mini", "cpu"), ("mini", "pilot")]

@@ -249,12 +249,13 @@ def test_report_hands_its_controls_to_the_summary_run(grid, tmp_path: Path, monk
     store = tmp_path / "results"
     shutil.copytree(results, store, symlinks=True)
     calls: list[str] = []
+    real = guards_mod.guards_of
 
     def counted(claims, results):
         calls.append("guards_of")
-        return guards_mod.guards_of(claims, results)
+        return real(claims, results)
 
-    monkeypatch.setattr(report_cmd, "guards_of", counted)
+    monkeypatch.setattr(guards_mod, "guards_of", counted)
     decl = results.parent / "decl" / "tiny.yaml"
     report_cmd.report(str(decl), None, store, tmp_path / "reports", wandb="offline")
     assert calls == ["guards_of"]
