@@ -205,11 +205,16 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
 
     sel = output.selection(ablation_mod.load(name), profile, overrides, results, typed=name)
     output.check_results_readable(results)
+    found = scan(results, sel.name, sel.profile)
+    later = {s.run_id for s in sel.specs}  # runs a look may still make
     if sequential := sel.settings.sequential is not None:
         from harness.analysis import looks  # scipy
 
         looks.design_of(sel)  # a design that could decide nothing is refused before the table
-    columns = (*STATUSES, "running", "pending")
+        st = looks.state(sel, found.records)
+        explore = set(sel.ablation.exploratory_variants) if st.needed else set()  # as looks.next_specs
+        later = {s.run_id for s in sel.specs if (s.task, s.variant_label) in st.needed or s.variant_label in explore}
+    columns = (*STATUSES, "running", "pending") + (("not needed",) if sequential else ())
     table = RichTable("task", "variant", *columns, title=f"{sel.name} / {sel.profile} in {results}")
     counts: dict[tuple[str, str], dict[str, int]] = {}
     notes = []
@@ -217,6 +222,8 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         folder = run_dir(results, sel.name, sel.profile, s.run_id)
         rec = read_record(folder)
         state, why = (rec.status, "") if rec else unfinished_state(folder)
+        if state == "pending" and s.run_id not in later:  # the design decided what it was for
+            state = "not needed"
         counts.setdefault((s.task, s.variant_label), dict.fromkeys(columns, 0))[state] += 1
         if rec is None and why != "not started":
             notes.append(f"{state} ({why}): {folder}")
@@ -229,7 +236,6 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         table.add_row(task, variant, *(str(c[k]) for k in columns))
     say = output.console.print
     say(table)
-    found = scan(results, sel.name, sel.profile)
     if other := sum(r.run_id not in sel.run_ids for r in found.records):
         say(
             f"{other} other finished runs in this folder were made with other overrides (pass the same "
@@ -247,7 +253,6 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     if warning := declared.check(sel, stored).warning(sel.settings.confirmatory):
         say(f"[yellow]warning[/] {escape(warning)}")
     if sequential:  # the look the design reached and what each primary comparison waits for
-        st = looks.state(sel, found.records)
         say(f"sequential design: {_design(st.design)}; {st.summary()}")
         for c in st.comparisons:
             where = f"{c.task} {escape(c.variant)} vs {escape(sel.ablation.baseline_label)}"

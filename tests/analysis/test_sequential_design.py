@@ -114,3 +114,16 @@ def test_the_next_look_runs_the_exploratory_variants_too(tmp_path):
     st = looks.state(sel, [])
     runs = {(s.variant_label, s.seed) for s in looks.next_specs(sel, st)}
     assert runs == {(v, seed) for v in ("sinusoidal", "learned", "rope") for seed in range(8)}
+
+
+def test_status_counts_the_runs_a_decided_design_will_not_make_as_not_needed(tmp_path):
+    """Both comparisons decided at look 1 (8 of 12 seeds): the other 4 seeds of each arm are not pending."""
+    decl = write_decl(tmp_path / "decl", **PROFILES)
+    results = tmp_path / "results"
+    write_runs(results, decl, "cpu", lambda v, s: None if s >= 8 else 0.5 + 0.001 * (s % 3) + (v != "sinusoidal") * 0.3)
+    out = invoke("status", str(decl), "--results-dir", str(results))
+    assert out.exit_code == 0, out.output
+    assert "not needed" in out.output and "finished" in out.output
+    rows = [line for line in out.output.splitlines() if line.startswith("│ copy")]
+    cells = [[c.strip() for c in row.split("│") if c.strip()] for row in rows]
+    assert len(cells) == 3 and all(c[-1] == "4" and c[-2] == "0" for c in cells), out.output
