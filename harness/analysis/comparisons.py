@@ -245,8 +245,8 @@ def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str],
     """
     frame, rows, confirmatory = table.frame, out.rows, out.selection.settings.confirmatory
     base, decided = frame["variant"].iloc[0], []
-    at_init = metrics.at_initialisation(table.metric)  # what training learned cannot move it
-    unlearned = out.unlearned.get(table.task) if confirmatory and not at_init else None
+    unmoved = metrics.unmoved_by_learning(table.metric)  # a probe at init, a speed
+    unlearned = out.unlearned.get(table.task) if confirmatory and not unmoved else None
     for variant in frame["variant"].iloc[1:]:
         bounds = ["delta_ci_low", "delta_ci_high"]
         ci = frame.loc[frame["variant"] == variant, bounds] if "delta_ci_low" in frame else None

@@ -177,12 +177,13 @@ def beyond_training(name: str) -> bool:
     return (length := length_of(name)) is not None and length[1] > 1
 
 
-def at_initialisation(name: str) -> bool:
-    """Whether ``name`` is a probe measured at initialisation (``leak_logits_init``).
+def unmoved_by_learning(name: str) -> bool:
+    """Whether ``name`` is a probe at initialisation (``leak_logits_init``) or a speed (the ``ratio`` metrics).
 
     What training learned cannot move it, so a task the baseline did not learn still decides it.
     """
-    return name.endswith("_init") and (metric := lookup(name)) is not None and metric.at_init
+    metric = lookup(name)
+    return metric is not None and (metric.ratio or (metric.at_init and name.endswith("_init")))
 
 
 def compared(name: str) -> bool:

@@ -163,14 +163,17 @@ def test_a_task_without_a_convergence_target_gets_no_steps_to_target_table(tmp_p
     assert "steps_to_target" in {t.metric for t in result.tables}
 
 
-def test_a_probe_at_initialisation_is_decided_though_the_baseline_did_not_learn(tmp_path: Path, monkeypatch) -> None:
-    """leak_logits_init is measured before any step: what training learned cannot move it, so the not-learned
-    rule leaves it be (every arm 0: identical), while the trained metric still reads not learned."""
+def test_a_probe_at_initialisation_and_a_speed_are_decided_though_the_baseline_did_not_learn(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """leak_logits_init is measured before any step and tokens/s is the machine's: what training learned cannot
+    move either, so the not-learned rule leaves them be, while the trained metric still reads not learned."""
     from harness.experiment import claims as claims_mod
     from helpers.mini_claims import MINI_CLAIMS
 
     probe = {"task": "copy", "metric": "leak_logits_init", "variant": "learned", "expect": "worse"}
-    leak = claim_of(evidence=[probe])
+    speed = {"task": "copy", "metric": "train_tokens_per_s", "variant": "learned", "expect": "better"}
+    leak = claim_of(evidence=[probe, speed])
     monkeypatch.setattr(claims_mod, "load_claims", lambda: {**MINI_CLAIMS, "leak": leak})
     decl = _decl(tmp_path / "decl")
     mini = yaml.safe_load(decl.read_text())
@@ -178,7 +181,12 @@ def test_a_probe_at_initialisation_is_decided_though_the_baseline_did_not_learn(
     decl.write_text(yaml.safe_dump(mini, sort_keys=False))
 
     def extra(variant: str, seed: int) -> dict[str, float]:
-        return {"target_reached": float(variant != "sinusoidal" or seed < 2), "leak_logits_init": 0.0}
+        speed = 1000.0 * (2 if variant == "learned" else 1) * (1 + seed)  # flash-like: twice as fast, any load
+        return {
+            "target_reached": float(variant != "sinusoidal" or seed < 2),
+            "leak_logits_init": 0.0,
+            "train_tokens_per_s": speed,
+        }
 
     write_runs(
         tmp_path / "results", decl, "confirm", lambda v, s: 0.5 + (LIFT[s] if v == "learned" else 0), extra=extra
@@ -186,5 +194,6 @@ def test_a_probe_at_initialisation_is_decided_though_the_baseline_did_not_learn(
     result = analyse(select(load(str(decl)), "confirm", check_data=False), tmp_path / "results")
     init = result.table("copy", "leak_logits_init").frame.set_index("variant")
     assert init.loc["learned", "verdict"] == "identical in all 8 pairs"
+    assert result.table("copy", "train_tokens_per_s").frame.set_index("variant").loc["learned", "verdict"] == "better"
     trained = result.table("copy", "acc@x2").frame.set_index("variant")
     assert vd.kind(trained.loc["learned", "verdict"]) is vd.Kind.NOT_LEARNED
