@@ -1,7 +1,7 @@
-"""The harness's own exceptions, and the one outcome of a run that trained to its end without learning.
+"""The harness's own exceptions, and how a stored run ended.
 
 The exceptions: bad input (:class:`AblateError`: exit code 2, before any run), and how a training run that stopped
-before its end ended (:class:`RunError`). The outcome: ``stalled`` (:func:`stall_reason`).
+before its end ended (:class:`RunError`). How a run ended: :class:`RunStatus`, ``stalled`` told by :func:`stall_reason`.
 """
 
 from __future__ import annotations
@@ -9,9 +9,51 @@ from __future__ import annotations
 import errno
 import math
 from collections.abc import Mapping
+from enum import Enum
 from typing import Any, ClassVar
 
 from harness.redact import redact
+
+
+class RunStatus(str, Enum):
+    """How a stored run ended: its record's ``status``, which reads, prints, hashes and is written as its text (``ok``).
+
+    A record written before ``stalled`` existed reads as it was stored.
+    """
+
+    OK = "ok"
+    """Trained to its end and evaluated."""
+    STALLED = "stalled"
+    """Trained to its end and evaluated, but its validation loss never got clear of its task's chance level
+    (:func:`stall_reason`): not finished in the outcome table, as a diverged run; its metrics are kept in its record
+    and compared, flagged (docs/statistics.md, "Outcomes")."""
+    DIVERGED = "diverged"
+    """Its training loss became NaN or inf (:class:`Diverged`)."""
+    FAILED = "failed"
+    """An exception stopped it (:class:`RunFailed`)."""
+    TIMEOUT = "timeout"
+    """It went over its ``--run-timeout`` (:class:`TimedOut`)."""
+
+    __str__, __format__, __hash__ = str.__str__, str.__format__, str.__hash__  # as its text: `ok`, not `RunStatus.OK`
+
+    @property
+    def trained(self) -> bool:
+        """Trained to its end and evaluated (ok, stalled): its metrics and validation history are whole, compared."""
+        return self in (RunStatus.OK, RunStatus.STALLED)
+
+    @property
+    def failure(self) -> bool:
+        """Did not finish (failed, timeout): ``ablate run`` exits with 1, and may depend on the machine."""
+        return self in (RunStatus.FAILED, RunStatus.TIMEOUT)
+
+    @property
+    def result(self) -> bool:
+        """An outcome (ok, stalled, diverged): not run again unless ``--retry`` names it, reused by other ablations."""
+        return not self.failure
+
+
+TRAINED = tuple(s for s in RunStatus if s.trained)
+"""The :attr:`RunStatus.trained` statuses, for a column of them: ``runs["status"].isin(TRAINED)``."""
 
 
 class AblateError(Exception):
@@ -45,7 +87,7 @@ class RunError(RuntimeError):
         metrics: the metrics measured before it stopped, by name.
     """
 
-    status: ClassVar[str] = "failed"
+    status: ClassVar[RunStatus] = RunStatus.FAILED
 
     def __init__(self, reason: str, metrics: Mapping[str, float] | None = None) -> None:
         super().__init__(reason)
@@ -64,7 +106,7 @@ class RunError(RuntimeError):
 class Diverged(RunError):
     """The training loss became NaN or inf at ``step``, after ``last_finite``."""
 
-    status = "diverged"
+    status = RunStatus.DIVERGED
 
     def __init__(self, step: int, last_finite: float | None) -> None:
         super().__init__(f"non-finite training loss at step {step} (last finite loss: {last_finite})")
@@ -78,7 +120,7 @@ class Diverged(RunError):
 class TimedOut(RunError):
     """The run went over its ``--run-timeout`` and was stopped; its record holds no metrics."""
 
-    status = "timeout"
+    status = RunStatus.TIMEOUT
 
     def __init__(self, step: int, elapsed: float, limit: float) -> None:
         super().__init__(f"stopped after {elapsed:.1f} s at step {step} (run timeout {limit:g} s)")
@@ -96,11 +138,6 @@ class RunFailed(RunError):
         super().__init__(redact(f"{type(cause).__name__}: {cause}"), metrics)
         self.__cause__ = cause
 
-
-STALLED = "stalled"
-"""The status of a run that trained to its end but whose validation loss never got clear of its
-task's chance level (:func:`stall_reason`): not finished in the outcome table, as a diverged run;
-its metrics are kept in its record and compared, flagged (docs/statistics.md, "Outcomes")."""
 
 STALL_FRACTION = 0.1
 """How far below its task's chance-level loss (a fraction of it) a run's best validation loss must

@@ -17,6 +17,7 @@ from harness.analysis import claim_verdicts as cv
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import count, text
+from harness.errors import RunStatus
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.claims import Claim, Evidence
@@ -183,7 +184,7 @@ def _premise(ev: Evidence, result: Analysis, name: str) -> tuple[str, str | None
     runs, common = _not_finished(result, ev.task, ev.variant)
     if runs.empty:
         return f"{name}: premise ({ev.premise}) not known: no runs", None
-    done = int((runs["status"] == "ok").sum())
+    done = int((runs["status"] == RunStatus.OK).sum())
     observed = f"{done}/{len(runs)} runs finished" + (f"; {common[0][1]} {common[0][0]}" if common else "")
     if done:
         return f"{name}: premise ({ev.premise}) holds here: {observed}", None

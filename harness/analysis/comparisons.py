@@ -23,13 +23,13 @@ from harness.analysis import verdicts as vd
 from harness.analysis.power import PrimaryPower, primary_power
 from harness.analysis.table import Table
 from harness.encode import count
-from harness.errors import STALLED, AblateError
+from harness.errors import TRAINED, AblateError, RunStatus
 from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.experiment.versions import mixed_versions
-from harness.store.record import TRAINED, Record
+from harness.store.record import Record
 from harness.store.runs import StoreScan, scan, tidy
 
 
@@ -216,7 +216,8 @@ def analyse(
     out.power = primary_power(primaries, alpha)
     for task in abl.tasks:  # whether each run finished: where some did not, or a claim names `finished`
         sub = runs[runs["task"] == task]
-        asked = not (sub["status"] == "ok").all() or metrics.OUTCOME in claims_mod.claimed_metrics(abl.claims, task)
+        all_ok = (sub["status"] == RunStatus.OK).all()
+        asked = not all_ok or metrics.OUTCOME in claims_mod.claimed_metrics(abl.claims, task)
         if asked and abl.baseline_label in set(sub["variant"]):  # (an empty sub has no baseline)
             out.tables.append(_outcome_table(out, task, abl.baseline_label, planned))
     out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
@@ -290,7 +291,7 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
 def _passed(abl: Ablation, r: Record) -> bool:
     """Whether a run finished and passed its task's gate (if it has one)."""
     gate = abl.tasks[r.task].gate if r.task in abl.tasks else None
-    return r.status in TRAINED and (gate is None or gate.passes(r.metric(gate.metric)))
+    return r.status.trained and (gate is None or gate.passes(r.metric(gate.metric)))
 
 
 def _order(abl: Ablation, present: Iterable[str], first: str) -> list[str]:
@@ -328,7 +329,7 @@ def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: s
     # ok runs left in the comparison with no value of the metric (no row, or NaN): n counts them out, say so
     valued = set(data.loc[pd.to_numeric(data["value"], errors="coerce").notna(), "run_id"])
     no_value = ok & ~task_runs["run_id"].isin(valued) & (task_runs["passed_gate"] if gated else True)
-    stalled = task_runs[(task_runs["status"] == STALLED) & task_runs["run_id"].isin(valued)]
+    stalled = task_runs[(task_runs["status"] == RunStatus.STALLED) & task_runs["run_id"].isin(valued)]
     _add_counts(
         frame, task_runs, below_gate=below, not_ok=task_runs[~ok], no_value=task_runs[no_value], stalled=stalled
     )
@@ -354,7 +355,7 @@ def why_not_finished(statuses: Sequence[str], reasons: Sequence[str | None]) -> 
     The reason is cut before the figures that differ per run: a diverged run's last finite loss, a stalled run's best.
     """
     cut = (str(r or "").split(" (last finite")[0].split(": best ")[0][:90] for r in reasons)
-    texts = [f"{st}: {r}" for st, r in zip(statuses, cut) if st != "ok"]
+    texts = [f"{st}: {r}" for st, r in zip(statuses, cut) if st != RunStatus.OK]
     return Counter(texts).most_common()
 
 
@@ -363,7 +364,7 @@ def _outcome_table(out: Analysis, task: str, base: str, planned: int = 0) -> Tab
     runs = out.runs[out.runs["task"] == task]
     facts: dict[str, vd.Facts] = {}
     how = {"alpha": out.alpha, "confirmatory": out.selection.settings.confirmatory, "facts": facts}
-    finished = pd.DataFrame({"variant": runs["variant"], "seed": runs["seed"], "value": (runs["status"] == "ok") * 1.0})
+    finished = runs[["variant", "seed"]].assign(value=(runs["status"] == RunStatus.OK) * 1.0)
     frame = stats.outcome_compare(finished, baseline=base, **how)
     frame = frame.set_index("variant").reindex(_order(out.ablation, frame["variant"], base)).reset_index()
     frame["below_gate"], frame["not_ok"], frame["planned"] = 0, 0, planned

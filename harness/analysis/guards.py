@@ -18,13 +18,12 @@ from harness.analysis import verdicts as vd
 from harness.analysis.claims import NEGATIVE, Guard, control_outcomes
 from harness.analysis.comparisons import Analysis, analyse
 from harness.encode import count
-from harness.errors import AblateError
+from harness.errors import TRAINED, AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment import selection as selection_mod
 from harness.registry import did_you_mean
-from harness.store.record import TRAINED
 from harness.store.runs import read_record, run_dir
 
 Guards = dict[str, tuple[Guard, ...]]  # claim id -> the controls that guard it, with their outcomes

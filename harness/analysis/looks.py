@@ -22,7 +22,7 @@ from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
-from harness.store.record import TRAINED, Record
+from harness.store.record import Record
 
 OUTCOME_WORDS = {sq.BETTER: "better", sq.WORSE: "worse", sq.EQUIVALENT: "equivalent", sq.OPEN: "open"}
 OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
@@ -182,7 +182,7 @@ def _values(
         entry = sel.ablation.tasks[r.task]
         metric = entry.primary.metric
         gated = sel.settings.apply_gate and entry.gate is not None and metrics.beyond_training(metric)
-        if r.status in TRAINED and not (gated and not entry.gate.passes(r.metric(entry.gate.metric))):
+        if r.status.trained and not (gated and not entry.gate.passes(r.metric(entry.gate.metric))):
             value = r.metric(metric)
             values[(r.task, r.variant_label, r.seed)] = np.nan if value is None else float(value)
     return values, stored

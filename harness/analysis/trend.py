@@ -19,6 +19,7 @@ import pandas as pd
 from harness.analysis import paired, untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.table import Table
+from harness.errors import RunStatus
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.claims import Evidence
@@ -139,7 +140,7 @@ def table(
         return None
     gated = settings.apply_gate and any(metrics.beyond_training(lv.metric) for lv in points)
     if gated:  # as every comparison beyond L: runs below the task's gate are left out
-        below = set(runs.loc[(runs["status"] == "ok") & ~runs["passed_gate"], "run_id"])
+        below = set(runs.loc[(runs["status"] == RunStatus.OK) & ~runs["passed_gate"], "run_id"])
         rows = rows[~rows["run_id"].isin(below)]
     hib = metrics.higher_is_better(points[0].metric)
     per_seed = slopes(rows, task, points, hib, ev.trend.log2)

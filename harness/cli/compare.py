@@ -185,7 +185,7 @@ def _cost(abl: Ablation, profile: str, results: Path, ctx: Selection) -> str:
     times = [
         r.wall_time_s
         for r in scan(results, abl.name, profile).records
-        if r.run_id in ids and r.status in ("ok", "stalled", "diverged") and r.wall_time_s is not None
+        if r.run_id in ids and r.status.result and r.wall_time_s is not None
     ]
     text = f": {len(specs)} runs"
     if not times:

@@ -16,7 +16,7 @@ from rich.table import Table as RichTable
 from harness.cli import options as o
 from harness.cli import output
 from harness.encode import short_question
-from harness.errors import STALLED, AblateError
+from harness.errors import AblateError, RunStatus
 from harness.experiment import metrics, plugins
 from harness.experiment.plugins import families
 from harness.hints import DEFAULT_RESULTS
@@ -200,7 +200,6 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     from harness.analysis import declared
     from harness.execution.attempt import unfinished_state
     from harness.experiment import ablation as ablation_mod
-    from harness.store.record import STATUSES
     from harness.store.runs import read_record, run_dir, scan
 
     sel = output.selection(ablation_mod.load(name), profile, overrides, results, typed=name)
@@ -214,7 +213,7 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         st = looks.state(sel, found.records)
         explore = set(sel.ablation.exploratory_variants) if st.needed else set()  # as looks.next_specs
         later = {s.run_id for s in sel.specs if (s.task, s.variant_label) in st.needed or s.variant_label in explore}
-    columns = (*STATUSES, "running", "pending") + (("not needed",) if sequential else ())
+    columns = (*RunStatus, "running", "pending") + (("not needed",) if sequential else ())
     table = RichTable("task", "variant", *columns, title=f"{sel.name} / {sel.profile} in {results}")
     counts: dict[tuple[str, str], dict[str, int]] = {}
     notes = []
@@ -228,7 +227,7 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         if rec is None and why != "not started":
             notes.append(f"{state} ({why}): {folder}")
         if rec is not None:  # stalled runs and suspect numbers, as the report's failures section lists them
-            notes += [f"stalled ({rec.reason}): {folder}"] if rec.status == STALLED else []
+            notes += [f"stalled ({rec.reason}): {folder}"] if rec.status == RunStatus.STALLED else []
             notes += [f"flagged ({flag}): {folder}" for flag in rec.flags or {}]
             if rec.undefined_metrics:
                 notes.append(f"no value of {', '.join(sorted(rec.undefined_metrics))} (non-finite logits): {folder}")

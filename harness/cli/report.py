@@ -20,7 +20,7 @@ from rich.markup import escape
 from harness.cli import options as o
 from harness.cli import output
 from harness.encode import json_safe, short_question
-from harness.errors import AblateError
+from harness.errors import AblateError, RunStatus
 from harness.files import write_atomic
 from harness.hints import DEFAULT_REPORTS, DEFAULT_RESULTS, command, results_option
 from harness.training.wandb_upload import log_summary_run, summary_dir
@@ -232,7 +232,7 @@ def log_summary(
         "ablation": abl.model_dump(mode="json"),
         "profile": profile,
         "runs": len(analysis.runs),
-        "runs_ok": int((analysis.runs["status"] == "ok").sum()),
+        "runs_ok": int((analysis.runs["status"] == RunStatus.OK).sum()),
     }
     folder = summary_dir(analysis.results, abl.name, profile)
     if tag := overrides_tag(overrides):

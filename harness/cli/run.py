@@ -21,6 +21,7 @@ from harness.cli import options as o
 from harness.cli import output
 from harness.cli.compare import closing_lines, print_tables
 from harness.encode import text
+from harness.errors import RunStatus
 from harness.execution.gpus import check_threads, estimate_seconds
 from harness.hints import DEFAULT_RESULTS, command
 from harness.tuned import TUNED, tuned_profile
@@ -155,7 +156,7 @@ def run(
 
     def will_run(spec: RunSpec) -> bool:  # an ok record never runs again (--retry takes failures only)
         rec = read_record(run_dir(results, spec.ablation, spec.profile, spec.run_id))
-        return rec is None or rec.status != "ok"
+        return rec is None or rec.status != RunStatus.OK
 
     sel = output.selection(
         abl, profile, overrides, results, storage, typed=name, check_data=True, will_run=None if tuned else will_run

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from harness import __version__
 from harness.config import RunOptions
-from harness.errors import run_error, storage_error
+from harness.errors import RunStatus, run_error, storage_error
 from harness.execution.locks import CLAIM, CLAIM_STALE_S, EVENTS, TAKEOVER, append_event, clear_stale, holder, try_claim
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
@@ -284,7 +284,7 @@ def execute(
             if (full := storage_error(exc)) is not None:  # not the run's fault: no record, checkpoints kept
                 return stopped_by_storage(spec, folder, full)
             err = run_error(exc)
-            if err.status == "failed":
+            if err.status == RunStatus.FAILED:
                 write_atomic(folder / "traceback.txt", redact(traceback.format_exc()).encode("utf-8"))
             ended = err.fields()
         ended |= {"wall_time_s": time.perf_counter() - t0, "finished_at": datetime.now(timezone.utc).isoformat()}

@@ -32,7 +32,7 @@ from typing import Any
 from rich.markup import escape
 
 from harness.config import RunOptions
-from harness.errors import AblateError
+from harness.errors import AblateError, RunStatus
 from harness.execution.attempt import Progress, target_of, tidy_finished
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.local import Engine
@@ -41,15 +41,14 @@ from harness.experiment import ablation as ablation_mod
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
 from harness.registry import did_you_mean
-from harness.store.record import STATUSES, Record
+from harness.store.record import Record
 from harness.store.runs import load_record, read_record, run_dir, write_record
 from harness.training.model_and_devices import check_devices
 
-FAILURES = ("failed", "timeout", "crashed")
-"""Outcomes that make ``ablate run`` exit with 1 (``diverged`` and ``stalled`` are results, not failures)."""
 _URL = re.compile(r"^[a-z][a-z0-9+.\-]+:/", re.IGNORECASE)  # s3://b/x arrives as the Path s3:/b/x
-RETRYABLE = tuple(s for s in STATUSES if s != "ok")
-REUSABLE = ("ok", "stalled", "diverged")
+FAILURES = (*(s for s in RunStatus if s.failure), "crashed")
+"""Outcomes that make ``ablate run`` exit with 1: a :attr:`~harness.errors.RunStatus.failure`, or a worker that died."""
+RETRYABLE = tuple(s.value for s in RunStatus if s is not RunStatus.OK)
 
 
 def parse_retry(text: str | None) -> tuple[str, ...]:
@@ -218,14 +217,14 @@ def _source_target(rec: Record) -> dict[str, Any] | None | str:
 def find_reusable(results: Path, run_id: str, own: Path, target: dict[str, Any] | None) -> Path | None:
     """The folder of a finished, reusable run with ``run_id`` elsewhere in the store, or None.
 
-    Never a copy: the run that was trained. Reusable: a status in ``REUSABLE``, no tuned parameters,
+    Never a copy: the run that was trained. Reusable: a :attr:`~harness.errors.RunStatus.result`, no tuned parameters,
     and the convergence target ``target``.
     """
     for folder in sorted(Path(results).glob(f"*/*/{run_id}")):
         if folder == own or not folder.is_dir():
             continue
         rec, _ = load_record(folder)
-        usable = rec is not None and rec.status in REUSABLE and not rec.tuned_params and not rec.reused_from
+        usable = rec is not None and rec.status.result and not rec.tuned_params and not rec.reused_from
         if usable and _source_target(rec) == target:
             return folder
     return None
@@ -265,15 +264,15 @@ def outcome_lines(
     """
     lines, rerun = [], ["--tuned"] if tuned else []
     failed = [rec for rec in records if rec.status in FAILURES]
-    stalled = [rec for rec in records if rec.status == "stalled"]
+    stalled = [rec for rec in records if rec.status == RunStatus.STALLED]
     for rec in records:
         where = f"{rec.task} {rec.variant_label} seed {rec.seed}"
         if rec.status in FAILURES:
             hint = ""
-            if rec.status == "failed" and rec.profile:
+            if rec.status == RunStatus.FAILED and rec.profile:
                 hint = f" (traceback in {run_dir(results, ablation, rec.profile, rec.run_id) / 'traceback.txt'})"
             lines.append(f"[red]{rec.status}[/] {where}: {rec.reason}{hint}")
-        elif rec.status == "stalled" and len(stalled) == 1:  # a result, as a diverged run is: said, exit code 0
+        elif rec.status == RunStatus.STALLED and len(stalled) == 1:  # a result, as a diverged run is: said, exit code 0
             lines.append(f"[yellow]stalled[/] {where}: {rec.reason}")
         elif rec.status == "claimed":
             see = f"`{escape(ctx.command('status'))}` shows when it is done"
@@ -289,13 +288,13 @@ def outcome_lines(
     if failed:
         statuses = {rec.status for rec in failed}
         # a crashed run is not stored: run picks it up
-        stored = [s for s in FAILURES if s in statuses and s != "crashed"]
+        stored = [s for s in RunStatus if s.failure and s in statuses]
         retry = ["--retry", ",".join(stored)] if stored else []
         again = f"`{escape(ctx.command('run', *rerun, *retry, storage=tuned))}`"
         why = (
             ": the same config and seed, so a failure the config causes (an overflow, a shape error: see the "
             "traceback) fails again; fix it first"
-            if "failed" in statuses
+            if RunStatus.FAILED in statuses
             else ""
         )
         lines.append(f"{len(failed)} run(s) did not finish; {again} runs them again{why}")

@@ -22,6 +22,7 @@ from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis
 from harness.analysis.table import Table
 from harness.config import parse_overrides
+from harness.errors import TRAINED
 from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
@@ -33,7 +34,6 @@ from harness.report.guards import Guards
 from harness.report.probes import failures_section, probe_section
 from harness.report.tables import clipped_ci, markdown, title
 from harness.report.tuning import TuningInputs, tuning_section
-from harness.store.record import TRAINED
 from harness.store.runs import run_history
 from harness.tuned import tuned_profile
 
@@ -257,7 +257,7 @@ def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
 def _history(result: Analysis, task: str) -> pd.DataFrame:
     frames = []
     for rec in result.scan.records:
-        if rec.task != task or rec.status not in TRAINED:  # a stalled run's flat curve is shown too
+        if rec.task != task or not rec.status.trained:  # a stalled run's flat curve is shown too
             continue
         frame = run_history(result.scan, result.results, rec)
         if isinstance(frame, str):  # a damaged curve: reported, never fatal

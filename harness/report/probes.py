@@ -12,7 +12,7 @@ import pandas as pd
 
 from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import text
-from harness.errors import STALL_FRACTION, STALLED
+from harness.errors import STALL_FRACTION, RunStatus
 from harness.report.tables import md_table
 from harness.store.record import Record
 
@@ -71,7 +71,7 @@ def probe_section(result: Analysis) -> list[str]:
             recs = [r for r in recs_t if r.variant_label == label]
             if not recs:
                 continue
-            ok = [r for r in recs if r.status == "ok"]
+            ok = [r for r in recs if r.status == RunStatus.OK]
             name = f"{label} (baseline)" if label == abl.baseline_label else label
             ended = "; ".join(
                 f"{n} {why}" for why, n in why_not_finished([r.status for r in recs], [r.reason for r in recs])
@@ -90,15 +90,15 @@ def probe_section(result: Analysis) -> list[str]:
 def failures_section(result: Analysis) -> list[str]:
     """Runs that did not finish or fell below the gate, unreadable entries, unchecked tasks, suspect numbers."""
     runs = result.runs
-    bad = runs[(runs["status"] != "ok") | ~runs["passed_gate"]]
+    bad = runs[(runs["status"] != RunStatus.OK) | ~runs["passed_gate"]]
     lines = ["## Failures, divergences, stalled runs and runs below the gate", ""]
     notes = run_notes(result.scan.records)
     if bad.empty and not result.scan.problems:
         return lines + ["None: every run finished and passed its task's gate.", "", *_unchecked(result), *notes]
     lines += stalled_lines(result.scan.records)
     for _, r in bad.sort_values(["task", "variant", "seed"]).iterrows():
-        why = r["reason"] if r["status"] != "ok" else _gate_reason(result, r)
-        status = r["status"] if r["status"] != "ok" else "below gate"
+        why = r["reason"] if r["status"] != RunStatus.OK else _gate_reason(result, r)
+        status = r["status"] if r["status"] != RunStatus.OK else "below gate"
         lines.append(f"- `{r['task']}` {r['variant']} seed {r['seed']}: **{status}** — {why}")
     lines += [f"- unreadable store entry: `{p}`" for p in result.scan.problems]
     return lines + ["", *_unchecked(result), *notes]
@@ -111,9 +111,9 @@ def stalled_lines(records: list[Record]) -> list[str]:
     :func:`harness.errors.stall_reason`).
     """
     lines = []
-    for task in sorted({r.task for r in records if r.status == STALLED}):
+    for task in sorted({r.task for r in records if r.status == RunStatus.STALLED}):
         recs = [r for r in records if r.task == task]
-        stalled = [r for r in recs if r.status == STALLED]
+        stalled = [r for r in recs if r.status == RunStatus.STALLED]
         best = _values(stalled, "val_loss_best")
         chance = _values(stalled, "chance_loss")
         span = f"best validation loss {text(min(best))} to {text(max(best))} nats/token" if best else ""

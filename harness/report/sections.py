@@ -16,6 +16,7 @@ from harness.analysis.claims import ControlOutcome, audit_text, claim_verdict, c
 from harness.analysis.comparisons import Analysis
 from harness.analysis.power import TARGET_POWER
 from harness.encode import count, text
+from harness.errors import RunStatus
 from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import SPENDING_FUNCTIONS
@@ -189,7 +190,7 @@ def setup_section(abl: Ablation, profile: str, records: list[Record], result: An
             f"- Versions: {', '.join(f'{k} {v}' for k, v in (r.versions or {}).items())}.",
             f"- Commit(s): {', '.join(sorted({str(x.commit) for x in records}))}.",
             *_plugins_line(records),
-            f"- Runs: {len(records)} in the store ({sum(x.status == 'ok' for x in records)} ok); "
+            f"- Runs: {len(records)} in the store ({sum(x.status == RunStatus.OK for x in records)} ok); "
             f"summed run wall time {total / 60:.1f} min.",
         ]
     if result is not None and prof.confirmatory:

@@ -26,7 +26,6 @@ from harness.report.guards import Guards, read_guards
 from harness.report.tuning import TuningData, check_studies, restored_studies_path
 from harness.store import archive
 from harness.store.archive import Archive
-from harness.store.record import TRAINED
 from harness.store.runs import DAMAGED_HISTORY, HISTORY, StoreScan, run_dir, run_history, scan
 from harness.tuned import tuned_profile
 
@@ -160,12 +159,12 @@ def load_source(
     archive.unpack(arc, root)
     found, tuned = scan(root, arc.ablation, arc.profile), scan(root, arc.ablation, tuned_profile(arc.profile))
     histories = {
-        r.run_id: h for r in found.records if r.status in TRAINED and (h := run_history(found, root, r)) is not None
+        r.run_id: h for r in found.records if r.status.trained and (h := run_history(found, root, r)) is not None
     }
     found.history = {k: h.replace(str(root), arc.store) if isinstance(h, str) else h for k, h in histories.items()}
     for rec in found.records:  # a damaged history is not in the file: its problem line stands for it
         at = f"{run_dir(Path(arc.store), rec.ablation, rec.profile, rec.run_id) / HISTORY}{DAMAGED_HISTORY}"
-        if rec.status in TRAINED and (line := next((p for p in arc.problems if p.startswith(at)), None)):
+        if rec.status.trained and (line := next((p for p in arc.problems if p.startswith(at)), None)):
             found.history[rec.run_id] = line
     tuned.history = {}  # the report lists an unreadable history once, as it reads it
     damaged = [h for h in found.history.values() if isinstance(h, str)]

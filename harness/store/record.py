@@ -12,28 +12,20 @@ or says why it is not one (a ``store problem``): nothing that reads the store ra
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
 from harness.config import RunConfig
 from harness.encode import number
-from harness.errors import pydantic_message
+from harness.errors import RunStatus, pydantic_message
 
-STATUSES = ("ok", "stalled", "diverged", "failed", "timeout")
-"""How a stored run ended: trained and evaluated, trained and evaluated without learning (its
-validation loss never clear of its task's chance level: :func:`harness.errors.stall_reason`),
-non-finite training loss, an exception, over its ``--run-timeout``. A record written before
-``stalled`` existed reads as it was stored."""
-TRAINED = ("ok", "stalled")
-"""The statuses of a run that trained to its end and was evaluated: its metrics and validation
-history are whole, and compared (a stalled one flagged; it counts as not finished)."""
 _CONFIG = {"model": ("d_model", "n_heads", "n_layers"), "train": ("steps", "batch_size", "seq_len")}
 _CONFIG |= {"eval": ("length_multipliers",), "ffn": (), "block": (), "attention": ()}
 
 
 class Record(BaseModel):
-    """A finished run (:data:`STATUSES`), as ``record.json`` holds it.
+    """A finished run (:class:`~harness.errors.RunStatus`), as ``record.json`` holds it.
 
     Attributes beyond the run's identity are None when the record does not hold them; unknown keys
     are kept (``model_extra``). ``metrics`` are floats: NaN where the file holds null, +/-inf for
@@ -42,7 +34,7 @@ class Record(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
-    status: Literal["ok", "stalled", "diverged", "failed", "timeout"]
+    status: RunStatus
     # what ran: from its RunSpec (harness.experiment.grid)
     run_id: StrictStr
     ablation: StrictStr
@@ -100,8 +92,8 @@ class Record(BaseModel):
     @field_validator("status", mode="before")
     @classmethod
     def _status(cls, value: Any) -> Any:
-        if value not in STATUSES:
-            raise ValueError(f"status {value!r} is not one of {', '.join(STATUSES)}")
+        if value not in tuple(RunStatus):
+            raise ValueError(f"status {value!r} is not one of {', '.join(RunStatus)}")
         return value
 
     @field_validator("config", mode="before")
@@ -125,8 +117,8 @@ class Record(BaseModel):
 
     @model_validator(mode="after")
     def _ok_has_metrics(self) -> Record:
-        if self.status in TRAINED and self.metrics is None:
-            raise ValueError(f"{'an' if self.status == 'ok' else 'a'} {self.status} record without metrics")
+        if self.status.trained and self.metrics is None:
+            raise ValueError(f"{'an' if self.status == RunStatus.OK else 'a'} {self.status} record without metrics")
         return self
 
     @property
@@ -140,7 +132,7 @@ class Record(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of ``record.json``: exactly the keys the record holds."""
-        return self.model_dump(exclude_unset=True)
+        return self.model_dump(exclude_unset=True) | {"status": self.status.value}
 
 
 def parse_record(raw: Any, folder_name: str | None = None) -> tuple[Record | None, str | None]:

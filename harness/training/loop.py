@@ -21,13 +21,13 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import lightning.pytorch as L
 import torch
 
 from harness.config import RunConfig, RunOptions
-from harness.errors import STALLED, TimedOut, run_error, stall_reason
+from harness.errors import RunStatus, TimedOut, run_error, stall_reason
 from harness.modules import TransformerLM
 from harness.seeding import stream_seed
 from harness.tasks import Task
@@ -227,7 +227,7 @@ class RunResult:
     strategy: str
     undefined_metrics: dict[str, str] = field(default_factory=dict)
     flags: dict[str, str] = field(default_factory=dict)
-    status: Literal["ok", "stalled"] = "ok"
+    status: RunStatus = RunStatus.OK
     reason: str | None = None
 
     def record_fields(self) -> dict[str, Any]:
@@ -320,9 +320,9 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             metrics["chance_loss"] = chance.loss
         best, best_step = lit.best_validation()
         stalled = stall_reason(best, best_step, chance.loss if chance else None, chance.basis if chance else "")
-        status = STALLED if stalled else "ok"
+        status = RunStatus.STALLED if stalled else RunStatus.OK
         if wandb is not None:  # under the store's names (record.json "metrics" and "status")
-            wandb.summary.update({**metrics, "status": status})
+            wandb.summary.update({**metrics, "status": status.value})
         return RunResult(
             metrics=metrics,
             history=lit.history,
@@ -349,7 +349,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
         if fitting:  # the init probes are outcomes too (e.g. of a run that diverges)
             err.metrics = probes
         if wandb is not None:
-            wandb.summary.update({**err.fields().get("metrics", {}), "status": err.status})
+            wandb.summary.update({**err.fields().get("metrics", {}), "status": err.status.value})
         raise err from err.__cause__
     finally:
         if o.progress:

@@ -16,10 +16,10 @@ from harness.cli import compare as compare_cmd
 from harness.cli import inspect as inspect_cmd
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
+from harness.errors import TRAINED
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.experiment.selection import select
-from harness.store.record import TRAINED
 from harness.store.runs import scan
 from helpers import unfinished
 

@@ -27,12 +27,12 @@ from typer.testing import CliRunner
 from harness.cli import run as run_cmd
 from harness.cli.app import app
 from harness.config import RunOptions
+from harness.errors import TRAINED
 from harness.execution.attempt import execute, wandb_run_id
 from harness.execution.launch import Launch
 from harness.execution.local import pool_context
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
-from harness.store.record import TRAINED
 from harness.store.runs import load_record, scan
 from harness.training import lit
 from harness.training.wandb_upload import offline_runs

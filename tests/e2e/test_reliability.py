@@ -20,12 +20,12 @@ import torch
 from harness.cli import inspect as inspect_cmd
 from harness.cli import run as run_cmd
 from harness.config import RunOptions
+from harness.errors import TRAINED
 from harness.execution.attempt import execute
 from harness.execution.launch import Launch
 from harness.execution.local import Engine
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
-from harness.store.record import TRAINED
 from harness.store.runs import load_record, run_dir
 from harness.training import loop as training
 from helpers.events import read_events

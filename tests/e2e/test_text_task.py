@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from harness.cli import run as run_cmd
+from harness.errors import TRAINED
 from harness.experiment.ablation import load
-from harness.store.record import TRAINED
 from harness.store.runs import scan
 from harness.tasks import build_task
 from harness.tasks import text as text_mod

@@ -10,12 +10,13 @@ import torch
 
 from harness.cli import progress
 from harness.cli import run as run_cmd
+from harness.errors import TRAINED
 from harness.execution.attempt import execute
 from harness.execution.launch import Launch
 from harness.execution.local import Engine
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
-from harness.store.record import TRAINED, Record
+from harness.store.record import Record
 from harness.store.runs import scan
 from helpers import unfinished
 from helpers.tiny_grid import numbers, write_tiny

@@ -11,11 +11,11 @@ import torch
 import yaml
 
 from harness.cli import run as run_cmd
+from harness.errors import TRAINED
 from harness.execution.attempt import WorkerArgs, execute
 from harness.experiment import plugins
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
-from harness.store.record import TRAINED
 from helpers.plugins import restored, write_plugin
 from helpers.tiny_grid import numbers, records, write_tiny
 

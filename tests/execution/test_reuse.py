@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.store.record import TRAINED
+from harness.errors import TRAINED
 from helpers.cli import invoke
 from helpers.tiny_grid import records, write_tiny
 

@@ -10,11 +10,10 @@ import pytest
 from lightning.fabric.plugins.io import torch_io
 
 from harness.config import RunOptions
-from harness.errors import RunFailed
+from harness.errors import TRAINED, RunFailed
 from harness.execution.attempt import Unstored, execute
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
-from harness.store.record import TRAINED
 from helpers.tiny_grid import write_tiny
 
 

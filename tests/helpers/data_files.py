@@ -10,7 +10,7 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.store.record import TRAINED
+from harness.errors import TRAINED
 
 
 def repack(src: Path, dst: Path, edit: Callable[[dict[str, bytes]], None]) -> Path:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import TRAINED
 from harness.experiment import plugins
-from harness.store.record import TRAINED
 from helpers.cli import invoke
 from helpers.plugins import restored
 from helpers.tiny_grid import numbers, records

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import run as run_cmd
-from harness.store.record import TRAINED
+from harness.errors import TRAINED
 from harness.store.runs import scan
 from helpers.cli import assert_refused, invoke, untimed
 from helpers.data_files import edit_record, repack

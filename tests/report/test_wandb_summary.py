@@ -19,12 +19,12 @@ from harness.analysis.comparisons import analyse
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
 from harness.cli.app import app
+from harness.errors import TRAINED
 from harness.execution.attempt import execute
 from harness.experiment.ablation import load
 from harness.experiment.claims import load_claims
 from harness.experiment.grid import plan
 from harness.experiment.selection import select
-from harness.store.record import TRAINED
 from harness.training import loop as training
 from harness.training.wandb_upload import EMPTY_LOG_BYTES, REPLAYED, SUMMARY_DIR, offline_runs
 from helpers.tiny_grid import records, write_tiny

@@ -14,7 +14,7 @@ from harness.cli import inspect as inspect_cmd
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
 from harness.cli.app import app
-from harness.store.record import TRAINED
+from harness.errors import TRAINED
 from harness.training import loop as training
 from helpers.tiny_grid import write_tiny
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
+from harness.errors import TRAINED
 from harness.execution.attempt import execute
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.seeding import numpy_rng
-from harness.store.record import TRAINED
 from harness.tasks import IGNORE_INDEX, build_task
 from harness.training.scoring import score, summarise
 from helpers import decode

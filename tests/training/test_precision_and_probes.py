@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.errors import TRAINED
 from harness.execution.attempt import execute
 from harness.experiment import metrics
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
-from harness.store.record import TRAINED
 from harness.training import precision as prec
 
 TINY = """

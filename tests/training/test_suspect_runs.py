@@ -15,13 +15,14 @@ from torch import Tensor
 
 from harness.cli import output
 from harness.cli.inspect import status
+from harness.errors import TRAINED
 from harness.execution.attempt import execute
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.modules import POSITIONAL, PositionalEncoding
 from harness.report.probes import run_notes
 from harness.store import archive
-from harness.store.record import TRAINED, Record
+from harness.store.record import Record
 from harness.tasks import IGNORE_INDEX
 from harness.training.scoring import GAP_NATS, fresh_draws, score, summarise, train_gap_flag, undefined_reason
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.errors import TRAINED
 from harness.execution.attempt import execute
 from harness.execution.local import run_grid
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
-from harness.store.record import TRAINED
 from harness.training import loop as training
 from harness.training.loop import TaskData, lr_factor
 from harness.training.model_and_devices import transformer_config

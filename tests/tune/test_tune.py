@@ -20,12 +20,11 @@ from harness.cli import output
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
 from harness.cli.app import app
-from harness.errors import AblateError
+from harness.errors import TRAINED, AblateError
 from harness.experiment.ablation import load
 from harness.experiment.search_space import DEFAULT_SPACE, ParamSpec, resolve_space
 from harness.experiment.selection import select
 from harness.redact import mask_url
-from harness.store.record import TRAINED
 from harness.tune.storage import default_storage
 from harness.tune.studies import TUNING_SEED, counts, monitor_for, plan_studies, study_name
 from harness.tuned import tuned_profile

@@ -17,7 +17,7 @@ from rich.console import Console
 from harness.cli import output
 from harness.cli import report as report_cmd
 from harness.cli import run as run_cmd
-from harness.store.record import TRAINED
+from harness.errors import TRAINED
 from harness.store.runs import scan
 
 # 20 steps: the smoke profile searches warm-ups up to 20, and a warm-up longer than the budget is refused
