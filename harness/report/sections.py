@@ -246,22 +246,31 @@ def sequential_section(result: Analysis) -> list[str]:
     base = result.ablation.baseline_label
     futility = f"non-binding futility below {sq.FUTILITY_POWER:.0%} conditional power at the sesoi"
     futility = futility if d.futility else "no futility stop"
-    title, looks_text = (
+    title, looks_text, holm, ci = (
         "## Group-sequential design",
         f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending",
+        "Holm carried across looks",
+        "repeated CI (bounds",
+    )
+    stop = (  # what an early stop does to an estimate: a fixed design has none
+        " An estimate at an early stop is biased away from zero (a comparison stops when its estimate happens to "
+        "be large): read Δ at a stopping look as an upper bound of the effect's size."
     )
     if st.fixed:
-        title, looks_text = (
+        title, looks_text, holm, ci = (
             "## Fixed design",
             f"One look at {d.looks[0]} seeds (no `sequential:` block: all of alpha there)",
+            "Holm over it",
+            "CI (its bound",
         )
+        stop = ""
     lines = [
         title,
         "",
         f"{looks_text}, two-sided alpha "
-        f"{d.alpha:g} over the primary family (every verdict kind: better, worse, equivalent), Holm carried "
-        f"across looks (a comparison passes its level L on only when its interval excludes 0 and lies within "
-        f"±sesoi); each decided by one interval of coverage 1 - L, the hull of the paired t's repeated CI (bounds "
+        f"{d.alpha:g} over the primary family (every verdict kind: better, worse, equivalent), {holm} "
+        f"(a comparison passes its level L on only when its interval excludes 0 and lies within "
+        f"±sesoi); each decided by one interval of coverage 1 - L, the hull of the paired t's {ci} "
         f"by simulation of its null distribution, {sq.N_PATHS:,} paths) and the studentized bootstrap's "
         f"({pw.BOOTSTRAP_RESAMPLES:,} resamples); where the family's pooled skewness exceeds sqrt(pairs / "
         f"{round(sq.SKEW_LIMIT**-2)}) in size (or its differences are fewer than {sq.SKEW_MIN_VALUES}), the end of "
@@ -290,11 +299,10 @@ def sequential_section(result: Analysis) -> list[str]:
         "",
         "The deciding interval is the one that decided each verdict, whatever its kind: `better` / `worse` when it "
         "excludes 0, `equivalent` when it lies within ±sesoi; at the comparison's level L and look its coverage "
-        "is 1 - L whatever the stopping rule did (J&T ch. 9), so every kind of error is a miss of this interval. "
+        + ("is 1 - L, " if st.fixed else "is 1 - L whatever the stopping rule did (J&T ch. 9), ")
+        + "so every kind of error is a miss of this interval. "
         "\"Held back by skew\" gives the family's pooled skewness where the skew guard's margin held back a verdict "
-        "that the interval without it would give. An "
-        "estimate at an early stop is biased away from zero (a comparison stops when its estimate happens to be "
-        "large): read Δ at a stopping look as an upper bound of the effect's size. The tables above read every "
+        f"that the interval without it would give.{stop} The tables above read every "
         "stored pair of each arm; their p adj are the paired t-test's and do not decide here.",
         "",
     ]
