@@ -229,8 +229,7 @@ def analyse(
             table.name_primary(
                 f"{design}, Holm over {count(len(st.comparisons), 'comparison')}", abl.exploratory_variants
             )
-    fixed = out.sequential is None or out.sequential.fixed  # a sequential design plans its own seeds
-    short = {(p.task, p.metric, p.variant): p.needed for p in out.power if p.underpowered and fixed}
+    short = looks.underpowered(out.sequential, out.power, abl.exploratory_variants)
     for table in primaries:
         _decide(out, table, planned, looked, short if prof.confirmatory else {})
     for table in out.tables:

@@ -8,7 +8,9 @@ each comparison judged on the pairs of the look's seeds, gated as the comparison
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,6 +25,9 @@ from harness.experiment import metrics
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
 from harness.store.record import Record
+
+if TYPE_CHECKING:
+    from harness.analysis.power import PrimaryPower
 
 OUTCOME_WORDS = {sq.BETTER: "better", sq.WORSE: "worse", sq.EQUIVALENT: "equivalent", sq.OPEN: "open"}
 OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
@@ -140,13 +145,18 @@ class State:
         return not self.needed
 
     def summary(self) -> str:
-        """``look 1 of 3 reached (8 seeds); next: look 2 (16 seeds), 3 arms`` or ``finished``."""
+        """``look 1 of 3 reached (8 seeds); next: look 2 (16 seeds), 3 arms`` or ``finished``.
+
+        A fixed design's: ``8 seeds: every run in``.
+        """
         k, looks = self.reached, self.design.looks
         if self.too_few is not None:
             return (
                 f"{count(looks[0], 'seed')}, too few for any verdict: a test that leaves the differences' "
                 f"distribution free needs {self.too_few}"
             )
+        if self.fixed:
+            return f"{count(looks[0], 'seed')}: " + ("every run in" if k else "waits for its runs")
         done = f"no look of {len(looks)} reached yet"
         if k:
             done = f"look {k} of {len(looks)} reached ({count(looks[k - 1], 'seed')})"
@@ -158,6 +168,8 @@ class State:
         """What one comparison waits for, in words."""
         if self.too_few is not None:
             return f"too few seeds (needs {self.too_few})"
+        if c.outcome != sq.OPEN and self.fixed:
+            return f"{OUTCOME_WORDS[c.outcome]} at {count(self.design.looks[c.look], 'seed')}"
         if c.outcome != sq.OPEN:
             return f"{OUTCOME_WORDS[c.outcome]} at look {c.look + 1} ({count(self.design.looks[c.look], 'seed')})"
         if self.reached == len(self.design.looks):
@@ -274,6 +286,23 @@ def _paired(sel: Selection, values: dict, task: str, variant: str, seeds: list[i
         for arm in (sel.ablation.baseline_label, variant)
     )
     return paired.paired_test(base, mine, metrics.higher_is_better(sel.ablation.tasks[task].primary.metric))
+
+
+def underpowered(
+    st: State | None, power: list[PrimaryPower], exploratory: Collection[str]
+) -> dict[tuple[str, str, str], int]:
+    """The seeds each underpowered primary comparison needs, by (task, metric, variant).
+
+    Those of a fixed design (a sequential one plans its own seeds) that more seeds may decide: not one the skew
+    guard held back (its verdict says why) nor an exploratory variant's.
+    """
+    held = set() if st is None else {(c.task, c.variant) for c in st.comparisons if np.isfinite(c.skewed)}
+    fixed = st is None or st.fixed
+    return {
+        (p.task, p.metric, p.variant): p.needed
+        for p in power
+        if p.underpowered and fixed and (p.task, p.variant) not in held and p.variant not in exploratory
+    }
 
 
 def next_specs(sel: Selection, st: State) -> list[RunSpec]:

@@ -158,9 +158,10 @@ def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) ->
         )
     else:
         said = (
-            f"{profile} is confirmatory: better or worse where the t-test and the exact sign-flip test both "
-            "reject after Holm adjustment over the primary comparisons (p adj); inconclusive and "
-            "underpowered decide nothing at these seeds."
+            f"{profile} is a fixed design: better, worse or equivalent where the deciding interval (the "
+            "t-interval with the bootstrap-t interval, at one look over every seed) settles it after Holm over "
+            "the primary comparisons (docs/statistics.md); inconclusive and underpowered decide nothing at these "
+            "seeds."
         )
     step = f"next: `{ctx.command('report')}` writes {report_path(abl, profile, DEFAULT_REPORTS, ctx.overrides)}"
     confirm = next((name for name, prof in abl.profiles.items() if prof.confirmatory), None)

@@ -206,11 +206,13 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     output.check_results_readable(results)
     found = scan(results, sel.name, sel.profile)
     later = {s.run_id for s in sel.specs}  # runs a look may still make
-    if sequential := sel.settings.sequential is not None:
+    sequential, st = sel.settings.sequential is not None, None
+    if sel.settings.confirmatory:  # the design that decides: a sequential one's looks, or a fixed one's one look
         from harness.analysis import looks  # scipy
 
         looks.design_of(sel)  # a design that could decide nothing is refused before the table
         st = looks.state(sel, found.records)
+    if sequential:
         explore = set(sel.ablation.exploratory_variants) if st.needed else set()  # as looks.next_specs
         later = {s.run_id for s in sel.specs if (s.task, s.variant_label) in st.needed or s.variant_label in explore}
     columns = (*RunStatus, "running", "pending") + (("not needed",) if sequential else ())
@@ -251,8 +253,9 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
     stored = [r for r in found.records if r.run_id in sel.run_ids]
     if warning := declared.check(sel, stored).warning(sel.settings.confirmatory):
         say(f"[yellow]warning[/] {escape(warning)}")
-    if sequential:  # the look the design reached and what each primary comparison waits for
-        say(f"sequential design: {_design(st.design)}; {st.summary()}")
+    if st is not None:  # the look the design reached and what each primary comparison waits for
+        kind = "fixed design: one look" if st.fixed else f"sequential design: {_design(st.design)}"
+        say(f"{kind}; {st.summary()}")
         for c in st.comparisons:
             where = f"{c.task} {escape(c.variant)} vs {escape(sel.ablation.baseline_label)}"
             say(f"  {where}: {st.waits_for(c)}; deciding interval {escape(c.interval_text())}")

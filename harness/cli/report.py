@@ -381,11 +381,10 @@ def _report_ablation(name: str, results: Path, out: Path, storage: str | None, g
         made[pname] = result, tuning
         _echo(f"wrote {path}")
         newest = max((r.finished_at or "" for r in mine), default="")
-        # the claims' evidence its grid holds: the latest report is the confirmatory one that tests them most
         view = sel.ablation
         held[pname] = {cid: sum(in_grid(ev, view, pname) for ev in claims[cid].evidence) for cid in view.claims}
         run_s = sum(r.wall_time_s or 0.0 for r in mine)
-        evidence = sum(held[pname].values())
+        evidence = sum(held[pname].values())  # the latest report is the confirmatory one that tests them most
         entry.reported.append(index.Reported(pname, path, prof.confirmatory, newest, order, evidence, run_s))
     if (latest := entry.latest) is not None:
         result, tuning = made[latest.profile]
@@ -395,6 +394,7 @@ def _report_ablation(name: str, results: Path, out: Path, storage: str | None, g
             if where != latest:
                 entry.decided_in[cid] = where
         entry.tuning = claim_changes(result.ablation, result, tuning, guards)  # as its Tuning section says it
-        entry.controls = [control_text(c) for c in control_outcomes(result)]  # as the report says it
+        judged = made.get(abl.control.profile, (result,))[0] if abl.control is not None else result  # its profile's
+        entry.controls = [control_text(c) for c in control_outcomes(judged)]  # as that report says it
         entry.seeds = index.seeds_cell(result)
     return entry

@@ -235,8 +235,8 @@ def adopt(spec: RunSpec, source: Path, own: Path, target: dict[str, Any] | None)
 
     Returns:
         The new record: the source's numbers, timings, versions and commit, ``spec``'s ablation,
-        profile and variant, ``target`` as its convergence target, and ``reused_from``: the source's
-        ``<ablation>/<profile>/<run id>``.
+        profile, variant and design fingerprint, ``target`` as its convergence target, and ``reused_from``: the
+        source's ``<ablation>/<profile>/<run id>``.
 
     Raises:
         ValueError: ``source`` holds no finished record that can be read.
@@ -244,7 +244,8 @@ def adopt(spec: RunSpec, source: Path, own: Path, target: dict[str, Any] | None)
     rec, problem = load_record(source)
     if rec is None:
         raise ValueError(f"{source}: {problem or 'no finished record'}")
-    update = {k: getattr(spec, k) for k in ("ablation", "profile", "variant", "variant_label")}
+    # the copy is made under the design its profile declares now, as a run trained here would be
+    update = {k: getattr(spec, k) for k in ("ablation", "profile", "variant", "variant_label", "design")}
     rec = rec.model_copy(update=update | {"target": target, "reused_from": rec.where})
     own.mkdir(parents=True, exist_ok=True)
     if (source / "history.csv").is_file():

@@ -136,8 +136,9 @@ READING = [
     "most seeds an arm ran, of the design's maximum).",
     "- **run-minutes**: the wall time of every run of the ablation's reported profiles, pilots included, summed: "
     "minutes of one worker, whatever ran at once.",
-    "- **negative control**: for an ablation declared as one (a known bug), `caught` when the latest report judges "
-    "the bug's variant `worse` on a task's primary metric with adjusted p < 0.05, `not caught` otherwise; the claims "
+    "- **negative control**: for an ablation declared as one (a known bug), `caught` when the report of its "
+    "declared profile (`control.profile`) judges "
+    "the bug's variant `worse` on a task's primary metric, `not caught` otherwise; the claims "
     "it guards are withheld unless it is caught on every task of its declared confirmatory profile.",
     "- **tuned**: where the latest report has tuned runs (`ablate tune`, then `ablate run --tuned`: every variant at "
     f"its own best parameters), a claim's cell adds its verdict on them (`tuned: ...`), and **{CHANGES}** marks a "

@@ -232,6 +232,13 @@ def _plugins_line(records: list[Record]) -> list[str]:
     return [f"- Plugins: {plugins}."] if seen else []
 
 
+def _verdict(result: Analysis, c: looks.ComparisonState) -> str:
+    """The verdict its primary table gives a comparison of the design ("" for none)."""
+    table = result.table(c.task, result.ablation.tasks[c.task].primary.metric)
+    rows = table.frame[table.frame["variant"] == c.variant] if table is not None else []
+    return str(rows["verdict"].iloc[0]) if len(rows) else ""
+
+
 def sequential_section(result: Analysis) -> list[str]:
     """The design that decides (docs/sequential.md) and each primary comparison's look, bound and deciding interval.
 
@@ -284,8 +291,8 @@ def sequential_section(result: Analysis) -> list[str]:
         at = c.look if c.look >= 0 else st.reached - 1
         where = f"{at + 1} ({c.pairs} pairs)" if at >= 0 else "none yet"
         decision = looks.OUTCOME_WORDS[c.outcome] if c.outcome != sq.OPEN else st.waits_for(c)
-        if c.task in result.unlearned:
-            decision = f"no verdict: the baseline did not learn the task (the design: {decision})"
+        if (final := _verdict(result, c)) and final != looks.verdict(st, c):  # a rule before the design's holds
+            decision += f"; verdict: {final}"
         rci = f"[{text(c.rci[0], '.4g')}, {text(c.rci[1], '.4g')}]"
         cover = text(1 - c.level, ".4g")
         skew = text(c.skewed, ".2f") if math.isfinite(c.skewed) else ""
@@ -302,7 +309,9 @@ def sequential_section(result: Analysis) -> list[str]:
         + ("is 1 - L, " if st.fixed else "is 1 - L whatever the stopping rule did (J&T ch. 9), ")
         + "so every kind of error is a miss of this interval. "
         "\"Held back by skew\" gives the family's pooled skewness where the skew guard's margin held back a verdict "
-        f"that the interval without it would give.{stop} The tables above read every "
-        "stored pair of each arm; their p adj are the paired t-test's and do not decide here.",
+        f"that the interval without it would give. Where a rule before the design's holds (a baseline that "
+        f"did not learn, one at the ceiling, a negligible difference), the decision names the verdict it gives.{stop} "
+        "The comparison tables below read every stored pair of each arm; their p adj are the paired t-test's and "
+        "do not decide here.",
         "",
     ]

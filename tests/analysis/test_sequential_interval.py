@@ -60,7 +60,7 @@ def test_the_printed_interval_is_the_deciding_one(ffn_width):
     else:
         assert held or not (low > 0 or high < 0 or -c.sesoi < low < high < c.sesoi)
     # and it is the interval the report prints, with its level and bound
-    analysis = type("A", (), {"sequential": st, "ablation": sel.ablation, "unlearned": {}})()
+    analysis = type("A", (), {"sequential": st, "ablation": sel.ablation, "table": lambda self, *a: None})()
     text = "\n".join(sections.sequential_section(analysis))
     row = next(line for line in text.splitlines() if line.startswith(f"| {c.task} |"))
     assert f"[{low:.4g}, {high:.4g}]" in row and f"{bound:.3f}" in row and f"{c.level:.3g}" in row

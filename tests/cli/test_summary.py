@@ -148,7 +148,7 @@ def test_a_confirmatory_profile_says_what_its_verdicts_mean(tmp_path):
     abl, decl = _pilot_and_confirm(tmp_path)
     results = tmp_path / "results"
     lines = closing_lines(abl, "cpu", results, select(abl, "cpu", check_data=False, typed=str(decl), results=results))
-    assert "cpu is confirmatory: better or worse where" in lines[1]
+    assert "cpu is a fixed design: better, worse or equivalent where the deciding interval" in lines[1]
     assert lines[-1] == f"next: `ablate report {decl} --profile cpu --results-dir {results}` writes reports/mini.md"
 
 

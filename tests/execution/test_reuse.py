@@ -12,6 +12,12 @@ from helpers.cli import invoke
 from helpers.tiny_grid import records, write_tiny
 
 
+def other_id(recs: dict, run_id: str) -> str:
+    """The one run id of ``recs`` that is not ``run_id``."""
+    (other,) = set(recs) - {run_id}
+    return other
+
+
 def _run(path: Path, results: Path):
     result = invoke("run", str(path), "--results-dir", str(results), "--workers", "1", "--wandb", "off")
     assert result.exit_code == 0, result.output
@@ -28,6 +34,9 @@ def test_identical_run_is_copied_with_its_origin(tmp_path: Path) -> None:
     results = tmp_path / "results"
     first = write_tiny(tmp_path / "a", name="first", steps=20, seeds=(0,), positions=("sinusoidal", "learned"))
     second = write_tiny(tmp_path / "b", name="second", steps=20, seeds=(0,), positions=("sinusoidal", "rope"))
+    decl = yaml.safe_load(second.read_text())
+    decl["tasks"]["copy"]["primary"]["sesoi"] = 0.07  # another design (its fingerprint), the same runs
+    second.write_text(yaml.safe_dump(decl))
     _run(first, results)
     out = _run(second, results).output
     assert "(1 copied from identical runs of first/cpu), 1 to run" in out, out
@@ -39,6 +48,8 @@ def test_identical_run_is_copied_with_its_origin(tmp_path: Path) -> None:
     src, dst = made[run_id], copied[run_id]
     assert dst["reused_from"] == f"first/cpu/{run_id}"
     assert dst["ablation"] == "second" and dst["variant_label"] == "sinusoidal"
+    # made under the copying profile's design, as a run trained there (no "design changed" warning for it)
+    assert dst["design"] == copied[other_id(copied, run_id)]["design"] != src["design"]
     assert dst["metrics"] == src["metrics"] and dst["wall_time_s"] == src["wall_time_s"]
     assert (results / "second" / "cpu" / run_id / "history.csv").read_text() == (
         results / "first" / "cpu" / run_id / "history.csv"
