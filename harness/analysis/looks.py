@@ -314,12 +314,13 @@ def next_specs(sel: Selection, st: State) -> list[RunSpec]:
     if st.finished:
         return []
     seeds = set(sel.settings.seeds[: st.design.looks[st.reached]])
-    explore = set(sel.ablation.exploratory_variants)
-    return [
-        s
-        for s in sel.specs
-        if s.seed in seeds and ((s.task, s.variant_label) in st.needed or s.variant_label in explore)
-    ]
+    return [s for s in to_come(sel, st) if s.seed in seeds]
+
+
+def to_come(sel: Selection, st: State) -> list[RunSpec]:
+    """The selection's runs a look may still make, at any seed: those of the arms :func:`next_specs` runs."""
+    explore = set(sel.ablation.exploratory_variants) if st.needed else set()
+    return [s for s in sel.specs if (s.task, s.variant_label) in st.needed or s.variant_label in explore]
 
 
 def verdict(st: State, c: ComparisonState) -> str:

@@ -213,8 +213,7 @@ def status(name: str, profile: str | None, results: Path, overrides: list[str] |
         looks.design_of(sel)  # a design that could decide nothing is refused before the table
         st = looks.state(sel, found.records)
     if sequential:
-        explore = set(sel.ablation.exploratory_variants) if st.needed else set()  # as looks.next_specs
-        later = {s.run_id for s in sel.specs if (s.task, s.variant_label) in st.needed or s.variant_label in explore}
+        later = {s.run_id for s in looks.to_come(sel, st)}
     columns = (*RunStatus, "running", "pending") + (("not needed",) if sequential else ())
     table = RichTable("task", "variant", *columns, title=f"{sel.name} / {sel.profile} in {results}")
     counts: dict[tuple[str, str], dict[str, int]] = {}
