@@ -11,7 +11,6 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from harness.analysis import verdicts as vd
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 
@@ -83,14 +82,6 @@ def seeds_at_ceiling(rows: pd.DataFrame, task: str, metric: str, variant: str, p
     if values.size < 2 or not np.all(np.abs(values - best) <= 1e-12):
         return None
     return int(values.size)
-
-
-def undecided_at_ceiling(verdict: object) -> bool:
-    """Whether a comparison verdict says nothing when its baseline is at the ceiling, as opposed to ``worse``.
-
-    Identical, equivalent, inconclusive; ``better`` cannot happen.
-    """
-    return vd.kind(verdict) in (vd.Kind.IDENTICAL, vd.Kind.EQUIVALENT, vd.Kind.INCONCLUSIVE, vd.Kind.BETTER)
 
 
 def censored(rows: pd.DataFrame, task: str, variant: str, base: str) -> bool:
