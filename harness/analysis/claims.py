@@ -134,7 +134,7 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]
     r = {} if table is None else next(iter(table.frame[table.frame["variant"] == ev.variant].to_dict("records")), {})
     confirmatory = abl.profiles[result.profile].confirmatory
     facts = cv.EvidenceFacts(r.get("verdict"), ev.expect, not pd.isna(r.get("delta")), confirmatory)
-    outcome = cv.evidence_outcome(facts)
+    outcome = vd.first(cv.EVIDENCE_RULES, facts)  # what the comparison says of the claim
     if outcome == "untestable":
         # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
         return f"{name}: {r['verdict']}; claim expects {ev.expect}: **untestable at this scale**", cv.Judged(

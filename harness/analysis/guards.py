@@ -186,17 +186,26 @@ def _holm(outcomes: list[Outcome], alpha: float) -> None:
         o.row["verdict"] = vd.decide(o.facts)
 
 
+def _unlearned(u: untestable.Unlearned | None) -> str:
+    """``3/8`` (seeds that reached the target, of those planned), ``3/8, 2 not run``; empty for None."""
+    return "" if u is None else f"{u.reached}/{u.planned}" + (f", {u.not_run} not run" if u.not_run else "")
+
+
 OUTCOMES = (  # a control comparison's outcome from its verdict: the first that holds (docs/statistics.md)
-    ("not learned", lambda o: vd.kind(o.verdict) is vd.Kind.NOT_LEARNED, "inconclusive (baseline not learned {u})"),
-    (
+    vd.Rule(
+        "not learned",
+        lambda o: vd.kind(o.verdict) is vd.Kind.NOT_LEARNED,
+        lambda o: f"inconclusive (baseline not learned {_unlearned(o.unlearned)})",
+    ),
+    vd.Rule(
         "at ceiling",
         lambda o: vd.kind(o.verdict) is vd.Kind.CEILING,
-        "inconclusive (reference at ceiling on all {c} seeds)",
+        lambda o: f"inconclusive (reference at ceiling on all {o.ceiling} seeds)",
     ),
-    ("no verdict", lambda o: not o.verdict or vd.kind(o.verdict) is vd.Kind.PILOT, "inconclusive"),
-    ("pass", lambda o: vd.matches(o.verdict, o.comparison.expect), "pass"),
-    ("fail", lambda o: vd.rules(o.verdict), "fail"),
-    ("inconclusive", lambda o: True, "inconclusive"),
+    vd.Rule("no verdict", lambda o: not o.verdict or vd.kind(o.verdict) is vd.Kind.PILOT, lambda o: "inconclusive"),
+    vd.Rule("pass", lambda o: vd.matches(o.verdict, o.comparison.expect), lambda o: "pass"),
+    vd.Rule("fail", lambda o: vd.rules(o.verdict), lambda o: "fail"),
+    vd.Rule("inconclusive", lambda o: True, lambda o: "inconclusive"),
 )
 
 
@@ -207,9 +216,7 @@ def _judge(o: Outcome) -> None:
     """
     o.verdict = str(o.row["verdict"])
     u = o.unlearned
-    left = f", {u.not_run} not run" if u is not None and u.not_run else ""
-    text = next(out for _, holds, out in OUTCOMES if holds(o))
-    o.outcome = text.format(u=f"{u.reached}/{u.planned}{left}" if u is not None else "", c=o.ceiling)
+    o.outcome = vd.first(OUTCOMES, o)
     low, mean = o.comparison.reference_min, o.reference.get("mean", math.nan)
     if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not mean >= low:
         o.outcome = "fail"
