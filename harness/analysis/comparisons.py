@@ -306,9 +306,8 @@ def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: s
     data = out.rows[(out.rows["task"] == task) & (out.rows["metric"] == metric)]
     task_runs = out.runs[out.runs["task"] == task]
     ok = task_runs["status"].isin(TRAINED)  # stalled runs stay in, counted in `stalled` (flagged)
-    gated = metrics.beyond_training(metric) and prof.apply_gate
-    below = task_runs[ok & ~task_runs["passed_gate"]] if gated else task_runs.iloc[:0]
-    data = data[~data["run_id"].isin(set(below["run_id"]))]
+    gated = untestable.gated_out(task_runs, task, metric, prof.apply_gate)
+    below, data = task_runs["run_id"].isin(gated), data[~data["run_id"].isin(gated)]
     present = _order(abl, task_runs["variant"], base)
     values = data[["variant", "seed", "value"]]
     if metrics.is_ratio(metric):  # per-seed ratios: the paired difference of logs (a value <= 0 has none)
@@ -327,10 +326,10 @@ def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: s
         frame = pd.DataFrame({"variant": present})
     # ok runs left in the comparison with no value of the metric (no row, or NaN): n counts them out, say so
     valued = set(data.loc[pd.to_numeric(data["value"], errors="coerce").notna(), "run_id"])
-    no_value = ok & ~task_runs["run_id"].isin(valued) & (task_runs["passed_gate"] if gated else True)
+    no_value = task_runs[ok & ~below & ~task_runs["run_id"].isin(valued)]
     stalled = task_runs[(task_runs["status"] == RunStatus.STALLED) & task_runs["run_id"].isin(valued)]
     _add_counts(
-        frame, task_runs, below_gate=below, not_ok=task_runs[~ok], no_value=task_runs[no_value], stalled=stalled
+        frame, task_runs, below_gate=task_runs[below], not_ok=task_runs[~ok], no_value=no_value, stalled=stalled
     )
     return Table(task, metric, hib, "", frame, sesoi, facts=facts)
 

@@ -18,7 +18,7 @@ from harness.analysis import verdicts as vd
 from harness.analysis.claims import NEGATIVE, Guard, control_outcomes
 from harness.analysis.comparisons import Analysis, analyse
 from harness.encode import count
-from harness.errors import TRAINED, AblateError
+from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
@@ -140,9 +140,7 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
     rows, runs, prof, task = result.rows, result.runs, result.ablation.profiles[comp.profile], comp.task
     pair = [comp.variant, comp.reference]
     data = rows[(rows["task"] == task) & (rows["metric"] == comp.metric) & rows["variant"].isin(pair)]
-    if metrics.beyond_training(comp.metric) and prof.apply_gate:
-        gated = set(runs.loc[(runs["task"] == task) & runs["status"].isin(TRAINED) & ~runs["passed_gate"], "run_id"])
-        data = data[~data["run_id"].isin(gated)]
+    data = data[~data["run_id"].isin(untestable.gated_out(runs, task, comp.metric, prof.apply_gate))]
     o = Outcome(comp, "not run", runs=len(result.scan.records), planned=planned)
     if not set(pair) <= set(data["variant"]):
         o.note = "no runs of both variants with this metric"

@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from harness.errors import TRAINED
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 
@@ -52,6 +53,17 @@ def unlearned(rows: pd.DataFrame, task: str, variant: str, planned: int) -> Unle
 def learned(reached: int, planned: int) -> bool:
     """A task is learned when its target was reached on more than half of the planned seeds."""
     return 2 * reached > planned
+
+
+def gated_out(runs: pd.DataFrame, task: str, metric: str, apply_gate: bool) -> set[str]:
+    """The ids of the runs of ``task`` that a comparison of ``metric`` leaves out for the task's gate.
+
+    Those that trained but did not pass it, when the profile applies it (``apply_gate``) and ``metric`` lies beyond L.
+    """
+    if not (apply_gate and metrics.beyond_training(metric)):
+        return set()
+    mine = runs[runs["task"] == task]
+    return set(mine.loc[mine["status"].isin(TRAINED) & ~mine["passed_gate"], "run_id"])
 
 
 def below_gate(runs: pd.DataFrame, task: str, metric: str, variant: str, base: str, apply_gate: bool) -> str | None:
