@@ -119,9 +119,11 @@ def table(
     hib = metrics.higher_is_better(points[0].metric)
     per_seed = slopes(rows, task, points, hib, ev.trend.log2)
     entry = abl.tasks[task]
-    stems = {(metrics.length_of(lv.metric) or (lv.metric, 1))[0] for lv in points}
-    primary_stem = (metrics.length_of(entry.primary.metric) or (entry.primary.metric, 1))[0]
-    sesoi = entry.primary.sesoi if stems == {primary_stem} else None
+
+    def stem(metric: str) -> str:  # acc@x2 -> acc: the primary's sesoi holds for its metric at every length
+        return (metrics.length_of(metric) or (metric, 1))[0]
+
+    sesoi = entry.primary.sesoi if {stem(lv.metric) for lv in points} == {stem(entry.primary.metric)} else None
     confirmatory = settings.confirmatory
     gate = [
         untestable.below_gate(all_runs, task, lv.metric, lv.variant, lv.against, confirmatory and settings.apply_gate)
