@@ -7,16 +7,17 @@ them). docs/statistics.md lists both in this order; docs/claims-audit.md explain
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import NamedTuple
 
 from harness.analysis.verdicts import (
     NO_EFFECT_OF_THAT_SIZE,
     NO_VERDICT,
     Kind,
+    Rule,
     _match,
+    first,
     kind,
     matches,
     rules,
@@ -156,29 +157,16 @@ class EvidenceFacts:
     confirmatory: bool
 
 
-class EvidenceRule(NamedTuple):
-    """One of :data:`EVIDENCE_RULES`: when it ``holds`` for an entry's :class:`EvidenceFacts`, and its ``outcome``."""
-
-    name: str
-    holds: Callable[[EvidenceFacts], bool]
-    outcome: str
-
-
-EVIDENCE_RULES = (
-    EvidenceRule("untestable", lambda e: kind(e.verdict) in NO_VERDICT, "untestable"),
-    EvidenceRule("not run", lambda e: not e.paired, "not run"),
-    EvidenceRule("pilot", lambda e: kind(e.verdict) is Kind.PILOT or not e.confirmatory, "pilot"),
-    EvidenceRule("supported", lambda e: matches(e.verdict, e.expect), "supported"),
-    EvidenceRule("no effect of that size", lambda e: kind(e.verdict) in NO_EFFECT_OF_THAT_SIZE, "negligible"),
-    EvidenceRule("contradicted", lambda e: rules(e.verdict), "contradicted"),
-    EvidenceRule("underpowered", lambda e: kind(e.verdict) is Kind.UNDERPOWERED, "underpowered"),
-    EvidenceRule("inconclusive", lambda e: True, "inconclusive"),
+EVIDENCE_RULES = (  # over an entry's EvidenceFacts, each giving its outcome
+    Rule("untestable", lambda e: kind(e.verdict) in NO_VERDICT, lambda e: "untestable"),
+    Rule("not run", lambda e: not e.paired, lambda e: "not run"),
+    Rule("pilot", lambda e: kind(e.verdict) is Kind.PILOT or not e.confirmatory, lambda e: "pilot"),
+    Rule("supported", lambda e: matches(e.verdict, e.expect), lambda e: "supported"),
+    Rule("no effect of that size", lambda e: kind(e.verdict) in NO_EFFECT_OF_THAT_SIZE, lambda e: "negligible"),
+    Rule("contradicted", lambda e: rules(e.verdict), lambda e: "contradicted"),
+    Rule("underpowered", lambda e: kind(e.verdict) is Kind.UNDERPOWERED, lambda e: "underpowered"),
+    Rule("inconclusive", lambda e: True, lambda e: "inconclusive"),
 )
-
-
-def evidence_outcome(facts: EvidenceFacts) -> str:
-    """What one comparison says of a claim, by the first of :data:`EVIDENCE_RULES` that holds."""
-    return next(rule.outcome for rule in EVIDENCE_RULES if rule.holds(facts))
 
 
 @dataclass(frozen=True)
@@ -227,45 +215,33 @@ class ClaimFacts:
         ]
 
 
-class ClaimRule(NamedTuple):
-    """One of :data:`CLAIM_RULES`: when it ``holds`` for a claim's :class:`ClaimFacts`, and the ``verdict`` then."""
-
-    name: str
-    holds: Callable[[ClaimFacts], bool]
-    verdict: Callable[[ClaimFacts], str]
-
-
 def _composed(c: ClaimFacts) -> str:
     """The verdict over every comparison (conditions pooled), as inline text."""
     return decide_claim(replace(c, inline=True), start=_FIRST_COMPOSED)
 
 
-CLAIM_RULES = (
-    ClaimRule("premise fails", lambda c: c.premise_fails is not None, lambda c: c.premise_fails),
-    ClaimRule(
-        "not testable as stated", lambda c: c.not_testable is not None, lambda c: claim_not_testable(c.not_testable)
-    ),
-    ClaimRule("not tested yet", lambda c: c.evidence == 0, lambda c: ClaimKind.NOT_TESTED_YET.value),
-    ClaimRule("not tested in this profile", lambda c: not c.judged, lambda c: ClaimKind.NOT_TESTED.value),
-    ClaimRule(
-        "pilot", lambda c: not c.confirmatory or any(j.outcome == "pilot" for j in c.judged), lambda c: claim_pilot()
-    ),
-    ClaimRule(
+CLAIM_RULES = (  # over a claim's ClaimFacts
+    Rule("premise fails", lambda c: c.premise_fails is not None, lambda c: c.premise_fails),
+    Rule("not testable as stated", lambda c: c.not_testable is not None, lambda c: claim_not_testable(c.not_testable)),
+    Rule("not tested yet", lambda c: c.evidence == 0, lambda c: ClaimKind.NOT_TESTED_YET.value),
+    Rule("not tested in this profile", lambda c: not c.judged, lambda c: ClaimKind.NOT_TESTED.value),
+    Rule("pilot", lambda c: not c.confirmatory or any(j.outcome == "pilot" for j in c.judged), lambda c: claim_pilot()),
+    Rule(
         "by condition",
         lambda c: not c.inline and len(c.conditions) > 1 and len({claim_kind(v) for _, v in c.per_condition()}) > 1,
         lambda c: claim_by_condition(c.per_condition()),
     ),
-    ClaimRule(
+    Rule(
         "for every condition",
         lambda c: not c.inline and len(c.conditions) > 1,
         lambda c: claim_for_all(_composed(c), [str(x) for x in c.conditions]),
     ),
-    ClaimRule(
+    Rule(
         "mixed",
         lambda c: c.count("supported") and c.count("contradicted"),
         lambda c: claim_mixed(c.count("supported"), c.count("contradicted"), c.inline),
     ),
-    ClaimRule(
+    Rule(
         "supported",
         lambda c: c.count("supported") > 0,
         lambda c: claim_supported(
@@ -273,27 +249,27 @@ CLAIM_RULES = (
             sum(j.small is not None for j in c.judged) == c.count("supported"),
         ),
     ),
-    ClaimRule(
+    Rule(
         "contradicted",
         lambda c: c.count("contradicted") > 0,
         lambda c: claim_contradicted(c.count("contradicted") == len(c.judged)),
     ),
-    ClaimRule(
+    Rule(
         "no effect of that size",
         lambda c: c.count("negligible") > 0,
         lambda c: claim_no_effect(j.sesoi for j in c.judged if j.outcome == "negligible" and j.sesoi is not None),
     ),
-    ClaimRule("untestable", lambda c: c.count("untestable") == len(c.judged), lambda c: ClaimKind.UNTESTABLE.value),
-    ClaimRule(
+    Rule("untestable", lambda c: c.count("untestable") == len(c.judged), lambda c: ClaimKind.UNTESTABLE.value),
+    Rule(
         "underpowered",
         lambda c: c.count("underpowered") == len(c.judged) and any(j.needs is not None for j in c.judged),
         lambda c: claim_underpowered(max(j.needs for j in c.judged if j.needs is not None)),
     ),
-    ClaimRule("inconclusive", lambda c: True, lambda c: ClaimKind.INCONCLUSIVE.value),
+    Rule("inconclusive", lambda c: True, lambda c: ClaimKind.INCONCLUSIVE.value),
 )
 _FIRST_COMPOSED = [r.name for r in CLAIM_RULES].index("mixed")
 
 
 def decide_claim(facts: ClaimFacts, start: int = 0) -> str:
     """A claim's verdict by the first of :data:`CLAIM_RULES` (from ``start``) that holds."""
-    return next(rule.verdict(facts) for rule in CLAIM_RULES[start:] if rule.holds(facts))
+    return first(CLAIM_RULES[start:], facts)

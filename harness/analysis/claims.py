@@ -131,10 +131,10 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]
     if ev.premise:
         return _premise(ev, result, name)
     table = result.trend_table(ev) if ev.trend is not None else result.table(ev.task, ev.metric, ref)
-    r = {} if table is None else next(iter(table.frame[table.frame["variant"] == ev.variant].to_dict("records")), {})
+    r = {} if table is None else table.row(ev.variant)
     confirmatory = abl.profiles[result.profile].confirmatory
     facts = cv.EvidenceFacts(r.get("verdict"), ev.expect, not pd.isna(r.get("delta")), confirmatory)
-    outcome = cv.evidence_outcome(facts)
+    outcome = vd.first(cv.EVIDENCE_RULES, facts)  # what the comparison says of the claim
     if outcome == "untestable":
         # no verdict from a task the baseline (or the variant) did not learn, or one too easy to separate them
         return f"{name}: {r['verdict']}; claim expects {ev.expect}: **untestable at this scale**", cv.Judged(
@@ -149,7 +149,7 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]
     family = "exploratory variant, BH within the table" if ev.variant in abl.exploratory_variants else table.family
     shown = "no effect of that size" if outcome == "negligible" else outcome
     if ev.metric == metrics.OUTCOME:
-        base = table.frame[table.frame["variant"] == ref].iloc[0]
+        base = table.row(ref)
         common = _not_finished(result, ev.task, ev.variant)[1]
         why = f" ({common[0][1]} {common[0][0]})" if common else ""
         return (
@@ -261,8 +261,8 @@ def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[ControlOutco
     for task, entry in abl.tasks.items():
         table = result.table(task, entry.primary.metric)
         for variant in variants:
-            rows = [] if table is None else table.frame[table.frame["variant"] == variant].to_dict("records")
-            verdict, p_adj = (rows[0].get("verdict"), rows[0].get("p_adj")) if rows else (None, None)
+            r = {} if table is None else table.row(variant)
+            verdict, p_adj = r.get("verdict"), r.get("p_adj")
             if not isinstance(verdict, str):
                 verdict, p_adj = "no paired runs", None
             p_adj = math.nan if pd.isna(p_adj) else float(p_adj)

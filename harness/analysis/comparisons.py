@@ -185,7 +185,6 @@ def analyse(
     ok_ids, prof = set(runs.loc[runs["status"].isin(TRAINED), "run_id"]), sel.settings
     rows = tidy(found.records).loc[lambda frame: frame["run_id"].isin(ok_ids)]
     out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign, alpha=alpha)
-    out.planned = len(prof.seeds)
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
@@ -196,7 +195,7 @@ def analyse(
         out.sequential = looks.state(sel, found.records, alpha, ids=ids if store_profile is not None else None)
         at = design.looks[max(out.sequential.reached, 1) - 1]
         planned = max(at, out.sequential.seeds_used)
-        out.planned = planned
+    out.planned = planned
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
@@ -210,7 +209,6 @@ def analyse(
             is_primary = metric == entry.primary.metric
             table = _compare(out, task, metric, entry.primary.sesoi if is_primary else None)
             table.family = "primary" if is_primary else "exploratory (BH)"
-            table.frame["planned"] = planned
             (primaries if is_primary else out.tables).append(table)
     holm_across(primaries, alpha, abl.exploratory_variants)
     out.power = primary_power(primaries, alpha)
@@ -219,7 +217,7 @@ def analyse(
         all_ok = (sub["status"] == RunStatus.OK).all()
         asked = not all_ok or metrics.OUTCOME in claims_mod.claimed_metrics(abl.claims, task)
         if asked and abl.baseline_label in set(sub["variant"]):  # (an empty sub has no baseline)
-            out.tables.append(_outcome_table(out, task, abl.baseline_label, planned))
+            out.tables.append(_outcome_table(out, task, abl.baseline_label))
     out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
     looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
     if (st := out.sequential) is not None:  # the looks decide, not the t-test's Holm family
@@ -231,14 +229,14 @@ def analyse(
             )
     short = looks.underpowered(out.sequential, out.power, abl.exploratory_variants)
     for table in primaries:
-        _decide(out, table, planned, looked, short if prof.confirmatory else {})
+        _decide(out, table, looked, short if prof.confirmatory else {})
     for table in out.tables:
-        _decide(out, table, planned, {}, {})
+        _decide(out, table, {}, {})
     out.tables = primaries + out.tables
     return out
 
 
-def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str], short: dict[tuple, int]) -> None:
+def _decide(out: Analysis, table: Table, looked: dict[tuple, str], short: dict[tuple, int]) -> None:
     """The verdict of each comparison of ``table`` from its test's facts and what else the analysis knows of it.
 
     The looks' verdict (``looked``), the seeds it needs (``short``), learning, gate, ceiling.
@@ -259,7 +257,7 @@ def _decide(out: Analysis, table: Table, planned: int, looked: dict[tuple, str],
             below_gate=untestable.below_gate(
                 out.runs, table.task, table.metric, variant, base, confirmatory and out.selection.settings.apply_gate
             ),
-            planned=planned,
+            planned=out.planned,
             censored=table.metric == metrics.STEPS_TO_TARGET and untestable.censored(rows, table.task, variant, base),
             ceiling=(metrics.best_value(table.metric), at_best) if confirmatory and at_best is not None else None,
             delta_ci=None if ci is None or ci.empty else tuple(float(x) for x in ci.iloc[0]),
@@ -282,8 +280,7 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
     else:
         table = _compare(result, task, metric, entry.primary.sesoi if metric == entry.primary.metric else None, ref)
     table.family, table.reference = f"exploratory (against {ref}, BH)", ref
-    table.frame["planned"] = result.planned
-    _decide(result, table, result.planned, {}, {})  # the rules of every comparison, none re-applied after
+    _decide(result, table, {}, {})  # the rules of every comparison, none re-applied after
     return table
 
 
@@ -306,9 +303,8 @@ def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: s
     data = out.rows[(out.rows["task"] == task) & (out.rows["metric"] == metric)]
     task_runs = out.runs[out.runs["task"] == task]
     ok = task_runs["status"].isin(TRAINED)  # stalled runs stay in, counted in `stalled` (flagged)
-    gated = metrics.beyond_training(metric) and prof.apply_gate
-    below = task_runs[ok & ~task_runs["passed_gate"]] if gated else task_runs.iloc[:0]
-    data = data[~data["run_id"].isin(set(below["run_id"]))]
+    gated = untestable.gated_out(task_runs, task, metric, prof.apply_gate)
+    below, data = task_runs["run_id"].isin(gated), data[~data["run_id"].isin(gated)]
     present = _order(abl, task_runs["variant"], base)
     values = data[["variant", "seed", "value"]]
     if metrics.is_ratio(metric):  # per-seed ratios: the paired difference of logs (a value <= 0 has none)
@@ -327,11 +323,12 @@ def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: s
         frame = pd.DataFrame({"variant": present})
     # ok runs left in the comparison with no value of the metric (no row, or NaN): n counts them out, say so
     valued = set(data.loc[pd.to_numeric(data["value"], errors="coerce").notna(), "run_id"])
-    no_value = ok & ~task_runs["run_id"].isin(valued) & (task_runs["passed_gate"] if gated else True)
+    no_value = task_runs[ok & ~below & ~task_runs["run_id"].isin(valued)]
     stalled = task_runs[(task_runs["status"] == RunStatus.STALLED) & task_runs["run_id"].isin(valued)]
     _add_counts(
-        frame, task_runs, below_gate=below, not_ok=task_runs[~ok], no_value=task_runs[no_value], stalled=stalled
+        frame, task_runs, below_gate=task_runs[below], not_ok=task_runs[~ok], no_value=no_value, stalled=stalled
     )
+    frame["planned"] = out.planned
     return Table(task, metric, hib, "", frame, sesoi, facts=facts)
 
 
@@ -358,7 +355,7 @@ def why_not_finished(statuses: Sequence[str], reasons: Sequence[str | None]) -> 
     return Counter(texts).most_common()
 
 
-def _outcome_table(out: Analysis, task: str, base: str, planned: int = 0) -> Table:
+def _outcome_table(out: Analysis, task: str, base: str) -> Table:
     """Whether each run of ``task`` finished, variant against ``base`` (:func:`stats.outcome_compare`)."""
     runs = out.runs[out.runs["task"] == task]
     facts: dict[str, vd.Facts] = {}
@@ -366,7 +363,7 @@ def _outcome_table(out: Analysis, task: str, base: str, planned: int = 0) -> Tab
     finished = runs[["variant", "seed"]].assign(value=(runs["status"] == RunStatus.OK) * 1.0)
     frame = stats.outcome_compare(finished, baseline=base, **how)
     frame = frame.set_index("variant").reindex(_order(out.ablation, frame["variant"], base)).reset_index()
-    frame["below_gate"], frame["not_ok"], frame["planned"] = 0, 0, planned
+    frame["below_gate"], frame["not_ok"], frame["planned"] = 0, 0, out.planned
     _add_counts(frame, runs)
     hib = metrics.higher_is_better(metrics.OUTCOME)
     return Table(task, metrics.OUTCOME, hib, "outcome (exact McNemar, BH)", frame, facts=facts)

@@ -18,7 +18,7 @@ from harness.analysis import verdicts as vd
 from harness.analysis.claims import NEGATIVE, Guard, control_outcomes
 from harness.analysis.comparisons import Analysis, analyse
 from harness.encode import count
-from harness.errors import TRAINED, AblateError
+from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
@@ -140,9 +140,7 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
     rows, runs, prof, task = result.rows, result.runs, result.ablation.profiles[comp.profile], comp.task
     pair = [comp.variant, comp.reference]
     data = rows[(rows["task"] == task) & (rows["metric"] == comp.metric) & rows["variant"].isin(pair)]
-    if metrics.beyond_training(comp.metric) and prof.apply_gate:
-        gated = set(runs.loc[(runs["task"] == task) & runs["status"].isin(TRAINED) & ~runs["passed_gate"], "run_id"])
-        data = data[~data["run_id"].isin(gated)]
+    data = data[~data["run_id"].isin(untestable.gated_out(runs, task, comp.metric, prof.apply_gate))]
     o = Outcome(comp, "not run", runs=len(result.scan.records), planned=planned)
     if not set(pair) <= set(data["variant"]):
         o.note = "no runs of both variants with this metric"
@@ -186,17 +184,26 @@ def _holm(outcomes: list[Outcome], alpha: float) -> None:
         o.row["verdict"] = vd.decide(o.facts)
 
 
+def _unlearned(u: untestable.Unlearned | None) -> str:
+    """``3/8`` (seeds that reached the target, of those planned), ``3/8, 2 not run``; empty for None."""
+    return "" if u is None else f"{u.reached}/{u.planned}" + (f", {u.not_run} not run" if u.not_run else "")
+
+
 OUTCOMES = (  # a control comparison's outcome from its verdict: the first that holds (docs/statistics.md)
-    ("not learned", lambda o: vd.kind(o.verdict) is vd.Kind.NOT_LEARNED, "inconclusive (baseline not learned {u})"),
-    (
+    vd.Rule(
+        "not learned",
+        lambda o: vd.kind(o.verdict) is vd.Kind.NOT_LEARNED,
+        lambda o: f"inconclusive (baseline not learned {_unlearned(o.unlearned)})",
+    ),
+    vd.Rule(
         "at ceiling",
         lambda o: vd.kind(o.verdict) is vd.Kind.CEILING,
-        "inconclusive (reference at ceiling on all {c} seeds)",
+        lambda o: f"inconclusive (reference at ceiling on all {o.ceiling} seeds)",
     ),
-    ("no verdict", lambda o: not o.verdict or vd.kind(o.verdict) is vd.Kind.PILOT, "inconclusive"),
-    ("pass", lambda o: vd.matches(o.verdict, o.comparison.expect), "pass"),
-    ("fail", lambda o: vd.rules(o.verdict), "fail"),
-    ("inconclusive", lambda o: True, "inconclusive"),
+    vd.Rule("no verdict", lambda o: not o.verdict or vd.kind(o.verdict) is vd.Kind.PILOT, lambda o: "inconclusive"),
+    vd.Rule("pass", lambda o: vd.matches(o.verdict, o.comparison.expect), lambda o: "pass"),
+    vd.Rule("fail", lambda o: vd.rules(o.verdict), lambda o: "fail"),
+    vd.Rule("inconclusive", lambda o: True, lambda o: "inconclusive"),
 )
 
 
@@ -207,9 +214,7 @@ def _judge(o: Outcome) -> None:
     """
     o.verdict = str(o.row["verdict"])
     u = o.unlearned
-    left = f", {u.not_run} not run" if u is not None and u.not_run else ""
-    text = next(out for _, holds, out in OUTCOMES if holds(o))
-    o.outcome = text.format(u=f"{u.reached}/{u.planned}{left}" if u is not None else "", c=o.ceiling)
+    o.outcome = vd.first(OUTCOMES, o)
     low, mean = o.comparison.reference_min, o.reference.get("mean", math.nan)
     if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not mean >= low:
         o.outcome = "fail"

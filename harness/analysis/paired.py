@@ -353,16 +353,3 @@ def bootstrap_quantiles(tstar: np.ndarray, probs) -> np.ndarray:
     k = np.where(probs < 0.5, tail - 1, b - tail)  # 0-based
     out = tstar[:, np.clip(k, 0, b - 1)]
     return np.where(tail >= 1, out, np.where(probs < 0.5, -np.inf, np.inf))
-
-
-def bootstrap_p(tstar: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One-sided bootstrap-t p of each row's observed studentized statistic ``t`` (rows,), upper and lower.
-
-    The upper ``(#{T* >= t} + 1) / (B + 1)`` and lower ``(#{T* <= t} + 1) / (B + 1)``. NaN rows: p 1.
-    """
-    b = tstar.shape[1]
-    t = np.asarray(t, dtype=float)
-    upper = np.array([b - np.searchsorted(row, x, side="left") for row, x in zip(tstar, t)], dtype=float)
-    lower = np.array([np.searchsorted(row, x, side="right") for row, x in zip(tstar, t)], dtype=float)
-    bad = np.isnan(t) | np.isnan(tstar).any(axis=1)
-    return np.where(bad, 1.0, (upper + 1) / (b + 1)), np.where(bad, 1.0, (lower + 1) / (b + 1))

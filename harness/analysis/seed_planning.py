@@ -126,9 +126,9 @@ def seed_plan(sel: Selection, pilot: Analysis, power: float = 0.8, alpha: float 
     for task, variant in pairs:
         spec = view.tasks[task].primary
         table = pilot.table(task, spec.metric)
-        rows = [] if table is None else table.frame[table.frame["variant"] == variant].to_dict("records")
-        n = 0 if not rows or pd.isna(rows[0].get("n_pairs")) else int(rows[0]["n_pairs"])
-        sd = math.nan if n < 2 else float(rows[0]["sd_diff"])
+        r = {} if table is None else table.row(variant)
+        n = 0 if pd.isna(r.get("n_pairs")) else int(r["n_pairs"])
+        sd = math.nan if n < 2 else float(r["sd_diff"])
         needed, note = _needed(spec.sesoi, sd, n, out.alpha_each, power, table is None)
         out.rows.append(PlanRow(task, variant, spec.metric, n, sd, spec.sesoi, needed, len(prof.seeds), note))
     return out

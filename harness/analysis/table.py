@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -38,3 +39,7 @@ class Table:
         self.family = f"primary ({family}" + (
             f"; {', '.join(apart)}: exploratory, BH within the table)" if apart else ")"
         )
+
+    def row(self, variant: str) -> dict[str, Any]:
+        """The row of ``variant``, column by column (empty when the table has none)."""
+        return next(iter(self.frame[self.frame["variant"] == variant].to_dict("records")), {})

@@ -11,12 +11,12 @@ test, both needed for a direction), and decided by the same rules (:data:`harnes
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from harness.analysis import paired, untestable
+from harness.analysis import stats, untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.table import Table
 from harness.errors import RunStatus
@@ -61,51 +61,25 @@ def slope_of(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     return (y - y.mean(axis=-1, keepdims=True)) @ xc / float(xc @ xc)
 
 
-def facts(per_seed: pd.Series, sesoi: float | None, alpha: float, confirmatory: bool, **context) -> vd.Facts:
-    """The :class:`~harness.analysis.verdicts.Facts` of the slopes tested against 0 (a family of one).
+def against_zero(
+    per_seed: pd.Series, base: str, variant: str, sesoi: float | None, alpha: float, confirmatory: bool, **context
+) -> tuple[pd.DataFrame, vd.Facts]:
+    """The slopes tested against 0 as every comparison is (:func:`harness.analysis.stats.compare`), a family of one.
 
-    The paired t-test, its CI and the exact sign-flip test of :func:`harness.analysis.paired.paired_test`, TOST at
-    ±``sesoi`` (per unit of the axis); ``context``: the other facts (learning, gate, planned).
+    The rows of ``base`` (0 at each seed) and ``variant`` (``delta``: the mean slope; ``verdict``: decided), and
+    the variant's :class:`~harness.analysis.verdicts.Facts`; TOST at ±``sesoi`` per unit of the axis;
+    ``context``: the other facts (learning, gate, planned).
     """
-    t = paired.paired_test(pd.Series(0.0, index=per_seed.index), per_seed, higher_is_better=True)
-    tost = paired.tost_paired(t.diffs, sesoi) if sesoi and not t.non_finite else paired.NAN
-    return vd.Facts(
-        t.n_pairs,
-        t.ties,
-        t.non_finite,
-        bool((t.ci_low + t.ci_high) / 2 > 0) if np.isfinite(t.ci_low) else t.delta > 0,
-        t.p,
-        t.p_perm,
-        tost,
-        paired.mde(t.n_pairs, t.sd_diff, alpha) if t.n_pairs >= 2 else paired.NAN,
-        sesoi,
-        alpha,
-        confirmatory,
-        delta_ci=(t.ci_low, t.ci_high),
-        **context,
-    )
-
-
-def row(per_seed: pd.Series, f: vd.Facts) -> dict[str, float]:
-    """A comparison table's columns for the slopes (``delta``: the mean slope)."""
-    t = paired.paired_test(pd.Series(0.0, index=per_seed.index), per_seed, higher_is_better=True)
-    return {
-        "n_pairs": t.n_pairs,
-        "delta": t.delta,
-        "delta_ci_low": t.ci_low,
-        "delta_ci_high": t.ci_high,
-        "sd_diff": t.sd_diff,
-        "wins": t.wins,
-        "ties": t.ties,
-        "losses": t.losses,
-        "p": t.p,
-        "p_perm": t.p_perm,
-        "p_adj": f.p_adj,
-        "p_perm_adj": f.p_perm_adj,
-        "p_tost_adj": f.p_tost_adj,
-        "family_size": 1 if np.isfinite(t.p) else None,
-        "mde": f.mde,
-    }
+    seeds = list(per_seed.index) or [-1]  # no seed with a value at every level: no pair, too few pairs
+    values = pd.DataFrame({"variant": [base] * len(seeds) + [variant] * len(seeds), "seed": seeds * 2})
+    values["value"] = [0.0] * len(seeds) + list(per_seed.reindex(seeds))
+    facts: dict[str, vd.Facts] = {}
+    how = {"sesoi": sesoi, "alpha": alpha, "confirmatory": confirmatory, "facts": facts}
+    frame = stats.compare(values, baseline=base, higher_is_better=True, **how)
+    ci = (float(frame.loc[1, "delta_ci_low"]), float(frame.loc[1, "delta_ci_high"]))
+    decided = replace(facts[variant], delta_ci=ci, **context)
+    frame.loc[1, "verdict"] = vd.decide(decided)
+    return frame, decided
 
 
 def levels(abl: Ablation, ev: Evidence) -> list[Level]:
@@ -145,29 +119,27 @@ def table(
     hib = metrics.higher_is_better(points[0].metric)
     per_seed = slopes(rows, task, points, hib, ev.trend.log2)
     entry = abl.tasks[task]
-    stems = {(metrics.length_of(lv.metric) or (lv.metric, 1))[0] for lv in points}
-    primary_stem = (metrics.length_of(entry.primary.metric) or (entry.primary.metric, 1))[0]
-    sesoi = entry.primary.sesoi if stems == {primary_stem} else None
+
+    def stem(metric: str) -> str:  # acc@x2 -> acc: the primary's sesoi holds for its metric at every length
+        return (metrics.length_of(metric) or (metric, 1))[0]
+
+    sesoi = entry.primary.sesoi if {stem(lv.metric) for lv in points} == {stem(entry.primary.metric)} else None
     confirmatory = settings.confirmatory
     gate = [
         untestable.below_gate(all_runs, task, lv.metric, lv.variant, lv.against, confirmatory and settings.apply_gate)
         for lv in points
     ]
-    decided = facts(
+    base = f"{points[0].against} (no trend)"
+    frame, decided = against_zero(
         per_seed,
+        base,
+        ev.variant,
         sesoi,
         alpha,
         confirmatory,
         unlearned=unlearned if confirmatory else None,
         below_gate=next((g for g in gate if g is not None), None),
         planned=planned,
-    )
-    base = f"{points[0].against} (no trend)"
-    frame = pd.DataFrame(
-        [
-            {"variant": base, "n": len(per_seed), "verdict": vd.BASELINE},
-            {"variant": ev.variant, "n": len(per_seed), **row(per_seed, decided), "verdict": vd.decide(decided)},
-        ]
     )
     axis = (
         f"slope along {ev.trend.axis} ({'log2 ' if ev.trend.log2 else ''}{', '.join(f'{lv.value:g}' for lv in points)})"

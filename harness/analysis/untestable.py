@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from harness.analysis import verdicts as vd
+from harness.errors import TRAINED
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 
@@ -55,6 +55,17 @@ def learned(reached: int, planned: int) -> bool:
     return 2 * reached > planned
 
 
+def gated_out(runs: pd.DataFrame, task: str, metric: str, apply_gate: bool) -> set[str]:
+    """The ids of the runs of ``task`` that a comparison of ``metric`` leaves out for the task's gate.
+
+    Those that trained but did not pass it, when the profile applies it (``apply_gate``) and ``metric`` lies beyond L.
+    """
+    if not (apply_gate and metrics.beyond_training(metric)):
+        return set()
+    mine = runs[runs["task"] == task]
+    return set(mine.loc[mine["status"].isin(TRAINED) & ~mine["passed_gate"], "run_id"])
+
+
 def below_gate(runs: pd.DataFrame, task: str, metric: str, variant: str, base: str, apply_gate: bool) -> str | None:
     """Whose runs of a comparison beyond L never passed the task's gate.
 
@@ -83,14 +94,6 @@ def seeds_at_ceiling(rows: pd.DataFrame, task: str, metric: str, variant: str, p
     if values.size < 2 or not np.all(np.abs(values - best) <= 1e-12):
         return None
     return int(values.size)
-
-
-def undecided_at_ceiling(verdict: object) -> bool:
-    """Whether a comparison verdict says nothing when its baseline is at the ceiling, as opposed to ``worse``.
-
-    Identical, equivalent, inconclusive; ``better`` cannot happen.
-    """
-    return vd.kind(verdict) in (vd.Kind.IDENTICAL, vd.Kind.EQUIVALENT, vd.Kind.INCONCLUSIVE, vd.Kind.BETTER)
 
 
 def censored(rows: pd.DataFrame, task: str, variant: str, base: str) -> bool:

@@ -165,11 +165,21 @@ class Facts:
 
 
 class Rule(NamedTuple):
-    """One of :data:`RULES`: when it ``holds`` for a comparison's :class:`Facts`, and the ``verdict`` it gives then."""
+    """One row of an ordered rule table: when it ``holds`` for the facts, and the ``verdict`` it gives then.
+
+    The tables: :data:`RULES` (a comparison's, from its :class:`Facts`), those of a claim
+    (:mod:`harness.analysis.claim_verdicts`) and of a control's comparison (:data:`harness.analysis.guards.OUTCOMES`);
+    the first that holds wins (:func:`first`).
+    """
 
     name: str  # the rule's name in docs/statistics.md
-    holds: Callable[[Facts], bool]
-    verdict: Callable[[Facts], str | None]
+    holds: Callable[[Any], bool]
+    verdict: Callable[[Any], Any]
+
+
+def first(table: Iterable[Rule], facts: object) -> Any:
+    """The verdict of the first rule of ``table`` that holds for ``facts``."""
+    return next(rule.verdict(facts) for rule in table if rule.holds(facts))
 
 
 RULES = (
@@ -217,7 +227,7 @@ RULES = (
 
 def decide(facts: Facts) -> str | None:
     """The verdict of a comparison (None: no verdict) by the first of :data:`RULES` that holds."""
-    return next(rule.verdict(facts) for rule in RULES if rule.holds(facts))
+    return first(RULES, facts)
 
 
 NO_EFFECT_OF_THAT_SIZE = (Kind.NEGLIGIBLE, Kind.EQUIVALENT)

@@ -40,7 +40,7 @@ def test_the_rate_of_a_direction_under_the_null_is_at_most_alpha(shape: str) -> 
 
 
 def test_the_harness_decides_a_trend_as_the_benchmark_does() -> None:
-    """300 null experiments through trend.facts and the rule table: a direction only where both the
+    """300 null experiments through trend.against_zero and the rule table: a direction only where both the
     t-test and the exact sign-flip test reject, never more often than the benchmark's count allows."""
     rng = np.random.default_rng(3)
     levels = [trend.Level(v, f"loss@x{int(v)}", "b", "a") for v in (1.0, 2.0, 4.0)]
@@ -63,7 +63,7 @@ def test_the_harness_decides_a_trend_as_the_benchmark_does() -> None:
         )
         per_seed = trend.slopes(rows, "t", levels, higher_is_better=True, log2=True)
         assert np.allclose(per_seed.to_numpy(), trend.slope_of(y, np.log2([1.0, 2.0, 4.0])))
-        facts = trend.facts(per_seed, None, 0.05, True)
+        _, facts = trend.against_zero(per_seed, "a", "b", None, 0.05, True)
         verdict = vd.decide(facts)
         assert (vd.kind(verdict) in vd.DIRECTIONS) == (facts.p_adj < 0.05 and facts.p_perm_adj < 0.05)
         directions += vd.kind(verdict) in vd.DIRECTIONS
