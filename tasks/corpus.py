@@ -51,10 +51,14 @@ class CorpusTask(Task):
 
     kind = "lm"
     bounds: dict[str, tuple[int, int]]
-    _data: Tensor | None = None
 
     def _load(self) -> Tensor:
         raise NotImplementedError
+
+    @functools.cached_property
+    def ids(self) -> Tensor:
+        """The corpus's (N,) token ids, read (:meth:`_load`) on first use."""
+        return self._load()
 
     def max_seq_len(self, split: Split) -> int:
         """The split's length in tokens less one: a row is a window of ``T + 1`` of them."""
@@ -68,20 +72,16 @@ class CorpusTask(Task):
         The loss of a model that has learned their frequencies and nothing of their order (the data read here if not
         yet).
         """
-        if self._data is None:
-            self._data = self._load()
         start, stop = self.bounds["train"]
-        counts = np.bincount(self._data[start:stop].numpy(), minlength=self.vocab_size)
+        counts = np.bincount(self.ids[start:stop].numpy(), minlength=self.vocab_size)
         p = counts[counts > 0] / counts.sum()
         return Chance(float(-(p * np.log(p)).sum()), None, "unigram entropy of the training split's tokens")
 
     def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
         import torch
 
-        if self._data is None:
-            self._data = self._load()
         start, stop = self.bounds[split]
         offsets = start + rng.integers(0, stop - start - seq_len, size=n)  # (N,)
         idx = torch.from_numpy(offsets)[:, None] + torch.arange(seq_len + 1)  # (N, T + 1)
-        windows = self._data[idx].long()  # (N, T + 1)
+        windows = self.ids[idx].long()  # (N, T + 1)
         return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
