@@ -25,7 +25,7 @@ from pydantic import Field, model_validator
 from harness.files import write_atomic
 from harness.tasks import TASKS
 from harness.tasks.base import DataUnavailableError, TaskParams
-from harness.tasks.tinyshakespeare import CorpusTask, cache_dir, data_dir_or_env, split_bounds
+from harness.tasks.corpus import CorpusTask, cache_dir, data_dir_or_env, split_bounds
 from harness.tasks.vocab import BPEVocab, CharVocab
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None, n
 
     ``path`` is taken as given when absolute, else in ``near`` (the ablation file's folder), then in ``data_dir``
     (else ``$ABLATE_DATA_DIR``), then in the working directory, then in the cache
-    (:func:`~harness.tasks.tinyshakespeare.cache_dir`, where ``tinyshakespeare`` downloads its file).
+    (:func:`~harness.tasks.corpus.cache_dir`, where ``tinyshakespeare`` downloads its file).
 
     Raises:
         DataUnavailableError: For no such path (listing where it looked) or file, a file that is not UTF-8 text, or a

@@ -1,25 +1,23 @@
-"""Tiny Shakespeare (docs/tasks.md), and what every task on a corpus shares.
+"""Tiny Shakespeare (docs/tasks.md), a :class:`~harness.tasks.corpus.CorpusTask`.
 
-Those are :class:`CorpusTask`, the cache folder and atomic writes. The vocabulary is the file's 65 distinct
-characters, sorted; the first 90 % trains; of the last 10 %, the first half is ``val``, the second ``test``.
+The vocabulary is the file's 65 distinct characters, sorted; the first 90 % trains; of the last 10 %, the first
+half is ``val``, the second ``test``.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import http.client
-import os
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from harness.files import data_dir as env_data_dir
 from harness.files import write_atomic
 from harness.tasks import TASKS
-from harness.tasks.base import Chance, DataUnavailableError, Split, Task
+from harness.tasks.base import DataUnavailableError
+from harness.tasks.corpus import CorpusTask, cache_dir, data_dir_or_env, split_bounds
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -36,18 +34,6 @@ _ENCODED: dict[Path, Tensor] = {}  # per process: verified file -> (SIZE,) uint8
 
 class DataChecksumError(DataUnavailableError):
     """A data file exists but its sha256 is not the expected one."""
-
-
-def cache_dir() -> Path:
-    """``$ABLATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ablate``, else ``~/.cache/ablate``."""
-    if os.environ.get("ABLATE_CACHE_DIR"):
-        return Path(os.environ["ABLATE_CACHE_DIR"]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "ablate"
-
-
-def data_dir_or_env(data_dir: Path | None) -> Path | None:
-    """``data_dir``, else ``$ABLATE_DATA_DIR`` when set."""
-    return env_data_dir() if data_dir is None else data_dir
 
 
 def find(data_dir: Path | None = None) -> Path | None:
@@ -104,61 +90,6 @@ def load_encoded(data_dir: Path | None = None) -> Tensor:
     return _ENCODED[path]
 
 
-def split_bounds(n: int = SIZE, val_fraction: float = 0.05, test_fraction: float = 0.05) -> dict[str, tuple[int, int]]:
-    """``[start, stop)`` offsets of each split of ``n``: train, then val, then test.
-
-    The defaults give Tiny Shakespeare's 90 % train, then val and test halves.
-    """
-    n_test, n_val = round(n * test_fraction), round(n * val_fraction)
-    train_end = n - n_val - n_test
-    return {"train": (0, train_end), "val": (train_end, train_end + n_val), "test": (train_end + n_val, n)}
-
-
-class CorpusTask(Task):
-    """Base of the ``lm`` tasks on a corpus: a row is a random window of ``T + 1`` tokens of its split.
-
-    Windows may overlap; every position is scored. A subclass gives :attr:`bounds`, the ``[start, stop)`` token
-    offsets of each split, and :meth:`_load`, the corpus's (N,) ids.
-    """
-
-    kind = "lm"
-    bounds: dict[str, tuple[int, int]]
-    _data: Tensor | None = None
-
-    def _load(self) -> Tensor:
-        raise NotImplementedError
-
-    def max_seq_len(self, split: Split) -> int:
-        """The split's length in tokens less one: a row is a window of ``T + 1`` of them."""
-        start, stop = self.bounds[split]
-        return stop - start - 1
-
-    @functools.cached_property
-    def chance(self) -> Chance:
-        """The unigram entropy of the training split's tokens (nats).
-
-        The loss of a model that has learned their frequencies and nothing of their order (the data read here if not
-        yet).
-        """
-        if self._data is None:
-            self._data = self._load()
-        start, stop = self.bounds["train"]
-        counts = np.bincount(self._data[start:stop].numpy(), minlength=self.vocab_size)
-        p = counts[counts > 0] / counts.sum()
-        return Chance(float(-(p * np.log(p)).sum()), None, "unigram entropy of the training split's tokens")
-
-    def _generate(self, n: int, seq_len: int, rng: np.random.Generator, split: Split) -> tuple[Tensor, Tensor]:
-        import torch
-
-        if self._data is None:
-            self._data = self._load()
-        start, stop = self.bounds[split]
-        offsets = start + rng.integers(0, stop - start - seq_len, size=n)  # (N,)
-        idx = torch.from_numpy(offsets)[:, None] + torch.arange(seq_len + 1)  # (N, T + 1)
-        windows = self._data[idx].long()  # (N, T + 1)
-        return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
-
-
 @TASKS.register("tinyshakespeare", aliases=("shakespeare_char",))
 class TinyShakespeare(CorpusTask):
     """Character-level LM on Tiny Shakespeare; 65 tokens; every position scored.
@@ -169,7 +100,7 @@ class TinyShakespeare(CorpusTask):
 
     name = "tinyshakespeare"
     version = "1"
-    bounds = split_bounds()
+    bounds = split_bounds(SIZE)
 
     @property
     def vocab_size(self) -> int:

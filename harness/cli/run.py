@@ -182,7 +182,7 @@ def run(
         st = looks.state(sel, scan(results, abl.name, prof_name).records if results.is_dir() else [])
         output.console.print(f"{abl.name} / {prof_name}: sequential design, {st.summary()}")
         specs = looks.next_specs(sel, st)
-    targets = None if tuned else {task: attempt.target_of(entry.target) for task, entry in abl.tasks.items()}
+    targets = None if tuned else {task: entry.target for task, entry in abl.tasks.items()}
     chosen = launch.select(specs, results, abl.name, retry, targets=targets)
     todo, retried = chosen.todo, chosen.retry
     placement = launch.place(workers, len(todo), threads, [estimate_seconds(s.config, threads) for s in todo])

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from harness.contracts import shapes
 from harness.contracts.causal import MODES, causality, prefix, tokens
 from harness.contracts.result import CheckReport, ContractFailed, ContractResult, Passed, Refused, run_contract
-from harness.contracts.targets import Target, resolve
+from harness.contracts.targets import CheckTarget, resolve
 from harness.contracts.tasks import check_task
 from harness.dtypes import DTYPE_NAMES
 from harness.modules import KERNELS, POSITIONAL, ComponentFamily, TransformerConfig, TransformerLM
@@ -55,7 +55,7 @@ def build(cfg: TransformerConfig, seed: int) -> TransformerLM:
 
 
 def check(
-    target: Target | str, seed: int = 0, lengths: tuple[int, ...] | None = LENGTHS, data_dir: Path | None = None
+    target: CheckTarget | str, seed: int = 0, lengths: tuple[int, ...] | None = LENGTHS, data_dir: Path | None = None
 ) -> CheckReport:
     """Every contract of ``target`` (or the name ``ablate check`` takes), with the weights, tokens and data of ``seed``.
 

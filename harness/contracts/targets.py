@@ -17,8 +17,8 @@ TASK_KEY = "task"
 
 
 @dataclass(frozen=True)
-class Target:
-    """One thing to check: ``family`` is None for a task."""
+class CheckTarget:
+    """One component or task that ``ablate check`` checks: ``family`` is None for a task."""
 
     family: ComponentFamily | None
     name: str
@@ -29,7 +29,7 @@ class Target:
         return f"{self.family.config_key if self.family else TASK_KEY}={self.name}"
 
 
-def resolve(text: str) -> Target:
+def resolve(text: str) -> CheckTarget:
     """The target ``text`` names.
 
     Raises:
@@ -40,9 +40,9 @@ def resolve(text: str) -> Target:
     if not sep:  # a bare name
         if not key:
             raise AblateError("ablate check: name a component or task, e.g. position=rope or task=copy")
-        found = [Target(fam, fam.registry.canonical(key)) for fam in COMPONENT_FAMILIES if key in fam.registry]
+        found = [CheckTarget(fam, fam.registry.canonical(key)) for fam in COMPONENT_FAMILIES if key in fam.registry]
         if key in TASKS:
-            found.append(Target(None, TASKS.canonical(key)))
+            found.append(CheckTarget(None, TASKS.canonical(key)))
         if len(found) == 1:
             return found[0]
         if found:
@@ -65,12 +65,12 @@ def resolve(text: str) -> Target:
     family = keys[key]
     registry = family.registry if family else TASKS
     try:
-        return Target(family, registry.canonical(name))
+        return CheckTarget(family, registry.canonical(name))
     except UnknownNameError as exc:  # its message has the closest names and every name
         raise AblateError(f"ablate check {text}: {exc}") from None
 
 
-def everything() -> list[Target]:
+def everything() -> list[CheckTarget]:
     """Every registered component of every family, then every task (``ablate check --all``)."""
-    out = [Target(fam, name) for fam in COMPONENT_FAMILIES for name in fam.registry.names()]
-    return out + [Target(None, name) for name in TASKS.names()]
+    out = [CheckTarget(fam, name) for fam in COMPONENT_FAMILIES for name in fam.registry.names()]
+    return out + [CheckTarget(None, name) for name in TASKS.names()]

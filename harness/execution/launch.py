@@ -38,6 +38,7 @@ from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.local import Engine
 from harness.execution.locks import CLAIM_HEARTBEAT_S, append_event
 from harness.experiment import ablation as ablation_mod
+from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
 from harness.registry import did_you_mean
@@ -145,12 +146,12 @@ class Launch:
         results: Path,
         ablation: str,
         statuses: tuple[str, ...],
-        targets: Mapping[str, dict[str, Any] | None] | None = None,
+        targets: Mapping[str, Threshold | None] | None = None,
     ) -> Selected:
         """The runs to execute, the finished attempts to retry, and the runs another ablation made.
 
         The last are the runs without a record that another ablation made with the same id and
-        convergence target (``targets``, per task, as records hold them; None: no reuse), copied
+        convergence target (``targets``, per task; None: no reuse), copied
         instead of trained (:func:`adopt`).
         """
         out = Selected()
@@ -158,7 +159,7 @@ class Launch:
             own = run_dir(results, ablation, spec.profile, spec.run_id)
             rec = read_record(own)
             if rec is None:
-                target = (targets or {}).get(spec.task)
+                target = target_of((targets or {}).get(spec.task))
                 fresh = targets is not None and not spec.tuned_params and not (own / "checkpoints").exists()
                 if fresh and (source := find_reusable(results, spec.run_id, own, target)) is not None:
                     out.reused.append(adopt(spec, source, own, target))

@@ -18,33 +18,32 @@ from harness.errors import pydantic_message
 from harness.registry import did_you_mean
 
 
+def _bare(annotation: Any) -> Any:
+    """``annotation`` without ``Annotated`` and ``| None``; None for a union of several types."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        return _bare(args[0])
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return _bare(inner[0]) if len(inner) == 1 else None
+    return annotation
+
+
 def _unwrap(annotation: Any, step: str | int) -> Any:
     """What a value found under ``annotation`` at ``step`` of a location is declared as, or None.
 
     Declared as a model, a dict, a list or a plain type; None where the location leaves the declared structure.
     """
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is Annotated:
-        return _unwrap(args[0], step)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        return _unwrap(inner[0], step) if len(inner) == 1 else None
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        field = annotation.model_fields.get(str(step))
+    if (model := _model(annotation)) is not None:
+        field = model.model_fields.get(str(step))
         return field.annotation if field is not None else None
-    if origin in (dict, list):
-        return args[-1] if args else None
-    return None
+    bare = _bare(annotation)
+    return (typing.get_args(bare) or (None,))[-1] if typing.get_origin(bare) in (dict, list) else None
 
 
 def _model(annotation: Any) -> type[BaseModel] | None:
     """The model a field's annotation declares (through ``X | None`` and ``Annotated``), else None."""
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is Annotated:
-        return _model(args[0])
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        return _model(inner[0]) if len(inner) == 1 else None
+    annotation = _bare(annotation)
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 

@@ -31,7 +31,7 @@ from harness.training.scoring import add_sums, score, summarise, undefined_reaso
 CSV_FILE = "metrics.csv"  # Lightning's CSVLogger file in run_dir/csv/
 
 
-class Threshold(Protocol):
+class ConvergenceTarget(Protocol):
     """What training reads of the convergence target, a :class:`harness.experiment.declaration.Threshold`."""
 
     metric: str
@@ -236,7 +236,7 @@ class LitLM(L.LightningModule):
     """
 
     def __init__(
-        self, model: TransformerLM, cfg: RunConfig, task: Task, target: Threshold | None, log_every: int
+        self, model: TransformerLM, cfg: RunConfig, task: Task, target: ConvergenceTarget | None, log_every: int
     ) -> None:
         super().__init__()
         self.model, self.cfg, self.kind, self.target = model, cfg, task.kind, target

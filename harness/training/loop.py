@@ -33,7 +33,7 @@ from harness.seeding import stream_seed
 from harness.tasks import Task
 from harness.training import precision as prec
 from harness.training import scoring
-from harness.training.lit import CSV_FILE, LitLM, TaskData, Threshold, lr_factor, salt_stream
+from harness.training.lit import CSV_FILE, ConvergenceTarget, LitLM, TaskData, lr_factor, salt_stream
 from harness.training.model_and_devices import transformer_config
 from harness.training.probes import measure
 from harness.training.progress import EVERY_S, PROGRESS, RunProgress, write_progress
@@ -191,7 +191,7 @@ class TrainOptions(RunOptions):
     the run ends).
     """
 
-    target: Threshold | None = None
+    target: ConvergenceTarget | None = None
     wandb: dict[str, Any] | None = None
     callbacks: tuple[L.Callback, ...] = ()
     eval_split: str = "test"

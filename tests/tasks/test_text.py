@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.tasks import DataUnavailableError, build_task
+from harness.tasks import DataUnavailableError, build_task, corpus
 from harness.tasks import text as text_mod
 from harness.tasks import tinyshakespeare as ts
 from harness.tasks.vocab import BPEVocab, CharVocab
@@ -60,7 +60,7 @@ def test_char_vocabulary_reproduces_tinyshakespeare(shakespeare_dir: Path) -> No
     task = build_task("text", {"path": "tinyshakespeare.txt"}, data_dir=shakespeare_dir)
     reference = build_task("tinyshakespeare", data_dir=shakespeare_dir)
     assert task.vocab.chars == ts.VOCAB and task.vocab_size == 65
-    assert task.bounds == ts.split_bounds()
+    assert task.bounds == ts.TinyShakespeare.bounds
     for split in ("train", "val", "test"):
         assert task.max_seq_len(split) == reference.max_seq_len(split)
         a = task.sample(8, 64, np.random.default_rng(5), split)
@@ -76,7 +76,7 @@ def test_char_vocabulary_reproduces_tinyshakespeare(shakespeare_dir: Path) -> No
 def test_splits_are_contiguous_disjoint_and_cover_the_corpus(head: Path, params: dict) -> None:
     task = build_task("text", {"path": str(head), "val_fraction": 0.1, "test_fraction": 0.05, **params})
     text = head.read_text()
-    chars = text_mod.split_bounds(len(text), 0.1, 0.05)
+    chars = corpus.split_bounds(len(text), 0.1, 0.05)
     assert chars == {"train": (0, 85_000), "val": (85_000, 95_000), "test": (95_000, 100_000)}
     (a0, a1), (b0, b1), (c0, c1) = (task.bounds[s] for s in ("train", "val", "test"))
     assert a0 == 0 and a1 == b0 and b1 == c0 and c1 == len(task.tokens)  # token ranges tile, no overlap
@@ -142,7 +142,7 @@ def test_bpe_cache_layout_and_reuse(head: Path, fresh: None, monkeypatch: pytest
     import tokenizers
 
     task = build_task("text", {"path": str(head), "tokenizer": "bpe", "vocab_size": 300})
-    folder = ts.cache_dir() / "text" / task.corpus_sha256[:16]
+    folder = corpus.cache_dir() / "text" / task.corpus_sha256[:16]
     tokenizer = folder / f"bpe300-train90000-tokenizers{tokenizers.__version__}.json"
     tokens = folder / f"tokens-{task.vocab.digest[:16]}-90000-5000-5000.npz"
     assert sorted(folder.iterdir()) == sorted([tokenizer, tokens])
@@ -160,7 +160,7 @@ def test_bpe_cache_layout_and_reuse(head: Path, fresh: None, monkeypatch: pytest
 
 def test_a_damaged_cache_is_rebuilt(head: Path, fresh: None, monkeypatch, caplog) -> None:
     task = build_task("text", {"path": str(head), "tokenizer": "bpe", "vocab_size": 300})
-    folder = ts.cache_dir() / "text" / task.corpus_sha256[:16]
+    folder = corpus.cache_dir() / "text" / task.corpus_sha256[:16]
     for f in folder.iterdir():
         f.write_bytes(f.read_bytes()[:100])  # truncated
     monkeypatch.setattr(text_mod, "_LOADED", {})
@@ -355,9 +355,9 @@ def test_a_dataset_through_datasets_own_loader(hf_offline, head: Path, fresh: No
     via_hf = build_task("text", params)
     local = build_task("text", {"path": str(head), "tokenizer": "bpe", "vocab_size": 300})
     assert via_hf.version == local.version and np.array_equal(via_hf.tokens, local.tokens)
-    (cached,) = (ts.cache_dir() / "text" / "hf").iterdir()
+    (cached,) = (corpus.cache_dir() / "text" / "hf").iterdir()
     assert cached.name.startswith("text-") and cached.read_bytes() == head.read_bytes()
-    assert (ts.cache_dir() / "huggingface").is_dir()  # datasets' own cache, under ours
+    assert (corpus.cache_dir() / "huggingface").is_dir()  # datasets' own cache, under ours
     monkeypatch.setattr(text_mod, "_LOADED", {})
     monkeypatch.setitem(sys.modules, "datasets", None)  # offline once cached: not even imported
     assert build_task("text", params).version == via_hf.version
@@ -400,7 +400,7 @@ def test_a_dataset_corpus_follows_its_files_content(
         _write(tmp_path, "corpus/c.txt", _lines("c"))
         assert version() not in (first, rewritten)
     latest = version()
-    shutil.rmtree(ts.cache_dir())  # a fresh cache: the same corpus, the same version
+    shutil.rmtree(corpus.cache_dir())  # a fresh cache: the same corpus, the same version
     assert version() == latest
 
 

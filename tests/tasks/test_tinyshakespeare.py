@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from harness.cli import output
-from harness.tasks import DataChecksumError, DataUnavailableError, build_task
+from harness.tasks import DataChecksumError, DataUnavailableError, build_task, corpus
 from harness.tasks import tinyshakespeare as ts
 
 
@@ -37,7 +37,7 @@ def test_vocab_is_the_sorted_character_set(text: str) -> None:
 
 
 def test_split_sizes() -> None:
-    bounds = ts.split_bounds()
+    bounds = ts.TinyShakespeare.bounds
     assert bounds == {"train": (0, 1_003_854), "val": (1_003_854, 1_059_624), "test": (1_059_624, 1_115_394)}
     assert bounds["val"][1] - bounds["val"][0] == bounds["test"][1] - bounds["test"][0] == 55_770
 
@@ -47,7 +47,7 @@ def test_windows_come_from_their_split(split: str, text: str, shakespeare_dir: P
     task = build_task("tinyshakespeare", data_dir=shakespeare_dir)
     inputs, targets = task.sample(16, 48, np.random.default_rng(3), split)
     assert torch.equal(inputs[:, 1:], targets[:, :-1])
-    start, stop = ts.split_bounds()[split]
+    start, stop = ts.TinyShakespeare.bounds[split]
     split_text = text[start:stop]
     for row_in, row_tg in zip(inputs.tolist(), targets.tolist()):
         window = "".join(ts.VOCAB[i] for i in row_in + row_tg[-1:])
@@ -103,10 +103,10 @@ def test_the_data_dir_variable_is_read_one_way(monkeypatch: pytest.MonkeyPatch, 
     """The task and the CLI read ``$ABLATE_DATA_DIR`` through one function: ``~`` expanded, empty as unset."""
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("ABLATE_DATA_DIR", "~/data")
-    assert ts.data_dir_or_env(None) == output.data_dir() == tmp_path / "data"
-    assert ts.data_dir_or_env(Path("given")) == Path("given")
+    assert corpus.data_dir_or_env(None) == output.data_dir() == tmp_path / "data"
+    assert corpus.data_dir_or_env(Path("given")) == Path("given")
     monkeypatch.setenv("ABLATE_DATA_DIR", "")
-    assert ts.data_dir_or_env(None) is None and output.data_dir() is None
+    assert corpus.data_dir_or_env(None) is None and output.data_dir() is None
 
 
 def test_checksum_mismatch_in_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -183,9 +183,9 @@ def test_corrupt_download_is_not_cached(monkeypatch: pytest.MonkeyPatch, tmp_pat
 def test_cache_dir_respects_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("ABLATE_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert ts.cache_dir() == tmp_path / "xdg" / "ablate"
+    assert corpus.cache_dir() == tmp_path / "xdg" / "ablate"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert ts.cache_dir() == Path.home() / ".cache" / "ablate"
+    assert corpus.cache_dir() == Path.home() / ".cache" / "ablate"
 
 
 def test_a_data_dir_that_names_the_file_itself_says_to_name_its_folder(
