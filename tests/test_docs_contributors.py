@@ -106,7 +106,7 @@ INDEX = _index()
 
 def _resolve(name: str) -> tuple[str, list[str]] | None:
     """The one module and attribute path ``name`` denotes (``execute``, ``stats.compare``,
-    ``cli.report.write_report``, ``Analysis.table``), or None when it denotes none or several."""
+    ``build.write_report``, ``Analysis.table``), or None when it denotes none or several."""
     parts = name.split(".")
     hits = set()
     for module, defs in INDEX.items():
@@ -191,5 +191,5 @@ def test_every_signature_interfaces_lists_is_the_codes() -> None:
         elif listed != params:
             wrong.append(f"{name}({', '.join(listed)}): the code's {module}: ({', '.join(params)})")
     assert not wrong, "INTERFACES.md lists signatures the code does not have:\n" + "\n".join(wrong)
-    assert {"execute", "run_grid", "cli.report.write_report", "markdown.write_markdown"} <= set(checked), checked
+    assert {"execute", "run_grid", "build.write_report", "markdown.write_markdown"} <= set(checked), checked
     assert len(checked) >= 30, checked

@@ -78,16 +78,12 @@ def check_levels(power: float, alpha: float) -> None:
         raise AblateError(f"--alpha {alpha:g} is below 1e-100, where the power solver breaks down; e.g. --alpha 0.05")
 
 
-SMOKE = "smoke"
-"""The profile that checks the plumbing in seconds: a pilot of last resort (:func:`pilot_profile`)."""
-
-
 def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selection) -> str:
     """The profile whose runs give the spread.
 
-    ``given`` (checked), else the first pilot profile, in declaration order, with a folder in the store; ``smoke``
-    only when no other pilot has one. ``ctx``: the command's context, for the ``ablate run`` command the error
-    suggests.
+    ``given`` (checked), else the first pilot profile, in declaration order, with a folder in the store; a plumbing
+    check (``plumbing: true``, as smoke) only when no other pilot has one. ``ctx``: the command's context, for the
+    ``ablate run`` command the error suggests.
 
     Raises:
         AblateError: for an unknown profile, or no pilot profile with runs in ``results``.
@@ -96,7 +92,8 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selectio
         return abl.profile(given)[0]
     pilots = [name for name, p in abl.profiles.items() if not p.confirmatory]
     with_runs = [name for name in pilots if (Path(results) / abl.name / name).is_dir()]
-    for name in sorted(with_runs, key=lambda n: n == SMOKE):  # smoke last: its spread means little
+    # a plumbing check last: its spread means little
+    for name in sorted(with_runs, key=lambda n: abl.profiles[n].plumbing):
         return name
     if not pilots:
         raise AblateError(

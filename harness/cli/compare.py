@@ -270,11 +270,11 @@ def plan_seeds(
     target = output.selection(abl, prof_name, overrides, results, typed=name)
     sel = output.selection(abl, planning.pilot_profile(abl, results, pilot, target), overrides, results, typed=name)
     output.check_store_exists(sel, flag="--from")
-    if sel.profile == planning.SMOKE:
-        others = [n for n, p in abl.profiles.items() if not p.confirmatory and n != planning.SMOKE]
+    if sel.settings.plumbing:
+        others = [n for n, p in abl.profiles.items() if not (p.confirmatory or p.plumbing)]
         fix = f"; run a pilot ({', '.join(others)}) and plan --from it" if others else ""
         print(
-            f"warning: the spread comes from the {planning.SMOKE} profile, whose runs check the plumbing "
+            f"warning: the spread comes from the {sel.profile} profile, whose runs check the plumbing "
             f"and are too short for their spread to mean anything{fix}",
             file=sys.stderr,
         )

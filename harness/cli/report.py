@@ -1,9 +1,9 @@
 """``ablate report``: reports from the store or a data file.
 
 One ablation's markdown report (and its W&B summary run), or with ``--all`` every registered ablation's reports and
-their index (docs/reports.md). The one place that computes what a report shows, from the store or a data file
-(``--from``); :mod:`harness.report` renders it. The statistics and the report's sections (pandas, scipy, statsmodels)
-are imported as a report runs, never with this module.
+their index (docs/reports.md), from the store or a data file (``--from``): the options checked here, the report
+computed and written by :mod:`harness.report.build`. The statistics and the report's sections (pandas, scipy,
+statsmodels) are imported as a report runs, never with this module.
 """
 
 from __future__ import annotations
@@ -19,10 +19,8 @@ from rich.markup import escape
 
 from harness.cli import options as o
 from harness.cli import output
-from harness.encode import json_safe, short_question
-from harness.errors import AblateError, RunStatus
-from harness.files import write_atomic
-from harness.hints import DEFAULT_REPORTS, DEFAULT_RESULTS, command, results_option
+from harness.errors import AblateError
+from harness.hints import DEFAULT_REPORTS, DEFAULT_RESULTS, results_option
 from harness.training.wandb_upload import log_summary_run, summary_dir
 from harness.tune.storage import open_storage, sqlite_exists
 from harness.tuned import tuned_profile
@@ -30,10 +28,7 @@ from harness.tuned import tuned_profile
 if TYPE_CHECKING:
     from harness.analysis.comparisons import Analysis
     from harness.experiment.selection import Selection
-    from harness.report import index
     from harness.report.guards import Guards
-    from harness.report.source import DataFile
-    from harness.report.tuning import TuningInputs
 
 
 @o.guard(
@@ -95,9 +90,8 @@ def report(
     ``wandb``: also log the W&B summary run (a failure is a warning). ``source``: a data file read instead of the store
     (no data file nor W&B run written; the studies' figures copied from the report folder the file lies in).
     """
-    from harness.analysis.guards import declared_guards, guards_of
     from harness.experiment import ablation as ablation_mod
-    from harness.report.guards import UNKNOWN
+    from harness.report import build
     from harness.report.markdown import report_path
     from harness.report.source import load_source
     from harness.report.tuning import copy_figures
@@ -124,11 +118,9 @@ def report(
         output.check_store_exists(sel, data_file=archive.existing(report_path(abl, sel.profile, out, sel.overrides)))
         check_not_all_in_flight(sel)
     _check_out(out, "report and its figures", storage)
-    guards = guards_of(list(abl.claims), results) if data is None else data.guards
-    if guards is None:  # a data file without the controls' outcomes kept beside it: unknown
-        guards = declared_guards(list(abl.claims), UNKNOWN)
+    guards = build.report_guards(abl, results, data)
     with _writing(out):
-        path, result, _ = write_report(sel, results, out, guards, storage, data)
+        path, result, _ = build.write_report(sel, results, out, guards, storage, data)
     output.console.print(f"wrote {path}")
     if data is not None and data.tuning is not None:
         for fig in copy_figures(data.tuning, Path(source).parent.parent, out):
@@ -170,74 +162,22 @@ def check_not_all_in_flight(sel: Selection) -> None:
         )
 
 
-def write_report(
-    sel: Selection, results: Path, out: Path, guards: Guards, storage: str | None = None, data: DataFile | None = None
-) -> tuple[Path, Analysis, TuningInputs]:
-    """Analyse the selection's runs (the store's, or the data file ``data``'s) and write their report.
-
-    From the store, also its data file ``out/data/NAME[.PROFILE].tar.gz`` and the controls' file beside it. Returns the
-    report's path, its analysis and its Tuning section's inputs.
-    """
-    from harness.analysis.comparisons import analyse
-    from harness.report.bench import files as bench_files
-    from harness.report.guards import write_guards
-    from harness.report.markdown import write_markdown
-    from harness.report.tuning import TuningInputs, read_tuning, restored_studies_path, studies_json, tuned_analysis
-    from harness.store import archive
-
-    abl, profile = sel.ablation, sel.profile
-    guards = {cid: g for cid, g in guards.items() if cid in abl.claims}
-    if data is None:
-        result, tuning, bench = analyse(sel, results), read_tuning(sel, results, storage, out), Path(results) / "bench"
-    else:
-        result = analyse(sel, results, found=data.scan)
-        tuning, bench = TuningInputs(data.tuning, tuned_analysis(sel, results, data.tuned)), data.bench
-    path = write_markdown(sel, result, out, tuning, guards, bench)
-    if data is not None:
-        return path, result, tuning
-    extra = {f"bench/{p.name}": p.read_bytes() for p in bench_files(abl, bench)}
-    tuned = []
-    if tuning.studies is not None:
-        extra[restored_studies_path(Path(), abl.name, profile).as_posix()] = studies_json(tuning.studies)
-        tuned = tuning.tuned.scan.records if tuning.tuned is not None else []
-    records, problems = [*result.scan.records, *tuned], result.scan.problems
-    written = archive.write(archive.data_path(path), results, records, abl.name, profile, problems, extra)
-    write_guards(guards, written, abl.name, profile)
-    return path, result, tuning
-
-
 def log_summary(
     analysis: Analysis, guards: Guards, figures: list[Path], mode: str, overrides: Sequence[str] = ()
 ) -> Path:
-    """The W&B summary run of a report: its comparison tables, figures, and claims' verdicts and evidence.
+    """Log the W&B summary run of a report (:func:`harness.report.build.summary`) with its ``figures``.
 
     For runs made with ``overrides``, it is in a folder of their own (as their report's file), so that it never
     replaces the declared grid's summary run.
     """
-    from harness.report.markdown import overrides_tag
-    from harness.report.sections import verdict
+    from harness.report.build import summary
 
-    abl = analysis.ablation
-    profiles = {r.profile for r in analysis.scan.records}  # the store's: cpu+tuned for ablate run --tuned
-    profile = profiles.pop() if len(profiles) == 1 else analysis.profile
-    tables = {
-        f"compare/{t.task}/{t.metric}": (
-            [str(c) for c in t.frame.columns],
-            [[json_safe(v) for v in row] for row in t.frame.itertuples(index=False)],
-        )
-        for t in analysis.tables
-    }
-    claims = [[cid, v, "\n".join(ev)] for cid in abl.claims for v, ev in [verdict(cid, analysis, guards)]]
-    config = {
-        "ablation": abl.model_dump(mode="json"),
-        "profile": profile,
-        "runs": len(analysis.runs),
-        "runs_ok": int((analysis.runs["status"] == RunStatus.OK).sum()),
-    }
-    folder = summary_dir(analysis.results, abl.name, profile)
-    if tag := overrides_tag(overrides):
-        folder, config["overrides"] = folder.with_name(f"{folder.name}.{tag}"), list(overrides)
-    return log_summary_run(folder, f"{abl.name}/{profile}", config, tables, figures, claims, mode)
+    run = summary(analysis, guards, overrides)
+    folder = summary_dir(analysis.results, analysis.ablation.name, run.profile)
+    if run.tag:
+        folder = folder.with_name(f"{folder.name}.{run.tag}")
+    group = f"{analysis.ablation.name}/{run.profile}"
+    return log_summary_run(folder, group, run.config, run.tables, figures, run.claims, mode)
 
 
 @contextlib.contextmanager
@@ -271,13 +211,11 @@ def report_all(
 ) -> Path:
     """``ablate report --all``: every registered ablation's reports, the positive controls' page and their index.
 
-    A report per profile with runs of its declared grid; the index is ``out/README.md``; returns the index's path.
+    A report per profile with runs of its declared grid (:func:`harness.report.build.write_all`); the index is
+    ``out/README.md``; returns the index's path.
     """
-    from harness.analysis.guards import evaluate_all, guards_of
     from harness.experiment import ablation as ablation_mod
-    from harness.experiment import claims as claims_mod
-    from harness.report import index
-    from harness.report.guards import markdown as reproductions_markdown
+    from harness.report.build import write_all
     from harness.store import archive
 
     if name is not None:
@@ -304,97 +242,6 @@ def report_all(
             f"--results-dir it wrote to{restore}"
         )
     with _writing(out):
-        evaluated = evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
-        guards = guards_of(list(claims_mod.load_claims()), results, evaluated)
-        entries = [_report_ablation(name, results, out, storage, guards) for name in ablation_mod.available()]
-        for entry in entries:  # reports already in OUT whose runs are not in this store: linked, not rewritten
-            written = {r.path.name for r in entry.reported}
-            for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
-                if old.name not in written and ".with-" not in old.name:  # runs made with overrides: not indexed
-                    entry.notes.append(
-                        f"[{old.stem.partition('.')[2] or _default_profile(entry.name)}]({old.name}): an "
-                        "earlier report whose runs are not in this store (not regenerated)"
-                    )
-        Path(out).mkdir(parents=True, exist_ok=True)
-        write_atomic(
-            repro := Path(out) / "reproductions.md", reproductions_markdown(evaluated, results).encode("utf-8")
-        )
-        _echo(f"wrote {repro}")
-        write_atomic(path := Path(out) / "README.md", index.index_markdown(entries, results, repro).encode("utf-8"))
+        path = write_all(results, out, storage, lambda line: output.console.print(escape(line)))
     output.console.print(f"wrote {path}")
     return path
-
-
-def _echo(line: str) -> None:
-    output.console.print(escape(line))
-
-
-def _default_profile(name: str) -> str:
-    from harness.experiment import ablation as ablation_mod
-
-    try:
-        return ablation_mod.load(name).default_profile
-    except AblateError:
-        return "default profile"
-
-
-def _report_ablation(name: str, results: Path, out: Path, storage: str | None, guards: Guards) -> index.Entry:
-    from harness.analysis.claims import control_outcomes, in_grid
-    from harness.experiment import ablation as ablation_mod
-    from harness.experiment import claims as claims_mod
-    from harness.experiment.selection import select
-    from harness.report import index
-    from harness.report.sections import control_text, verdict
-    from harness.report.tuning import claim_changes
-    from harness.store.runs import scan
-
-    try:
-        abl = ablation_mod.load(name)
-    except AblateError as exc:
-        _echo(f"skipped {name}: {exc}")
-        return index.Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
-    guarded = list(abl.control.guards) if abl.control is not None else []
-    question, control = short_question(abl.question), abl.control is not None
-    entry = index.Entry(name, question, list(abl.claims), control=control, guards=guarded)
-    claims = claims_mod.load_claims()
-    made: dict[str, tuple[Analysis, TuningInputs]] = {}  # per reported profile: its report's, for the verdicts
-    held: dict[str, dict[str, int]] = {}  # per reported profile: each claim's evidence entries its grid holds
-    for order, (pname, prof) in enumerate(abl.profiles.items()):
-        found = scan(results, name, pname)
-        if not found.records:
-            continue
-        try:
-            sel = select(abl, pname, [], output.data_dir(), check_data=False, results=results, storage=storage)
-        except AblateError as exc:
-            entry.notes.append(f"{pname}: not reported ({exc})")
-            _echo(f"skipped {name} / {pname}: {exc}")
-            continue
-        mine = [r for r in found.records if r.run_id in sel.run_ids]
-        if not mine:
-            entry.notes.append(
-                f"{pname}: {len(found.records)} runs made with key=value overrides "
-                f"(`{command('report', name, pname, results=results, overrides=('KEY=VALUE', '...'))}`)"
-            )
-            _echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
-            continue
-        path, result, tuning = write_report(sel, results, out, guards, storage)
-        made[pname] = result, tuning
-        _echo(f"wrote {path}")
-        newest = max((r.finished_at or "" for r in mine), default="")
-        view = sel.ablation
-        held[pname] = {cid: sum(in_grid(ev, view, pname) for ev in claims[cid].evidence) for cid in view.claims}
-        run_s = sum(r.wall_time_s or 0.0 for r in mine)
-        evidence = sum(held[pname].values())  # the latest report is the confirmatory one that tests them most
-        entry.reported.append(index.Reported(pname, path, prof.confirmatory, newest, order, evidence, run_s))
-    if (latest := entry.latest) is not None:
-        result, tuning = made[latest.profile]
-        for cid in result.ablation.claims:  # each from the report that tests it most (index.Entry.decided_in)
-            where = max(entry.reported, key=lambda r: (r.confirmatory, held[r.profile].get(cid, 0), r == latest))
-            entry.verdicts.append((cid, verdict(cid, made[where.profile][0], guards)[0]))
-            if where != latest:
-                entry.decided_in[cid] = where
-        entry.tuning = claim_changes(result.ablation, result, tuning, guards)  # as its Tuning section says it
-        judged = made.get(abl.control.profile, (result,))[0] if abl.control is not None else result  # its profile's
-        entry.controls = [control_text(c) for c in control_outcomes(judged)]  # as that report says it
-        entry.seeds = index.seeds_cell(result)
-    return entry

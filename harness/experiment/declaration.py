@@ -210,6 +210,11 @@ class Profile(Decl):
         True, description="false: a pilot, whose comparisons give no verdicts (every verdict reads pilot)"
     )
     apply_gate: StrictBool = Field(True, description="False: runs below a task's gate stay in every comparison")
+    plumbing: StrictBool = Field(
+        False,
+        description="true: a check that the grid runs end to end, too short for its numbers to mean anything "
+        "(ablate plan takes its spread only when no other pilot has runs, and warns)",
+    )
     overrides: dict[str, Any] = Field(default_factory=dict, description="config keys for every run of the profile")
     tasks: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="task name -> config keys for that task's runs in this profile"

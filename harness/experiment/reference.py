@@ -34,7 +34,7 @@ tasks:
     primary: {metric: acc@x4, higher_is_better: true, sesoi: 0.05}
     gate: {metric: acc@x1, min: 0.9}
 profiles:
-  smoke: {seeds: [0, 1], confirmatory: false, apply_gate: false,
+  smoke: {seeds: [0, 1], confirmatory: false, plumbing: true, apply_gate: false,
           overrides: {train.steps: 40, train.val_every: 20, train.warmup_steps: 10}}
   cpu: {seeds: [0, 1, 2, 3, 4, 5, 6, 7], overrides: {train.steps: 2000}}
 """
@@ -71,6 +71,7 @@ BAD: dict[str, tuple[tuple[str, ...], Any]] = {
     "profiles.PROFILE.seeds": (("profiles", "cpu", "seeds"), [0, 1, 1]),
     "profiles.PROFILE.confirmatory": (("profiles", "cpu", "confirmatory"), "no"),
     "profiles.PROFILE.apply_gate": (("profiles", "cpu", "apply_gate"), "maybe"),
+    "profiles.PROFILE.plumbing": (("profiles", "cpu", "plumbing"), "yes"),
     "profiles.PROFILE.overrides": (("profiles", "cpu", "overrides"), {"train.step": 2000}),
     "profiles.PROFILE.tasks": (("profiles", "cpu", "tasks"), {"reverse": {"train.steps": 10}}),
     "profiles.PROFILE.tune": (("profiles", "cpu", "tune"), {"model.position": {"type": "categorical", "choices": [1]}}),

@@ -26,10 +26,9 @@ MIN_ADDED_MIB = 1.0  # no memory ratio to a baseline that added less (a few page
 def files(abl: Any, folder: Path) -> list[Path]:
     """The bench files of ``folder`` that ``abl``'s report shows.
 
-    Those are the files of attention_kernel's report, or of one with an ``attention.kernel`` axis.
+    Those are the files of the report of an ablation with an ``attention.kernel`` axis (attention_kernel's).
     """
-    shown = abl.name == "attention_kernel" or "attention.kernel" in abl.axes
-    return sorted(Path(folder).glob("attention-*.json")) if shown else []
+    return sorted(Path(folder).glob("attention-*.json")) if "attention.kernel" in abl.axes else []
 
 
 def load(folder: Path) -> list[tuple[Path, dict[str, Any] | str]]:

@@ -1,4 +1,4 @@
-"""A markdown report, rendered from what :mod:`harness.cli.report` computed.
+"""A markdown report, rendered from what :mod:`harness.report.build` computed.
 
 It holds the question, claims with verdicts, setup, comparison tables, figures, failures, and the commands that
 reproduce it. Across all variants (:func:`across_variants`): a Friedman test with Nemenyi mean ranks (Demsar,

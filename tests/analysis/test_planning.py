@@ -166,7 +166,9 @@ def test_a_smoke_pilot_is_the_last_resort_and_is_warned_about(tmp_path):
     (results / "pe_extrapolation" / "cpu").rmdir()
     assert pilot_profile(abl, results, None, confirm) == "smoke"
     decl = write_decl(
-        tmp_path / "decl", smoke={"seeds": [0, 1, 2], "confirmatory": False}, cpu={"seeds": list(range(12))}
+        tmp_path / "decl",
+        smoke={"seeds": [0, 1, 2], "confirmatory": False, "plumbing": True},
+        cpu={"seeds": list(range(12))},
     )
     write_runs(results, decl, "smoke", _pilot)
     out = invoke("plan", str(decl), "--profile", "cpu", "--results-dir", str(results))
