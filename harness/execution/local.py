@@ -131,7 +131,8 @@ def _exit_terminated(signum: int, frame: Any) -> None:
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel every run not started and SIGKILL the workers (their runs resume at the next ``ablate run``).
 
-    Else the queued runs start after Ctrl-C (a SIGTERM'd worker reports a result, then goes on).
+    The queued runs are cancelled and the workers killed, not asked to stop: a SIGTERM'd worker would
+    report a result, then start the next queued run.
     """
     processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown clears it
     pool.shutdown(wait=False, cancel_futures=True)
