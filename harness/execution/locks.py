@@ -23,8 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.config import RunOptions
 from harness.encode import dumps
+from harness.run_options import RunOptions
 
 CLAIM = "claim.lock"
 TAKEOVER = "claim.lock.takeover"
