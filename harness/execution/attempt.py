@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from harness import __version__
 from harness.errors import RunStatus, run_error, storage_error
-from harness.execution.locks import CLAIM, CLAIM_STALE_S, EVENTS, TAKEOVER, append_event, clear_stale, holder, try_claim
+from harness.execution.locks import CLAIM, CLAIM_STALE_S, TAKEOVER, clear_stale, holder, try_claim
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import Threshold
@@ -40,7 +40,7 @@ from harness.files import write_atomic
 from harness.redact import redact
 from harness.run_options import RunOptions
 from harness.store.record import Record
-from harness.store.runs import HISTORY, RECORD, denied, load_record, run_dir, write_record
+from harness.store.runs import EVENTS, HISTORY, RECORD, append_event, denied, load_record, run_dir, write_record
 
 CHECKPOINTS = "checkpoints"
 

@@ -10,20 +10,13 @@ Runs executed: every run of the grid without a finished record (never started, o
 those resume), and with ``--retry STATUSES`` the finished runs of those statuses (their record
 archived as ``record.attempt-N.json``).
 
-Reuse: a run id hashes everything that determines a run's numbers
-(:meth:`~harness.experiment.grid.RunSpec.payload`), not the ablation or profile that asked for it,
-so a run without a record that another ablation finished (``ok``, ``stalled`` or ``diverged``:
-``failed`` and ``timeout`` may depend on the machine) is copied into this grid (:func:`adopt`)
-instead of trained again. ``steps_to_target`` is not in the id: a run is reused only when the
-source's convergence target (its record's ``target``, else the one its ablation declares today)
-equals this grid's.
+Reuse of identical runs that other ablations finished: :mod:`harness.store.reuse`.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,19 +26,22 @@ from harness.errors import AblateError, RunStatus
 from harness.execution.attempt import target_of, tidy_finished
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.local import check_engine, on_this_machine
-from harness.execution.locks import CLAIM_HEARTBEAT_S, append_event
+from harness.execution.locks import CLAIM_HEARTBEAT_S
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.grid import RunSpec
 from harness.registry import did_you_mean
 from harness.run_options import RunOptions
 from harness.store.record import Record
-from harness.store.runs import load_record, read_record, run_dir, write_record
+from harness.store.reuse import adopt, find_reusable
+from harness.store.runs import read_record, run_dir
 from harness.training.model_and_devices import check_devices
 
 _URL = re.compile(r"^[a-z][a-z0-9+.\-]+:/", re.IGNORECASE)  # s3://b/x arrives as the Path s3:/b/x
 FAILURES = (*(s for s in RunStatus if s.failure), "crashed")
 """Outcomes that make ``ablate run`` exit with 1: a :attr:`~harness.errors.RunStatus.failure`, or a worker that died."""
 RETRYABLE = tuple(s.value for s in RunStatus if s is not RunStatus.OK)
+REUSED_AS = ("ablation", "profile", "variant", "variant_label", "design")
+"""The fields a reused run's record takes from the grid that reuses it."""
 
 
 def parse_retry(text: str | None) -> tuple[str, ...]:
@@ -140,7 +136,7 @@ def select(
 
     The last are the runs without a record that another ablation made with the same id and
     convergence target (``targets``, per task, as records hold them; None: no reuse), copied
-    instead of trained (:func:`adopt`).
+    instead of trained (:func:`harness.store.reuse.adopt`).
     """
     out = Selected()
     for spec in specs:
@@ -149,8 +145,9 @@ def select(
         if rec is None:
             target = (targets or {}).get(spec.task)
             fresh = targets is not None and not spec.tuned_params and not (own / "checkpoints").exists()
-            if fresh and (source := find_reusable(results, spec.run_id, own, target)) is not None:
-                out.reused.append(adopt(spec, source, own, target))
+            if fresh and (source := find_reusable(results, spec.run_id, own, target, declared_target)) is not None:
+                # the copy is made under the design its profile declares now, as a run trained here would be
+                out.reused.append(adopt(source, own, target, **{k: getattr(spec, k) for k in REUSED_AS}))
             else:
                 out.todo.append(spec)
         elif rec.status in statuses:
@@ -178,53 +175,13 @@ def place_runs(
     return place(workers, todo, threads, gpus, options.gpus_per_run, estimates=estimates)
 
 
-def _source_target(rec: Record) -> dict[str, Any] | None | str:
-    """The target the source run was measured against; ``"unknown"`` when it cannot be told."""
-    if "target" in rec.model_fields_set:  # held, even as null (none); a record made before targets does not say
-        return rec.target
+def declared_target(rec: Record) -> dict[str, Any] | None | str:
+    """The convergence target the ablation of ``rec`` declares today for its task; ``"unknown"`` when it cannot be told.
+
+    What a run's target was for a record made before records held it (:func:`harness.store.reuse.find_reusable`).
+    """
     try:
         entry = ablation_mod.load(rec.ablation).tasks.get(rec.task)
     except Exception:  # noqa: BLE001  a source ablation that no longer loads is simply not reused
         return "unknown"
     return target_of(entry.target) if entry is not None else "unknown"
-
-
-def find_reusable(results: Path, run_id: str, own: Path, target: dict[str, Any] | None) -> Path | None:
-    """The folder of a finished, reusable run with ``run_id`` elsewhere in the store, or None.
-
-    Never a copy: the run that was trained. Reusable: a :attr:`~harness.errors.RunStatus.result`, no tuned parameters,
-    and the convergence target ``target``.
-    """
-    for folder in sorted(Path(results).glob(f"*/*/{run_id}")):
-        if folder == own or not folder.is_dir():
-            continue
-        rec, _ = load_record(folder)
-        usable = rec is not None and rec.status.result and not rec.tuned_params and not rec.reused_from
-        if usable and _source_target(rec) == target:
-            return folder
-    return None
-
-
-def adopt(spec: RunSpec, source: Path, own: Path, target: dict[str, Any] | None) -> Record:
-    """Copy the finished run in ``source`` into ``own`` as ``spec``'s run.
-
-    Returns:
-        The new record: the source's numbers, timings, versions and commit, ``spec``'s ablation,
-        profile, variant and design fingerprint, ``target`` as its convergence target, and ``reused_from``: the
-        source's ``<ablation>/<profile>/<run id>``.
-
-    Raises:
-        ValueError: ``source`` holds no finished record that can be read.
-    """
-    rec, problem = load_record(source)
-    if rec is None:
-        raise ValueError(f"{source}: {problem or 'no finished record'}")
-    # the copy is made under the design its profile declares now, as a run trained here would be
-    update = {k: getattr(spec, k) for k in ("ablation", "profile", "variant", "variant_label", "design")}
-    rec = rec.model_copy(update=update | {"target": target, "reused_from": rec.where})
-    own.mkdir(parents=True, exist_ok=True)
-    if (source / "history.csv").is_file():
-        shutil.copyfile(source / "history.csv", own / "history.csv")
-    append_event(own, "reuse", source=rec.reused_from)
-    write_record(own, rec)
-    return rec
