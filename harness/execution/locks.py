@@ -1,6 +1,8 @@
 """Claims: one process at a time owns a run folder, so no run is executed twice.
 
-Stdlib only; docs/execution.md, "The store never loses a run". A claim is
+Built on the standard library, with the run's event log (:func:`harness.store.runs.append_event`)
+and the default timeout (:class:`harness.run_options.RunOptions`); docs/execution.md, "The store
+never loses a run". A claim is
 ``<run folder>/claim.lock``, a JSON file naming its owner, created atomically and exclusively
 (:func:`_create`) and touched every :data:`CLAIM_HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`)
 is taken over, serialised by a second lock file, checked against the exact bytes judged stale and
