@@ -46,12 +46,13 @@ from harness.cli import run as run_cmd  # noqa: F401  what `ablate run` imports
 from harness.cli import output
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import grid
-from harness.execution.launch import Launch
+from harness.execution.launch import select
+from harness.run_options import RunOptions
 t.append(("import ablate run", time.perf_counter()))
 abl = ablation_mod.load(path)
 profile, specs = grid.plan(abl, None, [], output.data_dir())
 t.append(("planning (imports torch)", time.perf_counter()))
-chosen = Launch().select(specs, results, abl.name, ())
+chosen = select(RunOptions(), specs, results, abl.name, ())
 t.append(("store state", time.perf_counter()))
 from harness.execution.local import pool_context
 p = pool_context().Process(target=time.sleep, args=(0,)); p.start(); p.join()

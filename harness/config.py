@@ -7,7 +7,6 @@ The dotted keys (``model.position``, ``train.steps``) are ablation axes, profile
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import hashlib
 import json
@@ -380,20 +379,3 @@ def apply_overrides(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> di
             node = node.setdefault(part, {})
         node[leaf] = value
     return out
-
-
-@dataclasses.dataclass(frozen=True)
-class RunOptions:
-    """How runs execute (``ablate run``'s options, docs/execution.md); nothing here changes a run's numbers or its id.
-
-    ``retry``: ``{run_id: attempt}``, the finished attempts to run again.
-    """
-
-    resume: bool = True
-    keep_checkpoints: bool = False  # also the trained model's checkpoint, after the last step
-    checkpoint_every: float = 120.0  # seconds between checkpoints, each at the end of a validation pass (0: every)
-    run_timeout: float | None = None  # seconds before a run stops as ``timeout``
-    claim_timeout: float = 600.0  # seconds without a heartbeat before another owner's claim is stale
-    retry: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    devices: int | str = 1  # Lightning's, for one run
-    strategy: str = "auto"

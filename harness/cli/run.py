@@ -9,6 +9,7 @@ then a summary.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -24,10 +25,10 @@ from harness.encode import text
 from harness.errors import RunStatus
 from harness.execution.gpus import check_threads, estimate_seconds
 from harness.hints import DEFAULT_RESULTS, command
+from harness.run_options import RunOptions
 from harness.tuned import TUNED, tuned_profile
 
 if TYPE_CHECKING:
-    from harness.execution.launch import Launch
     from harness.experiment.grid import RunSpec
 
 INTERRUPTED_RUNS = "interrupted: finished runs are in the store; run the same command again to continue"
@@ -92,25 +93,21 @@ def run_cmd(
     plugin: o.PluginOpt = None,
 ) -> int:
     """Train every run of the grid not yet in the store, then print the comparison table."""
-    from harness.config import RunOptions
-    from harness.execution.launch import Launch
-    from harness.execution.local import Engine
-
-    launch = Launch(
-        options=RunOptions(
-            resume=resume,
-            keep_checkpoints=keep_checkpoints,
-            checkpoint_every=checkpoint_every,
-            run_timeout=run_timeout,
-            claim_timeout=claim_timeout,
-            devices=int(devices) if devices.isdigit() else devices,
-            strategy=strategy,
-        ),
-        engine=Engine(
-            executor.value, address=address, partition=slurm_partition, time_min=slurm_time, cluster=submitit_cluster
-        ),
-        gpus_per_run=gpus_per_run,
+    options = RunOptions(
+        resume=resume,
+        keep_checkpoints=keep_checkpoints,
+        checkpoint_every=checkpoint_every,
+        run_timeout=run_timeout,
+        claim_timeout=claim_timeout,
         retry=retry,
+        devices=int(devices) if devices.isdigit() else devices,
+        strategy=strategy,
+        executor=executor.value,
+        address=address,
+        gpus_per_run=gpus_per_run,
+        partition=slurm_partition,
+        slurm_time=slurm_time,
+        cluster=submitit_cluster,
     )
     return run(
         name,
@@ -122,7 +119,7 @@ def run_cmd(
         wandb=o.wandb_mode(wandb),
         tuned=tuned,
         storage=storage,
-        launch=launch,
+        options=options,
     )
 
 
@@ -137,7 +134,7 @@ def run(
     wandb: str = "off",
     tuned: bool = False,
     storage: str | None = None,
-    launch: Launch | None = None,
+    options: RunOptions = RunOptions(),
 ) -> int:
     """Run every unfinished run of the grid; print progress and the comparison.
 
@@ -145,9 +142,10 @@ def run(
     ``<profile>+tuned`` (:mod:`harness.tune.studies`); a sequential profile runs its next look
     (:mod:`harness.analysis.looks`).
     """
+    from harness.cli.grid_lines import describe, outcome_lines, progress_note
     from harness.cli.progress import GridProgress, clock
     from harness.execution import attempt, local
-    from harness.execution.launch import Launch, outcome_lines, progress_note
+    from harness.execution.launch import check_options, place_runs, select
     from harness.experiment import ablation as ablation_mod
     from harness.store.runs import read_record, run_dir, scan
     from harness.tune.studies import tuned_specs
@@ -166,8 +164,7 @@ def run(
         from harness.analysis import looks  # scipy: the decisions so far choose the runs
 
         looks.design_of(sel)  # a first look that could decide nothing is refused
-    launch = launch or Launch()
-    retry = launch.check(results, workers, threads)
+    retry = check_options(options, results, workers, threads)
     output.check_results_dir(results, create=not tuned)  # --tuned with no study must leave nothing behind
     output.check_wandb(wandb)
     if tuned:  # a tuned grid has no looks: every seed, decided as a fixed design (docs/sequential.md)
@@ -183,16 +180,16 @@ def run(
         output.console.print(f"{abl.name} / {prof_name}: sequential design, {st.summary()}")
         specs = looks.next_specs(sel, st)
     targets = None if tuned else {task: entry.target for task, entry in abl.tasks.items()}
-    chosen = launch.select(specs, results, abl.name, retry, targets=targets)
+    chosen = select(options, specs, results, abl.name, retry, targets=targets)
     todo, retried = chosen.todo, chosen.retry
-    placement = launch.place(workers, len(todo), threads, [estimate_seconds(s.config, threads) for s in todo])
+    placement = place_runs(options, workers, len(todo), threads, [estimate_seconds(s.config, threads) for s in todo])
     again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
     sources = dict.fromkeys((rec.reused_from or "").rsplit("/", 1)[0] for rec in chosen.reused)  # e.g. NAME/confirm
     copied = f" ({len(chosen.reused)} copied from identical runs of {', '.join(sources)})" if sources else ""
     output.console.print(
         f"{abl.name} / {tuned_profile(prof_name) if tuned else prof_name}: {len(specs)} runs, "
         f"{len(specs) - len(todo) + len(retried)} already in {results}{copied}, {len(todo)} to run{again}"
-        + (f" ({launch.describe(placement, threads)}, W&B {wandb})" if todo else "")  # no pool, no W&B run: none
+        + (f" ({describe(options, placement, threads)}, W&B {wandb})" if todo else "")  # no pool, no W&B run: none
     )
 
     # the columns of a progress line as wide as this grid's longest task and variant: 80 columns hold it
@@ -220,7 +217,8 @@ def run(
             wandb_mode=wandb,
             data_dir=output.data_dir(),
             on_done=on_done,
-            **launch.grid_kwargs(placement, retried),
+            options=dataclasses.replace(options, retry_attempts=retried),
+            slots=placement.slots,
         )
     print_tables(sel, results, tuned=tuned, brief=True)
     for line in closing_lines(abl, prof_name, results, sel):
@@ -253,13 +251,12 @@ def reproduce_cmd(
     """
     # exit 1 when some run failed, else 0: a failed reproduction is a finding, not an error
     from harness.analysis import guards  # the statistics (scipy): the summary of each entry
-    from harness.config import RunOptions
-    from harness.execution.launch import Launch
+    from harness.execution.launch import check_options
     from harness.report.guards import summary_lines
 
-    launch = Launch(options=RunOptions(run_timeout=run_timeout))
+    options = RunOptions(run_timeout=run_timeout)
     mode = o.wandb_mode(wandb)
-    launch.check(results_dir, workers, threads)
+    check_options(options, results_dir, workers, threads)
     output.check_wandb(mode)  # the dry run too: its runs would all fail on wandb.init
     output.check_results_readable(results_dir)  # without dry_run, the runner also checks it is writable
     entries = guards.load_checked(rid)
@@ -268,7 +265,7 @@ def reproduce_cmd(
         hint = f" (`{command('run', ablation, profile, results=results_dir)}`)" if missing else ""
         output.console.print(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}", markup=False)
     codes = [
-        run(ablation, profile, [], results_dir, workers=workers, threads=threads, wandb=mode, launch=launch)
+        run(ablation, profile, [], results_dir, workers=workers, threads=threads, wandb=mode, options=options)
         for ablation, profile, _, missing in grids
         if missing and not dry_run
     ]

@@ -23,23 +23,24 @@ import subprocess
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from harness import __version__
-from harness.config import RunOptions
 from harness.errors import RunStatus, run_error, storage_error
-from harness.execution.locks import CLAIM, CLAIM_STALE_S, EVENTS, TAKEOVER, append_event, clear_stale, holder, try_claim
+from harness.execution.locks import CLAIM, CLAIM_STALE_S, TAKEOVER, clear_stale, holder, try_claim
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
 from harness.files import write_atomic
 from harness.redact import redact
+from harness.run_options import RunOptions
 from harness.store.record import Record
-from harness.store.runs import HISTORY, RECORD, denied, load_record, run_dir, write_record
+from harness.store.runs import EVENTS, HISTORY, RECORD, append_event, denied, load_record, run_dir, write_record
 
 CHECKPOINTS = "checkpoints"
 
@@ -101,39 +102,28 @@ def unfinished_state(folder: Path, stale_after: float = CLAIM_STALE_S) -> tuple[
     return "pending", "interrupted; starts afresh" if folder.is_dir() else "not started"
 
 
-@dataclass(frozen=True)
-class WorkerArgs:
-    """The keyword arguments of :func:`execute` that every run of one grid shares (pickled to each worker once).
+def grid_attempt(
+    results: Path, wandb_mode: str, data_dir: Path | None, abl: Ablation, options: RunOptions, absolute: bool = False
+) -> Callable[[RunSpec], Progress]:
+    """:func:`execute` with the arguments every run of one grid shares (pickled to each worker once).
 
-    ``plugins``: those the planning process has loaded when the arguments are made, loaded again
-    where the run executes (a spawned worker, a Ray task, a SLURM job).
+    They are the store, W&B mode, data folder, ablation and run options, the planning process's commit,
+    and the plugins it has loaded, loaded again where the run executes (a spawned worker, a Ray task, a
+    SLURM job). ``absolute``: paths made absolute, for a worker that starts in another folder.
     """
-
-    results: Path
-    wandb_mode: str
-    data_dir: Path | None
-    abl: Ablation
-    commit: str | None
-    options: RunOptions | None = None
-    plugins: tuple[plugin_loader.PluginRef, ...] = field(default_factory=plugin_loader.refs)
-
-    def resolved(self) -> WorkerArgs:
-        """The same arguments with absolute paths, for a worker that starts in another folder."""
-        data_dir = Path(self.data_dir).resolve() if self.data_dir else None
-        abl = (
-            self.abl.model_copy(update={"source": str(Path(self.abl.source).resolve())})
-            if self.abl.source
-            else self.abl
-        )
-        return replace(self, results=Path(self.results).resolve(), data_dir=data_dir, abl=abl)
+    if absolute:
+        results, data_dir = Path(results).resolve(), Path(data_dir).resolve() if data_dir else None
+        abl = abl.model_copy(update={"source": str(Path(abl.source).resolve())}) if abl.source else abl
+    shared = {"wandb_mode": wandb_mode, "data_dir": data_dir, "abl": abl, "commit": git_commit(), "options": options}
+    return partial(execute, results=results, **shared, plugins=plugin_loader.refs())
 
 
-def run_with_threads(spec: RunSpec, args: WorkerArgs, threads: int) -> Progress:
-    """What one Ray task or SLURM job runs: :func:`execute` with ``threads`` torch threads."""
+def run_with_threads(spec: RunSpec, attempt: Callable[[RunSpec], Progress], threads: int) -> Progress:
+    """What one Ray task or SLURM job runs: ``attempt`` (:func:`grid_attempt`) with ``threads`` torch threads."""
     import torch
 
     torch.set_num_threads(threads)
-    return execute(spec, **vars(args))
+    return attempt(spec)
 
 
 @dataclass(frozen=True)
@@ -214,7 +204,7 @@ def execute(
     data_dir: Path | None = None,
     abl: Ablation | None = None,
     commit: str | None = None,
-    options: RunOptions | None = None,
+    options: RunOptions = RunOptions(),
     plugins: tuple[plugin_loader.PluginRef, ...] | None = None,
 ) -> Progress:
     """Claim one spec, train it and write its record.
@@ -223,7 +213,7 @@ def execute(
     stored) when another live process holds the run, or a ``crashed`` one (not stored) when the
     record is another user's or a storage error stopped the run. Never raises for a bad run (a
     ``failed`` one has ``traceback.txt`` beside it). A finished run is returned as stored, unless
-    ``options.retry`` names that very attempt: it is then archived and run again.
+    ``options.retry_attempts`` names that very attempt: it is then archived and run again.
 
     Raises:
         AblateError: one of ``plugins`` cannot be loaded here.
@@ -233,15 +223,14 @@ def execute(
 
     if plugins is not None:
         plugin_loader.load_refs(plugins)
-    opts = options or RunOptions()
     folder = run_dir(results, spec.ablation, spec.profile, spec.run_id)
     done, problem = load_record(folder)
     if denied(problem):  # another user's record, not a damaged one: never moved aside nor trained again
         return unstored(spec, "crashed", f"{folder / RECORD}: {problem}")
-    if done is not None and opts.retry.get(done.run_id) != done.attempt:
-        tidy_finished(folder, opts.keep_checkpoints, opts.claim_timeout)  # a kill after its record
+    if done is not None and options.retry_attempts.get(done.run_id) != done.attempt:
+        tidy_finished(folder, options.keep_checkpoints, options.claim_timeout)  # a kill after its record
         return done
-    claim = try_claim(folder, opts.claim_timeout)
+    claim = try_claim(folder, options.claim_timeout)
     if claim is None:
         who = (holder(folder) or {}).get("owner", "another process")
         return unstored(spec, "claimed", f"running elsewhere ({who})")
@@ -249,11 +238,11 @@ def execute(
         done, problem = load_record(folder)
         if denied(problem):
             return unstored(spec, "crashed", f"{folder / RECORD}: {problem}")
-        if done is not None and opts.retry.get(done.run_id) != done.attempt:
+        if done is not None and options.retry_attempts.get(done.run_id) != done.attempt:
             return done  # finished by another process since we looked
         if done is not None:
             archive(folder, done)
-        prepare(folder, opts.resume)
+        prepare(folder, options.resume)
         started = {
             "started_at": datetime.now(timezone.utc).isoformat(),
             "commit": commit,
@@ -265,7 +254,7 @@ def execute(
         try:
             task = build_task(spec.task, spec.task_params, data_dir=data_dir, near=abl.folder if abl else None)
             how = TrainOptions(
-                **vars(opts),
+                run=options,
                 target=abl.tasks[spec.task].target if abl is not None else None,
                 wandb=_wandb_kwargs(spec, wandb_mode, started["attempt"]),
                 checkpoint_dir=folder / CHECKPOINTS,
@@ -292,7 +281,7 @@ def execute(
         record = spec_record(spec, abl, **started, **ended, **took_over)
         write_record(folder, record)
         append_event(folder, "finish", status=record.status, attempt=record.attempt)
-        if not opts.keep_checkpoints:
+        if not options.keep_checkpoints:
             shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
     return record
 

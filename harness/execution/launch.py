@@ -1,55 +1,48 @@
 """How ``ablate run`` launches a grid.
 
-:class:`Launch` gathers the execution options of the command line (executor, GPUs, resume,
-checkpoints, time limits, retries), checks them before anything runs
-(:class:`~harness.errors.AblateError`, exit code 2), picks the runs to execute and says how the grid
-went. Nothing here changes a run's numbers or its id.
+:func:`check_options` checks the execution options of the command line
+(:class:`~harness.run_options.RunOptions`: executor, GPUs, resume, checkpoints, time limits, retries)
+before anything runs (:class:`~harness.errors.AblateError`, exit code 2); :func:`select` picks the runs
+to execute, :func:`place_runs` the workers and GPUs of the local pool. Nothing here changes a run's
+numbers or its id.
 
 Runs executed: every run of the grid without a finished record (never started, or interrupted:
 those resume), and with ``--retry STATUSES`` the finished runs of those statuses (their record
 archived as ``record.attempt-N.json``).
 
-Reuse: a run id hashes everything that determines a run's numbers
-(:meth:`~harness.experiment.grid.RunSpec.payload`), not the ablation or profile that asked for it,
-so a run without a record that another ablation finished (``ok``, ``stalled`` or ``diverged``:
-``failed`` and ``timeout`` may depend on the machine) is copied into this grid (:func:`adopt`)
-instead of trained again. ``steps_to_target`` is not in the id: a run is reused only when the
-source's convergence target (its record's ``target``, else the one its ablation declares today)
-equals this grid's.
+Reuse of identical runs that other ablations finished: :mod:`harness.store.reuse`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-
-from harness.config import RunOptions
 from harness.errors import AblateError, RunStatus
-from harness.execution.attempt import Progress, target_of, tidy_finished
+from harness.execution.attempt import target_of, tidy_finished
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
-from harness.execution.local import Engine
-from harness.execution.locks import CLAIM_HEARTBEAT_S, append_event
+from harness.execution.local import check_engine, on_this_machine
+from harness.execution.locks import CLAIM_HEARTBEAT_S
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
-from harness.experiment.selection import Selection
 from harness.registry import did_you_mean
+from harness.run_options import RunOptions
 from harness.store.record import Record
-from harness.store.runs import load_record, read_record, run_dir, write_record
+from harness.store.reuse import adopt, find_reusable
+from harness.store.runs import read_record, run_dir
 from harness.training.model_and_devices import check_devices
 
 _URL = re.compile(r"^[a-z][a-z0-9+.\-]+:/", re.IGNORECASE)  # s3://b/x arrives as the Path s3:/b/x
 FAILURES = (*(s for s in RunStatus if s.failure), "crashed")
 """Outcomes that make ``ablate run`` exit with 1: a :attr:`~harness.errors.RunStatus.failure`, or a worker that died."""
 RETRYABLE = tuple(s.value for s in RunStatus if s is not RunStatus.OK)
+REUSED_AS = ("ablation", "profile", "variant", "variant_label", "design")
+"""The fields a reused run's record takes from the grid that reuses it."""
 
 
 def parse_retry(text: str | None) -> tuple[str, ...]:
@@ -72,7 +65,7 @@ def parse_retry(text: str | None) -> tuple[str, ...]:
 
 @dataclass
 class Selected:
-    """What :meth:`Launch.select` found.
+    """What :func:`select` found.
 
     Runs to execute, ``{run_id: attempt}`` of finished attempts to retry, the records of runs copied
     from identical runs of other ablations, and those of runs that did not finish (failed, timeout)
@@ -86,230 +79,110 @@ class Selected:
     failed_before: list[Record] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Launch:
-    """Execution options of ``ablate run`` (see :mod:`harness.execution.launch`)."""
+def check_options(options: RunOptions, results: Path, workers: int | None = None, threads: int = 1) -> tuple[str, ...]:
+    """Validate every execution option before any run; returns the statuses to retry.
 
-    options: RunOptions = field(default_factory=RunOptions)
-    engine: Engine = field(default_factory=Engine)
-    gpus_per_run: int | None = None
-    retry: str | None = None
+    Raises:
+        AblateError: a bad option, a missing engine, GPUs that are not there, a results location
+            that is a URL.
+    """
+    if _URL.match(str(results)):
+        scheme = str(results).split(":", 1)[0]  # Path folded its // (s3://b/x arrives as s3:/b/x)
+        raise AblateError(
+            f"--results-dir {scheme}://... is a URL; the store is a folder (local or on a shared "
+            f"filesystem every worker sees), e.g. --results-dir /shared/ablate-results"
+        )
+    o = options
+    for flag, hint in (
+        ("--run-timeout", "leave the option out for no time limit"),
+        ("--checkpoint-every", "e.g. 120 (the default); 0 checkpoints at every validation pass"),
+        ("--claim-timeout", "e.g. 600 (the default)"),
+    ):
+        value = getattr(o, flag[2:].replace("-", "_"))  # --run-timeout: o.run_timeout
+        if value is not None and not math.isfinite(value):  # nan slips through every comparison below
+            raise AblateError(f"{flag} must be a finite number of seconds, got {value:g}; {hint}")
+    if o.run_timeout is not None and o.run_timeout <= 0:
+        raise AblateError(f"--run-timeout must be a positive number of seconds, got {o.run_timeout:g}")
+    if o.checkpoint_every < 0:
+        raise AblateError(
+            f"--checkpoint-every must be 0 (a checkpoint at every validation pass) or a positive number "
+            f"of seconds, got {o.checkpoint_every:g}"
+        )
+    if o.claim_timeout < 2 * CLAIM_HEARTBEAT_S:
+        raise AblateError(
+            f"--claim-timeout must be at least {2 * CLAIM_HEARTBEAT_S:g} s (a running claim is "
+            f"refreshed every {CLAIM_HEARTBEAT_S:g} s), got {o.claim_timeout:g}"
+        )
+    if o.gpus_per_run is not None and o.gpus_per_run < 0:
+        raise AblateError(f"--gpus-per-run must be 0 (CPU) or more, got {o.gpus_per_run}")
+    check_engine(o)
+    if o.executor == "local" and (str(o.devices), o.strategy) != ("1", "auto"):
+        check_devices(o.devices, o.strategy)
+    statuses = parse_retry(o.retry)
+    if on_this_machine(o):  # a Ray cluster connected to, or SLURM: CPUs on other machines
+        check_threads(threads)
+    place_runs(o, workers, 1, threads)
+    return statuses
 
-    def check(self, results: Path, workers: int | None = None, threads: int = 1) -> tuple[str, ...]:
-        """Validate everything before any run; returns the statuses to retry.
 
-        Raises:
-            AblateError: a bad option, a missing engine, GPUs that are not there, a results location
-                that is a URL.
-        """
-        if _URL.match(str(results)):
-            scheme = str(results).split(":", 1)[0]  # Path folded its // (s3://b/x arrives as s3:/b/x)
-            raise AblateError(
-                f"--results-dir {scheme}://... is a URL; the store is a folder (local or on a shared "
-                f"filesystem every worker sees), e.g. --results-dir /shared/ablate-results"
-            )
-        o = self.options
-        for flag, hint in (
-            ("--run-timeout", "leave the option out for no time limit"),
-            ("--checkpoint-every", "e.g. 120 (the default); 0 checkpoints at every validation pass"),
-            ("--claim-timeout", "e.g. 600 (the default)"),
-        ):
-            value = getattr(o, flag[2:].replace("-", "_"))  # --run-timeout: o.run_timeout
-            if value is not None and not math.isfinite(value):  # nan slips through every comparison below
-                raise AblateError(f"{flag} must be a finite number of seconds, got {value:g}; {hint}")
-        if o.run_timeout is not None and o.run_timeout <= 0:
-            raise AblateError(f"--run-timeout must be a positive number of seconds, got {o.run_timeout:g}")
-        if o.checkpoint_every < 0:
-            raise AblateError(
-                f"--checkpoint-every must be 0 (a checkpoint at every validation pass) or a positive number "
-                f"of seconds, got {o.checkpoint_every:g}"
-            )
-        if o.claim_timeout < 2 * CLAIM_HEARTBEAT_S:
-            raise AblateError(
-                f"--claim-timeout must be at least {2 * CLAIM_HEARTBEAT_S:g} s (a running claim is "
-                f"refreshed every {CLAIM_HEARTBEAT_S:g} s), got {o.claim_timeout:g}"
-            )
-        if self.gpus_per_run is not None and self.gpus_per_run < 0:
-            raise AblateError(f"--gpus-per-run must be 0 (CPU) or more, got {self.gpus_per_run}")
-        self.engine.check()
-        if self.engine.kind == "local" and (str(o.devices), o.strategy) != ("1", "auto"):
-            check_devices(o.devices, o.strategy)
-        statuses = parse_retry(self.retry)
-        if self.engine.on_this_machine:  # a Ray cluster connected to, or SLURM: CPUs on other machines
-            check_threads(threads)
-        self.place(workers, 1, threads)
-        return statuses
+def select(
+    options: RunOptions,
+    specs: list[RunSpec],
+    results: Path,
+    ablation: str,
+    statuses: tuple[str, ...],
+    targets: Mapping[str, Threshold | None] | None = None,
+) -> Selected:
+    """The runs to execute, the finished attempts to retry, and the runs another ablation made.
 
-    def select(
-        self,
-        specs: list[RunSpec],
-        results: Path,
-        ablation: str,
-        statuses: tuple[str, ...],
-        targets: Mapping[str, Threshold | None] | None = None,
-    ) -> Selected:
-        """The runs to execute, the finished attempts to retry, and the runs another ablation made.
-
-        The last are the runs without a record that another ablation made with the same id and
-        convergence target (``targets``, per task; None: no reuse), copied
-        instead of trained (:func:`adopt`).
-        """
-        out = Selected()
-        for spec in specs:
-            own = run_dir(results, ablation, spec.profile, spec.run_id)
-            rec = read_record(own)
-            if rec is None:
-                target = target_of((targets or {}).get(spec.task))
-                fresh = targets is not None and not spec.tuned_params and not (own / "checkpoints").exists()
-                if fresh and (source := find_reusable(results, spec.run_id, own, target)) is not None:
-                    out.reused.append(adopt(spec, source, own, target))
-                else:
-                    out.todo.append(spec)
-            elif rec.status in statuses:
-                out.todo.append(spec)
-                out.retry[spec.run_id] = rec.attempt
+    The last are the runs without a record that another ablation made with the same id and
+    convergence target (``targets``, per task; None: no reuse), copied
+    instead of trained (:func:`harness.store.reuse.adopt`).
+    """
+    out = Selected()
+    for spec in specs:
+        own = run_dir(results, ablation, spec.profile, spec.run_id)
+        rec = read_record(own)
+        if rec is None:
+            target = target_of((targets or {}).get(spec.task))
+            fresh = targets is not None and not spec.tuned_params and not (own / "checkpoints").exists()
+            if fresh and (source := find_reusable(results, spec.run_id, own, target, declared_target)) is not None:
+                # the copy is made under the design its profile declares now, as a run trained here would be
+                out.reused.append(adopt(source, own, target, **{k: getattr(spec, k) for k in REUSED_AS}))
             else:
-                if rec.status in FAILURES:
-                    out.failed_before.append(rec)
-                # kept as it is: a kill between its record and its clean-up left a claim and checkpoints
-                tidy_finished(own, self.options.keep_checkpoints, self.options.claim_timeout)
-        return out
-
-    def place(
-        self, workers: int | None, todo: int, threads: int, estimates: Sequence[float] | None = None
-    ) -> Placement:
-        """Workers and GPU slots of the local pool (Ray and SLURM place runs themselves).
-
-        ``estimates``: expected seconds of each run (:func:`harness.execution.gpus.estimate_seconds`),
-        from which the default number of CPU workers is decided.
-        """
-        if self.engine.kind != "local":
-            return Placement(workers or todo or 1, reason=f"{self.engine.kind} places the runs")
-        gpus = [] if self.gpus_per_run == 0 else visible_gpus()
-        return place(workers, todo, threads, gpus, self.gpus_per_run, estimates=estimates)
-
-    def grid_kwargs(self, placement: Placement, retry: dict[str, int]) -> dict[str, Any]:
-        """Keyword arguments of :func:`harness.execution.local.run_grid`."""
-        engine = dataclasses.replace(self.engine, gpus_per_run=self.gpus_per_run or 0)
-        return {"options": dataclasses.replace(self.options, retry=retry), "slots": placement.slots, "engine": engine}
-
-    def describe(self, placement: Placement, threads: int) -> str:
-        """``2 worker(s) x 1 thread(s)``, the GPUs and why that many; or the engine."""
-        if self.engine.kind == "ray":
-            return f"Ray {self.engine.address or 'local instance'}, {threads} CPU(s) per run"
-        if self.engine.kind == "slurm":
-            return f"SLURM via submitit ({self.engine.cluster}), {threads} CPU(s) per run"
-        gpus = f", GPUs {' | '.join(placement.slots)}" if placement.slots else ""
-        why = f": {placement.reason}" if placement.reason else ""
-        return f"{placement.workers} worker(s) x {threads} thread(s){gpus}{why}"
+                out.todo.append(spec)
+        elif rec.status in statuses:
+            out.todo.append(spec)
+            out.retry[spec.run_id] = rec.attempt
+        else:
+            if rec.status in FAILURES:
+                out.failed_before.append(rec)
+            # kept as it is: a kill between its record and its clean-up left a claim and checkpoints
+            tidy_finished(own, options.keep_checkpoints, options.claim_timeout)
+    return out
 
 
-def _source_target(rec: Record) -> dict[str, Any] | None | str:
-    """The target the source run was measured against; ``"unknown"`` when it cannot be told."""
-    if "target" in rec.model_fields_set:  # held, even as null (none); a record made before targets does not say
-        return rec.target
+def place_runs(
+    options: RunOptions, workers: int | None, todo: int, threads: int, estimates: Sequence[float] | None = None
+) -> Placement:
+    """Workers and GPU slots of the local pool (Ray and SLURM place runs themselves).
+
+    ``estimates``: expected seconds of each run (:func:`harness.execution.gpus.estimate_seconds`),
+    from which the default number of CPU workers is decided.
+    """
+    if options.executor != "local":
+        return Placement(workers or todo or 1, reason=f"{options.executor} places the runs")
+    gpus = [] if options.gpus_per_run == 0 else visible_gpus()
+    return place(workers, todo, threads, gpus, options.gpus_per_run, estimates=estimates)
+
+
+def declared_target(rec: Record) -> dict[str, Any] | None | str:
+    """The convergence target the ablation of ``rec`` declares today for its task; ``"unknown"`` when it cannot be told.
+
+    What a run's target was for a record made before records held it (:func:`harness.store.reuse.find_reusable`).
+    """
     try:
         entry = ablation_mod.load(rec.ablation).tasks.get(rec.task)
     except Exception:  # noqa: BLE001  a source ablation that no longer loads is simply not reused
         return "unknown"
     return target_of(entry.target) if entry is not None else "unknown"
-
-
-def find_reusable(results: Path, run_id: str, own: Path, target: dict[str, Any] | None) -> Path | None:
-    """The folder of a finished, reusable run with ``run_id`` elsewhere in the store, or None.
-
-    Never a copy: the run that was trained. Reusable: a :attr:`~harness.errors.RunStatus.result`, no tuned parameters,
-    and the convergence target ``target``.
-    """
-    for folder in sorted(Path(results).glob(f"*/*/{run_id}")):
-        if folder == own or not folder.is_dir():
-            continue
-        rec, _ = load_record(folder)
-        usable = rec is not None and rec.status.result and not rec.tuned_params and not rec.reused_from
-        if usable and _source_target(rec) == target:
-            return folder
-    return None
-
-
-def adopt(spec: RunSpec, source: Path, own: Path, target: dict[str, Any] | None) -> Record:
-    """Copy the finished run in ``source`` into ``own`` as ``spec``'s run.
-
-    Returns:
-        The new record: the source's numbers, timings, versions and commit, ``spec``'s ablation,
-        profile, variant and design fingerprint, ``target`` as its convergence target, and ``reused_from``: the
-        source's ``<ablation>/<profile>/<run id>``.
-
-    Raises:
-        ValueError: ``source`` holds no finished record that can be read.
-    """
-    rec, problem = load_record(source)
-    if rec is None:
-        raise ValueError(f"{source}: {problem or 'no finished record'}")
-    # the copy is made under the design its profile declares now, as a run trained here would be
-    update = {k: getattr(spec, k) for k in ("ablation", "profile", "variant", "variant_label", "design")}
-    rec = rec.model_copy(update=update | {"target": target, "reused_from": rec.where})
-    own.mkdir(parents=True, exist_ok=True)
-    if (source / "history.csv").is_file():
-        shutil.copyfile(source / "history.csv", own / "history.csv")
-    append_event(own, "reuse", source=rec.reused_from)
-    write_record(own, rec)
-    return rec
-
-
-def outcome_lines(
-    records: list[Progress], results: Path, ablation: str, *, ctx: Selection, tuned: bool = False
-) -> tuple[list[str], int]:
-    """Lines about runs that did not finish well (stalled ones too), and the exit code (1 when some failed).
-
-    ``ctx``: the ``ablate run`` command's selection, for the commands the lines suggest (required:
-    a hint without it would name no grid).
-    """
-    lines, rerun = [], ["--tuned"] if tuned else []
-    failed = [rec for rec in records if rec.status in FAILURES]
-    stalled = [rec for rec in records if rec.status == RunStatus.STALLED]
-    for rec in records:
-        where = f"{rec.task} {rec.variant_label} seed {rec.seed}"
-        if rec.status in FAILURES:
-            hint = ""
-            if rec.status == RunStatus.FAILED and rec.profile:
-                hint = f" (traceback in {run_dir(results, ablation, rec.profile, rec.run_id) / 'traceback.txt'})"
-            lines.append(f"[red]{rec.status}[/] {where}: {rec.reason}{hint}")
-        elif rec.status == RunStatus.STALLED and len(stalled) == 1:  # a result, as a diverged run is: said, exit code 0
-            lines.append(f"[yellow]stalled[/] {where}: {rec.reason}")
-        elif rec.status == "claimed":
-            see = f"`{escape(ctx.command('status'))}` shows when it is done"
-            if tuned:
-                see = f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done"
-            lines.append(f"[yellow]skipped[/] {where}: {rec.reason}; {see}")
-    if len(stalled) > 1:  # one line, not one a run: a short smoke grid stalls every run
-        first = stalled[0]
-        lines.append(
-            f"[yellow]{len(stalled)} runs stalled[/], e.g. {first.task} {first.variant_label} seed {first.seed}: "
-            f"{first.reason}; `{escape(ctx.command('status'))}` lists them"
-        )
-    if failed:
-        statuses = {rec.status for rec in failed}
-        # a crashed run is not stored: run picks it up
-        stored = [s for s in RunStatus if s.failure and s in statuses]
-        retry = ["--retry", ",".join(stored)] if stored else []
-        again = f"`{escape(ctx.command('run', *rerun, *retry, storage=tuned))}`"
-        why = (
-            ": the same config and seed, so a failure the config causes (an overflow, a shape error: see the "
-            "traceback) fails again; fix it first"
-            if RunStatus.FAILED in statuses
-            else ""
-        )
-        lines.append(f"{len(failed)} run(s) did not finish; {again} runs them again{why}")
-    return lines, 1 if failed else 0
-
-
-def progress_note(rec: Progress) -> str:
-    """What a progress line adds about how a run went: resumed, a claim taken over."""
-    notes = []
-    if rec.resumed_from_step:
-        notes.append(f"resumed from step {rec.resumed_from_step}")
-    if rec.took_over:
-        notes.append(f"took over a stale claim: {rec.took_over.get('reason')}")
-    if rec.attempt > 1:
-        notes.append(f"attempt {rec.attempt}")
-    return f" — {'; '.join(notes)}" if notes else ""

@@ -2,10 +2,11 @@
 
 The local pool has forkserver workers, one GPU slot each (:mod:`harness.execution.gpus`); Ray's
 runner is in :mod:`harness.execution.ray_cluster`, SLURM's (through submitit) in
-:mod:`harness.execution.slurm`; :class:`Engine` names where the runs execute. Each run is executed
-by :func:`harness.execution.attempt.execute`, so the store does not depend on the executor; one
-progress display. Threads, workers, pools and clusters: docs/execution.md, "Where runs execute". A
-worker that dies breaks the pool: its runs get one fresh pool, then are reported as ``crashed``.
+:mod:`harness.execution.slurm`; the ``executor`` of :class:`~harness.run_options.RunOptions` names
+where the runs execute. Each run is executed by :func:`harness.execution.attempt.execute`, so the
+store does not depend on the executor; one progress display. Threads, workers, pools and clusters:
+docs/execution.md, "Where runs execute". A worker that dies breaks the pool: its runs get one fresh
+pool, then are reported as ``crashed``.
 """
 
 from __future__ import annotations
@@ -20,70 +21,63 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from harness.config import RunOptions
 from harness.errors import AblateError
-from harness.execution.attempt import Finished, Progress, WorkerArgs, execute, git_commit, unstored
+from harness.execution.attempt import Finished, Progress, grid_attempt, unstored
 from harness.execution.locks import pid_alive, pid_start
 from harness.execution.ray_cluster import ADDRESS, run_ray
 from harness.execution.slurm import SUBMITIT_CLUSTERS, run_slurm
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
+from harness.run_options import RunOptions
 
 KINDS = ("local", "ray", "slurm")
 
 
-@dataclass(frozen=True)
-class Engine:
-    """Where the runs execute, and the engine's own options."""
+def on_this_machine(options: RunOptions) -> bool:
+    """Whether the runs take their CPUs here.
 
-    kind: str = "local"
-    address: str | None = None
-    gpus_per_run: int = 0
-    partition: str | None = None
-    time_min: int | None = None
-    cluster: str = "slurm"
+    They do on the local pool, a Ray instance started here (no ``--address``), and submitit's
+    ``local`` and ``debug`` clusters.
+    """
+    o = options
+    return o.executor == "local" or (o.address is None if o.executor == "ray" else o.cluster != "slurm")
 
-    @property
-    def on_this_machine(self) -> bool:
-        """Whether the runs take their CPUs here.
 
-        They do on the local pool, a Ray instance started here (no ``--address``), and submitit's
-        ``local`` and ``debug`` clusters.
-        """
-        return self.kind == "local" or (self.address is None if self.kind == "ray" else self.cluster != "slurm")
+def check_engine(options: RunOptions) -> None:
+    """Refuse inconsistent executor options and missing engines before any run.
 
-    def check(self) -> None:
-        """Refuse inconsistent options and missing engines before any run (``AblateError``: the option and the fix)."""
-        if self.kind not in KINDS:
-            raise AblateError(f"--executor {self.kind!r} is not one of {', '.join(KINDS)}")
-        if self.address is not None and self.kind != "ray":
-            raise AblateError("--address is the Ray cluster to connect to; add --executor ray")
-        if self.address is not None and not ADDRESS.match(self.address):
-            raise AblateError(
-                f"--address {self.address!r} is not a Ray address; use auto, HOST:PORT "
-                f"(e.g. 10.0.0.1:6379) or ray://HOST:10001"
-            )
-        slurm_only = [n for n, v in (("--slurm-partition", self.partition), ("--slurm-time", self.time_min)) if v]
-        if slurm_only and self.kind != "slurm":
-            verb, it = ("applies", "it") if len(slurm_only) == 1 else ("apply", "them")
-            raise AblateError(
-                f"{' and '.join(slurm_only)} {verb} only to --executor slurm; add --executor slurm or drop {it}"
-            )
-        if self.cluster not in SUBMITIT_CLUSTERS:
-            raise AblateError(f"--submitit-cluster {self.cluster!r} is not one of {', '.join(SUBMITIT_CLUSTERS)}")
-        package = {"ray": "ray", "slurm": "submitit"}.get(self.kind)
-        if package and importlib.util.find_spec(package) is None:
-            raise AblateError(f"--executor {self.kind} needs the {package} package: pip install 'ablate[{self.kind}]'")
-        if self.kind == "slurm" and self.cluster == "slurm" and shutil.which("sbatch") is None:
-            raise AblateError(
-                "--executor slurm: no SLURM here (sbatch not found); run where sbatch is, or try "
-                "the same jobs locally with --submitit-cluster local"
-            )
+    Raises:
+        AblateError: the option and the fix.
+    """
+    o = options
+    if o.executor not in KINDS:
+        raise AblateError(f"--executor {o.executor!r} is not one of {', '.join(KINDS)}")
+    if o.address is not None and o.executor != "ray":
+        raise AblateError("--address is the Ray cluster to connect to; add --executor ray")
+    if o.address is not None and not ADDRESS.match(o.address):
+        raise AblateError(
+            f"--address {o.address!r} is not a Ray address; use auto, HOST:PORT (e.g. 10.0.0.1:6379) or ray://HOST:10001"
+        )
+    slurm_only = [n for n, v in (("--slurm-partition", o.partition), ("--slurm-time", o.slurm_time)) if v]
+    if slurm_only and o.executor != "slurm":
+        verb, it = ("applies", "it") if len(slurm_only) == 1 else ("apply", "them")
+        raise AblateError(
+            f"{' and '.join(slurm_only)} {verb} only to --executor slurm; add --executor slurm or drop {it}"
+        )
+    if o.cluster not in SUBMITIT_CLUSTERS:
+        raise AblateError(f"--submitit-cluster {o.cluster!r} is not one of {', '.join(SUBMITIT_CLUSTERS)}")
+    package = {"ray": "ray", "slurm": "submitit"}.get(o.executor)
+    if package and importlib.util.find_spec(package) is None:
+        raise AblateError(f"--executor {o.executor} needs the {package} package: pip install 'ablate[{o.executor}]'")
+    if o.executor == "slurm" and o.cluster == "slurm" and shutil.which("sbatch") is None:
+        raise AblateError(
+            "--executor slurm: no SLURM here (sbatch not found); run where sbatch is, or try "
+            "the same jobs locally with --submitit-cluster local"
+        )
 
 
 def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] | None = None) -> None:
@@ -131,7 +125,8 @@ def _exit_terminated(signum: int, frame: Any) -> None:
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel every run not started and SIGKILL the workers (their runs resume at the next ``ablate run``).
 
-    Else the queued runs start after Ctrl-C (a SIGTERM'd worker reports a result, then goes on).
+    The queued runs are cancelled and the workers killed, not asked to stop: a SIGTERM'd worker would
+    report a result, then start the next queued run.
     """
     processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown clears it
     pool.shutdown(wait=False, cancel_futures=True)
@@ -168,19 +163,19 @@ def run_grid(
     wandb_mode: str = "off",
     data_dir: Path | None = None,
     on_done: Callable[[Progress, int, int, float], None] | None = None,
-    options: RunOptions | None = None,
+    options: RunOptions = RunOptions(),
     slots: tuple[str, ...] = (),
-    engine: Engine | None = None,
 ) -> list[Progress]:
     """Execute ``specs`` (already filtered to unfinished runs) with ``threads`` torch threads each.
 
     They run in this process (``workers`` 1, no GPU ``slots``: one ``CUDA_VISIBLE_DEVICES`` value per
-    worker), on a local pool, or on the ``engine`` (Ray, SLURM); returns their records in order.
+    worker), on a local pool, or on the executor of ``options`` (Ray, SLURM); returns their records
+    in order.
     ``on_done(record, done, total, eta_seconds)`` is called after each run.
     """
     total, started = len(specs), time.perf_counter()
     records: dict[str, Progress] = {}
-    local, inline = engine is None or engine.kind == "local", (workers <= 1 or total <= 1) and not slots
+    local, inline = options.executor == "local", (workers <= 1 or total <= 1) and not slots
     at_once = 1 if inline else max(1, min(workers, total))
     walls: list[float] = []
 
@@ -197,40 +192,36 @@ def run_grid(
         if on_done is not None:
             on_done(rec, done, total, eta)
 
-    args = WorkerArgs(results, wandb_mode, data_dir, abl, git_commit(), options)
-    if not local and engine.kind == "ray":
-        run_ray(specs, args.resolved(), threads, finished, address=engine.address, gpus_per_run=engine.gpus_per_run)
-    elif not local:
-        run_slurm(
-            specs,
-            args.resolved(),
-            threads,
-            finished,
-            cluster=engine.cluster,
-            gpus_per_run=engine.gpus_per_run,
-            partition=engine.partition,
-            time_min=engine.time_min,
-        )
+    attempt = grid_attempt(results, wandb_mode, data_dir, abl, options, absolute=not local)
+    if options.executor == "ray":
+        run_ray(specs, attempt, threads, finished, options)
+    elif options.executor == "slurm":
+        run_slurm(specs, attempt, threads, finished, options, results)
     elif inline:
         import torch
 
         torch.set_num_threads(threads)
         for spec in specs:
-            finished(spec, partial(execute, spec, **vars(args)))
+            finished(spec, partial(attempt, spec))
     else:
-        _run_pool(specs, args, at_once, threads, slots, finished)
+        _run_pool(specs, attempt, at_once, threads, slots, finished)
     return [records[s.run_id] for s in specs if s.run_id in records]
 
 
 def _run_pool(
-    specs: list[RunSpec], args: WorkerArgs, workers: int, threads: int, slots: tuple[str, ...], finished: Finished
+    specs: list[RunSpec],
+    attempt: Callable[[RunSpec], Progress],
+    workers: int,
+    threads: int,
+    slots: tuple[str, ...],
+    finished: Finished,
 ) -> None:
     """Run ``specs`` on a process pool; a pool broken by a dying worker is replaced once."""
     ctx, remaining, owner = pool_context(), list(specs), (os.getpid(), pid_start(os.getpid()))
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if main else None
     try:
-        _pool_rounds(ctx, remaining, args, workers, threads, slots, owner, finished)
+        _pool_rounds(ctx, remaining, attempt, workers, threads, slots, owner, finished)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -239,7 +230,7 @@ def _run_pool(
 def _pool_rounds(
     ctx: Any,
     remaining: list[RunSpec],
-    args: WorkerArgs,
+    attempt: Callable[[RunSpec], Progress],
     workers: int,
     threads: int,
     slots: tuple[str, ...],
@@ -254,7 +245,7 @@ def _pool_rounds(
         broken: list[tuple[RunSpec, Future[Progress]]] = []
         size = min(workers, len(remaining))
         with ProcessPoolExecutor(size, ctx, initializer=_init_worker, initargs=(threads, queue, owner)) as pool:
-            futures = {pool.submit(execute, s, **vars(args)): s for s in remaining}
+            futures = {pool.submit(attempt, s): s for s in remaining}
             try:
                 for fut in as_completed(futures):
                     if isinstance(fut.exception(), BrokenProcessPool):

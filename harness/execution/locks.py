@@ -1,6 +1,8 @@
 """Claims: one process at a time owns a run folder, so no run is executed twice.
 
-Stdlib only; docs/execution.md, "The store never loses a run". A claim is
+Built on the standard library, with the run's event log (:func:`harness.store.runs.append_event`)
+and the default timeout (:class:`harness.run_options.RunOptions`); docs/execution.md, "The store
+never loses a run". A claim is
 ``<run folder>/claim.lock``, a JSON file naming its owner, created atomically and exclusively
 (:func:`_create`) and touched every :data:`CLAIM_HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`)
 is taken over, serialised by a second lock file, checked against the exact bytes judged stale and
@@ -23,12 +25,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.config import RunOptions
-from harness.encode import dumps
+from harness.run_options import RunOptions
+from harness.store.runs import append_event
 
 CLAIM = "claim.lock"
 TAKEOVER = "claim.lock.takeover"
-EVENTS = "events.jsonl"
 CLAIM_HEARTBEAT_S = 30.0  # seconds between the touches of a held claim (a tuning trial has its own: TRIAL_HEARTBEAT_S)
 CLAIM_STALE_S = RunOptions.claim_timeout  # seconds without a heartbeat before a claim is stale (--claim-timeout)
 TAKEOVER_STALE_S = 60.0  # a takeover lock left by a process killed mid-takeover
@@ -87,14 +88,6 @@ def stale_reason(raw: bytes, age_s: float, stale_after: float) -> str | None:
     if age_s > stale_after:
         return f"no heartbeat from {info.get('owner', pid)} for {age_s:.0f} s (claim timeout {stale_after:.0f} s)"
     return None
-
-
-def append_event(folder: Path, event: str, **data: Any) -> None:
-    """Append one JSON line to the run's ``events.jsonl`` (a single ``O_APPEND`` write)."""
-    at = datetime.now(timezone.utc).isoformat()
-    line = dumps({"event": event, "at": at, "pid": os.getpid(), "host": socket.gethostname(), **data}, default=str)
-    with open(folder / EVENTS, "ab", buffering=0) as fh:  # unbuffered: one write, appended whole
-        fh.write(f"{line}\n".encode())
 
 
 def _write_new(path: Path, payload: bytes) -> None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from functools import partial
 
-from harness.execution.attempt import Finished, WorkerArgs, run_with_threads
+from harness.execution.attempt import Finished, Progress, run_with_threads
 from harness.experiment.grid import RunSpec
+from harness.run_options import RunOptions
 
 ADDRESS = re.compile(r"^(auto|(ray://)?[A-Za-z0-9_.\-]+:\d{1,5})$")
 """What ``--address`` may be: ``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``."""
@@ -19,27 +21,25 @@ ADDRESS = re.compile(r"^(auto|(ray://)?[A-Za-z0-9_.\-]+:\d{1,5})$")
 
 def run_ray(
     specs: list[RunSpec],
-    args: WorkerArgs,
+    attempt: Callable[[RunSpec], Progress],
     threads: int,
     finished: Finished,
-    *,
-    address: str | None,
-    gpus_per_run: int,
+    options: RunOptions,
 ) -> None:
-    """Run each spec as a Ray task of ``threads`` CPUs and ``gpus_per_run`` GPUs; ``finished`` as each ends.
+    """Run ``attempt`` of each spec as a Ray task of ``threads`` CPUs and ``options.gpus_per_run`` GPUs.
 
-    On the cluster at ``address``, or (``None``) on a Ray instance started here, which is shut down
-    when this returns.
+    ``finished`` as each ends. On the cluster at ``options.address``, or (``None``) on a Ray instance
+    started here, which is shut down when this returns.
     """
     import ray
 
     started = not ray.is_initialized()
     if started:
-        where = {"address": address} if address else {"num_cpus": max(threads, os.cpu_count() or 1)}
+        where = {"address": options.address} if options.address else {"num_cpus": max(threads, os.cpu_count() or 1)}
         ray.init(**where, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     try:
-        task = ray.remote(num_cpus=threads, num_gpus=gpus_per_run, max_retries=0)(run_with_threads)
-        shared = ray.put(args)
+        task = ray.remote(num_cpus=threads, num_gpus=options.gpus_per_run or 0, max_retries=0)(run_with_threads)
+        shared = ray.put(attempt)
         refs = {task.remote(spec, shared, threads): spec for spec in specs}
         pending = list(refs)
         while pending:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import socket
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
 
 RECORD = "record.json"
 HISTORY = "history.csv"
+EVENTS = "events.jsonl"
 COLUMNS = ("ablation", "profile", "run_id", "variant", "seed", "task", "task_version", "metric", "value", "status")
 COLUMNS += ("n_params", "wall_time_s", "config_hash", "commit")
 """The columns of :func:`tidy`."""
@@ -52,6 +56,14 @@ def write_json_atomic(path: Path, payload: Any) -> None:
 def write_record(folder: Path, record: Record) -> None:
     """Write ``record`` as the ``record.json`` of the run folder ``folder``, atomically (:func:`write_json_atomic`)."""
     write_json_atomic(folder / RECORD, record.to_json())
+
+
+def append_event(folder: Path, event: str, **data: Any) -> None:
+    """Append one JSON line to the run's ``events.jsonl`` (a single ``O_APPEND`` write)."""
+    at = datetime.now(timezone.utc).isoformat()
+    line = dumps({"event": event, "at": at, "pid": os.getpid(), "host": socket.gethostname(), **data}, default=str)
+    with open(folder / EVENTS, "ab", buffering=0) as fh:  # unbuffered: one write, appended whole
+        fh.write(f"{line}\n".encode())
 
 
 def read_record(folder: Path) -> Record | None:

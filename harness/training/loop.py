@@ -26,9 +26,10 @@ from typing import Any
 import lightning.pytorch as L
 import torch
 
-from harness.config import RunConfig, RunOptions
+from harness.config import RunConfig
 from harness.errors import RunStatus, TimedOut, run_error, stall_reason
 from harness.modules import TransformerLM
+from harness.run_options import RunOptions
 from harness.seeding import stream_seed
 from harness.tasks import Task
 from harness.training import precision as prec
@@ -56,8 +57,8 @@ class RunMonitor(L.Callback):
     Four concerns in one callback, because Lightning calls every hook of every callback at every step.
 
     - Step clock (``seconds``, ``tokens``: this attempt's): inside training steps only, CUDA
-      synchronised at both ends (a timer around ``trainer.fit`` read 85,139 tokens/s validating
-      every 200 steps and 61,086 every 10, for the same 200 steps).
+      synchronised at both ends, so ``train_tokens_per_s`` does not depend on how often the run
+      validates (validation passes, checkpoints and logging fall outside the clock).
     - Time limit (``timeout_s``, from the callback's creation): checked after every batch; raises
       :class:`~harness.errors.TimedOut`.
     - Checkpoints: ``checkpoint_dir/last.ckpt`` at the end of a validation pass (so it holds the
@@ -179,18 +180,19 @@ def _resume(checkpoint_dir: Path | None, loggers: list[Any]) -> tuple[int, str |
 
 
 @dataclass(frozen=True)
-class TrainOptions(RunOptions):
+class TrainOptions:
     """How one run trains beyond what determines its numbers.
 
-    The execution options (:class:`~harness.config.RunOptions`: resume, checkpoint cadence, time
-    limit, devices) and ``target``: the convergence target of ``steps_to_target``; ``wandb``:
-    ``wandb.init`` keyword arguments (None: no W&B); ``callbacks``: extra Lightning callbacks
-    (Optuna's pruning; one that raises ends the run as a ``RunFailed``); ``eval_split``: ``"test"``
-    (comparisons) or ``"val"`` (tuning), the split of the per-length evaluation; ``checkpoint_dir``:
-    None, no checkpoints; ``progress``: write ``run_dir/progress.json`` while training (removed when
-    the run ends).
+    ``run``: the execution options of ``ablate run`` (:class:`~harness.run_options.RunOptions`:
+    resume, checkpoint cadence, time limit, devices), held as given; ``target``: the convergence
+    target of ``steps_to_target``; ``wandb``: ``wandb.init`` keyword arguments (None: no W&B);
+    ``callbacks``: extra Lightning callbacks (Optuna's pruning; one that raises ends the run as a
+    ``RunFailed``); ``eval_split``: ``"test"`` (comparisons) or ``"val"`` (tuning), the split of the
+    per-length evaluation; ``checkpoint_dir``: None, no checkpoints; ``progress``: write
+    ``run_dir/progress.json`` while training (removed when the run ends).
     """
 
+    run: RunOptions = RunOptions()
     target: ConvergenceTarget | None = None
     wandb: dict[str, Any] | None = None
     callbacks: tuple[L.Callback, ...] = ()
@@ -251,7 +253,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             ``trainer.fit``; the status also the W&B run's summary). Building the model, its
             loggers or its trainer raises what they raise.
     """
-    o, t = options, cfg.train
+    o, r, t = options, options.run, cfg.train
     torch.manual_seed(stream_seed(seed, "init", *salt_stream(t.seed_salt)))
     model = TransformerLM(transformer_config(cfg, task.vocab_size))
     torch.manual_seed(stream_seed(seed, "dropout", *salt_stream(t.seed_salt)))
@@ -263,13 +265,13 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
         # init the run ourselves: WandbLogger's own init passes the deprecated `anonymous` setting
         loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **o.wandb)))
     wandb = loggers[1].experiment if o.wandb is not None else None
-    start, ckpt = _resume(o.checkpoint_dir if o.resume else None, loggers)
-    monitor = RunMonitor(o.checkpoint_dir, o.checkpoint_every, o.run_timeout, run_dir if o.progress else None)
+    start, ckpt = _resume(o.checkpoint_dir if r.resume else None, loggers)
+    monitor = RunMonitor(o.checkpoint_dir, r.checkpoint_every, r.run_timeout, run_dir if o.progress else None)
     trainer = L.Trainer(
         max_steps=t.steps,
         accelerator="auto",
-        devices=o.devices,
-        strategy=o.strategy,
+        devices=r.devices,
+        strategy=r.strategy,
         **prec.trainer_kwargs(t.precision),
         logger=loggers,
         enable_checkpointing=False,  # RunMonitor writes the checkpoints, at its own cadence
@@ -303,7 +305,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             fit_s, fitting = time.perf_counter() - t0, False
             lit.steps.read_back()
             monitor.write_progress(trainer, lit)
-            if o.keep_checkpoints:
+            if r.keep_checkpoints:
                 monitor.save(trainer)
             trainer.test(lit, datamodule=data, verbose=False)
             test_s = time.perf_counter() - t0 - fit_s
@@ -337,8 +339,8 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             kernel_backend=",".join(model.kernel_backends()),
             wandb_id=wandb.id if wandb is not None else None,
             resumed_from_step=start or None,
-            devices=o.devices,
-            strategy=o.strategy,
+            devices=r.devices,
+            strategy=r.strategy,
             undefined_metrics=lit.undefined,
             flags={"train_below_held_out": gap} if gap else {},
             status=status,

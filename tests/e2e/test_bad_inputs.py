@@ -165,11 +165,14 @@ def test_more_threads_than_cores_on_an_engine_started_here_are_refused(tmp_path,
 
 
 def test_threads_are_bounded_where_the_engine_takes_cores_here():
-    from harness.execution.local import Engine
+    from harness.execution.local import on_this_machine
+    from harness.run_options import RunOptions as O
 
-    assert Engine().on_this_machine and Engine("ray").on_this_machine
-    assert Engine("slurm", cluster="local").on_this_machine and Engine("slurm", cluster="debug").on_this_machine
-    assert not Engine("ray", address="10.0.0.1:6379").on_this_machine and not Engine("slurm").on_this_machine
+    assert on_this_machine(O()) and on_this_machine(O(executor="ray"))
+    assert on_this_machine(O(executor="slurm", cluster="local")) and on_this_machine(
+        O(executor="slurm", cluster="debug")
+    )
+    assert not on_this_machine(O(executor="ray", address="10.0.0.1:6379")) and not on_this_machine(O(executor="slurm"))
 
 
 # --- ablation files and task parameters ----------------------------------------------------------

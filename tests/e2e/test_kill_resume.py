@@ -26,13 +26,12 @@ from typer.testing import CliRunner
 
 from harness.cli import run as run_cmd
 from harness.cli.app import app
-from harness.config import RunOptions
 from harness.errors import TRAINED
 from harness.execution.attempt import execute, wandb_run_id
-from harness.execution.launch import Launch
 from harness.execution.local import pool_context
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.run_options import RunOptions
 from harness.store.runs import load_record, scan
 from harness.training import lit
 from harness.training.wandb_upload import offline_runs
@@ -41,7 +40,7 @@ from helpers.events import read_events
 from helpers.tiny_grid import numbers, write_tiny
 from helpers.wandb_runs import curve, read_run
 
-OFTEN = Launch(options=RunOptions(checkpoint_every=0.05))
+OFTEN = RunOptions(checkpoint_every=0.05)
 """The checkpoint cadence of the killed runs: by wall clock, as by default, but in tenths of a
 second (a run of this grid lasts about one), so most runs are killed between two checkpoints."""
 
@@ -128,7 +127,7 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
             kills += 1
         proc.join()
     assert kills >= 3
-    assert run_cmd.run(str(path), None, [], results, workers=1, wandb="offline", launch=OFTEN) == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1, wandb="offline", options=OFTEN) == 0
     events = _store_is_complete(results, specs, reference, reference_store)
     assert sum(e.count("resume") for e in events.values()) >= 1  # killed mid-run, resumed, same numbers
     for spec in specs:  # every attempt's W&B log kept, all under the run's one W&B id
@@ -146,7 +145,7 @@ def _run_with_its_own_wandb_service(decl: str, results: Path) -> None:
     killed ``ablate run``'s does (one inherited from the test process would keep the killed run's
     id "in use" for the rerun)."""
     os.environ.pop("WANDB_SERVICE", None)
-    run_cmd.run(decl, None, [], results, workers=1, wandb="offline", launch=OFTEN)
+    run_cmd.run(decl, None, [], results, workers=1, wandb="offline", options=OFTEN)
 
 
 def _killed_at(step: int, decl: str, results: Path) -> None:

@@ -17,13 +17,14 @@ import pytest
 import yaml
 
 from harness.cli import output
-from harness.config import RunOptions, parse_overrides
+from harness.config import parse_overrides
 from harness.errors import AblateError
-from harness.execution.launch import Launch
+from harness.execution.launch import check_options
 from harness.experiment.ablation import available
 from harness.experiment.ablation import load as load_ablation
 from harness.experiment.declaration import load_yaml
 from harness.experiment.grid import plan
+from harness.run_options import RunOptions
 from helpers.cli import assert_nothing_written, assert_refused, invoke, user_file
 from helpers.corpus import CORPUS_DIR, needs_corpus
 from helpers.tiny_grid import write_tiny
@@ -123,9 +124,9 @@ def test_default_devices_need_no_lightning_check(monkeypatch):
         raise AssertionError("checked")
 
     monkeypatch.setattr(launch_mod, "check_devices", boom)
-    Launch().check(Path("/tmp/ablate-unused-results"), 1, 1)
+    check_options(RunOptions(), Path("/tmp/ablate-unused-results"), 1, 1)
     with pytest.raises(AssertionError):
-        Launch(options=RunOptions(devices="abc")).check(Path("/tmp/ablate-unused-results"), 1, 1)
+        check_options(RunOptions(devices="abc"), Path("/tmp/ablate-unused-results"), 1, 1)
 
 
 def test_a_rerun_after_failed_runs_says_so_and_exits_1(tmp_path, monkeypatch):

@@ -19,13 +19,11 @@ import torch
 
 from harness.cli import inspect as inspect_cmd
 from harness.cli import run as run_cmd
-from harness.config import RunOptions
 from harness.errors import TRAINED
 from harness.execution.attempt import execute
-from harness.execution.launch import Launch
-from harness.execution.local import Engine
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.run_options import RunOptions
 from harness.store.runs import load_record, run_dir
 from harness.training import loop as training
 from helpers.events import read_events
@@ -128,15 +126,15 @@ def test_unloadable_checkpoint_is_dropped_and_the_run_starts_afresh(tiny, tmp_pa
 def test_run_over_its_time_limit_is_recorded_as_timeout_and_retried(tmp_path, capsys):
     path = write_tiny(tmp_path / "decl", steps=40, seeds=(0,))
     results = tmp_path / "results"
-    slow = Launch(options=RunOptions(run_timeout=1e-3))
-    assert run_cmd.run(str(path), None, [], results, workers=1, launch=slow) == 1
+    slow = RunOptions(run_timeout=1e-3)
+    assert run_cmd.run(str(path), None, [], results, workers=1, options=slow) == 1
     recs = records(results)
     assert [r["status"] for r in recs.values()] == ["timeout", "timeout"]
     assert all("run timeout 0.001 s" in r["reason"] and r["timeout_step"] <= 1 for r in recs.values())
     assert "timeout" in capsys.readouterr().out
     inspect_cmd.status(str(path), None, results)
     assert "timeout" in capsys.readouterr().out
-    assert run_cmd.run(str(path), None, [], results, workers=1, launch=Launch(retry="timeout")) == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1, options=RunOptions(retry="timeout")) == 0
     for run_id, rec in records(results).items():
         folder = results / "tiny" / "cpu" / run_id
         assert rec["status"] in TRAINED and rec["attempt"] == 2
@@ -160,9 +158,9 @@ def test_retry_reruns_only_the_listed_statuses_and_keeps_every_attempt(tmp_path,
     assert sorted(r["status"] in TRAINED for r in first.values()) == [False, True]  # one failed
     # nothing of those statuses: nothing rerun, nothing touched; the failed run is still there,
     # so the command says so and exits 1 (as the run that made it did)
-    assert run_cmd.run(str(path), None, [], results, workers=1, launch=Launch(retry="diverged,timeout")) == 1
+    assert run_cmd.run(str(path), None, [], results, workers=1, options=RunOptions(retry="diverged,timeout")) == 1
     assert records(results) == first
-    assert run_cmd.run(str(path), None, [], results, workers=1, launch=Launch(retry="failed")) == 0
+    assert run_cmd.run(str(path), None, [], results, workers=1, options=RunOptions(retry="failed")) == 0
     second = records(results)
     for run_id, rec in second.items():
         folder = results / "tiny" / "cpu" / run_id
@@ -192,21 +190,21 @@ def test_options_are_checked_before_anything_runs(tmp_path):
     from harness.errors import AblateError
 
     path = write_tiny(tmp_path / "decl")
-    for launch, words in [
-        (Launch(retry="failed,divergd"), "did you mean 'diverged'"),
-        (Launch(retry="ok"), "'ok' is not a status that can be retried"),
-        (Launch(options=RunOptions(run_timeout=0)), "--run-timeout must be a positive"),
-        (Launch(options=RunOptions(claim_timeout=5)), "--claim-timeout must be at least 60 s"),
-        (Launch(engine=Engine("local", address="auto")), "--address is the Ray cluster"),
-        (Launch(engine=Engine("ray", address="not an address")), "is not a Ray address"),
-        (Launch(engine=Engine("local", partition="gpu")), "applies only to --executor slurm"),
+    for options, words in [
+        (RunOptions(retry="failed,divergd"), "did you mean 'diverged'"),
+        (RunOptions(retry="ok"), "'ok' is not a status that can be retried"),
+        (RunOptions(run_timeout=0), "--run-timeout must be a positive"),
+        (RunOptions(claim_timeout=5), "--claim-timeout must be at least 60 s"),
+        (RunOptions(address="auto"), "--address is the Ray cluster"),
+        (RunOptions(executor="ray", address="not an address"), "is not a Ray address"),
+        (RunOptions(partition="gpu"), "applies only to --executor slurm"),
         (
-            Launch(engine=Engine("slurm")),  # the engine missing (no slurm extra) or SLURM missing
+            RunOptions(executor="slurm"),  # the engine missing (no slurm extra) or SLURM missing
             "sbatch not found" if importlib.util.find_spec("submitit") else "needs the submitit package",
         ),
     ]:
         with pytest.raises(AblateError, match=words):
-            run_cmd.run(str(path), None, [], tmp_path / "results", workers=1, launch=launch)
+            run_cmd.run(str(path), None, [], tmp_path / "results", workers=1, options=options)
     assert not (tmp_path / "results").exists()
 
 

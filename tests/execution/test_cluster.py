@@ -12,10 +12,9 @@ from harness.cli import progress
 from harness.cli import run as run_cmd
 from harness.errors import TRAINED
 from harness.execution.attempt import execute
-from harness.execution.launch import Launch
-from harness.execution.local import Engine
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.run_options import RunOptions
 from harness.store.record import Record
 from harness.store.runs import scan
 from helpers import unfinished
@@ -60,7 +59,7 @@ def test_ray_local_instance(tmp_path: Path, capsys, _fast_display) -> None:
     pytest.importorskip("ray")
     path = write_tiny(tmp_path / "decl", steps=300, val_every=100, seeds=(0,))
     results = tmp_path / "results"
-    assert run_cmd.run(str(path), None, [], results, launch=Launch(engine=Engine("ray"))) == 0
+    assert run_cmd.run(str(path), None, [], results, options=RunOptions(executor="ray")) == 0
     _shows_runs_in_flight(capsys.readouterr().out)
     _same_store(results, _reference(path, tmp_path))
 
@@ -70,8 +69,8 @@ def test_submitit_without_slurm(tmp_path: Path, cluster: str, capsys, _fast_disp
     pytest.importorskip("submitit")
     path = write_tiny(tmp_path / "decl", steps=300, val_every=100, seeds=(0,))
     results = tmp_path / "results"
-    launch = Launch(engine=Engine("slurm", cluster=cluster, time_min=5))
-    assert run_cmd.run(str(path), None, [], results, launch=launch) == 0
+    options = RunOptions(executor="slurm", cluster=cluster, slurm_time=5)
+    assert run_cmd.run(str(path), None, [], results, options=options) == 0
     _shows_runs_in_flight(capsys.readouterr().out)
     _same_store(results, _reference(path, tmp_path))
     if cluster == "local":

@@ -190,8 +190,8 @@ def test_a_real_effect_below_the_sesoi_is_no_effect_of_that_size_or_direction_on
 def test_the_retry_hint_names_the_statuses_that_occurred(tmp_path, statuses, command, deterministic):
     """It named `--retry failed,timeout` whatever happened, and promised that a retry runs them
     again, where a run failed by its own config (mask_fill_fp16's -1e9 in fp16) fails again."""
+    from harness.cli.grid_lines import outcome_lines
     from harness.execution.attempt import Unstored
-    from harness.execution.launch import outcome_lines
     from harness.store.record import Record
 
     fields = [{"run_id": f"r{i}", "task": "copy", "variant_label": "v", "seed": i} for i in range(len(statuses))]
@@ -213,7 +213,7 @@ def test_the_retry_hint_names_the_statuses_that_occurred(tmp_path, statuses, com
 def test_stalled_runs_are_said_in_one_line(tmp_path):
     """A stalled run is a result (exit 0); one is said with its reason, several in one line with the
     first as the example (a 40-step smoke grid stalls every run: it printed a line a run)."""
-    from harness.execution.launch import outcome_lines
+    from harness.cli.grid_lines import outcome_lines
     from harness.store.record import Record
 
     ctx = select(load(str(write_decl(tmp_path))), "cpu", check_data=False)

@@ -12,10 +12,11 @@ import yaml
 
 from harness.cli import run as run_cmd
 from harness.errors import TRAINED
-from harness.execution.attempt import WorkerArgs, execute
+from harness.execution.attempt import execute, grid_attempt
 from harness.experiment import plugins
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.run_options import RunOptions
 from helpers.plugins import restored, write_plugin
 from helpers.tiny_grid import numbers, records, write_tiny
 
@@ -41,7 +42,8 @@ def test_a_plugin_entry_runs_on_two_pool_workers_as_in_process(tmp_path: Path) -
         path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), "plugins": ["ramp.py"]}))
         abl = load(str(path))
         specs = plan(abl, "cpu")[1]
-        assert WorkerArgs(tmp_path, "off", None, abl, None).plugins == (plugins.PluginRef("file", str(plugin_file)),)
+        shared = grid_attempt(tmp_path, "off", None, abl, RunOptions()).keywords
+        assert shared["plugins"] == (plugins.PluginRef("file", str(plugin_file)),)
         before = torch.get_num_threads()
         torch.set_num_threads(1)
         try:

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from lightning.fabric.plugins.io import torch_io
 
-from harness.config import RunOptions
 from harness.errors import TRAINED, RunFailed
 from harness.execution.attempt import Unstored, execute
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
+from harness.run_options import RunOptions
 from helpers.tiny_grid import write_tiny
 
 

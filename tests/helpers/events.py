@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.execution.locks import EVENTS
+from harness.store.runs import EVENTS
 
 
 def read_events(folder: Path) -> list[dict[str, Any]]:
