@@ -30,7 +30,7 @@ class RunOptions:
     keep_checkpoints: bool = False  # also the trained model's checkpoint, after the last step
     checkpoint_every: float = 120.0  # seconds between checkpoints, each at the end of a validation pass (0: every)
     run_timeout: float | None = None  # seconds before a run stops as ``timeout``
-    claim_timeout: float = 600.0  # seconds without a heartbeat before another owner's claim is stale
+    lease_timeout: float = 600.0  # seconds without a heartbeat before another owner's lease is stale
     retry: str | None = None
     retry_attempts: Mapping[str, int] = dataclasses.field(default_factory=dict)
     devices: int | str = 1  # Lightning's, for one run

@@ -50,7 +50,7 @@ def outcome_lines(
             lines.append(f"[red]{rec.status}[/] {where}: {rec.reason}{hint}")
         elif rec.status == RunStatus.STALLED and len(stalled) == 1:  # a result, as a diverged run is: said, exit code 0
             lines.append(f"[yellow]stalled[/] {where}: {rec.reason}")
-        elif rec.status == "claimed":
+        elif rec.status == "leased":
             see = f"`{escape(ctx.command('status'))}` shows when it is done"
             if tuned:
                 see = f"run `{escape(ctx.command('run', *rerun, storage=tuned))}` again when it is done"
@@ -78,12 +78,12 @@ def outcome_lines(
 
 
 def progress_note(rec: Progress) -> str:
-    """What a progress line adds about how a run went: resumed, a claim taken over."""
+    """What a progress line adds about how a run went: resumed, a lease taken over."""
     notes = []
     if rec.resumed_from_step:
         notes.append(f"resumed from step {rec.resumed_from_step}")
     if rec.took_over:
-        notes.append(f"took over a stale claim: {rec.took_over.get('reason')}")
+        notes.append(f"took over a stale lease: {rec.took_over.get('reason')}")
     if rec.attempt > 1:
         notes.append(f"attempt {rec.attempt}")
     return f" — {'; '.join(notes)}" if notes else ""

@@ -79,9 +79,9 @@ def run_cmd(
     retry: Annotated[
         Optional[str], typer.Option(help="also rerun finished runs with these statuses, e.g. failed,diverged,timeout")
     ] = None,
-    claim_timeout: Annotated[
+    lease_timeout: Annotated[
         float,
-        typer.Option(help="seconds without a heartbeat after which another process's claim on a run is taken over"),
+        typer.Option(help="seconds without a heartbeat after which another process's lease on a run is taken over"),
     ] = 600.0,
     slurm_partition: Annotated[Optional[str], typer.Option(help="SLURM partition (--executor slurm)")] = None,
     slurm_time: Annotated[
@@ -98,7 +98,7 @@ def run_cmd(
         keep_checkpoints=keep_checkpoints,
         checkpoint_every=checkpoint_every,
         run_timeout=run_timeout,
-        claim_timeout=claim_timeout,
+        lease_timeout=lease_timeout,
         retry=retry,
         devices=int(devices) if devices.isdigit() else devices,
         strategy=strategy,

@@ -1,9 +1,9 @@
 """One run of a grid (a :class:`~harness.experiment.grid.RunSpec`), wherever it executes.
 
-:func:`execute` claims its run folder, trains it and writes its record (docs/INTERFACES.md,
+:func:`execute` takes the lease on its run folder, trains it and writes its record (docs/INTERFACES.md,
 "execution"); a run that diverges, raises or stalls (trained to its end, learned nothing) is
 recorded with its status and reason, never raised to the grid. Also the machine and commit a record
-carries, the run's W&B arguments, and the progress entries of runs that are not stored (``claimed``
+carries, the run's W&B arguments, and the progress entries of runs that are not stored (``leased``
 elsewhere, ``crashed``). The files of a run folder: docs/execution.md, "The store never loses a
 run".
 """
@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from harness import __version__
 from harness.errors import RunStatus, run_error, storage_error
-from harness.execution.locks import CLAIM, CLAIM_STALE_S, TAKEOVER, clear_stale, holder, try_claim
+from harness.execution.locks import LEASE, LEASE_STALE_S, TAKEOVER, clear_stale, holder, take_lease
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import Threshold
@@ -56,7 +56,7 @@ def archive(folder: Path, record: Record) -> None:
 def prepare(folder: Path, resume: bool) -> None:
     """Clear what an interrupted attempt left in the run folder ``folder``.
 
-    Everything goes but every archived attempt, the event log and the claim (and the checkpoints and
+    Everything goes but every archived attempt, the event log and the lease (and the checkpoints and
     logs when resuming from a checkpoint: ``resume``). A ``record.json`` still here is not a usable
     record (the caller found none): it is kept as ``record.unreadable-N.json``.
     """
@@ -64,7 +64,7 @@ def prepare(folder: Path, resume: bool) -> None:
         n = len(list(folder.glob("record.unreadable-*.json"))) + 1
         os.replace(folder / RECORD, folder / f"record.unreadable-{n}.json")
         append_event(folder, "unreadable_record", kept_as=f"record.unreadable-{n}.json")
-    kept = {RECORD, EVENTS, CLAIM, TAKEOVER} | ({CHECKPOINTS} if resume else set())
+    kept = {RECORD, EVENTS, LEASE, TAKEOVER} | ({CHECKPOINTS} if resume else set())
     if resume and (folder / CHECKPOINTS / "last.ckpt").is_file():
         kept |= {"csv", "wandb"}  # the loggers' folders, continued
     for path in folder.iterdir():
@@ -79,24 +79,24 @@ def prepare(folder: Path, resume: bool) -> None:
 def tidy_finished(folder: Path, keep_checkpoints: bool, stale_after: float) -> None:
     """Clean what a process killed between a finished run's record and its clean-up left.
 
-    That is its claim, once stale (logged as a takeover), and the checkpoints (unless kept:
-    ``keep_checkpoints``). A claim that still holds (a live process) is left alone, with the
+    That is its lease, once stale (logged as a takeover), and the checkpoints (unless kept:
+    ``keep_checkpoints``). A lease that still holds (a live process) is left alone, with the
     checkpoints.
     """
     clear_stale(folder, stale_after)
-    if not (folder / CLAIM).exists() and not keep_checkpoints:
+    if not (folder / LEASE).exists() and not keep_checkpoints:
         shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
 
 
-def unfinished_state(folder: Path, stale_after: float = CLAIM_STALE_S) -> tuple[str, str]:
+def unfinished_state(folder: Path, stale_after: float = LEASE_STALE_S) -> tuple[str, str]:
     """The state of a run without a record, and what it is doing or how it will start.
 
-    ``("running", who)`` while a live claim holds a run without a record, else
+    ``("running", who)`` while a live lease holds a run without a record, else
     ``("pending", how it will start)``.
     """
     held = holder(folder, stale_after)
     if held is not None and "token" in held and held["stale"] is None:
-        return "running", f"claimed by {held.get('owner')} since {held.get('claimed_at')}"
+        return "running", f"leased by {held.get('owner')} since {held.get('leased_at')}"
     if (folder / CHECKPOINTS / "last.ckpt").is_file():
         return "pending", "interrupted; resumes from its last checkpoint"
     return "pending", "interrupted; starts afresh" if folder.is_dir() else "not started"
@@ -128,7 +128,7 @@ def run_with_threads(spec: RunSpec, attempt: Callable[[RunSpec], Progress], thre
 
 @dataclass(frozen=True)
 class Unstored:
-    """The progress entry, never stored, of a run ``claimed`` by another live process or ``crashed``.
+    """The progress entry, never stored, of a run ``leased`` by another live process or ``crashed``.
 
     ``crashed``: its process died or its executor failed. The entry has the attributes of a
     :class:`~harness.store.record.Record` that progress and outcome lines read, the rest empty.
@@ -138,7 +138,7 @@ class Unstored:
     task: str
     variant_label: str
     seed: int
-    status: Literal["claimed", "crashed"]
+    status: Literal["leased", "crashed"]
     reason: str
     profile: None = None
     metrics: None = None
@@ -152,7 +152,7 @@ Progress = Record | Unstored  # what a run came to: its stored record, or an ent
 Finished = Callable[[RunSpec, Callable[[], Progress]], None]  # a run and its result (or its crash)
 
 
-def unstored(spec: RunSpec, status: Literal["claimed", "crashed"], reason: str) -> Unstored:
+def unstored(spec: RunSpec, status: Literal["leased", "crashed"], reason: str) -> Unstored:
     """The :class:`Unstored` entry of ``spec``'s run, with its ``status`` and the ``reason`` shown for it."""
     return Unstored(spec.run_id, spec.task, spec.variant_label, spec.seed, status, reason)
 
@@ -207,9 +207,9 @@ def execute(
     options: RunOptions = RunOptions(),
     plugins: tuple[plugin_loader.PluginRef, ...] | None = None,
 ) -> Progress:
-    """Claim one spec, train it and write its record.
+    """Take the lease on one spec's run folder, train the run and write its record.
 
-    Loads ``plugins`` first (once per process). Returns the record, or a ``claimed`` entry (not
+    Loads ``plugins`` first (once per process). Returns the record, or a ``leased`` entry (not
     stored) when another live process holds the run, or a ``crashed`` one (not stored) when the
     record is another user's or a storage error stopped the run. Never raises for a bad run (a
     ``failed`` one has ``traceback.txt`` beside it). A finished run is returned as stored, unless
@@ -228,13 +228,13 @@ def execute(
     if denied(problem):  # another user's record, not a damaged one: never moved aside nor trained again
         return unstored(spec, "crashed", f"{folder / RECORD}: {problem}")
     if done is not None and options.retry_attempts.get(done.run_id) != done.attempt:
-        tidy_finished(folder, options.keep_checkpoints, options.claim_timeout)  # a kill after its record
+        tidy_finished(folder, options.keep_checkpoints, options.lease_timeout)  # a kill after its record
         return done
-    claim = try_claim(folder, options.claim_timeout)
-    if claim is None:
+    lease = take_lease(folder, options.lease_timeout)
+    if lease is None:
         who = (holder(folder) or {}).get("owner", "another process")
-        return unstored(spec, "claimed", f"running elsewhere ({who})")
-    with claim:
+        return unstored(spec, "leased", f"running elsewhere ({who})")
+    with lease:
         done, problem = load_record(folder)
         if denied(problem):
             return unstored(spec, "crashed", f"{folder / RECORD}: {problem}")
@@ -277,7 +277,7 @@ def execute(
                 write_atomic(folder / "traceback.txt", redact(traceback.format_exc()).encode("utf-8"))
             ended = err.fields()
         ended |= {"wall_time_s": time.perf_counter() - t0, "finished_at": datetime.now(timezone.utc).isoformat()}
-        took_over = {"took_over": claim.took_over} if claim.took_over else {}
+        took_over = {"took_over": lease.took_over} if lease.took_over else {}
         record = spec_record(spec, abl, **started, **ended, **took_over)
         write_record(folder, record)
         append_event(folder, "finish", status=record.status, attempt=record.attempt)

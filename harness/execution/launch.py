@@ -26,7 +26,7 @@ from harness.errors import AblateError, RunStatus
 from harness.execution.attempt import target_of, tidy_finished
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.local import check_engine, on_this_machine
-from harness.execution.locks import CLAIM_HEARTBEAT_S
+from harness.execution.locks import LEASE_HEARTBEAT_S
 from harness.experiment import ablation as ablation_mod
 from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
@@ -96,7 +96,7 @@ def check_options(options: RunOptions, results: Path, workers: int | None = None
     for flag, hint in (
         ("--run-timeout", "leave the option out for no time limit"),
         ("--checkpoint-every", "e.g. 120 (the default); 0 checkpoints at every validation pass"),
-        ("--claim-timeout", "e.g. 600 (the default)"),
+        ("--lease-timeout", "e.g. 600 (the default)"),
     ):
         value = getattr(o, flag[2:].replace("-", "_"))  # --run-timeout: o.run_timeout
         if value is not None and not math.isfinite(value):  # nan slips through every comparison below
@@ -108,10 +108,10 @@ def check_options(options: RunOptions, results: Path, workers: int | None = None
             f"--checkpoint-every must be 0 (a checkpoint at every validation pass) or a positive number "
             f"of seconds, got {o.checkpoint_every:g}"
         )
-    if o.claim_timeout < 2 * CLAIM_HEARTBEAT_S:
+    if o.lease_timeout < 2 * LEASE_HEARTBEAT_S:
         raise AblateError(
-            f"--claim-timeout must be at least {2 * CLAIM_HEARTBEAT_S:g} s (a running claim is "
-            f"refreshed every {CLAIM_HEARTBEAT_S:g} s), got {o.claim_timeout:g}"
+            f"--lease-timeout must be at least {2 * LEASE_HEARTBEAT_S:g} s (a running lease is "
+            f"refreshed every {LEASE_HEARTBEAT_S:g} s), got {o.lease_timeout:g}"
         )
     if o.gpus_per_run is not None and o.gpus_per_run < 0:
         raise AblateError(f"--gpus-per-run must be 0 (CPU) or more, got {o.gpus_per_run}")
@@ -157,8 +157,8 @@ def select(
         else:
             if rec.status in FAILURES:
                 out.failed_before.append(rec)
-            # kept as it is: a kill between its record and its clean-up left a claim and checkpoints
-            tidy_finished(own, options.keep_checkpoints, options.claim_timeout)
+            # kept as it is: a kill between its record and its clean-up left a lease and checkpoints
+            tidy_finished(own, options.keep_checkpoints, options.lease_timeout)
     return out
 
 

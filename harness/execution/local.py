@@ -84,7 +84,7 @@ def _init_worker(threads: int, slots: Any = None, owner: tuple[int, int | None] 
     """Pin this worker to a GPU slot (before CUDA starts), tie its life to ``ablate``'s, set threads.
 
     The worker SIGKILLs itself about a second after ``owner`` (``ablate run``'s pid and start time)
-    dies: no orphan keeps training, and its claim reads as a dead process's. (Its parent is the
+    dies: no orphan keeps training, and its lease reads as a dead process's. (Its parent is the
     forkserver, which outlives ``ablate``: the kernel's parent-death signal cannot be used.)
     """
     # Ctrl-C reaches the terminal's whole group: ``ablate`` stops the workers, which must not

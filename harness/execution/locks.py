@@ -1,12 +1,13 @@
-"""Claims: one process at a time owns a run folder, so no run is executed twice.
+"""Leases: one process at a time owns a run folder, so no run is executed twice.
 
 Built on the standard library, with the run's event log (:func:`harness.store.runs.append_event`)
 and the default timeout (:class:`harness.run_options.RunOptions`); docs/execution.md, "The store
-never loses a run". A claim is
-``<run folder>/claim.lock``, a JSON file naming its owner, created atomically and exclusively
-(:func:`_create`) and touched every :data:`CLAIM_HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`)
+never loses a run". A lease is a lock that lapses unless its heartbeat renews it:
+``<run folder>/lease.lock``, a JSON file naming its owner, created atomically and exclusively
+(:func:`_create`) and touched every :data:`LEASE_HEARTBEAT_S` seconds; a stale one (:func:`stale_reason`)
 is taken over, serialised by a second lock file, checked against the exact bytes judged stale and
-logged to the run's ``events.jsonl``.
+logged to the run's ``events.jsonl``. A ``claim.lock``, the file's name in older versions, is no lease
+(:func:`~harness.execution.attempt.prepare` removes it with the rest of an interrupted attempt).
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ from typing import Any
 from harness.run_options import RunOptions
 from harness.store.runs import append_event
 
-CLAIM = "claim.lock"
-TAKEOVER = "claim.lock.takeover"
-CLAIM_HEARTBEAT_S = 30.0  # seconds between the touches of a held claim (a tuning trial has its own: TRIAL_HEARTBEAT_S)
-CLAIM_STALE_S = RunOptions.claim_timeout  # seconds without a heartbeat before a claim is stale (--claim-timeout)
+LEASE = "lease.lock"
+TAKEOVER = "lease.lock.takeover"
+LEASE_HEARTBEAT_S = 30.0  # seconds between the touches of a held lease (a tuning trial has its own: TRIAL_HEARTBEAT_S)
+LEASE_STALE_S = RunOptions.lease_timeout  # seconds without a heartbeat before a lease is stale (--lease-timeout)
 TAKEOVER_STALE_S = 60.0  # a takeover lock left by a process killed mid-takeover
-log = logging.getLogger("ablate.claims")
+log = logging.getLogger("ablate.leases")
 
 
 def pid_start(pid: int) -> int | None:
@@ -46,7 +47,7 @@ def pid_start(pid: int) -> int | None:
 
 
 def owner() -> dict[str, Any]:
-    """Who is claiming: user, host, pid, the pid's start time and the claim time."""
+    """Who takes the lease: user, host, pid, the pid's start time and the time it was taken."""
     pid = os.getpid()
     try:
         user = getpass.getuser()
@@ -57,7 +58,7 @@ def owner() -> dict[str, Any]:
         "host": socket.gethostname(),
         "pid": pid,
         "pid_start": pid_start(pid),
-        "claimed_at": datetime.now(timezone.utc).isoformat(),
+        "leased_at": datetime.now(timezone.utc).isoformat(),
         "token": uuid.uuid4().hex,
     }
 
@@ -75,26 +76,26 @@ def pid_alive(pid: int, start: int | None = None) -> bool:
 
 
 def stale_reason(raw: bytes, age_s: float, stale_after: float) -> str | None:
-    """Why a claim (its bytes and heartbeat age) may be taken over, or None if it holds."""
+    """Why a lease (its bytes and heartbeat age) may be taken over, or None if it holds."""
     try:
         info = json.loads(raw)
         host, pid = info["host"], int(info["pid"])
     except (ValueError, KeyError, TypeError):
-        return "unreadable claim file" if age_s > 30 else None
+        return "unreadable lease file" if age_s > 30 else None
     if host == socket.gethostname() and pid == os.getpid():
         return "left by this process"
     if host == socket.gethostname() and not pid_alive(pid, info.get("pid_start")):
         return f"process {pid} on {host} is gone"
     if age_s > stale_after:
-        return f"no heartbeat from {info.get('owner', pid)} for {age_s:.0f} s (claim timeout {stale_after:.0f} s)"
+        return f"no heartbeat from {info.get('owner', pid)} for {age_s:.0f} s (lease timeout {stale_after:.0f} s)"
     return None
 
 
 def _write_new(path: Path, payload: bytes) -> None:
     """Create ``path`` (FileExistsError if it is there) holding ``payload``.
 
-    A write that fails (a full disk, a quota) removes the file it made, so no empty claim is left
-    behind.
+    A write that fails (a full disk, a quota) removes the file it made, so no empty lease file is
+    left behind.
     """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
@@ -135,10 +136,10 @@ def server_now(folder: Path) -> float:
     """The time now by the clock of the file system holding ``folder``.
 
     That is the mtime of a probe file made and removed there. On a shared store the hosts' clocks
-    may differ by minutes; the file server's is the one every claim's heartbeat is stamped with. The
+    may differ by minutes; the file server's is the one every lease's heartbeat is stamped with. The
     local clock where no file can be made (a read-only store).
     """
-    probe = folder / f".claim.probe.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    probe = folder / f".lease.probe.{os.getpid()}.{uuid.uuid4().hex[:8]}"
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError:
@@ -151,7 +152,7 @@ def server_now(folder: Path) -> float:
 
 
 def _read(path: Path) -> tuple[bytes, float] | None:
-    """A claim file's bytes and its heartbeat's age in seconds (by the file server's clock)."""
+    """A lease file's bytes and its heartbeat's age in seconds (by the file server's clock)."""
     try:
         raw = path.read_bytes()
         return raw, server_now(path.parent) - path.stat().st_mtime
@@ -160,8 +161,8 @@ def _read(path: Path) -> tuple[bytes, float] | None:
 
 
 @dataclass
-class Claim(contextlib.AbstractContextManager):
-    """A held claim, its file touched every ``heartbeat`` seconds.
+class Lease(contextlib.AbstractContextManager):
+    """A held lease, its file touched every ``heartbeat`` seconds.
 
     :meth:`release` it (or use it as a context manager).
     """
@@ -169,32 +170,32 @@ class Claim(contextlib.AbstractContextManager):
     folder: Path
     info: dict[str, Any]
     took_over: dict[str, Any] | None = None
-    heartbeat: float = CLAIM_HEARTBEAT_S
+    heartbeat: float = LEASE_HEARTBEAT_S
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
         def beat() -> None:
             while not self._stop.wait(self.heartbeat):
                 try:
-                    os.utime(self.folder / CLAIM)
+                    os.utime(self.folder / LEASE)
                 except OSError:
                     return
 
-        threading.Thread(target=beat, name="ablate-claim-heartbeat", daemon=True).start()
+        threading.Thread(target=beat, name="ablate-lease-heartbeat", daemon=True).start()
 
     def release(self) -> None:
-        """Stop the heartbeat and remove the claim file if it is still this claim."""
+        """Stop the heartbeat and remove the lease file if it is still this lease."""
         self._stop.set()
-        held = _read(self.folder / CLAIM)
+        held = _read(self.folder / LEASE)
         if held is not None and self.info["token"].encode() in held[0]:
-            (self.folder / CLAIM).unlink(missing_ok=True)
+            (self.folder / LEASE).unlink(missing_ok=True)
 
     def __exit__(self, *exc: object) -> None:
         self.release()
 
 
 def _take_over(folder: Path, raw: bytes, reason: str) -> dict[str, Any] | None:
-    """Remove a stale claim if it is still exactly ``raw``; returns what was taken over."""
+    """Remove a stale lease if it is still exactly ``raw``; returns what was taken over."""
     mutex = folder / TAKEOVER
     if not _create(mutex, json.dumps(owner()).encode()):
         held = _read(mutex)
@@ -204,10 +205,10 @@ def _take_over(folder: Path, raw: bytes, reason: str) -> dict[str, Any] | None:
         if not _create(mutex, json.dumps(owner()).encode()):
             return None
     try:
-        now = _read(folder / CLAIM)
+        now = _read(folder / LEASE)
         if now is None or now[0] != raw:
             return None
-        (folder / CLAIM).unlink()
+        (folder / LEASE).unlink()
     finally:
         mutex.unlink(missing_ok=True)
     try:
@@ -215,25 +216,25 @@ def _take_over(folder: Path, raw: bytes, reason: str) -> dict[str, Any] | None:
     except ValueError:
         previous = {"raw": raw[:200].decode(errors="replace")}
     taken = {"previous": previous, "reason": reason}
-    log.warning("took over the claim on %s: %s", folder, reason)
+    log.warning("took over the lease on %s: %s", folder, reason)
     append_event(folder, "takeover", **taken)
     return taken
 
 
-def try_claim(folder: Path, stale_after: float = CLAIM_STALE_S, heartbeat: float = CLAIM_HEARTBEAT_S) -> Claim | None:
-    """Claim a run folder (created if needed), touched every ``heartbeat`` seconds while held.
+def take_lease(folder: Path, stale_after: float = LEASE_STALE_S, heartbeat: float = LEASE_HEARTBEAT_S) -> Lease | None:
+    """Take the lease on a run folder (created if needed), touched every ``heartbeat`` seconds while held.
 
-    Returns None while another live process holds it (a claim without a heartbeat for
-    ``stale_after`` seconds is stale). The claim's ``took_over`` says whose stale claim it replaced.
+    Returns None while another live process holds it (a lease without a heartbeat for
+    ``stale_after`` seconds is stale). The lease's ``took_over`` says whose stale lease it replaced.
     """
     folder.mkdir(parents=True, exist_ok=True)
     taken = None
     for _ in range(3):
         info = owner()
-        if _create(folder / CLAIM, json.dumps(info, indent=1).encode()):
-            append_event(folder, "claim", owner=info["owner"], token=info["token"])
-            return Claim(folder, info, taken, heartbeat)
-        held = _read(folder / CLAIM)
+        if _create(folder / LEASE, json.dumps(info, indent=1).encode()):
+            append_event(folder, "lease", owner=info["owner"], token=info["token"])
+            return Lease(folder, info, taken, heartbeat)
+        held = _read(folder / LEASE)
         if held is None:
             continue  # released in between: try again
         if (reason := stale_reason(*held, stale_after)) is None:
@@ -242,26 +243,26 @@ def try_claim(folder: Path, stale_after: float = CLAIM_STALE_S, heartbeat: float
     return None
 
 
-def clear_stale(folder: Path, stale_after: float = CLAIM_STALE_S) -> dict[str, Any] | None:
-    """Remove the claim on ``folder`` if it is stale, as a takeover; returns what was taken over, or None.
+def clear_stale(folder: Path, stale_after: float = LEASE_STALE_S) -> dict[str, Any] | None:
+    """Remove the lease on ``folder`` if it is stale, as a takeover; returns what was taken over, or None.
 
     A process killed between a run's record and its release leaves one.
     """
-    held = _read(folder / CLAIM)
+    held = _read(folder / LEASE)
     reason = stale_reason(*held, stale_after) if held is not None else None
     return _take_over(folder, held[0], reason) if held is not None and reason is not None else None
 
 
-def holder(folder: Path, stale_after: float = CLAIM_STALE_S) -> dict[str, Any] | None:
-    """The claim currently on a run folder, parsed; None when there is none.
+def holder(folder: Path, stale_after: float = LEASE_STALE_S) -> dict[str, Any] | None:
+    """The lease currently on a run folder, parsed; None when there is none.
 
     It comes with its ``heartbeat_age_s`` and why it is ``stale`` (None: it holds).
     """
-    held = _read(folder / CLAIM)
+    held = _read(folder / LEASE)
     if held is None:
         return None
     try:
         info = json.loads(held[0])
     except ValueError:
-        info = {"owner": "unreadable claim file"}
+        info = {"owner": "unreadable lease file"}
     return {**info, "heartbeat_age_s": held[1], "stale": stale_reason(*held, stale_after)}

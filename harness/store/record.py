@@ -86,7 +86,7 @@ class Record(BaseModel):
     torch_threads: int | None = None
     cuda: str | None = None
     cpu_count: int | None = None
-    took_over: dict[str, Any] | None = None  # the stale claim this attempt took over
+    took_over: dict[str, Any] | None = None  # the stale lease this attempt took over
     reused_from: str | None = None  # <ablation>/<profile>/<run id> this run was copied from
 
     @field_validator("status", mode="before")

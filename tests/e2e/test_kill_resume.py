@@ -60,7 +60,7 @@ def _store_is_complete(
         assert problem is None and rec.status in TRAINED, (spec.run_id, problem)
         for key in ("metrics", "config", "versions", "torch_threads", "device", "attempt", "finished_at"):
             assert key in rec.model_fields_set
-        assert not (folder / "checkpoints").exists() and not (folder / "claim.lock").exists()
+        assert not (folder / "checkpoints").exists() and not (folder / "lease.lock").exists()
         assert not list(folder.glob("record.attempt-*"))
         events[spec.run_id] = [e["event"] for e in read_events(folder)]
         # executed to the end once (a kill between the record and its event may drop the event)
@@ -137,7 +137,7 @@ def test_kill_9_at_random_moments_then_rerun_completes_every_run_exactly_once(gr
         assert logs and all(p.name.endswith(f"-{wandb_run_id(spec.run_id, 1)}") for p in logs), logs
         if "resume" in events[spec.run_id]:  # the last attempt's W&B run holds the whole curve, once
             assert len(logs) >= 2 and curve(read_run(offline_runs(folder)[-1])) == _logged(folder)
-    assert sum(e.count("takeover") for e in events.values()) >= 1  # a dead process's claim taken over
+    assert sum(e.count("takeover") for e in events.values()) >= 1  # a dead process's lease taken over
 
 
 def _run_with_its_own_wandb_service(decl: str, results: Path) -> None:
@@ -212,7 +212,7 @@ def test_two_ablate_processes_on_one_grid_never_run_the_same_run(tmp_path: Path)
     assert [p.exitcode for p in procs] == [0, 0]
     specs = plan(load(str(path)), "cpu")[1]
     events = _store_is_complete(results, specs)
-    assert all(e == ["claim", "finish"] for e in events.values()), events  # one claim each: never run twice
+    assert all(e == ["lease", "finish"] for e in events.values()), events  # one lease each: never run twice
     finishers = {
         e["pid"] for s in specs for e in read_events(results / "tiny" / "cpu" / s.run_id) if e["event"] == "finish"
     }
@@ -224,14 +224,14 @@ def test_two_workers_give_the_numbers_of_one(grid, tmp_path: Path) -> None:
     assert run_cmd.run(str(path), None, [], tmp_path / "results", workers=2) == 0
     events = _store_is_complete(tmp_path / "results", specs, reference)
     pids = {e["pid"] for s in specs for e in read_events(tmp_path / "results" / "tiny" / "cpu" / s.run_id)}
-    assert len(pids) == 2 and os.getpid() not in pids and all(e == ["claim", "finish"] for e in events.values())
+    assert len(pids) == 2 and os.getpid() not in pids and all(e == ["lease", "finish"] for e in events.values())
 
 
 def test_a_kill_after_the_record_leaves_nothing_behind_once_run_again(tmp_path: Path) -> None:
-    """A kill -9 between writing a finished run's record and its clean-up left its claim and
+    """A kill -9 between writing a finished run's record and its clean-up left its lease and
     checkpoints for good: a later ``ablate run`` skips finished runs before any attempt, so nothing
     removed them (the random kills above caught this now and then). The next run tidies them; a
-    claim of a live process is left alone."""
+    lease of a live process is left alone."""
     import json
     import socket
 
@@ -241,12 +241,12 @@ def test_a_kill_after_the_record_leaves_nothing_behind_once_run_again(tmp_path: 
     dead, live = sorted((results / "tiny" / "cpu").iterdir())[:2]
     gone = {"host": socket.gethostname(), "pid": 2**22 + 7, "owner": "killed"}  # above pid_max: no such process
     held = {"host": socket.gethostname(), "pid": os.getppid(), "owner": "alive"}  # a live process, not this one
-    for folder, claim in ((dead, gone), (live, held)):
+    for folder, lease in ((dead, gone), (live, held)):
         (folder / "checkpoints").mkdir()
         (folder / "checkpoints" / "last.ckpt").write_bytes(b"x")
-        (folder / "claim.lock").write_text(json.dumps(claim))
-    held_before = (live / "claim.lock").read_text()
+        (folder / "lease.lock").write_text(json.dumps(lease))
+    held_before = (live / "lease.lock").read_text()
     assert run_cmd.run(str(path), None, [], results, workers=1) == 0
-    assert not (dead / "claim.lock").exists() and not (dead / "checkpoints").exists()
+    assert not (dead / "lease.lock").exists() and not (dead / "checkpoints").exists()
     assert "takeover" in [e["event"] for e in read_events(dead)]
-    assert (live / "claim.lock").read_text() == held_before and (live / "checkpoints" / "last.ckpt").exists()
+    assert (live / "lease.lock").read_text() == held_before and (live / "checkpoints" / "last.ckpt").exists()

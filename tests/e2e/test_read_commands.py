@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.execution.locks import CLAIM
+from harness.execution.locks import LEASE
 from helpers.cli import assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
 
@@ -38,13 +38,13 @@ def test_report_of_a_store_whose_only_run_is_in_flight_says_so_and_writes_nothin
     results = tmp_path / "results"
     folder = results / "mini" / "cpu" / "0123456789ab"
     folder.mkdir(parents=True)
-    claim = {"owner": "bob@here:1", "host": socket.gethostname(), "pid": os.getppid(), "pid_start": None}
-    (folder / CLAIM).write_text(json.dumps(claim | {"claimed_at": "2026-01-01T00:00:00+00:00", "token": "t"}))
+    lease = {"owner": "bob@here:1", "host": socket.gethostname(), "pid": os.getppid(), "pid_start": None}
+    (folder / LEASE).write_text(json.dumps(lease | {"leased_at": "2026-01-01T00:00:00+00:00", "token": "t"}))
     reports = tmp_path / "reports"
     err = assert_refused(
         invoke("report", str(decl), "--results-dir", str(results), "--out", str(reports)),
         "no run of mini / cpu",
-        "has finished yet: 1 in flight (e.g. 0123456789ab, claimed by bob@here:1",
+        "has finished yet: 1 in flight (e.g. 0123456789ab, leased by bob@here:1",
         "ablate status",
     )
     assert not reports.exists(), err

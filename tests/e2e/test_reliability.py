@@ -1,5 +1,5 @@
 """A store that never loses a run, in one process: resume from checkpoints, timeouts, retries,
-runs claimed elsewhere (harness/execution/attempt.py, attempts.py, training.py).
+runs leased elsewhere (harness/execution/attempt.py, attempts.py, training.py).
 
 The multi-process guarantees (kill -9, two ``ablate run`` at once) are in test_kill_resume.py.
 """
@@ -83,21 +83,21 @@ def test_interrupted_run_resumes_from_its_last_checkpoint_with_identical_results
     ref_hist = (run_dir(tmp_path / "ref", "tiny", "cpu", specs[0].run_id) / "history.csv").read_text()
     assert (folder / "history.csv").read_text() == ref_hist
     assert not (folder / "checkpoints").exists()  # a finished run keeps what the report needs
-    assert [e["event"] for e in read_events(folder)] == ["claim", "claim", "resume", "finish"]
+    assert [e["event"] for e in read_events(folder)] == ["lease", "lease", "resume", "finish"]
 
 
-def test_a_claim_left_on_a_finished_run_is_cleared_when_the_grid_runs_again(tiny, tmp_path):
-    """A process killed after writing a run's record but before releasing its claim leaves a
-    claim on a finished run; running the grid again clears it and keeps the record."""
+def test_a_lease_left_on_a_finished_run_is_cleared_when_the_grid_runs_again(tiny, tmp_path):
+    """A process killed after writing a run's record but before releasing its lease leaves a
+    lease on a finished run; running the grid again clears it and keeps the record."""
     abl, specs = tiny
     first = execute(specs[0], tmp_path, abl=abl)
     folder = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    claim = {"owner": "x", "host": socket.gethostname(), "pid": dead.pid, "pid_start": None, "token": "t"}
-    (folder / "claim.lock").write_text(json.dumps(claim))
+    lease = {"owner": "x", "host": socket.gethostname(), "pid": dead.pid, "pid_start": None, "token": "t"}
+    (folder / "lease.lock").write_text(json.dumps(lease))
     again = execute(specs[0], tmp_path, abl=abl)
-    assert again.finished_at == first.finished_at and not (folder / "claim.lock").exists()
+    assert again.finished_at == first.finished_at and not (folder / "lease.lock").exists()
     assert [e["event"] for e in read_events(folder)][-1] == "takeover"
 
 
@@ -172,18 +172,18 @@ def test_retry_reruns_only_the_listed_statuses_and_keeps_every_attempt(tmp_path,
             assert "out of memory" in (folder / "traceback.attempt-1.txt").read_text()
 
 
-def test_a_run_claimed_by_a_live_process_is_left_alone(tiny, tmp_path, capsys):
+def test_a_run_leased_by_a_live_process_is_left_alone(tiny, tmp_path, capsys):
     abl, specs = tiny
     folder = run_dir(tmp_path, "tiny", "cpu", specs[0].run_id)
     folder.mkdir(parents=True)
-    claim = {"owner": "bob@gpu-box:123", "host": socket.gethostname(), "pid": os.getppid(), "token": "x"}
-    (folder / "claim.lock").write_text(json.dumps(claim))
+    lease = {"owner": "bob@gpu-box:123", "host": socket.gethostname(), "pid": os.getppid(), "token": "x"}
+    (folder / "lease.lock").write_text(json.dumps(lease))
     rec = execute(specs[0], tmp_path, abl=abl)
-    assert rec.status == "claimed" and "bob@gpu-box:123" in rec.reason
-    assert sorted(p.name for p in folder.iterdir()) == ["claim.lock"]
+    assert rec.status == "leased" and "bob@gpu-box:123" in rec.reason
+    assert sorted(p.name for p in folder.iterdir()) == ["lease.lock"]
     inspect_cmd.status(abl.source, None, tmp_path)
     out = capsys.readouterr().out
-    assert "running (claimed by bob@gpu-box:123" in out
+    assert "running (leased by bob@gpu-box:123" in out
 
 
 def test_options_are_checked_before_anything_runs(tmp_path):
@@ -194,7 +194,7 @@ def test_options_are_checked_before_anything_runs(tmp_path):
         (RunOptions(retry="failed,divergd"), "did you mean 'diverged'"),
         (RunOptions(retry="ok"), "'ok' is not a status that can be retried"),
         (RunOptions(run_timeout=0), "--run-timeout must be a positive"),
-        (RunOptions(claim_timeout=5), "--claim-timeout must be at least 60 s"),
+        (RunOptions(lease_timeout=5), "--lease-timeout must be at least 60 s"),
         (RunOptions(address="auto"), "--address is the Ray cluster"),
         (RunOptions(executor="ray", address="not an address"), "is not a Ray address"),
         (RunOptions(partition="gpu"), "applies only to --executor slurm"),

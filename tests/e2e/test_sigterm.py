@@ -35,7 +35,7 @@ def test_sigterm_to_a_pooled_run_says_interrupted_exits_143_and_starts_nothing(t
         [sys.executable, "-m", "harness.cli", *args], env=env, stderr=subprocess.PIPE, start_new_session=True
     )
     end = time.monotonic() + 300
-    while not list(results.glob("tiny/cpu/*/claim.lock")) and proc.poll() is None and time.monotonic() < end:
+    while not list(results.glob("tiny/cpu/*/lease.lock")) and proc.poll() is None and time.monotonic() < end:
         time.sleep(0.05)
     assert proc.poll() is None, "the grid ended before a run was under way"
     if to == "group":

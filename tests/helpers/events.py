@@ -1,4 +1,4 @@
-"""A run folder's lifecycle events, read back for the tests of claims, takeovers and resumes."""
+"""A run folder's lifecycle events, read back for the tests of leases, takeovers and resumes."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def test_unknown_keys_and_strict_numbers_round_trip(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "why"),
     [
-        ({"status": "claimed"}, "status 'claimed' is not one of ok, stalled, diverged, failed, timeout"),
+        ({"status": "leased"}, "status 'leased' is not one of ok, stalled, diverged, failed, timeout"),
         ({"seed": True}, "field 'seed'"),
         ({"task": None}, "field 'task'"),
         ({"config": {**BARE_CONFIG, "model": {}}}, "config.model missing or incomplete"),

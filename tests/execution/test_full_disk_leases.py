@@ -1,6 +1,6 @@
-"""A full disk (here: the file-size limit, ``EFBIG``, as a quota gives) at claim time leaves no
-claim file nor temporary file behind: another host would wait the claim timeout on an empty
-``claim.lock``."""
+"""A full disk (here: the file-size limit, ``EFBIG``, as a quota gives) at lease time leaves no
+lease file nor temporary file behind: another host would wait the lease timeout on an empty
+``lease.lock``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.execution.locks import try_claim
+from harness.execution.locks import take_lease
 
-CLAIM_AT_FULL_DISK = """
+LEASE_AT_FULL_DISK = """
 import os, resource, signal, sys
 from pathlib import Path
 from harness.execution import locks
@@ -23,19 +23,19 @@ if sys.argv[2] == "no-links":  # a file system without hard links: the exclusive
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))  # not one byte more
 try:
-    locks.try_claim(Path(sys.argv[1]))
+    locks.take_lease(Path(sys.argv[1]))
 except OSError as exc:
     print(exc.strerror)
 """
 
 
 @pytest.mark.parametrize("links", ["links", "no-links"])
-def test_a_full_disk_at_claim_time_leaves_no_claim_files(tmp_path: Path, links: str) -> None:
+def test_a_full_disk_at_lease_time_leaves_no_lease_files(tmp_path: Path, links: str) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    out = subprocess.run([sys.executable, "-c", CLAIM_AT_FULL_DISK, str(run), links], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", LEASE_AT_FULL_DISK, str(run), links], capture_output=True, text=True)
     assert out.returncode == 0 and "File too large" in out.stdout, out.stdout + out.stderr
     assert sorted(p.name for p in run.iterdir()) == []
-    claim = try_claim(run, stale_after=600)  # the disk freed: claimed at once, not after the claim timeout
-    assert claim is not None
-    claim.release()
+    lease = take_lease(run, stale_after=600)  # the disk freed: leased at once, not after the lease timeout
+    assert lease is not None
+    lease.release()
