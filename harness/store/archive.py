@@ -21,7 +21,7 @@ from pathlib import Path
 from harness.errors import AblateError
 from harness.files import write_atomic
 from harness.store.record import Record, parse_record
-from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir
+from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir, unreadable
 from harness.tuned import TUNED
 
 FORMAT = "ablate-runs/1"
@@ -265,7 +265,7 @@ def read(path: Path, at: str) -> Archive:
         try:
             rec, why = parse_record(json.loads(members[name]), m[3])
         except ValueError as exc:
-            rec, why = None, f"unreadable record ({type(exc).__name__}: {exc})"
+            rec, why = None, unreadable(exc)
         if rec is None:
             raise AblateError(f"{at}: run {m[3]} is not a valid run record ({why})")
         if (rec.ablation, rec.profile) != (m[1], m[2]):
