@@ -97,12 +97,12 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selectio
         return name
     if not pilots:
         raise AblateError(
-            f"{abl.name} declares no pilot profile (confirmatory: false); pass --from PROFILE, "
+            f"{abl.name} declares no pilot profile (confirmatory: false); pass --pilot PROFILE, "
             f"a profile with runs in {results}"
         )
     raise AblateError(
         f"no pilot runs of {abl.name} in {results} (looked for profile(s) {', '.join(pilots)}); "
-        f"run `{ctx.command('run', profile=pilots[0])}` first, or pass --from PROFILE"
+        f"run `{ctx.command('run', profile=pilots[0])}` first, or pass --pilot PROFILE"
     )
 
 

@@ -19,7 +19,6 @@ import pandas as pd
 from harness.analysis import stats, untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.table import Table
-from harness.errors import RunStatus
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.claims import Evidence
@@ -112,10 +111,9 @@ def table(
     arms = {lv.variant for lv in points} | {lv.against for lv in points}
     if not arms <= set(runs["variant"]):
         return None
-    gated = settings.apply_gate and any(metrics.beyond_training(lv.metric) for lv in points)
-    if gated:  # as every comparison beyond L: runs below the task's gate are left out
-        below = set(runs.loc[(runs["status"] == RunStatus.OK) & ~runs["passed_gate"], "run_id"])
-        rows = rows[~rows["run_id"].isin(below)]
+    # as every comparison beyond L: runs below the task's gate are left out, at every level of a trend beyond L
+    gated = set().union(*(untestable.gated_out(runs, task, lv.metric, settings.apply_gate) for lv in points))
+    rows = rows[~rows["run_id"].isin(gated)]
     hib = metrics.higher_is_better(points[0].metric)
     per_seed = slopes(rows, task, points, hib, ev.trend.log2)
     entry = abl.tasks[task]

@@ -212,7 +212,7 @@ def plan_cmd(
     pilot: Annotated[
         Optional[str],
         typer.Option(
-            "--from", help="the profile whose runs give the spread (default: the first pilot profile with runs)"
+            "--pilot", help="the profile whose runs give the spread (default: the first pilot profile with runs)"
         ),
     ] = None,
     results_dir: o.ResultsOpt = DEFAULT_RESULTS,
@@ -269,10 +269,10 @@ def plan_seeds(
     output.check_results_readable(results)
     target = output.selection(abl, prof_name, overrides, results, typed=name)
     sel = output.selection(abl, planning.pilot_profile(abl, results, pilot, target), overrides, results, typed=name)
-    output.check_store_exists(sel, flag="--from")
+    output.check_store_exists(sel, flag="--pilot")
     if sel.settings.plumbing:
         others = [n for n, p in abl.profiles.items() if not (p.confirmatory or p.plumbing)]
-        fix = f"; run a pilot ({', '.join(others)}) and plan --from it" if others else ""
+        fix = f"; run a pilot ({', '.join(others)}) and pass it as --pilot" if others else ""
         print(
             f"warning: the spread comes from the {sel.profile} profile, whose runs check the plumbing "
             f"and are too short for their spread to mean anything{fix}",

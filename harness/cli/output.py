@@ -145,7 +145,7 @@ def check_store_exists(
 ) -> None:
     """The profile's folder must exist; else name the ``ablate run`` that fills it and what to read instead.
 
-    That is, the profiles the store holds (untuned only; ``flag`` names one: ``--profile``, or ``plan``'s ``--from``)
+    That is, the profiles the store holds (untuned only; ``flag`` names one: ``--profile``, or ``plan``'s ``--pilot``)
     and ``data_file``, the report's data file to read instead (without overrides).
     """
     results, name, profile = sel.results, sel.name, sel.profile

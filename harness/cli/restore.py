@@ -47,6 +47,7 @@ def restore_cmd(
     """
     # exit 1 when a run already in the store differs from the file's (kept); every file is checked before any is
     # restored (a refused file: nothing written)
+    from harness.experiment.metrics import of_machine
     from harness.report.source import plan  # the statistics under it: pandas, scipy and statsmodels
     from harness.report.tuning import copy_figures
     from harness.store import archive
@@ -62,7 +63,7 @@ def restore_cmd(
     done: list[archive.Restored] = []
     try:
         for path, arc, studies, guards in todo.files:
-            done.append(d := archive.unpack(arc, results_dir))
+            done.append(d := archive.unpack(arc, results_dir, of_machine))
             d.guards = guards
             if studies is not None and d.studies is not None:  # from reports/ for reports/data/FILE
                 d.missing_figures = copy_figures(studies, path.parent.parent, d.studies.parent)

@@ -43,6 +43,9 @@ class Metric:
     # compared as the per-seed ratio of a variant to the baseline (the paired difference of logs): what scales both
     # arms of a seed alike, as the machine's load does for runs made one after the other, cancels
     ratio: bool = False
+    # a measure of the machine the run ran on, not of the run (speed, memory): never the same twice, so a record the
+    # store holds is not said to differ from a data file's on it (harness.store.archive.unpack)
+    machine: bool = False
 
     def names(self, multipliers: tuple[int, ...] = (), n_layers: int = 0) -> list[str]:
         """The concrete names this metric stands for, given the length ``multipliers`` and the layer count.
@@ -90,7 +93,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("train_loss_final", False, "nats per scored token", TRAINING_LOOP),
     Metric("val_loss_best", False, "nats per scored token, lowest validation loss at L", TRAINING_LOOP),
     Metric("chance_loss", False, _CHANCE, TRAINING_LOOP, rankable=False),
-    Metric("train_tokens_per_s", True, "tokens per second of training steps", TRAINING_LOOP, ratio=True),
+    Metric("train_tokens_per_s", True, "tokens per second of training steps", TRAINING_LOOP, ratio=True, machine=True),
     Metric("grad_norm_mean", False, "L2 norm of the gradient, mean over steps", TRAINING_LOOP),
     Metric(
         "grad_norm_cv",
@@ -100,7 +103,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("grad_norm_cv_detrended", False, _SWING, TRAINING_LOOP),
     Metric("nonfinite_grad_steps", False, "steps", TRAINING_LOOP),
-    Metric("peak_mem_mb", False, "MiB (CUDA runs only)", TRAINING_LOOP),
+    Metric("peak_mem_mb", False, "MiB (CUDA runs only)", TRAINING_LOOP, machine=True),
     _probe("grad_norm_init_l<i>", _GN, "L2 norm of block i's gradient at init, its norms included"),
     _probe("grad_norm_init_top_over_bottom", _GN, "ratio, last block over first"),
     _probe("grad_norm_init_ffn_out_l<i>", _GN, "L2 norm of the gradient of block i's FFN output weight"),
@@ -184,6 +187,11 @@ def unmoved_by_learning(name: str) -> bool:
     """
     metric = lookup(name)
     return metric is not None and (metric.ratio or (metric.at_init and name.endswith("_init")))
+
+
+def of_machine(name: str) -> bool:
+    """Whether the metric ``name`` measures the machine a run ran on, not the run (``train_tokens_per_s``)."""
+    return (metric := lookup(name)) is not None and metric.machine
 
 
 def compared(name: str) -> bool:

@@ -18,11 +18,11 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis import paired as ranks
+from harness.analysis import untestable
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis
 from harness.analysis.table import Table
 from harness.config import parse_overrides
-from harness.errors import TRAINED
 from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
@@ -247,11 +247,10 @@ def across_variants(
 
 
 def _gated_rows(result: Analysis, task: str) -> pd.DataFrame:
-    rows, runs = result.rows[result.rows["task"] == task], result.runs
-    if not result.ablation.profiles[result.profile].apply_gate:
-        return rows
-    gated = set(runs.loc[(runs["task"] == task) & runs["status"].isin(TRAINED) & ~runs["passed_gate"], "run_id"])
-    return rows[~(rows["run_id"].isin(gated) & rows["metric"].map(metrics.beyond_training))]
+    """The tidy rows of ``task`` but those each metric's comparison leaves out for the gate."""
+    rows, apply_gate = result.rows[result.rows["task"] == task], result.ablation.profiles[result.profile].apply_gate
+    gated = {m: untestable.gated_out(result.runs, task, m, apply_gate) for m in rows["metric"].unique()}
+    return rows.loc[[r not in gated[m] for r, m in zip(rows["run_id"], rows["metric"])]]
 
 
 def _history(result: Analysis, task: str) -> pd.DataFrame:

@@ -235,8 +235,7 @@ def _plugins_line(records: list[Record]) -> list[str]:
 def _verdict(result: Analysis, c: looks.ComparisonState) -> str:
     """The verdict its primary table gives a comparison of the design ("" for none)."""
     table = result.table(c.task, result.ablation.tasks[c.task].primary.metric)
-    rows = table.frame[table.frame["variant"] == c.variant] if table is not None else []
-    return str(rows["verdict"].iloc[0]) if len(rows) else ""
+    return str(table.row(c.variant).get("verdict", "")) if table is not None else ""
 
 
 def sequential_section(result: Analysis) -> list[str]:

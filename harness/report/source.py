@@ -156,7 +156,7 @@ def load_source(
     tuning = _studies(arc, at)
     tmp = tempfile.TemporaryDirectory(prefix="ablate-from-")
     root = Path(tmp.name)
-    archive.unpack(arc, root)
+    archive.unpack(arc, root, metrics_mod.of_machine)
     found, tuned = scan(root, arc.ablation, arc.profile), scan(root, arc.ablation, tuned_profile(arc.profile))
     histories = {
         r.run_id: h for r in found.records if r.status.trained and (h := run_history(found, root, r)) is not None

@@ -14,13 +14,14 @@ import re
 import subprocess
 import tarfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import AblateError
 from harness.files import write_atomic
 from harness.store.record import Record, parse_record
-from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir
+from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir, unreadable
 from harness.tuned import TUNED
 
 FORMAT = "ablate-runs/1"
@@ -264,7 +265,7 @@ def read(path: Path, at: str) -> Archive:
         try:
             rec, why = parse_record(json.loads(members[name]), m[3])
         except ValueError as exc:
-            rec, why = None, f"unreadable record ({type(exc).__name__}: {exc})"
+            rec, why = None, unreadable(exc)
         if rec is None:
             raise AblateError(f"{at}: run {m[3]} is not a valid run record ({why})")
         if (rec.ablation, rec.profile) != (m[1], m[2]):
@@ -286,19 +287,16 @@ def read(path: Path, at: str) -> Archive:
     return Archive(path, ablation, profile, store, problems, records, members)
 
 
-MACHINE = ("train_tokens_per_s", "peak_mem_mb")
-"""Metrics of the machine a run ran on, not of the run: never the same twice, so not compared."""
-
-
-def difference(held: Record, rec: Record) -> str | None:
+def difference(held: Record, rec: Record, machine: Callable[[str], bool]) -> str | None:
     """How the store's record of a run differs from the file's, or None.
 
-    The difference is the status, or the first metric but :data:`MACHINE` missing from one or of another value.
+    The difference is the status, or the first metric missing from one or of another value, but those that
+    ``machine`` says measure the machine the run ran on, not the run (never the same twice).
     """
     if held.status != rec.status:
         return f"status {held.status} here, {rec.status} in the file"
     x, y = held.metrics or {}, rec.metrics or {}
-    for k in sorted((x.keys() | y.keys()) - set(MACHINE)):
+    for k in sorted(k for k in x.keys() | y.keys() if not machine(k)):
         a, b = x.get(k), y.get(k)
         if a != b and not (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
             return f"{k} {a!r} here, {b!r} in the file"
@@ -329,12 +327,18 @@ class Restored:
     guards: list[tuple[str, str, str | None]] = field(default_factory=list)
 
 
-def unpack(archive: Archive, results: Path) -> Restored:
+def unpack(archive: Archive, results: Path, machine: Callable[[str], bool]) -> Restored:
     """Write a checked data file's runs, studies' summary and bench files into the store ``results``.
 
     A finished run is kept (said when it differs; its lost history.csv refilled), an unreadable record replaced;
     history first, the record atomically last, so a killed unpack leaves only unfinished folders. A bench file of the
     store is kept.
+
+    Args:
+        archive: the checked data file (:func:`read`).
+        results: the store to write into.
+        machine: whether a metric measures the machine a run ran on (``harness.experiment.metrics.of_machine``):
+            a kept run is not said to differ on it.
 
     Raises:
         OSError: the store cannot be written (the caller says so).
@@ -344,7 +348,7 @@ def unpack(archive: Archive, results: Path) -> Restored:
         folder, history = Path(results) / where, archive.members.get(f"{where}/{HISTORY}")
         held, problem = load_record(folder)
         if held is not None:
-            if (how := difference(held, rec)) is not None:
+            if (how := difference(held, rec, machine)) is not None:
                 out.differ.append((rec.run_id, how))
             elif history is not None and not readable_history(folder):
                 write_atomic(folder / HISTORY, history)  # the same run: its lost curve comes back

@@ -43,6 +43,11 @@ def denied(problem: str | None) -> bool:
     return problem is not None and problem.startswith(DENIED)
 
 
+def unreadable(exc: Exception) -> str:
+    """The problem of a ``record.json`` that could not be read or is not JSON (``exc``), in the store or a data file."""
+    return f"unreadable record ({type(exc).__name__}: {exc})"
+
+
 def run_dir(results: Path, ablation: str, profile: str, run_id: str) -> Path:
     """The folder of one run in the store ``results``: ``<results>/<ablation>/<profile>/<run_id>``."""
     return Path(results) / ablation / profile / run_id
@@ -84,7 +89,7 @@ def load_record(folder: Path) -> tuple[Record | None, str | None]:
     except PermissionError as exc:
         return None, f"{DENIED} ({exc.strerror}): another user's run? make the store group-readable (chmod -R g+rX)"
     except (OSError, ValueError) as exc:
-        return None, f"unreadable record ({type(exc).__name__}: {exc})"
+        return None, unreadable(exc)
     return parse_record(raw, folder.name)
 
 

@@ -113,9 +113,9 @@ def test_plan_refuses_a_store_without_pilot_runs(tmp_path):
         invoke("plan", "pe_extrapolation", "--profile", "confirm", "--results-dir", str(results)),
         "no pilot runs of pe_extrapolation",
         "looked for profile(s) smoke",
-        "--from PROFILE",
+        "--pilot PROFILE",
     )
-    assert_refused(invoke("plan", str(decl), "--from", "cpu", "--results-dir", str(results)), "no runs of mini / cpu")
+    assert_refused(invoke("plan", str(decl), "--pilot", "cpu", "--results-dir", str(results)), "no runs of mini / cpu")
     assert_nothing_written(results)
 
 
@@ -123,8 +123,8 @@ def test_plan_refuses_a_store_without_pilot_runs(tmp_path):
     "args, words",
     [
         (["--profile", "laptop"], ["has no profile 'laptop'", "profiles: smoke, cpu"]),
-        (["--from", "smokey"], ["has no profile 'smokey'", "did you mean 'smoke'"]),
-        (["--from", ""], ["has no profile ''", "profiles: smoke, cpu"]),  # not the default profile
+        (["--pilot", "smokey"], ["has no profile 'smokey'", "did you mean 'smoke'"]),
+        (["--pilot", ""], ["has no profile ''", "profiles: smoke, cpu"]),  # not the default profile
         (["--profile", ""], ["has no profile ''"]),
         (["--power", "1.5"], ["--power must be between 0 and 1 (exclusive), got 1.5"]),
         (["--alpha", "0"], ["--alpha must be between 0 and 1 (exclusive), got 0"]),
@@ -156,7 +156,7 @@ def test_plan_refuses_a_pilot_profile(tmp_path, args):
 
 def test_a_smoke_pilot_is_the_last_resort_and_is_warned_about(tmp_path):
     """With runs of both, the default pilot is cpu, not smoke (declared first); with smoke alone, or
-    --from smoke, the plan comes with a warning line that its spread means little."""
+    --pilot smoke, the plan comes with a warning line that its spread means little."""
     abl = load("pe_extrapolation")
     results = tmp_path / "results"
     for prof in ("smoke", "cpu"):

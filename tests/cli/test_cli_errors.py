@@ -95,7 +95,7 @@ def test_reading_a_store_that_does_not_exist_is_refused(results, command):
     [
         (["report"], "--profile smoke"),
         (["compare"], "--profile smoke"),
-        (["plan", "--profile", "confirm", "--from", "cpu"], "--from smoke"),
+        (["plan", "--profile", "confirm", "--pilot", "cpu"], "--pilot smoke"),
     ],
 )
 def test_a_store_with_runs_of_another_profile_names_it(tmp_path, command, hint):
