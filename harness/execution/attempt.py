@@ -34,7 +34,6 @@ from harness.errors import RunStatus, run_error, storage_error
 from harness.execution.locks import LEASE, LEASE_STALE_S, TAKEOVER, clear_stale, holder, take_lease
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
-from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
 from harness.files import write_atomic
 from harness.redact import redact
@@ -297,11 +296,6 @@ def stopped_by_storage(spec: RunSpec, folder: Path, exc: OSError) -> Unstored:
     return unstored(spec, "crashed", f"storage error: {exc.strerror}{where}; free space or fix rights, then run again")
 
 
-def target_of(spec_target: Threshold | None) -> dict[str, Any] | None:
-    """A convergence target (or None) as the plain dict records hold."""
-    return spec_target.model_dump(mode="json") if spec_target is not None else None
-
-
 def spec_record(spec: RunSpec, abl: Ablation | None = None, **fields: Any) -> Record:
     """The record of ``spec``'s run.
 
@@ -316,7 +310,7 @@ def spec_record(spec: RunSpec, abl: Ablation | None = None, **fields: Any) -> Re
     what |= {"code_versions": spec.code_versions} | ({"tuned_params": spec.tuned_params} if spec.tuned_params else {})
     what |= {"design": spec.design} if spec.design else {}
     if abl is not None:
-        what["target"] = target_of(abl.tasks[spec.task].target)
+        what["target"] = abl.tasks[spec.task].target
     return Record.model_validate(what | fields)
 
 

@@ -20,21 +20,20 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.errors import AblateError, RunStatus
-from harness.execution.attempt import target_of, tidy_finished
+from harness.execution.attempt import tidy_finished
 from harness.execution.gpus import Placement, check_threads, place, visible_gpus
 from harness.execution.local import check_engine, on_this_machine
 from harness.execution.locks import LEASE_HEARTBEAT_S
 from harness.experiment import ablation as ablation_mod
-from harness.experiment.declaration import Threshold
 from harness.experiment.grid import RunSpec
 from harness.registry import did_you_mean
 from harness.run_options import RunOptions
 from harness.store.record import Record
 from harness.store.reuse import adopt, find_reusable
 from harness.store.runs import read_record, run_dir
+from harness.threshold import Threshold
 from harness.training.model_and_devices import check_devices
 
 _URL = re.compile(r"^[a-z][a-z0-9+.\-]+:/", re.IGNORECASE)  # s3://b/x arrives as the Path s3:/b/x
@@ -144,7 +143,7 @@ def select(
         own = run_dir(results, ablation, spec.profile, spec.run_id)
         rec = read_record(own)
         if rec is None:
-            target = target_of((targets or {}).get(spec.task))
+            target = (targets or {}).get(spec.task)
             fresh = targets is not None and not spec.tuned_params and not (own / "checkpoints").exists()
             if fresh and (source := find_reusable(results, spec.run_id, own, target, declared_target)) is not None:
                 # the copy is made under the design its profile declares now, as a run trained here would be
@@ -176,7 +175,7 @@ def place_runs(
     return place(workers, todo, threads, gpus, options.gpus_per_run, estimates=estimates)
 
 
-def declared_target(rec: Record) -> dict[str, Any] | None | str:
+def declared_target(rec: Record) -> Threshold | None | str:
     """The convergence target the ablation of ``rec`` declares today for its task; ``"unknown"`` when it cannot be told.
 
     What a run's target was for a record made before records held it (:func:`harness.store.reuse.find_reusable`).
@@ -185,4 +184,4 @@ def declared_target(rec: Record) -> dict[str, Any] | None | str:
         entry = ablation_mod.load(rec.ablation).tasks.get(rec.task)
     except Exception:  # noqa: BLE001  a source ablation that no longer loads is simply not reused
         return "unknown"
-    return target_of(entry.target) if entry is not None else "unknown"
+    return entry.target if entry is not None else "unknown"

@@ -18,6 +18,7 @@ from harness.errors import AblateError
 from harness.experiment import metrics
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
+from harness.threshold import Threshold
 from harness.tuned import TUNED
 from harness.yaml12 import YAMLError, load_yaml
 
@@ -91,52 +92,36 @@ class MetricSpec(Decl, metrics.NamedMetric):
         return self
 
 
-class Threshold(Decl):
-    """A bound on a metric: ``min`` (value must be >= min) or ``max`` (<= max), exactly one."""
+def check_reachable(threshold: Threshold | None) -> Threshold | None:
+    """``threshold`` when its bound is on its metric's better side, reachable, and not met by every run.
 
-    metric: str = Field(description="a metric name (acc@x1), or a per-length metric's bare name at L (acc)")
-    min: float | None = Field(None, description="met when the value is >= min (a higher-is-better metric)")
-    max: float | None = Field(None, description="met when the value is <= max (a lower-is-better metric)")
-
-    @model_validator(mode="after")
-    def _one_reachable_bound(self) -> Threshold:
-        """Exactly one bound, on the side the metric is better, that some run can reach and not every run meets."""
-        if (self.min is None) == (self.max is None):
-            raise ValueError(
-                f"{self.metric}: give exactly one bound, min (the value must be >= min) or max (<= max); "
-                f"{'both are given' if self.min is not None else 'none is given, so every run would meet it at once'}"
-            )
-        metric = metrics.of_bound(self.metric)
-        if metric is None:  # an unknown name: the grid's checks name it with what the task produces
-            return self
-        side, bound = ("min", self.min) if self.min is not None else ("max", self.max)
-        wanted = "min" if metric.higher_is_better else "max"
-        if side != wanted:
-            raise ValueError(
-                f"{self.metric} is {'higher' if metric.higher_is_better else 'lower'}-is-better, so its bound is "
-                f"a {wanted}; {side}: {bound:g} would be met by a run that did not learn"
-            )
-        if metric.best is not None and bound > metric.best:
-            raise ValueError(
-                f"{self.metric} min: {bound:g} cannot be reached: the best value of {metric.name} is {metric.best:g}"
-            )
-        if metric.floor is not None and bound <= metric.floor:
-            why = "every run meets it" if metric.higher_is_better else "no run reaches it"
-            raise ValueError(
-                f"{self.metric} {side}: {bound:g} is at or below {metric.floor:g}, the lowest value of "
-                f"{metric.name} ({metric.unit}), so {why}"
-            )
-        return self
-
-    def passes(self, value: float | None) -> bool:
-        """Whether ``value`` meets the bound; a missing or NaN value never does."""
-        if value is None or value != value:  # missing or NaN
-            return False
-        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
-
-    def describe(self) -> str:
-        """The bound for people: ``acc@x1 >= 0.9`` or ``loss@x1 <= 1.5``."""
-        return f"{self.metric} >= {self.min:g}" if self.min is not None else f"{self.metric} <= {self.max:g}"
+    Raises:
+        ValueError: a bound on the worse side, above the metric's best value or at or below its lowest
+            (:attr:`~harness.experiment.metrics.Metric.best`, :attr:`~harness.experiment.metrics.Metric.floor`).
+    """
+    if threshold is None:
+        return None
+    metric = metrics.of_bound(threshold.metric)
+    if metric is None:  # an unknown name: the grid's checks name it with what the task produces
+        return threshold
+    side, bound = ("min", threshold.min) if threshold.min is not None else ("max", threshold.max)
+    wanted = "min" if metric.higher_is_better else "max"
+    if side != wanted:
+        raise ValueError(
+            f"{threshold.metric} is {'higher' if metric.higher_is_better else 'lower'}-is-better, so its bound is "
+            f"a {wanted}; {side}: {bound:g} would be met by a run that did not learn"
+        )
+    if metric.best is not None and bound > metric.best:
+        raise ValueError(
+            f"{threshold.metric} min: {bound:g} cannot be reached: the best value of {metric.name} is {metric.best:g}"
+        )
+    if metric.floor is not None and bound <= metric.floor:
+        why = "every run meets it" if metric.higher_is_better else "no run reaches it"
+        raise ValueError(
+            f"{threshold.metric} {side}: {bound:g} is at or below {metric.floor:g}, the lowest value of "
+            f"{metric.name} ({metric.unit}), so {why}"
+        )
+    return threshold
 
 
 class TaskEntry(Decl):
@@ -149,6 +134,11 @@ class TaskEntry(Decl):
     )
     gate: Threshold | None = Field(None, description="runs below it did not learn the task at L")
     target: Threshold | None = Field(None, description="convergence target: steps_to_target")
+
+    @field_validator("gate", "target")
+    @classmethod
+    def _reachable(cls, threshold: Threshold | None) -> Threshold | None:
+        return check_reachable(threshold)
 
 
 SPENDING_FUNCTIONS = {"obrien_fleming": "O'Brien-Fleming-like", "pocock": "Pocock-like"}

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationErro
 from harness.config import RunConfig
 from harness.encode import number
 from harness.errors import RunStatus, pydantic_message
+from harness.threshold import Threshold
 
 _CONFIG = {"model": ("d_model", "n_heads", "n_layers"), "train": ("steps", "batch_size", "seq_len")}
 _CONFIG |= {"eval": ("length_multipliers",), "ffn": (), "block": (), "attention": ()}
@@ -48,7 +49,7 @@ class Record(BaseModel):
     variant: dict[str, Any] | None = None  # {axis path: value}
     code_versions: dict[str, int] | None = None
     tuned_params: dict[str, Any] | None = None
-    target: dict[str, Any] | None = None  # the convergence target steps_to_target was measured against
+    target: Threshold | None = None  # the convergence target steps_to_target was measured against
     design: str | None = None  # the fingerprint of its profile's design when it ran (harness.experiment.design)
     # how it ended
     reason: str | None = None

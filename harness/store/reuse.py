@@ -18,14 +18,15 @@ from typing import Any
 
 from harness.store.record import Record
 from harness.store.runs import HISTORY, append_event, load_record, write_record
+from harness.threshold import Threshold
 
 
 def find_reusable(
     results: Path,
     run_id: str,
     own: Path,
-    target: dict[str, Any] | None,
-    declared: Callable[[Record], dict[str, Any] | None | str],
+    target: Threshold | None,
+    declared: Callable[[Record], Threshold | None | str],
 ) -> Path | None:
     """The folder of a finished, reusable run with ``run_id`` elsewhere in the store, or None.
 
@@ -44,7 +45,7 @@ def find_reusable(
     return None
 
 
-def adopt(source: Path, own: Path, target: dict[str, Any] | None, **fields: Any) -> Record:
+def adopt(source: Path, own: Path, target: Threshold | None, **fields: Any) -> Record:
     """Copy the finished run in ``source`` into ``own`` as the run of another grid.
 
     Returns:

@@ -12,7 +12,7 @@ import csv
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import lightning.pytorch as L
 import numpy as np
@@ -25,20 +25,11 @@ from harness.errors import Diverged
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng
 from harness.tasks import IGNORE_INDEX, Task
+from harness.threshold import Threshold
 from harness.training import precision as prec
 from harness.training.scoring import add_sums, score, summarise, undefined_reason
 
 CSV_FILE = "metrics.csv"  # Lightning's CSVLogger file in run_dir/csv/
-
-
-class ConvergenceTarget(Protocol):
-    """What training reads of the convergence target, a :class:`harness.experiment.declaration.Threshold`."""
-
-    metric: str
-
-    def passes(self, value: float | None) -> bool:
-        """Whether ``value`` of :attr:`metric` meets the target; a missing value (None) or NaN never does."""
-        ...
 
 
 def salt_stream(salt: int) -> tuple[int, ...]:
@@ -236,7 +227,7 @@ class LitLM(L.LightningModule):
     """
 
     def __init__(
-        self, model: TransformerLM, cfg: RunConfig, task: Task, target: ConvergenceTarget | None, log_every: int
+        self, model: TransformerLM, cfg: RunConfig, task: Task, target: Threshold | None, log_every: int
     ) -> None:
         super().__init__()
         self.model, self.cfg, self.kind, self.target = model, cfg, task.kind, target

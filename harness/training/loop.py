@@ -32,9 +32,10 @@ from harness.modules import TransformerLM
 from harness.run_options import RunOptions
 from harness.seeding import stream_seed
 from harness.tasks import Task
+from harness.threshold import Threshold
 from harness.training import precision as prec
 from harness.training import scoring
-from harness.training.lit import CSV_FILE, ConvergenceTarget, LitLM, TaskData, lr_factor, salt_stream
+from harness.training.lit import CSV_FILE, LitLM, TaskData, lr_factor, salt_stream
 from harness.training.model_and_devices import transformer_config
 from harness.training.probes import measure
 from harness.training.progress import EVERY_S, PROGRESS, RunProgress, write_progress
@@ -193,7 +194,7 @@ class TrainOptions:
     """
 
     run: RunOptions = RunOptions()
-    target: ConvergenceTarget | None = None
+    target: Threshold | None = None
     wandb: dict[str, Any] | None = None
     callbacks: tuple[L.Callback, ...] = ()
     eval_split: str = "test"

@@ -16,10 +16,11 @@ from harness.config import EvalSection, valid_paths
 from harness.experiment import ablation, metrics, reference
 from harness.experiment import claims as claims_file
 from harness.experiment.claims import Control
-from harness.experiment.declaration import MetricSpec, Profile, TaskEntry, Threshold
+from harness.experiment.declaration import MetricSpec, Profile, TaskEntry
 from harness.experiment.plugins import families
 from harness.experiment.search_space import ParamSpec
 from harness.tasks import TASKS
+from harness.threshold import Threshold
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "ablation-files.md"
