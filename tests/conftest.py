@@ -16,6 +16,10 @@ from harness.cli import output
 from harness.execution import local as executors
 from helpers.corpus import CORPUS_DIR, corpus_dir
 
+# set for the whole session as well as per test (_env): a module- or session-scoped fixture runs
+# before any function-scoped one, and would otherwise load the installed plugins for good
+os.environ["ABLATE_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
