@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.analysis import stats, untestable
 from harness.analysis import verdicts as vd
-from harness.analysis.claims import NEGATIVE, Guard, control_outcomes
+from harness.analysis.claims import NEGATIVE, ControlOutcome, Guard, control_outcomes
 from harness.analysis.comparisons import Analysis, analyse
 from harness.encode import count
 from harness.errors import AblateError
@@ -88,7 +88,8 @@ class Outcome:
     """
 
     comparison: claims_mod.Comparison
-    outcome: str  # pass | fail | inconclusive [(why)] | not run
+    outcome: ControlOutcome = ControlOutcome.NOT_RUN  # pass | fail | inconclusive | not run
+    why: str = ""  # an inconclusive one's: `baseline not learned 3/8`, `reference at ceiling on all 8 seeds`
     verdict: str = ""
     row: dict[str, Any] = field(default_factory=dict)
     reference: dict[str, Any] = field(default_factory=dict)
@@ -98,6 +99,11 @@ class Outcome:
     unlearned: untestable.Unlearned | None = None
     ceiling: int | None = None  # seeds, when the reference scored the metric's best value on every one
     facts: vd.Facts = vd.Facts()
+
+    @property
+    def text(self) -> str:
+        """Its outcome in words: ``inconclusive (baseline not learned 3/8)``."""
+        return self.outcome.text(self.why)
 
 
 @dataclass
@@ -115,21 +121,31 @@ class EntryResult:
         return sum(r for r, _ in grids.values()), sum(p for _, p in grids.values())
 
     @property
-    def outcome(self) -> str:
+    def outcome(self) -> ControlOutcome:
         """The control's outcome from its comparisons' and its grids' runs.
 
-        ``not run`` (no comparison was), ``incomplete (k/n runs)``, ``fail`` (a comparison failed), ``pass`` (all
-        passed), else ``inconclusive``.
+        ``not run`` (no comparison was), ``incomplete`` (not all its grids' runs are in the store), ``fail`` (a
+        comparison failed), ``pass`` (all passed), else ``inconclusive``.
         """
-        words = [o.outcome for o in self.outcomes]
-        if all(w == "not run" for w in words):
-            return "not run"
+        outcomes = [o.outcome for o in self.outcomes]
+        if all(o is ControlOutcome.NOT_RUN for o in outcomes):
+            return ControlOutcome.NOT_RUN
         runs, planned = self.runs
         if runs < planned:
-            return f"incomplete ({runs}/{planned} runs)"
-        if "fail" in words:
-            return "fail"
-        return "pass" if all(w == "pass" for w in words) else "inconclusive"
+            return ControlOutcome.INCOMPLETE
+        if ControlOutcome.FAIL in outcomes:
+            return ControlOutcome.FAIL
+        return ControlOutcome.PASS if all(o is ControlOutcome.PASS for o in outcomes) else ControlOutcome.INCONCLUSIVE
+
+    @property
+    def why(self) -> str:
+        """An incomplete one's runs in the store of those planned (``29/32 runs``), else empty."""
+        return "{}/{} runs".format(*self.runs) if self.outcome is ControlOutcome.INCOMPLETE else ""
+
+    @property
+    def text(self) -> str:
+        """Its outcome in words: ``incomplete (29/32 runs)``."""
+        return self.outcome.text(self.why)
 
 
 def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha: float) -> Outcome:
@@ -141,7 +157,7 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
     pair = [comp.variant, comp.reference]
     data = rows[(rows["task"] == task) & (rows["metric"] == comp.metric) & rows["variant"].isin(pair)]
     data = data[~data["run_id"].isin(untestable.gated_out(runs, task, comp.metric, prof.apply_gate))]
-    o = Outcome(comp, "not run", runs=len(result.scan.records), planned=planned)
+    o = Outcome(comp, runs=len(result.scan.records), planned=planned)
     if not set(pair) <= set(data["variant"]):
         o.note = "no runs of both variants with this metric"
         return o
@@ -151,7 +167,7 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
     frame = stats.compare(
         data[["variant", "seed", "value"]], baseline=comp.reference, confirmatory=prof.confirmatory, facts=facts, **how
     ).set_index("variant")
-    o.outcome, o.facts = "", facts[comp.variant]
+    o.facts = facts[comp.variant]
     o.row = {"variant": comp.variant, **frame.loc[comp.variant].to_dict(), "margin": margin}
     o.reference = {"variant": comp.reference, **frame.loc[comp.reference].to_dict()}
     if entry.target is not None:  # the claims' gating rule
@@ -189,21 +205,25 @@ def _unlearned(u: untestable.Unlearned | None) -> str:
     return "" if u is None else f"{u.reached}/{u.planned}" + (f", {u.not_run} not run" if u.not_run else "")
 
 
-OUTCOMES = (  # a control comparison's outcome from its verdict: the first that holds (docs/statistics.md)
+OUTCOMES = (  # a control comparison's outcome and why from its verdict: the first that holds (docs/statistics.md)
     vd.Rule(
         "not learned",
         lambda o: vd.kind(o.verdict) is vd.Kind.NOT_LEARNED,
-        lambda o: f"inconclusive (baseline not learned {_unlearned(o.unlearned)})",
+        lambda o: (ControlOutcome.INCONCLUSIVE, f"baseline not learned {_unlearned(o.unlearned)}"),
     ),
     vd.Rule(
         "at ceiling",
         lambda o: vd.kind(o.verdict) is vd.Kind.CEILING,
-        lambda o: f"inconclusive (reference at ceiling on all {o.ceiling} seeds)",
+        lambda o: (ControlOutcome.INCONCLUSIVE, f"reference at ceiling on all {o.ceiling} seeds"),
     ),
-    vd.Rule("no verdict", lambda o: not o.verdict or vd.kind(o.verdict) is vd.Kind.PILOT, lambda o: "inconclusive"),
-    vd.Rule("pass", lambda o: vd.matches(o.verdict, o.comparison.expect), lambda o: "pass"),
-    vd.Rule("fail", lambda o: vd.rules(o.verdict), lambda o: "fail"),
-    vd.Rule("inconclusive", lambda o: True, lambda o: "inconclusive"),
+    vd.Rule(
+        "no verdict",
+        lambda o: not o.verdict or vd.kind(o.verdict) is vd.Kind.PILOT,
+        lambda o: (ControlOutcome.INCONCLUSIVE, ""),
+    ),
+    vd.Rule("pass", lambda o: vd.matches(o.verdict, o.comparison.expect), lambda o: (ControlOutcome.PASS, "")),
+    vd.Rule("fail", lambda o: vd.rules(o.verdict), lambda o: (ControlOutcome.FAIL, "")),
+    vd.Rule("inconclusive", lambda o: True, lambda o: (ControlOutcome.INCONCLUSIVE, "")),
 )
 
 
@@ -214,10 +234,10 @@ def _judge(o: Outcome) -> None:
     """
     o.verdict = str(o.row["verdict"])
     u = o.unlearned
-    o.outcome = vd.first(OUTCOMES, o)
+    o.outcome, o.why = vd.first(OUTCOMES, o)
     low, mean = o.comparison.reference_min, o.reference.get("mean", math.nan)
     if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not mean >= low:
-        o.outcome = "fail"
+        o.outcome, o.why = ControlOutcome.FAIL, ""
         o.note = f"the reference's mean {mean:.4g} is below {low:g}"
         if u is not None:
             seeds = f"the {u.run} seeds run ({u.planned} planned)" if u.not_run else f"{u.planned} seeds"
@@ -237,7 +257,7 @@ def evaluate(entry: claims_mod.Reproduction, results: Path, alpha: float = 0.05)
         res.outcomes.append(_compare(*grids[comp.ablation, comp.profile], comp, alpha))
     _holm(res.outcomes, alpha)
     for o in res.outcomes:
-        if o.outcome != "not run":
+        if o.row:  # compared: both variants have runs with the metric
             _judge(o)
     return res
 
@@ -262,7 +282,7 @@ def evaluate_all(results: Path, entries: Collection[claims_mod.Reproduction] | N
         try:
             check(entry)
         except AblateError as exc:
-            out.append(EntryResult(entry, [Outcome(c, "not run", note=str(exc)) for c in entry.comparisons]))
+            out.append(EntryResult(entry, [Outcome(c, note=str(exc)) for c in entry.comparisons]))
             continue
         out.append(evaluate(entry, results))
     return out
@@ -279,21 +299,24 @@ def grids(entries: list[claims_mod.Reproduction], results: Path) -> list[tuple[s
     return list(seen.values())
 
 
-def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> str:
-    """Caught | not caught | not run | incomplete (k/n runs), for an ablation declaring ``control:``."""
+def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> tuple[ControlOutcome, str]:
+    """Caught | not caught | not run | incomplete, for an ablation declaring ``control:``, and its why.
+
+    The why: an incomplete one's runs in the store of those planned (``29/32 runs``), else empty.
+    """
     sel = selection_mod.select(abl, abl.control.profile, [], check_data=False)
     result = analyse(sel, results)
     done = sum(r.run_id in sel.run_ids for r in result.scan.records)
     if not done:
-        return "not run"
+        return ControlOutcome.NOT_RUN, ""
     if done < len(sel.specs):
-        return f"incomplete ({done}/{len(sel.specs)} runs)"
+        return ControlOutcome.INCOMPLETE, f"{done}/{len(sel.specs)} runs"
     outcomes = control_outcomes(result)
-    return "caught" if outcomes and all(o.caught for o in outcomes) else "not caught"
+    return ControlOutcome.CAUGHT if outcomes and all(o.caught for o in outcomes) else ControlOutcome.NOT_CAUGHT, ""
 
 
 def _negatives(
-    claims: Collection[str], outcome: Callable[[ablation_mod.Ablation], str]
+    claims: Collection[str], outcome: Callable[[ablation_mod.Ablation], tuple[ControlOutcome, str]]
 ) -> list[tuple[list[str], Guard]]:
     """The registered ablations whose ``control:`` guards one of ``claims``: the claims each guards, and its guard.
 
@@ -306,7 +329,8 @@ def _negatives(
         except AblateError:
             continue
         if abl.control is not None and set(abl.control.guards) & set(claims):
-            out.append((abl.control.guards, Guard(abl.name, outcome(abl), NEGATIVE, abl.control.profile)))
+            said, why = outcome(abl)
+            out.append((abl.control.guards, Guard(abl.name, said, NEGATIVE, abl.control.profile, why)))
     return out
 
 
@@ -322,14 +346,15 @@ def guards_of(claims: Collection[str], results: Path, evaluated: list[EntryResul
     """
     if evaluated is None:
         evaluated = evaluate_all(results, [e for e in claims_mod.load_registry() if set(e.guards) & set(claims)])
-    positive = [(r.entry.guards, Guard(r.entry.id, r.outcome)) for r in evaluated]
+    positive = [(r.entry.guards, Guard(r.entry.id, r.outcome, why=r.why)) for r in evaluated]
     return _by_claim(claims, positive + _negatives(claims, lambda abl: negative_outcome(abl, results)))
 
 
-def declared_guards(claims: Collection[str], outcome: str) -> Guards:
-    """Every control declared to guard one of ``claims``, each with the same ``outcome``.
+def declared_guards(claims: Collection[str]) -> Guards:
+    """Every control declared to guard one of ``claims``, each of outcome ``unknown`` (none is evaluated).
 
     For a report whose controls' outcomes are unknown (a data file read without its controls' file).
     """
-    positive = [(e.guards, Guard(e.id, outcome)) for e in claims_mod.load_registry()]
-    return _by_claim(claims, positive + _negatives(claims, lambda _: outcome))
+    unknown = ControlOutcome.UNKNOWN
+    positive = [(e.guards, Guard(e.id, unknown)) for e in claims_mod.load_registry()]
+    return _by_claim(claims, positive + _negatives(claims, lambda _: (unknown, "")))

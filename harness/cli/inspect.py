@@ -88,7 +88,7 @@ def show_cmd(
     say(f"[bold]{abl.name}[/]: {abl.question}")
     if abl.claims:
         say(f"claims: {', '.join(abl.claims)}")
-        for cid, guards in declared_guards(list(abl.claims), "").items():
+        for cid, guards in declared_guards(list(abl.claims)).items():
             names = ", ".join(f"{g.kind} {g.id}" for g in guards)
             say(f"  {cid}: guarded by {names} (a verdict waits for each to pass at this scale)")
     if (control := abl.control) is not None:

@@ -25,7 +25,7 @@ from harness.files import data_dir, write_atomic
 from harness.hints import command
 from harness.report import index
 from harness.report.bench import files as bench_files
-from harness.report.guards import UNKNOWN, Guards, write_guards
+from harness.report.guards import Guards, write_guards
 from harness.report.guards import markdown as reproductions_markdown
 from harness.report.markdown import overrides_tag, write_markdown
 from harness.report.sections import control_text, verdict
@@ -48,7 +48,7 @@ def report_guards(abl: Ablation, results: Path, data: DataFile | None = None) ->
     With a data file ``data``: the outcomes kept beside it, or unknown where it kept none.
     """
     guards = controls.guards_of(list(abl.claims), results) if data is None else data.guards
-    return controls.declared_guards(list(abl.claims), UNKNOWN) if guards is None else guards
+    return controls.declared_guards(list(abl.claims)) if guards is None else guards
 
 
 def write_report(

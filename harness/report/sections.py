@@ -12,7 +12,7 @@ from harness.analysis import declared, looks, untestable
 from harness.analysis import paired as pw
 from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
-from harness.analysis.claims import ControlOutcome, audit_text, claim_verdict, control_outcomes
+from harness.analysis.claims import NegativeComparison, audit_text, claim_verdict, control_outcomes
 from harness.analysis.comparisons import Analysis
 from harness.analysis.power import TARGET_POWER
 from harness.encode import count, text
@@ -97,7 +97,7 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
     return lines + unlearned_warnings(abl, result)
 
 
-def control_text(c: ControlOutcome) -> str:
+def control_text(c: NegativeComparison) -> str:
     r"""``\`task\` variant: **caught** (\`metric\` worse, adjusted p 0.0078)``: the report's and the index's."""
     p = f", adjusted p {text(c.p_adj, '.3g')}" if c.p_adj == c.p_adj else ""
     return f"`{c.task}` {c.variant}: **{'caught' if c.caught else 'not caught'}** (`{c.metric}` {c.verdict}{p})"

@@ -125,7 +125,7 @@ def test_a_positive_control_at_ceiling_is_decided_by_the_table_not_after_it(mini
     write_runs(results, mini, "cpu", lambda v, s: 1.0 if v != "sinusoidal" else 0.5)
     o = _control(results, variant="rope", reference="learned", expect="better")
     assert o.verdict == "at ceiling (baseline 1 on all 8 seeds)"
-    assert o.outcome == "inconclusive (reference at ceiling on all 8 seeds)"
+    assert o.text == "inconclusive (reference at ceiling on all 8 seeds)"
 
 
 def test_each_claim_rule_is_the_first_that_holds() -> None:

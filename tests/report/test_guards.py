@@ -13,7 +13,7 @@ import yaml
 
 from harness.analysis import claim_verdicts as cv
 from harness.analysis import guards as guards_mod
-from harness.analysis.claims import Guard, claim_verdict
+from harness.analysis.claims import ControlOutcome, Guard, claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
@@ -88,14 +88,16 @@ def test_a_guard_that_did_not_pass_withholds_a_ruling_and_says_what_the_tests_ga
     result = analyse(select(load(str(mini)), "cpu", check_data=False), results)
     claim = MINI_CLAIMS["mini-learned-worse"]
     assert claim_verdict(claim, result)[0] == "supported"
-    assert claim_verdict(claim, result, (Guard("a", "pass"),))[0] == "supported"
+    passed = Guard("a", ControlOutcome.PASS)
+    assert claim_verdict(claim, result, (passed,))[0] == "supported"
     for outcome in ("fail", "not run", "inconclusive (baseline not learned 2/8)"):
-        verdict, lines = claim_verdict(claim, result, (Guard("a", "pass"), Guard("b", outcome)))
+        said, why = ControlOutcome.parse(outcome)
+        verdict, lines = claim_verdict(claim, result, (passed, Guard("b", said, why=why)))
         assert verdict == f"withheld (positive control b: {outcome})", verdict
         assert cv.claim_kind(verdict) is cv.ClaimKind.WITHHELD
         assert lines[-1].startswith("The tests alone: **supported**.")
         assert ("`ablate reproduce b`" in lines[-1]) == (outcome == "not run"), lines[-1]
-    verdict, _ = claim_verdict(claim, result, (Guard("a", "fail"), Guard("b", "not run")))
+    verdict, _ = claim_verdict(claim, result, (Guard("a", ControlOutcome.FAIL), Guard("b", ControlOutcome.NOT_RUN)))
     assert verdict == "withheld (positive control a: fail, positive control b: not run)"
 
 
@@ -106,7 +108,7 @@ def test_a_verdict_that_does_not_rule_is_not_withheld(store, tmp_path):
     )
     write_runs(tmp_path / "pr", pilot, "cpu", _value)
     result = analyse(select(load(str(pilot)), "cpu", check_data=False), tmp_path / "pr")
-    verdict, lines = claim_verdict(MINI_CLAIMS["mini-learned-worse"], result, (Guard("b", "fail"),))
+    verdict, lines = claim_verdict(MINI_CLAIMS["mini-learned-worse"], result, (Guard("b", ControlOutcome.FAIL),))
     assert cv.claim_kind(verdict) is cv.ClaimKind.PILOT and not lines[-1].startswith("The tests alone")
 
 

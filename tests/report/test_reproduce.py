@@ -222,7 +222,7 @@ def test_a_reference_that_did_not_learn_gives_no_pass_or_fail(mini, tmp_path, re
     (o,) = res.outcomes
     if reached == 4:  # the rule table decides (rule "not learned"), as for every comparison; nothing after it
         assert o.verdict == "not learned (4/8 seeds reached target)"
-        assert (o.outcome, res.outcome) == ("inconclusive (baseline not learned 4/8)", "inconclusive")
+        assert (o.text, res.outcome) == ("inconclusive (baseline not learned 4/8)", "inconclusive")
         page = markdown_page([res], results)
         assert "→ not learned (4/8 seeds reached target); expects better: **inconclusive (baseline not learned" in page
     else:
@@ -338,7 +338,7 @@ def test_a_reference_at_ceiling_gives_no_pass_or_fail_unless_the_variant_falls(m
     write_runs(results, mini, "cpu", lambda v, s: {"learned": 1.0, "rope": 1.0}.get(v, 0.5 + 0.01 * s))
     for expect in ("better", "worse", "equivalent"):
         (o,) = _evaluate(results, variant="rope", reference="learned", expect=expect, margin=0.05).outcomes
-        assert o.outcome == "inconclusive (reference at ceiling on all 8 seeds)", (expect, o.verdict)
+        assert o.text == "inconclusive (reference at ceiling on all 8 seeds)", (expect, o.verdict)
     assert _evaluate(results, variant="sinusoidal", reference="learned", expect="worse").outcome == "pass"
     assert _evaluate(results, variant="sinusoidal", reference="learned", expect="better").outcome == "fail"
 
@@ -350,7 +350,7 @@ def test_a_reference_at_ceiling_counts_the_seeds_of_the_pairs(mini, tmp_path):
     write_runs(results, mini, "cpu", lambda v, s: 1.0 if v == "learned" or (v == "rope" and s < 5) else None)
     (o,) = _evaluate(results, variant="rope", reference="learned", expect="equivalent", margin=0.05).outcomes
     assert o.row["n_pairs"] == 5
-    assert o.outcome == "inconclusive (reference at ceiling on all 5 seeds)"
+    assert o.text == "inconclusive (reference at ceiling on all 5 seeds)"
 
 
 def test_the_scale_caveat_of_an_unfinished_grid_says_how_far_it_got(mini, tmp_path):
@@ -421,4 +421,4 @@ def test_an_unfinished_grid_counts_the_reference_seeds_not_run_as_not_run(mini, 
     (o,) = res.outcomes
     assert o.note.endswith("; it reached the task's target on 4 of the 5 seeds run (8 planned)"), o.note
     plain = _evaluate(results, variant="rope", reference="learned", expect="better").outcomes[0]
-    assert plain.outcome == "inconclusive (baseline not learned 4/8, 3 not run)"
+    assert plain.text == "inconclusive (baseline not learned 4/8, 3 not run)"
