@@ -107,7 +107,7 @@ class ControlOutcome(str, Enum):
 
 
 @dataclass(frozen=True)
-class Guard:
+class ControlResult:
     """A control that guards a claim, and its outcome at this scale.
 
     A negative control's outcome is that of its confirmatory ``profile``; ``why``: what more its outcome says
@@ -132,14 +132,14 @@ class Guard:
         return f"ablate reproduce {self.id}"
 
 
-def claim_verdict(claim: Claim, result: Analysis, guards: Sequence[Guard] = ()) -> tuple[str, list[str]]:
+def claim_verdict(claim: Claim, result: Analysis, controls: Sequence[ControlResult] = ()) -> tuple[str, list[str]]:
     """The claim's verdict and one evidence line per evidence entry.
 
-    Entries outside the profile's grid are listed and left out; while one of its ``guards`` has not passed, a
+    Entries outside the profile's grid are listed and left out; while one of its ``controls`` has not passed, a
     verdict that rules is ``withheld``, and a last evidence line says what the tests alone gave.
     """
     verdict, lines = _tested(claim, result)
-    waiting = [g for g in guards if not g.outcome.passed]
+    waiting = [g for g in controls if not g.outcome.passed]
     if not waiting or cv.claim_kind(verdict) not in cv.RULINGS:
         return verdict, lines
     commands = sorted({g.command() for g in waiting if g.outcome.runs_missing})

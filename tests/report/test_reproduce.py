@@ -1,4 +1,4 @@
-"""Positive controls (harness/experiment/reproductions.yaml, harness/analysis/guards.py): the registry's validation
+"""Positive controls (harness/experiment/reproductions.yaml, harness/analysis/controls.py): the registry's validation
 (bad entries exit 2 with one line naming the entry and the field), the verdict -> pass / fail /
 inconclusive mapping on a synthetic store, the paired statistics against scipy, and
 reports/reproductions.md with its link from the index."""
@@ -12,11 +12,11 @@ import pytest
 import scipy.stats
 import yaml
 
-from harness.analysis import guards as ev
+from harness.analysis import controls as ev
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as reg
-from harness.report.guards import markdown as markdown_page
+from harness.report.controls import markdown as markdown_page
 from helpers.cli import assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
 
@@ -372,7 +372,7 @@ def test_the_scale_caveat_of_an_unfinished_grid_says_how_far_it_got(mini, tmp_pa
 def test_an_evidence_line_of_one_pair_says_why_it_has_no_interval(mini, tmp_path):
     """With one pair there is no spread to test: the line gives `–` and why, never `nan`
     (arora2023-mqar's 16-pair half printed `95% CI [+nan, +nan]` with one seed run)."""
-    from harness.report.guards import evidence_line
+    from harness.report.controls import evidence_line
 
     results = tmp_path / "results"
     write_runs(results, mini, "cpu", lambda v, s: {"learned": 0.6, "rope": 0.5}.get(v) if s == 0 else None)

@@ -1,8 +1,9 @@
-"""The controls that guard a claim (:class:`harness.analysis.claims.Guard`), checked and evaluated from the store.
+"""The controls that guard a claim, checked and evaluated from the store.
 
-A claim's verdict that rules is withheld while one has not passed. Their rules: docs/reports.md, "Positive
-controls" (the entries of ``harness/experiment/reproductions.yaml``) and docs/statistics.md, "Controls before
-verdicts" (the negative ones: ablations declaring ``control:``).
+Each, with its outcome, a :class:`harness.analysis.claims.ControlResult`. A claim's verdict that rules is withheld
+while one has not passed. Their rules: docs/reports.md, "Positive controls" (the entries of
+``harness/experiment/reproductions.yaml``) and docs/statistics.md, "Controls before verdicts" (the negative ones:
+ablations declaring ``control:``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from harness.analysis import stats, untestable
 from harness.analysis import verdicts as vd
-from harness.analysis.claims import NEGATIVE, ControlOutcome, Guard, control_outcomes
+from harness.analysis.claims import NEGATIVE, ControlOutcome, ControlResult, control_outcomes
 from harness.analysis.comparisons import Analysis, analyse
 from harness.encode import count
 from harness.errors import AblateError
@@ -26,10 +27,10 @@ from harness.experiment import selection as selection_mod
 from harness.registry import did_you_mean
 from harness.store.runs import read_record, run_dir
 
-Guards = dict[str, tuple[Guard, ...]]  # claim id -> the controls that guard it, with their outcomes
+Controls = dict[str, tuple[ControlResult, ...]]  # claim id -> the controls that guard it, with their outcomes
 
 
-def check(entry: claims_mod.Reproduction) -> None:
+def check(entry: claims_mod.PositiveControl) -> None:
     """Check a registry entry (a positive control): the claims it guards and the comparisons it names.
 
     Raises:
@@ -67,7 +68,7 @@ def check(entry: claims_mod.Reproduction) -> None:
             raise AblateError(f"{at}.margin: an equivalence needs a margin and the task declares no sesoi")
 
 
-def load_checked(rid: str | None = None) -> list[claims_mod.Reproduction]:
+def load_checked(rid: str | None = None) -> list[claims_mod.PositiveControl]:
     """The registry's entries (or the one named ``rid``), each :func:`check`-ed (AblateError otherwise)."""
     entries = claims_mod.load_registry()
     ids = [e.id for e in entries]
@@ -80,7 +81,7 @@ def load_checked(rid: str | None = None) -> list[claims_mod.Reproduction]:
 
 
 @dataclass
-class Outcome:
+class ComparisonResult:
     """One comparison's result.
 
     ``row`` and ``reference``: the variant's and the reference's ``stats.COLUMNS``; ``runs`` of its grid in the
@@ -107,11 +108,11 @@ class Outcome:
 
 
 @dataclass
-class EntryResult:
-    """One registry entry (a positive control) evaluated: each comparison's :class:`Outcome`, and its grids' scale."""
+class Evaluation:
+    """A positive control evaluated: each comparison's :class:`ComparisonResult`, and its grids' scale."""
 
-    entry: claims_mod.Reproduction
-    outcomes: list[Outcome]
+    entry: claims_mod.PositiveControl
+    outcomes: list[ComparisonResult]
     scale: list[str] = field(default_factory=list)  # "ablation / profile: d_model ..., seeds"
 
     @property
@@ -148,7 +149,7 @@ class EntryResult:
         return self.outcome.text(self.why)
 
 
-def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha: float) -> Outcome:
+def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha: float) -> ComparisonResult:
     """The variant against the reference (the baseline of :func:`harness.analysis.stats.compare`).
 
     Runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value.
@@ -157,7 +158,7 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
     pair = [comp.variant, comp.reference]
     data = rows[(rows["task"] == task) & (rows["metric"] == comp.metric) & rows["variant"].isin(pair)]
     data = data[~data["run_id"].isin(untestable.gated_out(runs, task, comp.metric, prof.apply_gate))]
-    o = Outcome(comp, runs=len(result.scan.records), planned=planned)
+    o = ComparisonResult(comp, runs=len(result.scan.records), planned=planned)
     if not set(pair) <= set(data["variant"]):
         o.note = "no runs of both variants with this metric"
         return o
@@ -176,7 +177,7 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
     return o
 
 
-def _holm(outcomes: list[Outcome], alpha: float) -> None:
+def _holm(outcomes: list[ComparisonResult], alpha: float) -> None:
     """Adjust the entry's comparisons as one Holm family (p and TOST p) and decide their verdicts.
 
     By :data:`~harness.analysis.verdicts.RULES`, with what else is known of each (the reference's learning, its
@@ -227,7 +228,7 @@ OUTCOMES = (  # a control comparison's outcome and why from its verdict: the fir
 )
 
 
-def _judge(o: Outcome) -> None:
+def _judge(o: ComparisonResult) -> None:
     """A tested comparison's outcome from its verdict (:data:`OUTCOMES`), then the control's own bar.
 
     The bar: the reference's mean at least ``reference_min`` (what the published result needs, not a verdict rule).
@@ -244,10 +245,10 @@ def _judge(o: Outcome) -> None:
             o.note += f"; it reached the task's target on {u.reached} of {seeds}"
 
 
-def evaluate(entry: claims_mod.Reproduction, results: Path, alpha: float = 0.05) -> EntryResult:
+def evaluate(entry: claims_mod.PositiveControl, results: Path, alpha: float = 0.05) -> Evaluation:
     """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
     grids: dict[tuple[str, str], tuple[Analysis, int]] = {}
-    res = EntryResult(entry, [])
+    res = Evaluation(entry, [])
     for comp in entry.comparisons:
         if (comp.ablation, comp.profile) not in grids:
             sel = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False)
@@ -272,7 +273,7 @@ def _scale(result: Analysis) -> str:
     )
 
 
-def evaluate_all(results: Path, entries: Collection[claims_mod.Reproduction] | None = None) -> list[EntryResult]:
+def evaluate_all(results: Path, entries: Collection[claims_mod.PositiveControl] | None = None) -> list[Evaluation]:
     """Every entry (default: the registry's) evaluated from the store.
 
     One that does not :func:`check` here (e.g. an ablation not registered) is ``not run``, with the reason.
@@ -282,13 +283,13 @@ def evaluate_all(results: Path, entries: Collection[claims_mod.Reproduction] | N
         try:
             check(entry)
         except AblateError as exc:
-            out.append(EntryResult(entry, [Outcome(c, note=str(exc)) for c in entry.comparisons]))
+            out.append(Evaluation(entry, [ComparisonResult(c, note=str(exc)) for c in entry.comparisons]))
             continue
         out.append(evaluate(entry, results))
     return out
 
 
-def grids(entries: list[claims_mod.Reproduction], results: Path) -> list[tuple[str, str, int, int]]:
+def grids(entries: list[claims_mod.PositiveControl], results: Path) -> list[tuple[str, str, int, int]]:
     """(ablation, profile, runs planned, runs not in the store) of each grid the entries read, in order, once."""
     seen: dict[tuple[str, str], tuple[str, str, int, int]] = {}
     for comp in (c for e in entries for c in e.comparisons):
@@ -317,8 +318,8 @@ def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> tuple[Control
 
 def _negatives(
     claims: Collection[str], outcome: Callable[[ablation_mod.Ablation], tuple[ControlOutcome, str]]
-) -> list[tuple[list[str], Guard]]:
-    """The registered ablations whose ``control:`` guards one of ``claims``: the claims each guards, and its guard.
+) -> list[tuple[list[str], ControlResult]]:
+    """The registered ablations whose ``control:`` guards one of ``claims``: the claims each guards, and its result.
 
     One that does not load is skipped: `report --all` names it in its index.
     """
@@ -330,31 +331,31 @@ def _negatives(
             continue
         if abl.control is not None and set(abl.control.guards) & set(claims):
             said, why = outcome(abl)
-            out.append((abl.control.guards, Guard(abl.name, said, NEGATIVE, abl.control.profile, why)))
+            out.append((abl.control.guards, ControlResult(abl.name, said, NEGATIVE, abl.control.profile, why)))
     return out
 
 
-def _by_claim(claims: Collection[str], guarded: list[tuple[list[str], Guard]]) -> Guards:
-    """Each of ``claims`` -> the guards that name it, in order."""
+def _by_claim(claims: Collection[str], guarded: list[tuple[list[str], ControlResult]]) -> Controls:
+    """Each of ``claims`` -> the controls that name it, in order."""
     return {c: tuple(g for ids, g in guarded if c in ids) for ids, _ in guarded for c in ids if c in claims}
 
 
-def guards_of(claims: Collection[str], results: Path, evaluated: list[EntryResult] | None = None) -> Guards:
+def controls_of(claims: Collection[str], results: Path, evaluated: list[Evaluation] | None = None) -> Controls:
     """Every control that guards one of ``claims``, positive ones first, evaluated from the store.
 
     ``evaluated``: the positive ones already evaluated (default: those guarding ``claims``).
     """
     if evaluated is None:
         evaluated = evaluate_all(results, [e for e in claims_mod.load_registry() if set(e.guards) & set(claims)])
-    positive = [(r.entry.guards, Guard(r.entry.id, r.outcome, why=r.why)) for r in evaluated]
+    positive = [(r.entry.guards, ControlResult(r.entry.id, r.outcome, why=r.why)) for r in evaluated]
     return _by_claim(claims, positive + _negatives(claims, lambda abl: negative_outcome(abl, results)))
 
 
-def declared_guards(claims: Collection[str]) -> Guards:
+def declared_controls(claims: Collection[str]) -> Controls:
     """Every control declared to guard one of ``claims``, each of outcome ``unknown`` (none is evaluated).
 
     For a report whose controls' outcomes are unknown (a data file read without its controls' file).
     """
     unknown = ControlOutcome.UNKNOWN
-    positive = [(e.guards, Guard(e.id, unknown)) for e in claims_mod.load_registry()]
+    positive = [(e.guards, ControlResult(e.id, unknown)) for e in claims_mod.load_registry()]
     return _by_claim(claims, positive + _negatives(claims, lambda _: (unknown, "")))

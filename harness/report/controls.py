@@ -1,4 +1,4 @@
-"""The controls in the reports, as :mod:`harness.analysis.guards` evaluates them.
+"""The controls in the reports, as :mod:`harness.analysis.controls` evaluates them.
 
 That is the positive controls' page (``reports/reproductions.md``), what ``ablate reproduce`` prints, and the
 controls' file beside a data file, which ``--from`` reads for the same verdicts (docs/reports.md, "Controls").
@@ -15,8 +15,8 @@ from typing import TypeVar
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from harness.analysis.claims import POSITIVE, ControlOutcome, Guard, delta_ci
-from harness.analysis.guards import EntryResult, Guards, Outcome
+from harness.analysis.claims import POSITIVE, ControlOutcome, ControlResult, delta_ci
+from harness.analysis.controls import ComparisonResult, Controls, Evaluation
 from harness.encode import count, text
 from harness.errors import AblateError, first_line
 from harness.files import write_atomic
@@ -66,10 +66,10 @@ class _Kept(BaseModel):
         ControlOutcome.parse(outcome)  # ValueError unless an outcome's words
         return outcome
 
-    def control(self) -> Guard:
+    def control(self) -> ControlResult:
         """The control, its outcome and why apart."""
         outcome, why = ControlOutcome.parse(self.outcome)
-        return Guard(self.id, outcome, self.kind, self.profile, why)
+        return ControlResult(self.id, outcome, self.kind, self.profile, why)
 
 
 class _File(BaseModel):
@@ -79,32 +79,32 @@ class _File(BaseModel):
     guards: dict[str, tuple[_Kept, ...]]
 
 
-def _guards_path(data_file: Path) -> Path:  # data/NAME.PROFILE.guards.json beside data/NAME.PROFILE.tar.gz
+def _controls_path(data_file: Path) -> Path:  # data/NAME.PROFILE.guards.json beside data/NAME.PROFILE.tar.gz
     return Path(data_file).with_name(Path(data_file).name.removesuffix(SUFFIX) + ".guards.json")
 
 
-def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -> None:
-    """Write ``guards`` beside ``data_file``; with none, remove a file left from an earlier report."""
-    path = _guards_path(data_file)
-    if not guards:
+def write_controls(controls: Controls, data_file: Path, ablation: str, profile: str) -> None:
+    """Write ``controls`` beside ``data_file``; with none, remove a file left from an earlier report."""
+    path = _controls_path(data_file)
+    if not controls:
         path.unlink(missing_ok=True)
         return
     by_claim = {
         cid: [{"id": g.id, "outcome": g.text, "kind": g.kind, "profile": g.profile} for g in gs]
-        for cid, gs in sorted(guards.items())
+        for cid, gs in sorted(controls.items())
     }
     body = {"ablation": ablation, "profile": profile, "guards": by_claim}
     write_atomic(path, (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
-def read_guards(data_file: Path, ablation: str, profile: str) -> Guards | None:
-    """The guards kept beside ``data_file``, or None (AblateError: not of this format, ablation or profile)."""
+def read_controls(data_file: Path, ablation: str, profile: str) -> Controls | None:
+    """The controls kept beside ``data_file``, or None (AblateError: not of this format, ablation or profile)."""
     fix = "regenerate both with `ablate report NAME` from the store"
-    data = read_sidecar(_guards_path(data_file), _File, data_file, "controls' file", ablation, profile, fix)
+    data = read_sidecar(_controls_path(data_file), _File, data_file, "controls' file", ablation, profile, fix)
     return None if data is None else {cid: tuple(k.control() for k in kept) for cid, kept in data.guards.items()}
 
 
-def evidence_line(o: Outcome) -> str:
+def evidence_line(o: ComparisonResult) -> str:
     """One comparison as the claims' evidence lines read: Δ, its CI, adjusted p, pairs, verdict."""
     c = o.comparison
     head = f"{c.ablation} / {c.profile}, {c.task} `{c.metric}`, {c.variant} vs {c.reference}: "
@@ -126,7 +126,7 @@ def evidence_line(o: Outcome) -> str:
     return line + (f" ({o.note})" if o.note else "")
 
 
-def summary_lines(results: list[EntryResult]) -> list[str]:
+def summary_lines(results: list[Evaluation]) -> list[str]:
     """What ``ablate reproduce`` prints: per entry its outcome (``INCOMPLETE (29/32 runs)``) and evidence."""
     out = []
     for res in results:
@@ -140,7 +140,7 @@ def summary_lines(results: list[EntryResult]) -> list[str]:
     return out
 
 
-def markdown(results: list[EntryResult], store: Path) -> str:
+def markdown(results: list[Evaluation], store: Path) -> str:
     """``reports/reproductions.md``: a table of entries and outcomes, then one section per entry."""
     lines = [
         "# Reproductions: published results as positive controls",
