@@ -93,17 +93,13 @@ class ControlOutcome(str, Enum):
 
     @classmethod
     def parse(cls, text: str) -> tuple[ControlOutcome, str]:
-        """The outcome and its why of :meth:`text`'s words.
+        """The outcome and its why of :meth:`text`'s words, split at their first `` (`` (no outcome's value has one).
 
         Raises:
             ValueError: ``text`` is not an outcome's words.
         """
-        for outcome in cls:
-            if text == outcome.value:
-                return outcome, ""
-            if text.startswith(outcome.value + " (") and text.endswith(")"):
-                return outcome, text[len(outcome.value) + 2 : -1]
-        raise ValueError(f"{text!r} is not a control's outcome; outcomes: {', '.join(o.value for o in cls)}")
+        word, _, why = text.partition(" (")
+        return cls(word), why.removesuffix(")")
 
 
 @dataclass(frozen=True)
@@ -116,9 +112,9 @@ class ControlResult:
 
     id: str
     outcome: ControlOutcome
+    why: str = ""
     kind: str = POSITIVE
     profile: str | None = None  # a negative control's profile
-    why: str = ""
 
     @property
     def text(self) -> str:

@@ -330,8 +330,7 @@ def _negatives(
         except AblateError:
             continue
         if abl.control is not None and set(abl.control.guards) & set(claims):
-            said, why = outcome(abl)
-            out.append((abl.control.guards, ControlResult(abl.name, said, NEGATIVE, abl.control.profile, why)))
+            out.append((abl.control.guards, ControlResult(abl.name, *outcome(abl), NEGATIVE, abl.control.profile)))
     return out
 
 
@@ -347,7 +346,7 @@ def controls_of(claims: Collection[str], results: Path, evaluated: list[Evaluati
     """
     if evaluated is None:
         evaluated = evaluate_all(results, [e for e in claims_mod.load_registry() if set(e.guards) & set(claims)])
-    positive = [(r.entry.guards, ControlResult(r.entry.id, r.outcome, why=r.why)) for r in evaluated]
+    positive = [(r.entry.guards, ControlResult(r.entry.id, r.outcome, r.why)) for r in evaluated]
     return _by_claim(claims, positive + _negatives(claims, lambda abl: negative_outcome(abl, results)))
 
 

@@ -68,8 +68,7 @@ class _Kept(BaseModel):
 
     def control(self) -> ControlResult:
         """The control, its outcome and why apart."""
-        outcome, why = ControlOutcome.parse(self.outcome)
-        return ControlResult(self.id, outcome, self.kind, self.profile, why)
+        return ControlResult(self.id, *ControlOutcome.parse(self.outcome), self.kind, self.profile)
 
 
 class _File(BaseModel):
