@@ -128,15 +128,15 @@ class Evaluation:
         ``not run`` (no comparison was), ``incomplete`` (not all its grids' runs are in the store), ``fail`` (a
         comparison failed), ``pass`` (all passed), else ``inconclusive``.
         """
-        outcomes = [o.outcome for o in self.outcomes]
-        if all(o is ControlOutcome.NOT_RUN for o in outcomes):
+        said = {o.outcome for o in self.outcomes}
+        if said == {ControlOutcome.NOT_RUN}:
             return ControlOutcome.NOT_RUN
         runs, planned = self.runs
         if runs < planned:
             return ControlOutcome.INCOMPLETE
-        if ControlOutcome.FAIL in outcomes:
+        if ControlOutcome.FAIL in said:
             return ControlOutcome.FAIL
-        return ControlOutcome.PASS if all(o is ControlOutcome.PASS for o in outcomes) else ControlOutcome.INCONCLUSIVE
+        return ControlOutcome.PASS if said == {ControlOutcome.PASS} else ControlOutcome.INCONCLUSIVE
 
     @property
     def why(self) -> str:

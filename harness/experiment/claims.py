@@ -21,8 +21,7 @@ from harness.registry import did_you_mean
 from harness.yaml12 import YAMLError, load_yaml
 
 CLAIMS = "claims.yaml"
-REGISTRY = "reproductions.yaml"
-"""The positive controls' registry beside this module: each entry a published result the harness reproduces."""
+REGISTRY = "reproductions.yaml"  # the positive controls' registry: each entry a published result to reproduce
 
 
 class Trend(Decl):
