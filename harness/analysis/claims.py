@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import pandas as pd
@@ -41,23 +42,84 @@ POSITIVE = "positive control"
 NEGATIVE = "negative control"
 
 
+class ControlOutcome(str, Enum):
+    """A control's outcome at this scale, which reads, prints and is compared as its text (``pass``).
+
+    docs/statistics.md, "Controls before verdicts": a positive control's pass | fail | inconclusive | incomplete |
+    not run, a negative control's caught | not caught | incomplete | not run. What more there is to say
+    (``baseline not learned 3/8`` of an inconclusive one, ``29/32 runs`` of an incomplete one) is a field beside
+    it, and :meth:`text` the two in words: ``incomplete (29/32 runs)``.
+
+    Attributes:
+        PASS: A positive control's comparisons each gave the verdict its published result predicts.
+        FAIL: One gave another verdict, or the reference fell below the control's bar: a finding, not a bug.
+        INCONCLUSIVE: The tests did not decide, or the reference did not learn the task or sat at its ceiling.
+        CAUGHT: A negative control's known bug read as expected on every task of its confirmatory profile.
+        NOT_CAUGHT: It did not, on some task.
+        INCOMPLETE: Its grids have not all finished: not judged yet, whatever its first runs say.
+        NOT_RUN: None of its runs is in the store (one comparison of a positive control: no runs of both variants).
+        UNKNOWN: Not known: a report made from a data file found no controls' file beside it, or none is read.
+    """
+
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+    CAUGHT = "caught"
+    NOT_CAUGHT = "not caught"
+    INCOMPLETE = "incomplete"
+    NOT_RUN = "not run"
+    UNKNOWN = "unknown: no controls' file beside the data file"
+
+    __str__, __format__, __hash__ = str.__str__, str.__format__, str.__hash__  # as its text: `pass`
+
+    @property
+    def passed(self) -> bool:
+        """The control passed (pass, caught): the claims it guards get their verdicts."""
+        return self in (ControlOutcome.PASS, ControlOutcome.CAUGHT)
+
+    @property
+    def runs_missing(self) -> bool:
+        """Some of its runs are not in the store (not run, incomplete): its command runs what is missing."""
+        return self in (ControlOutcome.NOT_RUN, ControlOutcome.INCOMPLETE)
+
+    @property
+    def fell_short(self) -> bool:
+        """Judged on all its runs, and not passed (fail, inconclusive, not caught)."""
+        return self in (ControlOutcome.FAIL, ControlOutcome.INCONCLUSIVE, ControlOutcome.NOT_CAUGHT)
+
+    def text(self, why: str = "") -> str:
+        """The outcome in words, with ``why`` in brackets after it when there is one: ``incomplete (29/32 runs)``."""
+        return f"{self.value} ({why})" if why else self.value
+
+    @classmethod
+    def parse(cls, text: str) -> tuple[ControlOutcome, str]:
+        """The outcome and its why of :meth:`text`'s words, split at their first `` (`` (no outcome's value has one).
+
+        Raises:
+            ValueError: ``text`` is not an outcome's words.
+        """
+        word, _, why = text.partition(" (")
+        return cls(word), why.removesuffix(")")
+
+
 @dataclass(frozen=True)
-class Guard:
+class ControlResult:
     """A control that guards a claim, and its outcome at this scale.
 
-    docs/statistics.md, "Controls before verdicts": a positive control's pass | fail | inconclusive ... | not run, a
-    negative control's caught | not caught | not run (from its confirmatory ``profile``).
+    A negative control's outcome is that of its confirmatory ``profile``; ``why``: what more its outcome says
+    (:class:`ControlOutcome`).
     """
 
     id: str
-    outcome: str
+    outcome: ControlOutcome
+    why: str = ""
     kind: str = POSITIVE
     profile: str | None = None  # a negative control's profile
 
     @property
-    def passed(self) -> bool:
-        """The control passed: a positive one's ``pass``, a negative one's ``caught``."""
-        return self.outcome in ("pass", "caught")
+    def text(self) -> str:
+        """Its outcome in words: ``incomplete (29/32 runs)``."""
+        return self.outcome.text(self.why)
 
     def command(self) -> str:
         """The command that runs the control: ``ablate run ID --profile PROFILE`` or ``ablate reproduce ID``."""
@@ -66,18 +128,18 @@ class Guard:
         return f"ablate reproduce {self.id}"
 
 
-def claim_verdict(claim: Claim, result: Analysis, guards: Sequence[Guard] = ()) -> tuple[str, list[str]]:
+def claim_verdict(claim: Claim, result: Analysis, controls: Sequence[ControlResult] = ()) -> tuple[str, list[str]]:
     """The claim's verdict and one evidence line per evidence entry.
 
-    Entries outside the profile's grid are listed and left out; while one of its ``guards`` has not passed, a
+    Entries outside the profile's grid are listed and left out; while one of its ``controls`` has not passed, a
     verdict that rules is ``withheld``, and a last evidence line says what the tests alone gave.
     """
     verdict, lines = _tested(claim, result)
-    waiting = [g for g in guards if not g.passed]
+    waiting = [g for g in controls if not g.outcome.passed]
     if not waiting or cv.claim_kind(verdict) not in cv.RULINGS:
         return verdict, lines
-    commands = sorted({g.command() for g in waiting if g.outcome == "not run" or g.outcome.startswith("incomplete")})
-    return cv.claim_withheld([(f"{g.kind} {g.id}", g.outcome) for g in waiting]), [
+    commands = sorted({g.command() for g in waiting if g.outcome.runs_missing})
+    return cv.claim_withheld([(f"{g.kind} {g.id}", g.text) for g in waiting]), [
         *lines,
         f"The tests alone: **{verdict}**. Withheld until the control{'s' if len(waiting) > 1 else ''} "
         f"guarding this claim pass{'' if len(waiting) > 1 else 'es'} at this scale: a harness that does not see "
@@ -235,7 +297,7 @@ def _not_finished(result: Analysis, task: str, variant: str) -> tuple[pd.DataFra
 
 
 @dataclass(frozen=True)
-class ControlOutcome:
+class NegativeComparison:
     """Whether one comparison of a negative control (its variant on a task's primary metric) caught the bug."""
 
     task: str
@@ -246,7 +308,7 @@ class ControlOutcome:
     caught: bool  # the verdict is the one the control expects and p_adj < alpha
 
 
-def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[ControlOutcome]:
+def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[NegativeComparison]:
     """For an ablation that declares ``control:``, an outcome per task of the profile and control variant.
 
     Caught when its primary comparison reads the expected verdict with adjusted p < ``alpha``; else (no ``control:``)
@@ -267,5 +329,5 @@ def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[ControlOutco
                 verdict, p_adj = "no paired runs", None
             p_adj = math.nan if pd.isna(p_adj) else float(p_adj)
             caught = vd.kind(verdict) is vd.Kind(control.expect) and p_adj < alpha
-            out.append(ControlOutcome(task, variant, entry.primary.metric, verdict, p_adj, caught))
+            out.append(NegativeComparison(task, variant, entry.primary.metric, verdict, p_adj, caught))
     return out

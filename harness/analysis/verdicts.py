@@ -168,7 +168,7 @@ class Rule(NamedTuple):
     """One row of an ordered rule table: when it ``holds`` for the facts, and the ``verdict`` it gives then.
 
     The tables: :data:`RULES` (a comparison's, from its :class:`Facts`), those of a claim
-    (:mod:`harness.analysis.claim_verdicts`) and of a control's comparison (:data:`harness.analysis.guards.OUTCOMES`);
+    (:mod:`harness.analysis.claim_verdicts`) and of a control's comparison (:data:`harness.analysis.controls.OUTCOMES`);
     the first that holds wins (:func:`first`).
     """
 

@@ -78,7 +78,7 @@ def show_cmd(
     plugin: o.PluginOpt = None,
 ) -> None:
     """An ablation's question, claims, axes, profiles and its expanded grid (nothing runs)."""
-    from harness.analysis.guards import declared_guards  # the statistics (scipy): show needs them, status not
+    from harness.analysis.controls import declared_controls  # the statistics (scipy): show needs them, status not
     from harness.experiment import ablation as ablation_mod
     from harness.experiment.search_space import resolve_space
 
@@ -88,8 +88,8 @@ def show_cmd(
     say(f"[bold]{abl.name}[/]: {abl.question}")
     if abl.claims:
         say(f"claims: {', '.join(abl.claims)}")
-        for cid, guards in declared_guards(list(abl.claims), "").items():
-            names = ", ".join(f"{g.kind} {g.id}" for g in guards)
+        for cid, controls in declared_controls(list(abl.claims)).items():
+            names = ", ".join(f"{g.kind} {g.id}" for g in controls)
             say(f"  {cid}: guarded by {names} (a verdict waits for each to pass at this scale)")
     if (control := abl.control) is not None:
         guards = f"; guards the claims {', '.join(control.guards)}" if control.guards else ""

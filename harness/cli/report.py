@@ -28,7 +28,7 @@ from harness.tuned import tuned_profile
 if TYPE_CHECKING:
     from harness.analysis.comparisons import Analysis
     from harness.experiment.selection import Selection
-    from harness.report.guards import Guards
+    from harness.report.controls import Controls
 
 
 @o.guard(
@@ -118,9 +118,9 @@ def report(
         output.check_store_exists(sel, data_file=archive.existing(report_path(abl, sel.profile, out, sel.overrides)))
         check_not_all_in_flight(sel)
     _check_out(out, "report and its figures", storage)
-    guards = build.report_guards(abl, results, data)
+    controls = build.report_controls(abl, results, data)
     with _writing(out):
-        path, result, _ = build.write_report(sel, results, out, guards, storage, data)
+        path, result, _ = build.write_report(sel, results, out, controls, storage, data)
     output.console.print(f"wrote {path}")
     if data is not None and data.tuning is not None:
         for fig in copy_figures(data.tuning, Path(source).parent.parent, out):
@@ -130,7 +130,7 @@ def report(
     if wandb != "off":  # never with --from (refused above)
         try:
             figures = sorted((Path(out) / "figures").glob(f"{path.stem}-*.png"))
-            run_dir = log_summary(result, guards, figures, wandb, sel.overrides)
+            run_dir = log_summary(result, controls, figures, wandb, sel.overrides)
             output.console.print(f"W&B summary run ({wandb}): {run_dir}")
         except Exception as exc:  # noqa: BLE001 - the report is written; W&B is a mirror of it
             output.console.print(f"[yellow]warning: the W&B summary run was not logged: {type(exc).__name__}: {exc}[/]")
@@ -163,7 +163,7 @@ def check_not_all_in_flight(sel: Selection) -> None:
 
 
 def log_summary(
-    analysis: Analysis, guards: Guards, figures: list[Path], mode: str, overrides: Sequence[str] = ()
+    analysis: Analysis, controls: Controls, figures: list[Path], mode: str, overrides: Sequence[str] = ()
 ) -> Path:
     """Log the W&B summary run of a report (:func:`harness.report.build.summary`) with its ``figures``.
 
@@ -172,7 +172,7 @@ def log_summary(
     """
     from harness.report.build import summary
 
-    run = summary(analysis, guards, overrides)
+    run = summary(analysis, controls, overrides)
     folder = summary_dir(analysis.results, analysis.ablation.name, run.profile)
     if run.tag:
         folder = folder.with_name(f"{folder.name}.{run.tag}")

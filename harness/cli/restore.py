@@ -62,9 +62,9 @@ def restore_cmd(
         output.console.print(f"skipped {escape(shown)} ({why})")
     done: list[archive.Restored] = []
     try:
-        for path, arc, studies, guards in todo.files:
+        for path, arc, studies, controls in todo.files:
             done.append(d := archive.unpack(arc, results_dir, of_machine))
-            d.guards = guards
+            d.controls = controls
             if studies is not None and d.studies is not None:  # from reports/ for reports/data/FILE
                 d.missing_figures = copy_figures(studies, path.parent.parent, d.studies.parent)
             output.console.print(_line(d))
@@ -89,7 +89,7 @@ def _missing_controls(done: list[archive.Restored], results: Path) -> None:
 
     entries = {e.id: e for e in load_registry()}
     missing = []
-    for kind, gid, profile in sorted({g for d in done for g in d.guards}, key=str):
+    for kind, gid, profile in sorted({g for d in done for g in d.controls}, key=str):
         if kind == NEGATIVE:
             grids = {(gid, profile or "confirm")}
         else:

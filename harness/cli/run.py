@@ -250,17 +250,17 @@ def reproduce_cmd(
     Run them as `ablate run` does, and print pass / fail / inconclusive per entry.
     """
     # exit 1 when some run failed, else 0: a failed reproduction is a finding, not an error
-    from harness.analysis import guards  # the statistics (scipy): the summary of each entry
+    from harness.analysis import controls  # the statistics (scipy): the summary of each entry
     from harness.execution.launch import check_options
-    from harness.report.guards import summary_lines
+    from harness.report.controls import summary_lines
 
     options = RunOptions(run_timeout=run_timeout)
     mode = o.wandb_mode(wandb)
     check_options(options, results_dir, workers, threads)
     output.check_wandb(mode)  # the dry run too: its runs would all fail on wandb.init
     output.check_results_readable(results_dir)  # without dry_run, the runner also checks it is writable
-    entries = guards.load_checked(rid)
-    grids = guards.grids(entries, results_dir)
+    entries = controls.load_checked(rid)
+    grids = controls.grids(entries, results_dir)
     for ablation, profile, planned, missing in grids:
         hint = f" (`{command('run', ablation, profile, results=results_dir)}`)" if missing else ""
         output.console.print(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}", markup=False)
@@ -271,7 +271,7 @@ def reproduce_cmd(
     ]
     if dry_run and (missing := sum(g[3] for g in grids)):
         output.console.print(f"dry run: {missing} runs would run; nothing ran", markup=False)
-    for line in summary_lines([guards.evaluate(e, results_dir) for e in entries]):
+    for line in summary_lines([controls.evaluate(e, results_dir) for e in entries]):
         output.console.print(line, markup=False)
     return max(codes, default=0)
 

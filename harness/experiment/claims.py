@@ -21,7 +21,7 @@ from harness.registry import did_you_mean
 from harness.yaml12 import YAMLError, load_yaml
 
 CLAIMS = "claims.yaml"
-REGISTRY = "reproductions.yaml"
+REGISTRY = "reproductions.yaml"  # the positive controls' registry: each entry a published result to reproduce
 
 
 class Trend(Decl):
@@ -297,8 +297,11 @@ class Comparison(metrics.KnownMetric):
     reference_min: float | None = None
 
 
-class Reproduction(BaseModel):
-    """A published result the harness should reproduce at CPU scale: an entry of ``reproductions.yaml``.
+class PositiveControl(BaseModel):
+    """A positive control: a published result the harness should reproduce at CPU scale.
+
+    An entry of ``reproductions.yaml``, the positive controls' registry (hence the ``reproduction`` the reports,
+    ``ablate reproduce`` and its errors name).
 
     The file's header says each field: the ``paper`` and where in it (``source``), the published ``setting`` and
     ``result``, what the harness should see (``expected``), the ``differences`` from the published setting, the
@@ -320,7 +323,7 @@ class Reproduction(BaseModel):
     mechanism: str | None = None  # what the published result tests; `guards`: every claim resting on it (rests_on)
 
 
-def parse(data: object) -> list[Reproduction]:
+def parse(data: object) -> list[PositiveControl]:
     """The validated entries of ``reproductions.yaml``, in order.
 
     Raises:
@@ -329,11 +332,11 @@ def parse(data: object) -> list[Reproduction]:
     """
     if not isinstance(data, list) or not data:
         raise AblateError(f"{REGISTRY}: expected a non-empty list of reproduction entries")
-    out: dict[str, Reproduction] = {}
+    out: dict[str, PositiveControl] = {}
     for i, raw in enumerate(data):
         name = raw.get("id", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
         try:
-            entry = Reproduction.model_validate(raw)
+            entry = PositiveControl.model_validate(raw)
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(x) for x in err["loc"]) or "(entry)"
@@ -345,7 +348,7 @@ def parse(data: object) -> list[Reproduction]:
 
 
 @functools.cache
-def load_registry() -> tuple[Reproduction, ...]:
+def load_registry() -> tuple[PositiveControl, ...]:
     """The entries of ``reproductions.yaml`` beside this module (read once, then cached).
 
     Raises:

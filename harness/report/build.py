@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.analysis import comparisons
-from harness.analysis import guards as controls
+from harness.analysis import controls as controls_mod
 from harness.analysis.claims import control_outcomes, in_grid
 from harness.analysis.comparisons import Analysis
 from harness.encode import json_safe, short_question
@@ -25,8 +25,8 @@ from harness.files import data_dir, write_atomic
 from harness.hints import command
 from harness.report import index
 from harness.report.bench import files as bench_files
-from harness.report.guards import UNKNOWN, Guards, write_guards
-from harness.report.guards import markdown as reproductions_markdown
+from harness.report.controls import Controls, write_controls
+from harness.report.controls import markdown as reproductions_markdown
 from harness.report.markdown import overrides_tag, write_markdown
 from harness.report.sections import control_text, verdict
 from harness.report.source import DataFile
@@ -42,17 +42,22 @@ from harness.store import archive
 from harness.store.runs import scan
 
 
-def report_guards(abl: Ablation, results: Path, data: DataFile | None = None) -> Guards:
+def report_controls(abl: Ablation, results: Path, data: DataFile | None = None) -> Controls:
     """The controls that guard ``abl``'s claims, evaluated over the store ``results``.
 
     With a data file ``data``: the outcomes kept beside it, or unknown where it kept none.
     """
-    guards = controls.guards_of(list(abl.claims), results) if data is None else data.guards
-    return controls.declared_guards(list(abl.claims), UNKNOWN) if guards is None else guards
+    controls = controls_mod.controls_of(list(abl.claims), results) if data is None else data.controls
+    return controls_mod.declared_controls(list(abl.claims)) if controls is None else controls
 
 
 def write_report(
-    sel: Selection, results: Path, out: Path, guards: Guards, storage: str | None = None, data: DataFile | None = None
+    sel: Selection,
+    results: Path,
+    out: Path,
+    controls: Controls,
+    storage: str | None = None,
+    data: DataFile | None = None,
 ) -> tuple[Path, Analysis, TuningInputs]:
     """Analyse the selection's runs (the store's, or the data file ``data``'s) and write their report.
 
@@ -60,14 +65,14 @@ def write_report(
     report's path, its analysis and its Tuning section's inputs.
     """
     abl, profile = sel.ablation, sel.profile
-    guards = {cid: g for cid, g in guards.items() if cid in abl.claims}
+    controls = {cid: g for cid, g in controls.items() if cid in abl.claims}
     if data is None:
         result = comparisons.analyse(sel, results)
         tuning, bench = read_tuning(sel, results, storage, out), Path(results) / "bench"
     else:
         result = comparisons.analyse(sel, results, found=data.scan)
         tuning, bench = TuningInputs(data.tuning, tuned_analysis(sel, results, data.tuned)), data.bench
-    path = write_markdown(sel, result, out, tuning, guards, bench)
+    path = write_markdown(sel, result, out, tuning, controls, bench)
     if data is not None:
         return path, result, tuning
     extra = {f"bench/{p.name}": p.read_bytes() for p in bench_files(abl, bench)}
@@ -77,7 +82,7 @@ def write_report(
         tuned = tuning.tuned.scan.records if tuning.tuned is not None else []
     records, problems = [*result.scan.records, *tuned], result.scan.problems
     written = archive.write(archive.data_path(path), results, records, abl.name, profile, problems, extra)
-    write_guards(guards, written, abl.name, profile)
+    write_controls(controls, written, abl.name, profile)
     return path, result, tuning
 
 
@@ -96,7 +101,7 @@ class Summary(NamedTuple):
     """``with-HASH`` for runs made with key=value overrides (the summary run's folder's suffix), else ``""``."""
 
 
-def summary(analysis: Analysis, guards: Guards, overrides: Sequence[str] = ()) -> Summary:
+def summary(analysis: Analysis, controls: Controls, overrides: Sequence[str] = ()) -> Summary:
     """The W&B summary run of a report: its comparison tables, and its claims' verdicts and evidence."""
     abl = analysis.ablation
     profiles = {r.profile for r in analysis.scan.records}  # the store's: cpu+tuned for ablate run --tuned
@@ -108,7 +113,7 @@ def summary(analysis: Analysis, guards: Guards, overrides: Sequence[str] = ()) -
         )
         for t in analysis.tables
     }
-    claims = [[cid, v, "\n".join(ev)] for cid in abl.claims for v, ev in [verdict(cid, analysis, guards)]]
+    claims = [[cid, v, "\n".join(ev)] for cid in abl.claims for v, ev in [verdict(cid, analysis, controls)]]
     config: dict[str, object] = {
         "ablation": abl.model_dump(mode="json"),
         "profile": profile,
@@ -126,9 +131,9 @@ def write_all(results: Path, out: Path, storage: str | None, echo: Callable[[str
     A report per profile with runs of its declared grid; the index is ``out/README.md``. ``echo`` is told each file
     written but the index, and each report skipped.
     """
-    evaluated = controls.evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
-    guards = controls.guards_of(list(claims_mod.load_claims()), results, evaluated)
-    entries = [_report_ablation(name, results, out, storage, guards, echo) for name in ablation_mod.available()]
+    evaluated = controls_mod.evaluate_all(results)  # the positive controls first: a claim's verdict waits for its own
+    controls = controls_mod.controls_of(list(claims_mod.load_claims()), results, evaluated)
+    entries = [_report_ablation(name, results, out, storage, controls, echo) for name in ablation_mod.available()]
     for entry in entries:  # reports already in OUT whose runs are not in this store: linked, not rewritten
         written = {r.path.name for r in entry.reported}
         for old in sorted(Path(out).glob(f"{entry.name}.md")) + sorted(Path(out).glob(f"{entry.name}.*.md")):
@@ -152,7 +157,7 @@ def _default_profile(name: str) -> str:
 
 
 def _report_ablation(
-    name: str, results: Path, out: Path, storage: str | None, guards: Guards, echo: Callable[[str], None]
+    name: str, results: Path, out: Path, storage: str | None, controls: Controls, echo: Callable[[str], None]
 ) -> index.Entry:
     try:
         abl = ablation_mod.load(name)
@@ -183,7 +188,7 @@ def _report_ablation(
             )
             echo(f"skipped {name} / {pname}: its {len(found.records)} runs were made with key=value overrides")
             continue
-        path, result, tuning = write_report(sel, results, out, guards, storage)
+        path, result, tuning = write_report(sel, results, out, controls, storage)
         made[pname] = result, tuning
         echo(f"wrote {path}")
         newest = max((r.finished_at or "" for r in mine), default="")
@@ -196,10 +201,10 @@ def _report_ablation(
         result, tuning = made[latest.profile]
         for cid in result.ablation.claims:  # each from the report that tests it most (index.Entry.decided_in)
             where = max(entry.reported, key=lambda r: (r.confirmatory, held[r.profile].get(cid, 0), r == latest))
-            entry.verdicts.append((cid, verdict(cid, made[where.profile][0], guards)[0]))
+            entry.verdicts.append((cid, verdict(cid, made[where.profile][0], controls)[0]))
             if where != latest:
                 entry.decided_in[cid] = where
-        entry.tuning = claim_changes(result.ablation, result, tuning, guards)  # as its Tuning section says it
+        entry.tuning = claim_changes(result.ablation, result, tuning, controls)  # as its Tuning section says it
         judged = made.get(abl.control.profile, (result,))[0] if abl.control is not None else result  # its profile's
         entry.controls = [control_text(c) for c in control_outcomes(judged)]  # as that report says it
         entry.seeds = index.seeds_cell(result)

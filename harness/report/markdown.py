@@ -30,7 +30,7 @@ from harness.experiment.selection import Selection
 from harness.files import write_atomic
 from harness.report import figures, sections
 from harness.report.bench import bench_section
-from harness.report.guards import Guards
+from harness.report.controls import Controls
 from harness.report.probes import failures_section, probe_section
 from harness.report.tables import clipped_ci, markdown, title
 from harness.report.tuning import TuningInputs, tuning_section
@@ -61,11 +61,11 @@ def report_path(abl: Ablation, profile: str, out: Path, overrides: Sequence[str]
 
 
 def write_markdown(
-    sel: Selection, result: Analysis, out: Path, tuning: TuningInputs, guards: Guards, bench: Path
+    sel: Selection, result: Analysis, out: Path, tuning: TuningInputs, controls: Controls, bench: Path
 ) -> Path:
     """Write the report of ``result`` and its PNG figures under ``out``; returns its path.
 
-    ``guards``: the claims' controls (a verdict waits for them to pass); ``bench``: the Speed section's folder.
+    ``controls``: the claims' controls (a verdict waits for them to pass); ``bench``: the Speed section's folder.
     """
     abl, profile = sel.ablation, sel.profile
     path = report_path(abl, profile, out, sel.overrides)
@@ -81,13 +81,13 @@ def write_markdown(
         *[f"# {abl.name} ({profile} profile)", "", made, "", "## Question", "", abl.question, ""],
         *sections.version_warnings(result),
         *sections.design_warnings(result),
-        *(sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, guards)),
+        *(sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, controls)),
         *sections.setup_section(abl, profile, result.scan.records, result),
         *sections.sequential_section(result),
         *_results_section(sel, result, fig_dir, path),
         *probe_section(result),
         *failures_section(result),
-        *tuning_section(sel, result, tuning, guards),
+        *tuning_section(sel, result, tuning, controls),
         *bench_section(abl, bench, fig_dir, path.parent),
         *(["## Notes on the design", "", abl.notes, ""] if abl.notes else []),
         *reproduce,

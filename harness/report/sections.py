@@ -12,7 +12,7 @@ from harness.analysis import declared, looks, untestable
 from harness.analysis import paired as pw
 from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
-from harness.analysis.claims import ControlOutcome, audit_text, claim_verdict, control_outcomes
+from harness.analysis.claims import NegativeComparison, audit_text, claim_verdict, control_outcomes
 from harness.analysis.comparisons import Analysis
 from harness.analysis.power import TARGET_POWER
 from harness.encode import count, text
@@ -21,7 +21,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.declaration import SPENDING_FUNCTIONS
 from harness.experiment.versions import mix_warning
-from harness.report.guards import Guards
+from harness.report.controls import Controls
 from harness.report.tables import md_table
 from harness.store.record import Record
 
@@ -50,15 +50,15 @@ def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
     ]
 
 
-def verdict(cid: str, result: Analysis, guards: Guards) -> tuple[str, list[str]]:
+def verdict(cid: str, result: Analysis, controls: Controls) -> tuple[str, list[str]]:
     """The claim's verdict on ``result`` and its evidence lines.
 
-    The verdict is withheld while a control in ``guards`` has not passed.
+    The verdict is withheld while a control in ``controls`` has not passed.
     """
-    return claim_verdict(claims_mod.load_claims()[cid], result, guards.get(cid, ()))
+    return claim_verdict(claims_mod.load_claims()[cid], result, controls.get(cid, ()))
 
 
-def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]:
+def claims_section(abl: Ablation, result: Analysis, controls: Controls) -> list[str]:
     """Each claim the ablation tests, its verdict and evidence lines, and the scale caveat."""
     claims = claims_mod.load_claims()
     lines = ["## Claims", ""]
@@ -73,7 +73,7 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
         ]
     for cid in abl.claims:
         claim = claims[cid]
-        said, evidence = verdict(cid, result, guards)
+        said, evidence = verdict(cid, result, controls)
         lines += [f"### `{cid}`: {said}", "", f"> {claim.claim} (figure given: {claim.figure})", ""]
         if audit := audit_text(claim):
             lines += [audit, ""]
@@ -97,7 +97,7 @@ def claims_section(abl: Ablation, result: Analysis, guards: Guards) -> list[str]
     return lines + unlearned_warnings(abl, result)
 
 
-def control_text(c: ControlOutcome) -> str:
+def control_text(c: NegativeComparison) -> str:
     r"""``\`task\` variant: **caught** (\`metric\` worse, adjusted p 0.0078)``: the report's and the index's."""
     p = f", adjusted p {text(c.p_adj, '.3g')}" if c.p_adj == c.p_adj else ""
     return f"`{c.task}` {c.variant}: **{'caught' if c.caught else 'not caught'}** (`{c.metric}` {c.verdict}{p})"

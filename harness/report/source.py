@@ -22,7 +22,7 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.grid import record_id
 from harness.experiment.selection import Selection
 from harness.registry import did_you_mean
-from harness.report.guards import Guards, read_guards
+from harness.report.controls import Controls, read_controls
 from harness.report.tuning import TuningData, check_studies, restored_studies_path
 from harness.store import archive
 from harness.store.archive import Archive
@@ -44,7 +44,7 @@ class DataFile:
     profile: str
     store: Path
     tuning: TuningData | None
-    guards: Guards | None
+    controls: Controls | None
     bench: Path
     _tmp: tempfile.TemporaryDirectory[str] = field(repr=False)
 
@@ -169,8 +169,8 @@ def load_source(
     tuned.history = {}  # the report lists an unreadable history once, as it reads it
     damaged = [h for h in found.history.values() if isinstance(h, str)]
     found.problems = [p for p in arc.problems if p not in damaged]
-    guards = read_guards(path, arc.ablation, arc.profile)
-    data = DataFile(found, tuned, arc.profile, Path(arc.store), tuning, guards, root / "bench", tmp)
+    controls = read_controls(path, arc.ablation, arc.profile)
+    data = DataFile(found, tuned, arc.profile, Path(arc.store), tuning, controls, root / "bench", tmp)
     sel = select_of(data.profile)
     strays = [r.run_id for r in data.scan.records if r.run_id not in sel.run_ids]
     if strays:
@@ -226,11 +226,11 @@ def plan(paths: list[Path]) -> Plan:
             )
             raise AblateError(f"{exc}{hint}") from None
         try:
-            guards = read_guards(path, arc.ablation, arc.profile) or {}
+            controls = read_controls(path, arc.ablation, arc.profile) or {}
         except AblateError:  # no reason to refuse the runs: a store's own control runs decide
-            guards = {}
+            controls = {}
         out.files.append(
-            (path, arc, tuning, sorted({(g.kind, g.id, g.profile) for gs in guards.values() for g in gs}, key=str))
+            (path, arc, tuning, sorted({(g.kind, g.id, g.profile) for gs in controls.values() for g in gs}, key=str))
         )
     if not out.files:
         raise AblateError(

@@ -27,8 +27,8 @@ from harness.errors import AblateError, first_line
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.redact import mask_url
+from harness.report.controls import Controls, read_sidecar
 from harness.report.figures import pyplot, save_png
-from harness.report.guards import Guards, read_sidecar
 from harness.report.sections import verdict
 from harness.report.tables import markdown, title
 from harness.store.runs import StoreScan, scan
@@ -218,7 +218,7 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
     return TuningData(ablation=abl.name, profile=profile, storage=mask_url(url), studies=summaries)
 
 
-def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guards: Guards) -> list[str]:
+def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, controls: Controls) -> list[str]:
     """Markdown lines of the section (none without a study); ``result``: the untuned runs' analysis."""
     data = tuning.studies
     if data is None:
@@ -262,15 +262,15 @@ def tuning_section(sel: Selection, result: Analysis, tuning: TuningInputs, guard
     if figures:
         plots = "Optimisation history and parameter importance per study (Optuna's plots):"
         lines += [plots, "", " ".join(figures), ""]
-    return lines + _claims_table(claim_changes(abl, result, tuning, guards)) + _comparison(sel, result, tuning.tuned)
+    return lines + _claims_table(claim_changes(abl, result, tuning, controls)) + _comparison(sel, result, tuning.tuned)
 
 
-def claim_changes(abl: Ablation, result: Analysis, tuning: TuningInputs, guards: Guards) -> list[ClaimChange]:
+def claim_changes(abl: Ablation, result: Analysis, tuning: TuningInputs, controls: Controls) -> list[ClaimChange]:
     """Each claim's verdict on ``result`` (the untuned runs) and on the tuned runs; empty without tuned runs."""
     if tuning.studies is None or tuning.tuned is None:
         return []
-    untuned = [verdict(cid, result, guards)[0] if result.scan.records else NO_RUNS for cid in abl.claims]
-    return [ClaimChange(cid, u, verdict(cid, tuning.tuned, guards)[0]) for cid, u in zip(abl.claims, untuned)]
+    untuned = [verdict(cid, result, controls)[0] if result.scan.records else NO_RUNS for cid in abl.claims]
+    return [ClaimChange(cid, u, verdict(cid, tuning.tuned, controls)[0]) for cid, u in zip(abl.claims, untuned)]
 
 
 def _claims_table(changes: list[ClaimChange]) -> list[str]:

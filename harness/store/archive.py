@@ -324,7 +324,7 @@ class Restored:
     studies: Path | None = None
     bench: list[str] = field(default_factory=list)
     missing_figures: list[str] = field(default_factory=list)
-    guards: list[tuple[str, str, str | None]] = field(default_factory=list)
+    controls: list[tuple[str, str, str | None]] = field(default_factory=list)  # (kind, id, profile) of each control
 
 
 def unpack(archive: Archive, results: Path, machine: Callable[[str], bool]) -> Restored:

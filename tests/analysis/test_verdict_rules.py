@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from harness.analysis import claim_verdicts as cv
-from harness.analysis import guards, stats
+from harness.analysis import controls, stats
 from harness.analysis import verdicts as vd
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
@@ -43,8 +43,8 @@ def test_the_docs_list_the_rules_in_their_order() -> None:
     evidence, claims = _numbered_tables(_section("Claims and their verdicts"))
     assert evidence == [rule.name for rule in cv.EVIDENCE_RULES]
     assert claims == [rule.name for rule in cv.CLAIM_RULES]
-    (controls,) = _numbered_tables(_section("Controls before verdicts"))
-    assert controls == [name for name, _, _ in guards.OUTCOMES]
+    (table,) = _numbered_tables(_section("Controls before verdicts"))
+    assert table == [name for name, _, _ in controls.OUTCOMES]
 
 
 # (the rule that wins, what else holds, the facts, the verdict)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from harness.analysis import claim_verdicts as cv
-from harness.analysis import guards
+from harness.analysis import controls
 from harness.analysis.claims import claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.experiment import ablation as ablation_mod
@@ -88,7 +88,7 @@ def mini(tmp_path, monkeypatch):
     return decl
 
 
-def _control(results: Path, **comparison) -> guards.Outcome:
+def _control(results: Path, **comparison) -> controls.ComparisonResult:
     comp = {"ablation": "mini", "profile": "cpu", "task": "copy", "metric": "acc@x2"} | comparison
     entry = claims_mod.parse(
         [
@@ -104,8 +104,8 @@ def _control(results: Path, **comparison) -> guards.Outcome:
             }
         ]
     )[0]
-    guards.check(entry)
-    (o,) = guards.evaluate(entry, results).outcomes
+    controls.check(entry)
+    (o,) = controls.evaluate(entry, results).outcomes
     return o
 
 
@@ -125,7 +125,7 @@ def test_a_positive_control_at_ceiling_is_decided_by_the_table_not_after_it(mini
     write_runs(results, mini, "cpu", lambda v, s: 1.0 if v != "sinusoidal" else 0.5)
     o = _control(results, variant="rope", reference="learned", expect="better")
     assert o.verdict == "at ceiling (baseline 1 on all 8 seeds)"
-    assert o.outcome == "inconclusive (reference at ceiling on all 8 seeds)"
+    assert o.text == "inconclusive (reference at ceiling on all 8 seeds)"
 
 
 def test_each_claim_rule_is_the_first_that_holds() -> None:

@@ -1,4 +1,4 @@
-"""Positive controls (harness/experiment/reproductions.yaml, harness/analysis/guards.py): the registry's validation
+"""Positive controls (harness/experiment/reproductions.yaml, harness/analysis/controls.py): the registry's validation
 (bad entries exit 2 with one line naming the entry and the field), the verdict -> pass / fail /
 inconclusive mapping on a synthetic store, the paired statistics against scipy, and
 reports/reproductions.md with its link from the index."""
@@ -12,11 +12,11 @@ import pytest
 import scipy.stats
 import yaml
 
-from harness.analysis import guards as ev
+from harness.analysis import controls as ev
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
 from harness.experiment import claims as reg
-from harness.report.guards import markdown as markdown_page
+from harness.report.controls import markdown as markdown_page
 from helpers.cli import assert_refused, invoke
 from helpers.fake_store import write_decl, write_runs
 
@@ -222,7 +222,7 @@ def test_a_reference_that_did_not_learn_gives_no_pass_or_fail(mini, tmp_path, re
     (o,) = res.outcomes
     if reached == 4:  # the rule table decides (rule "not learned"), as for every comparison; nothing after it
         assert o.verdict == "not learned (4/8 seeds reached target)"
-        assert (o.outcome, res.outcome) == ("inconclusive (baseline not learned 4/8)", "inconclusive")
+        assert (o.text, res.outcome) == ("inconclusive (baseline not learned 4/8)", "inconclusive")
         page = markdown_page([res], results)
         assert "→ not learned (4/8 seeds reached target); expects better: **inconclusive (baseline not learned" in page
     else:
@@ -338,7 +338,7 @@ def test_a_reference_at_ceiling_gives_no_pass_or_fail_unless_the_variant_falls(m
     write_runs(results, mini, "cpu", lambda v, s: {"learned": 1.0, "rope": 1.0}.get(v, 0.5 + 0.01 * s))
     for expect in ("better", "worse", "equivalent"):
         (o,) = _evaluate(results, variant="rope", reference="learned", expect=expect, margin=0.05).outcomes
-        assert o.outcome == "inconclusive (reference at ceiling on all 8 seeds)", (expect, o.verdict)
+        assert o.text == "inconclusive (reference at ceiling on all 8 seeds)", (expect, o.verdict)
     assert _evaluate(results, variant="sinusoidal", reference="learned", expect="worse").outcome == "pass"
     assert _evaluate(results, variant="sinusoidal", reference="learned", expect="better").outcome == "fail"
 
@@ -350,7 +350,7 @@ def test_a_reference_at_ceiling_counts_the_seeds_of_the_pairs(mini, tmp_path):
     write_runs(results, mini, "cpu", lambda v, s: 1.0 if v == "learned" or (v == "rope" and s < 5) else None)
     (o,) = _evaluate(results, variant="rope", reference="learned", expect="equivalent", margin=0.05).outcomes
     assert o.row["n_pairs"] == 5
-    assert o.outcome == "inconclusive (reference at ceiling on all 5 seeds)"
+    assert o.text == "inconclusive (reference at ceiling on all 5 seeds)"
 
 
 def test_the_scale_caveat_of_an_unfinished_grid_says_how_far_it_got(mini, tmp_path):
@@ -372,7 +372,7 @@ def test_the_scale_caveat_of_an_unfinished_grid_says_how_far_it_got(mini, tmp_pa
 def test_an_evidence_line_of_one_pair_says_why_it_has_no_interval(mini, tmp_path):
     """With one pair there is no spread to test: the line gives `–` and why, never `nan`
     (arora2023-mqar's 16-pair half printed `95% CI [+nan, +nan]` with one seed run)."""
-    from harness.report.guards import evidence_line
+    from harness.report.controls import evidence_line
 
     results = tmp_path / "results"
     write_runs(results, mini, "cpu", lambda v, s: {"learned": 0.6, "rope": 0.5}.get(v) if s == 0 else None)
@@ -421,4 +421,4 @@ def test_an_unfinished_grid_counts_the_reference_seeds_not_run_as_not_run(mini, 
     (o,) = res.outcomes
     assert o.note.endswith("; it reached the task's target on 4 of the 5 seeds run (8 planned)"), o.note
     plain = _evaluate(results, variant="rope", reference="learned", expect="better").outcomes[0]
-    assert plain.outcome == "inconclusive (baseline not learned 4/8, 3 not run)"
+    assert plain.text == "inconclusive (baseline not learned 4/8, 3 not run)"

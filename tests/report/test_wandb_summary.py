@@ -243,22 +243,22 @@ def test_sync_without_a_key_says_so_and_exits_2(grid, monkeypatch: pytest.Monkey
 def test_report_hands_its_controls_to_the_summary_run(grid, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # `ablate report --wandb offline` evaluates the controls guarding its claims once: the summary
     # run logs the claims with the report's outcomes, it does not read the store's grids again
-    from harness.analysis import guards as guards_mod
+    from harness.analysis import controls as controls_mod
 
     abl, results, _, summary = grid
     store = tmp_path / "results"
     shutil.copytree(results, store, symlinks=True)
     calls: list[str] = []
-    real = guards_mod.guards_of
+    real = controls_mod.controls_of
 
     def counted(claims, results):
-        calls.append("guards_of")
+        calls.append("controls_of")
         return real(claims, results)
 
-    monkeypatch.setattr(guards_mod, "guards_of", counted)
+    monkeypatch.setattr(controls_mod, "controls_of", counted)
     decl = results.parent / "decl" / "tiny.yaml"
     report_cmd.report(str(decl), None, store, tmp_path / "reports", wandb="offline")
-    assert calls == ["guards_of"]
+    assert calls == ["controls_of"]
     (folder,) = offline_runs(store / "tiny" / "cpu" / SUMMARY_DIR)
     assert folder.name != summary.name  # a new summary run, logged with the report's outcomes
     verdict, _ = claim_verdict(load_claims()[CLAIM], analyse(select(abl, "cpu", check_data=False), store))

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from harness.analysis import claim_verdicts as cv
-from harness.analysis import guards as guards_mod
-from harness.analysis.claims import Guard, claim_verdict
+from harness.analysis import controls as controls_mod
+from harness.analysis.claims import ControlOutcome, ControlResult, claim_verdict
 from harness.analysis.comparisons import analyse
 from harness.errors import AblateError
 from harness.experiment import ablation as ablation_mod
@@ -34,9 +34,9 @@ def _value(variant: str, seed: int) -> float:
     return 0.4 + 0.01 * seed + SHIFT[variant] + (0.01 if seed % 2 else 0.0)
 
 
-def _entry(rid: str, expect: str, guards: list[str]) -> registry.Reproduction:
+def _entry(rid: str, expect: str, guards: list[str]) -> registry.PositiveControl:
     """An entry on mini / cpu: learned against sinusoidal on copy acc@x2 (learned is worse there)."""
-    return registry.Reproduction.model_validate(
+    return registry.PositiveControl.model_validate(
         {
             "id": rid,
             "paper": "A paper",
@@ -88,14 +88,18 @@ def test_a_guard_that_did_not_pass_withholds_a_ruling_and_says_what_the_tests_ga
     result = analyse(select(load(str(mini)), "cpu", check_data=False), results)
     claim = MINI_CLAIMS["mini-learned-worse"]
     assert claim_verdict(claim, result)[0] == "supported"
-    assert claim_verdict(claim, result, (Guard("a", "pass"),))[0] == "supported"
+    passed = ControlResult("a", ControlOutcome.PASS)
+    assert claim_verdict(claim, result, (passed,))[0] == "supported"
     for outcome in ("fail", "not run", "inconclusive (baseline not learned 2/8)"):
-        verdict, lines = claim_verdict(claim, result, (Guard("a", "pass"), Guard("b", outcome)))
+        said, why = ControlOutcome.parse(outcome)
+        verdict, lines = claim_verdict(claim, result, (passed, ControlResult("b", said, why=why)))
         assert verdict == f"withheld (positive control b: {outcome})", verdict
         assert cv.claim_kind(verdict) is cv.ClaimKind.WITHHELD
         assert lines[-1].startswith("The tests alone: **supported**.")
         assert ("`ablate reproduce b`" in lines[-1]) == (outcome == "not run"), lines[-1]
-    verdict, _ = claim_verdict(claim, result, (Guard("a", "fail"), Guard("b", "not run")))
+    verdict, _ = claim_verdict(
+        claim, result, (ControlResult("a", ControlOutcome.FAIL), ControlResult("b", ControlOutcome.NOT_RUN))
+    )
     assert verdict == "withheld (positive control a: fail, positive control b: not run)"
 
 
@@ -106,7 +110,9 @@ def test_a_verdict_that_does_not_rule_is_not_withheld(store, tmp_path):
     )
     write_runs(tmp_path / "pr", pilot, "cpu", _value)
     result = analyse(select(load(str(pilot)), "cpu", check_data=False), tmp_path / "pr")
-    verdict, lines = claim_verdict(MINI_CLAIMS["mini-learned-worse"], result, (Guard("b", "fail"),))
+    verdict, lines = claim_verdict(
+        MINI_CLAIMS["mini-learned-worse"], result, (ControlResult("b", ControlOutcome.FAIL),)
+    )
     assert cv.claim_kind(verdict) is cv.ClaimKind.PILOT and not lines[-1].startswith("The tests alone")
 
 
@@ -167,13 +173,13 @@ def test_a_guards_file_of_another_report_is_refused(store, tmp_path):
 def test_an_entry_guarding_an_unknown_or_repeated_claim_is_refused(monkeypatch):
     monkeypatch.setattr(claims_mod, "load_claims", lambda: MINI_CLAIMS)
     with pytest.raises(AblateError, match=r"guards\.0: 'mini-learned-wors' is not a claim .*mini-learned-worse"):
-        guards_mod.check(_entry("x", "worse", ["mini-learned-wors"]))
+        controls_mod.check(_entry("x", "worse", ["mini-learned-wors"]))
     with pytest.raises(AblateError, match="appears more than once"):
-        guards_mod.check(_entry("x", "worse", ["mini-rope-better", "mini-rope-better"]))
+        controls_mod.check(_entry("x", "worse", ["mini-rope-better", "mini-rope-better"]))
 
 
 def test_every_registered_guard_names_a_claim_of_claims_yaml():
-    for entry in guards_mod.load_checked():
+    for entry in controls_mod.load_checked():
         assert set(entry.guards) <= set(claims_mod.load_claims()), entry.id
 
 

@@ -1,4 +1,4 @@
-"""The controls in the reports, as :mod:`harness.analysis.guards` evaluates them.
+"""The controls in the reports, as :mod:`harness.analysis.controls` evaluates them.
 
 That is the positive controls' page (``reports/reproductions.md``), what ``ablate reproduce`` prints, and the
 controls' file beside a data file, which ``--from`` reads for the same verdicts (docs/reports.md, "Controls").
@@ -6,7 +6,6 @@ controls' file beside a data file, which ``--from`` reads for the same verdicts 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 from datetime import datetime, timezone
@@ -14,10 +13,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from harness.analysis.claims import Guard, delta_ci
-from harness.analysis.guards import EntryResult, Guards, Outcome
+from harness.analysis.claims import POSITIVE, ControlOutcome, ControlResult, delta_ci
+from harness.analysis.controls import ComparisonResult, Controls, Evaluation
 from harness.encode import count, text
 from harness.errors import AblateError, first_line
 from harness.files import write_atomic
@@ -52,44 +51,63 @@ def read_sidecar(
     return data
 
 
-UNKNOWN = "unknown: no controls' file beside the data file"
-"""Each control's outcome when ``--from`` finds no controls' file beside the data file: the verdict is withheld."""
+class _Kept(BaseModel):
+    """A control as the controls' file keeps it: its outcome in words (``incomplete (29/32 runs)``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    outcome: str
+    kind: str = POSITIVE
+    profile: str | None = None
+
+    @field_validator("outcome")
+    @classmethod
+    def _words(cls, outcome: str) -> str:
+        ControlOutcome.parse(outcome)  # ValueError unless an outcome's words
+        return outcome
+
+    def control(self) -> ControlResult:
+        """The control, its outcome and why apart."""
+        return ControlResult(self.id, *ControlOutcome.parse(self.outcome), self.kind, self.profile)
 
 
 class _File(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     ablation: str
     profile: str
-    guards: dict[str, tuple[Guard, ...]]
+    guards: dict[str, tuple[_Kept, ...]]
 
 
-def _guards_path(data_file: Path) -> Path:  # data/NAME.PROFILE.guards.json beside data/NAME.PROFILE.tar.gz
+def _controls_path(data_file: Path) -> Path:  # data/NAME.PROFILE.guards.json beside data/NAME.PROFILE.tar.gz
     return Path(data_file).with_name(Path(data_file).name.removesuffix(SUFFIX) + ".guards.json")
 
 
-def write_guards(guards: Guards, data_file: Path, ablation: str, profile: str) -> None:
-    """Write ``guards`` beside ``data_file``; with none, remove a file left from an earlier report."""
-    path = _guards_path(data_file)
-    if not guards:
+def write_controls(controls: Controls, data_file: Path, ablation: str, profile: str) -> None:
+    """Write ``controls`` beside ``data_file``; with none, remove a file left from an earlier report."""
+    path = _controls_path(data_file)
+    if not controls:
         path.unlink(missing_ok=True)
         return
-    by_claim = {cid: [dataclasses.asdict(g) for g in gs] for cid, gs in sorted(guards.items())}
+    by_claim = {
+        cid: [{"id": g.id, "outcome": g.text, "kind": g.kind, "profile": g.profile} for g in gs]
+        for cid, gs in sorted(controls.items())
+    }
     body = {"ablation": ablation, "profile": profile, "guards": by_claim}
     write_atomic(path, (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
-def read_guards(data_file: Path, ablation: str, profile: str) -> Guards | None:
-    """The guards kept beside ``data_file``, or None (AblateError: not of this format, ablation or profile)."""
+def read_controls(data_file: Path, ablation: str, profile: str) -> Controls | None:
+    """The controls kept beside ``data_file``, or None (AblateError: not of this format, ablation or profile)."""
     fix = "regenerate both with `ablate report NAME` from the store"
-    data = read_sidecar(_guards_path(data_file), _File, data_file, "controls' file", ablation, profile, fix)
-    return None if data is None else data.guards
+    data = read_sidecar(_controls_path(data_file), _File, data_file, "controls' file", ablation, profile, fix)
+    return None if data is None else {cid: tuple(k.control() for k in kept) for cid, kept in data.guards.items()}
 
 
-def evidence_line(o: Outcome) -> str:
+def evidence_line(o: ComparisonResult) -> str:
     """One comparison as the claims' evidence lines read: Δ, its CI, adjusted p, pairs, verdict."""
     c = o.comparison
     head = f"{c.ablation} / {c.profile}, {c.task} `{c.metric}`, {c.variant} vs {c.reference}: "
-    if o.outcome == "not run":
+    if o.outcome is ControlOutcome.NOT_RUN:
         planned = f"not run ({o.runs} of {o.planned} runs of the grid in the store); expects {c.expect}"
         return head + (f"not evaluated: {o.note}" if o.note and not o.planned else planned)
     r = o.row
@@ -103,16 +121,16 @@ def evidence_line(o: Outcome) -> str:
     )
     if c.expect == "equivalent":
         line += f", TOST p adj = {text(r['p_tost_adj'], '.3g')} within ±{r['margin']:g}"
-    line += f" → {o.verdict}; expects {c.expect}: **{o.outcome}**"
+    line += f" → {o.verdict}; expects {c.expect}: **{o.text}**"
     return line + (f" ({o.note})" if o.note else "")
 
 
-def summary_lines(results: list[EntryResult]) -> list[str]:
+def summary_lines(results: list[Evaluation]) -> list[str]:
     """What ``ablate reproduce`` prints: per entry its outcome (``INCOMPLETE (29/32 runs)``) and evidence."""
     out = []
     for res in results:
-        word, sep, detail = res.outcome.partition(" (")
-        head = f"{res.entry.id}: {word.upper()}{sep}{detail}  ({res.entry.paper.split(',')[0]}, {res.entry.source})"
+        word = res.outcome.value.upper() + res.text.removeprefix(res.outcome.value)  # INCOMPLETE (29/32 runs)
+        head = f"{res.entry.id}: {word}  ({res.entry.paper.split(',')[0]}, {res.entry.source})"
         out += [head, *(f"  - {evidence_line(o)}" for o in res.outcomes)]
     out.append(
         "Scale caveat: each outcome holds at the scale run here (see reports/reproductions.md), "
@@ -121,7 +139,7 @@ def summary_lines(results: list[EntryResult]) -> list[str]:
     return out
 
 
-def markdown(results: list[EntryResult], store: Path) -> str:
+def markdown(results: list[Evaluation], store: Path) -> str:
     """``reports/reproductions.md``: a table of entries and outcomes, then one section per entry."""
     lines = [
         "# Reproductions: published results as positive controls",
@@ -147,20 +165,20 @@ def markdown(results: list[EntryResult], store: Path) -> str:
     rows = []
     for res in results:
         e, guarded = res.entry, ", ".join(f"`{c}`" for c in res.entry.guards) or "none"
-        rows.append((f"[{e.id}](#{e.id})", e.paper, e.source, e.expected, guarded, f"**{res.outcome}**"))
+        rows.append((f"[{e.id}](#{e.id})", e.paper, e.source, e.expected, guarded, f"**{res.text}**"))
     lines += [*md_table(columns, rows), ""]
     for res in results:
         e = res.entry
         guarded = ", ".join(f"`{c}`" for c in e.guards) + " (their verdicts are withheld unless this entry passes)"
         why = f"; {' '.join(e.guards_why.split())}." if e.guards_why else "."
-        lines += [f"## {e.id}", "", f"**{res.outcome}**. {e.paper}, {e.source}.", ""]
+        lines += [f"## {e.id}", "", f"**{res.text}**. {e.paper}, {e.source}.", ""]
         lines += [f"- Published setting: {e.setting}.", f"- Published result: {e.result}."]
         lines += [f"- Expected at CPU scale: {e.expected}.", f"- Guards: {guarded if e.guards else 'no claim'}{why}"]
         lines += ["", "Evidence:", "", *(f"- {evidence_line(o)}" for o in res.outcomes), ""]
-        if res.outcome in ("fail", "inconclusive"):
+        if res.outcome.fell_short:
             saw = [
                 f"{o.comparison.variant} vs {o.comparison.reference} not run"
-                if o.outcome == "not run"
+                if o.outcome is ControlOutcome.NOT_RUN
                 else f"{o.comparison.variant} vs {o.comparison.reference} on `{o.comparison.metric}`: {o.verdict} "
                 f"(means {o.row['mean']:.4g} vs {o.reference['mean']:.4g}, Δ {o.row['delta']:+.3g} with + = "
                 f"{o.comparison.variant} better)" + (f"; {o.note}" if o.note else "")
@@ -168,9 +186,9 @@ def markdown(results: list[EntryResult], store: Path) -> str:
             ]
             said, explain = "; ".join(saw), " ".join(e.differences.split())
             lines += [f"What the harness saw: {said}.", "", f"What might explain the difference: {explain}", ""]
-        if res.outcome == "not run":
+        if res.outcome is ControlOutcome.NOT_RUN:
             lines += [f"Not run yet: `{_reproduce(e.id, store)}`.", ""]
-        elif res.outcome.startswith("incomplete"):
+        elif res.outcome is ControlOutcome.INCOMPLETE:
             missing = count(res.runs[1] - res.runs[0], "run")
             lines += [f"Not decided until its grids finish ({missing} missing): `{_reproduce(e.id, store)}`.", ""]
         scale = "; ".join(res.scale) or "no runs"

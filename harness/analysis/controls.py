@@ -1,8 +1,9 @@
-"""The controls that guard a claim (:class:`harness.analysis.claims.Guard`), checked and evaluated from the store.
+"""The controls that guard a claim, checked and evaluated from the store.
 
-A claim's verdict that rules is withheld while one has not passed. Their rules: docs/reports.md, "Positive
-controls" (the entries of ``harness/experiment/reproductions.yaml``) and docs/statistics.md, "Controls before
-verdicts" (the negative ones: ablations declaring ``control:``).
+Each, with its outcome, a :class:`harness.analysis.claims.ControlResult`. A claim's verdict that rules is withheld
+while one has not passed. Their rules: docs/reports.md, "Positive controls" (the entries of
+``harness/experiment/reproductions.yaml``) and docs/statistics.md, "Controls before verdicts" (the negative ones:
+ablations declaring ``control:``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from harness.analysis import stats, untestable
 from harness.analysis import verdicts as vd
-from harness.analysis.claims import NEGATIVE, Guard, control_outcomes
+from harness.analysis.claims import NEGATIVE, ControlOutcome, ControlResult, control_outcomes
 from harness.analysis.comparisons import Analysis, analyse
 from harness.encode import count
 from harness.errors import AblateError
@@ -26,10 +27,10 @@ from harness.experiment import selection as selection_mod
 from harness.registry import did_you_mean
 from harness.store.runs import read_record, run_dir
 
-Guards = dict[str, tuple[Guard, ...]]  # claim id -> the controls that guard it, with their outcomes
+Controls = dict[str, tuple[ControlResult, ...]]  # claim id -> the controls that guard it, with their outcomes
 
 
-def check(entry: claims_mod.Reproduction) -> None:
+def check(entry: claims_mod.PositiveControl) -> None:
     """Check a registry entry (a positive control): the claims it guards and the comparisons it names.
 
     Raises:
@@ -67,7 +68,7 @@ def check(entry: claims_mod.Reproduction) -> None:
             raise AblateError(f"{at}.margin: an equivalence needs a margin and the task declares no sesoi")
 
 
-def load_checked(rid: str | None = None) -> list[claims_mod.Reproduction]:
+def load_checked(rid: str | None = None) -> list[claims_mod.PositiveControl]:
     """The registry's entries (or the one named ``rid``), each :func:`check`-ed (AblateError otherwise)."""
     entries = claims_mod.load_registry()
     ids = [e.id for e in entries]
@@ -80,7 +81,7 @@ def load_checked(rid: str | None = None) -> list[claims_mod.Reproduction]:
 
 
 @dataclass
-class Outcome:
+class ComparisonResult:
     """One comparison's result.
 
     ``row`` and ``reference``: the variant's and the reference's ``stats.COLUMNS``; ``runs`` of its grid in the
@@ -88,7 +89,8 @@ class Outcome:
     """
 
     comparison: claims_mod.Comparison
-    outcome: str  # pass | fail | inconclusive [(why)] | not run
+    outcome: ControlOutcome = ControlOutcome.NOT_RUN  # pass | fail | inconclusive | not run
+    why: str = ""  # an inconclusive one's: `baseline not learned 3/8`, `reference at ceiling on all 8 seeds`
     verdict: str = ""
     row: dict[str, Any] = field(default_factory=dict)
     reference: dict[str, Any] = field(default_factory=dict)
@@ -99,13 +101,18 @@ class Outcome:
     ceiling: int | None = None  # seeds, when the reference scored the metric's best value on every one
     facts: vd.Facts = vd.Facts()
 
+    @property
+    def text(self) -> str:
+        """Its outcome in words: ``inconclusive (baseline not learned 3/8)``."""
+        return self.outcome.text(self.why)
+
 
 @dataclass
-class EntryResult:
-    """One registry entry (a positive control) evaluated: each comparison's :class:`Outcome`, and its grids' scale."""
+class Evaluation:
+    """A positive control evaluated: each comparison's :class:`ComparisonResult`, and its grids' scale."""
 
-    entry: claims_mod.Reproduction
-    outcomes: list[Outcome]
+    entry: claims_mod.PositiveControl
+    outcomes: list[ComparisonResult]
     scale: list[str] = field(default_factory=list)  # "ablation / profile: d_model ..., seeds"
 
     @property
@@ -115,24 +122,34 @@ class EntryResult:
         return sum(r for r, _ in grids.values()), sum(p for _, p in grids.values())
 
     @property
-    def outcome(self) -> str:
+    def outcome(self) -> ControlOutcome:
         """The control's outcome from its comparisons' and its grids' runs.
 
-        ``not run`` (no comparison was), ``incomplete (k/n runs)``, ``fail`` (a comparison failed), ``pass`` (all
-        passed), else ``inconclusive``.
+        ``not run`` (no comparison was), ``incomplete`` (not all its grids' runs are in the store), ``fail`` (a
+        comparison failed), ``pass`` (all passed), else ``inconclusive``.
         """
-        words = [o.outcome for o in self.outcomes]
-        if all(w == "not run" for w in words):
-            return "not run"
+        said = {o.outcome for o in self.outcomes}
+        if said == {ControlOutcome.NOT_RUN}:
+            return ControlOutcome.NOT_RUN
         runs, planned = self.runs
         if runs < planned:
-            return f"incomplete ({runs}/{planned} runs)"
-        if "fail" in words:
-            return "fail"
-        return "pass" if all(w == "pass" for w in words) else "inconclusive"
+            return ControlOutcome.INCOMPLETE
+        if ControlOutcome.FAIL in said:
+            return ControlOutcome.FAIL
+        return ControlOutcome.PASS if said == {ControlOutcome.PASS} else ControlOutcome.INCONCLUSIVE
+
+    @property
+    def why(self) -> str:
+        """An incomplete one's runs in the store of those planned (``29/32 runs``), else empty."""
+        return "{}/{} runs".format(*self.runs) if self.outcome is ControlOutcome.INCOMPLETE else ""
+
+    @property
+    def text(self) -> str:
+        """Its outcome in words: ``incomplete (29/32 runs)``."""
+        return self.outcome.text(self.why)
 
 
-def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha: float) -> Outcome:
+def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha: float) -> ComparisonResult:
     """The variant against the reference (the baseline of :func:`harness.analysis.stats.compare`).
 
     Runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value.
@@ -141,7 +158,7 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
     pair = [comp.variant, comp.reference]
     data = rows[(rows["task"] == task) & (rows["metric"] == comp.metric) & rows["variant"].isin(pair)]
     data = data[~data["run_id"].isin(untestable.gated_out(runs, task, comp.metric, prof.apply_gate))]
-    o = Outcome(comp, "not run", runs=len(result.scan.records), planned=planned)
+    o = ComparisonResult(comp, runs=len(result.scan.records), planned=planned)
     if not set(pair) <= set(data["variant"]):
         o.note = "no runs of both variants with this metric"
         return o
@@ -151,7 +168,7 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
     frame = stats.compare(
         data[["variant", "seed", "value"]], baseline=comp.reference, confirmatory=prof.confirmatory, facts=facts, **how
     ).set_index("variant")
-    o.outcome, o.facts = "", facts[comp.variant]
+    o.facts = facts[comp.variant]
     o.row = {"variant": comp.variant, **frame.loc[comp.variant].to_dict(), "margin": margin}
     o.reference = {"variant": comp.reference, **frame.loc[comp.reference].to_dict()}
     if entry.target is not None:  # the claims' gating rule
@@ -160,7 +177,7 @@ def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha:
     return o
 
 
-def _holm(outcomes: list[Outcome], alpha: float) -> None:
+def _holm(outcomes: list[ComparisonResult], alpha: float) -> None:
     """Adjust the entry's comparisons as one Holm family (p and TOST p) and decide their verdicts.
 
     By :data:`~harness.analysis.verdicts.RULES`, with what else is known of each (the reference's learning, its
@@ -189,45 +206,49 @@ def _unlearned(u: untestable.Unlearned | None) -> str:
     return "" if u is None else f"{u.reached}/{u.planned}" + (f", {u.not_run} not run" if u.not_run else "")
 
 
-OUTCOMES = (  # a control comparison's outcome from its verdict: the first that holds (docs/statistics.md)
+OUTCOMES = (  # a control comparison's outcome and why from its verdict: the first that holds (docs/statistics.md)
     vd.Rule(
         "not learned",
         lambda o: vd.kind(o.verdict) is vd.Kind.NOT_LEARNED,
-        lambda o: f"inconclusive (baseline not learned {_unlearned(o.unlearned)})",
+        lambda o: (ControlOutcome.INCONCLUSIVE, f"baseline not learned {_unlearned(o.unlearned)}"),
     ),
     vd.Rule(
         "at ceiling",
         lambda o: vd.kind(o.verdict) is vd.Kind.CEILING,
-        lambda o: f"inconclusive (reference at ceiling on all {o.ceiling} seeds)",
+        lambda o: (ControlOutcome.INCONCLUSIVE, f"reference at ceiling on all {o.ceiling} seeds"),
     ),
-    vd.Rule("no verdict", lambda o: not o.verdict or vd.kind(o.verdict) is vd.Kind.PILOT, lambda o: "inconclusive"),
-    vd.Rule("pass", lambda o: vd.matches(o.verdict, o.comparison.expect), lambda o: "pass"),
-    vd.Rule("fail", lambda o: vd.rules(o.verdict), lambda o: "fail"),
-    vd.Rule("inconclusive", lambda o: True, lambda o: "inconclusive"),
+    vd.Rule(
+        "no verdict",
+        lambda o: not o.verdict or vd.kind(o.verdict) is vd.Kind.PILOT,
+        lambda o: (ControlOutcome.INCONCLUSIVE, ""),
+    ),
+    vd.Rule("pass", lambda o: vd.matches(o.verdict, o.comparison.expect), lambda o: (ControlOutcome.PASS, "")),
+    vd.Rule("fail", lambda o: vd.rules(o.verdict), lambda o: (ControlOutcome.FAIL, "")),
+    vd.Rule("inconclusive", lambda o: True, lambda o: (ControlOutcome.INCONCLUSIVE, "")),
 )
 
 
-def _judge(o: Outcome) -> None:
+def _judge(o: ComparisonResult) -> None:
     """A tested comparison's outcome from its verdict (:data:`OUTCOMES`), then the control's own bar.
 
     The bar: the reference's mean at least ``reference_min`` (what the published result needs, not a verdict rule).
     """
     o.verdict = str(o.row["verdict"])
     u = o.unlearned
-    o.outcome = vd.first(OUTCOMES, o)
+    o.outcome, o.why = vd.first(OUTCOMES, o)
     low, mean = o.comparison.reference_min, o.reference.get("mean", math.nan)
     if low is not None and vd.kind(o.verdict) is not vd.Kind.PILOT and not mean >= low:
-        o.outcome = "fail"
+        o.outcome, o.why = ControlOutcome.FAIL, ""
         o.note = f"the reference's mean {mean:.4g} is below {low:g}"
         if u is not None:
             seeds = f"the {u.run} seeds run ({u.planned} planned)" if u.not_run else f"{u.planned} seeds"
             o.note += f"; it reached the task's target on {u.reached} of {seeds}"
 
 
-def evaluate(entry: claims_mod.Reproduction, results: Path, alpha: float = 0.05) -> EntryResult:
+def evaluate(entry: claims_mod.PositiveControl, results: Path, alpha: float = 0.05) -> Evaluation:
     """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
     grids: dict[tuple[str, str], tuple[Analysis, int]] = {}
-    res = EntryResult(entry, [])
+    res = Evaluation(entry, [])
     for comp in entry.comparisons:
         if (comp.ablation, comp.profile) not in grids:
             sel = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False)
@@ -237,7 +258,7 @@ def evaluate(entry: claims_mod.Reproduction, results: Path, alpha: float = 0.05)
         res.outcomes.append(_compare(*grids[comp.ablation, comp.profile], comp, alpha))
     _holm(res.outcomes, alpha)
     for o in res.outcomes:
-        if o.outcome != "not run":
+        if o.row:  # compared: both variants have runs with the metric
             _judge(o)
     return res
 
@@ -252,7 +273,7 @@ def _scale(result: Analysis) -> str:
     )
 
 
-def evaluate_all(results: Path, entries: Collection[claims_mod.Reproduction] | None = None) -> list[EntryResult]:
+def evaluate_all(results: Path, entries: Collection[claims_mod.PositiveControl] | None = None) -> list[Evaluation]:
     """Every entry (default: the registry's) evaluated from the store.
 
     One that does not :func:`check` here (e.g. an ablation not registered) is ``not run``, with the reason.
@@ -262,13 +283,13 @@ def evaluate_all(results: Path, entries: Collection[claims_mod.Reproduction] | N
         try:
             check(entry)
         except AblateError as exc:
-            out.append(EntryResult(entry, [Outcome(c, "not run", note=str(exc)) for c in entry.comparisons]))
+            out.append(Evaluation(entry, [ComparisonResult(c, note=str(exc)) for c in entry.comparisons]))
             continue
         out.append(evaluate(entry, results))
     return out
 
 
-def grids(entries: list[claims_mod.Reproduction], results: Path) -> list[tuple[str, str, int, int]]:
+def grids(entries: list[claims_mod.PositiveControl], results: Path) -> list[tuple[str, str, int, int]]:
     """(ablation, profile, runs planned, runs not in the store) of each grid the entries read, in order, once."""
     seen: dict[tuple[str, str], tuple[str, str, int, int]] = {}
     for comp in (c for e in entries for c in e.comparisons):
@@ -279,23 +300,26 @@ def grids(entries: list[claims_mod.Reproduction], results: Path) -> list[tuple[s
     return list(seen.values())
 
 
-def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> str:
-    """Caught | not caught | not run | incomplete (k/n runs), for an ablation declaring ``control:``."""
+def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> tuple[ControlOutcome, str]:
+    """Caught | not caught | not run | incomplete, for an ablation declaring ``control:``, and its why.
+
+    The why: an incomplete one's runs in the store of those planned (``29/32 runs``), else empty.
+    """
     sel = selection_mod.select(abl, abl.control.profile, [], check_data=False)
     result = analyse(sel, results)
     done = sum(r.run_id in sel.run_ids for r in result.scan.records)
     if not done:
-        return "not run"
+        return ControlOutcome.NOT_RUN, ""
     if done < len(sel.specs):
-        return f"incomplete ({done}/{len(sel.specs)} runs)"
+        return ControlOutcome.INCOMPLETE, f"{done}/{len(sel.specs)} runs"
     outcomes = control_outcomes(result)
-    return "caught" if outcomes and all(o.caught for o in outcomes) else "not caught"
+    return ControlOutcome.CAUGHT if outcomes and all(o.caught for o in outcomes) else ControlOutcome.NOT_CAUGHT, ""
 
 
 def _negatives(
-    claims: Collection[str], outcome: Callable[[ablation_mod.Ablation], str]
-) -> list[tuple[list[str], Guard]]:
-    """The registered ablations whose ``control:`` guards one of ``claims``: the claims each guards, and its guard.
+    claims: Collection[str], outcome: Callable[[ablation_mod.Ablation], tuple[ControlOutcome, str]]
+) -> list[tuple[list[str], ControlResult]]:
+    """The registered ablations whose ``control:`` guards one of ``claims``: the claims each guards, and its result.
 
     One that does not load is skipped: `report --all` names it in its index.
     """
@@ -306,30 +330,31 @@ def _negatives(
         except AblateError:
             continue
         if abl.control is not None and set(abl.control.guards) & set(claims):
-            out.append((abl.control.guards, Guard(abl.name, outcome(abl), NEGATIVE, abl.control.profile)))
+            out.append((abl.control.guards, ControlResult(abl.name, *outcome(abl), NEGATIVE, abl.control.profile)))
     return out
 
 
-def _by_claim(claims: Collection[str], guarded: list[tuple[list[str], Guard]]) -> Guards:
-    """Each of ``claims`` -> the guards that name it, in order."""
+def _by_claim(claims: Collection[str], guarded: list[tuple[list[str], ControlResult]]) -> Controls:
+    """Each of ``claims`` -> the controls that name it, in order."""
     return {c: tuple(g for ids, g in guarded if c in ids) for ids, _ in guarded for c in ids if c in claims}
 
 
-def guards_of(claims: Collection[str], results: Path, evaluated: list[EntryResult] | None = None) -> Guards:
+def controls_of(claims: Collection[str], results: Path, evaluated: list[Evaluation] | None = None) -> Controls:
     """Every control that guards one of ``claims``, positive ones first, evaluated from the store.
 
     ``evaluated``: the positive ones already evaluated (default: those guarding ``claims``).
     """
     if evaluated is None:
         evaluated = evaluate_all(results, [e for e in claims_mod.load_registry() if set(e.guards) & set(claims)])
-    positive = [(r.entry.guards, Guard(r.entry.id, r.outcome)) for r in evaluated]
+    positive = [(r.entry.guards, ControlResult(r.entry.id, r.outcome, r.why)) for r in evaluated]
     return _by_claim(claims, positive + _negatives(claims, lambda abl: negative_outcome(abl, results)))
 
 
-def declared_guards(claims: Collection[str], outcome: str) -> Guards:
-    """Every control declared to guard one of ``claims``, each with the same ``outcome``.
+def declared_controls(claims: Collection[str]) -> Controls:
+    """Every control declared to guard one of ``claims``, each of outcome ``unknown`` (none is evaluated).
 
     For a report whose controls' outcomes are unknown (a data file read without its controls' file).
     """
-    positive = [(e.guards, Guard(e.id, outcome)) for e in claims_mod.load_registry()]
-    return _by_claim(claims, positive + _negatives(claims, lambda _: outcome))
+    unknown = ControlOutcome.UNKNOWN
+    positive = [(e.guards, ControlResult(e.id, unknown)) for e in claims_mod.load_registry()]
+    return _by_claim(claims, positive + _negatives(claims, lambda _: (unknown, "")))
