@@ -60,7 +60,8 @@ def check_engine(options: RunOptions) -> None:
         raise AblateError("--address is the Ray cluster to connect to; add --executor ray")
     if o.address is not None and not ADDRESS.match(o.address):
         raise AblateError(
-            f"--address {o.address!r} is not a Ray address; use auto, HOST:PORT (e.g. 10.0.0.1:6379) or ray://HOST:10001"
+            f"--address {o.address!r} is not a Ray address; use auto, HOST:PORT (e.g. 10.0.0.1:6379) "
+            f"or ray://HOST:10001"
         )
     slurm_only = [n for n, v in (("--slurm-partition", o.partition), ("--slurm-time", o.slurm_time)) if v]
     if slurm_only and o.executor != "slurm":
