@@ -16,8 +16,12 @@ class Threshold(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     metric: str = Field(description="a metric name (acc@x1), or a per-length metric's bare name at L (acc)")
-    min: float | None = Field(None, description="met when the value is >= min (a higher-is-better metric)")
-    max: float | None = Field(None, description="met when the value is <= max (a lower-is-better metric)")
+    min: float | None = Field(
+        None, allow_inf_nan=False, description="met when the value is >= min (a higher-is-better metric)"
+    )
+    max: float | None = Field(
+        None, allow_inf_nan=False, description="met when the value is <= max (a lower-is-better metric)"
+    )
 
     @model_validator(mode="after")
     def _one_bound(self) -> Threshold:

@@ -527,6 +527,9 @@ _COPY = {"params": {"n_symbols": 8}, "config": {"train.seq_len": 8}, "primary": 
             "acc is higher-is-better, so its bound is a min; max: 0.9 would be met by a run that did not learn",
         ),
         ("gate", {"metric": "loss@x1", "min": 2.5}, "loss@x1 is lower-is-better, so its bound is a max"),
+        # a NaN bound was read back from a record as none (a run never finished); inf: every run meets it
+        ("target", {"metric": "acc", "min": float("nan")}, "tasks.copy.target.min: Input should be a finite number"),
+        ("gate", {"metric": "loss@x1", "max": float("inf")}, "tasks.copy.gate.max: Input should be a finite number"),
     ],
 )
 def test_a_convergence_target_or_gate_without_one_reachable_bound(tmp_path, role, bound, words):
