@@ -15,7 +15,16 @@ from typing import Any, ClassVar
 from harness.redact import redact
 
 
-class RunStatus(str, Enum):
+class TextEnum(str, Enum):
+    """A state that reads, prints, hashes and is written as its text: ``ok``, not ``RunStatus.OK``.
+
+    The base of :class:`RunStatus` and of a control's outcome (:class:`harness.analysis.claims.ControlOutcome`).
+    """
+
+    __str__, __format__, __hash__ = str.__str__, str.__format__, str.__hash__
+
+
+class RunStatus(TextEnum):
     """How a stored run ended: its record's ``status``, which reads, prints, hashes and is written as its text (``ok``).
 
     A record written before ``stalled`` existed reads as it was stored.
@@ -33,8 +42,6 @@ class RunStatus(str, Enum):
     """An exception stopped it (:class:`RunFailed`)."""
     TIMEOUT = "timeout"
     """It went over its ``--run-timeout`` (:class:`TimedOut`)."""
-
-    __str__, __format__, __hash__ = str.__str__, str.__format__, str.__hash__  # as its text: `ok`, not `RunStatus.OK`
 
     @property
     def trained(self) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 import pandas as pd
@@ -18,7 +17,7 @@ from harness.analysis import claim_verdicts as cv
 from harness.analysis import verdicts as vd
 from harness.analysis.comparisons import Analysis, why_not_finished
 from harness.encode import count, text
-from harness.errors import RunStatus
+from harness.errors import RunStatus, TextEnum
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.claims import Claim, Evidence
@@ -42,7 +41,7 @@ POSITIVE = "positive control"
 NEGATIVE = "negative control"
 
 
-class ControlOutcome(str, Enum):
+class ControlOutcome(TextEnum):
     """A control's outcome at this scale, which reads, prints and is compared as its text (``pass``).
 
     docs/statistics.md, "Controls before verdicts": a positive control's pass | fail | inconclusive | incomplete |
@@ -69,8 +68,6 @@ class ControlOutcome(str, Enum):
     INCOMPLETE = "incomplete"
     NOT_RUN = "not run"
     UNKNOWN = "unknown: no controls' file beside the data file"
-
-    __str__, __format__, __hash__ = str.__str__, str.__format__, str.__hash__  # as its text: `pass`
 
     @property
     def passed(self) -> bool:

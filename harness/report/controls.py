@@ -10,10 +10,10 @@ import json
 import shlex
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from harness.analysis.claims import POSITIVE, ControlOutcome, ControlResult, delta_ci
 from harness.analysis.controls import ComparisonResult, Controls, Evaluation
@@ -52,23 +52,19 @@ def read_sidecar(
 
 
 class _Kept(BaseModel):
-    """A control as the controls' file keeps it: its outcome in words (``incomplete (29/32 runs)``)."""
+    """A control as the controls' file keeps it: its outcome in words (``incomplete (29/32 runs)``), read apart."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str
-    outcome: str
+    outcome: Annotated[  # the words, parsed (ValueError: not an outcome's); anything but a string fails as a tuple
+        tuple[ControlOutcome, str], BeforeValidator(lambda v: ControlOutcome.parse(v) if isinstance(v, str) else v)
+    ]
     kind: str = POSITIVE
     profile: str | None = None
 
-    @field_validator("outcome")
-    @classmethod
-    def _words(cls, outcome: str) -> str:
-        ControlOutcome.parse(outcome)  # ValueError unless an outcome's words
-        return outcome
-
     def control(self) -> ControlResult:
         """The control, its outcome and why apart."""
-        return ControlResult(self.id, *ControlOutcome.parse(self.outcome), self.kind, self.profile)
+        return ControlResult(self.id, *self.outcome, self.kind, self.profile)
 
 
 class _File(BaseModel):
