@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
+
 from harness.redact import redact
 
 
@@ -70,8 +72,12 @@ class AblateError(Exception):
 def first_line(exc: BaseException) -> str:
     """The first line of ``exc``'s message, else its type's name.
 
-    A pydantic ``ValidationError``'s is its count and model (``1 validation error for Record``).
+    A pydantic ``ValidationError``'s is its first error and where it lies (``complete: Input should be a valid
+    integer``), not its first line (``1 validation error for Record``).
     """
+    if isinstance(exc, ValidationError) and (errors := exc.errors()):
+        where = ".".join(map(str, errors[0]["loc"]))
+        return f"{where}: {pydantic_message(errors[0])}" if where else pydantic_message(errors[0])
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 

@@ -6,6 +6,7 @@ from its data file say the same."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -21,7 +22,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment import claims as registry
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
-from helpers.cli import invoke, untimed
+from helpers.cli import assert_refused, invoke, untimed
 from helpers.fake_store import write_decl, write_runs
 from helpers.mini_claims import MINI_CLAIMS
 
@@ -168,6 +169,19 @@ def test_a_guards_file_of_another_report_is_refused(store, tmp_path):
     sidecar.write_text(sidecar.read_text().replace('"profile": "cpu"', '"profile": "gpu"'))
     result = invoke("report", "mini", "--from", str(out / "data" / "mini.tar.gz"), "--out", str(tmp_path / "b"))
     assert result.exit_code == 2 and "its controls' file" in result.output, result.output
+
+
+def test_a_guards_file_with_an_unknown_outcome_names_the_field(store, tmp_path):
+    _, results = store
+    out = tmp_path / "reports"
+    assert invoke("report", "mini", "--results-dir", str(results), "--out", str(out)).exit_code == 0
+    sidecar = out / "data" / "mini.guards.json"
+    kept = json.loads(sidecar.read_text())
+    claim = sorted(kept["guards"])[0]
+    kept["guards"][claim][0]["outcome"] = "maybe (who knows)"
+    sidecar.write_text(json.dumps(kept))
+    result = invoke("report", "mini", "--from", str(out / "data" / "mini.tar.gz"), "--out", str(tmp_path / "b"))
+    assert_refused(result, f"(guards.{claim}.0.outcome: 'maybe' is not a valid ControlOutcome)")
 
 
 def test_an_entry_guarding_an_unknown_or_repeated_claim_is_refused(monkeypatch):

@@ -211,7 +211,10 @@ def test_a_store_restored_from_the_data_file_gives_the_same_tuning_section(tuned
             lambda text: text.replace('"profile": "cpu"', '"profile": "pilot"'),
             ["studies' summary", "is of mini / pilot, not of mini / cpu"],
         ),
-        (lambda text: text.replace('"complete": 3', '"complete": "three"', 1), ["studies' summary", "unreadable"]),
+        (
+            lambda text: text.replace('"complete": 3', '"complete": "three"', 1),
+            ["studies' summary", "unreadable", "complete: Input should be a valid integer"],
+        ),
         # a figure's path is copied by --from and restore: one that leaves figures/ wrote files anywhere
         (lambda text: text.replace('"path": "figures/', '"path": "../', 1), ["studies' summary", "unreadable"]),
         (  # a study of a task the ablation lacks: the section's lookup of its metric raised KeyError
