@@ -142,6 +142,7 @@ class MathAttention(AttentionKernel):
 
     honours_mask_fill = True
     returns_weights = True
+    backend = "math"  # what ``backends`` gets
 
     def forward(
         self,
@@ -152,17 +153,19 @@ class MathAttention(AttentionKernel):
         need_weights: bool = False,
         key_padding_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """Explicit scores masked with ``mask_fill`` in their dtype; as :meth:`AttentionKernel.forward`."""
-        t, s = q.size(-2), k.size(-2)
+        """Explicit scores masked by :meth:`masked`, softmax in float32; as :meth:`AttentionKernel.forward`."""
         scores = (q @ k.transpose(-2, -1)) * self.scale_for(q)  # (B, H, T, S)
         if bias is not None:
             scores = scores + bias.to(scores.dtype)  # (H, T, S) broadcast over B
-        hidden = hidden_keys(t, s, key_padding_mask, q.device)  # (T, S) or (B, 1, T, S)
-        scores = scores.masked_fill(hidden, MASK_FILLS.get(self.mask_fill)(scores.dtype))
-        weights = F.softmax(scores.float(), dim=-1).to(q.dtype)  # (B, H, T, S)
+        hidden = hidden_keys(q.size(-2), k.size(-2), key_padding_mask, q.device)  # (T, S) or (B, 1, T, S)
+        weights = F.softmax(self.masked(scores, hidden).float(), dim=-1).to(q.dtype)  # (B, H, T, S)
         out = F.dropout(weights, self.dropout, self.training) @ v  # (B, H, T, D)
-        self.backends.add("math")
+        self.backends.add(self.backend)
         return out, (weights if need_weights else None)
+
+    def masked(self, scores: Tensor, hidden: Tensor) -> Tensor:
+        """``scores`` (B, H, T, S) with ``mask_fill`` written where ``hidden``, in the scores' dtype."""
+        return scores.masked_fill(hidden, MASK_FILLS.get(self.mask_fill)(scores.dtype))
 
 
 @KERNELS.builtin("additive_mask")
@@ -178,27 +181,12 @@ class AdditiveMaskAttention(MathAttention):
     masked row (left padding) is NaN with ``-inf``, uniform with a finite fill. Returns weights.
     """
 
-    def forward(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        bias: Tensor | None = None,
-        need_weights: bool = False,
-        key_padding_mask: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Explicit scores plus the float mask, softmax in float32; as :meth:`AttentionKernel.forward`."""
-        t, s = q.size(-2), k.size(-2)
-        hidden = hidden_keys(t, s, key_padding_mask, q.device)  # (T, S) or (B, 1, T, S)
+    backend = "additive_mask"
+
+    def masked(self, scores: Tensor, hidden: Tensor) -> Tensor:
+        """``scores`` plus the float mask: 0 where visible, ``mask_fill`` in float32 cast to the scores' dtype."""
         fill = MASK_FILLS.get(self.mask_fill)(torch.float32)
-        mask = torch.zeros(hidden.shape, device=q.device).masked_fill(hidden, fill).to(q.dtype)  # src_mask
-        scores = (q @ k.transpose(-2, -1)) * self.scale_for(q)  # (B, H, T, S)
-        if bias is not None:
-            scores = scores + bias.to(scores.dtype)  # (H, T, S) broadcast over B
-        weights = F.softmax((scores + mask).float(), dim=-1).to(q.dtype)  # (B, H, T, S)
-        out = F.dropout(weights, self.dropout, self.training) @ v  # (B, H, T, D)
-        self.backends.add("additive_mask")
-        return out, (weights if need_weights else None)
+        return scores + torch.zeros(hidden.shape, device=scores.device).masked_fill(hidden, fill).to(scores.dtype)
 
 
 @KERNELS.builtin("sdpa")
