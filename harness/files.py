@@ -10,8 +10,13 @@ import tempfile
 from pathlib import Path
 
 
-def data_dir() -> Path | None:
-    """``$ABLATE_DATA_DIR`` (where tinyshakespeare.txt is looked up first), ``~`` expanded; None when unset or empty."""
+def data_dir(given: Path | None = None) -> Path | None:
+    """``given``, else ``$ABLATE_DATA_DIR`` (where tinyshakespeare.txt is looked up first), ``~`` expanded.
+
+    None when neither is given nor set (an empty variable is unset).
+    """
+    if given is not None:
+        return given
     return Path(env).expanduser() if (env := os.environ.get("ABLATE_DATA_DIR")) else None
 
 

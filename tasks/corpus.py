@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from harness.files import data_dir as env_data_dir
 from harness.tasks.base import Chance, Split, Task
 
 if TYPE_CHECKING:
@@ -25,11 +24,6 @@ def cache_dir() -> Path:
     if os.environ.get("ABLATE_CACHE_DIR"):
         return Path(os.environ["ABLATE_CACHE_DIR"]).expanduser()
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "ablate"
-
-
-def data_dir_or_env(data_dir: Path | None) -> Path | None:
-    """``data_dir``, else ``$ABLATE_DATA_DIR`` when set."""
-    return env_data_dir() if data_dir is None else data_dir
 
 
 def split_bounds(n: int, val_fraction: float = 0.05, test_fraction: float = 0.05) -> dict[str, tuple[int, int]]:

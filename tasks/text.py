@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from harness import files
 from harness.files import write_atomic
 from harness.tasks import TASKS
 from harness.tasks.base import DataUnavailableError, TaskParams
-from harness.tasks.corpus import CorpusTask, cache_dir, data_dir_or_env, split_bounds
+from harness.tasks.corpus import CorpusTask, cache_dir, split_bounds
 from harness.tasks.vocab import BPEVocab, CharVocab
 
 if TYPE_CHECKING:
@@ -60,8 +61,7 @@ def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None, n
             corpus that is only whitespace.
     """
     given = Path(path).expanduser()
-    data_dir = data_dir_or_env(data_dir)
-    folders = [*([near] if near else []), *([Path(data_dir)] if data_dir else []), Path.cwd(), cache_dir()]
+    folders = [f for f in (near, files.data_dir(data_dir), Path.cwd(), cache_dir()) if f is not None]
     tried = [given] if given.is_absolute() else [folder / given for folder in folders]
     found = next((candidate for candidate in tried if candidate.exists()), None)
     if found is None:
@@ -70,20 +70,20 @@ def read_path(path: str, glob: str = "**/*.txt", data_dir: Path | None = None, n
             "existing file or folder as the task param path (relative paths are looked up in the ablation file's "
             f"folder, $ABLATE_DATA_DIR, the working directory, then the cache {cache_dir()})"
         )
-    files = [found]
+    paths = [found]
     if found.is_dir():
         hidden = lambda p: any(part.startswith(".") for part in p.relative_to(found).parts)
-        files = sorted(
+        paths = sorted(
             (p for p in found.glob(glob) if p.is_file() and not hidden(p)),
             key=lambda p: p.relative_to(found).as_posix(),
         )
-        if not files:
+        if not paths:
             raise DataUnavailableError(
                 f"text: folder {found} holds no file matching {glob!r}; put the corpus's .txt files in it or "
                 "set the task param glob (e.g. '**/*.md')"
             )
-    payloads = [f.read_bytes() for f in files]
-    text = "".join(_decode(b, f) for b, f in zip(payloads, files))  # a message names the file
+    payloads = [f.read_bytes() for f in paths]
+    text = "".join(_decode(b, f) for b, f in zip(payloads, paths))  # a message names the file
     return _corpus(text, b"".join(payloads), str(found))
 
 
@@ -198,11 +198,8 @@ def content_sha256(path: Path) -> str:
 
     A rewrite that keeps the size and the modification time is still another corpus.
     """
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 class TextParams(TaskParams):

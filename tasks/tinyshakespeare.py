@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from harness import files
 from harness.files import write_atomic
 from harness.tasks import TASKS
 from harness.tasks.base import DataUnavailableError
-from harness.tasks.corpus import CorpusTask, cache_dir, data_dir_or_env, split_bounds
+from harness.tasks.corpus import CorpusTask, cache_dir, split_bounds
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -44,7 +45,7 @@ def find(data_dir: Path | None = None) -> Path | None:
     Raises:
         DataChecksumError: For a copy whose sha256 is wrong.
     """
-    data_dir = data_dir_or_env(data_dir)
+    data_dir = files.data_dir(data_dir)
     for path in ([Path(data_dir) / FILENAME] if data_dir is not None else []) + [cache_dir() / FILENAME]:
         if path.is_file():
             _verify(path.read_bytes(), path)
@@ -61,7 +62,7 @@ def locate(data_dir: Path | None = None) -> Path:
     """
     if (found := find(data_dir)) is not None:
         return found
-    data_dir = data_dir_or_env(data_dir)
+    data_dir = files.data_dir(data_dir)
     cached = cache_dir() / FILENAME
     try:
         with urllib.request.urlopen(URL, timeout=DOWNLOAD_TIMEOUT_S) as response:

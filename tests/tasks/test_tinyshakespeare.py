@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from harness import files
 from harness.cli import output
 from harness.tasks import DataChecksumError, DataUnavailableError, build_task, corpus
 from harness.tasks import tinyshakespeare as ts
@@ -103,10 +104,10 @@ def test_the_data_dir_variable_is_read_one_way(monkeypatch: pytest.MonkeyPatch, 
     """The task and the CLI read ``$ABLATE_DATA_DIR`` through one function: ``~`` expanded, empty as unset."""
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("ABLATE_DATA_DIR", "~/data")
-    assert corpus.data_dir_or_env(None) == output.data_dir() == tmp_path / "data"
-    assert corpus.data_dir_or_env(Path("given")) == Path("given")
+    assert files.data_dir(None) == output.data_dir() == tmp_path / "data"
+    assert files.data_dir(Path("given")) == Path("given")
     monkeypatch.setenv("ABLATE_DATA_DIR", "")
-    assert corpus.data_dir_or_env(None) is None and output.data_dir() is None
+    assert files.data_dir(None) is None and output.data_dir() is None
 
 
 def test_checksum_mismatch_in_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
