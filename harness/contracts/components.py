@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from harness.contracts import shapes
 from harness.contracts.causal import MODES, causality, prefix, tokens
-from harness.contracts.result import CheckReport, ContractFailed, ContractResult, Passed, Refused, run_contract
+from harness.contracts.result import CheckReport, ContractFailed, Passed, Refused, run_contract, skipped
 from harness.contracts.targets import CheckTarget, resolve
 from harness.contracts.tasks import check_task
 from harness.dtypes import DTYPE_NAMES
@@ -72,14 +72,10 @@ def check(
     family, name = target.family, target.name
     if family is None:
         return check_task(name, seed, data_dir)
-    version, label = str(family.registry.version(name)), f"{family.config_key}={name}"
+    version, label = str(family.registry.version(name)), target.label
     first = run_contract("config", _config, family, name)
     if first.status != "pass":
-        rest = [
-            ContractResult(c, "skipped", "the model could not be built", 0.0)
-            for c in CONTRACTS[1:]
-            if lengths or c != CONTRACTS[-1]
-        ]
+        rest = skipped(CONTRACTS[1:] if lengths else CONTRACTS[1:-1], "the model could not be built")
         return CheckReport(label, "component", version, (first, *rest))
     cfg = host_config(family, name)
     default = host_config(family, family.default) if family.registry.canonical(name) != family.default else None
@@ -156,18 +152,22 @@ def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Passed:
     except ValueError as exc:
         raise Refused(f"kernel '{cfg.kernel}' refuses it before any run: {exc}") from None
     model = build(cfg, seed).train()
-    idx, targets = tokens(BATCH, L, seed, V), tokens(BATCH, L, seed + 1, V)
     autocast = torch.autocast("cpu", dtype=dtype) if dtype != torch.float32 else contextlib.nullcontext()
     with autocast:
         if dtype != torch.float32 and not torch.is_autocast_enabled("cpu"):
             raise Refused(f"torch {torch.__version__} has no CPU autocast to {dtype}")
-        logits = model(idx)  # (B, T, V)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
+        logits, loss = _step(model, seed)
     _finite(logits, f"logits not finite under {dtype_name}")
     loss.backward()
     if bad := [n for n, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]:
         raise ContractFailed(f"gradients not finite under {dtype_name}: {', '.join(bad[:5])}")
     return f"logits {str(logits.dtype).removeprefix('torch.')}, loss {loss.item():.3f}, every gradient finite"
+
+
+def _step(model: TransformerLM, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The logits (B, T, V) of a batch of ``seed``'s tokens and their loss (in float32) on ``seed + 1``'s."""
+    logits = model(tokens(BATCH, L, seed, V))  # (B, T, V)
+    return logits, F.cross_entropy(logits.float().flatten(0, 1), tokens(BATCH, L, seed + 1, V).flatten())
 
 
 def _finite(logits: torch.Tensor, what: str) -> None:
@@ -243,8 +243,7 @@ def gradients(cfg: TransformerConfig, seed: int) -> Passed:
         ContractFailed: naming the parameters with no, a zero or a non-finite gradient (up to 5 of each).
     """
     model = build(cfg, seed).train()
-    logits = model(tokens(BATCH, L, seed, V))
-    F.cross_entropy(logits.flatten(0, 1), tokens(BATCH, L, seed + 1, V).flatten()).backward()
+    _step(model, seed)[1].backward()
     named = list(model.named_parameters())
     problems = {
         "no gradient": [n for n, p in named if p.grad is None],
@@ -296,8 +295,7 @@ def model_cost(model: TransformerLM, seq_len: int, seed: int = 0) -> dict[str, A
     limit = POSITIONAL.get(model.cfg.position).max_positions(model.cfg)
     if limit is not None and limit < seq_len:
         return row | {"refused": f"max_positions {limit}"}
-    gen = torch.Generator().manual_seed(seed)
-    idx = torch.randint(0, model.cfg.vocab_size, (1, seq_len), generator=gen)  # (1, T)
+    idx = tokens(1, seq_len, seed, model.cfg.vocab_size)  # (1, T)
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     saved: dict[int, int] = {}
 

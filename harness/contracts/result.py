@@ -8,7 +8,7 @@ it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -85,3 +85,8 @@ def run_contract(contract: str, fn: Callable[..., Passed], *args: Any) -> Contra
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         status, detail = "fail", f"raised {type(exc).__name__}" + (f": {first}" if first else "")
     return ContractResult(contract, status, detail, time.perf_counter() - start, data)
+
+
+def skipped(contracts: Iterable[str], why: str) -> list[ContractResult]:
+    """A ``skipped`` result for each of ``contracts``: ``why``, the earlier contract they need failed."""
+    return [ContractResult(c, "skipped", why, 0.0) for c in contracts]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.contracts.result import CheckReport, ContractFailed, ContractResult, Passed, run_contract
+from harness.contracts.result import CheckReport, ContractFailed, Passed, run_contract, skipped
 from harness.tasks import IGNORE_INDEX, SPLITS, TASKS, DataUnavailableError, Task, TaskParams, build_task
 
 L, N = 32, 64
@@ -46,8 +46,7 @@ def check_task(
 
     results.append(run_contract("data", build))
     if task is None or results[-1].status != "pass":
-        missing = "the task could not be built or its data is missing"
-        results += [ContractResult(c, "skipped", missing, 0.0) for c in CONTRACTS[2:]]
+        results += skipped(CONTRACTS[2:], "the task could not be built or its data is missing")
     else:
         length = max(L, task.min_seq_len)
         contracts = (shapes, vocabulary, answers, determinism, splits, lengths)
