@@ -313,19 +313,19 @@ def check_schedule(cfg: RunConfig, where: str) -> None:
         AblateError: naming ``where``, when ``train.warmup_steps`` or ``train.val_every`` exceeds ``train.steps``.
     """
     t = cfg.train
-    if t.warmup_steps > t.steps:
-        raise AblateError(
-            f"{where}: train.warmup_steps={t.warmup_steps} is greater than train.steps={t.steps}, so the "
-            f"learning rate would never reach train.lr={t.lr:g}; lower train.warmup_steps to at most "
-            f"{t.steps} or raise train.steps"
-        )
-    if t.val_every > t.steps:
-        raise AblateError(
-            f"{where}: train.val_every={t.val_every} is greater than train.steps={t.steps}, so validation "
-            "would run only once, at the last step (no validation curve, a convergence target checked only "
-            f"there, no checkpoint before it); lower train.val_every to at most {t.steps} or raise "
-            "train.steps"
-        )
+    why = {
+        "warmup_steps": f"the learning rate would never reach train.lr={t.lr:g}",
+        "val_every": (
+            "validation would run only once, at the last step (no validation curve, a convergence target checked "
+            "only there, no checkpoint before it)"
+        ),
+    }
+    for key, what in why.items():
+        if (n := getattr(t, key)) > t.steps:
+            raise AblateError(
+                f"{where}: train.{key}={n} is greater than train.steps={t.steps}, so {what}; lower train.{key} to "
+                f"at most {t.steps} or raise train.steps"
+            )
 
 
 def get_path(cfg: RunConfig, path: str) -> Any:
