@@ -40,19 +40,12 @@ class CorpusTask(Task):
     """Base of the ``lm`` tasks on a corpus: a row is a random window of ``T + 1`` tokens of its split.
 
     Windows may overlap; every position is scored. A subclass gives :attr:`bounds`, the ``[start, stop)`` token
-    offsets of each split, and :meth:`_load`, the corpus's (N,) ids.
+    offsets of each split, and :attr:`ids`, the corpus's (N,) token ids (read on first use).
     """
 
     kind = "lm"
     bounds: dict[str, tuple[int, int]]
-
-    def _load(self) -> Tensor:
-        raise NotImplementedError
-
-    @functools.cached_property
-    def ids(self) -> Tensor:
-        """The corpus's (N,) token ids, read (:meth:`_load`) on first use."""
-        return self._load()
+    ids: Tensor
 
     def max_seq_len(self, split: Split) -> int:
         """The split's length in tokens less one: a row is a window of ``T + 1`` of them."""

@@ -8,6 +8,7 @@ naming the file and the fix.
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import io
@@ -281,7 +282,9 @@ class Text(CorpusTask):
 
         return torch.from_numpy(self.vocab.token_bytes)
 
-    def _load(self) -> Tensor:
+    @functools.cached_property
+    def ids(self) -> Tensor:
+        """:attr:`tokens` as a tensor."""
         import torch
 
         return torch.from_numpy(self.tokens)

@@ -6,6 +6,7 @@ half is ``val``, the second ``test``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import http.client
 import urllib.request
@@ -117,7 +118,9 @@ class TinyShakespeare(CorpusTask):
         """
         locate(self.data_dir)
 
-    def _load(self) -> Tensor:
+    @functools.cached_property
+    def ids(self) -> Tensor:
+        """The corpus's (SIZE,) token ids (:func:`load_encoded`), read on first use."""
         return load_encoded(self.data_dir)
 
 
