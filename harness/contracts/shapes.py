@@ -40,9 +40,8 @@ def position(name: str, cfg: m.TransformerConfig) -> str:
     pe = m.POSITIONAL.get(name)(cfg)
     for dtype in (torch.float32, torch.bfloat16):
         expect(f"add_to_embeddings {dtype}", pe.add_to_embeddings(torch.randn(B, T, C, dtype=dtype)), (B, T, C), dtype)
-        q, k = pe.rotate_qk(torch.randn(B, H, T, D, dtype=dtype), torch.randn(B, H, T, D, dtype=dtype))
-        expect(f"rotate_qk q {dtype}", q, (B, H, T, D), dtype)
-        expect(f"rotate_qk k {dtype}", k, (B, H, T, D), dtype)
+        for which, x in zip("qk", pe.rotate_qk(*(torch.randn(B, H, T, D, dtype=dtype) for _ in "qk")), strict=True):
+            expect(f"rotate_qk {which} {dtype}", x, (B, H, T, D), dtype)
     bias = pe.attention_bias(T, T)
     if bias is not None:
         expect("attention_bias(T, T)", bias, (H, T, T), torch.float32)

@@ -6,7 +6,6 @@ and the plugin loader (:func:`harness.experiment.plugins.families`), which check
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +37,7 @@ class ComponentFamily:
     @property
     def default(self) -> str:
         """The family's default entry: the config's default (``sinusoidal``, ``sdpa``, ...)."""
-        return {f.name: f.default for f in dataclasses.fields(TransformerConfig)}[self.key]
+        return getattr(TransformerConfig, self.key)
 
     def problem(self, obj: Any) -> str | None:
         """Why ``obj`` cannot be an entry of this family (with the fix), or None."""
