@@ -46,9 +46,8 @@ def find(data_dir: Path | None = None) -> Path | None:
     Raises:
         DataChecksumError: For a copy whose sha256 is wrong.
     """
-    data_dir = files.data_dir(data_dir)
-    for path in ([Path(data_dir) / FILENAME] if data_dir is not None else []) + [cache_dir() / FILENAME]:
-        if path.is_file():
+    for folder in (files.data_dir(data_dir), cache_dir()):
+        if folder is not None and (path := Path(folder) / FILENAME).is_file():
             _verify(path.read_bytes(), path)
             return path
     return None

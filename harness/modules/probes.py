@@ -95,7 +95,7 @@ def masked_attention(model: TransformerLM, idx: Tensor, key_padding_mask: Tensor
     """
     kernels = [block.attn.kernel for block in model.blocks]
     nan = float("nan")
-    if not all(getattr(k, "returns_weights", False) for k in kernels):
+    if not all(k.returns_weights for k in kernels):
         return dict.fromkeys(
             ("attn_masked_max", "attn_fully_masked_rows", "attn_fully_masked_mass", "attn_nonfinite_rows"), nan
         )
