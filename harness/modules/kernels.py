@@ -312,12 +312,13 @@ class LinearAttention(AttentionKernel):
 
     softmax = False
     eps = 1e-6
+    no_dropout = "kernel 'linear' has no attention weights to drop out; set model.dropout=0"
 
     def __init__(
         self, dropout: float = 0.0, scale: float | None = None, mask_fill: str = "-inf", chunk: int = 64
     ) -> None:
         if dropout:
-            raise ValueError("kernel 'linear' has no attention weights to drop out; set model.dropout=0")
+            raise ValueError(self.no_dropout)
         super().__init__(0.0, None, mask_fill)
         self.chunk = chunk
 
@@ -334,7 +335,7 @@ class LinearAttention(AttentionKernel):
                 "sinusoidal, learned or nope"
             )
         if cfg.dropout:
-            raise ValueError("kernel 'linear' has no attention weights to drop out; set model.dropout=0")
+            raise ValueError(cls.no_dropout)
         if cfg.scale != "d_head":
             raise ValueError(f"kernel 'linear' has no score scale; attention.scale={cfg.scale} would be ignored")
 
