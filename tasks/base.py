@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 import numpy as np
 import pydantic
@@ -25,8 +25,8 @@ if TYPE_CHECKING:  # torch is imported where tensors are made: `ablate list` sta
 
 IGNORE_INDEX = -100  # the target of a position that takes no loss (PyTorch's ``cross_entropy`` default)
 
-SPLITS = ("train", "val", "test")
 Split = Literal["train", "val", "test"]
+SPLITS: tuple[Split, ...] = get_args(Split)
 
 
 class DataUnavailableError(RuntimeError):

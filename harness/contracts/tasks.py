@@ -58,9 +58,9 @@ def check_task(
 def _batches(task: Task, length: int, seed: int):
     """(split, T, inputs, targets) for every split at L, 4 L (if the split holds it) and ``min_seq_len``."""
     for split in SPLITS:
-        longest = task.max_seq_len(split)  # type: ignore[arg-type]
+        longest = task.max_seq_len(split)
         for t in sorted({n for n in (task.min_seq_len, length, 4 * length) if longest is None or n <= longest}):
-            yield (split, t, *task.sample(N, t, _rng(seed), split))  # type: ignore[arg-type]
+            yield (split, t, *task.sample(N, t, _rng(seed), split))
 
 
 def version(name: str, cls: type[Task]) -> Passed:
@@ -217,7 +217,7 @@ def determinism(task: Task, length: int, seed: int) -> Passed:
             its generator, or its parameters leave a single problem).
     """
     for split in SPLITS:
-        a, b, c = (task.sample(N, length, _rng(s), split) for s in (seed, seed, seed + 1))  # type: ignore[arg-type]
+        a, b, c = (task.sample(N, length, _rng(s), split) for s in (seed, seed, seed + 1))
         if not (torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])):
             raise ContractFailed(f"{split}: the same generator seed gave other data")
         if torch.equal(a[0], c[0]) and torch.equal(a[1], c[1]):
@@ -290,17 +290,17 @@ def lengths(task: Task, length: int, seed: int) -> Passed:
     """
     notes = []
     for split in SPLITS:
-        longest = task.max_seq_len(split)  # type: ignore[arg-type]
+        longest = task.max_seq_len(split)
         if longest is None:
             if task.kind != "synthetic":
                 raise ContractFailed(f"{split}: an lm task reads a corpus of finite size and must state max_seq_len")
-            task.sample(2, 4 * length, _rng(seed), split)  # type: ignore[arg-type]
+            task.sample(2, 4 * length, _rng(seed), split)
             continue
         if not isinstance(longest, int) or longest < task.min_seq_len:
             raise ContractFailed(f"{split}: max_seq_len {longest!r} below min_seq_len {task.min_seq_len}")
-        x, _ = task.sample(1, longest, _rng(seed), split)  # type: ignore[arg-type]
+        x, _ = task.sample(1, longest, _rng(seed), split)
         try:
-            task.sample(1, longest + 1, _rng(seed), split)  # type: ignore[arg-type]
+            task.sample(1, longest + 1, _rng(seed), split)
         except ValueError:
             notes.append(f"{split} {longest:,}")
             continue
