@@ -146,9 +146,14 @@ def finite(cfg: TransformerConfig, dtype_name: str, seed: int) -> Passed:
         ContractFailed: the logits (first position named) or gradients (parameters named) are not finite.
     """
     dtype, position = DTYPES[dtype_name], POSITIONAL.get(cfg.position)
-    mask = {"with_mask": position.adds_bias(), "mask_requires_grad": position.bias_requires_grad(cfg)}
     try:  # the kernel's own refusal on CPU, as the pre-run checks ask it (grid.py)
-        KERNELS.get(cfg.kernel).check_available("cpu", dtype, dropout=cfg.dropout, **mask)
+        KERNELS.get(cfg.kernel).check_available(
+            "cpu",
+            dtype,
+            with_mask=position.adds_bias(),
+            dropout=cfg.dropout,
+            mask_requires_grad=position.bias_requires_grad(cfg),
+        )
     except ValueError as exc:
         raise Refused(f"kernel '{cfg.kernel}' refuses it before any run: {exc}") from None
     model = build(cfg, seed).train()

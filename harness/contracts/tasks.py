@@ -30,9 +30,8 @@ def check_task(
     name: str, seed: int = 0, data_dir: Path | None = None, params: Mapping[str, Any] | None = None
 ) -> CheckReport:
     """Every contract of task ``name`` built with ``params`` (default: its ``example_params``)."""
-    cls = TASKS.get(name)
-    label = f"task={TASKS.canonical(name)}"
-    results = [run_contract("version", version, TASKS.canonical(name), cls)]
+    cls, canonical = TASKS.get(name), TASKS.canonical(name)
+    results = [run_contract("version", version, canonical, cls)]
     task: Task | None = None
 
     def build() -> Passed:
@@ -52,7 +51,7 @@ def check_task(
         contracts = (shapes, vocabulary, answers, determinism, splits, lengths)
         results += [run_contract(c, fn, task, length, seed) for c, fn in zip(CONTRACTS[2:], contracts, strict=True)]
     version_ = task.version if task is not None else getattr(cls, "version", "")  # an instance may add data digests
-    return CheckReport(label, "task", str(version_), tuple(results))
+    return CheckReport(f"task={canonical}", "task", str(version_), tuple(results))
 
 
 def _batches(task: Task, length: int, seed: int):
@@ -298,7 +297,7 @@ def lengths(task: Task, length: int, seed: int) -> Passed:
             continue
         if not isinstance(longest, int) or longest < task.min_seq_len:
             raise ContractFailed(f"{split}: max_seq_len {longest!r} below min_seq_len {task.min_seq_len}")
-        x, _ = task.sample(1, longest, _rng(seed), split)
+        task.sample(1, longest, _rng(seed), split)
         try:
             task.sample(1, longest + 1, _rng(seed), split)
         except ValueError:
