@@ -108,14 +108,12 @@ class CorrectSplit(HeadSplit):
     @staticmethod
     def split(x: Tensor, n_heads: int) -> Tensor:
         """``x`` (B, T, C) cut into ``n_heads`` heads: (B, H, T, D), head h holding channels ``h*D .. h*D + D - 1``."""
-        B, T, C = x.shape
-        return x.view(B, T, n_heads, C // n_heads).transpose(1, 2)  # (B, H, T, D)
+        return x.unflatten(-1, (n_heads, -1)).transpose(1, 2)  # (B, T, H, D) -> (B, H, T, D)
 
     @staticmethod
     def merge(y: Tensor) -> Tensor:
         """The heads ``y`` (B, H, T, D) put back side by side: (B, T, C), the exact inverse of :meth:`split`."""
-        B, H, T, D = y.shape
-        return y.transpose(1, 2).contiguous().view(B, T, H * D)  # (B, T, C)
+        return y.transpose(1, 2).flatten(2)  # (B, T, H, D) -> (B, T, C)
 
 
 @HEAD_SPLITS.builtin("transpose_missing")
@@ -131,14 +129,14 @@ class TransposeMissingSplit(HeadSplit):
     @staticmethod
     def split(x: Tensor, n_heads: int) -> Tensor:
         """``x`` (B, T, C) viewed as ``n_heads`` heads (B, H, T, D) without the transpose: right in shape only."""
-        B, T, C = x.shape
-        return x.contiguous().view(B, n_heads, T, C // n_heads)  # (B, H, T, D) in shape only
+        B, T, _ = x.shape
+        return x.reshape(B, n_heads, T, -1)  # (B, H, T, D) in shape only
 
     @staticmethod
     def merge(y: Tensor) -> Tensor:
         """``y`` (B, H, T, D) viewed back as (B, T, C): the exact inverse of :meth:`split`."""
-        B, H, T, D = y.shape
-        return y.contiguous().view(B, T, H * D)  # (B, T, C)
+        B, _, T, _ = y.shape
+        return y.reshape(B, T, -1)  # (B, T, C)
 
 
 @HEAD_SPLITS.builtin("split_no_transpose")
