@@ -75,7 +75,7 @@ class Registry(Generic[T]):
 
         def deco(obj: T) -> T:
             for key in (name, *aliases):
-                if key in self._versions or key in self._aliases:
+                if key in self:
                     raise NameTakenError(self.family, key)
             self._entries[name] = obj
             self._versions[name] = version
