@@ -11,7 +11,7 @@ import importlib.resources
 from collections.abc import Collection
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from harness.config import format_validation_error
 from harness.errors import AblateError
@@ -216,7 +216,7 @@ def load_claims() -> dict[str, Claim]:
     return parse_claims(load_yaml(text))
 
 
-class Control(BaseModel):
+class Control(Decl):
     """``kind: negative``: a known bug (e.g. a wrong head split) that the harness must catch.
 
     That is, judge ``expect`` (``worse``, adjusted p < 0.05) on a task's primary metric. The reports index shows each
@@ -225,7 +225,6 @@ class Control(BaseModel):
     trusted with smaller differences on it.
     """
 
-    model_config = ConfigDict(extra="forbid")
     kind: Literal["negative"] = Field(description="negative: a variant carries a known bug")
     expect: Literal["better", "worse"] = Field("worse", description="the verdict the control variant must get")
     variant: str | None = Field(
@@ -278,7 +277,7 @@ class Control(BaseModel):
             )
 
 
-class Comparison(metrics.KnownMetric):
+class Comparison(Decl, metrics.KnownMetric):
     """One comparison that tests a published result: ``variant`` against ``reference``, and the verdict expected.
 
     The runs are ``ablation``'s in ``profile`` on ``task``, compared on ``metric``; ``expect`` (if the published result
@@ -286,7 +285,6 @@ class Comparison(metrics.KnownMetric):
     task's sesoi); ``reference_min``: the reference's mean the published result needs (not a verdict rule).
     """
 
-    model_config = ConfigDict(extra="forbid")
     ablation: str
     profile: str
     task: str
@@ -297,7 +295,7 @@ class Comparison(metrics.KnownMetric):
     reference_min: float | None = None
 
 
-class PositiveControl(BaseModel):
+class PositiveControl(Decl):
     """A positive control: a published result the harness should reproduce at CPU scale.
 
     An entry of ``reproductions.yaml``, the positive controls' registry (hence the ``reproduction`` the reports,
@@ -309,7 +307,6 @@ class PositiveControl(BaseModel):
     it tests.
     """
 
-    model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     paper: str = Field(min_length=1)
     source: str = Field(min_length=1)
