@@ -18,7 +18,7 @@ from harness.errors import AblateError
 from harness.experiment import claims as claims_file
 from harness.experiment import declaration, plugins
 from harness.experiment.claims import Control
-from harness.experiment.declaration import Decl, Profile, TaskEntry, check_file_names, check_name
+from harness.experiment.declaration import Decl, Profile, TaskEntry, check_file_names, check_name, repeated
 from harness.experiment.declaration_errors import format_declaration_error
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
@@ -92,7 +92,7 @@ class Ablation(Decl):
                 f"claims: {unknown[0]!r} is not a claim of harness/experiment/claims.yaml"
                 f"{did_you_mean(unknown[0], list(known))}; claims: {', '.join(known)}"
             )
-        if dupes := sorted({c for c in self.claims if self.claims.count(c) > 1}):
+        if dupes := repeated(self.claims):
             raise ValueError(f"claims: {dupes} appear more than once")
         for kind, names in (("profile", self.profiles), ("task", self.tasks)):
             for name in names:
@@ -135,7 +135,7 @@ class Ablation(Decl):
                     f"profile {name!r}: only_tasks names tasks not in the ablation: {unknown}"
                     f"{did_you_mean(unknown[0], list(self.tasks))}; tasks: {list(self.tasks)}"
                 )
-            if dupes := sorted({t for t in prof.only_tasks if prof.only_tasks.count(t) > 1}):
+            if dupes := repeated(prof.only_tasks):
                 raise ValueError(f"profile {name!r}: only_tasks repeats {dupes}")
             run = prof.only_variants or labels
             if unknown := [v for v in prof.exploratory_variants if v not in run]:
@@ -157,7 +157,7 @@ class Ablation(Decl):
                 )
             if self.baseline_label not in prof.only_variants:
                 raise ValueError(f"profile {name!r}: only_variants must hold the baseline {self.baseline_label!r}")
-            if dupes := sorted({v for v in prof.only_variants if prof.only_variants.count(v) > 1}):
+            if dupes := repeated(prof.only_variants):
                 raise ValueError(f"profile {name!r}: only_variants repeats {dupes}")
             if set(prof.only_variants) == {self.baseline_label}:
                 raise ValueError(

@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError, model_validator
 from harness.config import format_validation_error
 from harness.errors import AblateError
 from harness.experiment import metrics
-from harness.experiment.declaration import Decl
+from harness.experiment.declaration import Decl, repeated
 from harness.registry import did_you_mean
 from harness.yaml12 import YAMLError, load_yaml
 
@@ -150,7 +150,7 @@ class Claim(Decl):
     @model_validator(mode="after")
     def _audit(self) -> Claim:
         words = [p.words for p in self.parts]
-        if dupes := sorted({w for w in words if words.count(w) > 1}):
+        if dupes := repeated(words):
             raise ValueError(f"parts: {dupes[0]!r} appears more than once")
         for i, ev in enumerate(self.evidence):
             if self.parts and ev.part not in words:
