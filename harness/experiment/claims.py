@@ -193,8 +193,9 @@ def claimed_metrics(claim_ids: Collection[str], task: str) -> set[str]:
     return {ev.metric for cid in claim_ids for ev in claims[cid].evidence if ev.task == task}
 
 
-def guards_problem(ids: list[str], known: Collection[str], field: str = "guards") -> str | None:
-    """What is wrong with the claim ids a control guards (each a claim of ``known``, once), or None."""
+def guards_problem(ids: list[str], field: str = "guards") -> str | None:
+    """What is wrong with the claim ids a control guards (each a claim of :func:`load_claims`, once), or None."""
+    known = load_claims()
     for i, cid in enumerate(ids):
         if cid not in known:
             return (
@@ -236,15 +237,12 @@ class Control(Decl):
     )
     profile: str = Field("confirm", description="the confirmatory profile whose runs say whether it was caught")
 
-    def check(
-        self, labels: list[str], baseline: str, claims: Collection[str], confirmatory: dict[str, bool], own: list[str]
-    ) -> None:
+    def check(self, labels: list[str], baseline: str, confirmatory: dict[str, bool], own: list[str]) -> None:
         """Check the control against the ablation that declares it (for pydantic).
 
         Args:
             labels: the labels of the grid's points.
             baseline: the baseline's label.
-            claims: the ids of every claim.
             confirmatory: each profile of the ablation -> whether it is confirmatory.
             own: the ablation's own claims.
 
@@ -261,7 +259,7 @@ class Control(Decl):
             )
         if not self.guards:
             return
-        if problem := guards_problem(self.guards, claims, "control.guards"):
+        if problem := guards_problem(self.guards, "control.guards"):
             raise ValueError(problem)
         if mine := [c for c in self.guards if c in own]:
             raise ValueError(
