@@ -271,9 +271,8 @@ def load(name_or_path: str) -> Ablation:
             f"the ablation name {name_or_path!r} is empty; name a registered ablation (`ablate list`) "
             f"or pass the path to its YAML file"
         )
-    path = Path(name_or_path)
+    path, known = Path(name_or_path), available()
     if path.suffix not in (".yaml", ".yml"):
-        known = available()
         if name_or_path in known:
             path = known[name_or_path]
         elif path.is_dir():
@@ -286,7 +285,6 @@ def load(name_or_path: str) -> Ablation:
                 f"run `ablate list` to see them"
             )
     elif not path.exists():
-        known = available()
         fix = (  # `pe_extrapolation.yaml` from another folder
             f"the registered ablation {path.stem!r} is named without .yaml ({known[path.stem]})"
             if path.stem in known
@@ -299,7 +297,7 @@ def load(name_or_path: str) -> Ablation:
     # a file of one's own may not take a registered ablation's name (both grids' runs would land in
     # RESULTS/<name>); the registered file itself, or a byte-for-byte copy of it, is that ablation
     name = data.get("name")
-    if (registered := available().get(name) if isinstance(name, str) else None) is not None:
+    if (registered := known.get(name) if isinstance(name, str) else None) is not None:
         try:
             same = path.resolve() == registered.resolve() or path.read_bytes() == registered.read_bytes()
         except OSError:
