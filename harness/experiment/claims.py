@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 from collections.abc import Collection
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -23,6 +23,9 @@ from harness.yaml12 import YAMLError, load_yaml
 CLAIMS = "claims.yaml"
 REGISTRY = "reproductions.yaml"  # the positive controls' registry: each entry a published result to reproduce
 
+Words = Annotated[str, Field(min_length=1)]
+"""Text that must say something (at least one character)."""
+
 
 class Trend(Decl):
     """A comparison along an ordered axis (docs/statistics.md, "Trends along an axis").
@@ -31,8 +34,8 @@ class Trend(Decl):
     Per level, ``metrics`` / ``variants`` / ``against`` name what is compared there (default: the entry's own).
     """
 
-    axis: str = Field(min_length=1, description="what grows: the length multiple, the depth, the head count")
-    unit: str = Field(min_length=1, description="the slope's unit, printed: 'doubling of the length'")
+    axis: Words = Field(description="what grows: the length multiple, the depth, the head count")
+    unit: Words = Field(description="the slope's unit, printed: 'doubling of the length'")
     levels: list[float] = Field(min_length=2)
     log2: bool = False
     metrics: list[str] | None = None
@@ -109,8 +112,8 @@ class Source(Decl):
     """
 
     file: str = Field(pattern=r"^\d{3}_[0-9a-f]{16}$")
-    quote: str = Field(min_length=1)
-    translation: str = Field(min_length=1)
+    quote: Words
+    translation: Words
     setting: Setting = Setting()
     mechanism: str | None = None
 
@@ -306,12 +309,12 @@ class PositiveControl(Decl):
     """
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
-    paper: str = Field(min_length=1)
-    source: str = Field(min_length=1)
-    setting: str = Field(min_length=1)
-    result: str = Field(min_length=1)
-    expected: str = Field(min_length=1)
-    differences: str = Field(min_length=1)
+    paper: Words
+    source: Words
+    setting: Words
+    result: Words
+    expected: Words
+    differences: Words
     comparisons: list[Comparison] = Field(min_length=1)
     guards: list[str] = Field(default_factory=list)
     guards_why: str | None = None
