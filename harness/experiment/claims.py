@@ -44,7 +44,7 @@ class Trend(Decl):
 
     @model_validator(mode="after")
     def _one_per_level(self) -> Trend:
-        if sorted(self.levels) != self.levels or len(set(self.levels)) < len(self.levels):
+        if sorted(set(self.levels)) != self.levels:
             raise ValueError("trend.levels: give distinct levels in increasing order")
         if self.log2 and min(self.levels) <= 0:
             raise ValueError("trend.levels: log2 needs positive levels")
