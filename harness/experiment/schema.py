@@ -93,7 +93,7 @@ def _declaration(pyd: dict[str, Any], suffix: str, keys: dict[str, Any], tasks: 
 
     profile = copy.deepcopy(pyd["$defs"]["Profile"])
     pp = profile["properties"]
-    pp["overrides"] = {**config_ref, "description": pp["overrides"].get("description", "")}
+    pp["overrides"] = {**config_ref, "description": pp["overrides"]["description"]}
     pp["tasks"] = {**pp["tasks"], "propertyNames": task_name, "additionalProperties": config_ref}
     pp["tune"] = {**pp["tune"], "propertyNames": {"enum": list(keys)}}
     pp["only_tasks"]["items"] = task_name
@@ -123,7 +123,7 @@ def _declaration(pyd: dict[str, Any], suffix: str, keys: dict[str, Any], tasks: 
         "additionalProperties": False,
     }
     ap["baseline"] = {**ap["baseline"], "properties": keys, "additionalProperties": False, "minProperties": 1}
-    ap["base"] = {**config_ref, "description": ap["base"].get("description", "")}
+    ap["base"] = {**config_ref, "description": ap["base"]["description"]}
     ap["tasks"] = {**ap["tasks"], **task_map}
     ap["profiles"] = {
         **ap["profiles"],
