@@ -248,12 +248,13 @@ def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
     axes = example["axes"]
     for key in schema.config_keys(None):
         value = bad_config_value(defs[key])
+        written = _code(value)[1:-1]
         if key in axes:  # an axis: the bad value is one more point of the grid
             said = refusal(with_value(example, ("axes", key), [*axes[key], value]))
-            shown = f"axes: {{{key}: [..., {_code(value)[1:-1]}]}}"
+            shown = f"axes: {{{key}: [..., {written}]}}"
         else:
-            said = refusal(example, (f"{key}={_code(value)[1:-1]}",))
-            shown = f"{key}={_code(value)[1:-1]}"
+            shown = f"{key}={written}"
+            said = refusal(example, (shown,))
         rows.append(f"| `{key}` | {_row(defs[key], defs)} `{_cell(shown)}`: {_cell(said)} |")
     return rows
 
