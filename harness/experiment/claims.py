@@ -172,10 +172,10 @@ class Claim(Decl):
         return self
 
 
-def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, Claim]:
+def parse_claims(data: Any) -> dict[str, Claim]:
     """Validated claims by id; AblateError."""
     if not isinstance(data, list):
-        raise AblateError(f"{where}: expected a list of claims, got {type(data).__name__}")
+        raise AblateError(f"{CLAIMS}: expected a list of claims, got {type(data).__name__}")
     out: dict[str, Claim] = {}
     for i, entry in enumerate(data):
         name = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
@@ -183,9 +183,9 @@ def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, Claim]:
             claim = Claim.model_validate(entry)
         except ValidationError as exc:
             keys = [*Claim.model_fields, *Evidence.model_fields, *Part.model_fields]
-            raise AblateError(f"{where}: {format_validation_error(exc, f'claim {name}', keys=keys)}") from None
+            raise AblateError(f"{CLAIMS}: {format_validation_error(exc, f'claim {name}', keys=keys)}") from None
         if claim.id in out:
-            raise AblateError(f"{where}: claim id {claim.id!r} appears twice")
+            raise AblateError(f"{CLAIMS}: claim id {claim.id!r} appears twice")
         out[claim.id] = claim
     return out
 

@@ -178,7 +178,7 @@ def _check_model(cfg: RunConfig, task: Task, where: str) -> None:
         )
 
 
-def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str, overridden: bool = False) -> None:
+def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str, overridden: bool) -> None:
     """The primary and gate metrics must be ones the task produces at the evaluated lengths with the probes it asks for.
 
     The target one must be one the validation pass logs (:mod:`harness.experiment.metrics`). ``overridden``: the
