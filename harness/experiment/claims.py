@@ -7,8 +7,8 @@ an ablation declares (``control:``) and the published results of ``reproductions
 from __future__ import annotations
 
 import functools
-import importlib.resources
 from collections.abc import Collection
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -216,7 +216,7 @@ def load_claims() -> dict[str, Claim]:
     Raises:
         AblateError: the file is not a list of valid claims, or an id appears twice (:func:`parse_claims`).
     """
-    text = importlib.resources.files("harness.experiment").joinpath(CLAIMS).read_text(encoding="utf-8")
+    text = Path(__file__).with_name(CLAIMS).read_text(encoding="utf-8")
     return parse_claims(load_yaml(text))
 
 
@@ -352,7 +352,7 @@ def load_registry() -> tuple[PositiveControl, ...]:
     Raises:
         AblateError: the file is not valid YAML, or :func:`parse` refuses it.
     """
-    text = importlib.resources.files("harness.experiment").joinpath(REGISTRY).read_text(encoding="utf-8")
+    text = Path(__file__).with_name(REGISTRY).read_text(encoding="utf-8")
     try:
         return tuple(parse(load_yaml(text)))
     except YAMLError as exc:
