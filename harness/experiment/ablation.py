@@ -177,8 +177,8 @@ class Ablation(Decl):
                 if where in tuned and path in self.axes:
                     raise ValueError(f"{where}: {path} is an axis of the ablation; an axis cannot be tuned")
         if self.control is not None:
-            confirmatory = {name: prof.confirmatory for name, prof in self.profiles.items()}
-            self.control.check(labels, self.baseline_label, confirmatory, self.claims)
+            confirm = [name for name, prof in self.profiles.items() if prof.confirmatory]
+            self.control.check(labels, self.baseline_label, confirm, self.claims)
         if not self.profiles:
             raise ValueError("profiles is empty; declare at least one, e.g. profiles: {cpu: {seeds: [0, 1, 2]}}")
         if self.default_profile not in self.profiles:

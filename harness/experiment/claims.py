@@ -240,13 +240,13 @@ class Control(Decl):
     )
     profile: str = Field("confirm", description="the confirmatory profile whose runs say whether it was caught")
 
-    def check(self, labels: list[str], baseline: str, confirmatory: dict[str, bool], own: list[str]) -> None:
+    def check(self, labels: list[str], baseline: str, confirm: list[str], own: list[str]) -> None:
         """Check the control against the ablation that declares it (for pydantic).
 
         Args:
             labels: the labels of the grid's points.
             baseline: the baseline's label.
-            confirmatory: each profile of the ablation -> whether it is confirmatory.
+            confirm: the ablation's confirmatory profiles.
             own: the ablation's own claims.
 
         Raises:
@@ -269,7 +269,6 @@ class Control(Decl):
                 f"control.guards: {mine[0]!r} is a claim of this ablation, whose verdict is the control's own "
                 "outcome; a control guards the claims of other ablations"
             )
-        confirm = [name for name, yes in confirmatory.items() if yes]
         if self.profile not in confirm:
             raise ValueError(
                 f"control.profile {self.profile!r} is not a confirmatory profile of this ablation"
