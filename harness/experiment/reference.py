@@ -17,6 +17,7 @@ import yaml
 from harness.errors import AblateError
 from harness.experiment import ablation, metrics, schema
 from harness.experiment import claims as claims_file
+from harness.experiment.declaration_errors import LEVELS
 from harness.experiment.plugins import families
 from harness.experiment.selection import select
 from harness.yaml12 import load_yaml
@@ -152,19 +153,6 @@ def bad_config_value(prop: dict[str, Any]) -> Any:
     return "maybe" if first.get("type") == "boolean" else "many"
 
 
-GROUPS: tuple[tuple[str, str], ...] = (
-    ("", "Ablation"),
-    ("tasks.TASK.", "TaskEntry"),
-    ("tasks.TASK.primary.", "MetricSpec"),
-    ("tasks.TASK.gate.", "Threshold"),
-    ("profiles.PROFILE.", "Profile"),
-    ("profiles.PROFILE.sequential.", "Sequential"),
-    ("tune.KEY.", "ParamSpec"),
-    ("control.", "Control"),
-)
-"""Each level of a declaration: the prefix of its keys on the page and its definition in the schema."""
-
-
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -226,7 +214,7 @@ def _row(prop: dict[str, Any], defs: dict[str, Any], required: bool = False) -> 
 def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> tuple[list[str], list[str]]:
     rows = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     bad = ["| key | bad value | what `ablate show my_pe.yaml` says |", "|---|---|---|"]
-    for prefix, name in GROUPS:
+    for prefix, name, _ in LEVELS:
         model = defs[name]
         for field, prop in model["properties"].items():
             key = prefix + field
