@@ -171,14 +171,12 @@ def _type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
         return _type(defs[target], defs) if "type" in defs[target] else "mapping"
     if "anyOf" in prop:
         return " or ".join(dict.fromkeys(_type(p, defs) for p in prop["anyOf"]))
-    if "const" in prop:
-        return "string"
-    kind = prop.get("type", "any")
+    kind = prop.get("type", "any")  # a const (a one-value Literal) has its type too
     if kind == "array":
         items = prop.get("items", {})
         inner = _type(items, defs)
         return f"list of ({inner})" if "anyOf" in items else f"list of {inner}"
-    return {"object": "mapping", "null": "null"}.get(kind, kind)
+    return "mapping" if kind == "object" else kind
 
 
 def _allowed(prop: dict[str, Any], defs: dict[str, Any]) -> str:
