@@ -39,7 +39,7 @@ def check(entry: claims_mod.PositiveControl) -> None:
             it, two distinct points of its grid, and, for an equivalence, a margin or a sesoi.
     """
     where = claims_mod.REGISTRY
-    if problem := claims_mod.guards_problem(entry.guards, claims_mod.load_claims()):
+    if problem := claims_mod.guards_problem(entry.guards):
         raise AblateError(f"{where}: entry {entry.id!r}, field {problem}")
     for j, comp in enumerate(entry.comparisons):
         at = f"{where}: entry {entry.id!r}, field comparisons.{j}"

@@ -18,7 +18,7 @@ from harness.errors import AblateError
 from harness.experiment import claims as claims_file
 from harness.experiment import declaration, plugins
 from harness.experiment.claims import Control
-from harness.experiment.declaration import Decl, Profile, TaskEntry, check_file_names, check_name
+from harness.experiment.declaration import Decl, Profile, TaskEntry, check_file_names, check_name, repeated
 from harness.experiment.declaration_errors import format_declaration_error
 from harness.experiment.search_space import ParamSpec
 from harness.registry import did_you_mean
@@ -92,7 +92,7 @@ class Ablation(Decl):
                 f"claims: {unknown[0]!r} is not a claim of harness/experiment/claims.yaml"
                 f"{did_you_mean(unknown[0], list(known))}; claims: {', '.join(known)}"
             )
-        if dupes := sorted({c for c in self.claims if self.claims.count(c) > 1}):
+        if dupes := repeated(self.claims):
             raise ValueError(f"claims: {dupes} appear more than once")
         for kind, names in (("profile", self.profiles), ("task", self.tasks)):
             for name in names:
@@ -135,7 +135,7 @@ class Ablation(Decl):
                     f"profile {name!r}: only_tasks names tasks not in the ablation: {unknown}"
                     f"{did_you_mean(unknown[0], list(self.tasks))}; tasks: {list(self.tasks)}"
                 )
-            if dupes := sorted({t for t in prof.only_tasks if prof.only_tasks.count(t) > 1}):
+            if dupes := repeated(prof.only_tasks):
                 raise ValueError(f"profile {name!r}: only_tasks repeats {dupes}")
             run = prof.only_variants or labels
             if unknown := [v for v in prof.exploratory_variants if v not in run]:
@@ -157,7 +157,7 @@ class Ablation(Decl):
                 )
             if self.baseline_label not in prof.only_variants:
                 raise ValueError(f"profile {name!r}: only_variants must hold the baseline {self.baseline_label!r}")
-            if dupes := sorted({v for v in prof.only_variants if prof.only_variants.count(v) > 1}):
+            if dupes := repeated(prof.only_variants):
                 raise ValueError(f"profile {name!r}: only_variants repeats {dupes}")
             if set(prof.only_variants) == {self.baseline_label}:
                 raise ValueError(
@@ -177,13 +177,8 @@ class Ablation(Decl):
                 if where in tuned and path in self.axes:
                     raise ValueError(f"{where}: {path} is an axis of the ablation; an axis cannot be tuned")
         if self.control is not None:
-            self.control.check(
-                labels,
-                self.baseline_label,
-                known,
-                {name: prof.confirmatory for name, prof in self.profiles.items()},
-                self.claims,
-            )
+            confirm = [name for name, prof in self.profiles.items() if prof.confirmatory]
+            self.control.check(labels, self.baseline_label, confirm, self.claims)
         if not self.profiles:
             raise ValueError("profiles is empty; declare at least one, e.g. profiles: {cpu: {seeds: [0, 1, 2]}}")
         if self.default_profile not in self.profiles:
@@ -276,9 +271,8 @@ def load(name_or_path: str) -> Ablation:
             f"the ablation name {name_or_path!r} is empty; name a registered ablation (`ablate list`) "
             f"or pass the path to its YAML file"
         )
-    path = Path(name_or_path)
+    path, known = Path(name_or_path), available()
     if path.suffix not in (".yaml", ".yml"):
-        known = available()
         if name_or_path in known:
             path = known[name_or_path]
         elif path.is_dir():
@@ -291,7 +285,6 @@ def load(name_or_path: str) -> Ablation:
                 f"run `ablate list` to see them"
             )
     elif not path.exists():
-        known = available()
         fix = (  # `pe_extrapolation.yaml` from another folder
             f"the registered ablation {path.stem!r} is named without .yaml ({known[path.stem]})"
             if path.stem in known
@@ -304,7 +297,7 @@ def load(name_or_path: str) -> Ablation:
     # a file of one's own may not take a registered ablation's name (both grids' runs would land in
     # RESULTS/<name>); the registered file itself, or a byte-for-byte copy of it, is that ablation
     name = data.get("name")
-    if (registered := available().get(name) if isinstance(name, str) else None) is not None:
+    if (registered := known.get(name) if isinstance(name, str) else None) is not None:
         try:
             same = path.resolve() == registered.resolve() or path.read_bytes() == registered.read_bytes()
         except OSError:

@@ -7,21 +7,24 @@ an ablation declares (``control:``) and the published results of ``reproductions
 from __future__ import annotations
 
 import functools
-import importlib.resources
 from collections.abc import Collection
-from typing import Any, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from harness.config import format_validation_error
 from harness.errors import AblateError
 from harness.experiment import metrics
-from harness.experiment.declaration import Decl
+from harness.experiment.declaration import Decl, repeated
 from harness.registry import did_you_mean
 from harness.yaml12 import YAMLError, load_yaml
 
 CLAIMS = "claims.yaml"
 REGISTRY = "reproductions.yaml"  # the positive controls' registry: each entry a published result to reproduce
+
+Words = Annotated[str, Field(min_length=1)]
+"""Text that must say something (at least one character)."""
 
 
 class Trend(Decl):
@@ -31,8 +34,8 @@ class Trend(Decl):
     Per level, ``metrics`` / ``variants`` / ``against`` name what is compared there (default: the entry's own).
     """
 
-    axis: str = Field(min_length=1, description="what grows: the length multiple, the depth, the head count")
-    unit: str = Field(min_length=1, description="the slope's unit, printed: 'doubling of the length'")
+    axis: Words = Field(description="what grows: the length multiple, the depth, the head count")
+    unit: Words = Field(description="the slope's unit, printed: 'doubling of the length'")
     levels: list[float] = Field(min_length=2)
     log2: bool = False
     metrics: list[str] | None = None
@@ -41,7 +44,7 @@ class Trend(Decl):
 
     @model_validator(mode="after")
     def _one_per_level(self) -> Trend:
-        if sorted(self.levels) != self.levels or len(set(self.levels)) < len(self.levels):
+        if sorted(set(self.levels)) != self.levels:
             raise ValueError("trend.levels: give distinct levels in increasing order")
         if self.log2 and min(self.levels) <= 0:
             raise ValueError("trend.levels: log2 needs positive levels")
@@ -109,8 +112,8 @@ class Source(Decl):
     """
 
     file: str = Field(pattern=r"^\d{3}_[0-9a-f]{16}$")
-    quote: str = Field(min_length=1)
-    translation: str = Field(min_length=1)
+    quote: Words
+    translation: Words
     setting: Setting = Setting()
     mechanism: str | None = None
 
@@ -150,7 +153,7 @@ class Claim(Decl):
     @model_validator(mode="after")
     def _audit(self) -> Claim:
         words = [p.words for p in self.parts]
-        if dupes := sorted({w for w in words if words.count(w) > 1}):
+        if dupes := repeated(words):
             raise ValueError(f"parts: {dupes[0]!r} appears more than once")
         for i, ev in enumerate(self.evidence):
             if self.parts and ev.part not in words:
@@ -169,10 +172,10 @@ class Claim(Decl):
         return self
 
 
-def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, Claim]:
+def parse_claims(data: Any) -> dict[str, Claim]:
     """Validated claims by id; AblateError."""
     if not isinstance(data, list):
-        raise AblateError(f"{where}: expected a list of claims, got {type(data).__name__}")
+        raise AblateError(f"{CLAIMS}: expected a list of claims, got {type(data).__name__}")
     out: dict[str, Claim] = {}
     for i, entry in enumerate(data):
         name = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
@@ -180,9 +183,9 @@ def parse_claims(data: Any, where: str = CLAIMS) -> dict[str, Claim]:
             claim = Claim.model_validate(entry)
         except ValidationError as exc:
             keys = [*Claim.model_fields, *Evidence.model_fields, *Part.model_fields]
-            raise AblateError(f"{where}: {format_validation_error(exc, f'claim {name}', keys=keys)}") from None
+            raise AblateError(f"{CLAIMS}: {format_validation_error(exc, f'claim {name}', keys=keys)}") from None
         if claim.id in out:
-            raise AblateError(f"{where}: claim id {claim.id!r} appears twice")
+            raise AblateError(f"{CLAIMS}: claim id {claim.id!r} appears twice")
         out[claim.id] = claim
     return out
 
@@ -193,8 +196,9 @@ def claimed_metrics(claim_ids: Collection[str], task: str) -> set[str]:
     return {ev.metric for cid in claim_ids for ev in claims[cid].evidence if ev.task == task}
 
 
-def guards_problem(ids: list[str], known: Collection[str], field: str = "guards") -> str | None:
-    """What is wrong with the claim ids a control guards (each a claim of ``known``, once), or None."""
+def guards_problem(ids: list[str], field: str = "guards") -> str | None:
+    """What is wrong with the claim ids a control guards (each a claim of :func:`load_claims`, once), or None."""
+    known = load_claims()
     for i, cid in enumerate(ids):
         if cid not in known:
             return (
@@ -212,11 +216,11 @@ def load_claims() -> dict[str, Claim]:
     Raises:
         AblateError: the file is not a list of valid claims, or an id appears twice (:func:`parse_claims`).
     """
-    text = importlib.resources.files("harness.experiment").joinpath(CLAIMS).read_text(encoding="utf-8")
+    text = Path(__file__).with_name(CLAIMS).read_text(encoding="utf-8")
     return parse_claims(load_yaml(text))
 
 
-class Control(BaseModel):
+class Control(Decl):
     """``kind: negative``: a known bug (e.g. a wrong head split) that the harness must catch.
 
     That is, judge ``expect`` (``worse``, adjusted p < 0.05) on a task's primary metric. The reports index shows each
@@ -225,7 +229,6 @@ class Control(BaseModel):
     trusted with smaller differences on it.
     """
 
-    model_config = ConfigDict(extra="forbid")
     kind: Literal["negative"] = Field(description="negative: a variant carries a known bug")
     expect: Literal["better", "worse"] = Field("worse", description="the verdict the control variant must get")
     variant: str | None = Field(
@@ -237,16 +240,13 @@ class Control(BaseModel):
     )
     profile: str = Field("confirm", description="the confirmatory profile whose runs say whether it was caught")
 
-    def check(
-        self, labels: list[str], baseline: str, claims: Collection[str], confirmatory: dict[str, bool], own: list[str]
-    ) -> None:
+    def check(self, labels: list[str], baseline: str, confirm: list[str], own: list[str]) -> None:
         """Check the control against the ablation that declares it (for pydantic).
 
         Args:
             labels: the labels of the grid's points.
             baseline: the baseline's label.
-            claims: the ids of every claim.
-            confirmatory: each profile of the ablation -> whether it is confirmatory.
+            confirm: the ablation's confirmatory profiles.
             own: the ablation's own claims.
 
         Raises:
@@ -262,14 +262,13 @@ class Control(BaseModel):
             )
         if not self.guards:
             return
-        if problem := guards_problem(self.guards, claims, "control.guards"):
+        if problem := guards_problem(self.guards, "control.guards"):
             raise ValueError(problem)
         if mine := [c for c in self.guards if c in own]:
             raise ValueError(
                 f"control.guards: {mine[0]!r} is a claim of this ablation, whose verdict is the control's own "
                 "outcome; a control guards the claims of other ablations"
             )
-        confirm = [name for name, yes in confirmatory.items() if yes]
         if self.profile not in confirm:
             raise ValueError(
                 f"control.profile {self.profile!r} is not a confirmatory profile of this ablation"
@@ -278,7 +277,7 @@ class Control(BaseModel):
             )
 
 
-class Comparison(metrics.KnownMetric):
+class Comparison(Decl, metrics.KnownMetric):
     """One comparison that tests a published result: ``variant`` against ``reference``, and the verdict expected.
 
     The runs are ``ablation``'s in ``profile`` on ``task``, compared on ``metric``; ``expect`` (if the published result
@@ -286,7 +285,6 @@ class Comparison(metrics.KnownMetric):
     task's sesoi); ``reference_min``: the reference's mean the published result needs (not a verdict rule).
     """
 
-    model_config = ConfigDict(extra="forbid")
     ablation: str
     profile: str
     task: str
@@ -297,7 +295,7 @@ class Comparison(metrics.KnownMetric):
     reference_min: float | None = None
 
 
-class PositiveControl(BaseModel):
+class PositiveControl(Decl):
     """A positive control: a published result the harness should reproduce at CPU scale.
 
     An entry of ``reproductions.yaml``, the positive controls' registry (hence the ``reproduction`` the reports,
@@ -309,14 +307,13 @@ class PositiveControl(BaseModel):
     it tests.
     """
 
-    model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
-    paper: str = Field(min_length=1)
-    source: str = Field(min_length=1)
-    setting: str = Field(min_length=1)
-    result: str = Field(min_length=1)
-    expected: str = Field(min_length=1)
-    differences: str = Field(min_length=1)
+    paper: Words
+    source: Words
+    setting: Words
+    result: Words
+    expected: Words
+    differences: Words
     comparisons: list[Comparison] = Field(min_length=1)
     guards: list[str] = Field(default_factory=list)
     guards_why: str | None = None
@@ -354,7 +351,7 @@ def load_registry() -> tuple[PositiveControl, ...]:
     Raises:
         AblateError: the file is not valid YAML, or :func:`parse` refuses it.
     """
-    text = importlib.resources.files("harness.experiment").joinpath(REGISTRY).read_text(encoding="utf-8")
+    text = Path(__file__).with_name(REGISTRY).read_text(encoding="utf-8")
     try:
         return tuple(parse(load_yaml(text)))
     except YAMLError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,6 +41,11 @@ def check_name(kind: str, name: str) -> str:
         f"{kind} name {name!r} is not allowed: {why}; use ASCII letters and digits, '_', '.' and '-', "
         f"starting with a letter or a digit"
     )
+
+
+def repeated(items: Iterable[Any]) -> list[Any]:
+    """The items that appear more than once in ``items``, each once, sorted."""
+    return sorted(item for item, n in Counter(items).items() if n > 1)
 
 
 NAME_MAX = 255
@@ -247,7 +253,7 @@ class Profile(Decl):
                 "`ablate plan NAME --profile PROFILE` says how many detect the smallest effect of interest)"
             )
         # a repeated seed repeats a run id: two workers would write one folder, pairs would break
-        if dupes := sorted(s for s, n in Counter(seeds).items() if n > 1):
+        if dupes := repeated(seeds):
             raise ValueError(f"seeds must be distinct; repeated: {dupes[:10]}{' ...' if len(dupes) > 10 else ''}")
         return seeds
 

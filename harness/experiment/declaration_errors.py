@@ -68,17 +68,20 @@ def _field_of(root: type[BaseModel], loc: tuple[str | int, ...]) -> tuple[type[B
     return _place(root, loc) if loc else (None, None)
 
 
-_HOMES = {
-    "Ablation": "at the top level",
-    "TaskEntry": "under a task (tasks: {NAME: {...}})",
-    "Profile": "under a profile (profiles: {NAME: {...}})",
-    "Sequential": "under a profile's sequential:",
-    "MetricSpec": "under a task's primary:",
-    "Threshold": "under a task's gate: or target:",
-    "ParamSpec": "under a tune: key",
-    "Control": "under control:",
-}
-"""Where the keys of each part of a declaration belong, in the words of docs/ablation-files.md."""
+LEVELS: tuple[tuple[str, str, str], ...] = (
+    ("", "Ablation", "at the top level"),
+    ("tasks.TASK.", "TaskEntry", "under a task (tasks: {NAME: {...}})"),
+    ("tasks.TASK.primary.", "MetricSpec", "under a task's primary:"),
+    ("tasks.TASK.gate.", "Threshold", "under a task's gate: or target:"),
+    ("profiles.PROFILE.", "Profile", "under a profile (profiles: {NAME: {...}})"),
+    ("profiles.PROFILE.sequential.", "Sequential", "under a profile's sequential:"),
+    ("tune.KEY.", "ParamSpec", "under a tune: key"),
+    ("control.", "Control", "under control:"),
+)
+"""Each level of a declaration: the prefix of its keys in docs/ablation-files.md, its model (its definition in the
+schema), and where its keys belong, in the page's words."""
+
+_HOMES = {model: home for _, model, home in LEVELS}
 
 _BELONGS = {
     ("Ablation", "overrides"): "profiles: {cpu: {overrides: {train.steps: 1000}}} (base: sets a key for every profile)",

@@ -6,10 +6,9 @@ block. Every run's record holds the fingerprint (docs/sequential.md, "A design d
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
+from harness.config import config_hash
 from harness.experiment.ablation import Ablation
 
 
@@ -23,6 +22,5 @@ def design_of(abl: Ablation, profile: str) -> dict[str, Any]:
 
 
 def fingerprint(abl: Ablation, profile: str) -> str:
-    """The first 12 hex digits of the SHA-256 of :func:`design_of`, as canonical JSON."""
-    text = json.dumps(design_of(abl, profile), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    """The first 12 hex digits of the SHA-256 of :func:`design_of`, as canonical JSON (:func:`config_hash`)."""
+    return config_hash(design_of(abl, profile))

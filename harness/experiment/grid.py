@@ -178,7 +178,7 @@ def _check_model(cfg: RunConfig, task: Task, where: str) -> None:
         )
 
 
-def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str, overridden: bool = False) -> None:
+def _check_metrics(entry: TaskEntry, cfg: RunConfig, task: Task, tname: str, overridden: bool) -> None:
     """The primary and gate metrics must be ones the task produces at the evaluated lengths with the probes it asks for.
 
     The target one must be one the validation pass logs (:mod:`harness.experiment.metrics`). ``overridden``: the
@@ -245,18 +245,19 @@ def plan(
             "a run override may not change an axis; to run some of its values only, list their variants in a "
             "profile's only_variants (ablate show NAME names them)"
         )
-    per_task: dict[str, list[tuple[dict[str, Any], RunConfig, list[RunSpec]]]] = {}
+    cells: list[list[RunSpec]] = []  # each task's variants' runs, one per seed
     for tname, entry in abl.tasks.items():
         task = prepare_task(tname, entry.params, data_dir, check_data, abl.folder)
-        per_task[tname] = []
+        configs: list[tuple[dict[str, Any], dict[str, Any]]] = []  # the task's variants and their hashed configs
         for variant in abl.variants():
+            label = abl.label(variant)
             layers = [abl.base, entry.config, prof.overrides, prof.tasks.get(tname, {}), cli, variant]
             data = apply_overrides({}, {k: v for layer in layers for k, v in layer.items()})
-            where = f"variant {abl.label(variant)!r} on task {tname!r}"
+            where = f"variant {label!r} on task {tname!r}"
             cfg = build_config(data, where, overridden=cli)
             if cfg.model.max_len is None:  # the longest evaluation
                 cfg = build_config(apply_overrides(data, {"model.max_len": max(cfg.eval_lengths())}), where)
-            head = (abl.name, profile, tname, dict(entry.params), str(task.version), variant, abl.label(variant))
+            head = (abl.name, profile, tname, dict(entry.params), str(task.version), variant, label)
             runs = [RunSpec(*head, seed, cfg, design=declared) for seed in prof.seeds]
             try:  # a run id needs every component name known: an unknown one is refused as check_variant would
                 check = will_run is None or any(map(will_run, runs))
@@ -264,13 +265,15 @@ def plan(
                 raise AblateError(f"{where}: {exc}") from None
             check_variant(cfg, task, where, model=check)
             _check_metrics(entry, cfg, task, tname, overridden="eval.length_multipliers" in cli)
-            for other, other_cfg, _ in per_task[tname]:  # one config, one run id: two runs into one folder
-                if other_cfg.hash_dump() == cfg.hash_dump():
+            dump = cfg.hash_dump()
+            for other, other_dump in configs:  # one config, one run id: two runs into one folder
+                if other_dump == dump:
                     values = ", ".join(f"{k}={other[k]!r} and {v!r}" for k, v in variant.items() if other[k] != v)
                     raise AblateError(
-                        f"variants {abl.label(other)!r} and {abl.label(variant)!r} on task {tname!r} are the same "
+                        f"variants {abl.label(other)!r} and {label!r} on task {tname!r} are the same "
                         f"config once validated ({values}), so their runs would have one run id; each value of an "
                         f"axis must appear once"
                     )
-            per_task[tname].append((variant, cfg, runs))
-    return profile, [runs[i] for i in range(len(prof.seeds)) for t in abl.tasks for *_, runs in per_task[t]]
+            configs.append((variant, dump))
+            cells.append(runs)
+    return profile, [runs[i] for i in range(len(prof.seeds)) for runs in cells]

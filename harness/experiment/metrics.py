@@ -75,6 +75,10 @@ def _tested(name: str, higher_is_better: bool, unit: str, **kw: Any) -> Metric:
     return Metric(name, higher_is_better, unit, TEST, per_length=True, compared=True, **kw)
 
 
+def _loop(name: str, higher_is_better: bool, unit: str, **kw: bool) -> Metric:
+    return Metric(name, higher_is_better, unit, TRAINING_LOOP, **kw)
+
+
 def _probe(name: str, probe: str, unit: str, **kw: bool) -> Metric:
     return Metric(name, False, unit, PROBE, probe=probe, **kw)
 
@@ -88,22 +92,17 @@ METRICS: tuple[Metric, ...] = (
     _tested("exact", True, "fraction of sequences right", kinds=("synthetic",), best=1.0, floor=0.0),
     _tested("ppl", False, "perplexity, exp(loss)", kinds=("lm",), floor=1.0),
     _tested("bpb", False, "bits per byte of the scored text", byte_level=True, floor=0.0),
-    Metric("steps_to_target", False, "optimiser steps (the step budget if never)", TRAINING_LOOP, compared=True),
-    Metric("target_reached", True, _ZERO_ONE, TRAINING_LOOP),
-    Metric("train_loss_final", False, "nats per scored token", TRAINING_LOOP),
-    Metric("val_loss_best", False, "nats per scored token, lowest validation loss at L", TRAINING_LOOP),
-    Metric("chance_loss", False, _CHANCE, TRAINING_LOOP, rankable=False),
-    Metric("train_tokens_per_s", True, "tokens per second of training steps", TRAINING_LOOP, ratio=True, machine=True),
-    Metric("grad_norm_mean", False, "L2 norm of the gradient, mean over steps", TRAINING_LOOP),
-    Metric(
-        "grad_norm_cv",
-        False,
-        "std / mean of the gradient norm over every step, warm-up and early fall included",
-        TRAINING_LOOP,
-    ),
-    Metric("grad_norm_cv_detrended", False, _SWING, TRAINING_LOOP),
-    Metric("nonfinite_grad_steps", False, "steps", TRAINING_LOOP),
-    Metric("peak_mem_mb", False, "MiB (CUDA runs only)", TRAINING_LOOP, machine=True),
+    _loop("steps_to_target", False, "optimiser steps (the step budget if never)", compared=True),
+    _loop("target_reached", True, _ZERO_ONE),
+    _loop("train_loss_final", False, "nats per scored token"),
+    _loop("val_loss_best", False, "nats per scored token, lowest validation loss at L"),
+    _loop("chance_loss", False, _CHANCE, rankable=False),
+    _loop("train_tokens_per_s", True, "tokens per second of training steps", ratio=True, machine=True),
+    _loop("grad_norm_mean", False, "L2 norm of the gradient, mean over steps"),
+    _loop("grad_norm_cv", False, "std / mean of the gradient norm over every step, warm-up and early fall included"),
+    _loop("grad_norm_cv_detrended", False, _SWING),
+    _loop("nonfinite_grad_steps", False, "steps"),
+    _loop("peak_mem_mb", False, "MiB (CUDA runs only)", machine=True),
     _probe("grad_norm_init_l<i>", _GN, "L2 norm of block i's gradient at init, its norms included"),
     _probe("grad_norm_init_top_over_bottom", _GN, "ratio, last block over first"),
     _probe("grad_norm_init_ffn_out_l<i>", _GN, "L2 norm of the gradient of block i's FFN output weight"),

@@ -155,11 +155,9 @@ def parse(spec: str, named_by: str, base: Path | None = None) -> PluginRef:
     Raises:
         AblateError: ``spec`` is neither a module name nor a path to a ``.py`` file.
     """
-    text = str(spec).strip()
-    if text.endswith(".py") or "/" in text or os.sep in text:
-        path = Path(text).expanduser()
-        path = (Path(base) / path if base is not None and not path.is_absolute() else path).resolve()
-        return PluginRef("file", str(path), named_by)
+    text = spec.strip()
+    if text.endswith(".py") or "/" in text or os.sep in text:  # an absolute path ignores base
+        return PluginRef("file", str((Path(base or "") / Path(text).expanduser()).resolve()), named_by)
     if not _MODULE_NAME.match(text):
         raise AblateError(
             f"{PluginRef('module', repr(spec), named_by).describe()}: not a module name "

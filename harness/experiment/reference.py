@@ -17,6 +17,7 @@ import yaml
 from harness.errors import AblateError
 from harness.experiment import ablation, metrics, schema
 from harness.experiment import claims as claims_file
+from harness.experiment.declaration_errors import LEVELS
 from harness.experiment.plugins import families
 from harness.experiment.selection import select
 from harness.yaml12 import load_yaml
@@ -41,60 +42,73 @@ profiles:
 """The page's example: a complete file (``my_pe.yaml``), loaded and expanded when the page is written."""
 
 _CONTROL = {"kind": "negative", "variant": "rope"}
-BAD: dict[str, tuple[tuple[str, ...], Any]] = {
-    "name": (("name",), "my pe"),
-    "question": (("question",), " "),
-    "claims": (("claims",), ["pe-learned-extrapolaton"]),
-    "axes": (("axes",), {"model.positon": ["sinusoidal", "rope"]}),
-    "baseline": (("baseline",), {"model.position": "learned"}),
-    "base": (("base",), {"model.d_modle": 64}),
-    "tasks": (("tasks",), {"copyy": {"primary": {"metric": "acc@x4", "sesoi": 0.05}}}),
-    "profiles": (("profiles",), {"smoke": {"seeds": [0, 1], "overrides": {"model.position": "rope"}}}),
-    "default_profile": (("default_profile",), "gpu"),
-    "notes": (("notes",), ["a", "list"]),
-    "identical_arms": (("identical_arms",), "maybe"),
-    "tune": (("tune",), {"train.lr": {"type": "float", "low": 0.01, "high": 0.001}}),
-    "control": (("control",), {"kind": "negative", "variant": "sinusoidal"}),
-    "plugins": (("plugins",), ["no_such_plugin"]),
-    "tasks.TASK.params": (("tasks", "copy", "params"), {"n_symbol": 16}),
-    "tasks.TASK.config": (("tasks", "copy", "config"), {"train.seq_len": 0}),
-    "tasks.TASK.primary": (("tasks", "copy", "primary"), {"metric": "acc@x4"}),
-    "tasks.TASK.gate": (("tasks", "copy", "gate"), {"metric": "acc@x1", "max": 0.9}),
-    "tasks.TASK.target": (("tasks", "copy", "target"), {"metric": "acc", "min": 1.5}),
-    "tasks.TASK.primary.metric": (("tasks", "copy", "primary", "metric"), "accuracy@x4"),
-    "tasks.TASK.primary.higher_is_better": (("tasks", "copy", "primary", "higher_is_better"), False),
-    "tasks.TASK.primary.sesoi": (("tasks", "copy", "primary", "sesoi"), 0),
-    "tasks.TASK.gate.metric": (("tasks", "copy", "gate", "metric"), "acc@x9"),
-    "tasks.TASK.gate.min": (("tasks", "copy", "gate", "min"), 0.0),
-    "tasks.TASK.gate.max": (("tasks", "copy", "gate", "max"), 0.1),
-    "profiles.PROFILE.description": (("profiles", "cpu", "description"), 3),
-    "profiles.PROFILE.seeds": (("profiles", "cpu", "seeds"), [0, 1, 1]),
-    "profiles.PROFILE.confirmatory": (("profiles", "cpu", "confirmatory"), "no"),
-    "profiles.PROFILE.apply_gate": (("profiles", "cpu", "apply_gate"), "maybe"),
-    "profiles.PROFILE.plumbing": (("profiles", "cpu", "plumbing"), "yes"),
-    "profiles.PROFILE.overrides": (("profiles", "cpu", "overrides"), {"train.step": 2000}),
-    "profiles.PROFILE.tasks": (("profiles", "cpu", "tasks"), {"reverse": {"train.steps": 10}}),
-    "profiles.PROFILE.tune": (("profiles", "cpu", "tune"), {"model.position": {"type": "categorical", "choices": [1]}}),
-    "profiles.PROFILE.only_tasks": (("profiles", "cpu", "only_tasks"), ["cpy"]),
-    "profiles.PROFILE.only_variants": (("profiles", "cpu", "only_variants"), ["rope", "alibi"]),
-    "profiles.PROFILE.exploratory_variants": (("profiles", "cpu", "exploratory_variants"), ["rop"]),
-    "profiles.PROFILE.sequential": (("profiles", "cpu", "sequential"), [4, 8]),
-    "profiles.PROFILE.sequential.looks": (("profiles", "cpu", "sequential"), {"looks": [8, 4]}),
-    "profiles.PROFILE.sequential.spending": (("profiles", "cpu", "sequential"), {"looks": [4, 8], "spending": "obf"}),
-    "profiles.PROFILE.sequential.alpha": (("profiles", "cpu", "sequential"), {"looks": [4, 8], "alpha": 1.5}),
-    "profiles.PROFILE.sequential.futility": (("profiles", "cpu", "sequential"), {"looks": [4, 8], "futility": "no"}),
-    "tune.KEY.type": (("tune",), {"train.lr": {"type": "log-float", "low": 0.001, "high": 0.01}}),
-    "tune.KEY.low": (("tune",), {"train.lr": {"type": "float", "low": 0, "high": 0.01, "log": True}}),
-    "tune.KEY.high": (("tune",), {"train.lr": {"type": "float", "low": 0.001}}),
-    "tune.KEY.log": (("tune",), {"train.lr": {"type": "float", "low": 0.001, "high": 0.01, "log": "yes"}}),
-    "tune.KEY.choices": (("tune",), {"train.batch_size": {"type": "categorical", "choices": []}}),
-    "control.kind": (("control",), {**_CONTROL, "kind": "positive"}),
-    "control.expect": (("control",), {**_CONTROL, "expect": "different"}),
-    "control.variant": (("control",), {**_CONTROL, "variant": "rop"}),
-    "control.guards": (("control",), {**_CONTROL, "guards": ["pe-learned-slowr"]}),
-    "control.profile": (("control",), {**_CONTROL, "guards": ["pe-learned-slower"], "profile": "smoke"}),
+BAD: dict[str, Any] = {
+    "name": "my pe",
+    "question": " ",
+    "claims": ["pe-learned-extrapolaton"],
+    "axes": {"model.positon": ["sinusoidal", "rope"]},
+    "baseline": {"model.position": "learned"},
+    "base": {"model.d_modle": 64},
+    "tasks": {"copyy": {"primary": {"metric": "acc@x4", "sesoi": 0.05}}},
+    "profiles": {"smoke": {"seeds": [0, 1], "overrides": {"model.position": "rope"}}},
+    "default_profile": "gpu",
+    "notes": ["a", "list"],
+    "identical_arms": "maybe",
+    "tune": {"train.lr": {"type": "float", "low": 0.01, "high": 0.001}},
+    "control": {"kind": "negative", "variant": "sinusoidal"},
+    "plugins": ["no_such_plugin"],
+    "tasks.TASK.params": {"n_symbol": 16},
+    "tasks.TASK.config": {"train.seq_len": 0},
+    "tasks.TASK.primary": {"metric": "acc@x4"},
+    "tasks.TASK.gate": {"metric": "acc@x1", "max": 0.9},
+    "tasks.TASK.target": {"metric": "acc", "min": 1.5},
+    "tasks.TASK.primary.metric": "accuracy@x4",
+    "tasks.TASK.primary.higher_is_better": False,
+    "tasks.TASK.primary.sesoi": 0,
+    "tasks.TASK.gate.metric": "acc@x9",
+    "tasks.TASK.gate.min": 0.0,
+    "tasks.TASK.gate.max": 0.1,
+    "profiles.PROFILE.description": 3,
+    "profiles.PROFILE.seeds": [0, 1, 1],
+    "profiles.PROFILE.confirmatory": "no",
+    "profiles.PROFILE.apply_gate": "maybe",
+    "profiles.PROFILE.plumbing": "yes",
+    "profiles.PROFILE.overrides": {"train.step": 2000},
+    "profiles.PROFILE.tasks": {"reverse": {"train.steps": 10}},
+    "profiles.PROFILE.tune": {"model.position": {"type": "categorical", "choices": [1]}},
+    "profiles.PROFILE.only_tasks": ["cpy"],
+    "profiles.PROFILE.only_variants": ["rope", "alibi"],
+    "profiles.PROFILE.exploratory_variants": ["rop"],
+    "profiles.PROFILE.sequential": [4, 8],
+    "profiles.PROFILE.sequential.looks": {"looks": [8, 4]},
+    "profiles.PROFILE.sequential.spending": {"looks": [4, 8], "spending": "obf"},
+    "profiles.PROFILE.sequential.alpha": {"looks": [4, 8], "alpha": 1.5},
+    "profiles.PROFILE.sequential.futility": {"looks": [4, 8], "futility": "no"},
+    "tune.KEY.type": {"train.lr": {"type": "log-float", "low": 0.001, "high": 0.01}},
+    "tune.KEY.low": {"train.lr": {"type": "float", "low": 0, "high": 0.01, "log": True}},
+    "tune.KEY.high": {"train.lr": {"type": "float", "low": 0.001}},
+    "tune.KEY.log": {"train.lr": {"type": "float", "low": 0.001, "high": 0.01, "log": "yes"}},
+    "tune.KEY.choices": {"train.batch_size": {"type": "categorical", "choices": []}},
+    "control.kind": {**_CONTROL, "kind": "positive"},
+    "control.expect": {**_CONTROL, "expect": "different"},
+    "control.variant": {**_CONTROL, "variant": "rop"},
+    "control.guards": {**_CONTROL, "guards": ["pe-learned-slowr"]},
+    "control.profile": {**_CONTROL, "guards": ["pe-learned-slower"], "profile": "smoke"},
 }
-"""Declaration key -> (where in the example file, a bad value there): the page quotes the error."""
+"""Declaration key -> a bad value of it in the example file (:func:`_where`): the page quotes the error."""
+
+_WHOLE = ("profiles.PROFILE.sequential.", "tune.KEY.", "control.")
+"""The levels whose keys' bad values are given as a whole block (a sequential block, a tune mapping, a control)."""
+
+
+def _where(key: str) -> tuple[str, ...]:
+    """The path of keys in the example file that :data:`BAD`'s value for the declaration key ``key`` replaces.
+
+    The key's own place (``TASK``: ``copy``, ``PROFILE``: ``cpu``), or for a key of :data:`_WHOLE` the block it is in.
+    """
+    whole = next((level for level in _WHOLE if key.startswith(level)), None)
+    path = whole.removesuffix(".").removesuffix(".KEY") if whole else key
+    return tuple(path.replace("TASK", "copy").replace("PROFILE", "cpu").split("."))
 
 
 def _said(text: str, overrides: tuple[str, ...] = ()) -> str | None:
@@ -139,19 +153,6 @@ def bad_config_value(prop: dict[str, Any]) -> Any:
     return "maybe" if first.get("type") == "boolean" else "many"
 
 
-GROUPS: tuple[tuple[str, str], ...] = (
-    ("", "Ablation"),
-    ("tasks.TASK.", "TaskEntry"),
-    ("tasks.TASK.primary.", "MetricSpec"),
-    ("tasks.TASK.gate.", "Threshold"),
-    ("profiles.PROFILE.", "Profile"),
-    ("profiles.PROFILE.sequential.", "Sequential"),
-    ("tune.KEY.", "ParamSpec"),
-    ("control.", "Control"),
-)
-"""Each level of a declaration: the prefix of its keys on the page and its definition in the schema."""
-
-
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -170,14 +171,12 @@ def _type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
         return _type(defs[target], defs) if "type" in defs[target] else "mapping"
     if "anyOf" in prop:
         return " or ".join(dict.fromkeys(_type(p, defs) for p in prop["anyOf"]))
-    if "const" in prop:
-        return "string"
-    kind = prop.get("type", "any")
+    kind = prop.get("type", "any")  # a const (a one-value Literal) has its type too
     if kind == "array":
         items = prop.get("items", {})
         inner = _type(items, defs)
         return f"list of ({inner})" if "anyOf" in items else f"list of {inner}"
-    return {"object": "mapping", "null": "null"}.get(kind, kind)
+    return "mapping" if kind == "object" else kind
 
 
 def _allowed(prop: dict[str, Any], defs: dict[str, Any]) -> str:
@@ -213,15 +212,17 @@ def _row(prop: dict[str, Any], defs: dict[str, Any], required: bool = False) -> 
 def _declaration_rows(defs: dict[str, Any], example: dict[str, Any]) -> tuple[list[str], list[str]]:
     rows = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     bad = ["| key | bad value | what `ablate show my_pe.yaml` says |", "|---|---|---|"]
-    for prefix, name in GROUPS:
+    for prefix, name, _ in LEVELS:
         model = defs[name]
         for field, prop in model["properties"].items():
             key = prefix + field
             rows.append(f"| `{key}` | {_row(prop, defs, field in model.get('required', ()))}")
             if key not in BAD:
                 raise ValueError(f"no bad value for the declaration key {key}; add one to reference.BAD")
-            where, value = BAD[key]
-            bad.append(f"| `{key}` | {_cell(_code(value))} | {_cell(refusal(with_value(example, where, value)))} |")
+            value = BAD[key]
+            bad.append(
+                f"| `{key}` | {_cell(_code(value))} | {_cell(refusal(with_value(example, _where(key), value)))} |"
+            )
     return rows, bad
 
 
@@ -233,12 +234,13 @@ def _config_rows(defs: dict[str, Any], example: dict[str, Any]) -> list[str]:
     axes = example["axes"]
     for key in schema.config_keys(None):
         value = bad_config_value(defs[key])
+        written = _code(value)[1:-1]
         if key in axes:  # an axis: the bad value is one more point of the grid
             said = refusal(with_value(example, ("axes", key), [*axes[key], value]))
-            shown = f"axes: {{{key}: [..., {_code(value)[1:-1]}]}}"
+            shown = f"axes: {{{key}: [..., {written}]}}"
         else:
-            said = refusal(example, (f"{key}={_code(value)[1:-1]}",))
-            shown = f"{key}={_code(value)[1:-1]}"
+            shown = f"{key}={written}"
+            said = refusal(example, (shown,))
         rows.append(f"| `{key}` | {_row(defs[key], defs)} `{_cell(shown)}`: {_cell(said)} |")
     return rows
 

@@ -93,9 +93,9 @@ def _declaration(pyd: dict[str, Any], suffix: str, keys: dict[str, Any], tasks: 
 
     profile = copy.deepcopy(pyd["$defs"]["Profile"])
     pp = profile["properties"]
-    pp["overrides"] = {**config_ref, "description": pp["overrides"].get("description", "")}
-    pp["tasks"] = {**pp["tasks"], "propertyNames": task_name, "additionalProperties": config_ref}
-    pp["tune"] = {**pp["tune"], "propertyNames": {"enum": list(keys)}}
+    pp["overrides"] = {**config_ref, "description": pp["overrides"]["description"]}
+    pp["tasks"].update(propertyNames=task_name, additionalProperties=config_ref)
+    pp["tune"]["propertyNames"] = {"enum": list(keys)}
     pp["only_tasks"]["items"] = task_name
     pp["only_tasks"]["uniqueItems"] = pp["only_variants"]["uniqueItems"] = True
     pp["seeds"]["uniqueItems"] = True
@@ -117,21 +117,17 @@ def _declaration(pyd: dict[str, Any], suffix: str, keys: dict[str, Any], tasks: 
     ap["question"]["pattern"] = r"\S"
     ap["claims"]["items"]["enum"] = list(claims_file.load_claims())
     ap["claims"]["uniqueItems"] = True
-    ap["axes"] = {
-        **ap["axes"],
-        "properties": {k: {"type": "array", "minItems": 1, "uniqueItems": True, "items": v} for k, v in keys.items()},
-        "additionalProperties": False,
-    }
-    ap["baseline"] = {**ap["baseline"], "properties": keys, "additionalProperties": False, "minProperties": 1}
-    ap["base"] = {**config_ref, "description": ap["base"].get("description", "")}
-    ap["tasks"] = {**ap["tasks"], **task_map}
-    ap["profiles"] = {
-        **ap["profiles"],
-        "propertyNames": {"pattern": SAFE},
-        "additionalProperties": {"$ref": f"#/$defs/Profile{suffix}"},
-        "minProperties": 1,
-    }
-    ap["tune"] = {**ap["tune"], "propertyNames": {"enum": list(keys)}}
+    ap["axes"].update(
+        properties={k: {"type": "array", "minItems": 1, "uniqueItems": True, "items": v} for k, v in keys.items()},
+        additionalProperties=False,
+    )
+    ap["baseline"].update(properties=keys, additionalProperties=False, minProperties=1)
+    ap["base"] = {**config_ref, "description": ap["base"]["description"]}
+    ap["tasks"].update(task_map)
+    ap["profiles"].update(
+        propertyNames={"pattern": SAFE}, additionalProperties={"$ref": f"#/$defs/Profile{suffix}"}, minProperties=1
+    )
+    ap["tune"]["propertyNames"] = {"enum": list(keys)}
     return {
         f"Config{suffix}": {"type": "object", "properties": keys, "additionalProperties": False},
         f"TaskEntry{suffix}": entry,

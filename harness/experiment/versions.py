@@ -20,29 +20,29 @@ TRAINING_VERSION = 1
 """Version of the training loop (harness/training/: loop.py, lit.py, scoring.py): bump when a run's
 metrics change for the same config, task and seed."""
 
-# config field -> (registry in harness.registry, version key prefix)
+# config field -> the registry in harness.registry that names its entries; the field's name prefixes their versions
 _FIELDS = {
-    ("model", "position"): ("POSITIONAL", "position"),
-    ("attention", "kernel"): ("KERNELS", "kernel"),
-    ("attention", "qkv"): ("QKV", "qkv"),
-    ("attention", "scale"): ("SCALES", "scale"),
-    ("attention", "mask_fill"): ("MASK_FILLS", "mask_fill"),
-    ("attention", "head_split"): ("HEAD_SPLITS", "head_split"),
-    ("block", "norm"): ("NORMS", "norm"),
-    ("block", "norm_position"): ("BLOCKS", "norm_position"),
-    ("ffn", "activation"): ("ACTIVATIONS", "activation"),
-    ("model", "init"): ("INITS", "init"),
+    ("model", "position"): "POSITIONAL",
+    ("attention", "kernel"): "KERNELS",
+    ("attention", "qkv"): "QKV",
+    ("attention", "scale"): "SCALES",
+    ("attention", "mask_fill"): "MASK_FILLS",
+    ("attention", "head_split"): "HEAD_SPLITS",
+    ("block", "norm"): "NORMS",
+    ("block", "norm_position"): "BLOCKS",
+    ("ffn", "activation"): "ACTIVATIONS",
+    ("model", "init"): "INITS",
 }
 
 
 def run_versions(config: Mapping[str, Any]) -> dict[str, int]:
     """Every code version a run config uses (``{"model": 1, "position:rope": 2, ...}``); UnknownNameError."""
     out = {"model": MODEL_VERSION, "training": TRAINING_VERSION}
-    for (section, key), (registry_name, prefix) in _FIELDS.items():
+    for (section, key), registry_name in _FIELDS.items():
         name = (config.get(section) or {}).get(key)
         if name is not None:
             reg = getattr(registry, registry_name)
-            out[f"{prefix}:{reg.canonical(name)}"] = reg.version(name)
+            out[f"{key}:{reg.canonical(name)}"] = reg.version(name)
     return out
 
 

@@ -38,9 +38,9 @@ TRAIN_RTOL = 1e-4  # a few float32 training steps: summation order may differ be
 def _components() -> list[tuple[str, str, str, int]]:
     """(version key, config field, name, version) for every entry of every family a config names."""
     out = []
-    for (_, field), (attr, prefix) in _FIELDS.items():
+    for (_, field), attr in _FIELDS.items():
         registry = getattr(modules, attr)
-        out += [(f"{prefix}:{name}", field, name, registry.version(name)) for name in registry.names()]
+        out += [(f"{field}:{name}", field, name, registry.version(name)) for name in registry.names()]
     return out
 
 
