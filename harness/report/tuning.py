@@ -343,8 +343,7 @@ def _side_by_side(untuned: Any, tuned: Any, order: list[str]) -> str:
     def cols(table: Any, tag: str) -> pd.DataFrame:
         if table is None:
             return pd.DataFrame(columns=["variant"])
-        f = table.frame.set_index("variant")
-        col = {c: f[c] if c in f else pd.Series(index=f.index, dtype=float) for c in ("mean", "delta", "verdict")}
+        col = table.frame.set_index("variant").reindex(columns=["mean", "delta", "verdict"])  # absent: NaN, "–"
         out = {f"{tag} mean": col["mean"].map(text), f"{tag} Δ (+ = better)": col["delta"].map(text)}
         out[f"{tag} verdict"] = col["verdict"].map(lambda x: x if isinstance(x, str) else "–")
         return pd.DataFrame(out).reset_index()
