@@ -76,11 +76,9 @@ def write_report(
     if data is not None:
         return path, result, tuning
     extra = {f"bench/{p.name}": p.read_bytes() for p in bench_files(abl, bench)}
-    tuned = []
     if tuning.studies is not None:
         extra[restored_studies_path(Path(), abl.name, profile).as_posix()] = studies_json(tuning.studies)
-        tuned = tuning.tuned.scan.records if tuning.tuned is not None else []
-    records, problems = [*result.scan.records, *tuned], result.scan.problems
+    records, problems = [*result.scan.records, *tuning.runs], result.scan.problems
     written = archive.write(archive.data_path(path), results, records, abl.name, profile, problems, extra)
     write_controls(controls, written, abl.name, profile)
     return path, result, tuning

@@ -31,6 +31,7 @@ from harness.report.controls import Controls, read_sidecar
 from harness.report.figures import pyplot, save_png
 from harness.report.sections import verdict
 from harness.report.tables import markdown, title
+from harness.store.record import Record
 from harness.store.runs import StoreScan, scan
 from harness.tune.storage import default_storage, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name
@@ -139,6 +140,11 @@ class TuningInputs:
 
     studies: TuningData | None
     tuned: Analysis | None
+
+    @property
+    def runs(self) -> list[Record]:
+        """The tuned runs the report counts and its data file holds: none without a study."""
+        return self.tuned.scan.records if self.studies is not None and self.tuned is not None else []
 
 
 NO_RUNS = "no runs"
