@@ -252,24 +252,24 @@ def sequential_section(result: Analysis) -> list[str]:
     base = result.ablation.baseline_label
     futility = f"non-binding futility below {sq.FUTILITY_POWER:.0%} conditional power at the sesoi"
     futility = futility if d.futility else "no futility stop"
-    title, looks_text, holm, ci = (
-        "## Group-sequential design",
-        f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending",
-        "Holm carried across looks",
-        "repeated CI (bounds",
-    )
-    stop = (  # what an early stop does to an estimate: a fixed design has none
-        " An estimate at an early stop is biased away from zero (a comparison stops when its estimate happens to "
-        "be large): read Δ at a stopping look as an upper bound of the effect's size."
-    )
-    if st.fixed:
-        title, looks_text, holm, ci = (
+    title, looks_text, holm, ci, stop = (
+        (
             "## Fixed design",
             f"One look at {d.looks[0]} seeds (no `sequential:` block: all of alpha there)",
             "Holm over it",
             "CI (its bound",
+            "",  # what an early stop does to an estimate: a fixed design has none
         )
-        stop = ""
+        if st.fixed
+        else (
+            "## Group-sequential design",
+            f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending",
+            "Holm carried across looks",
+            "repeated CI (bounds",
+            " An estimate at an early stop is biased away from zero (a comparison stops when its estimate happens "
+            "to be large): read Δ at a stopping look as an upper bound of the effect's size.",
+        )
+    )
     lines = [
         title,
         "",
