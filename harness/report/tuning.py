@@ -202,12 +202,13 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
     store = open_storage(url)
     known = set(optuna.get_all_study_names(store))
     names = {
-        (t, abl.label(v)): study_name(abl.name, profile, t, abl.label(v)) for t in abl.tasks for v in abl.variants()
+        study_name(abl.name, profile, t, abl.label(v)): (t, abl.label(v)) for t in abl.tasks for v in abl.variants()
     }
-    if not known & set(names.values()):
+    if not (found := [n for n in names if n in known]):
         return None
     summaries = []
-    for (task, variant), name in ((k, n) for k, n in names.items() if n in known):
+    for name in found:
+        task, variant = names[name]
         study = optuna.load_study(study_name=name, storage=store)
         about = {"task": task, "variant": variant, "name": name}
         if len(study.directions) != 1:
@@ -217,10 +218,8 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
         stem = Path(out) / "figures" / re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{abl.name}.{profile}-tune-{task}-{variant}")
         metric = abl.tasks[task].primary.metric
         imp, problem, figs = _figures(study, metric, stem, Path(out)) if c["complete"] else (None, None, [])
-        keep = ("complete", "pruned", "failed", "diverged", "best_value", "best_params", "last_reason")
-        summaries.append(
-            StudySummary(**about, **{k: c[k] for k in keep}, importances=imp, importance_problem=problem, figures=figs)
-        )
+        kept = {k: v for k, v in c.items() if k in StudySummary.model_fields}  # not running, interrupted
+        summaries.append(StudySummary(**about, **kept, importances=imp, importance_problem=problem, figures=figs))
     return TuningData(ablation=abl.name, profile=profile, storage=mask_url(url), studies=summaries)
 
 
