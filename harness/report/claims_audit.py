@@ -75,7 +75,7 @@ def _ran(claim: Claim, abl: Ablation) -> str:
             continue
         tasks = []
         for task in dict.fromkeys(ev.task for ev in held):
-            cfg = {**abl.base, **abl.tasks[task].config, **prof.overrides, **(prof.tasks or {}).get(task, {})}
+            cfg = {**abl.base, **abl.tasks[task].config, **prof.overrides, **prof.tasks.get(task, {})}
             tasks.append(f"{task} (" + ", ".join(f"{v} {cfg[k]}" for k, v in SHOWN.items() if k in cfg) + ")")
         kind = "" if prof.confirmatory else " (pilot: no verdict)"
         out.append(f"`{abl.name}` / {name}{kind}, {len(prof.seeds)} seeds: " + "; ".join(tasks))

@@ -75,8 +75,8 @@ def seeds_cell(result: Analysis) -> str:
     return cell if d.complete else f"{cell} ({d.runs}/{d.planned} runs)"
 
 
-def index_markdown(entries: list[Entry], results: Path, reproductions: Path | None = None) -> str:
-    """``README.md``: a header, the link to ``reproductions`` (when written), one table row per ablation."""
+def index_markdown(entries: list[Entry], results: Path, reproductions: Path) -> str:
+    """``README.md``: a header, the link to the positive controls' page ``reproductions``, one row per ablation."""
     lines = [
         "# Reports",
         "",
@@ -84,7 +84,7 @@ def index_markdown(entries: list[Entry], results: Path, reproductions: Path | No
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from the runs in `{results}`: one row per registered "
         "ablation ([how to read it](#reading-the-table)).*",
         "",
-        *(_reproductions_line(reproductions) if reproductions is not None else []),
+        *_reproductions_line(reproductions),
     ]
     rows = []
     for e in entries:
