@@ -26,9 +26,9 @@ from harness.report.tables import md_table
 from harness.store.record import Record
 
 
-def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
+def aa_section(result: Analysis) -> list[str]:
     """How many comparisons between identical arms were declared different (each a false positive)."""
-    lines = ["## A/A check: false positives", ""]
+    alpha, lines = 0.05, ["## A/A check: false positives", ""]
     for label, tables in (
         ("primary metric", [t for t in result.tables if t.family.startswith("primary")]),
         ("every metric", result.tables),
