@@ -162,9 +162,11 @@ def _report_ablation(
     except AblateError as exc:
         echo(f"skipped {name}: {exc}")
         return index.Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
-    guarded = list(abl.control.guards) if abl.control is not None else []
-    question, control = short_question(abl.question), abl.control is not None
-    entry = index.Entry(name, question, list(abl.claims), control=control, guards=guarded)
+    control = abl.control
+    guarded = list(control.guards) if control is not None else []
+    entry = index.Entry(
+        name, short_question(abl.question), list(abl.claims), control=control is not None, guards=guarded
+    )
     claims = claims_mod.load_claims()
     made: dict[str, tuple[Analysis, TuningInputs]] = {}  # per reported profile: its report's, for the verdicts
     held: dict[str, dict[str, int]] = {}  # per reported profile: each claim's evidence entries its grid holds
@@ -203,7 +205,7 @@ def _report_ablation(
             if where != latest:
                 entry.decided_in[cid] = where
         entry.tuning = claim_changes(result.ablation, result, tuning, controls)  # as its Tuning section says it
-        judged = made.get(abl.control.profile, (result,))[0] if abl.control is not None else result  # its profile's
+        judged = made.get(control.profile, (result,))[0] if control is not None else result  # its profile's
         entry.controls = [control_text(c) for c in control_outcomes(judged)]  # as that report says it
         entry.seeds = index.seeds_cell(result)
     return entry
