@@ -78,8 +78,7 @@ def write_markdown(
     reproduce = ["## Reproduce", "", "```", *_commands(abl, profile, list(sel.overrides), tuning, sel.typed), "```", ""]
     parts = [
         *[f"# {abl.name} ({profile} profile)", "", made, "", "## Question", "", abl.question, ""],
-        *sections.version_warnings(result),
-        *sections.design_warnings(result),
+        *sections.warning_lines(result),
         *(sections.aa_section(result) if abl.identical_arms else sections.claims_section(abl, result, controls)),
         *sections.setup_section(abl, profile, result.scan.records, result),
         *sections.sequential_section(result),

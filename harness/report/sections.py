@@ -103,16 +103,15 @@ def control_text(c: NegativeComparison) -> str:
     return f"`{c.task}` {c.variant}: **{'caught' if c.caught else 'not caught'}** (`{c.metric}` {c.verdict}{p})"
 
 
-def version_warnings(result: Analysis) -> list[str]:
-    """A loud line for every task whose compared runs were made by different code versions."""
-    return [f"**Warning: {mix_warning(task, mix)}.**\n" for task, mix in result.mixed_code.items()]
+def warning_lines(result: Analysis) -> list[str]:
+    """The loud lines above a report's claims.
 
-
-def design_warnings(result: Analysis) -> list[str]:
-    """A loud line when the profile's design changed after its runs existed, or is not recorded for some."""
-    check = declared.check(result.selection, result.scan.records)
-    warning = check.warning(result.selection.settings.confirmatory)
-    return [f"**Warning: {warning}.**\n"] if warning else []
+    One for every task whose compared runs were made by different code versions, then one when the profile's design
+    changed after its runs existed, or is not recorded for some.
+    """
+    design = declared.check(result.selection, result.scan.records).warning(result.selection.settings.confirmatory)
+    said = [*(mix_warning(task, mix) for task, mix in result.mixed_code.items()), design]
+    return [f"**Warning: {w}.**\n" for w in said if w]
 
 
 def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
