@@ -66,11 +66,10 @@ def write_report(
     """
     abl, profile = sel.ablation, sel.profile
     controls = {cid: g for cid, g in controls.items() if cid in abl.claims}
+    result = comparisons.analyse(sel, results, found=data.scan if data is not None else None)
     if data is None:
-        result = comparisons.analyse(sel, results)
         tuning, bench = read_tuning(sel, results, storage, out), Path(results) / "bench"
     else:
-        result = comparisons.analyse(sel, results, found=data.scan)
         tuning, bench = TuningInputs(data.tuning, tuned_analysis(sel, results, data.tuned)), data.bench
     path = write_markdown(sel, result, out, tuning, controls, bench)
     if data is not None:
