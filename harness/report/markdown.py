@@ -265,7 +265,7 @@ def _history(result: Analysis, task: str) -> pd.DataFrame:
 
 
 def _commands(
-    abl: Ablation, profile: str, overrides: list[str], tuning: TuningInputs | None = None, name: str | None = None
+    abl: Ablation, profile: str, overrides: list[str], tuning: TuningInputs, name: str | None = None
 ) -> list[str]:
     """The commands that make this report again (with a Tuning section, the studies and tuned runs too).
 
@@ -274,6 +274,6 @@ def _commands(
     prof = "" if profile == abl.default_profile else f" --profile {profile}"
     args = (shlex.quote(name) if name else abl.name) + prof + "".join(f" {o}" for o in overrides)
     lines = ["pip install -e .", f"ablate run {args}"]
-    if studies := [s for s in (tuning.studies.studies if tuning and tuning.studies else []) if s.objectives == 1]:
+    if studies := [s for s in (tuning.studies.studies if tuning.studies else []) if s.objectives == 1]:
         lines += [f"ablate tune {args} --trials {max(s.finished for s in studies)}", f"ablate run {args} --tuned"]
     return [*lines, f"ablate report {args}"]
