@@ -222,12 +222,11 @@ def across_variants(
     fig = figures.paired_lines(wide, table.metric, table.higher_is_better, label, fig_dir / f"{name}-per-seed.png")
     lines = [f"![{label}]({fig.relative_to(md_dir).as_posix()})", ""]
     head = f"**Across all variants** (`{table.metric}`): "
-    if withheld is not None:
-        return lines + [f"{head}Friedman test left out: {withheld}.", ""]
-    res = ranks.friedman(wide, table.higher_is_better, alpha)
-    why = skip_reason(res.n_seeds, res.k)
-    if why is None and res.p != res.p:  # NaN
-        why = "the statistic is undefined (every seed ties all variants)"
+    why = withheld
+    if why is None:
+        res = ranks.friedman(wide, table.higher_is_better, alpha)
+        nan = "the statistic is undefined (every seed ties all variants)" if res.p != res.p else None
+        why = skip_reason(res.n_seeds, res.k) or nan
     if why is not None:
         return lines + [f"{head}Friedman test left out: {why}.", ""]
     fig = figures.critical_difference(
