@@ -274,8 +274,14 @@ def claim_changes(abl: Ablation, result: Analysis, tuning: TuningInputs, control
     """Each claim's verdict on ``result`` (the untuned runs) and on the tuned runs; empty without tuned runs."""
     if tuning.studies is None or tuning.tuned is None:
         return []
-    untuned = [verdict(cid, result, controls)[0] if result.scan.records else NO_RUNS for cid in abl.claims]
-    return [ClaimChange(cid, u, verdict(cid, tuning.tuned, controls)[0]) for cid, u in zip(abl.claims, untuned)]
+    return [
+        ClaimChange(
+            cid,
+            verdict(cid, result, controls)[0] if result.scan.records else NO_RUNS,
+            verdict(cid, tuning.tuned, controls)[0],
+        )
+        for cid in abl.claims
+    ]
 
 
 def _claims_table(changes: list[ClaimChange]) -> list[str]:
