@@ -66,21 +66,18 @@ def write_report(
     """
     abl, profile = sel.ablation, sel.profile
     controls = {cid: g for cid, g in controls.items() if cid in abl.claims}
+    result = comparisons.analyse(sel, results, found=data.scan if data is not None else None)
     if data is None:
-        result = comparisons.analyse(sel, results)
         tuning, bench = read_tuning(sel, results, storage, out), Path(results) / "bench"
     else:
-        result = comparisons.analyse(sel, results, found=data.scan)
         tuning, bench = TuningInputs(data.tuning, tuned_analysis(sel, results, data.tuned)), data.bench
     path = write_markdown(sel, result, out, tuning, controls, bench)
     if data is not None:
         return path, result, tuning
     extra = {f"bench/{p.name}": p.read_bytes() for p in bench_files(abl, bench)}
-    tuned = []
     if tuning.studies is not None:
         extra[restored_studies_path(Path(), abl.name, profile).as_posix()] = studies_json(tuning.studies)
-        tuned = tuning.tuned.scan.records if tuning.tuned is not None else []
-    records, problems = [*result.scan.records, *tuned], result.scan.problems
+    records, problems = [*result.scan.records, *tuning.runs], result.scan.problems
     written = archive.write(archive.data_path(path), results, records, abl.name, profile, problems, extra)
     write_controls(controls, written, abl.name, profile)
     return path, result, tuning
@@ -164,9 +161,11 @@ def _report_ablation(
     except AblateError as exc:
         echo(f"skipped {name}: {exc}")
         return index.Entry(name, "–", notes=[f"declaration not loadable: {exc}"])
-    guarded = list(abl.control.guards) if abl.control is not None else []
-    question, control = short_question(abl.question), abl.control is not None
-    entry = index.Entry(name, question, list(abl.claims), control=control, guards=guarded)
+    control = abl.control
+    guarded = list(control.guards) if control is not None else []
+    entry = index.Entry(
+        name, short_question(abl.question), list(abl.claims), control=control is not None, guards=guarded
+    )
     claims = claims_mod.load_claims()
     made: dict[str, tuple[Analysis, TuningInputs]] = {}  # per reported profile: its report's, for the verdicts
     held: dict[str, dict[str, int]] = {}  # per reported profile: each claim's evidence entries its grid holds
@@ -205,7 +204,7 @@ def _report_ablation(
             if where != latest:
                 entry.decided_in[cid] = where
         entry.tuning = claim_changes(result.ablation, result, tuning, controls)  # as its Tuning section says it
-        judged = made.get(abl.control.profile, (result,))[0] if abl.control is not None else result  # its profile's
+        judged = made.get(control.profile, (result,))[0] if control is not None else result  # its profile's
         entry.controls = [control_text(c) for c in control_outcomes(judged)]  # as that report says it
         entry.seeds = index.seeds_cell(result)
     return entry

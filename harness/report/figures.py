@@ -57,6 +57,11 @@ def new_figure(width: float, height: float, **kwargs: Any) -> Any:
     return fig
 
 
+def _axes(width: float, height: float) -> Any:
+    """The one ``Axes`` of a :func:`new_figure` laid out by matplotlib's constrained layout."""
+    return new_figure(width, height, layout="constrained").add_subplot()
+
+
 _SHORT = {"n_layers": "{}L", "warmup_steps": "wu {}", "n_heads": "{}h", "d_model": "d{}", "d_ff": "ff {}"}
 """How an axis value reads in a short label (else the value, or ``key value`` for numbers, booleans, none)."""
 SEP = " · "
@@ -102,7 +107,7 @@ def metric_vs_length(
     rows: pd.DataFrame, base: str, variants: list[str], train_len: int, title: str, path: Path
 ) -> Path:
     """Mean of ``base@x{m}`` against the length m x ``train_len`` tokens per variant, 95% t-interval band."""
-    ax = new_figure(6.4, 4.0, layout="constrained").add_subplot()
+    ax = _axes(6.4, 4.0)
     names, caption = short_labels(variants)
     for variant, shown in zip(variants, names):
         sub = rows[(rows["variant"] == variant) & rows["metric"].str.match(rf"^{base}@x\d+$")]
@@ -125,7 +130,7 @@ def metric_vs_length(
 
 def validation_curves(history: pd.DataFrame, metric: str, variants: list[str], title: str, path: Path) -> Path:
     """Validation ``metric`` at L (``history.csv`` rows) against training step: mean over seeds, min-max band."""
-    ax = new_figure(6.4, 4.0, layout="constrained").add_subplot()
+    ax = _axes(6.4, 4.0)
     names, caption = short_labels(variants)
     for variant, shown in zip(variants, names):
         sub = history[history["variant"] == variant]
@@ -155,7 +160,7 @@ def draw_paired_lines(ax, wide: pd.DataFrame) -> list:
 
 def paired_lines(wide: pd.DataFrame, metric: str, higher_is_better: bool, title: str, path: Path) -> Path:
     """Per-seed paired lines of one metric (:func:`draw_paired_lines`): a line's slope is a paired difference."""
-    ax = new_figure(max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8, layout="constrained").add_subplot()
+    ax = _axes(max(6.4, 1.3 * wide.shape[1] + 1.5), 4.8)
     draw_paired_lines(ax, wide)
     xlabel = "variant (baseline first); n = seeds drawn (runs left out of the comparison are not)"
     ylabel = f"{metric} ({'higher' if higher_is_better else 'lower'} is better)"
@@ -170,7 +175,7 @@ def critical_difference(mean_ranks: pd.Series, cd: float, alpha: float, title: s
     """
     order = mean_ranks.sort_values(ascending=False)  # best last: drawn at the top
     names, caption = short_labels([str(v) for v in order.index])
-    ax = new_figure(6.4, 2.4 + 0.35 * len(order), layout="constrained").add_subplot()
+    ax = _axes(6.4, 2.4 + 0.35 * len(order))
     y = np.arange(len(order))
     ax.errorbar(order.to_numpy(float), y, xerr=cd / 2, fmt="o", capsize=3, linewidth=1.2)
     ax.set_yticks(y, names)

@@ -16,13 +16,17 @@ from harness.errors import STALL_FRACTION, RunStatus
 from harness.report.tables import md_table
 from harness.store.record import Record
 
-COLUMNS = ["cell", "finished", "how the others ended", "probe raised", "leak into real positions: logits"]
-COLUMNS += ["leak into real positions: gradient", "leak into padding rows: logits", "NaN/inf logits (fraction)"]
-COLUMNS += ["max attention on a masked key", "attention rows with NaN/inf (fraction)"]
+PAIRS = {
+    "leak into real positions: logits": "leak_logits_real",
+    "leak into real positions: gradient": "leak_grad_real",
+    "leak into padding rows: logits": "leak_logits",
+    "NaN/inf logits (fraction)": "nonfinite_logits",
+    "max attention on a masked key": "attn_masked_max",
+    "attention rows with NaN/inf (fraction)": "attn_nonfinite_rows",
+}
+"""The probe metrics shown as ``init / final`` maxima: column -> metric."""
+COLUMNS = ["cell", "finished", "how the others ended", "probe raised", *PAIRS]
 COLUMNS += ["steps with NaN/inf gradients (mean of finished)"]
-PAIRS = ("leak_logits_real", "leak_grad_real", "leak_logits", "nonfinite_logits", "attn_masked_max")
-PAIRS += ("attn_nonfinite_rows",)
-"""The probe metrics shown as ``init / final`` maxima, in the order of :data:`COLUMNS`."""
 PROBED = ("leak_logits_init", "attn_masked_max_init", "leak_raised_init", "attn_raised_init")
 """The metrics a run with the probes holds (a value, or the probe's forward pass raised)."""
 
@@ -79,7 +83,7 @@ def probe_section(result: Analysis) -> list[str]:
             raised = sum(
                 any(r.metric(f"{p}_raised{s}") == 1 for p in ("leak", "attn") for s in ("_init", "")) for r in recs
             )
-            pairs = [_pair(recs, key) for key in PAIRS]
+            pairs = [_pair(recs, key) for key in PAIRS.values()]
             means = [_mean(ok, "nonfinite_grad_steps"), _mean(ok, abl.tasks[task].primary.metric)]
             rows.append([name, f"{len(ok)}/{len(recs)}", ended or "–", f"{raised}/{len(recs)}", *pairs, *means])
         metric = f"`{abl.tasks[task].primary.metric}` (mean of finished)"

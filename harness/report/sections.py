@@ -26,9 +26,9 @@ from harness.report.tables import md_table
 from harness.store.record import Record
 
 
-def aa_section(result: Analysis, alpha: float = 0.05) -> list[str]:
+def aa_section(result: Analysis) -> list[str]:
     """How many comparisons between identical arms were declared different (each a false positive)."""
-    lines = ["## A/A check: false positives", ""]
+    alpha, lines = 0.05, ["## A/A check: false positives", ""]
     for label, tables in (
         ("primary metric", [t for t in result.tables if t.family.startswith("primary")]),
         ("every metric", result.tables),
@@ -103,16 +103,15 @@ def control_text(c: NegativeComparison) -> str:
     return f"`{c.task}` {c.variant}: **{'caught' if c.caught else 'not caught'}** (`{c.metric}` {c.verdict}{p})"
 
 
-def version_warnings(result: Analysis) -> list[str]:
-    """A loud line for every task whose compared runs were made by different code versions."""
-    return [f"**Warning: {mix_warning(task, mix)}.**\n" for task, mix in result.mixed_code.items()]
+def warning_lines(result: Analysis) -> list[str]:
+    """The loud lines above a report's claims.
 
-
-def design_warnings(result: Analysis) -> list[str]:
-    """A loud line when the profile's design changed after its runs existed, or is not recorded for some."""
-    check = declared.check(result.selection, result.scan.records)
-    warning = check.warning(result.selection.settings.confirmatory)
-    return [f"**Warning: {warning}.**\n"] if warning else []
+    One for every task whose compared runs were made by different code versions, then one when the profile's design
+    changed after its runs existed, or is not recorded for some.
+    """
+    design = declared.check(result.selection, result.scan.records).warning(result.selection.settings.confirmatory)
+    said = [*(mix_warning(task, mix) for task, mix in result.mixed_code.items()), design]
+    return [f"**Warning: {w}.**\n" for w in said if w]
 
 
 def unlearned_warnings(abl: Ablation, result: Analysis) -> list[str]:
@@ -252,24 +251,24 @@ def sequential_section(result: Analysis) -> list[str]:
     base = result.ablation.baseline_label
     futility = f"non-binding futility below {sq.FUTILITY_POWER:.0%} conditional power at the sesoi"
     futility = futility if d.futility else "no futility stop"
-    title, looks_text, holm, ci = (
-        "## Group-sequential design",
-        f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending",
-        "Holm carried across looks",
-        "repeated CI (bounds",
-    )
-    stop = (  # what an early stop does to an estimate: a fixed design has none
-        " An estimate at an early stop is biased away from zero (a comparison stops when its estimate happens to "
-        "be large): read Δ at a stopping look as an upper bound of the effect's size."
-    )
-    if st.fixed:
-        title, looks_text, holm, ci = (
+    title, looks_text, holm, ci, stop = (
+        (
             "## Fixed design",
             f"One look at {d.looks[0]} seeds (no `sequential:` block: all of alpha there)",
             "Holm over it",
             "CI (its bound",
+            "",  # what an early stop does to an estimate: a fixed design has none
         )
-        stop = ""
+        if st.fixed
+        else (
+            "## Group-sequential design",
+            f"Looks at {', '.join(map(str, d.looks))} seeds; Lan-DeMets {name} alpha spending",
+            "Holm carried across looks",
+            "repeated CI (bounds",
+            " An estimate at an early stop is biased away from zero (a comparison stops when its estimate happens "
+            "to be large): read Δ at a stopping look as an upper bound of the effect's size.",
+        )
+    )
     lines = [
         title,
         "",

@@ -41,7 +41,6 @@ class DataFile:
 
     scan: StoreScan
     tuned: StoreScan
-    profile: str
     store: Path
     tuning: TuningData | None
     controls: Controls | None
@@ -170,8 +169,8 @@ def load_source(
     damaged = [h for h in found.history.values() if isinstance(h, str)]
     found.problems = [p for p in arc.problems if p not in damaged]
     controls = read_controls(path, arc.ablation, arc.profile)
-    data = DataFile(found, tuned, arc.profile, Path(arc.store), tuning, controls, root / "bench", tmp)
-    sel = select_of(data.profile)
+    data = DataFile(found, tuned, Path(arc.store), tuning, controls, root / "bench", tmp)
+    sel = select_of(arc.profile)
     strays = [r.run_id for r in data.scan.records if r.run_id not in sel.run_ids]
     if strays:
         raise AblateError(

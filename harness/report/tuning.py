@@ -31,6 +31,7 @@ from harness.report.controls import Controls, read_sidecar
 from harness.report.figures import pyplot, save_png
 from harness.report.sections import verdict
 from harness.report.tables import markdown, title
+from harness.store.record import Record
 from harness.store.runs import StoreScan, scan
 from harness.tune.storage import default_storage, open_storage, sqlite_exists
 from harness.tune.studies import TUNING_SEED, counts, study_name
@@ -140,6 +141,11 @@ class TuningInputs:
     studies: TuningData | None
     tuned: Analysis | None
 
+    @property
+    def runs(self) -> list[Record]:
+        """The tuned runs the report counts and its data file holds: none without a study."""
+        return self.tuned.scan.records if self.studies is not None and self.tuned is not None else []
+
 
 NO_RUNS = "no runs"
 """The untuned verdict of a store that holds only tuned runs."""
@@ -196,12 +202,13 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
     store = open_storage(url)
     known = set(optuna.get_all_study_names(store))
     names = {
-        (t, abl.label(v)): study_name(abl.name, profile, t, abl.label(v)) for t in abl.tasks for v in abl.variants()
+        study_name(abl.name, profile, t, abl.label(v)): (t, abl.label(v)) for t in abl.tasks for v in abl.variants()
     }
-    if not known & set(names.values()):
+    if not (found := [n for n in names if n in known]):
         return None
     summaries = []
-    for (task, variant), name in ((k, n) for k, n in names.items() if n in known):
+    for name in found:
+        task, variant = names[name]
         study = optuna.load_study(study_name=name, storage=store)
         about = {"task": task, "variant": variant, "name": name}
         if len(study.directions) != 1:
@@ -211,10 +218,8 @@ def collect_studies(sel: Selection, results: Path, storage: str | None, out: Pat
         stem = Path(out) / "figures" / re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{abl.name}.{profile}-tune-{task}-{variant}")
         metric = abl.tasks[task].primary.metric
         imp, problem, figs = _figures(study, metric, stem, Path(out)) if c["complete"] else (None, None, [])
-        keep = ("complete", "pruned", "failed", "diverged", "best_value", "best_params", "last_reason")
-        summaries.append(
-            StudySummary(**about, **{k: c[k] for k in keep}, importances=imp, importance_problem=problem, figures=figs)
-        )
+        kept = {k: v for k, v in c.items() if k in StudySummary.model_fields}  # not running, interrupted
+        summaries.append(StudySummary(**about, **kept, importances=imp, importance_problem=problem, figures=figs))
     return TuningData(ablation=abl.name, profile=profile, storage=mask_url(url), studies=summaries)
 
 
@@ -269,8 +274,14 @@ def claim_changes(abl: Ablation, result: Analysis, tuning: TuningInputs, control
     """Each claim's verdict on ``result`` (the untuned runs) and on the tuned runs; empty without tuned runs."""
     if tuning.studies is None or tuning.tuned is None:
         return []
-    untuned = [verdict(cid, result, controls)[0] if result.scan.records else NO_RUNS for cid in abl.claims]
-    return [ClaimChange(cid, u, verdict(cid, tuning.tuned, controls)[0]) for cid, u in zip(abl.claims, untuned)]
+    return [
+        ClaimChange(
+            cid,
+            verdict(cid, result, controls)[0] if result.scan.records else NO_RUNS,
+            verdict(cid, tuning.tuned, controls)[0],
+        )
+        for cid in abl.claims
+    ]
 
 
 def _claims_table(changes: list[ClaimChange]) -> list[str]:
@@ -343,8 +354,7 @@ def _side_by_side(untuned: Any, tuned: Any, order: list[str]) -> str:
     def cols(table: Any, tag: str) -> pd.DataFrame:
         if table is None:
             return pd.DataFrame(columns=["variant"])
-        f = table.frame.set_index("variant")
-        col = {c: f[c] if c in f else pd.Series(index=f.index, dtype=float) for c in ("mean", "delta", "verdict")}
+        col = table.frame.set_index("variant").reindex(columns=["mean", "delta", "verdict"])  # absent: NaN, "–"
         out = {f"{tag} mean": col["mean"].map(text), f"{tag} Δ (+ = better)": col["delta"].map(text)}
         out[f"{tag} verdict"] = col["verdict"].map(lambda x: x if isinstance(x, str) else "–")
         return pd.DataFrame(out).reset_index()

@@ -243,7 +243,7 @@ def test_write_report_appends_the_section(tmp_path, monkeypatch):
     from harness.store.runs import StoreScan
 
     result = SimpleNamespace(scan=StoreScan(), sequential=None, results=results)
-    for name in ("version_warnings", "design_warnings", "claims_section", "setup_section"):
+    for name in ("warning_lines", "claims_section", "setup_section"):
         monkeypatch.setattr(sections, name, lambda *a, **k: [])
     for name in ("_results_section", "tuning_section", "failures_section"):
         monkeypatch.setattr(report_mod, name, lambda *a, **k: [])
