@@ -129,10 +129,7 @@ def load_source(
     path, at = Path(path), f"--from {path}"
     if path.is_dir():
         found = sorted(
-            str(p)
-            for d in (path, path / "data")
-            for p in d.glob(f"{abl.name}.*")
-            if p.name.endswith(archive.SUFFIX) and p.name.split(".")[0] == abl.name
+            str(p) for d in (path, path / "data") for p in d.glob(f"{abl.name}.*") if p.name.endswith(archive.SUFFIX)
         )
         more = f" ({len(found)} data files of {abl.name} there)" if len(found) > 1 else ""
         raise AblateError(
@@ -162,8 +159,8 @@ def load_source(
     }
     found.history = {k: h.replace(str(root), arc.store) if isinstance(h, str) else h for k, h in histories.items()}
     for rec in found.records:  # a damaged history is not in the file: its problem line stands for it
-        at = f"{run_dir(Path(arc.store), rec.ablation, rec.profile, rec.run_id) / HISTORY}{DAMAGED_HISTORY}"
-        if rec.status.trained and (line := next((p for p in arc.problems if p.startswith(at)), None)):
+        head = f"{run_dir(Path(arc.store), rec.ablation, rec.profile, rec.run_id) / HISTORY}{DAMAGED_HISTORY}"
+        if rec.status.trained and (line := next((p for p in arc.problems if p.startswith(head)), None)):
             found.history[rec.run_id] = line
     tuned.history = {}  # the report lists an unreadable history once, as it reads it
     damaged = [h for h in found.history.values() if isinstance(h, str)]

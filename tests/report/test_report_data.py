@@ -264,6 +264,19 @@ def test_a_folder_is_refused_with_the_data_file_to_pass(reported, tmp_path):
     assert not (tmp_path / "never").exists()
 
 
+def test_a_folder_names_the_data_file_of_an_ablation_with_a_dot_in_its_name(tmp_path):
+    """An ablation may be named ``tiny.v2``: a folder holding its data file names that file, not "holds none"."""
+    decl = write_tiny(tmp_path / "decl", name="tiny.v2")
+    folder = tmp_path / "reports"
+    (folder / "data").mkdir(parents=True)
+    data = folder / "data" / "tiny.v2.cpu.tar.gz"
+    data.write_bytes(b"")
+    assert_refused(
+        invoke("report", str(decl), "--from", str(folder), "--out", str(tmp_path / "never")),
+        f"--from {folder}: is a folder, not a report's data file; pass one file, e.g. --from {data}",
+    )
+
+
 def test_a_data_file_of_another_ablation_profile_or_grid_is_refused(reported, tmp_path):
     decl, data = reported
     other = write_tiny(tmp_path / "decl2", name="tiny2")
@@ -277,6 +290,7 @@ def test_a_data_file_of_another_ablation_profile_or_grid_is_refused(reported, tm
     )
     assert_refused(
         invoke("report", str(decl), "--from", str(data), "model.d_model=32", "--out", str(tmp_path / "n")),
+        f"--from {data}: ",
         "are not runs of the tiny / cpu grid",
     )
     assert_refused(invoke("compare", str(decl), "--from", str(data), "--tuned"), "drop --tuned")
