@@ -172,8 +172,7 @@ def attention_cmd(
     try:
         sizes = [int(x) for x in lengths.split(",") if x.strip()] if lengths is not None else None  # "": [], refused
     except ValueError:
-        typer.echo(f"error: --lengths {lengths}: expected comma-separated integers", err=True)
-        raise typer.Exit(2) from None
+        raise AblateError(f"--lengths {lengths}: expected comma-separated integers") from None
     names = [k.strip() for k in kernels.split(",") if k.strip()] if kernels is not None else None
     device = ("cuda" if torch.cuda.is_available() else "cpu") if device is None else device
     if device not in DEFAULT_LENGTHS:
