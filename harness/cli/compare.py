@@ -29,41 +29,19 @@ if TYPE_CHECKING:
 
 
 @o.guard()
-def compare_cmd(
+def compare(
     name: o.NameArg,
-    overrides: o.MadeWithArg = None,
     profile: o.ProfileOpt = None,
-    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    results: o.ResultsOpt = DEFAULT_RESULTS,
     metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
     fmt: o.FormatOpt = o.Format.table,
     tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
+    overrides: o.MadeWithArg = None,
     source: o.FromOpt = None,
     plugin: o.PluginOpt = None,
 ) -> None:
     """The statistical comparison table, from the store (or a report's data file, --from)."""
-    compare(
-        name,
-        profile,
-        results_dir,
-        metric=metric,
-        fmt=fmt.value,
-        tuned=tuned,
-        overrides=overrides or [],
-        source=source,
-    )
-
-
-def compare(
-    name: str,
-    profile: str | None,
-    results: Path,
-    metric: str | None = None,
-    fmt: str = "table",
-    tuned: bool = False,
-    overrides: list[str] | tuple[str, ...] = (),
-    source: Path | None = None,
-) -> None:
-    """The comparison tables of every primary metric, or of ``metric``; ``source``: a data file."""
+    # the tables of every primary metric, or of ``metric``
     from harness.experiment import ablation as ablation_mod
     from harness.report.markdown import report_path  # the statistics: pandas, scipy and statsmodels
     from harness.report.source import load_source
@@ -83,7 +61,7 @@ def compare(
         output.check_results_readable(results)
         committed = archive.existing(report_path(abl, sel.profile, DEFAULT_REPORTS, sel.overrides))
         output.check_store_exists(sel, tuned, data_file=committed)
-    print_tables(sel, results, metric, fmt, tuned, found)
+    print_tables(sel, results, metric, o.Format(fmt).value, tuned, found)
 
 
 def print_tables(

@@ -111,7 +111,7 @@ def check_results_readable(results: Path) -> None:
 def selection(
     abl: Ablation,
     profile: str | None,
-    overrides: list[str] | tuple[str, ...],
+    overrides: list[str] | tuple[str, ...] | None,  # None: none
     results: Path = DEFAULT_RESULTS,
     storage: str | None = None,
     *,
@@ -130,7 +130,7 @@ def selection(
     return select(
         abl,
         profile,
-        overrides,
+        overrides or (),
         data_dir(),
         check_data,
         typed=typed,

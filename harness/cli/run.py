@@ -283,10 +283,10 @@ Pruner = o.choices("Pruner", "median", "hyperband", "none")
     "interrupted: finished trials are in the storage (the interrupted one is not counted); run the same command "
     "again to continue"
 )
-def tune_cmd(
+def tune(
     name: o.NameArg,
-    overrides: o.OverridesArg = None,
     profile: o.ProfileOpt = None,
+    overrides: o.OverridesArg = None,
     trials: Annotated[
         int,
         typer.Option(
@@ -298,7 +298,7 @@ def tune_cmd(
     ] = None,
     task: Annotated[Optional[list[str]], typer.Option(help="only this task (repeatable)")] = None,
     storage: o.StorageOpt = None,
-    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    results: o.ResultsOpt = DEFAULT_RESULTS,
     pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = Pruner.median,
     threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads for this worker")] = 1,
     heartbeat: Annotated[
@@ -310,39 +310,8 @@ def tune_cmd(
     plugin: o.PluginOpt = None,
 ) -> int:
     """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
-    return tune(
-        name,
-        profile,
-        overrides or [],
-        results_dir,
-        trials=trials,
-        tasks=task or None,
-        variants=variant or None,
-        storage=storage,
-        pruner=pruner.value,
-        threads=threads,
-        heartbeat=heartbeat,
-    )
-
-
-def tune(
-    name: str,
-    profile: str | None,
-    overrides: list[str],
-    results: Path,
-    *,
-    trials: int,
-    tasks: list[str] | None = None,
-    variants: list[str] | None = None,
-    storage: str | None = None,
-    pruner: str = "median",
-    threads: int = 1,
-    heartbeat: int | None = None,
-) -> int:
-    """Top up one Optuna study per (task, variant) to ``trials`` finished trials, then print a summary.
-
-    Returns 1 when some study has no complete trial (its line says why), else 0.
-    """
+    # each study topped up to ``trials`` finished trials, then a summary; exit 1 when some study has no complete trial
+    # (its line says why)
     import torch
 
     from harness.experiment import ablation as ablation_mod
@@ -350,8 +319,8 @@ def tune(
     from harness.tune.studies import TRIAL_HEARTBEAT_S, plan_studies
 
     check_threads(threads)
-    abl = ablation_mod.load(name)
-    prof_name, plans = plan_studies(abl, profile, overrides, tasks, variants, output.data_dir())
+    abl, overrides = ablation_mod.load(name), overrides or []
+    prof_name, plans = plan_studies(abl, profile, overrides, task or None, variant or None, output.data_dir())
     if storage is None:  # the default storage lives in the results directory
         output.check_results_dir(results)
     torch.set_num_threads(threads)
@@ -364,7 +333,7 @@ def tune(
         overrides=overrides,
         storage=storage,
         data_dir=output.data_dir(),
-        pruner=pruner,
+        pruner=Pruner(pruner).value,
         heartbeat=heartbeat or TRIAL_HEARTBEAT_S,
         echo=lambda line: output.console.print(escape(line)),
     )
