@@ -70,7 +70,17 @@ def report_cmd(
     # its offline summary run would be written into the store it reads
     mode = o.wandb_mode(wandb, logs=not every and source is None, offline=False)
     if every:
-        report_all(results_dir, out, storage, name=name, profile=profile, source=source, wandb=mode)
+        if name is not None:
+            raise AblateError(
+                f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)"
+            )
+        if profile is not None:
+            raise AblateError("--all reports every profile with runs; drop --profile")
+        if source is not None:
+            raise AblateError("--from regenerates one report from its data file; drop --all (or --from)")
+        if mode != "off":
+            raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
+        report_all(results_dir, out, storage)
     else:
         report(name, profile, results_dir, out, storage, overrides or [], wandb=mode, source=source)
 
@@ -199,16 +209,7 @@ def _check_out(out: Path, what: str, storage: str | None) -> None:
         open_storage(storage)
 
 
-def report_all(
-    results: Path,
-    out: Path,
-    storage: str | None = None,
-    *,
-    name: str | None = None,
-    profile: str | None = None,
-    source: Path | None = None,
-    wandb: str = "off",
-) -> Path:
+def report_all(results: Path, out: Path, storage: str | None = None) -> Path:
     """``ablate report --all``: every registered ablation's reports, the positive controls' page and their index.
 
     A report per profile with runs of its declared grid (:func:`harness.report.build.write_all`); the index is
@@ -218,14 +219,6 @@ def report_all(
     from harness.report.build import write_all
     from harness.store import archive
 
-    if name is not None:
-        raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
-    if profile is not None:
-        raise AblateError("--all reports every profile with runs; drop --profile")
-    if source is not None:
-        raise AblateError("--from regenerates one report from its data file; drop --all (or --from)")
-    if wandb != "off":
-        raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
     output.check_results_readable(results)
     _check_out(out, "reports and their figures", storage)
     if not any(
