@@ -34,7 +34,7 @@ def compare(
     profile: o.ProfileOpt = None,
     results: o.ResultsOpt = DEFAULT_RESULTS,
     metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
-    fmt: o.FormatOpt = o.Format.table,
+    fmt: o.FormatOpt = "table",
     tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
     overrides: o.MadeWithArg = None,
     source: o.FromOpt = None,
@@ -61,7 +61,7 @@ def compare(
         output.check_results_readable(results)
         committed = archive.existing(report_path(abl, sel.profile, DEFAULT_REPORTS, sel.overrides))
         output.check_store_exists(sel, tuned, data_file=committed)
-    print_tables(sel, results, metric, o.Format(fmt).value, tuned, found)
+    print_tables(sel, results, metric, fmt, tuned, found)
 
 
 def print_tables(
@@ -198,7 +198,7 @@ def plan_cmd(
     alpha: Annotated[
         float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")
     ] = 0.05,
-    fmt: o.FormatOpt = o.Format.table,
+    fmt: o.FormatOpt = "table",
     plugin: o.PluginOpt = None,
 ) -> None:
     """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
@@ -209,7 +209,7 @@ def plan_cmd(
         results_dir,
         power=power,
         alpha=alpha,
-        fmt=fmt.value,
+        fmt=fmt,
         overrides=overrides or [],
     )
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, Optional, ParamSpec, TypeVar
 
 import typer
 
@@ -109,15 +108,10 @@ StorageOpt = Annotated[
 ]
 
 
-def choices(name: str, *values: str) -> type[Enum]:
-    """The choices of an option, as typer takes them (a ``str`` Enum whose members are their values)."""
-    return Enum(name, {v: v for v in values}, type=str)
-
-
-WandbMode = choices("WandbMode", "auto", "off", "offline", "online")
+WandbMode = Literal["auto", "off", "offline", "online"]
 WANDB_AUTO = "auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"
 WandbOpt = Annotated[WandbMode, typer.Option(help=WANDB_AUTO)]
-Format = choices("Format", "table", "md", "csv", "json")
+Format = Literal["table", "md", "csv", "json"]
 FormatOpt = Annotated[Format, typer.Option("--format")]
 
 
@@ -162,8 +156,8 @@ def wandb_mode(mode: WandbMode, logs: bool = True, offline: bool = True) -> str:
     credentials, else offline (``offline`` False: off, for a command that reads the store and must write nothing into
     it unless asked: ``ablate report``).
     """
-    if mode is not WandbMode.auto:
-        return mode.value
+    if mode != "auto":
+        return mode
     if not logs:
         return "off"
     from harness.credentials import has_wandb_credentials

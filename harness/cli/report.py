@@ -57,7 +57,7 @@ def report_cmd(
             help="the summary run (comparison tables, figures, verdicts); auto: online when W&B credentials are set "
             "(WANDB_API_KEY or `wandb login`), else off (offline writes it into the store, for `ablate sync`)"
         ),
-    ] = o.WandbMode.auto,
+    ] = "auto",
     source: o.FromOpt = None,
     plugin: o.PluginOpt = None,
 ) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import typer
 from rich.markup import escape
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from harness.experiment.grid import RunSpec
 
 INTERRUPTED_RUNS = "interrupted: finished runs are in the store; run the same command again to continue"
-Executor = o.choices("Executor", "local", "ray", "slurm")
+Executor = Literal["local", "ray", "slurm"]
 
 
 @o.guard(INTERRUPTED_RUNS)
@@ -43,7 +43,7 @@ def run_cmd(
     results_dir: o.ResultsOpt = DEFAULT_RESULTS,
     workers: o.WorkersOpt = None,
     threads: o.ThreadsOpt = 1,
-    wandb: o.WandbOpt = o.WandbMode.auto,
+    wandb: o.WandbOpt = "auto",
     tuned: Annotated[
         bool,
         typer.Option(
@@ -54,7 +54,7 @@ def run_cmd(
     executor: Annotated[
         Executor,
         typer.Option(help="local: this machine (--workers); ray: a Ray cluster; slurm: SLURM jobs through submitit"),
-    ] = Executor.local,
+    ] = "local",
     address: Annotated[
         Optional[str],
         typer.Option(help="Ray cluster to connect to (auto, HOST:PORT, ray://HOST:10001); default: a local instance"),
@@ -102,7 +102,7 @@ def run_cmd(
         retry=retry,
         devices=int(devices) if devices.isdigit() else devices,
         strategy=strategy,
-        executor=executor.value,
+        executor=executor,
         address=address,
         gpus_per_run=gpus_per_run,
         partition=slurm_partition,
@@ -241,7 +241,7 @@ def reproduce_cmd(
     ] = False,
     workers: o.WorkersOpt = None,
     threads: o.ThreadsOpt = 1,
-    wandb: o.WandbOpt = o.WandbMode.auto,
+    wandb: o.WandbOpt = "auto",
     run_timeout: o.RunTimeoutOpt = None,
     plugin: o.PluginOpt = None,
 ) -> int:
@@ -276,7 +276,7 @@ def reproduce_cmd(
     return max(codes, default=0)
 
 
-Pruner = o.choices("Pruner", "median", "hyperband", "none")
+Pruner = Literal["median", "hyperband", "none"]
 
 
 @o.guard(
@@ -299,7 +299,7 @@ def tune(
     task: Annotated[Optional[list[str]], typer.Option(help="only this task (repeatable)")] = None,
     storage: o.StorageOpt = None,
     results: o.ResultsOpt = DEFAULT_RESULTS,
-    pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = Pruner.median,
+    pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = "median",
     threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads for this worker")] = 1,
     heartbeat: Annotated[
         Optional[int],
@@ -333,7 +333,7 @@ def tune(
         overrides=overrides,
         storage=storage,
         data_dir=output.data_dir(),
-        pruner=Pruner(pruner).value,
+        pruner=pruner,
         heartbeat=heartbeat or TRIAL_HEARTBEAT_S,
         echo=lambda line: output.console.print(escape(line)),
     )

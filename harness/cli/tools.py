@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
 import typer
 from rich.table import Table as RichTable
@@ -36,7 +36,7 @@ STYLE = {"pass": "green", "fail": "bold red", "refused": "yellow", "skipped": "d
 DEFAULT_LENGTHS = {"cpu": [2**i for i in range(7, 13)], "cuda": [2**i for i in range(9, 16)]}  # 128..4096, 512..32768
 
 
-CheckFormat = o.choices("CheckFormat", "table", "json")
+CheckFormat = Literal["table", "json"]
 
 
 @o.guard()
@@ -45,7 +45,7 @@ def check_cmd(
         Optional[list[str]], typer.Argument(help="KEY=NAME as in an override (position=rope, task=copy) or a bare name")
     ] = None,
     every: Annotated[bool, typer.Option("--all", help="every registered component and task")] = False,
-    fmt: Annotated[CheckFormat, typer.Option("--format")] = CheckFormat.table,
+    fmt: Annotated[CheckFormat, typer.Option("--format")] = "table",
     seed: Annotated[
         int, typer.Option(min=0, max=INT_MAX, help="of the weights, tokens and task data")
     ] = 0,  # max: harness.bounds.INT_MAX (past 2**64 torch's manual_seed overflows)
@@ -74,11 +74,11 @@ def check_cmd(
     try:
         for target in targets:
             reports.append(report := run_check(target, seed, data_dir=output.data_dir()))
-            if fmt is CheckFormat.table:
+            if fmt == "table":
                 output.console.print(table(report))
     finally:
         torch.set_num_threads(before)
-    if fmt is CheckFormat.json:
+    if fmt == "json":
         payload = {
             "torch": torch.__version__,
             "threads": threads,
