@@ -223,7 +223,7 @@ def run(
     print_tables(sel, results, tuned=tuned, brief=True)
     for line in closing_lines(abl, prof_name, results, sel):
         output.console.print(line, markup=False)
-    lines, code = outcome_lines([*chosen.failed_before, *records], results, abl.name, ctx=sel, tuned=tuned)
+    lines, code = outcome_lines([*chosen.failed_before, *records], sel, tuned)
     for line in lines:  # last: runs that did not finish come before any next step
         output.console.print(line)
     return code

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from harness import __version__
 from harness.errors import RunStatus, run_error, storage_error
-from harness.execution.locks import LEASE, LEASE_STALE_S, TAKEOVER, clear_stale, holder, take_lease
+from harness.execution.locks import LEASE, TAKEOVER, clear_stale, holder, take_lease
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
@@ -87,13 +87,13 @@ def tidy_finished(folder: Path, keep_checkpoints: bool, stale_after: float) -> N
         shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
 
 
-def unfinished_state(folder: Path, stale_after: float = LEASE_STALE_S) -> tuple[str, str]:
+def unfinished_state(folder: Path) -> tuple[str, str]:
     """The state of a run without a record, and what it is doing or how it will start.
 
     ``("running", who)`` while a live lease holds a run without a record, else
     ``("pending", how it will start)``.
     """
-    held = holder(folder, stale_after)
+    held = holder(folder)
     if held is not None and "token" in held and held["stale"] is None:
         return "running", f"leased by {held.get('owner')} since {held.get('leased_at')}"
     if (folder / CHECKPOINTS / "last.ckpt").is_file():
