@@ -81,7 +81,7 @@ def _options(
 
 for declared in (
     *(inspect.list_cmd, inspect.show_cmd, inspect.schema_cmd, run.run_cmd, inspect.status, compare.compare),
-    *(report.report_cmd, run.reproduce_cmd, compare.plan_cmd, run.tune, restore.restore_cmd, restore.sync_cmd),
+    *(report.report, run.reproduce_cmd, compare.plan_cmd, run.tune, restore.restore_cmd, restore.sync_cmd),
     tools.check_cmd,
 ):  # in the order `ablate --help` lists them
     app.command(declared.__name__.removesuffix("_cmd"))(declared.guarded)
