@@ -123,9 +123,16 @@ def bench_environment(cfg: BenchConfig) -> dict[str, Any]:
         except (OSError, StopIteration):
             name = platform.processor() or platform.machine()
     return {
-        **{"torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version()},
-        **{"device": cfg.device, "device_name": name, "dtype": cfg.dtype, "threads": cfg.threads},
-        **{"cpu_count": os.cpu_count(), "platform": platform.platform(), "commit": git_commit()},
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "device": cfg.device,
+        "device_name": name,
+        "dtype": cfg.dtype,
+        "threads": cfg.threads,
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "commit": git_commit(),
     }
 
 
