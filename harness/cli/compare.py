@@ -87,7 +87,7 @@ def print_tables(
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
     def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup
         if fmt in ("table", "md"):
-            output.console.print(text, markup=False)
+            output.plain(text)
         else:
             print(text, file=sys.stderr)
 
@@ -115,7 +115,7 @@ def print_tables(
         text = summary_markdown(tables) if brief else render(tables, "md")
     else:
         text = render(tables, fmt, output.console)  # text formats verbatim
-    output.console.print(text, markup=False)
+    output.plain(text)
 
 
 def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) -> list[str]:
@@ -268,6 +268,6 @@ def plan_seeds(
     if fmt == "table" and not output.console.is_terminal:
         fmt = "md"  # piped or captured: plain markdown instead of box drawing
     if fmt in ("table", "md"):
-        output.console.print(planning.describe(seeds) + "\n", markup=False)
-    output.console.print(planning.render(seeds, fmt), markup=False)
+        output.plain(planning.describe(seeds) + "\n")
+    output.plain(planning.render(seeds, fmt))
     return seeds

@@ -218,6 +218,6 @@ def report_all(results: Path, out: Path, storage: str | None = None) -> Path:
             f"--results-dir it wrote to{restore}"
         )
     with _writing(out):
-        path = write_all(results, out, storage, lambda line: output.console.print(escape(line)))
+        path = write_all(results, out, storage, output.plain)
     output.console.print(f"wrote {path}")
     return path

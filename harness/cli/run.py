@@ -222,7 +222,7 @@ def run(
         )
     print_tables(sel, results, tuned=tuned, brief=True)
     for line in closing_lines(abl, prof_name, results, sel):
-        output.console.print(line, markup=False)
+        output.plain(line)
     lines, code = outcome_lines([*chosen.failed_before, *records], sel, tuned)
     for line in lines:  # last: runs that did not finish come before any next step
         output.console.print(line)
@@ -263,16 +263,16 @@ def reproduce_cmd(
     grids = controls.grids(entries, results_dir)
     for ablation, profile, planned, missing in grids:
         hint = f" (`{command('run', ablation, profile, results=results_dir)}`)" if missing else ""
-        output.console.print(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}", markup=False)
+        output.plain(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}")
     codes = [
         run(ablation, profile, [], results_dir, workers=workers, threads=threads, wandb=mode, options=options)
         for ablation, profile, _, missing in grids
         if missing and not dry_run
     ]
     if dry_run and (missing := sum(g[3] for g in grids)):
-        output.console.print(f"dry run: {missing} runs would run; nothing ran", markup=False)
+        output.plain(f"dry run: {missing} runs would run; nothing ran")
     for line in summary_lines([controls.evaluate(e, results_dir) for e in entries]):
-        output.console.print(line, markup=False)
+        output.plain(line)
     return max(codes, default=0)
 
 
@@ -335,7 +335,7 @@ def tune(
         data_dir=output.data_dir(),
         pruner=pruner,
         heartbeat=heartbeat or TRIAL_HEARTBEAT_S,
-        echo=lambda line: output.console.print(escape(line)),
+        echo=output.plain,
     )
     columns = ("study", "complete", "pruned", "failed (diverged)", "best value", "best parameters")
     table = RichTable(*columns, title="tuning (objective on the validation split)")

@@ -222,12 +222,11 @@ def attention_cmd(
         "env": bench_environment(cfg) | {"loadavg_start": os.getloadavg()[0]},
         "config": asdict(cfg) | {"warmup": 1 + WARMUP, "kernels": names, "lengths": sizes, "memory": MEMORY[device]},
     }
-    output.console.print(
+    output.plain(
         f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): "
-        f"kernels {', '.join(names)} x T = {', '.join(map(str, sizes))}",
-        markup=False,
+        f"kernels {', '.join(names)} x T = {', '.join(map(str, sizes))}"
     )
-    doc["rows"] = bench(cfg, names, sizes, echo=lambda r: output.console.print(_progress(r), markup=False))
+    doc["rows"] = bench(cfg, names, sizes, echo=lambda r: output.plain(_progress(r)))
     doc["env"]["loadavg_end"] = os.getloadavg()[0]
     path = Path(out) / f"attention-{device}-{dtype}.json"
     write_json_atomic(path, doc)  # strict JSON: NaN as null, inf as "Infinity" (harness.encode)
