@@ -180,7 +180,7 @@ def run(
         output.console.print(f"{abl.name} / {prof_name}: sequential design, {st.summary()}")
         specs = looks.next_specs(sel, st)
     targets = None if tuned else {task: entry.target for task, entry in abl.tasks.items()}
-    chosen = select(options, specs, results, abl.name, retry, targets=targets)
+    chosen = select(options, specs, results, retry, targets=targets)
     todo, retried = chosen.todo, chosen.retry
     placement = place_runs(options, workers, len(todo), threads, [estimate_seconds(s.config, threads) for s in todo])
     again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
