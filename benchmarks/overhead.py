@@ -168,7 +168,7 @@ def display_cost(repeat: int = 200) -> dict[str, float]:
     each run; a poll every ``POLL_S`` in the training process itself when it runs in-process)."""
     from rich.console import Console
 
-    from harness.cli.run import POLL_S, GridProgress
+    from harness.cli.progress import POLL_S, GridProgress
     from harness.store.runs import run_dir
     from harness.training.progress import EVERY_S, RunProgress, write_progress
 

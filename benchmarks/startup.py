@@ -52,7 +52,7 @@ t.append(("import ablate run", time.perf_counter()))
 abl = ablation_mod.load(path)
 profile, specs = grid.plan(abl, None, [], output.data_dir())
 t.append(("planning (imports torch)", time.perf_counter()))
-chosen = select(RunOptions(), specs, results, abl.name, ())
+chosen = select(RunOptions(), specs, results, ())
 t.append(("store state", time.perf_counter()))
 from harness.execution.local import pool_context
 p = pool_context().Process(target=time.sleep, args=(0,)); p.start(); p.join()

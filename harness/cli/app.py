@@ -80,12 +80,12 @@ def _options(
 
 
 for declared in (
-    *(inspect.list_cmd, inspect.show_cmd, inspect.schema_cmd, run.run_cmd, inspect.status_cmd, compare.compare_cmd),
-    *(report.report_cmd, run.reproduce_cmd, compare.plan_cmd, run.tune_cmd, restore.restore_cmd, restore.sync_cmd),
+    *(inspect.list_cmd, inspect.show_cmd, inspect.schema_cmd, run.run_cmd, inspect.status, compare.compare),
+    *(report.report, run.reproduce_cmd, compare.plan_cmd, run.tune, restore.restore_cmd, restore.sync_cmd),
     tools.check_cmd,
 ):  # in the order `ablate --help` lists them
-    app.command(declared.__name__.removesuffix("_cmd"))(declared)
+    app.command(declared.__name__.removesuffix("_cmd"))(declared.guarded)
 
 bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks outside the run store.")
 app.add_typer(bench_app, name="bench")
-bench_app.command("attention")(tools.attention_cmd)
+bench_app.command("attention")(tools.attention_cmd.guarded)

@@ -29,41 +29,19 @@ if TYPE_CHECKING:
 
 
 @o.guard()
-def compare_cmd(
+def compare(
     name: o.NameArg,
-    overrides: o.MadeWithArg = None,
     profile: o.ProfileOpt = None,
-    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    results: o.ResultsOpt = DEFAULT_RESULTS,
     metric: Annotated[Optional[str], typer.Option(help="one metric (default: every primary)")] = None,
-    fmt: o.FormatOpt = o.Format.table,
+    fmt: o.FormatOpt = "table",
     tuned: Annotated[bool, typer.Option("--tuned", help="the runs of `ablate run --tuned`")] = False,
+    overrides: o.MadeWithArg = None,
     source: o.FromOpt = None,
     plugin: o.PluginOpt = None,
 ) -> None:
     """The statistical comparison table, from the store (or a report's data file, --from)."""
-    compare(
-        name,
-        profile,
-        results_dir,
-        metric=metric,
-        fmt=fmt.value,
-        tuned=tuned,
-        overrides=overrides or [],
-        source=source,
-    )
-
-
-def compare(
-    name: str,
-    profile: str | None,
-    results: Path,
-    metric: str | None = None,
-    fmt: str = "table",
-    tuned: bool = False,
-    overrides: list[str] | tuple[str, ...] = (),
-    source: Path | None = None,
-) -> None:
-    """The comparison tables of every primary metric, or of ``metric``; ``source``: a data file."""
+    # the tables of every primary metric, or of ``metric``
     from harness.experiment import ablation as ablation_mod
     from harness.report.markdown import report_path  # the statistics: pandas, scipy and statsmodels
     from harness.report.source import load_source
@@ -109,7 +87,7 @@ def print_tables(
     # --format json / csv: stdout holds the data alone, so that it parses; the notes go to stderr
     def note(text: str) -> None:  # text may hold a command with [..] (an override): no rich markup
         if fmt in ("table", "md"):
-            output.console.print(text, markup=False)
+            output.plain(text)
         else:
             print(text, file=sys.stderr)
 
@@ -137,7 +115,7 @@ def print_tables(
         text = summary_markdown(tables) if brief else render(tables, "md")
     else:
         text = render(tables, fmt, output.console)  # text formats verbatim
-    output.console.print(text, markup=False)
+    output.plain(text)
 
 
 def closing_lines(abl: Ablation, profile: str, results: Path, ctx: Selection) -> list[str]:
@@ -220,7 +198,7 @@ def plan_cmd(
     alpha: Annotated[
         float, typer.Option(help="family-wise level of the primary comparisons (divided by their number)")
     ] = 0.05,
-    fmt: o.FormatOpt = o.Format.table,
+    fmt: o.FormatOpt = "table",
     plugin: o.PluginOpt = None,
 ) -> None:
     """Seeds the confirmatory profile needs to detect each task's smallest effect of interest, from a pilot's spread."""
@@ -231,7 +209,7 @@ def plan_cmd(
         results_dir,
         power=power,
         alpha=alpha,
-        fmt=fmt.value,
+        fmt=fmt,
         overrides=overrides or [],
     )
 
@@ -290,6 +268,6 @@ def plan_seeds(
     if fmt == "table" and not output.console.is_terminal:
         fmt = "md"  # piped or captured: plain markdown instead of box drawing
     if fmt in ("table", "md"):
-        output.console.print(planning.describe(seeds) + "\n", markup=False)
-    output.console.print(planning.render(seeds, fmt), markup=False)
+        output.plain(planning.describe(seeds) + "\n")
+    output.plain(planning.render(seeds, fmt))
     return seeds

@@ -6,8 +6,6 @@ here, in rich markup.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.markup import escape
 
 from harness.errors import RunStatus
@@ -30,13 +28,10 @@ def describe(options: RunOptions, placement: Placement, threads: int) -> str:
     return f"{placement.workers} worker(s) x {threads} thread(s){gpus}{why}"
 
 
-def outcome_lines(
-    records: list[Progress], results: Path, ablation: str, *, ctx: Selection, tuned: bool = False
-) -> tuple[list[str], int]:
+def outcome_lines(records: list[Progress], ctx: Selection, tuned: bool = False) -> tuple[list[str], int]:
     """Lines about runs that did not finish well (stalled ones too), and the exit code (1 when some failed).
 
-    ``ctx``: the ``ablate run`` command's selection, for the commands the lines suggest (required:
-    a hint without it would name no grid).
+    ``ctx``: the ``ablate run`` command's selection, whose store holds the runs, for the commands the lines suggest.
     """
     lines, rerun = [], ["--tuned"] if tuned else []
     failed = [rec for rec in records if rec.status in FAILURES]
@@ -46,7 +41,7 @@ def outcome_lines(
         if rec.status in FAILURES:
             hint = ""
             if rec.status == RunStatus.FAILED and rec.profile:
-                hint = f" (traceback in {run_dir(results, ablation, rec.profile, rec.run_id) / 'traceback.txt'})"
+                hint = f" (traceback in {run_dir(ctx.results, ctx.name, rec.profile, rec.run_id) / 'traceback.txt'})"
             lines.append(f"[red]{rec.status}[/] {where}: {rec.reason}{hint}")
         elif rec.status == RunStatus.STALLED and len(stalled) == 1:  # a result, as a diverged run is: said, exit code 0
             lines.append(f"[yellow]stalled[/] {where}: {rec.reason}")

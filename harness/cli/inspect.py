@@ -6,7 +6,6 @@ They say what is declared, what a grid expands to, and how far its runs are.
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -83,7 +82,7 @@ def show_cmd(
     from harness.experiment.search_space import resolve_space
 
     abl = ablation_mod.load(name)
-    sel = output.selection(abl, profile, overrides or [], typed=name, check_data=True)
+    sel = output.selection(abl, profile, overrides, typed=name, check_data=True)
     say = output.console.print
     say(f"[bold]{abl.name}[/]: {abl.question}")
     if abl.claims:
@@ -180,23 +179,16 @@ def schema_cmd(
 
 
 @o.guard()
-def status_cmd(
+def status(
     name: o.NameArg,
-    overrides: o.MadeWithArg = None,
     profile: o.ProfileOpt = None,
-    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    results: o.ResultsOpt = DEFAULT_RESULTS,
+    overrides: o.MadeWithArg = None,
     plugin: o.PluginOpt = None,
 ) -> None:
     """Done / failed / diverged / pending, per variant and task."""
-    status(name, profile, results_dir, overrides or [])
-
-
-def status(name: str, profile: str | None, results: Path, overrides: list[str] | tuple[str, ...] = ()) -> None:
-    """Per task and variant, the runs of each status; then the runs that need a look.
-
-    Those are the runs in progress or interrupted, those with suspect numbers, and every store file that is not a
-    readable run (with its path).
-    """
+    # then the runs that need a look: those in progress or interrupted, those with suspect numbers, and every store
+    # file that is not a readable run (with its path)
     from harness.analysis import declared
     from harness.execution.attempt import unfinished_state
     from harness.experiment import ablation as ablation_mod

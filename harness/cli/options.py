@@ -5,15 +5,15 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional, ParamSpec
+from typing import Annotated, Any, Literal, Optional, ParamSpec, TypeVar
 
 import typer
 
 from harness.bounds import INT_MAX
 
 P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def given(flag: str, fix: str, convert: Callable[[str], Any] = Path) -> Callable[[Any], Any]:
@@ -108,26 +108,23 @@ StorageOpt = Annotated[
 ]
 
 
-def choices(name: str, *values: str) -> type[Enum]:
-    """The choices of an option, as typer takes them (a ``str`` Enum whose members are their values)."""
-    return Enum(name, {v: v for v in values}, type=str)
-
-
-WandbMode = choices("WandbMode", "auto", "off", "offline", "online")
+WandbMode = Literal["auto", "off", "offline", "online"]
 WANDB_AUTO = "auto: online when W&B credentials are set (WANDB_API_KEY or `wandb login`), else offline"
 WandbOpt = Annotated[WandbMode, typer.Option(help=WANDB_AUTO)]
-Format = choices("Format", "table", "md", "csv", "json")
+Format = Literal["table", "md", "csv", "json"]
 FormatOpt = Annotated[Format, typer.Option("--format")]
 
 
-def guard(on_interrupt: str = "interrupted") -> Callable[[Callable[P, int | None]], Callable[P, None]]:
-    """Make a command exit with the int it returns; bad input exits 2 with one line, Ctrl-C 130 with ``on_interrupt``.
+def guard(on_interrupt: str = "interrupted") -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Give a command its ``guarded`` form, which ``ablate`` runs; the command itself is returned unchanged.
 
-    The decorator of every command's declaration: its errors never reach the user as a traceback. A command with a
-    ``plugin`` option loads those plugins (``--plugin``), with the installed ones, first.
+    The decorator of every command's declaration. The guarded form exits with the int the command returns; bad input
+    exits 2 with one line, Ctrl-C 130 with ``on_interrupt``: its errors never reach the user as a traceback. A command
+    with a ``plugin`` option loads those plugins (``--plugin``), with the installed ones, first. Python callers (tests)
+    call the command itself, which raises.
     """
 
-    def decorate(command: Callable[P, int | None]) -> Callable[P, None]:
+    def decorate(command: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(command)
         def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
             from harness.errors import AblateError
@@ -146,7 +143,8 @@ def guard(on_interrupt: str = "interrupted") -> Callable[[Callable[P, int | None
             if isinstance(result, int):  # the exit status of a command that has one (other results: 0)
                 raise typer.Exit(result)
 
-        return guarded
+        command.guarded = guarded  # type: ignore[attr-defined]
+        return command
 
     return decorate
 
@@ -158,8 +156,8 @@ def wandb_mode(mode: WandbMode, logs: bool = True, offline: bool = True) -> str:
     credentials, else offline (``offline`` False: off, for a command that reads the store and must write nothing into
     it unless asked: ``ablate report``).
     """
-    if mode is not WandbMode.auto:
-        return mode.value
+    if mode != "auto":
+        return mode
     if not logs:
         return "off"
     from harness.credentials import has_wandb_credentials

@@ -58,6 +58,11 @@ replace_unencodable(sys.stdout, sys.stderr)
 console = _Console(highlight=False, soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else 160)
 
 
+def plain(text: Any) -> None:
+    """Print ``text`` on the console as it is: no rich markup is read in it (a command line's ``[..]``, a path)."""
+    console.print(text, markup=False)
+
+
 def check_results_dir(results: Path, create: bool = True) -> None:
     """For the commands that write the store: a results path that is a file, cannot be created or written.
 
@@ -111,7 +116,7 @@ def check_results_readable(results: Path) -> None:
 def selection(
     abl: Ablation,
     profile: str | None,
-    overrides: list[str] | tuple[str, ...],
+    overrides: list[str] | tuple[str, ...] | None,  # None: none
     results: Path = DEFAULT_RESULTS,
     storage: str | None = None,
     *,
@@ -130,7 +135,7 @@ def selection(
     return select(
         abl,
         profile,
-        overrides,
+        overrides or (),
         data_dir(),
         check_data,
         typed=typed,

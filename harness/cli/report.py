@@ -34,11 +34,10 @@ if TYPE_CHECKING:
 @o.guard(
     "interrupted: the report may be incomplete and no run in the store changed; run the same command again to write it"
 )
-def report_cmd(
+def report(
     name: Annotated[Optional[str], typer.Argument(help="ablation name or YAML path (not with --all)")] = None,
-    overrides: o.MadeWithArg = None,
     profile: o.ProfileOpt = None,
-    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
+    results: o.ResultsOpt = DEFAULT_RESULTS,
     out: Annotated[
         Path,
         typer.Option(
@@ -47,6 +46,7 @@ def report_cmd(
         ),
     ] = DEFAULT_REPORTS,
     storage: o.StorageOpt = None,
+    overrides: o.MadeWithArg = None,
     every: Annotated[
         bool,
         typer.Option("--all", help="every registered ablation, each profile with runs, and OUT/README.md, their index"),
@@ -57,39 +57,19 @@ def report_cmd(
             help="the summary run (comparison tables, figures, verdicts); auto: online when W&B credentials are set "
             "(WANDB_API_KEY or `wandb login`), else off (offline writes it into the store, for `ablate sync`)"
         ),
-    ] = o.WandbMode.auto,
+    ] = "auto",
     source: o.FromOpt = None,
     plugin: o.PluginOpt = None,
-) -> None:
+) -> Path:
     """Write reports/NAME.md and its PNG figures.
 
     NAME.PROFILE.md for a non-default profile; NAME[.PROFILE].with-HASH.md for runs made with key=value overrides;
     --all: every registered ablation, and reports/README.md, their index.
     """
-    # --all and --from log no W&B run; nor, unless asked (--wandb offline), does a report without credentials:
-    # its offline summary run would be written into the store it reads
-    mode = o.wandb_mode(wandb, logs=not every and source is None, offline=False)
-    if every:
-        report_all(results_dir, out, storage, name=name, profile=profile, source=source, wandb=mode)
-    else:
-        report(name, profile, results_dir, out, storage, overrides or [], wandb=mode, source=source)
-
-
-def report(
-    name: str | None,
-    profile: str | None,
-    results: Path,
-    out: Path,
-    storage: str | None = None,
-    overrides: list[str] | tuple[str, ...] = (),
-    wandb: str = "off",
-    source: Path | None = None,
-) -> Path:
-    """Write the markdown report and its figures; returns its path.
-
-    ``wandb``: also log the W&B summary run (a failure is a warning). ``source``: a data file read instead of the store
-    (no data file nor W&B run written; the studies' figures copied from the report folder the file lies in).
-    """
+    # returns the report's path (--all: the index's). --wandb: also the W&B summary run (a failure is a warning);
+    # --from: a data file read instead of the store (no data file nor W&B run written; the studies' figures copied
+    # from the report folder the file lies in). --all and --from log no W&B run; nor, unless asked (--wandb
+    # offline), does a report without credentials: its offline summary run would be written into the store it reads
     from harness.experiment import ablation as ablation_mod
     from harness.report import build
     from harness.report.markdown import report_path
@@ -97,6 +77,19 @@ def report(
     from harness.report.tuning import copy_figures
     from harness.store import archive
 
+    wandb = o.wandb_mode(wandb, logs=not every and source is None, offline=False)
+    if every:
+        if name is not None:
+            raise AblateError(
+                f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)"
+            )
+        if profile is not None:
+            raise AblateError("--all reports every profile with runs; drop --profile")
+        if source is not None:
+            raise AblateError("--from regenerates one report from its data file; drop --all (or --from)")
+        if wandb != "off":
+            raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
+        return report_all(results, out, storage)
     if name is None:
         raise AblateError("name the ablation to report (`ablate report NAME`), or pass --all for every registered one")
     if source is not None and wandb != "off":
@@ -199,16 +192,7 @@ def _check_out(out: Path, what: str, storage: str | None) -> None:
         open_storage(storage)
 
 
-def report_all(
-    results: Path,
-    out: Path,
-    storage: str | None = None,
-    *,
-    name: str | None = None,
-    profile: str | None = None,
-    source: Path | None = None,
-    wandb: str = "off",
-) -> Path:
+def report_all(results: Path, out: Path, storage: str | None = None) -> Path:
     """``ablate report --all``: every registered ablation's reports, the positive controls' page and their index.
 
     A report per profile with runs of its declared grid (:func:`harness.report.build.write_all`); the index is
@@ -218,14 +202,6 @@ def report_all(
     from harness.report.build import write_all
     from harness.store import archive
 
-    if name is not None:
-        raise AblateError(f"--all reports every registered ablation; drop {name!r} (or drop --all to report only it)")
-    if profile is not None:
-        raise AblateError("--all reports every profile with runs; drop --profile")
-    if source is not None:
-        raise AblateError("--from regenerates one report from its data file; drop --all (or --from)")
-    if wandb != "off":
-        raise AblateError("--all writes no W&B summary runs; log one with `ablate report NAME --wandb MODE`")
     output.check_results_readable(results)
     _check_out(out, "reports and their figures", storage)
     if not any(
@@ -242,6 +218,6 @@ def report_all(
             f"--results-dir it wrote to{restore}"
         )
     with _writing(out):
-        path = write_all(results, out, storage, lambda line: output.console.print(escape(line)))
+        path = write_all(results, out, storage, output.plain)
     output.console.print(f"wrote {path}")
     return path

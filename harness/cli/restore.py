@@ -75,7 +75,7 @@ def restore_cmd(
             "write to"
         ) from None
     if bench := sorted({b for d in done for b in d.bench}):
-        output.console.print(escape(f"bench files into {results_dir / 'bench'}: {', '.join(bench)}"))
+        output.plain(f"bench files into {results_dir / 'bench'}: {', '.join(bench)}")
     differ = sum(len(d.differ) for d in done)
     _missing_controls(done, results_dir)
     _next_steps(done, results_dir, differ)
@@ -147,7 +147,7 @@ def _next_steps(done: list[archive.Restored], results: Path, differ: int) -> Non
     head = f"{count(sum(len(d.written) for d in done), 'run')} restored into {results}"
     if differ:
         head += f" ({count(differ, 'run')} kept that differ{'s' if differ == 1 else ''} from the files: exit 1)"
-    output.console.print(escape(head + "; " + "; ".join(lines)))
+    output.plain(head + "; " + "; ".join(lines))
 
 
 @o.guard()

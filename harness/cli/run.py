@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import typer
 from rich.markup import escape
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from harness.experiment.grid import RunSpec
 
 INTERRUPTED_RUNS = "interrupted: finished runs are in the store; run the same command again to continue"
-Executor = o.choices("Executor", "local", "ray", "slurm")
+Executor = Literal["local", "ray", "slurm"]
 
 
 @o.guard(INTERRUPTED_RUNS)
@@ -43,7 +43,7 @@ def run_cmd(
     results_dir: o.ResultsOpt = DEFAULT_RESULTS,
     workers: o.WorkersOpt = None,
     threads: o.ThreadsOpt = 1,
-    wandb: o.WandbOpt = o.WandbMode.auto,
+    wandb: o.WandbOpt = "auto",
     tuned: Annotated[
         bool,
         typer.Option(
@@ -54,7 +54,7 @@ def run_cmd(
     executor: Annotated[
         Executor,
         typer.Option(help="local: this machine (--workers); ray: a Ray cluster; slurm: SLURM jobs through submitit"),
-    ] = Executor.local,
+    ] = "local",
     address: Annotated[
         Optional[str],
         typer.Option(help="Ray cluster to connect to (auto, HOST:PORT, ray://HOST:10001); default: a local instance"),
@@ -102,7 +102,7 @@ def run_cmd(
         retry=retry,
         devices=int(devices) if devices.isdigit() else devices,
         strategy=strategy,
-        executor=executor.value,
+        executor=executor,
         address=address,
         gpus_per_run=gpus_per_run,
         partition=slurm_partition,
@@ -180,7 +180,7 @@ def run(
         output.console.print(f"{abl.name} / {prof_name}: sequential design, {st.summary()}")
         specs = looks.next_specs(sel, st)
     targets = None if tuned else {task: entry.target for task, entry in abl.tasks.items()}
-    chosen = select(options, specs, results, abl.name, retry, targets=targets)
+    chosen = select(options, specs, results, retry, targets=targets)
     todo, retried = chosen.todo, chosen.retry
     placement = place_runs(options, workers, len(todo), threads, [estimate_seconds(s.config, threads) for s in todo])
     again = f" ({len(retried)} again: --retry {','.join(retry)})" if retried else ""
@@ -222,8 +222,8 @@ def run(
         )
     print_tables(sel, results, tuned=tuned, brief=True)
     for line in closing_lines(abl, prof_name, results, sel):
-        output.console.print(line, markup=False)
-    lines, code = outcome_lines([*chosen.failed_before, *records], results, abl.name, ctx=sel, tuned=tuned)
+        output.plain(line)
+    lines, code = outcome_lines([*chosen.failed_before, *records], sel, tuned)
     for line in lines:  # last: runs that did not finish come before any next step
         output.console.print(line)
     return code
@@ -241,7 +241,7 @@ def reproduce_cmd(
     ] = False,
     workers: o.WorkersOpt = None,
     threads: o.ThreadsOpt = 1,
-    wandb: o.WandbOpt = o.WandbMode.auto,
+    wandb: o.WandbOpt = "auto",
     run_timeout: o.RunTimeoutOpt = None,
     plugin: o.PluginOpt = None,
 ) -> int:
@@ -263,30 +263,30 @@ def reproduce_cmd(
     grids = controls.grids(entries, results_dir)
     for ablation, profile, planned, missing in grids:
         hint = f" (`{command('run', ablation, profile, results=results_dir)}`)" if missing else ""
-        output.console.print(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}", markup=False)
+        output.plain(f"{ablation} / {profile}: {planned} runs, {missing} missing{hint}")
     codes = [
         run(ablation, profile, [], results_dir, workers=workers, threads=threads, wandb=mode, options=options)
         for ablation, profile, _, missing in grids
         if missing and not dry_run
     ]
     if dry_run and (missing := sum(g[3] for g in grids)):
-        output.console.print(f"dry run: {missing} runs would run; nothing ran", markup=False)
+        output.plain(f"dry run: {missing} runs would run; nothing ran")
     for line in summary_lines([controls.evaluate(e, results_dir) for e in entries]):
-        output.console.print(line, markup=False)
+        output.plain(line)
     return max(codes, default=0)
 
 
-Pruner = o.choices("Pruner", "median", "hyperband", "none")
+Pruner = Literal["median", "hyperband", "none"]
 
 
 @o.guard(
     "interrupted: finished trials are in the storage (the interrupted one is not counted); run the same command "
     "again to continue"
 )
-def tune_cmd(
+def tune(
     name: o.NameArg,
-    overrides: o.OverridesArg = None,
     profile: o.ProfileOpt = None,
+    overrides: o.OverridesArg = None,
     trials: Annotated[
         int,
         typer.Option(
@@ -298,8 +298,8 @@ def tune_cmd(
     ] = None,
     task: Annotated[Optional[list[str]], typer.Option(help="only this task (repeatable)")] = None,
     storage: o.StorageOpt = None,
-    results_dir: o.ResultsOpt = DEFAULT_RESULTS,
-    pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = Pruner.median,
+    results: o.ResultsOpt = DEFAULT_RESULTS,
+    pruner: Annotated[Pruner, typer.Option(help="Optuna pruner on the validation metric at L")] = "median",
     threads: Annotated[int, typer.Option(min=1, max=INT_MAX, help="torch threads for this worker")] = 1,
     heartbeat: Annotated[
         Optional[int],
@@ -310,39 +310,8 @@ def tune_cmd(
     plugin: o.PluginOpt = None,
 ) -> int:
     """Optuna search per (task, variant), resumable; run several at once on one --storage for many workers."""
-    return tune(
-        name,
-        profile,
-        overrides or [],
-        results_dir,
-        trials=trials,
-        tasks=task or None,
-        variants=variant or None,
-        storage=storage,
-        pruner=pruner.value,
-        threads=threads,
-        heartbeat=heartbeat,
-    )
-
-
-def tune(
-    name: str,
-    profile: str | None,
-    overrides: list[str],
-    results: Path,
-    *,
-    trials: int,
-    tasks: list[str] | None = None,
-    variants: list[str] | None = None,
-    storage: str | None = None,
-    pruner: str = "median",
-    threads: int = 1,
-    heartbeat: int | None = None,
-) -> int:
-    """Top up one Optuna study per (task, variant) to ``trials`` finished trials, then print a summary.
-
-    Returns 1 when some study has no complete trial (its line says why), else 0.
-    """
+    # each study topped up to ``trials`` finished trials, then a summary; exit 1 when some study has no complete trial
+    # (its line says why)
     import torch
 
     from harness.experiment import ablation as ablation_mod
@@ -350,8 +319,8 @@ def tune(
     from harness.tune.studies import TRIAL_HEARTBEAT_S, plan_studies
 
     check_threads(threads)
-    abl = ablation_mod.load(name)
-    prof_name, plans = plan_studies(abl, profile, overrides, tasks, variants, output.data_dir())
+    abl, overrides = ablation_mod.load(name), overrides or []
+    prof_name, plans = plan_studies(abl, profile, overrides, task or None, variant or None, output.data_dir())
     if storage is None:  # the default storage lives in the results directory
         output.check_results_dir(results)
     torch.set_num_threads(threads)
@@ -366,7 +335,7 @@ def tune(
         data_dir=output.data_dir(),
         pruner=pruner,
         heartbeat=heartbeat or TRIAL_HEARTBEAT_S,
-        echo=lambda line: output.console.print(escape(line)),
+        echo=output.plain,
     )
     columns = ("study", "complete", "pruned", "failed (diverged)", "best value", "best parameters")
     table = RichTable(*columns, title="tuning (objective on the validation split)")

@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
 import typer
 from rich.table import Table as RichTable
@@ -36,7 +36,7 @@ STYLE = {"pass": "green", "fail": "bold red", "refused": "yellow", "skipped": "d
 DEFAULT_LENGTHS = {"cpu": [2**i for i in range(7, 13)], "cuda": [2**i for i in range(9, 16)]}  # 128..4096, 512..32768
 
 
-CheckFormat = o.choices("CheckFormat", "table", "json")
+CheckFormat = Literal["table", "json"]
 
 
 @o.guard()
@@ -45,7 +45,7 @@ def check_cmd(
         Optional[list[str]], typer.Argument(help="KEY=NAME as in an override (position=rope, task=copy) or a bare name")
     ] = None,
     every: Annotated[bool, typer.Option("--all", help="every registered component and task")] = False,
-    fmt: Annotated[CheckFormat, typer.Option("--format")] = CheckFormat.table,
+    fmt: Annotated[CheckFormat, typer.Option("--format")] = "table",
     seed: Annotated[
         int, typer.Option(min=0, max=INT_MAX, help="of the weights, tokens and task data")
     ] = 0,  # max: harness.bounds.INT_MAX (past 2**64 torch's manual_seed overflows)
@@ -74,11 +74,11 @@ def check_cmd(
     try:
         for target in targets:
             reports.append(report := run_check(target, seed, data_dir=output.data_dir()))
-            if fmt is CheckFormat.table:
+            if fmt == "table":
                 output.console.print(table(report))
     finally:
         torch.set_num_threads(before)
-    if fmt is CheckFormat.json:
+    if fmt == "json":
         payload = {
             "torch": torch.__version__,
             "threads": threads,
@@ -123,9 +123,16 @@ def bench_environment(cfg: BenchConfig) -> dict[str, Any]:
         except (OSError, StopIteration):
             name = platform.processor() or platform.machine()
     return {
-        **{"torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version()},
-        **{"device": cfg.device, "device_name": name, "dtype": cfg.dtype, "threads": cfg.threads},
-        **{"cpu_count": os.cpu_count(), "platform": platform.platform(), "commit": git_commit()},
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "device": cfg.device,
+        "device_name": name,
+        "dtype": cfg.dtype,
+        "threads": cfg.threads,
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "commit": git_commit(),
     }
 
 
@@ -172,8 +179,7 @@ def attention_cmd(
     try:
         sizes = [int(x) for x in lengths.split(",") if x.strip()] if lengths is not None else None  # "": [], refused
     except ValueError:
-        typer.echo(f"error: --lengths {lengths}: expected comma-separated integers", err=True)
-        raise typer.Exit(2) from None
+        raise AblateError(f"--lengths {lengths}: expected comma-separated integers") from None
     names = [k.strip() for k in kernels.split(",") if k.strip()] if kernels is not None else None
     device = ("cuda" if torch.cuda.is_available() else "cpu") if device is None else device
     if device not in DEFAULT_LENGTHS:
@@ -216,12 +222,11 @@ def attention_cmd(
         "env": bench_environment(cfg) | {"loadavg_start": os.getloadavg()[0]},
         "config": asdict(cfg) | {"warmup": 1 + WARMUP, "kernels": names, "lengths": sizes, "memory": MEMORY[device]},
     }
-    output.console.print(
+    output.plain(
         f"bench attention on {device} ({doc['env']['device_name']}), {dtype}, {cfg.threads} thread(s): "
-        f"kernels {', '.join(names)} x T = {', '.join(map(str, sizes))}",
-        markup=False,
+        f"kernels {', '.join(names)} x T = {', '.join(map(str, sizes))}"
     )
-    doc["rows"] = bench(cfg, names, sizes, echo=lambda r: output.console.print(_progress(r), markup=False))
+    doc["rows"] = bench(cfg, names, sizes, echo=lambda r: output.plain(_progress(r)))
     doc["env"]["loadavg_end"] = os.getloadavg()[0]
     path = Path(out) / f"attention-{device}-{dtype}.json"
     write_json_atomic(path, doc)  # strict JSON: NaN as null, inf as "Infinity" (harness.encode)

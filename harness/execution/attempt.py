@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from harness import __version__
 from harness.errors import RunStatus, run_error, storage_error
-from harness.execution.locks import LEASE, LEASE_STALE_S, TAKEOVER, clear_stale, holder, take_lease
+from harness.execution.locks import LEASE, TAKEOVER, clear_stale, holder, take_lease
 from harness.experiment import plugins as plugin_loader
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
@@ -87,13 +87,13 @@ def tidy_finished(folder: Path, keep_checkpoints: bool, stale_after: float) -> N
         shutil.rmtree(folder / CHECKPOINTS, ignore_errors=True)
 
 
-def unfinished_state(folder: Path, stale_after: float = LEASE_STALE_S) -> tuple[str, str]:
+def unfinished_state(folder: Path) -> tuple[str, str]:
     """The state of a run without a record, and what it is doing or how it will start.
 
     ``("running", who)`` while a live lease holds a run without a record, else
     ``("pending", how it will start)``.
     """
-    held = holder(folder, stale_after)
+    held = holder(folder)
     if held is not None and "token" in held and held["stale"] is None:
         return "running", f"leased by {held.get('owner')} since {held.get('leased_at')}"
     if (folder / CHECKPOINTS / "last.ckpt").is_file():
@@ -113,8 +113,16 @@ def grid_attempt(
     if absolute:
         results, data_dir = Path(results).resolve(), Path(data_dir).resolve() if data_dir else None
         abl = abl.model_copy(update={"source": str(Path(abl.source).resolve())}) if abl.source else abl
-    shared = {"wandb_mode": wandb_mode, "data_dir": data_dir, "abl": abl, "commit": git_commit(), "options": options}
-    return partial(execute, results=results, **shared, plugins=plugin_loader.refs())
+    return partial(
+        execute,
+        results=results,
+        wandb_mode=wandb_mode,
+        data_dir=data_dir,
+        abl=abl,
+        commit=git_commit(),
+        options=options,
+        plugins=plugin_loader.refs(),
+    )
 
 
 def run_with_threads(spec: RunSpec, attempt: Callable[[RunSpec], Progress], threads: int) -> Progress:
@@ -306,9 +314,8 @@ def spec_record(spec: RunSpec, abl: Ablation | None = None, **fields: Any) -> Re
         pydantic.ValidationError: ``fields`` that do not make a record (:class:`Record`).
     """
     keys = ("run_id", "ablation", "profile", "task", "task_params", "task_version", "variant", "variant_label", "seed")
-    what = {k: getattr(spec, k) for k in keys} | {"config": spec.config.model_dump(mode="json")}
-    what |= {"code_versions": spec.code_versions} | ({"tuned_params": spec.tuned_params} if spec.tuned_params else {})
-    what |= {"design": spec.design} if spec.design else {}
+    what = {k: getattr(spec, k) for k in (*keys, "code_versions")} | {"config": spec.config.model_dump(mode="json")}
+    what |= {k: getattr(spec, k) for k in ("tuned_params", "design") if getattr(spec, k)}
     if abl is not None:
         what["target"] = abl.tasks[spec.task].target
     return Record.model_validate(what | fields)

@@ -128,7 +128,6 @@ def select(
     options: RunOptions,
     specs: list[RunSpec],
     results: Path,
-    ablation: str,
     statuses: tuple[str, ...],
     targets: Mapping[str, Threshold | None] | None = None,
 ) -> Selected:
@@ -140,7 +139,7 @@ def select(
     """
     out = Selected()
     for spec in specs:
-        own = run_dir(results, ablation, spec.profile, spec.run_id)
+        own = run_dir(results, spec.ablation, spec.profile, spec.run_id)
         rec = read_record(own)
         if rec is None:
             target = (targets or {}).get(spec.task)

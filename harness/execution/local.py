@@ -217,47 +217,33 @@ def _run_pool(
     slots: tuple[str, ...],
     finished: Finished,
 ) -> None:
-    """Run ``specs`` on a process pool; a pool broken by a dying worker is replaced once."""
+    """Run ``specs`` on a process pool; the runs of a pool broken by a dying worker get one fresh pool."""
     ctx, remaining, owner = pool_context(), list(specs), (os.getpid(), pid_start(os.getpid()))
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if main else None
     try:
-        _pool_rounds(ctx, remaining, attempt, workers, threads, slots, owner, finished)
+        for _ in range(2):
+            queue = ctx.Queue() if slots else None
+            for slot in slots[:workers]:
+                queue.put(slot)  # type: ignore[union-attr]
+            broken: list[tuple[RunSpec, Future[Progress]]] = []
+            size = min(workers, len(remaining))
+            with ProcessPoolExecutor(size, ctx, initializer=_init_worker, initargs=(threads, queue, owner)) as pool:
+                futures = {pool.submit(attempt, s): s for s in remaining}
+                try:
+                    for fut in as_completed(futures):
+                        if isinstance(fut.exception(), BrokenProcessPool):
+                            broken.append((futures[fut], fut))
+                        else:
+                            finished(futures[fut], fut.result)
+                except KeyboardInterrupt:  # Ctrl-C or SIGTERM: start nothing more, stop the runs in flight
+                    _stop(pool)
+                    raise
+            remaining = [spec for spec, _ in broken]
+            if not remaining:
+                return
+        for spec, fut in broken:
+            finished(spec, fut.result)  # crashed
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-
-
-def _pool_rounds(
-    ctx: Any,
-    remaining: list[RunSpec],
-    attempt: Callable[[RunSpec], Progress],
-    workers: int,
-    threads: int,
-    slots: tuple[str, ...],
-    owner: tuple[int, int | None],
-    finished: Finished,
-) -> None:
-    """:func:`_run_pool`'s pools: a second one for the runs of a pool a dying worker broke."""
-    for _ in range(2):
-        queue = ctx.Queue() if slots else None
-        for slot in slots[:workers]:
-            queue.put(slot)  # type: ignore[union-attr]
-        broken: list[tuple[RunSpec, Future[Progress]]] = []
-        size = min(workers, len(remaining))
-        with ProcessPoolExecutor(size, ctx, initializer=_init_worker, initargs=(threads, queue, owner)) as pool:
-            futures = {pool.submit(attempt, s): s for s in remaining}
-            try:
-                for fut in as_completed(futures):
-                    if isinstance(fut.exception(), BrokenProcessPool):
-                        broken.append((futures[fut], fut))
-                    else:
-                        finished(futures[fut], fut.result)
-            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: start nothing more, stop the runs in flight
-                _stop(pool)
-                raise
-        remaining = [spec for spec, _ in broken]
-        if not remaining:
-            return
-    for spec, fut in broken:
-        finished(spec, fut.result)  # crashed

@@ -99,14 +99,11 @@ def _write_new(path: Path, payload: bytes) -> None:
     """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view) :]
+        with os.fdopen(fd, "wb") as file:  # a buffered file writes the whole payload, and closes the descriptor
+            file.write(payload)
     except BaseException:
-        os.close(fd)
         path.unlink(missing_ok=True)
         raise
-    os.close(fd)
 
 
 def _create(path: Path, payload: bytes) -> bool:

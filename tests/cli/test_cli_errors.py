@@ -304,8 +304,8 @@ def test_script_exit_code_for_heads_not_dividing_d_model(tmp_path, results):
     "command,module,fn,words",
     [
         (["run"], "run", "run", ["finished runs are in the store"]),
-        (["report"], "report", "report", ["the report may be incomplete", "no run in the store changed"]),
-        (["compare"], "compare", "compare", []),
+        (["report"], "output", "check_wandb", ["the report may be incomplete", "no run in the store changed"]),
+        (["compare"], "output", "selection", []),  # report and compare are commands: what they call first
     ],
 )
 def test_ctrl_c_says_what_the_command_kept(tmp_path, monkeypatch, command, module, fn, words):

@@ -382,7 +382,7 @@ def test_a_wandb_login_counts_for_auto_online_and_sync(tmp_path, monkeypatch):
     """``wandb login`` (a .netrc entry, no WANDB_API_KEY): ``--wandb auto`` logs online, ``--wandb
     online`` is accepted, and ``ablate sync`` uploads (it said "uploading needs WANDB_API_KEY");
     without it, offline, refused, refused. One helper decides: harness/credentials.py."""
-    from harness.cli.options import WandbMode, wandb_mode
+    from harness.cli.options import wandb_mode
     from harness.training import wandb_upload as wandb_sync
 
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -397,7 +397,7 @@ def test_a_wandb_login_counts_for_auto_online_and_sync(tmp_path, monkeypatch):
         wandb_sync.subprocess, "run", lambda cmd, **kw: uploads.append(cmd) or SimpleNamespace(returncode=0)
     )
 
-    assert wandb_mode(WandbMode.auto) == "offline"
+    assert wandb_mode("auto") == "offline"
     with pytest.raises(AblateError, match="needs W&B credentials"):
         output.check_wandb("online")
     with pytest.raises(AblateError, match="uploading needs W&B credentials, WANDB_API_KEY or `wandb login`"):
@@ -405,7 +405,7 @@ def test_a_wandb_login_counts_for_auto_online_and_sync(tmp_path, monkeypatch):
     assert uploads == []
 
     (tmp_path / ".netrc").write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
-    assert wandb_mode(WandbMode.auto) == "online"
+    assert wandb_mode("auto") == "online"
     output.check_wandb("online")
     assert wandb_sync.sync(store, echo=lambda line: None) == 0
     assert len(uploads) == 1 and "sync" in uploads[0] and str(waiting) in uploads[0]

@@ -201,9 +201,7 @@ def test_the_retry_hint_names_the_statuses_that_occurred(tmp_path, statuses, com
         else Record.model_construct(**f, status=s, reason="r", profile="cpu")
         for f, s in zip(fields, statuses)
     ]
-    lines, code = outcome_lines(
-        records, tmp_path, "mini", ctx=select(load(str(write_decl(tmp_path))), "cpu", check_data=False)
-    )
+    lines, code = outcome_lines(records, select(load(str(write_decl(tmp_path))), "cpu", check_data=False))
     last = lines[-1]
     assert code == 1 and last.startswith(f"{len(statuses)} run(s) did not finish; `")
     assert f"{command} runs them again" in last, last
@@ -221,8 +219,8 @@ def test_stalled_runs_are_said_in_one_line(tmp_path):
         Record.model_construct(run_id=f"r{i}", task="copy", variant_label="v", seed=i, status="stalled", reason="why")
         for i in range(3)
     ]
-    lines, code = outcome_lines(records[:1], tmp_path, "mini", ctx=ctx)
+    lines, code = outcome_lines(records[:1], ctx)
     assert (lines, code) == (["[yellow]stalled[/] copy v seed 0: why"], 0)
-    lines, code = outcome_lines(records, tmp_path, "mini", ctx=ctx)
+    lines, code = outcome_lines(records, ctx)
     assert code == 0 and len(lines) == 1, lines
     assert lines[0].startswith("[yellow]3 runs stalled[/], e.g. copy v seed 0: why; `ablate status mini")

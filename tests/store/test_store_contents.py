@@ -50,7 +50,7 @@ def store(tmp_path_factory: pytest.TempPathFactory):
 def test_no_secret_reaches_the_store_a_report_or_the_output(store, tmp_path, capfd, monkeypatch):
     path, results = store
     monkeypatch.setenv("WANDB_API_KEY", KEY)
-    report_cmd.report(str(path), None, results, tmp_path / "reports")
+    report_cmd.report(str(path), None, results, tmp_path / "reports", wandb="off")  # the key set: auto would log
     inspect_cmd.status(str(path), None, results)
     files = [p for folder in (results, tmp_path / "reports") for p in folder.rglob("*") if p.is_file()]
     assert any(p.name == "traceback.txt" for p in files) and any("wandb" in p.parts for p in files)

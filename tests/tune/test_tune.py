@@ -40,7 +40,7 @@ def _wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _tune(path: Path, results: Path, trials: int, *extra: str, variants: list[str] | None = None) -> int:
-    return run_cmd.tune(str(path), None, list(extra), results, trials=trials, variants=variants)
+    return run_cmd.tune(str(path), None, list(extra), trials=trials, variant=variants, results=results)
 
 
 # --- declarations and bad input (nothing trains) ---------------------------------------------

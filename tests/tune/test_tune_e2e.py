@@ -28,7 +28,7 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeyp
     console = Console(highlight=False, width=250, record=True)
     monkeypatch.setattr(output, "console", console)
     results = tmp_path / "results"
-    assert run_cmd.tune("pe_extrapolation", "smoke", SMALL, results, trials=2) == 0
+    assert run_cmd.tune("pe_extrapolation", "smoke", SMALL, trials=2, results=results) == 0
     assert (results / "optuna.db").is_file()
     assert run_cmd.run("pe_extrapolation", "smoke", SMALL, results, workers=1, wandb="off", tuned=True) == 0
     # the counts are of the tuned runs' folder, so the line names it (it said `smoke`, whose runs are others)

@@ -55,7 +55,7 @@ def test_a_killed_workers_trial_is_marked_failed(
     slow.wait()
     assert _safe_states(url) == {"RUNNING": 1}
     time.sleep(3.5)  # past the grace period (3 x heartbeat)
-    assert run_cmd.tune(str(path), None, [], results, trials=2, variants=["position=rope"], heartbeat=1) == 0
+    assert run_cmd.tune(str(path), None, [], trials=2, variant=["position=rope"], results=results, heartbeat=1) == 0
     assert "marked trial(s) [0] failed" in capsys.readouterr().out
     study = optuna.load_study(study_name=ROPE, storage=url)
     assert [t.state.name for t in study.trials][0] == "FAIL" and len(study.trials) == 2
@@ -82,7 +82,7 @@ def test_a_trial_failed_as_stale_while_it_ran_does_not_stop_its_worker(
     monkeypatch.setattr(objective_mod, "objective", late)
     monkeypatch.setattr(output, "console", Console(highlight=False, width=250))
     path, results = write_tiny(tmp_path), tmp_path / "results"
-    assert run_cmd.tune(str(path), None, [], results, trials=2, variants=["position=rope"]) == 0
+    assert run_cmd.tune(str(path), None, [], trials=2, variant=["position=rope"], results=results) == 0
     assert "came after another worker had failed it as stale" in capsys.readouterr().out
     study = optuna.load_study(study_name=ROPE, storage=default_storage(results))
     assert [t.state.name for t in study.trials] == ["FAIL", "COMPLETE"]
