@@ -54,17 +54,17 @@ enough that a spike of a few steps does not move it, short against the hundreds 
 the norm falls as the loss does."""
 
 
-def swing(norms: np.ndarray, warmup: int, window: int = SWING_WINDOW) -> float:
+def swing(norms: np.ndarray, warmup: int) -> float:
     """``grad_norm_cv_detrended``: the relative size of the gradient norm's swings about its own trend.
 
-    It is the standard deviation of log gradient norm about its rolling median (``window`` steps, centred; the series'
-    end values repeated beyond its ends) over the steps after ``warmup``, finite norms only: about std / mean where the
-    swings are small, unmoved by the early fall of the norm or a warm-up. NaN with fewer than 2 such steps.
+    It is the standard deviation of log gradient norm about its rolling median (:data:`SWING_WINDOW` steps, centred;
+    the series' end values repeated beyond its ends) over the steps after ``warmup``, finite norms only: about std /
+    mean where the swings are small, unmoved by the early fall of the norm or a warm-up. NaN with fewer than 2 such
+    steps.
 
     Args:
         norms: (steps,) every step's gradient norm before clipping, in step order.
         warmup: the warm-up steps (``train.warmup_steps``), left out.
-        window: the rolling median's length in steps.
     """
     from scipy.ndimage import median_filter
 
@@ -72,7 +72,7 @@ def swing(norms: np.ndarray, warmup: int, window: int = SWING_WINDOW) -> float:
     logs = np.log(after[np.isfinite(after) & (after > 0)])
     if logs.size < 2:
         return math.nan
-    return float(np.std(logs - median_filter(logs, size=min(window, logs.size), mode="nearest")))
+    return float(np.std(logs - median_filter(logs, size=min(SWING_WINDOW, logs.size), mode="nearest")))
 
 
 class StepLog:
