@@ -35,13 +35,11 @@ from harness.tasks import Task
 from harness.threshold import Threshold
 from harness.training import precision as prec
 from harness.training import scoring
-from harness.training.lit import CSV_FILE, LitLM, TaskData, lr_factor, salt_stream
+from harness.training.lit import CSV_FILE, LitLM, TaskData, salt_stream
 from harness.training.model_and_devices import transformer_config
 from harness.training.probes import measure
 from harness.training.progress import EVERY_S, PROGRESS, RunProgress, write_progress
 from harness.training.wandb_upload import REPLAYED
-
-__all__ = ["LitLM", "RunResult", "TaskData", "TrainOptions", "lr_factor", "train"]
 
 logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
 logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
@@ -85,27 +83,31 @@ class RunMonitor(L.Callback):
         self._last_progress, self._start_step, self._t0, self._cuda = -float("inf"), 0, 0.0, False
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Start this attempt's clocks at the step it starts from."""
         # after a checkpoint is restored: global_step is the step this attempt starts at
         self._cuda = trainer.strategy.root_device.type == "cuda"
         self._started = self._last_checkpoint = self.clock()
         self._start_step = trainer.global_step
 
     def on_train_batch_start(self, trainer: L.Trainer, *args: Any) -> None:
+        """Start the step clock (CUDA synchronised)."""
         if self._cuda:
             torch.cuda.synchronize(trainer.strategy.root_device)
         self._t0 = time.perf_counter()
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        """Stop the step clock, count the batch's tokens, check the time limit, write the progress when due."""
         if self._cuda:
             torch.cuda.synchronize(trainer.strategy.root_device)
         self.seconds += time.perf_counter() - self._t0
         self.tokens += int(batch[0].numel())
         now = self._check(trainer)
-        if self.progress_dir is not None and now - self._last_progress >= self.progress_every_s:
+        if now - self._last_progress >= self.progress_every_s:
             self._last_progress = now
             self.write_progress(trainer, pl_module)
 
     def write_progress(self, trainer: L.Trainer, pl_module: LitLM) -> None:
+        """Replace ``progress_dir/progress.json`` now (no ``progress_dir``: nothing)."""
         if self.progress_dir is not None:
             now, total = self.clock(), int(trainer.max_steps)
             step, loss = trainer.global_step, pl_module.steps.last_finite
@@ -121,6 +123,7 @@ class RunMonitor(L.Callback):
     on_validation_batch_end = on_test_batch_end = _check
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: Any) -> None:
+        """Write the checkpoint when one is due (never during the sanity check)."""
         due = self.clock() - self._last_checkpoint >= self.checkpoint_every_s
         if self.checkpoint_dir is not None and not trainer.sanity_checking and due:
             self.save(trainer)
@@ -260,12 +263,13 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
     torch.manual_seed(stream_seed(seed, "dropout", *salt_stream(t.seed_salt)))
     lit = LitLM(model, cfg, task, o.target, LOG_EVERY)
     loggers: list[Any] = [L.loggers.CSVLogger(run_dir, name="csv", version="")]
+    wandb = None
     if o.wandb is not None:
         import wandb as wandb_lib
 
         # init the run ourselves: WandbLogger's own init passes the deprecated `anonymous` setting
-        loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **o.wandb)))
-    wandb = loggers[1].experiment if o.wandb is not None else None
+        wandb = wandb_lib.init(dir=str(run_dir), **o.wandb)
+        loggers.append(L.loggers.WandbLogger(experiment=wandb))
     start, ckpt = _resume(o.checkpoint_dir if r.resume else None, loggers)
     monitor = RunMonitor(o.checkpoint_dir, r.checkpoint_every, r.run_timeout, run_dir if o.progress else None)
     trainer = L.Trainer(
@@ -358,6 +362,4 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
         if o.progress:
             (run_dir / PROGRESS).unlink(missing_ok=True)
         if wandb is not None:
-            import wandb as wandb_lib
-
-            wandb_lib.finish()
+            wandb.finish()
