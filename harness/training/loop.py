@@ -62,8 +62,9 @@ class RunMonitor(L.Callback):
       :class:`~harness.errors.TimedOut`.
     - Checkpoints: ``checkpoint_dir/last.ckpt`` at the end of a validation pass (so it holds the
       curve so far) once ``checkpoint_every_s`` passed since the previous one (0: every pass).
-    - Progress: ``progress_dir/progress.json`` after the first step, then every ``progress_every_s``
-      (its loss: the last read back from the device, no sync of its own).
+    - Progress: ``progress_dir/progress.json`` after the first step, then every
+      :data:`~harness.training.progress.EVERY_S` seconds (its loss: the last read back from the
+      device, no sync of its own).
     """
 
     def __init__(
@@ -72,12 +73,11 @@ class RunMonitor(L.Callback):
         checkpoint_every_s: float = 0.0,
         timeout_s: float | None = None,
         progress_dir: Path | None = None,
-        progress_every_s: float = EVERY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.checkpoint_dir, self.checkpoint_every_s = checkpoint_dir, checkpoint_every_s
-        self.limit, self.progress_dir, self.progress_every_s = timeout_s, progress_dir, progress_every_s
-        self.seconds, self.tokens, self.checkpoints = 0.0, 0, 0
+        self.limit, self.progress_dir = timeout_s, progress_dir
+        self.seconds, self.tokens = 0.0, 0
         self.clock = clock
         self._created = self._started = self._last_checkpoint = clock()
         self._last_progress, self._start_step, self._t0, self._cuda = -float("inf"), 0, 0.0, False
@@ -102,7 +102,7 @@ class RunMonitor(L.Callback):
         self.seconds += time.perf_counter() - self._t0
         self.tokens += int(batch[0].numel())
         now = self._check(trainer)
-        if now - self._last_progress >= self.progress_every_s:
+        if now - self._last_progress >= EVERY_S:
             self._last_progress = now
             self.write_progress(trainer, pl_module)
 
@@ -133,7 +133,6 @@ class RunMonitor(L.Callback):
         """Write ``checkpoint_dir/last.ckpt`` now, replacing the previous one."""
         if self.checkpoint_dir is not None:
             trainer.save_checkpoint(Path(self.checkpoint_dir) / CHECKPOINT)
-            self.checkpoints += 1
 
 
 def _resume(checkpoint_dir: Path | None, loggers: list[Any]) -> tuple[int, str | None]:
