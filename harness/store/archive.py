@@ -235,20 +235,18 @@ def read(path: Path, at: str) -> Archive:
     if not path.is_file():  # /dev/null, a FIFO: reading would mislead or block
         what = "not a regular file (a device, a FIFO or a socket)" if path.exists() else "no such file"
         raise AblateError(f"{at}: {what}; {PASS}")
-    try:
-        members = _members(path, at) if path.stat().st_size else {}
-    except OverflowError:
-        raise AblateError(f"{at}: unpacks to over {MAX_TOTAL:,} bytes, more than a data file holds; {PASS}") from None
-    except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
-        if not (isinstance(exc, tarfile.ReadError) and _empty_gzip(path)):
-            raise AblateError(f"{at}: unreadable ({type(exc).__name__}: {exc}); {PASS}") from None
-        members = {}
-    if not members and (not path.stat().st_size or _empty_gzip(path)):
+    if not (size := path.stat().st_size) or _empty_gzip(path):
         raise AblateError(
-            f"{at}: empty ({'gzipped, 0 bytes inside' if path.stat().st_size else '0 bytes'}): a copy or download "
+            f"{at}: empty ({'gzipped, 0 bytes inside' if size else '0 bytes'}): a copy or download "
             f"that did not happen, or a file truncated; {PASS}, or regenerate it with `ablate report NAME` "
             "from the store"
         )
+    try:
+        members = _members(path, at)
+    except OverflowError:
+        raise AblateError(f"{at}: unpacks to over {MAX_TOTAL:,} bytes, more than a data file holds; {PASS}") from None
+    except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
+        raise AblateError(f"{at}: unreadable ({type(exc).__name__}: {exc}); {PASS}") from None
     try:
         manifest = json.loads(members.get(MANIFEST, b"null"))
         newer(manifest.get("format"), at)
