@@ -107,11 +107,6 @@ class Archive:
     records: dict[str, Record]
     members: dict[str, bytes]
 
-    @property
-    def runs(self) -> list[Record]:
-        """The file's records, in the order of :attr:`records`."""
-        return list(self.records.values())
-
 
 def write(
     path: Path,
