@@ -21,7 +21,7 @@ from pathlib import Path
 from harness.errors import AblateError
 from harness.files import write_atomic
 from harness.store.record import Record, parse_record
-from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir, unreadable
+from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, unreadable
 from harness.tuned import TUNED
 
 FORMAT = "ablate-runs/1"
@@ -125,7 +125,7 @@ def write(
     manifest = {"format": FORMAT, "ablation": ablation, "profile": profile, "store": str(results), "problems": problems}
     files = {MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False).encode() + b"\n"}
     for rec in records:
-        folder = run_dir(results, rec.ablation, rec.profile, rec.run_id)
+        folder = Path(results) / rec.where
         if (folder / RECORD).is_file():
             files[f"{rec.where}/{RECORD}"] = (folder / RECORD).read_bytes()
         try:
@@ -134,15 +134,15 @@ def write(
         except (OSError, ValueError):  # none, or damaged: left out (the manifest's problems name it)
             pass
     files.update(extra)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    packed = io.BytesIO()
+    with (
+        gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0) as fh,
+        tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
         for name, data in sorted(files.items()):
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
-    packed = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0) as fh:
-        fh.write(buf.getvalue())
     write_atomic(path, packed.getvalue())
     return path
 
