@@ -124,8 +124,7 @@ class RunMonitor(L.Callback):
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: Any) -> None:
         """Write the checkpoint when one is due (never during the sanity check)."""
-        due = self.clock() - self._last_checkpoint >= self.checkpoint_every_s
-        if self.checkpoint_dir is not None and not trainer.sanity_checking and due:
+        if not trainer.sanity_checking and self.clock() - self._last_checkpoint >= self.checkpoint_every_s:
             self.save(trainer)
             self._last_checkpoint = self.clock()
 
@@ -167,12 +166,9 @@ def _resume(checkpoint_dir: Path | None, loggers: list[Any]) -> tuple[int, str |
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Experiment logs directory ... exists and is not empty"
         writer = loggers[0].experiment  # removes metrics.csv
-    if kept:
-        with open(csv_path, "w", newline="", encoding="utf-8") as fh:
-            out = csv.DictWriter(fh, fieldnames=header)
-            out.writeheader()
-            out.writerows(kept)
-        writer.metrics_keys = header  # later rows are appended under this header (or it is widened)
+    if kept:  # written back under their header; later rows are appended under it (or it is widened)
+        writer.metrics_keys, writer.metrics = header, kept
+        writer.save()
     if kept and len(loggers) > 1 and not loggers[1].experiment.resumed:  # a W&B run resumed online has them
         for row in kept:  # a cell as logged: an integer as written (epoch), else Python's float text
             metrics = {k: int(v) if v.lstrip("-").isdigit() else float(v) for k, v in row.items() if k != "step" and v}
