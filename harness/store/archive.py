@@ -57,10 +57,10 @@ def newer(fmt: object, at: str) -> None:
 
     Such a version means a newer ablate wrote the file, which this one cannot read.
     """
-    family, _, version = str(fmt).rpartition("/")
-    if family == FORMAT.rpartition("/")[0] and version.isdigit() and int(version) > int(FORMAT.rpartition("/")[2]):
+    (family, _, version), (own, _, reads) = str(fmt).rpartition("/"), FORMAT.rpartition("/")
+    if family == own and version.isdigit() and int(version) > int(reads):
         raise AblateError(
-            f"{at}: written by a newer ablate (format {version}; this one reads {FORMAT.rpartition('/')[2]}): "
+            f"{at}: written by a newer ablate (format {version}; this one reads {reads}): "
             "upgrade ablate (pip install -U ablate) to read it"
         )
 
