@@ -149,7 +149,7 @@ def counts(study: Any) -> dict[str, Any]:
     by = {s: [t for t in trials if t.state == s] for s in TrialState}
     complete = by[TrialState.COMPLETE]
     pick = max if study.direction.name == "MAXIMIZE" else min
-    best = pick(complete, key=lambda t: t.value) if complete else None
+    best = pick(complete, key=lambda t: t.value, default=None)
     failed = [t for t in by[TrialState.FAIL] if not t.user_attrs.get(INTERRUPTED)]
     return {
         "complete": len(complete),
