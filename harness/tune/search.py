@@ -97,8 +97,7 @@ def run_study(
         study.enqueue_trial(point, user_attrs={"declared": True}, skip_if_exists=True)
     if interrupted := counts(study)["interrupted"]:
         echo(f"{name}: {interrupted} interrupted trial(s) (Ctrl-C) not counted as finished")
-    todo = trials - _finished(study, running=True)
-    if todo <= 0:
+    if _finished(study, running=True) >= trials:
         busy = f" and {busy} running in other workers" if (busy := counts(study)["running"]) else ""
         echo(f"{name}: {_finished(study)} finished trials already{busy} (asked for {trials}); nothing to do")
         return counts(study)
