@@ -36,10 +36,10 @@ MAX_MEMBER = 8 * 2**20  # a history, a studies' summary
 MAX_MEMBERS = 100_000
 MAX_TOTAL = 64 * 2**20
 MAX_HEADERS = 16 * 2**20  # tar headers and padding beside the members' bytes
-LIMITS = (MAX_FILE, MAX_JSON, MAX_MEMBER, MAX_MEMBERS, MAX_TOTAL)
-"""What a data file may hold: its bytes, each member's (JSON of a run or a bench; a history or a
-studies' summary), its members, all members' unpacked (the largest committed one: 56 kB, 186 members,
-440 kB unpacked, its largest member 15 kB). ``restore`` of any file stays far below 512 MB of memory."""
+"""The limits above, ``MAX_*``: what a data file may hold: its bytes, each member's (JSON of a run or a
+bench; a history or a studies' summary), its members, all members' unpacked (the largest committed one:
+56 kB, 186 members, 440 kB unpacked, its largest member 15 kB). ``restore`` of any file stays far below
+512 MB of memory."""
 _MEMBER = re.compile(rf"{_RUN.pattern}|bench/attention-[^/]+\.json|restored/[^/]+\.tuning\.json")
 
 
@@ -186,8 +186,8 @@ def _check_member(name: str, data: bytes) -> str | None:
 def _members(path: Path, at: str) -> dict[str, bytes]:
     """Every member of the data file ``path``, streamed and each checked (:func:`_check_member`) as it is read.
 
-    All stays within :data:`LIMITS`: a file too large, a bomb, a member outside the layout or not what its place says
-    is refused before the next is read, and nothing is ever written.
+    All stays within the ``MAX_*`` limits: a file too large, a bomb, a member outside the layout or not what its place
+    says is refused before the next is read, and nothing is ever written.
     """
     size = path.stat().st_size
     if size > MAX_FILE:
@@ -218,10 +218,10 @@ def _members(path: Path, at: str) -> dict[str, bytes]:
 def read(path: Path, at: str) -> Archive:
     """The data file ``path``, checked; ``at``: how messages name it (``--from PATH``, or the path).
 
-    An untrusted file: streamed within :data:`LIMITS`, each member checked as it is read.
+    An untrusted file: streamed within the ``MAX_*`` limits, each member checked as it is read.
 
     Raises:
-        AblateError: a missing, empty, unreadable or truncated file, one over :data:`LIMITS`, of a
+        AblateError: a missing, empty, unreadable or truncated file, one over the ``MAX_*`` limits, of a
             newer format, not a data file (no manifest of this format, a member outside the layout or
             not what its place holds), a record that lies in another run's folder, runs of another
             ablation or profile than its own.
