@@ -71,11 +71,6 @@ def append_event(folder: Path, event: str, **data: Any) -> None:
         fh.write(f"{line}\n".encode())
 
 
-def read_record(folder: Path) -> Record | None:
-    """The finished record of a run folder, or None (none, or unreadable)."""
-    return load_record(folder)[0]
-
-
 def load_record(folder: Path) -> tuple[Record | None, str | None]:
     """``(record, None)`` for a finished run, ``(None, why)`` for a bad record, ``(None, None)`` for none.
 
