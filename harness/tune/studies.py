@@ -79,12 +79,12 @@ def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
                 f"{', '.join(abl.axes)}"
             )
         values = abl.axes[paths[0]]
-        if not any(value == v or str(value) == str(v) for v in values):
+        if not (same := [v for v in values if value == v or str(value) == str(v)]):
             raise AblateError(
                 f"--variant {text!r}: {value!r} is not a value of "
                 f"{paths[0]}{did_you_mean(str(value), [str(v) for v in values])}; values: {values}"
             )
-        chosen = [v for v in chosen if value == v[paths[0]] or str(value) == str(v[paths[0]])]
+        chosen = [v for v in chosen if v[paths[0]] in same]
     return chosen
 
 
