@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import AblateError
+from harness.errors import AblateError, first_line
 from harness.files import write_atomic
 from harness.store.record import Record, parse_record
 from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, unreadable
@@ -179,7 +179,7 @@ def _check_member(name: str, data: bytes) -> str | None:
             return None
         raw = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
-        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}"
+        return f"{type(exc).__name__}: {first_line(exc)}"
     return None if isinstance(raw, dict) else f"a JSON {type(raw).__name__}, expected an object"
 
 

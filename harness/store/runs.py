@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.encode import dumps
+from harness.errors import first_line
 from harness.files import write_atomic
 from harness.store.record import Record, parse_record
 
@@ -155,10 +156,7 @@ def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | s
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        return (
-            f"{f}{DAMAGED_HISTORY} ({type(exc).__name__}: "
-            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''})"
-        )
+        return f"{f}{DAMAGED_HISTORY} ({type(exc).__name__}: {first_line(exc)})"
     return frame if {"step", "loss"} <= set(frame.columns) else None
 
 
