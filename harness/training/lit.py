@@ -147,9 +147,9 @@ class StepLog:
 
         ``norms`` None: a checkpoint written without them: the run's ``grad_norm_cv_detrended`` is then unknown, NaN.
         """
-        self.grad_sums = grad_state.detach().cpu().to(torch.float32).numpy().copy()
+        self.grad_sums = grad_state.numpy(force=True).astype(np.float32)  # a copy
         self.last_finite, self._losses, self._norms = last_finite, [], []
-        self.norms = [norms.detach().cpu().to(torch.float32).numpy().copy()] if norms is not None else []
+        self.norms = [norms.numpy(force=True).astype(np.float32)] if norms is not None else []
         self.complete = norms is not None
 
 
