@@ -187,7 +187,7 @@ class TrainOptions:
     target of ``steps_to_target``; ``wandb``: ``wandb.init`` keyword arguments (None: no W&B);
     ``callbacks``: extra Lightning callbacks (Optuna's pruning; one that raises ends the run as a
     ``RunFailed``); ``eval_split``: ``"test"`` (comparisons) or ``"val"`` (tuning), the split of the
-    per-length evaluation; ``checkpoint_dir``: None, no checkpoints; ``progress``: write
+    per-length evaluation; ``checkpoint_dir``: None, no checkpoints. Every run writes
     ``run_dir/progress.json`` while training (removed when the run ends).
     """
 
@@ -197,7 +197,6 @@ class TrainOptions:
     callbacks: tuple[L.Callback, ...] = ()
     eval_split: str = "test"
     checkpoint_dir: Path | None = None
-    progress: bool = True
 
 
 @dataclass(frozen=True)
@@ -266,7 +265,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
         wandb = wandb_lib.init(dir=str(run_dir), **o.wandb)
         loggers.append(L.loggers.WandbLogger(experiment=wandb))
     start, ckpt = _resume(o.checkpoint_dir if r.resume else None, loggers)
-    monitor = RunMonitor(o.checkpoint_dir, r.checkpoint_every, r.run_timeout, run_dir if o.progress else None)
+    monitor = RunMonitor(o.checkpoint_dir, r.checkpoint_every, r.run_timeout, run_dir)
     trainer = L.Trainer(
         max_steps=t.steps,
         accelerator="auto",
@@ -354,7 +353,6 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             wandb.summary.update({**err.fields().get("metrics", {}), "status": err.status.value})
         raise err from err.__cause__
     finally:
-        if o.progress:
-            (run_dir / PROGRESS).unlink(missing_ok=True)
+        (run_dir / PROGRESS).unlink(missing_ok=True)
         if wandb is not None:
             wandb.finish()
