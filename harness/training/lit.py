@@ -30,6 +30,9 @@ from harness.training import precision as prec
 from harness.training.scoring import add_sums, score, summarise, undefined_reason
 
 CSV_FILE = "metrics.csv"  # Lightning's CSVLogger file in run_dir/csv/
+LOG_EVERY = 25
+"""Steps between two rows of training loss and learning rate in the logs (Lightning's
+``log_every_n_steps``; the last step is logged too): how often losses are read back from the device."""
 
 
 def salt_stream(salt: int) -> tuple[int, ...]:
@@ -216,19 +219,17 @@ class LitLM(L.LightningModule):
     """Causal LM training around a pure :class:`TransformerLM`.
 
     Token-level cross-entropy (nats) over scored positions; AdamW over ``model.parameter_groups`` (weight decay on
-    Linear weights only: embedding rows never trained keep their initial values), with :func:`lr_factor`.
+    Linear weights only: embedding rows never trained keep their initial values), with :func:`lr_factor`. The training
+    loss is read back and logged every ``log_every`` steps: :data:`LOG_EVERY`, at most ``train.steps``.
 
     Args:
         model: the pure-torch model trained.
         cfg: the run's config (``train``: optimiser, schedule, clipping, precision, steps; ``eval``: the test lengths).
         task: the task trained on (its kind, padding token and bytes per token).
         target: the convergence target on a validation metric, or None.
-        log_every: steps between two read-backs and logs of the training loss (at most ``train.steps``).
     """
 
-    def __init__(
-        self, model: TransformerLM, cfg: RunConfig, task: Task, target: Threshold | None, log_every: int
-    ) -> None:
+    def __init__(self, model: TransformerLM, cfg: RunConfig, task: Task, target: Threshold | None) -> None:
         super().__init__()
         self.model, self.cfg, self.kind, self.target = model, cfg, task.kind, target
         self.pad_id = task.pad_id  # the task's padding token: hidden from attention (key padding mask)
@@ -238,7 +239,7 @@ class LitLM(L.LightningModule):
         self.test_metrics: dict[str, float] = {}
         self.undefined: dict[str, str] = {}  # test metric -> why it is NaN (scoring.undefined_reason)
         self.steps_to_target: int | None = None
-        self.log_every = max(1, min(log_every, cfg.train.steps))  # the Trainer's log_every_n_steps
+        self.log_every = max(1, min(LOG_EVERY, cfg.train.steps))  # the Trainer's log_every_n_steps
         self.steps = StepLog(self.log_every)
         self._sums: list[dict[str, float]] = []
         self.automatic_optimization = False  # one step is training_step's own: no closure, no per-step hooks

@@ -44,9 +44,6 @@ from harness.training.wandb_upload import REPLAYED
 logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
 logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
 
-LOG_EVERY = 25
-"""Steps between two rows of training loss and learning rate in the logs (Lightning's
-``log_every_n_steps``; the last step is logged too): how often losses are read back from the device."""
 CHECKPOINT = "last.ckpt"
 
 
@@ -255,7 +252,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
     torch.manual_seed(stream_seed(seed, "init", *salt_stream(t.seed_salt)))
     model = TransformerLM(transformer_config(cfg, task.vocab_size))
     torch.manual_seed(stream_seed(seed, "dropout", *salt_stream(t.seed_salt)))
-    lit = LitLM(model, cfg, task, o.target, LOG_EVERY)
+    lit = LitLM(model, cfg, task, o.target)
     loggers: list[Any] = [L.loggers.CSVLogger(run_dir, name="csv", version="")]
     wandb = None
     if o.wandb is not None:
