@@ -287,7 +287,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             warnings.filterwarnings("ignore", category=UserWarning)
             warnings.filterwarnings("ignore", category=FutureWarning)
             # probes at init run on a copy of the freshly initialised model (also when resuming)
-            probes = measure(model, cfg, task, seed, plugin.forward_context, device, "init", plugin.convert_module)
+            probes = measure(model, cfg, task, seed, plugin, device, "init")
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             t0, fitting = time.perf_counter(), True
@@ -305,7 +305,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
                 monitor.save(trainer)
             trainer.test(lit, datamodule=data, verbose=False)
             test_s = time.perf_counter() - t0 - fit_s
-            probes |= measure(lit.model, cfg, task, seed, plugin.forward_context, device, "final")
+            probes |= measure(lit.model, cfg, task, seed, plugin, device, "final")
         metrics = lit.test_metrics | probes | lit.run_metrics()
         if device.type == "cuda":
             metrics["peak_mem_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
