@@ -176,11 +176,21 @@ def tidy(records: list[Record]) -> pd.DataFrame:
     """
     import pandas as pd
 
-    same = ("ablation", "profile", "run_id", "seed", "task", "task_version", "status", "n_params", "wall_time_s")
+    same = (
+        "ablation",
+        "profile",
+        "run_id",
+        "seed",
+        "task",
+        "task_version",
+        "status",
+        "n_params",
+        "wall_time_s",
+        "commit",
+    )
     rows = []
     for rec in records:
         base = {k: getattr(rec, k) for k in same} | {"variant": rec.variant_label, "config_hash": rec.run_id}
-        base["commit"] = rec.commit
         metrics = rec.metrics or {"status": float("nan")}
         rows += [{**base, "metric": name, "value": value} for name, value in metrics.items()]
     return pd.DataFrame(rows, columns=COLUMNS)
