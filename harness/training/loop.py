@@ -313,8 +313,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
         fresh = scoring.fresh_draws(task.kind, t.steps * t.batch_size * t.seq_len, task.max_seq_len("train"))
         held_out = metrics.get("loss@x1", lit.history[-1]["loss"] if lit.history else float("nan"))
         gap = scoring.train_gap_flag(metrics["train_loss_final"], held_out, fresh)
-        chance = task.chance
-        if chance is not None:
+        if chance := task.chance:
             metrics["chance_loss"] = chance.loss
         best, best_step = lit.best_validation()
         stalled = stall_reason(best, best_step, chance.loss if chance else None, chance.basis if chance else "")
