@@ -45,7 +45,7 @@ from harness.experiment.grid import plan
 from harness.modules import TransformerLM
 from harness.seeding import numpy_rng, stream_seed
 from harness.tasks import IGNORE_INDEX, build_task
-from harness.training.loop import lr_factor
+from harness.training.lit import lr_factor
 from harness.training.model_and_devices import transformer_config
 
 GOAL = 1.03

@@ -25,7 +25,7 @@ from harness.experiment import claims as claims_mod
 from harness.experiment import metrics
 from harness.experiment import selection as selection_mod
 from harness.registry import did_you_mean
-from harness.store.runs import read_record, run_dir
+from harness.store.runs import load_record, run_dir
 
 Controls = dict[str, tuple[ControlResult, ...]]  # claim id -> the controls that guard it, with their outcomes
 
@@ -295,7 +295,7 @@ def grids(entries: list[claims_mod.PositiveControl], results: Path) -> list[tupl
     for comp in (c for e in entries for c in e.comparisons):
         if (comp.ablation, comp.profile) not in seen:
             specs = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False).specs
-            missing = sum(read_record(run_dir(results, s.ablation, s.profile, s.run_id)) is None for s in specs)
+            missing = sum(load_record(run_dir(results, s.ablation, s.profile, s.run_id))[0] is None for s in specs)
             seen[comp.ablation, comp.profile] = (comp.ablation, comp.profile, len(specs), missing)
     return list(seen.values())
 

@@ -192,7 +192,7 @@ def status(
     from harness.analysis import declared
     from harness.execution.attempt import unfinished_state
     from harness.experiment import ablation as ablation_mod
-    from harness.store.runs import read_record, run_dir, scan
+    from harness.store.runs import load_record, run_dir, scan
 
     sel = output.selection(ablation_mod.load(name), profile, overrides, results, typed=name)
     output.check_results_readable(results)
@@ -212,7 +212,7 @@ def status(
     notes = []
     for s in sel.specs:
         folder = run_dir(results, sel.name, sel.profile, s.run_id)
-        rec = read_record(folder)
+        rec = load_record(folder)[0]
         state, why = (rec.status, "") if rec else unfinished_state(folder)
         if state == "pending" and s.run_id not in later:  # the design decided what it was for
             state = "not needed"

@@ -147,13 +147,13 @@ def run(
     from harness.execution import attempt, local
     from harness.execution.launch import check_options, place_runs, select
     from harness.experiment import ablation as ablation_mod
-    from harness.store.runs import read_record, run_dir, scan
+    from harness.store.runs import load_record, run_dir, scan
     from harness.tune.studies import tuned_specs
 
     abl = ablation_mod.load(name)
 
     def will_run(spec: RunSpec) -> bool:  # an ok record never runs again (--retry takes failures only)
-        rec = read_record(run_dir(results, spec.ablation, spec.profile, spec.run_id))
+        rec = load_record(run_dir(results, spec.ablation, spec.profile, spec.run_id))[0]
         return rec is None or rec.status != RunStatus.OK
 
     sel = output.selection(

@@ -32,7 +32,7 @@ from harness.registry import did_you_mean
 from harness.run_options import RunOptions
 from harness.store.record import Record
 from harness.store.reuse import adopt, find_reusable
-from harness.store.runs import read_record, run_dir
+from harness.store.runs import load_record, run_dir
 from harness.threshold import Threshold
 from harness.training.model_and_devices import check_devices
 
@@ -140,7 +140,7 @@ def select(
     out = Selected()
     for spec in specs:
         own = run_dir(results, spec.ablation, spec.profile, spec.run_id)
-        rec = read_record(own)
+        rec = load_record(own)[0]
         if rec is None:
             target = (targets or {}).get(spec.task)
             fresh = targets is not None and not spec.tuned_params and not (own / "checkpoints").exists()

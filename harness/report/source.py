@@ -74,7 +74,7 @@ def check_ids(arc: Archive, at: str, abl: Ablation | None) -> None:
     Every run must be the run its id names, its variant the one its config holds (as a registered ``abl`` names it),
     its metrics ablate's, with values a run can score.
     """
-    for rec in arc.runs:
+    for rec in arc.records.values():
         for name, value in (rec.metrics or {}).items():
             _check_metric(name, value, f"{at}: run {rec.run_id}")
         variant = rec.variant or {}

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import AblateError
+from harness.errors import AblateError, first_line
 from harness.files import write_atomic
 from harness.store.record import Record, parse_record
-from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, run_dir, unreadable
+from harness.store.runs import HISTORY, RECORD, load_record, parse_history, readable_history, unreadable
 from harness.tuned import TUNED
 
 FORMAT = "ablate-runs/1"
@@ -36,10 +36,10 @@ MAX_MEMBER = 8 * 2**20  # a history, a studies' summary
 MAX_MEMBERS = 100_000
 MAX_TOTAL = 64 * 2**20
 MAX_HEADERS = 16 * 2**20  # tar headers and padding beside the members' bytes
-LIMITS = (MAX_FILE, MAX_JSON, MAX_MEMBER, MAX_MEMBERS, MAX_TOTAL)
-"""What a data file may hold: its bytes, each member's (JSON of a run or a bench; a history or a
-studies' summary), its members, all members' unpacked (the largest committed one: 56 kB, 186 members,
-440 kB unpacked, its largest member 15 kB). ``restore`` of any file stays far below 512 MB of memory."""
+"""The limits above, ``MAX_*``: what a data file may hold: its bytes, each member's (JSON of a run or a
+bench; a history or a studies' summary), its members, all members' unpacked (the largest committed one:
+56 kB, 186 members, 440 kB unpacked, its largest member 15 kB). ``restore`` of any file stays far below
+512 MB of memory."""
 _MEMBER = re.compile(rf"{_RUN.pattern}|bench/attention-[^/]+\.json|restored/[^/]+\.tuning\.json")
 
 
@@ -57,10 +57,10 @@ def newer(fmt: object, at: str) -> None:
 
     Such a version means a newer ablate wrote the file, which this one cannot read.
     """
-    family, _, version = str(fmt).rpartition("/")
-    if family == FORMAT.rpartition("/")[0] and version.isdigit() and int(version) > int(FORMAT.rpartition("/")[2]):
+    (family, _, version), (own, _, reads) = str(fmt).rpartition("/"), FORMAT.rpartition("/")
+    if family == own and version.isdigit() and int(version) > int(reads):
         raise AblateError(
-            f"{at}: written by a newer ablate (format {version}; this one reads {FORMAT.rpartition('/')[2]}): "
+            f"{at}: written by a newer ablate (format {version}; this one reads {reads}): "
             "upgrade ablate (pip install -U ablate) to read it"
         )
 
@@ -107,11 +107,6 @@ class Archive:
     records: dict[str, Record]
     members: dict[str, bytes]
 
-    @property
-    def runs(self) -> list[Record]:
-        """The file's records, in the order of :attr:`records`."""
-        return list(self.records.values())
-
 
 def write(
     path: Path,
@@ -130,7 +125,7 @@ def write(
     manifest = {"format": FORMAT, "ablation": ablation, "profile": profile, "store": str(results), "problems": problems}
     files = {MANIFEST: json.dumps(manifest, indent=1, ensure_ascii=False).encode() + b"\n"}
     for rec in records:
-        folder = run_dir(results, rec.ablation, rec.profile, rec.run_id)
+        folder = Path(results) / rec.where
         if (folder / RECORD).is_file():
             files[f"{rec.where}/{RECORD}"] = (folder / RECORD).read_bytes()
         try:
@@ -139,15 +134,15 @@ def write(
         except (OSError, ValueError):  # none, or damaged: left out (the manifest's problems name it)
             pass
     files.update(extra)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    packed = io.BytesIO()
+    with (
+        gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0) as fh,
+        tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
         for name, data in sorted(files.items()):
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
-    packed = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0) as fh:
-        fh.write(buf.getvalue())
     write_atomic(path, packed.getvalue())
     return path
 
@@ -184,15 +179,15 @@ def _check_member(name: str, data: bytes) -> str | None:
             return None
         raw = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
-        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}"
+        return f"{type(exc).__name__}: {first_line(exc)}"
     return None if isinstance(raw, dict) else f"a JSON {type(raw).__name__}, expected an object"
 
 
 def _members(path: Path, at: str) -> dict[str, bytes]:
     """Every member of the data file ``path``, streamed and each checked (:func:`_check_member`) as it is read.
 
-    All stays within :data:`LIMITS`: a file too large, a bomb, a member outside the layout or not what its place says
-    is refused before the next is read, and nothing is ever written.
+    All stays within the ``MAX_*`` limits: a file too large, a bomb, a member outside the layout or not what its place
+    says is refused before the next is read, and nothing is ever written.
     """
     size = path.stat().st_size
     if size > MAX_FILE:
@@ -223,10 +218,10 @@ def _members(path: Path, at: str) -> dict[str, bytes]:
 def read(path: Path, at: str) -> Archive:
     """The data file ``path``, checked; ``at``: how messages name it (``--from PATH``, or the path).
 
-    An untrusted file: streamed within :data:`LIMITS`, each member checked as it is read.
+    An untrusted file: streamed within the ``MAX_*`` limits, each member checked as it is read.
 
     Raises:
-        AblateError: a missing, empty, unreadable or truncated file, one over :data:`LIMITS`, of a
+        AblateError: a missing, empty, unreadable or truncated file, one over the ``MAX_*`` limits, of a
             newer format, not a data file (no manifest of this format, a member outside the layout or
             not what its place holds), a record that lies in another run's folder, runs of another
             ablation or profile than its own.
@@ -235,20 +230,18 @@ def read(path: Path, at: str) -> Archive:
     if not path.is_file():  # /dev/null, a FIFO: reading would mislead or block
         what = "not a regular file (a device, a FIFO or a socket)" if path.exists() else "no such file"
         raise AblateError(f"{at}: {what}; {PASS}")
-    try:
-        members = _members(path, at) if path.stat().st_size else {}
-    except OverflowError:
-        raise AblateError(f"{at}: unpacks to over {MAX_TOTAL:,} bytes, more than a data file holds; {PASS}") from None
-    except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
-        if not (isinstance(exc, tarfile.ReadError) and _empty_gzip(path)):
-            raise AblateError(f"{at}: unreadable ({type(exc).__name__}: {exc}); {PASS}") from None
-        members = {}
-    if not members and (not path.stat().st_size or _empty_gzip(path)):
+    if not (size := path.stat().st_size) or _empty_gzip(path):
         raise AblateError(
-            f"{at}: empty ({'gzipped, 0 bytes inside' if path.stat().st_size else '0 bytes'}): a copy or download "
+            f"{at}: empty ({'gzipped, 0 bytes inside' if size else '0 bytes'}): a copy or download "
             f"that did not happen, or a file truncated; {PASS}, or regenerate it with `ablate report NAME` "
             "from the store"
         )
+    try:
+        members = _members(path, at)
+    except OverflowError:
+        raise AblateError(f"{at}: unpacks to over {MAX_TOTAL:,} bytes, more than a data file holds; {PASS}") from None
+    except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
+        raise AblateError(f"{at}: unreadable ({type(exc).__name__}: {exc}); {PASS}") from None
     try:
         manifest = json.loads(members.get(MANIFEST, b"null"))
         newer(manifest.get("format"), at)

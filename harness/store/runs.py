@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.encode import dumps
+from harness.errors import first_line
 from harness.files import write_atomic
 from harness.store.record import Record, parse_record
 
@@ -69,11 +70,6 @@ def append_event(folder: Path, event: str, **data: Any) -> None:
     line = dumps({"event": event, "at": at, "pid": os.getpid(), "host": socket.gethostname(), **data}, default=str)
     with open(folder / EVENTS, "ab", buffering=0) as fh:  # unbuffered: one write, appended whole
         fh.write(f"{line}\n".encode())
-
-
-def read_record(folder: Path) -> Record | None:
-    """The finished record of a run folder, or None (none, or unreadable)."""
-    return load_record(folder)[0]
 
 
 def load_record(folder: Path) -> tuple[Record | None, str | None]:
@@ -160,10 +156,7 @@ def run_history(scan: StoreScan, results: Path, rec: Record) -> pd.DataFrame | s
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        return (
-            f"{f}{DAMAGED_HISTORY} ({type(exc).__name__}: "
-            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''})"
-        )
+        return f"{f}{DAMAGED_HISTORY} ({type(exc).__name__}: {first_line(exc)})"
     return frame if {"step", "loss"} <= set(frame.columns) else None
 
 
@@ -183,11 +176,21 @@ def tidy(records: list[Record]) -> pd.DataFrame:
     """
     import pandas as pd
 
-    same = ("ablation", "profile", "run_id", "seed", "task", "task_version", "status", "n_params", "wall_time_s")
+    same = (
+        "ablation",
+        "profile",
+        "run_id",
+        "seed",
+        "task",
+        "task_version",
+        "status",
+        "n_params",
+        "wall_time_s",
+        "commit",
+    )
     rows = []
     for rec in records:
         base = {k: getattr(rec, k) for k in same} | {"variant": rec.variant_label, "config_hash": rec.run_id}
-        base["commit"] = rec.commit
         metrics = rec.metrics or {"status": float("nan")}
         rows += [{**base, "metric": name, "value": value} for name, value in metrics.items()]
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -30,6 +30,9 @@ from harness.training import precision as prec
 from harness.training.scoring import add_sums, score, summarise, undefined_reason
 
 CSV_FILE = "metrics.csv"  # Lightning's CSVLogger file in run_dir/csv/
+LOG_EVERY = 25
+"""Steps between two rows of training loss and learning rate in the logs (Lightning's
+``log_every_n_steps``; the last step is logged too): how often losses are read back from the device."""
 
 
 def salt_stream(salt: int) -> tuple[int, ...]:
@@ -54,17 +57,17 @@ enough that a spike of a few steps does not move it, short against the hundreds 
 the norm falls as the loss does."""
 
 
-def swing(norms: np.ndarray, warmup: int, window: int = SWING_WINDOW) -> float:
+def swing(norms: np.ndarray, warmup: int) -> float:
     """``grad_norm_cv_detrended``: the relative size of the gradient norm's swings about its own trend.
 
-    It is the standard deviation of log gradient norm about its rolling median (``window`` steps, centred; the series'
-    end values repeated beyond its ends) over the steps after ``warmup``, finite norms only: about std / mean where the
-    swings are small, unmoved by the early fall of the norm or a warm-up. NaN with fewer than 2 such steps.
+    It is the standard deviation of log gradient norm about its rolling median (:data:`SWING_WINDOW` steps, centred;
+    the series' end values repeated beyond its ends) over the steps after ``warmup``, finite norms only: about std /
+    mean where the swings are small, unmoved by the early fall of the norm or a warm-up. NaN with fewer than 2 such
+    steps.
 
     Args:
         norms: (steps,) every step's gradient norm before clipping, in step order.
         warmup: the warm-up steps (``train.warmup_steps``), left out.
-        window: the rolling median's length in steps.
     """
     from scipy.ndimage import median_filter
 
@@ -72,7 +75,7 @@ def swing(norms: np.ndarray, warmup: int, window: int = SWING_WINDOW) -> float:
     logs = np.log(after[np.isfinite(after) & (after > 0)])
     if logs.size < 2:
         return math.nan
-    return float(np.std(logs - median_filter(logs, size=min(window, logs.size), mode="nearest")))
+    return float(np.std(logs - median_filter(logs, size=min(SWING_WINDOW, logs.size), mode="nearest")))
 
 
 class StepLog:
@@ -147,9 +150,9 @@ class StepLog:
 
         ``norms`` None: a checkpoint written without them: the run's ``grad_norm_cv_detrended`` is then unknown, NaN.
         """
-        self.grad_sums = grad_state.detach().cpu().to(torch.float32).numpy().copy()
+        self.grad_sums = grad_state.numpy(force=True).astype(np.float32)  # a copy
         self.last_finite, self._losses, self._norms = last_finite, [], []
-        self.norms = [norms.detach().cpu().to(torch.float32).numpy().copy()] if norms is not None else []
+        self.norms = [norms.numpy(force=True).astype(np.float32)] if norms is not None else []
         self.complete = norms is not None
 
 
@@ -216,19 +219,17 @@ class LitLM(L.LightningModule):
     """Causal LM training around a pure :class:`TransformerLM`.
 
     Token-level cross-entropy (nats) over scored positions; AdamW over ``model.parameter_groups`` (weight decay on
-    Linear weights only: embedding rows never trained keep their initial values), with :func:`lr_factor`.
+    Linear weights only: embedding rows never trained keep their initial values), with :func:`lr_factor`. The training
+    loss is read back and logged every ``log_every`` steps: :data:`LOG_EVERY`, at most ``train.steps``.
 
     Args:
         model: the pure-torch model trained.
         cfg: the run's config (``train``: optimiser, schedule, clipping, precision, steps; ``eval``: the test lengths).
         task: the task trained on (its kind, padding token and bytes per token).
         target: the convergence target on a validation metric, or None.
-        log_every: steps between two read-backs and logs of the training loss (at most ``train.steps``).
     """
 
-    def __init__(
-        self, model: TransformerLM, cfg: RunConfig, task: Task, target: Threshold | None, log_every: int
-    ) -> None:
+    def __init__(self, model: TransformerLM, cfg: RunConfig, task: Task, target: Threshold | None) -> None:
         super().__init__()
         self.model, self.cfg, self.kind, self.target = model, cfg, task.kind, target
         self.pad_id = task.pad_id  # the task's padding token: hidden from attention (key padding mask)
@@ -238,7 +239,7 @@ class LitLM(L.LightningModule):
         self.test_metrics: dict[str, float] = {}
         self.undefined: dict[str, str] = {}  # test metric -> why it is NaN (scoring.undefined_reason)
         self.steps_to_target: int | None = None
-        self.log_every = max(1, min(log_every, cfg.train.steps))  # the Trainer's log_every_n_steps
+        self.log_every = max(1, min(LOG_EVERY, cfg.train.steps))  # the Trainer's log_every_n_steps
         self.steps = StepLog(self.log_every)
         self._sums: list[dict[str, float]] = []
         self.automatic_optimization = False  # one step is training_step's own: no closure, no per-step hooks

@@ -35,20 +35,15 @@ from harness.tasks import Task
 from harness.threshold import Threshold
 from harness.training import precision as prec
 from harness.training import scoring
-from harness.training.lit import CSV_FILE, LitLM, TaskData, lr_factor, salt_stream
+from harness.training.lit import CSV_FILE, LitLM, TaskData, salt_stream
 from harness.training.model_and_devices import transformer_config
 from harness.training.probes import measure
 from harness.training.progress import EVERY_S, PROGRESS, RunProgress, write_progress
 from harness.training.wandb_upload import REPLAYED
 
-__all__ = ["LitLM", "RunResult", "TaskData", "TrainOptions", "lr_factor", "train"]
-
 logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
 logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
 
-LOG_EVERY = 25
-"""Steps between two rows of training loss and learning rate in the logs (Lightning's
-``log_every_n_steps``; the last step is logged too): how often losses are read back from the device."""
 CHECKPOINT = "last.ckpt"
 
 
@@ -64,8 +59,9 @@ class RunMonitor(L.Callback):
       :class:`~harness.errors.TimedOut`.
     - Checkpoints: ``checkpoint_dir/last.ckpt`` at the end of a validation pass (so it holds the
       curve so far) once ``checkpoint_every_s`` passed since the previous one (0: every pass).
-    - Progress: ``progress_dir/progress.json`` after the first step, then every ``progress_every_s``
-      (its loss: the last read back from the device, no sync of its own).
+    - Progress: ``progress_dir/progress.json`` after the first step, then every
+      :data:`~harness.training.progress.EVERY_S` seconds (its loss: the last read back from the
+      device, no sync of its own).
     """
 
     def __init__(
@@ -74,38 +70,41 @@ class RunMonitor(L.Callback):
         checkpoint_every_s: float = 0.0,
         timeout_s: float | None = None,
         progress_dir: Path | None = None,
-        progress_every_s: float = EVERY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.checkpoint_dir, self.checkpoint_every_s = checkpoint_dir, checkpoint_every_s
-        self.limit, self.progress_dir, self.progress_every_s = timeout_s, progress_dir, progress_every_s
-        self.seconds, self.tokens, self.checkpoints = 0.0, 0, 0
+        self.limit, self.progress_dir = timeout_s, progress_dir
+        self.seconds, self.tokens = 0.0, 0
         self.clock = clock
         self._created = self._started = self._last_checkpoint = clock()
         self._last_progress, self._start_step, self._t0, self._cuda = -float("inf"), 0, 0.0, False
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Start this attempt's clocks at the step it starts from."""
         # after a checkpoint is restored: global_step is the step this attempt starts at
         self._cuda = trainer.strategy.root_device.type == "cuda"
         self._started = self._last_checkpoint = self.clock()
         self._start_step = trainer.global_step
 
     def on_train_batch_start(self, trainer: L.Trainer, *args: Any) -> None:
+        """Start the step clock (CUDA synchronised)."""
         if self._cuda:
             torch.cuda.synchronize(trainer.strategy.root_device)
         self._t0 = time.perf_counter()
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        """Stop the step clock, count the batch's tokens, check the time limit, write the progress when due."""
         if self._cuda:
             torch.cuda.synchronize(trainer.strategy.root_device)
         self.seconds += time.perf_counter() - self._t0
         self.tokens += int(batch[0].numel())
         now = self._check(trainer)
-        if self.progress_dir is not None and now - self._last_progress >= self.progress_every_s:
+        if now - self._last_progress >= EVERY_S:
             self._last_progress = now
             self.write_progress(trainer, pl_module)
 
     def write_progress(self, trainer: L.Trainer, pl_module: LitLM) -> None:
+        """Replace ``progress_dir/progress.json`` now (no ``progress_dir``: nothing)."""
         if self.progress_dir is not None:
             now, total = self.clock(), int(trainer.max_steps)
             step, loss = trainer.global_step, pl_module.steps.last_finite
@@ -121,8 +120,8 @@ class RunMonitor(L.Callback):
     on_validation_batch_end = on_test_batch_end = _check
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: Any) -> None:
-        due = self.clock() - self._last_checkpoint >= self.checkpoint_every_s
-        if self.checkpoint_dir is not None and not trainer.sanity_checking and due:
+        """Write the checkpoint when one is due (never during the sanity check)."""
+        if not trainer.sanity_checking and self.clock() - self._last_checkpoint >= self.checkpoint_every_s:
             self.save(trainer)
             self._last_checkpoint = self.clock()
 
@@ -130,7 +129,6 @@ class RunMonitor(L.Callback):
         """Write ``checkpoint_dir/last.ckpt`` now, replacing the previous one."""
         if self.checkpoint_dir is not None:
             trainer.save_checkpoint(Path(self.checkpoint_dir) / CHECKPOINT)
-            self.checkpoints += 1
 
 
 def _resume(checkpoint_dir: Path | None, loggers: list[Any]) -> tuple[int, str | None]:
@@ -165,12 +163,9 @@ def _resume(checkpoint_dir: Path | None, loggers: list[Any]) -> tuple[int, str |
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Experiment logs directory ... exists and is not empty"
         writer = loggers[0].experiment  # removes metrics.csv
-    if kept:
-        with open(csv_path, "w", newline="", encoding="utf-8") as fh:
-            out = csv.DictWriter(fh, fieldnames=header)
-            out.writeheader()
-            out.writerows(kept)
-        writer.metrics_keys = header  # later rows are appended under this header (or it is widened)
+    if kept:  # written back under their header; later rows are appended under it (or it is widened)
+        writer.metrics_keys, writer.metrics = header, kept
+        writer.save()
     if kept and len(loggers) > 1 and not loggers[1].experiment.resumed:  # a W&B run resumed online has them
         for row in kept:  # a cell as logged: an integer as written (epoch), else Python's float text
             metrics = {k: int(v) if v.lstrip("-").isdigit() else float(v) for k, v in row.items() if k != "step" and v}
@@ -189,7 +184,7 @@ class TrainOptions:
     target of ``steps_to_target``; ``wandb``: ``wandb.init`` keyword arguments (None: no W&B);
     ``callbacks``: extra Lightning callbacks (Optuna's pruning; one that raises ends the run as a
     ``RunFailed``); ``eval_split``: ``"test"`` (comparisons) or ``"val"`` (tuning), the split of the
-    per-length evaluation; ``checkpoint_dir``: None, no checkpoints; ``progress``: write
+    per-length evaluation; ``checkpoint_dir``: None, no checkpoints. Every run writes
     ``run_dir/progress.json`` while training (removed when the run ends).
     """
 
@@ -199,7 +194,6 @@ class TrainOptions:
     callbacks: tuple[L.Callback, ...] = ()
     eval_split: str = "test"
     checkpoint_dir: Path | None = None
-    progress: bool = True
 
 
 @dataclass(frozen=True)
@@ -258,16 +252,17 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
     torch.manual_seed(stream_seed(seed, "init", *salt_stream(t.seed_salt)))
     model = TransformerLM(transformer_config(cfg, task.vocab_size))
     torch.manual_seed(stream_seed(seed, "dropout", *salt_stream(t.seed_salt)))
-    lit = LitLM(model, cfg, task, o.target, LOG_EVERY)
+    lit = LitLM(model, cfg, task, o.target)
     loggers: list[Any] = [L.loggers.CSVLogger(run_dir, name="csv", version="")]
+    wandb = None
     if o.wandb is not None:
         import wandb as wandb_lib
 
         # init the run ourselves: WandbLogger's own init passes the deprecated `anonymous` setting
-        loggers.append(L.loggers.WandbLogger(experiment=wandb_lib.init(dir=str(run_dir), **o.wandb)))
-    wandb = loggers[1].experiment if o.wandb is not None else None
+        wandb = wandb_lib.init(dir=str(run_dir), **o.wandb)
+        loggers.append(L.loggers.WandbLogger(experiment=wandb))
     start, ckpt = _resume(o.checkpoint_dir if r.resume else None, loggers)
-    monitor = RunMonitor(o.checkpoint_dir, r.checkpoint_every, r.run_timeout, run_dir if o.progress else None)
+    monitor = RunMonitor(o.checkpoint_dir, r.checkpoint_every, r.run_timeout, run_dir)
     trainer = L.Trainer(
         max_steps=t.steps,
         accelerator="auto",
@@ -292,7 +287,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             warnings.filterwarnings("ignore", category=UserWarning)
             warnings.filterwarnings("ignore", category=FutureWarning)
             # probes at init run on a copy of the freshly initialised model (also when resuming)
-            probes = measure(model, cfg, task, seed, plugin.forward_context, device, "init", plugin.convert_module)
+            probes = measure(model, cfg, task, seed, plugin, device, "init")
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             t0, fitting = time.perf_counter(), True
@@ -310,7 +305,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
                 monitor.save(trainer)
             trainer.test(lit, datamodule=data, verbose=False)
             test_s = time.perf_counter() - t0 - fit_s
-            probes |= measure(lit.model, cfg, task, seed, plugin.forward_context, device, "final")
+            probes |= measure(lit.model, cfg, task, seed, plugin, device, "final")
         metrics = lit.test_metrics | probes | lit.run_metrics()
         if device.type == "cuda":
             metrics["peak_mem_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
@@ -318,8 +313,7 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
         fresh = scoring.fresh_draws(task.kind, t.steps * t.batch_size * t.seq_len, task.max_seq_len("train"))
         held_out = metrics.get("loss@x1", lit.history[-1]["loss"] if lit.history else float("nan"))
         gap = scoring.train_gap_flag(metrics["train_loss_final"], held_out, fresh)
-        chance = task.chance
-        if chance is not None:
+        if chance := task.chance:
             metrics["chance_loss"] = chance.loss
         best, best_step = lit.best_validation()
         stalled = stall_reason(best, best_step, chance.loss if chance else None, chance.basis if chance else "")
@@ -355,9 +349,6 @@ def train(cfg: RunConfig, task: Task, seed: int, run_dir: Path, options: TrainOp
             wandb.summary.update({**err.fields().get("metrics", {}), "status": err.status.value})
         raise err from err.__cause__
     finally:
-        if o.progress:
-            (run_dir / PROGRESS).unlink(missing_ok=True)
+        (run_dir / PROGRESS).unlink(missing_ok=True)
         if wandb is not None:
-            import wandb as wandb_lib
-
-            wandb_lib.finish()
+            wandb.finish()

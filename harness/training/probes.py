@@ -1,7 +1,8 @@
 """Probe metrics of a run beyond its loss (``eval.probes``), on one batch of the validation distribution.
 
 The batch has PROBE_ROWS rows at length L (its own sub-stream of the run seed, the same for every
-variant); the probes run in the run's precision, with the task's padding mask. Torch only.
+variant); the probes run in the run's precision, with the task's padding mask. Torch only (the
+run's Lightning precision plugin is passed in).
 
 ``grad_norm_init``: gradient norms per block at initialisation (Xiong et al., 2020;
 :func:`harness.modules.probes.init_gradients`): of the FFN output weight W^(2), the parameter of
@@ -18,8 +19,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -28,6 +28,9 @@ from harness.modules.probes import causal_leakage, init_gradients, masked_attent
 from harness.modules.transformer import TransformerLM
 from harness.seeding import numpy_rng
 from harness.tasks import Task
+
+if TYPE_CHECKING:
+    from lightning.pytorch.plugins import Precision
 
 PROBE_STREAM = 1000  # sub-stream of "val" for the probe batch: permanent
 PROBE_ROWS = 16
@@ -65,29 +68,27 @@ def measure(
     cfg: RunConfig,
     task: Task,
     seed: int,
-    context: Callable[[], AbstractContextManager],
+    precision: Precision,
     device: torch.device | str,
     when: str,
-    convert: Callable[[TransformerLM], Any] | None = None,
 ) -> dict[str, float]:
     """The probes ``cfg.eval.probes`` asks for (metric name -> value), at ``when``.
 
-    ``when`` = ``"init"`` (on a copy of the model, converted by ``convert``, e.g. to float16 for
-    ``16-true``; names end in ``_init``) or ``"final"`` (the trained model).
+    They run in the forward context of the run's ``precision`` plugin. ``when`` = ``"init"`` (on a
+    copy of the model, converted by that plugin, e.g. to float16 for ``16-true``; names end in
+    ``_init``) or ``"final"`` (the trained model).
     """
     wanted = set(cfg.eval.probes)
     if not wanted or (when == "final" and not wanted - {"grad_norm_init"}):
         return {}
-    net = copy.deepcopy(model).to(device) if when == "init" else model
-    if convert is not None and when == "init":
-        net = convert(net) or net
+    net = precision.convert_module(copy.deepcopy(model).to(device)) if when == "init" else model
     was_training = net.training
     net.eval()
     x, y = task.sample(PROBE_ROWS, cfg.train.seq_len, numpy_rng(seed, "val", PROBE_STREAM), "val")
     x, y = x.to(device), y.to(device)
     pad = x == task.pad_id if task.pad_id is not None else None
     out: dict[str, float] = {}
-    with context():
+    with precision.forward_context():
         if "grad_norm_init" in wanted and when == "init":
             out |= _guarded("grad_norm_init", lambda: _grad_norms(net, x, y, pad))
         if "leakage" in wanted:

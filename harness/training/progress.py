@@ -10,11 +10,11 @@ the command line imports it.
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from harness.encode import dumps
 from harness.files import write_atomic
 
 PROGRESS = "progress.json"
@@ -47,12 +47,12 @@ class RunProgress:
 
 
 def write_progress(folder: Path, progress: RunProgress) -> None:
-    """Replace ``folder/progress.json`` (a failure to write is ignored: not the run's failure)."""
-    data = asdict(progress)
-    if data["loss"] is not None and not math.isfinite(data["loss"]):
-        data["loss"] = None
+    """Replace ``folder/progress.json``, strict JSON (:mod:`harness.encode`: a NaN loss is null).
+
+    A failure to write is ignored: not the run's failure.
+    """
     try:  # never creates the run's folder; rewritten every EVERY_S seconds: no fsync
-        write_atomic(folder / PROGRESS, json.dumps(data).encode(), parents=False, durable=False)
+        write_atomic(folder / PROGRESS, dumps(asdict(progress)).encode(), parents=False, durable=False)
     except OSError:
         pass
 

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.credentials import has_wandb_credentials
@@ -97,40 +96,6 @@ def offline_runs(results: Path) -> list[Path]:
     return sorted(p for p in Path(results).rglob("offline-run-*") if p.is_dir() and any(p.glob("*.wandb")))
 
 
-@dataclass(frozen=True)
-class Waiting:
-    """The offline runs not uploaded yet, in three lists.
-
-    ``upload``; ``empty`` folders; ``superseded`` earlier folders of a W&B run whose latest folder
-    holds :data:`REPLAYED`.
-    """
-
-    upload: list[Path]
-    empty: list[Path]
-    superseded: list[Path]
-
-
-def waiting_runs(results: Path) -> Waiting:
-    """The offline W&B runs under ``results`` not uploaded yet, sorted into a :class:`Waiting`.
-
-    A folder waits while one of its ``.wandb`` logs has no ``.wandb.synced`` mark beside it.
-    ``empty``: every log no larger than :data:`EMPTY_LOG_BYTES` (W&B's header alone);
-    ``superseded``: the latest non-empty folder of its W&B run id (by name: date and time) is
-    another one, holding :data:`REPLAYED`.
-    """
-    runs = offline_runs(results)
-    empty = {p for p in runs if all(f.stat().st_size <= EMPTY_LOG_BYTES for f in p.glob("*.wandb"))}
-    latest = {_wandb_id(p): p for p in sorted(set(runs) - empty, key=lambda p: p.name)}  # names sort by date, time
-    waiting = [p for p in runs if not all(f.with_suffix(".wandb.synced").exists() for f in p.glob("*.wandb"))]
-    later = {p: latest[_wandb_id(p)] for p in waiting if p not in empty}
-    superseded = {p for p, last in later.items() if last != p and (last / REPLAYED).is_file()}
-    return Waiting(
-        upload=[p for p in waiting if p not in empty and p not in superseded],
-        empty=[p for p in waiting if p in empty],
-        superseded=[p for p in waiting if p in superseded],
-    )
-
-
 def _wandb_id(run: Path) -> str:
     return run.name.split("-", 3)[-1]  # offline-run-<date>_<time>-<id>
 
@@ -138,8 +103,11 @@ def _wandb_id(run: Path) -> str:
 def sync(results: Path, dry_run: bool = False, echo: Callable[[str], None] = print) -> int:
     """Upload the offline W&B runs under ``results`` with ``wandb sync`` (``dry_run``: list them).
 
-    The folders :class:`Waiting` sets aside are said in one line each (through ``echo``). Returns 0,
-    or 1 when ``wandb sync`` failed.
+    A folder waits while one of its ``.wandb`` logs has no ``.wandb.synced`` mark beside it. Two
+    kinds of waiting folder are set aside and said in one line each (through ``echo``): the empty
+    ones, every log no larger than :data:`EMPTY_LOG_BYTES` (W&B's header alone), and the superseded
+    ones, whose W&B run id's latest non-empty folder (by name: date and time) is another one,
+    holding :data:`REPLAYED`. Returns 0, or 1 when ``wandb sync`` failed.
 
     Raises:
         AblateError: ``results`` not a folder, or no W&B credentials (when runs wait, outside a dry
@@ -148,19 +116,24 @@ def sync(results: Path, dry_run: bool = False, echo: Callable[[str], None] = pri
     results = Path(results)
     if not results.is_dir():
         raise AblateError(f"--results-dir {results} is not a folder; pass the run store the runs were written to")
-    waiting = waiting_runs(results)
-    if waiting.empty:
+    found = offline_runs(results)
+    empty = {p for p in found if all(f.stat().st_size <= EMPTY_LOG_BYTES for f in p.glob("*.wandb"))}
+    latest = {_wandb_id(p): p for p in sorted(set(found) - empty, key=lambda p: p.name)}  # names sort by date, time
+    waiting = [p for p in found if not all(f.with_suffix(".wandb.synced").exists() for f in p.glob("*.wandb"))]
+    runs = [p for p in waiting if p not in empty]
+    superseded = [p for p in runs if latest[_wandb_id(p)] != p and (latest[_wandb_id(p)] / REPLAYED).is_file()]
+    if skipped := [p for p in waiting if p in empty]:
         echo(
-            f"skipped {len(waiting.empty)} empty offline W&B folder(s), e.g. {waiting.empty[0].relative_to(results)}: "
+            f"skipped {len(skipped)} empty offline W&B folder(s), e.g. {skipped[0].relative_to(results)}: "
             "an attempt killed before W&B wrote a record (its resumed attempt logs the whole curve)"
         )
-    if waiting.superseded:
+    if superseded:
         echo(
-            f"skipped {len(waiting.superseded)} offline W&B folder(s) of killed attempts, e.g. "
-            f"{waiting.superseded[0].relative_to(results)}: the resumed attempt's folder of the same W&B run "
+            f"skipped {len(superseded)} offline W&B folder(s) of killed attempts, e.g. "
+            f"{superseded[0].relative_to(results)}: the resumed attempt's folder of the same W&B run "
             "holds their curve"
         )
-    runs = waiting.upload
+    runs = [p for p in runs if p not in superseded]
     if not runs:
         echo(f"no offline W&B runs wait under {results}")
         return 0

@@ -58,8 +58,8 @@ def objective(study_plan: StudyPlan, task: Task, seed: int) -> Callable[[optuna.
         trial.set_user_attr("val_metrics", metrics)
         value = out.metrics.get(study_plan.metric)
         if value is None or not math.isfinite(value):
-            _fail(trial, "failed", f"{study_plan.metric} on the validation split is {value}")
-            raise ValueError(f"{study_plan.metric} on the validation split is {value}")
+            _fail(trial, "failed", why := f"{study_plan.metric} on the validation split is {value}")
+            raise ValueError(why)
         return float(value)
 
     return run

@@ -31,9 +31,11 @@ def _declared_point(study_plan: StudyPlan) -> dict[str, Any]:
     return point
 
 
-def _finished(study: Any, running: bool = False) -> int:
-    """Finished trials, and with ``running`` those running (in other workers, when called between trials)."""
-    c = counts(study)
+def _finished(c: dict[str, Any], running: bool = False) -> int:
+    """Finished trials of a study's :func:`counts` ``c``, and with ``running`` those running.
+
+    Running ones are in other workers, when counted between trials.
+    """
     return c["complete"] + c["pruned"] + c["failed"] + (c["running"] if running else 0)
 
 
@@ -95,17 +97,16 @@ def run_study(
         echo(f"{name}: marked trial(s) {stale} failed (their worker stopped sending heartbeats)")
     if not study.get_trials(deepcopy=False) and (point := _declared_point(study_plan)):
         study.enqueue_trial(point, user_attrs={"declared": True}, skip_if_exists=True)
-    if interrupted := counts(study)["interrupted"]:
-        echo(f"{name}: {interrupted} interrupted trial(s) (Ctrl-C) not counted as finished")
-    todo = trials - _finished(study, running=True)
-    if todo <= 0:
-        busy = f" and {busy} running in other workers" if (busy := counts(study)["running"]) else ""
-        echo(f"{name}: {_finished(study)} finished trials already{busy} (asked for {trials}); nothing to do")
-        return counts(study)
+    if (c := counts(study))["interrupted"]:
+        echo(f"{name}: {c['interrupted']} interrupted trial(s) (Ctrl-C) not counted as finished")
+    if _finished(c, running=True) >= trials:
+        busy = f" and {c['running']} running in other workers" if c["running"] else ""
+        echo(f"{name}: {_finished(c)} finished trials already{busy} (asked for {trials}); nothing to do")
+        return c
     task = build_task(study_plan.spec.task, study_plan.spec.task_params, data_dir=data_dir, near=near)
 
     def on_trial(study: Any, trial: Any) -> None:
-        if _finished(study, running=True) >= trials:  # not MaxTrialsCallback: it counts interrupted trials
+        if _finished(c := counts(study), running=True) >= trials:  # not MaxTrialsCallback: it counts interrupted trials
             study.stop()
         state = trial.state.name.lower()
         if state == "complete":
@@ -118,10 +119,10 @@ def run_study(
             f"{k.rsplit('.', 1)[-1]}={f'{v:.3g}' if isinstance(v, float) else v}" for k, v in trial.params.items()
         )
         took = trial.duration.total_seconds() if trial.duration else 0.0
-        echo(f"[{_finished(study)}/{trials}] {name} #{trial.number} {state} {detail} ({params}; {took:.1f}s)")
+        echo(f"[{_finished(c)}/{trials}] {name} #{trial.number} {state} {detail} ({params}; {took:.1f}s)")
 
     run = objective(study_plan, task, TUNING_SEED)
-    while (todo := trials - _finished(study, running=True)) > 0:
+    while (todo := trials - _finished(counts(study), running=True)) > 0:
         try:
             study.optimize(run, n_trials=todo, catch=(Exception,), callbacks=[on_trial])
             break

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.errors import AblateError
+from harness.errors import AblateError, first_line
 from harness.redact import MASK, mask_url
 
 _RACE = ("already exists", "unique constraint", "duplicate key", "database is locked", "integrityerror")
@@ -53,7 +53,7 @@ def sqlite_exists(url: str) -> bool:
 
 def _reason(exc: BaseException, url: str) -> str:
     """The driver's own first line, without the password."""
-    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = first_line(getattr(exc, "orig", None) or exc)
     secret = _part(url, "password")
     return text.replace(secret, MASK) if secret else text
 

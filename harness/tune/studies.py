@@ -79,12 +79,12 @@ def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
                 f"{', '.join(abl.axes)}"
             )
         values = abl.axes[paths[0]]
-        if not any(value == v or str(value) == str(v) for v in values):
+        if not (same := [v for v in values if value == v or str(value) == str(v)]):
             raise AblateError(
                 f"--variant {text!r}: {value!r} is not a value of "
                 f"{paths[0]}{did_you_mean(str(value), [str(v) for v in values])}; values: {values}"
             )
-        chosen = [v for v in chosen if value == v[paths[0]] or str(value) == str(v[paths[0]])]
+        chosen = [v for v in chosen if v[paths[0]] in same]
     return chosen
 
 
@@ -149,7 +149,7 @@ def counts(study: Any) -> dict[str, Any]:
     by = {s: [t for t in trials if t.state == s] for s in TrialState}
     complete = by[TrialState.COMPLETE]
     pick = max if study.direction.name == "MAXIMIZE" else min
-    best = pick(complete, key=lambda t: t.value) if complete else None
+    best = pick(complete, key=lambda t: t.value, default=None)
     failed = [t for t in by[TrialState.FAIL] if not t.user_attrs.get(INTERRUPTED)]
     return {
         "complete": len(complete),

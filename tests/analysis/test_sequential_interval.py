@@ -25,7 +25,7 @@ DATA = ROOT / "reports" / "data" / "ffn_width.confirm.tar.gz"
 @pytest.fixture(scope="module")
 def ffn_width():
     sel = select(load(str(ROOT / "ablations" / "ffn_width.yaml")), "confirm", check_data=False)
-    records = archive.read(DATA, str(DATA)).runs
+    records = list(archive.read(DATA, str(DATA)).records.values())
     return sel, records, looks.state(sel, records)
 
 

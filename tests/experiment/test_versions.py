@@ -65,7 +65,9 @@ def test_ids_change_only_for_runs_of_code_whose_version_was_bumped(tmp_path: Pat
 
 def _stored_ids(data_file: str, profile: str) -> set[str]:
     return {
-        r.run_id for r in archive.read(ROOT / "reports" / "data" / data_file, data_file).runs if r.profile == profile
+        r.run_id
+        for r in archive.read(ROOT / "reports" / "data" / data_file, data_file).records.values()
+        if r.profile == profile
     }
 
 

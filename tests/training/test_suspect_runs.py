@@ -123,7 +123,7 @@ def status_text(tmp_path: Path) -> str:
 def read_back(rec: Record, tmp_path: Path) -> list[Record]:
     """The records a report's data file holding ``rec`` gives back."""
     path = archive.write(tmp_path / "suspect.tar.gz", tmp_path / "runs", [rec], rec.ablation, rec.profile, [], {})
-    return archive.read(path, str(path)).runs
+    return list(archive.read(path, str(path)).records.values())
 
 
 def test_an_honest_run_has_no_flag_and_no_note(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from harness.execution.local import run_grid
 from harness.experiment.ablation import load
 from harness.experiment.grid import plan
 from harness.training import loop as training
-from harness.training.loop import TaskData, lr_factor
+from harness.training.lit import TaskData, lr_factor
 from harness.training.model_and_devices import transformer_config
 
 TINY = """
