@@ -29,7 +29,6 @@ from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.experiment.versions import mixed_versions
-from harness.store.record import Record
 from harness.store.runs import StoreScan, scan, tidy
 
 
@@ -176,7 +175,17 @@ def analyse(
         )
     runs = pd.DataFrame(
         [
-            (r.run_id, r.task, r.variant_label, r.seed, r.status, r.reason, _passed(abl, r), r.n_params, r.wall_time_s)
+            (
+                r.run_id,
+                r.task,
+                r.variant_label,
+                r.seed,
+                r.status,
+                r.reason,
+                untestable.passed_gate(abl, r),
+                r.n_params,
+                r.wall_time_s,
+            )
             for r in found.records
         ],
         columns=["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"],
@@ -282,12 +291,6 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
     table.family, table.reference = f"exploratory (against {ref}, BH)", ref
     _decide(result, table, {}, {})  # the rules of every comparison, none re-applied after
     return table
-
-
-def _passed(abl: Ablation, r: Record) -> bool:
-    """Whether a run finished and passed its task's gate (if it has one)."""
-    gate = abl.tasks[r.task].gate if r.task in abl.tasks else None
-    return r.status.trained and (gate is None or gate.passes(r.metric(gate.metric)))
 
 
 def _order(abl: Ablation, present: Iterable[str], first: str) -> list[str]:
