@@ -23,12 +23,12 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.claims import Claim, Evidence
 
 
-def in_grid(evidence: Evidence, view: Ablation, profile: str | None = None) -> bool:
+def in_grid(evidence: Evidence, view: Ablation, profile: str) -> bool:
     """Whether a claim's evidence entry names a task and variants (``against`` too) of the profile's grid ``view``.
 
     When it names a ``profile``, also whether that is the one (``profile``: the view's).
     """
-    if evidence.profile is not None and profile is not None and evidence.profile != profile:
+    if evidence.profile is not None and evidence.profile != profile:
         return False
     labels = {view.label(v) for v in view.variants()}
     named = {evidence.variant, evidence.against or view.baseline_label}
@@ -305,11 +305,11 @@ class NegativeComparison:
     caught: bool  # the verdict is the one the control expects and p_adj < alpha
 
 
-def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[NegativeComparison]:
+def control_outcomes(result: Analysis) -> list[NegativeComparison]:
     """For an ablation that declares ``control:``, an outcome per task of the profile and control variant.
 
-    Caught when its primary comparison reads the expected verdict with adjusted p < ``alpha``; else (no ``control:``)
-    empty.
+    Caught when its primary comparison reads the expected verdict with adjusted p below the analysis's alpha; else
+    (no ``control:``) empty.
     """
     abl, control = result.ablation, result.ablation.control
     if control is None:
@@ -325,6 +325,6 @@ def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[NegativeComp
             if not isinstance(verdict, str):
                 verdict, p_adj = "no paired runs", None
             p_adj = math.nan if pd.isna(p_adj) else float(p_adj)
-            caught = vd.kind(verdict) is vd.Kind(control.expect) and p_adj < alpha
+            caught = vd.kind(verdict) is vd.Kind(control.expect) and p_adj < result.alpha
             out.append(NegativeComparison(task, variant, entry.primary.metric, verdict, p_adj, caught))
     return out

@@ -145,7 +145,6 @@ class SeedsDone(NamedTuple):
 def analyse(
     sel: Selection,
     results: Path,
-    alpha: float = 0.05,
     store_profile: str | None = None,
     found: StoreScan | None = None,
 ) -> Analysis:
@@ -193,18 +192,16 @@ def analyse(
     # runs that trained to their end: a stalled one is compared too, flagged (its loss is its arm's outcome)
     ok_ids, prof = set(runs.loc[runs["status"].isin(TRAINED), "run_id"]), sel.settings
     rows = tidy(found.records).loc[lambda frame: frame["run_id"].isin(ok_ids)]
-    out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign, alpha=alpha)
+    # planned: the seeds a comparison is judged against (seeds run, not learned, not run)
+    out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign, planned=len(prof.seeds))
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
-    planned = len(prof.seeds)  # the seeds a comparison is judged against: seeds run, not learned, not run
     # a confirmatory profile's looks decide (a fixed design: one look at every seed); a group-sequential one plans
     # the seeds of the looks reached; tuned runs (``ablate run --tuned`` runs every seed: no looks) are a fixed design
-    if (design := looks.design_of(sel, alpha, tuned=store_profile is not None)) is not None:
-        out.sequential = looks.state(sel, found.records, alpha, ids=ids if store_profile is not None else None)
-        at = design.looks[max(out.sequential.reached, 1) - 1]
-        planned = max(at, out.sequential.seeds_used)
-    out.planned = planned
+    if looks.design_of(sel, tuned=store_profile is not None) is not None:
+        st = out.sequential = looks.state(sel, found.records, ids=ids if store_profile is not None else None)
+        out.planned = max(st.design.looks[max(st.reached, 1) - 1], st.seeds_used)
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
@@ -219,15 +216,15 @@ def analyse(
             table = _compare(out, task, metric, entry.primary.sesoi if is_primary else None)
             table.family = "primary" if is_primary else "exploratory (BH)"
             (primaries if is_primary else out.tables).append(table)
-    holm_across(primaries, alpha, abl.exploratory_variants)
-    out.power = primary_power(primaries, alpha)
+    holm_across(primaries, out.alpha, abl.exploratory_variants)
+    out.power = primary_power(primaries, out.alpha)
     for task in abl.tasks:  # whether each run finished: where some did not, or a claim names `finished`
         sub = runs[runs["task"] == task]
         all_ok = (sub["status"] == RunStatus.OK).all()
         asked = not all_ok or metrics.OUTCOME in claims_mod.claimed_metrics(abl.claims, task)
         if asked and abl.baseline_label in set(sub["variant"]):  # (an empty sub has no baseline)
             out.tables.append(_outcome_table(out, task, abl.baseline_label))
-    out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
+    out.unlearned = untestable.unlearned_tasks(abl, rows, out.planned)
     looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
     if (st := out.sequential) is not None:  # the looks decide, not the t-test's Holm family
         looked = {(c.task, c.variant): looks.verdict(st, c) for c in st.comparisons}
@@ -255,8 +252,7 @@ def _decide(out: Analysis, table: Table, looked: dict[tuple, str], short: dict[t
     unmoved = metrics.unmoved_by_learning(table.metric)  # a probe at init, a speed
     unlearned = out.unlearned.get(table.task) if confirmatory and not unmoved else None
     for variant in frame["variant"].iloc[1:]:
-        bounds = ["delta_ci_low", "delta_ci_high"]
-        ci = frame.loc[frame["variant"] == variant, bounds] if "delta_ci_low" in frame else None
+        row = table.row(variant)
         at_best = untestable.seeds_at_ceiling(rows, table.task, table.metric, base, paired_with=variant)
         facts = replace(
             table.facts.get(variant, vd.Facts(n_pairs=0 if "n_pairs" in frame else None)),
@@ -269,7 +265,7 @@ def _decide(out: Analysis, table: Table, looked: dict[tuple, str], short: dict[t
             planned=out.planned,
             censored=table.metric == metrics.STEPS_TO_TARGET and untestable.censored(rows, table.task, variant, base),
             ceiling=(metrics.best_value(table.metric), at_best) if confirmatory and at_best is not None else None,
-            delta_ci=None if ci is None or ci.empty else tuple(float(x) for x in ci.iloc[0]),
+            delta_ci=(row["delta_ci_low"], row["delta_ci_high"]) if "delta_ci_low" in row else None,
         )
         decided.append(vd.decide(facts))
     if decided and ("verdict" in frame or any(v is not None for v in decided)):
