@@ -193,7 +193,7 @@ def _holm(outcomes: list[ComparisonResult], alpha: float) -> None:
         o.facts = replace(
             o.facts,
             **adjusted.get(id(o), {}),
-            unlearned=None if u is None else (u.reached, u.planned, u.run),
+            unlearned=u,
             planned=0 if u is None else u.planned,
             ceiling=None if o.ceiling is None else (best, o.ceiling),
             delta_ci=(o.row["delta_ci_low"], o.row["delta_ci_high"]),

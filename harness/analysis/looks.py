@@ -29,8 +29,13 @@ from harness.store.record import Record
 if TYPE_CHECKING:
     from harness.analysis.power import PrimaryPower
 
-OUTCOME_WORDS = {sq.BETTER: "better", sq.WORSE: "worse", sq.EQUIVALENT: "equivalent", sq.OPEN: "open"}
-OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
+OUTCOME_WORDS = {
+    sq.BETTER: "better",
+    sq.WORSE: "worse",
+    sq.EQUIVALENT: "equivalent",
+    sq.OPEN: "open",
+    sq.FUTILE: "stopped for futility",
+}
 
 
 def design_of(sel: Selection, alpha: float = 0.05, tuned: bool = False) -> sq.Design | None:
@@ -168,10 +173,9 @@ class State:
         """What one comparison waits for, in words."""
         if self.too_few is not None:
             return f"too few seeds (needs {self.too_few})"
-        if c.outcome != sq.OPEN and self.fixed:
-            return f"{OUTCOME_WORDS[c.outcome]} at {count(self.design.looks[c.look], 'seed')}"
         if c.outcome != sq.OPEN:
-            return f"{OUTCOME_WORDS[c.outcome]} at look {c.look + 1} ({count(self.design.looks[c.look], 'seed')})"
+            seeds = count(self.design.looks[c.look], "seed")
+            return f"{OUTCOME_WORDS[c.outcome]} at " + (seeds if self.fixed else f"look {c.look + 1} ({seeds})")
         if self.reached == len(self.design.looks):
             return f"not decided {self.at_end(' ({})')}"
         return f"open: {self.next_look()}"

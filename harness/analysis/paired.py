@@ -144,18 +144,18 @@ def tost_paired(diffs, sesoi: float) -> float:
 
 
 @functools.lru_cache(maxsize=1024)
-def _detectable_effect(n: int, alpha: float, power: float) -> float:
-    return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))
+def _detectable_effect(n: int, alpha: float) -> float:
+    return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=0.8))
 
 
-def mde(n: int, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Minimum detectable mean difference with ``n`` pairs; NaN for n < 2 or a NaN sd.
+def mde(n: int, sd_diff: float, alpha: float = 0.05) -> float:
+    """Minimum detectable mean difference with ``n`` pairs at 80 % power; NaN for n < 2 or a NaN sd.
 
     ``TTestPower().solve_power(effect_size=None, ...)`` times ``sd_diff`` (0.996 SD at n=10, alpha 0.05, power 0.8).
     """
     if n < 2 or not np.isfinite(sd_diff):
         return NAN
-    return _detectable_effect(int(n), float(alpha), float(power)) * float(sd_diff)
+    return _detectable_effect(int(n), float(alpha)) * float(sd_diff)
 
 
 def power_at(effect: float, sd_diff: float, n: int, alpha: float = 0.05) -> float:

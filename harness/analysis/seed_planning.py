@@ -92,9 +92,8 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selectio
         return abl.profile(given)[0]
     pilots = [name for name, p in abl.profiles.items() if not p.confirmatory]
     with_runs = [name for name in pilots if (Path(results) / abl.name / name).is_dir()]
-    # a plumbing check last: its spread means little
-    for name in sorted(with_runs, key=lambda n: abl.profiles[n].plumbing):
-        return name
+    if with_runs:  # a plumbing check last: its spread means little
+        return min(with_runs, key=lambda n: abl.profiles[n].plumbing)
     if not pilots:
         raise AblateError(
             f"{abl.name} declares no pilot profile (confirmatory: false); pass --pilot PROFILE, "
