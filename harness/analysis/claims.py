@@ -168,7 +168,7 @@ def _tested(claim: Claim, result: Analysis) -> tuple[str, list[str]]:
         premise_fails=premise_fails,
         judged=tuple(judged),
         not_testable=f"{untested[0].words}: {untested[0].not_tested}" if every else None,
-        confirmatory=result.ablation.profiles[result.profile].confirmatory,
+        confirmatory=result.selection.settings.confirmatory,
     )
     return cv.decide_claim(facts), lines
 
@@ -180,9 +180,8 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]
     """
     abl = result.ablation  # the profile's view: its tasks and variants
     ref, cond = ev.against or abl.baseline_label, ev.condition
-    name, plain = (f"{ev.task} {q}{ev.metric}{q}, {ev.variant} vs {ref}" for q in ("`", ""))
-    if ev.trend is not None:
-        name, plain = (f"{n} along {ev.trend.axis}" for n in (name, plain))
+    along = "" if ev.trend is None else f" along {ev.trend.axis}"
+    name, plain = (f"{ev.task} {q}{ev.metric}{q}, {ev.variant} vs {ref}{along}" for q in ("`", ""))
     if ev.profile is not None and ev.profile != result.profile:  # a setting only that profile runs
         return f"{plain}: read in the `{ev.profile}` profile (its report), not in `{result.profile}`", None
     if not in_grid(ev, abl, result.profile):
@@ -191,7 +190,7 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]
         return _premise(ev, result, name)
     table = result.trend_table(ev) if ev.trend is not None else result.table(ev.task, ev.metric, ref)
     r = {} if table is None else table.row(ev.variant)
-    confirmatory = abl.profiles[result.profile].confirmatory
+    confirmatory = result.selection.settings.confirmatory
     facts = cv.EvidenceFacts(r.get("verdict"), ev.expect, not pd.isna(r.get("delta")), confirmatory)
     outcome = vd.first(cv.EVIDENCE_RULES, facts)  # what the comparison says of the claim
     if outcome == "untestable":

@@ -375,17 +375,17 @@ def holm_across(tables: list[Table], alpha: float, exploratory: Collection[str] 
     Benjamini-Hochberg adjustment.
     """
     where = [
-        (ti, ri)
-        for ti, table in enumerate(tables)
+        (table, ri)
+        for table in tables
         if "p" in table.frame
         for ri, (p, variant) in enumerate(zip(table.frame["p"], table.frame["variant"]))
         if pd.notna(p) and ri > 0 and variant not in exploratory
     ]
     if not where:
         return
-    fam = stats.adjust_family([tables[ti].frame.loc[ri] for ti, ri in where], "holm", alpha)
-    for i, (ti, ri) in enumerate(where):
-        frame, facts, adjusted = tables[ti].frame, tables[ti].facts, fam.at(i)
+    fam = stats.adjust_family([table.frame.loc[ri] for table, ri in where], "holm", alpha)
+    for i, (table, ri) in enumerate(where):
+        frame, facts, adjusted = table.frame, table.facts, fam.at(i)
         frame.loc[ri, list(adjusted)], frame.loc[ri, "family_size"] = list(adjusted.values()), fam.size
         facts[frame.loc[ri, "variant"]] = replace(facts[frame.loc[ri, "variant"]], **adjusted)
     for table in tables:

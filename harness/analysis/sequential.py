@@ -236,9 +236,8 @@ def decide(design: Design, t, n, delta, sd, boot, sesoi=None, skew=None) -> Deci
             plain = is_open & ((plain_low > 0) | (plain_high < 0))
             if sesoi is not None:
                 plain |= is_open & (plain_low > -sesoi) & (plain_high < sesoi)
-            held = plain & ~(better | worse | within)
             stop = better | worse | within
-            guard = np.where(held, skew[:, k][:, None], np.nan)
+            guard = np.where(plain & ~stop, skew[:, k][:, None], np.nan)  # held back by the skew guard
             now = (level, c, low, high, guard, *margins)
             for value, into in zip(now, kept):  # a stopping member's deciding interval, an open one's latest
                 into[is_open] = value[is_open]
