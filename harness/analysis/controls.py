@@ -291,13 +291,12 @@ def evaluate_all(results: Path, entries: Collection[claims_mod.PositiveControl] 
 
 def grids(entries: list[claims_mod.PositiveControl], results: Path) -> list[tuple[str, str, int, int]]:
     """(ablation, profile, runs planned, runs not in the store) of each grid the entries read, in order, once."""
-    seen: dict[tuple[str, str], tuple[str, str, int, int]] = {}
-    for comp in (c for e in entries for c in e.comparisons):
-        if (comp.ablation, comp.profile) not in seen:
-            specs = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False).specs
-            missing = sum(read_record(run_dir(results, s.ablation, s.profile, s.run_id)) is None for s in specs)
-            seen[comp.ablation, comp.profile] = (comp.ablation, comp.profile, len(specs), missing)
-    return list(seen.values())
+    out = []
+    for ablation, profile in dict.fromkeys((c.ablation, c.profile) for e in entries for c in e.comparisons):
+        specs = selection_mod.select(ablation_mod.load(ablation), profile, [], check_data=False).specs
+        missing = sum(read_record(run_dir(results, s.ablation, s.profile, s.run_id)) is None for s in specs)
+        out.append((ablation, profile, len(specs), missing))
+    return out
 
 
 def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> tuple[ControlOutcome, str]:
@@ -307,7 +306,7 @@ def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> tuple[Control
     """
     sel = selection_mod.select(abl, abl.control.profile, [], check_data=False)
     result = analyse(sel, results)
-    done = sum(r.run_id in sel.run_ids for r in result.scan.records)
+    done = len(result.scan.records)  # analyse keeps the records of the selection's runs only
     if not done:
         return ControlOutcome.NOT_RUN, ""
     if done < len(sel.specs):

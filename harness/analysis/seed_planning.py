@@ -68,12 +68,9 @@ class SeedPlan:
 
 def check_levels(power: float, alpha: float) -> None:
     """Raises AblateError unless 0 < power < 1 and 1e-100 <= alpha < 1."""
-    for name, value in (("--power", power), ("--alpha", alpha)):
+    for name, value, example in (("--power", power, 0.8), ("--alpha", alpha, 0.05)):
         if not 0 < value < 1:
-            raise AblateError(
-                f"{name} must be between 0 and 1 (exclusive), got {value:g}; e.g. {name} "
-                f"{0.8 if name == '--power' else 0.05}"
-            )
+            raise AblateError(f"{name} must be between 0 and 1 (exclusive), got {value:g}; e.g. {name} {example}")
     if alpha < 1e-100:  # scipy's t quantiles, and so the power solver, break down below
         raise AblateError(f"--alpha {alpha:g} is below 1e-100, where the power solver breaks down; e.g. --alpha 0.05")
 

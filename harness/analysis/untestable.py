@@ -35,8 +35,8 @@ class Unlearned(NamedTuple):
 
 def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, Unlearned]:
     """An :class:`Unlearned` for every task with a convergence target whose baseline did not learn it."""
-    found = {t: unlearned(rows, t, abl.baseline_label, planned) for t, e in abl.tasks.items() if e.target is not None}
-    return {task: u for task, u in found.items() if u is not None}
+    base = abl.baseline_label
+    return {t: u for t, e in abl.tasks.items() if e.target is not None and (u := unlearned(rows, t, base, planned))}
 
 
 def unlearned(rows: pd.DataFrame, task: str, variant: str, planned: int) -> Unlearned | None:
