@@ -80,13 +80,8 @@ class Analysis:
         """
         key = (ev.task, ev.variant, *trend.levels(self.ablation, ev))
         if key not in self.trends:
-            how = (
-                self.selection.settings,
-                (self.runs, self.rows),
-                self.unlearned.get(ev.task),
-                self.planned,
-                self.alpha,
-            )
+            unlearned = self.unlearned.get(ev.task)
+            how = (self.selection.settings, self.runs, self.rows, unlearned, self.planned, self.alpha)
             self.trends[key] = trend.table(ev, self.ablation, *how)
         return self.trends[key]
 
@@ -220,8 +215,7 @@ def analyse(
     out.power = primary_power(primaries, out.alpha)
     for task in abl.tasks:  # whether each run finished: where some did not, or a claim names `finished`
         sub = runs[runs["task"] == task]
-        all_ok = (sub["status"] == RunStatus.OK).all()
-        asked = not all_ok or metrics.OUTCOME in claims_mod.claimed_metrics(abl.claims, task)
+        asked = (sub["status"] != RunStatus.OK).any() or metrics.OUTCOME in claims_mod.claimed_metrics(abl.claims, task)
         if asked and abl.baseline_label in set(sub["variant"]):  # (an empty sub has no baseline)
             out.tables.append(_outcome_table(out, task, abl.baseline_label))
     out.unlearned = untestable.unlearned_tasks(abl, rows, out.planned)
