@@ -89,14 +89,6 @@ class Paired:
     non_finite: int = 0  # pairs with an infinite value: every statistic but delta and the counts is NaN
 
 
-def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    for s in (baseline, variant):
-        if s.index.has_duplicates:
-            raise ValueError(f"duplicate seeds: {sorted(set(s.index[s.index.duplicated()]))}")
-    both = pd.concat({"b": baseline, "v": variant}, axis=1).sort_index().dropna()
-    return both["b"].to_numpy(float), both["v"].to_numpy(float)
-
-
 @quiet()
 def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool, confidence: float = 0.95) -> Paired:
     """Paired comparison on the seeds both series share (Series indexed by seed).
@@ -108,7 +100,11 @@ def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool,
     Raises:
         ValueError: for duplicate seeds in either series.
     """
-    b, v = _pair(baseline, variant)
+    for s in (baseline, variant):
+        if s.index.has_duplicates:
+            raise ValueError(f"duplicate seeds: {sorted(set(s.index[s.index.duplicated()]))}")
+    both = pd.concat({"b": baseline, "v": variant}, axis=1).sort_index().dropna()
+    b, v = both["b"].to_numpy(float), both["v"].to_numpy(float)
     sign = 1.0 if higher_is_better else -1.0
     d = sign * (v - b)  # inf - inf: NaN, a tie below
     n = len(d)
