@@ -149,16 +149,17 @@ class Evaluation:
         return self.outcome.text(self.why)
 
 
-def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha: float) -> ComparisonResult:
+def _compare(result: Analysis, comp: claims_mod.Comparison, alpha: float) -> ComparisonResult:
     """The variant against the reference (the baseline of :func:`harness.analysis.stats.compare`).
 
-    Runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value.
+    Runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value. ``result``: the
+    analysis of the comparison's grid.
     """
-    rows, runs, prof, task = result.rows, result.runs, result.ablation.profiles[comp.profile], comp.task
+    rows, runs, prof, task = result.rows, result.runs, result.selection.settings, comp.task
     pair = [comp.variant, comp.reference]
     data = rows[(rows["task"] == task) & (rows["metric"] == comp.metric) & rows["variant"].isin(pair)]
     data = data[~data["run_id"].isin(untestable.gated_out(runs, task, comp.metric, prof.apply_gate))]
-    o = ComparisonResult(comp, runs=len(result.scan.records), planned=planned)
+    o = ComparisonResult(comp, runs=len(result.scan.records), planned=len(result.selection.specs))
     if not set(pair) <= set(data["variant"]):
         o.note = "no runs of both variants with this metric"
         return o
@@ -247,15 +248,15 @@ def _judge(o: ComparisonResult) -> None:
 
 def evaluate(entry: claims_mod.PositiveControl, results: Path, alpha: float = 0.05) -> Evaluation:
     """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
-    grids: dict[tuple[str, str], tuple[Analysis, int]] = {}
+    grids: dict[tuple[str, str], Analysis] = {}
     res = Evaluation(entry, [])
     for comp in entry.comparisons:
         if (comp.ablation, comp.profile) not in grids:
             sel = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False)
-            grids[comp.ablation, comp.profile] = (result := analyse(sel, results)), len(sel.specs)
+            grids[comp.ablation, comp.profile] = result = analyse(sel, results)
             if result.scan.records:
                 res.scale.append(_scale(result))
-        res.outcomes.append(_compare(*grids[comp.ablation, comp.profile], comp, alpha))
+        res.outcomes.append(_compare(grids[comp.ablation, comp.profile], comp, alpha))
     _holm(res.outcomes, alpha)
     for o in res.outcomes:
         if o.row:  # compared: both variants have runs with the metric
