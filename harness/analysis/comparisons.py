@@ -208,7 +208,7 @@ def analyse(
             if metric == metrics.STEPS_TO_TARGET and entry.target is None:
                 continue  # no convergence target: every run holds the step budget, a comparison of nothing
             is_primary = metric == entry.primary.metric
-            table = _compare(out, task, metric, entry.primary.sesoi if is_primary else None)
+            table = _compare(out, task, metric)
             table.family = "primary" if is_primary else "exploratory (BH)"
             (primaries if is_primary else out.tables).append(table)
     holm_across(primaries, out.alpha, abl.exploratory_variants)
@@ -273,11 +273,7 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
     """
     if ref not in set(result.runs.loc[result.runs["task"] == task, "variant"]):
         return None
-    entry = result.ablation.tasks[task]
-    if metric == metrics.OUTCOME:
-        table = _outcome_table(result, task, ref)
-    else:
-        table = _compare(result, task, metric, entry.primary.sesoi if metric == entry.primary.metric else None, ref)
+    table = _outcome_table(result, task, ref) if metric == metrics.OUTCOME else _compare(result, task, metric, ref)
     table.family, table.reference = f"exploratory (against {ref}, BH)", ref
     _decide(result, table, {}, {})  # the rules of every comparison, none re-applied after
     return table
@@ -289,9 +285,14 @@ def _order(abl: Ablation, present: Iterable[str], first: str) -> list[str]:
     return [v for v in order if v in set(present)]
 
 
-def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: str | None = None) -> Table:
-    """``metric`` on ``task``, every variant against ``base`` (the baseline unless given), BH within the table."""
+def _compare(out: Analysis, task: str, metric: str, base: str | None = None) -> Table:
+    """``metric`` on ``task``, every variant against ``base`` (the baseline unless given), BH within the table.
+
+    With TOST at the task's sesoi when ``metric`` is its primary.
+    """
     abl, prof, hib = out.ablation, out.selection.settings, metrics.higher_is_better(metric)
+    primary = abl.tasks[task].primary
+    sesoi = primary.sesoi if metric == primary.metric else None
     base = base or abl.baseline_label
     data = out.rows[(out.rows["task"] == task) & (out.rows["metric"] == metric)]
     task_runs = out.runs[out.runs["task"] == task]
