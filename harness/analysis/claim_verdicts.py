@@ -225,7 +225,7 @@ CLAIM_RULES = (  # over a claim's ClaimFacts
     Rule("not testable as stated", lambda c: c.not_testable is not None, lambda c: claim_not_testable(c.not_testable)),
     Rule("not tested yet", lambda c: c.evidence == 0, lambda c: ClaimKind.NOT_TESTED_YET.value),
     Rule("not tested in this profile", lambda c: not c.judged, lambda c: ClaimKind.NOT_TESTED.value),
-    Rule("pilot", lambda c: not c.confirmatory or any(j.outcome == "pilot" for j in c.judged), lambda c: claim_pilot()),
+    Rule("pilot", lambda c: not c.confirmatory or c.count("pilot") > 0, lambda c: claim_pilot()),
     Rule(
         "by condition",
         lambda c: not c.inline and len(c.conditions) > 1 and len({claim_kind(v) for _, v in c.per_condition()}) > 1,

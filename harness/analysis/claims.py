@@ -23,12 +23,12 @@ from harness.experiment.ablation import Ablation
 from harness.experiment.claims import Claim, Evidence
 
 
-def in_grid(evidence: Evidence, view: Ablation, profile: str | None = None) -> bool:
+def in_grid(evidence: Evidence, view: Ablation, profile: str) -> bool:
     """Whether a claim's evidence entry names a task and variants (``against`` too) of the profile's grid ``view``.
 
     When it names a ``profile``, also whether that is the one (``profile``: the view's).
     """
-    if evidence.profile is not None and profile is not None and evidence.profile != profile:
+    if evidence.profile is not None and evidence.profile != profile:
         return False
     labels = {view.label(v) for v in view.variants()}
     named = {evidence.variant, evidence.against or view.baseline_label}
@@ -168,7 +168,7 @@ def _tested(claim: Claim, result: Analysis) -> tuple[str, list[str]]:
         premise_fails=premise_fails,
         judged=tuple(judged),
         not_testable=f"{untested[0].words}: {untested[0].not_tested}" if every else None,
-        confirmatory=result.ablation.profiles[result.profile].confirmatory,
+        confirmatory=result.selection.settings.confirmatory,
     )
     return cv.decide_claim(facts), lines
 
@@ -180,9 +180,8 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]
     """
     abl = result.ablation  # the profile's view: its tasks and variants
     ref, cond = ev.against or abl.baseline_label, ev.condition
-    name, plain = (f"{ev.task} {q}{ev.metric}{q}, {ev.variant} vs {ref}" for q in ("`", ""))
-    if ev.trend is not None:
-        name, plain = (f"{n} along {ev.trend.axis}" for n in (name, plain))
+    along = "" if ev.trend is None else f" along {ev.trend.axis}"
+    name, plain = (f"{ev.task} {q}{ev.metric}{q}, {ev.variant} vs {ref}{along}" for q in ("`", ""))
     if ev.profile is not None and ev.profile != result.profile:  # a setting only that profile runs
         return f"{plain}: read in the `{ev.profile}` profile (its report), not in `{result.profile}`", None
     if not in_grid(ev, abl, result.profile):
@@ -191,7 +190,7 @@ def _judge(ev: Evidence, result: Analysis) -> tuple[str, cv.Judged | str | None]
         return _premise(ev, result, name)
     table = result.trend_table(ev) if ev.trend is not None else result.table(ev.task, ev.metric, ref)
     r = {} if table is None else table.row(ev.variant)
-    confirmatory = abl.profiles[result.profile].confirmatory
+    confirmatory = result.selection.settings.confirmatory
     facts = cv.EvidenceFacts(r.get("verdict"), ev.expect, not pd.isna(r.get("delta")), confirmatory)
     outcome = vd.first(cv.EVIDENCE_RULES, facts)  # what the comparison says of the claim
     if outcome == "untestable":
@@ -305,11 +304,11 @@ class NegativeComparison:
     caught: bool  # the verdict is the one the control expects and p_adj < alpha
 
 
-def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[NegativeComparison]:
+def control_outcomes(result: Analysis) -> list[NegativeComparison]:
     """For an ablation that declares ``control:``, an outcome per task of the profile and control variant.
 
-    Caught when its primary comparison reads the expected verdict with adjusted p < ``alpha``; else (no ``control:``)
-    empty.
+    Caught when its primary comparison reads the expected verdict with adjusted p below the analysis's alpha; else
+    (no ``control:``) empty.
     """
     abl, control = result.ablation, result.ablation.control
     if control is None:
@@ -325,6 +324,6 @@ def control_outcomes(result: Analysis, alpha: float = 0.05) -> list[NegativeComp
             if not isinstance(verdict, str):
                 verdict, p_adj = "no paired runs", None
             p_adj = math.nan if pd.isna(p_adj) else float(p_adj)
-            caught = vd.kind(verdict) is vd.Kind(control.expect) and p_adj < alpha
+            caught = vd.kind(verdict) is vd.Kind(control.expect) and p_adj < result.alpha
             out.append(NegativeComparison(task, variant, entry.primary.metric, verdict, p_adj, caught))
     return out

@@ -29,7 +29,6 @@ from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
 from harness.experiment.versions import mixed_versions
-from harness.store.record import Record
 from harness.store.runs import StoreScan, scan, tidy
 
 
@@ -81,13 +80,8 @@ class Analysis:
         """
         key = (ev.task, ev.variant, *trend.levels(self.ablation, ev))
         if key not in self.trends:
-            how = (
-                self.selection.settings,
-                (self.runs, self.rows),
-                self.unlearned.get(ev.task),
-                self.planned,
-                self.alpha,
-            )
+            unlearned = self.unlearned.get(ev.task)
+            how = (self.selection.settings, self.runs, self.rows, unlearned, self.planned, self.alpha)
             self.trends[key] = trend.table(ev, self.ablation, *how)
         return self.trends[key]
 
@@ -146,7 +140,6 @@ class SeedsDone(NamedTuple):
 def analyse(
     sel: Selection,
     results: Path,
-    alpha: float = 0.05,
     store_profile: str | None = None,
     found: StoreScan | None = None,
 ) -> Analysis:
@@ -176,7 +169,17 @@ def analyse(
         )
     runs = pd.DataFrame(
         [
-            (r.run_id, r.task, r.variant_label, r.seed, r.status, r.reason, _passed(abl, r), r.n_params, r.wall_time_s)
+            (
+                r.run_id,
+                r.task,
+                r.variant_label,
+                r.seed,
+                r.status,
+                r.reason,
+                untestable.passed_gate(abl, r),
+                r.n_params,
+                r.wall_time_s,
+            )
             for r in found.records
         ],
         columns=["run_id", "task", "variant", "seed", "status", "reason", "passed_gate", "n_params", "wall_time_s"],
@@ -184,18 +187,16 @@ def analyse(
     # runs that trained to their end: a stalled one is compared too, flagged (its loss is its arm's outcome)
     ok_ids, prof = set(runs.loc[runs["status"].isin(TRAINED), "run_id"]), sel.settings
     rows = tidy(found.records).loc[lambda frame: frame["run_id"].isin(ok_ids)]
-    out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign, alpha=alpha)
+    # planned: the seeds a comparison is judged against (seeds run, not learned, not run)
+    out = Analysis(sel, runs, rows, found, Path(results), foreign=foreign, planned=len(prof.seeds))
     for task in abl.tasks:  # harness.experiment.versions: a comparison must not mix code versions unnoticed
         if mix := mixed_versions([r for r in found.records if r.task == task and r.run_id in ok_ids]):
             out.mixed_code[task] = mix
-    planned = len(prof.seeds)  # the seeds a comparison is judged against: seeds run, not learned, not run
     # a confirmatory profile's looks decide (a fixed design: one look at every seed); a group-sequential one plans
     # the seeds of the looks reached; tuned runs (``ablate run --tuned`` runs every seed: no looks) are a fixed design
-    if (design := looks.design_of(sel, alpha, tuned=store_profile is not None)) is not None:
-        out.sequential = looks.state(sel, found.records, alpha, ids=ids if store_profile is not None else None)
-        at = design.looks[max(out.sequential.reached, 1) - 1]
-        planned = max(at, out.sequential.seeds_used)
-    out.planned = planned
+    if looks.design_of(sel, tuned=store_profile is not None) is not None:
+        st = out.sequential = looks.state(sel, found.records, ids=ids if store_profile is not None else None)
+        out.planned = max(st.design.looks[max(st.reached, 1) - 1], st.seeds_used)
     primaries: list[Table] = []
     for task, entry in abl.tasks.items():
         sub = rows[rows["task"] == task]
@@ -207,18 +208,17 @@ def analyse(
             if metric == metrics.STEPS_TO_TARGET and entry.target is None:
                 continue  # no convergence target: every run holds the step budget, a comparison of nothing
             is_primary = metric == entry.primary.metric
-            table = _compare(out, task, metric, entry.primary.sesoi if is_primary else None)
+            table = _compare(out, task, metric)
             table.family = "primary" if is_primary else "exploratory (BH)"
             (primaries if is_primary else out.tables).append(table)
-    holm_across(primaries, alpha, abl.exploratory_variants)
-    out.power = primary_power(primaries, alpha)
+    holm_across(primaries, out.alpha, abl.exploratory_variants)
+    out.power = primary_power(primaries, out.alpha)
     for task in abl.tasks:  # whether each run finished: where some did not, or a claim names `finished`
         sub = runs[runs["task"] == task]
-        all_ok = (sub["status"] == RunStatus.OK).all()
-        asked = not all_ok or metrics.OUTCOME in claims_mod.claimed_metrics(abl.claims, task)
+        asked = (sub["status"] != RunStatus.OK).any() or metrics.OUTCOME in claims_mod.claimed_metrics(abl.claims, task)
         if asked and abl.baseline_label in set(sub["variant"]):  # (an empty sub has no baseline)
             out.tables.append(_outcome_table(out, task, abl.baseline_label))
-    out.unlearned = untestable.unlearned_tasks(abl, rows, planned)
+    out.unlearned = untestable.unlearned_tasks(abl, rows, out.planned)
     looked: dict[tuple[str, str], str] = {}  # (task, variant) -> the verdict of the looks
     if (st := out.sequential) is not None:  # the looks decide, not the t-test's Holm family
         looked = {(c.task, c.variant): looks.verdict(st, c) for c in st.comparisons}
@@ -246,8 +246,7 @@ def _decide(out: Analysis, table: Table, looked: dict[tuple, str], short: dict[t
     unmoved = metrics.unmoved_by_learning(table.metric)  # a probe at init, a speed
     unlearned = out.unlearned.get(table.task) if confirmatory and not unmoved else None
     for variant in frame["variant"].iloc[1:]:
-        bounds = ["delta_ci_low", "delta_ci_high"]
-        ci = frame.loc[frame["variant"] == variant, bounds] if "delta_ci_low" in frame else None
+        row = table.row(variant)
         at_best = untestable.seeds_at_ceiling(rows, table.task, table.metric, base, paired_with=variant)
         facts = replace(
             table.facts.get(variant, vd.Facts(n_pairs=0 if "n_pairs" in frame else None)),
@@ -260,7 +259,7 @@ def _decide(out: Analysis, table: Table, looked: dict[tuple, str], short: dict[t
             planned=out.planned,
             censored=table.metric == metrics.STEPS_TO_TARGET and untestable.censored(rows, table.task, variant, base),
             ceiling=(metrics.best_value(table.metric), at_best) if confirmatory and at_best is not None else None,
-            delta_ci=None if ci is None or ci.empty else tuple(float(x) for x in ci.iloc[0]),
+            delta_ci=(row["delta_ci_low"], row["delta_ci_high"]) if "delta_ci_low" in row else None,
         )
         decided.append(vd.decide(facts))
     if decided and ("verdict" in frame or any(v is not None for v in decided)):
@@ -274,20 +273,10 @@ def _reference_table(result: Analysis, task: str, metric: str, ref: str) -> Tabl
     """
     if ref not in set(result.runs.loc[result.runs["task"] == task, "variant"]):
         return None
-    entry = result.ablation.tasks[task]
-    if metric == metrics.OUTCOME:
-        table = _outcome_table(result, task, ref)
-    else:
-        table = _compare(result, task, metric, entry.primary.sesoi if metric == entry.primary.metric else None, ref)
+    table = _outcome_table(result, task, ref) if metric == metrics.OUTCOME else _compare(result, task, metric, ref)
     table.family, table.reference = f"exploratory (against {ref}, BH)", ref
     _decide(result, table, {}, {})  # the rules of every comparison, none re-applied after
     return table
-
-
-def _passed(abl: Ablation, r: Record) -> bool:
-    """Whether a run finished and passed its task's gate (if it has one)."""
-    gate = abl.tasks[r.task].gate if r.task in abl.tasks else None
-    return r.status.trained and (gate is None or gate.passes(r.metric(gate.metric)))
 
 
 def _order(abl: Ablation, present: Iterable[str], first: str) -> list[str]:
@@ -296,9 +285,14 @@ def _order(abl: Ablation, present: Iterable[str], first: str) -> list[str]:
     return [v for v in order if v in set(present)]
 
 
-def _compare(out: Analysis, task: str, metric: str, sesoi: float | None, base: str | None = None) -> Table:
-    """``metric`` on ``task``, every variant against ``base`` (the baseline unless given), BH within the table."""
+def _compare(out: Analysis, task: str, metric: str, base: str | None = None) -> Table:
+    """``metric`` on ``task``, every variant against ``base`` (the baseline unless given), BH within the table.
+
+    With TOST at the task's sesoi when ``metric`` is its primary.
+    """
     abl, prof, hib = out.ablation, out.selection.settings, metrics.higher_is_better(metric)
+    primary = abl.tasks[task].primary
+    sesoi = primary.sesoi if metric == primary.metric else None
     base = base or abl.baseline_label
     data = out.rows[(out.rows["task"] == task) & (out.rows["metric"] == metric)]
     task_runs = out.runs[out.runs["task"] == task]
@@ -376,17 +370,17 @@ def holm_across(tables: list[Table], alpha: float, exploratory: Collection[str] 
     Benjamini-Hochberg adjustment.
     """
     where = [
-        (ti, ri)
-        for ti, table in enumerate(tables)
+        (table, ri)
+        for table in tables
         if "p" in table.frame
         for ri, (p, variant) in enumerate(zip(table.frame["p"], table.frame["variant"]))
         if pd.notna(p) and ri > 0 and variant not in exploratory
     ]
     if not where:
         return
-    fam = stats.adjust_family([tables[ti].frame.loc[ri] for ti, ri in where], "holm", alpha)
-    for i, (ti, ri) in enumerate(where):
-        frame, facts, adjusted = tables[ti].frame, tables[ti].facts, fam.at(i)
+    fam = stats.adjust_family([table.frame.loc[ri] for table, ri in where], "holm", alpha)
+    for i, (table, ri) in enumerate(where):
+        frame, facts, adjusted = table.frame, table.facts, fam.at(i)
         frame.loc[ri, list(adjusted)], frame.loc[ri, "family_size"] = list(adjusted.values()), fam.size
         facts[frame.loc[ri, "variant"]] = replace(facts[frame.loc[ri, "variant"]], **adjusted)
     for table in tables:

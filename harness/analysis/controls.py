@@ -149,16 +149,17 @@ class Evaluation:
         return self.outcome.text(self.why)
 
 
-def _compare(result: Analysis, planned: int, comp: claims_mod.Comparison, alpha: float) -> ComparisonResult:
+def _compare(result: Analysis, comp: claims_mod.Comparison, alpha: float) -> ComparisonResult:
     """The variant against the reference (the baseline of :func:`harness.analysis.stats.compare`).
 
-    Runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value.
+    Runs below the task's gate left out of metrics beyond L; ``not run`` when either has no value. ``result``: the
+    analysis of the comparison's grid.
     """
-    rows, runs, prof, task = result.rows, result.runs, result.ablation.profiles[comp.profile], comp.task
+    rows, runs, prof, task = result.rows, result.runs, result.selection.settings, comp.task
     pair = [comp.variant, comp.reference]
     data = rows[(rows["task"] == task) & (rows["metric"] == comp.metric) & rows["variant"].isin(pair)]
     data = data[~data["run_id"].isin(untestable.gated_out(runs, task, comp.metric, prof.apply_gate))]
-    o = ComparisonResult(comp, runs=len(result.scan.records), planned=planned)
+    o = ComparisonResult(comp, runs=len(result.scan.records), planned=len(result.selection.specs))
     if not set(pair) <= set(data["variant"]):
         o.note = "no runs of both variants with this metric"
         return o
@@ -193,7 +194,7 @@ def _holm(outcomes: list[ComparisonResult], alpha: float) -> None:
         o.facts = replace(
             o.facts,
             **adjusted.get(id(o), {}),
-            unlearned=None if u is None else (u.reached, u.planned, u.run),
+            unlearned=u,
             planned=0 if u is None else u.planned,
             ceiling=None if o.ceiling is None else (best, o.ceiling),
             delta_ci=(o.row["delta_ci_low"], o.row["delta_ci_high"]),
@@ -247,15 +248,15 @@ def _judge(o: ComparisonResult) -> None:
 
 def evaluate(entry: claims_mod.PositiveControl, results: Path, alpha: float = 0.05) -> Evaluation:
     """Every comparison of ``entry`` from the store ``results`` (each grid read once)."""
-    grids: dict[tuple[str, str], tuple[Analysis, int]] = {}
+    grids: dict[tuple[str, str], Analysis] = {}
     res = Evaluation(entry, [])
     for comp in entry.comparisons:
         if (comp.ablation, comp.profile) not in grids:
             sel = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False)
-            grids[comp.ablation, comp.profile] = (result := analyse(sel, results)), len(sel.specs)
+            grids[comp.ablation, comp.profile] = result = analyse(sel, results)
             if result.scan.records:
                 res.scale.append(_scale(result))
-        res.outcomes.append(_compare(*grids[comp.ablation, comp.profile], comp, alpha))
+        res.outcomes.append(_compare(grids[comp.ablation, comp.profile], comp, alpha))
     _holm(res.outcomes, alpha)
     for o in res.outcomes:
         if o.row:  # compared: both variants have runs with the metric
@@ -291,13 +292,12 @@ def evaluate_all(results: Path, entries: Collection[claims_mod.PositiveControl] 
 
 def grids(entries: list[claims_mod.PositiveControl], results: Path) -> list[tuple[str, str, int, int]]:
     """(ablation, profile, runs planned, runs not in the store) of each grid the entries read, in order, once."""
-    seen: dict[tuple[str, str], tuple[str, str, int, int]] = {}
-    for comp in (c for e in entries for c in e.comparisons):
-        if (comp.ablation, comp.profile) not in seen:
-            specs = selection_mod.select(ablation_mod.load(comp.ablation), comp.profile, [], check_data=False).specs
-            missing = sum(load_record(run_dir(results, s.ablation, s.profile, s.run_id))[0] is None for s in specs)
-            seen[comp.ablation, comp.profile] = (comp.ablation, comp.profile, len(specs), missing)
-    return list(seen.values())
+    out = []
+    for ablation, profile in dict.fromkeys((c.ablation, c.profile) for e in entries for c in e.comparisons):
+        specs = selection_mod.select(ablation_mod.load(ablation), profile, [], check_data=False).specs
+        missing = sum(load_record(run_dir(results, s.ablation, s.profile, s.run_id))[0] is None for s in specs)
+        out.append((ablation, profile, len(specs), missing))
+    return out
 
 
 def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> tuple[ControlOutcome, str]:
@@ -307,7 +307,7 @@ def negative_outcome(abl: ablation_mod.Ablation, results: Path) -> tuple[Control
     """
     sel = selection_mod.select(abl, abl.control.profile, [], check_data=False)
     result = analyse(sel, results)
-    done = sum(r.run_id in sel.run_ids for r in result.scan.records)
+    done = len(result.scan.records)  # analyse keeps the records of the selection's runs only
     if not done:
         return ControlOutcome.NOT_RUN, ""
     if done < len(sel.specs):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from harness.analysis import paired
+from harness.analysis import paired, untestable
 from harness.analysis import sequential as sq
 from harness.analysis import verdicts as vd
 from harness.encode import count
@@ -29,8 +29,13 @@ from harness.store.record import Record
 if TYPE_CHECKING:
     from harness.analysis.power import PrimaryPower
 
-OUTCOME_WORDS = {sq.BETTER: "better", sq.WORSE: "worse", sq.EQUIVALENT: "equivalent", sq.OPEN: "open"}
-OUTCOME_WORDS[sq.FUTILE] = "stopped for futility"
+OUTCOME_WORDS = {
+    sq.BETTER: "better",
+    sq.WORSE: "worse",
+    sq.EQUIVALENT: "equivalent",
+    sq.OPEN: "open",
+    sq.FUTILE: "stopped for futility",
+}
 
 
 def design_of(sel: Selection, alpha: float = 0.05, tuned: bool = False) -> sq.Design | None:
@@ -106,7 +111,7 @@ class ComparisonState:
         ends = [f"+{encode_text(x, '.3g')} on the {end} end" for x, end in zip(self.margins, ("lower", "upper")) if x]
         return encode_text(self.bound, ".3f") + (f" ({', '.join(ends)}: skew guard)" if ends else "")
 
-    def interval_text(self, digits: str = ".4g") -> str:
+    def interval_text(self) -> str:
         """``[-0.045, +0.032] at 1 - 0.0125 (|t| bound 3.11)``: the deciding interval, its coverage and bound.
 
         The interval decides every kind of verdict: a direction when it excludes 0, equivalence when it lies within
@@ -114,7 +119,7 @@ class ComparisonState:
         """
         if not self.pairs:
             return "none yet"
-        low, high = (encode_text(x, digits) for x in self.rci)
+        low, high = (encode_text(x, ".4g") for x in self.rci)
         return f"[{low}, {high}] at 1 - {self.level:.3g} (|t| bound {self.bound_text()})"
 
 
@@ -168,10 +173,9 @@ class State:
         """What one comparison waits for, in words."""
         if self.too_few is not None:
             return f"too few seeds (needs {self.too_few})"
-        if c.outcome != sq.OPEN and self.fixed:
-            return f"{OUTCOME_WORDS[c.outcome]} at {count(self.design.looks[c.look], 'seed')}"
         if c.outcome != sq.OPEN:
-            return f"{OUTCOME_WORDS[c.outcome]} at look {c.look + 1} ({count(self.design.looks[c.look], 'seed')})"
+            seeds = count(self.design.looks[c.look], "seed")
+            return f"{OUTCOME_WORDS[c.outcome]} at " + (seeds if self.fixed else f"look {c.look + 1} ({seeds})")
         if self.reached == len(self.design.looks):
             return f"not decided {self.at_end(' ({})')}"
         return f"open: {self.next_look()}"
@@ -191,10 +195,9 @@ def _values(
         if r.run_id not in ids:
             continue
         stored.add((r.task, r.variant_label, r.seed))
-        entry = sel.ablation.tasks[r.task]
-        metric = entry.primary.metric
-        gated = sel.settings.apply_gate and entry.gate is not None and metrics.beyond_training(metric)
-        if r.status.trained and not (gated and not entry.gate.passes(r.metric(entry.gate.metric))):
+        metric = sel.ablation.tasks[r.task].primary.metric
+        gated = sel.settings.apply_gate and metrics.beyond_training(metric)
+        if r.status.trained and (not gated or untestable.passed_gate(sel.ablation, r)):
             value = r.metric(metric)
             values[(r.task, r.variant_label, r.seed)] = np.nan if value is None else float(value)
     return values, stored
@@ -244,14 +247,11 @@ def state(sel: Selection, records: list[Record], alpha: float = 0.05, ids: froze
         at = decided.look[0, i] if decided.look[0, i] >= 0 else reached - 1
         st = stats_by_look[at][i] if at >= 0 else None
         got = (st.n_pairs, st.delta, st.t) if st else (0, np.nan, np.nan)
-        ci = (float(decided.rci_low[0, i]), float(decided.rci_high[0, i]))
-        outcome, look, level, bound, skewed, low, high = (
-            x[0, i].item()
-            for x in (decided.outcome, decided.look, decided.level, decided.bound, decided.skewed)
-            + (decided.margin_low, decided.margin_high)
-        )
+        outcome, look, level, bound, *ci, skewed, low, high, _ = (x[0, i].item() for x in vars(decided).values())
         margins = (0.0 if np.isnan(low) else low, 0.0 if np.isnan(high) else high)
-        comps.append(ComparisonState(task, v, float(sesoi[i]), outcome, look, *got, ci, level, bound, skewed, margins))
+        comps.append(
+            ComparisonState(task, v, float(sesoi[i]), outcome, look, *got, tuple(ci), level, bound, skewed, margins)
+        )
     used = max(Counter((task, arm) for task, arm, _ in stored).values(), default=0)
     return State(design, comps, reached, needed, used, fixed=fixed, too_few=too_few)
 

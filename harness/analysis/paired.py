@@ -89,14 +89,6 @@ class Paired:
     non_finite: int = 0  # pairs with an infinite value: every statistic but delta and the counts is NaN
 
 
-def _pair(baseline: pd.Series, variant: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    for s in (baseline, variant):
-        if s.index.has_duplicates:
-            raise ValueError(f"duplicate seeds: {sorted(set(s.index[s.index.duplicated()]))}")
-    both = pd.concat({"b": baseline, "v": variant}, axis=1).sort_index().dropna()
-    return both["b"].to_numpy(float), both["v"].to_numpy(float)
-
-
 @quiet()
 def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool, confidence: float = 0.95) -> Paired:
     """Paired comparison on the seeds both series share (Series indexed by seed).
@@ -108,7 +100,11 @@ def paired_test(baseline: pd.Series, variant: pd.Series, higher_is_better: bool,
     Raises:
         ValueError: for duplicate seeds in either series.
     """
-    b, v = _pair(baseline, variant)
+    for s in (baseline, variant):
+        if s.index.has_duplicates:
+            raise ValueError(f"duplicate seeds: {sorted(set(s.index[s.index.duplicated()]))}")
+    both = pd.concat({"b": baseline, "v": variant}, axis=1).sort_index().dropna()
+    b, v = both["b"].to_numpy(float), both["v"].to_numpy(float)
     sign = 1.0 if higher_is_better else -1.0
     d = sign * (v - b)  # inf - inf: NaN, a tie below
     n = len(d)
@@ -144,18 +140,18 @@ def tost_paired(diffs, sesoi: float) -> float:
 
 
 @functools.lru_cache(maxsize=1024)
-def _detectable_effect(n: int, alpha: float, power: float) -> float:
-    return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))
+def _detectable_effect(n: int, alpha: float) -> float:
+    return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=0.8))
 
 
-def mde(n: int, sd_diff: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Minimum detectable mean difference with ``n`` pairs; NaN for n < 2 or a NaN sd.
+def mde(n: int, sd_diff: float, alpha: float = 0.05) -> float:
+    """Minimum detectable mean difference with ``n`` pairs at 80 % power; NaN for n < 2 or a NaN sd.
 
     ``TTestPower().solve_power(effect_size=None, ...)`` times ``sd_diff`` (0.996 SD at n=10, alpha 0.05, power 0.8).
     """
     if n < 2 or not np.isfinite(sd_diff):
         return NAN
-    return _detectable_effect(int(n), float(alpha), float(power)) * float(sd_diff)
+    return _detectable_effect(int(n), float(alpha)) * float(sd_diff)
 
 
 def power_at(effect: float, sd_diff: float, n: int, alpha: float = 0.05) -> float:

@@ -68,12 +68,9 @@ class SeedPlan:
 
 def check_levels(power: float, alpha: float) -> None:
     """Raises AblateError unless 0 < power < 1 and 1e-100 <= alpha < 1."""
-    for name, value in (("--power", power), ("--alpha", alpha)):
+    for name, value, example in (("--power", power, 0.8), ("--alpha", alpha, 0.05)):
         if not 0 < value < 1:
-            raise AblateError(
-                f"{name} must be between 0 and 1 (exclusive), got {value:g}; e.g. {name} "
-                f"{0.8 if name == '--power' else 0.05}"
-            )
+            raise AblateError(f"{name} must be between 0 and 1 (exclusive), got {value:g}; e.g. {name} {example}")
     if alpha < 1e-100:  # scipy's t quantiles, and so the power solver, break down below
         raise AblateError(f"--alpha {alpha:g} is below 1e-100, where the power solver breaks down; e.g. --alpha 0.05")
 
@@ -92,9 +89,8 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selectio
         return abl.profile(given)[0]
     pilots = [name for name, p in abl.profiles.items() if not p.confirmatory]
     with_runs = [name for name in pilots if (Path(results) / abl.name / name).is_dir()]
-    # a plumbing check last: its spread means little
-    for name in sorted(with_runs, key=lambda n: abl.profiles[n].plumbing):
-        return name
+    if with_runs:  # a plumbing check last: its spread means little
+        return min(with_runs, key=lambda n: abl.profiles[n].plumbing)
     if not pilots:
         raise AblateError(
             f"{abl.name} declares no pilot profile (confirmatory: false); pass --pilot PROFILE, "

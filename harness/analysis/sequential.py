@@ -110,13 +110,13 @@ class Design:
     alpha: float
     futility: bool = True
 
-    def p_table(self, m: int, scale: float = 1.0) -> np.ndarray:
+    def p_table(self, m: int) -> np.ndarray:
         """The two-sided nominal p of each look's t bound (:func:`t_bounds`), at its own degrees of freedom.
 
-        At level ``scale * alpha / j`` for j = 1..m remaining Holm members, (m, K): a comparison with fewer pairs
-        than the look (a failed run) is judged on this p.
+        At level ``alpha / j`` for j = 1..m remaining Holm members, (m, K): a comparison with fewer pairs than the
+        look (a failed run) is judged on this p.
         """
-        levels = [min(scale * self.alpha / j, 0.999) for j in range(1, m + 1)]
+        levels = [min(self.alpha / j, 0.999) for j in range(1, m + 1)]
         return 2.0 * stats.t.sf([t_bounds(self.looks, a, self.spending) for a in levels], np.asarray(self.looks) - 1)
 
 
@@ -142,22 +142,15 @@ def skew_margin(bound, n):
     return SKEW_COVERED * (2 * np.square(bound) + 1) / (6 * np.sqrt(n))
 
 
-def quantile_probs(design: Design, m: int, k: int) -> np.ndarray:
-    """The probabilities at which :func:`decide` reads the bootstrap-t distribution at look ``k``.
-
-    For a family of ``m``, (2, m): [lower, upper] x j = 1..m remaining Holm members, from the nominal two-sided p
-    of the look's bound at level alpha / j.
-    """
-    p = design.p_table(m)[:, k]
-    return np.stack([p / 2, 1 - p / 2])
-
-
 def bootstrap_inputs(design: Design, m: int, k: int, tstar: np.ndarray) -> np.ndarray:
     """The bootstrap-t quantiles :func:`decide` reads at look ``k``, (rows, 2, m).
 
-    From the sorted bootstrap-t distributions ``tstar`` (rows, B) of :func:`harness.analysis.paired.bootstrap_t`.
+    From the sorted bootstrap-t distributions ``tstar`` (rows, B) of :func:`harness.analysis.paired.bootstrap_t`,
+    read at (2, m) probabilities: [lower, upper] x j = 1..m remaining Holm members of a family of ``m``, from the
+    nominal two-sided p of the look's bound at level alpha / j.
     """
-    probs = quantile_probs(design, m, k)
+    p = design.p_table(m)[:, k]
+    probs = np.stack([p / 2, 1 - p / 2])
     return paired.bootstrap_quantiles(tstar, probs.ravel()).reshape(len(tstar), *probs.shape)
 
 
@@ -243,11 +236,11 @@ def decide(design: Design, t, n, delta, sd, boot, sesoi=None, skew=None) -> Deci
             plain = is_open & ((plain_low > 0) | (plain_high < 0))
             if sesoi is not None:
                 plain |= is_open & (plain_low > -sesoi) & (plain_high < sesoi)
-            held = plain & ~(better | worse | within)
             stop = better | worse | within
-            guard = np.where(held, skew[:, k][:, None], np.nan)
+            guard = np.where(plain & ~stop, skew[:, k][:, None], np.nan)  # held back by the skew guard
             now = (level, c, low, high, guard, *margins)
-            _keep(is_open, now, kept)  # a stopping member's deciding interval, an open one's latest
+            for value, into in zip(now, kept):  # a stopping member's deciding interval, an open one's latest
+                into[is_open] = value[is_open]
             outcome[better], outcome[worse] = BETTER, WORSE
             outcome[within & ~better & ~worse] = EQUIVALENT
             look[stop] = k
@@ -274,12 +267,6 @@ def _interval(alpha: float, j, p_cut, n, delta, se, q) -> tuple[np.ndarray, ...]
     c = stats.t.isf(p_cut[:, None] / 2, n - 1)  # under decide's errstate
     below, above = np.maximum(c, q[:, :, 1]), np.maximum(c, -q[:, :, 0])
     return np.broadcast_to((alpha / j)[:, None], c.shape), c, delta - below * se, delta + above * se
-
-
-def _keep(where: np.ndarray, values: tuple[np.ndarray, ...], into: tuple[np.ndarray, ...]) -> None:
-    """``into[i][where] = values[i][where]`` for each i."""
-    for value, out in zip(values, into):
-        out[where] = value[where]
 
 
 def _conditional_power(n_k: int, n_end: int, t, sd, sesoi, c_end) -> np.ndarray:

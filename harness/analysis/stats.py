@@ -78,7 +78,6 @@ def compare(
     higher_is_better: bool,
     sesoi: float | None = None,
     alpha: float = 0.05,
-    confidence: float = 0.95,
     confirmatory: bool = True,
     p_adjust: str = "holm",
     facts: dict[str, vd.Facts] | None = None,
@@ -86,7 +85,7 @@ def compare(
     """Every variant against the baseline, paired by seed, for one metric in one slice.
 
     One row per variant, baseline first (descriptives only, verdict ``"baseline"``), columns ``COLUMNS`` (``mde``
-    at 80 % power); ``delta > 0`` always means better.
+    at 80 % power, the mean's and Δ's CIs at 95 %); ``delta > 0`` always means better.
 
     Args:
         df: tidy rows ``variant``, ``seed``, ``value``, one per (variant, seed).
@@ -94,7 +93,6 @@ def compare(
         higher_is_better: the metric's direction.
         sesoi: (metric units) enables TOST.
         alpha: the level each adjusted p is judged at; the MDE is sized at ``alpha`` / the family's size.
-        confidence: the level of the CIs (the mean's and Δ's).
         confirmatory: False: a pilot.
         p_adjust: this call's family (:func:`adjust_family`): "holm" or "fdr_bh".
         facts: filled with each variant's Facts.
@@ -112,8 +110,8 @@ def compare(
     names = [baseline] + [v for v in names if v != baseline]
     series = {v: g.set_index("seed")["value"].astype(float) for v, g in df.groupby("variant")}
 
-    rows = [vars(describe(series[baseline], confidence)) | {"variant": baseline}]
-    tests = [paired_test(series[baseline], series[v], higher_is_better, confidence) for v in names[1:]]
+    rows = [vars(describe(series[baseline])) | {"variant": baseline}]
+    tests = [paired_test(series[baseline], series[v], higher_is_better) for v in names[1:]]
     tost = [tost_paired(t.diffs, sesoi) if sesoi and not t.non_finite else NAN for t in tests]
     fam = adjust_family([vars(t) | {"p_tost": q} for t, q in zip(tests, tost)], p_adjust, alpha)
     facts = {} if facts is None else facts
@@ -124,7 +122,7 @@ def compare(
         own = {"variant": v, "delta_ci_low": t.ci_low, "delta_ci_high": t.ci_high, "p_tost": tost[i]}
         own["family_size"] = None if np.isnan(t.p) else fam.size  # a comparison without p is in no family
         own["verdict"] = vd.decide(facts[v])
-        rows.append(vars(t) | vars(describe(series[v], confidence)) | adjusted | own)  # the mean's CI, not Δ's
+        rows.append(vars(t) | vars(describe(series[v])) | adjusted | own)  # the mean's CI, not Δ's
     rows[0]["verdict"] = vd.BASELINE
     out = {c: [r.get(c, NAN) for r in rows] for c in COLUMNS}
     for c in ("n", "n_pairs", "wins", "ties", "losses", "family_size"):

@@ -94,7 +94,8 @@ def table(
     ev: Evidence,
     abl: Ablation,
     settings: Profile,
-    frames: tuple[pd.DataFrame, pd.DataFrame],
+    all_runs: pd.DataFrame,
+    rows: pd.DataFrame,
     unlearned: untestable.Unlearned | None,
     planned: int,
     alpha: float,
@@ -102,11 +103,10 @@ def table(
     """The slope of ``ev``'s paired difference along its axis against 0: a one-row table, its own family.
 
     Decided by :data:`~harness.analysis.verdicts.RULES` with the facts of every comparison (``unlearned``: the
-    task's baseline did not learn; the gate beyond L); ``frames``: an analysis's runs and tidy rows
+    task's baseline did not learn; the gate beyond L); ``all_runs`` and ``rows``: an analysis's runs and tidy rows
     (:class:`harness.analysis.comparisons.Analysis`); None without a run of each arm.
     """
     points, task = levels(abl, ev), ev.task
-    all_runs, rows = frames
     runs = all_runs[all_runs["task"] == task]
     arms = {lv.variant for lv in points} | {lv.against for lv in points}
     if not arms <= set(runs["variant"]):

@@ -14,6 +14,7 @@ import pandas as pd
 from harness.errors import TRAINED
 from harness.experiment import metrics
 from harness.experiment.ablation import Ablation
+from harness.store.record import Record
 
 
 class Unlearned(NamedTuple):
@@ -34,8 +35,8 @@ class Unlearned(NamedTuple):
 
 def unlearned_tasks(abl: Ablation, rows: pd.DataFrame, planned: int) -> dict[str, Unlearned]:
     """An :class:`Unlearned` for every task with a convergence target whose baseline did not learn it."""
-    found = {t: unlearned(rows, t, abl.baseline_label, planned) for t, e in abl.tasks.items() if e.target is not None}
-    return {task: u for task, u in found.items() if u is not None}
+    base = abl.baseline_label
+    return {t: u for t, e in abl.tasks.items() if e.target is not None and (u := unlearned(rows, t, base, planned))}
 
 
 def unlearned(rows: pd.DataFrame, task: str, variant: str, planned: int) -> Unlearned | None:
@@ -53,6 +54,12 @@ def unlearned(rows: pd.DataFrame, task: str, variant: str, planned: int) -> Unle
 def learned(reached: int, planned: int) -> bool:
     """A task is learned when its target was reached on more than half of the planned seeds."""
     return 2 * reached > planned
+
+
+def passed_gate(abl: Ablation, r: Record) -> bool:
+    """Whether a run finished and passed its task's gate (if it has one)."""
+    gate = abl.tasks[r.task].gate if r.task in abl.tasks else None
+    return r.status.trained and (gate is None or gate.passes(r.metric(gate.metric)))
 
 
 def gated_out(runs: pd.DataFrame, task: str, metric: str, apply_gate: bool) -> set[str]:
