@@ -22,6 +22,7 @@ from harness.encode import count
 from harness.encode import text as encode_text
 from harness.errors import AblateError
 from harness.experiment import metrics
+from harness.experiment.ablation import Ablation
 from harness.experiment.grid import RunSpec
 from harness.experiment.selection import Selection
 from harness.store.record import Record
@@ -57,7 +58,7 @@ def design_of(sel: Selection, alpha: float = 0.05, tuned: bool = False) -> sq.De
         if not sel.settings.confirmatory:
             return None
         return sq.Design((len(sel.settings.seeds),), FIXED_SPENDING, alpha, futility=False)
-    members = len(_members(sel))
+    members = len(primary_comparisons(sel.ablation))
     need = paired.sign_flip_min_seeds(seq.alpha / max(members, 1))
     if seq.looks[0] < need:
         raise AblateError(
@@ -72,13 +73,13 @@ FIXED_SPENDING = "obrien_fleming"
 """A one-look design spends all of alpha at its look whatever the function; this one names it."""
 
 
-def _members(sel: Selection) -> list[tuple[str, str]]:
-    """The (task, variant) of each member of the sequential Holm family.
+def primary_comparisons(abl: Ablation) -> list[tuple[str, str]]:
+    """``(task, variant)`` of every primary comparison of a profile's view ``abl``: its Holm family.
 
-    Every variant but the baseline and the exploratory ones, on every task.
+    Every variant but the baseline and the exploratory ones, on every task; what a sequential design tests at each
+    look and what ``ablate plan`` sizes seeds for.
     """
-    abl, base = sel.ablation, sel.ablation.baseline_label
-    skip = set(abl.exploratory_variants) | {base}
+    skip = set(abl.exploratory_variants) | {abl.baseline_label}
     return [(task, abl.label(v)) for task in abl.tasks for v in abl.variants() if abl.label(v) not in skip]
 
 
@@ -217,7 +218,7 @@ def state(sel: Selection, records: list[Record], alpha: float = 0.05, ids: froze
     if design is None:
         raise ValueError(f"profile {sel.profile!r} has no sequential design")
     abl, base = sel.ablation, sel.ablation.baseline_label
-    members = _members(sel)
+    members = primary_comparisons(sel.ablation)
     m = len(members)
     sesoi = np.array([abl.tasks[task].primary.sesoi for task, _ in members])
     values, stored = _values(sel, records, sel.run_ids if ids is None else ids)

@@ -18,6 +18,7 @@ from rich.table import Table as RichTable
 from harness import encode
 from harness.analysis import paired
 from harness.analysis.comparisons import Analysis
+from harness.analysis.looks import primary_comparisons
 from harness.errors import AblateError
 from harness.experiment.ablation import Ablation
 from harness.experiment.selection import Selection
@@ -100,12 +101,6 @@ def pilot_profile(abl: Ablation, results: Path, given: str | None, ctx: Selectio
         f"no pilot runs of {abl.name} in {results} (looked for profile(s) {', '.join(pilots)}); "
         f"run `{ctx.command('run', profile=pilots[0])}` first, or pass --pilot PROFILE"
     )
-
-
-def primary_comparisons(abl: Ablation) -> list[tuple[str, str]]:
-    """``(task, variant)`` of every primary comparison of a profile's view ``abl``: the Holm family."""
-    others = [abl.label(v) for v in abl.variants() if abl.label(v) != abl.baseline_label]
-    return [(task, variant) for task in abl.tasks for variant in others]
 
 
 def seed_plan(sel: Selection, pilot: Analysis, power: float = 0.8, alpha: float = 0.05) -> SeedPlan:

@@ -8,7 +8,8 @@ import math
 import pytest
 from statsmodels.stats.power import TTestPower
 
-from harness.analysis.seed_planning import pilot_profile, primary_comparisons
+from harness.analysis.looks import primary_comparisons
+from harness.analysis.seed_planning import pilot_profile
 from harness.cli import compare as plan_cmd
 from harness.experiment.ablation import load
 from harness.experiment.selection import select
@@ -70,6 +71,20 @@ def test_alpha_is_divided_by_the_primary_family(store, capsys):
         ("learned", rows["learned"].needed, 0.025),
         ("rope", rows["rope"].needed, 0.025),
     ]
+
+
+def test_an_exploratory_variant_is_outside_the_planned_family(tmp_path):
+    """The analysis leaves an exploratory variant out of the Holm family; the plan sizes the same family."""
+    decl = write_decl(
+        tmp_path / "decl",
+        pilot={"seeds": [0, 1, 2], "confirmatory": False},
+        cpu={"seeds": list(range(12)), "exploratory_variants": ["rope"]},
+    )
+    write_runs(tmp_path / "results", decl, "pilot", _pilot)
+    plan = plan_cmd.plan_seeds(str(decl), "cpu", "pilot", tmp_path / "results", fmt="json")
+    assert plan.family_size == 1 and plan.alpha_each == 0.05
+    assert [r.variant for r in plan.rows] == ["learned"]
+    assert plan.rows[0].needed == _direct(0.05, 0.05, 0.05)
 
 
 def test_markdown_table_names_the_test_the_level_and_the_verdict(store, capsys):
