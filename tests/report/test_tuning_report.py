@@ -143,7 +143,7 @@ def test_report_from_its_data_file_gives_the_same_tuning_section(tuned_store, tm
     data = first / "data" / "mini.tar.gz"
     held = archive.read(data, "data")
     assert STUDIES in held.members
-    assert sum(r.profile == "cpu+tuned" for r in held.runs) == 3 * 7  # 21 tuned runs
+    assert sum(r.profile == "cpu+tuned" for r in held.records.values()) == 3 * 7  # 21 tuned runs
     from_store = invoke("compare", "mini", "--tuned", "--results-dir", str(tuned_store))
     # neither the store nor the storage is there any more: everything comes from the file
     shutil.move(tuned_store, tmp_path / "gone")
