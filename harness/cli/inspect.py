@@ -186,7 +186,10 @@ def status(
     overrides: o.MadeWithArg = None,
     plugin: o.PluginOpt = None,
 ) -> None:
-    """Done / failed / diverged / pending, per variant and task."""
+    """Runs by state, per variant and task.
+
+    The states: ok, stalled, diverged, failed, timeout, running, pending; then the runs that need a look.
+    """
     # then the runs that need a look: those in progress or interrupted, those with suspect numbers, and every store
     # file that is not a readable run (with its path)
     from harness.analysis import declared
