@@ -21,8 +21,10 @@ from harness.experiment import metrics as metrics_mod
 from harness.experiment.ablation import Ablation
 from harness.experiment.grid import record_id
 from harness.experiment.selection import Selection
+from harness.hints import DEFAULT_REPORTS
 from harness.registry import did_you_mean
 from harness.report.controls import Controls, read_controls
+from harness.report.markdown import report_path
 from harness.report.tuning import TuningData, check_studies, restored_studies_path
 from harness.store import archive
 from harness.store.archive import Archive
@@ -127,16 +129,16 @@ def load_source(
             a file of another ablation or profile; an unreadable sidecar; runs or studies of another grid.
     """
     path, at = Path(path), f"--from {path}"
-    if path.is_dir():
-        found = sorted(
-            str(p) for d in (path, path / "data") for p in d.glob(f"{abl.name}.*") if p.name.endswith(archive.SUFFIX)
-        )
-        more = f" ({len(found)} data files of {abl.name} there)" if len(found) > 1 else ""
+    if path.is_dir():  # the file `ablate report` writes of this grid, in the folder or in its data/
+        sel = select_of(profile)
+        expected = archive.data_path(report_path(abl, sel.profile, DEFAULT_REPORTS, sel.overrides))
+        found = next((p for p in (path / "data" / expected.name, path / expected.name) if p.is_file()), None)
         raise AblateError(
-            f"{at}: is a folder, not a report's data file; pass one file, e.g. --from {found[0]}{more}"
+            f"{at}: is a folder, not a report's data file; pass the data file of {abl.name} / {sel.profile} "
+            f"in it: --from {found}"
             if found
-            else f"{at}: is a folder, not a report's data file, and holds none of {abl.name}; pass the file "
-            f"`ablate report {abl.name}` wrote (reports/data/{abl.name}[.PROFILE]{archive.SUFFIX})"
+            else f"{at}: is a folder, not a report's data file, and holds none of {abl.name} / {sel.profile}; "
+            f"pass the file `{sel.command('report')}` wrote ({expected})"
         )
     arc = archive.read(path, at)
     if arc.ablation != abl.name:

@@ -12,6 +12,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.cli import run as run_cmd
 from harness.experiment import ablation as ablation_mod
@@ -253,27 +254,65 @@ def test_a_folder_is_refused_with_the_data_file_to_pass(reported, tmp_path):
         for folder in (out, out / "data"):
             err = assert_refused(
                 invoke(command, str(decl), "--from", str(folder), *tail),
-                f"--from {folder}: is a folder, not a report's data file; pass one file, e.g. --from {data}",
+                f"--from {folder}: is a folder, not a report's data file; pass the data file of tiny / cpu in it: "
+                f"--from {data}",
             )
             assert "no such file" not in err
         assert_refused(
             invoke(command, str(decl), "--from", str(empty), *tail),
-            f"--from {empty}: is a folder, not a report's data file, and holds none of tiny; pass the file "
-            "`ablate report tiny` wrote (reports/data/tiny[.PROFILE].tar.gz)",
+            f"--from {empty}: is a folder, not a report's data file, and holds none of tiny / cpu; pass the file "
+            f"`ablate report {decl} --profile cpu` wrote (reports/data/tiny.tar.gz)",
         )
     assert not (tmp_path / "never").exists()
 
 
-def test_a_folder_names_the_data_file_of_an_ablation_with_a_dot_in_its_name(tmp_path):
-    """An ablation may be named ``tiny.v2``: a folder holding its data file names that file, not "holds none"."""
-    decl = write_tiny(tmp_path / "decl", name="tiny.v2")
+def _folder(tmp_path: Path, *names: str) -> Path:
+    """``tmp_path/reports`` with empty files ``data/NAME`` (the folder is refused before a file is read)."""
     folder = tmp_path / "reports"
     (folder / "data").mkdir(parents=True)
-    data = folder / "data" / "tiny.v2.cpu.tar.gz"
-    data.write_bytes(b"")
+    for name in names:
+        (folder / "data" / name).write_bytes(b"")
+    return folder
+
+
+def test_a_folder_names_the_data_file_of_an_ablation_with_a_dot_in_its_name(tmp_path):
+    """An ablation may be named ``tiny.v2``: a folder holding its data file names that file, not "holds none";
+    for ``tiny``, that file is another ablation's, never named."""
+    decl, short = write_tiny(tmp_path / "decl", name="tiny.v2"), write_tiny(tmp_path / "decl", name="tiny")
+    folder = _folder(tmp_path, "tiny.v2.tar.gz", "tiny.v2.pilot.tar.gz")
+    never = ["--out", str(tmp_path / "never")]
     assert_refused(
-        invoke("report", str(decl), "--from", str(folder), "--out", str(tmp_path / "never")),
-        f"--from {folder}: is a folder, not a report's data file; pass one file, e.g. --from {data}",
+        invoke("report", str(decl), "--from", str(folder), *never),
+        f"--from {folder}: is a folder, not a report's data file; pass the data file of tiny.v2 / cpu in it: "
+        f"--from {folder / 'data' / 'tiny.v2.tar.gz'}",
+    )
+    err = assert_refused(
+        invoke("report", str(short), "--from", str(folder), *never),
+        f"--from {folder}: is a folder, not a report's data file, and holds none of tiny / cpu; pass the file "
+        f"`ablate report {short} --profile cpu` wrote (reports/data/tiny.tar.gz)",
+    )
+    assert "tiny.v2" not in err.replace(str(tmp_path), "")
+
+
+def test_a_folder_names_the_data_file_of_the_profile_asked_for(tmp_path):
+    """With --profile, the data file of that profile; without, the default profile's (``NAME.tar.gz``), however
+    the files of the other profiles sort; none of that profile: the file expected."""
+    decl = write_tiny(tmp_path / "decl")
+    spec = yaml.safe_load(decl.read_text())
+    spec["profiles"].update(confirm=spec["profiles"]["cpu"], long=spec["profiles"]["cpu"])
+    decl.write_text(yaml.safe_dump(spec))
+    folder = _folder(tmp_path, "tiny.confirm.tar.gz", "tiny.long.tar.gz", "tiny.tar.gz")
+    never = ["--out", str(tmp_path / "never")]
+    for profile, name in (["--profile", "long"], "tiny.long.tar.gz"), ([], "tiny.tar.gz"):
+        assert_refused(
+            invoke("report", str(decl), *profile, "--from", str(folder), *never),
+            f"pass the data file of tiny / {profile[1] if profile else 'cpu'} in it: --from {folder / 'data' / name}",
+        )
+    (folder / "data" / "tiny.long.tar.gz").unlink()
+    assert_refused(
+        invoke("compare", str(decl), "--profile", "long", "--from", str(folder)),
+        f"--from {folder}: is a folder, not a report's data file, and holds none of tiny / long; pass the file "
+        f"`ablate report {decl} --profile long` wrote (reports/data/tiny.long.tar.gz)",
     )
 
 
