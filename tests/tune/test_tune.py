@@ -79,6 +79,23 @@ def test_bad_space_exits_2_before_anything_runs(tmp_path: Path, tune: dict, word
 
 
 @pytest.mark.parametrize(
+    "spec, words",
+    [
+        ({"type": "float", "low": float("nan"), "high": 1e-2}, ["tune.train.lr: not a finite number: low nan"]),
+        ({"type": "float", "low": 1e-3, "high": float("inf")}, ["tune.train.lr: not a finite number: high inf"]),
+        ({"type": "categorical", "choices": [1e-3, float("nan")]}, ["not a finite number: choice nan"]),
+    ],
+)
+def test_a_bound_or_choice_that_is_not_finite_is_refused_at_load(tmp_path: Path, spec: dict, words: list[str]) -> None:
+    """``ablate show`` printed ``float in ;`` or ``[0.001, inf]`` for it; only ``ablate tune`` refused it."""
+    out = CliRunner().invoke(app, ["show", str(write_tiny(tmp_path, tune={"train.lr": spec}))])
+    assert out.exit_code == 2, out.output
+    assert out.stderr.startswith("error: invalid declaration") and len(out.stderr.strip().splitlines()) == 1
+    for w in words:
+        assert w in out.stderr, (w, out.stderr)
+
+
+@pytest.mark.parametrize(
     "args, words",
     [
         (["--variant", "position=ropee"], ["'ropee' is not a value of model.position", "rope"]),
