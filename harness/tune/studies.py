@@ -114,8 +114,8 @@ def plan_studies(
     for t in tasks or []:
         if t not in abl.tasks:
             raise AblateError(
-                f"--task {t!r} is not a task of {abl.name}{did_you_mean(t, list(abl.tasks))}; tasks: "
-                f"{', '.join(abl.tasks)}"
+                f"--task {t!r} is not a task of {abl.name} / {prof_name}{did_you_mean(t, list(abl.tasks))}; its "
+                f"tasks: {', '.join(abl.tasks)}"
             )
     chosen = _matches(abl, variants or [])
     fixed = {parse_override(o)[0] for o in overrides}  # a key set on the command line is not searched

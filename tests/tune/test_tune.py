@@ -120,6 +120,31 @@ def test_bad_tune_arguments_exit_2(tmp_path: Path, args: list[str], words: list[
         assert w in out.stderr, (w, out.stderr)
 
 
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--task", "reverse"], ["--task 'reverse' is not a task of tiny_tune / sub; its tasks: copy"]),
+    ],
+)
+def test_a_task_or_variant_the_profile_does_not_run_exits_2(tmp_path: Path, args: list[str], words: list[str]) -> None:
+    """A task of the ablation the profile leaves out: it was said not to be a task of the ablation."""
+    tasks = {**TINY["tasks"], "reverse": {**TINY["tasks"]["copy"]}}
+    sub = {"seeds": [0, 1], "confirmatory": False, "only_tasks": ["copy"], "only_variants": ["sinusoidal", "rope"]}
+    path = write_tiny(
+        tmp_path,
+        axes={"model.position": ["sinusoidal", "rope", "alibi"]},
+        tasks=tasks,
+        profiles={**TINY["profiles"], "sub": sub},
+    )
+    results = tmp_path / "r"
+    out = CliRunner().invoke(app, ["tune", str(path), "--profile", "sub", *args, "--results-dir", str(results)])
+    assert out.exit_code == 2, out.output
+    assert len(out.stderr.strip().splitlines()) == 1
+    for w in words:
+        assert w in out.stderr, (w, out.stderr)
+    assert not results.exists()
+
+
 @pytest.mark.parametrize("command", [["tune"], ["run", "--tuned"]])
 @pytest.mark.parametrize("storage", ["", "  "])
 def test_an_empty_storage_is_refused_not_read_as_the_default(tmp_path: Path, command: list[str], storage: str) -> None:
