@@ -123,11 +123,20 @@ def test_bad_tune_arguments_exit_2(tmp_path: Path, args: list[str], words: list[
 @pytest.mark.parametrize(
     "args, words",
     [
+        (
+            ["--variant", "position=alibi"],
+            ["--variant 'position=alibi': tiny_tune / sub does not run that variant; its variants: sinusoidal, rope"],
+        ),
+        (
+            ["--variant", "position=rope", "--variant", "position=sinusoidal"],
+            ["--variant 'position=rope' --variant 'position=sinusoidal': tiny_tune / sub runs no variant with them"],
+        ),
         (["--task", "reverse"], ["--task 'reverse' is not a task of tiny_tune / sub; its tasks: copy"]),
     ],
 )
 def test_a_task_or_variant_the_profile_does_not_run_exits_2(tmp_path: Path, args: list[str], words: list[str]) -> None:
-    """A task of the ablation the profile leaves out: it was said not to be a task of the ablation."""
+    """A value of the ablation the profile leaves out: it tuned 0 studies and exited 0 (a variant), or said the
+    task was not one of the ablation's (a task)."""
     tasks = {**TINY["tasks"], "reverse": {**TINY["tasks"]["copy"]}}
     sub = {"seeds": [0, 1], "confirmatory": False, "only_tasks": ["copy"], "only_variants": ["sinusoidal", "rope"]}
     path = write_tiny(
