@@ -5,6 +5,7 @@ They come from :data:`DEFAULT_SPACE` < the ablation's ``tune:`` < the profile's 
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
@@ -33,6 +34,9 @@ class ParamSpec(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ParamSpec:
+        given = [("low", self.low), ("high", self.high), *(("choice", c) for c in self.choices or [])]
+        if bad := [f"{name} {value}" for name, value in given if isinstance(value, float) and not math.isfinite(value)]:
+            raise ValueError(f"not a finite number: {', '.join(bad)}; every bound and choice must be one")
         if self.type == "categorical":
             if self.low is not None or self.high is not None or self.log:
                 raise ValueError("a categorical parameter takes `choices`, not low/high/log")

@@ -60,10 +60,13 @@ def monitor_for(metric: str, maximize: bool) -> str | None:
     return None if maximize else "val/loss"
 
 
-def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
-    """The variants whose axis values match every ``key=value`` (key: axis path or its last part)."""
+def _matches(abl: Ablation, profile: str, selectors: list[str]) -> list[dict[str, Any]]:
+    """The variants ``profile`` runs whose axis values match every ``key=value`` (key: axis path or its last part).
+
+    ``abl``: the ablation as the profile runs it (:meth:`Ablation.for_profile`).
+    """
     chosen = abl.variants()
-    for text in selectors:
+    for i, text in enumerate(selectors):
         if "=" not in text or text.startswith("="):  # parse_override's message speaks of config overrides
             raise AblateError(
                 f"--variant {text!r} is not of the form axis=value (e.g. "
@@ -84,7 +87,13 @@ def _matches(abl: Ablation, selectors: list[str]) -> list[dict[str, Any]]:
                 f"--variant {text!r}: {value!r} is not a value of "
                 f"{paths[0]}{did_you_mean(str(value), [str(v) for v in values])}; values: {values}"
             )
-        chosen = [v for v in chosen if v[paths[0]] in same]
+        if not (chosen := [v for v in chosen if v[paths[0]] in same]):
+            given = " ".join(f"--variant {t!r}" for t in selectors[: i + 1])
+            what = "runs no variant with them all" if i else "does not run that variant"
+            raise AblateError(
+                f"{given}: {abl.name} / {profile} {what}; its variants: "
+                f"{', '.join(abl.label(v) for v in abl.variants())} (ablate show {abl.name} names each profile's)"
+            )
     return chosen
 
 
@@ -114,10 +123,10 @@ def plan_studies(
     for t in tasks or []:
         if t not in abl.tasks:
             raise AblateError(
-                f"--task {t!r} is not a task of {abl.name}{did_you_mean(t, list(abl.tasks))}; tasks: "
-                f"{', '.join(abl.tasks)}"
+                f"--task {t!r} is not a task of {abl.name} / {prof_name}{did_you_mean(t, list(abl.tasks))}; its "
+                f"tasks: {', '.join(abl.tasks)}"
             )
-    chosen = _matches(abl, variants or [])
+    chosen = _matches(abl, prof_name, variants or [])
     fixed = {parse_override(o)[0] for o in overrides}  # a key set on the command line is not searched
     space = {k: v for k, v in resolve_space(abl, prof_name).items() if k not in fixed}
     if not space:

@@ -79,6 +79,23 @@ def test_bad_space_exits_2_before_anything_runs(tmp_path: Path, tune: dict, word
 
 
 @pytest.mark.parametrize(
+    "spec, words",
+    [
+        ({"type": "float", "low": float("nan"), "high": 1e-2}, ["tune.train.lr: not a finite number: low nan"]),
+        ({"type": "float", "low": 1e-3, "high": float("inf")}, ["tune.train.lr: not a finite number: high inf"]),
+        ({"type": "categorical", "choices": [1e-3, float("nan")]}, ["not a finite number: choice nan"]),
+    ],
+)
+def test_a_bound_or_choice_that_is_not_finite_is_refused_at_load(tmp_path: Path, spec: dict, words: list[str]) -> None:
+    """``ablate show`` printed ``float in ;`` or ``[0.001, inf]`` for it; only ``ablate tune`` refused it."""
+    out = CliRunner().invoke(app, ["show", str(write_tiny(tmp_path, tune={"train.lr": spec}))])
+    assert out.exit_code == 2, out.output
+    assert out.stderr.startswith("error: invalid declaration") and len(out.stderr.strip().splitlines()) == 1
+    for w in words:
+        assert w in out.stderr, (w, out.stderr)
+
+
+@pytest.mark.parametrize(
     "args, words",
     [
         (["--variant", "position=ropee"], ["'ropee' is not a value of model.position", "rope"]),
@@ -101,6 +118,40 @@ def test_bad_tune_arguments_exit_2(tmp_path: Path, args: list[str], words: list[
     assert "s3cret" not in out.output
     for w in words:
         assert w in out.stderr, (w, out.stderr)
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (
+            ["--variant", "position=alibi"],
+            ["--variant 'position=alibi': tiny_tune / sub does not run that variant; its variants: sinusoidal, rope"],
+        ),
+        (
+            ["--variant", "position=rope", "--variant", "position=sinusoidal"],
+            ["--variant 'position=rope' --variant 'position=sinusoidal': tiny_tune / sub runs no variant with them"],
+        ),
+        (["--task", "reverse"], ["--task 'reverse' is not a task of tiny_tune / sub; its tasks: copy"]),
+    ],
+)
+def test_a_task_or_variant_the_profile_does_not_run_exits_2(tmp_path: Path, args: list[str], words: list[str]) -> None:
+    """A value of the ablation the profile leaves out: it tuned 0 studies and exited 0 (a variant), or said the
+    task was not one of the ablation's (a task)."""
+    tasks = {**TINY["tasks"], "reverse": {**TINY["tasks"]["copy"]}}
+    sub = {"seeds": [0, 1], "confirmatory": False, "only_tasks": ["copy"], "only_variants": ["sinusoidal", "rope"]}
+    path = write_tiny(
+        tmp_path,
+        axes={"model.position": ["sinusoidal", "rope", "alibi"]},
+        tasks=tasks,
+        profiles={**TINY["profiles"], "sub": sub},
+    )
+    results = tmp_path / "r"
+    out = CliRunner().invoke(app, ["tune", str(path), "--profile", "sub", *args, "--results-dir", str(results)])
+    assert out.exit_code == 2, out.output
+    assert len(out.stderr.strip().splitlines()) == 1
+    for w in words:
+        assert w in out.stderr, (w, out.stderr)
+    assert not results.exists()
 
 
 @pytest.mark.parametrize("command", [["tune"], ["run", "--tuned"]])
