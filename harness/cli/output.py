@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import errno
 import os
+import shlex
 import sys
 import threading
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from harness.credentials import has_wandb_credentials
+from harness.encode import count
 from harness.errors import AblateError
 from harness.files import data_dir
 from harness.hints import DEFAULT_RESULTS
@@ -148,15 +150,24 @@ def selection(
 def check_store_exists(
     sel: Selection, tuned: bool = False, *, flag: str = "--profile", data_file: Path | None = None
 ) -> None:
-    """The profile's folder must exist; else name the ``ablate run`` that fills it and what to read instead.
+    """The profile's folder must exist and, when it holds runs, hold one of the selection (made with its overrides).
 
-    That is, the profiles the store holds (untuned only; ``flag`` names one: ``--profile``, or ``plan``'s ``--pilot``)
-    and ``data_file``, the report's data file to read instead (without overrides).
+    Else name the ``ablate run`` that fills it and what to read instead: the profiles the store holds (untuned only;
+    ``flag`` names one: ``--profile``, or ``plan``'s ``--pilot``) and ``data_file``, the report's data file to read
+    instead (without overrides).
     """
     results, name, profile = sel.results, sel.name, sel.profile
     folders = [results / name / tuned_profile(profile)] + ([] if tuned else [results / name / profile])
     folder = folders[-1]
+    run = sel.command("run", *(["--tuned"] if tuned else []), storage=tuned)
     if any(f.exists() for f in folders):  # a file there is a store problem, reported downstream
+        if others := _runs_of_other_overrides(sel, folders):
+            made = f"with {shlex.join(sel.overrides)}" if sel.overrides else "without key=value overrides"
+            raise AblateError(
+                f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results} were made {made}, only "
+                f"{count(others, 'run')} of other key=value overrides; pass the overrides those were made with (as "
+                f"given to `ablate run`), or run `{run}` first"
+            )
         return
     held: list[str] = []  # the untuned profiles with a run folder; none in a folder that cannot be listed
     try:
@@ -171,8 +182,7 @@ def check_store_exists(
         pass
     raise AblateError(
         f"no runs of {name} / {profile}{' (tuned)' if tuned else ''} in {results}: "
-        f"{folder} does not exist; run `{sel.command('run', *(['--tuned'] if tuned else []), storage=tuned)}` "
-        f"first or pass the --results-dir it wrote to"
+        f"{folder} does not exist; run `{run}` first or pass the --results-dir it wrote to"
         + (f"; the store holds runs of {name} in profile(s) {', '.join(held)}: pass {flag} {held[0]}" if held else "")
         + (
             f"; or pass --from {data_file} to read the runs the committed report was made from"
@@ -180,3 +190,26 @@ def check_store_exists(
             else ""
         )
     )
+
+
+def _runs_of_other_overrides(sel: Selection, folders: list[Path]) -> int:
+    """How many finished runs ``folders`` hold when none is the selection's (finished or not), else 0.
+
+    A run folder is named by its run id; a tuned run is the selection's when its id is the selection's run at its
+    recorded parameters.
+    """
+    from harness.store.runs import scan
+
+    others = 0
+    for folder in folders:
+        found = scan(sel.results, sel.name, folder.name)
+        if folder.name == sel.profile:
+            ids = sel.run_ids
+            if any((folder / run_id).is_dir() for run_id in ids):
+                return 0
+        else:
+            ids = sel.tuned_run_ids((r.task, r.variant_label, r.seed, r.tuned_params) for r in found.records)
+        if any(r.run_id in ids for r in found.records):
+            return 0
+        others += len(found.records)
+    return others

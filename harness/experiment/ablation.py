@@ -148,6 +148,17 @@ class Ablation(Decl):
                     f"profile {name!r}: exploratory_variants holds the baseline {self.baseline_label!r}, which "
                     "every comparison is made against; list only the variants to leave out of the primary family"
                 )
+            if dupes := repeated(prof.exploratory_variants):
+                raise ValueError(f"profile {name!r}: exploratory_variants repeats {dupes}")
+            if (
+                prof.confirmatory
+                and prof.exploratory_variants
+                and set(run) - {self.baseline_label} <= set(prof.exploratory_variants)
+            ):
+                raise ValueError(
+                    f"profile {name!r}: the profile declares every variant it runs exploratory, so it has no primary "
+                    "comparison; drop one from exploratory_variants or mark the profile confirmatory: false"
+                )
             if not prof.only_variants:
                 continue
             if unknown := [v for v in prof.only_variants if v not in labels]:

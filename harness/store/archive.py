@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import hints
 from harness.errors import AblateError, first_line
 from harness.files import write_atomic
 from harness.store.record import Record, parse_record
@@ -276,7 +277,8 @@ def read(path: Path, at: str) -> Archive:
             f"tuned runs): regenerate it with `ablate report {ablation} --profile PROFILE` from the store"
         )
     if not records:
-        raise AblateError(f"{at}: holds no runs; regenerate it with `ablate report NAME` from a store that holds runs")
+        again = hints.command("report", ablation, profile)
+        raise AblateError(f"{at}: holds no runs; regenerate it with `{again}` from a store that holds runs")
     return Archive(path, ablation, profile, store, problems, records, members)
 
 

@@ -116,6 +116,33 @@ def test_exploratory_variants_outside_the_profile_or_the_baseline_are_refused(tm
     assert words in msg and "\n" not in msg
 
 
+ROPE, NOPE = "position=rope,kernel=sdpa", "position=nope,kernel=sdpa"
+
+
+@pytest.mark.parametrize(
+    "profile, words",
+    [
+        (
+            {"only_variants": ["position=sinusoidal,kernel=sdpa", ROPE, NOPE], "exploratory_variants": [NOPE, ROPE]},
+            "profile 'sub': the profile declares every variant it runs exploratory, so it has no primary comparison; "
+            "drop one from exploratory_variants or mark the profile confirmatory: false",
+        ),
+        ({"exploratory_variants": [ROPE, ROPE]}, f"profile 'sub': exploratory_variants repeats ['{ROPE}']"),
+    ],
+)
+def test_exploratory_variants_that_leave_no_primary_comparison_or_repeat_are_refused(tmp_path, profile, words):
+    """A confirmatory profile whose every variant but the baseline is exploratory has no primary
+    family: plan, run and status each misreported it (0 primary comparisons, a design that waits)."""
+    msg = refused(tmp_path, **profile)
+    assert words in msg and "\n" not in msg
+
+
+def test_a_pilot_may_declare_every_variant_it_runs_exploratory(tmp_path):
+    subset = ["position=sinusoidal,kernel=sdpa", ROPE]
+    abl = load(write(tmp_path, decl(confirmatory=False, only_variants=subset, exploratory_variants=[ROPE])))
+    assert abl.for_profile("sub").exploratory_variants == (ROPE,)
+
+
 def test_an_empty_profile_name_is_not_the_default(tmp_path):
     abl = load(write(tmp_path, decl()))
     with pytest.raises(AblateError, match="has no profile ''"):

@@ -90,6 +90,21 @@ def test_compare_from_the_data_file_prints_the_same_tables(store, reported):
         assert from_file.stdout == from_store.stdout and "learned" in from_file.stdout
 
 
+def test_overrides_that_match_no_run_of_the_store_are_refused(store, tmp_path):
+    """Overrides that none of the store's runs were made with: report wrote a report "from 0 runs"
+    with a Claims section and a data file that `report --from` then refused; compare --format json
+    printed prose, exit 0. Refused as when the store holds no runs of the grid."""
+    decl, results = store
+    out = tmp_path / "out"
+    for command, tail in (("report", ["--out", str(out), "--wandb", "off"]), ("compare", ["--format", "json"])):
+        assert_refused(
+            invoke(command, str(decl), "--results-dir", str(results), *tail, "train.steps=41"),
+            f"no runs of tiny / cpu in {results} were made with train.steps=41, only 4 runs of other key=value ",
+            f"or run `ablate run {decl} train.steps=41 --profile cpu --results-dir {results}` first",
+        )
+    assert not out.exists()
+
+
 def test_store_to_file_to_store_gives_the_same_records_and_bytes(store, reported, tmp_path):
     """Restored, the file's runs are the store's: the same records, record.json and history.csv
     byte for byte; written again from the restored store, the same file but for the store it names."""
@@ -186,7 +201,7 @@ def _bad_files(root: Path, good: Path) -> dict[str, Path]:
         ("csv", ["unreadable (ReadError"]),
         ("manifest", ["not a report's data file (no manifest.json of format ablate-runs/1)"]),
         ("member", ["not a report's data file (member '../evil.json')"]),
-        ("norun", ["holds no runs; regenerate it with `ablate report NAME`"]),
+        ("norun", ["holds no runs; regenerate it with `ablate report tiny --profile cpu` from a store"]),
         ("record", ["is not a valid run record (field 'seed': Field required)"]),
         ("status", ["is not a valid run record (status 'x' is not one of ok, stalled, diverged, failed, timeout)"]),
         (
