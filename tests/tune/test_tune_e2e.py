@@ -36,7 +36,7 @@ def test_tune_then_tuned_run_then_report(tmp_path: Path, data_dir: Path, monkeyp
     tuned = scan(results, "pe_extrapolation", "smoke+tuned").records
     assert len(tuned) == 20 and all(r.status in TRAINED and r.tuned_params for r in tuned)
     assert not scan(results, "pe_extrapolation", "smoke").records  # untuned runs are not touched
-    path = report_cmd.report("pe_extrapolation", "smoke", results, tmp_path / "reports")
+    path = report_cmd.report("pe_extrapolation", "smoke", results, tmp_path / "reports", overrides=SMALL)
     # the Reproduce block makes the whole report again: the studies and the tuned runs too
     block = path.read_text().split("## Reproduce")[1]
     assert "ablate tune pe_extrapolation --profile smoke" in block and " --trials 2\n" in block, block
