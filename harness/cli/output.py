@@ -201,14 +201,14 @@ def _runs_of_other_overrides(sel: Selection, folders: list[Path]) -> int:
     from harness.store.runs import scan
 
     others = 0
-    for folder in folders:
-        found = scan(sel.results, sel.name, folder.name)
+    for folder in sorted(folders, key=lambda f: f.name != sel.profile):  # untuned first: a folder check, no reads
         if folder.name == sel.profile:
-            ids = sel.run_ids
-            if any((folder / run_id).is_dir() for run_id in ids):
+            if any((folder / run_id).is_dir() for run_id in sel.run_ids):
                 return 0
-        else:
-            ids = sel.tuned_run_ids((r.task, r.variant_label, r.seed, r.tuned_params) for r in found.records)
+            others += len(scan(sel.results, sel.name, folder.name).records)
+            continue
+        found = scan(sel.results, sel.name, folder.name)
+        ids = sel.tuned_run_ids((r.task, r.variant_label, r.seed, r.tuned_params) for r in found.records)
         if any(r.run_id in ids for r in found.records):
             return 0
         others += len(found.records)
